@@ -1,0 +1,216 @@
+// Package path pins network traffic to one IP family and proves it did.
+//
+// A Path names how a client reaches a server: ipv4, ipv6, or 6in4 (IPv6 carried
+// in IPv4 protocol 41, which at the socket level is IPv6; the lab makes the
+// tunnel). Every socket is opened with an explicit family ("tcp4", "udp6", …),
+// every name is resolved with the record type of the path, and every connection
+// is checked afterwards: a mismatch is an error, never a silent fallback.
+package path
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"syscall"
+)
+
+// Path is one way of reaching a server.
+type Path string
+
+// The paths v6lab measures.
+const (
+	IPv4   Path = "ipv4"
+	IPv6   Path = "ipv6"
+	SixIn4 Path = "6in4"
+)
+
+// All lists every known path in report order.
+var All = []Path{IPv4, IPv6, SixIn4}
+
+// ErrFamily is wrapped by every error about an address of the wrong family.
+var ErrFamily = errors.New("address family mismatch")
+
+// Parse turns a user's word into a Path.
+func Parse(s string) (Path, error) {
+	switch p := Path(strings.ToLower(strings.TrimSpace(s))); p {
+	case IPv4, IPv6, SixIn4:
+		return p, nil
+	}
+	return "", fmt.Errorf("path: unknown path %q (want ipv4, ipv6 or 6in4)", s)
+}
+
+// ParseList parses a comma-separated list such as "ipv4,ipv6", refusing duplicates.
+func ParseList(s string) ([]Path, error) {
+	var out []Path
+	seen := map[Path]bool{}
+	for _, f := range strings.Split(s, ",") {
+		if strings.TrimSpace(f) == "" {
+			continue
+		}
+		p, err := Parse(f)
+		if err != nil {
+			return nil, err
+		}
+		if seen[p] {
+			return nil, fmt.Errorf("path: %s listed twice", p)
+		}
+		seen[p] = true
+		out = append(out, p)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("path: empty path list %q", s)
+	}
+	return out, nil
+}
+
+// IsIPv6 reports whether the path's endpoints speak IPv6 (true for 6in4).
+func (p Path) IsIPv6() bool { return p != IPv4 }
+
+// Family is "IPv4" or "IPv6", the family of the path's endpoint addresses.
+func (p Path) Family() string {
+	if p.IsIPv6() {
+		return "IPv6"
+	}
+	return "IPv4"
+}
+
+// Network returns the pinned Go network name for proto ("tcp" or "udp").
+func (p Path) Network(proto string) string {
+	if p.IsIPv6() {
+		return proto + "6"
+	}
+	return proto + "4"
+}
+
+// Accepts reports whether addr belongs to the path's family. An IPv4-mapped
+// IPv6 address is IPv4 on the wire, so it never counts as IPv6.
+func (p Path) Accepts(addr netip.Addr) bool {
+	if !addr.IsValid() {
+		return false
+	}
+	if p.IsIPv6() {
+		return addr.Is6() && !addr.Is4In6()
+	}
+	return addr.Unmap().Is4()
+}
+
+// CheckAddr returns an error wrapping ErrFamily when addr is not of the path's family.
+func (p Path) CheckAddr(what string, addr netip.Addr) error {
+	if p.Accepts(addr) {
+		return nil
+	}
+	return fmt.Errorf("path: %s address %s is %s, path %s needs %s: %w",
+		what, addr, familyName(addr), p, p.Family(), ErrFamily)
+}
+
+func familyName(a netip.Addr) string {
+	switch {
+	case !a.IsValid():
+		return "invalid"
+	case a.Is4() || a.Is4In6():
+		return "IPv4"
+	default:
+		return "IPv6"
+	}
+}
+
+// AddrOf extracts the IP address of a net.Addr from a TCP or UDP socket.
+func AddrOf(a net.Addr) netip.Addr {
+	switch v := a.(type) {
+	case *net.TCPAddr:
+		ip, _ := netip.AddrFromSlice(v.IP)
+		return ip
+	case *net.UDPAddr:
+		ip, _ := netip.AddrFromSlice(v.IP)
+		return ip
+	}
+	if ap, err := netip.ParseAddrPort(a.String()); err == nil {
+		return ap.Addr()
+	}
+	return netip.Addr{}
+}
+
+// Verify checks that both ends of conn are of the path's family. The error
+// names both addresses.
+func (p Path) Verify(conn net.Conn) error {
+	l, r := AddrOf(conn.LocalAddr()), AddrOf(conn.RemoteAddr())
+	if p.Accepts(l) && p.Accepts(r) {
+		return nil
+	}
+	return fmt.Errorf("path: %s connection went %s -> %s (%s -> %s): %w",
+		p, conn.LocalAddr(), conn.RemoteAddr(), familyName(l), familyName(r), ErrFamily)
+}
+
+// Dialer opens pinned connections for one path.
+type Dialer struct {
+	Path Path
+	// Source, when valid, is the local address to bind.
+	Source netip.Addr
+	// Control, when set, is called on the raw socket before connect
+	// (for socket options the caller needs).
+	Control func(network, address string, c syscall.RawConn) error
+}
+
+// Dial connects to addr over proto ("tcp" or "udp") with the path's family,
+// no Happy Eyeballs fallback, and verifies the connection's addresses.
+func (d Dialer) Dial(ctx context.Context, proto string, addr netip.AddrPort) (net.Conn, error) {
+	if err := d.Path.CheckAddr("remote", addr.Addr()); err != nil {
+		return nil, err
+	}
+	nd := net.Dialer{FallbackDelay: -1}
+	if d.Source.IsValid() {
+		if err := d.Path.CheckAddr("source", d.Source); err != nil {
+			return nil, err
+		}
+		if proto == "udp" {
+			nd.LocalAddr = net.UDPAddrFromAddrPort(netip.AddrPortFrom(d.Source, 0))
+		} else {
+			nd.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(d.Source, 0))
+		}
+	}
+	if d.Control != nil {
+		ctl := d.Control
+		nd.Control = ctl
+	}
+	conn, err := nd.DialContext(ctx, d.Path.Network(proto), addr.String())
+	if err != nil {
+		return nil, err
+	}
+	if err := d.Path.Verify(conn); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
+}
+
+// Listen opens a TCP listener pinned to the path's family. An IPv6 listener
+// is IPv6-only, so IPv4 clients can never reach it through a mapped address.
+func Listen(ctx context.Context, p Path, addr string) (net.Listener, error) {
+	var lc net.ListenConfig
+	return lc.Listen(ctx, p.Network("tcp"), addr)
+}
+
+// ListenPacket opens a UDP socket pinned to the path's family.
+func ListenPacket(ctx context.Context, p Path, addr string) (net.PacketConn, error) {
+	var lc net.ListenConfig
+	return lc.ListenPacket(ctx, p.Network("udp"), addr)
+}
+
+// OfAddr returns the native path (ipv4 or ipv6) for an address.
+func OfAddr(a netip.Addr) Path {
+	if a.Unmap().Is4() {
+		return IPv4
+	}
+	return IPv6
+}
+
+// Loopback returns the loopback address of the path's family.
+func (p Path) Loopback() netip.Addr {
+	if p.IsIPv6() {
+		return netip.IPv6Loopback()
+	}
+	return netip.AddrFrom4([4]byte{127, 0, 0, 1})
+}

@@ -1,0 +1,136 @@
+package path
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"strings"
+
+	"github.com/miekg/dns"
+)
+
+// ErrNoAddress is wrapped when a name exists but has no record of the path's type.
+var ErrNoAddress = errors.New("no address of the path's family")
+
+// Resolver looks a name up with the record type of a path: A for ipv4, AAAA
+// for ipv6 and 6in4. It asks one DNS server directly (not the system
+// resolver) so the lookup is pinned, timed, and sent over the family chosen in
+// Over, like the study's edited resolv.conf.
+type Resolver struct {
+	// Servers are DNS servers by family; the query goes to the first of the
+	// family given by Over (or by the path, when Over is empty).
+	Servers []netip.AddrPort
+	// Over pins the family that carries the DNS query itself. Empty means
+	// the path's own family.
+	Over Path
+}
+
+// RecordType returns the DNS record type a path resolves names with.
+func (p Path) RecordType() uint16 {
+	if p.IsIPv6() {
+		return dns.TypeAAAA
+	}
+	return dns.TypeA
+}
+
+// Server picks the DNS server that a lookup for path p is sent to.
+func (r *Resolver) Server(p Path) (netip.AddrPort, Path, error) {
+	over := r.Over
+	if over == "" {
+		over = p
+	}
+	for _, s := range r.Servers {
+		if over.Accepts(s.Addr()) {
+			return s, over, nil
+		}
+	}
+	return netip.AddrPort{}, over, fmt.Errorf("path: no %s DNS server to send the query over (have %v); give one of that family", over.Family(), r.Servers)
+}
+
+// Lookup resolves host for path p. An IP literal is returned as is after a
+// family check. A name without a record of the path's type is an error
+// wrapping ErrNoAddress that names the host and the record type.
+func (r *Resolver) Lookup(ctx context.Context, host string, p Path) (netip.Addr, error) {
+	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+		return a, p.CheckAddr("target", a)
+	}
+	server, over, err := r.Server(p)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	qtype := p.RecordType()
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(host), qtype)
+	m.RecursionDesired = true
+	c := dns.Client{Net: over.Network("udp")}
+	in, _, err := c.ExchangeContext(ctx, m, server.String())
+	if err == nil && in.Truncated {
+		c.Net = over.Network("tcp")
+		in, _, err = c.ExchangeContext(ctx, m, server.String())
+	}
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("path: resolve %s %s via %s: %w", host, dns.TypeToString[qtype], server, err)
+	}
+	if in.Rcode != dns.RcodeSuccess {
+		return netip.Addr{}, fmt.Errorf("path: resolve %s %s via %s: server answered %s", host, dns.TypeToString[qtype], server, dns.RcodeToString[in.Rcode])
+	}
+	for _, rr := range in.Answer {
+		var a netip.Addr
+		switch v := rr.(type) {
+		case *dns.A:
+			a, _ = netip.AddrFromSlice(v.A.To4())
+		case *dns.AAAA:
+			a, _ = netip.AddrFromSlice(v.AAAA)
+		default:
+			continue
+		}
+		if rr.Header().Rrtype == qtype {
+			return a, p.CheckAddr("resolved", a)
+		}
+	}
+	return netip.Addr{}, fmt.Errorf("path: %s has no %s record (needed by path %s): %w", host, dns.TypeToString[qtype], p, ErrNoAddress)
+}
+
+// SystemServers reads the nameservers of /etc/resolv.conf.
+func SystemServers() ([]netip.AddrPort, error) {
+	f, err := os.Open("/etc/resolv.conf")
+	if err != nil {
+		return nil, fmt.Errorf("path: %w", err)
+	}
+	defer f.Close()
+	return ParseResolvConf(f)
+}
+
+// ParseResolvConf returns the nameserver lines of a resolv.conf, port 53.
+func ParseResolvConf(r io.Reader) ([]netip.AddrPort, error) {
+	var out []netip.AddrPort
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 2 || f[0] != "nameserver" {
+			continue
+		}
+		// Zones (fe80::1%eth0) are kept: link-local servers need them.
+		a, err := netip.ParseAddr(f[1])
+		if err != nil {
+			continue
+		}
+		out = append(out, netip.AddrPortFrom(a, 53))
+	}
+	return out, sc.Err()
+}
+
+// ParseServer accepts "ADDR", "ADDR:PORT" or "[V6]:PORT" (port 53 by default).
+func ParseServer(s string) (netip.AddrPort, error) {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap, nil
+	}
+	if a, err := netip.ParseAddr(strings.Trim(s, "[]")); err == nil {
+		return netip.AddrPortFrom(a, 53), nil
+	}
+	return netip.AddrPort{}, fmt.Errorf("path: bad DNS server %q (want ADDR, ADDR:PORT or [IPV6]:PORT)", s)
+}

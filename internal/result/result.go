@@ -1,0 +1,133 @@
+// Package result holds what v6lab measures — one Sample per transaction, one
+// Run record per run, a Header that explains the experiment — and the
+// versioned JSON-lines format they are stored in.
+package result
+
+import (
+	"time"
+)
+
+// FormatVersion is written in every header; readers refuse newer majors.
+const FormatVersion = 1
+
+// Line kinds in samples.jsonl.
+const (
+	KindHeader = "header"
+	KindRun    = "run"
+	KindSample = "sample"
+)
+
+// Sample is one transaction: from before its name lookup to its completion
+// marker. A failed transaction is a Sample with Err set; it is counted, never
+// averaged as a time.
+type Sample struct {
+	Kind     string `json:"kind"`
+	Cell     string `json:"cell"`
+	Protocol string `json:"proto"`
+	Path     string `json:"path"`
+	Conns    int    `json:"conns"`
+	Run      int    `json:"run"`
+	Warmup   bool   `json:"warmup,omitempty"`
+	User     int    `json:"user"`
+	// Local and Remote are the addresses actually used ("ip:port").
+	Local  string    `json:"local,omitempty"`
+	Remote string    `json:"remote,omitempty"`
+	Start  time.Time `json:"start"`
+	// Phase ends, measured from Start on the monotonic clock, in
+	// nanoseconds; zero when a phase did not happen.
+	ResolveNS   int64 `json:"resolve_ns,omitempty"`
+	ConnectNS   int64 `json:"connect_ns,omitempty"`
+	TLSNS       int64 `json:"tls_ns,omitempty"`
+	FirstByteNS int64 `json:"first_byte_ns,omitempty"`
+	// TotalNS is the response time: Start to completion marker, or to
+	// the failure.
+	TotalNS  int64 `json:"total_ns"`
+	BytesIn  int64 `json:"bytes_in"`
+	BytesOut int64 `json:"bytes_out"`
+	// Marker is the completion marker seen (e.g. "200 OK" with every byte),
+	// empty when the transaction did not complete.
+	Marker string `json:"marker,omitempty"`
+	// Err is why the transaction failed; ErrKind groups failures
+	// (timeout, refused, family, protocol, resolve, io).
+	Err     string `json:"err,omitempty"`
+	ErrKind string `json:"err_kind,omitempty"`
+}
+
+// OK reports whether the transaction completed.
+func (s *Sample) OK() bool { return s.Err == "" }
+
+// Total is the response time.
+func (s *Sample) Total() time.Duration { return time.Duration(s.TotalNS) }
+
+// Run records one run of one cell: its place in the order and its outcome.
+type Run struct {
+	Kind      string    `json:"kind"`
+	Cell      string    `json:"cell"`
+	Protocol  string    `json:"proto"`
+	Path      string    `json:"path"`
+	Conns     int       `json:"conns"`
+	Run       int       `json:"run"`
+	Warmup    bool      `json:"warmup,omitempty"`
+	Seq       int       `json:"seq"`
+	Start     time.Time `json:"start"`
+	End       time.Time `json:"end"`
+	Completed int       `json:"completed"`
+	Failed    int       `json:"failed"`
+	// Err is set when the run as a whole could not be done.
+	Err string `json:"err,omitempty"`
+}
+
+// Header is the first line of samples.jsonl: everything needed to explain and
+// re-render the results without the machine they came from.
+type Header struct {
+	Kind          string            `json:"kind"`
+	FormatVersion int               `json:"format_version"`
+	Tool          string            `json:"tool"`
+	ToolVersion   string            `json:"tool_version"`
+	Name          string            `json:"name"`
+	Created       time.Time         `json:"created"`
+	Command       []string          `json:"command,omitempty"`
+	Host          string            `json:"host,omitempty"`
+	Kernel        string            `json:"kernel,omitempty"`
+	GoVersion     string            `json:"go_version,omitempty"`
+	CPUs          int               `json:"cpus,omitempty"`
+	Sysctls       map[string]string `json:"sysctls,omitempty"`
+	// SysctlsSet lists what v6lab itself changed, with the old value.
+	SysctlsSet map[string]string `json:"sysctls_set,omitempty"`
+	Limits     map[string]string `json:"limits,omitempty"`
+	// Target says where it ran: "loopback", "lab" or "remote".
+	Target   string            `json:"target"`
+	Servers  map[string]string `json:"servers,omitempty"`
+	Baseline string            `json:"baseline"`
+	// Spec is the experiment as run, verbatim.
+	Spec any `json:"spec,omitempty"`
+	// Notes are facts the reader should know (fallbacks, caveats).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// CellKey names a cell: protocol, path and connection count.
+func CellKey(protocol, path string, conns int) string {
+	return protocol + "/" + path + "/" + itoa(conns)
+}
+
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	var b [20]byte
+	i := len(b)
+	neg := n < 0
+	if neg {
+		n = -n
+	}
+	for n > 0 {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	if neg {
+		i--
+		b[i] = '-'
+	}
+	return string(b[i:])
+}
