@@ -1,0 +1,88 @@
+// Package load drives transactions: the closed model of the study (N
+// simulated users released together at one barrier, one transaction each)
+// and a sustained mode (N users back to back for a duration) for comparing
+// request rates with other tools. Every transaction becomes a Sample, failed
+// or not.
+package load
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"v6lab/internal/result"
+)
+
+// Probe performs one transaction of one protocol over one path.
+type Probe interface {
+	// Do runs one transaction for simulated user `user` and describes it.
+	// It must return soon after ctx is done; a transaction cut short by
+	// ctx is a failed sample, not a missing one.
+	Do(ctx context.Context, user int) result.Sample
+}
+
+// Closed releases n users at once, each doing one transaction bounded by
+// timeout, and calls emit for every sample as it completes (emit must be
+// safe for concurrent use). It returns once every user has reported.
+func Closed(ctx context.Context, p Probe, n int, timeout time.Duration, emit func(result.Sample)) {
+	var ready, done sync.WaitGroup
+	release := make(chan struct{})
+	ready.Add(n)
+	done.Add(n)
+	for i := 0; i < n; i++ {
+		go func(user int) {
+			defer done.Done()
+			ready.Done()
+			<-release
+			tctx, cancel := context.WithTimeout(ctx, timeout)
+			s := p.Do(tctx, user)
+			cancel()
+			s.User = user
+			emit(s)
+		}(i)
+	}
+	ready.Wait() // every user is parked at the barrier before any starts
+	close(release)
+	done.Wait()
+}
+
+// Sustained runs n users, each repeating transactions back to back until
+// duration has passed (or ctx ends); a transaction started before the end
+// is allowed to finish within its timeout. It returns the number of
+// transactions started.
+func Sustained(ctx context.Context, p Probe, n int, duration, timeout time.Duration, emit func(result.Sample)) int64 {
+	var (
+		done    sync.WaitGroup
+		ready   sync.WaitGroup
+		mu      sync.Mutex
+		started int64
+	)
+	release := make(chan struct{})
+	ready.Add(n)
+	done.Add(n)
+	var end time.Time
+	for i := 0; i < n; i++ {
+		go func(user int) {
+			defer done.Done()
+			ready.Done()
+			<-release
+			var count int64
+			for ctx.Err() == nil && time.Now().Before(end) {
+				tctx, cancel := context.WithTimeout(ctx, timeout)
+				s := p.Do(tctx, user)
+				cancel()
+				s.User = user
+				emit(s)
+				count++
+			}
+			mu.Lock()
+			started += count
+			mu.Unlock()
+		}(i)
+	}
+	ready.Wait()
+	end = time.Now().Add(duration)
+	close(release)
+	done.Wait()
+	return started
+}

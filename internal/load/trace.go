@@ -1,0 +1,102 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"syscall"
+	"time"
+
+	"v6lab/internal/path"
+	"v6lab/internal/result"
+)
+
+// Trace times one transaction on the monotonic clock. Phase marks are
+// durations since Begin, so wall-clock steps cannot distort them.
+type Trace struct {
+	start time.Time
+	S     result.Sample
+}
+
+// Begin starts timing a transaction of protocol over p.
+func Begin(protocol string, p path.Path) *Trace {
+	return &Trace{start: time.Now(), S: result.Sample{Protocol: protocol, Path: string(p), Start: time.Now().UTC()}}
+}
+
+// Since is the time elapsed since Begin.
+func (t *Trace) Since() int64 { return int64(time.Since(t.start)) }
+
+// Mark stores the time since Begin in *field (a phase end).
+func (t *Trace) Mark(field *int64) { *field = t.Since() }
+
+// Conn records the addresses a connection used.
+func (t *Trace) Conn(c net.Conn) {
+	t.S.Local, t.S.Remote = c.LocalAddr().String(), c.RemoteAddr().String()
+}
+
+// Done ends a completed transaction at its marker.
+func (t *Trace) Done(marker string) result.Sample {
+	t.S.TotalNS = t.Since()
+	t.S.Marker = marker
+	return t.S
+}
+
+// Fail ends a failed transaction. phase says where it failed ("resolve",
+// "connect", …) and prefixes the message; ctx gives the timeout cause.
+func (t *Trace) Fail(ctx context.Context, phase string, err error) result.Sample {
+	t.S.TotalNS = t.Since()
+	t.S.ErrKind = Classify(ctx, phase, err)
+	if t.S.ErrKind == "timeout" {
+		err = fmt.Errorf("timed out after %v: %w", time.Duration(t.S.TotalNS).Round(time.Millisecond), err)
+	}
+	t.S.Err = phase + ": " + err.Error()
+	return t.S
+}
+
+// Classify groups an error for the completion report: timeout, refused,
+// reset, family, resolve, protocol or io.
+func Classify(ctx context.Context, phase string, err error) string {
+	var ne net.Error
+	switch {
+	case errors.Is(err, path.ErrFamily):
+		return "family"
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded),
+		errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "refused"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return "reset"
+	case phase == "resolve":
+		return "resolve"
+	case ctx.Err() != nil && phase != "reply":
+		return "timeout"
+	case errors.Is(err, syscall.EADDRNOTAVAIL), errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE):
+		return "resource"
+	case phase == "reply" || phase == "protocol":
+		return "protocol"
+	}
+	return "io"
+}
+
+// Deadline applies ctx's deadline to conn and makes cancellation of ctx
+// interrupt blocked I/O at once. The returned stop must be called.
+func Deadline(ctx context.Context, conn net.Conn) (stop func() bool) {
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+	}
+	return context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+}
+
+// CloseAbort closes a TCP connection with SO_LINGER 0 so it leaves no
+// TIME_WAIT behind: a new connection per transaction at thousands of users
+// would otherwise exhaust the client's ephemeral ports. It is used only after
+// the completion marker, so it never shortens what is measured.
+func CloseAbort(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = c.Close()
+}

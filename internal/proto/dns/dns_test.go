@@ -1,0 +1,239 @@
+package dns
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	mdns "github.com/miekg/dns"
+
+	"v6lab/internal/path"
+)
+
+var (
+	lo4 = netip.MustParseAddr("127.0.0.1")
+	lo6 = netip.MustParseAddr("::1")
+)
+
+func testZone() Zone {
+	z := Zone{}
+	z.Add("www.v6lab.test", lo4)
+	z.Add("www.v6lab.test", lo6)
+	z.Add("v4only.v6lab.test", lo4)
+	return z
+}
+
+func startServer(t *testing.T) *Server {
+	t.Helper()
+	s, err := Listen(context.Background(), testZone(), []netip.Addr{lo4, lo6}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func serverFor(s *Server, p path.Path) netip.AddrPort {
+	for _, a := range s.Addrs() {
+		if p.Accepts(a.Addr()) {
+			return a
+		}
+	}
+	panic("no server address for " + p)
+}
+
+func TestQueryPerPath(t *testing.T) {
+	s := startServer(t)
+	for _, p := range []path.Path{path.IPv4, path.IPv6} {
+		for _, tcp := range []bool{false, true} {
+			name := string(p) + "/udp"
+			if tcp {
+				name = string(p) + "/tcp"
+			}
+			t.Run(name, func(t *testing.T) {
+				c := &Client{Name: "www.v6lab.test", Server: serverFor(s, p), Path: p, TCP: tcp}
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				defer cancel()
+				smp := c.Do(ctx, 0)
+				if !smp.OK() {
+					t.Fatalf("failed: %s", smp.Err)
+				}
+				want := "NOERROR, 1 A"
+				if p.IsIPv6() {
+					want = "NOERROR, 1 AAAA"
+				}
+				if smp.Marker != want {
+					t.Errorf("marker %q, want %q", smp.Marker, want)
+				}
+				for _, a := range []string{smp.Local, smp.Remote} {
+					ap := netip.MustParseAddrPort(a)
+					if !p.Accepts(ap.Addr()) {
+						t.Errorf("address %s is not %s", a, p.Family())
+					}
+				}
+				if smp.BytesIn == 0 || smp.BytesOut == 0 || smp.TotalNS <= 0 || smp.FirstByteNS > smp.TotalNS {
+					t.Errorf("bad accounting: %+v", smp)
+				}
+			})
+		}
+	}
+}
+
+func TestFailuresCarryTheReply(t *testing.T) {
+	s := startServer(t)
+	cases := []struct {
+		name, host string
+		p          path.Path
+		want       string
+	}{
+		{"nxdomain", "nosuch.v6lab.test", path.IPv4, "server answered NXDOMAIN"},
+		{"nodata", "v4only.v6lab.test", path.IPv6, "has no AAAA record"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cl := &Client{Name: c.host, Server: serverFor(s, c.p), Path: c.p}
+			smp := cl.Do(context.Background(), 0)
+			if smp.OK() || !strings.Contains(smp.Err, c.want) || smp.ErrKind != "protocol" {
+				t.Fatalf("err %q kind %q, want %q", smp.Err, smp.ErrKind, c.want)
+			}
+		})
+	}
+}
+
+func TestWrongFamilyServerIsRefusedBeforeSending(t *testing.T) {
+	s := startServer(t)
+	cl := &Client{Name: "www.v6lab.test", Server: serverFor(s, path.IPv4), Path: path.IPv6}
+	smp := cl.Do(context.Background(), 0)
+	if smp.OK() || smp.ErrKind != "family" {
+		t.Fatalf("err %q kind %q, want a family error", smp.Err, smp.ErrKind)
+	}
+}
+
+// hostile runs a UDP server on ::1 that answers every query with reply(query).
+func hostile(t *testing.T, reply func([]byte) []byte) netip.AddrPort {
+	t.Helper()
+	pc, err := net.ListenPacket("udp6", "[::1]:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pc.Close() })
+	go func() {
+		buf := make([]byte, 65535)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			if out := reply(buf[:n]); out != nil {
+				pc.WriteTo(out, from)
+			}
+		}
+	}()
+	return pc.LocalAddr().(*net.UDPAddr).AddrPort()
+}
+
+func TestHostileServers(t *testing.T) {
+	cases := []struct {
+		name  string
+		reply func([]byte) []byte
+		want  string
+		kind  string
+	}{
+		{"garbage", func([]byte) []byte { return []byte("garbage!") }, "undecodable reply", "protocol"},
+		{"silent", func([]byte) []byte { return nil }, "timed out", "timeout"},
+		{"wrong id", func(q []byte) []byte {
+			m := new(mdns.Msg)
+			m.Unpack(q)
+			r := new(mdns.Msg)
+			r.SetReply(m)
+			r.Id++
+			b, _ := r.Pack()
+			return b
+		}, "does not match query id", "protocol"},
+		{"not a response", func(q []byte) []byte { return q }, "not a response", "protocol"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			srv := hostile(t, c.reply)
+			cl := &Client{Name: "www.v6lab.test", Server: srv, Path: path.IPv6}
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			smp := cl.Do(ctx, 0)
+			if time.Since(start) > 2*time.Second {
+				t.Errorf("took %v, past its timeout", time.Since(start))
+			}
+			if smp.OK() || !strings.Contains(smp.Err, c.want) || smp.ErrKind != c.kind {
+				t.Fatalf("err %q kind %q, want %q (%s)", smp.Err, smp.ErrKind, c.want, c.kind)
+			}
+		})
+	}
+}
+
+func TestResolverPinsRecordTypeAndQueryFamily(t *testing.T) {
+	s := startServer(t)
+	r := &path.Resolver{Servers: s.Addrs()}
+	ctx := context.Background()
+	for _, p := range []path.Path{path.IPv4, path.IPv6} {
+		a, err := r.Lookup(ctx, "www.v6lab.test", p)
+		if err != nil || a != p.Loopback() {
+			t.Errorf("%s: got %v, %v", p, a, err)
+		}
+	}
+	// The query itself travels over IPv4 while asking for AAAA.
+	r.Over = path.IPv4
+	if a, err := r.Lookup(ctx, "www.v6lab.test", path.IPv6); err != nil || a != lo6 {
+		t.Errorf("AAAA over IPv4: %v, %v", a, err)
+	}
+	_, err := r.Lookup(ctx, "v4only.v6lab.test", path.IPv6)
+	if !errors.Is(err, path.ErrNoAddress) || !strings.Contains(err.Error(), "v4only.v6lab.test has no AAAA record") {
+		t.Errorf("missing AAAA: %v", err)
+	}
+	r6 := &path.Resolver{Servers: []netip.AddrPort{serverFor(s, path.IPv4)}, Over: path.IPv6}
+	if _, err := r6.Lookup(ctx, "www.v6lab.test", path.IPv6); err == nil || !strings.Contains(err.Error(), "no IPv6 DNS server") {
+		t.Errorf("missing IPv6 server: %v", err)
+	}
+	if _, err := r.Lookup(ctx, "127.0.0.1", path.IPv6); !errors.Is(err, path.ErrFamily) {
+		t.Errorf("IPv4 literal on ipv6 path: %v", err)
+	}
+}
+
+func TestZoneParseRecord(t *testing.T) {
+	z := Zone{}
+	if err := z.ParseRecord("a.test=192.0.2.1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"a.test", "=1.2.3.4", "a.test=notanip"} {
+		if err := z.ParseRecord(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func FuzzParseReply(f *testing.F) {
+	q := new(mdns.Msg)
+	q.SetQuestion("www.v6lab.test.", mdns.TypeAAAA)
+	wire, _ := q.Pack()
+	f.Add(wire)
+	r := new(mdns.Msg)
+	r.SetReply(q)
+	r.Answer = append(r.Answer, &mdns.AAAA{Hdr: mdns.RR_Header{Name: "www.v6lab.test.", Rrtype: mdns.TypeAAAA, Class: 1}, AAAA: net.ParseIP("::1")})
+	good, _ := r.Pack()
+	f.Add(good)
+	f.Add([]byte{})
+	f.Add([]byte("\x00\x01\x80"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := Parse(b)
+		if err != nil {
+			if !errors.Is(err, ErrReply) {
+				t.Fatalf("error not wrapped: %v", err)
+			}
+			return
+		}
+		_ = check(q, m) // must not panic on any decodable message
+	})
+}

@@ -1,0 +1,170 @@
+// Package dns measures DNS query response time and serves the names the
+// other probes look up: an authoritative server answering A and AAAA over
+// UDP and TCP on both families.
+package dns
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"sort"
+	"strings"
+	"sync"
+
+	mdns "github.com/miekg/dns"
+
+	"v6lab/internal/path"
+)
+
+// Zone maps names to their addresses; a name gets an A record for each IPv4
+// address and an AAAA record for each IPv6 one.
+type Zone map[string][]netip.Addr
+
+// ParseRecord reads "NAME=ADDR" into z, e.g. "www.v6lab.test=::1".
+func (z Zone) ParseRecord(s string) error {
+	name, addr, ok := strings.Cut(s, "=")
+	if !ok || strings.TrimSpace(name) == "" {
+		return fmt.Errorf("dns: bad record %q (want NAME=ADDR)", s)
+	}
+	a, err := netip.ParseAddr(strings.TrimSpace(addr))
+	if err != nil {
+		return fmt.Errorf("dns: bad record %q: %q is not an IP address", s, addr)
+	}
+	z.Add(name, a)
+	return nil
+}
+
+// Add gives name one more address.
+func (z Zone) Add(name string, a netip.Addr) {
+	k := mdns.CanonicalName(strings.TrimSpace(name))
+	z[k] = append(z[k], a.Unmap())
+}
+
+// Names lists the zone's names, sorted.
+func (z Zone) Names() []string {
+	var out []string
+	for k := range z {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TTL of every answer.
+const TTL = 60
+
+// Handler answers from the zone: A/AAAA records, NODATA for a known name
+// without that type, NXDOMAIN for unknown names, NOTIMP for other opcodes.
+func (z Zone) Handler() mdns.Handler {
+	return mdns.HandlerFunc(func(w mdns.ResponseWriter, req *mdns.Msg) {
+		m := new(mdns.Msg)
+		m.SetReply(req)
+		m.Authoritative = true
+		m.RecursionAvailable = false
+		if req.Opcode != mdns.OpcodeQuery || len(req.Question) != 1 {
+			m.SetRcode(req, mdns.RcodeNotImplemented)
+			w.WriteMsg(m)
+			return
+		}
+		q := req.Question[0]
+		addrs, ok := z[mdns.CanonicalName(q.Name)]
+		if !ok {
+			m.SetRcode(req, mdns.RcodeNameError)
+			w.WriteMsg(m)
+			return
+		}
+		hdr := mdns.RR_Header{Name: q.Name, Class: mdns.ClassINET, Ttl: TTL}
+		for _, a := range addrs {
+			switch {
+			case q.Qtype == mdns.TypeA && a.Is4():
+				h := hdr
+				h.Rrtype = mdns.TypeA
+				m.Answer = append(m.Answer, &mdns.A{Hdr: h, A: net.IP(a.AsSlice())})
+			case q.Qtype == mdns.TypeAAAA && a.Is6():
+				h := hdr
+				h.Rrtype = mdns.TypeAAAA
+				m.Answer = append(m.Answer, &mdns.AAAA{Hdr: h, AAAA: net.IP(a.AsSlice())})
+			}
+		}
+		w.WriteMsg(m)
+	})
+}
+
+// Server is a running embedded DNS server.
+type Server struct {
+	// Port is shared by UDP and TCP on every address.
+	Port    int
+	servers []*mdns.Server
+	addrs   []netip.AddrPort
+	wg      sync.WaitGroup
+}
+
+// Listen serves zone on every address over UDP and TCP, one port for all
+// (0 picks one). Sockets are pinned to each address's family.
+func Listen(ctx context.Context, zone Zone, addrs []netip.Addr, port int) (*Server, error) {
+	s := &Server{}
+	h := zone.Handler()
+	closers, got, err := path.BindSamePort(addrs, port, func(a netip.Addr, p int) (io.Closer, int, error) {
+		fam := path.OfAddr(a)
+		pc, err := path.ListenPacket(ctx, fam, netip.AddrPortFrom(a, uint16(p)).String())
+		if err != nil {
+			return nil, 0, err
+		}
+		p = pc.LocalAddr().(*net.UDPAddr).Port
+		ln, err := path.Listen(ctx, fam, netip.AddrPortFrom(a, uint16(p)).String())
+		if err != nil {
+			pc.Close()
+			return nil, 0, err
+		}
+		return pair{pc, ln}, p, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dns: listen: %w", err)
+	}
+	s.Port = got
+	for i, c := range closers {
+		pr := c.(pair)
+		s.addrs = append(s.addrs, netip.AddrPortFrom(addrs[i], uint16(got)))
+		for _, srv := range []*mdns.Server{{PacketConn: pr.pc, Handler: h}, {Listener: pr.ln, Handler: h}} {
+			s.servers = append(s.servers, srv)
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				srv.ActivateAndServe()
+			}()
+		}
+	}
+	return s, nil
+}
+
+type pair struct {
+	pc net.PacketConn
+	ln net.Listener
+}
+
+func (p pair) Close() error {
+	p.pc.Close()
+	return p.ln.Close()
+}
+
+// Addrs are the server's addresses with its port.
+func (s *Server) Addrs() []netip.AddrPort { return s.addrs }
+
+// Close stops every listener and waits for them.
+func (s *Server) Close() error {
+	for _, srv := range s.servers {
+		if err := srv.Shutdown(); err != nil {
+			// Not started yet: close the sockets directly.
+			if srv.PacketConn != nil {
+				srv.PacketConn.Close()
+			}
+			if srv.Listener != nil {
+				srv.Listener.Close()
+			}
+		}
+	}
+	s.wg.Wait()
+	return nil
+}

@@ -1,0 +1,288 @@
+package http
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	nethttp "net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"v6lab/internal/load"
+	"v6lab/internal/path"
+	"v6lab/internal/result"
+)
+
+// Limits that keep a hostile server from exhausting memory or time.
+const (
+	// MaxHeaderBytes bounds the status line and headers of one response.
+	MaxHeaderBytes = 64 << 10
+	// MaxPageParse is how much of an HTML page is scanned for objects.
+	MaxPageParse = 4 << 20
+	// MaxObjects bounds the embedded objects fetched for one page.
+	MaxObjects = 256
+	// DefaultMaxBody bounds one response body.
+	DefaultMaxBody = 4 << 30
+)
+
+// ErrTooLarge is wrapped when a reply exceeds a limit.
+var ErrTooLarge = errors.New("reply exceeds limit")
+
+// Client is an HTTP probe: each Do is one transaction on a new connection —
+// resolve the host with the path's record type, connect pinned to the path,
+// (TLS for https), GET the page, then its embedded objects on the same
+// connection, and end when every byte has arrived with status 200.
+type Client struct {
+	URL      *url.URL
+	Path     path.Path
+	Resolver *path.Resolver
+	// Source optionally binds the client's address.
+	Source netip.Addr
+	// Objects makes the probe fetch the page's embedded objects
+	// (same host only: others would need lookups on other paths).
+	Objects bool
+	// MaxBody bounds each body; 0 means DefaultMaxBody.
+	MaxBody int64
+	// TLS is the base TLS configuration for https (ServerName is set per URL).
+	TLS *tls.Config
+	// UserAgent is sent with every request.
+	UserAgent string
+}
+
+// ParseURL checks a URL for the probe: http or https, a host, no userinfo.
+func ParseURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("http: bad URL %q: %w", raw, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("http: bad URL %q: scheme must be http or https", raw)
+	}
+	if u.Hostname() == "" {
+		return nil, fmt.Errorf("http: bad URL %q: no host", raw)
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("http: bad URL %q: bad port %q", raw, p)
+		}
+	}
+	return u, nil
+}
+
+func (c *Client) port() uint16 {
+	if p := c.URL.Port(); p != "" {
+		n, _ := strconv.Atoi(p)
+		return uint16(n)
+	}
+	if c.URL.Scheme == "https" {
+		return 443
+	}
+	return 80
+}
+
+// Do performs one transaction.
+func (c *Client) Do(ctx context.Context, _ int) result.Sample {
+	tr := load.Begin("http", c.Path)
+	host := c.URL.Hostname()
+	ip, err := c.Resolver.Lookup(ctx, host, c.Path)
+	if err != nil {
+		return tr.Fail(ctx, "resolve", err)
+	}
+	if _, notLiteral := netip.ParseAddr(strings.Trim(host, "[]")); notLiteral != nil {
+		tr.Mark(&tr.S.ResolveNS) // a name was looked up (a literal has no lookup phase)
+	}
+	addr := netip.AddrPortFrom(ip, c.port())
+	conn, raw, err := c.dial(ctx, tr, addr)
+	if err != nil {
+		return tr.Fail(ctx, "connect", err)
+	}
+	defer func() { load.CloseAbort(raw) }()
+	stop := load.Deadline(ctx, raw)
+	defer stop()
+
+	cr := &countReader{r: conn, tr: tr}
+	br := bufio.NewReaderSize(cr, 32<<10)
+	cw := &countWriter{w: conn}
+
+	page, closed, err := c.get(br, cr, cw, c.URL.RequestURI(), c.Objects, !c.Objects)
+	if err != nil {
+		return c.fail(ctx, tr, cr, cw, err)
+	}
+	objs := 0
+	if c.Objects && page != nil {
+		refs := Objects(page, c.URL)
+		for i, ref := range refs {
+			if closed {
+				// The server closed after the last reply: reconnect
+				// to the same address (no new lookup).
+				load.CloseAbort(raw)
+				if conn, raw, err = c.dial(ctx, tr, addr); err != nil {
+					return c.fail(ctx, tr, cr, cw, fmt.Errorf("reconnect for object %s: %w", ref, err))
+				}
+				stop()
+				stop = load.Deadline(ctx, raw)
+				cr.r, cw.w = conn, conn
+				br.Reset(cr)
+			}
+			last := i == len(refs)-1
+			if _, closed, err = c.get(br, cr, cw, ref, false, last); err != nil {
+				return c.fail(ctx, tr, cr, cw, fmt.Errorf("object %s: %w", ref, err))
+			}
+			objs++
+		}
+	}
+	tr.S.BytesIn, tr.S.BytesOut = cr.n, cw.n
+	return tr.Done("200 OK, " + strconv.Itoa(objs) + " objects")
+}
+
+func (c *Client) fail(ctx context.Context, tr *load.Trace, cr *countReader, cw *countWriter, err error) result.Sample {
+	tr.S.BytesIn, tr.S.BytesOut = cr.n, cw.n
+	phase := "reply"
+	var ne net.Error
+	if errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		phase = "io"
+	}
+	return tr.Fail(ctx, phase, err)
+}
+
+// dial connects pinned to the path and, for https, completes TLS. It
+// returns the stream to use and the raw TCP connection beneath it.
+func (c *Client) dial(ctx context.Context, tr *load.Trace, addr netip.AddrPort) (net.Conn, net.Conn, error) {
+	raw, err := path.Dialer{Path: c.Path, Source: c.Source}.Dial(ctx, "tcp", addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	if tr.S.ConnectNS == 0 {
+		tr.Mark(&tr.S.ConnectNS)
+		tr.Conn(raw)
+	}
+	if c.URL.Scheme != "https" {
+		return raw, raw, nil
+	}
+	cfg := &tls.Config{}
+	if c.TLS != nil {
+		cfg = c.TLS.Clone()
+	}
+	if cfg.ServerName == "" {
+		cfg.ServerName = c.URL.Hostname()
+	}
+	tc := tls.Client(raw, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		raw.Close()
+		return nil, nil, fmt.Errorf("tls handshake: %w", err)
+	}
+	if tr.S.TLSNS == 0 {
+		tr.Mark(&tr.S.TLSNS)
+	}
+	return tc, raw, nil
+}
+
+// get sends one GET and reads the whole reply. It returns the body when
+// keepBody is set and the reply is HTML, and whether the server will close.
+func (c *Client) get(br *bufio.Reader, cr *countReader, cw *countWriter, uri string, keepBody, closeAfter bool) ([]byte, bool, error) {
+	var req bytes.Buffer
+	req.Grow(160)
+	req.WriteString("GET ")
+	req.WriteString(uri)
+	req.WriteString(" HTTP/1.1\r\nHost: ")
+	req.WriteString(c.URL.Host)
+	req.WriteString("\r\nUser-Agent: ")
+	ua := c.UserAgent
+	if ua == "" {
+		ua = "v6lab"
+	}
+	req.WriteString(ua)
+	req.WriteString("\r\nAccept: */*\r\n")
+	if closeAfter {
+		req.WriteString("Connection: close\r\n")
+	}
+	req.WriteString("\r\n")
+	if _, err := cw.Write(req.Bytes()); err != nil {
+		return nil, false, fmt.Errorf("send request: %w", err)
+	}
+	cr.limit = cr.n + int64(br.Buffered()) + MaxHeaderBytes + int64(br.Size())
+	resp, err := nethttp.ReadResponse(br, nil)
+	if err != nil {
+		if cr.hit || errors.Is(err, ErrTooLarge) {
+			return nil, false, fmt.Errorf("response header larger than %d bytes: %w", MaxHeaderBytes, ErrTooLarge)
+		}
+		return nil, false, fmt.Errorf("bad response: %w", err)
+	}
+	defer resp.Body.Close()
+	maxBody := c.MaxBody
+	if maxBody <= 0 {
+		maxBody = DefaultMaxBody
+	}
+	cr.limit = -1
+	if resp.StatusCode != nethttp.StatusOK {
+		// Drain a little for the record, then fail with the status.
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		return nil, true, fmt.Errorf("status %s for %s", resp.Status, uri)
+	}
+	if resp.ContentLength > maxBody {
+		return nil, true, fmt.Errorf("body of %d bytes for %s exceeds the %d-byte limit: %w", resp.ContentLength, uri, maxBody, ErrTooLarge)
+	}
+	body := io.LimitReader(resp.Body, maxBody+1)
+	var page []byte
+	var n int64
+	if keepBody && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+		var buf bytes.Buffer
+		n, err = io.Copy(&buf, io.LimitReader(body, MaxPageParse))
+		if err == nil {
+			var rest int64
+			rest, err = io.Copy(io.Discard, body)
+			n += rest
+		}
+		page = buf.Bytes()
+	} else {
+		n, err = io.Copy(io.Discard, body)
+	}
+	if err != nil {
+		return nil, true, fmt.Errorf("body of %s after %d bytes: %w", uri, n, err)
+	}
+	if n > maxBody {
+		return nil, true, fmt.Errorf("body of %s exceeds the %d-byte limit: %w", uri, maxBody, ErrTooLarge)
+	}
+	return page, resp.Close, nil
+}
+
+// countReader counts bytes in, marks the first byte, and enforces a limit
+// while headers are read (limit < 0: none).
+type countReader struct {
+	r     io.Reader
+	tr    *load.Trace
+	n     int64
+	limit int64
+	hit   bool // the limit was reached
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if n > 0 && c.tr.S.FirstByteNS == 0 {
+		c.tr.Mark(&c.tr.S.FirstByteNS)
+	}
+	c.n += int64(n)
+	if c.limit >= 0 && c.n > c.limit {
+		c.hit = true
+		return n, ErrTooLarge
+	}
+	return n, err
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}

@@ -1,0 +1,277 @@
+package http
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"v6lab/internal/path"
+	"v6lab/internal/proto/dns"
+	"v6lab/internal/result"
+)
+
+var (
+	lo4 = netip.MustParseAddr("127.0.0.1")
+	lo6 = netip.MustParseAddr("::1")
+)
+
+// rig is an embedded HTTP server on both loopbacks (one port) and a DNS
+// server that names it.
+type rig struct {
+	srv *Server
+	res *path.Resolver
+}
+
+func newRig(t *testing.T, cfg ServerConfig) *rig {
+	t.Helper()
+	ctx := context.Background()
+	srv, err := Listen(ctx, cfg, []netip.Addr{lo4, lo6}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	z := dns.Zone{}
+	z.Add("www.v6lab.test", lo4)
+	z.Add("www.v6lab.test", lo6)
+	z.Add("v4only.v6lab.test", lo4)
+	d, err := dns.Listen(ctx, z, []netip.Addr{lo4, lo6}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return &rig{srv: srv, res: &path.Resolver{Servers: d.Addrs()}}
+}
+
+func (r *rig) client(t *testing.T, p path.Path, rawURL string) *Client {
+	u, err := ParseURL(fmt.Sprintf(rawURL, r.srv.Port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Client{URL: u, Path: p, Resolver: r.res, Objects: true}
+}
+
+func do(c *Client, timeout time.Duration) result.Sample {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return c.Do(ctx, 0)
+}
+
+func TestPageWithObjectsPerPath(t *testing.T) {
+	cfg := DefaultServerConfig
+	r := newRig(t, cfg)
+	page := Page(cfg)
+	for _, p := range []path.Path{path.IPv4, path.IPv6} {
+		t.Run(string(p), func(t *testing.T) {
+			s := do(r.client(t, p, "http://www.v6lab.test:%d/"), 5*time.Second)
+			if !s.OK() {
+				t.Fatalf("failed: %s", s.Err)
+			}
+			if s.Marker != "200 OK, 4 objects" {
+				t.Errorf("marker %q", s.Marker)
+			}
+			if min := int64(len(page)) + 4*cfg.ObjectSize; s.BytesIn < min {
+				t.Errorf("bytes in %d < %d: not every object arrived", s.BytesIn, min)
+			}
+			if !(0 < s.ResolveNS && s.ResolveNS <= s.ConnectNS && s.ConnectNS <= s.FirstByteNS && s.FirstByteNS <= s.TotalNS) {
+				t.Errorf("phases out of order: resolve %d connect %d first %d total %d", s.ResolveNS, s.ConnectNS, s.FirstByteNS, s.TotalNS)
+			}
+			for _, a := range []string{s.Local, s.Remote} {
+				if !p.Accepts(netip.MustParseAddrPort(a).Addr()) {
+					t.Errorf("address %s is not %s", a, p.Family())
+				}
+			}
+		})
+	}
+}
+
+func TestGeneratedFile(t *testing.T) {
+	r := newRig(t, DefaultServerConfig)
+	c := r.client(t, path.IPv6, "http://[::1]:%d/files/3M")
+	s := do(c, 5*time.Second)
+	if !s.OK() || s.BytesIn < 3<<20 || s.ResolveNS != 0 {
+		t.Fatalf("sample %+v", s)
+	}
+}
+
+func TestFailuresAreSamplesWithReasons(t *testing.T) {
+	r := newRig(t, DefaultServerConfig)
+	dead, _ := net.Listen("tcp4", "127.0.0.1:0")
+	deadPort := dead.Addr().(*net.TCPAddr).Port
+	dead.Close()
+	cases := []struct {
+		name, url string
+		p         path.Path
+		want      string
+		kind      string
+	}{
+		{"not found", "http://www.v6lab.test:%d/missing", path.IPv4, "status 404 Not Found", "protocol"},
+		{"no AAAA", "http://v4only.v6lab.test:%d/", path.IPv6, "v4only.v6lab.test has no AAAA record", "resolve"},
+		{"unknown host", "http://nosuch.v6lab.test:%d/", path.IPv4, "NXDOMAIN", "resolve"},
+		{"literal of other family", "http://127.0.0.1:%d/", path.IPv6, "needs IPv6", "family"},
+		{"refused", "http://127.0.0.1:" + fmt.Sprint(deadPort) + "/?%d", path.IPv4, "connection refused", "refused"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := do(r.client(t, c.p, c.url), 3*time.Second)
+			if s.OK() || !strings.Contains(s.Err, c.want) || s.ErrKind != c.kind {
+				t.Fatalf("err %q kind %q; want %q kind %q", s.Err, s.ErrKind, c.want, c.kind)
+			}
+		})
+	}
+}
+
+// rawServer answers each connection on ::1 with serve(conn).
+func rawServer(t *testing.T, serve func(net.Conn)) int {
+	t.Helper()
+	ln, err := net.Listen("tcp6", "[::1]:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				bufio.NewReader(c).ReadString('\n')
+				serve(c)
+			}()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func TestHostileServersAreBounded(t *testing.T) {
+	endless := func(prefix string, line []byte) func(net.Conn) {
+		return func(c net.Conn) {
+			io.WriteString(c, prefix)
+			for {
+				if _, err := c.Write(line); err != nil {
+					return
+				}
+			}
+		}
+	}
+	cases := []struct {
+		name    string
+		serve   func(net.Conn)
+		maxBody int64
+		want    string
+		kind    string
+	}{
+		{"garbage", func(c net.Conn) { io.WriteString(c, "SSH-2.0-OpenSSH\r\n\r\n") }, 0, "malformed HTTP", "protocol"},
+		{"stall", func(c net.Conn) { time.Sleep(3 * time.Second) }, 0, "timed out", "timeout"},
+		{"endless headers", endless("HTTP/1.1 200 OK\r\n", []byte("X-Junk: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n")), 0, "exceeds limit", "protocol"},
+		{"endless chunked body", endless("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", []byte("1000\r\n"+strings.Repeat("x", 4096)+"\r\n")), 1 << 20, "exceeds the 1048576-byte limit", "protocol"},
+		{"short body", func(c net.Conn) { io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly this") }, 0, "unexpected EOF", "io"},
+		{"huge declared body", func(c net.Conn) { io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 99999999999\r\n\r\n") }, 1 << 20, "exceeds the 1048576-byte limit", "protocol"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			port := rawServer(t, c.serve)
+			u, _ := ParseURL(fmt.Sprintf("http://[::1]:%d/", port))
+			cl := &Client{URL: u, Path: path.IPv6, Resolver: &path.Resolver{}, MaxBody: c.maxBody}
+			start := time.Now()
+			s := do(cl, 500*time.Millisecond)
+			if d := time.Since(start); d > 2*time.Second {
+				t.Errorf("took %v: not bounded by the timeout", d)
+			}
+			if s.OK() || !strings.Contains(s.Err, c.want) || s.ErrKind != c.kind {
+				t.Fatalf("err %q kind %q; want %q kind %q", s.Err, s.ErrKind, c.want, c.kind)
+			}
+		})
+	}
+}
+
+func TestParseURL(t *testing.T) {
+	for _, bad := range []string{"ftp://x/", "http://", "http://x:0/", "http://x:99999/", "::::"} {
+		if _, err := ParseURL(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	if _, err := ParseURL("https://example.test/a?b"); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"0": 0, "1024": 1024, "64K": 64 << 10, "1M": 1 << 20, "2GiB": 2 << 30, "5.6": -1, "-1": -1, "M": -1, "99999999999T": -1} {
+		got, err := ParseSize(in)
+		if want < 0 {
+			if err == nil {
+				t.Errorf("%q accepted as %d", in, got)
+			}
+			continue
+		}
+		if err != nil || got != want {
+			t.Errorf("%q = %d, %v; want %d", in, got, err, want)
+		}
+	}
+}
+
+func TestObjects(t *testing.T) {
+	base, _ := url.Parse("http://h:8080/dir/page.html")
+	page := `<html><head><link rel="stylesheet" href="s.css"><link rel="alternate" href="feed">
+<script src="/app.js"></script></head><body><img src="a.png"><img src="a.png"><img src="http://other/x.png">
+<img src="https://h:8080/tls.png"><img src="data:image/png;base64,AA"><video poster="p.jpg" src="v.mp4"></video></body></html>`
+	got := strings.Join(Objects([]byte(page), base), " ")
+	want := "/dir/s.css /app.js /dir/a.png /dir/v.mp4 /dir/p.jpg"
+	if got != want {
+		t.Errorf("objects %q, want %q", got, want)
+	}
+}
+
+func FuzzObjects(f *testing.F) {
+	f.Add([]byte(Page(DefaultServerConfig)))
+	f.Add([]byte(`<img src="` + strings.Repeat("../", 100) + `">`))
+	f.Add([]byte("<link rel=stylesheet href=x><<<>>>"))
+	base, _ := url.Parse("http://h/")
+	f.Fuzz(func(t *testing.T, b []byte) {
+		objs := Objects(b, base)
+		if len(objs) > MaxObjects {
+			t.Fatalf("%d objects", len(objs))
+		}
+		for _, o := range objs {
+			if !strings.HasPrefix(o, "/") {
+				t.Fatalf("object %q is not a request URI on the same host", o)
+			}
+		}
+	})
+}
+
+// FuzzReply feeds arbitrary server replies to the response reader.
+func FuzzReply(f *testing.F) {
+	f.Add([]byte("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"))
+	f.Add([]byte("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"))
+	f.Add([]byte("HTTP/1.1 404 Not Found\r\n\r\n"))
+	f.Add([]byte("HTTP/1.0 200 OK\r\nContent-Type: text/html\r\n\r\n<img src=/x>"))
+	f.Add([]byte("garbage"))
+	u, _ := url.Parse("http://h/")
+	c := &Client{URL: u, MaxBody: 1 << 16}
+	f.Fuzz(func(t *testing.T, reply []byte) {
+		tr := &countReader{r: bytes.NewReader(reply), tr: newTrace()}
+		br := bufio.NewReaderSize(tr, 4096)
+		page, _, err := c.get(br, tr, &countWriter{w: io.Discard}, "/", true, false)
+		if err == nil && len(page) > MaxPageParse {
+			t.Fatalf("page of %d bytes kept", len(page))
+		}
+		if tr.n > int64(len(reply)) {
+			t.Fatalf("read %d of %d bytes", tr.n, len(reply))
+		}
+		if err != nil && errors.Is(err, io.ErrShortWrite) {
+			t.Fatal(err)
+		}
+	})
+}
