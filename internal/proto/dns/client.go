@@ -172,4 +172,3 @@ func Parse(b []byte) (*mdns.Msg, error) {
 	}
 	return m, nil
 }
-

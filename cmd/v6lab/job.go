@@ -1,0 +1,197 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"v6lab/internal/experiment"
+	"v6lab/internal/host"
+	"v6lab/internal/load"
+	"v6lab/internal/path"
+	"v6lab/internal/report"
+	"v6lab/internal/result"
+)
+
+// loadFlags are the flags every measuring command shares.
+type loadFlags struct {
+	paths    string
+	conns    string
+	runs     int
+	warmup   int
+	timeout  time.Duration
+	pause    time.Duration
+	duration time.Duration
+	results  string
+	name     string
+}
+
+func (f *loadFlags) register(cmd *cobra.Command, defConns string, defRuns int) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.paths, "paths", "ipv4,ipv6", "paths to measure, comma-separated: ipv4, ipv6 (6in4 needs the lab)")
+	fl.StringVar(&f.conns, "conns", defConns, "simultaneous connections per run, comma-separated")
+	fl.IntVar(&f.runs, "runs", defRuns, "runs per cell, the first --warmup of them not counted")
+	fl.IntVar(&f.warmup, "warmup", 1, "leading runs per cell kept but not counted")
+	fl.DurationVar(&f.timeout, "timeout", 30*time.Second, "per-transaction timeout")
+	fl.DurationVar(&f.pause, "pause", 100*time.Millisecond, "pause between runs")
+	fl.DurationVar(&f.duration, "duration", 0, "sustained mode: each user repeats transactions for this long per run (0: one transaction per user)")
+	fl.StringVar(&f.results, "results", "results", "directory that receives the result directory")
+	fl.StringVar(&f.name, "name", "", "name of the result directory (default: the command's)")
+}
+
+func (f *loadFlags) spec(name, protocol, target string) (experiment.Spec, error) {
+	paths, err := path.ParseList(f.paths)
+	if err != nil {
+		return experiment.Spec{}, fmt.Errorf("--paths: %w", err)
+	}
+	conns, err := parseInts(f.conns)
+	if err != nil {
+		return experiment.Spec{}, fmt.Errorf("--conns: %w", err)
+	}
+	if f.name != "" {
+		name = f.name
+	}
+	s := experiment.Spec{Name: name, Protocol: protocol, Target: target, Paths: paths, Conns: conns,
+		Runs: f.runs, Warmup: f.warmup, Timeout: experiment.Duration(f.timeout), Pause: experiment.Duration(f.pause),
+		Duration: experiment.Duration(f.duration), Baseline: paths[0]}
+	if f.duration < 0 {
+		return s, fmt.Errorf("--duration must not be negative")
+	}
+	if err := s.Validate(); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+// job is one measurement ready to run.
+type job struct {
+	spec    experiment.Spec
+	probe   func(path.Path) (load.Probe, error)
+	target  string
+	servers map[string]string
+	notes   []string
+	// serverFDs is how many file descriptors an embedded server in this
+	// process needs per client connection (1, or 0 for a remote server).
+	serverFDs int
+	// results is the directory that receives the result directory.
+	results string
+}
+
+// execute runs a job end to end: checks, result directory, progress,
+// summary and report. It returns the result directory.
+func execute(cmd *cobra.Command, j job) (string, error) {
+	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	limit, err := host.RaiseNoFile()
+	if err != nil {
+		return "", err
+	}
+	maxConns := 0
+	for _, n := range j.spec.Conns {
+		maxConns = max(maxConns, n)
+	}
+	if need := uint64(maxConns*(1+j.serverFDs) + 64); need > limit {
+		return "", fmt.Errorf("%d connections need about %d open files, but the limit is %d: raise the hard limit (ulimit -Hn) or lower --conns", maxConns, need, limit)
+	}
+	sysctls := host.ReadSysctls(host.Sysctls)
+	notes := append([]string(nil), j.notes...)
+	if v, err := host.ReadSysctl("net.core.somaxconn"); err == nil && j.serverFDs > 0 {
+		var sm int
+		fmt.Sscan(v, &sm)
+		if maxConns > sm {
+			notes = append(notes, fmt.Sprintf("%d simultaneous connections exceed net.core.somaxconn (%d): the embedded server's accept queue can overflow, and SYN retries then add about 1 s to some transactions", maxConns, sm))
+		}
+	}
+	notes = append(notes, "client connections are closed with SO_LINGER 0 after the completion marker, so no TIME_WAIT accumulates on the client; no sysctl was changed")
+	dir, err := experiment.NewDir(j.results, j.spec.Name, time.Now())
+	if err != nil {
+		return "", err
+	}
+	hdr := result.Header{
+		FormatVersion: result.FormatVersion, Tool: "v6lab", ToolVersion: toolVersion(), Created: time.Now().UTC(),
+		Command: os.Args, Host: host.Name(), Kernel: host.Kernel(), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(),
+		Sysctls: sysctls, Limits: map[string]string{"nofile": fmt.Sprint(limit)}, Target: j.target,
+		Servers: j.servers, Notes: notes,
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	prog := newProgress(errOut, quiet(cmd), len(j.spec.Plan()))
+	r := &experiment.Runner{Spec: j.spec, Probe: j.probe, Header: hdr, OnStep: prog.step}
+	if !quiet(cmd) {
+		fmt.Fprintf(errOut, "v6lab: %s: %s over %v at %v connections, %d runs per cell -> %s\n",
+			j.spec.Name, j.spec.Protocol, j.spec.Paths, j.spec.Conns, j.spec.Runs, dir)
+	}
+	runErr := r.Run(ctx, dir)
+	prog.done()
+	if runErr != nil && !errors.Is(runErr, experiment.ErrInterrupted) {
+		return dir, runErr
+	}
+	s, err := report.WriteAll(dir)
+	if err != nil {
+		return dir, err
+	}
+	if !quiet(cmd) {
+		if err := report.Text(out, s); err != nil {
+			return dir, err
+		}
+		fmt.Fprintln(out)
+	}
+	fmt.Fprintf(out, "results: %s (samples.jsonl, summary.json, report.txt, results.csv)\n", dir)
+	if runErr != nil {
+		return dir, &exitError{code: 130, err: fmt.Errorf("interrupted: every finished run is kept in %s", dir)}
+	}
+	return dir, allFailed(s)
+}
+
+// allFailed is an error when some cell completed no transaction at all: the
+// results are kept, but the command did not measure what was asked.
+func allFailed(s *report.Summary) error {
+	for _, c := range s.Cells {
+		if c.Completed == 0 && c.Failed > 0 {
+			return fmt.Errorf("every counted transaction of %s/%s/%d failed (first: %s)", c.Protocol, c.Path, c.Conns, c.FirstError)
+		}
+	}
+	return nil
+}
+
+// progress shows a bar on a terminal and nothing elsewhere.
+type progress interface {
+	step(done, total int, r result.Run)
+	done()
+}
+
+func newProgress(w io.Writer, quiet bool, total int) progress {
+	if quiet || !isTerminal(w) {
+		return noProgress{}
+	}
+	return newBar(w, total)
+}
+
+type noProgress struct{}
+
+func (noProgress) step(int, int, result.Run) {}
+func (noProgress) done()                     {}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range splitComma(s) {
+		var n int
+		if _, err := fmt.Sscan(f, &n); err != nil || fmt.Sprint(n) != f {
+			return nil, fmt.Errorf("%q is not a whole number", f)
+		}
+		if n < 1 {
+			return nil, fmt.Errorf("%d: must be at least 1", n)
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("empty list")
+	}
+	return out, nil
+}

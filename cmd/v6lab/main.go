@@ -1,0 +1,79 @@
+// Command v6lab measures whether applications perform the same over IPv4,
+// native IPv6 and IPv6 tunneled in IPv4.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "0.1.0-dev"
+
+// toolVersion adds the VCS revision when the binary carries one.
+func toolVersion() string {
+	v := version
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				v += "+" + s.Value[:12]
+			}
+			if s.Key == "vcs.modified" && s.Value == "true" {
+				v += "-dirty"
+			}
+		}
+	}
+	return v
+}
+
+// exitError carries an exit code through cobra.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func main() {
+	root := newRoot()
+	if err := root.Execute(); err != nil {
+		code := 1
+		var ee *exitError
+		if errors.As(err, &ee) {
+			code = ee.code
+		}
+		fmt.Fprintln(os.Stderr, "v6lab:", err)
+		os.Exit(code)
+	}
+}
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "v6lab",
+		Short: "Measure application performance over IPv4, IPv6 and IPv6-in-IPv4",
+		Long: `v6lab runs the same transactions (HTTP, DNS, …) over each IP path, pinned to one
+family and verified, repeats them in interleaved runs, keeps every raw sample, and
+reports each path's difference from IPv4 with its confidence.`,
+		Example: `  v6lab run                                  # the main job on embedded servers
+  v6lab probe http https://example.org/ --conns 1,10 --runs 11
+  v6lab probe dns www.example.org --server 192.0.2.53 --server 2001:db8::53
+  v6lab serve http --listen 0.0.0.0:8080 --listen [::]:8080
+  v6lab report results/quick-20261122T141949Z --format json`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       toolVersion(),
+	}
+	root.PersistentFlags().BoolP("quiet", "q", false, "print only errors and the final location of results")
+	root.AddCommand(newRunCmd(), newProbeCmd(), newServeCmd(), newReportCmd())
+	return root
+}
+
+func quiet(cmd *cobra.Command) bool {
+	q, _ := cmd.Flags().GetBool("quiet")
+	return q
+}

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+
+	mdns "github.com/miekg/dns"
+	"github.com/spf13/cobra"
+
+	"v6lab/internal/experiment"
+	"v6lab/internal/path"
+	httpp "v6lab/internal/proto/http"
+)
+
+func newProbeCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "probe",
+		Short: "Measure a real host: HTTP transactions or DNS queries over each path",
+		Example: `  v6lab probe http http://www.example.test/ --conns 1,10,100 --runs 11
+  v6lab probe dns www.example.test --server 192.0.2.53 --server [2001:db8::53]:53`,
+	}
+	cmd.AddCommand(newProbeHTTPCmd(), newProbeDNSCmd())
+	return cmd
+}
+
+// dnsFlags choose the DNS server and the family the query travels over.
+type dnsFlags struct {
+	servers []string
+	over    string
+}
+
+func (d *dnsFlags) resolver() (*path.Resolver, string, error) {
+	r := &path.Resolver{}
+	src := "--dns-server"
+	for _, s := range d.servers {
+		ap, err := path.ParseServer(s)
+		if err != nil {
+			return nil, "", fmt.Errorf("--dns-server: %w", err)
+		}
+		r.Servers = append(r.Servers, ap)
+	}
+	if len(r.Servers) == 0 {
+		sys, err := path.SystemServers()
+		if err != nil {
+			return nil, "", err
+		}
+		r.Servers, src = sys, "/etc/resolv.conf"
+	}
+	switch d.over {
+	case "", "path":
+	case "ipv4", "ipv6":
+		r.Over = path.Path(d.over)
+	default:
+		return nil, "", fmt.Errorf("--dns-over: %q is not path, ipv4 or ipv6", d.over)
+	}
+	return r, src, nil
+}
+
+func newProbeHTTPCmd() *cobra.Command {
+	var lf loadFlags
+	var df dnsFlags
+	var noObjects, insecure bool
+	var maxBody string
+	cmd := &cobra.Command{
+		Use:   "http URL",
+		Short: "Measure HTTP(S) page retrieval, DNS lookup included, over each path",
+		Long: `probe http times full page retrievals of URL: the host name is looked up once per
+transaction with the record type of the path (A for ipv4, AAAA for ipv6) by asking a
+DNS server directly over --dns-over, then a new connection pinned to the path fetches
+the page and its embedded objects on the same host; the transaction ends when every
+byte has arrived with status 200. A host without an A or AAAA record fails that path
+with a clear error; there is never a fallback to the other family.`,
+		Example: `  v6lab probe http http://www.example.test/ --paths ipv4,ipv6 --conns 1,10,100 --runs 11
+  v6lab probe http https://www.example.test/ --dns-over ipv4 --dns-server 192.0.2.53
+  v6lab probe http http://[2001:db8::80]:8080/files/1M --paths ipv6 --no-objects
+  v6lab probe http http://127.0.0.1:8080/ --paths ipv4 --conns 10 --runs 1 --warmup 0 --duration 10s`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			u, err := httpp.ParseURL(args[0])
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			spec, err := lf.spec("http", "http", u.String())
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			var mb int64
+			if maxBody != "" {
+				if mb, err = httpp.ParseSize(maxBody); err != nil || mb <= 0 {
+					return &exitError{code: 2, err: fmt.Errorf("--max-body: bad size %q", maxBody)}
+				}
+			}
+			res, src := &path.Resolver{}, "none (IP literal)"
+			if _, lit := netip.ParseAddr(strings.Trim(u.Hostname(), "[]")); lit != nil {
+				if res, src, err = df.resolver(); err != nil {
+					return &exitError{code: 2, err: err}
+				}
+			}
+			spec.Params = map[string]string{"dns_servers": fmt.Sprint(res.Servers), "dns_source": src,
+				"dns_over": orDefault(df.over, "path"), "objects": fmt.Sprint(!noObjects)}
+			_, err = execute(cmd, job{
+				spec:    spec,
+				probe:   experiment.HTTPProbes{URL: u, Resolver: res, Objects: !noObjects, MaxBody: mb, Insecure: insecure}.Probe,
+				target:  "remote",
+				servers: map[string]string{"http": u.Host},
+				results: lf.results,
+			})
+			return err
+		},
+	}
+	lf.register(cmd, "1,10,100", 11)
+	fl := cmd.Flags()
+	fl.StringArrayVar(&df.servers, "dns-server", nil, "DNS server ADDR[:PORT] to ask (repeat for each family; default: /etc/resolv.conf)")
+	fl.StringVar(&df.over, "dns-over", "path", "family that carries the DNS query: path, ipv4 or ipv6")
+	fl.BoolVar(&noObjects, "no-objects", false, "fetch only the URL, not the page's embedded objects")
+	fl.BoolVar(&insecure, "insecure", false, "accept any TLS certificate")
+	fl.StringVar(&maxBody, "max-body", "", "largest body accepted per response (e.g. 64M; default 4G)")
+	return cmd
+}
+
+func newProbeDNSCmd() *cobra.Command {
+	var lf loadFlags
+	var servers []string
+	var qtype string
+	var tcp bool
+	cmd := &cobra.Command{
+		Use:   "dns NAME",
+		Short: "Measure DNS query response time over each path",
+		Long: `probe dns times DNS queries for NAME, each on a new socket pinned to the path, sent to
+the --server of that path's family. The record type is the path's own (A on ipv4, AAAA on
+ipv6) unless --type says otherwise. A query completes on a matching NOERROR reply that
+holds a record of the asked type; NXDOMAIN, SERVFAIL or an empty answer fail it.`,
+		Example: `  v6lab probe dns www.example.test --server 192.0.2.53 --server 2001:db8::53
+  v6lab probe dns www.example.test --server 127.0.0.1:5353 --paths ipv4 --type AAAA --conns 1,100
+  v6lab probe dns www.example.test --server [::1]:5353 --paths ipv6 --tcp`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			spec, err := lf.spec("dns", "dns", args[0])
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			if len(servers) == 0 {
+				return &exitError{code: 2, err: fmt.Errorf("--server is required (one per family measured)")}
+			}
+			d := experiment.DNSProbes{Name: args[0], TCP: tcp}
+			for _, s := range servers {
+				ap, err := path.ParseServer(s)
+				if err != nil {
+					return &exitError{code: 2, err: fmt.Errorf("--server: %w", err)}
+				}
+				d.Servers = append(d.Servers, ap)
+			}
+			switch t := strings.ToUpper(qtype); t {
+			case "", "PATH":
+			default:
+				v, ok := mdns.StringToType[t]
+				if !ok {
+					return &exitError{code: 2, err: fmt.Errorf("--type: unknown record type %q", qtype)}
+				}
+				d.Type = v
+			}
+			for _, p := range spec.Paths {
+				if _, err := d.Probe(p); err != nil {
+					return &exitError{code: 2, err: fmt.Errorf("path %s: %w", p, err)}
+				}
+			}
+			spec.Params = map[string]string{"servers": fmt.Sprint(d.Servers), "type": orDefault(qtype, "path"), "tcp": fmt.Sprint(tcp)}
+			_, err = execute(cmd, job{spec: spec, probe: d.Probe, target: "remote",
+				servers: map[string]string{"dns": fmt.Sprint(d.Servers)}, results: lf.results})
+			return err
+		},
+	}
+	lf.register(cmd, "1,10,100", 11)
+	fl := cmd.Flags()
+	fl.StringArrayVar(&servers, "server", nil, "DNS server ADDR[:PORT] (repeat: one per family)")
+	fl.StringVar(&qtype, "type", "path", "record type to ask: path (A on ipv4, AAAA on ipv6), A, AAAA, …")
+	fl.BoolVar(&tcp, "tcp", false, "send queries over TCP")
+	return cmd
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
+	"golang.org/x/term"
+
+	"v6lab/internal/result"
+)
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// bar is the progress bar of a run: runs done of the plan, the cell that
+// just finished, and an ETA.
+type bar struct {
+	p    *mpb.Progress
+	b    *mpb.Bar
+	cell *string
+}
+
+func newBar(w io.Writer, total int) *bar {
+	p := mpb.New(mpb.WithOutput(w), mpb.WithWidth(40))
+	cell := new(string)
+	b := p.AddBar(int64(total),
+		mpb.PrependDecorators(decor.CountersNoUnit("run %d/%d "), decor.Any(func(decor.Statistics) string { return *cell })),
+		mpb.AppendDecorators(decor.Percentage(), decor.Name(" ETA "), decor.AverageETA(decor.ET_STYLE_MMSS)),
+	)
+	return &bar{p: p, b: b, cell: cell}
+}
+
+func (b *bar) step(done, total int, r result.Run) {
+	*b.cell = fmt.Sprintf("%-18s %d/%d ok", r.Cell, r.Completed, r.Completed+r.Failed)
+	b.b.SetCurrent(int64(done))
+}
+
+func (b *bar) done() {
+	if !b.b.Completed() {
+		b.b.Abort(false)
+	}
+	b.p.Wait()
+}
+
+func splitComma(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}

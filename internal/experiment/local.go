@@ -1,0 +1,64 @@
+package experiment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"net/url"
+
+	"v6lab/internal/path"
+	"v6lab/internal/proto/dns"
+	httpp "v6lab/internal/proto/http"
+)
+
+// LocalName is the name the embedded DNS server gives the embedded servers.
+const LocalName = "www.v6lab.test"
+
+// Local is the embedded HTTP and DNS servers on the loopback addresses of
+// the paths to measure — what the main job runs against when no lab or
+// remote host is given.
+type Local struct {
+	HTTP     *httpp.Server
+	DNS      *dns.Server
+	URL      *url.URL
+	Resolver *path.Resolver
+}
+
+// StartLocal starts both servers on 127.0.0.1 and/or ::1 (one port per
+// server for both families) and names them LocalName.
+func StartLocal(ctx context.Context, paths []path.Path, cfg httpp.ServerConfig) (*Local, error) {
+	var addrs []netip.Addr
+	seen := map[netip.Addr]bool{}
+	for _, p := range paths {
+		if p == path.SixIn4 {
+			return nil, errors.New("experiment: path 6in4 needs the lab (a tunnel between namespaces); on loopback only ipv4 and ipv6 exist")
+		}
+		if a := p.Loopback(); !seen[a] {
+			seen[a] = true
+			addrs = append(addrs, a)
+		}
+	}
+	l := &Local{}
+	var err error
+	if l.HTTP, err = httpp.Listen(ctx, cfg, addrs, 0); err != nil {
+		return nil, fmt.Errorf("experiment: embedded HTTP server: %w", err)
+	}
+	zone := dns.Zone{}
+	for _, a := range addrs {
+		zone.Add(LocalName, a)
+	}
+	if l.DNS, err = dns.Listen(ctx, zone, addrs, 0); err != nil {
+		l.HTTP.Close()
+		return nil, fmt.Errorf("experiment: embedded DNS server: %w", err)
+	}
+	l.URL = &url.URL{Scheme: "http", Host: fmt.Sprintf("%s:%d", LocalName, l.HTTP.Port), Path: "/"}
+	l.Resolver = &path.Resolver{Servers: l.DNS.Addrs()}
+	return l, nil
+}
+
+// Close stops both servers.
+func (l *Local) Close() {
+	l.HTTP.Close()
+	l.DNS.Close()
+}

@@ -1,0 +1,51 @@
+package experiment
+
+import (
+	"crypto/tls"
+	"net/netip"
+	"net/url"
+
+	"v6lab/internal/load"
+	"v6lab/internal/path"
+	"v6lab/internal/proto/dns"
+	httpp "v6lab/internal/proto/http"
+)
+
+// HTTPProbes makes an HTTP probe per path.
+type HTTPProbes struct {
+	URL      *url.URL
+	Resolver *path.Resolver
+	Objects  bool
+	MaxBody  int64
+	// Insecure skips certificate checks (self-signed test servers).
+	Insecure bool
+}
+
+// Probe returns the probe for one path.
+func (h HTTPProbes) Probe(p path.Path) (load.Probe, error) {
+	c := &httpp.Client{URL: h.URL, Path: p, Resolver: h.Resolver, Objects: h.Objects, MaxBody: h.MaxBody,
+		UserAgent: "v6lab"}
+	if h.Insecure {
+		c.TLS = &tls.Config{InsecureSkipVerify: true}
+	}
+	return c, nil
+}
+
+// DNSProbes makes a DNS probe per path: the query travels over the path's
+// family to the server of that family.
+type DNSProbes struct {
+	Name    string
+	Servers []netip.AddrPort
+	Type    uint16
+	TCP     bool
+}
+
+// Probe returns the probe for one path, or an error naming the missing server.
+func (d DNSProbes) Probe(p path.Path) (load.Probe, error) {
+	r := path.Resolver{Servers: d.Servers}
+	srv, _, err := r.Server(p)
+	if err != nil {
+		return nil, err
+	}
+	return &dns.Client{Name: d.Name, Server: srv, Path: p, Type: d.Type, TCP: d.TCP}, nil
+}

@@ -1,0 +1,76 @@
+// Package host reads the facts about this machine that a result must carry
+// (kernel, the sysctls that shape connection-heavy tests, limits) and raises
+// the file-descriptor limit a load of thousands of connections needs.
+package host
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"syscall"
+)
+
+// Sysctls lists the kernel settings that change what a connection-per-
+// transaction load measures; they are recorded in every result header.
+var Sysctls = []string{
+	"net.ipv4.ip_local_port_range",
+	"net.ipv4.tcp_tw_reuse",
+	"net.ipv4.tcp_fin_timeout",
+	"net.core.somaxconn",
+	"net.ipv4.tcp_max_syn_backlog",
+	"net.ipv4.tcp_syncookies",
+	"net.ipv6.conf.all.disable_ipv6",
+	"net.ipv4.tcp_congestion_control",
+}
+
+// Kernel returns the kernel release (uname -r).
+func Kernel() string {
+	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	if err != nil {
+		return runtime.GOOS
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// ReadSysctl reads one sysctl by its dotted name.
+func ReadSysctl(name string) (string, error) {
+	b, err := os.ReadFile("/proc/sys/" + strings.ReplaceAll(name, ".", "/"))
+	if err != nil {
+		return "", fmt.Errorf("host: sysctl %s: %w", name, err)
+	}
+	return strings.Join(strings.Fields(string(b)), " "), nil
+}
+
+// ReadSysctls reads every name it can; unreadable ones are left out.
+func ReadSysctls(names []string) map[string]string {
+	out := map[string]string{}
+	for _, n := range names {
+		if v, err := ReadSysctl(n); err == nil {
+			out[n] = v
+		}
+	}
+	return out
+}
+
+// RaiseNoFile lifts the soft open-file limit to the hard limit and returns
+// the limit now in force.
+func RaiseNoFile() (uint64, error) {
+	var l syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
+		return 0, fmt.Errorf("host: getrlimit: %w", err)
+	}
+	if l.Cur < l.Max {
+		l.Cur = l.Max
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
+			return 0, fmt.Errorf("host: raise open-file limit to %d: %w", l.Max, err)
+		}
+	}
+	return l.Cur, nil
+}
+
+// Name is the host name, or "" when unknown.
+func Name() string {
+	n, _ := os.Hostname()
+	return n
+}

@@ -1,0 +1,136 @@
+package report
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"v6lab/internal/result"
+)
+
+// File names inside a result directory.
+const (
+	SamplesFile = "samples.jsonl"
+	SummaryFile = "summary.json"
+	TextFile    = "report.txt"
+	CSVFile     = "results.csv"
+)
+
+// Load reads and summarizes a result directory's samples file.
+func Load(dir string) (*result.File, *Summary, error) {
+	name := filepath.Join(dir, SamplesFile)
+	fh, err := os.Open(name)
+	if err != nil {
+		return nil, nil, fmt.Errorf("report: %w", err)
+	}
+	defer fh.Close()
+	f, err := result.Read(fh, name)
+	if err != nil {
+		return nil, nil, fmt.Errorf("report: %w", err)
+	}
+	s := Summarize(f)
+	if f.Truncated {
+		s.Notes = append(s.Notes, "the samples file ends in a cut-off line (the run was killed); every complete line is used")
+	}
+	return f, s, nil
+}
+
+// WriteAll renders summary.json, report.txt and results.csv into dir from
+// its samples file, and returns the summary.
+func WriteAll(dir string) (*Summary, error) {
+	_, s, err := Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, out := range []struct {
+		name   string
+		render func(io.Writer, *Summary) error
+	}{{SummaryFile, JSON}, {TextFile, Text}, {CSVFile, CSV}} {
+		if err := writeFile(filepath.Join(dir, out.name), func(w io.Writer) error { return out.render(w, s) }); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+func writeFile(name string, render func(io.Writer) error) error {
+	tmp := name + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	if err := render(f); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("report: write %s: %w", name, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	return os.Rename(tmp, name)
+}
+
+// JSON writes the summary as indented JSON (the summary.json format).
+func JSON(w io.Writer, s *Summary) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(s)
+}
+
+// CSVHeader is the column list of results.csv: one row per cell, with the
+// comparison columns filled for every non-baseline path.
+var CSVHeader = []string{"protocol", "path", "conns", "runs_counted", "mean_ms", "ci95_lo_ms", "ci95_hi_ms",
+	"p50_ms", "p90_ms", "p99_ms", "p999_ms", "completed", "failed", "completion_rate", "rate_per_s",
+	"baseline", "diff_ms", "pct_increase", "ci95_diff_lo_ms", "ci95_diff_hi_ms", "welch_df", "p_welch",
+	"confidence", "p_paired", "p_mann_whitney"}
+
+// CSV writes results.csv. An n/a figure is an empty field.
+func CSV(w io.Writer, s *Summary) error {
+	cw := csv.NewWriter(w)
+	cw.Write(CSVHeader)
+	cmp := map[cellKey]*Comparison{}
+	for i := range s.Comparisons {
+		c := &s.Comparisons[i]
+		cmp[cellKey{c.Protocol, c.Path, c.Conns}] = c
+	}
+	for i := range s.Cells {
+		c := &s.Cells[i]
+		row := []string{c.Protocol, c.Path, strconv.Itoa(c.Conns), strconv.Itoa(len(c.Runs)), num(c.MeanMS),
+			lo(c.CI95MS), hi(c.CI95MS), num(c.P50MS), num(c.P90MS), num(c.P99MS), num(c.P999MS),
+			strconv.Itoa(c.Completed), strconv.Itoa(c.Failed), num(c.CompletionRate), num(c.RatePerS)}
+		if m := cmp[cellKey{c.Protocol, c.Path, c.Conns}]; m != nil {
+			row = append(row, m.Baseline, num(m.DiffMS), num(m.PctIncrease), lo(m.CI95DiffMS), hi(m.CI95DiffMS),
+				num(m.WelchDF), num(m.PWelch), num(m.Confidence), num(m.PPaired), num(m.PMannWhitney))
+		} else {
+			row = append(row, make([]string, 10)...)
+		}
+		cw.Write(row)
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+func num(v *float64) string {
+	if v == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*v, 'g', 10, 64)
+}
+
+func lo(v *[2]float64) string {
+	if v == nil {
+		return ""
+	}
+	return num(&v[0])
+}
+
+func hi(v *[2]float64) string {
+	if v == nil {
+		return ""
+	}
+	return num(&v[1])
+}

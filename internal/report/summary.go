@@ -1,0 +1,350 @@
+// Package report turns raw samples into the figures v6lab publishes: the
+// per-cell summary (run means, confidence interval, percentiles, completion)
+// and the comparison of every path with the baseline, rendered as
+// summary.json, text tables in the study's shapes, and CSV. Everything is
+// computed from samples.jsonl alone, so a result directory can always be
+// re-rendered.
+package report
+
+import (
+	"sort"
+	"strconv"
+	"time"
+
+	"v6lab/internal/result"
+	"v6lab/internal/stats"
+)
+
+// SummaryVersion is written in summary.json.
+const SummaryVersion = 1
+
+// Summary is the content of summary.json.
+type Summary struct {
+	Version     int          `json:"summary_version"`
+	Name        string       `json:"name"`
+	Created     time.Time    `json:"created"`
+	Target      string       `json:"target"`
+	Baseline    string       `json:"baseline"`
+	Cells       []Cell       `json:"cells"`
+	Comparisons []Comparison `json:"comparisons"`
+	Notes       []string     `json:"notes,omitempty"`
+}
+
+// Cell summarizes one protocol × path × connection count over its counted runs.
+type Cell struct {
+	Protocol string `json:"protocol"`
+	Path     string `json:"path"`
+	Conns    int    `json:"conns"`
+	// Runs are the per-run mean response times (ms) of counted runs, in
+	// run order; RunIndex gives each one's run number.
+	Runs       []float64   `json:"runs"`
+	RunIndex   []int       `json:"run_index"`
+	WarmupRuns []float64   `json:"warmup_runs,omitempty"`
+	MeanMS     *float64    `json:"mean_ms"`
+	CI95MS     *[2]float64 `json:"ci95_ms"`
+	P50MS      *float64    `json:"p50_ms"`
+	P90MS      *float64    `json:"p90_ms"`
+	P99MS      *float64    `json:"p99_ms"`
+	P999MS     *float64    `json:"p999_ms"`
+	// Completed and Failed count transactions of counted runs.
+	Completed int `json:"completed"`
+	Failed    int `json:"failed"`
+	// CompletionRate is Completed / (Completed + Failed).
+	CompletionRate *float64 `json:"completion_rate"`
+	// Failures counts failed transactions by kind.
+	Failures map[string]int `json:"failures,omitempty"`
+	// FirstError is one failure message, as an example for the reader.
+	FirstError string `json:"first_error,omitempty"`
+	// RatePerS is completed transactions per second of run time.
+	RatePerS *float64 `json:"rate_per_s"`
+	// NA gives the reason for every null figure above.
+	NA map[string]string `json:"na,omitempty"`
+}
+
+// Comparison sets one path against the baseline at one protocol and
+// connection count.
+type Comparison struct {
+	Protocol     string            `json:"protocol"`
+	Conns        int               `json:"conns"`
+	Path         string            `json:"path"`
+	Baseline     string            `json:"baseline"`
+	DiffMS       *float64          `json:"diff_ms"`
+	PctIncrease  *float64          `json:"pct_increase"`
+	CI95DiffMS   *[2]float64       `json:"ci95_diff_ms"`
+	WelchDF      *float64          `json:"welch_df"`
+	PWelch       *float64          `json:"p_welch"`
+	Confidence   *float64          `json:"confidence"`
+	PPaired      *float64          `json:"p_paired"`
+	PMannWhitney *float64          `json:"p_mann_whitney"`
+	NA           map[string]string `json:"na,omitempty"`
+}
+
+type cellKey struct {
+	proto, path string
+	conns       int
+}
+
+type runKey struct {
+	cell cellKey
+	run  int
+}
+
+type runAcc struct {
+	sum     float64
+	ok      int
+	failed  int
+	warmup  bool
+	skipped string
+	seconds float64
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func na(m *map[string]string, field, why string) {
+	if *m == nil {
+		*m = map[string]string{}
+	}
+	(*m)[field] = why
+}
+
+const ms = float64(time.Millisecond)
+
+// Summarize computes the summary of a samples file. Runs whose record says
+// they were interrupted or failed as a whole are left out and noted.
+func Summarize(f *result.File) *Summary {
+	s := &Summary{Version: SummaryVersion, Name: f.Header.Name, Created: f.Header.Created,
+		Target: f.Header.Target, Baseline: f.Header.Baseline, Notes: append([]string(nil), f.Header.Notes...)}
+	if s.Baseline == "" {
+		s.Baseline = "ipv4"
+	}
+	runs := map[runKey]*runAcc{}
+	for _, r := range f.Runs {
+		k := runKey{cellKey{r.Protocol, r.Path, r.Conns}, r.Run}
+		a := &runAcc{warmup: r.Warmup, skipped: r.Err, seconds: r.End.Sub(r.Start).Seconds()}
+		runs[k] = a
+		if r.Err != "" {
+			s.Notes = append(s.Notes, "run "+itoa(r.Run)+" of "+r.Cell+" left out: "+r.Err)
+		}
+	}
+	hist := map[cellKey]*stats.Latency{}
+	cells := map[cellKey]*Cell{}
+	for i := range f.Samples {
+		smp := &f.Samples[i]
+		ck := cellKey{smp.Protocol, smp.Path, smp.Conns}
+		k := runKey{ck, smp.Run}
+		a := runs[k]
+		if a == nil {
+			// Samples of a run cut off before its record: count them as
+			// an unfinished run, never as a complete one.
+			a = &runAcc{warmup: smp.Warmup, skipped: "interrupted before the run ended"}
+			runs[k] = a
+			s.Notes = append(s.Notes, "run "+itoa(smp.Run)+" of "+smp.Cell+" left out: interrupted before the run ended")
+		}
+		c := cells[ck]
+		if c == nil {
+			c = &Cell{Protocol: ck.proto, Path: ck.path, Conns: ck.conns}
+			cells[ck] = c
+			hist[ck] = stats.NewLatency()
+		}
+		if a.skipped != "" {
+			continue
+		}
+		if smp.OK() {
+			a.sum += float64(smp.TotalNS)
+			a.ok++
+		} else {
+			a.failed++
+		}
+		if a.warmup {
+			continue
+		}
+		if smp.OK() {
+			c.Completed++
+			hist[ck].Record(smp.Total())
+		} else {
+			c.Failed++
+			if c.Failures == nil {
+				c.Failures = map[string]int{}
+			}
+			kind := smp.ErrKind
+			if kind == "" {
+				kind = "other"
+			}
+			c.Failures[kind]++
+			if c.FirstError == "" {
+				c.FirstError = smp.Err
+			}
+		}
+	}
+	// Per-run means in run order.
+	keys := make([]runKey, 0, len(runs))
+	for k := range runs {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].run < keys[j].run })
+	seconds := map[cellKey]float64{}
+	for _, k := range keys {
+		a := runs[k]
+		c := cells[k.cell]
+		if c == nil {
+			c = &Cell{Protocol: k.cell.proto, Path: k.cell.path, Conns: k.cell.conns}
+			cells[k.cell] = c
+			hist[k.cell] = stats.NewLatency()
+		}
+		if a.skipped != "" || a.ok == 0 {
+			continue
+		}
+		m := a.sum / float64(a.ok) / ms
+		if a.warmup {
+			c.WarmupRuns = append(c.WarmupRuns, m)
+			continue
+		}
+		c.Runs = append(c.Runs, m)
+		c.RunIndex = append(c.RunIndex, k.run)
+		seconds[k.cell] += a.seconds
+	}
+	for ck, c := range cells {
+		finishCell(c, hist[ck], seconds[ck])
+		s.Cells = append(s.Cells, *c)
+	}
+	sortCells(s.Cells)
+	s.Comparisons = compare(s.Cells, s.Baseline)
+	return s
+}
+
+func finishCell(c *Cell, h *stats.Latency, seconds float64) {
+	if n := c.Completed + c.Failed; n > 0 {
+		c.CompletionRate = ptr(float64(c.Completed) / float64(n))
+	} else {
+		na(&c.NA, "completion_rate", "no counted transactions")
+	}
+	if seconds > 0 {
+		c.RatePerS = ptr(float64(c.Completed) / seconds)
+	} else {
+		na(&c.NA, "rate_per_s", "no timed runs")
+	}
+	d := stats.Describe(c.Runs)
+	switch {
+	case d.N == 0:
+		na(&c.NA, "mean_ms", "no run completed a transaction")
+	default:
+		c.MeanMS = ptr(d.Mean)
+	}
+	if d.CINA != "" {
+		na(&c.NA, "ci95_ms", d.CINA)
+	} else {
+		c.CI95MS = &d.CI95
+	}
+	if h.Count() == 0 {
+		for _, f := range []string{"p50_ms", "p90_ms", "p99_ms", "p999_ms"} {
+			na(&c.NA, f, "no completed transactions")
+		}
+		return
+	}
+	q := func(p float64) *float64 { return ptr(float64(h.Quantile(p)) / ms) }
+	c.P50MS, c.P90MS, c.P99MS, c.P999MS = q(0.5), q(0.9), q(0.99), q(0.999)
+}
+
+// pathRank orders paths as the study does: ipv4, ipv6, 6in4, then others.
+func pathRank(p string) int {
+	switch p {
+	case "ipv4":
+		return 0
+	case "ipv6":
+		return 1
+	case "6in4":
+		return 2
+	}
+	return 3
+}
+
+func sortCells(cs []Cell) {
+	sort.Slice(cs, func(i, j int) bool {
+		a, b := cs[i], cs[j]
+		if a.Protocol != b.Protocol {
+			return a.Protocol < b.Protocol
+		}
+		if pathRank(a.Path) != pathRank(b.Path) {
+			return pathRank(a.Path) < pathRank(b.Path)
+		}
+		if a.Path != b.Path {
+			return a.Path < b.Path
+		}
+		return a.Conns < b.Conns
+	})
+}
+
+func compare(cells []Cell, baseline string) []Comparison {
+	base := map[cellKey]*Cell{}
+	for i := range cells {
+		c := &cells[i]
+		if c.Path == baseline {
+			base[cellKey{c.Protocol, "", c.Conns}] = c
+		}
+	}
+	var out []Comparison
+	for i := range cells {
+		c := &cells[i]
+		b := base[cellKey{c.Protocol, "", c.Conns}]
+		if c.Path == baseline || b == nil {
+			continue
+		}
+		out = append(out, Compare(b, c))
+	}
+	return out
+}
+
+// Compare sets cell c against baseline cell b.
+func Compare(b, c *Cell) Comparison {
+	cmp := Comparison{Protocol: c.Protocol, Conns: c.Conns, Path: c.Path, Baseline: b.Path}
+	w := stats.Welch(b.Runs, c.Runs)
+	if len(b.Runs) > 0 && len(c.Runs) > 0 {
+		cmp.DiffMS = ptr(w.Diff)
+	} else {
+		na(&cmp.NA, "diff_ms", "a path has no run means")
+	}
+	if w.PctNA == "" {
+		cmp.PctIncrease = ptr(w.PctIncrease)
+	} else {
+		na(&cmp.NA, "pct_increase", w.PctNA)
+	}
+	if w.NA == "" {
+		cmp.CI95DiffMS = &w.CI95Diff
+		cmp.WelchDF, cmp.PWelch, cmp.Confidence = ptr(w.DF), ptr(w.P), ptr(w.Confidence)
+	} else {
+		for _, f := range []string{"ci95_diff_ms", "welch_df", "p_welch", "confidence"} {
+			na(&cmp.NA, f, w.NA)
+		}
+	}
+	bp, cp := pairRuns(b, c)
+	if p := stats.Paired(bp, cp); p.NA == "" {
+		cmp.PPaired = ptr(p.P)
+	} else {
+		na(&cmp.NA, "p_paired", p.NA)
+	}
+	if m := stats.MannWhitney(b.Runs, c.Runs); m.NA == "" {
+		cmp.PMannWhitney = ptr(m.P)
+	} else {
+		na(&cmp.NA, "p_mann_whitney", m.NA)
+	}
+	return cmp
+}
+
+// pairRuns keeps the runs both cells have, matched by run number: run i of
+// one path ran right beside run i of the other.
+func pairRuns(b, c *Cell) ([]float64, []float64) {
+	idx := map[int]float64{}
+	for i, r := range b.RunIndex {
+		idx[r] = b.Runs[i]
+	}
+	var bp, cp []float64
+	for i, r := range c.RunIndex {
+		if v, ok := idx[r]; ok {
+			bp = append(bp, v)
+			cp = append(cp, c.Runs[i])
+		}
+	}
+	return bp, cp
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

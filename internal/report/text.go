@@ -1,0 +1,334 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// Text writes the summary as the study's tables: per protocol, the mean
+// response time per connection with its 95% CI per path and connection
+// count (Table 3-1 shape), then the increase of each path over the baseline
+// with its confidence level and the 95% CI of the difference (Tables 3-2 and
+// 6-1), then pooled percentiles and failures.
+func Text(w io.Writer, s *Summary) error {
+	tw := &errWriter{w: w}
+	fmt.Fprintf(tw, "%s — baseline %s, target %s\n", s.Name, s.Baseline, s.Target)
+	for _, proto := range protocols(s) {
+		cells := cellsOf(s, proto)
+		conns := connsOf(cells)
+		title := strings.ToUpper(proto)
+		fmt.Fprintf(tw, "\n%s: average response time per connection (ms), mean of run means\n", title)
+		t := newTable(append([]string{"path", ""}, intHeads(conns)...))
+		for _, p := range pathsOf(cells) {
+			byConns := map[int]*Cell{}
+			for i := range cells {
+				if cells[i].Path == p {
+					byConns[cells[i].Conns] = &cells[i]
+				}
+			}
+			rows := [][]string{{p, "mean"}, {"", "95% CI"}, {"", "runs counted"}, {"", "completed"}}
+			for _, n := range conns {
+				c := byConns[n]
+				if c == nil {
+					for i := range rows {
+						rows[i] = append(rows[i], "-")
+					}
+					continue
+				}
+				rows[0] = append(rows[0], optMS(c.MeanMS, c.NA["mean_ms"]))
+				rows[1] = append(rows[1], optRange(c.CI95MS, c.NA["ci95_ms"], " – "))
+				rows[2] = append(rows[2], fmt.Sprint(len(c.Runs)))
+				rows[3] = append(rows[3], completion(c))
+			}
+			for _, r := range rows {
+				t.add(r)
+			}
+		}
+		t.write(tw)
+
+		cmps := comparisonsOf(s, proto)
+		if len(cmps) > 0 {
+			fmt.Fprintf(tw, "\n%s: increase over %s (positive = slower than %s)\n", title, s.Baseline, s.Baseline)
+			t := newTable(append([]string{"path", ""}, intHeads(conns)...))
+			for _, p := range pathsOfCmp(cmps) {
+				by := map[int]*Comparison{}
+				for i := range cmps {
+					if cmps[i].Path == p {
+						by[cmps[i].Conns] = &cmps[i]
+					}
+				}
+				rows := [][]string{{p, "actual increase (ms)"}, {"", "% increase"}, {"", "confidence level"},
+					{"", "95% CI of difference (ms)"}, {"", "p paired / Mann-Whitney"}}
+				for _, n := range conns {
+					c := by[n]
+					if c == nil {
+						for i := range rows {
+							rows[i] = append(rows[i], "-")
+						}
+						continue
+					}
+					rows[0] = append(rows[0], optSigned(c.DiffMS, c.NA["diff_ms"]))
+					rows[1] = append(rows[1], optPct(c.PctIncrease, c.NA["pct_increase"]))
+					rows[2] = append(rows[2], optConf(c.Confidence, c.NA["confidence"]))
+					rows[3] = append(rows[3], optRange(c.CI95DiffMS, c.NA["ci95_diff_ms"], " to "))
+					rows[4] = append(rows[4], optP(c.PPaired, c.NA["p_paired"])+" / "+optP(c.PMannWhitney, c.NA["p_mann_whitney"]))
+				}
+				for _, r := range rows {
+					t.add(r)
+				}
+			}
+			t.write(tw)
+		}
+
+		fmt.Fprintf(tw, "\n%s: response time percentiles (ms), pooled over counted runs\n", title)
+		pt := newTable([]string{"path", "conns", "p50", "p90", "p99", "p99.9", "rate/s", "failures"})
+		for _, c := range cells {
+			c := c
+			pt.add([]string{c.Path, fmt.Sprint(c.Conns), optMS(c.P50MS, c.NA["p50_ms"]), optMS(c.P90MS, c.NA["p90_ms"]),
+				optMS(c.P99MS, c.NA["p99_ms"]), optMS(c.P999MS, c.NA["p999_ms"]), optRate(c.RatePerS), failures(&c)})
+		}
+		pt.write(tw)
+		for _, c := range cells {
+			if c.FirstError != "" {
+				fmt.Fprintf(tw, "  first failure at %s/%s/%d: %s\n", c.Protocol, c.Path, c.Conns, c.FirstError)
+			}
+		}
+	}
+	if len(s.Notes) > 0 {
+		fmt.Fprintln(tw, "\nNotes:")
+		for _, n := range s.Notes {
+			fmt.Fprintf(tw, "  - %s\n", n)
+		}
+	}
+	fmt.Fprintln(tw, "\nn/a: not computable (reason in summary.json). Confidence level = 1 - two-sided Welch p; see docs/metrics.md.")
+	return tw.err
+}
+
+func protocols(s *Summary) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, c := range s.Cells {
+		if !seen[c.Protocol] {
+			seen[c.Protocol] = true
+			out = append(out, c.Protocol)
+		}
+	}
+	return out
+}
+
+func cellsOf(s *Summary, proto string) []Cell {
+	var out []Cell
+	for _, c := range s.Cells {
+		if c.Protocol == proto {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func comparisonsOf(s *Summary, proto string) []Comparison {
+	var out []Comparison
+	for _, c := range s.Comparisons {
+		if c.Protocol == proto {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func connsOf(cells []Cell) []int {
+	seen := map[int]bool{}
+	var out []int
+	for _, c := range cells {
+		if !seen[c.Conns] {
+			seen[c.Conns] = true
+			out = append(out, c.Conns)
+		}
+	}
+	sort.Ints(out)
+	return out
+}
+
+func pathsOf(cells []Cell) []string {
+	var out []string
+	for _, c := range cells {
+		if len(out) == 0 || out[len(out)-1] != c.Path {
+			out = append(out, c.Path)
+		}
+	}
+	return out
+}
+
+func pathsOfCmp(cs []Comparison) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, c := range cs {
+		if !seen[c.Path] {
+			seen[c.Path] = true
+			out = append(out, c.Path)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return pathRank(out[i]) < pathRank(out[j]) })
+	return out
+}
+
+func intHeads(ns []int) []string {
+	out := make([]string, len(ns))
+	for i, n := range ns {
+		out[i] = fmt.Sprint(n)
+	}
+	return out
+}
+
+// FormatMS prints a time in ms with precision that suits its size.
+func FormatMS(v float64) string {
+	a := v
+	if a < 0 {
+		a = -a
+	}
+	switch {
+	case a >= 100:
+		return fmt.Sprintf("%.1f", v)
+	case a >= 1:
+		return fmt.Sprintf("%.2f", v)
+	default:
+		return fmt.Sprintf("%.3f", v)
+	}
+}
+
+func naText(why string) string {
+	if why == "" {
+		return "n/a"
+	}
+	return "n/a (" + why + ")"
+}
+
+func optMS(v *float64, why string) string {
+	if v == nil {
+		return naText(why)
+	}
+	return FormatMS(*v)
+}
+
+func optSigned(v *float64, why string) string {
+	if v == nil {
+		return naText(why)
+	}
+	s := FormatMS(*v)
+	if *v > 0 {
+		s = "+" + s
+	}
+	return s
+}
+
+func optRange(v *[2]float64, why, sep string) string {
+	if v == nil {
+		return naText(why)
+	}
+	return FormatMS(v[0]) + sep + FormatMS(v[1])
+}
+
+func optPct(v *float64, why string) string {
+	if v == nil {
+		return naText(why)
+	}
+	return fmt.Sprintf("%+.1f%%", *v)
+}
+
+func optConf(v *float64, why string) string {
+	if v == nil {
+		return naText(why)
+	}
+	return fmt.Sprintf("%.0f%%", *v*100)
+}
+
+func optP(v *float64, why string) string {
+	if v == nil {
+		return naText(why)
+	}
+	if *v < 0.001 {
+		return "<0.001"
+	}
+	return fmt.Sprintf("%.3f", *v)
+}
+
+func optRate(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f", *v)
+}
+
+func completion(c *Cell) string {
+	if c.CompletionRate == nil {
+		return naText(c.NA["completion_rate"])
+	}
+	return fmt.Sprintf("%.1f%% (%d/%d)", *c.CompletionRate*100, c.Completed, c.Completed+c.Failed)
+}
+
+func failures(c *Cell) string {
+	if c.Failed == 0 {
+		return "0"
+	}
+	kinds := make([]string, 0, len(c.Failures))
+	for k := range c.Failures {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	parts := make([]string, len(kinds))
+	for i, k := range kinds {
+		parts[i] = fmt.Sprintf("%s %d", k, c.Failures[k])
+	}
+	return fmt.Sprintf("%d (%s)", c.Failed, strings.Join(parts, ", "))
+}
+
+// table aligns columns: the first two left, the rest right.
+type table struct {
+	rows [][]string
+}
+
+func newTable(head []string) *table { return &table{rows: [][]string{head}} }
+
+func (t *table) add(r []string) { t.rows = append(t.rows, r) }
+
+func (t *table) write(w io.Writer) {
+	width := map[int]int{}
+	for _, r := range t.rows {
+		for i, c := range r {
+			if l := len([]rune(c)); l > width[i] {
+				width[i] = l
+			}
+		}
+	}
+	for ri, r := range t.rows {
+		var b strings.Builder
+		for i, c := range r {
+			pad := strings.Repeat(" ", width[i]-len([]rune(c)))
+			if i > 0 {
+				b.WriteString("  ")
+			}
+			if i < 2 && !(ri == 0 && i >= 2) {
+				b.WriteString(c + pad)
+			} else {
+				b.WriteString(pad + c)
+			}
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+}
+
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}
