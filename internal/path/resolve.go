@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/miekg/dns"
 )
@@ -66,12 +68,7 @@ func (r *Resolver) Lookup(ctx context.Context, host string, p Path) (netip.Addr,
 	m := new(dns.Msg)
 	m.SetQuestion(dns.Fqdn(host), qtype)
 	m.RecursionDesired = true
-	c := dns.Client{Net: over.Network("udp")}
-	in, _, err := c.ExchangeContext(ctx, m, server.String())
-	if err == nil && in.Truncated {
-		c.Net = over.Network("tcp")
-		in, _, err = c.ExchangeContext(ctx, m, server.String())
-	}
+	in, err := exchange(ctx, m, over, server)
 	if err != nil {
 		return netip.Addr{}, fmt.Errorf("path: resolve %s %s via %s: %w", host, dns.TypeToString[qtype], server, err)
 	}
@@ -93,6 +90,29 @@ func (r *Resolver) Lookup(ctx context.Context, host string, p Path) (netip.Addr,
 		}
 	}
 	return netip.Addr{}, fmt.Errorf("path: %s has no %s record (needed by path %s): %w", host, dns.TypeToString[qtype], p, ErrNoAddress)
+}
+
+// Retransmission schedule of UDP queries, like a stub resolver's: wait
+// FirstRetry for an answer, then twice as long each time, until ctx ends.
+const FirstRetry = time.Second
+
+// exchange sends m over UDP with retransmissions (a lost datagram is
+// normal under load and resolvers resend), then over TCP if truncated.
+func exchange(ctx context.Context, m *dns.Msg, over Path, server netip.AddrPort) (*dns.Msg, error) {
+	wait := FirstRetry
+	for {
+		c := dns.Client{Net: over.Network("udp"), Timeout: wait}
+		in, _, err := c.ExchangeContext(ctx, m, server.String())
+		if err == nil && in.Truncated {
+			c.Net = over.Network("tcp")
+			in, _, err = c.ExchangeContext(ctx, m, server.String())
+		}
+		var ne net.Error
+		if err == nil || ctx.Err() != nil || !errors.As(err, &ne) || !ne.Timeout() {
+			return in, err
+		}
+		wait *= 2
+	}
 }
 
 // SystemServers reads the nameservers of /etc/resolv.conf.

@@ -22,6 +22,8 @@ type File struct {
 // ErrNoHeader is returned when the first line is not a header.
 var ErrNoHeader = errors.New("first line is not a v6lab header")
 
+var errNoHeaderLine = errors.New("no header")
+
 // maxLine bounds one line so a corrupt file cannot exhaust memory.
 const maxLine = 1 << 20
 
@@ -47,6 +49,9 @@ func Read(r io.Reader, name string) (*File, error) {
 			continue
 		}
 		if derr := f.decodeLine(line, lineNo); derr != nil {
+			if derr == errNoHeaderLine {
+				return f, fmt.Errorf("result: %s: %w", name, ErrNoHeader)
+			}
 			if last && lineNo > 1 && !bytes.HasSuffix(line, []byte("}")) {
 				f.Truncated = true
 				break
@@ -63,19 +68,23 @@ func Read(r io.Reader, name string) (*File, error) {
 	return f, nil
 }
 
+// readLine returns one line without its newline; io.EOF comes with a final
+// line that had no newline (possibly cut off) or with nothing at all.
 func readLine(br *bufio.Reader) ([]byte, error) {
 	var buf []byte
 	for {
-		chunk, isPrefix, err := br.ReadLine()
+		chunk, err := br.ReadSlice('\n')
 		buf = append(buf, chunk...)
 		if len(buf) > maxLine {
 			return nil, fmt.Errorf("line longer than %d bytes", maxLine)
 		}
-		if err != nil {
+		switch err {
+		case nil:
+			return bytes.TrimRight(buf, "\r\n"), nil
+		case bufio.ErrBufferFull:
+			continue
+		default:
 			return buf, err
-		}
-		if !isPrefix {
-			return buf, nil
 		}
 	}
 }
@@ -88,7 +97,7 @@ func (f *File) decodeLine(line []byte, lineNo int) error {
 		return fmt.Errorf("not a JSON object: %w", err)
 	}
 	if lineNo == 1 && probe.Kind != KindHeader {
-		return ErrNoHeader
+		return errNoHeaderLine
 	}
 	switch probe.Kind {
 	case KindHeader:

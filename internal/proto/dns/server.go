@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 
 	mdns "github.com/miekg/dns"
 
@@ -113,6 +114,7 @@ func Listen(ctx context.Context, zone Zone, addrs []netip.Addr, port int) (*Serv
 			return nil, 0, err
 		}
 		p = pc.LocalAddr().(*net.UDPAddr).Port
+		growReceiveBuffer(pc.(*net.UDPConn), ReceiveBuffer)
 		ln, err := path.Listen(ctx, fam, netip.AddrPortFrom(a, uint16(p)).String())
 		if err != nil {
 			pc.Close()
@@ -137,6 +139,27 @@ func Listen(ctx context.Context, zone Zone, addrs []netip.Addr, port int) (*Serv
 		}
 	}
 	return s, nil
+}
+
+// ReceiveBuffer is the UDP receive buffer the server asks for: thousands of
+// users released at once send their queries in the same millisecond, and
+// the default buffer (about 200 KiB) drops most of them.
+const ReceiveBuffer = 16 << 20
+
+// growReceiveBuffer sets SO_RCVBUFFORCE (root may exceed rmem_max), or
+// failing that SO_RCVBUF, which the kernel caps at net.core.rmem_max.
+func growReceiveBuffer(c *net.UDPConn, size int) {
+	raw, err := c.SyscallConn()
+	if err == nil {
+		var serr error
+		raw.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUFFORCE, size)
+		})
+		if serr == nil {
+			return
+		}
+	}
+	_ = c.SetReadBuffer(size)
 }
 
 type pair struct {

@@ -1,0 +1,118 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"v6lab/internal/path"
+	"v6lab/internal/result"
+)
+
+// rendezvous completes only when all n users are inside Do at once, which
+// can happen only if they were released together.
+type rendezvous struct {
+	n       int32
+	inside  atomic.Int32
+	allHere chan struct{}
+	once    sync.Once
+}
+
+func (r *rendezvous) Do(ctx context.Context, user int) result.Sample {
+	tr := Begin("test", path.IPv4)
+	if r.inside.Add(1) == r.n {
+		r.once.Do(func() { close(r.allHere) })
+	}
+	select {
+	case <-r.allHere:
+		return tr.Done("ok")
+	case <-ctx.Done():
+		return tr.Fail(ctx, "wait", ctx.Err())
+	}
+}
+
+func TestClosedReleasesAllUsersTogether(t *testing.T) {
+	const n = 2000
+	r := &rendezvous{n: n, allHere: make(chan struct{})}
+	var mu sync.Mutex
+	users := map[int]bool{}
+	Closed(context.Background(), r, n, 10*time.Second, func(s result.Sample) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !s.OK() {
+			t.Errorf("user %d failed: %s", s.User, s.Err)
+		}
+		users[s.User] = true
+	})
+	if len(users) != n {
+		t.Fatalf("%d distinct users reported, want %d", len(users), n)
+	}
+}
+
+type sleeper struct{ d time.Duration }
+
+func (s sleeper) Do(ctx context.Context, _ int) result.Sample {
+	tr := Begin("test", path.IPv6)
+	select {
+	case <-time.After(s.d):
+		return tr.Done("ok")
+	case <-ctx.Done():
+		return tr.Fail(ctx, "wait", ctx.Err())
+	}
+}
+
+func TestClosedTimeoutIsAFailedSample(t *testing.T) {
+	var got []result.Sample
+	var mu sync.Mutex
+	start := time.Now()
+	Closed(context.Background(), sleeper{time.Hour}, 5, 50*time.Millisecond, func(s result.Sample) {
+		mu.Lock()
+		got = append(got, s)
+		mu.Unlock()
+	})
+	if time.Since(start) > 5*time.Second {
+		t.Fatal("timeout not enforced")
+	}
+	if len(got) != 5 {
+		t.Fatalf("%d samples, want 5: a timed-out user must still be reported", len(got))
+	}
+	for _, s := range got {
+		if s.OK() || s.ErrKind != "timeout" {
+			t.Errorf("sample %+v is not a timeout failure", s)
+		}
+	}
+}
+
+func TestSustainedRepeatsUntilTheEnd(t *testing.T) {
+	var count atomic.Int64
+	started := Sustained(context.Background(), sleeper{5 * time.Millisecond}, 3, 200*time.Millisecond, time.Second, func(s result.Sample) {
+		count.Add(1)
+	})
+	if started != count.Load() || started < 3*10 {
+		t.Fatalf("started %d, emitted %d; want at least 30 back-to-back transactions", started, count.Load())
+	}
+}
+
+func TestClassify(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		phase string
+		err   error
+		want  string
+	}{
+		{"connect", fmt.Errorf("x: %w", path.ErrFamily), "family"},
+		{"io", context.DeadlineExceeded, "timeout"},
+		{"resolve", errors.New("NXDOMAIN"), "resolve"},
+		{"reply", errors.New("status 500"), "protocol"},
+		{"io", errors.New("eof"), "io"},
+	}
+	for _, c := range cases {
+		if got := Classify(ctx, c.phase, c.err); got != c.want {
+			t.Errorf("%s/%v = %s, want %s", c.phase, c.err, got, c.want)
+		}
+	}
+}
