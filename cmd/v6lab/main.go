@@ -69,6 +69,15 @@ reports each path's difference from IPv4 with its confidence.`,
 		Version:       toolVersion(),
 	}
 	root.PersistentFlags().BoolP("quiet", "q", false, "print only errors and the final location of results")
+	root.PersistentFlags().String("cpuprofile", "", "write a CPU profile of the command to this file")
+	_ = root.PersistentFlags().MarkHidden("cpuprofile")
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if f, _ := cmd.Flags().GetString("cpuprofile"); f != "" {
+			return startProfile(f)
+		}
+		return nil
+	}
+	root.PersistentPostRun = func(*cobra.Command, []string) { stopProfile() }
 	root.AddCommand(newRunCmd(), newProbeCmd(), newServeCmd(), newReportCmd())
 	return root
 }

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"v6lab/internal/experiment"
+	"v6lab/internal/path"
+	"v6lab/internal/proto/dns"
+	httpp "v6lab/internal/proto/http"
+	"v6lab/internal/report"
+)
+
+// v6lab runs the command line in-process and returns stdout and the error.
+func v6lab(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	root := newRoot()
+	var out, errOut bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetArgs(args)
+	err := root.ExecuteContext(context.Background())
+	return out.String(), err
+}
+
+func exitCode(err error) int {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	if err != nil {
+		return 1
+	}
+	return 0
+}
+
+func onlyDir(t *testing.T, root string) string {
+	t.Helper()
+	ents, err := os.ReadDir(root)
+	if err != nil || len(ents) != 1 {
+		t.Fatalf("result root %s: %v, %d entries", root, err, len(ents))
+	}
+	return filepath.Join(root, ents[0].Name())
+}
+
+func TestRunThenReportReRendersTheSameFigures(t *testing.T) {
+	root := t.TempDir()
+	out, err := v6lab(t, "run", "--conns", "1,5", "--runs", "3", "--pause", "0", "--results", root)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	for _, want := range []string{"HTTP: average response time per connection", "HTTP: increase over ipv4", "confidence level", "results: "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	dir := onlyDir(t, root)
+	for format, file := range map[string]string{"json": report.SummaryFile, "csv": report.CSVFile, "text": report.TextFile} {
+		got, err := v6lab(t, "report", dir, "--format", format)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := os.ReadFile(filepath.Join(dir, file))
+		if got != string(want) {
+			t.Errorf("report --format %s differs from %s", format, file)
+		}
+	}
+	_, s, err := report.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Cells) != 4 || len(s.Comparisons) != 2 {
+		t.Fatalf("%d cells, %d comparisons", len(s.Cells), len(s.Comparisons))
+	}
+	for _, c := range s.Cells {
+		if c.Completed != 2*c.Conns || c.Failed != 0 || len(c.Runs) != 2 || len(c.WarmupRuns) != 1 {
+			t.Errorf("cell %s/%d: %d ok %d failed %d runs", c.Path, c.Conns, c.Completed, c.Failed, len(c.Runs))
+		}
+	}
+}
+
+func TestQuietPrintsOnlyWhereResultsWent(t *testing.T) {
+	out, err := v6lab(t, "run", "-q", "--conns", "1", "--runs", "2", "--pause", "0", "--results", t.TempDir())
+	if err != nil || !strings.HasPrefix(out, "results: ") || strings.Count(out, "\n") != 1 {
+		t.Fatalf("quiet output %q, %v", out, err)
+	}
+}
+
+// localServers starts the embedded servers and returns the page URL and
+// the DNS server flags.
+func localServers(t *testing.T) (*experiment.Local, []string) {
+	t.Helper()
+	l, err := experiment.StartLocal(context.Background(), []path.Path{path.IPv4, path.IPv6}, httpp.DefaultServerConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	var flags []string
+	for _, a := range l.DNS.Addrs() {
+		flags = append(flags, "--dns-server", a.String())
+	}
+	return l, flags
+}
+
+func TestProbeHTTPAgainstAHost(t *testing.T) {
+	l, dnsFlags := localServers(t)
+	root := t.TempDir()
+	args := append([]string{"probe", "http", l.URL.String(), "--conns", "1,3", "--runs", "2", "--pause", "0", "-q", "--results", root, "--dns-over", "ipv4"}, dnsFlags...)
+	if out, err := v6lab(t, args...); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	_, s, err := report.Load(onlyDir(t, root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range s.Cells {
+		if c.Completed != c.Conns || c.Failed != 0 {
+			t.Errorf("%s/%d: %d completed, %d failed (%s)", c.Path, c.Conns, c.Completed, c.Failed, c.FirstError)
+		}
+	}
+}
+
+func TestProbeHTTPHostWithoutAAAAFailsThatPath(t *testing.T) {
+	ctx := context.Background()
+	srv, err := httpp.Listen(ctx, httpp.DefaultServerConfig, []netip.Addr{path.IPv4.Loopback()}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	z := dns.Zone{}
+	z.Add("v4only.test", path.IPv4.Loopback())
+	d, err := dns.Listen(ctx, z, []netip.Addr{path.IPv4.Loopback(), path.IPv6.Loopback()}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	root := t.TempDir()
+	url := fmt.Sprintf("http://v4only.test:%d/", srv.Port)
+	args := []string{"probe", "http", url, "--conns", "2", "--runs", "2", "--pause", "0", "-q", "--results", root}
+	for _, a := range d.Addrs() {
+		args = append(args, "--dns-server", a.String())
+	}
+	_, err = v6lab(t, args...)
+	if err == nil || !strings.Contains(err.Error(), "every counted transaction of http/ipv6/2 failed") ||
+		!strings.Contains(err.Error(), "v4only.test has no AAAA record") {
+		t.Fatalf("err %v", err)
+	}
+	// The IPv4 path was still measured and kept.
+	_, s, lerr := report.Load(onlyDir(t, root))
+	if lerr != nil || s.Cells[0].Path != "ipv4" || s.Cells[0].Completed != 2 {
+		t.Fatalf("ipv4 results lost: %v %+v", lerr, s.Cells)
+	}
+}
+
+func TestProbeDNS(t *testing.T) {
+	l, _ := localServers(t)
+	root := t.TempDir()
+	args := []string{"probe", "dns", experiment.LocalName, "--conns", "1,10", "--runs", "2", "--pause", "0", "-q", "--results", root}
+	for _, a := range l.DNS.Addrs() {
+		args = append(args, "--server", a.String())
+	}
+	if out, err := v6lab(t, args...); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	_, s, _ := report.Load(onlyDir(t, root))
+	if len(s.Cells) != 4 || s.Cells[3].Completed != 10 {
+		t.Fatalf("cells %+v", s.Cells)
+	}
+}
+
+func TestBadInputIsAClearError(t *testing.T) {
+	l, _ := localServers(t)
+	cases := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"run", "--paths", "ipv5"}, 2, `--paths: path: unknown path "ipv5"`},
+		{[]string{"run", "--conns", "0"}, 2, "--conns: 0: must be at least 1"},
+		{[]string{"run", "--conns", "ten"}, 2, `--conns: "ten" is not a whole number`},
+		{[]string{"run", "--runs", "1", "--warmup", "1"}, 2, "warm-up runs (1) must be fewer than runs (1)"},
+		{[]string{"run", "--paths", "ipv4,6in4", "--results", t.TempDir()}, 1, "6in4 needs the lab"},
+		{[]string{"run", "mitre2004"}, 2, `unknown experiment "mitre2004"`},
+		{[]string{"probe", "http", "ftp://x/"}, 2, "scheme must be http or https"},
+		{[]string{"probe", "http", l.URL.String(), "--dns-over", "ipv7"}, 2, `--dns-over: "ipv7" is not path, ipv4 or ipv6`},
+		{[]string{"probe", "http", l.URL.String(), "--dns-server", "dns.example"}, 2, `bad DNS server "dns.example"`},
+		{[]string{"probe", "dns", "x.test"}, 2, "--server is required"},
+		{[]string{"probe", "dns", "x.test", "--server", "127.0.0.1", "--paths", "ipv6"}, 2, "path ipv6: path: no IPv6 DNS server"},
+		{[]string{"probe", "dns", "x.test", "--server", "127.0.0.1", "--type", "BOGUS", "--paths", "ipv4"}, 2, `unknown record type "BOGUS"`},
+		{[]string{"report", "/nonexistent/dir"}, 1, "no such file or directory"},
+		{[]string{"report", t.TempDir(), "--format", "xml"}, 2, `--format: "xml" is not text, json or csv`},
+		{[]string{"serve", "http", "--listen", "localhost:80"}, 2, `"localhost:80" is not ADDR:PORT`},
+		{[]string{"serve", "dns", "--record", "x"}, 2, `bad record "x"`},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			_, err := v6lab(t, c.args...)
+			if err == nil || !strings.Contains(err.Error(), c.want) || exitCode(err) != c.code {
+				t.Fatalf("err %v (exit %d), want %q (exit %d)", err, exitCode(err), c.want, c.code)
+			}
+		})
+	}
+}
+
+func TestHelpHasExamples(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"run", "--help"}, {"probe", "http", "--help"}, {"probe", "dns", "--help"},
+		{"serve", "http", "--help"}, {"serve", "dns", "--help"}, {"report", "--help"}} {
+		out, err := v6lab(t, args...)
+		if err != nil || !strings.Contains(out, "Examples:") {
+			t.Errorf("%v: no examples (%v)", args, err)
+		}
+	}
+}
