@@ -3,8 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
-	"net/netip"
 	"fmt"
+	"net/netip"
 	"regexp"
 	"sync"
 	"testing"

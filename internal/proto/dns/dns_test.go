@@ -6,12 +6,15 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	mdns "github.com/miekg/dns"
 
+	"v6lab/internal/load"
 	"v6lab/internal/path"
+	"v6lab/internal/result"
 )
 
 var (
@@ -236,4 +239,27 @@ func FuzzParseReply(f *testing.F) {
 		}
 		_ = check(q, m) // must not panic on any decodable message
 	})
+}
+
+// TestBurstOfSimultaneousQueries releases thousands of users at once, as
+// the closed model does: the server must not drop their datagrams.
+func TestBurstOfSimultaneousQueries(t *testing.T) {
+	s := startServer(t)
+	const n = 3000
+	for _, p := range []path.Path{path.IPv4, path.IPv6} {
+		t.Run(string(p), func(t *testing.T) {
+			var failed atomic.Int32
+			var first atomic.Value
+			load.Closed(context.Background(), &Client{Name: "www.v6lab.test", Server: serverFor(s, p), Path: p}, n, 5*time.Second,
+				func(smp result.Sample) {
+					if !smp.OK() {
+						failed.Add(1)
+						first.CompareAndSwap(nil, smp.Err)
+					}
+				})
+			if f := failed.Load(); f > 0 {
+				t.Fatalf("%d of %d queries failed, first: %v", f, n, first.Load())
+			}
+		})
+	}
 }

@@ -1,0 +1,35 @@
+package host
+
+import (
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func TestReadSysctls(t *testing.T) {
+	got := ReadSysctls([]string{"net.core.somaxconn", "no.such.sysctl"})
+	if v, ok := got["net.core.somaxconn"]; !ok || v == "" {
+		t.Errorf("somaxconn not read: %v", got)
+	}
+	if _, ok := got["no.such.sysctl"]; ok {
+		t.Error("a missing sysctl was reported")
+	}
+	if _, err := ReadSysctl("no.such.sysctl"); err == nil || !strings.Contains(err.Error(), "no.such.sysctl") {
+		t.Errorf("error %v does not name the sysctl", err)
+	}
+	if Kernel() == "" {
+		t.Error("no kernel release")
+	}
+}
+
+func TestRaiseNoFileReachesTheHardLimit(t *testing.T) {
+	got, err := RaiseNoFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l syscall.Rlimit
+	syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l)
+	if got != l.Cur || l.Cur != l.Max {
+		t.Fatalf("limit %d, rlimit %+v", got, l)
+	}
+}
