@@ -1,0 +1,57 @@
+package arch
+
+import (
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// allowed lists, per package, the internal packages it may import
+// (directly or not). A package missing here may import nothing internal.
+var allowed = map[string][]string{
+	"v6lab/internal/path":       {},
+	"v6lab/internal/result":     {},
+	"v6lab/internal/host":       {},
+	"v6lab/internal/stats":      {},
+	"v6lab/internal/report":     {"result", "stats"},
+	"v6lab/internal/load":       {"path", "result"},
+	"v6lab/internal/proto/http": {"load", "path", "result"},
+	"v6lab/internal/proto/dns":  {"load", "path", "result"},
+	"v6lab/internal/experiment": {"load", "path", "result", "proto/http", "proto/dns"},
+}
+
+func TestDependenciesPointDown(t *testing.T) {
+	out, err := exec.Command("go", "list", "-json=ImportPath,Deps", "v6lab/...").Output()
+	if err != nil {
+		t.Skipf("go list unavailable: %v", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	seen := 0
+	for dec.More() {
+		var p struct {
+			ImportPath string
+			Deps       []string
+		}
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		ok, known := allowed[p.ImportPath]
+		if !known {
+			continue
+		}
+		seen++
+		may := map[string]bool{}
+		for _, a := range ok {
+			may["v6lab/internal/"+a] = true
+		}
+		for _, d := range p.Deps {
+			if strings.HasPrefix(d, "v6lab/") && !may[d] {
+				t.Errorf("%s imports %s, which is not below it", p.ImportPath, d)
+			}
+		}
+	}
+	if seen != len(allowed) {
+		t.Errorf("found %d of the %d packages listed", seen, len(allowed))
+	}
+}

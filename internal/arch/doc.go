@@ -1,0 +1,5 @@
+// Package arch holds no code: its test enforces that v6lab's dependencies
+// point down only (DESIGN.md): path and result import nothing internal, the
+// statistics and reports never import what measures, and only the CLI sits
+// on top.
+package arch
