@@ -1,0 +1,56 @@
+package http
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net/netip"
+	"net/url"
+	"testing"
+	"time"
+
+	"v6lab/internal/path"
+)
+
+var benchReply = []byte("HTTP/1.1 200 OK\r\nContent-Length: 4096\r\nContent-Type: text/html; charset=utf-8\r\nDate: Sun, 22 Nov 2026 14:00:00 GMT\r\nConnection: close\r\n\r\n" + string(bytes.Repeat([]byte("x"), 4096)))
+
+// BenchmarkReadReply measures parsing one reply (no network).
+func BenchmarkReadReply(b *testing.B) {
+	u, _ := url.Parse("http://h/")
+	c := &Client{URL: u}
+	b.ReportAllocs()
+	br := bufio.NewReaderSize(nil, 32<<10)
+	for b.Loop() {
+		cr := &countReader{r: bytes.NewReader(benchReply), tr: newTrace()}
+		br.Reset(cr)
+		if _, _, err := c.get(br, cr, &countWriter{w: io.Discard}, "/", false, true); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkTransaction is one whole transaction per path against the
+// embedded server on loopback (connection per transaction).
+func BenchmarkTransaction(b *testing.B) {
+	srv, err := Listen(context.Background(), ServerConfig{PageSize: 4096}, []netip.Addr{lo4, lo6}, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	for _, p := range []path.Path{path.IPv4, path.IPv6} {
+		b.Run(string(p), func(b *testing.B) {
+			u, _ := ParseURL("http://" + netip.AddrPortFrom(p.Loopback(), uint16(srv.Port)).String() + "/")
+			c := &Client{URL: u, Path: p, Resolver: &path.Resolver{}}
+			b.ReportAllocs()
+			for b.Loop() {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				s := c.Do(ctx, 0)
+				cancel()
+				if !s.OK() {
+					b.Fatal(s.Err)
+				}
+			}
+		})
+	}
+}
