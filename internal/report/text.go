@@ -118,24 +118,23 @@ func protocols(s *Summary) []string {
 	return out
 }
 
-func cellsOf(s *Summary, proto string) []Cell {
-	var out []Cell
-	for _, c := range s.Cells {
-		if c.Protocol == proto {
-			out = append(out, c)
+// filter keeps the elements for which keep is true.
+func filter[T any](xs []T, keep func(T) bool) []T {
+	var out []T
+	for _, x := range xs {
+		if keep(x) {
+			out = append(out, x)
 		}
 	}
 	return out
 }
 
+func cellsOf(s *Summary, proto string) []Cell {
+	return filter(s.Cells, func(c Cell) bool { return c.Protocol == proto })
+}
+
 func comparisonsOf(s *Summary, proto string) []Comparison {
-	var out []Comparison
-	for _, c := range s.Comparisons {
-		if c.Protocol == proto {
-			out = append(out, c)
-		}
-	}
-	return out
+	return filter(s.Comparisons, func(c Comparison) bool { return c.Protocol == proto })
 }
 
 func connsOf(cells []Cell) []int {
