@@ -1,0 +1,179 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"v6lab/internal/path"
+)
+
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("building a lab needs root (CI runs as root)")
+	}
+}
+
+func testName(t *testing.T) string {
+	return fmt.Sprintf("t%d", os.Getpid()%100000)
+}
+
+func up(t *testing.T, cfg Config) *Lab {
+	t.Helper()
+	requireRoot(t)
+	if cfg.Name == "" {
+		cfg.Name = testName(t)
+	}
+	l, err := Up(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := l.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		if left, _ := Namespaces(Prefix + l.Name + "-"); len(left) != 0 {
+			t.Errorf("namespaces left after close: %v", left)
+		}
+	})
+	return l
+}
+
+// echoServer listens in the server namespace on addr and answers each
+// connection with its peer address.
+func echoServer(t *testing.T, l *Lab, addr netip.Addr) int {
+	t.Helper()
+	var ln net.Listener
+	err := Do(NS(l.Name, Server), func() error {
+		var err error
+		ln, err = path.Listen(context.Background(), path.OfAddr(addr), netip.AddrPortFrom(addr, 0).String())
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			io.WriteString(c, c.RemoteAddr().String())
+			c.Close()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// dialFromClient connects from the client namespace over path p.
+func dialFromClient(t *testing.T, l *Lab, p path.Path, dst netip.AddrPort) string {
+	t.Helper()
+	d := path.Dialer{Path: p}
+	if p == path.SixIn4 {
+		d.Source = l.Addr.ClientTun6
+	}
+	var c net.Conn
+	err := Do(NS(l.Name, Client), func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		var err error
+		c, err = d.Dial(ctx, "tcp", dst)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", p, err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	b, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatalf("%s: %v", p, err)
+	}
+	return string(b)
+}
+
+func TestEveryPathConnectsThroughTheRouters(t *testing.T) {
+	for _, impl := range []string{"userspace"} {
+		t.Run(impl, func(t *testing.T) {
+			l := up(t, Config{Tunnel: impl})
+			if l.TunnelImpl != impl {
+				t.Fatalf("tunnel %s, want %s", l.TunnelImpl, impl)
+			}
+			for _, c := range []struct {
+				p        path.Path
+				dst, src netip.Addr
+			}{
+				{path.IPv4, l.Addr.ServerV4, l.Addr.ClientV4},
+				{path.IPv6, l.Addr.ServerV6, l.Addr.ClientV6},
+				{path.SixIn4, l.Addr.ServerTun6, l.Addr.ClientTun6},
+			} {
+				port := echoServer(t, l, c.dst)
+				seen := dialFromClient(t, l, c.p, netip.AddrPortFrom(c.dst, uint16(port)))
+				if ap, err := netip.ParseAddrPort(seen); err != nil || ap.Addr() != c.src {
+					t.Errorf("%s: server saw the client as %q, want %s", c.p, seen, c.src)
+				}
+			}
+			st := &l.tunnels[0].Stats
+			if st.Encapsulated.Load() == 0 || st.Decapsulated.Load() == 0 {
+				t.Errorf("the 6in4 connection did not cross the tunnel: %d out, %d in", st.Encapsulated.Load(), st.Decapsulated.Load())
+			}
+		})
+	}
+}
+
+func TestDownRemovesALabLeftBehind(t *testing.T) {
+	requireRoot(t)
+	name := testName(t) + "k"
+	l, err := Up(context.Background(), Config{Name: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As if the process died: the namespaces stay; a new command finds them.
+	if names, _ := Names(); !contains(names, name) {
+		t.Fatalf("lab %s not listed in %v", name, names)
+	}
+	for _, tn := range l.tunnels {
+		tn.Close()
+	}
+	if err := Down(name); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := Namespaces(Prefix + name + "-"); len(left) != 0 {
+		t.Fatalf("left: %v", left)
+	}
+}
+
+func contains(xs []string, x string) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+func TestConfigValidation(t *testing.T) {
+	cases := map[string]Config{
+		`bad lab name "Bad_Name"`:             {Name: "Bad_Name"},
+		"tunnel MTU 1279 out of range":        {Name: "x", TunnelMTU: 1279},
+		"tunnel MTU 1500 out of range":        {Name: "x", TunnelMTU: 1500},
+		`unknown tunnel implementation "gre"`: {Name: "x", Tunnel: "gre"},
+	}
+	for want, c := range cases {
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%+v: %v, want %q", c, err, want)
+		}
+	}
+	ok := Config{Name: "x"}
+	if err := ok.Validate(); err != nil || ok.TunnelMTU != DefaultTunnelMTU {
+		t.Errorf("default config: %v, mtu %d", err, ok.TunnelMTU)
+	}
+}

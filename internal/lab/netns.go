@@ -1,0 +1,111 @@
+// Package lab builds a dual-stack testbed of network namespaces — a client
+// host, two routers and a server host, with a 6in4 tunnel between the
+// routers — and is the only code that switches namespaces.
+package lab
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+
+	"github.com/vishvananda/netns"
+)
+
+// NetnsDir is where named namespaces live, shared with `ip netns`.
+const NetnsDir = "/var/run/netns"
+
+// Prefix starts the name of every namespace v6lab makes, so leftovers of a
+// killed run can always be found.
+const Prefix = "v6lab-"
+
+// ErrPrivilege is wrapped when the lab cannot be built for lack of privilege.
+var ErrPrivilege = errors.New("building a lab needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN)")
+
+// Do runs fn on an OS thread inside the named namespace. Sockets fn opens
+// stay in that namespace whatever thread later uses them. If the thread
+// cannot be returned to its own namespace it is never unlocked, so the Go
+// runtime retires it instead of reusing a thread in the wrong namespace.
+func Do(name string, fn func() error) error {
+	runtime.LockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("lab: current namespace: %w", err)
+	}
+	defer orig.Close()
+	target, err := netns.GetFromName(name)
+	if err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("lab: namespace %s: %w", name, err)
+	}
+	defer target.Close()
+	if err := netns.Set(target); err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("lab: enter namespace %s: %w", name, err)
+	}
+	ferr := fn()
+	if err := netns.Set(orig); err != nil {
+		// Leave the thread locked: it dies with this goroutine.
+		return fmt.Errorf("lab: leave namespace %s: %w", name, err)
+	}
+	runtime.UnlockOSThread()
+	return ferr
+}
+
+// createNamed makes a named namespace without moving the caller into it.
+func createNamed(name string) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		return fmt.Errorf("lab: current namespace: %w", err)
+	}
+	defer orig.Close()
+	h, err := netns.NewNamed(name)
+	if err != nil {
+		if errors.Is(err, os.ErrPermission) {
+			return fmt.Errorf("lab: create namespace %s: %w", name, ErrPrivilege)
+		}
+		return fmt.Errorf("lab: create namespace %s: %w", name, err)
+	}
+	h.Close()
+	if err := netns.Set(orig); err != nil {
+		// The thread stays locked and is discarded (see Do).
+		runtime.LockOSThread()
+		return fmt.Errorf("lab: return from namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+// deleteNamed removes a named namespace; a missing one is not an error.
+func deleteNamed(name string) error {
+	if err := netns.DeleteNamed(name); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("lab: delete namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+// Namespaces lists the named namespaces whose name starts with prefix.
+func Namespaces(prefix string) ([]string, error) {
+	ents, err := os.ReadDir(NetnsDir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lab: %w", err)
+	}
+	var out []string
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), prefix) {
+			out = append(out, e.Name())
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+func nsPath(name string) string { return filepath.Join(NetnsDir, name) }

@@ -1,0 +1,362 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"regexp"
+	"strings"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// Roles of the four hosts of the default topology, in path order.
+const (
+	Client = "client"
+	R1     = "r1"
+	R2     = "r2"
+	Server = "server"
+)
+
+// Hosts lists the roles in path order.
+var Hosts = []string{Client, R1, R2, Server}
+
+// Config chooses what varies between labs.
+type Config struct {
+	// Name tells labs apart; namespaces are named v6lab-<Name>-<role>.
+	Name string
+	// TunnelMTU is the MTU of the 6in4 tunnel (1280 … 1480).
+	TunnelMTU int
+	// Tunnel forces "sit" (kernel) or "userspace"; empty picks sit
+	// where the kernel has it.
+	Tunnel string
+}
+
+// DefaultTunnelMTU is the usual 6in4 MTU: 1500 less the 20-byte IPv4 header.
+const DefaultTunnelMTU = 1480
+
+var labName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,14}$`)
+
+// Validate checks a config.
+func (c *Config) Validate() error {
+	if !labName.MatchString(c.Name) {
+		return fmt.Errorf("lab: bad lab name %q: 1-15 lowercase letters, digits or dashes", c.Name)
+	}
+	if c.TunnelMTU == 0 {
+		c.TunnelMTU = DefaultTunnelMTU
+	}
+	if c.TunnelMTU < 1280 || c.TunnelMTU > 1480 {
+		return fmt.Errorf("lab: tunnel MTU %d out of range: IPv6 needs at least 1280, and 1480 fills a 1500-byte link", c.TunnelMTU)
+	}
+	switch c.Tunnel {
+	case "", "sit", "userspace":
+	default:
+		return fmt.Errorf("lab: unknown tunnel implementation %q (want sit or userspace)", c.Tunnel)
+	}
+	return nil
+}
+
+// NS is the namespace name of a role in lab name.
+func NS(name, role string) string { return Prefix + name + "-" + role }
+
+// link is one veth pair of the topology with its addresses.
+type link struct {
+	a, b         string // roles
+	aIf, bIf     string // interface names
+	v4           netip.Prefix
+	v6           netip.Prefix
+	tun6         netip.Prefix // the 6in4 path's prefix on this link, if any
+	aHost, bHost byte         // host part of each end
+}
+
+// The address plan uses documentation ranges only (RFC 5737, RFC 3849), so
+// nothing in a lab can ever be mistaken for a real network.
+var links = []link{
+	{a: Client, b: R1, aIf: "eth-r1", bIf: "eth-client", aHost: 2, bHost: 1,
+		v4: netip.MustParsePrefix("192.0.2.0/24"), v6: netip.MustParsePrefix("2001:db8:6:1::/64"), tun6: netip.MustParsePrefix("2001:db8:46:1::/64")},
+	{a: R1, b: R2, aIf: "eth-r2", bIf: "eth-r1", aHost: 1, bHost: 2,
+		v4: netip.MustParsePrefix("198.51.100.0/24"), v6: netip.MustParsePrefix("2001:db8:6:2::/64")},
+	{a: R2, b: Server, aIf: "eth-server", bIf: "eth-r2", aHost: 1, bHost: 2,
+		v4: netip.MustParsePrefix("203.0.113.0/24"), v6: netip.MustParsePrefix("2001:db8:6:3::/64"), tun6: netip.MustParsePrefix("2001:db8:46:3::/64")},
+}
+
+// TunnelIf is the name of the 6in4 interface on both routers.
+const TunnelIf = "tun6in4"
+
+func hostAddr(p netip.Prefix, host byte) netip.Addr {
+	b := p.Addr().AsSlice()
+	b[len(b)-1] = host
+	a, _ := netip.AddrFromSlice(b)
+	return a
+}
+
+// Addresses are the endpoints a path uses in the lab.
+type Addresses struct {
+	ClientV4, ServerV4     netip.Addr
+	ClientV6, ServerV6     netip.Addr
+	ClientTun6, ServerTun6 netip.Addr
+	// TunnelV4 are the routers' IPv4 tunnel endpoints (r1, r2).
+	TunnelV4 [2]netip.Addr
+	// WireIf is the interface on r1 whose traffic proves the path: it
+	// carries IPv4, IPv6, and the tunnel's IPv4 protocol 41.
+	WireIf string
+}
+
+// Plan returns the default topology's addresses.
+func Plan() Addresses {
+	a, b, c := links[0], links[1], links[2]
+	return Addresses{
+		ClientV4: hostAddr(a.v4, a.aHost), ServerV4: hostAddr(c.v4, c.bHost),
+		ClientV6: hostAddr(a.v6, a.aHost), ServerV6: hostAddr(c.v6, c.bHost),
+		ClientTun6: hostAddr(a.tun6, a.aHost), ServerTun6: hostAddr(c.tun6, c.bHost),
+		TunnelV4: [2]netip.Addr{hostAddr(b.v4, b.aHost), hostAddr(b.v4, b.bHost)},
+		WireIf:   b.aIf,
+	}
+}
+
+// Lab is a built lab.
+type Lab struct {
+	Config
+	Addr Addresses
+	// TunnelImpl is "sit" or "userspace", whichever carries 6in4.
+	TunnelImpl string
+	tunnels    []*userTunnel
+}
+
+// handle opens a netlink handle inside a namespace.
+func handle(ns string) (*netlink.Handle, error) {
+	h, err := netns.GetFromName(ns)
+	if err != nil {
+		return nil, fmt.Errorf("lab: namespace %s: %w", ns, err)
+	}
+	defer h.Close()
+	nl, err := netlink.NewHandleAt(h)
+	if err != nil {
+		return nil, fmt.Errorf("lab: netlink in %s: %w", ns, err)
+	}
+	return nl, nil
+}
+
+// Up builds the lab. On any error everything made so far is removed. A
+// lab of the same name left by a killed run is removed first.
+func Up(ctx context.Context, cfg Config) (*Lab, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if os.Geteuid() != 0 {
+		return nil, fmt.Errorf("lab: %w; run as root", ErrPrivilege)
+	}
+	if err := Down(cfg.Name); err != nil {
+		return nil, err
+	}
+	l := &Lab{Config: cfg, Addr: Plan()}
+	if err := l.build(ctx); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *Lab) build(ctx context.Context) error {
+	for _, role := range Hosts {
+		if err := createNamed(NS(l.Name, role)); err != nil {
+			return err
+		}
+	}
+	hs := map[string]*netlink.Handle{}
+	defer func() {
+		for _, h := range hs {
+			h.Delete()
+		}
+	}()
+	for _, role := range Hosts {
+		h, err := handle(NS(l.Name, role))
+		if err != nil {
+			return err
+		}
+		hs[role] = h
+		lo, err := h.LinkByName("lo")
+		if err == nil {
+			err = h.LinkSetUp(lo)
+		}
+		if err != nil {
+			return fmt.Errorf("lab: %s: loopback up: %w", role, err)
+		}
+	}
+	if err := Do(NS(l.Name, R1), func() error { return forwarding() }); err != nil {
+		return err
+	}
+	if err := Do(NS(l.Name, R2), func() error { return forwarding() }); err != nil {
+		return err
+	}
+	for _, lk := range links {
+		if err := l.addLink(hs, lk); err != nil {
+			return err
+		}
+	}
+	if err := l.addTunnel(ctx, hs); err != nil {
+		return err
+	}
+	return l.addRoutes(hs)
+}
+
+// forwarding turns a host into a router (the namespace's own sysctls).
+func forwarding() error {
+	for _, f := range []string{"/proc/sys/net/ipv4/ip_forward", "/proc/sys/net/ipv6/conf/all/forwarding"} {
+		if err := os.WriteFile(f, []byte("1"), 0o644); err != nil {
+			return fmt.Errorf("lab: %w", err)
+		}
+	}
+	return nil
+}
+
+func (l *Lab) addLink(hs map[string]*netlink.Handle, lk link) error {
+	peerNS, err := netns.GetFromName(NS(l.Name, lk.b))
+	if err != nil {
+		return fmt.Errorf("lab: %w", err)
+	}
+	defer peerNS.Close()
+	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: lk.aIf, MTU: 1500}, PeerName: lk.bIf, PeerNamespace: netlink.NsFd(peerNS)}
+	if err := hs[lk.a].LinkAdd(veth); err != nil {
+		return fmt.Errorf("lab: veth %s(%s) - %s(%s): %w", lk.a, lk.aIf, lk.b, lk.bIf, err)
+	}
+	for _, end := range []struct {
+		role, ifname string
+		host         byte
+	}{{lk.a, lk.aIf, lk.aHost}, {lk.b, lk.bIf, lk.bHost}} {
+		h := hs[end.role]
+		ln, err := h.LinkByName(end.ifname)
+		if err != nil {
+			return fmt.Errorf("lab: %s: %w", end.role, err)
+		}
+		for _, p := range []netip.Prefix{lk.v4, lk.v6, lk.tun6} {
+			if !p.IsValid() {
+				continue
+			}
+			if err := addAddr(h, ln, netip.PrefixFrom(hostAddr(p, end.host), p.Bits())); err != nil {
+				return fmt.Errorf("lab: %s %s: %w", end.role, end.ifname, err)
+			}
+		}
+		if err := h.LinkSetUp(ln); err != nil {
+			return fmt.Errorf("lab: %s %s up: %w", end.role, end.ifname, err)
+		}
+	}
+	return nil
+}
+
+// addAddr adds an address with duplicate address detection off: the lab's
+// addresses are unique by construction, and DAD would delay IPv6 (and only
+// IPv6) by a second or more after every lab up.
+func addAddr(h *netlink.Handle, ln netlink.Link, p netip.Prefix) error {
+	a := &netlink.Addr{IPNet: &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}}
+	if p.Addr().Is6() {
+		a.Flags = unix.IFA_F_NODAD
+	}
+	if err := h.AddrAdd(ln, a); err != nil {
+		return fmt.Errorf("address %s: %w", p, err)
+	}
+	return nil
+}
+
+func ipnet(p netip.Prefix) *net.IPNet {
+	return &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
+}
+
+func (l *Lab) addRoutes(hs map[string]*netlink.Handle) error {
+	a, b, c := links[0], links[1], links[2]
+	type rt struct {
+		role string
+		dst  netip.Prefix // invalid: default route of gw's family
+		gw   netip.Addr
+		dev  string // route into a device instead of via a gateway
+	}
+	routes := []rt{
+		{role: Client, gw: hostAddr(a.v4, a.bHost)},
+		{role: Client, gw: hostAddr(a.v6, a.bHost)},
+		{role: Server, gw: hostAddr(c.v4, c.aHost)},
+		{role: Server, gw: hostAddr(c.v6, c.aHost)},
+		{role: R1, dst: c.v4, gw: hostAddr(b.v4, b.bHost)},
+		{role: R1, dst: c.v6, gw: hostAddr(b.v6, b.bHost)},
+		{role: R1, dst: c.tun6, dev: TunnelIf},
+		{role: R2, dst: a.v4, gw: hostAddr(b.v4, b.aHost)},
+		{role: R2, dst: a.v6, gw: hostAddr(b.v6, b.aHost)},
+		{role: R2, dst: a.tun6, dev: TunnelIf},
+	}
+	for _, r := range routes {
+		h := hs[r.role]
+		route := &netlink.Route{}
+		if r.dst.IsValid() {
+			route.Dst = ipnet(r.dst)
+		} else if r.gw.Is4() {
+			route.Dst = ipnet(netip.MustParsePrefix("0.0.0.0/0"))
+		} else {
+			route.Dst = ipnet(netip.MustParsePrefix("::/0"))
+		}
+		if r.dev != "" {
+			ln, err := h.LinkByName(r.dev)
+			if err != nil {
+				return fmt.Errorf("lab: %s: %w", r.role, err)
+			}
+			route.LinkIndex = ln.Attrs().Index
+		} else {
+			route.Gw = r.gw.AsSlice()
+		}
+		if err := h.RouteAdd(route); err != nil {
+			return fmt.Errorf("lab: %s: route %v: %w", r.role, route, err)
+		}
+	}
+	return nil
+}
+
+// Close stops the lab's userspace tunnels and removes its namespaces (and
+// with them every link, address and route).
+func (l *Lab) Close() error {
+	for _, t := range l.tunnels {
+		t.Close()
+	}
+	l.tunnels = nil
+	return Down(l.Name)
+}
+
+// Down removes every namespace of lab name. It is safe on a lab that is
+// partly built, already gone, or left behind by a killed process.
+func Down(name string) error {
+	nss, err := Namespaces(Prefix + name + "-")
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, ns := range nss {
+		if err := deleteNamed(ns); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Names lists the labs that have namespaces on this machine.
+func Names() ([]string, error) {
+	nss, err := Namespaces(Prefix)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, ns := range nss {
+		rest := strings.TrimPrefix(ns, Prefix)
+		i := strings.LastIndex(rest, "-")
+		if i <= 0 {
+			continue
+		}
+		if n := rest[:i]; !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,92 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"v6lab/internal/lab/sixin4"
+)
+
+// userTunnel is one router's end of the userspace tunnel.
+type userTunnel = sixin4.Tunnel
+
+// ErrNoSit is wrapped when the kernel has no sit device.
+var ErrNoSit = errors.New("the kernel has no sit (6in4) device")
+
+// addTunnel makes the 6in4 interface on both routers: the kernel's sit
+// device where it exists (or was asked for), else the userspace tunnel.
+func (l *Lab) addTunnel(ctx context.Context, hs map[string]*netlink.Handle) error {
+	ends := []struct {
+		role          string
+		local, remote netip.Addr
+	}{{R1, l.Addr.TunnelV4[0], l.Addr.TunnelV4[1]}, {R2, l.Addr.TunnelV4[1], l.Addr.TunnelV4[0]}}
+	impl := l.Config.Tunnel
+	if impl == "" || impl == "sit" {
+		err := l.addSit(hs[R1], ends[0].local, ends[0].remote)
+		if err == nil {
+			err = l.addSit(hs[R2], ends[1].local, ends[1].remote)
+		}
+		switch {
+		case err == nil:
+			l.TunnelImpl = "sit"
+		case impl == "" && errors.Is(err, ErrNoSit):
+			impl = "userspace"
+		default:
+			return err
+		}
+	}
+	if impl == "userspace" {
+		for _, e := range ends {
+			var tun *os.File
+			var conn *net.IPConn
+			err := Do(NS(l.Name, e.role), func() error {
+				var err error
+				if tun, err = sixin4.OpenTUN(TunnelIf); err != nil {
+					return err
+				}
+				if conn, err = sixin4.Listen(e.local); err != nil {
+					tun.Close()
+				}
+				return err
+			})
+			if err != nil {
+				return fmt.Errorf("lab: %s: %w", e.role, err)
+			}
+			l.tunnels = append(l.tunnels, sixin4.New(tun, conn, e.remote))
+		}
+		l.TunnelImpl = "userspace"
+	}
+	for _, e := range ends {
+		h := hs[e.role]
+		ln, err := h.LinkByName(TunnelIf)
+		if err == nil {
+			err = h.LinkSetMTU(ln, l.TunnelMTU)
+		}
+		if err == nil {
+			err = h.LinkSetUp(ln)
+		}
+		if err != nil {
+			return fmt.Errorf("lab: %s: tunnel interface: %w", e.role, err)
+		}
+	}
+	return nil
+}
+
+func (l *Lab) addSit(h *netlink.Handle, local, remote netip.Addr) error {
+	sit := &netlink.Sittun{LinkAttrs: netlink.LinkAttrs{Name: TunnelIf}, Local: local.AsSlice(), Remote: remote.AsSlice(), Ttl: 64}
+	if err := h.LinkAdd(sit); err != nil {
+		if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENODEV) || errors.Is(err, unix.EAFNOSUPPORT) ||
+			err.Error() == "operation not supported" {
+			return fmt.Errorf("lab: %w", ErrNoSit)
+		}
+		return fmt.Errorf("lab: sit tunnel: %w", err)
+	}
+	return nil
+}
