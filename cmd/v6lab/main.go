@@ -78,7 +78,7 @@ reports each path's difference from IPv4 with its confidence.`,
 		return nil
 	}
 	root.PersistentPostRun = func(*cobra.Command, []string) { stopProfile() }
-	root.AddCommand(newRunCmd(), newProbeCmd(), newServeCmd(), newReportCmd())
+	root.AddCommand(newRunCmd(), newProbeCmd(), newServeCmd(), newReportCmd(), newLabCmd())
 	return root
 }
 

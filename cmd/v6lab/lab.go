@@ -1,0 +1,272 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"v6lab/internal/lab"
+)
+
+func newLabCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "lab",
+		Short: "Build, inspect and remove the namespace lab (client, two routers, server, 6in4 tunnel)",
+		Long: `The lab is four network namespaces in a line — client, r1, r2, server — joined by veth
+links that each carry IPv4 and IPv6 (documentation addresses), with a 6in4 tunnel between
+the routers that carries the 6in4 path: IPv6 from client to server inside IPv4 protocol 41.
+The kernel's sit device is used where the kernel has it, else a userspace tunnel (TUN and
+a raw protocol-41 socket) kept by a background v6lab process. Needs root.`,
+		Example: `  v6lab lab up
+  v6lab lab up --name b --tunnel userspace --tunnel-mtu 1280
+  v6lab lab status
+  v6lab lab down --all`,
+	}
+	cmd.AddCommand(newLabUpCmd(), newLabStatusCmd(), newLabDownCmd())
+	return cmd
+}
+
+func newLabUpCmd() *cobra.Command {
+	var cfg lab.Config
+	var foreground bool
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Build a lab and keep it up until lab down",
+		Example: `  v6lab lab up
+  v6lab lab up --name second --tunnel-mtu 1280`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := cfg.Validate(); err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			if os.Geteuid() != 0 {
+				return fmt.Errorf("%w; you are uid %d", lab.ErrPrivilege, os.Geteuid())
+			}
+			if foreground {
+				return labForeground(cmd, cfg)
+			}
+			if pid := lab.Owner(cfg.Name); pid != 0 {
+				return fmt.Errorf("lab %q is already up (process %d); run v6lab lab down --name %s first", cfg.Name, pid, cfg.Name)
+			}
+			return labDetach(cmd, cfg)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&cfg.Name, "name", "default", "lab name (namespaces are v6lab-NAME-ROLE)")
+	fl.IntVar(&cfg.TunnelMTU, "tunnel-mtu", lab.DefaultTunnelMTU, "MTU of the 6in4 tunnel (1280 to 1480)")
+	fl.StringVar(&cfg.Tunnel, "tunnel", "", "6in4 implementation: sit or userspace (default: sit where the kernel has it)")
+	fl.BoolVar(&foreground, "foreground", false, "build the lab and hold it in this process until interrupted")
+	_ = fl.MarkHidden("foreground")
+	return cmd
+}
+
+// labDetach starts `lab up --foreground` as a detached process and waits
+// until it says the lab is ready (or why it failed).
+func labDetach(cmd *cobra.Command, cfg lab.Config) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(lab.StateDir, 0o755); err != nil {
+		return err
+	}
+	logName := filepath.Join(lab.StateDir, cfg.Name+".log")
+	logf, err := os.Create(logName)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	args := []string{"lab", "up", "--foreground", "--name", cfg.Name, "--tunnel-mtu", fmt.Sprint(cfg.TunnelMTU)}
+	if cfg.Tunnel != "" {
+		args = append(args, "--tunnel", cfg.Tunnel)
+	}
+	c := exec.Command(exe, args...)
+	c.Stdout, c.Stderr = logf, logf
+	c.ExtraFiles = []*os.File{w} // fd 3: the ready line
+	c.Env = append(os.Environ(), "V6LAB_READY_FD=3")
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := c.Start(); err != nil {
+		return err
+	}
+	w.Close()
+	line, _ := bufio.NewReader(io.LimitReader(r, 4096)).ReadString('\n')
+	r.Close()
+	line = strings.TrimSpace(line)
+	if !strings.HasPrefix(line, "ready") {
+		c.Wait()
+		if line == "" {
+			line = "the lab process exited without a word; see " + logName
+		}
+		return errors.New(strings.TrimPrefix(line, "error: "))
+	}
+	pid := c.Process.Pid
+	c.Process.Release()
+	if !quiet(cmd) {
+		fmt.Fprintf(cmd.OutOrStdout(), "lab %q is up (%s); process %d keeps it; remove it with: v6lab lab down --name %s\n",
+			cfg.Name, strings.TrimSpace(strings.TrimPrefix(line, "ready")), pid, cfg.Name)
+	}
+	return nil
+}
+
+func labForeground(cmd *cobra.Command, cfg lab.Config) error {
+	var ready *os.File
+	if os.Getenv("V6LAB_READY_FD") == "3" {
+		ready = os.NewFile(3, "ready")
+	}
+	say := func(s string) {
+		if ready != nil {
+			fmt.Fprintln(ready, s)
+			ready.Close()
+			ready = nil
+		}
+	}
+	l, err := lab.Up(cmd.Context(), cfg)
+	if err != nil {
+		say("error: " + err.Error())
+		return err
+	}
+	defer l.Close()
+	if err := lab.WriteOwner(cfg.Name, os.Getpid()); err != nil {
+		say("error: " + err.Error())
+		return err
+	}
+	defer lab.ClearOwner(cfg.Name)
+	fmt.Fprintf(cmd.OutOrStdout(), "%s lab %q up, tunnel %s, MTU %d\n", time.Now().UTC().Format(time.RFC3339), cfg.Name, l.TunnelImpl, l.TunnelMTU)
+	say("ready tunnel " + l.TunnelImpl + ", MTU " + fmt.Sprint(l.TunnelMTU))
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	select {
+	case <-sig:
+	case <-cmd.Context().Done():
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "%s lab %q going down\n", time.Now().UTC().Format(time.RFC3339), cfg.Name)
+	return nil
+}
+
+func newLabDownCmd() *cobra.Command {
+	var name string
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "down",
+		Short: "Remove a lab (or all of them), including ones a killed process left",
+		Example: `  v6lab lab down
+  v6lab lab down --all`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if os.Geteuid() != 0 {
+				return fmt.Errorf("%w; you are uid %d", lab.ErrPrivilege, os.Geteuid())
+			}
+			names := []string{name}
+			if all {
+				var err error
+				if names, err = lab.Names(); err != nil {
+					return err
+				}
+			}
+			var errs []error
+			for _, n := range names {
+				if err := labDown(n); err != nil {
+					errs = append(errs, err)
+				} else if !quiet(cmd) {
+					fmt.Fprintf(cmd.OutOrStdout(), "lab %q is down\n", n)
+				}
+			}
+			return errors.Join(errs...)
+		},
+	}
+	cmd.Flags().StringVar(&name, "name", "default", "lab to remove")
+	cmd.Flags().BoolVar(&all, "all", false, "remove every v6lab lab on this machine")
+	return cmd
+}
+
+// labDown stops the lab's owner (which tears the lab down), then removes
+// whatever is left.
+func labDown(name string) error {
+	if pid := lab.Owner(name); pid != 0 {
+		syscall.Kill(pid, syscall.SIGTERM)
+		for i := 0; i < 50 && syscall.Kill(pid, 0) == nil; i++ {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	lab.ClearOwner(name)
+	return lab.Down(name)
+}
+
+func newLabStatusCmd() *cobra.Command {
+	var name string
+	cmd := &cobra.Command{
+		Use:     "status",
+		Short:   "Show labs: hosts, links, addresses, routes, shaping and the tunnel",
+		Example: `  v6lab lab status --name default`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			names := []string{name}
+			if name == "" {
+				var err error
+				if names, err = lab.Names(); err != nil {
+					return err
+				}
+				if len(names) == 0 {
+					fmt.Fprintln(cmd.OutOrStdout(), "no lab is up (v6lab lab up builds one)")
+					return nil
+				}
+			}
+			for _, n := range names {
+				st, err := lab.Inspect(n)
+				if err != nil {
+					return err
+				}
+				printStatus(cmd.OutOrStdout(), st)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&name, "name", "", "lab to show (default: every lab)")
+	return cmd
+}
+
+func printStatus(w io.Writer, st *lab.Status) {
+	owner := "no process (a userspace tunnel is down; run v6lab lab down and up again)"
+	if st.Owner != 0 {
+		owner = fmt.Sprintf("process %d", st.Owner)
+	}
+	if st.Tunnel == "sit" && st.Owner == 0 {
+		owner = "none needed"
+	}
+	fmt.Fprintf(w, "lab %q: tunnel %s, kept by %s\n", st.Name, st.Tunnel, owner)
+	for _, h := range st.Hosts {
+		fmt.Fprintf(w, "  %-6s (%s)\n", h.Role, h.Namespace)
+		for _, i := range h.Ifaces {
+			state := "down"
+			if i.Up {
+				state = "up"
+			}
+			q := ""
+			if i.Qdisc != "" && i.Qdisc != "noqueue" {
+				q = ", qdisc " + i.Qdisc
+			}
+			fmt.Fprintf(w, "    %-11s %-7s mtu %-5d %s%s  %s\n", i.Name, i.Type, i.MTU, state, q, strings.Join(i.Addrs, " "))
+		}
+		for _, r := range h.Routes {
+			via := ""
+			if r.Via != "" {
+				via = " via " + r.Via
+			}
+			fmt.Fprintf(w, "    route %s%s dev %s\n", r.Dst, via, r.Dev)
+		}
+	}
+}

@@ -1,0 +1,170 @@
+package lab
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// StateDir holds one pid file per lab whose owner process is alive.
+var StateDir = "/run/v6lab"
+
+func pidFile(name string) string { return filepath.Join(StateDir, name+".pid") }
+
+// WriteOwner records pid as the process that keeps lab name alive.
+func WriteOwner(name string, pid int) error {
+	if err := os.MkdirAll(StateDir, 0o755); err != nil {
+		return fmt.Errorf("lab: %w", err)
+	}
+	return os.WriteFile(pidFile(name), []byte(strconv.Itoa(pid)+"\n"), 0o644)
+}
+
+// Owner returns the live process keeping lab name, or 0.
+func Owner(name string) int {
+	b, err := os.ReadFile(pidFile(name))
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 || syscall.Kill(pid, 0) != nil {
+		return 0
+	}
+	return pid
+}
+
+// ClearOwner forgets lab name's owner.
+func ClearOwner(name string) { _ = os.Remove(pidFile(name)) }
+
+// Iface is one interface of a host as the kernel reports it.
+type Iface struct {
+	Name  string
+	Type  string
+	MTU   int
+	Up    bool
+	Addrs []string
+	Qdisc string
+}
+
+// Route is one route of a host.
+type Route struct {
+	Dst, Via, Dev string
+}
+
+// HostStatus is what one namespace holds.
+type HostStatus struct {
+	Role      string
+	Namespace string
+	Ifaces    []Iface
+	Routes    []Route
+}
+
+// Status describes a lab from the kernel's point of view.
+type Status struct {
+	Name   string
+	Owner  int
+	Tunnel string // sit, userspace (a TUN device), or missing
+	Hosts  []HostStatus
+}
+
+// Inspect reads the state of lab name from its namespaces.
+func Inspect(name string) (*Status, error) {
+	nss, err := Namespaces(Prefix + name + "-")
+	if err != nil {
+		return nil, err
+	}
+	if len(nss) == 0 {
+		return nil, fmt.Errorf("lab: no lab named %q (see v6lab lab status)", name)
+	}
+	st := &Status{Name: name, Owner: Owner(name), Tunnel: "missing"}
+	for _, role := range Hosts {
+		ns := NS(name, role)
+		hs := HostStatus{Role: role, Namespace: ns}
+		h, err := handle(ns)
+		if err != nil {
+			hs.Ifaces = []Iface{{Name: "(namespace missing)"}}
+			st.Hosts = append(st.Hosts, hs)
+			continue
+		}
+		links, err := h.LinkList()
+		if err != nil {
+			h.Delete()
+			return nil, fmt.Errorf("lab: %s: %w", role, err)
+		}
+		names := map[int]string{}
+		for _, ln := range links {
+			a := ln.Attrs()
+			names[a.Index] = a.Name
+			if a.Name == "lo" {
+				continue
+			}
+			ifc := Iface{Name: a.Name, Type: ln.Type(), MTU: a.MTU, Up: a.Flags&(1<<0) != 0}
+			addrs, _ := h.AddrList(ln, netlink.FAMILY_ALL)
+			for _, ad := range addrs {
+				if ad.IP.IsLinkLocalUnicast() {
+					continue
+				}
+				ifc.Addrs = append(ifc.Addrs, ad.IPNet.String())
+			}
+			if qs, err := h.QdiscList(ln); err == nil {
+				for _, q := range qs {
+					if q.Attrs().Parent == netlink.HANDLE_ROOT {
+						ifc.Qdisc = describeQdisc(q)
+					}
+				}
+			}
+			if a.Name == TunnelIf {
+				switch ln.Type() {
+				case "sit":
+					st.Tunnel = "sit"
+				case "tuntap":
+					st.Tunnel = "userspace"
+				}
+			}
+			hs.Ifaces = append(hs.Ifaces, ifc)
+		}
+		for _, fam := range []int{unix.AF_INET, unix.AF_INET6} {
+			routes, _ := h.RouteList(nil, fam)
+			for _, r := range routes {
+				if r.Dst != nil && r.Dst.IP.IsLinkLocalUnicast() || r.Protocol == unix.RTPROT_KERNEL {
+					continue
+				}
+				rt := Route{Dst: "default", Dev: names[r.LinkIndex]}
+				if r.Dst != nil && !(r.Dst.IP.IsUnspecified() && isZeroMask(r.Dst.Mask)) {
+					rt.Dst = r.Dst.String()
+				}
+				if r.Gw != nil {
+					rt.Via = r.Gw.String()
+				}
+				hs.Routes = append(hs.Routes, rt)
+			}
+		}
+		h.Delete()
+		st.Hosts = append(st.Hosts, hs)
+	}
+	return st, nil
+}
+
+func isZeroMask(m []byte) bool {
+	for _, b := range m {
+		if b != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func describeQdisc(q netlink.Qdisc) string {
+	switch v := q.(type) {
+	case *netlink.Tbf:
+		// netlink's tbf rate is in bytes per second.
+		return fmt.Sprintf("tbf %.1f Mbit/s", float64(v.Rate)*8/1e6)
+	default:
+		return q.Type()
+	}
+}
