@@ -33,7 +33,8 @@ type Config struct {
 	// TunnelMTU is the MTU of the 6in4 tunnel (1280 … 1480).
 	TunnelMTU int
 	// Tunnel forces "sit" (kernel) or "userspace"; empty picks sit
-	// where the kernel has it.
+	// where the kernel has it. "vxlan" replaces 6in4 with the kernel's
+	// vxlan (IPv6 in UDP) as a reference for benchmarks.
 	Tunnel string
 }
 
@@ -54,9 +55,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("lab: tunnel MTU %d out of range: IPv6 needs at least 1280, and 1480 fills a 1500-byte link", c.TunnelMTU)
 	}
 	switch c.Tunnel {
-	case "", "sit", "userspace":
+	case "", "sit", "userspace", "vxlan":
 	default:
-		return fmt.Errorf("lab: unknown tunnel implementation %q (want sit or userspace)", c.Tunnel)
+		return fmt.Errorf("lab: unknown tunnel implementation %q (want sit or userspace; vxlan is a kernel reference for benchmarks)", c.Tunnel)
 	}
 	return nil
 }
@@ -296,6 +297,14 @@ func (l *Lab) addRoutes(hs map[string]*netlink.Handle) error {
 			route.Dst = ipnet(netip.MustParsePrefix("0.0.0.0/0"))
 		} else {
 			route.Dst = ipnet(netip.MustParsePrefix("::/0"))
+		}
+		if r.dev == TunnelIf && l.TunnelImpl == "vxlan" {
+			// A vxlan is a link of its own: route via the peer's end.
+			peer := byte(2)
+			if r.role == R2 {
+				peer = 1
+			}
+			r.dev, r.gw = "", hostAddr(vxlanTransit, peer)
 		}
 		if r.dev != "" {
 			ln, err := h.LinkByName(r.dev)

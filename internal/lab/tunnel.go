@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+	wgtun "golang.zx2c4.com/wireguard/tun"
 
 	"v6lab/internal/lab/sixin4"
 )
@@ -28,6 +28,14 @@ func (l *Lab) addTunnel(ctx context.Context, hs map[string]*netlink.Handle) erro
 		local, remote netip.Addr
 	}{{R1, l.Addr.TunnelV4[0], l.Addr.TunnelV4[1]}, {R2, l.Addr.TunnelV4[1], l.Addr.TunnelV4[0]}}
 	impl := l.Config.Tunnel
+	if impl == "vxlan" {
+		for i, e := range ends {
+			if err := l.addVxlan(hs[e.role], e.local, e.remote, i); err != nil {
+				return err
+			}
+		}
+		l.TunnelImpl = "vxlan"
+	}
 	if impl == "" || impl == "sit" {
 		err := l.addSit(hs[R1], ends[0].local, ends[0].remote)
 		if err == nil {
@@ -44,11 +52,11 @@ func (l *Lab) addTunnel(ctx context.Context, hs map[string]*netlink.Handle) erro
 	}
 	if impl == "userspace" {
 		for _, e := range ends {
-			var tun *os.File
+			var tun wgtun.Device
 			var conn *net.IPConn
 			err := Do(NS(l.Name, e.role), func() error {
 				var err error
-				if tun, err = sixin4.OpenTUN(TunnelIf); err != nil {
+				if tun, err = sixin4.OpenTUN(TunnelIf, l.TunnelMTU); err != nil {
 					return err
 				}
 				if conn, err = sixin4.Listen(e.local); err != nil {
@@ -63,11 +71,15 @@ func (l *Lab) addTunnel(ctx context.Context, hs map[string]*netlink.Handle) erro
 		}
 		l.TunnelImpl = "userspace"
 	}
+	mtu := l.TunnelMTU
+	if l.TunnelImpl == "vxlan" {
+		mtu = min(mtu, 1450) // vxlan over IPv4 costs 50 bytes of a 1500-byte link
+	}
 	for _, e := range ends {
 		h := hs[e.role]
 		ln, err := h.LinkByName(TunnelIf)
 		if err == nil {
-			err = h.LinkSetMTU(ln, l.TunnelMTU)
+			err = h.LinkSetMTU(ln, mtu)
 		}
 		if err == nil {
 			err = h.LinkSetUp(ln)
@@ -89,4 +101,30 @@ func (l *Lab) addSit(h *netlink.Handle, local, remote netip.Addr) error {
 		return fmt.Errorf("lab: sit tunnel: %w", err)
 	}
 	return nil
+}
+
+// vxlanTransit numbers the routers' ends of the vxlan reference tunnel: it
+// is a link of its own, so routes into it need a gateway.
+var vxlanTransit = netip.MustParsePrefix("2001:db8:46:ff::/64")
+
+// addVxlan makes the kernel vxlan reference tunnel (VNI 46, UDP 4789) on
+// one router. It carries IPv6 in UDP over IPv4, not 6in4: it exists to
+// compare the userspace tunnel's cost with a kernel tunnel.
+func (l *Lab) addVxlan(h *netlink.Handle, local, remote netip.Addr, end int) error {
+	under, err := h.LinkByName(links[1].aIf)
+	if err != nil {
+		if under, err = h.LinkByName(links[1].bIf); err != nil {
+			return fmt.Errorf("lab: vxlan underlay: %w", err)
+		}
+	}
+	vx := &netlink.Vxlan{LinkAttrs: netlink.LinkAttrs{Name: TunnelIf}, VxlanId: 46, VtepDevIndex: under.Attrs().Index,
+		SrcAddr: local.AsSlice(), Group: remote.AsSlice(), Port: 4789, TTL: 64}
+	if err := h.LinkAdd(vx); err != nil {
+		return fmt.Errorf("lab: vxlan tunnel: %w", err)
+	}
+	ln, err := h.LinkByName(TunnelIf)
+	if err != nil {
+		return fmt.Errorf("lab: vxlan tunnel: %w", err)
+	}
+	return addAddr(h, ln, netip.PrefixFrom(hostAddr(vxlanTransit, byte(end+1)), 64))
 }

@@ -1,0 +1,154 @@
+package lab
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"testing"
+
+	"v6lab/internal/path"
+)
+
+// sink listens in the server namespace and discards what it receives; a
+// one-byte reply to each 1-byte ping measures round trips.
+func sink(b testing.TB, l *Lab, addr netip.Addr) netip.AddrPort {
+	var ln net.Listener
+	if err := Do(NS(l.Name, Server), func() error {
+		var err error
+		ln, err = path.Listen(context.Background(), path.OfAddr(addr), netip.AddrPortFrom(addr, 0).String())
+		return err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				var one [1]byte
+				if _, err := io.ReadFull(c, one[:]); err != nil {
+					return
+				}
+				if one[0] == 'p' { // ping-pong mode
+					for {
+						c.Write(one[:])
+						if _, err := io.ReadFull(c, one[:]); err != nil {
+							return
+						}
+					}
+				}
+				io.Copy(io.Discard, c)
+			}()
+		}
+	}()
+	b.Cleanup(func() { ln.Close() })
+	return ln.Addr().(*net.TCPAddr).AddrPort()
+}
+
+func benchPaths(l *Lab) []struct {
+	p        path.Path
+	dst, src netip.Addr
+} {
+	return []struct {
+		p        path.Path
+		dst, src netip.Addr
+	}{
+		{path.IPv4, l.Addr.ServerV4, netip.Addr{}},
+		{path.IPv6, l.Addr.ServerV6, netip.Addr{}},
+		{path.SixIn4, l.Addr.ServerTun6, l.Addr.ClientTun6},
+	}
+}
+
+func dialIn(b testing.TB, l *Lab, p path.Path, src netip.Addr, dst netip.AddrPort) net.Conn {
+	var c net.Conn
+	if err := Do(NS(l.Name, Client), func() error {
+		var err error
+		c, err = path.Dialer{Path: p, Source: src}.Dial(context.Background(), "tcp", dst)
+		return err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+// tunnels are the implementations the benchmarks compare; the 6in4 path
+// runs over each (vxlan as a kernel reference).
+var tunnels = []string{"userspace", "vxlan"}
+
+// eachPath builds a lab per tunnel implementation and runs fn per path;
+// ipv4 and ipv6 run once (they do not use the tunnel).
+func eachPath(b *testing.B, fn func(b *testing.B, l *Lab, p path.Path, src netip.Addr, dst netip.AddrPort)) {
+	if os.Geteuid() != 0 {
+		b.Skip("needs root")
+	}
+	for i, impl := range tunnels {
+		l, err := Up(context.Background(), Config{Name: "bench", Tunnel: impl})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, c := range benchPaths(l) {
+			if i > 0 && c.p != path.SixIn4 {
+				continue
+			}
+			name := string(c.p)
+			if c.p == path.SixIn4 {
+				name += "-" + impl
+			}
+			dst := sink(b, l, c.dst)
+			b.Run(name, func(b *testing.B) { fn(b, l, c.p, c.src, dst) })
+		}
+		l.Close()
+	}
+}
+
+// BenchmarkBulkTCP sends bulk TCP client -> server through both routers on
+// each path (run as root: go test ./internal/lab -bench BulkTCP).
+func BenchmarkBulkTCP(b *testing.B) {
+	buf := make([]byte, 256<<10)
+	eachPath(b, func(b *testing.B, l *Lab, p path.Path, src netip.Addr, dst netip.AddrPort) {
+		{
+			c := struct {
+				p   path.Path
+				src netip.Addr
+			}{p, src}
+			conn := dialIn(b, l, c.p, c.src, dst)
+			defer conn.Close()
+			conn.Write([]byte{'b'})
+			b.SetBytes(int64(len(buf)))
+			for b.Loop() {
+				if _, err := conn.Write(buf); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+}
+
+// BenchmarkRoundTrip measures one-byte TCP ping-pongs on each path.
+func BenchmarkRoundTrip(b *testing.B) {
+	eachPath(b, func(b *testing.B, l *Lab, p path.Path, src netip.Addr, dst netip.AddrPort) {
+		{
+			c := struct {
+				p   path.Path
+				src netip.Addr
+			}{p, src}
+			conn := dialIn(b, l, c.p, c.src, dst)
+			defer conn.Close()
+			conn.(*net.TCPConn).SetNoDelay(true)
+			one := []byte{'p'}
+			conn.Write(one)
+			io.ReadFull(conn, one)
+			for b.Loop() {
+				conn.Write(one)
+				if _, err := io.ReadFull(conn, one); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+}
