@@ -39,13 +39,26 @@ a raw protocol-41 socket) kept by a background v6lab process. Needs root.`,
 func newLabUpCmd() *cobra.Command {
 	var cfg lab.Config
 	var foreground bool
+	var rate string
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Build a lab and keep it up until lab down",
+		Long: `lab up builds the lab and returns once it is ready; a background v6lab process keeps it
+(it holds the userspace tunnel) until lab down. --rate shapes every link in both directions
+with tc tbf; --delay, --jitter and --loss need the kernel's netem and fail with a clear
+error where the kernel has none.`,
 		Example: `  v6lab lab up
-  v6lab lab up --name second --tunnel-mtu 1280`,
+  v6lab lab up --name second --tunnel-mtu 1280
+  v6lab lab up --rate 100M`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if rate != "" {
+				r, err := lab.ParseRate(rate)
+				if err != nil {
+					return &exitError{code: 2, err: fmt.Errorf("--rate: %w", err)}
+				}
+				cfg.Shaping.Rate = r
+			}
 			if err := cfg.Validate(); err != nil {
 				return &exitError{code: 2, err: err}
 			}
@@ -65,6 +78,11 @@ func newLabUpCmd() *cobra.Command {
 	fl.StringVar(&cfg.Name, "name", "default", "lab name (namespaces are v6lab-NAME-ROLE)")
 	fl.IntVar(&cfg.TunnelMTU, "tunnel-mtu", lab.DefaultTunnelMTU, "MTU of the 6in4 tunnel (1280 to 1480)")
 	fl.StringVar(&cfg.Tunnel, "tunnel", "", "6in4 implementation: sit or userspace (default: sit where the kernel has it)")
+	fl.StringVar(&rate, "rate", "", "shape every link to this rate (e.g. 10M, 100M); default unshaped")
+	fl.Uint32Var(&cfg.Shaping.QueueLimit, "queue-limit", 0, "queue limit of each shaped link in bytes (default: 50 ms of --rate)")
+	fl.DurationVar(&cfg.Shaping.Delay, "delay", 0, "one-way delay added by each link (needs netem)")
+	fl.DurationVar(&cfg.Shaping.Jitter, "jitter", 0, "jitter around --delay (needs netem)")
+	fl.Float64Var(&cfg.Shaping.Loss, "loss", 0, "packet loss in percent on each link (needs netem)")
 	fl.BoolVar(&foreground, "foreground", false, "build the lab and hold it in this process until interrupted")
 	_ = fl.MarkHidden("foreground")
 	return cmd
@@ -94,6 +112,9 @@ func labDetach(cmd *cobra.Command, cfg lab.Config) error {
 	if cfg.Tunnel != "" {
 		args = append(args, "--tunnel", cfg.Tunnel)
 	}
+	sh := cfg.Shaping
+	args = append(args, "--rate", fmt.Sprint(sh.Rate), "--queue-limit", fmt.Sprint(sh.QueueLimit),
+		"--delay", sh.Delay.String(), "--jitter", sh.Jitter.String(), "--loss", fmt.Sprint(sh.Loss))
 	c := exec.Command(exe, args...)
 	c.Stdout, c.Stderr = logf, logf
 	c.ExtraFiles = []*os.File{w} // fd 3: the ready line

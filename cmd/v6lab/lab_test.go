@@ -32,7 +32,7 @@ func TestLabUpStatusDown(t *testing.T) {
 		return string(out), err
 	}
 	t.Cleanup(func() { run("lab", "down", "--name", name) })
-	out, err := run("lab", "up", "--name", name, "--tunnel-mtu", "1280")
+	out, err := run("lab", "up", "--name", name, "--tunnel-mtu", "1280", "--rate", "100M")
 	if err != nil || !strings.Contains(out, "is up (tunnel ") {
 		t.Fatalf("lab up: %v\n%s", err, out)
 	}
@@ -43,7 +43,7 @@ func TestLabUpStatusDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"kept by process", "192.0.2.2/24", "2001:db8:6:3::2/64", "2001:db8:46:3::2/64", "tun6in4", "mtu 1280", "route 2001:db8:46:3::/64 dev tun6in4"} {
+	for _, want := range []string{"kept by process", "192.0.2.2/24", "2001:db8:6:3::2/64", "2001:db8:46:3::2/64", "tun6in4", "mtu 1280", "route 2001:db8:46:3::/64 dev tun6in4", "qdisc tbf 100.0 Mbit/s"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status lacks %q:\n%s", want, out)
 		}
@@ -68,6 +68,8 @@ func TestLabCommandsExplainBadInput(t *testing.T) {
 		{[]string{"lab", "up", "--tunnel-mtu", "9000"}, "tunnel MTU 9000 out of range"},
 		{[]string{"lab", "up", "--tunnel", "gre"}, `unknown tunnel implementation "gre"`},
 		{[]string{"lab", "status", "--name", "nosuchlab"}, `no lab named "nosuchlab"`},
+		{[]string{"lab", "up", "--rate", "fast"}, `--rate: lab: bad rate "fast"`},
+		{[]string{"lab", "up", "--jitter", "1ms"}, "jitter needs a delay"},
 	}
 	for _, c := range cases {
 		_, err := v6lab(t, c.args...)

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"sync/atomic"
 	"testing"
 
 	"v6lab/internal/path"
@@ -14,6 +15,13 @@ import (
 // sink listens in the server namespace and discards what it receives; a
 // one-byte reply to each 1-byte ping measures round trips.
 func sink(b testing.TB, l *Lab, addr netip.Addr) netip.AddrPort {
+	ap, _ := countingSink(b, l, addr)
+	return ap
+}
+
+// countingSink is sink that also counts the bytes it received.
+func countingSink(b testing.TB, l *Lab, addr netip.Addr) (netip.AddrPort, *atomic.Int64) {
+	received := new(atomic.Int64)
 	var ln net.Listener
 	if err := Do(NS(l.Name, Server), func() error {
 		var err error
@@ -42,12 +50,25 @@ func sink(b testing.TB, l *Lab, addr netip.Addr) netip.AddrPort {
 						}
 					}
 				}
-				io.Copy(io.Discard, c)
+				n, _ := io.Copy(io.Discard, countWriter{received, c})
+				_ = n
 			}()
 		}
 	}()
 	b.Cleanup(func() { ln.Close() })
-	return ln.Addr().(*net.TCPAddr).AddrPort()
+	return ln.Addr().(*net.TCPAddr).AddrPort(), received
+}
+
+// countWriter reads from r and counts into n as it goes.
+type countWriter struct {
+	n *atomic.Int64
+	r io.Reader
+}
+
+func (c countWriter) Read(p []byte) (int, error) {
+	k, err := c.r.Read(p)
+	c.n.Add(int64(k))
+	return k, err
 }
 
 func benchPaths(l *Lab) []struct {

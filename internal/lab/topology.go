@@ -36,6 +36,8 @@ type Config struct {
 	// where the kernel has it. "vxlan" replaces 6in4 with the kernel's
 	// vxlan (IPv6 in UDP) as a reference for benchmarks.
 	Tunnel string
+	// Shaping limits every link (rate, queue; delay and loss with netem).
+	Shaping Shaping
 }
 
 // DefaultTunnelMTU is the usual 6in4 MTU: 1500 less the 20-byte IPv4 header.
@@ -53,6 +55,9 @@ func (c *Config) Validate() error {
 	}
 	if c.TunnelMTU < 1280 || c.TunnelMTU > 1480 {
 		return fmt.Errorf("lab: tunnel MTU %d out of range: IPv6 needs at least 1280, and 1480 fills a 1500-byte link", c.TunnelMTU)
+	}
+	if err := c.Shaping.Validate(); err != nil {
+		return err
 	}
 	switch c.Tunnel {
 	case "", "sit", "userspace", "vxlan":
@@ -199,6 +204,9 @@ func (l *Lab) build(ctx context.Context) error {
 		if err := l.addLink(hs, lk); err != nil {
 			return err
 		}
+	}
+	if err := l.applyShaping(hs); err != nil {
+		return err
 	}
 	if err := l.addTunnel(ctx, hs); err != nil {
 		return err

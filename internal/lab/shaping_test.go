@@ -1,0 +1,120 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"math"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"v6lab/internal/path"
+)
+
+// fdOf returns a TCP connection's descriptor for getsockopt.
+func fdOf(t *testing.T, c net.Conn) uintptr {
+	t.Helper()
+	raw, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fd uintptr
+	raw.Control(func(f uintptr) { fd = f })
+	return fd
+}
+
+func TestShapedRateIsExact(t *testing.T) {
+	for _, rate := range []uint64{10e6, 100e6} {
+		t.Run(strconv.FormatUint(rate/1e6, 10)+"Mbit", func(t *testing.T) {
+			l := up(t, Config{Shaping: Shaping{Rate: rate}})
+			dst, received := countingSink(t, l, l.Addr.ServerV4)
+			conn := dialIn(t, l, path.IPv4, netip.Addr{}, dst)
+			defer conn.Close()
+			conn.Write([]byte{'b'})
+			stop := make(chan struct{})
+			go func() {
+				buf := make([]byte, 64<<10)
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if _, err := conn.Write(buf); err != nil {
+						return
+					}
+				}
+			}()
+			defer close(stop)
+			time.Sleep(500 * time.Millisecond) // past slow start and the initial burst
+			b0, t0 := received.Load(), time.Now()
+			time.Sleep(2500 * time.Millisecond)
+			b1, t1 := received.Load(), time.Now()
+			goodput := float64(b1-b0) * 8 / t1.Sub(t0).Seconds()
+			// The link carries rate bits/s of Ethernet frames; of each
+			// frame, MSS bytes are payload. Overhead: Ethernet 14, IPv4 20,
+			// TCP 20, plus 12 of TCP timestamps when in use.
+			info, err := unix.GetsockoptTCPInfo(int(fdOf(t, conn)), unix.IPPROTO_TCP, unix.TCP_INFO)
+			if err != nil {
+				t.Fatal(err)
+			}
+			overhead := 14.0 + 20 + 20
+			if info.Options&tcpiOptTimestamps != 0 {
+				overhead += 12
+			}
+			mss := float64(info.Snd_mss)
+			want := float64(rate) * mss / (mss + overhead)
+			if dev := math.Abs(goodput-want) / want; dev > 0.03 {
+				t.Fatalf("goodput %.3f Mbit/s, expected %.3f Mbit/s on a %.0f Mbit/s link with MSS %.0f (%.1f%% off)",
+					goodput/1e6, want/1e6, float64(rate)/1e6, mss, dev*100)
+			}
+			t.Logf("goodput %.3f Mbit/s, expected %.3f (link %.0f Mbit/s, MSS %.0f)", goodput/1e6, want/1e6, float64(rate)/1e6, mss)
+		})
+	}
+}
+
+func TestDelayNeedsNetem(t *testing.T) {
+	requireRoot(t)
+	_, err := Up(context.Background(), Config{Name: testName(t) + "n", Shaping: Shaping{Delay: 10 * time.Millisecond}})
+	if err == nil {
+		Down(testName(t) + "n")
+		t.Skip("this kernel has netem: delay works")
+	}
+	if !errors.Is(err, ErrNoNetem) || !strings.Contains(err.Error(), "need the kernel's netem qdisc") {
+		t.Fatalf("err %v", err)
+	}
+	if left, _ := Namespaces(Prefix + testName(t) + "n-"); len(left) != 0 {
+		t.Fatalf("a failed lab up left %v", left)
+	}
+}
+
+func TestParseRateAndShapingValidation(t *testing.T) {
+	for in, want := range map[string]uint64{"10M": 10e6, "100Mbit": 100e6, "1.5G": 1.5e9, "64k": 64e3, "2500": 2500, "100mbit/s": 100e6} {
+		if got, err := ParseRate(in); err != nil || got != want {
+			t.Errorf("%q = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"fast", "-1M", "M", "10T"} {
+		if _, err := ParseRate(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	cases := map[string]Shaping{
+		"below 8 kbit/s":       {Rate: 100},
+		"not a percentage":     {Loss: 101},
+		"jitter needs a delay": {Jitter: time.Millisecond},
+	}
+	for want, s := range cases {
+		if err := s.Validate(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%+v: %v, want %q", s, err, want)
+		}
+	}
+}
+
+// tcpiOptTimestamps is TCPI_OPT_TIMESTAMPS from linux/tcp.h.
+const tcpiOptTimestamps = 1
