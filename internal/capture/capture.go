@@ -1,0 +1,186 @@
+// Package capture proves on the wire what a path claims: an AF_PACKET
+// socket on one interface counts the measured service's packets as IPv4,
+// native IPv6, or IPv6 inside IPv4 protocol 41 (6in4).
+package capture
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+
+	"v6lab/internal/path"
+)
+
+// Class is what a frame carried.
+type Class int
+
+// Frame classes.
+const (
+	Ignored Class = iota // not the measured service's traffic
+	IPv4
+	IPv6
+	SixIn4
+)
+
+// Filter selects the measured service's packets: TCP or UDP with Port at
+// either end.
+type Filter struct {
+	Port uint16
+}
+
+// Classify reads an Ethernet frame (at least its headers).
+func Classify(frame []byte, f Filter) Class {
+	if len(frame) < 14 {
+		return Ignored
+	}
+	switch binary.BigEndian.Uint16(frame[12:14]) {
+	case 0x0800:
+		ip := frame[14:]
+		if len(ip) < 20 || ip[0]>>4 != 4 {
+			return Ignored
+		}
+		ihl := int(ip[0]&0x0f) * 4
+		if ihl < 20 || len(ip) < ihl {
+			return Ignored
+		}
+		if ip[9] == 41 {
+			if c := classify6(ip[ihl:], f); c == IPv6 {
+				return SixIn4
+			}
+			return Ignored
+		}
+		if ports(ip[9], ip[ihl:], f) {
+			return IPv4
+		}
+	case 0x86DD:
+		return classify6(frame[14:], f)
+	}
+	return Ignored
+}
+
+func classify6(ip []byte, f Filter) Class {
+	if len(ip) < 40 || ip[0]>>4 != 6 {
+		return Ignored
+	}
+	if ports(ip[6], ip[40:], f) { // extension headers are not followed
+		return IPv6
+	}
+	return Ignored
+}
+
+// ports reports whether a TCP or UDP header has f.Port at either end.
+func ports(proto byte, l4 []byte, f Filter) bool {
+	if (proto != 6 && proto != 17) || len(l4) < 4 {
+		return false
+	}
+	return binary.BigEndian.Uint16(l4[0:2]) == f.Port || binary.BigEndian.Uint16(l4[2:4]) == f.Port
+}
+
+// Counts are packets seen per class.
+type Counts struct {
+	IPv4   uint64 `json:"ipv4"`
+	IPv6   uint64 `json:"ipv6"`
+	SixIn4 uint64 `json:"6in4"`
+}
+
+// ErrWrongWire is wrapped when the wire did not carry what the path claims.
+var ErrWrongWire = errors.New("the wire did not carry the path's traffic")
+
+// Proves checks that every counted packet was of p's kind, and there was one.
+func (c Counts) Proves(p path.Path) error {
+	own := map[path.Path]uint64{path.IPv4: c.IPv4, path.IPv6: c.IPv6, path.SixIn4: c.SixIn4}
+	if own[p] == 0 || c.IPv4+c.IPv6+c.SixIn4 != own[p] {
+		return fmt.Errorf("capture: path %s, but the wire carried %d IPv4, %d IPv6 and %d 6in4 packets: %w", p, c.IPv4, c.IPv6, c.SixIn4, ErrWrongWire)
+	}
+	return nil
+}
+
+// Capture counts frames on one interface.
+type Capture struct {
+	fd      int
+	filter  atomic.Value // Filter
+	ipv4    atomic.Uint64
+	ipv6    atomic.Uint64
+	sixin4  atomic.Uint64
+	wg      sync.WaitGroup
+	closing atomic.Bool
+}
+
+// snap is how much of each frame is read: enough for every header used.
+const snap = 160
+
+// Open starts counting on interface ifname. It must run in the interface's
+// network namespace (see lab.Do); the socket stays there.
+func Open(ifname string, f Filter) (*Capture, error) {
+	ifi, err := net.InterfaceByName(ifname)
+	if err != nil {
+		return nil, fmt.Errorf("capture: %w", err)
+	}
+	proto := htons(unix.ETH_P_ALL)
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(proto))
+	if err != nil {
+		return nil, fmt.Errorf("capture: packet socket: %w", err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: proto, Ifindex: ifi.Index}); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("capture: bind to %s: %w", ifname, err)
+	}
+	// A read timeout lets Close stop the reader.
+	tv := unix.Timeval{Usec: 100000}
+	_ = unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 8<<20)
+	c := &Capture{fd: fd}
+	c.filter.Store(f)
+	c.wg.Add(1)
+	go c.loop()
+	return c, nil
+}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+func (c *Capture) loop() {
+	defer c.wg.Done()
+	buf := make([]byte, snap)
+	for !c.closing.Load() {
+		n, _, err := unix.Recvfrom(c.fd, buf, unix.MSG_TRUNC)
+		if err != nil {
+			continue // timeout or interruption: check closing
+		}
+		switch Classify(buf[:min(n, snap)], c.filter.Load().(Filter)) {
+		case IPv4:
+			c.ipv4.Add(1)
+		case IPv6:
+			c.ipv6.Add(1)
+		case SixIn4:
+			c.sixin4.Add(1)
+		}
+	}
+}
+
+// Reset sets the counts to zero and the filter to f (between runs).
+func (c *Capture) Reset(f Filter) {
+	c.filter.Store(f)
+	c.ipv4.Store(0)
+	c.ipv6.Store(0)
+	c.sixin4.Store(0)
+}
+
+// Counts returns the counts so far.
+func (c *Capture) Counts() Counts {
+	return Counts{IPv4: c.ipv4.Load(), IPv6: c.ipv6.Load(), SixIn4: c.sixin4.Load()}
+}
+
+// Close stops counting.
+func (c *Capture) Close() error {
+	if c.closing.Swap(true) {
+		return nil
+	}
+	c.wg.Wait()
+	return unix.Close(c.fd)
+}
+

@@ -1,0 +1,169 @@
+package capture
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"testing"
+	"time"
+
+	"v6lab/internal/lab"
+	"v6lab/internal/path"
+)
+
+func ipv6Pkt(next byte, srcPort, dstPort uint16) []byte {
+	p := make([]byte, 60)
+	p[0] = 0x60
+	p[6] = next
+	binary.BigEndian.PutUint16(p[40:], srcPort)
+	binary.BigEndian.PutUint16(p[42:], dstPort)
+	return p
+}
+
+func ipv4Pkt(proto byte, payload []byte) []byte {
+	p := make([]byte, 20, 20+len(payload))
+	p[0] = 0x45
+	p[9] = proto
+	return append(p, payload...)
+}
+
+func ether(typ uint16, payload []byte) []byte {
+	f := make([]byte, 14, 14+len(payload))
+	binary.BigEndian.PutUint16(f[12:], typ)
+	return append(f, payload...)
+}
+
+func l4(src, dst uint16) []byte {
+	b := make([]byte, 20)
+	binary.BigEndian.PutUint16(b, src)
+	binary.BigEndian.PutUint16(b[2:], dst)
+	return b
+}
+
+func TestClassify(t *testing.T) {
+	f := Filter{Port: 8080}
+	cases := []struct {
+		name  string
+		frame []byte
+		want  Class
+	}{
+		{"ipv4 tcp to service", ether(0x0800, ipv4Pkt(6, l4(40000, 8080))), IPv4},
+		{"ipv4 udp from service", ether(0x0800, ipv4Pkt(17, l4(8080, 40000))), IPv4},
+		{"ipv4 other port", ether(0x0800, ipv4Pkt(6, l4(40000, 53))), Ignored},
+		{"ipv6 tcp", ether(0x86DD, ipv6Pkt(6, 40000, 8080)), IPv6},
+		{"ipv6 icmp (ND)", ether(0x86DD, ipv6Pkt(58, 0, 8080)), Ignored},
+		{"6in4 tcp", ether(0x0800, ipv4Pkt(41, ipv6Pkt(6, 8080, 40000))), SixIn4},
+		{"6in4 other port", ether(0x0800, ipv4Pkt(41, ipv6Pkt(6, 1, 2))), Ignored},
+		{"arp", ether(0x0806, make([]byte, 28)), Ignored},
+		{"runt", []byte{1, 2, 3}, Ignored},
+	}
+	for _, c := range cases {
+		if got := Classify(c.frame, f); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestProves(t *testing.T) {
+	if err := (Counts{IPv4: 10}).Proves(path.IPv4); err != nil {
+		t.Error(err)
+	}
+	for _, c := range []struct {
+		counts Counts
+		p      path.Path
+	}{
+		{Counts{}, path.IPv6},
+		{Counts{IPv4: 3}, path.IPv6},
+		{Counts{IPv6: 3, SixIn4: 1}, path.SixIn4},
+	} {
+		if err := c.counts.Proves(c.p); !errors.Is(err, ErrWrongWire) {
+			t.Errorf("%+v proves %s: %v", c.counts, c.p, err)
+		}
+	}
+}
+
+func FuzzClassify(f *testing.F) {
+	f.Add(ether(0x0800, ipv4Pkt(41, ipv6Pkt(6, 8080, 1))))
+	f.Add(ether(0x86DD, ipv6Pkt(17, 8080, 1)))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_ = Classify(b, Filter{Port: 8080})
+	})
+}
+
+// TestWireProvesEveryPath builds a lab, captures on r1's link to r2, and
+// checks each path's traffic is what the path claims.
+func TestWireProvesEveryPath(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to build a lab (CI runs as root)")
+	}
+	l, err := lab.Up(context.Background(), lab.Config{Name: fmt.Sprintf("cap%d", os.Getpid()%10000)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var cp *Capture
+	if err := lab.Do(lab.NS(l.Name, lab.R1), func() error {
+		var err error
+		cp, err = Open(l.Addr.WireIf, Filter{})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Close()
+	for _, c := range []struct {
+		p        path.Path
+		dst, src netip.Addr
+	}{
+		{path.IPv4, l.Addr.ServerV4, netip.Addr{}},
+		{path.IPv6, l.Addr.ServerV6, netip.Addr{}},
+		{path.SixIn4, l.Addr.ServerTun6, l.Addr.ClientTun6},
+	} {
+		var ln net.Listener
+		if err := lab.Do(lab.NS(l.Name, lab.Server), func() error {
+			var err error
+			ln, err = path.Listen(context.Background(), c.p, netip.AddrPortFrom(c.dst, 0).String())
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			for {
+				s, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				io.WriteString(s, "hello")
+				s.Close()
+			}
+		}()
+		port := ln.Addr().(*net.TCPAddr).AddrPort()
+		cp.Reset(Filter{Port: port.Port()})
+		var conn net.Conn
+		if err := lab.Do(lab.NS(l.Name, lab.Client), func() error {
+			var err error
+			conn, err = path.Dialer{Path: c.p, Source: c.src}.Dial(context.Background(), "tcp", port)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		io.ReadAll(conn)
+		conn.Close()
+		time.Sleep(200 * time.Millisecond)
+		counts := cp.Counts()
+		if err := counts.Proves(c.p); err != nil {
+			t.Errorf("%v", err)
+		}
+		for _, other := range path.All {
+			if other != c.p && counts.Proves(other) == nil {
+				t.Errorf("the %s run's wire also proves %s: %+v", c.p, other, counts)
+			}
+		}
+		ln.Close()
+	}
+}
