@@ -183,4 +183,3 @@ func (c *Capture) Close() error {
 	c.wg.Wait()
 	return unix.Close(c.fd)
 }
-
