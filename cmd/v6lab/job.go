@@ -83,6 +83,10 @@ type job struct {
 	serverFDs int
 	// results is the directory that receives the result directory.
 	results string
+	// wire, when set, proves each run's path on the wire (lab runs).
+	wire experiment.WireCheck
+	// lab describes the lab for the header.
+	lab map[string]string
 }
 
 // execute runs a job end to end: checks, result directory, progress,
@@ -121,12 +125,12 @@ func execute(cmd *cobra.Command, j job) (string, error) {
 		FormatVersion: result.FormatVersion, Tool: "v6lab", ToolVersion: toolVersion(), Created: time.Now().UTC(),
 		Command: os.Args, Host: host.Name(), Kernel: host.Kernel(), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(),
 		Sysctls: sysctls, Limits: map[string]string{"nofile": fmt.Sprint(limit)}, Target: j.target,
-		Servers: j.servers, Notes: notes,
+		Servers: j.servers, Notes: notes, Lab: j.lab,
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	prog := newProgress(errOut, quiet(cmd), len(j.spec.Plan()))
-	r := &experiment.Runner{Spec: j.spec, Probe: j.probe, Header: hdr, OnStep: prog.step}
+	r := &experiment.Runner{Spec: j.spec, Probe: j.probe, Header: hdr, OnStep: prog.step, Wire: j.wire}
 	if !quiet(cmd) {
 		fmt.Fprintf(errOut, "v6lab: %s: %s over %v at %v connections, %d runs per cell -> %s\n",
 			j.spec.Name, j.spec.Protocol, j.spec.Paths, j.spec.Conns, j.spec.Runs, dir)

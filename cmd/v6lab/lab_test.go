@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"v6lab/internal/lab"
+	"v6lab/internal/report"
 )
 
 // buildBinary builds v6lab once for tests that need a real process.
@@ -76,5 +77,49 @@ func TestLabCommandsExplainBadInput(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want %q", c.args, err, c.want)
 		}
+	}
+}
+
+// TestRunMeasuresEveryPathInTheLab is the main job as root: ipv4, ipv6 and
+// 6in4 across the routers, every run proven on the wire, the lab removed.
+func TestRunMeasuresEveryPathInTheLab(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the lab needs root (CI runs as root)")
+	}
+	bin := buildBinary(t)
+	root := t.TempDir()
+	out, err := exec.Command(bin, "run", "--conns", "1,3", "--runs", "3", "--pause", "0", "--results", root).CombinedOutput()
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	dir := onlyDir(t, root)
+	f, s, err := report.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Header.Target != "lab" || f.Header.Lab["tunnel"] == "" {
+		t.Errorf("header target %q lab %v", f.Header.Target, f.Header.Lab)
+	}
+	paths := map[string]bool{}
+	for _, c := range s.Cells {
+		paths[c.Path] = true
+		if c.Completed != 2*c.Conns || c.Failed != 0 {
+			t.Errorf("%s/%d: %d completed, %d failed (%s)", c.Path, c.Conns, c.Completed, c.Failed, c.FirstError)
+		}
+	}
+	if !paths["ipv4"] || !paths["ipv6"] || !paths["6in4"] || len(s.Comparisons) != 4 {
+		t.Errorf("paths %v, %d comparisons", paths, len(s.Comparisons))
+	}
+	for _, r := range f.Runs {
+		if r.Wire == nil || r.Err != "" {
+			t.Fatalf("run %s/%d: wire %v err %q", r.Cell, r.Run, r.Wire, r.Err)
+		}
+		counts := map[string]uint64{"ipv4": r.Wire.IPv4, "ipv6": r.Wire.IPv6, "6in4": r.Wire.SixIn4}
+		if counts[r.Path] == 0 || r.Wire.IPv4+r.Wire.IPv6+r.Wire.SixIn4 != counts[r.Path] {
+			t.Errorf("run %s/%d wire %+v", r.Cell, r.Run, *r.Wire)
+		}
+	}
+	if left, _ := lab.Namespaces(lab.Prefix + f.Header.Lab["name"] + "-"); len(left) != 0 {
+		t.Errorf("namespaces left: %v", left)
 	}
 }

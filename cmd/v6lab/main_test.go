@@ -52,7 +52,7 @@ func onlyDir(t *testing.T, root string) string {
 
 func TestRunThenReportReRendersTheSameFigures(t *testing.T) {
 	root := t.TempDir()
-	out, err := v6lab(t, "run", "--conns", "1,5", "--runs", "3", "--pause", "0", "--results", root)
+	out, err := v6lab(t, "run", "--loopback", "--conns", "1,5", "--runs", "3", "--pause", "0", "--results", root)
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
@@ -87,7 +87,7 @@ func TestRunThenReportReRendersTheSameFigures(t *testing.T) {
 }
 
 func TestQuietPrintsOnlyWhereResultsWent(t *testing.T) {
-	out, err := v6lab(t, "run", "-q", "--conns", "1", "--runs", "2", "--pause", "0", "--results", t.TempDir())
+	out, err := v6lab(t, "run", "-q", "--loopback", "--conns", "1", "--runs", "2", "--pause", "0", "--results", t.TempDir())
 	if err != nil || !strings.HasPrefix(out, "results: ") || strings.Count(out, "\n") != 1 {
 		t.Fatalf("quiet output %q, %v", out, err)
 	}
@@ -186,7 +186,8 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"run", "--conns", "0"}, 2, "--conns: 0: must be at least 1"},
 		{[]string{"run", "--conns", "ten"}, 2, `--conns: "ten" is not a whole number`},
 		{[]string{"run", "--runs", "1", "--warmup", "1"}, 2, "warm-up runs (1) must be fewer than runs (1)"},
-		{[]string{"run", "--paths", "ipv4,6in4", "--results", t.TempDir()}, 1, "6in4 needs the lab"},
+		{[]string{"run", "--loopback", "--paths", "ipv4,6in4", "--results", t.TempDir()}, 1, "6in4 needs the lab"},
+		{[]string{"run", "--rate", "fast"}, 2, "bad rate"},
 		{[]string{"run", "mitre2004"}, 2, `unknown experiment "mitre2004"`},
 		{[]string{"probe", "http", "ftp://x/"}, 2, "scheme must be http or https"},
 		{[]string{"probe", "http", l.URL.String(), "--dns-over", "ipv7"}, 2, `--dns-over: "ipv7" is not path, ipv4 or ipv6`},

@@ -18,10 +18,10 @@ var allowed = map[string][]string{
 	"v6lab/internal/load":       {"path", "result"},
 	"v6lab/internal/proto/http": {"load", "path", "result"},
 	"v6lab/internal/proto/dns":  {"load", "path", "result"},
-	"v6lab/internal/experiment": {"load", "path", "result", "proto/http", "proto/dns"},
+	"v6lab/internal/experiment": {"load", "path", "result", "proto/http", "proto/dns", "lab", "lab/sixin4"},
 	"v6lab/internal/lab":        {"lab/sixin4"},
 	"v6lab/internal/lab/sixin4": {},
-	"v6lab/internal/capture":    {"path"},
+	"v6lab/internal/capture":    {"path", "result"},
 }
 
 func TestDependenciesPointDown(t *testing.T) {

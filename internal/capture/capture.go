@@ -10,10 +10,12 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"v6lab/internal/path"
+	"v6lab/internal/result"
 )
 
 // Class is what a frame carried.
@@ -117,19 +119,35 @@ const snap = 160
 // Open starts counting on interface ifname. It must run in the interface's
 // network namespace (see lab.Do); the socket stays there.
 func Open(ifname string, f Filter) (*Capture, error) {
+	fd, err := OpenSocket(ifname)
+	if err != nil {
+		return nil, err
+	}
+	return FromFD(fd, f), nil
+}
+
+// OpenSocket opens the packet socket on ifname without reading it, to hand
+// to another process (which uses FromFD).
+func OpenSocket(ifname string) (int, error) {
 	ifi, err := net.InterfaceByName(ifname)
 	if err != nil {
-		return nil, fmt.Errorf("capture: %w", err)
+		return -1, fmt.Errorf("capture: %w", err)
 	}
 	proto := htons(unix.ETH_P_ALL)
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(proto))
 	if err != nil {
-		return nil, fmt.Errorf("capture: packet socket: %w", err)
+		return -1, fmt.Errorf("capture: packet socket: %w", err)
 	}
 	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: proto, Ifindex: ifi.Index}); err != nil {
 		unix.Close(fd)
-		return nil, fmt.Errorf("capture: bind to %s: %w", ifname, err)
+		return -1, fmt.Errorf("capture: bind to %s: %w", ifname, err)
 	}
+	return fd, nil
+}
+
+// FromFD counts on an AF_PACKET socket opened elsewhere (for instance by
+// a parent process in another namespace).
+func FromFD(fd int, f Filter) *Capture {
 	// A read timeout lets Close stop the reader.
 	tv := unix.Timeval{Usec: 100000}
 	_ = unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
@@ -138,7 +156,25 @@ func Open(ifname string, f Filter) (*Capture, error) {
 	c.filter.Store(f)
 	c.wg.Add(1)
 	go c.loop()
-	return c, nil
+	return c
+}
+
+// Check adapts a Capture to a per-run wire check: counts start at zero for
+// each run and must prove its path at the end.
+type Check struct {
+	C    *Capture
+	Port uint16
+}
+
+// Start resets the counts for a run.
+func (k Check) Start(path.Path) { k.C.Reset(Filter{Port: k.Port}) }
+
+// Stop returns the run's counts and whether they prove p.
+func (k Check) Stop(p path.Path) (result.Wire, error) {
+	// Packets of the run's last moments may still be in the socket.
+	time.Sleep(20 * time.Millisecond)
+	c := k.C.Counts()
+	return result.Wire{IPv4: c.IPv4, IPv6: c.IPv6, SixIn4: c.SixIn4}, c.Proves(p)
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }

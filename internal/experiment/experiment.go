@@ -108,6 +108,16 @@ type Runner struct {
 	Header result.Header
 	// OnStep, when set, is called after each step with its run record.
 	OnStep func(done, total int, r result.Run)
+	// Wire, when set, checks each run's traffic on the wire.
+	Wire WireCheck
+}
+
+// WireCheck proves on the wire what a run's path claims.
+type WireCheck interface {
+	// Start begins counting for a run over p.
+	Start(p path.Path)
+	// Stop returns the counts, and an error when they do not prove p.
+	Stop(p path.Path) (result.Wire, error)
 }
 
 // ErrInterrupted is returned when ctx ended before the plan did; every
@@ -172,6 +182,9 @@ func (r *Runner) runPlan(ctx context.Context, w *result.Writer, probes map[path.
 			}
 			emit(s)
 		}
+		if r.Wire != nil {
+			r.Wire.Start(st.Path)
+		}
 		if r.Spec.Duration > 0 {
 			load.Sustained(ctx, probes[st.Path], st.Conns, time.Duration(r.Spec.Duration), timeout, counting)
 		} else {
@@ -179,7 +192,15 @@ func (r *Runner) runPlan(ctx context.Context, w *result.Writer, probes map[path.
 		}
 		rec.End = time.Now().UTC()
 		rec.Completed, rec.Failed = ok.get(), failed.get()
-		if ctx.Err() != nil {
+		if r.Wire != nil {
+			counts, err := r.Wire.Stop(st.Path)
+			rec.Wire = &counts
+			if err != nil {
+				rec.Err = "wire: " + err.Error()
+			}
+		}
+		interrupted := ctx.Err() != nil
+		if interrupted {
 			rec.Err = "interrupted"
 		}
 		w.Run(rec)
@@ -189,7 +210,7 @@ func (r *Runner) runPlan(ctx context.Context, w *result.Writer, probes map[path.
 		if r.OnStep != nil {
 			r.OnStep(i+1, len(plan), rec)
 		}
-		if rec.Err != "" {
+		if interrupted {
 			return ErrInterrupted
 		}
 		if pause := time.Duration(r.Spec.Pause); pause > 0 && i+1 < len(plan) {

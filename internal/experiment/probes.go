@@ -15,15 +15,23 @@ import (
 type HTTPProbes struct {
 	URL      *url.URL
 	Resolver *path.Resolver
-	Objects  bool
-	MaxBody  int64
+	// Resolvers and Sources override Resolver and the client address per
+	// path (the lab's 6in4 path has its own DNS view and source address).
+	Resolvers map[path.Path]*path.Resolver
+	Sources   map[path.Path]netip.Addr
+	Objects   bool
+	MaxBody   int64
 	// Insecure skips certificate checks (self-signed test servers).
 	Insecure bool
 }
 
 // Probe returns the probe for one path.
 func (h HTTPProbes) Probe(p path.Path) (load.Probe, error) {
-	c := &httpp.Client{URL: h.URL, Path: p, Resolver: h.Resolver, Objects: h.Objects, MaxBody: h.MaxBody,
+	res := h.Resolver
+	if r, ok := h.Resolvers[p]; ok {
+		res = r
+	}
+	c := &httpp.Client{URL: h.URL, Path: p, Resolver: res, Source: h.Sources[p], Objects: h.Objects, MaxBody: h.MaxBody,
 		UserAgent: "v6lab"}
 	if h.Insecure {
 		c.TLS = &tls.Config{InsecureSkipVerify: true}

@@ -29,6 +29,9 @@ type Resolver struct {
 	// Over pins the family that carries the DNS query itself. Empty means
 	// the path's own family.
 	Over Path
+	// Source, when valid, is the address queries are sent from (the lab's
+	// 6in4 path sends its lookups through the tunnel this way).
+	Source netip.Addr
 }
 
 // RecordType returns the DNS record type a path resolves names with.
@@ -64,11 +67,16 @@ func (r *Resolver) Lookup(ctx context.Context, host string, p Path) (netip.Addr,
 	if err != nil {
 		return netip.Addr{}, err
 	}
+	if r.Source.IsValid() {
+		if err := over.CheckAddr("DNS source", r.Source); err != nil {
+			return netip.Addr{}, err
+		}
+	}
 	qtype := p.RecordType()
 	m := new(dns.Msg)
 	m.SetQuestion(dns.Fqdn(host), qtype)
 	m.RecursionDesired = true
-	in, err := exchange(ctx, m, over, server)
+	in, err := exchange(ctx, m, over, server, r.Source)
 	if err != nil {
 		return netip.Addr{}, fmt.Errorf("path: resolve %s %s via %s: %w", host, dns.TypeToString[qtype], server, err)
 	}
@@ -98,13 +106,24 @@ const FirstRetry = time.Second
 
 // exchange sends m over UDP with retransmissions (a lost datagram is
 // normal under load and resolvers resend), then over TCP if truncated.
-func exchange(ctx context.Context, m *dns.Msg, over Path, server netip.AddrPort) (*dns.Msg, error) {
+func exchange(ctx context.Context, m *dns.Msg, over Path, server netip.AddrPort, source netip.Addr) (*dns.Msg, error) {
 	wait := FirstRetry
+	dialer := func(proto string) *net.Dialer {
+		d := &net.Dialer{Timeout: wait, FallbackDelay: -1}
+		if source.IsValid() {
+			if proto == "udp" {
+				d.LocalAddr = net.UDPAddrFromAddrPort(netip.AddrPortFrom(source, 0))
+			} else {
+				d.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(source, 0))
+			}
+		}
+		return d
+	}
 	for {
-		c := dns.Client{Net: over.Network("udp"), Timeout: wait}
+		c := dns.Client{Net: over.Network("udp"), Timeout: wait, Dialer: dialer("udp")}
 		in, _, err := c.ExchangeContext(ctx, m, server.String())
 		if err == nil && in.Truncated {
-			c.Net = over.Network("tcp")
+			c.Net, c.Dialer = over.Network("tcp"), dialer("tcp")
 			in, _, err = c.ExchangeContext(ctx, m, server.String())
 		}
 		var ne net.Error

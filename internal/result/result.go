@@ -73,8 +73,19 @@ type Run struct {
 	End       time.Time `json:"end"`
 	Completed int       `json:"completed"`
 	Failed    int       `json:"failed"`
-	// Err is set when the run as a whole could not be done.
+	// Wire is what a capture counted on the lab's tunnel link during the
+	// run (lab runs only).
+	Wire *Wire `json:"wire,omitempty"`
+	// Err is set when the run as a whole could not be done, or its wire
+	// did not carry what the path claims; such a run is left out.
 	Err string `json:"err,omitempty"`
+}
+
+// Wire counts the measured service's packets by what carried them.
+type Wire struct {
+	IPv4   uint64 `json:"ipv4"`
+	IPv6   uint64 `json:"ipv6"`
+	SixIn4 uint64 `json:"6in4"`
 }
 
 // Header is the first line of samples.jsonl: everything needed to explain and
@@ -96,7 +107,10 @@ type Header struct {
 	SysctlsSet map[string]string `json:"sysctls_set,omitempty"`
 	Limits     map[string]string `json:"limits,omitempty"`
 	// Target says where it ran: "loopback", "lab" or "remote".
-	Target   string            `json:"target"`
+	Target string `json:"target"`
+	// Lab describes the lab a "lab" run used: topology, tunnel
+	// implementation and MTU, shaping, the link the wire was checked on.
+	Lab      map[string]string `json:"lab,omitempty"`
 	Servers  map[string]string `json:"servers,omitempty"`
 	Baseline string            `json:"baseline"`
 	// Spec is the experiment as run, verbatim.

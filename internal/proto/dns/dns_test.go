@@ -263,3 +263,27 @@ func TestBurstOfSimultaneousQueries(t *testing.T) {
 		})
 	}
 }
+
+func TestViewsAnswerByTheAddressAsked(t *testing.T) {
+	def := Zone{}
+	def.Add("www.v6lab.test", lo6)
+	other := netip.MustParseAddr("2001:db8:46::1")
+	view := Zone{}
+	view.Add("www.v6lab.test", other)
+	// The view is keyed by 127.0.0.1: queries sent there get the view's AAAA.
+	s, err := ListenViews(context.Background(), def, Views{lo4: view}, []netip.Addr{lo4, lo6}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, c := range []struct {
+		server netip.AddrPort
+		want   netip.Addr
+	}{{serverFor(s, path.IPv4), other}, {serverFor(s, path.IPv6), lo6}} {
+		r := &path.Resolver{Servers: []netip.AddrPort{c.server}, Over: path.OfAddr(c.server.Addr())}
+		got, err := r.Lookup(context.Background(), "www.v6lab.test", path.IPv6)
+		if err != nil || got != c.want {
+			t.Errorf("asked %s: %v, %v; want %s", c.server, got, err, c.want)
+		}
+	}
+}

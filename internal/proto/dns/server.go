@@ -56,10 +56,21 @@ func (z Zone) Names() []string {
 // TTL of every answer.
 const TTL = 60
 
+// Views gives the zone to answer from by the server address a query
+// arrived on: in the lab, a query sent to the server's 6in4 address gets the
+// 6in4 address as its AAAA, so that path has its own view of the same name.
+type Views map[netip.Addr]Zone
+
 // Handler answers from the zone: A/AAAA records, NODATA for a known name
 // without that type, NXDOMAIN for unknown names, NOTIMP for other opcodes.
-func (z Zone) Handler() mdns.Handler {
+func (z Zone) Handler() mdns.Handler { return z.handler(nil) }
+
+func (z Zone) handler(views Views) mdns.Handler {
 	return mdns.HandlerFunc(func(w mdns.ResponseWriter, req *mdns.Msg) {
+		z := z
+		if v, ok := views[path.AddrOf(w.LocalAddr()).Unmap()]; ok {
+			z = v
+		}
 		m := new(mdns.Msg)
 		m.SetReply(req)
 		m.Authoritative = true
@@ -105,8 +116,14 @@ type Server struct {
 // Listen serves zone on every address over UDP and TCP, one port for all
 // (0 picks one). Sockets are pinned to each address's family.
 func Listen(ctx context.Context, zone Zone, addrs []netip.Addr, port int) (*Server, error) {
+	return ListenViews(ctx, zone, nil, addrs, port)
+}
+
+// ListenViews is Listen where queries arriving on an address of views are
+// answered from that view's zone.
+func ListenViews(ctx context.Context, zone Zone, views Views, addrs []netip.Addr, port int) (*Server, error) {
 	s := &Server{}
-	h := zone.Handler()
+	h := zone.handler(views)
 	closers, got, err := path.BindSamePort(addrs, port, func(a netip.Addr, p int) (io.Closer, int, error) {
 		fam := path.OfAddr(a)
 		pc, err := path.ListenPacket(ctx, fam, netip.AddrPortFrom(a, uint16(p)).String())

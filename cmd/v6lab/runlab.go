@@ -1,0 +1,208 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"v6lab/internal/capture"
+	"v6lab/internal/experiment"
+	"v6lab/internal/lab"
+	"v6lab/internal/load"
+	"v6lab/internal/path"
+	httpp "v6lab/internal/proto/http"
+)
+
+// labJob is what the measuring child in the client namespace needs.
+type labJob struct {
+	Spec      experiment.Spec           `json:"spec"`
+	URL       string                    `json:"url"`
+	Resolvers map[path.Path]labResolver `json:"resolvers"`
+	Sources   map[path.Path]netip.Addr  `json:"sources"`
+	Servers   map[string]string         `json:"servers"`
+	Notes     []string                  `json:"notes"`
+	Lab       map[string]string         `json:"lab"`
+	Results   string                    `json:"results"`
+	Objects   bool                      `json:"objects"`
+}
+
+type labResolver struct {
+	Servers []netip.AddrPort `json:"servers"`
+	Source  netip.Addr       `json:"source"`
+}
+
+// canLab says whether this process may build a lab, and if not, why.
+func canLab() error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("not root")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		return fmt.Errorf("iproute2's ip command is missing (apt-get install iproute2)")
+	}
+	return nil
+}
+
+// runInLab builds a lab, starts the servers in its server namespace, and
+// runs the measurement as a child process inside the client namespace, so
+// that every client socket is born there.
+func runInLab(cmd *cobra.Command, spec experiment.Spec, cfg lab.Config, srvCfg httpp.ServerConfig, results string, keep bool) error {
+	ctx := cmd.Context()
+	l, err := lab.Up(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if keep {
+		defer fmt.Fprintf(cmd.ErrOrStderr(), "v6lab: the lab %q is kept up: v6lab lab status --name %s; remove it with v6lab lab down --name %s\n", l.Name, l.Name, l.Name)
+		if err := lab.WriteOwner(l.Name, os.Getpid()); err != nil {
+			return err
+		}
+	}
+	defer func() {
+		if !keep {
+			l.Close()
+		}
+	}()
+	in, err := experiment.StartInLab(ctx, l, srvCfg)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	var capFD int
+	if err := lab.Do(lab.NS(l.Name, lab.R1), func() error {
+		var err error
+		capFD, err = capture.OpenSocket(l.Addr.WireIf)
+		return err
+	}); err != nil {
+		return err
+	}
+	capFile := os.NewFile(uintptr(capFD), "capture")
+	defer capFile.Close()
+
+	job := labJob{Spec: spec, URL: in.URL.String(), Resolvers: map[path.Path]labResolver{}, Sources: in.Sources,
+		Servers: map[string]string{"http": "embedded (Go net/http) in the server namespace", "dns": "embedded (miekg/dns) in the server namespace, a view per tunnel address"},
+		Lab: map[string]string{"name": l.Name, "topology": "client - r1 - r2 - server (veth), 6in4 tunnel r1-r2",
+			"tunnel": l.TunnelImpl, "tunnel_mtu": strconv.Itoa(l.TunnelMTU), "wire_check": "r1 " + l.Addr.WireIf,
+			"rate": rateText(cfg.Shaping.Rate)},
+		Results: results, Objects: true}
+	job.Spec.Target = in.URL.String()
+	for p, r := range in.Resolvers {
+		job.Resolvers[p] = labResolver{Servers: r.Servers, Source: r.Source}
+	}
+	if l.TunnelImpl == "userspace" {
+		job.Notes = append(job.Notes, "this kernel has no sit device: 6in4 ran through v6lab's userspace tunnel (see docs/PERFORMANCE.md for its cost)")
+	}
+	dir, err := os.MkdirTemp("", "v6lab-job-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	jobFile := filepath.Join(dir, "job.json")
+	b, _ := json.Marshal(job)
+	if err := os.WriteFile(jobFile, b, 0o600); err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	args := []string{"netns", "exec", lab.NS(l.Name, lab.Client), exe, "run", "--lab-child", jobFile}
+	if quiet(cmd) {
+		args = append(args, "--quiet")
+	}
+	child := exec.Command("ip", args...)
+	child.Stdin, child.Stdout, child.Stderr = os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr()
+	child.ExtraFiles = []*os.File{capFile}
+	// Ctrl-C reaches the child too; this process waits for it, then
+	// tears the lab down.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	if err := child.Start(); err != nil {
+		return err
+	}
+	go func() {
+		for s := range sig {
+			child.Process.Signal(s)
+		}
+	}()
+	err = child.Wait()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return &exitError{code: ee.ExitCode(), err: errors.New("the measurement in the lab failed (see above)")}
+	}
+	return err
+}
+
+func rateText(r uint64) string {
+	if r == 0 {
+		return "unshaped"
+	}
+	return fmt.Sprintf("%g Mbit/s", float64(r)/1e6)
+}
+
+// runLabChild is the measuring side, inside the client namespace.
+func runLabChild(cmd *cobra.Command, jobFile string) error {
+	b, err := os.ReadFile(jobFile)
+	if err != nil {
+		return err
+	}
+	var j labJob
+	if err := json.Unmarshal(b, &j); err != nil {
+		return fmt.Errorf("lab job %s: %w", jobFile, err)
+	}
+	u, err := url.Parse(j.URL)
+	if err != nil {
+		return err
+	}
+	probes := experiment.HTTPProbes{URL: u, Resolvers: map[path.Path]*path.Resolver{}, Sources: j.Sources, Objects: j.Objects}
+	for p, r := range j.Resolvers {
+		probes.Resolvers[p] = &path.Resolver{Servers: r.Servers, Source: r.Source}
+	}
+	if err := settle(cmd, j.Spec.Paths, probes.Probe); err != nil {
+		return err
+	}
+	port, _ := strconv.Atoi(u.Port())
+	cp := capture.FromFD(3, capture.Filter{Port: uint16(port)})
+	defer cp.Close()
+	_, err = execute(cmd, job{
+		spec: j.Spec, probe: probes.Probe, target: "lab", servers: j.Servers, notes: j.Notes,
+		serverFDs: 0, results: j.Results, wire: capture.Check{C: cp, Port: uint16(port)}, lab: j.Lab,
+	})
+	return err
+}
+
+// settle does unrecorded transactions on every path until one completes, so
+// neighbour discovery and every cache on the way are warm before the first
+// run, and a path that cannot work fails here with its reason.
+func settle(cmd *cobra.Command, paths []path.Path, probe func(path.Path) (load.Probe, error)) error {
+	for _, p := range paths {
+		pr, err := probe(p)
+		if err != nil {
+			return err
+		}
+		var last string
+		ok := false
+		for try := 0; try < 5 && !ok; try++ {
+			ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)
+			s := pr.Do(ctx, 0)
+			cancel()
+			ok, last = s.OK(), s.Err
+		}
+		if !ok {
+			return fmt.Errorf("path %s does not work in the lab: %s", p, last)
+		}
+	}
+	return nil
+}

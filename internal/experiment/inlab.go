@@ -1,0 +1,69 @@
+package experiment
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"net/url"
+
+	"v6lab/internal/lab"
+	"v6lab/internal/path"
+	"v6lab/internal/proto/dns"
+	httpp "v6lab/internal/proto/http"
+)
+
+// InLab is the embedded HTTP and DNS servers running inside a lab's server
+// namespace, and what a client in the client namespace needs to reach them
+// over each path.
+type InLab struct {
+	HTTP      *httpp.Server
+	DNS       *dns.Server
+	URL       *url.URL
+	Resolvers map[path.Path]*path.Resolver
+	Sources   map[path.Path]netip.Addr
+}
+
+// StartInLab starts the servers on the server's IPv4, IPv6 and 6in4
+// addresses (one port each for HTTP and DNS). The name LocalName has an A
+// record and an AAAA record for the native IPv6 address; queries that arrive
+// on the 6in4 address get the 6in4 address as AAAA (a view), so the
+// tunneled path looks its name up through the tunnel, as in the study.
+func StartInLab(ctx context.Context, l *lab.Lab, cfg httpp.ServerConfig) (*InLab, error) {
+	a := l.Addr
+	addrs := []netip.Addr{a.ServerV4, a.ServerV6, a.ServerTun6}
+	in := &InLab{}
+	err := lab.Do(lab.NS(l.Name, lab.Server), func() error {
+		var err error
+		if in.HTTP, err = httpp.Listen(ctx, cfg, addrs, 0); err != nil {
+			return err
+		}
+		zone, tunnel := dns.Zone{}, dns.Zone{}
+		zone.Add(LocalName, a.ServerV4)
+		zone.Add(LocalName, a.ServerV6)
+		tunnel.Add(LocalName, a.ServerV4)
+		tunnel.Add(LocalName, a.ServerTun6)
+		in.DNS, err = dns.ListenViews(ctx, zone, dns.Views{a.ServerTun6: tunnel}, addrs, 0)
+		if err != nil {
+			in.HTTP.Close()
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("experiment: servers in the lab: %w", err)
+	}
+	port := uint16(in.DNS.Port)
+	in.URL = &url.URL{Scheme: "http", Host: fmt.Sprintf("%s:%d", LocalName, in.HTTP.Port), Path: "/"}
+	in.Resolvers = map[path.Path]*path.Resolver{
+		path.IPv4:   {Servers: []netip.AddrPort{netip.AddrPortFrom(a.ServerV4, port)}},
+		path.IPv6:   {Servers: []netip.AddrPort{netip.AddrPortFrom(a.ServerV6, port)}},
+		path.SixIn4: {Servers: []netip.AddrPort{netip.AddrPortFrom(a.ServerTun6, port)}, Source: a.ClientTun6},
+	}
+	in.Sources = map[path.Path]netip.Addr{path.SixIn4: a.ClientTun6}
+	return in, nil
+}
+
+// Close stops both servers.
+func (in *InLab) Close() {
+	in.HTTP.Close()
+	in.DNS.Close()
+}
