@@ -68,6 +68,9 @@ error where the kernel has none.`,
 			if foreground {
 				return labForeground(cmd, cfg)
 			}
+			if reaped, err := lab.Reap(); err == nil && len(reaped) > 0 && !quiet(cmd) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "v6lab: removed labs left by killed processes: %v\n", reaped)
+			}
 			if pid := lab.Owner(cfg.Name); pid != 0 {
 				return fmt.Errorf("lab %q is already up (process %d); run v6lab lab down --name %s first", cfg.Name, pid, cfg.Name)
 			}

@@ -59,19 +59,26 @@ func canLab() error {
 // that every client socket is born there.
 func runInLab(cmd *cobra.Command, spec experiment.Spec, cfg lab.Config, srvCfg httpp.ServerConfig, results string, keep bool) error {
 	ctx := cmd.Context()
+	if reaped, err := lab.Reap(); err == nil && len(reaped) > 0 && !quiet(cmd) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "v6lab: removed labs left by killed processes: %v\n", reaped)
+	}
 	l, err := lab.Up(ctx, cfg)
 	if err != nil {
 		return err
 	}
+	// Recorded so that, if this process is killed, the next run or lab
+	// command finds the lab's owner dead and removes it.
+	if err := lab.WriteOwner(l.Name, os.Getpid()); err != nil {
+		l.Close()
+		return err
+	}
 	if keep {
 		defer fmt.Fprintf(cmd.ErrOrStderr(), "v6lab: the lab %q is kept up: v6lab lab status --name %s; remove it with v6lab lab down --name %s\n", l.Name, l.Name, l.Name)
-		if err := lab.WriteOwner(l.Name, os.Getpid()); err != nil {
-			return err
-		}
 	}
 	defer func() {
 		if !keep {
 			l.Close()
+			lab.ClearOwner(l.Name)
 		}
 	}()
 	in, err := experiment.StartInLab(ctx, l, srvCfg)
@@ -124,6 +131,9 @@ func runInLab(cmd *cobra.Command, spec experiment.Spec, cfg lab.Config, srvCfg h
 	child := exec.Command("ip", args...)
 	child.Stdin, child.Stdout, child.Stderr = os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr()
 	child.ExtraFiles = []*os.File{capFile}
+	// If this process dies, the child is interrupted too: it keeps its
+	// finished runs instead of measuring servers that are gone.
+	child.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGINT}
 	// Ctrl-C reaches the child too; this process waits for it, then
 	// tears the lab down.
 	sig := make(chan os.Signal, 1)

@@ -179,3 +179,24 @@ func TestConfigValidation(t *testing.T) {
 		t.Errorf("default config: %v, mtu %d", err, ok.TunnelMTU)
 	}
 }
+
+func TestReapRemovesLabsOfDeadOwners(t *testing.T) {
+	requireRoot(t)
+	name := testName(t) + "r"
+	l, err := Up(context.Background(), Config{Name: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	// A pid that cannot be alive: beyond pid_max.
+	if err := WriteOwner(name, 1<<30); err != nil {
+		t.Fatal(err)
+	}
+	reaped, err := Reap()
+	if err != nil || !contains(reaped, name) {
+		t.Fatalf("reaped %v, %v", reaped, err)
+	}
+	if left, _ := Namespaces(Prefix + name + "-"); len(left) != 0 {
+		t.Fatalf("left: %v", left)
+	}
+}

@@ -168,3 +168,25 @@ func describeQdisc(q netlink.Qdisc) string {
 		return q.Type()
 	}
 }
+
+// Reap removes every lab whose recorded owner process is dead: what a
+// killed run or lab owner left behind. Labs without an owner record are
+// left alone (one may be being built right now). It returns the names removed.
+func Reap() ([]string, error) {
+	names, err := Names()
+	if err != nil {
+		return nil, err
+	}
+	var reaped []string
+	for _, n := range names {
+		if _, err := os.Stat(pidFile(n)); err != nil || Owner(n) != 0 {
+			continue
+		}
+		if err := Down(n); err != nil {
+			return reaped, err
+		}
+		ClearOwner(n)
+		reaped = append(reaped, n)
+	}
+	return reaped, nil
+}
