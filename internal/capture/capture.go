@@ -102,13 +102,16 @@ func (c Counts) Proves(p path.Path) error {
 	return nil
 }
 
-// Capture counts frames on one interface.
+// Capture counts frames on one interface. Each frame carries the kernel's
+// receive time, and only frames received inside the current window count,
+// so a frame of the previous run that is read late never lands in the next.
 type Capture struct {
 	fd      int
-	filter  atomic.Value // Filter
-	ipv4    atomic.Uint64
-	ipv6    atomic.Uint64
-	sixin4  atomic.Uint64
+	mu      sync.Mutex // guards filter, window and counts
+	filter  Filter
+	from    time.Time // window start; zero: counting from the first frame
+	counts  Counts
+	last    time.Time // receive time of the last frame processed
 	wg      sync.WaitGroup
 	closing atomic.Bool
 }
@@ -152,8 +155,8 @@ func FromFD(fd int, f Filter) *Capture {
 	tv := unix.Timeval{Usec: 100000}
 	_ = unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
 	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 8<<20)
-	c := &Capture{fd: fd}
-	c.filter.Store(f)
+	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
+	c := &Capture{fd: fd, filter: f}
 	c.wg.Add(1)
 	go c.loop()
 	return c
@@ -166,13 +169,21 @@ type Check struct {
 	Port uint16
 }
 
-// Start resets the counts for a run.
-func (k Check) Start(path.Path) { k.C.Reset(Filter{Port: k.Port}) }
+// Quiet is the gap left before a run's window opens and after it closes:
+// the last packets of a connection (its RST, a crossing FIN) follow its end
+// by microseconds; this lets them pass so no run sees another's.
+const Quiet = 20 * time.Millisecond
+
+// Start opens the window for a run, after a quiet gap.
+func (k Check) Start(path.Path) {
+	time.Sleep(Quiet)
+	k.C.Reset(Filter{Port: k.Port})
+}
 
 // Stop returns the run's counts and whether they prove p.
 func (k Check) Stop(p path.Path) (result.Wire, error) {
-	// Packets of the run's last moments may still be in the socket.
-	time.Sleep(20 * time.Millisecond)
+	time.Sleep(Quiet) // the run's own last packets
+	k.C.Drain()
 	c := k.C.Counts()
 	return result.Wire{IPv4: c.IPv4, IPv6: c.IPv6, SixIn4: c.SixIn4}, c.Proves(p)
 }
@@ -182,33 +193,72 @@ func htons(v uint16) uint16 { return v<<8 | v>>8 }
 func (c *Capture) loop() {
 	defer c.wg.Done()
 	buf := make([]byte, snap)
+	oob := make([]byte, 128)
 	for !c.closing.Load() {
-		n, _, err := unix.Recvfrom(c.fd, buf, unix.MSG_TRUNC)
+		n, oobn, _, _, err := unix.Recvmsg(c.fd, buf, oob, unix.MSG_TRUNC)
 		if err != nil {
 			continue // timeout or interruption: check closing
 		}
-		switch Classify(buf[:min(n, snap)], c.filter.Load().(Filter)) {
-		case IPv4:
-			c.ipv4.Add(1)
-		case IPv6:
-			c.ipv6.Add(1)
-		case SixIn4:
-			c.sixin4.Add(1)
+		at := stamp(oob[:oobn])
+		c.mu.Lock()
+		if !at.Before(c.from) {
+			switch Classify(buf[:min(n, snap)], c.filter) {
+			case IPv4:
+				c.counts.IPv4++
+			case IPv6:
+				c.counts.IPv6++
+			case SixIn4:
+				c.counts.SixIn4++
+			}
 		}
+		c.last = at
+		c.mu.Unlock()
 	}
 }
 
-// Reset sets the counts to zero and the filter to f (between runs).
-func (c *Capture) Reset(f Filter) {
-	c.filter.Store(f)
-	c.ipv4.Store(0)
-	c.ipv6.Store(0)
-	c.sixin4.Store(0)
+// stamp reads the kernel's receive time from a message's control data; a
+// frame without one counts as received now.
+func stamp(oob []byte) time.Time {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err == nil {
+		for _, m := range msgs {
+			if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SCM_TIMESTAMPNS && len(m.Data) >= 16 {
+				sec := int64(binary.NativeEndian.Uint64(m.Data[0:8]))
+				nsec := int64(binary.NativeEndian.Uint64(m.Data[8:16]))
+				return time.Unix(sec, nsec)
+			}
+		}
+	}
+	return time.Now()
 }
 
-// Counts returns the counts so far.
+// Reset opens a new window from now with filter f (between runs).
+func (c *Capture) Reset(f Filter) {
+	c.mu.Lock()
+	c.filter, c.from, c.counts = f, time.Now(), Counts{}
+	c.mu.Unlock()
+}
+
+// Counts returns the counts of the current window so far.
 func (c *Capture) Counts() Counts {
-	return Counts{IPv4: c.ipv4.Load(), IPv6: c.ipv6.Load(), SixIn4: c.sixin4.Load()}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.counts
+}
+
+// Drain waits until every frame received before now has been processed
+// (at most a second), so Counts covers the window up to now.
+func (c *Capture) Drain() {
+	now := time.Now()
+	for deadline := now.Add(time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		pending, err := unix.IoctlGetInt(c.fd, unix.SIOCINQ)
+		c.mu.Lock()
+		caughtUp := !c.last.Before(now)
+		c.mu.Unlock()
+		if caughtUp || (err == nil && pending == 0) {
+			return
+		}
+	}
 }
 
 // Close stops counting.
