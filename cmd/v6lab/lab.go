@@ -227,6 +227,8 @@ func labDown(name string) error {
 		}
 	}
 	lab.ClearOwner(name)
+	// The owner's log is kept while the lab is up (it says why a lab died).
+	_ = os.Remove(filepath.Join(lab.StateDir, name+".log"))
 	return lab.Down(name)
 }
 

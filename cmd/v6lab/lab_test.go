@@ -58,6 +58,9 @@ func TestLabUpStatusDown(t *testing.T) {
 	if pid := lab.Owner(name); pid != 0 {
 		t.Errorf("owner process %d still alive", pid)
 	}
+	if _, err := os.Stat(filepath.Join(lab.StateDir, name+".log")); err == nil {
+		t.Errorf("lab down left the owner's log behind")
+	}
 }
 
 func TestLabCommandsExplainBadInput(t *testing.T) {

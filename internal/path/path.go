@@ -14,7 +14,6 @@ import (
 	"net"
 	"net/netip"
 	"strings"
-	"syscall"
 )
 
 // Path is one way of reaching a server.
@@ -149,9 +148,6 @@ type Dialer struct {
 	Path Path
 	// Source, when valid, is the local address to bind.
 	Source netip.Addr
-	// Control, when set, is called on the raw socket before connect
-	// (for socket options the caller needs).
-	Control func(network, address string, c syscall.RawConn) error
 }
 
 // Dial connects to addr over proto ("tcp" or "udp") with the path's family,
@@ -173,10 +169,6 @@ func (d Dialer) Dial(ctx context.Context, proto string, addr netip.AddrPort) (ne
 		} else {
 			nd.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(d.Source, 0))
 		}
-	}
-	if d.Control != nil {
-		ctl := d.Control
-		nd.Control = ctl
 	}
 	conn, err := nd.DialContext(ctx, d.Path.Network(proto), addr.String())
 	if err != nil {
