@@ -50,8 +50,7 @@ func countingSink(b testing.TB, l *Lab, addr netip.Addr) (netip.AddrPort, *atomi
 						}
 					}
 				}
-				n, _ := io.Copy(io.Discard, countWriter{received, c})
-				_ = n
+				io.Copy(io.Discard, countingReader{received, c})
 			}()
 		}
 	}()
@@ -59,13 +58,13 @@ func countingSink(b testing.TB, l *Lab, addr netip.Addr) (netip.AddrPort, *atomi
 	return ln.Addr().(*net.TCPAddr).AddrPort(), received
 }
 
-// countWriter reads from r and counts into n as it goes.
-type countWriter struct {
+// countingReader reads from r and counts into n as it goes.
+type countingReader struct {
 	n *atomic.Int64
 	r io.Reader
 }
 
-func (c countWriter) Read(p []byte) (int, error) {
+func (c countingReader) Read(p []byte) (int, error) {
 	k, err := c.r.Read(p)
 	c.n.Add(int64(k))
 	return k, err
@@ -103,7 +102,7 @@ var tunnels = []string{"userspace", "vxlan"}
 
 // eachPath builds a lab per tunnel implementation and runs fn per path;
 // ipv4 and ipv6 run once (they do not use the tunnel).
-func eachPath(b *testing.B, fn func(b *testing.B, l *Lab, p path.Path, src netip.Addr, dst netip.AddrPort)) {
+func eachPath(b *testing.B, fn func(b *testing.B, conn net.Conn)) {
 	if os.Geteuid() != 0 {
 		b.Skip("needs root")
 	}
@@ -121,7 +120,11 @@ func eachPath(b *testing.B, fn func(b *testing.B, l *Lab, p path.Path, src netip
 				name += "-" + impl
 			}
 			dst := sink(b, l, c.dst)
-			b.Run(name, func(b *testing.B) { fn(b, l, c.p, c.src, dst) })
+			b.Run(name, func(b *testing.B) {
+				conn := dialIn(b, l, c.p, c.src, dst)
+				defer conn.Close()
+				fn(b, conn)
+			})
 		}
 		l.Close()
 	}
@@ -131,20 +134,12 @@ func eachPath(b *testing.B, fn func(b *testing.B, l *Lab, p path.Path, src netip
 // each path (run as root: go test ./internal/lab -bench BulkTCP).
 func BenchmarkBulkTCP(b *testing.B) {
 	buf := make([]byte, 256<<10)
-	eachPath(b, func(b *testing.B, l *Lab, p path.Path, src netip.Addr, dst netip.AddrPort) {
-		{
-			c := struct {
-				p   path.Path
-				src netip.Addr
-			}{p, src}
-			conn := dialIn(b, l, c.p, c.src, dst)
-			defer conn.Close()
-			conn.Write([]byte{'b'})
-			b.SetBytes(int64(len(buf)))
-			for b.Loop() {
-				if _, err := conn.Write(buf); err != nil {
-					b.Fatal(err)
-				}
+	eachPath(b, func(b *testing.B, conn net.Conn) {
+		conn.Write([]byte{'b'}) // bulk mode
+		b.SetBytes(int64(len(buf)))
+		for b.Loop() {
+			if _, err := conn.Write(buf); err != nil {
+				b.Fatal(err)
 			}
 		}
 	})
@@ -152,23 +147,15 @@ func BenchmarkBulkTCP(b *testing.B) {
 
 // BenchmarkRoundTrip measures one-byte TCP ping-pongs on each path.
 func BenchmarkRoundTrip(b *testing.B) {
-	eachPath(b, func(b *testing.B, l *Lab, p path.Path, src netip.Addr, dst netip.AddrPort) {
-		{
-			c := struct {
-				p   path.Path
-				src netip.Addr
-			}{p, src}
-			conn := dialIn(b, l, c.p, c.src, dst)
-			defer conn.Close()
-			conn.(*net.TCPConn).SetNoDelay(true)
-			one := []byte{'p'}
+	eachPath(b, func(b *testing.B, conn net.Conn) {
+		conn.(*net.TCPConn).SetNoDelay(true)
+		one := []byte{'p'} // ping-pong mode
+		conn.Write(one)
+		io.ReadFull(conn, one)
+		for b.Loop() {
 			conn.Write(one)
-			io.ReadFull(conn, one)
-			for b.Loop() {
-				conn.Write(one)
-				if _, err := io.ReadFull(conn, one); err != nil {
-					b.Fatal(err)
-				}
+			if _, err := io.ReadFull(conn, one); err != nil {
+				b.Fatal(err)
 			}
 		}
 	})

@@ -22,7 +22,8 @@ type Trace struct {
 
 // Begin starts timing a transaction of protocol over p.
 func Begin(protocol string, p path.Path) *Trace {
-	return &Trace{start: time.Now(), S: result.Sample{Protocol: protocol, Path: string(p), Start: time.Now().UTC()}}
+	now := time.Now() // carries both the monotonic and the wall clock
+	return &Trace{start: now, S: result.Sample{Protocol: protocol, Path: string(p), Start: now.UTC()}}
 }
 
 // Since is the time elapsed since Begin.
