@@ -4,6 +4,7 @@
 package result
 
 import (
+	"strconv"
 	"time"
 )
 
@@ -121,27 +122,5 @@ type Header struct {
 
 // CellKey names a cell: protocol, path and connection count.
 func CellKey(protocol, path string, conns int) string {
-	return protocol + "/" + path + "/" + itoa(conns)
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b [20]byte
-	i := len(b)
-	neg := n < 0
-	if neg {
-		n = -n
-	}
-	for n > 0 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	if neg {
-		i--
-		b[i] = '-'
-	}
-	return string(b[i:])
+	return protocol + "/" + path + "/" + strconv.Itoa(conns)
 }
