@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"v6lab/internal/units"
 
 	"github.com/spf13/cobra"
 
@@ -37,36 +39,42 @@ a raw protocol-41 socket) kept by a background v6lab process. Needs root.`,
 }
 
 func newLabUpCmd() *cobra.Command {
-	var cfg lab.Config
+	var lf labFlags
 	var foreground bool
-	var rate string
+	var configJSON string
 	cmd := &cobra.Command{
-		Use:   "up",
+		Use:   "up [TOPOLOGY.yaml]",
 		Short: "Build a lab and keep it up until lab down",
 		Long: `lab up builds the lab and returns once it is ready; a background v6lab process keeps it
-(it holds the userspace tunnel) until lab down. --rate shapes every link in both directions
-with tc tbf; --delay, --jitter and --loss need the kernel's netem and fail with a clear
-error where the kernel has none.`,
+(it holds the userspace tunnel) until lab down.
+
+A topology file (see docs/lab.md) sets the lab's name, the tunnel, and each link's rate,
+queue limit, MTU, delay, jitter and loss; flags given on the command line win over it and
+apply to every link. --rate shapes links in both directions with tc tbf; --delay, --jitter
+and --loss need the kernel's netem and fail with a clear error where the kernel has none.`,
 		Example: `  v6lab lab up
+  v6lab lab up my-topology.yaml
   v6lab lab up --name second --tunnel-mtu 1280
   v6lab lab up --rate 100M`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if rate != "" {
-				r, err := lab.ParseRate(rate)
-				if err != nil {
-					return &exitError{code: 2, err: fmt.Errorf("--rate: %w", err)}
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if foreground {
+				var cfg lab.Config
+				if err := json.Unmarshal([]byte(configJSON), &cfg); err != nil {
+					return fmt.Errorf("lab up --foreground: bad config: %w", err)
 				}
-				cfg.Shaping.Rate = r
+				return labForeground(cmd, cfg)
 			}
-			if err := cfg.Validate(); err != nil {
+			file := ""
+			if len(args) == 1 {
+				file = args[0]
+			}
+			cfg, err := lf.config(cmd, file, "default")
+			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
 			if os.Geteuid() != 0 {
 				return fmt.Errorf("%w; you are uid %d", lab.ErrPrivilege, os.Geteuid())
-			}
-			if foreground {
-				return labForeground(cmd, cfg)
 			}
 			if reaped, err := lab.Reap(); err == nil && len(reaped) > 0 && !quiet(cmd) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "v6lab: removed labs left by killed processes: %v\n", reaped)
@@ -77,18 +85,95 @@ error where the kernel has none.`,
 			return labDetach(cmd, cfg)
 		},
 	}
+	lf.register(cmd, true)
 	fl := cmd.Flags()
-	fl.StringVar(&cfg.Name, "name", "default", "lab name (namespaces are v6lab-NAME-ROLE)")
-	fl.IntVar(&cfg.TunnelMTU, "tunnel-mtu", lab.DefaultTunnelMTU, "MTU of the 6in4 tunnel (1280 to 1480)")
-	fl.StringVar(&cfg.Tunnel, "tunnel", "", "6in4 implementation: sit or userspace (default: sit where the kernel has it)")
-	fl.StringVar(&rate, "rate", "", "shape every link to this rate (e.g. 10M, 100M); default unshaped")
-	fl.Uint32Var(&cfg.Shaping.QueueLimit, "queue-limit", 0, "queue limit of each shaped link in bytes (default: 50 ms of --rate)")
-	fl.DurationVar(&cfg.Shaping.Delay, "delay", 0, "one-way delay added by each link (needs netem)")
-	fl.DurationVar(&cfg.Shaping.Jitter, "jitter", 0, "jitter around --delay (needs netem)")
-	fl.Float64Var(&cfg.Shaping.Loss, "loss", 0, "packet loss in percent on each link (needs netem)")
 	fl.BoolVar(&foreground, "foreground", false, "build the lab and hold it in this process until interrupted")
+	fl.StringVar(&configJSON, "config-json", "", "the lab's config (with --foreground)")
 	_ = fl.MarkHidden("foreground")
+	_ = fl.MarkHidden("config-json")
 	return cmd
+}
+
+// labFlags are the lab settings lab up and run share.
+type labFlags struct {
+	name, tunnel, rate, queueLimit string
+	tunnelMTU                      int
+	delay, jitter                  time.Duration
+	loss                           float64
+}
+
+func (f *labFlags) register(cmd *cobra.Command, withName bool) {
+	fl := cmd.Flags()
+	if withName {
+		fl.StringVar(&f.name, "name", "default", "lab name (namespaces are v6lab-NAME-ROLE)")
+	}
+	fl.IntVar(&f.tunnelMTU, "tunnel-mtu", lab.DefaultTunnelMTU, "MTU of the lab's 6in4 tunnel (1280 to 1480)")
+	fl.StringVar(&f.tunnel, "tunnel", "", "6in4 implementation: sit or userspace (default: sit where the kernel has it)")
+	fl.StringVar(&f.rate, "rate", "", "shape every lab link to this rate (e.g. 10M, 100M); default unshaped")
+	fl.StringVar(&f.queueLimit, "queue-limit", "", "queue limit of each shaped link, bytes (e.g. 64K; default: 50 ms of the rate)")
+	fl.DurationVar(&f.delay, "delay", 0, "one-way delay added by each link (needs netem)")
+	fl.DurationVar(&f.jitter, "jitter", 0, "jitter around --delay (needs netem)")
+	fl.Float64Var(&f.loss, "loss", 0, "packet loss in percent on each link (needs netem)")
+}
+
+// config reads the topology file (if any) and lays the flags the user gave
+// over it; flags apply to every link.
+func (f *labFlags) config(cmd *cobra.Command, file, defName string) (lab.Config, error) {
+	cfg := lab.Config{Name: defName, TunnelMTU: lab.DefaultTunnelMTU}
+	if file != "" {
+		var err error
+		if cfg, err = lab.LoadTopology(file); err != nil {
+			return cfg, err
+		}
+		if cfg.Name == "" {
+			cfg.Name = defName
+		}
+	}
+	ch := cmd.Flags().Changed
+	if ch("name") {
+		cfg.Name = f.name
+	}
+	if ch("tunnel-mtu") {
+		cfg.TunnelMTU = f.tunnelMTU
+	}
+	if ch("tunnel") {
+		cfg.Tunnel = f.tunnel
+	}
+	var set []func(*lab.Shaping)
+	if ch("rate") {
+		r, err := units.ParseRate(f.rate)
+		if err != nil {
+			return cfg, fmt.Errorf("--rate: %w", err)
+		}
+		set = append(set, func(s *lab.Shaping) { s.Rate = r })
+	}
+	if ch("queue-limit") {
+		q, err := units.ParseSize(f.queueLimit)
+		if err != nil || q > 1<<30 {
+			return cfg, fmt.Errorf("--queue-limit: want bytes up to 1G such as 64K, not %q", f.queueLimit)
+		}
+		set = append(set, func(s *lab.Shaping) { s.QueueLimit = uint32(q) })
+	}
+	if ch("delay") {
+		set = append(set, func(s *lab.Shaping) { s.Delay = f.delay })
+	}
+	if ch("jitter") {
+		set = append(set, func(s *lab.Shaping) { s.Jitter = f.jitter })
+	}
+	if ch("loss") {
+		set = append(set, func(s *lab.Shaping) { s.Loss = f.loss })
+	}
+	for _, fn := range set {
+		fn(&cfg.Shaping)
+		for name, l := range cfg.Links {
+			fn(&l.Shaping)
+			cfg.Links[name] = l
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
 }
 
 // labDetach starts `lab up --foreground` as a detached process and waits
@@ -111,13 +196,11 @@ func labDetach(cmd *cobra.Command, cfg lab.Config) error {
 	if err != nil {
 		return err
 	}
-	args := []string{"lab", "up", "--foreground", "--name", cfg.Name, "--tunnel-mtu", fmt.Sprint(cfg.TunnelMTU)}
-	if cfg.Tunnel != "" {
-		args = append(args, "--tunnel", cfg.Tunnel)
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return err
 	}
-	sh := cfg.Shaping
-	args = append(args, "--rate", fmt.Sprint(sh.Rate), "--queue-limit", fmt.Sprint(sh.QueueLimit),
-		"--delay", sh.Delay.String(), "--jitter", sh.Jitter.String(), "--loss", fmt.Sprint(sh.Loss))
+	args := []string{"lab", "up", "--foreground", "--config-json", string(b)}
 	c := exec.Command(exe, args...)
 	c.Stdout, c.Stderr = logf, logf
 	c.ExtraFiles = []*os.File{w} // fd 3: the ready line

@@ -33,7 +33,9 @@ func TestLabUpStatusDown(t *testing.T) {
 		return string(out), err
 	}
 	t.Cleanup(func() { run("lab", "down", "--name", name) })
-	out, err := run("lab", "up", "--name", name, "--tunnel-mtu", "1280", "--rate", "100M")
+	topo := filepath.Join(t.TempDir(), "topo.yaml")
+	os.WriteFile(topo, []byte("name: ignored\ntunnel: {mtu: 1280}\nlinks:\n  all: {rate: 100M}\n  r1-r2: {rate: 10M, mtu: 1400}\n"), 0o644)
+	out, err := run("lab", "up", topo, "--name", name)
 	if err != nil || !strings.Contains(out, "is up (tunnel ") {
 		t.Fatalf("lab up: %v\n%s", err, out)
 	}
@@ -44,7 +46,7 @@ func TestLabUpStatusDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"kept by process", "192.0.2.2/24", "2001:db8:6:3::2/64", "2001:db8:46:3::2/64", "tun6in4", "mtu 1280", "route 2001:db8:46:3::/64 dev tun6in4", "qdisc tbf 100.0 Mbit/s"} {
+	for _, want := range []string{"kept by process", "192.0.2.2/24", "2001:db8:6:3::2/64", "2001:db8:46:3::2/64", "tun6in4", "mtu 1280", "route 2001:db8:46:3::/64 dev tun6in4", "qdisc tbf 100.0 Mbit/s", "qdisc tbf 10.0 Mbit/s", "mtu 1400"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status lacks %q:\n%s", want, out)
 		}
@@ -72,7 +74,10 @@ func TestLabCommandsExplainBadInput(t *testing.T) {
 		{[]string{"lab", "up", "--tunnel-mtu", "9000"}, "tunnel MTU 9000 out of range"},
 		{[]string{"lab", "up", "--tunnel", "gre"}, `unknown tunnel implementation "gre"`},
 		{[]string{"lab", "status", "--name", "nosuchlab"}, `no lab named "nosuchlab"`},
-		{[]string{"lab", "up", "--rate", "fast"}, `--rate: lab: bad rate "fast"`},
+		{[]string{"lab", "up", "--rate", "fast"}, `--rate: bad rate "fast"`},
+		{[]string{"lab", "up", "../../internal/lab/testdata/invalid-rate.yaml"}, `invalid-rate.yaml:4: links.all.rate: bad rate "fast"`},
+		{[]string{"lab", "up", "nosuch.yaml"}, "nosuch.yaml: no such file"},
+		{[]string{"run", "--topology", "../../internal/lab/testdata/invalid-link-mtu.yaml"}, "invalid-link-mtu.yaml:4: links.client-r1.mtu: 1000 is out of range"},
 		{[]string{"lab", "up", "--jitter", "1ms"}, "jitter needs a delay"},
 	}
 	for _, c := range cases {

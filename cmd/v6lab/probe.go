@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"v6lab/internal/units"
 
 	mdns "github.com/miekg/dns"
 	"github.com/spf13/cobra"
@@ -87,7 +88,7 @@ with a clear error; there is never a fallback to the other family.`,
 			}
 			var mb int64
 			if maxBody != "" {
-				if mb, err = httpp.ParseSize(maxBody); err != nil || mb <= 0 {
+				if mb, err = units.ParseSize(maxBody); err != nil || mb <= 0 {
 					return &exitError{code: 2, err: fmt.Errorf("--max-body: bad size %q", maxBody)}
 				}
 			}

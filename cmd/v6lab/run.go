@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"v6lab/internal/experiment"
-	"v6lab/internal/lab"
 	httpp "v6lab/internal/proto/http"
 )
 
@@ -15,8 +14,8 @@ func newRunCmd() *cobra.Command {
 	var lf loadFlags
 	var objects int
 	var loopback, keep bool
-	var labChild, rate string
-	labCfg := lab.Config{Name: fmt.Sprintf("run%d", os.Getpid()%100000)}
+	var labChild, topology string
+	var lflags labFlags
 	cmd := &cobra.Command{
 		Use:   "run [quick]",
 		Short: "Run the main job: HTTP response time over IPv4 and IPv6 on embedded servers",
@@ -41,10 +40,21 @@ removed afterwards unless --keep. Otherwise it measures ipv4 and ipv6 on loopbac
 			if len(args) == 1 && args[0] != "quick" {
 				return &exitError{code: 2, err: fmt.Errorf("unknown experiment %q: only the built-in \"quick\" exists so far", args[0])}
 			}
+			// The lab's settings are checked first, even when no lab will
+			// be built, so a bad file or flag is never silently ignored.
+			labCfg, err := lflags.config(cmd, topology, "run")
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			// A run's lab is its own: a kept lab of the file's name is
+			// never touched.
+			labCfg.Name = fmt.Sprintf("run%d", os.Getpid()%100000)
 			useLab := false
 			if !loopback {
 				if why := canLab(); why == nil {
 					useLab = true
+				} else if topology != "" {
+					return fmt.Errorf("--topology needs a lab, but %v", why)
 				} else if !quiet(cmd) {
 					fmt.Fprintf(cmd.ErrOrStderr(), "v6lab: no lab (%v): measuring ipv4 and ipv6 on loopback\n", why)
 				}
@@ -64,14 +74,6 @@ removed afterwards unless --keep. Otherwise it measures ipv4 and ipv6 on loopbac
 			spec.Params = map[string]string{"page": fmt.Sprintf("%d bytes + %d objects of %d bytes", cfg.PageSize, cfg.Objects, cfg.ObjectSize),
 				"dns": "embedded, query over the path's family"}
 			if useLab {
-				if rate != "" {
-					if labCfg.Shaping.Rate, err = lab.ParseRate(rate); err != nil {
-						return &exitError{code: 2, err: fmt.Errorf("--rate: %w", err)}
-					}
-				}
-				if err := labCfg.Validate(); err != nil {
-					return &exitError{code: 2, err: err}
-				}
 				return runInLab(cmd, spec, labCfg, cfg, lf.results, keep)
 			}
 			local, err := experiment.StartLocal(cmd.Context(), spec.Paths, cfg)
@@ -97,9 +99,8 @@ removed afterwards unless --keep. Otherwise it measures ipv4 and ipv6 on loopbac
 	fl.IntVar(&objects, "objects", httpp.DefaultServerConfig.Objects, "embedded objects on the served page")
 	fl.BoolVar(&loopback, "loopback", false, "measure on loopback even when a lab could be built")
 	fl.BoolVar(&keep, "keep", false, "leave the lab up after the run, for debugging")
-	fl.StringVar(&rate, "rate", "", "shape every lab link to this rate (e.g. 10M, 100M)")
-	fl.IntVar(&labCfg.TunnelMTU, "tunnel-mtu", lab.DefaultTunnelMTU, "MTU of the lab's 6in4 tunnel (1280 to 1480)")
-	fl.StringVar(&labCfg.Tunnel, "tunnel", "", "6in4 implementation: sit or userspace (default: sit where the kernel has it)")
+	fl.StringVar(&topology, "topology", "", "lab topology file (see docs/lab.md); default: the built-in lab")
+	lflags.register(cmd, false)
 	fl.StringVar(&labChild, "lab-child", "", "")
 	_ = fl.MarkHidden("lab-child")
 	return cmd

@@ -101,7 +101,7 @@ func runInLab(cmd *cobra.Command, spec experiment.Spec, cfg lab.Config, srvCfg h
 		Servers: map[string]string{"http": "embedded (Go net/http) in the server namespace", "dns": "embedded (miekg/dns) in the server namespace, a view per tunnel address"},
 		Lab: map[string]string{"name": l.Name, "topology": "client - r1 - r2 - server (veth), 6in4 tunnel r1-r2",
 			"tunnel": l.TunnelImpl, "tunnel_mtu": strconv.Itoa(l.TunnelMTU), "wire_check": "r1 " + l.Addr.WireIf,
-			"rate": rateText(cfg.Shaping.Rate)},
+			"links": cfg.LinkSummary()},
 		Results: results, Objects: true}
 	job.Spec.Target = in.URL.String()
 	for p, r := range in.Resolvers {
@@ -153,13 +153,6 @@ func runInLab(cmd *cobra.Command, spec experiment.Spec, cfg lab.Config, srvCfg h
 		return &exitError{code: ee.ExitCode(), err: errors.New("the measurement in the lab failed (see above)")}
 	}
 	return err
-}
-
-func rateText(r uint64) string {
-	if r == 0 {
-		return "unshaped"
-	}
-	return fmt.Sprintf("%g Mbit/s", float64(r)/1e6)
 }
 
 // runLabChild is the measuring side, inside the client namespace.

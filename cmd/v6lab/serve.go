@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"v6lab/internal/units"
 
 	"github.com/spf13/cobra"
 
@@ -71,7 +72,7 @@ and /health, until interrupted. Each --listen socket is pinned to its address's 
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
-			if cfg.ObjectSize, err = httpp.ParseSize(objSize); err != nil {
+			if cfg.ObjectSize, err = units.ParseSize(objSize); err != nil {
 				return &exitError{code: 2, err: fmt.Errorf("--object-size: %w", err)}
 			}
 			if cfg.Objects < 0 || cfg.PageSize < 0 {

@@ -3,8 +3,6 @@ package lab
 import (
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -43,32 +41,6 @@ func (s Shaping) Validate() error {
 	return nil
 }
 
-// ParseRate reads "100M", "10Mbit", "1.5G", "64k" or plain bits per second.
-func ParseRate(s string) (uint64, error) {
-	t := strings.ToLower(strings.TrimSpace(s))
-	t = strings.TrimSuffix(strings.TrimSuffix(t, "bit/s"), "bit")
-	t = strings.TrimSuffix(t, "bps")
-	mult := 1.0
-	if t != "" {
-		switch t[len(t)-1] {
-		case 'k':
-			mult = 1e3
-		case 'm':
-			mult = 1e6
-		case 'g':
-			mult = 1e9
-		}
-		if mult > 1 {
-			t = t[:len(t)-1]
-		}
-	}
-	v, err := strconv.ParseFloat(t, 64)
-	if err != nil || v < 0 || v*mult > 1e12 {
-		return 0, fmt.Errorf("lab: bad rate %q (want e.g. 10M, 100Mbit, 1G)", s)
-	}
-	return uint64(v * mult), nil
-}
-
 // shape puts the qdisc on one interface: tbf for rate alone, netem (with
 // its own rate) when delay, jitter or loss is asked.
 func shape(h *netlink.Handle, ln netlink.Link, s Shaping) error {
@@ -105,16 +77,17 @@ func shape(h *netlink.Handle, ln netlink.Link, s Shaping) error {
 
 // applyShaping shapes every veth end of the lab.
 func (l *Lab) applyShaping(hs map[string]*netlink.Handle) error {
-	if l.Shaping.Rate == 0 && !l.Shaping.emulates() {
-		return nil
-	}
 	for _, lk := range links {
+		sh := l.Link(lk.name()).Shaping
+		if sh.Rate == 0 && !sh.emulates() {
+			continue
+		}
 		for _, end := range []struct{ role, ifname string }{{lk.a, lk.aIf}, {lk.b, lk.bIf}} {
 			ln, err := hs[end.role].LinkByName(end.ifname)
 			if err != nil {
 				return fmt.Errorf("lab: %s: %w", end.role, err)
 			}
-			if err := shape(hs[end.role], ln, l.Shaping); err != nil {
+			if err := shape(hs[end.role], ln, sh); err != nil {
 				return fmt.Errorf("lab: %s %s: %w", end.role, end.ifname, err)
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/vishvananda/netlink"
@@ -36,8 +37,73 @@ type Config struct {
 	// where the kernel has it. "vxlan" replaces 6in4 with the kernel's
 	// vxlan (IPv6 in UDP) as a reference for benchmarks.
 	Tunnel string
-	// Shaping limits every link (rate, queue; delay and loss with netem).
-	Shaping Shaping
+	// Shaping limits every link (rate, queue; delay and loss with netem)
+	// that Links does not set.
+	Shaping Shaping `json:"shaping"`
+	// Links sets single links by name (LinkNames), whole: shaping and MTU.
+	Links map[string]Link `json:"links,omitempty"`
+}
+
+// Link is one link's settings.
+type Link struct {
+	Shaping Shaping `json:"shaping"`
+	// MTU of both veth ends; 0 is 1500.
+	MTU int `json:"mtu,omitempty"`
+}
+
+// DefaultLinkMTU is the MTU of a lab link unless set.
+const DefaultLinkMTU = 1500
+
+// LinkNames are the links of the topology, client side first.
+var LinkNames = []string{"client-r1", "r1-r2", "r2-server"}
+
+// LinkSummary describes every link's shaping and MTU in one line.
+func (c *Config) LinkSummary() string {
+	var parts []string
+	for _, name := range LinkNames {
+		l := c.Link(name)
+		parts = append(parts, name+" "+l.String())
+	}
+	return strings.Join(parts, "; ")
+}
+
+// String describes a link: "10 Mbit/s, queue 65536 B, mtu 1500".
+func (l Link) String() string {
+	s := l.Shaping
+	var parts []string
+	if s.Rate == 0 {
+		parts = append(parts, "unshaped")
+	} else {
+		parts = append(parts, fmt.Sprintf("%g Mbit/s", float64(s.Rate)/1e6))
+	}
+	if s.QueueLimit > 0 {
+		parts = append(parts, fmt.Sprintf("queue %d B", s.QueueLimit))
+	}
+	if s.Delay > 0 {
+		parts = append(parts, "delay "+s.Delay.String())
+	}
+	if s.Jitter > 0 {
+		parts = append(parts, "jitter "+s.Jitter.String())
+	}
+	if s.Loss > 0 {
+		parts = append(parts, fmt.Sprintf("loss %g%%", s.Loss))
+	}
+	mtu := l.MTU
+	if mtu == 0 {
+		mtu = DefaultLinkMTU
+	}
+	return strings.Join(append(parts, fmt.Sprintf("mtu %d", mtu)), ", ")
+}
+
+// Link returns the settings of link name (one of LinkNames).
+func (c *Config) Link(name string) Link {
+	if l, ok := c.Links[name]; ok {
+		if l.MTU == 0 {
+			l.MTU = DefaultLinkMTU
+		}
+		return l
+	}
+	return Link{Shaping: c.Shaping, MTU: DefaultLinkMTU}
 }
 
 // DefaultTunnelMTU is the usual 6in4 MTU: 1500 less the 20-byte IPv4 header.
@@ -58,6 +124,23 @@ func (c *Config) Validate() error {
 	}
 	if err := c.Shaping.Validate(); err != nil {
 		return err
+	}
+	for name := range c.Links {
+		if !slices.Contains(LinkNames, name) {
+			return fmt.Errorf("lab: no link named %q (links: %s)", name, strings.Join(LinkNames, ", "))
+		}
+	}
+	for _, name := range LinkNames {
+		l := c.Link(name)
+		if err := l.Shaping.Validate(); err != nil {
+			return fmt.Errorf("lab: link %s: %w", name, err)
+		}
+		if l.MTU < 1280 || l.MTU > 9000 {
+			return fmt.Errorf("lab: link %s: MTU %d out of range (1280 to 9000: IPv6 needs 1280)", name, l.MTU)
+		}
+	}
+	if mtu := c.Link("r1-r2").MTU; c.Tunnel != "vxlan" && mtu < c.TunnelMTU+20 {
+		return fmt.Errorf("lab: tunnel MTU %d needs an r1-r2 link MTU of at least %d (the tunnel adds a 20-byte IPv4 header), but it is %d", c.TunnelMTU, c.TunnelMTU+20, mtu)
 	}
 	switch c.Tunnel {
 	case "", "sit", "userspace", "vxlan":
@@ -90,6 +173,8 @@ var links = []link{
 	{a: R2, b: Server, aIf: "eth-server", bIf: "eth-r2", aHost: 1, bHost: 2,
 		v4: netip.MustParsePrefix("203.0.113.0/24"), v6: netip.MustParsePrefix("2001:db8:6:3::/64"), tun6: netip.MustParsePrefix("2001:db8:46:3::/64")},
 }
+
+func (lk link) name() string { return lk.a + "-" + lk.b }
 
 // TunnelIf is the name of the 6in4 interface on both routers.
 const TunnelIf = "tun6in4"
@@ -230,7 +315,7 @@ func (l *Lab) addLink(hs map[string]*netlink.Handle, lk link) error {
 		return fmt.Errorf("lab: %w", err)
 	}
 	defer peerNS.Close()
-	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: lk.aIf, MTU: 1500}, PeerName: lk.bIf, PeerNamespace: netlink.NsFd(peerNS)}
+	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: lk.aIf, MTU: l.Link(lk.name()).MTU}, PeerName: lk.bIf, PeerNamespace: netlink.NsFd(peerNS)}
 	if err := hs[lk.a].LinkAdd(veth); err != nil {
 		return fmt.Errorf("lab: veth %s(%s) - %s(%s): %w", lk.a, lk.aIf, lk.b, lk.bIf, err)
 	}

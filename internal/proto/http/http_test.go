@@ -206,21 +206,6 @@ func TestParseURL(t *testing.T) {
 	}
 }
 
-func TestParseSize(t *testing.T) {
-	for in, want := range map[string]int64{"0": 0, "1024": 1024, "64K": 64 << 10, "1M": 1 << 20, "2GiB": 2 << 30, "5.6": -1, "-1": -1, "M": -1, "99999999999T": -1} {
-		got, err := ParseSize(in)
-		if want < 0 {
-			if err == nil {
-				t.Errorf("%q accepted as %d", in, got)
-			}
-			continue
-		}
-		if err != nil || got != want {
-			t.Errorf("%q = %d, %v; want %d", in, got, err, want)
-		}
-	}
-}
-
 func TestObjects(t *testing.T) {
 	base, _ := url.Parse("http://h:8080/dir/page.html")
 	page := `<html><head><link rel="stylesheet" href="s.css"><link rel="alternate" href="feed">

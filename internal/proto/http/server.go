@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"v6lab/internal/units"
 
 	"v6lab/internal/path"
 )
@@ -64,7 +65,7 @@ func Handler(cfg ServerConfig) nethttp.Handler {
 		writeGenerated(w, cfg.ObjectSize, "image/png")
 	})
 	mux.HandleFunc("GET /files/{size}", func(w nethttp.ResponseWriter, r *nethttp.Request) {
-		size, err := ParseSize(r.PathValue("size"))
+		size, err := units.ParseSize(r.PathValue("size"))
 		if err != nil || size > MaxFileSize {
 			nethttp.Error(w, "bad size", nethttp.StatusBadRequest)
 			return
@@ -110,35 +111,6 @@ func Page(cfg ServerConfig) []byte {
 	}
 	b.WriteString("</body></html>\n")
 	return []byte(b.String())
-}
-
-// ParseSize reads a byte count: a plain number or one with a K, M, G or T
-// suffix (powers of 1024; "KiB"/"KB" spellings accepted).
-func ParseSize(s string) (int64, error) {
-	t := strings.TrimSpace(s)
-	mult := int64(1)
-	u := strings.ToUpper(t)
-	u = strings.TrimSuffix(strings.TrimSuffix(u, "IB"), "B")
-	if u != "" {
-		switch u[len(u)-1] {
-		case 'K':
-			mult = 1 << 10
-		case 'M':
-			mult = 1 << 20
-		case 'G':
-			mult = 1 << 30
-		case 'T':
-			mult = 1 << 40
-		}
-		if mult > 1 {
-			u = u[:len(u)-1]
-		}
-	}
-	n, err := strconv.ParseInt(u, 10, 64)
-	if err != nil || n < 0 || (mult > 1 && n > (1<<62)/mult) {
-		return 0, fmt.Errorf("http: bad size %q (want bytes, or a number with K, M, G or T)", s)
-	}
-	return n * mult, nil
 }
 
 // Server is a running embedded HTTP server.

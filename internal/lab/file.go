@@ -1,0 +1,178 @@
+package lab
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"v6lab/internal/specfile"
+	"v6lab/internal/units"
+)
+
+// topologyFile is the YAML form of a Config (see docs/lab.md).
+type topologyFile struct {
+	Name   string `yaml:"name"`
+	Tunnel struct {
+		Implementation string `yaml:"implementation"`
+		MTU            int    `yaml:"mtu"`
+	} `yaml:"tunnel"`
+	// Links holds "all" (every link) and single links by name; a single
+	// link's fields override those of "all".
+	Links map[string]linkFile `yaml:"links"`
+}
+
+type linkFile struct {
+	Rate       string   `yaml:"rate"`
+	QueueLimit string   `yaml:"queue_limit"`
+	Delay      duration `yaml:"delay"`
+	Jitter     duration `yaml:"jitter"`
+	Loss       percent  `yaml:"loss"`
+	MTU        int      `yaml:"mtu"`
+}
+
+type duration time.Duration
+
+func (d *duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil || v < 0 {
+		return fmt.Errorf("want a duration such as 10ms, not %q", b)
+	}
+	*d = duration(v)
+	return nil
+}
+
+// percent reads "0.5" or "0.5%".
+type percent float64
+
+func (p *percent) UnmarshalText(b []byte) error {
+	v, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(string(b)), "%"), 64)
+	if err != nil || v < 0 || v > 100 {
+		return fmt.Errorf("want a percentage from 0 to 100, not %q", b)
+	}
+	*p = percent(v)
+	return nil
+}
+
+// LoadTopology reads a topology file. Every problem, in the YAML or in the
+// values, is an error naming the file, line and field.
+func LoadTopology(file string) (Config, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return Config{}, fmt.Errorf("lab: topology: %w", err)
+	}
+	return ParseTopology(file, data)
+}
+
+// ParseTopology reads a topology from data (the contents of file).
+func ParseTopology(file string, data []byte) (Config, error) {
+	var f topologyFile
+	doc, err := specfile.Decode(file, data, &f)
+	if err != nil {
+		return Config{}, err
+	}
+	cfg := Config{Name: f.Name, Tunnel: f.Tunnel.Implementation, TunnelMTU: f.Tunnel.MTU}
+	if doc.Has("name") && !labName.MatchString(f.Name) {
+		return cfg, doc.Errorf("name", "%q is not a lab name: 1-15 lowercase letters, digits or dashes", f.Name)
+	}
+	switch cfg.Tunnel {
+	case "auto":
+		cfg.Tunnel = ""
+	case "sit", "userspace", "vxlan":
+	default:
+		if doc.Has("tunnel.implementation") {
+			return cfg, doc.Errorf("tunnel.implementation", "%q is not a tunnel: want auto, sit, userspace or vxlan", cfg.Tunnel)
+		}
+	}
+	if doc.Has("tunnel.mtu") && (cfg.TunnelMTU < 1280 || cfg.TunnelMTU > 1480) {
+		return cfg, doc.Errorf("tunnel.mtu", "%d is out of range: IPv6 needs at least 1280, and 1480 fills a 1500-byte link", cfg.TunnelMTU)
+	}
+	if cfg.TunnelMTU == 0 {
+		cfg.TunnelMTU = DefaultTunnelMTU
+	}
+	for name := range f.Links {
+		if name != "all" && !slices.Contains(LinkNames, name) {
+			return cfg, doc.Errorf("links."+name, "no such link (links: all, %s)", strings.Join(LinkNames, ", "))
+		}
+	}
+	all, err := linkFromFile(doc, "links.all", f.Links["all"], Link{MTU: DefaultLinkMTU})
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Shaping = all.Shaping
+	for _, name := range LinkNames {
+		field := "links." + name
+		l, err := linkFromFile(doc, field, f.Links[name], all)
+		if err != nil {
+			return cfg, err
+		}
+		if l != all {
+			if cfg.Links == nil {
+				cfg.Links = map[string]Link{}
+			}
+			cfg.Links[name] = l
+		}
+		if name == "r1-r2" && cfg.Tunnel != "vxlan" && l.MTU < cfg.TunnelMTU+20 {
+			at := field + ".mtu"
+			if !doc.Has(at) {
+				at = "links.all.mtu"
+			}
+			if !doc.Has(at) {
+				at = "tunnel.mtu"
+			}
+			return cfg, doc.Errorf(at, "the tunnel (MTU %d) needs an r1-r2 link MTU of at least %d, one 20-byte IPv4 header more, but it is %d", cfg.TunnelMTU, cfg.TunnelMTU+20, l.MTU)
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("%s: %w", file, err) // rules with no single field
+	}
+	return cfg, nil
+}
+
+// linkFromFile applies the fields the file gave for one link (at field)
+// over base, checking each.
+func linkFromFile(doc *specfile.Doc, field string, f linkFile, base Link) (Link, error) {
+	l := base
+	has := func(k string) bool { return doc.Has(field + "." + k) }
+	if has("rate") {
+		r, err := units.ParseRate(f.Rate)
+		if err != nil {
+			return l, doc.Errorf(field+".rate", "%v", err)
+		}
+		if r != 0 && r < 8000 {
+			return l, doc.Errorf(field+".rate", "%s is below 8 kbit/s", f.Rate)
+		}
+		l.Shaping.Rate = r
+	}
+	if has("queue_limit") {
+		q, err := units.ParseSize(f.QueueLimit)
+		if err != nil || q > 1<<30 {
+			return l, doc.Errorf(field+".queue_limit", "want bytes up to 1G, such as 64K, not %q", f.QueueLimit)
+		}
+		if q < 2*int64(max(l.MTU, DefaultLinkMTU)) {
+			return l, doc.Errorf(field+".queue_limit", "%s holds less than two full frames", f.QueueLimit)
+		}
+		l.Shaping.QueueLimit = uint32(q)
+	}
+	if has("delay") {
+		l.Shaping.Delay = time.Duration(f.Delay)
+	}
+	if has("jitter") {
+		l.Shaping.Jitter = time.Duration(f.Jitter)
+	}
+	if has("loss") {
+		l.Shaping.Loss = float64(f.Loss)
+	}
+	if l.Shaping.Jitter > 0 && l.Shaping.Delay == 0 {
+		return l, doc.Errorf(field+".jitter", "jitter needs a delay to vary around (set delay too)")
+	}
+	if has("mtu") {
+		if f.MTU < 1280 || f.MTU > 9000 {
+			return l, doc.Errorf(field+".mtu", "%d is out of range: 1280 (the IPv6 minimum) to 9000", f.MTU)
+		}
+		l.MTU = f.MTU
+	}
+	return l, nil
+}

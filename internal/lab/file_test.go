@@ -1,0 +1,71 @@
+package lab
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Each invalid-*.yaml names on its first line the exact error it must give.
+func TestInvalidTopologiesNameFileLineAndField(t *testing.T) {
+	files, _ := filepath.Glob("testdata/invalid-*.yaml")
+	if len(files) < 10 {
+		t.Fatalf("only %d invalid topology files", len(files))
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, _, _ := strings.Cut(string(data), "\n")
+		want, ok := strings.CutPrefix(first, "# want: ")
+		if !ok {
+			t.Fatalf("%s: first line must be '# want: <message>'", f)
+		}
+		_, err = ParseTopology(filepath.Base(f), data)
+		if err == nil || err.Error() != want {
+			t.Errorf("%s:\n got  %v\n want %s", f, err, want)
+		}
+	}
+}
+
+func TestTopologyFileSetsEveryLink(t *testing.T) {
+	cfg, err := LoadTopology("testdata/topology-full.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Name != "study" || cfg.Tunnel != "userspace" || cfg.TunnelMTU != 1280 {
+		t.Errorf("config %+v", cfg)
+	}
+	for name, rate := range map[string]uint64{"client-r1": 100e6, "r1-r2": 10e6, "r2-server": 100e6} {
+		l := cfg.Link(name)
+		if l.Shaping.Rate != rate || l.Shaping.QueueLimit != 128<<10 || l.MTU != 1500 {
+			t.Errorf("link %s: %+v", name, l)
+		}
+	}
+	// A file with nothing in it but a name is the default lab.
+	cfg, err = ParseTopology("min.yaml", []byte("name: x\n"))
+	if err != nil || cfg.TunnelMTU != DefaultTunnelMTU || cfg.Links != nil || cfg.Shaping != (Shaping{}) {
+		t.Errorf("minimal file: %+v, %v", cfg, err)
+	}
+	if _, err := LoadTopology("testdata/nope.yaml"); err == nil || !strings.Contains(err.Error(), "nope.yaml") {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+func TestConfigValidateChecksLinks(t *testing.T) {
+	for want, c := range map[string]Config{
+		`no link named "x"`:                        {Name: "a", Links: map[string]Link{"x": {}}},
+		"link r1-r2: MTU 100 out of range":         {Name: "a", Links: map[string]Link{"r1-r2": {MTU: 100}}},
+		"needs an r1-r2 link MTU of at least 1500": {Name: "a", Links: map[string]Link{"r1-r2": {MTU: 1400}}},
+	} {
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%+v: %v, want %q", c, err, want)
+		}
+	}
+	ok := Config{Name: "a", TunnelMTU: 1280, Links: map[string]Link{"r1-r2": {MTU: 1400}}}
+	if err := ok.Validate(); err != nil {
+		t.Errorf("1280 tunnel over a 1400 link: %v", err)
+	}
+}

@@ -1,0 +1,287 @@
+// Package specfile decodes the YAML files users write (lab topologies,
+// experiments) strictly: an unknown field, a value of the wrong type, a key
+// given twice or a missing value is an error that names the file, the line
+// and the field, and so is every rule the caller checks afterwards.
+package specfile
+
+import (
+	"bytes"
+	"encoding"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Error is a problem in a spec file, at a field.
+type Error struct {
+	File  string
+	Line  int    // 0 when the field is not in the file (a missing field)
+	Field string // dotted path: tunnel.mtu, links.r1-r2.rate, conns[2]
+	Msg   string
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d", e.Line)
+	}
+	if e.Field != "" {
+		b.WriteString(": " + e.Field)
+	}
+	b.WriteString(": " + e.Msg)
+	return b.String()
+}
+
+// Doc remembers where each field of a decoded file was, so that rules
+// checked after decoding can name the line.
+type Doc struct {
+	File  string
+	lines map[string]int
+}
+
+// Errorf makes an error about field (a dotted path as in Error.Field).
+func (d *Doc) Errorf(field, format string, args ...any) error {
+	return &Error{File: d.File, Line: d.lines[field], Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Has reports whether the file gave field.
+func (d *Doc) Has(field string) bool {
+	_, ok := d.lines[field]
+	return ok
+}
+
+// Line is the line of field, or 0.
+func (d *Doc) Line(field string) int { return d.lines[field] }
+
+// Decode reads data (the contents of file) into v, a pointer to a struct
+// whose fields carry yaml tags. Types implementing encoding.TextUnmarshaler
+// read their scalar text themselves.
+func Decode(file string, data []byte, v any) (*Doc, error) {
+	d := &Doc{File: file, lines: map[string]int{}}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var root yaml.Node
+	if err := dec.Decode(&root); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, &Error{File: file, Msg: "the file is empty"}
+		}
+		return nil, syntaxError(file, err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return nil, &Error{File: file, Line: extra.Line, Msg: "a second YAML document: one file holds one spec"}
+	} else if !errors.Is(err, io.EOF) {
+		return nil, syntaxError(file, err)
+	}
+	node := &root
+	if node.Kind == yaml.DocumentNode {
+		if len(node.Content) == 0 {
+			return nil, &Error{File: file, Msg: "the file is empty"}
+		}
+		node = node.Content[0]
+	}
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.Elem().Kind() != reflect.Struct {
+		panic("specfile: Decode needs a pointer to a struct")
+	}
+	if err := d.decode(node, rv.Elem(), ""); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// syntaxError turns the YAML parser's "yaml: line N: msg" into an Error.
+func syntaxError(file string, err error) error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	line := 0
+	if rest, ok := strings.CutPrefix(msg, "line "); ok {
+		if i := strings.Index(rest, ": "); i > 0 {
+			if n, err := strconv.Atoi(rest[:i]); err == nil {
+				line, msg = n, rest[i+2:]
+			}
+		}
+	}
+	return &Error{File: file, Line: line, Msg: "not valid YAML: " + msg}
+}
+
+func (d *Doc) errAt(n *yaml.Node, field, format string, args ...any) error {
+	return &Error{File: d.File, Line: n.Line, Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+var textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+
+func (d *Doc) decode(n *yaml.Node, v reflect.Value, field string) error {
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if field != "" {
+		if _, seen := d.lines[field]; !seen {
+			d.lines[field] = n.Line
+		}
+	}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return d.errAt(n, field, "has no value")
+	}
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			v.Set(reflect.New(v.Type().Elem()))
+		}
+		return d.decode(n, v.Elem(), field)
+	}
+	if v.CanAddr() && v.Addr().Type().Implements(textUnmarshaler) {
+		if n.Kind != yaml.ScalarNode {
+			return d.errAt(n, field, "want a single value, not a %s", kindName(n))
+		}
+		if err := v.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(n.Value)); err != nil {
+			return d.errAt(n, field, "%v", err)
+		}
+		return nil
+	}
+	switch v.Kind() {
+	case reflect.Struct:
+		return d.decodeStruct(n, v, field)
+	case reflect.Map:
+		return d.decodeMap(n, v, field)
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			return d.errAt(n, field, "want a list, not %s", describe(n))
+		}
+		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+		for i, item := range n.Content {
+			if err := d.decode(item, s.Index(i), fmt.Sprintf("%s[%d]", field, i)); err != nil {
+				return err
+			}
+		}
+		v.Set(s)
+		return nil
+	}
+	if n.Kind != yaml.ScalarNode {
+		return d.errAt(n, field, "want a single value, not a %s", kindName(n))
+	}
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(n.Value)
+	case reflect.Bool:
+		b, ok := map[string]bool{"true": true, "false": false}[n.Value]
+		if !ok {
+			return d.errAt(n, field, "want true or false, not %q", n.Value)
+		}
+		v.SetBool(b)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		i, err := strconv.ParseInt(strings.ReplaceAll(n.Value, "_", ""), 10, v.Type().Bits())
+		if err != nil {
+			return d.errAt(n, field, "want a whole number, not %q", n.Value)
+		}
+		v.SetInt(i)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		u, err := strconv.ParseUint(strings.ReplaceAll(n.Value, "_", ""), 10, v.Type().Bits())
+		if err != nil {
+			return d.errAt(n, field, "want a whole number of at least 0, not %q", n.Value)
+		}
+		v.SetUint(u)
+	case reflect.Float32, reflect.Float64:
+		f, err := strconv.ParseFloat(n.Value, v.Type().Bits())
+		if err != nil {
+			return d.errAt(n, field, "want a number, not %q", n.Value)
+		}
+		v.SetFloat(f)
+	default:
+		panic("specfile: cannot decode into " + v.Type().String())
+	}
+	return nil
+}
+
+func join(field, key string) string {
+	if field == "" {
+		return key
+	}
+	return field + "." + key
+}
+
+// keys walks a mapping's keys, rejecting keys that are not plain strings
+// and keys given twice.
+func (d *Doc) keys(n *yaml.Node, field string, each func(key string, k, val *yaml.Node) error) error {
+	if n.Kind != yaml.MappingNode {
+		return d.errAt(n, field, "want a mapping of fields, not %s", describe(n))
+	}
+	first := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode || k.Value == "<<" {
+			return d.errAt(k, field, "keys must be plain names")
+		}
+		if line, dup := first[k.Value]; dup {
+			return d.errAt(k, join(field, k.Value), "given twice (first at line %d)", line)
+		}
+		first[k.Value] = k.Line
+		if err := each(k.Value, k, val); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *Doc) decodeStruct(n *yaml.Node, v reflect.Value, field string) error {
+	fields := map[string]int{}
+	var names []string
+	t := v.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if !f.IsExported() || name == "-" || name == "" {
+			continue
+		}
+		fields[name] = i
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return d.keys(n, field, func(key string, k, val *yaml.Node) error {
+		i, ok := fields[key]
+		if !ok {
+			return d.errAt(k, join(field, key), "unknown field (known here: %s)", strings.Join(names, ", "))
+		}
+		d.lines[join(field, key)] = k.Line
+		return d.decode(val, v.Field(i), join(field, key))
+	})
+}
+
+func (d *Doc) decodeMap(n *yaml.Node, v reflect.Value, field string) error {
+	if v.Type().Key().Kind() != reflect.String {
+		panic("specfile: map keys must be strings")
+	}
+	if v.IsNil() {
+		v.Set(reflect.MakeMap(v.Type()))
+	}
+	return d.keys(n, field, func(key string, k, val *yaml.Node) error {
+		d.lines[join(field, key)] = k.Line
+		elem := reflect.New(v.Type().Elem()).Elem()
+		if err := d.decode(val, elem, join(field, key)); err != nil {
+			return err
+		}
+		v.SetMapIndex(reflect.ValueOf(key).Convert(v.Type().Key()), elem)
+		return nil
+	})
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "mapping"
+	case yaml.SequenceNode:
+		return "list"
+	}
+	return "value"
+}
+
+func describe(n *yaml.Node) string {
+	if n.Kind == yaml.ScalarNode {
+		return fmt.Sprintf("%q", n.Value)
+	}
+	return "a " + kindName(n)
+}

@@ -1,0 +1,121 @@
+package specfile
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+type dur time.Duration
+
+func (d *dur) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("bad duration %q", b)
+	}
+	*d = dur(v)
+	return nil
+}
+
+type inner struct {
+	Rate  string  `yaml:"rate"`
+	Loss  float64 `yaml:"loss"`
+	Delay dur     `yaml:"delay"`
+}
+
+type spec struct {
+	Name  string           `yaml:"name"`
+	Runs  int              `yaml:"runs"`
+	Size  uint32           `yaml:"size"`
+	On    bool             `yaml:"on"`
+	Conns []int            `yaml:"conns"`
+	Inner inner            `yaml:"inner"`
+	Links map[string]inner `yaml:"links"`
+	Opt   *inner           `yaml:"opt"`
+	skip  int
+}
+
+func TestDecodeFillsEveryKind(t *testing.T) {
+	src := `name: x
+runs: 11
+size: 1_000
+on: true
+conns: [1, 10, 100]
+inner:
+  rate: 10M
+  loss: 0.5
+  delay: 20ms
+links:
+  r1-r2: {rate: 100M}
+opt:
+  rate: 1G
+`
+	var s spec
+	d, err := Decode("a.yaml", []byte(src), &s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Name != "x" || s.Runs != 11 || s.Size != 1000 || !s.On || len(s.Conns) != 3 || s.Conns[2] != 100 ||
+		s.Inner.Rate != "10M" || s.Inner.Loss != 0.5 || time.Duration(s.Inner.Delay) != 20*time.Millisecond ||
+		s.Links["r1-r2"].Rate != "100M" || s.Opt == nil || s.Opt.Rate != "1G" {
+		t.Fatalf("decoded %+v", s)
+	}
+	for field, line := range map[string]int{"name": 1, "inner.loss": 8, "links.r1-r2": 11, "links.r1-r2.rate": 11, "conns[1]": 5, "opt.rate": 13} {
+		if got := d.Line(field); got != line {
+			t.Errorf("line of %s = %d, want %d", field, got, line)
+		}
+	}
+	if d.Has("inner.delay") != true || d.Has("inner.nope") {
+		t.Error("Has is wrong")
+	}
+	if err := d.Errorf("inner.loss", "too much"); err.Error() != "a.yaml:8: inner.loss: too much" {
+		t.Errorf("Errorf = %q", err)
+	}
+	if err := d.Errorf("missing", "needed"); err.Error() != "a.yaml: missing: needed" {
+		t.Errorf("Errorf of a missing field = %q", err)
+	}
+}
+
+func TestDecodeErrorsNameFileLineAndField(t *testing.T) {
+	for _, c := range []struct{ src, want string }{
+		{"", "f.yaml: the file is empty"},
+		{"# only a comment\n", "f.yaml: the file is empty"},
+		{"name: x\nrunz: 3\n", `f.yaml:2: runz: unknown field (known here: conns, inner, links, name, on, opt, runs, size)`},
+		{"inner:\n  rat: 1\n", `f.yaml:2: inner.rat: unknown field (known here: delay, loss, rate)`},
+		{"runs: ten\n", `f.yaml:1: runs: want a whole number, not "ten"`},
+		{"size: -1\n", `f.yaml:1: size: want a whole number of at least 0, not "-1"`},
+		{"on: yes\n", `f.yaml:1: on: want true or false, not "yes"`},
+		{"inner:\n  loss: lots\n", `f.yaml:2: inner.loss: want a number, not "lots"`},
+		{"inner:\n  delay: soon\n", `f.yaml:2: inner.delay: bad duration "soon"`},
+		{"conns: 5\n", `f.yaml:1: conns: want a list, not "5"`},
+		{"conns: [1, x]\n", `f.yaml:1: conns[1]: want a whole number, not "x"`},
+		{"name: [a]\n", `f.yaml:1: name: want a single value, not a list`},
+		{"inner: 3\n", `f.yaml:1: inner: want a mapping of fields, not "3"`},
+		{"runs:\n", `f.yaml:1: runs: has no value`},
+		{"name: a\nname: b\n", `f.yaml:2: name: given twice (first at line 1)`},
+		{"links:\n  a: {rate: 1}\n  a: {rate: 2}\n", `f.yaml:3: links.a: given twice (first at line 2)`},
+		{"name: x\n---\nname: y\n", `f.yaml:2: a second YAML document: one file holds one spec`},
+		{"name: [x\n", "f.yaml:1: not valid YAML: did not find expected ',' or ']'"},
+		{"- a\n- b\n", `f.yaml:1: want a mapping of fields, not a list`},
+	} {
+		var s spec
+		_, err := Decode("f.yaml", []byte(c.src), &s)
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%q:\n got  %v\n want %s", c.src, err, c.want)
+		}
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{"name: x\nconns: [1,2]\n", "inner: {rate: 1, loss: 2}\n", "a: &x 1\nb: *x\n", "links:\n  q: {}\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		var s spec
+		_, err := Decode("f.yaml", []byte(src), &s)
+		if err != nil && !strings.HasPrefix(err.Error(), "f.yaml") {
+			t.Fatalf("error without the file name: %v", err)
+		}
+	})
+}

@@ -1,0 +1,80 @@
+// Package units reads the sizes and rates users type: "64K", "1MiB",
+// "100M", "10Mbit". Sizes are bytes in powers of 1024; rates are bits per
+// second in powers of 1000, as tc and iperf read them.
+package units
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// ParseSize reads a byte count: a plain number or one with a K, M, G or T
+// suffix (powers of 1024; "KiB"/"KB" spellings accepted).
+func ParseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	mult := int64(1)
+	u := strings.ToUpper(t)
+	u = strings.TrimSuffix(strings.TrimSuffix(u, "IB"), "B")
+	if u != "" {
+		switch u[len(u)-1] {
+		case 'K':
+			mult = 1 << 10
+		case 'M':
+			mult = 1 << 20
+		case 'G':
+			mult = 1 << 30
+		case 'T':
+			mult = 1 << 40
+		}
+		if mult > 1 {
+			u = u[:len(u)-1]
+		}
+	}
+	n, err := strconv.ParseInt(u, 10, 64)
+	if err != nil || n < 0 || (mult > 1 && n > (1<<62)/mult) {
+		return 0, fmt.Errorf("bad size %q (want bytes, or a number with K, M, G or T)", s)
+	}
+	return n * mult, nil
+}
+
+// ParseRate reads "100M", "10Mbit", "1.5G", "64k" or plain bits per second.
+func ParseRate(s string) (uint64, error) {
+	t := strings.ToLower(strings.TrimSpace(s))
+	t = strings.TrimSuffix(strings.TrimSuffix(t, "bit/s"), "bit")
+	t = strings.TrimSuffix(t, "bps")
+	mult := 1.0
+	if t != "" {
+		switch t[len(t)-1] {
+		case 'k':
+			mult = 1e3
+		case 'm':
+			mult = 1e6
+		case 'g':
+			mult = 1e9
+		}
+		if mult > 1 {
+			t = t[:len(t)-1]
+		}
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || v < 0 || v*mult > 1e12 {
+		return 0, fmt.Errorf("bad rate %q (want e.g. 10M, 100Mbit, 1G)", s)
+	}
+	return uint64(v * mult), nil
+}
+
+// Rate prints bits per second the way ParseRate reads them back.
+func Rate(bps uint64) string {
+	switch {
+	case bps == 0:
+		return "0"
+	case bps%1e9 == 0:
+		return fmt.Sprintf("%dG", bps/1e9)
+	case bps%1e6 == 0:
+		return fmt.Sprintf("%dM", bps/1e6)
+	case bps%1e3 == 0:
+		return fmt.Sprintf("%dk", bps/1e3)
+	}
+	return strconv.FormatUint(bps, 10)
+}
