@@ -1,15 +1,18 @@
 package main
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"syscall"
 	"time"
+	"v6lab/internal/capture"
 
 	"github.com/spf13/cobra"
 
@@ -87,6 +90,9 @@ type job struct {
 	wire experiment.WireCheck
 	// lab describes the lab for the header.
 	lab map[string]string
+	// pcap, when set, writes its counted frames to capture.pcap in the
+	// result directory.
+	pcap *capture.Capture
 }
 
 // execute runs a job end to end: checks, result directory, progress,
@@ -127,6 +133,26 @@ func execute(cmd *cobra.Command, j job) (string, error) {
 		Sysctls: sysctls, Limits: map[string]string{"nofile": fmt.Sprint(limit)}, Target: j.target,
 		Servers: j.servers, Notes: notes, Lab: j.lab,
 	}
+	files := "samples.jsonl, summary.json, report.txt, results.csv"
+	if j.pcap != nil {
+		f, err := os.Create(filepath.Join(dir, "capture.pcap"))
+		if err != nil {
+			return dir, err
+		}
+		w := bufio.NewWriterSize(f, 1<<20)
+		if err := j.pcap.Record(w); err != nil {
+			f.Close()
+			return dir, err
+		}
+		// The capture is closed first so nothing writes while this flushes.
+		defer func() {
+			j.pcap.Close()
+			if err := errors.Join(j.pcap.RecordErr(), w.Flush(), f.Close()); err != nil {
+				fmt.Fprintf(errOut, "v6lab: capture.pcap is incomplete: %v\n", err)
+			}
+		}()
+		files += ", capture.pcap"
+	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	prog := newProgress(errOut, quiet(cmd), len(j.spec.Plan()))
@@ -150,7 +176,7 @@ func execute(cmd *cobra.Command, j job) (string, error) {
 		}
 		fmt.Fprintln(out)
 	}
-	fmt.Fprintf(out, "results: %s (samples.jsonl, summary.json, report.txt, results.csv)\n", dir)
+	fmt.Fprintf(out, "results: %s (%s)\n", dir, files)
 	if runErr != nil {
 		return dir, &exitError{code: 130, err: fmt.Errorf("interrupted: every finished run is kept in %s", dir)}
 	}

@@ -2,11 +2,16 @@ package main
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"v6lab/internal/capture"
+
+	"github.com/gopacket/gopacket/pcapgo"
 
 	"v6lab/internal/lab"
 	"v6lab/internal/report"
@@ -96,7 +101,7 @@ func TestRunMeasuresEveryPathInTheLab(t *testing.T) {
 	}
 	bin := buildBinary(t)
 	root := t.TempDir()
-	out, err := exec.Command(bin, "run", "--conns", "1,3", "--runs", "3", "--pause", "0", "--results", root).CombinedOutput()
+	out, err := exec.Command(bin, "run", "--conns", "1,3", "--runs", "3", "--pause", "0", "--pcap", "--results", root).CombinedOutput()
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
@@ -129,5 +134,36 @@ func TestRunMeasuresEveryPathInTheLab(t *testing.T) {
 	}
 	if left, _ := lab.Namespaces(lab.Prefix + f.Header.Lab["name"] + "-"); len(left) != 0 {
 		t.Errorf("namespaces left: %v", left)
+	}
+	// --pcap kept every counted packet, of all three kinds.
+	var counted uint64
+	for _, r := range f.Runs {
+		counted += r.Wire.IPv4 + r.Wire.IPv6 + r.Wire.SixIn4
+	}
+	pf, err := os.Open(filepath.Join(dir, "capture.pcap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	pr, err := pcapgo.NewReader(pf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, _ := f.Header.Spec.(map[string]any)
+	u, err := url.Parse(fmt.Sprint(spec["target"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, _ := strconv.Atoi(u.Port())
+	kinds := map[capture.Class]uint64{}
+	for {
+		data, _, err := pr.ReadPacketData()
+		if err != nil {
+			break
+		}
+		kinds[capture.Classify(data, capture.Filter{Port: uint16(port)})]++
+	}
+	if kinds[capture.IPv4] == 0 || kinds[capture.IPv6] == 0 || kinds[capture.SixIn4] == 0 || kinds[capture.IPv4]+kinds[capture.IPv6]+kinds[capture.SixIn4] < counted {
+		t.Errorf("capture.pcap holds %v, the runs counted %d", kinds, counted)
 	}
 }

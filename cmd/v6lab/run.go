@@ -13,7 +13,7 @@ import (
 func newRunCmd() *cobra.Command {
 	var lf loadFlags
 	var objects int
-	var loopback, keep bool
+	var loopback, keep, pcap bool
 	var labChild, topology string
 	var lflags labFlags
 	cmd := &cobra.Command{
@@ -49,12 +49,15 @@ removed afterwards unless --keep. Otherwise it measures ipv4 and ipv6 on loopbac
 			// A run's lab is its own: a kept lab of the file's name is
 			// never touched.
 			labCfg.Name = fmt.Sprintf("run%d", os.Getpid()%100000)
+			if loopback && pcap {
+				return &exitError{code: 2, err: fmt.Errorf("--pcap needs the lab; --loopback has no wire to capture")}
+			}
 			useLab := false
 			if !loopback {
 				if why := canLab(); why == nil {
 					useLab = true
-				} else if topology != "" {
-					return fmt.Errorf("--topology needs a lab, but %v", why)
+				} else if topology != "" || pcap {
+					return fmt.Errorf("--topology and --pcap need a lab, but %v", why)
 				} else if !quiet(cmd) {
 					fmt.Fprintf(cmd.ErrOrStderr(), "v6lab: no lab (%v): measuring ipv4 and ipv6 on loopback\n", why)
 				}
@@ -74,7 +77,7 @@ removed afterwards unless --keep. Otherwise it measures ipv4 and ipv6 on loopbac
 			spec.Params = map[string]string{"page": fmt.Sprintf("%d bytes + %d objects of %d bytes", cfg.PageSize, cfg.Objects, cfg.ObjectSize),
 				"dns": "embedded, query over the path's family"}
 			if useLab {
-				return runInLab(cmd, spec, labCfg, cfg, lf.results, keep)
+				return runInLab(cmd, spec, labCfg, cfg, lf.results, keep, pcap)
 			}
 			local, err := experiment.StartLocal(cmd.Context(), spec.Paths, cfg)
 			if err != nil {
@@ -99,6 +102,7 @@ removed afterwards unless --keep. Otherwise it measures ipv4 and ipv6 on loopbac
 	fl.IntVar(&objects, "objects", httpp.DefaultServerConfig.Objects, "embedded objects on the served page")
 	fl.BoolVar(&loopback, "loopback", false, "measure on loopback even when a lab could be built")
 	fl.BoolVar(&keep, "keep", false, "leave the lab up after the run, for debugging")
+	fl.BoolVar(&pcap, "pcap", false, "also write the measured packets (headers) seen by the lab's wire check to capture.pcap")
 	fl.StringVar(&topology, "topology", "", "lab topology file (see docs/lab.md); default: the built-in lab")
 	lflags.register(cmd, false)
 	fl.StringVar(&labChild, "lab-child", "", "")

@@ -36,6 +36,7 @@ type labJob struct {
 	Lab       map[string]string         `json:"lab"`
 	Results   string                    `json:"results"`
 	Objects   bool                      `json:"objects"`
+	Pcap      bool                      `json:"pcap"`
 }
 
 type labResolver struct {
@@ -46,7 +47,7 @@ type labResolver struct {
 // canLab says whether this process may build a lab, and if not, why.
 func canLab() error {
 	if os.Geteuid() != 0 {
-		return fmt.Errorf("not root")
+		return fmt.Errorf("not root: a lab needs CAP_NET_ADMIN and CAP_SYS_ADMIN to create named network namespaces")
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
 		return fmt.Errorf("iproute2's ip command is missing (apt-get install iproute2)")
@@ -57,7 +58,7 @@ func canLab() error {
 // runInLab builds a lab, starts the servers in its server namespace, and
 // runs the measurement as a child process inside the client namespace, so
 // that every client socket is born there.
-func runInLab(cmd *cobra.Command, spec experiment.Spec, cfg lab.Config, srvCfg httpp.ServerConfig, results string, keep bool) error {
+func runInLab(cmd *cobra.Command, spec experiment.Spec, cfg lab.Config, srvCfg httpp.ServerConfig, results string, keep, pcap bool) error {
 	ctx := cmd.Context()
 	if reaped, err := lab.Reap(); err == nil && len(reaped) > 0 && !quiet(cmd) {
 		fmt.Fprintf(cmd.ErrOrStderr(), "v6lab: removed labs left by killed processes: %v\n", reaped)
@@ -102,7 +103,7 @@ func runInLab(cmd *cobra.Command, spec experiment.Spec, cfg lab.Config, srvCfg h
 		Lab: map[string]string{"name": l.Name, "topology": "client - r1 - r2 - server (veth), 6in4 tunnel r1-r2",
 			"tunnel": l.TunnelImpl, "tunnel_mtu": strconv.Itoa(l.TunnelMTU), "wire_check": "r1 " + l.Addr.WireIf,
 			"links": cfg.LinkSummary()},
-		Results: results, Objects: true}
+		Results: results, Objects: true, Pcap: pcap}
 	job.Spec.Target = in.URL.String()
 	for p, r := range in.Resolvers {
 		job.Resolvers[p] = labResolver{Servers: r.Servers, Source: r.Source}
@@ -179,7 +180,12 @@ func runLabChild(cmd *cobra.Command, jobFile string) error {
 	port, _ := strconv.Atoi(u.Port())
 	cp := capture.FromFD(3, capture.Filter{Port: uint16(port)})
 	defer cp.Close()
+	var rec *capture.Capture
+	if j.Pcap {
+		rec = cp
+	}
 	_, err = execute(cmd, job{
+		pcap: rec,
 		spec: j.Spec, probe: probes.Probe, target: "lab", servers: j.Servers, notes: j.Notes,
 		serverFDs: 0, results: j.Results, wire: capture.Check{C: cp, Port: uint16(port)}, lab: j.Lab,
 	})

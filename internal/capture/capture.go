@@ -7,10 +7,15 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/pcapgo"
 
 	"golang.org/x/sys/unix"
 
@@ -114,6 +119,8 @@ type Capture struct {
 	last    time.Time // receive time of the last frame processed
 	wg      sync.WaitGroup
 	closing atomic.Bool
+	pcap    *pcapgo.Writer // counted frames are also written here, if set
+	pcapErr error
 }
 
 // snap is how much of each frame is read: enough for every header used.
@@ -202,13 +209,18 @@ func (c *Capture) loop() {
 		at := stamp(oob[:oobn])
 		c.mu.Lock()
 		if !at.Before(c.from) {
-			switch Classify(buf[:min(n, snap)], c.filter) {
+			frame := buf[:min(n, snap)]
+			class := Classify(frame, c.filter)
+			switch class {
 			case IPv4:
 				c.counts.IPv4++
 			case IPv6:
 				c.counts.IPv6++
 			case SixIn4:
 				c.counts.SixIn4++
+			}
+			if class != Ignored && c.pcap != nil && c.pcapErr == nil {
+				c.pcapErr = c.pcap.WritePacket(gopacket.CaptureInfo{Timestamp: at, CaptureLength: len(frame), Length: n}, frame)
 			}
 		}
 		c.last = at
@@ -230,6 +242,29 @@ func stamp(oob []byte) time.Time {
 		}
 	}
 	return time.Now()
+}
+
+// Record writes every frame counted from now on (its first 160 bytes, all
+// the headers) to w in pcap format. Flush or close w after Close.
+func (c *Capture) Record(w io.Writer) error {
+	pw := pcapgo.NewWriter(w)
+	if err := pw.WriteFileHeader(snap, layers.LinkTypeEthernet); err != nil {
+		return fmt.Errorf("capture: pcap: %w", err)
+	}
+	c.mu.Lock()
+	c.pcap = pw
+	c.mu.Unlock()
+	return nil
+}
+
+// RecordErr is the first error writing the pcap, if any.
+func (c *Capture) RecordErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pcapErr != nil {
+		return fmt.Errorf("capture: pcap: %w", c.pcapErr)
+	}
+	return nil
 }
 
 // Reset opens a new window from now with filter f (between runs).

@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -11,6 +12,10 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/pcapgo"
 
 	"v6lab/internal/lab"
 	"v6lab/internal/path"
@@ -116,6 +121,12 @@ func TestWireProvesEveryPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cp.Close()
+	var pcap bytes.Buffer
+	if err := cp.Record(&pcap); err != nil {
+		t.Fatal(err)
+	}
+	var total uint64
+	var classes []Class
 	for _, c := range []struct {
 		p        path.Path
 		dst, src netip.Addr
@@ -156,6 +167,10 @@ func TestWireProvesEveryPath(t *testing.T) {
 		conn.Close()
 		time.Sleep(200 * time.Millisecond)
 		counts := cp.Counts()
+		total += counts.IPv4 + counts.IPv6 + counts.SixIn4
+		for range counts.IPv4 + counts.IPv6 + counts.SixIn4 {
+			classes = append(classes, map[path.Path]Class{path.IPv4: IPv4, path.IPv6: IPv6, path.SixIn4: SixIn4}[c.p])
+		}
 		if err := counts.Proves(c.p); err != nil {
 			t.Errorf("%v", err)
 		}
@@ -166,4 +181,48 @@ func TestWireProvesEveryPath(t *testing.T) {
 		}
 		ln.Close()
 	}
+	// The pcap holds exactly the counted frames, in order, and each reads
+	// back as the class it was counted as.
+	cp.Close()
+	if err := cp.RecordErr(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := pcapgo.NewReader(&pcap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.LinkType() != layers.LinkTypeEthernet {
+		t.Errorf("link type %v", r.LinkType())
+	}
+	var n int
+	for ; ; n++ {
+		data, ci, err := r.ReadPacketData()
+		if err != nil {
+			break
+		}
+		if ci.Length < ci.CaptureLength || ci.CaptureLength > snap || n >= len(classes) {
+			t.Fatalf("packet %d: %+v", n, ci)
+		}
+		if got := Classify(data, Filter{Port: portOf(data)}); got != classes[n] {
+			t.Errorf("packet %d reads back as class %d, counted as %d", n, got, classes[n])
+		}
+	}
+	if uint64(n) != total || total == 0 {
+		t.Errorf("pcap holds %d packets, %d were counted", n, total)
+	}
+}
+
+// portOf returns a frame's TCP source port, wherever its headers are.
+func portOf(frame []byte) uint16 {
+	p := gopacket.NewPacket(frame, layers.LayerTypeEthernet, gopacket.Default)
+	var tcps []*layers.TCP
+	for _, l := range p.Layers() {
+		if t, ok := l.(*layers.TCP); ok {
+			tcps = append(tcps, t)
+		}
+	}
+	if len(tcps) == 0 {
+		return 0
+	}
+	return uint16(tcps[len(tcps)-1].SrcPort)
 }
