@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 	"v6lab/internal/capture"
@@ -62,7 +63,7 @@ func (f *loadFlags) spec(name, protocol, target string) (experiment.Spec, error)
 	if f.name != "" {
 		name = f.name
 	}
-	s := experiment.Spec{Name: name, Protocol: protocol, Target: target, Paths: paths, Conns: conns,
+	s := experiment.Spec{Name: name, Protocol: protocol, URL: target, Paths: paths, Conns: conns,
 		Runs: f.runs, Warmup: f.warmup, Timeout: experiment.Duration(f.timeout), Pause: experiment.Duration(f.pause),
 		Duration: experiment.Duration(f.duration), Baseline: paths[0]}
 	if f.duration < 0 {
@@ -76,8 +77,8 @@ func (f *loadFlags) spec(name, protocol, target string) (experiment.Spec, error)
 
 // job is one measurement ready to run.
 type job struct {
-	spec    experiment.Spec
-	probe   func(path.Path) (load.Probe, error)
+	exp     *experiment.Experiment
+	probe   func(*experiment.Spec, path.Path) (load.Probe, error)
 	target  string
 	servers map[string]string
 	notes   []string
@@ -93,6 +94,9 @@ type job struct {
 	// pcap, when set, writes its counted frames to capture.pcap in the
 	// result directory.
 	pcap *capture.Capture
+	// resume, when set, continues the experiment in resumeDir.
+	resume    *experiment.Resume
+	resumeDir string
 }
 
 // execute runs a job end to end: checks, result directory, progress,
@@ -107,8 +111,10 @@ func execute(cmd *cobra.Command, j job) (string, error) {
 		return "", err
 	}
 	maxConns := 0
-	for _, n := range j.spec.Conns {
-		maxConns = max(maxConns, n)
+	for _, c := range j.exp.Cells {
+		for _, n := range c.Conns {
+			maxConns = max(maxConns, n)
+		}
 	}
 	if need := uint64(maxConns*(1+j.serverFDs) + 64); need > limit {
 		return "", fmt.Errorf("%d connections need about %d open files, but the limit is %d: raise the hard limit (ulimit -Hn) or lower --conns", maxConns, need, limit)
@@ -123,8 +129,11 @@ func execute(cmd *cobra.Command, j job) (string, error) {
 		}
 	}
 	notes = append(notes, "client connections are closed with SO_LINGER 0 after the completion marker, so no TIME_WAIT accumulates on the client; no sysctl was changed")
-	dir, err := experiment.NewDir(j.results, j.spec.Name, time.Now())
-	if err != nil {
+	var dir string
+	var done map[int]bool
+	if j.resume != nil {
+		dir, done = j.resumeDir, j.resume.Done
+	} else if dir, err = experiment.NewDir(j.results, j.exp.Name, time.Now()); err != nil {
 		return "", err
 	}
 	hdr := result.Header{
@@ -135,7 +144,11 @@ func execute(cmd *cobra.Command, j job) (string, error) {
 	}
 	files := "samples.jsonl, summary.json, report.txt, results.csv"
 	if j.pcap != nil {
-		f, err := os.Create(filepath.Join(dir, "capture.pcap"))
+		name := "capture.pcap"
+		if j.resume != nil {
+			name = fmt.Sprintf("capture.resumed-%d.pcap", len(done))
+		}
+		f, err := os.Create(filepath.Join(dir, name))
 		if err != nil {
 			return dir, err
 		}
@@ -151,15 +164,20 @@ func execute(cmd *cobra.Command, j job) (string, error) {
 				fmt.Fprintf(errOut, "v6lab: capture.pcap is incomplete: %v\n", err)
 			}
 		}()
-		files += ", capture.pcap"
+		files += ", " + name
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	prog := newProgress(errOut, quiet(cmd), len(j.spec.Plan()))
-	r := &experiment.Runner{Spec: j.spec, Probe: j.probe, Header: hdr, OnStep: prog.step, Wire: j.wire}
+	plan := j.exp.Plan()
+	prog := newProgress(errOut, quiet(cmd), len(plan), len(done))
+	r := &experiment.Runner{Exp: j.exp, Probe: j.probe, Header: hdr, OnStep: prog.step, Wire: j.wire, Done: done}
 	if !quiet(cmd) {
-		fmt.Fprintf(errOut, "v6lab: %s: %s over %v at %v connections, %d runs per cell -> %s\n",
-			j.spec.Name, j.spec.Protocol, j.spec.Paths, j.spec.Conns, j.spec.Runs, dir)
+		verb := "measuring"
+		if done != nil {
+			verb = fmt.Sprintf("resuming after %d of", len(done))
+		}
+		fmt.Fprintf(errOut, "v6lab: %s: %s %d runs (%s over %v) -> %s\n",
+			j.exp.Name, verb, len(plan), strings.Join(j.exp.Protocols(), ", "), j.exp.Paths(), dir)
 	}
 	runErr := r.Run(ctx, dir)
 	prog.done()
@@ -200,12 +218,39 @@ type progress interface {
 	done()
 }
 
-func newProgress(w io.Writer, quiet bool, total int) progress {
-	if quiet || !isTerminal(w) {
+func newProgress(w io.Writer, quiet bool, total, done int) progress {
+	switch {
+	case quiet:
 		return noProgress{}
+	case !isTerminal(w):
+		return &lines{w: w, every: 10 * time.Second, start: time.Now(), last: time.Now(), from: done}
 	}
-	return newBar(w, total)
+	return newBar(w, total, done)
 }
+
+// lines is the progress of a run whose output is not a terminal (a log):
+// one line every so often, with an estimate of the time left.
+type lines struct {
+	w           io.Writer
+	every       time.Duration
+	start, last time.Time
+	from        int
+}
+
+func (l *lines) step(done, total int, r result.Run) {
+	now := time.Now()
+	if now.Sub(l.last) < l.every || done == total {
+		return
+	}
+	l.last = now
+	eta := "?"
+	if n := done - l.from; n > 0 {
+		eta = (time.Duration(float64(now.Sub(l.start)) / float64(n) * float64(total-done))).Round(time.Second).String()
+	}
+	fmt.Fprintf(l.w, "v6lab: run %d/%d (%d%%), %s, about %s left\n", done, total, 100*done/total, r.Cell, eta)
+}
+
+func (l *lines) done() {}
 
 type noProgress struct{}
 

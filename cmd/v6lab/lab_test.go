@@ -2,11 +2,10 @@ package main
 
 import (
 	"fmt"
-	"net/url"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"v6lab/internal/capture"
@@ -149,19 +148,18 @@ func TestRunMeasuresEveryPathInTheLab(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, _ := f.Header.Spec.(map[string]any)
-	u, err := url.Parse(fmt.Sprint(spec["target"]))
+	remote, err := netip.ParseAddrPort(f.Samples[0].Remote)
 	if err != nil {
 		t.Fatal(err)
 	}
-	port, _ := strconv.Atoi(u.Port())
+	port := remote.Port()
 	kinds := map[capture.Class]uint64{}
 	for {
 		data, _, err := pr.ReadPacketData()
 		if err != nil {
 			break
 		}
-		kinds[capture.Classify(data, capture.Filter{Port: uint16(port)})]++
+		kinds[capture.Classify(data, capture.Filter{Port: port})]++
 	}
 	if kinds[capture.IPv4] == 0 || kinds[capture.IPv6] == 0 || kinds[capture.SixIn4] == 0 || kinds[capture.IPv4]+kinds[capture.IPv6]+kinds[capture.SixIn4] < counted {
 		t.Errorf("capture.pcap holds %v, the runs counted %d", kinds, counted)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"v6lab/internal/load"
 	"v6lab/internal/units"
 
 	mdns "github.com/miekg/dns"
@@ -101,8 +102,8 @@ with a clear error; there is never a fallback to the other family.`,
 			spec.Params = map[string]string{"dns_servers": fmt.Sprint(res.Servers), "dns_source": src,
 				"dns_over": orDefault(df.over, "path"), "objects": fmt.Sprint(!noObjects)}
 			_, err = execute(cmd, job{
-				spec:    spec,
-				probe:   experiment.HTTPProbes{URL: u, Resolver: res, Objects: !noObjects, MaxBody: mb, Insecure: insecure}.Probe,
+				exp:     experiment.Single(spec, "hosts"),
+				probe:   anyCell(experiment.HTTPProbes{URL: u, Resolver: res, Objects: !noObjects, MaxBody: mb, Insecure: insecure}.Probe),
 				target:  "remote",
 				servers: map[string]string{"http": u.Host},
 				results: lf.results,
@@ -167,7 +168,7 @@ holds a record of the asked type; NXDOMAIN, SERVFAIL or an empty answer fail it.
 				}
 			}
 			spec.Params = map[string]string{"servers": fmt.Sprint(d.Servers), "type": orDefault(qtype, "path"), "tcp": fmt.Sprint(tcp)}
-			_, err = execute(cmd, job{spec: spec, probe: d.Probe, target: "remote",
+			_, err = execute(cmd, job{exp: experiment.Single(spec, "hosts"), probe: anyCell(d.Probe), target: "remote",
 				servers: map[string]string{"dns": fmt.Sprint(d.Servers)}, results: lf.results})
 			return err
 		},
@@ -185,4 +186,9 @@ func orDefault(s, d string) string {
 		return d
 	}
 	return s
+}
+
+// anyCell adapts a per-path probe factory to an experiment of one cell group.
+func anyCell(f func(path.Path) (load.Probe, error)) func(*experiment.Spec, path.Path) (load.Probe, error) {
+	return func(_ *experiment.Spec, p path.Path) (load.Probe, error) { return f(p) }
 }

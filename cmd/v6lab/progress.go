@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
@@ -26,13 +27,15 @@ type bar struct {
 	cell *string
 }
 
-func newBar(w io.Writer, total int) *bar {
+func newBar(w io.Writer, total, done int) *bar {
 	p := mpb.New(mpb.WithOutput(w), mpb.WithWidth(40))
 	cell := new(string)
 	b := p.AddBar(int64(total),
 		mpb.PrependDecorators(decor.CountersNoUnit("run %d/%d "), decor.Any(func(decor.Statistics) string { return *cell })),
 		mpb.AppendDecorators(decor.Percentage(), decor.Name(" ETA "), decor.AverageETA(decor.ET_STYLE_MMSS)),
 	)
+	b.SetCurrent(int64(done))
+	b.DecoratorAverageAdjust(time.Now())
 	return &bar{p: p, b: b, cell: cell}
 }
 

@@ -1,111 +1,408 @@
 package main
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"v6lab/experiments"
 	"v6lab/internal/experiment"
+	"v6lab/internal/lab"
+	"v6lab/internal/path"
 	httpp "v6lab/internal/proto/http"
 )
 
-func newRunCmd() *cobra.Command {
-	var lf loadFlags
-	var objects int
-	var loopback, keep, pcap bool
-	var labChild, topology string
-	var lflags labFlags
-	cmd := &cobra.Command{
-		Use:   "run [quick]",
-		Short: "Run the main job: HTTP response time over IPv4 and IPv6 on embedded servers",
-		Long: `run measures HTTP response time — a full page retrieval with its embedded objects,
-including the DNS lookup of the server's name — against embedded HTTP and DNS servers.
-Each cell (path x connection count) runs 11 times, paths interleaved run by run; the
-first run is a warm-up. It prints the study's tables and writes a result directory.
+// runOpts are run's own flags.
+type runOpts struct {
+	lf                            loadFlags
+	lflags                        labFlags
+	objects                       int
+	loopback, keep, pcap, dryRun  bool
+	list, shuffle                 bool
+	labChild, topology, printName string
+	resume                        string
+	scale                         float64
+	seed                          int64
+}
 
-As root it builds a lab (client, two routers, server; see v6lab lab --help) and measures
-ipv4, ipv6 and 6in4 across the routers, proving each run's path on the wire; the lab is
-removed afterwards unless --keep. Otherwise it measures ipv4 and ipv6 on loopback
-(127.0.0.1 and ::1) and says so.`,
+func newRunCmd() *cobra.Command {
+	var o runOpts
+	cmd := &cobra.Command{
+		Use:   "run [EXPERIMENT.yaml | BUILT-IN]",
+		Short: "Run an experiment: a file, or a built-in one (default: quick, the main job)",
+		Long: `run measures an experiment: cells (protocol x path x connection count), each run
+several times with the paths interleaved run by run (or shuffled with a recorded seed),
+the first runs of each cell kept as warm-up. It prints the study's tables and writes one
+result directory (samples.jsonl, summary.json, report.txt, results.csv, report.html).
+
+With no argument it runs the built-in "quick": HTTP page retrieval, DNS lookup included,
+at 1, 10 and 100 connections against embedded servers. The experiment file format is in
+docs/experiments.md; --list shows the built-in experiments and --print writes one out to
+edit. Flags such as --conns and --runs override every cell of the experiment.
+
+Where "where" is auto: as root v6lab builds a lab (client, two routers, server; see
+v6lab lab --help) and measures ipv4, ipv6 and 6in4 across the routers, proving each
+run's path on the wire, and removes the lab afterwards unless --keep. Otherwise it
+measures ipv4 and ipv6 on loopback (127.0.0.1 and ::1) and says so.
+
+An interrupted run (Ctrl-C, a kill, a crash) keeps every finished run; --resume DIR
+continues it without redoing them.`,
 		Example: `  v6lab run
-  v6lab run --conns 1,10,100,1000 --runs 21
-  v6lab run --rate 100M --tunnel-mtu 1280
+  v6lab run --list
+  v6lab run mitre2004 --scale 0.1
+  v6lab run --print mitre2004 > my.yaml && v6lab run my.yaml --dry-run
+  v6lab run my.yaml --shuffle --seed 7
+  v6lab run --resume results/mitre2004-20261122T141949Z
+  v6lab run --conns 1,10,100,1000 --runs 21 --topology study.yaml --pcap
   v6lab run --loopback --quiet --results /tmp/v6`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if labChild != "" {
-				return runLabChild(cmd, labChild)
+			if o.labChild != "" {
+				return runLabChild(cmd, o.labChild)
 			}
-			if len(args) == 1 && args[0] != "quick" {
-				return &exitError{code: 2, err: fmt.Errorf("unknown experiment %q: only the built-in \"quick\" exists so far", args[0])}
-			}
-			// The lab's settings are checked first, even when no lab will
-			// be built, so a bad file or flag is never silently ignored.
-			labCfg, err := lflags.config(cmd, topology, "run")
-			if err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			// A run's lab is its own: a kept lab of the file's name is
-			// never touched.
-			labCfg.Name = fmt.Sprintf("run%d", os.Getpid()%100000)
-			if loopback && pcap {
-				return &exitError{code: 2, err: fmt.Errorf("--pcap needs the lab; --loopback has no wire to capture")}
-			}
-			useLab := false
-			if !loopback {
-				if why := canLab(); why == nil {
-					useLab = true
-				} else if topology != "" || pcap {
-					return fmt.Errorf("--topology and --pcap need a lab, but %v", why)
-				} else if !quiet(cmd) {
-					fmt.Fprintf(cmd.ErrOrStderr(), "v6lab: no lab (%v): measuring ipv4 and ipv6 on loopback\n", why)
-				}
-			}
-			if useLab && !cmd.Flags().Changed("paths") {
-				lf.paths = "ipv4,ipv6,6in4"
-			}
-			spec, err := lf.spec("quick", "http", "")
-			if err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			if objects < 0 {
-				return &exitError{code: 2, err: fmt.Errorf("--objects must not be negative")}
-			}
-			cfg := httpp.DefaultServerConfig
-			cfg.Objects = objects
-			spec.Params = map[string]string{"page": fmt.Sprintf("%d bytes + %d objects of %d bytes", cfg.PageSize, cfg.Objects, cfg.ObjectSize),
-				"dns": "embedded, query over the path's family"}
-			if useLab {
-				return runInLab(cmd, spec, labCfg, cfg, lf.results, keep, pcap)
-			}
-			local, err := experiment.StartLocal(cmd.Context(), spec.Paths, cfg)
-			if err != nil {
-				return err
-			}
-			defer local.Close()
-			spec.Target = local.URL.String()
-			_, err = execute(cmd, job{
-				spec:      spec,
-				probe:     experiment.HTTPProbes{URL: local.URL, Resolver: local.Resolver, Objects: true}.Probe,
-				target:    "loopback",
-				servers:   map[string]string{"http": "embedded (Go net/http)", "dns": "embedded (miekg/dns)"},
-				notes:     []string{"ran on loopback (no lab): only ipv4 and ipv6 exist there"},
-				serverFDs: 1,
-				results:   lf.results,
-			})
-			return err
+			return o.run(cmd, args)
 		},
 	}
-	lf.register(cmd, "1,10,100", 11)
+	o.lf.register(cmd, "1,10,100", 11)
 	fl := cmd.Flags()
-	fl.IntVar(&objects, "objects", httpp.DefaultServerConfig.Objects, "embedded objects on the served page")
-	fl.BoolVar(&loopback, "loopback", false, "measure on loopback even when a lab could be built")
-	fl.BoolVar(&keep, "keep", false, "leave the lab up after the run, for debugging")
-	fl.BoolVar(&pcap, "pcap", false, "also write the measured packets (headers) seen by the lab's wire check to capture.pcap")
-	fl.StringVar(&topology, "topology", "", "lab topology file (see docs/lab.md); default: the built-in lab")
-	lflags.register(cmd, false)
-	fl.StringVar(&labChild, "lab-child", "", "")
+	fl.IntVar(&o.objects, "objects", 0, "embedded objects on the served page, for every http cell (default: the page's 4)")
+	fl.BoolVar(&o.loopback, "loopback", false, "measure on loopback even when a lab could be built")
+	fl.BoolVar(&o.keep, "keep", false, "leave the lab up after the run, for debugging")
+	fl.BoolVar(&o.pcap, "pcap", false, "also write the measured packets (headers) seen by the lab's wire check to capture.pcap")
+	fl.StringVar(&o.topology, "topology", "", "lab topology file (see docs/lab.md); default: the experiment's, else the built-in lab")
+	fl.BoolVar(&o.list, "list", false, "list the built-in experiments")
+	fl.StringVar(&o.printName, "print", "", "write the built-in experiment `NAME` to standard output (to edit and run)")
+	fl.BoolVar(&o.dryRun, "dry-run", false, "print the plan (cells, runs, estimated time) and stop")
+	fl.StringVar(&o.resume, "resume", "", "continue the interrupted experiment in result directory `DIR`")
+	fl.Float64Var(&o.scale, "scale", 1, "shrink connection counts and runs by this factor (0 to 1) for a quick look")
+	fl.BoolVar(&o.shuffle, "shuffle", false, "shuffle the order of paths in every run (the seed is recorded)")
+	fl.Int64Var(&o.seed, "seed", 0, "seed of --shuffle (default: from the clock)")
+	o.lflags.register(cmd, false)
+	fl.StringVar(&o.labChild, "lab-child", "", "")
 	_ = fl.MarkHidden("lab-child")
 	return cmd
+}
+
+func (o *runOpts) run(cmd *cobra.Command, args []string) error {
+	out := cmd.OutOrStdout()
+	switch {
+	case o.list:
+		return listBuiltins(out)
+	case o.printName != "":
+		b, err := experiments.Get(o.printName)
+		if err != nil {
+			return &exitError{code: 2, err: err}
+		}
+		_, err = out.Write(b)
+		return err
+	case o.resume != "":
+		if len(args) > 0 {
+			return &exitError{code: 2, err: errors.New("--resume takes the experiment from its result directory; give no experiment")}
+		}
+		return o.resumeRun(cmd)
+	}
+	if o.loopback && o.pcap {
+		return &exitError{code: 2, err: fmt.Errorf("--pcap needs the lab; --loopback has no wire to capture")}
+	}
+	exp, err := loadExperiment(args)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	if err := o.override(cmd, exp); err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	topology := o.topology
+	if topology == "" {
+		topology = exp.Topology
+	}
+	// The lab's settings are checked first, even when no lab will be
+	// built, so a bad file or flag is never silently ignored.
+	labCfg, err := o.lflags.config(cmd, topology, "run")
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	// A run's lab is its own: a kept lab of the file's name is never touched.
+	labCfg.Name = fmt.Sprintf("run%d", os.Getpid()%100000)
+	where, note, err := o.where(exp, topology, cmd.Flags().Changed("paths"))
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	if err := exp.Validate(); err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	if o.dryRun {
+		printPlan(out, exp, where, note)
+		return nil
+	}
+	if note != "" && !quiet(cmd) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "v6lab: %s\n", note)
+	}
+	return runExperiment(cmd, exp, where, labCfg, o, nil, "")
+}
+
+// runExperiment runs exp where it was decided to run (or resumes it).
+func runExperiment(cmd *cobra.Command, exp *experiment.Experiment, where string, labCfg lab.Config, o *runOpts, rs *experiment.Resume, dir string) error {
+	switch where {
+	case "lab":
+		return runInLab(cmd, exp, labCfg, o.lf.results, o.keep, o.pcap, rs, dir)
+	case "hosts":
+		servers := map[string]string{}
+		for _, c := range exp.Cells {
+			servers[c.CellName()] = orDefault(c.URL, strings.Join(c.DNSServers, " "))
+		}
+		_, err := execute(cmd, job{exp: exp, probe: experiment.Env{}.Probe, target: "remote", servers: servers,
+			results: o.lf.results, resume: rs, resumeDir: dir})
+		return err
+	}
+	local, err := experiment.StartLocal(cmd.Context(), exp.Paths(), localServerConfig())
+	if err != nil {
+		return err
+	}
+	defer local.Close()
+	_, err = execute(cmd, job{
+		exp:       exp,
+		probe:     experiment.Env{URL: local.URL, Resolver: local.Resolver}.Probe,
+		target:    "loopback",
+		servers:   map[string]string{"http": "embedded (Go net/http)", "dns": "embedded (miekg/dns)"},
+		notes:     []string{"ran on loopback (no lab): only ipv4 and ipv6 exist there"},
+		serverFDs: 1,
+		results:   o.lf.results,
+		resume:    rs, resumeDir: dir,
+	})
+	return err
+}
+
+// localServerConfig is the embedded HTTP server's page; cells that set
+// objects fetch /pages/N instead.
+func localServerConfig() httpp.ServerConfig { return httpp.DefaultServerConfig }
+
+// loadExperiment reads the experiment named on the command line: a file,
+// or a built-in one (quick when none is named).
+func loadExperiment(args []string) (*experiment.Experiment, error) {
+	name := "quick"
+	if len(args) == 1 {
+		name = args[0]
+	}
+	if st, err := os.Stat(name); err == nil && !st.IsDir() {
+		return experiment.Load(name)
+	}
+	if strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml") || strings.ContainsRune(name, os.PathSeparator) {
+		return experiment.Load(name) // names the missing file
+	}
+	b, err := experiments.Get(name)
+	if err != nil {
+		return nil, err
+	}
+	return experiment.Parse("built-in "+name, b)
+}
+
+// override lays the flags the user gave over every cell group.
+func (o *runOpts) override(cmd *cobra.Command, exp *experiment.Experiment) error {
+	ch := cmd.Flags().Changed
+	if ch("name") {
+		exp.Name = o.lf.name
+	}
+	for i := range exp.Cells {
+		c := &exp.Cells[i]
+		if ch("paths") {
+			ps, err := path.ParseList(o.lf.paths)
+			if err != nil {
+				return fmt.Errorf("--paths: %w", err)
+			}
+			c.Paths = ps
+		}
+		if ch("conns") {
+			ns, err := parseInts(o.lf.conns)
+			if err != nil {
+				return fmt.Errorf("--conns: %w", err)
+			}
+			c.Conns = ns
+		}
+		if ch("runs") {
+			c.Runs = o.lf.runs
+		}
+		if ch("warmup") {
+			c.Warmup = o.lf.warmup
+		}
+		if ch("timeout") {
+			c.Timeout = experiment.Duration(o.lf.timeout)
+		}
+		if ch("pause") {
+			c.Pause = experiment.Duration(o.lf.pause)
+		}
+		if ch("duration") {
+			if o.lf.duration < 0 {
+				return fmt.Errorf("--duration must not be negative")
+			}
+			c.Duration = experiment.Duration(o.lf.duration)
+		}
+		if ch("objects") && c.Protocol == "http" {
+			if o.objects < 0 {
+				return fmt.Errorf("--objects must not be negative")
+			}
+			n := o.objects
+			c.Objects = &n
+		}
+	}
+	if ch("paths") && !slices.Contains(exp.Paths(), exp.Baseline) {
+		exp.Baseline = exp.Paths()[0]
+	}
+	if o.shuffle {
+		exp.Order = experiment.OrderShuffled
+	}
+	if exp.Order == experiment.OrderShuffled {
+		if ch("seed") {
+			exp.Seed = o.seed
+		} else if exp.Seed == 0 {
+			exp.Seed = time.Now().UnixNano() % 1e9
+		}
+	}
+	if ch("scale") {
+		if err := exp.Scale(o.scale); err != nil {
+			return fmt.Errorf("--scale: %w", err)
+		}
+	}
+	return nil
+}
+
+// where decides where exp runs now, dropping 6in4 (with a note) when an
+// experiment that may run anywhere falls back to loopback.
+func (o *runOpts) where(exp *experiment.Experiment, topology string, explicitPaths bool) (string, string, error) {
+	where := exp.Where
+	why := canLab()
+	if o.loopback {
+		why = errors.New("--loopback")
+	}
+	if why != nil && explicitPaths && slices.Contains(exp.Paths(), path.SixIn4) {
+		return "", "", fmt.Errorf("--paths: 6in4 needs the lab (%v); on loopback only ipv4 and ipv6 exist", why)
+	}
+	if o.loopback {
+		if where == "lab" || where == "hosts" {
+			return "", "", fmt.Errorf("--loopback: the experiment runs on %s", where)
+		}
+		where = "loopback"
+	}
+	switch where {
+	case "auto":
+		if why != nil {
+			if topology != "" || o.pcap {
+				return "", "", fmt.Errorf("a topology and --pcap need a lab, but %v", why)
+			}
+			where = "loopback"
+			dropTunnel(exp)
+			return where, fmt.Sprintf("no lab (%v): measuring ipv4 and ipv6 on loopback", why), nil
+		}
+		return "lab", "", nil
+	case "lab":
+		if why != nil {
+			return "", "", fmt.Errorf("experiment %s runs in the lab, but %v", exp.Name, why)
+		}
+	case "loopback":
+		dropTunnel(exp)
+		fallthrough
+	case "hosts":
+		if topology != "" || o.pcap {
+			return "", "", fmt.Errorf("a topology and --pcap need the lab, but this experiment runs on %s", where)
+		}
+	}
+	return where, "", nil
+}
+
+// dropTunnel removes 6in4, which only the lab has, from every cell group.
+func dropTunnel(exp *experiment.Experiment) {
+	for i := range exp.Cells {
+		exp.Cells[i].Paths = slices.DeleteFunc(exp.Cells[i].Paths, func(p path.Path) bool { return p == path.SixIn4 })
+	}
+}
+
+// resumeRun continues an interrupted experiment where it stopped.
+func (o *runOpts) resumeRun(cmd *cobra.Command) error {
+	rs, err := experiment.PrepareResume(o.resume)
+	if errors.Is(err, experiment.ErrComplete) {
+		fmt.Fprintf(cmd.OutOrStdout(), "%s is complete: nothing to resume (v6lab report %s shows it)\n", o.resume, o.resume)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if rs.Moved != "" && !quiet(cmd) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "v6lab: the unfinished run's lines were moved to %s\n", rs.Moved)
+	}
+	where := map[string]string{"lab": "lab", "loopback": "loopback", "remote": "hosts"}[rs.Header.Target]
+	var labCfg lab.Config
+	if where == "lab" {
+		if why := canLab(); why != nil {
+			return fmt.Errorf("%s ran in the lab, but %v", o.resume, why)
+		}
+		if err := json.Unmarshal([]byte(rs.Header.Lab["config"]), &labCfg); err != nil {
+			return fmt.Errorf("%s: the header does not record the lab's config: %w", o.resume, err)
+		}
+		labCfg.Name = fmt.Sprintf("run%d", os.Getpid()%100000)
+	}
+	o.pcap = o.pcap || rs.Header.Lab["pcap"] == "true"
+	return runExperiment(cmd, rs.Exp, where, labCfg, o, rs, o.resume)
+}
+
+func listBuiltins(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tCELLS\tDESCRIPTION")
+	for _, n := range experiments.Names() {
+		b, _ := experiments.Get(n)
+		e, err := experiment.Parse(n, b)
+		if err != nil {
+			return err
+		}
+		var cells []string
+		for _, c := range e.Cells {
+			cells = append(cells, fmt.Sprintf("%s%v", c.CellName(), c.Conns))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", n, strings.Join(cells, " "), e.Description)
+	}
+	fmt.Fprintln(tw, "\nrun one: v6lab run NAME; edit one: v6lab run --print NAME > my.yaml")
+	return tw.Flush()
+}
+
+// printPlan shows what a run would do and a rough idea of how long.
+func printPlan(w io.Writer, exp *experiment.Experiment, where, note string) {
+	plan := exp.Plan()
+	fmt.Fprintf(w, "experiment %s: %d runs on %s, baseline %s, order %s", exp.Name, len(plan), where, exp.Baseline, exp.Order)
+	if exp.Order == experiment.OrderShuffled {
+		fmt.Fprintf(w, " (seed %d)", exp.Seed)
+	}
+	fmt.Fprintln(w)
+	if note != "" {
+		fmt.Fprintf(w, "note: %s\n", note)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CELLS\tPROTOCOL\tPATHS\tCONNS\tRUNS\tWARM-UP\tTIMEOUT\tTRANSACTIONS")
+	var est, worst time.Duration
+	total := 0
+	for _, c := range exp.Cells {
+		tx := 0
+		for _, n := range c.Conns {
+			tx += n * c.Runs * len(c.Paths)
+			per := time.Duration(c.Pause) + 50*time.Millisecond + time.Duration(n)*300*time.Microsecond + time.Duration(c.Duration)
+			est += per * time.Duration(c.Runs*len(c.Paths))
+			worst += (time.Duration(c.Pause) + time.Duration(c.Timeout) + time.Duration(c.Duration)) * time.Duration(c.Runs*len(c.Paths))
+		}
+		total += tx
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%d\t%d\t%v\t%d\n", c.CellName(), c.Protocol, c.Paths, c.Conns, c.Runs, c.Warmup, time.Duration(c.Timeout), tx)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "%d transactions; estimated time about %s (at most %s if every run waits out its timeout)\n",
+		total, est.Round(time.Second), worst.Round(time.Second))
+	first := plan[:min(len(plan), 6)]
+	var order []string
+	for _, st := range first {
+		order = append(order, fmt.Sprintf("%s/%s/%d#%d", exp.Cells[st.Cell].CellName(), st.Path, st.Conns, st.Run))
+	}
+	fmt.Fprintf(w, "order: %s …\n", strings.Join(order, ", "))
 }

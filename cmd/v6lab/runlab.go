@@ -22,21 +22,23 @@ import (
 	"v6lab/internal/lab"
 	"v6lab/internal/load"
 	"v6lab/internal/path"
-	httpp "v6lab/internal/proto/http"
 )
 
 // labJob is what the measuring child in the client namespace needs.
 type labJob struct {
-	Spec      experiment.Spec           `json:"spec"`
+	Exp       *experiment.Experiment    `json:"experiment"`
 	URL       string                    `json:"url"`
 	Resolvers map[path.Path]labResolver `json:"resolvers"`
 	Sources   map[path.Path]netip.Addr  `json:"sources"`
+	Ports     map[string]uint16         `json:"ports"`
 	Servers   map[string]string         `json:"servers"`
 	Notes     []string                  `json:"notes"`
 	Lab       map[string]string         `json:"lab"`
 	Results   string                    `json:"results"`
-	Objects   bool                      `json:"objects"`
 	Pcap      bool                      `json:"pcap"`
+	// Done and Dir resume an interrupted experiment.
+	Done map[int]bool `json:"done,omitempty"`
+	Dir  string       `json:"dir,omitempty"`
 }
 
 type labResolver struct {
@@ -58,7 +60,7 @@ func canLab() error {
 // runInLab builds a lab, starts the servers in its server namespace, and
 // runs the measurement as a child process inside the client namespace, so
 // that every client socket is born there.
-func runInLab(cmd *cobra.Command, spec experiment.Spec, cfg lab.Config, srvCfg httpp.ServerConfig, results string, keep, pcap bool) error {
+func runInLab(cmd *cobra.Command, exp *experiment.Experiment, cfg lab.Config, results string, keep, pcap bool, rs *experiment.Resume, resumeDir string) error {
 	ctx := cmd.Context()
 	if reaped, err := lab.Reap(); err == nil && len(reaped) > 0 && !quiet(cmd) {
 		fmt.Fprintf(cmd.ErrOrStderr(), "v6lab: removed labs left by killed processes: %v\n", reaped)
@@ -82,7 +84,7 @@ func runInLab(cmd *cobra.Command, spec experiment.Spec, cfg lab.Config, srvCfg h
 			lab.ClearOwner(l.Name)
 		}
 	}()
-	in, err := experiment.StartInLab(ctx, l, srvCfg)
+	in, err := experiment.StartInLab(ctx, l, localServerConfig())
 	if err != nil {
 		return err
 	}
@@ -98,13 +100,17 @@ func runInLab(cmd *cobra.Command, spec experiment.Spec, cfg lab.Config, srvCfg h
 	capFile := os.NewFile(uintptr(capFD), "capture")
 	defer capFile.Close()
 
-	job := labJob{Spec: spec, URL: in.URL.String(), Resolvers: map[path.Path]labResolver{}, Sources: in.Sources,
+	cfgJSON, _ := json.Marshal(cfg)
+	job := labJob{Exp: exp, URL: in.URL.String(), Resolvers: map[path.Path]labResolver{}, Sources: in.Sources,
+		Ports:   map[string]uint16{"http": uint16(in.HTTP.Port), "dns": uint16(in.DNS.Port)},
 		Servers: map[string]string{"http": "embedded (Go net/http) in the server namespace", "dns": "embedded (miekg/dns) in the server namespace, a view per tunnel address"},
 		Lab: map[string]string{"name": l.Name, "topology": "client - r1 - r2 - server (veth), 6in4 tunnel r1-r2",
 			"tunnel": l.TunnelImpl, "tunnel_mtu": strconv.Itoa(l.TunnelMTU), "wire_check": "r1 " + l.Addr.WireIf,
-			"links": cfg.LinkSummary()},
-		Results: results, Objects: true, Pcap: pcap}
-	job.Spec.Target = in.URL.String()
+			"links": cfg.LinkSummary(), "config": string(cfgJSON), "pcap": strconv.FormatBool(pcap)},
+		Results: results, Pcap: pcap, Dir: resumeDir}
+	if rs != nil {
+		job.Done = rs.Done
+	}
 	for p, r := range in.Resolvers {
 		job.Resolvers[p] = labResolver{Servers: r.Servers, Source: r.Source}
 	}
@@ -170,34 +176,38 @@ func runLabChild(cmd *cobra.Command, jobFile string) error {
 	if err != nil {
 		return err
 	}
-	probes := experiment.HTTPProbes{URL: u, Resolvers: map[path.Path]*path.Resolver{}, Sources: j.Sources, Objects: j.Objects}
+	env := experiment.Env{URL: u, Resolvers: map[path.Path]*path.Resolver{}, Sources: j.Sources}
 	for p, r := range j.Resolvers {
-		probes.Resolvers[p] = &path.Resolver{Servers: r.Servers, Source: r.Source}
+		env.Resolvers[p] = &path.Resolver{Servers: r.Servers, Source: r.Source}
 	}
-	if err := settle(cmd, j.Spec.Paths, probes.Probe); err != nil {
-		return err
+	for i := range j.Exp.Cells {
+		if err := settle(cmd, &j.Exp.Cells[i], env.Probe); err != nil {
+			return err
+		}
 	}
-	port, _ := strconv.Atoi(u.Port())
-	cp := capture.FromFD(3, capture.Filter{Port: uint16(port)})
+	cp := capture.FromFD(3, capture.Filter{})
 	defer cp.Close()
 	var rec *capture.Capture
 	if j.Pcap {
 		rec = cp
 	}
-	_, err = execute(cmd, job{
-		pcap: rec,
-		spec: j.Spec, probe: probes.Probe, target: "lab", servers: j.Servers, notes: j.Notes,
-		serverFDs: 0, results: j.Results, wire: capture.Check{C: cp, Port: uint16(port)}, lab: j.Lab,
-	})
+	jb := job{
+		exp: j.Exp, probe: env.Probe, target: "lab", servers: j.Servers, notes: j.Notes,
+		serverFDs: 0, results: j.Results, wire: capture.Check{C: cp, Ports: j.Ports}, lab: j.Lab, pcap: rec,
+	}
+	if j.Dir != "" {
+		jb.resume, jb.resumeDir = &experiment.Resume{Exp: j.Exp, Done: j.Done}, j.Dir
+	}
+	_, err = execute(cmd, jb)
 	return err
 }
 
 // settle does unrecorded transactions on every path until one completes, so
 // neighbour discovery and every cache on the way are warm before the first
 // run, and a path that cannot work fails here with its reason.
-func settle(cmd *cobra.Command, paths []path.Path, probe func(path.Path) (load.Probe, error)) error {
-	for _, p := range paths {
-		pr, err := probe(p)
+func settle(cmd *cobra.Command, c *experiment.Spec, probe func(*experiment.Spec, path.Path) (load.Probe, error)) error {
+	for _, p := range c.Paths {
+		pr, err := probe(c, p)
 		if err != nil {
 			return err
 		}
@@ -210,7 +220,7 @@ func settle(cmd *cobra.Command, paths []path.Path, probe func(path.Path) (load.P
 			ok, last = s.OK(), s.Err
 		}
 		if !ok {
-			return fmt.Errorf("path %s does not work in the lab: %s", p, last)
+			return fmt.Errorf("%s over path %s does not work in the lab: %s", c.CellName(), p, last)
 		}
 	}
 	return nil

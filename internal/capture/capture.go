@@ -172,8 +172,9 @@ func FromFD(fd int, f Filter) *Capture {
 // Check adapts a Capture to a per-run wire check: counts start at zero for
 // each run and must prove its path at the end.
 type Check struct {
-	C    *Capture
-	Port uint16
+	C *Capture
+	// Ports gives each protocol's service port.
+	Ports map[string]uint16
 }
 
 // Quiet is the gap left before a run's window opens and after it closes:
@@ -182,9 +183,9 @@ type Check struct {
 const Quiet = 20 * time.Millisecond
 
 // Start opens the window for a run, after a quiet gap.
-func (k Check) Start(path.Path) {
+func (k Check) Start(protocol string, _ path.Path) {
 	time.Sleep(Quiet)
-	k.C.Reset(Filter{Port: k.Port})
+	k.C.Reset(Filter{Port: k.Ports[protocol]})
 }
 
 // Stop returns the run's counts and whether they prove p.

@@ -6,8 +6,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"v6lab/internal/load"
@@ -15,12 +17,34 @@ import (
 	"v6lab/internal/result"
 )
 
-// Spec is one experiment: a protocol measured over paths at connection
-// counts, R runs per cell.
+// Experiment is what one result directory holds: cells measured in one
+// plan, compared against one baseline path.
+type Experiment struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// Where it runs: auto (the lab when this process may build one, else
+	// loopback), lab, loopback, or hosts (real targets named per cell).
+	Where string `json:"where"`
+	// Topology is a lab topology file (lab and auto only).
+	Topology string    `json:"topology,omitempty"`
+	Servers  string    `json:"servers"`
+	Baseline path.Path `json:"baseline"`
+	// Order is interleaved (paths in the listed order in every run) or
+	// shuffled (a new order of paths for every run, from Seed).
+	Order string `json:"order"`
+	Seed  int64  `json:"seed,omitempty"`
+	Cells []Spec `json:"cells"`
+}
+
+// Spec is one cell group of an experiment: a protocol measured over paths
+// at connection counts, Runs runs per cell.
 type Spec struct {
-	Name     string      `json:"name"`
+	// Name is the experiment's name (copied into each cell group).
+	Name string `json:"name,omitempty"`
+	// Label tells cell groups of one protocol apart (default: Protocol).
+	Label    string      `json:"label,omitempty"`
 	Protocol string      `json:"protocol"`
-	Target   string      `json:"target"`
+	Target   string      `json:"target,omitempty"`
 	Paths    []path.Path `json:"paths"`
 	Conns    []int       `json:"conns"`
 	Runs     int         `json:"runs"`
@@ -30,10 +54,35 @@ type Spec struct {
 	Timeout  Duration  `json:"timeout"`
 	Pause    Duration  `json:"pause"`
 	Duration Duration  `json:"duration,omitempty"`
-	Baseline path.Path `json:"baseline"`
+	Baseline path.Path `json:"baseline,omitempty"`
+	// Protocol options (docs/experiments.md says which apply where).
+	URL        string   `json:"url,omitempty"`
+	Objects    *int     `json:"objects,omitempty"`
+	Query      string   `json:"query,omitempty"`
+	DNSServers []string `json:"dns_servers,omitempty"`
+	Transport  string   `json:"transport,omitempty"`
 	// Params are protocol options, recorded for the reader.
 	Params map[string]string `json:"params,omitempty"`
 }
+
+// CellName is what results call this cell group: Label, or the protocol.
+func (s *Spec) CellName() string {
+	if s.Label != "" {
+		return s.Label
+	}
+	return s.Protocol
+}
+
+// Single wraps one cell group as an experiment (the probe commands).
+func Single(s Spec, where string) *Experiment {
+	return &Experiment{Name: s.Name, Where: where, Servers: "embedded", Baseline: s.Baseline, Order: OrderInterleaved, Cells: []Spec{s}}
+}
+
+// Orders of paths within a run.
+const (
+	OrderInterleaved = "interleaved"
+	OrderShuffled    = "shuffled"
+)
 
 // Duration is a time.Duration that reads and writes as "1.5s".
 type Duration time.Duration
@@ -51,11 +100,9 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// Validate checks a spec before anything runs.
+// Validate checks a cell group before anything runs.
 func (s *Spec) Validate() error {
 	switch {
-	case s.Name == "":
-		return errors.New("experiment: name is empty")
 	case len(s.Paths) == 0:
 		return errors.New("experiment: no paths")
 	case len(s.Conns) == 0:
@@ -75,47 +122,116 @@ func (s *Spec) Validate() error {
 	return nil
 }
 
-// Step is one run of one cell in the order they are done.
-type Step struct {
-	Seq    int
-	Path   path.Path
-	Conns  int
-	Run    int
-	Warmup bool
+// Validate checks an experiment before anything runs.
+func (e *Experiment) Validate() error {
+	if e.Name == "" {
+		return errors.New("experiment: name is empty")
+	}
+	if len(e.Cells) == 0 {
+		return errors.New("experiment: no cells")
+	}
+	seen := map[string]bool{}
+	for i := range e.Cells {
+		c := &e.Cells[i]
+		if seen[c.CellName()] {
+			return fmt.Errorf("experiment: two cell groups are called %q: give one a label", c.CellName())
+		}
+		seen[c.CellName()] = true
+		if err := c.Validate(); err != nil {
+			return fmt.Errorf("%w (cell group %s)", err, c.CellName())
+		}
+		if !slices.Contains(c.Paths, e.Baseline) {
+			return fmt.Errorf("experiment: cell group %s does not measure the baseline path %s", c.CellName(), e.Baseline)
+		}
+	}
+	return nil
 }
 
-// Plan orders the runs: for each connection count, run r of every path
-// before run r+1 of any (v4, v6, v4, v6, …), so slow drift of the machine
-// hits every path alike and run r of two paths can be paired.
-func (s *Spec) Plan() []Step {
-	var out []Step
-	for _, n := range s.Conns {
-		for r := 0; r < s.Runs; r++ {
-			for _, p := range s.Paths {
-				out = append(out, Step{Seq: len(out), Path: p, Conns: n, Run: r, Warmup: r < s.Warmup})
+// Paths lists every path any cell group measures, in first-seen order.
+func (e *Experiment) Paths() []path.Path {
+	var out []path.Path
+	for _, c := range e.Cells {
+		for _, p := range c.Paths {
+			if !slices.Contains(out, p) {
+				out = append(out, p)
 			}
 		}
 	}
 	return out
 }
 
-// Runner runs a spec and writes its result directory.
+// Protocols lists the protocols of the cell groups, once each.
+func (e *Experiment) Protocols() []string {
+	var out []string
+	for _, c := range e.Cells {
+		if !slices.Contains(out, c.Protocol) {
+			out = append(out, c.Protocol)
+		}
+	}
+	return out
+}
+
+// Step is one run of one cell in the order they are done.
+type Step struct {
+	Seq    int
+	Cell   int // index into Experiment.Cells
+	Path   path.Path
+	Conns  int
+	Run    int
+	Warmup bool
+}
+
+// Plan orders the runs of one cell group: for each connection count, run
+// r of every path before run r+1 of any (v4, v6, v4, v6, …), so slow drift
+// of the machine hits every path alike and run r of two paths can be
+// paired.
+func (s *Spec) Plan() []Step {
+	return (&Experiment{Order: OrderInterleaved, Cells: []Spec{*s}}).Plan()
+}
+
+// Plan orders every run of the experiment: cell groups one after another,
+// each as Spec.Plan, with the order of paths in each run shuffled from
+// Seed when Order is shuffled.
+func (e *Experiment) Plan() []Step {
+	var out []Step
+	rng := rand.New(rand.NewPCG(uint64(e.Seed), 0x76366c6162))
+	for ci := range e.Cells {
+		s := &e.Cells[ci]
+		for _, n := range s.Conns {
+			for r := 0; r < s.Runs; r++ {
+				paths := slices.Clone(s.Paths)
+				if e.Order == OrderShuffled {
+					rng.Shuffle(len(paths), func(i, j int) { paths[i], paths[j] = paths[j], paths[i] })
+				}
+				for _, p := range paths {
+					out = append(out, Step{Seq: len(out), Cell: ci, Path: p, Conns: n, Run: r, Warmup: r < s.Warmup})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Runner runs an experiment and writes its result directory.
 type Runner struct {
-	Spec Spec
-	// Probe makes the probe for one path.
-	Probe func(p path.Path) (load.Probe, error)
-	// Header is completed with the spec and written first.
+	Exp *Experiment
+	// Probe makes the probe for one path of one cell group.
+	Probe func(s *Spec, p path.Path) (load.Probe, error)
+	// Header is completed with the experiment and written first.
 	Header result.Header
 	// OnStep, when set, is called after each step with its run record.
 	OnStep func(done, total int, r result.Run)
 	// Wire, when set, checks each run's traffic on the wire.
 	Wire WireCheck
+	// Done lists steps (by Seq) already in the samples file: Run appends
+	// the rest to it instead of starting a new one (resume).
+	Done map[int]bool
 }
 
 // WireCheck proves on the wire what a run's path claims.
 type WireCheck interface {
-	// Start begins counting for a run over p.
-	Start(p path.Path)
+	// Start begins counting for a run of protocol over p.
+	Start(protocol string, p path.Path)
 	// Stop returns the counts, and an error when they do not prove p.
 	Stop(p path.Path) (result.Wire, error)
 }
@@ -124,31 +240,45 @@ type WireCheck interface {
 // finished run is on disk.
 var ErrInterrupted = errors.New("experiment: interrupted")
 
-// Run executes the plan into dir (which must exist and hold nothing), and
-// returns after the samples file is flushed and closed.
+// Run executes the plan into dir, and returns after the samples file is
+// flushed and closed. dir must hold nothing, unless Done is set: then its
+// samples file (cut back to its last finished run, see Resumable) grows.
 func (r *Runner) Run(ctx context.Context, dir string) error {
-	if err := r.Spec.Validate(); err != nil {
+	if err := r.Exp.Validate(); err != nil {
 		return err
 	}
-	probes := map[path.Path]load.Probe{}
-	for _, p := range r.Spec.Paths {
-		pr, err := r.Probe(p)
-		if err != nil {
-			return fmt.Errorf("experiment: path %s: %w", p, err)
-		}
-		probes[p] = pr
+	type key struct {
+		cell int
+		p    path.Path
 	}
-	f, err := os.OpenFile(filepath.Join(dir, "samples.jsonl"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	probes := map[key]load.Probe{}
+	for ci := range r.Exp.Cells {
+		c := &r.Exp.Cells[ci]
+		for _, p := range c.Paths {
+			pr, err := r.Probe(c, p)
+			if err != nil {
+				return fmt.Errorf("experiment: %s over %s: %w", c.CellName(), p, err)
+			}
+			probes[key{ci, p}] = pr
+		}
+	}
+	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
+	if r.Done != nil {
+		flags = os.O_WRONLY | os.O_APPEND
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "samples.jsonl"), flags, 0o644)
 	if err != nil {
 		return fmt.Errorf("experiment: %w", err)
 	}
 	w := result.NewWriter(f)
-	h := r.Header
-	h.Name = r.Spec.Name
-	h.Baseline = string(r.Spec.Baseline)
-	h.Spec = r.Spec
-	w.Header(h)
-	runErr := r.runPlan(ctx, w, probes)
+	if r.Done == nil {
+		h := r.Header
+		h.Name = r.Exp.Name
+		h.Baseline = string(r.Exp.Baseline)
+		h.Spec = r.Exp
+		w.Header(h)
+	}
+	runErr := r.runPlan(ctx, w, func(st Step) load.Probe { return probes[key{st.Cell, st.Path}] })
 	werr := w.Close()
 	if cerr := f.Close(); werr == nil {
 		werr = cerr
@@ -159,18 +289,29 @@ func (r *Runner) Run(ctx context.Context, dir string) error {
 	return werr
 }
 
-func (r *Runner) runPlan(ctx context.Context, w *result.Writer, probes map[path.Path]load.Probe) error {
-	plan := r.Spec.Plan()
-	timeout := time.Duration(r.Spec.Timeout)
+func (r *Runner) runPlan(ctx context.Context, w *result.Writer, probeOf func(Step) load.Probe) error {
+	plan := r.Exp.Plan()
+	last := -1 // the last step to be done, for the pause after it
+	for _, st := range plan {
+		if !r.Done[st.Seq] {
+			last = st.Seq
+		}
+	}
 	for i, st := range plan {
+		if r.Done[st.Seq] {
+			continue
+		}
 		if ctx.Err() != nil {
 			return ErrInterrupted
 		}
-		cell := result.CellKey(r.Spec.Protocol, string(st.Path), st.Conns)
-		rec := result.Run{Cell: cell, Protocol: r.Spec.Protocol, Path: string(st.Path), Conns: st.Conns,
+		spec := &r.Exp.Cells[st.Cell]
+		timeout := time.Duration(spec.Timeout)
+		name := spec.CellName()
+		cell := result.CellKey(name, string(st.Path), st.Conns)
+		rec := result.Run{Cell: cell, Protocol: name, Path: string(st.Path), Conns: st.Conns,
 			Run: st.Run, Warmup: st.Warmup, Seq: st.Seq, Start: time.Now().UTC()}
 		emit := func(s result.Sample) {
-			s.Cell, s.Conns, s.Run, s.Warmup = cell, st.Conns, st.Run, st.Warmup
+			s.Cell, s.Protocol, s.Conns, s.Run, s.Warmup = cell, name, st.Conns, st.Run, st.Warmup
 			w.Sample(s)
 		}
 		var ok, failed counter
@@ -183,12 +324,12 @@ func (r *Runner) runPlan(ctx context.Context, w *result.Writer, probes map[path.
 			emit(s)
 		}
 		if r.Wire != nil {
-			r.Wire.Start(st.Path)
+			r.Wire.Start(spec.Protocol, st.Path)
 		}
-		if r.Spec.Duration > 0 {
-			load.Sustained(ctx, probes[st.Path], st.Conns, time.Duration(r.Spec.Duration), timeout, counting)
+		if spec.Duration > 0 {
+			load.Sustained(ctx, probeOf(st), st.Conns, time.Duration(spec.Duration), timeout, counting)
 		} else {
-			load.Closed(ctx, probes[st.Path], st.Conns, timeout, counting)
+			load.Closed(ctx, probeOf(st), st.Conns, timeout, counting)
 		}
 		rec.End = time.Now().UTC()
 		rec.Completed, rec.Failed = ok.get(), failed.get()
@@ -213,7 +354,7 @@ func (r *Runner) runPlan(ctx context.Context, w *result.Writer, probes map[path.
 		if interrupted {
 			return ErrInterrupted
 		}
-		if pause := time.Duration(r.Spec.Pause); pause > 0 && i+1 < len(plan) {
+		if pause := time.Duration(spec.Pause); pause > 0 && st.Seq != last {
 			select {
 			case <-ctx.Done():
 				return ErrInterrupted

@@ -33,7 +33,7 @@ func TestPlanInterleavesPaths(t *testing.T) {
 func itoa(n int) string { return strings.TrimPrefix(result.CellKey("", "", n), "//") }
 
 func TestValidate(t *testing.T) {
-	good := Spec{Name: "x", Paths: []path.Path{path.IPv4}, Conns: []int{1}, Runs: 2, Warmup: 1, Timeout: Duration(time.Second)}
+	good := Spec{ Paths: []path.Path{path.IPv4}, Conns: []int{1}, Runs: 2, Warmup: 1, Timeout: Duration(time.Second)}
 	if err := good.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestRunnerStreamsEverySampleAndRun(t *testing.T) {
 	spec := Spec{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4, path.IPv6}, Conns: []int{1, 3}, Runs: 3, Warmup: 1,
 		Timeout: Duration(time.Second), Baseline: path.IPv4}
 	steps := 0
-	r := &Runner{Spec: spec, Probe: func(p path.Path) (load.Probe, error) { return counting{fail: true}, nil },
+	r := &Runner{Exp: Single(spec, "loopback"), Probe: func(*Spec, path.Path) (load.Probe, error) { return counting{fail: true}, nil },
 		OnStep: func(done, total int, _ result.Run) { steps = done }}
 	if err := r.Run(context.Background(), dir); err != nil {
 		t.Fatal(err)
@@ -115,7 +115,7 @@ func TestRunnerInterruptedKeepsFinishedRuns(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	spec := Spec{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4}, Conns: []int{2}, Runs: 10,
 		Timeout: Duration(time.Second), Baseline: path.IPv4}
-	r := &Runner{Spec: spec, Probe: func(path.Path) (load.Probe, error) { return counting{}, nil },
+	r := &Runner{Exp: Single(spec, "loopback"), Probe: func(*Spec, path.Path) (load.Probe, error) { return counting{}, nil },
 		OnStep: func(done, _ int, _ result.Run) {
 			if done == 4 {
 				cancel()
@@ -124,11 +124,132 @@ func TestRunnerInterruptedKeepsFinishedRuns(t *testing.T) {
 	if err := r.Run(ctx, dir); !errors.Is(err, ErrInterrupted) {
 		t.Fatalf("err %v", err)
 	}
-	fh, _ := os.Open(filepath.Join(dir, "samples.jsonl"))
+	f := readSamples(t, dir)
+	if len(f.Runs) != 4 || len(f.Samples) != 8 {
+		t.Fatalf("after interrupt: %d runs, %d samples", len(f.Runs), len(f.Samples))
+	}
+	// Four runs finished before the interruption: resuming does the six
+	// after them (a cut run's lines are tested in TestResumeCutsAHalfWrittenLine).
+	rs, err := PrepareResume(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs.Done) != 4 || rs.Moved != "" || rs.Exp.Name != "t" {
+		t.Fatalf("resume: %d done, moved %q, exp %+v", len(rs.Done), rs.Moved, rs.Exp)
+	}
+	r2 := &Runner{Exp: rs.Exp, Probe: r.Probe, Done: rs.Done}
+	if err := r2.Run(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
+	f = readSamples(t, dir)
+	seqs := map[int]int{}
+	for _, run := range f.Runs {
+		seqs[run.Seq]++
+		if run.Err != "" {
+			t.Errorf("run %d: %s", run.Seq, run.Err)
+		}
+	}
+	if len(f.Runs) != 10 || len(seqs) != 10 || len(f.Samples) != 20 {
+		t.Errorf("after resume: %d runs (%d distinct), %d samples", len(f.Runs), len(seqs), len(f.Samples))
+	}
+	if _, err := PrepareResume(dir); !errors.Is(err, ErrComplete) {
+		t.Errorf("resuming a complete experiment: %v", err)
+	}
+}
+
+func readSamples(t *testing.T, dir string) *result.File {
+	t.Helper()
+	fh, err := os.Open(filepath.Join(dir, "samples.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer fh.Close()
 	f, err := result.Read(fh, "samples.jsonl")
-	if err != nil || len(f.Runs) != 4 || len(f.Samples) != 8 {
-		t.Fatalf("after interrupt: %v, %d runs, %d samples", err, len(f.Runs), len(f.Samples))
+	if err != nil || f.Truncated {
+		t.Fatalf("read: %v (truncated %v)", err, f.Truncated)
+	}
+	return f
+}
+
+func readLines(t *testing.T, name string) []string {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+}
+
+func TestResumeCutsAHalfWrittenLine(t *testing.T) {
+	dir := t.TempDir()
+	spec := Spec{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4, path.IPv6}, Conns: []int{1}, Runs: 3,
+		Timeout: Duration(time.Second), Baseline: path.IPv4}
+	r := &Runner{Exp: Single(spec, "loopback"), Probe: func(*Spec, path.Path) (load.Probe, error) { return counting{}, nil }}
+	if err := r.Run(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
+	// A kill in the middle of the 5th run: its sample and half a line.
+	name := filepath.Join(dir, "samples.jsonl")
+	lines := readLines(t, name)
+	cut := strings.Join(lines[:1+4*2+1], "\n") + "\n" + lines[10][:20]
+	os.WriteFile(name, []byte(cut), 0o644)
+	rs, err := PrepareResume(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs.Done) != 4 || len(readLines(t, rs.Moved)) != 2 {
+		t.Fatalf("done %v, moved %q", rs.Done, readLines(t, rs.Moved))
+	}
+	if err := (&Runner{Exp: rs.Exp, Probe: r.Probe, Done: rs.Done}).Run(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
+	if f := readSamples(t, dir); len(f.Runs) != 6 || len(f.Samples) != 6 {
+		t.Errorf("after resume: %d runs, %d samples", len(f.Runs), len(f.Samples))
+	}
+}
+
+func TestShuffledPlanIsRecordedAndRepeatable(t *testing.T) {
+	e := Experiment{Name: "s", Order: OrderShuffled, Seed: 7, Baseline: path.IPv4, Cells: []Spec{
+		{Protocol: "http", Paths: []path.Path{path.IPv4, path.IPv6, path.SixIn4}, Conns: []int{1}, Runs: 20, Timeout: 1},
+		{Protocol: "dns", Paths: []path.Path{path.IPv4, path.IPv6}, Conns: []int{1, 2}, Runs: 2, Timeout: 1},
+	}}
+	order := func(e Experiment) string {
+		var b strings.Builder
+		for _, st := range e.Plan() {
+			b.WriteString(map[path.Path]string{path.IPv4: "4", path.IPv6: "6", path.SixIn4: "t"}[st.Path])
+		}
+		return b.String()
+	}
+	a := order(e)
+	if a != order(e) || len(a) != 60+8 {
+		t.Fatalf("plan not repeatable: %s", a)
+	}
+	e2 := e
+	e2.Seed = 8
+	if order(e2) == a {
+		t.Error("another seed gave the same order")
+	}
+	// Every run still holds each path once, and the cells stay in order.
+	plan := e.Plan()
+	for i := 0; i < 60; i += 3 {
+		seen := map[path.Path]bool{}
+		for _, st := range plan[i : i+3] {
+			seen[st.Path] = true
+			if st.Cell != 0 || st.Run != i/3 {
+				t.Fatalf("step %d: %+v", i, st)
+			}
+		}
+		if len(seen) != 3 {
+			t.Fatalf("run %d: paths %v", i/3, seen)
+		}
+	}
+	if plan[60].Cell != 1 || plan[67].Seq != 67 {
+		t.Errorf("second cell group: %+v %+v", plan[60], plan[67])
+	}
+	e3 := e
+	e3.Order = OrderInterleaved
+	if !strings.HasPrefix(order(e3), "46t46t46t") {
+		t.Errorf("interleaved order %s", order(e3))
 	}
 }
 

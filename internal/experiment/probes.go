@@ -2,6 +2,8 @@ package experiment
 
 import (
 	"crypto/tls"
+	"errors"
+	"fmt"
 	"net/netip"
 	"net/url"
 
@@ -56,4 +58,96 @@ func (d DNSProbes) Probe(p path.Path) (load.Probe, error) {
 		return nil, err
 	}
 	return &dns.Client{Name: d.Name, Server: srv, Path: p, Type: d.Type, TCP: d.TCP}, nil
+}
+
+// Env is where an experiment's servers are, as its probes see them: the
+// embedded servers of the lab or loopback, or nothing for real hosts
+// (each cell then names its own).
+type Env struct {
+	// URL is the embedded HTTP server's index page (host LocalName).
+	URL *url.URL
+	// Resolver answers every path that Resolvers does not list.
+	Resolver  *path.Resolver
+	Resolvers map[path.Path]*path.Resolver
+	// Sources pin the client address per path (the lab's 6in4 path).
+	Sources map[path.Path]netip.Addr
+}
+
+func (env Env) resolver(p path.Path) *path.Resolver {
+	if r, ok := env.Resolvers[p]; ok {
+		return r
+	}
+	return env.Resolver
+}
+
+// Probe makes the probe of cell group s over path p.
+func (env Env) Probe(s *Spec, p path.Path) (load.Probe, error) {
+	switch s.Protocol {
+	case "http":
+		hp := HTTPProbes{URL: env.URL, Resolver: env.resolver(p), Sources: env.Sources, Objects: true}
+		if s.URL != "" {
+			u, err := httpp.ParseURL(s.URL)
+			if err != nil {
+				return nil, err
+			}
+			res, err := hostResolver(s.DNSServers)
+			if err != nil {
+				return nil, err
+			}
+			hp = HTTPProbes{URL: u, Resolver: res, Objects: true}
+		} else if s.Objects != nil {
+			u := *env.URL
+			u.Path = fmt.Sprintf("/pages/%d", *s.Objects)
+			hp.URL = &u
+		}
+		if hp.URL == nil {
+			return nil, errors.New("no HTTP server to measure")
+		}
+		return hp.Probe(p)
+	case "dns":
+		name := s.Query
+		if name == "" {
+			name = LocalName
+		}
+		res := env.resolver(p)
+		if len(s.DNSServers) > 0 {
+			var err error
+			if res, err = hostResolver(s.DNSServers); err != nil {
+				return nil, err
+			}
+		}
+		if res == nil {
+			return nil, errors.New("no DNS server to measure")
+		}
+		srv, _, err := (&path.Resolver{Servers: res.Servers}).Server(p)
+		if err != nil {
+			return nil, err
+		}
+		src := res.Source
+		if !src.IsValid() {
+			src = env.Sources[p]
+		}
+		return &dns.Client{Name: name, Server: srv, Path: p, TCP: s.Transport == "tcp", Source: src}, nil
+	}
+	return nil, fmt.Errorf("protocol %q is not measured by this version", s.Protocol)
+}
+
+// hostResolver asks the given servers, or the system's when none are given.
+func hostResolver(servers []string) (*path.Resolver, error) {
+	r := &path.Resolver{}
+	for _, s := range servers {
+		ap, err := path.ParseServer(s)
+		if err != nil {
+			return nil, err
+		}
+		r.Servers = append(r.Servers, ap)
+	}
+	if len(r.Servers) == 0 {
+		sys, err := path.SystemServers()
+		if err != nil {
+			return nil, err
+		}
+		r.Servers = sys
+	}
+	return r, nil
 }

@@ -125,7 +125,11 @@ func ParseTopology(file string, data []byte) (Config, error) {
 			return cfg, doc.Errorf(at, "the tunnel (MTU %d) needs an r1-r2 link MTU of at least %d, one 20-byte IPv4 header more, but it is %d", cfg.TunnelMTU, cfg.TunnelMTU+20, l.MTU)
 		}
 	}
-	if err := cfg.Validate(); err != nil {
+	check := cfg // the name may come later (lab up --name, run)
+	if check.Name == "" {
+		check.Name = "default"
+	}
+	if err := check.Validate(); err != nil {
 		return cfg, fmt.Errorf("%s: %w", file, err) // rules with no single field
 	}
 	return cfg, nil

@@ -1,0 +1,379 @@
+package experiment
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"time"
+
+	"v6lab/internal/lab"
+	"v6lab/internal/path"
+	httpp "v6lab/internal/proto/http"
+	"v6lab/internal/specfile"
+)
+
+// file is the YAML form of an Experiment (docs/experiments.md).
+type file struct {
+	Name        string     `yaml:"name"`
+	Description string     `yaml:"description"`
+	Where       string     `yaml:"where"`
+	Topology    string     `yaml:"topology"`
+	Servers     string     `yaml:"servers"`
+	Paths       []string   `yaml:"paths"`
+	Baseline    string     `yaml:"baseline"`
+	Runs        *int       `yaml:"runs"`
+	Warmup      *int       `yaml:"warmup"`
+	Timeout     *Duration  `yaml:"timeout"`
+	Pause       *Duration  `yaml:"pause"`
+	Order       string     `yaml:"order"`
+	Seed        int64      `yaml:"seed"`
+	Cells       []cellFile `yaml:"cells"`
+}
+
+type cellFile struct {
+	Protocol   string    `yaml:"protocol"`
+	Label      string    `yaml:"label"`
+	Conns      []int     `yaml:"conns"`
+	Paths      []string  `yaml:"paths"`
+	Runs       *int      `yaml:"runs"`
+	Warmup     *int      `yaml:"warmup"`
+	Timeout    *Duration `yaml:"timeout"`
+	Pause      *Duration `yaml:"pause"`
+	Duration   Duration  `yaml:"duration"`
+	Objects    *int      `yaml:"objects"`
+	URL        string    `yaml:"url"`
+	Query      string    `yaml:"query"`
+	DNSServers []string  `yaml:"dns_servers"`
+	Transport  string    `yaml:"transport"`
+}
+
+// Defaults of an experiment file.
+const (
+	DefaultRuns    = 11
+	DefaultWarmup  = 1
+	DefaultTimeout = 30 * time.Second
+	DefaultPause   = 100 * time.Millisecond
+	// MaxConns bounds one cell's simultaneous connections per path.
+	MaxConns = 100000
+)
+
+// Protocols this version measures, and the options each takes.
+var protocolOptions = map[string][]string{
+	"http": {"objects", "url", "dns_servers"},
+	"dns":  {"query", "dns_servers", "transport"},
+}
+
+// Protocols the studies use that later versions add.
+var plannedProtocols = []string{"ftp", "smtp", "imap", "tcp", "udp"}
+
+var (
+	nameRE  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+	labelRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,31}$`)
+)
+
+// Load reads an experiment file. Every problem is an error naming the file,
+// the line and the field.
+func Load(name string) (*Experiment, error) {
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("experiment: %w", err)
+	}
+	e, err := Parse(name, data)
+	if err != nil {
+		return nil, err
+	}
+	if e.Topology != "" && !filepath.IsAbs(e.Topology) {
+		e.Topology = filepath.Join(filepath.Dir(name), e.Topology)
+	}
+	if e.Topology != "" {
+		if _, err := lab.LoadTopology(e.Topology); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// Parse reads an experiment from data, the contents of file name.
+func Parse(name string, data []byte) (*Experiment, error) {
+	var f file
+	doc, err := specfile.Decode(name, data, &f)
+	if err != nil {
+		return nil, err
+	}
+	return f.experiment(doc)
+}
+
+func (f *file) experiment(doc *specfile.Doc) (*Experiment, error) {
+	e := &Experiment{Name: f.Name, Description: f.Description, Where: f.Where, Topology: f.Topology,
+		Servers: f.Servers, Order: f.Order, Seed: f.Seed}
+	switch {
+	case !doc.Has("name"):
+		return nil, doc.Errorf("name", "is required")
+	case !nameRE.MatchString(f.Name):
+		return nil, doc.Errorf("name", "%q cannot name a result directory: letters, digits, dot, dash and underscore, up to 64", f.Name)
+	}
+	if e.Where == "" {
+		e.Where = "auto"
+	}
+	if !slices.Contains([]string{"auto", "lab", "loopback", "hosts"}, e.Where) {
+		return nil, doc.Errorf("where", "%q is not a place to run: want auto, lab, loopback or hosts", f.Where)
+	}
+	if f.Topology != "" && (e.Where == "loopback" || e.Where == "hosts") {
+		return nil, doc.Errorf("topology", "a topology needs the lab, but where is %s", e.Where)
+	}
+	if e.Servers == "" {
+		e.Servers = "embedded"
+	}
+	switch e.Servers {
+	case "embedded":
+	case "real":
+		return nil, doc.Errorf("servers", "real servers (nginx, unbound, …) are not in this version yet: use embedded")
+	default:
+		return nil, doc.Errorf("servers", "%q: want embedded or real", f.Servers)
+	}
+	if e.Order == "" {
+		e.Order = OrderInterleaved
+	}
+	if e.Order != OrderInterleaved && e.Order != OrderShuffled {
+		return nil, doc.Errorf("order", "%q: want interleaved or shuffled", f.Order)
+	}
+	paths, err := f.paths(doc, "paths", f.Paths, e.Where)
+	if err != nil {
+		return nil, err
+	}
+	if paths == nil {
+		paths = []path.Path{path.IPv4, path.IPv6, path.SixIn4}
+		if e.Where == "loopback" || e.Where == "hosts" {
+			paths = paths[:2]
+		}
+	}
+	e.Baseline = path.IPv4
+	if doc.Has("baseline") {
+		if e.Baseline, err = path.Parse(f.Baseline); err != nil {
+			return nil, doc.Errorf("baseline", "%q is not a path (ipv4, ipv6, 6in4)", f.Baseline)
+		}
+	}
+	base := Spec{Name: f.Name, Runs: DefaultRuns, Warmup: DefaultWarmup, Timeout: Duration(DefaultTimeout),
+		Pause: Duration(DefaultPause), Baseline: e.Baseline}
+	if err := runSettings(doc, "", &base, f.Runs, f.Warmup, f.Timeout, f.Pause); err != nil {
+		return nil, err
+	}
+	if len(f.Cells) == 0 {
+		return nil, doc.Errorf("cells", "at least one cell is needed (protocol and connection counts)")
+	}
+	labels := map[string]string{}
+	for i, c := range f.Cells {
+		at := fmt.Sprintf("cells[%d]", i)
+		s, err := c.spec(doc, at, base, paths, e)
+		if err != nil {
+			return nil, err
+		}
+		if prev, dup := labels[s.CellName()]; dup {
+			field := at + ".label"
+			if !doc.Has(field) {
+				field = at + ".protocol"
+			}
+			return nil, doc.Errorf(field, "%s is also the name of %s: give one a distinct label", s.CellName(), prev)
+		}
+		labels[s.CellName()] = at
+		if !slices.Contains(s.Paths, e.Baseline) {
+			field := at + ".paths"
+			if !doc.Has(field) {
+				field = "baseline"
+			}
+			return nil, doc.Errorf(field, "the cell does not measure the baseline path %s, so nothing can be compared with it", e.Baseline)
+		}
+		e.Cells = append(e.Cells, s)
+	}
+	if err := e.Validate(); err != nil { // rules that belong to no one field
+		return nil, fmt.Errorf("%s: %w", doc.File, err)
+	}
+	return e, nil
+}
+
+// paths reads a list of paths at field; nil when the file gave none.
+func (f *file) paths(doc *specfile.Doc, field string, in []string, where string) ([]path.Path, error) {
+	if !doc.Has(field) {
+		return nil, nil
+	}
+	if len(in) == 0 {
+		return nil, doc.Errorf(field, "the list is empty")
+	}
+	var out []path.Path
+	for i, s := range in {
+		at := fmt.Sprintf("%s[%d]", field, i)
+		p, err := path.Parse(s)
+		if err != nil {
+			return nil, doc.Errorf(at, "%q is not a path (ipv4, ipv6, 6in4)", s)
+		}
+		if p == path.SixIn4 && (where == "loopback" || where == "hosts") {
+			return nil, doc.Errorf(at, "6in4 needs the lab's tunnel, but where is %s (only ipv4 and ipv6 there)", where)
+		}
+		if slices.Contains(out, p) {
+			return nil, doc.Errorf(at, "%s is listed twice", p)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// runSettings checks and applies runs, warm-up, timeout and pause given at
+// prefix (the top level, or one cell).
+func runSettings(doc *specfile.Doc, prefix string, s *Spec, runs, warmup *int, timeout, pause *Duration) error {
+	at := func(f string) string { return prefix + f }
+	if runs != nil {
+		if *runs < 1 || *runs > 10000 {
+			return doc.Errorf(at("runs"), "%d: want 1 to 10000 runs per cell", *runs)
+		}
+		s.Runs = *runs
+	}
+	if warmup != nil {
+		if *warmup < 0 {
+			return doc.Errorf(at("warmup"), "%d: must not be negative", *warmup)
+		}
+		s.Warmup = *warmup
+	}
+	if s.Warmup >= s.Runs {
+		field := at("warmup")
+		if !doc.Has(field) {
+			field = at("runs")
+		}
+		if !doc.Has(field) {
+			field = "warmup"
+		}
+		return doc.Errorf(field, "%d warm-up runs leave none of the %d runs to count", s.Warmup, s.Runs)
+	}
+	if timeout != nil {
+		if *timeout <= 0 {
+			return doc.Errorf(at("timeout"), "must be more than zero")
+		}
+		s.Timeout = *timeout
+	}
+	if pause != nil {
+		if *pause < 0 {
+			return doc.Errorf(at("pause"), "must not be negative")
+		}
+		s.Pause = *pause
+	}
+	return nil
+}
+
+func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Path, e *Experiment) (Spec, error) {
+	s := base
+	field := func(f string) string { return at + "." + f }
+	s.Protocol, s.Label = c.Protocol, c.Label
+	opts, ok := protocolOptions[c.Protocol]
+	switch {
+	case !doc.Has(field("protocol")):
+		return s, doc.Errorf(at, "protocol is required (http or dns)")
+	case !ok && slices.Contains(plannedProtocols, c.Protocol):
+		return s, doc.Errorf(field("protocol"), "%s is not in this version of v6lab yet (http and dns are)", c.Protocol)
+	case !ok:
+		return s, doc.Errorf(field("protocol"), "%q is not a protocol v6lab knows (http, dns)", c.Protocol)
+	}
+	if doc.Has(field("label")) && !labelRE.MatchString(c.Label) {
+		return s, doc.Errorf(field("label"), "%q: lowercase letters, digits, dot, dash and underscore, up to 32", c.Label)
+	}
+	for _, o := range []string{"objects", "url", "query", "dns_servers", "transport"} {
+		if doc.Has(field(o)) && !slices.Contains(opts, o) {
+			return s, doc.Errorf(field(o), "does not apply to protocol %s (it takes: %v)", c.Protocol, opts)
+		}
+	}
+	if !doc.Has(field("conns")) {
+		return s, doc.Errorf(at, "conns is required (simultaneous connections per run, e.g. [1, 10, 100])")
+	}
+	if len(c.Conns) == 0 {
+		return s, doc.Errorf(field("conns"), "the list is empty")
+	}
+	for i, n := range c.Conns {
+		if n < 1 || n > MaxConns {
+			return s, doc.Errorf(fmt.Sprintf("%s[%d]", field("conns"), i), "%d: want 1 to %d connections", n, MaxConns)
+		}
+		if slices.Contains(c.Conns[:i], n) {
+			return s, doc.Errorf(fmt.Sprintf("%s[%d]", field("conns"), i), "%d is listed twice", n)
+		}
+	}
+	s.Conns = c.Conns
+	var f file
+	own, err := f.paths(doc, field("paths"), c.Paths, e.Where)
+	if err != nil {
+		return s, err
+	}
+	s.Paths = paths
+	if own != nil {
+		s.Paths = own
+	}
+	if err := runSettings(doc, at+".", &s, c.Runs, c.Warmup, c.Timeout, c.Pause); err != nil {
+		return s, err
+	}
+	if c.Duration < 0 {
+		return s, doc.Errorf(field("duration"), "must not be negative")
+	}
+	s.Duration = c.Duration
+	if c.Objects != nil {
+		if *c.Objects < 0 || *c.Objects > httpp.MaxObjects {
+			return s, doc.Errorf(field("objects"), "%d: want 0 to %d embedded objects", *c.Objects, httpp.MaxObjects)
+		}
+		if e.Where == "hosts" {
+			return s, doc.Errorf(field("objects"), "sets the embedded server's page; with where: hosts the real page decides")
+		}
+		s.Objects = c.Objects
+	}
+	hosts := e.Where == "hosts"
+	switch c.Protocol {
+	case "http":
+		if hosts && c.URL == "" {
+			return s, doc.Errorf(at, "url is required with where: hosts (the page to fetch)")
+		}
+		if !hosts && c.URL != "" {
+			return s, doc.Errorf(field("url"), "only with where: hosts; v6lab chooses the embedded server's URL")
+		}
+		s.URL = c.URL
+	case "dns":
+		if hosts && (c.Query == "" || len(c.DNSServers) == 0) {
+			return s, doc.Errorf(at, "query and dns_servers are required with where: hosts (the name to look up and the server to ask)")
+		}
+		s.Query = c.Query
+		switch c.Transport {
+		case "", "udp", "tcp":
+			s.Transport = c.Transport
+		default:
+			return s, doc.Errorf(field("transport"), "%q: want udp or tcp", c.Transport)
+		}
+	}
+	if len(c.DNSServers) > 0 && !hosts {
+		return s, doc.Errorf(field("dns_servers"), "only with where: hosts; in the lab and on loopback the embedded DNS server answers")
+	}
+	for i, srv := range c.DNSServers {
+		if _, err := path.ParseServer(srv); err != nil {
+			return s, doc.Errorf(fmt.Sprintf("%s[%d]", field("dns_servers"), i), "%v", err)
+		}
+	}
+	s.DNSServers = c.DNSServers
+	return s, nil
+}
+
+// Scale shrinks an experiment for a quick look on a small machine: every
+// connection count and the number of runs are multiplied by f (0 < f ≤ 1),
+// keeping at least one connection and two counted runs per cell.
+func (e *Experiment) Scale(f float64) error {
+	if !(f > 0 && f <= 1) {
+		return fmt.Errorf("experiment: scale %g: want more than 0 and at most 1", f)
+	}
+	for i := range e.Cells {
+		c := &e.Cells[i]
+		var conns []int
+		for _, n := range c.Conns {
+			m := max(1, int(math.Round(float64(n)*f)))
+			if !slices.Contains(conns, m) {
+				conns = append(conns, m)
+			}
+		}
+		c.Conns = conns
+		c.Runs = max(c.Warmup+2, int(math.Round(float64(c.Runs)*f)))
+	}
+	return nil
+}

@@ -1,0 +1,108 @@
+package experiment
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"v6lab/experiments"
+	"v6lab/internal/path"
+)
+
+// Each invalid-*.yaml names on its first line the exact error it must give.
+func TestInvalidExperimentsNameFileLineAndField(t *testing.T) {
+	files, _ := filepath.Glob("testdata/invalid-*.yaml")
+	if len(files) < 25 {
+		t.Fatalf("only %d invalid experiment files", len(files))
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, _, _ := strings.Cut(string(data), "\n")
+		want, ok := strings.CutPrefix(first, "# want: ")
+		if !ok {
+			t.Fatalf("%s: first line must be '# want: <message>'", f)
+		}
+		_, err = Parse(filepath.Base(f), data)
+		if err == nil || err.Error() != want {
+			t.Errorf("%s:\n got  %v\n want %s", f, err, want)
+		}
+	}
+}
+
+func TestFullExperimentFile(t *testing.T) {
+	e, err := Load("testdata/valid-full.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Name != "full" || e.Where != "lab" || e.Topology != "testdata/topology.yaml" || e.Order != OrderShuffled || e.Seed != 42 || len(e.Cells) != 3 {
+		t.Fatalf("experiment %+v", e)
+	}
+	http, big, dns := e.Cells[0], e.Cells[1], e.Cells[2]
+	if http.CellName() != "http" || len(http.Paths) != 3 || http.Runs != 11 || http.Warmup != 1 || time.Duration(http.Timeout) != 30*time.Second {
+		t.Errorf("http cell %+v", http)
+	}
+	if big.CellName() != "bigpage" || *big.Objects != 20 || big.Runs != 5 {
+		t.Errorf("bigpage cell %+v", big)
+	}
+	if dns.Transport != "tcp" || len(dns.Paths) != 2 || dns.Paths[1] != path.SixIn4 || time.Duration(dns.Timeout) != 5*time.Second ||
+		dns.Pause != 0 || time.Duration(dns.Duration) != 2*time.Second {
+		t.Errorf("dns cell %+v", dns)
+	}
+	if n := len(e.Plan()); n != 3*3*11+1*3*5+2*2*11 {
+		t.Errorf("plan has %d steps", n)
+	}
+	h, err := Load("testdata/valid-hosts.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Cells[0].Paths) != 2 || h.Cells[0].URL == "" || len(h.Cells[1].DNSServers) != 1 {
+		t.Errorf("hosts experiment %+v", h)
+	}
+	if _, err := Load("testdata/nope.yaml"); err == nil || !strings.Contains(err.Error(), "nope.yaml") {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+func TestBuiltinExperimentsParseAndScale(t *testing.T) {
+	names := experiments.Names()
+	if len(names) < 2 || names[0] != "mitre2004" {
+		t.Fatalf("built-ins %v", names)
+	}
+	for _, n := range names {
+		b, err := experiments.Get(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := Parse(n, b)
+		if err != nil {
+			t.Fatalf("%s: %v", n, err)
+		}
+		if e.Name != n || e.Description == "" {
+			t.Errorf("%s: name %q, description %q", n, e.Name, e.Description)
+		}
+	}
+	b, _ := experiments.Get("mitre2004")
+	e, _ := Parse("mitre2004", b)
+	if got := e.Cells[0].Conns; len(got) != 6 || got[5] != 5000 || e.Cells[0].Runs != 11 {
+		t.Errorf("mitre2004 http cells %v", got)
+	}
+	if err := e.Scale(0.1); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.Cells[0].Conns; len(got) != 5 || got[0] != 1 || got[4] != 500 || e.Cells[0].Runs != 3 {
+		t.Errorf("scaled: conns %v runs %d", got, e.Cells[0].Runs)
+	}
+	for _, bad := range []float64{0, -1, 1.5} {
+		if err := e.Scale(bad); err == nil {
+			t.Errorf("scale %g accepted", bad)
+		}
+	}
+	if _, err := experiments.Get("nope"); err == nil || !strings.Contains(err.Error(), "mitre2004") {
+		t.Errorf("unknown built-in: %v", err)
+	}
+}
