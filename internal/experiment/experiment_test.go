@@ -33,7 +33,7 @@ func TestPlanInterleavesPaths(t *testing.T) {
 func itoa(n int) string { return strings.TrimPrefix(result.CellKey("", "", n), "//") }
 
 func TestValidate(t *testing.T) {
-	good := Spec{ Paths: []path.Path{path.IPv4}, Conns: []int{1}, Runs: 2, Warmup: 1, Timeout: Duration(time.Second)}
+	good := Spec{Paths: []path.Path{path.IPv4}, Conns: []int{1}, Runs: 2, Warmup: 1, Timeout: Duration(time.Second)}
 	if err := good.Validate(); err != nil {
 		t.Fatal(err)
 	}
