@@ -142,7 +142,7 @@ func execute(cmd *cobra.Command, j job) (string, error) {
 		Sysctls: sysctls, Limits: map[string]string{"nofile": fmt.Sprint(limit)}, Target: j.target,
 		Servers: j.servers, Notes: notes, Lab: j.lab,
 	}
-	files := "samples.jsonl, summary.json, report.txt, results.csv"
+	files := "samples.jsonl, summary.json, report.txt, results.csv, report.html"
 	if j.pcap != nil {
 		name := "capture.pcap"
 		if j.resume != nil {

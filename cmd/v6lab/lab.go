@@ -96,6 +96,7 @@ and --loss need the kernel's netem and fail with a clear error where the kernel 
 
 // labFlags are the lab settings lab up and run share.
 type labFlags struct {
+	hasName                        bool // --name is the lab's (lab up), not the results' (run)
 	name, tunnel, rate, queueLimit string
 	tunnelMTU                      int
 	delay, jitter                  time.Duration
@@ -104,6 +105,7 @@ type labFlags struct {
 
 func (f *labFlags) register(cmd *cobra.Command, withName bool) {
 	fl := cmd.Flags()
+	f.hasName = withName
 	if withName {
 		fl.StringVar(&f.name, "name", "default", "lab name (namespaces are v6lab-NAME-ROLE)")
 	}
@@ -130,7 +132,7 @@ func (f *labFlags) config(cmd *cobra.Command, file, defName string) (lab.Config,
 		}
 	}
 	ch := cmd.Flags().Changed
-	if ch("name") {
+	if f.hasName && ch("name") {
 		cfg.Name = f.name
 	}
 	if ch("tunnel-mtu") {

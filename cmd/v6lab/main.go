@@ -63,7 +63,10 @@ reports each path's difference from IPv4 with its confidence.`,
   v6lab probe http https://example.org/ --conns 1,10 --runs 11
   v6lab probe dns www.example.org --server 192.0.2.53 --server 2001:db8::53
   v6lab serve http --listen 0.0.0.0:8080 --listen [::]:8080
-  v6lab report results/quick-20261122T141949Z --format json`,
+  v6lab run mitre2004 --scale 0.1            # a built-in study (v6lab run --list)
+  v6lab report results/quick-20261122T141949Z --format html > quick.html
+  v6lab compare results/before results/after
+  v6lab lab up study.yaml`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       toolVersion(),
@@ -78,8 +81,26 @@ reports each path's difference from IPv4 with its confidence.`,
 		return nil
 	}
 	root.PersistentPostRun = func(*cobra.Command, []string) { stopProfile() }
-	root.AddCommand(newRunCmd(), newProbeCmd(), newServeCmd(), newReportCmd(), newLabCmd())
+	root.AddCommand(newRunCmd(), newProbeCmd(), newServeCmd(), newReportCmd(), newCompareCmd(), newLabCmd())
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{code: 2, err: err} })
+	usageArgs(root)
 	return root
+}
+
+// usageArgs makes a wrong number of arguments a usage error (exit 2), like
+// a bad flag.
+func usageArgs(c *cobra.Command) {
+	if check := c.Args; check != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := check(cmd, args); err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		usageArgs(sub)
+	}
 }
 
 func quiet(cmd *cobra.Command) bool {

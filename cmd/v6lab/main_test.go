@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"bytes"
 	"context"
 	"errors"
@@ -62,7 +63,7 @@ func TestRunThenReportReRendersTheSameFigures(t *testing.T) {
 		}
 	}
 	dir := onlyDir(t, root)
-	for format, file := range map[string]string{"json": report.SummaryFile, "csv": report.CSVFile, "text": report.TextFile} {
+	for format, file := range map[string]string{"json": report.SummaryFile, "csv": report.CSVFile, "text": report.TextFile, "html": report.HTMLFile} {
 		got, err := v6lab(t, "report", dir, "--format", format)
 		if err != nil {
 			t.Fatal(err)
@@ -84,6 +85,135 @@ func TestRunThenReportReRendersTheSameFigures(t *testing.T) {
 			t.Errorf("cell %s/%d: %d ok %d failed %d runs", c.Path, c.Conns, c.Completed, c.Failed, len(c.Runs))
 		}
 	}
+}
+
+func TestCompareTwoResultSets(t *testing.T) {
+	root := t.TempDir()
+	var dirs []string
+	for _, name := range []string{"before", "after"} {
+		if out, err := v6lab(t, "run", "-q", "--loopback", "--conns", "1,4", "--runs", "4", "--pause", "0", "--name", name, "--results", root); err != nil {
+			t.Fatalf("run: %v\n%s", err, out)
+		}
+		m, _ := filepath.Glob(filepath.Join(root, name+"-*"))
+		dirs = append(dirs, m...)
+	}
+	if len(dirs) != 2 {
+		t.Fatalf("result dirs %v", dirs)
+	}
+	out, err := v6lab(t, "compare", dirs[0], dirs[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"B - A", "http      ipv6      4", "confidence", "100.0% / 100.0%"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("compare output lacks %q:\n%s", want, out)
+		}
+	}
+	out, err = v6lab(t, "compare", dirs[0], dirs[1], "--format", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v report.Versus
+	if err := json.Unmarshal([]byte(out), &v); err != nil || len(v.Cells) != 4 || v.Cells[0].Diff.DiffMS == nil || v.Cells[0].Diff.NA["p_paired"] == "" {
+		t.Fatalf("compare json: %v %+v", err, v)
+	}
+	// report --write brings back a deleted report.html.
+	os.Remove(filepath.Join(dirs[0], report.HTMLFile))
+	if _, err := v6lab(t, "report", dirs[0], "--write"); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dirs[0], report.HTMLFile)); err != nil || !strings.Contains(string(b), `data-plot="rt-http"`) {
+		t.Errorf("report.html after --write: %v", err)
+	}
+}
+
+func TestRunExperimentFilesAndBuiltins(t *testing.T) {
+	out, err := v6lab(t, "run", "--list")
+	if err != nil || !strings.Contains(out, "mitre2004") || !strings.Contains(out, "quick") {
+		t.Fatalf("--list: %v\n%s", err, out)
+	}
+	printed, err := v6lab(t, "run", "--print", "mitre2004")
+	if err != nil || !strings.Contains(printed, "conns: [1, 10, 100, 500, 1000, 5000]") {
+		t.Fatalf("--print: %v\n%s", err, printed)
+	}
+	file := filepath.Join(t.TempDir(), "mine.yaml")
+	os.WriteFile(file, []byte(printed), 0o644)
+	out, err = v6lab(t, "run", file, "--loopback", "--scale", "0.01", "--dry-run")
+	if err != nil || !strings.Contains(out, "experiment mitre2004: 24 runs on loopback") || !strings.Contains(out, "[1 5 10 50]") {
+		t.Fatalf("--dry-run: %v\n%s", err, out)
+	}
+	// An experiment with two cell groups, shuffled, interrupted, resumed.
+	exp := filepath.Join(t.TempDir(), "two.yaml")
+	os.WriteFile(exp, []byte(`name: two
+where: loopback
+runs: 6
+pause: 0s
+order: shuffled
+seed: 3
+cells:
+  - protocol: http
+    conns: [2]
+    objects: 1
+  - protocol: dns
+    conns: [3]
+    transport: tcp
+`), 0o644)
+	root := t.TempDir()
+	if out, err := v6lab(t, "run", exp, "-q", "--results", root); err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	dir := onlyDir(t, root)
+	f, s, err := report.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Cells) != 4 || len(f.Runs) != 24 {
+		t.Fatalf("%d cells, %d runs", len(s.Cells), len(f.Runs))
+	}
+	for _, c := range s.Cells {
+		if c.Completed != 5*c.Conns || c.Failed != 0 {
+			t.Errorf("%s/%s: %d completed, %d failed: %s", c.Protocol, c.Path, c.Completed, c.Failed, c.FirstError)
+		}
+	}
+	if f.Samples[0].BytesIn < 1 {
+		t.Errorf("first sample read nothing: %+v", f.Samples[0])
+	}
+	// Cut the file back to 10 runs, as a kill would, and resume.
+	lines := strings.SplitAfter(string(mustRead(t, filepath.Join(dir, "samples.jsonl"))), "\n")
+	runs, cut := 0, 0
+	for i, l := range lines {
+		if strings.Contains(l, `"kind":"run"`) {
+			if runs++; runs == 10 {
+				cut = i + 1
+			}
+		}
+	}
+	os.WriteFile(filepath.Join(dir, "samples.jsonl"), []byte(strings.Join(lines[:cut+1], "")+`{"kind":"sam`), 0o644)
+	out, err = v6lab(t, "run", "--resume", dir)
+	if err != nil {
+		t.Fatalf("resume: %v\n%s", err, out)
+	}
+	f2, s2, err := report.Load(dir)
+	if err != nil || len(f2.Runs) != 24 || f2.Truncated {
+		t.Fatalf("after resume: %v, %d runs", err, len(f2.Runs))
+	}
+	for _, c := range s2.Cells {
+		if len(c.Runs) != 5 {
+			t.Errorf("%s/%s: %d counted runs", c.Protocol, c.Path, len(c.Runs))
+		}
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "samples.unfinished-*.jsonl")); len(m) != 1 {
+		t.Errorf("unfinished lines kept in %v", m)
+	}
+}
+
+func mustRead(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func TestQuietPrintsOnlyWhereResultsWent(t *testing.T) {
@@ -201,7 +331,9 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"probe", "dns", "x.test", "--server", "127.0.0.1", "--paths", "ipv6"}, 2, "path ipv6: path: no IPv6 DNS server"},
 		{[]string{"probe", "dns", "x.test", "--server", "127.0.0.1", "--type", "BOGUS", "--paths", "ipv4"}, 2, `unknown record type "BOGUS"`},
 		{[]string{"report", "/nonexistent/dir"}, 1, "no such file or directory"},
-		{[]string{"report", t.TempDir(), "--format", "xml"}, 2, `--format: "xml" is not text, json or csv`},
+		{[]string{"report", t.TempDir(), "--format", "xml"}, 2, `--format: "xml" is not text, json, csv or html`},
+		{[]string{"compare", t.TempDir()}, 2, "accepts 2 arg(s), received 1"},
+		{[]string{"compare", "/nonexistent/a", "/nonexistent/b"}, 1, "no such file or directory"},
 		{[]string{"serve", "http", "--listen", "localhost:80"}, 2, `"localhost:80" is not ADDR:PORT`},
 		{[]string{"serve", "dns", "--record", "x"}, 2, `bad record "x"`},
 	}
@@ -217,7 +349,8 @@ func TestBadInputIsAClearError(t *testing.T) {
 
 func TestHelpHasExamples(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"run", "--help"}, {"probe", "http", "--help"}, {"probe", "dns", "--help"},
-		{"serve", "http", "--help"}, {"serve", "dns", "--help"}, {"report", "--help"}} {
+		{"serve", "http", "--help"}, {"serve", "dns", "--help"}, {"report", "--help"}, {"compare", "--help"},
+		{"lab", "--help"}, {"lab", "up", "--help"}} {
 		out, err := v6lab(t, args...)
 		if err != nil || !strings.Contains(out, "Examples:") {
 			t.Errorf("%v: no examples (%v)", args, err)

@@ -2,39 +2,92 @@ package main
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
 	"v6lab/internal/report"
 )
 
+var renderers = map[string]func(io.Writer, *report.Summary) error{
+	"text": report.Text, "json": report.JSON, "csv": report.CSV, "html": report.HTML,
+}
+
 func newReportCmd() *cobra.Command {
 	var format string
+	var write bool
 	cmd := &cobra.Command{
 		Use:   "report RESULTS_DIR",
-		Short: "Re-render a result directory's tables from its raw samples",
+		Short: "Re-render a result directory's tables and plots from its raw samples",
 		Long: `report recomputes every figure from RESULTS_DIR/samples.jsonl alone and prints it as
-text (the study's tables), json (the summary.json format) or csv (results.csv). A samples
-file cut off by a killed run is read up to its last complete line.`,
+text (the study's tables), json (the summary.json format), csv (results.csv) or html
+(report.html: tables and plots in one self-contained page). --write refreshes all four
+files in the directory instead. A samples file cut off by a killed run is read up to its
+last complete line.`,
 		Example: `  v6lab report results/quick-20261122T141949Z
-  v6lab report results/quick-20261122T141949Z --format csv > quick.csv`,
+  v6lab report results/quick-20261122T141949Z --format csv > quick.csv
+  v6lab report results/quick-20261122T141949Z --format html > /tmp/quick.html
+  v6lab report results/quick-20261122T141949Z --write`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			render := map[string]func(*cobra.Command, *report.Summary) error{
-				"text": func(c *cobra.Command, s *report.Summary) error { return report.Text(c.OutOrStdout(), s) },
-				"json": func(c *cobra.Command, s *report.Summary) error { return report.JSON(c.OutOrStdout(), s) },
-				"csv":  func(c *cobra.Command, s *report.Summary) error { return report.CSV(c.OutOrStdout(), s) },
-			}[format]
+			render := renderers[format]
 			if render == nil {
-				return &exitError{code: 2, err: fmt.Errorf("--format: %q is not text, json or csv", format)}
+				return &exitError{code: 2, err: fmt.Errorf("--format: %q is not text, json, csv or html", format)}
+			}
+			if write {
+				if _, err := report.WriteAll(args[0]); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "rewrote %s: %s, %s, %s, %s\n", args[0], report.SummaryFile, report.TextFile, report.CSVFile, report.HTMLFile)
+				return nil
 			}
 			_, s, err := report.Load(args[0])
 			if err != nil {
 				return err
 			}
-			return render(cmd, s)
+			return render(cmd.OutOrStdout(), s)
 		},
 	}
-	cmd.Flags().StringVarP(&format, "format", "f", "text", "output format: text, json or csv")
+	cmd.Flags().StringVarP(&format, "format", "f", "text", "output format: text, json, csv or html")
+	cmd.Flags().BoolVar(&write, "write", false, "rewrite summary.json, report.txt, results.csv and report.html in RESULTS_DIR")
+	return cmd
+}
+
+func newCompareCmd() *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:   "compare DIR_A DIR_B",
+		Short: "Set two result sets side by side, cell by cell, with the difference and its significance",
+		Long: `compare recomputes both result sets from their samples and, for every cell (protocol,
+path, connections) the two share, prints A's and B's mean response time, B - A with its
+95% CI, the confidence level that they differ (1 - Welch p over the run means) and the
+Mann-Whitney p. Cells only one side has are listed. Use it for "did the upgrade change
+IPv6 performance?": run the same experiment before and after, then compare.`,
+		Example: `  v6lab compare results/quick-before results/quick-after
+  v6lab compare results/a results/b --format json`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != "text" && format != "json" {
+				return &exitError{code: 2, err: fmt.Errorf("--format: %q is not text or json", format)}
+			}
+			_, a, err := report.Load(args[0])
+			if err != nil {
+				return err
+			}
+			_, b, err := report.Load(args[1])
+			if err != nil {
+				return err
+			}
+			v := report.CompareSummaries(args[0], a, args[1], b)
+			if len(v.Cells) == 0 {
+				return fmt.Errorf("%s and %s share no cell (protocol, path and connection count)", args[0], args[1])
+			}
+			if format == "json" {
+				return report.VersusJSON(cmd.OutOrStdout(), v)
+			}
+			return report.VersusText(cmd.OutOrStdout(), v)
+		},
+	}
+	cmd.Flags().StringVarP(&format, "format", "f", "text", "output format: text or json")
 	return cmd
 }

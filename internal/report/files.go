@@ -39,7 +39,7 @@ func Load(dir string) (*result.File, *Summary, error) {
 	return f, s, nil
 }
 
-// WriteAll renders summary.json, report.txt and results.csv into dir from
+// WriteAll renders summary.json, report.txt, results.csv and report.html into dir from
 // its samples file, and returns the summary.
 func WriteAll(dir string) (*Summary, error) {
 	_, s, err := Load(dir)
@@ -49,7 +49,7 @@ func WriteAll(dir string) (*Summary, error) {
 	for _, out := range []struct {
 		name   string
 		render func(io.Writer, *Summary) error
-	}{{SummaryFile, JSON}, {TextFile, Text}, {CSVFile, CSV}} {
+	}{{SummaryFile, JSON}, {TextFile, Text}, {CSVFile, CSV}, {HTMLFile, HTML}} {
 		if err := writeFile(filepath.Join(dir, out.name), func(w io.Writer) error { return out.render(w, s) }); err != nil {
 			return s, err
 		}

@@ -9,6 +9,7 @@ package report
 import (
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"v6lab/internal/result"
@@ -28,6 +29,11 @@ type Summary struct {
 	Cells       []Cell       `json:"cells"`
 	Comparisons []Comparison `json:"comparisons"`
 	Notes       []string     `json:"notes,omitempty"`
+	// Machine says what it ran on: tool version, host, kernel, CPUs.
+	Machine map[string]string `json:"machine,omitempty"`
+	// Lab and Servers are the header's, for the reader of the report.
+	Lab     map[string]string `json:"lab,omitempty"`
+	Servers map[string]string `json:"servers,omitempty"`
 }
 
 // Cell summarizes one protocol × path × connection count over its counted runs.
@@ -46,6 +52,9 @@ type Cell struct {
 	P90MS      *float64    `json:"p90_ms"`
 	P99MS      *float64    `json:"p99_ms"`
 	P999MS     *float64    `json:"p999_ms"`
+	// CDFMS are the response times (ms) at 0, 1, …, 100 percent of the
+	// pooled counted transactions: the latency distribution to plot.
+	CDFMS []float64 `json:"cdf_ms,omitempty"`
 	// Completed and Failed count transactions of counted runs.
 	Completed int `json:"completed"`
 	Failed    int `json:"failed"`
@@ -113,7 +122,23 @@ const ms = float64(time.Millisecond)
 // they were interrupted or failed as a whole are left out and noted.
 func Summarize(f *result.File) *Summary {
 	s := &Summary{Version: SummaryVersion, Name: f.Header.Name, Created: f.Header.Created,
-		Target: f.Header.Target, Baseline: f.Header.Baseline, Notes: append([]string(nil), f.Header.Notes...)}
+		Target: f.Header.Target, Baseline: f.Header.Baseline, Notes: append([]string(nil), f.Header.Notes...),
+		Lab: f.Header.Lab, Servers: f.Header.Servers}
+	h := f.Header
+	for k, v := range map[string]string{"tool": strings.TrimSpace(h.Tool + " " + h.ToolVersion), "host": h.Host, "kernel": h.Kernel, "go": h.GoVersion} {
+		if v != "" {
+			if s.Machine == nil {
+				s.Machine = map[string]string{}
+			}
+			s.Machine[k] = v
+		}
+	}
+	if h.CPUs > 0 {
+		if s.Machine == nil {
+			s.Machine = map[string]string{}
+		}
+		s.Machine["cpus"] = strconv.Itoa(h.CPUs)
+	}
 	if s.Baseline == "" {
 		s.Baseline = "ipv4"
 	}
@@ -243,6 +268,10 @@ func finishCell(c *Cell, h *stats.Latency, seconds float64) {
 	}
 	q := func(p float64) *float64 { return ptr(float64(h.Quantile(p)) / ms) }
 	c.P50MS, c.P90MS, c.P99MS, c.P999MS = q(0.5), q(0.9), q(0.99), q(0.999)
+	c.CDFMS = make([]float64, 101)
+	for i := range c.CDFMS {
+		c.CDFMS[i] = *q(float64(i) / 100)
+	}
 }
 
 // pathRank orders paths as the study does: ipv4, ipv6, 6in4, then others.

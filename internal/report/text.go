@@ -16,83 +16,15 @@ func Text(w io.Writer, s *Summary) error {
 	tw := &errWriter{w: w}
 	fmt.Fprintf(tw, "%s — baseline %s, target %s\n", s.Name, s.Baseline, s.Target)
 	for _, proto := range protocols(s) {
-		cells := cellsOf(s, proto)
-		conns := connsOf(cells)
-		title := strings.ToUpper(proto)
-		fmt.Fprintf(tw, "\n%s: average response time per connection (ms), mean of run means\n", title)
-		t := newTable(append([]string{"path", ""}, intHeads(conns)...))
-		for _, p := range pathsOf(cells) {
-			byConns := map[int]*Cell{}
-			for i := range cells {
-				if cells[i].Path == p {
-					byConns[cells[i].Conns] = &cells[i]
-				}
-			}
-			rows := [][]string{{p, "mean"}, {"", "95% CI"}, {"", "runs counted"}, {"", "completed"}}
-			for _, n := range conns {
-				c := byConns[n]
-				if c == nil {
-					for i := range rows {
-						rows[i] = append(rows[i], "-")
-					}
-					continue
-				}
-				rows[0] = append(rows[0], optMS(c.MeanMS, c.NA["mean_ms"]))
-				rows[1] = append(rows[1], optRange(c.CI95MS, c.NA["ci95_ms"], " – "))
-				rows[2] = append(rows[2], fmt.Sprint(len(c.Runs)))
-				rows[3] = append(rows[3], completion(c))
-			}
-			for _, r := range rows {
+		for _, sec := range sections(s, proto) {
+			fmt.Fprintf(tw, "\n%s\n", sec.Title)
+			t := newTable(sec.Head)
+			for _, r := range sec.Rows {
 				t.add(r)
 			}
-		}
-		t.write(tw)
-
-		cmps := comparisonsOf(s, proto)
-		if len(cmps) > 0 {
-			fmt.Fprintf(tw, "\n%s: increase over %s (positive = slower than %s)\n", title, s.Baseline, s.Baseline)
-			t := newTable(append([]string{"path", ""}, intHeads(conns)...))
-			for _, p := range pathsOfCmp(cmps) {
-				by := map[int]*Comparison{}
-				for i := range cmps {
-					if cmps[i].Path == p {
-						by[cmps[i].Conns] = &cmps[i]
-					}
-				}
-				rows := [][]string{{p, "actual increase (ms)"}, {"", "% increase"}, {"", "confidence level"},
-					{"", "95% CI of difference (ms)"}, {"", "p paired / Mann-Whitney"}}
-				for _, n := range conns {
-					c := by[n]
-					if c == nil {
-						for i := range rows {
-							rows[i] = append(rows[i], "-")
-						}
-						continue
-					}
-					rows[0] = append(rows[0], optSigned(c.DiffMS, c.NA["diff_ms"]))
-					rows[1] = append(rows[1], optPct(c.PctIncrease, c.NA["pct_increase"]))
-					rows[2] = append(rows[2], optConf(c.Confidence, c.NA["confidence"]))
-					rows[3] = append(rows[3], optRange(c.CI95DiffMS, c.NA["ci95_diff_ms"], " to "))
-					rows[4] = append(rows[4], optP(c.PPaired, c.NA["p_paired"])+" / "+optP(c.PMannWhitney, c.NA["p_mann_whitney"]))
-				}
-				for _, r := range rows {
-					t.add(r)
-				}
-			}
 			t.write(tw)
-		}
-
-		fmt.Fprintf(tw, "\n%s: response time percentiles (ms), pooled over counted runs\n", title)
-		pt := newTable([]string{"path", "conns", "p50", "p90", "p99", "p99.9", "rate/s", "failures"})
-		for _, c := range cells {
-			c := c
-			pt.add([]string{c.Path, fmt.Sprint(c.Conns), optMS(c.P50MS, c.NA["p50_ms"]), optMS(c.P90MS, c.NA["p90_ms"]),
-				optMS(c.P99MS, c.NA["p99_ms"]), optMS(c.P999MS, c.NA["p999_ms"]), optRate(c.RatePerS), failures(&c)})
-		}
-		pt.write(tw)
-		for _, c := range cells {
-			if c.FirstError != "" {
-				fmt.Fprintf(tw, "  first failure at %s/%s/%d: %s\n", c.Protocol, c.Path, c.Conns, c.FirstError)
+			for _, f := range sec.Footer {
+				fmt.Fprintf(tw, "  %s\n", f)
 			}
 		}
 	}
@@ -102,8 +34,98 @@ func Text(w io.Writer, s *Summary) error {
 			fmt.Fprintf(tw, "  - %s\n", n)
 		}
 	}
-	fmt.Fprintln(tw, "\nn/a: not computable (reason in summary.json). Confidence level = 1 - two-sided Welch p; see docs/metrics.md.")
+	fmt.Fprintln(tw, "\n"+Legend)
 	return tw.err
+}
+
+// Legend explains n/a and the confidence level under every report.
+const Legend = "n/a: not computable (reason in summary.json). Confidence level = 1 - two-sided Welch p; see docs/metrics.md."
+
+// section is one of the study's tables for one protocol.
+type section struct {
+	Title  string
+	Head   []string
+	Rows   [][]string
+	Footer []string
+}
+
+// sections are the tables of one protocol: the mean response time per
+// connection with its 95% CI per path and connection count (Table 3-1
+// shape), the increase of each path over the baseline with its confidence
+// level and the 95% CI of the difference (Tables 3-2 and 6-1), then pooled
+// percentiles and failures.
+func sections(s *Summary, proto string) []section {
+	cells := cellsOf(s, proto)
+	conns := connsOf(cells)
+	title := strings.ToUpper(proto)
+	means := section{Title: title + ": average response time per connection (ms), mean of run means",
+		Head: append([]string{"path", ""}, intHeads(conns)...)}
+	for _, p := range pathsOf(cells) {
+		byConns := map[int]*Cell{}
+		for i := range cells {
+			if cells[i].Path == p {
+				byConns[cells[i].Conns] = &cells[i]
+			}
+		}
+		rows := [][]string{{p, "mean"}, {"", "95% CI"}, {"", "runs counted"}, {"", "completed"}}
+		for _, n := range conns {
+			c := byConns[n]
+			if c == nil {
+				for i := range rows {
+					rows[i] = append(rows[i], "-")
+				}
+				continue
+			}
+			rows[0] = append(rows[0], optMS(c.MeanMS, c.NA["mean_ms"]))
+			rows[1] = append(rows[1], optRange(c.CI95MS, c.NA["ci95_ms"], " – "))
+			rows[2] = append(rows[2], fmt.Sprint(len(c.Runs)))
+			rows[3] = append(rows[3], completion(c))
+		}
+		means.Rows = append(means.Rows, rows...)
+	}
+	out := []section{means}
+	if cmps := comparisonsOf(s, proto); len(cmps) > 0 {
+		sec := section{Title: fmt.Sprintf("%s: increase over %s (positive = slower than %s)", title, s.Baseline, s.Baseline),
+			Head: append([]string{"path", ""}, intHeads(conns)...)}
+		for _, p := range pathsOfCmp(cmps) {
+			by := map[int]*Comparison{}
+			for i := range cmps {
+				if cmps[i].Path == p {
+					by[cmps[i].Conns] = &cmps[i]
+				}
+			}
+			rows := [][]string{{p, "actual increase (ms)"}, {"", "% increase"}, {"", "confidence level"},
+				{"", "95% CI of difference (ms)"}, {"", "p paired / Mann-Whitney"}}
+			for _, n := range conns {
+				c := by[n]
+				if c == nil {
+					for i := range rows {
+						rows[i] = append(rows[i], "-")
+					}
+					continue
+				}
+				rows[0] = append(rows[0], optSigned(c.DiffMS, c.NA["diff_ms"]))
+				rows[1] = append(rows[1], optPct(c.PctIncrease, c.NA["pct_increase"]))
+				rows[2] = append(rows[2], optConf(c.Confidence, c.NA["confidence"]))
+				rows[3] = append(rows[3], optRange(c.CI95DiffMS, c.NA["ci95_diff_ms"], " to "))
+				rows[4] = append(rows[4], optP(c.PPaired, c.NA["p_paired"])+" / "+optP(c.PMannWhitney, c.NA["p_mann_whitney"]))
+			}
+			sec.Rows = append(sec.Rows, rows...)
+		}
+		out = append(out, sec)
+	}
+	pct := section{Title: title + ": response time percentiles (ms), pooled over counted runs",
+		Head: []string{"path", "conns", "p50", "p90", "p99", "p99.9", "rate/s", "failures"}}
+	for _, c := range cells {
+		pct.Rows = append(pct.Rows, []string{c.Path, fmt.Sprint(c.Conns), optMS(c.P50MS, c.NA["p50_ms"]), optMS(c.P90MS, c.NA["p90_ms"]),
+			optMS(c.P99MS, c.NA["p99_ms"]), optMS(c.P999MS, c.NA["p999_ms"]), optRate(c.RatePerS), failures(&c)})
+	}
+	for _, c := range cells {
+		if c.FirstError != "" {
+			pct.Footer = append(pct.Footer, fmt.Sprintf("first failure at %s/%s/%d: %s", c.Protocol, c.Path, c.Conns, c.FirstError))
+		}
+	}
+	return append(out, pct)
 }
 
 func protocols(s *Summary) []string {

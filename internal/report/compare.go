@@ -1,0 +1,105 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// Versus sets two result sets side by side, cell by cell: "did the upgrade
+// change IPv6 performance?". B is compared against A.
+type Versus struct {
+	A     string       `json:"a"`
+	B     string       `json:"b"`
+	Cells []VersusCell `json:"cells"`
+	// OnlyA and OnlyB name the cells one side lacks.
+	OnlyA []string `json:"only_a,omitempty"`
+	OnlyB []string `json:"only_b,omitempty"`
+}
+
+// VersusCell is one cell in both result sets.
+type VersusCell struct {
+	Protocol string   `json:"protocol"`
+	Path     string   `json:"path"`
+	Conns    int      `json:"conns"`
+	MeanA    *float64 `json:"mean_a_ms"`
+	MeanB    *float64 `json:"mean_b_ms"`
+	// CompletionA and CompletionB are the completion rates.
+	CompletionA *float64 `json:"completion_a"`
+	CompletionB *float64 `json:"completion_b"`
+	// Diff is B against A: diff_ms is B - A. The paired test does not
+	// apply (runs of two experiments were not run side by side).
+	Diff Comparison `json:"diff"`
+}
+
+// CompareSummaries pairs the cells of a and b (named nameA and nameB).
+func CompareSummaries(nameA string, a *Summary, nameB string, b *Summary) *Versus {
+	v := &Versus{A: nameA, B: nameB}
+	key := func(c *Cell) string { return fmt.Sprintf("%s/%s/%d", c.Protocol, c.Path, c.Conns) }
+	inB := map[string]*Cell{}
+	for i := range b.Cells {
+		inB[key(&b.Cells[i])] = &b.Cells[i]
+	}
+	seen := map[string]bool{}
+	for i := range a.Cells {
+		ca := &a.Cells[i]
+		cb := inB[key(ca)]
+		seen[key(ca)] = true
+		if cb == nil {
+			v.OnlyA = append(v.OnlyA, key(ca))
+			continue
+		}
+		d := Compare(ca, cb)
+		d.Path, d.Baseline = ca.Path, nameA
+		d.PPaired = nil
+		na(&d.NA, "p_paired", "runs of two experiments are not paired")
+		v.Cells = append(v.Cells, VersusCell{Protocol: ca.Protocol, Path: ca.Path, Conns: ca.Conns, MeanA: ca.MeanMS, MeanB: cb.MeanMS,
+			CompletionA: ca.CompletionRate, CompletionB: cb.CompletionRate, Diff: d})
+	}
+	for k := range inB {
+		if !seen[k] {
+			v.OnlyB = append(v.OnlyB, k)
+		}
+	}
+	sort.Strings(v.OnlyB)
+	return v
+}
+
+// VersusText prints the comparison as a table.
+func VersusText(w io.Writer, v *Versus) error {
+	tw := &errWriter{w: w}
+	fmt.Fprintf(tw, "A: %s\nB: %s\n\nmean response time per connection (ms), B against A\n", v.A, v.B)
+	t := newTable([]string{"protocol", "path", "conns", "A mean", "B mean", "B - A", "% change", "95% CI of B - A", "confidence", "p Mann-Whitney", "completed A / B"})
+	for _, c := range v.Cells {
+		d := c.Diff
+		t.add([]string{c.Protocol, c.Path, fmt.Sprint(c.Conns), optMS(c.MeanA, ""), optMS(c.MeanB, ""),
+			optSigned(d.DiffMS, d.NA["diff_ms"]), optPct(d.PctIncrease, d.NA["pct_increase"]),
+			optRange(d.CI95DiffMS, d.NA["ci95_diff_ms"], " to "), optConf(d.Confidence, d.NA["confidence"]),
+			optP(d.PMannWhitney, d.NA["p_mann_whitney"]), optRatio(c.CompletionA) + " / " + optRatio(c.CompletionB)})
+	}
+	t.write(tw)
+	if len(v.OnlyA) > 0 {
+		fmt.Fprintf(tw, "\nonly in A: %s\n", strings.Join(v.OnlyA, ", "))
+	}
+	if len(v.OnlyB) > 0 {
+		fmt.Fprintf(tw, "\nonly in B: %s\n", strings.Join(v.OnlyB, ", "))
+	}
+	fmt.Fprintln(tw, "\nconfidence = 1 - two-sided Welch p over the run means of each side; see docs/metrics.md.")
+	return tw.err
+}
+
+// VersusJSON writes the comparison as indented JSON.
+func VersusJSON(w io.Writer, v *Versus) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func optRatio(v *float64) string {
+	if v == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.1f%%", *v*100)
+}

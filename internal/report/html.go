@@ -1,0 +1,195 @@
+package report
+
+import (
+	"fmt"
+	"html/template"
+	"io"
+	"sort"
+	"strings"
+)
+
+// HTMLFile is the report's name inside a result directory.
+const HTMLFile = "report.html"
+
+// HTML writes report.html: one self-contained page (inline CSS and SVG, no
+// script, nothing fetched) with the run's context, the study's tables and
+// the plots. Every number on it comes from the summary.
+func HTML(w io.Writer, s *Summary) error {
+	page := htmlPage{S: s, Legend: Legend}
+	for _, k := range sortedKeys(s.Machine) {
+		page.Context = append(page.Context, kv{"machine: " + k, s.Machine[k]})
+	}
+	for _, k := range sortedKeys(s.Lab) {
+		if k == "config" {
+			continue // the raw JSON is for --resume, not for readers
+		}
+		page.Context = append(page.Context, kv{"lab: " + k, s.Lab[k]})
+	}
+	for _, k := range sortedKeys(s.Servers) {
+		page.Context = append(page.Context, kv{"server: " + k, s.Servers[k]})
+	}
+	for _, proto := range protocols(s) {
+		g := htmlGroup{Name: proto, Tables: sections(s, proto)}
+		for _, p := range plots(s, proto) {
+			g.Plots = append(g.Plots, template.HTML(p.SVG()))
+		}
+		page.Groups = append(page.Groups, g)
+	}
+	return htmlTmpl.Execute(w, page)
+}
+
+type kv struct{ K, V string }
+
+type htmlGroup struct {
+	Name   string
+	Tables []section
+	Plots  []template.HTML
+}
+
+type htmlPage struct {
+	S       *Summary
+	Context []kv
+	Groups  []htmlGroup
+	Legend  string
+}
+
+func sortedKeys(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// plots are the figures of one protocol: response time against
+// connections with CI bars, the % increase over the baseline with its CI,
+// the completion rate, and a latency CDF per connection count.
+func plots(s *Summary, proto string) []*plot {
+	cells := cellsOf(s, proto)
+	conns := connsOf(cells)
+	logX := len(conns) > 1 && conns[len(conns)-1] >= 100*conns[0]
+	xlabel := "simultaneous connections per path"
+	if logX {
+		xlabel += " (log scale)"
+	}
+	id := strings.ToLower(proto)
+	rt := &plot{ID: "rt-" + id, Title: strings.ToUpper(proto) + ": mean response time per connection, 95% CI",
+		XLabel: xlabel, YLabel: "response time (ms)", LogX: logX}
+	done := &plot{ID: "completion-" + id, Title: strings.ToUpper(proto) + ": transactions completed",
+		XLabel: "simultaneous connections per path", YLabel: "completed (%)", Bars: true, YMin: 0, YMax: 100}
+	for _, p := range pathsOf(cells) {
+		line, bars := series{Name: p}, series{Name: p}
+		for _, c := range cells {
+			if c.Path != p {
+				continue
+			}
+			if c.MeanMS != nil {
+				pt := point{X: float64(c.Conns), Y: *c.MeanMS}
+				if c.CI95MS != nil {
+					pt.Lo, pt.Hi, pt.CI = c.CI95MS[0], c.CI95MS[1], true
+				}
+				line.Points = append(line.Points, pt)
+			}
+			if c.CompletionRate != nil {
+				bars.Points = append(bars.Points, point{X: float64(c.Conns), Y: *c.CompletionRate * 100})
+			}
+		}
+		rt.Series = append(rt.Series, line)
+		done.Series = append(done.Series, bars)
+	}
+	out := []*plot{rt}
+	if cmps := comparisonsOf(s, proto); len(cmps) > 0 {
+		pct := &plot{ID: "pct-" + id, Title: fmt.Sprintf("%s: increase over %s, 95%% CI", strings.ToUpper(proto), s.Baseline),
+			XLabel: xlabel, YLabel: "increase (%)", LogX: logX, ZeroLine: true}
+		base := map[int]*float64{}
+		for _, c := range cells {
+			if c.Path == s.Baseline {
+				base[c.Conns] = c.MeanMS
+			}
+		}
+		for _, p := range pathsOfCmp(cmps) {
+			ser := series{Name: p}
+			for _, c := range cmps {
+				if c.Path != p || c.PctIncrease == nil {
+					continue
+				}
+				pt := point{X: float64(c.Conns), Y: *c.PctIncrease}
+				if b := base[c.Conns]; c.CI95DiffMS != nil && b != nil && *b > 0 {
+					pt.Lo, pt.Hi, pt.CI = c.CI95DiffMS[0] / *b * 100, c.CI95DiffMS[1] / *b * 100, true
+				}
+				ser.Points = append(ser.Points, pt)
+			}
+			pct.Series = append(pct.Series, ser)
+		}
+		out = append(out, pct)
+	}
+	out = append(out, done)
+	for _, n := range conns {
+		cdf := &plot{ID: fmt.Sprintf("cdf-%s-%d", id, n), Title: fmt.Sprintf("%s, %d conn.: response time CDF", strings.ToUpper(proto), n),
+			XLabel: "response time (ms)", YLabel: "transactions (%)", YMin: 0, YMax: 100, W: 420, H: 280}
+		for _, c := range cells {
+			if c.Conns != n || len(c.CDFMS) == 0 {
+				continue
+			}
+			ser := series{Name: c.Path}
+			for i, v := range c.CDFMS {
+				ser.Points = append(ser.Points, point{X: v, Y: float64(i)})
+			}
+			cdf.Series = append(cdf.Series, ser)
+		}
+		out = append(out, cdf)
+	}
+	return out
+}
+
+var htmlTmpl = template.Must(template.New("report").Parse(`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>v6lab: {{.S.Name}}</title>
+<style>
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1b1b1b; margin: 2em auto; max-width: 1180px; padding: 0 1em; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { margin-top: 2em; border-bottom: 2px solid #ddd; } h3 { font-size: 1em; }
+.sub { color: #555; }
+table { border-collapse: collapse; margin: 0.6em 0 1.2em; font-variant-numeric: tabular-nums; }
+th, td { border-bottom: 1px solid #e3e3e3; padding: 0.2em 0.7em; text-align: right; white-space: nowrap; }
+th:first-child, td:first-child, td:nth-child(2) { text-align: left; }
+thead th { border-bottom: 2px solid #999; }
+table.context td { text-align: left; white-space: normal; }
+.plots { display: flex; flex-wrap: wrap; gap: 1em; }
+svg.plot { background: #fff; border: 1px solid #e3e3e3; }
+svg .title { font-weight: 600; font-size: 13px; } svg .tick, svg .label, svg .legend text, svg .empty { font-size: 11px; fill: #333; }
+svg .grid { stroke: #eee; } svg .axis, svg .tickmark { stroke: #555; } svg .zero { stroke: #888; stroke-dasharray: 3 3; }
+svg .line { fill: none; stroke-width: 2; } svg .ci { fill: none; stroke-width: 1.4; }
+.s-ipv4 .line, .s-ipv4 .ci { stroke: #1f5fa8; } .s-ipv4 .dot, .s-ipv4 rect { fill: #1f5fa8; }
+.s-ipv6 .line, .s-ipv6 .ci { stroke: #c0392b; } .s-ipv6 .dot, .s-ipv6 rect { fill: #c0392b; } .s-ipv6 .line { stroke-dasharray: 7 3; }
+.s-sixin4 .line, .s-sixin4 .ci { stroke: #2e8b57; } .s-sixin4 .dot, .s-sixin4 rect { fill: #2e8b57; } .s-sixin4 .line { stroke-dasharray: 2 3; }
+.s-other .line, .s-other .ci { stroke: #7d3c98; } .s-other .dot, .s-other rect { fill: #7d3c98; }
+ul.notes li { margin: 0.2em 0; }
+@media print { body { margin: 0; max-width: none; font-size: 11px; } h2 { break-before: page; } svg.plot { break-inside: avoid; } }
+</style>
+</head>
+<body>
+<h1>v6lab: {{.S.Name}}</h1>
+<p class="sub">Created {{.S.Created.UTC.Format "2006-01-02 15:04:05 UTC"}} · target {{.S.Target}} · baseline {{.S.Baseline}} · every figure below comes from summary.json in this directory.</p>
+<table class="context"><tbody>
+{{range .Context}}<tr><td>{{.K}}</td><td>{{.V}}</td></tr>
+{{end}}</tbody></table>
+{{range .Groups}}
+<h2 id="{{.Name}}">{{.Name}}</h2>
+<div class="plots">
+{{range .Plots}}{{.}}{{end}}</div>
+{{range .Tables}}<h3>{{.Title}}</h3>
+<table><thead><tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr></thead><tbody>
+{{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</tbody></table>
+{{range .Footer}}<p class="sub">{{.}}</p>
+{{end}}{{end}}{{end}}
+{{if .S.Notes}}<h2>Notes</h2>
+<ul class="notes">{{range .S.Notes}}<li>{{.}}</li>{{end}}</ul>{{end}}
+<p class="sub">{{.Legend}}</p>
+</body>
+</html>
+`))

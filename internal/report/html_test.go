@@ -1,0 +1,182 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"v6lab/internal/result"
+)
+
+// buildMulti makes a deterministic experiment: three paths, four connection
+// counts spanning decades, five counted runs each, a few failures at 1000.
+func buildMulti() *result.File {
+	f := &result.File{Header: result.Header{Kind: result.KindHeader, FormatVersion: 1, Name: "multi", Created: t0,
+		Target: "lab", Baseline: "ipv4", Host: "labhost", Kernel: "6.1.0", CPUs: 2, Tool: "v6lab", ToolVersion: "test",
+		Lab: map[string]string{"tunnel": "userspace", "config": "{}"}, Servers: map[string]string{"http": "embedded"}}}
+	slow := map[string]float64{"ipv4": 1, "ipv6": 1.04, "6in4": 1.3}
+	for _, n := range []int{1, 10, 100, 1000} {
+		for run := 0; run < 6; run++ {
+			for _, p := range []string{"ipv4", "ipv6", "6in4"} {
+				cell := result.CellKey("http", p, n)
+				base := (2 + 0.05*float64(n)) * slow[p] * (1 + 0.02*float64(run%3))
+				users := min(n, 20)
+				fail := 0
+				if n == 1000 && p == "6in4" && run > 0 {
+					fail = 1
+				}
+				for u := 0; u < users; u++ {
+					v := base * (0.8 + 0.4*float64(u)/float64(users))
+					f.Samples = append(f.Samples, result.Sample{Kind: result.KindSample, Cell: cell, Protocol: "http", Path: p,
+						Conns: n, Run: run, Warmup: run == 0, User: u, Start: t0, TotalNS: int64(v * 1e6)})
+				}
+				for u := 0; u < fail; u++ {
+					f.Samples = append(f.Samples, result.Sample{Kind: result.KindSample, Cell: cell, Protocol: "http", Path: p,
+						Conns: n, Run: run, Start: t0, TotalNS: 30e9, Err: "io: timed out after 30s", ErrKind: "timeout"})
+				}
+				f.Runs = append(f.Runs, result.Run{Kind: result.KindRun, Cell: cell, Protocol: "http", Path: p, Conns: n, Run: run,
+					Warmup: run == 0, Start: t0, End: t0.Add(time.Second), Completed: users, Failed: fail})
+			}
+		}
+	}
+	return f
+}
+
+var plotRE = regexp.MustCompile(`<svg [^>]*data-plot="([^"]+)"`)
+
+func TestHTMLGoldenAndEveryPlotPresent(t *testing.T) {
+	s := Summarize(buildMulti())
+	var b bytes.Buffer
+	if err := HTML(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "golden.html", b.Bytes())
+	page := b.String()
+	var ids []string
+	for _, m := range plotRE.FindAllStringSubmatch(page, -1) {
+		ids = append(ids, m[1])
+	}
+	want := "rt-http pct-http completion-http cdf-http-1 cdf-http-10 cdf-http-100 cdf-http-1000"
+	if strings.Join(ids, " ") != want {
+		t.Errorf("plots %v, want %s", ids, want)
+	}
+	for _, p := range plots(s, "http") {
+		if p.ID == "rt-http" || p.ID == "pct-http" {
+			golden(t, "golden-"+p.ID+".svg", []byte(p.SVG()))
+			if !p.LogX {
+				t.Errorf("%s spans 1 to 1000 connections but has no log axis", p.ID)
+			}
+		}
+	}
+	// The page stands alone: nothing to fetch, no script.
+	for _, bad := range []string{"<script", "<link", " src=", "url(", "@import"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("report.html contains %q", bad)
+		}
+	}
+	if n := strings.Count(page, "http://") + strings.Count(page, "https://"); n != strings.Count(page, `xmlns="http://www.w3.org/2000/svg"`) {
+		t.Errorf("report.html refers to %d URLs beyond the SVG namespace", n)
+	}
+	// Every mean in the summary is on the page as the table prints it.
+	for _, c := range s.Cells {
+		if !strings.Contains(page, "<td>"+FormatMS(*c.MeanMS)+"</td>") {
+			t.Errorf("mean of %s/%d (%s) missing", c.Path, c.Conns, FormatMS(*c.MeanMS))
+		}
+	}
+	if strings.Contains(page, `"{}"`) || !strings.Contains(page, "labhost") {
+		t.Error("context section wrong: raw lab config shown or host missing")
+	}
+}
+
+func TestPlotAxes(t *testing.T) {
+	if got := fmt.Sprint(niceTicks(0, 9.3, 6)); got != "[0 2 4 6 8 10]" {
+		t.Errorf("ticks 0..9.3: %s", got)
+	}
+	if got := fmt.Sprint(niceTicks(-12, 37, 6)); got != "[-20 -10 0 10 20 30 40]" {
+		t.Errorf("ticks -12..37: %s", got)
+	}
+	p := &plot{ID: "x", LogX: true, Series: []series{{Name: "ipv4", Points: []point{{X: 1, Y: 1}, {X: 5000, Y: 9}}}}}
+	svg := p.SVG()
+	for _, tick := range []string{">1<", ">10<", ">100<", ">1000<", ">10000<"} {
+		if !strings.Contains(svg, tick) {
+			t.Errorf("log axis lacks tick %s", tick)
+		}
+	}
+	empty := (&plot{ID: "e", Title: "nothing"}).SVG()
+	if !strings.Contains(empty, "no data") {
+		t.Errorf("empty plot: %s", empty)
+	}
+}
+
+// TestHTMLRendersInChromium opens report.html in a real (headless) browser:
+// it must render every plot with no console message, to a non-blank page.
+func TestHTMLRendersInChromium(t *testing.T) {
+	bin, err := exec.LookPath("chromium-headless-shell")
+	if err != nil {
+		if bin, err = exec.LookPath("chromium"); err != nil {
+			t.Skip("no headless Chromium (scripts/install-deps installs chromium-headless-shell)")
+		}
+	}
+	dir := t.TempDir()
+	name := filepath.Join(dir, HTMLFile)
+	var b bytes.Buffer
+	if err := HTML(&b, Summarize(buildMulti())); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(name, b.Bytes(), 0o644)
+	shot := filepath.Join(dir, "shot.png")
+	flags := []string{"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--user-data-dir=" + filepath.Join(dir, "profile"),
+		"--enable-logging=stderr", "--v=0", "--window-size=1280,4000"}
+	cmd := exec.Command(bin, append(flags, "--screenshot="+shot, "file://"+name)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s: %v\n%s", bin, err, stderr.String())
+	}
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		if strings.Contains(line, "CONSOLE") {
+			t.Errorf("console message: %s", line)
+		}
+	}
+	fh, err := os.Open(shot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	img, err := png.Decode(fh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The plots' lines are coloured: count pixels that are neither grey nor white.
+	colour := 0
+	bounds := img.Bounds()
+	for y := bounds.Min.Y; y < bounds.Max.Y; y += 2 {
+		for x := bounds.Min.X; x < bounds.Max.X; x += 2 {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			if max(r, g, bl)-min(r, g, bl) > 0x3000 {
+				colour++
+			}
+		}
+	}
+	if bounds.Dx() != 1280 || colour < 2000 {
+		t.Errorf("screenshot %v with %d coloured pixels: the plots did not render", bounds, colour)
+	}
+	dom, err := exec.Command(bin, append(flags, "--dump-dom", "file://"+name)...).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(plotRE.FindAll(dom, -1)); n != 7 {
+		t.Errorf("the browser's DOM holds %d plots, want 7", n)
+	}
+	// rt: 3 paths, pct: 2, each CDF: 3.
+	if n := bytes.Count(dom, []byte(`<path class="line"`)); n != 3+2+4*3 {
+		t.Errorf("the browser's DOM holds %d plot lines, want 17", n)
+	}
+}

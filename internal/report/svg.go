@@ -1,0 +1,258 @@
+package report
+
+import (
+	"slices"
+	"fmt"
+	"html"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// The plots are drawn here as plain SVG (no plotting library): the output
+// is small, inline, styled by the page's CSS, byte-stable for golden files,
+// and prints well.
+
+// point is one value with an optional interval.
+type point struct {
+	X, Y   float64
+	Lo, Hi float64
+	CI     bool
+}
+
+// series is one line (or one set of bars) of a plot, usually one path.
+type series struct {
+	Name   string
+	Points []point
+}
+
+// plot is a chart of series over a numeric x axis.
+type plot struct {
+	ID, Title, XLabel, YLabel string
+	Series                    []series
+	LogX                      bool
+	// Bars draws grouped bars per x value instead of lines (x values are
+	// then categories).
+	Bars bool
+	// YMin, YMax fix the y range when set (YMax > YMin).
+	YMin, YMax float64
+	// ZeroLine draws y = 0 (for differences).
+	ZeroLine bool
+	W, H     int
+}
+
+const (
+	padL, padR, padT, padB = 64, 16, 30, 58
+)
+
+// pathClass maps a series name to its CSS class, so every plot draws each
+// path alike; unknown names get the "other" style.
+func pathClass(name string) string {
+	switch name {
+	case "ipv4", "ipv6", "6in4":
+		return "s-" + strings.ReplaceAll(name, "6in4", "sixin4")
+	}
+	return "s-other"
+}
+
+// SVG renders the plot.
+func (p *plot) SVG() string {
+	if p.W == 0 {
+		p.W, p.H = 560, 320
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="plot" data-plot="%s" viewBox="0 0 %d %d" width="%d" height="%d" role="img" aria-label="%s">`+"\n",
+		html.EscapeString(p.ID), p.W, p.H, p.W, p.H, html.EscapeString(p.Title))
+	fmt.Fprintf(&b, `<title>%s</title>`+"\n", html.EscapeString(p.Title))
+	fmt.Fprintf(&b, `<text class="title" x="%d" y="18">%s</text>`+"\n", padL, html.EscapeString(p.Title))
+	xs := p.xValues()
+	if len(xs) == 0 {
+		fmt.Fprintf(&b, `<text class="empty" x="%d" y="%d">no data</text>`+"\n</svg>\n", p.W/2-30, p.H/2)
+		return b.String()
+	}
+	ylo, yhi := p.yRange()
+	x0, x1 := float64(padL), float64(p.W-padR)
+	y0, y1 := float64(p.H-padB), float64(padT)
+	yAt := func(v float64) float64 { return y0 - (v-ylo)/(yhi-ylo)*(y0-y1) }
+	var xAt func(float64) float64
+	var xticks []float64
+	switch {
+	case p.Bars:
+		slot := (x1 - x0) / float64(len(xs))
+		xAt = func(v float64) float64 { return x0 + slot*(float64(indexOf(xs, v))+0.5) }
+		xticks = xs
+	case p.LogX:
+		lmin, lmax := math.Log10(xs[0]), math.Log10(xs[len(xs)-1])
+		if lmax == lmin {
+			lmin, lmax = lmin-0.5, lmax+0.5
+		}
+		lmin, lmax = math.Floor(lmin), math.Ceil(lmax)
+		xAt = func(v float64) float64 { return x0 + (math.Log10(v)-lmin)/(lmax-lmin)*(x1-x0) }
+		for e := lmin; e <= lmax; e++ {
+			xticks = append(xticks, math.Pow(10, e))
+		}
+	default:
+		lo, hi := xs[0], xs[len(xs)-1]
+		if lo == hi {
+			lo, hi = lo-1, hi+1
+		}
+		pad := (hi - lo) * 0.04
+		lo, hi = lo-pad, hi+pad
+		xAt = func(v float64) float64 { return x0 + (v-lo)/(hi-lo)*(x1-x0) }
+		for _, t := range niceTicks(lo, hi, 6) {
+			if t >= lo && t <= hi {
+				xticks = append(xticks, t)
+			}
+		}
+	}
+	// Axes, grid and ticks.
+	b.WriteString(`<g class="axes">` + "\n")
+	for _, t := range niceTicks(ylo, yhi, 6) {
+		y := yAt(t)
+		fmt.Fprintf(&b, `<line class="grid" x1="%s" y1="%s" x2="%s" y2="%s"/><text class="tick" x="%s" y="%s" text-anchor="end">%s</text>`+"\n",
+			f1(x0), f1(y), f1(x1), f1(y), f1(x0-6), f1(y+4), tickLabel(t))
+	}
+	for _, t := range xticks {
+		x := xAt(t)
+		fmt.Fprintf(&b, `<line class="tickmark" x1="%s" y1="%s" x2="%s" y2="%s"/><text class="tick" x="%s" y="%s" text-anchor="middle">%s</text>`+"\n",
+			f1(x), f1(y0), f1(x), f1(y0+5), f1(x), f1(y0+18), tickLabel(t))
+	}
+	fmt.Fprintf(&b, `<line class="axis" x1="%s" y1="%s" x2="%s" y2="%s"/><line class="axis" x1="%s" y1="%s" x2="%s" y2="%s"/>`+"\n",
+		f1(x0), f1(y0), f1(x1), f1(y0), f1(x0), f1(y0), f1(x0), f1(y1))
+	if p.ZeroLine && ylo < 0 && yhi > 0 {
+		fmt.Fprintf(&b, `<line class="zero" x1="%s" y1="%s" x2="%s" y2="%s"/>`+"\n", f1(x0), f1(yAt(0)), f1(x1), f1(yAt(0)))
+	}
+	fmt.Fprintf(&b, `<text class="label" x="%s" y="%d" text-anchor="middle">%s</text>`+"\n", f1((x0+x1)/2), p.H-22, html.EscapeString(p.XLabel))
+	fmt.Fprintf(&b, `<text class="label" transform="translate(14 %s) rotate(-90)" text-anchor="middle">%s</text>`+"\n", f1((y0+y1)/2), html.EscapeString(p.YLabel))
+	b.WriteString("</g>\n")
+	// Data.
+	n := len(p.Series)
+	for si, s := range p.Series {
+		fmt.Fprintf(&b, `<g class="series %s" data-series="%s">`+"\n", pathClass(s.Name), html.EscapeString(s.Name))
+		if p.Bars {
+			slot := (x1 - x0) / float64(len(xs))
+			bw := slot * 0.8 / float64(n)
+			for _, pt := range s.Points {
+				x := xAt(pt.X) - slot*0.4 + bw*float64(si)
+				top := yAt(math.Max(pt.Y, ylo))
+				fmt.Fprintf(&b, `<rect x="%s" y="%s" width="%s" height="%s"><title>%s, %s: %s</title></rect>`+"\n",
+					f1(x), f1(top), f1(bw*0.92), f1(math.Max(y0-top, 0)), html.EscapeString(s.Name), tickLabel(pt.X), num4(pt.Y))
+			}
+		} else {
+			var d strings.Builder
+			for i, pt := range s.Points {
+				cmd := "L"
+				if i == 0 {
+					cmd = "M"
+				}
+				fmt.Fprintf(&d, "%s%s %s ", cmd, f1(xAt(pt.X)), f1(yAt(pt.Y)))
+			}
+			fmt.Fprintf(&b, `<path class="line" d="%s"/>`+"\n", strings.TrimSpace(d.String()))
+			for _, pt := range s.Points {
+				x, y := xAt(pt.X), yAt(pt.Y)
+				if pt.CI {
+					lo, hi := yAt(math.Max(pt.Lo, ylo)), yAt(math.Min(pt.Hi, yhi))
+					fmt.Fprintf(&b, `<path class="ci" d="M%s %s L%s %s M%s %s L%s %s M%s %s L%s %s"/>`+"\n",
+						f1(x), f1(lo), f1(x), f1(hi), f1(x-4), f1(lo), f1(x+4), f1(lo), f1(x-4), f1(hi), f1(x+4), f1(hi))
+				}
+				if len(s.Points) <= 40 {
+					fmt.Fprintf(&b, `<circle class="dot" cx="%s" cy="%s" r="3"><title>%s, %s: %s</title></circle>`+"\n",
+						f1(x), f1(y), html.EscapeString(s.Name), tickLabel(pt.X), num4(pt.Y))
+				}
+			}
+		}
+		b.WriteString("</g>\n")
+	}
+	// Legend.
+	for si, s := range p.Series {
+		x := x0 + 8 + float64(si)*90
+		fmt.Fprintf(&b, `<g class="legend %s"><rect x="%s" y="%d" width="14" height="4"/><text x="%s" y="%d">%s</text></g>`+"\n",
+			pathClass(s.Name), f1(x), p.H-10, f1(x+18), p.H-5, html.EscapeString(s.Name))
+	}
+	b.WriteString("</svg>\n")
+	return b.String()
+}
+
+func (p *plot) xValues() []float64 {
+	var xs []float64
+	for _, s := range p.Series {
+		for _, pt := range s.Points {
+			if indexOf(xs, pt.X) < 0 && !(p.LogX && pt.X <= 0) {
+				xs = append(xs, pt.X)
+			}
+		}
+	}
+	sortFloats(xs)
+	return xs
+}
+
+func (p *plot) yRange() (float64, float64) {
+	if p.YMax > p.YMin {
+		return p.YMin, p.YMax
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, s := range p.Series {
+		for _, pt := range s.Points {
+			lo, hi = math.Min(lo, pt.Y), math.Max(hi, pt.Y)
+			if pt.CI {
+				lo, hi = math.Min(lo, pt.Lo), math.Max(hi, pt.Hi)
+			}
+		}
+	}
+	if p.Bars || lo > 0 {
+		lo = math.Min(lo, 0) // times and rates start at zero
+	}
+	if hi <= lo {
+		hi = lo + 1
+	}
+	t := niceTicks(lo, hi, 6)
+	return math.Min(lo, t[0]), math.Max(hi, t[len(t)-1])
+}
+
+// niceTicks returns about n round tick values covering lo..hi.
+func niceTicks(lo, hi float64, n int) []float64 {
+	span := hi - lo
+	if span <= 0 || math.IsInf(span, 0) || math.IsNaN(span) {
+		return []float64{lo}
+	}
+	step := math.Pow(10, math.Floor(math.Log10(span/float64(n))))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if span/(step*m) <= float64(n) {
+			step *= m
+			break
+		}
+	}
+	var out []float64
+	for v := math.Floor(lo/step) * step; v <= hi+step*1e-9; v += step {
+		out = append(out, math.Round(v/step)*step)
+	}
+	if out[len(out)-1] < hi {
+		out = append(out, out[len(out)-1]+step)
+	}
+	return out
+}
+
+func tickLabel(v float64) string {
+	if v == 0 {
+		return "0"
+	}
+	if math.Abs(v) >= 1000 && v == math.Trunc(v) {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 4, 64)
+}
+
+func num4(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
+
+func f1(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+
+func indexOf(xs []float64, v float64) int {
+	for i, x := range xs {
+		if x == v {
+			return i
+		}
+	}
+	return -1
+}
+
+func sortFloats(xs []float64) { slices.Sort(xs) }
