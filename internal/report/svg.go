@@ -1,10 +1,10 @@
 package report
 
 import (
-	"slices"
 	"fmt"
 	"html"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
