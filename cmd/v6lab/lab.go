@@ -74,7 +74,7 @@ and --loss need the kernel's netem and fail with a clear error where the kernel 
 				return &exitError{code: 2, err: err}
 			}
 			if os.Geteuid() != 0 {
-				return fmt.Errorf("%w; you are uid %d", lab.ErrPrivilege, os.Geteuid())
+				return fmt.Errorf("%w to keep a lab for other commands; you are uid %d (without root, v6lab run builds a private lab for the run alone in a user namespace)", lab.ErrPrivilege, os.Geteuid())
 			}
 			if reaped, err := lab.Reap(); err == nil && len(reaped) > 0 && !quiet(cmd) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "v6lab: removed labs left by killed processes: %v\n", reaped)

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"v6lab/internal/capture"
 
@@ -163,5 +164,67 @@ func TestRunMeasuresEveryPathInTheLab(t *testing.T) {
 	}
 	if kinds[capture.IPv4] == 0 || kinds[capture.IPv6] == 0 || kinds[capture.SixIn4] == 0 || kinds[capture.IPv4]+kinds[capture.IPv6]+kinds[capture.SixIn4] < counted {
 		t.Errorf("capture.pcap holds %v, the runs counted %d", kinds, counted)
+	}
+}
+
+// TestRunWithoutRootUsesAPrivateLab runs the main job as an unprivileged
+// user: v6lab re-runs itself in a user namespace and measures in a lab of
+// its own, proving each run on the wire (6in4 only where the user can make
+// a tunnel).
+func TestRunWithoutRootUsesAPrivateLab(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to become an unprivileged user for the test (CI runs as root)")
+	}
+	dir, err := os.MkdirTemp("", "v6lab-rootless-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o777)
+	bin := filepath.Join(dir, "v6lab")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "run", "--conns", "1,2", "--runs", "2", "--warmup", "0", "--pause", "0", "--results", dir)
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("run as nobody: %v\n%s", err, out)
+	}
+	if strings.Contains(string(out), "no lab (") {
+		t.Skipf("this kernel gives unprivileged users no user namespace:\n%s", out)
+	}
+	res, _ := filepath.Glob(filepath.Join(dir, "quick-*"))
+	if len(res) != 1 {
+		t.Fatalf("result dirs %v\n%s", res, out)
+	}
+	f, s, err := report.Load(res[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Header.Target != "lab" || f.Header.Lab["privilege"] != "user namespace" {
+		t.Errorf("header: target %q lab %v", f.Header.Target, f.Header.Lab)
+	}
+	paths := map[string]bool{}
+	for _, c := range s.Cells {
+		paths[c.Path] = true
+		if c.Completed != 2*c.Conns || c.Failed != 0 {
+			t.Errorf("%s/%d: %d completed, %d failed: %s", c.Path, c.Conns, c.Completed, c.Failed, c.FirstError)
+		}
+	}
+	if !paths["ipv4"] || !paths["ipv6"] {
+		t.Errorf("paths %v", paths)
+	}
+	for _, r := range f.Runs {
+		if r.Wire == nil || r.Err != "" {
+			t.Errorf("run %s/%d: wire %v err %q", r.Cell, r.Run, r.Wire, r.Err)
+		}
+	}
+	if st, err := os.Stat(res[0]); err != nil || st.Sys().(*syscall.Stat_t).Uid != 65534 {
+		t.Errorf("results not owned by the user: %v", err)
+	}
+	if left, _ := lab.Namespaces(lab.Prefix + f.Header.Lab["name"] + "-"); len(left) != 0 {
+		t.Errorf("namespaces visible on the host: %v", left)
 	}
 }

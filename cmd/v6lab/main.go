@@ -47,7 +47,9 @@ func main() {
 		if errors.As(err, &ee) {
 			code = ee.code
 		}
-		fmt.Fprintln(os.Stderr, "v6lab:", err)
+		if !errors.Is(err, errSilent) {
+			fmt.Fprintln(os.Stderr, "v6lab:", err)
+		}
 		os.Exit(code)
 	}
 }
@@ -75,6 +77,12 @@ reports each path's difference from IPv4 with its confidence.`,
 	root.PersistentFlags().String("cpuprofile", "", "write a CPU profile of the command to this file")
 	_ = root.PersistentFlags().MarkHidden("cpuprofile")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if os.Getenv(usernsEnv) == "1" {
+			if err := privateRun(); err != nil {
+				return err
+			}
+			os.Setenv(usernsEnv, "private") // children (the lab's) keep this /run
+		}
 		if f, _ := cmd.Flags().GetString("cpuprofile"); f != "" {
 			return startProfile(f)
 		}

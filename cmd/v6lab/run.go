@@ -142,6 +142,28 @@ func (o *runOpts) run(cmd *cobra.Command, args []string) error {
 		printPlan(out, exp, where, note)
 		return nil
 	}
+	if where == "rootless" {
+		err := reexecRootless()
+		if !errors.Is(err, errNoUserNS) {
+			return err
+		}
+		// No user namespace either: loopback, unless the lab was a must.
+		if exp.Where == "lab" || topology != "" || o.pcap {
+			return fmt.Errorf("this needs a lab, but %v, and %v", canLab(), err)
+		}
+		where, note = "loopback", fmt.Sprintf("no lab (%v, and %v): measuring ipv4 and ipv6 on loopback", canLab(), err)
+		dropTunnel(exp)
+	}
+	if where == "lab" {
+		if err := lab.CanTunnel(); err != nil {
+			if cmd.Flags().Changed("paths") && slices.Contains(exp.Paths(), path.SixIn4) {
+				return fmt.Errorf("--paths: %w", err)
+			}
+			labCfg.NoTunnel = true
+			dropTunnel(exp)
+			note = fmt.Sprintf("measuring ipv4 and ipv6 in the lab without 6in4: %v", err)
+		}
+	}
 	if note != "" && !quiet(cmd) {
 		fmt.Fprintf(cmd.ErrOrStderr(), "v6lab: %s\n", note)
 	}
@@ -280,6 +302,9 @@ func (o *runOpts) where(exp *experiment.Experiment, topology string, explicitPat
 	why := canLab()
 	if o.loopback {
 		why = errors.New("--loopback")
+	} else if why != nil && os.Geteuid() != 0 && !rootless() && (where == "auto" || where == "lab") {
+		// Not root: try a lab of our own in a user namespace.
+		return "rootless", "", nil
 	}
 	if why != nil && explicitPaths && slices.Contains(exp.Paths(), path.SixIn4) {
 		return "", "", fmt.Errorf("--paths: 6in4 needs the lab (%v); on loopback only ipv4 and ipv6 exist", why)
@@ -339,6 +364,11 @@ func (o *runOpts) resumeRun(cmd *cobra.Command) error {
 	where := map[string]string{"lab": "lab", "loopback": "loopback", "remote": "hosts"}[rs.Header.Target]
 	var labCfg lab.Config
 	if where == "lab" {
+		if why := canLab(); why != nil && os.Geteuid() != 0 && !rootless() {
+			if err := reexecRootless(); !errors.Is(err, errNoUserNS) {
+				return err
+			}
+		}
 		if why := canLab(); why != nil {
 			return fmt.Errorf("%s ran in the lab, but %v", o.resume, why)
 		}

@@ -114,6 +114,13 @@ func runInLab(cmd *cobra.Command, exp *experiment.Experiment, cfg lab.Config, re
 	for p, r := range in.Resolvers {
 		job.Resolvers[p] = labResolver{Servers: r.Servers, Source: r.Source}
 	}
+	if rootless() {
+		job.Notes = append(job.Notes, "rootless: the lab ran inside a user namespace of its own (no root)")
+		job.Lab["privilege"] = "user namespace"
+	}
+	if l.TunnelImpl == "none" {
+		job.Notes = append(job.Notes, "the lab had no 6in4 tunnel (this user can make none): ipv4 and ipv6 only")
+	}
 	if l.TunnelImpl == "userspace" {
 		job.Notes = append(job.Notes, "this kernel has no sit device: 6in4 ran through v6lab's userspace tunnel (see docs/PERFORMANCE.md for its cost)")
 	}

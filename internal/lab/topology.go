@@ -42,6 +42,9 @@ type Config struct {
 	Shaping Shaping `json:"shaping"`
 	// Links sets single links by name (LinkNames), whole: shaping and MTU.
 	Links map[string]Link `json:"links,omitempty"`
+	// NoTunnel builds the lab without the 6in4 tunnel (where this user can
+	// make none, see CanTunnel): ipv4 and ipv6 only.
+	NoTunnel bool `json:"no_tunnel,omitempty"`
 }
 
 // Link is one link's settings.
@@ -293,7 +296,9 @@ func (l *Lab) build(ctx context.Context) error {
 	if err := l.applyShaping(hs); err != nil {
 		return err
 	}
-	if err := l.addTunnel(ctx, hs); err != nil {
+	if l.NoTunnel {
+		l.TunnelImpl = "none"
+	} else if err := l.addTunnel(ctx, hs); err != nil {
 		return err
 	}
 	return l.addRoutes(hs)
@@ -382,6 +387,9 @@ func (l *Lab) addRoutes(hs map[string]*netlink.Handle) error {
 		{role: R2, dst: a.tun6, dev: TunnelIf},
 	}
 	for _, r := range routes {
+		if r.dev == TunnelIf && l.NoTunnel {
+			continue
+		}
 		h := hs[r.role]
 		route := &netlink.Route{}
 		if r.dst.IsValid() {

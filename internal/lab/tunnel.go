@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -19,6 +20,20 @@ type userTunnel = sixin4.Tunnel
 
 // ErrNoSit is wrapped when the kernel has no sit device.
 var ErrNoSit = errors.New("the kernel has no sit (6in4) device")
+
+// CanTunnel says whether this process can make a 6in4 tunnel: the kernel
+// has sit, or /dev/net/tun opens for the userspace tunnel. (Root always
+// can; a user in a user namespace may not open a root-only /dev/net/tun.)
+func CanTunnel() error {
+	if _, err := os.Stat("/sys/module/sit"); err == nil {
+		return nil
+	}
+	f, err := os.OpenFile("/dev/net/tun", os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("lab: 6in4 needs the kernel's sit module or the TUN device for the userspace tunnel, and %w", err)
+	}
+	return f.Close()
+}
 
 // addTunnel makes the 6in4 interface on both routers: the kernel's sit
 // device where it exists (or was asked for), else the userspace tunnel.
