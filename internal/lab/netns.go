@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
@@ -107,5 +106,3 @@ func Namespaces(prefix string) ([]string, error) {
 	sort.Strings(out)
 	return out, nil
 }
-
-func nsPath(name string) string { return filepath.Join(NetnsDir, name) }

@@ -93,7 +93,7 @@ func Inspect(name string) (*Status, error) {
 		}
 		links, err := h.LinkList()
 		if err != nil {
-			h.Delete()
+			h.Close()
 			return nil, fmt.Errorf("lab: %s: %w", role, err)
 		}
 		names := map[int]string{}
@@ -144,7 +144,7 @@ func Inspect(name string) (*Status, error) {
 				hs.Routes = append(hs.Routes, rt)
 			}
 		}
-		h.Delete()
+		h.Close()
 		st.Hosts = append(st.Hosts, hs)
 	}
 	return st, nil

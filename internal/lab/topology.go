@@ -265,7 +265,7 @@ func (l *Lab) build(ctx context.Context) error {
 	hs := map[string]*netlink.Handle{}
 	defer func() {
 		for _, h := range hs {
-			h.Delete()
+			h.Close()
 		}
 	}()
 	for _, role := range Hosts {

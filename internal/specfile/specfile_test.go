@@ -33,7 +33,8 @@ type spec struct {
 	Inner inner            `yaml:"inner"`
 	Links map[string]inner `yaml:"links"`
 	Opt   *inner           `yaml:"opt"`
-	skip  int
+	//lint:ignore U1000 an unexported field must stay unknown to the decoder (see the "skip" case)
+	skip int
 }
 
 func TestDecodeFillsEveryKind(t *testing.T) {
@@ -83,6 +84,7 @@ func TestDecodeErrorsNameFileLineAndField(t *testing.T) {
 		{"# only a comment\n", "f.yaml: the file is empty"},
 		{"name: x\nrunz: 3\n", `f.yaml:2: runz: unknown field (known here: conns, inner, links, name, on, opt, runs, size)`},
 		{"inner:\n  rat: 1\n", `f.yaml:2: inner.rat: unknown field (known here: delay, loss, rate)`},
+		{"skip: 1\n", `f.yaml:1: skip: unknown field (known here: conns, inner, links, name, on, opt, runs, size)`},
 		{"runs: ten\n", `f.yaml:1: runs: want a whole number, not "ten"`},
 		{"size: -1\n", `f.yaml:1: size: want a whole number of at least 0, not "-1"`},
 		{"on: yes\n", `f.yaml:1: on: want true or false, not "yes"`},
