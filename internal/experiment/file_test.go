@@ -1,37 +1,21 @@
 package experiment
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"v6lab/experiments"
 	"v6lab/internal/path"
+	"v6lab/internal/specfile/specfiletest"
 )
 
 // Each invalid-*.yaml names on its first line the exact error it must give.
 func TestInvalidExperimentsNameFileLineAndField(t *testing.T) {
-	files, _ := filepath.Glob("testdata/invalid-*.yaml")
-	if len(files) < 25 {
-		t.Fatalf("only %d invalid experiment files", len(files))
-	}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		first, _, _ := strings.Cut(string(data), "\n")
-		want, ok := strings.CutPrefix(first, "# want: ")
-		if !ok {
-			t.Fatalf("%s: first line must be '# want: <message>'", f)
-		}
-		_, err = Parse(filepath.Base(f), data)
-		if err == nil || err.Error() != want {
-			t.Errorf("%s:\n got  %v\n want %s", f, err, want)
-		}
-	}
+	specfiletest.Invalid(t, "testdata/invalid-*.yaml", 25, func(name string, data []byte) error {
+		_, err := Parse(name, data)
+		return err
+	})
 }
 
 func TestFullExperimentFile(t *testing.T) {

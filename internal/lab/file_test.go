@@ -1,33 +1,17 @@
 package lab
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+	"v6lab/internal/specfile/specfiletest"
 )
 
 // Each invalid-*.yaml names on its first line the exact error it must give.
 func TestInvalidTopologiesNameFileLineAndField(t *testing.T) {
-	files, _ := filepath.Glob("testdata/invalid-*.yaml")
-	if len(files) < 10 {
-		t.Fatalf("only %d invalid topology files", len(files))
-	}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		first, _, _ := strings.Cut(string(data), "\n")
-		want, ok := strings.CutPrefix(first, "# want: ")
-		if !ok {
-			t.Fatalf("%s: first line must be '# want: <message>'", f)
-		}
-		_, err = ParseTopology(filepath.Base(f), data)
-		if err == nil || err.Error() != want {
-			t.Errorf("%s:\n got  %v\n want %s", f, err, want)
-		}
-	}
+	specfiletest.Invalid(t, "testdata/invalid-*.yaml", 10, func(name string, data []byte) error {
+		_, err := ParseTopology(name, data)
+		return err
+	})
 }
 
 func TestTopologyFileSetsEveryLink(t *testing.T) {
