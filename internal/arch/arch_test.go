@@ -23,6 +23,7 @@ var allowed = map[string][]string{
 	"v6lab/internal/lab/sixin4": {},
 	"v6lab/internal/capture":    {"path", "result"},
 	"v6lab/internal/units":      {},
+	"v6lab/internal/transport":  {"load", "path", "result"},
 	"v6lab/internal/specfile":   {},
 }
 

@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"syscall"
 )
 
 // Path is one way of reaching a server.
@@ -148,6 +149,9 @@ type Dialer struct {
 	Path Path
 	// Source, when valid, is the local address to bind.
 	Source netip.Addr
+	// Control, when set, sets socket options before the connection is
+	// made (TCP_MAXSEG, buffers, congestion control for transport tests).
+	Control func(network, address string, c syscall.RawConn) error
 }
 
 // Dial connects to addr over proto ("tcp" or "udp") with the path's family,
@@ -159,7 +163,7 @@ func (d Dialer) Dial(ctx context.Context, proto string, addr netip.AddrPort) (ne
 	// No Happy Eyeballs fallback, and no TCP keep-alive: a connection per
 	// transaction never idles, and the four setsockopt calls keep-alive
 	// costs are a measurable share of a loopback transaction.
-	nd := net.Dialer{FallbackDelay: -1, KeepAlive: -1}
+	nd := net.Dialer{FallbackDelay: -1, KeepAlive: -1, Control: d.Control}
 	if d.Source.IsValid() {
 		if err := d.Path.CheckAddr("source", d.Source); err != nil {
 			return nil, err

@@ -52,6 +52,25 @@ type Sample struct {
 	// (timeout, refused, family, protocol, resolve, io).
 	Err     string `json:"err,omitempty"`
 	ErrKind string `json:"err_kind,omitempty"`
+	// Metrics are a transport test's figures (throughput_mbps,
+	// retransmits, loss_pct, jitter_ms, …; see docs/metrics.md).
+	Metrics map[string]float64 `json:"metrics,omitempty"`
+	// Intervals are a transport test's per-interval figures.
+	Intervals []Interval `json:"intervals,omitempty"`
+}
+
+// Interval is one reporting interval of a transport test.
+type Interval struct {
+	// StartNS and EndNS are measured from the sample's start.
+	StartNS int64 `json:"start_ns"`
+	EndNS   int64 `json:"end_ns"`
+	// Bytes delivered in the interval (TCP: acknowledged; UDP: received).
+	Bytes int64 `json:"bytes"`
+	// TCP: retransmitted segments, smoothed RTT (µs) and congestion window
+	// (segments) at the interval's end.
+	Retrans uint32 `json:"retrans,omitempty"`
+	RTTUS   uint32 `json:"rtt_us,omitempty"`
+	Cwnd    uint32 `json:"cwnd,omitempty"`
 }
 
 // OK reports whether the transaction completed.

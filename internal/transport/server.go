@@ -1,0 +1,409 @@
+package transport
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"v6lab/internal/path"
+)
+
+// grace is how long past its duration a test may run before the server
+// ends it: enough to drain queues, short enough to bound a broken client.
+const grace = 10 * time.Second
+
+// Server answers transport tests on control listeners.
+type Server struct {
+	// Log, when set, gets a line per test.
+	Log *slog.Logger
+	wg  sync.WaitGroup
+}
+
+// Serve accepts control connections on ln until ctx ends or ln closes.
+// Tests run one per control connection, several at once.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	go func() {
+		<-ctx.Done()
+		ln.Close()
+	}()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			s.wg.Wait()
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return err
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer c.Close()
+			if err := s.handle(ctx, c); err != nil && s.Log != nil {
+				s.Log.Info("transport test", "client", c.RemoteAddr().String(), "err", err)
+			}
+		}()
+	}
+}
+
+func (s *Server) handle(ctx context.Context, c net.Conn) error {
+	cc := newCtrl(c)
+	c.SetDeadline(time.Now().Add(ctrlDeadline))
+	var req Request
+	if err := cc.recv(&req); err != nil {
+		return err
+	}
+	if err := req.Check(); err != nil {
+		cc.send(Accept{Magic: Magic, Error: err.Error()})
+		return err
+	}
+	local := c.LocalAddr().(*net.TCPAddr).AddrPort()
+	ip := local.Addr().Unmap()
+	p := path.OfAddr(ip)
+	cookie := randomCookie()
+	deadline := time.Now().Add(req.Duration + grace)
+	tctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	switch req.Test {
+	case "tcp":
+		return s.tcp(tctx, cc, c, &req, p, ip, cookie)
+	default:
+		return s.udp(tctx, cc, c, &req, p, ip, cookie)
+	}
+}
+
+func randomCookie() uint64 {
+	var b [8]byte
+	rand.Read(b[:])
+	return binary.BigEndian.Uint64(b[:]) | 1
+}
+
+// Congestion reads the kernel's default TCP congestion control.
+func Congestion() string {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/tcp_congestion_control")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// counter tracks bytes and the times of the first and last of them.
+type counter struct {
+	bytes       atomic.Int64
+	first, last atomic.Int64 // unix ns
+}
+
+func (k *counter) add(n int) {
+	now := time.Now().UnixNano()
+	k.first.CompareAndSwap(0, now)
+	k.last.Store(now)
+	k.bytes.Add(int64(n))
+}
+
+func (k *counter) elapsed() time.Duration {
+	if f := k.first.Load(); f != 0 {
+		return time.Duration(k.last.Load() - f)
+	}
+	return 0
+}
+
+func (s *Server) tcp(ctx context.Context, cc *ctrl, c net.Conn, req *Request, p path.Path, ip netip.Addr, cookie uint64) error {
+	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		rc.Control(func(fd uintptr) {
+			if req.RcvBuf > 0 { // inherited by accepted sockets, before the handshake sets the window scale
+				serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, req.RcvBuf)
+			}
+		})
+		return serr
+	}}
+	ln, err := lc.Listen(ctx, p.Network("tcp"), netip.AddrPortFrom(ip, 0).String())
+	if err != nil {
+		cc.send(Accept{Magic: Magic, Error: "data listener: " + err.Error()})
+		return err
+	}
+	defer ln.Close()
+	go func() {
+		<-ctx.Done()
+		ln.Close()
+	}()
+	if err := cc.send(Accept{Magic: Magic, Port: ln.Addr().(*net.TCPAddr).Port, Cookie: cookie, Congestion: Congestion()}); err != nil {
+		return err
+	}
+	var k counter
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var streams []net.Conn
+	defer func() {
+		mu.Lock()
+		for _, s := range streams {
+			s.Close()
+		}
+		mu.Unlock()
+	}()
+	ln.(*net.TCPListener).SetDeadline(time.Now().Add(ctrlDeadline))
+	for accepted := 0; accepted < req.Streams; {
+		d, err := ln.Accept()
+		if err != nil {
+			break // the client reports what arrived
+		}
+		var got [8]byte
+		d.SetReadDeadline(time.Now().Add(ctrlDeadline))
+		if _, err := io.ReadFull(d, got[:]); err != nil || binary.BigEndian.Uint64(got[:]) != cookie {
+			d.Close() // not this test's stream
+			continue
+		}
+		d.SetReadDeadline(time.Time{})
+		if req.Window > 0 {
+			if rc, err := d.(*net.TCPConn).SyscallConn(); err == nil {
+				rc.Control(func(fd uintptr) { unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_WINDOW_CLAMP, req.Window) })
+			}
+		}
+		accepted++
+		mu.Lock()
+		streams = append(streams, d)
+		mu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, 256<<10)
+			for {
+				n, err := d.Read(buf)
+				if n > 0 {
+					k.add(n)
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+	ln.Close()
+	go func() {
+		<-ctx.Done() // past the test's bound: stop reading
+		mu.Lock()
+		for _, s := range streams {
+			s.Close()
+		}
+		mu.Unlock()
+	}()
+	c.SetDeadline(time.Now().Add(req.Duration + grace))
+	var done Done
+	if err := cc.recv(&done); err != nil {
+		return err
+	}
+	wg.Wait() // every stream read to its end (or the bound)
+	return cc.send(Report{Magic: Magic, Received: k.bytes.Load(), Elapsed: k.elapsed()})
+}
+
+// udpHeader is the start of every test datagram: cookie, sequence number,
+// and the sender's clock in unix nanoseconds.
+const udpHeader = 24
+
+func (s *Server) udp(ctx context.Context, cc *ctrl, c net.Conn, req *Request, p path.Path, ip netip.Addr, cookie uint64) error {
+	pc, err := net.ListenUDP(p.Network("udp"), net.UDPAddrFromAddrPort(netip.AddrPortFrom(ip, 0)))
+	if err != nil {
+		cc.send(Accept{Magic: Magic, Error: "data socket: " + err.Error()})
+		return err
+	}
+	defer pc.Close()
+	if req.RcvBuf > 0 {
+		pc.SetReadBuffer(req.RcvBuf)
+	}
+	go func() {
+		<-ctx.Done()
+		pc.Close()
+	}()
+	if err := cc.send(Accept{Magic: Magic, Port: pc.LocalAddr().(*net.UDPAddr).Port, Cookie: cookie}); err != nil {
+		return err
+	}
+	rx := newReceiver(cookie, time.Second)
+	stop := make(chan struct{})
+	recvDone := make(chan struct{})
+	go func() {
+		defer close(recvDone)
+		buf := make([]byte, MaxDatagram)
+		for {
+			n, err := pc.Read(buf)
+			if err != nil {
+				return
+			}
+			rx.datagram(buf[:n], time.Now().UnixNano())
+			select {
+			case <-stop:
+				return
+			default:
+			}
+		}
+	}()
+	c.SetDeadline(time.Now().Add(req.Duration + grace))
+	var done Done
+	if err := cc.recv(&done); err != nil {
+		return err
+	}
+	// Datagrams still in flight get a moment to land.
+	time.Sleep(200 * time.Millisecond)
+	close(stop)
+	pc.Close()
+	<-recvDone
+	st := rx.stats(done.Datagrams)
+	return cc.send(Report{Magic: Magic, Received: rx.bytes, Elapsed: time.Duration(rx.last - rx.first), UDP: &st})
+}
+
+// receiver keeps a UDP test's receive-side figures.
+type receiver struct {
+	cookie       uint64
+	bytes        int64
+	received     int64
+	dups, reord  int64
+	highest      int64
+	seen         []uint64 // ring of the last seenBits sequence numbers
+	jitter       float64
+	prevTransit  int64
+	haveTransit  bool
+	minT, maxT   int64
+	first, last  int64
+	interval     int64
+	perInterval  []int64
+	foreign      int64
+	maxIntervals int
+}
+
+const seenBits = 1 << 22
+
+func newReceiver(cookie uint64, interval time.Duration) *receiver {
+	return &receiver{cookie: cookie, highest: -1, seen: make([]uint64, seenBits/64), interval: int64(interval), maxIntervals: int(MaxDuration/interval) + 60}
+}
+
+func (r *receiver) bit(seq int64) (word int, mask uint64) {
+	i := seq % seenBits
+	return int(i / 64), 1 << (i % 64)
+}
+
+// datagram accounts one datagram received at now (unix ns).
+func (r *receiver) datagram(b []byte, now int64) {
+	if len(b) < udpHeader || binary.BigEndian.Uint64(b[0:8]) != r.cookie {
+		r.foreign++
+		return
+	}
+	seq := int64(binary.BigEndian.Uint64(b[8:16]) & (1<<62 - 1))
+	sent := int64(binary.BigEndian.Uint64(b[16:24]))
+	switch {
+	case seq > r.highest:
+		// Forget the ring positions the new highest passes over.
+		from := r.highest + 1
+		if seq-from >= seenBits {
+			clear(r.seen)
+		} else {
+			for q := from; q < seq; q++ {
+				w, m := r.bit(q)
+				r.seen[w] &^= m
+			}
+		}
+		w, m := r.bit(seq)
+		r.seen[w] |= m
+		r.highest = seq
+	case r.highest-seq >= seenBits:
+		r.reord++ // too old to tell a duplicate from a late one
+	default:
+		w, m := r.bit(seq)
+		if r.seen[w]&m != 0 {
+			r.dups++
+			return
+		}
+		r.seen[w] |= m
+		r.reord++
+	}
+	r.received++
+	r.bytes += int64(len(b))
+	if r.first == 0 {
+		r.first = now
+	}
+	r.last = now
+	if i := int((now - r.first) / r.interval); i < r.maxIntervals {
+		for len(r.perInterval) <= i {
+			r.perInterval = append(r.perInterval, 0)
+		}
+		r.perInterval[i] += int64(len(b))
+	}
+	// RFC 3550, 6.4.1: J += (|D(i-1,i)| - J) / 16, in arrival order.
+	transit := now - sent
+	if r.haveTransit {
+		d := transit - r.prevTransit
+		if d < 0 {
+			d = -d
+		}
+		r.jitter += (float64(d) - r.jitter) / 16
+		r.minT, r.maxT = min(r.minT, transit), max(r.maxT, transit)
+	} else {
+		r.minT, r.maxT = transit, transit
+	}
+	r.prevTransit, r.haveTransit = transit, true
+}
+
+// stats are the figures once the sender said it sent `sent` datagrams.
+func (r *receiver) stats(sent int64) UDPStats {
+	st := UDPStats{Received: r.received, Duplicates: r.dups, Reordered: r.reord, HighestSeq: r.highest,
+		JitterNS: r.jitter, DelayVarNS: r.maxT - r.minT, Intervals: r.perInterval, IntervalNS: r.interval}
+	expected := max(sent, r.highest+1)
+	st.Lost = max(expected-r.received, 0)
+	return st
+}
+
+// ListenAndServe runs a server on every address, one port for all of
+// them, until ctx ends.
+func ListenAndServe(ctx context.Context, addrs []netip.Addr, port int, log *slog.Logger) (*Running, error) {
+	closers, got, err := path.BindSamePort(addrs, port, func(a netip.Addr, p int) (io.Closer, int, error) {
+		ln, err := path.Listen(ctx, path.OfAddr(a), netip.AddrPortFrom(a, uint16(p)).String())
+		if err != nil {
+			return nil, 0, err
+		}
+		return ln, ln.Addr().(*net.TCPAddr).Port, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("transport: %w", err)
+	}
+	r := &Running{Port: got, done: make(chan struct{})}
+	s := &Server{Log: log}
+	ctx, r.cancel = context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for _, c := range closers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.Serve(ctx, c.(net.Listener))
+		}()
+	}
+	go func() {
+		wg.Wait()
+		close(r.done)
+	}()
+	return r, nil
+}
+
+// Running is a server started by ListenAndServe.
+type Running struct {
+	Port   int
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// Close stops the server and waits for its tests to end.
+func (r *Running) Close() {
+	r.cancel()
+	<-r.done
+}

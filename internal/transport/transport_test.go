@@ -1,0 +1,252 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"io"
+	"math"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"v6lab/internal/path"
+)
+
+func startServer(t *testing.T, p path.Path) netip.AddrPort {
+	t.Helper()
+	r, err := ListenAndServe(context.Background(), []netip.Addr{p.Loopback()}, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	return netip.AddrPortFrom(p.Loopback(), uint16(r.Port))
+}
+
+func TestTCPThroughputOverEachPath(t *testing.T) {
+	for _, p := range []path.Path{path.IPv4, path.IPv6} {
+		t.Run(string(p), func(t *testing.T) {
+			srv := startServer(t, p)
+			pr := &Probe{Server: srv, Path: p, Opts: Options{Test: "tcp", Duration: 400 * time.Millisecond, Streams: 2,
+				Interval: 100 * time.Millisecond, Bottleneck: 10e9}}
+			s := pr.Do(context.Background(), 0)
+			if !s.OK() {
+				t.Fatalf("%s: %s", s.Err, s.Marker)
+			}
+			m := s.Metrics
+			if s.BytesOut == 0 || s.BytesIn != s.BytesOut || m["throughput_mbps"] < 10 {
+				t.Errorf("sent %d received %d, %g Mbit/s", s.BytesOut, s.BytesIn, m["throughput_mbps"])
+			}
+			if len(s.Intervals) < 3 || m["streams"] != 2 || m["rtt_ms"] <= 0 || m["mss"] <= 0 {
+				t.Errorf("intervals %d metrics %v", len(s.Intervals), m)
+			}
+			var acked int64
+			for _, iv := range s.Intervals {
+				acked += iv.Bytes
+			}
+			if acked != s.BytesOut {
+				t.Errorf("intervals add up to %d bytes, %d were sent", acked, s.BytesOut)
+			}
+			if e := m["tcp_efficiency_pct"]; e <= 0 || e > 100 {
+				t.Errorf("TCP efficiency %g%%", e)
+			}
+			if r := m["transfer_time_ratio"]; r <= 0 {
+				t.Errorf("transfer time ratio %g", r)
+			}
+			if !strings.Contains(s.Remote, srv.Addr().String()) {
+				t.Errorf("remote %s", s.Remote)
+			}
+		})
+	}
+}
+
+func TestTCPAmountMSSAndWindow(t *testing.T) {
+	srv := startServer(t, path.IPv4)
+	pr := &Probe{Server: srv, Path: path.IPv4, Opts: Options{Test: "tcp", Duration: 20 * time.Second, Bytes: 3 << 20,
+		MSS: 1000, Window: 64 << 10, RcvBuf: 128 << 10, SndBuf: 256 << 10}}
+	s := pr.Do(context.Background(), 0)
+	if !s.OK() || s.BytesOut != 3<<20 || s.BytesIn != 3<<20 {
+		t.Fatalf("%s: sent %d received %d", s.Err, s.BytesOut, s.BytesIn)
+	}
+	if mss := s.Metrics["mss"]; mss > 1000 || mss < 500 {
+		t.Errorf("MSS %g, asked 1000", mss)
+	}
+	if s.TotalNS > int64(10*time.Second) {
+		t.Errorf("3 MB took %v", time.Duration(s.TotalNS))
+	}
+}
+
+func TestUDPLossAndJitter(t *testing.T) {
+	for _, p := range []path.Path{path.IPv4, path.IPv6} {
+		t.Run(string(p), func(t *testing.T) {
+			srv := startServer(t, p)
+			pr := &Probe{Server: srv, Path: p, Opts: Options{Test: "udp", Duration: 500 * time.Millisecond, Rate: 10e6, Size: 1000, RcvBuf: 1 << 20}}
+			s := pr.Do(context.Background(), 0)
+			if !s.OK() {
+				t.Fatalf("%s", s.Err)
+			}
+			m := s.Metrics
+			// 10 Mbit/s of 1000-byte datagrams for 0.5 s is 625 datagrams.
+			if sent := m["datagrams_sent"]; sent < 600 || sent > 626 {
+				t.Errorf("sent %g datagrams", sent)
+			}
+			if m["loss_pct"] < 0 || m["loss_pct"] > 1 || m["datagrams_received"]+m["lost"] != m["datagrams_sent"] {
+				t.Errorf("loss on loopback: %v", m)
+			}
+			if off := m["offered_mbps"]; math.Abs(off-10) > 1 {
+				t.Errorf("offered %g Mbit/s, asked 10", off)
+			}
+			if _, ok := m["jitter_ms"]; !ok || m["duplicates"] != 0 {
+				t.Errorf("metrics %v", m)
+			}
+		})
+	}
+}
+
+func TestNotAV6labServer(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			io.WriteString(c, "SSH-2.0-OpenSSH_9.2\r\n")
+			c.Close()
+		}
+	}()
+	pr := &Probe{Server: ln.Addr().(*net.TCPAddr).AddrPort(), Path: path.IPv4, Opts: Options{Test: "tcp", Duration: time.Second}}
+	s := pr.Do(context.Background(), 0)
+	if s.OK() || !strings.Contains(s.Err, "not a v6lab transport server") || !strings.Contains(s.Err, "SSH-2.0") {
+		t.Errorf("err %q", s.Err)
+	}
+}
+
+func TestServerRefusesAbsurdTests(t *testing.T) {
+	srv := startServer(t, path.IPv4)
+	for want, req := range map[string]Request{
+		"streams 1000: want 1 to 128":       {Test: "tcp", Streams: 1000, Duration: time.Second},
+		"duration 2h0m0s":                   {Test: "tcp", Streams: 1, Duration: 2 * time.Hour},
+		"rate 1000000000000 bit/s":          {Test: "udp", Rate: 1e12, Size: 1000, Duration: time.Second},
+		"datagram size 8: want 32 to 65507": {Test: "udp", Rate: 1e6, Size: 8, Duration: time.Second},
+		`test "icmp": want tcp or udp`:      {Test: "icmp", Duration: time.Second},
+		"buffer and window: want 0 to":      {Test: "tcp", Streams: 1, Duration: time.Second, Window: 1 << 30},
+	} {
+		c, err := net.Dial("tcp4", srv.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cc := newCtrl(c)
+		req.Magic = Magic
+		cc.send(req)
+		var acc Accept
+		if err := cc.recv(&acc); err != nil || !strings.Contains(acc.Error, want) {
+			t.Errorf("%+v: %v, %q; want %q", req, err, acc.Error, want)
+		}
+		c.Close()
+	}
+	// Garbage on the control port is dropped without an answer.
+	c, _ := net.Dial("tcp4", srv.String())
+	io.WriteString(c, "GET / HTTP/1.0\r\n\r\n")
+	c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if b, _ := io.ReadAll(c); len(b) != 0 {
+		t.Errorf("the server answered garbage with %q", b)
+	}
+	c.Close()
+}
+
+func datagram(cookie uint64, seq, sent int64) []byte {
+	b := make([]byte, 100)
+	binary.BigEndian.PutUint64(b[0:8], cookie)
+	binary.BigEndian.PutUint64(b[8:16], uint64(seq))
+	binary.BigEndian.PutUint64(b[16:24], uint64(sent))
+	return b
+}
+
+func TestReceiverCountsLossDuplicatesReorderingAndJitter(t *testing.T) {
+	r := newReceiver(7, time.Second)
+	now := int64(1e9)
+	// seq 0..9, with 3 lost, 5 arriving after 6, 2 twice, and a foreign one.
+	for i, seq := range []int64{0, 1, 2, 2, 4, 6, 5, 7, 8, 9} {
+		transit := int64(1e6 + 2e6*(i%2)) // 1 or 3 ms
+		r.datagram(datagram(7, seq, now-transit), now)
+		now += 1e6
+	}
+	r.datagram(datagram(8, 3, now), now)
+	st := r.stats(10)
+	if st.Received != 9 || st.Duplicates != 1 || st.Reordered != 1 || st.Lost != 1 || st.HighestSeq != 9 || r.foreign != 1 {
+		t.Errorf("stats %+v foreign %d", st, r.foreign)
+	}
+	if st.DelayVarNS != 2e6 {
+		t.Errorf("delay variation %d ns, want 2 ms", st.DelayVarNS)
+	}
+	// More sent than seen: the tail counts as lost, never above 100%.
+	if st := r.stats(20); st.Lost != 11 || math.Abs(LossPct(st.Lost, 20)-55) > 1e-9 {
+		t.Errorf("tail loss %+v", st)
+	}
+	if LossPct(50, 10) != 100 || LossPct(-1, 10) != 0 || LossPct(0, 0) != 0 {
+		t.Error("loss percentage out of 0..100")
+	}
+}
+
+func TestReceiverJitterIsRFC3550(t *testing.T) {
+	r := newReceiver(7, time.Second)
+	now := int64(1e9)
+	for seq := range int64(10) {
+		transit := 1e6 + 2e6*(seq%2) // 1 or 3 ms: |D| = 2 ms at every arrival after the first
+		r.datagram(datagram(7, seq, now-transit), now)
+		now += 1e6
+	}
+	// J = J + (|D| - J)/16 from 0, nine times with |D| = 2 ms.
+	want := 2e6 * (1 - math.Pow(15.0/16, 9))
+	if st := r.stats(10); math.Abs(st.JitterNS-want) > 1 || st.Lost != 0 || st.Reordered != 0 {
+		t.Errorf("jitter %g ns, want %g; %+v", st.JitterNS, want, st)
+	}
+}
+
+func TestIdealTCPRate(t *testing.T) {
+	// RFC 6349 3.3.1's example shape: 100 Mbit/s Ethernet, MSS 1460, IPv4, no timestamps: 94.9 Mbit/s.
+	if got := IdealTCPRate(100e6, 1460, path.IPv4, false) / 1e6; math.Abs(got-94.93) > 0.01 {
+		t.Errorf("ipv4 %g", got)
+	}
+	v4 := IdealTCPRate(100e6, 1400, path.IPv4, true)
+	v6 := IdealTCPRate(100e6, 1400, path.IPv6, true)
+	t4 := IdealTCPRate(100e6, 1400, path.SixIn4, true)
+	if !(v4 > v6 && v6 > t4) {
+		t.Errorf("header overhead order: %g %g %g", v4, v6, t4)
+	}
+}
+
+func FuzzControlRecv(f *testing.F) {
+	f.Add([]byte(`{"magic":"v6lab-transport/1","port":5,"cookie":3}` + "\n"))
+	f.Add([]byte("SSH-2.0\r\n"))
+	f.Add(bytes.Repeat([]byte("a"), 70000))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var acc Accept
+		_ = newCtrl(struct {
+			io.Reader
+			io.Writer
+		}{bytes.NewReader(b), io.Discard}).recv(&acc)
+	})
+}
+
+func FuzzReceiver(f *testing.F) {
+	f.Add(datagram(1, 0, 5), datagram(1, 1<<40, 0))
+	f.Add(datagram(1, 1<<61, 5), datagram(1, 3, -9))
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		r := newReceiver(1, time.Millisecond)
+		r.datagram(a, 10)
+		r.datagram(b, 1e12)
+		r.datagram(a, 2e12)
+		st := r.stats(5)
+		if st.Lost < 0 || LossPct(st.Lost, 5) > 100 || len(r.perInterval) > r.maxIntervals {
+			t.Fatalf("stats %+v", st)
+		}
+	})
+}
