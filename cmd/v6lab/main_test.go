@@ -17,6 +17,7 @@ import (
 	"v6lab/internal/proto/dns"
 	httpp "v6lab/internal/proto/http"
 	"v6lab/internal/report"
+	"v6lab/internal/transport"
 )
 
 // v6lab runs the command line in-process and returns stdout and the error.
@@ -350,10 +351,74 @@ func TestBadInputIsAClearError(t *testing.T) {
 func TestHelpHasExamples(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"run", "--help"}, {"probe", "http", "--help"}, {"probe", "dns", "--help"},
 		{"serve", "http", "--help"}, {"serve", "dns", "--help"}, {"report", "--help"}, {"compare", "--help"},
+		{"tcp", "--help"}, {"udp", "--help"}, {"serve", "transport", "--help"},
 		{"lab", "--help"}, {"lab", "up", "--help"}} {
 		out, err := v6lab(t, args...)
 		if err != nil || !strings.Contains(out, "Examples:") {
 			t.Errorf("%v: no examples (%v)", args, err)
+		}
+	}
+}
+
+func TestTCPAndUDPCommands(t *testing.T) {
+	srv, err := transport.ListenAndServe(context.Background(), []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")}, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	v4, v6 := fmt.Sprintf("127.0.0.1:%d", srv.Port), fmt.Sprintf("[::1]:%d", srv.Port)
+	for _, c := range []struct {
+		args    []string
+		metrics []string
+	}{
+		{[]string{"tcp", v4, v6, "--time", "300ms", "--interval", "100ms", "--streams", "2", "--bottleneck", "10G"},
+			[]string{"throughput_mbps", "retransmits", "rtt_ms", "tcp_efficiency_pct", "transfer_time_ratio"}},
+		{[]string{"tcp", v4, v6, "--bytes", "2M", "--mss", "1200", "--window", "64K"}, []string{"throughput_mbps", "mss"}},
+		{[]string{"udp", v4, v6, "--time", "300ms", "--rate", "5M", "--size", "1000"},
+			[]string{"throughput_mbps", "loss_pct", "jitter_ms", "duplicates", "reordered"}},
+	} {
+		root := t.TempDir()
+		out, err := v6lab(t, append(c.args, "--runs", "2", "--results", root)...)
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", c.args, err, out)
+		}
+		_, s, err := report.Load(onlyDir(t, root))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(s.Cells) != 2 {
+			t.Fatalf("%v: %d cells", c.args, len(s.Cells))
+		}
+		for _, cell := range s.Cells {
+			if cell.Completed != 2 {
+				t.Errorf("%v %s: %d completed: %s", c.args, cell.Path, cell.Completed, cell.FirstError)
+			}
+			for _, m := range c.metrics {
+				if cell.Metrics[m] == nil || cell.Metrics[m].N != 2 {
+					t.Errorf("%v %s: metric %s missing", c.args, cell.Path, m)
+				}
+			}
+		}
+		if c.args[0] == "tcp" && !strings.Contains(out, "by interval") {
+			t.Errorf("no interval table:\n%s", out)
+		}
+		if c.args[0] == "udp" && s.Cells[0].Metrics["loss_pct"].Mean > 5 {
+			t.Errorf("udp loss on loopback %g%%", s.Cells[0].Metrics["loss_pct"].Mean)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"tcp", "1.2.3.4.5"}, `server "1.2.3.4.5": want ADDR or ADDR:PORT`},
+		{[]string{"tcp", v4}, "path ipv6: no IPv6 server address"},
+		{[]string{"tcp", v4, "--paths", "ipv4", "--streams", "500"}, "streams 500: want 1 to 128"},
+		{[]string{"udp", v4, "--paths", "ipv4", "--size", "8"}, "datagram size 8: want 32 to 65507"},
+		{[]string{"udp", v4, "--paths", "ipv4", "--rate", "fast"}, `--rate: bad rate "fast"`},
+		{[]string{"tcp", v4, "--paths", "ipv4", "--window", "lots"}, `--window: want bytes up to 256M`},
+	} {
+		if _, err := v6lab(t, c.args...); err == nil || !strings.Contains(err.Error(), c.want) || exitCode(err) != 2 {
+			t.Errorf("%v: %v, want %q", c.args, err, c.want)
 		}
 	}
 }

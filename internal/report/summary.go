@@ -66,8 +66,19 @@ type Cell struct {
 	FirstError string `json:"first_error,omitempty"`
 	// RatePerS is completed transactions per second of run time.
 	RatePerS *float64 `json:"rate_per_s"`
+	// Metrics summarize a transport test's figures (throughput_mbps,
+	// loss_pct, …): the mean over counted runs of each run's mean, with
+	// its 95% CI.
+	Metrics map[string]*MetricStat `json:"metrics,omitempty"`
 	// NA gives the reason for every null figure above.
 	NA map[string]string `json:"na,omitempty"`
+}
+
+// MetricStat is one transport figure of a cell over its counted runs.
+type MetricStat struct {
+	N    int         `json:"n"`
+	Mean float64     `json:"mean"`
+	CI95 *[2]float64 `json:"ci95,omitempty"`
 }
 
 // Comparison sets one path against the baseline at one protocol and
@@ -99,6 +110,7 @@ type runKey struct {
 }
 
 type runAcc struct {
+	metrics map[string]float64 // sums over the run's completed samples
 	sum     float64
 	ok      int
 	failed  int
@@ -177,6 +189,12 @@ func Summarize(f *result.File) *Summary {
 		if smp.OK() {
 			a.sum += float64(smp.TotalNS)
 			a.ok++
+			for k, v := range smp.Metrics {
+				if a.metrics == nil {
+					a.metrics = map[string]float64{}
+				}
+				a.metrics[k] += v
+			}
 		} else {
 			a.failed++
 		}
@@ -208,6 +226,7 @@ func Summarize(f *result.File) *Summary {
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i].run < keys[j].run })
 	seconds := map[cellKey]float64{}
+	metricRuns := map[cellKey]map[string][]float64{}
 	for _, k := range keys {
 		a := runs[k]
 		c := cells[k.cell]
@@ -226,10 +245,27 @@ func Summarize(f *result.File) *Summary {
 		}
 		c.Runs = append(c.Runs, m)
 		c.RunIndex = append(c.RunIndex, k.run)
+		for name, sum := range a.metrics {
+			if metricRuns[k.cell] == nil {
+				metricRuns[k.cell] = map[string][]float64{}
+			}
+			metricRuns[k.cell][name] = append(metricRuns[k.cell][name], sum/float64(a.ok))
+		}
 		seconds[k.cell] += a.seconds
 	}
 	for ck, c := range cells {
 		finishCell(c, hist[ck], seconds[ck])
+		for name, runs := range metricRuns[ck] {
+			d := stats.Describe(runs)
+			ms := &MetricStat{N: d.N, Mean: d.Mean}
+			if d.CINA == "" {
+				ms.CI95 = &d.CI95
+			}
+			if c.Metrics == nil {
+				c.Metrics = map[string]*MetricStat{}
+			}
+			c.Metrics[name] = ms
+		}
 		s.Cells = append(s.Cells, *c)
 	}
 	sortCells(s.Cells)

@@ -3,6 +3,8 @@ package report
 import (
 	"fmt"
 	"io"
+	"math"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -38,6 +40,58 @@ func Text(w io.Writer, s *Summary) error {
 	return tw.err
 }
 
+// transportColumns are the figures shown per transport test, in order.
+var transportColumns = map[string][]string{
+	"TCP": {"throughput_mbps", "retransmits", "rtt_ms", "min_rtt_ms", "cwnd", "tcp_efficiency_pct", "buffer_delay_pct", "transfer_time_ratio"},
+	"UDP": {"throughput_mbps", "offered_mbps", "loss_pct", "jitter_ms", "delay_var_ms", "duplicates", "reordered"},
+}
+
+// metricSection is the table of a transport test's figures: the mean over
+// counted runs and its 95% CI, per path and connection count.
+func metricSection(title string, cells []Cell) (section, bool) {
+	cols := transportColumns[title]
+	if cols == nil {
+		for _, c := range cells {
+			for k := range c.Metrics {
+				if !slices.Contains(cols, k) {
+					cols = append(cols, k)
+				}
+			}
+		}
+		sort.Strings(cols)
+	}
+	sec := section{Title: title + ": transport figures, mean of run means (95% CI)", Head: append([]string{"path", "conns"}, cols...)}
+	any := false
+	for _, c := range cells {
+		if len(c.Metrics) == 0 {
+			continue
+		}
+		any = true
+		row := []string{c.Path, fmt.Sprint(c.Conns)}
+		for _, k := range cols {
+			m := c.Metrics[k]
+			switch {
+			case m == nil:
+				row = append(row, "-")
+			case m.CI95 == nil:
+				row = append(row, figure(m.Mean))
+			default:
+				row = append(row, fmt.Sprintf("%s (%s–%s)", figure(m.Mean), figure(m.CI95[0]), figure(m.CI95[1])))
+			}
+		}
+		sec.Rows = append(sec.Rows, row)
+	}
+	return sec, any
+}
+
+// figure prints a transport figure with precision that suits its size.
+func figure(v float64) string {
+	if a := math.Abs(v); a >= 100 || a == math.Trunc(a) {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return FormatMS(v)
+}
+
 // Legend explains n/a and the confidence level under every report.
 const Legend = "n/a: not computable (reason in summary.json). Confidence level = 1 - two-sided Welch p; see docs/metrics.md."
 
@@ -58,7 +112,11 @@ func sections(s *Summary, proto string) []section {
 	cells := cellsOf(s, proto)
 	conns := connsOf(cells)
 	title := strings.ToUpper(proto)
-	means := section{Title: title + ": average response time per connection (ms), mean of run means",
+	what := "average response time per connection"
+	if transportColumns[title] != nil {
+		what = "transfer time per trial"
+	}
+	means := section{Title: title + ": " + what + " (ms), mean of run means",
 		Head: append([]string{"path", ""}, intHeads(conns)...)}
 	for _, p := range pathsOf(cells) {
 		byConns := map[int]*Cell{}
@@ -84,6 +142,9 @@ func sections(s *Summary, proto string) []section {
 		means.Rows = append(means.Rows, rows...)
 	}
 	out := []section{means}
+	if sec, ok := metricSection(title, cells); ok {
+		out = append(out, sec)
+	}
 	if cmps := comparisonsOf(s, proto); len(cmps) > 0 {
 		sec := section{Title: fmt.Sprintf("%s: increase over %s (positive = slower than %s)", title, s.Baseline, s.Baseline),
 			Head: append([]string{"path", ""}, intHeads(conns)...)}

@@ -266,6 +266,13 @@ wait:
 	if len(intervals) == 0 || intervals[len(intervals)-1].EndNS < int64(elapsed) {
 		sample()
 	}
+	// A last sliver of an interval joins the one before.
+	if n := len(intervals); n > 1 && intervals[n-1].EndNS-intervals[n-1].StartNS < int64(o.Interval/10) {
+		last, prev := intervals[n-1], &intervals[n-2]
+		prev.EndNS, prev.Bytes, prev.Retrans = last.EndNS, prev.Bytes+last.Bytes, prev.Retrans+last.Retrans
+		prev.RTTUS, prev.Cwnd = last.RTTUS, last.Cwnd
+		intervals = intervals[:n-1]
+	}
 	// Each stream's FIN counts one byte in bytes_acked: it is not data.
 	var acked int64
 	for _, iv := range intervals {

@@ -1,0 +1,301 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"v6lab/internal/experiment"
+	"v6lab/internal/load"
+	"v6lab/internal/path"
+	"v6lab/internal/report"
+	"v6lab/internal/transport"
+	"v6lab/internal/units"
+)
+
+// transportFlags are what tcp and udp share.
+type transportFlags struct {
+	lf                            loadFlags
+	duration, interval            time.Duration
+	bytes, sndbuf, rcvbuf, window string
+	bottleneck                    string
+	opts                          transport.Options
+}
+
+func (f *transportFlags) register(cmd *cobra.Command) {
+	f.lf.register(cmd, "1", 10)
+	fl := cmd.Flags()
+	// A trial is one test; --conns would mean simultaneous tests, which is
+	// not what a transport trial is.
+	_ = fl.MarkHidden("conns")
+	_ = fl.MarkHidden("duration")
+	fl.Lookup("runs").Usage = "trials per path, the first --warmup of them not counted"
+	// Trials have no warm-up by default, and a timeout that follows --time.
+	for name, def := range map[string]string{"warmup": "0", "timeout": "0s"} {
+		_ = fl.Set(name, def)
+		fl.Lookup(name).DefValue, fl.Lookup(name).Changed = def, false
+	}
+	fl.Lookup("timeout").Usage = "bound on one trial (default: its length plus 30 s)"
+	fl.DurationVarP(&f.duration, "time", "t", 10*time.Second, "length of each trial (with --bytes: its bound)")
+	fl.DurationVarP(&f.interval, "interval", "i", time.Second, "reporting interval")
+	fl.StringVar(&f.sndbuf, "sndbuf", "", "client socket send buffer (SO_SNDBUF), e.g. 64K")
+	fl.StringVar(&f.rcvbuf, "rcvbuf", "", "server socket receive buffer (SO_RCVBUF), e.g. 100K")
+}
+
+// servers reads the SERVER arguments: an address per family, port 5301
+// unless given.
+func servers(args []string) ([]netip.AddrPort, error) {
+	var out []netip.AddrPort
+	for _, a := range args {
+		if ap, err := netip.ParseAddrPort(a); err == nil {
+			out = append(out, ap)
+			continue
+		}
+		ip, err := netip.ParseAddr(strings.Trim(a, "[]"))
+		if err != nil {
+			return nil, fmt.Errorf("server %q: want ADDR or ADDR:PORT (IPv6 as [ADDR]:PORT)", a)
+		}
+		out = append(out, netip.AddrPortFrom(ip, transport.DefaultPort))
+	}
+	return out, nil
+}
+
+func (f *transportFlags) run(cmd *cobra.Command, test string, args []string) error {
+	srvs, err := servers(args)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	o := f.opts
+	o.Test, o.Duration, o.Interval = test, f.duration, f.interval
+	for _, v := range []struct {
+		flag string
+		s    string
+		to   *int
+	}{{"--sndbuf", f.sndbuf, &o.SndBuf}, {"--rcvbuf", f.rcvbuf, &o.RcvBuf}, {"--window", f.window, &o.Window}} {
+		if v.s == "" {
+			continue
+		}
+		n, err := units.ParseSize(v.s)
+		if err != nil || n > transport.MaxBuffer {
+			return &exitError{code: 2, err: fmt.Errorf("%s: want bytes up to 256M, such as 64K, not %q", v.flag, v.s)}
+		}
+		*v.to = int(n)
+	}
+	if f.bytes != "" {
+		if o.Bytes, err = units.ParseSize(f.bytes); err != nil || o.Bytes <= 0 {
+			return &exitError{code: 2, err: fmt.Errorf("--bytes: want an amount such as 10M or 200M, not %q", f.bytes)}
+		}
+		if !cmd.Flags().Changed("time") {
+			o.Duration = 10 * time.Minute // the amount ends the trial
+		}
+	}
+	if f.bottleneck != "" {
+		if o.Bottleneck, err = units.ParseRate(f.bottleneck); err != nil {
+			return &exitError{code: 2, err: fmt.Errorf("--bottleneck: %w", err)}
+		}
+	}
+	if !cmd.Flags().Changed("timeout") {
+		f.lf.timeout = o.Duration + 30*time.Second
+	}
+	spec, err := f.lf.spec(test, test, strings.Join(args, " "))
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	spec.Conns = []int{1}
+	req := transport.Request{Magic: transport.Magic, Test: test, Streams: o.Streams, Duration: o.Duration, Bytes: o.Bytes,
+		RcvBuf: o.RcvBuf, Window: o.Window, Rate: o.Rate, Size: o.Size}
+	if test == "udp" {
+		req.Streams = 0
+		if req.Size == 0 {
+			req.Size = 1460
+		}
+	}
+	if err := req.Check(); err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	byPath := map[path.Path]netip.AddrPort{}
+	for _, p := range spec.Paths {
+		for _, s := range srvs {
+			if p.Accepts(s.Addr()) {
+				byPath[p] = s
+				break
+			}
+		}
+		if _, ok := byPath[p]; !ok {
+			return &exitError{code: 2, err: fmt.Errorf("path %s: no %s server address among %v", p, p.Family(), args)}
+		}
+	}
+	spec.Params = transportParams(o)
+	dir, err := execute(cmd, job{
+		exp: experiment.Single(spec, "hosts"),
+		probe: func(_ *experiment.Spec, p path.Path) (load.Probe, error) {
+			return &transport.Probe{Server: byPath[p], Path: p, Opts: o}, nil
+		},
+		target:  "remote",
+		servers: map[string]string{test: strings.Join(args, " ")},
+		notes:   []string{"congestion control of this host: " + orDefault(transport.Congestion(), "unknown")},
+		results: f.lf.results,
+	})
+	if dir != "" && !quiet(cmd) {
+		printIntervals(cmd.OutOrStdout(), dir)
+	}
+	return err
+}
+
+func transportParams(o transport.Options) map[string]string {
+	m := map[string]string{"time": o.Duration.String(), "interval": o.Interval.String()}
+	add := func(k string, v int64, unit string) {
+		if v > 0 {
+			m[k] = fmt.Sprint(v) + unit
+		}
+	}
+	add("bytes", o.Bytes, " B")
+	add("streams", int64(o.Streams), "")
+	add("sndbuf", int64(o.SndBuf), " B")
+	add("rcvbuf", int64(o.RcvBuf), " B")
+	add("window", int64(o.Window), " B")
+	add("mss", int64(o.MSS), " B")
+	add("rate", int64(o.Rate), " bit/s")
+	add("size", int64(o.Size), " B")
+	add("bottleneck", int64(o.Bottleneck), " bit/s")
+	if o.Congestion != "" {
+		m["congestion"] = o.Congestion
+	}
+	return m
+}
+
+// printIntervals shows the last counted trial of each path interval by
+// interval, as iperf does.
+func printIntervals(w io.Writer, dir string) {
+	f, _, err := report.Load(dir)
+	if err != nil {
+		return
+	}
+	last := map[string]int{}
+	for i, s := range f.Samples {
+		if !s.Warmup && len(s.Intervals) > 0 {
+			last[s.Path] = i
+		}
+	}
+	var paths []string
+	for p := range last {
+		paths = append(paths, p)
+	}
+	sort.Slice(paths, func(i, j int) bool { return paths[i] < paths[j] })
+	for _, p := range paths {
+		s := f.Samples[last[p]]
+		fmt.Fprintf(w, "\n%s, trial %d, by interval:\n", p, s.Run)
+		fmt.Fprintf(w, "  %-15s %12s %10s %8s %8s %6s\n", "interval (s)", "bytes", "Mbit/s", "retrans", "rtt ms", "cwnd")
+		for _, iv := range s.Intervals {
+			secs := float64(iv.EndNS-iv.StartNS) / 1e9
+			if secs <= 0 {
+				continue
+			}
+			fmt.Fprintf(w, "  %6.2f-%-8.2f %12d %10.1f %8d %8.3f %6d\n", float64(iv.StartNS)/1e9, float64(iv.EndNS)/1e9,
+				iv.Bytes, float64(iv.Bytes)*8/secs/1e6, iv.Retrans, float64(iv.RTTUS)/1000, iv.Cwnd)
+		}
+	}
+}
+
+func newTCPCmd() *cobra.Command {
+	var f transportFlags
+	cmd := &cobra.Command{
+		Use:   "tcp SERVER...",
+		Short: "Measure TCP throughput, window, MSS and retransmits over each path",
+		Long: `tcp runs trials against a v6lab transport server (v6lab serve transport): for each path,
+streams send for --time or until --bytes are sent, and the trial reports transfer time,
+throughput in total and per interval, bytes, retransmits, RTT and cwnd from TCP_INFO, and
+the RFC 6349 metrics: TCP efficiency, buffer delay and, given --bottleneck, the transfer
+time ratio against the ideal for the path's MTU and headers (IPv4, IPv6 and 6in4 differ).
+Give one server address per family (port 5301 unless given). The congestion control in
+use is recorded even when not set.`,
+		Example: `  v6lab tcp 192.0.2.1 2001:db8::1 --time 60s --runs 10
+  v6lab tcp 192.0.2.1 2001:db8::1 --bytes 200M --window 64K --mss 1024 --bottleneck 100M
+  v6lab tcp 127.0.0.1 ::1 --streams 4 --congestion cubic`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return f.run(cmd, "tcp", args) },
+	}
+	f.register(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&f.bytes, "bytes", "", "amount of data per trial (e.g. 10M, 200M); ends the trial")
+	fl.StringVar(&f.window, "window", "", "clamp the server's TCP window (e.g. 10K, 100K)")
+	fl.IntVar(&f.opts.MSS, "mss", 0, "TCP maximum segment size (TCP_MAXSEG), e.g. 1024 or 2048")
+	fl.IntVarP(&f.opts.Streams, "streams", "P", 1, "parallel streams")
+	fl.StringVar(&f.opts.Congestion, "congestion", "", "congestion control (e.g. cubic, bbr, reno)")
+	fl.StringVar(&f.bottleneck, "bottleneck", "", "the path's bottleneck rate for the RFC 6349 transfer time ratio (e.g. 100M)")
+	return cmd
+}
+
+func newUDPCmd() *cobra.Command {
+	var f transportFlags
+	var rate string
+	cmd := &cobra.Command{
+		Use:   "udp SERVER...",
+		Short: "Measure UDP loss, jitter, duplicates and reordering at a rate over each path",
+		Long: `udp sends datagrams of --size bytes at --rate for --time to a v6lab transport server,
+paced against the clock, and reports datagrams sent and received, lost and loss % (never
+below 0 or above 100), duplicates, reordering, jitter (RFC 3550) and the one-way delay
+variation. A trial in which the receiver saw nothing says so and counts as failed.`,
+		Example: `  v6lab udp 192.0.2.1 2001:db8::1 --rate 10M --size 1460 --rcvbuf 64K --time 60s --runs 10
+  v6lab udp 127.0.0.1 ::1 --rate 100M`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, err := units.ParseRate(rate)
+			if err != nil {
+				return &exitError{code: 2, err: fmt.Errorf("--rate: %w", err)}
+			}
+			f.opts.Rate = r
+			return f.run(cmd, "udp", args)
+		},
+	}
+	f.register(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&rate, "rate", "1M", "target rate (e.g. 1M, 10M, 100M)")
+	fl.IntVar(&f.opts.Size, "size", 1460, "datagram size in bytes (payload)")
+	return cmd
+}
+
+func newServeTransportCmd() *cobra.Command {
+	var listen []string
+	var verbose bool
+	cmd := &cobra.Command{
+		Use:   "transport",
+		Short: "Answer v6lab tcp and udp tests",
+		Long: `serve transport answers v6lab tcp and udp tests on every --listen address until
+interrupted. It only receives: it never sends data anywhere, and it refuses tests longer
+than an hour, faster than 100 Gbit/s, or with more than 128 streams.`,
+		Example: `  v6lab serve transport
+  v6lab serve transport --listen 0.0.0.0:5301 --listen [::]:5301`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			addrs, port, err := listenAddrs(listen)
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			var log *slog.Logger
+			if verbose {
+				log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			}
+			s, err := transport.ListenAndServe(cmd.Context(), addrs, port, log)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			for _, a := range addrs {
+				fmt.Fprintf(cmd.OutOrStdout(), "serving transport tests on %s\n", netip.AddrPortFrom(a, uint16(s.Port)))
+			}
+			waitSignal(cmd)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringArrayVar(&listen, "listen", []string{"127.0.0.1:5301", "[::1]:5301"}, "ADDR:PORT to listen on (repeat; one port for all)")
+	fl.BoolVarP(&verbose, "verbose", "v", false, "log refused and failed tests")
+	return cmd
+}
