@@ -224,6 +224,11 @@ func (s *Server) udp(ctx context.Context, cc *ctrl, c net.Conn, req *Request, p 
 	if req.RcvBuf > 0 {
 		pc.SetReadBuffer(req.RcvBuf)
 	}
+	// The kernel's receive time, not the moment this goroutine ran, is
+	// what jitter and delay variation are computed from.
+	if rc, err := pc.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) { unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1) })
+	}
 	go func() {
 		<-ctx.Done()
 		pc.Close()
@@ -237,12 +242,13 @@ func (s *Server) udp(ctx context.Context, cc *ctrl, c net.Conn, req *Request, p 
 	go func() {
 		defer close(recvDone)
 		buf := make([]byte, MaxDatagram)
+		oob := make([]byte, 128)
 		for {
-			n, err := pc.Read(buf)
+			n, oobn, _, _, err := pc.ReadMsgUDP(buf, oob)
 			if err != nil {
 				return
 			}
-			rx.datagram(buf[:n], time.Now().UnixNano())
+			rx.datagram(buf[:n], kernelTime(oob[:oobn]))
 			select {
 			case <-stop:
 				return
@@ -262,6 +268,19 @@ func (s *Server) udp(ctx context.Context, cc *ctrl, c net.Conn, req *Request, p 
 	<-recvDone
 	st := rx.stats(done.Datagrams)
 	return cc.send(Report{Magic: Magic, Received: rx.bytes, Elapsed: time.Duration(rx.last - rx.first), UDP: &st})
+}
+
+// kernelTime reads SCM_TIMESTAMPNS from a datagram's control data, in unix
+// nanoseconds; without it, now.
+func kernelTime(oob []byte) int64 {
+	if msgs, err := unix.ParseSocketControlMessage(oob); err == nil {
+		for _, m := range msgs {
+			if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SCM_TIMESTAMPNS && len(m.Data) >= 16 {
+				return int64(binary.NativeEndian.Uint64(m.Data[0:8]))*1e9 + int64(binary.NativeEndian.Uint64(m.Data[8:16]))
+			}
+		}
+	}
+	return time.Now().UnixNano()
 }
 
 // receiver keeps a UDP test's receive-side figures.
