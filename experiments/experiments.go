@@ -13,6 +13,9 @@ import (
 //go:embed *.yaml
 var files embed.FS
 
+//go:embed labs/*.yaml
+var labs embed.FS
+
 // Names lists the built-in experiments.
 func Names() []string {
 	ents, _ := files.ReadDir(".")
@@ -29,6 +32,16 @@ func Get(name string) ([]byte, error) {
 	b, err := files.ReadFile(name + ".yaml")
 	if err != nil {
 		return nil, fmt.Errorf("no built-in experiment %q (built in: %s)", name, strings.Join(Names(), ", "))
+	}
+	return b, nil
+}
+
+// Lab returns a built-in lab topology that a built-in experiment names
+// (its topology field), from experiments/labs.
+func Lab(name string) ([]byte, error) {
+	b, err := labs.ReadFile("labs/" + name)
+	if err != nil {
+		return nil, fmt.Errorf("no built-in lab topology %q", name)
 	}
 	return b, nil
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"v6lab/experiments"
 	"v6lab/internal/units"
 
 	"github.com/spf13/cobra"
@@ -94,6 +95,9 @@ and --loss need the kernel's netem and fail with a clear error where the kernel 
 	return cmd
 }
 
+// builtinLab prefixes the topology of a built-in experiment (experiments/labs).
+const builtinLab = "built-in:"
+
 // labFlags are the lab settings lab up and run share.
 type labFlags struct {
 	hasName                        bool // --name is the lab's (lab up), not the results' (run)
@@ -124,7 +128,15 @@ func (f *labFlags) config(cmd *cobra.Command, file, defName string) (lab.Config,
 	cfg := lab.Config{Name: defName, TunnelMTU: lab.DefaultTunnelMTU}
 	if file != "" {
 		var err error
-		if cfg, err = lab.LoadTopology(file); err != nil {
+		if name, ok := strings.CutPrefix(file, builtinLab); ok {
+			var data []byte
+			if data, err = experiments.Lab(name); err == nil {
+				cfg, err = lab.ParseTopology("built-in lab "+name, data)
+			}
+		} else {
+			cfg, err = lab.LoadTopology(file)
+		}
+		if err != nil {
 			return cfg, err
 		}
 		if cfg.Name == "" {

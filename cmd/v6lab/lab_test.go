@@ -228,3 +228,58 @@ func TestRunWithoutRootUsesAPrivateLab(t *testing.T) {
 		t.Errorf("namespaces visible on the host: %v", left)
 	}
 }
+
+// TestTransportTrialsInTheLab runs tcp and udp trials over ipv4, ipv6 and
+// 6in4 on a shaped lab: every trial proven on the wire, data included.
+func TestTransportTrialsInTheLab(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the lab needs root (CI runs as root)")
+	}
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	exp := filepath.Join(dir, "tr.yaml")
+	os.WriteFile(exp, []byte(`name: trlab
+where: lab
+runs: 2
+warmup: 0
+pause: 0s
+cells:
+  - {protocol: tcp, bytes: 2M, bottleneck: 100M, mss: 1200}
+  - {protocol: udp, time: 500ms, rate: 20M, size: 1200}
+`), 0o644)
+	out, err := exec.Command(bin, "run", exp, "--rate", "100M", "-q", "--results", dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	res, _ := filepath.Glob(filepath.Join(dir, "trlab-*"))
+	if len(res) != 1 {
+		t.Fatalf("results %v\n%s", res, out)
+	}
+	f, s, err := report.Load(res[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Cells) != 6 {
+		t.Fatalf("%d cells", len(s.Cells))
+	}
+	for _, c := range s.Cells {
+		tp := c.Metrics["throughput_mbps"]
+		if c.Completed != 2 || tp == nil || tp.Mean <= 0 || tp.Mean > 102 { // tbf lets its burst through at once
+			t.Errorf("%s/%s: %d completed, throughput %+v (%s)", c.Protocol, c.Path, c.Completed, tp, c.FirstError)
+		}
+		if c.Protocol == "tcp" {
+			if r := c.Metrics["transfer_time_ratio"]; r == nil || r.Mean < 0.9 {
+				t.Errorf("%s: transfer time ratio %+v on a 100 Mbit/s link", c.Path, r)
+			}
+		}
+	}
+	for _, r := range f.Runs {
+		counts := map[string]uint64{"ipv4": r.Wire.IPv4, "ipv6": r.Wire.IPv6, "6in4": r.Wire.SixIn4}
+		// The control connection alone is about 13 packets; the data adds
+		// more (fewer than its segments: veth hands the capture GSO
+		// super-packets).
+		if r.Err != "" || counts[r.Path] < 30 || r.Wire.IPv4+r.Wire.IPv6+r.Wire.SixIn4 != counts[r.Path] {
+			t.Errorf("run %s/%d: wire %+v err %q", r.Cell, r.Run, *r.Wire, r.Err)
+		}
+	}
+}

@@ -422,3 +422,42 @@ func TestTCPAndUDPCommands(t *testing.T) {
 		}
 	}
 }
+
+func TestExperimentWithTransportCells(t *testing.T) {
+	exp := filepath.Join(t.TempDir(), "tr.yaml")
+	os.WriteFile(exp, []byte(`name: tr
+where: loopback
+runs: 2
+warmup: 0
+pause: 0s
+cells:
+  - protocol: tcp
+    time: 300ms
+    interval: 100ms
+  - protocol: udp
+    time: 300ms
+    rate: 5M
+`), 0o644)
+	root := t.TempDir()
+	out, err := v6lab(t, "run", exp, "--results", root)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"TCP: transport figures", "UDP: transport figures", "TCP: transfer time per trial"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	_, s, err := report.Load(onlyDir(t, root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Cells) != 4 {
+		t.Fatalf("%d cells", len(s.Cells))
+	}
+	for _, c := range s.Cells {
+		if c.Completed != 2 || c.Metrics["throughput_mbps"] == nil || c.Metrics["throughput_mbps"].Mean <= 0 {
+			t.Errorf("%s/%s: %d completed, metrics %v (%s)", c.Protocol, c.Path, c.Completed, c.Metrics, c.FirstError)
+		}
+	}
+}

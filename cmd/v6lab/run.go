@@ -18,6 +18,7 @@ import (
 	"v6lab/internal/lab"
 	"v6lab/internal/path"
 	httpp "v6lab/internal/proto/http"
+	"v6lab/internal/transport"
 )
 
 // runOpts are run's own flags.
@@ -122,6 +123,9 @@ func (o *runOpts) run(cmd *cobra.Command, args []string) error {
 	topology := o.topology
 	if topology == "" {
 		topology = exp.Topology
+		if exp.Topology != "" && builtin(args) {
+			topology = builtinLab + exp.Topology
+		}
 	}
 	// The lab's settings are checked first, even when no lab will be
 	// built, so a bad file or flag is never silently ignored.
@@ -178,7 +182,7 @@ func runExperiment(cmd *cobra.Command, exp *experiment.Experiment, where string,
 	case "hosts":
 		servers := map[string]string{}
 		for _, c := range exp.Cells {
-			servers[c.CellName()] = orDefault(c.URL, strings.Join(c.DNSServers, " "))
+			servers[c.CellName()] = orDefault(c.URL, strings.Join(append(c.DNSServers, c.Servers...), " "))
 		}
 		_, err := execute(cmd, job{exp: exp, probe: experiment.Env{}.Probe, target: "remote", servers: servers,
 			results: o.lf.results, resume: rs, resumeDir: dir})
@@ -191,9 +195,9 @@ func runExperiment(cmd *cobra.Command, exp *experiment.Experiment, where string,
 	defer local.Close()
 	_, err = execute(cmd, job{
 		exp:       exp,
-		probe:     experiment.Env{URL: local.URL, Resolver: local.Resolver}.Probe,
+		probe:     experiment.Env{URL: local.URL, Resolver: local.Resolver, Transport: local.TransportAddr}.Probe,
 		target:    "loopback",
-		servers:   map[string]string{"http": "embedded (Go net/http)", "dns": "embedded (miekg/dns)"},
+		servers:   map[string]string{"http": "embedded (Go net/http)", "dns": "embedded (miekg/dns)", "transport": "embedded v6lab transport server"},
 		notes:     []string{"ran on loopback (no lab): only ipv4 and ipv6 exist there"},
 		serverFDs: 1,
 		results:   o.lf.results,
@@ -205,6 +209,16 @@ func runExperiment(cmd *cobra.Command, exp *experiment.Experiment, where string,
 // localServerConfig is the embedded HTTP server's page; cells that set
 // objects fetch /pages/N instead.
 func localServerConfig() httpp.ServerConfig { return httpp.DefaultServerConfig }
+
+// builtin reports whether the experiment named on the command line is a
+// built-in one rather than a file.
+func builtin(args []string) bool {
+	if len(args) == 0 {
+		return true
+	}
+	st, err := os.Stat(args[0])
+	return err != nil || st.IsDir()
+}
 
 // loadExperiment reads the experiment named on the command line: a file,
 // or a built-in one (quick when none is named).
@@ -394,10 +408,36 @@ func listBuiltins(w io.Writer) error {
 		for _, c := range e.Cells {
 			cells = append(cells, fmt.Sprintf("%s%v", c.CellName(), c.Conns))
 		}
+		if len(cells) > 3 {
+			count := map[string]int{}
+			for _, c := range e.Cells {
+				count[c.Protocol]++
+			}
+			cells = cells[:0]
+			for _, p := range e.Protocols() {
+				cells = append(cells, fmt.Sprintf("%s×%d", p, count[p]))
+			}
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", n, strings.Join(cells, " "), e.Description)
 	}
 	fmt.Fprintln(tw, "\nrun one: v6lab run NAME; edit one: v6lab run --print NAME > my.yaml")
 	return tw.Flush()
+}
+
+// trialTime guesses how long a transport trial runs: its length, or its
+// amount at the bottleneck rate (1 Gbit/s when none is given).
+func trialTime(o *transport.Options) time.Duration {
+	switch {
+	case o == nil:
+		return 0
+	case o.Bytes == 0:
+		return o.Duration
+	}
+	rate := float64(max(o.Bottleneck, 1e9)) * 0.9
+	if o.Bottleneck > 0 {
+		rate = float64(o.Bottleneck) * 0.9
+	}
+	return min(o.Duration, time.Duration(float64(o.Bytes)*8/rate*float64(time.Second)))
 }
 
 // printPlan shows what a run would do and a rough idea of how long.
@@ -419,7 +459,7 @@ func printPlan(w io.Writer, exp *experiment.Experiment, where, note string) {
 		tx := 0
 		for _, n := range c.Conns {
 			tx += n * c.Runs * len(c.Paths)
-			per := time.Duration(c.Pause) + 50*time.Millisecond + time.Duration(n)*300*time.Microsecond + time.Duration(c.Duration)
+			per := time.Duration(c.Pause) + 50*time.Millisecond + time.Duration(n)*300*time.Microsecond + time.Duration(c.Duration) + trialTime(c.Test)
 			est += per * time.Duration(c.Runs*len(c.Paths))
 			worst += (time.Duration(c.Pause) + time.Duration(c.Timeout) + time.Duration(c.Duration)) * time.Duration(c.Runs*len(c.Paths))
 		}

@@ -26,16 +26,17 @@ import (
 
 // labJob is what the measuring child in the client namespace needs.
 type labJob struct {
-	Exp       *experiment.Experiment    `json:"experiment"`
-	URL       string                    `json:"url"`
-	Resolvers map[path.Path]labResolver `json:"resolvers"`
-	Sources   map[path.Path]netip.Addr  `json:"sources"`
-	Ports     map[string]uint16         `json:"ports"`
-	Servers   map[string]string         `json:"servers"`
-	Notes     []string                  `json:"notes"`
-	Lab       map[string]string         `json:"lab"`
-	Results   string                    `json:"results"`
-	Pcap      bool                      `json:"pcap"`
+	Exp       *experiment.Experiment       `json:"experiment"`
+	URL       string                       `json:"url"`
+	Resolvers map[path.Path]labResolver    `json:"resolvers"`
+	Sources   map[path.Path]netip.Addr     `json:"sources"`
+	Transport map[path.Path]netip.AddrPort `json:"transport"`
+	Ports     map[string]uint16            `json:"ports"`
+	Servers   map[string]string            `json:"servers"`
+	Notes     []string                     `json:"notes"`
+	Lab       map[string]string            `json:"lab"`
+	Results   string                       `json:"results"`
+	Pcap      bool                         `json:"pcap"`
 	// Done and Dir resume an interrupted experiment.
 	Done map[int]bool `json:"done,omitempty"`
 	Dir  string       `json:"dir,omitempty"`
@@ -102,8 +103,12 @@ func runInLab(cmd *cobra.Command, exp *experiment.Experiment, cfg lab.Config, re
 
 	cfgJSON, _ := json.Marshal(cfg)
 	job := labJob{Exp: exp, URL: in.URL.String(), Resolvers: map[path.Path]labResolver{}, Sources: in.Sources,
-		Ports:   map[string]uint16{"http": uint16(in.HTTP.Port), "dns": uint16(in.DNS.Port)},
-		Servers: map[string]string{"http": "embedded (Go net/http) in the server namespace", "dns": "embedded (miekg/dns) in the server namespace, a view per tunnel address"},
+		Transport: in.TransportAddr,
+		// tcp and udp are absent: port 0 counts every TCP and UDP packet,
+		// data streams (on ports chosen per test) included.
+		Ports: map[string]uint16{"http": uint16(in.HTTP.Port), "dns": uint16(in.DNS.Port)},
+		Servers: map[string]string{"http": "embedded (Go net/http) in the server namespace", "dns": "embedded (miekg/dns) in the server namespace, a view per tunnel address",
+			"transport": "embedded v6lab transport server in the server namespace"},
 		Lab: map[string]string{"name": l.Name, "topology": "client - r1 - r2 - server (veth), 6in4 tunnel r1-r2",
 			"tunnel": l.TunnelImpl, "tunnel_mtu": strconv.Itoa(l.TunnelMTU), "wire_check": "r1 " + l.Addr.WireIf,
 			"links": cfg.LinkSummary(), "config": string(cfgJSON), "pcap": strconv.FormatBool(pcap)},
@@ -183,7 +188,7 @@ func runLabChild(cmd *cobra.Command, jobFile string) error {
 	if err != nil {
 		return err
 	}
-	env := experiment.Env{URL: u, Resolvers: map[path.Path]*path.Resolver{}, Sources: j.Sources}
+	env := experiment.Env{URL: u, Resolvers: map[path.Path]*path.Resolver{}, Sources: j.Sources, Transport: j.Transport}
 	for p, r := range j.Resolvers {
 		env.Resolvers[p] = &path.Resolver{Servers: r.Servers, Source: r.Source}
 	}
@@ -213,6 +218,12 @@ func runLabChild(cmd *cobra.Command, jobFile string) error {
 // neighbour discovery and every cache on the way are warm before the first
 // run, and a path that cannot work fails here with its reason.
 func settle(cmd *cobra.Command, c *experiment.Spec, probe func(*experiment.Spec, path.Path) (load.Probe, error)) error {
+	if c.Test != nil { // a short trial is enough to warm a path
+		short := *c
+		o := *c.Test
+		o.Duration, o.Bytes, o.Interval = 200*time.Millisecond, 0, 100*time.Millisecond
+		short.Test, c = &o, &short
+	}
 	for _, p := range c.Paths {
 		pr, err := probe(c, p)
 		if err != nil {

@@ -35,7 +35,8 @@ const (
 )
 
 // Filter selects the measured service's packets: TCP or UDP with Port at
-// either end.
+// either end, or any TCP or UDP packet when Port is 0 (a transport test,
+// whose data ports are chosen per test).
 type Filter struct {
 	Port uint16
 }
@@ -84,6 +85,9 @@ func classify6(ip []byte, f Filter) Class {
 func ports(proto byte, l4 []byte, f Filter) bool {
 	if (proto != 6 && proto != 17) || len(l4) < 4 {
 		return false
+	}
+	if f.Port == 0 {
+		return true
 	}
 	return binary.BigEndian.Uint16(l4[0:2]) == f.Port || binary.BigEndian.Uint16(l4[2:4]) == f.Port
 }

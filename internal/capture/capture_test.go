@@ -67,7 +67,14 @@ func TestClassify(t *testing.T) {
 		{"arp", ether(0x0806, make([]byte, 28)), Ignored},
 		{"runt", []byte{1, 2, 3}, Ignored},
 	}
+	// Port 0 takes any TCP or UDP packet, and still nothing else.
+	anyPort := map[string]Class{"ipv4 other port": IPv4, "6in4 other port": SixIn4, "ipv6 icmp (ND)": Ignored, "arp": Ignored}
 	for _, c := range cases {
+		if want, ok := anyPort[c.name]; ok {
+			if got := Classify(c.frame, Filter{}); got != want {
+				t.Errorf("%s, any port: %v, want %v", c.name, got, want)
+			}
+		}
 		if got := Classify(c.frame, f); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}

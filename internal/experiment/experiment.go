@@ -15,6 +15,7 @@ import (
 	"v6lab/internal/load"
 	"v6lab/internal/path"
 	"v6lab/internal/result"
+	"v6lab/internal/transport"
 )
 
 // Experiment is what one result directory holds: cells measured in one
@@ -61,6 +62,10 @@ type Spec struct {
 	Query      string   `json:"query,omitempty"`
 	DNSServers []string `json:"dns_servers,omitempty"`
 	Transport  string   `json:"transport,omitempty"`
+	// Test shapes a tcp or udp cell's trials; Servers are the transport
+	// servers to test against (where: hosts).
+	Test    *transport.Options `json:"test,omitempty"`
+	Servers []string           `json:"servers,omitempty"`
 	// Params are protocol options, recorded for the reader.
 	Params map[string]string `json:"params,omitempty"`
 }

@@ -13,6 +13,8 @@ import (
 	"v6lab/internal/path"
 	httpp "v6lab/internal/proto/http"
 	"v6lab/internal/specfile"
+	"v6lab/internal/transport"
+	"v6lab/internal/units"
 )
 
 // file is the YAML form of an Experiment (docs/experiments.md).
@@ -48,6 +50,20 @@ type cellFile struct {
 	Query      string    `yaml:"query"`
 	DNSServers []string  `yaml:"dns_servers"`
 	Transport  string    `yaml:"transport"`
+	// tcp and udp trials
+	Time       Duration `yaml:"time"`
+	Interval   Duration `yaml:"interval"`
+	Bytes      string   `yaml:"bytes"`
+	Streams    *int     `yaml:"streams"`
+	Window     string   `yaml:"window"`
+	SndBuf     string   `yaml:"sndbuf"`
+	RcvBuf     string   `yaml:"rcvbuf"`
+	MSS        *int     `yaml:"mss"`
+	Congestion string   `yaml:"congestion"`
+	Bottleneck string   `yaml:"bottleneck"`
+	Rate       string   `yaml:"rate"`
+	Size       *int     `yaml:"size"`
+	Servers    []string `yaml:"servers"`
 }
 
 // Defaults of an experiment file.
@@ -64,10 +80,16 @@ const (
 var protocolOptions = map[string][]string{
 	"http": {"objects", "url", "dns_servers"},
 	"dns":  {"query", "dns_servers", "transport"},
+	"tcp":  {"time", "interval", "bytes", "streams", "window", "sndbuf", "rcvbuf", "mss", "congestion", "bottleneck", "servers"},
+	"udp":  {"time", "interval", "rate", "size", "sndbuf", "rcvbuf", "servers"},
 }
 
+// allOptions are every protocol option, for the "does not apply" rule.
+var allOptions = []string{"objects", "url", "query", "dns_servers", "transport", "time", "interval", "bytes", "streams",
+	"window", "sndbuf", "rcvbuf", "mss", "congestion", "bottleneck", "rate", "size", "servers"}
+
 // Protocols the studies use that later versions add.
-var plannedProtocols = []string{"ftp", "smtp", "imap", "tcp", "udp"}
+var plannedProtocols = []string{"ftp", "smtp", "imap"}
 
 var (
 	nameRE  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
@@ -268,21 +290,26 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Pa
 	opts, ok := protocolOptions[c.Protocol]
 	switch {
 	case !doc.Has(field("protocol")):
-		return s, doc.Errorf(at, "protocol is required (http or dns)")
+		return s, doc.Errorf(at, "protocol is required (http, dns, tcp or udp)")
 	case !ok && slices.Contains(plannedProtocols, c.Protocol):
-		return s, doc.Errorf(field("protocol"), "%s is not in this version of v6lab yet (http and dns are)", c.Protocol)
+		return s, doc.Errorf(field("protocol"), "%s is not in this version of v6lab yet (http, dns, tcp and udp are)", c.Protocol)
 	case !ok:
-		return s, doc.Errorf(field("protocol"), "%q is not a protocol v6lab knows (http, dns)", c.Protocol)
+		return s, doc.Errorf(field("protocol"), "%q is not a protocol v6lab knows (http, dns, tcp, udp)", c.Protocol)
 	}
 	if doc.Has(field("label")) && !labelRE.MatchString(c.Label) {
 		return s, doc.Errorf(field("label"), "%q: lowercase letters, digits, dot, dash and underscore, up to 32", c.Label)
 	}
-	for _, o := range []string{"objects", "url", "query", "dns_servers", "transport"} {
+	for _, o := range allOptions {
 		if doc.Has(field(o)) && !slices.Contains(opts, o) {
 			return s, doc.Errorf(field(o), "does not apply to protocol %s (it takes: %v)", c.Protocol, opts)
 		}
 	}
-	if !doc.Has(field("conns")) {
+	trial := c.Protocol == "tcp" || c.Protocol == "udp"
+	if trial && !doc.Has(field("conns")) {
+		c.Conns = []int{1}
+	} else if trial && (len(c.Conns) != 1 || c.Conns[0] != 1) {
+		return s, doc.Errorf(field("conns"), "a %s trial is one test: conns must be [1] (use streams for parallel connections)", c.Protocol)
+	} else if !doc.Has(field("conns")) {
 		return s, doc.Errorf(at, "conns is required (simultaneous connections per run, e.g. [1, 10, 100])")
 	}
 	if len(c.Conns) == 0 {
@@ -344,6 +371,20 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Pa
 			return s, doc.Errorf(field("transport"), "%q: want udp or tcp", c.Transport)
 		}
 	}
+	if trial {
+		o, err := c.trialOptions(doc, at, hosts)
+		if err != nil {
+			return s, err
+		}
+		s.Test, s.Servers = o, c.Servers
+		// A trial's timeout follows its length unless set.
+		if !doc.Has(field("timeout")) && !doc.Has("timeout") {
+			s.Timeout = Duration(o.Duration + 30*time.Second)
+		}
+		if time.Duration(s.Timeout) <= o.Duration {
+			return s, doc.Errorf(field("time"), "a trial of %v does not fit in its timeout of %v", o.Duration, time.Duration(s.Timeout))
+		}
+	}
 	if len(c.DNSServers) > 0 && !hosts {
 		return s, doc.Errorf(field("dns_servers"), "only with where: hosts; in the lab and on loopback the embedded DNS server answers")
 	}
@@ -356,9 +397,105 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Pa
 	return s, nil
 }
 
+// trialOptions reads a tcp or udp cell's options and checks them as the
+// server would.
+func (c *cellFile) trialOptions(doc *specfile.Doc, at string, hosts bool) (*transport.Options, error) {
+	field := func(f string) string { return at + "." + f }
+	o := &transport.Options{Test: c.Protocol, Duration: time.Duration(c.Time), Interval: time.Duration(c.Interval), Congestion: c.Congestion}
+	if o.Duration == 0 {
+		o.Duration = 10 * time.Second
+	}
+	if o.Duration < 0 || o.Duration > transport.MaxDuration {
+		return nil, doc.Errorf(field("time"), "%v: want more than 0 and at most %v", o.Duration, transport.MaxDuration)
+	}
+	if o.Interval < 0 || (o.Interval > 0 && o.Interval < 10*time.Millisecond) {
+		return nil, doc.Errorf(field("interval"), "%v: want at least 10ms", o.Interval)
+	}
+	size := func(name, v string, to *int) error {
+		if v == "" {
+			return nil
+		}
+		n, err := units.ParseSize(v)
+		if err != nil || n <= 0 || n > transport.MaxBuffer {
+			return doc.Errorf(field(name), "want bytes up to 256M, such as 64K, not %q", v)
+		}
+		*to = int(n)
+		return nil
+	}
+	for _, f := range []struct {
+		name, v string
+		to      *int
+	}{{"window", c.Window, &o.Window}, {"sndbuf", c.SndBuf, &o.SndBuf}, {"rcvbuf", c.RcvBuf, &o.RcvBuf}} {
+		if err := size(f.name, f.v, f.to); err != nil {
+			return nil, err
+		}
+	}
+	if c.Bytes != "" {
+		n, err := units.ParseSize(c.Bytes)
+		if err != nil || n <= 0 || n > transport.MaxBytes {
+			return nil, doc.Errorf(field("bytes"), "want an amount such as 10M or 200M, not %q", c.Bytes)
+		}
+		o.Bytes = n
+		if !doc.Has(field("time")) {
+			o.Duration = 10 * time.Minute // the amount ends the trial; this bounds it
+		}
+	}
+	if c.Streams != nil {
+		if *c.Streams < 1 || *c.Streams > transport.MaxStreams {
+			return nil, doc.Errorf(field("streams"), "%d: want 1 to %d", *c.Streams, transport.MaxStreams)
+		}
+		o.Streams = *c.Streams
+	}
+	if c.MSS != nil {
+		if *c.MSS < 88 || *c.MSS > 65495 {
+			return nil, doc.Errorf(field("mss"), "%d: want 88 to 65495 bytes", *c.MSS)
+		}
+		o.MSS = *c.MSS
+	}
+	rate := func(name, v string, to *uint64) error {
+		if v == "" {
+			return nil
+		}
+		r, err := units.ParseRate(v)
+		if err != nil || r == 0 || r > transport.MaxRate {
+			return doc.Errorf(field(name), "want a rate such as 10M, up to 100G, not %q", v)
+		}
+		*to = r
+		return nil
+	}
+	if err := rate("bottleneck", c.Bottleneck, &o.Bottleneck); err != nil {
+		return nil, err
+	}
+	if c.Protocol == "udp" {
+		o.Rate, o.Size = 1e6, 1460
+		if err := rate("rate", c.Rate, &o.Rate); err != nil {
+			return nil, err
+		}
+		if c.Size != nil {
+			if *c.Size < transport.MinDatagram || *c.Size > transport.MaxDatagram {
+				return nil, doc.Errorf(field("size"), "%d: want %d to %d bytes", *c.Size, transport.MinDatagram, transport.MaxDatagram)
+			}
+			o.Size = *c.Size
+		}
+	}
+	if hosts && len(c.Servers) == 0 {
+		return nil, doc.Errorf(at, "servers is required with where: hosts (the v6lab transport servers, one per family)")
+	}
+	if !hosts && len(c.Servers) > 0 {
+		return nil, doc.Errorf(field("servers"), "only with where: hosts; in the lab and on loopback the embedded server answers")
+	}
+	for i, a := range c.Servers {
+		if _, err := ParseTransportServer(a); err != nil {
+			return nil, doc.Errorf(fmt.Sprintf("%s[%d]", field("servers"), i), "%v", err)
+		}
+	}
+	return o, nil
+}
+
 // Scale shrinks an experiment for a quick look on a small machine: every
-// connection count and the number of runs are multiplied by f (0 < f ≤ 1),
-// keeping at least one connection and two counted runs per cell.
+// connection count, the number of runs, and a trial's length and amount of
+// data are multiplied by f (0 < f ≤ 1), keeping at least one connection, two
+// counted runs, one second and 1 MiB per cell.
 func (e *Experiment) Scale(f float64) error {
 	if !(f > 0 && f <= 1) {
 		return fmt.Errorf("experiment: scale %g: want more than 0 and at most 1", f)
@@ -374,6 +511,15 @@ func (e *Experiment) Scale(f float64) error {
 		}
 		c.Conns = conns
 		c.Runs = max(c.Warmup+2, int(math.Round(float64(c.Runs)*f)))
+		if c.Test != nil { // trials get shorter and carry less
+			o := *c.Test
+			o.Duration = max(time.Second, time.Duration(float64(o.Duration)*f).Round(time.Second))
+			if o.Bytes > 0 {
+				o.Bytes = max(1<<20, int64(float64(o.Bytes)*f))
+			}
+			c.Test = &o
+			c.Timeout = Duration(o.Duration + 30*time.Second)
+		}
 	}
 	return nil
 }

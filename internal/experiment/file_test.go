@@ -70,7 +70,22 @@ func TestBuiltinExperimentsParseAndScale(t *testing.T) {
 			t.Errorf("%s: name %q, description %q", n, e.Name, e.Description)
 		}
 	}
-	b, _ := experiments.Get("mitre2004")
+	b, _ := experiments.Get("rubio")
+	r, err := Parse("rubio", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Cells) != 23 || r.Topology != "rubio.yaml" || r.Cells[6].Test.Bytes != 200<<20 || r.Cells[13].Test.MSS != 2048 ||
+		r.Cells[22].Test.Rate != 100e6 || r.Cells[22].Test.RcvBuf != 100<<10 || r.Cells[22].Test.Duration != time.Minute {
+		t.Errorf("rubio cells %+v", r.Cells[22].Test)
+	}
+	if _, err := experiments.Lab(r.Topology); err != nil {
+		t.Error(err)
+	}
+	if err := r.Scale(0.1); err != nil || r.Cells[22].Test.Duration != 6*time.Second || r.Cells[6].Test.Bytes != 20<<20 {
+		t.Errorf("scaled rubio: %v %+v", err, r.Cells[22].Test)
+	}
+	b, _ = experiments.Get("mitre2004")
 	e, _ := Parse("mitre2004", b)
 	if got := e.Cells[0].Conns; len(got) != 6 || got[5] != 5000 || e.Cells[0].Runs != 11 {
 		t.Errorf("mitre2004 http cells %v", got)

@@ -10,6 +10,7 @@ import (
 	"v6lab/internal/path"
 	"v6lab/internal/proto/dns"
 	httpp "v6lab/internal/proto/http"
+	"v6lab/internal/transport"
 )
 
 // InLab is the embedded HTTP and DNS servers running inside a lab's server
@@ -21,6 +22,9 @@ type InLab struct {
 	URL       *url.URL
 	Resolvers map[path.Path]*path.Resolver
 	Sources   map[path.Path]netip.Addr
+	// Transport is the embedded transport server (tcp and udp tests).
+	Transport     *transport.Running
+	TransportAddr map[path.Path]netip.AddrPort
 }
 
 // StartInLab starts the servers on the server's IPv4, IPv6 and 6in4
@@ -51,6 +55,16 @@ func StartInLab(ctx context.Context, l *lab.Lab, cfg httpp.ServerConfig) (*InLab
 	if err != nil {
 		return nil, fmt.Errorf("experiment: servers in the lab: %w", err)
 	}
+	// Its data sockets open per test, so it opens them in the namespace too.
+	in.Transport, err = transport.ListenAndServeIn(ctx, func(fn func() error) error { return lab.Do(lab.NS(l.Name, lab.Server), fn) }, addrs, 0, nil)
+	if err != nil {
+		in.HTTP.Close()
+		in.DNS.Close()
+		return nil, fmt.Errorf("experiment: transport server in the lab: %w", err)
+	}
+	tp := uint16(in.Transport.Port)
+	in.TransportAddr = map[path.Path]netip.AddrPort{path.IPv4: netip.AddrPortFrom(a.ServerV4, tp),
+		path.IPv6: netip.AddrPortFrom(a.ServerV6, tp), path.SixIn4: netip.AddrPortFrom(a.ServerTun6, tp)}
 	port := uint16(in.DNS.Port)
 	in.URL = &url.URL{Scheme: "http", Host: fmt.Sprintf("%s:%d", LocalName, in.HTTP.Port), Path: "/"}
 	in.Resolvers = map[path.Path]*path.Resolver{
@@ -66,4 +80,5 @@ func StartInLab(ctx context.Context, l *lab.Lab, cfg httpp.ServerConfig) (*InLab
 func (in *InLab) Close() {
 	in.HTTP.Close()
 	in.DNS.Close()
+	in.Transport.Close()
 }

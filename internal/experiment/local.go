@@ -10,6 +10,7 @@ import (
 	"v6lab/internal/path"
 	"v6lab/internal/proto/dns"
 	httpp "v6lab/internal/proto/http"
+	"v6lab/internal/transport"
 )
 
 // LocalName is the name the embedded DNS server gives the embedded servers.
@@ -23,6 +24,9 @@ type Local struct {
 	DNS      *dns.Server
 	URL      *url.URL
 	Resolver *path.Resolver
+	// Transport answers tcp and udp tests; TransportAddr per path.
+	Transport     *transport.Running
+	TransportAddr map[path.Path]netip.AddrPort
 }
 
 // StartLocal starts both servers on 127.0.0.1 and/or ::1 (one port per
@@ -52,6 +56,15 @@ func StartLocal(ctx context.Context, paths []path.Path, cfg httpp.ServerConfig) 
 		l.HTTP.Close()
 		return nil, fmt.Errorf("experiment: embedded DNS server: %w", err)
 	}
+	if l.Transport, err = transport.ListenAndServe(ctx, addrs, 0, nil); err != nil {
+		l.HTTP.Close()
+		l.DNS.Close()
+		return nil, fmt.Errorf("experiment: embedded transport server: %w", err)
+	}
+	l.TransportAddr = map[path.Path]netip.AddrPort{}
+	for _, p := range paths {
+		l.TransportAddr[p] = netip.AddrPortFrom(p.Loopback(), uint16(l.Transport.Port))
+	}
 	l.URL = &url.URL{Scheme: "http", Host: fmt.Sprintf("%s:%d", LocalName, l.HTTP.Port), Path: "/"}
 	l.Resolver = &path.Resolver{Servers: l.DNS.Addrs()}
 	return l, nil
@@ -61,4 +74,5 @@ func StartLocal(ctx context.Context, paths []path.Path, cfg httpp.ServerConfig) 
 func (l *Local) Close() {
 	l.HTTP.Close()
 	l.DNS.Close()
+	l.Transport.Close()
 }

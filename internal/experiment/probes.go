@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
+	"strings"
+	"v6lab/internal/transport"
 
 	"v6lab/internal/load"
 	"v6lab/internal/path"
@@ -71,6 +73,8 @@ type Env struct {
 	Resolvers map[path.Path]*path.Resolver
 	// Sources pin the client address per path (the lab's 6in4 path).
 	Sources map[path.Path]netip.Addr
+	// Transport is the embedded transport server's address per path.
+	Transport map[path.Path]netip.AddrPort
 }
 
 func (env Env) resolver(p path.Path) *path.Resolver {
@@ -128,8 +132,41 @@ func (env Env) Probe(s *Spec, p path.Path) (load.Probe, error) {
 			src = env.Sources[p]
 		}
 		return &dns.Client{Name: name, Server: srv, Path: p, TCP: s.Transport == "tcp", Source: src}, nil
+	case "tcp", "udp":
+		srv, ok := env.Transport[p]
+		if len(s.Servers) > 0 {
+			ok = false
+			for _, a := range s.Servers {
+				if ap, err := ParseTransportServer(a); err == nil && p.Accepts(ap.Addr()) {
+					srv, ok = ap, true
+					break
+				}
+			}
+		}
+		if !ok {
+			return nil, fmt.Errorf("no %s transport server to test against", p.Family())
+		}
+		o := transport.Options{Test: s.Protocol}
+		if s.Test != nil {
+			o = *s.Test
+			o.Test = s.Protocol
+		}
+		return &transport.Probe{Server: srv, Path: p, Source: env.Sources[p], Opts: o}, nil
 	}
 	return nil, fmt.Errorf("protocol %q is not measured by this version", s.Protocol)
+}
+
+// ParseTransportServer reads ADDR or ADDR:PORT ([IPV6]:PORT); the port is
+// transport.DefaultPort unless given.
+func ParseTransportServer(s string) (netip.AddrPort, error) {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap, nil
+	}
+	ip, err := netip.ParseAddr(strings.Trim(s, "[]"))
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("transport server %q: want ADDR or ADDR:PORT (IPv6 as [ADDR]:PORT)", s)
+	}
+	return netip.AddrPortFrom(ip, transport.DefaultPort), nil
 }
 
 // hostResolver asks the given servers, or the system's when none are given.

@@ -46,10 +46,24 @@ var transportColumns = map[string][]string{
 	"UDP": {"throughput_mbps", "offered_mbps", "loss_pct", "jitter_ms", "delay_var_ms", "duplicates", "reordered"},
 }
 
+// transportKind tells a TCP cell group from a UDP one by its figures (a
+// group's name may be a label such as tcp-10m-mss1k).
+func transportKind(cells []Cell) string {
+	for _, c := range cells {
+		if c.Metrics["retransmits"] != nil {
+			return "TCP"
+		}
+		if c.Metrics["loss_pct"] != nil {
+			return "UDP"
+		}
+	}
+	return ""
+}
+
 // metricSection is the table of a transport test's figures: the mean over
 // counted runs and its 95% CI, per path and connection count.
 func metricSection(title string, cells []Cell) (section, bool) {
-	cols := transportColumns[title]
+	cols := transportColumns[transportKind(cells)]
 	if cols == nil {
 		for _, c := range cells {
 			for k := range c.Metrics {
@@ -113,7 +127,7 @@ func sections(s *Summary, proto string) []section {
 	conns := connsOf(cells)
 	title := strings.ToUpper(proto)
 	what := "average response time per connection"
-	if transportColumns[title] != nil {
+	if transportKind(cells) != "" {
 		what = "transfer time per trial"
 	}
 	means := section{Title: title + ": " + what + " (ms), mean of run means",

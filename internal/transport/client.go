@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -31,7 +32,9 @@ type Options struct {
 	Streams int
 	// SndBuf is the client's SO_SNDBUF; RcvBuf the server's SO_RCVBUF.
 	SndBuf, RcvBuf int
-	// Window clamps the server's advertised TCP window (TCP_WINDOW_CLAMP).
+	// Window is the TCP window, as iperf's -w: it clamps the server's
+	// advertised window (TCP_WINDOW_CLAMP) and sizes the server's receive
+	// and the client's send buffer unless RcvBuf and SndBuf are given.
 	Window int
 	// MSS sets TCP_MAXSEG on the client's streams.
 	MSS int
@@ -142,7 +145,7 @@ func tcpTest(ctx context.Context, tr *load.Trace, cc *ctrl, c net.Conn, d path.D
 					}
 				}
 			}
-			set(unix.SOL_SOCKET, unix.SO_SNDBUF, o.SndBuf)
+			set(unix.SOL_SOCKET, unix.SO_SNDBUF, cmp.Or(o.SndBuf, o.Window)) // -w sizes both ends, as in iperf
 			set(unix.IPPROTO_TCP, unix.TCP_MAXSEG, o.MSS)
 			if serr == nil && o.Congestion != "" {
 				if err := unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, o.Congestion); err != nil {

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -30,7 +31,17 @@ const grace = 10 * time.Second
 type Server struct {
 	// Log, when set, gets a line per test.
 	Log *slog.Logger
-	wg  sync.WaitGroup
+	// In, when set, runs the opening of each test's data socket (for a
+	// server inside a network namespace: lab.Do); nil opens it here.
+	In func(func() error) error
+	wg sync.WaitGroup
+}
+
+func (s *Server) in(fn func() error) error {
+	if s.In == nil {
+		return fn()
+	}
+	return s.In(fn)
 }
 
 // Serve accepts control connections on ln until ctx ends or ln closes.
@@ -125,13 +136,21 @@ func (s *Server) tcp(ctx context.Context, cc *ctrl, c net.Conn, req *Request, p 
 	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
 		var serr error
 		rc.Control(func(fd uintptr) {
-			if req.RcvBuf > 0 { // inherited by accepted sockets, before the handshake sets the window scale
-				serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, req.RcvBuf)
+			// Inherited by accepted sockets, before the handshake sets the
+			// window scale. A window without a buffer sizes the buffer too,
+			// as iperf's -w does.
+			if buf := cmp.Or(req.RcvBuf, req.Window); buf > 0 {
+				serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, buf)
 			}
 		})
 		return serr
 	}}
-	ln, err := lc.Listen(ctx, p.Network("tcp"), netip.AddrPortFrom(ip, 0).String())
+	var ln net.Listener
+	err := s.in(func() error {
+		var err error
+		ln, err = lc.Listen(ctx, p.Network("tcp"), netip.AddrPortFrom(ip, 0).String())
+		return err
+	})
 	if err != nil {
 		cc.send(Accept{Magic: Magic, Error: "data listener: " + err.Error()})
 		return err
@@ -215,7 +234,12 @@ func (s *Server) tcp(ctx context.Context, cc *ctrl, c net.Conn, req *Request, p 
 const udpHeader = 24
 
 func (s *Server) udp(ctx context.Context, cc *ctrl, c net.Conn, req *Request, p path.Path, ip netip.Addr, cookie uint64) error {
-	pc, err := net.ListenUDP(p.Network("udp"), net.UDPAddrFromAddrPort(netip.AddrPortFrom(ip, 0)))
+	var pc *net.UDPConn
+	err := s.in(func() error {
+		var err error
+		pc, err = net.ListenUDP(p.Network("udp"), net.UDPAddrFromAddrPort(netip.AddrPortFrom(ip, 0)))
+		return err
+	})
 	if err != nil {
 		cc.send(Accept{Magic: Magic, Error: "data socket: " + err.Error()})
 		return err
@@ -386,18 +410,30 @@ func (r *receiver) stats(sent int64) UDPStats {
 // ListenAndServe runs a server on every address, one port for all of
 // them, until ctx ends.
 func ListenAndServe(ctx context.Context, addrs []netip.Addr, port int, log *slog.Logger) (*Running, error) {
-	closers, got, err := path.BindSamePort(addrs, port, func(a netip.Addr, p int) (io.Closer, int, error) {
-		ln, err := path.Listen(ctx, path.OfAddr(a), netip.AddrPortFrom(a, uint16(p)).String())
-		if err != nil {
-			return nil, 0, err
-		}
-		return ln, ln.Addr().(*net.TCPAddr).Port, nil
+	return ListenAndServeIn(ctx, nil, addrs, port, log)
+}
+
+// ListenAndServeIn is ListenAndServe with every socket opened through in
+// (see Server.In), for a server inside a network namespace.
+func ListenAndServeIn(ctx context.Context, in func(func() error) error, addrs []netip.Addr, port int, log *slog.Logger) (*Running, error) {
+	s := &Server{Log: log, In: in}
+	var closers []io.Closer
+	var got int
+	err := s.in(func() error {
+		var err error
+		closers, got, err = path.BindSamePort(addrs, port, func(a netip.Addr, p int) (io.Closer, int, error) {
+			ln, err := path.Listen(ctx, path.OfAddr(a), netip.AddrPortFrom(a, uint16(p)).String())
+			if err != nil {
+				return nil, 0, err
+			}
+			return ln, ln.Addr().(*net.TCPAddr).Port, nil
+		})
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("transport: %w", err)
 	}
 	r := &Running{Port: got, done: make(chan struct{})}
-	s := &Server{Log: log}
 	ctx, r.cancel = context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for _, c := range closers {
