@@ -319,7 +319,7 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"run", "--runs", "1", "--warmup", "1"}, 2, "warm-up runs (1) must be fewer than runs (1)"},
 		{[]string{"run", "--loopback", "--paths", "ipv4,6in4", "--results", t.TempDir()}, 2, "6in4 needs the lab"},
 		{[]string{"run", "--rate", "fast"}, 2, "bad rate"},
-		{[]string{"run", "mitre1999"}, 2, `no built-in experiment "mitre1999" (built in: mitre2004, quick)`},
+		{[]string{"run", "mitre1999"}, 2, `no built-in experiment "mitre1999" (built in: mitre2004, quick, rubio)`},
 		{[]string{"run", "nosuch.yaml"}, 2, "nosuch.yaml: no such file"},
 		{[]string{"run", "../../internal/experiment/testdata/invalid-conns.yaml"}, 2, "invalid-conns.yaml:5: cells[0].conns[1]: 0: want 1 to 100000 connections"},
 		{[]string{"run", "--scale", "2", "--dry-run"}, 2, "--scale: experiment: scale 2: want more than 0 and at most 1"},

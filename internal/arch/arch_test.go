@@ -18,7 +18,7 @@ var allowed = map[string][]string{
 	"v6lab/internal/load":       {"path", "result"},
 	"v6lab/internal/proto/http": {"load", "path", "result", "units"},
 	"v6lab/internal/proto/dns":  {"load", "path", "result"},
-	"v6lab/internal/experiment": {"load", "path", "result", "proto/http", "proto/dns", "lab", "lab/sixin4", "units", "specfile"},
+	"v6lab/internal/experiment": {"load", "path", "result", "proto/http", "proto/dns", "lab", "lab/sixin4", "units", "specfile", "transport"},
 	"v6lab/internal/lab":        {"lab/sixin4", "specfile", "units"},
 	"v6lab/internal/lab/sixin4": {},
 	"v6lab/internal/capture":    {"path", "result"},
