@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -295,7 +296,13 @@ wait:
 	if err := cc.recv(&rep); err != nil {
 		return tr.Fail(ctx, "protocol", fmt.Errorf("transport: final report: %w", err))
 	}
-	s := tr.Done(fmt.Sprintf("received %d of %d bytes", rep.Received, sent))
+	algo := "?"
+	if streams[0].fd >= 0 {
+		if v, err := unix.GetsockoptString(streams[0].fd, unix.IPPROTO_TCP, unix.TCP_CONGESTION); err == nil {
+			algo = strings.TrimRight(v, "\x00")
+		}
+	}
+	s := tr.Done(fmt.Sprintf("received %d of %d bytes, cc %s", rep.Received, sent, algo))
 	s.TotalNS = int64(elapsed)
 	s.BytesOut, s.BytesIn = sent, rep.Received
 	s.Intervals = intervals

@@ -55,6 +55,9 @@ func TestTCPThroughputOverEachPath(t *testing.T) {
 			if r := m["transfer_time_ratio"]; r <= 0 {
 				t.Errorf("transfer time ratio %g", r)
 			}
+			if !strings.Contains(s.Marker, ", cc "+Congestion()) {
+				t.Errorf("marker %q does not name the congestion control in use (%s)", s.Marker, Congestion())
+			}
 			if !strings.Contains(s.Remote, srv.Addr().String()) {
 				t.Errorf("remote %s", s.Remote)
 			}
@@ -65,10 +68,13 @@ func TestTCPThroughputOverEachPath(t *testing.T) {
 func TestTCPAmountMSSAndWindow(t *testing.T) {
 	srv := startServer(t, path.IPv4)
 	pr := &Probe{Server: srv, Path: path.IPv4, Opts: Options{Test: "tcp", Duration: 20 * time.Second, Bytes: 3 << 20,
-		MSS: 1000, Window: 64 << 10, RcvBuf: 128 << 10, SndBuf: 256 << 10}}
+		MSS: 1000, Window: 64 << 10, RcvBuf: 128 << 10, SndBuf: 256 << 10, Congestion: "reno"}}
 	s := pr.Do(context.Background(), 0)
 	if !s.OK() || s.BytesOut != 3<<20 || s.BytesIn != 3<<20 {
 		t.Fatalf("%s: sent %d received %d", s.Err, s.BytesOut, s.BytesIn)
+	}
+	if !strings.Contains(s.Marker, "cc reno") {
+		t.Errorf("marker %q: --congestion reno not used", s.Marker)
 	}
 	if mss := s.Metrics["mss"]; mss > 1000 || mss < 500 {
 		t.Errorf("MSS %g, asked 1000", mss)
