@@ -125,6 +125,9 @@ func plots(s *Summary, proto string) []*plot {
 		out = append(out, pct)
 	}
 	out = append(out, done)
+	if over := throughputOverTime(proto, cells); over != nil {
+		out = append(out, over)
+	}
 	for _, n := range conns {
 		cdf := &plot{ID: fmt.Sprintf("cdf-%s-%d", id, n), Title: fmt.Sprintf("%s, %d conn.: response time CDF", strings.ToUpper(proto), n),
 			XLabel: "response time (ms)", YLabel: "transactions (%)", YMin: 0, YMax: 100, W: 420, H: 280}
@@ -141,6 +144,27 @@ func plots(s *Summary, proto string) []*plot {
 		out = append(out, cdf)
 	}
 	return out
+}
+
+// throughputOverTime plots a transport test's throughput per interval, one
+// line per path (at the cell group's first connection count), or nil.
+func throughputOverTime(proto string, cells []Cell) *plot {
+	p := &plot{ID: "throughput-" + strings.ToLower(proto), Title: strings.ToUpper(proto) + ": throughput over time, mean of trials",
+		XLabel: "time since the trial's start (s)", YLabel: "throughput (Mbit/s)"}
+	for _, c := range cells {
+		if len(c.IntervalMbps) == 0 || c.Conns != cells[0].Conns {
+			continue
+		}
+		ser := series{Name: c.Path}
+		for i, v := range c.IntervalMbps {
+			ser.Points = append(ser.Points, point{X: c.IntervalEndS[i], Y: v})
+		}
+		p.Series = append(p.Series, ser)
+	}
+	if len(p.Series) == 0 {
+		return nil
+	}
+	return p
 }
 
 var htmlTmpl = template.Must(template.New("report").Parse(`<!doctype html>

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"image/png"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -178,5 +179,45 @@ func TestHTMLRendersInChromium(t *testing.T) {
 	// rt: 3 paths, pct: 2, each CDF: 3.
 	if n := bytes.Count(dom, []byte(`<path class="line"`)); n != 3+2+4*3 {
 		t.Errorf("the browser's DOM holds %d plot lines, want 17", n)
+	}
+}
+
+func TestTransportFiguresAndThroughputOverTime(t *testing.T) {
+	f := &result.File{Header: result.Header{Kind: result.KindHeader, FormatVersion: 1, Name: "tr", Created: t0, Target: "lab", Baseline: "ipv4"}}
+	for run := 0; run < 2; run++ {
+		for i, p := range []string{"ipv4", "ipv6"} {
+			cell := result.CellKey("tcp-big", p, 1)
+			mbps := 90.0 - float64(i)*10 + float64(run) // ipv4 90/91, ipv6 80/81
+			var ivs []result.Interval
+			for k := range 3 {
+				ivs = append(ivs, result.Interval{StartNS: int64(k) * 1e9, EndNS: int64(k+1) * 1e9, Bytes: int64(mbps * 1e6 / 8)})
+			}
+			f.Samples = append(f.Samples, result.Sample{Kind: result.KindSample, Cell: cell, Protocol: "tcp-big", Path: p, Conns: 1,
+				Run: run, Start: t0, TotalNS: 3e9, Intervals: ivs,
+				Metrics: map[string]float64{"throughput_mbps": mbps, "retransmits": float64(run), "tcp_efficiency_pct": 100}})
+			f.Runs = append(f.Runs, result.Run{Kind: result.KindRun, Cell: cell, Protocol: "tcp-big", Path: p, Conns: 1, Run: run,
+				Start: t0, End: t0.Add(3 * time.Second), Completed: 1})
+		}
+	}
+	s := Summarize(f)
+	c := s.Cells[0]
+	if c.Path != "ipv4" || c.Metrics["throughput_mbps"].Mean != 90.5 || c.Metrics["throughput_mbps"].N != 2 || c.Metrics["retransmits"].Mean != 0.5 {
+		t.Fatalf("cell %+v", c.Metrics["throughput_mbps"])
+	}
+	if len(c.IntervalMbps) != 3 || math.Abs(c.IntervalMbps[2]-90.5) > 1e-9 || c.IntervalEndS[2] != 3 {
+		t.Errorf("intervals %v at %v", c.IntervalMbps, c.IntervalEndS)
+	}
+	var text bytes.Buffer
+	Text(&text, s)
+	if !strings.Contains(text.String(), "TCP-BIG: transport figures") || !strings.Contains(text.String(), "TCP-BIG: transfer time per trial") ||
+		!strings.Contains(text.String(), "90.50 (") {
+		t.Errorf("text:\n%s", text.String())
+	}
+	var page bytes.Buffer
+	if err := HTML(&page, s); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(page.String(), `data-plot="throughput-tcp-big"`) {
+		t.Error("no throughput-over-time plot")
 	}
 }

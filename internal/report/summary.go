@@ -70,8 +70,39 @@ type Cell struct {
 	// loss_pct, …): the mean over counted runs of each run's mean, with
 	// its 95% CI.
 	Metrics map[string]*MetricStat `json:"metrics,omitempty"`
+	// IntervalMbps is a transport test's throughput in each reporting
+	// interval, averaged over the counted trials that had it; IntervalEndS
+	// is when each interval ended (mean seconds from the trial's start).
+	IntervalMbps []float64 `json:"interval_mbps,omitempty"`
+	IntervalEndS []float64 `json:"interval_end_s,omitempty"`
 	// NA gives the reason for every null figure above.
 	NA map[string]string `json:"na,omitempty"`
+}
+
+// intervalAcc sums a cell's trials interval by interval.
+type intervalAcc struct {
+	n         []int
+	end, mbps []float64
+}
+
+func addIntervals(m map[cellKey]*intervalAcc, ck cellKey, ivs []result.Interval) {
+	a := m[ck]
+	if a == nil {
+		a = &intervalAcc{}
+		m[ck] = a
+	}
+	for i, iv := range ivs {
+		secs := float64(iv.EndNS-iv.StartNS) / 1e9
+		if secs <= 0 {
+			continue
+		}
+		for len(a.n) <= i {
+			a.n, a.end, a.mbps = append(a.n, 0), append(a.end, 0), append(a.mbps, 0)
+		}
+		a.n[i]++
+		a.end[i] += float64(iv.EndNS) / 1e9
+		a.mbps[i] += float64(iv.Bytes) * 8 / secs / 1e6
+	}
 }
 
 // MetricStat is one transport figure of a cell over its counted runs.
@@ -164,6 +195,7 @@ func Summarize(f *result.File) *Summary {
 		}
 	}
 	hist := map[cellKey]*stats.Latency{}
+	ivs := map[cellKey]*intervalAcc{}
 	cells := map[cellKey]*Cell{}
 	for i := range f.Samples {
 		smp := &f.Samples[i]
@@ -204,6 +236,9 @@ func Summarize(f *result.File) *Summary {
 		if smp.OK() {
 			c.Completed++
 			hist[ck].Record(smp.Total())
+			if len(smp.Intervals) > 0 {
+				addIntervals(ivs, ck, smp.Intervals)
+			}
 		} else {
 			c.Failed++
 			if c.Failures == nil {
@@ -255,6 +290,12 @@ func Summarize(f *result.File) *Summary {
 	}
 	for ck, c := range cells {
 		finishCell(c, hist[ck], seconds[ck])
+		if a := ivs[ck]; a != nil {
+			for i := range a.n {
+				c.IntervalEndS = append(c.IntervalEndS, a.end[i]/float64(a.n[i]))
+				c.IntervalMbps = append(c.IntervalMbps, a.mbps[i]/float64(a.n[i]))
+			}
+		}
 		for name, runs := range metricRuns[ck] {
 			d := stats.Describe(runs)
 			ms := &MetricStat{N: d.N, Mean: d.Mean}
