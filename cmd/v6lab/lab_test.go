@@ -229,9 +229,10 @@ func TestRunWithoutRootUsesAPrivateLab(t *testing.T) {
 	}
 }
 
-// TestTransportTrialsInTheLab runs tcp and udp trials over ipv4, ipv6 and
-// 6in4 on a shaped lab: every trial proven on the wire, data included.
-func TestTransportTrialsInTheLab(t *testing.T) {
+// TestTransportTrialsAndFTPInTheLab runs tcp and udp trials and FTP
+// retrievals (passive and active) over ipv4, ipv6 and 6in4 on a shaped
+// lab: every run proven on the wire, data included.
+func TestTransportTrialsAndFTPInTheLab(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the lab needs root (CI runs as root)")
 	}
@@ -246,6 +247,8 @@ pause: 0s
 cells:
   - {protocol: tcp, bytes: 2M, bottleneck: 100M, mss: 1200}
   - {protocol: udp, time: 500ms, rate: 20M, size: 1200}
+  - {protocol: ftp, file: 256K, conns: [2]}
+  - {protocol: ftp, label: ftp-active, file: 256K, conns: [1], active: true}
 `), 0o644)
 	out, err := exec.Command(bin, "run", exp, "--rate", "100M", "-q", "--results", dir).CombinedOutput()
 	if err != nil {
@@ -259,10 +262,16 @@ cells:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Cells) != 6 {
+	if len(s.Cells) != 12 {
 		t.Fatalf("%d cells", len(s.Cells))
 	}
 	for _, c := range s.Cells {
+		if strings.HasPrefix(c.Protocol, "ftp") {
+			if c.Completed != 2*c.Conns || c.Failed != 0 {
+				t.Errorf("%s/%s: %d completed, %d failed (%s)", c.Protocol, c.Path, c.Completed, c.Failed, c.FirstError)
+			}
+			continue
+		}
 		tp := c.Metrics["throughput_mbps"]
 		if c.Completed != 2 || tp == nil || tp.Mean <= 0 || tp.Mean > 102 { // tbf lets its burst through at once
 			t.Errorf("%s/%s: %d completed, throughput %+v (%s)", c.Protocol, c.Path, c.Completed, tp, c.FirstError)

@@ -15,6 +15,7 @@ import (
 	"v6lab/internal/experiment"
 	"v6lab/internal/path"
 	"v6lab/internal/proto/dns"
+	"v6lab/internal/proto/ftp"
 	httpp "v6lab/internal/proto/http"
 	"v6lab/internal/report"
 	"v6lab/internal/transport"
@@ -290,6 +291,38 @@ func TestProbeHTTPHostWithoutAAAAFailsThatPath(t *testing.T) {
 	}
 }
 
+func TestProbeFTP(t *testing.T) {
+	s, err := ftp.Listen(context.Background(), []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, c := range []struct{ url, path, mode string }{
+		{fmt.Sprintf("ftp://127.0.0.1:%d/64K", s.Port), "ipv4", "--active=false"},
+		{fmt.Sprintf("ftp://user:pw@[::1]:%d/64K", s.Port), "ipv6", "--active"},
+	} {
+		root := t.TempDir()
+		if out, err := v6lab(t, "probe", "ftp", c.url, "--paths", c.path, "--conns", "1,3", "--runs", "2", c.mode, "-q", "--results", root); err != nil {
+			t.Fatalf("%s: %v\n%s", c.url, err, out)
+		}
+		f, sum, err := report.Load(onlyDir(t, root))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cell := range sum.Cells {
+			if cell.Completed != cell.Conns || cell.Failed != 0 {
+				t.Errorf("%s %d: %d completed (%s)", c.url, cell.Conns, cell.Completed, cell.FirstError)
+			}
+		}
+		if smp := f.Samples[0]; smp.BytesIn != 64<<10 || !strings.HasPrefix(smp.Marker, "226") {
+			t.Errorf("sample %+v", smp)
+		}
+	}
+	if _, err := v6lab(t, "probe", "ftp", "http://x/"); err == nil || exitCode(err) != 2 || !strings.Contains(err.Error(), "want ftp://") {
+		t.Errorf("bad URL: %v", err)
+	}
+}
+
 func TestProbeDNS(t *testing.T) {
 	l, _ := localServers(t)
 	root := t.TempDir()
@@ -351,7 +384,7 @@ func TestBadInputIsAClearError(t *testing.T) {
 func TestHelpHasExamples(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"run", "--help"}, {"probe", "http", "--help"}, {"probe", "dns", "--help"},
 		{"serve", "http", "--help"}, {"serve", "dns", "--help"}, {"report", "--help"}, {"compare", "--help"},
-		{"tcp", "--help"}, {"udp", "--help"}, {"serve", "transport", "--help"},
+		{"tcp", "--help"}, {"udp", "--help"}, {"serve", "transport", "--help"}, {"probe", "ftp", "--help"}, {"serve", "ftp", "--help"},
 		{"lab", "--help"}, {"lab", "up", "--help"}} {
 		out, err := v6lab(t, args...)
 		if err != nil || !strings.Contains(out, "Examples:") {
@@ -437,6 +470,9 @@ cells:
   - protocol: udp
     time: 300ms
     rate: 5M
+  - protocol: ftp
+    file: 100K
+    conns: [3]
 `), 0o644)
 	root := t.TempDir()
 	out, err := v6lab(t, "run", exp, "--results", root)
@@ -452,10 +488,16 @@ cells:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Cells) != 4 {
+	if len(s.Cells) != 6 {
 		t.Fatalf("%d cells", len(s.Cells))
 	}
 	for _, c := range s.Cells {
+		if c.Protocol == "ftp" {
+			if c.Completed != 6 || c.Failed != 0 {
+				t.Errorf("ftp/%s: %d completed (%s)", c.Path, c.Completed, c.FirstError)
+			}
+			continue
+		}
 		if c.Completed != 2 || c.Metrics["throughput_mbps"] == nil || c.Metrics["throughput_mbps"].Mean <= 0 {
 			t.Errorf("%s/%s: %d completed, metrics %v (%s)", c.Protocol, c.Path, c.Completed, c.Metrics, c.FirstError)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"v6lab/internal/experiment"
 	"v6lab/internal/path"
+	"v6lab/internal/proto/ftp"
 	httpp "v6lab/internal/proto/http"
 )
 
@@ -22,7 +23,7 @@ func newProbeCmd() *cobra.Command {
 		Example: `  v6lab probe http http://www.example.test/ --conns 1,10,100 --runs 11
   v6lab probe dns www.example.test --server 192.0.2.53 --server [2001:db8::53]:53`,
 	}
-	cmd.AddCommand(newProbeHTTPCmd(), newProbeDNSCmd())
+	cmd.AddCommand(newProbeHTTPCmd(), newProbeDNSCmd(), newProbeFTPCmd())
 	return cmd
 }
 
@@ -191,4 +192,54 @@ func orDefault(s, d string) string {
 // anyCell adapts a per-path probe factory to an experiment of one cell group.
 func anyCell(f func(path.Path) (load.Probe, error)) func(*experiment.Spec, path.Path) (load.Probe, error) {
 	return func(_ *experiment.Spec, p path.Path) (load.Probe, error) { return f(p) }
+}
+
+func newProbeFTPCmd() *cobra.Command {
+	var lf loadFlags
+	var df dnsFlags
+	var active bool
+	cmd := &cobra.Command{
+		Use:   "ftp URL",
+		Short: "Measure FTP file retrieval, DNS lookup included, over each path",
+		Long: `probe ftp times file retrievals from URL (ftp://[user[:password]@]host[:port]/file): the
+host name is looked up with the path's record type, a new control connection pinned to
+the path logs in (anonymous unless the URL names a user), asks SIZE, opens a passive data
+connection (EPSV on IPv6, PASV on IPv4, RFC 2428; a PASV reply naming another host is
+refused), retrieves the file, and the transaction ends on the 226 reply with every byte
+in. --active uses EPRT/PORT instead.`,
+		Example: `  v6lab probe ftp ftp://ftp.example.test/pub/1M --paths ipv4,ipv6 --conns 1,10,100 --runs 11
+  v6lab probe ftp ftp://v6lab:secret@127.0.0.1:2121/1M --paths ipv4 --active`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			u, err := experiment.ParseFTPURL(args[0])
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			spec, err := lf.spec("ftp", "ftp", args[0])
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			res, src := &path.Resolver{}, "none (IP literal)"
+			if _, lit := netip.ParseAddr(strings.Trim(u.Host, "[]")); lit != nil {
+				if res, src, err = df.resolver(); err != nil {
+					return &exitError{code: 2, err: err}
+				}
+			}
+			spec.Params = map[string]string{"dns_servers": fmt.Sprint(res.Servers), "dns_source": src,
+				"dns_over": orDefault(df.over, "path"), "mode": map[bool]string{false: "passive", true: "active"}[active]}
+			probe := func(p path.Path) (load.Probe, error) {
+				return &ftp.Client{Host: u.Host, Port: u.Port, File: u.File, User: u.User, Password: u.Password,
+					Path: p, Resolver: res, Active: active}, nil
+			}
+			_, err = execute(cmd, job{exp: experiment.Single(spec, "hosts"), probe: anyCell(probe), target: "remote",
+				servers: map[string]string{"ftp": fmt.Sprintf("%s:%d", u.Host, u.Port)}, results: lf.results})
+			return err
+		},
+	}
+	lf.register(cmd, "1,10,100", 11)
+	fl := cmd.Flags()
+	fl.StringArrayVar(&df.servers, "dns-server", nil, "DNS server ADDR[:PORT] to ask (repeat for each family; default: /etc/resolv.conf)")
+	fl.StringVar(&df.over, "dns-over", "path", "family that carries the DNS query: path, ipv4 or ipv6")
+	fl.BoolVar(&active, "active", false, "active mode: EPRT/PORT, the server connects back")
+	return cmd
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,7 +12,9 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -31,6 +34,7 @@ type labJob struct {
 	Resolvers map[path.Path]labResolver    `json:"resolvers"`
 	Sources   map[path.Path]netip.Addr     `json:"sources"`
 	Transport map[path.Path]netip.AddrPort `json:"transport"`
+	FTPPort   int                          `json:"ftp_port,omitempty"`
 	Ports     map[string]uint16            `json:"ports"`
 	Servers   map[string]string            `json:"servers"`
 	Notes     []string                     `json:"notes"`
@@ -90,6 +94,19 @@ func runInLab(cmd *cobra.Command, exp *experiment.Experiment, cfg lab.Config, re
 		return err
 	}
 	defer in.Close()
+	// The FTP library opens passive listeners from its own goroutines, so
+	// its server runs as a process of its own inside the server namespace.
+	ftpPort := 0
+	if slices.Contains(exp.Protocols(), "ftp") {
+		a := l.Addr
+		stopFTP, port, err := serveInNamespace(lab.NS(l.Name, lab.Server), "ftp",
+			netip.AddrPortFrom(a.ServerV4, 0), netip.AddrPortFrom(a.ServerV6, 0), netip.AddrPortFrom(a.ServerTun6, 0))
+		if err != nil {
+			return err
+		}
+		defer stopFTP()
+		ftpPort = port
+	}
 	var capFD int
 	if err := lab.Do(lab.NS(l.Name, lab.R1), func() error {
 		var err error
@@ -103,12 +120,13 @@ func runInLab(cmd *cobra.Command, exp *experiment.Experiment, cfg lab.Config, re
 
 	cfgJSON, _ := json.Marshal(cfg)
 	job := labJob{Exp: exp, URL: in.URL.String(), Resolvers: map[path.Path]labResolver{}, Sources: in.Sources,
-		Transport: in.TransportAddr,
+		Transport: in.TransportAddr, FTPPort: ftpPort,
 		// tcp and udp are absent: port 0 counts every TCP and UDP packet,
 		// data streams (on ports chosen per test) included.
 		Ports: map[string]uint16{"http": uint16(in.HTTP.Port), "dns": uint16(in.DNS.Port)},
 		Servers: map[string]string{"http": "embedded (Go net/http) in the server namespace", "dns": "embedded (miekg/dns) in the server namespace, a view per tunnel address",
-			"transport": "embedded v6lab transport server in the server namespace"},
+			"transport": "embedded v6lab transport server in the server namespace",
+			"ftp":       "embedded (ftpserverlib, generated files), a process in the server namespace"},
 		Lab: map[string]string{"name": l.Name, "topology": "client - r1 - r2 - server (veth), 6in4 tunnel r1-r2",
 			"tunnel": l.TunnelImpl, "tunnel_mtu": strconv.Itoa(l.TunnelMTU), "wire_check": "r1 " + l.Addr.WireIf,
 			"links": cfg.LinkSummary(), "config": string(cfgJSON), "pcap": strconv.FormatBool(pcap)},
@@ -188,7 +206,7 @@ func runLabChild(cmd *cobra.Command, jobFile string) error {
 	if err != nil {
 		return err
 	}
-	env := experiment.Env{URL: u, Resolvers: map[path.Path]*path.Resolver{}, Sources: j.Sources, Transport: j.Transport}
+	env := experiment.Env{URL: u, Resolvers: map[path.Path]*path.Resolver{}, Sources: j.Sources, Transport: j.Transport, FTPPort: j.FTPPort}
 	for p, r := range j.Resolvers {
 		env.Resolvers[p] = &path.Resolver{Servers: r.Servers, Source: r.Source}
 	}
@@ -242,4 +260,57 @@ func settle(cmd *cobra.Command, c *experiment.Spec, probe func(*experiment.Spec,
 		}
 	}
 	return nil
+}
+
+// serveInNamespace starts `v6lab serve KIND` inside network namespace ns on
+// the given addresses (port 0: one port chosen for all) and returns its
+// port once it serves, and a function that stops it.
+func serveInNamespace(ns, kind string, addrs ...netip.AddrPort) (func(), int, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, 0, err
+	}
+	args := []string{"netns", "exec", ns, exe, "serve", kind}
+	for _, a := range addrs {
+		args = append(args, "--listen", a.String())
+	}
+	c := exec.Command("ip", args...)
+	out, err := c.StdoutPipe()
+	if err != nil {
+		return nil, 0, err
+	}
+	var stderr strings.Builder
+	c.Stderr = &stderr
+	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if err := c.Start(); err != nil {
+		return nil, 0, err
+	}
+	stop := func() {
+		c.Process.Signal(syscall.SIGTERM)
+		c.Wait()
+	}
+	ports := make(chan int, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		sent := false
+		for sc.Scan() {
+			rest, ok := strings.CutPrefix(sc.Text(), "serving "+kind+" on ")
+			if ap, err := netip.ParseAddrPort(rest); ok && err == nil && !sent {
+				ports <- int(ap.Port())
+				sent = true
+			}
+		}
+		if !sent {
+			close(ports)
+		}
+	}()
+	select {
+	case p, ok := <-ports:
+		if ok {
+			return stop, p, nil
+		}
+	case <-time.After(10 * time.Second):
+	}
+	stop()
+	return nil, 0, fmt.Errorf("the %s server in %s did not start: %s", kind, ns, strings.TrimSpace(stderr.String()))
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"v6lab/internal/proto/dns"
+	"v6lab/internal/proto/ftp"
 	httpp "v6lab/internal/proto/http"
 )
 
@@ -45,11 +46,11 @@ func waitSignal(cmd *cobra.Command) {
 func newServeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Run an embedded server (http, dns, transport) for tests between two hosts",
+		Short: "Run an embedded server (http, dns, ftp, transport) for tests between two hosts",
 		Example: `  v6lab serve http --listen 0.0.0.0:8080 --listen [::]:8080
   v6lab serve dns --listen 192.0.2.1:53 --listen [2001:db8::1]:53 --record www.lab.test=192.0.2.1 --record www.lab.test=2001:db8::1`,
 	}
-	cmd.AddCommand(newServeHTTPCmd(), newServeDNSCmd(), newServeTransportCmd())
+	cmd.AddCommand(newServeHTTPCmd(), newServeDNSCmd(), newServeFTPCmd(), newServeTransportCmd())
 	return cmd
 }
 
@@ -138,5 +139,38 @@ name without the asked type gets an empty answer.`,
 	fl := cmd.Flags()
 	fl.StringArrayVar(&listen, "listen", []string{"127.0.0.1:5353", "[::1]:5353"}, "ADDR:PORT to listen on (repeat; one port for all)")
 	fl.StringArrayVar(&records, "record", nil, "NAME=ADDR record to serve (repeat)")
+	return cmd
+}
+
+func newServeFTPCmd() *cobra.Command {
+	var listen []string
+	cmd := &cobra.Command{
+		Use:   "ftp",
+		Short: "Serve generated files over FTP (any user logs in)",
+		Long: `serve ftp answers FTP on every --listen address until interrupted. Any user name and
+password log in; every file is generated on the fly, never stored: its name is its size
+(/1M, /64K, /5879824, /files/2G). Passive (EPSV, PASV) and active (EPRT, PORT) transfers
+work; uploads are refused.`,
+		Example: `  v6lab serve ftp
+  v6lab serve ftp --listen 0.0.0.0:2121 --listen [::]:2121`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			addrs, port, err := listenAddrs(listen)
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			s, err := ftp.Listen(cmd.Context(), addrs, port)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			for _, a := range s.Addrs() {
+				fmt.Fprintf(cmd.OutOrStdout(), "serving ftp on %s\n", a)
+			}
+			waitSignal(cmd)
+			return nil
+		},
+	}
+	cmd.Flags().StringArrayVar(&listen, "listen", []string{"127.0.0.1:2121", "[::1]:2121"}, "ADDR:PORT to listen on (repeat; one port for all)")
 	return cmd
 }

@@ -62,6 +62,10 @@ type Spec struct {
 	Query      string   `json:"query,omitempty"`
 	DNSServers []string `json:"dns_servers,omitempty"`
 	Transport  string   `json:"transport,omitempty"`
+	// File is the FTP file to retrieve (a size such as 1M on the embedded
+	// server); Active uses EPRT/PORT instead of EPSV/PASV.
+	File   string `json:"file,omitempty"`
+	Active bool   `json:"active,omitempty"`
 	// Test shapes a tcp or udp cell's trials; Servers are the transport
 	// servers to test against (where: hosts).
 	Test    *transport.Options `json:"test,omitempty"`

@@ -7,10 +7,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"v6lab/internal/lab"
 	"v6lab/internal/path"
+	"v6lab/internal/proto/ftp"
 	httpp "v6lab/internal/proto/http"
 	"v6lab/internal/specfile"
 	"v6lab/internal/transport"
@@ -50,6 +52,9 @@ type cellFile struct {
 	Query      string    `yaml:"query"`
 	DNSServers []string  `yaml:"dns_servers"`
 	Transport  string    `yaml:"transport"`
+	// ftp
+	File   string `yaml:"file"`
+	Active bool   `yaml:"active"`
 	// tcp and udp trials
 	Time       Duration `yaml:"time"`
 	Interval   Duration `yaml:"interval"`
@@ -80,16 +85,17 @@ const (
 var protocolOptions = map[string][]string{
 	"http": {"objects", "url", "dns_servers"},
 	"dns":  {"query", "dns_servers", "transport"},
+	"ftp":  {"file", "active", "url", "dns_servers"},
 	"tcp":  {"time", "interval", "bytes", "streams", "window", "sndbuf", "rcvbuf", "mss", "congestion", "bottleneck", "servers"},
 	"udp":  {"time", "interval", "rate", "size", "sndbuf", "rcvbuf", "servers"},
 }
 
 // allOptions are every protocol option, for the "does not apply" rule.
-var allOptions = []string{"objects", "url", "query", "dns_servers", "transport", "time", "interval", "bytes", "streams",
+var allOptions = []string{"file", "active", "objects", "url", "query", "dns_servers", "transport", "time", "interval", "bytes", "streams",
 	"window", "sndbuf", "rcvbuf", "mss", "congestion", "bottleneck", "rate", "size", "servers"}
 
 // Protocols the studies use that later versions add.
-var plannedProtocols = []string{"ftp", "smtp", "imap"}
+var plannedProtocols = []string{"smtp", "imap"}
 
 var (
 	nameRE  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
@@ -290,11 +296,11 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Pa
 	opts, ok := protocolOptions[c.Protocol]
 	switch {
 	case !doc.Has(field("protocol")):
-		return s, doc.Errorf(at, "protocol is required (http, dns, tcp or udp)")
+		return s, doc.Errorf(at, "protocol is required (http, dns, ftp, tcp or udp)")
 	case !ok && slices.Contains(plannedProtocols, c.Protocol):
-		return s, doc.Errorf(field("protocol"), "%s is not in this version of v6lab yet (http, dns, tcp and udp are)", c.Protocol)
+		return s, doc.Errorf(field("protocol"), "%s is not in this version of v6lab yet (http, dns, ftp, tcp and udp are)", c.Protocol)
 	case !ok:
-		return s, doc.Errorf(field("protocol"), "%q is not a protocol v6lab knows (http, dns, tcp, udp)", c.Protocol)
+		return s, doc.Errorf(field("protocol"), "%q is not a protocol v6lab knows (http, dns, ftp, tcp, udp)", c.Protocol)
 	}
 	if doc.Has(field("label")) && !labelRE.MatchString(c.Label) {
 		return s, doc.Errorf(field("label"), "%q: lowercase letters, digits, dot, dash and underscore, up to 32", c.Label)
@@ -359,6 +365,27 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Pa
 			return s, doc.Errorf(field("url"), "only with where: hosts; v6lab chooses the embedded server's URL")
 		}
 		s.URL = c.URL
+	case "ftp":
+		if hosts && c.URL == "" {
+			return s, doc.Errorf(at, "url is required with where: hosts (ftp://[user[:password]@]host[:port]/file)")
+		}
+		if !hosts && c.URL != "" {
+			return s, doc.Errorf(field("url"), "only with where: hosts; the embedded server serves any size as a file name")
+		}
+		if c.URL != "" {
+			if _, err := ParseFTPURL(c.URL); err != nil {
+				return s, doc.Errorf(field("url"), "%v", err)
+			}
+		}
+		if c.File != "" {
+			if hosts {
+				return s, doc.Errorf(field("file"), "with where: hosts the url names the file")
+			}
+			if n, err := units.ParseSize(strings.TrimPrefix(c.File, "/")); err != nil || n > ftp.MaxFileSize {
+				return s, doc.Errorf(field("file"), "%q: the embedded server's files are sizes such as 1M, 64K or 5879824", c.File)
+			}
+		}
+		s.URL, s.File, s.Active = c.URL, c.File, c.Active
 	case "dns":
 		if hosts && (c.Query == "" || len(c.DNSServers) == 0) {
 			return s, doc.Errorf(at, "query and dns_servers are required with where: hosts (the name to look up and the server to ask)")

@@ -9,6 +9,7 @@ import (
 
 	"v6lab/internal/path"
 	"v6lab/internal/proto/dns"
+	"v6lab/internal/proto/ftp"
 	httpp "v6lab/internal/proto/http"
 	"v6lab/internal/transport"
 )
@@ -24,6 +25,8 @@ type Local struct {
 	DNS      *dns.Server
 	URL      *url.URL
 	Resolver *path.Resolver
+	// FTP serves generated files.
+	FTP *ftp.Server
 	// Transport answers tcp and udp tests; TransportAddr per path.
 	Transport     *transport.Running
 	TransportAddr map[path.Path]netip.AddrPort
@@ -56,9 +59,15 @@ func StartLocal(ctx context.Context, paths []path.Path, cfg httpp.ServerConfig) 
 		l.HTTP.Close()
 		return nil, fmt.Errorf("experiment: embedded DNS server: %w", err)
 	}
+	if l.FTP, err = ftp.Listen(ctx, addrs, 0); err != nil {
+		l.HTTP.Close()
+		l.DNS.Close()
+		return nil, fmt.Errorf("experiment: embedded FTP server: %w", err)
+	}
 	if l.Transport, err = transport.ListenAndServe(ctx, addrs, 0, nil); err != nil {
 		l.HTTP.Close()
 		l.DNS.Close()
+		l.FTP.Close()
 		return nil, fmt.Errorf("experiment: embedded transport server: %w", err)
 	}
 	l.TransportAddr = map[path.Path]netip.AddrPort{}
@@ -74,5 +83,6 @@ func StartLocal(ctx context.Context, paths []path.Path, cfg httpp.ServerConfig) 
 func (l *Local) Close() {
 	l.HTTP.Close()
 	l.DNS.Close()
+	l.FTP.Close()
 	l.Transport.Close()
 }

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
+	"v6lab/internal/proto/ftp"
 	"v6lab/internal/transport"
 
 	"v6lab/internal/load"
@@ -75,6 +77,8 @@ type Env struct {
 	Sources map[path.Path]netip.Addr
 	// Transport is the embedded transport server's address per path.
 	Transport map[path.Path]netip.AddrPort
+	// FTPPort is the embedded FTP server's port (host: URL's host).
+	FTPPort int
 }
 
 func (env Env) resolver(p path.Path) *path.Resolver {
@@ -132,6 +136,27 @@ func (env Env) Probe(s *Spec, p path.Path) (load.Probe, error) {
 			src = env.Sources[p]
 		}
 		return &dns.Client{Name: name, Server: srv, Path: p, TCP: s.Transport == "tcp", Source: src}, nil
+	case "ftp":
+		c := &ftp.Client{Path: p, Resolver: env.resolver(p), Source: env.Sources[p], Active: s.Active, File: "/" + strings.TrimPrefix(cmpOr(s.File, "1M"), "/")}
+		if env.URL != nil {
+			c.Host, c.Port = env.URL.Hostname(), env.FTPPort
+		}
+		if s.URL != "" {
+			u, err := ParseFTPURL(s.URL)
+			if err != nil {
+				return nil, err
+			}
+			res, err := hostResolver(s.DNSServers)
+			if err != nil {
+				return nil, err
+			}
+			c.Host, c.Resolver, c.File, c.Source = u.Host, res, u.File, netip.Addr{}
+			c.Port, c.User, c.Password = u.Port, u.User, u.Password
+		}
+		if c.Host == "" || c.Port == 0 || c.Resolver == nil {
+			return nil, errors.New("no FTP server to measure")
+		}
+		return c, nil
 	case "tcp", "udp":
 		srv, ok := env.Transport[p]
 		if len(s.Servers) > 0 {
@@ -154,6 +179,40 @@ func (env Env) Probe(s *Spec, p path.Path) (load.Probe, error) {
 		return &transport.Probe{Server: srv, Path: p, Source: env.Sources[p], Opts: o}, nil
 	}
 	return nil, fmt.Errorf("protocol %q is not measured by this version", s.Protocol)
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// FTPURL is what an ftp:// URL names.
+type FTPURL struct {
+	Host           string
+	Port           int
+	File           string
+	User, Password string
+}
+
+// ParseFTPURL reads ftp://[user[:password]@]host[:port]/path.
+func ParseFTPURL(s string) (FTPURL, error) {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme != "ftp" || u.Hostname() == "" || u.Path == "" || u.Path == "/" {
+		return FTPURL{}, fmt.Errorf("ftp URL %q: want ftp://[user[:password]@]host[:port]/file", s)
+	}
+	f := FTPURL{Host: u.Hostname(), Port: 21, File: u.Path}
+	if ps := u.Port(); ps != "" {
+		if f.Port, err = strconv.Atoi(ps); err != nil || f.Port < 1 || f.Port > 65535 {
+			return FTPURL{}, fmt.Errorf("ftp URL %q: bad port", s)
+		}
+	}
+	if u.User != nil {
+		f.User = u.User.Username()
+		f.Password, _ = u.User.Password()
+	}
+	return f, nil
 }
 
 // ParseTransportServer reads ADDR or ADDR:PORT ([IPV6]:PORT); the port is

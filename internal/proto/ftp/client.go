@@ -1,0 +1,378 @@
+// Package ftp measures FTP file retrieval (the MITRE study's FTP
+// transaction: log in, retrieve a file in passive mode, end on "226
+// Transfer complete" with every byte in) and serves generated files for it.
+// Replies are parsed with bounds, so a server that never ends a multi-line
+// reply, or sends megabytes of it, fails the transaction instead of the
+// client; a PASV reply naming another host is refused (FTP bounce).
+package ftp
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"v6lab/internal/load"
+	"v6lab/internal/path"
+	"v6lab/internal/result"
+)
+
+// Reply bounds.
+const (
+	MaxReplyLine  = 4096
+	MaxReplyLines = 200
+)
+
+// ErrReply is wrapped when a server's reply is malformed or not the one
+// the transaction needs.
+var ErrReply = errors.New("unexpected reply")
+
+// ErrBounce is wrapped when a passive reply points at another host.
+var ErrBounce = errors.New("FTP bounce refused")
+
+// Reply is one FTP reply: its code and every line of text.
+type Reply struct {
+	Code  int
+	Lines []string
+}
+
+func (r Reply) String() string { return strings.Join(r.Lines, " / ") }
+
+// ReadReply reads one reply (RFC 959 4.2: "123-" opens a multi-line reply
+// that ends with a line starting "123 "), within the bounds above.
+func ReadReply(br *bufio.Reader) (Reply, error) {
+	var r Reply
+	for {
+		line, err := readLine(br)
+		if err != nil {
+			return r, err
+		}
+		if len(r.Lines) >= MaxReplyLines {
+			return r, fmt.Errorf("ftp: a reply of more than %d lines: %w", MaxReplyLines, ErrReply)
+		}
+		r.Lines = append(r.Lines, line)
+		if len(r.Lines) == 1 {
+			if len(line) < 3 {
+				return r, fmt.Errorf("ftp: reply %q has no code: %w", line, ErrReply)
+			}
+			code, err := strconv.Atoi(line[:3])
+			if err != nil || code < 100 || code > 599 || (len(line) > 3 && line[3] != ' ' && line[3] != '-') {
+				return r, fmt.Errorf("ftp: reply %q has no code: %w", printable(line), ErrReply)
+			}
+			r.Code = code
+			if len(line) == 3 || line[3] == ' ' {
+				return r, nil
+			}
+			continue
+		}
+		if len(line) >= 4 && line[:3] == strconv.Itoa(r.Code) && line[3] == ' ' {
+			return r, nil
+		}
+	}
+}
+
+func readLine(br *bufio.Reader) (string, error) {
+	var b []byte
+	for {
+		part, isPrefix, err := br.ReadLine()
+		b = append(b, part...)
+		if len(b) > MaxReplyLine {
+			return "", fmt.Errorf("ftp: a reply line longer than %d bytes: %w", MaxReplyLine, ErrReply)
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return "", fmt.Errorf("ftp: the server closed the connection: %w", io.ErrUnexpectedEOF)
+			}
+			return "", err
+		}
+		if !isPrefix {
+			return string(b), nil
+		}
+	}
+}
+
+func printable(s string) string {
+	if len(s) > 60 {
+		s = s[:60] + "…"
+	}
+	return strings.Map(func(r rune) rune {
+		if r < 32 || r == 127 {
+			return '.'
+		}
+		return r
+	}, s)
+}
+
+// ParsePASV reads a 227 reply's "h1,h2,h3,h4,p1,p2".
+func ParsePASV(text string) (netip.AddrPort, error) {
+	open := strings.IndexByte(text, '(')
+	end := strings.LastIndexByte(text, ')')
+	var fields []string
+	if open >= 0 && end > open {
+		fields = strings.Split(text[open+1:end], ",")
+	} else { // some servers omit the parentheses
+		i := strings.IndexFunc(text, func(r rune) bool { return r >= '0' && r <= '9' })
+		if i >= 0 {
+			fields = strings.Split(strings.TrimRight(text[i:], ". "), ",")
+		}
+	}
+	if len(fields) != 6 {
+		return netip.AddrPort{}, fmt.Errorf("ftp: PASV reply %q: %w", printable(text), ErrReply)
+	}
+	var b [6]byte
+	for i, f := range fields {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 || n > 255 {
+			return netip.AddrPort{}, fmt.Errorf("ftp: PASV reply %q: %w", printable(text), ErrReply)
+		}
+		b[i] = byte(n)
+	}
+	return netip.AddrPortFrom(netip.AddrFrom4([4]byte(b[:4])), uint16(b[4])<<8|uint16(b[5])), nil
+}
+
+// ParseEPSV reads a 229 reply's "(|||port|)" (RFC 2428).
+func ParseEPSV(text string) (uint16, error) {
+	open := strings.IndexByte(text, '(')
+	end := strings.LastIndexByte(text, ')')
+	if open < 0 || end < open+5 {
+		return 0, fmt.Errorf("ftp: EPSV reply %q: %w", printable(text), ErrReply)
+	}
+	inner := text[open+1 : end]
+	d := inner[0]
+	parts := strings.Split(inner, string(d))
+	if len(parts) != 5 || parts[1] != "" || parts[2] != "" || parts[4] != "" {
+		return 0, fmt.Errorf("ftp: EPSV reply %q: %w", printable(text), ErrReply)
+	}
+	port, err := strconv.Atoi(parts[3])
+	if err != nil || port < 1 || port > 65535 {
+		return 0, fmt.Errorf("ftp: EPSV reply %q: %w", printable(text), ErrReply)
+	}
+	return uint16(port), nil
+}
+
+// Client is an FTP probe: one transaction per Do, from the name lookup to
+// the transfer's completion reply with every byte counted.
+type Client struct {
+	// Host is a name (looked up with the path's record type) or an IP.
+	Host     string
+	Port     int
+	File     string
+	User     string
+	Password string
+	Path     path.Path
+	Resolver *path.Resolver
+	Source   netip.Addr
+	// Active uses EPRT/PORT (the server connects back) instead of
+	// EPSV/PASV.
+	Active bool
+}
+
+// session is one transaction's control connection.
+type session struct {
+	c  net.Conn
+	br *bufio.Reader
+}
+
+func (s *session) cmd(line string, want ...int) (Reply, error) {
+	if _, err := io.WriteString(s.c, line+"\r\n"); err != nil {
+		return Reply{}, err
+	}
+	return s.expect(strings.Fields(line)[0], want...)
+}
+
+func (s *session) expect(what string, want ...int) (Reply, error) {
+	r, err := ReadReply(s.br)
+	if err != nil {
+		return r, err
+	}
+	for _, w := range want {
+		if r.Code == w || (w < 10 && r.Code/100 == w) {
+			return r, nil
+		}
+	}
+	return r, fmt.Errorf("ftp: %s: the server answered %q: %w", what, printable(r.String()), ErrReply)
+}
+
+// Do runs one retrieval.
+func (c *Client) Do(ctx context.Context, user int) result.Sample {
+	tr := load.Begin("ftp", c.Path)
+	ip, err := c.Resolver.Lookup(ctx, c.Host, c.Path)
+	tr.Mark(&tr.S.ResolveNS)
+	if err != nil {
+		return tr.Fail(ctx, "resolve", err)
+	}
+	d := path.Dialer{Path: c.Path, Source: c.Source}
+	conn, err := d.Dial(ctx, "tcp", netip.AddrPortFrom(ip, uint16(c.Port)))
+	tr.Mark(&tr.S.ConnectNS)
+	if err != nil {
+		return tr.Fail(ctx, "connect", err)
+	}
+	defer load.CloseAbort(conn)
+	tr.Conn(conn)
+	if dl, ok := ctx.Deadline(); ok {
+		conn.SetDeadline(dl)
+	}
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
+	defer stop()
+	s := &session{c: conn, br: bufio.NewReaderSize(conn, 4096)}
+	if _, err := s.expect("greeting", 220); err != nil {
+		return tr.Fail(ctx, "protocol", err)
+	}
+	name := c.User
+	if name == "" {
+		name = "anonymous"
+	}
+	r, err := s.cmd("USER "+name, 230, 331)
+	if err == nil && r.Code == 331 {
+		pass := c.Password
+		if pass == "" {
+			pass = fmt.Sprintf("v6lab-user%d@", user)
+		}
+		_, err = s.cmd("PASS "+pass, 230, 202)
+	}
+	if err == nil {
+		_, err = s.cmd("TYPE I", 200)
+	}
+	if err != nil {
+		return tr.Fail(ctx, "protocol", err)
+	}
+	want := int64(-1)
+	if r, err := s.cmd("SIZE "+c.File, 213, 5); err == nil && r.Code == 213 {
+		if n, err := strconv.ParseInt(strings.TrimSpace(r.Lines[0][4:]), 10, 64); err == nil && n >= 0 {
+			want = n
+		}
+	} else if err != nil && !errors.Is(err, ErrReply) {
+		return tr.Fail(ctx, "io", err)
+	}
+	data, err := c.openData(ctx, s, d, ip)
+	if err != nil {
+		phase := "protocol"
+		if !errors.Is(err, ErrReply) && !errors.Is(err, ErrBounce) {
+			phase = "connect"
+		}
+		return tr.Fail(ctx, phase, err)
+	}
+	defer data.Close()
+	if _, err := s.cmd("RETR "+c.File, 125, 150); err != nil {
+		return tr.Fail(ctx, "protocol", err)
+	}
+	dc, err := data.conn(ctx)
+	if err != nil {
+		return tr.Fail(ctx, "connect", fmt.Errorf("ftp: data connection: %w", err))
+	}
+	defer load.CloseAbort(dc)
+	if dl, ok := ctx.Deadline(); ok {
+		dc.SetDeadline(dl)
+	}
+	stopData := context.AfterFunc(ctx, func() { dc.SetDeadline(time.Now()) })
+	defer stopData()
+	buf := make([]byte, 64<<10)
+	var got int64
+	for {
+		n, err := dc.Read(buf)
+		if n > 0 && got == 0 {
+			tr.Mark(&tr.S.FirstByteNS)
+		}
+		got += int64(n)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return tr.Fail(ctx, "io", fmt.Errorf("ftp: data connection after %d bytes: %w", got, err))
+		}
+	}
+	tr.S.BytesIn += got
+	done, err := s.expect("transfer", 226, 250)
+	if err != nil {
+		return tr.Fail(ctx, "protocol", err)
+	}
+	if want >= 0 && got != want {
+		return tr.Fail(ctx, "protocol", fmt.Errorf("ftp: short transfer: %d of %d bytes, though the server said %q", got, want, printable(done.String())))
+	}
+	return tr.Done(fmt.Sprintf("%d %s, %d bytes", done.Code, strings.TrimSpace(done.Lines[len(done.Lines)-1][4:]), got))
+}
+
+// dataConn is a data connection to be made (passive) or accepted (active).
+type dataConn struct {
+	c  net.Conn // passive: connected before the command
+	ln net.Listener
+}
+
+func (d *dataConn) conn(ctx context.Context) (net.Conn, error) {
+	if d.ln != nil {
+		if dl, ok := ctx.Deadline(); ok {
+			d.ln.(*net.TCPListener).SetDeadline(dl)
+		}
+		return d.ln.Accept()
+	}
+	return d.c, nil
+}
+
+func (d *dataConn) Close() {
+	if d.ln != nil {
+		d.ln.Close()
+	}
+	if d.c != nil {
+		d.c.Close() // a second close of a used connection is harmless
+	}
+}
+
+// openData negotiates the data connection: EPSV on IPv6 and PASV on IPv4
+// (RFC 2428), or EPRT/PORT in active mode.
+func (c *Client) openData(ctx context.Context, s *session, d path.Dialer, server netip.Addr) (*dataConn, error) {
+	local := s.c.LocalAddr().(*net.TCPAddr).AddrPort()
+	if c.Active {
+		ln, err := path.Listen(ctx, c.Path, netip.AddrPortFrom(local.Addr(), 0).String())
+		if err != nil {
+			return nil, err
+		}
+		ap := ln.Addr().(*net.TCPAddr).AddrPort()
+		var cmd string
+		if ap.Addr().Is4() {
+			a := ap.Addr().As4()
+			cmd = fmt.Sprintf("PORT %d,%d,%d,%d,%d,%d", a[0], a[1], a[2], a[3], ap.Port()>>8, ap.Port()&0xff)
+		} else {
+			cmd = fmt.Sprintf("EPRT |2|%s|%d|", ap.Addr(), ap.Port())
+		}
+		if _, err := s.cmd(cmd, 200); err != nil {
+			ln.Close()
+			return nil, err
+		}
+		return &dataConn{ln: ln}, nil
+	}
+	var at netip.AddrPort
+	if server.Is4() {
+		r, err := s.cmd("PASV", 227)
+		if err != nil {
+			return nil, err
+		}
+		if at, err = ParsePASV(r.Lines[0][4:]); err != nil {
+			return nil, err
+		}
+		if at.Addr() != server.Unmap() {
+			return nil, fmt.Errorf("ftp: the PASV reply points at %s, not the server %s: %w", at.Addr(), server, ErrBounce)
+		}
+	} else {
+		r, err := s.cmd("EPSV", 229)
+		if err != nil {
+			return nil, err
+		}
+		port, err := ParseEPSV(r.Lines[0][4:])
+		if err != nil {
+			return nil, err
+		}
+		at = netip.AddrPortFrom(server, port)
+	}
+	// Connect now: servers send their 150 only once the data connection is up.
+	dc, err := d.Dial(ctx, "tcp", at)
+	if err != nil {
+		return nil, fmt.Errorf("ftp: data connection to %s: %w", at, err)
+	}
+	return &dataConn{c: dc}, nil
+}

@@ -1,0 +1,217 @@
+package ftp
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"v6lab/internal/path"
+)
+
+func startServer(t *testing.T) *Server {
+	t.Helper()
+	s, err := Listen(context.Background(), []netip.Addr{path.IPv4.Loopback(), path.IPv6.Loopback()}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+func TestRetrieveOverEachPathPassiveAndActive(t *testing.T) {
+	s := startServer(t)
+	for _, p := range []path.Path{path.IPv4, path.IPv6} {
+		for _, active := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/active=%v", p, active), func(t *testing.T) {
+				c := &Client{Host: p.Loopback().String(), Port: s.Port, File: "/1M", Path: p, Resolver: &path.Resolver{}, Active: active}
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				smp := c.Do(ctx, 3)
+				if !smp.OK() {
+					t.Fatalf("%s", smp.Err)
+				}
+				if smp.BytesIn != 1<<20 || !strings.HasPrefix(smp.Marker, "226 ") || smp.FirstByteNS == 0 || smp.ConnectNS == 0 {
+					t.Errorf("sample %+v", smp)
+				}
+				if !strings.Contains(smp.Remote, p.Loopback().String()) {
+					t.Errorf("remote %s", smp.Remote)
+				}
+			})
+		}
+	}
+	if s.Logins.Load() != 4 || s.Transfers.Load() != 4 {
+		t.Errorf("server counted %d logins, %d transfers", s.Logins.Load(), s.Transfers.Load())
+	}
+}
+
+func TestMissingFileIsAFailedSampleWithTheReply(t *testing.T) {
+	s := startServer(t)
+	c := &Client{Host: "127.0.0.1", Port: s.Port, File: "/nonsense", Path: path.IPv4, Resolver: &path.Resolver{}}
+	smp := c.Do(context.Background(), 0)
+	if smp.OK() || !strings.Contains(smp.Err, "RETR") || !strings.Contains(smp.Err, "550") {
+		t.Errorf("err %q", smp.Err)
+	}
+}
+
+// fake serves one scripted control connection: script gets the
+// connection and a reader of the client's commands.
+func fake(t *testing.T, script func(c net.Conn, cmds *bufio.Reader)) int {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		script(c, bufio.NewReader(c))
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// login answers the greeting, USER, PASS, TYPE and SIZE.
+func login(c net.Conn, cmds *bufio.Reader, size string) {
+	io.WriteString(c, "220 hi\r\n")
+	for _, reply := range []string{"331 pass?", "230 in", "200 binary", size} {
+		cmds.ReadString('\n')
+		io.WriteString(c, reply+"\r\n")
+	}
+}
+
+func TestHostileServers(t *testing.T) {
+	cases := map[string]struct {
+		script func(c net.Conn, cmds *bufio.Reader)
+		want   string
+	}{
+		"multi-line reply that never ends": {func(c net.Conn, _ *bufio.Reader) {
+			io.WriteString(c, "220-welcome\r\n")
+			for i := 0; i < 100000; i++ {
+				if _, err := io.WriteString(c, "still welcoming\r\n"); err != nil {
+					return
+				}
+			}
+		}, "more than 200 lines"},
+		"a line larger than any sane limit": {func(c net.Conn, _ *bufio.Reader) {
+			io.WriteString(c, "220 "+strings.Repeat("x", 1<<20))
+		}, "longer than 4096 bytes"},
+		"not an FTP server": {func(c net.Conn, _ *bufio.Reader) {
+			io.WriteString(c, "SSH-2.0-OpenSSH_9.2\r\n")
+		}, "has no code"},
+		"login refused": {func(c net.Conn, cmds *bufio.Reader) {
+			io.WriteString(c, "220 hi\r\n")
+			cmds.ReadString('\n')
+			io.WriteString(c, "530 Not logged in.\r\n")
+		}, `USER: the server answered "530 Not logged in."`},
+		"PASV pointing at another host (bounce)": {func(c net.Conn, cmds *bufio.Reader) {
+			login(c, cmds, "213 100")
+			cmds.ReadString('\n')
+			io.WriteString(c, "227 Entering Passive Mode (192,0,2,99,4,1)\r\n")
+			cmds.ReadString('\n')
+		}, "points at 192.0.2.99, not the server 127.0.0.1: FTP bounce refused"},
+		"drops the connection mid-transfer": {func(c net.Conn, cmds *bufio.Reader) {
+			login(c, cmds, "213 1000000")
+			cmds.ReadString('\n')
+			dl, _ := net.Listen("tcp4", "127.0.0.1:0")
+			p := dl.Addr().(*net.TCPAddr).Port
+			io.WriteString(c, fmt.Sprintf("227 Entering Passive Mode (127,0,0,1,%d,%d)\r\n", p>>8, p&0xff))
+			cmds.ReadString('\n')
+			io.WriteString(c, "150 here it comes\r\n")
+			d, _ := dl.Accept()
+			d.Write(make([]byte, 1000))
+			d.Close()
+			dl.Close()
+		}, "the server closed the connection"},
+		"says 226 after a short transfer": {func(c net.Conn, cmds *bufio.Reader) {
+			login(c, cmds, "213 1000000")
+			cmds.ReadString('\n')
+			dl, _ := net.Listen("tcp4", "127.0.0.1:0")
+			p := dl.Addr().(*net.TCPAddr).Port
+			io.WriteString(c, fmt.Sprintf("227 Entering Passive Mode (127,0,0,1,%d,%d)\r\n", p>>8, p&0xff))
+			cmds.ReadString('\n')
+			io.WriteString(c, "150 here it comes\r\n")
+			d, _ := dl.Accept()
+			d.Write(make([]byte, 1000))
+			d.Close()
+			dl.Close()
+			io.WriteString(c, "226 Transfer complete\r\n")
+			cmds.ReadString('\n')
+		}, "short transfer: 1000 of 1000000 bytes"},
+		"never answers": {func(c net.Conn, cmds *bufio.Reader) {
+			cmds.ReadString('\n')
+		}, "timeout"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			port := fake(t, tc.script)
+			c := &Client{Host: "127.0.0.1", Port: port, File: "/f", Path: path.IPv4, Resolver: &path.Resolver{}}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			start := time.Now()
+			smp := c.Do(ctx, 0)
+			if smp.OK() || !strings.Contains(smp.Err+" "+smp.ErrKind, tc.want) {
+				t.Errorf("err %q (%s), want %q", smp.Err, smp.ErrKind, tc.want)
+			}
+			if time.Since(start) > 3*time.Second {
+				t.Errorf("took %v, past the transaction timeout", time.Since(start))
+			}
+		})
+	}
+}
+
+func TestParsePassiveReplies(t *testing.T) {
+	for in, want := range map[string]string{
+		"Entering Passive Mode (192,0,2,1,4,1).": "192.0.2.1:1025",
+		"Entering Passive Mode 10,0,0,1,0,21":    "10.0.0.1:21",
+	} {
+		got, err := ParsePASV(in)
+		if err != nil || got.String() != want {
+			t.Errorf("%q: %v, %v; want %s", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"(1,2,3)", "(256,0,0,1,0,1)", "(a,b,c,d,e,f)", ""} {
+		if _, err := ParsePASV(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	if p, err := ParseEPSV("Entering Extended Passive Mode (|||6446|)"); err != nil || p != 6446 {
+		t.Errorf("EPSV: %d, %v", p, err)
+	}
+	for _, bad := range []string{"(|||0|)", "(|||70000|)", "(||1|2|)", "()", "no parens"} {
+		if _, err := ParseEPSV(bad); err == nil {
+			t.Errorf("EPSV %q accepted", bad)
+		}
+	}
+}
+
+func FuzzReadReply(f *testing.F) {
+	for _, s := range []string{"220 hi\r\n", "220-a\r\nb\r\n220 c\r\n", "2\r\n", "999 x\r\n", "220-" + strings.Repeat("x\r\n", 300)} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := ReadReply(bufio.NewReaderSize(strings.NewReader(string(b)), 16))
+		if err == nil && (r.Code < 100 || r.Code > 599 || len(r.Lines) > MaxReplyLines) {
+			t.Fatalf("accepted %+v", r)
+		}
+	})
+}
+
+func FuzzParsePassive(f *testing.F) {
+	f.Add("Entering Passive Mode (192,0,2,1,4,1)")
+	f.Add("(|||6446|)")
+	f.Fuzz(func(t *testing.T, s string) {
+		ParsePASV(s)
+		if p, err := ParseEPSV(s); err == nil && p == 0 {
+			t.Fatal("port 0 accepted")
+		}
+	})
+}
