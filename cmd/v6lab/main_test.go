@@ -141,7 +141,8 @@ func TestRunExperimentFilesAndBuiltins(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "mine.yaml")
 	os.WriteFile(file, []byte(printed), 0o644)
 	out, err = v6lab(t, "run", file, "--loopback", "--scale", "0.01", "--dry-run")
-	if err != nil || !strings.Contains(out, "experiment mitre2004: 24 runs on loopback") || !strings.Contains(out, "[1 5 10 50]") {
+	if err != nil || !strings.Contains(out, "experiment mitre2004: 30 runs on loopback") || !strings.Contains(out, "[1 5 10 50]") ||
+		!strings.Contains(out, "ftp    ftp       [ipv4 ipv6]") {
 		t.Fatalf("--dry-run: %v\n%s", err, out)
 	}
 	// An experiment with two cell groups, shuffled, interrupted, resumed.

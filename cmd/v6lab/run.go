@@ -358,7 +358,13 @@ func (o *runOpts) where(exp *experiment.Experiment, topology string, explicitPat
 // dropTunnel removes 6in4, which only the lab has, from every cell group.
 func dropTunnel(exp *experiment.Experiment) {
 	for i := range exp.Cells {
-		exp.Cells[i].Paths = slices.DeleteFunc(exp.Cells[i].Paths, func(p path.Path) bool { return p == path.SixIn4 })
+		var keep []path.Path // a new slice: cells may share one
+		for _, p := range exp.Cells[i].Paths {
+			if p != path.SixIn4 {
+				keep = append(keep, p)
+			}
+		}
+		exp.Cells[i].Paths = keep
 	}
 }
 

@@ -335,7 +335,7 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Pa
 	if err != nil {
 		return s, err
 	}
-	s.Paths = paths
+	s.Paths = slices.Clone(paths) // each cell's own: callers edit them
 	if own != nil {
 		s.Paths = own
 	}
