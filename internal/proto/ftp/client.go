@@ -17,97 +17,24 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"v6lab/internal/proto/reply"
 
 	"v6lab/internal/load"
 	"v6lab/internal/path"
 	"v6lab/internal/result"
 )
 
-// Reply bounds.
-const (
-	MaxReplyLine  = 4096
-	MaxReplyLines = 200
-)
-
 // ErrReply is wrapped when a server's reply is malformed or not the one
 // the transaction needs.
-var ErrReply = errors.New("unexpected reply")
+var ErrReply = reply.ErrReply
 
 // ErrBounce is wrapped when a passive reply points at another host.
 var ErrBounce = errors.New("FTP bounce refused")
 
-// Reply is one FTP reply: its code and every line of text.
-type Reply struct {
-	Code  int
-	Lines []string
-}
+// ReadReply reads one FTP reply (see reply.Read).
+func ReadReply(br *bufio.Reader) (reply.Reply, error) { return reply.Read(br, "ftp") }
 
-func (r Reply) String() string { return strings.Join(r.Lines, " / ") }
-
-// ReadReply reads one reply (RFC 959 4.2: "123-" opens a multi-line reply
-// that ends with a line starting "123 "), within the bounds above.
-func ReadReply(br *bufio.Reader) (Reply, error) {
-	var r Reply
-	for {
-		line, err := readLine(br)
-		if err != nil {
-			return r, err
-		}
-		if len(r.Lines) >= MaxReplyLines {
-			return r, fmt.Errorf("ftp: a reply of more than %d lines: %w", MaxReplyLines, ErrReply)
-		}
-		r.Lines = append(r.Lines, line)
-		if len(r.Lines) == 1 {
-			if len(line) < 3 {
-				return r, fmt.Errorf("ftp: reply %q has no code: %w", line, ErrReply)
-			}
-			code, err := strconv.Atoi(line[:3])
-			if err != nil || code < 100 || code > 599 || (len(line) > 3 && line[3] != ' ' && line[3] != '-') {
-				return r, fmt.Errorf("ftp: reply %q has no code: %w", printable(line), ErrReply)
-			}
-			r.Code = code
-			if len(line) == 3 || line[3] == ' ' {
-				return r, nil
-			}
-			continue
-		}
-		if len(line) >= 4 && line[:3] == strconv.Itoa(r.Code) && line[3] == ' ' {
-			return r, nil
-		}
-	}
-}
-
-func readLine(br *bufio.Reader) (string, error) {
-	var b []byte
-	for {
-		part, isPrefix, err := br.ReadLine()
-		b = append(b, part...)
-		if len(b) > MaxReplyLine {
-			return "", fmt.Errorf("ftp: a reply line longer than %d bytes: %w", MaxReplyLine, ErrReply)
-		}
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return "", fmt.Errorf("ftp: the server closed the connection: %w", io.ErrUnexpectedEOF)
-			}
-			return "", err
-		}
-		if !isPrefix {
-			return string(b), nil
-		}
-	}
-}
-
-func printable(s string) string {
-	if len(s) > 60 {
-		s = s[:60] + "…"
-	}
-	return strings.Map(func(r rune) rune {
-		if r < 32 || r == 127 {
-			return '.'
-		}
-		return r
-	}, s)
-}
+var printable = reply.Printable
 
 // ParsePASV reads a 227 reply's "h1,h2,h3,h4,p1,p2".
 func ParsePASV(text string) (netip.AddrPort, error) {
@@ -179,14 +106,14 @@ type session struct {
 	br *bufio.Reader
 }
 
-func (s *session) cmd(line string, want ...int) (Reply, error) {
+func (s *session) cmd(line string, want ...int) (reply.Reply, error) {
 	if _, err := io.WriteString(s.c, line+"\r\n"); err != nil {
-		return Reply{}, err
+		return reply.Reply{}, err
 	}
 	return s.expect(strings.Fields(line)[0], want...)
 }
 
-func (s *session) expect(what string, want ...int) (Reply, error) {
+func (s *session) expect(what string, want ...int) (reply.Reply, error) {
 	r, err := ReadReply(s.br)
 	if err != nil {
 		return r, err
@@ -244,7 +171,7 @@ func (c *Client) Do(ctx context.Context, user int) result.Sample {
 	}
 	want := int64(-1)
 	if r, err := s.cmd("SIZE "+c.File, 213, 5); err == nil && r.Code == 213 {
-		if n, err := strconv.ParseInt(strings.TrimSpace(r.Lines[0][4:]), 10, 64); err == nil && n >= 0 {
+		if n, err := strconv.ParseInt(r.Text(), 10, 64); err == nil && n >= 0 {
 			want = n
 		}
 	} else if err != nil && !errors.Is(err, ErrReply) {
@@ -295,7 +222,7 @@ func (c *Client) Do(ctx context.Context, user int) result.Sample {
 	if want >= 0 && got != want {
 		return tr.Fail(ctx, "protocol", fmt.Errorf("ftp: short transfer: %d of %d bytes, though the server said %q", got, want, printable(done.String())))
 	}
-	return tr.Done(fmt.Sprintf("%d %s, %d bytes", done.Code, strings.TrimSpace(done.Lines[len(done.Lines)-1][4:]), got))
+	return tr.Done(fmt.Sprintf("%d %s, %d bytes", done.Code, done.Text(), got))
 }
 
 // dataConn is a data connection to be made (passive) or accepted (active).
@@ -352,7 +279,7 @@ func (c *Client) openData(ctx context.Context, s *session, d path.Dialer, server
 		if err != nil {
 			return nil, err
 		}
-		if at, err = ParsePASV(r.Lines[0][4:]); err != nil {
+		if at, err = ParsePASV(r.Text()); err != nil {
 			return nil, err
 		}
 		if at.Addr() != server.Unmap() {
@@ -363,7 +290,7 @@ func (c *Client) openData(ctx context.Context, s *session, d path.Dialer, server
 		if err != nil {
 			return nil, err
 		}
-		port, err := ParseEPSV(r.Lines[0][4:])
+		port, err := ParseEPSV(r.Text())
 		if err != nil {
 			return nil, err
 		}

@@ -193,18 +193,6 @@ func TestParsePassiveReplies(t *testing.T) {
 	}
 }
 
-func FuzzReadReply(f *testing.F) {
-	for _, s := range []string{"220 hi\r\n", "220-a\r\nb\r\n220 c\r\n", "2\r\n", "999 x\r\n", "220-" + strings.Repeat("x\r\n", 300)} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		r, err := ReadReply(bufio.NewReaderSize(strings.NewReader(string(b)), 16))
-		if err == nil && (r.Code < 100 || r.Code > 599 || len(r.Lines) > MaxReplyLines) {
-			t.Fatalf("accepted %+v", r)
-		}
-	})
-}
-
 func FuzzParsePassive(f *testing.F) {
 	f.Add("Entering Passive Mode (192,0,2,1,4,1)")
 	f.Add("(|||6446|)")
