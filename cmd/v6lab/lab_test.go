@@ -249,6 +249,7 @@ cells:
   - {protocol: udp, time: 500ms, rate: 20M, size: 1200}
   - {protocol: ftp, file: 256K, conns: [2]}
   - {protocol: ftp, label: ftp-active, file: 256K, conns: [1], active: true}
+  - {protocol: smtp, conns: [3]}
 `), 0o644)
 	out, err := exec.Command(bin, "run", exp, "--rate", "100M", "-q", "--results", dir).CombinedOutput()
 	if err != nil {
@@ -262,11 +263,11 @@ cells:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Cells) != 12 {
+	if len(s.Cells) != 15 {
 		t.Fatalf("%d cells", len(s.Cells))
 	}
 	for _, c := range s.Cells {
-		if strings.HasPrefix(c.Protocol, "ftp") {
+		if strings.HasPrefix(c.Protocol, "ftp") || c.Protocol == "smtp" {
 			if c.Completed != 2*c.Conns || c.Failed != 0 {
 				t.Errorf("%s/%s: %d completed, %d failed (%s)", c.Protocol, c.Path, c.Completed, c.Failed, c.FirstError)
 			}

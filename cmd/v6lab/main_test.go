@@ -17,6 +17,7 @@ import (
 	"v6lab/internal/proto/dns"
 	"v6lab/internal/proto/ftp"
 	httpp "v6lab/internal/proto/http"
+	"v6lab/internal/proto/smtp"
 	"v6lab/internal/report"
 	"v6lab/internal/transport"
 )
@@ -141,7 +142,7 @@ func TestRunExperimentFilesAndBuiltins(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "mine.yaml")
 	os.WriteFile(file, []byte(printed), 0o644)
 	out, err = v6lab(t, "run", file, "--loopback", "--scale", "0.01", "--dry-run")
-	if err != nil || !strings.Contains(out, "experiment mitre2004: 30 runs on loopback") || !strings.Contains(out, "[1 5 10 50]") ||
+	if err != nil || !strings.Contains(out, "experiment mitre2004: 42 runs on loopback") || !strings.Contains(out, "[1 5 10 50]") ||
 		!strings.Contains(out, "ftp    ftp       [ipv4 ipv6]") {
 		t.Fatalf("--dry-run: %v\n%s", err, out)
 	}
@@ -324,6 +325,35 @@ func TestProbeFTP(t *testing.T) {
 	}
 }
 
+func TestProbeSMTP(t *testing.T) {
+	s, err := smtp.Listen(context.Background(), []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	root := t.TempDir()
+	if out, err := v6lab(t, "probe", "smtp", fmt.Sprintf("localhost:%d", s.Port), "--dns-server", "127.0.0.1:1", "--paths", "ipv4", "--runs", "2", "-q", "--results", root, "--timeout", "3s"); err == nil {
+		t.Errorf("a name no DNS server answers for was measured: %s", out)
+	}
+	root = t.TempDir()
+	if out, err := v6lab(t, "probe", "smtp", fmt.Sprintf("[::1]:%d", s.Port), "--paths", "ipv6", "--conns", "1,20", "--runs", "2", "--size", "2000", "-q", "--results", root); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	_, sum, err := report.Load(onlyDir(t, root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range sum.Cells {
+		if c.Completed != c.Conns || c.Failed != 0 {
+			t.Errorf("%d: %d completed (%s)", c.Conns, c.Completed, c.FirstError)
+		}
+	}
+	// Every message sent (warm-up runs included) was kept: nothing lost.
+	if kept, _ := s.Kept(); kept != 2*(1+20) || s.Accepted.Load() != int64(kept) {
+		t.Errorf("the server kept %d messages, accepted %d; 42 were sent", kept, s.Accepted.Load())
+	}
+}
+
 func TestProbeDNS(t *testing.T) {
 	l, _ := localServers(t)
 	root := t.TempDir()
@@ -385,7 +415,7 @@ func TestBadInputIsAClearError(t *testing.T) {
 func TestHelpHasExamples(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"run", "--help"}, {"probe", "http", "--help"}, {"probe", "dns", "--help"},
 		{"serve", "http", "--help"}, {"serve", "dns", "--help"}, {"report", "--help"}, {"compare", "--help"},
-		{"tcp", "--help"}, {"udp", "--help"}, {"serve", "transport", "--help"}, {"probe", "ftp", "--help"}, {"serve", "ftp", "--help"},
+		{"tcp", "--help"}, {"udp", "--help"}, {"serve", "transport", "--help"}, {"probe", "ftp", "--help"}, {"serve", "ftp", "--help"}, {"probe", "smtp", "--help"}, {"serve", "smtp", "--help"},
 		{"lab", "--help"}, {"lab", "up", "--help"}} {
 		out, err := v6lab(t, args...)
 		if err != nil || !strings.Contains(out, "Examples:") {
@@ -474,6 +504,9 @@ cells:
   - protocol: ftp
     file: 100K
     conns: [3]
+  - protocol: smtp
+    size: 1000
+    conns: [4]
 `), 0o644)
 	root := t.TempDir()
 	out, err := v6lab(t, "run", exp, "--results", root)
@@ -489,12 +522,12 @@ cells:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Cells) != 6 {
+	if len(s.Cells) != 8 {
 		t.Fatalf("%d cells", len(s.Cells))
 	}
 	for _, c := range s.Cells {
-		if c.Protocol == "ftp" {
-			if c.Completed != 6 || c.Failed != 0 {
+		if c.Protocol == "ftp" || c.Protocol == "smtp" {
+			if c.Completed != 2*c.Conns || c.Failed != 0 {
 				t.Errorf("ftp/%s: %d completed (%s)", c.Path, c.Completed, c.FirstError)
 			}
 			continue

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"crypto/tls"
 	"fmt"
+	"net"
 	"net/netip"
+	"strconv"
 	"strings"
 	"v6lab/internal/load"
 	"v6lab/internal/units"
@@ -14,6 +17,7 @@ import (
 	"v6lab/internal/path"
 	"v6lab/internal/proto/ftp"
 	httpp "v6lab/internal/proto/http"
+	"v6lab/internal/proto/smtp"
 )
 
 func newProbeCmd() *cobra.Command {
@@ -23,7 +27,7 @@ func newProbeCmd() *cobra.Command {
 		Example: `  v6lab probe http http://www.example.test/ --conns 1,10,100 --runs 11
   v6lab probe dns www.example.test --server 192.0.2.53 --server [2001:db8::53]:53`,
 	}
-	cmd.AddCommand(newProbeHTTPCmd(), newProbeDNSCmd(), newProbeFTPCmd())
+	cmd.AddCommand(newProbeHTTPCmd(), newProbeDNSCmd(), newProbeFTPCmd(), newProbeSMTPCmd())
 	return cmd
 }
 
@@ -241,5 +245,76 @@ in. --active uses EPRT/PORT instead.`,
 	fl.StringArrayVar(&df.servers, "dns-server", nil, "DNS server ADDR[:PORT] to ask (repeat for each family; default: /etc/resolv.conf)")
 	fl.StringVar(&df.over, "dns-over", "path", "family that carries the DNS query: path, ipv4 or ipv6")
 	fl.BoolVar(&active, "active", false, "active mode: EPRT/PORT, the server connects back")
+	return cmd
+}
+
+func newProbeSMTPCmd() *cobra.Command {
+	var lf loadFlags
+	var df dnsFlags
+	var from, to string
+	var size int
+	var startTLS, insecure bool
+	cmd := &cobra.Command{
+		Use:   "smtp HOST[:PORT]",
+		Short: "Measure SMTP mail submission, DNS lookup included, over each path",
+		Long: `probe smtp times sending one message per transaction to HOST (port 25 unless given): the
+name is looked up with the path's record type, a new connection pinned to the path reads
+the greeting, then EHLO, MAIL FROM, RCPT TO and DATA; the transaction ends on the server's
+250 acceptance of the message ("250 ok queued as …"). A refusal at any step (4xx, 5xx)
+is a failed transaction that keeps the server's reply. --to may hold %d, replaced by the
+simulated user's number.`,
+		Example: `  v6lab probe smtp mx.example.test --paths ipv4,ipv6 --conns 1,10,100,500 --to postmaster@example.test
+  v6lab probe smtp 127.0.0.1:2525 --paths ipv4 --to 'user%d@v6lab.test' --size 64000
+  v6lab probe smtp mx.example.test:587 --starttls`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			host, port := args[0], 25
+			if ap, err := netip.ParseAddrPort(args[0]); err == nil {
+				host, port = ap.Addr().String(), int(ap.Port())
+			} else if h, p, err := net.SplitHostPort(args[0]); err == nil {
+				n, perr := strconv.Atoi(p)
+				if perr != nil || n < 1 || n > 65535 {
+					return &exitError{code: 2, err: fmt.Errorf("%q: bad port", args[0])}
+				}
+				host, port = h, n
+			}
+			host = strings.Trim(host, "[]")
+			if size < 0 || size > smtp.MaxMessage {
+				return &exitError{code: 2, err: fmt.Errorf("--size: want 0 to %d bytes", smtp.MaxMessage)}
+			}
+			spec, err := lf.spec("smtp", "smtp", args[0])
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			res, src := &path.Resolver{}, "none (IP literal)"
+			if _, lit := netip.ParseAddr(host); lit != nil {
+				if res, src, err = df.resolver(); err != nil {
+					return &exitError{code: 2, err: err}
+				}
+			}
+			var tlsCfg *tls.Config
+			if insecure {
+				tlsCfg = &tls.Config{InsecureSkipVerify: true}
+			}
+			spec.Params = map[string]string{"dns_servers": fmt.Sprint(res.Servers), "dns_source": src, "from": from, "to": to,
+				"size": fmt.Sprint(size), "starttls": fmt.Sprint(startTLS)}
+			probe := func(p path.Path) (load.Probe, error) {
+				return &smtp.Client{Host: host, Port: port, Path: p, Resolver: res, From: from, To: to, Size: size,
+					StartTLS: startTLS, TLS: tlsCfg}, nil
+			}
+			_, err = execute(cmd, job{exp: experiment.Single(spec, "hosts"), probe: anyCell(probe), target: "remote",
+				servers: map[string]string{"smtp": fmt.Sprintf("%s:%d", host, port)}, results: lf.results})
+			return err
+		},
+	}
+	lf.register(cmd, "1,10,100", 11)
+	fl := cmd.Flags()
+	fl.StringArrayVar(&df.servers, "dns-server", nil, "DNS server ADDR[:PORT] to ask (repeat for each family; default: /etc/resolv.conf)")
+	fl.StringVar(&df.over, "dns-over", "path", "family that carries the DNS query: path, ipv4 or ipv6")
+	fl.StringVar(&from, "from", "v6lab@v6lab.test", "envelope sender")
+	fl.StringVar(&to, "to", "user%d@v6lab.test", "envelope recipient (%d: the simulated user's number)")
+	fl.IntVar(&size, "size", smtp.DefaultMessageSize, "message body size in bytes")
+	fl.BoolVar(&startTLS, "starttls", false, "upgrade with STARTTLS before MAIL FROM")
+	fl.BoolVar(&insecure, "insecure", false, "with --starttls: accept any certificate")
 	return cmd
 }

@@ -13,6 +13,7 @@ import (
 	"v6lab/internal/proto/dns"
 	"v6lab/internal/proto/ftp"
 	httpp "v6lab/internal/proto/http"
+	"v6lab/internal/proto/smtp"
 )
 
 // listenAddrs parses --listen values, which must share one port.
@@ -46,11 +47,11 @@ func waitSignal(cmd *cobra.Command) {
 func newServeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Run an embedded server (http, dns, ftp, transport) for tests between two hosts",
+		Short: "Run an embedded server (http, dns, ftp, smtp, transport) for tests between two hosts",
 		Example: `  v6lab serve http --listen 0.0.0.0:8080 --listen [::]:8080
   v6lab serve dns --listen 192.0.2.1:53 --listen [2001:db8::1]:53 --record www.lab.test=192.0.2.1 --record www.lab.test=2001:db8::1`,
 	}
-	cmd.AddCommand(newServeHTTPCmd(), newServeDNSCmd(), newServeFTPCmd(), newServeTransportCmd())
+	cmd.AddCommand(newServeHTTPCmd(), newServeDNSCmd(), newServeFTPCmd(), newServeSMTPCmd(), newServeTransportCmd())
 	return cmd
 }
 
@@ -172,5 +173,40 @@ work; uploads are refused.`,
 		},
 	}
 	cmd.Flags().StringArrayVar(&listen, "listen", []string{"127.0.0.1:2121", "[::1]:2121"}, "ADDR:PORT to listen on (repeat; one port for all)")
+	return cmd
+}
+
+func newServeSMTPCmd() *cobra.Command {
+	var listen []string
+	cmd := &cobra.Command{
+		Use:   "smtp",
+		Short: "Accept mail over SMTP, keeping and counting every message",
+		Long: `serve smtp accepts any envelope on every --listen address until interrupted, keeps
+every message it accepts (its Message-ID and size) and answers "250 2.0.0 OK: queued as
+N". On exit it prints how many messages it accepted and kept, so a run can be checked for
+lost mail.`,
+		Example: `  v6lab serve smtp
+  v6lab serve smtp --listen 0.0.0.0:2525 --listen [::]:2525`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			addrs, port, err := listenAddrs(listen)
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			s, err := smtp.Listen(cmd.Context(), addrs, port)
+			if err != nil {
+				return err
+			}
+			for _, a := range s.Addrs() {
+				fmt.Fprintf(cmd.OutOrStdout(), "serving smtp on %s\n", a)
+			}
+			waitSignal(cmd)
+			s.Close()
+			kept, bytes := s.Kept()
+			fmt.Fprintf(cmd.OutOrStdout(), "accepted %d messages, kept %d distinct (%d bytes)\n", s.Accepted.Load(), kept, bytes)
+			return nil
+		},
+	}
+	cmd.Flags().StringArrayVar(&listen, "listen", []string{"127.0.0.1:2525", "[::1]:2525"}, "ADDR:PORT to listen on (repeat; one port for all)")
 	return cmd
 }

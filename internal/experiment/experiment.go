@@ -66,6 +66,11 @@ type Spec struct {
 	// server); Active uses EPRT/PORT instead of EPSV/PASV.
 	File   string `json:"file,omitempty"`
 	Active bool   `json:"active,omitempty"`
+	// SMTP: envelope, message size, STARTTLS.
+	From     string `json:"from,omitempty"`
+	To       string `json:"to,omitempty"`
+	Size     int    `json:"size,omitempty"`
+	StartTLS bool   `json:"starttls,omitempty"`
 	// Test shapes a tcp or udp cell's trials; Servers are the transport
 	// servers to test against (where: hosts).
 	Test    *transport.Options `json:"test,omitempty"`

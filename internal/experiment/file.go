@@ -14,6 +14,7 @@ import (
 	"v6lab/internal/path"
 	"v6lab/internal/proto/ftp"
 	httpp "v6lab/internal/proto/http"
+	"v6lab/internal/proto/smtp"
 	"v6lab/internal/specfile"
 	"v6lab/internal/transport"
 	"v6lab/internal/units"
@@ -52,6 +53,10 @@ type cellFile struct {
 	Query      string    `yaml:"query"`
 	DNSServers []string  `yaml:"dns_servers"`
 	Transport  string    `yaml:"transport"`
+	// smtp
+	From     string `yaml:"from"`
+	To       string `yaml:"to"`
+	StartTLS bool   `yaml:"starttls"`
 	// ftp
 	File   string `yaml:"file"`
 	Active bool   `yaml:"active"`
@@ -86,16 +91,17 @@ var protocolOptions = map[string][]string{
 	"http": {"objects", "url", "dns_servers"},
 	"dns":  {"query", "dns_servers", "transport"},
 	"ftp":  {"file", "active", "url", "dns_servers"},
+	"smtp": {"from", "to", "size", "starttls", "url", "dns_servers"},
 	"tcp":  {"time", "interval", "bytes", "streams", "window", "sndbuf", "rcvbuf", "mss", "congestion", "bottleneck", "servers"},
 	"udp":  {"time", "interval", "rate", "size", "sndbuf", "rcvbuf", "servers"},
 }
 
 // allOptions are every protocol option, for the "does not apply" rule.
-var allOptions = []string{"file", "active", "objects", "url", "query", "dns_servers", "transport", "time", "interval", "bytes", "streams",
+var allOptions = []string{"from", "to", "starttls", "file", "active", "objects", "url", "query", "dns_servers", "transport", "time", "interval", "bytes", "streams",
 	"window", "sndbuf", "rcvbuf", "mss", "congestion", "bottleneck", "rate", "size", "servers"}
 
 // Protocols the studies use that later versions add.
-var plannedProtocols = []string{"smtp", "imap"}
+var plannedProtocols = []string{"imap"}
 
 var (
 	nameRE  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
@@ -296,11 +302,11 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Pa
 	opts, ok := protocolOptions[c.Protocol]
 	switch {
 	case !doc.Has(field("protocol")):
-		return s, doc.Errorf(at, "protocol is required (http, dns, ftp, tcp or udp)")
+		return s, doc.Errorf(at, "protocol is required (http, dns, ftp, smtp, tcp or udp)")
 	case !ok && slices.Contains(plannedProtocols, c.Protocol):
-		return s, doc.Errorf(field("protocol"), "%s is not in this version of v6lab yet (http, dns, ftp, tcp and udp are)", c.Protocol)
+		return s, doc.Errorf(field("protocol"), "%s is not in this version of v6lab yet (http, dns, ftp, smtp, tcp and udp are)", c.Protocol)
 	case !ok:
-		return s, doc.Errorf(field("protocol"), "%q is not a protocol v6lab knows (http, dns, ftp, tcp, udp)", c.Protocol)
+		return s, doc.Errorf(field("protocol"), "%q is not a protocol v6lab knows (http, dns, ftp, smtp, tcp, udp)", c.Protocol)
 	}
 	if doc.Has(field("label")) && !labelRE.MatchString(c.Label) {
 		return s, doc.Errorf(field("label"), "%q: lowercase letters, digits, dot, dash and underscore, up to 32", c.Label)
@@ -386,6 +392,28 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Pa
 			}
 		}
 		s.URL, s.File, s.Active = c.URL, c.File, c.Active
+	case "smtp":
+		if hosts && c.URL == "" {
+			return s, doc.Errorf(at, "url is required with where: hosts (smtp://host[:port])")
+		}
+		if !hosts && c.URL != "" {
+			return s, doc.Errorf(field("url"), "only with where: hosts; v6lab chooses the embedded server's address")
+		}
+		if c.URL != "" && !strings.HasPrefix(c.URL, "smtp://") {
+			return s, doc.Errorf(field("url"), "%q: want smtp://host[:port]", c.URL)
+		}
+		for _, f := range []struct{ name, v string }{{"from", c.From}, {"to", c.To}} {
+			if f.v != "" && (!strings.Contains(f.v, "@") || strings.ContainsAny(f.v, "<>\r\n ")) {
+				return s, doc.Errorf(field(f.name), "%q is not a mail address", f.v)
+			}
+		}
+		if c.Size != nil {
+			if *c.Size < 0 || *c.Size > smtp.MaxMessage {
+				return s, doc.Errorf(field("size"), "%d: want 0 to %d bytes", *c.Size, smtp.MaxMessage)
+			}
+			s.Size = *c.Size
+		}
+		s.URL, s.From, s.To, s.StartTLS = c.URL, c.From, c.To, c.StartTLS
 	case "dns":
 		if hosts && (c.Query == "" || len(c.DNSServers) == 0) {
 			return s, doc.Errorf(at, "query and dns_servers are required with where: hosts (the name to look up and the server to ask)")

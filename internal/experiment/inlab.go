@@ -10,6 +10,7 @@ import (
 	"v6lab/internal/path"
 	"v6lab/internal/proto/dns"
 	httpp "v6lab/internal/proto/http"
+	"v6lab/internal/proto/smtp"
 	"v6lab/internal/transport"
 )
 
@@ -22,6 +23,8 @@ type InLab struct {
 	URL       *url.URL
 	Resolvers map[path.Path]*path.Resolver
 	Sources   map[path.Path]netip.Addr
+	// SMTP accepts and keeps mail.
+	SMTP *smtp.Server
 	// Transport is the embedded transport server (tcp and udp tests).
 	Transport     *transport.Running
 	TransportAddr map[path.Path]netip.AddrPort
@@ -49,6 +52,11 @@ func StartInLab(ctx context.Context, l *lab.Lab, cfg httpp.ServerConfig) (*InLab
 		in.DNS, err = dns.ListenViews(ctx, zone, dns.Views{a.ServerTun6: tunnel}, addrs, 0)
 		if err != nil {
 			in.HTTP.Close()
+			return err
+		}
+		if in.SMTP, err = smtp.Listen(ctx, addrs, 0); err != nil {
+			in.HTTP.Close()
+			in.DNS.Close()
 		}
 		return err
 	})
@@ -60,6 +68,7 @@ func StartInLab(ctx context.Context, l *lab.Lab, cfg httpp.ServerConfig) (*InLab
 	if err != nil {
 		in.HTTP.Close()
 		in.DNS.Close()
+		in.SMTP.Close()
 		return nil, fmt.Errorf("experiment: transport server in the lab: %w", err)
 	}
 	tp := uint16(in.Transport.Port)
@@ -80,5 +89,6 @@ func StartInLab(ctx context.Context, l *lab.Lab, cfg httpp.ServerConfig) (*InLab
 func (in *InLab) Close() {
 	in.HTTP.Close()
 	in.DNS.Close()
+	in.SMTP.Close()
 	in.Transport.Close()
 }

@@ -11,6 +11,7 @@ import (
 	"v6lab/internal/proto/dns"
 	"v6lab/internal/proto/ftp"
 	httpp "v6lab/internal/proto/http"
+	"v6lab/internal/proto/smtp"
 	"v6lab/internal/transport"
 )
 
@@ -25,8 +26,9 @@ type Local struct {
 	DNS      *dns.Server
 	URL      *url.URL
 	Resolver *path.Resolver
-	// FTP serves generated files.
-	FTP *ftp.Server
+	// FTP serves generated files; SMTP accepts and keeps mail.
+	FTP  *ftp.Server
+	SMTP *smtp.Server
 	// Transport answers tcp and udp tests; TransportAddr per path.
 	Transport     *transport.Running
 	TransportAddr map[path.Path]netip.AddrPort
@@ -64,10 +66,17 @@ func StartLocal(ctx context.Context, paths []path.Path, cfg httpp.ServerConfig) 
 		l.DNS.Close()
 		return nil, fmt.Errorf("experiment: embedded FTP server: %w", err)
 	}
+	if l.SMTP, err = smtp.Listen(ctx, addrs, 0); err != nil {
+		l.HTTP.Close()
+		l.DNS.Close()
+		l.FTP.Close()
+		return nil, fmt.Errorf("experiment: embedded SMTP server: %w", err)
+	}
 	if l.Transport, err = transport.ListenAndServe(ctx, addrs, 0, nil); err != nil {
 		l.HTTP.Close()
 		l.DNS.Close()
 		l.FTP.Close()
+		l.SMTP.Close()
 		return nil, fmt.Errorf("experiment: embedded transport server: %w", err)
 	}
 	l.TransportAddr = map[path.Path]netip.AddrPort{}
@@ -84,5 +93,6 @@ func (l *Local) Close() {
 	l.HTTP.Close()
 	l.DNS.Close()
 	l.FTP.Close()
+	l.SMTP.Close()
 	l.Transport.Close()
 }

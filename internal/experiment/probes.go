@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"v6lab/internal/proto/ftp"
+	"v6lab/internal/proto/smtp"
 	"v6lab/internal/transport"
 
 	"v6lab/internal/load"
@@ -77,8 +78,8 @@ type Env struct {
 	Sources map[path.Path]netip.Addr
 	// Transport is the embedded transport server's address per path.
 	Transport map[path.Path]netip.AddrPort
-	// FTPPort is the embedded FTP server's port (host: URL's host).
-	FTPPort int
+	// FTPPort and SMTPPort are the embedded servers' ports (host: URL's host).
+	FTPPort, SMTPPort int
 }
 
 func (env Env) resolver(p path.Path) *path.Resolver {
@@ -155,6 +156,30 @@ func (env Env) Probe(s *Spec, p path.Path) (load.Probe, error) {
 		}
 		if c.Host == "" || c.Port == 0 || c.Resolver == nil {
 			return nil, errors.New("no FTP server to measure")
+		}
+		return c, nil
+	case "smtp":
+		c := &smtp.Client{Path: p, Resolver: env.resolver(p), Source: env.Sources[p], From: cmpOr(s.From, "v6lab@v6lab.test"),
+			To: cmpOr(s.To, "user%d@v6lab.test"), Size: s.Size, StartTLS: s.StartTLS}
+		if env.URL != nil {
+			c.Host, c.Port = env.URL.Hostname(), env.SMTPPort
+		}
+		if s.URL != "" {
+			u, err := url.Parse(s.URL)
+			if err != nil || u.Scheme != "smtp" || u.Hostname() == "" {
+				return nil, fmt.Errorf("smtp URL %q: want smtp://host[:port]", s.URL)
+			}
+			res, err := hostResolver(s.DNSServers)
+			if err != nil {
+				return nil, err
+			}
+			c.Host, c.Resolver, c.Source, c.Port = u.Hostname(), res, netip.Addr{}, 25
+			if ps := u.Port(); ps != "" {
+				c.Port, _ = strconv.Atoi(ps)
+			}
+		}
+		if c.Host == "" || c.Port == 0 || c.Resolver == nil {
+			return nil, errors.New("no SMTP server to measure")
 		}
 		return c, nil
 	case "tcp", "udp":

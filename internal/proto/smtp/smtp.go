@@ -1,0 +1,329 @@
+// Package smtp measures mail submission (the MITRE study's SMTP
+// transaction: EHLO, MAIL FROM, RCPT TO, DATA, ending on the server's 250
+// acceptance of the message) and runs an embedded server that counts and
+// keeps every message it accepts, so that "nothing lost" can be checked.
+package smtp
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	gosmtp "github.com/emersion/go-smtp"
+
+	"v6lab/internal/load"
+	"v6lab/internal/path"
+	"v6lab/internal/proto/reply"
+	"v6lab/internal/result"
+)
+
+// ErrReply is wrapped when the server answers a step with an error code.
+var ErrReply = reply.ErrReply
+
+// DefaultMessageSize is the body size of the test message.
+const DefaultMessageSize = 4 << 10
+
+// Client is an SMTP probe: one message per Do, on a new connection.
+type Client struct {
+	// Host is the server's name (looked up with the path's record type) or IP.
+	Host     string
+	Port     int
+	Path     path.Path
+	Resolver *path.Resolver
+	Source   netip.Addr
+	// From and To are the envelope addresses; To may hold %d for the user.
+	From, To string
+	// Size is the message body size in bytes (default DefaultMessageSize).
+	Size int
+	// StartTLS upgrades the connection before MAIL FROM; TLS is its
+	// configuration (nil: verify the server's name).
+	StartTLS bool
+	TLS      *tls.Config
+	// Helo is the name sent with EHLO (default v6lab.test).
+	Helo string
+}
+
+type conv struct {
+	c    net.Conn
+	br   *bufio.Reader
+	sent int64
+}
+
+func (v *conv) cmd(what, line string, want int) (reply.Reply, error) {
+	n, err := io.WriteString(v.c, line+"\r\n")
+	v.sent += int64(n)
+	if err != nil {
+		return reply.Reply{}, err
+	}
+	return v.expect(what, want)
+}
+
+func (v *conv) expect(what string, want int) (reply.Reply, error) {
+	r, err := reply.Read(v.br, "smtp")
+	if err != nil {
+		return r, err
+	}
+	if r.Code != want {
+		return r, fmt.Errorf("smtp: %s: the server answered %q: %w", what, reply.Printable(r.String()), ErrReply)
+	}
+	return r, nil
+}
+
+// message builds the test message: headers and a body of size bytes in
+// lines of 76 characters, dot-stuffing never needed.
+func message(from, to string, user, size int) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "From: <%s>\r\nTo: <%s>\r\nSubject: v6lab test message %d\r\nMessage-ID: <v6lab.%d.%d@v6lab.test>\r\n\r\n",
+		from, to, user, user, time.Now().UnixNano())
+	line := strings.Repeat("abcdefghijklmnopqrstuvwxyz", 3)[:76] + "\r\n"
+	for b.Len() < size {
+		b.WriteString(line)
+	}
+	b.WriteString(".\r\n")
+	return b.Bytes()
+}
+
+// Do sends one message.
+func (c *Client) Do(ctx context.Context, user int) result.Sample {
+	tr := load.Begin("smtp", c.Path)
+	ip, err := c.Resolver.Lookup(ctx, c.Host, c.Path)
+	tr.Mark(&tr.S.ResolveNS)
+	if err != nil {
+		return tr.Fail(ctx, "resolve", err)
+	}
+	conn, err := path.Dialer{Path: c.Path, Source: c.Source}.Dial(ctx, "tcp", netip.AddrPortFrom(ip, uint16(c.Port)))
+	tr.Mark(&tr.S.ConnectNS)
+	if err != nil {
+		return tr.Fail(ctx, "connect", err)
+	}
+	defer func() { load.CloseAbort(conn) }()
+	tr.Conn(conn)
+	if dl, ok := ctx.Deadline(); ok {
+		conn.SetDeadline(dl)
+	}
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
+	defer stop()
+	v := &conv{c: conn, br: bufio.NewReaderSize(conn, 4096)}
+	fail := func(err error) result.Sample {
+		tr.S.BytesOut += v.sent
+		if errors.Is(err, ErrReply) {
+			return tr.Fail(ctx, "protocol", err)
+		}
+		return tr.Fail(ctx, "io", err)
+	}
+	if _, err := v.expect("greeting", 220); err != nil {
+		return fail(err)
+	}
+	tr.Mark(&tr.S.FirstByteNS)
+	helo := c.Helo
+	if helo == "" {
+		helo = "v6lab.test"
+	}
+	ehlo, err := v.cmd("EHLO", "EHLO "+helo, 250)
+	if err != nil {
+		return fail(err)
+	}
+	if c.StartTLS {
+		if !strings.Contains(strings.ToUpper(ehlo.String()), "STARTTLS") {
+			return fail(fmt.Errorf("smtp: STARTTLS asked, but the server does not offer it (EHLO: %q): %w", reply.Printable(ehlo.String()), ErrReply))
+		}
+		if _, err := v.cmd("STARTTLS", "STARTTLS", 220); err != nil {
+			return fail(err)
+		}
+		cfg := c.TLS
+		if cfg == nil {
+			cfg = &tls.Config{ServerName: c.Host}
+		}
+		tc := tls.Client(conn, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			return tr.Fail(ctx, "tls", err)
+		}
+		tr.Mark(&tr.S.TLSNS)
+		conn = tc
+		v.c, v.br = tc, bufio.NewReaderSize(tc, 4096)
+		if _, err := v.cmd("EHLO", "EHLO "+helo, 250); err != nil {
+			return fail(err)
+		}
+	}
+	to := c.To
+	if strings.Contains(to, "%d") {
+		to = fmt.Sprintf(to, user)
+	}
+	if _, err := v.cmd("MAIL FROM", "MAIL FROM:<"+c.From+">", 250); err != nil {
+		return fail(err)
+	}
+	if _, err := v.cmd("RCPT TO", "RCPT TO:<"+to+">", 250); err != nil {
+		return fail(err)
+	}
+	if _, err := v.cmd("DATA", "DATA", 354); err != nil {
+		return fail(err)
+	}
+	size := c.Size
+	if size <= 0 {
+		size = DefaultMessageSize
+	}
+	msg := message(c.From, to, user, size)
+	n, err := conn.Write(msg)
+	v.sent += int64(n)
+	if err != nil {
+		return fail(err)
+	}
+	done, err := v.expect("message", 250)
+	if err != nil {
+		return fail(err)
+	}
+	tr.S.BytesOut += v.sent
+	return tr.Done("250 " + done.Text())
+}
+
+// Server is the embedded SMTP server: it accepts any envelope and keeps
+// every message (its size and Message-ID), counting them.
+type Server struct {
+	srvs []*gosmtp.Server
+	lns  []net.Listener
+	// Port is the port shared by every address.
+	Port int
+	// Accepted counts messages accepted with a 250.
+	Accepted atomic.Int64
+	mu       sync.Mutex
+	kept     map[string]int // Message-ID -> size
+	seq      atomic.Int64
+	wg       sync.WaitGroup
+}
+
+// MaxMessage bounds one message the embedded server accepts.
+const MaxMessage = 64 << 20
+
+// Listen starts the server on port (0 picks one) on every address.
+func Listen(ctx context.Context, addrs []netip.Addr, port int) (*Server, error) {
+	s := &Server{kept: map[string]int{}}
+	closers, got, err := path.BindSamePort(addrs, port, func(a netip.Addr, p int) (io.Closer, int, error) {
+		ln, err := path.Listen(ctx, path.OfAddr(a), netip.AddrPortFrom(a, uint16(p)).String())
+		if err != nil {
+			return nil, 0, err
+		}
+		return ln, ln.Addr().(*net.TCPAddr).Port, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("smtp: %w", err)
+	}
+	s.Port = got
+	for _, c := range closers {
+		ln := c.(net.Listener)
+		srv := gosmtp.NewServer(backend{s})
+		srv.Domain = "v6lab.test"
+		srv.MaxMessageBytes = MaxMessage
+		srv.MaxRecipients = 100
+		srv.ReadTimeout, srv.WriteTimeout = time.Minute, time.Minute
+		srv.ErrorLog = discard{}
+		s.srvs = append(s.srvs, srv)
+		s.lns = append(s.lns, ln)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			srv.Serve(ln)
+		}()
+	}
+	return s, nil
+}
+
+type discard struct{}
+
+func (discard) Printf(string, ...any) {}
+func (discard) Println(...any)        {}
+
+// Addrs are the addresses served.
+func (s *Server) Addrs() []netip.AddrPort {
+	var out []netip.AddrPort
+	for _, ln := range s.lns {
+		out = append(out, ln.Addr().(*net.TCPAddr).AddrPort())
+	}
+	return out
+}
+
+// Kept returns how many distinct messages were kept and their total size.
+func (s *Server) Kept() (int, int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var total int64
+	for _, n := range s.kept {
+		total += int64(n)
+	}
+	return len(s.kept), total
+}
+
+// Close stops the server.
+func (s *Server) Close() {
+	for _, srv := range s.srvs {
+		srv.Close()
+	}
+	s.wg.Wait()
+}
+
+type backend struct{ s *Server }
+
+func (b backend) NewSession(*gosmtp.Conn) (gosmtp.Session, error) { return &session{s: b.s}, nil }
+
+type session struct {
+	s       *Server
+	from    string
+	rcpts   int
+	gotMail bool
+}
+
+func (ss *session) Reset()        { ss.from, ss.rcpts, ss.gotMail = "", 0, false }
+func (ss *session) Logout() error { return nil }
+
+func (ss *session) Mail(from string, _ *gosmtp.MailOptions) error {
+	ss.from, ss.gotMail = from, true
+	return nil
+}
+
+func (ss *session) Rcpt(string, *gosmtp.RcptOptions) error {
+	ss.rcpts++
+	return nil
+}
+
+// Data keeps the message and answers "250 2.0.0 OK: queued as N".
+func (ss *session) Data(r io.Reader) error {
+	var size int
+	id := ""
+	br := bufio.NewReader(r)
+	inHeaders := true
+	for {
+		line, err := br.ReadString('\n')
+		size += len(line)
+		if inHeaders {
+			if strings.TrimSpace(line) == "" {
+				inHeaders = false
+			} else if k, v, ok := strings.Cut(line, ":"); ok && strings.EqualFold(k, "Message-ID") {
+				id = strings.TrimSpace(v)
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	n := ss.s.seq.Add(1)
+	if id == "" {
+		id = fmt.Sprintf("<no-id-%d>", n)
+	}
+	ss.s.mu.Lock()
+	ss.s.kept[id] = size
+	ss.s.mu.Unlock()
+	ss.s.Accepted.Add(1)
+	return &gosmtp.SMTPError{Code: 250, EnhancedCode: gosmtp.EnhancedCode{2, 0, 0}, Message: fmt.Sprintf("OK: queued as %d", n)}
+}
