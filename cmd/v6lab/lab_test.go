@@ -250,6 +250,7 @@ cells:
   - {protocol: ftp, file: 256K, conns: [2]}
   - {protocol: ftp, label: ftp-active, file: 256K, conns: [1], active: true}
   - {protocol: smtp, conns: [3]}
+  - {protocol: imap, conns: [3]}
 `), 0o644)
 	out, err := exec.Command(bin, "run", exp, "--rate", "100M", "-q", "--results", dir).CombinedOutput()
 	if err != nil {
@@ -263,11 +264,11 @@ cells:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Cells) != 15 {
+	if len(s.Cells) != 18 {
 		t.Fatalf("%d cells", len(s.Cells))
 	}
 	for _, c := range s.Cells {
-		if strings.HasPrefix(c.Protocol, "ftp") || c.Protocol == "smtp" {
+		if strings.HasPrefix(c.Protocol, "ftp") || c.Protocol == "smtp" || c.Protocol == "imap" {
 			if c.Completed != 2*c.Conns || c.Failed != 0 {
 				t.Errorf("%s/%s: %d completed, %d failed (%s)", c.Protocol, c.Path, c.Completed, c.Failed, c.FirstError)
 			}

@@ -17,6 +17,7 @@ import (
 	"v6lab/internal/proto/dns"
 	"v6lab/internal/proto/ftp"
 	httpp "v6lab/internal/proto/http"
+	"v6lab/internal/proto/imap"
 	"v6lab/internal/proto/smtp"
 	"v6lab/internal/report"
 	"v6lab/internal/transport"
@@ -142,7 +143,7 @@ func TestRunExperimentFilesAndBuiltins(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "mine.yaml")
 	os.WriteFile(file, []byte(printed), 0o644)
 	out, err = v6lab(t, "run", file, "--loopback", "--scale", "0.01", "--dry-run")
-	if err != nil || !strings.Contains(out, "experiment mitre2004: 42 runs on loopback") || !strings.Contains(out, "[1 5 10 50]") ||
+	if err != nil || !strings.Contains(out, "experiment mitre2004: 54 runs on loopback") || !strings.Contains(out, "[1 5 10 50]") ||
 		!strings.Contains(out, "ftp    ftp       [ipv4 ipv6]") {
 		t.Fatalf("--dry-run: %v\n%s", err, out)
 	}
@@ -354,6 +355,37 @@ func TestProbeSMTP(t *testing.T) {
 	}
 }
 
+func TestProbeIMAP(t *testing.T) {
+	s, err := imap.Listen(context.Background(), []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")}, 0, 50, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	root := t.TempDir()
+	if out, err := v6lab(t, "probe", "imap", fmt.Sprintf("[::1]:%d", s.Port), "--paths", "ipv6", "--conns", "1,60", "--runs", "2", "--users", "50", "-q", "--results", root); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	f, sum, err := report.Load(onlyDir(t, root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range sum.Cells {
+		if c.Completed != c.Conns || c.Failed != 0 {
+			t.Errorf("%d: %d completed (%s)", c.Conns, c.Completed, c.FirstError)
+		}
+	}
+	users := map[string]bool{}
+	for _, smp := range f.Samples {
+		users[smp.Marker[strings.LastIndex(smp.Marker, " ")+1:]] = true
+	}
+	if len(users) != 50 {
+		t.Errorf("%d distinct users logged in, want all 50", len(users))
+	}
+	if _, err := v6lab(t, "probe", "imap", "127.0.0.1", "--user-format", "nobody"); err == nil || exitCode(err) != 2 {
+		t.Errorf("bad --user-format: %v", err)
+	}
+}
+
 func TestProbeDNS(t *testing.T) {
 	l, _ := localServers(t)
 	root := t.TempDir()
@@ -415,7 +447,7 @@ func TestBadInputIsAClearError(t *testing.T) {
 func TestHelpHasExamples(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"run", "--help"}, {"probe", "http", "--help"}, {"probe", "dns", "--help"},
 		{"serve", "http", "--help"}, {"serve", "dns", "--help"}, {"report", "--help"}, {"compare", "--help"},
-		{"tcp", "--help"}, {"udp", "--help"}, {"serve", "transport", "--help"}, {"probe", "ftp", "--help"}, {"serve", "ftp", "--help"}, {"probe", "smtp", "--help"}, {"serve", "smtp", "--help"},
+		{"tcp", "--help"}, {"udp", "--help"}, {"serve", "transport", "--help"}, {"probe", "ftp", "--help"}, {"serve", "ftp", "--help"}, {"probe", "smtp", "--help"}, {"serve", "smtp", "--help"}, {"probe", "imap", "--help"}, {"serve", "imap", "--help"},
 		{"lab", "--help"}, {"lab", "up", "--help"}} {
 		out, err := v6lab(t, args...)
 		if err != nil || !strings.Contains(out, "Examples:") {
@@ -507,6 +539,8 @@ cells:
   - protocol: smtp
     size: 1000
     conns: [4]
+  - protocol: imap
+    conns: [5]
 `), 0o644)
 	root := t.TempDir()
 	out, err := v6lab(t, "run", exp, "--results", root)
@@ -522,11 +556,11 @@ cells:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Cells) != 8 {
+	if len(s.Cells) != 10 {
 		t.Fatalf("%d cells", len(s.Cells))
 	}
 	for _, c := range s.Cells {
-		if c.Protocol == "ftp" || c.Protocol == "smtp" {
+		if c.Protocol == "ftp" || c.Protocol == "smtp" || c.Protocol == "imap" {
 			if c.Completed != 2*c.Conns || c.Failed != 0 {
 				t.Errorf("ftp/%s: %d completed (%s)", c.Path, c.Completed, c.FirstError)
 			}

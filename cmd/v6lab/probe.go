@@ -17,6 +17,7 @@ import (
 	"v6lab/internal/path"
 	"v6lab/internal/proto/ftp"
 	httpp "v6lab/internal/proto/http"
+	"v6lab/internal/proto/imap"
 	"v6lab/internal/proto/smtp"
 )
 
@@ -27,7 +28,7 @@ func newProbeCmd() *cobra.Command {
 		Example: `  v6lab probe http http://www.example.test/ --conns 1,10,100 --runs 11
   v6lab probe dns www.example.test --server 192.0.2.53 --server [2001:db8::53]:53`,
 	}
-	cmd.AddCommand(newProbeHTTPCmd(), newProbeDNSCmd(), newProbeFTPCmd(), newProbeSMTPCmd())
+	cmd.AddCommand(newProbeHTTPCmd(), newProbeDNSCmd(), newProbeFTPCmd(), newProbeSMTPCmd(), newProbeIMAPCmd())
 	return cmd
 }
 
@@ -316,5 +317,67 @@ simulated user's number.`,
 	fl.IntVar(&size, "size", smtp.DefaultMessageSize, "message body size in bytes")
 	fl.BoolVar(&startTLS, "starttls", false, "upgrade with STARTTLS before MAIL FROM")
 	fl.BoolVar(&insecure, "insecure", false, "with --starttls: accept any certificate")
+	return cmd
+}
+
+func newProbeIMAPCmd() *cobra.Command {
+	var lf loadFlags
+	var df dnsFlags
+	var users int
+	var userFormat, password string
+	cmd := &cobra.Command{
+		Use:   "imap HOST[:PORT]",
+		Short: "Measure IMAP mail retrieval, DNS lookup included, over each path",
+		Long: `probe imap times mail retrievals from HOST (port 143 unless given): the name is looked up
+with the path's record type, then simulated user i logs in as its own user (--user-format
+with i mod --users + 1), selects INBOX and fetches message 1; the transaction ends on the
+tagged OK of the FETCH. Literal sizes are checked against what arrives and bounded.`,
+		Example: `  v6lab probe imap 127.0.0.1:1143 --paths ipv4 --conns 1,10,100,200 --users 500
+  v6lab probe imap mail.example.test --user-format 'test%d' --password secret --users 50`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			host, port := args[0], 143
+			if ap, err := netip.ParseAddrPort(args[0]); err == nil {
+				host, port = ap.Addr().String(), int(ap.Port())
+			} else if h, p, err := net.SplitHostPort(args[0]); err == nil {
+				n, perr := strconv.Atoi(p)
+				if perr != nil || n < 1 || n > 65535 {
+					return &exitError{code: 2, err: fmt.Errorf("%q: bad port", args[0])}
+				}
+				host, port = h, n
+			}
+			host = strings.Trim(host, "[]")
+			if users < 1 {
+				return &exitError{code: 2, err: fmt.Errorf("--users must be at least 1")}
+			}
+			if strings.Count(userFormat, "%d") != 1 {
+				return &exitError{code: 2, err: fmt.Errorf("--user-format %q must hold %%d once", userFormat)}
+			}
+			spec, err := lf.spec("imap", "imap", args[0])
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			res, src := &path.Resolver{}, "none (IP literal)"
+			if _, lit := netip.ParseAddr(host); lit != nil {
+				if res, src, err = df.resolver(); err != nil {
+					return &exitError{code: 2, err: err}
+				}
+			}
+			spec.Params = map[string]string{"dns_servers": fmt.Sprint(res.Servers), "dns_source": src, "users": fmt.Sprint(users), "user_format": userFormat}
+			probe := func(p path.Path) (load.Probe, error) {
+				return &imap.Client{Host: host, Port: port, Path: p, Resolver: res, Users: users, UserFormat: userFormat, Password: password}, nil
+			}
+			_, err = execute(cmd, job{exp: experiment.Single(spec, "hosts"), probe: anyCell(probe), target: "remote",
+				servers: map[string]string{"imap": fmt.Sprintf("%s:%d", host, port)}, results: lf.results})
+			return err
+		},
+	}
+	lf.register(cmd, "1,10,100", 11)
+	fl := cmd.Flags()
+	fl.StringArrayVar(&df.servers, "dns-server", nil, "DNS server ADDR[:PORT] to ask (repeat for each family; default: /etc/resolv.conf)")
+	fl.StringVar(&df.over, "dns-over", "path", "family that carries the DNS query: path, ipv4 or ipv6")
+	fl.IntVar(&users, "users", imap.DefaultUsers, "users on the server: simulated user i logs in as user (i mod users)+1")
+	fl.StringVar(&userFormat, "user-format", "user%d", "user names, %d being the user's number")
+	fl.StringVar(&password, "password", imap.Password, "every user's password")
 	return cmd
 }

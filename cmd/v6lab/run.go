@@ -195,9 +195,9 @@ func runExperiment(cmd *cobra.Command, exp *experiment.Experiment, where string,
 	defer local.Close()
 	_, err = execute(cmd, job{
 		exp:       exp,
-		probe:     experiment.Env{URL: local.URL, Resolver: local.Resolver, Transport: local.TransportAddr, FTPPort: local.FTP.Port, SMTPPort: local.SMTP.Port}.Probe,
+		probe:     experiment.Env{URL: local.URL, Resolver: local.Resolver, Transport: local.TransportAddr, FTPPort: local.FTP.Port, SMTPPort: local.SMTP.Port, IMAPPort: local.IMAP.Port}.Probe,
 		target:    "loopback",
-		servers:   map[string]string{"http": "embedded (Go net/http)", "dns": "embedded (miekg/dns)", "transport": "embedded v6lab transport server", "ftp": "embedded (ftpserverlib, generated files)", "smtp": "embedded (go-smtp, every message kept)"},
+		servers:   map[string]string{"http": "embedded (Go net/http)", "dns": "embedded (miekg/dns)", "transport": "embedded v6lab transport server", "ftp": "embedded (ftpserverlib, generated files)", "smtp": "embedded (go-smtp, every message kept)", "imap": "embedded (go-imap v2, 500 users with one message each)"},
 		notes:     []string{"ran on loopback (no lab): only ipv4 and ipv6 exist there"},
 		serverFDs: 1,
 		results:   o.lf.results,

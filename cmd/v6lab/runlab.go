@@ -36,6 +36,7 @@ type labJob struct {
 	Transport map[path.Path]netip.AddrPort `json:"transport"`
 	FTPPort   int                          `json:"ftp_port,omitempty"`
 	SMTPPort  int                          `json:"smtp_port,omitempty"`
+	IMAPPort  int                          `json:"imap_port,omitempty"`
 	Ports     map[string]uint16            `json:"ports"`
 	Servers   map[string]string            `json:"servers"`
 	Notes     []string                     `json:"notes"`
@@ -121,10 +122,10 @@ func runInLab(cmd *cobra.Command, exp *experiment.Experiment, cfg lab.Config, re
 
 	cfgJSON, _ := json.Marshal(cfg)
 	job := labJob{Exp: exp, URL: in.URL.String(), Resolvers: map[path.Path]labResolver{}, Sources: in.Sources,
-		Transport: in.TransportAddr, FTPPort: ftpPort, SMTPPort: in.SMTP.Port,
+		Transport: in.TransportAddr, FTPPort: ftpPort, SMTPPort: in.SMTP.Port, IMAPPort: in.IMAP.Port,
 		// tcp and udp are absent: port 0 counts every TCP and UDP packet,
 		// data streams (on ports chosen per test) included.
-		Ports: map[string]uint16{"http": uint16(in.HTTP.Port), "dns": uint16(in.DNS.Port), "smtp": uint16(in.SMTP.Port)},
+		Ports: map[string]uint16{"http": uint16(in.HTTP.Port), "dns": uint16(in.DNS.Port), "smtp": uint16(in.SMTP.Port), "imap": uint16(in.IMAP.Port)},
 		Servers: map[string]string{"http": "embedded (Go net/http) in the server namespace", "dns": "embedded (miekg/dns) in the server namespace, a view per tunnel address",
 			"transport": "embedded v6lab transport server in the server namespace",
 			"ftp":       "embedded (ftpserverlib, generated files), a process in the server namespace"},
@@ -207,7 +208,7 @@ func runLabChild(cmd *cobra.Command, jobFile string) error {
 	if err != nil {
 		return err
 	}
-	env := experiment.Env{URL: u, Resolvers: map[path.Path]*path.Resolver{}, Sources: j.Sources, Transport: j.Transport, FTPPort: j.FTPPort, SMTPPort: j.SMTPPort}
+	env := experiment.Env{URL: u, Resolvers: map[path.Path]*path.Resolver{}, Sources: j.Sources, Transport: j.Transport, FTPPort: j.FTPPort, SMTPPort: j.SMTPPort, IMAPPort: j.IMAPPort}
 	for p, r := range j.Resolvers {
 		env.Resolvers[p] = &path.Resolver{Servers: r.Servers, Source: r.Source}
 	}

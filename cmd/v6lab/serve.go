@@ -13,6 +13,7 @@ import (
 	"v6lab/internal/proto/dns"
 	"v6lab/internal/proto/ftp"
 	httpp "v6lab/internal/proto/http"
+	"v6lab/internal/proto/imap"
 	"v6lab/internal/proto/smtp"
 )
 
@@ -47,11 +48,11 @@ func waitSignal(cmd *cobra.Command) {
 func newServeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Run an embedded server (http, dns, ftp, smtp, transport) for tests between two hosts",
+		Short: "Run an embedded server (http, dns, ftp, smtp, imap, transport) for tests between two hosts",
 		Example: `  v6lab serve http --listen 0.0.0.0:8080 --listen [::]:8080
   v6lab serve dns --listen 192.0.2.1:53 --listen [2001:db8::1]:53 --record www.lab.test=192.0.2.1 --record www.lab.test=2001:db8::1`,
 	}
-	cmd.AddCommand(newServeHTTPCmd(), newServeDNSCmd(), newServeFTPCmd(), newServeSMTPCmd(), newServeTransportCmd())
+	cmd.AddCommand(newServeHTTPCmd(), newServeDNSCmd(), newServeFTPCmd(), newServeSMTPCmd(), newServeIMAPCmd(), newServeTransportCmd())
 	return cmd
 }
 
@@ -208,5 +209,44 @@ lost mail.`,
 		},
 	}
 	cmd.Flags().StringArrayVar(&listen, "listen", []string{"127.0.0.1:2525", "[::1]:2525"}, "ADDR:PORT to listen on (repeat; one port for all)")
+	return cmd
+}
+
+func newServeIMAPCmd() *cobra.Command {
+	var listen []string
+	var users, size int
+	cmd := &cobra.Command{
+		Use:   "imap",
+		Short: "Serve IMAP: users user1…userN, each with the same message in INBOX",
+		Long: `serve imap holds --users users named user1 … userN, password "v6lab", each with the same
+message of --size bytes in INBOX (the study's IMAP server), on every --listen address until
+interrupted. Plaintext LOGIN is allowed: it is a test server.`,
+		Example: `  v6lab serve imap
+  v6lab serve imap --listen 0.0.0.0:1143 --listen [::]:1143 --users 500`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			addrs, port, err := listenAddrs(listen)
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			if users < 1 || users > 100000 || size < 0 || size > 64<<20 {
+				return &exitError{code: 2, err: fmt.Errorf("--users: 1 to 100000; --size: 0 to 64M")}
+			}
+			s, err := imap.Listen(cmd.Context(), addrs, port, users, size)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			for _, a := range s.Addrs() {
+				fmt.Fprintf(cmd.OutOrStdout(), "serving imap on %s (users user1…user%d, password %s)\n", a, users, imap.Password)
+			}
+			waitSignal(cmd)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringArrayVar(&listen, "listen", []string{"127.0.0.1:1143", "[::1]:1143"}, "ADDR:PORT to listen on (repeat; one port for all)")
+	fl.IntVar(&users, "users", imap.DefaultUsers, "number of users")
+	fl.IntVar(&size, "size", 4096, "size of the message in each INBOX")
 	return cmd
 }

@@ -71,6 +71,11 @@ type Spec struct {
 	To       string `json:"to,omitempty"`
 	Size     int    `json:"size,omitempty"`
 	StartTLS bool   `json:"starttls,omitempty"`
+	// IMAP: user i logs in as user(i mod Users)+1 (UserFormat, Password
+	// for real servers).
+	Users      int    `json:"users,omitempty"`
+	UserFormat string `json:"user_format,omitempty"`
+	Password   string `json:"password,omitempty"`
 	// Test shapes a tcp or udp cell's trials; Servers are the transport
 	// servers to test against (where: hosts).
 	Test    *transport.Options `json:"test,omitempty"`

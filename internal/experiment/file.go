@@ -14,6 +14,7 @@ import (
 	"v6lab/internal/path"
 	"v6lab/internal/proto/ftp"
 	httpp "v6lab/internal/proto/http"
+	"v6lab/internal/proto/imap"
 	"v6lab/internal/proto/smtp"
 	"v6lab/internal/specfile"
 	"v6lab/internal/transport"
@@ -53,6 +54,10 @@ type cellFile struct {
 	Query      string    `yaml:"query"`
 	DNSServers []string  `yaml:"dns_servers"`
 	Transport  string    `yaml:"transport"`
+	// imap
+	Users      *int   `yaml:"users"`
+	UserFormat string `yaml:"user_format"`
+	Password   string `yaml:"password"`
 	// smtp
 	From     string `yaml:"from"`
 	To       string `yaml:"to"`
@@ -92,16 +97,15 @@ var protocolOptions = map[string][]string{
 	"dns":  {"query", "dns_servers", "transport"},
 	"ftp":  {"file", "active", "url", "dns_servers"},
 	"smtp": {"from", "to", "size", "starttls", "url", "dns_servers"},
+	"imap": {"users", "user_format", "password", "url", "dns_servers"},
 	"tcp":  {"time", "interval", "bytes", "streams", "window", "sndbuf", "rcvbuf", "mss", "congestion", "bottleneck", "servers"},
 	"udp":  {"time", "interval", "rate", "size", "sndbuf", "rcvbuf", "servers"},
 }
 
 // allOptions are every protocol option, for the "does not apply" rule.
-var allOptions = []string{"from", "to", "starttls", "file", "active", "objects", "url", "query", "dns_servers", "transport", "time", "interval", "bytes", "streams",
+var allOptions = []string{"users", "user_format", "password", "from", "to", "starttls", "file", "active", "objects", "url", "query", "dns_servers", "transport", "time", "interval", "bytes", "streams",
 	"window", "sndbuf", "rcvbuf", "mss", "congestion", "bottleneck", "rate", "size", "servers"}
 
-// Protocols the studies use that later versions add.
-var plannedProtocols = []string{"imap"}
 
 var (
 	nameRE  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
@@ -302,11 +306,9 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Pa
 	opts, ok := protocolOptions[c.Protocol]
 	switch {
 	case !doc.Has(field("protocol")):
-		return s, doc.Errorf(at, "protocol is required (http, dns, ftp, smtp, tcp or udp)")
-	case !ok && slices.Contains(plannedProtocols, c.Protocol):
-		return s, doc.Errorf(field("protocol"), "%s is not in this version of v6lab yet (http, dns, ftp, smtp, tcp and udp are)", c.Protocol)
+		return s, doc.Errorf(at, "protocol is required (http, dns, ftp, smtp, imap, tcp or udp)")
 	case !ok:
-		return s, doc.Errorf(field("protocol"), "%q is not a protocol v6lab knows (http, dns, ftp, smtp, tcp, udp)", c.Protocol)
+		return s, doc.Errorf(field("protocol"), "%q is not a protocol v6lab knows (http, dns, ftp, smtp, imap, tcp, udp)", c.Protocol)
 	}
 	if doc.Has(field("label")) && !labelRE.MatchString(c.Label) {
 		return s, doc.Errorf(field("label"), "%q: lowercase letters, digits, dot, dash and underscore, up to 32", c.Label)
@@ -392,6 +394,30 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Pa
 			}
 		}
 		s.URL, s.File, s.Active = c.URL, c.File, c.Active
+	case "imap":
+		if hosts && c.URL == "" {
+			return s, doc.Errorf(at, "url is required with where: hosts (imap://host[:port])")
+		}
+		if !hosts && (c.URL != "" || c.UserFormat != "" || c.Password != "") {
+			f := "url"
+			if c.URL == "" {
+				f = map[bool]string{true: "user_format", false: "password"}[c.UserFormat != ""]
+			}
+			return s, doc.Errorf(field(f), "only with where: hosts; the embedded server has users user1…userN with its own password")
+		}
+		if c.URL != "" && !strings.HasPrefix(c.URL, "imap://") {
+			return s, doc.Errorf(field("url"), "%q: want imap://host[:port]", c.URL)
+		}
+		if c.UserFormat != "" && strings.Count(c.UserFormat, "%d") != 1 {
+			return s, doc.Errorf(field("user_format"), "%q must hold %%d once, for the user's number", c.UserFormat)
+		}
+		if c.Users != nil {
+			if *c.Users < 1 || (!hosts && *c.Users > imap.DefaultUsers) {
+				return s, doc.Errorf(field("users"), "%d: want 1 to %d (the embedded server's users)", *c.Users, imap.DefaultUsers)
+			}
+			s.Users = *c.Users
+		}
+		s.URL, s.UserFormat, s.Password = c.URL, c.UserFormat, c.Password
 	case "smtp":
 		if hosts && c.URL == "" {
 			return s, doc.Errorf(at, "url is required with where: hosts (smtp://host[:port])")

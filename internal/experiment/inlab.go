@@ -10,6 +10,7 @@ import (
 	"v6lab/internal/path"
 	"v6lab/internal/proto/dns"
 	httpp "v6lab/internal/proto/http"
+	"v6lab/internal/proto/imap"
 	"v6lab/internal/proto/smtp"
 	"v6lab/internal/transport"
 )
@@ -23,8 +24,9 @@ type InLab struct {
 	URL       *url.URL
 	Resolvers map[path.Path]*path.Resolver
 	Sources   map[path.Path]netip.Addr
-	// SMTP accepts and keeps mail.
+	// SMTP accepts and keeps mail; IMAP holds imap.DefaultUsers users.
 	SMTP *smtp.Server
+	IMAP *imap.Server
 	// Transport is the embedded transport server (tcp and udp tests).
 	Transport     *transport.Running
 	TransportAddr map[path.Path]netip.AddrPort
@@ -57,6 +59,12 @@ func StartInLab(ctx context.Context, l *lab.Lab, cfg httpp.ServerConfig) (*InLab
 		if in.SMTP, err = smtp.Listen(ctx, addrs, 0); err != nil {
 			in.HTTP.Close()
 			in.DNS.Close()
+			return err
+		}
+		if in.IMAP, err = imap.Listen(ctx, addrs, 0, imap.DefaultUsers, imapMessageSize); err != nil {
+			in.HTTP.Close()
+			in.DNS.Close()
+			in.SMTP.Close()
 		}
 		return err
 	})
@@ -69,6 +77,7 @@ func StartInLab(ctx context.Context, l *lab.Lab, cfg httpp.ServerConfig) (*InLab
 		in.HTTP.Close()
 		in.DNS.Close()
 		in.SMTP.Close()
+		in.IMAP.Close()
 		return nil, fmt.Errorf("experiment: transport server in the lab: %w", err)
 	}
 	tp := uint16(in.Transport.Port)
@@ -90,5 +99,6 @@ func (in *InLab) Close() {
 	in.HTTP.Close()
 	in.DNS.Close()
 	in.SMTP.Close()
+	in.IMAP.Close()
 	in.Transport.Close()
 }

@@ -11,9 +11,13 @@ import (
 	"v6lab/internal/proto/dns"
 	"v6lab/internal/proto/ftp"
 	httpp "v6lab/internal/proto/http"
+	"v6lab/internal/proto/imap"
 	"v6lab/internal/proto/smtp"
 	"v6lab/internal/transport"
 )
+
+// imapMessageSize is the size of the message in every embedded IMAP INBOX.
+const imapMessageSize = 4 << 10
 
 // LocalName is the name the embedded DNS server gives the embedded servers.
 const LocalName = "www.v6lab.test"
@@ -29,6 +33,7 @@ type Local struct {
 	// FTP serves generated files; SMTP accepts and keeps mail.
 	FTP  *ftp.Server
 	SMTP *smtp.Server
+	IMAP *imap.Server
 	// Transport answers tcp and udp tests; TransportAddr per path.
 	Transport     *transport.Running
 	TransportAddr map[path.Path]netip.AddrPort
@@ -72,11 +77,19 @@ func StartLocal(ctx context.Context, paths []path.Path, cfg httpp.ServerConfig) 
 		l.FTP.Close()
 		return nil, fmt.Errorf("experiment: embedded SMTP server: %w", err)
 	}
+	if l.IMAP, err = imap.Listen(ctx, addrs, 0, imap.DefaultUsers, imapMessageSize); err != nil {
+		l.HTTP.Close()
+		l.DNS.Close()
+		l.FTP.Close()
+		l.SMTP.Close()
+		return nil, fmt.Errorf("experiment: embedded IMAP server: %w", err)
+	}
 	if l.Transport, err = transport.ListenAndServe(ctx, addrs, 0, nil); err != nil {
 		l.HTTP.Close()
 		l.DNS.Close()
 		l.FTP.Close()
 		l.SMTP.Close()
+		l.IMAP.Close()
 		return nil, fmt.Errorf("experiment: embedded transport server: %w", err)
 	}
 	l.TransportAddr = map[path.Path]netip.AddrPort{}
@@ -94,5 +107,6 @@ func (l *Local) Close() {
 	l.DNS.Close()
 	l.FTP.Close()
 	l.SMTP.Close()
+	l.IMAP.Close()
 	l.Transport.Close()
 }

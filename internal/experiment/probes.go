@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"v6lab/internal/proto/ftp"
+	"v6lab/internal/proto/imap"
 	"v6lab/internal/proto/smtp"
 	"v6lab/internal/transport"
 
@@ -79,7 +80,7 @@ type Env struct {
 	// Transport is the embedded transport server's address per path.
 	Transport map[path.Path]netip.AddrPort
 	// FTPPort and SMTPPort are the embedded servers' ports (host: URL's host).
-	FTPPort, SMTPPort int
+	FTPPort, SMTPPort, IMAPPort int
 }
 
 func (env Env) resolver(p path.Path) *path.Resolver {
@@ -180,6 +181,33 @@ func (env Env) Probe(s *Spec, p path.Path) (load.Probe, error) {
 		}
 		if c.Host == "" || c.Port == 0 || c.Resolver == nil {
 			return nil, errors.New("no SMTP server to measure")
+		}
+		return c, nil
+	case "imap":
+		c := &imap.Client{Path: p, Resolver: env.resolver(p), Source: env.Sources[p], Users: imap.DefaultUsers, Password: imap.Password}
+		if s.Users > 0 {
+			c.Users = s.Users
+		}
+		if env.URL != nil {
+			c.Host, c.Port = env.URL.Hostname(), env.IMAPPort
+		}
+		if s.URL != "" {
+			u, err := url.Parse(s.URL)
+			if err != nil || u.Scheme != "imap" || u.Hostname() == "" {
+				return nil, fmt.Errorf("imap URL %q: want imap://host[:port]", s.URL)
+			}
+			res, err := hostResolver(s.DNSServers)
+			if err != nil {
+				return nil, err
+			}
+			c.Host, c.Resolver, c.Source, c.Port = u.Hostname(), res, netip.Addr{}, 143
+			if ps := u.Port(); ps != "" {
+				c.Port, _ = strconv.Atoi(ps)
+			}
+			c.UserFormat, c.Password = s.UserFormat, s.Password
+		}
+		if c.Host == "" || c.Port == 0 || c.Resolver == nil {
+			return nil, errors.New("no IMAP server to measure")
 		}
 		return c, nil
 	case "tcp", "udp":
