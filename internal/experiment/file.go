@@ -106,7 +106,6 @@ var protocolOptions = map[string][]string{
 var allOptions = []string{"users", "user_format", "password", "from", "to", "starttls", "file", "active", "objects", "url", "query", "dns_servers", "transport", "time", "interval", "bytes", "streams",
 	"window", "sndbuf", "rcvbuf", "mss", "congestion", "bottleneck", "rate", "size", "servers"}
 
-
 var (
 	nameRE  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 	labelRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,31}$`)
