@@ -415,7 +415,7 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"run", "--runs", "1", "--warmup", "1"}, 2, "warm-up runs (1) must be fewer than runs (1)"},
 		{[]string{"run", "--loopback", "--paths", "ipv4,6in4", "--results", t.TempDir()}, 2, "6in4 needs the lab"},
 		{[]string{"run", "--rate", "fast"}, 2, "bad rate"},
-		{[]string{"run", "mitre1999"}, 2, `no built-in experiment "mitre1999" (built in: mitre2004, quick, rubio)`},
+		{[]string{"run", "mitre1999"}, 2, `no built-in experiment "mitre1999" (built in: mitre2004, quick, regensburg, rubio)`},
 		{[]string{"run", "nosuch.yaml"}, 2, "nosuch.yaml: no such file"},
 		{[]string{"run", "../../internal/experiment/testdata/invalid-conns.yaml"}, 2, "invalid-conns.yaml:5: cells[0].conns[1]: 0: want 1 to 100000 connections"},
 		{[]string{"run", "--scale", "2", "--dry-run"}, 2, "--scale: experiment: scale 2: want more than 0 and at most 1"},
@@ -541,6 +541,10 @@ cells:
     conns: [4]
   - protocol: imap
     conns: [5]
+  - protocol: http
+    label: http-file
+    file: 3M
+    conns: [1]
 `), 0o644)
 	root := t.TempDir()
 	out, err := v6lab(t, "run", exp, "--results", root)
@@ -556,10 +560,16 @@ cells:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Cells) != 10 {
+	if len(s.Cells) != 12 {
 		t.Fatalf("%d cells", len(s.Cells))
 	}
 	for _, c := range s.Cells {
+		if c.Protocol == "http-file" {
+			if c.Completed != 2 || c.Metrics["file_bytes"] == nil || c.Metrics["file_bytes"].Mean < 3<<20 || c.Metrics["mbytes_per_s"] == nil {
+				t.Errorf("http file: %d completed, metrics %v (%s)", c.Completed, c.Metrics, c.FirstError)
+			}
+			continue
+		}
 		if c.Protocol == "ftp" || c.Protocol == "smtp" || c.Protocol == "imap" {
 			if c.Completed != 2*c.Conns || c.Failed != 0 {
 				t.Errorf("ftp/%s: %d completed (%s)", c.Path, c.Completed, c.FirstError)

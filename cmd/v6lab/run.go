@@ -19,6 +19,7 @@ import (
 	"v6lab/internal/path"
 	httpp "v6lab/internal/proto/http"
 	"v6lab/internal/transport"
+	"v6lab/internal/units"
 )
 
 // runOpts are run's own flags.
@@ -446,6 +447,16 @@ func trialTime(o *transport.Options) time.Duration {
 	return min(o.Duration, time.Duration(float64(o.Bytes)*8/rate*float64(time.Second)))
 }
 
+// fileTime guesses how long n simultaneous transfers of a file take at
+// 1 Gbit/s.
+func fileTime(file string, n int) time.Duration {
+	size, err := units.ParseSize(strings.TrimPrefix(file, "/"))
+	if file == "" || err != nil {
+		return 0
+	}
+	return time.Duration(float64(size*int64(n)) * 8 / 1e9 * float64(time.Second))
+}
+
 // printPlan shows what a run would do and a rough idea of how long.
 func printPlan(w io.Writer, exp *experiment.Experiment, where, note string) {
 	plan := exp.Plan()
@@ -465,7 +476,7 @@ func printPlan(w io.Writer, exp *experiment.Experiment, where, note string) {
 		tx := 0
 		for _, n := range c.Conns {
 			tx += n * c.Runs * len(c.Paths)
-			per := time.Duration(c.Pause) + 50*time.Millisecond + time.Duration(n)*300*time.Microsecond + time.Duration(c.Duration) + trialTime(c.Test)
+			per := time.Duration(c.Pause) + 50*time.Millisecond + time.Duration(n)*300*time.Microsecond + time.Duration(c.Duration) + trialTime(c.Test) + fileTime(c.File, n)
 			est += per * time.Duration(c.Runs*len(c.Paths))
 			worst += (time.Duration(c.Pause) + time.Duration(c.Timeout) + time.Duration(c.Duration)) * time.Duration(c.Runs*len(c.Paths))
 		}

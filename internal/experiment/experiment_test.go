@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -257,5 +258,40 @@ func TestStartLocalRefusesSixIn4(t *testing.T) {
 	_, err := StartLocal(context.Background(), []path.Path{path.IPv4, path.SixIn4}, DefaultTestConfig)
 	if err == nil || !strings.Contains(err.Error(), "6in4 needs the lab") {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// TestBulkTransfersRunInConstantMemory fetches a 2 GB file over FTP and
+// HTTP from the embedded servers: neither side may hold it, so this
+// process (both sides at once) allocates a small fraction of it.
+func TestBulkTransfersRunInConstantMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("moves 4 GB over loopback")
+	}
+	l, err := StartLocal(context.Background(), []path.Path{path.IPv4}, DefaultTestConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	env := Env{URL: l.URL, Resolver: l.Resolver, FTPPort: l.FTP.Port}
+	const size = 2183355160 // the Regensburg file set's largest
+	for _, proto := range []string{"ftp", "http"} {
+		pr, err := env.Probe(&Spec{Protocol: proto, File: "2183355160"}, path.IPv4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		s := pr.Do(ctx, 0)
+		cancel()
+		runtime.ReadMemStats(&after)
+		if !s.OK() || s.BytesIn < size || s.Metrics["mbytes_per_s"] <= 0 || s.Metrics["file_bytes"] != float64(s.BytesIn) {
+			t.Fatalf("%s: %s, %d bytes, metrics %v", proto, s.Err, s.BytesIn, s.Metrics)
+		}
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 64<<20 {
+			t.Errorf("%s: a 2 GB transfer allocated %d MB", proto, alloc>>20)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -93,7 +94,7 @@ const (
 
 // Protocols this version measures, and the options each takes.
 var protocolOptions = map[string][]string{
-	"http": {"objects", "url", "dns_servers"},
+	"http": {"objects", "file", "url", "dns_servers"},
 	"dns":  {"query", "dns_servers", "transport"},
 	"ftp":  {"file", "active", "url", "dns_servers"},
 	"smtp": {"from", "to", "size", "starttls", "url", "dns_servers"},
@@ -371,7 +372,15 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Pa
 		if !hosts && c.URL != "" {
 			return s, doc.Errorf(field("url"), "only with where: hosts; v6lab chooses the embedded server's URL")
 		}
-		s.URL = c.URL
+		if c.File != "" {
+			if err := checkFile(doc, field("file"), c.File, hosts); err != nil {
+				return s, err
+			}
+			if c.Objects != nil {
+				return s, doc.Errorf(field("objects"), "a cell fetches a page with objects or a file, not both")
+			}
+		}
+		s.URL, s.File = c.URL, c.File
 	case "ftp":
 		if hosts && c.URL == "" {
 			return s, doc.Errorf(at, "url is required with where: hosts (ftp://[user[:password]@]host[:port]/file)")
@@ -385,11 +394,8 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Pa
 			}
 		}
 		if c.File != "" {
-			if hosts {
-				return s, doc.Errorf(field("file"), "with where: hosts the url names the file")
-			}
-			if n, err := units.ParseSize(strings.TrimPrefix(c.File, "/")); err != nil || n > ftp.MaxFileSize {
-				return s, doc.Errorf(field("file"), "%q: the embedded server's files are sizes such as 1M, 64K or 5879824", c.File)
+			if err := checkFile(doc, field("file"), c.File, hosts); err != nil {
+				return s, err
 			}
 		}
 		s.URL, s.File, s.Active = c.URL, c.File, c.Active
@@ -475,6 +481,18 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Pa
 	}
 	s.DNSServers = c.DNSServers
 	return s, nil
+}
+
+// checkFile checks a file cell's size name (the embedded servers generate
+// files whose names are their sizes).
+func checkFile(doc *specfile.Doc, field, file string, hosts bool) error {
+	if hosts {
+		return doc.Errorf(field, "with where: hosts the url names the file")
+	}
+	if n, err := units.ParseSize(strings.TrimPrefix(file, "/")); err != nil || n > ftp.MaxFileSize {
+		return doc.Errorf(field, "%q: the embedded servers' files are sizes such as 1M, 64K or 5879824", file)
+	}
+	return nil
 }
 
 // trialOptions reads a tcp or udp cell's options and checks them as the
@@ -591,6 +609,11 @@ func (e *Experiment) Scale(f float64) error {
 		}
 		c.Conns = conns
 		c.Runs = max(c.Warmup+2, int(math.Round(float64(c.Runs)*f)))
+		if c.File != "" { // files get smaller
+			if n, err := units.ParseSize(strings.TrimPrefix(c.File, "/")); err == nil {
+				c.File = strconv.FormatInt(max(64<<10, int64(float64(n)*f)), 10)
+			}
+		}
 		if c.Test != nil { // trials get shorter and carry less
 			o := *c.Test
 			o.Duration = max(time.Second, time.Duration(float64(o.Duration)*f).Round(time.Second))

@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"v6lab/internal/proto/ftp"
 	"v6lab/internal/proto/imap"
 	"v6lab/internal/proto/smtp"
+	"v6lab/internal/result"
 	"v6lab/internal/transport"
 
 	"v6lab/internal/load"
@@ -90,8 +92,30 @@ func (env Env) resolver(p path.Path) *path.Resolver {
 	return env.Resolver
 }
 
-// Probe makes the probe of cell group s over path p.
+// Probe makes the probe of cell group s over path p. A cell that fetches a
+// file also reports its rate (bulk transfer, docs/metrics.md).
 func (env Env) Probe(s *Spec, p path.Path) (load.Probe, error) {
+	pr, err := env.probe(s, p)
+	if err == nil && s.File != "" && (s.Protocol == "http" || s.Protocol == "ftp") {
+		pr = bulk{pr}
+	}
+	return pr, err
+}
+
+// bulk adds a file transfer's rate to each completed sample.
+type bulk struct{ load.Probe }
+
+func (b bulk) Do(ctx context.Context, user int) result.Sample {
+	s := b.Probe.Do(ctx, user)
+	if s.OK() && s.TotalNS > 0 {
+		secs := float64(s.TotalNS) / 1e9
+		s.Metrics = map[string]float64{"file_bytes": float64(s.BytesIn), "mbytes_per_s": float64(s.BytesIn) / 1e6 / secs,
+			"throughput_mbps": float64(s.BytesIn) * 8 / 1e6 / secs}
+	}
+	return s
+}
+
+func (env Env) probe(s *Spec, p path.Path) (load.Probe, error) {
 	switch s.Protocol {
 	case "http":
 		hp := HTTPProbes{URL: env.URL, Resolver: env.resolver(p), Sources: env.Sources, Objects: true}
@@ -109,6 +133,10 @@ func (env Env) Probe(s *Spec, p path.Path) (load.Probe, error) {
 			u := *env.URL
 			u.Path = fmt.Sprintf("/pages/%d", *s.Objects)
 			hp.URL = &u
+		} else if s.File != "" && env.URL != nil {
+			u := *env.URL
+			u.Path = "/files/" + strings.TrimPrefix(s.File, "/")
+			hp.URL, hp.Objects = &u, false
 		}
 		if hp.URL == nil {
 			return nil, errors.New("no HTTP server to measure")

@@ -28,6 +28,13 @@ func HTML(w io.Writer, s *Summary) error {
 	for _, k := range sortedKeys(s.Servers) {
 		page.Context = append(page.Context, kv{"server: " + k, s.Servers[k]})
 	}
+	if sizes := rateBySize(s); len(sizes) > 0 {
+		g := htmlGroup{Name: "file transfers"}
+		for _, p := range sizes {
+			g.Plots = append(g.Plots, template.HTML(p.SVG()))
+		}
+		page.Groups = append(page.Groups, g)
+	}
 	for _, proto := range protocols(s) {
 		g := htmlGroup{Name: proto, Tables: sections(s, proto)}
 		for _, p := range plots(s, proto) {
@@ -142,6 +149,47 @@ func plots(s *Summary, proto string) []*plot {
 			cdf.Series = append(cdf.Series, ser)
 		}
 		out = append(out, cdf)
+	}
+	return out
+}
+
+// rateBySize plots file transfer rate against file size, one plot per
+// protocol (the cell group's name up to its first dash: ftp-5879824 is
+// ftp), one line per path — the Regensburg studies' figure.
+func rateBySize(s *Summary) []*plot {
+	byProto := map[string]map[string][]point{}
+	var protos []string
+	for _, c := range s.Cells {
+		size, rate := c.Metrics["file_bytes"], c.Metrics["mbytes_per_s"]
+		if size == nil || rate == nil {
+			continue
+		}
+		proto, _, _ := strings.Cut(c.Protocol, "-")
+		if byProto[proto] == nil {
+			byProto[proto] = map[string][]point{}
+			protos = append(protos, proto)
+		}
+		pt := point{X: size.Mean, Y: rate.Mean}
+		if rate.CI95 != nil {
+			pt.Lo, pt.Hi, pt.CI = rate.CI95[0], rate.CI95[1], true
+		}
+		byProto[proto][c.Path] = append(byProto[proto][c.Path], pt)
+	}
+	var out []*plot
+	for _, proto := range protos {
+		p := &plot{ID: "rate-by-size-" + proto, Title: strings.ToUpper(proto) + ": transfer rate by file size, 95% CI",
+			XLabel: "file size (bytes, log scale)", YLabel: "MB/s", LogX: true}
+		var paths []string
+		for path := range byProto[proto] {
+			paths = append(paths, path)
+		}
+		sort.Slice(paths, func(i, j int) bool { return pathRank(paths[i]) < pathRank(paths[j]) })
+		for _, path := range paths {
+			pts := byProto[proto][path]
+			sort.Slice(pts, func(i, j int) bool { return pts[i].X < pts[j].X })
+			p.Series = append(p.Series, series{Name: path, Points: pts})
+		}
+		out = append(out, p)
 	}
 	return out
 }

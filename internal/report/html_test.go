@@ -221,3 +221,29 @@ func TestTransportFiguresAndThroughputOverTime(t *testing.T) {
 		t.Error("no throughput-over-time plot")
 	}
 }
+
+func TestRateBySizePlot(t *testing.T) {
+	f := &result.File{Header: result.Header{Kind: result.KindHeader, FormatVersion: 1, Name: "bulk", Created: t0, Target: "lab", Baseline: "ipv4"}}
+	for _, size := range []int64{5879824, 109167758, 2183355160} {
+		label := fmt.Sprintf("ftp-%d", size)
+		for run := range 2 {
+			for i, p := range []string{"ipv4", "ipv6"} {
+				cell := result.CellKey(label, p, 1)
+				secs := float64(size) / 11.5e6 * (1 + 0.05*float64(i))
+				f.Samples = append(f.Samples, result.Sample{Kind: result.KindSample, Cell: cell, Protocol: label, Path: p, Conns: 1,
+					Run: run, Start: t0, TotalNS: int64(secs * 1e9), BytesIn: size,
+					Metrics: map[string]float64{"file_bytes": float64(size), "mbytes_per_s": float64(size) / 1e6 / secs}})
+				f.Runs = append(f.Runs, result.Run{Kind: result.KindRun, Cell: cell, Protocol: label, Path: p, Conns: 1, Run: run,
+					Start: t0, End: t0.Add(time.Second), Completed: 1})
+			}
+		}
+	}
+	ps := rateBySize(Summarize(f))
+	if len(ps) != 1 || ps[0].ID != "rate-by-size-ftp" || len(ps[0].Series) != 2 || len(ps[0].Series[0].Points) != 3 || !ps[0].LogX {
+		t.Fatalf("plots %+v", ps)
+	}
+	v4 := ps[0].Series[0]
+	if v4.Name != "ipv4" || v4.Points[0].X != 5879824 || math.Abs(v4.Points[2].Y-11.5) > 1e-6 {
+		t.Errorf("ipv4 series %+v", v4.Points)
+	}
+}
