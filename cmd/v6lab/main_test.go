@@ -545,6 +545,8 @@ cells:
     label: http-file
     file: 3M
     conns: [1]
+  - {protocol: http, label: http-curl, file: 3M, client: curl, conns: [1]}
+  - {protocol: ftp, label: ftp-wget, file: 3M, client: wget, conns: [1]}
 `), 0o644)
 	root := t.TempDir()
 	out, err := v6lab(t, "run", exp, "--results", root)
@@ -560,11 +562,11 @@ cells:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Cells) != 12 {
+	if len(s.Cells) != 16 {
 		t.Fatalf("%d cells", len(s.Cells))
 	}
 	for _, c := range s.Cells {
-		if c.Protocol == "http-file" {
+		if c.Protocol == "http-file" || c.Protocol == "http-curl" || c.Protocol == "ftp-wget" {
 			if c.Completed != 2 || c.Metrics["file_bytes"] == nil || c.Metrics["file_bytes"].Mean < 3<<20 || c.Metrics["mbytes_per_s"] == nil {
 				t.Errorf("http file: %d completed, metrics %v (%s)", c.Completed, c.Metrics, c.FirstError)
 			}

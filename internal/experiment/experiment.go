@@ -66,6 +66,8 @@ type Spec struct {
 	// server); Active uses EPRT/PORT instead of EPSV/PASV.
 	File   string `json:"file,omitempty"`
 	Active bool   `json:"active,omitempty"`
+	// Client downloads a file cell with another program: curl or wget.
+	Client string `json:"client,omitempty"`
 	// SMTP: envelope, message size, STARTTLS.
 	From     string `json:"from,omitempty"`
 	To       string `json:"to,omitempty"`

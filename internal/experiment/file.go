@@ -13,6 +13,7 @@ import (
 
 	"v6lab/internal/lab"
 	"v6lab/internal/path"
+	"v6lab/internal/proto/extclient"
 	"v6lab/internal/proto/ftp"
 	httpp "v6lab/internal/proto/http"
 	"v6lab/internal/proto/imap"
@@ -63,6 +64,8 @@ type cellFile struct {
 	From     string `yaml:"from"`
 	To       string `yaml:"to"`
 	StartTLS bool   `yaml:"starttls"`
+	// http and ftp files: another client program
+	Client string `yaml:"client"`
 	// ftp
 	File   string `yaml:"file"`
 	Active bool   `yaml:"active"`
@@ -94,9 +97,9 @@ const (
 
 // Protocols this version measures, and the options each takes.
 var protocolOptions = map[string][]string{
-	"http": {"objects", "file", "url", "dns_servers"},
+	"http": {"objects", "file", "client", "url", "dns_servers"},
 	"dns":  {"query", "dns_servers", "transport"},
-	"ftp":  {"file", "active", "url", "dns_servers"},
+	"ftp":  {"file", "active", "client", "url", "dns_servers"},
 	"smtp": {"from", "to", "size", "starttls", "url", "dns_servers"},
 	"imap": {"users", "user_format", "password", "url", "dns_servers"},
 	"tcp":  {"time", "interval", "bytes", "streams", "window", "sndbuf", "rcvbuf", "mss", "congestion", "bottleneck", "servers"},
@@ -104,7 +107,7 @@ var protocolOptions = map[string][]string{
 }
 
 // allOptions are every protocol option, for the "does not apply" rule.
-var allOptions = []string{"users", "user_format", "password", "from", "to", "starttls", "file", "active", "objects", "url", "query", "dns_servers", "transport", "time", "interval", "bytes", "streams",
+var allOptions = []string{"client", "users", "user_format", "password", "from", "to", "starttls", "file", "active", "objects", "url", "query", "dns_servers", "transport", "time", "interval", "bytes", "streams",
 	"window", "sndbuf", "rcvbuf", "mss", "congestion", "bottleneck", "rate", "size", "servers"}
 
 var (
@@ -470,6 +473,18 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Pa
 		if time.Duration(s.Timeout) <= o.Duration {
 			return s, doc.Errorf(field("time"), "a trial of %v does not fit in its timeout of %v", o.Duration, time.Duration(s.Timeout))
 		}
+	}
+	if c.Client != "" {
+		if c.Client != "v6lab" && !slices.Contains(extclient.Programs, c.Client) {
+			return s, doc.Errorf(field("client"), "%q: want v6lab, curl or wget", c.Client)
+		}
+		if c.Client != "v6lab" && c.File == "" && c.URL == "" {
+			return s, doc.Errorf(field("client"), "%s downloads a file: give the cell a file (or, with where: hosts, a url)", c.Client)
+		}
+		if c.Client != "v6lab" && c.Active {
+			return s, doc.Errorf(field("active"), "active mode is v6lab's own FTP client's option")
+		}
+		s.Client = c.Client
 	}
 	if len(c.DNSServers) > 0 && !hosts {
 		return s, doc.Errorf(field("dns_servers"), "only with where: hosts; in the lab and on loopback the embedded DNS server answers")

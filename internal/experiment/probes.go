@@ -5,15 +5,18 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
+	"v6lab/internal/proto/extclient"
 	"v6lab/internal/proto/ftp"
 	"v6lab/internal/proto/imap"
 	"v6lab/internal/proto/smtp"
 	"v6lab/internal/result"
 	"v6lab/internal/transport"
+	"v6lab/internal/units"
 
 	"v6lab/internal/load"
 	"v6lab/internal/path"
@@ -116,6 +119,9 @@ func (b bulk) Do(ctx context.Context, user int) result.Sample {
 }
 
 func (env Env) probe(s *Spec, p path.Path) (load.Probe, error) {
+	if s.Client != "" && s.Client != "v6lab" {
+		return env.external(s, p)
+	}
 	switch s.Protocol {
 	case "http":
 		hp := HTTPProbes{URL: env.URL, Resolver: env.resolver(p), Sources: env.Sources, Objects: true}
@@ -307,6 +313,38 @@ func ParseTransportServer(s string) (netip.AddrPort, error) {
 		return netip.AddrPort{}, fmt.Errorf("transport server %q: want ADDR or ADDR:PORT (IPv6 as [ADDR]:PORT)", s)
 	}
 	return netip.AddrPortFrom(ip, transport.DefaultPort), nil
+}
+
+// external makes a curl or wget download of a file cell.
+func (env Env) external(s *Spec, p path.Path) (load.Probe, error) {
+	if err := extclient.Check(s.Client); err != nil {
+		return nil, err
+	}
+	size, err := units.ParseSize(strings.TrimPrefix(s.File, "/"))
+	if err != nil {
+		size = 0
+	}
+	c := &extclient.Client{Program: s.Client, Path: p, Resolver: env.resolver(p), Source: env.Sources[p], Expect: size}
+	switch {
+	case s.URL != "":
+		u, err := url.Parse(s.URL)
+		if err != nil {
+			return nil, err
+		}
+		if c.Resolver, err = hostResolver(s.DNSServers); err != nil {
+			return nil, err
+		}
+		c.URL, c.Source, c.Expect = u, netip.Addr{}, 0
+	case env.URL == nil:
+		return nil, errors.New("no server to download from")
+	case s.Protocol == "ftp":
+		c.URL = &url.URL{Scheme: "ftp", Host: net.JoinHostPort(env.URL.Hostname(), strconv.Itoa(env.FTPPort)), Path: "/" + strings.TrimPrefix(s.File, "/")}
+	default:
+		u := *env.URL
+		u.Path = "/files/" + strings.TrimPrefix(s.File, "/")
+		c.URL = &u
+	}
+	return c, nil
 }
 
 // hostResolver asks the given servers, or the system's when none are given.
