@@ -294,3 +294,44 @@ cells:
 		}
 	}
 }
+
+// TestRunAgainstRealServersInTheLab measures nginx and Unbound, started
+// with generated configurations in the lab's server host, over all paths.
+func TestRunAgainstRealServersInTheLab(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the lab needs root (CI runs as root)")
+	}
+	for _, p := range []string{"nginx", "unbound"} {
+		if _, err := exec.LookPath(p); err != nil {
+			if _, err := os.Stat("/usr/sbin/" + p); err != nil {
+				t.Skipf("%s is not installed (scripts/install-deps installs it)", p)
+			}
+		}
+	}
+	bin := buildBinary(t)
+	root := t.TempDir()
+	out, err := exec.Command(bin, "run", "--server", "real", "--conns", "1,4", "--runs", "2", "--pause", "0", "-q", "--results", root).CombinedOutput()
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	f, s, err := report.Load(onlyDir(t, root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(f.Header.Servers["http"], "nginx/") || !strings.Contains(f.Header.Servers["dns"], "unbound") {
+		t.Errorf("servers %v", f.Header.Servers)
+	}
+	if len(s.Cells) != 6 {
+		t.Fatalf("%d cells", len(s.Cells))
+	}
+	for _, c := range s.Cells {
+		if c.Completed != c.Conns || c.Failed != 0 {
+			t.Errorf("%s/%d: %d completed (%s)", c.Path, c.Conns, c.Completed, c.FirstError)
+		}
+	}
+	for _, r := range f.Runs {
+		if r.Err != "" {
+			t.Errorf("run %s/%d: %s", r.Cell, r.Run, r.Err)
+		}
+	}
+}

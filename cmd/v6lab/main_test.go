@@ -417,6 +417,8 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"run", "--rate", "fast"}, 2, "bad rate"},
 		{[]string{"run", "mitre1999"}, 2, `no built-in experiment "mitre1999" (built in: mitre2004, quick, regensburg, rubio)`},
 		{[]string{"run", "nosuch.yaml"}, 2, "nosuch.yaml: no such file"},
+		{[]string{"run", "--server", "real", "--loopback"}, 2, "real servers run in the lab's server host"},
+		{[]string{"run", "--server", "apache"}, 2, `--server: "apache" is not embedded or real`},
 		{[]string{"run", "../../internal/experiment/testdata/invalid-conns.yaml"}, 2, "invalid-conns.yaml:5: cells[0].conns[1]: 0: want 1 to 100000 connections"},
 		{[]string{"run", "--scale", "2", "--dry-run"}, 2, "--scale: experiment: scale 2: want more than 0 and at most 1"},
 		{[]string{"run", "--print", "nosuch"}, 2, `no built-in experiment "nosuch"`},

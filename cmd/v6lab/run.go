@@ -30,6 +30,7 @@ type runOpts struct {
 	loopback, keep, pcap, dryRun  bool
 	list, shuffle                 bool
 	labChild, topology, printName string
+	server                        string
 	resume                        string
 	scale                         float64
 	seed                          int64
@@ -79,6 +80,7 @@ continues it without redoing them.`,
 	fl.BoolVar(&o.loopback, "loopback", false, "measure on loopback even when a lab could be built")
 	fl.BoolVar(&o.keep, "keep", false, "leave the lab up after the run, for debugging")
 	fl.BoolVar(&o.pcap, "pcap", false, "also write the measured packets (headers) seen by the lab's wire check to capture.pcap")
+	fl.StringVar(&o.server, "server", "", "servers: embedded or real (nginx, unbound in the lab's server host); default: the experiment's")
 	fl.StringVar(&o.topology, "topology", "", "lab topology file (see docs/lab.md); default: the experiment's, else the built-in lab")
 	fl.BoolVar(&o.list, "list", false, "list the built-in experiments")
 	fl.StringVar(&o.printName, "print", "", "write the built-in experiment `NAME` to standard output (to edit and run)")
@@ -247,6 +249,20 @@ func (o *runOpts) override(cmd *cobra.Command, exp *experiment.Experiment) error
 	if ch("name") {
 		exp.Name = o.lf.name
 	}
+	if ch("server") {
+		switch o.server {
+		case "embedded":
+		case "real":
+			for i := range exp.Cells {
+				if err := experiment.RealServersFit(&exp.Cells[i]); err != nil {
+					return fmt.Errorf("--server real: cell group %s: %w", exp.Cells[i].CellName(), err)
+				}
+			}
+		default:
+			return fmt.Errorf("--server: %q is not embedded or real", o.server)
+		}
+		exp.Servers = o.server
+	}
 	for i := range exp.Cells {
 		c := &exp.Cells[i]
 		if ch("paths") {
@@ -329,6 +345,13 @@ func (o *runOpts) where(exp *experiment.Experiment, topology string, explicitPat
 			return "", "", fmt.Errorf("--loopback: the experiment runs on %s", where)
 		}
 		where = "loopback"
+	}
+	if exp.Servers == "real" && (where == "loopback" || where == "hosts" || (where == "auto" && why != nil)) {
+		reason := "this experiment runs on " + where
+		if why != nil {
+			reason = why.Error()
+		}
+		return "", "", fmt.Errorf("real servers run in the lab's server host, but %s", reason)
 	}
 	switch where {
 	case "auto":

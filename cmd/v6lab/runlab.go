@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	httpp "v6lab/internal/proto/http"
+	"v6lab/internal/servers"
 
 	"github.com/spf13/cobra"
 
@@ -140,6 +143,13 @@ func runInLab(cmd *cobra.Command, exp *experiment.Experiment, cfg lab.Config, re
 	}
 	for p, r := range in.Resolvers {
 		job.Resolvers[p] = labResolver{Servers: r.Servers, Source: r.Source}
+	}
+	if exp.Servers == "real" {
+		stop, err := startRealServers(ctx, l, &job)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	if rootless() {
 		job.Notes = append(job.Notes, "rootless: the lab ran inside a user namespace of its own (no root)")
@@ -317,4 +327,40 @@ func serveInNamespace(ns, kind string, addrs ...netip.AddrPort) (func(), int, er
 	}
 	stop()
 	return nil, 0, fmt.Errorf("the %s server in %s did not start: %s", kind, ns, strings.TrimSpace(stderr.String()))
+}
+
+// startRealServers starts nginx and Unbound in the lab's server namespace
+// (ports 80 and 53, free there) and points the job's HTTP URL and
+// resolvers at them instead of the embedded servers.
+func startRealServers(ctx context.Context, l *lab.Lab, job *labJob) (func(), error) {
+	a := l.Addr
+	prefix := []string{"ip", "netns", "exec", lab.NS(l.Name, lab.Server)}
+	addrs := []netip.Addr{a.ServerV4, a.ServerV6, a.ServerTun6}
+	cfg := localServerConfig()
+	content := servers.Content{"/index.html": httpp.Page(cfg)}
+	for i := range cfg.Objects {
+		content[fmt.Sprintf("/obj/%d", i)] = bytes.Repeat([]byte("v6lab "), int(cfg.ObjectSize)/6+1)[:cfg.ObjectSize]
+	}
+	ng, err := servers.StartNginx(ctx, prefix, addrs, 80, content)
+	if err != nil {
+		return nil, err
+	}
+	ub, err := servers.StartUnbound(ctx, prefix, addrs, 53, "v6lab.test",
+		[]servers.Record{{Name: experiment.LocalName, Addr: a.ServerV4}, {Name: experiment.LocalName, Addr: a.ServerV6}},
+		[]servers.View{{Name: "tunnel", Clients: netip.PrefixFrom(a.ClientTun6, 64).Masked(),
+			Records: []servers.Record{{Name: experiment.LocalName, Addr: a.ServerV4}, {Name: experiment.LocalName, Addr: a.ServerTun6}}}})
+	if err != nil {
+		ng.Stop()
+		return nil, err
+	}
+	job.URL = "http://" + experiment.LocalName + ":80/"
+	job.Resolvers = map[path.Path]labResolver{
+		path.IPv4:   {Servers: []netip.AddrPort{netip.AddrPortFrom(a.ServerV4, 53)}},
+		path.IPv6:   {Servers: []netip.AddrPort{netip.AddrPortFrom(a.ServerV6, 53)}},
+		path.SixIn4: {Servers: []netip.AddrPort{netip.AddrPortFrom(a.ServerTun6, 53)}, Source: a.ClientTun6},
+	}
+	job.Ports["http"], job.Ports["dns"] = 80, 53
+	job.Servers["http"] = ng.Version + " (real) in the server namespace"
+	job.Servers["dns"] = ub.Version + " (real) in the server namespace, a view for the tunnel's clients"
+	return func() { ng.Stop(); ub.Stop() }, nil
 }

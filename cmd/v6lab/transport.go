@@ -48,9 +48,9 @@ func (f *transportFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.rcvbuf, "rcvbuf", "", "server socket receive buffer (SO_RCVBUF), e.g. 100K")
 }
 
-// servers reads the SERVER arguments: an address per family, port 5301
+// serverArgs reads the SERVER arguments: an address per family, port 5301
 // unless given.
-func servers(args []string) ([]netip.AddrPort, error) {
+func serverArgs(args []string) ([]netip.AddrPort, error) {
 	var out []netip.AddrPort
 	for _, a := range args {
 		if ap, err := netip.ParseAddrPort(a); err == nil {
@@ -67,7 +67,7 @@ func servers(args []string) ([]netip.AddrPort, error) {
 }
 
 func (f *transportFlags) run(cmd *cobra.Command, test string, args []string) error {
-	srvs, err := servers(args)
+	srvs, err := serverArgs(args)
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}

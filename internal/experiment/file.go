@@ -171,7 +171,9 @@ func (f *file) experiment(doc *specfile.Doc) (*Experiment, error) {
 	switch e.Servers {
 	case "embedded":
 	case "real":
-		return nil, doc.Errorf("servers", "real servers (nginx, unbound, …) are not in this version yet: use embedded")
+		if e.Where == "loopback" || e.Where == "hosts" {
+			return nil, doc.Errorf("servers", "real servers run in the lab's server host, but where is %s", e.Where)
+		}
 	default:
 		return nil, doc.Errorf("servers", "%q: want embedded or real", f.Servers)
 	}
@@ -228,6 +230,14 @@ func (f *file) experiment(doc *specfile.Doc) (*Experiment, error) {
 			return nil, doc.Errorf(field, "the cell does not measure the baseline path %s, so nothing can be compared with it", e.Baseline)
 		}
 		e.Cells = append(e.Cells, s)
+	}
+	if e.Servers == "real" {
+		for i, c := range e.Cells {
+			at := fmt.Sprintf("cells[%d]", i)
+			if err := RealServersFit(&c); err != nil {
+				return nil, doc.Errorf(at, "%v", err)
+			}
+		}
 	}
 	if err := e.Validate(); err != nil { // rules that belong to no one field
 		return nil, fmt.Errorf("%s: %w", doc.File, err)
@@ -496,6 +506,20 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Pa
 	}
 	s.DNSServers = c.DNSServers
 	return s, nil
+}
+
+// RealServers are the real server programs per protocol, so far.
+var RealServers = map[string]string{"http": "nginx", "dns": "unbound"}
+
+// RealServersFit says why a cell group cannot run against the real servers.
+func RealServersFit(c *Spec) error {
+	if _, ok := RealServers[c.Protocol]; !ok {
+		return fmt.Errorf("no real server for %s in this version (real: nginx for http, unbound for dns); use servers: embedded", c.Protocol)
+	}
+	if c.Protocol == "http" && (c.Objects != nil || c.File != "" || c.Client != "") {
+		return fmt.Errorf("with real servers an http cell fetches nginx's page: objects, file and client need the embedded server")
+	}
+	return nil
 }
 
 // checkFile checks a file cell's size name (the embedded servers generate

@@ -1,0 +1,285 @@
+// Package servers starts the real servers the studies used (or their
+// successors) with configurations it generates: nginx for HTTP and Unbound
+// for DNS. Each runs in the foreground under a command prefix the caller
+// gives (in the lab: `ip netns exec <server namespace>`), listens on the
+// given addresses, and is stopped with its process group.
+package servers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Packages names the Debian package of each server program.
+var Packages = map[string]string{"nginx": "nginx-light", "unbound": "unbound"}
+
+// ErrMissing is wrapped when a server program is not installed.
+var ErrMissing = errors.New("not installed")
+
+// Server is a running real server.
+type Server struct {
+	Name    string // nginx, unbound
+	Version string
+	Port    int
+	dir     string
+	cmd     *exec.Cmd
+	done    chan error
+}
+
+// Stop ends the server and removes its files.
+func (s *Server) Stop() {
+	if s.cmd.Process != nil {
+		syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-s.done:
+		case <-time.After(5 * time.Second):
+			syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+			<-s.done
+		}
+	}
+	os.RemoveAll(s.dir)
+}
+
+func lookPath(program string) (string, error) {
+	p, err := exec.LookPath(program)
+	if err != nil {
+		for _, dir := range []string{"/usr/sbin", "/sbin"} {
+			if st, e := os.Stat(filepath.Join(dir, program)); e == nil && !st.IsDir() {
+				return filepath.Join(dir, program), nil
+			}
+		}
+		return "", fmt.Errorf("servers: %s is %w (apt-get install %s)", program, ErrMissing, Packages[program])
+	}
+	return p, nil
+}
+
+// version runs the program's version flag and returns its first line
+// that names a version.
+func version(bin string, args ...string) string {
+	out, _ := exec.Command(bin, args...).CombinedOutput()
+	for _, l := range strings.Split(string(out), "\n") {
+		if l = strings.TrimSpace(l); strings.Contains(strings.ToLower(l), "version") {
+			return l
+		}
+	}
+	return "unknown version"
+}
+
+// start runs bin with args under prefix, in a process group of its own,
+// and waits until it accepts TCP connections on addr.
+func start(ctx context.Context, name, dir string, prefix []string, ready netip.AddrPort, bin string, args ...string) (*Server, error) {
+	argv := append(append([]string{}, prefix...), append([]string{bin}, args...)...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	logf, err := os.Create(filepath.Join(dir, name+".out"))
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("servers: %s: %w", name, err)
+	}
+	s := &Server{Name: name, Port: int(ready.Port()), dir: dir, cmd: cmd, done: make(chan error, 1)}
+	go func() { s.done <- cmd.Wait() }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		select {
+		case err := <-s.done:
+			s.done <- err
+			out, _ := os.ReadFile(filepath.Join(dir, name+".out"))
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("servers: %s exited (%v): %s", name, err, strings.TrimSpace(string(out)))
+		default:
+		}
+		if probe(ctx, prefix, ready) == nil {
+			return s, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			s.Stop()
+			return nil, fmt.Errorf("servers: %s did not start listening on %s", name, ready)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// probe checks that something accepts TCP on addr. With a namespace prefix
+// the check runs there (a tiny shell TCP connect through bash's /dev/tcp
+// would need bash; the ip tool's own exec of this binary is heavier), so it
+// uses `ip netns exec … true` only to know the namespace exists and then
+// relies on the server's log; without a prefix it dials.
+func probe(ctx context.Context, prefix []string, addr netip.AddrPort) error {
+	if len(prefix) == 0 {
+		d := net.Dialer{Timeout: 200 * time.Millisecond}
+		c, err := d.DialContext(ctx, "tcp", addr.String())
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}
+	// Inside a namespace: look for the listening socket in its /proc.
+	argv := append(append([]string{}, prefix...), "cat", "/proc/net/tcp", "/proc/net/tcp6")
+	out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).Output()
+	if err != nil {
+		return err
+	}
+	want := fmt.Sprintf(":%04X ", addr.Port())
+	for _, l := range strings.Split(string(out), "\n") {
+		f := strings.Fields(l)
+		if len(f) > 3 && f[3] == "0A" && strings.HasSuffix(f[1]+" ", want) { // 0A: LISTEN
+			return nil
+		}
+	}
+	return errors.New("not listening yet")
+}
+
+// Content is what nginx serves: files by path under its root.
+type Content map[string][]byte
+
+// StartNginx serves content on every address at port.
+func StartNginx(ctx context.Context, prefix []string, addrs []netip.Addr, port int, content Content) (*Server, error) {
+	bin, err := lookPath("nginx")
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "v6lab-nginx-")
+	if err != nil {
+		return nil, err
+	}
+	os.Chmod(dir, 0o755)
+	root := filepath.Join(dir, "www")
+	for name, b := range content {
+		p := filepath.Join(root, filepath.FromSlash(strings.TrimPrefix(name, "/")))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	var listens strings.Builder
+	for _, a := range addrs {
+		if a.Is4() {
+			fmt.Fprintf(&listens, "    listen %s:%d backlog=65535;\n", a, port)
+		} else {
+			fmt.Fprintf(&listens, "    listen [%s]:%d ipv6only=on backlog=65535;\n", a, port)
+		}
+	}
+	conf := fmt.Sprintf(`# generated by v6lab
+daemon off;
+worker_processes auto;
+worker_rlimit_nofile 65536;
+pid %[1]s/nginx.pid;
+error_log %[1]s/error.log warn;
+events { worker_connections 16384; multi_accept on; }
+http {
+  access_log off;
+  sendfile on;
+  tcp_nopush on;
+  keepalive_timeout 30;
+  types { text/html html; image/png png; application/octet-stream bin; }
+  default_type application/octet-stream;
+  client_body_temp_path %[1]s/tmp-body;
+  proxy_temp_path %[1]s/tmp-proxy;
+  fastcgi_temp_path %[1]s/tmp-fastcgi;
+  uwsgi_temp_path %[1]s/tmp-uwsgi;
+  scgi_temp_path %[1]s/tmp-scgi;
+  server {
+%[2]s    root %[1]s/www;
+    index index.html;
+  }
+}
+`, dir, listens.String())
+	cf := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(cf, []byte(conf), 0o644); err != nil {
+		return nil, err
+	}
+	s, err := start(ctx, "nginx", dir, prefix, netip.AddrPortFrom(addrs[0], uint16(port)), bin, "-c", cf, "-e", filepath.Join(dir, "error.log"))
+	if err != nil {
+		return nil, err
+	}
+	s.Version = strings.TrimPrefix(version(bin, "-v"), "nginx version: ")
+	return s, nil
+}
+
+// Record is one A or AAAA record Unbound serves.
+type Record struct {
+	Name string
+	Addr netip.Addr
+}
+
+// View answers the clients of Prefix with Records instead of the default
+// ones (the lab's tunnel clients get the tunnel address).
+type View struct {
+	Name    string
+	Clients netip.Prefix
+	Records []Record
+}
+
+// StartUnbound answers records (and views) on every address at port, over
+// UDP and TCP, without recursion.
+func StartUnbound(ctx context.Context, prefix []string, addrs []netip.Addr, port int, zone string, records []Record, views []View) (*Server, error) {
+	bin, err := lookPath("unbound")
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "v6lab-unbound-")
+	if err != nil {
+		return nil, err
+	}
+	os.Chmod(dir, 0o755)
+	var b strings.Builder
+	fmt.Fprintf(&b, "# generated by v6lab\nserver:\n  directory: %q\n  chroot: \"\"\n  username: \"\"\n  pidfile: %q\n", dir, filepath.Join(dir, "unbound.pid"))
+	b.WriteString("  do-daemonize: no\n  use-syslog: no\n  logfile: \"\"\n  verbosity: 0\n  do-ip4: yes\n  do-ip6: yes\n  do-udp: yes\n  do-tcp: yes\n")
+	b.WriteString("  num-threads: 2\n  so-rcvbuf: 8m\n  access-control: 0.0.0.0/0 allow\n  access-control: ::/0 allow\n  module-config: \"iterator\"\n")
+	fmt.Fprintf(&b, "  port: %d\n", port)
+	for _, a := range addrs {
+		fmt.Fprintf(&b, "  interface: %s\n", a)
+	}
+	rec := func(r Record) string {
+		t := "A"
+		if r.Addr.Is6() {
+			t = "AAAA"
+		}
+		return fmt.Sprintf("  local-data: \"%s. %s %s\"\n", strings.TrimSuffix(r.Name, "."), t, r.Addr)
+	}
+	fmt.Fprintf(&b, "  local-zone: \"%s.\" static\n", strings.TrimSuffix(zone, "."))
+	for _, r := range records {
+		b.WriteString(rec(r))
+	}
+	for _, v := range views {
+		fmt.Fprintf(&b, "  access-control-view: %s %s\n", v.Clients, v.Name)
+	}
+	for _, v := range views {
+		fmt.Fprintf(&b, "view:\n  name: %q\n  view-first: no\n  local-zone: \"%s.\" static\n", v.Name, strings.TrimSuffix(zone, "."))
+		for _, r := range v.Records {
+			b.WriteString(rec(r))
+		}
+	}
+	b.WriteString("remote-control:\n  control-enable: no\n")
+	cf := filepath.Join(dir, "unbound.conf")
+	if err := os.WriteFile(cf, []byte(b.String()), 0o644); err != nil {
+		return nil, err
+	}
+	if out, err := exec.Command(filepath.Join(filepath.Dir(bin), "unbound-checkconf"), cf).CombinedOutput(); err != nil && !errors.Is(err, exec.ErrNotFound) {
+		if _, statErr := os.Stat(filepath.Join(filepath.Dir(bin), "unbound-checkconf")); statErr == nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("servers: unbound config: %s", strings.TrimSpace(string(out)))
+		}
+	}
+	s, err := start(ctx, "unbound", dir, prefix, netip.AddrPortFrom(addrs[0], uint16(port)), bin, "-d", "-c", cf)
+	if err != nil {
+		return nil, err
+	}
+	s.Version = "unbound " + strings.TrimPrefix(version(bin, "-V"), "Version ")
+	return s, nil
+}

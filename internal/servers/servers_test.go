@@ -1,0 +1,114 @@
+package servers
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("real servers bind privileged ports and change user (CI runs as root)")
+	}
+}
+
+// freePort picks a port that is free now on both loopback addresses.
+func freePort(t *testing.T) int {
+	t.Helper()
+	for range 50 {
+		p := 20000 + int(time.Now().UnixNano()%20000)
+		l4, err4 := net.Listen("tcp4", "127.0.0.1:"+itoa(p))
+		l6, err6 := net.Listen("tcp6", "[::1]:"+itoa(p))
+		u4, erru := net.ListenPacket("udp4", "127.0.0.1:"+itoa(p))
+		for _, c := range []interface{ Close() error }{l4, l6, u4} {
+			if c != nil {
+				c.Close()
+			}
+		}
+		if err4 == nil && err6 == nil && erru == nil {
+			return p
+		}
+	}
+	t.Fatal("no free port")
+	return 0
+}
+
+
+func TestNginxServesTheContent(t *testing.T) {
+	requireRoot(t)
+	port := freePort(t)
+	s, err := StartNginx(context.Background(), nil, []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")}, port,
+		Content{"/index.html": []byte("<html>hello</html>"), "/obj/0": []byte("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	if !strings.Contains(s.Version, "nginx/") {
+		t.Errorf("version %q", s.Version)
+	}
+	for _, u := range []string{"http://127.0.0.1:%d/", "http://[::1]:%d/obj/0"} {
+		resp, err := http.Get(strings.Replace(u, "%d", itoa(port), 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || len(b) == 0 {
+			t.Errorf("%s: %d %q", u, resp.StatusCode, b)
+		}
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func TestUnboundAnswersWithViews(t *testing.T) {
+	requireRoot(t)
+	port := freePort(t)
+	v4, v6, tun := netip.MustParseAddr("192.0.2.10"), netip.MustParseAddr("2001:db8::10"), netip.MustParseAddr("2001:db8:46::10")
+	s, err := StartUnbound(context.Background(), nil, []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")}, port,
+		"v6lab.test", []Record{{"www.v6lab.test", v4}, {"www.v6lab.test", v6}},
+		[]View{{Name: "tunnel", Clients: netip.MustParsePrefix("::1/128"), Records: []Record{{"www.v6lab.test", tun}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	if !strings.Contains(s.Version, "unbound") {
+		t.Errorf("version %q", s.Version)
+	}
+	ask := func(server string, qt uint16) string {
+		m := new(dns.Msg)
+		m.SetQuestion("www.v6lab.test.", qt)
+		r, err := dns.Exchange(m, server)
+		if err != nil || len(r.Answer) == 0 {
+			return "error"
+		}
+		return r.Answer[0].String()
+	}
+	p := itoa(port)
+	if got := ask("127.0.0.1:"+p, dns.TypeA); !strings.HasSuffix(got, "192.0.2.10") {
+		t.Errorf("A from 127.0.0.1: %s", got)
+	}
+	if got := ask("127.0.0.1:"+p, dns.TypeAAAA); !strings.HasSuffix(got, "2001:db8::10") {
+		t.Errorf("AAAA from 127.0.0.1: %s", got)
+	}
+	if got := ask("[::1]:"+p, dns.TypeAAAA); !strings.HasSuffix(got, "2001:db8:46::10") {
+		t.Errorf("AAAA from the view's client ::1: %s", got)
+	}
+}
+
+func TestMissingProgramNamesThePackage(t *testing.T) {
+	_, err := lookPath("no-such-server-v6lab")
+	if err == nil || !strings.Contains(err.Error(), "apt-get install") {
+		t.Errorf("%v", err)
+	}
+}
