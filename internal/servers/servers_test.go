@@ -43,7 +43,6 @@ func freePort(t *testing.T) int {
 	return 0
 }
 
-
 func TestNginxServesTheContent(t *testing.T) {
 	requireRoot(t)
 	port := freePort(t)
