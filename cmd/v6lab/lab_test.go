@@ -295,13 +295,13 @@ cells:
 	}
 }
 
-// TestRunAgainstRealServersInTheLab measures nginx and Unbound, started
+// TestRunAgainstRealServersInTheLab measures nginx, Unbound and ProFTPD, started
 // with generated configurations in the lab's server host, over all paths.
 func TestRunAgainstRealServersInTheLab(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the lab needs root (CI runs as root)")
 	}
-	for _, p := range []string{"nginx", "unbound"} {
+	for _, p := range []string{"nginx", "unbound", "proftpd"} {
 		if _, err := exec.LookPath(p); err != nil {
 			if _, err := os.Stat("/usr/sbin/" + p); err != nil {
 				t.Skipf("%s is not installed (scripts/install-deps installs it)", p)
@@ -310,18 +310,33 @@ func TestRunAgainstRealServersInTheLab(t *testing.T) {
 	}
 	bin := buildBinary(t)
 	root := t.TempDir()
-	out, err := exec.Command(bin, "run", "--server", "real", "--conns", "1,4", "--runs", "2", "--pause", "0", "-q", "--results", root).CombinedOutput()
+	exp := filepath.Join(root, "real.yaml")
+	os.WriteFile(exp, []byte(`name: real
+servers: real
+runs: 2
+pause: 0s
+cells:
+  - {protocol: http, conns: [1, 4]}
+  - {protocol: dns, conns: [3]}
+  - {protocol: ftp, file: 128K, conns: [2]}
+`), 0o644)
+	out, err := exec.Command(bin, "run", exp, "-q", "--results", root).CombinedOutput()
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
-	f, s, err := report.Load(onlyDir(t, root))
+	res, _ := filepath.Glob(filepath.Join(root, "real-*"))
+	if len(res) != 1 {
+		t.Fatalf("results %v", res)
+	}
+	f, s, err := report.Load(res[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(f.Header.Servers["http"], "nginx/") || !strings.Contains(f.Header.Servers["dns"], "unbound") {
+	if !strings.Contains(f.Header.Servers["http"], "nginx/") || !strings.Contains(f.Header.Servers["dns"], "unbound") ||
+		!strings.Contains(f.Header.Servers["ftp"], "ProFTPD") {
 		t.Errorf("servers %v", f.Header.Servers)
 	}
-	if len(s.Cells) != 6 {
+	if len(s.Cells) != 12 {
 		t.Fatalf("%d cells", len(s.Cells))
 	}
 	for _, c := range s.Cells {

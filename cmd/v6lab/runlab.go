@@ -20,6 +20,7 @@ import (
 	"time"
 	httpp "v6lab/internal/proto/http"
 	"v6lab/internal/servers"
+	"v6lab/internal/units"
 
 	"github.com/spf13/cobra"
 
@@ -145,7 +146,7 @@ func runInLab(cmd *cobra.Command, exp *experiment.Experiment, cfg lab.Config, re
 		job.Resolvers[p] = labResolver{Servers: r.Servers, Source: r.Source}
 	}
 	if exp.Servers == "real" {
-		stop, err := startRealServers(ctx, l, &job)
+		stop, err := startRealServers(ctx, l, exp, &job)
 		if err != nil {
 			return err
 		}
@@ -332,7 +333,7 @@ func serveInNamespace(ns, kind string, addrs ...netip.AddrPort) (func(), int, er
 // startRealServers starts nginx and Unbound in the lab's server namespace
 // (ports 80 and 53, free there) and points the job's HTTP URL and
 // resolvers at them instead of the embedded servers.
-func startRealServers(ctx context.Context, l *lab.Lab, job *labJob) (func(), error) {
+func startRealServers(ctx context.Context, l *lab.Lab, exp *experiment.Experiment, job *labJob) (func(), error) {
 	a := l.Addr
 	prefix := []string{"ip", "netns", "exec", lab.NS(l.Name, lab.Server)}
 	addrs := []netip.Addr{a.ServerV4, a.ServerV6, a.ServerTun6}
@@ -353,6 +354,29 @@ func startRealServers(ctx context.Context, l *lab.Lab, job *labJob) (func(), err
 		ng.Stop()
 		return nil, err
 	}
+	stops := []func(){ng.Stop, ub.Stop}
+	if slices.Contains(exp.Protocols(), "ftp") {
+		files := map[string]int64{}
+		for _, c := range exp.Cells {
+			if c.Protocol == "ftp" {
+				name := strings.TrimPrefix(cmpOr(c.File, "1M"), "/")
+				size, err := units.ParseSize(name)
+				if err != nil {
+					return nil, err
+				}
+				files[name] = size
+			}
+		}
+		pf, err := servers.StartProFTPD(ctx, prefix, addrs, 21, files)
+		if err != nil {
+			ng.Stop()
+			ub.Stop()
+			return nil, err
+		}
+		stops = append(stops, pf.Stop)
+		job.FTPPort = 21
+		job.Servers["ftp"] = pf.Version + " (real) in the server namespace, anonymous, sparse files"
+	}
 	job.URL = "http://" + experiment.LocalName + ":80/"
 	job.Resolvers = map[path.Path]labResolver{
 		path.IPv4:   {Servers: []netip.AddrPort{netip.AddrPortFrom(a.ServerV4, 53)}},
@@ -362,5 +386,16 @@ func startRealServers(ctx context.Context, l *lab.Lab, job *labJob) (func(), err
 	job.Ports["http"], job.Ports["dns"] = 80, 53
 	job.Servers["http"] = ng.Version + " (real) in the server namespace"
 	job.Servers["dns"] = ub.Version + " (real) in the server namespace, a view for the tunnel's clients"
-	return func() { ng.Stop(); ub.Stop() }, nil
+	return func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}, nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }

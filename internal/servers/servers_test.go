@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"v6lab/internal/path"
+	"v6lab/internal/proto/ftp"
 
 	"github.com/miekg/dns"
 )
@@ -109,5 +111,33 @@ func TestMissingProgramNamesThePackage(t *testing.T) {
 	_, err := lookPath("no-such-server-v6lab")
 	if err == nil || !strings.Contains(err.Error(), "apt-get install") {
 		t.Errorf("%v", err)
+	}
+}
+
+func TestProFTPDServesSparseFiles(t *testing.T) {
+	requireRoot(t)
+	if _, err := lookPath("proftpd"); err != nil {
+		t.Skip(err)
+	}
+	port := freePort(t)
+	s, err := StartProFTPD(context.Background(), nil, []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")}, port,
+		map[string]int64{"1M": 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	if !strings.Contains(s.Version, "ProFTPD") {
+		t.Errorf("version %q", s.Version)
+	}
+	for _, p := range []path.Path{path.IPv4, path.IPv6} {
+		for _, active := range []bool{false, true} {
+			c := &ftp.Client{Host: p.Loopback().String(), Port: port, File: "/1M", Path: p, Resolver: &path.Resolver{}, Active: active}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			smp := c.Do(ctx, 0)
+			cancel()
+			if !smp.OK() || smp.BytesIn != 1<<20 || !strings.HasPrefix(smp.Marker, "226") {
+				t.Errorf("%s active=%v: %q %q", p, active, smp.Err, smp.Marker)
+			}
+		}
 	}
 }

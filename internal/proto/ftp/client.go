@@ -215,6 +215,9 @@ func (c *Client) Do(ctx context.Context, user int) result.Sample {
 		}
 	}
 	tr.S.BytesIn += got
+	// Close our end now: servers such as ProFTPD wait for the data
+	// connection to be closed before they send 226.
+	dc.Close()
 	done, err := s.expect("transfer", 226, 250)
 	if err != nil {
 		return tr.Fail(ctx, "protocol", err)
