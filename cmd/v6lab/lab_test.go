@@ -295,13 +295,13 @@ cells:
 	}
 }
 
-// TestRunAgainstRealServersInTheLab measures nginx, Unbound and ProFTPD, started
+// TestRunAgainstRealServersInTheLab measures nginx, Unbound, ProFTPD and Dovecot, started
 // with generated configurations in the lab's server host, over all paths.
 func TestRunAgainstRealServersInTheLab(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the lab needs root (CI runs as root)")
 	}
-	for _, p := range []string{"nginx", "unbound", "proftpd"} {
+	for _, p := range []string{"nginx", "unbound", "proftpd", "dovecot"} {
 		if _, err := exec.LookPath(p); err != nil {
 			if _, err := os.Stat("/usr/sbin/" + p); err != nil {
 				t.Skipf("%s is not installed (scripts/install-deps installs it)", p)
@@ -319,6 +319,7 @@ cells:
   - {protocol: http, conns: [1, 4]}
   - {protocol: dns, conns: [3]}
   - {protocol: ftp, file: 128K, conns: [2]}
+  - {protocol: imap, conns: [3]}
 `), 0o644)
 	out, err := exec.Command(bin, "run", exp, "-q", "--results", root).CombinedOutput()
 	if err != nil {
@@ -333,10 +334,10 @@ cells:
 		t.Fatal(err)
 	}
 	if !strings.Contains(f.Header.Servers["http"], "nginx/") || !strings.Contains(f.Header.Servers["dns"], "unbound") ||
-		!strings.Contains(f.Header.Servers["ftp"], "ProFTPD") {
+		!strings.Contains(f.Header.Servers["ftp"], "ProFTPD") || !strings.Contains(f.Header.Servers["imap"], "Dovecot") {
 		t.Errorf("servers %v", f.Header.Servers)
 	}
-	if len(s.Cells) != 12 {
+	if len(s.Cells) != 15 {
 		t.Fatalf("%d cells", len(s.Cells))
 	}
 	for _, c := range s.Cells {

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 	httpp "v6lab/internal/proto/http"
+	"v6lab/internal/proto/imap"
 	"v6lab/internal/servers"
 	"v6lab/internal/units"
 
@@ -369,13 +370,33 @@ func startRealServers(ctx context.Context, l *lab.Lab, exp *experiment.Experimen
 		}
 		pf, err := servers.StartProFTPD(ctx, prefix, addrs, 21, files)
 		if err != nil {
-			ng.Stop()
-			ub.Stop()
+			for _, stop := range stops {
+				stop()
+			}
 			return nil, err
 		}
 		stops = append(stops, pf.Stop)
 		job.FTPPort = 21
 		job.Servers["ftp"] = pf.Version + " (real) in the server namespace, anonymous, sparse files"
+	}
+	if slices.Contains(exp.Protocols(), "imap") {
+		users := imap.DefaultUsers
+		for _, c := range exp.Cells {
+			if c.Protocol == "imap" && c.Users > 0 {
+				users = max(users, c.Users)
+			}
+		}
+		dv, err := servers.StartDovecot(ctx, prefix, addrs, 143, users, imap.Password, imap.Message(4<<10))
+		if err != nil {
+			for _, stop := range stops {
+				stop()
+			}
+			return nil, err
+		}
+		stops = append(stops, dv.Stop)
+		job.IMAPPort = 143
+		job.Ports["imap"] = 143
+		job.Servers["imap"] = fmt.Sprintf("%s (real) in the server namespace, %d Maildir users", dv.Version, users)
 	}
 	job.URL = "http://" + experiment.LocalName + ":80/"
 	job.Resolvers = map[path.Path]labResolver{

@@ -2,6 +2,7 @@ package servers
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"time"
 	"v6lab/internal/path"
 	"v6lab/internal/proto/ftp"
+	"v6lab/internal/proto/imap"
 
 	"github.com/miekg/dns"
 )
@@ -137,6 +139,34 @@ func TestProFTPDServesSparseFiles(t *testing.T) {
 			cancel()
 			if !smp.OK() || smp.BytesIn != 1<<20 || !strings.HasPrefix(smp.Marker, "226") {
 				t.Errorf("%s active=%v: %q %q", p, active, smp.Err, smp.Marker)
+			}
+		}
+	}
+}
+
+func TestDovecotServesEachUsersMessage(t *testing.T) {
+	requireRoot(t)
+	if _, err := lookPath("dovecot"); err != nil {
+		t.Skip(err)
+	}
+	port := freePort(t)
+	s, err := StartDovecot(context.Background(), nil, []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")}, port,
+		20, "secret", []byte("From: <a@v6lab.test>\r\nSubject: x\r\n\r\nhello\r\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	if !strings.HasPrefix(s.Version, "Dovecot 2.") {
+		t.Errorf("version %q", s.Version)
+	}
+	for _, p := range []path.Path{path.IPv4, path.IPv6} {
+		c := &imap.Client{Host: p.Loopback().String(), Port: port, Path: p, Resolver: &path.Resolver{}, Users: 20, Password: "secret"}
+		for u := range 20 {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			smp := c.Do(ctx, u)
+			cancel()
+			if !smp.OK() || !strings.HasSuffix(smp.Marker, fmt.Sprintf("of user%d", u+1)) {
+				t.Errorf("%s user %d: %q %q", p, u, smp.Err, smp.Marker)
 			}
 		}
 	}
