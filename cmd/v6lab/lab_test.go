@@ -295,13 +295,13 @@ cells:
 	}
 }
 
-// TestRunAgainstRealServersInTheLab measures nginx, Unbound, ProFTPD and Dovecot, started
+// TestRunAgainstRealServersInTheLab measures nginx, Unbound, ProFTPD, Postfix and Dovecot, started
 // with generated configurations in the lab's server host, over all paths.
 func TestRunAgainstRealServersInTheLab(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the lab needs root (CI runs as root)")
 	}
-	for _, p := range []string{"nginx", "unbound", "proftpd", "dovecot"} {
+	for _, p := range []string{"nginx", "unbound", "proftpd", "dovecot", "postfix"} {
 		if _, err := exec.LookPath(p); err != nil {
 			if _, err := os.Stat("/usr/sbin/" + p); err != nil {
 				t.Skipf("%s is not installed (scripts/install-deps installs it)", p)
@@ -320,6 +320,7 @@ cells:
   - {protocol: dns, conns: [3]}
   - {protocol: ftp, file: 128K, conns: [2]}
   - {protocol: imap, conns: [3]}
+  - {protocol: smtp, conns: [3]}
 `), 0o644)
 	out, err := exec.Command(bin, "run", exp, "-q", "--results", root).CombinedOutput()
 	if err != nil {
@@ -334,10 +335,11 @@ cells:
 		t.Fatal(err)
 	}
 	if !strings.Contains(f.Header.Servers["http"], "nginx/") || !strings.Contains(f.Header.Servers["dns"], "unbound") ||
-		!strings.Contains(f.Header.Servers["ftp"], "ProFTPD") || !strings.Contains(f.Header.Servers["imap"], "Dovecot") {
+		!strings.Contains(f.Header.Servers["ftp"], "ProFTPD") || !strings.Contains(f.Header.Servers["imap"], "Dovecot") ||
+		!strings.Contains(f.Header.Servers["smtp"], "Postfix") {
 		t.Errorf("servers %v", f.Header.Servers)
 	}
-	if len(s.Cells) != 15 {
+	if len(s.Cells) != 18 {
 		t.Fatalf("%d cells", len(s.Cells))
 	}
 	for _, c := range s.Cells {

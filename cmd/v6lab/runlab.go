@@ -379,6 +379,19 @@ func startRealServers(ctx context.Context, l *lab.Lab, exp *experiment.Experimen
 		job.FTPPort = 21
 		job.Servers["ftp"] = pf.Version + " (real) in the server namespace, anonymous, sparse files"
 	}
+	if slices.Contains(exp.Protocols(), "smtp") {
+		pf, err := servers.StartPostfix(ctx, prefix, addrs, 25, "v6lab.test")
+		if err != nil {
+			for _, stop := range stops {
+				stop()
+			}
+			return nil, err
+		}
+		stops = append(stops, pf.Stop)
+		job.SMTPPort = 25
+		job.Ports["smtp"] = 25
+		job.Servers["smtp"] = pf.Version + " (real) in the server namespace, an instance of its own; accepted mail is discarded"
+	}
 	if slices.Contains(exp.Protocols(), "imap") {
 		users := imap.DefaultUsers
 		for _, c := range exp.Cells {

@@ -509,15 +509,18 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Pa
 }
 
 // RealServers are the real server programs per protocol, so far.
-var RealServers = map[string]string{"http": "nginx", "dns": "unbound", "ftp": "proftpd", "imap": "dovecot"}
+var RealServers = map[string]string{"http": "nginx", "dns": "unbound", "ftp": "proftpd", "smtp": "postfix", "imap": "dovecot"}
 
 // RealServersFit says why a cell group cannot run against the real servers.
 func RealServersFit(c *Spec) error {
 	if _, ok := RealServers[c.Protocol]; !ok {
-		return fmt.Errorf("no real server for %s in this version (real: nginx for http, unbound for dns, proftpd for ftp, dovecot for imap); use servers: embedded", c.Protocol)
+		return fmt.Errorf("no real server for %s in this version (real: nginx for http, unbound for dns, proftpd for ftp, postfix for smtp, dovecot for imap); use servers: embedded", c.Protocol)
 	}
 	if c.Protocol == "http" && (c.Objects != nil || c.File != "" || c.Client != "") {
 		return fmt.Errorf("with real servers an http cell fetches nginx's page: objects, file and client need the embedded server")
+	}
+	if c.Protocol == "smtp" && c.StartTLS {
+		return fmt.Errorf("the real Postfix is set up without TLS: starttls needs servers: embedded or a real host")
 	}
 	if c.Protocol == "ftp" && c.Client != "" && c.Client != "v6lab" {
 		return fmt.Errorf("with real servers an ftp cell uses v6lab's own client")

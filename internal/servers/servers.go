@@ -14,16 +14,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 )
 
-// The package starts nginx for HTTP, Unbound for DNS, ProFTPD for FTP and
-// Dovecot for IMAP.
+// The package starts nginx for HTTP, Unbound for DNS, ProFTPD for FTP,
+// Postfix for SMTP and Dovecot for IMAP.
 
 // Packages names the Debian package of each server program.
-var Packages = map[string]string{"nginx": "nginx-light", "unbound": "unbound", "proftpd": "proftpd-core", "dovecot": "dovecot-imapd"}
+var Packages = map[string]string{"nginx": "nginx-light", "unbound": "unbound", "proftpd": "proftpd-core", "dovecot": "dovecot-imapd", "postfix": "postfix"}
 
 // ErrMissing is wrapped when a server program is not installed.
 var ErrMissing = errors.New("not installed")
@@ -36,10 +37,24 @@ type Server struct {
 	dir     string
 	cmd     *exec.Cmd
 	done    chan error
+	// pidFile, when set, names a daemon that left the process group
+	// (Postfix's master calls setsid): it is stopped by its pid too.
+	pidFile string
 }
 
 // Stop ends the server and removes its files.
 func (s *Server) Stop() {
+	if s.pidFile != "" {
+		if b, err := os.ReadFile(s.pidFile); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 1 {
+				syscall.Kill(pid, syscall.SIGTERM)
+				for i := 0; i < 100 && syscall.Kill(pid, 0) == nil; i++ {
+					time.Sleep(50 * time.Millisecond)
+				}
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}
 	if s.cmd.Process != nil {
 		syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
 		select {
@@ -79,7 +94,7 @@ func version(bin string, args ...string) string {
 
 // start runs bin with args under prefix, in a process group of its own,
 // and waits until it accepts TCP connections on addr.
-func start(ctx context.Context, name, dir string, prefix []string, ready netip.AddrPort, bin string, args ...string) (*Server, error) {
+func start(ctx context.Context, name, dir, pidFile string, prefix []string, ready netip.AddrPort, bin string, args ...string) (*Server, error) {
 	argv := append(append([]string{}, prefix...), append([]string{bin}, args...)...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	logf, err := os.Create(filepath.Join(dir, name+".out"))
@@ -92,7 +107,7 @@ func start(ctx context.Context, name, dir string, prefix []string, ready netip.A
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("servers: %s: %w", name, err)
 	}
-	s := &Server{Name: name, Port: int(ready.Port()), dir: dir, cmd: cmd, done: make(chan error, 1)}
+	s := &Server{Name: name, Port: int(ready.Port()), dir: dir, cmd: cmd, done: make(chan error, 1), pidFile: pidFile}
 	go func() { s.done <- cmd.Wait() }()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -100,7 +115,7 @@ func start(ctx context.Context, name, dir string, prefix []string, ready netip.A
 		case err := <-s.done:
 			s.done <- err
 			out, _ := os.ReadFile(filepath.Join(dir, name+".out"))
-			os.RemoveAll(dir)
+			s.Stop() // a daemon that left the group, and the files
 			return nil, fmt.Errorf("servers: %s exited (%v): %s", name, err, strings.TrimSpace(string(out)))
 		default:
 		}
@@ -206,7 +221,7 @@ http {
 	if err := os.WriteFile(cf, []byte(conf), 0o644); err != nil {
 		return nil, err
 	}
-	s, err := start(ctx, "nginx", dir, prefix, netip.AddrPortFrom(addrs[0], uint16(port)), bin, "-c", cf, "-e", filepath.Join(dir, "error.log"))
+	s, err := start(ctx, "nginx", dir, "", prefix, netip.AddrPortFrom(addrs[0], uint16(port)), bin, "-c", cf, "-e", filepath.Join(dir, "error.log"))
 	if err != nil {
 		return nil, err
 	}
@@ -279,7 +294,7 @@ func StartUnbound(ctx context.Context, prefix []string, addrs []netip.Addr, port
 			return nil, fmt.Errorf("servers: unbound config: %s", strings.TrimSpace(string(out)))
 		}
 	}
-	s, err := start(ctx, "unbound", dir, prefix, netip.AddrPortFrom(addrs[0], uint16(port)), bin, "-d", "-c", cf)
+	s, err := start(ctx, "unbound", dir, "", prefix, netip.AddrPortFrom(addrs[0], uint16(port)), bin, "-d", "-c", cf)
 	if err != nil {
 		return nil, err
 	}
@@ -354,7 +369,7 @@ SystemLog %[1]s/proftpd.log
 	if err := os.WriteFile(cf, []byte(conf), 0o644); err != nil {
 		return nil, err
 	}
-	s, err := start(ctx, "proftpd", dir, prefix, netip.AddrPortFrom(addrs[0], uint16(port)), bin, "-n", "-q", "-c", cf)
+	s, err := start(ctx, "proftpd", dir, "", prefix, netip.AddrPortFrom(addrs[0], uint16(port)), bin, "-n", "-q", "-c", cf)
 	if err != nil {
 		return nil, err
 	}
@@ -440,11 +455,103 @@ service anvil {
 	if err := os.WriteFile(cf, []byte(conf), 0o644); err != nil {
 		return nil, err
 	}
-	s, err := start(ctx, "dovecot", dir, prefix, netip.AddrPortFrom(addrs[0], uint16(port)), bin, "-F", "-c", cf)
+	s, err := start(ctx, "dovecot", dir, "", prefix, netip.AddrPortFrom(addrs[0], uint16(port)), bin, "-F", "-c", cf)
 	if err != nil {
 		return nil, err
 	}
 	out, _ := exec.Command(bin, "--version").Output()
 	s.Version = "Dovecot " + strings.TrimSpace(strings.SplitN(string(out)+" ", " ", 2)[0])
+	return s, nil
+}
+
+// StartPostfix accepts mail for domain on every address at port (an
+// instance of its own: its own configuration, queue and data directories)
+// and discards it after the 250.
+func StartPostfix(ctx context.Context, prefix []string, addrs []netip.Addr, port int, domain string) (*Server, error) {
+	bin, err := lookPath("postfix")
+	if err != nil {
+		return nil, err
+	}
+	master, err := os.ReadFile("/usr/share/postfix/master.cf.dist")
+	if err != nil {
+		return nil, fmt.Errorf("servers: postfix: %w (apt-get install postfix)", err)
+	}
+	dir, err := os.MkdirTemp("", "v6lab-postfix-")
+	if err != nil {
+		return nil, err
+	}
+	os.Chmod(dir, 0o755)
+	for _, d := range []string{"conf", "queue", "data"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	if out, err := exec.Command("chown", "postfix", filepath.Join(dir, "data")).CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("servers: postfix data directory: %s", strings.TrimSpace(string(out)))
+	}
+	// The smtpd line of the distributed master.cf, on our port, not chrooted.
+	var mcf []string
+	for _, l := range strings.Split(string(master), "\n") {
+		if f := strings.Fields(l); len(f) >= 8 && f[0] == "smtp" && f[1] == "inet" {
+			l = fmt.Sprintf("%d inet n - n - - smtpd", port)
+		}
+		mcf = append(mcf, l)
+	}
+	var ifaces []string
+	for _, a := range addrs {
+		if a.Is6() {
+			ifaces = append(ifaces, "["+a.String()+"]")
+		} else {
+			ifaces = append(ifaces, a.String())
+		}
+	}
+	main := fmt.Sprintf(`# generated by v6lab
+compatibility_level = 3.6
+queue_directory = %[1]s/queue
+data_directory = %[1]s/data
+mail_owner = postfix
+setgid_group = postdrop
+myhostname = mx.%[2]s
+mydomain = %[2]s
+myorigin = %[2]s
+mydestination =
+relay_domains = %[2]s
+transport_maps = inline:{ %[2]s=discard: }
+inet_interfaces = %[3]s
+inet_protocols = all
+mynetworks = 0.0.0.0/0, [::]/0
+smtpd_recipient_restrictions = permit_mynetworks, reject
+smtpd_relay_restrictions = permit_mynetworks, reject
+disable_dns_lookups = yes
+smtp_dns_support_level = disabled
+alias_maps =
+alias_database =
+local_recipient_maps =
+maillog_file = %[1]s/maillog
+maillog_file_prefixes = %[1]s
+default_process_limit = 2000
+smtpd_client_connection_count_limit = 0
+smtpd_client_connection_rate_limit = 0
+smtpd_client_message_rate_limit = 0
+smtpd_client_recipient_rate_limit = 0
+smtpd_peername_lookup = no
+`, dir, domain, strings.Join(ifaces, ", "))
+	conf := filepath.Join(dir, "conf")
+	if err := os.WriteFile(filepath.Join(conf, "main.cf"), []byte(main), 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(conf, "master.cf"), []byte(strings.Join(mcf, "\n")), 0o644); err != nil {
+		return nil, err
+	}
+	s, err := start(ctx, "postfix", dir, filepath.Join(dir, "queue", "pid", "master.pid"), prefix, netip.AddrPortFrom(addrs[0], uint16(port)), bin, "-c", conf, "start-fg")
+	if err != nil {
+		if log, e := os.ReadFile(filepath.Join(dir, "maillog")); e == nil {
+			err = fmt.Errorf("%w; maillog: %s", err, strings.TrimSpace(string(log)))
+		}
+		return nil, err
+	}
+	out, _ := exec.Command(filepath.Join(filepath.Dir(bin), "postconf"), "-d", "-h", "mail_version").Output()
+	s.Version = "Postfix " + strings.TrimSpace(string(out))
 	return s, nil
 }

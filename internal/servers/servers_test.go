@@ -15,6 +15,7 @@ import (
 	"v6lab/internal/path"
 	"v6lab/internal/proto/ftp"
 	"v6lab/internal/proto/imap"
+	"v6lab/internal/proto/smtp"
 
 	"github.com/miekg/dns"
 )
@@ -166,6 +167,33 @@ func TestDovecotServesEachUsersMessage(t *testing.T) {
 			smp := c.Do(ctx, u)
 			cancel()
 			if !smp.OK() || !strings.HasSuffix(smp.Marker, fmt.Sprintf("of user%d", u+1)) {
+				t.Errorf("%s user %d: %q %q", p, u, smp.Err, smp.Marker)
+			}
+		}
+	}
+}
+
+func TestPostfixAcceptsMail(t *testing.T) {
+	requireRoot(t)
+	if _, err := lookPath("postfix"); err != nil {
+		t.Skip(err)
+	}
+	port := freePort(t)
+	s, err := StartPostfix(context.Background(), nil, []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")}, port, "v6lab.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	if !strings.HasPrefix(s.Version, "Postfix 3") {
+		t.Errorf("version %q", s.Version)
+	}
+	for _, p := range []path.Path{path.IPv4, path.IPv6} {
+		c := &smtp.Client{Host: p.Loopback().String(), Port: port, Path: p, Resolver: &path.Resolver{}, From: "a@v6lab.test", To: "user%d@v6lab.test"}
+		for u := range 5 {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			smp := c.Do(ctx, u)
+			cancel()
+			if !smp.OK() || !strings.Contains(smp.Marker, "queued as") {
 				t.Errorf("%s user %d: %q %q", p, u, smp.Err, smp.Marker)
 			}
 		}
