@@ -317,6 +317,7 @@ runs: 2
 pause: 0s
 cells:
   - {protocol: http, conns: [1, 4]}
+  - {protocol: http, label: http-embedded, server: embedded, conns: [2]}
   - {protocol: dns, conns: [3]}
   - {protocol: ftp, file: 128K, conns: [2]}
   - {protocol: imap, conns: [3]}
@@ -334,12 +335,13 @@ cells:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(f.Header.Servers["http"], "nginx/") || !strings.Contains(f.Header.Servers["dns"], "unbound") ||
-		!strings.Contains(f.Header.Servers["ftp"], "ProFTPD") || !strings.Contains(f.Header.Servers["imap"], "Dovecot") ||
-		!strings.Contains(f.Header.Servers["smtp"], "Postfix") {
-		t.Errorf("servers %v", f.Header.Servers)
+	srv := f.Header.Servers
+	if !strings.Contains(srv["http (real)"], "nginx/") || !strings.Contains(srv["dns (real)"], "unbound") ||
+		!strings.Contains(srv["ftp (real)"], "ProFTPD") || !strings.Contains(srv["imap (real)"], "Dovecot") ||
+		!strings.Contains(srv["smtp (real)"], "Postfix") || !strings.Contains(srv["http"], "embedded") {
+		t.Errorf("servers %v", srv)
 	}
-	if len(s.Cells) != 18 {
+	if len(s.Cells) != 21 {
 		t.Fatalf("%d cells", len(s.Cells))
 	}
 	for _, c := range s.Cells {

@@ -262,6 +262,9 @@ func (o *runOpts) override(cmd *cobra.Command, exp *experiment.Experiment) error
 			return fmt.Errorf("--server: %q is not embedded or real", o.server)
 		}
 		exp.Servers = o.server
+		for i := range exp.Cells {
+			exp.Cells[i].Server = map[bool]string{true: "real"}[o.server == "real"]
+		}
 	}
 	for i := range exp.Cells {
 		c := &exp.Cells[i]
@@ -346,7 +349,7 @@ func (o *runOpts) where(exp *experiment.Experiment, topology string, explicitPat
 		}
 		where = "loopback"
 	}
-	if exp.Servers == "real" && (where == "loopback" || where == "hosts" || (where == "auto" && why != nil)) {
+	if exp.Real() && (where == "loopback" || where == "hosts" || (where == "auto" && why != nil)) {
 		reason := "this experiment runs on " + where
 		if why != nil {
 			reason = why.Error()

@@ -48,9 +48,21 @@ type labJob struct {
 	Lab       map[string]string            `json:"lab"`
 	Results   string                       `json:"results"`
 	Pcap      bool                         `json:"pcap"`
+	// Real is where the real servers are, for cells that measure them.
+	Real *labEndpoints `json:"real,omitempty"`
 	// Done and Dir resume an interrupted experiment.
 	Done map[int]bool `json:"done,omitempty"`
 	Dir  string       `json:"dir,omitempty"`
+}
+
+// labEndpoints are the servers a cell reaches: URL (host and HTTP port),
+// resolvers per path, and the other protocols' ports.
+type labEndpoints struct {
+	URL       string                    `json:"url"`
+	Resolvers map[path.Path]labResolver `json:"resolvers"`
+	FTPPort   int                       `json:"ftp_port,omitempty"`
+	SMTPPort  int                       `json:"smtp_port,omitempty"`
+	IMAPPort  int                       `json:"imap_port,omitempty"`
 }
 
 type labResolver struct {
@@ -146,7 +158,7 @@ func runInLab(cmd *cobra.Command, exp *experiment.Experiment, cfg lab.Config, re
 	for p, r := range in.Resolvers {
 		job.Resolvers[p] = labResolver{Servers: r.Servers, Source: r.Source}
 	}
-	if exp.Servers == "real" {
+	if exp.Real() {
 		stop, err := startRealServers(ctx, l, exp, &job)
 		if err != nil {
 			return err
@@ -226,8 +238,26 @@ func runLabChild(cmd *cobra.Command, jobFile string) error {
 	for p, r := range j.Resolvers {
 		env.Resolvers[p] = &path.Resolver{Servers: r.Servers, Source: r.Source}
 	}
+	probe := env.Probe
+	if j.Real != nil {
+		ru, err := url.Parse(j.Real.URL)
+		if err != nil {
+			return err
+		}
+		realEnv := experiment.Env{URL: ru, Resolvers: map[path.Path]*path.Resolver{}, Sources: j.Sources, Transport: j.Transport,
+			FTPPort: j.Real.FTPPort, SMTPPort: j.Real.SMTPPort, IMAPPort: j.Real.IMAPPort}
+		for p, r := range j.Real.Resolvers {
+			realEnv.Resolvers[p] = &path.Resolver{Servers: r.Servers, Source: r.Source}
+		}
+		probe = func(s *experiment.Spec, p path.Path) (load.Probe, error) {
+			if s.Server == "real" {
+				return realEnv.Probe(s, p)
+			}
+			return env.Probe(s, p)
+		}
+	}
 	for i := range j.Exp.Cells {
-		if err := settle(cmd, &j.Exp.Cells[i], env.Probe); err != nil {
+		if err := settle(cmd, &j.Exp.Cells[i], probe); err != nil {
 			return err
 		}
 	}
@@ -238,7 +268,7 @@ func runLabChild(cmd *cobra.Command, jobFile string) error {
 		rec = cp
 	}
 	jb := job{
-		exp: j.Exp, probe: env.Probe, target: "lab", servers: j.Servers, notes: j.Notes,
+		exp: j.Exp, probe: probe, target: "lab", servers: j.Servers, notes: j.Notes,
 		serverFDs: 0, results: j.Results, wire: capture.Check{C: cp, Ports: j.Ports}, lab: j.Lab, pcap: rec,
 	}
 	if j.Dir != "" {
@@ -356,10 +386,12 @@ func startRealServers(ctx context.Context, l *lab.Lab, exp *experiment.Experimen
 		return nil, err
 	}
 	stops := []func(){ng.Stop, ub.Stop}
-	if slices.Contains(exp.Protocols(), "ftp") {
+	real := &labEndpoints{}
+	job.Real = real
+	if slices.Contains(exp.RealProtocols(), "ftp") {
 		files := map[string]int64{}
 		for _, c := range exp.Cells {
-			if c.Protocol == "ftp" {
+			if c.Protocol == "ftp" && c.Server == "real" {
 				name := strings.TrimPrefix(cmpOr(c.File, "1M"), "/")
 				size, err := units.ParseSize(name)
 				if err != nil {
@@ -376,10 +408,11 @@ func startRealServers(ctx context.Context, l *lab.Lab, exp *experiment.Experimen
 			return nil, err
 		}
 		stops = append(stops, pf.Stop)
-		job.FTPPort = 21
-		job.Servers["ftp"] = pf.Version + " (real) in the server namespace, anonymous, sparse files"
+		real.FTPPort = 21
+		job.Ports["real/ftp"] = 0 // passive data ports: count every TCP packet
+		job.Servers["ftp (real)"] = pf.Version + " in the server namespace, anonymous, sparse files"
 	}
-	if slices.Contains(exp.Protocols(), "smtp") {
+	if slices.Contains(exp.RealProtocols(), "smtp") {
 		pf, err := servers.StartPostfix(ctx, prefix, addrs, 25, "v6lab.test")
 		if err != nil {
 			for _, stop := range stops {
@@ -388,11 +421,11 @@ func startRealServers(ctx context.Context, l *lab.Lab, exp *experiment.Experimen
 			return nil, err
 		}
 		stops = append(stops, pf.Stop)
-		job.SMTPPort = 25
-		job.Ports["smtp"] = 25
-		job.Servers["smtp"] = pf.Version + " (real) in the server namespace, an instance of its own; accepted mail is discarded"
+		real.SMTPPort = 25
+		job.Ports["real/smtp"] = 25
+		job.Servers["smtp (real)"] = pf.Version + " in the server namespace, an instance of its own; accepted mail is discarded"
 	}
-	if slices.Contains(exp.Protocols(), "imap") {
+	if slices.Contains(exp.RealProtocols(), "imap") {
 		users := imap.DefaultUsers
 		for _, c := range exp.Cells {
 			if c.Protocol == "imap" && c.Users > 0 {
@@ -407,19 +440,19 @@ func startRealServers(ctx context.Context, l *lab.Lab, exp *experiment.Experimen
 			return nil, err
 		}
 		stops = append(stops, dv.Stop)
-		job.IMAPPort = 143
-		job.Ports["imap"] = 143
-		job.Servers["imap"] = fmt.Sprintf("%s (real) in the server namespace, %d Maildir users", dv.Version, users)
+		real.IMAPPort = 143
+		job.Ports["real/imap"] = 143
+		job.Servers["imap (real)"] = fmt.Sprintf("%s in the server namespace, %d Maildir users", dv.Version, users)
 	}
-	job.URL = "http://" + experiment.LocalName + ":80/"
-	job.Resolvers = map[path.Path]labResolver{
+	real.URL = "http://" + experiment.LocalName + ":80/"
+	real.Resolvers = map[path.Path]labResolver{
 		path.IPv4:   {Servers: []netip.AddrPort{netip.AddrPortFrom(a.ServerV4, 53)}},
 		path.IPv6:   {Servers: []netip.AddrPort{netip.AddrPortFrom(a.ServerV6, 53)}},
 		path.SixIn4: {Servers: []netip.AddrPort{netip.AddrPortFrom(a.ServerTun6, 53)}, Source: a.ClientTun6},
 	}
-	job.Ports["http"], job.Ports["dns"] = 80, 53
-	job.Servers["http"] = ng.Version + " (real) in the server namespace"
-	job.Servers["dns"] = ub.Version + " (real) in the server namespace, a view for the tunnel's clients"
+	job.Ports["real/http"], job.Ports["real/dns"] = 80, 53
+	job.Servers["http (real)"] = ng.Version + " in the server namespace"
+	job.Servers["dns (real)"] = ub.Version + " in the server namespace, a view for the tunnel's clients"
 	return func() {
 		for _, stop := range stops {
 			stop()

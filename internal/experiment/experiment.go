@@ -68,6 +68,9 @@ type Spec struct {
 	Active bool   `json:"active,omitempty"`
 	// Client downloads a file cell with another program: curl or wget.
 	Client string `json:"client,omitempty"`
+	// Server is "real" when the cell measures the real server of its
+	// protocol (nginx, unbound, proftpd, postfix, dovecot) in the lab.
+	Server string `json:"server,omitempty"`
 	// SMTP: envelope, message size, STARTTLS.
 	From     string `json:"from,omitempty"`
 	To       string `json:"to,omitempty"`
@@ -92,6 +95,36 @@ func (s *Spec) CellName() string {
 		return s.Label
 	}
 	return s.Protocol
+}
+
+// WireKey names the service a cell's traffic goes to, for the wire check:
+// the protocol, or real/<protocol> for a real server.
+func (s *Spec) WireKey() string {
+	if s.Server == "real" {
+		return "real/" + s.Protocol
+	}
+	return s.Protocol
+}
+
+// Real reports whether any cell group measures a real server.
+func (e *Experiment) Real() bool {
+	for _, c := range e.Cells {
+		if c.Server == "real" {
+			return true
+		}
+	}
+	return false
+}
+
+// RealProtocols lists the protocols measured against real servers.
+func (e *Experiment) RealProtocols() []string {
+	var out []string
+	for _, c := range e.Cells {
+		if c.Server == "real" && !slices.Contains(out, c.Protocol) {
+			out = append(out, c.Protocol)
+		}
+	}
+	return out
 }
 
 // Single wraps one cell group as an experiment (the probe commands).
@@ -251,8 +284,9 @@ type Runner struct {
 
 // WireCheck proves on the wire what a run's path claims.
 type WireCheck interface {
-	// Start begins counting for a run of protocol over p.
-	Start(protocol string, p path.Path)
+	// Start begins counting for a run of the service key (Spec.WireKey)
+	// over p.
+	Start(key string, p path.Path)
 	// Stop returns the counts, and an error when they do not prove p.
 	Stop(p path.Path) (result.Wire, error)
 }
@@ -345,7 +379,7 @@ func (r *Runner) runPlan(ctx context.Context, w *result.Writer, probeOf func(Ste
 			emit(s)
 		}
 		if r.Wire != nil {
-			r.Wire.Start(spec.Protocol, st.Path)
+			r.Wire.Start(spec.WireKey(), st.Path)
 		}
 		if spec.Duration > 0 {
 			load.Sustained(ctx, probeOf(st), st.Conns, time.Duration(spec.Duration), timeout, counting)

@@ -66,6 +66,8 @@ type cellFile struct {
 	StartTLS bool   `yaml:"starttls"`
 	// http and ftp files: another client program
 	Client string `yaml:"client"`
+	// embedded or real: overrides the experiment's servers for this cell
+	Server string `yaml:"server"`
 	// ftp
 	File   string `yaml:"file"`
 	Active bool   `yaml:"active"`
@@ -231,13 +233,28 @@ func (f *file) experiment(doc *specfile.Doc) (*Experiment, error) {
 		}
 		e.Cells = append(e.Cells, s)
 	}
-	if e.Servers == "real" {
-		for i, c := range e.Cells {
-			at := fmt.Sprintf("cells[%d]", i)
-			if err := RealServersFit(&c); err != nil {
-				return nil, doc.Errorf(at, "%v", err)
-			}
+	for i := range e.Cells {
+		c := &e.Cells[i]
+		at := fmt.Sprintf("cells[%d]", i)
+		server := cmpOr(f.Cells[i].Server, e.Servers)
+		switch server {
+		case "embedded":
+			continue
+		case "real":
+		default:
+			return nil, doc.Errorf(at+".server", "%q: want embedded or real", f.Cells[i].Server)
 		}
+		if e.Where == "loopback" || e.Where == "hosts" {
+			return nil, doc.Errorf(at+".server", "real servers run in the lab's server host, but where is %s", e.Where)
+		}
+		if err := RealServersFit(c); err != nil {
+			field := at + ".server"
+			if !doc.Has(field) {
+				field = at
+			}
+			return nil, doc.Errorf(field, "%v", err)
+		}
+		c.Server = "real"
 	}
 	if err := e.Validate(); err != nil { // rules that belong to no one field
 		return nil, fmt.Errorf("%s: %w", doc.File, err)

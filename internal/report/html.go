@@ -42,6 +42,9 @@ func HTML(w io.Writer, s *Summary) error {
 		}
 		page.Groups = append(page.Groups, g)
 	}
+	if sec, ok := DifferenceCIs(s); ok {
+		page.Groups = append(page.Groups, htmlGroup{Name: "all protocols", Tables: []section{sec}})
+	}
 	return htmlTmpl.Execute(w, page)
 }
 

@@ -200,3 +200,32 @@ func TestWriteAllReRendersFromSamples(t *testing.T) {
 		}
 	}
 }
+
+func TestDifferenceCIsAcrossProtocols(t *testing.T) {
+	f := build(baseMS, otherMS)
+	// The same runs again under a second protocol, at another connection count.
+	for _, smp := range append([]result.Sample(nil), f.Samples...) {
+		smp.Protocol, smp.Conns, smp.Cell = "ftp", 10, result.CellKey("ftp", smp.Path, 10)
+		f.Samples = append(f.Samples, smp)
+	}
+	for _, r := range append([]result.Run(nil), f.Runs...) {
+		r.Protocol, r.Conns, r.Cell = "ftp", 10, result.CellKey("ftp", r.Path, 10)
+		f.Runs = append(f.Runs, r)
+	}
+	s := Summarize(f)
+	sec, ok := DifferenceCIs(s)
+	if !ok || len(sec.Rows) != 2 || strings.Join(sec.Head, " ") != "protocol path 2 10" {
+		t.Fatalf("%+v", sec)
+	}
+	if sec.Rows[0][0] != "FTP" || sec.Rows[0][2] != "N/A" || sec.Rows[1][3] != "N/A" {
+		t.Errorf("rows %v", sec.Rows)
+	}
+	c := s.Comparisons[0]
+	want := FormatMS(c.CI95DiffMS[1]) + " to " + FormatMS(c.CI95DiffMS[0])
+	if sec.Rows[1][2] != want && sec.Rows[0][3] != want {
+		t.Errorf("rows %v, want %q (upper to lower)", sec.Rows, want)
+	}
+	if _, ok := DifferenceCIs(Summarize(build(baseMS, otherMS))); ok {
+		t.Error("a single protocol got the cross-protocol table")
+	}
+}

@@ -30,6 +30,14 @@ func Text(w io.Writer, s *Summary) error {
 			}
 		}
 	}
+	if sec, ok := DifferenceCIs(s); ok {
+		fmt.Fprintf(tw, "\n%s\n", sec.Title)
+		t := newTable(sec.Head)
+		for _, r := range sec.Rows {
+			t.add(r)
+		}
+		t.write(tw)
+	}
 	if len(s.Notes) > 0 {
 		fmt.Fprintln(tw, "\nNotes:")
 		for _, n := range s.Notes {
@@ -104,6 +112,45 @@ func figure(v float64) string {
 		return fmt.Sprintf("%.0f", v)
 	}
 	return FormatMS(v)
+}
+
+// DifferenceCIs is the MITRE study's Table 6-1 shape: for every protocol
+// and path, the 95% CI of its difference from the baseline at each
+// connection count (upper to lower bound, as the study prints it), on one
+// table across protocols. It is there when more than one protocol was
+// compared.
+func DifferenceCIs(s *Summary) (section, bool) {
+	protos := protocols(s)
+	if len(protos) < 2 || len(s.Comparisons) == 0 {
+		return section{}, false
+	}
+	conns := connsOf(s.Cells)
+	sec := section{Title: fmt.Sprintf("95%% confidence intervals for differences from %s (ms), upper to lower", s.Baseline),
+		Head: append([]string{"protocol", "path"}, intHeads(conns)...)}
+	for _, proto := range protos {
+		cmps := comparisonsOf(s, proto)
+		for _, p := range pathsOfCmp(cmps) {
+			row := []string{strings.ToUpper(proto), p}
+			for _, n := range conns {
+				v := "N/A"
+				for _, c := range cmps {
+					if c.Path == p && c.Conns == n {
+						v = optRange(swap(c.CI95DiffMS), c.NA["ci95_diff_ms"], " to ")
+					}
+				}
+				row = append(row, v)
+			}
+			sec.Rows = append(sec.Rows, row)
+		}
+	}
+	return sec, len(sec.Rows) > 0
+}
+
+func swap(v *[2]float64) *[2]float64 {
+	if v == nil {
+		return nil
+	}
+	return &[2]float64{v[1], v[0]}
 }
 
 // Legend explains n/a and the confidence level under every report.
