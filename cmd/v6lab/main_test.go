@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"v6lab/internal/experiment"
 	"v6lab/internal/path"
@@ -20,6 +21,7 @@ import (
 	"v6lab/internal/proto/imap"
 	"v6lab/internal/proto/smtp"
 	"v6lab/internal/report"
+	"v6lab/internal/traffic"
 	"v6lab/internal/transport"
 )
 
@@ -386,6 +388,39 @@ func TestProbeIMAP(t *testing.T) {
 	}
 }
 
+func TestTrafficCommand(t *testing.T) {
+	s, err := traffic.ListenSink(context.Background(), []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	out, err := v6lab(t, "traffic", "--level", "C3B", "--to", fmt.Sprintf("127.0.0.1:%d", s.Port), "--to", fmt.Sprintf("[::1]:%d", s.Port), "--time", "500ms")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "level C3B: 75 Mbit/s, 25% IPv6") || strings.Count(out, "poisson") != 8 || strings.Count(out, "periodic") != 2 {
+		t.Errorf("output:\n%s", out)
+	}
+	time.Sleep(100 * time.Millisecond)
+	for id := 1; id <= 10; id++ {
+		if s.Delivered(id) == 0 {
+			t.Errorf("flow %d delivered nothing", id)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"traffic", "--level", "C9B", "--to", "127.0.0.1", "--to", "::1"}, `no congestion level "C9B"`},
+		{[]string{"traffic", "--to", "127.0.0.1"}, "give one IPv4 and one IPv6 sink"},
+		{[]string{"traffic", "--to", "127.0.0.1", "--to", "::1", "--time", "2h"}, "--time: want more than 0 and at most 1h0m0s"},
+	} {
+		if _, err := v6lab(t, c.args...); err == nil || exitCode(err) != 2 || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.args, err, c.want)
+		}
+	}
+}
+
 func TestProbeDNS(t *testing.T) {
 	l, _ := localServers(t)
 	root := t.TempDir()
@@ -449,7 +484,7 @@ func TestBadInputIsAClearError(t *testing.T) {
 func TestHelpHasExamples(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"run", "--help"}, {"probe", "http", "--help"}, {"probe", "dns", "--help"},
 		{"serve", "http", "--help"}, {"serve", "dns", "--help"}, {"report", "--help"}, {"compare", "--help"},
-		{"tcp", "--help"}, {"udp", "--help"}, {"serve", "transport", "--help"}, {"probe", "ftp", "--help"}, {"serve", "ftp", "--help"}, {"probe", "smtp", "--help"}, {"serve", "smtp", "--help"}, {"probe", "imap", "--help"}, {"serve", "imap", "--help"},
+		{"tcp", "--help"}, {"udp", "--help"}, {"serve", "transport", "--help"}, {"probe", "ftp", "--help"}, {"serve", "ftp", "--help"}, {"probe", "smtp", "--help"}, {"serve", "smtp", "--help"}, {"probe", "imap", "--help"}, {"serve", "imap", "--help"}, {"traffic", "--help"}, {"serve", "traffic", "--help"},
 		{"lab", "--help"}, {"lab", "up", "--help"}} {
 		out, err := v6lab(t, args...)
 		if err != nil || !strings.Contains(out, "Examples:") {

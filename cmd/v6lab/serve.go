@@ -48,11 +48,11 @@ func waitSignal(cmd *cobra.Command) {
 func newServeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Run an embedded server (http, dns, ftp, smtp, imap, transport) for tests between two hosts",
+		Short: "Run an embedded server (http, dns, ftp, smtp, imap, transport, traffic) for tests between two hosts",
 		Example: `  v6lab serve http --listen 0.0.0.0:8080 --listen [::]:8080
   v6lab serve dns --listen 192.0.2.1:53 --listen [2001:db8::1]:53 --record www.lab.test=192.0.2.1 --record www.lab.test=2001:db8::1`,
 	}
-	cmd.AddCommand(newServeHTTPCmd(), newServeDNSCmd(), newServeFTPCmd(), newServeSMTPCmd(), newServeIMAPCmd(), newServeTransportCmd())
+	cmd.AddCommand(newServeHTTPCmd(), newServeDNSCmd(), newServeFTPCmd(), newServeSMTPCmd(), newServeIMAPCmd(), newServeTransportCmd(), newServeTrafficCmd())
 	return cmd
 }
 

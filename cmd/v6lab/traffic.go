@@ -1,0 +1,122 @@
+package main
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"v6lab/internal/path"
+	"v6lab/internal/traffic"
+)
+
+// DefaultTrafficPort is the port of `v6lab serve traffic`.
+const DefaultTrafficPort = 5302
+
+func newTrafficCmd() *cobra.Command {
+	var level string
+	var to []string
+	var dur time.Duration
+	cmd := &cobra.Command{
+		Use:   "traffic --level C1B..C6B --to ADDR4 --to ADDR6",
+		Short: "Generate background traffic (the Towson study's congestion levels) to traffic sinks",
+		Long: `traffic sends the congestion level's 10 flows — per family four TCP flows (Poisson) and one
+UDP flow (periodic), 90% TCP and 10% UDP, IPv4:IPv6 as the level says, 1460-byte payloads
+over IPv4 and 1440 over IPv6 — to the sinks given with --to (v6lab serve traffic, port 5302
+unless given), for --time, then prints what each flow offered and managed to send. A flow
+that sent less than it offered was held back (congestion, or an overloaded generator).
+
+Levels (Table I of the study): C1B, C2B, C3B at 75 Mbit/s with IPv4:IPv6 at 50:50, 25:75
+and 75:25; C4B, C5B, C6B the same at 100 Mbit/s.`,
+		Example: `  v6lab serve traffic --listen 0.0.0.0:5302 --listen [::]:5302     # on the far side
+  v6lab traffic --level C2B --to 192.0.2.9 --to 2001:db8::9 --time 60s`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, err := traffic.LevelByName(level)
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			var v4, v6 netip.AddrPort
+			for _, s := range to {
+				ap, err := netip.ParseAddrPort(s)
+				if err != nil {
+					ip, perr := netip.ParseAddr(strings.Trim(s, "[]"))
+					if perr != nil {
+						return &exitError{code: 2, err: fmt.Errorf("--to %q: want ADDR or ADDR:PORT", s)}
+					}
+					ap = netip.AddrPortFrom(ip, DefaultTrafficPort)
+				}
+				if path.IPv4.Accepts(ap.Addr()) {
+					v4 = ap
+				} else {
+					v6 = ap
+				}
+			}
+			if !v4.IsValid() || !v6.IsValid() {
+				return &exitError{code: 2, err: fmt.Errorf("--to: give one IPv4 and one IPv6 sink (the levels mix both families)")}
+			}
+			if dur <= 0 || dur > traffic.MaxDuration {
+				return &exitError{code: 2, err: fmt.Errorf("--time: want more than 0 and at most %v", traffic.MaxDuration)}
+			}
+			reps, err := traffic.Run(cmd.Context(), l.Flows(v4, v6, nil), dur)
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintf(cmd.OutOrStdout(), "level %s: %g Mbit/s, %.0f%% IPv6\n", l.Name, float64(l.Rate)/1e6, l.V6Share*100)
+			fmt.Fprintln(tw, "flow\tproto\tpath\tpattern\trate Mbit/s\toffered Mbit/s\tsent Mbit/s\tsent %\terror\t")
+			for _, r := range reps {
+				pct := 0.0
+				if r.OfferedBytes > 0 {
+					pct = float64(r.SentBytes) / float64(r.OfferedBytes) * 100
+				}
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.2f\t%.2f\t%.2f\t%.1f\t%s\t\n", r.ID, r.Proto, r.Path, r.Pattern,
+					float64(r.Rate)/1e6, r.OfferedMbps(), r.SentMbps(), pct, r.Err)
+			}
+			return tw.Flush()
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&level, "level", "C1B", "congestion level: C1B to C6B")
+	fl.StringArrayVar(&to, "to", nil, "traffic sink ADDR[:PORT], one per family (repeat)")
+	fl.DurationVarP(&dur, "time", "t", 10*time.Second, "how long to send")
+	return cmd
+}
+
+func newServeTrafficCmd() *cobra.Command {
+	var listen []string
+	cmd := &cobra.Command{
+		Use:   "traffic",
+		Short: "Receive background traffic and count it per flow",
+		Long: `serve traffic receives v6lab traffic flows (TCP and UDP on one port) on every --listen
+address until interrupted, then prints the bytes each flow delivered.`,
+		Example: `  v6lab serve traffic --listen 0.0.0.0:5302 --listen [::]:5302`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			addrs, port, err := listenAddrs(listen)
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			s, err := traffic.ListenSink(cmd.Context(), addrs, port)
+			if err != nil {
+				return err
+			}
+			for _, a := range addrs {
+				fmt.Fprintf(cmd.OutOrStdout(), "serving traffic on %s\n", netip.AddrPortFrom(a, uint16(s.Port)))
+			}
+			waitSignal(cmd)
+			s.Close()
+			for id := 1; id <= traffic.MaxFlows; id++ {
+				if n := s.Delivered(id); n > 0 {
+					fmt.Fprintf(cmd.OutOrStdout(), "flow %d delivered %d bytes\n", id, n)
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringArrayVar(&listen, "listen", []string{"127.0.0.1:5302", "[::1]:5302"}, "ADDR:PORT to listen on (repeat; one port for all)")
+	return cmd
+}
