@@ -200,3 +200,55 @@ func TestReapRemovesLabsOfDeadOwners(t *testing.T) {
 		t.Fatalf("left: %v", left)
 	}
 }
+
+// TestGeneratorHostsReachEachOtherThroughTheRouters builds the lab with
+// its background traffic hosts: each client-side generator reaches its
+// server-side peer across r1-r2 over its family, and the status lists them.
+func TestGeneratorHostsReachEachOtherThroughTheRouters(t *testing.T) {
+	l := up(t, Config{Generators: true})
+	for _, c := range []struct {
+		from, to string
+		p        path.Path
+		fam      int
+	}{{Gen4C, Gen4S, path.IPv4, 0}, {Gen6C, Gen6S, path.IPv6, 1}, {Gen4S, Gen4C, path.IPv4, 0}, {Gen6S, Gen6C, path.IPv6, 1}} {
+		dst := l.Addr.Gen[c.to][c.fam]
+		var ln net.Listener
+		if err := Do(NS(l.Name, c.to), func() error {
+			var err error
+			ln, err = path.Listen(context.Background(), c.p, netip.AddrPortFrom(dst, 0).String())
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			if s, err := ln.Accept(); err == nil {
+				io.WriteString(s, s.RemoteAddr().String())
+				s.Close()
+			}
+		}()
+		var conn net.Conn
+		if err := Do(NS(l.Name, c.from), func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			var err error
+			conn, err = path.Dialer{Path: c.p}.Dial(ctx, "tcp", ln.Addr().(*net.TCPAddr).AddrPort())
+			return err
+		}); err != nil {
+			t.Fatalf("%s -> %s: %v", c.from, c.to, err)
+		}
+		conn.SetDeadline(time.Now().Add(5 * time.Second))
+		b, _ := io.ReadAll(conn)
+		conn.Close()
+		ln.Close()
+		if ap, err := netip.ParseAddrPort(string(b)); err != nil || ap.Addr() != l.Addr.Gen[c.from][c.fam] {
+			t.Errorf("%s -> %s: seen as %q", c.from, c.to, b)
+		}
+	}
+	st, err := Inspect(l.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Hosts) != 8 {
+		t.Errorf("status lists %d hosts, want 8", len(st.Hosts))
+	}
+}

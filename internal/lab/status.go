@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"slices"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -82,8 +83,11 @@ func Inspect(name string) (*Status, error) {
 		return nil, fmt.Errorf("lab: no lab named %q (see v6lab lab status)", name)
 	}
 	st := &Status{Name: name, Owner: Owner(name), Tunnel: "missing"}
-	for _, role := range Hosts {
+	for _, role := range append(append([]string{}, Hosts...), GenHosts...) {
 		ns := NS(name, role)
+		if slices.Contains(GenHosts, role) && !slices.Contains(nss, ns) {
+			continue // a lab without generator hosts
+		}
 		hs := HostStatus{Role: role, Namespace: ns}
 		h, err := handle(ns)
 		if err != nil {

@@ -27,6 +27,19 @@ const (
 // Hosts lists the roles in path order.
 var Hosts = []string{Client, R1, R2, Server}
 
+// Roles of the background traffic hosts (Config.Generators): an IPv4 and an
+// IPv6 generator on each side of the routers, as the Towson study's two
+// MGEN pairs.
+const (
+	Gen4C = "gen4c" // client side, attached to r1
+	Gen6C = "gen6c"
+	Gen4S = "gen4s" // server side, attached to r2
+	Gen6S = "gen6s"
+)
+
+// GenHosts lists the generator roles.
+var GenHosts = []string{Gen4C, Gen6C, Gen4S, Gen6S}
+
 // Config chooses what varies between labs.
 type Config struct {
 	// Name tells labs apart; namespaces are named v6lab-<Name>-<role>.
@@ -42,6 +55,8 @@ type Config struct {
 	Shaping Shaping `json:"shaping"`
 	// Links sets single links by name (LinkNames), whole: shaping and MTU.
 	Links map[string]Link `json:"links,omitempty"`
+	// Generators adds the four background traffic hosts (GenHosts).
+	Generators bool `json:"generators,omitempty"`
 	// NoTunnel builds the lab without the 6in4 tunnel (where this user can
 	// make none, see CanTunnel): ipv4 and ipv6 only.
 	NoTunnel bool `json:"no_tunnel,omitempty"`
@@ -179,6 +194,19 @@ var links = []link{
 
 func (lk link) name() string { return lk.a + "-" + lk.b }
 
+// genLinks attach the generator hosts; their addresses come from the
+// benchmarking ranges (RFC 2544, RFC 5180) and the documentation prefix.
+var genLinks = []link{
+	{a: R1, b: Gen4C, aIf: "eth-gen4c", bIf: "eth-r1", aHost: 1, bHost: 2,
+		v4: netip.MustParsePrefix("198.18.1.0/24"), v6: netip.MustParsePrefix("2001:db8:6:11::/64")},
+	{a: R1, b: Gen6C, aIf: "eth-gen6c", bIf: "eth-r1", aHost: 1, bHost: 2,
+		v4: netip.MustParsePrefix("198.18.2.0/24"), v6: netip.MustParsePrefix("2001:db8:6:12::/64")},
+	{a: R2, b: Gen4S, aIf: "eth-gen4s", bIf: "eth-r2", aHost: 1, bHost: 2,
+		v4: netip.MustParsePrefix("198.18.3.0/24"), v6: netip.MustParsePrefix("2001:db8:6:13::/64")},
+	{a: R2, b: Gen6S, aIf: "eth-gen6s", bIf: "eth-r2", aHost: 1, bHost: 2,
+		v4: netip.MustParsePrefix("198.18.4.0/24"), v6: netip.MustParsePrefix("2001:db8:6:14::/64")},
+}
+
 // TunnelIf is the name of the 6in4 interface on both routers.
 const TunnelIf = "tun6in4"
 
@@ -199,6 +227,8 @@ type Addresses struct {
 	// WireIf is the interface on r1 whose traffic proves the path: it
 	// carries IPv4, IPv6, and the tunnel's IPv4 protocol 41.
 	WireIf string
+	// Gen are the generator hosts' addresses by role: [IPv4, IPv6].
+	Gen map[string][2]netip.Addr
 }
 
 // Plan returns the default topology's addresses.
@@ -210,6 +240,14 @@ func Plan() Addresses {
 		ClientTun6: hostAddr(a.tun6, a.aHost), ServerTun6: hostAddr(c.tun6, c.bHost),
 		TunnelV4: [2]netip.Addr{hostAddr(b.v4, b.aHost), hostAddr(b.v4, b.bHost)},
 		WireIf:   b.aIf,
+		Gen:      map[string][2]netip.Addr{},
+	}
+}
+
+// genPlan fills the generator hosts' addresses.
+func (a *Addresses) genPlan() {
+	for _, g := range genLinks {
+		a.Gen[g.b] = [2]netip.Addr{hostAddr(g.v4, g.bHost), hostAddr(g.v6, g.bHost)}
 	}
 }
 
@@ -257,7 +295,12 @@ func Up(ctx context.Context, cfg Config) (*Lab, error) {
 }
 
 func (l *Lab) build(ctx context.Context) error {
-	for _, role := range Hosts {
+	roles := Hosts
+	if l.Generators {
+		roles = append(append([]string{}, Hosts...), GenHosts...)
+		l.Addr.genPlan()
+	}
+	for _, role := range roles {
 		if err := createNamed(NS(l.Name, role)); err != nil {
 			return err
 		}
@@ -268,7 +311,7 @@ func (l *Lab) build(ctx context.Context) error {
 			h.Close()
 		}
 	}()
-	for _, role := range Hosts {
+	for _, role := range roles {
 		h, err := handle(NS(l.Name, role))
 		if err != nil {
 			return err
@@ -291,6 +334,13 @@ func (l *Lab) build(ctx context.Context) error {
 	for _, lk := range links {
 		if err := l.addLink(hs, lk); err != nil {
 			return err
+		}
+	}
+	if l.Generators {
+		for _, lk := range genLinks {
+			if err := l.addLink(hs, lk); err != nil {
+				return err
+			}
 		}
 	}
 	if err := l.applyShaping(hs); err != nil {
@@ -385,6 +435,19 @@ func (l *Lab) addRoutes(hs map[string]*netlink.Handle) error {
 		{role: R2, dst: a.v4, gw: hostAddr(b.v4, b.aHost)},
 		{role: R2, dst: a.v6, gw: hostAddr(b.v6, b.aHost)},
 		{role: R2, dst: a.tun6, dev: TunnelIf},
+	}
+	if l.Generators {
+		for _, g := range genLinks {
+			// The far router reaches the generator's subnet through the
+			// near one: r2 via r1's end of r1-r2, r1 via r2's.
+			other, via := R2, b.aHost
+			if g.a == R2 {
+				other, via = R1, b.bHost
+			}
+			routes = append(routes,
+				rt{role: g.b, gw: hostAddr(g.v4, g.aHost)}, rt{role: g.b, gw: hostAddr(g.v6, g.aHost)},
+				rt{role: other, dst: g.v4, gw: hostAddr(b.v4, via)}, rt{role: other, dst: g.v6, gw: hostAddr(b.v6, via)})
+		}
 	}
 	for _, r := range routes {
 		if r.dev == TunnelIf && l.NoTunnel {
