@@ -1,10 +1,10 @@
 package lab
 
 import (
-	"slices"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
