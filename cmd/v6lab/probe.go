@@ -269,17 +269,10 @@ simulated user's number.`,
   v6lab probe smtp mx.example.test:587 --starttls`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			host, port := args[0], 25
-			if ap, err := netip.ParseAddrPort(args[0]); err == nil {
-				host, port = ap.Addr().String(), int(ap.Port())
-			} else if h, p, err := net.SplitHostPort(args[0]); err == nil {
-				n, perr := strconv.Atoi(p)
-				if perr != nil || n < 1 || n > 65535 {
-					return &exitError{code: 2, err: fmt.Errorf("%q: bad port", args[0])}
-				}
-				host, port = h, n
+			host, port, err := hostPort(args[0], 25)
+			if err != nil {
+				return &exitError{code: 2, err: err}
 			}
-			host = strings.Trim(host, "[]")
 			if size < 0 || size > smtp.MaxMessage {
 				return &exitError{code: 2, err: fmt.Errorf("--size: want 0 to %d bytes", smtp.MaxMessage)}
 			}
@@ -336,17 +329,10 @@ tagged OK of the FETCH. Literal sizes are checked against what arrives and bound
   v6lab probe imap mail.example.test --user-format 'test%d' --password secret --users 50`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			host, port := args[0], 143
-			if ap, err := netip.ParseAddrPort(args[0]); err == nil {
-				host, port = ap.Addr().String(), int(ap.Port())
-			} else if h, p, err := net.SplitHostPort(args[0]); err == nil {
-				n, perr := strconv.Atoi(p)
-				if perr != nil || n < 1 || n > 65535 {
-					return &exitError{code: 2, err: fmt.Errorf("%q: bad port", args[0])}
-				}
-				host, port = h, n
+			host, port, err := hostPort(args[0], 143)
+			if err != nil {
+				return &exitError{code: 2, err: err}
 			}
-			host = strings.Trim(host, "[]")
 			if users < 1 {
 				return &exitError{code: 2, err: fmt.Errorf("--users must be at least 1")}
 			}
@@ -380,4 +366,20 @@ tagged OK of the FETCH. Literal sizes are checked against what arrives and bound
 	fl.StringVar(&userFormat, "user-format", "user%d", "user names, %d being the user's number")
 	fl.StringVar(&password, "password", imap.Password, "every user's password")
 	return cmd
+}
+
+// hostPort reads HOST, HOST:PORT, IP, IP:PORT or [IPV6]:PORT; the port is
+// def unless given.
+func hostPort(arg string, def int) (string, int, error) {
+	if ap, err := netip.ParseAddrPort(arg); err == nil {
+		return ap.Addr().String(), int(ap.Port()), nil
+	}
+	if h, p, err := net.SplitHostPort(arg); err == nil {
+		n, perr := strconv.Atoi(p)
+		if perr != nil || n < 1 || n > 65535 {
+			return "", 0, fmt.Errorf("%q: bad port", arg)
+		}
+		return strings.Trim(h, "[]"), n, nil
+	}
+	return strings.Trim(arg, "[]"), def, nil
 }

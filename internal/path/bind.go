@@ -1,9 +1,11 @@
 package path
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
 	"syscall"
 )
@@ -39,4 +41,24 @@ func BindSamePort(addrs []netip.Addr, port int, bind func(a netip.Addr, port int
 		}
 	}
 	return nil, 0, fmt.Errorf("path: no port free on all of %v", addrs)
+}
+
+// ListenSamePort opens a TCP listener on every address, one port for all of
+// them (0 picks one), each pinned to its address's family.
+func ListenSamePort(ctx context.Context, addrs []netip.Addr, port int) ([]net.Listener, int, error) {
+	closers, got, err := BindSamePort(addrs, port, func(a netip.Addr, p int) (io.Closer, int, error) {
+		ln, err := Listen(ctx, OfAddr(a), netip.AddrPortFrom(a, uint16(p)).String())
+		if err != nil {
+			return nil, 0, err
+		}
+		return ln, ln.Addr().(*net.TCPAddr).Port, nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	lns := make([]net.Listener, len(closers))
+	for i, c := range closers {
+		lns[i] = c.(net.Listener)
+	}
+	return lns, got, nil
 }

@@ -45,20 +45,13 @@ type Server struct {
 // control connection's own address and port.
 func Listen(ctx context.Context, addrs []netip.Addr, port int) (*Server, error) {
 	s := &Server{}
-	closers, got, err := vpath.BindSamePort(addrs, port, func(a netip.Addr, p int) (io.Closer, int, error) {
-		ln, err := vpath.Listen(ctx, vpath.OfAddr(a), netip.AddrPortFrom(a, uint16(p)).String())
-		if err != nil {
-			return nil, 0, err
-		}
-		return ln, ln.Addr().(*net.TCPAddr).Port, nil
-	})
+	lns, got, err := vpath.ListenSamePort(ctx, addrs, port)
 	if err != nil {
 		return nil, fmt.Errorf("ftp: %w", err)
 	}
 	s.Port = got
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	for _, c := range closers {
-		ln := c.(net.Listener)
+	for _, ln := range lns {
 		srv := ftpserver.NewFtpServer(&driver{s: s, ln: ln})
 		srv.Logger = quiet
 		if err := srv.Listen(); err != nil {

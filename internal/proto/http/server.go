@@ -142,17 +142,11 @@ type Server struct {
 // Listen starts the server on port (0 picks one) on every address, one port
 // for all of them. Each listener is pinned to its address's family.
 func Listen(ctx context.Context, cfg ServerConfig, addrs []netip.Addr, port int) (*Server, error) {
-	closers, got, err := path.BindSamePort(addrs, port, func(a netip.Addr, p int) (io.Closer, int, error) {
-		ln, err := path.Listen(ctx, path.OfAddr(a), netip.AddrPortFrom(a, uint16(p)).String())
-		if err != nil {
-			return nil, 0, err
-		}
-		return ln, ln.Addr().(*net.TCPAddr).Port, nil
-	})
+	lns, got, err := path.ListenSamePort(ctx, addrs, port)
 	if err != nil {
 		return nil, fmt.Errorf("http: listen: %w", err)
 	}
-	s := &Server{Port: got, done: make(chan error, len(closers))}
+	s := &Server{Port: got, done: make(chan error, len(lns))}
 	s.srv = &nethttp.Server{
 		Handler:           Handler(cfg),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -161,8 +155,7 @@ func Listen(ctx context.Context, cfg ServerConfig, addrs []netip.Addr, port int)
 		ErrorLog:          nil,
 	}
 	s.srv.ErrorLog = quietLog()
-	for _, c := range closers {
-		ln := c.(net.Listener)
+	for _, ln := range lns {
 		s.lns = append(s.lns, ln)
 		go func() { s.done <- s.srv.Serve(ln) }()
 	}

@@ -275,19 +275,12 @@ func Listen(ctx context.Context, addrs []netip.Addr, port, users, size int) (*Se
 		InsecureAuth: true,
 		Logger:       log.New(io.Discard, "", 0),
 	})}
-	closers, got, err := path.BindSamePort(addrs, port, func(a netip.Addr, p int) (io.Closer, int, error) {
-		ln, err := path.Listen(ctx, path.OfAddr(a), netip.AddrPortFrom(a, uint16(p)).String())
-		if err != nil {
-			return nil, 0, err
-		}
-		return ln, ln.Addr().(*net.TCPAddr).Port, nil
-	})
+	lns, got, err := path.ListenSamePort(ctx, addrs, port)
 	if err != nil {
 		return nil, fmt.Errorf("imap: %w", err)
 	}
 	s.Port = got
-	for _, c := range closers {
-		ln := c.(net.Listener)
+	for _, ln := range lns {
 		s.lns = append(s.lns, ln)
 		s.wg.Add(1)
 		go func() {

@@ -207,19 +207,12 @@ const MaxMessage = 64 << 20
 // Listen starts the server on port (0 picks one) on every address.
 func Listen(ctx context.Context, addrs []netip.Addr, port int) (*Server, error) {
 	s := &Server{kept: map[string]int{}}
-	closers, got, err := path.BindSamePort(addrs, port, func(a netip.Addr, p int) (io.Closer, int, error) {
-		ln, err := path.Listen(ctx, path.OfAddr(a), netip.AddrPortFrom(a, uint16(p)).String())
-		if err != nil {
-			return nil, 0, err
-		}
-		return ln, ln.Addr().(*net.TCPAddr).Port, nil
-	})
+	lns, got, err := path.ListenSamePort(ctx, addrs, port)
 	if err != nil {
 		return nil, fmt.Errorf("smtp: %w", err)
 	}
 	s.Port = got
-	for _, c := range closers {
-		ln := c.(net.Listener)
+	for _, ln := range lns {
 		srv := gosmtp.NewServer(backend{s})
 		srv.Domain = "v6lab.test"
 		srv.MaxMessageBytes = MaxMessage
