@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -114,5 +116,36 @@ func TestClassify(t *testing.T) {
 		if got := Classify(ctx, c.phase, c.err); got != c.want {
 			t.Errorf("%s/%v = %s, want %s", c.phase, c.err, got, c.want)
 		}
+	}
+}
+
+func TestOpenResolvesDialsPinnedAndReleases(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	ctx := context.Background()
+	tr := Begin("x", path.IPv4)
+	c, release, failed := tr.Open(ctx, &path.Resolver{}, "127.0.0.1", port, path.Dialer{Path: path.IPv4})
+	if failed != nil {
+		t.Fatal(failed.Err)
+	}
+	if tr.S.ConnectNS == 0 || tr.S.Remote != ln.Addr().String() {
+		t.Errorf("trace %+v", tr.S)
+	}
+	release()
+	if _, err := c.Write([]byte("x")); err == nil {
+		t.Error("release left the connection open")
+	}
+	// The wrong family is refused before any dial, and a refused port is a
+	// connect failure.
+	if _, _, failed := Begin("x", path.IPv6).Open(ctx, &path.Resolver{}, "127.0.0.1", port, path.Dialer{Path: path.IPv6}); failed == nil || !strings.HasPrefix(failed.Err, "resolve: ") {
+		t.Errorf("ipv6 to an IPv4 literal: %+v", failed)
+	}
+	ln.Close()
+	if _, _, failed := Begin("x", path.IPv4).Open(ctx, &path.Resolver{}, "127.0.0.1", port, path.Dialer{Path: path.IPv4}); failed == nil || failed.ErrKind != "refused" {
+		t.Errorf("closed port: %+v", failed)
 	}
 }

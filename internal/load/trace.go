@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"syscall"
 	"time"
@@ -35,6 +36,30 @@ func (t *Trace) Mark(field *int64) { *field = t.Since() }
 // Conn records the addresses a connection used.
 func (t *Trace) Conn(c net.Conn) {
 	t.S.Local, t.S.Remote = c.LocalAddr().String(), c.RemoteAddr().String()
+}
+
+// Open is the start every connection-per-transaction probe shares: look
+// host up with the path's record type (the resolve phase), dial it pinned
+// with d (the connect phase), record the addresses, and tie the connection
+// to ctx (see Deadline). On failure it returns the failed sample; otherwise
+// release must be called when the transaction is over (it closes the
+// connection with SO_LINGER 0, see CloseAbort).
+func (t *Trace) Open(ctx context.Context, res *path.Resolver, host string, port int, d path.Dialer) (conn net.Conn, release func(), failed *result.Sample) {
+	ip, err := res.Lookup(ctx, host, d.Path)
+	t.Mark(&t.S.ResolveNS)
+	if err != nil {
+		s := t.Fail(ctx, "resolve", err)
+		return nil, nil, &s
+	}
+	conn, err = d.Dial(ctx, "tcp", netip.AddrPortFrom(ip, uint16(port)))
+	t.Mark(&t.S.ConnectNS)
+	if err != nil {
+		s := t.Fail(ctx, "connect", err)
+		return nil, nil, &s
+	}
+	t.Conn(conn)
+	stop := Deadline(ctx, conn)
+	return conn, func() { stop(); CloseAbort(conn) }, nil
 }
 
 // Done ends a completed transaction at its marker.

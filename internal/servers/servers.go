@@ -138,7 +138,11 @@ func start(ctx context.Context, name, dir, pidFile string, prefix []string, read
 func probe(ctx context.Context, prefix []string, addr netip.AddrPort) error {
 	if len(prefix) == 0 {
 		d := net.Dialer{Timeout: 200 * time.Millisecond}
-		c, err := d.DialContext(ctx, "tcp", addr.String())
+		network := "tcp4" // pinned to the address's family, as every v6lab socket
+		if addr.Addr().Is6() {
+			network = "tcp6"
+		}
+		c, err := d.DialContext(ctx, network, addr.String())
 		if err == nil {
 			c.Close()
 		}

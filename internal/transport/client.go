@@ -89,7 +89,7 @@ func (pr *Probe) Do(ctx context.Context, _ int) result.Sample {
 	}
 	defer c.Close()
 	tr.Conn(c)
-	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })
+	stop := load.Deadline(ctx, c)
 	defer stop()
 	cc := newCtrl(c)
 	c.SetDeadline(time.Now().Add(ctrlDeadline))

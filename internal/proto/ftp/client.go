@@ -16,7 +16,6 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
-	"time"
 	"v6lab/internal/proto/reply"
 
 	"v6lab/internal/load"
@@ -129,24 +128,13 @@ func (s *session) expect(what string, want ...int) (reply.Reply, error) {
 // Do runs one retrieval.
 func (c *Client) Do(ctx context.Context, user int) result.Sample {
 	tr := load.Begin("ftp", c.Path)
-	ip, err := c.Resolver.Lookup(ctx, c.Host, c.Path)
-	tr.Mark(&tr.S.ResolveNS)
-	if err != nil {
-		return tr.Fail(ctx, "resolve", err)
-	}
 	d := path.Dialer{Path: c.Path, Source: c.Source}
-	conn, err := d.Dial(ctx, "tcp", netip.AddrPortFrom(ip, uint16(c.Port)))
-	tr.Mark(&tr.S.ConnectNS)
-	if err != nil {
-		return tr.Fail(ctx, "connect", err)
+	conn, release, failed := tr.Open(ctx, c.Resolver, c.Host, c.Port, d)
+	if failed != nil {
+		return *failed
 	}
-	defer load.CloseAbort(conn)
-	tr.Conn(conn)
-	if dl, ok := ctx.Deadline(); ok {
-		conn.SetDeadline(dl)
-	}
-	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
-	defer stop()
+	defer release()
+	ip := conn.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap()
 	s := &session{c: conn, br: bufio.NewReaderSize(conn, 4096)}
 	if _, err := s.expect("greeting", 220); err != nil {
 		return tr.Fail(ctx, "protocol", err)
@@ -194,10 +182,7 @@ func (c *Client) Do(ctx context.Context, user int) result.Sample {
 		return tr.Fail(ctx, "connect", fmt.Errorf("ftp: data connection: %w", err))
 	}
 	defer load.CloseAbort(dc)
-	if dl, ok := ctx.Deadline(); ok {
-		dc.SetDeadline(dl)
-	}
-	stopData := context.AfterFunc(ctx, func() { dc.SetDeadline(time.Now()) })
+	stopData := load.Deadline(ctx, dc)
 	defer stopData()
 	buf := make([]byte, 64<<10)
 	var got int64

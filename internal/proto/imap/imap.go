@@ -20,7 +20,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	goimap "github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapserver"
@@ -170,23 +169,11 @@ func quote(s string) string {
 // Do logs in as the user's own account and fetches its message.
 func (c *Client) Do(ctx context.Context, user int) result.Sample {
 	tr := load.Begin("imap", c.Path)
-	ip, err := c.Resolver.Lookup(ctx, c.Host, c.Path)
-	tr.Mark(&tr.S.ResolveNS)
-	if err != nil {
-		return tr.Fail(ctx, "resolve", err)
+	nc, release, failed := tr.Open(ctx, c.Resolver, c.Host, c.Port, path.Dialer{Path: c.Path, Source: c.Source})
+	if failed != nil {
+		return *failed
 	}
-	nc, err := path.Dialer{Path: c.Path, Source: c.Source}.Dial(ctx, "tcp", netip.AddrPortFrom(ip, uint16(c.Port)))
-	tr.Mark(&tr.S.ConnectNS)
-	if err != nil {
-		return tr.Fail(ctx, "connect", err)
-	}
-	defer load.CloseAbort(nc)
-	tr.Conn(nc)
-	if dl, ok := ctx.Deadline(); ok {
-		nc.SetDeadline(dl)
-	}
-	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Now()) })
-	defer stop()
+	defer release()
 	cn := &conn{c: nc, br: bufio.NewReaderSize(nc, 16<<10)}
 	fail := func(err error) result.Sample {
 		tr.S.BytesIn = cn.in

@@ -96,23 +96,11 @@ func message(from, to string, user, size int) []byte {
 // Do sends one message.
 func (c *Client) Do(ctx context.Context, user int) result.Sample {
 	tr := load.Begin("smtp", c.Path)
-	ip, err := c.Resolver.Lookup(ctx, c.Host, c.Path)
-	tr.Mark(&tr.S.ResolveNS)
-	if err != nil {
-		return tr.Fail(ctx, "resolve", err)
+	conn, release, failed := tr.Open(ctx, c.Resolver, c.Host, c.Port, path.Dialer{Path: c.Path, Source: c.Source})
+	if failed != nil {
+		return *failed
 	}
-	conn, err := path.Dialer{Path: c.Path, Source: c.Source}.Dial(ctx, "tcp", netip.AddrPortFrom(ip, uint16(c.Port)))
-	tr.Mark(&tr.S.ConnectNS)
-	if err != nil {
-		return tr.Fail(ctx, "connect", err)
-	}
-	defer func() { load.CloseAbort(conn) }()
-	tr.Conn(conn)
-	if dl, ok := ctx.Deadline(); ok {
-		conn.SetDeadline(dl)
-	}
-	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
-	defer stop()
+	defer release() // closes the TCP connection under any TLS
 	v := &conv{c: conn, br: bufio.NewReaderSize(conn, 4096)}
 	fail := func(err error) result.Sample {
 		tr.S.BytesOut += v.sent
