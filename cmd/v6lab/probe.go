@@ -38,6 +38,21 @@ type dnsFlags struct {
 	over    string
 }
 
+func (d *dnsFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringArrayVar(&d.servers, "dns-server", nil, "DNS server ADDR[:PORT] to ask (repeat for each family; default: /etc/resolv.conf)")
+	fl.StringVar(&d.over, "dns-over", "path", "family that carries the DNS query: path, ipv4 or ipv6")
+}
+
+// resolverFor is the resolver for host: none for an IP literal, else the
+// one the flags describe, and where its servers came from.
+func (d *dnsFlags) resolverFor(host string) (*path.Resolver, string, error) {
+	if _, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+		return &path.Resolver{}, "none (IP literal)", nil
+	}
+	return d.resolver()
+}
+
 func (d *dnsFlags) resolver() (*path.Resolver, string, error) {
 	r := &path.Resolver{}
 	src := "--dns-server"
@@ -99,11 +114,9 @@ with a clear error; there is never a fallback to the other family.`,
 					return &exitError{code: 2, err: fmt.Errorf("--max-body: bad size %q", maxBody)}
 				}
 			}
-			res, src := &path.Resolver{}, "none (IP literal)"
-			if _, lit := netip.ParseAddr(strings.Trim(u.Hostname(), "[]")); lit != nil {
-				if res, src, err = df.resolver(); err != nil {
-					return &exitError{code: 2, err: err}
-				}
+			res, src, err := df.resolverFor(strings.Trim(u.Hostname(), "[]"))
+			if err != nil {
+				return &exitError{code: 2, err: err}
 			}
 			spec.Params = map[string]string{"dns_servers": fmt.Sprint(res.Servers), "dns_source": src,
 				"dns_over": orDefault(df.over, "path"), "objects": fmt.Sprint(!noObjects)}
@@ -119,8 +132,7 @@ with a clear error; there is never a fallback to the other family.`,
 	}
 	lf.register(cmd, "1,10,100", 11)
 	fl := cmd.Flags()
-	fl.StringArrayVar(&df.servers, "dns-server", nil, "DNS server ADDR[:PORT] to ask (repeat for each family; default: /etc/resolv.conf)")
-	fl.StringVar(&df.over, "dns-over", "path", "family that carries the DNS query: path, ipv4 or ipv6")
+	df.register(cmd)
 	fl.BoolVar(&noObjects, "no-objects", false, "fetch only the URL, not the page's embedded objects")
 	fl.BoolVar(&insecure, "insecure", false, "accept any TLS certificate")
 	fl.StringVar(&maxBody, "max-body", "", "largest body accepted per response (e.g. 64M; default 4G)")
@@ -224,11 +236,9 @@ in. --active uses EPRT/PORT instead.`,
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
-			res, src := &path.Resolver{}, "none (IP literal)"
-			if _, lit := netip.ParseAddr(strings.Trim(u.Host, "[]")); lit != nil {
-				if res, src, err = df.resolver(); err != nil {
-					return &exitError{code: 2, err: err}
-				}
+			res, src, err := df.resolverFor(strings.Trim(u.Host, "[]"))
+			if err != nil {
+				return &exitError{code: 2, err: err}
 			}
 			spec.Params = map[string]string{"dns_servers": fmt.Sprint(res.Servers), "dns_source": src,
 				"dns_over": orDefault(df.over, "path"), "mode": map[bool]string{false: "passive", true: "active"}[active]}
@@ -243,8 +253,7 @@ in. --active uses EPRT/PORT instead.`,
 	}
 	lf.register(cmd, "1,10,100", 11)
 	fl := cmd.Flags()
-	fl.StringArrayVar(&df.servers, "dns-server", nil, "DNS server ADDR[:PORT] to ask (repeat for each family; default: /etc/resolv.conf)")
-	fl.StringVar(&df.over, "dns-over", "path", "family that carries the DNS query: path, ipv4 or ipv6")
+	df.register(cmd)
 	fl.BoolVar(&active, "active", false, "active mode: EPRT/PORT, the server connects back")
 	return cmd
 }
@@ -280,11 +289,9 @@ simulated user's number.`,
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
-			res, src := &path.Resolver{}, "none (IP literal)"
-			if _, lit := netip.ParseAddr(host); lit != nil {
-				if res, src, err = df.resolver(); err != nil {
-					return &exitError{code: 2, err: err}
-				}
+			res, src, err := df.resolverFor(host)
+			if err != nil {
+				return &exitError{code: 2, err: err}
 			}
 			var tlsCfg *tls.Config
 			if insecure {
@@ -303,8 +310,7 @@ simulated user's number.`,
 	}
 	lf.register(cmd, "1,10,100", 11)
 	fl := cmd.Flags()
-	fl.StringArrayVar(&df.servers, "dns-server", nil, "DNS server ADDR[:PORT] to ask (repeat for each family; default: /etc/resolv.conf)")
-	fl.StringVar(&df.over, "dns-over", "path", "family that carries the DNS query: path, ipv4 or ipv6")
+	df.register(cmd)
 	fl.StringVar(&from, "from", "v6lab@v6lab.test", "envelope sender")
 	fl.StringVar(&to, "to", "user%d@v6lab.test", "envelope recipient (%d: the simulated user's number)")
 	fl.IntVar(&size, "size", smtp.DefaultMessageSize, "message body size in bytes")
@@ -343,11 +349,9 @@ tagged OK of the FETCH. Literal sizes are checked against what arrives and bound
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
-			res, src := &path.Resolver{}, "none (IP literal)"
-			if _, lit := netip.ParseAddr(host); lit != nil {
-				if res, src, err = df.resolver(); err != nil {
-					return &exitError{code: 2, err: err}
-				}
+			res, src, err := df.resolverFor(host)
+			if err != nil {
+				return &exitError{code: 2, err: err}
 			}
 			spec.Params = map[string]string{"dns_servers": fmt.Sprint(res.Servers), "dns_source": src, "users": fmt.Sprint(users), "user_format": userFormat}
 			probe := func(p path.Path) (load.Probe, error) {
@@ -360,8 +364,7 @@ tagged OK of the FETCH. Literal sizes are checked against what arrives and bound
 	}
 	lf.register(cmd, "1,10,100", 11)
 	fl := cmd.Flags()
-	fl.StringArrayVar(&df.servers, "dns-server", nil, "DNS server ADDR[:PORT] to ask (repeat for each family; default: /etc/resolv.conf)")
-	fl.StringVar(&df.over, "dns-over", "path", "family that carries the DNS query: path, ipv4 or ipv6")
+	df.register(cmd)
 	fl.IntVar(&users, "users", imap.DefaultUsers, "users on the server: simulated user i logs in as user (i mod users)+1")
 	fl.StringVar(&userFormat, "user-format", "user%d", "user names, %d being the user's number")
 	fl.StringVar(&password, "password", imap.Password, "every user's password")
