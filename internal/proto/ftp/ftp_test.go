@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"v6lab/internal/proto/scripted"
 
 	"v6lab/internal/path"
 )
@@ -57,26 +58,6 @@ func TestMissingFileIsAFailedSampleWithTheReply(t *testing.T) {
 	if smp.OK() || !strings.Contains(smp.Err, "RETR") || !strings.Contains(smp.Err, "550") {
 		t.Errorf("err %q", smp.Err)
 	}
-}
-
-// fake serves one scripted control connection: script gets the
-// connection and a reader of the client's commands.
-func fake(t *testing.T, script func(c net.Conn, cmds *bufio.Reader)) int {
-	t.Helper()
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		script(c, bufio.NewReader(c))
-	}()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // login answers the greeting, USER, PASS, TYPE and SIZE.
@@ -152,7 +133,7 @@ func TestHostileServers(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			port := fake(t, tc.script)
+			port := scripted.Serve(t, tc.script)
 			c := &Client{Host: "127.0.0.1", Port: port, File: "/f", Path: path.IPv4, Resolver: &path.Resolver{}}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"v6lab/internal/proto/scripted"
 
 	"v6lab/internal/path"
 )
@@ -44,24 +45,6 @@ func TestEachUserFetchesItsMessageOverEachPath(t *testing.T) {
 	if smp := c.Do(context.Background(), 0); smp.OK() || !strings.Contains(smp.Err, "LOGIN: the server answered") {
 		t.Errorf("wrong password: %q", smp.Err)
 	}
-}
-
-func fake(t *testing.T, script func(c net.Conn, in *bufio.Reader)) int {
-	t.Helper()
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		script(c, bufio.NewReader(c))
-	}()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // upToFetch answers the greeting, LOGIN and SELECT.
@@ -115,7 +98,7 @@ func TestHostileServers(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			port := fake(t, tc.script)
+			port := scripted.Serve(t, tc.script)
 			c := &Client{Host: "127.0.0.1", Port: port, Path: path.IPv4, Resolver: &path.Resolver{}, Users: 1, Password: "p"}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()

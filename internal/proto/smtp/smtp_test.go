@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"v6lab/internal/proto/scripted"
 
 	"v6lab/internal/path"
 )
@@ -48,24 +49,6 @@ func TestSendOverEachPathEveryMessageKept(t *testing.T) {
 	if ok != 40 || kept != 40 || s.Accepted.Load() != 40 || bytes < 40*10000 {
 		t.Errorf("%d sent, %d kept (%d bytes), %d accepted", ok, kept, bytes, s.Accepted.Load())
 	}
-}
-
-func fake(t *testing.T, script func(c net.Conn, in *bufio.Reader)) int {
-	t.Helper()
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		script(c, bufio.NewReader(c))
-	}()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 func TestRefusalsAndBrokenServers(t *testing.T) {
@@ -124,7 +107,7 @@ func TestRefusalsAndBrokenServers(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			port := fake(t, tc.script)
+			port := scripted.Serve(t, tc.script)
 			c := &Client{Host: "127.0.0.1", Port: port, Path: path.IPv4, Resolver: &path.Resolver{}, From: "a@b", To: "c@d", StartTLS: tc.startTLS}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
