@@ -85,6 +85,13 @@ type Spec struct {
 	// servers to test against (where: hosts).
 	Test    *transport.Options `json:"test,omitempty"`
 	Servers []string           `json:"servers,omitempty"`
+	// Background is the congestion level (traffic.Levels: C1B…C6B) that
+	// runs between the lab's generator hosts during the cell's runs.
+	Background string `json:"background,omitempty"`
+	// ServerCapture adds, per transaction, the server-side figures of
+	// the Towson study from a capture in the server host: delay from the
+	// request to the client's last ACK, and throughput (docs/metrics.md).
+	ServerCapture bool `json:"server_capture,omitempty"`
 	// Params are protocol options, recorded for the reader.
 	Params map[string]string `json:"params,omitempty"`
 }
@@ -125,6 +132,28 @@ func (e *Experiment) RealProtocols() []string {
 		}
 	}
 	return out
+}
+
+// Background reports whether any cell group runs with background traffic
+// (the lab then needs its generator hosts).
+func (e *Experiment) Background() bool {
+	for _, c := range e.Cells {
+		if c.Background != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// ServerCapture reports whether any cell group asks for server-side
+// figures.
+func (e *Experiment) ServerCapture() bool {
+	for _, c := range e.Cells {
+		if c.ServerCapture {
+			return true
+		}
+	}
+	return false
 }
 
 // Single wraps one cell group as an experiment (the probe commands).
@@ -280,6 +309,20 @@ type Runner struct {
 	// Done lists steps (by Seq) already in the samples file: Run appends
 	// the rest to it instead of starting a new one (resume).
 	Done map[int]bool
+	// Conditions, when set, sets up what a cell's runs need around them
+	// (background traffic, a server-side capture) and records it.
+	Conditions Conditions
+}
+
+// Conditions surround each run: Begin before its first transaction (it may
+// wait, e.g. for background traffic to ramp up), End after its last, with
+// the run's record and, for cells with ServerCapture, its samples, which
+// End may complete before they are written.
+type Conditions interface {
+	Begin(ctx context.Context, s *Spec, st Step) error
+	End(s *Spec, st Step, rec *result.Run, samples []result.Sample)
+	// Finish ends whatever is still running after the last run.
+	Finish()
 }
 
 // WireCheck proves on the wire what a run's path claims.
@@ -334,6 +377,9 @@ func (r *Runner) Run(ctx context.Context, dir string) error {
 		w.Header(h)
 	}
 	runErr := r.runPlan(ctx, w, func(st Step) load.Probe { return probes[key{st.Cell, st.Path}] })
+	if r.Conditions != nil {
+		r.Conditions.Finish()
+	}
 	werr := w.Close()
 	if cerr := f.Close(); werr == nil {
 		werr = cerr
@@ -365,8 +411,16 @@ func (r *Runner) runPlan(ctx context.Context, w *result.Writer, probeOf func(Ste
 		cell := result.CellKey(name, string(st.Path), st.Conns)
 		rec := result.Run{Cell: cell, Protocol: name, Path: string(st.Path), Conns: st.Conns,
 			Run: st.Run, Warmup: st.Warmup, Seq: st.Seq, Start: time.Now().UTC()}
+		// Samples are written as they complete, unless the conditions
+		// complete them after the run (server-side figures).
+		var held []result.Sample
+		hold := r.Conditions != nil && spec.ServerCapture
 		emit := func(s result.Sample) {
 			s.Cell, s.Protocol, s.Conns, s.Run, s.Warmup = cell, name, st.Conns, st.Run, st.Warmup
+			if hold {
+				held = append(held, s)
+				return
+			}
 			w.Sample(s)
 		}
 		var ok, failed counter
@@ -377,6 +431,14 @@ func (r *Runner) runPlan(ctx context.Context, w *result.Writer, probeOf func(Ste
 				failed.add()
 			}
 			emit(s)
+		}
+		if r.Conditions != nil {
+			if err := r.Conditions.Begin(ctx, spec, st); err != nil {
+				if ctx.Err() != nil {
+					return ErrInterrupted
+				}
+				return fmt.Errorf("experiment: %s over %s: %w", name, st.Path, err)
+			}
 		}
 		if r.Wire != nil {
 			r.Wire.Start(spec.WireKey(), st.Path)
@@ -394,6 +456,12 @@ func (r *Runner) runPlan(ctx context.Context, w *result.Writer, probeOf func(Ste
 			if err != nil {
 				rec.Err = "wire: " + err.Error()
 			}
+		}
+		if r.Conditions != nil {
+			r.Conditions.End(spec, st, &rec, held)
+		}
+		for _, s := range held {
+			w.Sample(s)
 		}
 		interrupted := ctx.Err() != nil
 		if interrupted {

@@ -19,6 +19,7 @@ import (
 	"v6lab/internal/proto/imap"
 	"v6lab/internal/proto/smtp"
 	"v6lab/internal/specfile"
+	"v6lab/internal/traffic"
 	"v6lab/internal/transport"
 	"v6lab/internal/units"
 )
@@ -85,6 +86,9 @@ type cellFile struct {
 	Rate       string   `yaml:"rate"`
 	Size       *int     `yaml:"size"`
 	Servers    []string `yaml:"servers"`
+	// congestion (any protocol, in the lab)
+	Background    string `yaml:"background"`
+	ServerCapture bool   `yaml:"server_capture"`
 }
 
 // Defaults of an experiment file.
@@ -513,6 +517,9 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Pa
 		}
 		s.Client = c.Client
 	}
+	if err := c.congestion(doc, at, e.Where, &s); err != nil {
+		return s, err
+	}
 	if len(c.DNSServers) > 0 && !hosts {
 		return s, doc.Errorf(field("dns_servers"), "only with where: hosts; in the lab and on loopback the embedded DNS server answers")
 	}
@@ -523,6 +530,31 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Pa
 	}
 	s.DNSServers = c.DNSServers
 	return s, nil
+}
+
+// congestion reads background and server_capture, which need the lab.
+func (c *cellFile) congestion(doc *specfile.Doc, at, where string, s *Spec) error {
+	field := func(f string) string { return at + "." + f }
+	inLab := where == "lab" || where == "auto"
+	if c.Background != "" && c.Background != "none" {
+		if _, err := traffic.LevelByName(c.Background); err != nil {
+			return doc.Errorf(field("background"), "%q is not a congestion level: want C1B to C6B (the Towson study's Table I) or none", c.Background)
+		}
+		if !inLab {
+			return doc.Errorf(field("background"), "background traffic runs between the lab's generator hosts, but where is %s", where)
+		}
+		s.Background = c.Background
+	}
+	if c.ServerCapture {
+		if c.Protocol != "http" {
+			return doc.Errorf(field("server_capture"), "server-side figures are computed for http cells (from the GET to the client's last ACK), not %s", c.Protocol)
+		}
+		if !inLab {
+			return doc.Errorf(field("server_capture"), "the capture runs in the lab's server host, but where is %s", where)
+		}
+		s.ServerCapture = true
+	}
+	return nil
 }
 
 // RealServers are the real server programs per protocol, so far.

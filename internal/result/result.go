@@ -96,6 +96,9 @@ type Run struct {
 	// Wire is what a capture counted on the lab's tunnel link during the
 	// run (lab runs only).
 	Wire *Wire `json:"wire,omitempty"`
+	// Background is the congestion that ran beside the run (lab runs of
+	// cells with a background level).
+	Background *Background `json:"background,omitempty"`
 	// Err is set when the run as a whole could not be done, or its wire
 	// did not carry what the path claims; such a run is left out.
 	Err string `json:"err,omitempty"`
@@ -106,6 +109,27 @@ type Wire struct {
 	IPv4   uint64 `json:"ipv4"`
 	IPv6   uint64 `json:"ipv6"`
 	SixIn4 uint64 `json:"6in4"`
+}
+
+// Background is what the background traffic did during one run: per flow,
+// the rate its pattern offered, what the generator managed to send and
+// what reached the sink, so an overloaded generator is visible.
+type Background struct {
+	Level string           `json:"level"`
+	Flows []BackgroundFlow `json:"flows"`
+}
+
+// BackgroundFlow is one background flow's rates over a run, in Mbit/s.
+type BackgroundFlow struct {
+	ID            int     `json:"id"`
+	Proto         string  `json:"proto"`
+	Path          string  `json:"path"`
+	From          string  `json:"from"`
+	To            string  `json:"to"`
+	OfferedMbps   float64 `json:"offered_mbps"`
+	SentMbps      float64 `json:"sent_mbps"`
+	DeliveredMbps float64 `json:"delivered_mbps"`
+	Err           string  `json:"err,omitempty"`
 }
 
 // Header is the first line of samples.jsonl: everything needed to explain and

@@ -128,8 +128,46 @@ func gaps(f Flow) func() time.Duration {
 	return func() time.Duration { return time.Duration(mean) }
 }
 
+// DialFunc opens a flow's socket; the default dials from the flow's source
+// in this process's network namespace. Background traffic in the lab opens
+// each flow inside its generator host's namespace instead.
+type DialFunc func(ctx context.Context, f Flow) (net.Conn, error)
+
+// Dial is the default DialFunc.
+func Dial(ctx context.Context, f Flow) (net.Conn, error) {
+	return path.Dialer{Path: f.Path, Source: f.Source}.Dial(ctx, f.Proto, f.Dst)
+}
+
 // Run runs every flow for d (or until ctx ends) and reports each.
 func Run(ctx context.Context, flows []Flow, d time.Duration) ([]Report, error) {
+	g, err := Start(ctx, flows, d, Dial)
+	if err != nil {
+		return nil, err
+	}
+	return g.Wait(), nil
+}
+
+// Generator is a set of flows running in the background.
+type Generator struct {
+	flows  []*flowState
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// flowState is a running flow's live counters, read while it runs.
+type flowState struct {
+	Flow
+	start                   time.Time
+	offeredBytes, sentBytes atomic.Int64
+	offeredPkts, sentPkts   atomic.Int64
+	endNS                   atomic.Int64 // run time once ended
+	mu                      sync.Mutex
+	err                     string
+}
+
+// Start checks the flows and starts them; they stop after d, when ctx
+// ends, or at Stop.
+func Start(ctx context.Context, flows []Flow, d time.Duration, dial DialFunc) (*Generator, error) {
 	if len(flows) == 0 || len(flows) > MaxFlows {
 		return nil, fmt.Errorf("traffic: %d flows: want 1 to %d", len(flows), MaxFlows)
 	}
@@ -142,28 +180,63 @@ func Run(ctx context.Context, flows []Flow, d time.Duration) ([]Report, error) {
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	out := make([]Report, len(flows))
-	var wg sync.WaitGroup
-	for i, f := range flows {
-		wg.Add(1)
+	g := &Generator{cancel: cancel}
+	for _, f := range flows {
+		st := &flowState{Flow: f, start: time.Now()}
+		g.flows = append(g.flows, st)
+		g.wg.Add(1)
 		go func() {
-			defer wg.Done()
-			out[i] = runFlow(ctx, f)
+			defer g.wg.Done()
+			st.run(ctx, dial)
 		}()
 	}
-	wg.Wait()
-	return out, nil
+	return g, nil
 }
 
-func runFlow(ctx context.Context, f Flow) (r Report) {
-	r = Report{Flow: f}
-	start := time.Now()
-	defer func() { r.Seconds = time.Since(start).Seconds() }()
-	conn, err := path.Dialer{Path: f.Path, Source: f.Source}.Dial(ctx, f.Proto, f.Dst)
+// Reports are the flows' figures so far (while running: up to now).
+func (g *Generator) Reports() []Report {
+	out := make([]Report, len(g.flows))
+	for i, st := range g.flows {
+		r := Report{Flow: st.Flow, OfferedBytes: st.offeredBytes.Load(), SentBytes: st.sentBytes.Load(),
+			OfferedPkts: st.offeredPkts.Load(), SentPkts: st.sentPkts.Load()}
+		r.Seconds = time.Since(st.start).Seconds()
+		if ns := st.endNS.Load(); ns > 0 {
+			r.Seconds = time.Duration(ns).Seconds()
+		}
+		st.mu.Lock()
+		r.Err = st.err
+		st.mu.Unlock()
+		out[i] = r
+	}
+	return out
+}
+
+// Wait waits for every flow to end and reports each.
+func (g *Generator) Wait() []Report {
+	g.wg.Wait()
+	g.cancel()
+	return g.Reports()
+}
+
+// Stop ends every flow now and reports each.
+func (g *Generator) Stop() []Report {
+	g.cancel()
+	return g.Wait()
+}
+
+func (st *flowState) fail(err error) {
+	st.mu.Lock()
+	st.err = err.Error()
+	st.mu.Unlock()
+}
+
+func (st *flowState) run(ctx context.Context, dial DialFunc) {
+	f := st.Flow
+	defer func() { st.endNS.Store(max(1, int64(time.Since(st.start)))) }()
+	conn, err := dial(ctx, f)
 	if err != nil {
-		r.Err = err.Error()
-		return r
+		st.fail(err)
+		return
 	}
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
@@ -179,33 +252,33 @@ func runFlow(ctx context.Context, f Flow) (r Report) {
 			select {
 			case <-ctx.Done():
 				t.Stop()
-				return r
+				return
 			case <-t.C:
 			}
 		} else if ctx.Err() != nil {
-			return r
+			return
 		}
-		r.OfferedBytes += int64(f.Size)
-		r.OfferedPkts++
+		st.offeredBytes.Add(int64(f.Size))
+		st.offeredPkts.Add(1)
 		binary.BigEndian.PutUint64(buf[8:16], seq)
 		n, err := conn.Write(buf)
 		if n == f.Size {
-			r.SentBytes += int64(n)
-			r.SentPkts++
+			st.sentBytes.Add(int64(n))
+			st.sentPkts.Add(1)
 		}
 		if err != nil && f.Proto == "tcp" {
 			if ctx.Err() == nil {
-				r.Err = err.Error()
+				st.fail(err)
 			}
-			return r
+			return
 		}
 		due = due.Add(next())
 		// A TCP flow held back by congestion does not make up the lost
 		// time in a burst: what it could not send stays offered, unsent.
 		if f.Proto == "tcp" && time.Until(due) < -time.Second {
 			skipped := int64(-time.Until(due) / (time.Duration(float64(f.Size*8)/float64(f.Rate)*1e9) + 1))
-			r.OfferedBytes += skipped * int64(f.Size)
-			r.OfferedPkts += skipped
+			st.offeredBytes.Add(skipped * int64(f.Size))
+			st.offeredPkts.Add(skipped)
 			due = time.Now()
 		}
 	}
