@@ -22,6 +22,12 @@ type topologyFile struct {
 	// Links holds "all" (every link) and single links by name; a single
 	// link's fields override those of "all".
 	Links map[string]linkFile `yaml:"links"`
+	// Server sets the server host's own TCP stack.
+	Server struct {
+		TCPOptimizations *bool `yaml:"tcp_optimizations"`
+	} `yaml:"server"`
+	// Generators adds the background traffic hosts.
+	Generators bool `yaml:"generators"`
 }
 
 type linkFile struct {
@@ -73,7 +79,8 @@ func ParseTopology(file string, data []byte) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	cfg := Config{Name: f.Name, Tunnel: f.Tunnel.Implementation, TunnelMTU: f.Tunnel.MTU}
+	cfg := Config{Name: f.Name, Tunnel: f.Tunnel.Implementation, TunnelMTU: f.Tunnel.MTU, Generators: f.Generators,
+		BareServer: f.Server.TCPOptimizations != nil && !*f.Server.TCPOptimizations}
 	if doc.Has("name") && !labName.MatchString(f.Name) {
 		return cfg, doc.Errorf("name", "%q is not a lab name: 1-15 lowercase letters, digits or dashes", f.Name)
 	}

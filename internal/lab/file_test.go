@@ -19,7 +19,7 @@ func TestTopologyFileSetsEveryLink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Name != "study" || cfg.Tunnel != "userspace" || cfg.TunnelMTU != 1280 {
+	if cfg.Name != "study" || cfg.Tunnel != "userspace" || cfg.TunnelMTU != 1280 || !cfg.Generators || !cfg.BareServer {
 		t.Errorf("config %+v", cfg)
 	}
 	for name, rate := range map[string]uint64{"client-r1": 100e6, "r1-r2": 10e6, "r2-server": 100e6} {

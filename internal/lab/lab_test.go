@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"v6lab/internal/path"
 )
 
@@ -250,5 +252,52 @@ func TestGeneratorHostsReachEachOtherThroughTheRouters(t *testing.T) {
 	}
 	if len(st.Hosts) != 8 {
 		t.Errorf("status lists %d hosts, want 8", len(st.Hosts))
+	}
+}
+
+// TestBareServerTurnsTCPOptionsOff checks the bare server on the wire's
+// terms: a connection to it negotiates neither SACK, timestamps nor window
+// scaling, while the client host keeps its defaults.
+func TestBareServerTurnsTCPOptionsOff(t *testing.T) {
+	l := up(t, Config{BareServer: true, NoTunnel: true})
+	var ln net.Listener
+	if err := Do(NS(l.Name, Server), func() error {
+		var err error
+		ln, err = path.Listen(context.Background(), path.IPv6, netip.AddrPortFrom(l.Addr.ServerV6, 0).String())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			io.Copy(io.Discard, c)
+			c.Close()
+		}
+	}()
+	var conn net.Conn
+	var clientSack []byte
+	if err := Do(NS(l.Name, Client), func() error {
+		var err error
+		clientSack, _ = os.ReadFile("/proc/sys/net/ipv4/tcp_sack")
+		conn, err = path.Dialer{Path: path.IPv6}.Dial(context.Background(), "tcp", ln.Addr().(*net.TCPAddr).AddrPort())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if strings.TrimSpace(string(clientSack)) != "1" {
+		t.Errorf("client host tcp_sack %q: the bare server's sysctls leaked", clientSack)
+	}
+	raw, _ := conn.(*net.TCPConn).SyscallConn()
+	var info *unix.TCPInfo
+	var gerr error
+	raw.Control(func(fd uintptr) { info, gerr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO) })
+	if gerr != nil {
+		t.Fatal(gerr)
+	}
+	const sack, ts, wscale = 2, 1, 4 // TCPI_OPT_*
+	if info.Options&(sack|ts|wscale) != 0 {
+		t.Errorf("TCP options negotiated with the bare server: %#x (want no SACK, timestamps or window scaling)", info.Options)
 	}
 }

@@ -57,6 +57,10 @@ type Config struct {
 	Links map[string]Link `json:"links,omitempty"`
 	// Generators adds the four background traffic hosts (GenHosts).
 	Generators bool `json:"generators,omitempty"`
+	// BareServer turns SACK, timestamps and window scaling off in the
+	// server host's own TCP stack (its namespace's sysctls), standing in
+	// for the Towson study's bare-PC web server.
+	BareServer bool `json:"bare_server,omitempty"`
 	// NoTunnel builds the lab without the 6in4 tunnel (where this user can
 	// make none, see CanTunnel): ipv4 and ipv6 only.
 	NoTunnel bool `json:"no_tunnel,omitempty"`
@@ -331,6 +335,11 @@ func (l *Lab) build(ctx context.Context) error {
 	if err := Do(NS(l.Name, R2), func() error { return forwarding() }); err != nil {
 		return err
 	}
+	if l.BareServer {
+		if err := Do(NS(l.Name, Server), func() error { return setSysctls(BareTCP) }); err != nil {
+			return err
+		}
+	}
 	for _, lk := range links {
 		if err := l.addLink(hs, lk); err != nil {
 			return err
@@ -359,6 +368,24 @@ func forwarding() error {
 	for _, f := range []string{"/proc/sys/net/ipv4/ip_forward", "/proc/sys/net/ipv6/conf/all/forwarding"} {
 		if err := os.WriteFile(f, []byte("1"), 0o644); err != nil {
 			return fmt.Errorf("lab: %w", err)
+		}
+	}
+	return nil
+}
+
+// BareTCP are the server host's sysctls with BareServer: no SACK, no
+// timestamps, no window scaling (IPv6's TCP uses the same switches).
+var BareTCP = map[string]string{
+	"net/ipv4/tcp_sack":           "0",
+	"net/ipv4/tcp_timestamps":     "0",
+	"net/ipv4/tcp_window_scaling": "0",
+}
+
+// setSysctls writes sysctls of the current namespace.
+func setSysctls(kv map[string]string) error {
+	for k, v := range kv {
+		if err := os.WriteFile("/proc/sys/"+k, []byte(v), 0o644); err != nil {
+			return fmt.Errorf("lab: sysctl %s: %w", strings.ReplaceAll(k, "/", "."), err)
 		}
 	}
 	return nil
