@@ -125,6 +125,7 @@ type Capture struct {
 	closing atomic.Bool
 	pcap    *pcapgo.Writer // counted frames are also written here, if set
 	pcapErr error
+	tap     func(at time.Time, frame []byte, wireLen int)
 }
 
 // snap is how much of each frame is read: enough for every header used.
@@ -224,6 +225,9 @@ func (c *Capture) loop() {
 			case SixIn4:
 				c.counts.SixIn4++
 			}
+			if class != Ignored && c.tap != nil {
+				c.tap(at, frame, n)
+			}
 			if class != Ignored && c.pcap != nil && c.pcapErr == nil {
 				c.pcapErr = c.pcap.WritePacket(gopacket.CaptureInfo{Timestamp: at, CaptureLength: len(frame), Length: n}, frame)
 			}
@@ -260,6 +264,14 @@ func (c *Capture) Record(w io.Writer) error {
 	c.pcap = pw
 	c.mu.Unlock()
 	return nil
+}
+
+// Tap hands every counted frame to fn as it is read (fn must not keep the
+// frame; it reads at most the first 160 bytes of each).
+func (c *Capture) Tap(fn func(at time.Time, frame []byte, wireLen int)) {
+	c.mu.Lock()
+	c.tap = fn
+	c.mu.Unlock()
 }
 
 // RecordErr is the first error writing the pcap, if any.
