@@ -94,6 +94,9 @@ type job struct {
 	// pcap, when set, writes its counted frames to capture.pcap in the
 	// result directory.
 	pcap *capture.Capture
+	// conditions, when set, surround each run (lab: background traffic,
+	// server-side capture).
+	conditions experiment.Conditions
 	// resume, when set, continues the experiment in resumeDir.
 	resume    *experiment.Resume
 	resumeDir string
@@ -171,6 +174,9 @@ func execute(cmd *cobra.Command, j job) (string, error) {
 	plan := j.exp.Plan()
 	prog := newProgress(errOut, quiet(cmd), len(plan), len(done))
 	r := &experiment.Runner{Exp: j.exp, Probe: j.probe, Header: hdr, OnStep: prog.step, Wire: j.wire, Done: done}
+	if j.conditions != nil {
+		r.Conditions = j.conditions
+	}
 	if !quiet(cmd) {
 		verb := "measuring"
 		if done != nil {

@@ -105,6 +105,7 @@ type labFlags struct {
 	tunnelMTU                      int
 	delay, jitter                  time.Duration
 	loss                           float64
+	bareServer                     bool
 }
 
 func (f *labFlags) register(cmd *cobra.Command, withName bool) {
@@ -120,6 +121,7 @@ func (f *labFlags) register(cmd *cobra.Command, withName bool) {
 	fl.DurationVar(&f.delay, "delay", 0, "one-way delay added by each link (needs netem)")
 	fl.DurationVar(&f.jitter, "jitter", 0, "jitter around --delay (needs netem)")
 	fl.Float64Var(&f.loss, "loss", 0, "packet loss in percent on each link (needs netem)")
+	fl.BoolVar(&f.bareServer, "bare-server", false, "turn SACK, timestamps and window scaling off in the server host (the Towson study's bare-PC server)")
 }
 
 // config reads the topology file (if any) and lays the flags the user gave
@@ -152,6 +154,9 @@ func (f *labFlags) config(cmd *cobra.Command, file, defName string) (lab.Config,
 	}
 	if ch("tunnel") {
 		cfg.Tunnel = f.tunnel
+	}
+	if ch("bare-server") {
+		cfg.BareServer = f.bareServer
 	}
 	var set []func(*lab.Shaping)
 	if ch("rate") {

@@ -155,7 +155,7 @@ func (o *runOpts) run(cmd *cobra.Command, args []string) error {
 			return err
 		}
 		// No user namespace either: loopback, unless the lab was a must.
-		if exp.Where == "lab" || topology != "" || o.pcap {
+		if exp.Where == "lab" || topology != "" || o.pcap || labOnly(exp) != "" {
 			return fmt.Errorf("this needs a lab, but %v, and %v", canLab(), err)
 		}
 		where, note = "loopback", fmt.Sprintf("no lab (%v, and %v): measuring ipv4 and ipv6 on loopback", canLab(), err)
@@ -349,12 +349,12 @@ func (o *runOpts) where(exp *experiment.Experiment, topology string, explicitPat
 		}
 		where = "loopback"
 	}
-	if exp.Real() && (where == "loopback" || where == "hosts" || (where == "auto" && why != nil)) {
+	if need := labOnly(exp); need != "" && (where == "loopback" || where == "hosts" || (where == "auto" && why != nil)) {
 		reason := "this experiment runs on " + where
 		if why != nil {
 			reason = why.Error()
 		}
-		return "", "", fmt.Errorf("real servers run in the lab's server host, but %s", reason)
+		return "", "", fmt.Errorf("%s, but %s", need, reason)
 	}
 	switch where {
 	case "auto":
@@ -380,6 +380,19 @@ func (o *runOpts) where(exp *experiment.Experiment, topology string, explicitPat
 		}
 	}
 	return where, "", nil
+}
+
+// labOnly says what in exp needs the lab, if anything.
+func labOnly(exp *experiment.Experiment) string {
+	switch {
+	case exp.Real():
+		return "real servers run in the lab's server host"
+	case exp.Background():
+		return "background traffic runs between the lab's generator hosts"
+	case exp.ServerCapture():
+		return "server-side figures come from a capture in the lab's server host"
+	}
+	return ""
 }
 
 // dropTunnel removes 6in4, which only the lab has, from every cell group.

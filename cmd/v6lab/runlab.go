@@ -26,10 +26,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"v6lab/internal/capture"
+	"v6lab/internal/congestion"
 	"v6lab/internal/experiment"
 	"v6lab/internal/lab"
 	"v6lab/internal/load"
 	"v6lab/internal/path"
+	"v6lab/internal/tcpflow"
 )
 
 // labJob is what the measuring child in the client namespace needs.
@@ -50,6 +52,10 @@ type labJob struct {
 	Pcap      bool                         `json:"pcap"`
 	// Real is where the real servers are, for cells that measure them.
 	Real *labEndpoints `json:"real,omitempty"`
+	// Gen are the background traffic hosts (cells with a background).
+	Gen congestion.Hosts `json:"gen,omitempty"`
+	// ServerCapture: fd 4 is a packet socket on the server's interface.
+	ServerCapture bool `json:"server_capture,omitempty"`
 	// Done and Dir resume an interrupted experiment.
 	Done map[int]bool `json:"done,omitempty"`
 	Dir  string       `json:"dir,omitempty"`
@@ -88,6 +94,9 @@ func runInLab(cmd *cobra.Command, exp *experiment.Experiment, cfg lab.Config, re
 	ctx := cmd.Context()
 	if reaped, err := lab.Reap(); err == nil && len(reaped) > 0 && !quiet(cmd) {
 		fmt.Fprintf(cmd.ErrOrStderr(), "v6lab: removed labs left by killed processes: %v\n", reaped)
+	}
+	if exp.Background() {
+		cfg.Generators = true
 	}
 	l, err := lab.Up(ctx, cfg)
 	if err != nil {
@@ -136,6 +145,20 @@ func runInLab(cmd *cobra.Command, exp *experiment.Experiment, cfg lab.Config, re
 	}
 	capFile := os.NewFile(uintptr(capFD), "capture")
 	defer capFile.Close()
+	files := []*os.File{capFile}
+	if exp.ServerCapture() {
+		var fd int
+		if err := lab.Do(lab.NS(l.Name, lab.Server), func() error {
+			var err error
+			fd, err = capture.OpenSocket(l.Addr.ServerIf)
+			return err
+		}); err != nil {
+			return err
+		}
+		f := os.NewFile(uintptr(fd), "server capture")
+		defer f.Close()
+		files = append(files, f)
+	}
 
 	cfgJSON, _ := json.Marshal(cfg)
 	job := labJob{Exp: exp, URL: in.URL.String(), Resolvers: map[path.Path]labResolver{}, Sources: in.Sources,
@@ -154,6 +177,19 @@ func runInLab(cmd *cobra.Command, exp *experiment.Experiment, cfg lab.Config, re
 		Results: results, Pcap: pcap, Dir: resumeDir}
 	if rs != nil {
 		job.Done = rs.Done
+	}
+	if cfg.Generators {
+		if job.Gen, err = congestion.LabHosts(l); err != nil {
+			return err
+		}
+		job.Lab["generators"] = "gen4c, gen6c on r1; gen4s, gen6s on r2 (background TCP toward the client side, UDP back)"
+	}
+	if cfg.BareServer {
+		job.Lab["server_tcp"] = "bare: SACK, timestamps and window scaling off in the server host"
+	}
+	if exp.ServerCapture() {
+		job.ServerCapture = true
+		job.Lab["server_capture"] = "server " + l.Addr.ServerIf
 	}
 	for p, r := range in.Resolvers {
 		job.Resolvers[p] = labResolver{Servers: r.Servers, Source: r.Source}
@@ -195,7 +231,7 @@ func runInLab(cmd *cobra.Command, exp *experiment.Experiment, cfg lab.Config, re
 	}
 	child := exec.Command("ip", args...)
 	child.Stdin, child.Stdout, child.Stderr = os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr()
-	child.ExtraFiles = []*os.File{capFile}
+	child.ExtraFiles = files
 	// If this process dies, the child is interrupted too: it keeps its
 	// finished runs instead of measuring servers that are gone.
 	child.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGINT}
@@ -267,9 +303,23 @@ func runLabChild(cmd *cobra.Command, jobFile string) error {
 	if j.Pcap {
 		rec = cp
 	}
+	cond := &labConditions{ports: j.Ports}
+	if len(j.Gen) > 0 {
+		if cond.bg, err = congestion.Start(cmd.Context(), j.Gen); err != nil {
+			return err
+		}
+		defer cond.bg.Close()
+	}
+	if j.ServerCapture {
+		cond.tracker = tcpflow.New(0)
+		cond.server = capture.FromFD(4, capture.Filter{})
+		cond.server.Tap(cond.tracker.Frame)
+		defer cond.server.Close()
+	}
 	jb := job{
 		exp: j.Exp, probe: probe, target: "lab", servers: j.Servers, notes: j.Notes,
 		serverFDs: 0, results: j.Results, wire: capture.Check{C: cp, Ports: j.Ports}, lab: j.Lab, pcap: rec,
+		conditions: cond,
 	}
 	if j.Dir != "" {
 		jb.resume, jb.resumeDir = &experiment.Resume{Exp: j.Exp, Done: j.Done}, j.Dir
@@ -370,8 +420,20 @@ func startRealServers(ctx context.Context, l *lab.Lab, exp *experiment.Experimen
 	addrs := []netip.Addr{a.ServerV4, a.ServerV6, a.ServerTun6}
 	cfg := localServerConfig()
 	content := servers.Content{"/index.html": httpp.Page(cfg)}
+	filler := func(n int64) []byte { return bytes.Repeat([]byte("v6lab "), int(n)/6+1)[:n] }
 	for i := range cfg.Objects {
-		content[fmt.Sprintf("/obj/%d", i)] = bytes.Repeat([]byte("v6lab "), int(cfg.ObjectSize)/6+1)[:cfg.ObjectSize]
+		content[fmt.Sprintf("/obj/%d", i)] = filler(cfg.ObjectSize)
+	}
+	// The files of http file cells, at the embedded server's paths.
+	for _, c := range exp.Cells {
+		if c.Protocol == "http" && c.Server == "real" && c.File != "" {
+			name := strings.TrimPrefix(c.File, "/")
+			size, err := units.ParseSize(name)
+			if err != nil {
+				return nil, err
+			}
+			content["/files/"+name] = filler(size)
+		}
 	}
 	ng, err := servers.StartNginx(ctx, prefix, addrs, 80, content)
 	if err != nil {

@@ -557,6 +557,10 @@ func (c *cellFile) congestion(doc *specfile.Doc, at, where string, s *Spec) erro
 	return nil
 }
 
+// MaxRealHTTPFile bounds the files written for nginx (http file cells
+// against the real server).
+const MaxRealHTTPFile = 64 << 20
+
 // RealServers are the real server programs per protocol, so far.
 var RealServers = map[string]string{"http": "nginx", "dns": "unbound", "ftp": "proftpd", "smtp": "postfix", "imap": "dovecot"}
 
@@ -565,8 +569,13 @@ func RealServersFit(c *Spec) error {
 	if _, ok := RealServers[c.Protocol]; !ok {
 		return fmt.Errorf("no real server for %s in this version (real: nginx for http, unbound for dns, proftpd for ftp, postfix for smtp, dovecot for imap); use servers: embedded", c.Protocol)
 	}
-	if c.Protocol == "http" && (c.Objects != nil || c.File != "" || c.Client != "") {
-		return fmt.Errorf("with real servers an http cell fetches nginx's page: objects, file and client need the embedded server")
+	if c.Protocol == "http" && (c.Objects != nil || c.Client != "") {
+		return fmt.Errorf("with real servers an http cell fetches nginx's page or a file: objects and client need the embedded server")
+	}
+	if c.Protocol == "http" && c.File != "" {
+		if n, err := units.ParseSize(strings.TrimPrefix(c.File, "/")); err != nil || n > MaxRealHTTPFile {
+			return fmt.Errorf("nginx serves files v6lab writes to disk first: file %s is above %d MiB; use the embedded server, which generates them", c.File, MaxRealHTTPFile>>20)
+		}
 	}
 	if c.Protocol == "smtp" && c.StartTLS {
 		return fmt.Errorf("the real Postfix is set up without TLS: starttls needs servers: embedded or a real host")

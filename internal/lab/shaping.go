@@ -62,8 +62,11 @@ func shape(h *netlink.Handle, ln netlink.Link, s Shaping) error {
 		return nil
 	}
 	bytesPerSec := s.Rate / 8 // netlink's tbf rate is bytes per second
-	// Burst: 10 ms of rate, at least enough for a few full frames.
-	burst := uint32(max(bytesPerSec/100, 16<<10))
+	// Burst: 1 ms of rate, at least a few full frames. A real link has
+	// none; a large bucket would let the first bytes of every short
+	// transfer (a 320 KB page) pass at memory speed. tbf's timers are
+	// high-resolution, so a small bucket still reaches the rate.
+	burst := uint32(max(bytesPerSec/1000, 8<<10))
 	limit := s.QueueLimit
 	if limit == 0 {
 		limit = burst + uint32(bytesPerSec/20)

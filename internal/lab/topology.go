@@ -231,6 +231,8 @@ type Addresses struct {
 	// WireIf is the interface on r1 whose traffic proves the path: it
 	// carries IPv4, IPv6, and the tunnel's IPv4 protocol 41.
 	WireIf string
+	// ServerIf is the server host's interface (toward r2).
+	ServerIf string
 	// Gen are the generator hosts' addresses by role: [IPv4, IPv6].
 	Gen map[string][2]netip.Addr
 }
@@ -244,6 +246,7 @@ func Plan() Addresses {
 		ClientTun6: hostAddr(a.tun6, a.aHost), ServerTun6: hostAddr(c.tun6, c.bHost),
 		TunnelV4: [2]netip.Addr{hostAddr(b.v4, b.aHost), hostAddr(b.v4, b.bHost)},
 		WireIf:   b.aIf,
+		ServerIf: c.bIf,
 		Gen:      map[string][2]netip.Addr{},
 	}
 }

@@ -35,6 +35,13 @@ func HTML(w io.Writer, s *Summary) error {
 		}
 		page.Groups = append(page.Groups, g)
 	}
+	if sec, ok := CongestionTable(s); ok {
+		g := htmlGroup{Name: "background traffic", Tables: []section{sec}}
+		for _, p := range congestionPlots(s) {
+			g.Plots = append(g.Plots, template.HTML(p.SVG()))
+		}
+		page.Groups = append(page.Groups, g)
+	}
 	for _, proto := range protocols(s) {
 		g := htmlGroup{Name: proto, Tables: sections(s, proto)}
 		for _, p := range plots(s, proto) {
@@ -180,6 +187,15 @@ func rateBySize(s *Summary) []*plot {
 	}
 	var out []*plot
 	for _, proto := range protos {
+		sizes := map[float64]bool{}
+		for _, pts := range byProto[proto] {
+			for _, pt := range pts {
+				sizes[pt.X] = true
+			}
+		}
+		if len(sizes) < 2 { // one size is no sweep
+			continue
+		}
 		p := &plot{ID: "rate-by-size-" + proto, Title: strings.ToUpper(proto) + ": transfer rate by file size, 95% CI",
 			XLabel: "file size (bytes, log scale)", YLabel: "MB/s", LogX: true}
 		var paths []string

@@ -75,8 +75,70 @@ type Cell struct {
 	// is when each interval ended (mean seconds from the trial's start).
 	IntervalMbps []float64 `json:"interval_mbps,omitempty"`
 	IntervalEndS []float64 `json:"interval_end_s,omitempty"`
+	// Background is the background traffic during the counted runs, when
+	// the cell had some.
+	Background *CellBackground `json:"background,omitempty"`
 	// NA gives the reason for every null figure above.
 	NA map[string]string `json:"na,omitempty"`
+}
+
+// CellBackground is a cell's background traffic: its congestion level and
+// the mean over counted runs of the rates (Mbit/s) its flows offered, sent
+// and got delivered, in total and per family and protocol ("ipv4 tcp").
+type CellBackground struct {
+	Level  string                      `json:"level"`
+	Runs   int                         `json:"runs"`
+	Total  BackgroundRates             `json:"total"`
+	Groups map[string]*BackgroundRates `json:"groups"`
+}
+
+// BackgroundRates are mean rates in Mbit/s.
+type BackgroundRates struct {
+	OfferedMbps   float64 `json:"offered_mbps"`
+	SentMbps      float64 `json:"sent_mbps"`
+	DeliveredMbps float64 `json:"delivered_mbps"`
+}
+
+func (r *BackgroundRates) add(o, s, d float64) {
+	r.OfferedMbps += o
+	r.SentMbps += s
+	r.DeliveredMbps += d
+}
+
+func (r *BackgroundRates) scale(f float64) {
+	r.OfferedMbps *= f
+	r.SentMbps *= f
+	r.DeliveredMbps *= f
+}
+
+// addBackground adds one counted run's background to its cell.
+func addBackground(c *Cell, bg *result.Background) {
+	if c.Background == nil {
+		c.Background = &CellBackground{Level: bg.Level, Groups: map[string]*BackgroundRates{}}
+	}
+	b := c.Background
+	b.Runs++
+	for _, f := range bg.Flows {
+		g := b.Groups[f.Path+" "+f.Proto]
+		if g == nil {
+			g = &BackgroundRates{}
+			b.Groups[f.Path+" "+f.Proto] = g
+		}
+		g.add(f.OfferedMbps, f.SentMbps, f.DeliveredMbps)
+		b.Total.add(f.OfferedMbps, f.SentMbps, f.DeliveredMbps)
+	}
+}
+
+// finishBackground turns the sums over runs into means.
+func finishBackground(b *CellBackground) {
+	if b == nil || b.Runs == 0 {
+		return
+	}
+	f := 1 / float64(b.Runs)
+	b.Total.scale(f)
+	for _, g := range b.Groups {
+		g.scale(f)
+	}
 }
 
 // intervalAcc sums a cell's trials interval by interval.
@@ -186,17 +248,28 @@ func Summarize(f *result.File) *Summary {
 		s.Baseline = "ipv4"
 	}
 	runs := map[runKey]*runAcc{}
+	cells := map[cellKey]*Cell{}
 	for _, r := range f.Runs {
 		k := runKey{cellKey{r.Protocol, r.Path, r.Conns}, r.Run}
 		a := &runAcc{warmup: r.Warmup, skipped: r.Err, seconds: r.End.Sub(r.Start).Seconds()}
 		runs[k] = a
+		if r.Background != nil && r.Err == "" && !r.Warmup {
+			c := cells[k.cell]
+			if c == nil {
+				c = &Cell{Protocol: k.cell.proto, Path: k.cell.path, Conns: k.cell.conns}
+				cells[k.cell] = c
+			}
+			addBackground(c, r.Background)
+		}
 		if r.Err != "" {
 			s.Notes = append(s.Notes, "run "+itoa(r.Run)+" of "+r.Cell+" left out: "+r.Err)
 		}
 	}
 	hist := map[cellKey]*stats.Latency{}
+	for ck := range cells {
+		hist[ck] = stats.NewLatency()
+	}
 	ivs := map[cellKey]*intervalAcc{}
-	cells := map[cellKey]*Cell{}
 	for i := range f.Samples {
 		smp := &f.Samples[i]
 		ck := cellKey{smp.Protocol, smp.Path, smp.Conns}
@@ -290,6 +363,7 @@ func Summarize(f *result.File) *Summary {
 	}
 	for ck, c := range cells {
 		finishCell(c, hist[ck], seconds[ck])
+		finishBackground(c.Background)
 		if a := ivs[ck]; a != nil {
 			for i := range a.n {
 				c.IntervalEndS = append(c.IntervalEndS, a.end[i]/float64(a.n[i]))

@@ -34,6 +34,8 @@ type plot struct {
 	// Bars draws grouped bars per x value instead of lines (x values are
 	// then categories).
 	Bars bool
+	// XNames, with Bars, names the categories: x values are 0, 1, … .
+	XNames []string
 	// YMin, YMax fix the y range when set (YMax > YMin).
 	YMin, YMax float64
 	// ZeroLine draws y = 0 (for differences).
@@ -115,7 +117,7 @@ func (p *plot) SVG() string {
 	for _, t := range xticks {
 		x := xAt(t)
 		fmt.Fprintf(&b, `<line class="tickmark" x1="%s" y1="%s" x2="%s" y2="%s"/><text class="tick" x="%s" y="%s" text-anchor="middle">%s</text>`+"\n",
-			f1(x), f1(y0), f1(x), f1(y0+5), f1(x), f1(y0+18), tickLabel(t))
+			f1(x), f1(y0), f1(x), f1(y0+5), f1(x), f1(y0+18), html.EscapeString(p.xName(t)))
 	}
 	fmt.Fprintf(&b, `<line class="axis" x1="%s" y1="%s" x2="%s" y2="%s"/><line class="axis" x1="%s" y1="%s" x2="%s" y2="%s"/>`+"\n",
 		f1(x0), f1(y0), f1(x1), f1(y0), f1(x0), f1(y0), f1(x0), f1(y1))
@@ -136,7 +138,13 @@ func (p *plot) SVG() string {
 				x := xAt(pt.X) - slot*0.4 + bw*float64(si)
 				top := yAt(math.Max(pt.Y, ylo))
 				fmt.Fprintf(&b, `<rect x="%s" y="%s" width="%s" height="%s"><title>%s, %s: %s</title></rect>`+"\n",
-					f1(x), f1(top), f1(bw*0.92), f1(math.Max(y0-top, 0)), html.EscapeString(s.Name), tickLabel(pt.X), num4(pt.Y))
+					f1(x), f1(top), f1(bw*0.92), f1(math.Max(y0-top, 0)), html.EscapeString(s.Name), html.EscapeString(p.xName(pt.X)), num4(pt.Y))
+				if pt.CI {
+					cx := x + bw*0.46
+					lo, hi := yAt(math.Max(pt.Lo, ylo)), yAt(math.Min(pt.Hi, yhi))
+					fmt.Fprintf(&b, `<path class="ci" d="M%s %s L%s %s M%s %s L%s %s M%s %s L%s %s"/>`+"\n",
+						f1(cx), f1(lo), f1(cx), f1(hi), f1(cx-3), f1(lo), f1(cx+3), f1(lo), f1(cx-3), f1(hi), f1(cx+3), f1(hi))
+				}
 			}
 		} else {
 			var d strings.Builder
@@ -171,6 +179,14 @@ func (p *plot) SVG() string {
 	}
 	b.WriteString("</svg>\n")
 	return b.String()
+}
+
+// xName is the label of x value v: its category name, or the number.
+func (p *plot) xName(v float64) string {
+	if i := int(v); p.XNames != nil && float64(i) == v && i >= 0 && i < len(p.XNames) {
+		return p.XNames[i]
+	}
+	return tickLabel(v)
 }
 
 func (p *plot) xValues() []float64 {

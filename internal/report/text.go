@@ -30,13 +30,20 @@ func Text(w io.Writer, s *Summary) error {
 			}
 		}
 	}
-	if sec, ok := DifferenceCIs(s); ok {
+	for _, f := range []func(*Summary) (section, bool){CongestionTable, DifferenceCIs} {
+		sec, ok := f(s)
+		if !ok {
+			continue
+		}
 		fmt.Fprintf(tw, "\n%s\n", sec.Title)
 		t := newTable(sec.Head)
 		for _, r := range sec.Rows {
 			t.add(r)
 		}
 		t.write(tw)
+		for _, f := range sec.Footer {
+			fmt.Fprintf(tw, "  %s\n", f)
+		}
 	}
 	if len(s.Notes) > 0 {
 		fmt.Fprintln(tw, "\nNotes:")

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"net/netip"
+	"time"
+
+	"v6lab/internal/capture"
+	"v6lab/internal/congestion"
+	"v6lab/internal/experiment"
+	"v6lab/internal/result"
+	"v6lab/internal/tcpflow"
+)
+
+// labConditions surround the runs of a lab experiment: the background
+// traffic level a cell asks for, and the capture in the server host whose
+// per-connection timelines complete a server_capture cell's samples.
+type labConditions struct {
+	bg      *congestion.Background // nil without generator hosts
+	server  *capture.Capture       // nil without server-side capture
+	tracker *tcpflow.Tracker
+	ports   map[string]uint16 // service port per wire key
+}
+
+func (c *labConditions) Begin(ctx context.Context, s *experiment.Spec, _ experiment.Step) error {
+	if c.bg != nil {
+		if err := c.bg.Set(ctx, s.Background); err != nil {
+			return err
+		}
+		c.bg.Mark()
+	}
+	if s.ServerCapture && c.server != nil {
+		port := c.ports[s.WireKey()]
+		time.Sleep(capture.Quiet)
+		c.tracker.Reset(port)
+		c.server.Reset(capture.Filter{Port: port})
+	}
+	return nil
+}
+
+func (c *labConditions) End(s *experiment.Spec, _ experiment.Step, rec *result.Run, samples []result.Sample) {
+	if c.bg != nil {
+		rec.Background = c.bg.Since()
+	}
+	if !s.ServerCapture || c.server == nil {
+		return
+	}
+	// The client's last ACK reaches the server after the client is done.
+	time.Sleep(capture.Quiet)
+	c.server.Drain()
+	for i := range samples {
+		smp := &samples[i]
+		local, err := netip.ParseAddrPort(smp.Local)
+		if err != nil || !smp.OK() {
+			continue
+		}
+		tl, ok := c.tracker.Take(local)
+		if !ok || !tl.Complete() {
+			continue
+		}
+		if smp.Metrics == nil {
+			smp.Metrics = map[string]float64{}
+		}
+		smp.Metrics["server_delay_ms"] = float64(tl.Delay()) / 1e6
+		smp.Metrics["server_throughput_mbps"] = tl.ThroughputMbps()
+		smp.Metrics["server_bytes"] = float64(tl.Bytes)
+		smp.Metrics["server_retransmissions"] = float64(tl.Retransmissions)
+	}
+}
+
+func (c *labConditions) Finish() {
+	if c.bg != nil {
+		c.bg.Set(context.Background(), "")
+	}
+}
