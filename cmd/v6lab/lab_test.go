@@ -355,3 +355,94 @@ cells:
 		}
 	}
 }
+
+// TestCongestionInTheLab runs the Towson shape small: a 320 KB fetch with
+// no congestion and under C4B, from the embedded server and from nginx, on
+// a bare server host. Every congested run records its background flows,
+// every fetch gets its server-side delay and throughput, and the congestion
+// slows the fetch down.
+func TestCongestionInTheLab(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the lab needs root (CI runs as root)")
+	}
+	if _, err := exec.LookPath("nginx"); err != nil {
+		if _, err := os.Stat("/usr/sbin/nginx"); err != nil {
+			t.Skip("nginx is not installed (scripts/install-deps installs it)")
+		}
+	}
+	bin := buildBinary(t)
+	root := t.TempDir()
+	exp := filepath.Join(root, "cong.yaml")
+	os.WriteFile(exp, []byte(`name: cong
+where: lab
+topology: towson.yaml
+paths: [ipv4, ipv6]
+runs: 3
+warmup: 0
+pause: 0s
+cells:
+  - {protocol: http, label: none, file: 320K, conns: [1], server_capture: true}
+  - {protocol: http, label: c4b, file: 320K, conns: [1], background: C4B, server_capture: true}
+  - {protocol: http, label: nginx-c4b, server: real, file: 320K, conns: [1], background: C4B, server_capture: true}
+`), 0o644)
+	os.WriteFile(filepath.Join(root, "towson.yaml"), []byte("generators: true\nlinks:\n  r1-r2:\n    rate: 100M\n"), 0o644)
+	out, err := exec.Command(bin, "run", exp, "-q", "--bare-server", "--results", root).CombinedOutput()
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	res, _ := filepath.Glob(filepath.Join(root, "cong-*"))
+	if len(res) != 1 {
+		t.Fatalf("results %v", res)
+	}
+	f, s, err := report.Load(res[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Header.Lab["server_tcp"] == "" || f.Header.Lab["generators"] == "" || !strings.Contains(f.Header.Servers["http (real)"], "nginx/") {
+		t.Errorf("header lab %v, servers %v", f.Header.Lab, f.Header.Servers)
+	}
+	for _, r := range f.Runs {
+		if r.Err != "" {
+			t.Errorf("run %s/%d: %s", r.Cell, r.Run, r.Err)
+		}
+		if (r.Background != nil) != (r.Protocol != "none") {
+			t.Errorf("run %s/%d: background %+v", r.Cell, r.Run, r.Background)
+			continue
+		}
+		if r.Background != nil {
+			if r.Background.Level != "C4B" || len(r.Background.Flows) != 10 {
+				t.Errorf("run %s/%d: background %+v", r.Cell, r.Run, r.Background)
+			}
+			for _, fl := range r.Background.Flows {
+				if fl.DeliveredMbps <= 0 || fl.Err != "" {
+					t.Errorf("run %s/%d: flow %+v", r.Cell, r.Run, fl)
+				}
+			}
+		}
+	}
+	for _, smp := range f.Samples {
+		d, tput := smp.Metrics["server_delay_ms"], smp.Metrics["server_throughput_mbps"]
+		total := float64(smp.TotalNS) / 1e6
+		if !smp.OK() || d <= 0 || d >= total || tput <= 0 || smp.Metrics["server_bytes"] < 320<<10 {
+			t.Errorf("sample %s/%s: %.2f ms total, server delay %.2f ms, %.1f Mbit/s, %v bytes (%s)", smp.Cell, smp.Local, total, d, tput, smp.Metrics["server_bytes"], smp.Err)
+		}
+	}
+	mean := map[string]float64{}
+	for _, c := range s.Cells {
+		if c.Metrics["server_delay_ms"] == nil {
+			t.Errorf("cell %s/%s has no server-side delay", c.Protocol, c.Path)
+			continue
+		}
+		mean[c.Protocol+"/"+c.Path] = c.Metrics["server_delay_ms"].Mean
+	}
+	for _, p := range []string{"ipv4", "ipv6"} {
+		if mean["c4b/"+p] < 2*mean["none/"+p] {
+			t.Errorf("%s: server-side delay %.1f ms under C4B, %.1f ms without: the background did not congest", p, mean["c4b/"+p], mean["none/"+p])
+		}
+	}
+	txt, _ := os.ReadFile(filepath.Join(res[0], report.TextFile))
+	page, _ := os.ReadFile(filepath.Join(res[0], report.HTMLFile))
+	if !strings.Contains(string(txt), "Under background traffic") || !strings.Contains(string(page), `data-plot="congestion-delay"`) {
+		t.Errorf("reports lack the congestion table or plot")
+	}
+}

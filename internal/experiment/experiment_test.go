@@ -295,3 +295,66 @@ func TestBulkTransfersRunInConstantMemory(t *testing.T) {
 		}
 	}
 }
+
+// conds records what the runner asks of its conditions.
+type conds struct {
+	begun, ended, finished int
+	failAt                 int // Begin fails at this call (1-based), 0: never
+}
+
+func (c *conds) Begin(_ context.Context, s *Spec, st Step) error {
+	c.begun++
+	if c.begun == c.failAt {
+		return errors.New("generator host unreachable")
+	}
+	return nil
+}
+
+func (c *conds) End(s *Spec, st Step, rec *result.Run, samples []result.Sample) {
+	c.ended++
+	rec.Background = &result.Background{Level: s.Background}
+	for i := range samples {
+		samples[i].Metrics = map[string]float64{"server_delay_ms": float64(st.Run)}
+	}
+}
+
+func (c *conds) Finish() { c.finished++ }
+
+// TestRunnerConditionsSurroundEachRun: Begin and End around every run,
+// server-capture samples completed by End before they are written, Finish
+// once; a Begin that fails stops the experiment with its reason.
+func TestRunnerConditionsSurroundEachRun(t *testing.T) {
+	spec := Spec{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4, path.IPv6}, Conns: []int{2}, Runs: 2,
+		Timeout: Duration(time.Second), Baseline: path.IPv4, Background: "C1B", ServerCapture: true}
+	c := &conds{}
+	dir := t.TempDir()
+	r := &Runner{Exp: Single(spec, "lab"), Probe: func(*Spec, path.Path) (load.Probe, error) { return counting{}, nil }, Conditions: c}
+	if err := r.Run(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
+	if c.begun != 4 || c.ended != 4 || c.finished != 1 {
+		t.Errorf("begun %d ended %d finished %d", c.begun, c.ended, c.finished)
+	}
+	fh, _ := os.Open(filepath.Join(dir, "samples.jsonl"))
+	f, err := result.Read(fh, "samples.jsonl")
+	fh.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, run := range f.Runs {
+		if run.Background == nil || run.Background.Level != "C1B" {
+			t.Errorf("run %+v", run)
+		}
+	}
+	for _, s := range f.Samples {
+		if v, ok := s.Metrics["server_delay_ms"]; !ok || v != float64(s.Run) {
+			t.Errorf("sample of run %d: metrics %v", s.Run, s.Metrics)
+		}
+	}
+	c = &conds{failAt: 2}
+	r.Conditions = c
+	err = r.Run(context.Background(), t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "generator host unreachable") || c.finished != 1 {
+		t.Errorf("failing Begin: %v (finished %d)", err, c.finished)
+	}
+}
