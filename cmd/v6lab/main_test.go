@@ -439,6 +439,8 @@ func TestProbeDNS(t *testing.T) {
 
 func TestBadInputIsAClearError(t *testing.T) {
 	l, _ := localServers(t)
+	bgFile := filepath.Join(t.TempDir(), "bg.yaml")
+	os.WriteFile(bgFile, []byte("name: bg\ncells:\n  - {protocol: http, conns: [1], background: C1B}\n"), 0o644)
 	cases := []struct {
 		args []string
 		code int
@@ -450,9 +452,11 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"run", "--runs", "1", "--warmup", "1"}, 2, "warm-up runs (1) must be fewer than runs (1)"},
 		{[]string{"run", "--loopback", "--paths", "ipv4,6in4", "--results", t.TempDir()}, 2, "6in4 needs the lab"},
 		{[]string{"run", "--rate", "fast"}, 2, "bad rate"},
-		{[]string{"run", "mitre1999"}, 2, `no built-in experiment "mitre1999" (built in: mitre2004, quick, regensburg, rubio)`},
+		{[]string{"run", "mitre1999"}, 2, `no built-in experiment "mitre1999" (built in: mitre2004, quick, regensburg, rubio, towson2013)`},
 		{[]string{"run", "nosuch.yaml"}, 2, "nosuch.yaml: no such file"},
 		{[]string{"run", "--server", "real", "--loopback"}, 2, "real servers run in the lab's server host"},
+		{[]string{"run", bgFile, "--loopback"}, 2, "background traffic runs between the lab's generator hosts, but --loopback"},
+		{[]string{"run", "towson2013", "--loopback"}, 2, "--loopback: the experiment runs on lab"},
 		{[]string{"run", "--server", "apache"}, 2, `--server: "apache" is not embedded or real`},
 		{[]string{"serve", "imap", "--users", "0"}, 2, "--users: 1 to 100000"},
 		{[]string{"serve", "ftp", "--listen", "127.0.0.1"}, 2, `"127.0.0.1" is not ADDR:PORT`},

@@ -55,6 +55,8 @@ type Flow struct {
 	// lengths (default 100 ms each).
 	Pattern string
 	On, Off time.Duration
+	// Count, when above 0, ends the flow after that many packets.
+	Count int64
 }
 
 // Check bounds a flow.
@@ -70,6 +72,8 @@ func (f *Flow) Check() error {
 		return fmt.Errorf("traffic: flow %d: pattern %q: want periodic, poisson or burst", f.ID, f.Pattern)
 	case f.On < 0 || f.Off < 0:
 		return fmt.Errorf("traffic: flow %d: negative burst lengths", f.ID)
+	case f.Count < 0:
+		return fmt.Errorf("traffic: flow %d: count %d: want 0 (no limit) or more", f.ID, f.Count)
 	}
 	return f.Path.CheckAddr("flow destination", f.Dst.Addr())
 }
@@ -246,7 +250,7 @@ func (st *flowState) run(ctx context.Context, dial DialFunc) {
 	binary.BigEndian.PutUint32(buf[4:8], uint32(f.ID))
 	next := gaps(f)
 	due := time.Now()
-	for seq := uint64(0); ; seq++ {
+	for seq := uint64(0); f.Count == 0 || int64(seq) < f.Count; seq++ {
 		if wait := time.Until(due); wait > 0 {
 			t := time.NewTimer(wait)
 			select {

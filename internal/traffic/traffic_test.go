@@ -112,3 +112,21 @@ func TestBoundsAndStops(t *testing.T) {
 		t.Errorf("cancelled run went on for %v", time.Since(start))
 	}
 }
+
+// TestCountEndsAFlow: a flow of 50 packets ends after them, before the run's
+// deadline, with all 50 delivered.
+func TestCountEndsAFlow(t *testing.T) {
+	s, v4, _ := sink(t)
+	start := time.Now()
+	reps, err := Run(context.Background(), []Flow{{ID: 7, Proto: "tcp", Path: path.IPv4, Dst: v4, Rate: 8e6, Size: 1000, Count: 50}}, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if r := reps[0]; r.SentPkts != 50 || r.OfferedPkts != 50 || s.Delivered(7) != 50*1000 || time.Since(start) > 2*time.Second {
+		t.Errorf("sent %d, offered %d, delivered %d bytes, took %v", r.SentPkts, r.OfferedPkts, s.Delivered(7), time.Since(start))
+	}
+	if _, err := Run(context.Background(), []Flow{{ID: 1, Proto: "udp", Path: path.IPv4, Dst: v4, Rate: 1e6, Size: 100, Count: -1}}, time.Second); err == nil {
+		t.Error("negative count accepted")
+	}
+}
