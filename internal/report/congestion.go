@@ -60,16 +60,7 @@ func CongestionTable(s *Summary) (section, bool) {
 	}
 	sec := section{Title: "Under background traffic: server-side throughput and delay (capture at the server), mean of runs (95% CI)",
 		Head: []string{"cells", "level", "path", "throughput (Mbit/s)", "delay (ms)", "retransmissions", "client time (ms)", "background delivered / offered (Mbit/s)"}}
-	stat := func(c *Cell, k string) string {
-		m := c.Metrics[k]
-		switch {
-		case m == nil:
-			return "-"
-		case m.CI95 == nil:
-			return figure(m.Mean)
-		}
-		return fmt.Sprintf("%s (%s–%s)", figure(m.Mean), figure(m.CI95[0]), figure(m.CI95[1]))
-	}
+	stat := func(c *Cell, k string) string { return statText(c.Metrics[k]) }
 	for _, r := range rows {
 		for i, c := range r.cells {
 			group, level := r.group, r.level

@@ -49,6 +49,9 @@ func HTML(w io.Writer, s *Summary) error {
 		}
 		page.Groups = append(page.Groups, g)
 	}
+	if secs := TransportTables(s); len(secs) > 0 {
+		page.Groups = append(page.Groups, htmlGroup{Name: "transport tables", Tables: secs})
+	}
 	if sec, ok := DifferenceCIs(s); ok {
 		page.Groups = append(page.Groups, htmlGroup{Name: "all protocols", Tables: []section{sec}})
 	}

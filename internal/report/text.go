@@ -30,11 +30,7 @@ func Text(w io.Writer, s *Summary) error {
 			}
 		}
 	}
-	for _, f := range []func(*Summary) (section, bool){CongestionTable, DifferenceCIs} {
-		sec, ok := f(s)
-		if !ok {
-			continue
-		}
+	for _, sec := range studyTables(s) {
 		fmt.Fprintf(tw, "\n%s\n", sec.Title)
 		t := newTable(sec.Head)
 		for _, r := range sec.Rows {
@@ -53,6 +49,18 @@ func Text(w io.Writer, s *Summary) error {
 	}
 	fmt.Fprintln(tw, "\n"+Legend)
 	return tw.err
+}
+
+// studyTables are the tables across cell groups, in the studies' shapes:
+// transport tables, the congestion table, and the differences.
+func studyTables(s *Summary) []section {
+	out := TransportTables(s)
+	for _, f := range []func(*Summary) (section, bool){CongestionTable, DifferenceCIs} {
+		if sec, ok := f(s); ok {
+			out = append(out, sec)
+		}
+	}
+	return out
 }
 
 // transportColumns are the figures shown per transport test, in order.
@@ -98,15 +106,7 @@ func metricSection(title string, cells []Cell) (section, bool) {
 		any = true
 		row := []string{c.Path, fmt.Sprint(c.Conns)}
 		for _, k := range cols {
-			m := c.Metrics[k]
-			switch {
-			case m == nil:
-				row = append(row, "-")
-			case m.CI95 == nil:
-				row = append(row, figure(m.Mean))
-			default:
-				row = append(row, fmt.Sprintf("%s (%s–%s)", figure(m.Mean), figure(m.CI95[0]), figure(m.CI95[1])))
-			}
+			row = append(row, statText(c.Metrics[k]))
 		}
 		sec.Rows = append(sec.Rows, row)
 	}

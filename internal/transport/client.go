@@ -369,6 +369,15 @@ func tcpMetrics(o Options, sent, received int64, elapsed time.Duration, base, la
 		"mss":             float64(last.mss),
 		"cwnd":            float64(last.cwnd),
 	}
+	// The trial's settings, for tables keyed by them (the study's).
+	for k, v := range map[string]int{"window_set": o.Window, "mss_set": o.MSS, "sndbuf_set": o.SndBuf, "rcvbuf_set": o.RcvBuf} {
+		if v > 0 {
+			m[k] = float64(v)
+		}
+	}
+	if o.Bytes > 0 {
+		m["bytes_set"] = float64(o.Bytes)
+	}
 	var rttSum, rttN float64
 	for _, iv := range ivs {
 		if iv.RTTUS > 0 {

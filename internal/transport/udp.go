@@ -87,6 +87,12 @@ func udpMetrics(o Options, sent, sendErrs int64, elapsed time.Duration, rep Repo
 		"offered_mbps":       float64(sent*int64(o.Size)) * 8 / elapsed.Seconds() / 1e6,
 		"datagram_size":      float64(o.Size),
 	}
+	m["rate_set_mbps"] = float64(o.Rate) / 1e6
+	for k, v := range map[string]int{"sndbuf_set": o.SndBuf, "rcvbuf_set": o.RcvBuf} {
+		if v > 0 {
+			m[k] = float64(v)
+		}
+	}
 	m["loss_pct"] = LossPct(u.Lost, max(sent, u.HighestSeq+1))
 	if u.Received > 1 {
 		m["jitter_ms"] = u.JitterNS / 1e6

@@ -1,0 +1,188 @@
+package report
+
+import (
+	"fmt"
+	"sort"
+)
+
+// TransportTables are the Herrera Rubio study's shapes, for experiments
+// whose tcp cells send set amounts of data and whose udp cells set rates:
+// per window and MSS, one row per amount of data with each path's data
+// sent, rate and time (Tables 1 and 2); and one row per UDP rate and
+// buffer with each path's datagrams received, loss and jitter (Table 3).
+// Every figure is a mean over the cell's counted trials.
+func TransportTables(s *Summary) []section {
+	var out []section
+	out = append(out, tcpAmountTables(s)...)
+	if sec, ok := udpRateTable(s); ok {
+		out = append(out, sec)
+	}
+	return out
+}
+
+// mean is a cell's mean of metric k, and whether it has it.
+func mean(c *Cell, k string) (float64, bool) {
+	if m := c.Metrics[k]; m != nil {
+		return m.Mean, true
+	}
+	return 0, false
+}
+
+// rowsOf groups cells into rows by key, keeping each row's cells by path.
+type transportRow struct {
+	key    [2]float64
+	byPath map[string]*Cell
+}
+
+func transportRows(cells []*Cell, key func(*Cell) [2]float64) ([]*transportRow, []string) {
+	rows := map[[2]float64]*transportRow{}
+	var paths []string
+	seen := map[string]bool{}
+	for _, c := range cells {
+		k := key(c)
+		r := rows[k]
+		if r == nil {
+			r = &transportRow{key: k, byPath: map[string]*Cell{}}
+			rows[k] = r
+		}
+		r.byPath[c.Path] = c
+		if !seen[c.Path] {
+			seen[c.Path] = true
+			paths = append(paths, c.Path)
+		}
+	}
+	var out []*transportRow
+	for _, r := range rows {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].key[0] != out[j].key[0] {
+			return out[i].key[0] < out[j].key[0]
+		}
+		return out[i].key[1] < out[j].key[1]
+	})
+	sort.Slice(paths, func(i, j int) bool { return pathRank(paths[i]) < pathRank(paths[j]) })
+	return out, paths
+}
+
+func tcpAmountTables(s *Summary) []section {
+	groups := map[[2]float64][]*Cell{} // window, MSS
+	var keys [][2]float64
+	for i := range s.Cells {
+		c := &s.Cells[i]
+		_, tcp := mean(c, "retransmits")
+		_, amount := mean(c, "bytes_set")
+		if !tcp || !amount {
+			continue
+		}
+		w, _ := mean(c, "window_set")
+		m, _ := mean(c, "mss_set")
+		k := [2]float64{w, m}
+		if groups[k] == nil {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], c)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i][0] != keys[j][0] {
+			return keys[i][0] < keys[j][0]
+		}
+		return keys[i][1] < keys[j][1]
+	})
+	var out []section
+	for _, k := range keys {
+		rows, paths := transportRows(groups[k], func(c *Cell) [2]float64 { b, _ := mean(c, "bytes_set"); return [2]float64{b} })
+		if len(rows) < 2 { // one amount is no table of amounts
+			continue
+		}
+		window, mss := "default window", "default MSS"
+		if k[0] > 0 {
+			window = fmt.Sprintf("%s KiB window", figure(k[0]/1024))
+		}
+		if k[1] > 0 {
+			mss = fmt.Sprintf("MSS %s bytes", figure(k[1]))
+		}
+		sec := section{Title: fmt.Sprintf("TCP, %s, %s: time per amount of data (the Herrera Rubio study's Tables 1-2), mean of trials", window, mss),
+			Head: []string{"data (MiB)"}}
+		for _, p := range paths {
+			sec.Head = append(sec.Head, p+" sent (KiB)", p+" KiB/s", p+" time (s)")
+		}
+		for _, r := range rows {
+			row := []string{figure(r.key[0] / (1 << 20))}
+			for _, p := range paths {
+				c := r.byPath[p]
+				if c == nil {
+					row = append(row, "-", "-", "-")
+					continue
+				}
+				sent, _ := mean(c, "bytes_sent")
+				rate, _ := mean(c, "throughput_mbps")
+				row = append(row, figure(sent/1024), figure(rate*1e6/8/1024), statText(c.Metrics["transfer_s"]))
+			}
+			sec.Rows = append(sec.Rows, row)
+		}
+		out = append(out, sec)
+	}
+	return out
+}
+
+func udpRateTable(s *Summary) (section, bool) {
+	var cells []*Cell
+	for i := range s.Cells {
+		c := &s.Cells[i]
+		if _, ok := mean(c, "rate_set_mbps"); ok {
+			cells = append(cells, c)
+		}
+	}
+	rows, paths := transportRows(cells, func(c *Cell) [2]float64 {
+		r, _ := mean(c, "rate_set_mbps")
+		b, _ := mean(c, "rcvbuf_set")
+		return [2]float64{r, b}
+	})
+	if len(rows) < 2 {
+		return section{}, false
+	}
+	sec := section{Title: "UDP: datagrams by rate and receive buffer (the Herrera Rubio study's Table 3), mean of trials",
+		Head: []string{"rate (Mbit/s)", "buffer (KiB)"}}
+	for _, p := range paths {
+		sec.Head = append(sec.Head, p+" received", p+" lost", p+" loss %", p+" jitter (ms)")
+	}
+	for _, r := range rows {
+		buf := "default"
+		if r.key[1] > 0 {
+			buf = figure(r.key[1] / 1024)
+		}
+		row := []string{figure(r.key[0]), buf}
+		for _, p := range paths {
+			c := r.byPath[p]
+			if c == nil {
+				row = append(row, "-", "-", "-", "-")
+				continue
+			}
+			row = append(row, metricMean(c, "datagrams_received"), metricMean(c, "lost"), metricMean(c, "loss_pct"), metricMean(c, "jitter_ms"))
+		}
+		sec.Rows = append(sec.Rows, row)
+	}
+	return sec, true
+}
+
+// metricMean prints a cell's metric's mean, or "-" when absent.
+func metricMean(c *Cell, k string) string {
+	v, ok := mean(c, k)
+	if !ok {
+		return "-"
+	}
+	return figure(v)
+}
+
+// statText prints a figure as "mean (lo–hi)", "mean" without a CI, or
+// "-" when absent.
+func statText(m *MetricStat) string {
+	switch {
+	case m == nil:
+		return "-"
+	case m.CI95 == nil:
+		return figure(m.Mean)
+	}
+	return fmt.Sprintf("%s (%s–%s)", figure(m.Mean), figure(m.CI95[0]), figure(m.CI95[1]))
+}

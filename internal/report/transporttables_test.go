@@ -1,0 +1,44 @@
+package report
+
+import (
+	"strings"
+	"testing"
+)
+
+func stat(mean float64) *MetricStat { return &MetricStat{N: 2, Mean: mean, CI95: &[2]float64{mean - 1, mean + 1}} }
+
+// TestTransportTablesInTheStudysShape: tcp cells of two amounts at one
+// window and MSS make a Table 1 with one row per amount and three columns
+// per path; udp cells of two rates make a Table 3; a lone amount makes none.
+func TestTransportTablesInTheStudysShape(t *testing.T) {
+	s := &Summary{}
+	for _, p := range []string{"ipv4", "ipv6"} {
+		for i, mib := range []float64{20, 10} {
+			s.Cells = append(s.Cells, Cell{Protocol: "tcp-" + p + string(rune('a'+i)), Path: p, Conns: 1, Metrics: map[string]*MetricStat{
+				"retransmits": stat(0), "bytes_set": stat(mib * (1 << 20)), "window_set": stat(10240), "mss_set": stat(1024),
+				"bytes_sent": stat(mib * (1 << 20)), "throughput_mbps": stat(8.192), "transfer_s": stat(mib / 10)}})
+		}
+		for _, rate := range []float64{10, 1} {
+			s.Cells = append(s.Cells, Cell{Protocol: "udp", Path: p, Conns: 1, Metrics: map[string]*MetricStat{
+				"rate_set_mbps": stat(rate), "rcvbuf_set": stat(65536), "datagrams_received": stat(rate * 5000), "lost": stat(0), "loss_pct": stat(0), "jitter_ms": stat(0.4)}})
+		}
+	}
+	// One amount at another MSS: no table of its own.
+	s.Cells = append(s.Cells, Cell{Protocol: "tcp-x", Path: "ipv4", Conns: 1, Metrics: map[string]*MetricStat{
+		"retransmits": stat(0), "bytes_set": stat(1 << 20), "mss_set": stat(2048), "transfer_s": stat(1)}})
+	secs := TransportTables(s)
+	if len(secs) != 2 {
+		t.Fatalf("%d tables: %+v", len(secs), secs)
+	}
+	tcp, udp := secs[0], secs[1]
+	if !strings.Contains(tcp.Title, "10 KiB window, MSS 1024 bytes") || len(tcp.Head) != 7 || len(tcp.Rows) != 2 {
+		t.Fatalf("tcp table %q %v %v", tcp.Title, tcp.Head, tcp.Rows)
+	}
+	// Rows by amount; 8.192 Mbit/s is 1000 KiB/s; time with its CI.
+	if r := tcp.Rows[0]; r[0] != "10" || r[1] != "10240" || r[2] != "1000" || r[3] != "1 (0–2)" || tcp.Head[4] != "ipv6 sent (KiB)" {
+		t.Errorf("first row %v (head %v)", r, tcp.Head)
+	}
+	if !strings.Contains(udp.Title, "Table 3") || len(udp.Rows) != 2 || udp.Rows[0][0] != "1" || udp.Rows[0][1] != "64" || udp.Rows[1][2] != "50000" {
+		t.Errorf("udp table %v", udp.Rows)
+	}
+}
