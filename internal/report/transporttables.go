@@ -35,15 +35,25 @@ type transportRow struct {
 }
 
 func transportRows(cells []*Cell, key func(*Cell) [2]float64) ([]*transportRow, []string) {
-	rows := map[[2]float64]*transportRow{}
+	// Two cell groups with the same settings (say, after --scale) get a
+	// row each.
+	rows := map[[2]float64][]*transportRow{}
+	var out []*transportRow // in first-seen order, sorted below
 	var paths []string
 	seen := map[string]bool{}
 	for _, c := range cells {
 		k := key(c)
-		r := rows[k]
+		var r *transportRow
+		for _, have := range rows[k] {
+			if have.byPath[c.Path] == nil {
+				r = have
+				break
+			}
+		}
 		if r == nil {
 			r = &transportRow{key: k, byPath: map[string]*Cell{}}
-			rows[k] = r
+			rows[k] = append(rows[k], r)
+			out = append(out, r)
 		}
 		r.byPath[c.Path] = c
 		if !seen[c.Path] {
@@ -51,11 +61,7 @@ func transportRows(cells []*Cell, key func(*Cell) [2]float64) ([]*transportRow, 
 			paths = append(paths, c.Path)
 		}
 	}
-	var out []*transportRow
-	for _, r := range rows {
-		out = append(out, r)
-	}
-	sort.Slice(out, func(i, j int) bool {
+	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].key[0] != out[j].key[0] {
 			return out[i].key[0] < out[j].key[0]
 		}
