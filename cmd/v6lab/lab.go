@@ -396,5 +396,8 @@ func printStatus(w io.Writer, st *lab.Status) {
 			}
 			fmt.Fprintf(w, "    route %s%s dev %s\n", r.Dst, via, r.Dev)
 		}
+		if len(h.TCPOff) > 0 {
+			fmt.Fprintf(w, "    tcp off: %s\n", strings.Join(h.TCPOff, ", "))
+		}
 	}
 }

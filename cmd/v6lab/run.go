@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"v6lab/experiments"
+	"v6lab/internal/congestion"
 	"v6lab/internal/experiment"
 	"v6lab/internal/lab"
 	"v6lab/internal/path"
@@ -523,6 +524,17 @@ func printPlan(w io.Writer, exp *experiment.Experiment, where, note string) {
 		fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%d\t%d\t%v\t%d\n", c.CellName(), c.Protocol, c.Paths, c.Conns, c.Runs, c.Warmup, time.Duration(c.Timeout), tx)
 	}
 	tw.Flush()
+	// Each change of background level waits for the traffic to ramp up.
+	level := ""
+	for _, st := range plan {
+		if bg := exp.Cells[st.Cell].Background; bg != level {
+			if bg != "" {
+				est += congestion.Ramp
+				worst += congestion.Ramp
+			}
+			level = bg
+		}
+	}
 	fmt.Fprintf(w, "%d transactions; estimated time about %s (at most %s if every run waits out its timeout)\n",
 		total, est.Round(time.Second), worst.Round(time.Second))
 	first := plan[:min(len(plan), 6)]

@@ -63,6 +63,8 @@ type HostStatus struct {
 	Namespace string
 	Ifaces    []Iface
 	Routes    []Route
+	// TCPOff lists the TCP options turned off in the host (bare server).
+	TCPOff []string
 }
 
 // Status describes a lab from the kernel's point of view.
@@ -149,9 +151,26 @@ func Inspect(name string) (*Status, error) {
 			}
 		}
 		h.Close()
+		if role == Server {
+			hs.TCPOff = tcpOff(ns)
+		}
 		st.Hosts = append(st.Hosts, hs)
 	}
 	return st, nil
+}
+
+// tcpOff lists which of BareTCP's switches are off in namespace ns.
+func tcpOff(ns string) []string {
+	var off []string
+	_ = Do(ns, func() error {
+		for _, k := range []string{"net/ipv4/tcp_sack", "net/ipv4/tcp_timestamps", "net/ipv4/tcp_window_scaling"} {
+			if b, err := os.ReadFile("/proc/sys/" + k); err == nil && strings.TrimSpace(string(b)) == "0" {
+				off = append(off, strings.TrimPrefix(k, "net/ipv4/tcp_"))
+			}
+		}
+		return nil
+	})
+	return off
 }
 
 func isZeroMask(m []byte) bool {
