@@ -5,7 +5,9 @@ import (
 	"testing"
 )
 
-func stat(mean float64) *MetricStat { return &MetricStat{N: 2, Mean: mean, CI95: &[2]float64{mean - 1, mean + 1}} }
+func stat(mean float64) *MetricStat {
+	return &MetricStat{N: 2, Mean: mean, CI95: &[2]float64{mean - 1, mean + 1}}
+}
 
 // TestTransportTablesInTheStudysShape: tcp cells of two amounts at one
 // window and MSS make a Table 1 with one row per amount and three columns
