@@ -173,10 +173,7 @@ func execute(cmd *cobra.Command, j job) (string, error) {
 	defer stop()
 	plan := j.exp.Plan()
 	prog := newProgress(errOut, quiet(cmd), len(plan), len(done))
-	r := &experiment.Runner{Exp: j.exp, Probe: j.probe, Header: hdr, OnStep: prog.step, Wire: j.wire, Done: done}
-	if j.conditions != nil {
-		r.Conditions = j.conditions
-	}
+	r := &experiment.Runner{Exp: j.exp, Probe: j.probe, Header: hdr, OnStep: prog.step, Wire: j.wire, Done: done, Conditions: j.conditions}
 	if !quiet(cmd) {
 		verb := "measuring"
 		if done != nil {

@@ -357,7 +357,7 @@ cells:
 }
 
 // TestCongestionInTheLab runs the Towson shape small: a 320 KB fetch with
-// no congestion and under C4B, from the embedded server and from nginx, on
+// no congestion (over all three paths, the tunnel's too) and under C4B, from the embedded server and from nginx, on
 // a bare server host. Every congested run records its background flows,
 // every fetch gets its server-side delay and throughput, and the congestion
 // slows the fetch down.
@@ -381,7 +381,7 @@ runs: 3
 warmup: 0
 pause: 0s
 cells:
-  - {protocol: http, label: none, file: 320K, conns: [1], server_capture: true}
+  - {protocol: http, label: none, file: 320K, conns: [1], server_capture: true, paths: [ipv4, ipv6, 6in4]}
   - {protocol: http, label: c4b, file: 320K, conns: [1], background: C4B, server_capture: true}
   - {protocol: http, label: nginx-c4b, server: real, file: 320K, conns: [1], background: C4B, server_capture: true}
 `), 0o644)

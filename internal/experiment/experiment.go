@@ -113,15 +113,13 @@ func (s *Spec) WireKey() string {
 	return s.Protocol
 }
 
-// Real reports whether any cell group measures a real server.
-func (e *Experiment) Real() bool {
-	for _, c := range e.Cells {
-		if c.Server == "real" {
-			return true
-		}
-	}
-	return false
+// anyCell reports whether any cell group satisfies f.
+func (e *Experiment) anyCell(f func(*Spec) bool) bool {
+	return slices.ContainsFunc(e.Cells, func(c Spec) bool { return f(&c) })
 }
+
+// Real reports whether any cell group measures a real server.
+func (e *Experiment) Real() bool { return e.anyCell(func(c *Spec) bool { return c.Server == "real" }) }
 
 // RealProtocols lists the protocols measured against real servers.
 func (e *Experiment) RealProtocols() []string {
@@ -137,23 +135,13 @@ func (e *Experiment) RealProtocols() []string {
 // Background reports whether any cell group runs with background traffic
 // (the lab then needs its generator hosts).
 func (e *Experiment) Background() bool {
-	for _, c := range e.Cells {
-		if c.Background != "" {
-			return true
-		}
-	}
-	return false
+	return e.anyCell(func(c *Spec) bool { return c.Background != "" })
 }
 
 // ServerCapture reports whether any cell group asks for server-side
 // figures.
 func (e *Experiment) ServerCapture() bool {
-	for _, c := range e.Cells {
-		if c.ServerCapture {
-			return true
-		}
-	}
-	return false
+	return e.anyCell(func(c *Spec) bool { return c.ServerCapture })
 }
 
 // Single wraps one cell group as an experiment (the probe commands).

@@ -163,11 +163,12 @@ func Inspect(name string) (*Status, error) {
 func tcpOff(ns string) []string {
 	var off []string
 	_ = Do(ns, func() error {
-		for _, k := range []string{"net/ipv4/tcp_sack", "net/ipv4/tcp_timestamps", "net/ipv4/tcp_window_scaling"} {
-			if b, err := os.ReadFile("/proc/sys/" + k); err == nil && strings.TrimSpace(string(b)) == "0" {
+		for k, v := range BareTCP {
+			if b, err := os.ReadFile("/proc/sys/" + k); err == nil && strings.TrimSpace(string(b)) == v {
 				off = append(off, strings.TrimPrefix(k, "net/ipv4/tcp_"))
 			}
 		}
+		slices.Sort(off)
 		return nil
 	})
 	return off
