@@ -126,3 +126,7 @@ func CloseAbort(c net.Conn) {
 	}
 	_ = c.Close()
 }
+
+// At stores the time from Begin to at in *field (a phase end seen by
+// someone else, such as an event loop).
+func (t *Trace) At(field *int64, at time.Time) { *field = int64(at.Sub(t.start)) }

@@ -60,6 +60,44 @@ type Client struct {
 	TLS *tls.Config
 	// UserAgent is sent with every request.
 	UserAgent string
+	// Engine picks how connections are made: EngineAuto (the event loop
+	// where it applies), EngineGo or EngineEvloop.
+	Engine Engine
+}
+
+// Engine names a way of running a transaction's connection.
+type Engine string
+
+const (
+	// EngineAuto uses the event loop for plain http without embedded
+	// objects, Go's net package otherwise.
+	EngineAuto Engine = ""
+	// EngineGo uses Go's dialer and netpoller (any transaction).
+	EngineGo Engine = "go"
+	// EngineEvloop uses v6lab's own epoll loop (internal/evloop): plain
+	// http, one request per connection, no embedded objects.
+	EngineEvloop Engine = "evloop"
+)
+
+// ErrEngine is returned when the event loop is asked for a transaction
+// it cannot run.
+var ErrEngine = errors.New("http: the evloop engine runs plain http without embedded objects (https or objects need --engine go)")
+
+// useEvloop says whether a transaction runs on the event loop.
+func (c *Client) useEvloop() (bool, error) {
+	fits := c.URL.Scheme == "http" && !c.Objects
+	switch c.Engine {
+	case EngineGo:
+		return false, nil
+	case EngineEvloop:
+		if !fits {
+			return false, ErrEngine
+		}
+		return true, nil
+	case EngineAuto:
+		return fits, nil
+	}
+	return false, fmt.Errorf("http: unknown engine %q (auto, go, evloop)", c.Engine)
 }
 
 // ParseURL checks a URL for the probe: http or https, a host, no userinfo.
@@ -105,6 +143,11 @@ func (c *Client) Do(ctx context.Context, _ int) result.Sample {
 		tr.Mark(&tr.S.ResolveNS) // a name was looked up (a literal has no lookup phase)
 	}
 	addr := netip.AddrPortFrom(ip, c.port())
+	if ev, err := c.useEvloop(); err != nil {
+		return tr.Fail(ctx, "connect", err)
+	} else if ev {
+		return c.doEvloop(ctx, tr, addr)
+	}
 	conn, raw, err := c.dial(ctx, tr, addr)
 	if err != nil {
 		return tr.Fail(ctx, "connect", err)
@@ -195,24 +238,8 @@ func (c *Client) dial(ctx context.Context, tr *load.Trace, addr netip.AddrPort) 
 // get sends one GET and reads the whole reply. It returns the body when
 // keepBody is set and the reply is HTML, and whether the server will close.
 func (c *Client) get(br *bufio.Reader, cr *countReader, cw *countWriter, uri string, keepBody, closeAfter bool) ([]byte, bool, error) {
-	var req bytes.Buffer
-	req.Grow(160)
-	req.WriteString("GET ")
-	req.WriteString(uri)
-	req.WriteString(" HTTP/1.1\r\nHost: ")
-	req.WriteString(c.URL.Host)
-	req.WriteString("\r\nUser-Agent: ")
-	ua := c.UserAgent
-	if ua == "" {
-		ua = "v6lab"
-	}
-	req.WriteString(ua)
-	req.WriteString("\r\nAccept: */*\r\n")
-	if closeAfter {
-		req.WriteString("Connection: close\r\n")
-	}
-	req.WriteString("\r\n")
-	if _, err := cw.Write(req.Bytes()); err != nil {
+	req := c.request(uri, closeAfter)
+	if _, err := cw.Write(req); err != nil {
 		return nil, false, fmt.Errorf("send request: %w", err)
 	}
 	cr.limit = cr.n + int64(br.Buffered()) + MaxHeaderBytes + int64(br.Size())
@@ -259,6 +286,26 @@ func (c *Client) get(br *bufio.Reader, cr *countReader, cw *countWriter, uri str
 		return nil, true, fmt.Errorf("body of %s exceeds the %d-byte limit: %w", uri, maxBody, ErrTooLarge)
 	}
 	return page, resp.Close, nil
+}
+
+// request is the GET for uri.
+func (c *Client) request(uri string, closeAfter bool) []byte {
+	ua := c.UserAgent
+	if ua == "" {
+		ua = "v6lab"
+	}
+	req := make([]byte, 0, 64+len(uri)+len(c.URL.Host)+len(ua))
+	req = append(req, "GET "...)
+	req = append(req, uri...)
+	req = append(req, " HTTP/1.1\r\nHost: "...)
+	req = append(req, c.URL.Host...)
+	req = append(req, "\r\nUser-Agent: "...)
+	req = append(req, ua...)
+	req = append(req, "\r\nAccept: */*\r\n"...)
+	if closeAfter {
+		req = append(req, "Connection: close\r\n"...)
+	}
+	return append(req, "\r\n"...)
 }
 
 // countReader counts bytes in, marks the first byte, and enforces a limit

@@ -1,0 +1,69 @@
+package http
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"sync"
+
+	"v6lab/internal/evloop"
+	"v6lab/internal/load"
+	"v6lab/internal/path"
+	"v6lab/internal/result"
+)
+
+var parsers = sync.Pool{New: func() any { return new(replyParser) }}
+
+// doEvloop runs the transaction's connection on the event loop: connect
+// pinned to the path, GET with Connection: close, read the reply to its
+// end, close with a reset.
+func (c *Client) doEvloop(ctx context.Context, tr *load.Trace, addr netip.AddrPort) result.Sample {
+	if err := c.Path.CheckAddr("remote", addr.Addr()); err != nil {
+		return tr.Fail(ctx, "connect", err)
+	}
+	if c.Source.IsValid() {
+		if err := c.Path.CheckAddr("source", c.Source); err != nil {
+			return tr.Fail(ctx, "connect", err)
+		}
+	}
+	eng, err := evloop.Default()
+	if err != nil {
+		return tr.Fail(ctx, "connect", err)
+	}
+	maxBody := c.MaxBody
+	if maxBody <= 0 {
+		maxBody = DefaultMaxBody
+	}
+	uri := c.URL.RequestURI()
+	p := parsers.Get().(*replyParser)
+	defer parsers.Put(p)
+	p.reset(uri, maxBody)
+	x := evloop.Exchange{Remote: addr, Source: c.Source, Request: c.request(uri, true), Reply: p}
+	r := eng.Do(ctx, &x)
+	if !r.Connected.IsZero() {
+		tr.At(&tr.S.ConnectNS, r.Connected)
+		tr.S.Local, tr.S.Remote = r.Local.String(), addr.String()
+	}
+	if !r.FirstByte.IsZero() {
+		tr.At(&tr.S.FirstByteNS, r.FirstByte)
+	}
+	tr.S.BytesIn, tr.S.BytesOut = r.BytesIn, r.BytesOut
+	if r.Err != nil {
+		err, phase := r.Err, r.Phase
+		if errors.Is(err, evloop.ErrTimeout) {
+			err = fmt.Errorf("%w", context.DeadlineExceeded)
+		}
+		if phase == "reply" && errors.Is(err, io.ErrUnexpectedEOF) {
+			phase = "io"
+		}
+		return tr.Fail(ctx, phase, err)
+	}
+	// The socket's family is the path's by construction; the check keeps
+	// the promise every other dialer keeps.
+	if !c.Path.Accepts(r.Local.Addr()) {
+		return tr.Fail(ctx, "connect", fmt.Errorf("local address %s is not %s: %w", r.Local, c.Path.Family(), path.ErrFamily))
+	}
+	return tr.Done("200 OK, 0 objects")
+}
