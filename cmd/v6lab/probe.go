@@ -84,7 +84,7 @@ func newProbeHTTPCmd() *cobra.Command {
 	var lf loadFlags
 	var df dnsFlags
 	var noObjects, insecure bool
-	var maxBody string
+	var maxBody, engine string
 	cmd := &cobra.Command{
 		Use:   "http URL",
 		Short: "Measure HTTP(S) page retrieval, DNS lookup included, over each path",
@@ -114,15 +114,19 @@ with a clear error; there is never a fallback to the other family.`,
 					return &exitError{code: 2, err: fmt.Errorf("--max-body: bad size %q", maxBody)}
 				}
 			}
+			used, err := (&httpp.Client{URL: u, Objects: !noObjects, Engine: httpp.Engine(strings.TrimPrefix(engine, "auto"))}).EngineUsed()
+			if err != nil {
+				return &exitError{code: 2, err: fmt.Errorf("--engine: %w", err)}
+			}
 			res, src, err := df.resolverFor(strings.Trim(u.Hostname(), "[]"))
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
 			spec.Params = map[string]string{"dns_servers": fmt.Sprint(res.Servers), "dns_source": src,
-				"dns_over": orDefault(df.over, "path"), "objects": fmt.Sprint(!noObjects)}
+				"dns_over": orDefault(df.over, "path"), "objects": fmt.Sprint(!noObjects), "engine": string(used)}
 			_, err = execute(cmd, job{
 				exp:     experiment.Single(spec, "hosts"),
-				probe:   anyCell(experiment.HTTPProbes{URL: u, Resolver: res, Objects: !noObjects, MaxBody: mb, Insecure: insecure}.Probe),
+				probe:   anyCell(experiment.HTTPProbes{URL: u, Resolver: res, Objects: !noObjects, MaxBody: mb, Insecure: insecure, Engine: used}.Probe),
 				target:  "remote",
 				servers: map[string]string{"http": u.Host},
 				results: lf.results,
@@ -136,6 +140,7 @@ with a clear error; there is never a fallback to the other family.`,
 	fl.BoolVar(&noObjects, "no-objects", false, "fetch only the URL, not the page's embedded objects")
 	fl.BoolVar(&insecure, "insecure", false, "accept any TLS certificate")
 	fl.StringVar(&maxBody, "max-body", "", "largest body accepted per response (e.g. 64M; default 4G)")
+	fl.StringVar(&engine, "engine", "auto", "connection engine: evloop (v6lab's epoll loop: plain http, --no-objects), go (Go's net package: anything), auto (evloop where it applies)")
 	return cmd
 }
 

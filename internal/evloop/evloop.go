@@ -64,8 +64,12 @@ type Result struct {
 	Err   error
 }
 
-// ErrTimeout is wrapped when an exchange outlives its context's deadline.
+// ErrTimeout is returned when an exchange outlives its context's deadline.
 var ErrTimeout = errors.New("deadline exceeded")
+
+// errCut marks an exchange its caller gave up on; Do replaces it with the
+// context's reason.
+var errCut = errors.New("cut by the caller")
 
 // Engine is a set of event loops.
 type Engine struct {
@@ -126,8 +130,11 @@ func (e *Engine) Do(ctx context.Context, x *Exchange) Result {
 		l.poke()
 		<-c.done
 	}
-	if c.res.Err != nil && ctx.Err() != nil && !errors.Is(c.res.Err, ErrTimeout) {
-		c.res.Err = fmt.Errorf("%w: %w", ctx.Err(), c.res.Err)
+	if errors.Is(c.res.Err, errCut) {
+		c.res.Err = ctx.Err()
+		if errors.Is(c.res.Err, context.DeadlineExceeded) {
+			c.res.Err = ErrTimeout
+		}
 	}
 	return c.res
 }
@@ -455,7 +462,7 @@ func (l *loop) scan(now time.Time) {
 		if c.res.Connected.IsZero() {
 			phase = "connect"
 		}
-		err := error(context.Canceled)
+		err := errCut
 		if !c.cancel.Load() {
 			err = ErrTimeout
 		}

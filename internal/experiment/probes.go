@@ -36,6 +36,8 @@ type HTTPProbes struct {
 	MaxBody   int64
 	// Insecure skips certificate checks (self-signed test servers).
 	Insecure bool
+	// Engine picks the connection engine (see httpp.Engine).
+	Engine httpp.Engine
 }
 
 // Probe returns the probe for one path.
@@ -45,7 +47,7 @@ func (h HTTPProbes) Probe(p path.Path) (load.Probe, error) {
 		res = r
 	}
 	c := &httpp.Client{URL: h.URL, Path: p, Resolver: res, Source: h.Sources[p], Objects: h.Objects, MaxBody: h.MaxBody,
-		UserAgent: "v6lab"}
+		UserAgent: "v6lab", Engine: h.Engine}
 	if h.Insecure {
 		c.TLS = &tls.Config{InsecureSkipVerify: true}
 	}

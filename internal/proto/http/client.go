@@ -83,6 +83,16 @@ const (
 // it cannot run.
 var ErrEngine = errors.New("http: the evloop engine runs plain http without embedded objects (https or objects need --engine go)")
 
+// EngineUsed names the engine the client's transactions run on ("go" or
+// "evloop"), or says why the choice cannot be made.
+func (c *Client) EngineUsed() (Engine, error) {
+	ev, err := c.useEvloop()
+	if ev {
+		return EngineEvloop, err
+	}
+	return EngineGo, err
+}
+
 // useEvloop says whether a transaction runs on the event loop.
 func (c *Client) useEvloop() (bool, error) {
 	fits := c.URL.Scheme == "http" && !c.Objects

@@ -178,20 +178,84 @@ func TestHostileServersAreBounded(t *testing.T) {
 		{"short body", func(c net.Conn) { io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly this") }, 0, "unexpected EOF", "io"},
 		{"huge declared body", func(c net.Conn) { io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 99999999999\r\n\r\n") }, 1 << 20, "exceeds the 1048576-byte limit", "protocol"},
 	}
+	for _, engine := range []Engine{EngineGo, EngineEvloop} {
+		for _, c := range cases {
+			t.Run(string(engine)+"/"+c.name, func(t *testing.T) {
+				port := rawServer(t, c.serve)
+				u, _ := ParseURL(fmt.Sprintf("http://[::1]:%d/", port))
+				cl := &Client{URL: u, Path: path.IPv6, Resolver: &path.Resolver{}, MaxBody: c.maxBody, Engine: engine}
+				start := time.Now()
+				s := do(cl, 500*time.Millisecond)
+				if d := time.Since(start); d > 2*time.Second {
+					t.Errorf("took %v: not bounded by the timeout", d)
+				}
+				if s.OK() || !strings.Contains(s.Err, c.want) || s.ErrKind != c.kind {
+					t.Fatalf("err %q kind %q; want %q kind %q", s.Err, s.ErrKind, c.want, c.kind)
+				}
+			})
+		}
+	}
+}
+
+// TestEnginesAgree fetches the same page and file over each path with both
+// engines: same bytes, phases in order, addresses of the path's family.
+func TestEnginesAgree(t *testing.T) {
+	r := newRig(t, DefaultServerConfig)
+	for _, p := range []path.Path{path.IPv4, path.IPv6} {
+		for _, target := range []string{"http://www.v6lab.test:%d/", "http://www.v6lab.test:%d/files/300K"} {
+			var got [2]result.Sample
+			for i, engine := range []Engine{EngineGo, EngineEvloop} {
+				c := r.client(t, p, target)
+				c.Objects, c.Engine = false, engine
+				s := do(c, 5*time.Second)
+				if !s.OK() {
+					t.Fatalf("%s %s %s: %s", p, engine, target, s.Err)
+				}
+				if !(0 < s.ResolveNS && s.ResolveNS <= s.ConnectNS && s.ConnectNS <= s.FirstByteNS && s.FirstByteNS <= s.TotalNS) {
+					t.Errorf("%s %s: phases out of order: resolve %d connect %d first %d total %d", p, engine, s.ResolveNS, s.ConnectNS, s.FirstByteNS, s.TotalNS)
+				}
+				for _, a := range []string{s.Local, s.Remote} {
+					if ap, err := netip.ParseAddrPort(a); err != nil || !p.Accepts(ap.Addr()) {
+						t.Errorf("%s %s: address %q is not %s", p, engine, a, p.Family())
+					}
+				}
+				got[i] = s
+			}
+			if got[0].BytesIn != got[1].BytesIn || got[0].BytesOut != got[1].BytesOut || got[0].Marker != got[1].Marker {
+				t.Errorf("%s %s: go engine in/out %d/%d %q, evloop %d/%d %q", p, target,
+					got[0].BytesIn, got[0].BytesOut, got[0].Marker, got[1].BytesIn, got[1].BytesOut, got[1].Marker)
+			}
+		}
+	}
+}
+
+func TestEngineChoice(t *testing.T) {
+	plain, _ := ParseURL("http://h/")
+	tls, _ := ParseURL("https://h/")
+	cases := []struct {
+		c    Client
+		want Engine
+		err  string
+	}{
+		{Client{URL: plain}, EngineEvloop, ""},
+		{Client{URL: plain, Objects: true}, EngineGo, ""},
+		{Client{URL: tls}, EngineGo, ""},
+		{Client{URL: plain, Engine: EngineGo}, EngineGo, ""},
+		{Client{URL: tls, Engine: EngineEvloop}, "", "runs plain http without embedded objects"},
+		{Client{URL: plain, Objects: true, Engine: EngineEvloop}, "", "runs plain http without embedded objects"},
+		{Client{URL: plain, Engine: "epoll"}, "", `unknown engine "epoll"`},
+	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			port := rawServer(t, c.serve)
-			u, _ := ParseURL(fmt.Sprintf("http://[::1]:%d/", port))
-			cl := &Client{URL: u, Path: path.IPv6, Resolver: &path.Resolver{}, MaxBody: c.maxBody}
-			start := time.Now()
-			s := do(cl, 500*time.Millisecond)
-			if d := time.Since(start); d > 2*time.Second {
-				t.Errorf("took %v: not bounded by the timeout", d)
+		got, err := c.c.EngineUsed()
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s objects=%v engine %q: err %v, want %q", c.c.URL, c.c.Objects, c.c.Engine, err, c.err)
 			}
-			if s.OK() || !strings.Contains(s.Err, c.want) || s.ErrKind != c.kind {
-				t.Fatalf("err %q kind %q; want %q kind %q", s.Err, s.ErrKind, c.want, c.kind)
-			}
-		})
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%s objects=%v engine %q: %q %v, want %q", c.c.URL, c.c.Objects, c.c.Engine, got, err, c.want)
+		}
 	}
 }
 

@@ -1,0 +1,226 @@
+package evloop
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// untilEOF keeps every reply byte and is done at EOF.
+type untilEOF struct{ got bytes.Buffer }
+
+func (u *untilEOF) Feed(b []byte, eof bool) (bool, error) {
+	u.got.Write(b)
+	return eof, nil
+}
+
+// upTo is done after n bytes.
+type upTo struct{ n int }
+
+func (u *upTo) Feed(b []byte, eof bool) (bool, error) {
+	u.n -= len(b)
+	if eof && u.n > 0 {
+		return false, io.ErrUnexpectedEOF
+	}
+	return u.n <= 0, nil
+}
+
+// refuse fails on the first byte.
+type refuse struct{}
+
+func (refuse) Feed([]byte, bool) (bool, error) { return false, errors.New("not what was asked") }
+
+// server answers every connection with reply(request line), then closes.
+func server(t *testing.T, network, addr string, reply func(req string) string) netip.AddrPort {
+	t.Helper()
+	ln, err := net.Listen(network, addr)
+	if err != nil {
+		t.Skipf("no %s loopback: %v", network, err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 256)
+				n, _ := c.Read(buf)
+				io.WriteString(c, reply(string(buf[:n])))
+			}()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).AddrPort()
+}
+
+func engine(t *testing.T) *Engine {
+	t.Helper()
+	e, err := New(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	return e
+}
+
+func TestExchangePerFamily(t *testing.T) {
+	e := engine(t)
+	for _, c := range []struct{ network, addr string }{{"tcp4", "127.0.0.1:0"}, {"tcp6", "[::1]:0"}} {
+		t.Run(c.network, func(t *testing.T) {
+			srv := server(t, c.network, c.addr, func(req string) string { return "echo " + req })
+			f := &untilEOF{}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			start := time.Now()
+			r := e.Do(ctx, &Exchange{Remote: srv, Request: []byte("ping"), Reply: f})
+			if r.Err != nil {
+				t.Fatalf("%s: %v", r.Phase, r.Err)
+			}
+			if f.got.String() != "echo ping" || r.BytesIn != 9 || r.BytesOut != 4 {
+				t.Errorf("got %q, in %d out %d", f.got.String(), r.BytesIn, r.BytesOut)
+			}
+			if r.Local.Addr().Is4() != srv.Addr().Is4() || !r.Local.Addr().IsLoopback() || r.Local.Port() == 0 {
+				t.Errorf("local %s for remote %s", r.Local, srv)
+			}
+			if !(start.Before(r.Connected) && !r.FirstByte.Before(r.Connected) && time.Since(r.FirstByte) >= 0) {
+				t.Errorf("times out of order: start %v connected %v first byte %v", start, r.Connected, r.FirstByte)
+			}
+		})
+	}
+}
+
+func TestSourceIsBound(t *testing.T) {
+	e := engine(t)
+	srv := server(t, "tcp4", "127.0.0.1:0", func(string) string { return "ok" })
+	src := netip.MustParseAddr("127.0.0.2")
+	r := e.Do(context.Background(), &Exchange{Remote: srv, Source: src, Request: []byte("x"), Reply: &untilEOF{}})
+	if r.Err != nil || r.Local.Addr() != src {
+		t.Fatalf("local %s err %v, want source %s", r.Local, r.Err, src)
+	}
+}
+
+func TestFailures(t *testing.T) {
+	e := engine(t)
+	dead, _ := net.Listen("tcp4", "127.0.0.1:0")
+	deadAddr := dead.Addr().(*net.TCPAddr).AddrPort()
+	dead.Close()
+	silent := server(t, "tcp4", "127.0.0.1:0", func(string) string { time.Sleep(2 * time.Second); return "" })
+	short := server(t, "tcp4", "127.0.0.1:0", func(string) string { return "abc" })
+	cases := []struct {
+		name    string
+		to      netip.AddrPort
+		reply   Feeder
+		timeout time.Duration
+		phase   string
+		is      error
+	}{
+		{"refused", deadAddr, &untilEOF{}, time.Second, "connect", syscall.ECONNREFUSED},
+		{"stall", silent, &untilEOF{}, 200 * time.Millisecond, "io", ErrTimeout},
+		{"short", short, &upTo{n: 10}, time.Second, "reply", io.ErrUnexpectedEOF},
+		{"feeder says no", short, refuse{}, time.Second, "reply", nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+			defer cancel()
+			start := time.Now()
+			r := e.Do(ctx, &Exchange{Remote: c.to, Request: []byte("x"), Reply: c.reply})
+			if r.Err == nil || r.Phase != c.phase || (c.is != nil && !errors.Is(r.Err, c.is)) {
+				t.Fatalf("phase %q err %v; want phase %q and %v", r.Phase, r.Err, c.phase, c.is)
+			}
+			if d := time.Since(start); d > c.timeout+100*time.Millisecond {
+				t.Errorf("took %v for a %v deadline", d, c.timeout)
+			}
+		})
+	}
+}
+
+func TestCancelEndsAtOnce(t *testing.T) {
+	e := engine(t)
+	silent := server(t, "tcp6", "[::1]:0", func(string) string { time.Sleep(2 * time.Second); return "" })
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	start := time.Now()
+	r := e.Do(ctx, &Exchange{Remote: silent, Request: []byte("x"), Reply: &untilEOF{}})
+	if !errors.Is(r.Err, context.Canceled) {
+		t.Fatalf("err %v, want canceled", r.Err)
+	}
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Errorf("cancel took %v", d)
+	}
+}
+
+// TestManyAtOnceLeaveNothing runs 500 exchanges together and checks that
+// each completes and that no descriptor is left open afterwards.
+func TestManyAtOnceLeaveNothing(t *testing.T) {
+	e := engine(t)
+	srv := server(t, "tcp4", "127.0.0.1:0", func(req string) string { return strings.Repeat("z", 10000) })
+	before := openFDs(t)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var failed []string
+	for range 500 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			f := &upTo{n: 10000}
+			if r := e.Do(ctx, &Exchange{Remote: srv, Request: []byte("go"), Reply: f}); r.Err != nil || r.BytesIn != 10000 {
+				mu.Lock()
+				failed = append(failed, r.Phase+": "+errString(r.Err))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(failed) > 0 {
+		t.Fatalf("%d of 500 failed, first: %s", len(failed), failed[0])
+	}
+	// The server's side closes asynchronously; give it a moment.
+	for deadline := time.Now().Add(2 * time.Second); openFDs(t) > before && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if after := openFDs(t); after > before {
+		t.Errorf("%d descriptors open after, %d before", after, before)
+	}
+}
+
+func TestClosedEngine(t *testing.T) {
+	e, err := New(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	r := e.Do(context.Background(), &Exchange{Remote: netip.MustParseAddrPort("127.0.0.1:9"), Reply: &untilEOF{}})
+	if r.Err == nil || !strings.Contains(r.Err.Error(), "engine closed") {
+		t.Fatalf("err %v", r.Err)
+	}
+}
+
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd")
+	}
+	return len(ents)
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "short reply"
+	}
+	return err.Error()
+}
