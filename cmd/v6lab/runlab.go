@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +17,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	contentpkg "v6lab/internal/content"
 	httpp "v6lab/internal/proto/http"
 	"v6lab/internal/proto/imap"
 	"v6lab/internal/servers"
@@ -420,9 +420,8 @@ func startRealServers(ctx context.Context, l *lab.Lab, exp *experiment.Experimen
 	addrs := []netip.Addr{a.ServerV4, a.ServerV6, a.ServerTun6}
 	cfg := localServerConfig()
 	content := servers.Content{"/index.html": httpp.Page(cfg)}
-	filler := func(n int64) []byte { return bytes.Repeat([]byte("v6lab "), int(n)/6+1)[:n] }
 	for i := range cfg.Objects {
-		content[fmt.Sprintf("/obj/%d", i)] = filler(cfg.ObjectSize)
+		content[fmt.Sprintf("/obj/%d", i)] = contentpkg.Bytes(cfg.ObjectSize)
 	}
 	// The files of http file cells, at the embedded server's paths.
 	for _, c := range exp.Cells {
@@ -432,7 +431,7 @@ func startRealServers(ctx context.Context, l *lab.Lab, exp *experiment.Experimen
 			if err != nil {
 				return nil, err
 			}
-			content["/files/"+name] = filler(size)
+			content["/files/"+name] = contentpkg.Bytes(size) // what the embedded server generates
 		}
 	}
 	ng, err := servers.StartNginx(ctx, prefix, addrs, 80, content)

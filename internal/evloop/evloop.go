@@ -26,6 +26,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -249,25 +250,20 @@ func (l *loop) start(c *conn) error {
 		}
 	}
 	err = unix.Connect(fd, sockaddr(x.Remote))
-	connected := err == nil
 	if err != nil && err != unix.EINPROGRESS {
 		unix.Close(fd)
 		return fail(os.NewSyscallError("connect", err))
 	}
 	c.fd = fd
-	if connected {
-		// Up already (loopback completes the handshake inside connect):
-		// send from this goroutine, before the loop can see the conn.
-		c.res.Connected = time.Now()
-		if sa, err := unix.Getsockname(fd); err == nil {
-			c.res.Local = addrPort(sa)
-		}
-		if err := l.send(c); err != nil {
-			unix.Close(fd)
-			c.res.Phase, c.res.Err = "io", err
-			close(c.done)
-			return err
-		}
+	// Send at once: on loopback (and any fast path) the handshake is over
+	// by the time connect returns, even when it said EINPROGRESS, and the
+	// loop then wakes once, for the reply. A socket still connecting says
+	// EAGAIN and the loop sends when it is writable.
+	if err := l.sendEarly(c); err != nil {
+		unix.Close(fd)
+		c.res.Phase, c.res.Err = err.phase, err.err
+		close(c.done)
+		return err.err
 	}
 	// Registered and added under the lock, so no scan can close the fd
 	// in between.
@@ -284,6 +280,30 @@ func (l *loop) start(c *conn) error {
 	}
 	if l.idle.Swap(false) {
 		l.poke() // the loop waits without a deadline: have it watch this one
+	}
+	return nil
+}
+
+type phaseErr struct {
+	phase string
+	err   error
+}
+
+// sendEarly tries the request's first write from the caller's goroutine.
+func (l *loop) sendEarly(c *conn) *phaseErr {
+	n, err := unix.Write(c.fd, c.x.Request)
+	switch {
+	case err == unix.EAGAIN || err == unix.EINTR:
+		return nil // still connecting: the loop takes over
+	case err != nil:
+		// A refused or unreachable connect surfaces here.
+		return &phaseErr{"connect", os.NewSyscallError("connect", err)}
+	}
+	c.res.Connected = time.Now()
+	c.res.Local = localAddr(c.fd)
+	c.sent, c.res.BytesOut = n, int64(n)
+	if err := l.send(c); err != nil {
+		return &phaseErr{"io", err}
 	}
 	return nil
 }
@@ -398,9 +418,7 @@ func (l *loop) handle(ev *unix.EpollEvent) {
 			return
 		}
 		c.res.Connected = time.Now()
-		if sa, err := unix.Getsockname(c.fd); err == nil {
-			c.res.Local = addrPort(sa)
-		}
+		c.res.Local = localAddr(c.fd)
 	}
 	if ev.Events&unix.EPOLLOUT != 0 && c.sent < len(c.x.Request) {
 		if err := l.send(c); err != nil {
@@ -496,12 +514,27 @@ func sockaddr(ap netip.AddrPort) unix.Sockaddr {
 	return &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()}
 }
 
-func addrPort(sa unix.Sockaddr) netip.AddrPort {
-	switch a := sa.(type) {
-	case *unix.SockaddrInet4:
-		return netip.AddrPortFrom(netip.AddrFrom4(a.Addr), uint16(a.Port))
-	case *unix.SockaddrInet6:
-		return netip.AddrPortFrom(netip.AddrFrom16(a.Addr), uint16(a.Port))
+// localAddr is the socket's own address. (unix.Getsockname would add a
+// getsockopt(SO_PROTOCOL) per call to tell IPv4 sockets apart.)
+func localAddr(fd int) netip.AddrPort {
+	var rsa unix.RawSockaddrAny
+	size := uint32(unsafe.Sizeof(rsa))
+	if _, _, e := unix.RawSyscall(unix.SYS_GETSOCKNAME, uintptr(fd), uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&size))); e != 0 {
+		return netip.AddrPort{}
+	}
+	switch rsa.Addr.Family {
+	case unix.AF_INET:
+		sa := (*unix.RawSockaddrInet4)(unsafe.Pointer(&rsa))
+		return netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), port(sa.Port))
+	case unix.AF_INET6:
+		sa := (*unix.RawSockaddrInet6)(unsafe.Pointer(&rsa))
+		return netip.AddrPortFrom(netip.AddrFrom16(sa.Addr), port(sa.Port))
 	}
 	return netip.AddrPort{}
+}
+
+// port reads a port stored in network byte order.
+func port(p uint16) uint16 {
+	b := (*[2]byte)(unsafe.Pointer(&p))
+	return uint16(b[0])<<8 | uint16(b[1])
 }

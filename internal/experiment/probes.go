@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"v6lab/internal/content"
 	"v6lab/internal/proto/extclient"
 	"v6lab/internal/proto/ftp"
 	"v6lab/internal/proto/imap"
@@ -38,6 +39,10 @@ type HTTPProbes struct {
 	Insecure bool
 	// Engine picks the connection engine (see httpp.Engine).
 	Engine httpp.Engine
+	// Expect is what a fetched file holds, when v6lab's own content.
+	Expect content.Expect
+	// Sum records each body's CRC-32C (file transfers).
+	Sum bool
 }
 
 // Probe returns the probe for one path.
@@ -47,7 +52,7 @@ func (h HTTPProbes) Probe(p path.Path) (load.Probe, error) {
 		res = r
 	}
 	c := &httpp.Client{URL: h.URL, Path: p, Resolver: res, Source: h.Sources[p], Objects: h.Objects, MaxBody: h.MaxBody,
-		UserAgent: "v6lab", Engine: h.Engine}
+		UserAgent: "v6lab", Engine: h.Engine, Expect: h.Expect, Sum: h.Sum}
 	if h.Insecure {
 		c.TLS = &tls.Config{InsecureSkipVerify: true}
 	}
@@ -114,8 +119,12 @@ func (b bulk) Do(ctx context.Context, user int) result.Sample {
 	s := b.Probe.Do(ctx, user)
 	if s.OK() && s.TotalNS > 0 {
 		secs := float64(s.TotalNS) / 1e9
-		s.Metrics = map[string]float64{"file_bytes": float64(s.BytesIn), "mbytes_per_s": float64(s.BytesIn) / 1e6 / secs,
-			"throughput_mbps": float64(s.BytesIn) * 8 / 1e6 / secs}
+		if s.Metrics == nil {
+			s.Metrics = map[string]float64{}
+		}
+		s.Metrics["file_bytes"] = float64(s.BytesIn)
+		s.Metrics["mbytes_per_s"] = float64(s.BytesIn) / 1e6 / secs
+		s.Metrics["throughput_mbps"] = float64(s.BytesIn) * 8 / 1e6 / secs
 	}
 	return s
 }
@@ -144,11 +153,14 @@ func (env Env) probe(s *Spec, p path.Path) (load.Probe, error) {
 		} else if s.File != "" && env.URL != nil {
 			u := *env.URL
 			u.Path = "/files/" + strings.TrimPrefix(s.File, "/")
-			hp.URL, hp.Objects = &u, false
+			// Both the embedded server and the lab's nginx serve
+			// generated content (content.Fill).
+			hp.URL, hp.Objects, hp.Expect = &u, false, content.Generated
 		}
 		if hp.URL == nil {
 			return nil, errors.New("no HTTP server to measure")
 		}
+		hp.Sum = s.File != "" // a bulk transfer records its body's CRC-32C
 		return hp.Probe(p)
 	case "dns":
 		name := s.Query
@@ -178,6 +190,12 @@ func (env Env) probe(s *Spec, p path.Path) (load.Probe, error) {
 		c := &ftp.Client{Path: p, Resolver: env.resolver(p), Source: env.Sources[p], Active: s.Active, File: "/" + strings.TrimPrefix(cmpOr(s.File, "1M"), "/")}
 		if env.URL != nil {
 			c.Host, c.Port = env.URL.Hostname(), env.FTPPort
+			// The embedded server generates files; ProFTPD serves
+			// sparse ones, which read as zeros.
+			c.Expect = content.Generated
+			if s.Server == "real" {
+				c.Expect = content.Zeros
+			}
 		}
 		if s.URL != "" {
 			u, err := ParseFTPURL(s.URL)
@@ -189,6 +207,7 @@ func (env Env) probe(s *Spec, p path.Path) (load.Probe, error) {
 				return nil, err
 			}
 			c.Host, c.Resolver, c.File, c.Source = u.Host, res, u.File, netip.Addr{}
+			c.Expect = content.Unknown
 			c.Port, c.User, c.Password = u.Port, u.User, u.Password
 		}
 		if c.Host == "" || c.Port == 0 || c.Resolver == nil {

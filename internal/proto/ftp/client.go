@@ -16,6 +16,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"v6lab/internal/content"
 	"v6lab/internal/proto/reply"
 
 	"v6lab/internal/load"
@@ -97,6 +98,9 @@ type Client struct {
 	// Active uses EPRT/PORT (the server connects back) instead of
 	// EPSV/PASV.
 	Active bool
+	// Expect is what the file holds, when known: a body that differs
+	// is a failed sample. Every body is summed either way.
+	Expect content.Expect
 }
 
 // session is one transaction's control connection.
@@ -186,12 +190,17 @@ func (c *Client) Do(ctx context.Context, user int) result.Sample {
 	defer stopData()
 	buf := make([]byte, 64<<10)
 	var got int64
+	check := content.NewCheck(c.Expect)
 	for {
 		n, err := dc.Read(buf)
 		if n > 0 && got == 0 {
 			tr.Mark(&tr.S.FirstByteNS)
 		}
 		got += int64(n)
+		if _, cerr := check.Write(buf[:n]); cerr != nil {
+			tr.S.BytesIn += got
+			return tr.Fail(ctx, "protocol", fmt.Errorf("ftp: %s: %w", c.File, cerr))
+		}
 		if err == io.EOF {
 			break
 		}
@@ -200,6 +209,7 @@ func (c *Client) Do(ctx context.Context, user int) result.Sample {
 		}
 	}
 	tr.S.BytesIn += got
+	tr.S.Metrics = map[string]float64{"body_crc32c": float64(check.Sum())}
 	// Close our end now: servers such as ProFTPD wait for the data
 	// connection to be closed before they send 226.
 	dc.Close()

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"v6lab/internal/content"
 
 	ftpserver "github.com/fclairamb/ftpserverlib"
 	"github.com/spf13/afero"
@@ -194,16 +195,7 @@ func (i info) ModTime() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, tim
 func (i info) IsDir() bool        { return i.dir }
 func (i info) Sys() any           { return nil }
 
-// pattern is the repeating content of generated files.
-var pattern = func() []byte {
-	b := make([]byte, 64<<10)
-	for i := range b {
-		b[i] = byte('a' + i%26)
-	}
-	return b
-}()
-
-// genFile is an open generated file: content is pattern, repeated.
+// genFile is an open generated file (content.Fill).
 type genFile struct {
 	name string
 	size int64
@@ -224,13 +216,9 @@ func (f *genFile) Read(p []byte) (int, error) {
 		}
 		return 0, io.EOF
 	}
-	n := 0
-	for n < len(p) && f.off < f.size {
-		start := int(f.off % int64(len(pattern)))
-		c := copy(p[n:], pattern[start:min(len(pattern), start+int(min(int64(len(p)-n), f.size-f.off)))])
-		n += c
-		f.off += int64(c)
-	}
+	n := int(min(int64(len(p)), f.size-f.off))
+	content.Fill(p[:n], f.off)
+	f.off += int64(n)
 	return n, nil
 }
 

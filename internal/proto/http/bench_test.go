@@ -24,7 +24,7 @@ func BenchmarkReadReply(b *testing.B) {
 	for b.Loop() {
 		cr := &countReader{r: bytes.NewReader(benchReply), tr: newTrace()}
 		br.Reset(cr)
-		if _, _, err := c.get(br, cr, &countWriter{w: io.Discard}, "/", false, true); err != nil {
+		if _, _, err := c.get(br, cr, &countWriter{w: io.Discard}, "/", false, true, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"v6lab/internal/content"
 
 	"v6lab/internal/load"
 	"v6lab/internal/path"
@@ -63,7 +64,16 @@ type Client struct {
 	// Engine picks how connections are made: EngineAuto (the event loop
 	// where it applies), EngineGo or EngineEvloop.
 	Engine Engine
+	// Expect is what the body of a fetch without objects holds, when
+	// known (a generated file): a body that differs is a failed sample.
+	Expect content.Expect
+	// Sum records the CRC-32C of the body of a fetch without objects
+	// (metric body_crc32c), as bulk transfers do.
+	Sum bool
 }
+
+// checks says whether a fetch's body goes through a content.Check.
+func (c *Client) checks() bool { return !c.Objects && (c.Sum || c.Expect != content.Unknown) }
 
 // Engine names a way of running a transaction's connection.
 type Engine string
@@ -172,7 +182,11 @@ func (c *Client) Do(ctx context.Context, _ int) result.Sample {
 	defer func() { br.Reset(nil); readers.Put(br) }()
 	cw := &countWriter{w: conn}
 
-	page, closed, err := c.get(br, cr, cw, c.URL.RequestURI(), c.Objects, !c.Objects)
+	var check *content.Check
+	if c.checks() {
+		check = content.NewCheck(c.Expect)
+	}
+	page, closed, err := c.get(br, cr, cw, c.URL.RequestURI(), c.Objects, !c.Objects, check)
 	if err != nil {
 		return c.fail(ctx, tr, cr, cw, err)
 	}
@@ -193,13 +207,16 @@ func (c *Client) Do(ctx context.Context, _ int) result.Sample {
 				br.Reset(cr)
 			}
 			last := i == len(refs)-1
-			if _, closed, err = c.get(br, cr, cw, ref, false, last); err != nil {
+			if _, closed, err = c.get(br, cr, cw, ref, false, last, nil); err != nil {
 				return c.fail(ctx, tr, cr, cw, fmt.Errorf("object %s: %w", ref, err))
 			}
 			objs++
 		}
 	}
 	tr.S.BytesIn, tr.S.BytesOut = cr.n, cw.n
+	if check != nil && c.Sum {
+		tr.S.Metrics = map[string]float64{"body_crc32c": float64(check.Sum())}
+	}
 	return tr.Done("200 OK, " + strconv.Itoa(objs) + " objects")
 }
 
@@ -247,7 +264,8 @@ func (c *Client) dial(ctx context.Context, tr *load.Trace, addr netip.AddrPort) 
 
 // get sends one GET and reads the whole reply. It returns the body when
 // keepBody is set and the reply is HTML, and whether the server will close.
-func (c *Client) get(br *bufio.Reader, cr *countReader, cw *countWriter, uri string, keepBody, closeAfter bool) ([]byte, bool, error) {
+// A body not kept goes through check when there is one.
+func (c *Client) get(br *bufio.Reader, cr *countReader, cw *countWriter, uri string, keepBody, closeAfter bool, check *content.Check) ([]byte, bool, error) {
 	req := c.request(uri, closeAfter)
 	if _, err := cw.Write(req); err != nil {
 		return nil, false, fmt.Errorf("send request: %w", err)
@@ -286,6 +304,11 @@ func (c *Client) get(br *bufio.Reader, cr *countReader, cw *countWriter, uri str
 			n += rest
 		}
 		page = buf.Bytes()
+	} else if check != nil {
+		n, err = io.Copy(check, body)
+		if errors.Is(err, content.ErrCorrupt) {
+			return nil, true, fmt.Errorf("body of %s: %w", uri, err)
+		}
 	} else {
 		n, err = io.Copy(io.Discard, body)
 	}

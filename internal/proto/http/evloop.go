@@ -39,7 +39,7 @@ func (c *Client) doEvloop(ctx context.Context, tr *load.Trace, addr netip.AddrPo
 	uri := c.URL.RequestURI()
 	p := parsers.Get().(*replyParser)
 	defer parsers.Put(p)
-	p.reset(uri, maxBody)
+	p.reset(uri, maxBody, c.checks(), c.Expect)
 	x := evloop.Exchange{Remote: addr, Source: c.Source, Request: c.request(uri, true), Reply: p}
 	r := eng.Do(ctx, &x)
 	if !r.Connected.IsZero() {
@@ -64,6 +64,9 @@ func (c *Client) doEvloop(ctx context.Context, tr *load.Trace, addr netip.AddrPo
 	// the promise every other dialer keeps.
 	if !c.Path.Accepts(r.Local.Addr()) {
 		return tr.Fail(ctx, "connect", fmt.Errorf("local address %s is not %s: %w", r.Local, c.Path.Family(), path.ErrFamily))
+	}
+	if c.Sum {
+		tr.S.Metrics = map[string]float64{"body_crc32c": float64(p.check.Sum())}
 	}
 	return tr.Done("200 OK, 0 objects")
 }

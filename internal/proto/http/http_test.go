@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"v6lab/internal/content"
 	"v6lab/internal/path"
 	"v6lab/internal/proto/dns"
 	"v6lab/internal/result"
@@ -312,7 +313,7 @@ func FuzzReply(f *testing.F) {
 	f.Fuzz(func(t *testing.T, reply []byte) {
 		tr := &countReader{r: bytes.NewReader(reply), tr: newTrace()}
 		br := bufio.NewReaderSize(tr, 4096)
-		page, _, err := c.get(br, tr, &countWriter{w: io.Discard}, "/", true, false)
+		page, _, err := c.get(br, tr, &countWriter{w: io.Discard}, "/", true, false, nil)
 		if err == nil && len(page) > MaxPageParse {
 			t.Fatalf("page of %d bytes kept", len(page))
 		}
@@ -323,4 +324,42 @@ func FuzzReply(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestCorruptBodyFails: a body of the right length but wrong content is a
+// failed sample on both engines when the content is known; a good one
+// passes with its CRC-32C recorded.
+func TestCorruptBodyFails(t *testing.T) {
+	body := content.Bytes(300_000)
+	bad := append([]byte(nil), body...)
+	bad[250_000] = '!'
+	serveBody := func(b []byte) func(net.Conn) {
+		return func(c net.Conn) {
+			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", len(b))
+			c.Write(b)
+		}
+	}
+	want := content.NewCheck(content.Unknown)
+	want.Write(body)
+	for _, engine := range []Engine{EngineGo, EngineEvloop} {
+		for _, c := range []struct {
+			name string
+			body []byte
+			err  string
+		}{{"good", body, ""}, {"corrupt", bad, "byte 250000 is 0x21"}} {
+			port := rawServer(t, serveBody(c.body))
+			u, _ := ParseURL(fmt.Sprintf("http://[::1]:%d/files/300000", port))
+			cl := &Client{URL: u, Path: path.IPv6, Resolver: &path.Resolver{}, Engine: engine, Expect: content.Generated, Sum: true}
+			s := do(cl, 5*time.Second)
+			if c.err == "" {
+				if !s.OK() || s.Metrics["body_crc32c"] != float64(want.Sum()) {
+					t.Errorf("%s %s: err %q crc %v, want %v", engine, c.name, s.Err, s.Metrics["body_crc32c"], want.Sum())
+				}
+				continue
+			}
+			if s.OK() || !strings.Contains(s.Err, c.err) || !strings.Contains(s.Err, "content differs") || s.ErrKind != "protocol" {
+				t.Errorf("%s %s: err %q kind %q", engine, c.name, s.Err, s.ErrKind)
+			}
+		}
+	}
 }

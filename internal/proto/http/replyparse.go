@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"v6lab/internal/content"
 )
 
 // replyParser reads one HTTP/1.x reply incrementally, as the event-loop
@@ -24,6 +25,8 @@ type replyParser struct {
 	chunk   chunkState
 	line    []byte // a chunk-size or trailer line spanning reads
 	isClose bool   // the server said Connection: close
+	check   content.Check
+	checks  bool // body bytes go through check
 }
 
 type bodyMode uint8
@@ -48,8 +51,20 @@ const maxChunkLine = 4 << 10
 
 var crlfcrlf = []byte("\r\n\r\n")
 
-func (p *replyParser) reset(uri string, maxBody int64) {
-	*p = replyParser{uri: uri, maxBody: maxBody, head: p.head[:0], line: p.line[:0]}
+func (p *replyParser) reset(uri string, maxBody int64, checks bool, expect content.Expect) {
+	*p = replyParser{uri: uri, maxBody: maxBody, head: p.head[:0], line: p.line[:0], checks: checks}
+	p.check.Reset(expect)
+}
+
+// take passes body bytes to the check.
+func (p *replyParser) take(b []byte) error {
+	if !p.checks {
+		return nil
+	}
+	if _, err := p.check.Write(b); err != nil {
+		return fmt.Errorf("body of %s: %w", p.uri, err)
+	}
+	return nil
 }
 
 // Feed implements evloop.Feeder.
@@ -110,13 +125,13 @@ func (p *replyParser) Feed(b []byte, eof bool) (bool, error) {
 		n := min(int64(len(b)), p.left)
 		p.left -= n
 		p.body += n
-		return p.left == 0, nil
+		return p.left == 0, p.take(b[:n])
 	case bodyEOF:
 		p.body += int64(len(b))
 		if p.body > p.maxBody {
 			return false, p.tooLarge()
 		}
-		return false, nil
+		return false, p.take(b)
 	}
 	return p.feedChunked(b)
 }
@@ -196,6 +211,9 @@ func (p *replyParser) feedChunked(b []byte) (bool, error) {
 			n := min(int64(len(b)), p.left)
 			p.left -= n
 			p.body += n
+			if err := p.take(b[:n]); err != nil {
+				return false, err
+			}
 			b = b[n:]
 			if p.body > p.maxBody {
 				return false, p.tooLarge()

@@ -6,6 +6,7 @@ import (
 	nethttp "net/http"
 	"strings"
 	"testing"
+	"v6lab/internal/content"
 )
 
 // feedAll gives reply to a fresh parser in pieces of size step (0: whole),
@@ -13,7 +14,7 @@ import (
 // body bytes counted.
 func feedAll(reply []byte, step int, maxBody int64) (done bool, body int64, err error) {
 	var p replyParser
-	p.reset("/", maxBody)
+	p.reset("/", maxBody, true, content.Unknown)
 	if step <= 0 {
 		step = len(reply) + 1
 	}

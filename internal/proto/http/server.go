@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"v6lab/internal/content"
 	"v6lab/internal/units"
 
 	"v6lab/internal/path"
@@ -36,15 +37,6 @@ var DefaultServerConfig = ServerConfig{Objects: 4, ObjectSize: 8 << 10, PageSize
 
 // MaxFileSize bounds /files/SIZE so a typo cannot stream for days.
 const MaxFileSize = 1 << 40
-
-// pattern is the repeating content of generated bodies.
-var pattern = func() []byte {
-	b := make([]byte, 64<<10)
-	for i := range b {
-		b[i] = byte('a' + i%26)
-	}
-	return b
-}()
 
 // Handler serves:
 //
@@ -104,12 +96,10 @@ func writeGenerated(w nethttp.ResponseWriter, size int64, ctype string) {
 	h := w.Header()
 	h["Content-Type"] = []string{ctype}
 	h["Content-Length"] = []string{strconv.FormatInt(size, 10)}
+	block := content.Block() // byte o of the body is block[o % len(block)]
 	for size > 0 {
-		n := int64(len(pattern))
-		if size < n {
-			n = size
-		}
-		if _, err := w.Write(pattern[:n]); err != nil {
+		n := min(int64(len(block)), size)
+		if _, err := w.Write(block[:n]); err != nil {
 			return
 		}
 		size -= n
