@@ -12,6 +12,7 @@ import (
 	"time"
 	"v6lab/internal/proto/scripted"
 
+	"v6lab/internal/content"
 	"v6lab/internal/path"
 )
 
@@ -183,4 +184,30 @@ func FuzzParsePassive(f *testing.F) {
 			t.Fatal("port 0 accepted")
 		}
 	})
+}
+
+// TestContentIsChecked: the embedded server's file passes as generated
+// content with its CRC-32C recorded, and fails when zeros were expected.
+func TestContentIsChecked(t *testing.T) {
+	s := startServer(t)
+	want := content.NewCheck(content.Generated)
+	want.Write(content.Bytes(300_000))
+	for _, c := range []struct {
+		expect content.Expect
+		err    string
+	}{{content.Generated, ""}, {content.Unknown, ""}, {content.Zeros, "byte 0 is 0x61, not 0"}} {
+		cl := &Client{Host: "127.0.0.1", Port: s.Port, File: "/300000", Path: path.IPv4, Resolver: &path.Resolver{}, Expect: c.expect}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		smp := cl.Do(ctx, 0)
+		cancel()
+		if c.err == "" {
+			if !smp.OK() || smp.Metrics["body_crc32c"] != float64(want.Sum()) {
+				t.Errorf("expect %d: err %q crc %v, want %v", c.expect, smp.Err, smp.Metrics["body_crc32c"], want.Sum())
+			}
+			continue
+		}
+		if smp.OK() || !strings.Contains(smp.Err, c.err) || !strings.Contains(smp.Err, "content differs") || smp.ErrKind != "protocol" {
+			t.Errorf("expect %d: err %q kind %q", c.expect, smp.Err, smp.ErrKind)
+		}
+	}
 }
