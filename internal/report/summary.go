@@ -172,6 +172,11 @@ type MetricStat struct {
 	N    int         `json:"n"`
 	Mean float64     `json:"mean"`
 	CI95 *[2]float64 `json:"ci95,omitempty"`
+	// Runs are the per-run means the figure is computed from, in run
+	// order; RunIndex gives each one's run number (a run whose samples
+	// all failed has none).
+	Runs     []float64 `json:"runs,omitempty"`
+	RunIndex []int     `json:"run_index,omitempty"`
 }
 
 // Comparison sets one path against the baseline at one protocol and
@@ -335,6 +340,7 @@ func Summarize(f *result.File) *Summary {
 	sort.Slice(keys, func(i, j int) bool { return keys[i].run < keys[j].run })
 	seconds := map[cellKey]float64{}
 	metricRuns := map[cellKey]map[string][]float64{}
+	metricRunIndex := map[cellKey]map[string][]int{}
 	for _, k := range keys {
 		a := runs[k]
 		c := cells[k.cell]
@@ -358,6 +364,10 @@ func Summarize(f *result.File) *Summary {
 				metricRuns[k.cell] = map[string][]float64{}
 			}
 			metricRuns[k.cell][name] = append(metricRuns[k.cell][name], sum/float64(a.ok))
+			if metricRunIndex[k.cell] == nil {
+				metricRunIndex[k.cell] = map[string][]int{}
+			}
+			metricRunIndex[k.cell][name] = append(metricRunIndex[k.cell][name], k.run)
 		}
 		seconds[k.cell] += a.seconds
 	}
@@ -372,7 +382,7 @@ func Summarize(f *result.File) *Summary {
 		}
 		for name, runs := range metricRuns[ck] {
 			d := stats.Describe(runs)
-			ms := &MetricStat{N: d.N, Mean: d.Mean}
+			ms := &MetricStat{N: d.N, Mean: d.Mean, Runs: runs, RunIndex: metricRunIndex[ck][name]}
 			if d.CINA == "" {
 				ms.CI95 = &d.CI95
 			}

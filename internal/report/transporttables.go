@@ -9,13 +9,14 @@ import (
 // whose tcp cells send set amounts of data and whose udp cells set rates:
 // per window and MSS, one row per amount of data with each path's data
 // sent, rate and time (Tables 1 and 2); and one row per UDP rate and
-// buffer with each path's datagrams received, loss and jitter (Table 3).
-// Every figure is a mean over the cell's counted trials.
+// buffer with each path's datagrams received, loss and jitter, as means
+// over the counted trials and then trial by trial as the study prints its
+// Table 3. Other figures are means over the cell's counted trials.
 func TransportTables(s *Summary) []section {
 	var out []section
 	out = append(out, tcpAmountTables(s)...)
 	if sec, ok := udpRateTable(s); ok {
-		out = append(out, sec)
+		out = append(out, sec, udpTrialTable(s))
 	}
 	return out
 }
@@ -132,7 +133,8 @@ func tcpAmountTables(s *Summary) []section {
 	return out
 }
 
-func udpRateTable(s *Summary) (section, bool) {
+// udpRows groups the udp cells by rate and receive buffer.
+func udpRows(s *Summary) ([]*transportRow, []string) {
 	var cells []*Cell
 	for i := range s.Cells {
 		c := &s.Cells[i]
@@ -140,11 +142,22 @@ func udpRateTable(s *Summary) (section, bool) {
 			cells = append(cells, c)
 		}
 	}
-	rows, paths := transportRows(cells, func(c *Cell) [2]float64 {
+	return transportRows(cells, func(c *Cell) [2]float64 {
 		r, _ := mean(c, "rate_set_mbps")
 		b, _ := mean(c, "rcvbuf_set")
 		return [2]float64{r, b}
 	})
+}
+
+func bufText(b float64) string {
+	if b > 0 {
+		return figure(b / 1024)
+	}
+	return "default"
+}
+
+func udpRateTable(s *Summary) (section, bool) {
+	rows, paths := udpRows(s)
 	if len(rows) < 2 {
 		return section{}, false
 	}
@@ -154,11 +167,7 @@ func udpRateTable(s *Summary) (section, bool) {
 		sec.Head = append(sec.Head, p+" received", p+" lost", p+" loss %", p+" jitter (ms)")
 	}
 	for _, r := range rows {
-		buf := "default"
-		if r.key[1] > 0 {
-			buf = figure(r.key[1] / 1024)
-		}
-		row := []string{figure(r.key[0]), buf}
+		row := []string{figure(r.key[0]), bufText(r.key[1])}
 		for _, p := range paths {
 			c := r.byPath[p]
 			if c == nil {
@@ -170,6 +179,42 @@ func udpRateTable(s *Summary) (section, bool) {
 		sec.Rows = append(sec.Rows, row)
 	}
 	return sec, true
+}
+
+// udpTrialTable is Table 3 as the study prints it: one row per trial
+// ("event") of each rate and buffer, the paths side by side (trial i of
+// each path ran in the same round of the interleaved order).
+func udpTrialTable(s *Summary) section {
+	rows, paths := udpRows(s)
+	metrics := []string{"datagrams_received", "lost", "loss_pct", "jitter_ms"}
+	sec := section{Title: "UDP trials (the Herrera Rubio study's Table 3): one row per counted trial",
+		Head: []string{"trial", "rate (Mbit/s)", "buffer (KiB)"}}
+	for _, p := range paths {
+		sec.Head = append(sec.Head, p+" received", p+" lost", p+" loss %", p+" jitter (ms)")
+	}
+	for _, r := range rows {
+		trials := 0
+		for _, c := range r.byPath {
+			if m := c.Metrics["datagrams_received"]; m != nil {
+				trials = max(trials, len(m.Runs))
+			}
+		}
+		for i := range trials {
+			row := []string{fmt.Sprint(i + 1), figure(r.key[0]), bufText(r.key[1])}
+			for _, p := range paths {
+				c := r.byPath[p]
+				for _, k := range metrics {
+					if c == nil || c.Metrics[k] == nil || i >= len(c.Metrics[k].Runs) {
+						row = append(row, "-")
+						continue
+					}
+					row = append(row, figure(c.Metrics[k].Runs[i]))
+				}
+			}
+			sec.Rows = append(sec.Rows, row)
+		}
+	}
+	return sec
 }
 
 // metricMean prints a cell's metric's mean, or "-" when absent.

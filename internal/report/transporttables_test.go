@@ -21,18 +21,24 @@ func TestTransportTablesInTheStudysShape(t *testing.T) {
 				"bytes_sent": stat(mib * (1 << 20)), "throughput_mbps": stat(8.192), "transfer_s": stat(mib / 10)}})
 		}
 		for _, rate := range []float64{10, 1} {
+			// Three trials each; ipv6 lost 1, 2, 3 datagrams in them.
+			lost := &MetricStat{N: 3, Mean: 0, Runs: []float64{0, 0, 0}, RunIndex: []int{1, 3, 5}}
+			if p == "ipv6" {
+				lost = &MetricStat{N: 3, Mean: 2, Runs: []float64{1, 2, 3}, RunIndex: []int{2, 4, 6}}
+			}
 			s.Cells = append(s.Cells, Cell{Protocol: "udp", Path: p, Conns: 1, Metrics: map[string]*MetricStat{
-				"rate_set_mbps": stat(rate), "rcvbuf_set": stat(65536), "datagrams_received": stat(rate * 5000), "lost": stat(0), "loss_pct": stat(0), "jitter_ms": stat(0.4)}})
+				"rate_set_mbps": stat(rate), "rcvbuf_set": stat(65536), "datagrams_received": {N: 3, Mean: rate * 5000, Runs: []float64{rate * 5000, rate * 5000, rate * 5000}},
+				"lost": lost, "loss_pct": stat(0), "jitter_ms": stat(0.4)}})
 		}
 	}
 	// One amount at another MSS: no table of its own.
 	s.Cells = append(s.Cells, Cell{Protocol: "tcp-x", Path: "ipv4", Conns: 1, Metrics: map[string]*MetricStat{
 		"retransmits": stat(0), "bytes_set": stat(1 << 20), "mss_set": stat(2048), "transfer_s": stat(1)}})
 	secs := TransportTables(s)
-	if len(secs) != 2 {
+	if len(secs) != 3 {
 		t.Fatalf("%d tables: %+v", len(secs), secs)
 	}
-	tcp, udp := secs[0], secs[1]
+	tcp, udp, trials := secs[0], secs[1], secs[2]
 	if !strings.Contains(tcp.Title, "10 KiB window, MSS 1024 bytes") || len(tcp.Head) != 7 || len(tcp.Rows) != 2 {
 		t.Fatalf("tcp table %q %v %v", tcp.Title, tcp.Head, tcp.Rows)
 	}
@@ -42,5 +48,16 @@ func TestTransportTablesInTheStudysShape(t *testing.T) {
 	}
 	if !strings.Contains(udp.Title, "Table 3") || len(udp.Rows) != 2 || udp.Rows[0][0] != "1" || udp.Rows[0][1] != "64" || udp.Rows[1][2] != "50000" {
 		t.Errorf("udp table %v", udp.Rows)
+	}
+	// The study's Table 3: a row per trial, by rate, the paths side by
+	// side; a metric without per-trial figures reads "-".
+	if len(trials.Rows) != 6 || !strings.Contains(trials.Title, "one row per counted trial") {
+		t.Fatalf("trial table %q %v", trials.Title, trials.Rows)
+	}
+	want := [][]string{{"1", "1", "64", "5000", "0", "-", "-", "5000", "1", "-", "-"}, {"3", "10", "64", "50000", "0", "-", "-", "50000", "3", "-", "-"}}
+	for i, r := range [][]string{trials.Rows[0], trials.Rows[5]} {
+		if strings.Join(r, "|") != strings.Join(want[i], "|") {
+			t.Errorf("trial row %v, want %v", r, want[i])
+		}
 	}
 }
