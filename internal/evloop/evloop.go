@@ -65,8 +65,9 @@ type Result struct {
 	Err   error
 }
 
-// ErrTimeout is returned when an exchange outlives its context's deadline.
-var ErrTimeout = errors.New("deadline exceeded")
+// ErrTimeout is returned when an exchange outlives its context's deadline:
+// the context's own error, so callers classify it as they would Go's.
+var ErrTimeout = context.DeadlineExceeded
 
 // errCut marks an exchange its caller gave up on; Do replaces it with the
 // context's reason.
@@ -132,10 +133,7 @@ func (e *Engine) Do(ctx context.Context, x *Exchange) Result {
 		<-c.done
 	}
 	if errors.Is(c.res.Err, errCut) {
-		c.res.Err = ctx.Err()
-		if errors.Is(c.res.Err, context.DeadlineExceeded) {
-			c.res.Err = ErrTimeout
-		}
+		c.res.Err = ctx.Err() // context.Canceled, or ErrTimeout
 	}
 	return c.res
 }
@@ -216,13 +214,13 @@ func (l *loop) stop() {
 // start opens the socket and connects; the loop takes over from there. On
 // an error the result is set and done is closed.
 func (l *loop) start(c *conn) error {
-	fail := func(err error) error {
-		c.res.Phase, c.res.Err = "connect", err
+	fail := func(phase string, err error) error {
+		c.res.Phase, c.res.Err = phase, err
 		close(c.done)
 		return err
 	}
 	if l.quit.Load() {
-		return fail(errors.New("evloop: engine closed"))
+		return fail("connect", errors.New("evloop: engine closed"))
 	}
 	x := c.x
 	family := unix.AF_INET
@@ -231,13 +229,13 @@ func (l *loop) start(c *conn) error {
 	}
 	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
 	if err != nil {
-		return fail(os.NewSyscallError("socket", err))
+		return fail("connect", os.NewSyscallError("socket", err))
 	}
 	// Closing resets the connection: no TIME_WAIT is left behind (it is
 	// closed only after the reply is complete, so nothing measured is cut).
 	if err := unix.SetsockoptLinger(fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0}); err != nil {
 		unix.Close(fd)
-		return fail(os.NewSyscallError("setsockopt", err))
+		return fail("connect", os.NewSyscallError("setsockopt", err))
 	}
 	if family == unix.AF_INET6 {
 		// Pinned: never an IPv4-mapped connection.
@@ -246,24 +244,22 @@ func (l *loop) start(c *conn) error {
 	if x.Source.IsValid() {
 		if err := unix.Bind(fd, sockaddr(netip.AddrPortFrom(x.Source, 0))); err != nil {
 			unix.Close(fd)
-			return fail(os.NewSyscallError("bind", err))
+			return fail("connect", os.NewSyscallError("bind", err))
 		}
 	}
 	err = unix.Connect(fd, sockaddr(x.Remote))
 	if err != nil && err != unix.EINPROGRESS {
 		unix.Close(fd)
-		return fail(os.NewSyscallError("connect", err))
+		return fail("connect", os.NewSyscallError("connect", err))
 	}
 	c.fd = fd
 	// Send at once: on loopback (and any fast path) the handshake is over
 	// by the time connect returns, even when it said EINPROGRESS, and the
 	// loop then wakes once, for the reply. A socket still connecting says
 	// EAGAIN and the loop sends when it is writable.
-	if err := l.sendEarly(c); err != nil {
+	if phase, err := l.sendEarly(c); err != nil {
 		unix.Close(fd)
-		c.res.Phase, c.res.Err = err.phase, err.err
-		close(c.done)
-		return err.err
+		return fail(phase, err)
 	}
 	// Registered and added under the lock, so no scan can close the fd
 	// in between.
@@ -284,31 +280,35 @@ func (l *loop) start(c *conn) error {
 	return nil
 }
 
-type phaseErr struct {
-	phase string
-	err   error
-}
-
-// sendEarly tries the request's first write from the caller's goroutine.
-func (l *loop) sendEarly(c *conn) *phaseErr {
+// sendEarly tries the request's first write from the caller's goroutine;
+// on failure it says in which phase.
+func (l *loop) sendEarly(c *conn) (string, error) {
+	if len(c.x.Request) == 0 {
+		return "", nil // nothing to tell connected from connecting: the loop waits
+	}
 	n, err := unix.Write(c.fd, c.x.Request)
 	switch {
 	case err == unix.EAGAIN || err == unix.EINTR:
-		return nil // still connecting: the loop takes over
+		return "", nil // still connecting: the loop takes over
 	case err != nil:
 		// A refused or unreachable connect surfaces here.
-		return &phaseErr{"connect", os.NewSyscallError("connect", err)}
+		return "connect", os.NewSyscallError("connect", err)
 	}
-	c.res.Connected = time.Now()
-	c.res.Local = localAddr(c.fd)
+	connected(c)
 	c.sent, c.res.BytesOut = n, int64(n)
 	if err := l.send(c); err != nil {
-		return &phaseErr{"io", err}
+		return "io", err
 	}
-	return nil
+	return "", nil
 }
 
-// send writes what is left of the request; io.EAGAIN leaves the rest for
+// connected records the end of the handshake and the address it got.
+func connected(c *conn) {
+	c.res.Connected = time.Now()
+	c.res.Local = localAddr(c.fd)
+}
+
+// send writes what is left of the request; EAGAIN leaves the rest for
 // when the socket is writable again.
 func (l *loop) send(c *conn) error {
 	for c.sent < len(c.x.Request) {
@@ -417,8 +417,7 @@ func (l *loop) handle(ev *unix.EpollEvent) {
 		case ev.Events&unix.EPOLLOUT == 0:
 			return
 		}
-		c.res.Connected = time.Now()
-		c.res.Local = localAddr(c.fd)
+		connected(c)
 	}
 	if ev.Events&unix.EPOLLOUT != 0 && c.sent < len(c.x.Request) {
 		if err := l.send(c); err != nil {

@@ -154,10 +154,23 @@ type Dialer struct {
 	Control func(network, address string, c syscall.RawConn) error
 }
 
+// Check says whether a connection to remote (and from the source, when
+// set) would keep to the path: an error wrapping ErrFamily otherwise.
+// Dialers of their own (the event loop) check with it before connecting.
+func (d Dialer) Check(remote netip.Addr) error {
+	if err := d.Path.CheckAddr("remote", remote); err != nil {
+		return err
+	}
+	if d.Source.IsValid() {
+		return d.Path.CheckAddr("source", d.Source)
+	}
+	return nil
+}
+
 // Dial connects to addr over proto ("tcp" or "udp") with the path's family,
 // no Happy Eyeballs fallback, and verifies the connection's addresses.
 func (d Dialer) Dial(ctx context.Context, proto string, addr netip.AddrPort) (net.Conn, error) {
-	if err := d.Path.CheckAddr("remote", addr.Addr()); err != nil {
+	if err := d.Check(addr.Addr()); err != nil {
 		return nil, err
 	}
 	// No Happy Eyeballs fallback, and no TCP keep-alive: a connection per
@@ -165,9 +178,6 @@ func (d Dialer) Dial(ctx context.Context, proto string, addr netip.AddrPort) (ne
 	// costs are a measurable share of a loopback transaction.
 	nd := net.Dialer{FallbackDelay: -1, KeepAlive: -1, Control: d.Control}
 	if d.Source.IsValid() {
-		if err := d.Path.CheckAddr("source", d.Source); err != nil {
-			return nil, err
-		}
 		if proto == "udp" {
 			nd.LocalAddr = net.UDPAddrFromAddrPort(netip.AddrPortFrom(d.Source, 0))
 		} else {

@@ -20,13 +20,8 @@ var parsers = sync.Pool{New: func() any { return new(replyParser) }}
 // pinned to the path, GET with Connection: close, read the reply to its
 // end, close with a reset.
 func (c *Client) doEvloop(ctx context.Context, tr *load.Trace, addr netip.AddrPort) result.Sample {
-	if err := c.Path.CheckAddr("remote", addr.Addr()); err != nil {
+	if err := (path.Dialer{Path: c.Path, Source: c.Source}).Check(addr.Addr()); err != nil {
 		return tr.Fail(ctx, "connect", err)
-	}
-	if c.Source.IsValid() {
-		if err := c.Path.CheckAddr("source", c.Source); err != nil {
-			return tr.Fail(ctx, "connect", err)
-		}
 	}
 	eng, err := evloop.Default()
 	if err != nil {
@@ -51,14 +46,11 @@ func (c *Client) doEvloop(ctx context.Context, tr *load.Trace, addr netip.AddrPo
 	}
 	tr.S.BytesIn, tr.S.BytesOut = r.BytesIn, r.BytesOut
 	if r.Err != nil {
-		err, phase := r.Err, r.Phase
-		if errors.Is(err, evloop.ErrTimeout) {
-			err = fmt.Errorf("%w", context.DeadlineExceeded)
-		}
-		if phase == "reply" && errors.Is(err, io.ErrUnexpectedEOF) {
+		phase := r.Phase
+		if phase == "reply" && errors.Is(r.Err, io.ErrUnexpectedEOF) {
 			phase = "io"
 		}
-		return tr.Fail(ctx, phase, err)
+		return tr.Fail(ctx, phase, r.Err)
 	}
 	// The socket's family is the path's by construction; the check keeps
 	// the promise every other dialer keeps.

@@ -363,3 +363,20 @@ func TestCorruptBodyFails(t *testing.T) {
 		}
 	}
 }
+
+// TestEnginesKeepToThePath: neither engine dials an address, or binds a
+// source, of the other family.
+func TestEnginesKeepToThePath(t *testing.T) {
+	u, _ := ParseURL("http://127.0.0.1:9/")
+	for _, engine := range []Engine{EngineGo, EngineEvloop} {
+		for _, c := range []*Client{
+			{URL: u, Path: path.IPv6, Resolver: &path.Resolver{}, Engine: engine},
+			{URL: u, Path: path.IPv4, Resolver: &path.Resolver{}, Engine: engine, Source: lo6},
+		} {
+			s := do(c, time.Second)
+			if s.OK() || s.ErrKind != "family" || !strings.Contains(s.Err, "needs IPv") {
+				t.Errorf("%s over %s from %v: err %q kind %q", engine, c.Path, c.Source, s.Err, s.ErrKind)
+			}
+		}
+	}
+}
