@@ -13,10 +13,10 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"v6lab/internal/capture"
 
 	"github.com/spf13/cobra"
 
+	"v6lab/internal/capture"
 	"v6lab/internal/experiment"
 	"v6lab/internal/host"
 	"v6lab/internal/load"

@@ -13,12 +13,12 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"v6lab/experiments"
-	"v6lab/internal/units"
 
 	"github.com/spf13/cobra"
 
+	"v6lab/experiments"
 	"v6lab/internal/lab"
+	"v6lab/internal/units"
 )
 
 func newLabCmd() *cobra.Command {

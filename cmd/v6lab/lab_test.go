@@ -9,10 +9,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"v6lab/internal/capture"
 
 	"github.com/gopacket/gopacket/pcapgo"
 
+	"v6lab/internal/capture"
 	"v6lab/internal/lab"
 	"v6lab/internal/report"
 )

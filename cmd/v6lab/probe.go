@@ -7,18 +7,18 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
-	"v6lab/internal/load"
-	"v6lab/internal/units"
 
 	mdns "github.com/miekg/dns"
 	"github.com/spf13/cobra"
 
 	"v6lab/internal/experiment"
+	"v6lab/internal/load"
 	"v6lab/internal/path"
 	"v6lab/internal/proto/ftp"
 	httpp "v6lab/internal/proto/http"
 	"v6lab/internal/proto/imap"
 	"v6lab/internal/proto/smtp"
+	"v6lab/internal/units"
 )
 
 func newProbeCmd() *cobra.Command {

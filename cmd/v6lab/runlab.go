@@ -17,21 +17,21 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	contentpkg "v6lab/internal/content"
-	httpp "v6lab/internal/proto/http"
-	"v6lab/internal/proto/imap"
-	"v6lab/internal/servers"
-	"v6lab/internal/units"
 
 	"github.com/spf13/cobra"
 
 	"v6lab/internal/capture"
 	"v6lab/internal/congestion"
+	contentpkg "v6lab/internal/content"
 	"v6lab/internal/experiment"
 	"v6lab/internal/lab"
 	"v6lab/internal/load"
 	"v6lab/internal/path"
+	httpp "v6lab/internal/proto/http"
+	"v6lab/internal/proto/imap"
+	"v6lab/internal/servers"
 	"v6lab/internal/tcpflow"
+	"v6lab/internal/units"
 )
 
 // labJob is what the measuring child in the client namespace needs.

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"v6lab/internal/units"
 
 	"github.com/spf13/cobra"
 
@@ -15,6 +14,7 @@ import (
 	httpp "v6lab/internal/proto/http"
 	"v6lab/internal/proto/imap"
 	"v6lab/internal/proto/smtp"
+	"v6lab/internal/units"
 )
 
 // listenAddrs parses --listen values, which must share one port.

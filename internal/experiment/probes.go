@@ -10,19 +10,19 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
 	"v6lab/internal/content"
+	"v6lab/internal/load"
+	"v6lab/internal/path"
+	"v6lab/internal/proto/dns"
 	"v6lab/internal/proto/extclient"
 	"v6lab/internal/proto/ftp"
+	httpp "v6lab/internal/proto/http"
 	"v6lab/internal/proto/imap"
 	"v6lab/internal/proto/smtp"
 	"v6lab/internal/result"
 	"v6lab/internal/transport"
 	"v6lab/internal/units"
-
-	"v6lab/internal/load"
-	"v6lab/internal/path"
-	"v6lab/internal/proto/dns"
-	httpp "v6lab/internal/proto/http"
 )
 
 // HTTPProbes makes an HTTP probe per path.

@@ -3,6 +3,7 @@ package lab
 import (
 	"strings"
 	"testing"
+
 	"v6lab/internal/specfile/specfiletest"
 )
 

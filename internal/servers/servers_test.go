@@ -12,12 +12,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/miekg/dns"
+
 	"v6lab/internal/path"
 	"v6lab/internal/proto/ftp"
 	"v6lab/internal/proto/imap"
 	"v6lab/internal/proto/smtp"
-
-	"github.com/miekg/dns"
 )
 
 func requireRoot(t *testing.T) {

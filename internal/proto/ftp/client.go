@@ -16,11 +16,11 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
-	"v6lab/internal/content"
-	"v6lab/internal/proto/reply"
 
+	"v6lab/internal/content"
 	"v6lab/internal/load"
 	"v6lab/internal/path"
+	"v6lab/internal/proto/reply"
 	"v6lab/internal/result"
 )
 

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"v6lab/internal/proto/scripted"
 
 	"v6lab/internal/content"
 	"v6lab/internal/path"
+	"v6lab/internal/proto/scripted"
 )
 
 func startServer(t *testing.T) *Server {

@@ -15,11 +15,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"v6lab/internal/content"
 
 	ftpserver "github.com/fclairamb/ftpserverlib"
 	"github.com/spf13/afero"
 
+	"v6lab/internal/content"
 	vpath "v6lab/internal/path"
 	"v6lab/internal/units"
 )

@@ -15,8 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"v6lab/internal/content"
 
+	"v6lab/internal/content"
 	"v6lab/internal/load"
 	"v6lab/internal/path"
 	"v6lab/internal/result"

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+
 	"v6lab/internal/content"
 )
 

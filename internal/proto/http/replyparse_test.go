@@ -6,6 +6,7 @@ import (
 	nethttp "net/http"
 	"strings"
 	"testing"
+
 	"v6lab/internal/content"
 )
 

@@ -15,10 +15,10 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"v6lab/internal/content"
-	"v6lab/internal/units"
 
+	"v6lab/internal/content"
 	"v6lab/internal/path"
+	"v6lab/internal/units"
 )
 
 // ServerConfig shapes what the embedded server returns.

@@ -11,9 +11,9 @@ import (
 	"sync"
 	"testing"
 	"time"
-	"v6lab/internal/proto/scripted"
 
 	"v6lab/internal/path"
+	"v6lab/internal/proto/scripted"
 )
 
 func TestEachUserFetchesItsMessageOverEachPath(t *testing.T) {

@@ -10,9 +10,9 @@ import (
 	"sync"
 	"testing"
 	"time"
-	"v6lab/internal/proto/scripted"
 
 	"v6lab/internal/path"
+	"v6lab/internal/proto/scripted"
 )
 
 func TestSendOverEachPathEveryMessageKept(t *testing.T) {
