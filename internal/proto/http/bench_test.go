@@ -30,27 +30,29 @@ func BenchmarkReadReply(b *testing.B) {
 	}
 }
 
-// BenchmarkTransaction is one whole transaction per path against the
-// embedded server on loopback (connection per transaction).
+// BenchmarkTransaction is one whole transaction per engine and path
+// against the embedded server on loopback (connection per transaction).
 func BenchmarkTransaction(b *testing.B) {
 	srv, err := Listen(context.Background(), ServerConfig{PageSize: 4096}, []netip.Addr{lo4, lo6}, 0)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer srv.Close()
-	for _, p := range []path.Path{path.IPv4, path.IPv6} {
-		b.Run(string(p), func(b *testing.B) {
-			u, _ := ParseURL("http://" + netip.AddrPortFrom(p.Loopback(), uint16(srv.Port)).String() + "/")
-			c := &Client{URL: u, Path: p, Resolver: &path.Resolver{}}
-			b.ReportAllocs()
-			for b.Loop() {
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				s := c.Do(ctx, 0)
-				cancel()
-				if !s.OK() {
-					b.Fatal(s.Err)
+	for _, engine := range []Engine{EngineGo, EngineEvloop} {
+		for _, p := range []path.Path{path.IPv4, path.IPv6} {
+			b.Run(string(engine)+"/"+string(p), func(b *testing.B) {
+				u, _ := ParseURL("http://" + netip.AddrPortFrom(p.Loopback(), uint16(srv.Port)).String() + "/")
+				c := &Client{URL: u, Path: p, Resolver: &path.Resolver{}, Engine: engine}
+				b.ReportAllocs()
+				for b.Loop() {
+					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+					s := c.Do(ctx, 0)
+					cancel()
+					if !s.OK() {
+						b.Fatal(s.Err)
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 }

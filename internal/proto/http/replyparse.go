@@ -18,16 +18,15 @@ type replyParser struct {
 	uri     string // for error messages
 	maxBody int64
 
-	head    []byte // header bytes while they span reads
-	inBody  bool
-	mode    bodyMode
-	left    int64 // length mode: bytes still due; chunked: of this chunk
-	body    int64 // body bytes received (decoded for chunked)
-	chunk   chunkState
-	line    []byte // a chunk-size or trailer line spanning reads
-	isClose bool   // the server said Connection: close
-	check   content.Check
-	checks  bool // body bytes go through check
+	head   []byte // header bytes while they span reads
+	inBody bool
+	mode   bodyMode
+	left   int64 // length mode: bytes still due; chunked: of this chunk
+	body   int64 // body bytes received (decoded for chunked)
+	chunk  chunkState
+	line   []byte // a chunk-size or trailer line spanning reads
+	check  content.Check
+	checks bool // body bytes go through check
 }
 
 type bodyMode uint8
@@ -187,8 +186,6 @@ func (p *replyParser) parseHead(head []byte) error {
 			} else {
 				return fmt.Errorf("bad response: unsupported Transfer-Encoding %q", clip(value))
 			}
-		case bytes.EqualFold(name, []byte("Connection")):
-			p.isClose = bytes.Contains(bytes.ToLower(value), []byte("close"))
 		}
 	}
 	switch {
