@@ -461,6 +461,8 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"serve", "imap", "--users", "0"}, 2, "--users: 1 to 100000"},
 		{[]string{"serve", "ftp", "--listen", "127.0.0.1"}, 2, `"127.0.0.1" is not ADDR:PORT`},
 		{[]string{"serve", "transport", "--listen", "127.0.0.1:1", "--listen", "[::1]:2"}, 2, "every address must use the same port"},
+		{[]string{"probe", "http", "http://127.0.0.1:9/", "--engine", "epoll"}, 2, `--engine: http: unknown engine "epoll" (auto, go, evloop)`},
+		{[]string{"probe", "http", "https://127.0.0.1:9/", "--no-objects", "--engine", "evloop"}, 2, "--engine: http: the evloop engine runs plain http without embedded objects"},
 		{[]string{"probe", "smtp", "127.0.0.1:99999"}, 2, `"127.0.0.1:99999": bad port`},
 		{[]string{"probe", "smtp", "127.0.0.1", "--size", "-5"}, 2, "--size: want 0 to"},
 		{[]string{"probe", "imap", "127.0.0.1", "--users", "0"}, 2, "--users must be at least 1"},
