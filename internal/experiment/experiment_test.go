@@ -287,8 +287,11 @@ func TestBulkTransfersRunInConstantMemory(t *testing.T) {
 		s := pr.Do(ctx, 0)
 		cancel()
 		runtime.ReadMemStats(&after)
-		if !s.OK() || s.BytesIn < size || s.Metrics["mbytes_per_s"] <= 0 || s.Metrics["file_bytes"] != float64(s.BytesIn) {
+		if !s.OK() || s.BytesIn < size || s.Metrics["mbytes_per_s"] <= 0 || s.Metrics["file_bytes"] != size {
 			t.Fatalf("%s: %s, %d bytes, metrics %v", proto, s.Err, s.BytesIn, s.Metrics)
+		}
+		if _, ok := s.Metrics["body_bytes"]; ok {
+			t.Errorf("%s: body_bytes kept beside file_bytes: %v", proto, s.Metrics)
 		}
 		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 64<<20 {
 			t.Errorf("%s: a 2 GB transfer allocated %d MB", proto, alloc>>20)

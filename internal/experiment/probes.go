@@ -112,7 +112,9 @@ func (env Env) Probe(s *Spec, p path.Path) (load.Probe, error) {
 	return pr, err
 }
 
-// bulk adds a file transfer's rate to each completed sample.
+// bulk adds a file transfer's size and rate to each completed sample: the
+// body's length where the probe measured one (an HTTP reply's BytesIn
+// has its headers too), else the bytes received.
 type bulk struct{ load.Probe }
 
 func (b bulk) Do(ctx context.Context, user int) result.Sample {
@@ -122,9 +124,14 @@ func (b bulk) Do(ctx context.Context, user int) result.Sample {
 		if s.Metrics == nil {
 			s.Metrics = map[string]float64{}
 		}
-		s.Metrics["file_bytes"] = float64(s.BytesIn)
-		s.Metrics["mbytes_per_s"] = float64(s.BytesIn) / 1e6 / secs
-		s.Metrics["throughput_mbps"] = float64(s.BytesIn) * 8 / 1e6 / secs
+		size, ok := s.Metrics["body_bytes"]
+		if !ok {
+			size = float64(s.BytesIn)
+		}
+		delete(s.Metrics, "body_bytes")
+		s.Metrics["file_bytes"] = size
+		s.Metrics["mbytes_per_s"] = size / 1e6 / secs
+		s.Metrics["throughput_mbps"] = size * 8 / 1e6 / secs
 	}
 	return s
 }

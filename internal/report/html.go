@@ -29,7 +29,7 @@ func HTML(w io.Writer, s *Summary) error {
 		page.Context = append(page.Context, kv{"server: " + k, s.Servers[k]})
 	}
 	if sizes := rateBySize(s); len(sizes) > 0 {
-		g := htmlGroup{Name: "file transfers"}
+		g := htmlGroup{Name: "file transfers", Tables: FileTables(s)}
 		for _, p := range sizes {
 			g.Plots = append(g.Plots, template.HTML(p.SVG()))
 		}

@@ -448,11 +448,44 @@ func pathRank(p string) int {
 	return 3
 }
 
+// naturalLess orders names with numbers in them by the numbers' values,
+// so that ftp-5879824 comes before ftp-14269432.
+func naturalLess(a, b string) bool {
+	for a != "" && b != "" {
+		da, db := digits(a), digits(b)
+		if da > 0 && db > 0 {
+			na, nb := strings.TrimLeft(a[:da], "0"), strings.TrimLeft(b[:db], "0")
+			if len(na) != len(nb) {
+				return len(na) < len(nb)
+			}
+			if na != nb {
+				return na < nb
+			}
+			a, b = a[da:], b[db:]
+			continue
+		}
+		if a[0] != b[0] {
+			return a[0] < b[0]
+		}
+		a, b = a[1:], b[1:]
+	}
+	return len(a) < len(b)
+}
+
+// digits is the length of s's leading run of ASCII digits.
+func digits(s string) int {
+	n := 0
+	for n < len(s) && s[n] >= '0' && s[n] <= '9' {
+		n++
+	}
+	return n
+}
+
 func sortCells(cs []Cell) {
 	sort.Slice(cs, func(i, j int) bool {
 		a, b := cs[i], cs[j]
 		if a.Protocol != b.Protocol {
-			return a.Protocol < b.Protocol
+			return naturalLess(a.Protocol, b.Protocol)
 		}
 		if pathRank(a.Path) != pathRank(b.Path) {
 			return pathRank(a.Path) < pathRank(b.Path)

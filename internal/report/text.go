@@ -52,9 +52,10 @@ func Text(w io.Writer, s *Summary) error {
 }
 
 // studyTables are the tables across cell groups, in the studies' shapes:
-// transport tables, the congestion table, and the differences.
+// file transfer tables, transport tables, the congestion table, and the
+// differences.
 func studyTables(s *Summary) []section {
-	out := TransportTables(s)
+	out := append(FileTables(s), TransportTables(s)...)
 	for _, f := range []func(*Summary) (section, bool){CongestionTable, DifferenceCIs} {
 		if sec, ok := f(s); ok {
 			out = append(out, sec)
@@ -106,11 +107,32 @@ func metricSection(title string, cells []Cell) (section, bool) {
 		any = true
 		row := []string{c.Path, fmt.Sprint(c.Conns)}
 		for _, k := range cols {
-			row = append(row, statText(c.Metrics[k]))
+			row = append(row, metricText(k, c.Metrics[k]))
 		}
 		sec.Rows = append(sec.Rows, row)
 	}
 	return sec, any
+}
+
+// metricText prints a cell's figure k: a checksum is an identity, not a
+// quantity, so it is printed in hex when every run saw the same one; a
+// figure that did not vary (a file's size) is printed without its
+// empty CI.
+func metricText(k string, m *MetricStat) string {
+	switch {
+	case m == nil:
+		return "-"
+	case strings.HasSuffix(k, "crc32c"):
+		for _, v := range m.Runs {
+			if v != m.Mean {
+				return "differs between runs"
+			}
+		}
+		return fmt.Sprintf("%08x", uint32(m.Mean))
+	case m.CI95 != nil && m.CI95[0] == m.Mean && m.CI95[1] == m.Mean:
+		return figure(m.Mean)
+	}
+	return statText(m)
 }
 
 // figure prints a transport figure with precision that suits its size.
@@ -125,9 +147,10 @@ func figure(v float64) string {
 // and path, the 95% CI of its difference from the baseline at each
 // connection count (upper to lower bound, as the study prints it), on one
 // table across protocols. It is there when more than one protocol was
-// compared.
+// compared; file sweeps have their own table (FileTables).
 func DifferenceCIs(s *Summary) (section, bool) {
-	protos := protocols(s)
+	swept := inFileTables(s)
+	protos := filter(protocols(s), func(p string) bool { return !swept[p] })
 	if len(protos) < 2 || len(s.Comparisons) == 0 {
 		return section{}, false
 	}

@@ -215,9 +215,15 @@ func (c *Client) Do(ctx context.Context, _ int) result.Sample {
 	}
 	tr.S.BytesIn, tr.S.BytesOut = cr.n, cw.n
 	if check != nil && c.Sum {
-		tr.S.Metrics = map[string]float64{"body_crc32c": float64(check.Sum())}
+		tr.S.Metrics = bodyMetrics(check)
 	}
 	return tr.Done("200 OK, " + strconv.Itoa(objs) + " objects")
+}
+
+// bodyMetrics are the figures of a summed body: its CRC-32C and its
+// length (BytesIn counts the reply's headers too).
+func bodyMetrics(check *content.Check) map[string]float64 {
+	return map[string]float64{"body_crc32c": float64(check.Sum()), "body_bytes": float64(check.Len())}
 }
 
 func (c *Client) fail(ctx context.Context, tr *load.Trace, cr *countReader, cw *countWriter, err error) result.Sample {

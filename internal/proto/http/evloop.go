@@ -58,7 +58,7 @@ func (c *Client) doEvloop(ctx context.Context, tr *load.Trace, addr netip.AddrPo
 		return tr.Fail(ctx, "connect", fmt.Errorf("local address %s is not %s: %w", r.Local, c.Path.Family(), path.ErrFamily))
 	}
 	if c.Sum {
-		tr.S.Metrics = map[string]float64{"body_crc32c": float64(p.check.Sum())}
+		tr.S.Metrics = bodyMetrics(&p.check)
 	}
 	return tr.Done("200 OK, 0 objects")
 }

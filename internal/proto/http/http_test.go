@@ -352,8 +352,8 @@ func TestCorruptBodyFails(t *testing.T) {
 			cl := &Client{URL: u, Path: path.IPv6, Resolver: &path.Resolver{}, Engine: engine, Expect: content.Generated, Sum: true}
 			s := do(cl, 5*time.Second)
 			if c.err == "" {
-				if !s.OK() || s.Metrics["body_crc32c"] != float64(want.Sum()) {
-					t.Errorf("%s %s: err %q crc %v, want %v", engine, c.name, s.Err, s.Metrics["body_crc32c"], want.Sum())
+				if !s.OK() || s.Metrics["body_crc32c"] != float64(want.Sum()) || s.Metrics["body_bytes"] != float64(len(body)) {
+					t.Errorf("%s %s: err %q crc %v body %v bytes, want %v, %d", engine, c.name, s.Err, s.Metrics["body_crc32c"], s.Metrics["body_bytes"], want.Sum(), len(body))
 				}
 				continue
 			}

@@ -1,0 +1,143 @@
+package report
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// fileGroup is the transfer-rate table of one protocol's file cells.
+type fileGroup struct {
+	proto string
+	rows  []*fileRow
+	paths []string
+}
+
+type fileRow struct {
+	label  string
+	bytes  float64
+	byPath map[string]*Cell
+}
+
+// fileGroups gathers the cells that transferred a file (they carry
+// file_bytes and mbytes_per_s), one group per protocol as rateBySize
+// groups them (the label up to its first dash: ftp-5879824 is ftp), one
+// row per cell group, largest file first as the studies list them.
+func fileGroups(s *Summary) []*fileGroup {
+	var out []*fileGroup
+	byProto := map[string]*fileGroup{}
+	rows := map[string]*fileRow{}
+	for i := range s.Cells {
+		c := &s.Cells[i]
+		size, rate := c.Metrics["file_bytes"], c.Metrics["mbytes_per_s"]
+		if size == nil || rate == nil || c.Conns != 1 {
+			continue
+		}
+		proto, _, _ := strings.Cut(c.Protocol, "-")
+		g := byProto[proto]
+		if g == nil {
+			g = &fileGroup{proto: proto}
+			byProto[proto] = g
+			out = append(out, g)
+		}
+		r := rows[c.Protocol]
+		if r == nil {
+			r = &fileRow{label: c.Protocol, bytes: size.Mean, byPath: map[string]*Cell{}}
+			rows[c.Protocol] = r
+			g.rows = append(g.rows, r)
+		}
+		r.byPath[c.Path] = c
+		if !slices.Contains(g.paths, c.Path) {
+			g.paths = append(g.paths, c.Path)
+		}
+	}
+	for _, g := range out {
+		sort.SliceStable(g.rows, func(i, j int) bool { return g.rows[i].bytes > g.rows[j].bytes })
+		sort.SliceStable(g.paths, func(i, j int) bool { return pathRank(g.paths[i]) < pathRank(g.paths[j]) })
+	}
+	return out
+}
+
+// inFileTables are the cell groups FileTables shows.
+func inFileTables(s *Summary) map[string]bool {
+	out := map[string]bool{}
+	for _, g := range fileGroups(s) {
+		if len(g.rows) < 2 {
+			continue
+		}
+		for _, r := range g.rows {
+			out[r.label] = true
+		}
+	}
+	return out
+}
+
+// FileTables are the Regensburg studies' table: per protocol, one row per
+// file with its size in bytes and in MB, and each path's transfer rate in
+// MB/s (mean of the counted transfers, 95% CI), then each path's rate
+// against the baseline's in percent, with the confidence level of the
+// difference (from the comparison of the same transfers' times). A group
+// with a single file is left to the cell's own tables.
+func FileTables(s *Summary) []section {
+	var out []section
+	cmp := map[cellKey]*Comparison{}
+	for i := range s.Comparisons {
+		c := &s.Comparisons[i]
+		cmp[cellKey{c.Protocol, c.Path, c.Conns}] = c
+	}
+	for _, g := range fileGroups(s) {
+		if len(g.rows) < 2 {
+			continue
+		}
+		sec := section{Title: fmt.Sprintf("%s file transfers (the Regensburg studies' table): MB/s per file, mean of counted transfers (95%% CI)", strings.ToUpper(g.proto)),
+			Head: []string{"file", "size (bytes)", "size (MB)"}}
+		var others []string
+		for _, p := range g.paths {
+			sec.Head = append(sec.Head, p+" MB/s")
+			if p != s.Baseline {
+				others = append(others, p)
+			}
+		}
+		hasBase := slices.Contains(g.paths, s.Baseline)
+		if hasBase {
+			for _, p := range others {
+				sec.Head = append(sec.Head, p+" vs "+s.Baseline, "confidence")
+			}
+		}
+		for _, r := range g.rows {
+			row := []string{r.label, fmt.Sprintf("%.0f", r.bytes), fmt.Sprintf("%.2f", r.bytes/1e6)}
+			for _, p := range g.paths {
+				if c := r.byPath[p]; c != nil {
+					row = append(row, statText(c.Metrics["mbytes_per_s"]))
+				} else {
+					row = append(row, "-")
+				}
+			}
+			if hasBase {
+				base := r.byPath[s.Baseline]
+				for _, p := range others {
+					c := r.byPath[p]
+					if c == nil || base == nil {
+						row = append(row, "-", "-")
+						continue
+					}
+					bm, pm := base.Metrics["mbytes_per_s"].Mean, c.Metrics["mbytes_per_s"].Mean
+					pct := "-"
+					if bm > 0 {
+						pct = fmt.Sprintf("%+.1f%%", (pm-bm)/bm*100)
+					}
+					conf := "-"
+					if k := cmp[cellKey{c.Protocol, p, c.Conns}]; k != nil {
+						conf = optConf(k.Confidence, k.NA["confidence"])
+					}
+					row = append(row, pct, conf)
+				}
+			}
+			sec.Rows = append(sec.Rows, row)
+		}
+		sec.Footer = []string{"MB = 10^6 bytes; rate = bytes received / the transfer's time, lookup and login included (docs/metrics.md); positive % = faster than " + s.Baseline}
+		out = append(out, sec)
+	}
+	return out
+}

@@ -1,0 +1,98 @@
+package report
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestFileTablesInTheStudysShape: ftp cells of three files over two paths
+// make one table, largest file first, with each path's MB/s, the second
+// path's rate against the baseline's and the comparison's confidence; a
+// lone http file makes none, and the swept cells leave the table of
+// differences to the protocols that are not a sweep.
+func TestFileTablesInTheStudysShape(t *testing.T) {
+	s := &Summary{Baseline: "ipv4"}
+	rate := map[string]float64{"ipv4": 10, "ipv6": 12}
+	for _, size := range []float64{5879824, 14269432, 2183355160} {
+		label := "ftp-" + figure(size)
+		for _, p := range []string{"ipv4", "ipv6"} {
+			s.Cells = append(s.Cells, Cell{Protocol: label, Path: p, Conns: 1, Metrics: map[string]*MetricStat{
+				"file_bytes": {N: 2, Mean: size, CI95: &[2]float64{size, size}}, "mbytes_per_s": stat(rate[p])}})
+		}
+		s.Comparisons = append(s.Comparisons, Comparison{Protocol: label, Path: "ipv6", Baseline: "ipv4", Conns: 1, Confidence: ptr(0.97)})
+	}
+	for _, p := range []string{"ipv4", "ipv6"} {
+		s.Cells = append(s.Cells, Cell{Protocol: "http-1m", Path: p, Conns: 1, Metrics: map[string]*MetricStat{
+			"file_bytes": stat(1e6), "mbytes_per_s": stat(5)}})
+		s.Cells = append(s.Cells, Cell{Protocol: "smtp", Path: p, Conns: 1})
+		s.Comparisons = append(s.Comparisons, Comparison{Protocol: "smtp", Path: p, Baseline: "ipv4", Conns: 1, CI95DiffMS: &[2]float64{-1, 1}})
+		s.Comparisons = append(s.Comparisons, Comparison{Protocol: "http-1m", Path: p, Baseline: "ipv4", Conns: 1, CI95DiffMS: &[2]float64{-1, 1}})
+	}
+	secs := FileTables(s)
+	if len(secs) != 1 {
+		t.Fatalf("%d tables: %+v", len(secs), secs)
+	}
+	ft := secs[0]
+	wantHead := []string{"file", "size (bytes)", "size (MB)", "ipv4 MB/s", "ipv6 MB/s", "ipv6 vs ipv4", "confidence"}
+	if !strings.HasPrefix(ft.Title, "FTP file transfers") || !slices.Equal(ft.Head, wantHead) || len(ft.Rows) != 3 {
+		t.Fatalf("table %q %v %v", ft.Title, ft.Head, ft.Rows)
+	}
+	want := []string{"ftp-2183355160", "2183355160", "2183.36", "10 (9–11)", "12 (11–13)", "+20.0%", "97%"}
+	if !slices.Equal(ft.Rows[0], want) {
+		t.Errorf("first row %v, want %v", ft.Rows[0], want)
+	}
+	if ft.Rows[2][0] != "ftp-5879824" || ft.Rows[2][2] != "5.88" {
+		t.Errorf("last row %v", ft.Rows[2])
+	}
+	// The table of differences keeps http-1m and smtp, not the sweep.
+	diff, ok := DifferenceCIs(s)
+	if !ok || len(diff.Rows) != 4 {
+		t.Fatalf("differences: %v %v", ok, diff.Rows)
+	}
+	for _, r := range diff.Rows {
+		if strings.HasPrefix(r[0], "FTP") {
+			t.Errorf("swept cell in the differences: %v", r)
+		}
+	}
+}
+
+// TestNaturalOrder: cell groups with sizes in their names sort by size.
+func TestNaturalOrder(t *testing.T) {
+	got := []string{"ftp-14269432", "ftp-5879824", "http-2", "ftp-2183355160", "ftp", "ftp-05879825", "dns"}
+	slices.SortFunc(got, func(a, b string) int {
+		if naturalLess(a, b) {
+			return -1
+		}
+		if naturalLess(b, a) {
+			return 1
+		}
+		return 0
+	})
+	want := []string{"dns", "ftp", "ftp-5879824", "ftp-05879825", "ftp-14269432", "ftp-2183355160", "http-2"}
+	if !slices.Equal(got, want) {
+		t.Errorf("order %v, want %v", got, want)
+	}
+}
+
+// TestChecksumsPrintAsIdentities: a CRC reads in hex when every run saw
+// the same one, and says so when they differ; a constant reads without CI.
+func TestChecksumsPrintAsIdentities(t *testing.T) {
+	same := &MetricStat{N: 2, Mean: 0x85467382, Runs: []float64{0x85467382, 0x85467382}, CI95: &[2]float64{0x85467382, 0x85467382}}
+	differ := &MetricStat{N: 2, Mean: 2.5, Runs: []float64{2, 3}, CI95: &[2]float64{-4, 9}}
+	for _, c := range []struct {
+		k    string
+		m    *MetricStat
+		want string
+	}{
+		{"body_crc32c", same, "85467382"},
+		{"body_crc32c", differ, "differs between runs"},
+		{"file_bytes", &MetricStat{N: 2, Mean: 65536, CI95: &[2]float64{65536, 65536}}, "65536"},
+		{"mbytes_per_s", differ, "2.50 (-4–9)"},
+		{"cwnd", nil, "-"},
+	} {
+		if got := metricText(c.k, c.m); got != c.want {
+			t.Errorf("%s %+v: %q, want %q", c.k, c.m, got, c.want)
+		}
+	}
+}
