@@ -522,6 +522,7 @@ func TestTCPAndUDPCommands(t *testing.T) {
 		{[]string{"tcp", v4, v6, "--time", "300ms", "--interval", "100ms", "--streams", "2", "--bottleneck", "10G"},
 			[]string{"throughput_mbps", "retransmits", "rtt_ms", "tcp_efficiency_pct", "transfer_time_ratio"}},
 		{[]string{"tcp", v4, v6, "--bytes", "2M", "--mss", "1200", "--window", "64K"}, []string{"throughput_mbps", "mss"}},
+		{[]string{"tcp", v4, v6, "-R", "--time", "300ms", "--interval", "100ms"}, []string{"throughput_mbps", "retransmits", "rtt_ms", "cwnd"}},
 		{[]string{"udp", v4, v6, "--time", "300ms", "--rate", "5M", "--size", "1000"},
 			[]string{"throughput_mbps", "loss_pct", "jitter_ms", "duplicates", "reordered"}},
 	} {
@@ -561,6 +562,8 @@ func TestTCPAndUDPCommands(t *testing.T) {
 		{[]string{"tcp", "1.2.3.4.5"}, `server "1.2.3.4.5": want ADDR or ADDR:PORT`},
 		{[]string{"tcp", v4}, "path ipv6: no IPv6 server address"},
 		{[]string{"tcp", v4, "--paths", "ipv4", "--streams", "500"}, "streams 500: want 1 to 128"},
+		{[]string{"tcp", v4, "--paths", "ipv4", "--reverse", "--time", "1h", "--interval", "10ms"}, "360000 intervals, at most 3600"},
+		{[]string{"tcp", v4, "--paths", "ipv4", "--reverse", "--congestion", "Cubic!"}, `congestion "Cubic!"`},
 		{[]string{"udp", v4, "--paths", "ipv4", "--size", "8"}, "datagram size 8: want 32 to 65507"},
 		{[]string{"udp", v4, "--paths", "ipv4", "--rate", "fast"}, `--rate: bad rate "fast"`},
 		{[]string{"tcp", v4, "--paths", "ipv4", "--window", "lots"}, `--window: want bytes up to 256M`},

@@ -44,8 +44,8 @@ func (f *transportFlags) register(cmd *cobra.Command) {
 	fl.Lookup("timeout").Usage = "bound on one trial (default: its length plus 30 s)"
 	fl.DurationVarP(&f.duration, "time", "t", 10*time.Second, "length of each trial (with --bytes: its bound)")
 	fl.DurationVarP(&f.interval, "interval", "i", time.Second, "reporting interval")
-	fl.StringVar(&f.sndbuf, "sndbuf", "", "client socket send buffer (SO_SNDBUF), e.g. 64K")
-	fl.StringVar(&f.rcvbuf, "rcvbuf", "", "server socket receive buffer (SO_RCVBUF), e.g. 100K")
+	fl.StringVar(&f.sndbuf, "sndbuf", "", "sending socket's send buffer (SO_SNDBUF), e.g. 64K")
+	fl.StringVar(&f.rcvbuf, "rcvbuf", "", "receiving socket's receive buffer (SO_RCVBUF), e.g. 100K")
 }
 
 // serverArgs reads the SERVER arguments: an address per family, port 5301
@@ -108,14 +108,7 @@ func (f *transportFlags) run(cmd *cobra.Command, test string, args []string) err
 		return &exitError{code: 2, err: err}
 	}
 	spec.Conns = []int{1}
-	req := transport.Request{Magic: transport.Magic, Test: test, Streams: o.Streams, Duration: o.Duration, Bytes: o.Bytes,
-		RcvBuf: o.RcvBuf, Window: o.Window, Rate: o.Rate, Size: o.Size}
-	if test == "udp" {
-		req.Streams = 0
-		if req.Size == 0 {
-			req.Size = 1460
-		}
-	}
+	req := o.Request()
 	if err := req.Check(); err != nil {
 		return &exitError{code: 2, err: err}
 	}
@@ -167,6 +160,9 @@ func transportParams(o transport.Options) map[string]string {
 	if o.Congestion != "" {
 		m["congestion"] = o.Congestion
 	}
+	if o.Reverse {
+		m["direction"] = "reverse (server to client)"
+	}
 	return m
 }
 
@@ -214,20 +210,25 @@ throughput in total and per interval, bytes, retransmits, RTT and cwnd from TCP_
 the RFC 6349 metrics: TCP efficiency, buffer delay and, given --bottleneck, the transfer
 time ratio against the ideal for the path's MTU and headers (IPv4, IPv6 and 6in4 differ).
 Give one server address per family (port 5301 unless given). The congestion control in
-use is recorded even when not set.`,
+use is recorded even when not set. With --reverse the server sends and this host receives
+(as iperf3 -R), on the connections this host opened: the sending side's figures come
+from the server's TCP_INFO; --sndbuf and --congestion then apply to the server, --rcvbuf
+and --window to this host.`,
 		Example: `  v6lab tcp 192.0.2.1 2001:db8::1 --time 60s --runs 10
   v6lab tcp 192.0.2.1 2001:db8::1 --bytes 200M --window 64K --mss 1024 --bottleneck 100M
-  v6lab tcp 127.0.0.1 ::1 --streams 4 --congestion cubic`,
+  v6lab tcp 127.0.0.1 ::1 --streams 4 --congestion cubic
+  v6lab tcp 192.0.2.1 2001:db8::1 --reverse --time 30s`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return f.run(cmd, "tcp", args) },
 	}
 	f.register(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&f.bytes, "bytes", "", "amount of data per trial (e.g. 10M, 200M); ends the trial")
-	fl.StringVar(&f.window, "window", "", "clamp the server's TCP window (e.g. 10K, 100K)")
+	fl.StringVar(&f.window, "window", "", "clamp the receiving side's TCP window (e.g. 10K, 100K)")
 	fl.IntVar(&f.opts.MSS, "mss", 0, "TCP maximum segment size (TCP_MAXSEG), e.g. 1024 or 2048")
 	fl.IntVarP(&f.opts.Streams, "streams", "P", 1, "parallel streams")
 	fl.StringVar(&f.opts.Congestion, "congestion", "", "congestion control (e.g. cubic, bbr, reno)")
+	fl.BoolVarP(&f.opts.Reverse, "reverse", "R", false, "the server sends, this host receives (downstream)")
 	fl.StringVar(&f.bottleneck, "bottleneck", "", "the path's bottleneck rate for the RFC 6349 transfer time ratio (e.g. 100M)")
 	return cmd
 }

@@ -82,6 +82,7 @@ type cellFile struct {
 	RcvBuf     string   `yaml:"rcvbuf"`
 	MSS        *int     `yaml:"mss"`
 	Congestion string   `yaml:"congestion"`
+	Reverse    bool     `yaml:"reverse"`
 	Bottleneck string   `yaml:"bottleneck"`
 	Rate       string   `yaml:"rate"`
 	Size       *int     `yaml:"size"`
@@ -108,13 +109,13 @@ var protocolOptions = map[string][]string{
 	"ftp":  {"file", "active", "client", "url", "dns_servers"},
 	"smtp": {"from", "to", "size", "starttls", "url", "dns_servers"},
 	"imap": {"users", "user_format", "password", "url", "dns_servers"},
-	"tcp":  {"time", "interval", "bytes", "streams", "window", "sndbuf", "rcvbuf", "mss", "congestion", "bottleneck", "servers"},
+	"tcp":  {"time", "interval", "bytes", "streams", "window", "sndbuf", "rcvbuf", "mss", "congestion", "bottleneck", "reverse", "servers"},
 	"udp":  {"time", "interval", "rate", "size", "sndbuf", "rcvbuf", "servers"},
 }
 
 // allOptions are every protocol option, for the "does not apply" rule.
 var allOptions = []string{"client", "users", "user_format", "password", "from", "to", "starttls", "file", "active", "objects", "url", "query", "dns_servers", "transport", "time", "interval", "bytes", "streams",
-	"window", "sndbuf", "rcvbuf", "mss", "congestion", "bottleneck", "rate", "size", "servers"}
+	"window", "sndbuf", "rcvbuf", "mss", "congestion", "bottleneck", "reverse", "rate", "size", "servers"}
 
 var (
 	nameRE  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
@@ -602,7 +603,7 @@ func checkFile(doc *specfile.Doc, field, file string, hosts bool) error {
 // server would.
 func (c *cellFile) trialOptions(doc *specfile.Doc, at string, hosts bool) (*transport.Options, error) {
 	field := func(f string) string { return at + "." + f }
-	o := &transport.Options{Test: c.Protocol, Duration: time.Duration(c.Time), Interval: time.Duration(c.Interval), Congestion: c.Congestion}
+	o := &transport.Options{Test: c.Protocol, Duration: time.Duration(c.Time), Interval: time.Duration(c.Interval), Congestion: c.Congestion, Reverse: c.Reverse}
 	if o.Duration == 0 {
 		o.Duration = 10 * time.Second
 	}
@@ -677,6 +678,13 @@ func (c *cellFile) trialOptions(doc *specfile.Doc, at string, hosts bool) (*tran
 				return nil, doc.Errorf(field("size"), "%d: want %d to %d bytes", *c.Size, transport.MinDatagram, transport.MaxDatagram)
 			}
 			o.Size = *c.Size
+		}
+	}
+	if o.Reverse {
+		// The server samples a reverse test: hold it to the server's bounds.
+		req := o.Request()
+		if err := req.Check(); err != nil {
+			return nil, doc.Errorf(field("reverse"), "%v", err)
 		}
 	}
 	if hosts && len(c.Servers) == 0 {

@@ -4,13 +4,10 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -39,8 +36,12 @@ type Options struct {
 	Window int
 	// MSS sets TCP_MAXSEG on the client's streams.
 	MSS int
-	// Congestion sets TCP_CONGESTION on the client's streams.
+	// Congestion sets TCP_CONGESTION on the sending streams.
 	Congestion string
+	// Reverse has the server send and the client receive (iperf3 -R), on
+	// the streams the client opened; SndBuf and Congestion then apply to
+	// the server's side, RcvBuf and Window to the client's.
+	Reverse bool
 	// Rate (bits/s) and Size (bytes) of UDP datagrams.
 	Rate uint64
 	Size int
@@ -64,6 +65,25 @@ func (o *Options) defaults() {
 	if o.Test == "udp" && o.Size == 0 {
 		o.Size = 1460
 	}
+}
+
+// Request is the control request for a test of these options (after
+// their defaults): what the server is told, and what its Check bounds.
+func (o Options) Request() Request {
+	o.defaults()
+	req := Request{Magic: Magic, Test: o.Test, Streams: o.Streams, Duration: o.Duration, Bytes: o.Bytes,
+		RcvBuf: o.RcvBuf, Window: o.Window, Rate: o.Rate, Size: o.Size}
+	if o.Test == "udp" {
+		req.Streams = 0
+	}
+	if o.Reverse {
+		// The server sends: it takes the sender's settings, and samples
+		// TCP_INFO at the client's interval; the receiving side's are
+		// the client's own.
+		req.Reverse, req.SndBuf, req.Congestion, req.Interval = true, o.SndBuf, o.Congestion, o.Interval
+		req.RcvBuf, req.Window = 0, 0
+	}
+	return req
 }
 
 // Probe runs one test per Do against a v6lab transport server: a trial.
@@ -93,11 +113,7 @@ func (pr *Probe) Do(ctx context.Context, _ int) result.Sample {
 	defer stop()
 	cc := newCtrl(c)
 	c.SetDeadline(time.Now().Add(ctrlDeadline))
-	req := Request{Magic: Magic, Test: o.Test, Streams: o.Streams, Duration: o.Duration, Bytes: o.Bytes,
-		RcvBuf: o.RcvBuf, Window: o.Window, Rate: o.Rate, Size: o.Size}
-	if o.Test == "udp" {
-		req.Streams = 0
-	}
+	req := o.Request()
 	if err := req.Check(); err != nil {
 		return tr.Fail(ctx, "protocol", fmt.Errorf("transport: %w", err))
 	}
@@ -128,13 +144,6 @@ func (pr *Probe) Do(ctx context.Context, _ int) result.Sample {
 	return s
 }
 
-// tcpStream is one data connection and what has been written on it.
-type tcpStream struct {
-	c    *net.TCPConn
-	fd   int
-	sent atomic.Int64
-}
-
 func tcpTest(ctx context.Context, tr *load.Trace, cc *ctrl, c net.Conn, d path.Dialer, data netip.AddrPort, acc Accept, o Options) result.Sample {
 	d.Control = func(_, _ string, rc syscall.RawConn) error {
 		var serr error
@@ -146,9 +155,18 @@ func tcpTest(ctx context.Context, tr *load.Trace, cc *ctrl, c net.Conn, d path.D
 					}
 				}
 			}
-			set(unix.SOL_SOCKET, unix.SO_SNDBUF, cmp.Or(o.SndBuf, o.Window)) // -w sizes both ends, as in iperf
+			// -w sizes both ends, as in iperf: here the sending one, or
+			// the receiving one in a reverse test (before the handshake,
+			// which fixes the window scale).
+			if o.Reverse {
+				set(unix.SOL_SOCKET, unix.SO_RCVBUF, cmp.Or(o.RcvBuf, o.Window))
+			} else {
+				set(unix.SOL_SOCKET, unix.SO_SNDBUF, cmp.Or(o.SndBuf, o.Window))
+			}
+			// Before connecting, TCP_MAXSEG also bounds the MSS this end
+			// announces, so it holds for the server's sending too.
 			set(unix.IPPROTO_TCP, unix.TCP_MAXSEG, o.MSS)
-			if serr == nil && o.Congestion != "" {
+			if serr == nil && o.Congestion != "" && !o.Reverse {
 				if err := unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, o.Congestion); err != nil {
 					serr = fmt.Errorf("congestion control %q: %w (see /proc/sys/net/ipv4/tcp_allowed_congestion_control)", o.Congestion, err)
 				}
@@ -169,205 +187,111 @@ func tcpTest(ctx context.Context, tr *load.Trace, cc *ctrl, c net.Conn, d path.D
 		if err != nil {
 			return tr.Fail(ctx, "connect", fmt.Errorf("data stream: %w", err))
 		}
-		tc := conn.(*net.TCPConn)
-		st := &tcpStream{c: tc, fd: -1}
-		if rc, err := tc.SyscallConn(); err == nil {
-			rc.Control(func(fd uintptr) { st.fd = int(fd) })
-		}
+		st := newStream(conn.(*net.TCPConn))
 		streams = append(streams, st)
+		if o.Reverse && o.Window > 0 && st.fd >= 0 {
+			unix.SetsockoptInt(st.fd, unix.IPPROTO_TCP, unix.TCP_WINDOW_CLAMP, o.Window)
+		}
 		var cookie [8]byte
 		binary.BigEndian.PutUint64(cookie[:], acc.Cookie)
-		if _, err := tc.Write(cookie[:]); err != nil {
+		if _, err := st.c.Write(cookie[:]); err != nil {
 			return tr.Fail(ctx, "io", err)
 		}
 	}
-	// The cookies' bytes are not data: start counting once they are acked.
-	base := tcpInfos(streams)
-	for deadline := time.Now().Add(ctrlDeadline); base.acked < uint64(8*len(streams)) && time.Now().Before(deadline); {
-		time.Sleep(100 * time.Microsecond)
-		base = tcpInfos(streams)
+	if o.Reverse {
+		return reverseTCP(ctx, tr, cc, c, streams, data, o)
 	}
-	t0 := time.Now()
-	end := t0.Add(o.Duration)
-	var budget atomic.Int64
-	budget.Store(o.Bytes)
-	var wg sync.WaitGroup
-	var writeErr error
-	var errOnce sync.Once
-	for _, st := range streams {
-		st.c.SetWriteDeadline(end)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			buf := make([]byte, 128<<10)
-			for ctx.Err() == nil {
-				n := len(buf)
-				if o.Bytes > 0 {
-					left := budget.Add(-int64(n))
-					if left < 0 {
-						n += int(left)
-						if n <= 0 {
-							break
-						}
-					}
-				}
-				w, err := st.c.Write(buf[:n])
-				st.sent.Add(int64(w))
-				if err != nil {
-					if !errors.Is(err, syscall.EAGAIN) && !isTimeout(err) {
-						errOnce.Do(func() { writeErr = err })
-					}
-					break
-				}
-			}
-			st.c.CloseWrite()
-		}()
-	}
-	// Intervals from TCP_INFO while the writers run.
-	var intervals []result.Interval
-	prev := base
-	tick := time.NewTicker(o.Interval)
-	finished := make(chan struct{})
-	go func() {
-		wg.Wait()
-		close(finished)
-	}()
-	sample := func() {
-		now := tcpInfos(streams)
-		iv := result.Interval{StartNS: 0, EndNS: int64(time.Since(t0))}
-		if len(intervals) > 0 {
-			iv.StartNS = intervals[len(intervals)-1].EndNS
-		}
-		iv.Bytes = int64(now.acked - prev.acked)
-		iv.Retrans = now.retrans - prev.retrans
-		iv.RTTUS, iv.Cwnd = now.rtt, now.cwnd
-		intervals = append(intervals, iv)
-		prev = now
-	}
-wait:
-	for {
-		select {
-		case <-tick.C:
-			sample()
-		case <-finished:
-			break wait
-		}
-	}
-	tick.Stop()
-	var sent int64
-	for _, st := range streams {
-		sent += st.sent.Load()
-	}
-	// The transfer ends when every byte sent is acknowledged.
-	var last tcpInfo
-	for deadline := time.Now().Add(grace); ; time.Sleep(200 * time.Microsecond) {
-		last = tcpInfos(streams)
-		if int64(last.acked-base.acked) >= sent || time.Now().After(deadline) || ctx.Err() != nil {
-			break
-		}
-	}
-	elapsed := time.Since(t0)
-	if len(intervals) == 0 || intervals[len(intervals)-1].EndNS < int64(elapsed) {
-		sample()
-	}
-	// A last sliver of an interval joins the one before.
-	if n := len(intervals); n > 1 && intervals[n-1].EndNS-intervals[n-1].StartNS < int64(o.Interval/10) {
-		last, prev := intervals[n-1], &intervals[n-2]
-		prev.EndNS, prev.Bytes, prev.Retrans = last.EndNS, prev.Bytes+last.Bytes, prev.Retrans+last.Retrans
-		prev.RTTUS, prev.Cwnd = last.RTTUS, last.Cwnd
-		intervals = intervals[:n-1]
-	}
-	// Each stream's FIN counts one byte in bytes_acked: it is not data.
-	var acked int64
-	for _, iv := range intervals {
-		acked += iv.Bytes
-	}
-	if over := acked - sent; over > 0 && over <= int64(len(streams)) {
-		intervals[len(intervals)-1].Bytes -= over
-	}
-	if writeErr != nil {
-		return tr.Fail(ctx, "io", fmt.Errorf("data stream: %w", writeErr))
+	snd, err := send(ctx, streams, sendSpec{Bytes: o.Bytes, Duration: o.Duration, Interval: o.Interval, Preamble: 8})
+	if err != nil {
+		return tr.Fail(ctx, "io", err)
 	}
 	c.SetDeadline(time.Now().Add(grace))
-	if err := cc.send(Done{Magic: Magic, Sent: sent}); err != nil {
+	if err := cc.send(Done{Magic: Magic, Sent: snd.Sent}); err != nil {
 		return tr.Fail(ctx, "io", err)
 	}
 	var rep Report
 	if err := cc.recv(&rep); err != nil {
 		return tr.Fail(ctx, "protocol", fmt.Errorf("transport: final report: %w", err))
 	}
-	algo := "?"
-	if streams[0].fd >= 0 {
-		if v, err := unix.GetsockoptString(streams[0].fd, unix.IPPROTO_TCP, unix.TCP_CONGESTION); err == nil {
-			algo = strings.TrimRight(v, "\x00")
-		}
+	s := tr.Done(fmt.Sprintf("received %d of %d bytes, cc %s", rep.Received, snd.Sent, snd.Congestion))
+	return tcpSample(s, o, snd, rep.Received, data.Addr())
+}
+
+// reverseTCP is a test in which the server sends on the client's streams
+// (iperf3 -R): the client counts what arrives, and the figures of the
+// sending side come from the server's TCP_INFO, in its report.
+func reverseTCP(ctx context.Context, tr *load.Trace, cc *ctrl, c net.Conn, streams []*tcpStream, data netip.AddrPort, o Options) result.Sample {
+	var k counter
+	var wg sync.WaitGroup
+	bound := time.Now().Add(o.Duration + grace)
+	for _, st := range streams {
+		st.c.SetReadDeadline(bound)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, 256<<10)
+			for {
+				n, err := st.c.Read(buf)
+				if n > 0 {
+					k.add(n)
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
 	}
-	s := tr.Done(fmt.Sprintf("received %d of %d bytes, cc %s", rep.Received, sent, algo))
-	s.TotalNS = int64(elapsed)
-	s.BytesOut, s.BytesIn = sent, rep.Received
-	s.Intervals = intervals
-	s.Metrics = tcpMetrics(o, sent, rep.Received, elapsed, base, last, intervals, data.Addr())
-	if rep.Received != sent {
-		s.Err = fmt.Sprintf("short transfer: the server received %d of the %d bytes sent", rep.Received, sent)
+	wg.Wait() // every stream read to the server's FIN (or the bound)
+	received := k.bytes.Load()
+	c.SetDeadline(time.Now().Add(grace))
+	if err := cc.send(Done{Magic: Magic, Received: received}); err != nil {
+		return tr.Fail(ctx, "io", err)
+	}
+	var rep Report
+	if err := cc.recv(&rep); err != nil {
+		return tr.Fail(ctx, "protocol", fmt.Errorf("transport: final report: %w", err))
+	}
+	if rep.Error != "" {
+		return tr.Fail(ctx, "protocol", fmt.Errorf("transport: the server's sending failed: %s", rep.Error))
+	}
+	if rep.Sender == nil {
+		return tr.Fail(ctx, "protocol", fmt.Errorf("transport: the server's report has no sender figures (does it support reverse tests?)"))
+	}
+	snd := *rep.Sender
+	s := tr.Done(fmt.Sprintf("reverse: received %d of %d bytes, server cc %s", received, snd.Sent, snd.Congestion))
+	return tcpSample(s, o, snd, received, data.Addr())
+}
+
+// tcpSample fills a completed TCP trial's sample from the sender's
+// figures and the bytes the receiver counted; a short transfer fails it.
+func tcpSample(s result.Sample, o Options, snd SenderStats, received int64, dst netip.Addr) result.Sample {
+	s.TotalNS = int64(snd.Elapsed)
+	s.BytesOut, s.BytesIn = snd.Sent, received // the sender's and the receiver's counts, whichever way
+	s.Intervals = snd.Intervals
+	s.Metrics = tcpMetrics(o, snd, received, dst)
+	if received != snd.Sent {
+		who := "the server"
+		if o.Reverse {
+			who = "this client"
+		}
+		s.Err = fmt.Sprintf("short transfer: %s received %d of the %d bytes sent", who, received, snd.Sent)
 		s.ErrKind = "protocol"
 	}
 	return s
 }
 
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
-}
-
-// tcpInfo sums TCP_INFO over a test's streams.
-type tcpInfo struct {
-	acked, sentBytes, retransBytes uint64
-	retrans                        uint32
-	rtt, minRTT, cwnd, mss         uint32
-	timestamps                     bool
-}
-
-func tcpInfos(streams []*tcpStream) tcpInfo {
-	var t tcpInfo
-	n := 0
-	for _, s := range streams {
-		if s.fd < 0 {
-			continue
-		}
-		i, err := unix.GetsockoptTCPInfo(s.fd, unix.IPPROTO_TCP, unix.TCP_INFO)
-		if err != nil {
-			continue
-		}
-		n++
-		t.acked += i.Bytes_acked
-		t.sentBytes += i.Bytes_sent
-		t.retransBytes += i.Bytes_retrans
-		t.retrans += i.Total_retrans
-		t.rtt += i.Rtt
-		t.cwnd += i.Snd_cwnd
-		t.mss = i.Snd_mss
-		t.timestamps = i.Options&tcpiOptTimestamps != 0
-		if t.minRTT == 0 || (i.Min_rtt > 0 && i.Min_rtt < t.minRTT) {
-			t.minRTT = i.Min_rtt
-		}
-	}
-	if n > 0 {
-		t.rtt /= uint32(n) // mean smoothed RTT over streams
-	}
-	return t
-}
-
 // tcpMetrics computes a TCP test's figures, RFC 6349 included.
-func tcpMetrics(o Options, sent, received int64, elapsed time.Duration, base, last tcpInfo, ivs []result.Interval, dst netip.Addr) map[string]float64 {
+func tcpMetrics(o Options, snd SenderStats, received int64, dst netip.Addr) map[string]float64 {
+	sent, elapsed, base, last, ivs := snd.Sent, snd.Elapsed, snd.Base, snd.Last, snd.Intervals
 	m := map[string]float64{
 		"bytes_sent":      float64(sent),
 		"bytes_received":  float64(received),
 		"transfer_s":      elapsed.Seconds(),
 		"throughput_mbps": float64(received) * 8 / elapsed.Seconds() / 1e6,
-		"retransmits":     float64(last.retrans - base.retrans),
+		"retransmits":     float64(last.Retrans - base.Retrans),
 		"streams":         float64(o.Streams),
-		"mss":             float64(last.mss),
-		"cwnd":            float64(last.cwnd),
+		"mss":             float64(last.MSS),
+		"cwnd":            float64(last.Cwnd),
 	}
 	// The trial's settings, for tables keyed by them (the study's).
 	for k, v := range map[string]int{"window_set": o.Window, "mss_set": o.MSS, "sndbuf_set": o.SndBuf, "rcvbuf_set": o.RcvBuf} {
@@ -388,19 +312,19 @@ func tcpMetrics(o Options, sent, received int64, elapsed time.Duration, base, la
 	if rttN > 0 {
 		m["rtt_ms"] = rttSum / rttN / 1000
 	}
-	if last.minRTT > 0 {
-		m["min_rtt_ms"] = float64(last.minRTT) / 1000
+	if last.MinRTT > 0 {
+		m["min_rtt_ms"] = float64(last.MinRTT) / 1000
 		if rttN > 0 {
 			// RFC 6349 5.3: buffer delay % = (average RTT - baseline RTT) / baseline RTT.
-			m["buffer_delay_pct"] = (rttSum/rttN - float64(last.minRTT)) / float64(last.minRTT) * 100
+			m["buffer_delay_pct"] = (rttSum/rttN - float64(last.MinRTT)) / float64(last.MinRTT) * 100
 		}
 	}
-	if tx := last.sentBytes - base.sentBytes; tx > 0 {
+	if tx := last.SentBytes - base.SentBytes; tx > 0 {
 		// RFC 6349 5.2: TCP efficiency % = (transmitted - retransmitted) / transmitted.
-		m["tcp_efficiency_pct"] = float64(tx-(last.retransBytes-base.retransBytes)) / float64(tx) * 100
+		m["tcp_efficiency_pct"] = float64(tx-(last.RetransBytes-base.RetransBytes)) / float64(tx) * 100
 	}
-	if o.Bottleneck > 0 && last.mss > 0 {
-		ideal := IdealTCPRate(o.Bottleneck, int(last.mss), path.OfAddr(dst), last.timestamps)
+	if o.Bottleneck > 0 && last.MSS > 0 {
+		ideal := IdealTCPRate(o.Bottleneck, int(last.MSS), path.OfAddr(dst), last.Timestamps)
 		m["ideal_mbps"] = ideal / 1e6
 		// RFC 6349 5.1: TCP transfer time ratio = actual / ideal transfer time.
 		m["transfer_time_ratio"] = elapsed.Seconds() / (float64(sent) * 8 / ideal)

@@ -5,9 +5,10 @@
 // reports throughput, TCP_INFO figures per interval, the RFC 6349 metrics,
 // and UDP loss, duplicates, reordering and jitter (RFC 3550).
 //
-// The server only ever receives: it never sends data to anyone, so it
-// cannot be made to flood a third host; and every test it accepts is
-// bounded in length, rate and streams.
+// The server receives, or in a reverse TCP test (iperf3 -R) sends on the
+// streams the client itself opened to it: it never sends to an address
+// it was given, so it cannot be made to flood a third host; and every
+// test it accepts is bounded in length, rate and streams.
 package transport
 
 import (
@@ -36,7 +37,7 @@ const (
 	MinDatagram  = 32    // the v6lab header: sequence number and send time, and some
 	MaxDatagram  = 65507
 	MaxBuffer    = 256 << 20
-	maxCtrlLine  = 64 << 10
+	maxCtrlLine  = 1 << 20 // a reverse test's report carries its intervals
 	ctrlDeadline = 10 * time.Second
 )
 
@@ -57,7 +58,17 @@ type Request struct {
 	// Rate (bits/s) and Size (bytes) of UDP datagrams.
 	Rate uint64 `json:"rate,omitempty"`
 	Size int    `json:"size,omitempty"`
+	// Reverse has the server send on the client's TCP streams; SndBuf
+	// (SO_SNDBUF) and Congestion (TCP_CONGESTION) are then the server's
+	// sending side's, and Interval spaces its TCP_INFO samples.
+	Reverse    bool          `json:"reverse,omitempty"`
+	SndBuf     int           `json:"sndbuf,omitempty"`
+	Congestion string        `json:"congestion,omitempty"`
+	Interval   time.Duration `json:"interval,omitempty"`
 }
+
+// maxIntervals bounds the samples of a reverse test's report.
+const maxIntervals = 3600
 
 // Check bounds a request; the error says which field is absurd.
 func (r *Request) Check() error {
@@ -73,6 +84,22 @@ func (r *Request) Check() error {
 	case r.RcvBuf < 0 || r.RcvBuf > MaxBuffer || r.Window < 0 || r.Window > MaxBuffer:
 		return fmt.Errorf("buffer and window: want 0 to %d bytes", MaxBuffer)
 	}
+	if r.Reverse {
+		switch {
+		case r.Test != "tcp":
+			return fmt.Errorf("reverse: only TCP tests can run from the server to the client")
+		case r.SndBuf < 0 || r.SndBuf > MaxBuffer:
+			return fmt.Errorf("sndbuf %d: want 0 to %d bytes", r.SndBuf, MaxBuffer)
+		case !congestionName(r.Congestion):
+			return fmt.Errorf("congestion %q: want a name such as cubic or bbr", printable([]byte(r.Congestion), 20))
+		case r.Interval < 10*time.Millisecond:
+			return fmt.Errorf("interval %v: want at least 10ms", r.Interval)
+		case r.Duration/r.Interval > maxIntervals:
+			return fmt.Errorf("interval %v: %v of it is %d intervals, at most %d are reported (lengthen the interval)", r.Interval, r.Duration, r.Duration/r.Interval, maxIntervals)
+		}
+	} else if r.SndBuf != 0 || r.Congestion != "" || r.Interval != 0 {
+		return fmt.Errorf("sndbuf, congestion and interval are the client's own unless the test is reverse")
+	}
 	if r.Test == "tcp" && (r.Streams < 1 || r.Streams > MaxStreams) {
 		return fmt.Errorf("streams %d: want 1 to %d", r.Streams, MaxStreams)
 	}
@@ -85,6 +112,20 @@ func (r *Request) Check() error {
 		}
 	}
 	return nil
+}
+
+// congestionName accepts "" and what could name a kernel congestion
+// control algorithm (TCP_CA_NAME_MAX is 16 with its NUL).
+func congestionName(s string) bool {
+	if len(s) > 15 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // Accept is the server's answer to a request.
@@ -101,10 +142,13 @@ type Accept struct {
 	Congestion string `json:"congestion,omitempty"`
 }
 
-// Done is the client's last control message: it has stopped sending.
+// Done is the client's last control message: it has stopped sending (or,
+// in a reverse test, seen the end of every stream).
 type Done struct {
 	Magic string `json:"magic"`
 	Sent  int64  `json:"sent"`
+	// Received is what the client counted in a reverse test.
+	Received int64 `json:"received,omitempty"`
 	// Datagrams sent (UDP).
 	Datagrams int64 `json:"datagrams,omitempty"`
 }
@@ -116,6 +160,8 @@ type Report struct {
 	Received int64         `json:"received"`
 	Elapsed  time.Duration `json:"elapsed"` // first to last byte received
 	UDP      *UDPStats     `json:"udp,omitempty"`
+	// Sender are the server's sending figures in a reverse test.
+	Sender *SenderStats `json:"sender,omitempty"`
 }
 
 // UDPStats are the receiver's figures of a UDP test.

@@ -196,6 +196,9 @@ func (s *Server) tcp(ctx context.Context, cc *ctrl, c net.Conn, req *Request, p 
 		mu.Lock()
 		streams = append(streams, d)
 		mu.Unlock()
+		if req.Reverse {
+			continue // sent on below, once all are here
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -212,6 +215,9 @@ func (s *Server) tcp(ctx context.Context, cc *ctrl, c net.Conn, req *Request, p 
 		}()
 	}
 	ln.Close()
+	if req.Reverse {
+		return s.sendBack(ctx, cc, c, req, streams)
+	}
 	go func() {
 		<-ctx.Done() // past the test's bound: stop reading
 		mu.Lock()
@@ -227,6 +233,46 @@ func (s *Server) tcp(ctx context.Context, cc *ctrl, c net.Conn, req *Request, p 
 	}
 	wg.Wait() // every stream read to its end (or the bound)
 	return cc.send(Report{Magic: Magic, Received: k.bytes.Load(), Elapsed: k.elapsed()})
+}
+
+// sendBack runs a reverse test: the server sends on the streams the
+// client opened (never anywhere else), then answers the client's Done
+// with its sending figures.
+func (s *Server) sendBack(ctx context.Context, cc *ctrl, c net.Conn, req *Request, conns []net.Conn) error {
+	rep := Report{Magic: Magic}
+	if len(conns) < req.Streams {
+		rep.Error = fmt.Sprintf("%d of %d streams connected", len(conns), req.Streams)
+	}
+	var streams []*tcpStream
+	for _, d := range conns {
+		st := newStream(d.(*net.TCPConn))
+		if req.SndBuf > 0 {
+			unix.SetsockoptInt(st.fd, unix.SOL_SOCKET, unix.SO_SNDBUF, req.SndBuf)
+		}
+		if req.Congestion != "" && rep.Error == "" {
+			if err := unix.SetsockoptString(st.fd, unix.IPPROTO_TCP, unix.TCP_CONGESTION, req.Congestion); err != nil {
+				rep.Error = fmt.Sprintf("congestion control %q on the server: %v", req.Congestion, err)
+			}
+		}
+		streams = append(streams, st)
+	}
+	if rep.Error == "" {
+		snd, err := send(ctx, streams, sendSpec{Bytes: req.Bytes, Duration: req.Duration, Interval: req.Interval})
+		if err != nil {
+			rep.Error = err.Error()
+		}
+		rep.Sender = &snd
+	}
+	for _, st := range streams {
+		st.c.CloseWrite() // a refused test ends the client's reading too
+	}
+	c.SetDeadline(time.Now().Add(grace))
+	var done Done
+	if err := cc.recv(&done); err != nil {
+		return err
+	}
+	rep.Received = done.Received
+	return cc.send(rep)
 }
 
 // udpHeader is the start of every test datagram: cookie, sequence number,

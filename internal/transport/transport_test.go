@@ -84,6 +84,72 @@ func TestTCPAmountMSSAndWindow(t *testing.T) {
 	}
 }
 
+// TestReverseTCP: the server sends an amount on the client's two streams;
+// the client counts every byte, the server's TCP_INFO gives the sending
+// figures, and the sending settings reach the server's side (congestion
+// control) or bound it from the client's (MSS announced in the SYN).
+func TestReverseTCP(t *testing.T) {
+	for _, p := range []path.Path{path.IPv4, path.IPv6} {
+		t.Run(string(p), func(t *testing.T) {
+			srv := startServer(t, p)
+			const amount = 3 << 20
+			pr := &Probe{Server: srv, Path: p, Opts: Options{Test: "tcp", Reverse: true, Duration: 20 * time.Second, Bytes: amount,
+				Streams: 2, Interval: 50 * time.Millisecond, MSS: 1000, Window: 64 << 10, SndBuf: 256 << 10, Congestion: "reno"}}
+			s := pr.Do(context.Background(), 0)
+			if !s.OK() || s.BytesOut != amount || s.BytesIn != amount {
+				t.Fatalf("%s: server sent %d, client received %d", s.Err, s.BytesOut, s.BytesIn)
+			}
+			if !strings.Contains(s.Marker, "reverse") || !strings.Contains(s.Marker, "server cc reno") {
+				t.Errorf("marker %q", s.Marker)
+			}
+			m := s.Metrics
+			if mss := m["mss"]; mss > 1000 || mss < 500 {
+				t.Errorf("the server's MSS %g, the client announced 1000", mss)
+			}
+			if m["rtt_ms"] <= 0 || m["streams"] != 2 || m["bytes_received"] != amount || len(s.Intervals) == 0 {
+				t.Errorf("intervals %d metrics %v", len(s.Intervals), m)
+			}
+			var acked int64
+			for _, iv := range s.Intervals {
+				acked += iv.Bytes
+			}
+			if acked != amount {
+				t.Errorf("the server's intervals add up to %d bytes, %d were sent", acked, amount)
+			}
+		})
+	}
+}
+
+// TestReverseSendsOnlyOnTheTestsStreams: a data connection without the
+// test's cookie is closed unsent, so a reverse test cannot be turned on
+// anyone but the client that asked for it.
+func TestReverseSendsOnlyOnTheTestsStreams(t *testing.T) {
+	srv := startServer(t, path.IPv4)
+	c, err := net.Dial("tcp4", srv.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cc := newCtrl(c)
+	cc.send(Request{Magic: Magic, Test: "tcp", Streams: 1, Duration: time.Second, Reverse: true, Interval: 100 * time.Millisecond})
+	var acc Accept
+	if err := cc.recv(&acc); err != nil || acc.Error != "" {
+		t.Fatalf("%v %q", err, acc.Error)
+	}
+	d, err := net.Dial("tcp4", netip.AddrPortFrom(srv.Addr(), uint16(acc.Port)).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var wrong [8]byte
+	binary.BigEndian.PutUint64(wrong[:], acc.Cookie^0xff)
+	d.Write(wrong[:])
+	d.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if b, err := io.ReadAll(d); len(b) != 0 || err != nil {
+		t.Errorf("a stream without the cookie got %d bytes (%v)", len(b), err)
+	}
+}
+
 func TestUDPLossAndJitter(t *testing.T) {
 	for _, p := range []path.Path{path.IPv4, path.IPv6} {
 		t.Run(string(p), func(t *testing.T) {
@@ -143,6 +209,11 @@ func TestServerRefusesAbsurdTests(t *testing.T) {
 		"datagram size 8: want 32 to 65507": {Test: "udp", Rate: 1e6, Size: 8, Duration: time.Second},
 		`test "icmp": want tcp or udp`:      {Test: "icmp", Duration: time.Second},
 		"buffer and window: want 0 to":      {Test: "tcp", Streams: 1, Duration: time.Second, Window: 1 << 30},
+		"reverse: only TCP tests":           {Test: "udp", Rate: 1e6, Size: 100, Duration: time.Second, Reverse: true, Interval: time.Second},
+		`congestion "cubic;rm -r"`:          {Test: "tcp", Streams: 1, Duration: time.Second, Reverse: true, Interval: time.Second, Congestion: "cubic;rm -r"},
+		"interval 1ms: want at least 10ms":  {Test: "tcp", Streams: 1, Duration: time.Second, Reverse: true, Interval: time.Millisecond},
+		"at most 3600 are reported":         {Test: "tcp", Streams: 1, Duration: time.Hour, Reverse: true, Interval: 10 * time.Millisecond},
+		"unless the test is reverse":        {Test: "tcp", Streams: 1, Duration: time.Second, SndBuf: 1 << 20},
 	} {
 		c, err := net.Dial("tcp4", srv.String())
 		if err != nil {
