@@ -262,6 +262,11 @@ func runLabChild(cmd *cobra.Command, jobFile string) error {
 	if err != nil {
 		return err
 	}
+	// The job is read once: remove it now, so that a parent killed
+	// before it could clean up leaves nothing behind.
+	if dir := filepath.Dir(jobFile); strings.HasPrefix(filepath.Base(dir), "v6lab-job-") {
+		os.RemoveAll(dir)
+	}
 	var j labJob
 	if err := json.Unmarshal(b, &j); err != nil {
 		return fmt.Errorf("lab job %s: %w", jobFile, err)
