@@ -523,6 +523,8 @@ func TestTCPAndUDPCommands(t *testing.T) {
 			[]string{"throughput_mbps", "retransmits", "rtt_ms", "tcp_efficiency_pct", "transfer_time_ratio"}},
 		{[]string{"tcp", v4, v6, "--bytes", "2M", "--mss", "1200", "--window", "64K"}, []string{"throughput_mbps", "mss"}},
 		{[]string{"tcp", v4, v6, "-R", "--time", "300ms", "--interval", "100ms"}, []string{"throughput_mbps", "retransmits", "rtt_ms", "cwnd"}},
+		{[]string{"udp", v4, v6, "--time", "300ms", "--rate", "5M", "--size", "1000", "--reverse"},
+			[]string{"throughput_mbps", "loss_pct", "jitter_ms", "duplicates", "reordered"}},
 		{[]string{"udp", v4, v6, "--time", "300ms", "--rate", "5M", "--size", "1000"},
 			[]string{"throughput_mbps", "loss_pct", "jitter_ms", "duplicates", "reordered"}},
 	} {

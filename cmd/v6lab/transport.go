@@ -46,6 +46,7 @@ func (f *transportFlags) register(cmd *cobra.Command) {
 	fl.DurationVarP(&f.interval, "interval", "i", time.Second, "reporting interval")
 	fl.StringVar(&f.sndbuf, "sndbuf", "", "sending socket's send buffer (SO_SNDBUF), e.g. 64K")
 	fl.StringVar(&f.rcvbuf, "rcvbuf", "", "receiving socket's receive buffer (SO_RCVBUF), e.g. 100K")
+	fl.BoolVarP(&f.opts.Reverse, "reverse", "R", false, "the server sends, this host receives (downstream, as iperf3 -R)")
 }
 
 // serverArgs reads the SERVER arguments: an address per family, port 5301
@@ -228,7 +229,6 @@ and --window to this host.`,
 	fl.IntVar(&f.opts.MSS, "mss", 0, "TCP maximum segment size (TCP_MAXSEG), e.g. 1024 or 2048")
 	fl.IntVarP(&f.opts.Streams, "streams", "P", 1, "parallel streams")
 	fl.StringVar(&f.opts.Congestion, "congestion", "", "congestion control (e.g. cubic, bbr, reno)")
-	fl.BoolVarP(&f.opts.Reverse, "reverse", "R", false, "the server sends, this host receives (downstream)")
 	fl.StringVar(&f.bottleneck, "bottleneck", "", "the path's bottleneck rate for the RFC 6349 transfer time ratio (e.g. 100M)")
 	return cmd
 }
@@ -242,9 +242,13 @@ func newUDPCmd() *cobra.Command {
 		Long: `udp sends datagrams of --size bytes at --rate for --time to a v6lab transport server,
 paced against the clock, and reports datagrams sent and received, lost and loss % (never
 below 0 or above 100), duplicates, reordering, jitter (RFC 3550) and the one-way delay
-variation. A trial in which the receiver saw nothing says so and counts as failed.`,
+variation. A trial in which the receiver saw nothing says so and counts as failed.
+With --reverse the server sends and this host receives (as iperf3 -R): this host says
+hello from its data socket, and the server sends only to the host of the control
+connection; --sndbuf then applies to the server, --rcvbuf to this host.`,
 		Example: `  v6lab udp 192.0.2.1 2001:db8::1 --rate 10M --size 1460 --rcvbuf 64K --time 60s --runs 10
-  v6lab udp 127.0.0.1 ::1 --rate 100M`,
+  v6lab udp 127.0.0.1 ::1 --rate 100M
+  v6lab udp 192.0.2.1 2001:db8::1 --rate 50M --reverse`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, err := units.ParseRate(rate)

@@ -110,7 +110,7 @@ var protocolOptions = map[string][]string{
 	"smtp": {"from", "to", "size", "starttls", "url", "dns_servers"},
 	"imap": {"users", "user_format", "password", "url", "dns_servers"},
 	"tcp":  {"time", "interval", "bytes", "streams", "window", "sndbuf", "rcvbuf", "mss", "congestion", "bottleneck", "reverse", "servers"},
-	"udp":  {"time", "interval", "rate", "size", "sndbuf", "rcvbuf", "servers"},
+	"udp":  {"time", "interval", "rate", "size", "sndbuf", "rcvbuf", "reverse", "servers"},
 }
 
 // allOptions are every protocol option, for the "does not apply" rule.

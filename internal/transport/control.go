@@ -58,7 +58,9 @@ type Request struct {
 	// Rate (bits/s) and Size (bytes) of UDP datagrams.
 	Rate uint64 `json:"rate,omitempty"`
 	Size int    `json:"size,omitempty"`
-	// Reverse has the server send on the client's TCP streams; SndBuf
+	// Reverse has the server send: on the client's TCP streams, or UDP
+	// datagrams to where the client's hello came from (only ever the
+	// control connection's host); SndBuf
 	// (SO_SNDBUF) and Congestion (TCP_CONGESTION) are then the server's
 	// sending side's, and Interval spaces its TCP_INFO samples.
 	Reverse    bool          `json:"reverse,omitempty"`
@@ -86,8 +88,6 @@ func (r *Request) Check() error {
 	}
 	if r.Reverse {
 		switch {
-		case r.Test != "tcp":
-			return fmt.Errorf("reverse: only TCP tests can run from the server to the client")
 		case r.SndBuf < 0 || r.SndBuf > MaxBuffer:
 			return fmt.Errorf("sndbuf %d: want 0 to %d bytes", r.SndBuf, MaxBuffer)
 		case !congestionName(r.Congestion):
@@ -160,8 +160,17 @@ type Report struct {
 	Received int64         `json:"received"`
 	Elapsed  time.Duration `json:"elapsed"` // first to last byte received
 	UDP      *UDPStats     `json:"udp,omitempty"`
-	// Sender are the server's sending figures in a reverse test.
-	Sender *SenderStats `json:"sender,omitempty"`
+	// Sender are the server's sending figures in a reverse TCP test,
+	// UDPSent in a reverse UDP one.
+	Sender  *SenderStats `json:"sender,omitempty"`
+	UDPSent *UDPSent     `json:"udp_sent,omitempty"`
+}
+
+// UDPSent is what a reverse UDP test's server sent.
+type UDPSent struct {
+	Datagrams  int64         `json:"datagrams"`
+	SendErrors int64         `json:"send_errors"`
+	Elapsed    time.Duration `json:"elapsed"`
 }
 
 // UDPStats are the receiver's figures of a UDP test.

@@ -294,11 +294,7 @@ func (s *Server) udp(ctx context.Context, cc *ctrl, c net.Conn, req *Request, p 
 	if req.RcvBuf > 0 {
 		pc.SetReadBuffer(req.RcvBuf)
 	}
-	// The kernel's receive time, not the moment this goroutine ran, is
-	// what jitter and delay variation are computed from.
-	if rc, err := pc.SyscallConn(); err == nil {
-		rc.Control(func(fd uintptr) { unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1) })
-	}
+	kernelStamps(pc)
 	go func() {
 		<-ctx.Done()
 		pc.Close()
@@ -306,26 +302,12 @@ func (s *Server) udp(ctx context.Context, cc *ctrl, c net.Conn, req *Request, p 
 	if err := cc.send(Accept{Magic: Magic, Port: pc.LocalAddr().(*net.UDPAddr).Port, Cookie: cookie}); err != nil {
 		return err
 	}
+	if req.Reverse {
+		return s.udpBack(ctx, cc, c, req, pc, cookie)
+	}
 	rx := newReceiver(cookie, time.Second)
 	stop := make(chan struct{})
-	recvDone := make(chan struct{})
-	go func() {
-		defer close(recvDone)
-		buf := make([]byte, MaxDatagram)
-		oob := make([]byte, 128)
-		for {
-			n, oobn, _, _, err := pc.ReadMsgUDP(buf, oob)
-			if err != nil {
-				return
-			}
-			rx.datagram(buf[:n], kernelTime(oob[:oobn]))
-			select {
-			case <-stop:
-				return
-			default:
-			}
-		}
-	}()
+	recvDone := readDatagrams(pc, rx, stop, nil)
 	c.SetDeadline(time.Now().Add(req.Duration + grace))
 	var done Done
 	if err := cc.recv(&done); err != nil {
@@ -338,6 +320,87 @@ func (s *Server) udp(ctx context.Context, cc *ctrl, c net.Conn, req *Request, p 
 	<-recvDone
 	st := rx.stats(done.Datagrams)
 	return cc.send(Report{Magic: Magic, Received: rx.bytes, Elapsed: time.Duration(rx.last - rx.first), UDP: &st})
+}
+
+// helloWait bounds the wait for a reverse UDP client's hello (a variable
+// for the tests).
+var helloWait = ctrlDeadline
+
+// udpBack runs a reverse UDP test: it waits for the client's hello from
+// the control connection's own host, sends the datagrams there at the
+// asked rate, reports what it sent, and waits for the client's Done.
+func (s *Server) udpBack(ctx context.Context, cc *ctrl, c net.Conn, req *Request, pc *net.UDPConn, cookie uint64) error {
+	client := c.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap()
+	rep := Report{Magic: Magic}
+	var to netip.AddrPort
+	buf := make([]byte, 64)
+	pc.SetReadDeadline(time.Now().Add(helloWait))
+	for {
+		n, from, err := pc.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			rep.Error = "no hello from the client's data socket: " + err.Error()
+			break
+		}
+		// Only the control connection's host is sent to, whatever port
+		// its hello came from: never a third host.
+		if isHello(buf[:n], cookie) && from.Addr().Unmap() == client {
+			to = from
+			break
+		}
+	}
+	if rep.Error == "" {
+		if req.SndBuf > 0 {
+			pc.SetWriteBuffer(req.SndBuf)
+		}
+		sent, errs, elapsed := pace(ctx, func(b []byte) error { _, err := pc.WriteToUDPAddrPort(b, to); return err }, cookie, req.Size, req.Rate, req.Duration)
+		rep.UDPSent = &UDPSent{Datagrams: sent, SendErrors: errs, Elapsed: elapsed}
+		rep.Received = sent * int64(req.Size)
+	}
+	c.SetDeadline(time.Now().Add(grace))
+	if err := cc.send(rep); err != nil {
+		return err
+	}
+	var done Done
+	return cc.recv(&done)
+}
+
+// kernelStamps asks for the kernel's receive time of each datagram: it,
+// not the moment a goroutine ran, is what jitter and delay variation are
+// computed from.
+func kernelStamps(pc *net.UDPConn) {
+	if rc, err := pc.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) { unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1) })
+	}
+}
+
+// readDatagrams feeds pc's datagrams to rx, with their kernel receive
+// times, until stop is closed or pc is; first (when given) is closed at
+// the first datagram of the test. The returned channel closes when it
+// has stopped, after which rx may be read.
+func readDatagrams(pc *net.UDPConn, rx *receiver, stop <-chan struct{}, first chan<- struct{}) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, MaxDatagram)
+		oob := make([]byte, 128)
+		for {
+			n, oobn, _, _, err := pc.ReadMsgUDP(buf, oob)
+			if err != nil {
+				return
+			}
+			rx.datagram(buf[:n], kernelTime(oob[:oobn]))
+			if first != nil && rx.received > 0 {
+				close(first)
+				first = nil
+			}
+			select {
+			case <-stop:
+				return
+			default:
+			}
+		}
+	}()
+	return done
 }
 
 // kernelTime reads SCM_TIMESTAMPNS from a datagram's control data, in unix

@@ -177,6 +177,75 @@ func TestUDPLossAndJitter(t *testing.T) {
 	}
 }
 
+// TestReverseUDP: the server sends at the rate to the client's socket; the
+// client's receiver counts loss and jitter as the server's would.
+func TestReverseUDP(t *testing.T) {
+	for _, p := range []path.Path{path.IPv4, path.IPv6} {
+		t.Run(string(p), func(t *testing.T) {
+			srv := startServer(t, p)
+			pr := &Probe{Server: srv, Path: p, Opts: Options{Test: "udp", Reverse: true, Duration: 500 * time.Millisecond, Rate: 10e6, Size: 1000, RcvBuf: 1 << 20}}
+			s := pr.Do(context.Background(), 0)
+			if !s.OK() || !strings.Contains(s.Marker, "reverse") {
+				t.Fatalf("%s (%s)", s.Err, s.Marker)
+			}
+			m := s.Metrics
+			if sent := m["datagrams_sent"]; sent < 600 || sent > 626 {
+				t.Errorf("the server sent %g datagrams, want 625", sent)
+			}
+			if m["loss_pct"] < 0 || m["loss_pct"] > 1 || m["datagrams_received"]+m["lost"] != m["datagrams_sent"] {
+				t.Errorf("loss on loopback: %v", m)
+			}
+			if off := m["offered_mbps"]; math.Abs(off-10) > 1 {
+				t.Errorf("offered %g Mbit/s, asked 10", off)
+			}
+			if _, ok := m["jitter_ms"]; !ok || s.BytesIn != int64(m["datagrams_received"])*1000 {
+				t.Errorf("bytes in %d, metrics %v", s.BytesIn, m)
+			}
+		})
+	}
+}
+
+// TestReverseUDPSendsOnlyToTheClientsHost: a hello from another host (here
+// 127.0.0.2, for a control connection from 127.0.0.1) is not answered; the
+// server says so instead of sending.
+func TestReverseUDPSendsOnlyToTheClientsHost(t *testing.T) {
+	defer func(d time.Duration) { helloWait = d }(helloWait)
+	helloWait = time.Second
+	srv := startServer(t, path.IPv4)
+	c, err := net.Dial("tcp4", srv.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cc := newCtrl(c)
+	cc.send(Request{Magic: Magic, Test: "udp", Rate: 1e6, Size: 100, Duration: time.Second, Reverse: true, Interval: time.Second})
+	var acc Accept
+	if err := cc.recv(&acc); err != nil || acc.Error != "" {
+		t.Fatalf("%v %q", err, acc.Error)
+	}
+	other, err := net.DialUDP("udp4", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.2:0")),
+		net.UDPAddrFromAddrPort(netip.AddrPortFrom(srv.Addr(), uint16(acc.Port))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	other.Write(helloDatagram(acc.Cookie))
+	other.SetReadDeadline(time.Now().Add(3 * time.Second))
+	got := make(chan int, 1)
+	go func() {
+		n, _ := other.Read(make([]byte, 2000))
+		got <- n
+	}()
+	var rep Report
+	c.SetDeadline(time.Now().Add(15 * time.Second))
+	if err := cc.recv(&rep); err != nil || !strings.Contains(rep.Error, "no hello") || rep.UDPSent != nil {
+		t.Errorf("report %+v, %v", rep, err)
+	}
+	if n := <-got; n > 0 {
+		t.Errorf("the other host got a %d-byte datagram", n)
+	}
+}
+
 func TestNotAV6labServer(t *testing.T) {
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
@@ -209,7 +278,6 @@ func TestServerRefusesAbsurdTests(t *testing.T) {
 		"datagram size 8: want 32 to 65507": {Test: "udp", Rate: 1e6, Size: 8, Duration: time.Second},
 		`test "icmp": want tcp or udp`:      {Test: "icmp", Duration: time.Second},
 		"buffer and window: want 0 to":      {Test: "tcp", Streams: 1, Duration: time.Second, Window: 1 << 30},
-		"reverse: only TCP tests":           {Test: "udp", Rate: 1e6, Size: 100, Duration: time.Second, Reverse: true, Interval: time.Second},
 		`congestion "cubic;rm -r"`:          {Test: "tcp", Streams: 1, Duration: time.Second, Reverse: true, Interval: time.Second, Congestion: "cubic;rm -r"},
 		"interval 1ms: want at least 10ms":  {Test: "tcp", Streams: 1, Duration: time.Second, Reverse: true, Interval: time.Millisecond},
 		"at most 3600 are reported":         {Test: "tcp", Streams: 1, Duration: time.Hour, Reverse: true, Interval: 10 * time.Millisecond},

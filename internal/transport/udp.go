@@ -15,7 +15,7 @@ import (
 
 // udpTest sends datagrams of o.Size bytes at o.Rate for o.Duration, paced
 // against the clock (bursts catch up after a late wake-up), then asks the
-// server what arrived.
+// server what arrived; or, reversed, has the server send them here.
 func udpTest(ctx context.Context, tr *load.Trace, cc *ctrl, c net.Conn, d path.Dialer, data netip.AddrPort, acc Accept, o Options) result.Sample {
 	conn, err := d.Dial(ctx, "udp", data)
 	if err != nil {
@@ -23,31 +23,13 @@ func udpTest(ctx context.Context, tr *load.Trace, cc *ctrl, c net.Conn, d path.D
 	}
 	defer conn.Close()
 	uc := conn.(*net.UDPConn)
+	if o.Reverse {
+		return reverseUDP(ctx, tr, cc, c, uc, acc, o)
+	}
 	if o.SndBuf > 0 {
 		uc.SetWriteBuffer(o.SndBuf)
 	}
-	buf := make([]byte, o.Size)
-	binary.BigEndian.PutUint64(buf[0:8], acc.Cookie)
-	gap := time.Duration(float64(o.Size*8) / float64(o.Rate) * 1e9)
-	t0 := time.Now()
-	end := t0.Add(o.Duration)
-	var sent, sendErrs int64
-	for seq := int64(0); ctx.Err() == nil; seq++ {
-		due := t0.Add(time.Duration(seq) * gap)
-		if !due.Before(end) {
-			break
-		}
-		if wait := time.Until(due); wait > time.Millisecond {
-			time.Sleep(wait)
-		}
-		binary.BigEndian.PutUint64(buf[8:16], uint64(seq))
-		binary.BigEndian.PutUint64(buf[16:24], uint64(time.Now().UnixNano()))
-		if _, err := uc.Write(buf); err != nil {
-			sendErrs++ // ENOBUFS, ECONNREFUSED from an ICMP error: the datagram is lost
-		}
-		sent++
-	}
-	elapsed := time.Since(t0)
+	sent, sendErrs, elapsed := pace(ctx, func(b []byte) error { _, err := uc.Write(b); return err }, acc.Cookie, o.Size, o.Rate, o.Duration)
 	c.SetDeadline(time.Now().Add(grace))
 	if err := cc.send(Done{Magic: Magic, Sent: sent * int64(o.Size), Datagrams: sent}); err != nil {
 		return tr.Fail(ctx, "io", err)
@@ -59,8 +41,69 @@ func udpTest(ctx context.Context, tr *load.Trace, cc *ctrl, c net.Conn, d path.D
 	if rep.UDP == nil {
 		return tr.Fail(ctx, "protocol", fmt.Errorf("transport: the server's report has no UDP figures"))
 	}
+	s := tr.Done(fmt.Sprintf("%d of %d datagrams", rep.UDP.Received, sent))
+	return udpSample(s, o, sent, sendErrs, elapsed, rep)
+}
+
+// reverseUDP has the server send the datagrams to this socket: it says
+// hello (the cookie) from it until the first datagram arrives, so the
+// server learns where to send (only ever to the control connection's own
+// host), and counts what arrives as the server would.
+func reverseUDP(ctx context.Context, tr *load.Trace, cc *ctrl, c net.Conn, uc *net.UDPConn, acc Accept, o Options) result.Sample {
+	if o.RcvBuf > 0 {
+		uc.SetReadBuffer(o.RcvBuf)
+	}
+	kernelStamps(uc)
+	rx := newReceiver(acc.Cookie, time.Second)
+	stop, first := make(chan struct{}), make(chan struct{})
+	done := readDatagrams(uc, rx, stop, first)
+	hello := helloDatagram(acc.Cookie)
+	go func() {
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for deadline := time.Now().Add(ctrlDeadline); time.Now().Before(deadline); {
+			uc.Write(hello)
+			select {
+			case <-first:
+				return
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	c.SetDeadline(time.Now().Add(o.Duration + grace + ctrlDeadline))
+	var rep Report
+	err := cc.recv(&rep)
+	if err == nil {
+		time.Sleep(200 * time.Millisecond) // datagrams still in flight land
+	}
+	close(stop)
+	uc.Close()
+	<-done
+	switch {
+	case err != nil:
+		return tr.Fail(ctx, "protocol", fmt.Errorf("transport: the server's report: %w", err))
+	case rep.Error != "":
+		return tr.Fail(ctx, "protocol", fmt.Errorf("transport: the server's sending failed: %s", rep.Error))
+	case rep.UDPSent == nil:
+		return tr.Fail(ctx, "protocol", fmt.Errorf("transport: the server's report has no sending figures (does it support reverse tests?)"))
+	}
+	snd := rep.UDPSent
+	st := rx.stats(snd.Datagrams)
+	c.SetDeadline(time.Now().Add(grace))
+	if err := cc.send(Done{Magic: Magic, Received: rx.bytes, Datagrams: st.Received}); err != nil {
+		return tr.Fail(ctx, "io", err)
+	}
+	here := Report{Received: rx.bytes, Elapsed: time.Duration(rx.last - rx.first), UDP: &st}
+	s := tr.Done(fmt.Sprintf("reverse: %d of %d datagrams", st.Received, snd.Datagrams))
+	return udpSample(s, o, snd.Datagrams, snd.SendErrors, snd.Elapsed, here)
+}
+
+// udpSample fills a completed UDP trial's sample from the sender's counts
+// and the receiver's report; a receiver that saw nothing fails it.
+func udpSample(s result.Sample, o Options, sent, sendErrs int64, elapsed time.Duration, rep Report) result.Sample {
 	u := rep.UDP
-	s := tr.Done(fmt.Sprintf("%d of %d datagrams", u.Received, sent))
 	s.TotalNS = int64(elapsed)
 	s.BytesOut, s.BytesIn = sent*int64(o.Size), rep.Received
 	s.Metrics = udpMetrics(o, sent, sendErrs, elapsed, rep)
@@ -72,6 +115,47 @@ func udpTest(ctx context.Context, tr *load.Trace, cc *ctrl, c net.Conn, d path.D
 		s.ErrKind = "loss"
 	}
 	return s
+}
+
+// pace sends datagrams of size bytes at rate for duration through write,
+// each stamped with the cookie, its sequence number and its send time,
+// and returns how many it sent, how many the kernel refused (ENOBUFS, or
+// ECONNREFUSED after an ICMP error: lost), and how long it took.
+func pace(ctx context.Context, write func([]byte) error, cookie uint64, size int, rate uint64, duration time.Duration) (sent, errs int64, elapsed time.Duration) {
+	buf := make([]byte, size)
+	binary.BigEndian.PutUint64(buf[0:8], cookie)
+	gap := time.Duration(float64(size*8) / float64(rate) * 1e9)
+	t0 := time.Now()
+	end := t0.Add(duration)
+	for seq := int64(0); ctx.Err() == nil; seq++ {
+		due := t0.Add(time.Duration(seq) * gap)
+		if !due.Before(end) {
+			break
+		}
+		if wait := time.Until(due); wait > time.Millisecond {
+			time.Sleep(wait)
+		}
+		binary.BigEndian.PutUint64(buf[8:16], uint64(seq))
+		binary.BigEndian.PutUint64(buf[16:24], uint64(time.Now().UnixNano()))
+		if write(buf) != nil {
+			errs++
+		}
+		sent++
+	}
+	return sent, errs, time.Since(t0)
+}
+
+// helloDatagram is what a reverse UDP client sends to be sent to: the
+// cookie and "hello", shorter than a test datagram so that no receiver
+// can take it for one.
+func helloDatagram(cookie uint64) []byte {
+	b := binary.BigEndian.AppendUint64(nil, cookie)
+	return append(b, "hello"...)
+}
+
+// isHello tells whether b is the hello of the test with this cookie.
+func isHello(b []byte, cookie uint64) bool {
+	return len(b) == 13 && binary.BigEndian.Uint64(b[0:8]) == cookie && string(b[8:]) == "hello"
 }
 
 // udpMetrics are a UDP test's figures; loss is clamped to 0..100%.
