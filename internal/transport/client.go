@@ -229,16 +229,7 @@ func reverseTCP(ctx context.Context, tr *load.Trace, cc *ctrl, c net.Conn, strea
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			buf := make([]byte, 256<<10)
-			for {
-				n, err := st.c.Read(buf)
-				if n > 0 {
-					k.add(n)
-				}
-				if err != nil {
-					return
-				}
-			}
+			k.drain(st.c)
 		}()
 	}
 	wg.Wait() // every stream read to the server's FIN (or the bound)

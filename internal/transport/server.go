@@ -125,6 +125,20 @@ func (k *counter) add(n int) {
 	k.bytes.Add(int64(n))
 }
 
+// drain reads c to its end (or an error), counting every byte.
+func (k *counter) drain(c net.Conn) {
+	buf := make([]byte, 256<<10)
+	for {
+		n, err := c.Read(buf)
+		if n > 0 {
+			k.add(n)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
 func (k *counter) elapsed() time.Duration {
 	if f := k.first.Load(); f != 0 {
 		return time.Duration(k.last.Load() - f)
@@ -202,16 +216,7 @@ func (s *Server) tcp(ctx context.Context, cc *ctrl, c net.Conn, req *Request, p 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			buf := make([]byte, 256<<10)
-			for {
-				n, err := d.Read(buf)
-				if n > 0 {
-					k.add(n)
-				}
-				if err != nil {
-					return
-				}
-			}
+			k.drain(d)
 		}()
 	}
 	ln.Close()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"math"
 	"net"
@@ -150,58 +151,35 @@ func TestReverseSendsOnlyOnTheTestsStreams(t *testing.T) {
 	}
 }
 
+// TestUDPLossAndJitter: datagrams at a rate, client to server and reversed
+// (the server sends to the client's socket, whose receiver counts as the
+// server's would).
 func TestUDPLossAndJitter(t *testing.T) {
-	for _, p := range []path.Path{path.IPv4, path.IPv6} {
-		t.Run(string(p), func(t *testing.T) {
-			srv := startServer(t, p)
-			pr := &Probe{Server: srv, Path: p, Opts: Options{Test: "udp", Duration: 500 * time.Millisecond, Rate: 10e6, Size: 1000, RcvBuf: 1 << 20}}
-			s := pr.Do(context.Background(), 0)
-			if !s.OK() {
-				t.Fatalf("%s", s.Err)
-			}
-			m := s.Metrics
-			// 10 Mbit/s of 1000-byte datagrams for 0.5 s is 625 datagrams.
-			if sent := m["datagrams_sent"]; sent < 600 || sent > 626 {
-				t.Errorf("sent %g datagrams", sent)
-			}
-			if m["loss_pct"] < 0 || m["loss_pct"] > 1 || m["datagrams_received"]+m["lost"] != m["datagrams_sent"] {
-				t.Errorf("loss on loopback: %v", m)
-			}
-			if off := m["offered_mbps"]; math.Abs(off-10) > 1 {
-				t.Errorf("offered %g Mbit/s, asked 10", off)
-			}
-			if _, ok := m["jitter_ms"]; !ok || m["duplicates"] != 0 {
-				t.Errorf("metrics %v", m)
-			}
-		})
-	}
-}
-
-// TestReverseUDP: the server sends at the rate to the client's socket; the
-// client's receiver counts loss and jitter as the server's would.
-func TestReverseUDP(t *testing.T) {
-	for _, p := range []path.Path{path.IPv4, path.IPv6} {
-		t.Run(string(p), func(t *testing.T) {
-			srv := startServer(t, p)
-			pr := &Probe{Server: srv, Path: p, Opts: Options{Test: "udp", Reverse: true, Duration: 500 * time.Millisecond, Rate: 10e6, Size: 1000, RcvBuf: 1 << 20}}
-			s := pr.Do(context.Background(), 0)
-			if !s.OK() || !strings.Contains(s.Marker, "reverse") {
-				t.Fatalf("%s (%s)", s.Err, s.Marker)
-			}
-			m := s.Metrics
-			if sent := m["datagrams_sent"]; sent < 600 || sent > 626 {
-				t.Errorf("the server sent %g datagrams, want 625", sent)
-			}
-			if m["loss_pct"] < 0 || m["loss_pct"] > 1 || m["datagrams_received"]+m["lost"] != m["datagrams_sent"] {
-				t.Errorf("loss on loopback: %v", m)
-			}
-			if off := m["offered_mbps"]; math.Abs(off-10) > 1 {
-				t.Errorf("offered %g Mbit/s, asked 10", off)
-			}
-			if _, ok := m["jitter_ms"]; !ok || s.BytesIn != int64(m["datagrams_received"])*1000 {
-				t.Errorf("bytes in %d, metrics %v", s.BytesIn, m)
-			}
-		})
+	for _, reverse := range []bool{false, true} {
+		for _, p := range []path.Path{path.IPv4, path.IPv6} {
+			t.Run(fmt.Sprintf("%s/reverse=%v", p, reverse), func(t *testing.T) {
+				srv := startServer(t, p)
+				pr := &Probe{Server: srv, Path: p, Opts: Options{Test: "udp", Reverse: reverse, Duration: 500 * time.Millisecond, Rate: 10e6, Size: 1000, RcvBuf: 1 << 20}}
+				s := pr.Do(context.Background(), 0)
+				if !s.OK() || strings.Contains(s.Marker, "reverse") != reverse {
+					t.Fatalf("%s (%s)", s.Err, s.Marker)
+				}
+				m := s.Metrics
+				// 10 Mbit/s of 1000-byte datagrams for 0.5 s is 625 datagrams.
+				if sent := m["datagrams_sent"]; sent < 600 || sent > 626 {
+					t.Errorf("sent %g datagrams", sent)
+				}
+				if m["loss_pct"] < 0 || m["loss_pct"] > 1 || m["datagrams_received"]+m["lost"] != m["datagrams_sent"] {
+					t.Errorf("loss on loopback: %v", m)
+				}
+				if off := m["offered_mbps"]; math.Abs(off-10) > 1 {
+					t.Errorf("offered %g Mbit/s, asked 10", off)
+				}
+				if _, ok := m["jitter_ms"]; !ok || m["duplicates"] != 0 || s.BytesIn != int64(m["datagrams_received"])*1000 {
+					t.Errorf("bytes in %d, metrics %v", s.BytesIn, m)
+				}
+			})
+		}
 	}
 }
 
