@@ -121,22 +121,30 @@ func TestReverseTCP(t *testing.T) {
 	}
 }
 
+// openTest opens a control connection to srv and has req accepted.
+func openTest(t *testing.T, srv netip.AddrPort, req Request) (net.Conn, *ctrl, Accept) {
+	t.Helper()
+	c, err := net.Dial("tcp4", srv.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	cc := newCtrl(c)
+	req.Magic = Magic
+	cc.send(req)
+	var acc Accept
+	if err := cc.recv(&acc); err != nil || acc.Error != "" {
+		t.Fatalf("%v %q", err, acc.Error)
+	}
+	return c, cc, acc
+}
+
 // TestReverseSendsOnlyOnTheTestsStreams: a data connection without the
 // test's cookie is closed unsent, so a reverse test cannot be turned on
 // anyone but the client that asked for it.
 func TestReverseSendsOnlyOnTheTestsStreams(t *testing.T) {
 	srv := startServer(t, path.IPv4)
-	c, err := net.Dial("tcp4", srv.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	cc := newCtrl(c)
-	cc.send(Request{Magic: Magic, Test: "tcp", Streams: 1, Duration: time.Second, Reverse: true, Interval: 100 * time.Millisecond})
-	var acc Accept
-	if err := cc.recv(&acc); err != nil || acc.Error != "" {
-		t.Fatalf("%v %q", err, acc.Error)
-	}
+	_, _, acc := openTest(t, srv, Request{Test: "tcp", Streams: 1, Duration: time.Second, Reverse: true, Interval: 100 * time.Millisecond})
 	d, err := net.Dial("tcp4", netip.AddrPortFrom(srv.Addr(), uint16(acc.Port)).String())
 	if err != nil {
 		t.Fatal(err)
@@ -190,17 +198,7 @@ func TestReverseUDPSendsOnlyToTheClientsHost(t *testing.T) {
 	defer func(d time.Duration) { helloWait = d }(helloWait)
 	helloWait = time.Second
 	srv := startServer(t, path.IPv4)
-	c, err := net.Dial("tcp4", srv.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	cc := newCtrl(c)
-	cc.send(Request{Magic: Magic, Test: "udp", Rate: 1e6, Size: 100, Duration: time.Second, Reverse: true, Interval: time.Second})
-	var acc Accept
-	if err := cc.recv(&acc); err != nil || acc.Error != "" {
-		t.Fatalf("%v %q", err, acc.Error)
-	}
+	c, cc, acc := openTest(t, srv, Request{Test: "udp", Rate: 1e6, Size: 100, Duration: time.Second, Reverse: true, Interval: time.Second})
 	other, err := net.DialUDP("udp4", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.2:0")),
 		net.UDPAddrFromAddrPort(netip.AddrPortFrom(srv.Addr(), uint16(acc.Port))))
 	if err != nil {
