@@ -23,7 +23,7 @@ var allowed = map[string][]string{
 	"v6lab/internal/proto/ftp":       {"load", "path", "result", "units", "proto/reply", "content"},
 	"v6lab/internal/proto/smtp":      {"load", "path", "result", "proto/reply"},
 	"v6lab/internal/proto/reply":     {},
-	"v6lab/internal/proto/imap":      {"load", "path", "result"},
+	"v6lab/internal/proto/imap":      {"load", "path", "result", "proto/reply"},
 	"v6lab/internal/proto/extclient": {"load", "path", "result"},
 	"v6lab/internal/experiment":      {"load", "path", "result", "proto/http", "proto/dns", "lab", "lab/sixin4", "units", "specfile", "transport", "proto/ftp", "proto/reply", "proto/smtp", "proto/imap", "proto/extclient", "traffic", "evloop", "content"},
 	"v6lab/internal/lab":             {"lab/sixin4", "specfile", "units"},

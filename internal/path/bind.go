@@ -43,6 +43,15 @@ func BindSamePort(addrs []netip.Addr, port int, bind func(a netip.Addr, port int
 	return nil, 0, fmt.Errorf("path: no port free on all of %v", addrs)
 }
 
+// ListenerAddrs are the addresses the listeners are bound to.
+func ListenerAddrs(lns []net.Listener) []netip.AddrPort {
+	var out []netip.AddrPort
+	for _, ln := range lns {
+		out = append(out, ln.Addr().(*net.TCPAddr).AddrPort())
+	}
+	return out
+}
+
 // ListenSamePort opens a TCP listener on every address, one port for all of
 // them (0 picks one), each pinned to its address's family.
 func ListenSamePort(ctx context.Context, addrs []netip.Addr, port int) ([]net.Listener, int, error) {

@@ -72,11 +72,7 @@ func Listen(ctx context.Context, addrs []netip.Addr, port int) (*Server, error) 
 
 // Addrs are the control addresses served.
 func (s *Server) Addrs() []netip.AddrPort {
-	var out []netip.AddrPort
-	for _, ln := range s.lns {
-		out = append(out, ln.Addr().(*net.TCPAddr).AddrPort())
-	}
-	return out
+	return vpath.ListenerAddrs(s.lns)
 }
 
 // Close stops the server.

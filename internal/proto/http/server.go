@@ -154,11 +154,7 @@ func Listen(ctx context.Context, cfg ServerConfig, addrs []netip.Addr, port int)
 
 // Addrs returns the listening addresses.
 func (s *Server) Addrs() []netip.AddrPort {
-	var out []netip.AddrPort
-	for _, ln := range s.lns {
-		out = append(out, ln.Addr().(*net.TCPAddr).AddrPort())
-	}
-	return out
+	return path.ListenerAddrs(s.lns)
 }
 
 // Close stops the server at once.

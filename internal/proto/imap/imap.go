@@ -27,6 +27,7 @@ import (
 
 	"v6lab/internal/load"
 	"v6lab/internal/path"
+	"v6lab/internal/proto/reply"
 	"v6lab/internal/result"
 )
 
@@ -96,7 +97,7 @@ func (c *conn) literal(line string) (int64, error) {
 	}
 	n, err := strconv.ParseInt(strings.TrimSuffix(line[open+1:len(line)-1], "+"), 10, 64)
 	if err != nil || n < 0 {
-		return -1, fmt.Errorf("imap: bad literal in %q: %w", printable(line), ErrResponse)
+		return -1, fmt.Errorf("imap: bad literal in %q: %w", reply.Printable(line), ErrResponse)
 	}
 	if n > MaxLiteral {
 		return -1, fmt.Errorf("imap: a literal of %d bytes, more than %d: %w", n, MaxLiteral, ErrResponse)
@@ -134,7 +135,7 @@ func (c *conn) cmd(command string) (string, int64, error) {
 		if rest, ok := strings.CutPrefix(line, tag+" "); ok {
 			if !strings.HasPrefix(rest, "OK") {
 				verb := strings.Fields(command)[0]
-				return rest, lits, fmt.Errorf("imap: %s: the server answered %q: %w", verb, printable(rest), ErrResponse)
+				return rest, lits, fmt.Errorf("imap: %s: the server answered %q: %w", verb, reply.Printable(rest), ErrResponse)
 			}
 			return rest, lits, nil
 		}
@@ -142,23 +143,11 @@ func (c *conn) cmd(command string) (string, int64, error) {
 			// continuation of a literal's line (") FLAGS …") is fine; anything
 			// else is not IMAP.
 			if !strings.Contains(line, ")") {
-				return "", lits, fmt.Errorf("imap: %q is not an IMAP response: %w", printable(line), ErrResponse)
+				return "", lits, fmt.Errorf("imap: %q is not an IMAP response: %w", reply.Printable(line), ErrResponse)
 			}
 		}
 	}
 	return "", lits, fmt.Errorf("imap: a response of more than %d lines: %w", MaxResponse, ErrResponse)
-}
-
-func printable(s string) string {
-	if len(s) > 60 {
-		s = s[:60] + "…"
-	}
-	return strings.Map(func(r rune) rune {
-		if r < 32 || r == 127 {
-			return '.'
-		}
-		return r
-	}, s)
 }
 
 // quote makes an IMAP quoted string.
@@ -187,7 +176,7 @@ func (c *Client) Do(ctx context.Context, user int) result.Sample {
 		return fail(err)
 	}
 	if !strings.HasPrefix(greeting, "* OK") && !strings.HasPrefix(greeting, "* PREAUTH") {
-		return fail(fmt.Errorf("imap: greeting %q: %w", printable(greeting), ErrResponse))
+		return fail(fmt.Errorf("imap: greeting %q: %w", reply.Printable(greeting), ErrResponse))
 	}
 	tr.Mark(&tr.S.FirstByteNS)
 	users := max(c.Users, 1)
@@ -280,11 +269,7 @@ func Listen(ctx context.Context, addrs []netip.Addr, port, users, size int) (*Se
 
 // Addrs are the addresses served.
 func (s *Server) Addrs() []netip.AddrPort {
-	var out []netip.AddrPort
-	for _, ln := range s.lns {
-		out = append(out, ln.Addr().(*net.TCPAddr).AddrPort())
-	}
-	return out
+	return path.ListenerAddrs(s.lns)
 }
 
 // Close stops the server.

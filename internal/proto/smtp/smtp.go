@@ -225,11 +225,7 @@ func (discard) Println(...any)        {}
 
 // Addrs are the addresses served.
 func (s *Server) Addrs() []netip.AddrPort {
-	var out []netip.AddrPort
-	for _, ln := range s.lns {
-		out = append(out, ln.Addr().(*net.TCPAddr).AddrPort())
-	}
-	return out
+	return path.ListenerAddrs(s.lns)
 }
 
 // Kept returns how many distinct messages were kept and their total size.
