@@ -62,6 +62,22 @@ func TestMissingFileIsAFailedSampleWithTheReply(t *testing.T) {
 }
 
 // login answers the greeting, USER, PASS, TYPE and SIZE.
+// shortPassiveTransfer answers the login and PASV of a 1000000-byte file
+// and sends only 1000 bytes of it before closing the data connection.
+func shortPassiveTransfer(c net.Conn, cmds *bufio.Reader) {
+	login(c, cmds, "213 1000000")
+	cmds.ReadString('\n')
+	dl, _ := net.Listen("tcp4", "127.0.0.1:0")
+	p := dl.Addr().(*net.TCPAddr).Port
+	io.WriteString(c, fmt.Sprintf("227 Entering Passive Mode (127,0,0,1,%d,%d)\r\n", p>>8, p&0xff))
+	cmds.ReadString('\n')
+	io.WriteString(c, "150 here it comes\r\n")
+	d, _ := dl.Accept()
+	d.Write(make([]byte, 1000))
+	d.Close()
+	dl.Close()
+}
+
 func login(c net.Conn, cmds *bufio.Reader, size string) {
 	io.WriteString(c, "220 hi\r\n")
 	for _, reply := range []string{"331 pass?", "230 in", "200 binary", size} {
@@ -101,30 +117,10 @@ func TestHostileServers(t *testing.T) {
 			cmds.ReadString('\n')
 		}, "points at 192.0.2.99, not the server 127.0.0.1: FTP bounce refused"},
 		"drops the connection mid-transfer": {func(c net.Conn, cmds *bufio.Reader) {
-			login(c, cmds, "213 1000000")
-			cmds.ReadString('\n')
-			dl, _ := net.Listen("tcp4", "127.0.0.1:0")
-			p := dl.Addr().(*net.TCPAddr).Port
-			io.WriteString(c, fmt.Sprintf("227 Entering Passive Mode (127,0,0,1,%d,%d)\r\n", p>>8, p&0xff))
-			cmds.ReadString('\n')
-			io.WriteString(c, "150 here it comes\r\n")
-			d, _ := dl.Accept()
-			d.Write(make([]byte, 1000))
-			d.Close()
-			dl.Close()
+			shortPassiveTransfer(c, cmds)
 		}, "the server closed the connection"},
 		"says 226 after a short transfer": {func(c net.Conn, cmds *bufio.Reader) {
-			login(c, cmds, "213 1000000")
-			cmds.ReadString('\n')
-			dl, _ := net.Listen("tcp4", "127.0.0.1:0")
-			p := dl.Addr().(*net.TCPAddr).Port
-			io.WriteString(c, fmt.Sprintf("227 Entering Passive Mode (127,0,0,1,%d,%d)\r\n", p>>8, p&0xff))
-			cmds.ReadString('\n')
-			io.WriteString(c, "150 here it comes\r\n")
-			d, _ := dl.Accept()
-			d.Write(make([]byte, 1000))
-			d.Close()
-			dl.Close()
+			shortPassiveTransfer(c, cmds)
 			io.WriteString(c, "226 Transfer complete\r\n")
 			cmds.ReadString('\n')
 		}, "short transfer: 1000 of 1000000 bytes"},
