@@ -229,9 +229,10 @@ func TestRunWithoutRootUsesAPrivateLab(t *testing.T) {
 	}
 }
 
-// TestTransportTrialsAndFTPInTheLab runs tcp and udp trials and FTP
-// retrievals (passive and active) over ipv4, ipv6 and 6in4 on a shaped
-// lab: every run proven on the wire, data included.
+
+// TestTransportTrialsAndFTPInTheLab runs tcp and udp trials, both ways,
+// and FTP retrievals (passive and active) over ipv4, ipv6 and 6in4 on a
+// shaped lab: every run proven on the wire, data included.
 func TestTransportTrialsAndFTPInTheLab(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the lab needs root (CI runs as root)")
@@ -247,6 +248,8 @@ pause: 0s
 cells:
   - {protocol: tcp, bytes: 2M, bottleneck: 100M, mss: 1200}
   - {protocol: udp, time: 500ms, rate: 20M, size: 1200}
+  - {protocol: tcp, label: tcp-down, bytes: 2M, bottleneck: 100M, mss: 1200, reverse: true}
+  - {protocol: udp, label: udp-down, time: 500ms, rate: 20M, size: 1200, reverse: true}
   - {protocol: ftp, file: 256K, conns: [2]}
   - {protocol: ftp, label: ftp-active, file: 256K, conns: [1], active: true}
   - {protocol: smtp, conns: [3]}
@@ -264,7 +267,7 @@ cells:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Cells) != 18 {
+	if len(s.Cells) != 24 {
 		t.Fatalf("%d cells", len(s.Cells))
 	}
 	for _, c := range s.Cells {
@@ -278,9 +281,9 @@ cells:
 		if c.Completed != 2 || tp == nil || tp.Mean <= 0 || tp.Mean > 102 { // tbf lets its burst through at once
 			t.Errorf("%s/%s: %d completed, throughput %+v (%s)", c.Protocol, c.Path, c.Completed, tp, c.FirstError)
 		}
-		if c.Protocol == "tcp" {
+		if strings.HasPrefix(c.Protocol, "tcp") { // both directions: the server sends in tcp-down
 			if r := c.Metrics["transfer_time_ratio"]; r == nil || r.Mean < 0.9 {
-				t.Errorf("%s: transfer time ratio %+v on a 100 Mbit/s link", c.Path, r)
+				t.Errorf("%s/%s: transfer time ratio %+v on a 100 Mbit/s link", c.Protocol, c.Path, r)
 			}
 		}
 	}
