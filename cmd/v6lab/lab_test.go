@@ -229,7 +229,6 @@ func TestRunWithoutRootUsesAPrivateLab(t *testing.T) {
 	}
 }
 
-
 // TestTransportTrialsAndFTPInTheLab runs tcp and udp trials, both ways,
 // and FTP retrievals (passive and active) over ipv4, ipv6 and 6in4 on a
 // shaped lab: every run proven on the wire, data included.
