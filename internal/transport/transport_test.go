@@ -121,6 +121,17 @@ func TestReverseTCP(t *testing.T) {
 	}
 }
 
+// TestReverseWithUnknownCongestionControl: the server cannot use the
+// algorithm asked for; the trial fails saying so, and nothing is sent.
+func TestReverseWithUnknownCongestionControl(t *testing.T) {
+	srv := startServer(t, path.IPv4)
+	pr := &Probe{Server: srv, Path: path.IPv4, Opts: Options{Test: "tcp", Reverse: true, Duration: time.Second, Congestion: "nosuchcc"}}
+	s := pr.Do(context.Background(), 0)
+	if s.OK() || !strings.Contains(s.Err, `congestion control "nosuchcc" on the server`) || s.BytesIn != 0 {
+		t.Errorf("err %q, %d bytes in", s.Err, s.BytesIn)
+	}
+}
+
 // openTest opens a control connection to srv and has req accepted.
 func openTest(t *testing.T, srv netip.AddrPort, req Request) (net.Conn, *ctrl, Accept) {
 	t.Helper()
