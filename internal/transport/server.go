@@ -272,11 +272,10 @@ func (s *Server) sendBack(ctx context.Context, cc *ctrl, c net.Conn, req *Reques
 		st.c.CloseWrite() // a refused test ends the client's reading too
 	}
 	c.SetDeadline(time.Now().Add(grace))
-	var done Done
+	var done Done // the client has read every stream to its end
 	if err := cc.recv(&done); err != nil {
 		return err
 	}
-	rep.Received = done.Received
 	return cc.send(rep)
 }
 
@@ -359,7 +358,6 @@ func (s *Server) udpBack(ctx context.Context, cc *ctrl, c net.Conn, req *Request
 		}
 		sent, errs, elapsed := pace(ctx, func(b []byte) error { _, err := pc.WriteToUDPAddrPort(b, to); return err }, cookie, req.Size, req.Rate, req.Duration)
 		rep.UDPSent = &UDPSent{Datagrams: sent, SendErrors: errs, Elapsed: elapsed}
-		rep.Received = sent * int64(req.Size)
 	}
 	c.SetDeadline(time.Now().Add(grace))
 	if err := cc.send(rep); err != nil {
