@@ -3,7 +3,6 @@ package lab
 import (
 	"context"
 	"errors"
-	"math"
 	"net"
 	"net/netip"
 	"strconv"
@@ -35,6 +34,14 @@ func TestShapedRateIsExact(t *testing.T) {
 			dst, received := countingSink(t, l, l.Addr.ServerV4)
 			conn := dialIn(t, l, path.IPv4, netip.Addr{}, dst)
 			defer conn.Close()
+			fd := int(fdOf(t, conn))
+			// cubic fills the bottleneck queue and keeps it full, so the
+			// link never idles; BBR (this kernel's default) keeps the queue
+			// short on purpose and a late ACK on a busy test machine then
+			// leaves the link idle for a moment.
+			if err := unix.SetsockoptString(fd, unix.IPPROTO_TCP, unix.TCP_CONGESTION, "cubic"); err != nil {
+				t.Skipf("cubic congestion control unavailable: %v", err)
+			}
 			conn.Write([]byte{'b'})
 			stop := make(chan struct{})
 			go func() {
@@ -57,9 +64,7 @@ func TestShapedRateIsExact(t *testing.T) {
 			// machine is busy and the sink goroutine runs late. It is read
 			// only while the connection is out of loss recovery: in
 			// recovery the cumulative ACK waits behind a hole while the
-			// link goes on delivering (BBR overruns the bottleneck queue
-			// at first, more so on the slow link).
-			fd := int(fdOf(t, conn))
+			// link goes on delivering.
 			acked := func() (uint64, time.Time, *unix.TCPInfo) {
 				deadline := time.Now().Add(3 * time.Second)
 				for {
@@ -76,27 +81,46 @@ func TestShapedRateIsExact(t *testing.T) {
 					time.Sleep(time.Millisecond)
 				}
 			}
+			// No window may carry more than the link allows: that bound
+			// holds whatever the machine's load. A window can carry less
+			// when the test machine stalls the sender, so the shaper is
+			// exact when one of three windows comes within 2% of the rate;
+			// a shaper set too slow fails all three.
+			var best float64
+			var want, mss float64
 			b0, t0, _ := acked()
-			time.Sleep(2500 * time.Millisecond)
-			b1, t1, info := acked()
-			goodput := float64(b1-b0) * 8 / t1.Sub(t0).Seconds()
+			for window := 0; window < 3; window++ {
+				time.Sleep(2500 * time.Millisecond)
+				b1, t1, info := acked()
+				goodput := float64(b1-b0) * 8 / t1.Sub(t0).Seconds()
+				b0, t0 = b1, t1
+				// The link carries rate bits/s of Ethernet frames; of each
+				// frame, MSS bytes are payload. Overhead: Ethernet 14, IPv4
+				// 20, TCP 20, plus 12 of TCP timestamps when in use.
+				overhead := 14.0 + 20 + 20
+				if info.Options&tcpiOptTimestamps != 0 {
+					overhead += 12
+				}
+				mss = float64(info.Snd_mss)
+				want = float64(rate) * mss / (mss + overhead)
+				if goodput > want*1.02 {
+					t.Fatalf("goodput %.3f Mbit/s, more than the %.3f Mbit/s a %.0f Mbit/s link carries with MSS %.0f",
+						goodput/1e6, want/1e6, float64(rate)/1e6, mss)
+				}
+				best = max(best, goodput)
+				t.Logf("window %d: goodput %.3f Mbit/s, expected %.3f (link %.0f Mbit/s, MSS %.0f)",
+					window+1, goodput/1e6, want/1e6, float64(rate)/1e6, mss)
+				if goodput >= want*0.98 {
+					break
+				}
+			}
 			if received.Load() == 0 {
 				t.Fatal("the sink received nothing")
 			}
-			// The link carries rate bits/s of Ethernet frames; of each
-			// frame, MSS bytes are payload. Overhead: Ethernet 14, IPv4 20,
-			// TCP 20, plus 12 of TCP timestamps when in use.
-			overhead := 14.0 + 20 + 20
-			if info.Options&tcpiOptTimestamps != 0 {
-				overhead += 12
+			if best < want*0.98 {
+				t.Fatalf("best goodput %.3f Mbit/s in three windows, expected %.3f Mbit/s on a %.0f Mbit/s link with MSS %.0f (%.1f%% off)",
+					best/1e6, want/1e6, float64(rate)/1e6, mss, (want-best)/want*100)
 			}
-			mss := float64(info.Snd_mss)
-			want := float64(rate) * mss / (mss + overhead)
-			if dev := math.Abs(goodput-want) / want; dev > 0.02 {
-				t.Fatalf("goodput %.3f Mbit/s, expected %.3f Mbit/s on a %.0f Mbit/s link with MSS %.0f (%.1f%% off)",
-					goodput/1e6, want/1e6, float64(rate)/1e6, mss, dev*100)
-			}
-			t.Logf("goodput %.3f Mbit/s, expected %.3f (link %.0f Mbit/s, MSS %.0f)", goodput/1e6, want/1e6, float64(rate)/1e6, mss)
 		})
 	}
 }
