@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -522,11 +523,11 @@ func TestTCPAndUDPCommands(t *testing.T) {
 		{[]string{"tcp", v4, v6, "--time", "300ms", "--interval", "100ms", "--streams", "2", "--bottleneck", "10G"},
 			[]string{"throughput_mbps", "retransmits", "rtt_ms", "tcp_efficiency_pct", "transfer_time_ratio"}},
 		{[]string{"tcp", v4, v6, "--bytes", "2M", "--mss", "1200", "--window", "64K"}, []string{"throughput_mbps", "mss"}},
-		{[]string{"tcp", v4, v6, "-R", "--time", "300ms", "--interval", "100ms"}, []string{"throughput_mbps", "retransmits", "rtt_ms", "cwnd"}},
+		{[]string{"tcp", v4, v6, "-R", "--time", "300ms", "--interval", "100ms", "--omit", "200ms"}, []string{"throughput_mbps", "retransmits", "rtt_ms", "cwnd", "omit_s"}},
 		{[]string{"udp", v4, v6, "--time", "300ms", "--rate", "5M", "--size", "1000", "--reverse"},
 			[]string{"throughput_mbps", "loss_pct", "jitter_ms", "duplicates", "reordered"}},
-		{[]string{"udp", v4, v6, "--time", "300ms", "--rate", "5M", "--size", "1000"},
-			[]string{"throughput_mbps", "loss_pct", "jitter_ms", "duplicates", "reordered"}},
+		{[]string{"udp", v4, v6, "--time", "300ms", "--rate", "5M", "--size", "1000", "-O", "100ms"},
+			[]string{"throughput_mbps", "loss_pct", "jitter_ms", "duplicates", "reordered", "omitted_datagrams"}},
 	} {
 		root := t.TempDir()
 		out, err := v6lab(t, append(c.args, "--runs", "2", "--results", root)...)
@@ -553,6 +554,9 @@ func TestTCPAndUDPCommands(t *testing.T) {
 		if c.args[0] == "tcp" && !strings.Contains(out, "by interval") {
 			t.Errorf("no interval table:\n%s", out)
 		}
+		if slices.Contains(c.args, "--omit") && strings.Count(out, "(omitted)") != 2*2 { // two warm-up intervals per path
+			t.Errorf("the warm-up's intervals are not marked:\n%s", out)
+		}
 		if c.args[0] == "udp" && s.Cells[0].Metrics["loss_pct"].Mean > 5 {
 			t.Errorf("udp loss on loopback %g%%", s.Cells[0].Metrics["loss_pct"].Mean)
 		}
@@ -569,6 +573,8 @@ func TestTCPAndUDPCommands(t *testing.T) {
 		{[]string{"udp", v4, "--paths", "ipv4", "--size", "8"}, "datagram size 8: want 32 to 65507"},
 		{[]string{"udp", v4, "--paths", "ipv4", "--rate", "fast"}, `--rate: bad rate "fast"`},
 		{[]string{"tcp", v4, "--paths", "ipv4", "--window", "lots"}, `--window: want bytes up to 256M`},
+		{[]string{"tcp", v4, "--paths", "ipv4", "--omit", "2s", "--bytes", "10M"}, "--omit: a warm-up is left out of a trial bound by --time"},
+		{[]string{"udp", v4, "--paths", "ipv4", "--omit", "-1s"}, "omit -1s: want 0 to"},
 	} {
 		if _, err := v6lab(t, c.args...); err == nil || !strings.Contains(err.Error(), c.want) || exitCode(err) != 2 {
 			t.Errorf("%v: %v, want %q", c.args, err, c.want)

@@ -478,7 +478,7 @@ func trialTime(o *transport.Options) time.Duration {
 	case o == nil:
 		return 0
 	case o.Bytes == 0:
-		return o.Duration
+		return o.Omit + o.Duration
 	}
 	rate := float64(max(o.Bottleneck, 1e9)) * 0.9
 	if o.Bottleneck > 0 {

@@ -340,7 +340,7 @@ func settle(cmd *cobra.Command, c *experiment.Spec, probe func(*experiment.Spec,
 	if c.Test != nil { // a short trial is enough to warm a path
 		short := *c
 		o := *c.Test
-		o.Duration, o.Bytes, o.Interval = 200*time.Millisecond, 0, 100*time.Millisecond
+		o.Duration, o.Omit, o.Bytes, o.Interval = 200*time.Millisecond, 0, 0, 100*time.Millisecond
 		short.Test, c = &o, &short
 	}
 	for _, p := range c.Paths {

@@ -43,6 +43,7 @@ func (f *transportFlags) register(cmd *cobra.Command) {
 	}
 	fl.Lookup("timeout").Usage = "bound on one trial (default: its length plus 30 s)"
 	fl.DurationVarP(&f.duration, "time", "t", 10*time.Second, "length of each trial (with --bytes: its bound)")
+	fl.DurationVarP(&f.opts.Omit, "omit", "O", 0, "warm-up sent before --time and left out of the figures, e.g. 2s past slow start (as iperf3 -O)")
 	fl.DurationVarP(&f.interval, "interval", "i", time.Second, "reporting interval")
 	fl.StringVar(&f.sndbuf, "sndbuf", "", "sending socket's send buffer (SO_SNDBUF), e.g. 64K")
 	fl.StringVar(&f.rcvbuf, "rcvbuf", "", "receiving socket's receive buffer (SO_RCVBUF), e.g. 100K")
@@ -101,8 +102,11 @@ func (f *transportFlags) run(cmd *cobra.Command, test string, args []string) err
 			return &exitError{code: 2, err: fmt.Errorf("--bottleneck: %w", err)}
 		}
 	}
+	if o.Omit > 0 && o.Bytes > 0 {
+		return &exitError{code: 2, err: fmt.Errorf("--omit: a warm-up is left out of a trial bound by --time, not of one that sends --bytes")}
+	}
 	if !cmd.Flags().Changed("timeout") {
-		f.lf.timeout = o.Duration + 30*time.Second
+		f.lf.timeout = o.Omit + o.Duration + 30*time.Second
 	}
 	spec, err := f.lf.spec(test, test, strings.Join(args, " "))
 	if err != nil {
@@ -144,6 +148,9 @@ func (f *transportFlags) run(cmd *cobra.Command, test string, args []string) err
 
 func transportParams(o transport.Options) map[string]string {
 	m := map[string]string{"time": o.Duration.String(), "interval": o.Interval.String()}
+	if o.Omit > 0 {
+		m["omit"] = o.Omit.String()
+	}
 	add := func(k string, v int64, unit string) {
 		if v > 0 {
 			m[k] = fmt.Sprint(v) + unit
@@ -194,8 +201,12 @@ func printIntervals(w io.Writer, dir string) {
 			if secs <= 0 {
 				continue
 			}
-			fmt.Fprintf(w, "  %6.2f-%-8.2f %12d %10.1f %8d %8.3f %6d\n", float64(iv.StartNS)/1e9, float64(iv.EndNS)/1e9,
-				iv.Bytes, float64(iv.Bytes)*8/secs/1e6, iv.Retrans, float64(iv.RTTUS)/1000, iv.Cwnd)
+			omitted := ""
+			if iv.Omitted {
+				omitted = "  (omitted)"
+			}
+			fmt.Fprintf(w, "  %6.2f-%-8.2f %12d %10.1f %8d %8.3f %6d%s\n", float64(iv.StartNS)/1e9, float64(iv.EndNS)/1e9,
+				iv.Bytes, float64(iv.Bytes)*8/secs/1e6, iv.Retrans, float64(iv.RTTUS)/1000, iv.Cwnd, omitted)
 		}
 	}
 }
@@ -214,11 +225,13 @@ Give one server address per family (port 5301 unless given). The congestion cont
 use is recorded even when not set. With --reverse the server sends and this host receives
 (as iperf3 -R), on the connections this host opened: the sending side's figures come
 from the server's TCP_INFO; --sndbuf and --congestion then apply to the server, --rcvbuf
-and --window to this host.`,
+and --window to this host. --omit sends a warm-up before --time and leaves it out of every
+figure (as iperf3 -O); its intervals are shown, marked (omitted).`,
 		Example: `  v6lab tcp 192.0.2.1 2001:db8::1 --time 60s --runs 10
   v6lab tcp 192.0.2.1 2001:db8::1 --bytes 200M --window 64K --mss 1024 --bottleneck 100M
   v6lab tcp 127.0.0.1 ::1 --streams 4 --congestion cubic
-  v6lab tcp 192.0.2.1 2001:db8::1 --reverse --time 30s`,
+  v6lab tcp 192.0.2.1 2001:db8::1 --reverse --time 30s
+  v6lab tcp 192.0.2.1 2001:db8::1 --omit 2s --time 60s --runs 10`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return f.run(cmd, "tcp", args) },
 	}
@@ -245,7 +258,8 @@ below 0 or above 100), duplicates, reordering, jitter (RFC 3550) and the one-way
 variation. A trial in which the receiver saw nothing says so and counts as failed.
 With --reverse the server sends and this host receives (as iperf3 -R): this host says
 hello from its data socket, and the server sends only to the host of the control
-connection; --sndbuf then applies to the server, --rcvbuf to this host.`,
+connection; --sndbuf then applies to the server, --rcvbuf to this host. --omit sends a
+warm-up before --time whose datagrams are left out of every figure (as iperf3 -O).`,
 		Example: `  v6lab udp 192.0.2.1 2001:db8::1 --rate 10M --size 1460 --rcvbuf 64K --time 60s --runs 10
   v6lab udp 127.0.0.1 ::1 --rate 100M
   v6lab udp 192.0.2.1 2001:db8::1 --rate 50M --reverse`,

@@ -74,6 +74,7 @@ type cellFile struct {
 	Active bool   `yaml:"active"`
 	// tcp and udp trials
 	Time       Duration `yaml:"time"`
+	Omit       Duration `yaml:"omit"`
 	Interval   Duration `yaml:"interval"`
 	Bytes      string   `yaml:"bytes"`
 	Streams    *int     `yaml:"streams"`
@@ -109,12 +110,12 @@ var protocolOptions = map[string][]string{
 	"ftp":  {"file", "active", "client", "url", "dns_servers"},
 	"smtp": {"from", "to", "size", "starttls", "url", "dns_servers"},
 	"imap": {"users", "user_format", "password", "url", "dns_servers"},
-	"tcp":  {"time", "interval", "bytes", "streams", "window", "sndbuf", "rcvbuf", "mss", "congestion", "bottleneck", "reverse", "servers"},
-	"udp":  {"time", "interval", "rate", "size", "sndbuf", "rcvbuf", "reverse", "servers"},
+	"tcp":  {"time", "omit", "interval", "bytes", "streams", "window", "sndbuf", "rcvbuf", "mss", "congestion", "bottleneck", "reverse", "servers"},
+	"udp":  {"time", "omit", "interval", "rate", "size", "sndbuf", "rcvbuf", "reverse", "servers"},
 }
 
 // allOptions are every protocol option, for the "does not apply" rule.
-var allOptions = []string{"client", "users", "user_format", "password", "from", "to", "starttls", "file", "active", "objects", "url", "query", "dns_servers", "transport", "time", "interval", "bytes", "streams",
+var allOptions = []string{"client", "users", "user_format", "password", "from", "to", "starttls", "file", "active", "objects", "url", "query", "dns_servers", "transport", "time", "omit", "interval", "bytes", "streams",
 	"window", "sndbuf", "rcvbuf", "mss", "congestion", "bottleneck", "reverse", "rate", "size", "servers"}
 
 var (
@@ -500,10 +501,10 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Pa
 		s.Test, s.Servers = o, c.Servers
 		// A trial's timeout follows its length unless set.
 		if !doc.Has(field("timeout")) && !doc.Has("timeout") {
-			s.Timeout = Duration(o.Duration + 30*time.Second)
+			s.Timeout = Duration(o.Omit + o.Duration + 30*time.Second)
 		}
-		if time.Duration(s.Timeout) <= o.Duration {
-			return s, doc.Errorf(field("time"), "a trial of %v does not fit in its timeout of %v", o.Duration, time.Duration(s.Timeout))
+		if time.Duration(s.Timeout) <= o.Omit+o.Duration {
+			return s, doc.Errorf(field("time"), "a trial of %v does not fit in its timeout of %v", o.Omit+o.Duration, time.Duration(s.Timeout))
 		}
 	}
 	if c.Client != "" {
@@ -603,12 +604,16 @@ func checkFile(doc *specfile.Doc, field, file string, hosts bool) error {
 // server would.
 func (c *cellFile) trialOptions(doc *specfile.Doc, at string, hosts bool) (*transport.Options, error) {
 	field := func(f string) string { return at + "." + f }
-	o := &transport.Options{Test: c.Protocol, Duration: time.Duration(c.Time), Interval: time.Duration(c.Interval), Congestion: c.Congestion, Reverse: c.Reverse}
+	o := &transport.Options{Test: c.Protocol, Duration: time.Duration(c.Time), Omit: time.Duration(c.Omit), Interval: time.Duration(c.Interval),
+		Congestion: c.Congestion, Reverse: c.Reverse}
 	if o.Duration == 0 {
 		o.Duration = 10 * time.Second
 	}
 	if o.Duration < 0 || o.Duration > transport.MaxDuration {
 		return nil, doc.Errorf(field("time"), "%v: want more than 0 and at most %v", o.Duration, transport.MaxDuration)
+	}
+	if o.Omit < 0 || o.Omit > transport.MaxDuration-o.Duration {
+		return nil, doc.Errorf(field("omit"), "%v: want 0 to %v (time and omit together at most %v)", o.Omit, transport.MaxDuration-o.Duration, transport.MaxDuration)
 	}
 	if o.Interval < 0 || (o.Interval > 0 && o.Interval < 10*time.Millisecond) {
 		return nil, doc.Errorf(field("interval"), "%v: want at least 10ms", o.Interval)
@@ -638,6 +643,9 @@ func (c *cellFile) trialOptions(doc *specfile.Doc, at string, hosts bool) (*tran
 			return nil, doc.Errorf(field("bytes"), "want an amount such as 10M or 200M, not %q", c.Bytes)
 		}
 		o.Bytes = n
+		if o.Omit > 0 {
+			return nil, doc.Errorf(field("omit"), "a warm-up is left out of a trial bound by its time, not of one that sends bytes")
+		}
 		if !doc.Has(field("time")) {
 			o.Duration = 10 * time.Minute // the amount ends the trial; this bounds it
 		}
@@ -732,7 +740,7 @@ func (e *Experiment) Scale(f float64) error {
 				o.Bytes = max(1<<20, int64(float64(o.Bytes)*f))
 			}
 			c.Test = &o
-			c.Timeout = Duration(o.Duration + 30*time.Second)
+			c.Timeout = Duration(o.Omit + o.Duration + 30*time.Second)
 		}
 	}
 	return nil

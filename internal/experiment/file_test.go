@@ -105,3 +105,23 @@ func TestBuiltinExperimentsParseAndScale(t *testing.T) {
 		t.Errorf("unknown built-in: %v", err)
 	}
 }
+
+func TestTrialWarmupReachesItsOptionsAndTimeout(t *testing.T) {
+	e, err := Parse("omit.yaml", []byte("name: x\ncells:\n  - protocol: tcp\n    time: 20s\n    omit: 5s\n  - protocol: udp\n    omit: 1s\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tcp, udp := e.Cells[0], e.Cells[1]
+	if tcp.Test.Omit != 5*time.Second || udp.Test.Omit != time.Second || udp.Test.Duration != 10*time.Second {
+		t.Fatalf("options %+v, %+v", tcp.Test, udp.Test)
+	}
+	// The timeout covers the warm-up too.
+	if time.Duration(tcp.Timeout) != 55*time.Second {
+		t.Errorf("timeout %v, want 5s + 20s + 30s", time.Duration(tcp.Timeout))
+	}
+	// Scaling shortens the measured time, not the warm-up past slow start.
+	if err := e.Scale(0.1); err != nil || e.Cells[0].Test.Omit != 5*time.Second || e.Cells[0].Test.Duration != 2*time.Second ||
+		time.Duration(e.Cells[0].Timeout) != 37*time.Second {
+		t.Errorf("scaled: %v %+v timeout %v", err, e.Cells[0].Test, time.Duration(e.Cells[0].Timeout))
+	}
+}

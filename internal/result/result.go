@@ -71,6 +71,8 @@ type Interval struct {
 	Retrans uint32 `json:"retrans,omitempty"`
 	RTTUS   uint32 `json:"rtt_us,omitempty"`
 	Cwnd    uint32 `json:"cwnd,omitempty"`
+	// Omitted marks an interval of the warm-up the figures leave out.
+	Omitted bool `json:"omitted,omitempty"`
 }
 
 // OK reports whether the transaction completed.

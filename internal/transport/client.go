@@ -26,6 +26,9 @@ type Options struct {
 	// that much is sent.
 	Duration time.Duration
 	Bytes    int64
+	// Omit is a warm-up sent before Duration and left out of the figures
+	// (iperf3 -O: past slow start); its TCP intervals are kept, marked.
+	Omit time.Duration
 	// Streams is the number of parallel TCP connections (default 1).
 	Streams int
 	// SndBuf is the client's SO_SNDBUF; RcvBuf the server's SO_RCVBUF.
@@ -71,7 +74,7 @@ func (o *Options) defaults() {
 // their defaults): what the server is told, and what its Check bounds.
 func (o Options) Request() Request {
 	o.defaults()
-	req := Request{Magic: Magic, Test: o.Test, Streams: o.Streams, Duration: o.Duration, Bytes: o.Bytes,
+	req := Request{Magic: Magic, Test: o.Test, Streams: o.Streams, Duration: o.Duration, Bytes: o.Bytes, Omit: o.Omit,
 		RcvBuf: o.RcvBuf, Window: o.Window, Rate: o.Rate, Size: o.Size}
 	if o.Test == "udp" {
 		req.Streams = 0
@@ -201,7 +204,7 @@ func tcpTest(ctx context.Context, tr *load.Trace, cc *ctrl, c net.Conn, d path.D
 	if o.Reverse {
 		return reverseTCP(ctx, tr, cc, c, streams, data, o)
 	}
-	snd, err := send(ctx, streams, sendSpec{Bytes: o.Bytes, Duration: o.Duration, Interval: o.Interval, Preamble: 8})
+	snd, err := send(ctx, streams, sendSpec{Bytes: o.Bytes, Duration: o.Duration, Omit: o.Omit, Interval: o.Interval, Preamble: 8})
 	if err != nil {
 		return tr.Fail(ctx, "io", err)
 	}
@@ -223,7 +226,7 @@ func tcpTest(ctx context.Context, tr *load.Trace, cc *ctrl, c net.Conn, d path.D
 func reverseTCP(ctx context.Context, tr *load.Trace, cc *ctrl, c net.Conn, streams []*tcpStream, data netip.AddrPort, o Options) result.Sample {
 	var k counter
 	var wg sync.WaitGroup
-	bound := time.Now().Add(o.Duration + grace)
+	bound := time.Now().Add(o.Omit + o.Duration + grace)
 	for _, st := range streams {
 		st.c.SetReadDeadline(bound)
 		wg.Add(1)
@@ -255,8 +258,14 @@ func reverseTCP(ctx context.Context, tr *load.Trace, cc *ctrl, c net.Conn, strea
 
 // tcpSample fills a completed TCP trial's sample from the sender's
 // figures and the bytes the receiver counted; a short transfer fails it.
+// Its times are the measured part's, after any warm-up.
 func tcpSample(s result.Sample, o Options, snd SenderStats, received int64, dst netip.Addr) result.Sample {
-	s.TotalNS = int64(snd.Elapsed)
+	if snd.Omitted > 0 && snd.Elapsed <= snd.Omitted {
+		s.Err = fmt.Sprintf("the test ended within its %v warm-up (%d bytes sent)", o.Omit, snd.Sent)
+		s.ErrKind = "protocol"
+		return s
+	}
+	s.TotalNS = int64(snd.Elapsed - snd.Omitted)
 	s.BytesOut, s.BytesIn = snd.Sent, received // the sender's and the receiver's counts, whichever way
 	s.Intervals = snd.Intervals
 	s.Metrics = tcpMetrics(o, snd, received, dst)
@@ -271,18 +280,27 @@ func tcpSample(s result.Sample, o Options, snd SenderStats, received int64, dst 
 	return s
 }
 
-// tcpMetrics computes a TCP test's figures, RFC 6349 included.
+// tcpMetrics computes a TCP test's figures, RFC 6349 included, over the
+// measured part: the warm-up's bytes, time, retransmits and RTTs are left
+// out (bytes_sent and bytes_received stay the whole test's).
 func tcpMetrics(o Options, snd SenderStats, received int64, dst netip.Addr) map[string]float64 {
-	sent, elapsed, base, last, ivs := snd.Sent, snd.Elapsed, snd.Base, snd.Last, snd.Intervals
+	start, last := snd.Start, snd.Last
+	warm := int64(start.Acked - snd.Base.Acked) // delivered in the warm-up
+	elapsed := snd.Elapsed - snd.Omitted
+	sent := snd.Sent - warm
 	m := map[string]float64{
-		"bytes_sent":      float64(sent),
+		"bytes_sent":      float64(snd.Sent),
 		"bytes_received":  float64(received),
 		"transfer_s":      elapsed.Seconds(),
-		"throughput_mbps": float64(received) * 8 / elapsed.Seconds() / 1e6,
-		"retransmits":     float64(last.Retrans - base.Retrans),
+		"throughput_mbps": float64(received-warm) * 8 / elapsed.Seconds() / 1e6,
+		"retransmits":     float64(last.Retrans - start.Retrans),
 		"streams":         float64(o.Streams),
 		"mss":             float64(last.MSS),
 		"cwnd":            float64(last.Cwnd),
+	}
+	if snd.Omitted > 0 {
+		m["omit_s"] = snd.Omitted.Seconds()
+		m["omitted_bytes"] = float64(warm)
 	}
 	// The trial's settings, for tables keyed by them (the study's).
 	for k, v := range map[string]int{"window_set": o.Window, "mss_set": o.MSS, "sndbuf_set": o.SndBuf, "rcvbuf_set": o.RcvBuf} {
@@ -294,8 +312,8 @@ func tcpMetrics(o Options, snd SenderStats, received int64, dst netip.Addr) map[
 		m["bytes_set"] = float64(o.Bytes)
 	}
 	var rttSum, rttN float64
-	for _, iv := range ivs {
-		if iv.RTTUS > 0 {
+	for _, iv := range snd.Intervals {
+		if iv.RTTUS > 0 && !iv.Omitted {
 			rttSum += float64(iv.RTTUS)
 			rttN++
 		}
@@ -310,9 +328,9 @@ func tcpMetrics(o Options, snd SenderStats, received int64, dst netip.Addr) map[
 			m["buffer_delay_pct"] = (rttSum/rttN - float64(last.MinRTT)) / float64(last.MinRTT) * 100
 		}
 	}
-	if tx := last.SentBytes - base.SentBytes; tx > 0 {
+	if tx := last.SentBytes - start.SentBytes; tx > 0 {
 		// RFC 6349 5.2: TCP efficiency % = (transmitted - retransmitted) / transmitted.
-		m["tcp_efficiency_pct"] = float64(tx-(last.RetransBytes-base.RetransBytes)) / float64(tx) * 100
+		m["tcp_efficiency_pct"] = float64(tx-(last.RetransBytes-start.RetransBytes)) / float64(tx) * 100
 	}
 	if o.Bottleneck > 0 && last.MSS > 0 {
 		ideal := IdealTCPRate(o.Bottleneck, int(last.MSS), path.OfAddr(dst), last.Timestamps)

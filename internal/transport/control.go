@@ -51,6 +51,9 @@ type Request struct {
 	// Duration bounds the test; Bytes ends it when that much is sent.
 	Duration time.Duration `json:"duration"`
 	Bytes    int64         `json:"bytes,omitempty"`
+	// Omit is a warm-up sent before Duration and left out of the
+	// figures (iperf3 -O): the test lasts Omit + Duration.
+	Omit time.Duration `json:"omit,omitempty"`
 	// RcvBuf is the server's receive buffer (SO_RCVBUF), Window its
 	// TCP_WINDOW_CLAMP; 0 leaves the kernel's.
 	RcvBuf int `json:"rcvbuf,omitempty"`
@@ -83,6 +86,10 @@ func (r *Request) Check() error {
 		return fmt.Errorf("duration %v: want more than 0 and at most %v", r.Duration, MaxDuration)
 	case r.Bytes < 0 || r.Bytes > MaxBytes:
 		return fmt.Errorf("bytes %d: want 0 (no limit) to %d", r.Bytes, MaxBytes)
+	case r.Omit < 0 || r.Omit > MaxDuration-r.Duration:
+		return fmt.Errorf("omit %v: want 0 to %v, the duration and the omitted warm-up together at most %v", r.Omit, MaxDuration-r.Duration, MaxDuration)
+	case r.Omit > 0 && r.Bytes > 0:
+		return fmt.Errorf("omit %v: a warm-up is left out of a test bound by its duration, not of one that sends %d bytes", r.Omit, r.Bytes)
 	case r.RcvBuf < 0 || r.RcvBuf > MaxBuffer || r.Window < 0 || r.Window > MaxBuffer:
 		return fmt.Errorf("buffer and window: want 0 to %d bytes", MaxBuffer)
 	}
@@ -94,8 +101,8 @@ func (r *Request) Check() error {
 			return fmt.Errorf("congestion %q: want a name such as cubic or bbr", printable([]byte(r.Congestion), 20))
 		case r.Interval < 10*time.Millisecond:
 			return fmt.Errorf("interval %v: want at least 10ms", r.Interval)
-		case r.Duration/r.Interval > maxIntervals:
-			return fmt.Errorf("interval %v: %v of it is %d intervals, at most %d are reported (lengthen the interval)", r.Interval, r.Duration, r.Duration/r.Interval, maxIntervals)
+		case r.length()/r.Interval > maxIntervals:
+			return fmt.Errorf("interval %v: %v of it is %d intervals, at most %d are reported (lengthen the interval)", r.Interval, r.length(), r.length()/r.Interval, maxIntervals)
 		}
 	} else if r.SndBuf != 0 || r.Congestion != "" || r.Interval != 0 {
 		return fmt.Errorf("sndbuf, congestion and interval are the client's own unless the test is reverse")
@@ -113,6 +120,9 @@ func (r *Request) Check() error {
 	}
 	return nil
 }
+
+// length is how long the test sends: its warm-up, then its duration.
+func (r *Request) length() time.Duration { return r.Omit + r.Duration }
 
 // congestionName accepts "" and what could name a kernel congestion
 // control algorithm (TCP_CA_NAME_MAX is 16 with its NUL).
@@ -185,6 +195,9 @@ type UDPStats struct {
 	// one-way transit times (max - min), which needs no synchronized clocks.
 	JitterNS   float64 `json:"jitter_ns"`
 	DelayVarNS int64   `json:"delay_var_ns"`
+	// Omitted counts the warm-up's datagrams that arrived (left out of
+	// the other figures).
+	Omitted int64 `json:"omitted,omitempty"`
 	// Intervals of received bytes, from the first datagram.
 	Intervals []int64 `json:"intervals,omitempty"`
 	// IntervalNS is the length of each of Intervals.

@@ -37,9 +37,14 @@ func newStream(c *net.TCPConn) *tcpStream {
 type SenderStats struct {
 	Sent    int64         `json:"sent"`
 	Elapsed time.Duration `json:"elapsed"` // first write to last byte acknowledged
-	// Base and Last are TCP_INFO summed over the streams when sending
-	// began and when the last byte was acknowledged.
+	// Omitted is the warm-up at the start of Elapsed that the figures
+	// leave out (0: none).
+	Omitted time.Duration `json:"omitted,omitempty"`
+	// Base, Start and Last are TCP_INFO summed over the streams when
+	// sending began, when the warm-up ended (Base without one) and when
+	// the last byte was acknowledged.
 	Base      TCPInfo           `json:"base"`
+	Start     TCPInfo           `json:"start"`
 	Last      TCPInfo           `json:"last"`
 	Intervals []result.Interval `json:"intervals,omitempty"`
 	// Congestion is the congestion control the streams used.
@@ -49,9 +54,10 @@ type SenderStats struct {
 // sendSpec is what a sender is asked to do.
 type sendSpec struct {
 	// Bytes ends sending when that much is written (0: no amount);
-	// Duration bounds it; Interval spaces the TCP_INFO samples.
-	Bytes              int64
-	Duration, Interval time.Duration
+	// Duration bounds it, after a warm-up of Omit whose intervals are
+	// marked omitted; Interval spaces the TCP_INFO samples.
+	Bytes                    int64
+	Duration, Omit, Interval time.Duration
 	// Preamble bytes were written on each stream before the test (the
 	// client's cookies): they are not data, so counting starts when they
 	// are acknowledged.
@@ -68,7 +74,7 @@ func send(ctx context.Context, streams []*tcpStream, sp sendSpec) (SenderStats, 
 		base = tcpInfos(streams)
 	}
 	t0 := time.Now()
-	end := t0.Add(sp.Duration)
+	end := t0.Add(sp.Omit + sp.Duration)
 	var budget atomic.Int64
 	budget.Store(sp.Bytes)
 	var wg sync.WaitGroup
@@ -103,18 +109,21 @@ func send(ctx context.Context, streams []*tcpStream, sp sendSpec) (SenderStats, 
 			st.c.CloseWrite()
 		}()
 	}
-	// Intervals from TCP_INFO while the writers run.
+	// Intervals from TCP_INFO while the writers run: every Interval
+	// through the warm-up, one at its end, then every Interval after it.
 	var intervals []result.Interval
 	prev := base
-	tick := time.NewTicker(sp.Interval)
 	finished := make(chan struct{})
 	go func() {
 		wg.Wait()
 		close(finished)
 	}()
+	omitEnd := t0.Add(sp.Omit)
+	measuring := sp.Omit <= 0
+	start, startAt := base, time.Duration(0)
 	sample := func() {
 		now := tcpInfos(streams)
-		iv := result.Interval{StartNS: 0, EndNS: int64(time.Since(t0))}
+		iv := result.Interval{StartNS: 0, EndNS: int64(time.Since(t0)), Omitted: !measuring}
 		if len(intervals) > 0 {
 			iv.StartNS = intervals[len(intervals)-1].EndNS
 		}
@@ -123,17 +132,33 @@ func send(ctx context.Context, streams []*tcpStream, sp sendSpec) (SenderStats, 
 		iv.RTTUS, iv.Cwnd = now.RTT, now.Cwnd
 		intervals = append(intervals, iv)
 		prev = now
+		if !measuring && !time.Now().Before(omitEnd) {
+			measuring, start, startAt = true, now, time.Duration(iv.EndNS)
+		}
 	}
+	nextSample := func() time.Duration {
+		now := time.Now()
+		if now.Before(omitEnd) {
+			next := t0.Add((now.Sub(t0)/sp.Interval + 1) * sp.Interval)
+			if next.After(omitEnd) {
+				next = omitEnd
+			}
+			return time.Until(next)
+		}
+		return time.Until(omitEnd.Add((now.Sub(omitEnd)/sp.Interval + 1) * sp.Interval))
+	}
+	timer := time.NewTimer(nextSample())
 wait:
 	for {
 		select {
-		case <-tick.C:
+		case <-timer.C:
 			sample()
+			timer.Reset(nextSample())
 		case <-finished:
 			break wait
 		}
 	}
-	tick.Stop()
+	timer.Stop()
 	var sent int64
 	for _, st := range streams {
 		sent += st.sent.Load()
@@ -150,8 +175,8 @@ wait:
 	if len(intervals) == 0 || intervals[len(intervals)-1].EndNS < int64(elapsed) {
 		sample()
 	}
-	// A last sliver of an interval joins the one before.
-	if n := len(intervals); n > 1 && intervals[n-1].EndNS-intervals[n-1].StartNS < int64(sp.Interval/10) {
+	// A last sliver of an interval joins the one before (of its kind).
+	if n := len(intervals); n > 1 && intervals[n-1].EndNS-intervals[n-1].StartNS < int64(sp.Interval/10) && intervals[n-1].Omitted == intervals[n-2].Omitted {
 		last, prev := intervals[n-1], &intervals[n-2]
 		prev.EndNS, prev.Bytes, prev.Retrans = last.EndNS, prev.Bytes+last.Bytes, prev.Retrans+last.Retrans
 		prev.RTTUS, prev.Cwnd = last.RTTUS, last.Cwnd
@@ -165,7 +190,10 @@ wait:
 	if over := acked - sent; over > 0 && over <= int64(len(streams)) {
 		intervals[len(intervals)-1].Bytes -= over
 	}
-	st := SenderStats{Sent: sent, Elapsed: elapsed, Base: base, Last: last, Intervals: intervals, Congestion: "?"}
+	if !measuring { // sending ended within the warm-up
+		start, startAt = last, elapsed
+	}
+	st := SenderStats{Sent: sent, Elapsed: elapsed, Omitted: startAt, Base: base, Start: start, Last: last, Intervals: intervals, Congestion: "?"}
 	if streams[0].fd >= 0 {
 		if v, err := unix.GetsockoptString(streams[0].fd, unix.IPPROTO_TCP, unix.TCP_CONGESTION); err == nil {
 			st.Congestion = strings.TrimRight(v, "\x00")

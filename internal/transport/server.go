@@ -86,7 +86,7 @@ func (s *Server) handle(ctx context.Context, c net.Conn) error {
 	ip := local.Addr().Unmap()
 	p := path.OfAddr(ip)
 	cookie := randomCookie()
-	deadline := time.Now().Add(req.Duration + grace)
+	deadline := time.Now().Add(req.length() + grace)
 	tctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	switch req.Test {
@@ -231,7 +231,7 @@ func (s *Server) tcp(ctx context.Context, cc *ctrl, c net.Conn, req *Request, p 
 		}
 		mu.Unlock()
 	}()
-	c.SetDeadline(time.Now().Add(req.Duration + grace))
+	c.SetDeadline(time.Now().Add(req.length() + grace))
 	var done Done
 	if err := cc.recv(&done); err != nil {
 		return err
@@ -262,7 +262,7 @@ func (s *Server) sendBack(ctx context.Context, cc *ctrl, c net.Conn, req *Reques
 		streams = append(streams, st)
 	}
 	if rep.Error == "" {
-		snd, err := send(ctx, streams, sendSpec{Bytes: req.Bytes, Duration: req.Duration, Interval: req.Interval})
+		snd, err := send(ctx, streams, sendSpec{Bytes: req.Bytes, Duration: req.Duration, Omit: req.Omit, Interval: req.Interval})
 		if err != nil {
 			rep.Error = err.Error()
 		}
@@ -309,10 +309,10 @@ func (s *Server) udp(ctx context.Context, cc *ctrl, c net.Conn, req *Request, p 
 	if req.Reverse {
 		return s.udpBack(ctx, cc, c, req, pc, cookie)
 	}
-	rx := newReceiver(cookie, time.Second)
+	rx := newReceiver(cookie, time.Second, warmupDatagrams(req.Omit, req.Size, req.Rate))
 	stop := make(chan struct{})
 	recvDone := readDatagrams(pc, rx, stop, nil)
-	c.SetDeadline(time.Now().Add(req.Duration + grace))
+	c.SetDeadline(time.Now().Add(req.length() + grace))
 	var done Done
 	if err := cc.recv(&done); err != nil {
 		return err
@@ -356,7 +356,7 @@ func (s *Server) udpBack(ctx context.Context, cc *ctrl, c net.Conn, req *Request
 		if req.SndBuf > 0 {
 			pc.SetWriteBuffer(req.SndBuf)
 		}
-		sent, errs, elapsed := pace(ctx, func(b []byte) error { _, err := pc.WriteToUDPAddrPort(b, to); return err }, cookie, req.Size, req.Rate, req.Duration)
+		sent, errs, elapsed := pace(ctx, func(b []byte) error { _, err := pc.WriteToUDPAddrPort(b, to); return err }, cookie, req.Size, req.Rate, req.length())
 		rep.UDPSent = &UDPSent{Datagrams: sent, SendErrors: errs, Elapsed: elapsed}
 	}
 	c.SetDeadline(time.Now().Add(grace))
@@ -392,7 +392,7 @@ func readDatagrams(pc *net.UDPConn, rx *receiver, stop <-chan struct{}, first ch
 				return
 			}
 			rx.datagram(buf[:n], kernelTime(oob[:oobn]))
-			if first != nil && rx.received > 0 {
+			if first != nil && rx.received+rx.warmup > 0 {
 				close(first)
 				first = nil
 			}
@@ -436,12 +436,16 @@ type receiver struct {
 	perInterval  []int64
 	foreign      int64
 	maxIntervals int
+	// Datagrams numbered below omitBelow were sent in the warm-up: they
+	// are counted in warmup and left out of every figure.
+	omitBelow, warmup int64
 }
 
 const seenBits = 1 << 22
 
-func newReceiver(cookie uint64, interval time.Duration) *receiver {
-	return &receiver{cookie: cookie, highest: -1, seen: make([]uint64, seenBits/64), interval: int64(interval), maxIntervals: int(MaxDuration/interval) + 60}
+func newReceiver(cookie uint64, interval time.Duration, omitBelow int64) *receiver {
+	return &receiver{cookie: cookie, highest: -1, seen: make([]uint64, seenBits/64), interval: int64(interval),
+		maxIntervals: int(MaxDuration/interval) + 60, omitBelow: omitBelow}
 }
 
 func (r *receiver) bit(seq int64) (word int, mask uint64) {
@@ -457,6 +461,10 @@ func (r *receiver) datagram(b []byte, now int64) {
 	}
 	seq := int64(binary.BigEndian.Uint64(b[8:16]) & (1<<62 - 1))
 	sent := int64(binary.BigEndian.Uint64(b[16:24]))
+	if seq < r.omitBelow {
+		r.warmup++
+		return
+	}
 	switch {
 	case seq > r.highest:
 		// Forget the ring positions the new highest passes over.
@@ -510,11 +518,12 @@ func (r *receiver) datagram(b []byte, now int64) {
 	r.prevTransit, r.haveTransit = transit, true
 }
 
-// stats are the figures once the sender said it sent `sent` datagrams.
+// stats are the figures once the sender said it sent `sent` datagrams,
+// the warm-up's included.
 func (r *receiver) stats(sent int64) UDPStats {
 	st := UDPStats{Received: r.received, Duplicates: r.dups, Reordered: r.reord, HighestSeq: r.highest,
-		JitterNS: r.jitter, DelayVarNS: r.maxT - r.minT, Intervals: r.perInterval, IntervalNS: r.interval}
-	expected := max(sent, r.highest+1)
+		JitterNS: r.jitter, DelayVarNS: r.maxT - r.minT, Intervals: r.perInterval, IntervalNS: r.interval, Omitted: r.warmup}
+	expected := max(sent, r.highest+1) - r.omitBelow
 	st.Lost = max(expected-r.received, 0)
 	return st
 }

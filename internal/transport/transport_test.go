@@ -123,6 +123,85 @@ func TestReverseTCP(t *testing.T) {
 
 // TestReverseWithUnknownCongestionControl: the server cannot use the
 // algorithm asked for; the trial fails saying so, and nothing is sent.
+// TestTCPWarmupIsLeftOut runs 0.3 s of warm-up before 0.4 s measured, each
+// way: the warm-up's intervals are kept and marked, and the figures are
+// the measured part's alone.
+func TestTCPWarmupIsLeftOut(t *testing.T) {
+	for _, reverse := range []bool{false, true} {
+		t.Run(fmt.Sprintf("reverse=%v", reverse), func(t *testing.T) {
+			srv := startServer(t, path.IPv4)
+			pr := &Probe{Server: srv, Path: path.IPv4, Opts: Options{Test: "tcp", Reverse: reverse, Duration: 400 * time.Millisecond,
+				Omit: 300 * time.Millisecond, Interval: 100 * time.Millisecond}}
+			s := pr.Do(context.Background(), 0)
+			if !s.OK() {
+				t.Fatalf("%s: %s", s.Err, s.Marker)
+			}
+			m := s.Metrics
+			var warm, measured, all int64
+			var nWarm, nMeasured int
+			for i, iv := range s.Intervals {
+				all += iv.Bytes
+				if iv.Omitted {
+					if nMeasured > 0 {
+						t.Fatalf("interval %d is in the warm-up after measured ones: %+v", i, s.Intervals)
+					}
+					warm += iv.Bytes
+					nWarm++
+				} else {
+					measured += iv.Bytes
+					nMeasured++
+				}
+			}
+			if nWarm != 3 || nMeasured < 4 || all != s.BytesOut {
+				t.Fatalf("%d warm-up and %d measured intervals adding up to %d of %d bytes: %+v", nWarm, nMeasured, all, s.BytesOut, s.Intervals)
+			}
+			if end := time.Duration(s.Intervals[nWarm-1].EndNS); end < 300*time.Millisecond || end > 350*time.Millisecond {
+				t.Errorf("the warm-up ends at %v, asked 300ms", end)
+			}
+			if o := m["omit_s"]; o < 0.3 || o > 0.35 || m["omitted_bytes"] != float64(warm) {
+				t.Errorf("omit_s %g, omitted_bytes %g, the warm-up's intervals carry %d", o, m["omitted_bytes"], warm)
+			}
+			if ts := m["transfer_s"]; ts < 0.35 || ts > 0.6 || time.Duration(s.TotalNS) != time.Duration(ts*1e9) {
+				t.Errorf("transfer_s %g (total %v): the measured part is 0.4 s", ts, time.Duration(s.TotalNS))
+			}
+			// Throughput is the measured bytes over the measured time.
+			got := m["throughput_mbps"] * 1e6 / 8 * m["transfer_s"]
+			if math.Abs(got-float64(measured)) > 2 || m["bytes_received"] != float64(s.BytesOut) {
+				t.Errorf("throughput covers %.0f bytes, the measured intervals %d (metrics %v)", got, measured, m)
+			}
+		})
+	}
+}
+
+func TestUDPWarmupIsLeftOut(t *testing.T) {
+	for _, reverse := range []bool{false, true} {
+		t.Run(fmt.Sprintf("reverse=%v", reverse), func(t *testing.T) {
+			srv := startServer(t, path.IPv4)
+			// 10 Mbit/s of 1000-byte datagrams: 250 in the 0.2 s warm-up,
+			// 375 in the 0.3 s measured.
+			pr := &Probe{Server: srv, Path: path.IPv4, Opts: Options{Test: "udp", Reverse: reverse, Duration: 300 * time.Millisecond,
+				Omit: 200 * time.Millisecond, Rate: 10e6, Size: 1000, RcvBuf: 1 << 20}}
+			s := pr.Do(context.Background(), 0)
+			if !s.OK() {
+				t.Fatalf("%s (%s)", s.Err, s.Marker)
+			}
+			m := s.Metrics
+			if m["omitted_datagrams"] != 250 || m["omit_s"] != 0.2 {
+				t.Errorf("omitted %g datagrams in %g s, want 250 in 0.2", m["omitted_datagrams"], m["omit_s"])
+			}
+			if sent := m["datagrams_sent"]; sent < 360 || sent > 376 {
+				t.Errorf("sent %g measured datagrams, want 375", sent)
+			}
+			if m["datagrams_received"]+m["lost"] != m["datagrams_sent"] || m["loss_pct"] > 1 || s.BytesIn != int64(m["datagrams_received"])*1000 {
+				t.Errorf("bytes in %d, metrics %v", s.BytesIn, m)
+			}
+			if off := m["offered_mbps"]; math.Abs(off-10) > 1 {
+				t.Errorf("offered %g Mbit/s over the measured part, asked 10", off)
+			}
+		})
+	}
+}
+
 func TestReverseWithUnknownCongestionControl(t *testing.T) {
 	srv := startServer(t, path.IPv4)
 	pr := &Probe{Server: srv, Path: path.IPv4, Opts: Options{Test: "tcp", Reverse: true, Duration: time.Second, Congestion: "nosuchcc"}}
@@ -269,6 +348,9 @@ func TestServerRefusesAbsurdTests(t *testing.T) {
 		"interval 1ms: want at least 10ms":  {Test: "tcp", Streams: 1, Duration: time.Second, Reverse: true, Interval: time.Millisecond},
 		"at most 3600 are reported":         {Test: "tcp", Streams: 1, Duration: time.Hour, Reverse: true, Interval: 10 * time.Millisecond},
 		"unless the test is reverse":        {Test: "tcp", Streams: 1, Duration: time.Second, SndBuf: 1 << 20},
+		"omit -1s: want 0 to 59m59s":        {Test: "tcp", Streams: 1, Duration: time.Second, Omit: -time.Second},
+		"omit 1h0m0s: want 0 to 59m59s":     {Test: "tcp", Streams: 1, Duration: time.Second, Omit: time.Hour},
+		"not of one that sends 1000 bytes":  {Test: "tcp", Streams: 1, Duration: time.Second, Omit: time.Second, Bytes: 1000},
 	} {
 		c, err := net.Dial("tcp4", srv.String())
 		if err != nil {
@@ -302,7 +384,7 @@ func datagram(cookie uint64, seq, sent int64) []byte {
 }
 
 func TestReceiverCountsLossDuplicatesReorderingAndJitter(t *testing.T) {
-	r := newReceiver(7, time.Second)
+	r := newReceiver(7, time.Second, 0)
 	now := int64(1e9)
 	// seq 0..9, with 3 lost, 5 arriving after 6, 2 twice, and a foreign one.
 	for i, seq := range []int64{0, 1, 2, 2, 4, 6, 5, 7, 8, 9} {
@@ -327,8 +409,42 @@ func TestReceiverCountsLossDuplicatesReorderingAndJitter(t *testing.T) {
 	}
 }
 
+func TestReceiverLeavesTheWarmupOut(t *testing.T) {
+	r := newReceiver(7, time.Second, 3)
+	now := int64(1e9)
+	for _, seq := range []int64{0, 1, 2, 3, 5, 6} { // 4 lost
+		r.datagram(datagram(7, seq, now-1e6), now)
+		now += 1e6
+	}
+	st := r.stats(7)
+	if st.Received != 3 || st.Omitted != 3 || st.Lost != 1 || r.bytes != 300 {
+		t.Fatalf("%+v, bytes %d", st, r.bytes)
+	}
+	if got := LossPct(st.Lost, 7-3); got != 25 {
+		t.Errorf("loss %g%%, 1 of the 4 measured", got)
+	}
+}
+
+func TestWarmupDatagrams(t *testing.T) {
+	for _, c := range []struct {
+		omit time.Duration
+		size int
+		rate uint64
+		want int64
+	}{
+		{0, 1000, 1e6, 0},
+		{time.Second, 1000, 8e6, 1000}, // the one due at exactly 1 s is measured
+		{time.Second + 1, 1000, 8e6, 1001},
+		{10 * time.Millisecond, 1460, 1e6, 1},
+	} {
+		if got := warmupDatagrams(c.omit, c.size, c.rate); got != c.want {
+			t.Errorf("%v at %d bit/s of %d bytes: %d, want %d", c.omit, c.rate, c.size, got, c.want)
+		}
+	}
+}
+
 func TestReceiverJitterIsRFC3550(t *testing.T) {
-	r := newReceiver(7, time.Second)
+	r := newReceiver(7, time.Second, 0)
 	now := int64(1e9)
 	for seq := range int64(10) {
 		transit := 1e6 + 2e6*(seq%2) // 1 or 3 ms: |D| = 2 ms at every arrival after the first
@@ -372,7 +488,7 @@ func FuzzReceiver(f *testing.F) {
 	f.Add(datagram(1, 0, 5), datagram(1, 1<<40, 0))
 	f.Add(datagram(1, 1<<61, 5), datagram(1, 3, -9))
 	f.Fuzz(func(t *testing.T, a, b []byte) {
-		r := newReceiver(1, time.Millisecond)
+		r := newReceiver(1, time.Millisecond, 0)
 		r.datagram(a, 10)
 		r.datagram(b, 1e12)
 		r.datagram(a, 2e12)

@@ -29,7 +29,7 @@ func udpTest(ctx context.Context, tr *load.Trace, cc *ctrl, c net.Conn, d path.D
 	if o.SndBuf > 0 {
 		uc.SetWriteBuffer(o.SndBuf)
 	}
-	sent, sendErrs, elapsed := pace(ctx, func(b []byte) error { _, err := uc.Write(b); return err }, acc.Cookie, o.Size, o.Rate, o.Duration)
+	sent, sendErrs, elapsed := pace(ctx, func(b []byte) error { _, err := uc.Write(b); return err }, acc.Cookie, o.Size, o.Rate, o.Omit+o.Duration)
 	c.SetDeadline(time.Now().Add(grace))
 	if err := cc.send(Done{Magic: Magic, Sent: sent * int64(o.Size), Datagrams: sent}); err != nil {
 		return tr.Fail(ctx, "io", err)
@@ -54,7 +54,7 @@ func reverseUDP(ctx context.Context, tr *load.Trace, cc *ctrl, c net.Conn, uc *n
 		uc.SetReadBuffer(o.RcvBuf)
 	}
 	kernelStamps(uc)
-	rx := newReceiver(acc.Cookie, time.Second)
+	rx := newReceiver(acc.Cookie, time.Second, warmupDatagrams(o.Omit, o.Size, o.Rate))
 	stop, first := make(chan struct{}), make(chan struct{})
 	done := readDatagrams(uc, rx, stop, first)
 	hello := helloDatagram(acc.Cookie)
@@ -72,7 +72,7 @@ func reverseUDP(ctx context.Context, tr *load.Trace, cc *ctrl, c net.Conn, uc *n
 			}
 		}
 	}()
-	c.SetDeadline(time.Now().Add(o.Duration + grace + ctrlDeadline))
+	c.SetDeadline(time.Now().Add(o.Omit + o.Duration + grace + ctrlDeadline))
 	var rep Report
 	err := cc.recv(&rep)
 	if err == nil {
@@ -101,12 +101,25 @@ func reverseUDP(ctx context.Context, tr *load.Trace, cc *ctrl, c net.Conn, uc *n
 }
 
 // udpSample fills a completed UDP trial's sample from the sender's counts
-// and the receiver's report; a receiver that saw nothing fails it.
+// and the receiver's report; a receiver that saw nothing fails it. The
+// warm-up's datagrams (sent first, o.Omit long) are left out: sent and
+// elapsed become the measured part's.
 func udpSample(s result.Sample, o Options, sent, sendErrs int64, elapsed time.Duration, rep Report) result.Sample {
 	u := rep.UDP
+	warm := min(warmupDatagrams(o.Omit, o.Size, o.Rate), sent)
+	sent, elapsed = sent-warm, max(elapsed-o.Omit, 0)
+	if warm > 0 && sent == 0 {
+		s.Err = fmt.Sprintf("the test ended within its %v warm-up", o.Omit)
+		s.ErrKind = "protocol"
+		return s
+	}
 	s.TotalNS = int64(elapsed)
 	s.BytesOut, s.BytesIn = sent*int64(o.Size), rep.Received
 	s.Metrics = udpMetrics(o, sent, sendErrs, elapsed, rep)
+	if warm > 0 {
+		s.Metrics["omit_s"] = o.Omit.Seconds()
+		s.Metrics["omitted_datagrams"] = float64(warm)
+	}
 	for i, b := range u.Intervals {
 		s.Intervals = append(s.Intervals, result.Interval{StartNS: int64(i) * u.IntervalNS, EndNS: int64(i+1) * u.IntervalNS, Bytes: b})
 	}
@@ -124,7 +137,7 @@ func udpSample(s result.Sample, o Options, sent, sendErrs int64, elapsed time.Du
 func pace(ctx context.Context, write func([]byte) error, cookie uint64, size int, rate uint64, duration time.Duration) (sent, errs int64, elapsed time.Duration) {
 	buf := make([]byte, size)
 	binary.BigEndian.PutUint64(buf[0:8], cookie)
-	gap := time.Duration(float64(size*8) / float64(rate) * 1e9)
+	gap := datagramGap(size, rate)
 	t0 := time.Now()
 	end := t0.Add(duration)
 	for seq := int64(0); ctx.Err() == nil; seq++ {
@@ -143,6 +156,22 @@ func pace(ctx context.Context, write func([]byte) error, cookie uint64, size int
 		sent++
 	}
 	return sent, errs, time.Since(t0)
+}
+
+// datagramGap is the time between datagrams of size bytes at rate bits/s.
+func datagramGap(size int, rate uint64) time.Duration {
+	return max(time.Duration(float64(size*8)/float64(rate)*1e9), 1)
+}
+
+// warmupDatagrams is how many datagrams pace sends in a warm-up of omit:
+// those due before it ends (sequence numbers below the result). Sender and
+// receiver both compute it from the request.
+func warmupDatagrams(omit time.Duration, size int, rate uint64) int64 {
+	if omit <= 0 || rate == 0 {
+		return 0
+	}
+	gap := datagramGap(size, rate)
+	return int64((omit + gap - 1) / gap)
 }
 
 // helloDatagram is what a reverse UDP client sends to be sent to: the
@@ -177,7 +206,8 @@ func udpMetrics(o Options, sent, sendErrs int64, elapsed time.Duration, rep Repo
 			m[k] = float64(v)
 		}
 	}
-	m["loss_pct"] = LossPct(u.Lost, max(sent, u.HighestSeq+1))
+	warm := warmupDatagrams(o.Omit, o.Size, o.Rate)
+	m["loss_pct"] = LossPct(u.Lost, max(sent, u.HighestSeq+1-warm))
 	if u.Received > 1 {
 		m["jitter_ms"] = u.JitterNS / 1e6
 		m["delay_var_ms"] = float64(u.DelayVarNS) / 1e6
