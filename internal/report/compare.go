@@ -29,6 +29,10 @@ type VersusCell struct {
 	// CompletionA and CompletionB are the completion rates.
 	CompletionA *float64 `json:"completion_a"`
 	CompletionB *float64 `json:"completion_b"`
+	// ThroughputA and ThroughputB are a transport cell's mean throughput
+	// (Mbit/s).
+	ThroughputA *float64 `json:"throughput_a_mbps,omitempty"`
+	ThroughputB *float64 `json:"throughput_b_mbps,omitempty"`
 	// Diff is B against A: diff_ms is B - A. The paired test does not
 	// apply (runs of two experiments were not run side by side).
 	Diff Comparison `json:"diff"`
@@ -55,8 +59,16 @@ func CompareSummaries(nameA string, a *Summary, nameB string, b *Summary) *Versu
 		d.Path, d.Baseline = ca.Path, nameA
 		d.PPaired = nil
 		na(&d.NA, "p_paired", "runs of two experiments are not paired")
-		v.Cells = append(v.Cells, VersusCell{Protocol: ca.Protocol, Path: ca.Path, Conns: ca.Conns, MeanA: ca.MeanMS, MeanB: cb.MeanMS,
-			CompletionA: ca.CompletionRate, CompletionB: cb.CompletionRate, Diff: d})
+		if d.Throughput != nil {
+			d.Throughput.PPaired = nil
+			na(&d.Throughput.NA, "p_paired", "runs of two experiments are not paired")
+		}
+		vc := VersusCell{Protocol: ca.Protocol, Path: ca.Path, Conns: ca.Conns, MeanA: ca.MeanMS, MeanB: cb.MeanMS,
+			CompletionA: ca.CompletionRate, CompletionB: cb.CompletionRate, Diff: d}
+		if ma, mb := ca.Metrics["throughput_mbps"], cb.Metrics["throughput_mbps"]; ma != nil && mb != nil {
+			vc.ThroughputA, vc.ThroughputB = &ma.Mean, &mb.Mean
+		}
+		v.Cells = append(v.Cells, vc)
 	}
 	for k := range inB {
 		if !seen[k] {
@@ -80,6 +92,22 @@ func VersusText(w io.Writer, v *Versus) error {
 			optP(d.PMannWhitney, d.NA["p_mann_whitney"]), optRatio(c.CompletionA) + " / " + optRatio(c.CompletionB)})
 	}
 	t.write(tw)
+	// Transport trials: their throughput, which is what a trial bound by
+	// time measures.
+	tp := newTable([]string{"protocol", "path", "conns", "A Mbit/s", "B Mbit/s", "B - A", "% change", "95% CI of B - A", "confidence", "p Mann-Whitney"})
+	rows := 0
+	for _, c := range v.Cells {
+		if d := c.Diff.Throughput; d != nil {
+			tp.add([]string{c.Protocol, c.Path, fmt.Sprint(c.Conns), optMS(c.ThroughputA, ""), optMS(c.ThroughputB, ""),
+				optSigned(d.Diff, d.NA["diff"]), optPct(d.PctChange, d.NA["pct_change"]), optRange(d.CI95Diff, d.NA["ci95_diff"], " to "),
+				optConf(d.Confidence, d.NA["confidence"]), optP(d.PMannWhitney, d.NA["p_mann_whitney"])})
+			rows++
+		}
+	}
+	if rows > 0 {
+		fmt.Fprintf(tw, "\ntransport throughput (Mbit/s), B against A (positive = B faster)\n")
+		tp.write(tw)
+	}
 	if len(v.OnlyA) > 0 {
 		fmt.Fprintf(tw, "\nonly in A: %s\n", strings.Join(v.OnlyA, ", "))
 	}

@@ -120,23 +120,42 @@ func plots(s *Summary, proto string) []*plot {
 	}
 	out := []*plot{rt}
 	if cmps := comparisonsOf(s, proto); len(cmps) > 0 {
-		pct := &plot{ID: "pct-" + id, Title: fmt.Sprintf("%s: increase over %s, 95%% CI", strings.ToUpper(proto), s.Baseline),
-			XLabel: xlabel, YLabel: "increase (%)", LogX: logX, ZeroLine: true}
+		// A trial bound by time is compared on its throughput: its
+		// transfer time is the time asked for.
+		bound := timeBound(cells)
+		title, ylabel := fmt.Sprintf("%s: increase over %s, 95%% CI", strings.ToUpper(proto), s.Baseline), "increase (%)"
+		if bound {
+			title, ylabel = fmt.Sprintf("%s: throughput against %s, 95%% CI", strings.ToUpper(proto), s.Baseline), "throughput change (%)"
+		}
+		pct := &plot{ID: "pct-" + id, Title: title, XLabel: xlabel, YLabel: ylabel, LogX: logX, ZeroLine: true}
 		base := map[int]*float64{}
 		for _, c := range cells {
 			if c.Path == s.Baseline {
 				base[c.Conns] = c.MeanMS
+				if m := c.Metrics["throughput_mbps"]; bound && m != nil {
+					base[c.Conns] = &m.Mean
+				}
 			}
 		}
 		for _, p := range pathsOfCmp(cmps) {
 			ser := series{Name: p}
 			for _, c := range cmps {
-				if c.Path != p || c.PctIncrease == nil {
+				if c.Path != p {
 					continue
 				}
-				pt := point{X: float64(c.Conns), Y: *c.PctIncrease}
-				if b := base[c.Conns]; c.CI95DiffMS != nil && b != nil && *b > 0 {
-					pt.Lo, pt.Hi, pt.CI = c.CI95DiffMS[0] / *b * 100, c.CI95DiffMS[1] / *b * 100, true
+				v, ci := c.PctIncrease, c.CI95DiffMS
+				if bound {
+					if c.Throughput == nil {
+						continue
+					}
+					v, ci = c.Throughput.PctChange, c.Throughput.CI95Diff
+				}
+				if v == nil {
+					continue
+				}
+				pt := point{X: float64(c.Conns), Y: *v}
+				if b := base[c.Conns]; ci != nil && b != nil && *b > 0 {
+					pt.Lo, pt.Hi, pt.CI = ci[0] / *b * 100, ci[1] / *b * 100, true
 				}
 				ser.Points = append(ser.Points, pt)
 			}

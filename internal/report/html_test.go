@@ -220,6 +220,41 @@ func TestTransportFiguresAndThroughputOverTime(t *testing.T) {
 	if !strings.Contains(page.String(), `data-plot="throughput-tcp-big"`) {
 		t.Error("no throughput-over-time plot")
 	}
+	// Trials bound by time: the paths are compared on throughput, not on
+	// the transfer time, which is the time asked for.
+	cmp := s.Comparisons[0].Throughput
+	if cmp == nil || *cmp.Diff != -10 || math.Abs(*cmp.PctChange-(-10/90.5*100)) > 1e-9 || cmp.Confidence == nil || *cmp.Confidence < 0.99 {
+		t.Fatalf("throughput comparison %+v", cmp)
+	}
+	if cmp.CI95Diff == nil || cmp.CI95Diff[0] >= -10 || cmp.CI95Diff[1] <= -10 {
+		t.Errorf("95%% CI of the difference %v does not hold -10", cmp.CI95Diff)
+	}
+	for _, want := range []string{"TCP-BIG: throughput against ipv4 (positive = faster than ipv4)", "difference (Mbit/s)", "-10.00", "-11.0%"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, text.String())
+		}
+	}
+	if strings.Contains(text.String(), "TCP-BIG: increase over") || strings.Contains(text.String(), "confidence intervals for differences") {
+		t.Errorf("a time-bound trial compared on its transfer time:\n%s", text.String())
+	}
+	if !strings.Contains(page.String(), "TCP-BIG: throughput against ipv4, 95% CI") {
+		t.Error("the HTML plots the transfer time's increase of a time-bound trial")
+	}
+	// Set against itself, B equals A.
+	var vs bytes.Buffer
+	VersusText(&vs, CompareSummaries("a", s, "b", s))
+	if !strings.Contains(vs.String(), "transport throughput (Mbit/s), B against A") || !strings.Contains(vs.String(), "+0.0%") {
+		t.Errorf("compare:\n%s", vs.String())
+	}
+	// Trials that send an amount of data are compared on their time too.
+	for i := range f.Samples {
+		f.Samples[i].Metrics["bytes_set"] = 1e6
+	}
+	text.Reset()
+	Text(&text, Summarize(f))
+	if !strings.Contains(text.String(), "TCP-BIG: increase over ipv4") || !strings.Contains(text.String(), "TCP-BIG: throughput against ipv4") {
+		t.Errorf("an amount-bound trial:\n%s", text.String())
+	}
 }
 
 func TestRateBySizePlot(t *testing.T) {

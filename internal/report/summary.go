@@ -195,6 +195,24 @@ type Comparison struct {
 	PPaired      *float64          `json:"p_paired"`
 	PMannWhitney *float64          `json:"p_mann_whitney"`
 	NA           map[string]string `json:"na,omitempty"`
+	// Throughput sets a transport cell's throughput against the
+	// baseline's: of a trial bound by time rather than by an amount of
+	// data, the transfer time above says nothing.
+	Throughput *MetricComparison `json:"throughput,omitempty"`
+}
+
+// MetricComparison sets one figure of a path's runs against the
+// baseline's: Diff = path - baseline, in the figure's unit; PctChange is
+// Diff over the baseline's mean in %.
+type MetricComparison struct {
+	Metric       string            `json:"metric"`
+	Diff         *float64          `json:"diff"`
+	PctChange    *float64          `json:"pct_change"`
+	CI95Diff     *[2]float64       `json:"ci95_diff"`
+	Confidence   *float64          `json:"confidence"`
+	PPaired      *float64          `json:"p_paired"`
+	PMannWhitney *float64          `json:"p_mann_whitney"`
+	NA           map[string]string `json:"na,omitempty"`
 }
 
 type cellKey struct {
@@ -520,51 +538,91 @@ func compare(cells []Cell, baseline string) []Comparison {
 // Compare sets cell c against baseline cell b.
 func Compare(b, c *Cell) Comparison {
 	cmp := Comparison{Protocol: c.Protocol, Conns: c.Conns, Path: c.Path, Baseline: b.Path}
-	w := stats.Welch(b.Runs, c.Runs)
-	if len(b.Runs) > 0 && len(c.Runs) > 0 {
-		cmp.DiffMS = ptr(w.Diff)
-	} else {
-		na(&cmp.NA, "diff_ms", "a path has no run means")
+	t := testRuns(b.Runs, b.RunIndex, c.Runs, c.RunIndex)
+	cmp.DiffMS, cmp.PctIncrease, cmp.CI95DiffMS, cmp.WelchDF, cmp.PWelch, cmp.Confidence, cmp.PPaired, cmp.PMannWhitney =
+		t.diff, t.pct, t.ci, t.df, t.p, t.confidence, t.paired, t.mw
+	for f, why := range t.na {
+		na(&cmp.NA, timeFields[f], why)
 	}
-	if w.PctNA == "" {
-		cmp.PctIncrease = ptr(w.PctIncrease)
-	} else {
-		na(&cmp.NA, "pct_increase", w.PctNA)
-	}
-	if w.NA == "" {
-		cmp.CI95DiffMS = &w.CI95Diff
-		cmp.WelchDF, cmp.PWelch, cmp.Confidence = ptr(w.DF), ptr(w.P), ptr(w.Confidence)
-	} else {
-		for _, f := range []string{"ci95_diff_ms", "welch_df", "p_welch", "confidence"} {
-			na(&cmp.NA, f, w.NA)
+	const k = "throughput_mbps"
+	if bm, cm := b.Metrics[k], c.Metrics[k]; bm != nil && cm != nil {
+		t := testRuns(bm.Runs, bm.RunIndex, cm.Runs, cm.RunIndex)
+		mc := &MetricComparison{Metric: k, Diff: t.diff, PctChange: t.pct, CI95Diff: t.ci, Confidence: t.confidence, PPaired: t.paired, PMannWhitney: t.mw}
+		for f, why := range t.na {
+			if name, ok := metricFields[f]; ok {
+				na(&mc.NA, name, why)
+			}
 		}
-	}
-	bp, cp := pairRuns(b, c)
-	if p := stats.Paired(bp, cp); p.NA == "" {
-		cmp.PPaired = ptr(p.P)
-	} else {
-		na(&cmp.NA, "p_paired", p.NA)
-	}
-	if m := stats.MannWhitney(b.Runs, c.Runs); m.NA == "" {
-		cmp.PMannWhitney = ptr(m.P)
-	} else {
-		na(&cmp.NA, "p_mann_whitney", m.NA)
+		cmp.Throughput = mc
 	}
 	return cmp
 }
 
-// pairRuns keeps the runs both cells have, matched by run number: run i of
-// one path ran right beside run i of the other.
-func pairRuns(b, c *Cell) ([]float64, []float64) {
+// timeFields and metricFields name a runTest's figures in a Comparison's
+// and a MetricComparison's na (a MetricComparison has no df or p).
+var (
+	timeFields = map[string]string{"diff": "diff_ms", "pct": "pct_increase", "ci": "ci95_diff_ms", "df": "welch_df",
+		"p": "p_welch", "confidence": "confidence", "paired": "p_paired", "mw": "p_mann_whitney"}
+	metricFields = map[string]string{"diff": "diff", "pct": "pct_change", "ci": "ci95_diff", "confidence": "confidence",
+		"paired": "p_paired", "mw": "p_mann_whitney"}
+)
+
+// runTest is two paths' per-run values set side by side: Welch's t, the
+// paired t over the runs both have, and Mann-Whitney; na says why a
+// figure (by its short name) is missing.
+type runTest struct {
+	diff, pct, df, p, confidence, paired, mw *float64
+	ci                                       *[2]float64
+	na                                       map[string]string
+}
+
+func testRuns(bRuns []float64, bIdx []int, cRuns []float64, cIdx []int) runTest {
+	var t runTest
+	w := stats.Welch(bRuns, cRuns)
+	if len(bRuns) > 0 && len(cRuns) > 0 {
+		t.diff = ptr(w.Diff)
+	} else {
+		na(&t.na, "diff", "a path has no run means")
+	}
+	if w.PctNA == "" {
+		t.pct = ptr(w.PctIncrease)
+	} else {
+		na(&t.na, "pct", w.PctNA)
+	}
+	if w.NA == "" {
+		t.ci = &w.CI95Diff
+		t.df, t.p, t.confidence = ptr(w.DF), ptr(w.P), ptr(w.Confidence)
+	} else {
+		for _, f := range []string{"ci", "df", "p", "confidence"} {
+			na(&t.na, f, w.NA)
+		}
+	}
+	bp, cp := pairRuns(bRuns, bIdx, cRuns, cIdx)
+	if p := stats.Paired(bp, cp); p.NA == "" {
+		t.paired = ptr(p.P)
+	} else {
+		na(&t.na, "paired", p.NA)
+	}
+	if m := stats.MannWhitney(bRuns, cRuns); m.NA == "" {
+		t.mw = ptr(m.P)
+	} else {
+		na(&t.na, "mw", m.NA)
+	}
+	return t
+}
+
+// pairRuns keeps the runs both paths have, matched by run number: run i
+// of one path ran right beside run i of the other.
+func pairRuns(bRuns []float64, bIdx []int, cRuns []float64, cIdx []int) ([]float64, []float64) {
 	idx := map[int]float64{}
-	for i, r := range b.RunIndex {
-		idx[r] = b.Runs[i]
+	for i, r := range bIdx {
+		idx[r] = bRuns[i]
 	}
 	var bp, cp []float64
-	for i, r := range c.RunIndex {
+	for i, r := range cIdx {
 		if v, ok := idx[r]; ok {
 			bp = append(bp, v)
-			cp = append(cp, c.Runs[i])
+			cp = append(cp, cRuns[i])
 		}
 	}
 	return bp, cp

@@ -150,7 +150,7 @@ func figure(v float64) string {
 // compared; file sweeps have their own table (FileTables).
 func DifferenceCIs(s *Summary) (section, bool) {
 	swept := inFileTables(s)
-	protos := filter(protocols(s), func(p string) bool { return !swept[p] })
+	protos := filter(protocols(s), func(p string) bool { return !swept[p] && !timeBound(cellsOf(s, p)) })
 	if len(protos) < 2 || len(s.Comparisons) == 0 {
 		return section{}, false
 	}
@@ -236,35 +236,23 @@ func sections(s *Summary, proto string) []section {
 	if sec, ok := metricSection(title, cells); ok {
 		out = append(out, sec)
 	}
-	if cmps := comparisonsOf(s, proto); len(cmps) > 0 {
-		sec := section{Title: fmt.Sprintf("%s: increase over %s (positive = slower than %s)", title, s.Baseline, s.Baseline),
-			Head: append([]string{"path", ""}, intHeads(conns)...)}
-		for _, p := range pathsOfCmp(cmps) {
-			by := map[int]*Comparison{}
-			for i := range cmps {
-				if cmps[i].Path == p {
-					by[cmps[i].Conns] = &cmps[i]
-				}
-			}
-			rows := [][]string{{p, "actual increase (ms)"}, {"", "% increase"}, {"", "confidence level"},
-				{"", "95% CI of difference (ms)"}, {"", "p paired / Mann-Whitney"}}
-			for _, n := range conns {
-				c := by[n]
-				if c == nil {
-					for i := range rows {
-						rows[i] = append(rows[i], "-")
-					}
-					continue
-				}
-				rows[0] = append(rows[0], optSigned(c.DiffMS, c.NA["diff_ms"]))
-				rows[1] = append(rows[1], optPct(c.PctIncrease, c.NA["pct_increase"]))
-				rows[2] = append(rows[2], optConf(c.Confidence, c.NA["confidence"]))
-				rows[3] = append(rows[3], optRange(c.CI95DiffMS, c.NA["ci95_diff_ms"], " to "))
-				rows[4] = append(rows[4], optP(c.PPaired, c.NA["p_paired"])+" / "+optP(c.PMannWhitney, c.NA["p_mann_whitney"]))
-			}
-			sec.Rows = append(sec.Rows, rows...)
-		}
-		out = append(out, sec)
+	cmps := comparisonsOf(s, proto)
+	if len(cmps) > 0 && !timeBound(cells) {
+		out = append(out, comparisonSection(fmt.Sprintf("%s: increase over %s (positive = slower than %s)", title, s.Baseline, s.Baseline),
+			conns, cmps, []string{"actual increase (ms)", "% increase", "confidence level", "95% CI of difference (ms)", "p paired / Mann-Whitney"},
+			func(c *Comparison) []string {
+				return []string{optSigned(c.DiffMS, c.NA["diff_ms"]), optPct(c.PctIncrease, c.NA["pct_increase"]), optConf(c.Confidence, c.NA["confidence"]),
+					optRange(c.CI95DiffMS, c.NA["ci95_diff_ms"], " to "), optP(c.PPaired, c.NA["p_paired"]) + " / " + optP(c.PMannWhitney, c.NA["p_mann_whitney"])}
+			}))
+	}
+	if tp := filter(cmps, func(c Comparison) bool { return c.Throughput != nil }); len(tp) > 0 {
+		out = append(out, comparisonSection(fmt.Sprintf("%s: throughput against %s (positive = faster than %s)", title, s.Baseline, s.Baseline),
+			conns, tp, []string{"difference (Mbit/s)", "% change", "confidence level", "95% CI of difference (Mbit/s)", "p paired / Mann-Whitney"},
+			func(c *Comparison) []string {
+				t := c.Throughput
+				return []string{optSigned(t.Diff, t.NA["diff"]), optPct(t.PctChange, t.NA["pct_change"]), optConf(t.Confidence, t.NA["confidence"]),
+					optRange(t.CI95Diff, t.NA["ci95_diff"], " to "), optP(t.PPaired, t.NA["p_paired"]) + " / " + optP(t.PMannWhitney, t.NA["p_mann_whitney"])}
+			}))
 	}
 	pct := section{Title: title + ": response time percentiles (ms), pooled over counted runs",
 		Head: []string{"path", "conns", "p50", "p90", "p99", "p99.9", "rate/s", "failures"}}
@@ -278,6 +266,48 @@ func sections(s *Summary, proto string) []section {
 		}
 	}
 	return append(out, pct)
+}
+
+// comparisonSection is a table of each path's comparisons with the
+// baseline, a block of rows (labels, filled by fill) per path and a column
+// per connection count.
+func comparisonSection(title string, conns []int, cmps []Comparison, labels []string, fill func(*Comparison) []string) section {
+	sec := section{Title: title, Head: append([]string{"path", ""}, intHeads(conns)...)}
+	for _, p := range pathsOfCmp(cmps) {
+		by := map[int]*Comparison{}
+		for i := range cmps {
+			if cmps[i].Path == p {
+				by[cmps[i].Conns] = &cmps[i]
+			}
+		}
+		rows := make([][]string, len(labels))
+		for i, l := range labels {
+			rows[i] = []string{"", l}
+		}
+		rows[0][0] = p
+		for _, n := range conns {
+			var vals []string
+			if c := by[n]; c != nil {
+				vals = fill(c)
+			}
+			for i := range rows {
+				v := "-"
+				if vals != nil {
+					v = vals[i]
+				}
+				rows[i] = append(rows[i], v)
+			}
+		}
+		sec.Rows = append(sec.Rows, rows...)
+	}
+	return sec
+}
+
+// timeBound tells whether cells are transport trials bound by time: their
+// transfer time is the time asked for, so their paths are compared on
+// throughput alone.
+func timeBound(cells []Cell) bool {
+	return transportKind(cells) != "" && !slices.ContainsFunc(cells, func(c Cell) bool { return c.Metrics["bytes_set"] != nil })
 }
 
 func protocols(s *Summary) []string {
