@@ -246,9 +246,9 @@ warmup: 0
 pause: 0s
 cells:
   - {protocol: tcp, bytes: 2M, bottleneck: 100M, mss: 1200}
-  - {protocol: udp, time: 500ms, rate: 20M, size: 1200}
+  - {protocol: udp, time: 500ms, omit: 300ms, rate: 20M, size: 1200}
   - {protocol: tcp, label: tcp-down, bytes: 2M, bottleneck: 100M, mss: 1200, reverse: true}
-  - {protocol: udp, label: udp-down, time: 500ms, rate: 20M, size: 1200, reverse: true}
+  - {protocol: udp, label: udp-down, time: 500ms, omit: 300ms, rate: 20M, size: 1200, reverse: true}
   - {protocol: ftp, file: 256K, conns: [2]}
   - {protocol: ftp, label: ftp-active, file: 256K, conns: [1], active: true}
   - {protocol: smtp, conns: [3]}
@@ -279,6 +279,11 @@ cells:
 		tp := c.Metrics["throughput_mbps"]
 		if c.Completed != 2 || tp == nil || tp.Mean <= 0 || tp.Mean > 102 { // tbf lets its burst through at once
 			t.Errorf("%s/%s: %d completed, throughput %+v (%s)", c.Protocol, c.Path, c.Completed, tp, c.FirstError)
+		}
+		if strings.HasPrefix(c.Protocol, "udp") { // a 300 ms warm-up of 1200-byte datagrams at 20 Mbit/s: 625 left out
+			if w := c.Metrics["omitted_datagrams"]; w == nil || w.Mean != 625 {
+				t.Errorf("%s/%s: warm-up datagrams %+v, want 625", c.Protocol, c.Path, w)
+			}
 		}
 		if strings.HasPrefix(c.Protocol, "tcp") { // both directions: the server sends in tcp-down
 			if r := c.Metrics["transfer_time_ratio"]; r == nil || r.Mean < 0.9 {

@@ -115,11 +115,7 @@ func udpSample(s result.Sample, o Options, sent, sendErrs int64, elapsed time.Du
 	}
 	s.TotalNS = int64(elapsed)
 	s.BytesOut, s.BytesIn = sent*int64(o.Size), rep.Received
-	s.Metrics = udpMetrics(o, sent, sendErrs, elapsed, rep)
-	if warm > 0 {
-		s.Metrics["omit_s"] = o.Omit.Seconds()
-		s.Metrics["omitted_datagrams"] = float64(warm)
-	}
+	s.Metrics = udpMetrics(o, sent, warm, sendErrs, elapsed, rep)
 	for i, b := range u.Intervals {
 		s.Intervals = append(s.Intervals, result.Interval{StartNS: int64(i) * u.IntervalNS, EndNS: int64(i+1) * u.IntervalNS, Bytes: b})
 	}
@@ -187,8 +183,9 @@ func isHello(b []byte, cookie uint64) bool {
 	return len(b) == 13 && binary.BigEndian.Uint64(b[0:8]) == cookie && string(b[8:]) == "hello"
 }
 
-// udpMetrics are a UDP test's figures; loss is clamped to 0..100%.
-func udpMetrics(o Options, sent, sendErrs int64, elapsed time.Duration, rep Report) map[string]float64 {
+// udpMetrics are a UDP test's figures over the measured part: sent
+// counts the datagrams after the warm-up's warm; loss is clamped to 0..100%.
+func udpMetrics(o Options, sent, warm, sendErrs int64, elapsed time.Duration, rep Report) map[string]float64 {
 	u := rep.UDP
 	m := map[string]float64{
 		"datagrams_sent":     float64(sent),
@@ -206,8 +203,11 @@ func udpMetrics(o Options, sent, sendErrs int64, elapsed time.Duration, rep Repo
 			m[k] = float64(v)
 		}
 	}
-	warm := warmupDatagrams(o.Omit, o.Size, o.Rate)
 	m["loss_pct"] = LossPct(u.Lost, max(sent, u.HighestSeq+1-warm))
+	if warm > 0 {
+		m["omit_s"] = o.Omit.Seconds()
+		m["omitted_datagrams"] = float64(warm)
+	}
 	if u.Received > 1 {
 		m["jitter_ms"] = u.JitterNS / 1e6
 		m["delay_var_ms"] = float64(u.DelayVarNS) / 1e6
