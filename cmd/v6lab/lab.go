@@ -9,7 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -205,7 +205,10 @@ func labDetach(cmd *cobra.Command, cfg lab.Config) error {
 	if err := os.MkdirAll(lab.StateDir, 0o755); err != nil {
 		return err
 	}
-	logName := filepath.Join(lab.StateDir, cfg.Name+".log")
+	logName, err := lab.LogFile(cfg.Name)
+	if err != nil {
+		return err
+	}
 	logf, err := os.Create(logName)
 	if err != nil {
 		return err
@@ -266,11 +269,6 @@ func labForeground(cmd *cobra.Command, cfg lab.Config) error {
 		return err
 	}
 	defer l.Close()
-	if err := lab.WriteOwner(cfg.Name, os.Getpid()); err != nil {
-		say("error: " + err.Error())
-		return err
-	}
-	defer lab.ClearOwner(cfg.Name)
 	fmt.Fprintf(cmd.OutOrStdout(), "%s lab %q up, tunnel %s, MTU %d\n", time.Now().UTC().Format(time.RFC3339), cfg.Name, l.TunnelImpl, l.TunnelMTU)
 	say("ready tunnel " + l.TunnelImpl + ", MTU " + fmt.Sprint(l.TunnelMTU))
 	sig := make(chan os.Signal, 1)
@@ -289,10 +287,17 @@ func newLabDownCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "down",
 		Short: "Remove a lab (or all of them), including ones a killed process left",
+		Long: `lab down stops the lab's owner process and removes everything the lab's owner record
+names: namespaces (with their links and tunnels), real-server daemons and their working
+directories. Only the named lab is touched: lab "a" never matches lab "a-b".`,
 		Example: `  v6lab lab down
+  v6lab lab down --name second
   v6lab lab down --all`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := lab.CheckName(name); err != nil {
+				return &exitError{code: 2, err: err}
+			}
 			if os.Geteuid() != 0 {
 				return fmt.Errorf("%w; you are uid %d", lab.ErrPrivilege, os.Geteuid())
 			}
@@ -301,6 +306,10 @@ func newLabDownCmd() *cobra.Command {
 				var err error
 				if names, err = lab.Names(); err != nil {
 					return err
+				}
+			} else if !cmd.Flags().Changed("name") && !labExists(name) {
+				if hint := orphanHint(); hint != "" {
+					return fmt.Errorf("lab %q is not up; %s", name, hint)
 				}
 			}
 			var errs []error
@@ -319,52 +328,122 @@ func newLabDownCmd() *cobra.Command {
 	return cmd
 }
 
+// labExists says whether lab name has a namespace or an owner record.
+func labExists(name string) bool {
+	names, _ := lab.Names()
+	return slices.Contains(names, name)
+}
+
+// orphanHint names the labs a plain lab down could have meant: those whose
+// owner is gone.
+func orphanHint() string {
+	orphans, _ := lab.Orphans()
+	switch len(orphans) {
+	case 0:
+		return ""
+	case 1:
+		return fmt.Sprintf("one lab is left without its owner process: %q; remove it with v6lab lab down --name %s", orphans[0].Name, orphans[0].Name)
+	}
+	var ns []string
+	for _, o := range orphans {
+		ns = append(ns, o.Name)
+	}
+	return fmt.Sprintf("labs left without their owner process: %s; remove one with v6lab lab down --name NAME, or all with --all", strings.Join(ns, ", "))
+}
+
 // labDown stops the lab's owner (which tears the lab down), then removes
-// whatever is left.
+// whatever its record still names.
 func labDown(name string) error {
 	if pid := lab.Owner(name); pid != 0 {
 		syscall.Kill(pid, syscall.SIGTERM)
-		for i := 0; i < 50 && syscall.Kill(pid, 0) == nil; i++ {
+		for i := 0; i < 50 && lab.Owner(name) == pid; i++ {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	lab.ClearOwner(name)
-	// The owner's log is kept while the lab is up (it says why a lab died).
-	_ = os.Remove(filepath.Join(lab.StateDir, name+".log"))
 	return lab.Down(name)
 }
 
 func newLabStatusCmd() *cobra.Command {
 	var name string
+	var all bool
 	cmd := &cobra.Command{
-		Use:     "status",
-		Short:   "Show labs: hosts, links, addresses, routes, shaping and the tunnel",
-		Example: `  v6lab lab status --name default`,
-		Args:    cobra.NoArgs,
+		Use:   "status",
+		Short: "Show labs: hosts, links, addresses, routes, shaping and the tunnel",
+		Example: `  v6lab lab status --name default
+  v6lab lab status --all     # also labs whose owner process is gone, and what they left`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			out := cmd.OutOrStdout()
 			names := []string{name}
-			if name == "" {
+			if name != "" {
+				if err := lab.CheckName(name); err != nil {
+					return &exitError{code: 2, err: err}
+				}
+			} else {
 				var err error
 				if names, err = lab.Names(); err != nil {
 					return err
 				}
 				if len(names) == 0 {
-					fmt.Fprintln(cmd.OutOrStdout(), "no lab is up (v6lab lab up builds one)")
+					fmt.Fprintln(out, "no lab is up (v6lab lab up builds one)")
 					return nil
 				}
 			}
+			orphans, _ := lab.Orphans()
 			for _, n := range names {
+				if o := orphanNamed(orphans, n); o != nil {
+					if all || name != "" {
+						printOrphan(out, o)
+					}
+					continue
+				}
 				st, err := lab.Inspect(n)
 				if err != nil {
 					return err
 				}
-				printStatus(cmd.OutOrStdout(), st)
+				printStatus(out, st)
+			}
+			if !all && name == "" {
+				if n := len(orphans); n > 0 {
+					fmt.Fprintf(out, "%d lab(s) without an owner process are not shown: v6lab lab status --all\n", n)
+				}
 			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&name, "name", "", "lab to show (default: every lab)")
+	cmd.Flags().BoolVar(&all, "all", false, "also list labs whose owner process is gone (orphans) and what they left")
 	return cmd
+}
+
+func orphanNamed(os []lab.Orphan, name string) *lab.Orphan {
+	for i := range os {
+		if os[i].Name == name {
+			return &os[i]
+		}
+	}
+	return nil
+}
+
+// printOrphan shows what a lab without a live owner left behind.
+func printOrphan(w io.Writer, o *lab.Orphan) {
+	why := "no owner record"
+	if o.PID != 0 {
+		why = fmt.Sprintf("owner process %d is gone", o.PID)
+	}
+	if o.Kept {
+		why += ", kept on purpose (run --keep)"
+	}
+	fmt.Fprintf(w, "lab %q: orphan (%s); remove it with v6lab lab down --name %s\n", o.Name, why, o.Name)
+	if len(o.Namespaces) > 0 {
+		fmt.Fprintf(w, "  namespaces: %s\n", strings.Join(o.Namespaces, ", "))
+	}
+	for _, d := range o.Daemons {
+		fmt.Fprintf(w, "  daemon: %s (pid %d)\n", d.What, d.PID)
+	}
+	for _, d := range o.Dirs {
+		fmt.Fprintf(w, "  directory: %s\n", d)
+	}
 }
 
 func printStatus(w io.Writer, st *lab.Status) {

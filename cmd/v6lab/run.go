@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -138,7 +140,7 @@ func (o *runOpts) run(cmd *cobra.Command, args []string) error {
 		return &exitError{code: 2, err: err}
 	}
 	// A run's lab is its own: a kept lab of the file's name is never touched.
-	labCfg.Name = fmt.Sprintf("run%d", os.Getpid()%100000)
+	labCfg.Name = runLabName()
 	where, note, err := o.where(exp, topology, cmd.Flags().Changed("paths"))
 	if err != nil {
 		return &exitError{code: 2, err: err}
@@ -436,7 +438,7 @@ func (o *runOpts) resumeRun(cmd *cobra.Command) error {
 		if err := json.Unmarshal([]byte(rs.Header.Lab["config"]), &labCfg); err != nil {
 			return fmt.Errorf("%s: the header does not record the lab's config: %w", o.resume, err)
 		}
-		labCfg.Name = fmt.Sprintf("run%d", os.Getpid()%100000)
+		labCfg.Name = runLabName()
 	}
 	o.pcap = o.pcap || rs.Header.Lab["pcap"] == "true"
 	return runExperiment(cmd, rs.Exp, where, labCfg, o, rs, o.resume)
@@ -543,4 +545,12 @@ func printPlan(w io.Writer, exp *experiment.Experiment, where, note string) {
 		order = append(order, fmt.Sprintf("%s/%s/%d#%d", exp.Cells[st.Cell].CellName(), st.Path, st.Conns, st.Run))
 	}
 	fmt.Fprintf(w, "order: %s …\n", strings.Join(order, ", "))
+}
+
+// runLabName names a run's own lab with a random suffix: a pid would
+// collide across PID namespaces (two containers both run pid 1).
+func runLabName() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return "run" + hex.EncodeToString(b[:])
 }

@@ -102,19 +102,19 @@ func runInLab(cmd *cobra.Command, exp *experiment.Experiment, cfg lab.Config, re
 	if err != nil {
 		return err
 	}
-	// Recorded so that, if this process is killed, the next run or lab
-	// command finds the lab's owner dead and removes it.
-	if err := lab.WriteOwner(l.Name, os.Getpid()); err != nil {
-		l.Close()
-		return err
-	}
+	// lab.Up recorded this process as the lab's owner, so that, if it is
+	// killed, the next run or lab command finds the owner dead and removes
+	// everything the record names.
 	if keep {
+		if err := l.Keep(); err != nil {
+			l.Close()
+			return err
+		}
 		defer fmt.Fprintf(cmd.ErrOrStderr(), "v6lab: the lab %q is kept up: v6lab lab status --name %s; remove it with v6lab lab down --name %s\n", l.Name, l.Name, l.Name)
 	}
 	defer func() {
 		if !keep {
 			l.Close()
-			lab.ClearOwner(l.Name)
 		}
 	}()
 	in, err := experiment.StartInLab(ctx, l, localServerConfig())
@@ -127,7 +127,7 @@ func runInLab(cmd *cobra.Command, exp *experiment.Experiment, cfg lab.Config, re
 	ftpPort := 0
 	if slices.Contains(exp.Protocols(), "ftp") {
 		a := l.Addr
-		stopFTP, port, err := serveInNamespace(lab.NS(l.Name, lab.Server), "ftp",
+		stopFTP, port, err := serveInNamespace(l.Record(), lab.NS(l.Name, lab.Server), "ftp",
 			netip.AddrPortFrom(a.ServerV4, 0), netip.AddrPortFrom(a.ServerV6, 0), netip.AddrPortFrom(a.ServerTun6, 0))
 		if err != nil {
 			return err
@@ -216,6 +216,9 @@ func runInLab(cmd *cobra.Command, exp *experiment.Experiment, cfg lab.Config, re
 		return err
 	}
 	defer os.RemoveAll(dir)
+	if err := l.Record().AddDir(dir); err != nil {
+		return err
+	}
 	jobFile := filepath.Join(dir, "job.json")
 	b, _ := json.Marshal(job)
 	if err := os.WriteFile(jobFile, b, 0o600); err != nil {
@@ -366,7 +369,7 @@ func settle(cmd *cobra.Command, c *experiment.Spec, probe func(*experiment.Spec,
 // serveInNamespace starts `v6lab serve KIND` inside network namespace ns on
 // the given addresses (port 0: one port chosen for all) and returns its
 // port once it serves, and a function that stops it.
-func serveInNamespace(ns, kind string, addrs ...netip.AddrPort) (func(), int, error) {
+func serveInNamespace(rec *lab.Record, ns, kind string, addrs ...netip.AddrPort) (func(), int, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, 0, err
@@ -389,6 +392,10 @@ func serveInNamespace(ns, kind string, addrs ...netip.AddrPort) (func(), int, er
 	stop := func() {
 		c.Process.Signal(syscall.SIGTERM)
 		c.Wait()
+	}
+	if err := rec.AddDaemon(c.Process.Pid, "v6lab serve "+kind); err != nil {
+		stop()
+		return nil, 0, err
 	}
 	ports := make(chan int, 1)
 	go func() {
@@ -421,7 +428,7 @@ func serveInNamespace(ns, kind string, addrs ...netip.AddrPort) (func(), int, er
 // resolvers at them instead of the embedded servers.
 func startRealServers(ctx context.Context, l *lab.Lab, exp *experiment.Experiment, job *labJob) (func(), error) {
 	a := l.Addr
-	prefix := []string{"ip", "netns", "exec", lab.NS(l.Name, lab.Server)}
+	prefix := servers.Place{Prefix: []string{"ip", "netns", "exec", lab.NS(l.Name, lab.Server)}, Rec: l.Record()}
 	addrs := []netip.Addr{a.ServerV4, a.ServerV6, a.ServerTun6}
 	cfg := localServerConfig()
 	content := servers.Content{"/index.html": httpp.Page(cfg)}

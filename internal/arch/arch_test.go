@@ -25,16 +25,17 @@ var allowed = map[string][]string{
 	"v6lab/internal/proto/reply":     {},
 	"v6lab/internal/proto/imap":      {"load", "path", "result", "proto/reply"},
 	"v6lab/internal/proto/extclient": {"load", "path", "result"},
-	"v6lab/internal/experiment":      {"load", "path", "result", "proto/http", "proto/dns", "lab", "lab/sixin4", "units", "specfile", "transport", "proto/ftp", "proto/reply", "proto/smtp", "proto/imap", "proto/extclient", "traffic", "evloop", "content"},
-	"v6lab/internal/lab":             {"lab/sixin4", "specfile", "units"},
+	"v6lab/internal/experiment":      {"load", "path", "result", "proto/http", "proto/dns", "lab", "lab/sixin4", "lab/bpf", "units", "specfile", "transport", "proto/ftp", "proto/reply", "proto/smtp", "proto/imap", "proto/extclient", "traffic", "evloop", "content"},
+	"v6lab/internal/lab":             {"lab/sixin4", "lab/bpf", "specfile", "units"},
 	"v6lab/internal/lab/sixin4":      {},
+	"v6lab/internal/lab/bpf":         {},
 	"v6lab/internal/capture":         {"path", "result"},
 	"v6lab/internal/units":           {},
 	"v6lab/internal/transport":       {"load", "path", "result"},
 	"v6lab/internal/specfile":        {},
 	"v6lab/internal/traffic":         {"path"},
 	"v6lab/internal/tcpflow":         {},
-	"v6lab/internal/congestion":      {"lab", "lab/sixin4", "specfile", "units", "traffic", "path", "result"},
+	"v6lab/internal/congestion":      {"lab", "lab/sixin4", "lab/bpf", "specfile", "units", "traffic", "path", "result"},
 }
 
 func TestDependenciesPointDown(t *testing.T) {

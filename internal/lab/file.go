@@ -81,8 +81,8 @@ func ParseTopology(file string, data []byte) (Config, error) {
 	}
 	cfg := Config{Name: f.Name, Tunnel: f.Tunnel.Implementation, TunnelMTU: f.Tunnel.MTU, Generators: f.Generators,
 		BareServer: f.Server.TCPOptimizations != nil && !*f.Server.TCPOptimizations}
-	if doc.Has("name") && !labName.MatchString(f.Name) {
-		return cfg, doc.Errorf("name", "%q is not a lab name: 1-15 lowercase letters, digits or dashes", f.Name)
+	if doc.Has("name") && CheckName(f.Name) != nil {
+		return cfg, doc.Errorf("name", "%q is not a lab name: 1-15 lowercase letters, digits or dashes, starting with a letter or digit", f.Name)
 	}
 	switch cfg.Tunnel {
 	case "auto":

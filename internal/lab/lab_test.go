@@ -190,8 +190,9 @@ func TestReapRemovesLabsOfDeadOwners(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	// A pid that cannot be alive: beyond pid_max.
-	if err := WriteOwner(name, 1<<30); err != nil {
+	// As if the owner died: a pid that cannot be alive (beyond pid_max).
+	l.rec.PID = 1 << 30
+	if err := l.rec.save(); err != nil {
 		t.Fatal(err)
 	}
 	reaped, err := Reap()

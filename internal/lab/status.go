@@ -3,44 +3,12 @@ package lab
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
-
-// StateDir holds one pid file per lab whose owner process is alive.
-var StateDir = "/run/v6lab"
-
-func pidFile(name string) string { return filepath.Join(StateDir, name+".pid") }
-
-// WriteOwner records pid as the process that keeps lab name alive.
-func WriteOwner(name string, pid int) error {
-	if err := os.MkdirAll(StateDir, 0o755); err != nil {
-		return fmt.Errorf("lab: %w", err)
-	}
-	return os.WriteFile(pidFile(name), []byte(strconv.Itoa(pid)+"\n"), 0o644)
-}
-
-// Owner returns the live process keeping lab name, or 0.
-func Owner(name string) int {
-	b, err := os.ReadFile(pidFile(name))
-	if err != nil {
-		return 0
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 0 || syscall.Kill(pid, 0) != nil {
-		return 0
-	}
-	return pid
-}
-
-// ClearOwner forgets lab name's owner.
-func ClearOwner(name string) { _ = os.Remove(pidFile(name)) }
 
 // Iface is one interface of a host as the kernel reports it.
 type Iface struct {
@@ -77,10 +45,10 @@ type Status struct {
 
 // Inspect reads the state of lab name from its namespaces.
 func Inspect(name string) (*Status, error) {
-	nss, err := Namespaces(Prefix + name + "-")
-	if err != nil {
+	if err := CheckName(name); err != nil {
 		return nil, err
 	}
+	nss := exactNamespaces(name)
 	if len(nss) == 0 {
 		return nil, fmt.Errorf("lab: no lab named %q (see v6lab lab status)", name)
 	}
@@ -191,26 +159,4 @@ func describeQdisc(q netlink.Qdisc) string {
 	default:
 		return q.Type()
 	}
-}
-
-// Reap removes every lab whose recorded owner process is dead: what a
-// killed run or lab owner left behind. Labs without an owner record are
-// left alone (one may be being built right now). It returns the names removed.
-func Reap() ([]string, error) {
-	names, err := Names()
-	if err != nil {
-		return nil, err
-	}
-	var reaped []string
-	for _, n := range names {
-		if _, err := os.Stat(pidFile(n)); err != nil || Owner(n) != 0 {
-			continue
-		}
-		if err := Down(n); err != nil {
-			return reaped, err
-		}
-		ClearOwner(n)
-		reaped = append(reaped, n)
-	}
-	return reaped, nil
 }

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -131,12 +130,10 @@ func (c *Config) Link(name string) Link {
 // DefaultTunnelMTU is the usual 6in4 MTU: 1500 less the 20-byte IPv4 header.
 const DefaultTunnelMTU = 1480
 
-var labName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,14}$`)
-
 // Validate checks a config.
 func (c *Config) Validate() error {
-	if !labName.MatchString(c.Name) {
-		return fmt.Errorf("lab: bad lab name %q: 1-15 lowercase letters, digits or dashes", c.Name)
+	if err := CheckName(c.Name); err != nil {
+		return err
 	}
 	if c.TunnelMTU == 0 {
 		c.TunnelMTU = DefaultTunnelMTU
@@ -265,6 +262,8 @@ type Lab struct {
 	// TunnelImpl is "sit" or "userspace", whichever carries 6in4.
 	TunnelImpl string
 	tunnels    []*userTunnel
+	// rec is the owner record: everything the lab made is listed there.
+	rec *Record
 }
 
 // handle opens a netlink handle inside a namespace.
@@ -281,8 +280,9 @@ func handle(ns string) (*netlink.Handle, error) {
 	return nl, nil
 }
 
-// Up builds the lab. On any error everything made so far is removed. A
-// lab of the same name left by a killed run is removed first.
+// Up builds the lab, owned by this process (see Claim). On any error
+// everything made so far is removed. A lab of the same name left by a
+// killed owner is removed first; a live one is an error.
 func Up(ctx context.Context, cfg Config) (*Lab, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -290,10 +290,11 @@ func Up(ctx context.Context, cfg Config) (*Lab, error) {
 	if os.Geteuid() != 0 {
 		return nil, fmt.Errorf("lab: %w; run as root", ErrPrivilege)
 	}
-	if err := Down(cfg.Name); err != nil {
+	rec, err := Claim(cfg.Name)
+	if err != nil {
 		return nil, err
 	}
-	l := &Lab{Config: cfg, Addr: Plan()}
+	l := &Lab{Config: cfg, Addr: Plan(), rec: rec}
 	if err := l.build(ctx); err != nil {
 		l.Close()
 		return nil, err
@@ -308,6 +309,9 @@ func (l *Lab) build(ctx context.Context) error {
 		l.Addr.genPlan()
 	}
 	for _, role := range roles {
+		if err := l.rec.addNamespace(NS(l.Name, role)); err != nil {
+			return err
+		}
 		if err := createNamed(NS(l.Name, role)); err != nil {
 			return err
 		}
@@ -516,50 +520,45 @@ func (l *Lab) addRoutes(hs map[string]*netlink.Handle) error {
 	return nil
 }
 
-// Close stops the lab's userspace tunnels and removes its namespaces (and
-// with them every link, address and route).
+// Record is the lab's owner record: a lab run adds the daemons and
+// directories it starts for the lab, so a killed run leaves nothing unnamed.
+func (l *Lab) Record() *Record { return l.rec }
+
+// Keep leaves the lab up after its owner exits (run --keep): the next
+// command's clean-up leaves it alone; lab down removes it.
+func (l *Lab) Keep() error { return l.rec.Keep() }
+
+// Close stops the lab's tunnels and removes everything its owner record
+// names: daemons, directories, namespaces (and with them every link,
+// address and route), then the record itself.
 func (l *Lab) Close() error {
 	for _, t := range l.tunnels {
 		t.Close()
 	}
 	l.tunnels = nil
+	if l.rec != nil {
+		return l.rec.Remove()
+	}
 	return Down(l.Name)
 }
 
-// Down removes every namespace of lab name. It is safe on a lab that is
-// partly built, already gone, or left behind by a killed process.
+// Down removes lab name: everything its owner record names, or, with no
+// record, the namespaces of its own roles (exact names, never a prefix).
+// It is safe on a lab that is partly built, already gone, or left behind
+// by a killed process. It does not stop a live owner: signal it first.
 func Down(name string) error {
-	nss, err := Namespaces(Prefix + name + "-")
-	if err != nil {
+	r, err := ReadRecord(name)
+	if err == nil {
+		return r.Remove()
+	}
+	if !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
 	var errs []error
-	for _, ns := range nss {
+	for _, ns := range exactNamespaces(name) {
 		if err := deleteNamed(ns); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// Names lists the labs that have namespaces on this machine.
-func Names() ([]string, error) {
-	nss, err := Namespaces(Prefix)
-	if err != nil {
-		return nil, err
-	}
-	seen := map[string]bool{}
-	var out []string
-	for _, ns := range nss {
-		rest := strings.TrimPrefix(ns, Prefix)
-		i := strings.LastIndex(rest, "-")
-		if i <= 0 {
-			continue
-		}
-		if n := rest[:i]; !seen[n] {
-			seen[n] = true
-			out = append(out, n)
-		}
-	}
-	return out, nil
 }

@@ -42,18 +42,65 @@ type Server struct {
 	pidFile string
 }
 
+// Place says where a server runs: under a command prefix (ip netns exec
+// NS), and who records what it makes so a killed caller leaves nothing
+// unnamed (the lab's owner record; nil records nothing).
+type Place struct {
+	Prefix []string
+	Rec    Recorder
+}
+
+// Recorder is told of every daemon and directory as it is made.
+type Recorder interface {
+	AddDaemon(pid int, what string) error
+	AddDir(dir string) error
+}
+
+// mkdir makes the server's working directory, recorded before it is filled.
+func (at Place) mkdir(name string) (string, error) {
+	dir, err := os.MkdirTemp("", "v6lab-"+name+"-")
+	if err != nil {
+		return "", err
+	}
+	if at.Rec != nil {
+		if err := at.Rec.AddDir(dir); err != nil {
+			os.RemoveAll(dir)
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
+func (at Place) record(pid int, what string) error {
+	if at.Rec == nil {
+		return nil
+	}
+	return at.Rec.AddDaemon(pid, what)
+}
+
+// daemonPid is the pid in pidFile, if the server has one.
+func (s *Server) daemonPid() int {
+	if s.pidFile == "" {
+		return 0
+	}
+	b, err := os.ReadFile(s.pidFile)
+	if err != nil {
+		return 0
+	}
+	if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 1 {
+		return pid
+	}
+	return 0
+}
+
 // Stop ends the server and removes its files.
 func (s *Server) Stop() {
-	if s.pidFile != "" {
-		if b, err := os.ReadFile(s.pidFile); err == nil {
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 1 {
-				syscall.Kill(pid, syscall.SIGTERM)
-				for i := 0; i < 100 && syscall.Kill(pid, 0) == nil; i++ {
-					time.Sleep(50 * time.Millisecond)
-				}
-				syscall.Kill(pid, syscall.SIGKILL)
-			}
+	if pid := s.daemonPid(); pid > 0 {
+		syscall.Kill(pid, syscall.SIGTERM)
+		for i := 0; i < 100 && syscall.Kill(pid, 0) == nil; i++ {
+			time.Sleep(50 * time.Millisecond)
 		}
+		syscall.Kill(pid, syscall.SIGKILL)
 	}
 	if s.cmd.Process != nil {
 		syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
@@ -94,7 +141,8 @@ func version(bin string, args ...string) string {
 
 // start runs bin with args under prefix, in a process group of its own,
 // and waits until it accepts TCP connections on addr.
-func start(ctx context.Context, name, dir, pidFile string, prefix []string, ready netip.AddrPort, bin string, args ...string) (*Server, error) {
+func start(ctx context.Context, name, dir, pidFile string, at Place, ready netip.AddrPort, bin string, args ...string) (*Server, error) {
+	prefix := at.Prefix
 	argv := append(append([]string{}, prefix...), append([]string{bin}, args...)...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	logf, err := os.Create(filepath.Join(dir, name+".out"))
@@ -109,6 +157,10 @@ func start(ctx context.Context, name, dir, pidFile string, prefix []string, read
 	}
 	s := &Server{Name: name, Port: int(ready.Port()), dir: dir, cmd: cmd, done: make(chan error, 1), pidFile: pidFile}
 	go func() { s.done <- cmd.Wait() }()
+	if err := at.record(cmd.Process.Pid, name); err != nil {
+		s.Stop()
+		return nil, err
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		select {
@@ -120,6 +172,13 @@ func start(ctx context.Context, name, dir, pidFile string, prefix []string, read
 		default:
 		}
 		if probe(ctx, prefix, ready) == nil {
+			if pid := s.daemonPid(); pid > 0 {
+				// A daemon that left the group: recorded by its own pid.
+				if err := at.record(pid, name+" (daemon)"); err != nil {
+					s.Stop()
+					return nil, err
+				}
+			}
 			return s, nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
@@ -168,12 +227,12 @@ func probe(ctx context.Context, prefix []string, addr netip.AddrPort) error {
 type Content map[string][]byte
 
 // StartNginx serves content on every address at port.
-func StartNginx(ctx context.Context, prefix []string, addrs []netip.Addr, port int, content Content) (*Server, error) {
+func StartNginx(ctx context.Context, at Place, addrs []netip.Addr, port int, content Content) (*Server, error) {
 	bin, err := lookPath("nginx")
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "v6lab-nginx-")
+	dir, err := at.mkdir("nginx")
 	if err != nil {
 		return nil, err
 	}
@@ -225,7 +284,7 @@ http {
 	if err := os.WriteFile(cf, []byte(conf), 0o644); err != nil {
 		return nil, err
 	}
-	s, err := start(ctx, "nginx", dir, "", prefix, netip.AddrPortFrom(addrs[0], uint16(port)), bin, "-c", cf, "-e", filepath.Join(dir, "error.log"))
+	s, err := start(ctx, "nginx", dir, "", at, netip.AddrPortFrom(addrs[0], uint16(port)), bin, "-c", cf, "-e", filepath.Join(dir, "error.log"))
 	if err != nil {
 		return nil, err
 	}
@@ -249,12 +308,12 @@ type View struct {
 
 // StartUnbound answers records (and views) on every address at port, over
 // UDP and TCP, without recursion.
-func StartUnbound(ctx context.Context, prefix []string, addrs []netip.Addr, port int, zone string, records []Record, views []View) (*Server, error) {
+func StartUnbound(ctx context.Context, at Place, addrs []netip.Addr, port int, zone string, records []Record, views []View) (*Server, error) {
 	bin, err := lookPath("unbound")
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "v6lab-unbound-")
+	dir, err := at.mkdir("unbound")
 	if err != nil {
 		return nil, err
 	}
@@ -298,7 +357,7 @@ func StartUnbound(ctx context.Context, prefix []string, addrs []netip.Addr, port
 			return nil, fmt.Errorf("servers: unbound config: %s", strings.TrimSpace(string(out)))
 		}
 	}
-	s, err := start(ctx, "unbound", dir, "", prefix, netip.AddrPortFrom(addrs[0], uint16(port)), bin, "-d", "-c", cf)
+	s, err := start(ctx, "unbound", dir, "", at, netip.AddrPortFrom(addrs[0], uint16(port)), bin, "-d", "-c", cf)
 	if err != nil {
 		return nil, err
 	}
@@ -308,12 +367,12 @@ func StartUnbound(ctx context.Context, prefix []string, addrs []netip.Addr, port
 
 // StartProFTPD serves files (name -> size; sparse files, so nothing is
 // stored) to anonymous users on every address at port.
-func StartProFTPD(ctx context.Context, prefix []string, addrs []netip.Addr, port int, files map[string]int64) (*Server, error) {
+func StartProFTPD(ctx context.Context, at Place, addrs []netip.Addr, port int, files map[string]int64) (*Server, error) {
 	bin, err := lookPath("proftpd")
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "v6lab-proftpd-")
+	dir, err := at.mkdir("proftpd")
 	if err != nil {
 		return nil, err
 	}
@@ -373,7 +432,7 @@ SystemLog %[1]s/proftpd.log
 	if err := os.WriteFile(cf, []byte(conf), 0o644); err != nil {
 		return nil, err
 	}
-	s, err := start(ctx, "proftpd", dir, "", prefix, netip.AddrPortFrom(addrs[0], uint16(port)), bin, "-n", "-q", "-c", cf)
+	s, err := start(ctx, "proftpd", dir, "", at, netip.AddrPortFrom(addrs[0], uint16(port)), bin, "-n", "-q", "-c", cf)
 	if err != nil {
 		return nil, err
 	}
@@ -384,12 +443,12 @@ SystemLog %[1]s/proftpd.log
 // StartDovecot serves IMAP on every address at port for users user1 …
 // userN (password password), each with msg in INBOX (a Maildir owned by
 // nobody).
-func StartDovecot(ctx context.Context, prefix []string, addrs []netip.Addr, port, users int, password string, msg []byte) (*Server, error) {
+func StartDovecot(ctx context.Context, at Place, addrs []netip.Addr, port, users int, password string, msg []byte) (*Server, error) {
 	bin, err := lookPath("dovecot")
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "v6lab-dovecot-")
+	dir, err := at.mkdir("dovecot")
 	if err != nil {
 		return nil, err
 	}
@@ -459,7 +518,7 @@ service anvil {
 	if err := os.WriteFile(cf, []byte(conf), 0o644); err != nil {
 		return nil, err
 	}
-	s, err := start(ctx, "dovecot", dir, "", prefix, netip.AddrPortFrom(addrs[0], uint16(port)), bin, "-F", "-c", cf)
+	s, err := start(ctx, "dovecot", dir, "", at, netip.AddrPortFrom(addrs[0], uint16(port)), bin, "-F", "-c", cf)
 	if err != nil {
 		return nil, err
 	}
@@ -471,7 +530,7 @@ service anvil {
 // StartPostfix accepts mail for domain on every address at port (an
 // instance of its own: its own configuration, queue and data directories)
 // and discards it after the 250.
-func StartPostfix(ctx context.Context, prefix []string, addrs []netip.Addr, port int, domain string) (*Server, error) {
+func StartPostfix(ctx context.Context, at Place, addrs []netip.Addr, port int, domain string) (*Server, error) {
 	bin, err := lookPath("postfix")
 	if err != nil {
 		return nil, err
@@ -480,7 +539,7 @@ func StartPostfix(ctx context.Context, prefix []string, addrs []netip.Addr, port
 	if err != nil {
 		return nil, fmt.Errorf("servers: postfix: %w (apt-get install postfix)", err)
 	}
-	dir, err := os.MkdirTemp("", "v6lab-postfix-")
+	dir, err := at.mkdir("postfix")
 	if err != nil {
 		return nil, err
 	}
@@ -548,7 +607,7 @@ smtpd_peername_lookup = no
 	if err := os.WriteFile(filepath.Join(conf, "master.cf"), []byte(strings.Join(mcf, "\n")), 0o644); err != nil {
 		return nil, err
 	}
-	s, err := start(ctx, "postfix", dir, filepath.Join(dir, "queue", "pid", "master.pid"), prefix, netip.AddrPortFrom(addrs[0], uint16(port)), bin, "-c", conf, "start-fg")
+	s, err := start(ctx, "postfix", dir, filepath.Join(dir, "queue", "pid", "master.pid"), at, netip.AddrPortFrom(addrs[0], uint16(port)), bin, "-c", conf, "start-fg")
 	if err != nil {
 		if log, e := os.ReadFile(filepath.Join(dir, "maillog")); e == nil {
 			err = fmt.Errorf("%w; maillog: %s", err, strings.TrimSpace(string(log)))

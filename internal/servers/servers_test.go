@@ -52,7 +52,7 @@ func freePort(t *testing.T) int {
 func TestNginxServesTheContent(t *testing.T) {
 	requireRoot(t)
 	port := freePort(t)
-	s, err := StartNginx(context.Background(), nil, []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")}, port,
+	s, err := StartNginx(context.Background(), Place{}, []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")}, port,
 		Content{"/index.html": []byte("<html>hello</html>"), "/obj/0": []byte("x")})
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +80,7 @@ func TestUnboundAnswersWithViews(t *testing.T) {
 	requireRoot(t)
 	port := freePort(t)
 	v4, v6, tun := netip.MustParseAddr("192.0.2.10"), netip.MustParseAddr("2001:db8::10"), netip.MustParseAddr("2001:db8:46::10")
-	s, err := StartUnbound(context.Background(), nil, []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")}, port,
+	s, err := StartUnbound(context.Background(), Place{}, []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")}, port,
 		"v6lab.test", []Record{{"www.v6lab.test", v4}, {"www.v6lab.test", v6}},
 		[]View{{Name: "tunnel", Clients: netip.MustParsePrefix("::1/128"), Records: []Record{{"www.v6lab.test", tun}}}})
 	if err != nil {
@@ -124,7 +124,7 @@ func TestProFTPDServesSparseFiles(t *testing.T) {
 		t.Skip(err)
 	}
 	port := freePort(t)
-	s, err := StartProFTPD(context.Background(), nil, []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")}, port,
+	s, err := StartProFTPD(context.Background(), Place{}, []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")}, port,
 		map[string]int64{"1M": 1 << 20})
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +152,7 @@ func TestDovecotServesEachUsersMessage(t *testing.T) {
 		t.Skip(err)
 	}
 	port := freePort(t)
-	s, err := StartDovecot(context.Background(), nil, []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")}, port,
+	s, err := StartDovecot(context.Background(), Place{}, []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")}, port,
 		20, "secret", []byte("From: <a@v6lab.test>\r\nSubject: x\r\n\r\nhello\r\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -180,7 +180,7 @@ func TestPostfixAcceptsMail(t *testing.T) {
 		t.Skip(err)
 	}
 	port := freePort(t)
-	s, err := StartPostfix(context.Background(), nil, []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")}, port, "v6lab.test")
+	s, err := StartPostfix(context.Background(), Place{}, []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")}, port, "v6lab.test")
 	if err != nil {
 		t.Fatal(err)
 	}

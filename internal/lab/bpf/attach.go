@@ -1,0 +1,311 @@
+package bpf
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/netip"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// Hook chooses how programs attach.
+type Hook string
+
+const (
+	// Auto is TCX where the kernel has it (6.6+), else clsact.
+	Auto Hook = ""
+	// TCX attaches through BPF links, held by this process.
+	TCX Hook = "tcx"
+	// Clsact adds a clsact qdisc and direct-action cls_bpf filters.
+	Clsact Hook = "clsact"
+)
+
+// cls_bpf filter priorities: loss before the tunnel, so a packet lost on a
+// link is lost before it costs an encapsulation.
+const (
+	prioLoss   = 1
+	prioTunnel = 2
+)
+
+// attached is one program on one hook.
+type attached struct {
+	tcx    link.Link
+	filter *netlink.BpfFilter
+}
+
+func (a attached) close() error {
+	if a.tcx != nil {
+		return a.tcx.Close()
+	}
+	h, err := netlink.NewHandle()
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	if err := h.FilterDel(a.filter); err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENODEV) {
+		return fmt.Errorf("bpf: remove filter: %w", err)
+	}
+	return nil
+}
+
+// attach puts prog on ifindex's ingress or egress, in the caller's
+// network namespace (the calling thread's: lock it first).
+func attach(prog *ebpf.Program, ifindex int, egress bool, how Hook, prio uint16) (attached, Hook, error) {
+	if how == Auto || how == TCX {
+		at := ebpf.AttachTCXIngress
+		if egress {
+			at = ebpf.AttachTCXEgress
+		}
+		l, err := link.AttachTCX(link.TCXOptions{Interface: ifindex, Program: prog, Attach: at})
+		if err == nil {
+			return attached{tcx: l}, TCX, nil
+		}
+		if how == TCX || !errors.Is(err, ebpf.ErrNotSupported) {
+			return attached{}, "", unsupported("attach with TCX", err)
+		}
+	}
+	h, err := netlink.NewHandle()
+	if err != nil {
+		return attached{}, "", fmt.Errorf("bpf: netlink: %w", err)
+	}
+	defer h.Close()
+	q := &netlink.Clsact{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: ifindex, Handle: netlink.MakeHandle(0xffff, 0), Parent: netlink.HANDLE_CLSACT}}
+	if err := h.QdiscAdd(q); err != nil && !errors.Is(err, unix.EEXIST) {
+		return attached{}, "", unsupported("clsact qdisc", err)
+	}
+	parent := uint32(netlink.HANDLE_MIN_INGRESS)
+	if egress {
+		parent = netlink.HANDLE_MIN_EGRESS
+	}
+	f := &netlink.BpfFilter{FilterAttrs: netlink.FilterAttrs{LinkIndex: ifindex, Parent: parent, Handle: 1, Priority: prio, Protocol: unix.ETH_P_ALL},
+		Fd: prog.FD(), Name: "v6lab", DirectAction: true}
+	if err := h.FilterReplace(f); err != nil {
+		return attached{}, "", unsupported("cls_bpf filter", err)
+	}
+	return attached{filter: f}, Clsact, nil
+}
+
+// Tunnel is one router's end of the 6in4 tunnel in the kernel: encap on
+// the egress toward the peer, decap on the ingress from it.
+type Tunnel struct {
+	End TunnelEnd
+	// Hook is how the programs were attached (after Attach).
+	Hook         Hook
+	counters     *ebpf.Map
+	encap, decap *ebpf.Program
+	hooks        []attached
+}
+
+// NewTunnel loads the programs of one tunnel end.
+func NewTunnel(e TunnelEnd) (*Tunnel, error) {
+	if err := e.check(); err != nil {
+		return nil, err
+	}
+	m, err := newCounters("v6lab_6in4", numTunnelCounters)
+	if err != nil {
+		return nil, err
+	}
+	t := &Tunnel{End: e, counters: m}
+	if t.encap, err = newProgram(EncapName, encapInsns(e, m)); err == nil {
+		t.decap, err = newProgram(DecapName, decapInsns(e, m))
+	}
+	if err != nil {
+		t.Close()
+		return nil, err
+	}
+	return t, nil
+}
+
+// Attach puts the tunnel on interface ifindex of the caller's namespace.
+func (t *Tunnel) Attach(ifindex int, how Hook) error {
+	for _, p := range []struct {
+		prog   *ebpf.Program
+		egress bool
+	}{{t.encap, true}, {t.decap, false}} {
+		a, used, err := attach(p.prog, ifindex, p.egress, how, prioTunnel)
+		if err != nil {
+			return err
+		}
+		t.hooks = append(t.hooks, a)
+		t.Hook, how = used, used
+	}
+	return nil
+}
+
+// Counters reads the tunnel end's counters (indexes Encapsulated …).
+func (t *Tunnel) Counters() ([]uint64, error) { return readCounters(t.counters, numTunnelCounters) }
+
+// Close detaches and unloads the programs. Hooks added with clsact are
+// removed in the namespace of the calling thread.
+func (t *Tunnel) Close() error {
+	var errs []error
+	for _, a := range t.hooks {
+		errs = append(errs, a.close())
+	}
+	t.hooks = nil
+	for _, c := range []interface{ Close() error }{t.encap, t.decap, t.counters} {
+		if c != nil && c != (*ebpf.Program)(nil) && c != (*ebpf.Map)(nil) {
+			errs = append(errs, c.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Loss drops packets at random with a fixed probability, in the kernel.
+type Loss struct {
+	Percent  float64
+	Hook     Hook
+	counters *ebpf.Map
+	prog     *ebpf.Program
+	hooks    []attached
+}
+
+// NewLoss loads a loss program dropping percent % of packets.
+func NewLoss(percent float64) (*Loss, error) {
+	if !(percent > 0 && percent <= 100) {
+		return nil, fmt.Errorf("bpf: loss %g%% is not a percentage above 0", percent)
+	}
+	m, err := newCounters("v6lab_loss", numLossCounters)
+	if err != nil {
+		return nil, err
+	}
+	threshold := uint64(math.Round(percent / 100 * (1 << 32)))
+	p, err := newProgram(LossName, lossInsns(threshold, m))
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	return &Loss{Percent: percent, counters: m, prog: p}, nil
+}
+
+// Attach puts the loss program on an interface's egress (or ingress).
+func (l *Loss) Attach(ifindex int, egress bool, how Hook) error {
+	a, used, err := attach(l.prog, ifindex, egress, how, prioLoss)
+	if err != nil {
+		return err
+	}
+	l.hooks = append(l.hooks, a)
+	l.Hook = used
+	return nil
+}
+
+// Counters reads [dropped, passed].
+func (l *Loss) Counters() ([]uint64, error) { return readCounters(l.counters, numLossCounters) }
+
+// Close detaches and unloads the program.
+func (l *Loss) Close() error {
+	var errs []error
+	for _, a := range l.hooks {
+		errs = append(errs, a.close())
+	}
+	l.hooks = nil
+	errs = append(errs, l.prog.Close(), l.counters.Close())
+	return errors.Join(errs...)
+}
+
+// Check loads and unloads a trivial program: it says whether this process
+// may use the kernel datapath at all, and why not.
+func Check() error {
+	p, err := newProgram("v6lab_check", asm0())
+	if err != nil {
+		return err
+	}
+	return p.Close()
+}
+
+// Counts are the counters of v6lab's programs found on one interface.
+type Counts struct {
+	Program  string
+	Hook     Hook
+	Egress   bool
+	Counters []uint64
+}
+
+// Inspect reads the counters of every v6lab program attached to ifindex
+// in the caller's namespace, by TCX or cls_bpf, from the kernel alone (so
+// lab status can show them from another process).
+func Inspect(ifindex int) ([]Counts, error) {
+	var out []Counts
+	for _, egress := range []bool{true, false} {
+		at := ebpf.AttachTCXIngress
+		if egress {
+			at = ebpf.AttachTCXEgress
+		}
+		var ids []ebpf.ProgramID
+		if r, err := link.QueryPrograms(link.QueryOptions{Target: ifindex, Attach: at}); err == nil {
+			for _, p := range r.Programs {
+				ids = append(ids, p.ID)
+			}
+		}
+		n := len(ids)
+		if h, err := netlink.NewHandle(); err == nil {
+			parent := uint32(netlink.HANDLE_MIN_INGRESS)
+			if egress {
+				parent = netlink.HANDLE_MIN_EGRESS
+			}
+			if ln, err := h.LinkByIndex(ifindex); err == nil {
+				fs, _ := h.FilterList(ln, parent)
+				for _, f := range fs {
+					if bf, ok := f.(*netlink.BpfFilter); ok && bf.Id > 0 {
+						ids = append(ids, ebpf.ProgramID(bf.Id))
+					}
+				}
+			}
+			h.Close()
+		}
+		for i, id := range ids {
+			c, err := countsOf(id)
+			if err != nil || c == nil {
+				continue
+			}
+			c.Egress, c.Hook = egress, TCX
+			if i >= n {
+				c.Hook = Clsact
+			}
+			out = append(out, *c)
+		}
+	}
+	return out, nil
+}
+
+func countsOf(id ebpf.ProgramID) (*Counts, error) {
+	p, err := ebpf.NewProgramFromID(id)
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	info, err := p.Info()
+	if err != nil {
+		return nil, err
+	}
+	n := 0
+	switch info.Name {
+	case EncapName, DecapName:
+		n = numTunnelCounters
+	case LossName:
+		n = numLossCounters
+	default:
+		return nil, nil
+	}
+	maps, _ := info.MapIDs()
+	if len(maps) != 1 {
+		return nil, nil
+	}
+	m, err := ebpf.NewMapFromID(maps[0])
+	if err != nil {
+		return nil, err
+	}
+	defer m.Close()
+	cs, err := readCounters(m, n)
+	if err != nil {
+		return nil, err
+	}
+	return &Counts{Program: info.Name, Counters: cs}, nil
+}
+
+// Prefix64 is the /64 that holds a.
+func Prefix64(a netip.Addr) netip.Prefix { return netip.PrefixFrom(a, 64).Masked() }
