@@ -28,10 +28,13 @@ func newLabCmd() *cobra.Command {
 		Long: `The lab is four network namespaces in a line — client, r1, r2, server — joined by veth
 links that each carry IPv4 and IPv6 (documentation addresses), with a 6in4 tunnel between
 the routers that carries the 6in4 path: IPv6 from client to server inside IPv4 protocol 41.
-The kernel's sit device is used where the kernel has it, else a userspace tunnel (TUN and
-a raw protocol-41 socket) kept by a background v6lab process. Needs root.`,
+The tunnel is the kernel's sit device where the kernel has it, else v6lab's tc BPF programs
+on the routers' link (the kernel datapath, as fast as sit), else a userspace tunnel (TUN
+and a raw protocol-41 socket, much slower: it measures itself) kept by a background v6lab
+process. Choose one with --tunnel. Needs root.`,
 		Example: `  v6lab lab up
-  v6lab lab up --name b --tunnel userspace --tunnel-mtu 1280
+  v6lab lab up --name b --tunnel bpf --tunnel-mtu 1280
+  v6lab lab up --name c --tunnel userspace
   v6lab lab status
   v6lab lab down --all`,
 	}
@@ -47,12 +50,13 @@ func newLabUpCmd() *cobra.Command {
 		Use:   "up [TOPOLOGY.yaml]",
 		Short: "Build a lab and keep it up until lab down",
 		Long: `lab up builds the lab and returns once it is ready; a background v6lab process keeps it
-(it holds the userspace tunnel) until lab down.
+(it holds the bpf or userspace tunnel) until lab down.
 
 A topology file (see docs/lab.md) sets the lab's name, the tunnel, and each link's rate,
 queue limit, MTU, delay, jitter and loss; flags given on the command line win over it and
-apply to every link. --rate shapes links in both directions with tc tbf; --delay, --jitter
-and --loss need the kernel's netem and fail with a clear error where the kernel has none.`,
+apply to every link. --rate shapes links in both directions with tc tbf; --loss uses netem
+where the kernel has it, else a tc BPF program; --delay and --jitter need netem and fail
+with a clear error where the kernel has none.`,
 		Example: `  v6lab lab up
   v6lab lab up my-topology.yaml
   v6lab lab up --name second --tunnel-mtu 1280
@@ -115,12 +119,12 @@ func (f *labFlags) register(cmd *cobra.Command, withName bool) {
 		fl.StringVar(&f.name, "name", "default", "lab name (namespaces are v6lab-NAME-ROLE)")
 	}
 	fl.IntVar(&f.tunnelMTU, "tunnel-mtu", lab.DefaultTunnelMTU, "MTU of the lab's 6in4 tunnel (1280 to 1480)")
-	fl.StringVar(&f.tunnel, "tunnel", "", "6in4 implementation: sit or userspace (default: sit where the kernel has it)")
+	fl.StringVar(&f.tunnel, "tunnel", "auto", "6in4 implementation: auto, sit, bpf or userspace (auto: sit where the kernel has it, else bpf, else userspace)")
 	fl.StringVar(&f.rate, "rate", "", "shape every lab link to this rate (e.g. 10M, 100M); default unshaped")
 	fl.StringVar(&f.queueLimit, "queue-limit", "", "queue limit of each shaped link, bytes (e.g. 64K; default: 50 ms of the rate)")
 	fl.DurationVar(&f.delay, "delay", 0, "one-way delay added by each link (needs netem)")
 	fl.DurationVar(&f.jitter, "jitter", 0, "jitter around --delay (needs netem)")
-	fl.Float64Var(&f.loss, "loss", 0, "packet loss in percent on each link (needs netem)")
+	fl.Float64Var(&f.loss, "loss", 0, "packet loss in percent on each link (netem where the kernel has it, else tc BPF)")
 	fl.BoolVar(&f.bareServer, "bare-server", false, "turn SACK, timestamps and window scaling off in the server host (the Towson study's bare-PC server)")
 }
 
@@ -454,6 +458,9 @@ func printStatus(w io.Writer, st *lab.Status) {
 	if st.Tunnel == "sit" && st.Owner == 0 {
 		owner = "none needed"
 	}
+	if st.Tunnel == "bpf" && st.Owner == 0 {
+		owner = "no process (the bpf tunnel's programs are held by cls_bpf filters only)"
+	}
 	fmt.Fprintf(w, "lab %q: tunnel %s, kept by %s\n", st.Name, st.Tunnel, owner)
 	for _, h := range st.Hosts {
 		fmt.Fprintf(w, "  %-6s (%s)\n", h.Role, h.Namespace)
@@ -474,6 +481,9 @@ func printStatus(w io.Writer, st *lab.Status) {
 				via = " via " + r.Via
 			}
 			fmt.Fprintf(w, "    route %s%s dev %s\n", r.Dst, via, r.Dev)
+		}
+		for _, p := range h.BPF {
+			fmt.Fprintf(w, "    bpf %s\n", p.Describe())
 		}
 		if len(h.TCPOff) > 0 {
 			fmt.Fprintf(w, "    tcp off: %s\n", strings.Join(h.TCPOff, ", "))

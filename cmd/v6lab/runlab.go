@@ -208,8 +208,21 @@ func runInLab(cmd *cobra.Command, exp *experiment.Experiment, cfg lab.Config, re
 	if l.TunnelImpl == "none" {
 		job.Notes = append(job.Notes, "the lab had no 6in4 tunnel (this user can make none): ipv4 and ipv6 only")
 	}
-	if l.TunnelImpl == "userspace" {
-		job.Notes = append(job.Notes, "this kernel has no sit device: 6in4 ran through v6lab's userspace tunnel (see docs/PERFORMANCE.md for its cost)")
+	if l.TunnelImpl == lab.TunnelUserspace {
+		why := "it was asked for"
+		if l.TunnelWhy != "" {
+			why = l.TunnelWhy
+		}
+		job.Notes = append(job.Notes, "6in4 ran through v6lab's userspace tunnel ("+why+"): its figures include the userspace tunnel's own cost, see docs/PERFORMANCE.md")
+	}
+	if l.TunnelImpl == lab.TunnelBPF {
+		job.Lab["tunnel_hook"] = l.TunnelHook
+	}
+	if l.TunnelWhy != "" {
+		job.Lab["tunnel_why"] = l.TunnelWhy
+	}
+	if l.LossImpl != "" {
+		job.Lab["loss"] = l.LossImpl
 	}
 	dir, err := os.MkdirTemp("", "v6lab-job-")
 	if err != nil {

@@ -87,10 +87,10 @@ func ParseTopology(file string, data []byte) (Config, error) {
 	switch cfg.Tunnel {
 	case "auto":
 		cfg.Tunnel = ""
-	case "sit", "userspace", "vxlan":
+	case "sit", "bpf", "userspace", "vxlan":
 	default:
 		if doc.Has("tunnel.implementation") {
-			return cfg, doc.Errorf("tunnel.implementation", "%q is not a tunnel: want auto, sit, userspace or vxlan", cfg.Tunnel)
+			return cfg, doc.Errorf("tunnel.implementation", "%q is not a tunnel: want auto, sit, bpf, userspace or vxlan", cfg.Tunnel)
 		}
 	}
 	if doc.Has("tunnel.mtu") && (cfg.TunnelMTU < 1280 || cfg.TunnelMTU > 1480) {

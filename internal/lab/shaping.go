@@ -3,10 +3,13 @@ package lab
 import (
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"v6lab/internal/lab/bpf"
 )
 
 // Shaping applies to the egress of every lab link, both directions.
@@ -15,14 +18,15 @@ type Shaping struct {
 	Rate uint64
 	// QueueLimit in bytes; 0 means 50 ms worth of Rate.
 	QueueLimit uint32
-	// Delay, Jitter and Loss (percent) need the kernel's netem.
+	// Delay and Jitter need the kernel's netem; Loss (percent) uses netem
+	// where the kernel has it, else a tc BPF program.
 	Delay, Jitter time.Duration
 	Loss          float64
 }
 
-// ErrNoNetem is wrapped when delay, jitter or loss is asked of a kernel
-// without the netem qdisc.
-var ErrNoNetem = errors.New("delay, jitter and loss need the kernel's netem qdisc (sch_netem), which this kernel does not have; v6lab has no userspace emulator yet")
+// ErrNoNetem is wrapped when delay or jitter is asked of a kernel without
+// the netem qdisc (loss alone falls back to a tc BPF program).
+var ErrNoNetem = errors.New("delay and jitter need the kernel's netem qdisc (sch_netem), which this kernel does not have: delay cannot be emulated here (loss can: without netem v6lab drops packets with a tc BPF program)")
 
 func (s Shaping) emulates() bool { return s.Delay > 0 || s.Jitter > 0 || s.Loss > 0 }
 
@@ -42,7 +46,9 @@ func (s Shaping) Validate() error {
 }
 
 // shape puts the qdisc on one interface: tbf for rate alone, netem (with
-// its own rate) when delay, jitter or loss is asked.
+// its own rate) when delay, jitter or loss is asked. It returns
+// errLossNeedsBPF, with the rate in place, when netem is missing and loss
+// alone was asked: the caller adds the BPF loss program.
 func shape(h *netlink.Handle, ln netlink.Link, s Shaping) error {
 	attrs := netlink.QdiscAttrs{LinkIndex: ln.Attrs().Index, Handle: netlink.MakeHandle(1, 0), Parent: netlink.HANDLE_ROOT}
 	if s.emulates() {
@@ -50,13 +56,21 @@ func shape(h *netlink.Handle, ln netlink.Link, s Shaping) error {
 			Latency: uint32(s.Delay.Microseconds()), Jitter: uint32(s.Jitter.Microseconds()),
 			Loss: float32(s.Loss), Rate64: s.Rate / 8,
 		})
-		if err := h.QdiscAdd(nq); err != nil {
-			if errors.Is(err, unix.ENOENT) {
-				return ErrNoNetem
-			}
+		err := h.QdiscAdd(nq)
+		switch {
+		case err == nil:
+			return nil
+		case !errors.Is(err, unix.ENOENT):
 			return fmt.Errorf("netem on %s: %w", ln.Attrs().Name, err)
+		case s.Delay > 0 || s.Jitter > 0:
+			return ErrNoNetem
 		}
-		return nil
+		// Loss alone: the rate with tbf, the loss in BPF.
+		s.Loss = 0
+		if err := shape(h, ln, s); err != nil {
+			return err
+		}
+		return errLossNeedsBPF
 	}
 	if s.Rate == 0 {
 		return nil
@@ -78,6 +92,25 @@ func shape(h *netlink.Handle, ln netlink.Link, s Shaping) error {
 	return nil
 }
 
+var errLossNeedsBPF = errors.New("loss needs the BPF program")
+
+// addLoss drops percent % of the packets leaving ifname in namespace ns,
+// in the kernel.
+func (l *Lab) addLoss(role, ifname string, percent float64) error {
+	return Do(NS(l.Name, role), func() error {
+		lp, err := bpf.NewLoss(percent)
+		if err != nil {
+			return fmt.Errorf("loss %g%% without netem: %w", percent, err)
+		}
+		l.bpfObjs = append(l.bpfObjs, lp)
+		ifc, err := net.InterfaceByName(ifname)
+		if err != nil {
+			return err
+		}
+		return lp.Attach(ifc.Index, true, l.hook())
+	})
+}
+
 // applyShaping shapes every veth end of the lab.
 func (l *Lab) applyShaping(hs map[string]*netlink.Handle) error {
 	for _, lk := range links {
@@ -90,7 +123,14 @@ func (l *Lab) applyShaping(hs map[string]*netlink.Handle) error {
 			if err != nil {
 				return fmt.Errorf("lab: %s: %w", end.role, err)
 			}
-			if err := shape(hs[end.role], ln, sh); err != nil {
+			err = shape(hs[end.role], ln, sh)
+			if errors.Is(err, errLossNeedsBPF) {
+				err = l.addLoss(end.role, end.ifname, sh.Loss)
+				l.LossImpl = "bpf"
+			} else if err == nil && sh.Loss > 0 {
+				l.LossImpl = "netem"
+			}
+			if err != nil {
 				return fmt.Errorf("lab: %s %s: %w", end.role, end.ifname, err)
 			}
 		}

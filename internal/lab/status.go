@@ -8,6 +8,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"v6lab/internal/lab/bpf"
 )
 
 // Iface is one interface of a host as the kernel reports it.
@@ -33,13 +35,41 @@ type HostStatus struct {
 	Routes    []Route
 	// TCPOff lists the TCP options turned off in the host (bare server).
 	TCPOff []string
+	// BPF are v6lab's tc BPF programs on the host's interfaces, with
+	// their counters as the kernel holds them.
+	BPF []BPFProgram
+}
+
+// BPFProgram is one of v6lab's BPF programs on an interface.
+type BPFProgram struct {
+	Iface string
+	bpf.Counts
+}
+
+// Describe says what the program's counters hold, in words.
+func (p BPFProgram) Describe() string {
+	dir := "ingress"
+	if p.Egress {
+		dir = "egress"
+	}
+	c := p.Counters
+	var what string
+	switch p.Program {
+	case bpf.EncapName:
+		what = fmt.Sprintf("6in4 encap: %d encapsulated, %d refused (too big)", c[bpf.Encapsulated], c[bpf.EncapFailed])
+	case bpf.DecapName:
+		what = fmt.Sprintf("6in4 decap: %d decapsulated, dropped %d spoofed source, %d malformed, %d refused", c[bpf.Decapsulated], c[bpf.DroppedSpoofed], c[bpf.DroppedBad], c[bpf.DecapFailed])
+	case bpf.LossName:
+		what = fmt.Sprintf("loss: %d dropped, %d passed", c[bpf.LossDropped], c[bpf.LossPassed])
+	}
+	return fmt.Sprintf("%s %s (%s): %s", p.Iface, dir, p.Hook, what)
 }
 
 // Status describes a lab from the kernel's point of view.
 type Status struct {
 	Name   string
 	Owner  int
-	Tunnel string // sit, userspace (a TUN device), or missing
+	Tunnel string // sit, bpf, userspace (a TUN device), or missing
 	Hosts  []HostStatus
 }
 
@@ -119,6 +149,19 @@ func Inspect(name string) (*Status, error) {
 			}
 		}
 		h.Close()
+		_ = Do(ns, func() error {
+			for idx, name := range names {
+				cs, _ := bpf.Inspect(idx)
+				for _, c := range cs {
+					hs.BPF = append(hs.BPF, BPFProgram{Iface: name, Counts: c})
+					if c.Program == bpf.EncapName {
+						st.Tunnel = TunnelBPF
+					}
+				}
+			}
+			return nil
+		})
+		slices.SortFunc(hs.BPF, func(a, b BPFProgram) int { return strings.Compare(a.Describe(), b.Describe()) })
 		if role == Server {
 			hs.TCPOff = tcpOff(ns)
 		}

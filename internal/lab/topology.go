@@ -45,10 +45,14 @@ type Config struct {
 	Name string
 	// TunnelMTU is the MTU of the 6in4 tunnel (1280 … 1480).
 	TunnelMTU int
-	// Tunnel forces "sit" (kernel) or "userspace"; empty picks sit
-	// where the kernel has it. "vxlan" replaces 6in4 with the kernel's
-	// vxlan (IPv6 in UDP) as a reference for benchmarks.
+	// Tunnel forces "sit" (kernel device), "bpf" (tc BPF programs, the
+	// kernel datapath where there is no sit) or "userspace"; empty picks
+	// the first of these that works. "vxlan" replaces 6in4 with the
+	// kernel's vxlan (IPv6 in UDP) as a reference for benchmarks.
 	Tunnel string
+	// BPFHook forces how BPF programs attach ("tcx" or "clsact"); empty
+	// is TCX where the kernel has it.
+	BPFHook string `json:"bpf_hook,omitempty"`
 	// Shaping limits every link (rate, queue; delay and loss with netem)
 	// that Links does not set.
 	Shaping Shaping `json:"shaping"`
@@ -161,10 +165,16 @@ func (c *Config) Validate() error {
 	if mtu := c.Link("r1-r2").MTU; c.Tunnel != "vxlan" && mtu < c.TunnelMTU+20 {
 		return fmt.Errorf("lab: tunnel MTU %d needs an r1-r2 link MTU of at least %d (the tunnel adds a 20-byte IPv4 header), but it is %d", c.TunnelMTU, c.TunnelMTU+20, mtu)
 	}
-	switch c.Tunnel {
-	case "", "sit", "userspace", "vxlan":
+	if c.Tunnel == "auto" {
+		c.Tunnel = ""
+	}
+	if c.Tunnel != "" && !slices.Contains(TunnelKinds, c.Tunnel) {
+		return fmt.Errorf("lab: unknown tunnel implementation %q (want auto, sit, bpf or userspace; vxlan is a kernel reference for benchmarks)", c.Tunnel)
+	}
+	switch c.BPFHook {
+	case "", "tcx", "clsact":
 	default:
-		return fmt.Errorf("lab: unknown tunnel implementation %q (want sit or userspace; vxlan is a kernel reference for benchmarks)", c.Tunnel)
+		return fmt.Errorf("lab: unknown BPF hook %q (want tcx or clsact)", c.BPFHook)
 	}
 	return nil
 }
@@ -259,9 +269,17 @@ func (a *Addresses) genPlan() {
 type Lab struct {
 	Config
 	Addr Addresses
-	// TunnelImpl is "sit" or "userspace", whichever carries 6in4.
+	// TunnelImpl is "sit", "bpf" or "userspace", whichever carries 6in4
+	// ("none" without a tunnel).
 	TunnelImpl string
-	tunnels    []*userTunnel
+	// TunnelWhy says why auto passed over a faster implementation.
+	TunnelWhy string
+	// TunnelHook is how the bpf tunnel attached (tcx or clsact).
+	TunnelHook string
+	// LossImpl is how link loss is emulated: "netem" or "bpf" ("" none).
+	LossImpl string
+	tunnels  []*userTunnel
+	bpfObjs  []interface{ Close() error }
 	// rec is the owner record: everything the lab made is listed there.
 	rec *Record
 }
@@ -496,6 +514,25 @@ func (l *Lab) addRoutes(hs map[string]*netlink.Handle) error {
 		} else {
 			route.Dst = ipnet(netip.MustParsePrefix("::/0"))
 		}
+		if r.dev == TunnelIf && l.TunnelImpl == TunnelBPF {
+			// No tunnel device: the route leads to the peer router on the
+			// r1-r2 link, where the egress program encapsulates, and its
+			// MTU is the tunnel's, so a bigger packet gets Packet Too Big
+			// here as it would from a sit device.
+			peer, ifname := b.bHost, b.aIf
+			if r.role == R2 {
+				peer, ifname = b.aHost, b.bIf
+			}
+			ln, err := h.LinkByName(ifname)
+			if err != nil {
+				return fmt.Errorf("lab: %s: %w", r.role, err)
+			}
+			route.Gw, route.LinkIndex, route.MTU = hostAddr(b.v6, peer).AsSlice(), ln.Attrs().Index, l.TunnelMTU
+			if err := h.RouteAdd(route); err != nil {
+				return fmt.Errorf("lab: %s: route %v: %w", r.role, route, err)
+			}
+			continue
+		}
 		if r.dev == TunnelIf && l.TunnelImpl == "vxlan" {
 			// A vxlan is a link of its own: route via the peer's end.
 			peer := byte(2)
@@ -536,6 +573,7 @@ func (l *Lab) Close() error {
 		t.Close()
 	}
 	l.tunnels = nil
+	l.closeBPF()
 	if l.rec != nil {
 		return l.rec.Remove()
 	}

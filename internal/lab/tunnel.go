@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 	wgtun "golang.zx2c4.com/wireguard/tun"
 
+	"v6lab/internal/lab/bpf"
 	"v6lab/internal/lab/sixin4"
 )
 
@@ -35,8 +36,21 @@ func CanTunnel() error {
 	return f.Close()
 }
 
-// addTunnel makes the 6in4 interface on both routers: the kernel's sit
-// device where it exists (or was asked for), else the userspace tunnel.
+// Tunnel implementations, in the order auto tries them.
+const (
+	TunnelSit       = "sit"       // the kernel's sit device
+	TunnelBPF       = "bpf"       // v6lab's tc BPF programs on the routers' link (kernel datapath)
+	TunnelUserspace = "userspace" // TUN + raw socket in the owner process: slow, measures itself
+	TunnelVxlan     = "vxlan"     // not 6in4: a kernel reference for benchmarks
+)
+
+// TunnelKinds are the implementations a user may ask for ("auto" = "").
+var TunnelKinds = []string{"auto", TunnelSit, TunnelBPF, TunnelUserspace, TunnelVxlan}
+
+// addTunnel makes the 6in4 tunnel between the routers: the kernel's sit
+// device where it exists (or was asked for), else the tc BPF programs where
+// they load, else the userspace tunnel; TunnelWhy says why auto passed over
+// the faster ones.
 func (l *Lab) addTunnel(ctx context.Context, hs map[string]*netlink.Handle) error {
 	ends := []struct {
 		role          string
@@ -60,7 +74,21 @@ func (l *Lab) addTunnel(ctx context.Context, hs map[string]*netlink.Handle) erro
 		case err == nil:
 			l.TunnelImpl = "sit"
 		case impl == "" && errors.Is(err, ErrNoSit):
-			impl = "userspace"
+			impl = TunnelBPF
+		default:
+			return err
+		}
+	}
+	if impl == TunnelBPF {
+		err := l.addBPFTunnel()
+		switch {
+		case err == nil:
+			l.TunnelImpl = TunnelBPF
+			return nil // no tunnel device: routes carry the MTU (addRoutes)
+		case l.Config.Tunnel == "" && errors.Is(err, bpf.ErrUnsupported):
+			l.closeBPF()
+			l.TunnelWhy = "no sit device, and " + err.Error()
+			impl = TunnelUserspace
 		default:
 			return err
 		}
@@ -104,6 +132,65 @@ func (l *Lab) addTunnel(ctx context.Context, hs map[string]*netlink.Handle) erro
 		}
 	}
 	return nil
+}
+
+// tunnelEnds are the routers' ends of the bpf tunnel: the interface on
+// the r1-r2 link and what crosses it.
+func (l *Lab) tunnelEnds() []struct {
+	role, ifname string
+	end          bpf.TunnelEnd
+} {
+	a, b, c := links[0], links[1], links[2]
+	return []struct {
+		role, ifname string
+		end          bpf.TunnelEnd
+	}{
+		{R1, b.aIf, bpf.TunnelEnd{Local: l.Addr.TunnelV4[0], Remote: l.Addr.TunnelV4[1], Remote6: c.tun6}},
+		{R2, b.bIf, bpf.TunnelEnd{Local: l.Addr.TunnelV4[1], Remote: l.Addr.TunnelV4[0], Remote6: a.tun6}},
+	}
+}
+
+// addBPFTunnel loads and attaches the tc BPF tunnel on both routers. The
+// programs live as long as this process holds them (TCX links close with
+// it), like the userspace tunnel; a lab whose owner died is removed.
+func (l *Lab) addBPFTunnel() error {
+	if err := bpf.Check(); err != nil {
+		return fmt.Errorf("lab: 6in4 over tc BPF: %w", err)
+	}
+	for _, e := range l.tunnelEnds() {
+		err := Do(NS(l.Name, e.role), func() error {
+			t, err := bpf.NewTunnel(e.end)
+			if err != nil {
+				return err
+			}
+			l.bpfObjs = append(l.bpfObjs, t)
+			ifc, err := net.InterfaceByName(e.ifname)
+			if err != nil {
+				return err
+			}
+			if err := t.Attach(ifc.Index, l.hook()); err != nil {
+				return err
+			}
+			l.TunnelHook = string(t.Hook)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("lab: %s: 6in4 over tc BPF: %w", e.role, err)
+		}
+	}
+	return nil
+}
+
+// hook is how BPF programs attach: TCX unless the config forces clsact.
+func (l *Lab) hook() bpf.Hook { return bpf.Hook(l.BPFHook) }
+
+// closeBPF unloads the lab's BPF programs (TCX links detach as they
+// close; clsact filters go with the namespaces).
+func (l *Lab) closeBPF() {
+	for _, o := range l.bpfObjs {
+		o.Close()
+	}
+	l.bpfObjs = nil
 }
 
 func (l *Lab) addSit(h *netlink.Handle, local, remote netip.Addr) error {

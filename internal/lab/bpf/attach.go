@@ -8,6 +8,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/rlimit"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -37,17 +38,14 @@ type attached struct {
 	filter *netlink.BpfFilter
 }
 
+// close detaches a TCX link. A cls_bpf filter holds its own reference to
+// the program and stays until its interface or namespace goes (the lab
+// removes both): removing it here would need the caller's thread in the
+// right namespace, and an interface index taken in the wrong one names
+// another interface.
 func (a attached) close() error {
 	if a.tcx != nil {
 		return a.tcx.Close()
-	}
-	h, err := netlink.NewHandle()
-	if err != nil {
-		return err
-	}
-	defer h.Close()
-	if err := h.FilterDel(a.filter); err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENODEV) {
-		return fmt.Errorf("bpf: remove filter: %w", err)
 	}
 	return nil
 }
@@ -136,11 +134,24 @@ func (t *Tunnel) Attach(ifindex int, how Hook) error {
 	return nil
 }
 
+// ProgramIDs are the kernel's ids of the tunnel end's programs.
+func (t *Tunnel) ProgramIDs() []ebpf.ProgramID {
+	var ids []ebpf.ProgramID
+	for _, p := range []*ebpf.Program{t.encap, t.decap} {
+		if info, err := p.Info(); err == nil {
+			if id, ok := info.ID(); ok {
+				ids = append(ids, id)
+			}
+		}
+	}
+	return ids
+}
+
 // Counters reads the tunnel end's counters (indexes Encapsulated …).
 func (t *Tunnel) Counters() ([]uint64, error) { return readCounters(t.counters, numTunnelCounters) }
 
-// Close detaches and unloads the programs. Hooks added with clsact are
-// removed in the namespace of the calling thread.
+// Close detaches (TCX) and unloads the programs; see attached.close for
+// clsact.
 func (t *Tunnel) Close() error {
 	var errs []error
 	for _, a := range t.hooks {
@@ -210,6 +221,8 @@ func (l *Loss) Close() error {
 // Check loads and unloads a trivial program: it says whether this process
 // may use the kernel datapath at all, and why not.
 func Check() error {
+	// Kernels before 5.11 charge BPF memory to RLIMIT_MEMLOCK.
+	_ = rlimit.RemoveMemlock()
 	p, err := newProgram("v6lab_check", asm0())
 	if err != nil {
 		return err

@@ -321,7 +321,13 @@ func newProgram(name string, insns asm.Instructions) (*ebpf.Program, error) {
 
 // unsupported wraps a load error; a refusal for privilege is ErrUnsupported.
 func unsupported(what string, err error) error {
-	if errors.Is(err, os.ErrPermission) || errors.Is(err, ebpf.ErrNotSupported) {
+	if errors.Is(err, os.ErrPermission) {
+		// The library's hint about MEMLOCK misleads here: the usual cause
+		// is a user namespace (kernels since 5.11 account BPF memory to
+		// the cgroup, and Check lifts the limit for older ones).
+		return fmt.Errorf("bpf: %s: %w: operation not permitted (loading BPF programs needs CAP_BPF and CAP_NET_ADMIN in the machine's own namespaces: root, outside any user namespace)", what, ErrUnsupported)
+	}
+	if errors.Is(err, ebpf.ErrNotSupported) {
 		return fmt.Errorf("bpf: %s: %w: %w", what, ErrUnsupported, err)
 	}
 	return fmt.Errorf("bpf: %s: %w", what, err)

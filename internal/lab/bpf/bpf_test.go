@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -251,5 +253,34 @@ func TestBadEndpointsAreRefused(t *testing.T) {
 		if _, err := NewTunnel(e); err == nil || errors.Is(err, ErrUnsupported) {
 			t.Errorf("%+v: %v", e, err)
 		}
+	}
+}
+
+// TestWithoutPrivilegeTheErrorSaysSo runs this test binary again inside a
+// user namespace (root there, no CAP_BPF in the machine's namespace), as
+// an unprivileged lab does: loading fails with ErrUnsupported and a
+// message that says what is missing.
+func TestWithoutPrivilegeTheErrorSaysSo(t *testing.T) {
+	if os.Getenv("V6LAB_BPF_CHILD") == "1" {
+		_, err := NewTunnel(r1End)
+		cerr := Check()
+		if !errors.Is(err, ErrUnsupported) || !errors.Is(cerr, ErrUnsupported) {
+			t.Fatalf("NewTunnel: %v; Check: %v", err, cerr)
+		}
+		t.Log(err.Error())
+		return
+	}
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("unshare (util-linux) is not installed")
+	}
+	cmd := exec.Command(unshare, "--user", "--map-root-user", os.Args[0], "-test.run=^TestWithoutPrivilegeTheErrorSaysSo$", "-test.v")
+	cmd.Env = append(os.Environ(), "V6LAB_BPF_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil && strings.Contains(string(out), "unshare failed") {
+		t.Skipf("no user namespaces here: %s", out)
+	}
+	if err != nil || !strings.Contains(string(out), "the kernel datapath (tc BPF) is not available") {
+		t.Fatalf("in a user namespace: %v\n%s", err, out)
 	}
 }
