@@ -480,7 +480,11 @@ func printStatus(w io.Writer, st *lab.Status) {
 			if r.Via != "" {
 				via = " via " + r.Via
 			}
-			fmt.Fprintf(w, "    route %s%s dev %s\n", r.Dst, via, r.Dev)
+			mtu := ""
+			if r.MTU > 0 {
+				mtu = fmt.Sprintf(" mtu %d", r.MTU)
+			}
+			fmt.Fprintf(w, "    route %s%s dev %s%s\n", r.Dst, via, r.Dev, mtu)
 		}
 		for _, p := range h.BPF {
 			fmt.Fprintf(w, "    bpf %s\n", p.Describe())

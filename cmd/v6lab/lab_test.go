@@ -40,7 +40,7 @@ func TestLabUpStatusDown(t *testing.T) {
 	t.Cleanup(func() { run("lab", "down", "--name", name) })
 	topo := filepath.Join(t.TempDir(), "topo.yaml")
 	os.WriteFile(topo, []byte("name: ignored\ntunnel: {mtu: 1280}\nlinks:\n  all: {rate: 100M}\n  r1-r2: {rate: 10M, mtu: 1400}\n"), 0o644)
-	out, err := run("lab", "up", topo, "--name", name, "--bare-server")
+	out, err := run("lab", "up", topo, "--name", name, "--bare-server", "--tunnel", "bpf")
 	if err != nil || !strings.Contains(out, "is up (tunnel ") {
 		t.Fatalf("lab up: %v\n%s", err, out)
 	}
@@ -51,7 +51,7 @@ func TestLabUpStatusDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"kept by process", "192.0.2.2/24", "2001:db8:6:3::2/64", "2001:db8:46:3::2/64", "tun6in4", "mtu 1280", "route 2001:db8:46:3::/64 dev tun6in4", "qdisc tbf 100.0 Mbit/s", "qdisc tbf 10.0 Mbit/s", "mtu 1400", "tcp off: sack, timestamps, window_scaling"} {
+	for _, want := range []string{"kept by process", "192.0.2.2/24", "2001:db8:6:3::2/64", "2001:db8:46:3::2/64", "tunnel bpf", "route 2001:db8:46:3::/64 via 2001:db8:6:2::2 dev eth-r2 mtu 1280", "bpf eth-r2 egress (tcx): 6in4 encap: ", "qdisc tbf 100.0 Mbit/s", "qdisc tbf 10.0 Mbit/s", "mtu 1400", "tcp off: sack, timestamps, window_scaling"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status lacks %q:\n%s", want, out)
 		}

@@ -98,7 +98,7 @@ func dialIn(b testing.TB, l *Lab, p path.Path, src netip.Addr, dst netip.AddrPor
 
 // tunnels are the implementations the benchmarks compare; the 6in4 path
 // runs over each (vxlan as a kernel reference).
-var tunnels = []string{"userspace", "vxlan"}
+var tunnels = []string{"bpf", "userspace", "vxlan"}
 
 // eachPath builds a lab per tunnel implementation and runs fn per path;
 // ipv4 and ipv6 run once (they do not use the tunnel).

@@ -25,6 +25,9 @@ type Iface struct {
 // Route is one route of a host.
 type Route struct {
 	Dst, Via, Dev string
+	// MTU is the route's own MTU (0: the device's); the bpf tunnel's MTU
+	// lives here.
+	MTU int
 }
 
 // HostStatus is what one namespace holds.
@@ -138,7 +141,7 @@ func Inspect(name string) (*Status, error) {
 				if r.Dst != nil && r.Dst.IP.IsLinkLocalUnicast() || r.Protocol == unix.RTPROT_KERNEL {
 					continue
 				}
-				rt := Route{Dst: "default", Dev: names[r.LinkIndex]}
+				rt := Route{Dst: "default", Dev: names[r.LinkIndex], MTU: r.MTU}
 				if r.Dst != nil && !(r.Dst.IP.IsUnspecified() && isZeroMask(r.Dst.Mask)) {
 					rt.Dst = r.Dst.String()
 				}

@@ -15,7 +15,7 @@ const HTMLFile = "report.html"
 // script, nothing fetched) with the run's context, the study's tables and
 // the plots. Every number on it comes from the summary.
 func HTML(w io.Writer, s *Summary) error {
-	page := htmlPage{S: s, Legend: Legend}
+	page := htmlPage{S: s, Legend: Legend, Tunnel: TunnelLine(s)}
 	for _, k := range sortedKeys(s.Machine) {
 		page.Context = append(page.Context, kv{"machine: " + k, s.Machine[k]})
 	}
@@ -71,6 +71,8 @@ type htmlPage struct {
 	Context []kv
 	Groups  []htmlGroup
 	Legend  string
+	// Tunnel says which 6in4 tunnel carried the 6in4 path (TunnelLine).
+	Tunnel string
 }
 
 func sortedKeys(m map[string]string) []string {
@@ -287,6 +289,7 @@ ul.notes li { margin: 0.2em 0; }
 <body>
 <h1>v6lab: {{.S.Name}}</h1>
 <p class="sub">Created {{.S.Created.UTC.Format "2006-01-02 15:04:05 UTC"}} · target {{.S.Target}} · baseline {{.S.Baseline}} · every figure below comes from summary.json in this directory.</p>
+{{if .Tunnel}}<p class="sub"><strong>{{.Tunnel}}</strong></p>{{end}}
 <table class="context"><tbody>
 {{range .Context}}<tr><td>{{.K}}</td><td>{{.V}}</td></tr>
 {{end}}</tbody></table>

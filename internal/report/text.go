@@ -17,6 +17,9 @@ import (
 func Text(w io.Writer, s *Summary) error {
 	tw := &errWriter{w: w}
 	fmt.Fprintf(tw, "%s — baseline %s, target %s\n", s.Name, s.Baseline, s.Target)
+	if t := TunnelLine(s); t != "" {
+		fmt.Fprintln(tw, t)
+	}
 	for _, proto := range protocols(s) {
 		for _, sec := range sections(s, proto) {
 			fmt.Fprintf(tw, "\n%s\n", sec.Title)
@@ -49,6 +52,27 @@ func Text(w io.Writer, s *Summary) error {
 	}
 	fmt.Fprintln(tw, "\n"+Legend)
 	return tw.err
+}
+
+// TunnelLine says which 6in4 tunnel carried a lab run's 6in4 path, and
+// warns when it was the userspace one ("" when the run had none).
+func TunnelLine(s *Summary) string {
+	t := s.Lab["tunnel"]
+	switch t {
+	case "":
+		return ""
+	case "sit":
+		return "6in4 tunnel: sit (the kernel's device)"
+	case "bpf":
+		hook := s.Lab["tunnel_hook"]
+		if hook == "" {
+			hook = "tc"
+		}
+		return "6in4 tunnel: bpf (v6lab's tc BPF programs in the kernel datapath, attached by " + hook + ")"
+	case "userspace":
+		return "6in4 tunnel: userspace — WARNING: the 6in4 figures include the cost of v6lab's userspace tunnel (TUN and a raw socket), not only 6in4's"
+	}
+	return "6in4 tunnel: " + t
 }
 
 // studyTables are the tables across cell groups, in the studies' shapes:
