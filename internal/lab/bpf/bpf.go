@@ -108,7 +108,11 @@ func (e TunnelEnd) check() error {
 // le32 reads 4 network-order bytes as the little-endian u32 a load gives.
 func le32(b []byte) int32 { return int32(binary.LittleEndian.Uint32(b)) }
 
-// count adds 1 to counters[idx]; it clobbers R0-R5.
+// le16 is le32 for 2 bytes.
+func le16(b []byte) int16 { return int16(binary.LittleEndian.Uint16(b)) }
+
+// count adds 1 to this CPU's counters[idx] (a per-CPU array: no atomic
+// add, no cache line shared between CPUs); it clobbers R0-R5.
 func count(m *ebpf.Map, idx int32, label string) asm.Instructions {
 	return asm.Instructions{
 		asm.LoadMapPtr(asm.R1, m.FD()),
@@ -117,8 +121,9 @@ func count(m *ebpf.Map, idx int32, label string) asm.Instructions {
 		asm.Add.Imm(asm.R2, -32),
 		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, label),
-		asm.Mov.Imm(asm.R1, 1),
-		asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
+		asm.Add.Imm(asm.R1, 1),
+		asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
 		asm.Mov.Imm(asm.R0, 0).WithSymbol(label),
 	}
 }
@@ -166,13 +171,16 @@ func encapInsns(e TunnelEnd, m *ebpf.Map) asm.Instructions {
 		asm.Mov.Imm(asm.R4, fixedGSO|encapL3IPv4),
 		asm.FnSkbAdjustRoom.Call(),
 		asm.JNE.Imm(asm.R0, 0, "fail"),
-		// The header on the stack at fp-24 (aligned stores only).
-		asm.StoreImm(asm.RFP, -24, 0x0045, asm.Half), // version 4, IHL 5; TOS 0
+		// The Ethernet type and the header on the stack at fp-24, as
+		// they go on the wire from byte 12 on (aligned stores only).
+		asm.StoreImm(asm.RFP, -24, ethTypeIPv4LE, asm.Half),
+		asm.StoreImm(asm.RFP, -22, 0x0045, asm.Half), // version 4, IHL 5; TOS 0
 		asm.Mov.Reg(asm.R2, asm.R9),
 		asm.HostTo(asm.BE, asm.R2, asm.Half),
-		asm.StoreMem(asm.RFP, -22, asm.R2, asm.Half),                // total length
-		asm.StoreImm(asm.RFP, -20, 0, asm.Word),                     // id 0, no flags, offset 0
-		asm.StoreImm(asm.RFP, -16, protoIPv6inIP4<<8|ttl, asm.Half), // TTL, protocol
+		asm.StoreMem(asm.RFP, -20, asm.R2, asm.Half),                // total length
+		asm.StoreImm(asm.RFP, -18, 0, asm.Half),                     // id 0
+		asm.StoreImm(asm.RFP, -16, 0, asm.Half),                     // no flags, offset 0
+		asm.StoreImm(asm.RFP, -14, protoIPv6inIP4<<8|ttl, asm.Half), // TTL, protocol
 		// checksum = ~fold(sum + total length)
 		asm.Mov.Imm(asm.R2, int32(sum)),
 		asm.Add.Reg(asm.R2, asm.R9),
@@ -186,24 +194,16 @@ func encapInsns(e TunnelEnd, m *ebpf.Map) asm.Instructions {
 		asm.Add.Reg(asm.R2, asm.R3),
 		asm.Xor.Imm(asm.R2, 0xffff),
 		asm.HostTo(asm.BE, asm.R2, asm.Half),
-		asm.StoreMem(asm.RFP, -14, asm.R2, asm.Half),
-		asm.StoreImm(asm.RFP, -12, int64(le32(src[:])), asm.Word),
-		asm.StoreImm(asm.RFP, -8, int64(le32(dst[:])), asm.Word),
-		asm.Mov.Reg(asm.R1, asm.R6),
-		asm.Mov.Imm(asm.R2, ethHeader),
-		asm.Mov.Reg(asm.R3, asm.RFP),
-		asm.Add.Imm(asm.R3, -24),
-		asm.Mov.Imm(asm.R4, ipv4Header),
-		asm.Mov.Imm(asm.R5, 0),
-		asm.FnSkbStoreBytes.Call(),
-		asm.JNE.Imm(asm.R0, 0, "fail"),
-		// The Ethernet type: IPv4.
-		asm.StoreImm(asm.RFP, -24, ethTypeIPv4LE, asm.Half),
+		asm.StoreMem(asm.RFP, -12, asm.R2, asm.Half),
+		asm.StoreImm(asm.RFP, -10, int64(le16(src[0:2])), asm.Half),
+		asm.StoreImm(asm.RFP, -8, int64(le16(src[2:4])), asm.Half),
+		asm.StoreImm(asm.RFP, -6, int64(le16(dst[0:2])), asm.Half),
+		asm.StoreImm(asm.RFP, -4, int64(le16(dst[2:4])), asm.Half),
 		asm.Mov.Reg(asm.R1, asm.R6),
 		asm.Mov.Imm(asm.R2, 12),
 		asm.Mov.Reg(asm.R3, asm.RFP),
 		asm.Add.Imm(asm.R3, -24),
-		asm.Mov.Imm(asm.R4, 2),
+		asm.Mov.Imm(asm.R4, 2+ipv4Header),
 		asm.Mov.Imm(asm.R5, 0),
 		asm.FnSkbStoreBytes.Call(),
 		asm.JNE.Imm(asm.R0, 0, "fail"),
@@ -302,7 +302,7 @@ func lossInsns(threshold uint64, m *ebpf.Map) asm.Instructions {
 }
 
 func newCounters(name string, n int) (*ebpf.Map, error) {
-	m, err := ebpf.NewMap(&ebpf.MapSpec{Name: name, Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: uint32(n)})
+	m, err := ebpf.NewMap(&ebpf.MapSpec{Name: name, Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: uint32(n)})
 	if err != nil {
 		return nil, unsupported("counters map", err)
 	}
@@ -333,12 +333,16 @@ func unsupported(what string, err error) error {
 	return fmt.Errorf("bpf: %s: %w", what, err)
 }
 
-// readCounters reads every counter of m.
+// readCounters reads every counter of m, summed over the CPUs.
 func readCounters(m *ebpf.Map, n int) ([]uint64, error) {
 	out := make([]uint64, n)
 	for i := range out {
-		if err := m.Lookup(uint32(i), &out[i]); err != nil {
+		var perCPU []uint64
+		if err := m.Lookup(uint32(i), &perCPU); err != nil {
 			return nil, fmt.Errorf("bpf: counter %d: %w", i, err)
+		}
+		for _, v := range perCPU {
+			out[i] += v
 		}
 	}
 	return out, nil
