@@ -219,6 +219,17 @@ func TestRunWithoutRootUsesAPrivateLab(t *testing.T) {
 	if !paths["ipv4"] || !paths["ipv6"] {
 		t.Errorf("paths %v", paths)
 	}
+	// No BPF in a user namespace: 6in4 falls back to the userspace tunnel
+	// and says why, or, where TUN is root-only too, is left out with a
+	// note naming all three ways.
+	notes := strings.Join(f.Header.Notes, "\n") + string(out)
+	if paths["6in4"] {
+		if f.Header.Lab["tunnel"] != "userspace" || !strings.Contains(notes, "tc BPF) is not available") {
+			t.Errorf("6in4 in a user namespace: tunnel %q, notes:\n%s", f.Header.Lab["tunnel"], notes)
+		}
+	} else if !strings.Contains(notes, "6in4 needs the kernel's sit module, tc BPF (") {
+		t.Errorf("6in4 left out without the reason:\n%s", notes)
+	}
 	for _, r := range f.Runs {
 		if r.Wire == nil || r.Err != "" {
 			t.Errorf("run %s/%d: wire %v err %q", r.Cell, r.Run, r.Wire, r.Err)

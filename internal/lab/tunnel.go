@@ -23,15 +23,20 @@ type userTunnel = sixin4.Tunnel
 var ErrNoSit = errors.New("the kernel has no sit (6in4) device")
 
 // CanTunnel says whether this process can make a 6in4 tunnel: the kernel
-// has sit, or /dev/net/tun opens for the userspace tunnel. (Root always
-// can; a user in a user namespace may not open a root-only /dev/net/tun.)
+// has sit, or BPF programs load (the bpf tunnel), or /dev/net/tun opens
+// for the userspace tunnel. (Root always can; a user in a user namespace
+// has no BPF and may not open a root-only /dev/net/tun.)
 func CanTunnel() error {
 	if _, err := os.Stat("/sys/module/sit"); err == nil {
 		return nil
 	}
+	berr := bpf.Check()
+	if berr == nil {
+		return nil
+	}
 	f, err := os.OpenFile("/dev/net/tun", os.O_RDWR, 0)
 	if err != nil {
-		return fmt.Errorf("lab: 6in4 needs the kernel's sit module or the TUN device for the userspace tunnel, and %w", err)
+		return fmt.Errorf("lab: 6in4 needs the kernel's sit module, tc BPF (%v), or the TUN device for the userspace tunnel (%w)", berr, err)
 	}
 	return f.Close()
 }
