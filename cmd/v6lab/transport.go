@@ -283,14 +283,20 @@ warm-up before --time whose datagrams are left out of every figure (as iperf3 -O
 func newServeTransportCmd() *cobra.Command {
 	var listen []string
 	var verbose bool
+	var maxTests int
+	var requestTimeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "transport",
 		Short: "Answer v6lab tcp and udp tests",
 		Long: `serve transport answers v6lab tcp and udp tests on every --listen address until
-interrupted. It only receives: it never sends data anywhere, and it refuses tests longer
-than an hour, faster than 100 Gbit/s, or with more than 128 streams.`,
+interrupted. It sends data only in reverse tests, and then only to the client's own
+connections (TCP) or the host of its control connection (UDP). It refuses tests longer
+than an hour, faster than 100 Gbit/s, or with more than 128 streams; it runs at most
+--max-tests tests at once and refuses the excess with a reply saying so; a client must send
+its request within --request-timeout, in a line of at most 4 KiB.`,
 		Example: `  v6lab serve transport
-  v6lab serve transport --listen 0.0.0.0:5301 --listen [::]:5301`,
+  v6lab serve transport --listen 0.0.0.0:5301 --listen [::]:5301
+  v6lab serve transport --max-tests 4 --request-timeout 3s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			addrs, port, err := listenAddrs(listen)
@@ -301,7 +307,14 @@ than an hour, faster than 100 Gbit/s, or with more than 128 streams.`,
 			if verbose {
 				log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			}
-			s, err := transport.ListenAndServe(cmd.Context(), addrs, port, log)
+			if maxTests < 1 || maxTests > 10000 {
+				return &exitError{code: 2, err: fmt.Errorf("--max-tests: %d is not between 1 and 10000", maxTests)}
+			}
+			if requestTimeout <= 0 || requestTimeout > time.Hour {
+				return &exitError{code: 2, err: fmt.Errorf("--request-timeout: %v is not between 0 and 1h", requestTimeout)}
+			}
+			srv := &transport.Server{Log: log, MaxTests: maxTests, RequestTimeout: requestTimeout}
+			s, err := srv.ListenAndServe(cmd.Context(), addrs, port)
 			if err != nil {
 				return err
 			}
@@ -316,5 +329,7 @@ than an hour, faster than 100 Gbit/s, or with more than 128 streams.`,
 	fl := cmd.Flags()
 	fl.StringArrayVar(&listen, "listen", []string{"127.0.0.1:5301", "[::1]:5301"}, "ADDR:PORT to listen on (repeat; one port for all)")
 	fl.BoolVarP(&verbose, "verbose", "v", false, "log refused and failed tests")
+	fl.IntVar(&maxTests, "max-tests", transport.DefaultMaxTests, "tests served at once; the excess is refused with a reply")
+	fl.DurationVar(&requestTimeout, "request-timeout", 10*time.Second, "time a client may take to send its request")
 	return cmd
 }

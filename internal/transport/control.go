@@ -211,9 +211,18 @@ var ErrNotV6lab = errors.New("the peer is not a v6lab transport server")
 type ctrl struct {
 	rw io.ReadWriter
 	br *bufio.Reader
+	// max is the longest line read: a server reads only small requests
+	// (maxRequestLine); a client reads reports that carry intervals.
+	max int
 }
 
-func newCtrl(rw io.ReadWriter) *ctrl { return &ctrl{rw: rw, br: bufio.NewReaderSize(rw, 4096)} }
+// maxRequestLine bounds what a server reads from a client per line: a
+// request or a done message is a few hundred bytes.
+const maxRequestLine = 4 << 10
+
+func newCtrl(rw io.ReadWriter) *ctrl {
+	return &ctrl{rw: rw, br: bufio.NewReaderSize(rw, 4096), max: maxCtrlLine}
+}
 
 func (c *ctrl) send(v any) error {
 	b, err := json.Marshal(v)
@@ -230,8 +239,8 @@ func (c *ctrl) recv(v any) error {
 	for {
 		part, isPrefix, err := c.br.ReadLine()
 		line = append(line, part...)
-		if len(line) > maxCtrlLine {
-			return fmt.Errorf("%w: a control line longer than %d bytes", ErrNotV6lab, maxCtrlLine)
+		if len(line) > c.max {
+			return fmt.Errorf("%w: a control line longer than %d bytes", ErrNotV6lab, c.max)
 		}
 		if err != nil {
 			if len(line) > 0 && !isPrefix {

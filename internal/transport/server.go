@@ -34,8 +34,20 @@ type Server struct {
 	// In, when set, runs the opening of each test's data socket (for a
 	// server inside a network namespace: lab.Do); nil opens it here.
 	In func(func() error) error
-	wg sync.WaitGroup
+	// MaxTests bounds the control connections served at once (0:
+	// DefaultMaxTests); the excess is refused with a reply saying so.
+	MaxTests int
+	// RequestTimeout bounds the time a client may take to send its
+	// request (0: ctrlDeadline).
+	RequestTimeout time.Duration
+	wg             sync.WaitGroup
 }
+
+// DefaultMaxTests is how many tests a server runs at once unless told.
+const DefaultMaxTests = 16
+
+// ErrBusy is the reply to a test beyond the server's MaxTests.
+var ErrBusy = errors.New("the server runs as many tests as it may at once")
 
 func (s *Server) in(fn func() error) error {
 	if s.In == nil {
@@ -51,6 +63,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		<-ctx.Done()
 		ln.Close()
 	}()
+	slots := make(chan struct{}, cmp.Or(s.MaxTests, DefaultMaxTests))
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -60,9 +73,22 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			}
 			return err
 		}
+		select {
+		case slots <- struct{}{}:
+		default:
+			// Refused at once, without reading: a reply the client's
+			// accept reads, and the reason in it.
+			go func() {
+				c.SetDeadline(time.Now().Add(time.Second))
+				newCtrl(c).send(Accept{Magic: Magic, Error: fmt.Sprintf("%v (%d; serve transport --max-tests)", ErrBusy, cap(slots))})
+				c.Close()
+			}()
+			continue
+		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
+			defer func() { <-slots }()
 			defer c.Close()
 			if err := s.handle(ctx, c); err != nil && s.Log != nil {
 				s.Log.Info("transport test", "client", c.RemoteAddr().String(), "err", err)
@@ -73,7 +99,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 func (s *Server) handle(ctx context.Context, c net.Conn) error {
 	cc := newCtrl(c)
-	c.SetDeadline(time.Now().Add(ctrlDeadline))
+	cc.max = maxRequestLine
+	c.SetDeadline(time.Now().Add(cmp.Or(s.RequestTimeout, ctrlDeadline)))
 	var req Request
 	if err := cc.recv(&req); err != nil {
 		return err
@@ -537,7 +564,12 @@ func ListenAndServe(ctx context.Context, addrs []netip.Addr, port int, log *slog
 // ListenAndServeIn is ListenAndServe with every socket opened through in
 // (see Server.In), for a server inside a network namespace.
 func ListenAndServeIn(ctx context.Context, in func(func() error) error, addrs []netip.Addr, port int, log *slog.Logger) (*Running, error) {
-	s := &Server{Log: log, In: in}
+	return (&Server{Log: log, In: in}).ListenAndServe(ctx, addrs, port)
+}
+
+// ListenAndServe runs s on every address, one port for all of them (0:
+// one chosen), until ctx ends.
+func (s *Server) ListenAndServe(ctx context.Context, addrs []netip.Addr, port int) (*Running, error) {
 	var closers []io.Closer
 	var got int
 	err := s.in(func() error {
