@@ -21,6 +21,7 @@ import (
 
 	"v6lab/internal/content"
 	vpath "v6lab/internal/path"
+	"v6lab/internal/proto/guard"
 	"v6lab/internal/units"
 )
 
@@ -40,6 +41,10 @@ type Server struct {
 	wg                sync.WaitGroup
 }
 
+// Limits are the embedded server's control connection timeouts
+// (guard.FTP); tests shorten them.
+var Limits = guard.FTP
+
 // Listen starts the server on port (0 picks one) on every address, one
 // port for all of them. Passive data connections are accepted on any
 // address of the host (the library's choice); PASV and EPSV replies name the
@@ -53,7 +58,7 @@ func Listen(ctx context.Context, addrs []netip.Addr, port int) (*Server, error) 
 	s.Port = got
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for _, ln := range lns {
-		srv := ftpserver.NewFtpServer(&driver{s: s, ln: ln})
+		srv := ftpserver.NewFtpServer(&driver{s: s, ln: guard.Listener(ln, Limits)})
 		srv.Logger = quiet
 		if err := srv.Listen(); err != nil {
 			s.Close()

@@ -27,6 +27,7 @@ import (
 
 	"v6lab/internal/load"
 	"v6lab/internal/path"
+	"v6lab/internal/proto/guard"
 	"v6lab/internal/proto/reply"
 	"v6lab/internal/result"
 )
@@ -229,6 +230,10 @@ type literal struct{ *bytes.Reader }
 
 func (l literal) Size() int64 { return int64(l.Len()) }
 
+// Limits are the embedded server's connection timeouts (guard.IMAP);
+// tests shorten them.
+var Limits = guard.IMAP
+
 // Listen starts the server with users accounts on every address.
 func Listen(ctx context.Context, addrs []netip.Addr, port, users, size int) (*Server, error) {
 	mem := imapmemserver.New()
@@ -261,7 +266,7 @@ func Listen(ctx context.Context, addrs []netip.Addr, port, users, size int) (*Se
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.srv.Serve(ln)
+			s.srv.Serve(guard.Listener(ln, Limits))
 		}()
 	}
 	return s, nil

@@ -23,6 +23,7 @@ import (
 
 	"v6lab/internal/load"
 	"v6lab/internal/path"
+	"v6lab/internal/proto/guard"
 	"v6lab/internal/proto/reply"
 	"v6lab/internal/result"
 )
@@ -189,6 +190,10 @@ type Server struct {
 	wg       sync.WaitGroup
 }
 
+// Limits are the embedded server's connection timeouts (guard.SMTP);
+// tests shorten them.
+var Limits = guard.SMTP
+
 // MaxMessage bounds one message the embedded server accepts.
 const MaxMessage = 64 << 20
 
@@ -212,7 +217,7 @@ func Listen(ctx context.Context, addrs []netip.Addr, port int) (*Server, error) 
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			srv.Serve(ln)
+			srv.Serve(guard.Listener(ln, Limits))
 		}()
 	}
 	return s, nil
