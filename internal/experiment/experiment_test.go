@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -359,5 +360,28 @@ func TestRunnerConditionsSurroundEachRun(t *testing.T) {
 	err = r.Run(context.Background(), t.TempDir())
 	if err == nil || !strings.Contains(err.Error(), "generator host unreachable") || c.finished != 1 {
 		t.Errorf("failing Begin: %v (finished %d)", err, c.finished)
+	}
+}
+
+// TestResumeRefusesAGiantLineWithoutReadingIt: a samples file with a line
+// far beyond any v6lab writes (a damaged or planted file) is refused with
+// a clear error, and the file is read as a stream, never whole.
+func TestResumeRefusesAGiantLineWithoutReadingIt(t *testing.T) {
+	dir := t.TempDir()
+	spec := Spec{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4}, Conns: []int{1}, Runs: 2,
+		Timeout: Duration(time.Second), Baseline: path.IPv4}
+	r := &Runner{Exp: Single(spec, "loopback"), Probe: func(*Spec, path.Path) (load.Probe, error) { return counting{}, nil }}
+	if err := r.Run(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
+	name := filepath.Join(dir, "samples.jsonl")
+	lines := readLines(t, name)
+	f, _ := os.Create(name)
+	f.WriteString(lines[0] + "\n" + lines[1] + "\n")
+	f.Write(bytes.Repeat([]byte("x"), result.MaxLine+10)) // no newline at all
+	f.Close()
+	_, err := PrepareResume(dir)
+	if err == nil || !strings.Contains(err.Error(), "longer than") || len(err.Error()) > 300 {
+		t.Fatalf("resume of a file with a giant line: %.300v", err)
 	}
 }

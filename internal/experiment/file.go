@@ -3,7 +3,6 @@ package experiment
 import (
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -126,7 +125,7 @@ var (
 // Load reads an experiment file. Every problem is an error naming the file,
 // the line and the field.
 func Load(name string) (*Experiment, error) {
-	data, err := os.ReadFile(name)
+	data, err := specfile.ReadFile(name)
 	if err != nil {
 		return nil, fmt.Errorf("experiment: %w", err)
 	}

@@ -1,10 +1,11 @@
 package experiment
 
 import (
-	"bytes"
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -31,11 +32,14 @@ var ErrComplete = errors.New("experiment: every run of this experiment is finish
 // cut in half) are not thrown away: they move to samples.unfinished-N.jsonl.
 func PrepareResume(dir string) (*Resume, error) {
 	name := filepath.Join(dir, "samples.jsonl")
-	data, err := os.ReadFile(name)
+	fh, err := os.Open(name)
 	if err != nil {
 		return nil, fmt.Errorf("experiment: resume: %w", err)
 	}
-	f, err := result.Read(bytes.NewReader(data), name)
+	defer fh.Close()
+	// Read as a stream with every line bounded (result.MaxLine): a damaged
+	// file never takes more memory than its samples.
+	f, err := result.Read(fh, name)
 	if err != nil {
 		return nil, fmt.Errorf("experiment: resume: %w", err)
 	}
@@ -49,14 +53,21 @@ func PrepareResume(dir string) (*Resume, error) {
 	}
 	rs := &Resume{Exp: &exp, Header: f.Header, Done: map[int]bool{}}
 	// Find the end of the last finished run's line.
-	keep, off := 0, 0
-	for off < len(data) {
-		end := bytes.IndexByte(data[off:], '\n')
-		if end < 0 {
-			break // a cut-off last line
+	if _, err := fh.Seek(0, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("experiment: resume: %w", err)
+	}
+	br := bufio.NewReaderSize(fh, 64<<10)
+	var keep, off, size int64
+	for {
+		line, err := rawLine(br)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("experiment: resume: %s: %w", name, err)
 		}
-		line := data[off : off+end]
-		off += end + 1
+		if errors.Is(err, io.EOF) {
+			size = off + int64(len(line))
+			break // a cut-off last line, or the end
+		}
+		off += int64(len(line))
 		var l struct {
 			Kind string `json:"kind"`
 			Seq  int    `json:"seq"`
@@ -76,7 +87,7 @@ func PrepareResume(dir string) (*Resume, error) {
 	if len(rs.Done) == len(exp.Plan()) {
 		return rs, ErrComplete
 	}
-	if keep < len(data) {
+	if keep < size {
 		for i := 1; ; i++ {
 			rs.Moved = filepath.Join(dir, fmt.Sprintf("samples.unfinished-%d.jsonl", i))
 			mf, err := os.OpenFile(rs.Moved, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
@@ -84,7 +95,9 @@ func PrepareResume(dir string) (*Resume, error) {
 				continue
 			}
 			if err == nil {
-				_, err = mf.Write(data[keep:])
+				if _, err = fh.Seek(keep, io.SeekStart); err == nil {
+					_, err = io.Copy(mf, fh)
+				}
 				if cerr := mf.Close(); err == nil {
 					err = cerr
 				}
@@ -99,4 +112,20 @@ func PrepareResume(dir string) (*Resume, error) {
 		}
 	}
 	return rs, nil
+}
+
+// rawLine returns one line with its newline, at most result.MaxLine bytes;
+// io.EOF comes with a last line without a newline, or with nothing.
+func rawLine(br *bufio.Reader) ([]byte, error) {
+	var buf []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		buf = append(buf, chunk...)
+		if len(buf) > result.MaxLine {
+			return nil, fmt.Errorf("a line longer than %d bytes (v6lab writes none so long: the file is damaged)", result.MaxLine)
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return buf, err
+		}
+	}
 }

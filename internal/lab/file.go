@@ -2,7 +2,6 @@ package lab
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -65,7 +64,7 @@ func (p *percent) UnmarshalText(b []byte) error {
 // LoadTopology reads a topology file. Every problem, in the YAML or in the
 // values, is an error naming the file, line and field.
 func LoadTopology(file string) (Config, error) {
-	data, err := os.ReadFile(file)
+	data, err := specfile.ReadFile(file)
 	if err != nil {
 		return Config{}, fmt.Errorf("lab: topology: %w", err)
 	}

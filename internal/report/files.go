@@ -57,18 +57,26 @@ func WriteAll(dir string) (*Summary, error) {
 	return s, nil
 }
 
+// writeFile renders into a new temporary file of its own in the result
+// directory (created exclusively: a symlink planted there is never
+// followed), then renames it over name.
 func writeFile(name string, render func(io.Writer) error) error {
-	tmp := name + ".tmp"
-	f, err := os.Create(tmp)
+	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+"-*.tmp")
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
+	tmp := f.Name()
 	if err := render(f); err != nil {
 		f.Close()
 		os.Remove(tmp)
 		return fmt.Errorf("report: write %s: %w", name, err)
 	}
 	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("report: %w", err)
+	}
+	if err := os.Chmod(tmp, 0o644); err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("report: %w", err)
 	}
 	return os.Rename(tmp, name)

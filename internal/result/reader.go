@@ -68,6 +68,9 @@ func Read(r io.Reader, name string) (*File, error) {
 	return f, nil
 }
 
+// MaxLine bounds one line of a samples file.
+const MaxLine = maxLine
+
 // readLine returns one line without its newline; io.EOF comes with a final
 // line that had no newline (possibly cut off) or with nothing at all.
 func readLine(br *bufio.Reader) ([]byte, error) {
@@ -76,7 +79,7 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 		chunk, err := br.ReadSlice('\n')
 		buf = append(buf, chunk...)
 		if len(buf) > maxLine {
-			return nil, fmt.Errorf("line longer than %d bytes", maxLine)
+			return nil, fmt.Errorf("a line longer than %d bytes (v6lab writes none so long: the file is not a samples file, or is damaged)", maxLine)
 		}
 		switch err {
 		case nil:

@@ -10,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"reflect"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -33,10 +35,55 @@ func (e *Error) Error() string {
 		fmt.Fprintf(&b, ":%d", e.Line)
 	}
 	if e.Field != "" {
-		b.WriteString(": " + e.Field)
+		b.WriteString(": " + Excerpt(e.Field))
 	}
-	b.WriteString(": " + e.Msg)
+	b.WriteString(": " + shortQuotes(e.Msg))
 	return b.String()
+}
+
+// excerptLen is the most of a user's text an error quotes.
+const excerptLen = 40
+
+// Excerpt is s as an error may show it: non-printable characters escaped,
+// at most excerptLen characters, "…" marking a cut.
+func Excerpt(s string) string {
+	q := strconv.QuoteToASCII(s)
+	q = q[1 : len(q)-1]
+	if r := []rune(q); len(r) > excerptLen {
+		return string(r[:excerptLen]) + "…"
+	}
+	return q
+}
+
+// longQuote is a double-quoted string (as %q writes it) past excerptLen.
+var longQuote = regexp.MustCompile(`"(?:[^"\\]|\\.){` + strconv.Itoa(excerptLen+1) + `,}"`)
+
+// shortQuotes cuts every quoted value in msg to an excerpt: an error never
+// quotes more than a short part of what a file held.
+func shortQuotes(msg string) string {
+	return longQuote.ReplaceAllStringFunc(msg, func(q string) string {
+		return `"` + string([]rune(q[1:len(q)-1])[:excerptLen]) + `…"`
+	})
+}
+
+// MaxFile is the largest spec file v6lab reads.
+const MaxFile = 1 << 20
+
+// ReadFile reads a spec file of at most MaxFile bytes.
+func ReadFile(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFile {
+		return nil, &Error{File: name, Msg: fmt.Sprintf("larger than %d KiB: v6lab reads spec files of at most that size (is it the right file?)", MaxFile>>10)}
+	}
+	return data, nil
 }
 
 // Doc remembers where each field of a decoded file was, so that rules
@@ -197,6 +244,19 @@ func (d *Doc) decode(n *yaml.Node, v reflect.Value, field string) error {
 	return nil
 }
 
+var fieldLike = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
+
+// anyKnown says whether a mapping could be a spec with a typo: one of its
+// keys is a field, or it has a single key that looks like one.
+func anyKnown(n *yaml.Node, fields map[string]int) bool {
+	for i := 0; i < len(n.Content); i += 2 {
+		if _, ok := fields[n.Content[i].Value]; ok {
+			return true
+		}
+	}
+	return len(n.Content) == 0 || len(n.Content) == 2 && fieldLike.MatchString(n.Content[0].Value)
+}
+
 func join(field, key string) string {
 	if field == "" {
 		return key
@@ -241,6 +301,11 @@ func (d *Doc) decodeStruct(n *yaml.Node, v reflect.Value, field string) error {
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	if field == "" && n.Kind == yaml.MappingNode && !anyKnown(n, fields) {
+		// Not a spec of this kind at all (another file given by mistake):
+		// say so without quoting any of it.
+		return &Error{File: d.File, Line: n.Line, Msg: fmt.Sprintf("not a file of this kind: none of its top-level keys is one of its fields (%s)", strings.Join(names, ", "))}
+	}
 	return d.keys(n, field, func(key string, k, val *yaml.Node) error {
 		i, ok := fields[key]
 		if !ok {

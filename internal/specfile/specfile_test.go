@@ -1,7 +1,11 @@
 package specfile
 
 import (
+	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -120,4 +124,45 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("error without the file name: %v", err)
 		}
 	})
+}
+
+// TestErrorsQuoteOnlyShortExcerpts: a file that is not a spec at all is
+// named as such without quoting it; an unknown key or a bad value is
+// quoted escaped and cut short; a huge file is refused by its size.
+func TestErrorsQuoteOnlyShortExcerpts(t *testing.T) {
+	type spec struct {
+		Name string `yaml:"name"`
+		Runs int    `yaml:"runs"`
+	}
+	secret := "root:$6$saltsalt$" + strings.Repeat("h", 80) + ":19000:0:99999:7:::"
+	cases := []struct {
+		data   string
+		want   string
+		absent string
+	}{
+		{secret + "\ndaemon:*:19000:0:99999:7:::\n", "f.yaml:1: not a file of this kind: none of its top-level keys is one of its fields (name, runs)", "saltsalt"},
+		{"name: x\n\"" + strings.Repeat("k", 100) + "\\u0007\": 1\n", `f.yaml:2: ` + strings.Repeat("k", 40) + `…: unknown field`, strings.Repeat("k", 41)},
+		{"name: x\n\"bell\\u0007\": 1\n", `f.yaml:2: bell\a: unknown field`, "\a"},
+	}
+	for _, c := range cases {
+		var v spec
+		_, err := Decode("f.yaml", []byte(c.data), &v)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), c.absent) {
+			t.Errorf("%.30q: %v\nwant %q, without %q", c.data, err, c.want, c.absent)
+		}
+	}
+	long := (&Error{File: "f.yaml", Line: 3, Field: "cells[0].protocol", Msg: strconv.Quote(strings.Repeat("p", 200)) + " is not a protocol"}).Error()
+	if len(long) > 120 || !strings.Contains(long, `"`+strings.Repeat("p", 40)+`…" is not a protocol`) {
+		t.Errorf("a long value: %s", long)
+	}
+	big := filepath.Join(t.TempDir(), "big.yaml")
+	os.WriteFile(big, bytes.Repeat([]byte("a"), MaxFile+1), 0o644)
+	if _, err := ReadFile(big); err == nil || !strings.Contains(err.Error(), "larger than 1024 KiB") || len(err.Error()) > 200 {
+		t.Errorf("a file over the cap: %v", err)
+	}
+	ok := filepath.Join(t.TempDir(), "ok.yaml")
+	os.WriteFile(ok, []byte("name: x\n"), 0o644)
+	if b, err := ReadFile(ok); err != nil || string(b) != "name: x\n" {
+		t.Errorf("a small file: %q %v", b, err)
+	}
 }
