@@ -104,9 +104,16 @@ func TestRunMeasuresEveryPathInTheLab(t *testing.T) {
 	}
 	bin := buildBinary(t)
 	root := t.TempDir()
-	out, err := exec.Command(bin, "run", "--conns", "1,3", "--runs", "3", "--pause", "0", "--pcap", "--results", root).CombinedOutput()
+	tmp := t.TempDir()
+	run := exec.Command(bin, "run", "--conns", "1,3", "--runs", "3", "--pause", "0", "--pcap", "--results", root)
+	run.Env = append(os.Environ(), "TMPDIR="+tmp)
+	out, err := run.CombinedOutput()
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
+	}
+	// Nothing of the run is left in the temporary directory (job files).
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("the run left %d entries in TMPDIR, the first %s", len(left), left[0].Name())
 	}
 	dir := onlyDir(t, root)
 	f, s, err := report.Load(dir)

@@ -62,7 +62,7 @@ var longQuote = regexp.MustCompile(`"(?:[^"\\]|\\.){` + strconv.Itoa(excerptLen+
 // quotes more than a short part of what a file held.
 func shortQuotes(msg string) string {
 	return longQuote.ReplaceAllStringFunc(msg, func(q string) string {
-		return `"` + string([]rune(q[1:len(q)-1])[:excerptLen]) + `…"`
+		return `"` + string([]rune(q[1 : len(q)-1])[:excerptLen]) + `…"`
 	})
 }
 
