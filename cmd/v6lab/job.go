@@ -119,8 +119,8 @@ func execute(cmd *cobra.Command, j job) (string, error) {
 			maxConns = max(maxConns, n)
 		}
 	}
-	if need := uint64(maxConns*(1+j.serverFDs) + 64); need > limit {
-		return "", fmt.Errorf("%d connections need about %d open files, but the limit is %d: raise the hard limit (ulimit -Hn) or lower --conns", maxConns, need, limit)
+	if err := j.exp.CheckOpenFiles(limit); err != nil {
+		return "", err
 	}
 	sysctls := host.ReadSysctls(host.Sysctls)
 	notes := append([]string(nil), j.notes...)

@@ -18,6 +18,7 @@ import (
 	"v6lab/experiments"
 	"v6lab/internal/congestion"
 	"v6lab/internal/experiment"
+	"v6lab/internal/host"
 	"v6lab/internal/lab"
 	"v6lab/internal/path"
 	httpp "v6lab/internal/proto/http"
@@ -146,6 +147,9 @@ func (o *runOpts) run(cmd *cobra.Command, args []string) error {
 		return &exitError{code: 2, err: err}
 	}
 	if err := exp.Validate(); err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	if err := exp.CheckOpenFiles(host.NoFileHard()); err != nil {
 		return &exitError{code: 2, err: err}
 	}
 	if o.dryRun {

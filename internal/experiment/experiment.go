@@ -173,21 +173,27 @@ func (d *Duration) UnmarshalText(b []byte) error {
 
 // Validate checks a cell group before anything runs.
 func (s *Spec) Validate() error {
-	switch {
-	case len(s.Paths) == 0:
+	if len(s.Paths) == 0 {
 		return errors.New("experiment: no paths")
-	case len(s.Conns) == 0:
-		return errors.New("experiment: no connection counts")
-	case s.Runs < 1:
-		return fmt.Errorf("experiment: runs must be at least 1, got %d", s.Runs)
-	case s.Warmup < 0 || s.Warmup >= s.Runs:
-		return fmt.Errorf("experiment: warm-up runs (%d) must be fewer than runs (%d)", s.Warmup, s.Runs)
-	case s.Timeout <= 0:
-		return fmt.Errorf("experiment: timeout must be positive, got %v", time.Duration(s.Timeout))
 	}
-	for _, n := range s.Conns {
-		if n < 1 {
-			return fmt.Errorf("experiment: connection count must be at least 1, got %d", n)
+	if i, err := checkConns(s.Conns); err != nil {
+		if i >= 0 {
+			return fmt.Errorf("experiment: conns[%d]: %w", i, err)
+		}
+		return fmt.Errorf("experiment: conns: %w", err)
+	}
+	for _, r := range []struct {
+		field string
+		err   error
+	}{
+		{"runs", checkRuns(s.Runs)},
+		{"warmup", checkWarmup(s.Warmup, s.Runs)},
+		{"timeout", checkTimeout(time.Duration(s.Timeout))},
+		{"pause", checkNotNegative(time.Duration(s.Pause))},
+		{"duration", checkNotNegative(time.Duration(s.Duration))},
+	} {
+		if r.err != nil {
+			return fmt.Errorf("experiment: %s: %w", r.field, r.err)
 		}
 	}
 	return nil
@@ -195,8 +201,8 @@ func (s *Spec) Validate() error {
 
 // Validate checks an experiment before anything runs.
 func (e *Experiment) Validate() error {
-	if e.Name == "" {
-		return errors.New("experiment: name is empty")
+	if err := CheckName(e.Name); err != nil {
+		return fmt.Errorf("experiment: name: %w", err)
 	}
 	if len(e.Cells) == 0 {
 		return errors.New("experiment: no cells")

@@ -40,11 +40,16 @@ func TestValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	cases := map[string]func(*Spec){
-		"runs must be at least 1":           func(s *Spec) { s.Runs = 0 },
-		"must be fewer than runs":           func(s *Spec) { s.Warmup = 2 },
-		"timeout must be positive":          func(s *Spec) { s.Timeout = 0 },
-		"connection count must be at least": func(s *Spec) { s.Conns = []int{0} },
-		"no paths":                          func(s *Spec) { s.Paths = nil },
+		"runs: 0: want 1 to 10000 runs per cell":          func(s *Spec) { s.Runs = 0 },
+		"warmup: 2 warm-up runs leave none of the 2 runs": func(s *Spec) { s.Warmup = 2 },
+		"warmup: -1: must not be negative":                func(s *Spec) { s.Warmup = -1 },
+		"timeout: must be more than zero":                 func(s *Spec) { s.Timeout = 0 },
+		"conns[0]: 0: want 1 to 100000 connections":       func(s *Spec) { s.Conns = []int{0} },
+		"conns[1]: 1 is listed twice":                     func(s *Spec) { s.Conns = []int{1, 1} },
+		"conns: the list is empty":                        func(s *Spec) { s.Conns = nil },
+		"pause: must not be negative":                     func(s *Spec) { s.Pause = -1 },
+		"duration: must not be negative":                  func(s *Spec) { s.Duration = -1 },
+		"no paths":                                        func(s *Spec) { s.Paths = nil },
 	}
 	for want, mut := range cases {
 		s := good
@@ -52,6 +57,17 @@ func TestValidate(t *testing.T) {
 		if err := s.Validate(); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: got %v", want, err)
 		}
+	}
+}
+
+func TestCheckOpenFilesSaysHowManyArePossible(t *testing.T) {
+	e := Experiment{Name: "x", Cells: []Spec{{Conns: []int{10, 1000000}}}}
+	err := e.CheckOpenFiles(1 << 20)
+	if err == nil || !strings.Contains(err.Error(), "1000000 simultaneous connections need about 3000256 open files, and this process may open at most 1048576 (ulimit -Hn): at most 349440 connections are possible here") {
+		t.Errorf("%v", err)
+	}
+	if err := e.CheckOpenFiles(4 << 20); err != nil {
+		t.Errorf("enough files: %v", err)
 	}
 }
 

@@ -160,8 +160,8 @@ func (f *file) experiment(doc *specfile.Doc) (*Experiment, error) {
 	switch {
 	case !doc.Has("name"):
 		return nil, doc.Errorf("name", "is required")
-	case !nameRE.MatchString(f.Name):
-		return nil, doc.Errorf("name", "%q cannot name a result directory: letters, digits, dot, dash and underscore, up to 64", f.Name)
+	case CheckName(f.Name) != nil:
+		return nil, doc.Errorf("name", "%v", CheckName(f.Name))
 	}
 	if e.Where == "" {
 		e.Where = "auto"
@@ -298,18 +298,18 @@ func (f *file) paths(doc *specfile.Doc, field string, in []string, where string)
 func runSettings(doc *specfile.Doc, prefix string, s *Spec, runs, warmup *int, timeout, pause *Duration) error {
 	at := func(f string) string { return prefix + f }
 	if runs != nil {
-		if *runs < 1 || *runs > 10000 {
-			return doc.Errorf(at("runs"), "%d: want 1 to 10000 runs per cell", *runs)
+		if err := checkRuns(*runs); err != nil {
+			return doc.Errorf(at("runs"), "%v", err)
 		}
 		s.Runs = *runs
 	}
 	if warmup != nil {
 		if *warmup < 0 {
-			return doc.Errorf(at("warmup"), "%d: must not be negative", *warmup)
+			return doc.Errorf(at("warmup"), "%v", checkWarmup(*warmup, s.Runs))
 		}
 		s.Warmup = *warmup
 	}
-	if s.Warmup >= s.Runs {
+	if err := checkWarmup(s.Warmup, s.Runs); err != nil {
 		field := at("warmup")
 		if !doc.Has(field) {
 			field = at("runs")
@@ -317,17 +317,17 @@ func runSettings(doc *specfile.Doc, prefix string, s *Spec, runs, warmup *int, t
 		if !doc.Has(field) {
 			field = "warmup"
 		}
-		return doc.Errorf(field, "%d warm-up runs leave none of the %d runs to count", s.Warmup, s.Runs)
+		return doc.Errorf(field, "%v", err)
 	}
 	if timeout != nil {
-		if *timeout <= 0 {
-			return doc.Errorf(at("timeout"), "must be more than zero")
+		if err := checkTimeout(time.Duration(*timeout)); err != nil {
+			return doc.Errorf(at("timeout"), "%v", err)
 		}
 		s.Timeout = *timeout
 	}
 	if pause != nil {
-		if *pause < 0 {
-			return doc.Errorf(at("pause"), "must not be negative")
+		if err := checkNotNegative(time.Duration(*pause)); err != nil {
+			return doc.Errorf(at("pause"), "%v", err)
 		}
 		s.Pause = *pause
 	}
@@ -361,16 +361,11 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Pa
 	} else if !doc.Has(field("conns")) {
 		return s, doc.Errorf(at, "conns is required (simultaneous connections per run, e.g. [1, 10, 100])")
 	}
-	if len(c.Conns) == 0 {
-		return s, doc.Errorf(field("conns"), "the list is empty")
-	}
-	for i, n := range c.Conns {
-		if n < 1 || n > MaxConns {
-			return s, doc.Errorf(fmt.Sprintf("%s[%d]", field("conns"), i), "%d: want 1 to %d connections", n, MaxConns)
+	if i, err := checkConns(c.Conns); err != nil {
+		if i < 0 {
+			return s, doc.Errorf(field("conns"), "%v", err)
 		}
-		if slices.Contains(c.Conns[:i], n) {
-			return s, doc.Errorf(fmt.Sprintf("%s[%d]", field("conns"), i), "%d is listed twice", n)
-		}
+		return s, doc.Errorf(fmt.Sprintf("%s[%d]", field("conns"), i), "%v", err)
 	}
 	s.Conns = c.Conns
 	var f file
@@ -385,8 +380,8 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Pa
 	if err := runSettings(doc, at+".", &s, c.Runs, c.Warmup, c.Timeout, c.Pause); err != nil {
 		return s, err
 	}
-	if c.Duration < 0 {
-		return s, doc.Errorf(field("duration"), "must not be negative")
+	if err := checkNotNegative(time.Duration(c.Duration)); err != nil {
+		return s, doc.Errorf(field("duration"), "%v", err)
 	}
 	s.Duration = c.Duration
 	if c.Objects != nil {

@@ -69,6 +69,15 @@ func RaiseNoFile() (uint64, error) {
 	return l.Cur, nil
 }
 
+// NoFileHard is the hard open-file limit: what RaiseNoFile will give.
+func NoFileHard() uint64 {
+	var l syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
+		return 0
+	}
+	return l.Max
+}
+
 // Name is the host name, or "" when unknown.
 func Name() string {
 	n, _ := os.Hostname()

@@ -161,8 +161,8 @@ func linkFromFile(doc *specfile.Doc, field string, f linkFile, base Link) (Link,
 		if err != nil || q > 1<<30 {
 			return l, doc.Errorf(field+".queue_limit", "want bytes up to 1G, such as 64K, not %q", f.QueueLimit)
 		}
-		if q < 2*int64(max(l.MTU, DefaultLinkMTU)) {
-			return l, doc.Errorf(field+".queue_limit", "%s holds less than two full frames", f.QueueLimit)
+		if err := checkQueue(uint32(q), l.MTU); err != nil {
+			return l, doc.Errorf(field+".queue_limit", "%v", err)
 		}
 		l.Shaping.QueueLimit = uint32(q)
 	}

@@ -35,12 +35,21 @@ func (s Shaping) Validate() error {
 	switch {
 	case s.Rate != 0 && s.Rate < 8000:
 		return fmt.Errorf("lab: rate %d bit/s is below 8 kbit/s", s.Rate)
-	case s.Loss < 0 || s.Loss > 100:
-		return fmt.Errorf("lab: loss %g%% is not a percentage", s.Loss)
+	case !(s.Loss >= 0 && s.Loss <= 100): // NaN fails both
+		return fmt.Errorf("lab: loss %g%% is not a percentage from 0 to 100", s.Loss)
 	case s.Delay < 0 || s.Jitter < 0:
 		return fmt.Errorf("lab: delay and jitter must not be negative")
 	case s.Jitter > 0 && s.Delay == 0:
 		return fmt.Errorf("lab: jitter needs a delay to vary around")
+	}
+	return nil
+}
+
+// checkQueue is the rule for a queue limit: it must hold two full frames
+// of the link's MTU (0 is the default, 50 ms of the rate).
+func checkQueue(q uint32, mtu int) error {
+	if q > 0 && int64(q) < 2*int64(max(mtu, DefaultLinkMTU)) {
+		return fmt.Errorf("queue limit %d B holds less than two full frames", q)
 	}
 	return nil
 }

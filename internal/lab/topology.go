@@ -161,6 +161,9 @@ func (c *Config) Validate() error {
 		if l.MTU < 1280 || l.MTU > 9000 {
 			return fmt.Errorf("lab: link %s: MTU %d out of range (1280 to 9000: IPv6 needs 1280)", name, l.MTU)
 		}
+		if err := checkQueue(l.Shaping.QueueLimit, l.MTU); err != nil {
+			return fmt.Errorf("lab: link %s: %w", name, err)
+		}
 	}
 	if mtu := c.Link("r1-r2").MTU; c.Tunnel != "vxlan" && mtu < c.TunnelMTU+20 {
 		return fmt.Errorf("lab: tunnel MTU %d needs an r1-r2 link MTU of at least %d (the tunnel adds a 20-byte IPv4 header), but it is %d", c.TunnelMTU, c.TunnelMTU+20, mtu)

@@ -5,6 +5,7 @@ package units
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -58,8 +59,12 @@ func ParseRate(s string) (uint64, error) {
 		}
 	}
 	v, err := strconv.ParseFloat(t, 64)
-	if err != nil || v < 0 || v*mult > 1e12 {
+	if err != nil || !(v >= 0) || v*mult > 1e12 || math.IsInf(v, 0) {
 		return 0, fmt.Errorf("bad rate %q (want e.g. 10M, 100Mbit, 1G)", s)
+	}
+	if v > 0 && v*mult < 1 {
+		// Never round a rate that was asked for down to 0 (unshaped).
+		return 0, fmt.Errorf("bad rate %q: below 1 bit/s", s)
 	}
 	return uint64(v * mult), nil
 }

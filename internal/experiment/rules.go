@@ -1,0 +1,95 @@
+package experiment
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// The rules below are shared by experiment files (which add the file, line
+// and field) and command-line flags (Spec.Validate, Experiment.Validate):
+// one rule, one piece of code, whichever way a value arrives.
+
+// CheckName checks an experiment name: it names a result directory.
+func CheckName(name string) error {
+	if !nameRE.MatchString(name) {
+		return fmt.Errorf("%q cannot name a result directory: letters, digits, dot, dash and underscore, up to 64", name)
+	}
+	return nil
+}
+
+// checkConns checks connection counts; i is the bad entry's index.
+func checkConns(ns []int) (i int, err error) {
+	if len(ns) == 0 {
+		return -1, fmt.Errorf("the list is empty")
+	}
+	for i, n := range ns {
+		if n < 1 || n > MaxConns {
+			return i, fmt.Errorf("%d: want 1 to %d connections", n, MaxConns)
+		}
+		if slices.Contains(ns[:i], n) {
+			return i, fmt.Errorf("%d is listed twice", n)
+		}
+	}
+	return -1, nil
+}
+
+func checkRuns(n int) error {
+	if n < 1 || n > 10000 {
+		return fmt.Errorf("%d: want 1 to 10000 runs per cell", n)
+	}
+	return nil
+}
+
+func checkWarmup(w, runs int) error {
+	if w < 0 {
+		return fmt.Errorf("%d: must not be negative", w)
+	}
+	if w >= runs {
+		return fmt.Errorf("%d warm-up runs leave none of the %d runs to count", w, runs)
+	}
+	return nil
+}
+
+func checkTimeout(d time.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("must be more than zero")
+	}
+	return nil
+}
+
+func checkNotNegative(d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("must not be negative")
+	}
+	return nil
+}
+
+// fdsPerConn is what one simultaneous user may hold open at once: its
+// connection, its DNS socket, and the server's end when the embedded
+// server runs in the same process (loopback).
+const fdsPerConn = 3
+
+// fdReserve covers the process's own files, listeners and captures.
+const fdReserve = 256
+
+// CheckOpenFiles says whether this process, allowed limit open files (the
+// hard RLIMIT_NOFILE, which v6lab raises its own limit to), can hold the
+// largest connection count of the experiment, and if not, how many it can.
+func (e *Experiment) CheckOpenFiles(limit uint64) error {
+	most := 0
+	for _, c := range e.Cells {
+		for _, n := range c.Conns {
+			most = max(most, n)
+		}
+	}
+	need := uint64(most)*fdsPerConn + fdReserve
+	if need > limit {
+		can := 0
+		if limit > fdReserve {
+			can = int((limit - fdReserve) / fdsPerConn)
+		}
+		return fmt.Errorf("experiment: %d simultaneous connections need about %d open files, and this process may open at most %d (ulimit -Hn): at most %d connections are possible here; raise the hard limit (e.g. in /etc/security/limits.conf) for more", most, need, limit, can)
+	}
+	return nil
+}
