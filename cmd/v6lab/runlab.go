@@ -119,7 +119,7 @@ func runInLab(cmd *cobra.Command, exp *experiment.Experiment, cfg lab.Config, re
 	}()
 	in, err := experiment.StartInLab(ctx, l, localServerConfig())
 	if err != nil {
-		return err
+		return serverStartError("embedded", err)
 	}
 	defer in.Close()
 	// The FTP library opens passive listeners from its own goroutines, so
@@ -130,7 +130,7 @@ func runInLab(cmd *cobra.Command, exp *experiment.Experiment, cfg lab.Config, re
 		stopFTP, port, err := serveInNamespace(l.Record(), lab.NS(l.Name, lab.Server), "ftp",
 			netip.AddrPortFrom(a.ServerV4, 0), netip.AddrPortFrom(a.ServerV6, 0), netip.AddrPortFrom(a.ServerTun6, 0))
 		if err != nil {
-			return err
+			return serverStartError("embedded FTP", err)
 		}
 		defer stopFTP()
 		ftpPort = port
@@ -197,7 +197,7 @@ func runInLab(cmd *cobra.Command, exp *experiment.Experiment, cfg lab.Config, re
 	if exp.Real() {
 		stop, err := startRealServers(ctx, l, exp, &job)
 		if err != nil {
-			return err
+			return serverStartError("real", err)
 		}
 		defer stop()
 	}
@@ -267,9 +267,21 @@ func runInLab(cmd *cobra.Command, exp *experiment.Experiment, cfg lab.Config, re
 	err = child.Wait()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
-		return &exitError{code: ee.ExitCode(), err: errors.New("the measurement in the lab failed (see above)")}
+		// The measuring child already said what happened (interrupted, or
+		// why it failed, and where the finished runs are): say no more
+		// than that the lab is gone, and keep its exit code.
+		if !quiet(cmd) && !keep {
+			fmt.Fprintf(cmd.ErrOrStderr(), "v6lab: the lab %q is removed\n", l.Name)
+		}
+		return &exitError{code: ee.ExitCode(), err: errSilent}
 	}
 	return err
+}
+
+// serverStartError says that a server did not start, so that it never
+// reads as a failed measurement.
+func serverStartError(which string, err error) error {
+	return fmt.Errorf("the lab's %s servers did not start, so nothing was measured (the lab is removed; check the server's installation with scripts/install-deps): %w", which, err)
 }
 
 // runLabChild is the measuring side, inside the client namespace.

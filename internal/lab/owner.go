@@ -67,37 +67,44 @@ func LogFile(name string) (string, error) {
 	return filepath.Join(StateDir, name+".log"), nil
 }
 
-// procStart reads a process's start time (field 22 of /proc/PID/stat), or 0
-// when the process does not exist.
-func procStart(pid int) uint64 {
+// procStat reads a process's state (field 3 of /proc/PID/stat) and start
+// time (field 22), or 0 when the process does not exist.
+func procStat(pid int) (state byte, start uint64) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	// The command name (field 2) may hold spaces and parentheses: count
 	// fields after the last ')'.
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return 0
+		return 0, 0
 	}
 	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return 0
+	if len(f) < 20 || len(f[0]) != 1 {
+		return 0, 0
 	}
 	v, _ := strconv.ParseUint(f[19], 10, 64)
-	return v
+	return f[0][0], v
 }
 
-// alive says whether the process pid with start time start still runs.
+func procStart(pid int) uint64 {
+	_, start := procStat(pid)
+	return start
+}
+
+// alive says whether the process pid with start time start still runs (a
+// zombie, dead but not yet reaped, does not).
 func alive(pid int, start uint64) bool {
 	if pid <= 0 {
 		return false
 	}
-	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+	state, st := procStat(pid)
+	if state == 0 || state == 'Z' || state == 'X' {
 		return false
 	}
-	return start == 0 || procStart(pid) == start
+	return start == 0 || st == start
 }
 
 // Claim makes lab name this process's: it writes the owner record before
@@ -231,6 +238,13 @@ func (r *Record) Remove() error {
 			// workers in the group).
 			_ = syscall.Kill(-d.PID, syscall.SIGKILL)
 			_ = syscall.Kill(d.PID, syscall.SIGKILL)
+		}
+	}
+	// A killed process goes in a moment; wait for it, so that whoever
+	// called lab down finds it gone.
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if !slices.ContainsFunc(r.Daemons, func(d Daemon) bool { return d.Start != 0 && alive(d.PID, d.Start) }) {
+			break
 		}
 	}
 	for _, d := range r.Dirs {

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"v6lab/internal/lab"
+	"v6lab/internal/report"
+	"v6lab/internal/result"
+)
+
+// waitRuns waits until the samples file under root holds n finished runs
+// and returns the result directory and the lab's name from its header.
+func waitRuns(t *testing.T, root string, n int) (string, string) {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		dirs, _ := filepath.Glob(filepath.Join(root, "*", report.SamplesFile))
+		if len(dirs) != 1 {
+			continue
+		}
+		f, err := os.Open(dirs[0])
+		if err != nil {
+			continue
+		}
+		runs, name := 0, ""
+		sc := bufio.NewScanner(f)
+		sc.Buffer(nil, result.MaxLine)
+		for sc.Scan() {
+			line := sc.Text()
+			if strings.Contains(line, `"kind":"run"`) {
+				runs++
+			}
+			if strings.Contains(line, `"kind":"header"`) {
+				if i := strings.Index(line, `"name":"run`); i >= 0 {
+					name = strings.SplitN(line[i+8:], `"`, 2)[0]
+				}
+			}
+		}
+		f.Close()
+		if runs >= n && name != "" {
+			return filepath.Dir(dirs[0]), name
+		}
+	}
+	t.Fatal("the run never finished enough runs")
+	return "", ""
+}
+
+// TestAKilledRunLeavesNothingItCannotFindAndLosesNothing: kill -9 of a
+// lab run's owner process leaves its lab, which lab status --all lists as
+// an orphan, a plain lab down names, and lab down --name removes whole;
+// every finished run is on disk and --resume completes the experiment.
+func TestAKilledRunLeavesNothingItCannotFindAndLosesNothing(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the lab needs root (CI runs as root)")
+	}
+	bin := buildBinary(t)
+	root := t.TempDir()
+	exp := filepath.Join(t.TempDir(), "k.yaml")
+	os.WriteFile(exp, []byte("name: killed\nwhere: lab\nruns: 12\nwarmup: 1\npause: 100ms\ncells:\n  - {protocol: http, conns: [1]}\n  - {protocol: ftp, conns: [1]}\n"), 0o644)
+	run := exec.Command(bin, "run", exp, "-q", "--results", root)
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	dir, name := waitRuns(t, root, 4)
+	run.Process.Signal(syscall.SIGKILL)
+	run.Wait()
+	t.Cleanup(func() { exec.Command(bin, "lab", "down", "--name", name).Run() })
+	rec, err := lab.ReadRecord(name)
+	if err != nil || len(rec.Namespaces) != 4 || len(rec.Daemons) == 0 || len(rec.Dirs) == 0 {
+		t.Fatalf("owner record of %s: %+v, %v", name, rec, err)
+	}
+	out, _ := exec.Command(bin, "lab", "status", "--all").CombinedOutput()
+	if !strings.Contains(string(out), `lab "`+name+`": orphan (owner process`) || !strings.Contains(string(out), "daemon: v6lab serve ftp") {
+		t.Errorf("lab status --all:\n%s", out)
+	}
+	if out, err := exec.Command(bin, "lab", "status").CombinedOutput(); err != nil || !strings.Contains(string(out), "without an owner process are not shown: v6lab lab status --all") {
+		t.Errorf("lab status: %v\n%s", err, out)
+	}
+	// A plain lab down (the default lab is not up) names the orphan.
+	if out, err := exec.Command(bin, "lab", "down").CombinedOutput(); err == nil || !strings.Contains(string(out), name) {
+		t.Errorf("plain lab down: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(bin, "lab", "down", "--name", name).CombinedOutput(); err != nil {
+		t.Fatalf("lab down --name %s: %v\n%s", name, err, out)
+	}
+	if left, _ := lab.Namespaces(lab.NS(name, "")); len(left) != 0 {
+		t.Errorf("namespaces left: %v", left)
+	}
+	for _, d := range rec.Daemons {
+		if st, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(d.PID), "stat")); err == nil && !strings.Contains(string(st), ") Z ") {
+			t.Errorf("%s (pid %d) still runs: %s", d.What, d.PID, st)
+		}
+	}
+	for _, d := range rec.Dirs {
+		if _, err := os.Stat(d); err == nil {
+			t.Errorf("directory %s left", d)
+		}
+	}
+	// Nothing finished is lost: the resume completes every run.
+	if out, err := exec.Command(bin, "run", "--resume", dir, "-q").CombinedOutput(); err != nil {
+		t.Fatalf("resume: %v\n%s", err, out)
+	}
+	_, s, err := report.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range s.Cells {
+		if len(c.Runs) != 11 || c.Failed != 0 {
+			t.Errorf("%s/%s after resume: %d counted runs, %d failed", c.Protocol, c.Path, len(c.Runs), c.Failed)
+		}
+	}
+}
+
+// TestInterruptSaysInterruptedOnly: Ctrl-C during a lab run says that it
+// was interrupted and where the finished runs are, and nothing about a
+// failed measurement.
+func TestInterruptSaysInterruptedOnly(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the lab needs root (CI runs as root)")
+	}
+	bin := buildBinary(t)
+	root := t.TempDir()
+	run := exec.Command(bin, "run", "--conns", "1", "--runs", "40", "--pause", "100ms", "--results", root)
+	var out strings.Builder
+	run.Stdout, run.Stderr = &out, &out
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitRuns(t, root, 3)
+	run.Process.Signal(os.Interrupt)
+	err := run.Wait()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 130 {
+		t.Errorf("exit %v, want 130", err)
+	}
+	msg := out.String()
+	if !strings.Contains(msg, "interrupted: every finished run is kept in") || strings.Contains(msg, "failed") {
+		t.Errorf("output:\n%s", msg)
+	}
+}
