@@ -125,3 +125,30 @@ func TestTrialWarmupReachesItsOptionsAndTimeout(t *testing.T) {
 		t.Errorf("scaled: %v %+v timeout %v", err, e.Cells[0].Test, time.Duration(e.Cells[0].Timeout))
 	}
 }
+
+// FuzzParse reads arbitrary experiment files: any input gives an
+// experiment that validates, or an error naming the file; never a panic,
+// and never an error quoting more than a short excerpt of the input.
+func FuzzParse(f *testing.F) {
+	for _, n := range experiments.Names() {
+		b, _ := experiments.Get(n)
+		f.Add(b)
+	}
+	f.Add([]byte("name: x\ncells: [{protocol: http, conns: [1, 1]}]\n"))
+	f.Add([]byte("name: x\nruns: 3\nwarmup: 5\ncells: [{protocol: tcp, time: 1s, reverse: true}]\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		e, err := Parse("f.yaml", b)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "f.yaml") && !strings.HasPrefix(err.Error(), "experiment: ") {
+				t.Fatalf("error without the file: %v", err)
+			}
+			if len(err.Error()) > 2000 {
+				t.Fatalf("an error of %d bytes", len(err.Error()))
+			}
+			return
+		}
+		if err := e.Validate(); err != nil {
+			t.Fatalf("a parsed experiment does not validate: %v", err)
+		}
+	})
+}

@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -53,4 +54,31 @@ func TestConfigValidateChecksLinks(t *testing.T) {
 	if err := ok.Validate(); err != nil {
 		t.Errorf("1280 tunnel over a 1400 link: %v", err)
 	}
+}
+
+// FuzzParseTopology reads arbitrary topology files: a config that
+// validates, or an error; never a panic.
+func FuzzParseTopology(f *testing.F) {
+	for _, n := range []string{"topology-full.yaml", "invalid-queue-limit.yaml", "invalid-tunnel-mtu.yaml"} {
+		b, err := os.ReadFile("testdata/" + n)
+		if err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte("tunnel: {implementation: bpf, mtu: 1280}\nlinks: {all: {rate: 10M, loss: 1%}}\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		cfg, err := ParseTopology("t.yaml", b)
+		if err != nil {
+			if len(err.Error()) > 2000 {
+				t.Fatalf("an error of %d bytes", len(err.Error()))
+			}
+			return
+		}
+		if cfg.Name == "" {
+			cfg.Name = "x"
+		}
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("a parsed topology does not validate: %v", err)
+		}
+	})
 }

@@ -471,16 +471,30 @@ func TestIdealTCPRate(t *testing.T) {
 	}
 }
 
+// FuzzControlRecv reads arbitrary bytes as control messages, as a server
+// reads a request (lines of at most maxRequestLine) and as a client reads
+// an accept. Seeds stay small: the engine mutates every byte of a seed,
+// and a seed of tens of KiB slowed it to a few hundred inputs a second;
+// one seed just over the server's line cap covers the cap.
 func FuzzControlRecv(f *testing.F) {
 	f.Add([]byte(`{"magic":"v6lab-transport/1","port":5,"cookie":3}` + "\n"))
+	f.Add([]byte(`{"magic":"v6lab-transport/1","test":"tcp","streams":1,"duration":1000000000}` + "\n"))
 	f.Add([]byte("SSH-2.0\r\n"))
-	f.Add(bytes.Repeat([]byte("a"), 70000))
+	f.Add(bytes.Repeat([]byte("a"), maxRequestLine+1))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var acc Accept
-		_ = newCtrl(struct {
+		rw := struct {
 			io.Reader
 			io.Writer
-		}{bytes.NewReader(b), io.Discard}).recv(&acc)
+		}{bytes.NewReader(b), io.Discard}
+		server := newCtrl(rw)
+		server.max = maxRequestLine
+		var req Request
+		if err := server.recv(&req); err == nil {
+			_ = req.Check()
+		}
+		var acc Accept
+		rw.Reader = bytes.NewReader(b)
+		_ = newCtrl(rw).recv(&acc)
 	})
 }
 
