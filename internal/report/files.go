@@ -94,7 +94,8 @@ func JSON(w io.Writer, s *Summary) error {
 var CSVHeader = []string{"protocol", "path", "conns", "runs_counted", "mean_ms", "ci95_lo_ms", "ci95_hi_ms",
 	"p50_ms", "p90_ms", "p99_ms", "p999_ms", "completed", "failed", "completion_rate", "rate_per_s",
 	"baseline", "diff_ms", "pct_increase", "ci95_diff_lo_ms", "ci95_diff_hi_ms", "welch_df", "p_welch",
-	"confidence", "p_paired", "p_mann_whitney"}
+	"confidence", "p_paired", "p_mann_whitney", "pairs", "paired_diff_ms", "ci95_paired_diff_lo_ms", "ci95_paired_diff_hi_ms", "p_paired_holm",
+	"percentile_n", "few_runs"}
 
 // CSV writes results.csv. An n/a figure is an empty field.
 func CSV(w io.Writer, s *Summary) error {
@@ -112,10 +113,12 @@ func CSV(w io.Writer, s *Summary) error {
 			strconv.Itoa(c.Completed), strconv.Itoa(c.Failed), num(c.CompletionRate), num(c.RatePerS)}
 		if m := cmp[cellKey{c.Protocol, c.Path, c.Conns}]; m != nil {
 			row = append(row, m.Baseline, num(m.DiffMS), num(m.PctIncrease), lo(m.CI95DiffMS), hi(m.CI95DiffMS),
-				num(m.WelchDF), num(m.PWelch), num(m.Confidence), num(m.PPaired), num(m.PMannWhitney))
+				num(m.WelchDF), num(m.PWelch), num(m.Confidence), num(m.PPaired), num(m.PMannWhitney),
+				strconv.Itoa(m.Pairs), num(m.PairedDiffMS), lo(m.CI95PairedDiffMS), hi(m.CI95PairedDiffMS), num(m.PPairedHolm))
 		} else {
-			row = append(row, make([]string, 10)...)
+			row = append(row, make([]string, 15)...)
 		}
+		row = append(row, strconv.Itoa(c.PercentileN), strconv.FormatBool(c.FewRuns))
 		cw.Write(row)
 	}
 	cw.Flush()

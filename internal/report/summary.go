@@ -7,6 +7,10 @@
 package report
 
 import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,7 +21,9 @@ import (
 )
 
 // SummaryVersion is written in summary.json.
-const SummaryVersion = 1
+// Version 2: nearest-rank percentiles, paired differences and Holm
+// adjustment, Wilson completion intervals, intervals bounded at zero.
+const SummaryVersion = 2
 
 // Summary is the content of summary.json.
 type Summary struct {
@@ -29,6 +35,9 @@ type Summary struct {
 	Cells       []Cell       `json:"cells"`
 	Comparisons []Comparison `json:"comparisons"`
 	Notes       []string     `json:"notes,omitempty"`
+	// Adjustment says how p_paired_holm was adjusted: over how many
+	// comparisons (time and throughput together).
+	Adjustment string `json:"p_adjustment,omitempty"`
 	// Machine says what it ran on: tool version, host, kernel, CPUs.
 	Machine map[string]string `json:"machine,omitempty"`
 	// Lab and Servers are the header's, for the reader of the report.
@@ -58,8 +67,18 @@ type Cell struct {
 	// Completed and Failed count transactions of counted runs.
 	Completed int `json:"completed"`
 	Failed    int `json:"failed"`
-	// CompletionRate is Completed / (Completed + Failed).
-	CompletionRate *float64 `json:"completion_rate"`
+	// CompletionRate is Completed / (Completed + Failed);
+	// CompletionCI95 its Wilson score interval.
+	CompletionRate *float64    `json:"completion_rate"`
+	CompletionCI95 *[2]float64 `json:"completion_ci95,omitempty"`
+	// PercentileN is how many transactions the pooled percentiles rest
+	// on; ThinPercentiles lists those it is too few for (p99 needs 100,
+	// p99.9 needs 1000: stats.MinSamples).
+	PercentileN     int      `json:"percentile_n"`
+	ThinPercentiles []string `json:"thin_percentiles,omitempty"`
+	// FewRuns: fewer than MinRuns counted runs, so the interval of the
+	// mean says little.
+	FewRuns bool `json:"few_runs,omitempty"`
 	// Failures counts failed transactions by kind.
 	Failures map[string]int `json:"failures,omitempty"`
 	// FirstError is one failure message, as an example for the reader.
@@ -199,6 +218,14 @@ type Comparison struct {
 	// baseline's: of a trial bound by time rather than by an amount of
 	// data, the transfer time above says nothing.
 	Throughput *MetricComparison `json:"throughput,omitempty"`
+	// Pairs is how many runs the paired test matched (run i of both
+	// paths); PairedDiffMS is the mean of their differences, with its 95%
+	// t interval, and PPairedHolm the paired p-value after Holm's
+	// adjustment over every comparison of the summary.
+	Pairs            int         `json:"pairs"`
+	PairedDiffMS     *float64    `json:"paired_diff_ms"`
+	CI95PairedDiffMS *[2]float64 `json:"ci95_paired_diff_ms"`
+	PPairedHolm      *float64    `json:"p_paired_holm"`
 }
 
 // MetricComparison sets one figure of a path's runs against the
@@ -213,7 +240,24 @@ type MetricComparison struct {
 	PPaired      *float64          `json:"p_paired"`
 	PMannWhitney *float64          `json:"p_mann_whitney"`
 	NA           map[string]string `json:"na,omitempty"`
+	// Pairs, PairedDiff, CI95PairedDiff and PPairedHolm are as in
+	// Comparison, in the figure's unit.
+	Pairs          int         `json:"pairs"`
+	PairedDiff     *float64    `json:"paired_diff"`
+	CI95PairedDiff *[2]float64 `json:"ci95_paired_diff"`
+	PPairedHolm    *float64    `json:"p_paired_holm"`
 }
+
+// MinRuns is the fewest counted runs whose interval of the mean a report
+// presents without a warning.
+const MinRuns = 5
+
+// Alpha is the significance level of the reports' marks.
+const Alpha = 0.05
+
+// Resolution is the finest time difference v6lab's clock resolves (ms):
+// a baseline mean below it makes a % increase meaningless.
+const Resolution = 0.001
 
 type cellKey struct {
 	proto, path string
@@ -367,7 +411,16 @@ func Summarize(f *result.File) *Summary {
 			cells[k.cell] = c
 			hist[k.cell] = stats.NewLatency()
 		}
-		if a.skipped != "" || a.ok == 0 {
+		if a.skipped != "" {
+			continue
+		}
+		if !a.warmup {
+			// Every counted run's time, those in which every transaction
+			// failed included: rate_per_s is completions per second of
+			// all the time measured.
+			seconds[k.cell] += a.seconds
+		}
+		if a.ok == 0 {
 			continue
 		}
 		m := a.sum / float64(a.ok) / ms
@@ -387,7 +440,6 @@ func Summarize(f *result.File) *Summary {
 			}
 			metricRunIndex[k.cell][name] = append(metricRunIndex[k.cell][name], k.run)
 		}
-		seconds[k.cell] += a.seconds
 	}
 	for ck, c := range cells {
 		finishCell(c, hist[ck], seconds[ck])
@@ -402,7 +454,11 @@ func Summarize(f *result.File) *Summary {
 			d := stats.Describe(runs)
 			ms := &MetricStat{N: d.N, Mean: d.Mean, Runs: runs, RunIndex: metricRunIndex[ck][name]}
 			if d.CINA == "" {
-				ms.CI95 = &d.CI95
+				ci := d.CI95
+				if !slices.ContainsFunc(runs, func(v float64) bool { return v < 0 }) {
+					ci = stats.ClampBelow(ci) // a count or a rate: never below 0
+				}
+				ms.CI95 = &ci
 			}
 			if c.Metrics == nil {
 				c.Metrics = map[string]*MetricStat{}
@@ -413,12 +469,43 @@ func Summarize(f *result.File) *Summary {
 	}
 	sortCells(s.Cells)
 	s.Comparisons = compare(s.Cells, s.Baseline)
+	s.Adjustment = adjust(s.Comparisons)
 	return s
+}
+
+// adjust sets every comparison's Holm-adjusted paired p-value, the time
+// and throughput comparisons of the summary together as one family, and
+// says so.
+func adjust(cmps []Comparison) string {
+	var ps []float64
+	var into []**float64
+	for i := range cmps {
+		c := &cmps[i]
+		if c.PPaired != nil {
+			ps, into = append(ps, *c.PPaired), append(into, &c.PPairedHolm)
+		}
+		if t := c.Throughput; t != nil && t.PPaired != nil {
+			ps, into = append(ps, *t.PPaired), append(into, &t.PPairedHolm)
+		}
+	}
+	for i, p := range stats.Holm(ps) {
+		*into[i] = ptr(p)
+	}
+	if len(ps) == 0 {
+		return ""
+	}
+	if len(ps) == 1 {
+		return "Holm over the 1 paired comparison of this summary: none to adjust"
+	}
+	return fmt.Sprintf("Holm over the %d paired comparisons of this summary", len(ps))
 }
 
 func finishCell(c *Cell, h *stats.Latency, seconds float64) {
 	if n := c.Completed + c.Failed; n > 0 {
 		c.CompletionRate = ptr(float64(c.Completed) / float64(n))
+		if ci, ok := stats.Wilson(c.Completed, n); ok {
+			c.CompletionCI95 = &ci
+		}
 	} else {
 		na(&c.NA, "completion_rate", "no counted transactions")
 	}
@@ -437,20 +524,37 @@ func finishCell(c *Cell, h *stats.Latency, seconds float64) {
 	if d.CINA != "" {
 		na(&c.NA, "ci95_ms", d.CINA)
 	} else {
-		c.CI95MS = &d.CI95
+		ci := stats.ClampBelow(d.CI95) // a time is never negative
+		c.CI95MS = &ci
 	}
+	c.FewRuns = d.N > 0 && d.N < MinRuns
+	c.PercentileN = int(h.Count())
 	if h.Count() == 0 {
 		for _, f := range []string{"p50_ms", "p90_ms", "p99_ms", "p999_ms"} {
 			na(&c.NA, f, "no completed transactions")
 		}
 		return
 	}
-	q := func(p float64) *float64 { return ptr(float64(h.Quantile(p)) / ms) }
-	c.P50MS, c.P90MS, c.P99MS, c.P999MS = q(0.5), q(0.9), q(0.99), q(0.999)
+	for _, p := range []struct {
+		name string
+		q    float64
+	}{{"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99}, {"p99.9", 0.999}} {
+		if c.PercentileN < stats.MinSamples(p.q) {
+			c.ThinPercentiles = append(c.ThinPercentiles, p.name)
+		}
+	}
+	qs := make([]float64, 0, 105)
+	for i := range 101 {
+		qs = append(qs, float64(i)/100)
+	}
+	qs = append(qs, 0.5, 0.9, 0.99, 0.999)
+	v := h.Quantiles(qs...)
+	msOf := func(d time.Duration) float64 { return float64(d) / ms }
 	c.CDFMS = make([]float64, 101)
 	for i := range c.CDFMS {
-		c.CDFMS[i] = *q(float64(i) / 100)
+		c.CDFMS[i] = msOf(v[i])
 	}
+	c.P50MS, c.P90MS, c.P99MS, c.P999MS = ptr(msOf(v[101])), ptr(msOf(v[102])), ptr(msOf(v[103])), ptr(msOf(v[104]))
 }
 
 // pathRank orders paths as the study does: ipv4, ipv6, 6in4, then others.
@@ -541,13 +645,27 @@ func Compare(b, c *Cell) Comparison {
 	t := testRuns(b.Runs, b.RunIndex, c.Runs, c.RunIndex)
 	cmp.DiffMS, cmp.PctIncrease, cmp.CI95DiffMS, cmp.WelchDF, cmp.PWelch, cmp.Confidence, cmp.PPaired, cmp.PMannWhitney =
 		t.diff, t.pct, t.ci, t.df, t.p, t.confidence, t.paired, t.mw
+	cmp.Pairs, cmp.PairedDiffMS, cmp.CI95PairedDiffMS = t.pairs, t.pairedDiff, t.pairedCI
+	// A % of a baseline below the clock's resolution, or not above its
+	// own uncertainty, would be a ratio of noise (5e8 % of 2 ns).
+	if cmp.PctIncrease != nil && b.MeanMS != nil {
+		half := math.Inf(1)
+		if b.CI95MS != nil {
+			half = (b.CI95MS[1] - b.CI95MS[0]) / 2
+		}
+		if m := math.Abs(*b.MeanMS); m < Resolution || (b.CI95MS != nil && m <= half) {
+			cmp.PctIncrease = nil
+			na(&cmp.NA, "pct_increase", "baseline below resolution")
+		}
+	}
 	for f, why := range t.na {
 		na(&cmp.NA, timeFields[f], why)
 	}
 	const k = "throughput_mbps"
 	if bm, cm := b.Metrics[k], c.Metrics[k]; bm != nil && cm != nil {
 		t := testRuns(bm.Runs, bm.RunIndex, cm.Runs, cm.RunIndex)
-		mc := &MetricComparison{Metric: k, Diff: t.diff, PctChange: t.pct, CI95Diff: t.ci, Confidence: t.confidence, PPaired: t.paired, PMannWhitney: t.mw}
+		mc := &MetricComparison{Metric: k, Diff: t.diff, PctChange: t.pct, CI95Diff: t.ci, Confidence: t.confidence, PPaired: t.paired, PMannWhitney: t.mw,
+			Pairs: t.pairs, PairedDiff: t.pairedDiff, CI95PairedDiff: t.pairedCI}
 		for f, why := range t.na {
 			if name, ok := metricFields[f]; ok {
 				na(&mc.NA, name, why)
@@ -562,9 +680,10 @@ func Compare(b, c *Cell) Comparison {
 // and a MetricComparison's na (a MetricComparison has no df or p).
 var (
 	timeFields = map[string]string{"diff": "diff_ms", "pct": "pct_increase", "ci": "ci95_diff_ms", "df": "welch_df",
-		"p": "p_welch", "confidence": "confidence", "paired": "p_paired", "mw": "p_mann_whitney"}
+		"p": "p_welch", "confidence": "confidence", "paired": "p_paired", "mw": "p_mann_whitney",
+		"paired_diff": "paired_diff_ms", "paired_ci": "ci95_paired_diff_ms"}
 	metricFields = map[string]string{"diff": "diff", "pct": "pct_change", "ci": "ci95_diff", "confidence": "confidence",
-		"paired": "p_paired", "mw": "p_mann_whitney"}
+		"paired": "p_paired", "mw": "p_mann_whitney", "paired_diff": "paired_diff", "paired_ci": "ci95_paired_diff"}
 )
 
 // runTest is two paths' per-run values set side by side: Welch's t, the
@@ -573,6 +692,9 @@ var (
 type runTest struct {
 	diff, pct, df, p, confidence, paired, mw *float64
 	ci                                       *[2]float64
+	pairs                                    int
+	pairedDiff                               *float64
+	pairedCI                                 *[2]float64
 	na                                       map[string]string
 }
 
@@ -598,10 +720,19 @@ func testRuns(bRuns []float64, bIdx []int, cRuns []float64, cIdx []int) runTest 
 		}
 	}
 	bp, cp := pairRuns(bRuns, bIdx, cRuns, cIdx)
-	if p := stats.Paired(bp, cp); p.NA == "" {
+	t.pairs = len(bp)
+	p := stats.Paired(bp, cp)
+	if len(bp) > 0 && p.PctNA != stats.NotFinite && p.NA != "values too large to compare" {
+		t.pairedDiff = ptr(p.Diff)
+	} else {
+		na(&t.na, "paired_diff", cmp.Or(p.NA, "no runs of both paths to pair"))
+	}
+	if p.NA == "" {
 		t.paired = ptr(p.P)
+		t.pairedCI = &p.CI95Diff
 	} else {
 		na(&t.na, "paired", p.NA)
+		na(&t.na, "paired_ci", p.NA)
 	}
 	if m := stats.MannWhitney(bRuns, cRuns); m.NA == "" {
 		t.mw = ptr(m.P)

@@ -18,6 +18,17 @@ type point struct {
 	X, Y   float64
 	Lo, Hi float64
 	CI     bool
+	// Few: the interval rests on fewer than MinRuns runs; it is drawn
+	// dotted and the plot says so.
+	Few bool
+}
+
+// ciClass is the class of an interval's path.
+func ciClass(pt point) string {
+	if pt.Few {
+		return "ci few"
+	}
+	return "ci"
 }
 
 // series is one line (or one set of bars) of a plot, usually one path.
@@ -142,7 +153,7 @@ func (p *plot) SVG() string {
 				if pt.CI {
 					cx := x + bw*0.46
 					lo, hi := yAt(math.Max(pt.Lo, ylo)), yAt(math.Min(pt.Hi, yhi))
-					fmt.Fprintf(&b, `<path class="ci" d="M%s %s L%s %s M%s %s L%s %s M%s %s L%s %s"/>`+"\n",
+					fmt.Fprintf(&b, `<path class="%s" d="M%s %s L%s %s M%s %s L%s %s M%s %s L%s %s"/>`+"\n", ciClass(pt),
 						f1(cx), f1(lo), f1(cx), f1(hi), f1(cx-3), f1(lo), f1(cx+3), f1(lo), f1(cx-3), f1(hi), f1(cx+3), f1(hi))
 				}
 			}
@@ -160,7 +171,7 @@ func (p *plot) SVG() string {
 				x, y := xAt(pt.X), yAt(pt.Y)
 				if pt.CI {
 					lo, hi := yAt(math.Max(pt.Lo, ylo)), yAt(math.Min(pt.Hi, yhi))
-					fmt.Fprintf(&b, `<path class="ci" d="M%s %s L%s %s M%s %s L%s %s M%s %s L%s %s"/>`+"\n",
+					fmt.Fprintf(&b, `<path class="%s" d="M%s %s L%s %s M%s %s L%s %s M%s %s L%s %s"/>`+"\n", ciClass(pt),
 						f1(x), f1(lo), f1(x), f1(hi), f1(x-4), f1(lo), f1(x+4), f1(lo), f1(x-4), f1(hi), f1(x+4), f1(hi))
 				}
 				if len(s.Points) <= 40 {
@@ -170,6 +181,13 @@ func (p *plot) SVG() string {
 			}
 		}
 		b.WriteString("</g>\n")
+	}
+	few := false
+	for _, s := range p.Series {
+		few = few || slices.ContainsFunc(s.Points, func(pt point) bool { return pt.Few && pt.CI })
+	}
+	if few {
+		fmt.Fprintf(&b, `<text class="note" x="%d" y="%d" text-anchor="end">dotted interval: fewer than %d counted runs, it says little</text>`+"\n", p.W-8, p.H-5, MinRuns)
 	}
 	// Legend.
 	for si, s := range p.Series {

@@ -250,11 +250,14 @@ func sections(s *Summary, proto string) []section {
 				continue
 			}
 			rows[0] = append(rows[0], optMS(c.MeanMS, c.NA["mean_ms"]))
-			rows[1] = append(rows[1], optRange(c.CI95MS, c.NA["ci95_ms"], " – "))
+			rows[1] = append(rows[1], optRange(c.CI95MS, c.NA["ci95_ms"], " – ")+fewMark(c))
 			rows[2] = append(rows[2], fmt.Sprint(len(c.Runs)))
 			rows[3] = append(rows[3], completion(c))
 		}
 		means.Rows = append(means.Rows, rows...)
+	}
+	if slices.ContainsFunc(cells, func(c Cell) bool { return c.FewRuns }) {
+		means.Footer = append(means.Footer, FewRunsNote)
 	}
 	out := []section{means}
 	if sec, ok := metricSection(title, cells); ok {
@@ -263,26 +266,45 @@ func sections(s *Summary, proto string) []section {
 	cmps := comparisonsOf(s, proto)
 	if len(cmps) > 0 && !timeBound(cells) {
 		out = append(out, comparisonSection(fmt.Sprintf("%s: increase over %s (positive = slower than %s)", title, s.Baseline, s.Baseline),
-			conns, cmps, []string{"actual increase (ms)", "% increase", "confidence level", "95% CI of difference (ms)", "p paired / Mann-Whitney"},
+			conns, cmps, []string{"actual increase (ms)", "% increase", "confidence level (1-p Welch)", "95% CI of difference (ms)",
+				"paired difference (ms)", "95% CI paired (ms)", "p paired Holm / raw", "p Mann-Whitney"},
 			func(c *Comparison) []string {
 				return []string{optSigned(c.DiffMS, c.NA["diff_ms"]), optPct(c.PctIncrease, c.NA["pct_increase"]), optConf(c.Confidence, c.NA["confidence"]),
-					optRange(c.CI95DiffMS, c.NA["ci95_diff_ms"], " to "), optP(c.PPaired, c.NA["p_paired"]) + " / " + optP(c.PMannWhitney, c.NA["p_mann_whitney"])}
-			}))
+					optRange(c.CI95DiffMS, c.NA["ci95_diff_ms"], " to "),
+					optSigned(c.PairedDiffMS, c.NA["paired_diff_ms"]), optRange(c.CI95PairedDiffMS, c.NA["ci95_paired_diff_ms"], " to "),
+					holmP(c.PPairedHolm, c.PPaired, c.NA["p_paired"]), optP(c.PMannWhitney, c.NA["p_mann_whitney"])}
+			}, s.Adjustment))
 	}
 	if tp := filter(cmps, func(c Comparison) bool { return c.Throughput != nil }); len(tp) > 0 {
 		out = append(out, comparisonSection(fmt.Sprintf("%s: throughput against %s (positive = faster than %s)", title, s.Baseline, s.Baseline),
-			conns, tp, []string{"difference (Mbit/s)", "% change", "confidence level", "95% CI of difference (Mbit/s)", "p paired / Mann-Whitney"},
+			conns, tp, []string{"difference (Mbit/s)", "% change", "confidence level (1-p Welch)", "95% CI of difference (Mbit/s)",
+				"paired difference (Mbit/s)", "95% CI paired (Mbit/s)", "p paired Holm / raw", "p Mann-Whitney"},
 			func(c *Comparison) []string {
 				t := c.Throughput
 				return []string{optSigned(t.Diff, t.NA["diff"]), optPct(t.PctChange, t.NA["pct_change"]), optConf(t.Confidence, t.NA["confidence"]),
-					optRange(t.CI95Diff, t.NA["ci95_diff"], " to "), optP(t.PPaired, t.NA["p_paired"]) + " / " + optP(t.PMannWhitney, t.NA["p_mann_whitney"])}
-			}))
+					optRange(t.CI95Diff, t.NA["ci95_diff"], " to "),
+					optSigned(t.PairedDiff, t.NA["paired_diff"]), optRange(t.CI95PairedDiff, t.NA["ci95_paired_diff"], " to "),
+					holmP(t.PPairedHolm, t.PPaired, t.NA["p_paired"]), optP(t.PMannWhitney, t.NA["p_mann_whitney"])}
+			}, s.Adjustment))
 	}
-	pct := section{Title: title + ": response time percentiles (ms), pooled over counted runs",
-		Head: []string{"path", "conns", "p50", "p90", "p99", "p99.9", "rate/s", "failures"}}
+	pct := section{Title: title + ": response time percentiles (ms, nearest rank), pooled over counted runs",
+		Head: []string{"path", "conns", "n", "p50", "p90", "p99", "p99.9", "rate/s", "failures"}}
+	thin := false
 	for _, c := range cells {
-		pct.Rows = append(pct.Rows, []string{c.Path, fmt.Sprint(c.Conns), optMS(c.P50MS, c.NA["p50_ms"]), optMS(c.P90MS, c.NA["p90_ms"]),
-			optMS(c.P99MS, c.NA["p99_ms"]), optMS(c.P999MS, c.NA["p999_ms"]), optRate(c.RatePerS), failures(&c)})
+		mark := func(name string, v *float64, why string) string {
+			out := optMS(v, why)
+			if v != nil && slices.Contains(c.ThinPercentiles, name) {
+				thin = true
+				return out + "†"
+			}
+			return out
+		}
+		pct.Rows = append(pct.Rows, []string{c.Path, fmt.Sprint(c.Conns), fmt.Sprint(c.PercentileN), mark("p50", c.P50MS, c.NA["p50_ms"]),
+			mark("p90", c.P90MS, c.NA["p90_ms"]), mark("p99", c.P99MS, c.NA["p99_ms"]), mark("p99.9", c.P999MS, c.NA["p999_ms"]),
+			optRate(c.RatePerS), failures(&c)})
+	}
+	if thin {
+		pct.Footer = append(pct.Footer, ThinNote)
 	}
 	for _, c := range cells {
 		if c.FirstError != "" {
@@ -295,8 +317,11 @@ func sections(s *Summary, proto string) []section {
 // comparisonSection is a table of each path's comparisons with the
 // baseline, a block of rows (labels, filled by fill) per path and a column
 // per connection count.
-func comparisonSection(title string, conns []int, cmps []Comparison, labels []string, fill func(*Comparison) []string) section {
+func comparisonSection(title string, conns []int, cmps []Comparison, labels []string, fill func(*Comparison) []string, adjustment string) section {
 	sec := section{Title: title, Head: append([]string{"path", ""}, intHeads(conns)...)}
+	if adjustment != "" {
+		sec.Footer = append(sec.Footer, SignificanceNote(adjustment))
+	}
 	for _, p := range pathsOfCmp(cmps) {
 		by := map[int]*Comparison{}
 		for i := range cmps {
@@ -423,6 +448,38 @@ func FormatMS(v float64) string {
 	default:
 		return fmt.Sprintf("%.3f", v)
 	}
+}
+
+// Notes under the tables: what the marks mean.
+const (
+	FewRunsNote = "‡ fewer than 5 counted runs: the interval rests on too few runs to say much (run more)"
+	ThinNote    = "† fewer samples than this percentile needs to mean much (p99: 100, p99.9: 1000)"
+)
+
+// SignificanceNote explains the * mark and the confidence level.
+func SignificanceNote(adjustment string) string {
+	return fmt.Sprintf("* significant at %g%% after adjustment (%s); the confidence level is MITRE's column, 1-p of Welch's test, unadjusted", Alpha*100, adjustment)
+}
+
+// fewMark marks a cell's interval that rests on too few runs.
+func fewMark(c *Cell) string {
+	if c.FewRuns && c.CI95MS != nil {
+		return " ‡"
+	}
+	return ""
+}
+
+// holmP shows the adjusted and raw paired p-values, with * when the
+// adjusted one is below Alpha.
+func holmP(adj, raw *float64, why string) string {
+	if adj == nil || raw == nil {
+		return naText(why)
+	}
+	mark := ""
+	if *adj < Alpha {
+		mark = " *"
+	}
+	return optP(adj, "") + " / " + optP(raw, "") + mark
 }
 
 func naText(why string) string {

@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"sort"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -32,11 +33,49 @@ func (l *Latency) Record(d time.Duration) {
 // Count is the number of recorded values.
 func (l *Latency) Count() int64 { return l.h.TotalCount() }
 
-// Quantile returns the value at q (0 < q <= 1), e.g. 0.999 for p99.9.
-// It is zero when nothing was recorded.
-func (l *Latency) Quantile(q float64) time.Duration {
-	if l.h.TotalCount() == 0 {
-		return 0
+// Quantile returns the value at q (0 <= q <= 1), e.g. 0.999 for p99.9, by
+// the nearest-rank definition (NearestRank): the recorded value of rank
+// ceil(q·n), at the histogram's precision (exact below 2048 µs, three
+// significant digits above). q = 0 is the smallest value. It is zero when
+// nothing was recorded. (The library's ValueAtPercentile rounds q·n to the
+// nearest rank instead, which understates tails at small n.)
+func (l *Latency) Quantile(q float64) time.Duration { return l.Quantiles(q)[0] }
+
+// Quantiles is Quantile for several qs at once, in one pass over the
+// histogram.
+func (l *Latency) Quantiles(qs ...float64) []time.Duration {
+	out := make([]time.Duration, len(qs))
+	n := l.h.TotalCount()
+	if n == 0 {
+		return out
 	}
-	return time.Duration(l.h.ValueAtPercentile(q*100)) * time.Microsecond
+	order := make([]int, len(qs))
+	want := make([]int64, len(qs))
+	for i, q := range qs {
+		order[i] = i
+		want[i] = 1
+		if q > 0 {
+			want[i] = int64(rank(min(q, 1), int(n)))
+		}
+	}
+	sort.Slice(order, func(a, b int) bool { return want[order[a]] < want[order[b]] })
+	var seen int64
+	k := 0
+	for _, b := range l.h.Distribution() {
+		if b.Count == 0 {
+			continue
+		}
+		seen += b.Count
+		for k < len(order) && want[order[k]] <= seen {
+			out[order[k]] = time.Duration(b.To) * time.Microsecond
+			k++
+		}
+		if k == len(order) {
+			break
+		}
+	}
+	for ; k < len(order); k++ {
+		out[order[k]] = time.Duration(l.h.Max()) * time.Microsecond
+	}
+	return out
 }

@@ -4,8 +4,10 @@
 // approximation, and HDR-histogram percentiles. Formulas are in
 // docs/metrics.md; tests reproduce independent reference values.
 //
-// A statistic that cannot be computed (too few values, zero variance) carries
-// an explicit reason in NA instead of NaN.
+// Every function is defined on every input: empty, one value, constant
+// values, NaN and ±Inf. A statistic that cannot be computed (too few
+// values, zero variance, a value that is not a finite number) carries an
+// explicit reason in NA, and its numbers are zero, never NaN or Inf.
 package stats
 
 import (
@@ -23,17 +25,38 @@ type Desc struct {
 	N    int
 	Mean float64
 	SD   float64 // sample standard deviation (n-1)
+	// NA says why Mean and SD are not available (no values, or a value
+	// that is not a finite number).
+	NA string
 	// CI95 is the Student-t 95% interval of the mean; valid when CINA == "".
 	CI95 [2]float64
 	CINA string
 }
 
+// NotFinite is the reason given when an input holds NaN or ±Inf.
+const NotFinite = "a value is not a finite number"
+
+// finite says whether every value is a finite number.
+func finite(xs ...[]float64) bool {
+	for _, x := range xs {
+		for _, v := range x {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // Describe computes n, mean, sd and the 95% t interval of xs.
 func Describe(xs []float64) Desc {
 	d := Desc{N: len(xs)}
-	if d.N == 0 {
-		d.CINA = "no values"
-		d.Mean = math.NaN()
+	switch {
+	case d.N == 0:
+		d.NA, d.CINA = "no values", "no values"
+		return d
+	case !finite(xs):
+		d.NA, d.CINA = NotFinite, NotFinite
 		return d
 	}
 	d.Mean = mean(xs)
@@ -44,6 +67,10 @@ func Describe(xs []float64) Desc {
 	d.SD = math.Sqrt(variance(xs, d.Mean))
 	h := tQuantile(d.N-1) * d.SD / math.Sqrt(float64(d.N))
 	d.CI95 = [2]float64{d.Mean - h, d.Mean + h}
+	if !finite(d.CI95[:], []float64{d.Mean, d.SD}) {
+		// Finite values whose sum overflows (near ±1.8e308).
+		return Desc{N: d.N, NA: "values too large to sum", CINA: "values too large to sum"}
+	}
 	return d
 }
 
@@ -67,8 +94,12 @@ type Test struct {
 
 func diffOf(base, other []float64) Test {
 	var t Test
-	if len(base) == 0 || len(other) == 0 {
+	switch {
+	case len(base) == 0 || len(other) == 0:
 		t.NA, t.PctNA = "no values", "no values"
+		return t
+	case !finite(base, other):
+		t.NA, t.PctNA = NotFinite, NotFinite
 		return t
 	}
 	mb, mo := mean(base), mean(other)
@@ -77,6 +108,9 @@ func diffOf(base, other []float64) Test {
 		t.PctNA = "baseline mean is zero"
 	} else {
 		t.PctIncrease = 100 * t.Diff / mb
+	}
+	if !finite([]float64{t.Diff, t.PctIncrease}) {
+		return Test{NA: "values too large to compare", PctNA: "values too large to compare"}
 	}
 	return t
 }
@@ -88,6 +122,10 @@ func (t *Test) finish(se, df float64) {
 	t.Confidence = 1 - t.P
 	h := tQuantileDF(df) * se
 	t.CI95Diff = [2]float64{t.Diff - h, t.Diff + h}
+	if !finite([]float64{t.T, t.DF, t.P, t.CI95Diff[0], t.CI95Diff[1]}) {
+		t.T, t.DF, t.P, t.Confidence, t.CI95Diff = 0, 0, 0, 0, [2]float64{}
+		t.NA = "values too large to compare"
+	}
 }
 
 // Welch is Welch's unequal-variance t-test with the Welch–Satterthwaite df.
@@ -118,11 +156,19 @@ func Pooled(base, other []float64) Test {
 		return t
 	}
 	n1, n2 := float64(len(base)), float64(len(other))
-	if n1 < 2 || n2 < 2 {
-		t.NA = "n < 2 in a path"
+	// Defined with one value in a path, as long as the other has two
+	// (df = n1 + n2 - 2 >= 1): the pooled variance comes from it alone.
+	if n1+n2 < 3 {
+		t.NA = "fewer than 3 values in both paths together"
 		return t
 	}
-	sp2 := ((n1-1)*variance(base, mean(base)) + (n2-1)*variance(other, mean(other))) / (n1 + n2 - 2)
+	ss := func(xs []float64) float64 {
+		if len(xs) < 2 {
+			return 0
+		}
+		return float64(len(xs)-1) * variance(xs, mean(xs))
+	}
+	sp2 := (ss(base) + ss(other)) / (n1 + n2 - 2)
 	if sp2 == 0 {
 		t.NA = "zero variance in both paths"
 		return t
@@ -155,6 +201,9 @@ func Paired(base, other []float64) Test {
 	md := mean(d)
 	t.Diff = md
 	sd := math.Sqrt(variance(d, md))
+	if !finite([]float64{md, sd}) {
+		return Test{NA: "values too large to compare", PctNA: "values too large to compare"}
+	}
 	if sd == 0 {
 		t.NA = "zero variance of the differences"
 		return t
@@ -180,6 +229,10 @@ func MannWhitney(base, other []float64) MW {
 	n1, n2 := len(base), len(other)
 	if n1 == 0 || n2 == 0 {
 		return MW{NA: "no values"}
+	}
+	if !finite(base, other) {
+		// NaN never equals itself: the tie loop below would never end.
+		return MW{NA: NotFinite}
 	}
 	type obs struct {
 		v     float64

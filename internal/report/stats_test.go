@@ -1,0 +1,115 @@
+package report
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"v6lab/internal/result"
+	"v6lab/internal/stats"
+)
+
+// TestRateCountsRunsInWhichEveryTransactionFailed: rate_per_s divides by
+// every counted run's time, not only that of runs with a completion (it
+// was overstated by 11.7% in one run).
+func TestRateCountsRunsInWhichEveryTransactionFailed(t *testing.T) {
+	f := build(baseMS, otherMS)
+	cell := result.CellKey("http", "ipv4", 2)
+	f.Samples = append(f.Samples, result.Sample{Kind: result.KindSample, Cell: cell, Protocol: "http", Path: "ipv4", Conns: 2,
+		Run: 99, Start: t0, TotalNS: 30e9, Err: "refused", ErrKind: "refused"})
+	f.Runs = append(f.Runs, result.Run{Kind: result.KindRun, Cell: cell, Protocol: "http", Path: "ipv4", Conns: 2, Run: 99,
+		Start: t0, End: t0.Add(100 * time.Millisecond), Failed: 1})
+	s := Summarize(f)
+	v4 := s.Cells[0]
+	// 10 counted runs of 100 ms with 20 completions, and one of 100 ms
+	// with none: 20 / 1.1 s.
+	if !near(*v4.RatePerS, 20/1.1) {
+		t.Errorf("rate_per_s %v, want %v", *v4.RatePerS, 20/1.1)
+	}
+}
+
+// TestComparisonsCarryThePairedDifferenceAndHolm: the mean paired
+// difference with its interval equals stats.Paired over the matched runs,
+// and the Holm-adjusted p is at least the raw one.
+func TestComparisonsCarryThePairedDifferenceAndHolm(t *testing.T) {
+	s := Summarize(build(baseMS, otherMS))
+	c := s.Comparisons[0]
+	p := stats.Paired(baseMS, otherMS)
+	if c.Pairs != 10 || !near(*c.PairedDiffMS, p.Diff) || !near(c.CI95PairedDiffMS[0], p.CI95Diff[0]) || !near(c.CI95PairedDiffMS[1], p.CI95Diff[1]) {
+		t.Errorf("paired %d %v %v, want %v %v", c.Pairs, *c.PairedDiffMS, *c.CI95PairedDiffMS, p.Diff, p.CI95Diff)
+	}
+	if c.PPairedHolm == nil || *c.PPairedHolm < *c.PPaired || !strings.Contains(s.Adjustment, "Holm") {
+		t.Errorf("holm %v raw %v (%q)", c.PPairedHolm, *c.PPaired, s.Adjustment)
+	}
+}
+
+// TestHolmAcrossTheReport: with many comparisons the adjusted p-values
+// are Holm's over all of them, so a raw p of 0.04 among 64 is no longer
+// significant.
+func TestHolmAcrossTheReport(t *testing.T) {
+	cmps := make([]Comparison, 64)
+	raw := make([]float64, 64)
+	for i := range cmps {
+		raw[i] = 0.04 + float64(i)*0.01
+		cmps[i].PPaired = ptr(raw[i])
+	}
+	adjust(cmps)
+	want := stats.Holm(raw)
+	for i, c := range cmps {
+		if *c.PPairedHolm != want[i] {
+			t.Fatalf("comparison %d: %v, want %v", i, *c.PPairedHolm, want[i])
+		}
+	}
+	if *cmps[0].PPairedHolm < Alpha {
+		t.Errorf("0.04 among 64 tests stays significant: %v", *cmps[0].PPairedHolm)
+	}
+}
+
+// TestPercentOfABaselineBelowResolution is not shown (5e8 % of 2 ns).
+func TestPercentOfABaselineBelowResolution(t *testing.T) {
+	b := &Cell{Path: "ipv4", MeanMS: ptr(0.000002), CI95MS: &[2]float64{0.000001, 0.000003}, Runs: []float64{0.000001, 0.000002, 0.000003}, RunIndex: []int{1, 2, 3}}
+	c := &Cell{Path: "ipv6", MeanMS: ptr(10.0), Runs: []float64{9, 10, 11}, RunIndex: []int{1, 2, 3}}
+	cmp := Compare(b, c)
+	if cmp.PctIncrease != nil || cmp.NA["pct_increase"] != "baseline below resolution" {
+		t.Errorf("pct %v na %v", cmp.PctIncrease, cmp.NA)
+	}
+	// Nor one that is not above its own uncertainty.
+	b = &Cell{Path: "ipv4", MeanMS: ptr(1.0), CI95MS: &[2]float64{-2, 4}, Runs: []float64{-1, 1, 3}, RunIndex: []int{1, 2, 3}}
+	if cmp := Compare(b, c); cmp.PctIncrease != nil {
+		t.Errorf("pct of a baseline within its CI half-width: %v", *cmp.PctIncrease)
+	}
+}
+
+// TestSmallSamplesAreSaidToBeSmall: a cell with 2 counted runs is marked,
+// its time interval never goes below zero, thin percentiles are listed,
+// completion has a Wilson interval, and the text report says all this.
+func TestSmallSamplesAreSaidToBeSmall(t *testing.T) {
+	s := Summarize(build([]float64{1, 900}, []float64{2, 800}))
+	v4 := s.Cells[0]
+	if !v4.FewRuns || v4.CI95MS[0] != 0 || v4.PercentileN != 4 || strings.Join(v4.ThinPercentiles, ",") != "p90,p99,p99.9" {
+		t.Errorf("cell %+v", v4)
+	}
+	if v4.CompletionCI95 == nil || v4.CompletionCI95[1] > 1 || v4.CompletionCI95[0] < 0 {
+		t.Errorf("completion ci %v", v4.CompletionCI95)
+	}
+	var b strings.Builder
+	Text(&b, s)
+	for _, want := range []string{" ‡", FewRunsNote, "†", ThinNote, "p paired Holm / raw", "paired difference (ms)"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report.txt lacks %q:\n%s", want, b.String())
+		}
+	}
+	var h strings.Builder
+	HTML(&h, s)
+	if !strings.Contains(h.String(), `class="ci few"`) || !strings.Contains(h.String(), "fewer than 5 counted runs") {
+		t.Error("report.html does not mark the interval resting on 2 runs")
+	}
+	for _, c := range s.Cells {
+		for _, v := range append(c.Runs, *c.MeanMS, c.CI95MS[0], c.CI95MS[1]) {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				t.Fatalf("not finite: %+v", c)
+			}
+		}
+	}
+}
