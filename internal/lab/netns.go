@@ -24,35 +24,55 @@ const Prefix = "v6lab-"
 // ErrPrivilege is wrapped when the lab cannot be built for lack of privilege.
 var ErrPrivilege = errors.New("building a lab needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN)")
 
-// Do runs fn on an OS thread inside the named namespace. Sockets fn opens
-// stay in that namespace whatever thread later uses them. If the thread
+// Do runs fn inside the named namespace, on a goroutine of its own locked
+// to its own OS thread, and waits for it: the caller's thread never
+// changes namespace, so a caller that locked its thread for its own
+// reasons, or code that runs after a panic in fn, is never left in the
+// lab's namespace (the pattern of containernetworking/plugins' ns.Do).
+// Sockets fn opens stay in that namespace whatever thread later uses them;
+// fn must not start goroutines that expect to be in it. If the thread
 // cannot be returned to its own namespace it is never unlocked, so the Go
 // runtime retires it instead of reusing a thread in the wrong namespace.
 func Do(name string, fn func() error) error {
-	runtime.LockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		runtime.UnlockOSThread()
-		return fmt.Errorf("lab: current namespace: %w", err)
-	}
-	defer orig.Close()
-	target, err := netns.GetFromName(name)
-	if err != nil {
-		runtime.UnlockOSThread()
-		return fmt.Errorf("lab: namespace %s: %w", name, err)
-	}
-	defer target.Close()
-	if err := netns.Set(target); err != nil {
-		runtime.UnlockOSThread()
-		return fmt.Errorf("lab: enter namespace %s: %w", name, err)
-	}
-	ferr := fn()
-	if err := netns.Set(orig); err != nil {
-		// Leave the thread locked: it dies with this goroutine.
-		return fmt.Errorf("lab: leave namespace %s: %w", name, err)
-	}
-	runtime.UnlockOSThread()
-	return ferr
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		orig, err := netns.Get()
+		if err != nil {
+			runtime.UnlockOSThread()
+			errc <- fmt.Errorf("lab: current namespace: %w", err)
+			return
+		}
+		defer orig.Close()
+		target, err := netns.GetFromName(name)
+		if err != nil {
+			runtime.UnlockOSThread()
+			errc <- fmt.Errorf("lab: namespace %s: %w", name, err)
+			return
+		}
+		defer target.Close()
+		if err := netns.Set(target); err != nil {
+			runtime.UnlockOSThread()
+			errc <- fmt.Errorf("lab: enter namespace %s: %w", name, err)
+			return
+		}
+		var ferr error
+		defer func() {
+			if err := netns.Set(orig); err != nil {
+				// Leave the thread locked: it dies with this goroutine.
+				errc <- errors.Join(ferr, fmt.Errorf("lab: leave namespace %s: %w", name, err))
+				return
+			}
+			runtime.UnlockOSThread()
+			if p := recover(); p != nil {
+				errc <- fmt.Errorf("lab: in namespace %s: panic: %v", name, p)
+				return
+			}
+			errc <- ferr
+		}()
+		ferr = fn()
+	}()
+	return <-errc
 }
 
 // createNamed makes a named namespace without moving the caller into it.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -187,5 +188,41 @@ func TestClaimRefusesNamespacesNobodyOwns(t *testing.T) {
 	_, err := Claim(name)
 	if err == nil || !strings.Contains(err.Error(), "no process owns them") {
 		t.Fatalf("claim over unowned namespaces: %v", err)
+	}
+}
+
+// TestDoNeverMovesTheCallersThread: the caller's own (locked) thread is in
+// the same namespace before and after Do, and fn ran elsewhere.
+func TestDoNeverMovesTheCallersThread(t *testing.T) {
+	requireRoot(t)
+	name := testName(t) + "d"
+	rec, err := Claim(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rec.Remove() })
+	rec.addNamespace(NS(name, Client))
+	if err := createNamed(NS(name, Client)); err != nil {
+		t.Fatal(err)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	self := func() string { l, _ := os.Readlink("/proc/thread-self/ns/net"); return l }
+	mine := self()
+	var inside string
+	if err := Do(NS(name, Client), func() error { inside = self(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if inside == mine || inside == "" {
+		t.Errorf("fn ran in %q, the caller's namespace %q", inside, mine)
+	}
+	if now := self(); now != mine {
+		t.Errorf("the caller's thread moved from %q to %q", mine, now)
+	}
+	if err := Do(NS(name, Client), func() error { panic("boom") }); err == nil || !strings.Contains(err.Error(), "panic: boom") {
+		t.Errorf("a panic in fn: %v", err)
+	}
+	if now := self(); now != mine {
+		t.Errorf("after a panic, the caller's thread is in %q", now)
 	}
 }
