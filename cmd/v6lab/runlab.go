@@ -371,6 +371,15 @@ func settle(cmd *cobra.Command, c *experiment.Spec, probe func(*experiment.Spec,
 		o.Duration, o.Omit, o.Bytes, o.Interval = 200*time.Millisecond, 0, 0, 100*time.Millisecond
 		short.Test, c = &o, &short
 	}
+	if c.File != "" {
+		// A small file of the same protocol and client warms the path and
+		// proves the server: never the cell's own file, which may take
+		// minutes on a slow link (a 2 GB Regensburg file at 10 Mbit/s).
+		short := *c
+		short.File, c = settleFile, &short
+	}
+	// The cell's own timeout, never a fixed one shorter than it.
+	timeout := min(max(time.Duration(c.Timeout), 5*time.Second), 2*time.Minute)
 	for _, p := range c.Paths {
 		pr, err := probe(c, p)
 		if err != nil {
@@ -379,7 +388,7 @@ func settle(cmd *cobra.Command, c *experiment.Spec, probe func(*experiment.Spec,
 		var last string
 		ok := false
 		for try := 0; try < 5 && !ok; try++ {
-			ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			s := pr.Do(ctx, 0)
 			cancel()
 			ok, last = s.OK(), s.Err
@@ -390,6 +399,10 @@ func settle(cmd *cobra.Command, c *experiment.Spec, probe func(*experiment.Spec,
 	}
 	return nil
 }
+
+// settleFile is the file settle fetches for file cells; every server kind
+// serves it (the embedded ones any size, the real ones are given it).
+const settleFile = "/1K"
 
 // serveInNamespace starts `v6lab serve KIND` inside network namespace ns on
 // the given addresses (port 0: one port chosen for all) and returns its
@@ -460,7 +473,9 @@ func startRealServers(ctx context.Context, l *lab.Lab, exp *experiment.Experimen
 	for i := range cfg.Objects {
 		content[fmt.Sprintf("/obj/%d", i)] = contentpkg.Bytes(cfg.ObjectSize)
 	}
-	// The files of http file cells, at the embedded server's paths.
+	// The files of http file cells, at the embedded server's paths, and
+	// the small one settle fetches.
+	content["/files"+settleFile] = contentpkg.Bytes(1 << 10)
 	for _, c := range exp.Cells {
 		if c.Protocol == "http" && c.Server == "real" && c.File != "" {
 			name := strings.TrimPrefix(c.File, "/")
@@ -487,7 +502,7 @@ func startRealServers(ctx context.Context, l *lab.Lab, exp *experiment.Experimen
 	real := &labEndpoints{}
 	job.Real = real
 	if slices.Contains(exp.RealProtocols(), "ftp") {
-		files := map[string]int64{}
+		files := map[string]int64{strings.TrimPrefix(settleFile, "/"): 1 << 10}
 		for _, c := range exp.Cells {
 			if c.Protocol == "ftp" && c.Server == "real" {
 				name := strings.TrimPrefix(cmpOr(c.File, "1M"), "/")
