@@ -77,6 +77,9 @@ func (f *loadFlags) spec(name, protocol, target string) (experiment.Spec, error)
 
 // job is one measurement ready to run.
 type job struct {
+	// command is the command line the user typed, when this process is
+	// not it (the measuring child of a lab run); empty: os.Args.
+	command []string
 	exp     *experiment.Experiment
 	probe   func(*experiment.Spec, path.Path) (load.Probe, error)
 	target  string
@@ -141,7 +144,7 @@ func execute(cmd *cobra.Command, j job) (string, error) {
 	}
 	hdr := result.Header{
 		FormatVersion: result.FormatVersion, Tool: "v6lab", ToolVersion: toolVersion(), Created: time.Now().UTC(),
-		Command: os.Args, Host: host.Name(), Kernel: host.Kernel(), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(),
+		Command: cmpOrArgs(j.command), Host: host.Name(), Kernel: host.Kernel(), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(),
 		Sysctls: sysctls, Limits: map[string]string{"nofile": fmt.Sprint(limit)}, Target: j.target,
 		Servers: j.servers, Notes: notes, Lab: j.lab,
 	}
@@ -276,4 +279,12 @@ func parseInts(s string) ([]int, error) {
 		return nil, fmt.Errorf("empty list")
 	}
 	return out, nil
+}
+
+// cmpOrArgs is the user's command line: given, or this process's own.
+func cmpOrArgs(c []string) []string {
+	if len(c) > 0 {
+		return c
+	}
+	return os.Args
 }

@@ -106,6 +106,7 @@ const builtinLab = "built-in:"
 type labFlags struct {
 	hasName                        bool // --name is the lab's (lab up), not the results' (run)
 	name, tunnel, rate, queueLimit string
+	congestion                     string
 	tunnelMTU                      int
 	delay, jitter                  time.Duration
 	loss                           float64
@@ -125,6 +126,7 @@ func (f *labFlags) register(cmd *cobra.Command, withName bool) {
 	fl.DurationVar(&f.delay, "delay", 0, "one-way delay added by each link (needs netem)")
 	fl.DurationVar(&f.jitter, "jitter", 0, "jitter around --delay (needs netem)")
 	fl.Float64Var(&f.loss, "loss", 0, "packet loss in percent on each link (netem where the kernel has it, else tc BPF)")
+	fl.StringVar(&f.congestion, "congestion", lab.DefaultCongestion, "TCP congestion control of every lab host (cubic, reno, bbr, …; the kernel's available ones)")
 	fl.BoolVar(&f.bareServer, "bare-server", false, "turn SACK, timestamps and window scaling off in the server host (the Towson study's bare-PC server)")
 }
 
@@ -161,6 +163,9 @@ func (f *labFlags) config(cmd *cobra.Command, file, defName string) (lab.Config,
 	}
 	if ch("bare-server") {
 		cfg.BareServer = f.bareServer
+	}
+	if ch("congestion") {
+		cfg.Congestion = f.congestion
 	}
 	var set []func(*lab.Shaping)
 	if ch("rate") {

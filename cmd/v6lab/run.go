@@ -79,12 +79,18 @@ continues it without redoing them.`,
 		},
 	}
 	o.lf.register(cmd, "1,10,100", 11)
+	// In run, the experiment decides the paths (the lab adds 6in4): the
+	// flag only overrides it, so its help says that rather than a default.
+	if f := cmd.Flags().Lookup("paths"); f != nil {
+		f.DefValue = "the experiment's"
+		f.Usage = "paths to measure, comma-separated: ipv4, ipv6, 6in4 (6in4 needs the lab); the built-in experiments measure all three in the lab"
+	}
 	fl := cmd.Flags()
 	fl.IntVar(&o.objects, "objects", 0, "embedded objects on the served page, for every http cell (default: the page's 4)")
 	fl.BoolVar(&o.loopback, "loopback", false, "measure on loopback even when a lab could be built")
 	fl.BoolVar(&o.keep, "keep", false, "leave the lab up after the run, for debugging")
 	fl.BoolVar(&o.pcap, "pcap", false, "also write the measured packets (headers) seen by the lab's wire check to capture.pcap")
-	fl.StringVar(&o.server, "server", "", "servers: embedded or real (nginx, unbound in the lab's server host); default: the experiment's")
+	fl.StringVar(&o.server, "server", "", "servers: embedded or real (nginx for http, Unbound for dns, ProFTPD for ftp, Postfix for smtp, Dovecot for imap, in the lab's server host; scripts/install-deps installs them); default: the experiment's")
 	fl.StringVar(&o.topology, "topology", "", "lab topology file (see docs/lab.md); default: the experiment's, else the built-in lab")
 	fl.BoolVar(&o.list, "list", false, "list the built-in experiments")
 	fl.StringVar(&o.printName, "print", "", "write the built-in experiment `NAME` to standard output (to edit and run)")
@@ -139,6 +145,9 @@ func (o *runOpts) run(cmd *cobra.Command, args []string) error {
 	labCfg, err := o.lflags.config(cmd, topology, "run")
 	if err != nil {
 		return &exitError{code: 2, err: err}
+	}
+	if exp.Congestion != "" && !cmd.Flags().Changed("congestion") {
+		labCfg.Congestion = exp.Congestion // the experiment's, over its topology's
 	}
 	// A run's lab is its own: a kept lab of the file's name is never touched.
 	labCfg.Name = runLabName()

@@ -36,6 +36,8 @@ import (
 
 // labJob is what the measuring child in the client namespace needs.
 type labJob struct {
+	// Command is the command line the user typed (the header's command).
+	Command   []string                     `json:"command"`
 	Exp       *experiment.Experiment       `json:"experiment"`
 	URL       string                       `json:"url"`
 	Resolvers map[path.Path]labResolver    `json:"resolvers"`
@@ -161,7 +163,7 @@ func runInLab(cmd *cobra.Command, exp *experiment.Experiment, cfg lab.Config, re
 	}
 
 	cfgJSON, _ := json.Marshal(cfg)
-	job := labJob{Exp: exp, URL: in.URL.String(), Resolvers: map[path.Path]labResolver{}, Sources: in.Sources,
+	job := labJob{Command: os.Args, Exp: exp, URL: in.URL.String(), Resolvers: map[path.Path]labResolver{}, Sources: in.Sources,
 		Transport: in.TransportAddr, FTPPort: ftpPort, SMTPPort: in.SMTP.Port, IMAPPort: in.IMAP.Port,
 		// tcp and udp are absent: port 0 counts every TCP and UDP packet,
 		// data streams (on ports chosen per test) included.
@@ -223,6 +225,11 @@ func runInLab(cmd *cobra.Command, exp *experiment.Experiment, cfg lab.Config, re
 	}
 	if l.LossImpl != "" {
 		job.Lab["loss"] = l.LossImpl
+	}
+	job.Lab["congestion"] = l.Congestion
+	if l.CongestionNote != "" {
+		job.Lab["sysctl_changed"] = l.CongestionNote
+		job.Notes = append(job.Notes, "v6lab "+l.CongestionNote)
 	}
 	dir, err := os.MkdirTemp("", "v6lab-job-")
 	if err != nil {
@@ -351,7 +358,7 @@ func runLabChild(cmd *cobra.Command, jobFile string) error {
 	}
 	jb := job{
 		exp: j.Exp, probe: probe, target: "lab", servers: j.Servers, notes: j.Notes,
-		serverFDs: 0, results: j.Results, wire: capture.Check{C: cp, Ports: j.Ports}, lab: j.Lab, pcap: rec,
+		serverFDs: 0, command: j.Command, results: j.Results, wire: capture.Check{C: cp, Ports: j.Ports}, lab: j.Lab, pcap: rec,
 		conditions: cond,
 	}
 	if j.Dir != "" {

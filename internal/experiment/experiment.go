@@ -27,9 +27,11 @@ type Experiment struct {
 	// loopback), lab, loopback, or hosts (real targets named per cell).
 	Where string `json:"where"`
 	// Topology is a lab topology file (lab and auto only).
-	Topology string    `json:"topology,omitempty"`
-	Servers  string    `json:"servers"`
-	Baseline path.Path `json:"baseline"`
+	Topology string `json:"topology,omitempty"`
+	// Congestion is the lab hosts' TCP congestion control (default cubic).
+	Congestion string    `json:"congestion,omitempty"`
+	Servers    string    `json:"servers"`
+	Baseline   path.Path `json:"baseline"`
 	// Order is interleaved (paths in the listed order in every run) or
 	// shuffled (a new order of paths for every run, from Seed).
 	Order string `json:"order"`

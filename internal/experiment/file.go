@@ -29,6 +29,7 @@ type file struct {
 	Description string     `yaml:"description"`
 	Where       string     `yaml:"where"`
 	Topology    string     `yaml:"topology"`
+	Congestion  string     `yaml:"congestion"`
 	Servers     string     `yaml:"servers"`
 	Paths       []string   `yaml:"paths"`
 	Baseline    string     `yaml:"baseline"`
@@ -118,8 +119,9 @@ var allOptions = []string{"client", "users", "user_format", "password", "from", 
 	"window", "sndbuf", "rcvbuf", "mss", "congestion", "bottleneck", "reverse", "rate", "size", "servers"}
 
 var (
-	nameRE  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-	labelRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,31}$`)
+	congestionRE = regexp.MustCompile(`^[a-z0-9_]{1,16}$`)
+	nameRE       = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+	labelRE      = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,31}$`)
 )
 
 // Load reads an experiment file. Every problem is an error naming the file,
@@ -171,6 +173,15 @@ func (f *file) experiment(doc *specfile.Doc) (*Experiment, error) {
 	}
 	if f.Topology != "" && (e.Where == "loopback" || e.Where == "hosts") {
 		return nil, doc.Errorf("topology", "a topology needs the lab, but where is %s", e.Where)
+	}
+	if doc.Has("congestion") {
+		switch {
+		case !congestionRE.MatchString(f.Congestion):
+			return nil, doc.Errorf("congestion", "%q is not a congestion control name (cubic, reno, bbr, …)", f.Congestion)
+		case e.Where == "loopback" || e.Where == "hosts":
+			return nil, doc.Errorf("congestion", "sets the lab's hosts, but where is %s (on other hosts, set net.ipv4.tcp_congestion_control there)", e.Where)
+		}
+		e.Congestion = f.Congestion
 	}
 	if e.Servers == "" {
 		e.Servers = "embedded"

@@ -152,3 +152,18 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestCongestionIsALabSetting(t *testing.T) {
+	e, err := Parse("c.yaml", []byte("name: c\nwhere: lab\ncongestion: reno\ncells: [{protocol: http, conns: [1]}]\n"))
+	if err != nil || e.Congestion != "reno" {
+		t.Fatalf("%v %+v", err, e)
+	}
+	for data, want := range map[string]string{
+		"name: c\nwhere: loopback\ncongestion: reno\ncells: [{protocol: http, conns: [1]}]\n": "c.yaml:3: congestion: sets the lab's hosts, but where is loopback",
+		"name: c\ncongestion: Reno!\ncells: [{protocol: http, conns: [1]}]\n":                 `c.yaml:2: congestion: "Reno!" is not a congestion control name`,
+	} {
+		if _, err := Parse("c.yaml", []byte(data)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", data, err, want)
+		}
+	}
+}

@@ -27,6 +27,8 @@ type topologyFile struct {
 	} `yaml:"server"`
 	// Generators adds the background traffic hosts.
 	Generators bool `yaml:"generators"`
+	// Congestion is every host's TCP congestion control (default cubic).
+	Congestion string `yaml:"congestion"`
 }
 
 type linkFile struct {
@@ -78,7 +80,10 @@ func ParseTopology(file string, data []byte) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	cfg := Config{Name: f.Name, Tunnel: f.Tunnel.Implementation, TunnelMTU: f.Tunnel.MTU, Generators: f.Generators,
+	if doc.Has("congestion") && !congestionName.MatchString(f.Congestion) {
+		return Config{}, doc.Errorf("congestion", "%q is not a congestion control name (cubic, reno, bbr, …)", f.Congestion)
+	}
+	cfg := Config{Name: f.Name, Tunnel: f.Tunnel.Implementation, TunnelMTU: f.Tunnel.MTU, Generators: f.Generators, Congestion: f.Congestion,
 		BareServer: f.Server.TCPOptimizations != nil && !*f.Server.TCPOptimizations}
 	if doc.Has("name") && CheckName(f.Name) != nil {
 		return cfg, doc.Errorf("name", "%q is not a lab name: 1-15 lowercase letters, digits or dashes, starting with a letter or digit", f.Name)

@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -224,5 +225,38 @@ func TestDoNeverMovesTheCallersThread(t *testing.T) {
 	}
 	if now := self(); now != mine {
 		t.Errorf("after a panic, the caller's thread is in %q", now)
+	}
+}
+
+// TestCongestionControlIsTheLabsOwn: every host of the lab runs the
+// congestion control asked for (default cubic, whatever the machine's),
+// and one the kernel lacks is an error listing those it has.
+func TestCongestionControlIsTheLabsOwn(t *testing.T) {
+	requireRoot(t)
+	read := func(l *Lab, role string) string {
+		var v string
+		Do(NS(l.Name, role), func() error {
+			b, _ := os.ReadFile("/proc/sys/net/ipv4/tcp_congestion_control")
+			v = strings.TrimSpace(string(b))
+			return nil
+		})
+		return v
+	}
+	l := up(t, Config{Name: testName(t) + "c", Tunnel: TunnelBPF})
+	for _, role := range Hosts {
+		if got := read(l, role); got != DefaultCongestion {
+			t.Errorf("%s: %s, want %s", role, got, DefaultCongestion)
+		}
+	}
+	r := up(t, Config{Name: testName(t) + "r", Tunnel: TunnelBPF, Congestion: "reno"})
+	if got := read(r, Server); got != "reno" {
+		t.Errorf("server: %s, want reno", got)
+	}
+	_, err := Up(context.Background(), Config{Name: testName(t) + "x", Congestion: "nosuch"})
+	if err == nil || !strings.Contains(err.Error(), `congestion control "nosuch" is not available in this kernel (available: `) && !strings.Contains(err.Error(), `congestion control "nosuch" cannot be set in the lab (available: `) {
+		t.Errorf("an unknown algorithm: %v", err)
+	}
+	if left := exactNamespaces(testName(t) + "x"); len(left) != 0 {
+		t.Errorf("a failed lab up left %v", left)
 	}
 }

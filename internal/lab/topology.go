@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -67,7 +68,16 @@ type Config struct {
 	// NoTunnel builds the lab without the 6in4 tunnel (where this user can
 	// make none, see CanTunnel): ipv4 and ipv6 only.
 	NoTunnel bool `json:"no_tunnel,omitempty"`
+	// Congestion is the TCP congestion control of every host of the lab
+	// (each namespace's own sysctl); empty is DefaultCongestion. The
+	// studies ran Reno/CUBIC-era stacks: a host's BBR would change them.
+	Congestion string `json:"congestion,omitempty"`
 }
+
+// DefaultCongestion is the lab's TCP congestion control unless set.
+const DefaultCongestion = "cubic"
+
+var congestionName = regexp.MustCompile(`^[a-z0-9_]{1,16}$`)
 
 // Link is one link's settings.
 type Link struct {
@@ -167,6 +177,12 @@ func (c *Config) Validate() error {
 	}
 	if mtu := c.Link("r1-r2").MTU; c.Tunnel != "vxlan" && mtu < c.TunnelMTU+20 {
 		return fmt.Errorf("lab: tunnel MTU %d needs an r1-r2 link MTU of at least %d (the tunnel adds a 20-byte IPv4 header), but it is %d", c.TunnelMTU, c.TunnelMTU+20, mtu)
+	}
+	if c.Congestion == "" {
+		c.Congestion = DefaultCongestion
+	}
+	if !congestionName.MatchString(c.Congestion) {
+		return fmt.Errorf("lab: %q is not a congestion control name (cubic, reno, bbr, …)", c.Congestion)
 	}
 	if c.Tunnel == "auto" {
 		c.Tunnel = ""
@@ -281,8 +297,11 @@ type Lab struct {
 	TunnelHook string
 	// LossImpl is how link loss is emulated: "netem" or "bpf" ("" none).
 	LossImpl string
-	tunnels  []*userTunnel
-	bpfObjs  []interface{ Close() error }
+	// CongestionNote says what v6lab changed on the machine for the
+	// lab's congestion control, if anything (allowCongestion).
+	CongestionNote string
+	tunnels        []*userTunnel
+	bpfObjs        []interface{ Close() error }
 	// rec is the owner record: everything the lab made is listed there.
 	rec *Record
 }
@@ -357,6 +376,16 @@ func (l *Lab) build(ctx context.Context) error {
 			return fmt.Errorf("lab: %s: loopback up: %w", role, err)
 		}
 	}
+	note, err := allowCongestion(l.Congestion)
+	if err != nil {
+		return err
+	}
+	l.CongestionNote = note
+	for _, role := range roles {
+		if err := Do(NS(l.Name, role), func() error { return setCongestion(l.Congestion) }); err != nil {
+			return fmt.Errorf("lab: %s: %w", role, err)
+		}
+	}
 	if err := Do(NS(l.Name, R1), func() error { return forwarding() }); err != nil {
 		return err
 	}
@@ -397,6 +426,43 @@ func forwarding() error {
 		if err := os.WriteFile(f, []byte("1"), 0o644); err != nil {
 			return fmt.Errorf("lab: %w", err)
 		}
+	}
+	return nil
+}
+
+// allowCongestion makes cc one a namespace may default to: the kernel
+// lets a namespace other than the machine's choose only the algorithms in
+// net.ipv4.tcp_allowed_congestion_control (a global sysctl, readable only
+// from the machine's namespace). When cc is available but not allowed, it
+// is added there, and the note says so; the list only widens what
+// unprivileged sockets may choose. Where the list cannot be read (a user
+// namespace), setCongestion's error says what to do.
+func allowCongestion(cc string) (note string, err error) {
+	const allowed = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
+	b, err := os.ReadFile(allowed)
+	if err != nil {
+		return "", nil
+	}
+	list := strings.Fields(string(b))
+	if slices.Contains(list, cc) {
+		return "", nil
+	}
+	avail, _ := os.ReadFile("/proc/sys/net/ipv4/tcp_available_congestion_control")
+	if !slices.Contains(strings.Fields(string(avail)), cc) {
+		return "", fmt.Errorf("lab: congestion control %q is not available in this kernel (available: %s)", cc, strings.TrimSpace(string(avail)))
+	}
+	if err := os.WriteFile(allowed, []byte(strings.Join(append(list, cc), " ")), 0o644); err != nil {
+		return "", fmt.Errorf("lab: congestion control %q is not in net.ipv4.tcp_allowed_congestion_control (%s), and adding it failed: %w", cc, strings.Join(list, " "), err)
+	}
+	return fmt.Sprintf("added %s to net.ipv4.tcp_allowed_congestion_control (was: %s) so that the lab's namespaces may use it", cc, strings.Join(list, " ")), nil
+}
+
+// setCongestion sets the current namespace's TCP congestion control; an
+// algorithm the kernel does not have is an error that lists those it has.
+func setCongestion(cc string) error {
+	if err := os.WriteFile("/proc/sys/net/ipv4/tcp_congestion_control", []byte(cc), 0o644); err != nil {
+		avail, _ := os.ReadFile("/proc/sys/net/ipv4/tcp_available_congestion_control")
+		return fmt.Errorf("congestion control %q cannot be set in the lab (available: %s; a namespace may only use those in net.ipv4.tcp_allowed_congestion_control): %w", cc, strings.TrimSpace(string(avail)), err)
 	}
 	return nil
 }

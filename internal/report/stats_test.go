@@ -113,3 +113,21 @@ func TestSmallSamplesAreSaidToBeSmall(t *testing.T) {
 		}
 	}
 }
+
+// TestProtocolsInTheExperimentsOrder: cell groups appear as the
+// experiment lists them (MITRE: HTTP, FTP, SMTP, IMAP), not alphabetically.
+func TestProtocolsInTheExperimentsOrder(t *testing.T) {
+	f := &result.File{Header: result.Header{Kind: result.KindHeader, Baseline: "ipv4",
+		Spec: map[string]any{"cells": []any{map[string]any{"protocol": "http"}, map[string]any{"protocol": "ftp"},
+			map[string]any{"protocol": "smtp"}, map[string]any{"protocol": "imap"}}}}}
+	for _, p := range []string{"imap", "smtp", "ftp", "http"} {
+		f.Runs = append(f.Runs, result.Run{Kind: result.KindRun, Cell: result.CellKey(p, "ipv4", 1), Protocol: p, Path: "ipv4", Conns: 1, Run: 1})
+	}
+	var got []string
+	for _, c := range Summarize(f).Cells {
+		got = append(got, c.Protocol)
+	}
+	if strings.Join(got, ",") != "http,ftp,smtp,imap" {
+		t.Errorf("order %v", got)
+	}
+}

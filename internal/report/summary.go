@@ -467,7 +467,7 @@ func Summarize(f *result.File) *Summary {
 		}
 		s.Cells = append(s.Cells, *c)
 	}
-	sortCells(s.Cells)
+	sortCells(s.Cells, specOrder(f.Header.Spec))
 	s.Comparisons = compare(s.Cells, s.Baseline)
 	s.Adjustment = adjust(s.Comparisons)
 	return s
@@ -603,10 +603,39 @@ func digits(s string) int {
 	return n
 }
 
-func sortCells(cs []Cell) {
+// specOrder ranks cell groups as the experiment lists them (the study's
+// order: MITRE's tables are HTTP, FTP, SMTP, IMAP), from the header's
+// spec; names it does not list rank after, in natural order.
+func specOrder(spec any) map[string]int {
+	m, _ := spec.(map[string]any)
+	cells, _ := m["cells"].([]any)
+	order := map[string]int{}
+	for _, c := range cells {
+		cm, _ := c.(map[string]any)
+		name, _ := cm["label"].(string)
+		if name == "" {
+			name, _ = cm["protocol"].(string)
+		}
+		if _, seen := order[name]; name != "" && !seen {
+			order[name] = len(order)
+		}
+	}
+	return order
+}
+
+func sortCells(cs []Cell, order map[string]int) {
+	rank := func(p string) int {
+		if r, ok := order[p]; ok {
+			return r
+		}
+		return len(order)
+	}
 	sort.Slice(cs, func(i, j int) bool {
 		a, b := cs[i], cs[j]
 		if a.Protocol != b.Protocol {
+			if ra, rb := rank(a.Protocol), rank(b.Protocol); ra != rb {
+				return ra < rb
+			}
 			return naturalLess(a.Protocol, b.Protocol)
 		}
 		if pathRank(a.Path) != pathRank(b.Path) {
