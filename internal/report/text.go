@@ -17,8 +17,8 @@ import (
 func Text(w io.Writer, s *Summary) error {
 	tw := &errWriter{w: w}
 	fmt.Fprintf(tw, "%s — baseline %s, target %s\n", s.Name, s.Baseline, s.Target)
-	if t := TunnelLine(s); t != "" {
-		fmt.Fprintln(tw, t)
+	for _, l := range HeaderLines(s) {
+		fmt.Fprintln(tw, l)
 	}
 	for _, proto := range protocols(s) {
 		for _, sec := range sections(s, proto) {
@@ -52,6 +52,56 @@ func Text(w io.Writer, s *Summary) error {
 	}
 	fmt.Fprintln(tw, "\n"+Legend)
 	return tw.err
+}
+
+// HeaderLines say where and how the figures were measured: tool, host and
+// date, the lab's tunnel, congestion control and links, the servers.
+func HeaderLines(s *Summary) []string {
+	var out []string
+	m := s.Machine
+	if m["tool"] != "" || m["host"] != "" {
+		line := cmpOr(m["tool"], "v6lab")
+		if m["host"] != "" {
+			line += " on " + m["host"]
+		}
+		var what []string
+		if m["kernel"] != "" {
+			what = append(what, "kernel "+m["kernel"])
+		}
+		if m["cpus"] != "" {
+			what = append(what, m["cpus"]+" CPUs")
+		}
+		if len(what) > 0 {
+			line += " (" + strings.Join(what, ", ") + ")"
+		}
+		if !s.Created.IsZero() {
+			line += ", " + s.Created.UTC().Format("2006-01-02 15:04 UTC")
+		}
+		out = append(out, line)
+	}
+	if t := TunnelLine(s); t != "" {
+		out = append(out, t)
+	}
+	if cc := s.Lab["congestion"]; cc != "" {
+		out = append(out, "TCP congestion control in the lab: "+cc)
+	}
+	if l := s.Lab["links"]; l != "" {
+		out = append(out, "links: "+l)
+	}
+	if bs := s.Lab["server_tcp"]; bs != "" {
+		out = append(out, "server host: "+bs)
+	}
+	for _, k := range sortedKeys(s.Servers) {
+		out = append(out, "server "+k+": "+s.Servers[k])
+	}
+	return out
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 // TunnelLine says which 6in4 tunnel carried a lab run's 6in4 path, and

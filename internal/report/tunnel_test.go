@@ -35,3 +35,20 @@ func TestReportsSayWhichTunnel(t *testing.T) {
 		t.Errorf("a run without a lab names a tunnel:\n%s", txt.String())
 	}
 }
+
+// TestReportTxtHasAHeader: report.txt says what ran where: tool, host,
+// kernel, date, tunnel, congestion control, links, bare server, servers.
+func TestReportTxtHasAHeader(t *testing.T) {
+	s := &Summary{Name: "quick", Baseline: "ipv4", Target: "lab", Created: t0,
+		Machine: map[string]string{"tool": "v6lab v1", "host": "h", "kernel": "6.18.0", "cpus": "2"},
+		Lab:     map[string]string{"tunnel": "bpf", "tunnel_hook": "tcx", "congestion": "cubic", "links": "client-r1 unshaped, mtu 1500", "server_tcp": "bare: SACK off"},
+		Servers: map[string]string{"http": "embedded (Go net/http)"}}
+	var b bytes.Buffer
+	Text(&b, s)
+	for _, want := range []string{"v6lab v1 on h (kernel 6.18.0, 2 CPUs), 2026-11-22 12:00 UTC", "6in4 tunnel: bpf", "TCP congestion control in the lab: cubic",
+		"links: client-r1 unshaped, mtu 1500", "server host: bare: SACK off", "server http: embedded (Go net/http)"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report.txt lacks %q:\n%s", want, b.String())
+		}
+	}
+}
