@@ -411,12 +411,12 @@ func labOnly(exp *experiment.Experiment) string {
 	return ""
 }
 
-// dropTunnel removes 6in4, which only the lab has, from every cell group.
+// dropTunnel removes the paths only the lab has (6in4) from every cell group.
 func dropTunnel(exp *experiment.Experiment) {
 	for i := range exp.Cells {
 		var keep []path.Path // a new slice: cells may share one
 		for _, p := range exp.Cells[i].Paths {
-			if p != path.SixIn4 {
+			if !p.Kind().LabOnly {
 				keep = append(keep, p)
 			}
 		}

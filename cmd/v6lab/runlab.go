@@ -565,10 +565,9 @@ func startRealServers(ctx context.Context, l *lab.Lab, exp *experiment.Experimen
 		job.Servers["imap (real)"] = fmt.Sprintf("%s in the server namespace, %d Maildir users", dv.Version, users)
 	}
 	real.URL = "http://" + experiment.LocalName + ":80/"
-	real.Resolvers = map[path.Path]labResolver{
-		path.IPv4:   {Servers: []netip.AddrPort{netip.AddrPortFrom(a.ServerV4, 53)}},
-		path.IPv6:   {Servers: []netip.AddrPort{netip.AddrPortFrom(a.ServerV6, 53)}},
-		path.SixIn4: {Servers: []netip.AddrPort{netip.AddrPortFrom(a.ServerTun6, 53)}, Source: a.ClientTun6},
+	real.Resolvers = map[path.Path]labResolver{}
+	for _, p := range a.Paths() {
+		real.Resolvers[p] = labResolver{Servers: []netip.AddrPort{netip.AddrPortFrom(a.Server(p), 53)}, Source: a.Source(p)}
 	}
 	job.Ports["real/http"], job.Ports["real/dns"] = 80, 53
 	job.Servers["http (real)"] = ng.Version + " in the server namespace"

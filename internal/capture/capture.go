@@ -104,8 +104,8 @@ var ErrWrongWire = errors.New("the wire did not carry the path's traffic")
 
 // Proves checks that every counted packet was of p's kind, and there was one.
 func (c Counts) Proves(p path.Path) error {
-	own := map[path.Path]uint64{path.IPv4: c.IPv4, path.IPv6: c.IPv6, path.SixIn4: c.SixIn4}
-	if own[p] == 0 || c.IPv4+c.IPv6+c.SixIn4 != own[p] {
+	own := map[string]uint64{"ipv4": c.IPv4, "ipv6": c.IPv6, "6in4": c.SixIn4}[p.Kind().Wire]
+	if own == 0 || c.IPv4+c.IPv6+c.SixIn4 != own {
 		return fmt.Errorf("capture: path %s, but the wire carried %d IPv4, %d IPv6 and %d 6in4 packets: %w", p, c.IPv4, c.IPv6, c.SixIn4, ErrWrongWire)
 	}
 	return nil

@@ -293,7 +293,7 @@ func (f *file) paths(doc *specfile.Doc, field string, in []string, where string)
 		if err != nil {
 			return nil, doc.Errorf(at, "%q is not a path (ipv4, ipv6, 6in4)", s)
 		}
-		if p == path.SixIn4 && (where == "loopback" || where == "hosts") {
+		if p.Kind().LabOnly && (where == "loopback" || where == "hosts") {
 			return nil, doc.Errorf(at, "6in4 needs the lab's tunnel, but where is %s (only ipv4 and ipv6 there)", where)
 		}
 		if slices.Contains(out, p) {

@@ -80,17 +80,18 @@ func StartInLab(ctx context.Context, l *lab.Lab, cfg httpp.ServerConfig) (*InLab
 		in.IMAP.Close()
 		return nil, fmt.Errorf("experiment: transport server in the lab: %w", err)
 	}
-	tp := uint16(in.Transport.Port)
-	in.TransportAddr = map[path.Path]netip.AddrPort{path.IPv4: netip.AddrPortFrom(a.ServerV4, tp),
-		path.IPv6: netip.AddrPortFrom(a.ServerV6, tp), path.SixIn4: netip.AddrPortFrom(a.ServerTun6, tp)}
-	port := uint16(in.DNS.Port)
+	tp, port := uint16(in.Transport.Port), uint16(in.DNS.Port)
 	in.URL = &url.URL{Scheme: "http", Host: fmt.Sprintf("%s:%d", LocalName, in.HTTP.Port), Path: "/"}
-	in.Resolvers = map[path.Path]*path.Resolver{
-		path.IPv4:   {Servers: []netip.AddrPort{netip.AddrPortFrom(a.ServerV4, port)}},
-		path.IPv6:   {Servers: []netip.AddrPort{netip.AddrPortFrom(a.ServerV6, port)}},
-		path.SixIn4: {Servers: []netip.AddrPort{netip.AddrPortFrom(a.ServerTun6, port)}, Source: a.ClientTun6},
+	in.TransportAddr = map[path.Path]netip.AddrPort{}
+	in.Resolvers = map[path.Path]*path.Resolver{}
+	in.Sources = map[path.Path]netip.Addr{}
+	for _, p := range a.Paths() {
+		in.TransportAddr[p] = netip.AddrPortFrom(a.Server(p), tp)
+		in.Resolvers[p] = &path.Resolver{Servers: []netip.AddrPort{netip.AddrPortFrom(a.Server(p), port)}, Source: a.Source(p)}
+		if src := a.Source(p); src.IsValid() {
+			in.Sources[p] = src
+		}
 	}
-	in.Sources = map[path.Path]netip.Addr{path.SixIn4: a.ClientTun6}
 	return in, nil
 }
 

@@ -2,7 +2,7 @@ package experiment
 
 import (
 	"context"
-	"errors"
+
 	"fmt"
 	"net/netip"
 	"net/url"
@@ -45,8 +45,8 @@ func StartLocal(ctx context.Context, paths []path.Path, cfg httpp.ServerConfig) 
 	var addrs []netip.Addr
 	seen := map[netip.Addr]bool{}
 	for _, p := range paths {
-		if p == path.SixIn4 {
-			return nil, errors.New("experiment: path 6in4 needs the lab (a tunnel between namespaces); on loopback only ipv4 and ipv6 exist")
+		if p.Kind().LabOnly {
+			return nil, fmt.Errorf("experiment: path %s needs the lab (between its namespaces); on loopback only ipv4 and ipv6 exist", p)
 		}
 		if a := p.Loopback(); !seen[a] {
 			seen[a] = true

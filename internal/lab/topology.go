@@ -14,6 +14,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"v6lab/internal/path"
 )
 
 // Roles of the four hosts of the default topology, in path order.
@@ -261,6 +263,29 @@ type Addresses struct {
 	ServerIf string
 	// Gen are the generator hosts' addresses by role: [IPv4, IPv6].
 	Gen map[string][2]netip.Addr
+}
+
+// Server is the server host's address that path p reaches (invalid for a
+// path the lab does not build): the lab's half of a path kind's row.
+func (a Addresses) Server(p path.Path) netip.Addr {
+	return map[path.Path]netip.Addr{path.IPv4: a.ServerV4, path.IPv6: a.ServerV6, path.SixIn4: a.ServerTun6}[p]
+}
+
+// Source is the client address path p must send from (invalid: the one
+// the client's routes choose).
+func (a Addresses) Source(p path.Path) netip.Addr {
+	return map[path.Path]netip.Addr{path.SixIn4: a.ClientTun6}[p]
+}
+
+// Paths are the path kinds the lab builds.
+func (a Addresses) Paths() []path.Path {
+	var out []path.Path
+	for _, k := range path.Kinds {
+		if a.Server(k.Path).IsValid() {
+			out = append(out, k.Path)
+		}
+	}
+	return out
 }
 
 // Plan returns the default topology's addresses.

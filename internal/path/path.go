@@ -27,19 +27,29 @@ const (
 	SixIn4 Path = "6in4"
 )
 
-// All lists every known path in report order.
-var All = []Path{IPv4, IPv6, SixIn4}
+// All lists every known path in report order (the paths of Kinds).
+var All = func() []Path {
+	var out []Path
+	for _, k := range Kinds {
+		out = append(out, k.Path)
+	}
+	return out
+}()
 
 // ErrFamily is wrapped by every error about an address of the wrong family.
 var ErrFamily = errors.New("address family mismatch")
 
 // Parse turns a user's word into a Path.
 func Parse(s string) (Path, error) {
-	switch p := Path(strings.ToLower(strings.TrimSpace(s))); p {
-	case IPv4, IPv6, SixIn4:
+	p := Path(strings.ToLower(strings.TrimSpace(s)))
+	if _, ok := KindOf(p); ok {
 		return p, nil
 	}
-	return "", fmt.Errorf("path: unknown path %q (want ipv4, ipv6 or 6in4)", s)
+	var names []string
+	for _, k := range Kinds {
+		names = append(names, string(k.Path))
+	}
+	return "", fmt.Errorf("path: unknown path %q (want %s or %s)", s, strings.Join(names[:len(names)-1], ", "), names[len(names)-1])
 }
 
 // ParseList parses a comma-separated list such as "ipv4,ipv6", refusing duplicates.
@@ -67,7 +77,7 @@ func ParseList(s string) ([]Path, error) {
 }
 
 // IsIPv6 reports whether the path's endpoints speak IPv6 (true for 6in4).
-func (p Path) IsIPv6() bool { return p != IPv4 }
+func (p Path) IsIPv6() bool { return p.Kind().IPv6 }
 
 // Family is "IPv4" or "IPv6", the family of the path's endpoint addresses.
 func (p Path) Family() string {

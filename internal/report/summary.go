@@ -7,6 +7,8 @@
 package report
 
 import (
+	"v6lab/internal/path"
+
 	"cmp"
 	"fmt"
 	"math"
@@ -558,17 +560,7 @@ func finishCell(c *Cell, h *stats.Latency, seconds float64) {
 }
 
 // pathRank orders paths as the study does: ipv4, ipv6, 6in4, then others.
-func pathRank(p string) int {
-	switch p {
-	case "ipv4":
-		return 0
-	case "ipv6":
-		return 1
-	case "6in4":
-		return 2
-	}
-	return 3
-}
+func pathRank(p string) int { return path.Path(p).Kind().Rank }
 
 // naturalLess orders names with numbers in them by the numbers' values,
 // so that ftp-5879824 comes before ftp-14269432.

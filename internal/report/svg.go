@@ -1,6 +1,8 @@
 package report
 
 import (
+	"v6lab/internal/path"
+
 	"fmt"
 	"html"
 	"math"
@@ -61,9 +63,8 @@ const (
 // pathClass maps a series name to its CSS class, so every plot draws each
 // path alike; unknown names get the "other" style.
 func pathClass(name string) string {
-	switch name {
-	case "ipv4", "ipv6", "6in4":
-		return "s-" + strings.ReplaceAll(name, "6in4", "sixin4")
+	if k, ok := path.KindOf(path.Path(name)); ok {
+		return k.CSSClass
 	}
 	return "s-other"
 }

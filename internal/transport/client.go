@@ -351,7 +351,7 @@ func IdealTCPRate(rate uint64, mss int, p path.Path, timestamps bool) float64 {
 	if timestamps {
 		tcp += 12
 	}
-	ip := map[path.Path]int{path.IPv4: 20, path.IPv6: 40, path.SixIn4: 60}[p]
+	ip := p.Kind().HeaderBytes
 	payload := mss
 	return float64(rate) * float64(payload) / float64(payload+tcp+ip+38)
 }

@@ -1,0 +1,63 @@
+package path
+
+import "slices"
+
+// Kind is everything v6lab knows about a path kind, in one row of Kinds:
+// adding a path kind (NAT64 is next) is a row here plus its lab code
+// (addresses and datapath in internal/lab, its capture class).
+type Kind struct {
+	Path Path
+	// IPv6: the client's and server's sockets speak IPv6 (dial and listen
+	// networks tcp6/udp6, AAAA lookups); false: IPv4.
+	IPv6 bool
+	// LabOnly: the path exists only between the lab's namespaces (it
+	// needs a tunnel or a translator there); loopback and real hosts have
+	// only ipv4 and ipv6.
+	LabOnly bool
+	// Display names the path for readers.
+	Display string
+	// Rank orders paths in reports (the studies' order).
+	Rank int
+	// HeaderBytes is the network-layer header each packet carries on the
+	// wire between the routers (IPv6 inside IPv4: 20 + 40).
+	HeaderBytes int
+	// CSSClass styles the path's series in report.html.
+	CSSClass string
+	// Wire is the form the path's packets take on the lab's checked link
+	// between the routers: "ipv4", "ipv6" or "6in4" (IPv4 protocol 41),
+	// the classes capture counts.
+	Wire string
+}
+
+// Kinds lists every path kind, in report order.
+var Kinds = []Kind{
+	{Path: IPv4, Display: "IPv4", Rank: 0, HeaderBytes: 20, CSSClass: "s-ipv4", Wire: "ipv4"},
+	{Path: IPv6, IPv6: true, Display: "IPv6", Rank: 1, HeaderBytes: 40, CSSClass: "s-ipv6", Wire: "ipv6"},
+	{Path: SixIn4, IPv6: true, LabOnly: true, Display: "IPv6 in IPv4 (6in4)", Rank: 2, HeaderBytes: 60, CSSClass: "s-sixin4", Wire: "6in4"},
+}
+
+// KindOf returns the row of p; ok is false for a path v6lab does not know.
+func KindOf(p Path) (k Kind, ok bool) {
+	i := slices.IndexFunc(Kinds, func(k Kind) bool { return k.Path == p })
+	if i < 0 {
+		return Kind{Path: p, Display: string(p), Rank: len(Kinds)}, false
+	}
+	return Kinds[i], true
+}
+
+// Kind is the path's row of Kinds.
+func (p Path) Kind() Kind {
+	k, _ := KindOf(p)
+	return k
+}
+
+// LabOnly lists the kinds that only the lab has.
+func LabOnly() []Path {
+	var out []Path
+	for _, k := range Kinds {
+		if k.LabOnly {
+			out = append(out, k.Path)
+		}
+	}
+	return out
+}

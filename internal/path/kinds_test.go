@@ -1,0 +1,36 @@
+package path
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestKindsAreOneTable: every path kind has one complete row, and what
+// callers ask of a path comes from it.
+func TestKindsAreOneTable(t *testing.T) {
+	seen := map[Path]bool{}
+	for i, k := range Kinds {
+		if seen[k.Path] || k.Rank != i || k.Display == "" || k.HeaderBytes == 0 || k.CSSClass == "" || k.Wire == "" {
+			t.Errorf("row %d is incomplete or repeated: %+v", i, k)
+		}
+		seen[k.Path] = true
+		if p, err := Parse(strings.ToUpper(string(k.Path))); err != nil || p != k.Path {
+			t.Errorf("Parse(%s) = %v, %v", k.Path, p, err)
+		}
+		if k.Path.IsIPv6() != k.IPv6 || (k.Path.Network("tcp") == "tcp6") != k.IPv6 {
+			t.Errorf("%s: family disagrees with its row", k.Path)
+		}
+	}
+	if len(All) != len(Kinds) || strings.Join([]string{string(All[0]), string(All[1]), string(All[2])}, ",") != "ipv4,ipv6,6in4" {
+		t.Errorf("All = %v", All)
+	}
+	if lo := LabOnly(); len(lo) != 1 || lo[0] != SixIn4 {
+		t.Errorf("LabOnly = %v", lo)
+	}
+	if _, err := Parse("nat46"); err == nil || !strings.Contains(err.Error(), `unknown path "nat46" (want ipv4, ipv6 or 6in4)`) {
+		t.Errorf("Parse(nat46): %v", err)
+	}
+	if k, ok := KindOf("other"); ok || k.Rank != len(Kinds) {
+		t.Errorf("an unknown path: %+v %v", k, ok)
+	}
+}
