@@ -147,7 +147,7 @@ with a clear error; there is never a fallback to the other family.`,
 func newProbeDNSCmd() *cobra.Command {
 	var lf loadFlags
 	var servers []string
-	var qtype string
+	var qtype, mode string
 	var tcp bool
 	cmd := &cobra.Command{
 		Use:   "dns NAME",
@@ -155,10 +155,17 @@ func newProbeDNSCmd() *cobra.Command {
 		Long: `probe dns times DNS queries for NAME, each on a new socket pinned to the path, sent to
 the --server of that path's family. The record type is the path's own (A on ipv4, AAAA on
 ipv6) unless --type says otherwise. A query completes on a matching NOERROR reply that
-holds a record of the asked type; NXDOMAIN, SERVFAIL or an empty answer fail it.`,
+holds a record of the asked type; NXDOMAIN, SERVFAIL or an empty answer fail it.
+
+Two engines (--mode): stub, the default, sends each query on a socket of its own, as a
+stub resolver (glibc's) does, so its time includes what an application's lookup costs;
+load keeps a few long-lived UDP sockets per path with every user's query in flight at
+once, replies matched by ID, as dnsperf does: a load generator that still times every
+query (from the send to the read that received its reply) and pins the family.`,
 		Example: `  v6lab probe dns www.example.test --server 192.0.2.53 --server 2001:db8::53
   v6lab probe dns www.example.test --server 127.0.0.1:5353 --paths ipv4 --type AAAA --conns 1,100
-  v6lab probe dns www.example.test --server [::1]:5353 --paths ipv6 --tcp`,
+  v6lab probe dns www.example.test --server [::1]:5353 --paths ipv6 --tcp
+  v6lab probe dns www.example.test --server 127.0.0.1:5353 --paths ipv4 --mode load --conns 100 --duration 10s`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			spec, err := lf.spec("dns", "dns", args[0])
@@ -168,7 +175,10 @@ holds a record of the asked type; NXDOMAIN, SERVFAIL or an empty answer fail it.
 			if len(servers) == 0 {
 				return &exitError{code: 2, err: fmt.Errorf("--server is required (one per family measured)")}
 			}
-			d := experiment.DNSProbes{Name: args[0], TCP: tcp}
+			if err := experiment.CheckDNSMode(mode, tcp); err != nil {
+				return &exitError{code: 2, err: fmt.Errorf("--mode: %w", err)}
+			}
+			d := experiment.DNSProbes{Name: args[0], TCP: tcp, Mode: mode}
 			for _, s := range servers {
 				ap, err := path.ParseServer(s)
 				if err != nil {
@@ -190,7 +200,7 @@ holds a record of the asked type; NXDOMAIN, SERVFAIL or an empty answer fail it.
 					return &exitError{code: 2, err: fmt.Errorf("path %s: %w", p, err)}
 				}
 			}
-			spec.Params = map[string]string{"servers": fmt.Sprint(d.Servers), "type": orDefault(qtype, "path"), "tcp": fmt.Sprint(tcp)}
+			spec.Params = map[string]string{"servers": fmt.Sprint(d.Servers), "type": orDefault(qtype, "path"), "tcp": fmt.Sprint(tcp), "mode": orDefault(mode, "stub")}
 			_, err = execute(cmd, job{exp: experiment.Single(spec, "hosts"), probe: anyCell(d.Probe), target: "remote",
 				servers: map[string]string{"dns": fmt.Sprint(d.Servers)}, results: lf.results})
 			return err
@@ -201,6 +211,7 @@ holds a record of the asked type; NXDOMAIN, SERVFAIL or an empty answer fail it.
 	fl.StringArrayVar(&servers, "server", nil, "DNS server ADDR[:PORT] (repeat: one per family)")
 	fl.StringVar(&qtype, "type", "path", "record type to ask: path (A on ipv4, AAAA on ipv6), A, AAAA, …")
 	fl.BoolVar(&tcp, "tcp", false, "send queries over TCP")
+	fl.StringVar(&mode, "mode", "stub", "engine: stub (a socket per query, as a stub resolver) or load (long-lived sockets, queries matched by ID, as dnsperf)")
 	return cmd
 }
 

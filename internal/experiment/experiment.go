@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -64,6 +65,8 @@ type Spec struct {
 	Query      string   `json:"query,omitempty"`
 	DNSServers []string `json:"dns_servers,omitempty"`
 	Transport  string   `json:"transport,omitempty"`
+	// Mode is a DNS cell's engine: stub (default) or load.
+	Mode string `json:"mode,omitempty"`
 	// File is the FTP file to retrieve (a size such as 1M on the embedded
 	// server); Active uses EPRT/PORT instead of EPSV/PASV.
 	File   string `json:"file,omitempty"`
@@ -373,6 +376,11 @@ func (r *Runner) Run(ctx context.Context, dir string) error {
 		w.Header(h)
 	}
 	runErr := r.runPlan(ctx, w, func(st Step) load.Probe { return probes[key{st.Cell, st.Path}] })
+	for _, pr := range probes {
+		if c, ok := pr.(io.Closer); ok {
+			c.Close() // long-lived sockets of a load-mode probe
+		}
+	}
 	if r.Conditions != nil {
 		r.Conditions.Finish()
 	}

@@ -57,6 +57,7 @@ type cellFile struct {
 	Query      string    `yaml:"query"`
 	DNSServers []string  `yaml:"dns_servers"`
 	Transport  string    `yaml:"transport"`
+	Mode       string    `yaml:"mode"`
 	// imap
 	Users      *int   `yaml:"users"`
 	UserFormat string `yaml:"user_format"`
@@ -106,7 +107,7 @@ const (
 // Protocols this version measures, and the options each takes.
 var protocolOptions = map[string][]string{
 	"http": {"objects", "file", "client", "url", "dns_servers"},
-	"dns":  {"query", "dns_servers", "transport"},
+	"dns":  {"query", "dns_servers", "transport", "mode"},
 	"ftp":  {"file", "active", "client", "url", "dns_servers"},
 	"smtp": {"from", "to", "size", "starttls", "url", "dns_servers"},
 	"imap": {"users", "user_format", "password", "url", "dns_servers"},
@@ -115,7 +116,7 @@ var protocolOptions = map[string][]string{
 }
 
 // allOptions are every protocol option, for the "does not apply" rule.
-var allOptions = []string{"client", "users", "user_format", "password", "from", "to", "starttls", "file", "active", "objects", "url", "query", "dns_servers", "transport", "time", "omit", "interval", "bytes", "streams",
+var allOptions = []string{"client", "users", "user_format", "password", "from", "to", "starttls", "file", "active", "objects", "url", "query", "dns_servers", "transport", "mode", "time", "omit", "interval", "bytes", "streams",
 	"window", "sndbuf", "rcvbuf", "mss", "congestion", "bottleneck", "reverse", "rate", "size", "servers"}
 
 var (
@@ -497,6 +498,10 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Pa
 		default:
 			return s, doc.Errorf(field("transport"), "%q: want udp or tcp", c.Transport)
 		}
+		if err := CheckDNSMode(c.Mode, s.Transport == "tcp"); err != nil {
+			return s, doc.Errorf(field("mode"), "%v", err)
+		}
+		s.Mode = c.Mode
 	}
 	if trial {
 		o, err := c.trialOptions(doc, at, hosts)

@@ -66,6 +66,8 @@ type DNSProbes struct {
 	Servers []netip.AddrPort
 	Type    uint16
 	TCP     bool
+	// Mode is the engine: stub (default) or load (dns.ModeLoad).
+	Mode string
 }
 
 // Probe returns the probe for one path, or an error naming the missing server.
@@ -75,7 +77,7 @@ func (d DNSProbes) Probe(p path.Path) (load.Probe, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &dns.Client{Name: d.Name, Server: srv, Path: p, Type: d.Type, TCP: d.TCP}, nil
+	return &dns.Client{Name: d.Name, Server: srv, Path: p, Type: d.Type, TCP: d.TCP, Mode: d.Mode}, nil
 }
 
 // Env is where an experiment's servers are, as its probes see them: the
@@ -192,7 +194,7 @@ func (env Env) probe(s *Spec, p path.Path) (load.Probe, error) {
 		if !src.IsValid() {
 			src = env.Sources[p]
 		}
-		return &dns.Client{Name: name, Server: srv, Path: p, TCP: s.Transport == "tcp", Source: src}, nil
+		return &dns.Client{Name: name, Server: srv, Path: p, TCP: s.Transport == "tcp", Source: src, Mode: s.Mode}, nil
 	case "ftp":
 		c := &ftp.Client{Path: p, Resolver: env.resolver(p), Source: env.Sources[p], Active: s.Active, File: "/" + strings.TrimPrefix(cmpOr(s.File, "1M"), "/")}
 		if env.URL != nil {

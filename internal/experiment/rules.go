@@ -65,6 +65,21 @@ func checkNotNegative(d time.Duration) error {
 	return nil
 }
 
+// CheckDNSMode checks a DNS cell's engine: stub (a socket per query, the
+// default) or load (long-lived sockets, queries matched by ID; UDP only).
+func CheckDNSMode(mode string, tcp bool) error {
+	switch mode {
+	case "", "stub":
+	case "load":
+		if tcp {
+			return fmt.Errorf("the load engine sends over UDP; use stub with tcp")
+		}
+	default:
+		return fmt.Errorf("%q: want stub or load", mode)
+	}
+	return nil
+}
+
 // fdsPerConn is what one simultaneous user may hold open at once: its
 // connection, its DNS socket, and the server's end when the embedded
 // server runs in the same process (loopback).

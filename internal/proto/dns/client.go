@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/netip"
 	"strconv"
+	"sync"
 
 	mdns "github.com/miekg/dns"
 
@@ -32,6 +33,31 @@ type Client struct {
 	// TCP sends the query over TCP instead of UDP.
 	TCP    bool
 	Source netip.Addr
+	// Mode is ModeStub (the default: a socket per query) or ModeLoad
+	// (LoadSockets long-lived sockets, queries matched by ID; UDP only).
+	Mode string
+
+	once   sync.Once
+	mux    *mux
+	muxErr error
+	query  *mdns.Msg // the load engine's query, packed once into wire
+	wire   []byte
+}
+
+// Close closes a load-mode client's sockets.
+func (c *Client) Close() error {
+	if c.mux != nil {
+		return c.mux.Close()
+	}
+	return nil
+}
+
+// Strays counts load-mode replies that matched no query in flight.
+func (c *Client) Strays() int64 {
+	if c.mux == nil {
+		return 0
+	}
+	return c.mux.Strays.Load()
 }
 
 func (c *Client) qtype() uint16 {
@@ -43,6 +69,9 @@ func (c *Client) qtype() uint16 {
 
 // Do performs one query.
 func (c *Client) Do(ctx context.Context, user int) result.Sample {
+	if c.Mode == ModeLoad && !c.TCP {
+		return c.doLoad(ctx, user)
+	}
 	tr := load.Begin("dns", c.Path)
 	q := new(mdns.Msg)
 	q.SetQuestion(mdns.Fqdn(c.Name), c.qtype())
@@ -66,13 +95,75 @@ func (c *Client) Do(ctx context.Context, user int) result.Sample {
 	if err := check(q, reply); err != nil {
 		return tr.Fail(ctx, "reply", err)
 	}
+	return tr.Done(marker(reply, c.qtype()))
+}
+
+// doLoad sends one query on the user's long-lived socket and waits for
+// the reply with its ID. The response time ends at the read that received
+// the reply (in the socket's reader), not when this goroutine woke.
+func (c *Client) doLoad(ctx context.Context, user int) result.Sample {
+	tr := load.Begin("dns", c.Path)
+	c.once.Do(func() {
+		// Every query of the cell is the same but for its ID: packed once.
+		c.query = new(mdns.Msg)
+		c.query.SetQuestion(mdns.Fqdn(c.Name), c.qtype())
+		c.query.RecursionDesired = true
+		if c.wire, c.muxErr = c.query.Pack(); c.muxErr != nil {
+			c.muxErr = fmt.Errorf("query: %w", c.muxErr)
+			return
+		}
+		c.mux, c.muxErr = openMux(context.Background(), path.Dialer{Path: c.Path, Source: c.Source}, c.Server)
+	})
+	if c.muxErr != nil {
+		return tr.Fail(ctx, "connect", c.muxErr)
+	}
+	wire := append([]byte(nil), c.wire...)
+	q := *c.query // a copy whose Id is this query's
+	tr.Conn(c.mux.sock(user))
+	ch, cancel, err := c.mux.send(user, wire)
+	if err != nil {
+		return tr.Fail(ctx, "io", err)
+	}
+	q.Id = binary.BigEndian.Uint16(wire[:2])
+	tr.S.BytesOut = int64(len(wire))
+	select {
+	case a, ok := <-ch:
+		if !ok {
+			return tr.Fail(ctx, "io", errors.New("the socket failed with the query in flight"))
+		}
+		tr.At(&tr.S.FirstByteNS, a.at)
+		tr.S.BytesIn = int64(len(a.msg))
+		reply, err := Parse(a.msg)
+		truncated := err == nil && reply.Truncated
+		if truncated {
+			reply, err = c.exchange(ctx, tr, wire, true) // over TCP, as a resolver would
+		}
+		if err == nil {
+			err = check(&q, reply)
+		}
+		if err != nil {
+			return tr.Fail(ctx, "reply", err)
+		}
+		s := tr.Done(marker(reply, c.qtype()))
+		if !truncated {
+			s.TotalNS = s.FirstByteNS
+		}
+		return s
+	case <-ctx.Done():
+		cancel()
+		return tr.Fail(ctx, "io", ctx.Err())
+	}
+}
+
+// marker describes a completed query.
+func marker(reply *mdns.Msg, qt uint16) string {
 	n := 0
 	for _, rr := range reply.Answer {
-		if rr.Header().Rrtype == c.qtype() {
+		if rr.Header().Rrtype == qt {
 			n++
 		}
 	}
-	return tr.Done("NOERROR, " + strconv.Itoa(n) + " " + mdns.TypeToString[c.qtype()])
+	return "NOERROR, " + strconv.Itoa(n) + " " + mdns.TypeToString[qt]
 }
 
 // check decides whether reply completes the query q.
