@@ -463,6 +463,8 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"probe", "http", "http://127.0.0.1:9/", "--conns", "1,1"}, 2, "experiment: conns[1]: 1 is listed twice"},
 		{[]string{"probe", "http", "http://127.0.0.1:9/", "--pause", "-1s"}, 2, "experiment: pause: must not be negative"},
 		{[]string{"serve", "transport", "--max-tests", "0"}, 2, "--max-tests: 0 is not between 1 and 10000"},
+		{[]string{"probe", "dns", "x", "--server", "127.0.0.1", "--mode", "fast"}, 2, `--mode: "fast": want stub or load`},
+		{[]string{"probe", "dns", "x", "--server", "127.0.0.1", "--mode", "load", "--tcp"}, 2, "--mode: the load engine sends over UDP"},
 		{[]string{"run", "--loopback", "--paths", "ipv4,6in4", "--results", t.TempDir()}, 2, "6in4 needs the lab"},
 		{[]string{"run", "--rate", "fast"}, 2, "bad rate"},
 		{[]string{"run", "mitre1999"}, 2, `no built-in experiment "mitre1999" (built in: mitre2004, quick, regensburg, rubio, towson2013)`},

@@ -167,3 +167,18 @@ func TestCongestionIsALabSetting(t *testing.T) {
 		}
 	}
 }
+
+func TestDNSModeIsChecked(t *testing.T) {
+	e, err := Parse("d.yaml", []byte("name: d\ncells: [{protocol: dns, mode: load, conns: [10]}]\n"))
+	if err != nil || e.Cells[0].Mode != "load" {
+		t.Fatalf("%v", err)
+	}
+	for data, want := range map[string]string{
+		"name: d\ncells: [{protocol: dns, mode: fast, conns: [1]}]\n":                 `d.yaml:2: cells[0].mode: "fast": want stub or load`,
+		"name: d\ncells: [{protocol: dns, mode: load, transport: tcp, conns: [1]}]\n": "cells[0].mode: the load engine sends over UDP",
+	} {
+		if _, err := Parse("d.yaml", []byte(data)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", data, err, want)
+		}
+	}
+}
