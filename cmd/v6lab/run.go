@@ -22,6 +22,7 @@ import (
 	"v6lab/internal/lab"
 	"v6lab/internal/path"
 	httpp "v6lab/internal/proto/http"
+	"v6lab/internal/servers"
 	"v6lab/internal/transport"
 	"v6lab/internal/units"
 )
@@ -160,6 +161,12 @@ func (o *runOpts) run(cmd *cobra.Command, args []string) error {
 	}
 	if err := exp.CheckOpenFiles(host.NoFileHard()); err != nil {
 		return &exitError{code: 2, err: err}
+	}
+	if exp.Real() && !o.dryRun {
+		// Every missing daemon named at once, before a lab is built.
+		if err := servers.CheckInstalled(append([]string{"http", "dns"}, exp.RealProtocols()...)); err != nil {
+			return &exitError{code: 2, err: err}
+		}
 	}
 	if o.dryRun {
 		printPlan(out, exp, where, note)

@@ -472,6 +472,11 @@ func serveInNamespace(rec *lab.Record, ns, kind string, addrs ...netip.AddrPort)
 // (ports 80 and 53, free there) and points the job's HTTP URL and
 // resolvers at them instead of the embedded servers.
 func startRealServers(ctx context.Context, l *lab.Lab, exp *experiment.Experiment, job *labJob) (func(), error) {
+	// nginx and Unbound always (the page and its name), the others as
+	// cells ask for them: all checked before any starts.
+	if err := servers.CheckInstalled(append([]string{"http", "dns"}, exp.RealProtocols()...)); err != nil {
+		return nil, err
+	}
 	a := l.Addr
 	prefix := servers.Place{Prefix: []string{"ip", "netns", "exec", lab.NS(l.Name, lab.Server)}, Rec: l.Record()}
 	addrs := []netip.Addr{a.ServerV4, a.ServerV6, a.ServerTun6}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -113,6 +114,34 @@ func (s *Server) Stop() {
 	}
 	os.RemoveAll(s.dir)
 }
+
+// Programs names the real server program of each protocol.
+var Programs = map[string]string{"http": "nginx", "dns": "unbound", "ftp": "proftpd", "smtp": "postfix", "imap": "dovecot"}
+
+// CheckInstalled checks every real server the protocols need at once, and
+// names all that are missing, their Debian packages and the script that
+// installs them: one error, not one install-and-retry round per server.
+func CheckInstalled(protocols []string) error {
+	var missing, pkgs []string
+	for _, p := range protocols {
+		prog := Programs[p]
+		if prog == "" || slices.Contains(missing, prog) {
+			continue
+		}
+		if _, err := look(prog); err != nil {
+			missing = append(missing, prog)
+			pkgs = append(pkgs, Packages[prog])
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("servers: real servers %w: %s; install them with scripts/install-deps --real (or apt-get install %s)",
+		ErrMissing, strings.Join(missing, ", "), strings.Join(pkgs, " "))
+}
+
+// look finds a program (tests replace it).
+var look = lookPath
 
 func lookPath(program string) (string, error) {
 	p, err := exec.LookPath(program)

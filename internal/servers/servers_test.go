@@ -2,6 +2,7 @@ package servers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -198,5 +199,26 @@ func TestPostfixAcceptsMail(t *testing.T) {
 				t.Errorf("%s user %d: %q %q", p, u, smp.Err, smp.Marker)
 			}
 		}
+	}
+}
+
+// TestMissingServersAreNamedAtOnce: every missing daemon, its package and
+// the install script in one error.
+func TestMissingServersAreNamedAtOnce(t *testing.T) {
+	defer func(f func(string) (string, error)) { look = f }(look)
+	look = func(p string) (string, error) {
+		if p == "unbound" || p == "proftpd" {
+			return "", ErrMissing
+		}
+		return "/usr/sbin/" + p, nil
+	}
+	err := CheckInstalled([]string{"http", "dns", "ftp", "smtp", "ftp"})
+	want := "servers: real servers not installed: unbound, proftpd; install them with scripts/install-deps --real (or apt-get install unbound proftpd-core)"
+	if err == nil || err.Error() != want || !errors.Is(err, ErrMissing) {
+		t.Errorf("got %v\nwant %s", err, want)
+	}
+	look = func(p string) (string, error) { return "/usr/sbin/" + p, nil }
+	if err := CheckInstalled([]string{"http", "imap"}); err != nil {
+		t.Errorf("all installed: %v", err)
 	}
 }
