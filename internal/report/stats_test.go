@@ -131,3 +131,23 @@ func TestProtocolsInTheExperimentsOrder(t *testing.T) {
 		t.Errorf("order %v", got)
 	}
 }
+
+// TestAWildRunIsFlagged: ProFTPD answered one of 10 transactions after
+// 406 ms; the cell says which run it was and shows the median beside the
+// mean, in summary.json and report.txt.
+func TestAWildRunIsFlagged(t *testing.T) {
+	runs := []float64{2.1, 2.0, 406.3, 2.2, 1.9, 2.0, 2.1, 2.3, 2.0, 2.1}
+	s := Summarize(build(runs, []float64{2.0, 2.1, 2.2, 1.9, 2.0, 2.1, 2.2, 2.0, 2.1, 2.0}))
+	v4, v6 := s.Cells[0], s.Cells[1]
+	if len(v4.OutlierRuns) != 1 || v4.OutlierRuns[0] != 3 || v4.MedianMS == nil || *v4.MedianMS > 2.2 {
+		t.Errorf("ipv4: outliers %v median %v", v4.OutlierRuns, v4.MedianMS)
+	}
+	if len(v6.OutlierRuns) != 0 {
+		t.Errorf("ipv6 runs agree, but %v flagged", v6.OutlierRuns)
+	}
+	var b strings.Builder
+	Text(&b, s)
+	if !strings.Contains(b.String(), "§ http/ipv4/2: run 3 (406.3 ms) far from the other runs (median 2.10 ms)") {
+		t.Errorf("report.txt:\n%s", b.String())
+	}
+}

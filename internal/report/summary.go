@@ -81,6 +81,12 @@ type Cell struct {
 	// FewRuns: fewer than MinRuns counted runs, so the interval of the
 	// mean says little.
 	FewRuns bool `json:"few_runs,omitempty"`
+	// MedianMS is the median of the run means (nearest rank): beside the
+	// mean, it shows when one run pulls the mean.
+	MedianMS *float64 `json:"median_ms"`
+	// OutlierRuns are the run numbers whose mean lies beyond Tukey's far
+	// fences of the others (stats.Outliers): the runs disagree wildly.
+	OutlierRuns []int `json:"outlier_runs,omitempty"`
 	// Failures counts failed transactions by kind.
 	Failures map[string]int `json:"failures,omitempty"`
 	// FirstError is one failure message, as an example for the reader.
@@ -530,6 +536,12 @@ func finishCell(c *Cell, h *stats.Latency, seconds float64) {
 		c.CI95MS = &ci
 	}
 	c.FewRuns = d.N > 0 && d.N < MinRuns
+	if m, ok := stats.NearestRank(c.Runs, 0.5); ok {
+		c.MedianMS = ptr(m)
+	}
+	for _, i := range stats.Outliers(c.Runs) {
+		c.OutlierRuns = append(c.OutlierRuns, c.RunIndex[i])
+	}
 	c.PercentileN = int(h.Count())
 	if h.Count() == 0 {
 		for _, f := range []string{"p50_ms", "p90_ms", "p99_ms", "p999_ms"} {

@@ -290,7 +290,7 @@ func sections(s *Summary, proto string) []section {
 				byConns[cells[i].Conns] = &cells[i]
 			}
 		}
-		rows := [][]string{{p, "mean"}, {"", "95% CI"}, {"", "runs counted"}, {"", "completed"}}
+		rows := [][]string{{p, "mean"}, {"", "95% CI"}, {"", "median of runs"}, {"", "runs counted"}, {"", "completed"}}
 		for _, n := range conns {
 			c := byConns[n]
 			if c == nil {
@@ -301,13 +301,19 @@ func sections(s *Summary, proto string) []section {
 			}
 			rows[0] = append(rows[0], optMS(c.MeanMS, c.NA["mean_ms"]))
 			rows[1] = append(rows[1], optRange(c.CI95MS, c.NA["ci95_ms"], " – ")+fewMark(c))
-			rows[2] = append(rows[2], fmt.Sprint(len(c.Runs)))
-			rows[3] = append(rows[3], completion(c))
+			rows[2] = append(rows[2], optMS(c.MedianMS, "no runs")+outlierMark(c))
+			rows[3] = append(rows[3], fmt.Sprint(len(c.Runs)))
+			rows[4] = append(rows[4], completion(c))
 		}
 		means.Rows = append(means.Rows, rows...)
 	}
 	if slices.ContainsFunc(cells, func(c Cell) bool { return c.FewRuns }) {
 		means.Footer = append(means.Footer, FewRunsNote)
+	}
+	for _, c := range cells {
+		if len(c.OutlierRuns) > 0 {
+			means.Footer = append(means.Footer, OutlierNote(&c))
+		}
 	}
 	out := []section{means}
 	if sec, ok := metricSection(title, cells); ok {
@@ -509,6 +515,28 @@ const (
 // SignificanceNote explains the * mark and the confidence level.
 func SignificanceNote(adjustment string) string {
 	return fmt.Sprintf("* significant at %g%% after adjustment (%s); the confidence level is MITRE's column, 1-p of Welch's test, unadjusted", Alpha*100, adjustment)
+}
+
+// OutlierNote says which runs of a cell disagree wildly with the others.
+func OutlierNote(c *Cell) string {
+	var rs []string
+	for _, r := range c.OutlierRuns {
+		for i, ri := range c.RunIndex {
+			if ri == r {
+				rs = append(rs, fmt.Sprintf("run %d (%s ms)", r, FormatMS(c.Runs[i])))
+			}
+		}
+	}
+	return fmt.Sprintf("§ %s/%s/%d: %s far from the other runs (median %s ms): the mean is pulled by it; read the median, and look at that run",
+		c.Protocol, c.Path, c.Conns, strings.Join(rs, ", "), optMS(c.MedianMS, ""))
+}
+
+// outlierMark marks a cell whose runs disagree wildly.
+func outlierMark(c *Cell) string {
+	if len(c.OutlierRuns) > 0 {
+		return " §"
+	}
+	return ""
 }
 
 // fewMark marks a cell's interval that rests on too few runs.

@@ -69,6 +69,34 @@ func rank(q float64, n int) int {
 	return min(max(r, 1), n)
 }
 
+// Outliers returns the indexes of values beyond Tukey's far fences (Tukey
+// 1977): below Q1 − 3·IQR or above Q3 + 3·IQR, quartiles by nearest rank.
+// With fewer than 4 values, or no spread between the quartiles, a value is
+// an outlier when it is more than 3 times the median (or less than a
+// third of it). Non-finite values give none.
+func Outliers(xs []float64) []int {
+	if len(xs) < 3 || !finite(xs) {
+		return nil
+	}
+	q1, _ := NearestRank(xs, 0.25)
+	med, _ := NearestRank(xs, 0.5)
+	q3, _ := NearestRank(xs, 0.75)
+	iqr := q3 - q1
+	var out []int
+	for i, x := range xs {
+		far := false
+		if len(xs) >= 4 && iqr > 0 {
+			far = x < q1-3*iqr || x > q3+3*iqr
+		} else if med > 0 {
+			far = x > 3*med || x < med/3
+		}
+		if far {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
 // MinSamples is how many values a percentile needs before its estimate
 // means much: at least 1/(1-q) (p99: 100, p99.9: 1000), so that at least
 // one value lies above it.

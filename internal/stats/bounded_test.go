@@ -2,6 +2,7 @@ package stats
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -234,4 +235,21 @@ func floats(b []byte) []float64 {
 		b = b[8:]
 	}
 	return out
+}
+
+func TestOutliersByTukeysFarFences(t *testing.T) {
+	for _, c := range []struct {
+		xs   []float64
+		want []int
+	}{
+		{[]float64{2.1, 2.0, 406.3, 2.2, 1.9, 2.0, 2.1, 2.3, 2.0, 2.1}, []int{2}},
+		{[]float64{10, 11, 12, 13, 14, 15, 16, 17}, nil},
+		{[]float64{5, 5, 5, 5, 40}, []int{4}}, // no spread: 3x the median
+		{[]float64{1, 2}, nil},
+		{[]float64{1, math.NaN(), 2, 3}, nil},
+	} {
+		if got := Outliers(c.xs); fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("Outliers(%v) = %v, want %v", c.xs, got, c.want)
+		}
+	}
 }
