@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,11 +35,13 @@ const (
 	SixIn4
 )
 
-// Filter selects the measured service's packets: TCP or UDP with Port at
-// either end, or any TCP or UDP packet when Port is 0 (a transport test,
-// whose data ports are chosen per test).
+// Filter selects the measured service's packets: TCP or UDP with Port (or
+// Also: the port of the transaction's DNS lookup) at either end, or any
+// TCP or UDP packet when Port is 0 (a transport test, whose data ports are
+// chosen per test).
 type Filter struct {
 	Port uint16
+	Also uint16
 }
 
 // Classify reads an Ethernet frame (at least its headers).
@@ -89,7 +92,11 @@ func ports(proto byte, l4 []byte, f Filter) bool {
 	if f.Port == 0 {
 		return true
 	}
-	return binary.BigEndian.Uint16(l4[0:2]) == f.Port || binary.BigEndian.Uint16(l4[2:4]) == f.Port
+	src, dst := binary.BigEndian.Uint16(l4[0:2]), binary.BigEndian.Uint16(l4[2:4])
+	if src == f.Port || dst == f.Port {
+		return true
+	}
+	return f.Also != 0 && (src == f.Also || dst == f.Also)
 }
 
 // Counts are packets seen per class.
@@ -187,10 +194,19 @@ type Check struct {
 // by microseconds; this lets them pass so no run sees another's.
 const Quiet = 20 * time.Millisecond
 
-// Start opens the window for a run, after a quiet gap.
+// Start opens the window for a run, after a quiet gap. A transaction's
+// DNS lookup is counted with it: its packets must carry the path too.
 func (k Check) Start(protocol string, _ path.Path) {
 	time.Sleep(Quiet)
-	k.C.Reset(Filter{Port: k.Ports[protocol]})
+	dns := "dns"
+	if strings.HasPrefix(protocol, "real/") {
+		dns = "real/dns"
+	}
+	f := Filter{Port: k.Ports[protocol]}
+	if protocol != dns {
+		f.Also = k.Ports[dns]
+	}
+	k.C.Reset(f)
 }
 
 // Stop returns the run's counts and whether they prove p.

@@ -233,3 +233,30 @@ func portOf(frame []byte) uint16 {
 	}
 	return uint16(tcps[len(tcps)-1].SrcPort)
 }
+
+// TestTheDNSLookupIsCountedWithItsTransaction: a run of http counts the
+// packets of its DNS lookup too (a lookup sent over the wrong family would
+// fail the run), but a run of dns counts only its own port.
+func TestTheDNSLookupIsCountedWithItsTransaction(t *testing.T) {
+	dnsV6 := ether(0x86DD, ipv6Pkt(17, 40000, 5353))
+	httpV4 := ether(0x0800, ipv4Pkt(6, l4(40000, 8080)))
+	if got := Classify(dnsV6, Filter{Port: 8080, Also: 5353}); got != IPv6 {
+		t.Errorf("the lookup's packet: %v", got)
+	}
+	if got := Classify(dnsV6, Filter{Port: 8080}); got != Ignored {
+		t.Errorf("without Also: %v", got)
+	}
+	// An ipv4 run whose lookup went over IPv6 is not proven.
+	c := Counts{}
+	for _, fr := range [][]byte{httpV4, dnsV6} {
+		switch Classify(fr, Filter{Port: 8080, Also: 5353}) {
+		case IPv4:
+			c.IPv4++
+		case IPv6:
+			c.IPv6++
+		}
+	}
+	if err := c.Proves(path.IPv4); err == nil {
+		t.Error("a run whose DNS went over IPv6 passed the ipv4 wire check")
+	}
+}
