@@ -77,6 +77,9 @@ func (f *loadFlags) spec(name, protocol, target string) (experiment.Spec, error)
 
 // job is one measurement ready to run.
 type job struct {
+	// somaxconn is the server host's net.core.somaxconn when the server is
+	// in another namespace (a lab run); 0: read this process's own.
+	somaxconn int
 	// command is the command line the user typed, when this process is
 	// not it (the measuring child of a lab run); empty: os.Args.
 	command []string
@@ -127,14 +130,18 @@ func execute(cmd *cobra.Command, j job) (string, error) {
 	}
 	sysctls := host.ReadSysctls(host.Sysctls)
 	notes := append([]string(nil), j.notes...)
-	if v, err := host.ReadSysctl("net.core.somaxconn"); err == nil && j.serverFDs > 0 {
-		var sm int
+	sm := j.somaxconn
+	if v, err := host.ReadSysctl("net.core.somaxconn"); err == nil && sm == 0 && j.serverFDs > 0 {
 		fmt.Sscan(v, &sm)
-		if maxConns > sm {
-			notes = append(notes, fmt.Sprintf("%d simultaneous connections exceed net.core.somaxconn (%d): the embedded server's accept queue can overflow, and SYN retries then add about 1 s to some transactions", maxConns, sm))
-		}
 	}
-	notes = append(notes, "client connections are closed with SO_LINGER 0 after the completion marker, so no TIME_WAIT accumulates on the client; no sysctl was changed")
+	if sm > 0 && maxConns > sm {
+		notes = append(notes, fmt.Sprintf("%d simultaneous connections exceed the server host's net.core.somaxconn (%d): the server's accept queue can overflow, and SYN retries then add about 1 s to some transactions", maxConns, sm))
+	}
+	changed := "no sysctl was changed"
+	if j.lab["sysctl_changed"] != "" {
+		changed = "the one sysctl changed is in the lab's notes"
+	}
+	notes = append(notes, "client connections are closed with SO_LINGER 0 after the completion marker, so no TIME_WAIT accumulates on the client; "+changed)
 	var dir string
 	var done map[int]bool
 	if j.resume != nil {

@@ -24,6 +24,7 @@ import (
 	"v6lab/internal/congestion"
 	contentpkg "v6lab/internal/content"
 	"v6lab/internal/experiment"
+	"v6lab/internal/host"
 	"v6lab/internal/lab"
 	"v6lab/internal/load"
 	"v6lab/internal/path"
@@ -37,7 +38,9 @@ import (
 // labJob is what the measuring child in the client namespace needs.
 type labJob struct {
 	// Command is the command line the user typed (the header's command).
-	Command   []string                     `json:"command"`
+	Command []string `json:"command"`
+	// Somaxconn is the server host's net.core.somaxconn (per namespace).
+	Somaxconn int                          `json:"somaxconn,omitempty"`
 	Exp       *experiment.Experiment       `json:"experiment"`
 	URL       string                       `json:"url"`
 	Resolvers map[path.Path]labResolver    `json:"resolvers"`
@@ -163,7 +166,14 @@ func runInLab(cmd *cobra.Command, exp *experiment.Experiment, cfg lab.Config, re
 	}
 
 	cfgJSON, _ := json.Marshal(cfg)
-	job := labJob{Command: os.Args, Exp: exp, URL: in.URL.String(), Resolvers: map[path.Path]labResolver{}, Sources: in.Sources,
+	somax := 0
+	_ = lab.Do(lab.NS(l.Name, lab.Server), func() error {
+		if v, err := host.ReadSysctl("net.core.somaxconn"); err == nil {
+			fmt.Sscan(v, &somax)
+		}
+		return nil
+	})
+	job := labJob{Command: os.Args, Somaxconn: somax, Exp: exp, URL: in.URL.String(), Resolvers: map[path.Path]labResolver{}, Sources: in.Sources,
 		Transport: in.TransportAddr, FTPPort: ftpPort, SMTPPort: in.SMTP.Port, IMAPPort: in.IMAP.Port,
 		// tcp and udp are absent: port 0 counts every TCP and UDP packet,
 		// data streams (on ports chosen per test) included.
@@ -358,7 +368,7 @@ func runLabChild(cmd *cobra.Command, jobFile string) error {
 	}
 	jb := job{
 		exp: j.Exp, probe: probe, target: "lab", servers: j.Servers, notes: j.Notes,
-		serverFDs: 0, command: j.Command, results: j.Results, wire: capture.Check{C: cp, Ports: j.Ports}, lab: j.Lab, pcap: rec,
+		serverFDs: 0, somaxconn: j.Somaxconn, command: j.Command, results: j.Results, wire: capture.Check{C: cp, Ports: j.Ports}, lab: j.Lab, pcap: rec,
 		conditions: cond,
 	}
 	if j.Dir != "" {
