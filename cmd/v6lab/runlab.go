@@ -237,6 +237,11 @@ func runInLab(cmd *cobra.Command, exp *experiment.Experiment, cfg lab.Config, re
 		job.Lab["loss"] = l.LossImpl
 	}
 	job.Lab["congestion"] = l.Congestion
+	for _, name := range lab.LinkNames {
+		if cfg.Link(name).Shaping.Rate > 0 {
+			job.Lab["shaping"] = lab.ShapingRule
+		}
+	}
 	if l.CongestionNote != "" {
 		job.Lab["sysctl_changed"] = l.CongestionNote
 		job.Notes = append(job.Notes, "v6lab "+l.CongestionNote)

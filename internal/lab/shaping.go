@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os/exec"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -58,7 +61,7 @@ func checkQueue(q uint32, mtu int) error {
 // its own rate) when delay, jitter or loss is asked. It returns
 // errLossNeedsBPF, with the rate in place, when netem is missing and loss
 // alone was asked: the caller adds the BPF loss program.
-func shape(h *netlink.Handle, ln netlink.Link, s Shaping) error {
+func shape(ns string, h *netlink.Handle, ln netlink.Link, s Shaping) error {
 	attrs := netlink.QdiscAttrs{LinkIndex: ln.Attrs().Index, Handle: netlink.MakeHandle(1, 0), Parent: netlink.HANDLE_ROOT}
 	if s.emulates() {
 		nq := netlink.NewNetem(attrs, netlink.NetemQdiscAttrs{
@@ -76,7 +79,7 @@ func shape(h *netlink.Handle, ln netlink.Link, s Shaping) error {
 		}
 		// Loss alone: the rate with tbf, the loss in BPF.
 		s.Loss = 0
-		if err := shape(h, ln, s); err != nil {
+		if err := shape(ns, h, ln, s); err != nil {
 			return err
 		}
 		return errLossNeedsBPF
@@ -94,12 +97,28 @@ func shape(h *netlink.Handle, ln netlink.Link, s Shaping) error {
 	if limit == 0 {
 		limit = burst + uint32(bytesPerSec/20)
 	}
-	tbf := &netlink.Tbf{QdiscAttrs: attrs, Rate: bytesPerSec, Limit: limit, Buffer: netlink.Xmittime(bytesPerSec, burst)}
-	if err := h.QdiscAdd(tbf); err != nil {
-		return fmt.Errorf("tbf on %s: %w", ln.Attrs().Name, err)
+	// Shape to the wire: tbf counts each frame from its Ethernet header
+	// (skb->len), and a real link also carries a preamble, an FCS and an
+	// inter-frame gap, 24 bytes more per frame (WireOverhead). netlink's
+	// tbf cannot set the rate table's overhead, iproute2's tc can.
+	out, err := exec.Command("ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", ln.Attrs().Name, "root", "handle", "1:", "tbf",
+		"rate", strconv.FormatUint(bytesPerSec*8, 10)+"bit", "burst", strconv.FormatUint(uint64(burst), 10),
+		"limit", strconv.FormatUint(uint64(limit), 10), "overhead", strconv.Itoa(WireOverhead)).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("tbf on %s: %v: %s", ln.Attrs().Name, err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }
+
+// WireOverhead is what an Ethernet frame takes on the wire beyond the
+// bytes tbf counts: preamble and start delimiter 8, FCS 4, inter-frame
+// gap 12. A shaped link carries rate bits/s of wire, as a real one does:
+// a full-size TCP segment (1448 bytes of payload with timestamps) gets
+// 1448/1538 of the rate.
+const WireOverhead = 24
+
+// ShapingRule says how a shaped link counts, for the result header.
+const ShapingRule = "tc tbf at the link rate, counting every frame with its 24 bytes of Ethernet preamble, FCS and inter-frame gap (as the wire does)"
 
 var errLossNeedsBPF = errors.New("loss needs the BPF program")
 
@@ -132,7 +151,7 @@ func (l *Lab) applyShaping(hs map[string]*netlink.Handle) error {
 			if err != nil {
 				return fmt.Errorf("lab: %s: %w", end.role, err)
 			}
-			err = shape(hs[end.role], ln, sh)
+			err = shape(NS(l.Name, end.role), hs[end.role], ln, sh)
 			if errors.Is(err, errLossNeedsBPF) {
 				err = l.addLoss(end.role, end.ifname, sh.Loss)
 				l.LossImpl = "bpf"

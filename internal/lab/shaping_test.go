@@ -94,10 +94,12 @@ func TestShapedRateIsExact(t *testing.T) {
 				b1, t1, info := acked()
 				goodput := float64(b1-b0) * 8 / t1.Sub(t0).Seconds()
 				b0, t0 = b1, t1
-				// The link carries rate bits/s of Ethernet frames; of each
-				// frame, MSS bytes are payload. Overhead: Ethernet 14, IPv4
-				// 20, TCP 20, plus 12 of TCP timestamps when in use.
-				overhead := 14.0 + 20 + 20
+				// The link carries rate bits/s of wire, as real Ethernet
+				// does; of each frame, MSS bytes are payload. Overhead:
+				// Ethernet 14 + 24 on the wire (preamble, FCS, gap), IPv4
+				// 20, TCP 20, plus 12 of TCP timestamps when in use: with
+				// timestamps, 1448/1538 of the rate.
+				overhead := 14.0 + WireOverhead + 20 + 20
 				if info.Options&tcpiOptTimestamps != 0 {
 					overhead += 12
 				}
