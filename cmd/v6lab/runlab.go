@@ -237,6 +237,14 @@ func runInLab(cmd *cobra.Command, exp *experiment.Experiment, cfg lab.Config, re
 		job.Lab["loss"] = l.LossImpl
 	}
 	job.Lab["congestion"] = l.Congestion
+	// What the wire check counts: each protocol's port, and for every
+	// transaction the DNS server's too (its lookup); 0 counts every port.
+	var wp []string
+	for k, v := range job.Ports {
+		wp = append(wp, fmt.Sprintf("%s=%d", k, v))
+	}
+	slices.Sort(wp)
+	job.Lab["wire_check_ports"] = strings.Join(wp, " ")
 	for _, name := range lab.LinkNames {
 		if cfg.Link(name).Shaping.Rate > 0 {
 			job.Lab["shaping"] = lab.ShapingRule
