@@ -144,15 +144,7 @@ func TestBPFTunnelCarriesEveryPath(t *testing.T) {
 func TestBPFTunnelPacketTooBig(t *testing.T) {
 	requireBPF(t)
 	l := up(t, Config{Name: testName(t) + "m", Tunnel: TunnelBPF, TunnelMTU: 1400})
-	var srv net.PacketConn
-	if err := Do(NS(l.Name, Server), func() error {
-		var err error
-		srv, err = net.ListenPacket("udp6", netip.AddrPortFrom(l.Addr.ServerTun6, 0).String())
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := udpOnServer(t, l)
 	var got atomic.Int64
 	go func() {
 		buf := make([]byte, 9000)
@@ -209,15 +201,7 @@ func TestBPFTunnelUDPAndPingBothWays(t *testing.T) {
 	requireBPF(t)
 	l := up(t, Config{Name: testName(t) + "e", Tunnel: TunnelBPF})
 	// UDP echo in the server namespace.
-	var srv net.PacketConn
-	if err := Do(NS(l.Name, Server), func() error {
-		var err error
-		srv, err = net.ListenPacket("udp6", netip.AddrPortFrom(l.Addr.ServerTun6, 0).String())
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := udpOnServer(t, l)
 	go func() {
 		buf := make([]byte, 2048)
 		for {
@@ -402,4 +386,20 @@ func settle(t *testing.T, send func(), arrived func() bool) {
 		}
 	}
 	t.Fatal("the path never carried a packet")
+}
+
+// udpOnServer listens for UDP on the server's 6in4 address, in its
+// namespace, until the test ends.
+func udpOnServer(t *testing.T, l *Lab) net.PacketConn {
+	t.Helper()
+	var srv net.PacketConn
+	if err := Do(NS(l.Name, Server), func() error {
+		var err error
+		srv, err = net.ListenPacket("udp6", netip.AddrPortFrom(l.Addr.ServerTun6, 0).String())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv
 }

@@ -128,6 +128,20 @@ func count(m *ebpf.Map, idx int32, label string) asm.Instructions {
 	}
 }
 
+// storeFromStack writes n bytes from the stack at fp+stack into the packet
+// at offset off (bpf_skb_store_bytes, the skb in R6); R0 is its result.
+func storeFromStack(off, stack, n int32) asm.Instructions {
+	return asm.Instructions{
+		asm.Mov.Reg(asm.R1, asm.R6),
+		asm.Mov.Imm(asm.R2, off),
+		asm.Mov.Reg(asm.R3, asm.RFP),
+		asm.Add.Imm(asm.R3, stack),
+		asm.Mov.Imm(asm.R4, n),
+		asm.Mov.Imm(asm.R5, 0),
+		asm.FnSkbStoreBytes.Call(),
+	}
+}
+
 // ret ends the program with code after counting counter idx.
 func ret(m *ebpf.Map, idx int32, code int32, label string) asm.Instructions {
 	return append(count(m, idx, label), asm.Mov.Imm(asm.R0, code), asm.Return())
@@ -199,15 +213,9 @@ func encapInsns(e TunnelEnd, m *ebpf.Map) asm.Instructions {
 		asm.StoreImm(asm.RFP, -8, int64(le16(src[2:4])), asm.Half),
 		asm.StoreImm(asm.RFP, -6, int64(le16(dst[0:2])), asm.Half),
 		asm.StoreImm(asm.RFP, -4, int64(le16(dst[2:4])), asm.Half),
-		asm.Mov.Reg(asm.R1, asm.R6),
-		asm.Mov.Imm(asm.R2, 12),
-		asm.Mov.Reg(asm.R3, asm.RFP),
-		asm.Add.Imm(asm.R3, -24),
-		asm.Mov.Imm(asm.R4, 2+ipv4Header),
-		asm.Mov.Imm(asm.R5, 0),
-		asm.FnSkbStoreBytes.Call(),
-		asm.JNE.Imm(asm.R0, 0, "fail"),
 	}
+	insns = append(insns, storeFromStack(12, -24, 2+ipv4Header)...)
+	insns = append(insns, asm.JNE.Imm(asm.R0, 0, "fail"))
 	insns = append(insns, ret(m, Encapsulated, retPass, "c_ok")...)
 	insns = append(insns, asm.Mov.Imm(asm.R0, retNext).WithSymbol("next"), asm.Return())
 	fail := ret(m, EncapFailed, retDrop, "c_fail")
@@ -265,15 +273,9 @@ func decapInsns(e TunnelEnd, m *ebpf.Map) asm.Instructions {
 		asm.FnSkbAdjustRoom.Call(),
 		asm.JNE.Imm(asm.R0, 0, "fail"),
 		asm.StoreImm(asm.RFP, -24, ethTypeIPv6LE, asm.Half),
-		asm.Mov.Reg(asm.R1, asm.R6),
-		asm.Mov.Imm(asm.R2, 12),
-		asm.Mov.Reg(asm.R3, asm.RFP),
-		asm.Add.Imm(asm.R3, -24),
-		asm.Mov.Imm(asm.R4, 2),
-		asm.Mov.Imm(asm.R5, 0),
-		asm.FnSkbStoreBytes.Call(),
-		asm.JNE.Imm(asm.R0, 0, "fail"),
 	}
+	insns = append(insns, storeFromStack(12, -24, 2)...)
+	insns = append(insns, asm.JNE.Imm(asm.R0, 0, "fail"))
 	insns = append(insns, ret(m, Decapsulated, retPass, "c_ok")...)
 	insns = append(insns, asm.Mov.Imm(asm.R0, retNext).WithSymbol("next"), asm.Return())
 	for _, c := range []struct {

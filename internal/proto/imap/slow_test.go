@@ -5,7 +5,6 @@ import (
 	"net/netip"
 	"testing"
 
-	"v6lab/internal/proto/guard"
 	"v6lab/internal/proto/guard/guardtest"
 )
 
@@ -13,14 +12,11 @@ import (
 // at a time, or saying nothing, does not hold a connection of the
 // embedded server past its limits (slowloris).
 func TestSlowAndSilentClientsAreCutOff(t *testing.T) {
-	defer func(l guard.Limits) { Limits = l }(Limits)
-	Limits = guard.Limits{Idle: guardtest.Idle, Line: guardtest.Line, Write: Limits.Write}
-	s, err := Listen(context.Background(), []netip.Addr{netip.MustParseAddr("127.0.0.1")}, 0, 1, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	addr := s.Addrs()[0].String()
-	t.Run("slow", func(t *testing.T) { guardtest.Slow(t, addr) })
-	t.Run("silent", func(t *testing.T) { guardtest.Silent(t, addr) })
+	guardtest.Run(t, &Limits, func() (string, func(), error) {
+		s, err := Listen(context.Background(), []netip.Addr{netip.MustParseAddr("127.0.0.1")}, 0, 1, 100)
+		if err != nil {
+			return "", nil, err
+		}
+		return s.Addrs()[0].String(), s.Close, nil
+	})
 }

@@ -9,6 +9,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"v6lab/internal/proto/guard"
 )
 
 // Limits a server under test is given: short, so the tests are quick.
@@ -43,6 +45,22 @@ func closedBy(c net.Conn, limit time.Duration) (time.Duration, bool) {
 		return 0, false
 	}
 	return time.Since(start), true
+}
+
+// Run gives a server short limits through limits (the server package's
+// Limits variable, restored afterwards), starts it with start, and checks
+// it against a slow and a silent client.
+func Run(t *testing.T, limits *guard.Limits, start func() (addr string, stop func(), err error)) {
+	t.Helper()
+	defer func(l guard.Limits) { *limits = l }(*limits)
+	*limits = guard.Limits{Idle: Idle, Line: Line, Write: limits.Write}
+	addr, stop, err := start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	t.Run("slow", func(t *testing.T) { Slow(t, addr) })
+	t.Run("silent", func(t *testing.T) { Silent(t, addr) })
 }
 
 // Slow sends a command one byte every 100 ms, never ending it: the server
