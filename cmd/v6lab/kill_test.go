@@ -145,3 +145,35 @@ func TestInterruptSaysInterruptedOnly(t *testing.T) {
 		t.Errorf("output:\n%s", msg)
 	}
 }
+
+// TestAKeptLabKeepsItsTunnel: run --keep leaves the lab up after the run's
+// process exits, and its bpf tunnel with it (cls_bpf filters live with the
+// namespaces; TCX links would have closed with the process); lab down
+// removes it.
+func TestAKeptLabKeepsItsTunnel(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the lab needs root (CI runs as root)")
+	}
+	bin := buildBinary(t)
+	root := t.TempDir()
+	out, err := exec.Command(bin, "run", "--conns", "1", "--runs", "2", "--warmup", "0", "--pause", "0", "--tunnel", "bpf", "--keep", "-q", "--results", root).CombinedOutput()
+	if err != nil {
+		t.Fatalf("run --keep: %v\n%s", err, out)
+	}
+	f, _, err := report.Load(onlyDir(t, root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := f.Header.Lab["name"]
+	t.Cleanup(func() { exec.Command(bin, "lab", "down", "--name", name).Run() })
+	st, err := exec.Command(bin, "lab", "status", "--name", name).CombinedOutput()
+	if err != nil || !strings.Contains(string(st), "tunnel bpf") || !strings.Contains(string(st), "egress (clsact): 6in4 encap") {
+		t.Fatalf("status of the kept lab %s: %v\n%s", name, err, st)
+	}
+	if out, err := exec.Command(bin, "lab", "down", "--name", name).CombinedOutput(); err != nil {
+		t.Fatalf("lab down: %v\n%s", err, out)
+	}
+	if left, _ := lab.Namespaces(lab.NS(name, "")); len(left) != 0 {
+		t.Errorf("namespaces left: %v", left)
+	}
+}

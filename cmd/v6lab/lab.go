@@ -401,10 +401,13 @@ func newLabStatusCmd() *cobra.Command {
 			orphans, _ := lab.Orphans()
 			for _, n := range names {
 				if o := orphanNamed(orphans, n); o != nil {
-					if all || name != "" {
-						printOrphan(out, o)
+					if !all && name == "" && !o.Kept {
+						continue
 					}
-					continue
+					printOrphan(out, o)
+					if len(o.Namespaces) == 0 {
+						continue
+					}
 				}
 				st, err := lab.Inspect(n)
 				if err != nil {
@@ -413,7 +416,13 @@ func newLabStatusCmd() *cobra.Command {
 				printStatus(out, st)
 			}
 			if !all && name == "" {
-				if n := len(orphans); n > 0 {
+				n := 0
+				for _, o := range orphans {
+					if !o.Kept {
+						n++
+					}
+				}
+				if n > 0 {
 					fmt.Fprintf(out, "%d lab(s) without an owner process are not shown: v6lab lab status --all\n", n)
 				}
 			}

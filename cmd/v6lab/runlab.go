@@ -103,6 +103,11 @@ func runInLab(cmd *cobra.Command, exp *experiment.Experiment, cfg lab.Config, re
 	if exp.Background() {
 		cfg.Generators = true
 	}
+	if keep && cfg.BPFHook == "" {
+		// A kept lab outlives this process; TCX links would close with
+		// it, cls_bpf filters stay with the namespaces.
+		cfg.BPFHook = "clsact"
+	}
 	l, err := lab.Up(ctx, cfg)
 	if err != nil {
 		return err
