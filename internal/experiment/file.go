@@ -3,6 +3,7 @@ package experiment
 import (
 	"fmt"
 	"math"
+	"net/url"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -413,6 +414,11 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Pa
 		}
 		if !hosts && c.URL != "" {
 			return s, doc.Errorf(field("url"), "only with where: hosts; v6lab chooses the embedded server's URL")
+		}
+		if c.URL != "" {
+			if u, err := url.Parse(c.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return s, doc.Errorf(field("url"), "%q: want http:// or https:// and a host", c.URL)
+			}
 		}
 		if c.File != "" {
 			if err := checkFile(doc, field("file"), c.File, hosts); err != nil {

@@ -182,3 +182,15 @@ func TestDNSModeIsChecked(t *testing.T) {
 		}
 	}
 }
+
+func TestHTTPURLMustBeHTTP(t *testing.T) {
+	for _, u := range []string{"file:///etc/passwd", "gopher://h/", "http://", "/relative"} {
+		_, err := Parse("u.yaml", []byte("name: u\nwhere: hosts\ncells:\n  - {protocol: http, url: \""+u+"\", conns: [1]}\n"))
+		if err == nil || !strings.Contains(err.Error(), "u.yaml:4: cells[0].url: ") || !strings.Contains(err.Error(), "want http:// or https:// and a host") {
+			t.Errorf("%s: %v", u, err)
+		}
+	}
+	if _, err := Parse("u.yaml", []byte("name: u\nwhere: hosts\ncells:\n  - {protocol: http, url: \"https://www.example.org/\", conns: [1]}\n")); err != nil {
+		t.Errorf("an https URL: %v", err)
+	}
+}
