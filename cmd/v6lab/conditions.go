@@ -62,7 +62,11 @@ func (c *labConditions) End(s *experiment.Spec, _ experiment.Step, rec *result.R
 			smp.Metrics = map[string]float64{}
 		}
 		smp.Metrics["server_delay_ms"] = float64(tl.Delay()) / 1e6
-		smp.Metrics["server_throughput_mbps"] = tl.ThroughputMbps()
+		// The server's sending direction, as the study reported it (a
+		// sum of both directions read above the link rate); the other
+		// direction beside it.
+		smp.Metrics["server_throughput_mbps"] = tl.OutMbps()
+		smp.Metrics["server_in_mbps"] = tl.InMbps()
 		smp.Metrics["server_bytes"] = float64(tl.Bytes)
 		smp.Metrics["server_retransmissions"] = float64(tl.Retransmissions)
 	}

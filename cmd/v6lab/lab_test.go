@@ -467,8 +467,14 @@ cells:
 		// client may send after it has read the last byte (a delayed ACK
 		// waits up to TCP_DELACK_MAX, 200 ms): it can exceed the client's
 		// time by that much, no more.
-		if !smp.OK() || d <= 0 || d >= total+200 || tput <= 0 || smp.Metrics["server_bytes"] < 320<<10 {
+		if !smp.OK() || d <= 0 || d >= total+200 || tput <= 0 || smp.Metrics["server_in_mbps"] <= 0 || smp.Metrics["server_bytes"] < 320<<10 {
 			t.Errorf("sample %s/%s: %.2f ms total, server delay %.2f ms, %.1f Mbit/s, %v bytes (%s)", smp.Cell, smp.Local, total, d, tput, smp.Metrics["server_bytes"], smp.Err)
+		}
+		// One direction through the 100 Mbit/s bottleneck: at most its IP
+		// share of the wire (1500 of every 1538 bytes), plus the shaper's
+		// 1 ms burst (12.5 KB) spread over the transfer.
+		if bound := 100*1500.0/1538 + 12500*8/(d/1000)/1e6; tput > bound*1.01 {
+			t.Errorf("sample %s/%s: server throughput %.1f Mbit/s above the %.1f Mbit/s a 100 Mbit/s link carries in %.1f ms", smp.Cell, smp.Local, tput, bound, d)
 		}
 	}
 	mean := map[string]float64{}

@@ -21,8 +21,10 @@ type Timeline struct {
 	SYN, Request, LastAck time.Time
 	// Bytes are the IP bytes of both directions from Request to LastAck,
 	// retransmitted segments left out; Packets the segments counted.
-	Bytes   int64
-	Packets int
+	// OutBytes are those the server sent, InBytes those it received.
+	Bytes             int64
+	OutBytes, InBytes int64
+	Packets           int
 	// Retransmissions are data segments that repeated bytes already seen,
 	// in either direction.
 	Retransmissions int
@@ -36,13 +38,23 @@ func (t Timeline) Complete() bool { return !t.Request.IsZero() && !t.LastAck.IsZ
 // Delay is LastAck - Request.
 func (t Timeline) Delay() time.Duration { return t.LastAck.Sub(t.Request) }
 
-// ThroughputMbps is Bytes over Delay in Mbit/s; 0 when incomplete.
-func (t Timeline) ThroughputMbps() float64 {
+// ThroughputMbps is Bytes over Delay in Mbit/s, both directions summed
+// (it can exceed a link's rate); 0 when incomplete.
+func (t Timeline) ThroughputMbps() float64 { return t.mbps(t.Bytes) }
+
+// OutMbps is the server's sending direction, OutBytes over Delay: the
+// study's server throughput, which a link's rate bounds.
+func (t Timeline) OutMbps() float64 { return t.mbps(t.OutBytes) }
+
+// InMbps is the direction toward the server (requests and ACKs).
+func (t Timeline) InMbps() float64 { return t.mbps(t.InBytes) }
+
+func (t Timeline) mbps(bytes int64) float64 {
 	d := t.Delay().Seconds()
 	if !t.Complete() || d <= 0 {
 		return 0
 	}
-	return float64(t.Bytes) * 8 / d / 1e6
+	return float64(bytes) * 8 / d / 1e6
 }
 
 // Tracker follows every connection to its port.
@@ -240,14 +252,20 @@ func (t *Tracker) Frame(at time.Time, frame []byte, wireLen int) {
 		}
 	}
 	if c.counting {
-		c.tl.Bytes += int64(s.ipLen)
+		n := int64(s.ipLen)
 		c.tl.Packets++
 		// An offloaded packet leaves as several segments, each with its
 		// own headers.
 		if c.mss > 0 && s.payload > c.mss {
 			segs := (s.payload + c.mss - 1) / c.mss
-			c.tl.Bytes += int64((segs - 1) * s.hdrLen)
+			n += int64((segs - 1) * s.hdrLen)
 			c.tl.Packets += segs - 1
+		}
+		c.tl.Bytes += n
+		if fromClient {
+			c.tl.InBytes += n
+		} else {
+			c.tl.OutBytes += n
 		}
 	}
 	if fromClient && c.counting && c.hasData && s.flags&flagACK != 0 && !after(c.sData, s.ack) {

@@ -93,6 +93,12 @@ func TestTimelineOfAnHTTPFetch(t *testing.T) {
 		if got, w := tl.ThroughputMbps(), float64(want)*8/0.009/1e6; got != w {
 			t.Errorf("throughput %g, want %g", got, w)
 		}
+		// Each direction on its own: the server sent 3 data segments, it
+		// received the GET and 2 ACKs.
+		out := int64(3*(fam.ipHdr+tcpHdr) + 2500)
+		if tl.OutBytes != out || tl.InBytes != want-out || tl.OutMbps() != float64(out)*8/0.009/1e6 || tl.InMbps() != float64(want-out)*8/0.009/1e6 {
+			t.Errorf("%s: out %d (want %d), in %d (want %d)", c, tl.OutBytes, out, tl.InBytes, want-out)
+		}
 		if _, again := tr.Take(c); again {
 			t.Error("Take twice")
 		}
