@@ -447,6 +447,9 @@ func (r *Runner) runPlan(ctx context.Context, w *result.Writer, probeOf func(Ste
 		if r.Wire != nil {
 			r.Wire.Start(spec.WireKey(), st.Path)
 		}
+		// The run starts with its load: the background's lead-in and the
+		// wire check's quiet gap are no part of the time rate/s divides by.
+		rec.Start = time.Now().UTC()
 		if spec.Duration > 0 {
 			load.Sustained(ctx, probeOf(st), st.Conns, time.Duration(spec.Duration), timeout, counting)
 		} else {

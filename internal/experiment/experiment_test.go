@@ -401,3 +401,32 @@ func TestResumeRefusesAGiantLineWithoutReadingIt(t *testing.T) {
 		t.Fatalf("resume of a file with a giant line: %.300v", err)
 	}
 }
+
+// slowStart stands for a background traffic level's lead-in before each run.
+type slowStart struct{}
+
+func (slowStart) Begin(context.Context, *Spec, Step) error {
+	time.Sleep(200 * time.Millisecond)
+	return nil
+}
+func (slowStart) End(*Spec, Step, *result.Run, []result.Sample) {}
+func (slowStart) Finish()                                       {}
+
+// TestARunsTimeLeavesTheLeadInOut: a run's record starts with its load,
+// not before the conditions' lead-in, so rate/s divides by the time
+// transactions ran.
+func TestARunsTimeLeavesTheLeadInOut(t *testing.T) {
+	dir := t.TempDir()
+	spec := Spec{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4}, Conns: []int{1}, Runs: 2,
+		Timeout: Duration(time.Second), Baseline: path.IPv4}
+	r := &Runner{Exp: Single(spec, "loopback"), Conditions: slowStart{},
+		Probe: func(*Spec, path.Path) (load.Probe, error) { return counting{}, nil }}
+	if err := r.Run(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, run := range readSamples(t, dir).Runs {
+		if d := run.End.Sub(run.Start); d >= 150*time.Millisecond {
+			t.Errorf("run %d lasted %v: the 200 ms lead-in was counted", run.Run, d)
+		}
+	}
+}
