@@ -30,9 +30,12 @@ type Experiment struct {
 	// Topology is a lab topology file (lab and auto only).
 	Topology string `json:"topology,omitempty"`
 	// Congestion is the lab hosts' TCP congestion control (default cubic).
-	Congestion string    `json:"congestion,omitempty"`
-	Servers    string    `json:"servers"`
-	Baseline   path.Path `json:"baseline"`
+	Congestion string `json:"congestion,omitempty"`
+	// Scaled is the --scale factor the experiment was shrunk by (0: not
+	// scaled); see Scale for what it changes.
+	Scaled   float64   `json:"scale,omitempty"`
+	Servers  string    `json:"servers"`
+	Baseline path.Path `json:"baseline"`
 	// Order is interleaved (paths in the listed order in every run) or
 	// shuffled (a new order of paths for every run, from Seed).
 	Order string `json:"order"`

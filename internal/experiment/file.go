@@ -733,6 +733,7 @@ func (e *Experiment) Scale(f float64) error {
 	if !(f > 0 && f <= 1) {
 		return fmt.Errorf("experiment: scale %g: want more than 0 and at most 1", f)
 	}
+	e.Scaled = f // recorded with the spec in every result's header
 	for i := range e.Cells {
 		c := &e.Cells[i]
 		var conns []int

@@ -40,6 +40,8 @@ type Summary struct {
 	// Adjustment says how p_paired_holm was adjusted: over how many
 	// comparisons (time and throughput together).
 	Adjustment string `json:"p_adjustment,omitempty"`
+	// Scale is the --scale factor the experiment ran at (absent: 1).
+	Scale float64 `json:"scale,omitempty"`
 	// Machine says what it ran on: tool version, host, kernel, CPUs.
 	Machine map[string]string `json:"machine,omitempty"`
 	// Lab and Servers are the header's, for the reader of the report.
@@ -476,6 +478,11 @@ func Summarize(f *result.File) *Summary {
 		s.Cells = append(s.Cells, *c)
 	}
 	sortCells(s.Cells, specOrder(f.Header.Spec))
+	if m, ok := f.Header.Spec.(map[string]any); ok {
+		if v, ok := m["scale"].(float64); ok && v > 0 && v < 1 {
+			s.Scale = v
+		}
+	}
 	s.Comparisons = compare(s.Cells, s.Baseline)
 	s.Adjustment = adjust(s.Comparisons)
 	return s

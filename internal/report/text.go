@@ -82,6 +82,9 @@ func HeaderLines(s *Summary) []string {
 	if t := TunnelLine(s); t != "" {
 		out = append(out, t)
 	}
+	if s.Scale > 0 {
+		out = append(out, fmt.Sprintf("scaled by %g (--scale): connection counts, runs, file sizes and trial times shrunk as docs/experiments.md says; cell labels keep the experiment's names, the figures are of what ran", s.Scale))
+	}
 	if cc := s.Lab["congestion"]; cc != "" {
 		out = append(out, "TCP congestion control in the lab: "+cc)
 	}

@@ -52,3 +52,23 @@ func TestReportTxtHasAHeader(t *testing.T) {
 		}
 	}
 }
+
+// TestTheScaleIsRecordedAndSaid: a scaled experiment says so in
+// summary.json and report.txt.
+func TestTheScaleIsRecordedAndSaid(t *testing.T) {
+	f := build(baseMS, otherMS)
+	f.Header.Spec = map[string]any{"name": "golden", "scale": 0.05}
+	s := Summarize(f)
+	if s.Scale != 0.05 {
+		t.Fatalf("scale %v", s.Scale)
+	}
+	var b bytes.Buffer
+	Text(&b, s)
+	if !strings.Contains(b.String(), "scaled by 0.05 (--scale)") {
+		t.Errorf("report.txt:\n%s", b.String())
+	}
+	f.Header.Spec = map[string]any{"name": "golden"}
+	if s := Summarize(f); s.Scale != 0 {
+		t.Errorf("an unscaled run says scale %v", s.Scale)
+	}
+}
