@@ -381,6 +381,13 @@ cells:
 		!strings.Contains(srv["smtp (real)"], "Postfix") || !strings.Contains(srv["http"], "embedded") {
 		t.Errorf("servers %v", srv)
 	}
+	// Only the servers that answered: the embedded http of its one cell
+	// (and the embedded dns of its lookups), none of the embedded others.
+	for _, k := range []string{"ftp", "smtp", "imap", "transport"} {
+		if v, ok := srv[k]; ok {
+			t.Errorf("the header names the embedded %s server (%s), which no cell used", k, v)
+		}
+	}
 	if len(s.Cells) != 21 {
 		t.Fatalf("%d cells", len(s.Cells))
 	}

@@ -135,7 +135,7 @@ func runInLab(cmd *cobra.Command, exp *experiment.Experiment, cfg lab.Config, re
 	// The FTP library opens passive listeners from its own goroutines, so
 	// its server runs as a process of its own inside the server namespace.
 	ftpPort := 0
-	if slices.Contains(exp.Protocols(), "ftp") {
+	if slices.Contains(exp.EmbeddedProtocols(), "ftp") { // only what a cell uses
 		a := l.Addr
 		stopFTP, port, err := serveInNamespace(l.Record(), lab.NS(l.Name, lab.Server), "ftp",
 			netip.AddrPortFrom(a.ServerV4, 0), netip.AddrPortFrom(a.ServerV6, 0), netip.AddrPortFrom(a.ServerTun6, 0))
@@ -217,6 +217,23 @@ func runInLab(cmd *cobra.Command, exp *experiment.Experiment, cfg lab.Config, re
 			return serverStartError("real", err)
 		}
 		defer stop()
+	}
+	// Name only the servers that answered the experiment's cells: the
+	// embedded one of a protocol that some cell measures on it (dns: every
+	// lookup), the real ones their cells.
+	emb := exp.EmbeddedProtocols()
+	for k := range job.Servers {
+		proto, real := strings.CutSuffix(k, " (real)")
+		used := slices.Contains(emb, proto) || proto == "dns" && len(emb) > 0
+		if proto == "transport" {
+			used = slices.Contains(emb, "tcp") || slices.Contains(emb, "udp")
+		}
+		if real {
+			used = slices.Contains(exp.RealProtocols(), proto) || proto == "dns"
+		}
+		if !used {
+			delete(job.Servers, k)
+		}
 	}
 	if rootless() {
 		job.Notes = append(job.Notes, "rootless: the lab ran inside a user namespace of its own (no root)")

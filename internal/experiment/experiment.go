@@ -140,6 +140,18 @@ func (e *Experiment) RealProtocols() []string {
 	return out
 }
 
+// EmbeddedProtocols lists the protocols some cell group measures on an
+// embedded server, once each.
+func (e *Experiment) EmbeddedProtocols() []string {
+	var out []string
+	for _, c := range e.Cells {
+		if c.Server != "real" && !slices.Contains(out, c.Protocol) {
+			out = append(out, c.Protocol)
+		}
+	}
+	return out
+}
+
 // Background reports whether any cell group runs with background traffic
 // (the lab then needs its generator hosts).
 func (e *Experiment) Background() bool {
