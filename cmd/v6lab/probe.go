@@ -83,7 +83,7 @@ func (d *dnsFlags) resolver() (*path.Resolver, string, error) {
 func newProbeHTTPCmd() *cobra.Command {
 	var lf loadFlags
 	var df dnsFlags
-	var noObjects, insecure bool
+	var noObjects, insecure, tlsResume bool
 	var maxBody, engine string
 	cmd := &cobra.Command{
 		Use:   "http URL",
@@ -123,10 +123,10 @@ with a clear error; there is never a fallback to the other family.`,
 				return &exitError{code: 2, err: err}
 			}
 			spec.Params = map[string]string{"dns_servers": fmt.Sprint(res.Servers), "dns_source": src,
-				"dns_over": orDefault(df.over, "path"), "objects": fmt.Sprint(!noObjects), "engine": string(used)}
+				"dns_over": orDefault(df.over, "path"), "objects": fmt.Sprint(!noObjects), "engine": string(used), "tls_resume": fmt.Sprint(tlsResume)}
 			_, err = execute(cmd, job{
 				exp:     experiment.Single(spec, "hosts"),
-				probe:   anyCell(experiment.HTTPProbes{URL: u, Resolver: res, Objects: !noObjects, MaxBody: mb, Insecure: insecure, Engine: used}.Probe),
+				probe:   anyCell(experiment.HTTPProbes{URL: u, Resolver: res, Objects: !noObjects, MaxBody: mb, Insecure: insecure, TLSResume: tlsResume, Engine: used}.Probe),
 				target:  "remote",
 				servers: map[string]string{"http": u.Host},
 				results: lf.results,
@@ -139,6 +139,7 @@ with a clear error; there is never a fallback to the other family.`,
 	df.register(cmd)
 	fl.BoolVar(&noObjects, "no-objects", false, "fetch only the URL, not the page's embedded objects")
 	fl.BoolVar(&insecure, "insecure", false, "accept any TLS certificate")
+	fl.BoolVar(&tlsResume, "tls-resume", false, "https: users resume TLS sessions with the server's tickets (returning users, as browsers, wrk and h2load); off: every handshake is full (new users, as MITRE's); each sample's marker says which it got")
 	fl.StringVar(&maxBody, "max-body", "", "largest body accepted per response (e.g. 64M; default 4G)")
 	fl.StringVar(&engine, "engine", "auto", "connection engine: evloop (v6lab's epoll loop: plain http, --no-objects), go (Go's net package: anything), auto (evloop where it applies)")
 	return cmd

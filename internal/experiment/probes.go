@@ -37,6 +37,8 @@ type HTTPProbes struct {
 	MaxBody   int64
 	// Insecure skips certificate checks (self-signed test servers).
 	Insecure bool
+	// TLSResume lets returning users resume TLS sessions (httpp.ResumeTLS).
+	TLSResume bool
 	// Engine picks the connection engine (see httpp.Engine).
 	Engine httpp.Engine
 	// Expect is what a fetched file holds, when v6lab's own content.
@@ -55,6 +57,9 @@ func (h HTTPProbes) Probe(p path.Path) (load.Probe, error) {
 		UserAgent: "v6lab", Engine: h.Engine, Expect: h.Expect, Sum: h.Sum}
 	if h.Insecure {
 		c.TLS = &tls.Config{InsecureSkipVerify: true}
+	}
+	if h.TLSResume {
+		c.TLS = httpp.ResumeTLS(c.TLS)
 	}
 	return c, nil
 }

@@ -19,6 +19,9 @@ import (
 type Trace struct {
 	start time.Time
 	S     result.Sample
+	// TLS describes the transaction's TLS (version, cipher, resumed), for
+	// its marker.
+	TLS string
 }
 
 // Begin starts timing a transaction of protocol over p.

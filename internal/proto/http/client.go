@@ -57,7 +57,9 @@ type Client struct {
 	Objects bool
 	// MaxBody bounds each body; 0 means DefaultMaxBody.
 	MaxBody int64
-	// TLS is the base TLS configuration for https (ServerName is set per URL).
+	// TLS is the base TLS configuration for https (ServerName is set per
+	// URL). With a ClientSessionCache (ResumeTLS), users resume sessions
+	// the server gave tickets for; without one, every handshake is full.
 	TLS *tls.Config
 	// UserAgent is sent with every request.
 	UserAgent string
@@ -217,7 +219,11 @@ func (c *Client) Do(ctx context.Context, _ int) result.Sample {
 	if check != nil && c.Sum {
 		tr.S.Metrics = bodyMetrics(check)
 	}
-	return tr.Done("200 OK, " + strconv.Itoa(objs) + " objects")
+	marker := "200 OK, " + strconv.Itoa(objs) + " objects"
+	if tr.TLS != "" {
+		marker += ", " + tr.TLS
+	}
+	return tr.Done(marker)
 }
 
 // bodyMetrics are the figures of a summed body: its CRC-32C and its
@@ -234,6 +240,19 @@ func (c *Client) fail(ctx context.Context, tr *load.Trace, cr *countReader, cw *
 		phase = "io"
 	}
 	return tr.Fail(ctx, phase, err)
+}
+
+// ResumeTLS returns base (or a new config) with a session cache shared by
+// every user of a probe: returning users resume, as browsers, wrk and
+// h2load do. Without it every user is new and every handshake full, as
+// MITRE's users were.
+func ResumeTLS(base *tls.Config) *tls.Config {
+	cfg := &tls.Config{}
+	if base != nil {
+		cfg = base.Clone()
+	}
+	cfg.ClientSessionCache = tls.NewLRUClientSessionCache(4096)
+	return cfg
 }
 
 // dial connects pinned to the path and, for https, completes TLS. It
@@ -264,6 +283,7 @@ func (c *Client) dial(ctx context.Context, tr *load.Trace, addr netip.AddrPort) 
 	}
 	if tr.S.TLSNS == 0 {
 		tr.Mark(&tr.S.TLSNS)
+		tr.TLS = tlsMarker(tc.ConnectionState())
 	}
 	return tc, raw, nil
 }

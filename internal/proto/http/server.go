@@ -5,6 +5,7 @@ package http
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -29,6 +30,8 @@ type ServerConfig struct {
 	ObjectSize int64
 	// PageSize is the approximate size of the index page in bytes.
 	PageSize int
+	// TLS, when set, serves HTTPS (SelfSigned makes one).
+	TLS *tls.Config `json:"-"`
 }
 
 // DefaultServerConfig is a small page with a few images, like the
@@ -147,6 +150,9 @@ func Listen(ctx context.Context, cfg ServerConfig, addrs []netip.Addr, port int)
 	s.srv.ErrorLog = quietLog()
 	for _, ln := range lns {
 		s.lns = append(s.lns, ln)
+		if cfg.TLS != nil {
+			ln = tls.NewListener(ln, cfg.TLS)
+		}
 		go func() { s.done <- s.srv.Serve(ln) }()
 	}
 	return s, nil

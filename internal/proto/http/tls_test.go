@@ -1,0 +1,48 @@
+package http
+
+import (
+	"crypto/tls"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"v6lab/internal/path"
+)
+
+// TestHTTPSWithAndWithoutResumption: the embedded server speaks HTTPS on
+// each path; without a session cache every user's handshake is full, with
+// one (ResumeTLS) every user after the first resumes; each sample's marker
+// names the TLS version and cipher and which handshake it was.
+func TestHTTPSWithAndWithoutResumption(t *testing.T) {
+	cfg := DefaultServerConfig
+	tc, err := SelfSigned([]string{"www.v6lab.test"}, []netip.Addr{lo4, lo6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.TLS = tc
+	r := newRig(t, cfg)
+	for _, p := range []path.Path{path.IPv4, path.IPv6} {
+		for _, resume := range []bool{false, true} {
+			c := r.client(t, p, "https://www.v6lab.test:%d/")
+			c.TLS = &tls.Config{InsecureSkipVerify: true}
+			if resume {
+				c.TLS = ResumeTLS(c.TLS)
+			}
+			for i := range 4 {
+				s := do(c, 5e9)
+				if !s.OK() || s.TLSNS <= s.ConnectNS || !strings.Contains(s.Marker, "4 objects, TLS 1.3 TLS_") {
+					t.Fatalf("%s resume=%v #%d: %+v", p, resume, i, s)
+				}
+				wantResumed := resume && i > 0
+				if got := strings.HasSuffix(s.Marker, " resumed"); got != wantResumed {
+					t.Errorf("%s resume=%v #%d: marker %q", p, resume, i, s.Marker)
+				}
+			}
+		}
+	}
+	// A client that trusts no one refuses the self-signed certificate.
+	c := r.client(t, path.IPv4, "https://www.v6lab.test:%d/")
+	if s := do(c, 5e9); s.OK() || !strings.Contains(s.Err, "certificate") {
+		t.Errorf("an unverified certificate was accepted: %+v", s)
+	}
+}
