@@ -464,6 +464,7 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"probe", "http", "http://127.0.0.1:9/", "--pause", "-1s"}, 2, "experiment: pause: must not be negative"},
 		{[]string{"serve", "transport", "--max-tests", "0"}, 2, "--max-tests: 0 is not between 1 and 10000"},
 		{[]string{"probe", "dns", "x", "--server", "127.0.0.1", "--mode", "fast"}, 2, `--mode: "fast": want stub or load`},
+		{[]string{"probe", "http", "https://127.0.0.1:9/", "--tls-groups", "quantum"}, 2, `--tls-groups: http: unknown TLS groups "quantum" (want classic or pq)`},
 		{[]string{"probe", "dns", "x", "--server", "127.0.0.1", "--mode", "load", "--tcp"}, 2, "--mode: the load engine sends over UDP"},
 		{[]string{"run", "--loopback", "--paths", "ipv4,6in4", "--results", t.TempDir()}, 2, "6in4 needs the lab"},
 		{[]string{"run", "--rate", "fast"}, 2, "bad rate"},

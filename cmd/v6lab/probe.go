@@ -84,7 +84,7 @@ func newProbeHTTPCmd() *cobra.Command {
 	var lf loadFlags
 	var df dnsFlags
 	var noObjects, insecure, tlsResume bool
-	var maxBody, engine string
+	var maxBody, engine, tlsGroups string
 	cmd := &cobra.Command{
 		Use:   "http URL",
 		Short: "Measure HTTP(S) page retrieval, DNS lookup included, over each path",
@@ -114,6 +114,9 @@ with a clear error; there is never a fallback to the other family.`,
 					return &exitError{code: 2, err: fmt.Errorf("--max-body: bad size %q", maxBody)}
 				}
 			}
+			if _, err := httpp.TLSGroups(tlsGroups); err != nil {
+				return &exitError{code: 2, err: fmt.Errorf("--tls-groups: %w", err)}
+			}
 			used, err := (&httpp.Client{URL: u, Objects: !noObjects, Engine: httpp.Engine(strings.TrimPrefix(engine, "auto"))}).EngineUsed()
 			if err != nil {
 				return &exitError{code: 2, err: fmt.Errorf("--engine: %w", err)}
@@ -123,10 +126,10 @@ with a clear error; there is never a fallback to the other family.`,
 				return &exitError{code: 2, err: err}
 			}
 			spec.Params = map[string]string{"dns_servers": fmt.Sprint(res.Servers), "dns_source": src,
-				"dns_over": orDefault(df.over, "path"), "objects": fmt.Sprint(!noObjects), "engine": string(used), "tls_resume": fmt.Sprint(tlsResume)}
+				"dns_over": orDefault(df.over, "path"), "objects": fmt.Sprint(!noObjects), "engine": string(used), "tls_resume": fmt.Sprint(tlsResume), "tls_groups": orDefault(tlsGroups, httpp.GroupsClassic)}
 			_, err = execute(cmd, job{
 				exp:     experiment.Single(spec, "hosts"),
-				probe:   anyCell(experiment.HTTPProbes{URL: u, Resolver: res, Objects: !noObjects, MaxBody: mb, Insecure: insecure, TLSResume: tlsResume, Engine: used}.Probe),
+				probe:   anyCell(experiment.HTTPProbes{URL: u, Resolver: res, Objects: !noObjects, MaxBody: mb, Insecure: insecure, TLSResume: tlsResume, TLSGroups: tlsGroups, Engine: used}.Probe),
 				target:  "remote",
 				servers: map[string]string{"http": u.Host},
 				results: lf.results,
@@ -139,6 +142,7 @@ with a clear error; there is never a fallback to the other family.`,
 	df.register(cmd)
 	fl.BoolVar(&noObjects, "no-objects", false, "fetch only the URL, not the page's embedded objects")
 	fl.BoolVar(&insecure, "insecure", false, "accept any TLS certificate")
+	fl.StringVar(&tlsGroups, "tls-groups", httpp.GroupsClassic, "https key exchange offered: classic (X25519, P-256, as OpenSSL 3.0's wrk, h2load and curl) or pq (X25519MLKEM768 first, as Go's and current browsers' defaults; more CPU per handshake)")
 	fl.BoolVar(&tlsResume, "tls-resume", false, "https: users resume TLS sessions with the server's tickets (returning users, as browsers, wrk and h2load); off: every handshake is full (new users, as MITRE's); each sample's marker says which it got")
 	fl.StringVar(&maxBody, "max-body", "", "largest body accepted per response (e.g. 64M; default 4G)")
 	fl.StringVar(&engine, "engine", "auto", "connection engine: evloop (v6lab's epoll loop: plain http, --no-objects), go (Go's net package: anything), auto (evloop where it applies)")

@@ -39,6 +39,8 @@ type HTTPProbes struct {
 	Insecure bool
 	// TLSResume lets returning users resume TLS sessions (httpp.ResumeTLS).
 	TLSResume bool
+	// TLSGroups is the key exchange offered: classic (default) or pq.
+	TLSGroups string
 	// Engine picks the connection engine (see httpp.Engine).
 	Engine httpp.Engine
 	// Expect is what a fetched file holds, when v6lab's own content.
@@ -55,9 +57,11 @@ func (h HTTPProbes) Probe(p path.Path) (load.Probe, error) {
 	}
 	c := &httpp.Client{URL: h.URL, Path: p, Resolver: res, Source: h.Sources[p], Objects: h.Objects, MaxBody: h.MaxBody,
 		UserAgent: "v6lab", Engine: h.Engine, Expect: h.Expect, Sum: h.Sum}
-	if h.Insecure {
-		c.TLS = &tls.Config{InsecureSkipVerify: true}
+	groups, err := httpp.TLSGroups(h.TLSGroups)
+	if err != nil {
+		return nil, err
 	}
+	c.TLS = &tls.Config{InsecureSkipVerify: h.Insecure, CurvePreferences: groups}
 	if h.TLSResume {
 		c.TLS = httpp.ResumeTLS(c.TLS)
 	}

@@ -24,13 +24,14 @@ func TestHTTPSWithAndWithoutResumption(t *testing.T) {
 	for _, p := range []path.Path{path.IPv4, path.IPv6} {
 		for _, resume := range []bool{false, true} {
 			c := r.client(t, p, "https://www.v6lab.test:%d/")
-			c.TLS = &tls.Config{InsecureSkipVerify: true}
+			groups, _ := TLSGroups(GroupsClassic)
+			c.TLS = &tls.Config{InsecureSkipVerify: true, CurvePreferences: groups}
 			if resume {
 				c.TLS = ResumeTLS(c.TLS)
 			}
 			for i := range 4 {
 				s := do(c, 5e9)
-				if !s.OK() || s.TLSNS <= s.ConnectNS || !strings.Contains(s.Marker, "4 objects, TLS 1.3 TLS_") {
+				if !s.OK() || s.TLSNS <= s.ConnectNS || !strings.Contains(s.Marker, "4 objects, TLS 1.3 TLS_") || !strings.Contains(s.Marker, " X25519 ") {
 					t.Fatalf("%s resume=%v #%d: %+v", p, resume, i, s)
 				}
 				wantResumed := resume && i > 0
@@ -40,8 +41,18 @@ func TestHTTPSWithAndWithoutResumption(t *testing.T) {
 			}
 		}
 	}
-	// A client that trusts no one refuses the self-signed certificate.
+	// The post-quantum hybrid, when offered, is what the server picks.
+	pq, _ := TLSGroups(GroupsPQ)
 	c := r.client(t, path.IPv4, "https://www.v6lab.test:%d/")
+	c.TLS = &tls.Config{InsecureSkipVerify: true, CurvePreferences: pq}
+	if s := do(c, 5e9); !s.OK() || !strings.Contains(s.Marker, "X25519MLKEM768") {
+		t.Errorf("pq groups: %+v", s)
+	}
+	if _, err := TLSGroups("quantum"); err == nil {
+		t.Error("an unknown group choice was accepted")
+	}
+	// A client that trusts no one refuses the self-signed certificate.
+	c = r.client(t, path.IPv4, "https://www.v6lab.test:%d/")
 	if s := do(c, 5e9); s.OK() || !strings.Contains(s.Err, "certificate") {
 		t.Errorf("an unverified certificate was accepted: %+v", s)
 	}
