@@ -181,10 +181,15 @@ type UDPSent struct {
 	Datagrams  int64         `json:"datagrams"`
 	SendErrors int64         `json:"send_errors"`
 	Elapsed    time.Duration `json:"elapsed"`
+	// SndBuf is the sender's SO_SNDBUF as the kernel set it (read back).
+	SndBuf int `json:"sndbuf_effective,omitempty"`
 }
 
 // UDPStats are the receiver's figures of a UDP test.
 type UDPStats struct {
+	// RcvBuf is the receiver's SO_RCVBUF as the kernel set it (read back:
+	// Linux doubles what was asked, within net.core.rmem_max).
+	RcvBuf     int   `json:"rcvbuf_effective,omitempty"`
 	Received   int64 `json:"received"`
 	Lost       int64 `json:"lost"`
 	Duplicates int64 `json:"duplicates"`

@@ -9,7 +9,9 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+
 	"time"
+	"v6lab/internal/path"
 )
 
 func startLimited(t *testing.T, s *Server) netip.AddrPort {
@@ -103,5 +105,25 @@ func TestServerDropsASlowRequest(t *testing.T) {
 	}
 	if d := time.Since(start); d < 250*time.Millisecond || d > 2*time.Second {
 		t.Errorf("closed after %v, want about 300ms", d)
+	}
+}
+
+// TestUDPBuffersAreRecordedAsSet: the study's buffers are applied to both
+// ends (the sender's SO_SNDBUF, the receiver's SO_RCVBUF, as JPerf's -w)
+// and each trial records what the kernel set, read back: Linux doubles
+// what was asked (socket(7)).
+func TestUDPBuffersAreRecordedAsSet(t *testing.T) {
+	for _, reverse := range []bool{false, true} {
+		srv := startServer(t, path.IPv4)
+		pr := &Probe{Server: srv, Path: path.IPv4, Opts: Options{Test: "udp", Reverse: reverse, Duration: 300 * time.Millisecond,
+			Rate: 1e6, Size: 1000, RcvBuf: 10 << 10, SndBuf: 10 << 10}}
+		s := pr.Do(context.Background(), 0)
+		if !s.OK() {
+			t.Fatalf("reverse=%v: %s", reverse, s.Err)
+		}
+		if s.Metrics["sndbuf_effective"] != 20<<10 || s.Metrics["rcvbuf_effective"] != 20<<10 {
+			t.Errorf("reverse=%v: sndbuf %v rcvbuf %v, want 20480 each (10 KiB asked, doubled by the kernel)",
+				reverse, s.Metrics["sndbuf_effective"], s.Metrics["rcvbuf_effective"])
+		}
 	}
 }

@@ -325,6 +325,7 @@ func (s *Server) udp(ctx context.Context, cc *ctrl, c net.Conn, req *Request, p 
 	if req.RcvBuf > 0 {
 		pc.SetReadBuffer(req.RcvBuf)
 	}
+	rcvEff := sockBuf(pc, unix.SO_RCVBUF)
 	kernelStamps(pc)
 	go func() {
 		<-ctx.Done()
@@ -350,6 +351,7 @@ func (s *Server) udp(ctx context.Context, cc *ctrl, c net.Conn, req *Request, p 
 	pc.Close()
 	<-recvDone
 	st := rx.stats(done.Datagrams)
+	st.RcvBuf = rcvEff
 	return cc.send(Report{Magic: Magic, Received: rx.bytes, Elapsed: time.Duration(rx.last - rx.first), UDP: &st})
 }
 
@@ -383,8 +385,9 @@ func (s *Server) udpBack(ctx context.Context, cc *ctrl, c net.Conn, req *Request
 		if req.SndBuf > 0 {
 			pc.SetWriteBuffer(req.SndBuf)
 		}
+		sndEff := sockBuf(pc, unix.SO_SNDBUF)
 		sent, errs, elapsed := pace(ctx, func(b []byte) error { _, err := pc.WriteToUDPAddrPort(b, to); return err }, cookie, req.Size, req.Rate, req.length())
-		rep.UDPSent = &UDPSent{Datagrams: sent, SendErrors: errs, Elapsed: elapsed}
+		rep.UDPSent = &UDPSent{Datagrams: sent, SendErrors: errs, Elapsed: elapsed, SndBuf: sndEff}
 	}
 	c.SetDeadline(time.Now().Add(grace))
 	if err := cc.send(rep); err != nil {

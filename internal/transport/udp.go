@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"v6lab/internal/load"
 	"v6lab/internal/path"
@@ -29,6 +32,7 @@ func udpTest(ctx context.Context, tr *load.Trace, cc *ctrl, c net.Conn, d path.D
 	if o.SndBuf > 0 {
 		uc.SetWriteBuffer(o.SndBuf)
 	}
+	sndEff := sockBuf(uc, unix.SO_SNDBUF)
 	sent, sendErrs, elapsed := pace(ctx, func(b []byte) error { _, err := uc.Write(b); return err }, acc.Cookie, o.Size, o.Rate, o.Omit+o.Duration)
 	c.SetDeadline(time.Now().Add(grace))
 	if err := cc.send(Done{Magic: Magic, Sent: sent * int64(o.Size), Datagrams: sent}); err != nil {
@@ -42,7 +46,33 @@ func udpTest(ctx context.Context, tr *load.Trace, cc *ctrl, c net.Conn, d path.D
 		return tr.Fail(ctx, "protocol", fmt.Errorf("transport: the server's report has no UDP figures"))
 	}
 	s := tr.Done(fmt.Sprintf("%d of %d datagrams", rep.UDP.Received, sent))
-	return udpSample(s, o, sent, sendErrs, elapsed, rep)
+	return bufMetrics(udpSample(s, o, sent, sendErrs, elapsed, rep), sndEff, rep.UDP.RcvBuf)
+}
+
+// sockBuf reads a socket's buffer size back from the kernel (0 when it
+// cannot): what the trial ran with, not what was asked.
+func sockBuf(c syscall.Conn, opt int) int {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	v := 0
+	raw.Control(func(fd uintptr) { v, _ = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, opt) })
+	return v
+}
+
+// bufMetrics records the sender's and receiver's buffers as set.
+func bufMetrics(s result.Sample, snd, rcv int) result.Sample {
+	if s.Metrics == nil {
+		return s
+	}
+	if snd > 0 {
+		s.Metrics["sndbuf_effective"] = float64(snd)
+	}
+	if rcv > 0 {
+		s.Metrics["rcvbuf_effective"] = float64(rcv)
+	}
+	return s
 }
 
 // reverseUDP has the server send the datagrams to this socket: it says
@@ -53,6 +83,7 @@ func reverseUDP(ctx context.Context, tr *load.Trace, cc *ctrl, c net.Conn, uc *n
 	if o.RcvBuf > 0 {
 		uc.SetReadBuffer(o.RcvBuf)
 	}
+	rcvEff := sockBuf(uc, unix.SO_RCVBUF)
 	kernelStamps(uc)
 	rx := newReceiver(acc.Cookie, time.Second, warmupDatagrams(o.Omit, o.Size, o.Rate))
 	stop, first := make(chan struct{}), make(chan struct{})
@@ -97,7 +128,7 @@ func reverseUDP(ctx context.Context, tr *load.Trace, cc *ctrl, c net.Conn, uc *n
 	}
 	here := Report{Received: rx.bytes, Elapsed: time.Duration(rx.last - rx.first), UDP: &st}
 	s := tr.Done(fmt.Sprintf("reverse: %d of %d datagrams", st.Received, snd.Datagrams))
-	return udpSample(s, o, snd.Datagrams, snd.SendErrors, snd.Elapsed, here)
+	return bufMetrics(udpSample(s, o, snd.Datagrams, snd.SendErrors, snd.Elapsed, here), snd.SndBuf, rcvEff)
 }
 
 // udpSample fills a completed UDP trial's sample from the sender's counts
