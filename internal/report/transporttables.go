@@ -2,7 +2,9 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"sort"
+	"strings"
 )
 
 // TransportTables are the Herrera Rubio study's shapes, for experiments
@@ -128,9 +130,42 @@ func tcpAmountTables(s *Summary) []section {
 			}
 			sec.Rows = append(sec.Rows, row)
 		}
+		if note := clampedMSS(k[1], groups[k], paths); note != "" {
+			sec.Footer = append(sec.Footer, note)
+		}
 		out = append(out, sec)
 	}
 	return out
+}
+
+// clampedMSS says when a path's MSS, as TCP_INFO read it, differs from the
+// one asked: the path's MTU clamps it (an MSS of 2048 on a 1280-byte
+// tunnel), which the table must not hide.
+func clampedMSS(asked float64, cells []*Cell, paths []string) string {
+	if asked <= 0 {
+		return ""
+	}
+	var parts []string
+	clamped := false
+	for _, p := range paths {
+		var sum float64
+		n := 0
+		for _, c := range cells {
+			if m, ok := mean(c, "mss"); ok && c.Path == p {
+				sum, n = sum+m, n+1
+			}
+		}
+		if n == 0 {
+			continue
+		}
+		eff := sum / float64(n)
+		parts = append(parts, fmt.Sprintf("%s %s", p, figure(eff)))
+		clamped = clamped || math.Abs(eff-asked) >= 1
+	}
+	if !clamped {
+		return ""
+	}
+	return fmt.Sprintf("MSS asked %s bytes; effective, as the sender's TCP_INFO read it (the path's MTU clamps it): %s", figure(asked), strings.Join(parts, ", "))
 }
 
 // udpRows groups the udp cells by rate and receive buffer.

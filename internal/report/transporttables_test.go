@@ -61,3 +61,28 @@ func TestTransportTablesInTheStudysShape(t *testing.T) {
 		}
 	}
 }
+
+// TestAClampedMSSIsSaid: an MSS asked above what the path's MTU allows is
+// clamped by the kernel; the table says what each path actually used.
+func TestAClampedMSSIsSaid(t *testing.T) {
+	s := &Summary{}
+	for p, eff := range map[string]float64{"ipv4": 1460, "6in4": 1220} {
+		for i, mib := range []float64{20, 10} {
+			s.Cells = append(s.Cells, Cell{Protocol: "tcp-" + p + string(rune('a'+i)), Path: p, Conns: 1, Metrics: map[string]*MetricStat{
+				"retransmits": stat(0), "bytes_set": stat(mib * (1 << 20)), "mss_set": stat(2048), "mss": stat(eff),
+				"bytes_sent": stat(mib * (1 << 20)), "throughput_mbps": stat(8), "transfer_s": stat(1)}})
+		}
+	}
+	secs := TransportTables(s)
+	if len(secs) == 0 || len(secs[0].Footer) != 1 ||
+		secs[0].Footer[0] != "MSS asked 2048 bytes; effective, as the sender's TCP_INFO read it (the path's MTU clamps it): ipv4 1460, 6in4 1220" {
+		t.Fatalf("%+v", secs)
+	}
+	// Where every path used what was asked, nothing is said.
+	for i := range s.Cells {
+		s.Cells[i].Metrics["mss"] = stat(2048)
+	}
+	if secs := TransportTables(s); len(secs[0].Footer) != 0 {
+		t.Errorf("footer without clamping: %v", secs[0].Footer)
+	}
+}
