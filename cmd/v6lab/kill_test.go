@@ -177,3 +177,24 @@ func TestAKeptLabKeepsItsTunnel(t *testing.T) {
 		t.Errorf("namespaces left: %v", left)
 	}
 }
+
+// TestFileTransfersAreEstimatedAtTheLinksRate: a dry run of regensburg at
+// --scale 0.01 --rate 10M estimates its file transfers at the link's
+// goodput (it said 3 min, and ran 15.6 min; the estimate is now 17 min).
+func TestFileTransfersAreEstimatedAtTheLinksRate(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a dry run plans the lab only as root (CI runs as root)")
+	}
+	out, err := v6lab(t, "run", "regensburg", "--scale", "0.01", "--rate", "10M", "--dry-run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := strings.Index(out, "estimated time about ")
+	if i < 0 {
+		t.Fatalf("no estimate:\n%s", out)
+	}
+	est, err := time.ParseDuration(strings.Fields(out[i+len("estimated time about "):])[0])
+	if err != nil || est < 12*time.Minute || est > 20*time.Minute {
+		t.Errorf("estimate %v (%v), measured about 15.6 min", est, err)
+	}
+}

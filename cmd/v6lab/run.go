@@ -169,7 +169,15 @@ func (o *runOpts) run(cmd *cobra.Command, args []string) error {
 		}
 	}
 	if o.dryRun {
-		printPlan(out, exp, where, note)
+		var bottleneck uint64 // the lab's slowest shaped link
+		if where == "lab" {
+			for _, name := range lab.LinkNames {
+				if r := labCfg.Link(name).Shaping.Rate; r > 0 && (bottleneck == 0 || r < bottleneck) {
+					bottleneck = r
+				}
+			}
+		}
+		printPlan(out, exp, where, note, bottleneck)
 		return nil
 	}
 	if where == "rootless" {
@@ -509,18 +517,23 @@ func trialTime(o *transport.Options) time.Duration {
 	return min(o.Duration, time.Duration(float64(o.Bytes)*8/rate*float64(time.Second)))
 }
 
-// fileTime guesses how long n simultaneous transfers of a file take at
-// 1 Gbit/s.
-func fileTime(file string, n int) time.Duration {
+// fileTime guesses how long n simultaneous transfers of a file take
+// through a bottleneck of rate bits/s (0: unshaped, taken as 1 Gbit/s): a
+// shaped link carries 1448/1538 of its rate as TCP payload.
+func fileTime(file string, n int, rate uint64) time.Duration {
 	size, err := units.ParseSize(strings.TrimPrefix(file, "/"))
 	if file == "" || err != nil {
 		return 0
 	}
-	return time.Duration(float64(size*int64(n)) * 8 / 1e9 * float64(time.Second))
+	goodput := 1e9
+	if rate > 0 {
+		goodput = float64(rate) * 1448 / 1538
+	}
+	return time.Duration(float64(size*int64(n)) * 8 / goodput * float64(time.Second))
 }
 
 // printPlan shows what a run would do and a rough idea of how long.
-func printPlan(w io.Writer, exp *experiment.Experiment, where, note string) {
+func printPlan(w io.Writer, exp *experiment.Experiment, where, note string, bottleneck uint64) {
 	plan := exp.Plan()
 	fmt.Fprintf(w, "experiment %s: %d runs on %s, baseline %s, order %s", exp.Name, len(plan), where, exp.Baseline, exp.Order)
 	if exp.Order == experiment.OrderShuffled {
@@ -538,7 +551,7 @@ func printPlan(w io.Writer, exp *experiment.Experiment, where, note string) {
 		tx := 0
 		for _, n := range c.Conns {
 			tx += n * c.Runs * len(c.Paths)
-			per := time.Duration(c.Pause) + 50*time.Millisecond + time.Duration(n)*300*time.Microsecond + time.Duration(c.Duration) + trialTime(c.Test) + fileTime(c.File, n)
+			per := time.Duration(c.Pause) + 50*time.Millisecond + time.Duration(n)*300*time.Microsecond + time.Duration(c.Duration) + trialTime(c.Test) + fileTime(c.File, n, bottleneck)
 			est += per * time.Duration(c.Runs*len(c.Paths))
 			worst += (time.Duration(c.Pause) + time.Duration(c.Timeout) + time.Duration(c.Duration)) * time.Duration(c.Runs*len(c.Paths))
 		}
