@@ -125,7 +125,7 @@ func execute(cmd *cobra.Command, j job) (string, error) {
 			maxConns = max(maxConns, n)
 		}
 	}
-	if err := j.exp.CheckOpenFiles(limit); err != nil {
+	if err := j.exp.CheckOpenFiles(limit, j.serverFDs); err != nil {
 		return "", err
 	}
 	sysctls := host.ReadSysctls(host.Sysctls)

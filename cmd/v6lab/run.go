@@ -159,7 +159,11 @@ func (o *runOpts) run(cmd *cobra.Command, args []string) error {
 	if err := exp.Validate(); err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	if err := exp.CheckOpenFiles(host.NoFileHard()); err != nil {
+	serverFDs := 0 // the lab's and real hosts' servers are not this process's
+	if where == "loopback" {
+		serverFDs = 1
+	}
+	if err := exp.CheckOpenFiles(host.NoFileHard(), serverFDs); err != nil {
 		return &exitError{code: 2, err: err}
 	}
 	if exp.Real() && !o.dryRun {

@@ -80,10 +80,12 @@ func CheckDNSMode(mode string, tcp bool) error {
 	return nil
 }
 
-// fdsPerConn is what one simultaneous user may hold open at once: its
-// connection, its DNS socket, and the server's end when the embedded
-// server runs in the same process (loopback).
-const fdsPerConn = 3
+// FDsPerConn is what one simultaneous user holds open at once in the
+// measuring process: its connection (the stub lookup's socket is closed
+// before the connection opens), plus the server's end when the embedded
+// server runs in the same process (serverFDs: 1 on loopback, 0 in the lab,
+// whose servers are another process's).
+const FDsPerConn = 1
 
 // fdReserve covers the process's own files, listeners and captures.
 const fdReserve = 256
@@ -91,7 +93,8 @@ const fdReserve = 256
 // CheckOpenFiles says whether this process, allowed limit open files (the
 // hard RLIMIT_NOFILE, which v6lab raises its own limit to), can hold the
 // largest connection count of the experiment, and if not, how many it can.
-func (e *Experiment) CheckOpenFiles(limit uint64) error {
+func (e *Experiment) CheckOpenFiles(limit uint64, serverFDs int) error {
+	fdsPerConn := uint64(FDsPerConn + serverFDs)
 	most := 0
 	for _, c := range e.Cells {
 		for _, n := range c.Conns {
