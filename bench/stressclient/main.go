@@ -29,11 +29,15 @@ func main() {
 		os.Exit(2)
 	}
 	big := append(bytes.Repeat([]byte("A"), 1<<20), ' ')
+	network := "tcp4" // pinned to the address's family, as every v6lab socket
+	if ap.Addr().Is6() {
+		network = "tcp6"
+	}
 	var opened, closed atomic.Int64
 	var wg sync.WaitGroup
 	stop := time.Now().Add(*hold)
 	for i := range *conns {
-		c, err := net.DialTimeout("tcp", ap.String(), 5*time.Second)
+		c, err := net.DialTimeout(network, ap.String(), 5*time.Second)
 		if err != nil {
 			continue
 		}

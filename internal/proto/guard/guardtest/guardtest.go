@@ -22,7 +22,7 @@ const (
 // dial connects and reads the greeting line.
 func dial(t *testing.T, addr string) net.Conn {
 	t.Helper()
-	c, err := net.Dial("tcp", addr)
+	c, err := net.Dial("tcp4", addr) // the servers under test listen on 127.0.0.1
 	if err != nil {
 		t.Fatal(err)
 	}
