@@ -57,9 +57,7 @@ func waitRuns(t *testing.T, root string, n int) (string, string) {
 // an orphan, a plain lab down names, and lab down --name removes whole;
 // every finished run is on disk and --resume completes the experiment.
 func TestAKilledRunLeavesNothingItCannotFindAndLosesNothing(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the lab needs root (CI runs as root)")
-	}
+	requireLab(t)
 	bin := buildBinary(t)
 	root := t.TempDir()
 	exp := filepath.Join(t.TempDir(), "k.yaml")
@@ -122,9 +120,7 @@ func TestAKilledRunLeavesNothingItCannotFindAndLosesNothing(t *testing.T) {
 // was interrupted and where the finished runs are, and nothing about a
 // failed measurement.
 func TestInterruptSaysInterruptedOnly(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the lab needs root (CI runs as root)")
-	}
+	requireLab(t)
 	bin := buildBinary(t)
 	root := t.TempDir()
 	run := exec.Command(bin, "run", "--conns", "1", "--runs", "40", "--pause", "100ms", "--results", root)
@@ -151,9 +147,7 @@ func TestInterruptSaysInterruptedOnly(t *testing.T) {
 // namespaces; TCX links would have closed with the process); lab down
 // removes it.
 func TestAKeptLabKeepsItsTunnel(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the lab needs root (CI runs as root)")
-	}
+	requireLab(t)
 	bin := buildBinary(t)
 	root := t.TempDir()
 	out, err := exec.Command(bin, "run", "--conns", "1", "--runs", "2", "--warmup", "0", "--pause", "0", "--tunnel", "bpf", "--keep", "-q", "--results", root).CombinedOutput()

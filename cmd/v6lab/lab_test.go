@@ -19,6 +19,14 @@ import (
 )
 
 // buildBinary builds v6lab once for tests that need a real process.
+// requireLab skips a test that builds a lab when not root.
+func requireLab(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("the lab needs root (CI runs as root)")
+	}
+}
+
 func buildBinary(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "v6lab")
@@ -29,9 +37,7 @@ func buildBinary(t *testing.T) string {
 }
 
 func TestLabUpStatusDown(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the lab needs root (CI runs as root)")
-	}
+	requireLab(t)
 	bin := buildBinary(t)
 	name := fmt.Sprintf("c%d", os.Getpid()%100000)
 	run := func(args ...string) (string, error) {
@@ -100,9 +106,7 @@ func TestLabCommandsExplainBadInput(t *testing.T) {
 // TestRunMeasuresEveryPathInTheLab is the main job as root: ipv4, ipv6 and
 // 6in4 across the routers, every run proven on the wire, the lab removed.
 func TestRunMeasuresEveryPathInTheLab(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the lab needs root (CI runs as root)")
-	}
+	requireLab(t)
 	bin := buildBinary(t)
 	root := t.TempDir()
 	tmp := t.TempDir()
@@ -266,9 +270,7 @@ func TestRunWithoutRootUsesAPrivateLab(t *testing.T) {
 // and FTP retrievals (passive and active) over ipv4, ipv6 and 6in4 on a
 // shaped lab: every run proven on the wire, data included.
 func TestTransportTrialsAndFTPInTheLab(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the lab needs root (CI runs as root)")
-	}
+	requireLab(t)
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	exp := filepath.Join(dir, "tr.yaml")
@@ -338,9 +340,7 @@ cells:
 // TestRunAgainstRealServersInTheLab measures nginx, Unbound, ProFTPD, Postfix and Dovecot, started
 // with generated configurations in the lab's server host, over all paths.
 func TestRunAgainstRealServersInTheLab(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the lab needs root (CI runs as root)")
-	}
+	requireLab(t)
 	for _, p := range []string{"nginx", "unbound", "proftpd", "dovecot", "postfix"} {
 		if _, err := exec.LookPath(p); err != nil {
 			if _, err := os.Stat("/usr/sbin/" + p); err != nil {
@@ -409,9 +409,7 @@ cells:
 // every fetch gets its server-side delay and throughput, and the congestion
 // slows the fetch down.
 func TestCongestionInTheLab(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the lab needs root (CI runs as root)")
-	}
+	requireLab(t)
 	if _, err := exec.LookPath("nginx"); err != nil {
 		if _, err := os.Stat("/usr/sbin/nginx"); err != nil {
 			t.Skip("nginx is not installed (scripts/install-deps installs it)")

@@ -60,14 +60,11 @@ func TestBPFTunnelCarriesEveryPath(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer capt.Close()
-			for _, c := range []struct {
-				p        path.Path
-				dst, src netip.Addr
-			}{
-				{path.IPv4, l.Addr.ServerV4, l.Addr.ClientV4},
-				{path.IPv6, l.Addr.ServerV6, l.Addr.ClientV6},
-				{path.SixIn4, l.Addr.ServerTun6, l.Addr.ClientTun6},
-			} {
+			for _, p := range l.Addr.Paths() {
+				c := struct {
+					p        path.Path
+					dst, src netip.Addr
+				}{p, l.Addr.Server(p), l.Addr.Client(p)}
 				port := echoServer(t, l, c.dst)
 				time.Sleep(50 * time.Millisecond) // the previous path's last packets
 				capt.Reset(capture.Filter{Port: uint16(port)})

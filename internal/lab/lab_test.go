@@ -78,10 +78,7 @@ func echoServer(t *testing.T, l *Lab, addr netip.Addr) int {
 // dialFromClient connects from the client namespace over path p.
 func dialFromClient(t *testing.T, l *Lab, p path.Path, dst netip.AddrPort) string {
 	t.Helper()
-	d := path.Dialer{Path: p}
-	if p == path.SixIn4 {
-		d.Source = l.Addr.ClientTun6
-	}
+	d := path.Dialer{Path: p, Source: l.Addr.Source(p)}
 	var c net.Conn
 	err := Do(NS(l.Name, Client), func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -109,14 +106,11 @@ func TestEveryPathConnectsThroughTheRouters(t *testing.T) {
 			if l.TunnelImpl != impl {
 				t.Fatalf("tunnel %s, want %s", l.TunnelImpl, impl)
 			}
-			for _, c := range []struct {
-				p        path.Path
-				dst, src netip.Addr
-			}{
-				{path.IPv4, l.Addr.ServerV4, l.Addr.ClientV4},
-				{path.IPv6, l.Addr.ServerV6, l.Addr.ClientV6},
-				{path.SixIn4, l.Addr.ServerTun6, l.Addr.ClientTun6},
-			} {
+			for _, p := range l.Addr.Paths() {
+				c := struct {
+					p        path.Path
+					dst, src netip.Addr
+				}{p, l.Addr.Server(p), l.Addr.Client(p)}
 				port := echoServer(t, l, c.dst)
 				seen := dialFromClient(t, l, c.p, netip.AddrPortFrom(c.dst, uint16(port)))
 				if ap, err := netip.ParseAddrPort(seen); err != nil || ap.Addr() != c.src {

@@ -271,6 +271,12 @@ func (a Addresses) Server(p path.Path) netip.Addr {
 	return map[path.Path]netip.Addr{path.IPv4: a.ServerV4, path.IPv6: a.ServerV6, path.SixIn4: a.ServerTun6}[p]
 }
 
+// Client is the client host's address on path p: the address a server
+// sees it come from.
+func (a Addresses) Client(p path.Path) netip.Addr {
+	return map[path.Path]netip.Addr{path.IPv4: a.ClientV4, path.IPv6: a.ClientV6, path.SixIn4: a.ClientTun6}[p]
+}
+
 // Source is the client address path p must send from (invalid: the one
 // the client's routes choose).
 func (a Addresses) Source(p path.Path) netip.Addr {
