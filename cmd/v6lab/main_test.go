@@ -16,6 +16,7 @@ import (
 
 	"v6lab/internal/experiment"
 	"v6lab/internal/path"
+	"v6lab/internal/proto/all"
 	"v6lab/internal/proto/dns"
 	"v6lab/internal/proto/ftp"
 	httpp "v6lab/internal/proto/http"
@@ -233,24 +234,35 @@ func TestQuietPrintsOnlyWhereResultsWent(t *testing.T) {
 
 // localServers starts the embedded servers and returns the page URL and
 // the DNS server flags.
-func localServers(t *testing.T) (*experiment.Local, []string) {
+func localServers(t *testing.T) (localSrv, []string) {
 	t.Helper()
-	l, err := experiment.StartLocal(context.Background(), []path.Path{path.IPv4, path.IPv6}, httpp.DefaultServerConfig)
+	at, err := experiment.LoopbackPlace([]path.Path{path.IPv4, path.IPv6})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(l.Close)
+	st, err := all.Start(context.Background(), []string{"http", "dns"}, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	l := localSrv{URL: fmt.Sprintf("http://%s:%d/", experiment.LocalName, st.Running["http"].Port()), DNS: st.Running["dns"].Addrs()}
 	var flags []string
-	for _, a := range l.DNS.Addrs() {
+	for _, a := range l.DNS {
 		flags = append(flags, "--dns-server", a.String())
 	}
 	return l, flags
 }
 
+// localSrv is where the embedded HTTP and DNS servers answer on loopback.
+type localSrv struct {
+	URL string
+	DNS []netip.AddrPort
+}
+
 func TestProbeHTTPAgainstAHost(t *testing.T) {
 	l, dnsFlags := localServers(t)
 	root := t.TempDir()
-	args := append([]string{"probe", "http", l.URL.String(), "--conns", "1,3", "--runs", "2", "--pause", "0", "-q", "--results", root, "--dns-over", "ipv4"}, dnsFlags...)
+	args := append([]string{"probe", "http", l.URL, "--conns", "1,3", "--runs", "2", "--pause", "0", "-q", "--results", root, "--dns-over", "ipv4"}, dnsFlags...)
 	if out, err := v6lab(t, args...); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -426,7 +438,7 @@ func TestProbeDNS(t *testing.T) {
 	l, _ := localServers(t)
 	root := t.TempDir()
 	args := []string{"probe", "dns", experiment.LocalName, "--conns", "1,10", "--runs", "2", "--pause", "0", "-q", "--results", root}
-	for _, a := range l.DNS.Addrs() {
+	for _, a := range l.DNS {
 		args = append(args, "--server", a.String())
 	}
 	if out, err := v6lab(t, args...); err != nil {
@@ -477,15 +489,15 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"run", bgFile, "--loopback"}, 2, "background traffic runs between the lab's generator hosts, but --loopback"},
 		{[]string{"run", "towson2013", "--loopback"}, 2, "--loopback: the experiment runs on lab"},
 		{[]string{"run", "--server", "apache"}, 2, `--server: "apache" is not embedded or real`},
-		{[]string{"serve", "imap", "--users", "0"}, 2, "--users: 1 to 100000"},
+		{[]string{"serve", "imap", "--users", "0"}, 2, "--users: want 1 to 100000"},
 		{[]string{"serve", "ftp", "--listen", "127.0.0.1"}, 2, `"127.0.0.1" is not ADDR:PORT`},
 		{[]string{"serve", "transport", "--listen", "127.0.0.1:1", "--listen", "[::1]:2"}, 2, "every address must use the same port"},
 		{[]string{"probe", "http", "http://127.0.0.1:9/", "--engine", "epoll"}, 2, `--engine: http: unknown engine "epoll" (auto, go, evloop)`},
 		{[]string{"probe", "http", "https://127.0.0.1:9/", "--no-objects", "--engine", "evloop"}, 2, "--engine: http: the evloop engine runs plain http without embedded objects"},
-		{[]string{"probe", "smtp", "127.0.0.1:99999"}, 2, `"127.0.0.1:99999": bad port`},
-		{[]string{"probe", "smtp", "127.0.0.1", "--size", "-5"}, 2, "--size: want 0 to"},
-		{[]string{"probe", "imap", "127.0.0.1", "--users", "0"}, 2, "--users must be at least 1"},
-		{[]string{"tcp", "127.0.0.1", "--paths", "ipv4", "--bottleneck", "fast"}, 2, `--bottleneck: bad rate "fast"`},
+		{[]string{"probe", "smtp", "127.0.0.1:99999"}, 2, `smtp URL "smtp://127.0.0.1:99999": bad port`},
+		{[]string{"probe", "smtp", "127.0.0.1", "--size", "-5"}, 2, "--size: -5: want 0 to"},
+		{[]string{"probe", "imap", "127.0.0.1", "--users", "0"}, 2, "--users: 0: want at least 1"},
+		{[]string{"tcp", "127.0.0.1", "--paths", "ipv4", "--bottleneck", "fast"}, 2, `--bottleneck: want a rate such as 10M, up to 100G, not "fast"`},
 		{[]string{"tcp", "127.0.0.1", "--paths", "ipv4", "--bytes", "lots"}, 2, "--bytes: want an amount"},
 		{[]string{"report", t.TempDir(), "--format", "html", "--write"}, 1, "samples.jsonl"},
 		{[]string{"run", "../../internal/experiment/testdata/invalid-conns.yaml"}, 2, "invalid-conns.yaml:5: cells[0].conns[1]: 0: want 1 to 100000 connections"},
@@ -493,8 +505,8 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"run", "--print", "nosuch"}, 2, `no built-in experiment "nosuch"`},
 		{[]string{"run", "--resume", t.TempDir()}, 1, "samples.jsonl: no such file"},
 		{[]string{"probe", "http", "ftp://x/"}, 2, "scheme must be http or https"},
-		{[]string{"probe", "http", l.URL.String(), "--dns-over", "ipv7"}, 2, `--dns-over: "ipv7" is not path, ipv4 or ipv6`},
-		{[]string{"probe", "http", l.URL.String(), "--dns-server", "dns.example"}, 2, `bad DNS server "dns.example"`},
+		{[]string{"probe", "http", l.URL, "--dns-over", "ipv7"}, 2, `--dns-over: "ipv7" is not path, ipv4 or ipv6`},
+		{[]string{"probe", "http", l.URL, "--dns-server", "dns.example"}, 2, `bad DNS server "dns.example"`},
 		{[]string{"probe", "dns", "x.test"}, 2, "--server is required"},
 		{[]string{"probe", "dns", "x.test", "--server", "127.0.0.1", "--paths", "ipv6"}, 2, "path ipv6: path: no IPv6 DNS server"},
 		{[]string{"probe", "dns", "x.test", "--server", "127.0.0.1", "--type", "BOGUS", "--paths", "ipv4"}, 2, `unknown record type "BOGUS"`},
@@ -585,14 +597,14 @@ func TestTCPAndUDPCommands(t *testing.T) {
 	}{
 		{[]string{"tcp", "1.2.3.4.5"}, `server "1.2.3.4.5": want ADDR or ADDR:PORT`},
 		{[]string{"tcp", v4}, "path ipv6: no IPv6 server address"},
-		{[]string{"tcp", v4, "--paths", "ipv4", "--streams", "500"}, "streams 500: want 1 to 128"},
+		{[]string{"tcp", v4, "--paths", "ipv4", "--streams", "500"}, "--streams: 500: want 1 to 128"},
 		{[]string{"tcp", v4, "--paths", "ipv4", "--reverse", "--time", "1h", "--interval", "10ms"}, "360000 intervals, at most 3600"},
 		{[]string{"tcp", v4, "--paths", "ipv4", "--reverse", "--congestion", "Cubic!"}, `congestion "Cubic!"`},
-		{[]string{"udp", v4, "--paths", "ipv4", "--size", "8"}, "datagram size 8: want 32 to 65507"},
-		{[]string{"udp", v4, "--paths", "ipv4", "--rate", "fast"}, `--rate: bad rate "fast"`},
+		{[]string{"udp", v4, "--paths", "ipv4", "--size", "8"}, "--size: 8: want 32 to 65507"},
+		{[]string{"udp", v4, "--paths", "ipv4", "--rate", "fast"}, `--rate: want a rate such as 10M, up to 100G, not "fast"`},
 		{[]string{"tcp", v4, "--paths", "ipv4", "--window", "lots"}, `--window: want bytes up to 256M`},
-		{[]string{"tcp", v4, "--paths", "ipv4", "--omit", "2s", "--bytes", "10M"}, "--omit: a warm-up is left out of a trial bound by --time"},
-		{[]string{"udp", v4, "--paths", "ipv4", "--omit", "-1s"}, "omit -1s: want 0 to"},
+		{[]string{"tcp", v4, "--paths", "ipv4", "--omit", "2s", "--bytes", "10M"}, "--omit: a warm-up is left out of a trial bound by its time"},
+		{[]string{"udp", v4, "--paths", "ipv4", "--omit", "-1s"}, "--omit: -1s: want 0 to"},
 	} {
 		if _, err := v6lab(t, c.args...); err == nil || !strings.Contains(err.Error(), c.want) || exitCode(err) != 2 {
 			t.Errorf("%v: %v, want %q", c.args, err, c.want)

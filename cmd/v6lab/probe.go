@@ -1,24 +1,16 @@
 package main
 
 import (
-	"crypto/tls"
 	"fmt"
-	"net"
-	"net/netip"
-	"strconv"
+	"net/url"
 	"strings"
 
-	mdns "github.com/miekg/dns"
 	"github.com/spf13/cobra"
 
 	"v6lab/internal/experiment"
-	"v6lab/internal/load"
-	"v6lab/internal/path"
-	"v6lab/internal/proto/ftp"
-	httpp "v6lab/internal/proto/http"
-	"v6lab/internal/proto/imap"
-	"v6lab/internal/proto/smtp"
-	"v6lab/internal/units"
+	"v6lab/internal/measure"
+	"v6lab/internal/proto"
+	"v6lab/internal/proto/all"
 )
 
 func newProbeCmd() *cobra.Command {
@@ -44,40 +36,93 @@ func (d *dnsFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&d.over, "dns-over", "path", "family that carries the DNS query: path, ipv4 or ipv6")
 }
 
-// resolverFor is the resolver for host: none for an IP literal, else the
-// one the flags describe, and where its servers came from.
-func (d *dnsFlags) resolverFor(host string) (*path.Resolver, string, error) {
-	if _, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
-		return &path.Resolver{}, "none (IP literal)", nil
-	}
-	return d.resolver()
+// options puts the flags into a cell's options.
+func (d *dnsFlags) options(o *proto.Options) {
+	o.DNSServers, o.Probe.DNSOver = d.servers, d.over
 }
 
-func (d *dnsFlags) resolver() (*path.Resolver, string, error) {
-	r := &path.Resolver{}
-	src := "--dns-server"
-	for _, s := range d.servers {
-		ap, err := path.ParseServer(s)
+// probeTarget is a probe command's measurement of a server it names: the
+// cell's options checked by the protocol as an experiment file's are
+// (flags names the flag of each option), every path's server found, then
+// run.
+type probeTarget struct {
+	lf       *loadFlags
+	name     string
+	target   string
+	opts     proto.Options
+	flags    map[string]string
+	params   map[string]string
+	describe string
+}
+
+func (pt probeTarget) run(cmd *cobra.Command) error {
+	spec, err := pt.lf.spec(pt.name, pt.name, pt.target)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	spec.Options = pt.opts
+	p := all.MustGet(pt.name)
+	given := func(opt string) bool {
+		f, ok := pt.flags[opt]
+		return ok && cmd.Flags().Changed(f)
+	}
+	if err := p.Check(&spec.Options, "hosts", given); err != nil {
+		return &exitError{code: 2, err: flagError(err, pt.flags)}
+	}
+	var first proto.Endpoint
+	for i, path := range spec.Paths {
+		ep, err := p.Target(&spec.Options, path)
 		if err != nil {
-			return nil, "", fmt.Errorf("--dns-server: %w", err)
+			return &exitError{code: 2, err: fmt.Errorf("path %s: %w", path, err)}
 		}
-		r.Servers = append(r.Servers, ap)
-	}
-	if len(r.Servers) == 0 {
-		sys, err := path.SystemServers()
-		if err != nil {
-			return nil, "", err
+		if i == 0 {
+			first = ep
 		}
-		r.Servers, src = sys, "/etc/resolv.conf"
 	}
-	switch d.over {
-	case "", "path":
-	case "ipv4", "ipv6":
-		r.Over = path.Path(d.over)
-	default:
-		return nil, "", fmt.Errorf("--dns-over: %q is not path, ipv4 or ipv6", d.over)
+	spec.Params = pt.params
+	if spec.Params == nil {
+		spec.Params = map[string]string{}
 	}
-	return r, src, nil
+	if _, ok := pt.flags["dns_servers"]; ok && pt.name != "dns" {
+		spec.Params["dns_servers"], spec.Params["dns_source"] = fmt.Sprint(first.DNS), dnsSource(first, spec.Options)
+		spec.Params["dns_over"] = orDefault(spec.Options.Probe.DNSOver, "path")
+	}
+	_, err = execute(cmd, measure.Job{Exp: experiment.Single(spec, "hosts"), Probe: experiment.Probes(nil), Target: "remote",
+		Servers: map[string]string{pt.name: pt.describe}, Results: pt.lf.results})
+	return err
+}
+
+// dnsSource says where the DNS servers of ep came from.
+func dnsSource(ep proto.Endpoint, o proto.Options) string {
+	switch {
+	case len(ep.DNS) == 0:
+		return "none (IP literal)"
+	case len(o.DNSServers) > 0:
+		return "--dns-server"
+	}
+	return "/etc/resolv.conf"
+}
+
+// flagError names the flag of a bad option.
+func flagError(err error, flags map[string]string) error {
+	oe, ok := proto.AsOptionError(err)
+	if !ok || oe.Option == "" {
+		return err
+	}
+	name, _, _ := strings.Cut(oe.Option, "[")
+	if f, ok := flags[name]; ok {
+		return fmt.Errorf("--%s: %w", f, oe.Err)
+	}
+	return err
+}
+
+// dnsFlagNames are the flags of the options every named-host probe takes.
+func dnsFlagNames(more map[string]string) map[string]string {
+	m := map[string]string{"dns_servers": "dns-server", "dns_over": "dns-over"}
+	for k, v := range more {
+		m[k] = v
+	}
+	return m
 }
 
 func newProbeHTTPCmd() *cobra.Command {
@@ -100,41 +145,17 @@ with a clear error; there is never a fallback to the other family.`,
   v6lab probe http http://127.0.0.1:8080/ --paths ipv4 --conns 10 --runs 1 --warmup 0 --duration 10s`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			u, err := httpp.ParseURL(args[0])
-			if err != nil {
-				return &exitError{code: 2, err: err}
+			o := proto.Options{URL: args[0], Probe: proto.ProbeSettings{NoObjects: noObjects, Insecure: insecure, TLSResume: tlsResume,
+				TLSGroups: tlsGroups, MaxBody: maxBody, Engine: engine}}
+			df.options(&o)
+			host := args[0]
+			if u, err := url.Parse(args[0]); err == nil {
+				host = u.Host
 			}
-			spec, err := lf.spec("http", "http", u.String())
-			if err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			var mb int64
-			if maxBody != "" {
-				if mb, err = units.ParseSize(maxBody); err != nil || mb <= 0 {
-					return &exitError{code: 2, err: fmt.Errorf("--max-body: bad size %q", maxBody)}
-				}
-			}
-			if _, err := httpp.TLSGroups(tlsGroups); err != nil {
-				return &exitError{code: 2, err: fmt.Errorf("--tls-groups: %w", err)}
-			}
-			used, err := (&httpp.Client{URL: u, Objects: !noObjects, Engine: httpp.Engine(strings.TrimPrefix(engine, "auto"))}).EngineUsed()
-			if err != nil {
-				return &exitError{code: 2, err: fmt.Errorf("--engine: %w", err)}
-			}
-			res, src, err := df.resolverFor(strings.Trim(u.Hostname(), "[]"))
-			if err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			spec.Params = map[string]string{"dns_servers": fmt.Sprint(res.Servers), "dns_source": src,
-				"dns_over": orDefault(df.over, "path"), "objects": fmt.Sprint(!noObjects), "engine": string(used), "tls_resume": fmt.Sprint(tlsResume), "tls_groups": orDefault(tlsGroups, httpp.GroupsClassic)}
-			_, err = execute(cmd, job{
-				exp:     experiment.Single(spec, "hosts"),
-				probe:   anyCell(experiment.HTTPProbes{URL: u, Resolver: res, Objects: !noObjects, MaxBody: mb, Insecure: insecure, TLSResume: tlsResume, TLSGroups: tlsGroups, Engine: used}.Probe),
-				target:  "remote",
-				servers: map[string]string{"http": u.Host},
-				results: lf.results,
-			})
-			return err
+			return probeTarget{lf: &lf, name: "http", target: args[0], opts: o, describe: host,
+				flags: dnsFlagNames(map[string]string{"max_body": "max-body", "tls_groups": "tls-groups", "engine": "engine"}),
+				params: map[string]string{"objects": fmt.Sprint(!noObjects), "engine": all.HTTPEngine(&o),
+					"tls_resume": fmt.Sprint(tlsResume), "tls_groups": orDefault(tlsGroups, "classic")}}.run(cmd)
 		},
 	}
 	lf.register(cmd, "1,10,100", 11)
@@ -142,7 +163,7 @@ with a clear error; there is never a fallback to the other family.`,
 	df.register(cmd)
 	fl.BoolVar(&noObjects, "no-objects", false, "fetch only the URL, not the page's embedded objects")
 	fl.BoolVar(&insecure, "insecure", false, "accept any TLS certificate")
-	fl.StringVar(&tlsGroups, "tls-groups", httpp.GroupsClassic, "https key exchange offered: classic (X25519, P-256, as OpenSSL 3.0's wrk, h2load and curl) or pq (X25519MLKEM768 first, as Go's and current browsers' defaults; more CPU per handshake)")
+	fl.StringVar(&tlsGroups, "tls-groups", "classic", "https key exchange offered: classic (X25519, P-256, as OpenSSL 3.0's wrk, h2load and curl) or pq (X25519MLKEM768 first, as Go's and current browsers' defaults; more CPU per handshake)")
 	fl.BoolVar(&tlsResume, "tls-resume", false, "https: users resume TLS sessions with the server's tickets (returning users, as browsers, wrk and h2load); off: every handshake is full (new users, as MITRE's); each sample's marker says which it got")
 	fl.StringVar(&maxBody, "max-body", "", "largest body accepted per response (e.g. 64M; default 4G)")
 	fl.StringVar(&engine, "engine", "auto", "connection engine: evloop (v6lab's epoll loop: plain http, --no-objects), go (Go's net package: anything), auto (evloop where it applies)")
@@ -173,42 +194,16 @@ query (from the send to the read that received its reply) and pins the family.`,
   v6lab probe dns www.example.test --server 127.0.0.1:5353 --paths ipv4 --mode load --conns 100 --duration 10s`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			spec, err := lf.spec("dns", "dns", args[0])
-			if err != nil {
-				return &exitError{code: 2, err: err}
-			}
 			if len(servers) == 0 {
 				return &exitError{code: 2, err: fmt.Errorf("--server is required (one per family measured)")}
 			}
-			if err := experiment.CheckDNSMode(mode, tcp); err != nil {
-				return &exitError{code: 2, err: fmt.Errorf("--mode: %w", err)}
+			o := proto.Options{Query: args[0], DNSServers: servers, Mode: mode, Probe: proto.ProbeSettings{Type: qtype}}
+			if tcp {
+				o.Transport = "tcp"
 			}
-			d := experiment.DNSProbes{Name: args[0], TCP: tcp, Mode: mode}
-			for _, s := range servers {
-				ap, err := path.ParseServer(s)
-				if err != nil {
-					return &exitError{code: 2, err: fmt.Errorf("--server: %w", err)}
-				}
-				d.Servers = append(d.Servers, ap)
-			}
-			switch t := strings.ToUpper(qtype); t {
-			case "", "PATH":
-			default:
-				v, ok := mdns.StringToType[t]
-				if !ok {
-					return &exitError{code: 2, err: fmt.Errorf("--type: unknown record type %q", qtype)}
-				}
-				d.Type = v
-			}
-			for _, p := range spec.Paths {
-				if _, err := d.Probe(p); err != nil {
-					return &exitError{code: 2, err: fmt.Errorf("path %s: %w", p, err)}
-				}
-			}
-			spec.Params = map[string]string{"servers": fmt.Sprint(d.Servers), "type": orDefault(qtype, "path"), "tcp": fmt.Sprint(tcp), "mode": orDefault(mode, "stub")}
-			_, err = execute(cmd, job{exp: experiment.Single(spec, "hosts"), probe: anyCell(d.Probe), target: "remote",
-				servers: map[string]string{"dns": fmt.Sprint(d.Servers)}, results: lf.results})
-			return err
+			return probeTarget{lf: &lf, name: "dns", target: args[0], opts: o, describe: fmt.Sprint(servers),
+				flags:  map[string]string{"dns_servers": "server", "mode": "mode", "type": "type", "transport": "tcp"},
+				params: map[string]string{"servers": fmt.Sprint(servers), "type": orDefault(qtype, "path"), "tcp": fmt.Sprint(tcp), "mode": orDefault(mode, "stub")}}.run(cmd)
 		},
 	}
 	lf.register(cmd, "1,10,100", 11)
@@ -225,11 +220,6 @@ func orDefault(s, d string) string {
 		return d
 	}
 	return s
-}
-
-// anyCell adapts a per-path probe factory to an experiment of one cell group.
-func anyCell(f func(path.Path) (load.Probe, error)) func(*experiment.Spec, path.Path) (load.Probe, error) {
-	return func(_ *experiment.Spec, p path.Path) (load.Probe, error) { return f(p) }
 }
 
 func newProbeFTPCmd() *cobra.Command {
@@ -249,27 +239,10 @@ in. --active uses EPRT/PORT instead.`,
   v6lab probe ftp ftp://v6lab:secret@127.0.0.1:2121/1M --paths ipv4 --active`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			u, err := experiment.ParseFTPURL(args[0])
-			if err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			spec, err := lf.spec("ftp", "ftp", args[0])
-			if err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			res, src, err := df.resolverFor(strings.Trim(u.Host, "[]"))
-			if err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			spec.Params = map[string]string{"dns_servers": fmt.Sprint(res.Servers), "dns_source": src,
-				"dns_over": orDefault(df.over, "path"), "mode": map[bool]string{false: "passive", true: "active"}[active]}
-			probe := func(p path.Path) (load.Probe, error) {
-				return &ftp.Client{Host: u.Host, Port: u.Port, File: u.File, User: u.User, Password: u.Password,
-					Path: p, Resolver: res, Active: active}, nil
-			}
-			_, err = execute(cmd, job{exp: experiment.Single(spec, "hosts"), probe: anyCell(probe), target: "remote",
-				servers: map[string]string{"ftp": fmt.Sprintf("%s:%d", u.Host, u.Port)}, results: lf.results})
-			return err
+			o := proto.Options{URL: args[0], Active: active}
+			df.options(&o)
+			return probeTarget{lf: &lf, name: "ftp", target: args[0], opts: o, describe: args[0], flags: dnsFlagNames(nil),
+				params: map[string]string{"mode": map[bool]string{false: "passive", true: "active"}[active]}}.run(cmd)
 		},
 	}
 	lf.register(cmd, "1,10,100", 11)
@@ -299,34 +272,12 @@ simulated user's number.`,
   v6lab probe smtp mx.example.test:587 --starttls`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			host, port, err := hostPort(args[0], 25)
-			if err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			if size < 0 || size > smtp.MaxMessage {
-				return &exitError{code: 2, err: fmt.Errorf("--size: want 0 to %d bytes", smtp.MaxMessage)}
-			}
-			spec, err := lf.spec("smtp", "smtp", args[0])
-			if err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			res, src, err := df.resolverFor(host)
-			if err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			var tlsCfg *tls.Config
-			if insecure {
-				tlsCfg = &tls.Config{InsecureSkipVerify: true}
-			}
-			spec.Params = map[string]string{"dns_servers": fmt.Sprint(res.Servers), "dns_source": src, "from": from, "to": to,
-				"size": fmt.Sprint(size), "starttls": fmt.Sprint(startTLS)}
-			probe := func(p path.Path) (load.Probe, error) {
-				return &smtp.Client{Host: host, Port: port, Path: p, Resolver: res, From: from, To: to, Size: size,
-					StartTLS: startTLS, TLS: tlsCfg}, nil
-			}
-			_, err = execute(cmd, job{exp: experiment.Single(spec, "hosts"), probe: anyCell(probe), target: "remote",
-				servers: map[string]string{"smtp": fmt.Sprintf("%s:%d", host, port)}, results: lf.results})
-			return err
+			o := proto.Options{URL: proto.ServerURL("smtp", args[0]), From: from, To: to, Size: size, StartTLS: startTLS,
+				Probe: proto.ProbeSettings{Insecure: insecure}}
+			df.options(&o)
+			return probeTarget{lf: &lf, name: "smtp", target: args[0], opts: o, describe: args[0],
+				flags:  dnsFlagNames(map[string]string{"from": "from", "to": "to", "size": "size"}),
+				params: map[string]string{"from": from, "to": to, "size": fmt.Sprint(size), "starttls": fmt.Sprint(startTLS)}}.run(cmd)
 		},
 	}
 	lf.register(cmd, "1,10,100", 11)
@@ -334,7 +285,7 @@ simulated user's number.`,
 	df.register(cmd)
 	fl.StringVar(&from, "from", "v6lab@v6lab.test", "envelope sender")
 	fl.StringVar(&to, "to", "user%d@v6lab.test", "envelope recipient (%d: the simulated user's number)")
-	fl.IntVar(&size, "size", smtp.DefaultMessageSize, "message body size in bytes")
+	fl.IntVar(&size, "size", 4096, "message body size in bytes")
 	fl.BoolVar(&startTLS, "starttls", false, "upgrade with STARTTLS before MAIL FROM")
 	fl.BoolVar(&insecure, "insecure", false, "with --starttls: accept any certificate")
 	return cmd
@@ -356,54 +307,18 @@ tagged OK of the FETCH. Literal sizes are checked against what arrives and bound
   v6lab probe imap mail.example.test --user-format 'test%d' --password secret --users 50`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			host, port, err := hostPort(args[0], 143)
-			if err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			if users < 1 {
-				return &exitError{code: 2, err: fmt.Errorf("--users must be at least 1")}
-			}
-			if strings.Count(userFormat, "%d") != 1 {
-				return &exitError{code: 2, err: fmt.Errorf("--user-format %q must hold %%d once", userFormat)}
-			}
-			spec, err := lf.spec("imap", "imap", args[0])
-			if err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			res, src, err := df.resolverFor(host)
-			if err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			spec.Params = map[string]string{"dns_servers": fmt.Sprint(res.Servers), "dns_source": src, "users": fmt.Sprint(users), "user_format": userFormat}
-			probe := func(p path.Path) (load.Probe, error) {
-				return &imap.Client{Host: host, Port: port, Path: p, Resolver: res, Users: users, UserFormat: userFormat, Password: password}, nil
-			}
-			_, err = execute(cmd, job{exp: experiment.Single(spec, "hosts"), probe: anyCell(probe), target: "remote",
-				servers: map[string]string{"imap": fmt.Sprintf("%s:%d", host, port)}, results: lf.results})
-			return err
+			o := proto.Options{URL: proto.ServerURL("imap", args[0]), Users: users, UserFormat: userFormat, Password: password}
+			df.options(&o)
+			return probeTarget{lf: &lf, name: "imap", target: args[0], opts: o, describe: args[0],
+				flags:  dnsFlagNames(map[string]string{"users": "users", "user_format": "user-format", "password": "password"}),
+				params: map[string]string{"users": fmt.Sprint(users), "user_format": userFormat}}.run(cmd)
 		},
 	}
 	lf.register(cmd, "1,10,100", 11)
 	fl := cmd.Flags()
 	df.register(cmd)
-	fl.IntVar(&users, "users", imap.DefaultUsers, "users on the server: simulated user i logs in as user (i mod users)+1")
+	fl.IntVar(&users, "users", 500, "users on the server: simulated user i logs in as user (i mod users)+1")
 	fl.StringVar(&userFormat, "user-format", "user%d", "user names, %d being the user's number")
-	fl.StringVar(&password, "password", imap.Password, "every user's password")
+	fl.StringVar(&password, "password", "v6lab", "every user's password")
 	return cmd
-}
-
-// hostPort reads HOST, HOST:PORT, IP, IP:PORT or [IPV6]:PORT; the port is
-// def unless given.
-func hostPort(arg string, def int) (string, int, error) {
-	if ap, err := netip.ParseAddrPort(arg); err == nil {
-		return ap.Addr().String(), int(ap.Port()), nil
-	}
-	if h, p, err := net.SplitHostPort(arg); err == nil {
-		n, perr := strconv.Atoi(p)
-		if perr != nil || n < 1 || n > 65535 {
-			return "", 0, fmt.Errorf("%q: bad port", arg)
-		}
-		return strings.Trim(h, "[]"), n, nil
-	}
-	return strings.Trim(arg, "[]"), def, nil
 }

@@ -39,12 +39,12 @@ func newBar(w io.Writer, total, done int) *bar {
 	return &bar{p: p, b: b, cell: cell}
 }
 
-func (b *bar) step(done, total int, r result.Run) {
+func (b *bar) Step(done, total int, r result.Run) {
 	*b.cell = fmt.Sprintf("%-18s %d/%d ok", r.Cell, r.Completed, r.Completed+r.Failed)
 	b.b.SetCurrent(int64(done))
 }
 
-func (b *bar) done() {
+func (b *bar) Done() {
 	if !b.b.Completed() {
 		b.b.Abort(false)
 	}

@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"v6lab/internal/host"
 )
 
 // A user without root can still have a lab where the kernel allows
@@ -44,21 +45,12 @@ func reexecRootless() error {
 		GidMappingsEnableSetgroups: false,
 		Pdeathsig:                  syscall.SIGINT,
 	}
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sig)
-	if err := c.Start(); err != nil {
+	code, err := host.RunChild(c)
+	switch {
+	case errors.Is(err, host.ErrStart):
 		return fmt.Errorf("%w (%v)", errNoUserNS, err)
-	}
-	go func() {
-		for s := range sig {
-			c.Process.Signal(s)
-		}
-	}()
-	err = c.Wait()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return &exitError{code: ee.ExitCode(), err: errSilent}
+	case err == nil && code != 0:
+		return &exitError{code: code, err: errSilent}
 	}
 	return err
 }

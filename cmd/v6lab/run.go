@@ -20,8 +20,9 @@ import (
 	"v6lab/internal/experiment"
 	"v6lab/internal/host"
 	"v6lab/internal/lab"
+	"v6lab/internal/labrun"
+	"v6lab/internal/measure"
 	"v6lab/internal/path"
-	httpp "v6lab/internal/proto/http"
 	"v6lab/internal/servers"
 	"v6lab/internal/transport"
 	"v6lab/internal/units"
@@ -74,7 +75,12 @@ continues it without redoing them.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.labChild != "" {
-				return runLabChild(cmd, o.labChild)
+				err := labrun.Child(cmd.Context(), o.labChild, output(cmd))
+				var ie *measure.InterruptedError
+				if errors.As(err, &ie) {
+					return &exitError{code: 130, err: err}
+				}
+				return err
 			}
 			return o.run(cmd, args)
 		},
@@ -191,9 +197,9 @@ func (o *runOpts) run(cmd *cobra.Command, args []string) error {
 		}
 		// No user namespace either: loopback, unless the lab was a must.
 		if exp.Where == "lab" || topology != "" || o.pcap || labOnly(exp) != "" {
-			return fmt.Errorf("this needs a lab, but %v, and %v", canLab(), err)
+			return fmt.Errorf("this needs a lab, but %v, and %v", labrun.CanLab(), err)
 		}
-		where, note = "loopback", fmt.Sprintf("no lab (%v, and %v): measuring ipv4 and ipv6 on loopback", canLab(), err)
+		where, note = "loopback", fmt.Sprintf("no lab (%v, and %v): measuring ipv4 and ipv6 on loopback", labrun.CanLab(), err)
 		dropTunnel(exp)
 	}
 	if where == "lab" {
@@ -216,37 +222,44 @@ func (o *runOpts) run(cmd *cobra.Command, args []string) error {
 func runExperiment(cmd *cobra.Command, exp *experiment.Experiment, where string, labCfg lab.Config, o *runOpts, rs *experiment.Resume, dir string) error {
 	switch where {
 	case "lab":
-		return runInLab(cmd, exp, labCfg, o.lf.results, o.keep, o.pcap, rs, dir)
+		r := &labrun.Run{Exp: exp, Lab: labCfg, Results: o.lf.results, Keep: o.keep, Pcap: o.pcap, Resume: rs, ResumeDir: dir,
+			Command: os.Args, Quiet: quiet(cmd), Rootless: rootless(), Out: cmd.OutOrStdout(), Err: cmd.ErrOrStderr()}
+		err := r.Do(cmd.Context())
+		var ce *labrun.ChildExitError
+		if errors.As(err, &ce) {
+			return &exitError{code: ce.Code, err: errSilent}
+		}
+		return err
 	case "hosts":
 		servers := map[string]string{}
 		for _, c := range exp.Cells {
 			servers[c.CellName()] = orDefault(c.URL, strings.Join(append(c.DNSServers, c.Servers...), " "))
 		}
-		_, err := execute(cmd, job{exp: exp, probe: experiment.Env{}.Probe, target: "remote", servers: servers,
-			results: o.lf.results, resume: rs, resumeDir: dir})
+		_, err := execute(cmd, measure.Job{Exp: exp, Probe: experiment.Probes(nil), Target: "remote", Servers: servers,
+			Results: o.lf.results, Resume: rs, ResumeDir: dir})
 		return err
 	}
-	local, err := experiment.StartLocal(cmd.Context(), exp.Paths(), localServerConfig())
+	at, err := experiment.LoopbackPlace(exp.Paths())
+	if err != nil {
+		return err
+	}
+	local, err := experiment.StartEmbedded(cmd.Context(), exp, at)
 	if err != nil {
 		return err
 	}
 	defer local.Close()
-	_, err = execute(cmd, job{
-		exp:       exp,
-		probe:     experiment.Env{URL: local.URL, Resolver: local.Resolver, Transport: local.TransportAddr, FTPPort: local.FTP.Port, SMTPPort: local.SMTP.Port, IMAPPort: local.IMAP.Port}.Probe,
-		target:    "loopback",
-		servers:   map[string]string{"http": "embedded (Go net/http)", "dns": "embedded (miekg/dns)", "transport": "embedded v6lab transport server", "ftp": "embedded (ftpserverlib, generated files)", "smtp": "embedded (go-smtp, every message kept)", "imap": "embedded (go-imap v2, 500 users with one message each)"},
-		notes:     []string{"ran on loopback (no lab): only ipv4 and ipv6 exist there"},
-		serverFDs: 1,
-		results:   o.lf.results,
-		resume:    rs, resumeDir: dir,
+	_, err = execute(cmd, measure.Job{
+		Exp:       exp,
+		Probe:     experiment.Probes(local.Endpoints(nil)),
+		Target:    "loopback",
+		Servers:   local.Describe(""),
+		Notes:     []string{"ran on loopback (no lab): only ipv4 and ipv6 exist there"},
+		ServerFDs: 1,
+		Results:   o.lf.results,
+		Resume:    rs, ResumeDir: dir,
 	})
 	return err
 }
-
-// localServerConfig is the embedded HTTP server's page; cells that set
-// objects fetch /pages/N instead.
-func localServerConfig() httpp.ServerConfig { return httpp.DefaultServerConfig }
 
 // builtin reports whether the experiment named on the command line is a
 // built-in one rather than a file.
@@ -368,7 +381,7 @@ func (o *runOpts) override(cmd *cobra.Command, exp *experiment.Experiment) error
 // experiment that may run anywhere falls back to loopback.
 func (o *runOpts) where(exp *experiment.Experiment, topology string, explicitPaths bool) (string, string, error) {
 	where := exp.Where
-	why := canLab()
+	why := labrun.CanLab()
 	if o.loopback {
 		why = errors.New("--loopback")
 	} else if why != nil && os.Geteuid() != 0 && !rootless() && (where == "auto" || where == "lab") {
@@ -459,12 +472,12 @@ func (o *runOpts) resumeRun(cmd *cobra.Command) error {
 	where := map[string]string{"lab": "lab", "loopback": "loopback", "remote": "hosts"}[rs.Header.Target]
 	var labCfg lab.Config
 	if where == "lab" {
-		if why := canLab(); why != nil && os.Geteuid() != 0 && !rootless() {
+		if why := labrun.CanLab(); why != nil && os.Geteuid() != 0 && !rootless() {
 			if err := reexecRootless(); !errors.Is(err, errNoUserNS) {
 				return err
 			}
 		}
-		if why := canLab(); why != nil {
+		if why := labrun.CanLab(); why != nil {
 			return fmt.Errorf("%s ran in the lab, but %v", o.resume, why)
 		}
 		if err := json.Unmarshal([]byte(rs.Header.Lab["config"]), &labCfg); err != nil {

@@ -5,16 +5,14 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
-	"v6lab/internal/proto/dns"
-	"v6lab/internal/proto/ftp"
-	httpp "v6lab/internal/proto/http"
-	"v6lab/internal/proto/imap"
-	"v6lab/internal/proto/smtp"
-	"v6lab/internal/units"
+	"v6lab/internal/experiment"
+	"v6lab/internal/proto"
+	"v6lab/internal/proto/all"
 )
 
 // listenAddrs parses --listen values, which must share one port.
@@ -45,6 +43,45 @@ func waitSignal(cmd *cobra.Command) {
 	}
 }
 
+// serveEmbedded runs the embedded server of key on the --listen addresses
+// until interrupted (proto.Server.Serve: the one way every server starts,
+// here, in a lab and in tests), with the command's settings.
+func serveEmbedded(cmd *cobra.Command, key string, listen []string, settings map[string][]string) error {
+	addrs, port, err := listenAddrs(listen)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	srv, ok := all.Server(key)
+	if !ok {
+		return fmt.Errorf("no embedded %s server", key)
+	}
+	at := proto.Place{ListenOn: addrs, Port: port, Name: experiment.LocalName, Settings: settings}
+	r, err := srv.Serve(cmd.Context(), at)
+	if err != nil {
+		if oe, ok := proto.AsOptionError(err); ok && oe.Option != "" {
+			return &exitError{code: 2, err: fmt.Errorf("--%s: %w", strings.ReplaceAll(oe.Option, "_", "-"), oe.Err)}
+		}
+		return err
+	}
+	name := key
+	if key == "http" && at.Setting("tls", "false") == "true" {
+		name = "https"
+	}
+	detail := ""
+	if d, ok := r.(proto.Detailed); ok {
+		detail = " (" + d.Detail() + ")"
+	}
+	for _, a := range r.Addrs() {
+		fmt.Fprintf(cmd.OutOrStdout(), "serving %s on %s%s\n", name, a, detail)
+	}
+	waitSignal(cmd)
+	err = r.Close()
+	if s, ok := r.(proto.Summarized); ok {
+		fmt.Fprintln(cmd.OutOrStdout(), s.Summary())
+	}
+	return err
+}
+
 func newServeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -58,7 +95,7 @@ func newServeCmd() *cobra.Command {
 
 func newServeHTTPCmd() *cobra.Command {
 	var listen []string
-	cfg := httpp.DefaultServerConfig
+	var objects, pageSize int
 	var objSize string
 	var useTLS bool
 	cmd := &cobra.Command{
@@ -75,40 +112,15 @@ accept it with --insecure.`,
   v6lab serve http --tls --listen 127.0.0.1:8443   # then: v6lab probe http https://127.0.0.1:8443/ --insecure`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			addrs, port, err := listenAddrs(listen)
-			if err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			if cfg.ObjectSize, err = units.ParseSize(objSize); err != nil {
-				return &exitError{code: 2, err: fmt.Errorf("--object-size: %w", err)}
-			}
-			if cfg.Objects < 0 || cfg.PageSize < 0 {
-				return &exitError{code: 2, err: fmt.Errorf("--objects and --page-size must not be negative")}
-			}
-			scheme := "http"
-			if useTLS {
-				if cfg.TLS, err = httpp.SelfSigned([]string{"localhost", "www.v6lab.test"}, addrs); err != nil {
-					return err
-				}
-				scheme = "https"
-			}
-			s, err := httpp.Listen(cmd.Context(), cfg, addrs, port)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			for _, a := range s.Addrs() {
-				fmt.Fprintf(cmd.OutOrStdout(), "serving %s on %s\n", scheme, a)
-			}
-			waitSignal(cmd)
-			return nil
+			return serveEmbedded(cmd, "http", listen, map[string][]string{"objects": {fmt.Sprint(objects)}, "object_size": {objSize},
+				"page_size": {fmt.Sprint(pageSize)}, "tls": {fmt.Sprint(useTLS)}})
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringArrayVar(&listen, "listen", []string{"127.0.0.1:8080", "[::1]:8080"}, "ADDR:PORT to listen on (repeat; one port for all)")
-	fl.IntVar(&cfg.Objects, "objects", cfg.Objects, "embedded objects linked from the page")
+	fl.IntVar(&objects, "objects", 4, "embedded objects linked from the page")
 	fl.StringVar(&objSize, "object-size", "8K", "size of each embedded object")
-	fl.IntVar(&cfg.PageSize, "page-size", cfg.PageSize, "approximate size of the page in bytes")
+	fl.IntVar(&pageSize, "page-size", 4096, "approximate size of the page in bytes")
 	fl.BoolVar(&useTLS, "tls", false, "serve HTTPS with a self-signed certificate")
 	return cmd
 }
@@ -125,29 +137,10 @@ name without the asked type gets an empty answer.`,
 		Example: `  v6lab serve dns --listen 127.0.0.1:5353 --listen [::1]:5353 --record www.lab.test=127.0.0.1 --record www.lab.test=::1`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			addrs, port, err := listenAddrs(listen)
-			if err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			zone := dns.Zone{}
-			for _, r := range records {
-				if err := zone.ParseRecord(r); err != nil {
-					return &exitError{code: 2, err: fmt.Errorf("--record: %w", err)}
-				}
-			}
-			if len(zone) == 0 {
+			if len(records) == 0 {
 				return &exitError{code: 2, err: fmt.Errorf("--record is required: give at least one NAME=ADDR")}
 			}
-			s, err := dns.Listen(cmd.Context(), zone, addrs, port)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			for _, a := range s.Addrs() {
-				fmt.Fprintf(cmd.OutOrStdout(), "serving dns on %s (udp, tcp) for %v\n", a, zone.Names())
-			}
-			waitSignal(cmd)
-			return nil
+			return serveEmbedded(cmd, "dns", listen, map[string][]string{"record": records})
 		},
 	}
 	fl := cmd.Flags()
@@ -169,20 +162,7 @@ work; uploads are refused.`,
   v6lab serve ftp --listen 0.0.0.0:2121 --listen [::]:2121`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			addrs, port, err := listenAddrs(listen)
-			if err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			s, err := ftp.Listen(cmd.Context(), addrs, port)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			for _, a := range s.Addrs() {
-				fmt.Fprintf(cmd.OutOrStdout(), "serving ftp on %s\n", a)
-			}
-			waitSignal(cmd)
-			return nil
+			return serveEmbedded(cmd, "ftp", listen, nil)
 		},
 	}
 	cmd.Flags().StringArrayVar(&listen, "listen", []string{"127.0.0.1:2121", "[::1]:2121"}, "ADDR:PORT to listen on (repeat; one port for all)")
@@ -202,22 +182,7 @@ lost mail.`,
   v6lab serve smtp --listen 0.0.0.0:2525 --listen [::]:2525`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			addrs, port, err := listenAddrs(listen)
-			if err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			s, err := smtp.Listen(cmd.Context(), addrs, port)
-			if err != nil {
-				return err
-			}
-			for _, a := range s.Addrs() {
-				fmt.Fprintf(cmd.OutOrStdout(), "serving smtp on %s\n", a)
-			}
-			waitSignal(cmd)
-			s.Close()
-			kept, bytes := s.Kept()
-			fmt.Fprintf(cmd.OutOrStdout(), "accepted %d messages, kept %d distinct (%d bytes)\n", s.Accepted.Load(), kept, bytes)
-			return nil
+			return serveEmbedded(cmd, "smtp", listen, nil)
 		},
 	}
 	cmd.Flags().StringArrayVar(&listen, "listen", []string{"127.0.0.1:2525", "[::1]:2525"}, "ADDR:PORT to listen on (repeat; one port for all)")
@@ -237,28 +202,12 @@ interrupted. Plaintext LOGIN is allowed: it is a test server.`,
   v6lab serve imap --listen 0.0.0.0:1143 --listen [::]:1143 --users 500`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			addrs, port, err := listenAddrs(listen)
-			if err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			if users < 1 || users > 100000 || size < 0 || size > 64<<20 {
-				return &exitError{code: 2, err: fmt.Errorf("--users: 1 to 100000; --size: 0 to 64M")}
-			}
-			s, err := imap.Listen(cmd.Context(), addrs, port, users, size)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			for _, a := range s.Addrs() {
-				fmt.Fprintf(cmd.OutOrStdout(), "serving imap on %s (users user1…user%d, password %s)\n", a, users, imap.Password)
-			}
-			waitSignal(cmd)
-			return nil
+			return serveEmbedded(cmd, "imap", listen, map[string][]string{"users": {fmt.Sprint(users)}, "size": {fmt.Sprint(size)}})
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringArrayVar(&listen, "listen", []string{"127.0.0.1:1143", "[::1]:1143"}, "ADDR:PORT to listen on (repeat; one port for all)")
-	fl.IntVar(&users, "users", imap.DefaultUsers, "number of users")
+	fl.IntVar(&users, "users", 500, "number of users")
 	fl.IntVar(&size, "size", 4096, "size of the message in each INBOX")
 	return cmd
 }

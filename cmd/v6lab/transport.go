@@ -12,21 +12,24 @@ import (
 	"github.com/spf13/cobra"
 
 	"v6lab/internal/experiment"
-	"v6lab/internal/load"
-	"v6lab/internal/path"
+	"v6lab/internal/measure"
+	"v6lab/internal/proto"
+	"v6lab/internal/proto/all"
 	"v6lab/internal/report"
 	"v6lab/internal/transport"
-	"v6lab/internal/units"
 )
 
-// transportFlags are what tcp and udp share.
+// transportFlags are what tcp and udp share: the trial as given, decoded
+// and checked by the protocol (trial.Protocol.Check), as a file's cell is.
 type transportFlags struct {
-	lf                            loadFlags
-	duration, interval            time.Duration
-	bytes, sndbuf, rcvbuf, window string
-	bottleneck                    string
-	opts                          transport.Options
+	lf loadFlags
+	in proto.TrialInput
 }
+
+// trialFlags are the flags of the trial options (same names).
+var trialFlags = map[string]string{"time": "time", "omit": "omit", "interval": "interval", "bytes": "bytes", "window": "window",
+	"sndbuf": "sndbuf", "rcvbuf": "rcvbuf", "mss": "mss", "streams": "streams", "congestion": "congestion",
+	"bottleneck": "bottleneck", "reverse": "reverse", "rate": "rate", "size": "size"}
 
 func (f *transportFlags) register(cmd *cobra.Command) {
 	f.lf.register(cmd, "1", 10)
@@ -42,103 +45,43 @@ func (f *transportFlags) register(cmd *cobra.Command) {
 		fl.Lookup(name).DefValue, fl.Lookup(name).Changed = def, false
 	}
 	fl.Lookup("timeout").Usage = "bound on one trial (default: its length plus 30 s)"
-	fl.DurationVarP(&f.duration, "time", "t", 10*time.Second, "length of each trial (with --bytes: its bound)")
-	fl.DurationVarP(&f.opts.Omit, "omit", "O", 0, "warm-up sent before --time and left out of the figures, e.g. 2s past slow start (as iperf3 -O)")
-	fl.DurationVarP(&f.interval, "interval", "i", time.Second, "reporting interval")
-	fl.StringVar(&f.sndbuf, "sndbuf", "", "sending socket's send buffer (SO_SNDBUF), e.g. 64K")
-	fl.StringVar(&f.rcvbuf, "rcvbuf", "", "receiving socket's receive buffer (SO_RCVBUF), e.g. 100K")
-	fl.BoolVarP(&f.opts.Reverse, "reverse", "R", false, "the server sends, this host receives (downstream, as iperf3 -R)")
-}
-
-// serverArgs reads the SERVER arguments: an address per family, port 5301
-// unless given.
-func serverArgs(args []string) ([]netip.AddrPort, error) {
-	var out []netip.AddrPort
-	for _, a := range args {
-		if ap, err := netip.ParseAddrPort(a); err == nil {
-			out = append(out, ap)
-			continue
-		}
-		ip, err := netip.ParseAddr(strings.Trim(a, "[]"))
-		if err != nil {
-			return nil, fmt.Errorf("server %q: want ADDR or ADDR:PORT (IPv6 as [ADDR]:PORT)", a)
-		}
-		out = append(out, netip.AddrPortFrom(ip, transport.DefaultPort))
-	}
-	return out, nil
+	fl.DurationVarP(&f.in.Time, "time", "t", 10*time.Second, "length of each trial (with --bytes: its bound)")
+	fl.DurationVarP(&f.in.Omit, "omit", "O", 0, "warm-up sent before --time and left out of the figures, e.g. 2s past slow start (as iperf3 -O)")
+	fl.DurationVarP(&f.in.Interval, "interval", "i", time.Second, "reporting interval")
+	fl.StringVar(&f.in.SndBuf, "sndbuf", "", "sending socket's send buffer (SO_SNDBUF), e.g. 64K")
+	fl.StringVar(&f.in.RcvBuf, "rcvbuf", "", "receiving socket's receive buffer (SO_RCVBUF), e.g. 100K")
+	fl.BoolVarP(&f.in.Reverse, "reverse", "R", false, "the server sends, this host receives (downstream, as iperf3 -R)")
 }
 
 func (f *transportFlags) run(cmd *cobra.Command, test string, args []string) error {
-	srvs, err := serverArgs(args)
-	if err != nil {
-		return &exitError{code: 2, err: err}
-	}
-	o := f.opts
-	o.Test, o.Duration, o.Interval = test, f.duration, f.interval
-	for _, v := range []struct {
-		flag string
-		s    string
-		to   *int
-	}{{"--sndbuf", f.sndbuf, &o.SndBuf}, {"--rcvbuf", f.rcvbuf, &o.RcvBuf}, {"--window", f.window, &o.Window}} {
-		if v.s == "" {
-			continue
-		}
-		n, err := units.ParseSize(v.s)
-		if err != nil || n > transport.MaxBuffer {
-			return &exitError{code: 2, err: fmt.Errorf("%s: want bytes up to 256M, such as 64K, not %q", v.flag, v.s)}
-		}
-		*v.to = int(n)
-	}
-	if f.bytes != "" {
-		if o.Bytes, err = units.ParseSize(f.bytes); err != nil || o.Bytes <= 0 {
-			return &exitError{code: 2, err: fmt.Errorf("--bytes: want an amount such as 10M or 200M, not %q", f.bytes)}
-		}
-		if !cmd.Flags().Changed("time") {
-			o.Duration = 10 * time.Minute // the amount ends the trial
-		}
-	}
-	if f.bottleneck != "" {
-		if o.Bottleneck, err = units.ParseRate(f.bottleneck); err != nil {
-			return &exitError{code: 2, err: fmt.Errorf("--bottleneck: %w", err)}
-		}
-	}
-	if o.Omit > 0 && o.Bytes > 0 {
-		return &exitError{code: 2, err: fmt.Errorf("--omit: a warm-up is left out of a trial bound by --time, not of one that sends --bytes")}
+	in := f.in
+	o := proto.Options{Servers: args, Trial: &in}
+	p := all.MustGet(test)
+	given := func(opt string) bool { return cmd.Flags().Changed(trialFlags[opt]) }
+	if err := p.Check(&o, "hosts", given); err != nil {
+		return &exitError{code: 2, err: flagError(err, trialFlags)}
 	}
 	if !cmd.Flags().Changed("timeout") {
-		f.lf.timeout = o.Omit + o.Duration + 30*time.Second
+		f.lf.timeout = o.Test.Omit + o.Test.Duration + 30*time.Second
 	}
 	spec, err := f.lf.spec(test, test, strings.Join(args, " "))
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	spec.Conns = []int{1}
-	req := o.Request()
-	if err := req.Check(); err != nil {
-		return &exitError{code: 2, err: err}
-	}
-	byPath := map[path.Path]netip.AddrPort{}
-	for _, p := range spec.Paths {
-		for _, s := range srvs {
-			if p.Accepts(s.Addr()) {
-				byPath[p] = s
-				break
-			}
-		}
-		if _, ok := byPath[p]; !ok {
-			return &exitError{code: 2, err: fmt.Errorf("path %s: no %s server address among %v", p, p.Family(), args)}
+	spec.Options, spec.Conns = o, []int{1}
+	for _, path := range spec.Paths {
+		if _, err := p.Target(&spec.Options, path); err != nil {
+			return &exitError{code: 2, err: fmt.Errorf("path %s: %w", path, err)}
 		}
 	}
-	spec.Params = transportParams(o)
-	dir, err := execute(cmd, job{
-		exp: experiment.Single(spec, "hosts"),
-		probe: func(_ *experiment.Spec, p path.Path) (load.Probe, error) {
-			return &transport.Probe{Server: byPath[p], Path: p, Opts: o}, nil
-		},
-		target:  "remote",
-		servers: map[string]string{test: strings.Join(args, " ")},
-		notes:   []string{"congestion control of this host: " + orDefault(transport.Congestion(), "unknown")},
-		results: f.lf.results,
+	spec.Params = transportParams(*o.Test)
+	dir, err := execute(cmd, measure.Job{
+		Exp:     experiment.Single(spec, "hosts"),
+		Probe:   experiment.Probes(nil),
+		Target:  "remote",
+		Servers: map[string]string{test: strings.Join(args, " ")},
+		Notes:   []string{"congestion control of this host: " + orDefault(transport.Congestion(), "unknown")},
+		Results: f.lf.results,
 	})
 	if dir != "" && !quiet(cmd) {
 		printIntervals(cmd.OutOrStdout(), dir)
@@ -237,18 +180,17 @@ figure (as iperf3 -O); its intervals are shown, marked (omitted).`,
 	}
 	f.register(cmd)
 	fl := cmd.Flags()
-	fl.StringVar(&f.bytes, "bytes", "", "amount of data per trial (e.g. 10M, 200M); ends the trial")
-	fl.StringVar(&f.window, "window", "", "clamp the receiving side's TCP window (e.g. 10K, 100K)")
-	fl.IntVar(&f.opts.MSS, "mss", 0, "TCP maximum segment size (TCP_MAXSEG), e.g. 1024 or 2048")
-	fl.IntVarP(&f.opts.Streams, "streams", "P", 1, "parallel streams")
-	fl.StringVar(&f.opts.Congestion, "congestion", "", "congestion control (e.g. cubic, bbr, reno)")
-	fl.StringVar(&f.bottleneck, "bottleneck", "", "the path's bottleneck rate for the RFC 6349 transfer time ratio (e.g. 100M)")
+	fl.StringVar(&f.in.Bytes, "bytes", "", "amount of data per trial (e.g. 10M, 200M); ends the trial")
+	fl.StringVar(&f.in.Window, "window", "", "clamp the receiving side's TCP window (e.g. 10K, 100K)")
+	fl.IntVar(&f.in.MSS, "mss", 0, "TCP maximum segment size (TCP_MAXSEG), e.g. 1024 or 2048")
+	fl.IntVarP(&f.in.Streams, "streams", "P", 1, "parallel streams")
+	fl.StringVar(&f.in.Congestion, "congestion", "", "congestion control (e.g. cubic, bbr, reno)")
+	fl.StringVar(&f.in.Bottleneck, "bottleneck", "", "the path's bottleneck rate for the RFC 6349 transfer time ratio (e.g. 100M)")
 	return cmd
 }
 
 func newUDPCmd() *cobra.Command {
 	var f transportFlags
-	var rate string
 	cmd := &cobra.Command{
 		Use:   "udp SERVER...",
 		Short: "Measure UDP loss, jitter, duplicates and reordering at a rate over each path",
@@ -265,18 +207,13 @@ warm-up before --time whose datagrams are left out of every figure (as iperf3 -O
   v6lab udp 192.0.2.1 2001:db8::1 --rate 50M --reverse`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := units.ParseRate(rate)
-			if err != nil {
-				return &exitError{code: 2, err: fmt.Errorf("--rate: %w", err)}
-			}
-			f.opts.Rate = r
 			return f.run(cmd, "udp", args)
 		},
 	}
 	f.register(cmd)
 	fl := cmd.Flags()
-	fl.StringVar(&rate, "rate", "1M", "target rate (e.g. 1M, 10M, 100M)")
-	fl.IntVar(&f.opts.Size, "size", 1460, "datagram size in bytes (payload)")
+	fl.StringVar(&f.in.Rate, "rate", "1M", "target rate (e.g. 1M, 10M, 100M)")
+	fl.IntVar(&f.in.Size, "size", 1460, "datagram size in bytes (payload)")
 	return cmd
 }
 

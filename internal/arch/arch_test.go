@@ -18,25 +18,55 @@ var allowed = map[string][]string{
 	"v6lab/internal/load":            {"path", "result"},
 	"v6lab/internal/evloop":          {},
 	"v6lab/internal/content":         {},
-	"v6lab/internal/proto/http":      {"load", "path", "result", "units", "evloop", "content"},
-	"v6lab/internal/proto/dns":       {"load", "path", "result"},
-	"v6lab/internal/proto/ftp":       {"load", "path", "result", "units", "proto/reply", "proto/guard", "content"},
-	"v6lab/internal/proto/smtp":      {"load", "path", "result", "proto/reply", "proto/guard"},
+	"v6lab/internal/proto":           protoBase,
+	"v6lab/internal/proto/http":      append(protoLevel(), "evloop", "proto/extclient"),
+	"v6lab/internal/proto/dns":       protoLevel(),
+	"v6lab/internal/proto/ftp":       append(protoLevel(), "proto/reply", "proto/guard", "proto/extclient"),
+	"v6lab/internal/proto/smtp":      append(protoLevel(), "proto/reply", "proto/guard"),
 	"v6lab/internal/proto/reply":     {},
 	"v6lab/internal/proto/guard":     {},
-	"v6lab/internal/proto/imap":      {"load", "path", "result", "proto/reply", "proto/guard"},
-	"v6lab/internal/proto/extclient": {"load", "path", "result"},
-	"v6lab/internal/experiment":      {"load", "path", "result", "proto/http", "proto/dns", "lab", "lab/sixin4", "lab/bpf", "units", "specfile", "transport", "proto/ftp", "proto/reply", "proto/smtp", "proto/imap", "proto/extclient", "proto/guard", "traffic", "evloop", "content"},
-	"v6lab/internal/lab":             {"lab/sixin4", "lab/bpf", "specfile", "units", "path"},
-	"v6lab/internal/lab/sixin4":      {},
-	"v6lab/internal/lab/bpf":         {},
-	"v6lab/internal/capture":         {"path", "result"},
-	"v6lab/internal/units":           {},
-	"v6lab/internal/transport":       {"load", "path", "result"},
-	"v6lab/internal/specfile":        {},
-	"v6lab/internal/traffic":         {"path"},
-	"v6lab/internal/tcpflow":         {},
-	"v6lab/internal/congestion":      {"lab", "lab/sixin4", "lab/bpf", "specfile", "units", "traffic", "path", "result"},
+	"v6lab/internal/proto/imap":      append(protoLevel(), "proto/reply", "proto/guard"),
+	"v6lab/internal/proto/extclient": protoLevel(),
+	"v6lab/internal/proto/trial":     protoLevel(),
+	"v6lab/internal/proto/all":       append(protoLevel(), "evloop", "proto/extclient", "proto/reply", "proto/guard", "proto/http", "proto/dns", "proto/ftp", "proto/smtp", "proto/imap", "proto/trial"),
+	"v6lab/internal/experiment": append(protoLevel(), "evloop", "proto/extclient", "proto/reply", "proto/guard", "proto/http", "proto/dns", "proto/ftp", "proto/smtp", "proto/imap", "proto/trial", "proto/all",
+		"lab", "lab/sixin4", "lab/bpf", "specfile", "traffic"),
+	"v6lab/internal/lab":        {"lab/sixin4", "lab/bpf", "specfile", "units", "path"},
+	"v6lab/internal/lab/sixin4": {},
+	"v6lab/internal/lab/bpf":    {},
+	"v6lab/internal/capture":    {"path", "result"},
+	"v6lab/internal/units":      {},
+	"v6lab/internal/transport":  {"load", "path", "result"},
+	"v6lab/internal/specfile":   {},
+	"v6lab/internal/traffic":    {"path"},
+	"v6lab/internal/tcpflow":    {},
+	"v6lab/internal/congestion": {"lab", "lab/sixin4", "lab/bpf", "specfile", "units", "traffic", "path", "result"},
+}
+
+// protoBase is what the protocol interface may build on: the layers below
+// every protocol.
+var protoBase = []string{"load", "path", "result", "transport", "content", "units"}
+
+// protoLevel is what a protocol package may import: protoBase and proto.
+func protoLevel() []string { return append(append([]string(nil), protoBase...), "proto") }
+
+// TestCLIFindsProtocolsInTheList: cmd/v6lab reaches protocols through
+// proto/all, never a protocol package directly.
+func TestCLIFindsProtocolsInTheList(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{join .Imports \"\\n\"}}", "v6lab/cmd/v6lab").Output()
+	if err != nil {
+		t.Skipf("go list unavailable: %v", err)
+	}
+	imports := strings.Fields(string(out))
+	if len(imports) == 0 {
+		t.Fatal("go list named no imports of cmd/v6lab")
+	}
+	for _, imp := range imports {
+		rest, ok := strings.CutPrefix(imp, "v6lab/internal/proto/")
+		if ok && rest != "all" {
+			t.Errorf("cmd/v6lab imports %s: protocols are found in proto/all", imp)
+		}
+	}
 }
 
 func TestDependenciesPointDown(t *testing.T) {

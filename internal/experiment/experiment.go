@@ -15,8 +15,9 @@ import (
 
 	"v6lab/internal/load"
 	"v6lab/internal/path"
+	"v6lab/internal/proto"
+	"v6lab/internal/proto/all"
 	"v6lab/internal/result"
-	"v6lab/internal/transport"
 )
 
 // Experiment is what one result directory holds: cells measured in one
@@ -62,37 +63,12 @@ type Spec struct {
 	Pause    Duration  `json:"pause"`
 	Duration Duration  `json:"duration,omitempty"`
 	Baseline path.Path `json:"baseline,omitempty"`
-	// Protocol options (docs/experiments.md says which apply where).
-	URL        string   `json:"url,omitempty"`
-	Objects    *int     `json:"objects,omitempty"`
-	Query      string   `json:"query,omitempty"`
-	DNSServers []string `json:"dns_servers,omitempty"`
-	Transport  string   `json:"transport,omitempty"`
-	// Mode is a DNS cell's engine: stub (default) or load.
-	Mode string `json:"mode,omitempty"`
-	// File is the FTP file to retrieve (a size such as 1M on the embedded
-	// server); Active uses EPRT/PORT instead of EPSV/PASV.
-	File   string `json:"file,omitempty"`
-	Active bool   `json:"active,omitempty"`
-	// Client downloads a file cell with another program: curl or wget.
-	Client string `json:"client,omitempty"`
+	// Options are the protocol's options, recorded flat (each protocol's
+	// Check says which it takes).
+	proto.Options
 	// Server is "real" when the cell measures the real server of its
 	// protocol (nginx, unbound, proftpd, postfix, dovecot) in the lab.
 	Server string `json:"server,omitempty"`
-	// SMTP: envelope, message size, STARTTLS.
-	From     string `json:"from,omitempty"`
-	To       string `json:"to,omitempty"`
-	Size     int    `json:"size,omitempty"`
-	StartTLS bool   `json:"starttls,omitempty"`
-	// IMAP: user i logs in as user(i mod Users)+1 (UserFormat, Password
-	// for real servers).
-	Users      int    `json:"users,omitempty"`
-	UserFormat string `json:"user_format,omitempty"`
-	Password   string `json:"password,omitempty"`
-	// Test shapes a tcp or udp cell's trials; Servers are the transport
-	// servers to test against (where: hosts).
-	Test    *transport.Options `json:"test,omitempty"`
-	Servers []string           `json:"servers,omitempty"`
 	// Background is the congestion level (traffic.Levels: C1B…C6B) that
 	// runs between the lab's generator hosts during the cell's runs.
 	Background string `json:"background,omitempty"`
@@ -112,13 +88,14 @@ func (s *Spec) CellName() string {
 	return s.Protocol
 }
 
-// WireKey names the service a cell's traffic goes to, for the wire check:
-// the protocol, or real/<protocol> for a real server.
+// WireKey names the server a cell's traffic goes to (its key in
+// proto.Endpoints and in the wire check's ports): the embedded server that
+// answers the protocol, or real/<protocol> for its real server.
 func (s *Spec) WireKey() string {
 	if s.Server == "real" {
 		return "real/" + s.Protocol
 	}
-	return s.Protocol
+	return all.ServerKey(s.Protocol)
 }
 
 // anyCell reports whether any cell group satisfies f.

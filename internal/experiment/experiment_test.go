@@ -13,6 +13,7 @@ import (
 
 	"v6lab/internal/load"
 	"v6lab/internal/path"
+	"v6lab/internal/proto/all"
 	"v6lab/internal/result"
 )
 
@@ -281,7 +282,7 @@ func TestShuffledPlanIsRecordedAndRepeatable(t *testing.T) {
 }
 
 func TestStartLocalRefusesSixIn4(t *testing.T) {
-	_, err := StartLocal(context.Background(), []path.Path{path.IPv4, path.SixIn4}, DefaultTestConfig)
+	_, err := LoopbackPlace([]path.Path{path.IPv4, path.SixIn4})
 	if err == nil || !strings.Contains(err.Error(), "6in4 needs the lab") {
 		t.Fatalf("err %v", err)
 	}
@@ -294,15 +295,21 @@ func TestBulkTransfersRunInConstantMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("moves 4 GB over loopback")
 	}
-	l, err := StartLocal(context.Background(), []path.Path{path.IPv4}, DefaultTestConfig)
+	at, err := LoopbackPlace([]path.Path{path.IPv4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := all.Start(context.Background(), []string{"ftp", "http"}, at)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	env := Env{URL: l.URL, Resolver: l.Resolver, FTPPort: l.FTP.Port}
+	probes := Probes(l.Endpoints(nil))
 	const size = 2183355160 // the Regensburg file set's largest
 	for _, proto := range []string{"ftp", "http"} {
-		pr, err := env.Probe(&Spec{Protocol: proto, File: "2183355160"}, path.IPv4)
+		spec := &Spec{Protocol: proto}
+		spec.File = "2183355160"
+		pr, err := probes(spec, path.IPv4)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,7 +3,6 @@ package experiment
 import (
 	"fmt"
 	"math"
-	"net/url"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -13,14 +12,10 @@ import (
 
 	"v6lab/internal/lab"
 	"v6lab/internal/path"
-	"v6lab/internal/proto/extclient"
-	"v6lab/internal/proto/ftp"
-	httpp "v6lab/internal/proto/http"
-	"v6lab/internal/proto/imap"
-	"v6lab/internal/proto/smtp"
+	"v6lab/internal/proto"
+	"v6lab/internal/proto/all"
 	"v6lab/internal/specfile"
 	"v6lab/internal/traffic"
-	"v6lab/internal/transport"
 	"v6lab/internal/units"
 )
 
@@ -105,20 +100,18 @@ const (
 	MaxConns = 100000
 )
 
-// Protocols this version measures, and the options each takes.
-var protocolOptions = map[string][]string{
-	"http": {"objects", "file", "client", "url", "dns_servers"},
-	"dns":  {"query", "dns_servers", "transport", "mode"},
-	"ftp":  {"file", "active", "client", "url", "dns_servers"},
-	"smtp": {"from", "to", "size", "starttls", "url", "dns_servers"},
-	"imap": {"users", "user_format", "password", "url", "dns_servers"},
-	"tcp":  {"time", "omit", "interval", "bytes", "streams", "window", "sndbuf", "rcvbuf", "mss", "congestion", "bottleneck", "reverse", "servers"},
-	"udp":  {"time", "omit", "interval", "rate", "size", "sndbuf", "rcvbuf", "reverse", "servers"},
+// allOptions are every protocol's options, for the "does not apply" rule.
+func allOptions() []string {
+	var out []string
+	for _, p := range all.List {
+		for _, o := range p.Options() {
+			if !slices.Contains(out, o) {
+				out = append(out, o)
+			}
+		}
+	}
+	return out
 }
-
-// allOptions are every protocol option, for the "does not apply" rule.
-var allOptions = []string{"client", "users", "user_format", "password", "from", "to", "starttls", "file", "active", "objects", "url", "query", "dns_servers", "transport", "mode", "time", "omit", "interval", "bytes", "streams",
-	"window", "sndbuf", "rcvbuf", "mss", "congestion", "bottleneck", "reverse", "rate", "size", "servers"}
 
 var (
 	congestionRE = regexp.MustCompile(`^[a-z0-9_]{1,16}$`)
@@ -254,7 +247,7 @@ func (f *file) experiment(doc *specfile.Doc) (*Experiment, error) {
 	for i := range e.Cells {
 		c := &e.Cells[i]
 		at := fmt.Sprintf("cells[%d]", i)
-		server := cmpOr(f.Cells[i].Server, e.Servers)
+		server := proto.Or(f.Cells[i].Server, e.Servers)
 		switch server {
 		case "embedded":
 			continue
@@ -351,22 +344,23 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Pa
 	s := base
 	field := func(f string) string { return at + "." + f }
 	s.Protocol, s.Label = c.Protocol, c.Label
-	opts, ok := protocolOptions[c.Protocol]
+	pr, ok := all.Get(c.Protocol)
 	switch {
 	case !doc.Has(field("protocol")):
-		return s, doc.Errorf(at, "protocol is required (http, dns, ftp, smtp, imap, tcp or udp)")
+		return s, doc.Errorf(at, "protocol is required (%s)", all.NameList("or"))
 	case !ok:
-		return s, doc.Errorf(field("protocol"), "%q is not a protocol v6lab knows (http, dns, ftp, smtp, imap, tcp, udp)", c.Protocol)
+		return s, doc.Errorf(field("protocol"), "%q is not a protocol v6lab knows (%s)", c.Protocol, strings.Join(all.Names(), ", "))
 	}
+	opts := pr.Options()
 	if doc.Has(field("label")) && !labelRE.MatchString(c.Label) {
 		return s, doc.Errorf(field("label"), "%q: lowercase letters, digits, dot, dash and underscore, up to 32", c.Label)
 	}
-	for _, o := range allOptions {
+	for _, o := range allOptions() {
 		if doc.Has(field(o)) && !slices.Contains(opts, o) {
 			return s, doc.Errorf(field(o), "does not apply to protocol %s (it takes: %v)", c.Protocol, opts)
 		}
 	}
-	trial := c.Protocol == "tcp" || c.Protocol == "udp"
+	_, trial := pr.(interface{ SingleTest() bool })
 	if trial && !doc.Has(field("conns")) {
 		c.Conns = []int{1}
 	} else if trial && (len(c.Conns) != 1 || c.Conns[0] != 1) {
@@ -397,124 +391,20 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Pa
 		return s, doc.Errorf(field("duration"), "%v", err)
 	}
 	s.Duration = c.Duration
-	if c.Objects != nil {
-		if *c.Objects < 0 || *c.Objects > httpp.MaxObjects {
-			return s, doc.Errorf(field("objects"), "%d: want 0 to %d embedded objects", *c.Objects, httpp.MaxObjects)
+	s.Options = c.options()
+	given := func(o string) bool { return doc.Has(field(o)) }
+	if err := pr.Check(&s.Options, e.Where, given); err != nil {
+		oe, ok := proto.AsOptionError(err)
+		switch {
+		case !ok:
+			return s, doc.Errorf(at, "%v", err)
+		case oe.Option == "":
+			return s, doc.Errorf(at, "%v", oe.Err)
 		}
-		if e.Where == "hosts" {
-			return s, doc.Errorf(field("objects"), "sets the embedded server's page; with where: hosts the real page decides")
-		}
-		s.Objects = c.Objects
-	}
-	hosts := e.Where == "hosts"
-	switch c.Protocol {
-	case "http":
-		if hosts && c.URL == "" {
-			return s, doc.Errorf(at, "url is required with where: hosts (the page to fetch)")
-		}
-		if !hosts && c.URL != "" {
-			return s, doc.Errorf(field("url"), "only with where: hosts; v6lab chooses the embedded server's URL")
-		}
-		if c.URL != "" {
-			if u, err := url.Parse(c.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				return s, doc.Errorf(field("url"), "%q: want http:// or https:// and a host", c.URL)
-			}
-		}
-		if c.File != "" {
-			if err := checkFile(doc, field("file"), c.File, hosts); err != nil {
-				return s, err
-			}
-			if c.Objects != nil {
-				return s, doc.Errorf(field("objects"), "a cell fetches a page with objects or a file, not both")
-			}
-		}
-		s.URL, s.File = c.URL, c.File
-	case "ftp":
-		if hosts && c.URL == "" {
-			return s, doc.Errorf(at, "url is required with where: hosts (ftp://[user[:password]@]host[:port]/file)")
-		}
-		if !hosts && c.URL != "" {
-			return s, doc.Errorf(field("url"), "only with where: hosts; the embedded server serves any size as a file name")
-		}
-		if c.URL != "" {
-			if _, err := ParseFTPURL(c.URL); err != nil {
-				return s, doc.Errorf(field("url"), "%v", err)
-			}
-		}
-		if c.File != "" {
-			if err := checkFile(doc, field("file"), c.File, hosts); err != nil {
-				return s, err
-			}
-		}
-		s.URL, s.File, s.Active = c.URL, c.File, c.Active
-	case "imap":
-		if hosts && c.URL == "" {
-			return s, doc.Errorf(at, "url is required with where: hosts (imap://host[:port])")
-		}
-		if !hosts && (c.URL != "" || c.UserFormat != "" || c.Password != "") {
-			f := "url"
-			if c.URL == "" {
-				f = map[bool]string{true: "user_format", false: "password"}[c.UserFormat != ""]
-			}
-			return s, doc.Errorf(field(f), "only with where: hosts; the embedded server has users user1…userN with its own password")
-		}
-		if c.URL != "" && !strings.HasPrefix(c.URL, "imap://") {
-			return s, doc.Errorf(field("url"), "%q: want imap://host[:port]", c.URL)
-		}
-		if c.UserFormat != "" && strings.Count(c.UserFormat, "%d") != 1 {
-			return s, doc.Errorf(field("user_format"), "%q must hold %%d once, for the user's number", c.UserFormat)
-		}
-		if c.Users != nil {
-			if *c.Users < 1 || (!hosts && *c.Users > imap.DefaultUsers) {
-				return s, doc.Errorf(field("users"), "%d: want 1 to %d (the embedded server's users)", *c.Users, imap.DefaultUsers)
-			}
-			s.Users = *c.Users
-		}
-		s.URL, s.UserFormat, s.Password = c.URL, c.UserFormat, c.Password
-	case "smtp":
-		if hosts && c.URL == "" {
-			return s, doc.Errorf(at, "url is required with where: hosts (smtp://host[:port])")
-		}
-		if !hosts && c.URL != "" {
-			return s, doc.Errorf(field("url"), "only with where: hosts; v6lab chooses the embedded server's address")
-		}
-		if c.URL != "" && !strings.HasPrefix(c.URL, "smtp://") {
-			return s, doc.Errorf(field("url"), "%q: want smtp://host[:port]", c.URL)
-		}
-		for _, f := range []struct{ name, v string }{{"from", c.From}, {"to", c.To}} {
-			if f.v != "" && (!strings.Contains(f.v, "@") || strings.ContainsAny(f.v, "<>\r\n ")) {
-				return s, doc.Errorf(field(f.name), "%q is not a mail address", f.v)
-			}
-		}
-		if c.Size != nil {
-			if *c.Size < 0 || *c.Size > smtp.MaxMessage {
-				return s, doc.Errorf(field("size"), "%d: want 0 to %d bytes", *c.Size, smtp.MaxMessage)
-			}
-			s.Size = *c.Size
-		}
-		s.URL, s.From, s.To, s.StartTLS = c.URL, c.From, c.To, c.StartTLS
-	case "dns":
-		if hosts && (c.Query == "" || len(c.DNSServers) == 0) {
-			return s, doc.Errorf(at, "query and dns_servers are required with where: hosts (the name to look up and the server to ask)")
-		}
-		s.Query = c.Query
-		switch c.Transport {
-		case "", "udp", "tcp":
-			s.Transport = c.Transport
-		default:
-			return s, doc.Errorf(field("transport"), "%q: want udp or tcp", c.Transport)
-		}
-		if err := CheckDNSMode(c.Mode, s.Transport == "tcp"); err != nil {
-			return s, doc.Errorf(field("mode"), "%v", err)
-		}
-		s.Mode = c.Mode
+		return s, doc.Errorf(field(oe.Option), "%v", oe.Err)
 	}
 	if trial {
-		o, err := c.trialOptions(doc, at, hosts)
-		if err != nil {
-			return s, err
-		}
-		s.Test, s.Servers = o, c.Servers
+		o := s.Test
 		// A trial's timeout follows its length unless set.
 		if !doc.Has(field("timeout")) && !doc.Has("timeout") {
 			s.Timeout = Duration(o.Omit + o.Duration + 30*time.Second)
@@ -523,30 +413,9 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Pa
 			return s, doc.Errorf(field("time"), "a trial of %v does not fit in its timeout of %v", o.Omit+o.Duration, time.Duration(s.Timeout))
 		}
 	}
-	if c.Client != "" {
-		if c.Client != "v6lab" && !slices.Contains(extclient.Programs, c.Client) {
-			return s, doc.Errorf(field("client"), "%q: want v6lab, curl or wget", c.Client)
-		}
-		if c.Client != "v6lab" && c.File == "" && c.URL == "" {
-			return s, doc.Errorf(field("client"), "%s downloads a file: give the cell a file (or, with where: hosts, a url)", c.Client)
-		}
-		if c.Client != "v6lab" && c.Active {
-			return s, doc.Errorf(field("active"), "active mode is v6lab's own FTP client's option")
-		}
-		s.Client = c.Client
-	}
 	if err := c.congestion(doc, at, e.Where, &s); err != nil {
 		return s, err
 	}
-	if len(c.DNSServers) > 0 && !hosts {
-		return s, doc.Errorf(field("dns_servers"), "only with where: hosts; in the lab and on loopback the embedded DNS server answers")
-	}
-	for i, srv := range c.DNSServers {
-		if _, err := path.ParseServer(srv); err != nil {
-			return s, doc.Errorf(fmt.Sprintf("%s[%d]", field("dns_servers"), i), "%v", err)
-		}
-	}
-	s.DNSServers = c.DNSServers
 	return s, nil
 }
 
@@ -575,154 +444,36 @@ func (c *cellFile) congestion(doc *specfile.Doc, at, where string, s *Spec) erro
 	return nil
 }
 
-// MaxRealHTTPFile bounds the files written for nginx (http file cells
-// against the real server).
-const MaxRealHTTPFile = 64 << 20
-
-// RealServers are the real server programs per protocol, so far.
-var RealServers = map[string]string{"http": "nginx", "dns": "unbound", "ftp": "proftpd", "smtp": "postfix", "imap": "dovecot"}
-
 // RealServersFit says why a cell group cannot run against the real servers.
-func RealServersFit(c *Spec) error {
-	if _, ok := RealServers[c.Protocol]; !ok {
-		return fmt.Errorf("no real server for %s in this version (real: nginx for http, unbound for dns, proftpd for ftp, postfix for smtp, dovecot for imap); use servers: embedded", c.Protocol)
-	}
-	if c.Protocol == "http" && (c.Objects != nil || c.Client != "") {
-		return fmt.Errorf("with real servers an http cell fetches nginx's page or a file: objects and client need the embedded server")
-	}
-	if c.Protocol == "http" && c.File != "" {
-		if n, err := units.ParseSize(strings.TrimPrefix(c.File, "/")); err != nil || n > MaxRealHTTPFile {
-			return fmt.Errorf("nginx serves files v6lab writes to disk first: file %s is above %d MiB; use the embedded server, which generates them", c.File, MaxRealHTTPFile>>20)
-		}
-	}
-	if c.Protocol == "smtp" && c.StartTLS {
-		return fmt.Errorf("the real Postfix is set up without TLS: starttls needs servers: embedded or a real host")
-	}
-	if c.Protocol == "ftp" && c.Client != "" && c.Client != "v6lab" {
-		return fmt.Errorf("with real servers an ftp cell uses v6lab's own client")
-	}
-	return nil
-}
+func RealServersFit(c *Spec) error { return all.RealFit(c.Protocol, &c.Options) }
 
-// checkFile checks a file cell's size name (the embedded servers generate
-// files whose names are their sizes).
-func checkFile(doc *specfile.Doc, field, file string, hosts bool) error {
-	if hosts {
-		return doc.Errorf(field, "with where: hosts the url names the file")
+// options are the cell's protocol options as given; the protocol's Check
+// decodes and checks them.
+func (c *cellFile) options() proto.Options {
+	o := proto.Options{URL: c.URL, Objects: c.Objects, Query: c.Query, DNSServers: c.DNSServers, Transport: c.Transport, Mode: c.Mode,
+		File: c.File, Active: c.Active, Client: c.Client, From: c.From, To: c.To, StartTLS: c.StartTLS,
+		UserFormat: c.UserFormat, Password: c.Password, Servers: c.Servers}
+	if c.Users != nil {
+		o.Users = *c.Users
 	}
-	if n, err := units.ParseSize(strings.TrimPrefix(file, "/")); err != nil || n > ftp.MaxFileSize {
-		return doc.Errorf(field, "%q: the embedded servers' files are sizes such as 1M, 64K or 5879824", file)
+	if c.Protocol != "udp" && c.Size != nil { // udp's size is its datagrams'
+		o.Size = *c.Size
 	}
-	return nil
-}
-
-// trialOptions reads a tcp or udp cell's options and checks them as the
-// server would.
-func (c *cellFile) trialOptions(doc *specfile.Doc, at string, hosts bool) (*transport.Options, error) {
-	field := func(f string) string { return at + "." + f }
-	o := &transport.Options{Test: c.Protocol, Duration: time.Duration(c.Time), Omit: time.Duration(c.Omit), Interval: time.Duration(c.Interval),
-		Congestion: c.Congestion, Reverse: c.Reverse}
-	if o.Duration == 0 {
-		o.Duration = 10 * time.Second
-	}
-	if o.Duration < 0 || o.Duration > transport.MaxDuration {
-		return nil, doc.Errorf(field("time"), "%v: want more than 0 and at most %v", o.Duration, transport.MaxDuration)
-	}
-	if o.Omit < 0 || o.Omit > transport.MaxDuration-o.Duration {
-		return nil, doc.Errorf(field("omit"), "%v: want 0 to %v (time and omit together at most %v)", o.Omit, transport.MaxDuration-o.Duration, transport.MaxDuration)
-	}
-	if o.Interval < 0 || (o.Interval > 0 && o.Interval < 10*time.Millisecond) {
-		return nil, doc.Errorf(field("interval"), "%v: want at least 10ms", o.Interval)
-	}
-	size := func(name, v string, to *int) error {
-		if v == "" {
-			return nil
-		}
-		n, err := units.ParseSize(v)
-		if err != nil || n <= 0 || n > transport.MaxBuffer {
-			return doc.Errorf(field(name), "want bytes up to 256M, such as 64K, not %q", v)
-		}
-		*to = int(n)
-		return nil
-	}
-	for _, f := range []struct {
-		name, v string
-		to      *int
-	}{{"window", c.Window, &o.Window}, {"sndbuf", c.SndBuf, &o.SndBuf}, {"rcvbuf", c.RcvBuf, &o.RcvBuf}} {
-		if err := size(f.name, f.v, f.to); err != nil {
-			return nil, err
-		}
-	}
-	if c.Bytes != "" {
-		n, err := units.ParseSize(c.Bytes)
-		if err != nil || n <= 0 || n > transport.MaxBytes {
-			return nil, doc.Errorf(field("bytes"), "want an amount such as 10M or 200M, not %q", c.Bytes)
-		}
-		o.Bytes = n
-		if o.Omit > 0 {
-			return nil, doc.Errorf(field("omit"), "a warm-up is left out of a trial bound by its time, not of one that sends bytes")
-		}
-		if !doc.Has(field("time")) {
-			o.Duration = 10 * time.Minute // the amount ends the trial; this bounds it
-		}
-	}
-	if c.Streams != nil {
-		if *c.Streams < 1 || *c.Streams > transport.MaxStreams {
-			return nil, doc.Errorf(field("streams"), "%d: want 1 to %d", *c.Streams, transport.MaxStreams)
-		}
-		o.Streams = *c.Streams
-	}
-	if c.MSS != nil {
-		if *c.MSS < 88 || *c.MSS > 65495 {
-			return nil, doc.Errorf(field("mss"), "%d: want 88 to 65495 bytes", *c.MSS)
-		}
-		o.MSS = *c.MSS
-	}
-	rate := func(name, v string, to *uint64) error {
-		if v == "" {
-			return nil
-		}
-		r, err := units.ParseRate(v)
-		if err != nil || r == 0 || r > transport.MaxRate {
-			return doc.Errorf(field(name), "want a rate such as 10M, up to 100G, not %q", v)
-		}
-		*to = r
-		return nil
-	}
-	if err := rate("bottleneck", c.Bottleneck, &o.Bottleneck); err != nil {
-		return nil, err
-	}
-	if c.Protocol == "udp" {
-		o.Rate, o.Size = 1e6, 1460
-		if err := rate("rate", c.Rate, &o.Rate); err != nil {
-			return nil, err
-		}
-		if c.Size != nil {
-			if *c.Size < transport.MinDatagram || *c.Size > transport.MaxDatagram {
-				return nil, doc.Errorf(field("size"), "%d: want %d to %d bytes", *c.Size, transport.MinDatagram, transport.MaxDatagram)
+	if c.Protocol == "tcp" || c.Protocol == "udp" {
+		t := &proto.TrialInput{Time: time.Duration(c.Time), Omit: time.Duration(c.Omit), Interval: time.Duration(c.Interval),
+			Bytes: c.Bytes, Window: c.Window, SndBuf: c.SndBuf, RcvBuf: c.RcvBuf, Bottleneck: c.Bottleneck, Rate: c.Rate,
+			Congestion: c.Congestion, Reverse: c.Reverse}
+		for _, v := range []struct {
+			from *int
+			to   *int
+		}{{c.Streams, &t.Streams}, {c.MSS, &t.MSS}, {c.Size, &t.Size}} {
+			if v.from != nil {
+				*v.to = *v.from
 			}
-			o.Size = *c.Size
 		}
+		o.Trial = t
 	}
-	if o.Reverse {
-		// The server samples a reverse test: hold it to the server's bounds.
-		req := o.Request()
-		if err := req.Check(); err != nil {
-			return nil, doc.Errorf(field("reverse"), "%v", err)
-		}
-	}
-	if hosts && len(c.Servers) == 0 {
-		return nil, doc.Errorf(at, "servers is required with where: hosts (the v6lab transport servers, one per family)")
-	}
-	if !hosts && len(c.Servers) > 0 {
-		return nil, doc.Errorf(field("servers"), "only with where: hosts; in the lab and on loopback the embedded server answers")
-	}
-	for i, a := range c.Servers {
-		if _, err := ParseTransportServer(a); err != nil {
-			return nil, doc.Errorf(fmt.Sprintf("%s[%d]", field("servers"), i), "%v", err)
-		}
-	}
-	return o, nil
+	return o
 }
 
 // Scale shrinks an experiment for a quick look on a small machine: every

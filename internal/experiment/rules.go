@@ -65,21 +65,6 @@ func checkNotNegative(d time.Duration) error {
 	return nil
 }
 
-// CheckDNSMode checks a DNS cell's engine: stub (a socket per query, the
-// default) or load (long-lived sockets, queries matched by ID; UDP only).
-func CheckDNSMode(mode string, tcp bool) error {
-	switch mode {
-	case "", "stub":
-	case "load":
-		if tcp {
-			return fmt.Errorf("the load engine sends over UDP; use stub with tcp")
-		}
-	default:
-		return fmt.Errorf("%q: want stub or load", mode)
-	}
-	return nil
-}
-
 // FDsPerConn is what one simultaneous user holds open at once in the
 // measuring process: its connection (the stub lookup's socket is closed
 // before the connection opens), plus the server's end when the embedded

@@ -1,4 +1,4 @@
-package extclient
+package extclient_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"v6lab/internal/path"
+	"v6lab/internal/proto/extclient"
 	"v6lab/internal/proto/ftp"
 	httpp "v6lab/internal/proto/http"
 )
@@ -26,8 +27,8 @@ func TestCurlAndWgetDownloadOverEachPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fs.Close()
-	for _, prog := range Programs {
-		if err := Check(prog); err != nil {
+	for _, prog := range extclient.Programs {
+		if err := extclient.Check(prog); err != nil {
 			t.Skip(err)
 		}
 		for _, p := range []path.Path{path.IPv4, path.IPv6} {
@@ -37,7 +38,7 @@ func TestCurlAndWgetDownloadOverEachPath(t *testing.T) {
 				if p == path.IPv6 {
 					u.Host = fmt.Sprintf("[::1]:%s", u.Port())
 				}
-				c := &Client{Program: prog, URL: u, Path: p, Resolver: &path.Resolver{}, Expect: 1 << 20}
+				c := &extclient.Client{Program: prog, URL: u, Path: p, Resolver: &path.Resolver{}, Expect: 1 << 20}
 				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 				s := c.Do(ctx, 0)
 				cancel()
@@ -52,11 +53,11 @@ func TestCurlAndWgetDownloadOverEachPath(t *testing.T) {
 		}
 		// A missing file fails the sample with the program's own words.
 		u, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d/files/nonsense", hs.Port))
-		if s := (&Client{Program: prog, URL: u, Path: path.IPv4, Resolver: &path.Resolver{}}).Do(context.Background(), 0); s.OK() {
+		if s := (&extclient.Client{Program: prog, URL: u, Path: path.IPv4, Resolver: &path.Resolver{}}).Do(context.Background(), 0); s.OK() {
 			t.Errorf("%s: a 400 reply counted as a download", prog)
 		}
 	}
-	if err := Check("no-such-program-v6lab"); err == nil || !strings.Contains(err.Error(), "apt-get install") {
+	if err := extclient.Check("no-such-program-v6lab"); err == nil || !strings.Contains(err.Error(), "apt-get install") {
 		t.Errorf("Check: %v", err)
 	}
 }

@@ -21,12 +21,13 @@ import (
 
 	"v6lab/internal/content"
 	vpath "v6lab/internal/path"
+	"v6lab/internal/proto"
 	"v6lab/internal/proto/guard"
 	"v6lab/internal/units"
 )
 
 // MaxFileSize bounds a generated file so a typo cannot stream for days.
-const MaxFileSize = 1 << 40
+const MaxFileSize = proto.MaxFileSize
 
 // Server is the embedded FTP server: any user name and password log in,
 // and every file is generated on the fly, never stored — /1M, /5879824,

@@ -1,4 +1,4 @@
-package main
+package labrun
 
 import (
 	"context"
@@ -12,17 +12,17 @@ import (
 	"v6lab/internal/tcpflow"
 )
 
-// labConditions surround the runs of a lab experiment: the background
+// conditions surround the runs of a lab experiment: the background
 // traffic level a cell asks for, and the capture in the server host whose
 // per-connection timelines complete a server_capture cell's samples.
-type labConditions struct {
+type conditions struct {
 	bg      *congestion.Background // nil without generator hosts
 	server  *capture.Capture       // nil without server-side capture
 	tracker *tcpflow.Tracker
 	ports   map[string]uint16 // service port per wire key
 }
 
-func (c *labConditions) Begin(ctx context.Context, s *experiment.Spec, _ experiment.Step) error {
+func (c *conditions) Begin(ctx context.Context, s *experiment.Spec, _ experiment.Step) error {
 	if c.bg != nil {
 		if err := c.bg.Set(ctx, s.Background); err != nil {
 			return err
@@ -38,7 +38,7 @@ func (c *labConditions) Begin(ctx context.Context, s *experiment.Spec, _ experim
 	return nil
 }
 
-func (c *labConditions) End(s *experiment.Spec, _ experiment.Step, rec *result.Run, samples []result.Sample) {
+func (c *conditions) End(s *experiment.Spec, _ experiment.Step, rec *result.Run, samples []result.Sample) {
 	if c.bg != nil {
 		rec.Background = c.bg.Since()
 	}
@@ -72,7 +72,7 @@ func (c *labConditions) End(s *experiment.Spec, _ experiment.Step, rec *result.R
 	}
 }
 
-func (c *labConditions) Finish() {
+func (c *conditions) Finish() {
 	if c.bg != nil {
 		c.bg.Set(context.Background(), "")
 	}

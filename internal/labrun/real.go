@@ -1,0 +1,152 @@
+package labrun
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	contentpkg "v6lab/internal/content"
+	"v6lab/internal/experiment"
+	"v6lab/internal/lab"
+	"v6lab/internal/proto"
+	"v6lab/internal/proto/all"
+	httpp "v6lab/internal/proto/http"
+	"v6lab/internal/proto/imap"
+	"v6lab/internal/servers"
+	"v6lab/internal/units"
+)
+
+// Real servers' ports in the server namespace, free there.
+var realPorts = map[string]int{"http": 80, "dns": 53, "ftp": 21, "smtp": 25, "imap": 143}
+
+// startReal starts nginx and Unbound (the page and its name) in the lab's
+// server namespace, and the other real servers the cells ask for, and adds
+// their endpoints (keys real/PROTOCOL) to the job.
+func startReal(ctx context.Context, l *lab.Lab, exp *experiment.Experiment, job *Job) (func(), error) {
+	want := append([]string{"http", "dns"}, exp.RealProtocols()...)
+	if err := servers.CheckInstalled(want); err != nil { // all checked before any starts
+		return nil, err
+	}
+	a := l.Addr
+	place := servers.Place{Prefix: []string{"ip", "netns", "exec", lab.NS(l.Name, lab.Server)}, Rec: l.Record()}
+	at := experiment.LabPlace(l)
+	addrs := at.Listen()
+	var stops []func()
+	stop := func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	ports := map[string]int{}
+	describe := func(proto, about string) {
+		ports["real/"+proto] = realPorts[proto]
+		job.Servers[proto+" (real)"] = about
+	}
+	ng, err := servers.StartNginx(ctx, place, addrs, realPorts["http"], nginxContent(exp))
+	if err != nil {
+		return nil, err
+	}
+	stops = append(stops, ng.Stop)
+	describe("http", ng.Version+" in the server namespace")
+	ub, err := servers.StartUnbound(ctx, place, addrs, realPorts["dns"], "v6lab.test",
+		[]servers.Record{{Name: experiment.LocalName, Addr: a.ServerV4}, {Name: experiment.LocalName, Addr: a.ServerV6}},
+		[]servers.View{{Name: "tunnel", Clients: netip.PrefixFrom(a.ClientTun6, 64).Masked(),
+			Records: []servers.Record{{Name: experiment.LocalName, Addr: a.ServerV4}, {Name: experiment.LocalName, Addr: a.ServerTun6}}}})
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	stops = append(stops, ub.Stop)
+	describe("dns", ub.Version+" in the server namespace, a view for the tunnel's clients")
+	if slices.Contains(exp.RealProtocols(), "ftp") {
+		files, err := ftpFiles(exp)
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		pf, err := servers.StartProFTPD(ctx, place, addrs, realPorts["ftp"], files)
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		stops = append(stops, pf.Stop)
+		describe("ftp", pf.Version+" in the server namespace, anonymous, sparse files")
+	}
+	if slices.Contains(exp.RealProtocols(), "smtp") {
+		pf, err := servers.StartPostfix(ctx, place, addrs, realPorts["smtp"], "v6lab.test")
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		stops = append(stops, pf.Stop)
+		describe("smtp", pf.Version+" in the server namespace, an instance of its own; accepted mail is discarded")
+	}
+	if slices.Contains(exp.RealProtocols(), "imap") {
+		users := imap.DefaultUsers
+		for _, c := range exp.Cells {
+			if c.Protocol == "imap" && c.Users > 0 {
+				users = max(users, c.Users)
+			}
+		}
+		dv, err := servers.StartDovecot(ctx, place, addrs, realPorts["imap"], users, imap.Password, imap.Message(imap.MessageSize))
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		stops = append(stops, dv.Stop)
+		describe("imap", fmt.Sprintf("%s in the server namespace, %d Maildir users", dv.Version, users))
+	}
+	// nginx serves v6lab's generated content; ProFTPD sparse files, which
+	// read as zeros.
+	eps := all.PlaceEndpoints(at, ports, experiment.LabSources(l), contentpkg.Generated, "real/")
+	for p, ep := range eps["real/ftp"] {
+		ep.Content = contentpkg.Zeros
+		eps["real/ftp"][p] = ep
+	}
+	for key, byPath := range eps {
+		for p, ep := range byPath {
+			job.Endpoints.Set(key, p, ep)
+		}
+	}
+	return stop, nil
+}
+
+// nginxContent is the embedded server's page and objects, the files of
+// http file cells at the embedded server's paths, and the small one
+// Settle fetches.
+func nginxContent(exp *experiment.Experiment) servers.Content {
+	cfg := httpp.DefaultServerConfig
+	content := servers.Content{"/index.html": httpp.Page(cfg)}
+	for i := range cfg.Objects {
+		content[fmt.Sprintf("/obj/%d", i)] = contentpkg.Bytes(cfg.ObjectSize)
+	}
+	content["/files"+SettleFile] = contentpkg.Bytes(1 << 10)
+	for _, c := range exp.Cells {
+		if c.Protocol == "http" && c.Server == "real" && c.File != "" {
+			name := strings.TrimPrefix(c.File, "/")
+			if size, err := units.ParseSize(name); err == nil { // checked by RealFit
+				content["/files/"+name] = contentpkg.Bytes(size)
+			}
+		}
+	}
+	return content
+}
+
+// ftpFiles are the sparse files ProFTPD serves: each ftp cell's, and
+// Settle's.
+func ftpFiles(exp *experiment.Experiment) (map[string]int64, error) {
+	files := map[string]int64{strings.TrimPrefix(SettleFile, "/"): 1 << 10}
+	for _, c := range exp.Cells {
+		if c.Protocol == "ftp" && c.Server == "real" {
+			name := strings.TrimPrefix(proto.Or(c.File, "1M"), "/")
+			size, err := units.ParseSize(name)
+			if err != nil {
+				return nil, err
+			}
+			files[name] = size
+		}
+	}
+	return files, nil
+}

@@ -1,0 +1,280 @@
+// Package measure runs one measurement end to end: the checks that come
+// first (open files, accept queue), the result directory and its header,
+// the runs with progress, then the summary and the reports. Every command
+// that measures (run, probe, tcp, udp, a lab run's measuring process)
+// hands it a Job. It prints through the writers it is given and returns
+// typed errors; the CLI turns them into exit codes.
+package measure
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"time"
+
+	"v6lab/internal/capture"
+	"v6lab/internal/experiment"
+	"v6lab/internal/host"
+	"v6lab/internal/load"
+	"v6lab/internal/path"
+	"v6lab/internal/report"
+	"v6lab/internal/result"
+)
+
+// Job is one measurement ready to run.
+type Job struct {
+	Exp *experiment.Experiment
+	// Probe makes a cell's probe over a path (experiment.Probes).
+	Probe func(*experiment.Spec, path.Path) (load.Probe, error)
+	// Target says where it runs: loopback, lab or remote.
+	Target string
+	// Servers name the servers measured, Notes what a reader must know.
+	Servers map[string]string
+	Notes   []string
+	// Somaxconn is the server host's net.core.somaxconn when the server
+	// is in another namespace (a lab run); 0: read this process's own.
+	Somaxconn int
+	// Command is the command line the user typed, when this process is
+	// not it (the measuring child of a lab run); empty: os.Args.
+	Command []string
+	// ServerFDs is how many file descriptors an embedded server in this
+	// process needs per client connection (1, or 0 for a remote server).
+	ServerFDs int
+	// Results is the directory that receives the result directory.
+	Results string
+	// Wire, when set, proves each run's path on the wire (lab runs).
+	Wire experiment.WireCheck
+	// Lab describes the lab for the header.
+	Lab map[string]string
+	// Pcap, when set, writes its counted frames to capture.pcap in the
+	// result directory.
+	Pcap *capture.Capture
+	// Conditions, when set, surround each run (lab: background traffic,
+	// server-side capture).
+	Conditions experiment.Conditions
+	// Resume, when set, continues the experiment in ResumeDir.
+	Resume    *experiment.Resume
+	ResumeDir string
+}
+
+// Output is where a job reports.
+type Output struct {
+	Out, Err io.Writer
+	// Quiet prints only the result directory's name.
+	Quiet bool
+	// Progress makes the progress display of total runs, done of them
+	// already (nil: Lines on Err unless Quiet).
+	Progress func(total, done int) Progress
+	// ToolVersion is recorded in the header.
+	ToolVersion string
+}
+
+// Progress follows the runs of a job.
+type Progress interface {
+	Step(done, total int, r result.Run)
+	Done()
+}
+
+// InterruptedError is a job stopped by a signal: every finished run is
+// kept in Dir.
+type InterruptedError struct{ Dir string }
+
+func (e *InterruptedError) Error() string {
+	return "interrupted: every finished run is kept in " + e.Dir
+}
+
+// DefaultMemoryLimit is the measuring process's soft memory limit.
+const DefaultMemoryLimit = 768 << 20
+
+// Run runs a job end to end and returns its result directory.
+func Run(ctx context.Context, j Job, o Output) (string, error) {
+	// Collecting less often leaves more CPU to the transactions being
+	// timed; a soft memory limit keeps that from holding garbage without
+	// bound (10,000 users per path peaked at 1.68 GiB with GOGC 400 alone,
+	// 583 MiB with the limit, the same figures). GOMEMLIMIT, when set, wins.
+	debug.SetGCPercent(400)
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(DefaultMemoryLimit)
+	}
+	gcNote := fmt.Sprintf("v6lab's Go runtime ran with GOGC 400 and a soft memory limit of %d MiB", debug.SetMemoryLimit(-1)>>20)
+	limit, err := host.RaiseNoFile()
+	if err != nil {
+		return "", err
+	}
+	if err := j.Exp.CheckOpenFiles(limit, j.ServerFDs); err != nil {
+		return "", err
+	}
+	notes := append(append([]string(nil), j.Notes...), gcNote)
+	notes = append(notes, j.queueNote()...)
+	changed := "no sysctl was changed"
+	if j.Lab["sysctl_changed"] != "" {
+		changed = "the one sysctl changed is in the lab's notes"
+	}
+	notes = append(notes, "client connections are closed with SO_LINGER 0 after the completion marker, so no TIME_WAIT accumulates on the client; "+changed)
+	var dir string
+	var done map[int]bool
+	if j.Resume != nil {
+		dir, done = j.ResumeDir, j.Resume.Done
+	} else if dir, err = experiment.NewDir(j.Results, j.Exp.Name, time.Now()); err != nil {
+		return "", err
+	}
+	command := j.Command
+	if len(command) == 0 {
+		command = os.Args
+	}
+	hdr := result.Header{
+		FormatVersion: result.FormatVersion, Tool: "v6lab", ToolVersion: o.ToolVersion, Created: time.Now().UTC(),
+		Command: command, Host: host.Name(), Kernel: host.Kernel(), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(),
+		Sysctls: host.ReadSysctls(host.Sysctls), Limits: map[string]string{"nofile": fmt.Sprint(limit)}, Target: j.Target,
+		Servers: j.Servers, Notes: notes, Lab: j.Lab,
+	}
+	files := "samples.jsonl, summary.json, report.txt, results.csv, report.html"
+	if j.Pcap != nil {
+		name, closePcap, err := j.recordPcap(dir, len(done))
+		if err != nil {
+			return dir, err
+		}
+		defer closePcap(o.Err)
+		files += ", " + name
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	plan := j.Exp.Plan()
+	prog := o.progress(len(plan), len(done))
+	r := &experiment.Runner{Exp: j.Exp, Probe: j.Probe, Header: hdr, OnStep: prog.Step, Wire: j.Wire, Done: done, Conditions: j.Conditions}
+	if !o.Quiet {
+		verb := "measuring"
+		if done != nil {
+			verb = fmt.Sprintf("resuming after %d of", len(done))
+		}
+		fmt.Fprintf(o.Err, "v6lab: %s: %s %d runs (%s over %v) -> %s\n",
+			j.Exp.Name, verb, len(plan), strings.Join(j.Exp.Protocols(), ", "), j.Exp.Paths(), dir)
+	}
+	runErr := r.Run(ctx, dir)
+	prog.Done()
+	if runErr != nil && !errors.Is(runErr, experiment.ErrInterrupted) {
+		return dir, runErr
+	}
+	s, err := report.WriteAll(dir)
+	if err != nil {
+		return dir, err
+	}
+	if !o.Quiet {
+		if err := report.Text(o.Out, s); err != nil {
+			return dir, err
+		}
+		fmt.Fprintln(o.Out)
+	}
+	fmt.Fprintf(o.Out, "results: %s (%s)\n", dir, files)
+	if runErr != nil {
+		return dir, &InterruptedError{Dir: dir}
+	}
+	return dir, AllFailed(s)
+}
+
+// queueNote warns when more users than the server's accept queue holds
+// connect at once.
+func (j Job) queueNote() []string {
+	maxConns := 0
+	for _, c := range j.Exp.Cells {
+		for _, n := range c.Conns {
+			maxConns = max(maxConns, n)
+		}
+	}
+	sm := j.Somaxconn
+	if v, err := host.ReadSysctl("net.core.somaxconn"); err == nil && sm == 0 && j.ServerFDs > 0 {
+		fmt.Sscan(v, &sm)
+	}
+	if sm > 0 && maxConns > sm {
+		return []string{fmt.Sprintf("%d simultaneous connections exceed the server host's net.core.somaxconn (%d): the server's accept queue can overflow, and SYN retries then add about 1 s to some transactions", maxConns, sm)}
+	}
+	return nil
+}
+
+// recordPcap writes the wire check's frames to a pcap file in dir (one of
+// its own per resumption); the returned function closes it.
+func (j Job) recordPcap(dir string, resumed int) (string, func(io.Writer), error) {
+	name := "capture.pcap"
+	if j.Resume != nil {
+		name = fmt.Sprintf("capture.resumed-%d.pcap", resumed)
+	}
+	f, err := os.Create(filepath.Join(dir, name))
+	if err != nil {
+		return "", nil, err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	if err := j.Pcap.Record(w); err != nil {
+		f.Close()
+		return "", nil, err
+	}
+	// The capture is closed first so nothing writes while this flushes.
+	return name, func(errOut io.Writer) {
+		j.Pcap.Close()
+		if err := errors.Join(j.Pcap.RecordErr(), w.Flush(), f.Close()); err != nil {
+			fmt.Fprintf(errOut, "v6lab: %s is incomplete: %v\n", name, err)
+		}
+	}, nil
+}
+
+// AllFailed is an error when some cell completed no transaction at all: the
+// results are kept, but the command did not measure what was asked.
+func AllFailed(s *report.Summary) error {
+	for _, c := range s.Cells {
+		if c.Completed == 0 && c.Failed > 0 {
+			return fmt.Errorf("every counted transaction of %s/%s/%d failed (first: %s)", c.Protocol, c.Path, c.Conns, c.FirstError)
+		}
+	}
+	return nil
+}
+
+func (o Output) progress(total, done int) Progress {
+	switch {
+	case o.Quiet:
+		return none{}
+	case o.Progress != nil:
+		return o.Progress(total, done)
+	}
+	return Lines(o.Err, done)
+}
+
+// Lines is the progress of a run whose output is not a terminal (a log):
+// one line every 10 s, with an estimate of the time left.
+func Lines(w io.Writer, done int) Progress {
+	return &lines{w: w, every: 10 * time.Second, start: time.Now(), last: time.Now(), from: done}
+}
+
+type lines struct {
+	w           io.Writer
+	every       time.Duration
+	start, last time.Time
+	from        int
+}
+
+func (l *lines) Step(done, total int, r result.Run) {
+	now := time.Now()
+	if now.Sub(l.last) < l.every || done == total {
+		return
+	}
+	l.last = now
+	eta := "?"
+	if n := done - l.from; n > 0 {
+		eta = (time.Duration(float64(now.Sub(l.start)) / float64(n) * float64(total-done))).Round(time.Second).String()
+	}
+	fmt.Fprintf(l.w, "v6lab: run %d/%d (%d%%), %s, about %s left\n", done, total, 100*done/total, r.Cell, eta)
+}
+
+func (l *lines) Done() {}
+
+type none struct{}
+
+func (none) Step(int, int, result.Run) {}
+func (none) Done()                     {}

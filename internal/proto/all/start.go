@@ -1,0 +1,128 @@
+package all
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+
+	"v6lab/internal/content"
+	"v6lab/internal/path"
+	"v6lab/internal/proto"
+)
+
+// Started are embedded servers started together at one place.
+type Started struct {
+	At      proto.Place
+	Running map[string]proto.Running
+	keys    []string
+}
+
+// Start starts the embedded servers of keys (server keys: ServerKey of a
+// protocol) at place at, in the order of Servers, so a run starts only what
+// its cells measure. The DNS server always starts when any other does:
+// every transaction that names its server looks the name up first.
+// Servers that must run as processes of their own (proto.OwnProcess) are
+// left to the caller when the place is another namespace (at.In set).
+func Start(ctx context.Context, keys []string, at proto.Place) (*Started, error) {
+	st := &Started{At: at, Running: map[string]proto.Running{}}
+	if len(keys) > 0 && !slices.Contains(keys, "dns") {
+		keys = append(keys, "dns")
+	}
+	for _, s := range Servers {
+		if !slices.Contains(keys, s.Key) {
+			continue
+		}
+		if op, ok := s.Server.(proto.OwnProcess); ok && op.OwnProcess() && at.In != nil {
+			continue
+		}
+		r, err := s.Server.Serve(ctx, at)
+		if err != nil {
+			st.Close()
+			return nil, fmt.Errorf("embedded %s server: %w", s.Key, err)
+		}
+		st.Running[s.Key] = r
+		st.keys = append(st.keys, s.Key)
+	}
+	return st, nil
+}
+
+// Close stops every server started.
+func (st *Started) Close() error {
+	var errs []error
+	for i := len(st.keys) - 1; i >= 0; i-- {
+		errs = append(errs, st.Running[st.keys[i]].Close())
+	}
+	st.keys = nil
+	return errors.Join(errs...)
+}
+
+// Add records a server started elsewhere (a process of its own) on port.
+func (st *Started) Add(key string, r proto.Running) {
+	st.Running[key] = r
+	st.keys = append(st.keys, key)
+}
+
+// Endpoints says where each started server answers on each path of the
+// place, seen from a client whose address on path p is sources[p] (none:
+// the system's choice).
+func (st *Started) Endpoints(sources map[path.Path]netip.Addr) proto.Endpoints {
+	return PlaceEndpoints(st.At, ports(st.Running), sources, content.Generated, "")
+}
+
+func ports(rs map[string]proto.Running) map[string]int {
+	out := map[string]int{}
+	for k, r := range rs {
+		out[k] = r.Port()
+	}
+	return out
+}
+
+// PlaceEndpoints makes the endpoints of servers listening on ports (by
+// server key) at a place: a server that is dialled by address (proto.
+// ByAddress: dns, transport) is its address on each path; the others are
+// the place's name, looked up by the DNS server of the same keys (prefix
+// "" for the embedded servers, "real/" for the real ones) on the path.
+// files says what their files hold.
+func PlaceEndpoints(at proto.Place, ports map[string]int, sources map[path.Path]netip.Addr, files content.Expect, prefix string) proto.Endpoints {
+	eps := proto.Endpoints{}
+	for key, port := range ports {
+		for p, a := range at.Addrs {
+			ep := proto.Endpoint{Host: at.Name, Port: port, Source: sources[p], Content: files}
+			if dns, ok := ports[prefix+"dns"]; ok {
+				ep.DNS = []netip.AddrPort{netip.AddrPortFrom(a, uint16(dns))}
+			}
+			if s, ok := serverOf(key[len(prefix):]); ok && byAddress(s) {
+				ep = proto.Endpoint{Host: a.String(), Port: port, Source: sources[p]}
+			}
+			eps.Set(key, p, ep)
+		}
+	}
+	return eps
+}
+
+func serverOf(key string) (proto.Server, bool) { return Server(key) }
+
+func byAddress(s proto.Server) bool {
+	b, ok := s.(proto.ByAddress)
+	return ok && b.ByAddress()
+}
+
+// Describe names the started servers for a result's header, where is
+// where they run ("in the server namespace", empty on loopback).
+func (st *Started) Describe(where string) map[string]string {
+	out := map[string]string{}
+	for key := range st.Running {
+		if s, ok := Server(key); ok {
+			out[key] = s.About()
+			if a, ok := s.(interface{ AboutAt(proto.Place) string }); ok {
+				out[key] = a.AboutAt(st.At)
+			}
+			if where != "" {
+				out[key] += " " + where
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,196 @@
+package dns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	mdns "github.com/miekg/dns"
+
+	"v6lab/internal/load"
+	"v6lab/internal/path"
+	"v6lab/internal/proto"
+)
+
+// Protocol is DNS query response time (proto.Protocol).
+type Protocol struct{}
+
+func (Protocol) Name() string { return "dns" }
+
+func (Protocol) Options() []string {
+	return []string{"query", proto.OptDNSServers, "transport", "mode"}
+}
+
+// Check applies dns's rules: with where: hosts a query and the servers to
+// ask; transport udp or tcp; the engine (CheckMode).
+func (Protocol) Check(o *proto.Options, where string, given proto.Given) error {
+	if where == "hosts" && (o.Query == "" || len(o.DNSServers) == 0) {
+		return proto.Errorf("", "query and dns_servers are required with where: hosts (the name to look up and the server to ask)")
+	}
+	switch o.Transport {
+	case "", "udp", "tcp":
+	default:
+		return proto.Errorf("transport", "%q: want udp or tcp", o.Transport)
+	}
+	if err := CheckMode(o.Mode, o.Transport == "tcp"); err != nil {
+		return proto.Errorf("mode", "%v", err)
+	}
+	if _, err := queryType(o.Probe.Type); err != nil {
+		return proto.Errorf("type", "%v", err)
+	}
+	return proto.CheckDNSServers(o, where)
+}
+
+// CheckMode checks a DNS cell's engine: stub (a socket per query, the
+// default) or load (long-lived sockets, queries matched by ID; UDP only).
+func CheckMode(mode string, tcp bool) error {
+	switch mode {
+	case "", ModeStub:
+	case ModeLoad:
+		if tcp {
+			return fmt.Errorf("the load engine sends over UDP; use stub with tcp")
+		}
+	default:
+		return fmt.Errorf("%q: want stub or load", mode)
+	}
+	return nil
+}
+
+// queryType reads a record type: path (or empty: the path's own), A, AAAA, …
+func queryType(s string) (uint16, error) {
+	switch t := strings.ToUpper(s); t {
+	case "", "PATH":
+		return 0, nil
+	default:
+		v, ok := mdns.StringToType[t]
+		if !ok {
+			return 0, fmt.Errorf("unknown record type %q", s)
+		}
+		return v, nil
+	}
+}
+
+// Target is the cell's DNS server of path p's family.
+func (Protocol) Target(o *proto.Options, p path.Path) (proto.Endpoint, error) {
+	r := path.Resolver{}
+	for _, s := range o.DNSServers {
+		ap, err := path.ParseServer(s)
+		if err != nil {
+			return proto.Endpoint{}, err
+		}
+		r.Servers = append(r.Servers, ap)
+	}
+	srv, _, err := r.Server(p)
+	if err != nil {
+		return proto.Endpoint{}, err
+	}
+	return proto.Endpoint{Host: srv.Addr().String(), Port: int(srv.Port())}, nil
+}
+
+// Probe asks the server at ep for the cell's query (default: the name of
+// the embedded servers).
+func (Protocol) Probe(o *proto.Options, ep proto.Endpoint, p path.Path) (load.Probe, error) {
+	if ep.Host == "" {
+		return nil, errors.New("no DNS server to measure")
+	}
+	srv, err := ep.AddrPort()
+	if err != nil {
+		return nil, err
+	}
+	if !p.Accepts(srv.Addr()) {
+		return nil, fmt.Errorf("no %s DNS server to send the query over (have %v)", p.Family(), srv)
+	}
+	qt, err := queryType(o.Probe.Type)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{Name: proto.Or(o.Query, proto.LocalName), Server: srv, Path: p, Type: qt, TCP: o.Transport == "tcp", Source: ep.Source, Mode: o.Mode}, nil
+}
+
+// RealServer is the lab's real DNS server.
+func (Protocol) RealServer() string { return "unbound" }
+
+// RealFit: every dns cell fits Unbound.
+func (Protocol) RealFit(*proto.Options) error { return nil }
+
+// About describes the embedded server.
+func (Protocol) About() string { return "embedded (miekg/dns)" }
+
+// AboutAt adds the views of a place with lab-only paths.
+func (p Protocol) AboutAt(at proto.Place) string {
+	for q := range at.Addrs {
+		if q.Kind().LabOnly {
+			return p.About() + ", a view per tunnel address"
+		}
+	}
+	return p.About()
+}
+
+// Serve answers A and AAAA for the place's name: the native paths'
+// addresses, and on the address of a lab-only path (6in4) a view that
+// gives that path's address for its family, so the path looks its name up
+// through itself, as in the study. The setting record (NAME=ADDR,
+// repeated) serves those records instead.
+func (Protocol) Serve(ctx context.Context, at proto.Place) (proto.Running, error) {
+	zone, views := Zone{}, Views{}
+	for _, r := range at.Settings["record"] {
+		if err := zone.ParseRecord(r); err != nil {
+			return nil, proto.Errorf("record", "%v", err)
+		}
+	}
+	if len(zone) == 0 {
+		zone, views = placeZone(at)
+	}
+	if len(zone) == 0 {
+		return nil, proto.Errorf("record", "nothing to serve: give at least one NAME=ADDR")
+	}
+	s, err := proto.Listen(at, func(addrs []netip.Addr, port int) (*Server, error) {
+		return ListenViews(ctx, zone, views, addrs, port)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return running{s, zone.Names()}, nil
+}
+
+// placeZone is the zone of a place's name, and a view per lab-only path.
+func placeZone(at proto.Place) (Zone, Views) {
+	zone, views := Zone{}, Views{}
+	if at.Name == "" {
+		return zone, views
+	}
+	native := map[bool]netip.Addr{}
+	for _, k := range path.Kinds {
+		if a, ok := at.Addrs[k.Path]; ok && !k.LabOnly {
+			zone.Add(at.Name, a)
+			native[k.IPv6] = a
+		}
+	}
+	for _, k := range path.Kinds {
+		a, ok := at.Addrs[k.Path]
+		if !ok || !k.LabOnly {
+			continue
+		}
+		v := Zone{}
+		if other, ok := native[!k.IPv6]; ok {
+			v.Add(at.Name, other)
+		}
+		v.Add(at.Name, a)
+		views[a] = v
+	}
+	return zone, views
+}
+
+type running struct {
+	*Server
+	names []string
+}
+
+func (r running) Port() int { return r.Server.Port }
+
+func (r running) Detail() string { return fmt.Sprintf("udp, tcp; names %v", r.names) }
+
+// ByAddress: a DNS server is reached by its address.
+func (Protocol) ByAddress() bool { return true }

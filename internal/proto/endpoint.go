@@ -1,0 +1,120 @@
+package proto
+
+import (
+	"fmt"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"v6lab/internal/content"
+	"v6lab/internal/path"
+)
+
+// Endpoint is where one server answers on one path, as plain data: what a
+// lab run hands its measuring process and what a probe dials.
+type Endpoint struct {
+	// Scheme is a URL's scheme where it matters (http or https).
+	Scheme string `json:"scheme,omitempty"`
+	// Host is a name to look up with the path's record type, or an
+	// address.
+	Host string `json:"host"`
+	Port int    `json:"port"`
+	// Resource is what a named server serves: a URL's path and query, an
+	// FTP file.
+	Resource string `json:"resource,omitempty"`
+	// DNS are the servers that resolve Host; DNSOver pins the family the
+	// lookup travels over (empty: the path's).
+	DNS     []netip.AddrPort `json:"dns,omitempty"`
+	DNSOver path.Path        `json:"dns_over,omitempty"`
+	// Source is the client's address on the path, when it must be chosen
+	// (the lab's 6in4 path).
+	Source netip.Addr `json:"source,omitzero"`
+	// User and Password log in (FTP, IMAP).
+	User     string `json:"user,omitempty"`
+	Password string `json:"password,omitempty"`
+	// Content is what the server's files hold: generated (v6lab's
+	// servers, the lab's nginx), zeros (sparse files) or unknown.
+	Content content.Expect `json:"content,omitempty"`
+}
+
+// Resolver resolves the endpoint's Host.
+func (e Endpoint) Resolver() *path.Resolver {
+	return &path.Resolver{Servers: e.DNS, Over: e.DNSOver, Source: e.Source}
+}
+
+// AddrPort is the endpoint as an address, for protocols that dial one.
+func (e Endpoint) AddrPort() (netip.AddrPort, error) {
+	a, err := netip.ParseAddr(strings.Trim(e.Host, "[]"))
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("server %q is not an address", e.Host)
+	}
+	return netip.AddrPortFrom(a, uint16(e.Port)), nil
+}
+
+// Endpoints are where every server of a run is: by server key (a
+// protocol's name, real/NAME for its real Debian server) and path.
+type Endpoints map[string]map[path.Path]Endpoint
+
+// Set records where server key answers on path p.
+func (es Endpoints) Set(key string, p path.Path, e Endpoint) {
+	if es[key] == nil {
+		es[key] = map[path.Path]Endpoint{}
+	}
+	es[key][p] = e
+}
+
+// Get is where server key answers on path p.
+func (es Endpoints) Get(key string, p path.Path) (Endpoint, bool) {
+	e, ok := es[key][p]
+	return e, ok
+}
+
+// HostResolver is the DNS servers given (dns_servers, --dns-server), or the
+// system's when none are: for a Host that is a name. A Host that is an
+// address needs none.
+func HostResolver(host string, servers []string) ([]netip.AddrPort, error) {
+	if _, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+		return nil, nil
+	}
+	var out []netip.AddrPort
+	for _, s := range servers {
+		ap, err := path.ParseServer(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ap)
+	}
+	if len(out) == 0 {
+		return path.SystemServers()
+	}
+	return out, nil
+}
+
+// HostPortTarget reads a server URL scheme://host[:port] (def: the port
+// when none is given) into an endpoint, its host resolved by dnsServers.
+func HostPortTarget(raw, scheme string, def int, dnsServers []string, dnsOver string) (Endpoint, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != scheme || u.Hostname() == "" {
+		return Endpoint{}, fmt.Errorf("%s URL %q: want %s://host[:port]", scheme, raw, scheme)
+	}
+	e := Endpoint{Host: u.Hostname(), Port: def, DNSOver: path.Path(strings.TrimPrefix(dnsOver, "path"))}
+	if ps := u.Port(); ps != "" {
+		if e.Port, err = strconv.Atoi(ps); err != nil || e.Port < 1 || e.Port > 65535 {
+			return Endpoint{}, fmt.Errorf("%s URL %q: bad port", scheme, raw)
+		}
+	}
+	if e.DNS, err = HostResolver(e.Host, dnsServers); err != nil {
+		return Endpoint{}, err
+	}
+	return e, nil
+}
+
+// ServerURL makes scheme://HOST[:PORT] of a command's HOST, HOST:PORT, IP,
+// IP:PORT or [IPV6]:PORT argument.
+func ServerURL(scheme, arg string) string {
+	if a, err := netip.ParseAddr(strings.Trim(arg, "[]")); err == nil && a.Is6() {
+		return scheme + "://[" + a.String() + "]"
+	}
+	return scheme + "://" + arg
+}

@@ -1,0 +1,210 @@
+package http
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/netip"
+	"net/url"
+	"strings"
+
+	"v6lab/internal/content"
+	"v6lab/internal/load"
+	"v6lab/internal/path"
+	"v6lab/internal/proto"
+	"v6lab/internal/proto/extclient"
+	"v6lab/internal/units"
+)
+
+// Protocol is HTTP(S) page and file retrieval (proto.Protocol).
+type Protocol struct{}
+
+func (Protocol) Name() string { return "http" }
+
+func (Protocol) Options() []string {
+	return []string{"objects", "file", extclient.OptClient, proto.OptURL, proto.OptDNSServers}
+}
+
+// Check applies http's rules: a url only with where: hosts, objects or a
+// file (not both), the probe command's TLS and engine settings.
+func (Protocol) Check(o *proto.Options, where string, given proto.Given) error {
+	hosts := where == "hosts"
+	if o.Objects != nil {
+		if *o.Objects < 0 || *o.Objects > MaxObjects {
+			return proto.Errorf("objects", "%d: want 0 to %d embedded objects", *o.Objects, MaxObjects)
+		}
+		if hosts {
+			return proto.Errorf("objects", "sets the embedded server's page; with where: hosts the real page decides")
+		}
+	}
+	if err := proto.CheckURLWhere(o, where, "the page to fetch", "v6lab chooses the embedded server's URL"); err != nil {
+		return err
+	}
+	if o.URL != "" {
+		if _, err := ParseURL(o.URL); err != nil {
+			return proto.Errorf(proto.OptURL, "%v (want http:// or https:// and a host)", err)
+		}
+	}
+	if o.File != "" {
+		if err := proto.CheckFile(o.File, where); err != nil {
+			return err
+		}
+		if o.Objects != nil {
+			return proto.Errorf("objects", "a cell fetches a page with objects or a file, not both")
+		}
+	}
+	ps := o.Probe
+	if ps.MaxBody != "" {
+		if mb, err := units.ParseSize(ps.MaxBody); err != nil || mb <= 0 {
+			return proto.Errorf("max_body", "bad size %q", ps.MaxBody)
+		}
+	}
+	if _, err := TLSGroups(ps.TLSGroups); err != nil {
+		return proto.Errorf("tls_groups", "%v", err)
+	}
+	if o.URL != "" {
+		u, _ := ParseURL(o.URL)
+		if _, err := (&Client{URL: u, Objects: !ps.NoObjects, Engine: engine(ps.Engine)}).EngineUsed(); err != nil {
+			return proto.Errorf("engine", "%v", err)
+		}
+	}
+	if err := extclient.CheckClient(o); err != nil {
+		return err
+	}
+	return proto.CheckDNSServers(o, where)
+}
+
+func engine(s string) Engine { return Engine(strings.TrimPrefix(s, "auto")) }
+
+// EngineUsed names the engine a probe command's cell runs on.
+func EngineUsed(o *proto.Options) string {
+	u, err := ParseURL(o.URL)
+	if err != nil {
+		return ""
+	}
+	e, _ := (&Client{URL: u, Objects: !o.Probe.NoObjects, Engine: engine(o.Probe.Engine)}).EngineUsed()
+	return string(e)
+}
+
+// Target is the page the cell's url names, its host resolved by the
+// cell's dns_servers (or the system's).
+func (Protocol) Target(o *proto.Options, p path.Path) (proto.Endpoint, error) {
+	u, err := ParseURL(o.URL)
+	if err != nil {
+		return proto.Endpoint{}, err
+	}
+	dns, err := proto.HostResolver(u.Hostname(), o.DNSServers)
+	if err != nil {
+		return proto.Endpoint{}, err
+	}
+	return proto.Endpoint{Scheme: u.Scheme, Host: u.Hostname(), DNS: dns, DNSOver: path.Path(strings.TrimPrefix(o.Probe.DNSOver, "path"))}, nil
+}
+
+// Probe fetches the cell's url, or from the server at ep the page with
+// its objects (objects: N selects /pages/N) or a generated file.
+func (Protocol) Probe(o *proto.Options, ep proto.Endpoint, p path.Path) (load.Probe, error) {
+	var u *url.URL
+	objects, expect := !o.Probe.NoObjects, content.Unknown
+	switch {
+	case o.URL != "":
+		var err error
+		if u, err = ParseURL(o.URL); err != nil {
+			return nil, err
+		}
+	case ep.Host == "":
+		return nil, errors.New("no HTTP server to measure")
+	case o.File != "":
+		// Both the embedded server and the lab's nginx serve generated
+		// content (content.Fill).
+		u, objects, expect = proto.URLOf(ep, proto.FileResource("/files/", o.File)), false, ep.Content
+	case o.Objects != nil:
+		u = proto.URLOf(ep, fmt.Sprintf("/pages/%d", *o.Objects))
+	default:
+		u = proto.URLOf(ep, "/")
+	}
+	if extclient.External(o) {
+		return extclient.ExternalProbe(o, ep, u, p)
+	}
+	var mb int64
+	if o.Probe.MaxBody != "" {
+		mb, _ = units.ParseSize(o.Probe.MaxBody)
+	}
+	groups, err := TLSGroups(o.Probe.TLSGroups)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{URL: u, Path: p, Resolver: ep.Resolver(), Source: ep.Source, Objects: objects, MaxBody: mb,
+		UserAgent: "v6lab", Engine: engine(o.Probe.Engine), Expect: expect,
+		Sum: o.File != "", // a bulk transfer records its body's CRC-32C
+		TLS: &tls.Config{InsecureSkipVerify: o.Probe.Insecure, CurvePreferences: groups}}
+	if o.Probe.TLSResume {
+		c.TLS = ResumeTLS(c.TLS)
+	}
+	if o.File != "" {
+		return proto.Bulk(c), nil
+	}
+	return c, nil
+}
+
+// RealServer is the lab's real HTTP server.
+func (Protocol) RealServer() string { return "nginx" }
+
+// MaxRealFile bounds the files written for nginx (file cells against the
+// real server).
+const MaxRealFile = 64 << 20
+
+// RealFit says why a cell cannot fetch from nginx.
+func (Protocol) RealFit(o *proto.Options) error {
+	if o.Objects != nil || o.Client != "" {
+		return fmt.Errorf("with real servers an http cell fetches nginx's page or a file: objects and client need the embedded server")
+	}
+	if o.File != "" {
+		if n, err := units.ParseSize(strings.TrimPrefix(o.File, "/")); err != nil || n > MaxRealFile {
+			return fmt.Errorf("nginx serves files v6lab writes to disk first: file %s is above %d MiB; use the embedded server, which generates them", o.File, MaxRealFile>>20)
+		}
+	}
+	return nil
+}
+
+// About describes the embedded server.
+func (Protocol) About() string { return "embedded (Go net/http)" }
+
+// Serve starts the embedded server: the page of the settings objects,
+// object_size and page_size, over HTTPS with tls.
+func (Protocol) Serve(ctx context.Context, at proto.Place) (proto.Running, error) {
+	cfg, err := ServerConfigOf(at)
+	if err != nil {
+		return nil, err
+	}
+	s, err := proto.Listen(at, func(addrs []netip.Addr, port int) (*Server, error) { return Listen(ctx, cfg, addrs, port) })
+	if err != nil {
+		return nil, err
+	}
+	return running{s}, nil
+}
+
+// ServerConfigOf reads the page and TLS settings of a place.
+func ServerConfigOf(at proto.Place) (ServerConfig, error) {
+	cfg := DefaultServerConfig
+	var err error
+	if _, err = fmt.Sscan(at.Setting("objects", fmt.Sprint(cfg.Objects)), &cfg.Objects); err != nil || cfg.Objects < 0 {
+		return cfg, proto.Errorf("objects", "want a count of 0 or more")
+	}
+	if _, err = fmt.Sscan(at.Setting("page_size", fmt.Sprint(cfg.PageSize)), &cfg.PageSize); err != nil || cfg.PageSize < 0 {
+		return cfg, proto.Errorf("page_size", "want bytes, 0 or more")
+	}
+	if cfg.ObjectSize, err = units.ParseSize(at.Setting("object_size", "8K")); err != nil {
+		return cfg, proto.Errorf("object_size", "%v", err)
+	}
+	if at.Setting("tls", "false") == "true" {
+		if cfg.TLS, err = SelfSigned([]string{"localhost", at.Name}, at.Listen()); err != nil {
+			return cfg, err
+		}
+	}
+	return cfg, nil
+}
+
+type running struct{ *Server }
+
+func (r running) Port() int { return r.Server.Port }

@@ -1,0 +1,147 @@
+package proto
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"v6lab/internal/path"
+	"v6lab/internal/transport"
+	"v6lab/internal/units"
+)
+
+// Options are a cell's protocol options, one field per option of any
+// protocol (docs/experiments.md says which apply where); each protocol's
+// Check reads its own. They are recorded flat in every result's spec.
+type Options struct {
+	URL        string   `json:"url,omitempty"`
+	Objects    *int     `json:"objects,omitempty"`
+	Query      string   `json:"query,omitempty"`
+	DNSServers []string `json:"dns_servers,omitempty"`
+	Transport  string   `json:"transport,omitempty"`
+	// Mode is a DNS cell's engine: stub (default) or load.
+	Mode string `json:"mode,omitempty"`
+	// File is the file to retrieve (a size such as 1M on the embedded
+	// servers); Active uses EPRT/PORT instead of EPSV/PASV (FTP).
+	File   string `json:"file,omitempty"`
+	Active bool   `json:"active,omitempty"`
+	// Client downloads a file cell with another program: curl or wget.
+	Client string `json:"client,omitempty"`
+	// SMTP: envelope, message size, STARTTLS.
+	From     string `json:"from,omitempty"`
+	To       string `json:"to,omitempty"`
+	Size     int    `json:"size,omitempty"`
+	StartTLS bool   `json:"starttls,omitempty"`
+	// IMAP: user i logs in as user(i mod Users)+1 (UserFormat, Password
+	// for real servers).
+	Users      int    `json:"users,omitempty"`
+	UserFormat string `json:"user_format,omitempty"`
+	Password   string `json:"password,omitempty"`
+	// Test shapes a tcp or udp cell's trials (decoded from Trial by
+	// Check); Servers are the transport servers to test against.
+	Test    *transport.Options `json:"test,omitempty"`
+	Servers []string           `json:"servers,omitempty"`
+	// Trial is a tcp or udp cell's options as given, before Check.
+	Trial *TrialInput `json:"-"`
+
+	// The probe commands' own settings (flags only).
+	Probe ProbeSettings `json:"-"`
+}
+
+// ProbeSettings are options only the probe commands take.
+type ProbeSettings struct {
+	// NoObjects fetches only the URL (http).
+	NoObjects bool
+	// Insecure accepts any certificate (https, smtp STARTTLS).
+	Insecure bool
+	// TLSResume lets returning users resume TLS sessions; TLSGroups is
+	// the key exchange offered (classic or pq).
+	TLSResume bool
+	TLSGroups string
+	// MaxBody bounds each HTTP body ("64M"; empty: the client's default).
+	MaxBody string
+	// Engine is the HTTP connection engine (auto, evloop, go).
+	Engine string
+	// DNSOver pins the family that carries the lookup (path, ipv4, ipv6).
+	DNSOver string
+	// Type is a DNS query's record type (path, A, AAAA, …).
+	Type string
+}
+
+// TrialInput is a tcp or udp cell's options as the user gave them: an
+// experiment file's fields or the tcp and udp commands' flags.
+type TrialInput struct {
+	Time, Omit, Interval                            time.Duration
+	Bytes, Window, SndBuf, RcvBuf, Bottleneck, Rate string
+	Streams, MSS, Size                              int
+	Congestion                                      string
+	Reverse                                         bool
+}
+
+// Common option names: every protocol that reaches a named host takes
+// url and dns_servers.
+const (
+	OptURL        = "url"
+	OptDNSServers = "dns_servers"
+)
+
+// CheckURLWhere applies the rule every protocol with a url shares: with
+// where: hosts the url is required (want describes it), elsewhere v6lab
+// chooses the server and a url is refused.
+func CheckURLWhere(o *Options, where, want, why string) error {
+	hosts := where == "hosts"
+	if hosts && o.URL == "" {
+		return Errorf("", "url is required with where: hosts (%s)", want)
+	}
+	if !hosts && o.URL != "" {
+		return Errorf(OptURL, "only with where: hosts; %s", why)
+	}
+	return nil
+}
+
+// CheckDNSServers checks dns_servers (only with where: hosts, each a server
+// address) and the probe commands' --dns-over.
+func CheckDNSServers(o *Options, where string) error {
+	if len(o.DNSServers) > 0 && where != "hosts" {
+		return Errorf(OptDNSServers, "only with where: hosts; in the lab and on loopback the embedded DNS server answers")
+	}
+	for i, srv := range o.DNSServers {
+		if _, err := path.ParseServer(srv); err != nil {
+			return Errorf(fmt.Sprintf("%s[%d]", OptDNSServers, i), "%v", err)
+		}
+	}
+	return CheckDNSOver(o.Probe.DNSOver)
+}
+
+// CheckDNSOver checks the family a lookup is pinned to: path (or empty: the
+// path's own), ipv4 or ipv6.
+func CheckDNSOver(over string) error {
+	switch over {
+	case "", "path", "ipv4", "ipv6":
+		return nil
+	}
+	return Errorf("dns_over", "%q is not path, ipv4 or ipv6", over)
+}
+
+// MaxFileSize bounds a file the embedded servers generate.
+const MaxFileSize = 1 << 40
+
+// CheckFile checks a file cell's size name (the embedded servers generate
+// files whose names are their sizes).
+func CheckFile(file, where string) error {
+	if where == "hosts" {
+		return Errorf("file", "with where: hosts the url names the file")
+	}
+	if n, err := units.ParseSize(strings.TrimPrefix(file, "/")); err != nil || n > MaxFileSize {
+		return Errorf("file", "%q: the embedded servers' files are sizes such as 1M, 64K or 5879824", file)
+	}
+	return nil
+}
+
+// Or is a, or b when a is empty.
+func Or(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
