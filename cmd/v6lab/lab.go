@@ -1,24 +1,18 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
-	"os/signal"
-	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"v6lab/experiments"
 	"v6lab/internal/lab"
-	"v6lab/internal/units"
+	"v6lab/internal/labkeep"
 )
 
 func newLabCmd() *cobra.Command {
@@ -68,7 +62,7 @@ with a clear error where the kernel has none.`,
 				if err := json.Unmarshal([]byte(configJSON), &cfg); err != nil {
 					return fmt.Errorf("lab up --foreground: bad config: %w", err)
 				}
-				return labForeground(cmd, cfg)
+				return labkeep.Hold(cmd.Context(), cfg, cmd.OutOrStdout())
 			}
 			file := ""
 			if len(args) == 1 {
@@ -87,7 +81,12 @@ with a clear error where the kernel has none.`,
 			if pid := lab.Owner(cfg.Name); pid != 0 {
 				return fmt.Errorf("lab %q is already up (process %d); run v6lab lab down --name %s first", cfg.Name, pid, cfg.Name)
 			}
-			return labDetach(cmd, cfg)
+			pid, ready, err := labkeep.Detach(cfg)
+			if err == nil && !quiet(cmd) {
+				fmt.Fprintf(cmd.OutOrStdout(), "lab %q is up (%s); process %d keeps it; remove it with: v6lab lab down --name %s\n",
+					cfg.Name, ready, pid, cfg.Name)
+			}
+			return err
 		},
 	}
 	lf.register(cmd, true)
@@ -152,142 +151,29 @@ func (f *labFlags) config(cmd *cobra.Command, file, defName string) (lab.Config,
 		}
 	}
 	ch := cmd.Flags().Changed
+	var o lab.Overrides
 	if f.hasName && ch("name") {
-		cfg.Name = f.name
+		o.Name = &f.name
 	}
-	if ch("tunnel-mtu") {
-		cfg.TunnelMTU = f.tunnelMTU
-	}
-	if ch("tunnel") {
-		cfg.Tunnel = f.tunnel
-	}
-	if ch("bare-server") {
-		cfg.BareServer = f.bareServer
-	}
-	if ch("congestion") {
-		cfg.Congestion = f.congestion
-	}
-	var set []func(*lab.Shaping)
-	if ch("rate") {
-		r, err := units.ParseRate(f.rate)
-		if err != nil {
-			return cfg, fmt.Errorf("--rate: %w", err)
+	pick := func(flag string, v any) any {
+		if ch(flag) {
+			return v
 		}
-		set = append(set, func(s *lab.Shaping) { s.Rate = r })
+		return nil
 	}
-	if ch("queue-limit") {
-		q, err := units.ParseSize(f.queueLimit)
-		if err != nil || q > 1<<30 {
-			return cfg, fmt.Errorf("--queue-limit: want bytes up to 1G such as 64K, not %q", f.queueLimit)
-		}
-		set = append(set, func(s *lab.Shaping) { s.QueueLimit = uint32(q) })
-	}
-	if ch("delay") {
-		set = append(set, func(s *lab.Shaping) { s.Delay = f.delay })
-	}
-	if ch("jitter") {
-		set = append(set, func(s *lab.Shaping) { s.Jitter = f.jitter })
-	}
-	if ch("loss") {
-		set = append(set, func(s *lab.Shaping) { s.Loss = f.loss })
-	}
-	for _, fn := range set {
-		fn(&cfg.Shaping)
-		for name, l := range cfg.Links {
-			fn(&l.Shaping)
-			cfg.Links[name] = l
-		}
-	}
-	if err := cfg.Validate(); err != nil {
+	o.TunnelMTU, _ = pick("tunnel-mtu", &f.tunnelMTU).(*int)
+	o.Tunnel, _ = pick("tunnel", &f.tunnel).(*string)
+	o.BareServer, _ = pick("bare-server", &f.bareServer).(*bool)
+	o.Congestion, _ = pick("congestion", &f.congestion).(*string)
+	o.Rate, _ = pick("rate", &f.rate).(*string)
+	o.QueueLimit, _ = pick("queue-limit", &f.queueLimit).(*string)
+	o.Delay, _ = pick("delay", &f.delay).(*time.Duration)
+	o.Jitter, _ = pick("jitter", &f.jitter).(*time.Duration)
+	o.Loss, _ = pick("loss", &f.loss).(*float64)
+	if err := cfg.Override(o); err != nil {
 		return cfg, err
 	}
 	return cfg, nil
-}
-
-// labDetach starts `lab up --foreground` as a detached process and waits
-// until it says the lab is ready (or why it failed).
-func labDetach(cmd *cobra.Command, cfg lab.Config) error {
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(lab.StateDir, 0o755); err != nil {
-		return err
-	}
-	logName, err := lab.LogFile(cfg.Name)
-	if err != nil {
-		return err
-	}
-	logf, err := os.Create(logName)
-	if err != nil {
-		return err
-	}
-	defer logf.Close()
-	r, w, err := os.Pipe()
-	if err != nil {
-		return err
-	}
-	b, err := json.Marshal(cfg)
-	if err != nil {
-		return err
-	}
-	args := []string{"lab", "up", "--foreground", "--config-json", string(b)}
-	c := exec.Command(exe, args...)
-	c.Stdout, c.Stderr = logf, logf
-	c.ExtraFiles = []*os.File{w} // fd 3: the ready line
-	c.Env = append(os.Environ(), "V6LAB_READY_FD=3")
-	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := c.Start(); err != nil {
-		return err
-	}
-	w.Close()
-	line, _ := bufio.NewReader(io.LimitReader(r, 4096)).ReadString('\n')
-	r.Close()
-	line = strings.TrimSpace(line)
-	if !strings.HasPrefix(line, "ready") {
-		c.Wait()
-		if line == "" {
-			line = "the lab process exited without a word; see " + logName
-		}
-		return errors.New(strings.TrimPrefix(line, "error: "))
-	}
-	pid := c.Process.Pid
-	c.Process.Release()
-	if !quiet(cmd) {
-		fmt.Fprintf(cmd.OutOrStdout(), "lab %q is up (%s); process %d keeps it; remove it with: v6lab lab down --name %s\n",
-			cfg.Name, strings.TrimSpace(strings.TrimPrefix(line, "ready")), pid, cfg.Name)
-	}
-	return nil
-}
-
-func labForeground(cmd *cobra.Command, cfg lab.Config) error {
-	var ready *os.File
-	if os.Getenv("V6LAB_READY_FD") == "3" {
-		ready = os.NewFile(3, "ready")
-	}
-	say := func(s string) {
-		if ready != nil {
-			fmt.Fprintln(ready, s)
-			ready.Close()
-			ready = nil
-		}
-	}
-	l, err := lab.Up(cmd.Context(), cfg)
-	if err != nil {
-		say("error: " + err.Error())
-		return err
-	}
-	defer l.Close()
-	fmt.Fprintf(cmd.OutOrStdout(), "%s lab %q up, tunnel %s, MTU %d\n", time.Now().UTC().Format(time.RFC3339), cfg.Name, l.TunnelImpl, l.TunnelMTU)
-	say("ready tunnel " + l.TunnelImpl + ", MTU " + fmt.Sprint(l.TunnelMTU))
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	select {
-	case <-sig:
-	case <-cmd.Context().Done():
-	}
-	fmt.Fprintf(cmd.OutOrStdout(), "%s lab %q going down\n", time.Now().UTC().Format(time.RFC3339), cfg.Name)
-	return nil
 }
 
 func newLabDownCmd() *cobra.Command {
@@ -316,14 +202,14 @@ directories. Only the named lab is touched: lab "a" never matches lab "a-b".`,
 				if names, err = lab.Names(); err != nil {
 					return err
 				}
-			} else if !cmd.Flags().Changed("name") && !labExists(name) {
-				if hint := orphanHint(); hint != "" {
+			} else if !cmd.Flags().Changed("name") && !labkeep.Exists(name) {
+				if hint := labkeep.OrphanHint(); hint != "" {
 					return fmt.Errorf("lab %q is not up; %s", name, hint)
 				}
 			}
 			var errs []error
 			for _, n := range names {
-				if err := labDown(n); err != nil {
+				if err := labkeep.Down(n); err != nil {
 					errs = append(errs, err)
 				} else if !quiet(cmd) {
 					fmt.Fprintf(cmd.OutOrStdout(), "lab %q is down\n", n)
@@ -335,41 +221,6 @@ directories. Only the named lab is touched: lab "a" never matches lab "a-b".`,
 	cmd.Flags().StringVar(&name, "name", "default", "lab to remove")
 	cmd.Flags().BoolVar(&all, "all", false, "remove every v6lab lab on this machine")
 	return cmd
-}
-
-// labExists says whether lab name has a namespace or an owner record.
-func labExists(name string) bool {
-	names, _ := lab.Names()
-	return slices.Contains(names, name)
-}
-
-// orphanHint names the labs a plain lab down could have meant: those whose
-// owner is gone.
-func orphanHint() string {
-	orphans, _ := lab.Orphans()
-	switch len(orphans) {
-	case 0:
-		return ""
-	case 1:
-		return fmt.Sprintf("one lab is left without its owner process: %q; remove it with v6lab lab down --name %s", orphans[0].Name, orphans[0].Name)
-	}
-	var ns []string
-	for _, o := range orphans {
-		ns = append(ns, o.Name)
-	}
-	return fmt.Sprintf("labs left without their owner process: %s; remove one with v6lab lab down --name NAME, or all with --all", strings.Join(ns, ", "))
-}
-
-// labDown stops the lab's owner (which tears the lab down), then removes
-// whatever its record still names.
-func labDown(name string) error {
-	if pid := lab.Owner(name); pid != 0 {
-		syscall.Kill(pid, syscall.SIGTERM)
-		for i := 0; i < 50 && lab.Owner(name) == pid; i++ {
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-	return lab.Down(name)
 }
 
 func newLabStatusCmd() *cobra.Command {
@@ -400,11 +251,11 @@ func newLabStatusCmd() *cobra.Command {
 			}
 			orphans, _ := lab.Orphans()
 			for _, n := range names {
-				if o := orphanNamed(orphans, n); o != nil {
+				if o := labkeep.OrphanNamed(orphans, n); o != nil {
 					if !all && name == "" && !o.Kept {
 						continue
 					}
-					printOrphan(out, o)
+					labkeep.WriteOrphan(out, o)
 					if len(o.Namespaces) == 0 {
 						continue
 					}
@@ -413,7 +264,7 @@ func newLabStatusCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				printStatus(out, st)
+				labkeep.WriteStatus(out, st)
 			}
 			if !all && name == "" {
 				n := 0
@@ -432,79 +283,4 @@ func newLabStatusCmd() *cobra.Command {
 	cmd.Flags().StringVar(&name, "name", "", "lab to show (default: every lab)")
 	cmd.Flags().BoolVar(&all, "all", false, "also list labs whose owner process is gone (orphans) and what they left")
 	return cmd
-}
-
-func orphanNamed(os []lab.Orphan, name string) *lab.Orphan {
-	for i := range os {
-		if os[i].Name == name {
-			return &os[i]
-		}
-	}
-	return nil
-}
-
-// printOrphan shows what a lab without a live owner left behind.
-func printOrphan(w io.Writer, o *lab.Orphan) {
-	why := "no owner record"
-	if o.PID != 0 {
-		why = fmt.Sprintf("owner process %d is gone", o.PID)
-	}
-	if o.Kept {
-		why += ", kept on purpose (run --keep)"
-	}
-	fmt.Fprintf(w, "lab %q: orphan (%s); remove it with v6lab lab down --name %s\n", o.Name, why, o.Name)
-	if len(o.Namespaces) > 0 {
-		fmt.Fprintf(w, "  namespaces: %s\n", strings.Join(o.Namespaces, ", "))
-	}
-	for _, d := range o.Daemons {
-		fmt.Fprintf(w, "  daemon: %s (pid %d)\n", d.What, d.PID)
-	}
-	for _, d := range o.Dirs {
-		fmt.Fprintf(w, "  directory: %s\n", d)
-	}
-}
-
-func printStatus(w io.Writer, st *lab.Status) {
-	owner := "no process (a userspace tunnel is down; run v6lab lab down and up again)"
-	if st.Owner != 0 {
-		owner = fmt.Sprintf("process %d", st.Owner)
-	}
-	if st.Tunnel == "sit" && st.Owner == 0 {
-		owner = "none needed"
-	}
-	if st.Tunnel == "bpf" && st.Owner == 0 {
-		owner = "no process (the bpf tunnel's programs are held by cls_bpf filters only)"
-	}
-	fmt.Fprintf(w, "lab %q: tunnel %s, kept by %s\n", st.Name, st.Tunnel, owner)
-	for _, h := range st.Hosts {
-		fmt.Fprintf(w, "  %-6s (%s)\n", h.Role, h.Namespace)
-		for _, i := range h.Ifaces {
-			state := "down"
-			if i.Up {
-				state = "up"
-			}
-			q := ""
-			if i.Qdisc != "" && i.Qdisc != "noqueue" {
-				q = ", qdisc " + i.Qdisc
-			}
-			fmt.Fprintf(w, "    %-11s %-7s mtu %-5d %s%s  %s\n", i.Name, i.Type, i.MTU, state, q, strings.Join(i.Addrs, " "))
-		}
-		for _, r := range h.Routes {
-			via := ""
-			if r.Via != "" {
-				via = " via " + r.Via
-			}
-			mtu := ""
-			if r.MTU > 0 {
-				mtu = fmt.Sprintf(" mtu %d", r.MTU)
-			}
-			fmt.Fprintf(w, "    route %s%s dev %s%s\n", r.Dst, via, r.Dev, mtu)
-		}
-		for _, p := range h.BPF {
-			fmt.Fprintf(w, "    bpf %s\n", p.Describe())
-		}
-		if len(h.TCPOff) > 0 {
-			fmt.Fprintf(w, "    tcp off: %s\n", strings.Join(h.TCPOff, ", "))
-		}
-	}
 }

@@ -6,17 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"strings"
-	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"v6lab/experiments"
-	"v6lab/internal/congestion"
 	"v6lab/internal/experiment"
 	"v6lab/internal/host"
 	"v6lab/internal/lab"
@@ -24,8 +20,6 @@ import (
 	"v6lab/internal/measure"
 	"v6lab/internal/path"
 	"v6lab/internal/servers"
-	"v6lab/internal/transport"
-	"v6lab/internal/units"
 )
 
 // runOpts are run's own flags.
@@ -116,7 +110,7 @@ func (o *runOpts) run(cmd *cobra.Command, args []string) error {
 	out := cmd.OutOrStdout()
 	switch {
 	case o.list:
-		return listBuiltins(out)
+		return experiments.List(out)
 	case o.printName != "":
 		b, err := experiments.Get(o.printName)
 		if err != nil {
@@ -187,7 +181,7 @@ func (o *runOpts) run(cmd *cobra.Command, args []string) error {
 				}
 			}
 		}
-		printPlan(out, exp, where, note, bottleneck)
+		experiment.WritePlan(out, exp, where, note, bottleneck)
 		return nil
 	}
 	if where == "rootless" {
@@ -196,11 +190,11 @@ func (o *runOpts) run(cmd *cobra.Command, args []string) error {
 			return err
 		}
 		// No user namespace either: loopback, unless the lab was a must.
-		if exp.Where == "lab" || topology != "" || o.pcap || labOnly(exp) != "" {
+		if exp.Where == "lab" || topology != "" || o.pcap || exp.NeedsLab() != "" {
 			return fmt.Errorf("this needs a lab, but %v, and %v", labrun.CanLab(), err)
 		}
 		where, note = "loopback", fmt.Sprintf("no lab (%v, and %v): measuring ipv4 and ipv6 on loopback", labrun.CanLab(), err)
-		dropTunnel(exp)
+		exp.DropLabOnly()
 	}
 	if where == "lab" {
 		if err := lab.CanTunnel(); err != nil {
@@ -208,7 +202,7 @@ func (o *runOpts) run(cmd *cobra.Command, args []string) error {
 				return fmt.Errorf("--paths: %w", err)
 			}
 			labCfg.NoTunnel = true
-			dropTunnel(exp)
+			exp.DropLabOnly()
 			note = fmt.Sprintf("measuring ipv4 and ipv6 in the lab without 6in4: %v", err)
 		}
 	}
@@ -294,87 +288,50 @@ func loadExperiment(args []string) (*experiment.Experiment, error) {
 // override lays the flags the user gave over every cell group.
 func (o *runOpts) override(cmd *cobra.Command, exp *experiment.Experiment) error {
 	ch := cmd.Flags().Changed
+	var ov experiment.Override
+	var err error
+	if ch("paths") {
+		if ov.Paths, err = path.ParseList(o.lf.paths); err != nil {
+			return fmt.Errorf("--paths: %w", err)
+		}
+	}
+	if ch("conns") {
+		if ov.Conns, err = parseInts(o.lf.conns); err != nil {
+			return fmt.Errorf("--conns: %w", err)
+		}
+	}
 	if ch("name") {
-		exp.Name = o.lf.name
+		ov.Name = &o.lf.name
 	}
 	if ch("server") {
-		switch o.server {
-		case "embedded":
-		case "real":
-			for i := range exp.Cells {
-				if err := experiment.RealServersFit(&exp.Cells[i]); err != nil {
-					return fmt.Errorf("--server real: cell group %s: %w", exp.Cells[i].CellName(), err)
-				}
-			}
-		default:
-			return fmt.Errorf("--server: %q is not embedded or real", o.server)
-		}
-		exp.Servers = o.server
-		for i := range exp.Cells {
-			exp.Cells[i].Server = map[bool]string{true: "real"}[o.server == "real"]
-		}
+		ov.Server = &o.server
 	}
-	for i := range exp.Cells {
-		c := &exp.Cells[i]
-		if ch("paths") {
-			ps, err := path.ParseList(o.lf.paths)
-			if err != nil {
-				return fmt.Errorf("--paths: %w", err)
-			}
-			c.Paths = ps
-		}
-		if ch("conns") {
-			ns, err := parseInts(o.lf.conns)
-			if err != nil {
-				return fmt.Errorf("--conns: %w", err)
-			}
-			c.Conns = ns
-		}
-		if ch("runs") {
-			c.Runs = o.lf.runs
-		}
-		if ch("warmup") {
-			c.Warmup = o.lf.warmup
-		}
-		if ch("timeout") {
-			c.Timeout = experiment.Duration(o.lf.timeout)
-		}
-		if ch("pause") {
-			c.Pause = experiment.Duration(o.lf.pause)
-		}
-		if ch("duration") {
-			if o.lf.duration < 0 {
-				return fmt.Errorf("--duration must not be negative")
-			}
-			c.Duration = experiment.Duration(o.lf.duration)
-		}
-		if ch("objects") && c.Protocol == "http" {
-			if o.objects < 0 {
-				return fmt.Errorf("--objects must not be negative")
-			}
-			n := o.objects
-			c.Objects = &n
-		}
+	if ch("runs") {
+		ov.Runs = &o.lf.runs
 	}
-	if ch("paths") && !slices.Contains(exp.Paths(), exp.Baseline) {
-		exp.Baseline = exp.Paths()[0]
+	if ch("warmup") {
+		ov.Warmup = &o.lf.warmup
 	}
-	if o.shuffle {
-		exp.Order = experiment.OrderShuffled
+	if ch("objects") {
+		ov.Objects = &o.objects
 	}
-	if exp.Order == experiment.OrderShuffled {
-		if ch("seed") {
-			exp.Seed = o.seed
-		} else if exp.Seed == 0 {
-			exp.Seed = time.Now().UnixNano() % 1e9
-		}
+	if ch("timeout") {
+		ov.Timeout = &o.lf.timeout
+	}
+	if ch("pause") {
+		ov.Pause = &o.lf.pause
+	}
+	if ch("duration") {
+		ov.Duration = &o.lf.duration
+	}
+	if ch("seed") {
+		ov.Seed = &o.seed
 	}
 	if ch("scale") {
-		if err := exp.Scale(o.scale); err != nil {
-			return fmt.Errorf("--scale: %w", err)
-		}
+		ov.Scale = &o.scale
 	}
-	return nil
+	ov.Shuffle = o.shuffle
+	return exp.Override(ov)
 }
 
 // where decides where exp runs now, dropping 6in4 (with a note) when an
@@ -397,7 +354,7 @@ func (o *runOpts) where(exp *experiment.Experiment, topology string, explicitPat
 		}
 		where = "loopback"
 	}
-	if need := labOnly(exp); need != "" && (where == "loopback" || where == "hosts" || (where == "auto" && why != nil)) {
+	if need := exp.NeedsLab(); need != "" && (where == "loopback" || where == "hosts" || (where == "auto" && why != nil)) {
 		reason := "this experiment runs on " + where
 		if why != nil {
 			reason = why.Error()
@@ -411,7 +368,7 @@ func (o *runOpts) where(exp *experiment.Experiment, topology string, explicitPat
 				return "", "", fmt.Errorf("a topology and --pcap need a lab, but %v", why)
 			}
 			where = "loopback"
-			dropTunnel(exp)
+			exp.DropLabOnly()
 			return where, fmt.Sprintf("no lab (%v): measuring ipv4 and ipv6 on loopback", why), nil
 		}
 		return "lab", "", nil
@@ -420,7 +377,7 @@ func (o *runOpts) where(exp *experiment.Experiment, topology string, explicitPat
 			return "", "", fmt.Errorf("experiment %s runs in the lab, but %v", exp.Name, why)
 		}
 	case "loopback":
-		dropTunnel(exp)
+		exp.DropLabOnly()
 		fallthrough
 	case "hosts":
 		if topology != "" || o.pcap {
@@ -428,32 +385,6 @@ func (o *runOpts) where(exp *experiment.Experiment, topology string, explicitPat
 		}
 	}
 	return where, "", nil
-}
-
-// labOnly says what in exp needs the lab, if anything.
-func labOnly(exp *experiment.Experiment) string {
-	switch {
-	case exp.Real():
-		return "real servers run in the lab's server host"
-	case exp.Background():
-		return "background traffic runs between the lab's generator hosts"
-	case exp.ServerCapture():
-		return "server-side figures come from a capture in the lab's server host"
-	}
-	return ""
-}
-
-// dropTunnel removes the paths only the lab has (6in4) from every cell group.
-func dropTunnel(exp *experiment.Experiment) {
-	for i := range exp.Cells {
-		var keep []path.Path // a new slice: cells may share one
-		for _, p := range exp.Cells[i].Paths {
-			if !p.Kind().LabOnly {
-				keep = append(keep, p)
-			}
-		}
-		exp.Cells[i].Paths = keep
-	}
 }
 
 // resumeRun continues an interrupted experiment where it stopped.
@@ -487,114 +418,6 @@ func (o *runOpts) resumeRun(cmd *cobra.Command) error {
 	}
 	o.pcap = o.pcap || rs.Header.Lab["pcap"] == "true"
 	return runExperiment(cmd, rs.Exp, where, labCfg, o, rs, o.resume)
-}
-
-func listBuiltins(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tCELLS\tDESCRIPTION")
-	for _, n := range experiments.Names() {
-		b, _ := experiments.Get(n)
-		e, err := experiment.Parse(n, b)
-		if err != nil {
-			return err
-		}
-		var cells []string
-		for _, c := range e.Cells {
-			cells = append(cells, fmt.Sprintf("%s%v", c.CellName(), c.Conns))
-		}
-		if len(cells) > 3 {
-			count := map[string]int{}
-			for _, c := range e.Cells {
-				count[c.Protocol]++
-			}
-			cells = cells[:0]
-			for _, p := range e.Protocols() {
-				cells = append(cells, fmt.Sprintf("%s×%d", p, count[p]))
-			}
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", n, strings.Join(cells, " "), e.Description)
-	}
-	fmt.Fprintln(tw, "\nrun one: v6lab run NAME; edit one: v6lab run --print NAME > my.yaml")
-	return tw.Flush()
-}
-
-// trialTime guesses how long a transport trial runs: its length, or its
-// amount at the bottleneck rate (1 Gbit/s when none is given).
-func trialTime(o *transport.Options) time.Duration {
-	switch {
-	case o == nil:
-		return 0
-	case o.Bytes == 0:
-		return o.Omit + o.Duration
-	}
-	rate := float64(max(o.Bottleneck, 1e9)) * 0.9
-	if o.Bottleneck > 0 {
-		rate = float64(o.Bottleneck) * 0.9
-	}
-	return min(o.Duration, time.Duration(float64(o.Bytes)*8/rate*float64(time.Second)))
-}
-
-// fileTime guesses how long n simultaneous transfers of a file take
-// through a bottleneck of rate bits/s (0: unshaped, taken as 1 Gbit/s): a
-// shaped link carries 1448/1538 of its rate as TCP payload.
-func fileTime(file string, n int, rate uint64) time.Duration {
-	size, err := units.ParseSize(strings.TrimPrefix(file, "/"))
-	if file == "" || err != nil {
-		return 0
-	}
-	goodput := 1e9
-	if rate > 0 {
-		goodput = float64(rate) * 1448 / 1538
-	}
-	return time.Duration(float64(size*int64(n)) * 8 / goodput * float64(time.Second))
-}
-
-// printPlan shows what a run would do and a rough idea of how long.
-func printPlan(w io.Writer, exp *experiment.Experiment, where, note string, bottleneck uint64) {
-	plan := exp.Plan()
-	fmt.Fprintf(w, "experiment %s: %d runs on %s, baseline %s, order %s", exp.Name, len(plan), where, exp.Baseline, exp.Order)
-	if exp.Order == experiment.OrderShuffled {
-		fmt.Fprintf(w, " (seed %d)", exp.Seed)
-	}
-	fmt.Fprintln(w)
-	if note != "" {
-		fmt.Fprintf(w, "note: %s\n", note)
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CELLS\tPROTOCOL\tPATHS\tCONNS\tRUNS\tWARM-UP\tTIMEOUT\tTRANSACTIONS")
-	var est, worst time.Duration
-	total := 0
-	for _, c := range exp.Cells {
-		tx := 0
-		for _, n := range c.Conns {
-			tx += n * c.Runs * len(c.Paths)
-			per := time.Duration(c.Pause) + 50*time.Millisecond + time.Duration(n)*300*time.Microsecond + time.Duration(c.Duration) + trialTime(c.Test) + fileTime(c.File, n, bottleneck)
-			est += per * time.Duration(c.Runs*len(c.Paths))
-			worst += (time.Duration(c.Pause) + time.Duration(c.Timeout) + time.Duration(c.Duration)) * time.Duration(c.Runs*len(c.Paths))
-		}
-		total += tx
-		fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%d\t%d\t%v\t%d\n", c.CellName(), c.Protocol, c.Paths, c.Conns, c.Runs, c.Warmup, time.Duration(c.Timeout), tx)
-	}
-	tw.Flush()
-	// Each change of background level waits for the traffic to ramp up.
-	level := ""
-	for _, st := range plan {
-		if bg := exp.Cells[st.Cell].Background; bg != level {
-			if bg != "" {
-				est += congestion.Ramp
-				worst += congestion.Ramp
-			}
-			level = bg
-		}
-	}
-	fmt.Fprintf(w, "%d transactions; estimated time about %s (at most %s if every run waits out its timeout)\n",
-		total, est.Round(time.Second), worst.Round(time.Second))
-	first := plan[:min(len(plan), 6)]
-	var order []string
-	for _, st := range first {
-		order = append(order, fmt.Sprintf("%s/%s/%d#%d", exp.Cells[st.Cell].CellName(), st.Path, st.Conns, st.Run))
-	}
-	fmt.Fprintf(w, "order: %s …\n", strings.Join(order, ", "))
 }
 
 // runLabName names a run's own lab with a random suffix: a pid would

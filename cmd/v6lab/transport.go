@@ -2,10 +2,8 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"log/slog"
 	"net/netip"
-	"sort"
 	"strings"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 	"v6lab/internal/measure"
 	"v6lab/internal/proto"
 	"v6lab/internal/proto/all"
+	"v6lab/internal/proto/trial"
 	"v6lab/internal/report"
 	"v6lab/internal/transport"
 )
@@ -74,7 +73,7 @@ func (f *transportFlags) run(cmd *cobra.Command, test string, args []string) err
 			return &exitError{code: 2, err: fmt.Errorf("path %s: %w", path, err)}
 		}
 	}
-	spec.Params = transportParams(*o.Test)
+	spec.Params = trial.Params(*o.Test)
 	dir, err := execute(cmd, measure.Job{
 		Exp:     experiment.Single(spec, "hosts"),
 		Probe:   experiment.Probes(nil),
@@ -84,74 +83,9 @@ func (f *transportFlags) run(cmd *cobra.Command, test string, args []string) err
 		Results: f.lf.results,
 	})
 	if dir != "" && !quiet(cmd) {
-		printIntervals(cmd.OutOrStdout(), dir)
+		report.Intervals(cmd.OutOrStdout(), dir)
 	}
 	return err
-}
-
-func transportParams(o transport.Options) map[string]string {
-	m := map[string]string{"time": o.Duration.String(), "interval": o.Interval.String()}
-	if o.Omit > 0 {
-		m["omit"] = o.Omit.String()
-	}
-	add := func(k string, v int64, unit string) {
-		if v > 0 {
-			m[k] = fmt.Sprint(v) + unit
-		}
-	}
-	add("bytes", o.Bytes, " B")
-	add("streams", int64(o.Streams), "")
-	add("sndbuf", int64(o.SndBuf), " B")
-	add("rcvbuf", int64(o.RcvBuf), " B")
-	add("window", int64(o.Window), " B")
-	add("mss", int64(o.MSS), " B")
-	add("rate", int64(o.Rate), " bit/s")
-	add("size", int64(o.Size), " B")
-	add("bottleneck", int64(o.Bottleneck), " bit/s")
-	if o.Congestion != "" {
-		m["congestion"] = o.Congestion
-	}
-	if o.Reverse {
-		m["direction"] = "reverse (server to client)"
-	}
-	return m
-}
-
-// printIntervals shows the last counted trial of each path interval by
-// interval, as iperf does.
-func printIntervals(w io.Writer, dir string) {
-	f, _, err := report.Load(dir)
-	if err != nil {
-		return
-	}
-	last := map[string]int{}
-	for i, s := range f.Samples {
-		if !s.Warmup && len(s.Intervals) > 0 {
-			last[s.Path] = i
-		}
-	}
-	var paths []string
-	for p := range last {
-		paths = append(paths, p)
-	}
-	sort.Slice(paths, func(i, j int) bool { return paths[i] < paths[j] })
-	for _, p := range paths {
-		s := f.Samples[last[p]]
-		fmt.Fprintf(w, "\n%s, trial %d, by interval:\n", p, s.Run)
-		fmt.Fprintf(w, "  %-15s %12s %10s %8s %8s %6s\n", "interval (s)", "bytes", "Mbit/s", "retrans", "rtt ms", "cwnd")
-		for _, iv := range s.Intervals {
-			secs := float64(iv.EndNS-iv.StartNS) / 1e9
-			if secs <= 0 {
-				continue
-			}
-			omitted := ""
-			if iv.Omitted {
-				omitted = "  (omitted)"
-			}
-			fmt.Fprintf(w, "  %6.2f-%-8.2f %12d %10.1f %8d %8.3f %6d%s\n", float64(iv.StartNS)/1e9, float64(iv.EndNS)/1e9,
-				iv.Bytes, float64(iv.Bytes)*8/secs/1e6, iv.Retrans, float64(iv.RTTUS)/1000, iv.Cwnd, omitted)
-		}
-	}
 }
 
 func newTCPCmd() *cobra.Command {

@@ -1,11 +1,12 @@
 package experiment
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"v6lab/experiments"
 	"v6lab/internal/path"
 	"v6lab/internal/specfile/specfiletest"
 )
@@ -52,60 +53,6 @@ func TestFullExperimentFile(t *testing.T) {
 	}
 }
 
-func TestBuiltinExperimentsParseAndScale(t *testing.T) {
-	names := experiments.Names()
-	if len(names) < 2 || names[0] != "mitre2004" {
-		t.Fatalf("built-ins %v", names)
-	}
-	for _, n := range names {
-		b, err := experiments.Get(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, err := Parse(n, b)
-		if err != nil {
-			t.Fatalf("%s: %v", n, err)
-		}
-		if e.Name != n || e.Description == "" {
-			t.Errorf("%s: name %q, description %q", n, e.Name, e.Description)
-		}
-	}
-	b, _ := experiments.Get("rubio")
-	r, err := Parse("rubio", b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(r.Cells) != 23 || r.Topology != "rubio.yaml" || r.Cells[6].Test.Bytes != 200<<20 || r.Cells[13].Test.MSS != 2048 ||
-		r.Cells[22].Test.Rate != 100e6 || r.Cells[22].Test.RcvBuf != 100<<10 || r.Cells[22].Test.Duration != time.Minute {
-		t.Errorf("rubio cells %+v", r.Cells[22].Test)
-	}
-	if _, err := experiments.Lab(r.Topology); err != nil {
-		t.Error(err)
-	}
-	if err := r.Scale(0.1); err != nil || r.Cells[22].Test.Duration != 6*time.Second || r.Cells[6].Test.Bytes != 20<<20 {
-		t.Errorf("scaled rubio: %v %+v", err, r.Cells[22].Test)
-	}
-	b, _ = experiments.Get("mitre2004")
-	e, _ := Parse("mitre2004", b)
-	if got := e.Cells[0].Conns; len(got) != 6 || got[5] != 5000 || e.Cells[0].Runs != 11 {
-		t.Errorf("mitre2004 http cells %v", got)
-	}
-	if err := e.Scale(0.1); err != nil {
-		t.Fatal(err)
-	}
-	if got := e.Cells[0].Conns; len(got) != 5 || got[0] != 1 || got[4] != 500 || e.Cells[0].Runs != 3 {
-		t.Errorf("scaled: conns %v runs %d", got, e.Cells[0].Runs)
-	}
-	for _, bad := range []float64{0, -1, 1.5} {
-		if err := e.Scale(bad); err == nil {
-			t.Errorf("scale %g accepted", bad)
-		}
-	}
-	if _, err := experiments.Get("nope"); err == nil || !strings.Contains(err.Error(), "mitre2004") {
-		t.Errorf("unknown built-in: %v", err)
-	}
-}
-
 func TestTrialWarmupReachesItsOptionsAndTimeout(t *testing.T) {
 	e, err := Parse("omit.yaml", []byte("name: x\ncells:\n  - protocol: tcp\n    time: 20s\n    omit: 5s\n  - protocol: udp\n    omit: 1s\n"))
 	if err != nil {
@@ -130,8 +77,12 @@ func TestTrialWarmupReachesItsOptionsAndTimeout(t *testing.T) {
 // experiment that validates, or an error naming the file; never a panic,
 // and never an error quoting more than a short excerpt of the input.
 func FuzzParse(f *testing.F) {
-	for _, n := range experiments.Names() {
-		b, _ := experiments.Get(n)
+	builtins, _ := filepath.Glob("../../experiments/*.yaml")
+	for _, name := range builtins {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
 		f.Add(b)
 	}
 	f.Add([]byte("name: x\ncells: [{protocol: http, conns: [1, 1]}]\n"))

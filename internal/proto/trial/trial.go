@@ -243,3 +243,33 @@ func (r running) Close() error {
 	r.Running.Close()
 	return nil
 }
+
+// Params are a trial's options as a result records them (its spec's
+// params), units spelled out.
+func Params(o transport.Options) map[string]string {
+	m := map[string]string{"time": o.Duration.String(), "interval": o.Interval.String()}
+	if o.Omit > 0 {
+		m["omit"] = o.Omit.String()
+	}
+	add := func(k string, v int64, unit string) {
+		if v > 0 {
+			m[k] = fmt.Sprint(v) + unit
+		}
+	}
+	add("bytes", o.Bytes, " B")
+	add("streams", int64(o.Streams), "")
+	add("sndbuf", int64(o.SndBuf), " B")
+	add("rcvbuf", int64(o.RcvBuf), " B")
+	add("window", int64(o.Window), " B")
+	add("mss", int64(o.MSS), " B")
+	add("rate", int64(o.Rate), " bit/s")
+	add("size", int64(o.Size), " B")
+	add("bottleneck", int64(o.Bottleneck), " bit/s")
+	if o.Congestion != "" {
+		m["congestion"] = o.Congestion
+	}
+	if o.Reverse {
+		m["direction"] = "reverse (server to client)"
+	}
+	return m
+}

@@ -1,0 +1,79 @@
+package experiments
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"v6lab/internal/experiment"
+)
+
+func TestBuiltinExperimentsParseAndScale(t *testing.T) {
+	names := Names()
+	if len(names) < 2 || names[0] != "mitre2004" {
+		t.Fatalf("built-ins %v", names)
+	}
+	for _, n := range names {
+		b, err := Get(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := experiment.Parse(n, b)
+		if err != nil {
+			t.Fatalf("%s: %v", n, err)
+		}
+		if e.Name != n || e.Description == "" {
+			t.Errorf("%s: name %q, description %q", n, e.Name, e.Description)
+		}
+	}
+	b, _ := Get("rubio")
+	r, err := experiment.Parse("rubio", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Cells) != 23 || r.Topology != "rubio.yaml" || r.Cells[6].Test.Bytes != 200<<20 || r.Cells[13].Test.MSS != 2048 ||
+		r.Cells[22].Test.Rate != 100e6 || r.Cells[22].Test.RcvBuf != 100<<10 || r.Cells[22].Test.Duration != time.Minute {
+		t.Errorf("rubio cells %+v", r.Cells[22].Test)
+	}
+	if _, err := Lab(r.Topology); err != nil {
+		t.Error(err)
+	}
+	if err := r.Scale(0.1); err != nil || r.Cells[22].Test.Duration != 6*time.Second || r.Cells[6].Test.Bytes != 20<<20 {
+		t.Errorf("scaled rubio: %v %+v", err, r.Cells[22].Test)
+	}
+	b, _ = Get("mitre2004")
+	e, _ := experiment.Parse("mitre2004", b)
+	if got := e.Cells[0].Conns; len(got) != 6 || got[5] != 5000 || e.Cells[0].Runs != 11 {
+		t.Errorf("mitre2004 http cells %v", got)
+	}
+	if err := e.Scale(0.1); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.Cells[0].Conns; len(got) != 5 || got[0] != 1 || got[4] != 500 || e.Cells[0].Runs != 3 {
+		t.Errorf("scaled: conns %v runs %d", got, e.Cells[0].Runs)
+	}
+	for _, bad := range []float64{0, -1, 1.5} {
+		if err := e.Scale(bad); err == nil {
+			t.Errorf("scale %g accepted", bad)
+		}
+	}
+	if _, err := Get("nope"); err == nil || !strings.Contains(err.Error(), "mitre2004") {
+		t.Errorf("unknown built-in: %v", err)
+	}
+}
+
+
+func TestListNamesEveryBuiltin(t *testing.T) {
+	var b strings.Builder
+	if err := List(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range Names() {
+		if !strings.Contains(b.String(), "\n"+n+" ") {
+			t.Errorf("%s missing from\n%s", n, b.String())
+		}
+	}
+	if !strings.Contains(b.String(), "http×1 ftp×1 smtp×1 imap×1") {
+		t.Errorf("mitre2004's cells are not summed up by protocol:\n%s", b.String())
+	}
+}
