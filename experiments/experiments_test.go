@@ -62,7 +62,6 @@ func TestBuiltinExperimentsParseAndScale(t *testing.T) {
 	}
 }
 
-
 func TestListNamesEveryBuiltin(t *testing.T) {
 	var b strings.Builder
 	if err := List(&b); err != nil {

@@ -10,6 +10,7 @@ import (
 	"v6lab/internal/experiment"
 	"v6lab/internal/measure"
 	"v6lab/internal/path"
+	"v6lab/internal/units"
 )
 
 // loadFlags are the flags every measuring command shares.
@@ -38,12 +39,28 @@ func (f *loadFlags) register(cmd *cobra.Command, defConns string, defRuns int) {
 	fl.StringVar(&f.name, "name", "", "name of the result directory (default: the command's)")
 }
 
+// registerTrial declares the flags of a command whose cell is one test (a
+// transport trial): no --conns or --duration, no warm-up by default, and
+// a timeout that follows the trial's length.
+func (f *loadFlags) registerTrial(cmd *cobra.Command) {
+	f.register(cmd, "1", 10)
+	fl := cmd.Flags()
+	_ = fl.MarkHidden("conns")
+	_ = fl.MarkHidden("duration")
+	fl.Lookup("runs").Usage = "trials per path, the first --warmup of them not counted"
+	for name, def := range map[string]string{"warmup": "0", "timeout": "0s"} {
+		_ = fl.Set(name, def)
+		fl.Lookup(name).DefValue, fl.Lookup(name).Changed = def, false
+	}
+	fl.Lookup("timeout").Usage = "bound on one trial (default: its length plus 30 s)"
+}
+
 func (f *loadFlags) spec(name, protocol, target string) (experiment.Spec, error) {
 	paths, err := path.ParseList(f.paths)
 	if err != nil {
 		return experiment.Spec{}, fmt.Errorf("--paths: %w", err)
 	}
-	conns, err := parseInts(f.conns)
+	conns, err := units.ParseCounts(f.conns)
 	if err != nil {
 		return experiment.Spec{}, fmt.Errorf("--conns: %w", err)
 	}
@@ -81,22 +98,4 @@ func output(cmd *cobra.Command) measure.Output {
 		o.Progress = func(total, done int) measure.Progress { return newBar(errOut, total, done) }
 	}
 	return o
-}
-
-func parseInts(s string) ([]int, error) {
-	var out []int
-	for _, f := range splitComma(s) {
-		var n int
-		if _, err := fmt.Sscan(f, &n); err != nil || fmt.Sprint(n) != f {
-			return nil, fmt.Errorf("%q is not a whole number", f)
-		}
-		if n < 1 {
-			return nil, fmt.Errorf("%d: must be at least 1", n)
-		}
-		out = append(out, n)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("empty list")
-	}
-	return out, nil
 }

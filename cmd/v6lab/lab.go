@@ -72,14 +72,8 @@ with a clear error where the kernel has none.`,
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
-			if os.Geteuid() != 0 {
-				return fmt.Errorf("%w to keep a lab for other commands; you are uid %d (without root, v6lab run builds a private lab for the run alone in a user namespace)", lab.ErrPrivilege, os.Geteuid())
-			}
-			if reaped, err := lab.Reap(); err == nil && len(reaped) > 0 && !quiet(cmd) {
-				fmt.Fprintf(cmd.ErrOrStderr(), "v6lab: removed labs left by killed processes: %v\n", reaped)
-			}
-			if pid := lab.Owner(cfg.Name); pid != 0 {
-				return fmt.Errorf("lab %q is already up (process %d); run v6lab lab down --name %s first", cfg.Name, pid, cfg.Name)
+			if err := labkeep.CanKeep(cfg.Name, cmd.ErrOrStderr(), quiet(cmd)); err != nil {
+				return err
 			}
 			pid, ready, err := labkeep.Detach(cfg)
 			if err == nil && !quiet(cmd) {
@@ -233,51 +227,12 @@ func newLabStatusCmd() *cobra.Command {
   v6lab lab status --all     # also labs whose owner process is gone, and what they left`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			out := cmd.OutOrStdout()
-			names := []string{name}
 			if name != "" {
 				if err := lab.CheckName(name); err != nil {
 					return &exitError{code: 2, err: err}
 				}
-			} else {
-				var err error
-				if names, err = lab.Names(); err != nil {
-					return err
-				}
-				if len(names) == 0 {
-					fmt.Fprintln(out, "no lab is up (v6lab lab up builds one)")
-					return nil
-				}
 			}
-			orphans, _ := lab.Orphans()
-			for _, n := range names {
-				if o := labkeep.OrphanNamed(orphans, n); o != nil {
-					if !all && name == "" && !o.Kept {
-						continue
-					}
-					labkeep.WriteOrphan(out, o)
-					if len(o.Namespaces) == 0 {
-						continue
-					}
-				}
-				st, err := lab.Inspect(n)
-				if err != nil {
-					return err
-				}
-				labkeep.WriteStatus(out, st)
-			}
-			if !all && name == "" {
-				n := 0
-				for _, o := range orphans {
-					if !o.Kept {
-						n++
-					}
-				}
-				if n > 0 {
-					fmt.Fprintf(out, "%d lab(s) without an owner process are not shown: v6lab lab status --all\n", n)
-				}
-			}
-			return nil
+			return labkeep.Status(cmd.OutOrStdout(), name, all)
 		},
 	}
 	cmd.Flags().StringVar(&name, "name", "", "lab to show (default: every lab)")

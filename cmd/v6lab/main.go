@@ -89,7 +89,9 @@ reports each path's difference from IPv4 with its confidence.`,
 		return nil
 	}
 	root.PersistentPostRun = func(*cobra.Command, []string) { stopProfile() }
-	root.AddCommand(newRunCmd(), newProbeCmd(), newTCPCmd(), newUDPCmd(), newTrafficCmd(), newServeCmd(), newReportCmd(), newCompareCmd(), newLabCmd())
+	root.AddCommand(newRunCmd(), newProbeCmd())
+	root.AddCommand(topLevelProbes()...)
+	root.AddCommand(newTrafficCmd(), newServeCmd(), newReportCmd(), newCompareCmd(), newLabCmd())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{code: 2, err: err} })
 	usageArgs(root)
 	return root

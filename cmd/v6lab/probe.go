@@ -2,8 +2,11 @@ package main
 
 import (
 	"fmt"
-	"net/url"
+	"net"
+	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -11,84 +14,185 @@ import (
 	"v6lab/internal/measure"
 	"v6lab/internal/proto"
 	"v6lab/internal/proto/all"
+	"v6lab/internal/report"
 )
 
 func newProbeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "probe",
-		Short: "Measure a real host: HTTP transactions or DNS queries over each path",
+		Short: "Measure a real host: " + all.NameList("or") + " transactions over each path",
 		Example: `  v6lab probe http http://www.example.test/ --conns 1,10,100 --runs 11
   v6lab probe dns www.example.test --server 192.0.2.53 --server [2001:db8::53]:53`,
 	}
-	cmd.AddCommand(newProbeHTTPCmd(), newProbeDNSCmd(), newProbeFTPCmd(), newProbeSMTPCmd(), newProbeIMAPCmd())
+	for _, p := range all.List {
+		if t, ok := p.(proto.Targeted); ok && !t.Command().TopLevel {
+			cmd.AddCommand(newProbeProtoCmd(p, t))
+		}
+	}
 	return cmd
 }
 
-// dnsFlags choose the DNS server and the family the query travels over.
-type dnsFlags struct {
-	servers []string
-	over    string
+// topLevelProbes are the protocols measured by v6lab NAME (tcp, udp).
+func topLevelProbes() []*cobra.Command {
+	var out []*cobra.Command
+	for _, p := range all.List {
+		if t, ok := p.(proto.Targeted); ok && t.Command().TopLevel {
+			out = append(out, newProbeProtoCmd(p, t))
+		}
+	}
+	return out
 }
 
-func (d *dnsFlags) register(cmd *cobra.Command) {
+// singleTest is a protocol whose cell is one test (a transport trial): no
+// simultaneous users, no warm-up by default, a timeout that follows its
+// length.
+func singleTest(p proto.Protocol) bool {
+	_, ok := p.(interface{ SingleTest() bool })
+	return ok
+}
+
+// newProbeProtoCmd is v6lab probe NAME ARG, built from the protocol's
+// Command: its flags set the cell's options, which the protocol checks as
+// it checks an experiment file's.
+func newProbeProtoCmd(p proto.Protocol, t proto.Targeted) *cobra.Command {
+	c := t.Command()
+	var lf loadFlags
+	nargs := cobra.ExactArgs(1)
+	if strings.HasSuffix(c.Arg, "...") {
+		nargs = cobra.MinimumNArgs(1)
+	}
+	cmd := &cobra.Command{
+		Use: p.Name() + " " + c.Arg, Short: c.Short, Long: c.Long, Example: c.Example,
+		Args: nargs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var o proto.Options
+			for _, a := range args {
+				t.SetArg(&o, a)
+			}
+			if err := setOptions(cmd, c.Flags, o.Set); err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			return probeTarget{lf: &lf, p: p, target: strings.Join(args, " "), opts: o, flags: c.Flags}.run(cmd)
+		},
+	}
+	if singleTest(p) {
+		lf.registerTrial(cmd)
+	} else {
+		lf.register(cmd, "1,10,100", 11)
+	}
+	registerFlags(cmd, c.Flags)
+	return cmd
+}
+
+// registerFlags declares a protocol's flags.
+func registerFlags(cmd *cobra.Command, flags []proto.Flag) {
 	fl := cmd.Flags()
-	fl.StringArrayVar(&d.servers, "dns-server", nil, "DNS server ADDR[:PORT] to ask (repeat for each family; default: /etc/resolv.conf)")
-	fl.StringVar(&d.over, "dns-over", "path", "family that carries the DNS query: path, ipv4 or ipv6")
+	for _, f := range flags {
+		switch f.Kind {
+		case proto.KindBool:
+			fl.BoolP(f.Name, f.Short, f.Default == "true", f.Usage)
+		case proto.KindInt:
+			n, _ := strconv.Atoi(f.Default)
+			fl.IntP(f.Name, f.Short, n, f.Usage)
+		case proto.KindDuration:
+			d, _ := time.ParseDuration(f.Default)
+			fl.DurationP(f.Name, f.Short, d, f.Usage)
+		case proto.KindList:
+			fl.StringArrayP(f.Name, f.Short, nil, f.Usage)
+		default:
+			fl.StringP(f.Name, f.Short, f.Default, f.Usage)
+		}
+	}
 }
 
-// options puts the flags into a cell's options.
-func (d *dnsFlags) options(o *proto.Options) {
-	o.DNSServers, o.Probe.DNSOver = d.servers, d.over
+// setOptions hands each flag's value (its default unless given; a list
+// only when given) to set, by option name.
+func setOptions(cmd *cobra.Command, flags []proto.Flag, set func(option, v string) error) error {
+	for _, f := range flags {
+		var vals []string
+		if f.Kind == proto.KindList {
+			vals, _ = cmd.Flags().GetStringArray(f.Name)
+		} else {
+			vals = []string{cmd.Flags().Lookup(f.Name).Value.String()}
+		}
+		for _, v := range vals {
+			if err := set(f.Option, v); err != nil {
+				return flagError(err, flags)
+			}
+		}
+	}
+	return nil
 }
 
 // probeTarget is a probe command's measurement of a server it names: the
-// cell's options checked by the protocol as an experiment file's are
-// (flags names the flag of each option), every path's server found, then
+// cell's options checked by the protocol, every path's server found, then
 // run.
 type probeTarget struct {
-	lf       *loadFlags
-	name     string
-	target   string
-	opts     proto.Options
-	flags    map[string]string
-	params   map[string]string
-	describe string
+	lf     *loadFlags
+	p      proto.Protocol
+	target string
+	opts   proto.Options
+	flags  []proto.Flag
 }
 
 func (pt probeTarget) run(cmd *cobra.Command) error {
-	spec, err := pt.lf.spec(pt.name, pt.name, pt.target)
+	name := pt.p.Name()
+	o := pt.opts
+	given := func(opt string) bool {
+		i := slices.IndexFunc(pt.flags, func(f proto.Flag) bool { return f.Option == opt })
+		return i >= 0 && cmd.Flags().Changed(pt.flags[i].Name)
+	}
+	if err := pt.p.Check(&o, "hosts", given); err != nil {
+		return &exitError{code: 2, err: flagError(err, pt.flags)}
+	}
+	if o.Test != nil && !cmd.Flags().Changed("timeout") {
+		pt.lf.timeout = o.Test.Omit + o.Test.Duration + 30*time.Second // a trial's follows its length
+	}
+	spec, err := pt.lf.spec(name, name, pt.target)
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	spec.Options = pt.opts
-	p := all.MustGet(pt.name)
-	given := func(opt string) bool {
-		f, ok := pt.flags[opt]
-		return ok && cmd.Flags().Changed(f)
+	spec.Options = o
+	if singleTest(pt.p) {
+		spec.Conns = []int{1}
 	}
-	if err := p.Check(&spec.Options, "hosts", given); err != nil {
-		return &exitError{code: 2, err: flagError(err, pt.flags)}
-	}
-	var first proto.Endpoint
-	for i, path := range spec.Paths {
-		ep, err := p.Target(&spec.Options, path)
+	var servers []string
+	spec.Params = map[string]string{}
+	for _, path := range spec.Paths {
+		ep, err := pt.p.Target(&spec.Options, path)
 		if err != nil {
 			return &exitError{code: 2, err: fmt.Errorf("path %s: %w", path, err)}
 		}
-		if i == 0 {
-			first = ep
+		if s := pt.target; ep.Port != 0 {
+			if s = net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port)); !slices.Contains(servers, s) {
+				servers = append(servers, s)
+			}
+		}
+		if _, named := spec.Params["dns_source"]; !named && slices.ContainsFunc(pt.flags, func(f proto.Flag) bool { return f.Name == "dns-server" }) {
+			spec.Params["dns_servers"], spec.Params["dns_source"] = fmt.Sprint(ep.DNS), dnsSource(ep, spec.Options)
 		}
 	}
-	spec.Params = pt.params
-	if spec.Params == nil {
-		spec.Params = map[string]string{}
+	for _, f := range pt.flags {
+		if v := cmd.Flags().Lookup(f.Name).Value.String(); f.Kind != proto.KindList && v != "" {
+			spec.Params[f.Option] = v
+		}
 	}
-	if _, ok := pt.flags["dns_servers"]; ok && pt.name != "dns" {
-		spec.Params["dns_servers"], spec.Params["dns_source"] = fmt.Sprint(first.DNS), dnsSource(first, spec.Options)
-		spec.Params["dns_over"] = orDefault(spec.Options.Probe.DNSOver, "path")
+	if r, ok := pt.p.(interface {
+		Record(o *proto.Options) map[string]string
+	}); ok {
+		for k, v := range r.Record(&spec.Options) {
+			spec.Params[k] = v
+		}
 	}
-	_, err = execute(cmd, measure.Job{Exp: experiment.Single(spec, "hosts"), Probe: experiment.Probes(nil), Target: "remote",
-		Servers: map[string]string{pt.name: pt.describe}, Results: pt.lf.results})
+	var notes []string
+	if n, ok := pt.p.(interface{ Notes() []string }); ok {
+		notes = n.Notes()
+	}
+	dir, err := execute(cmd, measure.Job{Exp: experiment.Single(spec, "hosts"), Probe: experiment.Probes(nil), Target: "remote",
+		Servers: map[string]string{name: proto.Or(strings.Join(servers, " "), pt.target)}, Notes: notes, Results: pt.lf.results})
+	if singleTest(pt.p) && dir != "" && !quiet(cmd) {
+		report.Intervals(cmd.OutOrStdout(), dir)
+	}
 	return err
 }
 
@@ -104,221 +208,27 @@ func dnsSource(ep proto.Endpoint, o proto.Options) string {
 }
 
 // flagError names the flag of a bad option.
-func flagError(err error, flags map[string]string) error {
+func flagError(err error, flags []proto.Flag) error {
 	oe, ok := proto.AsOptionError(err)
+	if ok && len(oe.Need) > 0 {
+		var need []string
+		for _, f := range flags {
+			if slices.Contains(oe.Need, f.Option) {
+				need = append(need, "--"+f.Name)
+			}
+		}
+		if len(need) > 0 {
+			return fmt.Errorf("%s %s required (%s)", strings.Join(need, " and "), map[bool]string{true: "is", false: "are"}[len(need) == 1], oe.Why)
+		}
+	}
 	if !ok || oe.Option == "" {
 		return err
 	}
 	name, _, _ := strings.Cut(oe.Option, "[")
-	if f, ok := flags[name]; ok {
-		return fmt.Errorf("--%s: %w", f, oe.Err)
+	for _, f := range flags {
+		if f.Option == name {
+			return fmt.Errorf("--%s: %w", f.Name, oe.Err)
+		}
 	}
 	return err
-}
-
-// dnsFlagNames are the flags of the options every named-host probe takes.
-func dnsFlagNames(more map[string]string) map[string]string {
-	m := map[string]string{"dns_servers": "dns-server", "dns_over": "dns-over"}
-	for k, v := range more {
-		m[k] = v
-	}
-	return m
-}
-
-func newProbeHTTPCmd() *cobra.Command {
-	var lf loadFlags
-	var df dnsFlags
-	var noObjects, insecure, tlsResume bool
-	var maxBody, engine, tlsGroups string
-	cmd := &cobra.Command{
-		Use:   "http URL",
-		Short: "Measure HTTP(S) page retrieval, DNS lookup included, over each path",
-		Long: `probe http times full page retrievals of URL: the host name is looked up once per
-transaction with the record type of the path (A for ipv4, AAAA for ipv6) by asking a
-DNS server directly over --dns-over, then a new connection pinned to the path fetches
-the page and its embedded objects on the same host; the transaction ends when every
-byte has arrived with status 200. A host without an A or AAAA record fails that path
-with a clear error; there is never a fallback to the other family.`,
-		Example: `  v6lab probe http http://www.example.test/ --paths ipv4,ipv6 --conns 1,10,100 --runs 11
-  v6lab probe http https://www.example.test/ --dns-over ipv4 --dns-server 192.0.2.53
-  v6lab probe http http://[2001:db8::80]:8080/files/1M --paths ipv6 --no-objects
-  v6lab probe http http://127.0.0.1:8080/ --paths ipv4 --conns 10 --runs 1 --warmup 0 --duration 10s`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o := proto.Options{URL: args[0], Probe: proto.ProbeSettings{NoObjects: noObjects, Insecure: insecure, TLSResume: tlsResume,
-				TLSGroups: tlsGroups, MaxBody: maxBody, Engine: engine}}
-			df.options(&o)
-			host := args[0]
-			if u, err := url.Parse(args[0]); err == nil {
-				host = u.Host
-			}
-			return probeTarget{lf: &lf, name: "http", target: args[0], opts: o, describe: host,
-				flags: dnsFlagNames(map[string]string{"max_body": "max-body", "tls_groups": "tls-groups", "engine": "engine"}),
-				params: map[string]string{"objects": fmt.Sprint(!noObjects), "engine": all.HTTPEngine(&o),
-					"tls_resume": fmt.Sprint(tlsResume), "tls_groups": orDefault(tlsGroups, "classic")}}.run(cmd)
-		},
-	}
-	lf.register(cmd, "1,10,100", 11)
-	fl := cmd.Flags()
-	df.register(cmd)
-	fl.BoolVar(&noObjects, "no-objects", false, "fetch only the URL, not the page's embedded objects")
-	fl.BoolVar(&insecure, "insecure", false, "accept any TLS certificate")
-	fl.StringVar(&tlsGroups, "tls-groups", "classic", "https key exchange offered: classic (X25519, P-256, as OpenSSL 3.0's wrk, h2load and curl) or pq (X25519MLKEM768 first, as Go's and current browsers' defaults; more CPU per handshake)")
-	fl.BoolVar(&tlsResume, "tls-resume", false, "https: users resume TLS sessions with the server's tickets (returning users, as browsers, wrk and h2load); off: every handshake is full (new users, as MITRE's); each sample's marker says which it got")
-	fl.StringVar(&maxBody, "max-body", "", "largest body accepted per response (e.g. 64M; default 4G)")
-	fl.StringVar(&engine, "engine", "auto", "connection engine: evloop (v6lab's epoll loop: plain http, --no-objects), go (Go's net package: anything), auto (evloop where it applies)")
-	return cmd
-}
-
-func newProbeDNSCmd() *cobra.Command {
-	var lf loadFlags
-	var servers []string
-	var qtype, mode string
-	var tcp bool
-	cmd := &cobra.Command{
-		Use:   "dns NAME",
-		Short: "Measure DNS query response time over each path",
-		Long: `probe dns times DNS queries for NAME, each on a new socket pinned to the path, sent to
-the --server of that path's family. The record type is the path's own (A on ipv4, AAAA on
-ipv6) unless --type says otherwise. A query completes on a matching NOERROR reply that
-holds a record of the asked type; NXDOMAIN, SERVFAIL or an empty answer fail it.
-
-Two engines (--mode): stub, the default, sends each query on a socket of its own, as a
-stub resolver (glibc's) does, so its time includes what an application's lookup costs;
-load keeps a few long-lived UDP sockets per path with every user's query in flight at
-once, replies matched by ID, as dnsperf does: a load generator that still times every
-query (from the send to the read that received its reply) and pins the family.`,
-		Example: `  v6lab probe dns www.example.test --server 192.0.2.53 --server 2001:db8::53
-  v6lab probe dns www.example.test --server 127.0.0.1:5353 --paths ipv4 --type AAAA --conns 1,100
-  v6lab probe dns www.example.test --server [::1]:5353 --paths ipv6 --tcp
-  v6lab probe dns www.example.test --server 127.0.0.1:5353 --paths ipv4 --mode load --conns 100 --duration 10s`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(servers) == 0 {
-				return &exitError{code: 2, err: fmt.Errorf("--server is required (one per family measured)")}
-			}
-			o := proto.Options{Query: args[0], DNSServers: servers, Mode: mode, Probe: proto.ProbeSettings{Type: qtype}}
-			if tcp {
-				o.Transport = "tcp"
-			}
-			return probeTarget{lf: &lf, name: "dns", target: args[0], opts: o, describe: fmt.Sprint(servers),
-				flags:  map[string]string{"dns_servers": "server", "mode": "mode", "type": "type", "transport": "tcp"},
-				params: map[string]string{"servers": fmt.Sprint(servers), "type": orDefault(qtype, "path"), "tcp": fmt.Sprint(tcp), "mode": orDefault(mode, "stub")}}.run(cmd)
-		},
-	}
-	lf.register(cmd, "1,10,100", 11)
-	fl := cmd.Flags()
-	fl.StringArrayVar(&servers, "server", nil, "DNS server ADDR[:PORT] (repeat: one per family)")
-	fl.StringVar(&qtype, "type", "path", "record type to ask: path (A on ipv4, AAAA on ipv6), A, AAAA, …")
-	fl.BoolVar(&tcp, "tcp", false, "send queries over TCP")
-	fl.StringVar(&mode, "mode", "stub", "engine: stub (a socket per query, as a stub resolver) or load (long-lived sockets, queries matched by ID, as dnsperf)")
-	return cmd
-}
-
-func orDefault(s, d string) string {
-	if s == "" {
-		return d
-	}
-	return s
-}
-
-func newProbeFTPCmd() *cobra.Command {
-	var lf loadFlags
-	var df dnsFlags
-	var active bool
-	cmd := &cobra.Command{
-		Use:   "ftp URL",
-		Short: "Measure FTP file retrieval, DNS lookup included, over each path",
-		Long: `probe ftp times file retrievals from URL (ftp://[user[:password]@]host[:port]/file): the
-host name is looked up with the path's record type, a new control connection pinned to
-the path logs in (anonymous unless the URL names a user), asks SIZE, opens a passive data
-connection (EPSV on IPv6, PASV on IPv4, RFC 2428; a PASV reply naming another host is
-refused), retrieves the file, and the transaction ends on the 226 reply with every byte
-in. --active uses EPRT/PORT instead.`,
-		Example: `  v6lab probe ftp ftp://ftp.example.test/pub/1M --paths ipv4,ipv6 --conns 1,10,100 --runs 11
-  v6lab probe ftp ftp://v6lab:secret@127.0.0.1:2121/1M --paths ipv4 --active`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o := proto.Options{URL: args[0], Active: active}
-			df.options(&o)
-			return probeTarget{lf: &lf, name: "ftp", target: args[0], opts: o, describe: args[0], flags: dnsFlagNames(nil),
-				params: map[string]string{"mode": map[bool]string{false: "passive", true: "active"}[active]}}.run(cmd)
-		},
-	}
-	lf.register(cmd, "1,10,100", 11)
-	fl := cmd.Flags()
-	df.register(cmd)
-	fl.BoolVar(&active, "active", false, "active mode: EPRT/PORT, the server connects back")
-	return cmd
-}
-
-func newProbeSMTPCmd() *cobra.Command {
-	var lf loadFlags
-	var df dnsFlags
-	var from, to string
-	var size int
-	var startTLS, insecure bool
-	cmd := &cobra.Command{
-		Use:   "smtp HOST[:PORT]",
-		Short: "Measure SMTP mail submission, DNS lookup included, over each path",
-		Long: `probe smtp times sending one message per transaction to HOST (port 25 unless given): the
-name is looked up with the path's record type, a new connection pinned to the path reads
-the greeting, then EHLO, MAIL FROM, RCPT TO and DATA; the transaction ends on the server's
-250 acceptance of the message ("250 ok queued as …"). A refusal at any step (4xx, 5xx)
-is a failed transaction that keeps the server's reply. --to may hold %d, replaced by the
-simulated user's number.`,
-		Example: `  v6lab probe smtp mx.example.test --paths ipv4,ipv6 --conns 1,10,100,500 --to postmaster@example.test
-  v6lab probe smtp 127.0.0.1:2525 --paths ipv4 --to 'user%d@v6lab.test' --size 64000
-  v6lab probe smtp mx.example.test:587 --starttls`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o := proto.Options{URL: proto.ServerURL("smtp", args[0]), From: from, To: to, Size: size, StartTLS: startTLS,
-				Probe: proto.ProbeSettings{Insecure: insecure}}
-			df.options(&o)
-			return probeTarget{lf: &lf, name: "smtp", target: args[0], opts: o, describe: args[0],
-				flags:  dnsFlagNames(map[string]string{"from": "from", "to": "to", "size": "size"}),
-				params: map[string]string{"from": from, "to": to, "size": fmt.Sprint(size), "starttls": fmt.Sprint(startTLS)}}.run(cmd)
-		},
-	}
-	lf.register(cmd, "1,10,100", 11)
-	fl := cmd.Flags()
-	df.register(cmd)
-	fl.StringVar(&from, "from", "v6lab@v6lab.test", "envelope sender")
-	fl.StringVar(&to, "to", "user%d@v6lab.test", "envelope recipient (%d: the simulated user's number)")
-	fl.IntVar(&size, "size", 4096, "message body size in bytes")
-	fl.BoolVar(&startTLS, "starttls", false, "upgrade with STARTTLS before MAIL FROM")
-	fl.BoolVar(&insecure, "insecure", false, "with --starttls: accept any certificate")
-	return cmd
-}
-
-func newProbeIMAPCmd() *cobra.Command {
-	var lf loadFlags
-	var df dnsFlags
-	var users int
-	var userFormat, password string
-	cmd := &cobra.Command{
-		Use:   "imap HOST[:PORT]",
-		Short: "Measure IMAP mail retrieval, DNS lookup included, over each path",
-		Long: `probe imap times mail retrievals from HOST (port 143 unless given): the name is looked up
-with the path's record type, then simulated user i logs in as its own user (--user-format
-with i mod --users + 1), selects INBOX and fetches message 1; the transaction ends on the
-tagged OK of the FETCH. Literal sizes are checked against what arrives and bounded.`,
-		Example: `  v6lab probe imap 127.0.0.1:1143 --paths ipv4 --conns 1,10,100,200 --users 500
-  v6lab probe imap mail.example.test --user-format 'test%d' --password secret --users 50`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o := proto.Options{URL: proto.ServerURL("imap", args[0]), Users: users, UserFormat: userFormat, Password: password}
-			df.options(&o)
-			return probeTarget{lf: &lf, name: "imap", target: args[0], opts: o, describe: args[0],
-				flags:  dnsFlagNames(map[string]string{"users": "users", "user_format": "user-format", "password": "password"}),
-				params: map[string]string{"users": fmt.Sprint(users), "user_format": userFormat}}.run(cmd)
-		},
-	}
-	lf.register(cmd, "1,10,100", 11)
-	fl := cmd.Flags()
-	df.register(cmd)
-	fl.IntVar(&users, "users", 500, "users on the server: simulated user i logs in as user (i mod users)+1")
-	fl.StringVar(&userFormat, "user-format", "user%d", "user names, %d being the user's number")
-	fl.StringVar(&password, "password", "v6lab", "every user's password")
-	return cmd
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/vbauerster/mpb/v8"
@@ -49,14 +48,4 @@ func (b *bar) Done() {
 		b.b.Abort(false)
 	}
 	b.p.Wait()
-}
-
-func splitComma(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
 }

@@ -3,23 +3,20 @@ package main
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"v6lab/experiments"
 	"v6lab/internal/experiment"
-	"v6lab/internal/host"
-	"v6lab/internal/lab"
 	"v6lab/internal/labrun"
 	"v6lab/internal/measure"
 	"v6lab/internal/path"
-	"v6lab/internal/servers"
+	"v6lab/internal/runner"
+	"v6lab/internal/units"
 )
 
 // runOpts are run's own flags.
@@ -69,12 +66,7 @@ continues it without redoing them.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.labChild != "" {
-				err := labrun.Child(cmd.Context(), o.labChild, output(cmd))
-				var ie *measure.InterruptedError
-				if errors.As(err, &ie) {
-					return &exitError{code: 130, err: err}
-				}
-				return err
+				return runMapped(labrun.Child(cmd.Context(), o.labChild, output(cmd)))
 			}
 			return o.run(cmd, args)
 		},
@@ -124,9 +116,6 @@ func (o *runOpts) run(cmd *cobra.Command, args []string) error {
 		}
 		return o.resumeRun(cmd)
 	}
-	if o.loopback && o.pcap {
-		return &exitError{code: 2, err: fmt.Errorf("--pcap needs the lab; --loopback has no wire to capture")}
-	}
 	exp, err := loadExperiment(args)
 	if err != nil {
 		return &exitError{code: 2, err: err}
@@ -134,10 +123,40 @@ func (o *runOpts) run(cmd *cobra.Command, args []string) error {
 	if err := o.override(cmd, exp); err != nil {
 		return &exitError{code: 2, err: err}
 	}
+	s, err := o.settings(cmd, exp, builtin(args))
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	where, note, err := runner.Decide(exp, s)
+	if err == nil && !o.dryRun {
+		err = runner.CheckServers(exp)
+	}
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	if o.dryRun {
+		experiment.WritePlan(out, exp, where, note, runner.Bottleneck(where, s.Lab))
+		return nil
+	}
+	if where == runner.Rootless {
+		err := reexecRootless()
+		if !errors.Is(err, errNoUserNS) {
+			return err
+		}
+		if where, note, err = runner.NoUserNamespace(exp, s, err); err != nil {
+			return err
+		}
+	}
+	return runMapped(runner.Run(cmd.Context(), exp, where, note, s, nil, ""))
+}
+
+// settings are the run's settings from its flags: the lab's from the
+// topology (the flag's, or the experiment's) with the flags laid over it.
+func (o *runOpts) settings(cmd *cobra.Command, exp *experiment.Experiment, builtin bool) (runner.Settings, error) {
 	topology := o.topology
 	if topology == "" {
 		topology = exp.Topology
-		if exp.Topology != "" && builtin(args) {
+		if exp.Topology != "" && builtin {
 			topology = builtinLab + exp.Topology
 		}
 	}
@@ -145,113 +164,29 @@ func (o *runOpts) run(cmd *cobra.Command, args []string) error {
 	// built, so a bad file or flag is never silently ignored.
 	labCfg, err := o.lflags.config(cmd, topology, "run")
 	if err != nil {
-		return &exitError{code: 2, err: err}
+		return runner.Settings{}, err
 	}
 	if exp.Congestion != "" && !cmd.Flags().Changed("congestion") {
 		labCfg.Congestion = exp.Congestion // the experiment's, over its topology's
 	}
 	// A run's lab is its own: a kept lab of the file's name is never touched.
 	labCfg.Name = runLabName()
-	where, note, err := o.where(exp, topology, cmd.Flags().Changed("paths"))
-	if err != nil {
-		return &exitError{code: 2, err: err}
-	}
-	if err := exp.Validate(); err != nil {
-		return &exitError{code: 2, err: err}
-	}
-	serverFDs := 0 // the lab's and real hosts' servers are not this process's
-	if where == "loopback" {
-		serverFDs = 1
-	}
-	if err := exp.CheckOpenFiles(host.NoFileHard(), serverFDs); err != nil {
-		return &exitError{code: 2, err: err}
-	}
-	if exp.Real() && !o.dryRun {
-		// Every missing daemon named at once, before a lab is built.
-		if err := servers.CheckInstalled(append([]string{"http", "dns"}, exp.RealProtocols()...)); err != nil {
-			return &exitError{code: 2, err: err}
-		}
-	}
-	if o.dryRun {
-		var bottleneck uint64 // the lab's slowest shaped link
-		if where == "lab" {
-			for _, name := range lab.LinkNames {
-				if r := labCfg.Link(name).Shaping.Rate; r > 0 && (bottleneck == 0 || r < bottleneck) {
-					bottleneck = r
-				}
-			}
-		}
-		experiment.WritePlan(out, exp, where, note, bottleneck)
-		return nil
-	}
-	if where == "rootless" {
-		err := reexecRootless()
-		if !errors.Is(err, errNoUserNS) {
-			return err
-		}
-		// No user namespace either: loopback, unless the lab was a must.
-		if exp.Where == "lab" || topology != "" || o.pcap || exp.NeedsLab() != "" {
-			return fmt.Errorf("this needs a lab, but %v, and %v", labrun.CanLab(), err)
-		}
-		where, note = "loopback", fmt.Sprintf("no lab (%v, and %v): measuring ipv4 and ipv6 on loopback", labrun.CanLab(), err)
-		exp.DropLabOnly()
-	}
-	if where == "lab" {
-		if err := lab.CanTunnel(); err != nil {
-			if cmd.Flags().Changed("paths") && slices.Contains(exp.Paths(), path.SixIn4) {
-				return fmt.Errorf("--paths: %w", err)
-			}
-			labCfg.NoTunnel = true
-			exp.DropLabOnly()
-			note = fmt.Sprintf("measuring ipv4 and ipv6 in the lab without 6in4: %v", err)
-		}
-	}
-	if note != "" && !quiet(cmd) {
-		fmt.Fprintf(cmd.ErrOrStderr(), "v6lab: %s\n", note)
-	}
-	return runExperiment(cmd, exp, where, labCfg, o, nil, "")
+	return runner.Settings{Loopback: o.loopback, Pcap: o.pcap, Keep: o.keep, Topology: topology,
+		ExplicitPaths: cmd.Flags().Changed("paths"), Lab: labCfg, Rootless: rootless(), Results: o.lf.results,
+		Output: output(cmd), Command: os.Args}, nil
 }
 
-// runExperiment runs exp where it was decided to run (or resumes it).
-func runExperiment(cmd *cobra.Command, exp *experiment.Experiment, where string, labCfg lab.Config, o *runOpts, rs *experiment.Resume, dir string) error {
-	switch where {
-	case "lab":
-		r := &labrun.Run{Exp: exp, Lab: labCfg, Results: o.lf.results, Keep: o.keep, Pcap: o.pcap, Resume: rs, ResumeDir: dir,
-			Command: os.Args, Quiet: quiet(cmd), Rootless: rootless(), Out: cmd.OutOrStdout(), Err: cmd.ErrOrStderr()}
-		err := r.Do(cmd.Context())
-		var ce *labrun.ChildExitError
-		if errors.As(err, &ce) {
-			return &exitError{code: ce.Code, err: errSilent}
-		}
-		return err
-	case "hosts":
-		servers := map[string]string{}
-		for _, c := range exp.Cells {
-			servers[c.CellName()] = orDefault(c.URL, strings.Join(append(c.DNSServers, c.Servers...), " "))
-		}
-		_, err := execute(cmd, measure.Job{Exp: exp, Probe: experiment.Probes(nil), Target: "remote", Servers: servers,
-			Results: o.lf.results, Resume: rs, ResumeDir: dir})
-		return err
+// runMapped maps a run's typed errors to exit codes: the measuring
+// process's own (it already said why), 130 when interrupted.
+func runMapped(err error) error {
+	var ce *labrun.ChildExitError
+	var ie *measure.InterruptedError
+	switch {
+	case errors.As(err, &ce):
+		return &exitError{code: ce.Code, err: errSilent}
+	case errors.As(err, &ie):
+		return &exitError{code: 130, err: err}
 	}
-	at, err := experiment.LoopbackPlace(exp.Paths())
-	if err != nil {
-		return err
-	}
-	local, err := experiment.StartEmbedded(cmd.Context(), exp, at)
-	if err != nil {
-		return err
-	}
-	defer local.Close()
-	_, err = execute(cmd, measure.Job{
-		Exp:       exp,
-		Probe:     experiment.Probes(local.Endpoints(nil)),
-		Target:    "loopback",
-		Servers:   local.Describe(""),
-		Notes:     []string{"ran on loopback (no lab): only ipv4 and ipv6 exist there"},
-		ServerFDs: 1,
-		Results:   o.lf.results,
-		Resume:    rs, ResumeDir: dir,
-	})
 	return err
 }
 
@@ -296,7 +231,7 @@ func (o *runOpts) override(cmd *cobra.Command, exp *experiment.Experiment) error
 		}
 	}
 	if ch("conns") {
-		if ov.Conns, err = parseInts(o.lf.conns); err != nil {
+		if ov.Conns, err = units.ParseCounts(o.lf.conns); err != nil {
 			return fmt.Errorf("--conns: %w", err)
 		}
 	}
@@ -334,62 +269,9 @@ func (o *runOpts) override(cmd *cobra.Command, exp *experiment.Experiment) error
 	return exp.Override(ov)
 }
 
-// where decides where exp runs now, dropping 6in4 (with a note) when an
-// experiment that may run anywhere falls back to loopback.
-func (o *runOpts) where(exp *experiment.Experiment, topology string, explicitPaths bool) (string, string, error) {
-	where := exp.Where
-	why := labrun.CanLab()
-	if o.loopback {
-		why = errors.New("--loopback")
-	} else if why != nil && os.Geteuid() != 0 && !rootless() && (where == "auto" || where == "lab") {
-		// Not root: try a lab of our own in a user namespace.
-		return "rootless", "", nil
-	}
-	if why != nil && explicitPaths && slices.Contains(exp.Paths(), path.SixIn4) {
-		return "", "", fmt.Errorf("--paths: 6in4 needs the lab (%v); on loopback only ipv4 and ipv6 exist", why)
-	}
-	if o.loopback {
-		if where == "lab" || where == "hosts" {
-			return "", "", fmt.Errorf("--loopback: the experiment runs on %s", where)
-		}
-		where = "loopback"
-	}
-	if need := exp.NeedsLab(); need != "" && (where == "loopback" || where == "hosts" || (where == "auto" && why != nil)) {
-		reason := "this experiment runs on " + where
-		if why != nil {
-			reason = why.Error()
-		}
-		return "", "", fmt.Errorf("%s, but %s", need, reason)
-	}
-	switch where {
-	case "auto":
-		if why != nil {
-			if topology != "" || o.pcap {
-				return "", "", fmt.Errorf("a topology and --pcap need a lab, but %v", why)
-			}
-			where = "loopback"
-			exp.DropLabOnly()
-			return where, fmt.Sprintf("no lab (%v): measuring ipv4 and ipv6 on loopback", why), nil
-		}
-		return "lab", "", nil
-	case "lab":
-		if why != nil {
-			return "", "", fmt.Errorf("experiment %s runs in the lab, but %v", exp.Name, why)
-		}
-	case "loopback":
-		exp.DropLabOnly()
-		fallthrough
-	case "hosts":
-		if topology != "" || o.pcap {
-			return "", "", fmt.Errorf("a topology and --pcap need the lab, but this experiment runs on %s", where)
-		}
-	}
-	return where, "", nil
-}
-
 // resumeRun continues an interrupted experiment where it stopped.
 func (o *runOpts) resumeRun(cmd *cobra.Command) error {
-	rs, err := experiment.PrepareResume(o.resume)
+	r, err := runner.PrepareResume(o.resume)
 	if errors.Is(err, experiment.ErrComplete) {
 		fmt.Fprintf(cmd.OutOrStdout(), "%s is complete: nothing to resume (v6lab report %s shows it)\n", o.resume, o.resume)
 		return nil
@@ -397,12 +279,10 @@ func (o *runOpts) resumeRun(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	if rs.Moved != "" && !quiet(cmd) {
-		fmt.Fprintf(cmd.ErrOrStderr(), "v6lab: the unfinished run's lines were moved to %s\n", rs.Moved)
+	if r.Moved != "" && !quiet(cmd) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "v6lab: the unfinished run's lines were moved to %s\n", r.Moved)
 	}
-	where := map[string]string{"lab": "lab", "loopback": "loopback", "remote": "hosts"}[rs.Header.Target]
-	var labCfg lab.Config
-	if where == "lab" {
+	if r.Where == runner.Lab {
 		if why := labrun.CanLab(); why != nil && os.Geteuid() != 0 && !rootless() {
 			if err := reexecRootless(); !errors.Is(err, errNoUserNS) {
 				return err
@@ -411,13 +291,11 @@ func (o *runOpts) resumeRun(cmd *cobra.Command) error {
 		if why := labrun.CanLab(); why != nil {
 			return fmt.Errorf("%s ran in the lab, but %v", o.resume, why)
 		}
-		if err := json.Unmarshal([]byte(rs.Header.Lab["config"]), &labCfg); err != nil {
-			return fmt.Errorf("%s: the header does not record the lab's config: %w", o.resume, err)
-		}
-		labCfg.Name = runLabName()
+		r.Lab.Name = runLabName()
 	}
-	o.pcap = o.pcap || rs.Header.Lab["pcap"] == "true"
-	return runExperiment(cmd, rs.Exp, where, labCfg, o, rs, o.resume)
+	s := runner.Settings{Pcap: o.pcap || r.Pcap, Keep: o.keep, Lab: r.Lab, Rootless: rootless(), Results: o.lf.results,
+		Output: output(cmd), Command: os.Args}
+	return runMapped(runner.Run(cmd.Context(), r.Exp, r.Where, "", s, r.Resume, o.resume))
 }
 
 // runLabName names a run's own lab with a random suffix: a pid would

@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 	"net/netip"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -39,24 +37,9 @@ and 75:25; C4B, C5B, C6B the same at 100 Mbit/s.`,
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
-			var v4, v6 netip.AddrPort
-			for _, s := range to {
-				ap, err := netip.ParseAddrPort(s)
-				if err != nil {
-					ip, perr := netip.ParseAddr(strings.Trim(s, "[]"))
-					if perr != nil {
-						return &exitError{code: 2, err: fmt.Errorf("--to %q: want ADDR or ADDR:PORT", s)}
-					}
-					ap = netip.AddrPortFrom(ip, DefaultTrafficPort)
-				}
-				if path.IPv4.Accepts(ap.Addr()) {
-					v4 = ap
-				} else {
-					v6 = ap
-				}
-			}
-			if !v4.IsValid() || !v6.IsValid() {
-				return &exitError{code: 2, err: fmt.Errorf("--to: give one IPv4 and one IPv6 sink (the levels mix both families)")}
+			v4, v6, err := traffic.ParseSinks(to, DefaultTrafficPort)
+			if err != nil {
+				return &exitError{code: 2, err: fmt.Errorf("--to: %w", err)}
 			}
 			if dur <= 0 || dur > traffic.MaxDuration {
 				return &exitError{code: 2, err: fmt.Errorf("--time: want more than 0 and at most %v", traffic.MaxDuration)}
@@ -65,18 +48,7 @@ and 75:25; C4B, C5B, C6B the same at 100 Mbit/s.`,
 			if err != nil {
 				return err
 			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintf(cmd.OutOrStdout(), "level %s: %g Mbit/s, %.0f%% IPv6\n", l.Name, float64(l.Rate)/1e6, l.V6Share*100)
-			fmt.Fprintln(tw, "flow\tproto\tpath\tpattern\trate Mbit/s\toffered Mbit/s\tsent Mbit/s\tsent %\terror\t")
-			for _, r := range reps {
-				pct := 0.0
-				if r.OfferedBytes > 0 {
-					pct = float64(r.SentBytes) / float64(r.OfferedBytes) * 100
-				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.2f\t%.2f\t%.2f\t%.1f\t%s\t\n", r.ID, r.Proto, r.Path, r.Pattern,
-					float64(r.Rate)/1e6, r.OfferedMbps(), r.SentMbps(), pct, r.Err)
-			}
-			return tw.Flush()
+			return traffic.WriteReports(cmd.OutOrStdout(), l, reps)
 		},
 	}
 	fl := cmd.Flags()
@@ -96,7 +68,7 @@ address until interrupted, then prints the bytes each flow delivered.`,
 		Example: `  v6lab serve traffic --listen 0.0.0.0:5302 --listen [::]:5302`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			addrs, port, err := listenAddrs(listen)
+			addrs, port, err := path.ParseListen(listen)
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}

@@ -30,7 +30,14 @@ var allowed = map[string][]string{
 	"v6lab/internal/proto/trial":     protoLevel(),
 	"v6lab/internal/proto/all":       append(protoLevel(), "evloop", "proto/extclient", "proto/reply", "proto/guard", "proto/http", "proto/dns", "proto/ftp", "proto/smtp", "proto/imap", "proto/trial"),
 	"v6lab/internal/experiment": append(protoLevel(), "evloop", "proto/extclient", "proto/reply", "proto/guard", "proto/http", "proto/dns", "proto/ftp", "proto/smtp", "proto/imap", "proto/trial", "proto/all",
-		"lab", "lab/sixin4", "lab/bpf", "specfile", "traffic"),
+		"lab", "lab/sixin4", "lab/bpf", "specfile", "traffic", "congestion"),
+	// measure runs a job; labrun a lab run (measure in its child);
+	// runner decides where and calls either: each above the one before,
+	// none imports the CLI.
+	"v6lab/internal/measure":    experimentDeps("capture", "host", "report", "stats"),
+	"v6lab/internal/labrun":     experimentDeps("capture", "host", "report", "stats", "measure", "servers", "tcpflow"),
+	"v6lab/internal/runner":     experimentDeps("capture", "host", "report", "stats", "measure", "servers", "tcpflow", "labrun"),
+	"v6lab/internal/labkeep":    {"lab", "lab/sixin4", "lab/bpf", "specfile", "units", "path"},
 	"v6lab/internal/lab":        {"lab/sixin4", "lab/bpf", "specfile", "units", "path"},
 	"v6lab/internal/lab/sixin4": {},
 	"v6lab/internal/lab/bpf":    {},
@@ -49,6 +56,12 @@ var protoBase = []string{"load", "path", "result", "transport", "content", "unit
 
 // protoLevel is what a protocol package may import: protoBase and proto.
 func protoLevel() []string { return append(append([]string(nil), protoBase...), "proto") }
+
+// experimentDeps is what experiment may import, and more.
+func experimentDeps(more ...string) []string {
+	return append(append(protoLevel(), "evloop", "proto/extclient", "proto/reply", "proto/guard", "proto/http", "proto/dns", "proto/ftp",
+		"proto/smtp", "proto/imap", "proto/trial", "proto/all", "lab", "lab/sixin4", "lab/bpf", "specfile", "traffic", "congestion", "experiment"), more...)
+}
 
 // TestCLIFindsProtocolsInTheList: cmd/v6lab reaches protocols through
 // proto/all, never a protocol package directly.

@@ -218,3 +218,65 @@ func WriteStatus(w io.Writer, st *lab.Status) {
 		}
 	}
 }
+
+// Status writes lab status: lab name, or every lab (name empty); labs
+// without a live owner only when asked for by name, kept on purpose, or
+// all.
+func Status(out io.Writer, name string, all bool) error {
+	names := []string{name}
+	if name == "" {
+		var err error
+		if names, err = lab.Names(); err != nil {
+			return err
+		}
+		if len(names) == 0 {
+			fmt.Fprintln(out, "no lab is up (v6lab lab up builds one)")
+			return nil
+		}
+	}
+	orphans, _ := lab.Orphans()
+	for _, n := range names {
+		if o := OrphanNamed(orphans, n); o != nil {
+			if !all && name == "" && !o.Kept {
+				continue
+			}
+			WriteOrphan(out, o)
+			if len(o.Namespaces) == 0 {
+				continue
+			}
+		}
+		st, err := lab.Inspect(n)
+		if err != nil {
+			return err
+		}
+		WriteStatus(out, st)
+	}
+	if !all && name == "" {
+		n := 0
+		for _, o := range orphans {
+			if !o.Kept {
+				n++
+			}
+		}
+		if n > 0 {
+			fmt.Fprintf(out, "%d lab(s) without an owner process are not shown: v6lab lab status --all\n", n)
+		}
+	}
+	return nil
+}
+
+// CanKeep says whether this process may keep lab name up for other
+// commands: root, and no lab of that name up. Labs left by killed
+// processes are removed first (and named on w unless quiet).
+func CanKeep(name string, w io.Writer, quiet bool) error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("%w to keep a lab for other commands; you are uid %d (without root, v6lab run builds a private lab for the run alone in a user namespace)", lab.ErrPrivilege, os.Geteuid())
+	}
+	if reaped, err := lab.Reap(); err == nil && len(reaped) > 0 && !quiet {
+		fmt.Fprintf(w, "v6lab: removed labs left by killed processes: %v\n", reaped)
+	}
+	if pid := lab.Owner(name); pid != 0 {
+		return fmt.Errorf("lab %q is already up (process %d); run v6lab lab down --name %s first", name, pid, name)
+	}
+	return nil
+}

@@ -12,7 +12,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
+	"strings"
 
 	"v6lab/internal/load"
 	"v6lab/internal/path"
@@ -118,6 +120,8 @@ type Place struct {
 	// Settings are the serve command's flags, by name (--objects 0 is
 	// "objects": ["0"]); absent ones take the server's defaults.
 	Settings map[string][]string
+	// Log, when set, receives a server's log (v6lab serve --verbose).
+	Log io.Writer
 }
 
 // Listen lists the addresses to listen on: ListenOn, or Addrs' distinct
@@ -206,6 +210,11 @@ type Given func(option string) bool
 type OptionError struct {
 	Option string
 	Err    error
+	// Need lists the options that are required and missing, when that
+	// is the error (a command line names their flags).
+	Need []string
+	// Why says what the needed options are for.
+	Why string
 }
 
 func (e *OptionError) Error() string {
@@ -220,6 +229,13 @@ func (e *OptionError) Unwrap() error { return e.Err }
 // Errorf makes an *OptionError for option.
 func Errorf(option, format string, args ...any) error {
 	return &OptionError{Option: option, Err: fmt.Errorf(format, args...)}
+}
+
+// Require is the error of options required with where: hosts; why says
+// what they are for.
+func Require(why string, options ...string) error {
+	return &OptionError{Need: options, Why: why,
+		Err: fmt.Errorf("%s %s required with where: hosts (%s)", strings.Join(options, " and "), map[bool]string{true: "is", false: "are"}[len(options) == 1], why)}
 }
 
 // AsOptionError finds the *OptionError in err.

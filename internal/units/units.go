@@ -83,3 +83,26 @@ func Rate(bps uint64) string {
 	}
 	return strconv.FormatUint(bps, 10)
 }
+
+// ParseCounts reads a comma-separated list of whole numbers of at least 1
+// (connection counts: "1,10,100").
+func ParseCounts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || strconv.Itoa(n) != f {
+			return nil, fmt.Errorf("%q is not a whole number", f)
+		}
+		if n < 1 {
+			return nil, fmt.Errorf("%d: must be at least 1", n)
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("empty list")
+	}
+	return out, nil
+}

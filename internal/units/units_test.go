@@ -38,3 +38,14 @@ func TestRateRoundTrips(t *testing.T) {
 		}
 	}
 }
+
+func TestParseCounts(t *testing.T) {
+	if got, err := ParseCounts(" 1, 10,100 "); err != nil || len(got) != 3 || got[2] != 100 {
+		t.Errorf("%v %v", got, err)
+	}
+	for _, bad := range []string{"", ",", "0", "1,x", "1.5", "-3", "010"} {
+		if _, err := ParseCounts(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}

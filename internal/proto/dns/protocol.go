@@ -27,7 +27,7 @@ func (Protocol) Options() []string {
 // ask; transport udp or tcp; the engine (CheckMode).
 func (Protocol) Check(o *proto.Options, where string, given proto.Given) error {
 	if where == "hosts" && (o.Query == "" || len(o.DNSServers) == 0) {
-		return proto.Errorf("", "query and dns_servers are required with where: hosts (the name to look up and the server to ask)")
+		return proto.Require("the name to look up and the server to ask", "query", "dns_servers")
 	}
 	switch o.Transport {
 	case "", "udp", "tcp":

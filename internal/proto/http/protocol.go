@@ -208,3 +208,9 @@ func ServerConfigOf(at proto.Place) (ServerConfig, error) {
 type running struct{ *Server }
 
 func (r running) Port() int { return r.Server.Port }
+
+// Record adds to a probe command's record the engine its transactions ran
+// on.
+func (Protocol) Record(o *proto.Options) map[string]string {
+	return map[string]string{"engine": EngineUsed(o)}
+}

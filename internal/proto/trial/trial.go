@@ -7,7 +7,9 @@ package trial
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/netip"
+	"strconv"
 	"strings"
 	"time"
 
@@ -199,6 +201,31 @@ func (t Protocol) Probe(o *proto.Options, ep proto.Endpoint, p path.Path) (load.
 // ServerKey is the server tcp and udp share.
 const ServerKey = "transport"
 
+// DefaultRequestTimeout is how long a client may take to send its request.
+const DefaultRequestTimeout = 10 * time.Second
+
+// ServeCommand is v6lab serve transport.
+func (Server) ServeCommand() proto.ServeCommand {
+	return proto.ServeCommand{
+		Short: "Answer v6lab tcp and udp tests",
+		Long: `serve transport answers v6lab tcp and udp tests on every --listen address until
+interrupted. It sends data only in reverse tests, and then only to the client's own
+connections (TCP) or the host of its control connection (UDP). It refuses tests longer
+than an hour, faster than 100 Gbit/s, or with more than 128 streams; it runs at most
+--max-tests tests at once and refuses the excess with a reply saying so; a client must send
+its request within --request-timeout, in a line of at most 4 KiB.`,
+		Example: `  v6lab serve transport
+  v6lab serve transport --listen 0.0.0.0:5301 --listen [::]:5301
+  v6lab serve transport --max-tests 4 --request-timeout 3s`,
+		Listen: []string{"127.0.0.1:5301", "[::1]:5301"},
+		Flags: []proto.Flag{
+			{Name: "max-tests", Option: "max_tests", Kind: proto.KindInt, Default: strconv.Itoa(transport.DefaultMaxTests), Usage: "tests served at once; the excess is refused with a reply"},
+			{Name: "request-timeout", Option: "request_timeout", Default: DefaultRequestTimeout.String(), Usage: "time a client may take to send its request"},
+		},
+		Verbose: "log refused and failed tests",
+	}
+}
+
 // ServedBy names the embedded server that answers trials.
 func (Protocol) ServedBy() string { return ServerKey }
 
@@ -215,9 +242,22 @@ func (Server) ByAddress() bool { return true }
 func (Server) About() string { return "embedded v6lab transport server" }
 
 // Serve starts it; its data sockets open per test, through the place's
-// namespace.
+// namespace. Settings: max_tests, request_timeout; with a Log, refused and
+// failed tests are logged.
 func (Server) Serve(ctx context.Context, at proto.Place) (proto.Running, error) {
-	r, err := transport.ListenAndServeIn(ctx, at.Do, at.Listen(), at.Port, nil)
+	srv := &transport.Server{In: at.Do, MaxTests: transport.DefaultMaxTests, RequestTimeout: DefaultRequestTimeout}
+	if at.Log != nil {
+		srv.Log = slog.New(slog.NewTextHandler(at.Log, nil))
+	}
+	if _, err := fmt.Sscan(at.Setting("max_tests", fmt.Sprint(srv.MaxTests)), &srv.MaxTests); err != nil || srv.MaxTests < 1 || srv.MaxTests > 10000 {
+		return nil, proto.Errorf("max_tests", "%s is not between 1 and 10000", at.Setting("max_tests", ""))
+	}
+	d, err := time.ParseDuration(at.Setting("request_timeout", DefaultRequestTimeout.String()))
+	if err != nil || d <= 0 || d > time.Hour {
+		return nil, proto.Errorf("request_timeout", "%s is not between 0 and 1h", at.Setting("request_timeout", ""))
+	}
+	srv.RequestTimeout = d
+	r, err := srv.ListenAndServe(ctx, at.Listen(), at.Port) // binds through srv.In
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,108 @@
+package all_test
+
+import (
+	"context"
+	"net/netip"
+	"testing"
+	"time"
+
+	"v6lab/internal/experiment"
+	"v6lab/internal/path"
+	"v6lab/internal/proto"
+	"v6lab/internal/proto/all"
+	"v6lab/internal/proto/trial"
+)
+
+// TestListIsConsistent: names are unique, every protocol is answered by a
+// server in Servers, and every flag of every command sets an option the
+// options know (a typo would fail here, not at a user's command line).
+func TestListIsConsistent(t *testing.T) {
+	seen := map[string]bool{}
+	for _, p := range all.List {
+		if seen[p.Name()] {
+			t.Errorf("%s is listed twice", p.Name())
+		}
+		seen[p.Name()] = true
+		if _, ok := all.Server(all.ServerKey(p.Name())); !ok {
+			t.Errorf("%s: no embedded server %q", p.Name(), all.ServerKey(p.Name()))
+		}
+		tg, ok := p.(proto.Targeted)
+		if !ok {
+			t.Errorf("%s has no command", p.Name())
+			continue
+		}
+		for _, f := range tg.Command().Flags {
+			var o proto.Options
+			if err := o.Set(f.Option, proto.Or(f.Default, "1")); err != nil {
+				t.Errorf("%s --%s: %v", p.Name(), f.Name, err)
+			}
+		}
+	}
+	var o proto.Options
+	if err := o.Set("no_such_option", "1"); err == nil {
+		t.Error("an unknown option was set")
+	}
+	if all.ServerKey("tcp") != trial.ServerKey || all.ServerKey("udp") != trial.ServerKey || all.ServerKey("http") != "http" {
+		t.Errorf("server keys: tcp %s, udp %s", all.ServerKey("tcp"), all.ServerKey("udp"))
+	}
+	if !all.WireAnyPort("ftp") || !all.WireAnyPort("real/ftp") || !all.WireAnyPort(trial.ServerKey) || all.WireAnyPort("http") {
+		t.Error("wire ports: ftp and transport count every port, http its own")
+	}
+}
+
+// TestEveryProtocolOverEveryLoopbackPath is the recipe's end to end proof:
+// the servers all.Start starts, the endpoints they give, and each
+// protocol's probe from the list complete a transaction on both paths.
+func TestEveryProtocolOverEveryLoopbackPath(t *testing.T) {
+	paths := []path.Path{path.IPv4, path.IPv6}
+	at, err := experiment.LoopbackPlace(paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, s := range all.Servers {
+		keys = append(keys, s.Key)
+	}
+	st, err := all.Start(context.Background(), keys, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	eps := st.Endpoints(nil)
+	for _, p := range all.List {
+		var o proto.Options
+		if p.Name() == "tcp" || p.Name() == "udp" {
+			o.Trial = &proto.TrialInput{Time: 200 * time.Millisecond}
+		}
+		if err := p.Check(&o, "loopback", func(string) bool { return false }); err != nil {
+			t.Fatalf("%s: %v", p.Name(), err)
+		}
+		for _, pth := range paths {
+			ep, ok := eps.Get(all.ServerKey(p.Name()), pth)
+			if !ok {
+				t.Fatalf("%s: no endpoint on %s", p.Name(), pth)
+			}
+			pr, err := p.Probe(&o, ep, pth)
+			if err != nil {
+				t.Fatalf("%s over %s: %v", p.Name(), pth, err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			s := pr.Do(ctx, 0)
+			cancel()
+			if !s.OK() {
+				t.Errorf("%s over %s: %s", p.Name(), pth, s.Err)
+			}
+			if s.Remote != "" {
+				if ap, err := netip.ParseAddrPort(s.Remote); err == nil && !pth.Accepts(ap.Addr()) {
+					t.Errorf("%s over %s reached %s", p.Name(), pth, s.Remote)
+				}
+			}
+		}
+	}
+	desc := st.Describe("")
+	for _, k := range keys {
+		if desc[k] == "" {
+			t.Errorf("server %s is not described", k)
+		}
+	}
+}

@@ -1,0 +1,46 @@
+package smtp
+
+import (
+	"strconv"
+
+	"v6lab/internal/proto"
+)
+
+// Command is smtp's face on the command line: v6lab probe smtp and
+// v6lab serve smtp.
+func (Protocol) Command() proto.Command {
+	return proto.Command{
+		Arg:   "HOST[:PORT]",
+		Short: "Measure SMTP mail submission, DNS lookup included, over each path",
+		Long: `probe smtp times sending one message per transaction to HOST (port 25 unless given): the
+name is looked up with the path's record type, a new connection pinned to the path reads
+the greeting, then EHLO, MAIL FROM, RCPT TO and DATA; the transaction ends on the server's
+250 acceptance of the message ("250 ok queued as …"). A refusal at any step (4xx, 5xx)
+is a failed transaction that keeps the server's reply. --to may hold %d, replaced by the
+simulated user's number.`,
+		Example: `  v6lab probe smtp mx.example.test --paths ipv4,ipv6 --conns 1,10,100,500 --to postmaster@example.test
+  v6lab probe smtp 127.0.0.1:2525 --paths ipv4 --to 'user%d@v6lab.test' --size 64000
+  v6lab probe smtp mx.example.test:587 --starttls`,
+		Flags: append(proto.DNSFlags(),
+			proto.Flag{Name: "from", Option: "from", Kind: proto.KindString, Default: "v6lab@v6lab.test", Usage: "envelope sender"},
+			proto.Flag{Name: "to", Option: "to", Kind: proto.KindString, Default: "user%d@v6lab.test", Usage: "envelope recipient (%d: the simulated user's number)"},
+			proto.Flag{Name: "size", Option: "size", Kind: proto.KindInt, Default: strconv.Itoa(DefaultMessageSize), Usage: "message body size in bytes"},
+			proto.Flag{Name: "starttls", Option: "starttls", Kind: proto.KindBool, Default: "false", Usage: "upgrade with STARTTLS before MAIL FROM"},
+			proto.Flag{Name: "insecure", Option: "insecure", Kind: proto.KindBool, Default: "false", Usage: "with --starttls: accept any certificate"},
+		),
+		Serve: proto.ServeCommand{
+			Short: "Accept mail over SMTP, keeping and counting every message",
+			Long: `serve smtp accepts any envelope on every --listen address until interrupted, keeps
+every message it accepts (its Message-ID and size) and answers "250 2.0.0 OK: queued as
+N". On exit it prints how many messages it accepted and kept, so a run can be checked for
+lost mail.`,
+			Example: `  v6lab serve smtp
+  v6lab serve smtp --listen 0.0.0.0:2525 --listen [::]:2525`,
+			Listen: []string{"127.0.0.1:2525", "[::1]:2525"},
+			Flags:  []proto.Flag{},
+		},
+	}
+}
+
+// SetArg puts the probe command's HOST[:PORT] into the options.
+func (Protocol) SetArg(o *proto.Options, arg string) { o.URL = proto.ServerURL("smtp", arg) }
