@@ -1,6 +1,8 @@
 // Package capture proves on the wire what a path claims: an AF_PACKET
 // socket on one interface counts the measured service's packets as IPv4,
 // native IPv6, or IPv6 inside IPv4 protocol 41 (6in4).
+//
+// It imports only path and result.
 package capture
 
 import (

@@ -5,6 +5,8 @@
 // server-side hosts to the client-side hosts, the direction of the web
 // server's data, and UDP flows the other way. Sockets are opened inside the
 // generator hosts' namespaces; nothing is sent anywhere else.
+//
+// It imports lab and traffic, never the experiment.
 package congestion
 
 import (

@@ -4,6 +4,8 @@
 // (or zeros, as sparse files read), a comparison at every offset. So a
 // transfer that arrives complete in length but corrupted is a failed
 // sample, and nothing is stored on either side.
+//
+// It imports nothing of v6lab.
 package content
 
 import (

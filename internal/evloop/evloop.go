@@ -13,6 +13,8 @@
 // The epoll set is itself watched by Go's netpoller (nested epoll), so the
 // loops are ordinary goroutines: no locked threads and no blocking system
 // calls that would stall the scheduler.
+//
+// It imports nothing of v6lab.
 package evloop
 
 import (

@@ -1,5 +1,7 @@
 // Package experiment expands an experiment into cells × runs, runs them in
 // an interleaved order, and streams every sample to a result directory.
+//
+// It finds protocols in proto/all and imports no protocol package itself; it never imports what runs it (measure, labrun, runner) or the CLI.
 package experiment
 
 import (

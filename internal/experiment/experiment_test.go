@@ -281,7 +281,7 @@ func TestShuffledPlanIsRecordedAndRepeatable(t *testing.T) {
 	}
 }
 
-func TestStartLocalRefusesSixIn4(t *testing.T) {
+func TestLoopbackPlaceRefusesSixIn4(t *testing.T) {
 	_, err := LoopbackPlace([]path.Path{path.IPv4, path.SixIn4})
 	if err == nil || !strings.Contains(err.Error(), "6in4 needs the lab") {
 		t.Fatalf("err %v", err)

@@ -1,6 +1,8 @@
 // Package host reads the facts about this machine that a result must carry
 // (kernel, the sysctls that shape connection-heavy tests, limits) and raises
 // the file-descriptor limit a load of thousands of connections needs.
+//
+// It imports nothing of v6lab.
 package host
 
 import (

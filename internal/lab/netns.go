@@ -1,6 +1,8 @@
 // Package lab builds a dual-stack testbed of network namespaces — a client
 // host, two routers and a server host, with a 6in4 tunnel between the
 // routers — and is the only code that switches namespaces.
+//
+// It imports only lab/bpf, lab/sixin4, specfile, units and path: never a protocol or the experiment.
 package lab
 
 import (

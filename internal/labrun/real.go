@@ -12,8 +12,6 @@ import (
 	"v6lab/internal/lab"
 	"v6lab/internal/proto"
 	"v6lab/internal/proto/all"
-	httpp "v6lab/internal/proto/http"
-	"v6lab/internal/proto/imap"
 	"v6lab/internal/servers"
 	"v6lab/internal/units"
 )
@@ -44,7 +42,11 @@ func startReal(ctx context.Context, l *lab.Lab, exp *experiment.Experiment, job 
 		ports["real/"+proto] = realPorts[proto]
 		job.Servers[proto+" (real)"] = about
 	}
-	ng, err := servers.StartNginx(ctx, place, addrs, realPorts["http"], nginxContent(exp))
+	files, err := nginxContent(exp)
+	if err != nil {
+		return nil, err
+	}
+	ng, err := servers.StartNginx(ctx, place, addrs, realPorts["http"], files)
 	if err != nil {
 		return nil, err
 	}
@@ -84,13 +86,14 @@ func startReal(ctx context.Context, l *lab.Lab, exp *experiment.Experiment, job 
 		describe("smtp", pf.Version+" in the server namespace, an instance of its own; accepted mail is discarded")
 	}
 	if slices.Contains(exp.RealProtocols(), "imap") {
-		users := imap.DefaultUsers
+		most := 0
 		for _, c := range exp.Cells {
-			if c.Protocol == "imap" && c.Users > 0 {
-				users = max(users, c.Users)
+			if c.Protocol == "imap" {
+				most = max(most, c.Users)
 			}
 		}
-		dv, err := servers.StartDovecot(ctx, place, addrs, realPorts["imap"], users, imap.Password, imap.Message(imap.MessageSize))
+		users, password, message := all.MustGet("imap").(proto.RealMailboxes).RealMailboxes(most)
+		dv, err := servers.StartDovecot(ctx, place, addrs, realPorts["imap"], users, password, message)
 		if err != nil {
 			stop()
 			return nil, err
@@ -113,25 +116,18 @@ func startReal(ctx context.Context, l *lab.Lab, exp *experiment.Experiment, job 
 	return stop, nil
 }
 
-// nginxContent is the embedded server's page and objects, the files of
-// http file cells at the embedded server's paths, and the small one
-// Settle fetches.
-func nginxContent(exp *experiment.Experiment) servers.Content {
-	cfg := httpp.DefaultServerConfig
-	content := servers.Content{"/index.html": httpp.Page(cfg)}
-	for i := range cfg.Objects {
-		content[fmt.Sprintf("/obj/%d", i)] = contentpkg.Bytes(cfg.ObjectSize)
-	}
-	content["/files"+SettleFile] = contentpkg.Bytes(1 << 10)
+// nginxContent is what the embedded HTTP server would serve a run's
+// cells: its page and objects, the files of http file cells at its paths,
+// and the small one Settle fetches.
+func nginxContent(exp *experiment.Experiment) (servers.Content, error) {
+	sizes := []string{SettleFile}
 	for _, c := range exp.Cells {
 		if c.Protocol == "http" && c.Server == "real" && c.File != "" {
-			name := strings.TrimPrefix(c.File, "/")
-			if size, err := units.ParseSize(name); err == nil { // checked by RealFit
-				content["/files/"+name] = contentpkg.Bytes(size)
-			}
+			sizes = append(sizes, c.File)
 		}
 	}
-	return content
+	files, err := all.MustGet("http").(proto.RealFiles).RealFiles(sizes)
+	return servers.Content(files), err
 }
 
 // ftpFiles are the sparse files ProFTPD serves: each ftp cell's, and

@@ -3,6 +3,8 @@
 // and a sustained mode (N users back to back for a duration) for comparing
 // request rates with other tools. Every transaction becomes a Sample, failed
 // or not.
+//
+// It imports only path and result; protocols plug in as Probes.
 package load
 
 import (

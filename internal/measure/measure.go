@@ -4,6 +4,8 @@
 // that measures (run, probe, tcp, udp, a lab run's measuring process)
 // hands it a Job. It prints through the writers it is given and returns
 // typed errors; the CLI turns them into exit codes.
+//
+// It imports experiment and what reports, never labrun, runner or the CLI.
 package measure
 
 import (

@@ -5,6 +5,8 @@
 // tunnel). Every socket is opened with an explicit family ("tcp4", "udp6", …),
 // every name is resolved with the record type of the path, and every connection
 // is checked afterwards: a mismatch is an error, never a silent fallback.
+//
+// It imports nothing of v6lab.
 package path
 
 import (

@@ -73,6 +73,19 @@ type ByAddress interface {
 	ByAddress() bool
 }
 
+// RealFiles is a Real protocol whose server is given files: what the
+// embedded server would serve, for the sizes (file names) cells ask for.
+type RealFiles interface {
+	RealFiles(sizes []string) (map[string][]byte, error)
+}
+
+// RealMailboxes is a Real protocol whose server holds mailboxes: how many
+// users (at least the most a cell asks for), their password, the message
+// in every INBOX.
+type RealMailboxes interface {
+	RealMailboxes(users int) (int, string, []byte)
+}
+
 // WireAnyPort is a protocol whose data flows on ports chosen per
 // transaction (FTP's data connections, transport tests' streams): the wire
 // check counts every TCP and UDP packet of its runs.

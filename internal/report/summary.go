@@ -4,6 +4,8 @@
 // summary.json, text tables in the study's shapes, and CSV. Everything is
 // computed from samples.jsonl alone, so a result directory can always be
 // re-rendered.
+//
+// It imports only result, stats and path: it never measures.
 package report
 
 import (

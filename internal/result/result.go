@@ -1,6 +1,8 @@
 // Package result holds what v6lab measures — one Sample per transaction, one
 // Run record per run, a Header that explains the experiment — and the
 // versioned JSON-lines format they are stored in.
+//
+// It imports nothing of v6lab.
 package result
 
 import (

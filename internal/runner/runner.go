@@ -4,6 +4,8 @@
 // loopback with the embedded servers in this process, in a lab through
 // labrun, against hosts as each cell names them. The CLI hands it the
 // experiment and the run's settings; it returns typed errors.
+//
+// It imports labrun and measure, never the CLI.
 package runner
 
 import (

@@ -3,6 +3,8 @@
 // for DNS. Each runs in the foreground under a command prefix the caller
 // gives (in the lab: `ip netns exec <server namespace>`), listens on the
 // given addresses, and is stopped with its process group.
+//
+// It imports nothing of v6lab: the lab records its daemons through Recorder.
 package servers
 
 import (

@@ -2,6 +2,8 @@
 // experiments) strictly: an unknown field, a value of the wrong type, a key
 // given twice or a missing value is an error that names the file, the line
 // and the field, and so is every rule the caller checks afterwards.
+//
+// It imports nothing of v6lab.
 package specfile
 
 import (

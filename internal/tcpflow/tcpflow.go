@@ -4,6 +4,8 @@
 // GET) to the client's ACK of the last byte of the server's reply, and the
 // bytes of both directions in that time, retransmissions excluded
 // (docs/metrics.md).
+//
+// It imports nothing of v6lab.
 package tcpflow
 
 import (

@@ -5,6 +5,8 @@
 // each flow offered, what it managed to send, and what got through, so an
 // overloaded generator is visible. Every run stops at its deadline and
 // when its context ends, and flows go only to the destinations given.
+//
+// It imports only path.
 package traffic
 
 import (

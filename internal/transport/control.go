@@ -9,6 +9,8 @@
 // streams the client itself opened to it: it never sends to an address
 // it was given, so it cannot be made to flood a third host; and every
 // test it accepts is bounded in length, rate and streams.
+//
+// It imports only load, path and result.
 package transport
 
 import (

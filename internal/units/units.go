@@ -1,6 +1,8 @@
 // Package units reads the sizes and rates users type: "64K", "1MiB",
 // "100M", "10Mbit". Sizes are bytes in powers of 1024; rates are bits per
 // second in powers of 1000, as tc and iperf read them.
+//
+// It imports nothing of v6lab.
 package units
 
 import (

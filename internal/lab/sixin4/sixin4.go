@@ -8,6 +8,8 @@
 // device uses the kernel's segmentation offload (one read returns a batch of
 // MTU-sized segments cut from a 64 KiB TCP super-packet, and writes coalesce
 // them again), and the raw socket uses sendmmsg/recvmmsg.
+//
+// It imports nothing of v6lab.
 package sixin4
 
 import (

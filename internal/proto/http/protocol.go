@@ -150,6 +150,26 @@ func (Protocol) Probe(o *proto.Options, ep proto.Endpoint, p path.Path) (load.Pr
 // RealServer is the lab's real HTTP server.
 func (Protocol) RealServer() string { return "nginx" }
 
+// RealFiles are what nginx serves so that a cell sees what the embedded
+// server gives: the page and its objects, and a generated file for each
+// size (its name) asked for.
+func (Protocol) RealFiles(sizes []string) (map[string][]byte, error) {
+	cfg := DefaultServerConfig
+	files := map[string][]byte{"/index.html": Page(cfg)}
+	for i := range cfg.Objects {
+		files[fmt.Sprintf("/obj/%d", i)] = content.Bytes(cfg.ObjectSize)
+	}
+	for _, name := range sizes {
+		name = strings.TrimPrefix(name, "/")
+		size, err := units.ParseSize(name)
+		if err != nil {
+			return nil, err
+		}
+		files["/files/"+name] = content.Bytes(size)
+	}
+	return files, nil
+}
+
 // MaxRealFile bounds the files written for nginx (file cells against the
 // real server).
 const MaxRealFile = 64 << 20

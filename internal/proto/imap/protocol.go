@@ -75,6 +75,13 @@ func (Protocol) Probe(o *proto.Options, ep proto.Endpoint, p path.Path) (load.Pr
 // RealServer is the lab's real IMAP server.
 func (Protocol) RealServer() string { return "dovecot" }
 
+// RealMailboxes are what Dovecot holds so that a cell sees what the
+// embedded server gives: users user1…userN (at least as many as a cell
+// asks for), one password, the same message in every INBOX.
+func (Protocol) RealMailboxes(users int) (int, string, []byte) {
+	return max(users, DefaultUsers), Password, Message(MessageSize)
+}
+
 // RealFit: every imap cell fits Dovecot.
 func (Protocol) RealFit(*proto.Options) error { return nil }
 
