@@ -20,7 +20,7 @@ import (
 func newProbeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "probe",
-		Short: "Measure a real host: " + all.NameList("or") + " transactions over each path",
+		Short: "Measure a real host: " + probeNames() + " transactions over each path",
 		Example: `  v6lab probe http http://www.example.test/ --conns 1,10,100 --runs 11
   v6lab probe dns www.example.test --server 192.0.2.53 --server [2001:db8::53]:53`,
 	}
@@ -30,6 +30,17 @@ func newProbeCmd() *cobra.Command {
 		}
 	}
 	return cmd
+}
+
+// probeNames lists the protocols of v6lab probe.
+func probeNames() string {
+	var n []string
+	for _, p := range all.List {
+		if t, ok := p.(proto.Targeted); ok && !t.Command().TopLevel {
+			n = append(n, p.Name())
+		}
+	}
+	return strings.Join(n[:len(n)-1], ", ") + " or " + n[len(n)-1]
 }
 
 // topLevelProbes are the protocols measured by v6lab NAME (tcp, udp).

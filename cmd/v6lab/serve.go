@@ -70,7 +70,7 @@ func serveEmbedded(cmd *cobra.Command, key string, listen []string, settings map
 func newServeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Run an embedded server (" + strings.Join(serveKeys(), ", ") + ", transport, traffic) for tests between two hosts",
+		Short: "Run an embedded server (" + strings.Join(serveKeys(), ", ") + ", traffic) for tests between two hosts",
 		Example: `  v6lab serve http --listen 0.0.0.0:8080 --listen [::]:8080
   v6lab serve dns --listen 192.0.2.1:53 --listen [2001:db8::1]:53 --record www.lab.test=192.0.2.1 --record www.lab.test=2001:db8::1`,
 	}

@@ -220,7 +220,7 @@ its request within --request-timeout, in a line of at most 4 KiB.`,
 		Listen: []string{"127.0.0.1:5301", "[::1]:5301"},
 		Flags: []proto.Flag{
 			{Name: "max-tests", Option: "max_tests", Kind: proto.KindInt, Default: strconv.Itoa(transport.DefaultMaxTests), Usage: "tests served at once; the excess is refused with a reply"},
-			{Name: "request-timeout", Option: "request_timeout", Default: DefaultRequestTimeout.String(), Usage: "time a client may take to send its request"},
+			{Name: "request-timeout", Option: "request_timeout", Kind: proto.KindDuration, Default: DefaultRequestTimeout.String(), Usage: "time a client may take to send its request"},
 		},
 		Verbose: "log refused and failed tests",
 	}
