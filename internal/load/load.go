@@ -23,6 +23,19 @@ type Probe interface {
 	Do(ctx context.Context, user int) result.Sample
 }
 
+// Warmer is a Probe that can warm, before the barrier, what its first
+// transaction will use (the kernel's socket code, the resolver), so the
+// first user of a run pays no more than the others (docs/metrics.md).
+type Warmer interface {
+	Warm(user int)
+}
+
+func warm(p Probe, user int) {
+	if w, ok := p.(Warmer); ok {
+		w.Warm(user)
+	}
+}
+
 // Closed releases n users at once, each doing one transaction bounded by
 // timeout, and calls emit for every sample as it completes (emit must be
 // safe for concurrent use). It returns once every user has reported.
@@ -34,6 +47,7 @@ func Closed(ctx context.Context, p Probe, n int, timeout time.Duration, emit fun
 	for i := 0; i < n; i++ {
 		go func(user int) {
 			defer done.Done()
+			warm(p, user)
 			ready.Done()
 			<-release
 			tctx, cancel := context.WithTimeout(ctx, timeout)
@@ -66,6 +80,7 @@ func Sustained(ctx context.Context, p Probe, n int, duration, timeout time.Durat
 	for i := 0; i < n; i++ {
 		go func(user int) {
 			defer done.Done()
+			warm(p, user)
 			ready.Done()
 			<-release
 			var count int64

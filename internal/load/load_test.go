@@ -149,3 +149,64 @@ func TestOpenResolvesDialsPinnedAndReleases(t *testing.T) {
 		t.Errorf("closed port: %+v", failed)
 	}
 }
+
+// warmProbe records the order of Warm and Do calls.
+type warmProbe struct {
+	mu     sync.Mutex
+	warmed map[int]bool
+	late   int // Do calls that found a user not warmed, or Warm after a Do
+	dos    int
+}
+
+func (w *warmProbe) Warm(user int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.dos > 0 {
+		w.late++
+	}
+	w.warmed[user] = true
+}
+
+func (w *warmProbe) Do(ctx context.Context, user int) result.Sample {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.dos++
+	if !w.warmed[user] {
+		w.late++
+	}
+	return result.Sample{}
+}
+
+// TestEveryUserWarmsBeforeTheBarrier: a Warmer is warmed once per user,
+// and every warm-up is over before the first transaction starts.
+func TestEveryUserWarmsBeforeTheBarrier(t *testing.T) {
+	w := &warmProbe{warmed: map[int]bool{}}
+	Closed(context.Background(), w, 50, time.Second, func(result.Sample) {})
+	if len(w.warmed) != 50 || w.dos != 50 || w.late != 0 {
+		t.Fatalf("warmed %d users, %d transactions, %d out of order", len(w.warmed), w.dos, w.late)
+	}
+}
+
+// TestDoneEndsAtTheLastRead: the end mark is the read that brought the
+// last bytes, not the (later) call to Done; Restart moves the start.
+func TestDoneEndsAtTheLastRead(t *testing.T) {
+	tr := Begin("x", "ipv4")
+	time.Sleep(2 * time.Millisecond)
+	tr.Restart()
+	if since := time.Since(tr.S.Start); since > time.Millisecond {
+		t.Fatalf("Restart left the start %v ago", since)
+	}
+	tr.Read(10)
+	tr.Read(0) // a read that brought nothing does not move the end
+	read := tr.Since()
+	time.Sleep(5 * time.Millisecond)
+	s := tr.Done("ok")
+	if s.TotalNS > read+int64(time.Millisecond) || s.TotalNS <= 0 {
+		t.Errorf("total %v, the last read at %v", time.Duration(s.TotalNS), time.Duration(read))
+	}
+	tr2 := Begin("x", "ipv4")
+	time.Sleep(time.Millisecond)
+	if s := tr2.Done("ok"); s.TotalNS < int64(time.Millisecond) {
+		t.Errorf("without reads the end is Done's: %v", time.Duration(s.TotalNS))
+	}
+}

@@ -18,7 +18,10 @@ import (
 // durations since Begin, so wall-clock steps cannot distort them.
 type Trace struct {
 	start time.Time
-	S     result.Sample
+	// lastRead is when the last read that brought bytes returned (see
+	// Read): a completed transaction ends there.
+	lastRead time.Time
+	S        result.Sample
 	// TLS describes the transaction's TLS (version, cipher, resumed), for
 	// its marker.
 	TLS string
@@ -28,6 +31,24 @@ type Trace struct {
 func Begin(protocol string, p path.Path) *Trace {
 	now := time.Now() // carries both the monotonic and the wall clock
 	return &Trace{start: now, S: result.Sample{Protocol: protocol, Path: string(p), Start: now.UTC()}}
+}
+
+// Restart moves the transaction's start to now: called immediately before
+// its first system call, so the work of building a request is not timed
+// (path.Resolver.LookupFrom calls it).
+func (t *Trace) Restart() {
+	now := time.Now()
+	t.start, t.S.Start = now, now.UTC()
+}
+
+// Lookup resolves host for p as the transaction's first step: its time
+// starts just before the query's first system call, and the query's
+// address is recorded (DNSLocal) for packet traces.
+func (t *Trace) Lookup(ctx context.Context, res *path.Resolver, host string, p path.Path) (netip.Addr, error) {
+	hook := &path.LookupHook{Start: t.Restart}
+	ip, err := res.LookupFrom(ctx, host, p, hook)
+	t.S.DNSLocal = hook.Local
+	return ip, err
 }
 
 // Since is the time elapsed since Begin.
@@ -48,7 +69,7 @@ func (t *Trace) Conn(c net.Conn) {
 // release must be called when the transaction is over (it closes the
 // connection with SO_LINGER 0, see CloseAbort).
 func (t *Trace) Open(ctx context.Context, res *path.Resolver, host string, port int, d path.Dialer) (conn net.Conn, release func(), failed *result.Sample) {
-	ip, err := res.Lookup(ctx, host, d.Path)
+	ip, err := t.Lookup(ctx, res, host, d.Path)
 	t.Mark(&t.S.ResolveNS)
 	if err != nil {
 		s := t.Fail(ctx, "resolve", err)
@@ -62,12 +83,42 @@ func (t *Trace) Open(ctx context.Context, res *path.Resolver, host string, port 
 	}
 	t.Conn(conn)
 	stop := Deadline(ctx, conn)
-	return conn, func() { stop(); CloseAbort(conn) }, nil
+	raw := conn
+	return timedConn{conn, t}, func() { stop(); CloseAbort(raw) }, nil
 }
 
-// Done ends a completed transaction at its marker.
+// timedConn records every read's time in its Trace (Read), so the
+// transaction ends at the read that brought its last reply.
+type timedConn struct {
+	net.Conn
+	t *Trace
+}
+
+func (c timedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.t.Read(n)
+	return n, err
+}
+
+// Read records that a read returned n bytes of the transaction now.
+func (t *Trace) Read(n int) {
+	if n > 0 {
+		t.lastRead = time.Now()
+	}
+}
+
+// MarkRead stores in *field the time of the last read that brought bytes
+// (Read), the first byte's phase end when it is the first.
+func (t *Trace) MarkRead(field *int64) { *field = int64(t.lastRead.Sub(t.start)) }
+
+// Done ends a completed transaction at its marker: at the read that
+// brought its last bytes when reads were recorded (Read), so checking the
+// reply and building the marker are not timed; else now.
 func (t *Trace) Done(marker string) result.Sample {
 	t.S.TotalNS = t.Since()
+	if !t.lastRead.IsZero() {
+		t.S.TotalNS = int64(t.lastRead.Sub(t.start))
+	}
 	t.S.Marker = marker
 	return t.S
 }

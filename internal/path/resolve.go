@@ -60,6 +60,21 @@ func (r *Resolver) Server(p Path) (netip.AddrPort, Path, error) {
 // family check. A name without a record of the path's type is an error
 // wrapping ErrNoAddress that names the host and the record type.
 func (r *Resolver) Lookup(ctx context.Context, host string, p Path) (netip.Addr, error) {
+	return r.LookupFrom(ctx, host, p, nil)
+}
+
+// LookupHook follows one lookup: Start (when set) is called immediately
+// before the query's first system call, once the query is built (a
+// transaction's time starts there, docs/metrics.md); Local is set to the
+// address the query was sent from, so a packet trace can find it.
+type LookupHook struct {
+	Start func()
+	Local string
+}
+
+// LookupFrom is Lookup with a hook (nil: none). A literal has no lookup
+// and calls no Start.
+func (r *Resolver) LookupFrom(ctx context.Context, host string, p Path, hook *LookupHook) (netip.Addr, error) {
 	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
 		return a, p.CheckAddr("target", a)
 	}
@@ -76,7 +91,7 @@ func (r *Resolver) Lookup(ctx context.Context, host string, p Path) (netip.Addr,
 	m := new(dns.Msg)
 	m.SetQuestion(dns.Fqdn(host), qtype)
 	m.RecursionDesired = true
-	in, err := exchange(ctx, m, over, server, r.Source)
+	in, err := exchange(ctx, m, over, server, r.Source, hook)
 	if err != nil {
 		return netip.Addr{}, fmt.Errorf("path: resolve %s %s via %s: %w", host, dns.TypeToString[qtype], server, err)
 	}
@@ -105,25 +120,29 @@ func (r *Resolver) Lookup(ctx context.Context, host string, p Path) (netip.Addr,
 const FirstRetry = time.Second
 
 // exchange sends m over UDP with retransmissions (a lost datagram is
-// normal under load and resolvers resend), then over TCP if truncated.
-func exchange(ctx context.Context, m *dns.Msg, over Path, server netip.AddrPort, source netip.Addr) (*dns.Msg, error) {
+// normal under load and resolvers resend), then over TCP if truncated. The
+// UDP socket is made directly from addresses (no string to parse, no
+// dialer), so the query leaves soon after the lookup starts.
+func exchange(ctx context.Context, m *dns.Msg, over Path, server netip.AddrPort, source netip.Addr, hook *LookupHook) (*dns.Msg, error) {
+	wire, err := m.Pack()
+	if err != nil {
+		return nil, err
+	}
+	if hook == nil {
+		hook = &LookupHook{}
+	}
+	if hook.Start != nil {
+		hook.Start()
+	}
 	wait := FirstRetry
-	dialer := func(proto string) *net.Dialer {
-		d := &net.Dialer{Timeout: wait, FallbackDelay: -1}
-		if source.IsValid() {
-			if proto == "udp" {
-				d.LocalAddr = net.UDPAddrFromAddrPort(netip.AddrPortFrom(source, 0))
-			} else {
+	for {
+		in, err := exchangeUDP(ctx, m.Id, wire, over, server, source, wait, &hook.Local)
+		if err == nil && in.Truncated {
+			d := &net.Dialer{Timeout: wait, FallbackDelay: -1}
+			if source.IsValid() {
 				d.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(source, 0))
 			}
-		}
-		return d
-	}
-	for {
-		c := dns.Client{Net: over.Network("udp"), Timeout: wait, Dialer: dialer("udp")}
-		in, _, err := c.ExchangeContext(ctx, m, server.String())
-		if err == nil && in.Truncated {
-			c.Net, c.Dialer = over.Network("tcp"), dialer("tcp")
+			c := dns.Client{Net: over.Network("tcp"), Timeout: wait, Dialer: d}
 			in, _, err = c.ExchangeContext(ctx, m, server.String())
 		}
 		var ne net.Error
@@ -131,6 +150,43 @@ func exchange(ctx context.Context, m *dns.Msg, over Path, server netip.AddrPort,
 			return in, err
 		}
 		wait *= 2
+	}
+}
+
+// exchangeUDP sends the packed query once and waits up to wait (or ctx) for its reply.
+func exchangeUDP(ctx context.Context, id uint16, wire []byte, over Path, server netip.AddrPort, source netip.Addr, wait time.Duration, local *string) (*dns.Msg, error) {
+	var laddr *net.UDPAddr
+	if source.IsValid() {
+		laddr = net.UDPAddrFromAddrPort(netip.AddrPortFrom(source, 0))
+	}
+	uc, err := net.DialUDP(over.Network("udp"), laddr, net.UDPAddrFromAddrPort(server))
+	if err != nil {
+		return nil, err
+	}
+	defer uc.Close()
+	*local = uc.LocalAddr().String()
+	deadline := time.Now().Add(wait)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	_ = uc.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { _ = uc.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	if _, err := uc.Write(wire); err != nil {
+		return nil, err
+	}
+	co := &dns.Conn{Conn: uc}
+	for {
+		in, err := co.ReadMsg()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, err
+		}
+		if in.Id == id { // a late reply to an earlier try is not this one's
+			return in, nil
+		}
 	}
 }
 

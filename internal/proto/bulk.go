@@ -59,3 +59,10 @@ func URLOf(ep Endpoint, resource string) *url.URL {
 	}
 	return &url.URL{Scheme: Or(ep.Scheme, "http"), Host: fmt.Sprintf("%s:%d", host, ep.Port), Path: resource}
 }
+
+// Warm forwards to the wrapped probe (load.Warmer).
+func (b bulk) Warm(user int) {
+	if w, ok := b.Probe.(load.Warmer); ok {
+		w.Warm(user)
+	}
+}

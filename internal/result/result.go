@@ -33,9 +33,11 @@ type Sample struct {
 	Warmup   bool   `json:"warmup,omitempty"`
 	User     int    `json:"user"`
 	// Local and Remote are the addresses actually used ("ip:port").
-	Local  string    `json:"local,omitempty"`
-	Remote string    `json:"remote,omitempty"`
-	Start  time.Time `json:"start"`
+	Local  string `json:"local,omitempty"`
+	Remote string `json:"remote,omitempty"`
+	// DNSLocal is the address the transaction's DNS query left from.
+	DNSLocal string    `json:"dns_local,omitempty"`
+	Start    time.Time `json:"start"`
 	// Phase ends, measured from Start on the monotonic clock, in
 	// nanoseconds; zero when a phase did not happen.
 	ResolveNS   int64 `json:"resolve_ns,omitempty"`

@@ -81,6 +81,7 @@ func (c *Client) Do(ctx context.Context, user int) result.Sample {
 	if err != nil {
 		return tr.Fail(ctx, "query", err)
 	}
+	tr.Restart() // the query is built: its first system call is next
 	reply, err := c.exchange(ctx, tr, wire, c.TCP)
 	if err == nil && reply.Truncated && !c.TCP {
 		reply, err = c.exchange(ctx, tr, wire, true)
@@ -262,4 +263,12 @@ func Parse(b []byte) (*mdns.Msg, error) {
 		return nil, fmt.Errorf("undecodable reply of %d bytes: %v: %w", len(b), err, ErrReply)
 	}
 	return m, nil
+}
+
+// Warm warms a stub query's socket before the barrier (load.Warmer); the
+// load engine's sockets are open already.
+func (c *Client) Warm(int) {
+	if c.Mode != ModeLoad || c.TCP {
+		path.Warm(c.Path, c.Server, c.Source)
+	}
 }

@@ -53,7 +53,7 @@ type Client struct {
 func (c *Client) Do(ctx context.Context, _ int) result.Sample {
 	tr := load.Begin(c.URL.Scheme, c.Path)
 	host := c.URL.Hostname()
-	ip, err := c.Resolver.Lookup(ctx, host, c.Path)
+	ip, err := tr.Lookup(ctx, c.Resolver, host, c.Path)
 	tr.Mark(&tr.S.ResolveNS)
 	if err != nil {
 		return tr.Fail(ctx, "resolve", err)

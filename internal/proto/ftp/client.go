@@ -301,3 +301,10 @@ func (c *Client) openData(ctx context.Context, s *session, d path.Dialer, server
 	}
 	return &dataConn{c: dc}, nil
 }
+
+// Warm warms the lookup and the connection of a first transaction before
+// the barrier (load.Warmer).
+func (c *Client) Warm(int) {
+	c.Resolver.Warm(c.Path)
+	path.Warm(c.Path, netip.AddrPort{}, c.Source)
+}

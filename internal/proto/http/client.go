@@ -157,7 +157,7 @@ func (c *Client) port() uint16 {
 func (c *Client) Do(ctx context.Context, _ int) result.Sample {
 	tr := load.Begin("http", c.Path)
 	host := c.URL.Hostname()
-	ip, err := c.Resolver.Lookup(ctx, host, c.Path)
+	ip, err := tr.Lookup(ctx, c.Resolver, host, c.Path)
 	if err != nil {
 		return tr.Fail(ctx, "resolve", err)
 	}
@@ -379,8 +379,9 @@ type countReader struct {
 
 func (c *countReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
+	c.tr.Read(n)
 	if n > 0 && c.tr.S.FirstByteNS == 0 {
-		c.tr.Mark(&c.tr.S.FirstByteNS)
+		c.tr.MarkRead(&c.tr.S.FirstByteNS)
 	}
 	c.n += int64(n)
 	if c.limit >= 0 && c.n > c.limit {
@@ -399,4 +400,11 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
+}
+
+// Warm warms the lookup and the connection of a first transaction before
+// the barrier (load.Warmer).
+func (c *Client) Warm(int) {
+	c.Resolver.Warm(c.Path)
+	path.Warm(c.Path, netip.AddrPort{}, c.Source)
 }

@@ -285,3 +285,10 @@ func (s *Server) Close() {
 	}
 	s.wg.Wait()
 }
+
+// Warm warms the lookup and the connection of a first transaction before
+// the barrier (load.Warmer).
+func (c *Client) Warm(int) {
+	c.Resolver.Warm(c.Path)
+	path.Warm(c.Path, netip.AddrPort{}, c.Source)
+}

@@ -309,3 +309,10 @@ func (ss *session) Data(r io.Reader) error {
 	ss.s.Accepted.Add(1)
 	return &gosmtp.SMTPError{Code: 250, EnhancedCode: gosmtp.EnhancedCode{2, 0, 0}, Message: fmt.Sprintf("OK: queued as %d", n)}
 }
+
+// Warm warms the lookup and the connection of a first transaction before
+// the barrier (load.Warmer).
+func (c *Client) Warm(int) {
+	c.Resolver.Warm(c.Path)
+	path.Warm(c.Path, netip.AddrPort{}, c.Source)
+}

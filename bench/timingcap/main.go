@@ -1,0 +1,449 @@
+// Command timingcap checks v6lab's clock against the wire, for
+// bench/timing-vs-capture. It shares nothing with v6lab's timing code:
+//
+//	timingcap capture -ns GLOB -o FILE.pcap
+//	    waits for a network namespace matching GLOB (/run/netns/GLOB) to
+//	    appear, enters it and writes every frame of its one non-loopback
+//	    interface, with the kernel's receive timestamps, to FILE.pcap until
+//	    SIGTERM or SIGINT.
+//	timingcap analyze -pcap FILE.pcap -samples samples.jsonl
+//	    decodes the capture with gopacket, matches every completed sample
+//	    to its DNS query and TCP connection, and prints per path and
+//	    connection count the distributions of lead (start → the query
+//	    leaves), tail (the last byte arrives → end) and total − wire.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/pcapgo"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: timingcap capture|analyze ...")
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "capture":
+		err = capture(os.Args[2:])
+	case "analyze":
+		err = analyze(os.Args[2:])
+	default:
+		err = fmt.Errorf("unknown mode %q", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "timingcap:", err)
+		os.Exit(1)
+	}
+}
+
+func capture(args []string) error {
+	fs := flag.NewFlagSet("capture", flag.ExitOnError)
+	glob := fs.String("ns", "v6lab-run*-client", "namespace name pattern")
+	out := fs.String("o", "capture.pcap", "pcap file")
+	wait := fs.Duration("wait", 2*time.Minute, "how long to wait for the namespace")
+	fs.Parse(args)
+	var ns string
+	for deadline := time.Now().Add(*wait); ns == ""; time.Sleep(2 * time.Millisecond) {
+		if m, _ := filepath.Glob(filepath.Join("/run/netns", *glob)); len(m) > 0 {
+			ns = m[0]
+		} else if time.Now().After(deadline) {
+			return fmt.Errorf("no namespace %s appeared within %v", *glob, *wait)
+		}
+	}
+	runtime.LockOSThread()
+	h, err := netns.GetFromPath(ns)
+	if err != nil {
+		return err
+	}
+	if err := netns.Set(h); err != nil {
+		return err
+	}
+	ifname, err := waitInterface(10 * time.Second)
+	if err != nil {
+		return err
+	}
+	ps, err := openPacket(ifname)
+	if err != nil {
+		return err
+	}
+	f, err := os.Create(*out)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(f, 4<<20)
+	w := pcapgo.NewWriterNanos(bw) // the kernel's stamps are in ns
+	if err := w.WriteFileHeader(snap, layers.LinkTypeEthernet); err != nil {
+		return err
+	}
+	var mu sync.Mutex
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		<-sig
+		mu.Lock()
+		if st, err := unix.GetsockoptTpacketStats(ps.fd, unix.SOL_PACKET, unix.PACKET_STATISTICS); err == nil {
+			fmt.Fprintf(os.Stderr, "timingcap: %d frames, %d dropped by the kernel\n", st.Packets, st.Drops)
+		}
+		bw.Flush()
+		f.Close()
+		os.Exit(0)
+	}()
+	fmt.Fprintf(os.Stderr, "timingcap: capturing on %s in %s\n", ifname, ns)
+	for {
+		data, ci, err := ps.read()
+		if err != nil {
+			continue
+		}
+		mu.Lock()
+		w.WritePacket(ci, data)
+		mu.Unlock()
+	}
+}
+
+// snap is how much of each frame is kept: every header v6lab's packets
+// carry, and a DNS message.
+const snap = 256
+
+// packetSocket is an AF_PACKET socket on one interface with the kernel's
+// nanosecond receive (and transmit) timestamps and a large buffer, so a
+// burst of 100 connections is not dropped.
+type packetSocket struct {
+	fd       int
+	buf, oob []byte
+}
+
+func openPacket(ifname string) (*packetSocket, error) {
+	ifi, err := net.InterfaceByName(ifname)
+	if err != nil {
+		return nil, err
+	}
+	proto := int(htons(unix.ETH_P_ALL))
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, proto)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 256<<20); err != nil {
+		return nil, err
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
+		return nil, err
+	}
+	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifi.Index}); err != nil {
+		return nil, err
+	}
+	return &packetSocket{fd: fd, buf: make([]byte, 65536), oob: make([]byte, 128)}, nil
+}
+
+func (p *packetSocket) read() ([]byte, gopacket.CaptureInfo, error) {
+	n, oobn, _, _, err := unix.Recvmsg(p.fd, p.buf, p.oob, 0)
+	if err != nil {
+		return nil, gopacket.CaptureInfo{}, err
+	}
+	ci := gopacket.CaptureInfo{Length: n, CaptureLength: min(n, snap)}
+	msgs, _ := unix.ParseSocketControlMessage(p.oob[:oobn])
+	for _, m := range msgs {
+		if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SO_TIMESTAMPNS && len(m.Data) >= 16 {
+			ts := (*unix.Timespec)(unsafe.Pointer(&m.Data[0]))
+			ci.Timestamp = time.Unix(ts.Sec, ts.Nsec)
+		}
+	}
+	if ci.Timestamp.IsZero() {
+		return nil, ci, fmt.Errorf("a frame without a timestamp")
+	}
+	return p.buf[:ci.CaptureLength], ci, nil
+}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+// waitInterface finds the namespace's one interface that is up and not
+// loopback (the lab adds it after the namespace).
+func waitInterface(wait time.Duration) (string, error) {
+	for deadline := time.Now().Add(wait); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		ifs, _ := net.Interfaces()
+		for _, i := range ifs {
+			if i.Flags&net.FlagLoopback == 0 && i.Flags&net.FlagUp != 0 {
+				return i.Name, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("no interface came up")
+}
+
+// dnsQuery is one query seen on the wire and its reply.
+type dnsQuery struct {
+	src     netip.AddrPort
+	id      uint16
+	sent    time.Time
+	replied time.Time
+	used    bool
+}
+
+// conn is one TCP connection from the client.
+type conn struct {
+	syn, lastIn time.Time
+}
+
+type sample struct {
+	Kind      string    `json:"kind"`
+	Proto     string    `json:"proto"`
+	Path      string    `json:"path"`
+	Conns     int       `json:"conns"`
+	Warmup    bool      `json:"warmup"`
+	Local     string    `json:"local"`
+	DNSLocal  string    `json:"dns_local"`
+	Start     time.Time `json:"start"`
+	ResolveNS int64     `json:"resolve_ns"`
+	TotalNS   int64     `json:"total_ns"`
+	Err       string    `json:"err"`
+}
+
+func analyze(args []string) error {
+	fs := flag.NewFlagSet("analyze", flag.ExitOnError)
+	pcapFile := fs.String("pcap", "capture.pcap", "capture")
+	samplesFile := fs.String("samples", "samples.jsonl", "v6lab's samples")
+	fs.Parse(args)
+	queries, conns, err := decode(*pcapFile)
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(*samplesFile)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	type key struct {
+		path  string
+		conns int
+	}
+	lead, tail, over, wire := map[key][]float64{}, map[key][]float64{}, map[key][]float64{}, map[key][]float64{}
+	totals := map[key][]float64{}
+	unmatched, noConn, noQuery := 0, 0, 0
+	var samples []sample
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var s sample
+		if json.Unmarshal(sc.Bytes(), &s) != nil || s.Kind != "sample" || s.Err != "" || s.Local == "" {
+			continue
+		}
+		samples = append(samples, s)
+	}
+	// Queries are matched to samples in the order their lookups ended: the
+	// reply that arrived last before a lookup's end, of its family.
+	sort.Slice(samples, func(i, j int) bool {
+		return samples[i].Start.Add(time.Duration(samples[i].ResolveNS)).Before(samples[j].Start.Add(time.Duration(samples[j].ResolveNS)))
+	})
+	for _, s := range samples {
+		local, err := netip.ParseAddrPort(s.Local)
+		if err != nil {
+			continue
+		}
+		end := s.Start.Add(time.Duration(s.TotalNS))
+		c := connOf(conns[local], s.Start, end)
+		if c == nil || c.lastIn.IsZero() {
+			unmatched++
+			noConn++
+			continue
+		}
+		first := c.syn
+		if s.ResolveNS > 0 {
+			q := lastReply(queries, s.Start, s.Start.Add(time.Duration(s.ResolveNS)), local.Addr().Is4(), s.DNSLocal)
+			if q == nil {
+				unmatched++
+				noQuery++
+				continue
+			}
+			q.used = true
+			first = q.sent
+		}
+		k := key{s.Path, s.Conns}
+		w := c.lastIn.Sub(first)
+		lead[k] = append(lead[k], us(first.Sub(s.Start)))
+		tail[k] = append(tail[k], us(end.Sub(c.lastIn)))
+		over[k] = append(over[k], us(time.Duration(s.TotalNS)-w))
+		wire[k] = append(wire[k], us(w))
+		totals[k] = append(totals[k], us(time.Duration(s.TotalNS)))
+	}
+	var keys []key
+	for k := range over {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].conns != keys[j].conns {
+			return keys[i].conns < keys[j].conns
+		}
+		return keys[i].path < keys[j].path
+	})
+	fmt.Printf("%-7s %5s %6s  %-22s %-22s %-26s %s\n", "path", "conns", "n", "lead µs p50/p90/max", "tail µs p50/p90/max", "total−wire µs p50/p90/max", "total−wire / mean total")
+	worst := map[int]float64{}
+	for _, k := range keys {
+		o := over[k]
+		pct := median(o) / mean(totals[k]) * 100
+		fmt.Printf("%-7s %5d %6d  %-22s %-22s %-26s %.1f%%\n", k.path, k.conns, len(o), dist(lead[k]), dist(tail[k]), dist(o), pct)
+		if k.conns == 1 {
+			worst[1] = max(worst[1], median(o))
+		} else {
+			worst[k.conns] = max(worst[k.conns], pct)
+		}
+	}
+	fmt.Printf("unmatched samples: %d (%d without their connection, %d without their query)\n", unmatched, noConn, noQuery)
+	if v, ok := worst[1]; ok {
+		fmt.Printf("ratio overhead_p50_c1_vs_50us %.2f\n", v/50)
+	}
+	for _, n := range []int{10, 100} {
+		if v, ok := worst[n]; ok {
+			fmt.Printf("ratio overhead_p50_c%d_vs_2pct %.2f\n", n, v/2)
+		}
+	}
+	return nil
+}
+
+// lastReply is the unused query of the family sent after start whose
+// reply arrived last before resolved; from the address the sample names
+// (dns_local), when it names one.
+func lastReply(qs []*dnsQuery, start, resolved time.Time, v4 bool, from string) *dnsQuery {
+	var best *dnsQuery
+	for _, q := range qs {
+		if q.used || q.src.Addr().Is4() != v4 || q.replied.IsZero() || q.replied.After(resolved) {
+			continue
+		}
+		if from != "" && q.src.String() != from || from == "" && q.sent.Before(start) {
+			continue
+		}
+		if best == nil || q.replied.After(best.replied) {
+			best = q
+		}
+	}
+	return best
+}
+
+// connOf is the connection (ports are reused) whose SYN left within
+// [start, end].
+func connOf(cs []*conn, start, end time.Time) *conn {
+	for _, c := range cs {
+		if !c.syn.Before(start) && !c.syn.After(end) {
+			return c
+		}
+	}
+	return nil
+}
+
+func decode(name string) ([]*dnsQuery, map[netip.AddrPort][]*conn, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	r, err := pcapgo.NewReader(f)
+	if err != nil {
+		return nil, nil, err
+	}
+	var queries []*dnsQuery
+	byID := map[string]*dnsQuery{}
+	conns := map[netip.AddrPort][]*conn{}
+	var eth layers.Ethernet
+	var ip4 layers.IPv4
+	var ip6 layers.IPv6
+	var tcp layers.TCP
+	var udp layers.UDP
+	var dns layers.DNS
+	parser := gopacket.NewDecodingLayerParser(layers.LayerTypeEthernet, &eth, &ip4, &ip6, &tcp, &udp)
+	parser.IgnoreUnsupported = true
+	var decoded []gopacket.LayerType
+	for {
+		data, ci, err := r.ReadPacketData()
+		if err != nil {
+			break
+		}
+		_ = parser.DecodeLayers(data, &decoded)
+		var src, dst netip.Addr
+		isTCP, isUDP, isDNS := false, false, false
+		for _, l := range decoded {
+			switch l {
+			case layers.LayerTypeIPv4:
+				src, _ = netip.AddrFromSlice(ip4.SrcIP.To4())
+				dst, _ = netip.AddrFromSlice(ip4.DstIP.To4())
+			case layers.LayerTypeIPv6:
+				src, _ = netip.AddrFromSlice(ip6.SrcIP)
+				dst, _ = netip.AddrFromSlice(ip6.DstIP)
+			case layers.LayerTypeTCP:
+				isTCP = true
+			case layers.LayerTypeUDP:
+				// The embedded DNS server's port is not 53: decode
+				// every datagram as DNS.
+				isUDP = true
+				isDNS = dns.DecodeFromBytes(udp.Payload, gopacket.NilDecodeFeedback) == nil
+			}
+		}
+		switch {
+		case isUDP && isDNS && !dns.QR:
+			s := netip.AddrPortFrom(src, uint16(udp.SrcPort))
+			q := &dnsQuery{src: s, id: dns.ID, sent: ci.Timestamp}
+			queries = append(queries, q)
+			byID[fmt.Sprint(s, dns.ID)] = q
+		case isUDP && isDNS && dns.QR:
+			if q := byID[fmt.Sprint(netip.AddrPortFrom(dst, uint16(udp.DstPort)), dns.ID)]; q != nil && q.replied.IsZero() {
+				q.replied = ci.Timestamp
+			}
+		case isTCP && tcp.SYN && !tcp.ACK:
+			k := netip.AddrPortFrom(src, uint16(tcp.SrcPort))
+			conns[k] = append(conns[k], &conn{syn: ci.Timestamp})
+		case isTCP && len(tcp.Payload) > 0:
+			if cs := conns[netip.AddrPortFrom(dst, uint16(tcp.DstPort))]; len(cs) > 0 {
+				cs[len(cs)-1].lastIn = ci.Timestamp // data toward the client
+			}
+		}
+	}
+	return queries, conns, nil
+}
+
+func us(d time.Duration) float64 { return float64(d) / 1e3 }
+
+func absDur(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
+}
+
+func mean(v []float64) float64 {
+	s := 0.0
+	for _, x := range v {
+		s += x
+	}
+	return s / float64(len(v))
+}
+
+func median(v []float64) float64 { return pct(v, 50) }
+
+func pct(v []float64, p float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	i := int(float64(len(s)-1) * p / 100)
+	return s[i]
+}
+
+func dist(v []float64) string {
+	return fmt.Sprintf("%.0f / %.0f / %.0f", pct(v, 50), pct(v, 90), pct(v, 100))
+}
