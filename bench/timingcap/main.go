@@ -215,6 +215,7 @@ type sample struct {
 	Start     time.Time `json:"start"`
 	ResolveNS int64     `json:"resolve_ns"`
 	TotalNS   int64     `json:"total_ns"`
+	WireNS    int64     `json:"wire_ns"`
 	Err       string    `json:"err"`
 }
 
@@ -236,7 +237,7 @@ func analyze(args []string) error {
 		path  string
 		conns int
 	}
-	lead, tail, over, wire := map[key][]float64{}, map[key][]float64{}, map[key][]float64{}, map[key][]float64{}
+	lead, tail, over, wire, kern := map[key][]float64{}, map[key][]float64{}, map[key][]float64{}, map[key][]float64{}, map[key][]float64{}
 	totals := map[key][]float64{}
 	unmatched, noConn, noQuery := 0, 0, 0
 	var samples []sample
@@ -284,6 +285,9 @@ func analyze(args []string) error {
 		over[k] = append(over[k], us(time.Duration(s.TotalNS)-w))
 		wire[k] = append(wire[k], us(w))
 		totals[k] = append(totals[k], us(time.Duration(s.TotalNS)))
+		if s.WireNS > 0 {
+			kern[k] = append(kern[k], us(time.Duration(s.WireNS)-w))
+		}
 	}
 	var keys []key
 	for k := range over {
@@ -295,12 +299,16 @@ func analyze(args []string) error {
 		}
 		return keys[i].path < keys[j].path
 	})
-	fmt.Printf("%-7s %5s %6s  %-22s %-22s %-26s %s\n", "path", "conns", "n", "lead µs p50/p90/max", "tail µs p50/p90/max", "total−wire µs p50/p90/max", "total−wire / mean total")
+	fmt.Printf("%-7s %5s %6s  %-22s %-22s %-26s %-10s %s\n", "path", "conns", "n", "lead µs p50/p90/max", "tail µs p50/p90/max", "total−wire µs p50/p90/max", "of total", "wire_ns−wire µs p50/min/max (n)")
 	worst := map[int]float64{}
 	for _, k := range keys {
 		o := over[k]
 		pct := median(o) / mean(totals[k]) * 100
-		fmt.Printf("%-7s %5d %6d  %-22s %-22s %-26s %.1f%%\n", k.path, k.conns, len(o), dist(lead[k]), dist(tail[k]), dist(o), pct)
+		kd := "none"
+		if v := kern[k]; len(v) > 0 {
+			kd = fmt.Sprintf("%.0f / %.0f / %.0f (%d)", percentile(v, 50), percentile(v, 0), percentile(v, 100), len(v))
+		}
+		fmt.Printf("%-7s %5d %6d  %-22s %-22s %-26s %-10s %s\n", k.path, k.conns, len(o), dist(lead[k]), dist(tail[k]), dist(o), fmt.Sprintf("%.1f%%", pct), kd)
 		if k.conns == 1 {
 			worst[1] = max(worst[1], median(o))
 		} else {
@@ -435,9 +443,9 @@ func mean(v []float64) float64 {
 	return s / float64(len(v))
 }
 
-func median(v []float64) float64 { return pct(v, 50) }
+func median(v []float64) float64 { return percentile(v, 50) }
 
-func pct(v []float64, p float64) float64 {
+func percentile(v []float64, p float64) float64 {
 	s := append([]float64(nil), v...)
 	sort.Float64s(s)
 	i := int(float64(len(s)-1) * p / 100)
@@ -445,5 +453,5 @@ func pct(v []float64, p float64) float64 {
 }
 
 func dist(v []float64) string {
-	return fmt.Sprintf("%.0f / %.0f / %.0f", pct(v, 50), pct(v, 90), pct(v, 100))
+	return fmt.Sprintf("%.0f / %.0f / %.0f", percentile(v, 50), percentile(v, 90), percentile(v, 100))
 }

@@ -21,7 +21,12 @@ type Trace struct {
 	// lastRead is when the last read that brought bytes returned (see
 	// Read): a completed transaction ends there.
 	lastRead time.Time
-	S        result.Sample
+	// firstTx is the kernel's stamp of the first packet out (the DNS
+	// query); conns are the connections whose receive stamps end the
+	// wire time (WireNS).
+	firstTx time.Time
+	conns   []*path.StampedConn
+	S       result.Sample
 	// TLS describes the transaction's TLS (version, cipher, resumed), for
 	// its marker.
 	TLS string
@@ -47,8 +52,45 @@ func (t *Trace) Restart() {
 func (t *Trace) Lookup(ctx context.Context, res *path.Resolver, host string, p path.Path) (netip.Addr, error) {
 	hook := &path.LookupHook{Start: t.Restart}
 	ip, err := res.LookupFrom(ctx, host, p, hook)
-	t.S.DNSLocal = hook.Local
+	t.S.DNSLocal, t.firstTx = hook.Local, hook.Sent
 	return ip, err
+}
+
+// Stamp reads c with the kernel's receive stamps (path.Stamped): the wire
+// time ends at the last bytes any such connection received. A connection
+// that cannot be stamped is returned as it is.
+func (t *Trace) Stamp(c net.Conn) net.Conn {
+	sc, ok := path.Stamped(c)
+	if !ok {
+		return c
+	}
+	t.conns = append(t.conns, sc)
+	return sc
+}
+
+// Sent records the kernel's stamp of the transaction's first packet out
+// when no lookup gave one (a DNS query's own socket: path.StampedConn.
+// FirstSent, read before the socket closes).
+func (t *Trace) Sent(at time.Time) {
+	if t.firstTx.IsZero() {
+		t.firstTx = at
+	}
+}
+
+// wire is the network's share of a completed transaction by the kernel's
+// stamps: from its first packet out to its last bytes in (0: unknown).
+func (t *Trace) wire() int64 {
+	var last time.Time
+	for _, c := range t.conns {
+		if c.LastRx.After(last) {
+			last = c.LastRx
+		}
+	}
+
+	if t.firstTx.IsZero() || last.IsZero() || last.Before(t.firstTx) {
+		return 0
+	}
+	return int64(last.Sub(t.firstTx))
 }
 
 // Since is the time elapsed since Begin.
@@ -84,7 +126,7 @@ func (t *Trace) Open(ctx context.Context, res *path.Resolver, host string, port 
 	t.Conn(conn)
 	stop := Deadline(ctx, conn)
 	raw := conn
-	return timedConn{conn, t}, func() { stop(); CloseAbort(raw) }, nil
+	return timedConn{t.Stamp(conn), t}, func() { stop(); CloseAbort(raw) }, nil
 }
 
 // timedConn records every read's time in its Trace (Read), so the
@@ -119,6 +161,7 @@ func (t *Trace) Done(marker string) result.Sample {
 	if !t.lastRead.IsZero() {
 		t.S.TotalNS = int64(t.lastRead.Sub(t.start))
 	}
+	t.S.WireNS = t.wire()
 	t.S.Marker = marker
 	return t.S
 }

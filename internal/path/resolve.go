@@ -70,6 +70,9 @@ func (r *Resolver) Lookup(ctx context.Context, host string, p Path) (netip.Addr,
 type LookupHook struct {
 	Start func()
 	Local string
+	// Sent is the kernel's transmit stamp of the query that was answered
+	// (zero where the kernel gives none).
+	Sent time.Time
 }
 
 // LookupFrom is Lookup with a hook (nil: none). A literal has no lookup
@@ -136,7 +139,7 @@ func exchange(ctx context.Context, m *dns.Msg, over Path, server netip.AddrPort,
 	}
 	wait := FirstRetry
 	for {
-		in, err := exchangeUDP(ctx, m.Id, wire, over, server, source, wait, &hook.Local)
+		in, err := exchangeUDP(ctx, m.Id, wire, over, server, source, wait, hook)
 		if err == nil && in.Truncated {
 			d := &net.Dialer{Timeout: wait, FallbackDelay: -1}
 			if source.IsValid() {
@@ -154,7 +157,7 @@ func exchange(ctx context.Context, m *dns.Msg, over Path, server netip.AddrPort,
 }
 
 // exchangeUDP sends the packed query once and waits up to wait (or ctx) for its reply.
-func exchangeUDP(ctx context.Context, id uint16, wire []byte, over Path, server netip.AddrPort, source netip.Addr, wait time.Duration, local *string) (*dns.Msg, error) {
+func exchangeUDP(ctx context.Context, id uint16, wire []byte, over Path, server netip.AddrPort, source netip.Addr, wait time.Duration, hook *LookupHook) (*dns.Msg, error) {
 	var laddr *net.UDPAddr
 	if source.IsValid() {
 		laddr = net.UDPAddrFromAddrPort(netip.AddrPortFrom(source, 0))
@@ -164,7 +167,12 @@ func exchangeUDP(ctx context.Context, id uint16, wire []byte, over Path, server 
 		return nil, err
 	}
 	defer uc.Close()
-	*local = uc.LocalAddr().String()
+	hook.Local = uc.LocalAddr().String()
+	rc, err := uc.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	stamped := enableStamps(rc) == nil
 	deadline := time.Now().Add(wait)
 	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
 		deadline = dl
@@ -185,6 +193,9 @@ func exchangeUDP(ctx context.Context, id uint16, wire []byte, over Path, server 
 			return nil, err
 		}
 		if in.Id == id { // a late reply to an earlier try is not this one's
+			if stamped { // read now, not while the reply is on its way
+				hook.Sent = txStamp(rc)
+			}
 			return in, nil
 		}
 	}

@@ -230,6 +230,9 @@ type Comparison struct {
 	// baseline's: of a trial bound by time rather than by an amount of
 	// data, the transfer time above says nothing.
 	Throughput *MetricComparison `json:"throughput,omitempty"`
+	// Wire sets the paths' wire times (WireMetric) side by side, when the
+	// kernel stamped both.
+	Wire *MetricComparison `json:"wire,omitempty"`
 	// Pairs is how many runs the paired test matched (run i of both
 	// paths); PairedDiffMS is the mean of their differences, with its 95%
 	// t interval, and PPairedHolm the paired p-value after Holm's
@@ -281,8 +284,14 @@ type runKey struct {
 	run  int
 }
 
+// WireMetric is the cells' wire time (ms): each completed sample's
+// wire_ns, from its DNS query leaving to its last bytes arriving, by the
+// kernel's timestamps; summarized as every metric is (mean of run means).
+const WireMetric = "wire_ms"
+
 type runAcc struct {
 	metrics map[string]float64 // sums over the run's completed samples
+	metricN map[string]int     // how many of them had each figure
 	sum     float64
 	ok      int
 	failed  int
@@ -373,11 +382,16 @@ func Summarize(f *result.File) *Summary {
 		if smp.OK() {
 			a.sum += float64(smp.TotalNS)
 			a.ok++
+			if a.metrics == nil {
+				a.metrics, a.metricN = map[string]float64{}, map[string]int{}
+			}
 			for k, v := range smp.Metrics {
-				if a.metrics == nil {
-					a.metrics = map[string]float64{}
-				}
 				a.metrics[k] += v
+				a.metricN[k]++
+			}
+			if smp.WireNS > 0 { // the kernel's stamps: a figure like the others
+				a.metrics[WireMetric] += float64(smp.WireNS) / 1e6
+				a.metricN[WireMetric]++
 			}
 		} else {
 			a.failed++
@@ -446,7 +460,7 @@ func Summarize(f *result.File) *Summary {
 			if metricRuns[k.cell] == nil {
 				metricRuns[k.cell] = map[string][]float64{}
 			}
-			metricRuns[k.cell][name] = append(metricRuns[k.cell][name], sum/float64(a.ok))
+			metricRuns[k.cell][name] = append(metricRuns[k.cell][name], sum/float64(a.metricN[name]))
 			if metricRunIndex[k.cell] == nil {
 				metricRunIndex[k.cell] = map[string][]int{}
 			}
@@ -703,19 +717,26 @@ func Compare(b, c *Cell) Comparison {
 	for f, why := range t.na {
 		na(&cmp.NA, timeFields[f], why)
 	}
-	const k = "throughput_mbps"
-	if bm, cm := b.Metrics[k], c.Metrics[k]; bm != nil && cm != nil {
-		t := testRuns(bm.Runs, bm.RunIndex, cm.Runs, cm.RunIndex)
-		mc := &MetricComparison{Metric: k, Diff: t.diff, PctChange: t.pct, CI95Diff: t.ci, Confidence: t.confidence, PPaired: t.paired, PMannWhitney: t.mw,
-			Pairs: t.pairs, PairedDiff: t.pairedDiff, CI95PairedDiff: t.pairedCI}
-		for f, why := range t.na {
-			if name, ok := metricFields[f]; ok {
-				na(&mc.NA, name, why)
-			}
-		}
-		cmp.Throughput = mc
-	}
+	cmp.Throughput = compareMetric("throughput_mbps", b, c)
+	cmp.Wire = compareMetric(WireMetric, b, c)
 	return cmp
+}
+
+// compareMetric sets figure k of c's runs against b's (nil: one lacks it).
+func compareMetric(k string, b, c *Cell) *MetricComparison {
+	bm, cm := b.Metrics[k], c.Metrics[k]
+	if bm == nil || cm == nil {
+		return nil
+	}
+	t := testRuns(bm.Runs, bm.RunIndex, cm.Runs, cm.RunIndex)
+	mc := &MetricComparison{Metric: k, Diff: t.diff, PctChange: t.pct, CI95Diff: t.ci, Confidence: t.confidence, PPaired: t.paired, PMannWhitney: t.mw,
+		Pairs: t.pairs, PairedDiff: t.pairedDiff, CI95PairedDiff: t.pairedCI}
+	for f, why := range t.na {
+		if name, ok := metricFields[f]; ok {
+			na(&mc.NA, name, why)
+		}
+	}
+	return mc
 }
 
 // timeFields and metricFields name a runTest's figures in a Comparison's

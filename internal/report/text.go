@@ -168,7 +168,7 @@ func metricSection(title string, cells []Cell) (section, bool) {
 	if cols == nil {
 		for _, c := range cells {
 			for k := range c.Metrics {
-				if !slices.Contains(cols, k) {
+				if !slices.Contains(cols, k) && k != WireMetric { // beside the mean instead
 					cols = append(cols, k)
 				}
 			}
@@ -178,7 +178,7 @@ func metricSection(title string, cells []Cell) (section, bool) {
 	sec := section{Title: title + ": transport figures, mean of run means (95% CI)", Head: append([]string{"path", "conns"}, cols...)}
 	any := false
 	for _, c := range cells {
-		if len(c.Metrics) == 0 {
+		if len(c.Metrics) == 0 || len(cols) == 0 {
 			continue
 		}
 		any = true
@@ -286,6 +286,10 @@ func sections(s *Summary, proto string) []section {
 	}
 	means := section{Title: title + ": " + what + " (ms), mean of run means",
 		Head: append([]string{"path", ""}, intHeads(conns)...)}
+	wired := slices.ContainsFunc(cells, func(c Cell) bool { return c.Metrics[WireMetric] != nil })
+	if wired {
+		means.Footer = append(means.Footer, WireNote)
+	}
 	for _, p := range pathsOf(cells) {
 		byConns := map[int]*Cell{}
 		for i := range cells {
@@ -294,6 +298,9 @@ func sections(s *Summary, proto string) []section {
 			}
 		}
 		rows := [][]string{{p, "mean"}, {"", "95% CI"}, {"", "median of runs"}, {"", "runs counted"}, {"", "completed"}}
+		if wired {
+			rows = append(rows, []string{"", "wire mean"}, []string{"", "wire 95% CI"})
+		}
 		for _, n := range conns {
 			c := byConns[n]
 			if c == nil {
@@ -307,6 +314,15 @@ func sections(s *Summary, proto string) []section {
 			rows[2] = append(rows[2], optMS(c.MedianMS, "no runs")+outlierMark(c))
 			rows[3] = append(rows[3], fmt.Sprint(len(c.Runs)))
 			rows[4] = append(rows[4], completion(c))
+			if wired {
+				w := c.Metrics[WireMetric]
+				if w == nil {
+					rows[5], rows[6] = append(rows[5], "-"), append(rows[6], "-")
+					continue
+				}
+				rows[5] = append(rows[5], figure(w.Mean))
+				rows[6] = append(rows[6], optRange(w.CI95, "fewer than two runs", " – "))
+			}
 		}
 		means.Rows = append(means.Rows, rows...)
 	}
@@ -333,6 +349,15 @@ func sections(s *Summary, proto string) []section {
 					optSigned(c.PairedDiffMS, c.NA["paired_diff_ms"]), optRange(c.CI95PairedDiffMS, c.NA["ci95_paired_diff_ms"], " to "),
 					holmP(c.PPairedHolm, c.PPaired, c.NA["p_paired"]), optP(c.PMannWhitney, c.NA["p_mann_whitney"])}
 			}, s.Adjustment))
+	}
+	if wc := filter(cmps, func(c Comparison) bool { return c.Wire != nil }); len(wc) > 0 && !timeBound(cells) {
+		out = append(out, comparisonSection(fmt.Sprintf("%s: wire time against %s (positive = slower than %s)", title, s.Baseline, s.Baseline),
+			conns, wc, []string{"difference (ms)", "% change", "confidence level (1-p Welch)", "95% CI of difference (ms)"},
+			func(c *Comparison) []string {
+				w := c.Wire
+				return []string{optSigned(w.Diff, w.NA["diff"]), optPct(w.PctChange, w.NA["pct_change"]), optConf(w.Confidence, w.NA["confidence"]),
+					optRange(w.CI95Diff, w.NA["ci95_diff"], " to ")}
+			}, ""))
 	}
 	if tp := filter(cmps, func(c Comparison) bool { return c.Throughput != nil }); len(tp) > 0 {
 		out = append(out, comparisonSection(fmt.Sprintf("%s: throughput against %s (positive = faster than %s)", title, s.Baseline, s.Baseline),
@@ -513,6 +538,7 @@ func FormatMS(v float64) string {
 const (
 	FewRunsNote = "‡ fewer than 5 counted runs: the interval rests on too few runs to say much (run more)"
 	ThinNote    = "† fewer samples than this percentile needs to mean much (p99: 100, p99.9: 1000)"
+	WireNote    = "wire: the network's share by the kernel's timestamps, from the DNS query leaving to the last needed bytes arriving (docs/metrics.md)"
 )
 
 // SignificanceNote explains the * mark and the confidence level.

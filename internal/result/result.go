@@ -10,8 +10,10 @@ import (
 	"time"
 )
 
-// FormatVersion is written in every header; readers refuse newer majors.
-const FormatVersion = 1
+// FormatVersion is written in every header; readers refuse newer ones
+// and read every older one. 2 added wire_ns and dns_local to samples
+// (absent in version 1 files, which read as they always did).
+const FormatVersion = 2
 
 // Line kinds in samples.jsonl.
 const (
@@ -46,7 +48,12 @@ type Sample struct {
 	FirstByteNS int64 `json:"first_byte_ns,omitempty"`
 	// TotalNS is the response time: Start to completion marker, or to
 	// the failure.
-	TotalNS  int64 `json:"total_ns"`
+	TotalNS int64 `json:"total_ns"`
+	// WireNS is the network's share of a completed transaction by the
+	// kernel's own timestamps: from its DNS query leaving the host to the
+	// last needed bytes arriving (absent where the kernel gave none, or
+	// without a lookup).
+	WireNS   int64 `json:"wire_ns,omitempty"`
 	BytesIn  int64 `json:"bytes_in"`
 	BytesOut int64 `json:"bytes_out"`
 	// Marker is the completion marker seen (e.g. "200 OK" with every byte),

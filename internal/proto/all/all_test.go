@@ -92,6 +92,11 @@ func TestEveryProtocolOverEveryLoopbackPath(t *testing.T) {
 			if !s.OK() {
 				t.Errorf("%s over %s: %s", p.Name(), pth, s.Err)
 			}
+			// Every protocol that looks a name up, and a DNS query itself,
+			// has its wire time from the kernel's stamps: within its total.
+			if stamped := p.Name() != "tcp" && p.Name() != "udp"; stamped && (s.WireNS <= 0 || s.WireNS > s.TotalNS) {
+				t.Errorf("%s over %s: wire %v of a total %v", p.Name(), pth, time.Duration(s.WireNS), time.Duration(s.TotalNS))
+			}
 			if s.Remote != "" {
 				if ap, err := netip.ParseAddrPort(s.Remote); err == nil && !pth.Accepts(ap.Addr()) {
 					t.Errorf("%s over %s reached %s", p.Name(), pth, s.Remote)

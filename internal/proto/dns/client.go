@@ -197,17 +197,21 @@ func (c *Client) exchange(ctx context.Context, tr *load.Trace, wire []byte, tcp 
 	if tcp {
 		proto = "tcp"
 	}
-	conn, err := path.Dialer{Path: c.Path, Source: c.Source}.Dial(ctx, proto, c.Server)
+	raw, err := path.Dialer{Path: c.Path, Source: c.Source}.Dial(ctx, proto, c.Server)
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
 		if tcp {
-			load.CloseAbort(conn)
+			load.CloseAbort(raw)
 		} else {
-			conn.Close()
+			raw.Close()
 		}
 	}()
+	conn := raw
+	if !tcp { // over UDP the kernel stamps the query and its reply (wire_ns)
+		conn = tr.Stamp(raw)
+	}
 	if tr.S.ConnectNS == 0 {
 		tr.Mark(&tr.S.ConnectNS)
 		tr.Conn(conn)
@@ -245,9 +249,13 @@ func (c *Client) exchange(ctx context.Context, tr *load.Trace, wire []byte, tcp 
 		if err != nil {
 			return nil, err
 		}
-		tr.Mark(&tr.S.FirstByteNS)
+		tr.Read(n) // the transaction ends at this read, not after the checks
+		tr.MarkRead(&tr.S.FirstByteNS)
 		buf = buf[:n]
 		tr.S.BytesIn += int64(n)
+		if sc, ok := conn.(*path.StampedConn); ok {
+			tr.Sent(sc.FirstSent())
+		}
 	}
 	m, err := Parse(buf)
 	if err != nil {

@@ -266,8 +266,9 @@ func (c *Client) dial(ctx context.Context, tr *load.Trace, addr netip.AddrPort) 
 		tr.Mark(&tr.S.ConnectNS)
 		tr.Conn(raw)
 	}
+	conn := tr.Stamp(raw) // read with the kernel's receive stamps
 	if c.URL.Scheme != "https" {
-		return raw, raw, nil
+		return conn, raw, nil
 	}
 	cfg := &tls.Config{}
 	if c.TLS != nil {
@@ -276,7 +277,7 @@ func (c *Client) dial(ctx context.Context, tr *load.Trace, addr netip.AddrPort) 
 	if cfg.ServerName == "" {
 		cfg.ServerName = c.URL.Hostname()
 	}
-	tc := tls.Client(raw, cfg)
+	tc := tls.Client(conn, cfg)
 	if err := tc.HandshakeContext(ctx); err != nil {
 		raw.Close()
 		return nil, nil, fmt.Errorf("tls handshake: %w", err)

@@ -1,0 +1,138 @@
+package path
+
+import (
+	"errors"
+	"io"
+	"net"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The kernel's own timestamps of a transaction's packets (SO_TIMESTAMPING,
+// software stamps): when its first packet left the host, when its last
+// needed bytes arrived. They bound the network's share of a response
+// time, without v6lab's own work before and after (docs/metrics.md).
+
+// stampFlags ask for software transmit and receive stamps; transmit
+// stamps come back on the error queue without the packet (OPT_TSONLY).
+const stampFlags = unix.SOF_TIMESTAMPING_SOFTWARE | unix.SOF_TIMESTAMPING_TX_SOFTWARE | unix.SOF_TIMESTAMPING_RX_SOFTWARE |
+	unix.SOF_TIMESTAMPING_OPT_ID | unix.SOF_TIMESTAMPING_OPT_TSONLY
+
+// enableStamps turns the stamps on for a socket.
+func enableStamps(rc syscall.RawConn) error {
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPING, stampFlags)
+	}); err != nil {
+		return err
+	}
+	return serr
+}
+
+// stampOf finds the software stamp in control messages (zero if none).
+func stampOf(oob []byte) time.Time {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return time.Time{}
+	}
+	for _, m := range msgs {
+		if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SCM_TIMESTAMPING && len(m.Data) >= int(unsafe.Sizeof(unix.Timespec{})) {
+			ts := (*unix.Timespec)(unsafe.Pointer(&m.Data[0])) // [0]: the software stamp
+			if ts.Sec != 0 || ts.Nsec != 0 {
+				return time.Unix(ts.Sec, ts.Nsec)
+			}
+		}
+	}
+	return time.Time{}
+}
+
+// txStamp reads the transmit stamp of the socket's first send from its
+// error queue, waiting up to a millisecond for it (the stamp is taken as
+// the packet leaves, often before the send returns).
+func txStamp(rc syscall.RawConn) time.Time {
+	oob := make([]byte, 256)
+	var at time.Time
+	for deadline := time.Now().Add(time.Millisecond); at.IsZero() && time.Now().Before(deadline); {
+		_ = rc.Control(func(fd uintptr) {
+			_, oobn, _, _, err := unix.Recvmsg(int(fd), nil, oob, unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
+			if err == nil {
+				at = stampOf(oob[:oobn])
+			}
+		})
+		if at.IsZero() {
+			time.Sleep(10 * time.Microsecond)
+		}
+	}
+	return at
+}
+
+// StampedConn is a TCP or connected UDP socket read with recvmsg, keeping
+// the kernel's receive stamp of the last bytes read (LastRx).
+type StampedConn struct {
+	net.Conn
+	rc     syscall.RawConn
+	oob    []byte
+	LastRx time.Time
+	// UDP: FirstSent reads the stamp of the first datagram sent.
+	UDP bool
+}
+
+// Stamped turns the kernel's timestamps on for a TCP or UDP connection
+// (ok false: it cannot have them, use it as it is).
+func Stamped(c net.Conn) (*StampedConn, bool) {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return nil, false
+	}
+	_, udp := c.(*net.UDPConn)
+	if _, tcp := c.(*net.TCPConn); !tcp && !udp {
+		return nil, false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil || enableStamps(rc) != nil {
+		return nil, false
+	}
+	return &StampedConn{Conn: c, rc: rc, oob: make([]byte, 128), UDP: udp}, true
+}
+
+// FirstSent is the kernel's transmit stamp of the first datagram sent on
+// a UDP connection (zero if none, or for TCP, whose first packet is its
+// SYN and is not stamped).
+func (s *StampedConn) FirstSent() time.Time {
+	if !s.UDP {
+		return time.Time{}
+	}
+	return txStamp(s.rc)
+}
+
+// Read reads as net.Conn's Read does (deadlines included), and records the
+// receive stamp of the bytes it returns.
+func (s *StampedConn) Read(p []byte) (int, error) {
+	var n int
+	var rerr error
+	err := s.rc.Read(func(fd uintptr) bool {
+		var oobn int
+		n, oobn, _, _, rerr = unix.Recvmsg(int(fd), p, s.oob, 0)
+		if errors.Is(rerr, unix.EAGAIN) {
+			return false
+		}
+		if n > 0 {
+			if at := stampOf(s.oob[:oobn]); !at.IsZero() {
+				s.LastRx = at
+			}
+		}
+		return true
+	})
+	switch {
+	case err != nil:
+		return 0, err
+	case rerr != nil:
+		return 0, &net.OpError{Op: "read", Net: s.LocalAddr().Network(), Err: rerr}
+	case n == 0 && len(p) > 0 && !s.UDP:
+		return 0, io.EOF
+	}
+	return n, nil
+}

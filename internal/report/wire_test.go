@@ -1,0 +1,70 @@
+package report
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// TestWireTimeBesideTheMean: samples' wire_ns become each cell's wire mean
+// (mean of run means, over the samples that have one: a sample without a
+// stamp does not pull it down), its comparison with the baseline, and
+// rows and a section in report.txt.
+func TestWireTimeBesideTheMean(t *testing.T) {
+	f := build(baseMS, otherMS)
+	for i := range f.Samples {
+		s := &f.Samples[i]
+		if !s.OK() {
+			continue
+		}
+		s.WireNS = s.TotalNS - 100_000 // 0.1 ms of the client's own
+		if s.Path == "ipv4" && s.User == 1 {
+			s.WireNS = 0 // no stamp: left out, not averaged as zero
+			if s.Run == 1 {
+				s.WireNS = s.TotalNS - 100_000
+			}
+		}
+	}
+	s := Summarize(f)
+	var v4, v6 *Cell
+	for i := range s.Cells {
+		switch s.Cells[i].Path {
+		case "ipv4":
+			v4 = &s.Cells[i]
+		case "ipv6":
+			v6 = &s.Cells[i]
+		}
+	}
+	w4, w6 := v4.Metrics[WireMetric], v6.Metrics[WireMetric]
+	if w4 == nil || w6 == nil || w4.N != len(baseMS) {
+		t.Fatalf("wire %+v %+v", w4, w6)
+	}
+	// Run 2's only stamped ipv4 sample is base[1]-0.25 ms; its wire is 0.1 ms less.
+	if !near(w4.Runs[1], baseMS[1]-0.25-0.1) {
+		t.Errorf("run 2's wire mean %v, want %v", w4.Runs[1], baseMS[1]-0.35)
+	}
+	if !near(w6.Mean, *v6.MeanMS-0.1) {
+		t.Errorf("ipv6 wire mean %v, mean %v", w6.Mean, *v6.MeanMS)
+	}
+	var cmp *Comparison
+	for i := range s.Comparisons {
+		if s.Comparisons[i].Path == "ipv6" {
+			cmp = &s.Comparisons[i]
+		}
+	}
+	if cmp == nil || cmp.Wire == nil || cmp.Wire.Diff == nil || cmp.Wire.CI95Diff == nil {
+		t.Fatalf("no wire comparison: %+v", cmp)
+	}
+	var b bytes.Buffer
+	if err := Text(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"wire mean", "wire 95% CI", "HTTP: wire time against ipv4", WireNote} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report.txt lacks %q", want)
+		}
+	}
+	if strings.Contains(b.String(), "transport figures") {
+		t.Error("the wire time made an http cell a transport table")
+	}
+}
