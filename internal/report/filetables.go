@@ -59,6 +59,26 @@ func fileGroups(s *Summary) []*fileGroup {
 	return out
 }
 
+// MiB is the Regensburg tables' "MB": 2^20 bytes.
+const MiB = 1 << 20
+
+// scaled is m with every figure multiplied by f (a change of unit).
+func scaled(m *MetricStat, f float64) *MetricStat {
+	if m == nil {
+		return nil
+	}
+	out := *m
+	out.Mean *= f
+	if m.CI95 != nil {
+		out.CI95 = &[2]float64{m.CI95[0] * f, m.CI95[1] * f}
+	}
+	out.Runs = nil
+	for _, v := range m.Runs {
+		out.Runs = append(out.Runs, v*f)
+	}
+	return &out
+}
+
 // inFileTables are the cell groups FileTables shows.
 func inFileTables(s *Summary) map[string]bool {
 	out := map[string]bool{}
@@ -90,11 +110,11 @@ func FileTables(s *Summary) []section {
 		if len(g.rows) < 2 {
 			continue
 		}
-		sec := section{Title: fmt.Sprintf("%s file transfers (the Regensburg studies' table): MB/s per file, mean of counted transfers (95%% CI)", strings.ToUpper(g.proto)),
-			Head: []string{"file", "size (bytes)", "size (MB)"}}
+		sec := section{Title: fmt.Sprintf("%s file transfers (the Regensburg studies' table): MiB/s per file, mean of counted transfers (95%% CI)", strings.ToUpper(g.proto)),
+			Head: []string{"file", "size (bytes)", "size (MiB)"}}
 		var others []string
 		for _, p := range g.paths {
-			sec.Head = append(sec.Head, p+" MB/s")
+			sec.Head = append(sec.Head, p+" MiB/s")
 			if p != s.Baseline {
 				others = append(others, p)
 			}
@@ -106,10 +126,10 @@ func FileTables(s *Summary) []section {
 			}
 		}
 		for _, r := range g.rows {
-			row := []string{r.label, fmt.Sprintf("%.0f", r.bytes), fmt.Sprintf("%.2f", r.bytes/1e6)}
+			row := []string{r.label, fmt.Sprintf("%.0f", r.bytes), fmt.Sprintf("%.2f", r.bytes/MiB)}
 			for _, p := range g.paths {
 				if c := r.byPath[p]; c != nil {
-					row = append(row, statText(c.Metrics["mbytes_per_s"]))
+					row = append(row, statText(scaled(c.Metrics["mbytes_per_s"], 1e6/MiB)))
 				} else {
 					row = append(row, "-")
 				}
@@ -136,7 +156,8 @@ func FileTables(s *Summary) []section {
 			}
 			sec.Rows = append(sec.Rows, row)
 		}
-		sec.Footer = []string{"MB = 10^6 bytes; rate = bytes received / the transfer's time, lookup and login included (docs/metrics.md); positive % = faster than " + s.Baseline}
+		sec.Footer = []string{"MiB = 2^20 bytes, the study's \"MB\" (41,592,248 bytes = 39.67 MiB); summary.json's mbytes_per_s is in 10^6 bytes",
+			"rate = bytes received / the transfer's time, lookup and login included (docs/metrics.md); positive % = faster than " + s.Baseline}
 		out = append(out, sec)
 	}
 	return out

@@ -34,15 +34,16 @@ func TestFileTablesInTheStudysShape(t *testing.T) {
 		t.Fatalf("%d tables: %+v", len(secs), secs)
 	}
 	ft := secs[0]
-	wantHead := []string{"file", "size (bytes)", "size (MB)", "ipv4 MB/s", "ipv6 MB/s", "ipv6 vs ipv4", "confidence"}
+	wantHead := []string{"file", "size (bytes)", "size (MiB)", "ipv4 MiB/s", "ipv6 MiB/s", "ipv6 vs ipv4", "confidence"}
 	if !strings.HasPrefix(ft.Title, "FTP file transfers") || !slices.Equal(ft.Head, wantHead) || len(ft.Rows) != 3 {
 		t.Fatalf("table %q %v %v", ft.Title, ft.Head, ft.Rows)
 	}
-	want := []string{"ftp-2183355160", "2183355160", "2183.36", "10 (9–11)", "12 (11–13)", "+20.0%", "97%"}
+	// In the study's unit: 2,183,355,160 bytes are 2082.21 MiB; 10 MB/s (10^6) is 9.54 MiB/s.
+	want := []string{"ftp-2183355160", "2183355160", "2082.21", "9.54 (8.58–10.49)", "11.44 (10.49–12.40)", "+20.0%", "97%"}
 	if !slices.Equal(ft.Rows[0], want) {
 		t.Errorf("first row %v, want %v", ft.Rows[0], want)
 	}
-	if ft.Rows[2][0] != "ftp-5879824" || ft.Rows[2][2] != "5.88" {
+	if ft.Rows[2][0] != "ftp-5879824" || ft.Rows[2][2] != "5.61" { // the study's 5,61 MB
 		t.Errorf("last row %v", ft.Rows[2])
 	}
 	// The table of differences keeps http-1m and smtp, not the sweep.
