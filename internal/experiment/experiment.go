@@ -78,6 +78,10 @@ type Spec struct {
 	// the Towson study from a capture in the server host: delay from the
 	// request to the client's last ACK, and throughput (docs/metrics.md).
 	ServerCapture bool `json:"server_capture,omitempty"`
+	// LinkRate, when set, reshapes every link of the lab to this rate
+	// (bits/s) for the cell group's runs (a run condition; the lab's own
+	// shaping returns for groups without one).
+	LinkRate uint64 `json:"link_rate,omitempty"`
 	// Params are protocol options, recorded for the reader.
 	Params map[string]string `json:"params,omitempty"`
 }
@@ -135,6 +139,11 @@ func (e *Experiment) EmbeddedProtocols() []string {
 // (the lab then needs its generator hosts).
 func (e *Experiment) Background() bool {
 	return e.anyCell(func(c *Spec) bool { return c.Background != "" })
+}
+
+// LinkRates reports whether any cell group sets its own link rate.
+func (e *Experiment) LinkRates() bool {
+	return e.anyCell(func(c *Spec) bool { return c.LinkRate > 0 })
 }
 
 // ServerCapture reports whether any cell group asks for server-side

@@ -88,6 +88,8 @@ type cellFile struct {
 	// congestion (any protocol, in the lab)
 	Background    string `yaml:"background"`
 	ServerCapture bool   `yaml:"server_capture"`
+	// link_rate: the lab's links reshaped for this cell group's runs
+	LinkRate string `yaml:"link_rate"`
 }
 
 // Defaults of an experiment file.
@@ -440,6 +442,16 @@ func (c *cellFile) congestion(doc *specfile.Doc, at, where string, s *Spec) erro
 			return doc.Errorf(field("server_capture"), "the capture runs in the lab's server host, but where is %s", where)
 		}
 		s.ServerCapture = true
+	}
+	if c.LinkRate != "" {
+		r, err := units.ParseRate(c.LinkRate)
+		if err != nil || r == 0 || r > 100e9 {
+			return doc.Errorf(field("link_rate"), "want a rate such as 10M or 100M (bits per second), not %q", c.LinkRate)
+		}
+		if !inLab {
+			return doc.Errorf(field("link_rate"), "reshapes the lab's links, but where is %s", where)
+		}
+		s.LinkRate = r
 	}
 	return nil
 }

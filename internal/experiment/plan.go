@@ -22,6 +22,8 @@ func (exp *Experiment) NeedsLab() string {
 		return "background traffic runs between the lab's generator hosts"
 	case exp.ServerCapture():
 		return "server-side figures come from a capture in the lab's server host"
+	case exp.LinkRates():
+		return "link_rate reshapes the lab's links"
 	}
 	return ""
 }
@@ -90,7 +92,7 @@ func WritePlan(w io.Writer, exp *Experiment, where, note string, bottleneck uint
 		tx := 0
 		for _, n := range c.Conns {
 			tx += n * c.Runs * len(c.Paths)
-			per := time.Duration(c.Pause) + 50*time.Millisecond + time.Duration(n)*300*time.Microsecond + time.Duration(c.Duration) + trialTime(c.Test) + fileTime(c.File, n, bottleneck)
+			per := time.Duration(c.Pause) + 50*time.Millisecond + time.Duration(n)*300*time.Microsecond + time.Duration(c.Duration) + trialTime(c.Test) + fileTime(c.File, n, cmpRate(c.LinkRate, bottleneck))
 			est += per * time.Duration(c.Runs*len(c.Paths))
 			worst += (time.Duration(c.Pause) + time.Duration(c.Timeout) + time.Duration(c.Duration)) * time.Duration(c.Runs*len(c.Paths))
 		}
@@ -117,4 +119,12 @@ func WritePlan(w io.Writer, exp *Experiment, where, note string, bottleneck uint
 		order = append(order, fmt.Sprintf("%s/%s/%d#%d", exp.Cells[st.Cell].CellName(), st.Path, st.Conns, st.Run))
 	}
 	fmt.Fprintf(w, "order: %s …\n", strings.Join(order, ", "))
+}
+
+// cmpRate is a cell group's own link rate, else the lab's.
+func cmpRate(own, lab uint64) uint64 {
+	if own > 0 {
+		return own
+	}
+	return lab
 }

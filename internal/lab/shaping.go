@@ -87,13 +87,23 @@ func shape(ns string, h *netlink.Handle, ln netlink.Link, s Shaping) error {
 	if s.Rate == 0 {
 		return nil
 	}
-	bytesPerSec := s.Rate / 8 // netlink's tbf rate is bytes per second
+	if err := tbf(ns, ln.Attrs().Name, s.Rate, s.QueueLimit, "add"); err != nil {
+		return err
+	}
+	return nil
+}
+
+// tbf puts (op add) or replaces (op replace) the root tbf of ifname in
+// namespace ns: rate bits/s of wire, queue limit bytes (0: 50 ms of the
+// rate).
+func tbf(ns, ifname string, rate uint64, queueLimit uint32, op string) error {
+	bytesPerSec := rate / 8
 	// Burst: 1 ms of rate, at least a few full frames. A real link has
 	// none; a large bucket would let the first bytes of every short
 	// transfer (a 320 KB page) pass at memory speed. tbf's timers are
 	// high-resolution, so a small bucket still reaches the rate.
 	burst := uint32(max(bytesPerSec/1000, 8<<10))
-	limit := s.QueueLimit
+	limit := queueLimit
 	if limit == 0 {
 		limit = burst + uint32(bytesPerSec/20)
 	}
@@ -101,13 +111,67 @@ func shape(ns string, h *netlink.Handle, ln netlink.Link, s Shaping) error {
 	// (skb->len), and a real link also carries a preamble, an FCS and an
 	// inter-frame gap, 24 bytes more per frame (WireOverhead). netlink's
 	// tbf cannot set the rate table's overhead, iproute2's tc can.
-	out, err := exec.Command("ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", ln.Attrs().Name, "root", "handle", "1:", "tbf",
+	out, err := exec.Command("ip", "netns", "exec", ns, "tc", "qdisc", op, "dev", ifname, "root", "handle", "1:", "tbf",
 		"rate", strconv.FormatUint(bytesPerSec*8, 10)+"bit", "burst", strconv.FormatUint(uint64(burst), 10),
 		"limit", strconv.FormatUint(uint64(limit), 10), "overhead", strconv.Itoa(WireOverhead)).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("tbf on %s: %v: %s", ln.Attrs().Name, err, strings.TrimSpace(string(out)))
+		return fmt.Errorf("tbf on %s: %v: %s", ifname, err, strings.TrimSpace(string(out)))
 	}
 	return nil
+}
+
+// Reshape sets every link of lab name to rates[link name] (bits/s; 0 or
+// absent: unshaped), both ends, while the lab runs: a cell group's own
+// link rate (link_rate). It returns each end's root qdisc as read back
+// from the kernel ("client-r1 eth-r1": "tbf 10.0 Mbit/s"), the proof. It
+// is not for links that emulate delay or loss (netem, BPF).
+func Reshape(name string, rates map[string]uint64) (map[string]string, error) {
+	for _, lk := range links {
+		for _, end := range []struct{ role, ifname string }{{lk.a, lk.aIf}, {lk.b, lk.bIf}} {
+			ns := NS(name, end.role)
+			if r := rates[lk.name()]; r > 0 {
+				if err := tbf(ns, end.ifname, r, 0, "replace"); err != nil {
+					return nil, fmt.Errorf("lab %s: %w", name, err)
+				}
+				continue
+			}
+			// Unshaped: remove the root qdisc, if any.
+			_ = exec.Command("ip", "netns", "exec", ns, "tc", "qdisc", "del", "dev", end.ifname, "root").Run()
+		}
+	}
+	return Qdiscs(name)
+}
+
+// Qdiscs reads back the root qdisc of every link end of lab name.
+func Qdiscs(name string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, lk := range links {
+		for _, end := range []struct{ role, ifname string }{{lk.a, lk.aIf}, {lk.b, lk.bIf}} {
+			var desc string
+			err := Do(NS(name, end.role), func() error {
+				ln, err := netlink.LinkByName(end.ifname)
+				if err != nil {
+					return err
+				}
+				qs, err := netlink.QdiscList(ln)
+				if err != nil {
+					return err
+				}
+				desc = "none"
+				for _, q := range qs {
+					if q.Attrs().Parent == netlink.HANDLE_ROOT {
+						desc = describeQdisc(q)
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, fmt.Errorf("lab %s: %s %s: %w", name, end.role, end.ifname, err)
+			}
+			out[lk.name()+" "+end.role] = desc
+		}
+	}
+	return out, nil
 }
 
 // WireOverhead is what an Ethernet frame takes on the wire beyond the

@@ -160,3 +160,41 @@ const (
 	tcpiOptTimestamps = 1
 	tcpCAOpen         = 0
 )
+
+// TestReshapeWhileUp: a running lab's links take a new rate on every end,
+// read back from the kernel, and return to unshaped.
+func TestReshapeWhileUp(t *testing.T) {
+	l := up(t, Config{Shaping: Shaping{Rate: 100e6}})
+	rates := map[string]uint64{}
+	for _, name := range LinkNames {
+		rates[name] = 10e6
+	}
+	got, err := Reshape(l.Name, rates)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2*len(LinkNames) {
+		t.Fatalf("%d link ends: %v", len(got), got)
+	}
+	for end, q := range got {
+		if q != "tbf 10.0 Mbit/s" {
+			t.Errorf("%s: %s", end, q)
+		}
+	}
+	got, err = Reshape(l.Name, map[string]uint64{"r1-r2": 100e6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for end, q := range got {
+		want := "tbf" // r1-r2 shaped, the others not
+		if !strings.HasPrefix(end, "r1-r2 ") {
+			want = ""
+		}
+		if (want != "") != strings.HasPrefix(q, "tbf") {
+			t.Errorf("%s: %s", end, q)
+		}
+	}
+	if _, err := Reshape("no-such-lab", rates); err == nil {
+		t.Error("reshaping a lab that is not up succeeded")
+	}
+}

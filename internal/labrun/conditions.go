@@ -8,6 +8,7 @@ import (
 	"v6lab/internal/capture"
 	"v6lab/internal/congestion"
 	"v6lab/internal/experiment"
+	"v6lab/internal/lab"
 	"v6lab/internal/result"
 	"v6lab/internal/tcpflow"
 )
@@ -20,9 +21,40 @@ type conditions struct {
 	server  *capture.Capture       // nil without server-side capture
 	tracker *tcpflow.Tracker
 	ports   map[string]uint16 // service port per wire key
+	// lab names the lab; rates are its own link rates (by link name),
+	// which a cell group's link_rate replaces for its runs; links is
+	// what the links are now, read back (nil: never reshaped).
+	lab   string
+	rates map[string]uint64
+	cur   uint64
+	links map[string]string
+}
+
+// reshape gives the links the cell group's rate (or the lab's own), when
+// that is not what they have.
+func (c *conditions) reshape(s *experiment.Spec) error {
+	if c.rates == nil || (c.links != nil && s.LinkRate == c.cur) {
+		return nil
+	}
+	want := c.rates
+	if s.LinkRate > 0 {
+		want = map[string]uint64{}
+		for _, name := range lab.LinkNames {
+			want[name] = s.LinkRate
+		}
+	}
+	links, err := lab.Reshape(c.lab, want)
+	if err != nil {
+		return err
+	}
+	c.links, c.cur = links, s.LinkRate
+	return nil
 }
 
 func (c *conditions) Begin(ctx context.Context, s *experiment.Spec, _ experiment.Step) error {
+	if err := c.reshape(s); err != nil {
+		return err
+	}
 	if c.bg != nil {
 		if err := c.bg.Set(ctx, s.Background); err != nil {
 			return err
@@ -42,6 +74,7 @@ func (c *conditions) End(s *experiment.Spec, _ experiment.Step, rec *result.Run,
 	if c.bg != nil {
 		rec.Background = c.bg.Since()
 	}
+	rec.Links = c.links
 	if !s.ServerCapture || c.server == nil {
 		return
 	}

@@ -75,6 +75,9 @@ type Job struct {
 	Gen congestion.Hosts `json:"gen,omitempty"`
 	// ServerCapture: fd 4 is a packet socket on the server's interface.
 	ServerCapture bool `json:"server_capture,omitempty"`
+	// LinkRates are the lab's own link rates (by link name), given when
+	// cell groups set their own (link_rate) and the lab returns to them.
+	LinkRates map[string]uint64 `json:"link_rates,omitempty"`
 	// Done and Dir resume an interrupted experiment.
 	Done map[int]bool `json:"done,omitempty"`
 	Dir  string       `json:"dir,omitempty"`
@@ -201,6 +204,12 @@ func (r *Run) prepare(ctx context.Context, l *lab.Lab, cfg lab.Config) (*Job, []
 		stops = append(stops, stopReal)
 	}
 	job.Ports = wirePorts(job.Endpoints)
+	if r.Exp.LinkRates() {
+		if job.LinkRates, err = ownRates(cfg); err != nil {
+			return nil, nil, stop, err
+		}
+		job.Lab["link_rates"] = "cell groups with link_rate reshape every link for their runs (each run record's links, read back from the kernel)"
+	}
 	if err := r.describe(l, cfg, job); err != nil {
 		return nil, nil, stop, err
 	}
@@ -214,6 +223,21 @@ func (r *Run) prepare(ctx context.Context, l *lab.Lab, cfg lab.Config) (*Job, []
 		job.Lab["server_capture"] = "server " + l.Addr.ServerIf
 	}
 	return job, files, stop, nil
+}
+
+// ownRates are the lab's link rates, which a cell group's link_rate
+// replaces for its runs; a lab that emulates delay or loss cannot be
+// reshaped so (its netem or BPF would be lost).
+func ownRates(cfg lab.Config) (map[string]uint64, error) {
+	out := map[string]uint64{}
+	for _, name := range lab.LinkNames {
+		sh := cfg.Link(name).Shaping
+		if sh.Delay > 0 || sh.Jitter > 0 || sh.Loss > 0 {
+			return nil, fmt.Errorf("link_rate reshapes the lab's links, but link %s emulates delay or loss: give the rates in the topology instead", name)
+		}
+		out[name] = sh.Rate
+	}
+	return out, nil
 }
 
 // wirePorts are the wire check's ports per server key: each server's

@@ -20,10 +20,20 @@ type fileRow struct {
 	byPath map[string]*Cell
 }
 
+// fileSeries is the series a file cell group belongs to: its name up to
+// the last dash (ftp-5879824 is ftp, ftp-10m-5879824 is ftp-10m,
+// http-wget-5879824 is http-wget), the name itself without one.
+func fileSeries(label string) string {
+	if i := strings.LastIndex(label, "-"); i > 0 {
+		return label[:i]
+	}
+	return label
+}
+
 // fileGroups gathers the cells that transferred a file (they carry
-// file_bytes and mbytes_per_s), one group per protocol as rateBySize
-// groups them (the label up to its first dash: ftp-5879824 is ftp), one
-// row per cell group, largest file first as the studies list them.
+// file_bytes and mbytes_per_s), one group per series (fileSeries), as
+// rateBySize groups them, one row per cell group, largest file first as
+// the studies list them.
 func fileGroups(s *Summary) []*fileGroup {
 	var out []*fileGroup
 	byProto := map[string]*fileGroup{}
@@ -34,7 +44,7 @@ func fileGroups(s *Summary) []*fileGroup {
 		if size == nil || rate == nil || c.Conns != 1 {
 			continue
 		}
-		proto, _, _ := strings.Cut(c.Protocol, "-")
+		proto := fileSeries(c.Protocol)
 		g := byProto[proto]
 		if g == nil {
 			g = &fileGroup{proto: proto}

@@ -188,8 +188,8 @@ func plots(s *Summary, proto string) []*plot {
 }
 
 // rateBySize plots file transfer rate against file size, one plot per
-// protocol (the cell group's name up to its first dash: ftp-5879824 is
-// ftp), one line per path — the Regensburg studies' figure.
+// series (fileSeries: ftp-5879824 is ftp), one line per path — the
+// Regensburg studies' figure.
 func rateBySize(s *Summary) []*plot {
 	byProto := map[string]map[string][]point{}
 	var protos []string
@@ -198,7 +198,7 @@ func rateBySize(s *Summary) []*plot {
 		if size == nil || rate == nil {
 			continue
 		}
-		proto, _, _ := strings.Cut(c.Protocol, "-")
+		proto := fileSeries(c.Protocol)
 		if byProto[proto] == nil {
 			byProto[proto] = map[string][]point{}
 			protos = append(protos, proto)

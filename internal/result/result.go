@@ -112,6 +112,10 @@ type Run struct {
 	// Background is the congestion that ran beside the run (lab runs of
 	// cells with a background level).
 	Background *Background `json:"background,omitempty"`
+	// Links are the lab's links during the run, read back from the
+	// kernel (link end: root qdisc), when cell groups set their own link
+	// rate (link_rate).
+	Links map[string]string `json:"links,omitempty"`
 	// Err is set when the run as a whole could not be done, or its wire
 	// did not carry what the path claims; such a run is left out.
 	Err string `json:"err,omitempty"`
