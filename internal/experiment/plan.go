@@ -87,6 +87,12 @@ func WritePlan(w io.Writer, exp *Experiment, where, note string, bottleneck uint
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CELLS\tPROTOCOL\tPATHS\tCONNS\tRUNS\tWARM-UP\tTIMEOUT\tTRANSACTIONS")
 	var est, worst time.Duration
+	if where == "lab" {
+		// Building the lab, starting its servers and removing it again
+		// (measured: about 2 s on a 2-vCPU VM), and settling each cell
+		// group's paths.
+		est += labSetup + time.Duration(len(exp.Cells))*settlePerGroup
+	}
 	total := 0
 	for _, c := range exp.Cells {
 		tx := 0
@@ -128,3 +134,9 @@ func cmpRate(own, lab uint64) uint64 {
 	}
 	return lab
 }
+
+// labSetup and settlePerGroup are a lab run's fixed costs in estimates.
+const (
+	labSetup       = 2 * time.Second
+	settlePerGroup = 30 * time.Millisecond
+)
