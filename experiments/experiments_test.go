@@ -31,15 +31,27 @@ func TestBuiltinExperimentsParseAndScale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Cells) != 23 || r.Topology != "rubio.yaml" || r.Cells[6].Test.Bytes != 200<<20 || r.Cells[13].Test.MSS != 2048 ||
-		r.Cells[22].Test.Rate != 100e6 || r.Cells[22].Test.RcvBuf != 100<<10 || r.Cells[22].Test.Duration != time.Minute {
-		t.Errorf("rubio cells %+v", r.Cells[22].Test)
+	cell := func(label string) *experiment.Spec {
+		for i := range r.Cells {
+			if r.Cells[i].CellName() == label {
+				return &r.Cells[i]
+			}
+		}
+		t.Fatalf("rubio has no cell group %s", label)
+		return nil
+	}
+	udp := cell("udp-100m-buf100k")
+	// 2 MSS x 4 windows x 7 amounts of TCP, 3 rates x 3 buffers of UDP.
+	if len(r.Cells) != 65 || r.Topology != "rubio.yaml" || cell("tcp-200m-mss1k").Test.Bytes != 200<<20 || cell("tcp-10m-mss2k").Test.MSS != 2048 ||
+		cell("tcp-50m-w56k-mss2k").Test.Window != 56<<10 ||
+		udp.Test.Rate != 100e6 || udp.Test.RcvBuf != 100<<10 || udp.Test.Duration != time.Minute {
+		t.Errorf("rubio: %d cell groups, %+v", len(r.Cells), udp.Test)
 	}
 	if _, err := Lab(r.Topology); err != nil {
 		t.Error(err)
 	}
-	if err := r.Scale(0.1); err != nil || r.Cells[22].Test.Duration != 6*time.Second || r.Cells[6].Test.Bytes != 20<<20 {
-		t.Errorf("scaled rubio: %v %+v", err, r.Cells[22].Test)
+	if err := r.Scale(0.1); err != nil || udp.Test.Duration != 6*time.Second || cell("tcp-200m-mss1k").Test.Bytes != 20<<20 {
+		t.Errorf("scaled rubio: %v %+v", err, udp.Test)
 	}
 	b, _ = Get("mitre2004")
 	e, _ := experiment.Parse("mitre2004", b)
