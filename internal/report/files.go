@@ -95,7 +95,7 @@ var CSVHeader = []string{"protocol", "path", "conns", "runs_counted", "mean_ms",
 	"p50_ms", "p90_ms", "p99_ms", "p999_ms", "completed", "failed", "completion_rate", "rate_per_s",
 	"baseline", "diff_ms", "pct_increase", "ci95_diff_lo_ms", "ci95_diff_hi_ms", "welch_df", "p_welch",
 	"confidence", "p_paired", "p_mann_whitney", "pairs", "paired_diff_ms", "ci95_paired_diff_lo_ms", "ci95_paired_diff_hi_ms", "p_paired_holm",
-	"percentile_n", "few_runs"}
+	"percentile_n", "few_runs", "wire_mean_ms", "wire_ci95_lo_ms", "wire_ci95_hi_ms", "wire_diff_ms", "wire_ci95_diff_lo_ms", "wire_ci95_diff_hi_ms"}
 
 // CSV writes results.csv. An n/a figure is an empty field.
 func CSV(w io.Writer, s *Summary) error {
@@ -119,6 +119,17 @@ func CSV(w io.Writer, s *Summary) error {
 			row = append(row, make([]string, 15)...)
 		}
 		row = append(row, strconv.Itoa(c.PercentileN), strconv.FormatBool(c.FewRuns))
+		// The wire time (the kernel's stamps), and its comparison.
+		if w := c.Metrics[WireMetric]; w != nil {
+			row = append(row, num(&w.Mean), lo(w.CI95), hi(w.CI95))
+		} else {
+			row = append(row, "", "", "")
+		}
+		if m := cmp[cellKey{c.Protocol, c.Path, c.Conns}]; m != nil && m.Wire != nil {
+			row = append(row, num(m.Wire.Diff), lo(m.Wire.CI95Diff), hi(m.Wire.CI95Diff))
+		} else {
+			row = append(row, "", "", "")
+		}
 		cw.Write(row)
 	}
 	cw.Flush()

@@ -68,3 +68,27 @@ func TestWireTimeBesideTheMean(t *testing.T) {
 		t.Error("the wire time made an http cell a transport table")
 	}
 }
+
+// TestWireColumnsInResultsCSV: results.csv carries the wire mean and its
+// comparison, empty where there are none.
+func TestWireColumnsInResultsCSV(t *testing.T) {
+	f := build(baseMS, otherMS)
+	for i := range f.Samples {
+		if f.Samples[i].OK() {
+			f.Samples[i].WireNS = f.Samples[i].TotalNS - 100_000
+		}
+	}
+	var b bytes.Buffer
+	if err := CSV(&b, Summarize(f)); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if !strings.HasSuffix(lines[0], "wire_diff_ms,wire_ci95_diff_lo_ms,wire_ci95_diff_hi_ms") || len(lines) != 3 {
+		t.Fatalf("%q", lines)
+	}
+	v6 := strings.Split(lines[2], ",")
+	v4 := strings.Split(lines[1], ",")
+	if v6[len(v6)-6] == "" || v6[len(v6)-3] == "" || v4[len(v4)-6] == "" || v4[len(v4)-3] != "" {
+		t.Errorf("wire columns: ipv4 %v, ipv6 %v", v4[len(v4)-6:], v6[len(v6)-6:])
+	}
+}
