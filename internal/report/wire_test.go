@@ -67,6 +67,13 @@ func TestWireTimeBesideTheMean(t *testing.T) {
 	if strings.Contains(b.String(), "transport figures") {
 		t.Error("the wire time made an http cell a transport table")
 	}
+	b.Reset()
+	if err := HTML(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "wire mean") || !strings.Contains(b.String(), "wire time against") {
+		t.Error("report.html lacks the wire figures")
+	}
 }
 
 // TestWireColumnsInResultsCSV: results.csv carries the wire mean and its
