@@ -174,10 +174,8 @@ func (pt probeTarget) run(cmd *cobra.Command) error {
 		if err != nil {
 			return &exitError{code: 2, err: fmt.Errorf("path %s: %w", path, err)}
 		}
-		if s := pt.target; ep.Port != 0 {
-			if s = net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port)); !slices.Contains(servers, s) {
-				servers = append(servers, s)
-			}
+		if s := net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port)); ep.Port != 0 && !slices.Contains(servers, s) {
+			servers = append(servers, s)
 		}
 		if _, named := spec.Params["dns_source"]; !named && slices.ContainsFunc(pt.flags, func(f proto.Flag) bool { return f.Name == "dns-server" }) {
 			spec.Params["dns_servers"], spec.Params["dns_source"] = fmt.Sprint(ep.DNS), dnsSource(ep, spec.Options)
