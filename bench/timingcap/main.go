@@ -428,7 +428,6 @@ func decode(name string) ([]*dnsQuery, map[netip.AddrPort][]*conn, error) {
 
 func us(d time.Duration) float64 { return float64(d) / 1e3 }
 
-
 func mean(v []float64) float64 {
 	s := 0.0
 	for _, x := range v {
