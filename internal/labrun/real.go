@@ -42,11 +42,11 @@ func startReal(ctx context.Context, l *lab.Lab, exp *experiment.Experiment, job 
 		ports["real/"+proto] = realPorts[proto]
 		job.Servers[proto+" (real)"] = about
 	}
-	files, err := nginxContent(exp)
+	files, gen, err := nginxContent(exp)
 	if err != nil {
 		return nil, err
 	}
-	ng, err := servers.StartNginx(ctx, place, addrs, realPorts["http"], files)
+	ng, err := servers.StartNginx(ctx, place, addrs, realPorts["http"], files, gen)
 	if err != nil {
 		return nil, err
 	}
@@ -117,17 +117,26 @@ func startReal(ctx context.Context, l *lab.Lab, exp *experiment.Experiment, job 
 }
 
 // nginxContent is what the embedded HTTP server would serve a run's
-// cells: its page and objects, the files of http file cells at its paths,
-// and the small one Settle fetches.
-func nginxContent(exp *experiment.Experiment) (servers.Content, error) {
+// cells: its page and objects, and, generated to disk once in chunks, the
+// files of http file cells at its paths and the small one Settle fetches.
+func nginxContent(exp *experiment.Experiment) (servers.Content, servers.Generated, error) {
+	rf := all.MustGet("http").(proto.RealFiles)
+	gen := servers.Generated{}
 	sizes := []string{SettleFile}
 	for _, c := range exp.Cells {
 		if c.Protocol == "http" && c.Server == "real" && c.File != "" {
 			sizes = append(sizes, c.File)
 		}
 	}
-	files, err := all.MustGet("http").(proto.RealFiles).RealFiles(sizes)
-	return servers.Content(files), err
+	for _, name := range sizes {
+		name = strings.TrimPrefix(name, "/")
+		size, err := units.ParseSize(name)
+		if err != nil {
+			return nil, nil, err
+		}
+		gen[rf.FileDir()+name] = servers.GeneratedFile{Size: size, Fill: contentpkg.Fill}
+	}
+	return servers.Content(rf.RealFiles()), gen, nil
 }
 
 // ftpFiles are the sparse files ProFTPD serves: each ftp cell's, and

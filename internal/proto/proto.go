@@ -74,9 +74,11 @@ type ByAddress interface {
 }
 
 // RealFiles is a Real protocol whose server is given files: what the
-// embedded server would serve, for the sizes (file names) cells ask for.
+// embedded server would serve (its page and objects), and where it serves
+// a generated file of each size a cell asks for (FileDir).
 type RealFiles interface {
-	RealFiles(sizes []string) (map[string][]byte, error)
+	RealFiles() map[string][]byte
+	FileDir() string
 }
 
 // RealMailboxes is a Real protocol whose server holds mailboxes: how many

@@ -257,8 +257,37 @@ func probe(ctx context.Context, prefix []string, addr netip.AddrPort) error {
 // Content is what nginx serves: files by path under its root.
 type Content map[string][]byte
 
-// StartNginx serves content on every address at port.
-func StartNginx(ctx context.Context, at Place, addrs []netip.Addr, port int, content Content) (*Server, error) {
+// Generated are files of any size nginx serves, written once to its root
+// in chunks by their Fill (never held in memory whole), by path.
+type Generated map[string]GeneratedFile
+
+// GeneratedFile is Size bytes, byte o of which Fill writes (content.Fill).
+type GeneratedFile struct {
+	Size int64
+	Fill func(p []byte, off int64)
+}
+
+// writeGenerated streams one generated file to p.
+func writeGenerated(p string, g GeneratedFile) error {
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 1<<20)
+	for off := int64(0); off < g.Size; {
+		n := min(int64(len(buf)), g.Size-off)
+		g.Fill(buf[:n], off)
+		if _, err := f.Write(buf[:n]); err != nil {
+			f.Close()
+			return err
+		}
+		off += n
+	}
+	return f.Close()
+}
+
+// StartNginx serves content and generated files on every address at port.
+func StartNginx(ctx context.Context, at Place, addrs []netip.Addr, port int, content Content, gen Generated) (*Server, error) {
 	bin, err := lookPath("nginx")
 	if err != nil {
 		return nil, err
@@ -276,6 +305,15 @@ func StartNginx(ctx context.Context, at Place, addrs []netip.Addr, port int, con
 		}
 		if err := os.WriteFile(p, b, 0o644); err != nil {
 			return nil, err
+		}
+	}
+	for name, g := range gen {
+		p := filepath.Join(root, filepath.FromSlash(strings.TrimPrefix(name, "/")))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return nil, err
+		}
+		if err := writeGenerated(p, g); err != nil {
+			return nil, fmt.Errorf("nginx: writing %s: %w", name, err)
 		}
 	}
 	var listens strings.Builder

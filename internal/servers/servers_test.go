@@ -54,13 +54,28 @@ func TestNginxServesTheContent(t *testing.T) {
 	requireRoot(t)
 	port := freePort(t)
 	s, err := StartNginx(context.Background(), Place{}, []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")}, port,
-		Content{"/index.html": []byte("<html>hello</html>"), "/obj/0": []byte("x")})
+		Content{"/index.html": []byte("<html>hello</html>"), "/obj/0": []byte("x")},
+		// A generated file larger than any write, streamed to disk in chunks.
+		Generated{"/files/3M": {Size: 3<<20 + 7, Fill: func(p []byte, off int64) {
+			for i := range p {
+				p[i] = byte('a' + (off+int64(i))%26)
+			}
+		}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Stop()
 	if !strings.Contains(s.Version, "nginx/") {
 		t.Errorf("version %q", s.Version)
+	}
+	resp, err := http.Get("http://127.0.0.1:" + itoa(port) + "/files/3M")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if len(body) != 3<<20+7 || body[0] != 'a' || body[3<<20+6] != byte('a'+(3<<20+6)%26) {
+		t.Errorf("generated file: %d bytes", len(body))
 	}
 	for _, u := range []string{"http://127.0.0.1:%d/", "http://[::1]:%d/obj/0"} {
 		resp, err := http.Get(strings.Replace(u, "%d", itoa(port), 1))

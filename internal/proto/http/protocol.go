@@ -150,40 +150,28 @@ func (Protocol) Probe(o *proto.Options, ep proto.Endpoint, p path.Path) (load.Pr
 // RealServer is the lab's real HTTP server.
 func (Protocol) RealServer() string { return "nginx" }
 
-// RealFiles are what nginx serves so that a cell sees what the embedded
-// server gives: the page and its objects, and a generated file for each
-// size (its name) asked for.
-func (Protocol) RealFiles(sizes []string) (map[string][]byte, error) {
+// RealFiles are the page and objects nginx serves so that a cell sees
+// what the embedded server gives.
+func (Protocol) RealFiles() map[string][]byte {
 	cfg := DefaultServerConfig
 	files := map[string][]byte{"/index.html": Page(cfg)}
 	for i := range cfg.Objects {
 		files[fmt.Sprintf("/obj/%d", i)] = content.Bytes(cfg.ObjectSize)
 	}
-	for _, name := range sizes {
-		name = strings.TrimPrefix(name, "/")
-		size, err := units.ParseSize(name)
-		if err != nil {
-			return nil, err
-		}
-		files["/files/"+name] = content.Bytes(size)
-	}
-	return files, nil
+	return files
 }
 
-// MaxRealFile bounds the files written for nginx (file cells against the
-// real server).
-const MaxRealFile = 64 << 20
+// FileDir is where a file cell's file is, under the server's root:
+// /files/SIZE, as the embedded server serves it.
+func (Protocol) FileDir() string { return "/files/" }
 
 // RealFit says why a cell cannot fetch from nginx.
 func (Protocol) RealFit(o *proto.Options) error {
 	if o.Objects != nil || o.Client != "" {
 		return fmt.Errorf("with real servers an http cell fetches nginx's page or a file: objects and client need the embedded server")
 	}
-	if o.File != "" {
-		if n, err := units.ParseSize(strings.TrimPrefix(o.File, "/")); err != nil || n > MaxRealFile {
-			return fmt.Errorf("nginx serves files v6lab writes to disk first: file %s is above %d MiB; use the embedded server, which generates them", o.File, MaxRealFile>>20)
-		}
-	}
+	// A file is written once to nginx's root, in chunks, whatever its
+	// size (servers.Generated); CheckFile bounded its size.
 	return nil
 }
 
