@@ -97,3 +97,32 @@ func TestChecksumsPrintAsIdentities(t *testing.T) {
 		}
 	}
 }
+
+// TestFileTablesLeadReportTxt: with a file sweep, report.txt opens with the
+// study's table and leaves the sweep's cell groups their own tables only in
+// report.html; other groups keep theirs.
+func TestFileTablesLeadReportTxt(t *testing.T) {
+	s := &Summary{Name: "sweep", Baseline: "ipv4"}
+	for _, size := range []float64{5879824, 14269432} {
+		label := "ftp-" + figure(size)
+		for _, p := range []string{"ipv4", "ipv6"} {
+			s.Cells = append(s.Cells, Cell{Protocol: label, Path: p, Conns: 1, MeanMS: ptr(100.0), Metrics: map[string]*MetricStat{
+				"file_bytes": stat(size), "mbytes_per_s": stat(10)}})
+		}
+	}
+	for _, p := range []string{"ipv4", "ipv6"} {
+		s.Cells = append(s.Cells, Cell{Protocol: "smtp", Path: p, Conns: 1, MeanMS: ptr(2.0)})
+	}
+	var b strings.Builder
+	if err := Text(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	ft, smtp := strings.Index(out, "FTP file transfers"), strings.Index(out, "SMTP: average response time")
+	if ft < 0 || smtp < 0 || ft > smtp {
+		t.Errorf("the file table does not lead (at %d, smtp at %d):\n%s", ft, smtp, out)
+	}
+	if strings.Contains(out, "FTP-5879824: average response time") {
+		t.Errorf("a file cell group kept its own tables in report.txt:\n%s", out)
+	}
+}

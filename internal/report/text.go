@@ -20,20 +20,7 @@ func Text(w io.Writer, s *Summary) error {
 	for _, l := range HeaderLines(s) {
 		fmt.Fprintln(tw, l)
 	}
-	for _, proto := range protocols(s) {
-		for _, sec := range sections(s, proto) {
-			fmt.Fprintf(tw, "\n%s\n", sec.Title)
-			t := newTable(sec.Head)
-			for _, r := range sec.Rows {
-				t.add(r)
-			}
-			t.write(tw)
-			for _, f := range sec.Footer {
-				fmt.Fprintf(tw, "  %s\n", f)
-			}
-		}
-	}
-	for _, sec := range studyTables(s) {
+	write := func(sec section) {
 		fmt.Fprintf(tw, "\n%s\n", sec.Title)
 		t := newTable(sec.Head)
 		for _, r := range sec.Rows {
@@ -42,6 +29,29 @@ func Text(w io.Writer, s *Summary) error {
 		t.write(tw)
 		for _, f := range sec.Footer {
 			fmt.Fprintf(tw, "  %s\n", f)
+		}
+	}
+	// A bulk-transfer study's file tables lead, and its file cell groups
+	// have no tables of their own here (report.html and summary.json keep
+	// them): dozens of files would bury the study's table.
+	files := inFileTables(s)
+	if len(files) > 0 {
+		for _, sec := range studyTables(s) {
+			write(sec)
+		}
+		fmt.Fprintf(tw, "\n(each file's response times, percentiles and comparisons: report.html and summary.json)\n")
+	}
+	for _, proto := range protocols(s) {
+		if files[proto] {
+			continue
+		}
+		for _, sec := range sections(s, proto) {
+			write(sec)
+		}
+	}
+	if len(files) == 0 {
+		for _, sec := range studyTables(s) {
+			write(sec)
 		}
 	}
 	if len(s.Notes) > 0 {
