@@ -75,7 +75,7 @@ func CongestionTable(s *Summary) (section, bool) {
 				stat(c, "server_retransmissions"), optMS(c.MeanMS, c.NA["mean_ms"]), bg})
 		}
 	}
-	sec.Footer = []string{"throughput: IP bytes of both directions from the GET to the client's ACK of the last byte, retransmitted segments left out, over that time (docs/metrics.md)"}
+	sec.Footer = []string{"throughput: the server's sending direction, its IP bytes from the GET to the client's ACK of the last byte, retransmitted segments left out, over that time (docs/metrics.md)"}
 	return sec, true
 }
 
