@@ -14,7 +14,7 @@
 // loops are ordinary goroutines: no locked threads and no blocking system
 // calls that would stall the scheduler.
 //
-// It imports nothing of v6lab.
+// It imports nothing of v6lab but kstamp (the kernel's timestamps).
 package evloop
 
 import (
@@ -31,6 +31,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"v6lab/internal/kstamp"
 )
 
 // Feeder consumes a reply as it arrives.
@@ -58,9 +60,13 @@ type Exchange struct {
 type Result struct {
 	Connected time.Time // the handshake completed (zero if it did not)
 	FirstByte time.Time // the first reply byte was read (zero if none)
-	Local     netip.AddrPort
-	BytesOut  int64
-	BytesIn   int64
+	// LastRead is when the read that brought the reply's last bytes
+	// returned; LastRx is the kernel's receive stamp of those bytes
+	// (zero where the kernel gives none).
+	LastRead, LastRx time.Time
+	Local            netip.AddrPort
+	BytesOut         int64
+	BytesIn          int64
 	// Phase is where Err happened: "connect", "io" (sending or reading)
 	// or "reply" (the Feeder's error).
 	Phase string
@@ -168,6 +174,7 @@ type loop struct {
 	quit  atomic.Bool
 	idle  atomic.Bool // waiting with nothing in flight, no deadline set
 	buf   []byte
+	oob   []byte
 }
 
 func newLoop() (*loop, error) {
@@ -199,7 +206,7 @@ func newLoop() (*loop, error) {
 		unix.Close(wake)
 		return nil, fmt.Errorf("evloop: %w", err)
 	}
-	return &loop{epfd: epfd, file: f, raw: raw, wake: wake, conns: map[int]*conn{}, buf: make([]byte, 64<<10)}, nil
+	return &loop{epfd: epfd, file: f, raw: raw, wake: wake, conns: map[int]*conn{}, buf: make([]byte, 64<<10), oob: make([]byte, kstamp.OOBSize)}, nil
 }
 
 // poke wakes the loop so it scans for cancelled exchanges at once.
@@ -239,6 +246,7 @@ func (l *loop) start(c *conn) error {
 		unix.Close(fd)
 		return fail("connect", os.NewSyscallError("setsockopt", err))
 	}
+	_ = kstamp.EnableRx(fd) // the receive stamps of the reply (Result.LastRx)
 	if family == unix.AF_INET6 {
 		// Pinned: never an IPv4-mapped connection.
 		unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 1)
@@ -436,7 +444,7 @@ func (l *loop) handle(ev *unix.EpollEvent) {
 // reply is complete).
 func (l *loop) read(c *conn) {
 	for {
-		n, err := unix.Read(c.fd, l.buf)
+		n, oobn, _, _, err := unix.Recvmsg(c.fd, l.buf, l.oob, 0)
 		switch {
 		case err == unix.EAGAIN:
 			return
@@ -446,8 +454,14 @@ func (l *loop) read(c *conn) {
 			l.finish(c, "io", fmt.Errorf("read reply: %w", os.NewSyscallError("read", err)))
 			return
 		}
-		if n > 0 && c.res.FirstByte.IsZero() {
-			c.res.FirstByte = time.Now()
+		if n > 0 {
+			c.res.LastRead = time.Now()
+			if c.res.FirstByte.IsZero() {
+				c.res.FirstByte = c.res.LastRead
+			}
+			if at := kstamp.Parse(l.oob[:oobn]); !at.IsZero() {
+				c.res.LastRx = at
+			}
 		}
 		c.res.BytesIn += int64(n)
 		done, ferr := c.x.Reply.Feed(l.buf[:n], n == 0)

@@ -26,6 +26,7 @@ type Trace struct {
 	// wire time (WireNS).
 	firstTx time.Time
 	conns   []*path.StampedConn
+	lastRx  time.Time // a receive stamp given by Received
 	S       result.Sample
 	// TLS describes the transaction's TLS (version, cipher, resumed), for
 	// its marker.
@@ -68,6 +69,18 @@ func (t *Trace) Stamp(c net.Conn) net.Conn {
 	return sc
 }
 
+// Received records reads a probe did itself (an event loop): when the one
+// that brought the last bytes returned, and the kernel's receive stamp of
+// those bytes (either may be zero).
+func (t *Trace) Received(read, rx time.Time) {
+	if !read.IsZero() {
+		t.lastRead = read
+	}
+	if rx.After(t.lastRx) {
+		t.lastRx = rx
+	}
+}
+
 // Sent records the kernel's stamp of the transaction's first packet out
 // when no lookup gave one (a DNS query's own socket: path.StampedConn.
 // FirstSent, read before the socket closes).
@@ -80,7 +93,7 @@ func (t *Trace) Sent(at time.Time) {
 // wire is the network's share of a completed transaction by the kernel's
 // stamps: from its first packet out to its last bytes in (0: unknown).
 func (t *Trace) wire() int64 {
-	var last time.Time
+	last := t.lastRx
 	for _, c := range t.conns {
 		if c.LastRx.After(last) {
 			last = c.LastRx

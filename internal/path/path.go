@@ -6,7 +6,7 @@
 // every name is resolved with the record type of the path, and every connection
 // is checked afterwards: a mismatch is an error, never a silent fallback.
 //
-// It imports nothing of v6lab.
+// It imports nothing of v6lab but kstamp (the kernel's timestamps).
 package path
 
 import (

@@ -6,7 +6,8 @@ import (
 	"net"
 	"syscall"
 	"time"
-	"unsafe"
+
+	"v6lab/internal/kstamp"
 
 	"golang.org/x/sys/unix"
 )
@@ -16,52 +17,23 @@ import (
 // needed bytes arrived. They bound the network's share of a response
 // time, without v6lab's own work before and after (docs/metrics.md).
 
-// stampFlags ask for software transmit and receive stamps; transmit
-// stamps come back on the error queue without the packet (OPT_TSONLY).
-const stampFlags = unix.SOF_TIMESTAMPING_SOFTWARE | unix.SOF_TIMESTAMPING_TX_SOFTWARE | unix.SOF_TIMESTAMPING_RX_SOFTWARE |
-	unix.SOF_TIMESTAMPING_OPT_ID | unix.SOF_TIMESTAMPING_OPT_TSONLY
-
 // enableStamps turns the stamps on for a socket.
 func enableStamps(rc syscall.RawConn) error {
 	var serr error
-	if err := rc.Control(func(fd uintptr) {
-		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPING, stampFlags)
-	}); err != nil {
+	if err := rc.Control(func(fd uintptr) { serr = kstamp.Enable(int(fd)) }); err != nil {
 		return err
 	}
 	return serr
-}
-
-// stampOf finds the software stamp in control messages (zero if none).
-func stampOf(oob []byte) time.Time {
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return time.Time{}
-	}
-	for _, m := range msgs {
-		if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SCM_TIMESTAMPING && len(m.Data) >= int(unsafe.Sizeof(unix.Timespec{})) {
-			ts := (*unix.Timespec)(unsafe.Pointer(&m.Data[0])) // [0]: the software stamp
-			if ts.Sec != 0 || ts.Nsec != 0 {
-				return time.Unix(ts.Sec, ts.Nsec)
-			}
-		}
-	}
-	return time.Time{}
 }
 
 // txStamp reads the transmit stamp of the socket's first send from its
 // error queue, waiting up to a millisecond for it (the stamp is taken as
 // the packet leaves, often before the send returns).
 func txStamp(rc syscall.RawConn) time.Time {
-	oob := make([]byte, 256)
+	oob := make([]byte, kstamp.OOBSize)
 	var at time.Time
 	for deadline := time.Now().Add(time.Millisecond); at.IsZero() && time.Now().Before(deadline); {
-		_ = rc.Control(func(fd uintptr) {
-			_, oobn, _, _, err := unix.Recvmsg(int(fd), nil, oob, unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
-			if err == nil {
-				at = stampOf(oob[:oobn])
-			}
-		})
+		_ = rc.Control(func(fd uintptr) { at = kstamp.Sent(int(fd), oob) })
 		if at.IsZero() {
 			time.Sleep(10 * time.Microsecond)
 		}
@@ -95,7 +67,7 @@ func Stamped(c net.Conn) (*StampedConn, bool) {
 	if err != nil || enableStamps(rc) != nil {
 		return nil, false
 	}
-	return &StampedConn{Conn: c, rc: rc, oob: make([]byte, 128), UDP: udp}, true
+	return &StampedConn{Conn: c, rc: rc, oob: make([]byte, kstamp.OOBSize), UDP: udp}, true
 }
 
 // FirstSent is the kernel's transmit stamp of the first datagram sent on
@@ -120,7 +92,7 @@ func (s *StampedConn) Read(p []byte) (int, error) {
 			return false
 		}
 		if n > 0 {
-			if at := stampOf(s.oob[:oobn]); !at.IsZero() {
+			if at := kstamp.Parse(s.oob[:oobn]); !at.IsZero() {
 				s.LastRx = at
 			}
 		}

@@ -104,6 +104,25 @@ func TestEveryProtocolOverEveryLoopbackPath(t *testing.T) {
 			}
 		}
 	}
+	// A file cell over plain http runs on the event loop: its wire time
+	// comes from the loop's own reads.
+	hp := all.MustGet("http")
+	var fo proto.Options
+	fo.File = "64K"
+	if err := hp.Check(&fo, "loopback", func(string) bool { return false }); err != nil {
+		t.Fatal(err)
+	}
+	for _, pth := range paths {
+		ep, _ := eps.Get("http", pth)
+		pr, err := hp.Probe(&fo, ep, pth)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := pr.Do(context.Background(), 0)
+		if !s.OK() || s.WireNS <= 0 || s.WireNS > s.TotalNS {
+			t.Errorf("http file over %s (evloop): %s, wire %v of %v", pth, s.Err, time.Duration(s.WireNS), time.Duration(s.TotalNS))
+		}
+	}
 	desc := st.Describe("")
 	for _, k := range keys {
 		if desc[k] == "" {

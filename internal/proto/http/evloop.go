@@ -60,5 +60,6 @@ func (c *Client) doEvloop(ctx context.Context, tr *load.Trace, addr netip.AddrPo
 	if c.Sum {
 		tr.S.Metrics = bodyMetrics(&p.check)
 	}
+	tr.Received(r.LastRead, r.LastRx) // the end, and the wire's, at the last bytes
 	return tr.Done("200 OK, 0 objects")
 }
