@@ -120,17 +120,17 @@ func tbf(ns, ifname string, rate uint64, queueLimit uint32, op string) error {
 	return nil
 }
 
-// Reshape sets every link of lab name to rates[link name] (bits/s; 0 or
-// absent: unshaped), both ends, while the lab runs: a cell group's own
-// link rate (link_rate). It returns each end's root qdisc as read back
+// Reshape sets every link of lab name to shaping[link name] (its rate and
+// queue limit; a zero rate or none: unshaped), both ends, while the lab
+// runs: a cell group's own link rate (link_rate), then the lab's own. It returns each end's root qdisc as read back
 // from the kernel ("client-r1 eth-r1": "tbf 10.0 Mbit/s"), the proof. It
 // is not for links that emulate delay or loss (netem, BPF).
-func Reshape(name string, rates map[string]uint64) (map[string]string, error) {
+func Reshape(name string, shaping map[string]Shaping) (map[string]string, error) {
 	for _, lk := range links {
 		for _, end := range []struct{ role, ifname string }{{lk.a, lk.aIf}, {lk.b, lk.bIf}} {
 			ns := NS(name, end.role)
-			if r := rates[lk.name()]; r > 0 {
-				if err := tbf(ns, end.ifname, r, 0, "replace"); err != nil {
+			if sh := shaping[lk.name()]; sh.Rate > 0 {
+				if err := tbf(ns, end.ifname, sh.Rate, sh.QueueLimit, "replace"); err != nil {
 					return nil, fmt.Errorf("lab %s: %w", name, err)
 				}
 				continue

@@ -165,9 +165,9 @@ const (
 // read back from the kernel, and return to unshaped.
 func TestReshapeWhileUp(t *testing.T) {
 	l := up(t, Config{Shaping: Shaping{Rate: 100e6}})
-	rates := map[string]uint64{}
+	rates := map[string]Shaping{}
 	for _, name := range LinkNames {
-		rates[name] = 10e6
+		rates[name] = Shaping{Rate: 10e6}
 	}
 	got, err := Reshape(l.Name, rates)
 	if err != nil {
@@ -181,7 +181,7 @@ func TestReshapeWhileUp(t *testing.T) {
 			t.Errorf("%s: %s", end, q)
 		}
 	}
-	got, err = Reshape(l.Name, map[string]uint64{"r1-r2": 100e6})
+	got, err = Reshape(l.Name, map[string]Shaping{"r1-r2": {Rate: 100e6, QueueLimit: 64 << 10}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ func Child(ctx context.Context, jobFile string, out measure.Output) error {
 	if j.Pcap {
 		rec = cp
 	}
-	cond := &conditions{ports: j.Ports, lab: j.Lab["name"], rates: j.LinkRates}
+	cond := &conditions{ports: j.Ports, lab: j.Lab["name"], rates: j.LinkShaping}
 	if len(j.Gen) > 0 {
 		if cond.bg, err = congestion.Start(ctx, j.Gen); err != nil {
 			return err

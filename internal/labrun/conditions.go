@@ -25,7 +25,7 @@ type conditions struct {
 	// which a cell group's link_rate replaces for its runs; links is
 	// what the links are now, read back (nil: never reshaped).
 	lab   string
-	rates map[string]uint64
+	rates map[string]lab.Shaping
 	cur   uint64
 	links map[string]string
 }
@@ -38,9 +38,9 @@ func (c *conditions) reshape(s *experiment.Spec) error {
 	}
 	want := c.rates
 	if s.LinkRate > 0 {
-		want = map[string]uint64{}
+		want = map[string]lab.Shaping{}
 		for _, name := range lab.LinkNames {
-			want[name] = s.LinkRate
+			want[name] = lab.Shaping{Rate: s.LinkRate}
 		}
 	}
 	links, err := lab.Reshape(c.lab, want)

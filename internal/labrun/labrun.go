@@ -75,9 +75,10 @@ type Job struct {
 	Gen congestion.Hosts `json:"gen,omitempty"`
 	// ServerCapture: fd 4 is a packet socket on the server's interface.
 	ServerCapture bool `json:"server_capture,omitempty"`
-	// LinkRates are the lab's own link rates (by link name), given when
-	// cell groups set their own (link_rate) and the lab returns to them.
-	LinkRates map[string]uint64 `json:"link_rates,omitempty"`
+	// LinkShaping is the lab's own shaping of each link (rate and queue
+	// limit, by link name), given when cell groups set their own rate
+	// (link_rate) and the lab returns to it.
+	LinkShaping map[string]lab.Shaping `json:"link_shaping,omitempty"`
 	// Done and Dir resume an interrupted experiment.
 	Done map[int]bool `json:"done,omitempty"`
 	Dir  string       `json:"dir,omitempty"`
@@ -205,7 +206,7 @@ func (r *Run) prepare(ctx context.Context, l *lab.Lab, cfg lab.Config) (*Job, []
 	}
 	job.Ports = wirePorts(job.Endpoints)
 	if r.Exp.LinkRates() {
-		if job.LinkRates, err = ownRates(cfg); err != nil {
+		if job.LinkShaping, err = ownShaping(cfg); err != nil {
 			return nil, nil, stop, err
 		}
 		job.Lab["link_rates"] = "cell groups with link_rate reshape every link for their runs (each run record's links, read back from the kernel)"
@@ -225,17 +226,17 @@ func (r *Run) prepare(ctx context.Context, l *lab.Lab, cfg lab.Config) (*Job, []
 	return job, files, stop, nil
 }
 
-// ownRates are the lab's link rates, which a cell group's link_rate
-// replaces for its runs; a lab that emulates delay or loss cannot be
-// reshaped so (its netem or BPF would be lost).
-func ownRates(cfg lab.Config) (map[string]uint64, error) {
-	out := map[string]uint64{}
+// ownShaping is the lab's shaping of each link, which a cell group's
+// link_rate replaces for its runs; a lab that emulates delay or loss
+// cannot be reshaped so (its netem or BPF would be lost).
+func ownShaping(cfg lab.Config) (map[string]lab.Shaping, error) {
+	out := map[string]lab.Shaping{}
 	for _, name := range lab.LinkNames {
 		sh := cfg.Link(name).Shaping
 		if sh.Delay > 0 || sh.Jitter > 0 || sh.Loss > 0 {
 			return nil, fmt.Errorf("link_rate reshapes the lab's links, but link %s emulates delay or loss: give the rates in the topology instead", name)
 		}
-		out[name] = sh.Rate
+		out[name] = sh
 	}
 	return out, nil
 }

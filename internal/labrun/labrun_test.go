@@ -31,11 +31,11 @@ func TestWirePortsCountEveryPortForDataOnTheirOwnPorts(t *testing.T) {
 // TestOwnRatesRefuseEmulatedLinks: link_rate may reshape rate-only links,
 // never a link whose delay or loss it would drop.
 func TestOwnRatesRefuseEmulatedLinks(t *testing.T) {
-	rates, err := ownRates(lab.Config{Shaping: lab.Shaping{Rate: 100e6}})
-	if err != nil || len(rates) != len(lab.LinkNames) || rates["r1-r2"] != 100e6 {
+	rates, err := ownShaping(lab.Config{Shaping: lab.Shaping{Rate: 100e6, QueueLimit: 64 << 10}})
+	if err != nil || len(rates) != len(lab.LinkNames) || rates["r1-r2"].Rate != 100e6 || rates["r1-r2"].QueueLimit != 64<<10 {
 		t.Fatalf("%v %v", rates, err)
 	}
-	_, err = ownRates(lab.Config{Shaping: lab.Shaping{Rate: 100e6, Delay: time.Millisecond}})
+	_, err = ownShaping(lab.Config{Shaping: lab.Shaping{Rate: 100e6, Delay: time.Millisecond}})
 	if err == nil || !strings.Contains(err.Error(), "emulates delay or loss") {
 		t.Errorf("a delayed link: %v", err)
 	}
