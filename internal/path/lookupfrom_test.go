@@ -10,15 +10,16 @@ import (
 	"github.com/miekg/dns"
 )
 
-// TestLookupFromStartsBeforeTheQueryLeaves: start is called once, after the
-// query is built and before it is sent (the server's arrival time is
-// later); a literal has no lookup and calls no start.
-func TestLookupFromStartsBeforeTheQueryLeaves(t *testing.T) {
-	pc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+// fakeDNS answers the first query it gets on the loopback address of p
+// with one record of the path's type, and reports the time every datagram
+// arrived (the first and any later one).
+func fakeDNS(t *testing.T, p Path) (*Resolver, <-chan time.Time) {
+	t.Helper()
+	pc, err := net.ListenUDP(p.Network("udp"), net.UDPAddrFromAddrPort(netip.AddrPortFrom(p.Loopback(), 0)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pc.Close()
+	t.Cleanup(func() { pc.Close() })
 	arrived := make(chan time.Time, 4)
 	go func() {
 		b := make([]byte, 512)
@@ -27,85 +28,71 @@ func TestLookupFromStartsBeforeTheQueryLeaves(t *testing.T) {
 			return
 		}
 		arrived <- time.Now()
-		defer func() { // anything later is reported too
-			for {
-				if _, _, err := pc.ReadFromUDP(b); err != nil {
-					return
-				}
-				arrived <- time.Now()
-			}
-		}()
 		q := new(dns.Msg)
 		q.Unpack(b[:n])
 		r := new(dns.Msg)
 		r.SetReply(q)
-		r.Answer = append(r.Answer, &dns.A{Hdr: dns.RR_Header{Name: q.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 1}, A: net.IPv4(192, 0, 2, 7)})
+		h := dns.RR_Header{Name: q.Question[0].Name, Rrtype: q.Question[0].Qtype, Class: dns.ClassINET, Ttl: 1}
+		if p.IsIPv6() {
+			r.Answer = append(r.Answer, &dns.AAAA{Hdr: h, AAAA: net.ParseIP("2001:db8::7")})
+		} else {
+			r.Answer = append(r.Answer, &dns.A{Hdr: h, A: net.IPv4(192, 0, 2, 7)})
+		}
 		out, _ := r.Pack()
 		pc.WriteToUDP(out, from)
+		for { // anything later is reported too
+			if _, _, err := pc.ReadFromUDP(b); err != nil {
+				return
+			}
+			arrived <- time.Now()
+		}
 	}()
-	r := &Resolver{Servers: []netip.AddrPort{netip.MustParseAddrPort(pc.LocalAddr().String())}}
-	var starts []time.Time
-	hook := &LookupHook{Start: func() { starts = append(starts, time.Now()) }}
-	a, err := r.LookupFrom(context.Background(), "www.v6lab.test", IPv4, hook)
-	if err != nil || a != netip.MustParseAddr("192.0.2.7") {
-		t.Fatalf("%v %v", a, err)
-	}
-	if len(starts) != 1 {
-		t.Fatalf("start called %d times", len(starts))
-	}
-	if ap, err := netip.ParseAddrPort(hook.Local); err != nil || !ap.Addr().IsLoopback() || ap.Port() == 0 {
-		t.Errorf("the query's address %q", hook.Local)
-	}
-	if at := <-arrived; at.Before(starts[0]) {
-		t.Errorf("the query arrived %v before start", starts[0].Sub(at))
-	}
-	called := false
-	if _, err := r.LookupFrom(context.Background(), "192.0.2.9", IPv4, &LookupHook{Start: func() { called = true }}); err != nil || called {
-		t.Errorf("a literal: %v, start called %v", err, called)
-	}
-	r.Warm(IPv4) // sends nothing toward the server
-	select {
-	case <-arrived:
-		t.Error("Warm sent a packet to the server")
-	case <-time.After(50 * time.Millisecond):
-	}
+	return &Resolver{Servers: []netip.AddrPort{netip.MustParseAddrPort(pc.LocalAddr().String())}}, arrived
 }
 
-// TestTheKernelStampsTheQuery: the query's transmit stamp is the kernel's,
-// after the start and before the server read it.
-func TestTheKernelStampsTheQuery(t *testing.T) {
-	pc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
+// answer is what fakeDNS answers for path p.
+func answer(p Path) netip.Addr {
+	if p.IsIPv6() {
+		return netip.MustParseAddr("2001:db8::7")
 	}
-	defer pc.Close()
-	arrived := make(chan time.Time, 1)
-	go func() {
-		b := make([]byte, 512)
-		n, from, err := pc.ReadFromUDP(b)
-		if err != nil {
-			return
+	return netip.MustParseAddr("192.0.2.7")
+}
+
+// TestLookupFromStartsBeforeTheQueryLeaves: start is called once, after the
+// query is built and before it is sent (the server's arrival time is
+// later), on each family; a literal has no lookup and calls no start.
+func TestLookupFromStartsBeforeTheQueryLeaves(t *testing.T) {
+	for _, p := range []Path{IPv4, IPv6} {
+		r, arrived := fakeDNS(t, p)
+		var starts []time.Time
+		hook := &LookupHook{Start: func() { starts = append(starts, time.Now()) }}
+		a, err := r.LookupFrom(context.Background(), "www.v6lab.test", p, hook)
+		if err != nil || a != answer(p) {
+			t.Fatalf("%s: %v %v", p, a, err)
 		}
-		arrived <- time.Now()
-		q := new(dns.Msg)
-		q.Unpack(b[:n])
-		r := new(dns.Msg)
-		r.SetReply(q)
-		r.Answer = append(r.Answer, &dns.A{Hdr: dns.RR_Header{Name: q.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 1}, A: net.IPv4(192, 0, 2, 7)})
-		out, _ := r.Pack()
-		pc.WriteToUDP(out, from)
-	}()
-	r := &Resolver{Servers: []netip.AddrPort{netip.MustParseAddrPort(pc.LocalAddr().String())}}
-	var start time.Time
-	hook := &LookupHook{Start: func() { start = time.Now() }}
-	if _, err := r.LookupFrom(context.Background(), "www.v6lab.test", IPv4, hook); err != nil {
-		t.Fatal(err)
-	}
-	at := <-arrived
-	if hook.Sent.IsZero() {
-		t.Fatal("no transmit stamp from the kernel")
-	}
-	if hook.Sent.Before(start) || hook.Sent.After(at) {
-		t.Errorf("stamp %v is not between the start %v and the server's read %v", hook.Sent, start, at)
+		if len(starts) != 1 {
+			t.Fatalf("%s: start called %d times", p, len(starts))
+		}
+		if ap, err := netip.ParseAddrPort(hook.Local); err != nil || ap.Addr() != p.Loopback() || ap.Port() == 0 {
+			t.Errorf("%s: the query's address %q", p, hook.Local)
+		}
+		at := <-arrived
+		if at.Before(starts[0]) {
+			t.Errorf("%s: the query arrived %v before start", p, starts[0].Sub(at))
+		}
+		// The kernel's transmit stamp: after the start, before the server read it.
+		if hook.Sent.IsZero() || hook.Sent.Before(starts[0]) || hook.Sent.After(at) {
+			t.Errorf("%s: stamp %v is not between the start %v and the server's read %v", p, hook.Sent, starts[0], at)
+		}
+		called := false
+		if _, err := r.LookupFrom(context.Background(), p.Loopback().String(), p, &LookupHook{Start: func() { called = true }}); err != nil || called {
+			t.Errorf("%s: a literal: %v, start called %v", p, err, called)
+		}
+		r.Warm(p) // sends nothing toward the server
+		select {
+		case <-arrived:
+			t.Errorf("%s: Warm sent a packet to the server", p)
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }
