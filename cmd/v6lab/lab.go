@@ -144,26 +144,19 @@ func (f *labFlags) config(cmd *cobra.Command, file, defName string) (lab.Config,
 			cfg.Name = defName
 		}
 	}
-	ch := cmd.Flags().Changed
 	var o lab.Overrides
-	if f.hasName && ch("name") {
-		o.Name = &f.name
+	if f.hasName {
+		o.Name = given(cmd, "name", &f.name)
 	}
-	pick := func(flag string, v any) any {
-		if ch(flag) {
-			return v
-		}
-		return nil
-	}
-	o.TunnelMTU, _ = pick("tunnel-mtu", &f.tunnelMTU).(*int)
-	o.Tunnel, _ = pick("tunnel", &f.tunnel).(*string)
-	o.BareServer, _ = pick("bare-server", &f.bareServer).(*bool)
-	o.Congestion, _ = pick("congestion", &f.congestion).(*string)
-	o.Rate, _ = pick("rate", &f.rate).(*string)
-	o.QueueLimit, _ = pick("queue-limit", &f.queueLimit).(*string)
-	o.Delay, _ = pick("delay", &f.delay).(*time.Duration)
-	o.Jitter, _ = pick("jitter", &f.jitter).(*time.Duration)
-	o.Loss, _ = pick("loss", &f.loss).(*float64)
+	o.TunnelMTU = given(cmd, "tunnel-mtu", &f.tunnelMTU)
+	o.Tunnel = given(cmd, "tunnel", &f.tunnel)
+	o.BareServer = given(cmd, "bare-server", &f.bareServer)
+	o.Congestion = given(cmd, "congestion", &f.congestion)
+	o.Rate = given(cmd, "rate", &f.rate)
+	o.QueueLimit = given(cmd, "queue-limit", &f.queueLimit)
+	o.Delay = given(cmd, "delay", &f.delay)
+	o.Jitter = given(cmd, "jitter", &f.jitter)
+	o.Loss = given(cmd, "loss", &f.loss)
 	if err := cfg.Override(o); err != nil {
 		return cfg, err
 	}
@@ -238,4 +231,13 @@ func newLabStatusCmd() *cobra.Command {
 	cmd.Flags().StringVar(&name, "name", "", "lab to show (default: every lab)")
 	cmd.Flags().BoolVar(&all, "all", false, "also list labs whose owner process is gone (orphans) and what they left")
 	return cmd
+}
+
+// given is v when the user gave flag, else nil: an override that is set
+// only when asked for.
+func given[T any](cmd *cobra.Command, flag string, v *T) *T {
+	if cmd.Flags().Changed(flag) {
+		return v
+	}
+	return nil
 }

@@ -235,36 +235,10 @@ func (o *runOpts) override(cmd *cobra.Command, exp *experiment.Experiment) error
 			return fmt.Errorf("--conns: %w", err)
 		}
 	}
-	if ch("name") {
-		ov.Name = &o.lf.name
-	}
-	if ch("server") {
-		ov.Server = &o.server
-	}
-	if ch("runs") {
-		ov.Runs = &o.lf.runs
-	}
-	if ch("warmup") {
-		ov.Warmup = &o.lf.warmup
-	}
-	if ch("objects") {
-		ov.Objects = &o.objects
-	}
-	if ch("timeout") {
-		ov.Timeout = &o.lf.timeout
-	}
-	if ch("pause") {
-		ov.Pause = &o.lf.pause
-	}
-	if ch("duration") {
-		ov.Duration = &o.lf.duration
-	}
-	if ch("seed") {
-		ov.Seed = &o.seed
-	}
-	if ch("scale") {
-		ov.Scale = &o.scale
-	}
+	ov.Name, ov.Server = given(cmd, "name", &o.lf.name), given(cmd, "server", &o.server)
+	ov.Runs, ov.Warmup, ov.Objects = given(cmd, "runs", &o.lf.runs), given(cmd, "warmup", &o.lf.warmup), given(cmd, "objects", &o.objects)
+	ov.Timeout, ov.Pause = given(cmd, "timeout", &o.lf.timeout), given(cmd, "pause", &o.lf.pause)
+	ov.Duration, ov.Seed, ov.Scale = given(cmd, "duration", &o.lf.duration), given(cmd, "seed", &o.seed), given(cmd, "scale", &o.scale)
 	ov.Shuffle = o.shuffle
 	return exp.Override(ov)
 }
