@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -15,6 +16,7 @@ import (
 
 	"v6lab/internal/capture"
 	"v6lab/internal/lab"
+	"v6lab/internal/measure"
 	"v6lab/internal/report"
 )
 
@@ -127,6 +129,25 @@ func TestRunMeasuresEveryPathInTheLab(t *testing.T) {
 	}
 	if f.Header.Target != "lab" || f.Header.Lab["tunnel"] == "" {
 		t.Errorf("header target %q lab %v", f.Header.Target, f.Header.Lab)
+	}
+	if !slices.Contains(f.Header.Notes, measure.TimingNote) {
+		t.Errorf("the header does not say how transactions are timed: %v", f.Header.Notes)
+	}
+	// Every completed transaction on every path has its wire time from the
+	// kernel's stamps, within its own time, and the address its query left from.
+	stamped := map[string]int{}
+	for _, smp := range f.Samples {
+		if !smp.OK() {
+			continue
+		}
+		if smp.WireNS <= 0 || smp.WireNS > smp.TotalNS || smp.DNSLocal == "" {
+			t.Errorf("%s/%d: wire %d of %d ns, query from %q", smp.Path, smp.Conns, smp.WireNS, smp.TotalNS, smp.DNSLocal)
+			continue
+		}
+		stamped[smp.Path]++
+	}
+	if stamped["ipv4"] == 0 || stamped["ipv6"] == 0 || (f.Header.Lab["tunnel"] != "none" && stamped["6in4"] == 0) {
+		t.Errorf("stamped samples per path: %v", stamped)
 	}
 	paths := map[string]bool{}
 	for _, c := range s.Cells {
