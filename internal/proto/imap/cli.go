@@ -33,7 +33,7 @@ interrupted. Plaintext LOGIN is allowed: it is a test server.`,
 			Listen: []string{"127.0.0.1:1143", "[::1]:1143"},
 			Flags: []proto.Flag{
 				{Name: "users", Option: "users", Kind: proto.KindInt, Default: strconv.Itoa(DefaultUsers), Usage: "number of users"},
-				{Name: "size", Option: "size", Kind: proto.KindInt, Default: strconv.Itoa(MessageSize), Usage: "size of the message in each INBOX"},
+				{Name: "size", Option: "size", Default: strconv.Itoa(MessageSize), Usage: "size of the message in each INBOX (bytes, or such as 4K)"},
 			},
 		},
 	}
