@@ -22,7 +22,7 @@ var realPorts = map[string]int{"http": 80, "dns": 53, "ftp": 21, "smtp": 25, "im
 // startReal starts nginx and Unbound (the page and its name) in the lab's
 // server namespace, and the other real servers the cells ask for, and adds
 // their endpoints (keys real/PROTOCOL) to the job.
-func startReal(ctx context.Context, l *lab.Lab, exp *experiment.Experiment, job *Job) (func(), error) {
+func startReal(ctx context.Context, l *lab.Lab, exp *experiment.Experiment, job *Job) (_ func(), err error) {
 	want := append([]string{"http", "dns"}, exp.RealProtocols()...)
 	if err := servers.CheckInstalled(want); err != nil { // all checked before any starts
 		return nil, err
@@ -37,53 +37,52 @@ func startReal(ctx context.Context, l *lab.Lab, exp *experiment.Experiment, job 
 			stops[i]()
 		}
 	}
+	defer func() { // one that fails stops those started before it
+		if err != nil {
+			stop()
+		}
+	}()
 	ports := map[string]int{}
-	describe := func(proto, about string) {
+	// started records a daemon that started: its stop, port and description.
+	started := func(proto string, srv *servers.Server, err error, about string) error {
+		if err != nil {
+			return err
+		}
+		stops = append(stops, srv.Stop)
 		ports["real/"+proto] = realPorts[proto]
-		job.Servers[proto+" (real)"] = about
+		job.Servers[proto+" (real)"] = srv.Version + " in the server namespace" + about
+		return nil
 	}
 	files, gen, err := nginxContent(exp)
 	if err != nil {
 		return nil, err
 	}
 	ng, err := servers.StartNginx(ctx, place, addrs, realPorts["http"], files, gen)
-	if err != nil {
+	if err = started("http", ng, err, ""); err != nil {
 		return nil, err
 	}
-	stops = append(stops, ng.Stop)
-	describe("http", ng.Version+" in the server namespace")
 	ub, err := servers.StartUnbound(ctx, place, addrs, realPorts["dns"], "v6lab.test",
 		[]servers.Record{{Name: experiment.LocalName, Addr: a.ServerV4}, {Name: experiment.LocalName, Addr: a.ServerV6}},
 		[]servers.View{{Name: "tunnel", Clients: netip.PrefixFrom(a.ClientTun6, 64).Masked(),
 			Records: []servers.Record{{Name: experiment.LocalName, Addr: a.ServerV4}, {Name: experiment.LocalName, Addr: a.ServerTun6}}}})
-	if err != nil {
-		stop()
+	if err = started("dns", ub, err, ", a view for the tunnel's clients"); err != nil {
 		return nil, err
 	}
-	stops = append(stops, ub.Stop)
-	describe("dns", ub.Version+" in the server namespace, a view for the tunnel's clients")
 	if slices.Contains(exp.RealProtocols(), "ftp") {
 		files, err := ftpFiles(exp)
 		if err != nil {
-			stop()
 			return nil, err
 		}
 		pf, err := servers.StartProFTPD(ctx, place, addrs, realPorts["ftp"], files)
-		if err != nil {
-			stop()
+		if err = started("ftp", pf, err, ", anonymous, sparse files"); err != nil {
 			return nil, err
 		}
-		stops = append(stops, pf.Stop)
-		describe("ftp", pf.Version+" in the server namespace, anonymous, sparse files")
 	}
 	if slices.Contains(exp.RealProtocols(), "smtp") {
 		pf, err := servers.StartPostfix(ctx, place, addrs, realPorts["smtp"], "v6lab.test")
-		if err != nil {
-			stop()
+		if err = started("smtp", pf, err, ", an instance of its own; accepted mail is discarded"); err != nil {
 			return nil, err
 		}
-		stops = append(stops, pf.Stop)
-		describe("smtp", pf.Version+" in the server namespace, an instance of its own; accepted mail is discarded")
 	}
 	if slices.Contains(exp.RealProtocols(), "imap") {
 		most := 0
@@ -94,12 +93,9 @@ func startReal(ctx context.Context, l *lab.Lab, exp *experiment.Experiment, job 
 		}
 		users, password, message := all.MustGet("imap").(proto.RealMailboxes).RealMailboxes(most)
 		dv, err := servers.StartDovecot(ctx, place, addrs, realPorts["imap"], users, password, message)
-		if err != nil {
-			stop()
+		if err = started("imap", dv, err, fmt.Sprintf(", %d Maildir users", users)); err != nil {
 			return nil, err
 		}
-		stops = append(stops, dv.Stop)
-		describe("imap", fmt.Sprintf("%s in the server namespace, %d Maildir users", dv.Version, users))
 	}
 	// nginx serves v6lab's generated content; ProFTPD sparse files, which
 	// read as zeros.
