@@ -50,7 +50,11 @@ func HTML(w io.Writer, s *Summary) error {
 		page.Groups = append(page.Groups, g)
 	}
 	if secs := TransportTables(s); len(secs) > 0 {
-		page.Groups = append(page.Groups, htmlGroup{Name: "transport tables", Tables: secs})
+		g := htmlGroup{Name: "transport tables", Tables: secs}
+		for _, p := range TransportPlots(s) {
+			g.Plots = append(g.Plots, template.HTML(p.SVG()))
+		}
+		page.Groups = append(page.Groups, g)
 	}
 	if sec, ok := DifferenceCIs(s); ok {
 		page.Groups = append(page.Groups, htmlGroup{Name: "all protocols", Tables: []section{sec}})
@@ -282,6 +286,10 @@ svg .line { fill: none; stroke-width: 2; } svg .ci { fill: none; stroke-width: 1
 .s-ipv6 .line, .s-ipv6 .ci { stroke: #c0392b; } .s-ipv6 .dot, .s-ipv6 rect { fill: #c0392b; } .s-ipv6 .line { stroke-dasharray: 7 3; }
 .s-sixin4 .line, .s-sixin4 .ci { stroke: #2e8b57; } .s-sixin4 .dot, .s-sixin4 rect { fill: #2e8b57; } .s-sixin4 .line { stroke-dasharray: 2 3; }
 .s-other .line, .s-other .ci { stroke: #7d3c98; } .s-other .dot, .s-other rect { fill: #7d3c98; }
+.s-k0 .line, .s-k0 .ci { stroke: #1f5fa8; } .s-k0 .dot, .s-k0 rect { fill: #1f5fa8; }
+.s-k1 .line, .s-k1 .ci { stroke: #d35400; } .s-k1 .dot, .s-k1 rect { fill: #d35400; } .s-k1 .line { stroke-dasharray: 7 3; }
+.s-k2 .line, .s-k2 .ci { stroke: #2e8b57; } .s-k2 .dot, .s-k2 rect { fill: #2e8b57; } .s-k2 .line { stroke-dasharray: 2 3; }
+.s-k3 .line, .s-k3 .ci { stroke: #7d3c98; } .s-k3 .dot, .s-k3 rect { fill: #7d3c98; } .s-k3 .line { stroke-dasharray: 10 3 2 3; }
 ul.notes li { margin: 0.2em 0; }
 @media print { body { margin: 0; max-width: none; font-size: 11px; } h2 { break-before: page; } svg.plot { break-inside: avoid; } }
 </style>

@@ -35,7 +35,9 @@ func ciClass(pt point) string {
 
 // series is one line (or one set of bars) of a plot, usually one path.
 type series struct {
-	Name   string
+	Name string
+	// Class styles the series; empty means its path's (pathClass).
+	Class  string
 	Points []point
 }
 
@@ -142,7 +144,7 @@ func (p *plot) SVG() string {
 	// Data.
 	n := len(p.Series)
 	for si, s := range p.Series {
-		fmt.Fprintf(&b, `<g class="series %s" data-series="%s">`+"\n", pathClass(s.Name), html.EscapeString(s.Name))
+		fmt.Fprintf(&b, `<g class="series %s" data-series="%s">`+"\n", seriesClass(s), html.EscapeString(s.Name))
 		if p.Bars {
 			slot := (x1 - x0) / float64(len(xs))
 			bw := slot * 0.8 / float64(n)
@@ -194,7 +196,7 @@ func (p *plot) SVG() string {
 	for si, s := range p.Series {
 		x := x0 + 8 + float64(si)*90
 		fmt.Fprintf(&b, `<g class="legend %s"><rect x="%s" y="%d" width="14" height="4"/><text x="%s" y="%d">%s</text></g>`+"\n",
-			pathClass(s.Name), f1(x), p.H-10, f1(x+18), p.H-5, html.EscapeString(s.Name))
+			seriesClass(s), f1(x), p.H-10, f1(x+18), p.H-5, html.EscapeString(s.Name))
 	}
 	b.WriteString("</svg>\n")
 	return b.String()

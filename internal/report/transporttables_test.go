@@ -86,3 +86,69 @@ func TestAClampedMSSIsSaid(t *testing.T) {
 		t.Errorf("footer without clamping: %v", secs[0].Footer)
 	}
 }
+
+// TestTheStudysFiguresAreDrawn: tcp cells at two windows and two amounts
+// give one figure per MSS and path with a line per window (Figs 5-8); udp
+// cells at two rates and two buffers give a loss and a jitter figure per
+// path with a line per buffer (Figs 9-13); each line is styled by its
+// setting, not by the path, and the page carries them.
+func TestTheStudysFiguresAreDrawn(t *testing.T) {
+	s := &Summary{Name: "rubio"}
+	for _, p := range []string{"ipv4", "6in4"} {
+		for _, w := range []float64{10240, 102400} {
+			for _, mib := range []float64{10, 200} {
+				s.Cells = append(s.Cells, Cell{Protocol: "tcp", Path: p, Conns: 1, Metrics: map[string]*MetricStat{
+					"retransmits": stat(0), "bytes_set": stat(mib * (1 << 20)), "window_set": stat(w), "mss_set": stat(1024),
+					"transfer_s": stat(mib / 10 * 102400 / w)}})
+			}
+		}
+		for _, buf := range []float64{65536, 10240} {
+			for _, rate := range []float64{100, 1} {
+				s.Cells = append(s.Cells, Cell{Protocol: "udp", Path: p, Conns: 1, Metrics: map[string]*MetricStat{
+					"rate_set_mbps": stat(rate), "rcvbuf_set": stat(buf), "loss_pct": stat(rate / 2), "jitter_ms": stat(0.1)}})
+			}
+		}
+	}
+	plots := TransportPlots(s)
+	var ids []string
+	for _, p := range plots {
+		ids = append(ids, p.ID)
+	}
+	want := "tcp-window-1024-ipv4 tcp-window-1024-6in4 udp-loss-ipv4 udp-jitter-ipv4 udp-loss-6in4 udp-jitter-6in4"
+	if strings.Join(ids, " ") != want {
+		t.Fatalf("plots %v, want %s", ids, want)
+	}
+	tcp := plots[0]
+	if len(tcp.Series) != 2 || tcp.Series[0].Name != "10 KiB" || tcp.Series[1].Name != "100 KiB" || tcp.Series[0].Class == tcp.Series[1].Class {
+		t.Fatalf("tcp lines %+v", tcp.Series)
+	}
+	// Ten times the window, a tenth of the time; points by amount in MiB.
+	if pts := tcp.Series[0].Points; len(pts) != 2 || pts[0].X != 10 || pts[1].X != 200 || pts[1].Y != 200 || !pts[1].CI {
+		t.Errorf("10 KiB line %+v", pts)
+	}
+	if pts := tcp.Series[1].Points; pts[1].Y != 20 {
+		t.Errorf("100 KiB line %+v", pts)
+	}
+	loss := plots[2]
+	if !loss.LogX || len(loss.Series) != 2 || loss.Series[0].Name != "10 KiB" || loss.Series[0].Points[0].X != 1 || loss.Series[0].Points[1].Y != 50 {
+		t.Errorf("loss figure %+v", loss)
+	}
+	svg := loss.SVG()
+	if !strings.Contains(svg, `class="series s-k0" data-series="10 KiB"`) || !strings.Contains(svg, `class="legend s-k1"`) {
+		t.Errorf("lines not styled by buffer:\n%s", svg)
+	}
+	var page strings.Builder
+	if err := HTML(&page, s); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if !strings.Contains(page.String(), `data-plot="`+id+`"`) {
+			t.Errorf("report.html lacks %s", id)
+		}
+	}
+	// One amount per line is no figure.
+	one := &Summary{Cells: s.Cells[:1]}
+	if p := TransportPlots(one); len(p) != 0 {
+		t.Errorf("a lone point drew %d figures", len(p))
+	}
+}
