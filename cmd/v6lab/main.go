@@ -91,7 +91,7 @@ reports each path's difference from IPv4 with its confidence.`,
 	root.PersistentPostRun = func(*cobra.Command, []string) { stopProfile() }
 	root.AddCommand(newRunCmd(), newProbeCmd())
 	root.AddCommand(topLevelProbes()...)
-	root.AddCommand(newTrafficCmd(), newServeCmd(), newReportCmd(), newCompareCmd(), newLabCmd())
+	root.AddCommand(newTrafficCmd(), newServeCmd(), newReportCmd(), newMergeCmd(), newCompareCmd(), newLabCmd())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{code: 2, err: err} })
 	usageArgs(root)
 	return root

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -31,6 +32,7 @@ type runOpts struct {
 	resume                        string
 	scale                         float64
 	seed                          int64
+	segment, startAt              string
 }
 
 func newRunCmd() *cobra.Command {
@@ -54,7 +56,14 @@ run's path on the wire, and removes the lab afterwards unless --keep. Otherwise 
 measures ipv4 and ipv6 on loopback (127.0.0.1 and ::1) and says so.
 
 An interrupted run (Ctrl-C, a kill, a crash) keeps every finished run; --resume DIR
-continues it without redoing them.`,
+continues it without redoing them.
+
+Against real hosts (where: hosts), one experiment can be split across client hosts:
+--segment I/N runs users floor(I*c/N) to floor((I+1)*c/N)-1 of every run of c users,
+everything else the same on every segment, and --start-at TIME starts run r of every
+segment at the same instant (each run has a fixed slot: its timeout, or duration and
+timeout, plus 1 s and the pause). v6lab merge joins the segments' directories into one
+result (docs/distributed.md).`,
 		Example: `  v6lab run
   v6lab run --list
   v6lab run mitre2004 --scale 0.1
@@ -62,7 +71,8 @@ continues it without redoing them.`,
   v6lab run my.yaml --shuffle --seed 7
   v6lab run --resume results/mitre2004-20261122T141949Z
   v6lab run --conns 1,10,100,1000 --runs 21 --topology study.yaml --pcap
-  v6lab run --loopback --quiet --results /tmp/v6`,
+  v6lab run --loopback --quiet --results /tmp/v6
+  v6lab run web.yaml --segment 0/3 --start-at 2026-11-24T10:00:00Z --name web-seg0`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.labChild != "" {
@@ -92,6 +102,8 @@ continues it without redoing them.`,
 	fl.Float64Var(&o.scale, "scale", 1, "shrink connection counts and runs by this factor (0 to 1) for a quick look")
 	fl.BoolVar(&o.shuffle, "shuffle", false, "shuffle the order of paths in every run (the seed is recorded)")
 	fl.Int64Var(&o.seed, "seed", 0, "seed of --shuffle (default: from the clock)")
+	fl.StringVar(&o.segment, "segment", "", "run segment `I/N` of every run's users (where: hosts; merge the N segments with v6lab merge)")
+	fl.StringVar(&o.startAt, "start-at", "", "start run 0 at `TIME` (RFC 3339) and every run at its fixed slot after it (where: hosts)")
 	o.lflags.register(cmd, false)
 	fl.StringVar(&o.labChild, "lab-child", "", "")
 	_ = fl.MarkHidden("lab-child")
@@ -114,9 +126,16 @@ func (o *runOpts) run(cmd *cobra.Command, args []string) error {
 		if len(args) > 0 {
 			return &exitError{code: 2, err: errors.New("--resume takes the experiment from its result directory; give no experiment")}
 		}
+		if o.segment != "" || o.startAt != "" {
+			return &exitError{code: 2, err: errors.New("--resume keeps the segment its directory ran, and a schedule cannot be resumed: give neither --segment nor --start-at")}
+		}
 		return o.resumeRun(cmd)
 	}
 	exp, err := loadExperiment(args)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	split, err := o.split(cmd, exp)
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
@@ -127,6 +146,7 @@ func (o *runOpts) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
+	s.Segment, s.StartAt = split.segment, split.startAt
 	where, note, err := runner.Decide(exp, s)
 	if err == nil && !o.dryRun {
 		err = runner.CheckServers(exp)
@@ -136,7 +156,11 @@ func (o *runOpts) run(cmd *cobra.Command, args []string) error {
 	}
 	if o.dryRun {
 		experiment.WritePlan(out, exp, where, note, runner.Bottleneck(where, s.Lab))
+		split.writePlan(out, exp)
 		return nil
+	}
+	if late := -time.Until(split.startAt); !split.startAt.IsZero() && late > 0 && !quiet(cmd) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "v6lab: --start-at was %s ago: runs start late until this segment catches up with the schedule, and each late run says so\n", late.Round(time.Millisecond))
 	}
 	if where == runner.Rootless {
 		err := reexecRootless()

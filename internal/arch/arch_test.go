@@ -49,6 +49,8 @@ var allowed = map[string][]string{
 	"v6lab/internal/traffic":    {"path"},
 	"v6lab/internal/tcpflow":    {},
 	"v6lab/internal/congestion": {"lab", "lab/sixin4", "lab/bpf", "specfile", "units", "traffic", "path", "result"},
+	// merge joins segments' result directories: files and reports only.
+	"v6lab/internal/merge": {"result", "report", "stats", "path", "kstamp"},
 }
 
 // protoBase is what the protocol interface may build on: the layers below

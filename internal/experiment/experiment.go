@@ -314,6 +314,12 @@ type Runner struct {
 	// Conditions, when set, sets up what a cell's runs need around them
 	// (background traffic, a server-side capture) and records it.
 	Conditions Conditions
+	// Segment, when set, runs only its share of each run's users.
+	Segment *result.Segment
+	// StartAt, when set, starts each step at its slot of the schedule
+	// that begins then (Schedule) instead of after the previous step and
+	// its pause; a step that starts late records by how much.
+	StartAt time.Time
 }
 
 // Conditions surround each run: Begin before its first transaction (it may
@@ -399,6 +405,10 @@ func (r *Runner) Run(ctx context.Context, dir string) error {
 
 func (r *Runner) runPlan(ctx context.Context, w *result.Writer, probeOf func(Step) load.Probe) error {
 	plan := r.Exp.Plan()
+	var slots []time.Time
+	if !r.StartAt.IsZero() {
+		slots = r.Exp.Schedule(r.StartAt)
+	}
 	last := -1 // the last step to be done, for the pause after it
 	for _, st := range plan {
 		if !r.Done[st.Seq] {
@@ -410,6 +420,9 @@ func (r *Runner) runPlan(ctx context.Context, w *result.Writer, probeOf func(Ste
 			continue
 		}
 		if ctx.Err() != nil {
+			return ErrInterrupted
+		}
+		if slots != nil && !waitUntil(ctx, slots[i]) {
 			return ErrInterrupted
 		}
 		spec := &r.Exp.Cells[st.Cell]
@@ -453,10 +466,21 @@ func (r *Runner) runPlan(ctx context.Context, w *result.Writer, probeOf func(Ste
 		// The run starts with its load: the background's lead-in and the
 		// wire check's quiet gap are no part of the time rate/s divides by.
 		rec.Start = time.Now().UTC()
+		if slots != nil {
+			rec.Slot = slots[i].UTC()
+			if late := rec.Start.Sub(slots[i]); late > result.LateAfter {
+				rec.LateNS = int64(late)
+			}
+		}
+		users := load.All(st.Conns)
+		if r.Segment != nil {
+			first, n := r.Segment.Users(st.Conns)
+			users = load.Users{First: first, N: n}
+		}
 		if spec.Duration > 0 {
-			load.Sustained(ctx, probeOf(st), st.Conns, time.Duration(spec.Duration), timeout, counting)
+			load.Sustained(ctx, probeOf(st), users, time.Duration(spec.Duration), timeout, counting)
 		} else {
-			load.Closed(ctx, probeOf(st), st.Conns, timeout, counting)
+			load.Closed(ctx, probeOf(st), users, timeout, counting)
 		}
 		rec.End = time.Now().UTC()
 		rec.Completed, rec.Failed = ok.get(), failed.get()
@@ -487,7 +511,7 @@ func (r *Runner) runPlan(ctx context.Context, w *result.Writer, probeOf func(Ste
 		if interrupted {
 			return ErrInterrupted
 		}
-		if pause := time.Duration(spec.Pause); pause > 0 && st.Seq != last {
+		if pause := time.Duration(spec.Pause); pause > 0 && st.Seq != last && slots == nil {
 			select {
 			case <-ctx.Done():
 				return ErrInterrupted
@@ -498,22 +522,18 @@ func (r *Runner) runPlan(ctx context.Context, w *result.Writer, probeOf func(Ste
 	return nil
 }
 
-// NewDir makes a fresh result directory root/<name>-<UTC time>, adding a
-// suffix rather than ever reusing an existing directory.
-func NewDir(root, name string, now time.Time) (string, error) {
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return "", fmt.Errorf("experiment: %w", err)
+// waitUntil waits for t, or returns false when ctx ends first.
+func waitUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
 	}
-	base := filepath.Join(root, name+"-"+now.UTC().Format("20060102T150405Z"))
-	dir := base
-	for i := 2; ; i++ {
-		err := os.Mkdir(dir, 0o755)
-		if err == nil {
-			return dir, nil
-		}
-		if !errors.Is(err, os.ErrExist) || i > 1000 {
-			return "", fmt.Errorf("experiment: %w", err)
-		}
-		dir = fmt.Sprintf("%s-%d", base, i)
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+		return true
 	}
 }

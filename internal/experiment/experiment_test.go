@@ -81,22 +81,6 @@ func TestCheckOpenFilesSaysHowManyArePossible(t *testing.T) {
 	}
 }
 
-func TestNewDirNeverReuses(t *testing.T) {
-	root := t.TempDir()
-	now := time.Date(2026, 11, 22, 14, 0, 0, 0, time.UTC)
-	a, err := NewDir(root, "quick", now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := NewDir(root, "quick", now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a == b || filepath.Base(a) != "quick-20261122T140000Z" || filepath.Base(b) != "quick-20261122T140000Z-2" {
-		t.Fatalf("dirs %s, %s", a, b)
-	}
-}
-
 type counting struct{ fail bool }
 
 func (c counting) Do(ctx context.Context, user int) result.Sample {
@@ -444,5 +428,67 @@ func TestARunsTimeLeavesTheLeadInOut(t *testing.T) {
 		if d := run.End.Sub(run.Start); d >= 150*time.Millisecond {
 			t.Errorf("run %d lasted %v: the 200 ms lead-in was counted", run.Run, d)
 		}
+	}
+}
+
+// TestASegmentRunsItsShareAtItsSlots: segment 1/3 of runs of 1 and 7
+// users runs users 2-3 of the 7 and none of the lone user; with a
+// schedule, every run starts at its slot (timeout + margin + pause, from
+// the experiment alone), and a segment that starts behind its schedule
+// records how late each run was.
+func TestASegmentRunsItsShareAtItsSlots(t *testing.T) {
+	spec := Spec{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4, path.IPv6}, Conns: []int{1, 7}, Runs: 1,
+		Timeout: Duration(100 * time.Millisecond), Pause: Duration(50 * time.Millisecond), Baseline: path.IPv4}
+	exp := Single(spec, "hosts")
+	if got := exp.Cells[0].Slot(); got != 100*time.Millisecond+SlotMargin+50*time.Millisecond {
+		t.Fatalf("slot %v", got)
+	}
+	start := time.Now().Add(200 * time.Millisecond).Truncate(time.Millisecond)
+	slots := exp.Schedule(start)
+	if len(slots) != 4 || !slots[0].Equal(start) || slots[3].Sub(start) != 3*exp.Cells[0].Slot() {
+		t.Fatalf("slots %v", slots)
+	}
+	if end := exp.ScheduleEnd(start); end.Sub(start) != 4*exp.Cells[0].Slot() {
+		t.Fatalf("schedule ends %v after its start", end.Sub(start))
+	}
+	// Shorten the margin's effect for the test: a schedule of four slots
+	// takes about 4.6 s, so run the two steps of one count only.
+	exp.Cells[0].Conns = []int{7}
+	dir := t.TempDir()
+	r := &Runner{Exp: exp, Probe: func(*Spec, path.Path) (load.Probe, error) { return counting{}, nil },
+		Segment: &result.Segment{Index: 1, Count: 3}, StartAt: start}
+	if err := r.Run(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
+	f := readSamples(t, dir)
+	users := map[int]int{}
+	for _, s := range f.Samples {
+		users[s.User]++
+		if s.Conns != 7 {
+			t.Errorf("sample of %d conns: a segment's samples keep the cell's count", s.Conns)
+		}
+	}
+	if len(f.Samples) != 4 || users[2] != 2 || users[3] != 2 {
+		t.Fatalf("segment 1/3 of 7 users ran %v", users)
+	}
+	for i, run := range f.Runs {
+		want := start.Add(time.Duration(i) * exp.Cells[0].Slot())
+		if !run.Slot.Equal(want) || run.Start.Before(want) || run.Start.Sub(want) > 50*time.Millisecond || run.LateNS != 0 {
+			t.Errorf("run %d slot %v start %v late %d, want its slot %v", i, run.Slot, run.Start, run.LateNS, want)
+		}
+	}
+	// Behind schedule: every run records its lateness, none is shifted.
+	late := time.Now().Add(-2 * time.Second)
+	dir2 := t.TempDir()
+	r2 := &Runner{Exp: exp, Probe: r.Probe, StartAt: late}
+	if err := r2.Run(context.Background(), dir2); err != nil {
+		t.Fatal(err)
+	}
+	f2 := readSamples(t, dir2)
+	if len(f2.Runs) != 2 || f2.Runs[0].LateNS < int64(time.Second) || f2.Runs[1].LateNS < int64(500*time.Millisecond) {
+		t.Errorf("late runs %+v", f2.Runs)
+	}
+	if len(f2.Samples) != 14 {
+		t.Errorf("an unsplit run ran %d samples, want 14", len(f2.Samples))
 	}
 }

@@ -85,3 +85,24 @@ func Name() string {
 	n, _ := os.Hostname()
 	return n
 }
+
+// Clock describes how far this host's wall clock can be trusted, for runs
+// that must start together on several hosts: the kernel's clock source and
+// whether NTP (or PTP) keeps it synchronised, with the kernel's estimate
+// of its error.
+func Clock() string {
+	src := "unknown clock source"
+	if b, err := os.ReadFile("/sys/devices/system/clocksource/clocksource0/current_clocksource"); err == nil {
+		src = "clock source " + strings.TrimSpace(string(b))
+	}
+	var tx syscall.Timex
+	state, err := syscall.Adjtimex(&tx)
+	const staUnsync, timeError = 0x0040, 5
+	switch {
+	case err != nil:
+		return src + ", synchronisation unknown (" + err.Error() + ")"
+	case state == timeError || tx.Status&staUnsync != 0:
+		return src + ", not synchronised (no NTP or PTP daemon disciplines it)"
+	}
+	return fmt.Sprintf("%s, synchronised (estimated error %d µs, maximum %d µs)", src, tx.Esterror, tx.Maxerror)
+}

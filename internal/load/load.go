@@ -36,10 +36,18 @@ func warm(p Probe, user int) {
 	}
 }
 
-// Closed releases n users at once, each doing one transaction bounded by
+// Users are the users a process runs of a run: First to First+N-1 (all
+// of them, or one segment's share: result.Segment.Users).
+type Users struct{ First, N int }
+
+// All is every user of a run of n.
+func All(n int) Users { return Users{0, n} }
+
+// Closed releases the users at once, each doing one transaction bounded by
 // timeout, and calls emit for every sample as it completes (emit must be
 // safe for concurrent use). It returns once every user has reported.
-func Closed(ctx context.Context, p Probe, n int, timeout time.Duration, emit func(result.Sample)) {
+func Closed(ctx context.Context, p Probe, us Users, timeout time.Duration, emit func(result.Sample)) {
+	n := us.N
 	var ready, done sync.WaitGroup
 	release := make(chan struct{})
 	ready.Add(n)
@@ -55,18 +63,19 @@ func Closed(ctx context.Context, p Probe, n int, timeout time.Duration, emit fun
 			cancel()
 			s.User = user
 			emit(s)
-		}(i)
+		}(us.First + i)
 	}
 	ready.Wait() // every user is parked at the barrier before any starts
 	close(release)
 	done.Wait()
 }
 
-// Sustained runs n users, each repeating transactions back to back until
+// Sustained runs the users, each repeating transactions back to back until
 // duration has passed (or ctx ends); a transaction started before the end
 // is allowed to finish within its timeout. It returns the number of
 // transactions started.
-func Sustained(ctx context.Context, p Probe, n int, duration, timeout time.Duration, emit func(result.Sample)) int64 {
+func Sustained(ctx context.Context, p Probe, us Users, duration, timeout time.Duration, emit func(result.Sample)) int64 {
+	n := us.N
 	var (
 		done    sync.WaitGroup
 		ready   sync.WaitGroup
@@ -95,7 +104,7 @@ func Sustained(ctx context.Context, p Probe, n int, duration, timeout time.Durat
 			mu.Lock()
 			started += count
 			mu.Unlock()
-		}(i)
+		}(us.First + i)
 	}
 	ready.Wait()
 	end = time.Now().Add(duration)

@@ -42,7 +42,7 @@ func TestClosedReleasesAllUsersTogether(t *testing.T) {
 	r := &rendezvous{n: n, allHere: make(chan struct{})}
 	var mu sync.Mutex
 	users := map[int]bool{}
-	Closed(context.Background(), r, n, 10*time.Second, func(s result.Sample) {
+	Closed(context.Background(), r, All(n), 10*time.Second, func(s result.Sample) {
 		mu.Lock()
 		defer mu.Unlock()
 		if !s.OK() {
@@ -71,7 +71,7 @@ func TestClosedTimeoutIsAFailedSample(t *testing.T) {
 	var got []result.Sample
 	var mu sync.Mutex
 	start := time.Now()
-	Closed(context.Background(), sleeper{time.Hour}, 5, 50*time.Millisecond, func(s result.Sample) {
+	Closed(context.Background(), sleeper{time.Hour}, All(5), 50*time.Millisecond, func(s result.Sample) {
 		mu.Lock()
 		got = append(got, s)
 		mu.Unlock()
@@ -91,7 +91,7 @@ func TestClosedTimeoutIsAFailedSample(t *testing.T) {
 
 func TestSustainedRepeatsUntilTheEnd(t *testing.T) {
 	var count atomic.Int64
-	started := Sustained(context.Background(), sleeper{5 * time.Millisecond}, 3, 200*time.Millisecond, time.Second, func(s result.Sample) {
+	started := Sustained(context.Background(), sleeper{5 * time.Millisecond}, All(3), 200*time.Millisecond, time.Second, func(s result.Sample) {
 		count.Add(1)
 	})
 	if started != count.Load() || started < 3*10 {
@@ -181,7 +181,7 @@ func (w *warmProbe) Do(ctx context.Context, user int) result.Sample {
 // and every warm-up is over before the first transaction starts.
 func TestEveryUserWarmsBeforeTheBarrier(t *testing.T) {
 	w := &warmProbe{warmed: map[int]bool{}}
-	Closed(context.Background(), w, 50, time.Second, func(result.Sample) {})
+	Closed(context.Background(), w, All(50), time.Second, func(result.Sample) {})
 	if len(w.warmed) != 50 || w.dos != 50 || w.late != 0 {
 		t.Fatalf("warmed %d users, %d transactions, %d out of order", len(w.warmed), w.dos, w.late)
 	}

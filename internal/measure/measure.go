@@ -66,6 +66,11 @@ type Job struct {
 	// Resume, when set, continues the experiment in ResumeDir.
 	Resume    *experiment.Resume
 	ResumeDir string
+	// Segment, when set, runs this process's share of every run's users
+	// (a resumed segment keeps its own); StartAt, when set, starts each
+	// run at its slot of the schedule that begins then.
+	Segment *result.Segment
+	StartAt time.Time
 }
 
 // Output is where a job reports.
@@ -131,7 +136,10 @@ func Run(ctx context.Context, j Job, o Output) (string, error) {
 	var done map[int]bool
 	if j.Resume != nil {
 		dir, done = j.ResumeDir, j.Resume.Done
-	} else if dir, err = experiment.NewDir(j.Results, j.Exp.Name, time.Now()); err != nil {
+		if j.Segment == nil {
+			j.Segment = j.Resume.Header.Segment
+		}
+	} else if dir, err = result.NewDir(j.Results, j.dirName(), time.Now()); err != nil {
 		return "", err
 	}
 	command := j.Command
@@ -143,6 +151,11 @@ func Run(ctx context.Context, j Job, o Output) (string, error) {
 		Command: command, Host: host.Name(), Kernel: host.Kernel(), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(),
 		Sysctls: host.ReadSysctls(host.Sysctls), Limits: map[string]string{"nofile": fmt.Sprint(limit)}, Target: j.Target,
 		Servers: j.Servers, Notes: notes, Lab: j.Lab,
+	}
+	if seg := j.Segment; seg != nil {
+		seg.Host, seg.Clock, seg.StartAt = host.Name(), host.Clock(), j.StartAt.UTC()
+		hdr.Segment = seg
+		hdr.Notes = append(hdr.Notes, SegmentNote(*seg))
 	}
 	files := "samples.jsonl, summary.json, report.txt, results.csv, report.html"
 	if j.Pcap != nil {
@@ -157,7 +170,8 @@ func Run(ctx context.Context, j Job, o Output) (string, error) {
 	defer stop()
 	plan := j.Exp.Plan()
 	prog := o.progress(len(plan), len(done))
-	r := &experiment.Runner{Exp: j.Exp, Probe: j.Probe, Header: hdr, OnStep: prog.Step, Wire: j.Wire, Done: done, Conditions: j.Conditions}
+	r := &experiment.Runner{Exp: j.Exp, Probe: j.Probe, Header: hdr, OnStep: prog.Step, Wire: j.Wire, Done: done, Conditions: j.Conditions,
+		Segment: j.Segment, StartAt: j.StartAt}
 	if !o.Quiet {
 		verb := "measuring"
 		if done != nil {
@@ -186,6 +200,22 @@ func Run(ctx context.Context, j Job, o Output) (string, error) {
 		return dir, &InterruptedError{Dir: dir}
 	}
 	return dir, AllFailed(s)
+}
+
+// dirName names the result directory: the experiment's name, and a
+// segment's index, so the segments of one run sit side by side.
+func (j Job) dirName() string {
+	if j.Segment != nil {
+		return fmt.Sprintf("%s-seg%d", j.Exp.Name, j.Segment.Index)
+	}
+	return j.Exp.Name
+}
+
+// SegmentNote says what a segment's figures are: a share of the users,
+// to be merged with the others before they answer the experiment's
+// question.
+func SegmentNote(seg result.Segment) string {
+	return fmt.Sprintf("segment %s: this process ran users floor(%d*c/%d) to floor(%d*c/%d)-1 of every run of c users; its figures are a share of the experiment's: merge every segment's directory with v6lab merge", seg, seg.Index, seg.Count, seg.Index+1, seg.Count)
 }
 
 // queueNote warns when more users than the server's accept queue holds

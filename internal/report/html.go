@@ -56,6 +56,13 @@ func HTML(w io.Writer, s *Summary) error {
 		}
 		page.Groups = append(page.Groups, g)
 	}
+	if sec, ok := SegmentTable(s); ok {
+		g := htmlGroup{Name: "segments", Tables: []section{sec}}
+		if cells, ok := SegmentCellTable(s); ok {
+			g.Tables = append(g.Tables, cells)
+		}
+		page.Groups = append(page.Groups, g)
+	}
 	if sec, ok := DifferenceCIs(s); ok {
 		page.Groups = append(page.Groups, htmlGroup{Name: "all protocols", Tables: []section{sec}})
 	}

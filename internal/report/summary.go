@@ -49,6 +49,11 @@ type Summary struct {
 	// Lab and Servers are the header's, for the reader of the report.
 	Lab     map[string]string `json:"lab,omitempty"`
 	Servers map[string]string `json:"servers,omitempty"`
+	// Segment is the share of users this result holds (a segment of a
+	// split run); Segments, in a merged result, each segment's own
+	// figures beside the pooled ones.
+	Segment  *result.Segment  `json:"segment,omitempty"`
+	Segments []SegmentFigures `json:"segments,omitempty"`
 }
 
 // Cell summarizes one protocol × path × connection count over its counted runs.
@@ -419,6 +424,14 @@ func Summarize(f *result.File) *Summary {
 				c.FirstError = smp.Err
 			}
 		}
+	}
+	s.Segment = f.Header.Segment
+	s.Segments = segmentFigures(f, func(smp *result.Sample) bool {
+		a := runs[runKey{cellKey{smp.Protocol, smp.Path, smp.Conns}, smp.Run}]
+		return a != nil && a.skipped == "" && !a.warmup
+	})
+	if note := lateNote(f.Runs); note != "" {
+		s.Notes = append(s.Notes, note)
 	}
 	// Per-run means in run order.
 	keys := make([]runKey, 0, len(runs))

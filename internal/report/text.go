@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Text writes the summary as the study's tables: per protocol, the mean
@@ -54,6 +55,11 @@ func Text(w io.Writer, s *Summary) error {
 			write(sec)
 		}
 	}
+	for _, table := range []func(*Summary) (section, bool){SegmentTable, SegmentCellTable} {
+		if sec, ok := table(s); ok {
+			write(sec)
+		}
+	}
 	if len(s.Notes) > 0 {
 		fmt.Fprintln(tw, "\nNotes:")
 		for _, n := range s.Notes {
@@ -91,6 +97,20 @@ func HeaderLines(s *Summary) []string {
 	}
 	if t := TunnelLine(s); t != "" {
 		out = append(out, t)
+	}
+	if g := s.Segment; g != nil {
+		line := fmt.Sprintf("segment %s of a split run: a share of every run's users, to merge with the other segments (v6lab merge)", g)
+		if !g.StartAt.IsZero() {
+			line += "; run 0 scheduled for " + g.StartAt.UTC().Format(time.RFC3339Nano)
+		}
+		out = append(out, line)
+	}
+	if n := len(s.Segments); n > 0 {
+		hosts := map[string]bool{}
+		for _, g := range s.Segments {
+			hosts[g.Host] = true
+		}
+		out = append(out, fmt.Sprintf("merged from %d segments on %d client host(s): every figure is of all segments' samples pooled, as one host running every user; each segment's share is in the Segments tables", n, len(hosts)))
 	}
 	if s.Scale > 0 {
 		out = append(out, fmt.Sprintf("scaled by %g (--scale): connection counts, runs, file sizes and trial times shrunk as docs/experiments.md says; cell labels keep the experiment's names, the figures are of what ran", s.Scale))

@@ -12,8 +12,9 @@ import (
 
 // FormatVersion is written in every header; readers refuse newer ones
 // and read every older one. 2 added wire_ns and dns_local to samples
-// (absent in version 1 files, which read as they always did).
-const FormatVersion = 2
+// (absent in version 1 files, which read as they always did); 3 added a
+// segment's and a merge's header fields and a run's slot and lateness.
+const FormatVersion = 3
 
 // Line kinds in samples.jsonl.
 const (
@@ -116,6 +117,11 @@ type Run struct {
 	// kernel (link end: root qdisc), when cell groups set their own link
 	// rate (link_rate).
 	Links map[string]string `json:"links,omitempty"`
+	// Slot is when the run was scheduled to start (--start-at), and
+	// LateNS how long after it its load started when more than
+	// LateAfter: a segment that fell behind says so.
+	Slot   time.Time `json:"slot,omitzero"`
+	LateNS int64     `json:"late_ns,omitempty"`
 	// Err is set when the run as a whole could not be done, or its wire
 	// did not carry what the path claims; such a run is left out.
 	Err string `json:"err,omitempty"`
@@ -178,7 +184,16 @@ type Header struct {
 	Spec any `json:"spec,omitempty"`
 	// Notes are facts the reader should know (fallbacks, caveats).
 	Notes []string `json:"notes,omitempty"`
+	// Segment is set when this process ran one share of the experiment's
+	// users (v6lab run --segment); Merged lists the segments a merged
+	// result was made of (v6lab merge).
+	Segment *Segment  `json:"segment,omitempty"`
+	Merged  []Segment `json:"merged,omitempty"`
 }
+
+// LateAfter is how far past its slot a run may start before it counts as
+// late: the timer's slack and the run's own set-up.
+const LateAfter = 5 * time.Millisecond
 
 // CellKey names a cell: protocol, path and connection count.
 func CellKey(protocol, path string, conns int) string {

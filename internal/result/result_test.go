@@ -3,6 +3,7 @@ package result
 import (
 	"bytes"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -127,4 +128,20 @@ func FuzzRead(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestNewDirNeverReuses(t *testing.T) {
+	root := t.TempDir()
+	now := time.Date(2026, 11, 22, 14, 0, 0, 0, time.UTC)
+	a, err := NewDir(root, "quick", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewDir(root, "quick", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a == b || filepath.Base(a) != "quick-20261122T140000Z" || filepath.Base(b) != "quick-20261122T140000Z-2" {
+		t.Fatalf("dirs %s, %s", a, b)
+	}
 }

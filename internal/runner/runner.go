@@ -16,6 +16,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"v6lab/internal/experiment"
 	"v6lab/internal/host"
@@ -24,6 +25,7 @@ import (
 	"v6lab/internal/measure"
 	"v6lab/internal/path"
 	"v6lab/internal/proto"
+	"v6lab/internal/result"
 	"v6lab/internal/servers"
 )
 
@@ -42,6 +44,10 @@ type Settings struct {
 	Results string
 	Output  measure.Output
 	Command []string
+	// Segment and StartAt split the run with other client hosts
+	// (where: hosts only).
+	Segment *result.Segment
+	StartAt time.Time
 }
 
 // Places an experiment runs.
@@ -63,6 +69,9 @@ func Decide(exp *experiment.Experiment, s Settings) (where, note string, err err
 	}
 	if where, note, err = decide(exp, s); err != nil {
 		return "", "", err
+	}
+	if (s.Segment != nil || !s.StartAt.IsZero()) && where != Hosts {
+		return "", "", fmt.Errorf("--segment and --start-at split one experiment across client hosts that measure the same servers, so they need where: hosts; this experiment runs on %s, where each host would measure servers of its own (a lab and loopback are per host). docs/distributed.md shows a split run against one lab's servers", where)
 	}
 	if err := exp.Validate(); err != nil {
 		return "", "", err
@@ -187,7 +196,7 @@ func Run(ctx context.Context, exp *experiment.Experiment, where, note string, s 
 			servers[c.CellName()] = proto.Or(c.URL, strings.Join(append(c.DNSServers, c.Servers...), " "))
 		}
 		_, err := measure.Run(ctx, measure.Job{Exp: exp, Probe: experiment.Probes(nil), Target: "remote", Servers: servers,
-			Results: s.Results, Resume: rs, ResumeDir: dir}, s.Output)
+			Results: s.Results, Resume: rs, ResumeDir: dir, Segment: s.Segment, StartAt: s.StartAt}, s.Output)
 		return err
 	}
 	at, err := experiment.LoopbackPlace(exp.Paths())

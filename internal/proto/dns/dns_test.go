@@ -250,7 +250,7 @@ func TestBurstOfSimultaneousQueries(t *testing.T) {
 		t.Run(string(p), func(t *testing.T) {
 			var failed atomic.Int32
 			var first atomic.Value
-			load.Closed(context.Background(), &Client{Name: "www.v6lab.test", Server: serverFor(s, p), Path: p}, n, 5*time.Second,
+			load.Closed(context.Background(), &Client{Name: "www.v6lab.test", Server: serverFor(s, p), Path: p}, load.All(n), 5*time.Second,
 				func(smp result.Sample) {
 					if !smp.OK() {
 						failed.Add(1)

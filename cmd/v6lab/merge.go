@@ -1,0 +1,59 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"v6lab/internal/merge"
+	"v6lab/internal/report"
+)
+
+func newMergeCmd() *cobra.Command {
+	var results, name string
+	cmd := &cobra.Command{
+		Use:   "merge DIR...",
+		Short: "Join the result directories of a split run's segments into one result",
+		Long: `merge joins the result directories of the segments of one split run (v6lab run
+--segment I/N on N client hosts) into one new result directory. It checks first that
+they are every segment of one experiment: the same spec and seed, the same N, each index
+once, none missing, one --start-at schedule; otherwise it names what differs or is
+missing. The merged samples file holds every segment's samples, so every figure is
+computed from all of them exactly as if one host had run every user; report.txt and
+summary.json add each segment's own counts and means (a slow client host shows there).
+A run one segment never finished is left out of the merge and named.
+
+A DIR that is not itself a result directory stands for every result directory in it
+(as a shared volume holds them).`,
+		Example: `  v6lab merge results/web-seg0-* results/web-seg1-* results/web-seg2-*
+  v6lab merge /results/web-v6 --results /results --name web-v6-merged`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			segs, err := merge.Read(args)
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			if err := merge.Check(segs); err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			dir, s, err := merge.Write(segs, results, name, os.Args, time.Now())
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if !quiet(cmd) {
+				if err := report.Text(out, s); err != nil {
+					return err
+				}
+				fmt.Fprintln(out)
+			}
+			fmt.Fprintf(out, "merged %d segments: %s (samples.jsonl, summary.json, report.txt, results.csv, report.html)\n", len(segs), dir)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&results, "results", "results", "directory that receives the merged result directory")
+	cmd.Flags().StringVar(&name, "name", "", "name of the merged result directory (default: the experiment's, with -merged)")
+	return cmd
+}

@@ -1,0 +1,227 @@
+package merge
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"v6lab/internal/report"
+	"v6lab/internal/result"
+)
+
+var t0 = time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+
+// spec is a stand-in experiment: one http cell of 5 users, 2 runs, two
+// paths (merge compares specs as JSON, whatever they hold).
+func spec(conns int) map[string]any {
+	return map[string]any{"name": "web", "order": "interleaved", "seed": 0,
+		"cells": []any{map[string]any{"protocol": "http", "conns": []int{conns}, "runs": 2}}}
+}
+
+// writeSegment writes segment i of n: for each run and path, its share
+// of 5 users, user u taking 1+u+run ms (segment 2 skips run 1 when cut).
+func writeSegment(t *testing.T, root string, i, n int, sp map[string]any, cut bool) string {
+	t.Helper()
+	dir := filepath.Join(root, "seg"+string(rune('0'+i)))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(dir, "samples.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := result.NewWriter(f)
+	seg := &result.Segment{Index: i, Count: n, Host: "client" + string(rune('a'+i)), Clock: "clock source tsc"}
+	w.Header(result.Header{Kind: result.KindHeader, FormatVersion: result.FormatVersion, Tool: "v6lab", ToolVersion: "test",
+		Name: "web", Created: t0, Target: "remote", Baseline: "ipv4", Spec: sp, Segment: seg, Notes: []string{"segment x", "a note"}})
+	seq := 0
+	for run := range 2 {
+		for _, p := range []string{"ipv4", "ipv6"} {
+			if cut && run == 1 && p == "ipv6" {
+				continue
+			}
+			first, k := seg.Users(5)
+			cell := result.CellKey("http", p, 5)
+			start := t0.Add(time.Duration(seq) * time.Second)
+			for u := first; u < first+k; u++ {
+				w.Sample(result.Sample{Kind: result.KindSample, Cell: cell, Protocol: "http", Path: p, Conns: 5, Run: run, User: u,
+					Start: start, TotalNS: int64(1+u+run) * 1e6, Marker: "200 OK"})
+			}
+			rec := result.Run{Kind: result.KindRun, Cell: cell, Protocol: "http", Path: p, Conns: 5, Run: run, Seq: seq,
+				Start: start.Add(time.Duration(i) * time.Millisecond), End: start.Add(time.Duration(10+i) * time.Millisecond), Completed: k}
+			if i == 1 && seq == 0 {
+				rec.LateNS = int64(12 * time.Millisecond)
+			}
+			w.Run(rec)
+			seq++
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	return dir
+}
+
+// TestMergePoolsEverySegmentsSamples: three segments of 5 users merge
+// into one result whose cells count every user once per run and whose
+// figures are those of the pooled samples; each segment's share and its
+// late run stay visible.
+func TestMergePoolsEverySegmentsSamples(t *testing.T) {
+	root := t.TempDir()
+	for i := range 3 {
+		writeSegment(t, filepath.Join(root, "vol"), i, 3, spec(5), false)
+	}
+	segs, err := Read([]string{filepath.Join(root, "vol")}) // a directory of segments
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(segs); err != nil {
+		t.Fatal(err)
+	}
+	dir, s, err := Write(segs, filepath.Join(root, "out"), "", []string{"v6lab", "merge"}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Base(dir) != "web-merged-20261124T100000Z" {
+		t.Errorf("merged into %s", dir)
+	}
+	if len(s.Cells) != 2 {
+		t.Fatalf("cells %+v", s.Cells)
+	}
+	for _, c := range s.Cells {
+		// Run 0: users 0-4 take 1-5 ms (mean 3); run 1: 2-6 ms (mean 4).
+		if c.Completed != 10 || c.MeanMS == nil || math.Abs(*c.MeanMS-3.5) > 1e-9 || len(c.Runs) != 2 || c.Runs[0] != 3 || c.Runs[1] != 4 {
+			t.Errorf("cell %s: completed %d, runs %v", c.Path, c.Completed, c.Runs)
+		}
+	}
+	// The merged run spans its segments: 12 ms from the first start to
+	// the last end, so rate/s is 5 completions in 12 ms.
+	f := readFile(t, dir)
+	if len(f.Runs) != 4 || f.Runs[0].End.Sub(f.Runs[0].Start) != 12*time.Millisecond || f.Runs[0].Completed != 5 || f.Runs[0].LateNS != int64(12*time.Millisecond) {
+		t.Errorf("merged run %+v", f.Runs[0])
+	}
+	if f.Header.Segment != nil || len(f.Header.Merged) != 3 || f.Header.Merged[1].LateRuns != 1 || f.Header.Host != "clienta, clientb, clientc" {
+		t.Errorf("merged header segment %v merged %+v host %q", f.Header.Segment, f.Header.Merged, f.Header.Host)
+	}
+	if strings.Join(f.Header.Notes, "|") != "a note|"+f.Header.Notes[1] || !strings.Contains(f.Header.Notes[1], "merged by v6lab merge from 3 segments") {
+		t.Errorf("notes %q", f.Header.Notes)
+	}
+	// Each segment's share: users 0, 1-2, 3-4 of 5.
+	if len(s.Segments) != 3 || s.Segments[0].Completed != 4 || s.Segments[1].Completed != 8 || s.Segments[2].Completed != 8 {
+		t.Fatalf("segments %+v", s.Segments)
+	}
+	if m := s.Segments[2].Cells[0].MeanMS; m == nil || math.Abs(*m-5) > 1e-9 { // users 3,4: 4,5 then 5,6 ms
+		t.Errorf("segment 2's ipv4 mean %v", m)
+	}
+	text, err := os.ReadFile(filepath.Join(dir, report.TextFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"merged from 3 segments on 3 client host(s)", "Segments: each client host's share", "1 (≤ 12 ms)", "1 of 4 runs started after their slot"} {
+		if !strings.Contains(string(text), want) {
+			t.Errorf("report.txt lacks %q:\n%s", want, text)
+		}
+	}
+	var sum map[string]any
+	b, _ := os.ReadFile(filepath.Join(dir, report.SummaryFile))
+	if err := json.Unmarshal(b, &sum); err != nil || sum["segments"] == nil {
+		t.Errorf("summary.json without segments: %v", err)
+	}
+}
+
+func readFile(t *testing.T, dir string) *result.File {
+	t.Helper()
+	fh, err := os.Open(filepath.Join(dir, "samples.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	f, err := result.Read(fh, "samples.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// TestMergeRefusesWhatIsNotOneExperiment: a missing, a doubled, a
+// differently split and a different experiment's segment are each named;
+// a directory run without --segment is refused.
+func TestMergeRefusesWhatIsNotOneExperiment(t *testing.T) {
+	root := t.TempDir()
+	at := func(name string) string { return filepath.Join(root, name) }
+	s0 := writeSegment(t, at("a"), 0, 3, spec(5), false)
+	s2 := writeSegment(t, at("b"), 2, 3, spec(5), false)
+	s2b := writeSegment(t, at("c"), 2, 3, spec(5), false)
+	other := writeSegment(t, at("d"), 1, 3, spec(6), false)
+	four := writeSegment(t, at("e"), 1, 4, spec(5), false)
+	for _, c := range []struct {
+		dirs []string
+		want string
+	}{
+		{[]string{s0, s2}, "segment(s) 1/3 missing (have 2 of 3)"},
+		{[]string{s0, s2, s2b, other}, "are both segment 2/3"},
+		{[]string{s0, other, s2}, "ran another experiment than " + s0 + " (spec differs at spec.cells[0].conns[0]: 5 vs 6)"},
+		{[]string{s0, four, s2}, "is segment 1/4, but " + s0 + " is one of 3"},
+	} {
+		segs, err := Read(c.dirs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := Check(segs); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.dirs, err, c.want)
+		}
+	}
+	// Not a segment.
+	plain := at("plain")
+	os.MkdirAll(plain, 0o755)
+	f, _ := os.Create(filepath.Join(plain, "samples.jsonl"))
+	w := result.NewWriter(f)
+	w.Header(result.Header{Kind: result.KindHeader, FormatVersion: result.FormatVersion, Name: "web", Created: t0, Target: "remote", Baseline: "ipv4"})
+	w.Close()
+	f.Close()
+	if _, err := Read([]string{plain}); err == nil || !strings.Contains(err.Error(), "not a segment of a split run") {
+		t.Errorf("a plain result: %v", err)
+	}
+	if _, err := Read([]string{at("nothing")}); err == nil {
+		t.Error("a missing directory read")
+	}
+}
+
+// TestARunOneSegmentNeverFinishedIsLeftOut: a segment cut before its last
+// run leaves that run out of the merge, named, and the rest merges.
+func TestARunOneSegmentNeverFinishedIsLeftOut(t *testing.T) {
+	root := t.TempDir()
+	var dirs []string
+	for i := range 3 {
+		dirs = append(dirs, writeSegment(t, root, i, 3, spec(5), i == 2))
+	}
+	segs, err := Read(dirs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(segs); err != nil {
+		t.Fatal(err)
+	}
+	_, s, err := Write(segs, filepath.Join(root, "out"), "joined", nil, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	note := strings.Join(s.Notes, "\n")
+	if !strings.Contains(note, "run 1 of http/ipv6/5 left out: segment 2/3 never finished this run (resume it with v6lab run --resume") {
+		t.Errorf("notes:\n%s", note)
+	}
+	for _, c := range s.Cells {
+		want := 10
+		if c.Path == "ipv6" {
+			want = 5
+		}
+		if c.Completed != want {
+			t.Errorf("%s: completed %d, want %d", c.Path, c.Completed, want)
+		}
+	}
+}
