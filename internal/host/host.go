@@ -80,8 +80,13 @@ func NoFileHard() uint64 {
 	return l.Max
 }
 
-// Name is the host name, or "" when unknown.
+// Name is the host's name: $V6LAB_HOST when set (in a Kubernetes pod,
+// the node's name, as the pod's own host name says nothing of the
+// machine), else the host name, or "" when unknown.
 func Name() string {
+	if n := os.Getenv("V6LAB_HOST"); n != "" {
+		return n
+	}
 	n, _ := os.Hostname()
 	return n
 }
