@@ -190,7 +190,8 @@ func (p *plot) SVG() string {
 		few = few || slices.ContainsFunc(s.Points, func(pt point) bool { return pt.Few && pt.CI })
 	}
 	if few {
-		fmt.Fprintf(&b, `<text class="note" x="%d" y="%d" text-anchor="end">dotted interval: fewer than %d counted runs, it says little</text>`+"\n", p.W-8, p.H-5, MinRuns)
+		// Under the title, where no legend entry can run into it.
+		fmt.Fprintf(&b, `<text class="note" x="%d" y="%d" text-anchor="end">dotted interval: fewer than %d counted runs, it says little</text>`+"\n", p.W-padR, padT-3, MinRuns)
 	}
 	// Legend.
 	for si, s := range p.Series {

@@ -90,10 +90,10 @@ func tcpWindowPlots(s *Summary) []*plot {
 		}
 		mss := "default MSS"
 		if f.mss > 0 {
-			mss = "MSS " + figure(f.mss) + " bytes"
+			mss = "MSS " + figure(f.mss)
 		}
 		out = append(out, &plot{ID: fmt.Sprintf("tcp-window-%s-%s", figure(f.mss), f.path),
-			Title:  fmt.Sprintf("TCP over %s, %s: transfer time by window (the study's Figs 5-8)", f.path, mss),
+			Title:  fmt.Sprintf("TCP over %s, %s: time by window (study Figs 5-8)", f.path, mss),
 			XLabel: "data sent (MiB)", YLabel: "transfer time (s), 95% CI", Series: lines})
 	}
 	return out
@@ -129,11 +129,11 @@ func udpBufferPlots(s *Summary) []*plot {
 	var out []*plot
 	for _, p := range paths {
 		if lines := figureLines(loss[p]); sweeps(lines) {
-			out = append(out, &plot{ID: "udp-loss-" + p, Title: fmt.Sprintf("UDP over %s: datagrams lost by offered rate (the study's Figs 9, 12)", p),
+			out = append(out, &plot{ID: "udp-loss-" + p, Title: fmt.Sprintf("UDP over %s: loss by offered rate (study Figs 9, 12)", p),
 				XLabel: "offered rate (Mbit/s, log scale)", YLabel: "loss (%), 95% CI", LogX: true, Series: lines})
 		}
 		if lines := figureLines(jitter[p]); sweeps(lines) {
-			out = append(out, &plot{ID: "udp-jitter-" + p, Title: fmt.Sprintf("UDP over %s: jitter by offered rate (the study's Figs 10, 11, 13)", p),
+			out = append(out, &plot{ID: "udp-jitter-" + p, Title: fmt.Sprintf("UDP over %s: jitter by offered rate (study Figs 10-13)", p),
 				XLabel: "offered rate (Mbit/s, log scale)", YLabel: "jitter (ms), 95% CI", LogX: true, Series: lines})
 		}
 	}
