@@ -115,6 +115,9 @@ func TestMergePoolsEverySegmentsSamples(t *testing.T) {
 	if len(s.Segments) != 3 || s.Segments[0].Completed != 4 || s.Segments[1].Completed != 8 || s.Segments[2].Completed != 8 {
 		t.Fatalf("segments %+v", s.Segments)
 	}
+	if u := []int{s.Segments[0].Cells[0].Users, s.Segments[1].Cells[0].Users, s.Segments[2].Cells[0].Users}; u[0] != 1 || u[1] != 2 || u[2] != 2 {
+		t.Errorf("users per segment %v, want 1 + 2 + 2", u)
+	}
 	if m := s.Segments[2].Cells[0].MeanMS; m == nil || math.Abs(*m-5) > 1e-9 { // users 3,4: 4,5 then 5,6 ms
 		t.Errorf("segment 2's ipv4 mean %v", m)
 	}

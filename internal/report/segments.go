@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"v6lab/internal/result"
@@ -29,7 +30,9 @@ type SegmentFigures struct {
 
 // SegmentCell is one cell's share done by one segment.
 type SegmentCell struct {
-	Cell      string   `json:"cell"`
+	Cell string `json:"cell"`
+	// Users is how many of each run's users the segment ran.
+	Users     int      `json:"users"`
 	Completed int      `json:"completed"`
 	Failed    int      `json:"failed"`
 	MeanMS    *float64 `json:"mean_ms,omitempty"`
@@ -51,6 +54,7 @@ func segmentFigures(f *result.File, counted func(*result.Sample) bool) []Segment
 	all := make([]acc, n)
 	var cells []string
 	seen := map[string]bool{}
+	conns := map[string]int{}
 	for i := range per {
 		per[i] = map[string]*acc{}
 	}
@@ -67,6 +71,7 @@ func segmentFigures(f *result.File, counted func(*result.Sample) bool) []Segment
 		if !seen[key] {
 			seen[key] = true
 			cells = append(cells, key)
+			conns[key] = smp.Conns
 		}
 		a := per[seg][key]
 		if a == nil {
@@ -98,7 +103,8 @@ func segmentFigures(f *result.File, counted func(*result.Sample) bool) []Segment
 			if p := per[i][c]; p != nil {
 				a = *p
 			}
-			out[i].Cells = append(out[i].Cells, SegmentCell{Cell: c, Completed: a.ok, Failed: a.failed, MeanMS: mean(a)})
+			_, users := result.Segment{Index: i, Count: n}.Users(conns[c])
+			out[i].Cells = append(out[i].Cells, SegmentCell{Cell: c, Users: users, Completed: a.ok, Failed: a.failed, MeanMS: mean(a)})
 		}
 	}
 	return out
@@ -148,12 +154,16 @@ func SegmentCellTable(s *Summary) (section, bool) {
 	if len(s.Segments) == 0 {
 		return section{}, false
 	}
-	sec := section{Title: "Segments: mean response time (ms) per cell and segment (completed/failed; -: no user of the cell in that segment)", Head: []string{"cell"}}
+	sec := section{Title: "Segments: mean response time (ms) per cell and segment (completed/failed; -: no user of the cell in that segment)", Head: []string{"cell", "users per run"}}
 	for _, g := range s.Segments {
 		sec.Head = append(sec.Head, fmt.Sprintf("segment %d", g.Index))
 	}
 	for ci, c := range s.Segments[0].Cells {
-		row := []string{c.Cell}
+		var users []string
+		for _, g := range s.Segments {
+			users = append(users, fmt.Sprint(g.Cells[ci].Users))
+		}
+		row := []string{c.Cell, strings.Join(users, " + ")}
 		for _, g := range s.Segments {
 			sc := g.Cells[ci]
 			if sc.Completed+sc.Failed == 0 {

@@ -27,7 +27,8 @@ import (
 // SummaryVersion is written in summary.json.
 // Version 2: nearest-rank percentiles, paired differences and Holm
 // adjustment, Wilson completion intervals, intervals bounded at zero.
-const SummaryVersion = 2
+// Version 3: a split run's segment, and a merge's per-segment figures.
+const SummaryVersion = 3
 
 // Summary is the content of summary.json.
 type Summary struct {
