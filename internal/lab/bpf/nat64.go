@@ -1,0 +1,542 @@
+package bpf
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+)
+
+// Program names of the NAT64 translator's two directions.
+const (
+	Nat64Name = "v6lab_nat64_64" // IPv6 to IPv4, at the ingress from the IPv6 side
+	Nat46Name = "v6lab_nat64_46" // IPv4 to IPv6, at the ingress from the IPv4 side
+)
+
+// Counter indexes of a translator's map.
+const (
+	Translated64       = iota // IPv6 packets sent on as IPv4
+	Translated46              // IPv4 packets sent on as IPv6
+	DroppedUnmapped           // to the prefix from an IPv6 source with no mapping (RFC 7757)
+	DroppedUnsupported        // extension headers, fragments, IPv4 options, ICMP other than echo
+	DroppedHopLimit           // hop limit or TTL would reach zero
+	DroppedZeroChecksum       // IPv4 UDP without a checksum (RFC 7915 §4.5: may drop)
+	TranslateFailed           // the kernel refused a helper (no room, bad offset)
+	numTranslatorCounters
+)
+
+// Protocol numbers and ICMP types the translator knows.
+const (
+	protoICMP   = 1
+	protoTCP    = 6
+	protoUDP    = 17
+	protoICMPv6 = 58
+	icmpEchoReq = 8
+	icmpEchoRep = 0
+	icmp6EchoRq = 128
+	icmp6EchoRp = 129
+	// bpf_l4_csum_replace flags.
+	csumPseudo  = 0x10 // BPF_F_PSEUDO_HDR
+	csumMangled = 0x20 // BPF_F_MARK_MANGLED_0: a UDP checksum of 0 stays 0xffff
+	ethPIPv4BE  = 0x0008
+	ethPIPv6BE  = 0xDD86
+	// IPv4 packets longer than this get DF (RFC 7915 §5.1).
+	dfAbove = 1260
+)
+
+// Translator is a stateless NAT64 (SIIT, RFC 7915) with one explicit
+// address mapping (RFC 7757): IPv6 packets from Client6 to Prefix (the
+// RFC 6052 /96, e.g. 64:ff9b::/96) leave as IPv4 from Client4 to the
+// address embedded in their last 32 bits, and IPv4 packets to Client4
+// return as IPv6 from Prefix+source to Client6. TCP, UDP and ICMP echo
+// are translated; fragments, extension headers, IPv4 options, ICMP errors
+// and IPv4 UDP without a checksum are dropped and counted (a documented
+// limitation: docs/lab.md).
+type Translator struct {
+	Prefix           netip.Prefix
+	Client6, Client4 netip.Addr
+}
+
+func (x Translator) check() error {
+	if !x.Prefix.Addr().Is6() || x.Prefix.Addr().Is4In6() || x.Prefix.Bits() != 96 || x.Prefix.Masked() != x.Prefix {
+		return fmt.Errorf("bpf: the NAT64 prefix must be an IPv6 /96 (RFC 6052), not %v", x.Prefix)
+	}
+	if !x.Client6.Is6() || x.Client6.Is4In6() || !x.Client4.Is4() {
+		return fmt.Errorf("bpf: the NAT64 mapping must pair an IPv6 and an IPv4 address, not %v and %v", x.Client6, x.Client4)
+	}
+	return nil
+}
+
+// fold4 turns the 32-bit one's-complement sum in reg into the 16-bit
+// checksum (complemented), ready to store as it lies in memory; it uses
+// scratch.
+func fold4(reg, scratch asm.Register) asm.Instructions {
+	var out asm.Instructions
+	out = append(out, asm.LSh.Imm(reg, 32), asm.RSh.Imm(reg, 32))
+	for range 2 {
+		out = append(out,
+			asm.Mov.Reg(scratch, reg),
+			asm.RSh.Imm(scratch, 16),
+			asm.And.Imm(reg, 0xffff),
+			asm.Add.Reg(reg, scratch))
+	}
+	return append(out, asm.Xor.Imm(reg, 0xffff))
+}
+
+// csumDiff calls bpf_csum_diff(fp+from, fromSize, fp+to, toSize, 0), a
+// zero size meaning no buffer, and keeps the result at fp+save.
+func csumDiff(from, fromSize, to, toSize, save int16) asm.Instructions {
+	out := asm.Instructions{}
+	if fromSize == 0 {
+		out = append(out, asm.Mov.Imm(asm.R1, 0))
+	} else {
+		out = append(out, asm.Mov.Reg(asm.R1, asm.RFP), asm.Add.Imm(asm.R1, int32(from)))
+	}
+	out = append(out, asm.Mov.Imm(asm.R2, int32(fromSize)))
+	if toSize == 0 {
+		out = append(out, asm.Mov.Imm(asm.R3, 0))
+	} else {
+		out = append(out, asm.Mov.Reg(asm.R3, asm.RFP), asm.Add.Imm(asm.R3, int32(to)))
+	}
+	return append(out,
+		asm.Mov.Imm(asm.R4, int32(toSize)),
+		asm.Mov.Imm(asm.R5, 0),
+		asm.FnCsumDiff.Call(),
+		asm.StoreMem(asm.RFP, save, asm.R0, asm.DWord))
+}
+
+// l4Replace calls bpf_l4_csum_replace(skb, off, from, to, flags), the
+// skb in R6, to in R4 already set by the caller when fromStack is 0; it
+// fails to label on an error.
+func l4Replace(off int32, from int64, to int64, flags int32, fail string) asm.Instructions {
+	return asm.Instructions{
+		asm.Mov.Reg(asm.R1, asm.R6),
+		asm.Mov.Imm(asm.R2, off),
+		asm.LoadImm(asm.R3, from, asm.DWord),
+		asm.LoadImm(asm.R4, to, asm.DWord),
+		asm.Mov.Imm(asm.R5, flags),
+		asm.FnL4CsumReplace.Call(),
+		asm.JNE.Imm(asm.R0, 0, fail),
+	}
+}
+
+// l4ReplaceDiff adds the diff kept at fp+save to the L4 checksum at off.
+func l4ReplaceDiff(off int32, save int16, flags int32, fail string) asm.Instructions {
+	return asm.Instructions{
+		asm.Mov.Reg(asm.R1, asm.R6),
+		asm.Mov.Imm(asm.R2, off),
+		asm.Mov.Imm(asm.R3, 0),
+		asm.LoadMem(asm.R4, asm.RFP, save, asm.DWord),
+		asm.Mov.Imm(asm.R5, flags),
+		asm.FnL4CsumReplace.Call(),
+		asm.JNE.Imm(asm.R0, 0, fail),
+	}
+}
+
+// loadBytes copies n packet bytes at off to fp+stack, or goes to label.
+func loadBytes(off, stack, n int32, label string) asm.Instructions {
+	return asm.Instructions{
+		asm.Mov.Reg(asm.R1, asm.R6),
+		asm.Mov.Imm(asm.R2, off),
+		asm.Mov.Reg(asm.R3, asm.RFP),
+		asm.Add.Imm(asm.R3, stack),
+		asm.Mov.Imm(asm.R4, n),
+		asm.FnSkbLoadBytes.Call(),
+		asm.JNE.Imm(asm.R0, 0, label),
+	}
+}
+
+// changeProto calls bpf_skb_change_proto(skb, proto, 0).
+func changeProto(proto int32, fail string) asm.Instructions {
+	return asm.Instructions{
+		asm.Mov.Reg(asm.R1, asm.R6),
+		asm.Mov.Imm(asm.R2, proto),
+		asm.Mov.Imm(asm.R3, 0),
+		asm.FnSkbChangeProto.Call(),
+		asm.JNE.Imm(asm.R0, 0, fail),
+	}
+}
+
+// drops are the endings of a direction that count and drop (a label
+// nothing jumps to would be unreachable code, which the verifier refuses).
+func drops(m *ebpf.Map, labels ...string) asm.Instructions {
+	idx := map[string]int32{"unmapped": DroppedUnmapped, "unsupported": DroppedUnsupported, "hoplimit": DroppedHopLimit,
+		"zerocsum": DroppedZeroChecksum, "fail": TranslateFailed}
+	var out asm.Instructions
+	for _, label := range labels {
+		d := struct {
+			label string
+			idx   int32
+		}{label, idx[label]}
+		r := ret(m, d.idx, retDrop, "c_"+d.label)
+		r[0] = r[0].WithSymbol(d.label)
+		out = append(out, r...)
+	}
+	return append(out, asm.Mov.Imm(asm.R0, retNext).WithSymbol("next"), asm.Return())
+}
+
+// Stack layout of nat64Insns (offsets from the frame pointer).
+const (
+	s64Hdr   = -80  // the IPv6 header as received, 40 bytes (to -41)
+	s64Src   = -72  // its source and destination, 32 bytes
+	s64Len   = -40  // the pseudo header's upper-layer length (ICMPv6)
+	s64NH    = -36  // and next header
+	s64Addr4 = -88  // the new source and destination, 8 bytes
+	sDiff    = -200 // the L4 checksum's difference
+	sScratch = -8
+)
+
+// nat64Insns: IPv6 from the mapped client to the prefix becomes IPv4.
+func nat64Insns(x Translator, m *ebpf.Map) asm.Instructions {
+	pfx := x.Prefix.Addr().As16()
+	c6, c4 := x.Client6.As16(), x.Client4.As4()
+	const hdr4 = -120 // the new IPv4 header (4-aligned), the Ethernet type before it
+	insns := asm.Instructions{
+		asm.Mov.Reg(asm.R6, asm.R1),
+		asm.LoadMem(asm.R2, asm.R6, skbProtocol, asm.Word),
+		asm.JNE.Imm(asm.R2, ethTypeIPv6LE, "next"),
+	}
+	insns = append(insns, loadBytes(ethHeader, s64Hdr, ipv6Header, "next")...)
+	// To the prefix? (The 64-bit compare would sign-extend: 32-bit ones.)
+	for i := range 3 {
+		insns = append(insns,
+			asm.LoadMem(asm.R2, asm.RFP, s64Hdr+24+int16(4*i), asm.Word),
+			asm.JNE.Imm32(asm.R2, le32(pfx[4*i:4*i+4]), "next"))
+	}
+	// From the mapped client?
+	for i := range 4 {
+		insns = append(insns,
+			asm.LoadMem(asm.R2, asm.RFP, s64Hdr+8+int16(4*i), asm.Word),
+			asm.JNE.Imm32(asm.R2, le32(c6[4*i:4*i+4]), "unmapped"))
+	}
+	insns = append(insns,
+		// R8: next header; R7: payload length; R9: the IPv4 protocol.
+		asm.LoadMem(asm.R8, asm.RFP, s64Hdr+6, asm.Byte),
+		asm.LoadMem(asm.R2, asm.RFP, s64Hdr+7, asm.Byte),
+		asm.JLE.Imm(asm.R2, 1, "hoplimit"),
+		asm.LoadMem(asm.R7, asm.RFP, s64Hdr+4, asm.Half),
+		asm.HostTo(asm.BE, asm.R7, asm.Half),
+		asm.Mov.Reg(asm.R9, asm.R8),
+		asm.JEq.Imm(asm.R8, protoTCP, "l4"),
+		asm.JEq.Imm(asm.R8, protoUDP, "l4"),
+		asm.JNE.Imm(asm.R8, protoICMPv6, "unsupported"),
+		asm.Mov.Imm(asm.R9, protoICMP),
+	)
+	// ICMPv6: echo only; the pseudo header leaves the checksum.
+	insns = append(insns, loadBytes(ethHeader+ipv6Header, sScratch, 1, "unsupported")...)
+	insns = append(insns,
+		asm.LoadMem(asm.R2, asm.RFP, sScratch, asm.Byte),
+		asm.JEq.Imm(asm.R2, icmp6EchoRq, "echo"),
+		asm.JNE.Imm(asm.R2, icmp6EchoRp, "unsupported"),
+		asm.Mov.Reg(asm.R2, asm.R7).WithSymbol("echo"),
+		asm.HostTo(asm.BE, asm.R2, asm.Word),
+		asm.StoreMem(asm.RFP, s64Len, asm.R2, asm.Word),
+		asm.StoreImm(asm.RFP, s64NH, int64(le32([]byte{0, 0, 0, protoICMPv6})), asm.Word),
+	)
+	insns = append(insns, csumDiff(s64Src, 40, 0, 0, sDiff)...)
+	insns = append(insns, asm.Ja.Label("header"))
+	// TCP and UDP: the pseudo header's addresses change.
+	l4 := asm.Instructions{
+		asm.StoreImm(asm.RFP, s64Addr4, int64(le32(c4[:])), asm.Word).WithSymbol("l4"),
+		asm.LoadMem(asm.R2, asm.RFP, s64Hdr+36, asm.Word),
+		asm.StoreMem(asm.RFP, s64Addr4+4, asm.R2, asm.Word),
+	}
+	insns = append(insns, l4...)
+	insns = append(insns, csumDiff(s64Src, 32, s64Addr4, 8, sDiff)...)
+	// The IPv4 header, on the stack: version and IHL, TOS from the
+	// traffic class, total length, a random id, DF above 1260 bytes, TTL
+	// from the hop limit, protocol, checksum, the mapped source, the
+	// embedded destination.
+	insns = append(insns,
+		asm.FnGetPrandomU32.Call().WithSymbol("header"),
+		asm.StoreMem(asm.RFP, hdr4+4, asm.R0, asm.Half),
+		asm.StoreImm(asm.RFP, hdr4-2, ethPIPv4BE, asm.Half),
+		// TOS = (byte0 & 0x0f) << 4 | byte1 >> 4
+		asm.LoadMem(asm.R2, asm.RFP, s64Hdr, asm.Byte),
+		asm.And.Imm(asm.R2, 0x0f),
+		asm.LSh.Imm(asm.R2, 4),
+		asm.LoadMem(asm.R3, asm.RFP, s64Hdr+1, asm.Byte),
+		asm.RSh.Imm(asm.R3, 4),
+		asm.Or.Reg(asm.R2, asm.R3),
+		asm.StoreMem(asm.RFP, hdr4+1, asm.R2, asm.Byte),
+		asm.StoreImm(asm.RFP, hdr4, 0x45, asm.Byte),
+		asm.Mov.Reg(asm.R2, asm.R7),
+		asm.Add.Imm(asm.R2, ipv4Header),
+		asm.Mov.Reg(asm.R3, asm.R2),
+		asm.HostTo(asm.BE, asm.R2, asm.Half),
+		asm.StoreMem(asm.RFP, hdr4+2, asm.R2, asm.Half),
+		asm.StoreImm(asm.RFP, hdr4+6, 0, asm.Half),
+		asm.JLE.Imm(asm.R3, dfAbove, "nodf"),
+		asm.StoreImm(asm.RFP, hdr4+6, 0x40, asm.Byte), // DF
+		asm.LoadMem(asm.R2, asm.RFP, s64Hdr+7, asm.Byte).WithSymbol("nodf"),
+		asm.StoreMem(asm.RFP, hdr4+8, asm.R2, asm.Byte),
+		asm.StoreMem(asm.RFP, hdr4+9, asm.R9, asm.Byte),
+		asm.StoreImm(asm.RFP, hdr4+10, 0, asm.Half),
+		asm.StoreImm(asm.RFP, hdr4+12, int64(le32(c4[:])), asm.Word),
+		asm.LoadMem(asm.R2, asm.RFP, s64Hdr+36, asm.Word),
+		asm.StoreMem(asm.RFP, hdr4+16, asm.R2, asm.Word),
+	)
+	insns = append(insns, csumDiff(0, 0, hdr4, ipv4Header, sScratch)...)
+	insns = append(insns, asm.LoadMem(asm.R2, asm.RFP, sScratch, asm.DWord))
+	insns = append(insns, fold4(asm.R2, asm.R3)...)
+	insns = append(insns, asm.StoreMem(asm.RFP, hdr4+10, asm.R2, asm.Half))
+	// Now the packet: 20 bytes fewer after the Ethernet header, the new
+	// header over what is left of the old one, then the L4 checksum.
+	insns = append(insns, changeProto(ethPIPv4BE, "fail")...)
+	insns = append(insns, storeFromStack(12, hdr4-2, 2+ipv4Header)...)
+	insns = append(insns,
+		asm.JNE.Imm(asm.R0, 0, "fail"),
+		asm.JEq.Imm(asm.R8, protoTCP, "tcp"),
+		asm.JEq.Imm(asm.R8, protoUDP, "udp"),
+	)
+	const l4At = ethHeader + ipv4Header
+	// ICMP: the type, then the pseudo header's removal.
+	insns = append(insns, loadBytes(l4At, sScratch, 1, "fail")...)
+	insns = append(insns,
+		asm.LoadMem(asm.R2, asm.RFP, sScratch, asm.Byte),
+		asm.JEq.Imm(asm.R2, icmp6EchoRq, "req"),
+		asm.StoreImm(asm.RFP, sScratch, icmpEchoRep, asm.Byte),
+	)
+	insns = append(insns, storeFromStack(l4At, sScratch, 1)...)
+	insns = append(insns, asm.JNE.Imm(asm.R0, 0, "fail"))
+	insns = append(insns, l4Replace(l4At+2, int64(le16([]byte{icmp6EchoRp, 0})), int64(le16([]byte{icmpEchoRep, 0})), 2, "fail")...)
+	insns = append(insns, asm.Ja.Label("icmpdiff"))
+	req := asm.Instructions{asm.StoreImm(asm.RFP, sScratch, icmpEchoReq, asm.Byte).WithSymbol("req")}
+	req = append(req, storeFromStack(l4At, sScratch, 1)...)
+	req = append(req, asm.JNE.Imm(asm.R0, 0, "fail"))
+	req = append(req, l4Replace(l4At+2, int64(le16([]byte{icmp6EchoRq, 0})), int64(le16([]byte{icmpEchoReq, 0})), 2, "fail")...)
+	insns = append(insns, req...)
+	icmpDiff := l4ReplaceDiff(l4At+2, sDiff, 0, "fail")
+	icmpDiff[0] = icmpDiff[0].WithSymbol("icmpdiff")
+	insns = append(insns, icmpDiff...)
+	insns = append(insns, asm.Ja.Label("done"))
+	tcp := l4ReplaceDiff(l4At+16, sDiff, csumPseudo, "fail")
+	tcp[0] = tcp[0].WithSymbol("tcp")
+	insns = append(insns, tcp...)
+	insns = append(insns, asm.Ja.Label("done"))
+	udp := l4ReplaceDiff(l4At+6, sDiff, csumPseudo|csumMangled, "fail")
+	udp[0] = udp[0].WithSymbol("udp")
+	insns = append(insns, udp...)
+	done := ret(m, Translated64, retPass, "c_ok")
+	done[0] = done[0].WithSymbol("done")
+	insns = append(insns, done...)
+	return append(insns, drops(m, "unmapped", "unsupported", "hoplimit", "fail")...)
+}
+
+// nat46Insns: IPv4 to the mapped address becomes IPv6 from the prefix.
+func nat46Insns(x Translator, m *ebpf.Map) asm.Instructions {
+	pfx := x.Prefix.Addr().As16()
+	c6, c4 := x.Client6.As16(), x.Client4.As4()
+	const (
+		hdr4 = -80  // the IPv4 header as received, 20 bytes (to -61)
+		hdr6 = -168 // the new IPv6 header (to -129), the Ethernet type before it
+		plen = -128 // the pseudo header's length and next header (ICMPv6)
+		pnh  = -124
+	)
+	insns := asm.Instructions{
+		asm.Mov.Reg(asm.R6, asm.R1),
+		asm.LoadMem(asm.R2, asm.R6, skbProtocol, asm.Word),
+		asm.JNE.Imm(asm.R2, ethTypeIPv4LE, "next"),
+	}
+	insns = append(insns, loadBytes(ethHeader, hdr4, ipv4Header, "next")...)
+	insns = append(insns,
+		asm.LoadMem(asm.R2, asm.RFP, hdr4+16, asm.Word),
+		asm.JNE.Imm32(asm.R2, le32(c4[:]), "next"),
+		asm.LoadMem(asm.R2, asm.RFP, hdr4, asm.Byte),
+		asm.JNE.Imm(asm.R2, 0x45, "unsupported"), // IPv4 options
+		asm.LoadMem(asm.R2, asm.RFP, hdr4+6, asm.Half),
+		asm.And.Imm(asm.R2, 0xff3f), // MF and the fragment offset, as loaded
+		asm.JNE.Imm(asm.R2, 0, "unsupported"),
+		asm.LoadMem(asm.R2, asm.RFP, hdr4+8, asm.Byte),
+		asm.JLE.Imm(asm.R2, 1, "hoplimit"),
+		// R7: payload length; R8: the IPv4 protocol; R9: IPv6's.
+		asm.LoadMem(asm.R7, asm.RFP, hdr4+2, asm.Half),
+		asm.HostTo(asm.BE, asm.R7, asm.Half),
+		asm.Sub.Imm(asm.R7, ipv4Header),
+		asm.LoadMem(asm.R8, asm.RFP, hdr4+9, asm.Byte),
+		asm.Mov.Reg(asm.R9, asm.R8),
+		asm.JEq.Imm(asm.R8, protoTCP, "header"),
+		asm.JEq.Imm(asm.R8, protoUDP, "udpcheck"),
+		asm.JNE.Imm(asm.R8, protoICMP, "unsupported"),
+		asm.Mov.Imm(asm.R9, protoICMPv6),
+	)
+	insns = append(insns, loadBytes(ethHeader+ipv4Header, sScratch, 1, "unsupported")...)
+	insns = append(insns,
+		asm.LoadMem(asm.R2, asm.RFP, sScratch, asm.Byte),
+		asm.JEq.Imm(asm.R2, icmpEchoReq, "header"),
+		asm.JEq.Imm(asm.R2, icmpEchoRep, "header"),
+		asm.Ja.Label("unsupported"), // ICMP errors are not translated
+	)
+	udpCheck := loadBytes(ethHeader+ipv4Header+6, sScratch, 2, "unsupported")
+	udpCheck[0] = udpCheck[0].WithSymbol("udpcheck")
+	insns = append(insns, udpCheck...)
+	insns = append(insns,
+		asm.LoadMem(asm.R2, asm.RFP, sScratch, asm.Half),
+		asm.JEq.Imm(asm.R2, 0, "zerocsum"),
+	)
+	// The IPv6 header: version 6, traffic class from TOS, no flow label,
+	// payload length, next header, hop limit from TTL, prefix + source,
+	// the mapped client.
+	insns = append(insns,
+		asm.StoreImm(asm.RFP, hdr6-2, ethPIPv6BE, asm.Half).WithSymbol("header"),
+		asm.StoreImm(asm.RFP, hdr6, 0, asm.Word),
+		asm.LoadMem(asm.R2, asm.RFP, hdr4+1, asm.Byte),
+		asm.Mov.Reg(asm.R3, asm.R2),
+		asm.RSh.Imm(asm.R2, 4),
+		asm.Or.Imm(asm.R2, 0x60),
+		asm.StoreMem(asm.RFP, hdr6, asm.R2, asm.Byte),
+		asm.And.Imm(asm.R3, 0x0f),
+		asm.LSh.Imm(asm.R3, 4),
+		asm.StoreMem(asm.RFP, hdr6+1, asm.R3, asm.Byte),
+		asm.Mov.Reg(asm.R2, asm.R7),
+		asm.HostTo(asm.BE, asm.R2, asm.Half),
+		asm.StoreMem(asm.RFP, hdr6+4, asm.R2, asm.Half),
+		asm.StoreMem(asm.RFP, hdr6+6, asm.R9, asm.Byte),
+		asm.LoadMem(asm.R2, asm.RFP, hdr4+8, asm.Byte),
+		asm.StoreMem(asm.RFP, hdr6+7, asm.R2, asm.Byte),
+	)
+	for i := range 3 {
+		insns = append(insns, asm.StoreImm(asm.RFP, hdr6+8+int16(4*i), int64(le32(pfx[4*i:4*i+4])), asm.Word))
+	}
+	insns = append(insns,
+		asm.LoadMem(asm.R2, asm.RFP, hdr4+12, asm.Word),
+		asm.StoreMem(asm.RFP, hdr6+20, asm.R2, asm.Word),
+	)
+	for i := range 4 {
+		insns = append(insns, asm.StoreImm(asm.RFP, hdr6+24+int16(4*i), int64(le32(c6[4*i:4*i+4])), asm.Word))
+	}
+	insns = append(insns, asm.JEq.Imm(asm.R8, protoICMP, "icmpsum"))
+	insns = append(insns, csumDiff(hdr4+12, 8, hdr6+8, 32, sDiff)...)
+	insns = append(insns, asm.Ja.Label("change"))
+	icmpSum := asm.Instructions{
+		asm.Mov.Reg(asm.R2, asm.R7).WithSymbol("icmpsum"),
+		asm.HostTo(asm.BE, asm.R2, asm.Word),
+		asm.StoreMem(asm.RFP, plen, asm.R2, asm.Word),
+		asm.StoreImm(asm.RFP, pnh, int64(le32([]byte{0, 0, 0, protoICMPv6})), asm.Word),
+	}
+	insns = append(insns, icmpSum...)
+	insns = append(insns, csumDiff(0, 0, hdr6+8, 40, sDiff)...)
+	change := changeProto(ethPIPv6BE, "fail")
+	change[0] = change[0].WithSymbol("change")
+	insns = append(insns, change...)
+	insns = append(insns, storeFromStack(12, hdr6-2, 2+ipv6Header)...)
+	insns = append(insns,
+		asm.JNE.Imm(asm.R0, 0, "fail"),
+		asm.JEq.Imm(asm.R8, protoTCP, "tcp"),
+		asm.JEq.Imm(asm.R8, protoUDP, "udp"),
+	)
+	const l4At = ethHeader + ipv6Header
+	insns = append(insns, loadBytes(l4At, sScratch, 1, "fail")...)
+	insns = append(insns,
+		asm.LoadMem(asm.R2, asm.RFP, sScratch, asm.Byte),
+		asm.JEq.Imm(asm.R2, icmpEchoReq, "req"),
+		asm.StoreImm(asm.RFP, sScratch, icmp6EchoRp, asm.Byte),
+	)
+	insns = append(insns, storeFromStack(l4At, sScratch, 1)...)
+	insns = append(insns, asm.JNE.Imm(asm.R0, 0, "fail"))
+	insns = append(insns, l4Replace(l4At+2, int64(le16([]byte{icmpEchoRep, 0})), int64(le16([]byte{icmp6EchoRp, 0})), 2, "fail")...)
+	insns = append(insns, asm.Ja.Label("icmpdiff"))
+	req := asm.Instructions{asm.StoreImm(asm.RFP, sScratch, icmp6EchoRq, asm.Byte).WithSymbol("req")}
+	req = append(req, storeFromStack(l4At, sScratch, 1)...)
+	req = append(req, asm.JNE.Imm(asm.R0, 0, "fail"))
+	req = append(req, l4Replace(l4At+2, int64(le16([]byte{icmpEchoReq, 0})), int64(le16([]byte{icmp6EchoRq, 0})), 2, "fail")...)
+	insns = append(insns, req...)
+	icmpDiff := l4ReplaceDiff(l4At+2, sDiff, 0, "fail")
+	icmpDiff[0] = icmpDiff[0].WithSymbol("icmpdiff")
+	insns = append(insns, icmpDiff...)
+	insns = append(insns, asm.Ja.Label("done"))
+	tcp := l4ReplaceDiff(l4At+16, sDiff, csumPseudo, "fail")
+	tcp[0] = tcp[0].WithSymbol("tcp")
+	insns = append(insns, tcp...)
+	insns = append(insns, asm.Ja.Label("done"))
+	udp := l4ReplaceDiff(l4At+6, sDiff, csumPseudo|csumMangled, "fail")
+	udp[0] = udp[0].WithSymbol("udp")
+	insns = append(insns, udp...)
+	done := ret(m, Translated46, retPass, "c_ok")
+	done[0] = done[0].WithSymbol("done")
+	insns = append(insns, done...)
+	return append(insns, drops(m, "unsupported", "hoplimit", "zerocsum", "fail")...)
+}
+
+// Nat64 is a loaded translator: its two programs and their counters.
+type Nat64 struct {
+	x          Translator
+	to4, to6   *ebpf.Program
+	counters   *ebpf.Map
+	attachedTo []attached
+}
+
+// NewNat64 loads a translator's programs.
+func NewNat64(x Translator) (*Nat64, error) {
+	if err := x.check(); err != nil {
+		return nil, err
+	}
+	m, err := newCounters("v6lab_nat64", numTranslatorCounters)
+	if err != nil {
+		return nil, err
+	}
+	to4, err := newProgram(Nat64Name, nat64Insns(x, m))
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	to6, err := newProgram(Nat46Name, nat46Insns(x, m))
+	if err != nil {
+		to4.Close()
+		m.Close()
+		return nil, err
+	}
+	return &Nat64{x: x, to4: to4, to6: to6, counters: m}, nil
+}
+
+// Attach puts IPv6-to-IPv4 on the ingress of from6 (the interface toward
+// the IPv6 side) and IPv4-to-IPv6 on the ingress of from4, in the caller's
+// namespace: the kernel then routes each translated packet on.
+func (n *Nat64) Attach(from6, from4 int, how Hook) error {
+	for _, a := range []struct {
+		p  *ebpf.Program
+		ix int
+	}{{n.to4, from6}, {n.to6, from4}} {
+		at, _, err := attach(a.p, a.ix, false, how, prioTunnel)
+		if err != nil {
+			return err
+		}
+		n.attachedTo = append(n.attachedTo, at)
+	}
+	return nil
+}
+
+// Counters reads the translator's counters (indexes Translated64 …).
+func (n *Nat64) Counters() ([]uint64, error) {
+	return readCounters(n.counters, numTranslatorCounters)
+}
+
+// ProgramIDs are the kernel's ids of the translator's programs.
+func (n *Nat64) ProgramIDs() []ebpf.ProgramID {
+	var out []ebpf.ProgramID
+	for _, p := range []*ebpf.Program{n.to4, n.to6} {
+		if info, err := p.Info(); err == nil {
+			if id, ok := info.ID(); ok {
+				out = append(out, id)
+			}
+		}
+	}
+	return out
+}
+
+// Close detaches (TCX) and unloads the programs.
+func (n *Nat64) Close() error {
+	var first error
+	for _, a := range n.attachedTo {
+		if err := a.close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	for _, c := range []interface{ Close() error }{n.to4, n.to6, n.counters} {
+		if err := c.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
