@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,6 +36,7 @@ const (
 	IPv4
 	IPv6
 	SixIn4
+	NAT64
 )
 
 // Filter selects the measured service's packets: TCP or UDP with Port (or
@@ -44,6 +46,27 @@ const (
 type Filter struct {
 	Port uint16
 	Also uint16
+	// Nat64 are the prefixes of the lab's nat64 path: a packet from or to
+	// one of them is that path's (translated IPv4, and its DNS64 lookups
+	// over IPv6).
+	Nat64 []netip.Prefix
+}
+
+// nat64 says whether src or dst (raw 4- or 16-byte addresses) lies in
+// one of f's nat64 prefixes.
+func (f Filter) nat64(src, dst []byte) bool {
+	for _, b := range [][]byte{src, dst} {
+		a, ok := netip.AddrFromSlice(b)
+		if !ok {
+			continue
+		}
+		for _, p := range f.Nat64 {
+			if p.Contains(a) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Classify reads an Ethernet frame (at least its headers).
@@ -62,12 +85,15 @@ func Classify(frame []byte, f Filter) Class {
 			return Ignored
 		}
 		if ip[9] == 41 {
-			if c := classify6(ip[ihl:], f); c == IPv6 {
+			if c := classify6(ip[ihl:], Filter{Port: f.Port, Also: f.Also}); c == IPv6 {
 				return SixIn4
 			}
 			return Ignored
 		}
 		if ports(ip[9], ip[ihl:], f) {
+			if f.nat64(ip[12:16], ip[16:20]) {
+				return NAT64
+			}
 			return IPv4
 		}
 	case 0x86DD:
@@ -81,6 +107,9 @@ func classify6(ip []byte, f Filter) Class {
 		return Ignored
 	}
 	if ports(ip[6], ip[40:], f) { // extension headers are not followed
+		if f.nat64(ip[8:24], ip[24:40]) {
+			return NAT64
+		}
 		return IPv6
 	}
 	return Ignored
@@ -106,6 +135,7 @@ type Counts struct {
 	IPv4   uint64 `json:"ipv4"`
 	IPv6   uint64 `json:"ipv6"`
 	SixIn4 uint64 `json:"6in4"`
+	NAT64  uint64 `json:"nat64"`
 }
 
 // ErrWrongWire is wrapped when the wire did not carry what the path claims.
@@ -113,9 +143,9 @@ var ErrWrongWire = errors.New("the wire did not carry the path's traffic")
 
 // Proves checks that every counted packet was of p's kind, and there was one.
 func (c Counts) Proves(p path.Path) error {
-	own := map[string]uint64{"ipv4": c.IPv4, "ipv6": c.IPv6, "6in4": c.SixIn4}[p.Kind().Wire]
-	if own == 0 || c.IPv4+c.IPv6+c.SixIn4 != own {
-		return fmt.Errorf("capture: path %s, but the wire carried %d IPv4, %d IPv6 and %d 6in4 packets: %w", p, c.IPv4, c.IPv6, c.SixIn4, ErrWrongWire)
+	own := map[string]uint64{"ipv4": c.IPv4, "ipv6": c.IPv6, "6in4": c.SixIn4, "nat64": c.NAT64}[p.Kind().Wire]
+	if own == 0 || c.IPv4+c.IPv6+c.SixIn4+c.NAT64 != own {
+		return fmt.Errorf("capture: path %s, but the wire carried %d IPv4, %d IPv6, %d 6in4 and %d nat64 packets: %w", p, c.IPv4, c.IPv6, c.SixIn4, c.NAT64, ErrWrongWire)
 	}
 	return nil
 }
@@ -189,6 +219,8 @@ type Check struct {
 	C *Capture
 	// Ports gives each protocol's service port.
 	Ports map[string]uint16
+	// Nat64 are the lab's nat64 prefixes (Filter.Nat64), if it has the path.
+	Nat64 []netip.Prefix
 }
 
 // Quiet is the gap left before a run's window opens and after it closes:
@@ -204,7 +236,7 @@ func (k Check) Start(protocol string, _ path.Path) {
 	if strings.HasPrefix(protocol, "real/") {
 		dns = "real/dns"
 	}
-	f := Filter{Port: k.Ports[protocol]}
+	f := Filter{Port: k.Ports[protocol], Nat64: k.Nat64}
 	if protocol != dns {
 		f.Also = k.Ports[dns]
 	}
@@ -216,7 +248,7 @@ func (k Check) Stop(p path.Path) (result.Wire, error) {
 	time.Sleep(Quiet) // the run's own last packets
 	k.C.Drain()
 	c := k.C.Counts()
-	return result.Wire{IPv4: c.IPv4, IPv6: c.IPv6, SixIn4: c.SixIn4}, c.Proves(p)
+	return result.Wire{IPv4: c.IPv4, IPv6: c.IPv6, SixIn4: c.SixIn4, NAT64: c.NAT64}, c.Proves(p)
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
@@ -242,6 +274,8 @@ func (c *Capture) loop() {
 				c.counts.IPv6++
 			case SixIn4:
 				c.counts.SixIn4++
+			case NAT64:
+				c.counts.NAT64++
 			}
 			if class != Ignored && c.tap != nil {
 				c.tap(at, frame, n)

@@ -211,7 +211,7 @@ func (f *file) experiment(doc *specfile.Doc) (*Experiment, error) {
 	e.Baseline = path.IPv4
 	if doc.Has("baseline") {
 		if e.Baseline, err = path.Parse(f.Baseline); err != nil {
-			return nil, doc.Errorf("baseline", "%q is not a path (ipv4, ipv6, 6in4)", f.Baseline)
+			return nil, doc.Errorf("baseline", "%q is not a path (ipv4, ipv6, 6in4, nat64)", f.Baseline)
 		}
 	}
 	base := Spec{Name: f.Name, Runs: DefaultRuns, Warmup: DefaultWarmup, Timeout: Duration(DefaultTimeout),
@@ -288,10 +288,10 @@ func (f *file) paths(doc *specfile.Doc, field string, in []string, where string)
 		at := fmt.Sprintf("%s[%d]", field, i)
 		p, err := path.Parse(s)
 		if err != nil {
-			return nil, doc.Errorf(at, "%q is not a path (ipv4, ipv6, 6in4)", s)
+			return nil, doc.Errorf(at, "%q is not a path (ipv4, ipv6, 6in4, nat64)", s)
 		}
 		if p.Kind().LabOnly && (where == "loopback" || where == "hosts") {
-			return nil, doc.Errorf(at, "6in4 needs the lab's tunnel, but where is %s (only ipv4 and ipv6 there)", where)
+			return nil, doc.Errorf(at, "%s needs the lab (its tunnel or translator), but where is %s (only ipv4 and ipv6 there)", p, where)
 		}
 		if slices.Contains(out, p) {
 			return nil, doc.Errorf(at, "%s is listed twice", p)

@@ -78,7 +78,13 @@ func LabPlace(l *lab.Lab) proto.Place {
 	at := proto.Place{Addrs: map[path.Path]netip.Addr{}, Name: LocalName,
 		In: func(fn func() error) error { return lab.Do(lab.NS(l.Name, lab.Server), fn) }}
 	for _, p := range l.Addr.Paths() {
-		at.Addrs[p] = l.Addr.Server(p)
+		at.Addrs[p] = l.Addr.Listen(p)
+		if p.Kind().Translated {
+			if at.Connect == nil {
+				at.Connect = map[path.Path]netip.Addr{}
+			}
+			at.Connect[p], at.DNS64 = l.Addr.Server(p), lab.Nat64Prefix
+		}
 	}
 	return at
 }

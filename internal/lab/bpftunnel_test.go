@@ -65,9 +65,9 @@ func TestBPFTunnelCarriesEveryPath(t *testing.T) {
 					p        path.Path
 					dst, src netip.Addr
 				}{p, l.Addr.Server(p), l.Addr.Client(p)}
-				port := echoServer(t, l, c.dst)
+				port := echoServer(t, l, serverBind(l, c.p))
 				time.Sleep(50 * time.Millisecond) // the previous path's last packets
-				capt.Reset(capture.Filter{Port: uint16(port)})
+				capt.Reset(capture.Filter{Port: uint16(port), Nat64: Nat64Wire})
 				seen := dialFromClient(t, l, c.p, netip.AddrPortFrom(c.dst, uint16(port)))
 				if ap, err := netip.ParseAddrPort(seen); err != nil || ap.Addr() != c.src {
 					t.Errorf("%s: server saw the client as %q, want %s", c.p, seen, c.src)
@@ -103,12 +103,19 @@ func TestBPFTunnelCarriesEveryPath(t *testing.T) {
 					progs = append(progs, h.Role+" "+p.Describe())
 				}
 			}
-			if len(progs) != 4 || !strings.Contains(strings.Join(progs, "\n"), "r1 eth-r2 egress ("+hook+"): 6in4 encap: ") {
+			// The tunnel's four ends and the translator's two directions.
+			if len(progs) != 6 || !strings.Contains(strings.Join(progs, "\n"), "r1 eth-r2 egress ("+hook+"): 6in4 encap: ") ||
+				!strings.Contains(strings.Join(progs, "\n"), "r1 eth-client ingress ("+hook+"): nat64 (6 to 4): ") {
 				t.Errorf("status programs:\n%s", strings.Join(progs, "\n"))
 			}
 			var ours []ebpf.ProgramID
 			for _, tn := range ts {
 				ours = append(ours, tn.ProgramIDs()...)
+			}
+			for _, o := range l.bpfObjs {
+				if n, ok := o.(*bpf.Nat64); ok {
+					ours = append(ours, n.ProgramIDs()...)
+				}
 			}
 			if err := l.Close(); err != nil {
 				t.Fatal(err)

@@ -99,6 +99,15 @@ func dialFromClient(t *testing.T, l *Lab, p path.Path, dst netip.AddrPort) strin
 	return string(b)
 }
 
+// serverBind is where a test's server listens for path p: the path's
+// server address, or for nat64 the IPv4 one its translator leads to.
+func serverBind(l *Lab, p path.Path) netip.Addr {
+	if p.Kind().Translated {
+		return l.Addr.ServerV4
+	}
+	return l.Addr.Server(p)
+}
+
 func TestEveryPathConnectsThroughTheRouters(t *testing.T) {
 	for _, impl := range []string{"userspace", "vxlan"} {
 		t.Run(impl, func(t *testing.T) {
@@ -111,7 +120,7 @@ func TestEveryPathConnectsThroughTheRouters(t *testing.T) {
 					p        path.Path
 					dst, src netip.Addr
 				}{p, l.Addr.Server(p), l.Addr.Client(p)}
-				port := echoServer(t, l, c.dst)
+				port := echoServer(t, l, serverBind(l, c.p))
 				seen := dialFromClient(t, l, c.p, netip.AddrPortFrom(c.dst, uint16(port)))
 				if ap, err := netip.ParseAddrPort(seen); err != nil || ap.Addr() != c.src {
 					t.Errorf("%s: server saw the client as %q, want %s", c.p, seen, c.src)

@@ -254,6 +254,10 @@ type Addresses struct {
 	ClientV4, ServerV4     netip.Addr
 	ClientV6, ServerV6     netip.Addr
 	ClientTun6, ServerTun6 netip.Addr
+	// The nat64 path's (invalid when the lab has none): the client's
+	// IPv6 address, the IPv4 one the translator maps it to, the server's
+	// address under the prefix, and the DNS64 view's address.
+	ClientNat64, Mapped4, ServerNat64, DNS64 netip.Addr
 	// TunnelV4 are the routers' IPv4 tunnel endpoints (r1, r2).
 	TunnelV4 [2]netip.Addr
 	// WireIf is the interface on r1 whose traffic proves the path: it
@@ -268,19 +272,19 @@ type Addresses struct {
 // Server is the server host's address that path p reaches (invalid for a
 // path the lab does not build): the lab's half of a path kind's row.
 func (a Addresses) Server(p path.Path) netip.Addr {
-	return map[path.Path]netip.Addr{path.IPv4: a.ServerV4, path.IPv6: a.ServerV6, path.SixIn4: a.ServerTun6}[p]
+	return map[path.Path]netip.Addr{path.IPv4: a.ServerV4, path.IPv6: a.ServerV6, path.SixIn4: a.ServerTun6, path.NAT64: a.ServerNat64}[p]
 }
 
 // Client is the client host's address on path p: the address a server
 // sees it come from.
 func (a Addresses) Client(p path.Path) netip.Addr {
-	return map[path.Path]netip.Addr{path.IPv4: a.ClientV4, path.IPv6: a.ClientV6, path.SixIn4: a.ClientTun6}[p]
+	return map[path.Path]netip.Addr{path.IPv4: a.ClientV4, path.IPv6: a.ClientV6, path.SixIn4: a.ClientTun6, path.NAT64: a.Mapped4}[p]
 }
 
 // Source is the client address path p must send from (invalid: the one
 // the client's routes choose).
 func (a Addresses) Source(p path.Path) netip.Addr {
-	return map[path.Path]netip.Addr{path.SixIn4: a.ClientTun6}[p]
+	return map[path.Path]netip.Addr{path.SixIn4: a.ClientTun6, path.NAT64: a.ClientNat64}[p]
 }
 
 // Paths are the path kinds the lab builds.
@@ -326,6 +330,8 @@ type Lab struct {
 	TunnelWhy string
 	// TunnelHook is how the bpf tunnel attached (tcx or clsact).
 	TunnelHook string
+	// Nat64Why says why the lab has no nat64 path ("" when it has one).
+	Nat64Why string
 	// LossImpl is how link loss is emulated: "netem" or "bpf" ("" none).
 	LossImpl string
 	// CongestionNote says what v6lab changed on the machine for the
@@ -448,7 +454,10 @@ func (l *Lab) build(ctx context.Context) error {
 	} else if err := l.addTunnel(ctx, hs); err != nil {
 		return err
 	}
-	return l.addRoutes(hs)
+	if err := l.addRoutes(hs); err != nil {
+		return err
+	}
+	return l.addNat64(hs)
 }
 
 // forwarding turns a host into a router (the namespace's own sysctls).

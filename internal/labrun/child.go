@@ -12,6 +12,7 @@ import (
 	"v6lab/internal/capture"
 	"v6lab/internal/congestion"
 	"v6lab/internal/experiment"
+	"v6lab/internal/lab"
 	"v6lab/internal/load"
 	"v6lab/internal/measure"
 	"v6lab/internal/path"
@@ -63,7 +64,7 @@ func Child(ctx context.Context, jobFile string, out measure.Output) error {
 	mj := measure.Job{
 		Exp: j.Exp, Probe: probe, Target: "lab", Servers: j.Servers, Notes: j.Notes,
 		ServerFDs: 0, Somaxconn: j.Somaxconn, Command: j.Command, Results: j.Results,
-		Wire: capture.Check{C: cp, Ports: j.Ports}, Lab: j.Lab, Pcap: rec, Conditions: cond,
+		Wire: capture.Check{C: cp, Ports: j.Ports, Nat64: j.Nat64}, Lab: j.Lab, Pcap: rec, Conditions: cond,
 	}
 	if j.Dir != "" {
 		mj.Resume, mj.ResumeDir = &experiment.Resume{Exp: j.Exp, Done: j.Done}, j.Dir
@@ -105,7 +106,11 @@ func Settle(ctx context.Context, c *experiment.Spec, probe func(*experiment.Spec
 			ok, last = s.OK(), s.Err
 		}
 		if !ok {
-			return fmt.Errorf("%s over path %s does not work in the lab: %s", c.CellName(), p, last)
+			hint := ""
+			if p.Kind().Translated && c.Protocol == "udp" {
+				hint = fmt.Sprintf(" (the nat64 translator drops fragments, a documented limitation: keep each datagram within the path's %d-byte MTU, --size %d or less)", lab.Nat64MTU, lab.Nat64MTU-48)
+			}
+			return fmt.Errorf("%s over path %s does not work in the lab: %s%s", c.CellName(), p, last, hint)
 		}
 	}
 	return nil

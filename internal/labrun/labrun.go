@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,6 +30,7 @@ import (
 	"v6lab/internal/experiment"
 	"v6lab/internal/host"
 	"v6lab/internal/lab"
+	"v6lab/internal/path"
 	"v6lab/internal/proto"
 	"v6lab/internal/proto/all"
 )
@@ -65,7 +67,10 @@ type Job struct {
 	// Endpoints are where every server answers on every path.
 	Endpoints proto.Endpoints `json:"endpoints"`
 	// Ports are the wire check's port per server key (0: every port).
-	Ports   map[string]uint16 `json:"ports"`
+	Ports map[string]uint16 `json:"ports"`
+	// Nat64 are the lab's nat64 prefixes, when it has the path: the
+	// wire check counts their packets as that path's.
+	Nat64   []netip.Prefix    `json:"nat64,omitempty"`
 	Servers map[string]string `json:"servers"`
 	Notes   []string          `json:"notes"`
 	Lab     map[string]string `json:"lab"`
@@ -148,6 +153,9 @@ func (r *Run) Do(ctx context.Context) error {
 	} else {
 		defer l.Close()
 	}
+	if slices.Contains(r.Exp.Paths(), path.NAT64) && !l.Addr.ServerNat64.IsValid() {
+		return fmt.Errorf("path nat64: %s", l.Nat64Why)
+	}
 	job, files, stop, err := r.prepare(ctx, l, cfg)
 	defer stop()
 	if err != nil {
@@ -205,6 +213,10 @@ func (r *Run) prepare(ctx context.Context, l *lab.Lab, cfg lab.Config) (*Job, []
 		stops = append(stops, stopReal)
 	}
 	job.Ports = wirePorts(job.Endpoints)
+	if l.Addr.ServerNat64.IsValid() {
+		job.Nat64 = lab.Nat64Wire
+		job.Lab["nat64"] = fmt.Sprintf("stateless translator (SIIT, RFC 7915) in tc BPF on r1: %s to the prefix %s leaves as IPv4 from %s (explicit mapping, RFC 7757); DNS64 view (RFC 6147) on %s", l.Addr.ClientNat64, lab.Nat64Prefix, l.Addr.Mapped4, l.Addr.DNS64)
+	}
 	if r.Exp.LinkRates() {
 		if job.LinkShaping, err = ownShaping(cfg); err != nil {
 			return nil, nil, stop, err

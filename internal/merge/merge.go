@@ -385,6 +385,7 @@ func mergedRun(segs []*segment, seq int) result.Run {
 			out.Wire.IPv4 += r.Wire.IPv4
 			out.Wire.IPv6 += r.Wire.IPv6
 			out.Wire.SixIn4 += r.Wire.SixIn4
+			out.Wire.NAT64 += r.Wire.NAT64
 		}
 		if r.Err != "" {
 			errs = append(errs, fmt.Sprintf("segment %s: %s", g, r.Err))

@@ -3,8 +3,8 @@ package path
 import "slices"
 
 // Kind is everything v6lab knows about a path kind, in one row of Kinds:
-// adding a path kind (NAT64 is next) is a row here plus its lab code
-// (addresses and datapath in internal/lab, its capture class).
+// adding a path kind is a row here plus its lab code (addresses and
+// datapath in internal/lab, its capture class).
 type Kind struct {
 	Path Path
 	// IPv6: the client's and server's sockets speak IPv6 (dial and listen
@@ -19,14 +19,21 @@ type Kind struct {
 	// Rank orders paths in reports (the studies' order).
 	Rank int
 	// HeaderBytes is the network-layer header each packet carries on the
-	// wire between the routers (IPv6 inside IPv4: 20 + 40).
+	// wire between the routers (IPv6 inside IPv4: 20 + 40; NAT64: the
+	// translated IPv4 header).
 	HeaderBytes int
 	// CSSClass styles the path's series in report.html.
 	CSSClass string
 	// Wire is the form the path's packets take on the lab's checked link
-	// between the routers: "ipv4", "ipv6" or "6in4" (IPv4 protocol 41),
-	// the classes capture counts.
+	// between the routers: "ipv4", "ipv6", "6in4" (IPv4 protocol 41) or
+	// "nat64" (IPv4 from the translator's mapped address, and the DNS64
+	// lookups over IPv6 from the path's own prefix), the classes capture
+	// counts.
 	Wire string
+	// Translated: the client speaks IPv6 to an address that embeds the
+	// server's IPv4 one (RFC 6052), and a translator between them turns
+	// it into IPv4 (RFC 7915); names are looked up from a DNS64 view.
+	Translated bool
 }
 
 // Kinds lists every path kind, in report order.
@@ -34,6 +41,7 @@ var Kinds = []Kind{
 	{Path: IPv4, Display: "IPv4", Rank: 0, HeaderBytes: 20, CSSClass: "s-ipv4", Wire: "ipv4"},
 	{Path: IPv6, IPv6: true, Display: "IPv6", Rank: 1, HeaderBytes: 40, CSSClass: "s-ipv6", Wire: "ipv6"},
 	{Path: SixIn4, IPv6: true, LabOnly: true, Display: "IPv6 in IPv4 (6in4)", Rank: 2, HeaderBytes: 60, CSSClass: "s-sixin4", Wire: "6in4"},
+	{Path: NAT64, IPv6: true, LabOnly: true, Translated: true, Display: "IPv6 to IPv4 (NAT64)", Rank: 3, HeaderBytes: 20, CSSClass: "s-nat64", Wire: "nat64"},
 }
 
 // KindOf returns the row of p; ok is false for a path v6lab does not know.

@@ -21,13 +21,13 @@ func TestKindsAreOneTable(t *testing.T) {
 			t.Errorf("%s: family disagrees with its row", k.Path)
 		}
 	}
-	if len(All) != len(Kinds) || strings.Join([]string{string(All[0]), string(All[1]), string(All[2])}, ",") != "ipv4,ipv6,6in4" {
+	if len(All) != len(Kinds) || strings.Join([]string{string(All[0]), string(All[1]), string(All[2]), string(All[3])}, ",") != "ipv4,ipv6,6in4,nat64" {
 		t.Errorf("All = %v", All)
 	}
-	if lo := LabOnly(); len(lo) != 1 || lo[0] != SixIn4 {
+	if lo := LabOnly(); len(lo) != 2 || lo[0] != SixIn4 || lo[1] != NAT64 {
 		t.Errorf("LabOnly = %v", lo)
 	}
-	if _, err := Parse("nat46"); err == nil || !strings.Contains(err.Error(), `unknown path "nat46" (want ipv4, ipv6 or 6in4)`) {
+	if _, err := Parse("nat46"); err == nil || !strings.Contains(err.Error(), `unknown path "nat46" (want ipv4, ipv6, 6in4 or nat64)`) {
 		t.Errorf("Parse(nat46): %v", err)
 	}
 	if k, ok := KindOf("other"); ok || k.Rank != len(Kinds) {

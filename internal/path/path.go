@@ -27,6 +27,9 @@ const (
 	IPv4   Path = "ipv4"
 	IPv6   Path = "ipv6"
 	SixIn4 Path = "6in4"
+	// NAT64 is IPv6 from an IPv6-only client translated to IPv4 for an
+	// IPv4-only server (lab only: RFC 6146/7915, DNS64 RFC 6147).
+	NAT64 Path = "nat64"
 )
 
 // All lists every known path in report order (the paths of Kinds).

@@ -121,6 +121,14 @@ type Place struct {
 	// Addrs are the server's address on each path; it listens once on
 	// each distinct address.
 	Addrs map[path.Path]netip.Addr
+	// Connect, where set, is where clients reach the server on a path
+	// when that is not an address the server holds: a translated path's
+	// (nat64) server address embeds its IPv4 one under DNS64. Addrs then
+	// holds the path's DNS64 view's address.
+	Connect map[path.Path]netip.Addr
+	// DNS64 is the prefix the embedded DNS server synthesises AAAA
+	// records with on a translated path's view (RFC 6147).
+	DNS64 netip.Prefix
 	// ListenOn, when set, are the addresses to listen on instead of
 	// Addrs' (v6lab serve --listen, any number per family).
 	ListenOn []netip.Addr

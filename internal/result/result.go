@@ -132,6 +132,7 @@ type Wire struct {
 	IPv4   uint64 `json:"ipv4"`
 	IPv6   uint64 `json:"ipv6"`
 	SixIn4 uint64 `json:"6in4"`
+	NAT64  uint64 `json:"nat64,omitempty"`
 }
 
 // Background is what the background traffic did during one run: per flow,

@@ -94,8 +94,12 @@ func decide(exp *experiment.Experiment, s Settings) (string, string, error) {
 	} else if why != nil && os.Geteuid() != 0 && !s.Rootless && (where == "auto" || where == Lab) {
 		return Rootless, "", nil // not root: a lab of our own in a user namespace
 	}
-	if why != nil && s.ExplicitPaths && slices.Contains(exp.Paths(), path.SixIn4) {
-		return "", "", fmt.Errorf("--paths: 6in4 needs the lab (%v); on loopback only ipv4 and ipv6 exist", why)
+	if why != nil && s.ExplicitPaths {
+		for _, p := range exp.Paths() {
+			if p.Kind().LabOnly {
+				return "", "", fmt.Errorf("--paths: %s needs the lab (%v); on loopback only ipv4 and ipv6 exist", p, why)
+			}
+		}
 	}
 	if s.Loopback {
 		if where == Lab || where == Hosts {

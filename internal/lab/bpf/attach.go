@@ -30,6 +30,9 @@ const (
 const (
 	prioLoss   = 1
 	prioTunnel = 2
+	// The translator shares r1's ingress from r2 with the 6in4 decap: a
+	// filter of the same priority and handle would replace it.
+	prioNat64 = 3
 )
 
 // attached is one program on one hook.
@@ -301,6 +304,8 @@ func countsOf(id ebpf.ProgramID) (*Counts, error) {
 		n = numTunnelCounters
 	case LossName:
 		n = numLossCounters
+	case Nat64Name, Nat46Name:
+		n = numTranslatorCounters
 	default:
 		return nil, nil
 	}

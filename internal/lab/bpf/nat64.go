@@ -16,13 +16,13 @@ const (
 
 // Counter indexes of a translator's map.
 const (
-	Translated64       = iota // IPv6 packets sent on as IPv4
-	Translated46              // IPv4 packets sent on as IPv6
-	DroppedUnmapped           // to the prefix from an IPv6 source with no mapping (RFC 7757)
-	DroppedUnsupported        // extension headers, fragments, IPv4 options, ICMP other than echo
-	DroppedHopLimit           // hop limit or TTL would reach zero
-	DroppedZeroChecksum       // IPv4 UDP without a checksum (RFC 7915 §4.5: may drop)
-	TranslateFailed           // the kernel refused a helper (no room, bad offset)
+	Translated64        = iota // IPv6 packets sent on as IPv4
+	Translated46               // IPv4 packets sent on as IPv6
+	DroppedUnmapped            // to the prefix from an IPv6 source with no mapping (RFC 7757)
+	DroppedUnsupported         // extension headers, fragments, IPv4 options, ICMP other than echo
+	DroppedHopLimit            // hop limit or TTL would reach zero
+	DroppedZeroChecksum        // IPv4 UDP without a checksum (RFC 7915 §4.5: may drop)
+	TranslateFailed            // the kernel refused a helper (no room, bad offset)
 	numTranslatorCounters
 )
 
@@ -107,8 +107,7 @@ func csumDiff(from, fromSize, to, toSize, save int16) asm.Instructions {
 }
 
 // l4Replace calls bpf_l4_csum_replace(skb, off, from, to, flags), the
-// skb in R6, to in R4 already set by the caller when fromStack is 0; it
-// fails to label on an error.
+// skb in R6; it goes to fail on an error.
 func l4Replace(off int32, from int64, to int64, flags int32, fail string) asm.Instructions {
 	return asm.Instructions{
 		asm.Mov.Reg(asm.R1, asm.R6),
@@ -165,12 +164,8 @@ func drops(m *ebpf.Map, labels ...string) asm.Instructions {
 		"zerocsum": DroppedZeroChecksum, "fail": TranslateFailed}
 	var out asm.Instructions
 	for _, label := range labels {
-		d := struct {
-			label string
-			idx   int32
-		}{label, idx[label]}
-		r := ret(m, d.idx, retDrop, "c_"+d.label)
-		r[0] = r[0].WithSymbol(d.label)
+		r := ret(m, idx[label], retDrop, "c_"+label)
+		r[0] = r[0].WithSymbol(label)
 		out = append(out, r...)
 	}
 	return append(out, asm.Mov.Imm(asm.R0, retNext).WithSymbol("next"), asm.Return())
@@ -498,7 +493,7 @@ func (n *Nat64) Attach(from6, from4 int, how Hook) error {
 		p  *ebpf.Program
 		ix int
 	}{{n.to4, from6}, {n.to6, from4}} {
-		at, _, err := attach(a.p, a.ix, false, how, prioTunnel)
+		at, _, err := attach(a.p, a.ix, false, how, prioNat64)
 		if err != nil {
 			return err
 		}

@@ -94,7 +94,11 @@ func PlaceEndpoints(at proto.Place, ports map[string]int, sources map[path.Path]
 				ep.DNS = []netip.AddrPort{netip.AddrPortFrom(a, uint16(dns))}
 			}
 			if s, ok := serverOf(key[len(prefix):]); ok && byAddress(s) {
-				ep = proto.Endpoint{Host: a.String(), Port: port, Source: sources[p]}
+				to := a
+				if c, ok := at.Connect[p]; ok {
+					to = c // through the translator, not to its DNS64 view
+				}
+				ep = proto.Endpoint{Host: to.String(), Port: port, Source: sources[p]}
 			}
 			eps.Set(key, p, ep)
 		}

@@ -122,7 +122,7 @@ func (Protocol) About() string { return "embedded (miekg/dns)" }
 func (p Protocol) AboutAt(at proto.Place) string {
 	for q := range at.Addrs {
 		if q.Kind().LabOnly {
-			return p.About() + ", a view per tunnel address"
+			return p.About() + ", a view per tunnel address (DNS64 on the nat64 path's)"
 		}
 	}
 	return p.About()
@@ -171,6 +171,16 @@ func placeZone(at proto.Place) (Zone, Views) {
 	for _, k := range path.Kinds {
 		a, ok := at.Addrs[k.Path]
 		if !ok || !k.LabOnly {
+			continue
+		}
+		if k.Translated {
+			// A DNS64 view: the name as an IPv4-only server has it,
+			// its AAAA synthesised from its A (RFC 6147 §5.1.7).
+			v := Zone{}
+			if v4, ok := native[false]; ok {
+				v.Add(at.Name, v4)
+			}
+			views[a] = v.Synthesize(at.DNS64)
 			continue
 		}
 		v := Zone{}

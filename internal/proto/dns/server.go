@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -41,6 +42,26 @@ func (z Zone) ParseRecord(s string) error {
 func (z Zone) Add(name string, a netip.Addr) {
 	k := mdns.CanonicalName(strings.TrimSpace(name))
 	z[k] = append(z[k], a.Unmap())
+}
+
+// Synthesize is the zone as a DNS64 server answers it (RFC 6147 §5.1.7):
+// every name with A records but no AAAA gets an AAAA for each A, its
+// IPv4 address embedded under prefix (a /96, RFC 6052 §2.2); names with
+// AAAA keep theirs. An invalid prefix synthesises nothing.
+func (z Zone) Synthesize(prefix netip.Prefix) Zone {
+	out := Zone{}
+	for name, addrs := range z {
+		out[name] = append([]netip.Addr(nil), addrs...)
+		if !prefix.IsValid() || prefix.Bits() != 96 || slices.ContainsFunc(addrs, netip.Addr.Is6) {
+			continue
+		}
+		for _, a := range addrs {
+			b, v4 := prefix.Addr().As16(), a.As4()
+			copy(b[12:], v4[:])
+			out[name] = append(out[name], netip.AddrFrom16(b))
+		}
+	}
+	return out
 }
 
 // Names lists the zone's names, sorted.

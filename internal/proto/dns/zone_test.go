@@ -1,6 +1,7 @@
 package dns
 
 import (
+	"fmt"
 	"net/netip"
 	"testing"
 
@@ -29,5 +30,29 @@ func TestPlaceZoneGivesALabOnlyPathItsOwnAddress(t *testing.T) {
 		if len(addrs) != 2 || addrs[0] != v4 || addrs[1] != tun {
 			t.Errorf("view %v", view)
 		}
+	}
+}
+
+// TestDNS64SynthesizesAAAAFromA: a name with only A records gets an AAAA
+// per A under the prefix (64:ff9b::192.0.2.1); a name with its own AAAA
+// keeps it and gets none made up; the zone itself is unchanged.
+func TestDNS64SynthesizesAAAAFromA(t *testing.T) {
+	z := Zone{}
+	z.Add("v4only.test", netip.MustParseAddr("192.0.2.1"))
+	z.Add("v4only.test", netip.MustParseAddr("198.51.100.7"))
+	z.Add("dual.test", netip.MustParseAddr("192.0.2.2"))
+	z.Add("dual.test", netip.MustParseAddr("2001:db8::2"))
+	s := z.Synthesize(netip.MustParsePrefix("64:ff9b::/96"))
+	if got := fmt.Sprint(s["v4only.test."]); got != "[192.0.2.1 198.51.100.7 64:ff9b::c000:201 64:ff9b::c633:6407]" {
+		t.Errorf("v4only: %s", got)
+	}
+	if got := fmt.Sprint(s["dual.test."]); got != "[192.0.2.2 2001:db8::2]" {
+		t.Errorf("dual: %s", got)
+	}
+	if len(z["v4only.test."]) != 2 {
+		t.Errorf("the zone changed: %v", z)
+	}
+	if got := z.Synthesize(netip.Prefix{}); len(got["v4only.test."]) != 2 {
+		t.Errorf("no prefix synthesised %v", got)
 	}
 }

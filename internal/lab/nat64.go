@@ -1,0 +1,126 @@
+package lab
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/vishvananda/netlink"
+
+	"v6lab/internal/lab/bpf"
+	"v6lab/internal/path"
+)
+
+// The nat64 path: the client speaks IPv6 from an address of its own to the
+// RFC 6052 well-known prefix, r1 translates statelessly (SIIT, RFC 7915)
+// with one explicit mapping of that address to an IPv4 one (RFC 7757),
+// and the server answers over IPv4. Names on the path come from a DNS64
+// view (RFC 6147) on an IPv6 address of the server host, reached natively,
+// as a DNS64 resolver is.
+var (
+	// Nat64Prefix is the RFC 6052 well-known prefix.
+	Nat64Prefix = netip.MustParsePrefix("64:ff9b::/96")
+	// nat64Client is the client link's prefix for the path (r1 is ::1).
+	nat64Client = netip.MustParsePrefix("2001:db8:64:1::/64")
+	// nat64DNS is the server link's prefix for the DNS64 view (r2 ::1).
+	nat64DNS = netip.MustParsePrefix("2001:db8:64:3::/64")
+	// nat64Pool holds the client's mapped IPv4 address: the benchmarking
+	// range (RFC 2544), which the generator links use from 198.18.1.0 on.
+	nat64Pool = netip.MustParsePrefix("198.18.0.0/24")
+	// Nat64Wire are the prefixes whose packets belong to the nat64 path on
+	// the checked link: the mapped IPv4 pool, and the path's IPv6 prefixes
+	// (its DNS64 lookups).
+	Nat64Wire = []netip.Prefix{nat64Pool, netip.MustParsePrefix("2001:db8:64::/48")}
+)
+
+// Nat64MTU is the client's MTU toward the prefix: a full 1500-byte IPv4
+// packet from the server grows by 20 bytes as IPv6, so the client's TCP
+// must offer an MSS that leaves room for it (as a NAT64 operator clamps).
+const Nat64MTU = 1480
+
+// Embed returns the RFC 6052 address of IPv4 address a under a /96.
+func Embed(prefix netip.Prefix, a netip.Addr) netip.Addr {
+	b := prefix.Addr().As16()
+	v4 := a.As4()
+	copy(b[12:], v4[:])
+	return netip.AddrFrom16(b)
+}
+
+// addNat64 builds the nat64 path: addresses, routes, and the translator
+// on r1 (tc BPF: without it the lab has no nat64 path, and says why).
+func (l *Lab) addNat64(hs map[string]*netlink.Handle) error {
+	if err := bpf.Check(); err != nil {
+		l.Nat64Why = fmt.Sprintf("no nat64 path: its translator needs tc BPF (%v)", err)
+		return nil
+	}
+	a, b, c := links[0], links[1], links[2]
+	client6, r1on6 := hostAddr(nat64Client, a.aHost), hostAddr(nat64Client, a.bHost)
+	dns64, r2on64 := hostAddr(nat64DNS, c.bHost), hostAddr(nat64DNS, c.aHost)
+	mapped := hostAddr(nat64Pool, 2)
+	for _, ad := range []struct {
+		role, ifname string
+		p            netip.Prefix
+	}{
+		{Client, a.aIf, netip.PrefixFrom(client6, 64)}, {R1, a.bIf, netip.PrefixFrom(r1on6, 64)},
+		{R2, c.aIf, netip.PrefixFrom(r2on64, 64)}, {Server, c.bIf, netip.PrefixFrom(dns64, 64)},
+	} {
+		h := hs[ad.role]
+		ln, err := h.LinkByName(ad.ifname)
+		if err == nil {
+			err = addAddr(h, ln, ad.p)
+		}
+		if err != nil {
+			return fmt.Errorf("lab: %s %s: nat64: %w", ad.role, ad.ifname, err)
+		}
+	}
+	routes := []struct {
+		role string
+		r    *netlink.Route
+	}{
+		// The client reaches the prefix through r1, from its nat64
+		// address, with room for the translation's 20 bytes.
+		{Client, &netlink.Route{Dst: ipnet(Nat64Prefix), Gw: r1on6.AsSlice(), Src: client6.AsSlice(), MTU: Nat64MTU}},
+		{R1, &netlink.Route{Dst: ipnet(nat64DNS), Gw: hostAddr(b.v6, b.bHost).AsSlice()}},
+		{R2, &netlink.Route{Dst: ipnet(nat64Client), Gw: hostAddr(b.v6, b.aHost).AsSlice()}},
+		// IPv4 to the mapped address goes back to the translator.
+		{R2, &netlink.Route{Dst: ipnet(nat64Pool), Gw: hostAddr(b.v4, b.aHost).AsSlice()}},
+	}
+	for _, rt := range routes {
+		if err := hs[rt.role].RouteAdd(rt.r); err != nil {
+			return fmt.Errorf("lab: %s: nat64 route %v: %w", rt.role, rt.r, err)
+		}
+	}
+	x := bpf.Translator{Prefix: Nat64Prefix, Client6: client6, Client4: mapped}
+	err := Do(NS(l.Name, R1), func() error {
+		n, err := bpf.NewNat64(x)
+		if err != nil {
+			return err
+		}
+		l.bpfObjs = append(l.bpfObjs, n)
+		from6, err := net.InterfaceByName(a.bIf)
+		if err != nil {
+			return err
+		}
+		from4, err := net.InterfaceByName(b.aIf)
+		if err != nil {
+			return err
+		}
+		return n.Attach(from6.Index, from4.Index, l.hook())
+	})
+	if err != nil {
+		return fmt.Errorf("lab: r1: nat64 over tc BPF: %w", err)
+	}
+	l.Addr.ClientNat64, l.Addr.Mapped4, l.Addr.DNS64 = client6, mapped, dns64
+	l.Addr.ServerNat64 = Embed(Nat64Prefix, l.Addr.ServerV4)
+	return nil
+}
+
+// Listen is the server host's own address for path p: where servers bind
+// (for nat64, the DNS64 view's address: the path's server address is the
+// translator's, which no host holds).
+func (a Addresses) Listen(p path.Path) netip.Addr {
+	if p.Kind().Translated {
+		return a.DNS64
+	}
+	return a.Server(p)
+}
