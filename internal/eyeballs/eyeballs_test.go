@@ -1,0 +1,260 @@
+package eyeballs
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+var (
+	v6a = netip.MustParseAddr("2001:db8::1")
+	v6b = netip.MustParseAddr("2001:db8::2")
+	v4a = netip.MustParseAddr("192.0.2.1")
+	v4b = netip.MustParseAddr("192.0.2.2")
+)
+
+// world is a fake network: per address, how long a connection takes, or
+// that it never answers (blackhole) or is refused; per family, how long
+// its lookup takes. It counts the connections it made and those closed.
+type world struct {
+	connect   map[netip.Addr]time.Duration
+	blackhole map[netip.Addr]bool
+	refused   map[netip.Addr]bool
+	lookup    map[bool]time.Duration // by ipv6
+	records   map[bool][]netip.Addr
+	open      atomic.Int64
+	mu        sync.Mutex
+	dialed    []netip.Addr
+}
+
+type conn struct {
+	net.Conn
+	w    *world
+	once sync.Once
+}
+
+func (c *conn) Close() error {
+	c.once.Do(func() { c.w.open.Add(-1) })
+	return nil
+}
+
+func (w *world) dialer(delay time.Duration) Dialer {
+	return Dialer{AttemptDelay: delay,
+		Lookup: func(ctx context.Context, _ string, v6 bool) ([]netip.Addr, error) {
+			select {
+			case <-time.After(w.lookup[v6]):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			if len(w.records[v6]) == 0 {
+				return nil, errors.New("no records")
+			}
+			return w.records[v6], nil
+		},
+		Dial: func(ctx context.Context, to netip.AddrPort) (net.Conn, error) {
+			w.mu.Lock()
+			w.dialed = append(w.dialed, to.Addr())
+			w.mu.Unlock()
+			a := to.Addr()
+			if w.refused[a] {
+				return nil, errors.New("connection refused")
+			}
+			wait := w.connect[a]
+			if w.blackhole[a] {
+				wait = time.Hour
+			}
+			select {
+			case <-time.After(wait):
+				w.open.Add(1)
+				return &conn{w: w}, nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}}
+}
+
+func newWorld() *world {
+	return &world{connect: map[netip.Addr]time.Duration{}, blackhole: map[netip.Addr]bool{}, refused: map[netip.Addr]bool{},
+		lookup: map[bool]time.Duration{}, records: map[bool][]netip.Addr{true: {v6a, v6b}, false: {v4a, v4b}}}
+}
+
+func near(t *testing.T, what string, got, want time.Duration) {
+	t.Helper()
+	if got < want || got > want+10*time.Millisecond {
+		t.Errorf("%s at %v, want %v (+10 ms)", what, got, want)
+	}
+}
+
+// TestHealthyIPv6WinsAtOnce: both families answer; IPv6 connects in 1 ms,
+// first and alone.
+func TestHealthyIPv6WinsAtOnce(t *testing.T) {
+	w := newWorld()
+	w.connect[v6a] = time.Millisecond
+	r, err := w.dialer(0).DialContext(context.Background(), "h", 80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.IPv6 || len(r.Attempts) != 1 || r.Attempts[0].Addr != v6a || !r.Attempts[0].Won {
+		t.Fatalf("result %+v", r)
+	}
+	r.Conn.Close()
+	if w.open.Load() != 0 {
+		t.Errorf("%d connections left open", w.open.Load())
+	}
+}
+
+// TestBlackholedIPv6FallsBackAfterTheDelay: IPv6 never answers; the IPv4
+// attempt starts one Connection Attempt Delay after it (250 ms, and 100
+// ms when configured), and wins; the IPv6 attempt is cancelled, nothing
+// is left open.
+func TestBlackholedIPv6FallsBackAfterTheDelay(t *testing.T) {
+	for _, delay := range []time.Duration{0, 100 * time.Millisecond} {
+		w := newWorld()
+		w.blackhole[v6a], w.blackhole[v6b] = true, true
+		r, err := w.dialer(delay).DialContext(context.Background(), "h", 80)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := delay
+		if want == 0 {
+			want = AttemptDelay
+		}
+		if r.IPv6 || len(r.Attempts) != 2 || r.Attempts[1].Addr != v4a || !r.Attempts[1].Won || !r.Attempts[0].Aborted {
+			t.Fatalf("result %+v", r)
+		}
+		near(t, "the IPv4 attempt", r.Attempts[1].Start, want)
+		near(t, "the connection", r.Connect, want)
+		r.Conn.Close()
+		if w.open.Load() != 0 {
+			t.Errorf("%d connections left open", w.open.Load())
+		}
+	}
+}
+
+// TestARefusedAttemptStartsTheNextAtOnce: a refusal does not wait out the
+// delay (§5).
+func TestARefusedAttemptStartsTheNextAtOnce(t *testing.T) {
+	w := newWorld()
+	w.refused[v6a] = true
+	r, err := w.dialer(0).DialContext(context.Background(), "h", 80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.IPv6 || len(r.Attempts) != 2 || r.Attempts[0].Err == "" || r.Attempts[1].Addr != v4a {
+		t.Fatalf("result %+v", r)
+	}
+	near(t, "the second attempt", r.Attempts[1].Start, 0)
+	r.Conn.Close()
+}
+
+// TestLateAAAAWaitsTheResolutionDelayThenUsesIPv4: A comes at once, AAAA
+// after 300 ms: attempts start 50 ms after the A answer, over IPv4.
+func TestLateAAAAWaitsTheResolutionDelayThenUsesIPv4(t *testing.T) {
+	w := newWorld()
+	w.lookup[true] = 300 * time.Millisecond
+	r, err := w.dialer(0).DialContext(context.Background(), "h", 80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.IPv6 || r.Attempts[0].Addr != v4a {
+		t.Fatalf("result %+v", r)
+	}
+	near(t, "the first attempt", r.Attempts[0].Start, ResolutionDelay)
+	r.Conn.Close()
+	// AAAA within the resolution delay: IPv6 first after all.
+	w = newWorld()
+	w.lookup[true] = 20 * time.Millisecond
+	r, err = w.dialer(0).DialContext(context.Background(), "h", 80)
+	if err != nil || !r.IPv6 {
+		t.Fatalf("AAAA within 50 ms: %+v, %v", r, err)
+	}
+	near(t, "the first attempt", r.Attempts[0].Start, 20*time.Millisecond)
+	r.Conn.Close()
+}
+
+// TestFamiliesInterleave: with every attempt slow, attempts go IPv6,
+// IPv4, IPv6, IPv4, one delay apart.
+func TestFamiliesInterleave(t *testing.T) {
+	w := newWorld()
+	for _, a := range []netip.Addr{v6a, v4a, v6b} {
+		w.blackhole[a] = true
+	}
+	w.connect[v4b] = 5 * time.Millisecond
+	r, err := w.dialer(30*time.Millisecond).DialContext(context.Background(), "h", 80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []netip.Addr
+	for i, a := range r.Attempts {
+		order = append(order, a.Addr)
+		near(t, "attempt", a.Start, time.Duration(i)*30*time.Millisecond)
+	}
+	if len(order) != 4 || order[0] != v6a || order[1] != v4a || order[2] != v6b || order[3] != v4b || !r.Attempts[3].Won {
+		t.Fatalf("order %v", order)
+	}
+	r.Conn.Close()
+	if w.open.Load() != 0 {
+		t.Errorf("%d connections left open", w.open.Load())
+	}
+}
+
+// TestNoAddressAndEveryFailureAreErrors: a name without records, and one
+// whose every address refuses, fail with the reason; nothing leaks.
+func TestNoAddressAndEveryFailureAreErrors(t *testing.T) {
+	w := newWorld()
+	w.records = map[bool][]netip.Addr{}
+	if _, err := w.dialer(0).DialContext(context.Background(), "h", 80); err == nil {
+		t.Error("a name without addresses connected")
+	}
+	w = newWorld()
+	for _, a := range []netip.Addr{v6a, v6b, v4a, v4b} {
+		w.refused[a] = true
+	}
+	r, err := w.dialer(0).DialContext(context.Background(), "h", 80)
+	if err == nil || len(r.Attempts) != 4 {
+		t.Errorf("every address refused: %+v, %v", r, err)
+	}
+	// A deadline ends a dial whose every address is blackholed.
+	w = newWorld()
+	for _, a := range []netip.Addr{v6a, v6b, v4a, v4b} {
+		w.blackhole[a] = true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	r, err = w.dialer(20*time.Millisecond).DialContext(ctx, "h", 80)
+	if !errors.Is(err, context.DeadlineExceeded) || len(r.Attempts) != 4 {
+		t.Errorf("blackholed: %d attempts, %v", len(r.Attempts), err)
+	}
+	for _, a := range r.Attempts {
+		if !a.Aborted || a.End == 0 {
+			t.Errorf("attempt %+v not ended", a)
+		}
+	}
+	if w.open.Load() != 0 {
+		t.Errorf("%d connections left open", w.open.Load())
+	}
+}
+
+// TestALateWinnerIsClosed: IPv6 connects just after IPv4 won: its
+// connection is closed, not leaked.
+func TestALateWinnerIsClosed(t *testing.T) {
+	w := newWorld()
+	w.connect[v6a] = 40 * time.Millisecond
+	w.connect[v4a] = 5 * time.Millisecond
+	r, err := w.dialer(10*time.Millisecond).DialContext(context.Background(), "h", 80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.IPv6 {
+		t.Fatalf("IPv6 won at %v", r.Connect)
+	}
+	r.Conn.Close()
+	if w.open.Load() != 0 {
+		t.Errorf("%d connections left open", w.open.Load())
+	}
+}
