@@ -20,7 +20,8 @@ var allowed = map[string][]string{
 	"v6lab/internal/evloop":          {"kstamp"},
 	"v6lab/internal/content":         {},
 	"v6lab/internal/proto":           protoBase,
-	"v6lab/internal/proto/http":      append(protoLevel(), "evloop", "proto/extclient"),
+	"v6lab/internal/proto/http":      append(protoLevel(), "evloop", "eyeballs", "proto/extclient"),
+	"v6lab/internal/eyeballs":        {},
 	"v6lab/internal/proto/dns":       protoLevel(),
 	"v6lab/internal/proto/ftp":       append(protoLevel(), "proto/reply", "proto/guard", "proto/extclient"),
 	"v6lab/internal/proto/smtp":      append(protoLevel(), "proto/reply", "proto/guard"),
@@ -29,8 +30,8 @@ var allowed = map[string][]string{
 	"v6lab/internal/proto/imap":      append(protoLevel(), "proto/reply", "proto/guard"),
 	"v6lab/internal/proto/extclient": protoLevel(),
 	"v6lab/internal/proto/trial":     protoLevel(),
-	"v6lab/internal/proto/all":       append(protoLevel(), "evloop", "proto/extclient", "proto/reply", "proto/guard", "proto/http", "proto/dns", "proto/ftp", "proto/smtp", "proto/imap", "proto/trial"),
-	"v6lab/internal/experiment": append(protoLevel(), "evloop", "proto/extclient", "proto/reply", "proto/guard", "proto/http", "proto/dns", "proto/ftp", "proto/smtp", "proto/imap", "proto/trial", "proto/all",
+	"v6lab/internal/proto/all":       append(protoLevel(), "evloop", "eyeballs", "proto/extclient", "proto/reply", "proto/guard", "proto/http", "proto/dns", "proto/ftp", "proto/smtp", "proto/imap", "proto/trial"),
+	"v6lab/internal/experiment": append(protoLevel(), "evloop", "eyeballs", "proto/extclient", "proto/reply", "proto/guard", "proto/http", "proto/dns", "proto/ftp", "proto/smtp", "proto/imap", "proto/trial", "proto/all",
 		"lab", "lab/sixin4", "lab/bpf", "specfile", "traffic", "congestion"),
 	// measure runs a job; labrun a lab run (measure in its child);
 	// runner decides where and calls either: each above the one before,
@@ -62,7 +63,7 @@ func protoLevel() []string { return append(append([]string(nil), protoBase...), 
 
 // experimentDeps is what experiment may import, and more.
 func experimentDeps(more ...string) []string {
-	return append(append(protoLevel(), "evloop", "proto/extclient", "proto/reply", "proto/guard", "proto/http", "proto/dns", "proto/ftp",
+	return append(append(protoLevel(), "evloop", "eyeballs", "proto/extclient", "proto/reply", "proto/guard", "proto/http", "proto/dns", "proto/ftp",
 		"proto/smtp", "proto/imap", "proto/trial", "proto/all", "lab", "lab/sixin4", "lab/bpf", "specfile", "traffic", "congestion", "experiment"), more...)
 }
 

@@ -82,6 +82,10 @@ type Spec struct {
 	// (bits/s) for the cell group's runs (a run condition; the lab's own
 	// shaping returns for groups without one).
 	LinkRate uint64 `json:"link_rate,omitempty"`
+	// IPv6Loss, when set, drops that share (percent; 100: blackholed) of
+	// the client's IPv6 packets at the lab's first router during the cell
+	// group's runs (a run condition: a dual-stack client's fallback).
+	IPv6Loss float64 `json:"ipv6_loss,omitempty"`
 	// Params are protocol options, recorded for the reader.
 	Params map[string]string `json:"params,omitempty"`
 }
@@ -202,6 +206,11 @@ func (s *Spec) Validate() error {
 	} {
 		if r.err != nil {
 			return fmt.Errorf("experiment: %s: %w", r.field, r.err)
+		}
+	}
+	for _, p := range s.Paths {
+		if p.Kind().Dual && (s.Protocol != "http" || s.Client != "") {
+			return fmt.Errorf("experiment: paths: %s races the families by Happy Eyeballs, which only v6lab's own http client does so far (cell group %s)", p, s.CellName())
 		}
 	}
 	return nil

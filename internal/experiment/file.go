@@ -64,6 +64,8 @@ type cellFile struct {
 	StartTLS bool   `yaml:"starttls"`
 	// http and ftp files: another client program
 	Client string `yaml:"client"`
+	// http over the dual path: Happy Eyeballs' Connection Attempt Delay
+	AttemptDelay string `yaml:"attempt_delay"`
 	// embedded or real: overrides the experiment's servers for this cell
 	Server string `yaml:"server"`
 	// ftp
@@ -90,6 +92,8 @@ type cellFile struct {
 	ServerCapture bool   `yaml:"server_capture"`
 	// link_rate: the lab's links reshaped for this cell group's runs
 	LinkRate string `yaml:"link_rate"`
+	// ipv6_loss: the client's IPv6 dropped at r1 (percent; 100: blackholed)
+	IPv6Loss *float64 `yaml:"ipv6_loss"`
 }
 
 // Defaults of an experiment file.
@@ -418,6 +422,15 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Pa
 	if err := c.congestion(doc, at, e.Where, &s); err != nil {
 		return s, err
 	}
+	if c.IPv6Loss != nil {
+		switch v := *c.IPv6Loss; {
+		case !(v > 0 && v <= 100):
+			return s, doc.Errorf(field("ipv6_loss"), "%g is not a share of IPv6 packets to drop: want more than 0 and at most 100 (percent; 100: blackholed)", v)
+		case e.Where != "lab" && e.Where != "auto":
+			return s, doc.Errorf(field("ipv6_loss"), "IPv6 is dropped at the lab's router, but where is %s", e.Where)
+		}
+		s.IPv6Loss = *c.IPv6Loss
+	}
 	return s, nil
 }
 
@@ -464,7 +477,7 @@ func RealServersFit(c *Spec) error { return all.RealFit(c.Protocol, &c.Options) 
 func (c *cellFile) options() proto.Options {
 	o := proto.Options{URL: c.URL, Objects: c.Objects, Query: c.Query, DNSServers: c.DNSServers, Transport: c.Transport, Mode: c.Mode,
 		File: c.File, Active: c.Active, Client: c.Client, From: c.From, To: c.To, StartTLS: c.StartTLS,
-		UserFormat: c.UserFormat, Password: c.Password, Servers: c.Servers}
+		UserFormat: c.UserFormat, Password: c.Password, Servers: c.Servers, AttemptDelay: c.AttemptDelay}
 	if c.Users != nil {
 		o.Users = *c.Users
 	}

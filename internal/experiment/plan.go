@@ -24,6 +24,8 @@ func (exp *Experiment) NeedsLab() string {
 		return "server-side figures come from a capture in the lab's server host"
 	case exp.LinkRates():
 		return "link_rate reshapes the lab's links"
+	case exp.anyCell(func(c *Spec) bool { return c.IPv6Loss > 0 }):
+		return "ipv6_loss drops IPv6 at the lab's router"
 	}
 	return ""
 }

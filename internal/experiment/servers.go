@@ -67,6 +67,11 @@ func LoopbackPlace(paths []path.Path) (proto.Place, error) {
 		if p.Kind().LabOnly {
 			return at, fmt.Errorf("experiment: path %s needs the lab (between its namespaces); on loopback only ipv4 and ipv6 exist", p)
 		}
+		if p.Kind().Dual {
+			// By name, through both families' addresses.
+			at.Addrs[path.IPv4], at.Addrs[path.IPv6] = path.IPv4.Loopback(), path.IPv6.Loopback()
+			continue
+		}
 		at.Addrs[p] = p.Loopback()
 	}
 	return at, nil

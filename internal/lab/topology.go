@@ -423,6 +423,11 @@ func (l *Lab) build(ctx context.Context) error {
 			return fmt.Errorf("lab: %s: %w", role, err)
 		}
 	}
+	for _, role := range roles {
+		if err := Do(NS(l.Name, role), noDAD); err != nil {
+			return fmt.Errorf("lab: %s: %w", role, err)
+		}
+	}
 	if err := Do(NS(l.Name, R1), func() error { return forwarding() }); err != nil {
 		return err
 	}
@@ -458,6 +463,21 @@ func (l *Lab) build(ctx context.Context) error {
 		return err
 	}
 	return l.addNat64(hs)
+}
+
+// noDAD turns off duplicate address detection for the namespace's
+// interfaces to come. The lab's global addresses are added without it
+// already; without this, each veth's link-local address stays tentative
+// for a second or two after the link comes up, and IPv6 cannot resolve a
+// neighbour until then: the first IPv6 connection of a fresh lab took 2 s
+// (IPv4 none), which a dual-stack client's race saw as a broken IPv6.
+func noDAD() error {
+	for _, f := range []string{"/proc/sys/net/ipv6/conf/default/accept_dad", "/proc/sys/net/ipv6/conf/all/accept_dad"} {
+		if err := os.WriteFile(f, []byte("0"), 0o644); err != nil {
+			return fmt.Errorf("lab: %w", err)
+		}
+	}
+	return nil
 }
 
 // forwarding turns a host into a router (the namespace's own sysctls).

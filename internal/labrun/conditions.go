@@ -2,6 +2,8 @@ package labrun
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"net/netip"
 	"time"
 
@@ -28,6 +30,29 @@ type conditions struct {
 	rates map[string]lab.Shaping
 	cur   uint64
 	links map[string]string
+	// impair is the IPv6 loss a cell group asked for (ipv6_loss), while
+	// its runs last; dropped is its count when the run began.
+	impair  *lab.Impairment
+	dropped uint64
+}
+
+// impairIPv6 puts the cell group's IPv6 loss in place (or removes it).
+func (c *conditions) impairIPv6(s *experiment.Spec) error {
+	if c.impair != nil && c.impair.Percent == s.IPv6Loss {
+		return nil
+	}
+	if c.impair != nil {
+		c.impair.Close()
+		c.impair = nil
+	}
+	if s.IPv6Loss > 0 {
+		im, err := lab.ImpairIPv6(c.lab, s.IPv6Loss)
+		if err != nil {
+			return err
+		}
+		c.impair = im
+	}
+	return nil
 }
 
 // reshape gives the links the cell group's rate (or the lab's own), when
@@ -55,6 +80,12 @@ func (c *conditions) Begin(ctx context.Context, s *experiment.Spec, _ experiment
 	if err := c.reshape(s); err != nil {
 		return err
 	}
+	if err := c.impairIPv6(s); err != nil {
+		return err
+	}
+	if c.impair != nil {
+		c.dropped, _ = c.impair.Counters()
+	}
 	if c.bg != nil {
 		if err := c.bg.Set(ctx, s.Background); err != nil {
 			return err
@@ -75,6 +106,14 @@ func (c *conditions) End(s *experiment.Spec, _ experiment.Step, rec *result.Run,
 		rec.Background = c.bg.Since()
 	}
 	rec.Links = c.links
+	if c.impair != nil {
+		dropped, _ := c.impair.Counters()
+		rec.Links = maps.Clone(rec.Links)
+		if rec.Links == nil {
+			rec.Links = map[string]string{}
+		}
+		rec.Links["r1 eth-client ingress"] = fmt.Sprintf("IPv6 loss %g%% (tc BPF): %d IPv6 packets dropped in the run", c.impair.Percent, dropped-c.dropped)
+	}
 	if !s.ServerCapture || c.server == nil {
 		return
 	}
@@ -106,6 +145,10 @@ func (c *conditions) End(s *experiment.Spec, _ experiment.Step, rec *result.Run,
 }
 
 func (c *conditions) Finish() {
+	if c.impair != nil {
+		c.impair.Close()
+		c.impair = nil
+	}
 	if c.bg != nil {
 		c.bg.Set(context.Background(), "")
 	}

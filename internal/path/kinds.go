@@ -34,6 +34,10 @@ type Kind struct {
 	// server's IPv4 one (RFC 6052), and a translator between them turns
 	// it into IPv4 (RFC 7915); names are looked up from a DNS64 view.
 	Translated bool
+	// Dual: the client is not pinned to a family; it races them as a
+	// dual-stack client does (Happy Eyeballs, RFC 8305), and each
+	// transaction records which won.
+	Dual bool
 }
 
 // Kinds lists every path kind, in report order.
@@ -42,6 +46,7 @@ var Kinds = []Kind{
 	{Path: IPv6, IPv6: true, Display: "IPv6", Rank: 1, HeaderBytes: 40, CSSClass: "s-ipv6", Wire: "ipv6"},
 	{Path: SixIn4, IPv6: true, LabOnly: true, Display: "IPv6 in IPv4 (6in4)", Rank: 2, HeaderBytes: 60, CSSClass: "s-sixin4", Wire: "6in4"},
 	{Path: NAT64, IPv6: true, LabOnly: true, Translated: true, Display: "IPv6 to IPv4 (NAT64)", Rank: 3, HeaderBytes: 20, CSSClass: "s-nat64", Wire: "nat64"},
+	{Path: Dual, Dual: true, Display: "dual stack (Happy Eyeballs)", Rank: 4, HeaderBytes: 40, CSSClass: "s-dual", Wire: "dual"},
 }
 
 // KindOf returns the row of p; ok is false for a path v6lab does not know.

@@ -17,17 +17,17 @@ func TestKindsAreOneTable(t *testing.T) {
 		if p, err := Parse(strings.ToUpper(string(k.Path))); err != nil || p != k.Path {
 			t.Errorf("Parse(%s) = %v, %v", k.Path, p, err)
 		}
-		if k.Path.IsIPv6() != k.IPv6 || (k.Path.Network("tcp") == "tcp6") != k.IPv6 {
+		if k.Path.IsIPv6() != k.IPv6 || (k.Path.Network("tcp") == "tcp6") != k.IPv6 || (k.Path.Network("tcp") == "tcp") != k.Dual {
 			t.Errorf("%s: family disagrees with its row", k.Path)
 		}
 	}
-	if len(All) != len(Kinds) || strings.Join([]string{string(All[0]), string(All[1]), string(All[2]), string(All[3])}, ",") != "ipv4,ipv6,6in4,nat64" {
+	if len(All) != len(Kinds) || strings.Join([]string{string(All[0]), string(All[1]), string(All[2]), string(All[3]), string(All[4])}, ",") != "ipv4,ipv6,6in4,nat64,dual" {
 		t.Errorf("All = %v", All)
 	}
 	if lo := LabOnly(); len(lo) != 2 || lo[0] != SixIn4 || lo[1] != NAT64 {
 		t.Errorf("LabOnly = %v", lo)
 	}
-	if _, err := Parse("nat46"); err == nil || !strings.Contains(err.Error(), `unknown path "nat46" (want ipv4, ipv6, 6in4 or nat64)`) {
+	if _, err := Parse("nat46"); err == nil || !strings.Contains(err.Error(), `unknown path "nat46" (want ipv4, ipv6, 6in4, nat64 or dual)`) {
 		t.Errorf("Parse(nat46): %v", err)
 	}
 	if k, ok := KindOf("other"); ok || k.Rank != len(Kinds) {

@@ -30,6 +30,9 @@ const (
 	// NAT64 is IPv6 from an IPv6-only client translated to IPv4 for an
 	// IPv4-only server (lab only: RFC 6146/7915, DNS64 RFC 6147).
 	NAT64 Path = "nat64"
+	// Dual is a dual-stack client racing the families by Happy Eyeballs
+	// (RFC 8305): the family that won is recorded per transaction.
+	Dual Path = "dual"
 )
 
 // All lists every known path in report order (the paths of Kinds).
@@ -84,16 +87,24 @@ func ParseList(s string) ([]Path, error) {
 // IsIPv6 reports whether the path's endpoints speak IPv6 (true for 6in4).
 func (p Path) IsIPv6() bool { return p.Kind().IPv6 }
 
-// Family is "IPv4" or "IPv6", the family of the path's endpoint addresses.
+// Family is "IPv4" or "IPv6", the family of the path's endpoint addresses
+// ("IPv4 or IPv6" for dual).
 func (p Path) Family() string {
+	if p.Kind().Dual {
+		return "IPv4 or IPv6"
+	}
 	if p.IsIPv6() {
 		return "IPv6"
 	}
 	return "IPv4"
 }
 
-// Network returns the pinned Go network name for proto ("tcp" or "udp").
+// Network returns the pinned Go network name for proto ("tcp" or "udp"),
+// unpinned for dual.
 func (p Path) Network(proto string) string {
+	if p.Kind().Dual {
+		return proto
+	}
 	if p.IsIPv6() {
 		return proto + "6"
 	}
@@ -105,6 +116,9 @@ func (p Path) Network(proto string) string {
 func (p Path) Accepts(addr netip.Addr) bool {
 	if !addr.IsValid() {
 		return false
+	}
+	if p.Kind().Dual {
+		return true
 	}
 	if p.IsIPv6() {
 		return addr.Is6() && !addr.Is4In6()

@@ -105,8 +105,16 @@ var setters = map[string]func(o *Options, v string) error{
 	"tls_groups":  func(o *Options, v string) error { o.Probe.TLSGroups = v; return nil },
 	"max_body":    func(o *Options, v string) error { o.Probe.MaxBody = v; return nil },
 	"engine":      func(o *Options, v string) error { o.Probe.Engine = v; return nil },
-	"dns_over":    func(o *Options, v string) error { o.Probe.DNSOver = v; return nil },
-	"type":        func(o *Options, v string) error { o.Probe.Type = v; return nil },
+	"attempt_delay": func(o *Options, v string) error {
+		var d time.Duration
+		if err := setDuration(v, &d); err != nil {
+			return err
+		}
+		o.AttemptDelay = d.String()
+		return nil
+	},
+	"dns_over": func(o *Options, v string) error { o.Probe.DNSOver = v; return nil },
+	"type":     func(o *Options, v string) error { o.Probe.Type = v; return nil },
 	// a trial's, as given (its Check decodes them)
 	"time":       func(o *Options, v string) error { return setDuration(v, &o.trial().Time) },
 	"omit":       func(o *Options, v string) error { return setDuration(v, &o.trial().Omit) },

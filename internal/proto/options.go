@@ -27,6 +27,9 @@ type Options struct {
 	Active bool   `json:"active,omitempty"`
 	// Client downloads a file cell with another program: curl or wget.
 	Client string `json:"client,omitempty"`
+	// AttemptDelay is Happy Eyeballs' Connection Attempt Delay on the
+	// dual path ("250ms"; empty: RFC 8305's default).
+	AttemptDelay string `json:"attempt_delay,omitempty"`
 	// SMTP: envelope, message size, STARTTLS.
 	From     string `json:"from,omitempty"`
 	To       string `json:"to,omitempty"`

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 	"github.com/vishvananda/netlink"
@@ -169,9 +170,11 @@ func (t *Tunnel) Close() error {
 	return errors.Join(errs...)
 }
 
-// Loss drops packets at random with a fixed probability, in the kernel.
+// Loss drops packets at random with a fixed probability, in the kernel
+// (every packet, or IPv6 only).
 type Loss struct {
 	Percent  float64
+	IPv6Only bool
 	Hook     Hook
 	counters *ebpf.Map
 	prog     *ebpf.Program
@@ -179,7 +182,13 @@ type Loss struct {
 }
 
 // NewLoss loads a loss program dropping percent % of packets.
-func NewLoss(percent float64) (*Loss, error) {
+func NewLoss(percent float64) (*Loss, error) { return newLoss(percent, false) }
+
+// NewIPv6Loss loads a loss program dropping percent % of IPv6 packets
+// (100: IPv6 blackholed), passing every other packet on.
+func NewIPv6Loss(percent float64) (*Loss, error) { return newLoss(percent, true) }
+
+func newLoss(percent float64, ipv6Only bool) (*Loss, error) {
 	if !(percent > 0 && percent <= 100) {
 		return nil, fmt.Errorf("bpf: loss %g%% is not a percentage above 0", percent)
 	}
@@ -188,12 +197,20 @@ func NewLoss(percent float64) (*Loss, error) {
 		return nil, err
 	}
 	threshold := uint64(math.Round(percent / 100 * (1 << 32)))
-	p, err := newProgram(LossName, lossInsns(threshold, m))
+	insns := lossInsns(threshold, m)
+	if ipv6Only {
+		insns = append(asm.Instructions{
+			asm.LoadMem(asm.R2, asm.R1, skbProtocol, asm.Word),
+			asm.JNE.Imm(asm.R2, ethTypeIPv6LE, "not6"),
+		}, insns...)
+		insns = append(insns, asm.Mov.Imm(asm.R0, retNext).WithSymbol("not6"), asm.Return())
+	}
+	p, err := newProgram(LossName, insns)
 	if err != nil {
 		m.Close()
 		return nil, err
 	}
-	return &Loss{Percent: percent, counters: m, prog: p}, nil
+	return &Loss{Percent: percent, IPv6Only: ipv6Only, counters: m, prog: p}, nil
 }
 
 // Attach puts the loss program on an interface's egress (or ingress).

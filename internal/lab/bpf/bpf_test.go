@@ -284,3 +284,28 @@ func TestWithoutPrivilegeTheErrorSaysSo(t *testing.T) {
 		t.Fatalf("in a user namespace: %v\n%s", err, out)
 	}
 }
+
+// TestIPv6LossLeavesIPv4Alone: at 100% the IPv6-only loss program drops
+// every IPv6 packet (a blackholed IPv6) and passes every IPv4 one,
+// uncounted.
+func TestIPv6LossLeavesIPv4Alone(t *testing.T) {
+	requireBPF(t)
+	l, err := NewIPv6Loss(100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	v6 := frame6(t, client6, server6, 10)
+	v4 := frame4(t, r1v4, r2v4, v6[14:], nil)
+	for range 100 {
+		if rc, _ := run(t, l.prog, v6); rc != retDrop {
+			t.Fatalf("IPv6: return %d", rc)
+		}
+		if rc, _ := run(t, l.prog, v4); rc != retNext {
+			t.Fatalf("IPv4: return %d", rc)
+		}
+	}
+	if c, _ := l.Counters(); c[LossDropped] != 100 || c[LossPassed] != 0 {
+		t.Errorf("counters %v", c)
+	}
+}

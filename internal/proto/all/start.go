@@ -102,6 +102,18 @@ func PlaceEndpoints(at proto.Place, ports map[string]int, sources map[path.Path]
 			}
 			eps.Set(key, p, ep)
 		}
+		// A dual-stack client reaches a server by name, both families
+		// answering, its lookups over IPv4 (where a client usually has
+		// its resolver, and where an IPv6 impairment cannot reach them).
+		v4, ok4 := at.Addrs[path.IPv4]
+		_, ok6 := at.Addrs[path.IPv6]
+		if s, ok := serverOf(key[len(prefix):]); ok4 && ok6 && ok && !byAddress(s) {
+			ep := proto.Endpoint{Host: at.Name, Port: port, Content: files, DNSOver: path.IPv4}
+			if dns, ok := ports[prefix+"dns"]; ok {
+				ep.DNS = []netip.AddrPort{netip.AddrPortFrom(v4, uint16(dns))}
+			}
+			eps.Set(key, path.Dual, ep)
+		}
 	}
 	return eps
 }

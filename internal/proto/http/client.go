@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	nethttp "net/http"
 	"net/netip"
@@ -15,6 +16,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
+
+	"v6lab/internal/eyeballs"
 
 	"v6lab/internal/content"
 	"v6lab/internal/load"
@@ -72,6 +76,9 @@ type Client struct {
 	// Sum records the CRC-32C of the body of a fetch without objects
 	// (metric body_crc32c), as bulk transfers do.
 	Sum bool
+	// AttemptDelay is the dual path's Connection Attempt Delay (0: RFC
+	// 8305's 250 ms).
+	AttemptDelay time.Duration
 }
 
 // checks says whether a fetch's body goes through a content.Check.
@@ -107,7 +114,7 @@ func (c *Client) EngineUsed() (Engine, error) {
 
 // useEvloop says whether a transaction runs on the event loop.
 func (c *Client) useEvloop() (bool, error) {
-	fits := c.URL.Scheme == "http" && !c.Objects
+	fits := c.URL.Scheme == "http" && !c.Objects && !c.Path.Kind().Dual
 	switch c.Engine {
 	case EngineGo:
 		return false, nil
@@ -156,23 +163,32 @@ func (c *Client) port() uint16 {
 // Do performs one transaction.
 func (c *Client) Do(ctx context.Context, _ int) result.Sample {
 	tr := load.Begin("http", c.Path)
-	host := c.URL.Hostname()
-	ip, err := tr.Lookup(ctx, c.Resolver, host, c.Path)
-	if err != nil {
-		return tr.Fail(ctx, "resolve", err)
-	}
-	if _, notLiteral := netip.ParseAddr(strings.Trim(host, "[]")); notLiteral != nil {
-		tr.Mark(&tr.S.ResolveNS) // a name was looked up (a literal has no lookup phase)
-	}
-	addr := netip.AddrPortFrom(ip, c.port())
-	if ev, err := c.useEvloop(); err != nil {
-		return tr.Fail(ctx, "connect", err)
-	} else if ev {
-		return c.doEvloop(ctx, tr, addr)
-	}
-	conn, raw, err := c.dial(ctx, tr, addr)
-	if err != nil {
-		return tr.Fail(ctx, "connect", err)
+	var conn, raw net.Conn
+	var addr netip.AddrPort
+	if c.Path.Kind().Dual {
+		var err error
+		if conn, raw, err = c.dialEyeballs(ctx, tr); err != nil {
+			return tr.Fail(ctx, "connect", err)
+		}
+		addr = netip.AddrPortFrom(path.AddrOf(raw.RemoteAddr()), c.port())
+	} else {
+		host := c.URL.Hostname()
+		ip, err := tr.Lookup(ctx, c.Resolver, host, c.Path)
+		if err != nil {
+			return tr.Fail(ctx, "resolve", err)
+		}
+		if _, notLiteral := netip.ParseAddr(strings.Trim(host, "[]")); notLiteral != nil {
+			tr.Mark(&tr.S.ResolveNS) // a name was looked up (a literal has no lookup phase)
+		}
+		addr = netip.AddrPortFrom(ip, c.port())
+		if ev, err := c.useEvloop(); err != nil {
+			return tr.Fail(ctx, "connect", err)
+		} else if ev {
+			return c.doEvloop(ctx, tr, addr)
+		}
+		if conn, raw, err = c.dial(ctx, tr, addr); err != nil {
+			return tr.Fail(ctx, "connect", err)
+		}
 	}
 	defer func() { load.CloseAbort(raw) }()
 	stop := load.Deadline(ctx, raw)
@@ -217,7 +233,10 @@ func (c *Client) Do(ctx context.Context, _ int) result.Sample {
 	}
 	tr.S.BytesIn, tr.S.BytesOut = cr.n, cw.n
 	if check != nil && c.Sum {
-		tr.S.Metrics = bodyMetrics(check)
+		if tr.S.Metrics == nil {
+			tr.S.Metrics = map[string]float64{}
+		}
+		maps.Copy(tr.S.Metrics, bodyMetrics(check))
 	}
 	marker := "200 OK, " + strconv.Itoa(objs) + " objects"
 	if tr.TLS != "" {
@@ -255,10 +274,15 @@ func ResumeTLS(base *tls.Config) *tls.Config {
 	return cfg
 }
 
-// dial connects pinned to the path and, for https, completes TLS. It
-// returns the stream to use and the raw TCP connection beneath it.
+// dial connects pinned to the path (a reconnection of the dual path to
+// the family that won) and, for https, completes TLS. It returns the
+// stream to use and the raw TCP connection beneath it.
 func (c *Client) dial(ctx context.Context, tr *load.Trace, addr netip.AddrPort) (net.Conn, net.Conn, error) {
-	raw, err := path.Dialer{Path: c.Path, Source: c.Source}.Dial(ctx, "tcp", addr)
+	p := c.Path
+	if p.Kind().Dual {
+		p = path.OfAddr(addr.Addr())
+	}
+	raw, err := path.Dialer{Path: p, Source: c.Source}.Dial(ctx, "tcp", addr)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -266,6 +290,56 @@ func (c *Client) dial(ctx context.Context, tr *load.Trace, addr netip.AddrPort) 
 		tr.Mark(&tr.S.ConnectNS)
 		tr.Conn(raw)
 	}
+	return c.secure(ctx, tr, raw)
+}
+
+// dialEyeballs connects the dual path as a dual-stack client does (Happy
+// Eyeballs, RFC 8305, over the endpoint's resolver, each attempt pinned to
+// its address's family). The transaction's time starts with the lookups;
+// its sample records which family won (ipv6_won), the attempts made
+// (he_attempts) and when the winner connected (he_connect_ms).
+func (c *Client) dialEyeballs(ctx context.Context, tr *load.Trace) (net.Conn, net.Conn, error) {
+	res := *c.Resolver
+	if res.Over == "" && len(res.Servers) > 0 {
+		res.Over = path.OfAddr(res.Servers[0].Addr())
+	}
+	d := eyeballs.Dialer{AttemptDelay: c.AttemptDelay,
+		Lookup: func(ctx context.Context, host string, v6 bool) ([]netip.Addr, error) {
+			p := path.IPv4
+			if v6 {
+				p = path.IPv6
+			}
+			a, err := res.LookupFrom(ctx, host, p, nil)
+			if err != nil {
+				return nil, err
+			}
+			return []netip.Addr{a}, nil
+		},
+		Dial: func(ctx context.Context, to netip.AddrPort) (net.Conn, error) {
+			return path.Dialer{Path: path.OfAddr(to.Addr())}.Dial(ctx, "tcp", to)
+		}}
+	tr.Restart()
+	r, err := d.DialContext(ctx, c.URL.Hostname(), c.port())
+	won := 0.0
+	if r.IPv6 {
+		won = 1
+	}
+	tr.S.Metrics = map[string]float64{"he_attempts": float64(len(r.Attempts))}
+	if len(r.Attempts) > 0 {
+		tr.S.ResolveNS = int64(r.Attempts[0].Start)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	tr.S.Metrics["ipv6_won"], tr.S.Metrics["he_connect_ms"] = won, float64(r.Connect)/1e6
+	tr.S.ConnectNS = int64(r.Connect)
+	tr.Conn(r.Conn)
+	return c.secure(ctx, tr, r.Conn)
+}
+
+// secure reads raw with the kernel's receive stamps and, for https,
+// completes TLS over it.
+func (c *Client) secure(ctx context.Context, tr *load.Trace, raw net.Conn) (net.Conn, net.Conn, error) {
 	conn := tr.Stamp(raw) // read with the kernel's receive stamps
 	if c.URL.Scheme != "https" {
 		return conn, raw, nil

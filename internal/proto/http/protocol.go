@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"time"
 
 	"v6lab/internal/content"
 	"v6lab/internal/load"
@@ -23,7 +24,7 @@ type Protocol struct{}
 func (Protocol) Name() string { return "http" }
 
 func (Protocol) Options() []string {
-	return []string{"objects", "file", extclient.OptClient, proto.OptURL, proto.OptDNSServers}
+	return []string{"objects", "file", extclient.OptClient, proto.OptURL, proto.OptDNSServers, "attempt_delay"}
 }
 
 // Check applies http's rules: a url only with where: hosts, objects or a
@@ -72,7 +73,26 @@ func (Protocol) Check(o *proto.Options, where string, given proto.Given) error {
 	if err := extclient.CheckClient(o); err != nil {
 		return err
 	}
+	if _, err := attemptDelay(o.AttemptDelay); err != nil {
+		return proto.Errorf("attempt_delay", "%v", err)
+	}
 	return proto.CheckDNSServers(o, where)
+}
+
+// attemptDelay reads the dual path's Connection Attempt Delay: RFC 8305
+// recommends 250 ms, allows 10 ms to 2 s (§5), and so does v6lab.
+func attemptDelay(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration such as 250ms", s)
+	}
+	if d < 10*time.Millisecond || d > 2*time.Second {
+		return 0, fmt.Errorf("%v: want 10ms to 2s (RFC 8305 §5)", d)
+	}
+	return d, nil
 }
 
 func engine(s string) Engine { return Engine(strings.TrimPrefix(s, "auto")) }
@@ -134,7 +154,8 @@ func (Protocol) Probe(o *proto.Options, ep proto.Endpoint, p path.Path) (load.Pr
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{URL: u, Path: p, Resolver: ep.Resolver(), Source: ep.Source, Objects: objects, MaxBody: mb,
+	delay, _ := attemptDelay(o.AttemptDelay) // checked by Check
+	c := &Client{URL: u, Path: p, Resolver: ep.Resolver(), Source: ep.Source, Objects: objects, MaxBody: mb, AttemptDelay: delay,
 		UserAgent: "v6lab", Engine: engine(o.Probe.Engine), Expect: expect,
 		Sum: o.File != "", // a bulk transfer records its body's CRC-32C
 		TLS: &tls.Config{InsecureSkipVerify: o.Probe.Insecure, CurvePreferences: groups}}

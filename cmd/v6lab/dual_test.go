@@ -1,0 +1,107 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"v6lab/internal/report"
+)
+
+// metricOf is cell c's mean of metric k (-1: absent).
+func metricOf(c report.Cell, k string) float64 {
+	if m := c.Metrics[k]; m != nil {
+		return m.Mean
+	}
+	return -1
+}
+
+// TestDualPathOnLoopback: without a lab, the dual path connects by Happy
+// Eyeballs to the embedded server's name, IPv6 winning at once.
+func TestDualPathOnLoopback(t *testing.T) {
+	root := t.TempDir()
+	if _, err := v6lab(t, "run", "--loopback", "--paths", "ipv4,dual", "--conns", "1,3", "--runs", "2", "--warmup", "0", "--pause", "0", "-q", "--results", root); err != nil {
+		t.Fatal(err)
+	}
+	_, s, err := report.Load(onlyDir(t, root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range s.Cells {
+		if c.Failed != 0 || c.Completed != 2*c.Conns {
+			t.Errorf("%s/%d: %d completed, %d failed (%s)", c.Path, c.Conns, c.Completed, c.Failed, c.FirstError)
+		}
+		if c.Path == "dual" && (metricOf(c, "ipv6_won") != 1 || metricOf(c, "he_attempts") != 1) {
+			t.Errorf("dual/%d: ipv6_won %v, attempts %v", c.Conns, metricOf(c, "ipv6_won"), metricOf(c, "he_attempts"))
+		}
+	}
+}
+
+// TestHappyEyeballsUnderABlackholedIPv6: in the lab, a dual-stack client
+// uses IPv6 while it works; with the client's IPv6 dropped at r1
+// (ipv6_loss: 100) it falls back to IPv4 one Connection Attempt Delay
+// later (250 ms, or the cell's 100 ms), within 10 ms, after two attempts;
+// every run record says what was dropped; ipv4 is untouched.
+func TestHappyEyeballsUnderABlackholedIPv6(t *testing.T) {
+	requireLab(t)
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	exp := filepath.Join(dir, "he.yaml")
+	os.WriteFile(exp, []byte(`name: he
+paths: [ipv4, dual]
+runs: 2
+warmup: 0
+pause: 0s
+timeout: 3s
+cells:
+  - {protocol: http, label: healthy, conns: [1, 3]}
+  - {protocol: http, label: blackholed, conns: [1, 3], ipv6_loss: 100}
+  - {protocol: http, label: blackholed-100ms, conns: [1], ipv6_loss: 100, attempt_delay: 100ms}
+`), 0o644)
+	out, err := exec.Command(bin, "run", exp, "-q", "--results", filepath.Join(dir, "r")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	res := onlyDir(t, filepath.Join(dir, "r"))
+	_, s, err := report.Load(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Cells) != 10 {
+		t.Fatalf("%d cells", len(s.Cells))
+	}
+	for _, c := range s.Cells {
+		if c.Failed != 0 || c.Completed != 2*c.Conns {
+			t.Errorf("%s/%s/%d: %d completed, %d failed (%s)", c.Protocol, c.Path, c.Conns, c.Completed, c.Failed, c.FirstError)
+		}
+		if c.Path != "dual" {
+			continue
+		}
+		won, attempts, connect := metricOf(c, "ipv6_won"), metricOf(c, "he_attempts"), metricOf(c, "he_connect_ms")
+		switch c.Protocol {
+		case "healthy":
+			if won != 1 || attempts != 1 || connect > 50 {
+				t.Errorf("healthy/%d: ipv6_won %v, attempts %v, connect %v ms", c.Conns, won, attempts, connect)
+			}
+		case "blackholed", "blackholed-100ms":
+			delay := 250.0
+			if strings.HasSuffix(c.Protocol, "100ms") {
+				delay = 100
+			}
+			if won != 0 || attempts != 2 || connect < delay || connect > delay+10 {
+				t.Errorf("%s/%d: ipv6_won %v, attempts %v, connect %v ms (want IPv4 after %v ms, +10)", c.Protocol, c.Conns, won, attempts, connect, delay)
+			}
+		}
+	}
+	for _, r := range readSamplesFile(t, res).Runs {
+		drop := r.Links["r1 eth-client ingress"]
+		switch {
+		case strings.HasPrefix(r.Protocol, "blackholed") && r.Path == "dual" && (!strings.HasPrefix(drop, "IPv6 loss 100% (tc BPF): ") || strings.Contains(drop, ": 0 IPv6")):
+			t.Errorf("run %s#%d: %q", r.Cell, r.Run, drop)
+		case r.Protocol == "healthy" && drop != "":
+			t.Errorf("a healthy run had IPv6 loss: %s", drop)
+		}
+	}
+}
