@@ -483,7 +483,7 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"probe", "dns", "x", "--server", "127.0.0.1", "--mode", "load", "--tcp"}, 2, "--mode: the load engine sends over UDP"},
 		{[]string{"run", "--loopback", "--paths", "ipv4,6in4", "--results", t.TempDir()}, 2, "6in4 needs the lab"},
 		{[]string{"run", "--rate", "fast"}, 2, "bad rate"},
-		{[]string{"run", "mitre1999"}, 2, `no built-in experiment "mitre1999" (built in: mitre2004, quick, regensburg, rubio, towson2013)`},
+		{[]string{"run", "mitre1999"}, 2, `no built-in experiment "mitre1999" (built in: mitre2004, quick, regensburg, rubio, towson2013, transition)`},
 		{[]string{"run", "nosuch.yaml"}, 2, "nosuch.yaml: no such file"},
 		{[]string{"run", "--server", "real", "--loopback"}, 2, "real servers run in the lab's server host"},
 		{[]string{"run", bgFile, "--loopback"}, 2, "background traffic runs between the lab's generator hosts, but --loopback"},

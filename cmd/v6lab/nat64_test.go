@@ -126,3 +126,31 @@ func TestNat64TranslatesEchoAndDropsTheUnmapped(t *testing.T) {
 		t.Errorf("translator counters %v, want 3 echo requests out, 3 replies back, 3 unmapped dropped", m[1:])
 	}
 }
+
+// TestActiveFTPOverNat64FailsAsInTheField: EPRT carries the client's IPv6
+// address, which a stateless translator does not rewrite: every such
+// transaction fails with the server's refusal, recorded, and the notes
+// say why; ipv4 in the same run works.
+func TestActiveFTPOverNat64FailsAsInTheField(t *testing.T) {
+	requireLab(t)
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	exp := filepath.Join(dir, "ftpa.yaml")
+	os.WriteFile(exp, []byte("name: ftpa\npaths: [ipv4, nat64]\nruns: 2\nwarmup: 0\npause: 0s\ntimeout: 5s\ncells:\n  - {protocol: ftp, conns: [1], file: /64K, active: true}\n"), 0o644)
+	out, err := exec.Command(bin, "run", exp, "-q", "--results", filepath.Join(dir, "r")).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "every counted transaction of ftp/nat64/1 failed (first: protocol: ftp: EPRT: the server answered \"501") {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	_, s, err := report.Load(onlyDir(t, filepath.Join(dir, "r")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range s.Cells {
+		if (c.Path == "ipv4" && c.Completed != 2) || (c.Path == "nat64" && (c.Completed != 0 || c.Failed != 2)) {
+			t.Errorf("%s: %d completed, %d failed", c.Path, c.Completed, c.Failed)
+		}
+	}
+	if !strings.Contains(strings.Join(s.Notes, "\n"), "FTP's active mode over nat64 sends the client's IPv6 address in EPRT") {
+		t.Errorf("notes: %q", s.Notes)
+	}
+}

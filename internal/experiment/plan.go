@@ -3,6 +3,7 @@ package experiment
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -102,6 +103,14 @@ func WritePlan(w io.Writer, exp *Experiment, where, note string, bottleneck uint
 			tx += n * c.Runs * len(c.Paths)
 			per := time.Duration(c.Pause) + 50*time.Millisecond + time.Duration(n)*300*time.Microsecond + time.Duration(c.Duration) + trialTime(c.Test) + fileTime(c.File, n, cmpRate(c.LinkRate, bottleneck))
 			est += per * time.Duration(c.Runs*len(c.Paths))
+			if c.IPv6Loss > 0 && slices.ContainsFunc(c.Paths, func(p path.Path) bool { return p.Kind().Dual }) {
+				// A dual-stack client waits out its attempt delay for IPv4.
+				delay, err := time.ParseDuration(c.AttemptDelay)
+				if err != nil {
+					delay = 250 * time.Millisecond
+				}
+				est += delay * time.Duration(c.Runs)
+			}
 			worst += (time.Duration(c.Pause) + time.Duration(c.Timeout) + time.Duration(c.Duration)) * time.Duration(c.Runs*len(c.Paths))
 		}
 		total += tx

@@ -217,6 +217,11 @@ func (r *Run) prepare(ctx context.Context, l *lab.Lab, cfg lab.Config) (*Job, []
 		job.Nat64 = lab.Nat64Wire
 		job.Lab["nat64"] = fmt.Sprintf("stateless translator (SIIT, RFC 7915) in tc BPF on r1: %s to the prefix %s leaves as IPv4 from %s (explicit mapping, RFC 7757); DNS64 view (RFC 6147) on %s", l.Addr.ClientNat64, lab.Nat64Prefix, l.Addr.Mapped4, l.Addr.DNS64)
 	}
+	for _, c := range r.Exp.Cells {
+		if c.Active && slices.Contains(c.Paths, path.NAT64) {
+			job.Notes = append(job.Notes, fmt.Sprintf("%s: FTP's active mode over nat64 sends the client's IPv6 address in EPRT, which a stateless translator does not rewrite (it has no FTP helper): the server refuses it or cannot connect back, as in the field, so those transactions fail", c.CellName()))
+		}
+	}
 	if r.Exp.LinkRates() {
 		if job.LinkShaping, err = ownShaping(cfg); err != nil {
 			return nil, nil, stop, err

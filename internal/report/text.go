@@ -205,7 +205,13 @@ func metricSection(title string, cells []Cell) (section, bool) {
 		}
 		sort.Strings(cols)
 	}
-	sec := section{Title: title + ": transport figures, mean of run means (95% CI)", Head: append([]string{"path", "conns"}, cols...)}
+	what := "transport figures"
+	if slices.Contains(cols, "ipv6_won") {
+		// The dual path's: ipv6_won's mean is the share of transactions
+		// IPv6 won (docs/metrics.md).
+		what = "Happy Eyeballs (ipv6_won: share of transactions IPv6 won; he_attempts, he_connect_ms)"
+	}
+	sec := section{Title: title + ": " + what + ", mean of run means (95% CI)", Head: append([]string{"path", "conns"}, cols...)}
 	any := false
 	for _, c := range cells {
 		if len(c.Metrics) == 0 || len(cols) == 0 {
