@@ -194,8 +194,13 @@ func (p *plot) SVG() string {
 		fmt.Fprintf(&b, `<text class="note" x="%d" y="%d" text-anchor="end">dotted interval: fewer than %d counted runs, it says little</text>`+"\n", p.W-padR, padT-3, MinRuns)
 	}
 	// Legend.
+	// Each entry 90 px apart, closer when more would run off the plot.
+	step := 90.0
+	if n := len(p.Series); n > 0 {
+		step = min(step, (x1-x0-8)/float64(n))
+	}
 	for si, s := range p.Series {
-		x := x0 + 8 + float64(si)*90
+		x := x0 + 8 + float64(si)*step
 		fmt.Fprintf(&b, `<g class="legend %s"><rect x="%s" y="%d" width="14" height="4"/><text x="%s" y="%d">%s</text></g>`+"\n",
 			seriesClass(s), f1(x), p.H-10, f1(x+18), p.H-5, html.EscapeString(s.Name))
 	}

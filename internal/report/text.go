@@ -214,8 +214,8 @@ func metricSection(title string, cells []Cell) (section, bool) {
 	sec := section{Title: title + ": " + what + ", mean of run means (95% CI)", Head: append([]string{"path", "conns"}, cols...)}
 	any := false
 	for _, c := range cells {
-		if len(c.Metrics) == 0 || len(cols) == 0 {
-			continue
+		if len(c.Metrics) == 0 || len(cols) == 0 || !slices.ContainsFunc(cols, func(k string) bool { return c.Metrics[k] != nil }) {
+			continue // none of the table's figures (a pinned path beside a dual one)
 		}
 		any = true
 		row := []string{c.Path, fmt.Sprint(c.Conns)}
