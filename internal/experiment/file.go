@@ -66,6 +66,8 @@ type cellFile struct {
 	Client string `yaml:"client"`
 	// http over the dual path: Happy Eyeballs' Connection Attempt Delay
 	AttemptDelay string `yaml:"attempt_delay"`
+	// http over the dual path: v6lab's RFC 8305 (default) or Go's net.Dialer
+	Dialer string `yaml:"dialer"`
 	// embedded or real: overrides the experiment's servers for this cell
 	Server string `yaml:"server"`
 	// ftp
@@ -477,7 +479,7 @@ func RealServersFit(c *Spec) error { return all.RealFit(c.Protocol, &c.Options) 
 func (c *cellFile) options() proto.Options {
 	o := proto.Options{URL: c.URL, Objects: c.Objects, Query: c.Query, DNSServers: c.DNSServers, Transport: c.Transport, Mode: c.Mode,
 		File: c.File, Active: c.Active, Client: c.Client, From: c.From, To: c.To, StartTLS: c.StartTLS,
-		UserFormat: c.UserFormat, Password: c.Password, Servers: c.Servers, AttemptDelay: c.AttemptDelay}
+		UserFormat: c.UserFormat, Password: c.Password, Servers: c.Servers, AttemptDelay: c.AttemptDelay, Dialer: c.Dialer}
 	if c.Users != nil {
 		o.Users = *c.Users
 	}

@@ -30,6 +30,9 @@ type Options struct {
 	// AttemptDelay is Happy Eyeballs' Connection Attempt Delay on the
 	// dual path ("250ms"; empty: RFC 8305's default).
 	AttemptDelay string `json:"attempt_delay,omitempty"`
+	// Dialer races the families on the dual path: v6lab's own RFC 8305
+	// ("" or "v6lab") or Go's standard net.Dialer ("go": RFC 6555).
+	Dialer string `json:"dialer,omitempty"`
 	// SMTP: envelope, message size, STARTTLS.
 	From     string `json:"from,omitempty"`
 	To       string `json:"to,omitempty"`

@@ -77,8 +77,11 @@ type Client struct {
 	// (metric body_crc32c), as bulk transfers do.
 	Sum bool
 	// AttemptDelay is the dual path's Connection Attempt Delay (0: RFC
-	// 8305's 250 ms).
+	// 8305's 250 ms, or Go's 300 ms fallback delay with GoDialer).
 	AttemptDelay time.Duration
+	// GoDialer races the dual path's families with Go's standard
+	// net.Dialer (RFC 6555) instead of v6lab's RFC 8305.
+	GoDialer bool
 }
 
 // checks says whether a fetch's body goes through a content.Check.
@@ -318,6 +321,9 @@ func (c *Client) dialEyeballs(ctx context.Context, tr *load.Trace) (net.Conn, ne
 		Dial: func(ctx context.Context, to netip.AddrPort) (net.Conn, error) {
 			return path.Dialer{Path: path.OfAddr(to.Addr())}.Dial(ctx, "tcp", to)
 		}}
+	if c.GoDialer {
+		return c.dialGo(ctx, tr, res)
+	}
 	tr.Restart()
 	r, err := d.DialContext(ctx, c.URL.Hostname(), c.port())
 	won := 0.0
@@ -335,6 +341,40 @@ func (c *Client) dialEyeballs(ctx context.Context, tr *load.Trace) (net.Conn, ne
 	tr.S.ConnectNS = int64(r.Connect)
 	tr.Conn(r.Conn)
 	return c.secure(ctx, tr, r.Conn)
+}
+
+// dialGo races the families with Go's own net.Dialer, as a Go program
+// does: its resolver asks the endpoint's DNS server for A and AAAA, and
+// its dialer starts IPv4 300 ms (or AttemptDelay) after IPv6 unless IPv6
+// connected first (RFC 6555). Its attempts are not visible: the sample
+// records which family won and when (no he_attempts).
+func (c *Client) dialGo(ctx context.Context, tr *load.Trace, res path.Resolver) (net.Conn, net.Conn, error) {
+	server, _, err := res.Server(res.Over)
+	if err != nil {
+		return nil, nil, err
+	}
+	r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, server.String())
+	}}
+	delay := c.AttemptDelay
+	if delay == 0 {
+		delay = 300 * time.Millisecond // Go's default fallback delay
+	}
+	nd := net.Dialer{FallbackDelay: delay, KeepAlive: -1, Resolver: r}
+	tr.Restart()
+	raw, err := nd.DialContext(ctx, "tcp", net.JoinHostPort(c.URL.Hostname(), strconv.Itoa(int(c.port()))))
+	if err != nil {
+		return nil, nil, err
+	}
+	won := 0.0
+	if path.AddrOf(raw.RemoteAddr()).Is6() {
+		won = 1
+	}
+	tr.Mark(&tr.S.ConnectNS)
+	tr.S.Metrics = map[string]float64{"ipv6_won": won, "he_connect_ms": float64(tr.S.ConnectNS) / 1e6}
+	tr.Conn(raw)
+	return c.secure(ctx, tr, raw)
 }
 
 // secure reads raw with the kernel's receive stamps and, for https,

@@ -24,7 +24,7 @@ type Protocol struct{}
 func (Protocol) Name() string { return "http" }
 
 func (Protocol) Options() []string {
-	return []string{"objects", "file", extclient.OptClient, proto.OptURL, proto.OptDNSServers, "attempt_delay"}
+	return []string{"objects", "file", extclient.OptClient, proto.OptURL, proto.OptDNSServers, "attempt_delay", "dialer"}
 }
 
 // Check applies http's rules: a url only with where: hosts, objects or a
@@ -75,6 +75,9 @@ func (Protocol) Check(o *proto.Options, where string, given proto.Given) error {
 	}
 	if _, err := attemptDelay(o.AttemptDelay); err != nil {
 		return proto.Errorf("attempt_delay", "%v", err)
+	}
+	if o.Dialer != "" && o.Dialer != "v6lab" && o.Dialer != "go" {
+		return proto.Errorf("dialer", "%q: want v6lab (RFC 8305, the default) or go (Go's net.Dialer, RFC 6555)", o.Dialer)
 	}
 	return proto.CheckDNSServers(o, where)
 }
@@ -155,7 +158,7 @@ func (Protocol) Probe(o *proto.Options, ep proto.Endpoint, p path.Path) (load.Pr
 		return nil, err
 	}
 	delay, _ := attemptDelay(o.AttemptDelay) // checked by Check
-	c := &Client{URL: u, Path: p, Resolver: ep.Resolver(), Source: ep.Source, Objects: objects, MaxBody: mb, AttemptDelay: delay,
+	c := &Client{URL: u, Path: p, Resolver: ep.Resolver(), Source: ep.Source, Objects: objects, MaxBody: mb, AttemptDelay: delay, GoDialer: o.Dialer == "go",
 		UserAgent: "v6lab", Engine: engine(o.Probe.Engine), Expect: expect,
 		Sum: o.File != "", // a bulk transfer records its body's CRC-32C
 		TLS: &tls.Config{InsecureSkipVerify: o.Probe.Insecure, CurvePreferences: groups}}
