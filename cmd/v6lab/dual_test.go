@@ -44,7 +44,8 @@ func TestDualPathOnLoopback(t *testing.T) {
 // (ipv6_loss: 100) it falls back to IPv4 one Connection Attempt Delay
 // later (250 ms, or the cell's 100 ms), within 10 ms, after two attempts;
 // every run record says what was dropped; ipv4 is untouched. Go's own
-// net.Dialer (dialer: go) falls back after its 300 ms; with half the IPv6
+// net.Dialer (dialer: go) falls back after its 300 ms, curl after its 200
+// ms (given both addresses by v6lab's lookups); with half the IPv6
 // dropped, some transactions go each way.
 func TestHappyEyeballsUnderABlackholedIPv6(t *testing.T) {
 	requireLab(t)
@@ -64,6 +65,8 @@ cells:
   - {protocol: http, label: go, conns: [1], dialer: go}
   - {protocol: http, label: blackholed-go, conns: [1], ipv6_loss: 100, dialer: go}
   - {protocol: http, label: lossy, conns: [10], ipv6_loss: 50, timeout: 10s}
+  - {protocol: http, label: curl, conns: [1], client: curl, file: /64K}
+  - {protocol: http, label: blackholed-curl, conns: [1], client: curl, file: /64K, ipv6_loss: 100}
 `), 0o644)
 	out, err := exec.Command(bin, "run", exp, "-q", "--results", filepath.Join(dir, "r")).CombinedOutput()
 	if err != nil {
@@ -74,7 +77,7 @@ cells:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Cells) != 16 {
+	if len(s.Cells) != 20 {
 		t.Fatalf("%d cells", len(s.Cells))
 	}
 	for _, c := range s.Cells {
@@ -88,7 +91,11 @@ cells:
 		}
 		won, attempts, connect := metricOf(c, "ipv6_won"), metricOf(c, "he_attempts"), metricOf(c, "he_connect_ms")
 		switch c.Protocol {
-		case "go":
+		case "blackholed-curl": // curl's own Happy Eyeballs: IPv4 after 200 ms
+			if won != 0 || connect < 200 || connect > 215 {
+				t.Errorf("blackholed-curl: ipv6_won %v, connect %v ms (want IPv4 after 200 ms)", won, connect)
+			}
+		case "go", "curl":
 			if won != 1 || connect > 50 {
 				t.Errorf("go: ipv6_won %v, connect %v ms", won, connect)
 			}
@@ -121,7 +128,7 @@ cells:
 			t.Errorf("run %s#%d: %q", r.Cell, r.Run, drop)
 		case r.Protocol == "lossy" && !strings.HasPrefix(drop, "IPv6 loss 50% (tc BPF): "):
 			t.Errorf("run %s#%d: %q", r.Cell, r.Run, drop)
-		case (r.Protocol == "healthy" || r.Protocol == "go") && drop != "":
+		case (r.Protocol == "healthy" || r.Protocol == "go" || r.Protocol == "curl") && drop != "":
 			t.Errorf("a healthy run had IPv6 loss: %s", drop)
 		}
 	}

@@ -209,8 +209,8 @@ func (s *Spec) Validate() error {
 		}
 	}
 	for _, p := range s.Paths {
-		if p.Kind().Dual && (s.Protocol != "http" || s.Client != "") {
-			return fmt.Errorf("experiment: paths: %s races the families by Happy Eyeballs, which only v6lab's own http client does so far (cell group %s)", p, s.CellName())
+		if p.Kind().Dual && (s.Protocol != "http" || (s.Client != "" && s.Client != "v6lab" && s.Client != "curl")) {
+			return fmt.Errorf("experiment: paths: %s races the families by Happy Eyeballs, which v6lab's own http client and curl do, not %s %s (cell group %s)", p, s.Protocol, s.Client, s.CellName())
 		}
 	}
 	return nil

@@ -53,11 +53,21 @@ type Client struct {
 func (c *Client) Do(ctx context.Context, _ int) result.Sample {
 	tr := load.Begin(c.URL.Scheme, c.Path)
 	host := c.URL.Hostname()
-	ip, err := tr.Lookup(ctx, c.Resolver, host, c.Path)
+	dual := c.Path.Kind().Dual
+	var ips []netip.Addr
+	var err error
+	if dual {
+		ips, err = c.lookupBoth(ctx, tr, host)
+	} else {
+		var ip netip.Addr
+		ip, err = tr.Lookup(ctx, c.Resolver, host, c.Path)
+		ips = []netip.Addr{ip}
+	}
 	tr.Mark(&tr.S.ResolveNS)
 	if err != nil {
 		return tr.Fail(ctx, "resolve", err)
 	}
+	ip := ips[0]
 	port := c.URL.Port()
 	if port == "" {
 		port = map[string]string{"http": "80", "https": "443", "ftp": "21"}[c.URL.Scheme]
@@ -71,15 +81,24 @@ func (c *Client) Do(ctx context.Context, _ int) result.Sample {
 	var args []string
 	switch c.Program {
 	case "curl":
-		// --resolve pins the name to the address v6lab looked up.
-		args = []string{family, "--silent", "--show-error", "--fail", "--output", "/dev/null", "--write-out",
-			"%{time_connect} %{time_appconnect} %{time_starttransfer} %{time_total} %{size_download} %{response_code}\n"}
+		// --resolve pins the name to the addresses v6lab looked up; on
+		// the dual path curl gets both and races them itself (its own
+		// Happy Eyeballs, 200 ms), and says which it used.
+		args = []string{"--silent", "--show-error", "--fail", "--output", "/dev/null", "--write-out",
+			"%{time_connect} %{time_appconnect} %{time_starttransfer} %{time_total} %{size_download} %{response_code} %{remote_ip}\n"}
+		if !dual {
+			args = append([]string{family}, args...)
+		}
 		if _, err := netip.ParseAddr(host); err != nil {
-			addr := ip.String()
-			if ip.Is6() {
-				addr = "[" + addr + "]"
+			var addrs []string
+			for _, a := range ips {
+				if a.Is6() {
+					addrs = append(addrs, "["+a.String()+"]")
+				} else {
+					addrs = append(addrs, a.String())
+				}
 			}
-			args = append(args, "--resolve", fmt.Sprintf("%s:%s:%s", host, port, addr))
+			args = append(args, "--resolve", fmt.Sprintf("%s:%s:%s", host, port, strings.Join(addrs, ",")))
 		}
 		if c.Source.IsValid() {
 			args = append(args, "--interface", c.Source.String())
@@ -116,7 +135,7 @@ func (c *Client) Do(ctx context.Context, _ int) result.Sample {
 		return tr.Done("wget exit 0")
 	}
 	f := strings.Fields(stdout.String())
-	if len(f) != 6 {
+	if len(f) != 7 {
 		return tr.Fail(ctx, "protocol", fmt.Errorf("curl: unexpected --write-out %q", stdout.String()))
 	}
 	secs := func(s string) int64 { v, _ := strconv.ParseFloat(s, 64); return int64(v * 1e9) }
@@ -132,10 +151,45 @@ func (c *Client) Do(ctx context.Context, _ int) result.Sample {
 	if c.Expect > 0 && size != c.Expect {
 		return tr.Fail(ctx, "protocol", fmt.Errorf("curl: short transfer: %d of %d bytes", size, c.Expect))
 	}
+	if dual {
+		won := 0.0
+		if a, err := netip.ParseAddr(f[6]); err == nil {
+			if a.Is6() {
+				won = 1
+			}
+			tr.S.Remote = netip.AddrPortFrom(a, uint16(atoi(port))).String()
+		}
+		tr.S.Metrics = map[string]float64{"ipv6_won": won, "he_connect_ms": float64(tr.S.ConnectNS) / 1e6}
+	}
 	s := tr.Done(fmt.Sprintf("curl %s, %d bytes", f[5], size))
 	// The program's own total, not its start-up, is the transfer.
 	s.TotalNS = base + secs(f[3])
 	return s
+}
+
+// lookupBoth asks for the name's AAAA and A records (the dual path),
+// IPv6's first in the list as a dual-stack client orders them; a family
+// without an answer is left out, and only no answer at all is an error.
+func (c *Client) lookupBoth(ctx context.Context, tr *load.Trace, host string) ([]netip.Addr, error) {
+	res := *c.Resolver
+	if res.Over == "" && len(res.Servers) > 0 {
+		res.Over = path.OfAddr(res.Servers[0].Addr())
+	}
+	tr.Restart()
+	var out []netip.Addr
+	var errs []error
+	for _, p := range []path.Path{path.IPv6, path.IPv4} {
+		a, err := res.LookupFrom(ctx, host, p, nil)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, a)
+	}
+	if len(out) == 0 {
+		return nil, errors.Join(errs...)
+	}
+	return out, nil
 }
 
 func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
