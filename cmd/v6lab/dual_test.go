@@ -45,7 +45,9 @@ func TestDualPathOnLoopback(t *testing.T) {
 // later (250 ms, or the cell's 100 ms), within 10 ms, after two attempts;
 // every run record says what was dropped; ipv4 is untouched. Go's own
 // net.Dialer (dialer: go) falls back after its 300 ms, curl after its 200
-// ms (given both addresses by v6lab's lookups); with half the IPv6
+// ms (given both addresses by v6lab's lookups). With the AAAA answered
+// 300 ms late (aaaa_delay), v6lab's RFC 8305 client waits its 50 ms and
+// takes IPv4, Go's waits for both answers and takes IPv6. With half the IPv6
 // dropped, some transactions go each way.
 func TestHappyEyeballsUnderABlackholedIPv6(t *testing.T) {
 	requireLab(t)
@@ -67,6 +69,8 @@ cells:
   - {protocol: http, label: lossy, conns: [10], ipv6_loss: 50, timeout: 10s}
   - {protocol: http, label: curl, conns: [1], client: curl, file: /64K}
   - {protocol: http, label: blackholed-curl, conns: [1], client: curl, file: /64K, ipv6_loss: 100}
+  - {protocol: http, label: aaaa-late, conns: [1], aaaa_delay: 300ms}
+  - {protocol: http, label: aaaa-late-go, conns: [1], aaaa_delay: 300ms, dialer: go}
 `), 0o644)
 	out, err := exec.Command(bin, "run", exp, "-q", "--results", filepath.Join(dir, "r")).CombinedOutput()
 	if err != nil {
@@ -77,7 +81,7 @@ cells:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Cells) != 20 {
+	if len(s.Cells) != 24 {
 		t.Fatalf("%d cells", len(s.Cells))
 	}
 	for _, c := range s.Cells {
@@ -94,6 +98,14 @@ cells:
 		case "blackholed-curl": // curl's own Happy Eyeballs: IPv4 after 200 ms
 			if won != 0 || connect < 200 || connect > 215 {
 				t.Errorf("blackholed-curl: ipv6_won %v, connect %v ms (want IPv4 after 200 ms)", won, connect)
+			}
+		case "aaaa-late": // RFC 8305 §3: A, then 50 ms for AAAA, then IPv4
+			if won != 0 || connect < 50 || connect > 60 {
+				t.Errorf("aaaa-late: ipv6_won %v, connect %v ms (want IPv4 after 50 ms)", won, connect)
+			}
+		case "aaaa-late-go": // Go's resolver waits for both answers
+			if won != 1 || connect < 300 || connect > 315 {
+				t.Errorf("aaaa-late-go: ipv6_won %v, connect %v ms (want IPv6 after the 300 ms AAAA)", won, connect)
 			}
 		case "go", "curl":
 			if won != 1 || connect > 50 {

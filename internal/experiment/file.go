@@ -68,6 +68,8 @@ type cellFile struct {
 	AttemptDelay string `yaml:"attempt_delay"`
 	// http over the dual path: v6lab's RFC 8305 (default) or Go's net.Dialer
 	Dialer string `yaml:"dialer"`
+	// http over the dual path: the embedded DNS server's AAAA answer late
+	AAAADelay string `yaml:"aaaa_delay"`
 	// embedded or real: overrides the experiment's servers for this cell
 	Server string `yaml:"server"`
 	// ftp
@@ -479,7 +481,7 @@ func RealServersFit(c *Spec) error { return all.RealFit(c.Protocol, &c.Options) 
 func (c *cellFile) options() proto.Options {
 	o := proto.Options{URL: c.URL, Objects: c.Objects, Query: c.Query, DNSServers: c.DNSServers, Transport: c.Transport, Mode: c.Mode,
 		File: c.File, Active: c.Active, Client: c.Client, From: c.From, To: c.To, StartTLS: c.StartTLS,
-		UserFormat: c.UserFormat, Password: c.Password, Servers: c.Servers, AttemptDelay: c.AttemptDelay, Dialer: c.Dialer}
+		UserFormat: c.UserFormat, Password: c.Password, Servers: c.Servers, AttemptDelay: c.AttemptDelay, Dialer: c.Dialer, AAAADelay: c.AAAADelay}
 	if c.Users != nil {
 		o.Users = *c.Users
 	}

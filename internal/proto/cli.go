@@ -106,6 +106,7 @@ var setters = map[string]func(o *Options, v string) error{
 	"max_body":    func(o *Options, v string) error { o.Probe.MaxBody = v; return nil },
 	"engine":      func(o *Options, v string) error { o.Probe.Engine = v; return nil },
 	"dialer":      func(o *Options, v string) error { o.Dialer = v; return nil },
+	"aaaa_delay":  func(o *Options, v string) error { o.AAAADelay = v; return nil },
 	"attempt_delay": func(o *Options, v string) error {
 		var d time.Duration
 		if err := setDuration(v, &d); err != nil {

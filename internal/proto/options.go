@@ -33,6 +33,9 @@ type Options struct {
 	// Dialer races the families on the dual path: v6lab's own RFC 8305
 	// ("" or "v6lab") or Go's standard net.Dialer ("go": RFC 6555).
 	Dialer string `json:"dialer,omitempty"`
+	// AAAADelay makes the embedded DNS server answer the dual path's
+	// AAAA lookups this late ("300ms"; an impairment).
+	AAAADelay string `json:"aaaa_delay,omitempty"`
 	// SMTP: envelope, message size, STARTTLS.
 	From     string `json:"from,omitempty"`
 	To       string `json:"to,omitempty"`
@@ -150,4 +153,25 @@ func Or(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// AAAADelayLabel starts a name whose AAAA answer the embedded DNS server
+// delays: aaaa-delay-300ms.www.v6lab.test is www.v6lab.test with its AAAA
+// 300 ms late (at most MaxAAAADelay), so one lab run can measure a
+// dual-stack client against a late AAAA beside a prompt one.
+const AAAADelayLabel = "aaaa-delay-"
+
+// MaxAAAADelay bounds that delay.
+const MaxAAAADelay = 5 * time.Second
+
+// DelayedName strips an aaaa-delay-D label from name: the name to answer
+// for, and the delay (0 when there is none or it is not a duration up to
+// MaxAAAADelay).
+func DelayedName(name string) (string, time.Duration) {
+	first, rest, ok := strings.Cut(name, ".")
+	d, err := time.ParseDuration(strings.TrimPrefix(strings.ToLower(first), AAAADelayLabel))
+	if !ok || rest == "" || !strings.HasPrefix(strings.ToLower(first), AAAADelayLabel) || err != nil || d <= 0 || d > MaxAAAADelay {
+		return name, 0
+	}
+	return rest, d
 }

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"v6lab/internal/path"
 )
@@ -69,5 +70,25 @@ func TestPlaceListensOncePerAddress(t *testing.T) {
 	}
 	if pl.Setting("x", "d") != "d" {
 		t.Error("default setting")
+	}
+}
+
+// TestDelayedName: the aaaa-delay label names a delay and the name it
+// stands for; anything else, or a delay out of bounds, is no delay.
+func TestDelayedName(t *testing.T) {
+	for _, c := range []struct {
+		in, name string
+		d        time.Duration
+	}{
+		{"aaaa-delay-300ms.www.v6lab.test.", "www.v6lab.test.", 300 * time.Millisecond},
+		{"AAAA-Delay-1s.x.test.", "x.test.", time.Second},
+		{"www.v6lab.test.", "www.v6lab.test.", 0},
+		{"aaaa-delay-10s.x.test.", "aaaa-delay-10s.x.test.", 0}, // above MaxAAAADelay
+		{"aaaa-delay-soon.x.test.", "aaaa-delay-soon.x.test.", 0},
+		{"aaaa-delay-1s", "aaaa-delay-1s", 0},
+	} {
+		if name, d := DelayedName(c.in); name != c.name || d != c.d {
+			t.Errorf("DelayedName(%q) = %q, %v; want %q, %v", c.in, name, d, c.name, c.d)
+		}
 	}
 }

@@ -14,6 +14,9 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
+
+	"v6lab/internal/proto"
 
 	mdns "github.com/miekg/dns"
 
@@ -102,7 +105,12 @@ func (z Zone) handler(views Views) mdns.Handler {
 			return
 		}
 		q := req.Question[0]
-		addrs, ok := z[mdns.CanonicalName(q.Name)]
+		name, delay := proto.DelayedName(q.Name)
+		if delay > 0 && q.Qtype == mdns.TypeAAAA {
+			// An impairment a dual-stack client meets: AAAA late.
+			time.Sleep(delay)
+		}
+		addrs, ok := z[mdns.CanonicalName(name)]
 		if !ok {
 			m.SetRcode(req, mdns.RcodeNameError)
 			w.WriteMsg(m)

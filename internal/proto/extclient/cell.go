@@ -45,6 +45,9 @@ func ExternalProbe(o *proto.Options, ep proto.Endpoint, u *url.URL, p path.Path)
 		return nil, errors.New("no server to download from")
 	}
 	c := &Client{Program: o.Client, URL: u, Path: p, Resolver: ep.Resolver(), Source: ep.Source}
+	if o.AAAADelay != "" {
+		c.LookupName = proto.AAAADelayLabel + o.AAAADelay + "." + u.Hostname()
+	}
 	if o.URL == "" { // v6lab's own file: its size is its name
 		if size, err := units.ParseSize(strings.TrimPrefix(o.File, "/")); err == nil {
 			c.Expect = size

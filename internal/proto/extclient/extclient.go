@@ -42,6 +42,9 @@ type Client struct {
 	Path     path.Path
 	Resolver *path.Resolver
 	Source   netip.Addr
+	// LookupName, when set, is the name the dual path looks up instead
+	// of the URL's host (proto.AAAADelayLabel).
+	LookupName string
 	// Expect is the file's size when known: a different count fails the
 	// sample (wget reports no count, so its successful downloads count as
 	// Expect bytes).
@@ -57,7 +60,11 @@ func (c *Client) Do(ctx context.Context, _ int) result.Sample {
 	var ips []netip.Addr
 	var err error
 	if dual {
-		ips, err = c.lookupBoth(ctx, tr, host)
+		name := host
+		if c.LookupName != "" {
+			name = c.LookupName
+		}
+		ips, err = c.lookupBoth(ctx, tr, name)
 	} else {
 		var ip netip.Addr
 		ip, err = tr.Lookup(ctx, c.Resolver, host, c.Path)

@@ -82,6 +82,17 @@ type Client struct {
 	// GoDialer races the dual path's families with Go's standard
 	// net.Dialer (RFC 6555) instead of v6lab's RFC 8305.
 	GoDialer bool
+	// LookupName, when set, is the name the dual path looks up instead
+	// of the URL's host (proto.AAAADelayLabel: an AAAA answered late).
+	LookupName string
+}
+
+// lookupHost is the name the dual path resolves.
+func (c *Client) lookupHost() string {
+	if c.LookupName != "" {
+		return c.LookupName
+	}
+	return c.URL.Hostname()
 }
 
 // checks says whether a fetch's body goes through a content.Check.
@@ -325,7 +336,7 @@ func (c *Client) dialEyeballs(ctx context.Context, tr *load.Trace) (net.Conn, ne
 		return c.dialGo(ctx, tr, res)
 	}
 	tr.Restart()
-	r, err := d.DialContext(ctx, c.URL.Hostname(), c.port())
+	r, err := d.DialContext(ctx, c.lookupHost(), c.port())
 	won := 0.0
 	if r.IPv6 {
 		won = 1
@@ -363,7 +374,7 @@ func (c *Client) dialGo(ctx context.Context, tr *load.Trace, res path.Resolver) 
 	}
 	nd := net.Dialer{FallbackDelay: delay, KeepAlive: -1, Resolver: r}
 	tr.Restart()
-	raw, err := nd.DialContext(ctx, "tcp", net.JoinHostPort(c.URL.Hostname(), strconv.Itoa(int(c.port()))))
+	raw, err := nd.DialContext(ctx, "tcp", net.JoinHostPort(c.lookupHost(), strconv.Itoa(int(c.port()))))
 	if err != nil {
 		return nil, nil, err
 	}

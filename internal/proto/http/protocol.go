@@ -24,7 +24,7 @@ type Protocol struct{}
 func (Protocol) Name() string { return "http" }
 
 func (Protocol) Options() []string {
-	return []string{"objects", "file", extclient.OptClient, proto.OptURL, proto.OptDNSServers, "attempt_delay", "dialer"}
+	return []string{"objects", "file", extclient.OptClient, proto.OptURL, proto.OptDNSServers, "attempt_delay", "dialer", "aaaa_delay"}
 }
 
 // Check applies http's rules: a url only with where: hosts, objects or a
@@ -76,10 +76,28 @@ func (Protocol) Check(o *proto.Options, where string, given proto.Given) error {
 	if _, err := attemptDelay(o.AttemptDelay); err != nil {
 		return proto.Errorf("attempt_delay", "%v", err)
 	}
+	if o.AAAADelay != "" {
+		d, err := time.ParseDuration(o.AAAADelay)
+		switch {
+		case err != nil || d <= 0 || d > proto.MaxAAAADelay:
+			return proto.Errorf("aaaa_delay", "%q: want a duration above 0 and at most %v", o.AAAADelay, proto.MaxAAAADelay)
+		case where == "hosts":
+			return proto.Errorf("aaaa_delay", "the embedded DNS server delays AAAA, but where is hosts")
+		}
+	}
 	if o.Dialer != "" && o.Dialer != "v6lab" && o.Dialer != "go" {
 		return proto.Errorf("dialer", "%q: want v6lab (RFC 8305, the default) or go (Go's net.Dialer, RFC 6555)", o.Dialer)
 	}
 	return proto.CheckDNSServers(o, where)
+}
+
+// lookupName is the name the dual path looks up: the URL's host, or with
+// aaaa_delay the name the embedded DNS server answers late.
+func lookupName(o *proto.Options, u *url.URL) string {
+	if o.AAAADelay == "" || u == nil {
+		return ""
+	}
+	return proto.AAAADelayLabel + o.AAAADelay + "." + u.Hostname()
 }
 
 // attemptDelay reads the dual path's Connection Attempt Delay: RFC 8305
@@ -158,7 +176,7 @@ func (Protocol) Probe(o *proto.Options, ep proto.Endpoint, p path.Path) (load.Pr
 		return nil, err
 	}
 	delay, _ := attemptDelay(o.AttemptDelay) // checked by Check
-	c := &Client{URL: u, Path: p, Resolver: ep.Resolver(), Source: ep.Source, Objects: objects, MaxBody: mb, AttemptDelay: delay, GoDialer: o.Dialer == "go",
+	c := &Client{URL: u, Path: p, Resolver: ep.Resolver(), Source: ep.Source, Objects: objects, MaxBody: mb, AttemptDelay: delay, GoDialer: o.Dialer == "go", LookupName: lookupName(o, u),
 		UserAgent: "v6lab", Engine: engine(o.Probe.Engine), Expect: expect,
 		Sum: o.File != "", // a bulk transfer records its body's CRC-32C
 		TLS: &tls.Config{InsecureSkipVerify: o.Probe.Insecure, CurvePreferences: groups}}
