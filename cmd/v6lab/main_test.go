@@ -521,7 +521,7 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"compare", "/nonexistent/a", "/nonexistent/b"}, 1, "no such file or directory"},
 		{[]string{"serve", "http", "--listen", "localhost:80"}, 2, `"localhost:80" is not ADDR:PORT`},
 		{[]string{"serve", "dns", "--record", "x"}, 2, `bad record "x"`},
-		{[]string{"run", "--segment", "3/3", "--dry-run"}, 2, `--segment "3/3": I is 3: segments of 3 are numbered 0 to 2`},
+		{[]string{"run", "--segment", "3/3", "--dry-run"}, 2, `--segment "3/3": segment 3: the segments of 3 are numbered 0 to 2`},
 		{[]string{"run", "--segment", "half", "--dry-run"}, 2, `--segment "half": want I/N, e.g. 0/3`},
 		{[]string{"run", "--start-at", "10:00", "--dry-run"}, 2, `--start-at "10:00": not an RFC 3339 time`},
 		{[]string{"run", "--segment", "0/2", "--shuffle", "--dry-run"}, 2, "--segment with a shuffled order needs --seed"},

@@ -55,9 +55,9 @@ func parseSegment(s string) (*result.Segment, error) {
 	case !ok || err1 != nil || err2 != nil:
 		return nil, errors.New("want I/N, e.g. 0/3 (segment 0 of 3)")
 	case n < 1 || n > 10000:
-		return nil, fmt.Errorf("N is %d: from 1 to 10000 segments", n)
+		return nil, fmt.Errorf("%d segments: want 1 to 10000", n)
 	case i < 0 || i >= n:
-		return nil, fmt.Errorf("I is %d: segments of %d are numbered 0 to %d", i, n, n-1)
+		return nil, fmt.Errorf("segment %d: the segments of %d are numbered 0 to %d", i, n, n-1)
 	}
 	return &result.Segment{Index: i, Count: n}, nil
 }

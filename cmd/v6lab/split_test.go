@@ -177,12 +177,7 @@ func pooledMean(t *testing.T, vol, p string, conns int) float64 {
 
 func readSamplesFile(t *testing.T, dir string) *result.File {
 	t.Helper()
-	fh, err := os.Open(filepath.Join(dir, "samples.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fh.Close()
-	f, err := result.Read(fh, "samples.jsonl")
+	f, _, err := report.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

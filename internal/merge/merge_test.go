@@ -139,12 +139,7 @@ func TestMergePoolsEverySegmentsSamples(t *testing.T) {
 
 func readFile(t *testing.T, dir string) *result.File {
 	t.Helper()
-	fh, err := os.Open(filepath.Join(dir, "samples.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fh.Close()
-	f, err := result.Read(fh, "samples.jsonl")
+	f, _, err := report.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -280,39 +280,8 @@ func nat64Insns(x Translator, m *ebpf.Map) asm.Instructions {
 	// header over what is left of the old one, then the L4 checksum.
 	insns = append(insns, changeProto(ethPIPv4BE, "fail")...)
 	insns = append(insns, storeFromStack(12, hdr4-2, 2+ipv4Header)...)
-	insns = append(insns,
-		asm.JNE.Imm(asm.R0, 0, "fail"),
-		asm.JEq.Imm(asm.R8, protoTCP, "tcp"),
-		asm.JEq.Imm(asm.R8, protoUDP, "udp"),
-	)
-	const l4At = ethHeader + ipv4Header
-	// ICMP: the type, then the pseudo header's removal.
-	insns = append(insns, loadBytes(l4At, sScratch, 1, "fail")...)
-	insns = append(insns,
-		asm.LoadMem(asm.R2, asm.RFP, sScratch, asm.Byte),
-		asm.JEq.Imm(asm.R2, icmp6EchoRq, "req"),
-		asm.StoreImm(asm.RFP, sScratch, icmpEchoRep, asm.Byte),
-	)
-	insns = append(insns, storeFromStack(l4At, sScratch, 1)...)
 	insns = append(insns, asm.JNE.Imm(asm.R0, 0, "fail"))
-	insns = append(insns, l4Replace(l4At+2, int64(le16([]byte{icmp6EchoRp, 0})), int64(le16([]byte{icmpEchoRep, 0})), 2, "fail")...)
-	insns = append(insns, asm.Ja.Label("icmpdiff"))
-	req := asm.Instructions{asm.StoreImm(asm.RFP, sScratch, icmpEchoReq, asm.Byte).WithSymbol("req")}
-	req = append(req, storeFromStack(l4At, sScratch, 1)...)
-	req = append(req, asm.JNE.Imm(asm.R0, 0, "fail"))
-	req = append(req, l4Replace(l4At+2, int64(le16([]byte{icmp6EchoRq, 0})), int64(le16([]byte{icmpEchoReq, 0})), 2, "fail")...)
-	insns = append(insns, req...)
-	icmpDiff := l4ReplaceDiff(l4At+2, sDiff, 0, "fail")
-	icmpDiff[0] = icmpDiff[0].WithSymbol("icmpdiff")
-	insns = append(insns, icmpDiff...)
-	insns = append(insns, asm.Ja.Label("done"))
-	tcp := l4ReplaceDiff(l4At+16, sDiff, csumPseudo, "fail")
-	tcp[0] = tcp[0].WithSymbol("tcp")
-	insns = append(insns, tcp...)
-	insns = append(insns, asm.Ja.Label("done"))
-	udp := l4ReplaceDiff(l4At+6, sDiff, csumPseudo|csumMangled, "fail")
-	udp[0] = udp[0].WithSymbol("udp")
-	insns = append(insns, udp...)
+	insns = append(insns, l4Fix(ethHeader+ipv4Header, [2]byte{icmp6EchoRq, icmpEchoReq}, [2]byte{icmp6EchoRp, icmpEchoRep})...)
 	done := ret(m, Translated64, retPass, "c_ok")
 	done[0] = done[0].WithSymbol("done")
 	insns = append(insns, done...)
@@ -416,42 +385,52 @@ func nat46Insns(x Translator, m *ebpf.Map) asm.Instructions {
 	change[0] = change[0].WithSymbol("change")
 	insns = append(insns, change...)
 	insns = append(insns, storeFromStack(12, hdr6-2, 2+ipv6Header)...)
-	insns = append(insns,
-		asm.JNE.Imm(asm.R0, 0, "fail"),
-		asm.JEq.Imm(asm.R8, protoTCP, "tcp"),
-		asm.JEq.Imm(asm.R8, protoUDP, "udp"),
-	)
-	const l4At = ethHeader + ipv6Header
-	insns = append(insns, loadBytes(l4At, sScratch, 1, "fail")...)
-	insns = append(insns,
-		asm.LoadMem(asm.R2, asm.RFP, sScratch, asm.Byte),
-		asm.JEq.Imm(asm.R2, icmpEchoReq, "req"),
-		asm.StoreImm(asm.RFP, sScratch, icmp6EchoRp, asm.Byte),
-	)
-	insns = append(insns, storeFromStack(l4At, sScratch, 1)...)
 	insns = append(insns, asm.JNE.Imm(asm.R0, 0, "fail"))
-	insns = append(insns, l4Replace(l4At+2, int64(le16([]byte{icmpEchoRep, 0})), int64(le16([]byte{icmp6EchoRp, 0})), 2, "fail")...)
-	insns = append(insns, asm.Ja.Label("icmpdiff"))
-	req := asm.Instructions{asm.StoreImm(asm.RFP, sScratch, icmp6EchoRq, asm.Byte).WithSymbol("req")}
-	req = append(req, storeFromStack(l4At, sScratch, 1)...)
-	req = append(req, asm.JNE.Imm(asm.R0, 0, "fail"))
-	req = append(req, l4Replace(l4At+2, int64(le16([]byte{icmpEchoReq, 0})), int64(le16([]byte{icmp6EchoRq, 0})), 2, "fail")...)
-	insns = append(insns, req...)
-	icmpDiff := l4ReplaceDiff(l4At+2, sDiff, 0, "fail")
-	icmpDiff[0] = icmpDiff[0].WithSymbol("icmpdiff")
-	insns = append(insns, icmpDiff...)
-	insns = append(insns, asm.Ja.Label("done"))
-	tcp := l4ReplaceDiff(l4At+16, sDiff, csumPseudo, "fail")
-	tcp[0] = tcp[0].WithSymbol("tcp")
-	insns = append(insns, tcp...)
-	insns = append(insns, asm.Ja.Label("done"))
-	udp := l4ReplaceDiff(l4At+6, sDiff, csumPseudo|csumMangled, "fail")
-	udp[0] = udp[0].WithSymbol("udp")
-	insns = append(insns, udp...)
+	insns = append(insns, l4Fix(ethHeader+ipv6Header, [2]byte{icmpEchoReq, icmp6EchoRq}, [2]byte{icmpEchoRep, icmp6EchoRp})...)
 	done := ret(m, Translated46, retPass, "c_ok")
 	done[0] = done[0].WithSymbol("done")
 	insns = append(insns, done...)
 	return append(insns, drops(m, "unsupported", "hoplimit", "zerocsum", "fail")...)
+}
+
+// l4Fix ends both directions once the new header is in: the transport
+// checksum takes the difference kept at sDiff (with the pseudo header's
+// flags for TCP and UDP, R8 holding the old protocol), and ICMP echo gets
+// its new type, req and rep mapping the old echo request's and reply's
+// types to the new ones. It ends at "done", or "fail".
+func l4Fix(l4At int32, req, rep [2]byte) asm.Instructions {
+	insns := asm.Instructions{
+		asm.JEq.Imm(asm.R8, protoTCP, "tcp"),
+		asm.JEq.Imm(asm.R8, protoUDP, "udp"),
+	}
+	insns = append(insns, loadBytes(l4At, sScratch, 1, "fail")...)
+	insns = append(insns,
+		asm.LoadMem(asm.R2, asm.RFP, sScratch, asm.Byte),
+		asm.JEq.Imm(asm.R2, int32(req[0]), "req"),
+	)
+	// Store the new type, then tell the checksum (type and code, code 0).
+	for i, t := range [][2]byte{rep, req} {
+		store := asm.StoreImm(asm.RFP, sScratch, int64(t[1]), asm.Byte)
+		if i == 1 {
+			store = store.WithSymbol("req")
+		}
+		insns = append(insns, store)
+		insns = append(insns, storeFromStack(l4At, sScratch, 1)...)
+		insns = append(insns, asm.JNE.Imm(asm.R0, 0, "fail"))
+		insns = append(insns, l4Replace(l4At+2, int64(le16([]byte{t[0], 0})), int64(le16([]byte{t[1], 0})), 2, "fail")...)
+		insns = append(insns, asm.Ja.Label("icmpdiff"))
+	}
+	for _, f := range []struct {
+		label string
+		off   int32
+		flags int32
+	}{{"icmpdiff", 2, 0}, {"tcp", 16, csumPseudo}, {"udp", 6, csumPseudo | csumMangled}} {
+		fix := l4ReplaceDiff(l4At+f.off, sDiff, f.flags, "fail")
+		fix[0] = fix[0].WithSymbol(f.label)
+		insns = append(insns, fix...)
+		insns = append(insns, asm.Ja.Label("done"))
+	}
+	return insns
 }
 
 // Nat64 is a loaded translator: its two programs and their counters.

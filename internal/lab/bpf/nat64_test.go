@@ -196,13 +196,14 @@ func TestNat64DropsWhatItCannotTranslate(t *testing.T) {
 	}
 	defer n.Close()
 	other6 := netip.MustParseAddr("2001:db8:6:1::2")
-	cases := []struct {
+	type dropCase struct {
 		name string
 		in4  bool
 		in   []byte
 		rc   int32
 		ctr  int
-	}{
+	}
+	cases := []dropCase{
 		{"unmapped source", false, v6Frame(t, other6, natServer6, "tcp", nil), retDrop, DroppedUnmapped},
 		{"hop limit 1", false, v6Frame(t, natClient6, natServer6, "udp", func(ip *layers.IPv6) { ip.HopLimit = 1 }), retDrop, DroppedHopLimit},
 		{"fragment header", false, v6Frame(t, natClient6, natServer6, "udp", func(ip *layers.IPv6) { ip.NextHeader = layers.IPProtocolIPv6Fragment }), retDrop, DroppedUnsupported},
@@ -217,22 +218,10 @@ func TestNat64DropsWhatItCannotTranslate(t *testing.T) {
 	// IPv4 UDP with a zero checksum, and an ICMP error.
 	zero := v4Frame(t, natServer4, natClient4, "udp", nil)
 	zero[ethHeader+20+6], zero[ethHeader+20+7] = 0, 0
-	cases = append(cases, struct {
-		name string
-		in4  bool
-		in   []byte
-		rc   int32
-		ctr  int
-	}{"UDP without checksum", true, zero, retDrop, DroppedZeroChecksum})
+	cases = append(cases, dropCase{"UDP without checksum", true, zero, retDrop, DroppedZeroChecksum})
 	unreach := v4Frame(t, natServer4, natClient4, "echo", nil)
 	unreach[ethHeader+20] = 3 // destination unreachable
-	cases = append(cases, struct {
-		name string
-		in4  bool
-		in   []byte
-		rc   int32
-		ctr  int
-	}{"ICMP error", true, unreach, retDrop, DroppedUnsupported})
+	cases = append(cases, dropCase{"ICMP error", true, unreach, retDrop, DroppedUnsupported})
 	want := make([]uint64, numTranslatorCounters)
 	for _, c := range cases {
 		p := n.to4
