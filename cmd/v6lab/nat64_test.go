@@ -21,8 +21,9 @@ import (
 // IMAP and the TCP and UDP transport tests all work over the nat64 path,
 // compared with ipv4 in the same run: each transaction went from the
 // client's IPv6-only address to the server's address under 64:ff9b::/96
-// (found through DNS64), and the wire between the routers carried only
-// the path's translated IPv4 and DNS64 lookups.
+// (found through DNS64), the wire between the routers carried only the
+// path's translated IPv4 and DNS64 lookups, and r1's link to the client
+// only IPv6.
 func TestEveryProtocolOverNat64(t *testing.T) {
 	requireLab(t)
 	bin := buildBinary(t)
@@ -83,6 +84,9 @@ cells:
 			t.Errorf("run %s#%d: wire %s, err %q", r.Cell, r.Run, w, r.Err)
 		case r.Path == "nat64" && (r.Wire.NAT64 == 0 || r.Wire.IPv4+r.Wire.IPv6+r.Wire.SixIn4 != 0):
 			t.Errorf("nat64 run %s#%d: wire %s", r.Cell, r.Run, w)
+		case r.Path == "nat64" && (r.Wire.ClientSide == nil || r.Wire.ClientSide.IPv6 == 0 || r.Wire.ClientSide.IPv4 != 0):
+			// The same run on the client's side of r1: IPv6 only.
+			t.Errorf("nat64 run %s#%d: client side %s", r.Cell, r.Run, w)
 		case r.Path == "ipv4" && r.Wire.NAT64 != 0:
 			t.Errorf("ipv4 run %s#%d counted nat64 packets: %s", r.Cell, r.Run, w)
 		}

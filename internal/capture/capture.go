@@ -223,6 +223,10 @@ type Check struct {
 	Ports map[string]uint16
 	// Nat64 are the lab's nat64 prefixes (Filter.Nat64), if it has the path.
 	Nat64 []netip.Prefix
+	// ClientSide, when set, counts on r1's link to the client: a nat64
+	// run must show IPv6 there, and no IPv4, as it shows the translated
+	// IPv4 between the routers.
+	ClientSide *Capture
 }
 
 // Quiet is the gap left before a run's window opens and after it closes:
@@ -243,6 +247,9 @@ func (k Check) Start(protocol string, _ path.Path) {
 		f.Also = k.Ports[dns]
 	}
 	k.C.Reset(f)
+	if k.ClientSide != nil {
+		k.ClientSide.Reset(Filter{Port: f.Port, Also: f.Also})
+	}
 }
 
 // Stop returns the run's counts and whether they prove p.
@@ -250,7 +257,17 @@ func (k Check) Stop(p path.Path) (result.Wire, error) {
 	time.Sleep(Quiet) // the run's own last packets
 	k.C.Drain()
 	c := k.C.Counts()
-	return result.Wire{IPv4: c.IPv4, IPv6: c.IPv6, SixIn4: c.SixIn4, NAT64: c.NAT64}, c.Proves(p)
+	w := result.Wire{IPv4: c.IPv4, IPv6: c.IPv6, SixIn4: c.SixIn4, NAT64: c.NAT64}
+	err := c.Proves(p)
+	if k.ClientSide != nil && p.Kind().Translated {
+		k.ClientSide.Drain()
+		cs := k.ClientSide.Counts()
+		w.ClientSide = &result.Wire{IPv4: cs.IPv4, IPv6: cs.IPv6, SixIn4: cs.SixIn4}
+		if err == nil && (cs.IPv6 == 0 || cs.IPv4+cs.SixIn4 != 0) {
+			err = fmt.Errorf("capture: path %s, but r1's link to the client carried %d IPv6 and %d IPv4 packets (the client's side must be IPv6 only): %w", p, cs.IPv6, cs.IPv4+cs.SixIn4, ErrWrongWire)
+		}
+	}
+	return w, err
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }

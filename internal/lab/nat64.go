@@ -38,6 +38,10 @@ var (
 // must offer an MSS that leaves room for it (as a NAT64 operator clamps).
 const Nat64MTU = 1480
 
+// R1ClientIf is r1's interface toward the client: the nat64 path's IPv6
+// side.
+var R1ClientIf = links[0].bIf
+
 // Embed returns the RFC 6052 address of IPv4 address a under a /96.
 func Embed(prefix netip.Prefix, a netip.Addr) netip.Addr {
 	b := prefix.Addr().As16()

@@ -44,6 +44,11 @@ func Child(ctx context.Context, jobFile string, out measure.Output) error {
 	}
 	cp := capture.FromFD(3, capture.Filter{})
 	defer cp.Close()
+	var clientSide *capture.Capture
+	if j.ClientSideFD > 0 {
+		clientSide = capture.FromFD(j.ClientSideFD, capture.Filter{})
+		defer clientSide.Close()
+	}
 	var rec *capture.Capture
 	if j.Pcap {
 		rec = cp
@@ -64,7 +69,7 @@ func Child(ctx context.Context, jobFile string, out measure.Output) error {
 	mj := measure.Job{
 		Exp: j.Exp, Probe: probe, Target: "lab", Servers: j.Servers, Notes: j.Notes,
 		ServerFDs: 0, Somaxconn: j.Somaxconn, Command: j.Command, Results: j.Results,
-		Wire: capture.Check{C: cp, Ports: j.Ports, Nat64: j.Nat64}, Lab: j.Lab, Pcap: rec, Conditions: cond,
+		Wire: capture.Check{C: cp, Ports: j.Ports, Nat64: j.Nat64, ClientSide: clientSide}, Lab: j.Lab, Pcap: rec, Conditions: cond,
 	}
 	if j.Dir != "" {
 		mj.Resume, mj.ResumeDir = &experiment.Resume{Exp: j.Exp, Done: j.Done}, j.Dir

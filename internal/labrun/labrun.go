@@ -80,6 +80,9 @@ type Job struct {
 	Gen congestion.Hosts `json:"gen,omitempty"`
 	// ServerCapture: fd 4 is a packet socket on the server's interface.
 	ServerCapture bool `json:"server_capture,omitempty"`
+	// ClientSideFD, when set, is a packet socket on r1's link to the
+	// client (the nat64 path's IPv6 side).
+	ClientSideFD int `json:"client_side_fd,omitempty"`
 	// LinkShaping is the lab's own shaping of each link (rate and queue
 	// limit, by link name), given when cell groups set their own rate
 	// (link_rate) and the lab returns to it.
@@ -231,10 +234,15 @@ func (r *Run) prepare(ctx context.Context, l *lab.Lab, cfg lab.Config) (*Job, []
 	if err := r.describe(l, cfg, job); err != nil {
 		return nil, nil, stop, err
 	}
-	files, closeFiles, err := captures(l, r.Exp.ServerCapture())
+	nat64 := slices.Contains(r.Exp.Paths(), path.NAT64)
+	files, closeFiles, err := captures(l, r.Exp.ServerCapture(), nat64)
 	stops = append(stops, closeFiles)
 	if err != nil {
 		return nil, nil, stop, err
+	}
+	if nat64 {
+		job.ClientSideFD = 2 + len(files) // the last one opened
+		job.Lab["wire_check"] += "; nat64 runs also on r1 " + lab.R1ClientIf + " (the translator's IPv6 side)"
 	}
 	if r.Exp.ServerCapture() {
 		job.ServerCapture = true
@@ -287,9 +295,9 @@ func somaxconn(l *lab.Lab) int {
 }
 
 // captures opens the wire check's packet socket on r1's checked link (the
-// child's fd 3) and, for server-side figures, one in the server host
-// (fd 4).
-func captures(l *lab.Lab, server bool) ([]*os.File, func(), error) {
+// child's fd 3), for server-side figures one in the server host (fd 4),
+// and for nat64 one on r1's link to the client, last.
+func captures(l *lab.Lab, server, nat64 bool) ([]*os.File, func(), error) {
 	var files []*os.File
 	closeAll := func() {
 		for _, f := range files {
@@ -310,6 +318,11 @@ func captures(l *lab.Lab, server bool) ([]*os.File, func(), error) {
 	}
 	if server {
 		if err := open(lab.Server, l.Addr.ServerIf, "server capture"); err != nil {
+			return nil, closeAll, err
+		}
+	}
+	if nat64 {
+		if err := open(lab.R1, lab.R1ClientIf, "client-side capture"); err != nil {
 			return nil, closeAll, err
 		}
 	}

@@ -386,6 +386,14 @@ func mergedRun(segs []*segment, seq int) result.Run {
 			out.Wire.IPv6 += r.Wire.IPv6
 			out.Wire.SixIn4 += r.Wire.SixIn4
 			out.Wire.NAT64 += r.Wire.NAT64
+			if cs := r.Wire.ClientSide; cs != nil {
+				if out.Wire.ClientSide == nil {
+					out.Wire.ClientSide = &result.Wire{}
+				}
+				out.Wire.ClientSide.IPv4 += cs.IPv4
+				out.Wire.ClientSide.IPv6 += cs.IPv6
+				out.Wire.ClientSide.SixIn4 += cs.SixIn4
+			}
 		}
 		if r.Err != "" {
 			errs = append(errs, fmt.Sprintf("segment %s: %s", g, r.Err))
