@@ -158,3 +158,49 @@ func TestActiveFTPOverNat64FailsAsInTheField(t *testing.T) {
 		t.Errorf("notes: %q", s.Notes)
 	}
 }
+
+// TestRealServersOverNat64: with --server real, nginx answers over nat64
+// and the path's names come from a second Unbound whose own dns64 module
+// synthesises the AAAA under 64:ff9b::/96.
+func TestRealServersOverNat64(t *testing.T) {
+	requireLab(t)
+	for _, p := range []string{"nginx", "unbound"} {
+		if _, err := exec.LookPath(p); err != nil {
+			if _, err := os.Stat("/usr/sbin/" + p); err != nil {
+				t.Skipf("%s is not installed (scripts/install-deps installs it)", p)
+			}
+		}
+	}
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	exp := filepath.Join(dir, "real.yaml")
+	os.WriteFile(exp, []byte("name: realn64\npaths: [ipv4, nat64]\nservers: real\nruns: 2\nwarmup: 0\npause: 0s\ncells:\n  - {protocol: http, conns: [1, 3]}\n"), 0o644)
+	out, err := exec.Command(bin, "run", exp, "-q", "--results", filepath.Join(dir, "r")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	f, s, err := report.Load(onlyDir(t, filepath.Join(dir, "r")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(s.Servers["dns64 (real)"], "its dns64 module synthesises AAAA under 64:ff9b::/96") {
+		t.Errorf("servers %v", s.Servers)
+	}
+	for _, c := range s.Cells {
+		if c.Failed != 0 || c.Completed != 2*c.Conns {
+			t.Errorf("%s/%d: %d completed, %d failed (%s)", c.Path, c.Conns, c.Completed, c.Failed, c.FirstError)
+		}
+	}
+	n := 0
+	for _, smp := range f.Samples {
+		if smp.Path == "nat64" {
+			n++
+			if !lab.Nat64Prefix.Contains(netip.MustParseAddrPort(smp.Remote).Addr()) {
+				t.Errorf("a nat64 transaction went to %s", smp.Remote)
+			}
+		}
+	}
+	if n != 8 {
+		t.Errorf("%d nat64 samples", n)
+	}
+}

@@ -28,9 +28,10 @@ var (
 	// range (RFC 2544), which the generator links use from 198.18.1.0 on.
 	nat64Pool = netip.MustParsePrefix("198.18.0.0/24")
 	// Nat64Wire are the prefixes whose packets belong to the nat64 path on
-	// the checked link: the mapped IPv4 pool, and the path's IPv6 prefixes
-	// (its DNS64 lookups).
-	Nat64Wire = []netip.Prefix{nat64Pool, netip.MustParsePrefix("2001:db8:64::/48")}
+	// the checked link: the mapped IPv4 pool, and the DNS64 view's prefix
+	// (its lookups). Native IPv6 from the client's nat64 address to the
+	// server would be IPv6, and fail the path's proof.
+	Nat64Wire = []netip.Prefix{nat64Pool, nat64DNS}
 )
 
 // Nat64MTU is the client's MTU toward the prefix: a full 1500-byte IPv4

@@ -61,12 +61,23 @@ func startReal(ctx context.Context, l *lab.Lab, exp *experiment.Experiment, job 
 	if err = started("http", ng, err, ""); err != nil {
 		return nil, err
 	}
-	ub, err := servers.StartUnbound(ctx, place, addrs, realPorts["dns"], "v6lab.test",
+	// The nat64 path's lookups go to a DNS64 resolver of their own.
+	plain := slices.DeleteFunc(slices.Clone(addrs), func(x netip.Addr) bool { return x == a.DNS64 })
+	ub, err := servers.StartUnbound(ctx, place, plain, realPorts["dns"], "v6lab.test",
 		[]servers.Record{{Name: experiment.LocalName, Addr: a.ServerV4}, {Name: experiment.LocalName, Addr: a.ServerV6}},
 		[]servers.View{{Name: "tunnel", Clients: netip.PrefixFrom(a.ClientTun6, 64).Masked(),
 			Records: []servers.Record{{Name: experiment.LocalName, Addr: a.ServerV4}, {Name: experiment.LocalName, Addr: a.ServerTun6}}}})
 	if err = started("dns", ub, err, ", a view for the tunnel's clients"); err != nil {
 		return nil, err
+	}
+	if a.DNS64.IsValid() {
+		d64, err := servers.StartUnboundDNS64(ctx, place, a.DNS64, realPorts["dns"], "v6lab.test",
+			[]servers.Record{{Name: experiment.LocalName, Addr: a.ServerV4}}, lab.Nat64Prefix)
+		if err != nil {
+			return nil, err
+		}
+		stops = append(stops, d64.Stop)
+		job.Servers["dns64 (real)"] = fmt.Sprintf("%s in the server namespace on %s: its dns64 module synthesises AAAA under %s for the nat64 path (the name as an IPv4-only host has it)", d64.Version, a.DNS64, lab.Nat64Prefix)
 	}
 	if slices.Contains(exp.RealProtocols(), "ftp") {
 		files, err := ftpFiles(exp)
