@@ -3,7 +3,7 @@
 // IPv6 preferred, the families interleaved, a new attempt started every
 // Connection Attempt Delay (or as soon as one fails) while earlier ones
 // continue, the first connection to complete kept and every other
-// cancelled and closed. It records what happened: the family that won,
+// cancelled and closed, and no lookup outlives the dial. It records what happened: the family that won,
 // when, and every attempt, so a measurement can say what a dual-stack
 // user of the path actually got.
 //
@@ -94,13 +94,19 @@ func (d Dialer) DialContext(ctx context.Context, host string, port uint16) (Resu
 	}
 	start := time.Now()
 	since := func() time.Duration { return time.Since(start) }
+	// Lookups still running when the dial ends are cancelled and waited
+	// for (the deferred calls run in reverse order): none outlives it.
+	var lookups sync.WaitGroup
+	defer lookups.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var res Result
 
 	answers := make(chan answer, 2)
 	for _, v6 := range []bool{true, false} {
+		lookups.Add(1)
 		go func() {
+			defer lookups.Done()
 			addrs, err := d.Lookup(ctx, host, v6)
 			answers <- answer{ipv6: v6, addrs: addrs, err: err, at: since()}
 		}()

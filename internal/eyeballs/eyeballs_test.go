@@ -28,6 +28,7 @@ type world struct {
 	lookup    map[bool]time.Duration // by ipv6
 	records   map[bool][]netip.Addr
 	open      atomic.Int64
+	asking    atomic.Int64 // lookups under way
 	mu        sync.Mutex
 	dialed    []netip.Addr
 }
@@ -46,6 +47,8 @@ func (c *conn) Close() error {
 func (w *world) dialer(delay time.Duration) Dialer {
 	return Dialer{AttemptDelay: delay,
 		Lookup: func(ctx context.Context, _ string, v6 bool) ([]netip.Addr, error) {
+			w.asking.Add(1)
+			defer w.asking.Add(-1)
 			select {
 			case <-time.After(w.lookup[v6]):
 			case <-ctx.Done():
@@ -167,6 +170,9 @@ func TestLateAAAAWaitsTheResolutionDelayThenUsesIPv4(t *testing.T) {
 	}
 	near(t, "the first attempt", r.Attempts[0].Start, ResolutionDelay)
 	r.Conn.Close()
+	if n := w.asking.Load(); n != 0 {
+		t.Errorf("%d lookups outlived the dial", n)
+	}
 	// AAAA within the resolution delay: IPv6 first after all.
 	w = newWorld()
 	w.lookup[true] = 20 * time.Millisecond

@@ -317,13 +317,23 @@ func (c *Client) dialEyeballs(ctx context.Context, tr *load.Trace) (net.Conn, ne
 	if res.Over == "" && len(res.Servers) > 0 {
 		res.Over = path.OfAddr(res.Servers[0].Addr())
 	}
+	// The first query out starts the wire time, as a pinned path's one
+	// query does; its address is the sample's dns_local.
+	var mu sync.Mutex
+	var firstTx time.Time
 	d := eyeballs.Dialer{AttemptDelay: c.AttemptDelay,
 		Lookup: func(ctx context.Context, host string, v6 bool) ([]netip.Addr, error) {
 			p := path.IPv4
 			if v6 {
 				p = path.IPv6
 			}
-			a, err := res.LookupFrom(ctx, host, p, nil)
+			hook := &path.LookupHook{}
+			a, err := res.LookupFrom(ctx, host, p, hook)
+			mu.Lock()
+			if !hook.Sent.IsZero() && (firstTx.IsZero() || hook.Sent.Before(firstTx)) {
+				firstTx, tr.S.DNSLocal = hook.Sent, hook.Local
+			}
+			mu.Unlock()
 			if err != nil {
 				return nil, err
 			}
@@ -337,6 +347,11 @@ func (c *Client) dialEyeballs(ctx context.Context, tr *load.Trace) (net.Conn, ne
 	}
 	tr.Restart()
 	r, err := d.DialContext(ctx, c.lookupHost(), c.port())
+	mu.Lock() // the lookups are over: DialContext waits for them
+	if !firstTx.IsZero() {
+		tr.Sent(firstTx)
+	}
+	mu.Unlock()
 	won := 0.0
 	if r.IPv6 {
 		won = 1
