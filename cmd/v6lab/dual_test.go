@@ -1,9 +1,6 @@
 package main
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -51,10 +48,7 @@ func TestDualPathOnLoopback(t *testing.T) {
 // dropped, some transactions go each way.
 func TestHappyEyeballsUnderABlackholedIPv6(t *testing.T) {
 	requireLab(t)
-	bin := buildBinary(t)
-	dir := t.TempDir()
-	exp := filepath.Join(dir, "he.yaml")
-	os.WriteFile(exp, []byte(`name: he
+	_, f, s, out, err := labRun(t, buildBinary(t), `name: he
 paths: [ipv4, dual]
 runs: 2
 warmup: 0
@@ -71,15 +65,9 @@ cells:
   - {protocol: http, label: blackholed-curl, conns: [1], client: curl, file: /64K, ipv6_loss: 100}
   - {protocol: http, label: aaaa-late, conns: [1], aaaa_delay: 300ms}
   - {protocol: http, label: aaaa-late-go, conns: [1], aaaa_delay: 300ms, dialer: go}
-`), 0o644)
-	out, err := exec.Command(bin, "run", exp, "-q", "--results", filepath.Join(dir, "r")).CombinedOutput()
+`)
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
-	}
-	res := onlyDir(t, filepath.Join(dir, "r"))
-	_, s, err := report.Load(res)
-	if err != nil {
-		t.Fatal(err)
 	}
 	if len(s.Cells) != 24 {
 		t.Fatalf("%d cells", len(s.Cells))
@@ -133,7 +121,7 @@ cells:
 			}
 		}
 	}
-	for _, r := range readSamplesFile(t, res).Runs {
+	for _, r := range f.Runs {
 		drop := r.Links["r1 eth-client ingress"]
 		switch {
 		case strings.HasPrefix(r.Protocol, "blackholed") && r.Path == "dual" && (!strings.HasPrefix(drop, "IPv6 loss 100% (tc BPF): ") || strings.Contains(drop, ": 0 IPv6")):

@@ -15,6 +15,7 @@ import (
 	"v6lab/internal/lab"
 	"v6lab/internal/path"
 	"v6lab/internal/report"
+	"v6lab/internal/result"
 )
 
 // TestEveryProtocolOverNat64: in the lab, HTTP, DNS, FTP (EPSV), SMTP,
@@ -26,10 +27,7 @@ import (
 // only IPv6.
 func TestEveryProtocolOverNat64(t *testing.T) {
 	requireLab(t)
-	bin := buildBinary(t)
-	dir := t.TempDir()
-	exp := filepath.Join(dir, "nat64.yaml")
-	os.WriteFile(exp, []byte(`name: nat64
+	_, f, s, out, err := labRun(t, buildBinary(t), `name: nat64
 paths: [ipv4, nat64]
 runs: 2
 warmup: 0
@@ -42,15 +40,9 @@ cells:
   - {protocol: imap, conns: [1, 2]}
   - {protocol: tcp, conns: [1], bytes: 2M}
   - {protocol: udp, conns: [1], rate: 10M, time: 500ms, size: 1400}
-`), 0o644)
-	out, err := exec.Command(bin, "run", exp, "-q", "--results", filepath.Join(dir, "results")).CombinedOutput()
+`)
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
-	}
-	res := onlyDir(t, filepath.Join(dir, "results"))
-	_, s, err := report.Load(res)
-	if err != nil {
-		t.Fatal(err)
 	}
 	if len(s.Cells) != 2*(5*2+2) { // paths × (five protocols at two counts, tcp and udp at one)
 		t.Fatalf("%d cells", len(s.Cells))
@@ -63,7 +55,6 @@ cells:
 	if !strings.Contains(s.Lab["nat64"], "stateless translator (SIIT, RFC 7915) in tc BPF on r1") {
 		t.Errorf("header's lab: %v", s.Lab)
 	}
-	f := readSamplesFile(t, res)
 	client, under := netip.MustParsePrefix("2001:db8:64:1::/64"), lab.Nat64Prefix
 	for _, smp := range f.Samples {
 		if smp.Path != string(path.NAT64) || smp.Remote == "" {
@@ -137,17 +128,9 @@ func TestNat64TranslatesEchoAndDropsTheUnmapped(t *testing.T) {
 // say why; ipv4 in the same run works.
 func TestActiveFTPOverNat64FailsAsInTheField(t *testing.T) {
 	requireLab(t)
-	bin := buildBinary(t)
-	dir := t.TempDir()
-	exp := filepath.Join(dir, "ftpa.yaml")
-	os.WriteFile(exp, []byte("name: ftpa\npaths: [ipv4, nat64]\nruns: 2\nwarmup: 0\npause: 0s\ntimeout: 5s\ncells:\n  - {protocol: ftp, conns: [1], file: /64K, active: true}\n"), 0o644)
-	out, err := exec.Command(bin, "run", exp, "-q", "--results", filepath.Join(dir, "r")).CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "every counted transaction of ftp/nat64/1 failed (first: protocol: ftp: EPRT: the server answered \"501") {
+	_, _, s, out, err := labRun(t, buildBinary(t), "name: ftpa\npaths: [ipv4, nat64]\nruns: 2\nwarmup: 0\npause: 0s\ntimeout: 5s\ncells:\n  - {protocol: ftp, conns: [1], file: /64K, active: true}\n")
+	if err == nil || !strings.Contains(out, "every counted transaction of ftp/nat64/1 failed (first: protocol: ftp: EPRT: the server answered \"501") {
 		t.Fatalf("run: %v\n%s", err, out)
-	}
-	_, s, err := report.Load(onlyDir(t, filepath.Join(dir, "r")))
-	if err != nil {
-		t.Fatal(err)
 	}
 	for _, c := range s.Cells {
 		if (c.Path == "ipv4" && c.Completed != 2) || (c.Path == "nat64" && (c.Completed != 0 || c.Failed != 2)) {
@@ -171,17 +154,9 @@ func TestRealServersOverNat64(t *testing.T) {
 			}
 		}
 	}
-	bin := buildBinary(t)
-	dir := t.TempDir()
-	exp := filepath.Join(dir, "real.yaml")
-	os.WriteFile(exp, []byte("name: realn64\npaths: [ipv4, nat64]\nservers: real\nruns: 2\nwarmup: 0\npause: 0s\ncells:\n  - {protocol: http, conns: [1, 3]}\n"), 0o644)
-	out, err := exec.Command(bin, "run", exp, "-q", "--results", filepath.Join(dir, "r")).CombinedOutput()
+	_, f, s, out, err := labRun(t, buildBinary(t), "name: realn64\npaths: [ipv4, nat64]\nservers: real\nruns: 2\nwarmup: 0\npause: 0s\ncells:\n  - {protocol: http, conns: [1, 3]}\n")
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
-	}
-	f, s, err := report.Load(onlyDir(t, filepath.Join(dir, "r")))
-	if err != nil {
-		t.Fatal(err)
 	}
 	if !strings.Contains(s.Servers["dns64 (real)"], "its dns64 module synthesises AAAA under 64:ff9b::/96") {
 		t.Errorf("servers %v", s.Servers)
@@ -203,4 +178,23 @@ func TestRealServersOverNat64(t *testing.T) {
 	if n != 8 {
 		t.Errorf("%d nat64 samples", n)
 	}
+}
+
+// labRun writes experiment yaml, runs it with bin (quietly, as root in
+// the lab), and returns the result directory, loaded, with the command's
+// output and error (a run may fail on purpose).
+func labRun(t *testing.T, bin, yaml string) (string, *result.File, *report.Summary, string, error) {
+	t.Helper()
+	dir := t.TempDir()
+	exp := filepath.Join(dir, "exp.yaml")
+	if err := os.WriteFile(exp, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, runErr := exec.Command(bin, "run", exp, "-q", "--results", filepath.Join(dir, "r")).CombinedOutput()
+	res := onlyDir(t, filepath.Join(dir, "r"))
+	f, s, err := report.Load(res)
+	if err != nil {
+		t.Fatalf("%v (run: %v)\n%s", err, runErr, out)
+	}
+	return res, f, s, string(out), runErr
 }
