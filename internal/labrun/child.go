@@ -117,8 +117,8 @@ func Settle(ctx context.Context, c *experiment.Spec, probe func(*experiment.Spec
 		}
 		if !ok {
 			hint := ""
-			if p.Kind().Translated && c.Protocol == "udp" {
-				hint = fmt.Sprintf(" (the nat64 translator drops fragments, a documented limitation: keep each datagram within the path's %d-byte MTU, --size %d or less)", lab.Nat64MTU, lab.Nat64MTU-48)
+			if p.Kind().Translated && c.Protocol == "udp" && c.Test != nil && c.Test.Reverse {
+				hint = fmt.Sprintf(" (the nat64 translator drops IPv4 fragments from the server, a documented limitation: keep each datagram within one packet, --size %d or less)", lab.Nat64MTU-48)
 			}
 			return fmt.Errorf("%s over path %s does not work in the lab: %s%s", c.CellName(), p, last, hint)
 		}

@@ -69,6 +69,7 @@ const (
 
 // bpf_skb_adjust_room's mode and flags.
 const (
+	adjRoomNet     = 0
 	adjRoomMAC     = 1
 	fixedGSO       = 1 << 0
 	encapL3IPv4    = 1 << 1

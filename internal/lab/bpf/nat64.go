@@ -19,7 +19,7 @@ const (
 	Translated64        = iota // IPv6 packets sent on as IPv4
 	Translated46               // IPv4 packets sent on as IPv6
 	DroppedUnmapped            // to the prefix from an IPv6 source with no mapping (RFC 7757)
-	DroppedUnsupported         // extension headers, fragments, IPv4 options, ICMP other than echo
+	DroppedUnsupported         // extension headers, IPv4 fragments, IPv4 options, ICMP other than echo
 	DroppedHopLimit            // hop limit or TTL would reach zero
 	DroppedZeroChecksum        // IPv4 UDP without a checksum (RFC 7915 §4.5: may drop)
 	TranslateFailed            // the kernel refused a helper (no room, bad offset)
@@ -50,9 +50,10 @@ const (
 // RFC 6052 /96, e.g. 64:ff9b::/96) leave as IPv4 from Client4 to the
 // address embedded in their last 32 bits, and IPv4 packets to Client4
 // return as IPv6 from Prefix+source to Client6. TCP, UDP and ICMP echo
-// are translated; fragments, extension headers, IPv4 options, ICMP errors
-// and IPv4 UDP without a checksum are dropped and counted (a documented
-// limitation: docs/lab.md).
+// are translated, and IPv6 fragments of TCP and UDP; IPv4 fragments,
+// other extension headers, IPv4 options, ICMP errors and IPv4 UDP without
+// a checksum are dropped and counted (a documented limitation:
+// docs/lab.md).
 type Translator struct {
 	Prefix           netip.Prefix
 	Client6, Client4 netip.Addr
@@ -180,7 +181,16 @@ const (
 	s64Addr4 = -88  // the new source and destination, 8 bytes
 	sDiff    = -200 // the L4 checksum's difference
 	sScratch = -8
+	// A fragment's: its Fragment Header, and what it becomes in IPv4
+	// (flags and offset, identification), and which kind it is.
+	sFrag      = -216
+	sFragField = -220
+	sFragID    = -218
+	sFragKind  = -224 // 0: not a fragment, 1: the first, 2: a later one
 )
+
+// protoFragment is IPv6's Fragment Header.
+const protoFragment = 44
 
 // nat64Insns: IPv6 from the mapped client to the prefix becomes IPv4.
 func nat64Insns(x Translator, m *ebpf.Map) asm.Instructions {
@@ -207,11 +217,13 @@ func nat64Insns(x Translator, m *ebpf.Map) asm.Instructions {
 	}
 	insns = append(insns,
 		// R8: next header; R7: payload length; R9: the IPv4 protocol.
+		asm.StoreImm(asm.RFP, sFragKind, 0, asm.Word),
 		asm.LoadMem(asm.R8, asm.RFP, s64Hdr+6, asm.Byte),
 		asm.LoadMem(asm.R2, asm.RFP, s64Hdr+7, asm.Byte),
 		asm.JLE.Imm(asm.R2, 1, "hoplimit"),
 		asm.LoadMem(asm.R7, asm.RFP, s64Hdr+4, asm.Half),
 		asm.HostTo(asm.BE, asm.R7, asm.Half),
+		asm.JEq.Imm(asm.R8, protoFragment, "frag"),
 		asm.Mov.Reg(asm.R9, asm.R8),
 		asm.JEq.Imm(asm.R8, protoTCP, "l4"),
 		asm.JEq.Imm(asm.R8, protoUDP, "l4"),
@@ -231,6 +243,35 @@ func nat64Insns(x Translator, m *ebpf.Map) asm.Instructions {
 	)
 	insns = append(insns, csumDiff(s64Src, 40, 0, 0, sDiff)...)
 	insns = append(insns, asm.Ja.Label("header"))
+	// A fragment of TCP or UDP (RFC 7915 §5.1.1): the Fragment Header's
+	// fields go into IPv4's (identification's low 16 bits, MF, offset;
+	// DF clear) and the header goes; only the first fragment holds the
+	// transport header and its checksum.
+	frag := loadBytes(ethHeader+ipv6Header, sFrag, 8, "unsupported")
+	frag[0] = frag[0].WithSymbol("frag")
+	insns = append(insns, frag...)
+	insns = append(insns,
+		asm.LoadMem(asm.R8, asm.RFP, sFrag, asm.Byte),
+		asm.Mov.Reg(asm.R9, asm.R8),
+		asm.JEq.Imm(asm.R8, protoTCP, "fragok"),
+		asm.JNE.Imm(asm.R8, protoUDP, "unsupported"),
+		asm.Sub.Imm(asm.R7, 8).WithSymbol("fragok"),
+		asm.LoadMem(asm.R2, asm.RFP, sFrag+2, asm.Half),
+		asm.HostTo(asm.BE, asm.R2, asm.Half),
+		asm.Mov.Reg(asm.R3, asm.R2),
+		asm.And.Imm(asm.R3, 1), // M
+		asm.LSh.Imm(asm.R3, 13),
+		asm.RSh.Imm(asm.R2, 3), // the offset, in 8-byte units in both
+		asm.Or.Reg(asm.R3, asm.R2),
+		asm.HostTo(asm.BE, asm.R3, asm.Half),
+		asm.StoreMem(asm.RFP, sFragField, asm.R3, asm.Half),
+		asm.LoadMem(asm.R3, asm.RFP, sFrag+6, asm.Half), // as it lies: network order
+		asm.StoreMem(asm.RFP, sFragID, asm.R3, asm.Half),
+		asm.StoreImm(asm.RFP, sFragKind, 1, asm.Word),
+		asm.JEq.Imm(asm.R2, 0, "l4"),
+		asm.StoreImm(asm.RFP, sFragKind, 2, asm.Word),
+		asm.Ja.Label("header"), // no transport header to fix
+	)
 	// TCP and UDP: the pseudo header's addresses change.
 	l4 := asm.Instructions{
 		asm.StoreImm(asm.RFP, s64Addr4, int64(le32(c4[:])), asm.Word).WithSymbol("l4"),
@@ -271,16 +312,43 @@ func nat64Insns(x Translator, m *ebpf.Map) asm.Instructions {
 		asm.StoreImm(asm.RFP, hdr4+12, int64(le32(c4[:])), asm.Word),
 		asm.LoadMem(asm.R2, asm.RFP, s64Hdr+36, asm.Word),
 		asm.StoreMem(asm.RFP, hdr4+16, asm.R2, asm.Word),
+		// A fragment's identification, flags and offset.
+		asm.LoadMem(asm.R2, asm.RFP, sFragKind, asm.Word),
+		asm.JEq.Imm(asm.R2, 0, "whole"),
+		asm.LoadMem(asm.R2, asm.RFP, sFragID, asm.Half),
+		asm.StoreMem(asm.RFP, hdr4+4, asm.R2, asm.Half),
+		asm.LoadMem(asm.R2, asm.RFP, sFragField, asm.Half),
+		asm.StoreMem(asm.RFP, hdr4+6, asm.R2, asm.Half),
 	)
-	insns = append(insns, csumDiff(0, 0, hdr4, ipv4Header, sScratch)...)
+	whole := csumDiff(0, 0, hdr4, ipv4Header, sScratch)
+	whole[0] = whole[0].WithSymbol("whole")
+	insns = append(insns, whole...)
 	insns = append(insns, asm.LoadMem(asm.R2, asm.RFP, sScratch, asm.DWord))
 	insns = append(insns, fold4(asm.R2, asm.R3)...)
 	insns = append(insns, asm.StoreMem(asm.RFP, hdr4+10, asm.R2, asm.Half))
 	// Now the packet: 20 bytes fewer after the Ethernet header, the new
 	// header over what is left of the old one, then the L4 checksum.
 	insns = append(insns, changeProto(ethPIPv4BE, "fail")...)
-	insns = append(insns, storeFromStack(12, hdr4-2, 2+ipv4Header)...)
-	insns = append(insns, asm.JNE.Imm(asm.R0, 0, "fail"))
+	// A fragment also loses its Fragment Header, now after the 20 bytes
+	// the IPv4 header goes into.
+	insns = append(insns,
+		asm.LoadMem(asm.R2, asm.RFP, sFragKind, asm.Word),
+		asm.JEq.Imm(asm.R2, 0, "store"),
+		asm.Mov.Reg(asm.R1, asm.R6),
+		asm.Mov.Imm(asm.R2, -8),
+		asm.Mov.Imm(asm.R3, adjRoomNet),
+		asm.Mov.Imm(asm.R4, 0),
+		asm.FnSkbAdjustRoom.Call(),
+		asm.JNE.Imm(asm.R0, 0, "fail"),
+	)
+	store := storeFromStack(12, hdr4-2, 2+ipv4Header)
+	store[0] = store[0].WithSymbol("store")
+	insns = append(insns, store...)
+	insns = append(insns,
+		asm.JNE.Imm(asm.R0, 0, "fail"),
+		asm.LoadMem(asm.R2, asm.RFP, sFragKind, asm.Word),
+		asm.JEq.Imm(asm.R2, 2, "done"), // a later fragment: no transport header
+	)
 	insns = append(insns, l4Fix(ethHeader+ipv4Header, [2]byte{icmp6EchoRq, icmpEchoReq}, [2]byte{icmp6EchoRp, icmpEchoRep})...)
 	done := ret(m, Translated64, retPass, "c_ok")
 	done[0] = done[0].WithSymbol("done")

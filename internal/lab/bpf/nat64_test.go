@@ -206,7 +206,8 @@ func TestNat64DropsWhatItCannotTranslate(t *testing.T) {
 	cases := []dropCase{
 		{"unmapped source", false, v6Frame(t, other6, natServer6, "tcp", nil), retDrop, DroppedUnmapped},
 		{"hop limit 1", false, v6Frame(t, natClient6, natServer6, "udp", func(ip *layers.IPv6) { ip.HopLimit = 1 }), retDrop, DroppedHopLimit},
-		{"fragment header", false, v6Frame(t, natClient6, natServer6, "udp", func(ip *layers.IPv6) { ip.NextHeader = layers.IPProtocolIPv6Fragment }), retDrop, DroppedUnsupported},
+		{"a fragment of ICMPv6", false, v6Fragment(t, 58, 0, false, 0x1234, make([]byte, 64)), retDrop, DroppedUnsupported},
+		{"a routing header", false, v6Frame(t, natClient6, natServer6, "udp", func(ip *layers.IPv6) { ip.NextHeader = layers.IPProtocolIPv6Routing }), retDrop, DroppedUnsupported},
 		{"not to the prefix", false, v6Frame(t, natClient6, netip.MustParseAddr("2001:db8:6:3::2"), "tcp", nil), retNext, -1},
 		{"IPv4 fragment", true, v4Frame(t, natServer4, natClient4, "udp", func(ip *layers.IPv4) { ip.Flags = layers.IPv4MoreFragments }), retDrop, DroppedUnsupported},
 		{"IPv4 options", true, v4Frame(t, natServer4, natClient4, "tcp", func(ip *layers.IPv4) {
@@ -248,6 +249,75 @@ func TestNat64DropsWhatItCannotTranslate(t *testing.T) {
 			t.Errorf("counters %v, want %v", got, want)
 			break
 		}
+	}
+}
+
+// v6Fragment is an IPv6 fragment from the mapped client to the server:
+// a Fragment Header (next header nh, offset in bytes, more, id) before l4,
+// a piece of the transport bytes.
+func v6Fragment(t *testing.T, nh byte, offset int, more bool, id uint32, l4 []byte) []byte {
+	t.Helper()
+	b := []byte{2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x86, 0xdd}
+	ip := make([]byte, 40+8)
+	ip[0] = 0x60
+	binary.BigEndian.PutUint16(ip[4:], uint16(8+len(l4)))
+	ip[6], ip[7] = protoFragment, 64
+	copy(ip[8:], natClient6.AsSlice())
+	copy(ip[24:], natServer6.AsSlice())
+	field := uint16(offset/8) << 3
+	if more {
+		field |= 1
+	}
+	ip[40] = nh
+	binary.BigEndian.PutUint16(ip[42:], field)
+	binary.BigEndian.PutUint32(ip[44:], id)
+	return append(append(b, ip...), l4...)
+}
+
+// TestNat64TranslatesUDPFragments: a 2000-byte UDP datagram from the
+// client in two IPv6 fragments leaves as two IPv4 fragments (the id's low
+// 16 bits, MF on the first, the offsets, DF clear, right header checksums),
+// whose transport bytes together carry a right IPv4 UDP checksum (RFC 7915
+// §5.1.1).
+func TestNat64TranslatesUDPFragments(t *testing.T) {
+	requireBPF(t)
+	n, err := NewNat64(xlat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	// The whole datagram as IPv6 would carry it unfragmented.
+	ip := &layers.IPv6{Version: 6, HopLimit: 64, NextHeader: layers.IPProtocolUDP, SrcIP: natClient6.AsSlice(), DstIP: natServer6.AsSlice()}
+	udp := &layers.UDP{SrcPort: 40000, DstPort: 5301}
+	udp.SetNetworkLayerForChecksum(ip)
+	whole := serialize(t, ip, udp, gopacket.Payload(bytes.Repeat([]byte{0xc3, 0x5a, 0x01}, 667)))[40:]
+	const cut = 1448
+	var l4 []byte
+	for i, part := range []struct {
+		off  int
+		more bool
+		data []byte
+	}{{0, true, whole[:cut]}, {cut, false, whole[cut:]}} {
+		rc, out := run(t, n.to4, v6Fragment(t, protoUDP, part.off, part.more, 0xabcd1234, part.data))
+		if rc != retPass {
+			t.Fatalf("fragment %d: rc %d", i, rc)
+		}
+		v4 := out[ethHeader:]
+		total := int(binary.BigEndian.Uint16(v4[2:]))
+		field := binary.BigEndian.Uint16(v4[6:])
+		if v4[9] != protoUDP || binary.BigEndian.Uint16(v4[4:]) != 0x1234 || total != 20+len(part.data) ||
+			int(field&0x1fff)*8 != part.off || (field&0x2000 != 0) != part.more || field&0x4000 != 0 || checksum(v4[:20]) != 0 {
+			t.Fatalf("fragment %d: IPv4 header % x", i, v4[:20])
+		}
+		l4 = append(l4, v4[20:total]...)
+	}
+	// The reassembled datagram's checksum, with IPv4's pseudo header.
+	pseudo := append(append(natClient4.AsSlice(), natServer4.AsSlice()...), 0, protoUDP, byte(len(l4)>>8), byte(len(l4)))
+	if folded(sum16(pseudo)+sum16(l4)) != 0xffff {
+		t.Error("the reassembled UDP checksum is wrong")
+	}
+	if c, _ := n.Counters(); c[Translated64] != 2 {
+		t.Errorf("counters %v", c)
 	}
 }
 
