@@ -20,7 +20,7 @@ import (
 
 // TestEveryProtocolOverNat64: in the lab, HTTP, DNS, FTP (EPSV), SMTP,
 // IMAP and the TCP and UDP transport tests (1460-byte datagrams, which
-// the client sends in two fragments) all work over the nat64 path,
+// travel in two fragments, either way) all work over the nat64 path,
 // compared with ipv4 in the same run: each transaction went from the
 // client's IPv6-only address to the server's address under 64:ff9b::/96
 // (found through DNS64), the wire between the routers carried only the
@@ -41,11 +41,12 @@ cells:
   - {protocol: imap, conns: [1, 2]}
   - {protocol: tcp, conns: [1], bytes: 2M}
   - {protocol: udp, conns: [1], rate: 10M, time: 500ms}
+  - {protocol: udp, label: udp-reverse, conns: [1], rate: 10M, time: 500ms, reverse: true}
 `)
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
-	if len(s.Cells) != 2*(5*2+2) { // paths × (five protocols at two counts, tcp and udp at one)
+	if len(s.Cells) != 2*(5*2+3) { // paths × (five protocols at two counts, tcp and two udp at one)
 		t.Fatalf("%d cells", len(s.Cells))
 	}
 	for _, c := range s.Cells {

@@ -34,10 +34,10 @@ var (
 	Nat64Wire = []netip.Prefix{nat64Pool, nat64DNS}
 )
 
-// Nat64MTU is the client's MTU toward the prefix: a full 1500-byte IPv4
+// nat64MTU is the client's MTU toward the prefix: a full 1500-byte IPv4
 // packet from the server grows by 20 bytes as IPv6, so the client's TCP
 // must offer an MSS that leaves room for it (as a NAT64 operator clamps).
-const Nat64MTU = 1480
+const nat64MTU = 1480
 
 // R1ClientIf is r1's interface toward the client: the nat64 path's IPv6
 // side.
@@ -84,11 +84,15 @@ func (l *Lab) addNat64(hs map[string]*netlink.Handle) error {
 	}{
 		// The client reaches the prefix through r1, from its nat64
 		// address, with room for the translation's 20 bytes.
-		{Client, &netlink.Route{Dst: ipnet(Nat64Prefix), Gw: r1on6.AsSlice(), Src: client6.AsSlice(), MTU: Nat64MTU}},
+		{Client, &netlink.Route{Dst: ipnet(Nat64Prefix), Gw: r1on6.AsSlice(), Src: client6.AsSlice(), MTU: nat64MTU}},
 		{R1, &netlink.Route{Dst: ipnet(nat64DNS), Gw: hostAddr(b.v6, b.bHost).AsSlice()}},
 		{R2, &netlink.Route{Dst: ipnet(nat64Client), Gw: hostAddr(b.v6, b.aHost).AsSlice()}},
 		// IPv4 to the mapped address goes back to the translator.
 		{R2, &netlink.Route{Dst: ipnet(nat64Pool), Gw: hostAddr(b.v4, b.aHost).AsSlice()}},
+		// The server sends the mapped address packets that still fit the
+		// client's link once IPv6 has added 20 bytes (and a fragment its
+		// Fragment Header's 8): a translator cannot split a packet.
+		{Server, &netlink.Route{Dst: ipnet(nat64Pool), Gw: hostAddr(c.v4, c.aHost).AsSlice(), MTU: 1500 - 28}},
 	}
 	for _, rt := range routes {
 		if err := hs[rt.role].RouteAdd(rt.r); err != nil {

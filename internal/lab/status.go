@@ -66,7 +66,7 @@ func (p BPFProgram) Describe() string {
 		what = fmt.Sprintf("loss: %d dropped, %d passed", c[bpf.LossDropped], c[bpf.LossPassed])
 	case bpf.Nat64Name, bpf.Nat46Name:
 		// Both directions share one map: each line shows all of it.
-		what = fmt.Sprintf("nat64 (%s): %d IPv6 to IPv4, %d IPv4 to IPv6, dropped %d unmapped source, %d untranslatable (IPv4 fragments, options, ICMP errors), %d hop limit, %d UDP without checksum, %d refused",
+		what = fmt.Sprintf("nat64 (%s): %d IPv6 to IPv4, %d IPv4 to IPv6, dropped %d unmapped source, %d untranslatable (extension headers, options, ICMP errors), %d hop limit, %d UDP without checksum, %d refused",
 			map[string]string{bpf.Nat64Name: "6 to 4", bpf.Nat46Name: "4 to 6"}[p.Program], c[bpf.Translated64], c[bpf.Translated46],
 			c[bpf.DroppedUnmapped], c[bpf.DroppedUnsupported], c[bpf.DroppedHopLimit], c[bpf.DroppedZeroChecksum], c[bpf.TranslateFailed])
 	}

@@ -12,7 +12,6 @@ import (
 	"v6lab/internal/capture"
 	"v6lab/internal/congestion"
 	"v6lab/internal/experiment"
-	"v6lab/internal/lab"
 	"v6lab/internal/load"
 	"v6lab/internal/measure"
 	"v6lab/internal/path"
@@ -116,11 +115,7 @@ func Settle(ctx context.Context, c *experiment.Spec, probe func(*experiment.Spec
 			ok, last = s.OK(), s.Err
 		}
 		if !ok {
-			hint := ""
-			if p.Kind().Translated && c.Protocol == "udp" && c.Test != nil && c.Test.Reverse {
-				hint = fmt.Sprintf(" (the nat64 translator drops IPv4 fragments from the server, a documented limitation: keep each datagram within one packet, --size %d or less)", lab.Nat64MTU-48)
-			}
-			return fmt.Errorf("%s over path %s does not work in the lab: %s%s", c.CellName(), p, last, hint)
+			return fmt.Errorf("%s over path %s does not work in the lab: %s", c.CellName(), p, last)
 		}
 	}
 	return nil

@@ -19,7 +19,7 @@ const (
 	Translated64        = iota // IPv6 packets sent on as IPv4
 	Translated46               // IPv4 packets sent on as IPv6
 	DroppedUnmapped            // to the prefix from an IPv6 source with no mapping (RFC 7757)
-	DroppedUnsupported         // extension headers, IPv4 fragments, IPv4 options, ICMP other than echo
+	DroppedUnsupported         // extension headers, IPv4 options, ICMP other than echo, fragments of ICMP
 	DroppedHopLimit            // hop limit or TTL would reach zero
 	DroppedZeroChecksum        // IPv4 UDP without a checksum (RFC 7915 §4.5: may drop)
 	TranslateFailed            // the kernel refused a helper (no room, bad offset)
@@ -50,10 +50,10 @@ const (
 // RFC 6052 /96, e.g. 64:ff9b::/96) leave as IPv4 from Client4 to the
 // address embedded in their last 32 bits, and IPv4 packets to Client4
 // return as IPv6 from Prefix+source to Client6. TCP, UDP and ICMP echo
-// are translated, and IPv6 fragments of TCP and UDP; IPv4 fragments,
-// other extension headers, IPv4 options, ICMP errors and IPv4 UDP without
-// a checksum are dropped and counted (a documented limitation:
-// docs/lab.md).
+// are translated, fragments of TCP and UDP too (RFC 7915 §§4.1, 5.1.1);
+// other extension headers, IPv4 options, ICMP errors, fragments of ICMP
+// and IPv4 UDP without a checksum are dropped and counted (a documented
+// limitation: docs/lab.md).
 type Translator struct {
 	Prefix           netip.Prefix
 	Client6, Client4 netip.Addr
@@ -377,10 +377,30 @@ func nat46Insns(x Translator, m *ebpf.Map) asm.Instructions {
 		asm.JNE.Imm32(asm.R2, le32(c4[:]), "next"),
 		asm.LoadMem(asm.R2, asm.RFP, hdr4, asm.Byte),
 		asm.JNE.Imm(asm.R2, 0x45, "unsupported"), // IPv4 options
+		asm.StoreImm(asm.RFP, sFragKind, 0, asm.Word),
 		asm.LoadMem(asm.R2, asm.RFP, hdr4+6, asm.Half),
 		asm.And.Imm(asm.R2, 0xff3f), // MF and the fragment offset, as loaded
-		asm.JNE.Imm(asm.R2, 0, "unsupported"),
-		asm.LoadMem(asm.R2, asm.RFP, hdr4+8, asm.Byte),
+		asm.JEq.Imm(asm.R2, 0, "notfrag"),
+		// A fragment (RFC 7915 §4.1): a Fragment Header with its
+		// offset, M and the identification, zero-extended.
+		asm.LoadMem(asm.R2, asm.RFP, hdr4+6, asm.Half),
+		asm.HostTo(asm.BE, asm.R2, asm.Half),
+		asm.Mov.Reg(asm.R3, asm.R2),
+		asm.RSh.Imm(asm.R3, 13),
+		asm.And.Imm(asm.R3, 1), // MF
+		asm.And.Imm(asm.R2, 0x1fff),
+		asm.StoreImm(asm.RFP, sFragKind, 1, asm.Word),
+		asm.JEq.Imm(asm.R2, 0, "first"),
+		asm.StoreImm(asm.RFP, sFragKind, 2, asm.Word),
+		asm.LSh.Imm(asm.R2, 3).WithSymbol("first"),
+		asm.Or.Reg(asm.R2, asm.R3),
+		asm.HostTo(asm.BE, asm.R2, asm.Half),
+		asm.StoreMem(asm.RFP, hdr6+42, asm.R2, asm.Half),
+		asm.StoreImm(asm.RFP, hdr6+41, 0, asm.Byte),
+		asm.StoreImm(asm.RFP, hdr6+44, 0, asm.Half),
+		asm.LoadMem(asm.R2, asm.RFP, hdr4+4, asm.Half),
+		asm.StoreMem(asm.RFP, hdr6+46, asm.R2, asm.Half),
+		asm.LoadMem(asm.R2, asm.RFP, hdr4+8, asm.Byte).WithSymbol("notfrag"),
 		asm.JLE.Imm(asm.R2, 1, "hoplimit"),
 		// R7: payload length; R8: the IPv4 protocol; R9: IPv6's.
 		asm.LoadMem(asm.R7, asm.RFP, hdr4+2, asm.Half),
@@ -392,6 +412,8 @@ func nat46Insns(x Translator, m *ebpf.Map) asm.Instructions {
 		asm.JEq.Imm(asm.R8, protoUDP, "udpcheck"),
 		asm.JNE.Imm(asm.R8, protoICMP, "unsupported"),
 		asm.Mov.Imm(asm.R9, protoICMPv6),
+		asm.LoadMem(asm.R2, asm.RFP, sFragKind, asm.Word),
+		asm.JNE.Imm(asm.R2, 0, "unsupported"), // fragments of ICMP
 	)
 	insns = append(insns, loadBytes(ethHeader+ipv4Header, sScratch, 1, "unsupported")...)
 	insns = append(insns,
@@ -400,9 +422,12 @@ func nat46Insns(x Translator, m *ebpf.Map) asm.Instructions {
 		asm.JEq.Imm(asm.R2, icmpEchoRep, "header"),
 		asm.Ja.Label("unsupported"), // ICMP errors are not translated
 	)
-	udpCheck := loadBytes(ethHeader+ipv4Header+6, sScratch, 2, "unsupported")
-	udpCheck[0] = udpCheck[0].WithSymbol("udpcheck")
-	insns = append(insns, udpCheck...)
+	// UDP's checksum, in the first (or only) fragment.
+	insns = append(insns,
+		asm.LoadMem(asm.R2, asm.RFP, sFragKind, asm.Word).WithSymbol("udpcheck"),
+		asm.JEq.Imm(asm.R2, 2, "header"),
+	)
+	insns = append(insns, loadBytes(ethHeader+ipv4Header+6, sScratch, 2, "unsupported")...)
 	insns = append(insns,
 		asm.LoadMem(asm.R2, asm.RFP, sScratch, asm.Half),
 		asm.JEq.Imm(asm.R2, 0, "zerocsum"),
@@ -438,7 +463,18 @@ func nat46Insns(x Translator, m *ebpf.Map) asm.Instructions {
 	for i := range 4 {
 		insns = append(insns, asm.StoreImm(asm.RFP, hdr6+24+int16(4*i), int64(le32(c6[4*i:4*i+4])), asm.Word))
 	}
-	insns = append(insns, asm.JEq.Imm(asm.R8, protoICMP, "icmpsum"))
+	// A fragment's IPv6 header leads to its Fragment Header.
+	insns = append(insns,
+		asm.LoadMem(asm.R2, asm.RFP, sFragKind, asm.Word),
+		asm.JEq.Imm(asm.R2, 0, "sums"),
+		asm.StoreImm(asm.RFP, hdr6+6, protoFragment, asm.Byte),
+		asm.StoreMem(asm.RFP, hdr6+40, asm.R9, asm.Byte),
+		asm.Mov.Reg(asm.R2, asm.R7),
+		asm.Add.Imm(asm.R2, 8),
+		asm.HostTo(asm.BE, asm.R2, asm.Half),
+		asm.StoreMem(asm.RFP, hdr6+4, asm.R2, asm.Half),
+		asm.JEq.Imm(asm.R8, protoICMP, "icmpsum").WithSymbol("sums"),
+	)
 	insns = append(insns, csumDiff(hdr4+12, 8, hdr6+8, 32, sDiff)...)
 	insns = append(insns, asm.Ja.Label("change"))
 	icmpSum := asm.Instructions{
@@ -452,9 +488,43 @@ func nat46Insns(x Translator, m *ebpf.Map) asm.Instructions {
 	change := changeProto(ethPIPv6BE, "fail")
 	change[0] = change[0].WithSymbol("change")
 	insns = append(insns, change...)
+	insns = append(insns,
+		asm.LoadMem(asm.R2, asm.RFP, sFragKind, asm.Word),
+		asm.JNE.Imm(asm.R2, 0, "fragroom"),
+	)
 	insns = append(insns, storeFromStack(12, hdr6-2, 2+ipv6Header)...)
 	insns = append(insns, asm.JNE.Imm(asm.R0, 0, "fail"))
 	insns = append(insns, l4Fix(ethHeader+ipv6Header, [2]byte{icmpEchoReq, icmp6EchoRq}, [2]byte{icmpEchoRep, icmp6EchoRp})...)
+	// A fragment: 8 more bytes after the IPv6 header for the Fragment
+	// Header; the first fragment's transport checksum after them.
+	insns = append(insns,
+		asm.Mov.Reg(asm.R1, asm.R6).WithSymbol("fragroom"),
+		asm.Mov.Imm(asm.R2, 8),
+		asm.Mov.Imm(asm.R3, adjRoomNet),
+		asm.Mov.Imm(asm.R4, 0),
+		asm.FnSkbAdjustRoom.Call(),
+		asm.JNE.Imm(asm.R0, 0, "fail"),
+	)
+	insns = append(insns, storeFromStack(12, hdr6-2, 2+ipv6Header+8)...)
+	insns = append(insns,
+		asm.JNE.Imm(asm.R0, 0, "fail"),
+		asm.LoadMem(asm.R2, asm.RFP, sFragKind, asm.Word),
+		asm.JEq.Imm(asm.R2, 2, "done"), // a later fragment: no transport header
+		asm.JEq.Imm(asm.R8, protoTCP, "ftcp"),
+	)
+	const fragL4 = ethHeader + ipv6Header + 8
+	for _, f := range []struct {
+		label string
+		off   int32
+		flags int32
+	}{{"fudp", 6, csumPseudo | csumMangled}, {"ftcp", 16, csumPseudo}} {
+		fix := l4ReplaceDiff(fragL4+f.off, sDiff, f.flags, "fail")
+		if f.label == "ftcp" {
+			fix[0] = fix[0].WithSymbol(f.label)
+		}
+		insns = append(insns, fix...)
+		insns = append(insns, asm.Ja.Label("done"))
+	}
 	done := ret(m, Translated46, retPass, "c_ok")
 	done[0] = done[0].WithSymbol("done")
 	insns = append(insns, done...)

@@ -209,7 +209,7 @@ func TestNat64DropsWhatItCannotTranslate(t *testing.T) {
 		{"a fragment of ICMPv6", false, v6Fragment(t, 58, 0, false, 0x1234, make([]byte, 64)), retDrop, DroppedUnsupported},
 		{"a routing header", false, v6Frame(t, natClient6, natServer6, "udp", func(ip *layers.IPv6) { ip.NextHeader = layers.IPProtocolIPv6Routing }), retDrop, DroppedUnsupported},
 		{"not to the prefix", false, v6Frame(t, natClient6, netip.MustParseAddr("2001:db8:6:3::2"), "tcp", nil), retNext, -1},
-		{"IPv4 fragment", true, v4Frame(t, natServer4, natClient4, "udp", func(ip *layers.IPv4) { ip.Flags = layers.IPv4MoreFragments }), retDrop, DroppedUnsupported},
+		{"an IPv4 fragment of ICMP", true, v4Frame(t, natServer4, natClient4, "echo", func(ip *layers.IPv4) { ip.Flags = layers.IPv4MoreFragments }), retDrop, DroppedUnsupported},
 		{"IPv4 options", true, v4Frame(t, natServer4, natClient4, "tcp", func(ip *layers.IPv4) {
 			ip.Options = []layers.IPv4Option{{OptionType: 1}, {OptionType: 1}, {OptionType: 1}, {OptionType: 0}}
 		}), retDrop, DroppedUnsupported},
@@ -317,6 +317,56 @@ func TestNat64TranslatesUDPFragments(t *testing.T) {
 		t.Error("the reassembled UDP checksum is wrong")
 	}
 	if c, _ := n.Counters(); c[Translated64] != 2 {
+		t.Errorf("counters %v", c)
+	}
+}
+
+// TestNat46TranslatesUDPFragments: the server's 2000-byte UDP datagram in
+// two IPv4 fragments returns as two IPv6 fragments: a Fragment Header
+// with the IPv4 id, M and the offsets, and transport bytes that carry a
+// right IPv6 UDP checksum together (RFC 7915 §4.1).
+func TestNat46TranslatesUDPFragments(t *testing.T) {
+	requireBPF(t)
+	n, err := NewNat64(xlat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	ip := &layers.IPv4{Version: 4, IHL: 5, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: natServer4.AsSlice(), DstIP: natClient4.AsSlice()}
+	udp := &layers.UDP{SrcPort: 5301, DstPort: 40000}
+	udp.SetNetworkLayerForChecksum(ip)
+	whole := serialize(t, ip, udp, gopacket.Payload(bytes.Repeat([]byte{0x77, 0x01, 0x9e}, 667)))[20:]
+	const cut = 1448
+	var l4 []byte
+	for i, part := range []struct {
+		off  int
+		more bool
+		data []byte
+	}{{0, true, whole[:cut]}, {cut, false, whole[cut:]}} {
+		frag := &layers.IPv4{Version: 4, IHL: 5, TTL: 64, Protocol: layers.IPProtocolUDP, Id: 0xbeef, FragOffset: uint16(part.off / 8),
+			SrcIP: natServer4.AsSlice(), DstIP: natClient4.AsSlice()}
+		if part.more {
+			frag.Flags = layers.IPv4MoreFragments
+		}
+		eth := &layers.Ethernet{SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 2}, DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, EthernetType: layers.EthernetTypeIPv4}
+		rc, out := run(t, n.to6, serialize(t, eth, frag, gopacket.Payload(part.data)))
+		if rc != retPass {
+			t.Fatalf("fragment %d: rc %d", i, rc)
+		}
+		v6 := out[ethHeader:]
+		field := binary.BigEndian.Uint16(v6[42:])
+		if v6[6] != protoFragment || v6[40] != protoUDP || int(binary.BigEndian.Uint16(v6[4:])) != 8+len(part.data) ||
+			binary.BigEndian.Uint32(v6[44:]) != 0xbeef || int(field>>3)*8 != part.off || (field&1 == 1) != part.more ||
+			netip.AddrFrom16([16]byte(v6[8:24])) != natServer6 || netip.AddrFrom16([16]byte(v6[24:40])) != natClient6 {
+			t.Fatalf("fragment %d: IPv6 and Fragment Header % x", i, v6[:48])
+		}
+		l4 = append(l4, v6[48:48+len(part.data)]...)
+	}
+	pseudo := append(append(natServer6.AsSlice(), natClient6.AsSlice()...), 0, 0, byte(len(l4)>>8), byte(len(l4)), 0, 0, 0, protoUDP)
+	if folded(sum16(pseudo)+sum16(l4)) != 0xffff {
+		t.Error("the reassembled UDP checksum is wrong")
+	}
+	if c, _ := n.Counters(); c[Translated46] != 2 {
 		t.Errorf("counters %v", c)
 	}
 }
