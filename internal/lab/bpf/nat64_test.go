@@ -117,12 +117,7 @@ func l4Valid(pkt []byte) bool {
 // TOS and TTL carried; and each back from the server returns as IPv6 from
 // the prefix to the client, the same way (RFC 7915 §§4-5).
 func TestNat64TranslatesTCPUDPAndEcho(t *testing.T) {
-	requireBPF(t)
-	n, err := NewNat64(xlat)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
+	n := loadNat64(t)
 	for _, proto := range []string{"tcp", "udp", "echo"} {
 		in := v6Frame(t, natClient6, natServer6, proto, nil)
 		rc, out := run(t, n.to4, in)
@@ -189,12 +184,7 @@ func TestNat64TranslatesTCPUDPAndEcho(t *testing.T) {
 // checksum and an expiring hop limit are dropped and counted; traffic not
 // for the translator passes on untouched.
 func TestNat64DropsWhatItCannotTranslate(t *testing.T) {
-	requireBPF(t)
-	n, err := NewNat64(xlat)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
+	n := loadNat64(t)
 	other6 := netip.MustParseAddr("2001:db8:6:1::2")
 	type dropCase struct {
 		name string
@@ -280,24 +270,14 @@ func v6Fragment(t *testing.T, nh byte, offset int, more bool, id uint32, l4 []by
 // whose transport bytes together carry a right IPv4 UDP checksum (RFC 7915
 // §5.1.1).
 func TestNat64TranslatesUDPFragments(t *testing.T) {
-	requireBPF(t)
-	n, err := NewNat64(xlat)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
+	n := loadNat64(t)
 	// The whole datagram as IPv6 would carry it unfragmented.
 	ip := &layers.IPv6{Version: 6, HopLimit: 64, NextHeader: layers.IPProtocolUDP, SrcIP: natClient6.AsSlice(), DstIP: natServer6.AsSlice()}
 	udp := &layers.UDP{SrcPort: 40000, DstPort: 5301}
 	udp.SetNetworkLayerForChecksum(ip)
 	whole := serialize(t, ip, udp, gopacket.Payload(bytes.Repeat([]byte{0xc3, 0x5a, 0x01}, 667)))[40:]
-	const cut = 1448
 	var l4 []byte
-	for i, part := range []struct {
-		off  int
-		more bool
-		data []byte
-	}{{0, true, whole[:cut]}, {cut, false, whole[cut:]}} {
+	for i, part := range twoFragments(whole) {
 		rc, out := run(t, n.to4, v6Fragment(t, protoUDP, part.off, part.more, 0xabcd1234, part.data))
 		if rc != retPass {
 			t.Fatalf("fragment %d: rc %d", i, rc)
@@ -326,23 +306,13 @@ func TestNat64TranslatesUDPFragments(t *testing.T) {
 // with the IPv4 id, M and the offsets, and transport bytes that carry a
 // right IPv6 UDP checksum together (RFC 7915 §4.1).
 func TestNat46TranslatesUDPFragments(t *testing.T) {
-	requireBPF(t)
-	n, err := NewNat64(xlat)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
+	n := loadNat64(t)
 	ip := &layers.IPv4{Version: 4, IHL: 5, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: natServer4.AsSlice(), DstIP: natClient4.AsSlice()}
 	udp := &layers.UDP{SrcPort: 5301, DstPort: 40000}
 	udp.SetNetworkLayerForChecksum(ip)
 	whole := serialize(t, ip, udp, gopacket.Payload(bytes.Repeat([]byte{0x77, 0x01, 0x9e}, 667)))[20:]
-	const cut = 1448
 	var l4 []byte
-	for i, part := range []struct {
-		off  int
-		more bool
-		data []byte
-	}{{0, true, whole[:cut]}, {cut, false, whole[cut:]}} {
+	for i, part := range twoFragments(whole) {
 		frag := &layers.IPv4{Version: 4, IHL: 5, TTL: 64, Protocol: layers.IPProtocolUDP, Id: 0xbeef, FragOffset: uint16(part.off / 8),
 			SrcIP: natServer4.AsSlice(), DstIP: natClient4.AsSlice()}
 		if part.more {
@@ -381,4 +351,30 @@ func TestBadTranslatorsAreRefused(t *testing.T) {
 			t.Errorf("%+v accepted", x)
 		}
 	}
+}
+
+// loadNat64 loads the test translator (skipping without BPF), unloaded
+// when the test ends.
+func loadNat64(t *testing.T) *Nat64 {
+	t.Helper()
+	requireBPF(t)
+	n, err := NewNat64(xlat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	return n
+}
+
+// fragment is a piece of a datagram's transport bytes at an offset.
+type fragment struct {
+	off  int
+	more bool
+	data []byte
+}
+
+// twoFragments cuts transport bytes in two at 1448 (a multiple of 8).
+func twoFragments(whole []byte) []fragment {
+	const cut = 1448
+	return []fragment{{0, true, whole[:cut]}, {cut, false, whole[cut:]}}
 }
