@@ -371,6 +371,9 @@ func sections(s *Summary, proto string) []section {
 		}
 	}
 	out := []section{means}
+	if sec, ok := EyeballsSection(title, cells); ok {
+		out = append(out, sec)
+	}
 	if sec, ok := metricSection(title, cells); ok {
 		out = append(out, sec)
 	}

@@ -1,0 +1,50 @@
+package report
+
+import (
+	"fmt"
+
+	"v6lab/internal/path"
+)
+
+// EyeballsSection sets a dual-stack client's cells (the dual path) beside
+// the pinned ipv4 and ipv6 cells of the same group: the share of
+// transactions each family won, the attempts and the time to a
+// connection, and what racing cost against each pinned family (mean
+// against mean). False when the group has no dual cell.
+func EyeballsSection(title string, cells []Cell) (section, bool) {
+	byPath := map[path.Path]map[int]*Cell{}
+	for i := range cells {
+		p := path.Path(cells[i].Path)
+		if byPath[p] == nil {
+			byPath[p] = map[int]*Cell{}
+		}
+		byPath[p][cells[i].Conns] = &cells[i]
+	}
+	var duals []*Cell
+	for _, c := range cells {
+		if path.Path(c.Path).Kind().Dual && c.Metrics["ipv6_won"] != nil {
+			duals = append(duals, byPath[path.Path(c.Path)][c.Conns])
+		}
+	}
+	if len(duals) == 0 {
+		return section{}, false
+	}
+	sec := section{Title: title + ": a dual-stack client (Happy Eyeballs) against the pinned paths",
+		Head: []string{"path", "conns", "IPv6 won", "IPv4 won", "attempts", "connected (ms)", "mean (ms)", "vs ipv4 (ms)", "vs ipv6 (ms)"}}
+	against := func(c *Cell, p path.Path) string {
+		o := byPath[p][c.Conns]
+		if o == nil || o.MeanMS == nil || c.MeanMS == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%+.3g", *c.MeanMS-*o.MeanMS)
+	}
+	for _, c := range duals {
+		won := c.Metrics["ipv6_won"].Mean
+		row := []string{c.Path, fmt.Sprint(c.Conns), fmt.Sprintf("%.0f%%", 100*won), fmt.Sprintf("%.0f%%", 100*(1-won)),
+			metricMean(c, "he_attempts"), metricMean(c, "he_connect_ms"), optMS(c.MeanMS, c.NA["mean_ms"]),
+			against(c, path.IPv4), against(c, path.IPv6)}
+		sec.Rows = append(sec.Rows, row)
+	}
+	sec.Footer = []string{"won: share of transactions each family won, mean of run means; vs: the dual cell's mean response time minus the pinned path's, same group and connections (docs/metrics.md)"}
+	return sec, true
+}

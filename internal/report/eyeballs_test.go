@@ -1,0 +1,29 @@
+package report
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestEyeballsSectionSetsDualBesidePinned: a dual cell's share of IPv6
+// wins, attempts and connect time, and its mean against the same group's
+// pinned ipv4 and ipv6 cells; no dual cell, no section.
+func TestEyeballsSectionSetsDualBesidePinned(t *testing.T) {
+	ms := func(v float64) *float64 { return &v }
+	cells := []Cell{
+		{Protocol: "http", Path: "ipv4", Conns: 10, MeanMS: ms(2.0)},
+		{Protocol: "http", Path: "ipv6", Conns: 10, MeanMS: ms(2.5)},
+		{Protocol: "http", Path: "dual", Conns: 10, MeanMS: ms(3.0), Metrics: map[string]*MetricStat{
+			"ipv6_won": stat(0.75), "he_attempts": stat(1.25), "he_connect_ms": stat(0.5)}},
+	}
+	sec, ok := EyeballsSection("HTTP", cells)
+	if !ok || len(sec.Rows) != 1 {
+		t.Fatalf("%v %+v", ok, sec)
+	}
+	if got := strings.Join(sec.Rows[0], "|"); got != "dual|10|75%|25%|1.25|0.500|3.00|+1|+0.5" {
+		t.Errorf("row %s", got)
+	}
+	if _, ok := EyeballsSection("HTTP", cells[:2]); ok {
+		t.Error("a section without a dual cell")
+	}
+}
