@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"v6lab/internal/load"
@@ -443,11 +444,14 @@ func (r *Runner) runPlan(ctx context.Context, w *result.Writer, probeOf func(Ste
 		// Samples are written as they complete, unless the conditions
 		// complete them after the run (server-side figures).
 		var held []result.Sample
+		var heldMu sync.Mutex // users emit concurrently
 		hold := r.Conditions != nil && spec.ServerCapture
 		emit := func(s result.Sample) {
 			s.Cell, s.Protocol, s.Conns, s.Run, s.Warmup = cell, name, st.Conns, st.Run, st.Warmup
 			if hold {
+				heldMu.Lock()
 				held = append(held, s)
+				heldMu.Unlock()
 				return
 			}
 			w.Sample(s)
