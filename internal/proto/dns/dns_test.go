@@ -287,3 +287,49 @@ func TestViewsAnswerByTheAddressAsked(t *testing.T) {
 		}
 	}
 }
+
+// TestLateAAAADoesNotHoldOtherQueries: the UDP responder answers a
+// delayed AAAA late and every other query at once meanwhile; a closed
+// server frees its port soon.
+func TestLateAAAADoesNotHoldOtherQueries(t *testing.T) {
+	s, err := Listen(context.Background(), testZone(), []netip.Addr{lo4}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := serverFor(s, path.IPv4).String()
+	ask := func(name string, qtype uint16) (time.Duration, *mdns.Msg, error) {
+		m := new(mdns.Msg)
+		m.SetQuestion(name, qtype)
+		c := &mdns.Client{Net: "udp", Timeout: 2 * time.Second}
+		start := time.Now()
+		in, _, err := c.Exchange(m, addr)
+		return time.Since(start), in, err
+	}
+	late := make(chan time.Duration, 1)
+	go func() {
+		d, in, err := ask("aaaa-delay-300ms.www.v6lab.test.", mdns.TypeAAAA)
+		if err != nil || len(in.Answer) != 1 {
+			t.Errorf("the late AAAA: %v %v", err, in)
+		}
+		late <- d
+	}()
+	time.Sleep(20 * time.Millisecond)
+	d, in, err := ask("www.v6lab.test.", mdns.TypeA)
+	if err != nil || len(in.Answer) != 1 || d > 100*time.Millisecond {
+		t.Errorf("an A asked meanwhile: %v after %v (%v)", in, d, err)
+	}
+	if d := <-late; d < 300*time.Millisecond || d > 500*time.Millisecond {
+		t.Errorf("the late AAAA came after %v", d)
+	}
+	start := time.Now()
+	s.Close()
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("Close took %v", took)
+	}
+	pc, err := net.ListenPacket("udp4", addr)
+	if err != nil {
+		t.Errorf("the port is not free after Close: %v", err)
+	} else {
+		pc.Close()
+	}
+}

@@ -138,6 +138,8 @@ type Server struct {
 	// Port is shared by UDP and TCP on every address.
 	Port    int
 	servers []*mdns.Server
+	udp     []*udpResponder
+	pcs     []net.PacketConn
 	addrs   []netip.AddrPort
 	wg      sync.WaitGroup
 }
@@ -175,7 +177,14 @@ func ListenViews(ctx context.Context, zone Zone, views Views, addrs []netip.Addr
 	for i, c := range closers {
 		pr := c.(pair)
 		s.addrs = append(s.addrs, netip.AddrPortFrom(addrs[i], uint16(got)))
-		for _, srv := range []*mdns.Server{{PacketConn: pr.pc, Handler: h}, {Listener: pr.ln, Handler: h}} {
+		u, err := newUDPResponder(pr.pc.(*net.UDPConn), h)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("dns: listen: %w", err)
+		}
+		s.udp, s.pcs = append(s.udp, u), append(s.pcs, pr.pc)
+		go u.serve()
+		for _, srv := range []*mdns.Server{{Listener: pr.ln, Handler: h}} {
 			s.servers = append(s.servers, srv)
 			s.wg.Add(1)
 			go func() {
@@ -233,6 +242,12 @@ func (s *Server) Close() error {
 				srv.Listener.Close()
 			}
 		}
+	}
+	for _, u := range s.udp {
+		u.Close()
+	}
+	for _, pc := range s.pcs {
+		pc.Close()
 	}
 	s.wg.Wait()
 	return nil
