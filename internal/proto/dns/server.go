@@ -90,6 +90,7 @@ type Views map[netip.Addr]Zone
 func (z Zone) Handler() mdns.Handler { return z.handler(nil) }
 
 func (z Zone) handler(views Views) mdns.Handler {
+	late := make(chan struct{}, MaxLateAnswers)
 	return mdns.HandlerFunc(func(w mdns.ResponseWriter, req *mdns.Msg) {
 		z := z
 		if v, ok := views[path.AddrOf(w.LocalAddr()).Unmap()]; ok {
@@ -107,8 +108,17 @@ func (z Zone) handler(views Views) mdns.Handler {
 		q := req.Question[0]
 		name, delay := proto.DelayedName(q.Name)
 		if delay > 0 && q.Qtype == mdns.TypeAAAA {
-			// An impairment a dual-stack client meets: AAAA late.
-			time.Sleep(delay)
+			// An impairment a dual-stack client meets: AAAA late. A
+			// flood of such queries gets SERVFAIL, not a sleeper each.
+			select {
+			case late <- struct{}{}:
+				time.Sleep(delay)
+				<-late
+			default:
+				m.SetRcode(req, mdns.RcodeServerFailure)
+				w.WriteMsg(m)
+				return
+			}
 		}
 		addrs, ok := z[mdns.CanonicalName(name)]
 		if !ok {
@@ -132,6 +142,10 @@ func (z Zone) handler(views Views) mdns.Handler {
 		w.WriteMsg(m)
 	})
 }
+
+// MaxLateAnswers bounds the late AAAA answers (aaaa-delay names) a server
+// holds at once.
+const MaxLateAnswers = 1024
 
 // Server is a running embedded DNS server.
 type Server struct {

@@ -2,8 +2,12 @@ package dns
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 	"testing"
+	"time"
+
+	mdns "github.com/miekg/dns"
 
 	"v6lab/internal/path"
 	"v6lab/internal/proto"
@@ -54,5 +58,52 @@ func TestDNS64SynthesizesAAAAFromA(t *testing.T) {
 	}
 	if got := z.Synthesize(netip.Prefix{}); len(got["v4only.test."]) != 2 {
 		t.Errorf("no prefix synthesised %v", got)
+	}
+}
+
+// fakeWriter records the reply a handler writes.
+type fakeWriter struct {
+	mdns.ResponseWriter
+	rcode chan int
+}
+
+func (f *fakeWriter) LocalAddr() net.Addr { return &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 53} }
+func (f *fakeWriter) WriteMsg(m *mdns.Msg) error {
+	f.rcode <- m.Rcode
+	return nil
+}
+
+// TestLateAnswersAreBounded: more late-AAAA queries at once than
+// MaxLateAnswers: the excess is answered SERVFAIL at once, the rest late.
+func TestLateAnswersAreBounded(t *testing.T) {
+	z := Zone{}
+	z.Add("www.v6lab.test", netip.MustParseAddr("2001:db8::1"))
+	h := z.handler(nil)
+	const extra = 10
+	rcodes := make(chan int, MaxLateAnswers+extra)
+	for range MaxLateAnswers + extra {
+		go func() {
+			m := new(mdns.Msg)
+			m.SetQuestion("aaaa-delay-300ms.www.v6lab.test.", mdns.TypeAAAA)
+			h.ServeDNS(&fakeWriter{rcode: rcodes}, m)
+		}()
+	}
+	fails := 0
+	deadline := time.After(200 * time.Millisecond)
+	for fails < extra {
+		select {
+		case rc := <-rcodes:
+			if rc != mdns.RcodeServerFailure {
+				t.Fatalf("an answer before the delay: rcode %d", rc)
+			}
+			fails++
+		case <-deadline:
+			t.Fatalf("%d SERVFAIL at once, want %d", fails, extra)
+		}
+	}
+	for range MaxLateAnswers {
+		if rc := <-rcodes; rc != mdns.RcodeSuccess {
+			t.Fatalf("a late answer: rcode %d", rc)
+		}
 	}
 }
