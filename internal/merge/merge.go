@@ -23,8 +23,8 @@ import (
 	"v6lab/internal/result"
 )
 
-// segment is one segment's result directory as read.
-type segment struct {
+// Dir is one segment's result directory, as read.
+type Dir struct {
 	dir  string
 	file *result.File
 	runs map[int]*result.Run // by Seq
@@ -32,8 +32,8 @@ type segment struct {
 
 // Read reads dirs, each a segment's result directory or a directory that
 // holds them (every subdirectory with a samples.jsonl).
-func Read(dirs []string) ([]*segment, error) {
-	var out []*segment
+func Read(dirs []string) ([]*Dir, error) {
+	var out []*Dir
 	for _, d := range dirs {
 		found, err := expand(d)
 		if err != nil {
@@ -73,7 +73,7 @@ func expand(dir string) ([]string, error) {
 	return out, nil
 }
 
-func readSegment(dir string) (*segment, error) {
+func readSegment(dir string) (*Dir, error) {
 	name := filepath.Join(dir, "samples.jsonl")
 	fh, err := os.Open(name)
 	if err != nil {
@@ -87,7 +87,7 @@ func readSegment(dir string) (*segment, error) {
 	if f.Header.Segment == nil {
 		return nil, fmt.Errorf("merge: %s is not a segment of a split run (it was run without --segment)", dir)
 	}
-	seg := &segment{dir: dir, file: f, runs: map[int]*result.Run{}}
+	seg := &Dir{dir: dir, file: f, runs: map[int]*result.Run{}}
 	for i := range f.Runs {
 		seg.runs[f.Runs[i].Seq] = &f.Runs[i]
 	}
@@ -97,7 +97,7 @@ func readSegment(dir string) (*segment, error) {
 // Check says whether segs are every segment of one experiment: the same
 // experiment (spec, seed, order), the same split, distinct indexes, none
 // missing, one schedule.
-func Check(segs []*segment) error {
+func Check(segs []*Dir) error {
 	if len(segs) == 0 {
 		return errors.New("merge: no segments given")
 	}
@@ -231,7 +231,7 @@ func short(v any) string {
 // Write writes the merged result directory under root (named name, or
 // the experiment's with "-merged") and its reports, and returns it.
 // command is recorded in the header.
-func Write(segs []*segment, root, name string, command []string, now time.Time) (string, *report.Summary, error) {
+func Write(segs []*Dir, root, name string, command []string, now time.Time) (string, *report.Summary, error) {
 	sort.Slice(segs, func(i, j int) bool { return segs[i].file.Header.Segment.Index < segs[j].file.Header.Segment.Index })
 	h0 := segs[0].file.Header
 	if name == "" {
@@ -285,7 +285,7 @@ func runID(cell string, run int) string { return fmt.Sprintf("%s#%d", cell, run)
 
 // allSeqs are the steps any segment recorded, in order (and -1 for
 // samples without a run record, last).
-func allSeqs(segs []*segment) []int {
+func allSeqs(segs []*Dir) []int {
 	seen := map[int]bool{}
 	for _, s := range segs {
 		for seq := range s.runs {
@@ -300,7 +300,7 @@ func allSeqs(segs []*segment) []int {
 	return append(out, -1)
 }
 
-func mergedHeader(segs []*segment, command []string, now time.Time) result.Header {
+func mergedHeader(segs []*Dir, command []string, now time.Time) result.Header {
 	h := segs[0].file.Header
 	h.Segment = nil
 	h.Created = now.UTC()
@@ -341,7 +341,7 @@ func mergedHeader(segs []*segment, command []string, now time.Time) result.Heade
 	return h
 }
 
-func dirsOf(segs []*segment) []string {
+func dirsOf(segs []*Dir) []string {
 	var out []string
 	for _, s := range segs {
 		out = append(out, s.dir)
@@ -353,7 +353,7 @@ func dirsOf(segs []*segment) []string {
 // segment's start to the last one's end (rate/s divides by that),
 // completions and failures summed, the wire counts summed, and left out
 // (Err) when any segment's run was, or a segment never finished it.
-func mergedRun(segs []*segment, seq int) result.Run {
+func mergedRun(segs []*Dir, seq int) result.Run {
 	var out result.Run
 	var errs []string
 	started := false
