@@ -116,7 +116,9 @@ func (Protocol) RealServer() string { return "unbound" }
 func (Protocol) RealFit(*proto.Options) error { return nil }
 
 // About describes the embedded server.
-func (Protocol) About() string { return "embedded (miekg/dns)" }
+func (Protocol) About() string {
+	return "embedded (miekg/dns messages; UDP answered on a thread blocked in recvfrom, TCP by miekg/dns)"
+}
 
 // AboutAt adds the views of a place with lab-only paths.
 func (p Protocol) AboutAt(at proto.Place) string {

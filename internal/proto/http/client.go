@@ -375,13 +375,18 @@ func (c *Client) dialEyeballs(ctx context.Context, tr *load.Trace) (net.Conn, ne
 // connected first (RFC 6555). Its attempts are not visible: the sample
 // records which family won and when (no he_attempts).
 func (c *Client) dialGo(ctx context.Context, tr *load.Trace, res path.Resolver) (net.Conn, net.Conn, error) {
-	server, _, err := res.Server(res.Over)
+	server, over, err := res.Server(res.Over)
 	if err != nil {
 		return nil, nil, err
 	}
+	// Go's resolver asks the endpoint's DNS server, over the family the
+	// lookups are pinned to (udp4 or udp6; tcp4 or tcp6 when truncated).
 	r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, network, server.String())
+		proto := "udp"
+		if strings.HasPrefix(network, "tcp") {
+			proto = "tcp"
+		}
+		return path.Dialer{Path: over}.Dial(ctx, proto, server)
 	}}
 	delay := c.AttemptDelay
 	if delay == 0 {
