@@ -210,9 +210,25 @@ func (s *Spec) Validate() error {
 		}
 	}
 	for _, p := range s.Paths {
-		if p.Kind().Dual && (s.Protocol != "http" || (s.Client != "" && s.Client != "v6lab" && s.Client != "curl")) {
-			return fmt.Errorf("experiment: paths: %s races the families by Happy Eyeballs, which v6lab's own http client and curl do, not %s %s (cell group %s)", p, s.Protocol, s.Client, s.CellName())
+		if err := DualFits(p, s.Protocol, s.Client); err != nil {
+			return fmt.Errorf("experiment: paths: %w", err)
 		}
+	}
+	return nil
+}
+
+// DualFits says whether a cell of protocol (and client program) can use
+// path p: the dual path races the families by Happy Eyeballs, which only
+// http does, with v6lab's own client or curl.
+func DualFits(p path.Path, protocol, client string) error {
+	if !p.Kind().Dual {
+		return nil
+	}
+	switch {
+	case protocol != "http":
+		return fmt.Errorf("%s races the families by Happy Eyeballs, which only http cells do, not %s", p, protocol)
+	case client != "" && client != "v6lab" && client != "curl":
+		return fmt.Errorf("%s races the families by Happy Eyeballs, which v6lab's own client and curl do, not %s", p, client)
 	}
 	return nil
 }

@@ -394,6 +394,15 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Pa
 	if own != nil {
 		s.Paths = own
 	}
+	for i, p := range s.Paths {
+		if err := DualFits(p, c.Protocol, c.Client); err != nil {
+			at := field("paths")
+			if own == nil {
+				at = "paths"
+			}
+			return s, doc.Errorf(fmt.Sprintf("%s[%d]", at, i), "%v", err)
+		}
+	}
 	if err := runSettings(doc, at+".", &s, c.Runs, c.Warmup, c.Timeout, c.Pause); err != nil {
 		return s, err
 	}
