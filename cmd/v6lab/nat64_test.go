@@ -100,7 +100,7 @@ func TestNat64TranslatesEchoAndDropsTheUnmapped(t *testing.T) {
 		t.Fatalf("lab up: %v\n%s", err, out)
 	}
 	t.Cleanup(func() { exec.Command(bin, "lab", "down", "--name", name).Run() })
-	to := lab.Embed(lab.Nat64Prefix, lab.Plan().Server(path.IPv4)).String()
+	to := path.Embed(lab.Nat64Prefix, lab.Plan().Server(path.IPv4)).String()
 	ping := func(from string) error {
 		return exec.Command("ip", "netns", "exec", lab.NS(name, lab.Client), "ping", "-c", "3", "-i", "0.2", "-W", "1", "-I", from, to).Run()
 	}

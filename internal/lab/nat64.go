@@ -43,14 +43,6 @@ const nat64MTU = 1480
 // side.
 var R1ClientIf = links[0].bIf
 
-// Embed returns the RFC 6052 address of IPv4 address a under a /96.
-func Embed(prefix netip.Prefix, a netip.Addr) netip.Addr {
-	b := prefix.Addr().As16()
-	v4 := a.As4()
-	copy(b[12:], v4[:])
-	return netip.AddrFrom16(b)
-}
-
 // addNat64 builds the nat64 path: addresses, routes, and the translator
 // on r1 (tc BPF: without it the lab has no nat64 path, and says why).
 func (l *Lab) addNat64(hs map[string]*netlink.Handle) error {
@@ -120,7 +112,7 @@ func (l *Lab) addNat64(hs map[string]*netlink.Handle) error {
 		return fmt.Errorf("lab: r1: nat64 over tc BPF: %w", err)
 	}
 	l.Addr.ClientNat64, l.Addr.Mapped4, l.Addr.DNS64 = client6, mapped, dns64
-	l.Addr.ServerNat64 = Embed(Nat64Prefix, l.Addr.ServerV4)
+	l.Addr.ServerNat64 = path.Embed(Nat64Prefix, l.Addr.ServerV4)
 	return nil
 }
 

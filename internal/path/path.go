@@ -252,3 +252,12 @@ func (p Path) Loopback() netip.Addr {
 	}
 	return netip.AddrFrom4([4]byte{127, 0, 0, 1})
 }
+
+// Embed is IPv4 address a under an RFC 6052 /96 prefix (64:ff9b::/96 gives
+// 64:ff9b::a.b.c.d): how NAT64 and DNS64 name an IPv4 host in IPv6.
+func Embed(prefix netip.Prefix, a netip.Addr) netip.Addr {
+	b := prefix.Addr().As16()
+	v4 := a.Unmap().As4()
+	copy(b[12:], v4[:])
+	return netip.AddrFrom16(b)
+}

@@ -156,3 +156,19 @@ func FuzzParseResolvConf(f *testing.F) {
 		}
 	})
 }
+
+// TestEmbedAndOneFamily: RFC 6052's /96 embedding, and a resolver that
+// pins none sending its queries over its first server's family.
+func TestEmbedAndOneFamily(t *testing.T) {
+	if a := Embed(netip.MustParsePrefix("64:ff9b::/96"), netip.MustParseAddr("203.0.113.2")); a.String() != "64:ff9b::cb00:7102" {
+		t.Errorf("Embed: %v", a)
+	}
+	r := Resolver{Servers: []netip.AddrPort{netip.MustParseAddrPort("192.0.2.53:53"), netip.MustParseAddrPort("[2001:db8::53]:53")}}
+	if got := r.OneFamily().Over; got != IPv4 {
+		t.Errorf("OneFamily: over %q", got)
+	}
+	r.Over = IPv6
+	if got := r.OneFamily().Over; got != IPv6 {
+		t.Errorf("OneFamily kept no pin: over %q", got)
+	}
+}

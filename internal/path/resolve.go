@@ -34,6 +34,16 @@ type Resolver struct {
 	Source netip.Addr
 }
 
+// OneFamily is r with its queries pinned to one family when it pins none:
+// its first server's. A client that asks for both A and AAAA (the dual
+// path) sends both over the same family, as a stub resolver does.
+func (r Resolver) OneFamily() Resolver {
+	if r.Over == "" && len(r.Servers) > 0 {
+		r.Over = OfAddr(r.Servers[0].Addr())
+	}
+	return r
+}
+
 // RecordType returns the DNS record type a path resolves names with.
 func (p Path) RecordType() uint16 {
 	if p.IsIPv6() {

@@ -59,9 +59,7 @@ func (z Zone) Synthesize(prefix netip.Prefix) Zone {
 			continue
 		}
 		for _, a := range addrs {
-			b, v4 := prefix.Addr().As16(), a.As4()
-			copy(b[12:], v4[:])
-			out[name] = append(out[name], netip.AddrFrom16(b))
+			out[name] = append(out[name], path.Embed(prefix, a))
 		}
 	}
 	return out

@@ -178,10 +178,7 @@ func (c *Client) Do(ctx context.Context, _ int) result.Sample {
 // IPv6's first in the list as a dual-stack client orders them; a family
 // without an answer is left out, and only no answer at all is an error.
 func (c *Client) lookupBoth(ctx context.Context, tr *load.Trace, host string) ([]netip.Addr, error) {
-	res := *c.Resolver
-	if res.Over == "" && len(res.Servers) > 0 {
-		res.Over = path.OfAddr(res.Servers[0].Addr())
-	}
+	res := c.Resolver.OneFamily()
 	tr.Restart()
 	var out []netip.Addr
 	var errs []error

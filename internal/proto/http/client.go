@@ -313,10 +313,7 @@ func (c *Client) dial(ctx context.Context, tr *load.Trace, addr netip.AddrPort) 
 // its sample records which family won (ipv6_won), the attempts made
 // (he_attempts) and when the winner connected (he_connect_ms).
 func (c *Client) dialEyeballs(ctx context.Context, tr *load.Trace) (net.Conn, net.Conn, error) {
-	res := *c.Resolver
-	if res.Over == "" && len(res.Servers) > 0 {
-		res.Over = path.OfAddr(res.Servers[0].Addr())
-	}
+	res := c.Resolver.OneFamily()
 	// The first query out starts the wire time, as a pinned path's one
 	// query does; its address is the sample's dns_local.
 	var mu sync.Mutex
