@@ -1,6 +1,7 @@
-// Package evloop runs one-exchange TCP connections (connect, send a request,
-// read until the reply is complete, close) on raw non-blocking sockets and an
-// epoll set of its own, instead of Go's dialer and netpoller.
+// Package evloop runs TCP exchanges (connect, send a request, read until the
+// reply is complete, close; or several requests in turn on one connection, as
+// a page and its objects) on raw non-blocking sockets and an epoll set of its
+// own, instead of Go's dialer and netpoller.
 //
 // At thousands of connections per second on loopback the client's own CPU
 // decides the request rate. Go's dialer spends about 12 system calls and
@@ -44,7 +45,18 @@ type Feeder interface {
 	Feed(b []byte, eof bool) (done bool, err error)
 }
 
-// Exchange is one connection's work.
+// Continuer is a Feeder with more than one request: after each complete
+// reply the loop asks it for the next, and sends it on the same connection
+// without waking the exchange's goroutine.
+type Continuer interface {
+	Feeder
+	// Next returns the next request, or nil when the exchange is over.
+	// reconnect asks for a new connection to the same address first (the
+	// server said it closes after this reply).
+	Next() (request []byte, reconnect bool)
+}
+
+// Exchange is one connection's work (a Continuer reply: several requests).
 type Exchange struct {
 	// Remote is the address to connect to; its family picks the socket's.
 	Remote netip.AddrPort
@@ -64,9 +76,12 @@ type Result struct {
 	// returned; LastRx is the kernel's receive stamp of those bytes
 	// (zero where the kernel gives none).
 	LastRead, LastRx time.Time
-	Local            netip.AddrPort
+	Local            netip.AddrPort // of the first connection
 	BytesOut         int64
 	BytesIn          int64
+	// Reconnects counts the connections opened after the first (a
+	// Continuer's reconnect).
+	Reconnects int
 	// Phase is where Err happened: "connect", "io" (sending or reading)
 	// or "reply" (the Feeder's error).
 	Phase string
@@ -126,7 +141,7 @@ func (e *Engine) Close() {
 // cut by ctx (a deadline is enforced within a few milliseconds).
 func (e *Engine) Do(ctx context.Context, x *Exchange) Result {
 	l := e.loops[int(e.next.Add(1))%len(e.loops)]
-	c := &conn{x: x, done: make(chan struct{})}
+	c := &conn{x: x, req: x.Request, done: make(chan struct{})}
 	if dl, ok := ctx.Deadline(); ok {
 		c.deadline = dl
 	}
@@ -154,7 +169,9 @@ type conn struct {
 	gen      uint32
 	deadline time.Time
 	cancel   atomic.Bool
+	req      []byte // the request being sent
 	sent     int
+	up       bool // this connection's handshake is over
 	res      Result
 	done     chan struct{}
 }
@@ -231,20 +248,34 @@ func (l *loop) start(c *conn) error {
 	if l.quit.Load() {
 		return fail("connect", errors.New("evloop: engine closed"))
 	}
+	if phase, err := l.open(c); err != nil {
+		return fail(phase, err)
+	}
+	l.register(c)
+	if l.idle.Swap(false) {
+		l.poke() // the loop waits without a deadline: have it watch this one
+	}
+	return nil
+}
+
+// open makes the socket, connects and tries to send; on an error nothing
+// is left open.
+func (l *loop) open(c *conn) (string, error) {
 	x := c.x
+	c.up = false
 	family := unix.AF_INET
 	if x.Remote.Addr().Is6() {
 		family = unix.AF_INET6
 	}
 	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
 	if err != nil {
-		return fail("connect", os.NewSyscallError("socket", err))
+		return "connect", os.NewSyscallError("socket", err)
 	}
 	// Closing resets the connection: no TIME_WAIT is left behind (it is
 	// closed only after the reply is complete, so nothing measured is cut).
 	if err := unix.SetsockoptLinger(fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0}); err != nil {
 		unix.Close(fd)
-		return fail("connect", os.NewSyscallError("setsockopt", err))
+		return "connect", os.NewSyscallError("setsockopt", err)
 	}
 	_ = kstamp.EnableRx(fd) // the receive stamps of the reply (Result.LastRx)
 	if family == unix.AF_INET6 {
@@ -254,13 +285,13 @@ func (l *loop) start(c *conn) error {
 	if x.Source.IsValid() {
 		if err := unix.Bind(fd, sockaddr(netip.AddrPortFrom(x.Source, 0))); err != nil {
 			unix.Close(fd)
-			return fail("connect", os.NewSyscallError("bind", err))
+			return "connect", os.NewSyscallError("bind", err)
 		}
 	}
 	err = unix.Connect(fd, sockaddr(x.Remote))
 	if err != nil && err != unix.EINPROGRESS {
 		unix.Close(fd)
-		return fail("connect", os.NewSyscallError("connect", err))
+		return "connect", os.NewSyscallError("connect", err)
 	}
 	c.fd = fd
 	// Send at once: on loopback (and any fast path) the handshake is over
@@ -269,34 +300,34 @@ func (l *loop) start(c *conn) error {
 	// EAGAIN and the loop sends when it is writable.
 	if phase, err := l.sendEarly(c); err != nil {
 		unix.Close(fd)
-		return fail(phase, err)
+		return phase, err
 	}
-	// Registered and added under the lock, so no scan can close the fd
-	// in between.
+	return "", nil
+}
+
+// register hands the open connection to the loop. Registered and added
+// under the lock, so no scan can close the fd in between.
+func (l *loop) register(c *conn) {
+	fd := c.fd
 	l.mu.Lock()
 	l.gen++
 	c.gen = l.gen
 	l.conns[fd] = c
 	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(fd), Pad: int32(c.gen)}
-	err = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &ev)
+	err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &ev)
 	l.mu.Unlock()
 	if err != nil {
 		l.finish(c, "connect", os.NewSyscallError("epoll_ctl", err))
-		return nil
 	}
-	if l.idle.Swap(false) {
-		l.poke() // the loop waits without a deadline: have it watch this one
-	}
-	return nil
 }
 
 // sendEarly tries the request's first write from the caller's goroutine;
 // on failure it says in which phase.
 func (l *loop) sendEarly(c *conn) (string, error) {
-	if len(c.x.Request) == 0 {
+	if len(c.req) == 0 {
 		return "", nil // nothing to tell connected from connecting: the loop waits
 	}
-	n, err := unix.Write(c.fd, c.x.Request)
+	n, err := unix.Write(c.fd, c.req)
 	switch {
 	case err == unix.EAGAIN || err == unix.EINTR:
 		return "", nil // still connecting: the loop takes over
@@ -305,24 +336,29 @@ func (l *loop) sendEarly(c *conn) (string, error) {
 		return "connect", os.NewSyscallError("connect", err)
 	}
 	connected(c)
-	c.sent, c.res.BytesOut = n, int64(n)
+	c.sent = n
+	c.res.BytesOut += int64(n)
 	if err := l.send(c); err != nil {
 		return "io", err
 	}
 	return "", nil
 }
 
-// connected records the end of the handshake and the address it got.
+// connected records the end of the handshake and the address it got (of
+// the exchange's first connection).
 func connected(c *conn) {
-	c.res.Connected = time.Now()
-	c.res.Local = localAddr(c.fd)
+	c.up = true
+	if c.res.Connected.IsZero() {
+		c.res.Connected = time.Now()
+		c.res.Local = localAddr(c.fd)
+	}
 }
 
 // send writes what is left of the request; EAGAIN leaves the rest for
 // when the socket is writable again.
 func (l *loop) send(c *conn) error {
-	for c.sent < len(c.x.Request) {
-		n, err := unix.Write(c.fd, c.x.Request[c.sent:])
+	for c.sent < len(c.req) {
+		n, err := unix.Write(c.fd, c.req[c.sent:])
 		if err == unix.EAGAIN {
 			return nil
 		}
@@ -412,7 +448,7 @@ func (l *loop) handle(ev *unix.EpollEvent) {
 	if c == nil || c.gen != uint32(ev.Pad) {
 		return // a connection closed since; its fd may be reused
 	}
-	if c.res.Connected.IsZero() {
+	if !c.up {
 		switch {
 		case ev.Events&(unix.EPOLLERR|unix.EPOLLHUP) != 0:
 			soerr, err := unix.GetsockoptInt(c.fd, unix.SOL_SOCKET, unix.SO_ERROR)
@@ -429,7 +465,7 @@ func (l *loop) handle(ev *unix.EpollEvent) {
 		}
 		connected(c)
 	}
-	if ev.Events&unix.EPOLLOUT != 0 && c.sent < len(c.x.Request) {
+	if ev.Events&unix.EPOLLOUT != 0 && c.sent < len(c.req) {
 		if err := l.send(c); err != nil {
 			l.finish(c, "io", err)
 			return
@@ -470,14 +506,62 @@ func (l *loop) read(c *conn) {
 			return
 		}
 		if done {
-			l.finish(c, "", nil)
-			return
+			if !l.next(c) {
+				return
+			}
+			continue
 		}
 		if n == 0 {
 			l.finish(c, "reply", errors.New("the reply ended early (the feeder wanted more after EOF)"))
 			return
 		}
 	}
+}
+
+// next starts a Continuer's next request after a complete reply, or
+// finishes the exchange. It says whether the caller keeps reading this
+// connection.
+func (l *loop) next(c *conn) bool {
+	cont, ok := c.x.Reply.(Continuer)
+	if !ok {
+		l.finish(c, "", nil)
+		return false
+	}
+	req, reconnect := cont.Next()
+	if req == nil {
+		l.finish(c, "", nil)
+		return false
+	}
+	c.req, c.sent = req, 0
+	if reconnect {
+		l.reopen(c)
+		return false
+	}
+	if err := l.send(c); err != nil {
+		l.finish(c, "io", err)
+		return false
+	}
+	return true
+}
+
+// reopen replaces the exchange's connection with a new one to the same
+// address, which sends c.req.
+func (l *loop) reopen(c *conn) {
+	l.mu.Lock()
+	if l.conns[c.fd] != c {
+		l.mu.Unlock()
+		return
+	}
+	delete(l.conns, c.fd)
+	l.mu.Unlock()
+	unix.Close(c.fd)
+	c.res.Reconnects++
+	if phase, err := l.open(c); err != nil {
+		c.res.Phase, c.res.Err = phase, err
+		close(c.done)
+		return
+	}
+	l.register(c)
 }
 
 // scan ends exchanges that are past their deadline or cancelled.
@@ -492,7 +576,7 @@ func (l *loop) scan(now time.Time) {
 	l.mu.Unlock()
 	for _, c := range over {
 		phase := "io"
-		if c.res.Connected.IsZero() {
+		if !c.up {
 			phase = "connect"
 		}
 		err := errCut

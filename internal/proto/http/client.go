@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"v6lab/internal/eyeballs"
@@ -85,6 +86,26 @@ type Client struct {
 	// LookupName, when set, is the name the dual path looks up instead
 	// of the URL's host (proto.AAAADelayLabel: an AAAA answered late).
 	LookupName string
+
+	lastPage atomic.Pointer[parsedPage] // objectsOf's memory
+}
+
+// parsedPage is a page and the objects found in it.
+type parsedPage struct {
+	page []byte
+	refs []string
+}
+
+// objectsOf returns Objects(page, c.URL), parsing only a page that differs
+// from the last one parsed: a server returns the same page to every user,
+// and tokenizing it each time would cost the client more than the fetch.
+func (c *Client) objectsOf(page []byte) []string {
+	if last := c.lastPage.Load(); last != nil && bytes.Equal(last.page, page) {
+		return last.refs
+	}
+	refs := Objects(page, c.URL)
+	c.lastPage.Store(&parsedPage{page: bytes.Clone(page), refs: refs})
+	return refs
 }
 
 // lookupHost is the name the dual path resolves.
@@ -102,19 +123,19 @@ func (c *Client) checks() bool { return !c.Objects && (c.Sum || c.Expect != cont
 type Engine string
 
 const (
-	// EngineAuto uses the event loop for plain http without embedded
-	// objects, Go's net package otherwise.
+	// EngineAuto uses the event loop for plain http on a pinned path,
+	// Go's net package otherwise.
 	EngineAuto Engine = ""
 	// EngineGo uses Go's dialer and netpoller (any transaction).
 	EngineGo Engine = "go"
 	// EngineEvloop uses v6lab's own epoll loop (internal/evloop): plain
-	// http, one request per connection, no embedded objects.
+	// http on a pinned path, the page's objects on the same connection.
 	EngineEvloop Engine = "evloop"
 )
 
 // ErrEngine is returned when the event loop is asked for a transaction
 // it cannot run.
-var ErrEngine = errors.New("http: the evloop engine runs plain http without embedded objects (https or objects need --engine go)")
+var ErrEngine = errors.New("http: the evloop engine runs plain http on a pinned path (https and the dual path need --engine go)")
 
 // EngineUsed names the engine the client's transactions run on ("go" or
 // "evloop"), or says why the choice cannot be made.
@@ -128,7 +149,7 @@ func (c *Client) EngineUsed() (Engine, error) {
 
 // useEvloop says whether a transaction runs on the event loop.
 func (c *Client) useEvloop() (bool, error) {
-	fits := c.URL.Scheme == "http" && !c.Objects && !c.Path.Kind().Dual
+	fits := c.URL.Scheme == "http" && !c.Path.Kind().Dual
 	switch c.Engine {
 	case EngineGo:
 		return false, nil
@@ -224,7 +245,7 @@ func (c *Client) Do(ctx context.Context, _ int) result.Sample {
 	}
 	objs := 0
 	if c.Objects && page != nil {
-		refs := Objects(page, c.URL)
+		refs := c.objectsOf(page)
 		for i, ref := range refs {
 			if closed {
 				// The server closed after the last reply: reconnect

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"strconv"
 	"sync"
 
+	"v6lab/internal/content"
 	"v6lab/internal/evloop"
 	"v6lab/internal/load"
 	"v6lab/internal/path"
@@ -17,8 +19,9 @@ import (
 var parsers = sync.Pool{New: func() any { return new(replyParser) }}
 
 // doEvloop runs the transaction's connection on the event loop: connect
-// pinned to the path, GET with Connection: close, read the reply to its
-// end, close with a reset.
+// pinned to the path, GET (with Connection: close on the last request),
+// read the reply to its end, then each embedded object's in turn on the
+// same connection (a new one when the server closes), close with a reset.
 func (c *Client) doEvloop(ctx context.Context, tr *load.Trace, addr netip.AddrPort) result.Sample {
 	if err := (path.Dialer{Path: c.Path, Source: c.Source}).Check(addr.Addr()); err != nil {
 		return tr.Fail(ctx, "connect", err)
@@ -35,7 +38,13 @@ func (c *Client) doEvloop(ctx context.Context, tr *load.Trace, addr netip.AddrPo
 	p := parsers.Get().(*replyParser)
 	defer parsers.Put(p)
 	p.reset(uri, maxBody, c.checks(), c.Expect)
-	x := evloop.Exchange{Remote: addr, Source: c.Source, Request: c.request(uri, true), Reply: p}
+	x := evloop.Exchange{Remote: addr, Source: c.Source, Request: c.request(uri, !c.Objects), Reply: p}
+	var page *pageExchange
+	if c.Objects {
+		p.keep = true
+		page = &pageExchange{c: c, p: p, maxBody: maxBody}
+		x.Reply = page
+	}
 	r := eng.Do(ctx, &x)
 	if !r.Connected.IsZero() {
 		tr.At(&tr.S.ConnectNS, r.Connected)
@@ -50,7 +59,15 @@ func (c *Client) doEvloop(ctx context.Context, tr *load.Trace, addr netip.AddrPo
 		if phase == "reply" && errors.Is(r.Err, io.ErrUnexpectedEOF) {
 			phase = "io"
 		}
-		return tr.Fail(ctx, phase, r.Err)
+		err := r.Err
+		if page != nil && page.pageDone {
+			what := "object "
+			if r.Phase == "connect" {
+				what = "reconnect for object "
+			}
+			err = fmt.Errorf("%s%s: %w", what, p.uri, err)
+		}
+		return tr.Fail(ctx, phase, err)
 	}
 	// The socket's family is the path's by construction; the check keeps
 	// the promise every other dialer keeps.
@@ -61,5 +78,49 @@ func (c *Client) doEvloop(ctx context.Context, tr *load.Trace, addr netip.AddrPo
 		tr.S.Metrics = bodyMetrics(&p.check)
 	}
 	tr.Received(r.LastRead, r.LastRx) // the end, and the wire's, at the last bytes
-	return tr.Done("200 OK, 0 objects")
+	objs := 0
+	if page != nil {
+		objs = page.objs
+	}
+	return tr.Done("200 OK, " + strconv.Itoa(objs) + " objects")
+}
+
+// pageExchange is a page and then its embedded objects, one request after
+// another on the event loop (evloop.Continuer).
+type pageExchange struct {
+	c        *Client
+	p        *replyParser
+	maxBody  int64
+	refs     []string
+	next     int  // the next object's index in refs
+	objs     int  // objects fetched
+	pageDone bool // p now reads objects
+	eof      bool // the server closed the connection
+}
+
+func (x *pageExchange) Feed(b []byte, eof bool) (bool, error) {
+	x.eof = x.eof || eof
+	return x.p.Feed(b, eof)
+}
+
+// Next is the request for the next object, after the page's reply or an
+// object's; reconnect when the server closes after the reply just read.
+func (x *pageExchange) Next() ([]byte, bool) {
+	if !x.pageDone {
+		x.pageDone = true
+		if x.p.html {
+			x.refs = x.c.objectsOf(x.p.page)
+		}
+	} else {
+		x.objs++
+	}
+	if x.next >= len(x.refs) {
+		return nil, false
+	}
+	uri := x.refs[x.next]
+	x.next++
+	reconnect := x.p.closes || x.eof
+	x.eof = false
+	x.p.reset(uri, x.maxBody, false, content.Unknown)
+	return x.c.request(uri, x.next == len(x.refs)), reconnect
 }

@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	nethttp "net/http"
 	"net/netip"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -234,17 +236,17 @@ func TestEngineChoice(t *testing.T) {
 	plain, _ := ParseURL("http://h/")
 	tls, _ := ParseURL("https://h/")
 	cases := []struct {
-		c    Client
+		c    *Client
 		want Engine
 		err  string
 	}{
-		{Client{URL: plain}, EngineEvloop, ""},
-		{Client{URL: plain, Objects: true}, EngineGo, ""},
-		{Client{URL: tls}, EngineGo, ""},
-		{Client{URL: plain, Engine: EngineGo}, EngineGo, ""},
-		{Client{URL: tls, Engine: EngineEvloop}, "", "runs plain http without embedded objects"},
-		{Client{URL: plain, Objects: true, Engine: EngineEvloop}, "", "runs plain http without embedded objects"},
-		{Client{URL: plain, Engine: "epoll"}, "", `unknown engine "epoll"`},
+		{&Client{URL: plain}, EngineEvloop, ""},
+		{&Client{URL: plain, Objects: true}, EngineEvloop, ""},
+		{&Client{URL: tls}, EngineGo, ""},
+		{&Client{URL: plain, Engine: EngineGo}, EngineGo, ""},
+		{&Client{URL: plain, Objects: true, Engine: EngineGo}, EngineGo, ""},
+		{&Client{URL: tls, Engine: EngineEvloop}, "", "runs plain http"},
+		{&Client{URL: plain, Engine: "epoll"}, "", `unknown engine "epoll"`},
 	}
 	for _, c := range cases {
 		got, err := c.c.EngineUsed()
@@ -384,5 +386,101 @@ func TestEnginesKeepToThePath(t *testing.T) {
 				t.Errorf("%s over %s from %v: err %q kind %q", engine, c.Path, c.Source, s.Err, s.ErrKind)
 			}
 		}
+	}
+}
+
+// countingListener counts the connections it accepts.
+type countingListener struct {
+	net.Listener
+	n atomic.Int32
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.n.Add(1)
+	}
+	return c, err
+}
+
+// TestPageAndObjectsOnBothEngines fetches the page and its four objects
+// from servers that close after every k requests: both engines fetch every
+// object, reconnect exactly when the server closes, and count the same
+// bytes; a missing object fails the transaction naming it.
+func TestPageAndObjectsOnBothEngines(t *testing.T) {
+	for _, k := range []int{0, 1, 2, 5} {
+		var got []result.Sample
+		for _, engine := range []Engine{EngineGo, EngineEvloop} {
+			ln, err := net.Listen("tcp4", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cl := &countingListener{Listener: ln}
+			h, perConn := Handler(DefaultServerConfig), (func(context.Context, net.Conn) context.Context)(nil)
+			if k > 0 {
+				h, perConn = keepaliveLimit(h, k)
+			}
+			srv := &nethttp.Server{Handler: h, ConnContext: perConn}
+			go srv.Serve(cl)
+			u, _ := ParseURL("http://" + ln.Addr().String() + "/")
+			c := &Client{URL: u, Path: path.IPv4, Resolver: &path.Resolver{}, Objects: true, Engine: engine}
+			s := do(c, 5*time.Second)
+			srv.Close()
+			if !s.OK() || s.Marker != "200 OK, 4 objects" {
+				t.Fatalf("keepalive %d, %s: %q %s", k, engine, s.Marker, s.Err)
+			}
+			want := int32(1)
+			if k > 0 {
+				want = int32((5 + k - 1) / k)
+			}
+			if n := cl.n.Load(); n != want {
+				t.Errorf("keepalive %d, %s: %d connections, want %d", k, engine, n, want)
+			}
+			if !(s.ConnectNS <= s.FirstByteNS && s.FirstByteNS <= s.TotalNS && s.WireNS <= s.TotalNS) {
+				t.Errorf("keepalive %d, %s: connect %d first %d wire %d total %d", k, engine, s.ConnectNS, s.FirstByteNS, s.WireNS, s.TotalNS)
+			}
+			got = append(got, s)
+		}
+		if got[0].BytesIn != got[1].BytesIn || got[0].BytesOut != got[1].BytesOut {
+			t.Errorf("keepalive %d: go in/out %d/%d, evloop %d/%d", k, got[0].BytesIn, got[0].BytesOut, got[1].BytesIn, got[1].BytesOut)
+		}
+	}
+
+	missing := nethttp.NewServeMux()
+	missing.HandleFunc("GET /{$}", func(w nethttp.ResponseWriter, _ *nethttp.Request) {
+		writePage(w, []byte(`<html><img src="/a.png"><img src="/gone.png"></html>`))
+	})
+	missing.HandleFunc("GET /a.png", func(w nethttp.ResponseWriter, _ *nethttp.Request) { io.WriteString(w, "png") })
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &nethttp.Server{Handler: missing}
+	go srv.Serve(ln)
+	defer srv.Close()
+	u, _ := ParseURL("http://" + ln.Addr().String() + "/")
+	for _, engine := range []Engine{EngineGo, EngineEvloop} {
+		s := do(&Client{URL: u, Path: path.IPv4, Resolver: &path.Resolver{}, Objects: true, Engine: engine}, 5*time.Second)
+		if s.OK() || !strings.Contains(s.Err, "object /gone.png: status 404") || s.ErrKind != "protocol" {
+			t.Errorf("%s: err %q kind %q, want the missing object named", engine, s.Err, s.ErrKind)
+		}
+	}
+}
+
+// TestObjectsParsedOnce: the same page is tokenized once per client, a
+// different page again.
+func TestObjectsParsedOnce(t *testing.T) {
+	u, _ := ParseURL("http://h/")
+	c := &Client{URL: u}
+	a := []byte(`<img src="/a"><img src="/b">`)
+	first := c.objectsOf(a)
+	if again := c.objectsOf(bytes.Clone(a)); &again[0] != &first[0] {
+		t.Error("the same page was parsed again")
+	}
+	if other := c.objectsOf([]byte(`<img src="/c">`)); len(other) != 1 || other[0] != "/c" {
+		t.Errorf("another page gave %v", other)
+	}
+	if back := c.objectsOf(a); len(back) != 2 || back[1] != "/b" {
+		t.Errorf("the first page again gave %v", back)
 	}
 }

@@ -247,6 +247,9 @@ func ServerConfigOf(at proto.Place) (ServerConfig, error) {
 	if cfg.ObjectSize, err = units.ParseSize(at.Setting("object_size", "8K")); err != nil {
 		return cfg, proto.Errorf("object_size", "%v", err)
 	}
+	if _, err = fmt.Sscan(at.Setting("keepalive_requests", "0"), &cfg.KeepaliveRequests); err != nil || cfg.KeepaliveRequests < 0 {
+		return cfg, proto.Errorf("keepalive_requests", "want a count of requests per connection, 0 (no limit) or more")
+	}
 	if at.Setting("tls", "false") == "true" {
 		if cfg.TLS, err = SelfSigned([]string{"localhost", at.Name}, at.Listen()); err != nil {
 			return cfg, err

@@ -12,8 +12,9 @@ import (
 // replyParser reads one HTTP/1.x reply incrementally, as the event-loop
 // engine hands it bytes: status line and headers (at most MaxHeaderBytes),
 // then a body delimited by Content-Length, chunked coding, or the end of
-// the connection. It keeps no body bytes, only their count, and fails on
-// any status but 200, like the net/http path.
+// the connection. It keeps no body bytes but an HTML page's when asked
+// (keep), only their count, and fails on any status but 200, like the
+// net/http path.
 type replyParser struct {
 	uri     string // for error messages
 	maxBody int64
@@ -27,6 +28,11 @@ type replyParser struct {
 	line   []byte // a chunk-size or trailer line spanning reads
 	check  content.Check
 	checks bool // body bytes go through check
+
+	keep   bool   // keep an HTML body (up to MaxPageParse) in page
+	html   bool   // the reply is text/html
+	page   []byte // the kept body
+	closes bool   // the server closes after this reply
 }
 
 type bodyMode uint8
@@ -52,12 +58,15 @@ const maxChunkLine = 4 << 10
 var crlfcrlf = []byte("\r\n\r\n")
 
 func (p *replyParser) reset(uri string, maxBody int64, checks bool, expect content.Expect) {
-	*p = replyParser{uri: uri, maxBody: maxBody, head: p.head[:0], line: p.line[:0], checks: checks}
+	*p = replyParser{uri: uri, maxBody: maxBody, head: p.head[:0], line: p.line[:0], checks: checks, page: p.page[:0]}
 	p.check.Reset(expect)
 }
 
-// take passes body bytes to the check.
+// take passes body bytes to the check, or keeps a page's.
 func (p *replyParser) take(b []byte) error {
+	if p.keep && p.html {
+		p.page = append(p.page, b[:min(len(b), max(MaxPageParse-len(p.page), 0))]...)
+	}
 	if !p.checks {
 		return nil
 	}
@@ -158,6 +167,7 @@ func (p *replyParser) parseHead(head []byte) error {
 		return fmt.Errorf("status %s for %s", bytes.TrimSpace(status[9:]), p.uri)
 	}
 	length := int64(-1)
+	p.closes = status[7] == '0' // HTTP/1.0 closes unless it says keep-alive
 	rest := head[eol+1:]
 	for len(rest) > 0 {
 		eol := bytes.IndexByte(rest, '\n')
@@ -178,6 +188,17 @@ func (p *replyParser) parseHead(head []byte) error {
 				return fmt.Errorf("bad response: two different Content-Length values (%d, %d)", length, n)
 			}
 			length = n
+		case bytes.EqualFold(name, []byte("Connection")):
+			for _, opt := range bytes.Split(value, []byte(",")) {
+				switch opt = bytes.TrimSpace(opt); {
+				case bytes.EqualFold(opt, []byte("close")):
+					p.closes = true
+				case bytes.EqualFold(opt, []byte("keep-alive")) && status[7] == '0':
+					p.closes = false
+				}
+			}
+		case bytes.EqualFold(name, []byte("Content-Type")):
+			p.html = bytes.HasPrefix(value, []byte("text/html"))
 		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
 			// The last coding decides; only chunked delimits a body.
 			codings := bytes.Split(value, []byte(","))
@@ -197,6 +218,7 @@ func (p *replyParser) parseHead(head []byte) error {
 		p.mode, p.left = bodyLength, length
 	default:
 		p.mode = bodyEOF
+		p.closes = true
 	}
 	return nil
 }

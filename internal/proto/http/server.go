@@ -32,6 +32,10 @@ type ServerConfig struct {
 	PageSize int
 	// TLS, when set, serves HTTPS (SelfSigned makes one).
 	TLS *tls.Config `json:"-"`
+	// KeepaliveRequests, when above 0, is how many requests one
+	// connection may carry: the last reply says "Connection: close" and
+	// the server closes, as nginx's keepalive_requests.
+	KeepaliveRequests int
 }
 
 // DefaultServerConfig is a small page with a few images, like the
@@ -88,6 +92,25 @@ func Handler(cfg ServerConfig) nethttp.Handler {
 	return mux
 }
 
+type servedKey struct{}
+
+// keepaliveLimit closes each connection after n requests: the handler
+// counts them in a counter the connection's context carries.
+func keepaliveLimit(h nethttp.Handler, n int) (nethttp.Handler, func(context.Context, net.Conn) context.Context) {
+	perConn := func(ctx context.Context, _ net.Conn) context.Context {
+		return context.WithValue(ctx, servedKey{}, new(int))
+	}
+	return nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		if served, ok := r.Context().Value(servedKey{}).(*int); ok {
+			*served++ // one request at a time per connection: no lock needed
+			if *served >= n {
+				w.Header()["Connection"] = []string{"close"}
+			}
+		}
+		h.ServeHTTP(w, r)
+	}), perConn
+}
+
 func writePage(w nethttp.ResponseWriter, page []byte) {
 	h := w.Header()
 	h["Content-Type"] = []string{"text/html; charset=utf-8"}
@@ -140,8 +163,14 @@ func Listen(ctx context.Context, cfg ServerConfig, addrs []netip.Addr, port int)
 		return nil, fmt.Errorf("http: listen: %w", err)
 	}
 	s := &Server{Port: got, done: make(chan error, len(lns))}
+	h := Handler(cfg)
+	var perConn func(context.Context, net.Conn) context.Context
+	if n := cfg.KeepaliveRequests; n > 0 {
+		h, perConn = keepaliveLimit(h, n)
+	}
 	s.srv = &nethttp.Server{
-		Handler:           Handler(cfg),
+		Handler:           h,
+		ConnContext:       perConn,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       30 * time.Second,
 		MaxHeaderBytes:    64 << 10,
