@@ -254,6 +254,10 @@ func ServerConfigOf(at proto.Place) (ServerConfig, error) {
 		if cfg.TLS, err = SelfSigned([]string{"localhost", at.Name}, at.Listen()); err != nil {
 			return cfg, err
 		}
+		// No tickets: no client can resume, every handshake is full.
+		cfg.TLS.SessionTicketsDisabled = at.Setting("tls_tickets", "true") == "false"
+	} else if at.Setting("tls_tickets", "true") == "false" {
+		return cfg, proto.Errorf("tls_tickets", "needs tls")
 	}
 	return cfg, nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"v6lab/internal/path"
+	"v6lab/internal/proto"
 )
 
 // TestHTTPSWithAndWithoutResumption: the embedded server speaks HTTPS on
@@ -55,5 +56,28 @@ func TestHTTPSWithAndWithoutResumption(t *testing.T) {
 	c = r.client(t, path.IPv4, "https://www.v6lab.test:%d/")
 	if s := do(c, 5e9); s.OK() || !strings.Contains(s.Err, "certificate") {
 		t.Errorf("an unverified certificate was accepted: %+v", s)
+	}
+}
+
+// TestServerWithoutTickets: serve http --tls --tls-tickets=false gives no
+// tickets, so even a client with a session cache makes full handshakes;
+// --tls-tickets without --tls is refused by name.
+func TestServerWithoutTickets(t *testing.T) {
+	at := proto.Place{ListenOn: []netip.Addr{lo4}, Settings: map[string][]string{"tls": {"true"}, "tls_tickets": {"false"}}}
+	cfg, err := ServerConfigOf(at)
+	if err != nil || !cfg.TLS.SessionTicketsDisabled {
+		t.Fatalf("config %+v, %v", cfg.TLS, err)
+	}
+	r := newRig(t, cfg)
+	c := r.client(t, path.IPv4, "https://www.v6lab.test:%d/")
+	c.TLS = ResumeTLS(&tls.Config{InsecureSkipVerify: true})
+	for i := range 3 {
+		if s := do(c, 5e9); !s.OK() || strings.HasSuffix(s.Marker, " resumed") {
+			t.Errorf("#%d: %q %s", i, s.Marker, s.Err)
+		}
+	}
+	_, err = ServerConfigOf(proto.Place{Settings: map[string][]string{"tls_tickets": {"false"}}})
+	if oe, ok := proto.AsOptionError(err); !ok || oe.Option != "tls_tickets" {
+		t.Errorf("tls_tickets without tls: %v", err)
 	}
 }
