@@ -393,6 +393,7 @@ func (l *loop) finish(c *conn, phase string, err error) {
 func (l *loop) run() {
 	events := make([]unix.EpollEvent, 256)
 	lastScan := time.Now()
+	var deadline time.Time // of the epoll file, as last set
 	for {
 		var n int
 		var werr error
@@ -404,10 +405,15 @@ func (l *loop) run() {
 		idle := len(l.conns) == 0
 		l.idle.Store(idle)
 		l.mu.Unlock()
+		// The deadline is the next scan's, set when it changes, not at
+		// every wake-up (a timer reset each time costs the loop).
+		want := lastScan.Add(scanEvery)
 		if idle {
-			l.file.SetReadDeadline(time.Time{})
-		} else {
-			l.file.SetReadDeadline(time.Now().Add(scanEvery))
+			want = time.Time{}
+		}
+		if !want.Equal(deadline) {
+			l.file.SetReadDeadline(want)
+			deadline = want
 		}
 		err := l.raw.Read(func(uintptr) bool {
 			n, werr = unix.EpollWait(l.epfd, events, 0)
