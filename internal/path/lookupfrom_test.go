@@ -2,8 +2,11 @@ package path
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/netip"
+	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -94,5 +97,66 @@ func TestLookupFromStartsBeforeTheQueryLeaves(t *testing.T) {
 			t.Errorf("%s: Warm sent a packet to the server", p)
 		case <-time.After(50 * time.Millisecond):
 		}
+	}
+}
+
+// TestQueryOnRawSocket: the query's own socket reports a refused port at
+// once, ignores a reply with another ID, refuses a server of the other
+// family by name, and ends with its context.
+func TestQueryOnRawSocket(t *testing.T) {
+	m := new(dns.Msg)
+	m.SetQuestion("www.v6lab.test.", dns.TypeA)
+	wire, _ := m.Pack()
+	ctx := context.Background()
+
+	dead, _ := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	deadAddr := netip.MustParseAddrPort(dead.LocalAddr().String())
+	dead.Close()
+	start := time.Now()
+	if _, err := exchangeUDP(ctx, m.Id, wire, IPv4, deadAddr, netip.Addr{}, time.Second, &LookupHook{}); !errors.Is(err, syscall.ECONNREFUSED) || time.Since(start) > 500*time.Millisecond {
+		t.Errorf("closed port: %v after %v", err, time.Since(start))
+	}
+
+	if _, err := exchangeUDP(ctx, m.Id, wire, IPv6, deadAddr, netip.Addr{}, time.Second, &LookupHook{}); !errors.Is(err, ErrFamily) {
+		t.Errorf("an IPv4 server over ipv6: %v", err)
+	}
+
+	// A server that first answers with a stray ID, then properly.
+	pc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	go func() {
+		b := make([]byte, 512)
+		n, from, err := pc.ReadFromUDP(b)
+		if err != nil {
+			return
+		}
+		q := new(dns.Msg)
+		q.Unpack(b[:n])
+		r := new(dns.Msg)
+		r.SetReply(q)
+		r.Id = q.Id + 1
+		out, _ := r.Pack()
+		pc.WriteToUDP(out, from)
+		r.Id = q.Id
+		out, _ = r.Pack()
+		pc.WriteToUDP(out, from)
+	}()
+	server := netip.MustParseAddrPort(pc.LocalAddr().String())
+	hook := &LookupHook{}
+	in, err := exchangeUDP(ctx, m.Id, wire, IPv4, server, netip.Addr{}, time.Second, hook)
+	if err != nil || in.Id != m.Id || hook.Sent.IsZero() {
+		t.Fatalf("stray then right: %v %v, stamp %v", in, err, hook.Sent)
+	}
+
+	// Nobody answers now: the context ends the wait (its deadline is the
+	// socket's, so either may be reported first).
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	start = time.Now()
+	if _, err := exchangeUDP(short, m.Id, wire, IPv4, server, netip.Addr{}, 5*time.Second, &LookupHook{}); !(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded)) || time.Since(start) > time.Second {
+		t.Errorf("silent server: %v after %v", err, time.Since(start))
 	}
 }

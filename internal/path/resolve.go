@@ -10,9 +10,13 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
+	"v6lab/internal/kstamp"
+
 	"github.com/miekg/dns"
+	"golang.org/x/sys/unix"
 )
 
 // ErrNoAddress is wrapped when a name exists but has no record of the path's type.
@@ -166,49 +170,96 @@ func exchange(ctx context.Context, m *dns.Msg, over Path, server netip.AddrPort,
 	}
 }
 
-// exchangeUDP sends the packed query once and waits up to wait (or ctx) for its reply.
+// exchangeUDP sends the packed query once and waits up to wait (or ctx) for
+// its reply. The socket is made with raw system calls (socket, setsockopt
+// for the kernel's stamps, bind when a source is pinned, connect, write),
+// so the query leaves a few microseconds after the lookup starts; only
+// then is the socket handed to Go's poller to wait for the reply. (Go's
+// DialUDP adds about ten system calls and the poller's registration first.)
 func exchangeUDP(ctx context.Context, id uint16, wire []byte, over Path, server netip.AddrPort, source netip.Addr, wait time.Duration, hook *LookupHook) (*dns.Msg, error) {
-	var laddr *net.UDPAddr
-	if source.IsValid() {
-		laddr = net.UDPAddrFromAddrPort(netip.AddrPortFrom(source, 0))
+	network := over.Network("udp")
+	if !over.Accepts(server.Addr()) {
+		return nil, &net.OpError{Op: "dial", Net: network, Addr: net.UDPAddrFromAddrPort(server),
+			Err: fmt.Errorf("DNS server %s is not %s: %w", server.Addr(), over.Family(), ErrFamily)}
 	}
-	uc, err := net.DialUDP(over.Network("udp"), laddr, net.UDPAddrFromAddrPort(server))
+	server = netip.AddrPortFrom(server.Addr().Unmap(), server.Port())
+	fd, err := sendUDP(wire, server, source)
 	if err != nil {
-		return nil, err
+		return nil, &net.OpError{Op: "dial", Net: network, Addr: net.UDPAddrFromAddrPort(server), Err: err}
 	}
-	defer uc.Close()
-	hook.Local = uc.LocalAddr().String()
-	rc, err := uc.SyscallConn()
-	if err != nil {
-		return nil, err
+	f := os.NewFile(uintptr(fd), "dns-query") // non-blocking: Go's poller waits for it
+	defer f.Close()
+	local := localAddrPort(fd)
+	hook.Local = local.String()
+	opErr := func(op string, err error) error {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return &net.OpError{Op: op, Net: network, Source: net.UDPAddrFromAddrPort(local), Addr: net.UDPAddrFromAddrPort(server), Err: err}
 	}
-	stamped := enableStamps(rc) == nil
 	deadline := time.Now().Add(wait)
 	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
 		deadline = dl
 	}
-	_ = uc.SetDeadline(deadline)
-	stop := context.AfterFunc(ctx, func() { _ = uc.SetDeadline(time.Unix(1, 0)) })
+	_ = f.SetReadDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { _ = f.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
-	if _, err := uc.Write(wire); err != nil {
-		return nil, err
-	}
-	co := &dns.Conn{Conn: uc}
+	buf := udpBuffers.Get().(*[]byte)
+	defer udpBuffers.Put(buf)
 	for {
-		in, err := co.ReadMsg()
+		n, err := f.Read(*buf)
+		if errors.Is(err, io.EOF) {
+			continue // an empty datagram is no reply
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			return nil, err
+			return nil, opErr("read", err)
+		}
+		in := new(dns.Msg)
+		if err := in.Unpack((*buf)[:n]); err != nil {
+			return nil, opErr("read", fmt.Errorf("bad DNS reply: %w", err))
 		}
 		if in.Id == id { // a late reply to an earlier try is not this one's
-			if stamped { // read now, not while the reply is on its way
-				hook.Sent = txStamp(rc)
-			}
+			hook.Sent = sentStamp(fd) // read now, not while the reply is on its way
 			return in, nil
 		}
 	}
+}
+
+// udpBuffers hold replies up to the largest UDP payload.
+var udpBuffers = sync.Pool{New: func() any { b := make([]byte, 65535); return &b }}
+
+// sendUDP makes a non-blocking UDP socket of server's family with the
+// kernel's timestamps on, connected to server (from source when valid),
+// and sends wire on it.
+func sendUDP(wire []byte, server netip.AddrPort, source netip.Addr) (int, error) {
+	family := unix.AF_INET
+	if server.Addr().Is6() {
+		family = unix.AF_INET6
+	}
+	fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
+	if err != nil {
+		return -1, os.NewSyscallError("socket", err)
+	}
+	_ = kstamp.Enable(fd) // without stamps the lookup has no wire time, nothing worse
+	if source.IsValid() {
+		if err := unix.Bind(fd, sockaddrOf(netip.AddrPortFrom(source, 0))); err != nil {
+			unix.Close(fd)
+			return -1, os.NewSyscallError("bind", err)
+		}
+	}
+	if err := unix.Connect(fd, sockaddrOf(server)); err != nil {
+		unix.Close(fd)
+		return -1, os.NewSyscallError("connect", err)
+	}
+	if _, err := unix.Write(fd, wire); err != nil {
+		unix.Close(fd)
+		return -1, os.NewSyscallError("write", err)
+	}
+	return fd, nil
 }
 
 // SystemServers reads the nameservers of /etc/resolv.conf.
@@ -249,4 +300,38 @@ func ParseServer(s string) (netip.AddrPort, error) {
 		return netip.AddrPortFrom(a, 53), nil
 	}
 	return netip.AddrPort{}, fmt.Errorf("path: bad DNS server %q (want ADDR, ADDR:PORT or [IPV6]:PORT)", s)
+}
+
+func sockaddrOf(ap netip.AddrPort) unix.Sockaddr {
+	if ap.Addr().Is4() {
+		return &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}
+	}
+	return &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()}
+}
+
+// localAddrPort is a socket's own address (invalid if unknown).
+func localAddrPort(fd int) netip.AddrPort {
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		return netip.AddrPort{}
+	}
+	switch sa := sa.(type) {
+	case *unix.SockaddrInet4:
+		return netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(sa.Port))
+	case *unix.SockaddrInet6:
+		return netip.AddrPortFrom(netip.AddrFrom16(sa.Addr), uint16(sa.Port))
+	}
+	return netip.AddrPort{}
+}
+
+// sentStamp reads the transmit stamp of the socket's first send from its
+// error queue, waiting up to a millisecond for it.
+func sentStamp(fd int) time.Time {
+	var oob [kstamp.OOBSize]byte
+	for deadline := time.Now().Add(time.Millisecond); ; {
+		if at := kstamp.Sent(fd, oob[:]); !at.IsZero() || !time.Now().Before(deadline) {
+			return at
+		}
+		time.Sleep(10 * time.Microsecond)
+	}
 }
