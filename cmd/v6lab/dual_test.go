@@ -1,6 +1,9 @@
 package main
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -131,5 +134,52 @@ cells:
 		case (r.Protocol == "healthy" || r.Protocol == "go" || r.Protocol == "curl") && drop != "":
 			t.Errorf("a healthy run had IPv6 loss: %s", drop)
 		}
+	}
+}
+
+// TestIPv6DelayNeedsNetem: an experiment with ipv6_delay either runs (where
+// the kernel has netem: the dual client still takes IPv6, later than
+// healthy by at least the delay) or fails before measuring anything,
+// naming the cell and what the kernel lacks.
+func TestIPv6DelayNeedsNetem(t *testing.T) {
+	requireLab(t)
+	dir := t.TempDir()
+	exp := filepath.Join(dir, "exp.yaml")
+	os.WriteFile(exp, []byte(`name: slow
+paths: [dual]
+baseline: dual
+runs: 2
+warmup: 0
+pause: 0s
+cells:
+  - {protocol: http, label: healthy, conns: [1]}
+  - {protocol: http, label: slow-ipv6, conns: [1], ipv6_delay: 50ms}
+`), 0o644)
+	out, err := exec.Command(buildBinary(t), "run", exp, "-q", "--results", filepath.Join(dir, "r")).CombinedOutput()
+	if err != nil {
+		if !strings.Contains(string(out), "cell slow-ipv6: lab ") || !strings.Contains(string(out), "ipv6_delay: delay and jitter need the kernel's netem qdisc") {
+			t.Fatalf("error does not name the cell and netem: %v\n%s", err, out)
+		}
+		if res, _ := filepath.Glob(filepath.Join(dir, "r", "*", "samples.jsonl")); len(res) != 0 {
+			t.Errorf("something was measured before the refusal: %v", res)
+		}
+		t.Logf("this kernel has no netem: %s", strings.TrimSpace(string(out)))
+		return
+	}
+	_, s, lerr := report.Load(onlyDir(t, filepath.Join(dir, "r")))
+	if lerr != nil {
+		t.Fatal(lerr)
+	}
+	mean := map[string]float64{}
+	for _, c := range s.Cells {
+		if c.Failed != 0 || metricOf(c, "ipv6_won") != 1 {
+			t.Errorf("%s: %d failed, ipv6_won %v", c.Protocol, c.Failed, metricOf(c, "ipv6_won"))
+		}
+		if c.MeanMS != nil {
+			mean[c.Protocol] = *c.MeanMS
+		}
+	}
+	if mean["slow-ipv6"]-mean["healthy"] < 50 {
+		t.Errorf("IPv6 delayed 50 ms each way at r1, yet the page took %.1f ms against %.1f", mean["slow-ipv6"], mean["healthy"])
 	}
 }

@@ -87,6 +87,10 @@ type Spec struct {
 	// the client's IPv6 packets at the lab's first router during the cell
 	// group's runs (a run condition: a dual-stack client's fallback).
 	IPv6Loss float64 `json:"ipv6_loss,omitempty"`
+	// IPv6Delay, when set, holds the IPv6 packets r1 sends the client
+	// this long (netem: where the kernel has it) during the cell group's
+	// runs: a slow IPv6 path for a dual-stack client.
+	IPv6Delay Duration `json:"ipv6_delay,omitempty"`
 	// Params are protocol options, recorded for the reader.
 	Params map[string]string `json:"params,omitempty"`
 }

@@ -98,6 +98,8 @@ type cellFile struct {
 	LinkRate string `yaml:"link_rate"`
 	// ipv6_loss: the client's IPv6 dropped at r1 (percent; 100: blackholed)
 	IPv6Loss *float64 `yaml:"ipv6_loss"`
+	// ipv6_delay: IPv6 toward the client held this long at r1 (netem)
+	IPv6Delay string `yaml:"ipv6_delay"`
 }
 
 // Defaults of an experiment file.
@@ -444,8 +446,23 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Pa
 		}
 		s.IPv6Loss = *c.IPv6Loss
 	}
+	if c.IPv6Delay != "" {
+		d, err := time.ParseDuration(c.IPv6Delay)
+		switch {
+		case err != nil || d <= 0 || d > MaxIPv6Delay:
+			return s, doc.Errorf(field("ipv6_delay"), "want a delay such as 50ms, more than 0 and at most %v, not %q", MaxIPv6Delay, c.IPv6Delay)
+		case e.Where != "lab" && e.Where != "auto":
+			return s, doc.Errorf(field("ipv6_delay"), "IPv6 is delayed at the lab's router, but where is %s", e.Where)
+		case c.LinkRate != "":
+			return s, doc.Errorf(field("ipv6_delay"), "cannot be combined with link_rate in one cell group (one qdisc tree on r1's link)")
+		}
+		s.IPv6Delay = Duration(d)
+	}
 	return s, nil
 }
+
+// MaxIPv6Delay bounds ipv6_delay: longer is a blackhole, which ipv6_loss: 100 is.
+const MaxIPv6Delay = 10 * time.Second
 
 // congestion reads background and server_capture, which need the lab.
 func (c *cellFile) congestion(doc *specfile.Doc, at, where string, s *Spec) error {

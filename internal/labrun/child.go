@@ -12,6 +12,7 @@ import (
 	"v6lab/internal/capture"
 	"v6lab/internal/congestion"
 	"v6lab/internal/experiment"
+	"v6lab/internal/lab"
 	"v6lab/internal/load"
 	"v6lab/internal/measure"
 	"v6lab/internal/path"
@@ -64,6 +65,14 @@ func Child(ctx context.Context, jobFile string, out measure.Output) error {
 		cond.server = capture.FromFD(4, capture.Filter{})
 		cond.server.Tap(cond.tracker.Frame)
 		defer cond.server.Close()
+	}
+	for _, c := range j.Exp.Cells {
+		if c.IPv6Delay > 0 {
+			if err := lab.CheckNetem(cond.lab); err != nil {
+				return fmt.Errorf("cell %s: %w", c.CellName(), err)
+			}
+			break
+		}
 	}
 	mj := measure.Job{
 		Exp: j.Exp, Probe: probe, Target: "lab", Servers: j.Servers, Notes: j.Notes,

@@ -34,12 +34,40 @@ type conditions struct {
 	// its runs last; dropped is its count when the run began.
 	impair  *lab.Impairment
 	dropped uint64
+	// delay is the IPv6 delay a cell group asked for (ipv6_delay).
+	delay *lab.Delay
+}
+
+// delayIPv6 puts the cell group's IPv6 delay in place (or removes it).
+func (c *conditions) delayIPv6(s *experiment.Spec) error {
+	want := time.Duration(s.IPv6Delay)
+	if c.delay != nil && c.delay.D == want {
+		return nil
+	}
+	if c.delay != nil {
+		if err := c.delay.Close(); err != nil {
+			return err
+		}
+		c.delay = nil
+	}
+	if want > 0 {
+		dl, err := lab.DelayIPv6(c.lab, want)
+		if err != nil {
+			return err
+		}
+		c.delay = dl
+	}
+	return nil
 }
 
 // impairIPv6 puts the cell group's IPv6 loss in place (or removes it).
 func (c *conditions) impairIPv6(s *experiment.Spec) error {
 	if c.impair != nil && c.impair.Percent == s.IPv6Loss {
 		return nil
+	}
+	if c.delay != nil {
+		c.delay.Close()
+		c.delay = nil
 	}
 	if c.impair != nil {
 		c.impair.Close()
@@ -83,6 +111,9 @@ func (c *conditions) Begin(ctx context.Context, s *experiment.Spec, _ experiment
 	if err := c.impairIPv6(s); err != nil {
 		return err
 	}
+	if err := c.delayIPv6(s); err != nil {
+		return err
+	}
 	if c.impair != nil {
 		c.dropped, _ = c.impair.Counters()
 	}
@@ -113,6 +144,13 @@ func (c *conditions) End(s *experiment.Spec, _ experiment.Step, rec *result.Run,
 			rec.Links = map[string]string{}
 		}
 		rec.Links["r1 eth-client ingress"] = fmt.Sprintf("IPv6 loss %g%% (tc BPF): %d IPv6 packets dropped in the run", c.impair.Percent, dropped-c.dropped)
+	}
+	if c.delay != nil {
+		rec.Links = maps.Clone(rec.Links)
+		if rec.Links == nil {
+			rec.Links = map[string]string{}
+		}
+		rec.Links["r1 eth-client egress"] = fmt.Sprintf("IPv6 delayed %v (netem)", c.delay.D)
 	}
 	if !s.ServerCapture || c.server == nil {
 		return
