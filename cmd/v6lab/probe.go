@@ -189,6 +189,7 @@ func (pt probeTarget) run(cmd *cobra.Command) error {
 	if r, ok := pt.p.(interface {
 		Record(o *proto.Options) map[string]string
 	}); ok {
+		spec.Options.RacesFamilies = spec.RacesFamilies()
 		for k, v := range r.Record(&spec.Options) {
 			spec.Params[k] = v
 		}

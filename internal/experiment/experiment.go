@@ -95,6 +95,12 @@ type Spec struct {
 	Params map[string]string `json:"params,omitempty"`
 }
 
+// RacesFamilies says whether one of the cell group's paths races the
+// families (dual).
+func (s *Spec) RacesFamilies() bool {
+	return slices.ContainsFunc(s.Paths, func(p path.Path) bool { return p.Kind().Dual })
+}
+
 // CellName is what results call this cell group: Label, or the protocol.
 func (s *Spec) CellName() string {
 	if s.Label != "" {

@@ -34,6 +34,7 @@ func Probes(eps proto.Endpoints) func(*Spec, path.Path) (load.Probe, error) {
 		} else if ep, ok = eps.Get(s.WireKey(), p); !ok {
 			return nil, fmt.Errorf("no %s server on path %s", s.WireKey(), p)
 		}
+		s.Options.RacesFamilies = s.RacesFamilies()
 		return pr.Probe(&s.Options, ep, p)
 	}
 }

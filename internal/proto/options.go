@@ -36,6 +36,11 @@ type Options struct {
 	// AAAADelay makes the embedded DNS server answer the dual path's
 	// AAAA lookups this late ("300ms"; an impairment).
 	AAAADelay string `json:"aaaa_delay,omitempty"`
+	// RacesFamilies says the cell also measures a path that races the
+	// families (dual), whose client is Go's net package: its pinned
+	// paths then run there too, so the cell compares paths, not engines.
+	// Derived from the cell's paths (experiment.Spec.RacesFamilies).
+	RacesFamilies bool `json:"-"`
 	// SMTP: envelope, message size, STARTTLS.
 	From     string `json:"from,omitempty"`
 	To       string `json:"to,omitempty"`

@@ -18,6 +18,7 @@ import (
 
 	"v6lab/internal/content"
 	"v6lab/internal/path"
+	"v6lab/internal/proto"
 	"v6lab/internal/proto/dns"
 	"v6lab/internal/result"
 )
@@ -482,5 +483,23 @@ func TestObjectsParsedOnce(t *testing.T) {
 	}
 	if back := c.objectsOf(a); len(back) != 2 || back[1] != "/b" {
 		t.Errorf("the first page again gave %v", back)
+	}
+}
+
+// TestCellWithDualPathUsesOneEngine: a cell that races the families runs
+// its pinned paths on Go's net package too (the dual path's client), unless
+// an engine was asked for.
+func TestCellWithDualPathUsesOneEngine(t *testing.T) {
+	o := &proto.Options{URL: "http://h/"}
+	if got := EngineUsed(o); got != "evloop" {
+		t.Errorf("pinned paths alone: %q", got)
+	}
+	o.RacesFamilies = true
+	if got := EngineUsed(o); got != "go" {
+		t.Errorf("beside a dual path: %q", got)
+	}
+	o.Probe.Engine = "evloop"
+	if got := EngineUsed(o); got != "evloop" {
+		t.Errorf("asked for evloop beside a dual path: %q", got)
 	}
 }

@@ -118,13 +118,25 @@ func attemptDelay(s string) (time.Duration, error) {
 
 func engine(s string) Engine { return Engine(strings.TrimPrefix(s, "auto")) }
 
+// cellEngine is the engine of a cell's pinned paths: the one asked for, or
+// by default Go's net package when the cell also races the families (its
+// dual path's client dials there), so that the paths compared differ by
+// the network alone.
+func cellEngine(o *proto.Options) Engine {
+	e := engine(o.Probe.Engine)
+	if e == EngineAuto && o.RacesFamilies {
+		return EngineGo
+	}
+	return e
+}
+
 // EngineUsed names the engine a probe command's cell runs on.
 func EngineUsed(o *proto.Options) string {
 	u, err := ParseURL(o.URL)
 	if err != nil {
 		return ""
 	}
-	e, _ := (&Client{URL: u, Objects: !o.Probe.NoObjects, Engine: engine(o.Probe.Engine)}).EngineUsed()
+	e, _ := (&Client{URL: u, Objects: !o.Probe.NoObjects, Engine: cellEngine(o)}).EngineUsed()
 	return string(e)
 }
 
@@ -177,7 +189,7 @@ func (Protocol) Probe(o *proto.Options, ep proto.Endpoint, p path.Path) (load.Pr
 	}
 	delay, _ := attemptDelay(o.AttemptDelay) // checked by Check
 	c := &Client{URL: u, Path: p, Resolver: ep.Resolver(), Source: ep.Source, Objects: objects, MaxBody: mb, AttemptDelay: delay, GoDialer: o.Dialer == "go", LookupName: lookupName(o, u),
-		UserAgent: "v6lab", Engine: engine(o.Probe.Engine), Expect: expect,
+		UserAgent: "v6lab", Engine: cellEngine(o), Expect: expect,
 		Sum: o.File != "", // a bulk transfer records its body's CRC-32C
 		TLS: &tls.Config{InsecureSkipVerify: o.Probe.Insecure, CurvePreferences: groups}}
 	if o.Probe.TLSResume {
