@@ -1,6 +1,7 @@
 package evloop
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -223,4 +224,111 @@ func errString(err error) string {
 		return "short reply"
 	}
 	return err.Error()
+}
+
+// lines asks for each of reqs in turn, one reply line each, reconnecting
+// when a reply ends with "bye".
+type lines struct {
+	reqs    []string
+	next    int
+	got     []string
+	buf     []byte
+	closing bool
+}
+
+func (l *lines) Feed(b []byte, eof bool) (bool, error) {
+	l.buf = append(l.buf, b...)
+	if i := bytes.IndexByte(l.buf, '\n'); i >= 0 {
+		line := string(l.buf[:i])
+		l.got, l.buf = append(l.got, line), l.buf[:0]
+		l.closing = strings.HasSuffix(line, "bye")
+		return true, nil
+	}
+	if eof {
+		return false, io.ErrUnexpectedEOF
+	}
+	return false, nil
+}
+
+func (l *lines) Next() ([]byte, bool) {
+	if l.next >= len(l.reqs) {
+		return nil, false
+	}
+	l.next++
+	return []byte(l.reqs[l.next-1] + "\n"), l.closing
+}
+
+// TestContinuer: several requests on one connection, each sent by the loop
+// after the previous reply, a new connection when the server said it
+// closes, and a reconnect that fails names the connect phase.
+func TestContinuer(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns sync.WaitGroup
+	accepted := 0
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted++
+			conns.Add(1)
+			go func() {
+				defer conns.Done()
+				defer c.Close()
+				r := bufio.NewReader(c)
+				for n := 1; ; n++ {
+					req, err := r.ReadString('\n')
+					if err != nil {
+						return
+					}
+					if n == 2 { // two requests per connection
+						io.WriteString(c, strings.TrimSpace(req)+" bye\n")
+						return
+					}
+					io.WriteString(c, strings.TrimSpace(req)+" ok\n")
+				}
+			}()
+		}
+	}()
+	addr := ln.Addr().(*net.TCPAddr).AddrPort()
+	e := engine(t)
+	l := &lines{reqs: []string{"b", "c", "d"}}
+	r := e.Do(context.Background(), &Exchange{Remote: addr, Request: []byte("a\n"), Reply: l})
+	if r.Err != nil || strings.Join(l.got, ",") != "a ok,b bye,c ok,d bye" || r.Reconnects != 1 {
+		t.Fatalf("got %q, %d reconnects, err %v", l.got, r.Reconnects, r.Err)
+	}
+	if r.BytesOut != 8 || r.Connected.IsZero() || r.LastRead.Before(r.FirstByte) {
+		t.Errorf("bytes out %d, connected %v, first %v, last %v", r.BytesOut, r.Connected, r.FirstByte, r.LastRead)
+	}
+	ln.Close()
+	conns.Wait()
+	if accepted != 2 {
+		t.Errorf("%d connections accepted, want 2", accepted)
+	}
+
+	// A server that takes one connection and stops listening: the
+	// reconnect after its "bye" is refused, in the connect phase.
+	once, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		c, err := once.Accept()
+		once.Close()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		bufio.NewReader(c).ReadString('\n')
+		io.WriteString(c, "a bye\n")
+	}()
+	l = &lines{reqs: []string{"b"}}
+	r = e.Do(context.Background(), &Exchange{Remote: once.Addr().(*net.TCPAddr).AddrPort(), Request: []byte("a\n"), Reply: l})
+	if r.Err == nil || r.Phase != "connect" || !errors.Is(r.Err, syscall.ECONNREFUSED) || r.Reconnects != 1 || len(l.got) != 1 {
+		t.Errorf("refused reconnect: phase %q err %v, %d reconnects, got %q", r.Phase, r.Err, r.Reconnects, l.got)
+	}
 }
