@@ -3,6 +3,9 @@ package path
 import (
 	"net"
 	"net/netip"
+	"os"
+
+	"v6lab/internal/kstamp"
 
 	"golang.org/x/sys/unix"
 )
@@ -20,14 +23,21 @@ func Warm(p Path, dst netip.AddrPort, source netip.Addr) {
 		fam = unix.AF_INET6
 	}
 	if dst.IsValid() {
-		// Through Go's net package, as the lookup will: its runtime
-		// poller's code is as cold as the kernel's.
-		d := net.Dialer{}
-		if source.IsValid() {
-			d.LocalAddr = net.UDPAddrFromAddrPort(netip.AddrPortFrom(source, 0))
+		// The lookup's own calls (exchangeUDP), up to its send: a raw
+		// socket with stamps, connected to the server, then handed to Go's
+		// poller, whose code is as cold as the kernel's.
+		dst = netip.AddrPortFrom(dst.Addr().Unmap(), dst.Port())
+		family := unix.AF_INET
+		if dst.Addr().Is6() {
+			family = unix.AF_INET6
 		}
-		if c, err := d.Dial(p.Network("udp"), dst.String()); err == nil {
-			c.Close()
+		if fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP); err == nil {
+			_ = kstamp.Enable(fd)
+			if source.IsValid() {
+				_ = unix.Bind(fd, sockaddrOf(netip.AddrPortFrom(source, 0)))
+			}
+			_ = unix.Connect(fd, sockaddrOf(dst))
+			os.NewFile(uintptr(fd), "dns-query").Close()
 		}
 	}
 	// One datagram to this host's own discard port over loopback runs the
