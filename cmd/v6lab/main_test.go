@@ -688,3 +688,25 @@ cells:
 		}
 	}
 }
+
+// TestDryRunNamesTheHosts: a dry run of an experiment against real hosts
+// shows where each cell group sends its transactions.
+func TestDryRunNamesTheHosts(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "hosts.yaml")
+	os.WriteFile(file, []byte(`name: h
+where: hosts
+paths: [ipv4, ipv6]
+cells:
+  - {protocol: http, conns: [1], url: "http://www.example.test/", dns_servers: ["192.0.2.53"]}
+  - {protocol: dns, conns: [1], dns_servers: ["192.0.2.53"], query: www.example.test}
+`), 0o644)
+	out, err := v6lab(t, "run", file, "--dry-run")
+	if err != nil || !strings.Contains(out, "TARGET") || !strings.Contains(out, "http://www.example.test/ (names from 192.0.2.53)") ||
+		!strings.Contains(out, "www.example.test at 192.0.2.53") {
+		t.Fatalf("--dry-run: %v\n%s", err, out)
+	}
+	// A lab run's cells have no target of their own: no column.
+	if out, err := v6lab(t, "run", "--loopback", "--dry-run"); err != nil || strings.Contains(out, "TARGET") {
+		t.Errorf("loopback dry run: %v\n%s", err, out)
+	}
+}

@@ -78,6 +78,24 @@ func fileTime(file string, n int, rate uint64) time.Duration {
 	return time.Duration(float64(size*int64(n)) * 8 / goodput * float64(time.Second))
 }
 
+// targetOf is where a cell group sends its transactions: its url, and the
+// DNS servers that name it when given.
+func targetOf(c *Spec) string {
+	o := c.Options
+	servers := strings.Join(o.DNSServers, ", ")
+	switch {
+	case o.URL != "" && servers != "":
+		return o.URL + " (names from " + servers + ")"
+	case o.URL != "":
+		return o.URL
+	case o.Query != "" && servers != "":
+		return o.Query + " at " + servers
+	case servers != "":
+		return servers
+	}
+	return "-"
+}
+
 // WritePlan shows what a run would do and a rough idea of how long.
 func WritePlan(w io.Writer, exp *Experiment, where, note string, bottleneck uint64) {
 	plan := exp.Plan()
@@ -90,7 +108,14 @@ func WritePlan(w io.Writer, exp *Experiment, where, note string, bottleneck uint
 		fmt.Fprintf(w, "note: %s\n", note)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CELLS\tPROTOCOL\tPATHS\tCONNS\tRUNS\tWARM-UP\tTIMEOUT\tTRANSACTIONS")
+	// Where the cells name their servers, the plan says which: the one
+	// thing a dry run against real hosts must show.
+	targets := where == "hosts"
+	head := "CELLS\tPROTOCOL\tPATHS\tCONNS\tRUNS\tWARM-UP\tTIMEOUT\tTRANSACTIONS"
+	if targets {
+		head += "\tTARGET"
+	}
+	fmt.Fprintln(tw, head)
 	var est, worst time.Duration
 	if where == "lab" {
 		// Building the lab, starting its servers and removing it again
@@ -116,7 +141,11 @@ func WritePlan(w io.Writer, exp *Experiment, where, note string, bottleneck uint
 			worst += (time.Duration(c.Pause) + time.Duration(c.Timeout) + time.Duration(c.Duration)) * time.Duration(c.Runs*len(c.Paths))
 		}
 		total += tx
-		fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%d\t%d\t%v\t%d\n", c.CellName(), c.Protocol, c.Paths, c.Conns, c.Runs, c.Warmup, time.Duration(c.Timeout), tx)
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%d\t%d\t%v\t%d", c.CellName(), c.Protocol, c.Paths, c.Conns, c.Runs, c.Warmup, time.Duration(c.Timeout), tx)
+		if targets {
+			fmt.Fprintf(tw, "\t%s", targetOf(&c))
+		}
+		fmt.Fprintln(tw)
 	}
 	tw.Flush()
 	// Each change of background level waits for the traffic to ramp up.
