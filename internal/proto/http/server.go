@@ -20,6 +20,7 @@ import (
 	"v6lab/internal/content"
 	"v6lab/internal/path"
 	"v6lab/internal/units"
+	"v6lab/internal/wakeread"
 )
 
 // ServerConfig shapes what the embedded server returns.
@@ -179,6 +180,7 @@ func Listen(ctx context.Context, cfg ServerConfig, addrs []netip.Addr, port int)
 	s.srv.ErrorLog = quietLog()
 	for _, ln := range lns {
 		s.lns = append(s.lns, ln)
+		ln = wakeread.Listener{Listener: ln} // requests wake the reading thread directly
 		if cfg.TLS != nil {
 			ln = tls.NewListener(ln, cfg.TLS)
 		}

@@ -1,0 +1,184 @@
+// Package wakeread serves a TCP listener's connections whose reads wait in
+// the kernel's poll on the reading thread, as a C server's do, instead of
+// in Go's netpoller: data arriving after a short idle wakes that thread
+// directly. Through the netpoller the same wake-up is a hand-off between
+// parked runtime threads, which on a small VM added about 60 µs to every
+// request of one user's page (docs/PERFORMANCE.md), time the client then
+// measured as the network's.
+//
+// A goroutine waiting in a system call keeps its P (Go's scheduler slot)
+// until the runtime's monitor takes it back, 20 µs to 10 ms later: so a
+// read waits in poll only while it is the only read waiting (a server with
+// one user; under load every read waits in the netpoller as before), and
+// at most GOMAXPROCS-1 at once, one P always free for everything else.
+// With one P the package changes nothing.
+package wakeread
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// slots bounds the waits in poll at once: GOMAXPROCS-1.
+var slots = sync.OnceValue(func() int32 { return int32(runtime.GOMAXPROCS(0) - 1) })
+
+// slice bounds one poll, so a read notices its connection closing.
+const slice = 20 * time.Millisecond
+
+// inPoll counts the reads waiting in poll, waiting every read waiting for
+// data either way.
+var inPoll, waiting atomic.Int32
+
+// Listener wraps a TCP listener: its connections read as the package says.
+type Listener struct{ net.Listener }
+
+// Accept returns the next connection, wrapped when it is TCP.
+func (l Listener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return c, err
+	}
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return c, nil
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return c, nil
+	}
+	return &Conn{TCPConn: tc, rc: rc}, nil
+}
+
+// Conn is a TCP connection whose reads may wait in poll.
+type Conn struct {
+	*net.TCPConn
+	rc       syscall.RawConn
+	closed   atomic.Bool
+	mu       sync.Mutex
+	deadline time.Time // the read deadline, as last set
+}
+
+// Read reads into b. rc.Read holds the descriptor while the callback runs,
+// so a concurrent Close cannot let its number be reused under the poll.
+func (c *Conn) Read(b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	var n int
+	var rerr error
+	counted := false // this read is counted in waiting
+	defer func() {
+		if counted {
+			waiting.Add(-1)
+		}
+	}()
+	err := c.rc.Read(func(fd uintptr) bool {
+		for {
+			n, rerr = unix.Read(int(fd), b)
+			if rerr == unix.EINTR {
+				continue
+			}
+			if rerr != unix.EAGAIN {
+				return true
+			}
+			if !counted {
+				counted = true
+				waiting.Add(1)
+			}
+			if c.closed.Load() {
+				rerr = net.ErrClosed
+				return true
+			}
+			wait := slice
+			if dl := c.readDeadline(); !dl.IsZero() {
+				left := time.Until(dl)
+				if left <= 0 {
+					rerr = os.ErrDeadlineExceeded
+					return true
+				}
+				wait = min(wait, left)
+			}
+			if waiting.Load() > 1 {
+				return false // others wait too: the netpoller serves them all
+			}
+			if polled, _, perr := pollIn(int(fd), wait); !polled {
+				return false // the netpoller waits, as for any connection
+			} else if perr != nil {
+				rerr = perr
+				return true
+			}
+		}
+	})
+	switch {
+	case err != nil:
+		return 0, c.opError(err)
+	case rerr != nil:
+		return 0, c.opError(rerr)
+	case n == 0:
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// opError is err as Go's net package reports a read's: a timeout is a
+// net.Error whose Timeout is true, a closed connection net.ErrClosed.
+// pollIn waits up to wait for fd to be readable, in poll, when a slot is
+// free (polled false: none was); ready says it is.
+func pollIn(fd int, wait time.Duration) (polled, ready bool, err error) {
+	if inPoll.Add(1) > slots() {
+		inPoll.Add(-1)
+		return false, false, nil
+	}
+	defer inPoll.Add(-1)
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, int(wait/time.Millisecond)+1)
+	if err != nil && err != unix.EINTR {
+		return true, false, err
+	}
+	return true, n > 0, nil
+}
+
+func (c *Conn) opError(err error) error {
+	var errno unix.Errno
+	if errors.As(err, &errno) {
+		err = os.NewSyscallError("read", errno)
+	}
+	return &net.OpError{Op: "read", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
+}
+
+func (c *Conn) readDeadline() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.deadline
+}
+
+// SetReadDeadline sets the deadline for both ways of waiting.
+func (c *Conn) SetReadDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.deadline = t
+	c.mu.Unlock()
+	return c.TCPConn.SetReadDeadline(t)
+}
+
+// SetDeadline sets the read and write deadlines.
+func (c *Conn) SetDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.deadline = t
+	c.mu.Unlock()
+	return c.TCPConn.SetDeadline(t)
+}
+
+// Close closes the connection; a read waiting in poll ends within a slice.
+func (c *Conn) Close() error {
+	c.closed.Store(true)
+	return c.TCPConn.Close()
+}
