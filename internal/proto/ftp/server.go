@@ -24,6 +24,7 @@ import (
 	"v6lab/internal/proto"
 	"v6lab/internal/proto/guard"
 	"v6lab/internal/units"
+	"v6lab/internal/wakeread"
 )
 
 // MaxFileSize bounds a generated file so a typo cannot stream for days.
@@ -59,7 +60,7 @@ func Listen(ctx context.Context, addrs []netip.Addr, port int) (*Server, error) 
 	s.Port = got
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for _, ln := range lns {
-		srv := ftpserver.NewFtpServer(&driver{s: s, ln: guard.Listener(ln, Limits)})
+		srv := ftpserver.NewFtpServer(&driver{s: s, ln: guard.Listener(wakeread.Listener{Listener: ln}, Limits)})
 		srv.Logger = quiet
 		if err := srv.Listen(); err != nil {
 			s.Close()

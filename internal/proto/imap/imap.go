@@ -30,6 +30,7 @@ import (
 	"v6lab/internal/proto/guard"
 	"v6lab/internal/proto/reply"
 	"v6lab/internal/result"
+	"v6lab/internal/wakeread"
 )
 
 // Bounds of what the client reads.
@@ -266,7 +267,7 @@ func Listen(ctx context.Context, addrs []netip.Addr, port, users, size int) (*Se
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.srv.Serve(guard.Listener(ln, Limits))
+			s.srv.Serve(guard.Listener(wakeread.Listener{Listener: ln}, Limits))
 		}()
 	}
 	return s, nil

@@ -26,6 +26,7 @@ import (
 	"v6lab/internal/proto/guard"
 	"v6lab/internal/proto/reply"
 	"v6lab/internal/result"
+	"v6lab/internal/wakeread"
 )
 
 // ErrReply is wrapped when the server answers a step with an error code.
@@ -217,7 +218,7 @@ func Listen(ctx context.Context, addrs []netip.Addr, port int) (*Server, error) 
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			srv.Serve(guard.Listener(ln, Limits))
+			srv.Serve(guard.Listener(wakeread.Listener{Listener: ln}, Limits))
 		}()
 	}
 	return s, nil
