@@ -31,8 +31,15 @@ import (
 // slots bounds the waits in poll at once: GOMAXPROCS-1.
 var slots = sync.OnceValue(func() int32 { return int32(runtime.GOMAXPROCS(0) - 1) })
 
-// slice bounds one poll, so a read notices its connection closing.
+// slice bounds one poll, so a read notices its connection closing, or a
+// deadline moved while it waits, within it.
 const slice = 20 * time.Millisecond
+
+// minPolled is the smallest read that waits in poll. net/http watches an
+// idle connection with a one-byte read that it ends by moving the deadline
+// into the past when the handler is done: that read waits in the netpoller,
+// which notices at once (in poll it would hold the request up to a slice).
+const minPolled = 16
 
 // inPoll counts the reads waiting in poll, waiting every read waiting for
 // data either way.
@@ -107,8 +114,8 @@ func (c *Conn) Read(b []byte) (int, error) {
 				}
 				wait = min(wait, left)
 			}
-			if waiting.Load() > 1 {
-				return false // others wait too: the netpoller serves them all
+			if waiting.Load() > 1 || len(b) < minPolled {
+				return false // others wait too, or a probe read: the netpoller
 			}
 			if polled, _, perr := pollIn(int(fd), wait); !polled {
 				return false // the netpoller waits, as for any connection

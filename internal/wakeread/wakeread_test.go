@@ -123,3 +123,26 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+// TestProbeReadEndsAtOnce: a one-byte read, as net/http's watch of an idle
+// connection, ends as soon as its deadline is moved into the past.
+func TestProbeReadEndsAtOnce(t *testing.T) {
+	c, _ := pair(t, listen(t))
+	done := make(chan time.Time, 1)
+	go func() {
+		var one [1]byte
+		c.Read(one[:])
+		done <- time.Now()
+	}()
+	time.Sleep(30 * time.Millisecond)
+	moved := time.Now()
+	c.SetReadDeadline(time.Unix(1, 0))
+	select {
+	case at := <-done:
+		if d := at.Sub(moved); d > 10*time.Millisecond {
+			t.Errorf("the read ended %v after its deadline moved", d)
+		}
+	case <-time.After(time.Second):
+		t.Fatal("the read did not end")
+	}
+}
