@@ -189,6 +189,10 @@ func exchangeUDP(ctx context.Context, id uint16, wire []byte, over Path, server 
 	}
 	f := os.NewFile(uintptr(fd), "dns-query") // non-blocking: Go's poller waits for it
 	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
 	local := localAddrPort(fd)
 	hook.Local = local.String()
 	opErr := func(op string, err error) error {
@@ -223,7 +227,7 @@ func exchangeUDP(ctx context.Context, id uint16, wire []byte, over Path, server 
 			return nil, opErr("read", fmt.Errorf("bad DNS reply: %w", err))
 		}
 		if in.Id == id { // a late reply to an earlier try is not this one's
-			hook.Sent = sentStamp(fd) // read now, not while the reply is on its way
+			hook.Sent = txStamp(rc) // read now, not while the reply is on its way
 			return in, nil
 		}
 	}
@@ -322,16 +326,4 @@ func localAddrPort(fd int) netip.AddrPort {
 		return netip.AddrPortFrom(netip.AddrFrom16(sa.Addr), uint16(sa.Port))
 	}
 	return netip.AddrPort{}
-}
-
-// sentStamp reads the transmit stamp of the socket's first send from its
-// error queue, waiting up to a millisecond for it.
-func sentStamp(fd int) time.Time {
-	var oob [kstamp.OOBSize]byte
-	for deadline := time.Now().Add(time.Millisecond); ; {
-		if at := kstamp.Sent(fd, oob[:]); !at.IsZero() || !time.Now().Before(deadline) {
-			return at
-		}
-		time.Sleep(10 * time.Microsecond)
-	}
 }
