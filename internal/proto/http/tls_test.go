@@ -81,3 +81,18 @@ func TestServerWithoutTickets(t *testing.T) {
 		t.Errorf("tls_tickets without tls: %v", err)
 	}
 }
+
+// TestKeepaliveRequestsOption: serve http --keepalive-requests takes a
+// count of 0 or more and names itself when given anything else.
+func TestKeepaliveRequestsOption(t *testing.T) {
+	for _, bad := range []string{"-1", "five"} {
+		_, err := ServerConfigOf(proto.Place{Settings: map[string][]string{"keepalive_requests": {bad}}})
+		if oe, ok := proto.AsOptionError(err); !ok || oe.Option != "keepalive_requests" {
+			t.Errorf("keepalive_requests %q: %v", bad, err)
+		}
+	}
+	cfg, err := ServerConfigOf(proto.Place{Settings: map[string][]string{"keepalive_requests": {"5"}}})
+	if err != nil || cfg.KeepaliveRequests != 5 {
+		t.Errorf("keepalive_requests 5: %+v %v", cfg, err)
+	}
+}
