@@ -70,6 +70,7 @@ type Conn struct {
 	*net.TCPConn
 	rc       syscall.RawConn
 	closed   atomic.Bool
+	polling  atomic.Bool // a read of this connection waits in poll
 	mu       sync.Mutex
 	deadline time.Time // the read deadline, as last set
 }
@@ -94,6 +95,9 @@ func (c *Conn) Read(b []byte) (int, error) {
 			if rerr == unix.EINTR {
 				continue
 			}
+			if rerr == nil && n == 0 && c.closed.Load() {
+				rerr = net.ErrClosed // our own shutdown, not the peer's FIN
+			}
 			if rerr != unix.EAGAIN {
 				return true
 			}
@@ -117,7 +121,15 @@ func (c *Conn) Read(b []byte) (int, error) {
 			if waiting.Load() > 1 || len(b) < minPolled {
 				return false // others wait too, or a probe read: the netpoller
 			}
-			if polled, _, perr := pollIn(int(fd), wait); !polled {
+			c.polling.Store(true)
+			if c.closed.Load() { // Close may have looked before polling was set
+				c.polling.Store(false)
+				rerr = net.ErrClosed
+				return true
+			}
+			polled, _, perr := pollIn(int(fd), wait)
+			c.polling.Store(false)
+			if !polled {
 				return false // the netpoller waits, as for any connection
 			} else if perr != nil {
 				rerr = perr
@@ -184,8 +196,13 @@ func (c *Conn) SetDeadline(t time.Time) error {
 	return c.TCPConn.SetDeadline(t)
 }
 
-// Close closes the connection; a read waiting in poll ends within a slice.
+// Close closes the connection. A read waiting in poll holds the descriptor
+// (the socket would stay open, its FIN unsent, until the poll returned), so
+// shutting the reading side first wakes that poll at once.
 func (c *Conn) Close() error {
 	c.closed.Store(true)
+	if c.polling.Load() {
+		c.rc.Control(func(fd uintptr) { unix.Shutdown(int(fd), unix.SHUT_RD) })
+	}
 	return c.TCPConn.Close()
 }

@@ -146,3 +146,25 @@ func TestProbeReadEndsAtOnce(t *testing.T) {
 		t.Fatal("the read did not end")
 	}
 }
+
+// TestCloseDuringPollSendsFINAtOnce: closing a connection whose read waits
+// in poll closes the socket at once (the peer sees EOF), not when the poll
+// would have ended: a late FIN lands in the next run's packets.
+func TestCloseDuringPollSendsFINAtOnce(t *testing.T) {
+	c, cl := pair(t, listen(t))
+	go func() {
+		b := make([]byte, 4096)
+		c.Read(b)
+	}()
+	time.Sleep(5 * time.Millisecond) // the read is in poll by now
+	closed := time.Now()
+	c.Close()
+	cl.SetReadDeadline(time.Now().Add(time.Second))
+	var b [1]byte
+	if _, err := cl.Read(b[:]); err != io.EOF {
+		t.Fatalf("the peer read %v, want EOF", err)
+	}
+	if d := time.Since(closed); d > slice/2 {
+		t.Errorf("the peer saw the close %v after it", d)
+	}
+}
