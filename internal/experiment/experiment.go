@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -404,6 +405,7 @@ func (r *Runner) Run(ctx context.Context, dir string) error {
 			probes[key{ci, p}] = pr
 		}
 	}
+	recordProbes(r.Exp, func(ci int, p path.Path) load.Probe { return probes[key{ci, p}] })
 	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
 	if r.Done != nil {
 		flags = os.O_WRONLY | os.O_APPEND
@@ -437,6 +439,48 @@ func (r *Runner) Run(ctx context.Context, dir string) error {
 		return runErr
 	}
 	return werr
+}
+
+// recordProbes adds to each cell group's params what its probes record of
+// how they run (proto.Recorder: http's engine), so a result says it as a
+// probe command's does. Paths that differ are named: "ipv4=evloop dual=go".
+func recordProbes(e *Experiment, probeOf func(cell int, p path.Path) load.Probe) {
+	for ci := range e.Cells {
+		c := &e.Cells[ci]
+		byPath := map[string][]string{}
+		for _, p := range c.Paths {
+			r, ok := probeOf(ci, p).(proto.Recorder)
+			if !ok {
+				continue
+			}
+			for k, v := range r.Record() {
+				byPath[k] = append(byPath[k], string(p)+"="+v)
+			}
+		}
+		for k, vals := range byPath {
+			if _, set := c.Params[k]; set {
+				continue
+			}
+			if c.Params == nil {
+				c.Params = map[string]string{}
+			}
+			c.Params[k] = strings.Join(vals, " ")
+			if same(vals) {
+				_, c.Params[k], _ = strings.Cut(vals[0], "=")
+			}
+		}
+	}
+}
+
+// same says whether every "path=value" has the first's value.
+func same(vals []string) bool {
+	_, first, _ := strings.Cut(vals[0], "=")
+	for _, v := range vals[1:] {
+		if _, w, _ := strings.Cut(v, "="); w != first {
+			return false
+		}
+	}
+	return true
 }
 
 func (r *Runner) runPlan(ctx context.Context, w *result.Writer, probeOf func(Step) load.Probe) error {

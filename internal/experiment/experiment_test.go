@@ -3,6 +3,7 @@ package experiment
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -490,5 +491,51 @@ func TestASegmentRunsItsShareAtItsSlots(t *testing.T) {
 	}
 	if len(f2.Samples) != 14 {
 		t.Errorf("an unsplit run ran %d samples, want 14", len(f2.Samples))
+	}
+}
+
+// engineProbe records the engine it says it runs on.
+type engineProbe struct {
+	counting
+	engine string
+}
+
+func (p engineProbe) Record() map[string]string { return map[string]string{"engine": p.engine} }
+
+// TestRunnerRecordsHowProbesRan: a cell group's params in the header say
+// what its probes record (http: the engine), one value when every path
+// agrees, each path's when they differ; a param the cell set stays.
+func TestRunnerRecordsHowProbesRan(t *testing.T) {
+	base := Spec{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4, path.IPv6}, Conns: []int{1}, Runs: 1,
+		Timeout: Duration(time.Second), Baseline: path.IPv4}
+	agree, differ, given := base, base, base
+	agree.Label, differ.Label, given.Label = "agree", "differ", "given"
+	given.Params = map[string]string{"engine": "chosen"}
+	exp := &Experiment{Name: "t", Where: "loopback", Baseline: path.IPv4, Order: "interleaved", Cells: []Spec{agree, differ, given}}
+	r := &Runner{Exp: exp, Probe: func(s *Spec, p path.Path) (load.Probe, error) {
+		if s.Label == "differ" && p == path.IPv6 {
+			return engineProbe{engine: "go"}, nil
+		}
+		return engineProbe{engine: "evloop"}, nil
+	}}
+	dir := t.TempDir()
+	if err := r.Run(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "samples.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h struct {
+		Spec Experiment `json:"spec"`
+	}
+	if err := json.Unmarshal(bytes.SplitN(b, []byte("\n"), 2)[0], &h); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"evloop", "ipv4=evloop ipv6=go", "chosen"}
+	for i, c := range h.Spec.Cells {
+		if got := c.Params["engine"]; got != want[i] {
+			t.Errorf("%s: engine %q, want %q", c.Label, got, want[i])
+		}
 	}
 }

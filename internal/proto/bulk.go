@@ -37,6 +37,20 @@ func (b bulk) Do(ctx context.Context, user int) result.Sample {
 	return s
 }
 
+// Record passes on what the wrapped probe records (Recorder).
+func (b bulk) Record() map[string]string {
+	if r, ok := b.Probe.(Recorder); ok {
+		return r.Record()
+	}
+	return nil
+}
+
+// Recorder is a probe that says how it runs, for the result's record of
+// its cell group (params in the header's spec): http, its engine.
+type Recorder interface {
+	Record() map[string]string
+}
+
 // Close closes the wrapped probe when it holds resources.
 func (b bulk) Close() error {
 	if c, ok := b.Probe.(interface{ Close() error }); ok {

@@ -135,7 +135,3 @@ func WireAnyPort(key string) bool {
 	w, ok := s.(proto.WireAnyPort)
 	return ok && w.WireAnyPort()
 }
-
-// HTTPEngine names the engine an http cell's transactions run on (evloop or
-// go), for the record.
-func HTTPEngine(o *proto.Options) string { return httpp.EngineUsed(o) }

@@ -147,6 +147,16 @@ func (c *Client) EngineUsed() (Engine, error) {
 	return EngineGo, err
 }
 
+// Record says which engine the client's transactions run on, for the
+// result's record (proto.Recorder).
+func (c *Client) Record() map[string]string {
+	e, err := c.EngineUsed()
+	if err != nil {
+		return nil
+	}
+	return map[string]string{"engine": string(e)}
+}
+
 // useEvloop says whether a transaction runs on the event loop.
 func (c *Client) useEvloop() (bool, error) {
 	fits := c.URL.Scheme == "http" && !c.Path.Kind().Dual

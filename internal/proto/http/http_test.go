@@ -490,16 +490,29 @@ func TestObjectsParsedOnce(t *testing.T) {
 // its pinned paths on Go's net package too (the dual path's client), unless
 // an engine was asked for.
 func TestCellWithDualPathUsesOneEngine(t *testing.T) {
+	engineOf := func(o *proto.Options) string {
+		t.Helper()
+		pr, err := Protocol{}.Probe(o, proto.Endpoint{}, path.IPv4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pr.(proto.Recorder).Record()["engine"]
+	}
 	o := &proto.Options{URL: "http://h/"}
-	if got := EngineUsed(o); got != "evloop" {
+	if got := engineOf(o); got != "evloop" {
 		t.Errorf("pinned paths alone: %q", got)
 	}
 	o.RacesFamilies = true
-	if got := EngineUsed(o); got != "go" {
+	if got := engineOf(o); got != "go" {
 		t.Errorf("beside a dual path: %q", got)
 	}
 	o.Probe.Engine = "evloop"
-	if got := EngineUsed(o); got != "evloop" {
+	if got := engineOf(o); got != "evloop" {
 		t.Errorf("asked for evloop beside a dual path: %q", got)
+	}
+	o.URL = "https://h/"
+	o.Probe.Engine = ""
+	if got := engineOf(o); got != "go" {
+		t.Errorf("https: %q", got)
 	}
 }

@@ -130,16 +130,6 @@ func cellEngine(o *proto.Options) Engine {
 	return e
 }
 
-// EngineUsed names the engine a probe command's cell runs on.
-func EngineUsed(o *proto.Options) string {
-	u, err := ParseURL(o.URL)
-	if err != nil {
-		return ""
-	}
-	e, _ := (&Client{URL: u, Objects: !o.Probe.NoObjects, Engine: cellEngine(o)}).EngineUsed()
-	return string(e)
-}
-
 // Target is the page the cell's url names, its host resolved by the
 // cell's dns_servers (or the system's).
 func (Protocol) Target(o *proto.Options, p path.Path) (proto.Endpoint, error) {
@@ -277,9 +267,3 @@ func ServerConfigOf(at proto.Place) (ServerConfig, error) {
 type running struct{ *Server }
 
 func (r running) Port() int { return r.Server.Port }
-
-// Record adds to a probe command's record the engine its transactions ran
-// on.
-func (Protocol) Record(o *proto.Options) map[string]string {
-	return map[string]string{"engine": EngineUsed(o)}
-}
