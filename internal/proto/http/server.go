@@ -149,8 +149,9 @@ func Page(cfg ServerConfig) []byte {
 
 // Server is a running embedded HTTP server.
 type Server struct {
-	srv *nethttp.Server
-	lns []net.Listener
+	srv   *nethttp.Server // HTTPS
+	plain *plainServer    // HTTP
+	lns   []net.Listener
 	// Port is the port shared by every listener.
 	Port int
 	done chan error
@@ -164,6 +165,14 @@ func Listen(ctx context.Context, cfg ServerConfig, addrs []netip.Addr, port int)
 		return nil, fmt.Errorf("http: listen: %w", err)
 	}
 	s := &Server{Port: got, done: make(chan error, len(lns))}
+	if cfg.TLS == nil {
+		s.plain = newPlainServer(cfg)
+		for _, ln := range lns {
+			s.lns = append(s.lns, ln)
+			go func() { s.done <- s.plain.serve(wakeread.Listener{Listener: ln}) }()
+		}
+		return s, nil
+	}
 	h := Handler(cfg)
 	var perConn func(context.Context, net.Conn) context.Context
 	if n := cfg.KeepaliveRequests; n > 0 {
@@ -181,10 +190,7 @@ func Listen(ctx context.Context, cfg ServerConfig, addrs []netip.Addr, port int)
 	for _, ln := range lns {
 		s.lns = append(s.lns, ln)
 		ln = wakeread.Listener{Listener: ln} // requests wake the reading thread directly
-		if cfg.TLS != nil {
-			ln = tls.NewListener(ln, cfg.TLS)
-		}
-		go func() { s.done <- s.srv.Serve(ln) }()
+		go func() { s.done <- s.srv.Serve(tls.NewListener(ln, cfg.TLS)) }()
 	}
 	return s, nil
 }
@@ -196,9 +202,17 @@ func (s *Server) Addrs() []netip.AddrPort {
 
 // Close stops the server at once.
 func (s *Server) Close() error {
-	err := s.srv.Close()
+	var err error
+	if s.plain != nil {
+		s.plain.close()
+		for _, ln := range s.lns {
+			ln.Close()
+		}
+	} else {
+		err = s.srv.Close()
+	}
 	for range s.lns {
-		if e := <-s.done; e != nil && !errors.Is(e, nethttp.ErrServerClosed) && err == nil {
+		if e := <-s.done; e != nil && !errors.Is(e, nethttp.ErrServerClosed) && !errors.Is(e, errServerClosed) && err == nil {
 			err = e
 		}
 	}

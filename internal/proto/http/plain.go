@@ -1,0 +1,417 @@
+package http
+
+import (
+	"bytes"
+	"errors"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"v6lab/internal/content"
+	"v6lab/internal/units"
+)
+
+// The plain (not TLS) embedded server answers the few GETs v6lab's clients
+// and peer tools send (Handler's routes) with one goroutine per connection
+// and one write per small reply. Go's net/http spends, per request, a
+// goroutine that watches the idle connection and a deadline to stop it:
+// thread wake-ups that, at one user on this machine's two vCPUs, put about
+// 30 µs per request of v6lab's own server into every response time
+// (docs/PERFORMANCE.md). TLS keeps net/http.
+
+// Limits of the plain server, as net/http's were set (Listen); variables
+// so tests can shorten them.
+var (
+	plainIdle       = 30 * time.Second // between requests
+	plainHeaderTime = 10 * time.Second // for a request's header, from its first byte
+	plainWriteTime  = time.Minute      // for one reply (a client that never reads)
+)
+
+const (
+	plainMaxHeader = 64 << 10
+	// plainOneWrite: replies up to this size (header and body) leave in
+	// one write.
+	plainOneWrite = 64 << 10
+)
+
+// plainServer serves cfg's routes on its listeners.
+type plainServer struct {
+	cfg   ServerConfig
+	page  []byte
+	pages sync.Map // objects -> rendered page
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+	done  atomic.Bool
+}
+
+func newPlainServer(cfg ServerConfig) *plainServer {
+	return &plainServer{cfg: cfg, page: Page(cfg), conns: map[net.Conn]struct{}{}}
+}
+
+// serve accepts until ln is closed.
+func (s *plainServer) serve(ln net.Listener) error {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if s.done.Load() {
+				return errServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return err
+		}
+		s.mu.Lock()
+		if s.done.Load() {
+			s.mu.Unlock()
+			c.Close()
+			return errServerClosed
+		}
+		s.conns[c] = struct{}{}
+		s.mu.Unlock()
+		go s.conn(c)
+	}
+}
+
+var errServerClosed = errors.New("http: server closed")
+
+// close closes every connection; the caller closes the listeners.
+func (s *plainServer) close() {
+	s.mu.Lock()
+	s.done.Store(true)
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+}
+
+// conn serves one connection's requests in turn (pipelined ones too).
+func (s *plainServer) conn(c net.Conn) {
+	defer func() {
+		c.Close()
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+	}()
+	buf := make([]byte, 0, 4096)
+	out := make([]byte, 0, 4096)
+	var readDL, writeDL time.Time // as last set; moved at most once a second
+	var headerStart time.Time     // the first byte of the request being read
+	served := 0
+	for {
+		// Read until the buffer holds a whole header.
+		end := bytes.Index(buf, crlfcrlf)
+		for end < 0 {
+			if len(buf) >= plainMaxHeader {
+				c.Write(plainError(431, "Request Header Fields Too Large"))
+				return
+			}
+			now := time.Now()
+			dl := now.Add(plainIdle)
+			if len(buf) > 0 {
+				if headerStart.IsZero() {
+					headerStart = now
+				}
+				dl = headerStart.Add(plainHeaderTime) // a header in pieces: bounded from its first byte
+			}
+			if dl.Sub(readDL) > time.Second || dl.Before(readDL) {
+				c.SetReadDeadline(dl)
+				readDL = dl
+			}
+			if len(buf) == cap(buf) {
+				buf = append(buf, make([]byte, cap(buf))...)[:len(buf)]
+			}
+			n, err := c.Read(buf[len(buf):min(cap(buf), plainMaxHeader)])
+			if n == 0 && err != nil {
+				return // closed, reset or timed out: nothing to answer
+			}
+			from := max(0, len(buf)-3)
+			buf = buf[:len(buf)+n]
+			if i := bytes.Index(buf[from:], crlfcrlf); i >= 0 {
+				end = from + i
+			}
+		}
+		req, ok := parseRequest(buf[:end])
+		buf = buf[:copy(buf, buf[end+4:])]
+		headerStart = time.Time{}
+		served++
+		last := s.cfg.KeepaliveRequests > 0 && served >= s.cfg.KeepaliveRequests
+		if !ok.fine() {
+			c.Write(plainError(ok.status, ok.text))
+			return
+		}
+		closeAfter := req.close || last
+		if now := time.Now(); now.Add(plainWriteTime).Sub(writeDL) > time.Second {
+			writeDL = now.Add(plainWriteTime)
+			c.SetWriteDeadline(writeDL)
+		}
+		var err error
+		out, err = s.reply(c, out[:0], req, closeAfter)
+		if err != nil || closeAfter {
+			return
+		}
+	}
+}
+
+// request is what the server needs of a request.
+type request struct {
+	head  bool   // HEAD: the header alone
+	path  string // without the query
+	close bool   // the client asked to close after the reply
+}
+
+// status is a request's verdict: 0 to serve it, else the error reply.
+type status struct {
+	status int
+	text   string
+}
+
+func (s status) fine() bool { return s.status == 0 }
+
+// parseRequest reads a request's line and header (without the final
+// blank line). Requests with a body are refused: no route takes one.
+func parseRequest(h []byte) (request, status) {
+	var r request
+	line, rest, _ := bytes.Cut(h, []byte("\r\n"))
+	method, line, ok1 := bytes.Cut(line, []byte(" "))
+	target, version, ok2 := bytes.Cut(line, []byte(" "))
+	if !ok1 || !ok2 || len(method) == 0 || len(target) == 0 {
+		return r, status{400, "Bad Request"}
+	}
+	var http10 bool
+	switch string(version) {
+	case "HTTP/1.1":
+	case "HTTP/1.0":
+		http10, r.close = true, true
+	default:
+		return r, status{505, "HTTP Version Not Supported"}
+	}
+	switch string(method) {
+	case "GET":
+	case "HEAD":
+		r.head = true
+	default:
+		return r, status{405, "Method Not Allowed"}
+	}
+	if rest, ok := bytes.CutPrefix(target, []byte("http://")); ok {
+		target = []byte("/") // absolute-form (RFC 9112 §3.2.2): its path
+		if i := bytes.IndexByte(rest, '/'); i >= 0 {
+			target = rest[i:]
+		}
+	}
+	if target[0] != '/' {
+		return r, status{400, "Bad Request"}
+	}
+	if q := bytes.IndexByte(target, '?'); q >= 0 {
+		target = target[:q]
+	}
+	r.path = string(target)
+	host := false
+	for len(rest) > 0 {
+		var field []byte
+		field, rest, _ = bytes.Cut(rest, []byte("\r\n"))
+		name, value, ok := bytes.Cut(field, []byte(":"))
+		if !ok || len(name) == 0 || name[0] == ' ' || name[0] == '\t' {
+			return r, status{400, "Bad Request"} // no colon, or obsolete line folding
+		}
+		value = bytes.TrimSpace(value)
+		switch {
+		case bytes.EqualFold(name, []byte("Host")):
+			host = true
+		case bytes.EqualFold(name, []byte("Connection")):
+			for _, tok := range bytes.Split(value, []byte(",")) {
+				tok = bytes.TrimSpace(tok)
+				switch {
+				case bytes.EqualFold(tok, []byte("close")):
+					r.close = true
+				case http10 && bytes.EqualFold(tok, []byte("keep-alive")):
+					r.close = false
+				}
+			}
+		case bytes.EqualFold(name, []byte("Content-Length")):
+			if n, err := strconv.ParseInt(string(value), 10, 64); err != nil || n != 0 {
+				return r, status{400, "Bad Request"}
+			}
+		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
+			return r, status{400, "Bad Request"}
+		}
+	}
+	if !host && !http10 {
+		return r, status{400, "Bad Request"} // RFC 9112 §3.2, as net/http
+	}
+	return r, status{}
+}
+
+// reply writes the answer to req.
+func (s *plainServer) reply(c net.Conn, out []byte, req request, closeAfter bool) ([]byte, error) {
+	p := req.path
+	switch {
+	case p == "/" || p == "/index.html":
+		return s.write(c, out, "text/html; charset=utf-8", s.page, int64(len(s.page)), req.head, closeAfter)
+	case p == "/health":
+		return s.write(c, out, "text/plain; charset=utf-8", okBody, int64(len(okBody)), req.head, closeAfter)
+	}
+	if n, found := routeNumber(p, "/obj/"); found {
+		if n < 0 || n >= max(s.cfg.Objects, MaxObjects) {
+			return s.notFound(c, out, req.head, closeAfter)
+		}
+		return s.write(c, out, "image/png", nil, s.cfg.ObjectSize, req.head, closeAfter)
+	}
+	if n, found := routeNumber(p, "/pages/"); found {
+		if n < 0 || n > MaxObjects {
+			return s.notFound(c, out, req.head, closeAfter)
+		}
+		pg, ok := s.pages.Load(n)
+		if !ok {
+			cfg := s.cfg
+			cfg.Objects = n
+			pg, _ = s.pages.LoadOrStore(n, Page(cfg))
+		}
+		b := pg.([]byte)
+		return s.write(c, out, "text/html; charset=utf-8", b, int64(len(b)), req.head, closeAfter)
+	}
+	if rest, found := cutPrefix(p, "/files/"); found && rest != "" {
+		size, err := units.ParseSize(rest)
+		if err != nil || size > MaxFileSize {
+			return s.write(c, out, "text/plain; charset=utf-8", badSize, int64(len(badSize)), req.head, closeAfter, 400)
+		}
+		return s.write(c, out, "application/octet-stream", nil, size, req.head, closeAfter)
+	}
+	return s.notFound(c, out, req.head, closeAfter)
+}
+
+var (
+	okBody       = []byte("ok\n")
+	badSize      = []byte("bad size\n")
+	notFoundBody = []byte("404 page not found\n")
+)
+
+func (s *plainServer) notFound(c net.Conn, out []byte, head, closeAfter bool) ([]byte, error) {
+	return s.write(c, out, "text/plain; charset=utf-8", notFoundBody, int64(len(notFoundBody)), head, closeAfter, 404)
+}
+
+// routeNumber reads the N of prefix+N (found false: another route).
+func routeNumber(p, prefix string) (int, bool) {
+	rest, found := cutPrefix(p, prefix)
+	if !found || rest == "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	if err != nil {
+		return -1, true // the route, not a number: not found
+	}
+	return n, true
+}
+
+func cutPrefix(s, prefix string) (string, bool) {
+	if len(s) >= len(prefix) && s[:len(prefix)] == prefix {
+		return s[len(prefix):], true
+	}
+	return "", false
+}
+
+// write sends a reply: body, or size bytes of generated content when body
+// is nil. Up to plainOneWrite bytes leave in one write.
+func (s *plainServer) write(c net.Conn, out []byte, ctype string, body []byte, size int64, head, closeAfter bool, code ...int) ([]byte, error) {
+	st := 200
+	if len(code) > 0 {
+		st = code[0]
+	}
+	out = appendHeader(out, st, ctype, size, closeAfter)
+	if head {
+		_, err := c.Write(out)
+		return out, err
+	}
+	if body != nil {
+		if len(out)+len(body) > plainOneWrite {
+			if _, err := c.Write(out); err != nil {
+				return out, err
+			}
+			_, err := c.Write(body)
+			return out, err
+		}
+		out = append(out, body...)
+		_, err := c.Write(out)
+		return out, err
+	}
+	// Generated: byte o of the body is block[o % len(block)] (content.Fill).
+	first := min(int64(plainOneWrite-len(out)), size)
+	n := len(out)
+	out = append(out, make([]byte, first)...)
+	content.Fill(out[n:], 0)
+	if _, err := c.Write(out); err != nil {
+		return out, err
+	}
+	block := content.Block()
+	for sent := first; sent < size; {
+		start := sent % int64(len(block))
+		k := min(int64(len(block))-start, size-sent)
+		if _, err := c.Write(block[start : start+k]); err != nil {
+			return out, err
+		}
+		sent += k
+	}
+	return out, nil
+}
+
+// appendHeader appends a reply's status line and header, as net/http
+// writes them (fields sorted, a Date).
+func appendHeader(out []byte, code int, ctype string, size int64, closeAfter bool) []byte {
+	out = append(out, "HTTP/1.1 "...)
+	out = strconv.AppendInt(out, int64(code), 10)
+	out = append(out, ' ')
+	out = append(out, statusText(code)...)
+	if closeAfter {
+		out = append(out, "\r\nConnection: close"...)
+	}
+	out = append(out, "\r\nContent-Length: "...)
+	out = strconv.AppendInt(out, size, 10)
+	out = append(out, "\r\nContent-Type: "...)
+	out = append(out, ctype...)
+	out = append(out, "\r\nDate: "...)
+	out = append(out, httpDate()...)
+	return append(out, "\r\n\r\n"...)
+}
+
+func statusText(code int) string {
+	switch code {
+	case 200:
+		return "OK"
+	case 400:
+		return "Bad Request"
+	case 404:
+		return "Not Found"
+	}
+	return "Error"
+}
+
+// plainError is a reply that ends the connection.
+func plainError(code int, text string) []byte {
+	body := strconv.Itoa(code) + " " + text + "\n"
+	return []byte("HTTP/1.1 " + strconv.Itoa(code) + " " + text + "\r\nConnection: close\r\nContent-Length: " +
+		strconv.Itoa(len(body)) + "\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n" + body)
+}
+
+// httpDate is the Date field's value, formatted once a second.
+func httpDate() []byte {
+	now := time.Now().Unix()
+	if d := cachedDate.Load(); d != nil && d.at == now {
+		return d.text
+	}
+	d := &dateText{at: now, text: time.Unix(now, 0).UTC().AppendFormat(nil, nethttpTimeFormat)}
+	cachedDate.Store(d)
+	return d.text
+}
+
+type dateText struct {
+	at   int64
+	text []byte
+}
+
+var cachedDate atomic.Pointer[dateText]
+
+// nethttpTimeFormat is net/http.TimeFormat.
+const nethttpTimeFormat = "Mon, 02 Jan 2006 15:04:05 GMT"
