@@ -192,6 +192,12 @@ type loop struct {
 	idle  atomic.Bool // waiting with nothing in flight, no deadline set
 	buf   []byte
 	oob   []byte
+	// complete holds the exchanges whose reply completed in this batch
+	// of events: their next request (or close) waits until every ready
+	// socket of the batch has been read, so one exchange's sending and
+	// closing (whose packets the kernel carries through the lab in this
+	// thread) is not in another's end mark.
+	complete []*conn
 }
 
 func newLoop() (*loop, error) {
@@ -434,6 +440,18 @@ func (l *loop) run() {
 		for i := 0; i < n; i++ {
 			l.handle(&events[i])
 		}
+		for len(l.complete) > 0 {
+			done := l.complete
+			l.complete = nil // read may add to it
+			for _, c := range done {
+				if l.next(c) {
+					l.read(c)
+				}
+			}
+			if l.complete == nil {
+				l.complete = done[:0]
+			}
+		}
 		if now := time.Now(); now.Sub(lastScan) >= scanEvery || n == 0 {
 			lastScan = now
 			l.scan(now)
@@ -512,10 +530,8 @@ func (l *loop) read(c *conn) {
 			return
 		}
 		if done {
-			if !l.next(c) {
-				return
-			}
-			continue
+			l.complete = append(l.complete, c)
+			return
 		}
 		if n == 0 {
 			l.finish(c, "reply", errors.New("the reply ended early (the feeder wanted more after EOF)"))
