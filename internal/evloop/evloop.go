@@ -198,6 +198,11 @@ type loop struct {
 	// closing (whose packets the kernel carries through the lab in this
 	// thread) is not in another's end mark.
 	complete []*conn
+	// toClose are the sockets of exchanges completed in this batch; a
+	// goroutine of their own closes them (closing), so the resets' way
+	// through the lab is not in the loop's thread.
+	toClose []int
+	closing chan []int
 }
 
 func newLoop() (*loop, error) {
@@ -229,7 +234,16 @@ func newLoop() (*loop, error) {
 		unix.Close(wake)
 		return nil, fmt.Errorf("evloop: %w", err)
 	}
-	return &loop{epfd: epfd, file: f, raw: raw, wake: wake, conns: map[int]*conn{}, buf: make([]byte, 64<<10), oob: make([]byte, kstamp.OOBSize)}, nil
+	l := &loop{epfd: epfd, file: f, raw: raw, wake: wake, conns: map[int]*conn{}, buf: make([]byte, 64<<10), oob: make([]byte, kstamp.OOBSize),
+		closing: make(chan []int, 64)}
+	go func() {
+		for fds := range l.closing {
+			for _, fd := range fds {
+				unix.Close(fd)
+			}
+		}
+	}()
+	return l, nil
 }
 
 // poke wakes the loop so it scans for cancelled exchanges at once.
@@ -396,6 +410,20 @@ func (l *loop) finish(c *conn, phase string, err error) {
 	close(c.done)
 }
 
+// completed hands back an exchange that ended well; its socket is closed
+// after the batch, by the closing goroutine. Called in the loop only.
+func (l *loop) completed(c *conn) {
+	l.mu.Lock()
+	if l.conns[c.fd] != c {
+		l.mu.Unlock()
+		return
+	}
+	delete(l.conns, c.fd)
+	l.mu.Unlock()
+	l.toClose = append(l.toClose, c.fd)
+	close(c.done)
+}
+
 func (l *loop) run() {
 	events := make([]unix.EpollEvent, 256)
 	lastScan := time.Now()
@@ -451,6 +479,10 @@ func (l *loop) run() {
 			if l.complete == nil {
 				l.complete = done[:0]
 			}
+		}
+		if len(l.toClose) > 0 {
+			l.closing <- l.toClose
+			l.toClose = nil
 		}
 		if now := time.Now(); now.Sub(lastScan) >= scanEvery || n == 0 {
 			lastScan = now
@@ -546,12 +578,12 @@ func (l *loop) read(c *conn) {
 func (l *loop) next(c *conn) bool {
 	cont, ok := c.x.Reply.(Continuer)
 	if !ok {
-		l.finish(c, "", nil)
+		l.completed(c)
 		return false
 	}
 	req, reconnect := cont.Next()
 	if req == nil {
-		l.finish(c, "", nil)
+		l.completed(c)
 		return false
 	}
 	c.req, c.sent = req, 0
@@ -624,6 +656,7 @@ func (l *loop) failAll(err error) {
 
 func (l *loop) shutdown() {
 	l.failAll(errors.New("evloop: engine closed"))
+	close(l.closing)
 	l.file.Close()
 	unix.Close(l.wake)
 }
