@@ -10,13 +10,14 @@ import (
 // allowed lists, per package, the internal packages it may import
 // (directly or not). A package missing here may import nothing internal.
 var allowed = map[string][]string{
-	"v6lab/internal/path":            {"kstamp"},
+	"v6lab/internal/path":            {"kstamp", "synstamp"},
+	"v6lab/internal/synstamp":        {},
 	"v6lab/internal/kstamp":          {},
 	"v6lab/internal/result":          {},
 	"v6lab/internal/host":            {},
 	"v6lab/internal/stats":           {},
-	"v6lab/internal/report":          {"result", "stats", "path"},
-	"v6lab/internal/load":            {"path", "result"},
+	"v6lab/internal/report":          {"result", "stats", "path", "synstamp"},
+	"v6lab/internal/load":            {"path", "synstamp", "result"},
 	"v6lab/internal/evloop":          {"kstamp"},
 	"v6lab/internal/wakeread":        {},
 	"v6lab/internal/content":         {},
@@ -40,24 +41,24 @@ var allowed = map[string][]string{
 	"v6lab/internal/measure":    experimentDeps("capture", "host", "report", "stats"),
 	"v6lab/internal/labrun":     experimentDeps("capture", "host", "report", "stats", "measure", "servers", "tcpflow"),
 	"v6lab/internal/runner":     experimentDeps("capture", "host", "report", "stats", "measure", "servers", "tcpflow", "labrun"),
-	"v6lab/internal/labkeep":    {"lab", "lab/sixin4", "lab/bpf", "specfile", "units", "path"},
-	"v6lab/internal/lab":        {"lab/sixin4", "lab/bpf", "specfile", "units", "path"},
+	"v6lab/internal/labkeep":    {"lab", "lab/sixin4", "lab/bpf", "specfile", "units", "path", "synstamp"},
+	"v6lab/internal/lab":        {"lab/sixin4", "lab/bpf", "specfile", "units", "path", "synstamp"},
 	"v6lab/internal/lab/sixin4": {},
 	"v6lab/internal/lab/bpf":    {},
-	"v6lab/internal/capture":    {"path", "result"},
+	"v6lab/internal/capture":    {"path", "synstamp", "result"},
 	"v6lab/internal/units":      {},
-	"v6lab/internal/transport":  {"load", "path", "result"},
+	"v6lab/internal/transport":  {"load", "path", "synstamp", "result"},
 	"v6lab/internal/specfile":   {},
-	"v6lab/internal/traffic":    {"path"},
+	"v6lab/internal/traffic":    {"path", "synstamp"},
 	"v6lab/internal/tcpflow":    {},
-	"v6lab/internal/congestion": {"lab", "lab/sixin4", "lab/bpf", "specfile", "units", "traffic", "path", "result"},
+	"v6lab/internal/congestion": {"lab", "lab/sixin4", "lab/bpf", "specfile", "units", "traffic", "path", "synstamp", "result"},
 	// merge joins segments' result directories: files and reports only.
-	"v6lab/internal/merge": {"result", "report", "stats", "path", "kstamp"},
+	"v6lab/internal/merge": {"result", "report", "stats", "path", "synstamp", "kstamp"},
 }
 
 // protoBase is what the protocol interface may build on: the layers below
 // every protocol.
-var protoBase = []string{"load", "path", "result", "transport", "content", "units"}
+var protoBase = []string{"load", "path", "synstamp", "result", "transport", "content", "units"}
 
 // protoLevel is what a protocol package may import: protoBase and proto.
 func protoLevel() []string { return append(append([]string(nil), protoBase...), "proto") }

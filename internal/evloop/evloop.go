@@ -66,6 +66,9 @@ type Exchange struct {
 	Request []byte
 	// Reply consumes what comes back.
 	Reply Feeder
+	// Cookie asks for the first connection's socket cookie in the
+	// result (Result.Cookie: the key of its SYN's stamp).
+	Cookie bool
 }
 
 // Result says how an exchange went. Times are on the monotonic clock.
@@ -82,6 +85,8 @@ type Result struct {
 	// Reconnects counts the connections opened after the first (a
 	// Continuer's reconnect).
 	Reconnects int
+	// Cookie is the first connection's socket cookie (Exchange.Cookie).
+	Cookie uint64
 	// Phase is where Err happened: "connect", "io" (sending or reading)
 	// or "reply" (the Feeder's error).
 	Phase string
@@ -314,6 +319,9 @@ func (l *loop) open(c *conn) (string, error) {
 		return "connect", os.NewSyscallError("connect", err)
 	}
 	c.fd = fd
+	if x.Cookie && c.res.Cookie == 0 {
+		c.res.Cookie, _ = unix.GetsockoptUint64(fd, unix.SOL_SOCKET, unix.SO_COOKIE)
+	}
 	// Send at once: on loopback (and any fast path) the handshake is over
 	// by the time connect returns, even when it said EINPROGRESS, and the
 	// loop then wakes once, for the reply. A socket still connecting says

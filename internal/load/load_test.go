@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -209,4 +211,60 @@ func TestDoneEndsAtTheLastRead(t *testing.T) {
 	if s := tr2.Done("ok"); s.TotalNS < int64(time.Millisecond) {
 		t.Errorf("without reads the end is Done's: %v", time.Duration(s.TotalNS))
 	}
+}
+
+// TestWireStartsAtTheSYNWithoutLookup: a transaction to an IP literal has
+// no query to start its wire time; its connection's SYN, stamped in the
+// kernel (synstamp), does: wire_ns is set and within the total.
+func TestWireStartsAtTheSYNWithoutLookup(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the SYN stamp is a BPF program")
+	}
+	if !path.SYNReady() {
+		t.Skip("no SYN stamps on this host (cgroup v2, sockops)")
+	}
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { io.Copy(c, c); c.Close() }()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	// On loopback a reply now and then carries no receive stamp (the
+	// sender's departure time is kept in it): try a few transactions.
+	for try := 0; try < 5; try++ {
+		tr := Begin("x", path.IPv4)
+		c, release, failed := tr.Open(context.Background(), &path.Resolver{}, "127.0.0.1", port, path.Dialer{Path: path.IPv4})
+		if failed != nil {
+			t.Fatal(failed.Err)
+		}
+		if _, err := c.Write([]byte("ping")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, make([]byte, 4)); err != nil {
+			t.Fatal(err)
+		}
+		s := tr.Done("ok")
+		release()
+		syn := path.SYNSent(tr.synCookie)
+		if syn.IsZero() || syn.Before(s.Start.Add(-time.Millisecond)) || syn.After(s.Start.Add(time.Duration(s.TotalNS))) {
+			t.Fatalf("SYN stamp %v, transaction from %v for %v", syn, s.Start, time.Duration(s.TotalNS))
+		}
+		if tr.conns[0].LastRx.IsZero() {
+			continue
+		}
+		if s.WireNS <= 0 || s.WireNS > s.TotalNS {
+			t.Errorf("wire %d total %d: want a wire time from the SYN, within the total", s.WireNS, s.TotalNS)
+		}
+		return
+	}
+	t.Error("no reply had a receive stamp")
 }

@@ -25,7 +25,10 @@ type Trace struct {
 	// query); conns are the connections whose receive stamps end the
 	// wire time (WireNS).
 	firstTx time.Time
-	conns   []*path.StampedConn
+	// synCookie is the first connection's socket cookie when no lookup
+	// stamped the start: its SYN's stamp does (path.SYNSent).
+	synCookie uint64
+	conns     []*path.StampedConn
 	lastRx  time.Time // a receive stamp given by Received
 	S       result.Sample
 	// TLS describes the transaction's TLS (version, cipher, resumed), for
@@ -65,8 +68,23 @@ func (t *Trace) Stamp(c net.Conn) net.Conn {
 	if !ok {
 		return c
 	}
+	if !sc.UDP && t.WantsSYN() && len(t.conns) == 0 && path.SYNReady() {
+		t.synCookie = sc.Cookie()
+	}
 	t.conns = append(t.conns, sc)
 	return sc
+}
+
+// WantsSYN says whether the wire time has no start yet (no lookup sent a
+// query): the first connection's SYN then starts it (SYN).
+func (t *Trace) WantsSYN() bool { return t.firstTx.IsZero() && t.synCookie == 0 }
+
+// SYN records the socket cookie of the transaction's first connection,
+// made by the probe itself (an event loop), when WantsSYN.
+func (t *Trace) SYN(cookie uint64) {
+	if t.WantsSYN() {
+		t.synCookie = cookie
+	}
 }
 
 // Received records reads a probe did itself (an event loop): when the one
@@ -100,6 +118,9 @@ func (t *Trace) wire() int64 {
 		}
 	}
 
+	if t.firstTx.IsZero() && t.synCookie != 0 {
+		t.firstTx = path.SYNSent(t.synCookie)
+	}
 	if t.firstTx.IsZero() || last.IsZero() || last.Before(t.firstTx) {
 		return 0
 	}

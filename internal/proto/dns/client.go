@@ -208,10 +208,9 @@ func (c *Client) exchange(ctx context.Context, tr *load.Trace, wire []byte, tcp 
 			raw.Close()
 		}
 	}()
-	conn := raw
-	if !tcp { // over UDP the kernel stamps the query and its reply (wire_ns)
-		conn = tr.Stamp(raw)
-	}
+	// The kernel stamps the reply (wire_ns); over UDP the query too, over
+	// TCP the SYN starts the wire time when no earlier query did.
+	conn := tr.Stamp(raw)
 	if tr.S.ConnectNS == 0 {
 		tr.Mark(&tr.S.ConnectNS)
 		tr.Conn(conn)

@@ -39,6 +39,8 @@ func (c *Client) doEvloop(ctx context.Context, tr *load.Trace, addr netip.AddrPo
 	defer parsers.Put(p)
 	p.reset(uri, maxBody, c.checks(), c.Expect)
 	x := evloop.Exchange{Remote: addr, Source: c.Source, Request: c.request(uri, !c.Objects), Reply: p}
+	// No lookup started the wire time: the connection's SYN does.
+	x.Cookie = tr.WantsSYN() && path.SYNReady()
 	var page *pageExchange
 	if c.Objects {
 		p.keep = true
@@ -78,6 +80,7 @@ func (c *Client) doEvloop(ctx context.Context, tr *load.Trace, addr netip.AddrPo
 		tr.S.Metrics = bodyMetrics(&p.check)
 	}
 	tr.Received(r.LastRead, r.LastRx) // the end, and the wire's, at the last bytes
+	tr.SYN(r.Cookie)
 	objs := 0
 	if page != nil {
 		objs = page.objs

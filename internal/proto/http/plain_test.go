@@ -8,12 +8,14 @@ import (
 	"net"
 	nethttp "net/http"
 	"net/netip"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"v6lab/internal/content"
+	"v6lab/internal/path"
 )
 
 // plainAt starts the plain server on IPv4 loopback and returns its address.
@@ -238,5 +240,38 @@ func TestPlainServerCloseEndsConnections(t *testing.T) {
 	c.SetReadDeadline(time.Now().Add(2 * time.Second))
 	if n, err := c.Read(make([]byte, 1)); n != 0 || err == nil || isTimeout(err) {
 		t.Errorf("after Close the connection read %d, %v: want it closed", n, err)
+	}
+}
+
+// TestIPLiteralWireStartsAtTheSYN: without a lookup the page's wire time
+// starts at its connection's SYN, on both engines.
+func TestIPLiteralWireStartsAtTheSYN(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the SYN stamp is a BPF program")
+	}
+	if !path.SYNReady() {
+		t.Skip("no SYN stamps on this host (cgroup v2, sockops)")
+	}
+	addr := plainAt(t, DefaultServerConfig)
+	u, _ := ParseURL("http://" + addr + "/")
+	for _, engine := range []Engine{EngineGo, EngineEvloop} {
+		c := &Client{URL: u, Path: path.IPv4, Resolver: &path.Resolver{}, Objects: true, Engine: engine}
+		stamped := 0
+		// On loopback a reply now and then carries no receive stamp.
+		for try := 0; try < 5 && stamped == 0; try++ {
+			s := do(c, 5*time.Second)
+			if !s.OK() {
+				t.Fatalf("%s: %s", engine, s.Err)
+			}
+			if s.WireNS > s.TotalNS || s.WireNS < 0 {
+				t.Fatalf("%s: wire %d total %d", engine, s.WireNS, s.TotalNS)
+			}
+			if s.WireNS > 0 {
+				stamped++
+			}
+		}
+		if stamped == 0 {
+			t.Errorf("%s: no transaction to an IP literal had a wire time", engine)
+		}
 	}
 }
