@@ -441,9 +441,9 @@ func (r *Runner) Run(ctx context.Context, dir string) error {
 	return werr
 }
 
-// recordProbes adds to each cell group's params what its probes record of
-// how they run (proto.Recorder: http's engine), so a result says it as a
-// probe command's does. Paths that differ are named: "ipv4=evloop dual=go".
+// recordProbes sets in each cell group's params what its probes record of
+// how they ran (proto.Recorder: http's engine), over what the cell asked
+// for ("auto"). Paths that differ are named: "ipv4=evloop dual=go".
 func recordProbes(e *Experiment, probeOf func(cell int, p path.Path) load.Probe) {
 	for ci := range e.Cells {
 		c := &e.Cells[ci]
@@ -458,9 +458,6 @@ func recordProbes(e *Experiment, probeOf func(cell int, p path.Path) load.Probe)
 			}
 		}
 		for k, vals := range byPath {
-			if _, set := c.Params[k]; set {
-				continue
-			}
 			if c.Params == nil {
 				c.Params = map[string]string{}
 			}

@@ -504,13 +504,14 @@ func (p engineProbe) Record() map[string]string { return map[string]string{"engi
 
 // TestRunnerRecordsHowProbesRan: a cell group's params in the header say
 // what its probes record (http: the engine), one value when every path
-// agrees, each path's when they differ; a param the cell set stays.
+// agrees, each path's when they differ, over what the cell asked for; a
+// param the probes do not record stays.
 func TestRunnerRecordsHowProbesRan(t *testing.T) {
 	base := Spec{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4, path.IPv6}, Conns: []int{1}, Runs: 1,
 		Timeout: Duration(time.Second), Baseline: path.IPv4}
 	agree, differ, given := base, base, base
 	agree.Label, differ.Label, given.Label = "agree", "differ", "given"
-	given.Params = map[string]string{"engine": "chosen"}
+	given.Params = map[string]string{"engine": "auto", "other": "kept"}
 	exp := &Experiment{Name: "t", Where: "loopback", Baseline: path.IPv4, Order: "interleaved", Cells: []Spec{agree, differ, given}}
 	r := &Runner{Exp: exp, Probe: func(s *Spec, p path.Path) (load.Probe, error) {
 		if s.Label == "differ" && p == path.IPv6 {
@@ -532,10 +533,13 @@ func TestRunnerRecordsHowProbesRan(t *testing.T) {
 	if err := json.Unmarshal(bytes.SplitN(b, []byte("\n"), 2)[0], &h); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"evloop", "ipv4=evloop ipv6=go", "chosen"}
+	want := []string{"evloop", "ipv4=evloop ipv6=go", "evloop"}
 	for i, c := range h.Spec.Cells {
 		if got := c.Params["engine"]; got != want[i] {
 			t.Errorf("%s: engine %q, want %q", c.Label, got, want[i])
 		}
+	}
+	if got := h.Spec.Cells[2].Params["other"]; got != "kept" {
+		t.Errorf("a param the probes do not record became %q", got)
 	}
 }
