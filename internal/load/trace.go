@@ -29,8 +29,8 @@ type Trace struct {
 	// stamped the start: its SYN's stamp does (path.SYNSent).
 	synCookie uint64
 	conns     []*path.StampedConn
-	lastRx  time.Time // a receive stamp given by Received
-	S       result.Sample
+	lastRx    time.Time // a receive stamp given by Received
+	S         result.Sample
 	// TLS describes the transaction's TLS (version, cipher, resumed), for
 	// its marker.
 	TLS string

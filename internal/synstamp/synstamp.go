@@ -92,9 +92,9 @@ func (s *Stamper) Close() error {
 // the SYN's departure (a new map entry) and the handshake's end.
 func program(m *ebpf.Map, ns uint64) asm.Instructions {
 	return asm.Instructions{
-		asm.Mov.Reg(asm.R6, asm.R1),                  // ctx
-		asm.LoadMem(asm.R7, asm.R6, 0, asm.Word),     // op
-		asm.JEq.Imm(asm.R7, opTCPConnect, "stamp"),   //
+		asm.Mov.Reg(asm.R6, asm.R1),                // ctx
+		asm.LoadMem(asm.R7, asm.R6, 0, asm.Word),   // op
+		asm.JEq.Imm(asm.R7, opTCPConnect, "stamp"), //
 		asm.JEq.Imm(asm.R7, opActiveEstablished, "stamp"),
 		asm.Ja.Label("out"),
 
