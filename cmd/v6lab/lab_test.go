@@ -144,6 +144,11 @@ func TestRunMeasuresEveryPathInTheLab(t *testing.T) {
 			t.Errorf("%s/%d: wire %d of %d ns, query from %q", smp.Path, smp.Conns, smp.WireNS, smp.TotalNS, smp.DNSLocal)
 			continue
 		}
+		// The page's first byte arrived on the wire within the wire time,
+		// and no later than the client read it.
+		if smp.WireFirstByteNS <= 0 || smp.WireFirstByteNS > smp.WireNS {
+			t.Errorf("%s/%d: wire first byte %d of wire %d ns", smp.Path, smp.Conns, smp.WireFirstByteNS, smp.WireNS)
+		}
 		stamped[smp.Path]++
 	}
 	if stamped["ipv4"] == 0 || stamped["ipv6"] == 0 || (f.Header.Lab["tunnel"] != "none" && stamped["6in4"] == 0) {

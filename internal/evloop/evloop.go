@@ -76,12 +76,12 @@ type Result struct {
 	Connected time.Time // the handshake completed (zero if it did not)
 	FirstByte time.Time // the first reply byte was read (zero if none)
 	// LastRead is when the read that brought the reply's last bytes
-	// returned; LastRx is the kernel's receive stamp of those bytes
-	// (zero where the kernel gives none).
-	LastRead, LastRx time.Time
-	Local            netip.AddrPort // of the first connection
-	BytesOut         int64
-	BytesIn          int64
+	// returned; LastRx is the kernel's receive stamp of those bytes, and
+	// FirstRx of the first bytes read (zero where the kernel gives none).
+	LastRead, LastRx, FirstRx time.Time
+	Local                     netip.AddrPort // of the first connection
+	BytesOut                  int64
+	BytesIn                   int64
 	// Reconnects counts the connections opened after the first (a
 	// Continuer's reconnect).
 	Reconnects int
@@ -561,6 +561,9 @@ func (l *loop) read(c *conn) {
 			}
 			if at := kstamp.Parse(l.oob[:oobn]); !at.IsZero() {
 				c.res.LastRx = at
+				if c.res.FirstRx.IsZero() {
+					c.res.FirstRx = at
+				}
 			}
 		}
 		c.res.BytesIn += int64(n)

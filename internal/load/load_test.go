@@ -264,6 +264,9 @@ func TestWireStartsAtTheSYNWithoutLookup(t *testing.T) {
 		if s.WireNS <= 0 || s.WireNS > s.TotalNS {
 			t.Errorf("wire %d total %d: want a wire time from the SYN, within the total", s.WireNS, s.TotalNS)
 		}
+		if s.WireFirstByteNS <= 0 || s.WireFirstByteNS > s.WireNS {
+			t.Errorf("wire first byte %d of wire %d", s.WireFirstByteNS, s.WireNS)
+		}
 		return
 	}
 	t.Error("no reply had a receive stamp")

@@ -30,6 +30,7 @@ type Trace struct {
 	synCookie uint64
 	conns     []*path.StampedConn
 	lastRx    time.Time // a receive stamp given by Received
+	firstRx   time.Time // the first reply bytes' stamp given by FirstReceived
 	S         result.Sample
 	// TLS describes the transaction's TLS (version, cipher, resumed), for
 	// its marker.
@@ -99,6 +100,14 @@ func (t *Trace) Received(read, rx time.Time) {
 	}
 }
 
+// FirstReceived records the kernel's receive stamp of the reply's first
+// bytes, for reads a probe did itself (an event loop).
+func (t *Trace) FirstReceived(rx time.Time) {
+	if !rx.IsZero() && (t.firstRx.IsZero() || rx.Before(t.firstRx)) {
+		t.firstRx = rx
+	}
+}
+
 // Sent records the kernel's stamp of the transaction's first packet out
 // when no lookup gave one (a DNS query's own socket: path.StampedConn.
 // FirstSent, read before the socket closes).
@@ -125,6 +134,21 @@ func (t *Trace) wire() int64 {
 		return 0
 	}
 	return int64(last.Sub(t.firstTx))
+}
+
+// wireFirstByte is, by the kernel's stamps, the first packet out to the
+// first reply bytes in (0: unknown); called after wire.
+func (t *Trace) wireFirstByte() int64 {
+	first := t.firstRx
+	for _, c := range t.conns {
+		if !c.FirstRx.IsZero() && (first.IsZero() || c.FirstRx.Before(first)) {
+			first = c.FirstRx
+		}
+	}
+	if t.firstTx.IsZero() || first.IsZero() || first.Before(t.firstTx) {
+		return 0
+	}
+	return int64(first.Sub(t.firstTx))
 }
 
 // Since is the time elapsed since Begin.
@@ -196,6 +220,9 @@ func (t *Trace) Done(marker string) result.Sample {
 		t.S.TotalNS = int64(t.lastRead.Sub(t.start))
 	}
 	t.S.WireNS = t.wire()
+	if t.S.WireNS > 0 {
+		t.S.WireFirstByteNS = min(t.wireFirstByte(), t.S.WireNS)
+	}
 	t.S.Marker = marker
 	return t.S
 }

@@ -48,6 +48,8 @@ type StampedConn struct {
 	rc     syscall.RawConn
 	oob    []byte
 	LastRx time.Time
+	// FirstRx is the receive stamp of the first bytes read.
+	FirstRx time.Time
 	// UDP: FirstSent reads the stamp of the first datagram sent.
 	UDP bool
 }
@@ -94,6 +96,9 @@ func (s *StampedConn) Read(p []byte) (int, error) {
 		if n > 0 {
 			if at := kstamp.Parse(s.oob[:oobn]); !at.IsZero() {
 				s.LastRx = at
+				if s.FirstRx.IsZero() {
+					s.FirstRx = at
+				}
 			}
 		}
 		return true

@@ -13,8 +13,9 @@ import (
 // FormatVersion is written in every header; readers refuse newer ones
 // and read every older one. 2 added wire_ns and dns_local to samples
 // (absent in version 1 files, which read as they always did); 3 added a
-// segment's and a merge's header fields and a run's slot and lateness.
-const FormatVersion = 3
+// segment's and a merge's header fields and a run's slot and lateness; 4
+// a sample's wire_first_byte_ns.
+const FormatVersion = 4
 
 // Line kinds in samples.jsonl.
 const (
@@ -51,12 +52,16 @@ type Sample struct {
 	// the failure.
 	TotalNS int64 `json:"total_ns"`
 	// WireNS is the network's share of a completed transaction by the
-	// kernel's own timestamps: from its DNS query leaving the host to the
-	// last needed bytes arriving (absent where the kernel gave none, or
-	// without a lookup).
-	WireNS   int64 `json:"wire_ns,omitempty"`
-	BytesIn  int64 `json:"bytes_in"`
-	BytesOut int64 `json:"bytes_out"`
+	// kernel's own timestamps: from its first packet leaving the host (the
+	// DNS query, or the SYN without a lookup) to the last needed bytes
+	// arriving (absent where the kernel gave none).
+	WireNS int64 `json:"wire_ns,omitempty"`
+	// WireFirstByteNS is, on the same clock, from that first packet out
+	// to the arrival of the reply's first byte (the phase first_byte_ns
+	// ends, by the kernel's receive stamp).
+	WireFirstByteNS int64 `json:"wire_first_byte_ns,omitempty"`
+	BytesIn         int64 `json:"bytes_in"`
+	BytesOut        int64 `json:"bytes_out"`
 	// Marker is the completion marker seen (e.g. "200 OK" with every byte),
 	// empty when the transaction did not complete.
 	Marker string `json:"marker,omitempty"`

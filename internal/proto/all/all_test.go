@@ -97,6 +97,11 @@ func TestEveryProtocolOverEveryLoopbackPath(t *testing.T) {
 			if stamped := p.Name() != "tcp" && p.Name() != "udp"; stamped && (s.WireNS <= 0 || s.WireNS > s.TotalNS) {
 				t.Errorf("%s over %s: wire %v of a total %v", p.Name(), pth, time.Duration(s.WireNS), time.Duration(s.TotalNS))
 			}
+			// The first reply byte's stamp, where loopback gave one, lies
+			// within the wire time.
+			if s.WireFirstByteNS < 0 || s.WireFirstByteNS > s.WireNS {
+				t.Errorf("%s over %s: wire first byte %v of wire %v", p.Name(), pth, time.Duration(s.WireFirstByteNS), time.Duration(s.WireNS))
+			}
 			if s.Remote != "" {
 				if ap, err := netip.ParseAddrPort(s.Remote); err == nil && !pth.Accepts(ap.Addr()) {
 					t.Errorf("%s over %s reached %s", p.Name(), pth, s.Remote)

@@ -80,6 +80,7 @@ func (c *Client) doEvloop(ctx context.Context, tr *load.Trace, addr netip.AddrPo
 		tr.S.Metrics = bodyMetrics(&p.check)
 	}
 	tr.Received(r.LastRead, r.LastRx) // the end, and the wire's, at the last bytes
+	tr.FirstReceived(r.FirstRx)
 	tr.SYN(r.Cookie)
 	objs := 0
 	if page != nil {

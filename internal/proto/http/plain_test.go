@@ -268,6 +268,9 @@ func TestIPLiteralWireStartsAtTheSYN(t *testing.T) {
 			}
 			if s.WireNS > 0 {
 				stamped++
+				if s.WireFirstByteNS <= 0 || s.WireFirstByteNS > s.WireNS {
+					t.Errorf("%s: wire first byte %d of wire %d", engine, s.WireFirstByteNS, s.WireNS)
+				}
 			}
 		}
 		if stamped == 0 {
