@@ -404,13 +404,9 @@ func (l *loop) send(c *conn) error {
 
 // finish closes the connection and hands the result back.
 func (l *loop) finish(c *conn, phase string, err error) {
-	l.mu.Lock()
-	if l.conns[c.fd] != c {
-		l.mu.Unlock()
+	if !l.unregister(c) {
 		return // finished already
 	}
-	delete(l.conns, c.fd)
-	l.mu.Unlock()
 	unix.Close(c.fd)
 	if err != nil {
 		c.res.Phase, c.res.Err = phase, err
@@ -418,16 +414,24 @@ func (l *loop) finish(c *conn, phase string, err error) {
 	close(c.done)
 }
 
+// unregister takes c's connection out of the loop's set; false when it
+// was no longer there (finished already).
+func (l *loop) unregister(c *conn) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.conns[c.fd] != c {
+		return false
+	}
+	delete(l.conns, c.fd)
+	return true
+}
+
 // completed hands back an exchange that ended well; its socket is closed
 // after the batch, by the closing goroutine. Called in the loop only.
 func (l *loop) completed(c *conn) {
-	l.mu.Lock()
-	if l.conns[c.fd] != c {
-		l.mu.Unlock()
+	if !l.unregister(c) {
 		return
 	}
-	delete(l.conns, c.fd)
-	l.mu.Unlock()
 	l.toClose = append(l.toClose, c.fd)
 	close(c.done)
 }
@@ -612,13 +616,9 @@ func (l *loop) next(c *conn) bool {
 // reopen replaces the exchange's connection with a new one to the same
 // address, which sends c.req.
 func (l *loop) reopen(c *conn) {
-	l.mu.Lock()
-	if l.conns[c.fd] != c {
-		l.mu.Unlock()
+	if !l.unregister(c) {
 		return
 	}
-	delete(l.conns, c.fd)
-	l.mu.Unlock()
 	unix.Close(c.fd)
 	c.res.Reconnects++
 	if phase, err := l.open(c); err != nil {
