@@ -3,6 +3,7 @@ package http
 import (
 	"bytes"
 	"errors"
+	"io"
 	"net"
 	"strconv"
 	"sync"
@@ -27,6 +28,7 @@ var (
 	plainIdle       = 30 * time.Second // between requests
 	plainHeaderTime = 10 * time.Second // for a request's header, from its first byte
 	plainWriteTime  = time.Minute      // for one reply (a client that never reads)
+	plainLinger     = 500 * time.Millisecond
 )
 
 const (
@@ -90,7 +92,11 @@ func (s *plainServer) close() {
 
 // conn serves one connection's requests in turn (pipelined ones too).
 func (s *plainServer) conn(c net.Conn) {
+	replied := false // the last reply said the connection closes
 	defer func() {
+		if replied {
+			lingerClose(c)
+		}
 		c.Close()
 		s.mu.Lock()
 		delete(s.conns, c)
@@ -107,6 +113,7 @@ func (s *plainServer) conn(c net.Conn) {
 		for end < 0 {
 			if len(buf) >= plainMaxHeader {
 				c.Write(plainError(431, "Request Header Fields Too Large"))
+				replied = true
 				return
 			}
 			now := time.Now()
@@ -141,6 +148,7 @@ func (s *plainServer) conn(c net.Conn) {
 		last := s.cfg.KeepaliveRequests > 0 && served >= s.cfg.KeepaliveRequests
 		if !ok.fine() {
 			c.Write(plainError(ok.status, ok.text))
+			replied = true
 			return
 		}
 		closeAfter := req.close || last
@@ -151,9 +159,24 @@ func (s *plainServer) conn(c net.Conn) {
 		var err error
 		out, err = s.reply(c, out[:0], req, closeAfter)
 		if err != nil || closeAfter {
+			replied = err == nil
 			return
 		}
 	}
+}
+
+// lingerClose ends a connection after a reply that said it closes, as
+// net/http does: the FIN first, then a short wait for the client's own
+// close, reading what it still sends, so that bytes left unread in the
+// socket cannot turn the close into a reset that destroys the reply on
+// its way.
+func lingerClose(c net.Conn) {
+	cw, ok := c.(interface{ CloseWrite() error })
+	if !ok || cw.CloseWrite() != nil {
+		return
+	}
+	c.SetReadDeadline(time.Now().Add(plainLinger))
+	io.Copy(io.Discard, c)
 }
 
 // request is what the server needs of a request.
