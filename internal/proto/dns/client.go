@@ -236,6 +236,7 @@ func (c *Client) exchange(ctx context.Context, tr *load.Trace, wire []byte, tcp 
 		if _, err := io.ReadFull(conn, buf); err != nil {
 			return nil, fmt.Errorf("reply cut short: %w", err)
 		}
+		tr.Read(len(buf) + 2) // the transaction ends at the read that completed the reply
 		tr.S.BytesIn += int64(2 + len(buf))
 	} else {
 		n, err := conn.Write(wire)
