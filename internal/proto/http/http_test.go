@@ -417,16 +417,15 @@ func TestPageAndObjectsOnBothEngines(t *testing.T) {
 				t.Fatal(err)
 			}
 			cl := &countingListener{Listener: ln}
-			h, perConn := Handler(DefaultServerConfig), (func(context.Context, net.Conn) context.Context)(nil)
-			if k > 0 {
-				h, perConn = keepaliveLimit(h, k)
-			}
-			srv := &nethttp.Server{Handler: h, ConnContext: perConn}
-			go srv.Serve(cl)
+			cfg := DefaultServerConfig
+			cfg.KeepaliveRequests = k
+			srv := newPlainServer(cfg)
+			go srv.serve(cl)
 			u, _ := ParseURL("http://" + ln.Addr().String() + "/")
 			c := &Client{URL: u, Path: path.IPv4, Resolver: &path.Resolver{}, Objects: true, Engine: engine}
 			s := do(c, 5*time.Second)
-			srv.Close()
+			srv.close()
+			ln.Close()
 			if !s.OK() || s.Marker != "200 OK, 4 objects" {
 				t.Fatalf("keepalive %d, %s: %q %s", k, engine, s.Marker, s.Err)
 			}
@@ -449,7 +448,7 @@ func TestPageAndObjectsOnBothEngines(t *testing.T) {
 
 	missing := nethttp.NewServeMux()
 	missing.HandleFunc("GET /{$}", func(w nethttp.ResponseWriter, _ *nethttp.Request) {
-		writePage(w, []byte(`<html><img src="/a.png"><img src="/gone.png"></html>`))
+		io.WriteString(w, `<html><img src="/a.png"><img src="/gone.png"></html>`)
 	})
 	missing.HandleFunc("GET /a.png", func(w nethttp.ResponseWriter, _ *nethttp.Request) { io.WriteString(w, "png") })
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")

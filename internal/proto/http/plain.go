@@ -14,16 +14,16 @@ import (
 	"v6lab/internal/units"
 )
 
-// The plain (not TLS) embedded server answers the few GETs v6lab's clients
-// and peer tools send (Handler's routes) with one goroutine per connection
-// and one write per small reply. Go's net/http spends, per request, a
-// goroutine that watches the idle connection and a deadline to stop it:
-// thread wake-ups that, at one user on this machine's two vCPUs, put about
-// 30 µs per request of v6lab's own server into every response time
-// (docs/PERFORMANCE.md). TLS keeps net/http.
+// The embedded server answers the few GETs v6lab's clients and peer tools
+// send (Server's routes), over HTTP/1.1 in the clear or in TLS, with one
+// goroutine per connection and one write per small reply. Go's net/http
+// spent, per request, a goroutine that watches the idle connection and a
+// deadline to stop it: thread wake-ups that, at one user on this machine's
+// two vCPUs, put about 30 µs per request of v6lab's own server into every
+// response time (docs/PERFORMANCE.md).
 
-// Limits of the plain server, as net/http's were set (Listen); variables
-// so tests can shorten them.
+// Limits of the server, as net/http's were set; variables so tests can
+// shorten them.
 var (
 	plainIdle       = 30 * time.Second // between requests
 	plainHeaderTime = 10 * time.Second // for a request's header, from its first byte

@@ -220,7 +220,7 @@ func (Protocol) RealFit(o *proto.Options) error {
 }
 
 // About describes the embedded server.
-func (Protocol) About() string { return "embedded (v6lab's own; Go net/http for https)" }
+func (Protocol) About() string { return "embedded (v6lab's own HTTP/1.1; Go crypto/tls for https)" }
 
 // Serve starts the embedded server: the page of the settings objects,
 // object_size and page_size, over HTTPS with tls.
