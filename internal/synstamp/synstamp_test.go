@@ -6,6 +6,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
 )
 
 // TestStampsSynAndHandshake: a connection made after Open has its SYN and
@@ -15,11 +18,22 @@ func TestStampsSynAndHandshake(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (a BPF program on the cgroup)")
 	}
+	progs := attached(t)
 	s, err := Open()
 	if err != nil {
 		t.Skipf("no sockops here: %v", err)
 	}
-	defer s.Close()
+	defer func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+		if left := attached(t); left != progs {
+			t.Errorf("%d sockops programs on the cgroup after Close, %d before Open", left, progs)
+		}
+	}()
+	if n := attached(t); n != progs+1 {
+		t.Errorf("%d sockops programs on the cgroup after Open, %d before", n, progs)
+	}
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -49,4 +63,23 @@ func TestStampsSynAndHandshake(t *testing.T) {
 			t.Error("a listening socket has stamps")
 		}
 	})
+}
+
+// attached counts the sockops programs on this process's cgroup.
+func attached(t *testing.T) int {
+	t.Helper()
+	cg, err := ownCgroup()
+	if err != nil {
+		t.Skip(err)
+	}
+	f, err := os.Open(cg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := link.QueryPrograms(link.QueryOptions{Target: int(f.Fd()), Attach: ebpf.AttachCGroupSockOps})
+	if err != nil {
+		t.Skipf("cannot list the cgroup's programs: %v", err)
+	}
+	return len(r.Programs)
 }
