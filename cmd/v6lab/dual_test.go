@@ -49,9 +49,9 @@ func TestDualPathOnLoopback(t *testing.T) {
 // ms (given both addresses by v6lab's lookups). With the AAAA answered
 // 300 ms late (aaaa_delay), v6lab's RFC 8305 client waits its 50 ms and
 // takes IPv4, Go's waits for both answers and takes IPv6. With half the IPv6
-// dropped, some transactions go each way; that cell runs last, since the
+// dropped, some transactions go each way; that cell runs early, since the
 // resets its clients lose leave the server retransmitting over IPv6 for a
-// while, which a later run's wire check would count as its own.
+// while, and every later run's wire check must leave those packets out.
 func TestHappyEyeballsUnderABlackholedIPv6(t *testing.T) {
 	requireLab(t)
 	_, f, s, out, err := labRun(t, buildBinary(t), `name: he
@@ -62,6 +62,7 @@ pause: 0s
 timeout: 3s
 cells:
   - {protocol: http, label: healthy, conns: [1, 3]}
+  - {protocol: http, label: lossy, conns: [10], ipv6_loss: 50, timeout: 10s}
   - {protocol: http, label: blackholed, conns: [1, 3], ipv6_loss: 100}
   - {protocol: http, label: blackholed-100ms, conns: [1], ipv6_loss: 100, attempt_delay: 100ms}
   - {protocol: http, label: go, conns: [1], dialer: go}
@@ -70,7 +71,6 @@ cells:
   - {protocol: http, label: blackholed-curl, conns: [1], client: curl, file: /64K, ipv6_loss: 100}
   - {protocol: http, label: aaaa-late, conns: [1], aaaa_delay: 300ms}
   - {protocol: http, label: aaaa-late-go, conns: [1], aaaa_delay: 300ms, dialer: go}
-  - {protocol: http, label: lossy, conns: [10], ipv6_loss: 50, timeout: 10s}
 `)
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out)

@@ -6,6 +6,7 @@
 package capture
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -71,63 +72,123 @@ func (f Filter) nat64(src, dst []byte) bool {
 
 // Classify reads an Ethernet frame (at least its headers).
 func Classify(frame []byte, f Filter) Class {
+	return inspect(frame, f).class
+}
+
+// flowKey names a TCP connection or a UDP flow the same in both
+// directions: protocol, then the lower endpoint's address and port, then
+// the higher's (IPv4 addresses mapped into 16 bytes).
+type flowKey [1 + 2*(16+2)]byte
+
+// frameInfo is what a window needs of one frame.
+type frameInfo struct {
+	class Class
+	flow  flowKey
+	// opens: the frame starts a flow in the window: a TCP SYN without
+	// ACK, or a UDP datagram to the service (any UDP datagram when the
+	// filter takes every port).
+	opens bool
+	// mayStray: if its flow was not opened in the window, the frame is a
+	// late packet of an earlier run, not this run's: it comes from the
+	// service (a server retransmitting to clients whose resets an
+	// impaired run lost; a DNS answer after its run gave up), or it is a
+	// client's reset of a connection it no longer has. Anything else a
+	// client sends counts, opened or not, so a client's own traffic is
+	// always proven.
+	mayStray bool
+}
+
+func inspect(frame []byte, f Filter) frameInfo {
 	if len(frame) < 14 {
-		return Ignored
+		return frameInfo{}
 	}
 	switch binary.BigEndian.Uint16(frame[12:14]) {
 	case 0x0800:
 		ip := frame[14:]
 		if len(ip) < 20 || ip[0]>>4 != 4 {
-			return Ignored
+			return frameInfo{}
 		}
 		ihl := int(ip[0]&0x0f) * 4
 		if ihl < 20 || len(ip) < ihl {
-			return Ignored
+			return frameInfo{}
 		}
 		if ip[9] == 41 {
-			if c := classify6(ip[ihl:], Filter{Port: f.Port, Also: f.Also}); c == IPv6 {
-				return SixIn4
+			if fi := inspect6(ip[ihl:], Filter{Port: f.Port, Also: f.Also}); fi.class == IPv6 {
+				fi.class = SixIn4
+				return fi
 			}
-			return Ignored
+			return frameInfo{}
 		}
-		if ports(ip[9], ip[ihl:], f) {
+		if fi, ok := transport(ip[9], ip[12:16], ip[16:20], ip[ihl:], f); ok {
+			fi.class = IPv4
 			if f.nat64(ip[12:16], ip[16:20]) {
-				return NAT64
+				fi.class = NAT64
 			}
-			return IPv4
+			return fi
 		}
 	case 0x86DD:
-		return classify6(frame[14:], f)
+		return inspect6(frame[14:], f)
 	}
-	return Ignored
+	return frameInfo{}
 }
 
-func classify6(ip []byte, f Filter) Class {
+func inspect6(ip []byte, f Filter) frameInfo {
 	if len(ip) < 40 || ip[0]>>4 != 6 {
-		return Ignored
+		return frameInfo{}
 	}
-	if ports(ip[6], ip[40:], f) { // extension headers are not followed
+	// Extension headers are not followed.
+	if fi, ok := transport(ip[6], ip[8:24], ip[24:40], ip[40:], f); ok {
+		fi.class = IPv6
 		if f.nat64(ip[8:24], ip[24:40]) {
-			return NAT64
+			fi.class = NAT64
 		}
-		return IPv6
+		return fi
 	}
-	return Ignored
+	return frameInfo{}
 }
 
-// ports reports whether a TCP or UDP header has f.Port at either end.
-func ports(proto byte, l4 []byte, f Filter) bool {
+// transport reads a TCP or UDP header between src and dst: whether it has
+// f.Port (or f.Also) at either end, its flow, and whether it opens it.
+func transport(proto byte, src, dst, l4 []byte, f Filter) (frameInfo, bool) {
 	if (proto != 6 && proto != 17) || len(l4) < 4 {
-		return false
+		return frameInfo{}, false
 	}
-	if f.Port == 0 {
-		return true
+	sp, dp := binary.BigEndian.Uint16(l4[0:2]), binary.BigEndian.Uint16(l4[2:4])
+	service := func(p uint16) bool { return p == f.Port || (f.Also != 0 && p == f.Also) }
+	if f.Port != 0 && !service(sp) && !service(dp) {
+		return frameInfo{}, false
 	}
-	src, dst := binary.BigEndian.Uint16(l4[0:2]), binary.BigEndian.Uint16(l4[2:4])
-	if src == f.Port || dst == f.Port {
-		return true
+	var fi frameInfo
+	fromService := f.Port != 0 && service(sp) && !service(dp)
+	if proto == 6 {
+		// SYN set, ACK clear; a header cut short opens nothing.
+		fi.opens = len(l4) >= 14 && l4[13]&0x12 == 0x02
+		reset := f.Port != 0 && service(dp) && len(l4) >= 14 && l4[13]&0x04 != 0
+		fi.mayStray = fromService || reset
+	} else {
+		fi.opens = f.Port == 0 || service(dp)
+		fi.mayStray = fromService
 	}
-	return f.Also != 0 && (src == f.Also || dst == f.Also)
+	a, b := endpoint(src, sp), endpoint(dst, dp)
+	if bytes.Compare(a[:], b[:]) > 0 {
+		a, b = b, a
+	}
+	fi.flow[0] = proto
+	copy(fi.flow[1:], a[:])
+	copy(fi.flow[1+len(a):], b[:])
+	return fi, true
+}
+
+// endpoint is an address (IPv4 mapped into 16 bytes) and a port.
+func endpoint(addr []byte, port uint16) (e [18]byte) {
+	if len(addr) == 4 {
+		e[10], e[11] = 0xff, 0xff
+		copy(e[12:16], addr)
+	} else {
+		copy(e[:16], addr)
+	}
+	binary.BigEndian.PutUint16(e[16:], port)
+	return e
 }
 
 // Counts are packets seen per class.
@@ -136,6 +197,10 @@ type Counts struct {
 	IPv6   uint64 `json:"ipv6"`
 	SixIn4 uint64 `json:"6in4"`
 	NAT64  uint64 `json:"nat64"`
+	// Stray are packets of the measured service that belong to no flow
+	// opened in the window (late packets of an earlier run): not counted
+	// in any class, and no reason to fail the run.
+	Stray uint64 `json:"stray"`
 }
 
 // ErrWrongWire is wrapped when the wire did not carry what the path claims.
@@ -161,7 +226,8 @@ type Capture struct {
 	filter  Filter
 	from    time.Time // window start; zero: counting from the first frame
 	counts  Counts
-	last    time.Time // receive time of the last frame processed
+	flows   map[flowKey]struct{} // flows opened in the window
+	last    time.Time            // receive time of the last frame processed
 	wg      sync.WaitGroup
 	closing atomic.Bool
 	pcap    *pcapgo.Writer // counted frames are also written here, if set
@@ -209,7 +275,7 @@ func FromFD(fd int, f Filter) *Capture {
 	_ = unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
 	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 8<<20)
 	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
-	c := &Capture{fd: fd, filter: f}
+	c := &Capture{fd: fd, filter: f, flows: make(map[flowKey]struct{})}
 	c.wg.Add(1)
 	go c.loop()
 	return c
@@ -257,12 +323,12 @@ func (k Check) Stop(p path.Path) (result.Wire, error) {
 	time.Sleep(Quiet) // the run's own last packets
 	k.C.Drain()
 	c := k.C.Counts()
-	w := result.Wire{IPv4: c.IPv4, IPv6: c.IPv6, SixIn4: c.SixIn4, NAT64: c.NAT64}
+	w := result.Wire{IPv4: c.IPv4, IPv6: c.IPv6, SixIn4: c.SixIn4, NAT64: c.NAT64, Stray: c.Stray}
 	err := c.Proves(p)
 	if k.ClientSide != nil && p.Kind().Translated {
 		k.ClientSide.Drain()
 		cs := k.ClientSide.Counts()
-		w.ClientSide = &result.Wire{IPv4: cs.IPv4, IPv6: cs.IPv6, SixIn4: cs.SixIn4}
+		w.ClientSide = &result.Wire{IPv4: cs.IPv4, IPv6: cs.IPv6, SixIn4: cs.SixIn4, Stray: cs.Stray}
 		if err == nil && (cs.IPv6 == 0 || cs.IPv4+cs.SixIn4 != 0) {
 			err = fmt.Errorf("capture: path %s, but r1's link to the client carried %d IPv6 and %d IPv4 packets (the client's side must be IPv6 only): %w", p, cs.IPv6, cs.IPv4+cs.SixIn4, ErrWrongWire)
 		}
@@ -285,7 +351,16 @@ func (c *Capture) loop() {
 		c.mu.Lock()
 		if !at.Before(c.from) {
 			frame := buf[:min(n, snap)]
-			class := Classify(frame, c.filter)
+			fi := inspect(frame, c.filter)
+			class := fi.class
+			if class != Ignored {
+				if fi.opens {
+					c.flows[fi.flow] = struct{}{}
+				} else if _, ok := c.flows[fi.flow]; !ok && fi.mayStray {
+					c.counts.Stray++
+					class = Ignored
+				}
+			}
 			switch class {
 			case IPv4:
 				c.counts.IPv4++
@@ -296,10 +371,10 @@ func (c *Capture) loop() {
 			case NAT64:
 				c.counts.NAT64++
 			}
-			if class != Ignored && c.tap != nil {
+			if fi.class != Ignored && c.tap != nil {
 				c.tap(at, frame, n)
 			}
-			if class != Ignored && c.pcap != nil && c.pcapErr == nil {
+			if fi.class != Ignored && c.pcap != nil && c.pcapErr == nil {
 				c.pcapErr = c.pcap.WritePacket(gopacket.CaptureInfo{Timestamp: at, CaptureLength: len(frame), Length: n}, frame)
 			}
 		}
@@ -324,8 +399,8 @@ func stamp(oob []byte) time.Time {
 	return time.Now()
 }
 
-// Record writes every frame counted from now on (its first 160 bytes, all
-// the headers) to w in pcap format. Flush or close w after Close.
+// Record writes every frame of the measured service from now on, counted
+// or stray (its first 160 bytes, all the headers), to w in pcap format. Flush or close w after Close.
 func (c *Capture) Record(w io.Writer) error {
 	pw := pcapgo.NewWriter(w)
 	if err := pw.WriteFileHeader(snap, layers.LinkTypeEthernet); err != nil {
@@ -337,7 +412,7 @@ func (c *Capture) Record(w io.Writer) error {
 	return nil
 }
 
-// Tap hands every counted frame to fn as it is read (fn must not keep the
+// Tap hands every frame of the measured service, counted or stray, to fn as it is read (fn must not keep the
 // frame; it reads at most the first 160 bytes of each).
 func (c *Capture) Tap(fn func(at time.Time, frame []byte, wireLen int)) {
 	c.mu.Lock()
@@ -359,6 +434,7 @@ func (c *Capture) RecordErr() error {
 func (c *Capture) Reset(f Filter) {
 	c.mu.Lock()
 	c.filter, c.from, c.counts = f, time.Now(), Counts{}
+	c.flows = make(map[flowKey]struct{})
 	c.mu.Unlock()
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
+	"golang.org/x/sys/unix"
 
 	"v6lab/internal/lab"
 	"v6lab/internal/path"
@@ -108,17 +109,18 @@ func FuzzClassify(f *testing.F) {
 	})
 }
 
-// TestWireProvesEveryPath builds a lab, captures on r1's link to r2, and
-// checks each path's traffic is what the path claims.
-func TestWireProvesEveryPath(t *testing.T) {
+// labCapture builds a lab named prefix+pid and counts on r1's link to r2;
+// both are gone when the test ends.
+func labCapture(t *testing.T, prefix string) (*lab.Lab, *Capture) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to build a lab (CI runs as root)")
 	}
-	l, err := lab.Up(context.Background(), lab.Config{Name: fmt.Sprintf("cap%d", os.Getpid()%10000)})
+	l, err := lab.Up(context.Background(), lab.Config{Name: fmt.Sprintf("%s%d", prefix, os.Getpid()%10000)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	t.Cleanup(func() { l.Close() })
 	var cp *Capture
 	if err := lab.Do(lab.NS(l.Name, lab.R1), func() error {
 		var err error
@@ -127,7 +129,14 @@ func TestWireProvesEveryPath(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	defer cp.Close()
+	t.Cleanup(func() { cp.Close() })
+	return l, cp
+}
+
+// TestWireProvesEveryPath builds a lab, captures on r1's link to r2, and
+// checks each path's traffic is what the path claims.
+func TestWireProvesEveryPath(t *testing.T) {
+	l, cp := labCapture(t, "cap")
 	var pcap bytes.Buffer
 	if err := cp.Record(&pcap); err != nil {
 		t.Fatal(err)
@@ -260,5 +269,172 @@ func TestTheDNSLookupIsCountedWithItsTransaction(t *testing.T) {
 	}
 	if err := c.Proves(path.IPv4); err == nil {
 		t.Error("a run whose DNS went over IPv6 passed the ipv4 wire check")
+	}
+}
+
+// tcpSeg is a TCP header from sport to dport with the given flags.
+func tcpSeg(sport, dport uint16, flags byte) []byte {
+	b := l4(sport, dport)
+	b[12] = 5 << 4
+	b[13] = flags
+	return b
+}
+
+// ipv4Between is an IPv4 packet from src to dst (last octets of 10.0.0.x).
+func ipv4Between(proto byte, src, dst byte, payload []byte) []byte {
+	p := ipv4Pkt(proto, payload)
+	copy(p[12:16], []byte{10, 0, 0, src})
+	copy(p[16:20], []byte{10, 0, 0, dst})
+	return p
+}
+
+// TestOnlyFlowsOpenedInTheWindowCount feeds frames through a socket pair
+// (the capture reads any datagram socket): packets of a connection or
+// flow that did not start in the window are stray, not the run's.
+func TestOnlyFlowsOpenedInTheWindowCount(t *testing.T) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_DGRAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fds[1])
+	c := FromFD(fds[0], Filter{})
+	defer c.Close()
+	send := func(frames ...[]byte) {
+		for _, f := range frames {
+			if _, err := unix.Write(fds[1], f); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+		c.Drain()
+	}
+	const syn, rst, ack, synAck = 0x02, 0x04, 0x10, 0x12
+	v4 := func(proto, src, dst byte, l4 []byte) []byte { return ether(0x0800, ipv4Between(proto, src, dst, l4)) }
+
+	c.Reset(Filter{Port: 8080, Also: 53})
+	send(
+		v4(6, 2, 1, tcpSeg(8080, 40000, ack)),               // an earlier connection's retransmission
+		v4(6, 2, 1, tcpSeg(8080, 40000, synAck)),            // a SYN-ACK whose SYN was not seen
+		v4(6, 1, 2, tcpSeg(40000, 8080, rst)),               // the client's reset: it has no such connection
+		v4(6, 1, 2, tcpSeg(40001, 8080, syn)),               // this run's connection opens
+		v4(6, 2, 1, tcpSeg(8080, 40001, synAck)),            // and is answered
+		v4(6, 1, 2, tcpSeg(40001, 8080, ack)),               //
+		v4(17, 2, 1, l4(53, 40002)),                         // a DNS answer to a query never seen
+		v4(17, 1, 2, l4(40003, 53)),                         // this run's query
+		v4(17, 2, 1, l4(53, 40003)),                         // and its answer
+		v4(6, 1, 2, tcpSeg(40009, 9999, syn)),               // not the service
+		ether(0x86DD, ipv6Pkt(6, 8080, 40000)),              // an IPv6 straggler from the server
+		ether(0x0800, ipv4Pkt(41, ipv6Pkt(6, 8080, 40000))), // a 6in4 one
+	)
+	got := c.Counts()
+	if want := (Counts{IPv4: 5, Stray: 6}); got != want {
+		t.Errorf("counts %+v, want %+v", got, want)
+	}
+	if err := got.Proves(path.IPv4); err != nil {
+		t.Errorf("the strays failed the run: %v", err)
+	}
+
+	// What a client sends always counts, opened in the window or not: a
+	// connection kept from an earlier run is still proven.
+	c.Reset(Filter{Port: 8080})
+	send(
+		v4(6, 1, 2, tcpSeg(40001, 8080, syn)),
+		ether(0x86DD, ipv6Pkt(6, 40000, 8080)), // data (no flags) to the server over IPv6
+		v4(6, 1, 3, tcpSeg(40001, 8080, ack)),  // same ports, another server: another flow
+	)
+	got = c.Counts()
+	if want := (Counts{IPv4: 2, IPv6: 1}); got != want {
+		t.Errorf("a client's packets: %+v, want %+v", got, want)
+	}
+	if err := got.Proves(path.IPv4); err == nil {
+		t.Error("a client's IPv6 packets on a connection not opened in the window passed an ipv4 run")
+	}
+
+	// A new window forgets the flows of the last.
+	c.Reset(Filter{Port: 8080})
+	send(v4(6, 2, 1, tcpSeg(8080, 40001, ack)))
+	if got := c.Counts(); got != (Counts{Stray: 1}) {
+		t.Errorf("after Reset: %+v", got)
+	}
+	// Taking every port (a transport test), everything counts.
+	c.Reset(Filter{})
+	send(v4(17, 2, 1, l4(5201, 40000)), v4(6, 2, 1, tcpSeg(5201, 40000, ack)))
+	if got := c.Counts(); got != (Counts{IPv4: 2}) {
+		t.Errorf("any port: %+v", got)
+	}
+}
+
+// TestAnEarlierConnectionsPacketsDoNotFailARun: in a lab, a connection
+// over IPv6 from before the window sends while an IPv4 run is counted (as
+// a server retransmits to the lost resets of an impaired run's clients);
+// the run is still proven IPv4, and the packets are reported as stray.
+func TestAnEarlierConnectionsPacketsDoNotFailARun(t *testing.T) {
+	l, cp := labCapture(t, "cps")
+	var ln6, ln4 net.Listener
+	if err := lab.Do(lab.NS(l.Name, lab.Server), func() error {
+		var err error
+		if ln6, err = path.Listen(context.Background(), path.IPv6, netip.AddrPortFrom(l.Addr.ServerV6, 0).String()); err != nil {
+			return err
+		}
+		port := ln6.Addr().(*net.TCPAddr).Port
+		ln4, err = path.Listen(context.Background(), path.IPv4, netip.AddrPortFrom(l.Addr.ServerV4, uint16(port)).String())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer ln6.Close()
+	defer ln4.Close()
+	port := uint16(ln6.Addr().(*net.TCPAddr).Port)
+	go func() {
+		for {
+			s, err := ln4.Accept()
+			if err != nil {
+				return
+			}
+			io.WriteString(s, "hello")
+			s.Close()
+		}
+	}()
+	dial := func(p path.Path, dst netip.Addr) net.Conn {
+		var conn net.Conn
+		if err := lab.Do(lab.NS(l.Name, lab.Client), func() error {
+			var err error
+			conn, err = path.Dialer{Path: p}.Dial(context.Background(), "tcp", netip.AddrPortFrom(dst, port))
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return conn
+	}
+	// The earlier run's client is gone (its socket closed, its FIN
+	// acknowledged); the server, still open, sends late, and the client's
+	// kernel answers with a reset.
+	old := dial(path.IPv6, l.Addr.ServerV6)
+	srv, err := ln6.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	old.Close()
+	if _, err := srv.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("the server read %v, not the client's FIN", err)
+	}
+
+	time.Sleep(Quiet)
+	cp.Reset(Filter{Port: port})
+	io.WriteString(srv, "late")
+	conn := dial(path.IPv4, l.Addr.ServerV4)
+	if b, _ := io.ReadAll(conn); string(b) != "hello" {
+		t.Errorf("read %q", b)
+	}
+	conn.Close()
+	time.Sleep(Quiet)
+	cp.Drain()
+	c := cp.Counts()
+	if err := c.Proves(path.IPv4); err != nil {
+		t.Errorf("an earlier connection's packets failed the run: %v", err)
+	}
+	if c.Stray < 2 || c.IPv6 != 0 {
+		t.Errorf("counts %+v: want the server's late IPv6 data and the client's reset as stray", c)
 	}
 }

@@ -386,6 +386,7 @@ func mergedRun(segs []*Dir, seq int) result.Run {
 			out.Wire.IPv6 += r.Wire.IPv6
 			out.Wire.SixIn4 += r.Wire.SixIn4
 			out.Wire.NAT64 += r.Wire.NAT64
+			out.Wire.Stray += r.Wire.Stray
 			if cs := r.Wire.ClientSide; cs != nil {
 				if out.Wire.ClientSide == nil {
 					out.Wire.ClientSide = &result.Wire{}
@@ -393,6 +394,7 @@ func mergedRun(segs []*Dir, seq int) result.Run {
 				out.Wire.ClientSide.IPv4 += cs.IPv4
 				out.Wire.ClientSide.IPv6 += cs.IPv6
 				out.Wire.ClientSide.SixIn4 += cs.SixIn4
+				out.Wire.ClientSide.Stray += cs.Stray
 			}
 		}
 		if r.Err != "" {

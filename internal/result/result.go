@@ -138,6 +138,10 @@ type Wire struct {
 	IPv6   uint64 `json:"ipv6"`
 	SixIn4 uint64 `json:"6in4"`
 	NAT64  uint64 `json:"nat64,omitempty"`
+	// Stray are the service's packets that belonged to no connection or
+	// flow the run opened (late packets of an earlier run's): seen, not
+	// counted above.
+	Stray uint64 `json:"stray,omitempty"`
 	// ClientSide counts a nat64 run's packets on r1's link to the
 	// client: IPv6 before the translator, as NAT64 counts the IPv4 after.
 	ClientSide *Wire `json:"client_side,omitempty"`
