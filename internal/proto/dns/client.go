@@ -193,23 +193,16 @@ func check(q, reply *mdns.Msg) error {
 }
 
 func (c *Client) exchange(ctx context.Context, tr *load.Trace, wire []byte, tcp bool) (*mdns.Msg, error) {
-	proto := "udp"
-	if tcp {
-		proto = "tcp"
+	if !tcp {
+		return c.exchangeUDP(ctx, tr, wire)
 	}
-	raw, err := path.Dialer{Path: c.Path, Source: c.Source}.Dial(ctx, proto, c.Server)
+	raw, err := path.Dialer{Path: c.Path, Source: c.Source}.Dial(ctx, "tcp", c.Server)
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if tcp {
-			load.CloseAbort(raw)
-		} else {
-			raw.Close()
-		}
-	}()
-	// The kernel stamps the reply (wire_ns); over UDP the query too, over
-	// TCP the SYN starts the wire time when no earlier query did.
+	defer load.CloseAbort(raw)
+	// The kernel stamps the reply (wire_ns); the SYN starts the wire time
+	// when no earlier query did.
 	conn := tr.Stamp(raw)
 	if tr.S.ConnectNS == 0 {
 		tr.Mark(&tr.S.ConnectNS)
@@ -217,52 +210,61 @@ func (c *Client) exchange(ctx context.Context, tr *load.Trace, wire []byte, tcp 
 	}
 	stop := load.Deadline(ctx, conn)
 	defer stop()
-	var buf []byte
-	if tcp {
-		out := make([]byte, 2+len(wire))
-		binary.BigEndian.PutUint16(out, uint16(len(wire)))
-		copy(out[2:], wire)
-		n, err := conn.Write(out)
-		tr.S.BytesOut += int64(n)
-		if err != nil {
-			return nil, err
-		}
-		var l [2]byte
-		if _, err := io.ReadFull(conn, l[:]); err != nil {
-			return nil, err
-		}
-		tr.Mark(&tr.S.FirstByteNS)
-		buf = make([]byte, binary.BigEndian.Uint16(l[:]))
-		if _, err := io.ReadFull(conn, buf); err != nil {
-			return nil, fmt.Errorf("reply cut short: %w", err)
-		}
-		tr.Read(len(buf) + 2) // the transaction ends at the read that completed the reply
-		tr.S.BytesIn += int64(2 + len(buf))
-	} else {
-		n, err := conn.Write(wire)
-		tr.S.BytesOut += int64(n)
-		if err != nil {
-			return nil, err
-		}
-		buf = make([]byte, 65535)
-		n, err = conn.Read(buf)
-		if err != nil {
-			return nil, err
-		}
-		tr.Read(n) // the transaction ends at this read, not after the checks
-		tr.MarkRead(&tr.S.FirstByteNS)
-		buf = buf[:n]
-		tr.S.BytesIn += int64(n)
-		if sc, ok := conn.(*path.StampedConn); ok {
-			tr.Sent(sc.FirstSent())
-		}
-	}
-	m, err := Parse(buf)
+	out := make([]byte, 2+len(wire))
+	binary.BigEndian.PutUint16(out, uint16(len(wire)))
+	copy(out[2:], wire)
+	n, err := conn.Write(out)
+	tr.S.BytesOut += int64(n)
 	if err != nil {
 		return nil, err
 	}
-	return m, nil
+	var l [2]byte
+	if _, err := io.ReadFull(conn, l[:]); err != nil {
+		return nil, err
+	}
+	tr.Mark(&tr.S.FirstByteNS)
+	buf := make([]byte, binary.BigEndian.Uint16(l[:]))
+	if _, err := io.ReadFull(conn, buf); err != nil {
+		return nil, fmt.Errorf("reply cut short: %w", err)
+	}
+	tr.Read(len(buf) + 2) // the transaction ends at the read that completed the reply
+	tr.S.BytesIn += int64(2 + len(buf))
+	return Parse(buf)
 }
+
+// exchangeUDP sends the query as the first system calls of the
+// transaction (path.Dialer.SendUDP: the socket is wrapped for Go's poller
+// only once the query has left) and reads its reply.
+func (c *Client) exchangeUDP(ctx context.Context, tr *load.Trace, wire []byte) (*mdns.Msg, error) {
+	sc, err := path.Dialer{Path: c.Path, Source: c.Source}.SendUDP(ctx, c.Server, wire)
+	if err != nil {
+		return nil, err
+	}
+	defer sc.Close()
+	tr.S.BytesOut += int64(len(wire))
+	conn := tr.Stamp(sc) // the query's stamp starts the wire time, the reply's ends it
+	if tr.S.ConnectNS == 0 {
+		tr.Mark(&tr.S.ConnectNS) // the socket is made and the query sent
+		tr.Conn(conn)
+	}
+	stop := load.Deadline(ctx, conn)
+	defer stop()
+	bp := replyBuffers.Get().(*[]byte)
+	defer replyBuffers.Put(bp)
+	n, err := conn.Read(*bp)
+	if err != nil {
+		return nil, err
+	}
+	tr.Read(n) // the transaction ends at this read, not after the checks
+	tr.MarkRead(&tr.S.FirstByteNS)
+	tr.S.BytesIn += int64(n)
+	tr.Sent(sc.FirstSent())
+	return Parse(append([]byte(nil), (*bp)[:n]...)) // the buffer goes back to the pool
+}
+
+// replyBuffers hold a UDP reply up to the largest payload (made once, not
+// per query).
+var replyBuffers = sync.Pool{New: func() any { b := make([]byte, 65535); return &b }}
 
 // Parse decodes a DNS message from the wire.
 func Parse(b []byte) (*mdns.Msg, error) {
