@@ -211,9 +211,15 @@ func (c *Client) Do(ctx context.Context, user int) result.Sample {
 	tr.S.BytesIn += got
 	tr.S.Metrics = map[string]float64{"body_crc32c": float64(check.Sum())}
 	// Close our end now: servers such as ProFTPD wait for the data
-	// connection to be closed before they send 226.
-	dc.Close()
+	// connection to be closed before they send 226. The close runs on
+	// another goroutine: its FIN's trip through the lab would otherwise
+	// run in this thread ahead of the read of a 226 that is often here
+	// already (the embedded server sends it as the data ends), and the
+	// transaction's end would carry that trip.
+	closed := make(chan struct{})
+	go func() { dc.Close(); close(closed) }()
 	done, err := s.expect("transfer", 226, 250)
+	<-closed
 	if err != nil {
 		return tr.Fail(ctx, "protocol", err)
 	}
