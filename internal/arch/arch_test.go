@@ -24,7 +24,7 @@ var allowed = map[string][]string{
 	"v6lab/internal/proto":           protoBase,
 	"v6lab/internal/proto/http":      append(protoLevel(), "evloop", "wakeread", "eyeballs", "proto/extclient"),
 	"v6lab/internal/eyeballs":        {},
-	"v6lab/internal/proto/dns":       protoLevel(),
+	"v6lab/internal/proto/dns":       append(protoLevel(), "evloop"),
 	"v6lab/internal/proto/ftp":       append(protoLevel(), "proto/reply", "proto/guard", "proto/extclient", "wakeread"),
 	"v6lab/internal/proto/smtp":      append(protoLevel(), "proto/reply", "proto/guard", "wakeread"),
 	"v6lab/internal/proto/reply":     {},

@@ -1,7 +1,8 @@
 // Package evloop runs TCP exchanges (connect, send a request, read until the
 // reply is complete, close; or several requests in turn on one connection, as
-// a page and its objects) on raw non-blocking sockets and an epoll set of its
-// own, instead of Go's dialer and netpoller.
+// a page and its objects), and UDP ones (a datagram out, datagrams back until
+// one completes the reply: a DNS query), on raw non-blocking sockets and an
+// epoll set of its own, instead of Go's dialer and netpoller.
 //
 // At thousands of connections per second on loopback the client's own CPU
 // decides the request rate. Go's dialer spends about 12 system calls and
@@ -69,6 +70,11 @@ type Exchange struct {
 	// Cookie asks for the first connection's socket cookie in the
 	// result (Result.Cookie: the key of its SYN's stamp).
 	Cookie bool
+	// UDP makes it a datagram exchange on a connected UDP socket: Request
+	// is one datagram, each datagram back is fed whole (never with eof),
+	// and Result.FirstTx has the request's transmit stamp. A Continuer's
+	// further requests are not supported.
+	UDP bool
 }
 
 // Result says how an exchange went. Times are on the monotonic clock.
@@ -79,9 +85,12 @@ type Result struct {
 	// returned; LastRx is the kernel's receive stamp of those bytes, and
 	// FirstRx of the first bytes read (zero where the kernel gives none).
 	LastRead, LastRx, FirstRx time.Time
-	Local                     netip.AddrPort // of the first connection
-	BytesOut                  int64
-	BytesIn                   int64
+	// FirstTx is the kernel's transmit stamp of a UDP exchange's request
+	// (zero for TCP, whose first packet, the SYN, has none).
+	FirstTx  time.Time
+	Local    netip.AddrPort // of the first connection
+	BytesOut int64
+	BytesIn  int64
 	// Reconnects counts the connections opened after the first (a
 	// Continuer's reconnect).
 	Reconnects int
@@ -292,17 +301,26 @@ func (l *loop) open(c *conn) (string, error) {
 	if x.Remote.Addr().Is6() {
 		family = unix.AF_INET6
 	}
-	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
+	typ, proto := unix.SOCK_STREAM, unix.IPPROTO_TCP
+	if x.UDP {
+		typ, proto = unix.SOCK_DGRAM, unix.IPPROTO_UDP
+	}
+	fd, err := unix.Socket(family, typ|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, proto)
 	if err != nil {
 		return "connect", os.NewSyscallError("socket", err)
 	}
-	// Closing resets the connection: no TIME_WAIT is left behind (it is
-	// closed only after the reply is complete, so nothing measured is cut).
-	if err := unix.SetsockoptLinger(fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0}); err != nil {
-		unix.Close(fd)
-		return "connect", os.NewSyscallError("setsockopt", err)
+	if x.UDP {
+		_ = kstamp.Enable(fd) // the request's transmit stamp too (Result.FirstTx)
+	} else {
+		// Closing resets the connection: no TIME_WAIT is left behind (it
+		// is closed only after the reply is complete, so nothing measured
+		// is cut).
+		if err := unix.SetsockoptLinger(fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0}); err != nil {
+			unix.Close(fd)
+			return "connect", os.NewSyscallError("setsockopt", err)
+		}
+		_ = kstamp.EnableRx(fd) // the receive stamps of the reply (Result.LastRx)
 	}
-	_ = kstamp.EnableRx(fd) // the receive stamps of the reply (Result.LastRx)
 	if family == unix.AF_INET6 {
 		// Pinned: never an IPv4-mapped connection.
 		unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 1)
@@ -432,6 +450,9 @@ func (l *loop) completed(c *conn) {
 	if !l.unregister(c) {
 		return
 	}
+	if c.x.UDP { // read before the socket closes; it is long queued by now
+		c.res.FirstTx = kstamp.Sent(c.fd, l.oob)
+	}
 	l.toClose = append(l.toClose, c.fd)
 	close(c.done)
 }
@@ -557,6 +578,8 @@ func (l *loop) read(c *conn) {
 		case err != nil:
 			l.finish(c, "io", fmt.Errorf("read reply: %w", os.NewSyscallError("read", err)))
 			return
+		case n == 0 && c.x.UDP:
+			continue // an empty datagram is no reply (and no end of anything)
 		}
 		if n > 0 {
 			c.res.LastRead = time.Now()

@@ -332,3 +332,91 @@ func TestContinuer(t *testing.T) {
 		t.Errorf("refused reconnect: phase %q err %v, %d reconnects, got %q", r.Phase, r.Err, r.Reconnects, l.got)
 	}
 }
+
+// datagram is done at a datagram equal to want; anything else is skipped
+// (a stray), and it must never be told of an end of stream.
+type datagram struct {
+	want   string
+	strays int
+}
+
+func (d *datagram) Feed(b []byte, eof bool) (bool, error) {
+	if eof {
+		return false, errors.New("eof on a datagram socket")
+	}
+	if string(b) == d.want {
+		return true, nil
+	}
+	d.strays++
+	return false, nil
+}
+
+// TestUDPExchange: one datagram out, replies fed whole until one
+// completes; both stamps and the local address are set, on each family;
+// a closed port is an io failure (the ICMP error), and a silent server
+// times out; no descriptor is left.
+func TestUDPExchange(t *testing.T) {
+	e := engine(t)
+	before := openFDs(t)
+	for _, c := range []struct{ network, addr string }{{"udp4", "127.0.0.1:0"}, {"udp6", "[::1]:0"}} {
+		pc, err := net.ListenPacket(c.network, c.addr)
+		if err != nil {
+			t.Skipf("no %s loopback: %v", c.network, err)
+		}
+		go func() {
+			b := make([]byte, 64)
+			for {
+				n, from, err := pc.ReadFrom(b)
+				if err != nil {
+					return
+				}
+				pc.WriteTo(nil, from) // an empty datagram
+				pc.WriteTo([]byte("stray"), from)
+				pc.WriteTo(append([]byte("re:"), b[:n]...), from)
+			}
+		}()
+		srv := netip.MustParseAddrPort(pc.LocalAddr().String())
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		start := time.Now()
+		d := &datagram{want: "re:query"}
+		r := e.Do(ctx, &Exchange{Remote: srv, Request: []byte("query"), Reply: d, UDP: true})
+		cancel()
+		if r.Err != nil {
+			t.Fatalf("%s: %s: %v", c.network, r.Phase, r.Err)
+		}
+		if d.strays != 1 || r.BytesOut != 5 || r.BytesIn != int64(len("stray")+len("re:query")) {
+			t.Errorf("%s: %d strays, %d bytes out, %d in", c.network, d.strays, r.BytesOut, r.BytesIn)
+		}
+		if r.FirstTx.Before(start) || r.LastRead.Before(r.FirstTx) || r.Connected.IsZero() || r.Local.Addr().Is4() != srv.Addr().Is4() {
+			t.Errorf("%s: sent %v read %v connected %v local %v", c.network, r.FirstTx, r.LastRead, r.Connected, r.Local)
+		}
+		if !r.LastRx.IsZero() && (r.LastRx.Before(r.FirstTx) || r.LastRx.After(r.LastRead)) {
+			t.Errorf("%s: reply stamped %v, sent %v, read %v", c.network, r.LastRx, r.FirstTx, r.LastRead)
+		}
+		pc.Close()
+		// A server that never answers: the deadline ends it.
+		quiet, err := net.ListenPacket(c.network, c.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel = context.WithTimeout(context.Background(), 100*time.Millisecond)
+		r = e.Do(ctx, &Exchange{Remote: netip.MustParseAddrPort(quiet.LocalAddr().String()), Request: []byte("query"), Reply: &datagram{want: "x"}, UDP: true})
+		cancel()
+		quiet.Close()
+		if !errors.Is(r.Err, ErrTimeout) || r.Phase != "io" {
+			t.Errorf("%s: a silent server: %s: %v", c.network, r.Phase, r.Err)
+		}
+	}
+	dead, _ := net.ListenPacket("udp4", "127.0.0.1:0")
+	addr := netip.MustParseAddrPort(dead.LocalAddr().String())
+	dead.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if r := e.Do(ctx, &Exchange{Remote: addr, Request: []byte("q"), Reply: &datagram{want: "x"}, UDP: true}); !errors.Is(r.Err, syscall.ECONNREFUSED) || r.Phase != "io" {
+		t.Errorf("closed port: %s: %v", r.Phase, r.Err)
+	}
+	time.Sleep(50 * time.Millisecond) // the closer goroutine
+	if after := openFDs(t); after > before {
+		t.Errorf("%d descriptors open after, %d before", after, before)
+	}
+}

@@ -65,11 +65,9 @@ func (t *Trace) Lookup(ctx context.Context, res *path.Resolver, host string, p p
 // time ends at the last bytes any such connection received. A connection
 // that cannot be stamped is returned as it is.
 func (t *Trace) Stamp(c net.Conn) net.Conn {
-	sc, ok := c.(*path.StampedConn) // stamped already (path.Dialer.SendUDP)
+	sc, ok := path.Stamped(c)
 	if !ok {
-		if sc, ok = path.Stamped(c); !ok {
-			return c
-		}
+		return c
 	}
 	if !sc.UDP && t.WantsSYN() && len(t.conns) == 0 && path.SYNReady() {
 		t.synCookie = sc.Cookie()

@@ -1,13 +1,9 @@
 package path
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
-	"net/netip"
-	"os"
 	"syscall"
 	"time"
 
@@ -74,61 +70,6 @@ func Stamped(c net.Conn) (*StampedConn, bool) {
 		return nil, false
 	}
 	return &StampedConn{Conn: c, rc: rc, oob: make([]byte, kstamp.OOBSize), UDP: udp}, true
-}
-
-// SendUDP sends wire as the first datagram of a new UDP socket to addr and
-// returns the socket, stamped, for the reply. The socket is made with raw
-// system calls (socket, the stamps, bind when a source is set, connect,
-// write), so the datagram leaves a few microseconds after the call; only
-// then is it wrapped as a net.Conn for Go's poller, while the datagram is
-// on its way. (Dial, Stamped and Write cost about ten system calls and the
-// poller's registration before the datagram leaves: a DNS transaction's
-// time would carry them.) With a Control hook it dials as Dial does.
-func (d Dialer) SendUDP(ctx context.Context, addr netip.AddrPort, wire []byte) (*StampedConn, error) {
-	if d.Control != nil {
-		c, err := d.Dial(ctx, "udp", addr)
-		if err != nil {
-			return nil, err
-		}
-		sc, ok := Stamped(c)
-		if !ok {
-			c.Close()
-			return nil, fmt.Errorf("path: no timestamps on %s", c.LocalAddr())
-		}
-		if _, err := sc.Write(wire); err != nil {
-			c.Close()
-			return nil, err
-		}
-		return sc, nil
-	}
-	if err := d.Check(addr.Addr()); err != nil {
-		return nil, err
-	}
-	fd, err := sendUDP(wire, addr, d.Source)
-	if err != nil {
-		return nil, &net.OpError{Op: "dial", Net: d.Path.Network("udp"), Addr: net.UDPAddrFromAddrPort(addr), Err: err}
-	}
-	f := os.NewFile(uintptr(fd), "udp")
-	c, err := net.FileConn(f) // a duplicate, registered with the poller
-	f.Close()
-	if err != nil {
-		return nil, err
-	}
-	uc, ok := c.(*net.UDPConn)
-	if !ok {
-		c.Close()
-		return nil, fmt.Errorf("path: socket to %s is not UDP", addr)
-	}
-	if err := d.Path.Verify(uc); err != nil {
-		uc.Close()
-		return nil, err
-	}
-	rc, err := uc.SyscallConn()
-	if err != nil {
-		uc.Close()
-		return nil, err
-	}
-	return &StampedConn{Conn: uc, rc: rc, oob: make([]byte, kstamp.OOBSize), UDP: true}, nil
 }
 
 // FirstSent is the kernel's transmit stamp of the first datagram sent on
