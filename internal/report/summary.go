@@ -343,7 +343,18 @@ func Summarize(f *result.File) *Summary {
 	}
 	runs := map[runKey]*runAcc{}
 	cells := map[cellKey]*Cell{}
+	var strays, strayRuns uint64
 	for _, r := range f.Runs {
+		if r.Wire != nil {
+			n := r.Wire.Stray
+			if r.Wire.ClientSide != nil {
+				n += r.Wire.ClientSide.Stray
+			}
+			if n > 0 {
+				strays += n
+				strayRuns++
+			}
+		}
 		k := runKey{cellKey{r.Protocol, r.Path, r.Conns}, r.Run}
 		a := &runAcc{warmup: r.Warmup, skipped: r.Err, seconds: r.End.Sub(r.Start).Seconds()}
 		runs[k] = a
@@ -358,6 +369,9 @@ func Summarize(f *result.File) *Summary {
 		if r.Err != "" {
 			s.Notes = append(s.Notes, "run "+itoa(r.Run)+" of "+r.Cell+" left out: "+r.Err)
 		}
+	}
+	if strays > 0 {
+		s.Notes = append(s.Notes, fmt.Sprintf("wire check: %d packets of earlier runs' connections (late retransmissions, resets) were seen during %d runs and not counted as theirs (docs/lab.md, \"What proves each path\")", strays, strayRuns))
 	}
 	hist := map[cellKey]*stats.Latency{}
 	for ck := range cells {

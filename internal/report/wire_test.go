@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"v6lab/internal/result"
 )
 
 // TestWireTimeBesideTheMean: samples' wire_ns become each cell's wire mean
@@ -97,5 +99,25 @@ func TestWireColumnsInResultsCSV(t *testing.T) {
 	v4 := strings.Split(lines[1], ",")
 	if v6[len(v6)-6] == "" || v6[len(v6)-3] == "" || v4[len(v4)-6] == "" || v4[len(v4)-3] != "" {
 		t.Errorf("wire columns: ipv4 %v, ipv6 %v", v4[len(v4)-6:], v6[len(v6)-6:])
+	}
+}
+
+// TestStrayPacketsAreNoted: packets of earlier runs that a run's wire check
+// saw and left out are summed in one note, the runs' figures kept.
+func TestStrayPacketsAreNoted(t *testing.T) {
+	f := build(baseMS, otherMS)
+	if n := strings.Join(Summarize(f).Notes, "\n"); strings.Contains(n, "wire check") {
+		t.Fatalf("a note without strays: %s", n)
+	}
+	f.Runs[0].Wire = &result.Wire{IPv4: 10, Stray: 3}
+	f.Runs[1].Wire = &result.Wire{NAT64: 10, ClientSide: &result.Wire{IPv6: 10, Stray: 2}}
+	f.Runs[2].Wire = &result.Wire{IPv6: 10}
+	s := Summarize(f)
+	notes := strings.Join(s.Notes, "\n")
+	if !strings.Contains(notes, "wire check: 5 packets of earlier runs' connections") || !strings.Contains(notes, "during 2 runs") {
+		t.Errorf("notes:\n%s", notes)
+	}
+	if strings.Contains(notes, "left out") {
+		t.Errorf("a run with strays was left out:\n%s", notes)
 	}
 }
