@@ -198,3 +198,79 @@ func TestReshapeWhileUp(t *testing.T) {
 		t.Error("reshaping a lab that is not up succeeded")
 	}
 }
+
+func TestBurstIsTwoFramesOrAQuarterMillisecond(t *testing.T) {
+	for _, c := range []struct {
+		rate uint64
+		mtu  int
+		want uint32
+	}{
+		{10e6, 1500, 2 * 1538},
+		{100e6, 1500, 3125}, // 250 µs of 12.5 MB/s, just over two frames
+		{100e6, 9000, 2 * 9038},
+		{1e9, 1500, 31250},
+		{1e9, 0, 31250},
+	} {
+		if got := Burst(c.rate, c.mtu); got != c.want {
+			t.Errorf("Burst(%d, %d) = %d, want %d", c.rate, c.mtu, got, c.want)
+		}
+	}
+}
+
+// TestAShortTransferGetsNoHeadStart: 64 KiB from the server over a
+// 100 Mbit/s lab takes at least its frames' time on the wire less the
+// bucket (two frames): the shaper lets no more through at once than that.
+// (With the old 1 ms bucket the same transfer took 0.6 ms less.)
+func TestAShortTransferGetsNoHeadStart(t *testing.T) {
+	const rate, size = 100e6, 64 << 10
+	l := up(t, Config{Shaping: Shaping{Rate: rate}})
+	var ln net.Listener
+	if err := Do(NS(l.Name, Server), func() error {
+		var err error
+		ln, err = path.Listen(context.Background(), path.IPv4, netip.AddrPortFrom(l.Addr.ServerV4, 0).String())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write(make([]byte, size))
+			c.Close()
+		}
+	}()
+	dst := ln.Addr().(*net.TCPAddr).AddrPort()
+	for range 3 {
+		time.Sleep(50 * time.Millisecond) // the bucket fills again
+		start := time.Now()
+		conn := dialIn(t, l, path.IPv4, netip.Addr{}, dst)
+		buf := make([]byte, 64<<10)
+		var got int
+		for {
+			n, err := conn.Read(buf)
+			got += n
+			if err != nil {
+				break
+			}
+		}
+		elapsed := time.Since(start)
+		conn.Close()
+		if got != size {
+			t.Fatalf("read %d bytes", got)
+		}
+		// Each full segment is 1448 bytes of payload in a frame of 1448
+		// + 90 on the wire (Ethernet 14 and 24, IPv4 20, TCP 20 + 12).
+		frames := (size + 1447) / 1448
+		wire := size + frames*90
+		const bucket = 3125 // 250 µs of 100 Mbit/s: what may pass at once
+		floor := time.Duration(float64(wire-bucket) / (rate / 8) * float64(time.Second))
+		t.Logf("64 KiB in %v, the wire's floor %v", elapsed, floor)
+		if elapsed < floor {
+			t.Errorf("64 KiB arrived in %v, faster than a 100 Mbit/s wire allows (%v with a full bucket)", elapsed, floor)
+		}
+	}
+}
