@@ -75,6 +75,12 @@ type Exchange struct {
 	// and Result.FirstTx has the request's transmit stamp. A Continuer's
 	// further requests are not supported.
 	UDP bool
+	// Adopt, when above 0, is the descriptor of a TCP socket already
+	// connected to Remote (by a dialer of the caller's: Happy Eyeballs),
+	// which becomes the exchange's first connection: the loop owns it
+	// from then on and closes it. Connected is then when the request was
+	// first accepted for sending; the dial's own time is the caller's.
+	Adopt int
 }
 
 // Result says how an exchange went. Times are on the monotonic clock.
@@ -186,6 +192,7 @@ type conn struct {
 	req      []byte // the request being sent
 	sent     int
 	up       bool // this connection's handshake is over
+	adopted  bool // Exchange.Adopt was taken (reconnects dial anew)
 	res      Result
 	done     chan struct{}
 }
@@ -280,6 +287,9 @@ func (l *loop) start(c *conn) error {
 		return err
 	}
 	if l.quit.Load() {
+		if c.x.Adopt > 0 {
+			unix.Close(c.x.Adopt) // the loop owns it: nobody else will
+		}
 		return fail("connect", errors.New("evloop: engine closed"))
 	}
 	if phase, err := l.open(c); err != nil {
@@ -297,6 +307,10 @@ func (l *loop) start(c *conn) error {
 func (l *loop) open(c *conn) (string, error) {
 	x := c.x
 	c.up = false
+	if x.Adopt > 0 && !c.adopted {
+		c.adopted = true
+		return l.adopt(c)
+	}
 	family := unix.AF_INET
 	if x.Remote.Addr().Is6() {
 		family = unix.AF_INET6
@@ -344,6 +358,30 @@ func (l *loop) open(c *conn) (string, error) {
 	// by the time connect returns, even when it said EINPROGRESS, and the
 	// loop then wakes once, for the reply. A socket still connecting says
 	// EAGAIN and the loop sends when it is writable.
+	if phase, err := l.sendEarly(c); err != nil {
+		unix.Close(fd)
+		return phase, err
+	}
+	return "", nil
+}
+
+// adopt takes the caller's connected socket as c's connection and tries
+// to send; on an error it closes it.
+func (l *loop) adopt(c *conn) (string, error) {
+	fd := c.x.Adopt
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return "connect", os.NewSyscallError("fcntl", err)
+	}
+	if err := unix.SetsockoptLinger(fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0}); err != nil {
+		unix.Close(fd)
+		return "connect", os.NewSyscallError("setsockopt", err)
+	}
+	_ = kstamp.EnableRx(fd)
+	c.fd = fd
+	if c.x.Cookie && c.res.Cookie == 0 {
+		c.res.Cookie, _ = unix.GetsockoptUint64(fd, unix.SOL_SOCKET, unix.SO_COOKIE)
+	}
 	if phase, err := l.sendEarly(c); err != nil {
 		unix.Close(fd)
 		return phase, err

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // untilEOF keeps every reply byte and is done at EOF.
@@ -258,34 +260,41 @@ func (l *lines) Next() ([]byte, bool) {
 	return []byte(l.reqs[l.next-1] + "\n"), l.closing
 }
 
-// TestContinuer: several requests on one connection, each sent by the loop
-// after the previous reply, a new connection when the server said it
-// closes, and a reconnect that fails names the connect phase.
-func TestContinuer(t *testing.T) {
+// lineServer answers each line "LINE ok", and the second of a connection
+// "LINE bye" before it closes. accepted stops it and counts the
+// connections it took, once those have ended.
+func lineServer(t *testing.T) (addr netip.AddrPort, accepted func() int) {
+	t.Helper()
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { ln.Close() })
+	var mu sync.Mutex
 	var conns sync.WaitGroup
-	accepted := 0
+	n := 0
+	stopped := make(chan struct{})
 	go func() {
+		defer close(stopped)
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			accepted++
+			mu.Lock()
+			n++
+			mu.Unlock()
 			conns.Add(1)
 			go func() {
 				defer conns.Done()
 				defer c.Close()
 				r := bufio.NewReader(c)
-				for n := 1; ; n++ {
+				for i := 1; ; i++ {
 					req, err := r.ReadString('\n')
 					if err != nil {
 						return
 					}
-					if n == 2 { // two requests per connection
+					if i == 2 { // two requests per connection
 						io.WriteString(c, strings.TrimSpace(req)+" bye\n")
 						return
 					}
@@ -294,7 +303,21 @@ func TestContinuer(t *testing.T) {
 			}()
 		}
 	}()
-	addr := ln.Addr().(*net.TCPAddr).AddrPort()
+	return ln.Addr().(*net.TCPAddr).AddrPort(), func() int {
+		ln.Close()
+		<-stopped
+		conns.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		return n
+	}
+}
+
+// TestContinuer: several requests on one connection, each sent by the loop
+// after the previous reply, a new connection when the server said it
+// closes, and a reconnect that fails names the connect phase.
+func TestContinuer(t *testing.T) {
+	addr, accepted := lineServer(t)
 	e := engine(t)
 	l := &lines{reqs: []string{"b", "c", "d"}}
 	r := e.Do(context.Background(), &Exchange{Remote: addr, Request: []byte("a\n"), Reply: l})
@@ -304,10 +327,8 @@ func TestContinuer(t *testing.T) {
 	if r.BytesOut != 8 || r.Connected.IsZero() || r.LastRead.Before(r.FirstByte) {
 		t.Errorf("bytes out %d, connected %v, first %v, last %v", r.BytesOut, r.Connected, r.FirstByte, r.LastRead)
 	}
-	ln.Close()
-	conns.Wait()
-	if accepted != 2 {
-		t.Errorf("%d connections accepted, want 2", accepted)
+	if n := accepted(); n != 2 {
+		t.Errorf("%d connections accepted, want 2", n)
 	}
 
 	// A server that takes one connection and stops listening: the
@@ -414,6 +435,54 @@ func TestUDPExchange(t *testing.T) {
 	defer cancel()
 	if r := e.Do(ctx, &Exchange{Remote: addr, Request: []byte("q"), Reply: &datagram{want: "x"}, UDP: true}); !errors.Is(r.Err, syscall.ECONNREFUSED) || r.Phase != "io" {
 		t.Errorf("closed port: %s: %v", r.Phase, r.Err)
+	}
+	time.Sleep(50 * time.Millisecond) // the closer goroutine
+	if after := openFDs(t); after > before {
+		t.Errorf("%d descriptors open after, %d before", after, before)
+	}
+}
+
+// TestAdoptedSocket: a connection made elsewhere (Go's dialer) becomes the
+// exchange's first connection: the request goes on it (one accept serves
+// the first two requests), a reconnect dials anew, the loop closes the
+// adopted descriptor, and an engine already closed closes it too.
+func TestAdoptedSocket(t *testing.T) {
+	addr, accepted := lineServer(t)
+	adopt := func() int {
+		c, err := net.Dial("tcp4", addr.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		rc, _ := c.(*net.TCPConn).SyscallConn()
+		fd := -1
+		rc.Control(func(f uintptr) { fd, _ = unix.FcntlInt(f, unix.F_DUPFD_CLOEXEC, 0) })
+		if fd < 0 {
+			t.Fatal("dup failed")
+		}
+		return fd
+	}
+	e := engine(t)
+	before := openFDs(t)
+	fd := adopt()
+	l := &lines{reqs: []string{"b", "c"}}
+	r := e.Do(context.Background(), &Exchange{Remote: addr, Request: []byte("a\n"), Reply: l, Adopt: fd})
+	if r.Err != nil || strings.Join(l.got, ",") != "a ok,b bye,c ok" || r.Reconnects != 1 || r.Connected.IsZero() {
+		t.Fatalf("got %q, %d reconnects, connected %v, err %v", l.got, r.Reconnects, r.Connected, r.Err)
+	}
+	if r.Local.Port() == 0 {
+		t.Errorf("no local address")
+	}
+	closed, err := New(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed.Close()
+	if r := closed.Do(context.Background(), &Exchange{Remote: addr, Request: []byte("a\n"), Reply: &lines{}, Adopt: adopt()}); r.Err == nil {
+		t.Error("a closed engine took an adopted socket")
+	}
+	if n := accepted(); n != 3 {
+		t.Errorf("%d connections accepted, want 3 (the adopted one, the reconnect, the one the closed engine refused)", n)
 	}
 	time.Sleep(50 * time.Millisecond) // the closer goroutine
 	if after := openFDs(t); after > before {

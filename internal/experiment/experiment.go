@@ -443,7 +443,7 @@ func (r *Runner) Run(ctx context.Context, dir string) error {
 
 // recordProbes sets in each cell group's params what its probes record of
 // how they ran (proto.Recorder: http's engine), over what the cell asked
-// for ("auto"). Paths that differ are named: "ipv4=evloop dual=go".
+// for ("auto"). Paths that differ are named: "ipv4=evloop dual=go-dial".
 func recordProbes(e *Experiment, probeOf func(cell int, p path.Path) load.Probe) {
 	for ci := range e.Cells {
 		c := &e.Cells[ci]

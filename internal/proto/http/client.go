@@ -69,7 +69,7 @@ type Client struct {
 	// UserAgent is sent with every request.
 	UserAgent string
 	// Engine picks how connections are made: EngineAuto (the event loop
-	// where it applies), EngineGo or EngineEvloop.
+	// where it applies), EngineGo, EngineEvloop or EngineGoDial.
 	Engine Engine
 	// Expect is what the body of a fetch without objects holds, when
 	// known (a generated file): a body that differs is a failed sample.
@@ -131,21 +131,39 @@ const (
 	// EngineEvloop uses v6lab's own epoll loop (internal/evloop): plain
 	// http on a pinned path, the page's objects on the same connection.
 	EngineEvloop Engine = "evloop"
+	// EngineGoDial connects with Go's dialer (on the dual path, Happy
+	// Eyeballs), then hands the socket to the event loop for the requests
+	// and replies: plain http on any path. Auto picks it for every path of
+	// a cell group that races the families, so the paths compared connect
+	// the same way and read their replies on the loop.
+	EngineGoDial Engine = "go-dial"
 )
 
 // ErrEngine is returned when the event loop is asked for a transaction
 // it cannot run.
-var ErrEngine = errors.New("http: the evloop engine runs plain http on a pinned path (https and the dual path need --engine go)")
+var ErrEngine = errors.New("http: the evloop engine runs plain http on a pinned path (https needs --engine go; the dual path go or go-dial)")
 
-// EngineUsed names the engine the client's transactions run on ("go" or
-// "evloop"), or says why the choice cannot be made.
+// ErrGoDialEngine is returned when go-dial is asked for https.
+var ErrGoDialEngine = errors.New("http: the go-dial engine runs plain http (https needs --engine go)")
+
+// EngineUsed names the engine the client's transactions run on ("go",
+// "evloop" or "go-dial"), or says why the choice cannot be made.
 func (c *Client) EngineUsed() (Engine, error) {
 	ev, err := c.useEvloop()
-	if ev {
-		return EngineEvloop, err
+	switch {
+	case err != nil:
+		return EngineGo, err
+	case ev && c.goDial():
+		return EngineGoDial, nil
+	case ev:
+		return EngineEvloop, nil
 	}
-	return EngineGo, err
+	return EngineGo, nil
 }
+
+// goDial says whether connections are dialled by Go and then run on the
+// event loop (the dual path's Happy Eyeballs, or EngineGoDial).
+func (c *Client) goDial() bool { return c.Engine == EngineGoDial || c.Path.Kind().Dual }
 
 // Record says which engine the client's transactions run on, for the
 // result's record (proto.Recorder).
@@ -157,21 +175,27 @@ func (c *Client) Record() map[string]string {
 	return map[string]string{"engine": string(e)}
 }
 
-// useEvloop says whether a transaction runs on the event loop.
+// useEvloop says whether a transaction's requests run on the event loop
+// (its connection made there, or by Go and handed over: goDial).
 func (c *Client) useEvloop() (bool, error) {
-	fits := c.URL.Scheme == "http" && !c.Path.Kind().Dual
+	plain := c.URL.Scheme == "http"
 	switch c.Engine {
 	case EngineGo:
 		return false, nil
 	case EngineEvloop:
-		if !fits {
+		if !plain || c.Path.Kind().Dual {
 			return false, ErrEngine
 		}
 		return true, nil
+	case EngineGoDial:
+		if !plain {
+			return false, ErrGoDialEngine
+		}
+		return true, nil
 	case EngineAuto:
-		return fits, nil
+		return plain, nil
 	}
-	return false, fmt.Errorf("http: unknown engine %q (auto, go, evloop)", c.Engine)
+	return false, fmt.Errorf("http: unknown engine %q (auto, go, evloop, go-dial)", c.Engine)
 }
 
 // ParseURL checks a URL for the probe: http or https, a host, no userinfo.
@@ -216,6 +240,12 @@ func (c *Client) Do(ctx context.Context, _ int) result.Sample {
 			return tr.Fail(ctx, "connect", err)
 		}
 		addr = netip.AddrPortFrom(path.AddrOf(raw.RemoteAddr()), c.port())
+		if ev, err := c.useEvloop(); err != nil {
+			load.CloseAbort(raw)
+			return tr.Fail(ctx, "connect", err)
+		} else if ev {
+			return c.handOver(ctx, tr, raw, addr)
+		}
 	} else {
 		host := c.URL.Hostname()
 		ip, err := tr.Lookup(ctx, c.Resolver, host, c.Path)
@@ -226,13 +256,18 @@ func (c *Client) Do(ctx context.Context, _ int) result.Sample {
 			tr.Mark(&tr.S.ResolveNS) // a name was looked up (a literal has no lookup phase)
 		}
 		addr = netip.AddrPortFrom(ip, c.port())
-		if ev, err := c.useEvloop(); err != nil {
+		ev, err := c.useEvloop()
+		if err != nil {
 			return tr.Fail(ctx, "connect", err)
-		} else if ev {
-			return c.doEvloop(ctx, tr, addr)
+		}
+		if ev && !c.goDial() {
+			return c.doEvloop(ctx, tr, addr, 0)
 		}
 		if conn, raw, err = c.dial(ctx, tr, addr); err != nil {
 			return tr.Fail(ctx, "connect", err)
+		}
+		if ev {
+			return c.handOver(ctx, tr, raw, addr)
 		}
 	}
 	defer func() { load.CloseAbort(raw) }()

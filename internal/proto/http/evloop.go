@@ -5,9 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
+	"os"
 	"strconv"
 	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"v6lab/internal/content"
 	"v6lab/internal/evloop"
@@ -18,16 +23,57 @@ import (
 
 var parsers = sync.Pool{New: func() any { return new(replyParser) }}
 
-// doEvloop runs the transaction's connection on the event loop: connect
+// handOver runs the transaction's requests on the event loop over raw, a
+// connection Go's dialer made (EngineGoDial, the dual path).
+func (c *Client) handOver(ctx context.Context, tr *load.Trace, raw net.Conn, addr netip.AddrPort) result.Sample {
+	fd, err := detach(raw)
+	if err != nil {
+		load.CloseAbort(raw)
+		return tr.Fail(ctx, "connect", err)
+	}
+	return c.doEvloop(ctx, tr, addr, fd)
+}
+
+// detach takes a Go connection's socket for the event loop
+// (evloop.Exchange.Adopt): a duplicate of its descriptor, the Go side
+// closed, which sends nothing (the socket lives on in the duplicate).
+func detach(c net.Conn) (int, error) {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return -1, fmt.Errorf("http: %T has no socket to hand to the event loop", c)
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	fd, derr := -1, error(nil)
+	if err := rc.Control(func(f uintptr) { fd, derr = unix.FcntlInt(f, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
+		return -1, err
+	}
+	if derr != nil {
+		return -1, os.NewSyscallError("fcntl", derr)
+	}
+	c.Close()
+	return fd, nil
+}
+
+// doEvloop runs the transaction's connection on the event loop (adopt,
+// when above 0: a socket already connected to addr, see handOver): connect
 // pinned to the path, GET (with Connection: close on the last request),
 // read the reply to its end, then each embedded object's in turn on the
 // same connection (a new one when the server closes), close with a reset.
-func (c *Client) doEvloop(ctx context.Context, tr *load.Trace, addr netip.AddrPort) result.Sample {
+func (c *Client) doEvloop(ctx context.Context, tr *load.Trace, addr netip.AddrPort, adopt int) result.Sample {
 	if err := (path.Dialer{Path: c.Path, Source: c.Source}).Check(addr.Addr()); err != nil {
+		if adopt > 0 {
+			unix.Close(adopt)
+		}
 		return tr.Fail(ctx, "connect", err)
 	}
 	eng, err := evloop.Default()
 	if err != nil {
+		if adopt > 0 {
+			unix.Close(adopt)
+		}
 		return tr.Fail(ctx, "connect", err)
 	}
 	maxBody := c.MaxBody
@@ -38,7 +84,7 @@ func (c *Client) doEvloop(ctx context.Context, tr *load.Trace, addr netip.AddrPo
 	p := parsers.Get().(*replyParser)
 	defer parsers.Put(p)
 	p.reset(uri, maxBody, c.checks(), c.Expect)
-	x := evloop.Exchange{Remote: addr, Source: c.Source, Request: c.request(uri, !c.Objects), Reply: p}
+	x := evloop.Exchange{Remote: addr, Source: c.Source, Request: c.request(uri, !c.Objects), Reply: p, Adopt: adopt}
 	// No lookup started the wire time: the connection's SYN does.
 	x.Cookie = tr.WantsSYN() && path.SYNReady()
 	var page *pageExchange
@@ -48,7 +94,7 @@ func (c *Client) doEvloop(ctx context.Context, tr *load.Trace, addr netip.AddrPo
 		x.Reply = page
 	}
 	r := eng.Do(ctx, &x)
-	if !r.Connected.IsZero() {
+	if !r.Connected.IsZero() && adopt <= 0 { // an adopted socket's dial set them
 		tr.At(&tr.S.ConnectNS, r.Connected)
 		tr.S.Local, tr.S.Remote = r.Local.String(), addr.String()
 	}

@@ -182,7 +182,7 @@ func TestHostileServersAreBounded(t *testing.T) {
 		{"short body", func(c net.Conn) { io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly this") }, 0, "unexpected EOF", "io"},
 		{"huge declared body", func(c net.Conn) { io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 99999999999\r\n\r\n") }, 1 << 20, "exceeds the 1048576-byte limit", "protocol"},
 	}
-	for _, engine := range []Engine{EngineGo, EngineEvloop} {
+	for _, engine := range []Engine{EngineGo, EngineEvloop, EngineGoDial} {
 		for _, c := range cases {
 			t.Run(string(engine)+"/"+c.name, func(t *testing.T) {
 				port := rawServer(t, c.serve)
@@ -207,8 +207,8 @@ func TestEnginesAgree(t *testing.T) {
 	r := newRig(t, DefaultServerConfig)
 	for _, p := range []path.Path{path.IPv4, path.IPv6} {
 		for _, target := range []string{"http://www.v6lab.test:%d/", "http://www.v6lab.test:%d/files/300K"} {
-			var got [2]result.Sample
-			for i, engine := range []Engine{EngineGo, EngineEvloop} {
+			var got [3]result.Sample
+			for i, engine := range []Engine{EngineGo, EngineEvloop, EngineGoDial} {
 				c := r.client(t, p, target)
 				c.Objects, c.Engine = false, engine
 				s := do(c, 5*time.Second)
@@ -225,9 +225,11 @@ func TestEnginesAgree(t *testing.T) {
 				}
 				got[i] = s
 			}
-			if got[0].BytesIn != got[1].BytesIn || got[0].BytesOut != got[1].BytesOut || got[0].Marker != got[1].Marker {
-				t.Errorf("%s %s: go engine in/out %d/%d %q, evloop %d/%d %q", p, target,
-					got[0].BytesIn, got[0].BytesOut, got[0].Marker, got[1].BytesIn, got[1].BytesOut, got[1].Marker)
+			for _, o := range got[1:] {
+				if got[0].BytesIn != o.BytesIn || got[0].BytesOut != o.BytesOut || got[0].Marker != o.Marker {
+					t.Errorf("%s %s: go engine in/out %d/%d %q, another %d/%d %q", p, target,
+						got[0].BytesIn, got[0].BytesOut, got[0].Marker, o.BytesIn, o.BytesOut, o.Marker)
+				}
 			}
 		}
 	}
@@ -247,6 +249,8 @@ func TestEngineChoice(t *testing.T) {
 		{&Client{URL: plain, Engine: EngineGo}, EngineGo, ""},
 		{&Client{URL: plain, Objects: true, Engine: EngineGo}, EngineGo, ""},
 		{&Client{URL: tls, Engine: EngineEvloop}, "", "runs plain http"},
+		{&Client{URL: plain, Engine: EngineGoDial}, EngineGoDial, ""},
+		{&Client{URL: tls, Engine: EngineGoDial}, "", "runs plain http"},
 		{&Client{URL: plain, Engine: "epoll"}, "", `unknown engine "epoll"`},
 	}
 	for _, c := range cases {
@@ -350,7 +354,7 @@ func TestCorruptBodyFails(t *testing.T) {
 	}
 	want := content.NewCheck(content.Unknown)
 	want.Write(body)
-	for _, engine := range []Engine{EngineGo, EngineEvloop} {
+	for _, engine := range []Engine{EngineGo, EngineEvloop, EngineGoDial} {
 		for _, c := range []struct {
 			name string
 			body []byte
@@ -377,7 +381,7 @@ func TestCorruptBodyFails(t *testing.T) {
 // source, of the other family.
 func TestEnginesKeepToThePath(t *testing.T) {
 	u, _ := ParseURL("http://127.0.0.1:9/")
-	for _, engine := range []Engine{EngineGo, EngineEvloop} {
+	for _, engine := range []Engine{EngineGo, EngineEvloop, EngineGoDial} {
 		for _, c := range []*Client{
 			{URL: u, Path: path.IPv6, Resolver: &path.Resolver{}, Engine: engine},
 			{URL: u, Path: path.IPv4, Resolver: &path.Resolver{}, Engine: engine, Source: lo6},
@@ -411,7 +415,7 @@ func (l *countingListener) Accept() (net.Conn, error) {
 func TestPageAndObjectsOnBothEngines(t *testing.T) {
 	for _, k := range []int{0, 1, 2, 5} {
 		var got []result.Sample
-		for _, engine := range []Engine{EngineGo, EngineEvloop} {
+		for _, engine := range []Engine{EngineGo, EngineEvloop, EngineGoDial} {
 			ln, err := net.Listen("tcp4", "127.0.0.1:0")
 			if err != nil {
 				t.Fatal(err)
@@ -459,7 +463,7 @@ func TestPageAndObjectsOnBothEngines(t *testing.T) {
 	go srv.Serve(ln)
 	defer srv.Close()
 	u, _ := ParseURL("http://" + ln.Addr().String() + "/")
-	for _, engine := range []Engine{EngineGo, EngineEvloop} {
+	for _, engine := range []Engine{EngineGo, EngineEvloop, EngineGoDial} {
 		s := do(&Client{URL: u, Path: path.IPv4, Resolver: &path.Resolver{}, Objects: true, Engine: engine}, 5*time.Second)
 		if s.OK() || !strings.Contains(s.Err, "object /gone.png: status 404") || s.ErrKind != "protocol" {
 			t.Errorf("%s: err %q kind %q, want the missing object named", engine, s.Err, s.ErrKind)
@@ -502,16 +506,41 @@ func TestCellWithDualPathUsesOneEngine(t *testing.T) {
 		t.Errorf("pinned paths alone: %q", got)
 	}
 	o.RacesFamilies = true
-	if got := engineOf(o); got != "go" {
+	if got := engineOf(o); got != "go-dial" {
 		t.Errorf("beside a dual path: %q", got)
 	}
 	o.Probe.Engine = "evloop"
 	if got := engineOf(o); got != "evloop" {
 		t.Errorf("asked for evloop beside a dual path: %q", got)
 	}
+	o.Probe.Engine = "go"
+	if got := engineOf(o); got != "go" {
+		t.Errorf("asked for go beside a dual path: %q", got)
+	}
 	o.URL = "https://h/"
 	o.Probe.Engine = ""
 	if got := engineOf(o); got != "go" {
 		t.Errorf("https: %q", got)
+	}
+	// The dual path itself: Go's Happy Eyeballs dial, then the loop.
+	dual := func(engine, url string) (Engine, error) {
+		u, _ := ParseURL(url)
+		return (&Client{URL: u, Path: path.Dual, Engine: Engine(engine)}).EngineUsed()
+	}
+	for _, c := range []struct {
+		engine, url string
+		want        Engine
+		err         error
+	}{
+		{"", "http://h/", EngineGoDial, nil},
+		{"go-dial", "http://h/", EngineGoDial, nil},
+		{"go", "http://h/", EngineGo, nil},
+		{"", "https://h/", EngineGo, nil},
+		{"evloop", "http://h/", EngineGo, ErrEngine},
+		{"go-dial", "https://h/", EngineGo, ErrGoDialEngine},
+	} {
+		if got, err := dual(c.engine, c.url); got != c.want || !errors.Is(err, c.err) {
+			t.Errorf("dual, engine %q, %s: %q, %v", c.engine, c.url, got, err)
+		}
 	}
 }

@@ -119,15 +119,15 @@ func attemptDelay(s string) (time.Duration, error) {
 func engine(s string) Engine { return Engine(strings.TrimPrefix(s, "auto")) }
 
 // cellEngine is the engine of a cell's pinned paths: the one asked for, or
-// by default Go's net package when the cell also races the families (its
-// dual path's client dials there), so that the paths compared differ by
-// the network alone.
-func cellEngine(o *proto.Options) Engine {
+// by default, when the cell also races the families, go-dial (its dual
+// path's client dials with Go, then reads on the event loop), so that the
+// paths compared differ by the network alone.
+func cellEngine(o *proto.Options, u *url.URL) Engine {
 	e := engine(o.Probe.Engine)
-	if e == EngineAuto && o.RacesFamilies {
-		return EngineGo
+	if e == EngineAuto && o.RacesFamilies && u.Scheme == "http" {
+		return EngineGoDial
 	}
-	return e
+	return e // auto: https on Go's net everywhere
 }
 
 // Target is the page the cell's url names, its host resolved by the
@@ -179,7 +179,7 @@ func (Protocol) Probe(o *proto.Options, ep proto.Endpoint, p path.Path) (load.Pr
 	}
 	delay, _ := attemptDelay(o.AttemptDelay) // checked by Check
 	c := &Client{URL: u, Path: p, Resolver: ep.Resolver(), Source: ep.Source, Objects: objects, MaxBody: mb, AttemptDelay: delay, GoDialer: o.Dialer == "go", LookupName: lookupName(o, u),
-		UserAgent: "v6lab", Engine: cellEngine(o), Expect: expect,
+		UserAgent: "v6lab", Engine: cellEngine(o, u), Expect: expect,
 		Sum: o.File != "", // a bulk transfer records its body's CRC-32C
 		TLS: &tls.Config{InsecureSkipVerify: o.Probe.Insecure, CurvePreferences: groups}}
 	if o.Probe.TLSResume {
