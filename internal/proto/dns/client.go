@@ -295,4 +295,7 @@ func (c *Client) Warm(int) {
 	if c.Mode != ModeLoad || c.TCP {
 		path.Warm(c.Path, c.Server, c.Source)
 	}
+	if c.Mode != ModeLoad && !c.TCP {
+		_, _ = evloop.Default() // started before the first query, not in it
+	}
 }

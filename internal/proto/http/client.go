@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"v6lab/internal/evloop"
 	"v6lab/internal/eyeballs"
 
 	"v6lab/internal/content"
@@ -616,4 +617,7 @@ func (c *countWriter) Write(p []byte) (int, error) {
 func (c *Client) Warm(int) {
 	c.Resolver.Warm(c.Path)
 	path.Warm(c.Path, netip.AddrPort{}, c.Source)
+	if ev, _ := c.useEvloop(); ev {
+		_, _ = evloop.Default() // started before the first transaction, not in it
+	}
 }
