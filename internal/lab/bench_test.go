@@ -19,9 +19,9 @@ func sink(b testing.TB, l *Lab, addr netip.Addr) netip.AddrPort {
 	return ap
 }
 
-// countingSink is sink that also counts the bytes it received.
-func countingSink(b testing.TB, l *Lab, addr netip.Addr) (netip.AddrPort, *atomic.Int64) {
-	received := new(atomic.Int64)
+// serve listens on addr in the lab's server host and runs handle on
+// every connection it accepts, until the test ends; it returns the port.
+func serve(b testing.TB, l *Lab, addr netip.Addr, handle func(net.Conn)) netip.AddrPort {
 	var ln net.Listener
 	if err := Do(NS(l.Name, Server), func() error {
 		var err error
@@ -36,26 +36,32 @@ func countingSink(b testing.TB, l *Lab, addr netip.Addr) (netip.AddrPort, *atomi
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				var one [1]byte
-				if _, err := io.ReadFull(c, one[:]); err != nil {
-					return
-				}
-				if one[0] == 'p' { // ping-pong mode
-					for {
-						c.Write(one[:])
-						if _, err := io.ReadFull(c, one[:]); err != nil {
-							return
-						}
-					}
-				}
-				io.Copy(io.Discard, countingReader{received, c})
-			}()
+			go handle(c)
 		}
 	}()
 	b.Cleanup(func() { ln.Close() })
-	return ln.Addr().(*net.TCPAddr).AddrPort(), received
+	return ln.Addr().(*net.TCPAddr).AddrPort()
+}
+
+// countingSink is sink that also counts the bytes it received.
+func countingSink(b testing.TB, l *Lab, addr netip.Addr) (netip.AddrPort, *atomic.Int64) {
+	received := new(atomic.Int64)
+	return serve(b, l, addr, func(c net.Conn) {
+		defer c.Close()
+		var one [1]byte
+		if _, err := io.ReadFull(c, one[:]); err != nil {
+			return
+		}
+		if one[0] == 'p' { // ping-pong mode
+			for {
+				c.Write(one[:])
+				if _, err := io.ReadFull(c, one[:]); err != nil {
+					return
+				}
+			}
+		}
+		io.Copy(io.Discard, countingReader{received, c})
+	}), received
 }
 
 // countingReader reads from r and counts into n as it goes.

@@ -224,26 +224,10 @@ func TestBurstIsTwoFramesOrAQuarterMillisecond(t *testing.T) {
 func TestAShortTransferGetsNoHeadStart(t *testing.T) {
 	const rate, size = 100e6, 64 << 10
 	l := up(t, Config{Shaping: Shaping{Rate: rate}})
-	var ln net.Listener
-	if err := Do(NS(l.Name, Server), func() error {
-		var err error
-		ln, err = path.Listen(context.Background(), path.IPv4, netip.AddrPortFrom(l.Addr.ServerV4, 0).String())
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Write(make([]byte, size))
-			c.Close()
-		}
-	}()
-	dst := ln.Addr().(*net.TCPAddr).AddrPort()
+	dst := serve(t, l, l.Addr.ServerV4, func(c net.Conn) {
+		c.Write(make([]byte, size))
+		c.Close()
+	})
 	for range 3 {
 		time.Sleep(50 * time.Millisecond) // the bucket fills again
 		start := time.Now()
