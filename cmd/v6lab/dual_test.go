@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -190,5 +191,60 @@ cells:
 	}
 	if mean["slow-ipv6"]-mean["healthy"] < 50 {
 		t.Errorf("IPv6 delayed 50 ms each way at r1, yet the page took %.1f ms against %.1f", mean["slow-ipv6"], mean["healthy"])
+	}
+}
+
+// TestGoDialOnEveryPathOfADualGroup: in a cell group that races the
+// families, every path (ipv4, ipv6, 6in4, nat64 and dual) dials with Go
+// and hands its socket to the event loop (engine go-dial, in the header):
+// every transaction completes on its own family, with its wire time, and
+// every run is proven on the wire.
+func TestGoDialOnEveryPathOfADualGroup(t *testing.T) {
+	requireLab(t)
+	dir, f, s, out, err := labRun(t, buildBinary(t), `name: godial
+paths: [ipv4, ipv6, 6in4, nat64, dual]
+runs: 2
+warmup: 0
+pause: 0s
+cells:
+  - {protocol: http, conns: [1, 3]}
+`)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	if len(s.Cells) != 10 {
+		t.Fatalf("%d cells", len(s.Cells))
+	}
+	for _, c := range s.Cells {
+		if c.Failed != 0 || c.Completed != 2*c.Conns {
+			t.Errorf("%s/%d: %d completed, %d failed (%s)", c.Path, c.Conns, c.Completed, c.Failed, c.FirstError)
+		}
+	}
+	for _, r := range f.Runs {
+		if r.Err != "" {
+			t.Errorf("run %s/%d: %s", r.Cell, r.Run, r.Err)
+		}
+	}
+	for _, smp := range f.Samples {
+		if !smp.OK() {
+			continue
+		}
+		local, err := netip.ParseAddrPort(smp.Local)
+		// Pinned paths keep their family (6in4's and nat64's client side
+		// is IPv6); the dual path may take either, its wire says which.
+		if wantV4 := smp.Path == "ipv4"; err != nil || (smp.Path != "dual" && local.Addr().Unmap().Is4() != wantV4) {
+			t.Errorf("%s/%d: local address %q", smp.Path, smp.Conns, smp.Local)
+		}
+		if smp.WireNS <= 0 || smp.WireNS > smp.TotalNS || !(smp.ConnectNS <= smp.FirstByteNS && smp.FirstByteNS <= smp.TotalNS) {
+			t.Errorf("%s/%d: connect %d first byte %d total %d wire %d", smp.Path, smp.Conns, smp.ConnectNS, smp.FirstByteNS, smp.TotalNS, smp.WireNS)
+		}
+	}
+	header, err := os.ReadFile(filepath.Join(dir, "samples.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(string(header), "\n")
+	if !strings.Contains(first, `"engine":"go-dial"`) {
+		t.Errorf("the header does not say go-dial ran: %.300s", first)
 	}
 }

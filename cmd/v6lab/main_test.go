@@ -498,6 +498,7 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"serve", "ftp", "--listen", "127.0.0.1"}, 2, `"127.0.0.1" is not ADDR:PORT`},
 		{[]string{"serve", "transport", "--listen", "127.0.0.1:1", "--listen", "[::1]:2"}, 2, "every address must use the same port"},
 		{[]string{"probe", "http", "http://127.0.0.1:9/", "--engine", "epoll"}, 2, `--engine: http: unknown engine "epoll" (auto, go, evloop, go-dial)`},
+		{[]string{"probe", "http", "https://127.0.0.1:9/", "--engine", "go-dial"}, 2, `--engine: http: the go-dial engine runs plain http (https needs --engine go)`},
 		{[]string{"probe", "http", "https://127.0.0.1:9/", "--no-objects", "--engine", "evloop"}, 2, "--engine: http: the evloop engine runs plain http on a pinned path"},
 		{[]string{"probe", "smtp", "127.0.0.1:99999"}, 2, `smtp URL "smtp://127.0.0.1:99999": bad port`},
 		{[]string{"probe", "smtp", "127.0.0.1", "--size", "-5"}, 2, "--size: -5: want 0 to"},

@@ -400,7 +400,8 @@ func stamp(oob []byte) time.Time {
 }
 
 // Record writes every frame of the measured service from now on, counted
-// or stray (its first 160 bytes, all the headers), to w in pcap format. Flush or close w after Close.
+// or stray (its first 160 bytes, all the headers), to w in pcap format.
+// Flush or close w after Close.
 func (c *Capture) Record(w io.Writer) error {
 	pw := pcapgo.NewWriter(w)
 	if err := pw.WriteFileHeader(snap, layers.LinkTypeEthernet); err != nil {
@@ -412,8 +413,9 @@ func (c *Capture) Record(w io.Writer) error {
 	return nil
 }
 
-// Tap hands every frame of the measured service, counted or stray, to fn as it is read (fn must not keep the
-// frame; it reads at most the first 160 bytes of each).
+// Tap hands every frame of the measured service, counted or stray, to fn
+// as it is read (fn must not keep the frame; it reads at most the first
+// 160 bytes of each).
 func (c *Capture) Tap(fn func(at time.Time, frame []byte, wireLen int)) {
 	c.mu.Lock()
 	c.tap = fn

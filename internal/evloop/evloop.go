@@ -72,8 +72,8 @@ type Exchange struct {
 	Cookie bool
 	// UDP makes it a datagram exchange on a connected UDP socket: Request
 	// is one datagram, each datagram back is fed whole (never with eof),
-	// and Result.FirstTx has the request's transmit stamp. A Continuer's
-	// further requests are not supported.
+	// and Result.FirstTx has the request's transmit stamp. Its Reply may
+	// not be a Continuer (Do fails it).
 	UDP bool
 	// Adopt, when above 0, is the descriptor of a TCP socket already
 	// connected to Remote (by a dialer of the caller's: Happy Eyeballs),
@@ -285,6 +285,12 @@ func (l *loop) start(c *conn) error {
 		c.res.Phase, c.res.Err = phase, err
 		close(c.done)
 		return err
+	}
+	if _, more := c.x.Reply.(Continuer); more && c.x.UDP {
+		if c.x.Adopt > 0 {
+			unix.Close(c.x.Adopt)
+		}
+		return fail("connect", errors.New("evloop: a UDP exchange has one request (its Reply is a Continuer)"))
 	}
 	if l.quit.Load() {
 		if c.x.Adopt > 0 {

@@ -428,6 +428,9 @@ func TestUDPExchange(t *testing.T) {
 			t.Errorf("%s: a silent server: %s: %v", c.network, r.Phase, r.Err)
 		}
 	}
+	if r := e.Do(context.Background(), &Exchange{Remote: netip.MustParseAddrPort("127.0.0.1:9"), Request: []byte("q"), Reply: &lines{reqs: []string{"more"}}, UDP: true}); r.Err == nil || !strings.Contains(r.Err.Error(), "one request") {
+		t.Errorf("a UDP exchange with further requests: %v", r.Err)
+	}
 	dead, _ := net.ListenPacket("udp4", "127.0.0.1:0")
 	addr := netip.MustParseAddrPort(dead.LocalAddr().String())
 	dead.Close()

@@ -28,6 +28,9 @@ func HTML(w io.Writer, s *Summary) error {
 	for _, k := range sortedKeys(s.Servers) {
 		page.Context = append(page.Context, kv{"server: " + k, s.Servers[k]})
 	}
+	for _, k := range sortedKeys(s.Engines) {
+		page.Context = append(page.Context, kv{"engine: " + k, s.Engines[k]})
+	}
 	if sizes := rateBySize(s); len(sizes) > 0 {
 		g := htmlGroup{Name: "file transfers", Tables: FileTables(s)}
 		for _, p := range sizes {

@@ -45,6 +45,9 @@ type Summary struct {
 	Adjustment string `json:"p_adjustment,omitempty"`
 	// Scale is the --scale factor the experiment ran at (absent: 1).
 	Scale float64 `json:"scale,omitempty"`
+	// Engines says, per cell group that records one (its params), which
+	// connection engine its probes ran on: http's evloop, go-dial or go.
+	Engines map[string]string `json:"engines,omitempty"`
 	// Machine says what it ran on: tool version, host, kernel, CPUs.
 	Machine map[string]string `json:"machine,omitempty"`
 	// Lab and Servers are the header's, for the reader of the report.
@@ -526,10 +529,35 @@ func Summarize(f *result.File) *Summary {
 		if v, ok := m["scale"].(float64); ok && v > 0 && v < 1 {
 			s.Scale = v
 		}
+		s.Engines = engines(m)
 	}
 	s.Comparisons = compare(s.Cells, s.Baseline)
 	s.Adjustment = adjust(s.Comparisons)
 	return s
+}
+
+// engines reads each cell group's params.engine from the spec, keyed by
+// the group's name as samples carry it (its label, or its protocol).
+func engines(spec map[string]any) map[string]string {
+	cells, _ := spec["cells"].([]any)
+	var out map[string]string
+	for _, c := range cells {
+		m, _ := c.(map[string]any)
+		params, _ := m["params"].(map[string]any)
+		e, _ := params["engine"].(string)
+		if e == "" {
+			continue
+		}
+		name, _ := m["label"].(string)
+		if name == "" {
+			name, _ = m["protocol"].(string)
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[name] = e
+	}
+	return out
 }
 
 // adjust sets every comparison's Holm-adjusted paired p-value, the time

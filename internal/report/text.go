@@ -121,6 +121,16 @@ func HeaderLines(s *Summary) []string {
 	if l := s.Lab["links"]; l != "" {
 		out = append(out, "links: "+l)
 	}
+	if r := s.Lab["shaping"]; r != "" {
+		out = append(out, "shaped links: "+r)
+	}
+	if len(s.Engines) > 0 {
+		var es []string
+		for _, k := range sortedKeys(s.Engines) {
+			es = append(es, k+" "+s.Engines[k])
+		}
+		out = append(out, "connection engine: "+strings.Join(es, ", ")+" (docs/metrics.md)")
+	}
 	if bs := s.Lab["server_tcp"]; bs != "" {
 		out = append(out, "server host: "+bs)
 	}

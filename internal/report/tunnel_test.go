@@ -37,16 +37,17 @@ func TestReportsSayWhichTunnel(t *testing.T) {
 }
 
 // TestReportTxtHasAHeader: report.txt says what ran where: tool, host,
-// kernel, date, tunnel, congestion control, links, bare server, servers.
+// kernel, date, tunnel, congestion control, links and how they are
+// shaped, bare server, servers.
 func TestReportTxtHasAHeader(t *testing.T) {
 	s := &Summary{Name: "quick", Baseline: "ipv4", Target: "lab", Created: t0,
 		Machine: map[string]string{"tool": "v6lab v1", "host": "h", "kernel": "6.18.0", "cpus": "2"},
-		Lab:     map[string]string{"tunnel": "bpf", "tunnel_hook": "tcx", "congestion": "cubic", "links": "client-r1 unshaped, mtu 1500", "server_tcp": "bare: SACK off"},
+		Lab:     map[string]string{"tunnel": "bpf", "tunnel_hook": "tcx", "congestion": "cubic", "links": "client-r1 unshaped, mtu 1500", "server_tcp": "bare: SACK off", "shaping": "tc tbf at the link rate"},
 		Servers: map[string]string{"http": "embedded (Go net/http)"}}
 	var b bytes.Buffer
 	Text(&b, s)
 	for _, want := range []string{"v6lab v1 on h (kernel 6.18.0, 2 CPUs), 2026-11-22 12:00 UTC", "6in4 tunnel: bpf", "TCP congestion control in the lab: cubic",
-		"links: client-r1 unshaped, mtu 1500", "server host: bare: SACK off", "server http: embedded (Go net/http)"} {
+		"links: client-r1 unshaped, mtu 1500", "shaped links: tc tbf at the link rate", "server host: bare: SACK off", "server http: embedded (Go net/http)"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report.txt lacks %q:\n%s", want, b.String())
 		}
@@ -70,5 +71,31 @@ func TestTheScaleIsRecordedAndSaid(t *testing.T) {
 	f.Header.Spec = map[string]any{"name": "golden"}
 	if s := Summarize(f); s.Scale != 0 {
 		t.Errorf("an unscaled run says scale %v", s.Scale)
+	}
+}
+
+// TestTheEngineIsSaid: each cell group's connection engine, recorded in
+// the spec's params, is in summary.json and both reports.
+func TestTheEngineIsSaid(t *testing.T) {
+	f := build(baseMS, otherMS)
+	f.Header.Spec = map[string]any{"name": "golden", "cells": []any{
+		map[string]any{"protocol": "http", "params": map[string]any{"engine": "go-dial"}},
+		map[string]any{"protocol": "http", "label": "files", "params": map[string]any{"engine": "evloop"}},
+		map[string]any{"protocol": "dns"},
+	}}
+	s := Summarize(f)
+	if len(s.Engines) != 2 || s.Engines["http"] != "go-dial" || s.Engines["files"] != "evloop" {
+		t.Fatalf("engines %v", s.Engines)
+	}
+	var txt, html bytes.Buffer
+	Text(&txt, s)
+	if !strings.Contains(txt.String(), "connection engine: files evloop, http go-dial") {
+		t.Errorf("report.txt:\n%s", txt.String())
+	}
+	if err := HTML(&html, s); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(html.String(), "engine: http") || !strings.Contains(html.String(), "go-dial") {
+		t.Error("report.html does not name the engine")
 	}
 }

@@ -233,18 +233,18 @@ func (c *Client) port() uint16 {
 // Do performs one transaction.
 func (c *Client) Do(ctx context.Context, _ int) result.Sample {
 	tr := load.Begin("http", c.Path)
+	ev, err := c.useEvloop()
+	if err != nil {
+		return tr.Fail(ctx, "connect", err)
+	}
 	var conn, raw net.Conn
 	var addr netip.AddrPort
 	if c.Path.Kind().Dual {
-		var err error
 		if conn, raw, err = c.dialEyeballs(ctx, tr); err != nil {
 			return tr.Fail(ctx, "connect", err)
 		}
 		addr = netip.AddrPortFrom(path.AddrOf(raw.RemoteAddr()), c.port())
-		if ev, err := c.useEvloop(); err != nil {
-			load.CloseAbort(raw)
-			return tr.Fail(ctx, "connect", err)
-		} else if ev {
+		if ev {
 			return c.handOver(ctx, tr, raw, addr)
 		}
 	} else {
@@ -257,10 +257,6 @@ func (c *Client) Do(ctx context.Context, _ int) result.Sample {
 			tr.Mark(&tr.S.ResolveNS) // a name was looked up (a literal has no lookup phase)
 		}
 		addr = netip.AddrPortFrom(ip, c.port())
-		ev, err := c.useEvloop()
-		if err != nil {
-			return tr.Fail(ctx, "connect", err)
-		}
 		if ev && !c.goDial() {
 			return c.doEvloop(ctx, tr, addr, 0)
 		}
