@@ -8,6 +8,8 @@ import (
 	"os"
 	"runtime/debug"
 
+	"v6lab/internal/servers"
+
 	"github.com/spf13/cobra"
 )
 
@@ -92,6 +94,7 @@ reports each path's difference from IPv4 with its confidence.`,
 	root.AddCommand(newRunCmd(), newProbeCmd())
 	root.AddCommand(topLevelProbes()...)
 	root.AddCommand(newTrafficCmd(), newServeCmd(), newReportCmd(), newMergeCmd(), newCompareCmd(), newLabCmd())
+	root.AddCommand(newInetdCmd())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{code: 2, err: err} })
 	usageArgs(root)
 	return root
@@ -116,4 +119,21 @@ func usageArgs(c *cobra.Command) {
 func quiet(cmd *cobra.Command) bool {
 	q, _ := cmd.Flags().GetBool("quiet")
 	return q
+}
+
+// newInetdCmd is the inetd the lab runs real ProFTPD from (servers.InetdMain);
+// hidden: v6lab starts it itself.
+func newInetdCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:                servers.InetdUsage,
+		Short:              "Start a program for every TCP connection (the lab's inetd for ProFTPD)",
+		Hidden:             true,
+		DisableFlagParsing: true,
+		RunE: func(_ *cobra.Command, args []string) error {
+			if code := servers.InetdMain(args, os.Stderr); code != 0 {
+				return &exitError{code: code, err: errSilent}
+			}
+			return nil
+		},
+	}
 }
