@@ -500,6 +500,7 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"probe", "http", "http://127.0.0.1:9/", "--engine", "epoll"}, 2, `--engine: http: unknown engine "epoll" (auto, go, evloop, go-dial)`},
 		{[]string{"probe", "http", "https://127.0.0.1:9/", "--engine", "go-dial"}, 2, `--engine: http: the go-dial engine runs plain http (https needs --engine go)`},
 		{[]string{"probe", "http", "https://127.0.0.1:9/", "--no-objects", "--engine", "evloop"}, 2, "--engine: http: the evloop engine runs plain http on a pinned path"},
+		{[]string{"probe", "http", "http://127.0.0.1:9/", "--paths", "ipv4,dual", "--engine", "evloop"}, 2, "--engine: evloop connects on pinned paths only, and the dual path races the families: use go-dial"},
 		{[]string{"probe", "smtp", "127.0.0.1:99999"}, 2, `smtp URL "smtp://127.0.0.1:99999": bad port`},
 		{[]string{"probe", "smtp", "127.0.0.1", "--size", "-5"}, 2, "--size: -5: want 0 to"},
 		{[]string{"probe", "imap", "127.0.0.1", "--users", "0"}, 2, "--users: 0: want at least 1"},

@@ -12,6 +12,7 @@ import (
 
 	"v6lab/internal/experiment"
 	"v6lab/internal/measure"
+	"v6lab/internal/path"
 	"v6lab/internal/proto"
 	"v6lab/internal/proto/all"
 	"v6lab/internal/report"
@@ -152,6 +153,9 @@ func (pt probeTarget) run(cmd *cobra.Command) error {
 	given := func(opt string) bool {
 		i := slices.IndexFunc(pt.flags, func(f proto.Flag) bool { return f.Option == opt })
 		return i >= 0 && cmd.Flags().Changed(pt.flags[i].Name)
+	}
+	if paths, err := path.ParseList(pt.lf.paths); err == nil { // a bad list is the spec's error
+		o.RacesFamilies = (&experiment.Spec{Paths: paths}).RacesFamilies()
 	}
 	if err := pt.p.Check(&o, "hosts", given); err != nil {
 		return &exitError{code: 2, err: flagError(err, pt.flags)}

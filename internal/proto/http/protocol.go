@@ -70,6 +70,10 @@ func (Protocol) Check(o *proto.Options, where string, given proto.Given) error {
 			return proto.Errorf("engine", "%v", err)
 		}
 	}
+	if engine(ps.Engine) == EngineEvloop && o.RacesFamilies {
+		// Every one of its transactions would fail with ErrEngine.
+		return proto.Errorf("engine", "evloop connects on pinned paths only, and the dual path races the families: use go-dial (what auto picks here) or go")
+	}
 	if err := extclient.CheckClient(o); err != nil {
 		return err
 	}
