@@ -63,6 +63,8 @@ var ErrCorrupt = errors.New("content differs from what the server generates")
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+var zeroBlock = make([]byte, 64<<10)
+
 // Check is an io.Writer that sums and checks a body as it arrives.
 type Check struct {
 	expect Expect
@@ -92,10 +94,14 @@ func (c *Check) Write(p []byte) (int, error) {
 			done += n
 		}
 	case Zeros:
-		for i, b := range p {
-			if b != 0 {
-				return i, fmt.Errorf("byte %d is %#02x, not 0: %w", c.off+int64(i), b, ErrCorrupt)
+		// Compared a block at a time (memcmp speed, six times a byte
+		// loop's): the client's CPU is shared with what it measures.
+		for done := 0; done < len(p); {
+			n := min(len(p)-done, len(zeroBlock))
+			if !bytes.Equal(p[done:done+n], zeroBlock[:n]) {
+				return done, c.corrupt(p[done:done+n], zeroBlock[:n], done)
 			}
+			done += n
 		}
 	}
 	c.off += int64(len(p))

@@ -70,6 +70,21 @@ func TestCheck(t *testing.T) {
 	if _, err := z.Write([]byte{0, 0, 7}); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "byte 5002") {
 		t.Fatalf("zeros: %v", err)
 	}
+	big := make([]byte, 200_000) // more than one block at a time
+	big[150_000] = 1
+	if _, err := NewCheck(Zeros).Write(big); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "byte 150000 is 0x01") {
+		t.Fatalf("zeros, one write of several blocks: %v", err)
+	}
+}
+
+func BenchmarkCheckZeros(b *testing.B) {
+	body := make([]byte, 1<<20)
+	b.SetBytes(int64(len(body)))
+	c := NewCheck(Zeros)
+	for b.Loop() {
+		c.Reset(Zeros)
+		c.Write(body)
+	}
 }
 
 func BenchmarkCheckGenerated(b *testing.B) {
