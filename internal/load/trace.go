@@ -29,9 +29,12 @@ type Trace struct {
 	// stamped the start: its SYN's stamp does (path.SYNSent).
 	synCookie uint64
 	conns     []*path.StampedConn
-	lastRx    time.Time // a receive stamp given by Received
-	firstRx   time.Time // the first reply bytes' stamp given by FirstReceived
-	S         result.Sample
+	// reply, when set, is the connection whose first bytes are the
+	// reply's (StampReply); else the earliest of conns' are.
+	reply   *path.StampedConn
+	lastRx  time.Time // a receive stamp given by Received
+	firstRx time.Time // the first reply bytes' stamp given by FirstReceived
+	S       result.Sample
 	// TLS describes the transaction's TLS (version, cipher, resumed), for
 	// its marker.
 	TLS string
@@ -74,6 +77,19 @@ func (t *Trace) Stamp(c net.Conn) net.Conn {
 	}
 	t.conns = append(t.conns, sc)
 	return sc
+}
+
+// StampReply is Stamp for a connection whose first bytes are the reply's
+// first byte although another connection of the transaction received
+// bytes before it (FTP's data connection, after the control
+// connection's greeting and replies): the wire's first byte is then this
+// connection's, as first_byte_ns is its first read.
+func (t *Trace) StampReply(c net.Conn) net.Conn {
+	out := t.Stamp(c)
+	if sc, ok := out.(*path.StampedConn); ok {
+		t.reply = sc
+	}
+	return out
 }
 
 // WantsSYN says whether the wire time has no start yet (no lookup sent a
@@ -144,6 +160,9 @@ func (t *Trace) wireFirstByte() int64 {
 		if !c.FirstRx.IsZero() && (first.IsZero() || c.FirstRx.Before(first)) {
 			first = c.FirstRx
 		}
+	}
+	if t.reply != nil {
+		first = t.reply.FirstRx
 	}
 	if t.firstTx.IsZero() || first.IsZero() || first.Before(t.firstTx) {
 		return 0

@@ -188,13 +188,22 @@ func (c *Client) Do(ctx context.Context, user int) result.Sample {
 	defer load.CloseAbort(dc)
 	stopData := load.Deadline(ctx, dc)
 	defer stopData()
+	// The file's bytes are the reply: the wire time runs to the later of
+	// their last arrival and the 226's (a server may send its 226 while
+	// the file still waits in its send buffer), and its first byte is the
+	// file's.
+	sdc := tr.StampReply(dc)
 	buf := make([]byte, 64<<10)
 	var got int64
 	check := content.NewCheck(c.Expect)
 	for {
-		n, err := dc.Read(buf)
+		n, err := sdc.Read(buf)
+		// The file's reads count for the end mark too: a 226 that came
+		// in one read with the 150 would otherwise end the transaction
+		// before its file.
+		tr.Read(n)
 		if n > 0 && got == 0 {
-			tr.Mark(&tr.S.FirstByteNS)
+			tr.MarkRead(&tr.S.FirstByteNS)
 		}
 		got += int64(n)
 		if _, cerr := check.Write(buf[:n]); cerr != nil {

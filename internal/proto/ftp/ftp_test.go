@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -205,5 +206,91 @@ func TestContentIsChecked(t *testing.T) {
 		if smp.OK() || !strings.Contains(smp.Err, c.err) || !strings.Contains(smp.Err, "content differs") || smp.ErrKind != "protocol" {
 			t.Errorf("expect %d: err %q kind %q", c.expect, smp.Err, smp.ErrKind)
 		}
+	}
+}
+
+// TestWireTimeCoversTheFile: a server that sends its 226 while half the
+// file is still to come (as one whose file waits in its send buffer).
+// The wire time runs to the file's last bytes, not to the 226, and its
+// first byte is the file's, not the greeting's.
+func TestWireTimeCoversTheFile(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: without a lookup the wire time starts at the SYN's stamp, a BPF program")
+	}
+	if !path.SYNReady() {
+		t.Skip("no SYN stamps on this host (cgroup v2, sockops)")
+	}
+	const gap = 40 * time.Millisecond
+	port := scripted.Serve(t, func(c net.Conn, cmds *bufio.Reader) {
+		login(c, cmds, "213 2000")
+		cmds.ReadString('\n')
+		dl, _ := net.Listen("tcp4", "127.0.0.1:0")
+		defer dl.Close()
+		p := dl.Addr().(*net.TCPAddr).Port
+		io.WriteString(c, fmt.Sprintf("227 Entering Passive Mode (127,0,0,1,%d,%d)\r\n", p>>8, p&0xff))
+		cmds.ReadString('\n')
+		io.WriteString(c, "150 here it comes\r\n")
+		d, _ := dl.Accept()
+		time.Sleep(gap)
+		d.Write(make([]byte, 1000))
+		io.WriteString(c, "226 Transfer complete\r\n")
+		time.Sleep(gap)
+		d.Write(make([]byte, 1000))
+		d.Close()
+		cmds.ReadString('\n')
+	})
+	c := &Client{Host: "127.0.0.1", Port: port, File: "/f", Path: path.IPv4, Resolver: &path.Resolver{}}
+	// On loopback a reply now and then carries no receive stamp (the
+	// sender's departure time is kept in it): try a few transactions.
+	for range 5 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		s := c.Do(ctx, 0)
+		cancel()
+		if !s.OK() {
+			t.Fatal(s.Err)
+		}
+		if s.WireNS == 0 || s.WireFirstByteNS == 0 {
+			continue
+		}
+		if s.WireNS < int64(2*gap) || s.WireNS > s.TotalNS {
+			t.Errorf("wire %v of total %v: want the file's last bytes, %v after its first", time.Duration(s.WireNS), time.Duration(s.TotalNS), gap)
+		}
+		if s.WireFirstByteNS < int64(gap) || s.WireFirstByteNS > s.FirstByteNS {
+			t.Errorf("wire first byte %v, first byte %v: want the file's first bytes (%v after the 150), not the greeting's", time.Duration(s.WireFirstByteNS), time.Duration(s.FirstByteNS), gap)
+		}
+		return
+	}
+	t.Error("no transaction had receive stamps")
+}
+
+// TestTotalCoversTheFile: a server whose 226 comes in one read with its
+// 150, before the file. The transaction still ends at the file's last
+// read, not at the read that brought the 226.
+func TestTotalCoversTheFile(t *testing.T) {
+	const gap = 40 * time.Millisecond
+	port := scripted.Serve(t, func(c net.Conn, cmds *bufio.Reader) {
+		login(c, cmds, "213 1000")
+		cmds.ReadString('\n')
+		dl, _ := net.Listen("tcp4", "127.0.0.1:0")
+		defer dl.Close()
+		p := dl.Addr().(*net.TCPAddr).Port
+		io.WriteString(c, fmt.Sprintf("227 Entering Passive Mode (127,0,0,1,%d,%d)\r\n", p>>8, p&0xff))
+		cmds.ReadString('\n')
+		io.WriteString(c, "150 here it comes\r\n226 Transfer complete\r\n")
+		d, _ := dl.Accept()
+		time.Sleep(gap)
+		d.Write(make([]byte, 1000))
+		d.Close()
+		cmds.ReadString('\n')
+	})
+	c := &Client{Host: "127.0.0.1", Port: port, File: "/f", Path: path.IPv4, Resolver: &path.Resolver{}}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s := c.Do(ctx, 0)
+	if !s.OK() {
+		t.Fatal(s.Err)
+	}
+	if s.TotalNS < int64(gap) || s.FirstByteNS < int64(gap) || s.FirstByteNS > s.TotalNS {
+		t.Errorf("first byte %v, total %v: want both at the file, %v after the 226", time.Duration(s.FirstByteNS), time.Duration(s.TotalNS), gap)
 	}
 }
