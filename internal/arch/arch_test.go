@@ -26,7 +26,7 @@ var allowed = map[string][]string{
 	"v6lab/internal/eyeballs":        {},
 	"v6lab/internal/proto/dns":       append(protoLevel(), "evloop"),
 	"v6lab/internal/proto/ftp":       append(protoLevel(), "proto/reply", "proto/guard", "proto/extclient", "wakeread"),
-	"v6lab/internal/proto/smtp":      append(protoLevel(), "proto/reply", "proto/guard", "wakeread"),
+	"v6lab/internal/proto/smtp":      append(protoLevel(), "proto/reply", "proto/guard", "wakeread", "evloop"),
 	"v6lab/internal/proto/reply":     {},
 	"v6lab/internal/proto/guard":     {},
 	"v6lab/internal/proto/imap":      append(protoLevel(), "proto/reply", "proto/guard", "wakeread"),

@@ -6,6 +6,7 @@ package reply
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -50,31 +51,94 @@ func Read(br *bufio.Reader, proto string) (Reply, error) {
 		if err != nil {
 			return r, err
 		}
-		if len(r.Lines) >= MaxLines {
-			return r, fmt.Errorf("%s: a reply of more than %d lines: %w", proto, MaxLines, ErrReply)
+		if done, err := r.add(line, proto); done || err != nil {
+			return r, err
 		}
-		r.Lines = append(r.Lines, line)
-		if len(r.Lines) == 1 {
-			if len(line) < 3 {
-				return r, fmt.Errorf("%s: reply %q has no code: %w", proto, Printable(line), ErrReply)
-			}
-			code, err := strconv.Atoi(line[:3])
-			if err != nil || code < 100 || code > 599 || (len(line) > 3 && line[3] != ' ' && line[3] != '-') {
-				return r, fmt.Errorf("%s: reply %q has no code: %w", proto, Printable(line), ErrReply)
-			}
-			r.Code = code
-			if len(line) == 3 || line[3] == ' ' {
-				return r, nil
-			}
-			continue
+	}
+}
+
+// add takes the reply's next line; done when it was the last.
+func (r *Reply) add(line, proto string) (done bool, err error) {
+	if len(r.Lines) >= MaxLines {
+		return false, fmt.Errorf("%s: a reply of more than %d lines: %w", proto, MaxLines, ErrReply)
+	}
+	r.Lines = append(r.Lines, line)
+	if len(r.Lines) == 1 {
+		if len(line) < 3 {
+			return false, fmt.Errorf("%s: reply %q has no code: %w", proto, Printable(line), ErrReply)
 		}
-		if len(line) >= 4 && line[:3] == strconv.Itoa(r.Code) && line[3] == ' ' {
-			return r, nil
+		code, err := strconv.Atoi(line[:3])
+		if err != nil || code < 100 || code > 599 || (len(line) > 3 && line[3] != ' ' && line[3] != '-') {
+			return false, fmt.Errorf("%s: reply %q has no code: %w", proto, Printable(line), ErrReply)
 		}
-		if len(line) == 3 && line == strconv.Itoa(r.Code) {
+		r.Code = code
+		return len(line) == 3 || line[3] == ' ', nil
+	}
+	c := strconv.Itoa(r.Code)
+	return (len(line) >= 4 && line[:3] == c && line[3] == ' ') || line == c, nil
+}
+
+// Parser reads replies from bytes as they arrive (an event loop's reads),
+// with Read's bounds and errors.
+type Parser struct {
+	Proto string // prefixes errors: "ftp", "smtp"
+	line  []byte // the line read so far
+	r     Reply
+}
+
+// Feed takes the next bytes. When they complete a reply it returns it with
+// done, and how many bytes of b it used (the rest belongs to what comes
+// after); the parser then starts on the next reply.
+func (p *Parser) Feed(b []byte) (r Reply, used int, done bool, err error) {
+	for used < len(b) {
+		i := bytes.IndexByte(b[used:], '\n')
+		end := used + i
+		if i < 0 {
+			end = len(b)
+		}
+		p.line = append(p.line, b[used:end]...)
+		if len(p.line) > MaxLine+1 { // +1: the CR a line may end with
+			return r, used, false, fmt.Errorf("%s: a reply line longer than %d bytes: %w", p.Proto, MaxLine, ErrReply)
+		}
+		if i < 0 {
+			return r, len(b), false, nil
+		}
+		used = end + 1
+		line := string(bytes.TrimSuffix(p.line, []byte{'\r'}))
+		p.line = p.line[:0]
+		if len(line) > MaxLine {
+			return r, used, false, fmt.Errorf("%s: a reply line longer than %d bytes: %w", p.Proto, MaxLine, ErrReply)
+		}
+		if done, err := p.r.add(line, p.Proto); err != nil {
+			return r, used, false, err
+		} else if done {
+			r, p.r = p.r, Reply{}
+			return r, used, true, nil
+		}
+	}
+	return r, used, false, nil
+}
+
+// End is the end of the bytes (the peer closed): a last line without its
+// line end still counts, as Read takes it; a reply still incomplete is
+// Read's error for a closed connection.
+func (p *Parser) End() (Reply, error) {
+	if len(p.line) > 0 {
+		line := string(p.line)
+		p.line = p.line[:0]
+		if done, err := p.r.add(line, p.Proto); err != nil {
+			return Reply{}, err
+		} else if done {
+			r := p.r
+			p.r = Reply{}
 			return r, nil
 		}
 	}
+	return Reply{}, closed(p.Proto)
+}
+
+func closed(proto string) error {
+	return fmt.Errorf("%s: the server closed the connection: %w", proto, io.ErrUnexpectedEOF)
 }
 
 func readLine(br *bufio.Reader, proto string) (string, error) {
@@ -87,7 +151,7 @@ func readLine(br *bufio.Reader, proto string) (string, error) {
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				return "", fmt.Errorf("%s: the server closed the connection: %w", proto, io.ErrUnexpectedEOF)
+				return "", closed(proto)
 			}
 			return "", err
 		}

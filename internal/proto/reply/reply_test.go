@@ -2,6 +2,7 @@ package reply
 
 import (
 	"bufio"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -35,6 +36,63 @@ func TestRead(t *testing.T) {
 	if (Reply{Code: 250, Lines: []string{"250-x", "250 OK: queued as 12"}}).Text() != "OK: queued as 12" {
 		t.Error("Text")
 	}
+}
+
+// parse runs a Parser over in, chunk bytes at a time, to the first reply.
+func parse(in string, chunk int) (Reply, error) {
+	p := Parser{Proto: "t"}
+	b := []byte(in)
+	for len(b) > 0 {
+		n := min(chunk, len(b))
+		r, used, done, err := p.Feed(b[:n])
+		if err != nil || done {
+			return r, err
+		}
+		if used != n {
+			return r, fmt.Errorf("used %d of %d bytes without a reply", used, n)
+		}
+		b = b[n:]
+	}
+	return p.End()
+}
+
+// TestParserAsRead: fed a byte at a time, a few or all at once, the
+// parser gives what Read gives, replies and errors.
+func TestParserAsRead(t *testing.T) {
+	ins := []string{"220 ready\r\n", "250-mx.test\r\n250-PIPELINING\r\n250 8BITMIME\r\n", "220-a\r\n220-b\r\n220\r\n",
+		"230-hello\r\nsome text\r\n 230 not the end\r\n230 end\r\n", "220 no line end", "", "22\r\n", "999 no\r\n",
+		"250-a\r\n", strings.Repeat("x", 5000), "250-a\r\n" + strings.Repeat("250-b\r\n", 300), strings.Repeat("y", 4096) + "\r\n"}
+	for _, in := range ins {
+		want, werr := Read(bufio.NewReaderSize(strings.NewReader(in), 16), "t")
+		for _, chunk := range []int{1, 3, 1 << 20} {
+			got, err := parse(in, chunk)
+			if (err == nil) != (werr == nil) || (err != nil && err.Error() != werr.Error()) || (err == nil && got.String() != want.String()) {
+				t.Errorf("%.20q in chunks of %d: %q, %v; Read: %q, %v", in, chunk, got.String(), err, want.String(), werr)
+			}
+		}
+	}
+	// Bytes after a reply are left for the next.
+	p := Parser{Proto: "t"}
+	r, used, done, err := p.Feed([]byte("250 a\r\n354 b\r\n"))
+	if !done || err != nil || used != 7 || r.Code != 250 {
+		t.Fatalf("first: %+v %d %v %v", r, used, done, err)
+	}
+	if r, _, done, _ := p.Feed([]byte("354 b\r\n")); !done || r.Code != 354 {
+		t.Errorf("second: %+v", r)
+	}
+}
+
+func FuzzParserAsRead(f *testing.F) {
+	for _, s := range []string{"220 hi\r\n", "220-a\r\nb\r\n220 c\r\n", "2\r\n", "220 x"} {
+		f.Add([]byte(s), uint8(1))
+	}
+	f.Fuzz(func(t *testing.T, b []byte, chunk uint8) {
+		want, werr := Read(bufio.NewReaderSize(strings.NewReader(string(b)), 16), "f")
+		got, err := parse(string(b), int(chunk)+1)
+		if (err == nil) != (werr == nil) || (err == nil && got.String() != want.String()) {
+			t.Fatalf("parser %q, %v; Read %q, %v", got.String(), err, want.String(), werr)
+		}
+	})
 }
 
 func FuzzRead(f *testing.F) {

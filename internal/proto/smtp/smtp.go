@@ -95,8 +95,12 @@ func message(from, to string, user, size int) []byte {
 	return b.Bytes()
 }
 
-// Do sends one message.
+// Do sends one message: on the event loop, or with STARTTLS on Go's net
+// package (the TLS handshake is Go's).
 func (c *Client) Do(ctx context.Context, user int) result.Sample {
+	if !c.StartTLS {
+		return c.doEvloop(ctx, user)
+	}
 	tr := load.Begin("smtp", c.Path)
 	conn, release, failed := tr.Open(ctx, c.Resolver, c.Host, c.Port, path.Dialer{Path: c.Path, Source: c.Source})
 	if failed != nil {

@@ -101,6 +101,9 @@ func TestRefusalsAndBrokenServers(t *testing.T) {
 				}
 			}
 		}, false, "more than 200 lines"},
+		"answers ahead of the commands": {func(c net.Conn, _ *bufio.Reader) {
+			io.WriteString(c, "220 mx\r\n250 mx\r\n")
+		}, false, `greeting: more bytes after the reply "220 mx"`},
 		"busy": {func(c net.Conn, _ *bufio.Reader) {
 			io.WriteString(c, "421 4.4.5 Too busy\r\n")
 		}, false, `greeting: the server answered "421 4.4.5 Too busy"`},
