@@ -66,17 +66,24 @@ func TestMissingFileIsAFailedSampleWithTheReply(t *testing.T) {
 // shortPassiveTransfer answers the login and PASV of a 1000000-byte file
 // and sends only 1000 bytes of it before closing the data connection.
 func shortPassiveTransfer(c net.Conn, cmds *bufio.Reader) {
-	login(c, cmds, "213 1000000")
+	passive(c, cmds, "213 1000000", "150 here it comes\r\n", func(d net.Conn) { d.Write(make([]byte, 1000)) })
+}
+
+// passive answers the login (SIZE with size) and PASV, then RETR with
+// first (the 150, and what a script sends with it), and hands the data
+// connection to data before closing it.
+func passive(c net.Conn, cmds *bufio.Reader, size, first string, data func(d net.Conn)) {
+	login(c, cmds, size)
 	cmds.ReadString('\n')
 	dl, _ := net.Listen("tcp4", "127.0.0.1:0")
+	defer dl.Close()
 	p := dl.Addr().(*net.TCPAddr).Port
 	io.WriteString(c, fmt.Sprintf("227 Entering Passive Mode (127,0,0,1,%d,%d)\r\n", p>>8, p&0xff))
 	cmds.ReadString('\n')
-	io.WriteString(c, "150 here it comes\r\n")
+	io.WriteString(c, first)
 	d, _ := dl.Accept()
-	d.Write(make([]byte, 1000))
+	data(d)
 	d.Close()
-	dl.Close()
 }
 
 func login(c net.Conn, cmds *bufio.Reader, size string) {
@@ -222,21 +229,13 @@ func TestWireTimeCoversTheFile(t *testing.T) {
 	}
 	const gap = 40 * time.Millisecond
 	port := scripted.Serve(t, func(c net.Conn, cmds *bufio.Reader) {
-		login(c, cmds, "213 2000")
-		cmds.ReadString('\n')
-		dl, _ := net.Listen("tcp4", "127.0.0.1:0")
-		defer dl.Close()
-		p := dl.Addr().(*net.TCPAddr).Port
-		io.WriteString(c, fmt.Sprintf("227 Entering Passive Mode (127,0,0,1,%d,%d)\r\n", p>>8, p&0xff))
-		cmds.ReadString('\n')
-		io.WriteString(c, "150 here it comes\r\n")
-		d, _ := dl.Accept()
-		time.Sleep(gap)
-		d.Write(make([]byte, 1000))
-		io.WriteString(c, "226 Transfer complete\r\n")
-		time.Sleep(gap)
-		d.Write(make([]byte, 1000))
-		d.Close()
+		passive(c, cmds, "213 2000", "150 here it comes\r\n", func(d net.Conn) {
+			time.Sleep(gap)
+			d.Write(make([]byte, 1000))
+			io.WriteString(c, "226 Transfer complete\r\n")
+			time.Sleep(gap)
+			d.Write(make([]byte, 1000))
+		})
 		cmds.ReadString('\n')
 	})
 	c := &Client{Host: "127.0.0.1", Port: port, File: "/f", Path: path.IPv4, Resolver: &path.Resolver{}}
@@ -269,18 +268,10 @@ func TestWireTimeCoversTheFile(t *testing.T) {
 func TestTotalCoversTheFile(t *testing.T) {
 	const gap = 40 * time.Millisecond
 	port := scripted.Serve(t, func(c net.Conn, cmds *bufio.Reader) {
-		login(c, cmds, "213 1000")
-		cmds.ReadString('\n')
-		dl, _ := net.Listen("tcp4", "127.0.0.1:0")
-		defer dl.Close()
-		p := dl.Addr().(*net.TCPAddr).Port
-		io.WriteString(c, fmt.Sprintf("227 Entering Passive Mode (127,0,0,1,%d,%d)\r\n", p>>8, p&0xff))
-		cmds.ReadString('\n')
-		io.WriteString(c, "150 here it comes\r\n226 Transfer complete\r\n")
-		d, _ := dl.Accept()
-		time.Sleep(gap)
-		d.Write(make([]byte, 1000))
-		d.Close()
+		passive(c, cmds, "213 1000", "150 here it comes\r\n226 Transfer complete\r\n", func(d net.Conn) {
+			time.Sleep(gap)
+			d.Write(make([]byte, 1000))
+		})
 		cmds.ReadString('\n')
 	})
 	c := &Client{Host: "127.0.0.1", Port: port, File: "/f", Path: path.IPv4, Resolver: &path.Resolver{}}
