@@ -259,8 +259,8 @@ func (c *Client) exchangeUDP(ctx context.Context, tr *load.Trace, wire []byte) (
 	}
 	// The socket's family is the path's by construction; the check keeps
 	// the promise every other dialer keeps.
-	if !c.Path.Accepts(r.Local.Addr()) {
-		return nil, fmt.Errorf("local address %s is not %s: %w", r.Local, c.Path.Family(), path.ErrFamily)
+	if err := c.Path.CheckAddr("local", r.Local.Addr()); err != nil {
+		return nil, err
 	}
 	tr.Received(r.LastRead, r.LastRx) // the end, and the wire's: the reply's read and stamp
 	tr.FirstReceived(r.LastRx)

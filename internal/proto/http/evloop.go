@@ -119,8 +119,8 @@ func (c *Client) doEvloop(ctx context.Context, tr *load.Trace, addr netip.AddrPo
 	}
 	// The socket's family is the path's by construction; the check keeps
 	// the promise every other dialer keeps.
-	if !c.Path.Accepts(r.Local.Addr()) {
-		return tr.Fail(ctx, "connect", fmt.Errorf("local address %s is not %s: %w", r.Local, c.Path.Family(), path.ErrFamily))
+	if err := c.Path.CheckAddr("local", r.Local.Addr()); err != nil {
+		return tr.Fail(ctx, "connect", err)
 	}
 	if c.Sum {
 		tr.S.Metrics = bodyMetrics(&p.check)

@@ -140,8 +140,8 @@ func (c *Client) doEvloop(ctx context.Context, user int) result.Sample {
 		}
 		return tr.Fail(ctx, phase, r.Err)
 	}
-	if !c.Path.Accepts(r.Local.Addr()) {
-		return tr.Fail(ctx, "connect", fmt.Errorf("local address %s is not %s: %w", r.Local, c.Path.Family(), path.ErrFamily))
+	if err := c.Path.CheckAddr("local", r.Local.Addr()); err != nil {
+		return tr.Fail(ctx, "connect", err)
 	}
 	tr.Received(r.LastRead, r.LastRx) // the end, and the wire's, at the 250
 	tr.FirstReceived(r.FirstRx)
