@@ -8,9 +8,9 @@ import (
 	"os"
 	"runtime/debug"
 
-	"v6lab/internal/servers"
-
 	"github.com/spf13/cobra"
+
+	"v6lab/internal/servers"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".

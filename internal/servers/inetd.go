@@ -87,6 +87,11 @@ func parseInetd(args []string) ([]netip.AddrPort, []string, error) {
 // a new process of argv (started directly, no shell). A program that
 // cannot start closes the connection and is logged to logw.
 func Inetd(ctx context.Context, addrs []netip.AddrPort, argv []string, logw io.Writer) error {
+	// Sessions still running when the inetd ends are ended with it, as a
+	// standalone master ends its children: after the listeners close
+	// (deferred calls run last first), so none starts in between.
+	var kids children
+	defer kids.term()
 	var lns []*net.TCPListener
 	defer func() {
 		for _, l := range lns {
@@ -104,10 +109,6 @@ func Inetd(ctx context.Context, addrs []netip.AddrPort, argv []string, logw io.W
 		}
 		lns = append(lns, l)
 	}
-	// Sessions still running when the inetd ends are ended with it, as
-	// a standalone master ends its children.
-	var kids children
-	defer kids.term()
 	errc := make(chan error, len(lns))
 	for _, l := range lns {
 		go func() { errc <- acceptLoop(l, argv, logw, &kids) }()
@@ -122,13 +123,17 @@ func Inetd(ctx context.Context, addrs []netip.AddrPort, argv []string, logw io.W
 
 // children are the running programs the inetd started.
 type children struct {
-	mu  sync.Mutex
-	set map[*os.Process]bool
+	mu    sync.Mutex
+	set   map[*os.Process]bool
+	ended bool // term was called: one started since is ended at once
 }
 
 func (k *children) add(p *os.Process) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if k.ended {
+		p.Signal(syscall.SIGTERM)
+	}
 	if k.set == nil {
 		k.set = map[*os.Process]bool{}
 	}
@@ -144,6 +149,7 @@ func (k *children) done(p *os.Process) {
 func (k *children) term() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	k.ended = true
 	for p := range k.set {
 		p.Signal(syscall.SIGTERM)
 	}
