@@ -156,13 +156,14 @@ func (t *Trace) wire() int64 {
 // first reply bytes in (0: unknown); called after wire.
 func (t *Trace) wireFirstByte() int64 {
 	first := t.firstRx
-	for _, c := range t.conns {
-		if !c.FirstRx.IsZero() && (first.IsZero() || c.FirstRx.Before(first)) {
-			first = c.FirstRx
-		}
-	}
 	if t.reply != nil {
 		first = t.reply.FirstRx
+	} else {
+		for _, c := range t.conns {
+			if !c.FirstRx.IsZero() && (first.IsZero() || c.FirstRx.Before(first)) {
+				first = c.FirstRx
+			}
+		}
 	}
 	if t.firstTx.IsZero() || first.IsZero() || first.Before(t.firstTx) {
 		return 0

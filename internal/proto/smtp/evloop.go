@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
-	"strings"
 
 	"v6lab/internal/evloop"
 	"v6lab/internal/load"
@@ -85,24 +84,13 @@ func (v *conversation) Next() ([]byte, bool) {
 // connect pinned to the path, the greeting, EHLO, MAIL FROM, RCPT TO,
 // DATA, the message, and its 250; every command built before the start.
 func (c *Client) doEvloop(ctx context.Context, user int) result.Sample {
-	to := c.To
-	if strings.Contains(to, "%d") {
-		to = fmt.Sprintf(to, user)
-	}
-	size := c.Size
-	if size <= 0 {
-		size = DefaultMessageSize
-	}
-	helo := c.Helo
-	if helo == "" {
-		helo = "v6lab.test"
-	}
+	to := c.recipient(user)
 	v := &conversation{p: reply.Parser{Proto: "smtp"}, steps: []step{
-		{"greeting", 220, []byte("EHLO " + helo + "\r\n")},
+		{"greeting", 220, []byte("EHLO " + c.helo() + "\r\n")},
 		{"EHLO", 250, []byte("MAIL FROM:<" + c.From + ">\r\n")},
 		{"MAIL FROM", 250, []byte("RCPT TO:<" + to + ">\r\n")},
 		{"RCPT TO", 250, []byte("DATA\r\n")},
-		{"DATA", 354, message(c.From, to, user, size)},
+		{"DATA", 354, c.message(to, user)},
 		{"message", 250, nil},
 	}}
 	eng, err := evloop.Default()

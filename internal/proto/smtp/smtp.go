@@ -7,6 +7,7 @@ package smtp
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -95,6 +96,26 @@ func message(from, to string, user, size int) []byte {
 	return b.Bytes()
 }
 
+// helo is the name EHLO sends.
+func (c *Client) helo() string { return cmp.Or(c.Helo, "v6lab.test") }
+
+// recipient is the envelope recipient of user's message.
+func (c *Client) recipient(user int) string {
+	if strings.Contains(c.To, "%d") {
+		return fmt.Sprintf(c.To, user)
+	}
+	return c.To
+}
+
+// message is user's message to to, of the client's size.
+func (c *Client) message(to string, user int) []byte {
+	size := c.Size
+	if size <= 0 {
+		size = DefaultMessageSize
+	}
+	return message(c.From, to, user, size)
+}
+
 // Do sends one message: on the event loop, or with STARTTLS on Go's net
 // package (the TLS handshake is Go's).
 func (c *Client) Do(ctx context.Context, user int) result.Sample {
@@ -119,10 +140,7 @@ func (c *Client) Do(ctx context.Context, user int) result.Sample {
 		return fail(err)
 	}
 	tr.Mark(&tr.S.FirstByteNS)
-	helo := c.Helo
-	if helo == "" {
-		helo = "v6lab.test"
-	}
+	helo, to := c.helo(), c.recipient(user)
 	ehlo, err := v.cmd("EHLO", "EHLO "+helo, 250)
 	if err != nil {
 		return fail(err)
@@ -149,10 +167,6 @@ func (c *Client) Do(ctx context.Context, user int) result.Sample {
 			return fail(err)
 		}
 	}
-	to := c.To
-	if strings.Contains(to, "%d") {
-		to = fmt.Sprintf(to, user)
-	}
 	if _, err := v.cmd("MAIL FROM", "MAIL FROM:<"+c.From+">", 250); err != nil {
 		return fail(err)
 	}
@@ -162,11 +176,7 @@ func (c *Client) Do(ctx context.Context, user int) result.Sample {
 	if _, err := v.cmd("DATA", "DATA", 354); err != nil {
 		return fail(err)
 	}
-	size := c.Size
-	if size <= 0 {
-		size = DefaultMessageSize
-	}
-	msg := message(c.From, to, user, size)
+	msg := c.message(to, user)
 	n, err := conn.Write(msg)
 	v.sent += int64(n)
 	if err != nil {
