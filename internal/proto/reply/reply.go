@@ -98,7 +98,7 @@ func (p *Parser) Feed(b []byte) (r Reply, used int, done bool, err error) {
 		}
 		p.line = append(p.line, b[used:end]...)
 		if len(p.line) > MaxLine+1 { // +1: the CR a line may end with
-			return r, used, false, fmt.Errorf("%s: a reply line longer than %d bytes: %w", p.Proto, MaxLine, ErrReply)
+			return r, used, false, tooLong(p.Proto)
 		}
 		if i < 0 {
 			return r, len(b), false, nil
@@ -107,7 +107,7 @@ func (p *Parser) Feed(b []byte) (r Reply, used int, done bool, err error) {
 		line := string(bytes.TrimSuffix(p.line, []byte{'\r'}))
 		p.line = p.line[:0]
 		if len(line) > MaxLine {
-			return r, used, false, fmt.Errorf("%s: a reply line longer than %d bytes: %w", p.Proto, MaxLine, ErrReply)
+			return r, used, false, tooLong(p.Proto)
 		}
 		if done, err := p.r.add(line, p.Proto); err != nil {
 			return r, used, false, err
@@ -137,6 +137,10 @@ func (p *Parser) End() (Reply, error) {
 	return Reply{}, closed(p.Proto)
 }
 
+func tooLong(proto string) error {
+	return fmt.Errorf("%s: a reply line longer than %d bytes: %w", proto, MaxLine, ErrReply)
+}
+
 func closed(proto string) error {
 	return fmt.Errorf("%s: the server closed the connection: %w", proto, io.ErrUnexpectedEOF)
 }
@@ -147,7 +151,7 @@ func readLine(br *bufio.Reader, proto string) (string, error) {
 		part, isPrefix, err := br.ReadLine()
 		b = append(b, part...)
 		if len(b) > MaxLine {
-			return "", fmt.Errorf("%s: a reply line longer than %d bytes: %w", proto, MaxLine, ErrReply)
+			return "", tooLong(proto)
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
