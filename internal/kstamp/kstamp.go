@@ -6,6 +6,7 @@
 package kstamp
 
 import (
+	"sync"
 	"time"
 	"unsafe"
 
@@ -20,6 +21,7 @@ const Flags = unix.SOF_TIMESTAMPING_SOFTWARE | unix.SOF_TIMESTAMPING_TX_SOFTWARE
 
 // Enable turns the stamps on for socket fd.
 func Enable(fd int) error {
+	Hold()
 	return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPING, Flags)
 }
 
@@ -27,6 +29,7 @@ func Enable(fd int) error {
 // socket can take before it connects (the kernel refuses OPT_ID on an
 // unconnected TCP socket).
 func EnableRx(fd int) error {
+	Hold()
 	return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPING, unix.SOF_TIMESTAMPING_SOFTWARE|unix.SOF_TIMESTAMPING_RX_SOFTWARE)
 }
 
@@ -58,4 +61,60 @@ func Sent(fd int, oob []byte) time.Time {
 		return time.Time{}
 	}
 	return Parse(oob[:oobn])
+}
+
+// Receive stamps come from one switch of the whole kernel (a static key,
+// netstamp_needed_key) that is on while any socket wants them. Turning it
+// on is deferred to a work item, and it goes off again when the last such
+// socket closes: a lone transaction's reply can arrive before the switch
+// is on (and so carry no stamp), and at one connection every transaction
+// would flip it off and on, a machine-wide code patch between
+// measurements. Hold keeps it on for the life of the process.
+var hold sync.Once
+
+// Hold opens, once per process, a socket that wants receive stamps and
+// keeps it open, then waits (about 200 ms at most) until a datagram it sends
+// itself over loopback comes back stamped. Enable and EnableRx call it.
+func Hold() {
+	hold.Do(func() {
+		// On a goroutine of its own: a caller locked to a thread in a lab
+		// namespace would otherwise pin that namespace with the socket.
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			holdOn()
+		}()
+		<-done
+	})
+}
+
+func holdOn() {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
+	if err != nil {
+		return
+	}
+	// Never closed: the socket is the hold.
+	if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPING, unix.SOF_TIMESTAMPING_SOFTWARE|unix.SOF_TIMESTAMPING_RX_SOFTWARE) != nil {
+		return
+	}
+	_ = unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Usec: 5000})
+	if unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}) != nil {
+		return // no loopback here: the switch comes on soon enough unchecked
+	}
+	self, err := unix.Getsockname(fd)
+	if err != nil {
+		return
+	}
+	var b [1]byte
+	oob := make([]byte, OOBSize)
+	for try := 0; try < 200; try++ {
+		if unix.Sendto(fd, b[:], 0, self) != nil {
+			return
+		}
+		_, oobn, _, _, err := unix.Recvmsg(fd, b[:], oob, 0)
+		if err == nil && !Parse(oob[:oobn]).IsZero() {
+			return
+		}
+		time.Sleep(time.Millisecond) // the work item has not run yet
+	}
 }

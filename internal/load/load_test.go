@@ -238,8 +238,8 @@ func TestWireStartsAtTheSYNWithoutLookup(t *testing.T) {
 		}
 	}()
 	port := ln.Addr().(*net.TCPAddr).Port
-	// On loopback a reply now and then carries no receive stamp (the
-	// sender's departure time is kept in it): try a few transactions.
+	// kstamp.Hold waits a bounded time for the kernel's receive stamps to
+	// come on; on a loaded machine the first replies may still lack one.
 	for try := 0; try < 5; try++ {
 		tr := Begin("x", path.IPv4)
 		c, release, failed := tr.Open(context.Background(), &path.Resolver{}, "127.0.0.1", port, path.Dialer{Path: path.IPv4})

@@ -239,8 +239,8 @@ func TestWireTimeCoversTheFile(t *testing.T) {
 		cmds.ReadString('\n')
 	})
 	c := &Client{Host: "127.0.0.1", Port: port, File: "/f", Path: path.IPv4, Resolver: &path.Resolver{}}
-	// On loopback a reply now and then carries no receive stamp (the
-	// sender's departure time is kept in it): try a few transactions.
+	// kstamp.Hold waits a bounded time for the kernel's receive stamps to
+	// come on; on a loaded machine the first replies may still lack one.
 	for range 5 {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		s := c.Do(ctx, 0)
