@@ -26,14 +26,15 @@ var allowed = map[string][]string{
 	"v6lab/internal/eyeballs":        {},
 	"v6lab/internal/proto/dns":       append(protoLevel(), "evloop"),
 	"v6lab/internal/proto/ftp":       append(protoLevel(), "proto/reply", "proto/guard", "proto/extclient", "wakeread"),
-	"v6lab/internal/proto/smtp":      append(protoLevel(), "proto/reply", "proto/guard", "wakeread", "evloop"),
+	"v6lab/internal/proto/smtp":      append(protoLevel(), "proto/reply", "proto/guard", "wakeread", "evloop", "proto/converse"),
+	"v6lab/internal/proto/converse":  {"evloop", "kstamp", "load", "path", "synstamp", "result"},
 	"v6lab/internal/proto/reply":     {},
 	"v6lab/internal/proto/guard":     {},
-	"v6lab/internal/proto/imap":      append(protoLevel(), "proto/reply", "proto/guard", "wakeread"),
+	"v6lab/internal/proto/imap":      append(protoLevel(), "proto/reply", "proto/guard", "wakeread", "evloop", "proto/converse"),
 	"v6lab/internal/proto/extclient": protoLevel(),
 	"v6lab/internal/proto/trial":     protoLevel(),
-	"v6lab/internal/proto/all":       append(protoLevel(), "evloop", "wakeread", "eyeballs", "proto/extclient", "proto/reply", "proto/guard", "proto/http", "proto/dns", "proto/ftp", "proto/smtp", "proto/imap", "proto/trial"),
-	"v6lab/internal/experiment": append(protoLevel(), "evloop", "wakeread", "eyeballs", "proto/extclient", "proto/reply", "proto/guard", "proto/http", "proto/dns", "proto/ftp", "proto/smtp", "proto/imap", "proto/trial", "proto/all",
+	"v6lab/internal/proto/all":       append(protoLevel(), "evloop", "wakeread", "eyeballs", "proto/extclient", "proto/reply", "proto/guard", "proto/converse", "proto/http", "proto/dns", "proto/ftp", "proto/smtp", "proto/imap", "proto/trial"),
+	"v6lab/internal/experiment": append(protoLevel(), "evloop", "wakeread", "eyeballs", "proto/extclient", "proto/reply", "proto/guard", "proto/converse", "proto/http", "proto/dns", "proto/ftp", "proto/smtp", "proto/imap", "proto/trial", "proto/all",
 		"lab", "lab/sixin4", "lab/bpf", "specfile", "traffic", "congestion"),
 	// measure runs a job; labrun a lab run (measure in its child);
 	// runner decides where and calls either: each above the one before,
@@ -65,7 +66,7 @@ func protoLevel() []string { return append(append([]string(nil), protoBase...), 
 
 // experimentDeps is what experiment may import, and more.
 func experimentDeps(more ...string) []string {
-	return append(append(protoLevel(), "evloop", "wakeread", "eyeballs", "proto/extclient", "proto/reply", "proto/guard", "proto/http", "proto/dns", "proto/ftp",
+	return append(append(protoLevel(), "evloop", "wakeread", "eyeballs", "proto/extclient", "proto/reply", "proto/guard", "proto/converse", "proto/http", "proto/dns", "proto/ftp",
 		"proto/smtp", "proto/imap", "proto/trial", "proto/all", "lab", "lab/sixin4", "lab/bpf", "specfile", "traffic", "congestion", "experiment"), more...)
 }
 

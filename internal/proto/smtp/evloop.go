@@ -2,23 +2,16 @@ package smtp
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"net/netip"
 
-	"v6lab/internal/evloop"
-	"v6lab/internal/load"
-	"v6lab/internal/path"
+	"v6lab/internal/proto/converse"
 	"v6lab/internal/proto/reply"
 	"v6lab/internal/result"
 )
 
-// A plain submission (no STARTTLS) runs on the event loop: the
-// conversation's five turns (each server reply, then the next command)
-// are taken by the loop's thread as the reply is read, not by a goroutine
-// woken through Go's scheduler, whose wake-up would be in the response
-// time and in its wire time alike.
+// A plain submission (no STARTTLS) runs on the event loop (package
+// converse): the conversation's five turns (each server reply, then the
+// next command) are taken by the loop's thread as the reply is read.
 
 // Record says which engine the client's transactions run on, for the
 // result's record (proto.Recorder): the event loop, or Go's net package
@@ -93,46 +86,9 @@ func (c *Client) doEvloop(ctx context.Context, user int) result.Sample {
 		{"DATA", 354, c.message(to, user)},
 		{"message", 250, nil},
 	}}
-	eng, err := evloop.Default()
-	tr := load.Begin("smtp", c.Path)
-	if err != nil {
-		return tr.Fail(ctx, "connect", err)
+	tr, failed := converse.Run(ctx, "smtp", converse.Server{Host: c.Host, Port: c.Port, Path: c.Path, Source: c.Source, Resolver: c.Resolver}, v, ErrReply)
+	if failed != nil {
+		return *failed
 	}
-	ip, err := tr.Lookup(ctx, c.Resolver, c.Host, c.Path)
-	tr.Mark(&tr.S.ResolveNS)
-	if err != nil {
-		return tr.Fail(ctx, "resolve", err)
-	}
-	addr := netip.AddrPortFrom(ip, uint16(c.Port))
-	if err := (path.Dialer{Path: c.Path, Source: c.Source}).Check(addr.Addr()); err != nil {
-		return tr.Fail(ctx, "connect", err)
-	}
-	// The server speaks first: no request until its greeting.
-	x := evloop.Exchange{Remote: addr, Source: c.Source, Reply: v, Cookie: tr.WantsSYN() && path.SYNReady()}
-	r := eng.Do(ctx, &x)
-	if !r.Connected.IsZero() {
-		tr.At(&tr.S.ConnectNS, r.Connected)
-		tr.S.Local, tr.S.Remote = r.Local.String(), addr.String()
-	}
-	if !r.FirstByte.IsZero() {
-		tr.At(&tr.S.FirstByteNS, r.FirstByte) // the greeting's, as the Go engine's
-	}
-	tr.S.BytesIn, tr.S.BytesOut = r.BytesIn, r.BytesOut
-	if r.Err != nil {
-		phase := r.Phase
-		switch {
-		case phase == "reply" && errors.Is(r.Err, ErrReply):
-			phase = "protocol"
-		case phase == "reply" && errors.Is(r.Err, io.ErrUnexpectedEOF):
-			phase = "io"
-		}
-		return tr.Fail(ctx, phase, r.Err)
-	}
-	if err := c.Path.CheckAddr("local", r.Local.Addr()); err != nil {
-		return tr.Fail(ctx, "connect", err)
-	}
-	tr.Received(r.LastRead, r.LastRx) // the end, and the wire's, at the 250
-	tr.FirstReceived(r.FirstRx)
-	tr.SYN(r.Cookie)
 	return tr.Done("250 " + v.last.Text())
 }
