@@ -8,7 +8,6 @@
 package imap
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -17,7 +16,6 @@ import (
 	"log"
 	"net"
 	"net/netip"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -25,10 +23,9 @@ import (
 	"github.com/emersion/go-imap/v2/imapserver"
 	"github.com/emersion/go-imap/v2/imapserver/imapmemserver"
 
-	"v6lab/internal/load"
 	"v6lab/internal/path"
+	"v6lab/internal/proto/converse"
 	"v6lab/internal/proto/guard"
-	"v6lab/internal/proto/reply"
 	"v6lab/internal/result"
 	"v6lab/internal/wakeread"
 )
@@ -60,148 +57,20 @@ type Client struct {
 	UserFormat, Password string
 }
 
-type conn struct {
-	c   net.Conn
-	br  *bufio.Reader
-	tag int
-	in  int64
-}
-
-func (c *conn) line() (string, error) {
-	var b []byte
-	for {
-		part, isPrefix, err := c.br.ReadLine()
-		b = append(b, part...)
-		if len(b) > MaxLine {
-			return "", fmt.Errorf("imap: a response line longer than %d bytes: %w", MaxLine, ErrResponse)
-		}
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return "", fmt.Errorf("imap: the server closed the connection: %w", io.ErrUnexpectedEOF)
-			}
-			return "", err
-		}
-		if !isPrefix {
-			c.in += int64(len(b)) + 2
-			return string(b), nil
-		}
-	}
-}
-
-// literal reads the {N} that ends a line, if any, then its N bytes.
-func (c *conn) literal(line string) (int64, error) {
-	if !strings.HasSuffix(line, "}") {
-		return -1, nil
-	}
-	open := strings.LastIndexByte(line, '{')
-	if open < 0 {
-		return -1, nil
-	}
-	n, err := strconv.ParseInt(strings.TrimSuffix(line[open+1:len(line)-1], "+"), 10, 64)
-	if err != nil || n < 0 {
-		return -1, fmt.Errorf("imap: bad literal in %q: %w", reply.Printable(line), ErrResponse)
-	}
-	if n > MaxLiteral {
-		return -1, fmt.Errorf("imap: a literal of %d bytes, more than %d: %w", n, MaxLiteral, ErrResponse)
-	}
-	got, err := io.CopyN(io.Discard, c.br, n)
-	c.in += got
-	if err != nil {
-		return got, fmt.Errorf("imap: a literal of %d bytes ended after %d: %w", n, got, io.ErrUnexpectedEOF)
-	}
-	return n, nil
-}
-
-// cmd sends a tagged command and reads its response up to the tagged
-// reply; it returns that line and the literal bytes the response carried.
-func (c *conn) cmd(command string) (string, int64, error) {
-	c.tag++
-	tag := "v" + strconv.Itoa(c.tag)
-	if _, err := io.WriteString(c.c, tag+" "+command+"\r\n"); err != nil {
-		return "", 0, err
-	}
-	var lits int64
-	for i := 0; i < MaxResponse; i++ {
-		line, err := c.line()
-		if err != nil {
-			return "", lits, err
-		}
-		n, err := c.literal(line)
-		if err != nil {
-			return "", lits, err
-		}
-		if n >= 0 {
-			lits += n
-			continue
-		}
-		if rest, ok := strings.CutPrefix(line, tag+" "); ok {
-			if !strings.HasPrefix(rest, "OK") {
-				verb := strings.Fields(command)[0]
-				return rest, lits, fmt.Errorf("imap: %s: the server answered %q: %w", verb, reply.Printable(rest), ErrResponse)
-			}
-			return rest, lits, nil
-		}
-		if !strings.HasPrefix(line, "* ") && !strings.HasPrefix(line, "+ ") && !strings.HasPrefix(line, ")") && line != "" {
-			// continuation of a literal's line (") FLAGS …") is fine; anything
-			// else is not IMAP.
-			if !strings.Contains(line, ")") {
-				return "", lits, fmt.Errorf("imap: %q is not an IMAP response: %w", reply.Printable(line), ErrResponse)
-			}
-		}
-	}
-	return "", lits, fmt.Errorf("imap: a response of more than %d lines: %w", MaxResponse, ErrResponse)
-}
-
-// quote makes an IMAP quoted string.
-func quote(s string) string {
-	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
-}
-
-// Do logs in as the user's own account and fetches its message.
+// Do logs in as the user's own account and fetches its message, on the
+// event loop (package converse): the loop's thread reads each response
+// and sends the next command.
 func (c *Client) Do(ctx context.Context, user int) result.Sample {
-	tr := load.Begin("imap", c.Path)
-	nc, release, failed := tr.Open(ctx, c.Resolver, c.Host, c.Port, path.Dialer{Path: c.Path, Source: c.Source})
-	if failed != nil {
-		return *failed
-	}
-	defer release()
-	cn := &conn{c: nc, br: bufio.NewReaderSize(nc, 16<<10)}
-	fail := func(err error) result.Sample {
-		tr.S.BytesIn = cn.in
-		if errors.Is(err, ErrResponse) {
-			return tr.Fail(ctx, "protocol", err)
-		}
-		return tr.Fail(ctx, "io", err)
-	}
-	greeting, err := cn.line()
-	if err != nil {
-		return fail(err)
-	}
-	if !strings.HasPrefix(greeting, "* OK") && !strings.HasPrefix(greeting, "* PREAUTH") {
-		return fail(fmt.Errorf("imap: greeting %q: %w", reply.Printable(greeting), ErrResponse))
-	}
-	tr.Mark(&tr.S.FirstByteNS)
-	users := max(c.Users, 1)
 	format := c.UserFormat
 	if format == "" {
 		format = "user%d"
 	}
-	name := fmt.Sprintf(format, user%users+1)
-	if _, _, err := cn.cmd("LOGIN " + quote(name) + " " + quote(c.Password)); err != nil {
-		return fail(err)
+	v := newSession(fmt.Sprintf(format, user%max(c.Users, 1)+1), c.Password)
+	tr, failed := converse.Run(ctx, "imap", converse.Server{Host: c.Host, Port: c.Port, Path: c.Path, Source: c.Source, Resolver: c.Resolver}, v, ErrResponse)
+	if failed != nil {
+		return *failed
 	}
-	if _, _, err := cn.cmd("SELECT INBOX"); err != nil {
-		return fail(err)
-	}
-	done, lits, err := cn.cmd("FETCH 1 (BODY.PEEK[])")
-	if err != nil {
-		return fail(err)
-	}
-	if lits <= 0 {
-		return fail(fmt.Errorf("imap: FETCH returned no message for %s: %w", name, ErrResponse))
-	}
-	tr.S.BytesIn = cn.in
-	return tr.Done(fmt.Sprintf("%s, %d-byte message of %s", strings.Fields(done)[0], lits, name))
+	return tr.Done(fmt.Sprintf("%s, %d-byte message of %s", strings.Fields(v.done)[0], v.fetched, v.user))
 }
 
 // Message is the message every user's INBOX holds.

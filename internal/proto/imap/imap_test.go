@@ -114,17 +114,80 @@ func TestHostileServers(t *testing.T) {
 	}
 }
 
-func FuzzResponse(f *testing.F) {
-	f.Add("* 1 FETCH (BODY[] {5}\r\nhello)\r\nv1 OK done\r\n")
-	f.Add("* OK\r\nv1 NO x\r\n")
-	f.Add("{99999999999999999999}\r\n")
-	f.Fuzz(func(t *testing.T, s string) {
-		c := &conn{br: bufio.NewReaderSize(strings.NewReader(s), 64), c: nopConn{}}
-		c.cmd("FETCH 1 (BODY[])")
-	})
+// play feeds a server's bytes to a session in chunks, as the event loop
+// would, sending (nothing) whenever a response completes; it says how the
+// conversation ended.
+func play(chunks [][]byte) string {
+	v := newSession("user1", "p")
+	for _, c := range chunks {
+		for {
+			done, err := v.Feed(c, false)
+			c = nil
+			if err != nil {
+				return "error: " + err.Error()
+			}
+			if !done {
+				break
+			}
+			if req, _ := v.Next(); req == nil {
+				return fmt.Sprintf("done: %q, %d bytes", v.done, v.fetched)
+			}
+			if len(v.pending) == 0 {
+				break
+			}
+		}
+	}
+	_, err := v.Feed(nil, true)
+	return "error: " + err.Error()
 }
 
-// nopConn is a net.Conn that swallows writes.
-type nopConn struct{ net.Conn }
+// chunked cuts s into pieces whose sizes cuts gives (1 to 256 bytes).
+func chunked(s string, cuts []byte) [][]byte {
+	var out [][]byte
+	for i := 0; len(s) > 0; i++ {
+		n := len(s)
+		if len(cuts) > 0 {
+			n = min(n, int(cuts[i%len(cuts)])+1)
+		}
+		out = append(out, []byte(s[:n]))
+		s = s[n:]
+	}
+	return out
+}
 
-func (nopConn) Write(b []byte) (int, error) { return len(b), nil }
+const goodConversation = "* OK ready\r\nv1 OK in\r\n* 1 EXISTS\r\nv2 OK [READ-WRITE] selected\r\n" +
+	"* 1 FETCH (BODY[] {12}\r\nhello\r\nworld) FLAGS ())\r\nv3 OK done\r\n"
+
+// TestResponsesReadAsTheyCome: a conversation comes out the same whatever
+// the reads' sizes: a literal, a line or a line end split across reads,
+// and responses that share a read.
+func TestResponsesReadAsTheyCome(t *testing.T) {
+	want := `done: "OK done", 12 bytes`
+	for _, cuts := range [][]byte{nil, {0}, {1}, {4}, {30, 2, 0}} {
+		if got := play(chunked(goodConversation, cuts)); got != want {
+			t.Errorf("reads of %v: %s, want %s", cuts, got, want)
+		}
+	}
+	// An unsolicited response after a tagged reply is read with the next.
+	early := strings.Replace(goodConversation, "v2 OK [READ-WRITE] selected\r\n", "v2 OK [READ-WRITE] selected\r\n* 2 EXISTS\r\n", 1)
+	if got := play(chunked(early, nil)); got != want {
+		t.Errorf("with an unsolicited response: %s", got)
+	}
+	if got := play(chunked(strings.Replace(goodConversation, "{12}", "{0}", 1), nil)); !strings.Contains(got, "not an IMAP response") {
+		t.Errorf("a literal's bytes taken as lines: %s", got)
+	}
+}
+
+// FuzzResponse: any server bytes end the conversation in bounded steps,
+// and the same way however they are cut into reads.
+func FuzzResponse(f *testing.F) {
+	f.Add(goodConversation, []byte{3})
+	f.Add("* OK\r\nv1 NO x\r\n", []byte{0})
+	f.Add("* OK\r\n{99999999999999999999}\r\n", []byte{7, 1})
+	f.Add("* OK\r\nv1 OK\r\nv2 OK\r\n* 1 FETCH {5}\r\nab", []byte{2})
+	f.Fuzz(func(t *testing.T, s string, cuts []byte) {
+		if whole, got := play(chunked(s, nil)), play(chunked(s, cuts)); whole != got {
+			t.Errorf("%q whole: %s; in reads of %v: %s", s, whole, cuts, got)
+		}
+	})
+}
