@@ -2,6 +2,7 @@ package kstamp
 
 import (
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -13,15 +14,10 @@ import (
 func TestEveryFreshSocketGetsStamps(t *testing.T) {
 	// A busy CPU, as in a run at many connections or on a CI machine,
 	// keeps the kernel's work item waiting longer.
-	stop := make(chan struct{})
-	defer close(stop)
+	var stop atomic.Bool
+	defer stop.Store(true)
 	go func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
+		for !stop.Load() {
 		}
 	}()
 	missing := 0
