@@ -102,6 +102,12 @@ type Result struct {
 	Reconnects int
 	// Cookie is the first connection's socket cookie (Exchange.Cookie).
 	Cookie uint64
+	// ClientTurns is the loop's own time inside the exchange: for each
+	// request sent after a reply on the same connection (a Continuer's),
+	// from the kernel's receive stamp of the bytes that completed the
+	// reply to the request's send. Turns whose reply had no stamp, and
+	// requests on a new connection, are not in it.
+	ClientTurns time.Duration
 	// Phase is where Err happened: "connect", "io" (sending or reading)
 	// or "reply" (the Feeder's error).
 	Phase string
@@ -191,8 +197,9 @@ type conn struct {
 	cancel   atomic.Bool
 	req      []byte // the request being sent
 	sent     int
-	up       bool // this connection's handshake is over
-	adopted  bool // Exchange.Adopt was taken (reconnects dial anew)
+	up       bool      // this connection's handshake is over
+	adopted  bool      // Exchange.Adopt was taken (reconnects dial anew)
+	replyRx  time.Time // the receive stamp of the last read (zero if none)
 	res      Result
 	done     chan struct{}
 }
@@ -625,13 +632,14 @@ func (l *loop) read(c *conn) {
 		case n == 0 && c.x.UDP:
 			continue // an empty datagram is no reply (and no end of anything)
 		}
+		c.replyRx = time.Time{}
 		if n > 0 {
 			c.res.LastRead = time.Now()
 			if c.res.FirstByte.IsZero() {
 				c.res.FirstByte = c.res.LastRead
 			}
 			if at := kstamp.Parse(l.oob[:oobn]); !at.IsZero() {
-				c.res.LastRx = at
+				c.res.LastRx, c.replyRx = at, at
 				if c.res.FirstRx.IsZero() {
 					c.res.FirstRx = at
 				}
@@ -672,6 +680,9 @@ func (l *loop) next(c *conn) bool {
 	if reconnect {
 		l.reopen(c)
 		return false
+	}
+	if !c.replyRx.IsZero() {
+		c.res.ClientTurns += time.Since(c.replyRx)
 	}
 	if err := l.send(c); err != nil {
 		l.finish(c, "io", err)

@@ -354,6 +354,43 @@ func TestContinuer(t *testing.T) {
 	}
 }
 
+// slowLines is lines whose owner takes a while over each complete reply.
+type slowLines struct {
+	lines
+	delay time.Duration
+}
+
+func (l *slowLines) Feed(b []byte, eof bool) (bool, error) {
+	done, err := l.lines.Feed(b, eof)
+	if done {
+		time.Sleep(l.delay)
+	}
+	return done, err
+}
+
+// TestClientTurns: the loop's own time from a reply's arrival to the next
+// request's send is counted for requests on the same connection, not for
+// one that needs a new connection (its connect is the network's).
+func TestClientTurns(t *testing.T) {
+	addr, _ := lineServer(t)
+	e := engine(t)
+	const delay = 10 * time.Millisecond
+	l := &slowLines{lines: lines{reqs: []string{"b", "c", "d"}}, delay: delay}
+	start := time.Now()
+	r := e.Do(context.Background(), &Exchange{Remote: addr, Request: []byte("a\n"), Reply: l})
+	took := time.Since(start)
+	if r.Err != nil || r.Reconnects != 1 {
+		t.Fatalf("err %v, %d reconnects", r.Err, r.Reconnects)
+	}
+	if r.LastRx.IsZero() {
+		t.Skip("no receive stamps on this host")
+	}
+	// a→b and c→d on one connection each; b→c across the reconnect.
+	if r.ClientTurns < 2*delay || r.ClientTurns >= 3*delay || r.ClientTurns > took {
+		t.Errorf("client turns %v of %v, want two turns of at least %v each, and not the reconnect's", r.ClientTurns, took, delay)
+	}
+}
+
 // datagram is done at a datagram equal to want; anything else is skipped
 // (a stray), and it must never be told of an end of stream.
 type datagram struct {

@@ -124,6 +124,10 @@ func (t *Trace) FirstReceived(rx time.Time) {
 	}
 }
 
+// ClientTurns records the client's own time between replies and the
+// next requests, by an event loop's count (evloop.Result.ClientTurns).
+func (t *Trace) ClientTurns(d time.Duration) { t.S.ClientTurnNS = int64(d) }
+
 // Sent records the kernel's stamp of the transaction's first packet out
 // when no lookup gave one (a DNS query's own socket: path.StampedConn.
 // FirstSent, read before the socket closes).

@@ -95,7 +95,7 @@ var CSVHeader = []string{"protocol", "path", "conns", "runs_counted", "mean_ms",
 	"p50_ms", "p90_ms", "p99_ms", "p999_ms", "completed", "failed", "completion_rate", "rate_per_s",
 	"baseline", "diff_ms", "pct_increase", "ci95_diff_lo_ms", "ci95_diff_hi_ms", "welch_df", "p_welch",
 	"confidence", "p_paired", "p_mann_whitney", "pairs", "paired_diff_ms", "ci95_paired_diff_lo_ms", "ci95_paired_diff_hi_ms", "p_paired_holm",
-	"percentile_n", "few_runs", "wire_mean_ms", "wire_ci95_lo_ms", "wire_ci95_hi_ms", "wire_diff_ms", "wire_ci95_diff_lo_ms", "wire_ci95_diff_hi_ms"}
+	"percentile_n", "few_runs", "wire_mean_ms", "wire_ci95_lo_ms", "wire_ci95_hi_ms", "wire_diff_ms", "wire_ci95_diff_lo_ms", "wire_ci95_diff_hi_ms", "client_turn_mean_ms"}
 
 // CSV writes results.csv. An n/a figure is an empty field.
 func CSV(w io.Writer, s *Summary) error {
@@ -129,6 +129,11 @@ func CSV(w io.Writer, s *Summary) error {
 			row = append(row, num(m.Wire.Diff), lo(m.Wire.CI95Diff), hi(m.Wire.CI95Diff))
 		} else {
 			row = append(row, "", "", "")
+		}
+		if t := c.Metrics[ClientTurnMetric]; t != nil {
+			row = append(row, num(&t.Mean))
+		} else {
+			row = append(row, "")
 		}
 		cw.Write(row)
 	}

@@ -298,6 +298,11 @@ type runKey struct {
 // kernel's timestamps; summarized as every metric is (mean of run means).
 const WireMetric = "wire_ms"
 
+// ClientTurnMetric is the client's own time inside the wire time (ms):
+// each completed sample's client_turn_ns, from a reply's arrival to the
+// next request's send, summed over its turns (docs/metrics.md).
+const ClientTurnMetric = "client_turn_ms"
+
 type runAcc struct {
 	metrics map[string]float64 // sums over the run's completed samples
 	metricN map[string]int     // how many of them had each figure
@@ -415,6 +420,10 @@ func Summarize(f *result.File) *Summary {
 			if smp.WireNS > 0 { // the kernel's stamps: a figure like the others
 				a.metrics[WireMetric] += float64(smp.WireNS) / 1e6
 				a.metricN[WireMetric]++
+			}
+			if smp.ClientTurnNS > 0 {
+				a.metrics[ClientTurnMetric] += float64(smp.ClientTurnNS) / 1e6
+				a.metricN[ClientTurnMetric]++
 			}
 		} else {
 			a.failed++

@@ -208,7 +208,7 @@ func metricSection(title string, cells []Cell) (section, bool) {
 	if cols == nil {
 		for _, c := range cells {
 			for k := range c.Metrics {
-				if !slices.Contains(cols, k) && k != WireMetric { // beside the mean instead
+				if !slices.Contains(cols, k) && k != WireMetric && k != ClientTurnMetric { // beside the mean instead
 					cols = append(cols, k)
 				}
 			}
@@ -336,6 +336,10 @@ func sections(s *Summary, proto string) []section {
 	if wired {
 		means.Footer = append(means.Footer, WireNote)
 	}
+	turned := slices.ContainsFunc(cells, func(c Cell) bool { return c.Metrics[ClientTurnMetric] != nil })
+	if turned {
+		means.Footer = append(means.Footer, ClientTurnNote)
+	}
 	for _, p := range pathsOf(cells) {
 		byConns := map[int]*Cell{}
 		for i := range cells {
@@ -346,6 +350,9 @@ func sections(s *Summary, proto string) []section {
 		rows := [][]string{{p, "mean"}, {"", "95% CI"}, {"", "median of runs"}, {"", "runs counted"}, {"", "completed"}}
 		if wired {
 			rows = append(rows, []string{"", "wire mean"}, []string{"", "wire 95% CI"})
+		}
+		if turned {
+			rows = append(rows, []string{"", "client turns"})
 		}
 		for _, n := range conns {
 			c := byConns[n]
@@ -361,13 +368,20 @@ func sections(s *Summary, proto string) []section {
 			rows[3] = append(rows[3], fmt.Sprint(len(c.Runs)))
 			rows[4] = append(rows[4], completion(c))
 			if wired {
-				w := c.Metrics[WireMetric]
-				if w == nil {
+				if w := c.Metrics[WireMetric]; w == nil {
 					rows[5], rows[6] = append(rows[5], "-"), append(rows[6], "-")
-					continue
+				} else {
+					rows[5] = append(rows[5], figure(w.Mean))
+					rows[6] = append(rows[6], optRange(w.CI95, "fewer than two runs", " – "))
 				}
-				rows[5] = append(rows[5], figure(w.Mean))
-				rows[6] = append(rows[6], optRange(w.CI95, "fewer than two runs", " – "))
+			}
+			if turned {
+				i := len(rows) - 1
+				if t := c.Metrics[ClientTurnMetric]; t == nil {
+					rows[i] = append(rows[i], "-")
+				} else {
+					rows[i] = append(rows[i], figure(t.Mean))
+				}
 			}
 		}
 		means.Rows = append(means.Rows, rows...)
@@ -588,6 +602,8 @@ const (
 	FewRunsNote = "‡ fewer than 5 counted runs: the interval rests on too few runs to say much (run more)"
 	ThinNote    = "† fewer samples than this percentile needs to mean much (p99: 100, p99.9: 1000)"
 	WireNote    = "wire: the network's share by the kernel's timestamps, from the DNS query leaving to the last needed bytes arriving (docs/metrics.md)"
+	// ClientTurnNote explains the client turns row.
+	ClientTurnNote = "client turns: v6lab's own time inside the wire time, from each reply's arrival to the send of the next request on the same connection (mean, ms; docs/metrics.md)"
 )
 
 // SignificanceNote explains the * mark and the confidence level.

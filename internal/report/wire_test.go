@@ -79,12 +79,15 @@ func TestWireTimeBesideTheMean(t *testing.T) {
 }
 
 // TestWireColumnsInResultsCSV: results.csv carries the wire mean and its
-// comparison, empty where there are none.
+// comparison, and the client turns' mean, empty where there are none.
 func TestWireColumnsInResultsCSV(t *testing.T) {
 	f := build(baseMS, otherMS)
 	for i := range f.Samples {
 		if f.Samples[i].OK() {
 			f.Samples[i].WireNS = f.Samples[i].TotalNS - 100_000
+			if f.Samples[i].Path == "ipv6" {
+				f.Samples[i].ClientTurnNS = 30_000
+			}
 		}
 	}
 	var b bytes.Buffer
@@ -92,13 +95,56 @@ func TestWireColumnsInResultsCSV(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
-	if !strings.HasSuffix(lines[0], "wire_diff_ms,wire_ci95_diff_lo_ms,wire_ci95_diff_hi_ms") || len(lines) != 3 {
+	if !strings.HasSuffix(lines[0], "wire_diff_ms,wire_ci95_diff_lo_ms,wire_ci95_diff_hi_ms,client_turn_mean_ms") || len(lines) != 3 {
 		t.Fatalf("%q", lines)
 	}
 	v6 := strings.Split(lines[2], ",")
 	v4 := strings.Split(lines[1], ",")
-	if v6[len(v6)-6] == "" || v6[len(v6)-3] == "" || v4[len(v4)-6] == "" || v4[len(v4)-3] != "" {
-		t.Errorf("wire columns: ipv4 %v, ipv6 %v", v4[len(v4)-6:], v6[len(v6)-6:])
+	if v6[len(v6)-7] == "" || v6[len(v6)-4] == "" || v4[len(v4)-7] == "" || v4[len(v4)-4] != "" {
+		t.Errorf("wire columns: ipv4 %v, ipv6 %v", v4[len(v4)-7:], v6[len(v6)-7:])
+	}
+	if v6[len(v6)-1] != "0.03" || v4[len(v4)-1] != "" {
+		t.Errorf("client turns: ipv4 %q, ipv6 %q", v4[len(v4)-1], v6[len(v6)-1])
+	}
+}
+
+// TestClientTurnsBesideTheWire: samples' client_turn_ns become each
+// cell's client turns (mean of run means, over the samples that have
+// them) and a row of report.txt, with its note; without any, no row.
+func TestClientTurnsBesideTheWire(t *testing.T) {
+	f := build(baseMS, otherMS)
+	var b bytes.Buffer
+	if err := Text(&b, Summarize(f)); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "client turns") {
+		t.Error("a client turns row without any turns")
+	}
+	for i := range f.Samples {
+		s := &f.Samples[i]
+		if s.OK() {
+			s.WireNS = s.TotalNS - 100_000
+			s.ClientTurnNS = int64(20_000 + 20_000*s.User) // 0.02 ms, 0.04 ms, …
+		}
+	}
+	s := Summarize(f)
+	for _, c := range s.Cells {
+		ct := c.Metrics[ClientTurnMetric]
+		if ct == nil || ct.N != len(c.Runs) || ct.Mean < 0.02 || ct.Mean > 0.02*float64(c.Conns) {
+			t.Errorf("%s: client turns %+v", c.Path, ct)
+		}
+	}
+	b.Reset()
+	if err := Text(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"client turns", ClientTurnNote} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report.txt lacks %q", want)
+		}
+	}
+	if strings.Contains(b.String(), "transport figures") {
+		t.Error("the client turns made an http cell a transport table")
 	}
 }
 

@@ -14,8 +14,8 @@ import (
 // and read every older one. 2 added wire_ns and dns_local to samples
 // (absent in version 1 files, which read as they always did); 3 added a
 // segment's and a merge's header fields and a run's slot and lateness; 4
-// a sample's wire_first_byte_ns.
-const FormatVersion = 4
+// a sample's wire_first_byte_ns; 5 its client_turn_ns.
+const FormatVersion = 5
 
 // Line kinds in samples.jsonl.
 const (
@@ -60,8 +60,13 @@ type Sample struct {
 	// to the arrival of the reply's first byte (the phase first_byte_ns
 	// ends, by the kernel's receive stamp).
 	WireFirstByteNS int64 `json:"wire_first_byte_ns,omitempty"`
-	BytesIn         int64 `json:"bytes_in"`
-	BytesOut        int64 `json:"bytes_out"`
+	// ClientTurnNS is the client's own time inside wire_ns: from a reply's
+	// arrival (the kernel's receive stamp) to the next request's send on
+	// the same connection, summed over the transaction's turns (a
+	// conversation on the event loop: SMTP, IMAP, a page's objects).
+	ClientTurnNS int64 `json:"client_turn_ns,omitempty"`
+	BytesIn      int64 `json:"bytes_in"`
+	BytesOut     int64 `json:"bytes_out"`
 	// Marker is the completion marker seen (e.g. "200 OK" with every byte),
 	// empty when the transaction did not complete.
 	Marker string `json:"marker,omitempty"`

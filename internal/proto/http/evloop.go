@@ -128,6 +128,7 @@ func (c *Client) doEvloop(ctx context.Context, tr *load.Trace, addr netip.AddrPo
 	tr.Received(r.LastRead, r.LastRx) // the end, and the wire's, at the last bytes
 	tr.FirstReceived(r.FirstRx)
 	tr.SYN(r.Cookie)
+	tr.ClientTurns(r.ClientTurns)
 	objs := 0
 	if page != nil {
 		objs = page.objs

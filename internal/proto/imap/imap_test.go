@@ -37,6 +37,11 @@ func TestEachUserFetchesItsMessageOverEachPath(t *testing.T) {
 				if !smp.OK() || !strings.HasPrefix(smp.Marker, strings.SplitN(want, ",", 2)[0]) || !strings.HasSuffix(smp.Marker, want[3:]) {
 					t.Errorf("%s user %d: %q %q (want %q)", p, u, smp.Err, smp.Marker, want)
 				}
+				// Three turns (greeting, LOGIN, SELECT: each reply, then the
+				// next command), inside the wire time.
+				if smp.WireNS > 0 && (smp.ClientTurnNS <= 0 || smp.ClientTurnNS >= smp.WireNS) {
+					t.Errorf("%s user %d: client turns %d ns of wire %d ns", p, u, smp.ClientTurnNS, smp.WireNS)
+				}
 			}()
 		}
 	}
