@@ -33,9 +33,8 @@ type Server struct {
 // Run begins a transaction of protocol proto, looks the server up,
 // connects pinned to its path and holds conv on the event loop; the
 // server speaks first. It returns the trace to end the transaction with
-// (Done), or the failed sample: a Feed error that
-// wraps refused is a "protocol" failure, a connection that closed early
-// an "io" one.
+// (Done), or the failed sample: a Feed error that wraps refused is a
+// "protocol" failure, a connection that closed early an "io" one.
 func Run(ctx context.Context, proto string, s Server, conv evloop.Continuer, refused error) (*load.Trace, *result.Sample) {
 	fail := func(tr *load.Trace, phase string, err error) (*load.Trace, *result.Sample) {
 		smp := tr.Fail(ctx, phase, err)
