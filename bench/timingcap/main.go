@@ -202,6 +202,10 @@ type dnsQuery struct {
 // conn is one TCP connection from the client.
 type conn struct {
 	syn, lastIn time.Time
+	// turns sums, over each request that follows a reply, the gap from
+	// the reply's last packet in to the request's first packet out.
+	turns   time.Duration
+	replied bool // the last data packet was toward the client
 }
 
 type sample struct {
@@ -216,6 +220,7 @@ type sample struct {
 	ResolveNS int64     `json:"resolve_ns"`
 	TotalNS   int64     `json:"total_ns"`
 	WireNS    int64     `json:"wire_ns"`
+	TurnNS    int64     `json:"client_turn_ns"`
 	Err       string    `json:"err"`
 }
 
@@ -238,7 +243,7 @@ func analyze(args []string) error {
 		conns int
 	}
 	lead, tail, over, wire, kern := map[key][]float64{}, map[key][]float64{}, map[key][]float64{}, map[key][]float64{}, map[key][]float64{}
-	totals := map[key][]float64{}
+	totals, turns, turnDiff := map[key][]float64{}, map[key][]float64{}, map[key][]float64{}
 	unmatched, noConn, noQuery := 0, 0, 0
 	var samples []sample
 	sc := bufio.NewScanner(f)
@@ -288,6 +293,12 @@ func analyze(args []string) error {
 		if s.WireNS > 0 {
 			kern[k] = append(kern[k], us(time.Duration(s.WireNS)-w))
 		}
+		if c.turns > 0 {
+			turns[k] = append(turns[k], us(c.turns))
+			if s.TurnNS > 0 {
+				turnDiff[k] = append(turnDiff[k], us(time.Duration(s.TurnNS)-c.turns))
+			}
+		}
 	}
 	var keys []key
 	for k := range over {
@@ -316,6 +327,22 @@ func analyze(args []string) error {
 		}
 	}
 	fmt.Printf("unmatched samples: %d (%d without their connection, %d without their query)\n", unmatched, noConn, noQuery)
+	if len(turns) > 0 {
+		// The client's turns inside the wire time: a reply's last packet in
+		// to the next request's first packet out on the same connection,
+		// against v6lab's client_turn_ns (which ends at the send call).
+		fmt.Printf("%-7s %5s  %-26s %s\n", "path", "conns", "client turns µs p50/p90/max", "client_turn_ns−turns µs p50/min/max (n)")
+		for _, k := range keys {
+			if len(turns[k]) == 0 {
+				continue
+			}
+			d := "none"
+			if v := turnDiff[k]; len(v) > 0 {
+				d = fmt.Sprintf("%.0f / %.0f / %.0f (%d)", percentile(v, 50), percentile(v, 0), percentile(v, 100), len(v))
+			}
+			fmt.Printf("%-7s %5d  %-26s %s\n", k.path, k.conns, dist(turns[k]), d)
+		}
+	}
 	if v, ok := worst[1]; ok {
 		fmt.Printf("ratio overhead_p50_c1_vs_50us %.2f\n", v/50)
 	}
@@ -419,7 +446,14 @@ func decode(name string) ([]*dnsQuery, map[netip.AddrPort][]*conn, error) {
 			conns[k] = append(conns[k], &conn{syn: ci.Timestamp})
 		case isTCP && len(tcp.Payload) > 0:
 			if cs := conns[netip.AddrPortFrom(dst, uint16(tcp.DstPort))]; len(cs) > 0 {
-				cs[len(cs)-1].lastIn = ci.Timestamp // data toward the client
+				c := cs[len(cs)-1]
+				c.lastIn, c.replied = ci.Timestamp, true // data toward the client
+			} else if cs := conns[netip.AddrPortFrom(src, uint16(tcp.SrcPort))]; len(cs) > 0 {
+				c := cs[len(cs)-1] // data from the client: a request
+				if c.replied {
+					c.turns += ci.Timestamp.Sub(c.lastIn)
+				}
+				c.replied = false
 			}
 		}
 	}
