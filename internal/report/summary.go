@@ -534,6 +534,9 @@ func Summarize(f *result.File) *Summary {
 		s.Cells = append(s.Cells, *c)
 	}
 	sortCells(s.Cells, specOrder(f.Header.Spec))
+	if note := clientTurnNote(s.Cells); note != "" {
+		s.Notes = append(s.Notes, note)
+	}
 	if m, ok := f.Header.Spec.(map[string]any); ok {
 		if v, ok := m["scale"].(float64); ok && v > 0 && v < 1 {
 			s.Scale = v
@@ -543,6 +546,29 @@ func Summarize(f *result.File) *Summary {
 	s.Comparisons = compare(s.Cells, s.Baseline)
 	s.Adjustment = adjust(s.Comparisons)
 	return s
+}
+
+// ClientShare is the share of a cell's wire time its client's turns may
+// take before the summary says so: beyond it the figure is the client's
+// own turnaround as much as the network's time.
+const ClientShare = 0.2
+
+// clientTurnNote names the cells whose client turns are more than
+// ClientShare of their wire time ("" if none).
+func clientTurnNote(cells []Cell) string {
+	var over []string
+	for _, c := range cells {
+		t, w := c.Metrics[ClientTurnMetric], c.Metrics[WireMetric]
+		if t == nil || w == nil || w.Mean <= 0 || t.Mean <= ClientShare*w.Mean {
+			continue
+		}
+		over = append(over, fmt.Sprintf("%s/%s/%d %.0f%%", c.Protocol, c.Path, c.Conns, 100*t.Mean/w.Mean))
+	}
+	if len(over) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("client turns are more than %.0f%% of the wire time in %s: those figures are the client's own turnaround (on one host: waiting for CPUs that the routers and the server share) as much as the network's time; paths still pay it alike (docs/metrics.md)",
+		100*ClientShare, strings.Join(over, ", "))
 }
 
 // engines reads each cell group's params.engine from the spec, keyed by

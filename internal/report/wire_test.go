@@ -146,6 +146,19 @@ func TestClientTurnsBesideTheWire(t *testing.T) {
 	if strings.Contains(b.String(), "transport figures") {
 		t.Error("the client turns made an http cell a transport table")
 	}
+	// A fifth of the wire time or less: no note; more: the cells named.
+	if n := strings.Join(s.Notes, "\n"); strings.Contains(n, "client turns") {
+		t.Errorf("a note for turns well under a fifth of the wire time: %s", n)
+	}
+	for i := range f.Samples {
+		if smp := &f.Samples[i]; smp.OK() && smp.Path == "ipv6" {
+			smp.ClientTurnNS = smp.WireNS / 3
+		}
+	}
+	n := strings.Join(Summarize(f).Notes, "\n")
+	if !strings.Contains(n, "client turns are more than 20% of the wire time in http/ipv6/2 33%") || strings.Contains(n, "ipv4") {
+		t.Errorf("notes: %s", n)
+	}
 }
 
 // TestStrayPacketsAreNoted: packets of earlier runs that a run's wire check
