@@ -92,28 +92,122 @@ type LookupHook struct {
 // LookupFrom is Lookup with a hook (nil: none). A literal has no lookup
 // and calls no Start.
 func (r *Resolver) LookupFrom(ctx context.Context, host string, p Path, hook *LookupHook) (netip.Addr, error) {
+	q, a, err := r.Prepare(host, p)
+	if q == nil || err != nil {
+		return a, err
+	}
+	in, err := exchange(ctx, q, hook)
+	if err != nil {
+		return netip.Addr{}, q.Wrap(err)
+	}
+	return q.addr(in)
+}
+
+// Query is one lookup made ready for a caller that sends it and reads its
+// answer itself (an event loop, evloop.Lookup): where it goes and over
+// which family, its wire form, and how the answer is read, with the same
+// checks and errors as Lookup.
+type Query struct {
+	Host   string
+	Path   Path           // the path the address is for: its record type
+	Server netip.AddrPort // the DNS server (an IPv4-mapped address unmapped)
+	Over   Path           // the family the query travels over
+	Source netip.Addr     // the query's source address (when valid)
+	Wire   []byte         // the packed query
+	msg    *dns.Msg
+}
+
+// ErrTruncated is returned by Query.Answer for a reply that did not fit in
+// a datagram: ask again over TCP (Query.OverTCP).
+var ErrTruncated = errors.New("truncated answer")
+
+// Prepare makes host's query for path p. For an IP literal there is none:
+// the address is returned (after a family check) with a nil Query.
+func (r *Resolver) Prepare(host string, p Path) (*Query, netip.Addr, error) {
 	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
-		return a, p.CheckAddr("target", a)
+		return nil, a, p.CheckAddr("target", a)
 	}
 	server, over, err := r.Server(p)
 	if err != nil {
-		return netip.Addr{}, err
+		return nil, netip.Addr{}, err
 	}
 	if r.Source.IsValid() {
 		if err := over.CheckAddr("DNS source", r.Source); err != nil {
-			return netip.Addr{}, err
+			return nil, netip.Addr{}, err
 		}
 	}
-	qtype := p.RecordType()
 	m := new(dns.Msg)
-	m.SetQuestion(dns.Fqdn(host), qtype)
+	m.SetQuestion(dns.Fqdn(host), p.RecordType())
 	m.RecursionDesired = true
-	in, err := exchange(ctx, m, over, server, r.Source, hook)
+	wire, err := m.Pack()
 	if err != nil {
-		return netip.Addr{}, fmt.Errorf("path: resolve %s %s via %s: %w", host, dns.TypeToString[qtype], server, err)
+		return nil, netip.Addr{}, fmt.Errorf("path: resolve %s: %w", host, err)
 	}
+	server = netip.AddrPortFrom(server.Addr().Unmap(), server.Port())
+	return &Query{Host: host, Path: p, Server: server, Over: over, Source: r.Source, Wire: wire, msg: m}, netip.Addr{}, nil
+}
+
+// Answer reads one datagram back: the address (with done), or done false
+// for a datagram that is not this query's answer (a late reply to an
+// earlier query on a reused port), or an error naming the host, the record
+// type and the server (ErrTruncated: ask again over TCP).
+func (q *Query) Answer(b []byte) (netip.Addr, bool, error) {
+	in := new(dns.Msg)
+	if err := in.Unpack(b); err != nil {
+		return netip.Addr{}, false, q.Wrap(fmt.Errorf("bad DNS reply: %w", err))
+	}
+	if in.Id != q.msg.Id {
+		return netip.Addr{}, false, nil
+	}
+	if in.Truncated {
+		return netip.Addr{}, false, q.Wrap(ErrTruncated)
+	}
+	a, err := q.addr(in)
+	return a, true, err
+}
+
+// OverTCP asks again over TCP, pinned to the query's family (after a
+// truncated answer), waiting up to wait.
+func (q *Query) OverTCP(ctx context.Context, wait time.Duration) (netip.Addr, error) {
+	in, err := q.overTCP(ctx, wait)
+	if err != nil {
+		return netip.Addr{}, q.Wrap(err)
+	}
+	return q.addr(in)
+}
+
+func (q *Query) overTCP(ctx context.Context, wait time.Duration) (*dns.Msg, error) {
+	d := &net.Dialer{Timeout: wait, FallbackDelay: -1}
+	if q.Source.IsValid() {
+		d.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(q.Source, 0))
+	}
+	c := dns.Client{Net: q.Over.Network("tcp"), Timeout: wait, Dialer: d}
+	in, _, err := c.ExchangeContext(ctx, q.msg, q.Server.String())
+	return in, err
+}
+
+// Wrap names the lookup in err (an error that names it already, as
+// Answer's do, is returned as it is).
+func (q *Query) Wrap(err error) error {
+	var le *lookupError
+	if err == nil || errors.As(err, &le) {
+		return err
+	}
+	return &lookupError{fmt.Errorf("path: resolve %s %s via %s: %w", q.Host, dns.TypeToString[q.msg.Question[0].Qtype], q.Server, err)}
+}
+
+// lookupError is an error that names its lookup.
+type lookupError struct{ err error }
+
+func (e *lookupError) Error() string { return e.err.Error() }
+func (e *lookupError) Unwrap() error { return e.err }
+
+// addr is the answer's address of the query's type, checked against the
+// path.
+func (q *Query) addr(in *dns.Msg) (netip.Addr, error) {
+	qtype := q.msg.Question[0].Qtype
 	if in.Rcode != dns.RcodeSuccess {
-		return netip.Addr{}, fmt.Errorf("path: resolve %s %s via %s: server answered %s", host, dns.TypeToString[qtype], server, dns.RcodeToString[in.Rcode])
+		return netip.Addr{}, q.Wrap(fmt.Errorf("server answered %s", dns.RcodeToString[in.Rcode]))
 	}
 	for _, rr := range in.Answer {
 		var a netip.Addr
@@ -126,25 +220,24 @@ func (r *Resolver) LookupFrom(ctx context.Context, host string, p Path, hook *Lo
 			continue
 		}
 		if rr.Header().Rrtype == qtype {
-			return a, p.CheckAddr("resolved", a)
+			if err := q.Path.CheckAddr("resolved", a); err != nil {
+				return a, &lookupError{err}
+			}
+			return a, nil
 		}
 	}
-	return netip.Addr{}, fmt.Errorf("path: %s has no %s record (needed by path %s): %w", host, dns.TypeToString[qtype], p, ErrNoAddress)
+	return netip.Addr{}, &lookupError{fmt.Errorf("path: %s has no %s record (needed by path %s): %w", q.Host, dns.TypeToString[qtype], q.Path, ErrNoAddress)}
 }
 
 // Retransmission schedule of UDP queries, like a stub resolver's: wait
 // FirstRetry for an answer, then twice as long each time, until ctx ends.
 const FirstRetry = time.Second
 
-// exchange sends m over UDP with retransmissions (a lost datagram is
-// normal under load and resolvers resend), then over TCP if truncated. The
-// UDP socket is made directly from addresses (no string to parse, no
+// exchange sends the query over UDP with retransmissions (a lost datagram
+// is normal under load and resolvers resend), then over TCP if truncated.
+// The UDP socket is made directly from addresses (no string to parse, no
 // dialer), so the query leaves soon after the lookup starts.
-func exchange(ctx context.Context, m *dns.Msg, over Path, server netip.AddrPort, source netip.Addr, hook *LookupHook) (*dns.Msg, error) {
-	wire, err := m.Pack()
-	if err != nil {
-		return nil, err
-	}
+func exchange(ctx context.Context, q *Query, hook *LookupHook) (*dns.Msg, error) {
 	if hook == nil {
 		hook = &LookupHook{}
 	}
@@ -153,14 +246,9 @@ func exchange(ctx context.Context, m *dns.Msg, over Path, server netip.AddrPort,
 	}
 	wait := FirstRetry
 	for {
-		in, err := exchangeUDP(ctx, m.Id, wire, over, server, source, wait, hook)
+		in, err := exchangeUDP(ctx, q.msg.Id, q.Wire, q.Over, q.Server, q.Source, wait, hook)
 		if err == nil && in.Truncated {
-			d := &net.Dialer{Timeout: wait, FallbackDelay: -1}
-			if source.IsValid() {
-				d.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(source, 0))
-			}
-			c := dns.Client{Net: over.Network("tcp"), Timeout: wait, Dialer: d}
-			in, _, err = c.ExchangeContext(ctx, m, server.String())
+			in, err = q.overTCP(ctx, wait)
 		}
 		var ne net.Error
 		if err == nil || ctx.Err() != nil || !errors.As(err, &ne) || !ne.Timeout() {
