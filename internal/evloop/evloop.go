@@ -81,6 +81,35 @@ type Exchange struct {
 	// from then on and closes it. Connected is then when the request was
 	// first accepted for sending; the dial's own time is the caller's.
 	Adopt int
+	// Lookup, when set, is a DNS query the loop sends before the first
+	// connection; its answer gives Remote's address (Remote's port is
+	// kept). The connection is made in the loop's thread once the batch
+	// that read the answer is read, so no goroutine wakes between the
+	// answer and the SYN. Not with Adopt or UDP.
+	Lookup *Lookup
+}
+
+// Lookup is the query of Exchange.Lookup, on a connected UDP socket of
+// its own with the kernel's stamps.
+type Lookup struct {
+	Server netip.AddrPort // the DNS server; its family picks the socket's
+	Source netip.Addr     // bound when valid
+	Query  []byte         // one datagram
+	// Answer reads a datagram back: the address to connect to, or done
+	// false to wait for another (not this query's answer), or an error
+	// that ends the exchange in phase "resolve". b is valid only during
+	// the call.
+	Answer func(b []byte) (addr netip.Addr, done bool, err error)
+	// Resend is the wait for an answer before the query is sent again,
+	// doubled after each time (0: never).
+	Resend time.Duration
+	// Start, when set, is called immediately before the query's first
+	// system call.
+	Start func()
+	// IPv6 says which family the answer's address has (the query's record
+	// type), so the connection's socket is made while the answer is
+	// awaited.
+	IPv6 bool
 }
 
 // Result says how an exchange went. Times are on the monotonic clock.
@@ -91,12 +120,18 @@ type Result struct {
 	// returned; LastRx is the kernel's receive stamp of those bytes, and
 	// FirstRx of the first bytes read (zero where the kernel gives none).
 	LastRead, LastRx, FirstRx time.Time
-	// FirstTx is the kernel's transmit stamp of a UDP exchange's request
-	// (zero for TCP, whose first packet, the SYN, has none).
-	FirstTx  time.Time
-	Local    netip.AddrPort // of the first connection
-	BytesOut int64
-	BytesIn  int64
+	// FirstTx is the kernel's transmit stamp of a UDP exchange's request,
+	// or of a Lookup's query (its first sending); zero for TCP alone,
+	// whose first packet, the SYN, has none.
+	FirstTx time.Time
+	// Resolved is when the read that brought a Lookup's answer returned,
+	// AnswerRx that answer's receive stamp, and LookupLocal the query's
+	// address.
+	Resolved, AnswerRx time.Time
+	LookupLocal        netip.AddrPort
+	Local              netip.AddrPort // of the first connection
+	BytesOut           int64
+	BytesIn            int64
 	// Reconnects counts the connections opened after the first (a
 	// Continuer's reconnect).
 	Reconnects int
@@ -105,11 +140,12 @@ type Result struct {
 	// ClientTurns is the loop's own time inside the exchange: for each
 	// request sent after a reply on the same connection (a Continuer's),
 	// from the kernel's receive stamp of the bytes that completed the
-	// reply to the request's send. Turns whose reply had no stamp, and
+	// reply to the request's send; and from a Lookup's answer (its
+	// stamp) to the connect call. Turns whose reply had no stamp, and
 	// requests on a new connection, are not in it.
 	ClientTurns time.Duration
-	// Phase is where Err happened: "connect", "io" (sending or reading)
-	// or "reply" (the Feeder's error).
+	// Phase is where Err happened: "resolve" (the Lookup), "connect",
+	// "io" (sending or reading) or "reply" (the Feeder's error).
 	Phase string
 	Err   error
 }
@@ -167,7 +203,7 @@ func (e *Engine) Close() {
 // cut by ctx (a deadline is enforced within a few milliseconds).
 func (e *Engine) Do(ctx context.Context, x *Exchange) Result {
 	l := e.loops[int(e.next.Add(1))%len(e.loops)]
-	c := &conn{x: x, req: x.Request, done: make(chan struct{})}
+	c := &conn{x: x, req: x.Request, done: make(chan struct{}), ready: -1}
 	if dl, ok := ctx.Deadline(); ok {
 		c.deadline = dl
 	}
@@ -200,8 +236,18 @@ type conn struct {
 	up       bool      // this connection's handshake is over
 	adopted  bool      // Exchange.Adopt was taken (reconnects dial anew)
 	replyRx  time.Time // the receive stamp of the last read (zero if none)
-	res      Result
-	done     chan struct{}
+	// lookup: the socket is the Lookup's, waiting for its answer; the
+	// query goes again at resendAt (zero: never), then resendWait later.
+	lookup     bool
+	resendAt   time.Time
+	resendWait time.Duration
+	connectAt  time.Time // the last connect call
+	// ready is a socket made for the connection ahead of it (-1: none),
+	// of the family ready6 says.
+	ready  int
+	ready6 bool
+	res    Result
+	done   chan struct{}
 }
 
 // scanEvery is how often a loop looks for exchanges past their deadline
@@ -299,13 +345,23 @@ func (l *loop) start(c *conn) error {
 		}
 		return fail("connect", errors.New("evloop: a UDP exchange has one request (its Reply is a Continuer)"))
 	}
+	if c.x.Lookup != nil && (c.x.UDP || c.x.Adopt > 0) {
+		if c.x.Adopt > 0 {
+			unix.Close(c.x.Adopt)
+		}
+		return fail("resolve", errors.New("evloop: a Lookup goes only before a TCP connection the loop makes"))
+	}
 	if l.quit.Load() {
 		if c.x.Adopt > 0 {
 			unix.Close(c.x.Adopt) // the loop owns it: nobody else will
 		}
 		return fail("connect", errors.New("evloop: engine closed"))
 	}
-	if phase, err := l.open(c); err != nil {
+	open := l.open
+	if c.x.Lookup != nil {
+		open = l.openLookup
+	}
+	if phase, err := open(c); err != nil {
 		return fail(phase, err)
 	}
 	l.register(c)
@@ -324,41 +380,20 @@ func (l *loop) open(c *conn) (string, error) {
 		c.adopted = true
 		return l.adopt(c)
 	}
-	family := unix.AF_INET
-	if x.Remote.Addr().Is6() {
-		family = unix.AF_INET6
+	fd := c.ready
+	c.ready = -1
+	if fd >= 0 && x.Remote.Addr().Is6() != c.ready6 {
+		unix.Close(fd) // made for the other family
+		fd = -1
 	}
-	typ, proto := unix.SOCK_STREAM, unix.IPPROTO_TCP
-	if x.UDP {
-		typ, proto = unix.SOCK_DGRAM, unix.IPPROTO_UDP
-	}
-	fd, err := unix.Socket(family, typ|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, proto)
-	if err != nil {
-		return "connect", os.NewSyscallError("socket", err)
-	}
-	if x.UDP {
-		_ = kstamp.Enable(fd) // the request's transmit stamp too (Result.FirstTx)
-	} else {
-		// Closing resets the connection: no TIME_WAIT is left behind (it
-		// is closed only after the reply is complete, so nothing measured
-		// is cut).
-		if err := unix.SetsockoptLinger(fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0}); err != nil {
-			unix.Close(fd)
-			return "connect", os.NewSyscallError("setsockopt", err)
-		}
-		_ = kstamp.EnableRx(fd) // the receive stamps of the reply (Result.LastRx)
-	}
-	if family == unix.AF_INET6 {
-		// Pinned: never an IPv4-mapped connection.
-		unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 1)
-	}
-	if x.Source.IsValid() {
-		if err := unix.Bind(fd, sockaddr(netip.AddrPortFrom(x.Source, 0))); err != nil {
-			unix.Close(fd)
-			return "connect", os.NewSyscallError("bind", err)
+	if fd < 0 {
+		var err error
+		if fd, err = newSocket(x, x.Remote.Addr().Is6()); err != nil {
+			return "connect", err
 		}
 	}
-	err = unix.Connect(fd, sockaddr(x.Remote))
+	c.connectAt = time.Now()
+	err := unix.Connect(fd, sockaddr(x.Remote))
 	if err != nil && err != unix.EINPROGRESS {
 		unix.Close(fd)
 		return "connect", os.NewSyscallError("connect", err)
@@ -376,6 +411,136 @@ func (l *loop) open(c *conn) (string, error) {
 		return phase, err
 	}
 	return "", nil
+}
+
+// newSocket makes x's socket for one family, bound to x.Source when
+// valid, ready to connect.
+func newSocket(x *Exchange, ipv6 bool) (int, error) {
+	family := unix.AF_INET
+	if ipv6 {
+		family = unix.AF_INET6
+	}
+	typ, proto := unix.SOCK_STREAM, unix.IPPROTO_TCP
+	if x.UDP {
+		typ, proto = unix.SOCK_DGRAM, unix.IPPROTO_UDP
+	}
+	fd, err := unix.Socket(family, typ|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, proto)
+	if err != nil {
+		return -1, os.NewSyscallError("socket", err)
+	}
+	if x.UDP {
+		_ = kstamp.Enable(fd) // the request's transmit stamp too (Result.FirstTx)
+	} else {
+		// Closing resets the connection: no TIME_WAIT is left behind (it
+		// is closed only after the reply is complete, so nothing measured
+		// is cut).
+		if err := unix.SetsockoptLinger(fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0}); err != nil {
+			unix.Close(fd)
+			return -1, os.NewSyscallError("setsockopt", err)
+		}
+		_ = kstamp.EnableRx(fd) // the receive stamps of the reply (Result.LastRx)
+	}
+	if ipv6 {
+		// Pinned: never an IPv4-mapped connection.
+		unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 1)
+	}
+	if x.Source.IsValid() {
+		if err := unix.Bind(fd, sockaddr(netip.AddrPortFrom(x.Source, 0))); err != nil {
+			unix.Close(fd)
+			return -1, os.NewSyscallError("bind", err)
+		}
+	}
+	return fd, nil
+}
+
+// openLookup makes the Lookup's UDP socket and sends its query; on an
+// error nothing is left open.
+func (l *loop) openLookup(c *conn) (string, error) {
+	lk := c.x.Lookup
+	family := unix.AF_INET
+	if lk.Server.Addr().Is6() {
+		family = unix.AF_INET6
+	}
+	if lk.Start != nil {
+		lk.Start()
+	}
+	fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
+	if err != nil {
+		return "resolve", os.NewSyscallError("socket", err)
+	}
+	_ = kstamp.Enable(fd) // the query's transmit stamp and the answer's receive stamp
+	if family == unix.AF_INET6 {
+		unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 1)
+	}
+	if lk.Source.IsValid() {
+		if err := unix.Bind(fd, sockaddr(netip.AddrPortFrom(lk.Source, 0))); err != nil {
+			unix.Close(fd)
+			return "resolve", os.NewSyscallError("bind", err)
+		}
+	}
+	if err := unix.Connect(fd, sockaddr(lk.Server)); err != nil {
+		unix.Close(fd)
+		return "resolve", os.NewSyscallError("connect", err)
+	}
+	if _, err := unix.Write(fd, lk.Query); err != nil {
+		unix.Close(fd)
+		return "resolve", fmt.Errorf("send query: %w", os.NewSyscallError("write", err))
+	}
+	c.fd, c.lookup = fd, true
+	c.res.LookupLocal = localAddr(fd)
+	// The connection's socket is made while the answer is on its way, so
+	// only the connect call is left for after it.
+	if ready, err := newSocket(c.x, lk.IPv6); err == nil {
+		c.ready, c.ready6 = ready, lk.IPv6
+	}
+	if lk.Resend > 0 {
+		c.resendWait = lk.Resend
+		c.resendAt = time.Now().Add(lk.Resend)
+	}
+	return "", nil
+}
+
+// answer takes a datagram read on the Lookup's socket (in l.buf, its
+// control messages in l.oob): it says whether the socket is done with,
+// the answer found (the exchange then joins the batch's completed ones, to
+// connect after it) or the exchange failed.
+func (l *loop) answer(c *conn, n, oobn int, read time.Time) bool {
+	addr, done, err := c.x.Lookup.Answer(l.buf[:n])
+	switch {
+	case err != nil:
+		l.finish(c, "resolve", err)
+		return true
+	case !done:
+		return false
+	}
+	c.res.Resolved, c.res.AnswerRx = read, kstamp.Parse(l.oob[:oobn])
+	c.x.Remote = netip.AddrPortFrom(addr, c.x.Remote.Port())
+	l.complete = append(l.complete, c)
+	return true
+}
+
+// connectAfterLookup closes the Lookup's socket and makes the exchange's
+// connection to the address it answered.
+func (l *loop) connectAfterLookup(c *conn) {
+	if !l.unregister(c) {
+		return
+	}
+	query := c.fd
+	// Closed after the batch, off the loop, as completed exchanges' are:
+	// nothing but the connect call stands between the answer and the SYN.
+	l.toClose = append(l.toClose, query)
+	c.lookup, c.resendAt = false, time.Time{}
+	phase, err := l.open(c)
+	c.res.FirstTx = kstamp.Sent(query, l.oob) // the first sending's: long queued by now
+	if err != nil {
+		c.res.Phase, c.res.Err = phase, err
+		close(c.done)
+		return
+	}
+	if !c.res.AnswerRx.IsZero() && c.connectAt.After(c.res.AnswerRx) {
+		c.res.ClientTurns += c.connectAt.Sub(c.res.AnswerRx)
+	}
+	l.register(c)
 }
 
 // adopt takes the caller's connected socket as c's connection and tries
@@ -477,6 +642,10 @@ func (l *loop) finish(c *conn, phase string, err error) {
 		return // finished already
 	}
 	unix.Close(c.fd)
+	if c.ready >= 0 {
+		unix.Close(c.ready)
+		c.ready = -1
+	}
 	if err != nil {
 		c.res.Phase, c.res.Err = phase, err
 	}
@@ -588,6 +757,12 @@ func (l *loop) handle(ev *unix.EpollEvent) {
 	if c == nil || c.gen != uint32(ev.Pad) {
 		return // a connection closed since; its fd may be reused
 	}
+	if c.lookup {
+		if ev.Events&(unix.EPOLLIN|unix.EPOLLERR) != 0 {
+			l.read(c)
+		}
+		return
+	}
 	if !c.up {
 		switch {
 		case ev.Events&(unix.EPOLLERR|unix.EPOLLHUP) != 0:
@@ -617,7 +792,7 @@ func (l *loop) handle(ev *unix.EpollEvent) {
 }
 
 // read takes what the socket holds (edge-triggered: until EAGAIN or the
-// reply is complete).
+// reply, or the Lookup's answer, is complete).
 func (l *loop) read(c *conn) {
 	for {
 		n, oobn, _, _, err := unix.Recvmsg(c.fd, l.buf, l.oob, 0)
@@ -626,11 +801,19 @@ func (l *loop) read(c *conn) {
 			return
 		case err == unix.EINTR:
 			continue
+		case err != nil && c.lookup: // ECONNREFUSED: nothing listens at the server's port
+			l.finish(c, "resolve", fmt.Errorf("read answer: %w", os.NewSyscallError("read", err)))
+			return
 		case err != nil:
 			l.finish(c, "io", fmt.Errorf("read reply: %w", os.NewSyscallError("read", err)))
 			return
-		case n == 0 && c.x.UDP:
+		case n == 0 && (c.x.UDP || c.lookup):
 			continue // an empty datagram is no reply (and no end of anything)
+		case c.lookup:
+			if l.answer(c, n, oobn, time.Now()) {
+				return
+			}
+			continue
 		}
 		c.replyRx = time.Time{}
 		if n > 0 {
@@ -666,6 +849,10 @@ func (l *loop) read(c *conn) {
 // finishes the exchange. It says whether the caller keeps reading this
 // connection.
 func (l *loop) next(c *conn) bool {
+	if c.lookup {
+		l.connectAfterLookup(c)
+		return false
+	}
 	cont, ok := c.x.Reply.(Continuer)
 	if !ok {
 		l.completed(c)
@@ -707,19 +894,34 @@ func (l *loop) reopen(c *conn) {
 	l.register(c)
 }
 
-// scan ends exchanges that are past their deadline or cancelled.
+// scan ends exchanges that are past their deadline or cancelled, and
+// sends again the Lookup queries whose answer is late.
 func (l *loop) scan(now time.Time) {
-	var over []*conn
+	var over, resend []*conn
 	l.mu.Lock()
 	for _, c := range l.conns {
-		if c.cancel.Load() || (!c.deadline.IsZero() && now.After(c.deadline)) {
+		switch {
+		case c.cancel.Load() || (!c.deadline.IsZero() && now.After(c.deadline)):
 			over = append(over, c)
+		case c.lookup && !c.resendAt.IsZero() && now.After(c.resendAt):
+			resend = append(resend, c)
 		}
 	}
 	l.mu.Unlock()
+	for _, c := range resend {
+		if _, err := unix.Write(c.fd, c.x.Lookup.Query); err != nil {
+			l.finish(c, "resolve", fmt.Errorf("send query again: %w", os.NewSyscallError("write", err)))
+			continue
+		}
+		c.resendWait *= 2
+		c.resendAt = now.Add(c.resendWait)
+	}
 	for _, c := range over {
 		phase := "io"
-		if !c.up {
+		switch {
+		case c.lookup:
+			phase = "resolve"
+		case !c.up:
 			phase = "connect"
 		}
 		err := errCut

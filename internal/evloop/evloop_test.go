@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"v6lab/internal/kstamp"
 )
 
 // untilEOF keeps every reply byte and is done at EOF.
@@ -527,5 +529,130 @@ func TestAdoptedSocket(t *testing.T) {
 	time.Sleep(50 * time.Millisecond) // the closer goroutine
 	if after := openFDs(t); after > before {
 		t.Errorf("%d descriptors open after, %d before", after, before)
+	}
+}
+
+// answerer is a UDP server whose reply to a query "name" is "addr"
+// (after dropping the first drop queries), with a stray datagram first.
+func answerer(t *testing.T, network, bind, addr string, drop int) (netip.AddrPort, func() int) {
+	t.Helper()
+	pc, err := net.ListenPacket(network, bind)
+	if err != nil {
+		t.Skipf("no %s loopback: %v", network, err)
+	}
+	t.Cleanup(func() { pc.Close() })
+	var mu sync.Mutex
+	queries := 0
+	go func() {
+		b := make([]byte, 64)
+		for {
+			_, from, err := pc.ReadFrom(b)
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			queries++
+			n := queries
+			mu.Unlock()
+			if n <= drop {
+				continue
+			}
+			pc.WriteTo([]byte("stray"), from)
+			pc.WriteTo([]byte(addr), from)
+		}
+	}()
+	return netip.MustParseAddrPort(pc.LocalAddr().String()), func() int { mu.Lock(); defer mu.Unlock(); return queries }
+}
+
+// answer takes a datagram that parses as an address; "bad" is an error,
+// anything else is not the answer.
+func answer(b []byte) (netip.Addr, bool, error) {
+	if string(b) == "bad" {
+		return netip.Addr{}, false, errors.New("bad answer")
+	}
+	a, err := netip.ParseAddr(string(b))
+	return a, err == nil, nil
+}
+
+// TestLookupThenConnect: the query goes out first (Start just before it),
+// strays are skipped, the answer's address is connected to with Remote's
+// port, the stamps are ordered (query out, answer in, the connection's
+// reply in) and the turn from the answer to the connect is a client turn;
+// a lost query is sent again after Resend; a bad answer, a closed DNS
+// port and a silent server end in phase "resolve"; nothing is left open.
+func TestLookupThenConnect(t *testing.T) {
+	e := engine(t)
+	kstamp.Hold() // its socket stays open for the process
+	before := openFDs(t)
+	t.Run("lookups", func(t *testing.T) { lookups(t, e) }) // its servers close when it ends
+	time.Sleep(50 * time.Millisecond)                      // the closer goroutine
+	if after := openFDs(t); after > before {
+		t.Errorf("%d descriptors open after, %d before", after, before)
+	}
+}
+
+func lookups(t *testing.T, e *Engine) {
+	for _, f := range []struct{ udp, tcp, addr, loop string }{{"udp4", "tcp4", "127.0.0.1", "127.0.0.1:0"}, {"udp6", "tcp6", "::1", "[::1]:0"}} {
+		srv := server(t, f.tcp, f.loop, func(string) string { return "reply" })
+		dns, _ := answerer(t, f.udp, f.loop, f.addr, 0)
+		var started time.Time
+		x := &Exchange{Remote: netip.AddrPortFrom(netip.IPv4Unspecified(), srv.Port()), Request: []byte("GET\n"), Reply: &untilEOF{},
+			Lookup: &Lookup{Server: dns, Query: []byte("name"), Answer: answer, Start: func() { started = time.Now() }}}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		r := e.Do(ctx, x)
+		cancel()
+		if r.Err != nil {
+			t.Fatalf("%s: %s: %v", f.udp, r.Phase, r.Err)
+		}
+		if x.Remote != srv || r.Local.Addr().Is4() != srv.Addr().Is4() || r.LookupLocal.Addr().Is4() != dns.Addr().Is4() {
+			t.Errorf("%s: connected %v from %v, query from %v", f.udp, x.Remote, r.Local, r.LookupLocal)
+		}
+		if got := x.Reply.(*untilEOF).got.String(); got != "reply" {
+			t.Errorf("%s: reply %q", f.udp, got)
+		}
+		if r.FirstTx.IsZero() || r.AnswerRx.IsZero() || r.LastRx.IsZero() {
+			t.Fatalf("%s: stamps missing: query %v, answer %v, reply %v", f.udp, r.FirstTx, r.AnswerRx, r.LastRx)
+		}
+		if r.FirstTx.Before(started) || !r.AnswerRx.After(r.FirstTx) || r.Resolved.Before(r.AnswerRx) || r.Connected.Before(r.Resolved) || r.LastRx.Before(r.Connected) {
+			t.Errorf("%s: out of order: start %v, query %v, answer %v, resolved %v, connected %v, reply %v", f.udp, started, r.FirstTx, r.AnswerRx, r.Resolved, r.Connected, r.LastRx)
+		}
+		if r.ClientTurns <= 0 || r.ClientTurns > r.Connected.Sub(r.AnswerRx) {
+			t.Errorf("%s: client turns %v, answer to connected %v", f.udp, r.ClientTurns, r.Connected.Sub(r.AnswerRx))
+		}
+	}
+
+	// A lost query is sent again; the answer to the second comes.
+	srv := server(t, "tcp4", "127.0.0.1:0", func(string) string { return "reply" })
+	dns, queries := answerer(t, "udp4", "127.0.0.1:0", "127.0.0.1", 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	r := e.Do(ctx, &Exchange{Remote: srv, Request: []byte("GET\n"), Reply: &untilEOF{},
+		Lookup: &Lookup{Server: dns, Query: []byte("name"), Answer: answer, Resend: 20 * time.Millisecond}})
+	if r.Err != nil || queries() != 2 {
+		t.Errorf("after a lost query: %d queries, %s: %v", queries(), r.Phase, r.Err)
+	}
+	if r.Resolved.Sub(r.FirstTx) < 20*time.Millisecond {
+		t.Errorf("answered %v after the first query, before the resend was due", r.Resolved.Sub(r.FirstTx))
+	}
+
+	bad, _ := answerer(t, "udp4", "127.0.0.1:0", "bad", 0)
+	silent, _ := answerer(t, "udp4", "127.0.0.1:0", "", 1000)
+	dead, _ := net.ListenPacket("udp4", "127.0.0.1:0")
+	closed := netip.MustParseAddrPort(dead.LocalAddr().String())
+	dead.Close()
+	for _, c := range []struct {
+		name   string
+		server netip.AddrPort
+		want   error
+	}{{"bad answer", bad, nil}, {"closed port", closed, syscall.ECONNREFUSED}, {"silent server", silent, ErrTimeout}} {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		r := e.Do(ctx, &Exchange{Remote: srv, Request: []byte("GET\n"), Reply: &untilEOF{}, Lookup: &Lookup{Server: c.server, Query: []byte("name"), Answer: answer}})
+		cancel()
+		if r.Phase != "resolve" || r.Err == nil || (c.want != nil && !errors.Is(r.Err, c.want)) || r.Connected != (time.Time{}) {
+			t.Errorf("%s: %s: %v (connected %v)", c.name, r.Phase, r.Err, r.Connected)
+		}
+	}
+	if r := e.Do(context.Background(), &Exchange{Remote: srv, Request: []byte("q"), Reply: &datagram{}, UDP: true, Lookup: &Lookup{Server: bad, Query: []byte("name"), Answer: answer}}); r.Err == nil || r.Phase != "resolve" {
+		t.Errorf("a lookup before a UDP exchange: %s: %v", r.Phase, r.Err)
 	}
 }
