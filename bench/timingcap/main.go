@@ -272,7 +272,7 @@ func analyze(args []string) error {
 			noConn++
 			continue
 		}
-		first := c.syn
+		first, capTurns := c.syn, c.turns
 		if s.ResolveNS > 0 {
 			q := lastReply(queries, s.Start, s.Start.Add(time.Duration(s.ResolveNS)), local.Addr().Is4(), s.DNSLocal)
 			if q == nil {
@@ -282,6 +282,9 @@ func analyze(args []string) error {
 			}
 			q.used = true
 			first = q.sent
+			if !q.replied.IsZero() && c.syn.After(q.replied) {
+				capTurns += c.syn.Sub(q.replied) // the answer in → the SYN out
+			}
 		}
 		k := key{s.Path, s.Conns}
 		w := c.lastIn.Sub(first)
@@ -293,10 +296,10 @@ func analyze(args []string) error {
 		if s.WireNS > 0 {
 			kern[k] = append(kern[k], us(time.Duration(s.WireNS)-w))
 		}
-		if c.turns > 0 {
-			turns[k] = append(turns[k], us(c.turns))
+		if capTurns > 0 {
+			turns[k] = append(turns[k], us(capTurns))
 			if s.TurnNS > 0 {
-				turnDiff[k] = append(turnDiff[k], us(time.Duration(s.TurnNS)-c.turns))
+				turnDiff[k] = append(turnDiff[k], us(time.Duration(s.TurnNS)-capTurns))
 			}
 		}
 	}
@@ -330,7 +333,8 @@ func analyze(args []string) error {
 	if len(turns) > 0 {
 		// The client's turns inside the wire time: a reply's last packet in
 		// to the next request's first packet out on the same connection,
-		// against v6lab's client_turn_ns (which ends at the send call).
+		// and the DNS answer in to the SYN out, against v6lab's
+		// client_turn_ns (which ends at the send or connect call).
 		fmt.Printf("%-7s %5s  %-26s %s\n", "path", "conns", "client turns µs p50/p90/max", "client_turn_ns−turns µs p50/min/max (n)")
 		for _, k := range keys {
 			if len(turns[k]) == 0 {

@@ -22,7 +22,7 @@ var allowed = map[string][]string{
 	"v6lab/internal/wakeread":        {},
 	"v6lab/internal/content":         {},
 	"v6lab/internal/proto":           protoBase,
-	"v6lab/internal/proto/http":      append(protoLevel(), "evloop", "wakeread", "eyeballs", "proto/extclient"),
+	"v6lab/internal/proto/http":      append(protoLevel(), "evloop", "wakeread", "eyeballs", "proto/extclient", "proto/converse"),
 	"v6lab/internal/eyeballs":        {},
 	"v6lab/internal/proto/dns":       append(protoLevel(), "evloop"),
 	"v6lab/internal/proto/ftp":       append(protoLevel(), "proto/reply", "proto/guard", "proto/extclient", "wakeread"),

@@ -5,6 +5,8 @@
 // the response time or in its wire time. The protocol supplies the
 // conversation (an evloop.Continuer); this package does the rest of the
 // transaction: the lookup, the connection, the phases and the stamps.
+// Its Exchange (the lookup on the loop, then the connection) serves
+// HTTP's pages as well.
 //
 // It imports evloop and the layers a protocol builds on.
 package converse
@@ -14,6 +16,8 @@ import (
 	"errors"
 	"io"
 	"net/netip"
+
+	"golang.org/x/sys/unix"
 
 	"v6lab/internal/evloop"
 	"v6lab/internal/load"
@@ -45,20 +49,11 @@ func Run(ctx context.Context, proto string, s Server, conv evloop.Continuer, ref
 	if err != nil {
 		return fail(tr, "connect", err)
 	}
-	ip, err := tr.Lookup(ctx, s.Resolver, s.Host, s.Path)
-	tr.Mark(&tr.S.ResolveNS)
-	if err != nil {
-		return fail(tr, "resolve", err)
-	}
-	addr := netip.AddrPortFrom(ip, uint16(s.Port))
-	if err := (path.Dialer{Path: s.Path, Source: s.Source}).Check(addr.Addr()); err != nil {
-		return fail(tr, "connect", err)
-	}
-	x := evloop.Exchange{Remote: addr, Source: s.Source, Reply: conv, Cookie: tr.WantsSYN() && path.SYNReady()}
-	r := eng.Do(ctx, &x)
+	x := evloop.Exchange{Remote: netip.AddrPortFrom(netip.Addr{}, uint16(s.Port)), Source: s.Source, Reply: conv}
+	r := Exchange(ctx, eng, tr, s.Resolver, s.Host, s.Path, &x)
 	if !r.Connected.IsZero() {
 		tr.At(&tr.S.ConnectNS, r.Connected)
-		tr.S.Local, tr.S.Remote = r.Local.String(), addr.String()
+		tr.S.Local, tr.S.Remote = r.Local.String(), x.Remote.String()
 	}
 	if !r.FirstByte.IsZero() {
 		tr.At(&tr.S.FirstByteNS, r.FirstByte) // the greeting's
@@ -82,4 +77,71 @@ func Run(ctx context.Context, proto string, s Server, conv evloop.Continuer, ref
 	tr.SYN(r.Cookie)
 	tr.ClientTurns(r.ClientTurns)
 	return tr, nil
+}
+
+// Exchange runs x on the event loop, host looked up first for path p on
+// the loop too (a query to res's server): the loop's thread connects as
+// soon as it has read the answer, so no goroutine woken through Go's
+// scheduler sits between the answer and the SYN, and that turn is a
+// client turn (evloop.Result.ClientTurns). The trace's start, DNS address,
+// first packet out and resolve mark are the lookup's. x.Remote's port is
+// kept and its address set to the answer's; a literal host is connected
+// to as it is, with no lookup (the SYN then starts the wire time). A
+// truncated answer is asked again over TCP (Go's dialer) and x run with
+// its address. A failure has the result's Phase and Err set: "resolve"
+// errors name the lookup.
+func Exchange(ctx context.Context, eng *evloop.Engine, tr *load.Trace, res *path.Resolver, host string, p path.Path, x *evloop.Exchange) evloop.Result {
+	fail := func(phase string, err error) evloop.Result { return evloop.Result{Phase: phase, Err: err} }
+	q, ip, err := res.Prepare(host, p)
+	if err != nil {
+		return fail("resolve", err)
+	}
+	if q == nil {
+		x.Remote = netip.AddrPortFrom(ip, x.Remote.Port())
+		return Direct(ctx, eng, tr, p, x)
+	}
+	if x.Source.IsValid() {
+		if err := p.CheckAddr("source", x.Source); err != nil {
+			return fail("connect", err)
+		}
+	}
+	x.Lookup = &evloop.Lookup{Server: q.Server, Source: q.Source, Query: q.Wire, Answer: q.Answer, Resend: path.FirstRetry, Start: tr.Restart,
+		IPv6: q.Path.IsIPv6()}
+	r := eng.Do(ctx, x)
+	x.Lookup = nil
+	if r.LookupLocal.IsValid() {
+		tr.S.DNSLocal = r.LookupLocal.String()
+	}
+	tr.Sent(r.FirstTx) // the query's: the wire time starts there
+	if !r.Resolved.IsZero() {
+		tr.At(&tr.S.ResolveNS, r.Resolved)
+	}
+	if r.Phase != "resolve" {
+		return r
+	}
+	if !errors.Is(r.Err, path.ErrTruncated) {
+		r.Err = q.Wrap(r.Err)
+		return r
+	}
+	ip, err = q.OverTCP(ctx, path.FirstRetry)
+	tr.Mark(&tr.S.ResolveNS)
+	if err != nil {
+		return fail("resolve", err)
+	}
+	x.Remote = netip.AddrPortFrom(ip, x.Remote.Port())
+	return Direct(ctx, eng, tr, p, x)
+}
+
+// Direct runs x to x.Remote, checked against path p, with no lookup: when
+// no lookup started the wire time, the connection's SYN does. An adopted
+// socket (x.Adopt) is closed whatever happens.
+func Direct(ctx context.Context, eng *evloop.Engine, tr *load.Trace, p path.Path, x *evloop.Exchange) evloop.Result {
+	if err := (path.Dialer{Path: p, Source: x.Source}).Check(x.Remote.Addr()); err != nil {
+		if x.Adopt > 0 {
+			unix.Close(x.Adopt) // the loop would own it: nobody else will close it
+		}
+		return evloop.Result{Phase: "connect", Err: err}
+	}
+	x.Cookie = tr.WantsSYN() && path.SYNReady()
+	return eng.Do(ctx, x)
 }

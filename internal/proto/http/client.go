@@ -249,6 +249,9 @@ func (c *Client) Do(ctx context.Context, _ int) result.Sample {
 		}
 	} else {
 		host := c.URL.Hostname()
+		if ev && !c.goDial() {
+			return c.doEvloop(ctx, tr, host, netip.AddrPort{}, 0)
+		}
 		ip, err := tr.Lookup(ctx, c.Resolver, host, c.Path)
 		if err != nil {
 			return tr.Fail(ctx, "resolve", err)
@@ -257,9 +260,6 @@ func (c *Client) Do(ctx context.Context, _ int) result.Sample {
 			tr.Mark(&tr.S.ResolveNS) // a name was looked up (a literal has no lookup phase)
 		}
 		addr = netip.AddrPortFrom(ip, c.port())
-		if ev && !c.goDial() {
-			return c.doEvloop(ctx, tr, addr, 0)
-		}
 		if conn, raw, err = c.dial(ctx, tr, addr); err != nil {
 			return tr.Fail(ctx, "connect", err)
 		}

@@ -17,7 +17,7 @@ import (
 	"v6lab/internal/content"
 	"v6lab/internal/evloop"
 	"v6lab/internal/load"
-	"v6lab/internal/path"
+	"v6lab/internal/proto/converse"
 	"v6lab/internal/result"
 )
 
@@ -31,7 +31,7 @@ func (c *Client) handOver(ctx context.Context, tr *load.Trace, raw net.Conn, add
 		load.CloseAbort(raw)
 		return tr.Fail(ctx, "connect", err)
 	}
-	return c.doEvloop(ctx, tr, addr, fd)
+	return c.doEvloop(ctx, tr, "", addr, fd)
 }
 
 // detach takes a Go connection's socket for the event loop
@@ -57,18 +57,14 @@ func detach(c net.Conn) (int, error) {
 	return fd, nil
 }
 
-// doEvloop runs the transaction's connection on the event loop (adopt,
-// when above 0: a socket already connected to addr, see handOver): connect
-// pinned to the path, GET (with Connection: close on the last request),
-// read the reply to its end, then each embedded object's in turn on the
-// same connection (a new one when the server closes), close with a reset.
-func (c *Client) doEvloop(ctx context.Context, tr *load.Trace, addr netip.AddrPort, adopt int) result.Sample {
-	if err := (path.Dialer{Path: c.Path, Source: c.Source}).Check(addr.Addr()); err != nil {
-		if adopt > 0 {
-			unix.Close(adopt)
-		}
-		return tr.Fail(ctx, "connect", err)
-	}
+// doEvloop runs the transaction on the event loop: host's lookup, when
+// host is set (converse.Exchange: the loop connects as soon as it reads the
+// answer), or else addr (adopt, when above 0: a socket already connected
+// to addr, see handOver); connect pinned to the path, GET (with
+// Connection: close on the last request), read the reply to its end,
+// then each embedded object's in turn on the same connection (a new one
+// when the server closes), close with a reset.
+func (c *Client) doEvloop(ctx context.Context, tr *load.Trace, host string, addr netip.AddrPort, adopt int) result.Sample {
 	eng, err := evloop.Default()
 	if err != nil {
 		if adopt > 0 {
@@ -85,18 +81,22 @@ func (c *Client) doEvloop(ctx context.Context, tr *load.Trace, addr netip.AddrPo
 	defer parsers.Put(p)
 	p.reset(uri, maxBody, c.checks(), c.Expect)
 	x := evloop.Exchange{Remote: addr, Source: c.Source, Request: c.request(uri, !c.Objects), Reply: p, Adopt: adopt}
-	// No lookup started the wire time: the connection's SYN does.
-	x.Cookie = tr.WantsSYN() && path.SYNReady()
 	var page *pageExchange
 	if c.Objects {
 		p.keep = true
 		page = &pageExchange{c: c, p: p, maxBody: maxBody}
 		x.Reply = page
 	}
-	r := eng.Do(ctx, &x)
+	var r evloop.Result
+	if host != "" {
+		x.Remote = netip.AddrPortFrom(netip.Addr{}, c.port())
+		r = converse.Exchange(ctx, eng, tr, c.Resolver, host, c.Path, &x)
+	} else {
+		r = converse.Direct(ctx, eng, tr, c.Path, &x)
+	}
 	if !r.Connected.IsZero() && adopt <= 0 { // an adopted socket's dial set them
 		tr.At(&tr.S.ConnectNS, r.Connected)
-		tr.S.Local, tr.S.Remote = r.Local.String(), addr.String()
+		tr.S.Local, tr.S.Remote = r.Local.String(), x.Remote.String()
 	}
 	if !r.FirstByte.IsZero() {
 		tr.At(&tr.S.FirstByteNS, r.FirstByte)
