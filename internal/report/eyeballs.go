@@ -6,6 +6,10 @@ import (
 	"v6lab/internal/path"
 )
 
+// EyeballsLoadNote warns that a dual cell's cost at load is partly v6lab's
+// own client.
+const EyeballsLoadNote = "at 10 connections and more, part of vs is v6lab's own: its Happy Eyeballs client runs the two lookups and each attempt on goroutines of their own, which wake more often than a pinned path's and wait for the CPUs under load (docs/transition.md)"
+
 // EyeballsSection sets a dual-stack client's cells (the dual path) beside
 // the pinned ipv4 and ipv6 cells of the same group: the share of
 // transactions each family won, the attempts and the time to a
@@ -38,7 +42,9 @@ func EyeballsSection(title string, cells []Cell) (section, bool) {
 		}
 		return fmt.Sprintf("%+.3g", *c.MeanMS-*o.MeanMS)
 	}
+	loaded := false
 	for _, c := range duals {
+		loaded = loaded || c.Conns >= 10
 		won := c.Metrics["ipv6_won"].Mean
 		row := []string{c.Path, fmt.Sprint(c.Conns), fmt.Sprintf("%.0f%%", 100*won), fmt.Sprintf("%.0f%%", 100*(1-won)),
 			metricMean(c, "he_attempts"), metricMean(c, "he_connect_ms"), optMS(c.MeanMS, c.NA["mean_ms"]),
@@ -46,5 +52,8 @@ func EyeballsSection(title string, cells []Cell) (section, bool) {
 		sec.Rows = append(sec.Rows, row)
 	}
 	sec.Footer = []string{"won: share of transactions each family won, mean of run means; vs: the dual cell's mean response time minus the pinned path's, same group and connections (docs/metrics.md)"}
+	if loaded {
+		sec.Footer = append(sec.Footer, EyeballsLoadNote)
+	}
 	return sec, true
 }

@@ -7,7 +7,8 @@ import (
 
 // TestEyeballsSectionSetsDualBesidePinned: a dual cell's share of IPv6
 // wins, attempts and connect time, and its mean against the same group's
-// pinned ipv4 and ipv6 cells; no dual cell, no section.
+// pinned ipv4 and ipv6 cells, with a note on v6lab's own share at 10
+// connections and more; no dual cell, no section.
 func TestEyeballsSectionSetsDualBesidePinned(t *testing.T) {
 	ms := func(v float64) *float64 { return &v }
 	cells := []Cell{
@@ -22,6 +23,15 @@ func TestEyeballsSectionSetsDualBesidePinned(t *testing.T) {
 	}
 	if got := strings.Join(sec.Rows[0], "|"); got != "dual|10|75%|25%|1.25|0.500|3.00|+1|+0.5" {
 		t.Errorf("row %s", got)
+	}
+	if len(sec.Footer) != 2 || sec.Footer[1] != EyeballsLoadNote {
+		t.Errorf("at 10 connections, footer %q", sec.Footer)
+	}
+	for i := range cells {
+		cells[i].Conns = 1
+	}
+	if sec, _ := EyeballsSection("HTTP", cells); len(sec.Footer) != 1 {
+		t.Errorf("at one connection, footer %q", sec.Footer)
 	}
 	if _, ok := EyeballsSection("HTTP", cells[:2]); ok {
 		t.Error("a section without a dual cell")
