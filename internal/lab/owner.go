@@ -330,13 +330,20 @@ func Orphans() ([]Orphan, error) {
 // not kept on purpose: what a killed run or lab owner left behind. Labs
 // without a record are left alone (lab status --all lists them). It
 // returns the names removed.
-func Reap() ([]string, error) {
+func Reap() ([]string, error) { return reap(nil) }
+
+// reap is Reap of the labs only names that only says yes to (nil: all), so
+// a test reaps its own lab and not another package's test's orphan.
+func reap(only func(name string) bool) ([]string, error) {
 	names, err := Names()
 	if err != nil {
 		return nil, err
 	}
 	var reaped []string
 	for _, n := range names {
+		if only != nil && !only(n) {
+			continue
+		}
 		r, err := ReadRecord(n)
 		if err != nil || r.Alive() || r.Kept {
 			continue
