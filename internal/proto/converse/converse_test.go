@@ -1,6 +1,7 @@
 package converse
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"v6lab/internal/evloop"
 	"v6lab/internal/load"
 	"v6lab/internal/path"
+	"v6lab/internal/proto/scripted"
 )
 
 // untilEOF is done when the server closes.
@@ -25,25 +27,9 @@ func (u *untilEOF) Feed(b []byte, eof bool) (bool, error) {
 	return eof, nil
 }
 
-// greeter says hello on every connection and closes.
-func greeter(t *testing.T) netip.AddrPort {
-	t.Helper()
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			io.WriteString(c, "hello")
-			c.Close()
-		}
-	}()
-	return ln.Addr().(*net.TCPAddr).AddrPort()
+// greeter says hello on one connection and closes (its port).
+func greeter(t *testing.T) uint16 {
+	return uint16(scripted.Serve(t, func(c net.Conn, _ *bufio.Reader) { io.WriteString(c, "hello") }))
 }
 
 // nameServer answers A queries for "www.test." with 127.0.0.1 on UDP and
@@ -80,7 +66,11 @@ func nameServer(t *testing.T, truncate bool) netip.AddrPort {
 	go u.ActivateAndServe()
 	go s.ActivateAndServe()
 	t.Cleanup(func() { u.Shutdown(); s.Shutdown() })
-	return netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port))
+	return loopback(uint16(port))
+}
+
+func loopback(port uint16) netip.AddrPort {
+	return netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port)
 }
 
 func exchange(t *testing.T, server netip.AddrPort, host string, port uint16, timeout time.Duration) (*load.Trace, *evloop.Exchange, evloop.Result) {
@@ -102,12 +92,12 @@ func exchange(t *testing.T, server netip.AddrPort, host string, port uint16, tim
 // resolve mark, the wire time from the query and the turn from the answer
 // to the connect as a client turn.
 func TestLookupOnTheLoop(t *testing.T) {
-	srv := greeter(t)
-	tr, x, r := exchange(t, nameServer(t, false), "www.test", srv.Port(), 2*time.Second)
+	port := greeter(t)
+	tr, x, r := exchange(t, nameServer(t, false), "www.test", port, 2*time.Second)
 	if r.Err != nil {
 		t.Fatalf("%s: %v", r.Phase, r.Err)
 	}
-	if x.Remote != srv || x.Reply.(*untilEOF).got.String() != "hello" {
+	if x.Remote != loopback(port) || x.Reply.(*untilEOF).got.String() != "hello" {
 		t.Fatalf("connected to %v, got %q", x.Remote, x.Reply.(*untilEOF).got.String())
 	}
 	tr.Received(r.LastRead, r.LastRx)
@@ -132,22 +122,23 @@ func TestLookupOnTheLoop(t *testing.T) {
 // silent server fail in phase resolve with errors that name the lookup; a
 // literal is connected to with no lookup.
 func TestLookupFailuresAndFallback(t *testing.T) {
-	srv := greeter(t)
-	tr, x, r := exchange(t, nameServer(t, true), "www.test", srv.Port(), 2*time.Second)
-	if r.Err != nil || x.Remote != srv || tr.S.ResolveNS <= 0 || tr.S.DNSLocal == "" {
+	port := greeter(t)
+	tr, x, r := exchange(t, nameServer(t, true), "www.test", port, 2*time.Second)
+	if r.Err != nil || x.Remote != loopback(port) || tr.S.ResolveNS <= 0 || tr.S.DNSLocal == "" {
 		t.Errorf("after a truncated answer: %s: %v, connected to %v, resolve %d, dns_local %q", r.Phase, r.Err, x.Remote, tr.S.ResolveNS, tr.S.DNSLocal)
 	}
 	ns := nameServer(t, false)
-	_, _, r = exchange(t, ns, "none.test", srv.Port(), 2*time.Second)
+	_, _, r = exchange(t, ns, "none.test", port, 2*time.Second)
 	if r.Phase != "resolve" || !errors.Is(r.Err, path.ErrNoAddress) || !strings.Contains(r.Err.Error(), "none.test") {
 		t.Errorf("a name without an address: %s: %v", r.Phase, r.Err)
 	}
-	_, _, r = exchange(t, ns, "silent.test", srv.Port(), 100*time.Millisecond)
+	_, _, r = exchange(t, ns, "silent.test", port, 100*time.Millisecond)
 	if r.Phase != "resolve" || !errors.Is(r.Err, context.DeadlineExceeded) || !strings.Contains(r.Err.Error(), "silent.test A via "+ns.String()) {
 		t.Errorf("a silent server: %s: %v", r.Phase, r.Err)
 	}
-	tr, x, r = exchange(t, ns, "127.0.0.1", srv.Port(), 2*time.Second)
-	if r.Err != nil || x.Remote != srv || tr.S.DNSLocal != "" || tr.S.ResolveNS != 0 {
+	port = greeter(t)
+	tr, x, r = exchange(t, ns, "127.0.0.1", port, 2*time.Second)
+	if r.Err != nil || x.Remote != loopback(port) || tr.S.DNSLocal != "" || tr.S.ResolveNS != 0 {
 		t.Errorf("a literal: %s: %v, connected to %v, dns_local %q, resolve %d", r.Phase, r.Err, x.Remote, tr.S.DNSLocal, tr.S.ResolveNS)
 	}
 }
