@@ -388,7 +388,7 @@ func (l *loop) open(c *conn) (string, error) {
 	}
 	if fd < 0 {
 		var err error
-		if fd, err = newSocket(x, x.Remote.Addr().Is6()); err != nil {
+		if fd, err = newSocket(x.UDP, x.Source, x.Remote.Addr().Is6()); err != nil {
 			return "connect", err
 		}
 	}
@@ -413,22 +413,22 @@ func (l *loop) open(c *conn) (string, error) {
 	return "", nil
 }
 
-// newSocket makes x's socket for one family, bound to x.Source when
-// valid, ready to connect.
-func newSocket(x *Exchange, ipv6 bool) (int, error) {
+// newSocket makes a socket (UDP, or TCP) of one family, with the kernel's
+// stamps, bound to source when valid, ready to connect.
+func newSocket(udp bool, source netip.Addr, ipv6 bool) (int, error) {
 	family := unix.AF_INET
 	if ipv6 {
 		family = unix.AF_INET6
 	}
 	typ, proto := unix.SOCK_STREAM, unix.IPPROTO_TCP
-	if x.UDP {
+	if udp {
 		typ, proto = unix.SOCK_DGRAM, unix.IPPROTO_UDP
 	}
 	fd, err := unix.Socket(family, typ|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, proto)
 	if err != nil {
 		return -1, os.NewSyscallError("socket", err)
 	}
-	if x.UDP {
+	if udp {
 		_ = kstamp.Enable(fd) // the request's transmit stamp too (Result.FirstTx)
 	} else {
 		// Closing resets the connection: no TIME_WAIT is left behind (it
@@ -444,8 +444,8 @@ func newSocket(x *Exchange, ipv6 bool) (int, error) {
 		// Pinned: never an IPv4-mapped connection.
 		unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 1)
 	}
-	if x.Source.IsValid() {
-		if err := unix.Bind(fd, sockaddr(netip.AddrPortFrom(x.Source, 0))); err != nil {
+	if source.IsValid() {
+		if err := unix.Bind(fd, sockaddr(netip.AddrPortFrom(source, 0))); err != nil {
 			unix.Close(fd)
 			return -1, os.NewSyscallError("bind", err)
 		}
@@ -457,26 +457,13 @@ func newSocket(x *Exchange, ipv6 bool) (int, error) {
 // error nothing is left open.
 func (l *loop) openLookup(c *conn) (string, error) {
 	lk := c.x.Lookup
-	family := unix.AF_INET
-	if lk.Server.Addr().Is6() {
-		family = unix.AF_INET6
-	}
 	if lk.Start != nil {
 		lk.Start()
 	}
-	fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
+	// With the stamps on: the query's transmit stamp, the answer's receive stamp.
+	fd, err := newSocket(true, lk.Source, lk.Server.Addr().Is6())
 	if err != nil {
-		return "resolve", os.NewSyscallError("socket", err)
-	}
-	_ = kstamp.Enable(fd) // the query's transmit stamp and the answer's receive stamp
-	if family == unix.AF_INET6 {
-		unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 1)
-	}
-	if lk.Source.IsValid() {
-		if err := unix.Bind(fd, sockaddr(netip.AddrPortFrom(lk.Source, 0))); err != nil {
-			unix.Close(fd)
-			return "resolve", os.NewSyscallError("bind", err)
-		}
+		return "resolve", err
 	}
 	if err := unix.Connect(fd, sockaddr(lk.Server)); err != nil {
 		unix.Close(fd)
@@ -490,7 +477,7 @@ func (l *loop) openLookup(c *conn) (string, error) {
 	c.res.LookupLocal = localAddr(fd)
 	// The connection's socket is made while the answer is on its way, so
 	// only the connect call is left for after it.
-	if ready, err := newSocket(c.x, lk.IPv6); err == nil {
+	if ready, err := newSocket(c.x.UDP, c.x.Source, lk.IPv6); err == nil {
 		c.ready, c.ready6 = ready, lk.IPv6
 	}
 	if lk.Resend > 0 {
