@@ -265,3 +265,43 @@ func TestALateWinnerIsClosed(t *testing.T) {
 		t.Errorf("%d connections left open", w.open.Load())
 	}
 }
+
+// TestRaceDecidesByTheClock: Race alone, on a clock of the test's: what
+// Step asks for, and when, as answers and outcomes come.
+func TestRaceDecidesByTheClock(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	step := func(r *Race, ms int, want netip.Addr, wantWake int) {
+		t.Helper()
+		to, wake, err := r.Step(at(ms))
+		if err != nil || to != want || (wantWake < 0) != wake.IsZero() || (wantWake >= 0 && !wake.Equal(at(wantWake))) {
+			t.Fatalf("at %d ms: %v, wake %v, %v; want %v, wake at %d ms", ms, to, wake.Sub(t0), err, want, wantWake)
+		}
+	}
+	none := netip.Addr{}
+	r := Dialer{AttemptDelay: 100 * time.Millisecond}.Race("h", t0)
+	step(r, 0, none, -1) // nothing answered: wait
+	r.Answer(false, []netip.Addr{v4a}, nil, at(5))
+	step(r, 5, none, 55) // A first: wait ResolutionDelay for AAAA
+	r.Answer(true, []netip.Addr{v6a}, nil, at(20))
+	step(r, 20, v6a, -1) // AAAA within it: IPv6 first
+	step(r, 20, none, 120)
+	step(r, 120, v4a, -1) // one delay later: IPv4
+	r.Failed(0, errors.New("refused"), at(130))
+	step(r, 130, none, -1) // nothing left to try while IPv4 runs
+	r.Won(1, at(140))
+	res := r.Result()
+	if res.IPv6 || res.Connect != 140*time.Millisecond || res.AAAA != 20*time.Millisecond || res.A != 5*time.Millisecond ||
+		res.Attempts[0].Err != "refused" || !res.Attempts[1].Won {
+		t.Errorf("result %+v", res)
+	}
+
+	// No address at all: the race is lost once both have answered.
+	r = Dialer{}.Race("h", t0)
+	r.Answer(true, nil, errors.New("no AAAA"), at(1))
+	step(r, 1, none, -1)
+	r.Answer(false, nil, errors.New("no A"), at(2))
+	if _, _, err := r.Step(at(2)); err == nil || err.Error() != "eyeballs: h has no address (AAAA: no AAAA; A: no A)" {
+		t.Errorf("no address: %v", err)
+	}
+}
