@@ -87,6 +87,48 @@ type Exchange struct {
 	// that read the answer is read, so no goroutine wakes between the
 	// answer and the SYN. Not with Adopt or UDP.
 	Lookup *Lookup
+	// Race, when set, is a dual-stack client's way in instead of Lookup:
+	// AAAA and A asked on one socket, then connection attempts to the
+	// answers' addresses as its Racer decides (Happy Eyeballs), all in
+	// the loop; the first to connect carries the exchange. Not with
+	// Lookup, Adopt, UDP or Source.
+	Race *Race
+}
+
+// Race is the queries and the connection attempts of Exchange.Race.
+type Race struct {
+	Server netip.AddrPort // the DNS server; its family picks the socket's
+	Source netip.Addr     // the queries', bound when valid
+	// AAAA and A are the two queries, sent in that order.
+	AAAA, A []byte
+	// Answer reads a datagram back: done when it answers one of the
+	// queries (ipv6: the AAAA one), with the address it gives or the
+	// error that leaves that family without one; done false for a
+	// datagram that answers neither. b is valid only during the call.
+	Answer func(b []byte) (ipv6 bool, addr netip.Addr, done bool, err error)
+	// Resend is the wait for the answers before an unanswered query is
+	// sent again, doubled after each time (0: never).
+	Resend time.Duration
+	// Start, when set, is called immediately before the first query's
+	// first system call.
+	Start func()
+	// Racer decides the attempts.
+	Racer Racer
+}
+
+// Racer decides a race of connection attempts (eyeballs.Race). The loop
+// tells it when the race began, each answer and each attempt's outcome,
+// with their times, and starts the attempts Step asks for.
+type Racer interface {
+	Begin(at time.Time)
+	Answer(ipv6 bool, addrs []netip.Addr, err error, at time.Time)
+	// Step returns an address to attempt now (the attempt's index is the
+	// number started before it), or a time to be asked again at (zero:
+	// at the next answer or outcome), or the error that loses the race.
+	Step(now time.Time) (to netip.Addr, wake time.Time, err error)
+	Failed(i int, err error, at time.Time)
+	Won(i int, at time.Time)
+	Abort(at time.Time)
 }
 
 // Lookup is the query of Exchange.Lookup, on a connected UDP socket of
@@ -124,9 +166,9 @@ type Result struct {
 	// or of a Lookup's query (its first sending); zero for TCP alone,
 	// whose first packet, the SYN, has none.
 	FirstTx time.Time
-	// Resolved is when the read that brought a Lookup's answer returned,
-	// AnswerRx that answer's receive stamp, and LookupLocal the query's
-	// address.
+	// Resolved is when the read that brought a Lookup's answer returned
+	// (with a Race: when the first attempt started), AnswerRx that
+	// answer's receive stamp, and LookupLocal the query's address.
 	Resolved, AnswerRx time.Time
 	LookupLocal        netip.AddrPort
 	Local              netip.AddrPort // of the first connection
@@ -141,8 +183,10 @@ type Result struct {
 	// request sent after a reply on the same connection (a Continuer's),
 	// from the kernel's receive stamp of the bytes that completed the
 	// reply to the request's send; and from a Lookup's answer (its
-	// stamp) to the connect call. Turns whose reply had no stamp, and
-	// requests on a new connection, are not in it.
+	// stamp) to the connect call; with a Race, from each answer, or
+	// Connection Attempt Delay's end, to the attempt it started. Turns
+	// whose reply had no stamp, and requests on a new connection, are not
+	// in it.
 	ClientTurns time.Duration
 	// Phase is where Err happened: "resolve" (the Lookup), "connect",
 	// "io" (sending or reading) or "reply" (the Feeder's error).
@@ -246,8 +290,36 @@ type conn struct {
 	// of the family ready6 says.
 	ready  int
 	ready6 bool
-	res    Result
-	done   chan struct{}
+	// race: the socket is the Race's queries', and attempts are under
+	// way on sockets of their own (nil once one has won). An attempt's
+	// conn has its race's exchange as parent.
+	race    *race
+	parent  *conn
+	attempt int            // an attempt's index
+	to      netip.AddrPort // an attempt's address
+	// stepping: c is in complete for its race's next step, not a reply.
+	stepping bool
+	res      Result
+	done     chan struct{}
+}
+
+// race is an Exchange.Race in flight.
+type race struct {
+	answered [2]bool // by family (1: AAAA)
+	attempts []*conn // under way
+	started  int     // attempts started
+	spare    [2]int  // TCP sockets made ahead, by family (-1: none)
+	wake     time.Time
+	// due is when the next step was called for (an answer's receive
+	// stamp, or the end of a wait): the client's turn runs from there.
+	due time.Time
+}
+
+func family(ipv6 bool) int {
+	if ipv6 {
+		return 1
+	}
+	return 0
 }
 
 // scanEvery is how often a loop looks for exchanges past their deadline
@@ -266,6 +338,9 @@ type loop struct {
 	idle  atomic.Bool // waiting with nothing in flight, no deadline set
 	buf   []byte
 	oob   []byte
+	// wakeAt is the earliest time a race asked to be stepped at (zero:
+	// none): the loop's wait ends there.
+	wakeAt time.Time
 	// complete holds the exchanges whose reply completed in this batch
 	// of events: their next request (or close) waits until every ready
 	// socket of the batch has been read, so one exchange's sending and
@@ -351,6 +426,12 @@ func (l *loop) start(c *conn) error {
 		}
 		return fail("resolve", errors.New("evloop: a Lookup goes only before a TCP connection the loop makes"))
 	}
+	if c.x.Race != nil && (c.x.Lookup != nil || c.x.UDP || c.x.Adopt > 0 || c.x.Source.IsValid()) {
+		if c.x.Adopt > 0 {
+			unix.Close(c.x.Adopt)
+		}
+		return fail("resolve", errors.New("evloop: a Race makes its own connection (no Lookup, Adopt, UDP or Source)"))
+	}
 	if l.quit.Load() {
 		if c.x.Adopt > 0 {
 			unix.Close(c.x.Adopt) // the loop owns it: nobody else will
@@ -358,8 +439,11 @@ func (l *loop) start(c *conn) error {
 		return fail("connect", errors.New("evloop: engine closed"))
 	}
 	open := l.open
-	if c.x.Lookup != nil {
+	switch {
+	case c.x.Lookup != nil:
 		open = l.openLookup
+	case c.x.Race != nil:
+		open = l.openRace
 	}
 	if phase, err := open(c); err != nil {
 		return fail(phase, err)
@@ -557,17 +641,32 @@ func (l *loop) adopt(c *conn) (string, error) {
 // register hands the open connection to the loop. Registered and added
 // under the lock, so no scan can close the fd in between.
 func (l *loop) register(c *conn) {
+	if err := l.watch(c, unix.EPOLL_CTL_ADD); err != nil {
+		c.res.Phase, c.res.Err = "connect", err
+		unix.Close(c.fd)
+		if c.ready >= 0 {
+			unix.Close(c.ready)
+			c.ready = -1
+		}
+		close(c.done)
+	}
+}
+
+// watch puts c's socket in the loop's set (op: EPOLL_CTL_ADD, or _MOD for
+// a socket there already under another conn); on an error c is not in it.
+func (l *loop) watch(c *conn, op int) error {
 	fd := c.fd
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.gen++
 	c.gen = l.gen
 	l.conns[fd] = c
 	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(fd), Pad: int32(c.gen)}
-	err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &ev)
-	l.mu.Unlock()
-	if err != nil {
-		l.finish(c, "connect", os.NewSyscallError("epoll_ctl", err))
+	if err := unix.EpollCtl(l.epfd, op, fd, &ev); err != nil {
+		delete(l.conns, fd)
+		return os.NewSyscallError("epoll_ctl", err)
 	}
+	return nil
 }
 
 // sendEarly tries the request's first write from the caller's goroutine;
@@ -625,9 +724,10 @@ func (l *loop) send(c *conn) error {
 
 // finish closes the connection and hands the result back.
 func (l *loop) finish(c *conn, phase string, err error) {
-	if !l.unregister(c) {
-		return // finished already
+	if c.parent != nil || !l.unregister(c) {
+		return // an attempt (its race's exchange finishes), or finished already
 	}
+	l.endRace(c)
 	unix.Close(c.fd)
 	if c.ready >= 0 {
 		unix.Close(c.ready)
@@ -682,6 +782,9 @@ func (l *loop) run() {
 		// The deadline is the next scan's, set when it changes, not at
 		// every wake-up (a timer reset each time costs the loop).
 		want := lastScan.Add(scanEvery)
+		if !l.wakeAt.IsZero() && l.wakeAt.Before(want) {
+			want = l.wakeAt // a race's wait ends before the next scan
+		}
 		if idle {
 			want = time.Time{}
 		}
@@ -720,13 +823,13 @@ func (l *loop) run() {
 				l.complete = done[:0]
 			}
 		}
+		if now := time.Now(); now.Sub(lastScan) >= scanEvery || n == 0 || (!l.wakeAt.IsZero() && !now.Before(l.wakeAt)) {
+			lastScan = now
+			l.scan(now)
+		}
 		if len(l.toClose) > 0 {
 			l.closing <- l.toClose
 			l.toClose = nil
-		}
-		if now := time.Now(); now.Sub(lastScan) >= scanEvery || n == 0 {
-			lastScan = now
-			l.scan(now)
 		}
 	}
 }
@@ -744,7 +847,11 @@ func (l *loop) handle(ev *unix.EpollEvent) {
 	if c == nil || c.gen != uint32(ev.Pad) {
 		return // a connection closed since; its fd may be reused
 	}
-	if c.lookup {
+	if c.parent != nil {
+		l.attemptEvent(c, ev)
+		return
+	}
+	if c.lookup || c.race != nil {
 		if ev.Events&(unix.EPOLLIN|unix.EPOLLERR) != 0 {
 			l.read(c)
 		}
@@ -791,6 +898,14 @@ func (l *loop) read(c *conn) {
 		case err != nil && c.lookup: // ECONNREFUSED: nothing listens at the server's port
 			l.finish(c, "resolve", fmt.Errorf("read answer: %w", os.NewSyscallError("read", err)))
 			return
+		case err != nil && c.race != nil:
+			l.raceUnanswered(c, fmt.Errorf("read answer: %w", os.NewSyscallError("read", err)))
+			return
+		case n == 0 && c.race != nil:
+			continue
+		case c.race != nil:
+			l.raceAnswer(c, n, oobn)
+			continue
 		case err != nil:
 			l.finish(c, "io", fmt.Errorf("read reply: %w", os.NewSyscallError("read", err)))
 			return
@@ -836,6 +951,13 @@ func (l *loop) read(c *conn) {
 // finishes the exchange. It says whether the caller keeps reading this
 // connection.
 func (l *loop) next(c *conn) bool {
+	if c.stepping {
+		c.stepping = false
+		if c.race != nil {
+			l.step(c, time.Now())
+		}
+		return false
+	}
 	if c.lookup {
 		l.connectAfterLookup(c)
 		return false
@@ -881,32 +1003,61 @@ func (l *loop) reopen(c *conn) {
 	l.register(c)
 }
 
-// scan ends exchanges that are past their deadline or cancelled, and
-// sends again the Lookup queries whose answer is late.
+// scan ends exchanges that are past their deadline or cancelled, sends
+// again the queries whose answer is late, and steps the races whose wait
+// is over.
 func (l *loop) scan(now time.Time) {
-	var over, resend []*conn
+	var over, resend, due []*conn
+	l.wakeAt = time.Time{}
 	l.mu.Lock()
 	for _, c := range l.conns {
 		switch {
+		case c.parent != nil: // an attempt: its race's exchange is in the set
 		case c.cancel.Load() || (!c.deadline.IsZero() && now.After(c.deadline)):
 			over = append(over, c)
-		case c.lookup && !c.resendAt.IsZero() && now.After(c.resendAt):
-			resend = append(resend, c)
+		default:
+			if (c.lookup || c.race != nil) && !c.resendAt.IsZero() && now.After(c.resendAt) {
+				resend = append(resend, c)
+			}
+			if c.race != nil && !c.race.wake.IsZero() {
+				if now.Before(c.race.wake) {
+					if l.wakeAt.IsZero() || c.race.wake.Before(l.wakeAt) {
+						l.wakeAt = c.race.wake
+					}
+				} else {
+					due = append(due, c)
+				}
+			}
 		}
 	}
 	l.mu.Unlock()
 	for _, c := range resend {
-		if _, err := unix.Write(c.fd, c.x.Lookup.Query); err != nil {
-			l.finish(c, "resolve", fmt.Errorf("send query again: %w", os.NewSyscallError("write", err)))
+		var err error
+		if c.race != nil {
+			err = l.resendRace(c)
+		} else if _, werr := unix.Write(c.fd, c.x.Lookup.Query); werr != nil {
+			err = fmt.Errorf("send query again: %w", os.NewSyscallError("write", werr))
+		}
+		if err != nil {
+			l.finish(c, "resolve", err)
 			continue
 		}
 		c.resendWait *= 2
 		c.resendAt = now.Add(c.resendWait)
 	}
+	for _, c := range due {
+		if c.race == nil {
+			continue // ended since (a resend failed)
+		}
+		c.race.due, c.race.wake = c.race.wake, time.Time{}
+		l.step(c, now)
+	}
 	for _, c := range over {
 		phase := "io"
 		switch {
 		case c.lookup:
+			phase = "resolve"
+		case c.race != nil && c.race.started == 0:
 			phase = "resolve"
 		case !c.up:
 			phase = "connect"
@@ -923,7 +1074,9 @@ func (l *loop) failAll(err error) {
 	l.mu.Lock()
 	all := make([]*conn, 0, len(l.conns))
 	for _, c := range l.conns {
-		all = append(all, c)
+		if c.parent == nil { // an attempt ends with its race's exchange
+			all = append(all, c)
+		}
 	}
 	l.mu.Unlock()
 	for _, c := range all {
@@ -934,6 +1087,9 @@ func (l *loop) failAll(err error) {
 
 func (l *loop) shutdown() {
 	l.failAll(errors.New("evloop: engine closed"))
+	for _, fd := range l.toClose {
+		unix.Close(fd)
+	}
 	close(l.closing)
 	l.file.Close()
 	unix.Close(l.wake)
