@@ -117,6 +117,9 @@ type Query struct {
 	msg    *dns.Msg
 }
 
+// ID is the query's DNS message ID (an answer carries it back).
+func (q *Query) ID() uint16 { return q.msg.Id }
+
 // ErrTruncated is returned by Query.Answer for a reply that did not fit in
 // a datagram: ask again over TCP (Query.OverTCP).
 var ErrTruncated = errors.New("truncated answer")

@@ -28,7 +28,7 @@ with a clear error; there is never a fallback to the other family.`,
 			proto.Flag{Name: "tls-groups", Option: "tls_groups", Kind: proto.KindString, Default: GroupsClassic, Usage: "https key exchange offered: classic (X25519, P-256, as OpenSSL 3.0's wrk, h2load and curl) or pq (X25519MLKEM768 first, as Go's and current browsers' defaults; more CPU per handshake)"},
 			proto.Flag{Name: "tls-resume", Option: "tls_resume", Kind: proto.KindBool, Default: "false", Usage: "https: users resume TLS sessions with the server's tickets (returning users, as browsers, wrk and h2load); off: every handshake is full (new users, as MITRE's); each sample's marker says which it got"},
 			proto.Flag{Name: "max-body", Option: "max_body", Kind: proto.KindString, Default: "", Usage: "largest body accepted per response (e.g. 64M; default 4G)"},
-			proto.Flag{Name: "engine", Option: "engine", Kind: proto.KindString, Default: "auto", Usage: "connection engine: evloop (v6lab's epoll loop: plain http, pinned paths), go-dial (Go's dialer, Happy Eyeballs on the dual path, then the epoll loop: plain http), go (Go's net package: anything), auto (evloop for pinned paths, go-dial for the dual path, go for https)"},
+			proto.Flag{Name: "engine", Option: "engine", Kind: proto.KindString, Default: "auto", Usage: "connection engine: evloop (v6lab's epoll loop: plain http, lookups and the dual path's Happy Eyeballs in the loop), go-dial (Go's dialer, Happy Eyeballs by goroutines on the dual path, then the epoll loop: plain http), go (Go's net package: anything), auto (evloop for plain http, go-dial where the dual path uses dialer go, go for https)"},
 		),
 		Serve: proto.ServeCommand{
 			Short: "Serve the test page, its embedded objects, and generated files",

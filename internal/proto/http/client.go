@@ -124,25 +124,27 @@ func (c *Client) checks() bool { return !c.Objects && (c.Sum || c.Expect != cont
 type Engine string
 
 const (
-	// EngineAuto uses the event loop for plain http on a pinned path,
-	// Go's net package otherwise.
+	// EngineAuto uses the event loop for plain http (go-dial for the
+	// dual path with Go's dialer), Go's net package otherwise.
 	EngineAuto Engine = ""
 	// EngineGo uses Go's dialer and netpoller (any transaction).
 	EngineGo Engine = "go"
 	// EngineEvloop uses v6lab's own epoll loop (internal/evloop): plain
-	// http on a pinned path, the page's objects on the same connection.
+	// http, the page's objects on the same connection; on the dual path
+	// the loop runs v6lab's Happy Eyeballs too (evloop.Race).
 	EngineEvloop Engine = "evloop"
 	// EngineGoDial connects with Go's dialer (on the dual path, Happy
-	// Eyeballs), then hands the socket to the event loop for the requests
-	// and replies: plain http on any path. Auto picks it for every path of
-	// a cell group that races the families, so the paths compared connect
-	// the same way and read their replies on the loop.
+	// Eyeballs by goroutines: v6lab's, or Go's own with GoDialer), then
+	// hands the socket to the event loop for the requests and replies:
+	// plain http on any path. Auto picks it for every path of a cell
+	// group whose dual path races with Go's dialer, so the paths compared
+	// connect the same way and read their replies on the loop.
 	EngineGoDial Engine = "go-dial"
 )
 
 // ErrEngine is returned when the event loop is asked for a transaction
 // it cannot run.
-var ErrEngine = errors.New("http: the evloop engine runs plain http on a pinned path (https needs --engine go; the dual path go or go-dial)")
+var ErrEngine = errors.New("http: the evloop engine runs plain http with v6lab's own dialer (https needs --engine go; the dual path with dialer go, go-dial or go)")
 
 // ErrGoDialEngine is returned when go-dial is asked for https.
 var ErrGoDialEngine = errors.New("http: the go-dial engine runs plain http (https needs --engine go)")
@@ -163,8 +165,8 @@ func (c *Client) EngineUsed() (Engine, error) {
 }
 
 // goDial says whether connections are dialled by Go and then run on the
-// event loop (the dual path's Happy Eyeballs, or EngineGoDial).
-func (c *Client) goDial() bool { return c.Engine == EngineGoDial || c.Path.Kind().Dual }
+// event loop (EngineGoDial, or the dual path racing with Go's dialer).
+func (c *Client) goDial() bool { return c.Engine == EngineGoDial || (c.Path.Kind().Dual && c.GoDialer) }
 
 // Record says which engine the client's transactions run on, for the
 // result's record (proto.Recorder).
@@ -184,7 +186,7 @@ func (c *Client) useEvloop() (bool, error) {
 	case EngineGo:
 		return false, nil
 	case EngineEvloop:
-		if !plain || c.Path.Kind().Dual {
+		if !plain || (c.Path.Kind().Dual && c.GoDialer) {
 			return false, ErrEngine
 		}
 		return true, nil
@@ -240,6 +242,9 @@ func (c *Client) Do(ctx context.Context, _ int) result.Sample {
 	var conn, raw net.Conn
 	var addr netip.AddrPort
 	if c.Path.Kind().Dual {
+		if ev && !c.goDial() {
+			return c.doEvloop(ctx, tr, c.lookupHost(), netip.AddrPort{}, 0) // the race on the loop
+		}
 		if conn, raw, err = c.dialEyeballs(ctx, tr); err != nil {
 			return tr.Fail(ctx, "connect", err)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
@@ -88,10 +89,14 @@ func (c *Client) doEvloop(ctx context.Context, tr *load.Trace, host string, addr
 		x.Reply = page
 	}
 	var r evloop.Result
-	if host != "" {
+	switch {
+	case host != "" && c.Path.Kind().Dual:
+		x.Remote = netip.AddrPortFrom(netip.Addr{}, c.port())
+		r = c.race(ctx, eng, tr, host, &x)
+	case host != "":
 		x.Remote = netip.AddrPortFrom(netip.Addr{}, c.port())
 		r = converse.Exchange(ctx, eng, tr, c.Resolver, host, c.Path, &x)
-	} else {
+	default:
 		r = converse.Direct(ctx, eng, tr, c.Path, &x)
 	}
 	if !r.Connected.IsZero() && adopt <= 0 { // an adopted socket's dial set them
@@ -123,7 +128,10 @@ func (c *Client) doEvloop(ctx context.Context, tr *load.Trace, host string, addr
 		return tr.Fail(ctx, "connect", err)
 	}
 	if c.Sum {
-		tr.S.Metrics = bodyMetrics(&p.check)
+		if tr.S.Metrics == nil {
+			tr.S.Metrics = map[string]float64{}
+		}
+		maps.Copy(tr.S.Metrics, bodyMetrics(&p.check)) // beside the race's, on the dual path
 	}
 	tr.Received(r.LastRead, r.LastRx) // the end, and the wire's, at the last bytes
 	tr.FirstReceived(r.FirstRx)

@@ -489,9 +489,10 @@ func TestObjectsParsedOnce(t *testing.T) {
 	}
 }
 
-// TestCellWithDualPathUsesOneEngine: a cell that races the families runs
-// its pinned paths on Go's net package too (the dual path's client), unless
-// an engine was asked for.
+// TestCellWithDualPathUsesOneEngine: a cell that races the families with
+// Go's dialer runs its pinned paths the way its dual path connects too
+// (go-dial), unless an engine was asked for; with v6lab's dialer every
+// path runs on the event loop, the race included.
 func TestCellWithDualPathUsesOneEngine(t *testing.T) {
 	engineOf := func(o *proto.Options) string {
 		t.Helper()
@@ -506,8 +507,12 @@ func TestCellWithDualPathUsesOneEngine(t *testing.T) {
 		t.Errorf("pinned paths alone: %q", got)
 	}
 	o.RacesFamilies = true
+	if got := engineOf(o); got != "evloop" {
+		t.Errorf("beside a dual path racing on the loop: %q", got)
+	}
+	o.Dialer = "go"
 	if got := engineOf(o); got != "go-dial" {
-		t.Errorf("beside a dual path: %q", got)
+		t.Errorf("beside a dual path racing with Go's dialer: %q", got)
 	}
 	o.Probe.Engine = "evloop"
 	if got := engineOf(o); got != "evloop" {
@@ -522,25 +527,29 @@ func TestCellWithDualPathUsesOneEngine(t *testing.T) {
 	if got := engineOf(o); got != "go" {
 		t.Errorf("https: %q", got)
 	}
-	// The dual path itself: Go's Happy Eyeballs dial, then the loop.
-	dual := func(engine, url string) (Engine, error) {
+	// The dual path itself: v6lab's race on the loop; Go's dialer's
+	// Happy Eyeballs dial, then the loop.
+	dual := func(engine, url string, goDialer bool) (Engine, error) {
 		u, _ := ParseURL(url)
-		return (&Client{URL: u, Path: path.Dual, Engine: Engine(engine)}).EngineUsed()
+		return (&Client{URL: u, Path: path.Dual, Engine: Engine(engine), GoDialer: goDialer}).EngineUsed()
 	}
 	for _, c := range []struct {
 		engine, url string
+		goDialer    bool
 		want        Engine
 		err         error
 	}{
-		{"", "http://h/", EngineGoDial, nil},
-		{"go-dial", "http://h/", EngineGoDial, nil},
-		{"go", "http://h/", EngineGo, nil},
-		{"", "https://h/", EngineGo, nil},
-		{"evloop", "http://h/", EngineGo, ErrEngine},
-		{"go-dial", "https://h/", EngineGo, ErrGoDialEngine},
+		{"", "http://h/", false, EngineEvloop, nil},
+		{"", "http://h/", true, EngineGoDial, nil},
+		{"evloop", "http://h/", false, EngineEvloop, nil},
+		{"go-dial", "http://h/", false, EngineGoDial, nil},
+		{"go", "http://h/", false, EngineGo, nil},
+		{"", "https://h/", false, EngineGo, nil},
+		{"evloop", "http://h/", true, EngineGo, ErrEngine},
+		{"go-dial", "https://h/", false, EngineGo, ErrGoDialEngine},
 	} {
-		if got, err := dual(c.engine, c.url); got != c.want || !errors.Is(err, c.err) {
-			t.Errorf("dual, engine %q, %s: %q, %v", c.engine, c.url, got, err)
+		if got, err := dual(c.engine, c.url, c.goDialer); got != c.want || !errors.Is(err, c.err) {
+			t.Errorf("dual, engine %q, %s, Go's dialer %v: %q, %v", c.engine, c.url, c.goDialer, got, err)
 		}
 	}
 }

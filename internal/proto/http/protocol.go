@@ -70,9 +70,9 @@ func (Protocol) Check(o *proto.Options, where string, given proto.Given) error {
 			return proto.Errorf("engine", "%v", err)
 		}
 	}
-	if engine(ps.Engine) == EngineEvloop && o.RacesFamilies {
-		// Every one of its transactions would fail with ErrEngine.
-		return proto.Errorf("engine", "evloop connects on pinned paths only, and the dual path races the families: use go-dial (what auto picks here) or go")
+	if engine(ps.Engine) == EngineEvloop && o.RacesFamilies && o.Dialer == "go" {
+		// Every one of its dual transactions would fail with ErrEngine.
+		return proto.Errorf("engine", "evloop races the dual path's families with v6lab's dialer, and the cell asks for Go's (dialer: go): use go-dial (what auto picks here) or go")
 	}
 	if err := extclient.CheckClient(o); err != nil {
 		return err
@@ -123,12 +123,14 @@ func attemptDelay(s string) (time.Duration, error) {
 func engine(s string) Engine { return Engine(strings.TrimPrefix(s, "auto")) }
 
 // cellEngine is the engine of a cell's pinned paths: the one asked for, or
-// by default, when the cell also races the families, go-dial (its dual
-// path's client dials with Go, then reads on the event loop), so that the
-// paths compared differ by the network alone.
+// by default, when the cell also races the families with Go's dialer,
+// go-dial (its dual path's client dials with Go, then reads on the event
+// loop), so that the paths compared differ by the network alone. With
+// v6lab's dialer the dual path races on the loop, as the pinned paths
+// look up and connect there.
 func cellEngine(o *proto.Options, u *url.URL) Engine {
 	e := engine(o.Probe.Engine)
-	if e == EngineAuto && o.RacesFamilies && u.Scheme == "http" {
+	if e == EngineAuto && o.RacesFamilies && o.Dialer == "go" && u.Scheme == "http" {
 		return EngineGoDial
 	}
 	return e // auto: https on Go's net everywhere
