@@ -2,20 +2,22 @@ package report
 
 import (
 	"fmt"
+	"strings"
 
 	"v6lab/internal/path"
 )
 
 // EyeballsLoadNote warns that a dual cell's cost at load is partly v6lab's
-// own client.
-const EyeballsLoadNote = "at 10 connections and more, part of vs is v6lab's own: its Happy Eyeballs client runs the two lookups and each attempt on goroutines of their own, which wake more often than a pinned path's and wait for the CPUs under load (docs/transition.md)"
+// own client, when it raced on goroutines (engine go-dial or go).
+const EyeballsLoadNote = "at 10 connections and more, part of vs is v6lab's own: this dual path raced on goroutines (engine go-dial or go: the two lookups and each attempt on goroutines of their own, which wake more often than a pinned path's and wait for the CPUs under load); the evloop engine races in the event loop (docs/transition.md)"
 
 // EyeballsSection sets a dual-stack client's cells (the dual path) beside
 // the pinned ipv4 and ipv6 cells of the same group: the share of
 // transactions each family won, the attempts and the time to a
 // connection, and what racing cost against each pinned family (mean
-// against mean). False when the group has no dual cell.
-func EyeballsSection(title string, cells []Cell) (section, bool) {
+// against mean). engine is the group's record of its engines (Summary.
+// Engines). False when the group has no dual cell.
+func EyeballsSection(title string, cells []Cell, engine string) (section, bool) {
 	byPath := map[path.Path]map[int]*Cell{}
 	for i := range cells {
 		p := path.Path(cells[i].Path)
@@ -52,8 +54,24 @@ func EyeballsSection(title string, cells []Cell) (section, bool) {
 		sec.Rows = append(sec.Rows, row)
 	}
 	sec.Footer = []string{"won: share of transactions each family won, mean of run means; vs: the dual cell's mean response time minus the pinned path's, same group and connections (docs/metrics.md)"}
-	if loaded {
+	if loaded && dualEngine(engine) != "evloop" {
 		sec.Footer = append(sec.Footer, EyeballsLoadNote)
 	}
 	return sec, true
+}
+
+// dualEngine is the engine a group's dual path ran on, from the group's
+// record: "evloop", or per path where they differ ("ipv4=evloop
+// dual=go-dial"); "" when none was recorded (results from before
+// engines were, whose dual path raced on goroutines).
+func dualEngine(record string) string {
+	if !strings.Contains(record, "=") {
+		return record
+	}
+	for _, f := range strings.Fields(record) {
+		if e, ok := strings.CutPrefix(f, string(path.Dual)+"="); ok {
+			return e
+		}
+	}
+	return ""
 }

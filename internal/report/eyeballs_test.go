@@ -8,7 +8,8 @@ import (
 // TestEyeballsSectionSetsDualBesidePinned: a dual cell's share of IPv6
 // wins, attempts and connect time, and its mean against the same group's
 // pinned ipv4 and ipv6 cells, with a note on v6lab's own share at 10
-// connections and more; no dual cell, no section.
+// connections and more when the dual path raced on goroutines (not on the
+// event loop); no dual cell, no section.
 func TestEyeballsSectionSetsDualBesidePinned(t *testing.T) {
 	ms := func(v float64) *float64 { return &v }
 	cells := []Cell{
@@ -17,7 +18,7 @@ func TestEyeballsSectionSetsDualBesidePinned(t *testing.T) {
 		{Protocol: "http", Path: "dual", Conns: 10, MeanMS: ms(3.0), Metrics: map[string]*MetricStat{
 			"ipv6_won": stat(0.75), "he_attempts": stat(1.25), "he_connect_ms": stat(0.5)}},
 	}
-	sec, ok := EyeballsSection("HTTP", cells)
+	sec, ok := EyeballsSection("HTTP", cells, "go-dial")
 	if !ok || len(sec.Rows) != 1 {
 		t.Fatalf("%v %+v", ok, sec)
 	}
@@ -27,13 +28,18 @@ func TestEyeballsSectionSetsDualBesidePinned(t *testing.T) {
 	if len(sec.Footer) != 2 || sec.Footer[1] != EyeballsLoadNote {
 		t.Errorf("at 10 connections, footer %q", sec.Footer)
 	}
+	for engine, note := range map[string]bool{"": true, "ipv4=evloop dual=go-dial": true, "evloop": false, "ipv4=go dual=evloop": false} {
+		if sec, _ := EyeballsSection("HTTP", cells, engine); (len(sec.Footer) == 2) != note {
+			t.Errorf("engine %q: footer %q", engine, sec.Footer)
+		}
+	}
 	for i := range cells {
 		cells[i].Conns = 1
 	}
-	if sec, _ := EyeballsSection("HTTP", cells); len(sec.Footer) != 1 {
+	if sec, _ := EyeballsSection("HTTP", cells, "go-dial"); len(sec.Footer) != 1 {
 		t.Errorf("at one connection, footer %q", sec.Footer)
 	}
-	if _, ok := EyeballsSection("HTTP", cells[:2]); ok {
+	if _, ok := EyeballsSection("HTTP", cells[:2], ""); ok {
 		t.Error("a section without a dual cell")
 	}
 }

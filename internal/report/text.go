@@ -395,7 +395,7 @@ func sections(s *Summary, proto string) []section {
 		}
 	}
 	out := []section{means}
-	if sec, ok := EyeballsSection(title, cells); ok {
+	if sec, ok := EyeballsSection(title, cells, s.Engines[proto]); ok {
 		out = append(out, sec)
 	}
 	if sec, ok := metricSection(title, cells); ok {
