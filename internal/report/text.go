@@ -219,7 +219,7 @@ func metricSection(title string, cells []Cell) (section, bool) {
 	if slices.Contains(cols, "ipv6_won") {
 		// The dual path's: ipv6_won's mean is the share of transactions
 		// IPv6 won (docs/metrics.md).
-		what = "Happy Eyeballs (ipv6_won: share of transactions IPv6 won; he_attempts, he_connect_ms)"
+		what = "Happy Eyeballs (ipv6_won: share of transactions IPv6 won; he_attempts; he_aaaa_ms, he_a_ms, he_connect_ms: when each answer came and the winner connected)"
 	}
 	sec := section{Title: title + ": " + what + ", mean of run means (95% CI)", Head: append([]string{"path", "conns"}, cols...)}
 	any := false

@@ -417,18 +417,13 @@ func (c *Client) dialEyeballs(ctx context.Context, tr *load.Trace) (net.Conn, ne
 		tr.Sent(firstTx)
 	}
 	mu.Unlock()
-	won := 0.0
-	if r.IPv6 {
-		won = 1
-	}
-	tr.S.Metrics = map[string]float64{"he_attempts": float64(len(r.Attempts))}
+	raceMetrics(tr, r, err == nil)
 	if len(r.Attempts) > 0 {
 		tr.S.ResolveNS = int64(r.Attempts[0].Start)
 	}
 	if err != nil {
 		return nil, nil, err
 	}
-	tr.S.Metrics["ipv6_won"], tr.S.Metrics["he_connect_ms"] = won, float64(r.Connect)/1e6
 	tr.S.ConnectNS = int64(r.Connect)
 	tr.Conn(r.Conn)
 	return c.secure(ctx, tr, r.Conn)
@@ -463,12 +458,8 @@ func (c *Client) dialGo(ctx context.Context, tr *load.Trace, res path.Resolver) 
 	if err != nil {
 		return nil, nil, err
 	}
-	won := 0.0
-	if path.AddrOf(raw.RemoteAddr()).Is6() {
-		won = 1
-	}
 	tr.Mark(&tr.S.ConnectNS)
-	tr.S.Metrics = map[string]float64{"ipv6_won": won, "he_connect_ms": float64(tr.S.ConnectNS) / 1e6}
+	tr.S.Metrics = map[string]float64{"ipv6_won": won(path.AddrOf(raw.RemoteAddr()).Is6()), "he_connect_ms": float64(tr.S.ConnectNS) / 1e6}
 	tr.Conn(raw)
 	return c.secure(ctx, tr, raw)
 }

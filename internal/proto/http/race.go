@@ -71,14 +71,27 @@ func (c *Client) race(ctx context.Context, eng *evloop.Engine, tr *load.Trace, h
 	}
 	tr.Sent(r.FirstTx) // the first query's: the wire time starts there
 	hr := racer.Result()
-	tr.S.Metrics = map[string]float64{"he_attempts": float64(len(hr.Attempts))}
+	raceMetrics(tr, hr, r.Err == nil)
 	if len(hr.Attempts) > 0 {
 		tr.At(&tr.S.ResolveNS, r.Resolved)
 	}
-	if r.Err == nil {
+	return r
+}
+
+// raceMetrics records a race in the sample: the attempts, when each
+// answer came (he_aaaa_ms, he_a_ms: absent when none did), and when it
+// succeeded, which family won and when it connected.
+func raceMetrics(tr *load.Trace, hr eyeballs.Result, ok bool) {
+	tr.S.Metrics = map[string]float64{"he_attempts": float64(len(hr.Attempts))}
+	if hr.AAAA > 0 {
+		tr.S.Metrics["he_aaaa_ms"] = float64(hr.AAAA) / 1e6
+	}
+	if hr.A > 0 {
+		tr.S.Metrics["he_a_ms"] = float64(hr.A) / 1e6
+	}
+	if ok {
 		tr.S.Metrics["ipv6_won"], tr.S.Metrics["he_connect_ms"] = won(hr.IPv6), float64(hr.Connect)/1e6
 	}
-	return r
 }
 
 func won(ipv6 bool) float64 {
