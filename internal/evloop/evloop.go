@@ -310,6 +310,10 @@ type race struct {
 	started  int     // attempts started
 	spare    [2]int  // TCP sockets made ahead, by family (-1: none)
 	wake     time.Time
+	// winner is the attempt that connected (at wonAt), to take over
+	// after the batch.
+	winner *conn
+	wonAt  time.Time
 	// due is when the next step was called for (an answer's receive
 	// stamp, or the end of a wait): the client's turn runs from there.
 	due time.Time
@@ -953,7 +957,11 @@ func (l *loop) read(c *conn) {
 func (l *loop) next(c *conn) bool {
 	if c.stepping {
 		c.stepping = false
-		if c.race != nil {
+		switch {
+		case c.race == nil:
+		case c.race.winner != nil:
+			l.win(c, c.race.winner, c.race.wonAt, 0, true)
+		default:
 			l.step(c, time.Now())
 		}
 		return false

@@ -111,6 +111,9 @@ func (l *loop) stepSoon(c *conn) {
 func (l *loop) step(c *conn, now time.Time) {
 	rs := c.race
 	rc := c.x.Race
+	if rs.winner != nil {
+		return // won: the winner takes over after the batch
+	}
 	for c.race != nil {
 		to, wake, err := rc.Racer.Step(now)
 		if err != nil {
@@ -172,7 +175,7 @@ func (l *loop) attempt(c *conn, to netip.AddrPort) {
 		n, err := unix.Write(fd, c.req)
 		switch {
 		case err == nil:
-			l.win(c, a, n, false)
+			l.win(c, a, time.Now(), n, false)
 			return
 		case err != unix.EAGAIN && err != unix.EINTR:
 			unix.Close(fd)
@@ -192,8 +195,8 @@ func (l *loop) attempt(c *conn, to netip.AddrPort) {
 // or failed (the race is stepped: the next attempt starts now).
 func (l *loop) attemptEvent(a *conn, ev *unix.EpollEvent) {
 	c := a.parent
-	if c.race == nil {
-		return // the race is over; a's socket is closed or closing
+	if c.race == nil || c.race.winner == a {
+		return // the race is over (a's socket is closed or closing), or a won: what follows is the exchange's
 	}
 	switch {
 	case ev.Events&(unix.EPOLLERR|unix.EPOLLHUP) != 0:
@@ -208,8 +211,12 @@ func (l *loop) attemptEvent(a *conn, ev *unix.EpollEvent) {
 		c.x.Race.Racer.Failed(a.attempt, os.NewSyscallError("connect", err), time.Now())
 		c.race.due = time.Time{}
 		l.stepSoon(c)
-	case ev.Events&unix.EPOLLOUT != 0:
-		l.win(c, a, 0, true)
+	case ev.Events&unix.EPOLLOUT != 0 && c.race.winner == nil:
+		// It won; the request goes after the batch's reads, as every
+		// send the loop makes on its own, so its way through the lab is
+		// not in another exchange's end mark.
+		c.race.winner, c.race.wonAt = a, time.Now()
+		l.stepSoon(c)
 	}
 }
 
@@ -228,14 +235,13 @@ func (l *loop) drop(a *conn) {
 	}
 }
 
-// win makes attempt a the exchange's connection: the other attempts, the
-// spare sockets and the queries' socket are closed, and the request is
-// sent (sent bytes of it are already). watched says a's socket is in the
-// epoll set already.
-func (l *loop) win(c *conn, a *conn, sent int, watched bool) {
-	now := time.Now()
+// win makes attempt a, connected at at, the exchange's connection: the
+// other attempts, the spare sockets and the queries' socket are closed,
+// and the request is sent (sent bytes of it are already). watched says
+// a's socket is in the epoll set already.
+func (l *loop) win(c *conn, a *conn, at time.Time, sent int, watched bool) {
 	rs := c.race
-	c.x.Race.Racer.Won(a.attempt, now)
+	c.x.Race.Racer.Won(a.attempt, at)
 	if watched {
 		l.unregister(a)
 	}
@@ -252,7 +258,7 @@ func (l *loop) win(c *conn, a *conn, sent int, watched bool) {
 	c.res.FirstTx = kstamp.Sent(query, l.oob) // the first query's, long queued by now
 	l.toClose = append(l.toClose, query)
 	c.fd, c.x.Remote = a.fd, a.to
-	connected(c)
+	c.up, c.res.Connected, c.res.Local = true, at, localAddr(c.fd)
 	if c.x.Cookie {
 		c.res.Cookie, _ = unix.GetsockoptUint64(c.fd, unix.SOL_SOCKET, unix.SO_COOKIE)
 	}

@@ -518,6 +518,15 @@ func TestCellWithDualPathUsesOneEngine(t *testing.T) {
 	if got := engineOf(o); got != "evloop" {
 		t.Errorf("asked for evloop beside a dual path: %q", got)
 	}
+	// Its dual path cannot: Go's dialer is asked for.
+	if err := (Protocol{}).Check(o, "hosts", func(string) bool { return false }); err == nil || !strings.Contains(err.Error(), "use go-dial") {
+		t.Errorf("evloop with dialer go: %v", err)
+	}
+	o.Dialer = ""
+	if err := (Protocol{}).Check(o, "hosts", func(string) bool { return false }); err != nil {
+		t.Errorf("evloop with v6lab's dialer: %v", err)
+	}
+	o.Dialer = "go"
 	o.Probe.Engine = "go"
 	if got := engineOf(o); got != "go" {
 		t.Errorf("asked for go beside a dual path: %q", got)
