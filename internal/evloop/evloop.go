@@ -541,6 +541,27 @@ func newSocket(udp bool, source netip.Addr, ipv6 bool) (int, error) {
 	return fd, nil
 }
 
+// ask makes a UDP socket connected to a DNS server, with the stamps on
+// (the first query's transmit stamp, the answers' receive stamps), and
+// sends the queries in order; on an error nothing is left open.
+func ask(server netip.AddrPort, source netip.Addr, queries ...[]byte) (int, error) {
+	fd, err := newSocket(true, source, server.Addr().Is6())
+	if err != nil {
+		return -1, err
+	}
+	if err := unix.Connect(fd, sockaddr(server)); err != nil {
+		unix.Close(fd)
+		return -1, os.NewSyscallError("connect", err)
+	}
+	for _, q := range queries {
+		if _, err := unix.Write(fd, q); err != nil {
+			unix.Close(fd)
+			return -1, fmt.Errorf("send query: %w", os.NewSyscallError("write", err))
+		}
+	}
+	return fd, nil
+}
+
 // openLookup makes the Lookup's UDP socket and sends its query; on an
 // error nothing is left open.
 func (l *loop) openLookup(c *conn) (string, error) {
@@ -548,18 +569,9 @@ func (l *loop) openLookup(c *conn) (string, error) {
 	if lk.Start != nil {
 		lk.Start()
 	}
-	// With the stamps on: the query's transmit stamp, the answer's receive stamp.
-	fd, err := newSocket(true, lk.Source, lk.Server.Addr().Is6())
+	fd, err := ask(lk.Server, lk.Source, lk.Query)
 	if err != nil {
 		return "resolve", err
-	}
-	if err := unix.Connect(fd, sockaddr(lk.Server)); err != nil {
-		unix.Close(fd)
-		return "resolve", os.NewSyscallError("connect", err)
-	}
-	if _, err := unix.Write(fd, lk.Query); err != nil {
-		unix.Close(fd)
-		return "resolve", fmt.Errorf("send query: %w", os.NewSyscallError("write", err))
 	}
 	c.fd, c.lookup = fd, true
 	c.res.LookupLocal = localAddr(fd)

@@ -31,19 +31,9 @@ func (l *loop) openRace(c *conn) (string, error) {
 		rc.Start()
 	}
 	rc.Racer.Begin(time.Now())
-	fd, err := newSocket(true, rc.Source, rc.Server.Addr().Is6())
+	fd, err := ask(rc.Server, rc.Source, rc.AAAA, rc.A)
 	if err != nil {
 		return "resolve", err
-	}
-	if err := unix.Connect(fd, sockaddr(rc.Server)); err != nil {
-		unix.Close(fd)
-		return "resolve", os.NewSyscallError("connect", err)
-	}
-	for _, q := range [][]byte{rc.AAAA, rc.A} {
-		if _, err := unix.Write(fd, q); err != nil {
-			unix.Close(fd)
-			return "resolve", fmt.Errorf("send query: %w", os.NewSyscallError("write", err))
-		}
 	}
 	c.fd = fd
 	c.race = &race{spare: [2]int{-1, -1}}
