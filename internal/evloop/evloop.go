@@ -156,7 +156,7 @@ type Lookup struct {
 
 // Result says how an exchange went. Times are on the monotonic clock.
 type Result struct {
-	Connected time.Time // the handshake completed (zero if it did not)
+	Connected time.Time // the handshake was seen over: an accepted write began, or the socket was writable (zero if never)
 	FirstByte time.Time // the first reply byte was read (zero if none)
 	// LastRead is when the read that brought the reply's last bytes
 	// returned; LastRx is the kernel's receive stamp of those bytes, and
@@ -691,6 +691,10 @@ func (l *loop) sendEarly(c *conn) (string, error) {
 	if len(c.req) == 0 {
 		return "", nil // nothing to tell connected from connecting: the loop waits
 	}
+	// The handshake was over when the write began, if it is accepted: the
+	// mark is taken before it, as the write may carry the request through
+	// the lab and the reply may be stamped in before it returns.
+	at := time.Now()
 	n, err := unix.Write(c.fd, c.req)
 	switch {
 	case err == unix.EAGAIN || err == unix.EINTR:
@@ -699,7 +703,7 @@ func (l *loop) sendEarly(c *conn) (string, error) {
 		// A refused or unreachable connect surfaces here.
 		return "connect", os.NewSyscallError("connect", err)
 	}
-	connected(c)
+	connected(c, at)
 	c.sent = n
 	c.res.BytesOut += int64(n)
 	if err := l.send(c); err != nil {
@@ -710,10 +714,10 @@ func (l *loop) sendEarly(c *conn) (string, error) {
 
 // connected records the end of the handshake and the address it got (of
 // the exchange's first connection).
-func connected(c *conn) {
+func connected(c *conn, at time.Time) {
 	c.up = true
 	if c.res.Connected.IsZero() {
-		c.res.Connected = time.Now()
+		c.res.Connected = at
 		c.res.Local = localAddr(c.fd)
 	}
 }
@@ -888,7 +892,7 @@ func (l *loop) handle(ev *unix.EpollEvent) {
 		case ev.Events&unix.EPOLLOUT == 0:
 			return
 		}
-		connected(c)
+		connected(c, time.Now())
 	}
 	if ev.Events&unix.EPOLLOUT != 0 && c.sent < len(c.req) {
 		if err := l.send(c); err != nil {

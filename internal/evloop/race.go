@@ -162,10 +162,11 @@ func (l *loop) attempt(c *conn, to netip.AddrPort) {
 	}
 	a := &conn{x: c.x, fd: fd, parent: c, attempt: i, to: to, ready: -1}
 	if len(c.req) > 0 {
+		at := time.Now() // before the write, as sendEarly's mark
 		n, err := unix.Write(fd, c.req)
 		switch {
 		case err == nil:
-			l.win(c, a, time.Now(), n, false)
+			l.win(c, a, at, n, false)
 			return
 		case err != unix.EAGAIN && err != unix.EINTR:
 			unix.Close(fd)
