@@ -880,14 +880,7 @@ func (l *loop) handle(ev *unix.EpollEvent) {
 	if !c.up {
 		switch {
 		case ev.Events&(unix.EPOLLERR|unix.EPOLLHUP) != 0:
-			soerr, err := unix.GetsockoptInt(c.fd, unix.SOL_SOCKET, unix.SO_ERROR)
-			if err == nil {
-				err = syscall.Errno(soerr)
-				if soerr == 0 {
-					err = errors.New("connection closed during the handshake")
-				}
-			}
-			l.finish(c, "connect", os.NewSyscallError("connect", err))
+			l.finish(c, "connect", handshakeError(c.fd))
 			return
 		case ev.Events&unix.EPOLLOUT == 0:
 			return
@@ -903,6 +896,19 @@ func (l *loop) handle(ev *unix.EpollEvent) {
 	if ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 		l.read(c)
 	}
+}
+
+// handshakeError is why a connecting socket that reported an error or a
+// hang-up failed.
+func handshakeError(fd int) error {
+	soerr, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ERROR)
+	if err == nil {
+		err = syscall.Errno(soerr)
+		if soerr == 0 {
+			err = errors.New("connection closed during the handshake")
+		}
+	}
+	return os.NewSyscallError("connect", err)
 }
 
 // read takes what the socket holds (edge-triggered: until EAGAIN or the

@@ -1,11 +1,9 @@
 package evloop
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"os"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -191,15 +189,9 @@ func (l *loop) attemptEvent(a *conn, ev *unix.EpollEvent) {
 	}
 	switch {
 	case ev.Events&(unix.EPOLLERR|unix.EPOLLHUP) != 0:
-		soerr, err := unix.GetsockoptInt(a.fd, unix.SOL_SOCKET, unix.SO_ERROR)
-		if err == nil {
-			err = syscall.Errno(soerr)
-			if soerr == 0 {
-				err = errors.New("connection closed during the handshake")
-			}
-		}
+		err := handshakeError(a.fd)
 		l.drop(a)
-		c.x.Race.Racer.Failed(a.attempt, os.NewSyscallError("connect", err), time.Now())
+		c.x.Race.Racer.Failed(a.attempt, err, time.Now())
 		c.race.due = time.Time{}
 		l.stepSoon(c)
 	case ev.Events&unix.EPOLLOUT != 0 && c.race.winner == nil:
