@@ -532,9 +532,10 @@ func TestAdoptedSocket(t *testing.T) {
 	}
 }
 
-// answerer is a UDP server whose reply to a query "name" is "addr"
-// (after dropping the first drop queries), with a stray datagram first.
-func answerer(t *testing.T, network, bind, addr string, drop int) (netip.AddrPort, func() int) {
+// udpServer serves datagrams on network at bind: after dropping the first
+// drop, it hands each query to serve with the function that replies to
+// its sender. It counts the queries.
+func udpServer(t *testing.T, network, bind string, drop int, serve func(q string, reply func(string))) (netip.AddrPort, func() int) {
 	t.Helper()
 	pc, err := net.ListenPacket(network, bind)
 	if err != nil {
@@ -546,22 +547,30 @@ func answerer(t *testing.T, network, bind, addr string, drop int) (netip.AddrPor
 	go func() {
 		b := make([]byte, 64)
 		for {
-			_, from, err := pc.ReadFrom(b)
+			n, from, err := pc.ReadFrom(b)
 			if err != nil {
 				return
 			}
 			mu.Lock()
 			queries++
-			n := queries
+			k := queries
 			mu.Unlock()
-			if n <= drop {
-				continue
+			if k > drop {
+				serve(string(b[:n]), func(r string) { pc.WriteTo([]byte(r), from) })
 			}
-			pc.WriteTo([]byte("stray"), from)
-			pc.WriteTo([]byte(addr), from)
 		}
 	}()
 	return netip.MustParseAddrPort(pc.LocalAddr().String()), func() int { mu.Lock(); defer mu.Unlock(); return queries }
+}
+
+// answerer is a UDP server whose reply to a query "name" is "addr"
+// (after dropping the first drop queries), with a stray datagram first.
+func answerer(t *testing.T, network, bind, addr string, drop int) (netip.AddrPort, func() int) {
+	t.Helper()
+	return udpServer(t, network, bind, drop, func(_ string, reply func(string)) {
+		reply("stray")
+		reply(addr)
+	})
 }
 
 // answer takes a datagram that parses as an address; "bad" is an error,
@@ -582,10 +591,17 @@ func answer(b []byte) (netip.Addr, bool, error) {
 // port and a silent server end in phase "resolve"; nothing is left open.
 func TestLookupThenConnect(t *testing.T) {
 	e := engine(t)
+	leavesNothingOpen(t, "lookups", func(t *testing.T) { lookups(t, e) })
+}
+
+// leavesNothingOpen runs body as a subtest (its servers close when it
+// ends), then checks that no descriptor was left open.
+func leavesNothingOpen(t *testing.T, name string, body func(t *testing.T)) {
+	t.Helper()
 	kstamp.Hold() // its socket stays open for the process
 	before := openFDs(t)
-	t.Run("lookups", func(t *testing.T) { lookups(t, e) }) // its servers close when it ends
-	time.Sleep(50 * time.Millisecond)                      // the closer goroutine
+	t.Run(name, body)
+	time.Sleep(50 * time.Millisecond) // the closer goroutine
 	if after := openFDs(t); after > before {
 		t.Errorf("%d descriptors open after, %d before", after, before)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net"
 	"net/netip"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"v6lab/internal/eyeballs"
-	"v6lab/internal/kstamp"
 )
 
 // dualDNS answers the query "AAAA" with "6:::1" and "A" with
@@ -21,42 +19,15 @@ import (
 // first drop datagrams it gets.
 func dualDNS(t *testing.T, delay6, delay4 time.Duration, drop int) (netip.AddrPort, func() int) {
 	t.Helper()
-	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
-	if err != nil {
-		t.Skipf("no udp4 loopback: %v", err)
-	}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { pc.Close(); wg.Wait() })
-	var mu sync.Mutex
-	queries := 0
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		b := make([]byte, 64)
-		for {
-			n, from, err := pc.ReadFrom(b)
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			queries++
-			k := queries
-			mu.Unlock()
-			if k <= drop {
-				continue
-			}
-			reply, delay := "4:127.0.0.1", delay4
-			if string(b[:n]) == "AAAA" {
-				reply, delay = "6:::1", delay6
-			}
-			if delay < 0 {
-				continue
-			}
-			wg.Add(1)
-			time.AfterFunc(delay, func() { defer wg.Done(); pc.WriteTo([]byte(reply), from) })
+	return udpServer(t, "udp4", "127.0.0.1:0", drop, func(q string, reply func(string)) {
+		answer, delay := "4:127.0.0.1", delay4
+		if q == "AAAA" {
+			answer, delay = "6:::1", delay6
 		}
-	}()
-	return netip.MustParseAddrPort(pc.LocalAddr().String()), func() int { mu.Lock(); defer mu.Unlock(); return queries }
+		if delay >= 0 {
+			time.AfterFunc(delay, func() { reply(answer) }) // after the server closed: an error, unseen
+		}
+	})
 }
 
 // raceAnswer reads dualDNS's replies; "6:" and "4:" with no address are
@@ -133,13 +104,7 @@ func near(t *testing.T, what string, got, want time.Duration) {
 // and nothing is left open.
 func TestRace(t *testing.T) {
 	e := engine(t)
-	kstamp.Hold()
-	before := openFDs(t)
-	t.Run("races", func(t *testing.T) { races(t, e) }) // its servers close when it ends
-	time.Sleep(50 * time.Millisecond)                  // the closer goroutine
-	if after := openFDs(t); after > before {
-		t.Errorf("%d descriptors open after, %d before", after, before)
-	}
+	leavesNothingOpen(t, "races", func(t *testing.T) { races(t, e) })
 }
 
 func races(t *testing.T, e *Engine) {
