@@ -417,55 +417,12 @@ func (d *datagram) Feed(b []byte, eof bool) (bool, error) {
 // times out; no descriptor is left.
 func TestUDPExchange(t *testing.T) {
 	e := engine(t)
-	before := openFDs(t)
+	leavesNothingOpen(t, "exchanges", func(t *testing.T) { udpExchanges(t, e) })
+}
+
+func udpExchanges(t *testing.T, e *Engine) {
 	for _, c := range []struct{ network, addr string }{{"udp4", "127.0.0.1:0"}, {"udp6", "[::1]:0"}} {
-		pc, err := net.ListenPacket(c.network, c.addr)
-		if err != nil {
-			t.Skipf("no %s loopback: %v", c.network, err)
-		}
-		go func() {
-			b := make([]byte, 64)
-			for {
-				n, from, err := pc.ReadFrom(b)
-				if err != nil {
-					return
-				}
-				pc.WriteTo(nil, from) // an empty datagram
-				pc.WriteTo([]byte("stray"), from)
-				pc.WriteTo(append([]byte("re:"), b[:n]...), from)
-			}
-		}()
-		srv := netip.MustParseAddrPort(pc.LocalAddr().String())
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		start := time.Now()
-		d := &datagram{want: "re:query"}
-		r := e.Do(ctx, &Exchange{Remote: srv, Request: []byte("query"), Reply: d, UDP: true})
-		cancel()
-		if r.Err != nil {
-			t.Fatalf("%s: %s: %v", c.network, r.Phase, r.Err)
-		}
-		if d.strays != 1 || r.BytesOut != 5 || r.BytesIn != int64(len("stray")+len("re:query")) {
-			t.Errorf("%s: %d strays, %d bytes out, %d in", c.network, d.strays, r.BytesOut, r.BytesIn)
-		}
-		if r.FirstTx.Before(start) || r.LastRead.Before(r.FirstTx) || r.Connected.IsZero() || r.Local.Addr().Is4() != srv.Addr().Is4() {
-			t.Errorf("%s: sent %v read %v connected %v local %v", c.network, r.FirstTx, r.LastRead, r.Connected, r.Local)
-		}
-		if !r.LastRx.IsZero() && (r.LastRx.Before(r.FirstTx) || r.LastRx.After(r.LastRead)) {
-			t.Errorf("%s: reply stamped %v, sent %v, read %v", c.network, r.LastRx, r.FirstTx, r.LastRead)
-		}
-		pc.Close()
-		// A server that never answers: the deadline ends it.
-		quiet, err := net.ListenPacket(c.network, c.addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel = context.WithTimeout(context.Background(), 100*time.Millisecond)
-		r = e.Do(ctx, &Exchange{Remote: netip.MustParseAddrPort(quiet.LocalAddr().String()), Request: []byte("query"), Reply: &datagram{want: "x"}, UDP: true})
-		cancel()
-		quiet.Close()
-		if !errors.Is(r.Err, ErrTimeout) || r.Phase != "io" {
-			t.Errorf("%s: a silent server: %s: %v", c.network, r.Phase, r.Err)
-		}
+		t.Run(c.network, func(t *testing.T) { udpExchange(t, e, c.network, c.addr) }) // its server closes when it ends
 	}
 	if r := e.Do(context.Background(), &Exchange{Remote: netip.MustParseAddrPort("127.0.0.1:9"), Request: []byte("q"), Reply: &lines{reqs: []string{"more"}}, UDP: true}); r.Err == nil || !strings.Contains(r.Err.Error(), "one request") {
 		t.Errorf("a UDP exchange with further requests: %v", r.Err)
@@ -478,9 +435,43 @@ func TestUDPExchange(t *testing.T) {
 	if r := e.Do(ctx, &Exchange{Remote: addr, Request: []byte("q"), Reply: &datagram{want: "x"}, UDP: true}); !errors.Is(r.Err, syscall.ECONNREFUSED) || r.Phase != "io" {
 		t.Errorf("closed port: %s: %v", r.Phase, r.Err)
 	}
-	time.Sleep(50 * time.Millisecond) // the closer goroutine
-	if after := openFDs(t); after > before {
-		t.Errorf("%d descriptors open after, %d before", after, before)
+}
+
+// udpExchange is TestUDPExchange on one family.
+func udpExchange(t *testing.T, e *Engine, network, addr string) {
+	srv, _ := udpServer(t, network, addr, 0, func(q string, reply func(string)) {
+		reply("") // an empty datagram
+		reply("stray")
+		reply("re:" + q)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	start := time.Now()
+	d := &datagram{want: "re:query"}
+	r := e.Do(ctx, &Exchange{Remote: srv, Request: []byte("query"), Reply: d, UDP: true})
+	cancel()
+	if r.Err != nil {
+		t.Fatalf("%s: %s: %v", network, r.Phase, r.Err)
+	}
+	if d.strays != 1 || r.BytesOut != 5 || r.BytesIn != int64(len("stray")+len("re:query")) {
+		t.Errorf("%s: %d strays, %d bytes out, %d in", network, d.strays, r.BytesOut, r.BytesIn)
+	}
+	if r.FirstTx.Before(start) || r.LastRead.Before(r.FirstTx) || r.Connected.IsZero() || r.Local.Addr().Is4() != srv.Addr().Is4() {
+		t.Errorf("%s: sent %v read %v connected %v local %v", network, r.FirstTx, r.LastRead, r.Connected, r.Local)
+	}
+	if !r.LastRx.IsZero() && (r.LastRx.Before(r.FirstTx) || r.LastRx.After(r.LastRead)) {
+		t.Errorf("%s: reply stamped %v, sent %v, read %v", network, r.LastRx, r.FirstTx, r.LastRead)
+	}
+	// A server that never answers: the deadline ends it.
+	quiet, err := net.ListenPacket(network, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), 100*time.Millisecond)
+	r = e.Do(ctx, &Exchange{Remote: netip.MustParseAddrPort(quiet.LocalAddr().String()), Request: []byte("query"), Reply: &datagram{want: "x"}, UDP: true})
+	cancel()
+	quiet.Close()
+	if !errors.Is(r.Err, ErrTimeout) || r.Phase != "io" {
+		t.Errorf("%s: a silent server: %s: %v", network, r.Phase, r.Err)
 	}
 }
 
