@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -170,6 +171,18 @@ func races(t *testing.T, e *Engine) {
 		r, _, _ = runRace(t, e, closed, dualServer(t, "serve"), 0, 2*time.Second)
 		if r.Phase != "resolve" || !errors.Is(r.Err, syscall.ECONNREFUSED) {
 			t.Errorf("closed DNS port: %s: %v", r.Phase, r.Err)
+		}
+		// A race makes its own connection: with a source, a UDP exchange
+		// or a Lookup it is refused before anything is sent.
+		for name, x := range map[string]*Exchange{
+			"source": {Source: netip.IPv4Unspecified()},
+			"udp":    {UDP: true},
+			"lookup": {Lookup: &Lookup{}},
+		} {
+			x.Reply, x.Race = &untilEOF{}, &Race{Server: closed}
+			if r := e.Do(context.Background(), x); r.Phase != "resolve" || r.Err == nil || !strings.Contains(r.Err.Error(), "a Race makes its own connection") {
+				t.Errorf("a race with a %s: %s: %v", name, r.Phase, r.Err)
+			}
 		}
 		// Nothing listens on either family: both attempts fail.
 		ln, _ := net.Listen("tcp4", "127.0.0.1:0")
