@@ -243,7 +243,7 @@ func analyze(args []string) error {
 		conns int
 	}
 	lead, tail, over, wire, kern := map[key][]float64{}, map[key][]float64{}, map[key][]float64{}, map[key][]float64{}, map[key][]float64{}
-	totals, turns, turnDiff := map[key][]float64{}, map[key][]float64{}, map[key][]float64{}
+	totals, turns, turnDiff, synTurn := map[key][]float64{}, map[key][]float64{}, map[key][]float64{}, map[key][]float64{}
 	unmatched, noConn, noQuery := 0, 0, 0
 	var samples []sample
 	sc := bufio.NewScanner(f)
@@ -273,6 +273,7 @@ func analyze(args []string) error {
 			continue
 		}
 		first, capTurns := c.syn, c.turns
+		var answerToSYN time.Duration
 		if s.ResolveNS > 0 {
 			q := lastReply(queries, s.Start, s.Start.Add(time.Duration(s.ResolveNS)), local.Addr().Is4(), s.DNSLocal)
 			if q == nil {
@@ -281,9 +282,10 @@ func analyze(args []string) error {
 				continue
 			}
 			q.used = true
-			first = q.sent
+			first = firstSent(queries, q, s.Start)
 			if !q.replied.IsZero() && c.syn.After(q.replied) {
-				capTurns += c.syn.Sub(q.replied) // the answer in → the SYN out
+				answerToSYN = c.syn.Sub(q.replied) // the answer in → the SYN out
+				capTurns += answerToSYN
 			}
 		}
 		k := key{s.Path, s.Conns}
@@ -295,6 +297,9 @@ func analyze(args []string) error {
 		totals[k] = append(totals[k], us(time.Duration(s.TotalNS)))
 		if s.WireNS > 0 {
 			kern[k] = append(kern[k], us(time.Duration(s.WireNS)-w))
+		}
+		if answerToSYN > 0 {
+			synTurn[k] = append(synTurn[k], us(answerToSYN))
 		}
 		if capTurns > 0 {
 			turns[k] = append(turns[k], us(capTurns))
@@ -335,7 +340,7 @@ func analyze(args []string) error {
 		// to the next request's first packet out on the same connection,
 		// and the DNS answer in to the SYN out, against v6lab's
 		// client_turn_ns (which ends at the send or connect call).
-		fmt.Printf("%-7s %5s  %-26s %s\n", "path", "conns", "client turns µs p50/p90/max", "client_turn_ns−turns µs p50/min/max (n)")
+		fmt.Printf("%-7s %5s  %-26s %-26s %s\n", "path", "conns", "client turns µs p50/p90/max", "of which answer→SYN", "client_turn_ns−turns µs p50/min/max (n)")
 		for _, k := range keys {
 			if len(turns[k]) == 0 {
 				continue
@@ -344,7 +349,11 @@ func analyze(args []string) error {
 			if v := turnDiff[k]; len(v) > 0 {
 				d = fmt.Sprintf("%.0f / %.0f / %.0f (%d)", percentile(v, 50), percentile(v, 0), percentile(v, 100), len(v))
 			}
-			fmt.Printf("%-7s %5d  %-26s %s\n", k.path, k.conns, dist(turns[k]), d)
+			syn := "none"
+			if v := synTurn[k]; len(v) > 0 {
+				syn = dist(v)
+			}
+			fmt.Printf("%-7s %5d  %-26s %-26s %s\n", k.path, k.conns, dist(turns[k]), syn, d)
 		}
 	}
 	if v, ok := worst[1]; ok {
@@ -364,7 +373,9 @@ func analyze(args []string) error {
 func lastReply(qs []*dnsQuery, start, resolved time.Time, v4 bool, from string) *dnsQuery {
 	var best *dnsQuery
 	for _, q := range qs {
-		if q.used || q.src.Addr().Is4() != v4 || q.replied.IsZero() || q.replied.After(resolved) {
+		// A query from the address the sample names is its own whatever
+		// the family (a dual-stack sample asks both on one socket).
+		if q.used || from == "" && q.src.Addr().Is4() != v4 || q.replied.IsZero() || q.replied.After(resolved) {
 			continue
 		}
 		if from != "" && q.src.String() != from || from == "" && q.sent.Before(start) {
@@ -375,6 +386,19 @@ func lastReply(qs []*dnsQuery, start, resolved time.Time, v4 bool, from string) 
 		}
 	}
 	return best
+}
+
+// firstSent is when the first query of q's lookup left: a dual-stack
+// lookup sends its AAAA and A queries on one socket, and its wire time
+// starts at the first of them.
+func firstSent(qs []*dnsQuery, q *dnsQuery, start time.Time) time.Time {
+	first := q.sent
+	for _, o := range qs {
+		if o.src == q.src && !o.sent.Before(start) && o.sent.Before(first) {
+			first = o.sent
+		}
+	}
+	return first
 }
 
 // connOf is the connection (ports are reused) whose SYN left within
