@@ -114,7 +114,17 @@ type Race struct {
 	Start func()
 	// Racer decides the attempts.
 	Racer Racer
+	// Again, when set, asks a family's question another way when Answer's
+	// error wraps ErrAgain (a truncated answer: over TCP). It runs on a
+	// goroutine of its own, its context ending with the race, and its
+	// answer joins the race when it comes: until then the family counts
+	// as unanswered.
+	Again func(ctx context.Context, ipv6 bool) (netip.Addr, error)
 }
+
+// ErrAgain, wrapped in an error Race.Answer returns, says the question
+// is to be asked again by Race.Again.
+var ErrAgain = errors.New("ask again")
 
 // Racer decides a race of connection attempts (eyeballs.Race). The loop
 // tells it when the race began, each answer and each attempt's outcome,
@@ -317,6 +327,21 @@ type race struct {
 	// due is when the next step was called for (an answer's receive
 	// stamp, or the end of a wait): the client's turn runs from there.
 	due time.Time
+	// againCtx is the Race.Again calls' context, ended by stopAgain (nil:
+	// none began).
+	againCtx  context.Context
+	stopAgain context.CancelFunc
+}
+
+// lateAnswer is a Race.Again answer, handed to the loop from its
+// goroutine.
+type lateAnswer struct {
+	c    *conn
+	rs   *race // the race it is for: stale when c's race is over
+	ipv6 bool
+	addr netip.Addr
+	err  error
+	at   time.Time
 }
 
 func family(ipv6 bool) int {
@@ -356,6 +381,8 @@ type loop struct {
 	// through the lab is not in the loop's thread.
 	toClose []int
 	closing chan []int
+	// late holds Race.Again answers for the loop to take (under mu).
+	late []lateAnswer
 }
 
 func newLoop() (*loop, error) {
@@ -855,9 +882,10 @@ func (l *loop) run() {
 }
 
 func (l *loop) handle(ev *unix.EpollEvent) {
-	if ev.Fd < 0 { // the eventfd: a cancel or stop
+	if ev.Fd < 0 { // the eventfd: a cancel, a stop or a late answer
 		var b [8]byte
 		unix.Read(l.wake, b[:])
+		l.takeLate()
 		l.scan(time.Now())
 		return
 	}

@@ -1,6 +1,8 @@
 package evloop
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -53,23 +55,68 @@ func (l *loop) openRace(c *conn) (string, error) {
 // raceAnswer takes a datagram read on a Race's socket (in l.buf, its
 // control messages in l.oob) and has the race stepped after the batch.
 func (l *loop) raceAnswer(c *conn, n, oobn int) {
-	ipv6, addr, done, err := c.x.Race.Answer(l.buf[:n])
+	rc := c.x.Race
+	ipv6, addr, done, err := rc.Answer(l.buf[:n])
 	rs := c.race
 	if !done || rs.answered[family(ipv6)] {
 		return // not an answer, or a second one (to a query sent again)
 	}
-	rs.answered[family(ipv6)] = true
+	rs.answered[family(ipv6)] = true // no more sending of this query
+	if rc.Again != nil && errors.Is(err, ErrAgain) {
+		l.askAgain(c, ipv6)
+		return
+	}
 	at := kstamp.Parse(l.oob[:oobn])
 	if at.IsZero() {
 		at = time.Now()
 	}
+	l.raceAnswered(c, ipv6, addr, err, at)
+}
+
+// raceAnswered gives the race a family's answer, received at at, and has
+// it stepped after the batch.
+func (l *loop) raceAnswered(c *conn, ipv6 bool, addr netip.Addr, err error, at time.Time) {
 	var addrs []netip.Addr
 	if addr.IsValid() && err == nil {
 		addrs = []netip.Addr{addr}
 	}
 	c.x.Race.Racer.Answer(ipv6, addrs, err, at)
-	rs.due = at
+	c.race.due = at
 	l.stepSoon(c)
+}
+
+// askAgain has Race.Again ask a family's question on a goroutine; its
+// answer comes back through takeLate.
+func (l *loop) askAgain(c *conn, ipv6 bool) {
+	rs := c.race
+	if rs.stopAgain == nil {
+		rs.againCtx, rs.stopAgain = context.WithCancel(context.Background())
+	}
+	// Taken here: the caller may drop its Exchange's Race once the
+	// exchange is over, and this goroutine may outlive it a little.
+	ctx, again := rs.againCtx, c.x.Race.Again
+	go func() {
+		addr, err := again(ctx, ipv6)
+		la := lateAnswer{c: c, rs: rs, ipv6: ipv6, addr: addr, err: err, at: time.Now()}
+		l.mu.Lock()
+		l.late = append(l.late, la)
+		l.mu.Unlock()
+		l.poke()
+	}()
+}
+
+// takeLate gives the races still under way the answers Race.Again
+// brought.
+func (l *loop) takeLate() {
+	l.mu.Lock()
+	late := l.late
+	l.late = nil
+	l.mu.Unlock()
+	for _, la := range late {
+		if la.c.race == la.rs { // else its race is over
+			l.raceAnswered(la.c, la.ipv6, la.addr, la.err, la.at)
+		}
+	}
 }
 
 // raceUnanswered gives the families still waiting for an answer err
@@ -278,6 +325,9 @@ func (l *loop) endRace(c *conn) {
 			l.toClose = append(l.toClose, s)
 			rs.spare[i] = -1
 		}
+	}
+	if rs.stopAgain != nil {
+		rs.stopAgain()
 	}
 	c.x.Race.Racer.Abort(time.Now())
 	c.race = nil

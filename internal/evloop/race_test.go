@@ -3,9 +3,11 @@ package evloop
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -37,6 +39,9 @@ func raceAnswer(b []byte) (bool, netip.Addr, bool, error) {
 	s := string(b)
 	if len(s) < 2 || (s[:2] != "6:" && s[:2] != "4:") {
 		return false, netip.Addr{}, false, nil
+	}
+	if s[2:] == "T" {
+		return s[0] == '6', netip.Addr{}, true, fmt.Errorf("truncated answer: %w", ErrAgain)
 	}
 	a, err := netip.ParseAddr(s[2:])
 	return s[0] == '6', a, true, err
@@ -157,6 +162,60 @@ func races(t *testing.T, e *Engine) {
 		r, hr, got := runRace(t, e, dns, dualServer(t, "serve"), 0, 2*time.Second)
 		if r.Err != nil || got != "v6" || queries() != 3 || hr.AAAA < 20*time.Millisecond {
 			t.Fatalf("%s: %v; reply %q, %d queries, race %+v", r.Phase, r.Err, got, queries(), hr)
+		}
+	})
+	t.Run("truncated AAAA", func(t *testing.T) {
+		// The AAAA answer is truncated ("6:T"): Again asks once more
+		// (here it answers 30 ms later), within the A answer's 50 ms
+		// Resolution Delay, so IPv6 still wins. Without Again the family
+		// has no address and IPv4 wins; an Again that never answers is
+		// cancelled when the race is won.
+		dns, _ := udpServer(t, "udp4", "127.0.0.1:0", 0, func(q string, reply func(string)) {
+			if q == "AAAA" {
+				reply("6:T")
+			} else {
+				reply("4:127.0.0.1")
+			}
+		})
+		port := dualServer(t, "serve")
+		var returned atomic.Int32
+		try := func(again func(ctx context.Context, ipv6 bool) (netip.Addr, error)) (Result, eyeballs.Result, string) {
+			racer := eyeballs.Dialer{}.Race("h", time.Now())
+			reply := &untilEOF{}
+			x := &Exchange{Remote: netip.AddrPortFrom(netip.Addr{}, port), Request: []byte("GET\n"), Reply: reply,
+				Race: &Race{Server: dns, AAAA: []byte("AAAA"), A: []byte("A"), Answer: raceAnswer, Racer: racer, Again: again}}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			r := e.Do(ctx, x)
+			return r, racer.Result(), reply.got.String()
+		}
+		r, hr, got := try(func(ctx context.Context, ipv6 bool) (netip.Addr, error) {
+			if !ipv6 {
+				return netip.Addr{}, errors.New("asked again for A")
+			}
+			time.Sleep(30 * time.Millisecond)
+			return netip.IPv6Loopback(), nil
+		})
+		if r.Err != nil || got != "v6" || !hr.IPv6 || len(hr.Attempts) != 1 || hr.AAAA < 30*time.Millisecond || hr.AAAAErr != "" {
+			t.Errorf("asked again: %s: %v; reply %q, race %+v", r.Phase, r.Err, got, hr)
+		}
+		r, hr, got = try(nil)
+		if r.Err != nil || got != "v4" || hr.IPv6 || !strings.Contains(hr.AAAAErr, "truncated") {
+			t.Errorf("not asked again: %s: %v; reply %q, race %+v", r.Phase, r.Err, got, hr)
+		}
+		r, hr, got = try(func(ctx context.Context, ipv6 bool) (netip.Addr, error) {
+			defer returned.Add(1)
+			<-ctx.Done()
+			return netip.Addr{}, ctx.Err()
+		})
+		if r.Err != nil || got != "v4" || hr.IPv6 {
+			t.Errorf("never answered again: %s: %v; reply %q, race %+v", r.Phase, r.Err, got, hr)
+		}
+		near(t, "the IPv4 attempt", hr.Attempts[0].Start-hr.A, eyeballs.ResolutionDelay)
+		for wait := time.Now(); returned.Load() == 0; time.Sleep(time.Millisecond) {
+			if time.Since(wait) > time.Second {
+				t.Fatal("the question asked again outlived its race")
+			}
 		}
 	})
 	t.Run("failures", func(t *testing.T) {

@@ -3,6 +3,8 @@ package http
 import (
 	"context"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"net/netip"
 	"strings"
 	"time"
@@ -21,9 +23,8 @@ import (
 // trace's start, DNS address, first packet out and resolve mark are the
 // queries'; its sample records which family won (ipv6_won), the attempts
 // (he_attempts) and when the winner connected (he_connect_ms). A literal
-// host is connected to as it is. A truncated answer leaves its family
-// without an address (the lab's answers fit a datagram; Go's dialer,
-// engine go-dial, asks again over TCP).
+// host is connected to as it is. A truncated answer is asked for again
+// over TCP, pinned to the queries' family, while the race goes on.
 func (c *Client) race(ctx context.Context, eng *evloop.Engine, tr *load.Trace, host string, x *evloop.Exchange) evloop.Result {
 	fail := func(phase string, err error) evloop.Result { return evloop.Result{Phase: phase, Err: err} }
 	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
@@ -58,10 +59,20 @@ func (c *Client) race(ctx context.Context, eng *evloop.Engine, tr *load.Trace, h
 				q = q6
 			}
 			a, done, err := q.Answer(b)
-			if err != nil {
+			switch {
+			case errors.Is(err, path.ErrTruncated):
+				return q == q6, netip.Addr{}, true, fmt.Errorf("%w: %w", err, evloop.ErrAgain)
+			case err != nil:
 				return q == q6, netip.Addr{}, true, err
 			}
 			return q == q6, a, done, nil
+		},
+		Again: func(ctx context.Context, ipv6 bool) (netip.Addr, error) {
+			q := q4
+			if ipv6 {
+				q = q6
+			}
+			return q.OverTCP(ctx, path.FirstRetry)
 		}}
 	x.Cookie = tr.WantsSYN() && path.SYNReady()
 	r := eng.Do(ctx, x)
