@@ -277,6 +277,38 @@ func TestProbeHTTPAgainstAHost(t *testing.T) {
 	}
 }
 
+// TestProbeHTTPDualPathFlags: probe http's dual path takes its dialer
+// and Connection Attempt Delay from flags, records them in the header,
+// and races with each dialer (IPv6 winning on loopback).
+func TestProbeHTTPDualPathFlags(t *testing.T) {
+	l, dnsFlags := localServers(t)
+	for _, dialer := range []string{"v6lab", "go"} {
+		root := t.TempDir()
+		args := append([]string{"probe", "http", l.URL, "--paths", "ipv6,dual", "--conns", "1", "--runs", "2", "--warmup", "0", "--pause", "0", "-q", "--results", root,
+			"--dns-over", "ipv4", "--dialer", dialer, "--attempt-delay", "100ms"}, dnsFlags...)
+		if out, err := v6lab(t, args...); err != nil {
+			t.Fatalf("%s: %v\n%s", dialer, err, out)
+		}
+		f, s, err := report.Load(onlyDir(t, root))
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec, _ := f.Header.Spec.(map[string]any)
+		cells, _ := spec["cells"].([]any)
+		if len(cells) != 1 {
+			t.Fatalf("%s: the header's spec %v", dialer, spec)
+		}
+		if p, _ := cells[0].(map[string]any)["params"].(map[string]any); p["dialer"] != dialer || p["attempt_delay"] != "100ms" {
+			t.Errorf("%s: the header's params %v", dialer, p)
+		}
+		for _, c := range s.Cells {
+			if c.Completed != 2 || (c.Path == "dual" && metricOf(c, "ipv6_won") != 1) {
+				t.Errorf("%s: %s/%d: %d completed (%s), ipv6_won %v", dialer, c.Path, c.Conns, c.Completed, c.FirstError, metricOf(c, "ipv6_won"))
+			}
+		}
+	}
+}
+
 func TestProbeHTTPHostWithoutAAAAFailsThatPath(t *testing.T) {
 	ctx := context.Background()
 	srv, err := httpp.Listen(ctx, httpp.DefaultServerConfig, []netip.Addr{path.IPv4.Loopback()}, 0)
@@ -498,6 +530,8 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"serve", "ftp", "--listen", "127.0.0.1"}, 2, `"127.0.0.1" is not ADDR:PORT`},
 		{[]string{"serve", "transport", "--listen", "127.0.0.1:1", "--listen", "[::1]:2"}, 2, "every address must use the same port"},
 		{[]string{"probe", "http", "http://127.0.0.1:9/", "--engine", "epoll"}, 2, `--engine: http: unknown engine "epoll" (auto, go, evloop, go-dial)`},
+		{[]string{"probe", "http", "http://127.0.0.1:9/", "--paths", "dual", "--dialer", "curl"}, 2, `--dialer: "curl": want v6lab (RFC 8305, the default) or go`},
+		{[]string{"probe", "http", "http://127.0.0.1:9/", "--paths", "dual", "--attempt-delay", "soon"}, 2, `--attempt-delay: "soon" is not a duration`},
 		{[]string{"probe", "http", "https://127.0.0.1:9/", "--engine", "go-dial"}, 2, `--engine: http: the go-dial engine runs plain http (https needs --engine go)`},
 		{[]string{"probe", "http", "https://127.0.0.1:9/", "--no-objects", "--engine", "evloop"}, 2, "--engine: http: the evloop engine runs plain http with v6lab's own dialer (https needs --engine go"},
 		{[]string{"probe", "smtp", "127.0.0.1:99999"}, 2, `smtp URL "smtp://127.0.0.1:99999": bad port`},

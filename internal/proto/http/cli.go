@@ -17,17 +17,23 @@ transaction with the record type of the path (A for ipv4, AAAA for ipv6) by aski
 DNS server directly over --dns-over, then a new connection pinned to the path fetches
 the page and its embedded objects on the same host; the transaction ends when every
 byte has arrived with status 200. A host without an A or AAAA record fails that path
-with a clear error; there is never a fallback to the other family.`,
+with a clear error; there is never a fallback to the other family. The dual path
+(--paths dual) connects as a dual-stack client does instead: AAAA and A asked together,
+then Happy Eyeballs (RFC 8305, --attempt-delay between attempts; or Go's own dialer,
+RFC 6555, with --dialer go), each sample saying which family won.`,
 		Example: `  v6lab probe http http://www.example.test/ --paths ipv4,ipv6 --conns 1,10,100 --runs 11
   v6lab probe http https://www.example.test/ --dns-over ipv4 --dns-server 192.0.2.53
   v6lab probe http http://[2001:db8::80]:8080/files/1M --paths ipv6 --no-objects
-  v6lab probe http http://127.0.0.1:8080/ --paths ipv4 --conns 10 --runs 1 --warmup 0 --duration 10s`,
+  v6lab probe http http://127.0.0.1:8080/ --paths ipv4 --conns 10 --runs 1 --warmup 0 --duration 10s
+  v6lab probe http http://www.example.test/ --paths ipv4,ipv6,dual --attempt-delay 100ms`,
 		Flags: append(proto.DNSFlags(),
 			proto.Flag{Name: "no-objects", Option: "no_objects", Kind: proto.KindBool, Default: "false", Usage: "fetch only the URL, not the page's embedded objects"},
 			proto.Flag{Name: "insecure", Option: "insecure", Kind: proto.KindBool, Default: "false", Usage: "accept any TLS certificate"},
 			proto.Flag{Name: "tls-groups", Option: "tls_groups", Kind: proto.KindString, Default: GroupsClassic, Usage: "https key exchange offered: classic (X25519, P-256, as OpenSSL 3.0's wrk, h2load and curl) or pq (X25519MLKEM768 first, as Go's and current browsers' defaults; more CPU per handshake)"},
 			proto.Flag{Name: "tls-resume", Option: "tls_resume", Kind: proto.KindBool, Default: "false", Usage: "https: users resume TLS sessions with the server's tickets (returning users, as browsers, wrk and h2load); off: every handshake is full (new users, as MITRE's); each sample's marker says which it got"},
 			proto.Flag{Name: "max-body", Option: "max_body", Kind: proto.KindString, Default: "", Usage: "largest body accepted per response (e.g. 64M; default 4G)"},
+			proto.Flag{Name: "dialer", Option: "dialer", Kind: proto.KindString, Default: "", Usage: "the dual path's dialer: v6lab (RFC 8305 Happy Eyeballs, the default) or go (Go's net.Dialer, RFC 6555, 300 ms)"},
+			proto.Flag{Name: "attempt-delay", Option: "attempt_delay", Kind: proto.KindString, Default: "", Usage: "the dual path's Connection Attempt Delay with v6lab's dialer (default 250ms, RFC 8305)"},
 			proto.Flag{Name: "engine", Option: "engine", Kind: proto.KindString, Default: "auto", Usage: "connection engine: evloop (v6lab's epoll loop: plain http, lookups and the dual path's Happy Eyeballs in the loop), go-dial (Go's dialer, Happy Eyeballs by goroutines on the dual path, then the epoll loop: plain http), go (Go's net package: anything), auto (evloop for plain http, go-dial where the dual path uses dialer go, go for https)"},
 		),
 		Serve: proto.ServeCommand{
