@@ -10,15 +10,16 @@ import (
 // allowed lists, per package, the internal packages it may import
 // (directly or not). A package missing here may import nothing internal.
 var allowed = map[string][]string{
-	"v6lab/internal/path":            {"kstamp", "synstamp"},
+	"v6lab/internal/path":            {"kstamp", "synstamp", "sockaddr"},
 	"v6lab/internal/synstamp":        {},
 	"v6lab/internal/kstamp":          {},
+	"v6lab/internal/sockaddr":        {},
 	"v6lab/internal/result":          {},
 	"v6lab/internal/host":            {},
 	"v6lab/internal/stats":           {},
 	"v6lab/internal/report":          {"result", "stats", "path", "synstamp"},
 	"v6lab/internal/load":            {"path", "synstamp", "result"},
-	"v6lab/internal/evloop":          {"kstamp"},
+	"v6lab/internal/evloop":          {"kstamp", "sockaddr"},
 	"v6lab/internal/wakeread":        {},
 	"v6lab/internal/content":         {},
 	"v6lab/internal/proto":           protoBase,
@@ -119,10 +120,12 @@ func TestDependenciesPointDown(t *testing.T) {
 		for _, a := range ok {
 			may["v6lab/internal/"+a] = true
 		}
-		// The kernel's timestamps are part of the sockets path and evloop
-		// make: whatever may import them may import kstamp.
+		// The kernel's timestamps and socket addresses are part of the
+		// sockets path and evloop make: whatever may import them may
+		// import kstamp and sockaddr.
 		if may["v6lab/internal/path"] || may["v6lab/internal/evloop"] {
 			may["v6lab/internal/kstamp"] = true
+			may["v6lab/internal/sockaddr"] = true
 		}
 		for _, d := range p.Deps {
 			if strings.HasPrefix(d, "v6lab/") && !may[d] {

@@ -35,6 +35,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"v6lab/internal/kstamp"
+	"v6lab/internal/sockaddr"
 )
 
 // Feeder consumes a reply as it arrives.
@@ -507,8 +508,13 @@ func (l *loop) open(c *conn) (string, error) {
 			return "connect", err
 		}
 	}
+	to, err := sockaddr.Of(x.Remote)
+	if err != nil {
+		unix.Close(fd)
+		return "connect", err
+	}
 	c.connectAt = time.Now()
-	err := unix.Connect(fd, sockaddr(x.Remote))
+	err = unix.Connect(fd, to)
 	if err != nil && err != unix.EINPROGRESS {
 		unix.Close(fd)
 		return "connect", os.NewSyscallError("connect", err)
@@ -560,9 +566,13 @@ func newSocket(udp bool, source netip.Addr, ipv6 bool) (int, error) {
 		unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 1)
 	}
 	if source.IsValid() {
-		if err := unix.Bind(fd, sockaddr(netip.AddrPortFrom(source, 0))); err != nil {
+		sa, err := sockaddr.Of(netip.AddrPortFrom(source, 0))
+		if err == nil {
+			err = os.NewSyscallError("bind", unix.Bind(fd, sa))
+		}
+		if err != nil {
 			unix.Close(fd)
-			return -1, os.NewSyscallError("bind", err)
+			return -1, err
 		}
 	}
 	return fd, nil
@@ -576,9 +586,13 @@ func ask(server netip.AddrPort, source netip.Addr, queries ...[]byte) (int, erro
 	if err != nil {
 		return -1, err
 	}
-	if err := unix.Connect(fd, sockaddr(server)); err != nil {
+	sa, err := sockaddr.Of(server)
+	if err == nil {
+		err = os.NewSyscallError("connect", unix.Connect(fd, sa))
+	}
+	if err != nil {
 		unix.Close(fd)
-		return -1, os.NewSyscallError("connect", err)
+		return -1, err
 	}
 	for _, q := range queries {
 		if _, err := unix.Write(fd, q); err != nil {
@@ -1151,13 +1165,6 @@ func (l *loop) shutdown() {
 	close(l.closing)
 	l.file.Close()
 	unix.Close(l.wake)
-}
-
-func sockaddr(ap netip.AddrPort) unix.Sockaddr {
-	if ap.Addr().Is4() {
-		return &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}
-	}
-	return &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()}
 }
 
 // localAddr is the socket's own address. (unix.Getsockname would add a

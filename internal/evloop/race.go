@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"v6lab/internal/kstamp"
+	"v6lab/internal/sockaddr"
 )
 
 // A Race runs in the loop's thread from its answers to its winner: the
@@ -195,11 +196,17 @@ func (l *loop) attempt(c *conn, to netip.AddrPort) {
 			return
 		}
 	}
+	sa, err := sockaddr.Of(to)
+	if err != nil {
+		unix.Close(fd)
+		racer.Failed(i, err, time.Now())
+		return
+	}
 	at := time.Now()
 	if !rs.due.IsZero() && at.After(rs.due) {
 		c.res.ClientTurns += at.Sub(rs.due)
 	}
-	err := unix.Connect(fd, sockaddr(to))
+	err = unix.Connect(fd, sa)
 	if err != nil && err != unix.EINPROGRESS {
 		unix.Close(fd)
 		racer.Failed(i, os.NewSyscallError("connect", err), time.Now())

@@ -67,7 +67,7 @@ func dualServer(t *testing.T, ipv6 string) uint16 {
 		}
 		t.Cleanup(func() { unix.Close(fd) })
 		unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 1)
-		if err := unix.Bind(fd, sockaddr(at)); err != nil {
+		if err := unix.Bind(fd, &unix.SockaddrInet6{Port: int(at.Port()), Addr: at.Addr().As16()}); err != nil {
 			t.Skipf("port %d taken on ::1: %v", srv.Port(), err)
 		}
 		if err := unix.Listen(fd, 0); err != nil {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -158,5 +159,61 @@ func TestQueryOnRawSocket(t *testing.T) {
 	start = time.Now()
 	if _, err := exchangeUDP(short, m.Id, wire, IPv4, server, netip.Addr{}, 5*time.Second, &LookupHook{}); !(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded)) || time.Since(start) > time.Second {
 		t.Errorf("silent server: %v after %v", err, time.Since(start))
+	}
+}
+
+// linkLocal is a link-local IPv6 address of an interface that is up, with
+// its zone (the test skips without one).
+func linkLocal(t *testing.T) netip.Addr {
+	t.Helper()
+	ifs, _ := net.Interfaces()
+	for _, ifi := range ifs {
+		if ifi.Flags&net.FlagUp == 0 || ifi.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		addrs, _ := ifi.Addrs()
+		for _, a := range addrs {
+			if p, err := netip.ParsePrefix(a.String()); err == nil && p.Addr().Is6() && p.Addr().IsLinkLocalUnicast() {
+				return p.Addr().WithZone(ifi.Name)
+			}
+		}
+	}
+	t.Skip("no interface with a link-local IPv6 address")
+	return netip.Addr{}
+}
+
+// TestQueryToALinkLocalServer: a DNS server at a link-local address is
+// asked on the interface its zone names (without the zone the kernel
+// refuses to send).
+func TestQueryToALinkLocalServer(t *testing.T) {
+	ll := linkLocal(t)
+	pc, err := net.ListenUDP("udp6", net.UDPAddrFromAddrPort(netip.AddrPortFrom(ll, 0)))
+	if err != nil {
+		t.Skipf("listen on %s: %v", ll, err)
+	}
+	defer pc.Close()
+	go func() {
+		b := make([]byte, 512)
+		n, from, err := pc.ReadFromUDP(b)
+		if err != nil {
+			return
+		}
+		q := new(dns.Msg)
+		q.Unpack(b[:n])
+		r := new(dns.Msg)
+		r.SetReply(q)
+		out, _ := r.Pack()
+		pc.WriteToUDP(out, from)
+	}()
+	m := new(dns.Msg)
+	m.SetQuestion("www.v6lab.test.", dns.TypeAAAA)
+	wire, _ := m.Pack()
+	server := netip.AddrPortFrom(ll, uint16(pc.LocalAddr().(*net.UDPAddr).Port))
+	if in, err := exchangeUDP(context.Background(), m.Id, wire, IPv6, server, netip.Addr{}, time.Second, &LookupHook{}); err != nil || in.Id != m.Id {
+		t.Fatalf("%s: %v, %v", server, in, err)
+	}
+	unknown := netip.AddrPortFrom(ll.WithZone("nosuch0"), server.Port())
+	if _, err := exchangeUDP(context.Background(), m.Id, wire, IPv6, unknown, netip.Addr{}, time.Second, &LookupHook{}); err == nil || !strings.Contains(err.Error(), `zone "nosuch0"`) {
+		t.Errorf("an unknown zone: %v", err)
 	}
 }

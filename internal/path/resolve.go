@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"v6lab/internal/kstamp"
+	"v6lab/internal/sockaddr"
 
 	"github.com/miekg/dns"
 	"golang.org/x/sys/unix"
@@ -341,14 +342,22 @@ func sendUDP(wire []byte, server netip.AddrPort, source netip.Addr) (int, error)
 	}
 	_ = kstamp.Enable(fd) // without stamps the lookup has no wire time, nothing worse
 	if source.IsValid() {
-		if err := unix.Bind(fd, sockaddrOf(netip.AddrPortFrom(source, 0))); err != nil {
+		sa, err := sockaddr.Of(netip.AddrPortFrom(source, 0))
+		if err == nil {
+			err = os.NewSyscallError("bind", unix.Bind(fd, sa))
+		}
+		if err != nil {
 			unix.Close(fd)
-			return -1, os.NewSyscallError("bind", err)
+			return -1, err
 		}
 	}
-	if err := unix.Connect(fd, sockaddrOf(server)); err != nil {
+	sa, err := sockaddr.Of(server)
+	if err == nil {
+		err = os.NewSyscallError("connect", unix.Connect(fd, sa))
+	}
+	if err != nil {
 		unix.Close(fd)
-		return -1, os.NewSyscallError("connect", err)
+		return -1, err
 	}
 	if _, err := unix.Write(fd, wire); err != nil {
 		unix.Close(fd)
@@ -395,13 +404,6 @@ func ParseServer(s string) (netip.AddrPort, error) {
 		return netip.AddrPortFrom(a, 53), nil
 	}
 	return netip.AddrPort{}, fmt.Errorf("path: bad DNS server %q (want ADDR, ADDR:PORT or [IPV6]:PORT)", s)
-}
-
-func sockaddrOf(ap netip.AddrPort) unix.Sockaddr {
-	if ap.Addr().Is4() {
-		return &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}
-	}
-	return &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()}
 }
 
 // localAddrPort is a socket's own address (invalid if unknown).

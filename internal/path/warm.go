@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"v6lab/internal/kstamp"
+	"v6lab/internal/sockaddr"
 
 	"golang.org/x/sys/unix"
 )
@@ -33,10 +34,12 @@ func Warm(p Path, dst netip.AddrPort, source netip.Addr) {
 		}
 		if fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP); err == nil {
 			_ = kstamp.Enable(fd)
-			if source.IsValid() {
-				_ = unix.Bind(fd, sockaddrOf(netip.AddrPortFrom(source, 0)))
+			if sa, err := sockaddr.Of(netip.AddrPortFrom(source, 0)); err == nil && source.IsValid() {
+				_ = unix.Bind(fd, sa)
 			}
-			_ = unix.Connect(fd, sockaddrOf(dst))
+			if sa, err := sockaddr.Of(dst); err == nil {
+				_ = unix.Connect(fd, sa)
+			}
 			os.NewFile(uintptr(fd), "dns-query").Close()
 		}
 	}

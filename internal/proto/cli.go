@@ -212,7 +212,7 @@ func setInt(v string, dst *int) error {
 // DNSFlags are the flags of every probe whose server is a name.
 func DNSFlags() []Flag {
 	return []Flag{
-		{Name: "dns-server", Option: "dns_servers", Kind: KindList, Usage: "DNS server ADDR[:PORT] to ask (repeat for each family; default: /etc/resolv.conf)"},
+		{Name: "dns-server", Option: "dns_servers", Kind: KindList, Usage: "DNS server ADDR[:PORT] to ask (repeat for each family; a link-local one with its zone, [fe80::1%eth0]:53; default: /etc/resolv.conf)"},
 		{Name: "dns-over", Option: "dns_over", Default: "path", Usage: "family that carries the DNS query: path, ipv4 or ipv6"},
 	}
 }
