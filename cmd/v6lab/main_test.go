@@ -531,7 +531,7 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"serve", "transport", "--listen", "127.0.0.1:1", "--listen", "[::1]:2"}, 2, "every address must use the same port"},
 		{[]string{"probe", "http", "http://127.0.0.1:9/", "--engine", "epoll"}, 2, `--engine: http: unknown engine "epoll" (auto, go, evloop, go-dial)`},
 		{[]string{"probe", "http", "http://127.0.0.1:9/", "--paths", "dual", "--dialer", "curl"}, 2, `--dialer: "curl": want v6lab (RFC 8305, the default) or go`},
-		{[]string{"probe", "http", "http://127.0.0.1:9/", "--paths", "dual", "--attempt-delay", "soon"}, 2, `--attempt-delay: "soon" is not a duration`},
+		{[]string{"probe", "http", "http://127.0.0.1:9/", "--paths", "dual", "--attempt-delay", "soon"}, 2, `invalid argument "soon" for "--attempt-delay" flag`},
 		{[]string{"probe", "http", "https://127.0.0.1:9/", "--engine", "go-dial"}, 2, `--engine: http: the go-dial engine runs plain http (https needs --engine go)`},
 		{[]string{"probe", "http", "https://127.0.0.1:9/", "--no-objects", "--engine", "evloop"}, 2, "--engine: http: the evloop engine runs plain http with v6lab's own dialer (https needs --engine go"},
 		{[]string{"probe", "smtp", "127.0.0.1:99999"}, 2, `smtp URL "smtp://127.0.0.1:99999": bad port`},

@@ -108,9 +108,6 @@ var setters = map[string]func(o *Options, v string) error{
 	"dialer":      func(o *Options, v string) error { o.Dialer = v; return nil },
 	"aaaa_delay":  func(o *Options, v string) error { o.AAAADelay = v; return nil },
 	"attempt_delay": func(o *Options, v string) error {
-		if v == "" {
-			return nil // a flag not given: the default
-		}
 		var d time.Duration
 		if err := setDuration(v, &d); err != nil {
 			return err

@@ -3,6 +3,7 @@ package http
 import (
 	"strconv"
 
+	"v6lab/internal/eyeballs"
 	"v6lab/internal/proto"
 )
 
@@ -33,7 +34,7 @@ RFC 6555, with --dialer go), each sample saying which family won.`,
 			proto.Flag{Name: "tls-resume", Option: "tls_resume", Kind: proto.KindBool, Default: "false", Usage: "https: users resume TLS sessions with the server's tickets (returning users, as browsers, wrk and h2load); off: every handshake is full (new users, as MITRE's); each sample's marker says which it got"},
 			proto.Flag{Name: "max-body", Option: "max_body", Kind: proto.KindString, Default: "", Usage: "largest body accepted per response (e.g. 64M; default 4G)"},
 			proto.Flag{Name: "dialer", Option: "dialer", Kind: proto.KindString, Default: "", Usage: "the dual path's dialer: v6lab (RFC 8305 Happy Eyeballs, the default) or go (Go's net.Dialer, RFC 6555, 300 ms)"},
-			proto.Flag{Name: "attempt-delay", Option: "attempt_delay", Kind: proto.KindString, Default: "", Usage: "the dual path's Connection Attempt Delay with v6lab's dialer (default 250ms, RFC 8305)"},
+			proto.Flag{Name: "attempt-delay", Option: "attempt_delay", Kind: proto.KindDuration, Default: eyeballs.AttemptDelay.String(), Usage: "the dual path's Connection Attempt Delay with v6lab's dialer (RFC 8305)"},
 			proto.Flag{Name: "engine", Option: "engine", Kind: proto.KindString, Default: "auto", Usage: "connection engine: evloop (v6lab's epoll loop: plain http, lookups and the dual path's Happy Eyeballs in the loop), go-dial (Go's dialer, Happy Eyeballs by goroutines on the dual path, then the epoll loop: plain http), go (Go's net package: anything), auto (evloop for plain http, go-dial where the dual path uses dialer go, go for https)"},
 		),
 		Serve: proto.ServeCommand{
