@@ -101,6 +101,25 @@ func TestLookupFromStartsBeforeTheQueryLeaves(t *testing.T) {
 	}
 }
 
+// answerOnce reads one query on pc and sends an empty reply to it with
+// each of the IDs the query's plus offset (1: a stray reply, 0: its own).
+func answerOnce(pc *net.UDPConn, offsets ...uint16) {
+	b := make([]byte, 512)
+	n, from, err := pc.ReadFromUDP(b)
+	if err != nil {
+		return
+	}
+	q := new(dns.Msg)
+	q.Unpack(b[:n])
+	r := new(dns.Msg)
+	r.SetReply(q)
+	for _, off := range offsets {
+		r.Id = q.Id + off
+		out, _ := r.Pack()
+		pc.WriteToUDP(out, from)
+	}
+}
+
 // TestQueryOnRawSocket: the query's own socket reports a refused port at
 // once, ignores a reply with another ID, refuses a server of the other
 // family by name, and ends with its context.
@@ -128,23 +147,7 @@ func TestQueryOnRawSocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pc.Close()
-	go func() {
-		b := make([]byte, 512)
-		n, from, err := pc.ReadFromUDP(b)
-		if err != nil {
-			return
-		}
-		q := new(dns.Msg)
-		q.Unpack(b[:n])
-		r := new(dns.Msg)
-		r.SetReply(q)
-		r.Id = q.Id + 1
-		out, _ := r.Pack()
-		pc.WriteToUDP(out, from)
-		r.Id = q.Id
-		out, _ = r.Pack()
-		pc.WriteToUDP(out, from)
-	}()
+	go answerOnce(pc, 1, 0)
 	server := netip.MustParseAddrPort(pc.LocalAddr().String())
 	hook := &LookupHook{}
 	in, err := exchangeUDP(ctx, m.Id, wire, IPv4, server, netip.Addr{}, time.Second, hook)
@@ -192,19 +195,7 @@ func TestQueryToALinkLocalServer(t *testing.T) {
 		t.Skipf("listen on %s: %v", ll, err)
 	}
 	defer pc.Close()
-	go func() {
-		b := make([]byte, 512)
-		n, from, err := pc.ReadFromUDP(b)
-		if err != nil {
-			return
-		}
-		q := new(dns.Msg)
-		q.Unpack(b[:n])
-		r := new(dns.Msg)
-		r.SetReply(q)
-		out, _ := r.Pack()
-		pc.WriteToUDP(out, from)
-	}()
+	go answerOnce(pc, 0)
 	m := new(dns.Msg)
 	m.SetQuestion("www.v6lab.test.", dns.TypeAAAA)
 	wire, _ := m.Pack()
