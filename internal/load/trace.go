@@ -34,7 +34,12 @@ type Trace struct {
 	reply   *path.StampedConn
 	lastRx  time.Time // a receive stamp given by Received
 	firstRx time.Time // the first reply bytes' stamp given by FirstReceived
-	S       result.Sample
+	// answerRx is the kernel's receive stamp of the lookup's answer.
+	answerRx time.Time
+	// turns: the probe counts its client turns (CountTurns), so Open
+	// counts the lookup's.
+	turns bool
+	S     result.Sample
 	// TLS describes the transaction's TLS (version, cipher, resumed), for
 	// its marker.
 	TLS string
@@ -60,8 +65,65 @@ func (t *Trace) Restart() {
 func (t *Trace) Lookup(ctx context.Context, res *path.Resolver, host string, p path.Path) (netip.Addr, error) {
 	hook := &path.LookupHook{Start: t.Restart}
 	ip, err := res.LookupFrom(ctx, host, p, hook)
-	t.S.DNSLocal, t.firstTx = hook.Local, hook.Sent
+	t.S.DNSLocal, t.firstTx, t.answerRx = hook.Local, hook.Sent, hook.Answered
 	return ip, err
+}
+
+// CountTurns says the probe counts every client turn of its conversation
+// (Turn, Dial), so that Open counts the lookup's: a probe that counts
+// only some leaves client_turn_ns unset rather than short.
+func (t *Trace) CountTurns() { t.turns = true }
+
+// Turn adds to the sample's client turns the client's own time from a
+// reply's arrival (its kernel receive stamp) to the next request's send
+// at; nothing when either is unknown.
+func (t *Trace) Turn(rx, at time.Time) {
+	if rx.IsZero() || at.IsZero() || !at.After(rx) {
+		return
+	}
+	t.S.ClientTurnNS += int64(at.Sub(rx))
+}
+
+// LastRx is the kernel's receive stamp of the last bytes the
+// transaction's stamped connections have read so far (zero: none).
+func (t *Trace) LastRx() time.Time {
+	last := t.lastRx
+	for _, c := range t.conns {
+		if c.LastRx.After(last) {
+			last = c.LastRx
+		}
+	}
+	return last
+}
+
+// Dial connects with d, counting the client's turn from rx (the receive
+// stamp of the reply that led to it) to the SYN's departure by the
+// kernel's stamp, or else to the call. It returns when the handshake
+// ended, by the kernel's stamp of the SYN-ACK or else when Dial returned:
+// where the next request's turn starts.
+func (t *Trace) Dial(ctx context.Context, d path.Dialer, to netip.AddrPort, rx time.Time) (net.Conn, time.Time, error) {
+	called := time.Now()
+	c, err := d.Dial(ctx, "tcp", to)
+	returned := time.Now()
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	var syn, established time.Time
+	if rc, ok := c.(syscall.Conn); ok && path.SYNReady() {
+		if raw, err := rc.SyscallConn(); err == nil {
+			var cookie uint64
+			_ = raw.Control(func(fd uintptr) { cookie = path.SocketCookie(int(fd)) })
+			syn, established = path.Handshake(cookie)
+		}
+	}
+	if syn.IsZero() {
+		syn = called
+	}
+	if established.IsZero() {
+		established = returned
+	}
+	t.Turn(rx, syn)
+	return c, established, nil
 }
 
 // Stamp reads c with the kernel's receive stamps (path.Stamped): the wire
@@ -140,13 +202,7 @@ func (t *Trace) Sent(at time.Time) {
 // wire is the network's share of a completed transaction by the kernel's
 // stamps: from its first packet out to its last bytes in (0: unknown).
 func (t *Trace) wire() int64 {
-	last := t.lastRx
-	for _, c := range t.conns {
-		if c.LastRx.After(last) {
-			last = c.LastRx
-		}
-	}
-
+	last := t.LastRx()
 	if t.firstTx.IsZero() && t.synCookie != 0 {
 		t.firstTx = path.SYNSent(t.synCookie)
 	}
@@ -199,7 +255,11 @@ func (t *Trace) Open(ctx context.Context, res *path.Resolver, host string, port 
 		s := t.Fail(ctx, "resolve", err)
 		return nil, nil, &s
 	}
-	conn, err = d.Dial(ctx, "tcp", netip.AddrPortFrom(ip, uint16(port)))
+	if t.turns {
+		conn, _, err = t.Dial(ctx, d, netip.AddrPortFrom(ip, uint16(port)), t.answerRx)
+	} else {
+		conn, err = d.Dial(ctx, "tcp", netip.AddrPortFrom(ip, uint16(port)))
+	}
 	t.Mark(&t.S.ConnectNS)
 	if err != nil {
 		s := t.Fail(ctx, "connect", err)

@@ -64,13 +64,15 @@ func answer(p Path) netip.Addr {
 
 // TestLookupFromStartsBeforeTheQueryLeaves: start is called once, after the
 // query is built and before it is sent (the server's arrival time is
-// later), on each family; a literal has no lookup and calls no start.
+// later), on each family, and the answer's receive stamp comes back; a
+// literal has no lookup and calls no start.
 func TestLookupFromStartsBeforeTheQueryLeaves(t *testing.T) {
 	for _, p := range []Path{IPv4, IPv6} {
 		r, arrived := fakeDNS(t, p)
 		var starts []time.Time
 		hook := &LookupHook{Start: func() { starts = append(starts, time.Now()) }}
 		a, err := r.LookupFrom(context.Background(), "www.v6lab.test", p, hook)
+		returned := time.Now()
 		if err != nil || a != answer(p) {
 			t.Fatalf("%s: %v %v", p, a, err)
 		}
@@ -87,6 +89,11 @@ func TestLookupFromStartsBeforeTheQueryLeaves(t *testing.T) {
 		// The kernel's transmit stamp: after the start, before the server read it.
 		if hook.Sent.IsZero() || hook.Sent.Before(starts[0]) || hook.Sent.After(at) {
 			t.Errorf("%s: stamp %v is not between the start %v and the server's read %v", p, hook.Sent, starts[0], at)
+		}
+		// The answer's receive stamp: after the server read the query,
+		// before the lookup returned.
+		if hook.Answered.IsZero() || hook.Answered.Before(at) || hook.Answered.After(returned) {
+			t.Errorf("%s: answer's stamp %v is not between the server's read %v and the return %v", p, hook.Answered, at, returned)
 		}
 		called := false
 		if _, err := r.LookupFrom(context.Background(), p.Loopback().String(), p, &LookupHook{Start: func() { called = true }}); err != nil || called {

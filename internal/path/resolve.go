@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"v6lab/internal/kstamp"
@@ -88,6 +89,9 @@ type LookupHook struct {
 	// Sent is the kernel's transmit stamp of the query that was answered
 	// (zero where the kernel gives none).
 	Sent time.Time
+	// Answered is the kernel's receive stamp of its answer (zero where
+	// the kernel gives none, or the answer came over TCP).
+	Answered time.Time
 }
 
 // LookupFrom is Lookup with a hook (nil: none). A literal has no lookup
@@ -303,16 +307,17 @@ func exchangeUDP(ctx context.Context, id uint16, wire []byte, over Path, server 
 	defer stop()
 	buf := udpBuffers.Get().(*[]byte)
 	defer udpBuffers.Put(buf)
+	var oob [kstamp.OOBSize]byte
 	for {
-		n, err := f.Read(*buf)
-		if errors.Is(err, io.EOF) {
-			continue // an empty datagram is no reply
-		}
+		n, rx, err := readStamped(f, rc, *buf, oob[:])
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
 			return nil, opErr("read", err)
+		}
+		if n == 0 {
+			continue // an empty datagram is no reply
 		}
 		in := new(dns.Msg)
 		if err := in.Unpack((*buf)[:n]); err != nil {
@@ -320,9 +325,29 @@ func exchangeUDP(ctx context.Context, id uint16, wire []byte, over Path, server 
 		}
 		if in.Id == id { // a late reply to an earlier try is not this one's
 			hook.Sent = txStamp(rc) // read now, not while the reply is on its way
+			hook.Answered = rx
 			return in, nil
 		}
 	}
+}
+
+// readStamped reads one datagram from the query's socket with recvmsg,
+// waiting in Go's poller until f's read deadline, and returns it with the
+// kernel's receive stamp (zero if none).
+func readStamped(f *os.File, rc syscall.RawConn, buf, oob []byte) (int, time.Time, error) {
+	var n, oobn int
+	var rerr error
+	err := rc.Read(func(fd uintptr) bool {
+		n, oobn, _, _, rerr = unix.Recvmsg(int(fd), buf, oob, 0)
+		return !errors.Is(rerr, unix.EAGAIN)
+	})
+	if err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	return n, kstamp.Parse(oob[:oobn]), nil
 }
 
 // udpBuffers hold replies up to the largest UDP payload.

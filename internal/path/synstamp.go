@@ -33,12 +33,20 @@ func SocketCookie(fd int) uint64 {
 // SYNSent is the kernel's stamp of the SYN sent by the socket whose cookie
 // is given, comparable with the software stamps (zero: none).
 func SYNSent(cookie uint64) time.Time {
+	syn, _ := Handshake(cookie)
+	return syn
+}
+
+// Handshake is the kernel's stamps of the SYN sent by the socket whose
+// cookie is given and of its handshake's end (the SYN-ACK's arrival), as
+// SYNSent's (zero: none).
+func Handshake(cookie uint64) (syn, established time.Time) {
 	s, err := synstamp.Default()
 	if err != nil || cookie == 0 {
-		return time.Time{}
+		return time.Time{}, time.Time{}
 	}
-	syn, _, _ := s.LookupCookie(cookie)
-	return syn
+	syn, established, _ = s.LookupCookie(cookie)
+	return syn, established
 }
 
 // Cookie is the connection's socket cookie (0: unknown).

@@ -603,7 +603,7 @@ const (
 	ThinNote    = "† fewer samples than this percentile needs to mean much (p99: 100, p99.9: 1000)"
 	WireNote    = "wire: the network's share by the kernel's timestamps, from the DNS query leaving to the last needed bytes arriving (docs/metrics.md)"
 	// ClientTurnNote explains the client turns row.
-	ClientTurnNote = "client turns: v6lab's own time inside the wire time, from each reply's arrival to the send of the next request on the same connection, and from the DNS answer's to the connect (mean, ms; docs/metrics.md)"
+	ClientTurnNote = "client turns: v6lab's own time inside the wire time, from each reply's arrival to the send of the next request on the same connection, and from the DNS answer's to the connect it leads to (mean, ms; docs/metrics.md)"
 )
 
 // SignificanceNote explains the * mark and the confidence level.

@@ -16,6 +16,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"time"
 
 	"v6lab/internal/content"
 	"v6lab/internal/load"
@@ -107,9 +108,21 @@ type Client struct {
 type session struct {
 	c  net.Conn
 	br *bufio.Reader
+	tr *load.Trace
+	// ready is when the client could send its next command, if later
+	// than the last reply's arrival: the data connection's handshake end.
+	ready time.Time
 }
 
+// cmd sends a command after the last reply, counting the client's turn
+// from that reply's arrival (or the data connection's handshake) to the
+// send, and reads its reply.
 func (s *session) cmd(line string, want ...int) (reply.Reply, error) {
+	from := s.tr.LastRx()
+	if s.ready.After(from) {
+		from = s.ready
+	}
+	s.tr.Turn(from, time.Now())
 	if _, err := io.WriteString(s.c, line+"\r\n"); err != nil {
 		return reply.Reply{}, err
 	}
@@ -132,6 +145,7 @@ func (s *session) expect(what string, want ...int) (reply.Reply, error) {
 // Do runs one retrieval.
 func (c *Client) Do(ctx context.Context, user int) result.Sample {
 	tr := load.Begin("ftp", c.Path)
+	tr.CountTurns()
 	d := path.Dialer{Path: c.Path, Source: c.Source}
 	conn, release, failed := tr.Open(ctx, c.Resolver, c.Host, c.Port, d)
 	if failed != nil {
@@ -139,7 +153,7 @@ func (c *Client) Do(ctx context.Context, user int) result.Sample {
 	}
 	defer release()
 	ip := conn.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap()
-	s := &session{c: conn, br: bufio.NewReaderSize(conn, 4096)}
+	s := &session{c: conn, br: bufio.NewReaderSize(conn, 4096), tr: tr}
 	if _, err := s.expect("greeting", 220); err != nil {
 		return tr.Fail(ctx, "protocol", err)
 	}
@@ -309,11 +323,14 @@ func (c *Client) openData(ctx context.Context, s *session, d path.Dialer, server
 		}
 		at = netip.AddrPortFrom(server, port)
 	}
-	// Connect now: servers send their 150 only once the data connection is up.
-	dc, err := d.Dial(ctx, "tcp", at)
+	// Connect now: servers send their 150 only once the data connection
+	// is up. The turn to the SYN is the client's, the handshake the
+	// network's, and RETR's turn starts at the handshake's end.
+	dc, established, err := s.tr.Dial(ctx, d, at, s.tr.LastRx())
 	if err != nil {
 		return nil, fmt.Errorf("ftp: data connection to %s: %w", at, err)
 	}
+	s.ready = established
 	return &dataConn{c: dc}, nil
 }
 
@@ -322,4 +339,5 @@ func (c *Client) openData(ctx context.Context, s *session, d path.Dialer, server
 func (c *Client) Warm(int) {
 	c.Resolver.Warm(c.Path)
 	path.Warm(c.Path, netip.AddrPort{}, c.Source)
+	path.SYNReady() // the data connection's turns end at its SYN's stamp
 }

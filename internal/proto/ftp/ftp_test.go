@@ -15,6 +15,7 @@ import (
 	"v6lab/internal/content"
 	"v6lab/internal/path"
 	"v6lab/internal/proto/scripted"
+	"v6lab/internal/result"
 )
 
 func startServer(t *testing.T) *Server {
@@ -238,9 +239,25 @@ func TestWireTimeCoversTheFile(t *testing.T) {
 		})
 		cmds.ReadString('\n')
 	})
+	s, ok := firstStamped(t, port, func(s result.Sample) bool { return s.WireNS != 0 && s.WireFirstByteNS != 0 })
+	if !ok {
+		t.Fatal("no transaction had receive stamps")
+	}
+	if s.WireNS < int64(2*gap) || s.WireNS > s.TotalNS {
+		t.Errorf("wire %v of total %v: want the file's last bytes, %v after its first", time.Duration(s.WireNS), time.Duration(s.TotalNS), gap)
+	}
+	if s.WireFirstByteNS < int64(gap) || s.WireFirstByteNS > s.FirstByteNS {
+		t.Errorf("wire first byte %v, first byte %v: want the file's first bytes (%v after the 150), not the greeting's", time.Duration(s.WireFirstByteNS), time.Duration(s.FirstByteNS), gap)
+	}
+}
+
+// firstStamped runs a client of the server at port up to five times and
+// returns the first completed sample that is stamped: kstamp.Hold waits a
+// bounded time for the kernel's receive stamps to come on, and on a
+// loaded machine a fresh process's first replies may still lack one.
+func firstStamped(t *testing.T, port int, stamped func(result.Sample) bool) (result.Sample, bool) {
+	t.Helper()
 	c := &Client{Host: "127.0.0.1", Port: port, File: "/f", Path: path.IPv4, Resolver: &path.Resolver{}}
-	// kstamp.Hold waits a bounded time for the kernel's receive stamps to
-	// come on; on a loaded machine the first replies may still lack one.
 	for range 5 {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		s := c.Do(ctx, 0)
@@ -248,18 +265,11 @@ func TestWireTimeCoversTheFile(t *testing.T) {
 		if !s.OK() {
 			t.Fatal(s.Err)
 		}
-		if s.WireNS == 0 || s.WireFirstByteNS == 0 {
-			continue
+		if stamped(s) {
+			return s, true
 		}
-		if s.WireNS < int64(2*gap) || s.WireNS > s.TotalNS {
-			t.Errorf("wire %v of total %v: want the file's last bytes, %v after its first", time.Duration(s.WireNS), time.Duration(s.TotalNS), gap)
-		}
-		if s.WireFirstByteNS < int64(gap) || s.WireFirstByteNS > s.FirstByteNS {
-			t.Errorf("wire first byte %v, first byte %v: want the file's first bytes (%v after the 150), not the greeting's", time.Duration(s.WireFirstByteNS), time.Duration(s.FirstByteNS), gap)
-		}
-		return
 	}
-	t.Error("no transaction had receive stamps")
+	return result.Sample{}, false
 }
 
 // TestTotalCoversTheFile: a server whose 226 comes in one read with its
@@ -283,5 +293,46 @@ func TestTotalCoversTheFile(t *testing.T) {
 	}
 	if s.TotalNS < int64(gap) || s.FirstByteNS < int64(gap) || s.FirstByteNS > s.TotalNS {
 		t.Errorf("first byte %v, total %v: want both at the file, %v after the 226", time.Duration(s.FirstByteNS), time.Duration(s.TotalNS), gap)
+	}
+}
+
+// slowReplies waits before each write: a server that takes its time.
+type slowReplies struct {
+	net.Conn
+	wait time.Duration
+}
+
+func (s slowReplies) Write(p []byte) (int, error) {
+	time.Sleep(s.wait)
+	return s.Conn.Write(p)
+}
+
+// TestClientTurnsAreTheClientsOwn: against a server that waits before
+// each of its seven replies, the wire time grows by the waits and the
+// client's turns do not: they run from each reply's arrival to the next
+// command (and to the data connection's SYN, and from its handshake to
+// RETR), never over the server's time.
+func TestClientTurnsAreTheClientsOwn(t *testing.T) {
+	const wait = 10 * time.Millisecond
+	port := scripted.Serve(t, func(c net.Conn, cmds *bufio.Reader) {
+		passive(slowReplies{c, wait}, cmds, "213 1000", "150 here it comes\r\n", func(d net.Conn) {
+			d.Write(make([]byte, 1000))
+			d.Close()
+			time.Sleep(wait)
+			io.WriteString(c, "226 Transfer complete\r\n")
+		})
+		cmds.ReadString('\n')
+	})
+	// A transaction without receive stamps counts no turn.
+	s, ok := firstStamped(t, port, func(s result.Sample) bool { return s.ClientTurnNS != 0 })
+	if !ok {
+		t.Fatal("no transaction counted a client turn")
+	}
+	if s.ClientTurnNS >= int64(wait) || s.TotalNS < int64(7*wait) {
+		t.Errorf("client turns %v in a transaction of %v: want them well under one of the server's %v waits",
+			time.Duration(s.ClientTurnNS), time.Duration(s.TotalNS), wait)
+	}
+	if s.WireNS != 0 && s.ClientTurnNS > s.WireNS {
+		t.Errorf("client turns %v longer than the wire time %v", time.Duration(s.ClientTurnNS), time.Duration(s.WireNS))
 	}
 }
