@@ -221,7 +221,7 @@ func (f *file) experiment(doc *specfile.Doc) (*Experiment, error) {
 	e.Baseline = path.IPv4
 	if doc.Has("baseline") {
 		if e.Baseline, err = path.Parse(f.Baseline); err != nil {
-			return nil, doc.Errorf("baseline", "%q is not a path (ipv4, ipv6, 6in4, nat64)", f.Baseline)
+			return nil, doc.Errorf("baseline", "%q is not a path (%s)", f.Baseline, path.Names())
 		}
 	}
 	base := Spec{Name: f.Name, Runs: DefaultRuns, Warmup: DefaultWarmup, Timeout: Duration(DefaultTimeout),
@@ -298,7 +298,7 @@ func (f *file) paths(doc *specfile.Doc, field string, in []string, where string)
 		at := fmt.Sprintf("%s[%d]", field, i)
 		p, err := path.Parse(s)
 		if err != nil {
-			return nil, doc.Errorf(at, "%q is not a path (ipv4, ipv6, 6in4, nat64)", s)
+			return nil, doc.Errorf(at, "%q is not a path (%s)", s, path.Names())
 		}
 		if p.Kind().LabOnly && (where == "loopback" || where == "hosts") {
 			return nil, doc.Errorf(at, "%s needs the lab (its tunnel or translator), but where is %s (only ipv4 and ipv6 there)", p, where)

@@ -53,11 +53,16 @@ func Parse(s string) (Path, error) {
 	if _, ok := KindOf(p); ok {
 		return p, nil
 	}
+	return "", fmt.Errorf("path: unknown path %q (want %s)", s, Names())
+}
+
+// Names lists the paths there are, for messages: "ipv4, ipv6, … or dual".
+func Names() string {
 	var names []string
 	for _, k := range Kinds {
 		names = append(names, string(k.Path))
 	}
-	return "", fmt.Errorf("path: unknown path %q (want %s or %s)", s, strings.Join(names[:len(names)-1], ", "), names[len(names)-1])
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // ParseList parses a comma-separated list such as "ipv4,ipv6", refusing duplicates.
