@@ -152,7 +152,7 @@ func TestHTTPURLMustBeHTTP(t *testing.T) {
 func TestUnknownPathNamesEveryPath(t *testing.T) {
 	for data, want := range map[string]string{
 		"name: p\npaths: [ipv4, ipv7]\ncells: [{protocol: http, conns: [1]}]\n": `p.yaml:2: paths[1]: "ipv7" is not a path (ipv4, ipv6, 6in4, nat64 or dual)`,
-		"name: p\nbaseline: v4\ncells: [{protocol: http, conns: [1]}]\n":       `p.yaml:2: baseline: "v4" is not a path (ipv4, ipv6, 6in4, nat64 or dual)`,
+		"name: p\nbaseline: v4\ncells: [{protocol: http, conns: [1]}]\n":        `p.yaml:2: baseline: "v4" is not a path (ipv4, ipv6, 6in4, nat64 or dual)`,
 	} {
 		if _, err := Parse("p.yaml", []byte(data)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", data, err, want)

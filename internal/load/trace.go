@@ -69,19 +69,61 @@ func (t *Trace) Lookup(ctx context.Context, res *path.Resolver, host string, p p
 	return ip, err
 }
 
-// CountTurns says the probe counts every client turn of its conversation
-// (Turn, Dial), so that Open counts the lookup's: a probe that counts
-// only some leaves client_turn_ns unset rather than short.
+// CountTurns says the probe counts every client turn of its
+// conversation (Turn, Dial, Turns): Turn counts nothing without it, so a
+// probe that could count only some leaves client_turn_ns unset rather
+// than short.
 func (t *Trace) CountTurns() { t.turns = true }
 
 // Turn adds to the sample's client turns the client's own time from a
 // reply's arrival (its kernel receive stamp) to the next request's send
-// at; nothing when either is unknown.
+// at; nothing when either is unknown or the probe does not count turns.
 func (t *Trace) Turn(rx, at time.Time) {
-	if rx.IsZero() || at.IsZero() || !at.After(rx) {
+	if !t.turns || rx.IsZero() || at.IsZero() || !at.After(rx) {
 		return
 	}
 	t.S.ClientTurnNS += int64(at.Sub(rx))
+}
+
+// Answered is the kernel's receive stamp of the lookup's answer (zero:
+// none, or no lookup).
+func (t *Trace) Answered() time.Time { return t.answerRx }
+
+// Turns wraps c, a connection of the transaction whose reads carry the
+// kernel's stamps (Stamp's, or a stream over one such as TLS's), so that
+// each write after bytes were read counts the client's turn: from the
+// last bytes' receive stamp to the write (a request after its reply, a
+// TLS flight after the server's). c as it is unless the probe counts
+// turns (CountTurns).
+func (t *Trace) Turns(c net.Conn) net.Conn {
+	if !t.turns {
+		return c
+	}
+	return &turnConn{Conn: c, t: t}
+}
+
+// turnConn is Turns' connection.
+type turnConn struct {
+	net.Conn
+	t *Trace
+	// replied: bytes were read since the last write.
+	replied bool
+}
+
+func (c *turnConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.replied = true
+	}
+	return n, err
+}
+
+func (c *turnConn) Write(p []byte) (int, error) {
+	if c.replied {
+		c.t.Turn(c.t.LastRx(), time.Now())
+		c.replied = false
+	}
+	return c.Conn.Write(p)
 }
 
 // LastRx is the kernel's receive stamp of the last bytes the
@@ -96,9 +138,9 @@ func (t *Trace) LastRx() time.Time {
 	return last
 }
 
-// Dial connects with d, counting the client's turn from rx (the receive
-// stamp of the reply that led to it) to the SYN's departure by the
-// kernel's stamp, or else to the call. It returns when the handshake
+// Dial connects with d, counting (when the probe counts turns) the
+// client's turn from rx (the receive stamp of the reply that led to it)
+// to the SYN's departure by the kernel's stamp, or else to the call. It returns when the handshake
 // ended, by the kernel's stamp of the SYN-ACK or else when Dial returned:
 // where the next request's turn starts.
 func (t *Trace) Dial(ctx context.Context, d path.Dialer, to netip.AddrPort, rx time.Time) (net.Conn, time.Time, error) {
@@ -109,7 +151,7 @@ func (t *Trace) Dial(ctx context.Context, d path.Dialer, to netip.AddrPort, rx t
 		return nil, time.Time{}, err
 	}
 	var syn, established time.Time
-	if rc, ok := c.(syscall.Conn); ok && path.SYNReady() {
+	if rc, ok := c.(syscall.Conn); ok && t.turns && path.SYNReady() {
 		if raw, err := rc.SyscallConn(); err == nil {
 			var cookie uint64
 			_ = raw.Control(func(fd uintptr) { cookie = path.SocketCookie(int(fd)) })
@@ -186,9 +228,10 @@ func (t *Trace) FirstReceived(rx time.Time) {
 	}
 }
 
-// ClientTurns records the client's own time between replies and the
-// next requests, by an event loop's count (evloop.Result.ClientTurns).
-func (t *Trace) ClientTurns(d time.Duration) { t.S.ClientTurnNS = int64(d) }
+// ClientTurns adds the client's own time between replies and the next
+// requests, by an event loop's count (evloop.Result.ClientTurns), to the
+// turns counted before the loop took the connection (a go-dial lookup's).
+func (t *Trace) ClientTurns(d time.Duration) { t.S.ClientTurnNS += int64(d) }
 
 // Sent records the kernel's stamp of the transaction's first packet out
 // when no lookup gave one (a DNS query's own socket: path.StampedConn.
@@ -255,11 +298,7 @@ func (t *Trace) Open(ctx context.Context, res *path.Resolver, host string, port 
 		s := t.Fail(ctx, "resolve", err)
 		return nil, nil, &s
 	}
-	if t.turns {
-		conn, _, err = t.Dial(ctx, d, netip.AddrPortFrom(ip, uint16(port)), t.answerRx)
-	} else {
-		conn, err = d.Dial(ctx, "tcp", netip.AddrPortFrom(ip, uint16(port)))
-	}
+	conn, _, err = t.Dial(ctx, d, netip.AddrPortFrom(ip, uint16(port)), t.answerRx)
 	t.Mark(&t.S.ConnectNS)
 	if err != nil {
 		s := t.Fail(ctx, "connect", err)

@@ -84,3 +84,76 @@ func TestOpenCountsTheLookupTurn(t *testing.T) {
 	}
 	t.Error("no lookup turn counted")
 }
+
+// TestTurnsCountWritesAfterReads: on a connection wrapped by Turns, a
+// write after a reply counts the client's time since the reply's
+// arrival, not the server's 20 ms before it; a second write with no read
+// between counts nothing; without CountTurns nothing is counted.
+func TestTurnsCountWritesAfterReads(t *testing.T) {
+	const serverWait, clientWait = 20 * time.Millisecond, 5 * time.Millisecond
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { // one reply per byte, after serverWait
+				defer c.Close()
+				b := make([]byte, 1)
+				for {
+					if _, err := c.Read(b); err != nil {
+						return
+					}
+					time.Sleep(serverWait)
+					c.Write(b)
+				}
+			}()
+		}
+	}()
+	converse := func(count bool) *Trace {
+		tr := Begin("x", path.IPv4)
+		if count {
+			tr.CountTurns()
+		}
+		raw, err := net.Dial("tcp4", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer raw.Close()
+		c := tr.Turns(tr.Stamp(raw))
+		b := make([]byte, 1)
+		c.Write(b) // the first request: no reply before it
+		if _, err := c.Read(b); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(clientWait)
+		c.Write(b) // a turn of about clientWait
+		time.Sleep(clientWait)
+		c.Write(b) // no reply between: no turn (else 2×clientWait more)
+		for range 2 {
+			if _, err := c.Read(b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return tr
+	}
+	if tr := converse(false); tr.S.ClientTurnNS != 0 {
+		t.Errorf("without CountTurns: %v counted", time.Duration(tr.S.ClientTurnNS))
+	}
+	for range 3 { // the kernel's receive stamps may come on late (kstamp.Hold)
+		tr := converse(true)
+		if tr.S.ClientTurnNS == 0 {
+			continue
+		}
+		if tr.S.ClientTurnNS < int64(clientWait) || tr.S.ClientTurnNS >= int64(2*clientWait) {
+			t.Errorf("turns %v: want the client's one turn of %v, not the server's %v nor the second write's", time.Duration(tr.S.ClientTurnNS), clientWait, serverWait)
+		}
+		return
+	}
+	t.Error("no turn counted")
+}

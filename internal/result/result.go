@@ -62,9 +62,8 @@ type Sample struct {
 	WireFirstByteNS int64 `json:"wire_first_byte_ns,omitempty"`
 	// ClientTurnNS is the client's own time inside wire_ns: from a reply's
 	// arrival (the kernel's receive stamp) to the next request's send on
-	// the same connection, summed over the transaction's turns (a
-	// conversation on the event loop: SMTP, IMAP, a page's objects; and
-	// FTP's, docs/metrics.md).
+	// the same connection, summed over the transaction's turns
+	// (docs/metrics.md says which are counted).
 	ClientTurnNS int64 `json:"client_turn_ns,omitempty"`
 	BytesIn      int64 `json:"bytes_in"`
 	BytesOut     int64 `json:"bytes_out"`

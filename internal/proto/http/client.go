@@ -257,6 +257,10 @@ func (c *Client) Do(ctx context.Context, _ int) result.Sample {
 		if ev && !c.goDial() {
 			return c.doEvloop(ctx, tr, host, netip.AddrPort{}, 0)
 		}
+		// Every turn is counted here: the lookup's, and each write after
+		// a read on the connection (TLS's flights, the objects' requests);
+		// or, for go-dial, the event loop counts the conversation's.
+		tr.CountTurns()
 		ip, err := tr.Lookup(ctx, c.Resolver, host, c.Path)
 		if err != nil {
 			return tr.Fail(ctx, "resolve", err)
@@ -364,7 +368,14 @@ func (c *Client) dial(ctx context.Context, tr *load.Trace, addr netip.AddrPort) 
 	if p.Kind().Dual {
 		p = path.OfAddr(addr.Addr())
 	}
-	raw, err := path.Dialer{Path: p, Source: c.Source}.Dial(ctx, "tcp", addr)
+	d := path.Dialer{Path: p, Source: c.Source}
+	var raw net.Conn
+	var err error
+	if tr.S.ConnectNS == 0 { // the first connection: the lookup's turn
+		raw, _, err = tr.Dial(ctx, d, addr, tr.Answered())
+	} else {
+		raw, err = d.Dial(ctx, "tcp", addr)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -467,7 +478,7 @@ func (c *Client) dialGo(ctx context.Context, tr *load.Trace, res path.Resolver) 
 // secure reads raw with the kernel's receive stamps and, for https,
 // completes TLS over it.
 func (c *Client) secure(ctx context.Context, tr *load.Trace, raw net.Conn) (net.Conn, net.Conn, error) {
-	conn := tr.Stamp(raw) // read with the kernel's receive stamps
+	conn := tr.Turns(tr.Stamp(raw)) // read with the kernel's receive stamps
 	if c.URL.Scheme != "https" {
 		return conn, raw, nil
 	}

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"v6lab/internal/path"
 	"v6lab/internal/proto"
@@ -57,6 +58,35 @@ func TestHTTPSWithAndWithoutResumption(t *testing.T) {
 	if s := do(c, 5e9); s.OK() || !strings.Contains(s.Err, "certificate") {
 		t.Errorf("an unverified certificate was accepted: %+v", s)
 	}
+}
+
+// TestHTTPSCountsClientTurns: an https page on Go's net package counts
+// the client's turns (the lookup's, TLS's flights, the objects'
+// requests): some time, all of it inside the wire time.
+func TestHTTPSCountsClientTurns(t *testing.T) {
+	cfg := DefaultServerConfig
+	tc, err := SelfSigned([]string{"www.v6lab.test"}, []netip.Addr{lo4, lo6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.TLS = tc
+	r := newRig(t, cfg)
+	c := r.client(t, path.IPv4, "https://www.v6lab.test:%d/")
+	c.TLS = &tls.Config{InsecureSkipVerify: true}
+	for range 3 { // the kernel's receive stamps may come on late (kstamp.Hold)
+		s := do(c, 5e9)
+		if !s.OK() {
+			t.Fatal(s.Err)
+		}
+		if s.ClientTurnNS == 0 || s.WireNS == 0 {
+			continue
+		}
+		if s.ClientTurnNS >= s.WireNS {
+			t.Errorf("client turns %v, wire %v: want the turns inside the wire time", time.Duration(s.ClientTurnNS), time.Duration(s.WireNS))
+		}
+		return
+	}
+	t.Error("no https transaction counted client turns")
 }
 
 // TestServerWithoutTickets: serve http --tls --tls-tickets=false gives no

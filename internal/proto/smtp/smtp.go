@@ -123,11 +123,13 @@ func (c *Client) Do(ctx context.Context, user int) result.Sample {
 		return c.doEvloop(ctx, user)
 	}
 	tr := load.Begin("smtp", c.Path)
+	tr.CountTurns() // the lookup's, and each command after a reply, TLS's flights too
 	conn, release, failed := tr.Open(ctx, c.Resolver, c.Host, c.Port, path.Dialer{Path: c.Path, Source: c.Source})
 	if failed != nil {
 		return *failed
 	}
 	defer release() // closes the TCP connection under any TLS
+	conn = tr.Turns(conn)
 	v := &conv{c: conn, br: bufio.NewReaderSize(conn, 4096)}
 	fail := func(err error) result.Sample {
 		tr.S.BytesOut += v.sent
