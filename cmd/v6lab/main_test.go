@@ -400,6 +400,18 @@ func TestProbeSMTP(t *testing.T) {
 	if kept, _ := s.Kept(); kept != 2*(1+20) || s.Accepted.Load() != int64(kept) {
 		t.Errorf("the server kept %d messages, accepted %d; 42 were sent", kept, s.Accepted.Load())
 	}
+	// STARTTLS: the self-signed certificate is refused unless --insecure.
+	target := fmt.Sprintf("127.0.0.1:%d", s.Port)
+	if out, err := v6lab(t, "probe", "smtp", target, "--starttls", "--paths", "ipv4", "--conns", "1", "--runs", "2", "-q", "--results", t.TempDir()); err == nil {
+		t.Errorf("an unverified certificate was accepted: %s", out)
+	}
+	root = t.TempDir()
+	if out, err := v6lab(t, "probe", "smtp", target, "--starttls", "--insecure", "--paths", "ipv4", "--conns", "1", "--runs", "2", "-q", "--results", root); err != nil {
+		t.Fatalf("--starttls --insecure: %v\n%s", err, out)
+	}
+	if _, sum, err = report.Load(onlyDir(t, root)); err != nil || len(sum.Cells) != 1 || sum.Cells[0].Failed != 0 {
+		t.Errorf("--starttls --insecure: %v %+v", err, sum)
+	}
 }
 
 func TestProbeIMAP(t *testing.T) {

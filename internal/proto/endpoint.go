@@ -36,6 +36,9 @@ type Endpoint struct {
 	// Content is what the server's files hold: generated (v6lab's
 	// servers, the lab's nginx), zeros (sparse files) or unknown.
 	Content content.Expect `json:"content,omitempty"`
+	// CertSHA256 pins an embedded server's self-signed TLS certificate
+	// (Pinned): v6lab's clients trust exactly that one.
+	CertSHA256 string `json:"cert_sha256,omitempty"`
 }
 
 // Resolver resolves the endpoint's Host.

@@ -3,6 +3,7 @@ package all_test
 import (
 	"context"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"v6lab/internal/proto"
 	"v6lab/internal/proto/all"
 	"v6lab/internal/proto/trial"
+	"v6lab/internal/result"
 )
 
 // TestListIsConsistent: names are unique, every protocol is answered by a
@@ -132,6 +134,48 @@ func TestEveryProtocolOverEveryLoopbackPath(t *testing.T) {
 	for _, k := range keys {
 		if desc[k] == "" {
 			t.Errorf("server %s is not described", k)
+		}
+	}
+}
+
+// TestStartTLSPinsTheEmbeddedCertificate: the embedded SMTP server offers
+// STARTTLS with a self-signed certificate, its endpoints pin it, and a
+// cell with starttls completes over each path, counting the client's turns
+// (the handshake's included); a certificate other than the pinned one is
+// refused by name.
+func TestStartTLSPinsTheEmbeddedCertificate(t *testing.T) {
+	paths := []path.Path{path.IPv4, path.IPv6}
+	at, err := experiment.LoopbackPlace(paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := all.Start(context.Background(), []string{"smtp"}, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	smtp, _ := all.Get("smtp")
+	o := proto.Options{StartTLS: true}
+	do := func(ep proto.Endpoint, p path.Path) result.Sample {
+		pr, err := smtp.Probe(&o, ep, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return pr.Do(ctx, 0)
+	}
+	for _, p := range paths {
+		ep, _ := st.Endpoints(nil).Get("smtp", p)
+		if len(ep.CertSHA256) != 64 {
+			t.Fatalf("%s: endpoint pins %q", p, ep.CertSHA256)
+		}
+		if s := do(ep, p); !s.OK() || s.TLSNS == 0 || s.ClientTurnNS <= 0 || s.ClientTurnNS > s.WireNS {
+			t.Errorf("%s: %+v", p, s)
+		}
+		ep.CertSHA256 = strings.Repeat("0", 64)
+		if s := do(ep, p); s.OK() || !strings.Contains(s.Err, "not the one pinned") {
+			t.Errorf("%s, another pin: %q", p, s.Err)
 		}
 	}
 }

@@ -68,7 +68,18 @@ func (st *Started) Add(key string, r proto.Running) {
 // place, seen from a client whose address on path p is sources[p] (none:
 // the system's choice).
 func (st *Started) Endpoints(sources map[path.Path]netip.Addr) proto.Endpoints {
-	return PlaceEndpoints(st.At, ports(st.Running), sources, content.Generated, "")
+	eps := PlaceEndpoints(st.At, ports(st.Running), sources, content.Generated, "")
+	for key, r := range st.Running {
+		pin, ok := r.(proto.Pinner)
+		if !ok || pin.CertSHA256() == "" {
+			continue
+		}
+		for p, ep := range eps[key] {
+			ep.CertSHA256 = pin.CertSHA256()
+			eps[key][p] = ep
+		}
+	}
+	return eps
 }
 
 func ports(rs map[string]proto.Running) map[string]int {

@@ -259,7 +259,7 @@ func ServerConfigOf(at proto.Place) (ServerConfig, error) {
 		return cfg, proto.Errorf("keepalive_requests", "want a count of requests per connection, 0 (no limit) or more")
 	}
 	if at.Setting("tls", "false") == "true" {
-		if cfg.TLS, err = SelfSigned([]string{"localhost", at.Name}, at.Listen()); err != nil {
+		if cfg.TLS, err = proto.SelfSigned([]string{"localhost", at.Name}, at.Listen()); err != nil {
 			return cfg, err
 		}
 		// No tickets: no client can resume, every handshake is full.

@@ -1,48 +1,9 @@
 package http
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"fmt"
-	"math/big"
-	"net"
-	"net/netip"
-	"time"
 )
-
-// SelfSigned makes a server TLS configuration with a fresh ECDSA P-256
-// certificate for names and addrs, valid for a day: the embedded server's
-// HTTPS, which clients reach with Insecure (no CA is involved). TLS 1.2
-// and 1.3 are offered; session tickets are on, so clients may resume.
-func SelfSigned(names []string, addrs []netip.Addr) (*tls.Config, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("http: tls key: %w", err)
-	}
-	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: "v6lab embedded server"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:     names,
-	}
-	for _, a := range addrs {
-		tmpl.IPAddresses = append(tmpl.IPAddresses, net.IP(a.AsSlice()))
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, fmt.Errorf("http: tls certificate: %w", err)
-	}
-	return &tls.Config{MinVersion: tls.VersionTLS12,
-		Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}, nil
-}
 
 // TLS key exchange groups a client offers (TLSGroups).
 const (

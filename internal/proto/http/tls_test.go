@@ -17,7 +17,7 @@ import (
 // names the TLS version and cipher and which handshake it was.
 func TestHTTPSWithAndWithoutResumption(t *testing.T) {
 	cfg := DefaultServerConfig
-	tc, err := SelfSigned([]string{"www.v6lab.test"}, []netip.Addr{lo4, lo6})
+	tc, err := proto.SelfSigned([]string{"www.v6lab.test"}, []netip.Addr{lo4, lo6})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestHTTPSWithAndWithoutResumption(t *testing.T) {
 // requests): some time, all of it inside the wire time.
 func TestHTTPSCountsClientTurns(t *testing.T) {
 	cfg := DefaultServerConfig
-	tc, err := SelfSigned([]string{"www.v6lab.test"}, []netip.Addr{lo4, lo6})
+	tc, err := proto.SelfSigned([]string{"www.v6lab.test"}, []netip.Addr{lo4, lo6})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,10 +32,12 @@ simulated user's number.`,
 			Short: "Accept mail over SMTP, keeping and counting every message",
 			Long: `serve smtp accepts any envelope on every --listen address until interrupted, keeps
 every message it accepts (its Message-ID and size) and answers "250 2.0.0 OK: queued as
-N". On exit it prints how many messages it accepted and kept, so a run can be checked for
-lost mail.`,
+N". It offers STARTTLS with a fresh self-signed certificate, whose SHA-256 it prints
+(a client elsewhere uses probe smtp --starttls --insecure). On exit it prints how many
+messages it accepted and kept, so a run can be checked for lost mail.`,
 			Example: `  v6lab serve smtp
-  v6lab serve smtp --listen 0.0.0.0:2525 --listen [::]:2525`,
+  v6lab serve smtp --listen 0.0.0.0:2525 --listen [::]:2525
+  v6lab probe smtp 192.0.2.25:2525 --starttls --insecure   # from the client host`,
 			Listen: []string{"127.0.0.1:2525", "[::1]:2525"},
 			Flags:  []proto.Flag{},
 		},

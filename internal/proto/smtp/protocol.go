@@ -56,8 +56,11 @@ func (Protocol) Probe(o *proto.Options, ep proto.Endpoint, p path.Path) (load.Pr
 	}
 	c := &Client{Host: ep.Host, Port: ep.Port, Path: p, Resolver: ep.Resolver(), Source: ep.Source,
 		From: proto.Or(o.From, "v6lab@v6lab.test"), To: proto.Or(o.To, "user%d@v6lab.test"), Size: o.Size, StartTLS: o.StartTLS}
-	if o.Probe.Insecure {
+	switch {
+	case o.Probe.Insecure:
 		c.TLS = &tls.Config{InsecureSkipVerify: true}
+	case ep.CertSHA256 != "": // v6lab's own server: its certificate, no other
+		c.TLS = proto.Pinned(&tls.Config{ServerName: ep.Host}, ep.CertSHA256)
 	}
 	return c, nil
 }
@@ -74,7 +77,9 @@ func (Protocol) RealFit(o *proto.Options) error {
 }
 
 // About describes the embedded server.
-func (Protocol) About() string { return "embedded (go-smtp, every message kept)" }
+func (Protocol) About() string {
+	return "embedded (go-smtp, every message kept; STARTTLS with a self-signed certificate v6lab's client pins)"
+}
 
 // Serve starts the embedded server.
 func (Protocol) Serve(ctx context.Context, at proto.Place) (proto.Running, error) {
@@ -88,6 +93,14 @@ func (Protocol) Serve(ctx context.Context, at proto.Place) (proto.Running, error
 type running struct {
 	proto.Running
 	s *Server
+}
+
+// CertSHA256 pins the server's STARTTLS certificate (proto.Pinner).
+func (r running) CertSHA256() string { return r.s.CertSHA256() }
+
+// Detail names the STARTTLS certificate (proto.Detailed).
+func (r running) Detail() string {
+	return "STARTTLS with a self-signed certificate, SHA-256 " + r.s.CertSHA256()
 }
 
 // Summary says how many messages it accepted and kept.

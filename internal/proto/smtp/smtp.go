@@ -24,6 +24,7 @@ import (
 
 	"v6lab/internal/load"
 	"v6lab/internal/path"
+	"v6lab/internal/proto"
 	"v6lab/internal/proto/guard"
 	"v6lab/internal/proto/reply"
 	"v6lab/internal/result"
@@ -199,6 +200,9 @@ type Server struct {
 	lns  []net.Listener
 	// Port is the port shared by every address.
 	Port int
+	// TLS is the server's STARTTLS: a self-signed certificate, which
+	// v6lab's clients pin (CertSHA256).
+	TLS *tls.Config
 	// Accepted counts messages accepted with a 250.
 	Accepted atomic.Int64
 	mu       sync.Mutex
@@ -216,7 +220,11 @@ const MaxMessage = 64 << 20
 
 // Listen starts the server on port (0 picks one) on every address.
 func Listen(ctx context.Context, addrs []netip.Addr, port int) (*Server, error) {
-	s := &Server{kept: map[string]int{}}
+	cfg, err := proto.SelfSigned([]string{"localhost"}, addrs)
+	if err != nil {
+		return nil, fmt.Errorf("smtp: %w", err)
+	}
+	s := &Server{kept: map[string]int{}, TLS: cfg}
 	lns, got, err := path.ListenSamePort(ctx, addrs, port)
 	if err != nil {
 		return nil, fmt.Errorf("smtp: %w", err)
@@ -229,6 +237,7 @@ func Listen(ctx context.Context, addrs []netip.Addr, port int) (*Server, error) 
 		srv.MaxRecipients = 100
 		srv.ReadTimeout, srv.WriteTimeout = time.Minute, time.Minute
 		srv.ErrorLog = discard{}
+		srv.TLSConfig = cfg // offers STARTTLS
 		s.srvs = append(s.srvs, srv)
 		s.lns = append(s.lns, ln)
 		s.wg.Add(1)
@@ -244,6 +253,9 @@ type discard struct{}
 
 func (discard) Printf(string, ...any) {}
 func (discard) Println(...any)        {}
+
+// CertSHA256 is the hex SHA-256 of the STARTTLS certificate (proto.Pinner).
+func (s *Server) CertSHA256() string { return proto.CertSHA256(s.TLS) }
 
 // Addrs are the addresses served.
 func (s *Server) Addrs() []netip.AddrPort {
