@@ -384,7 +384,7 @@ func TestProbeSMTP(t *testing.T) {
 		t.Errorf("a name no DNS server answers for was measured: %s", out)
 	}
 	root = t.TempDir()
-	if out, err := v6lab(t, "probe", "smtp", fmt.Sprintf("[::1]:%d", s.Port), "--paths", "ipv6", "--conns", "1,20", "--runs", "2", "--size", "2000", "-q", "--results", root); err != nil {
+	if out, err := v6lab(t, "probe", "smtp", fmt.Sprintf("[::1]:%d", s.Port), "--paths", "ipv6", "--conns", "1,20", "--runs", "2", "--size", "2K", "-q", "--results", root); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	_, sum, err := report.Load(onlyDir(t, root))
@@ -547,7 +547,8 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"probe", "http", "https://127.0.0.1:9/", "--engine", "go-dial"}, 2, `--engine: http: the go-dial engine runs plain http (https needs --engine go)`},
 		{[]string{"probe", "http", "https://127.0.0.1:9/", "--no-objects", "--engine", "evloop"}, 2, "--engine: http: the evloop engine runs plain http with v6lab's own dialer (https needs --engine go"},
 		{[]string{"probe", "smtp", "127.0.0.1:99999"}, 2, `smtp URL "smtp://127.0.0.1:99999": bad port`},
-		{[]string{"probe", "smtp", "127.0.0.1", "--size", "-5"}, 2, "--size: -5: want 0 to"},
+		{[]string{"probe", "smtp", "127.0.0.1", "--size", "-5"}, 2, `--size: "-5": want bytes, such as 4096 or 100K`},
+		{[]string{"probe", "smtp", "127.0.0.1", "--size", "65M"}, 2, "--size: 68157440: want 0 to"},
 		{[]string{"probe", "imap", "127.0.0.1", "--users", "0"}, 2, "--users: 0: want at least 1"},
 		{[]string{"tcp", "127.0.0.1", "--paths", "ipv4", "--bottleneck", "fast"}, 2, `--bottleneck: want a rate such as 10M, up to 100G, not "fast"`},
 		{[]string{"tcp", "127.0.0.1", "--paths", "ipv4", "--bytes", "lots"}, 2, "--bytes: want an amount"},

@@ -89,7 +89,7 @@ type cellFile struct {
 	Reverse    bool     `yaml:"reverse"`
 	Bottleneck string   `yaml:"bottleneck"`
 	Rate       string   `yaml:"rate"`
-	Size       *int     `yaml:"size"`
+	Size       string   `yaml:"size"`
 	Servers    []string `yaml:"servers"`
 	// congestion (any protocol, in the lab)
 	Background    string `yaml:"background"`
@@ -412,7 +412,11 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Pa
 		return s, doc.Errorf(field("duration"), "%v", err)
 	}
 	s.Duration = c.Duration
-	s.Options = c.options()
+	size, err := c.size()
+	if err != nil {
+		return s, doc.Errorf(field("size"), "%v", err)
+	}
+	s.Options = c.options(size)
 	given := func(o string) bool { return doc.Has(field(o)) }
 	if err := pr.Check(&s.Options, e.Where, given); err != nil {
 		oe, ok := proto.AsOptionError(err)
@@ -504,15 +508,28 @@ func RealServersFit(c *Spec) error { return all.RealFit(c.Protocol, &c.Options) 
 
 // options are the cell's protocol options as given; the protocol's Check
 // decodes and checks them.
-func (c *cellFile) options() proto.Options {
+// size is the cell's size in bytes (4096, 100K; nil: not given).
+func (c *cellFile) size() (*int, error) {
+	if c.Size == "" {
+		return nil, nil
+	}
+	n, err := units.ParseSize(c.Size)
+	if err != nil || n > math.MaxInt32 {
+		return nil, fmt.Errorf("%q: want bytes, such as 4096 or 100K", c.Size)
+	}
+	size := int(n)
+	return &size, nil
+}
+
+func (c *cellFile) options(size *int) proto.Options {
 	o := proto.Options{URL: c.URL, Objects: c.Objects, Query: c.Query, DNSServers: c.DNSServers, Transport: c.Transport, Mode: c.Mode,
 		File: c.File, Active: c.Active, Client: c.Client, From: c.From, To: c.To, StartTLS: c.StartTLS,
 		UserFormat: c.UserFormat, Password: c.Password, Servers: c.Servers, AttemptDelay: c.AttemptDelay, Dialer: c.Dialer, AAAADelay: c.AAAADelay}
 	if c.Users != nil {
 		o.Users = *c.Users
 	}
-	if c.Protocol != "udp" && c.Size != nil { // udp's size is its datagrams'
-		o.Size = *c.Size
+	if c.Protocol != "udp" && size != nil { // udp's size is its datagrams'
+		o.Size = *size
 	}
 	if c.Protocol == "tcp" || c.Protocol == "udp" {
 		t := &proto.TrialInput{Time: time.Duration(c.Time), Omit: time.Duration(c.Omit), Interval: time.Duration(c.Interval),
@@ -521,7 +538,7 @@ func (c *cellFile) options() proto.Options {
 		for _, v := range []struct {
 			from *int
 			to   *int
-		}{{c.Streams, &t.Streams}, {c.MSS, &t.MSS}, {c.Size, &t.Size}} {
+		}{{c.Streams, &t.Streams}, {c.MSS, &t.MSS}, {size, &t.Size}} {
 			if v.from != nil {
 				*v.to = *v.from
 			}

@@ -159,3 +159,24 @@ func TestUnknownPathNamesEveryPath(t *testing.T) {
 		}
 	}
 }
+
+// TestSizeTakesUnits: size (an SMTP message's, a UDP trial's datagrams')
+// takes bytes as a number or with a unit, as file, bytes and window do;
+// anything else is refused at its line.
+func TestSizeTakesUnits(t *testing.T) {
+	e, err := Parse("s.yaml", []byte("name: s\nwhere: lab\ncells:\n  - {protocol: smtp, size: 100K, conns: [1]}\n  - {protocol: udp, size: 1K, conns: [1]}\n  - {protocol: smtp, label: plain, size: 4096, conns: [1]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Cells[0].Options.Size != 100<<10 || e.Cells[1].Test.Size != 1<<10 || e.Cells[2].Options.Size != 4096 {
+		t.Errorf("sizes %d, %d, %d", e.Cells[0].Options.Size, e.Cells[1].Test.Size, e.Cells[2].Options.Size)
+	}
+	for data, want := range map[string]string{
+		"name: s\ncells:\n  - {protocol: smtp, size: 10Q, conns: [1]}\n": `s.yaml:3: cells[0].size: "10Q": want bytes, such as 4096 or 100K`,
+		"name: s\ncells:\n  - {protocol: smtp, size: 1G, conns: [1]}\n":  `s.yaml:3: cells[0].size: 1073741824: want 0 to`,
+	} {
+		if _, err := Parse("s.yaml", []byte(data)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", data, err, want)
+		}
+	}
+}

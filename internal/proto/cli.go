@@ -2,10 +2,13 @@ package proto
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"v6lab/internal/units"
 )
 
 // Command is how a protocol appears on the command line, as v6lab probe
@@ -89,9 +92,11 @@ var setters = map[string]func(o *Options, v string) error{
 	"to":          func(o *Options, v string) error { o.To = v; return nil },
 	// size is an SMTP message's, or a UDP trial's datagrams'
 	"size": func(o *Options, v string) error {
-		if err := setInt(v, &o.Size); err != nil {
-			return err
+		n, err := units.ParseSize(v)
+		if err != nil || n > math.MaxInt32 {
+			return fmt.Errorf("%q: want bytes, such as 4096 or 100K", v)
 		}
+		o.Size = int(n)
 		o.trial().Size = o.Size
 		return nil
 	},

@@ -32,7 +32,7 @@ warm-up before --time whose datagrams are left out of every figure (as iperf3 -O
   v6lab udp 192.0.2.1 2001:db8::1 --rate 50M --reverse`,
 			Flags: append(common,
 				proto.Flag{Name: "rate", Option: "rate", Default: "1M", Usage: "target rate (e.g. 1M, 10M, 100M)"},
-				proto.Flag{Name: "size", Option: "size", Kind: proto.KindInt, Default: "1460", Usage: "datagram size in bytes (payload)"}),
+				proto.Flag{Name: "size", Option: "size", Default: "1460", Usage: "datagram size (payload bytes)"}),
 		}
 	}
 	return proto.Command{Arg: "SERVER...", TopLevel: true,
