@@ -567,7 +567,7 @@ func clientTurnNote(cells []Cell) string {
 	if len(over) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("client turns are more than %.0f%% of the wire time in %s: those figures are the client's own turnaround (on one host: waiting for CPUs that the routers and the server share) as much as the network's time; paths still pay it alike (docs/metrics.md)",
+	return fmt.Sprintf("client turns are more than %.0f%% of the wire time in %s: those figures are the client's own turnaround (its work, such as a TLS handshake's, and on one host its wait for CPUs the routers and the server share) as much as the network's time; paths still pay it alike (docs/metrics.md)",
 		100*ClientShare, strings.Join(over, ", "))
 }
 
