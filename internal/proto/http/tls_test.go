@@ -11,18 +11,25 @@ import (
 	"v6lab/internal/proto"
 )
 
-// TestHTTPSWithAndWithoutResumption: the embedded server speaks HTTPS on
-// each path; without a session cache every user's handshake is full, with
-// one (ResumeTLS) every user after the first resumes; each sample's marker
-// names the TLS version and cipher and which handshake it was.
-func TestHTTPSWithAndWithoutResumption(t *testing.T) {
+// httpsRig is a rig whose embedded server speaks HTTPS with a self-signed
+// certificate for www.v6lab.test and the loopback addresses.
+func httpsRig(t *testing.T) *rig {
+	t.Helper()
 	cfg := DefaultServerConfig
 	tc, err := proto.SelfSigned([]string{"www.v6lab.test"}, []netip.Addr{lo4, lo6})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.TLS = tc
-	r := newRig(t, cfg)
+	return newRig(t, cfg)
+}
+
+// TestHTTPSWithAndWithoutResumption: the embedded server speaks HTTPS on
+// each path; without a session cache every user's handshake is full, with
+// one (ResumeTLS) every user after the first resumes; each sample's marker
+// names the TLS version and cipher and which handshake it was.
+func TestHTTPSWithAndWithoutResumption(t *testing.T) {
+	r := httpsRig(t)
 	for _, p := range []path.Path{path.IPv4, path.IPv6} {
 		for _, resume := range []bool{false, true} {
 			c := r.client(t, p, "https://www.v6lab.test:%d/")
@@ -64,13 +71,7 @@ func TestHTTPSWithAndWithoutResumption(t *testing.T) {
 // the client's turns (the lookup's, TLS's flights, the objects'
 // requests): some time, all of it inside the wire time.
 func TestHTTPSCountsClientTurns(t *testing.T) {
-	cfg := DefaultServerConfig
-	tc, err := proto.SelfSigned([]string{"www.v6lab.test"}, []netip.Addr{lo4, lo6})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.TLS = tc
-	r := newRig(t, cfg)
+	r := httpsRig(t)
 	c := r.client(t, path.IPv4, "https://www.v6lab.test:%d/")
 	c.TLS = &tls.Config{InsecureSkipVerify: true}
 	for range 3 { // the kernel's receive stamps may come on late (kstamp.Hold)
