@@ -223,20 +223,7 @@ func TestWireStartsAtTheSYNWithoutLookup(t *testing.T) {
 	if !path.SYNReady() {
 		t.Skip("no SYN stamps on this host (cgroup v2, sockops)")
 	}
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() { io.Copy(c, c); c.Close() }()
-		}
-	}()
+	ln := serveEach(t, func(c net.Conn) { io.Copy(c, c) })
 	port := ln.Addr().(*net.TCPAddr).Port
 	// kstamp.Hold waits a bounded time for the kernel's receive stamps to
 	// come on; on a loaded machine the first replies may still lack one.

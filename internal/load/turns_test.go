@@ -85,36 +85,43 @@ func TestOpenCountsTheLookupTurn(t *testing.T) {
 	t.Error("no lookup turn counted")
 }
 
-// TestTurnsCountWritesAfterReads: on a connection wrapped by Turns, a
-// write after a reply counts the client's time since the reply's
-// arrival, not the server's 20 ms before it; a second write with no read
-// between counts nothing; without CountTurns nothing is counted.
-func TestTurnsCountWritesAfterReads(t *testing.T) {
-	const serverWait, clientWait = 20 * time.Millisecond, 5 * time.Millisecond
+// serveEach listens on 127.0.0.1 until the test ends and serves each
+// connection with handle on a goroutine of its own, then closes it.
+func serveEach(t *testing.T, handle func(c net.Conn)) net.Listener {
+	t.Helper()
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
+	t.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			go func() { // one reply per byte, after serverWait
-				defer c.Close()
-				b := make([]byte, 1)
-				for {
-					if _, err := c.Read(b); err != nil {
-						return
-					}
-					time.Sleep(serverWait)
-					c.Write(b)
-				}
-			}()
+			go func() { handle(c); c.Close() }()
 		}
 	}()
+	return ln
+}
+
+// TestTurnsCountWritesAfterReads: on a connection wrapped by Turns, a
+// write after a reply counts the client's time since the reply's
+// arrival, not the server's 20 ms before it; a second write with no read
+// between counts nothing; without CountTurns nothing is counted.
+func TestTurnsCountWritesAfterReads(t *testing.T) {
+	const serverWait, clientWait = 20 * time.Millisecond, 5 * time.Millisecond
+	ln := serveEach(t, func(c net.Conn) { // one reply per byte, after serverWait
+		b := make([]byte, 1)
+		for {
+			if _, err := c.Read(b); err != nil {
+				return
+			}
+			time.Sleep(serverWait)
+			c.Write(b)
+		}
+	})
 	converse := func(count bool) *Trace {
 		tr := Begin("x", path.IPv4)
 		if count {
