@@ -39,7 +39,9 @@ type Trace struct {
 	// turns: the probe counts its client turns (CountTurns), so Open
 	// counts the lookup's.
 	turns bool
-	S     result.Sample
+	// handshakes are Dial's connections, their turns counted at Done.
+	handshakes []*Handshake
+	S          result.Sample
 	// TLS describes the transaction's TLS (version, cipher, resumed), for
 	// its marker.
 	TLS string
@@ -138,34 +140,63 @@ func (t *Trace) LastRx() time.Time {
 	return last
 }
 
-// Dial connects with d, counting (when the probe counts turns) the
-// client's turn from rx (the receive stamp of the reply that led to it)
-// to the SYN's departure by the kernel's stamp, or else to the call. It returns when the handshake
-// ended, by the kernel's stamp of the SYN-ACK or else when Dial returned:
-// where the next request's turn starts.
-func (t *Trace) Dial(ctx context.Context, d path.Dialer, to netip.AddrPort, rx time.Time) (net.Conn, time.Time, error) {
+// Dial connects with d. When the probe counts turns, the connection's
+// Handshake counts, once the transaction is done (Done), the client's turn
+// from rx (the receive stamp of the reply that led to it) to the SYN's
+// departure by the kernel's stamp, or else to the call; and, when the next
+// request is sent (TurnAfter), the turn from the handshake's end (the
+// SYN-ACK's stamp, or else Dial's return). The stamps are looked up at
+// Done, not here: between the handshake and the next request they would
+// be v6lab's own work inside the wire time.
+func (t *Trace) Dial(ctx context.Context, d path.Dialer, to netip.AddrPort, rx time.Time) (net.Conn, *Handshake, error) {
 	called := time.Now()
 	c, err := d.Dial(ctx, "tcp", to)
 	returned := time.Now()
-	if err != nil {
-		return nil, time.Time{}, err
+	if err != nil || !t.turns {
+		return c, nil, err
 	}
-	var syn, established time.Time
-	if rc, ok := c.(syscall.Conn); ok && t.turns && path.SYNReady() {
+	h := &Handshake{rx: rx, called: called, returned: returned}
+	if rc, ok := c.(syscall.Conn); ok && path.SYNReady() {
 		if raw, err := rc.SyscallConn(); err == nil {
-			var cookie uint64
-			_ = raw.Control(func(fd uintptr) { cookie = path.SocketCookie(int(fd)) })
-			syn, established = path.Handshake(cookie)
+			_ = raw.Control(func(fd uintptr) { h.cookie = path.SocketCookie(int(fd)) })
 		}
 	}
-	if syn.IsZero() {
-		syn = called
+	t.handshakes = append(t.handshakes, h)
+	return c, h, nil
+}
+
+// Handshake is a connection made by Dial whose turns are counted at Done.
+type Handshake struct {
+	cookie               uint64
+	rx, called, returned time.Time
+	next                 time.Time // the next request's send (TurnAfter)
+}
+
+// TurnAfter records that the request after h's handshake was sent at at
+// (nothing for a nil h).
+func (t *Trace) TurnAfter(h *Handshake, at time.Time) {
+	if h != nil {
+		h.next = at
 	}
-	if established.IsZero() {
-		established = returned
+}
+
+// handshakeTurns counts the turns of Dial's connections by the kernel's
+// stamps, looked up now that the transaction is over.
+func (t *Trace) handshakeTurns() {
+	for _, h := range t.handshakes {
+		syn, established := path.Handshake(h.cookie)
+		if syn.IsZero() {
+			syn = h.called
+		}
+		if established.IsZero() {
+			established = h.returned
+		}
+		t.Turn(h.rx, syn)
+		if !h.next.IsZero() {
+			t.Turn(established, h.next)
+		}
 	}
-	t.Turn(rx, syn)
-	return c, established, nil
+	t.handshakes = nil
 }
 
 // Stamp reads c with the kernel's receive stamps (path.Stamped): the wire
@@ -339,6 +370,7 @@ func (t *Trace) MarkRead(field *int64) { *field = int64(t.lastRead.Sub(t.start))
 // reply and building the marker are not timed; else now.
 func (t *Trace) Done(marker string) result.Sample {
 	t.S.TotalNS = t.Since()
+	t.handshakeTurns()
 	if !t.lastRead.IsZero() {
 		t.S.TotalNS = int64(t.lastRead.Sub(t.start))
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/miekg/dns"
 
 	"v6lab/internal/path"
+	"v6lab/internal/result"
 )
 
 // slowDNS answers every A query with 127.0.0.1 after wait, on loopback.
@@ -55,7 +56,8 @@ func TestOpenCountsTheLookupTurn(t *testing.T) {
 	defer ln.Close()
 	port := ln.Addr().(*net.TCPAddr).Port
 	res := &path.Resolver{Servers: []netip.AddrPort{slowDNS(t, wait)}}
-	open := func(count bool) *Trace {
+	// The turns are counted when the transaction is done.
+	open := func(count bool) result.Sample {
 		tr := Begin("x", path.IPv4)
 		if count {
 			tr.CountTurns()
@@ -65,20 +67,20 @@ func TestOpenCountsTheLookupTurn(t *testing.T) {
 			t.Fatal(failed.Err)
 		}
 		release()
-		return tr
+		return tr.Done("")
 	}
-	if tr := open(false); tr.S.ClientTurnNS != 0 {
-		t.Errorf("a probe that does not count its turns got %v", time.Duration(tr.S.ClientTurnNS))
+	if s := open(false); s.ClientTurnNS != 0 {
+		t.Errorf("a probe that does not count its turns got %v", time.Duration(s.ClientTurnNS))
 	}
 	// The first lookup may find the kernel's receive stamps still off
 	// (kstamp.Hold): it then counts no turn.
 	for range 3 {
-		tr := open(true)
-		if tr.S.ClientTurnNS == 0 {
+		s := open(true)
+		if s.ClientTurnNS == 0 {
 			continue
 		}
-		if tr.S.ResolveNS < int64(wait) || tr.S.ClientTurnNS >= int64(wait) {
-			t.Errorf("lookup %v, turn %v: want the turn after the answer, not the server's %v", time.Duration(tr.S.ResolveNS), time.Duration(tr.S.ClientTurnNS), wait)
+		if s.ResolveNS < int64(wait) || s.ClientTurnNS >= int64(wait) {
+			t.Errorf("lookup %v, turn %v: want the turn after the answer, not the server's %v", time.Duration(s.ResolveNS), time.Duration(s.ClientTurnNS), wait)
 		}
 		return
 	}

@@ -109,20 +109,21 @@ type session struct {
 	c  net.Conn
 	br *bufio.Reader
 	tr *load.Trace
-	// ready is when the client could send its next command, if later
-	// than the last reply's arrival: the data connection's handshake end.
-	ready time.Time
+	// data is the data connection's handshake, when the next command
+	// follows it rather than a reply: its turn starts at the handshake's
+	// end.
+	data *load.Handshake
 }
 
-// cmd sends a command after the last reply, counting the client's turn
-// from that reply's arrival (or the data connection's handshake) to the
-// send, and reads its reply.
+// cmd sends a command after the last reply (or the data connection's
+// handshake), counting the client's turn to the send, and reads its reply.
 func (s *session) cmd(line string, want ...int) (reply.Reply, error) {
-	from := s.tr.LastRx()
-	if s.ready.After(from) {
-		from = s.ready
+	if s.data != nil {
+		s.tr.TurnAfter(s.data, time.Now())
+		s.data = nil
+	} else {
+		s.tr.Turn(s.tr.LastRx(), time.Now())
 	}
-	s.tr.Turn(from, time.Now())
 	if _, err := io.WriteString(s.c, line+"\r\n"); err != nil {
 		return reply.Reply{}, err
 	}
@@ -326,11 +327,11 @@ func (c *Client) openData(ctx context.Context, s *session, d path.Dialer, server
 	// Connect now: servers send their 150 only once the data connection
 	// is up. The turn to the SYN is the client's, the handshake the
 	// network's, and RETR's turn starts at the handshake's end.
-	dc, established, err := s.tr.Dial(ctx, d, at, s.tr.LastRx())
+	dc, handshake, err := s.tr.Dial(ctx, d, at, s.tr.LastRx())
 	if err != nil {
 		return nil, fmt.Errorf("ftp: data connection to %s: %w", at, err)
 	}
-	s.ready = established
+	s.data = handshake
 	return &dataConn{c: dc}, nil
 }
 
