@@ -335,13 +335,12 @@ cells:
 			if c.Completed != 2*c.Conns || c.Failed != 0 {
 				t.Errorf("%s/%s: %d completed, %d failed (%s)", c.Protocol, c.Path, c.Completed, c.Failed, c.FirstError)
 			}
-			// The mail conversations run on the event loop: their client
-			// turns are counted on every path, inside the wire time.
-			if c.Protocol == "smtp" || c.Protocol == "imap" {
-				ct, w := c.Metrics[report.ClientTurnMetric], c.Metrics[report.WireMetric]
-				if ct == nil || w == nil || ct.Mean <= 0 || ct.Mean >= w.Mean {
-					t.Errorf("%s/%s: client turns %+v, wire %+v", c.Protocol, c.Path, ct, w)
-				}
+			// The mail conversations (on the event loop) and FTP's (on
+			// Go's net package, passive and active) count their client
+			// turns on every path, inside the wire time.
+			ct, w := c.Metrics[report.ClientTurnMetric], c.Metrics[report.WireMetric]
+			if ct == nil || w == nil || ct.Mean <= 0 || ct.Mean >= w.Mean {
+				t.Errorf("%s/%s: client turns %+v, wire %+v", c.Protocol, c.Path, ct, w)
 			}
 			continue
 		}

@@ -92,9 +92,9 @@ type frameInfo struct {
 	// late packet of an earlier run, not this run's: it comes from the
 	// service (a server retransmitting to clients whose resets an
 	// impaired run lost; a DNS answer after its run gave up), or it is a
-	// client's reset of a connection it no longer has. Anything else a
-	// client sends counts, opened or not, so a client's own traffic is
-	// always proven.
+	// client's reset of a connection it no longer has, or the FIN or bare
+	// ACK of one it closed. Anything else a client sends (data, a SYN)
+	// counts, opened or not, so a client's own traffic is always proven.
 	mayStray bool
 }
 
@@ -119,7 +119,7 @@ func inspect(frame []byte, f Filter) frameInfo {
 			}
 			return frameInfo{}
 		}
-		if fi, ok := transport(ip[9], ip[12:16], ip[16:20], ip[ihl:], f); ok {
+		if fi, ok := transport(ip[9], ip[12:16], ip[16:20], ip[ihl:], int(binary.BigEndian.Uint16(ip[2:4]))-ihl, f); ok {
 			fi.class = IPv4
 			if f.nat64(ip[12:16], ip[16:20]) {
 				fi.class = NAT64
@@ -137,7 +137,7 @@ func inspect6(ip []byte, f Filter) frameInfo {
 		return frameInfo{}
 	}
 	// Extension headers are not followed.
-	if fi, ok := transport(ip[6], ip[8:24], ip[24:40], ip[40:], f); ok {
+	if fi, ok := transport(ip[6], ip[8:24], ip[24:40], ip[40:], int(binary.BigEndian.Uint16(ip[4:6])), f); ok {
 		fi.class = IPv6
 		if f.nat64(ip[8:24], ip[24:40]) {
 			fi.class = NAT64
@@ -147,9 +147,11 @@ func inspect6(ip []byte, f Filter) frameInfo {
 	return frameInfo{}
 }
 
-// transport reads a TCP or UDP header between src and dst: whether it has
-// f.Port (or f.Also) at either end, its flow, and whether it opens it.
-func transport(proto byte, src, dst, l4 []byte, f Filter) (frameInfo, bool) {
+// transport reads a TCP or UDP header between src and dst (l4, of a
+// segment of size bytes, header included, as the IP header says): whether
+// it has f.Port (or f.Also) at either end, its flow, and whether it opens
+// it.
+func transport(proto byte, src, dst, l4 []byte, size int, f Filter) (frameInfo, bool) {
 	if (proto != 6 && proto != 17) || len(l4) < 4 {
 		return frameInfo{}, false
 	}
@@ -163,8 +165,12 @@ func transport(proto byte, src, dst, l4 []byte, f Filter) (frameInfo, bool) {
 	if proto == 6 {
 		// SYN set, ACK clear; a header cut short opens nothing.
 		fi.opens = len(l4) >= 14 && l4[13]&0x12 == 0x02
-		reset := f.Port != 0 && service(dp) && len(l4) >= 14 && l4[13]&0x04 != 0
-		fi.mayStray = fromService || reset
+		toService := f.Port != 0 && service(dp) && len(l4) >= 14
+		reset := toService && l4[13]&0x04 != 0
+		// A FIN or an ACK alone, without data: an earlier connection's
+		// close, which a run that follows at once (pause: 0s) can see.
+		closing := toService && l4[13]&0x11 != 0 && l4[13]&0x0e == 0 && size == int(l4[12]>>4)*4
+		fi.mayStray = fromService || reset || closing
 	} else {
 		fi.opens = f.Port == 0 || service(dp)
 		fi.mayStray = fromService
