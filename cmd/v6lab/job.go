@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"v6lab/internal/evloop"
 	"v6lab/internal/experiment"
 	"v6lab/internal/measure"
 	"v6lab/internal/path"
@@ -24,6 +25,7 @@ type loadFlags struct {
 	duration time.Duration
 	results  string
 	name     string
+	spin     time.Duration
 }
 
 func (f *loadFlags) register(cmd *cobra.Command, defConns string, defRuns int) {
@@ -37,6 +39,18 @@ func (f *loadFlags) register(cmd *cobra.Command, defConns string, defRuns int) {
 	fl.DurationVar(&f.duration, "duration", 0, "sustained mode: each user repeats transactions for this long per run (0: one transaction per user)")
 	fl.StringVar(&f.results, "results", "results", "directory that receives the result directory")
 	fl.StringVar(&f.name, "name", "", "name of the result directory (default: the command's)")
+	fl.DurationVar(&f.spin, "spin", evloop.SpinDefault(), "with one exchange in flight, the client polls its sockets this long before it sleeps, so the kernel's wake-up is not in the response time (0: never, the default on one CPU; docs/metrics.md)")
+}
+
+// spinGiven is --spin when given, checked.
+func (f *loadFlags) spinGiven(cmd *cobra.Command) (*time.Duration, error) {
+	d := given(cmd, "spin", &f.spin)
+	if d != nil {
+		if err := experiment.CheckSpin(*d); err != nil {
+			return nil, fmt.Errorf("--spin: %w", err)
+		}
+	}
+	return d, nil
 }
 
 // registerTrial declares the flags of a command whose cell is one test (a

@@ -15,6 +15,7 @@ import (
 	"github.com/gopacket/gopacket/pcapgo"
 
 	"v6lab/internal/capture"
+	"v6lab/internal/evloop"
 	"v6lab/internal/lab"
 	"v6lab/internal/measure"
 	"v6lab/internal/report"
@@ -129,6 +130,9 @@ func TestRunMeasuresEveryPathInTheLab(t *testing.T) {
 	}
 	if f.Header.Target != "lab" || f.Header.Lab["tunnel"] == "" {
 		t.Errorf("header target %q lab %v", f.Header.Target, f.Header.Lab)
+	}
+	if want := evloop.SpinDefault().String(); f.Header.ClientSpin != want {
+		t.Errorf("the measuring child records client spin %q, want the default %q", f.Header.ClientSpin, want)
 	}
 	if !slices.Contains(f.Header.Notes, measure.TimingNote) {
 		t.Errorf("the header does not say how transactions are timed: %v", f.Header.Notes)

@@ -202,7 +202,16 @@ func (pt probeTarget) run(cmd *cobra.Command) error {
 	if n, ok := pt.p.(interface{ Notes() []string }); ok {
 		notes = n.Notes()
 	}
-	dir, err := execute(cmd, measure.Job{Exp: experiment.Single(spec, "hosts"), Probe: experiment.Probes(nil), Target: "remote",
+	exp := experiment.Single(spec, "hosts")
+	spin, err := pt.lf.spinGiven(cmd)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	if spin != nil {
+		d := experiment.Duration(*spin)
+		exp.Spin = &d
+	}
+	dir, err := execute(cmd, measure.Job{Exp: exp, Probe: experiment.Probes(nil), Target: "remote",
 		Servers: map[string]string{name: proto.Or(strings.Join(servers, " "), pt.target)}, Notes: notes, Results: pt.lf.results})
 	if singleTest(pt.p) && dir != "" && !quiet(cmd) {
 		report.Intervals(cmd.OutOrStdout(), dir)

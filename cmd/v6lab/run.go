@@ -264,6 +264,7 @@ func (o *runOpts) override(cmd *cobra.Command, exp *experiment.Experiment) error
 	ov.Timeout, ov.Pause = given(cmd, "timeout", &o.lf.timeout), given(cmd, "pause", &o.lf.pause)
 	ov.Duration, ov.Seed, ov.Scale = given(cmd, "duration", &o.lf.duration), given(cmd, "seed", &o.seed), given(cmd, "scale", &o.scale)
 	ov.Shuffle = o.shuffle
+	ov.Spin = given(cmd, "spin", &o.lf.spin)
 	return exp.Override(ov)
 }
 

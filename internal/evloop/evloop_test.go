@@ -663,3 +663,82 @@ func lookups(t *testing.T, e *Engine) {
 		t.Errorf("a lookup before a UDP exchange: %s: %v", r.Phase, r.Err)
 	}
 }
+
+// heldServer accepts connections, says on arrived when each one's request
+// is in, and answers them all when release is closed.
+func heldServer(t *testing.T) (addr netip.AddrPort, arrived chan struct{}, release chan struct{}) {
+	t.Helper()
+	arrived, release = make(chan struct{}, 8), make(chan struct{})
+	addr = server(t, "tcp4", "127.0.0.1:0", func(req string) string {
+		arrived <- struct{}{}
+		<-release
+		return "late " + req
+	})
+	return addr, arrived, release
+}
+
+// polling says whether the engine's loops poll without blocking: the
+// count moves within a window much longer than one poll.
+func polling(e *Engine) bool {
+	before := e.polls.Load()
+	time.Sleep(20 * time.Millisecond)
+	return e.polls.Load() != before
+}
+
+func TestSpinsOnlyWithOneExchangeInFlight(t *testing.T) {
+	e := engine(t)
+	e.SetSpin(time.Hour) // not cut by the window: only by a second exchange
+	srv, arrived, release := heldServer(t)
+	do := func(req string) chan Result {
+		ch := make(chan Result, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			ch <- e.Do(ctx, &Exchange{Remote: srv, Request: []byte(req), Reply: &untilEOF{}})
+		}()
+		return ch
+	}
+	first := do("a")
+	<-arrived
+	if !polling(e) {
+		t.Fatal("one exchange waits for its reply, and the loop does not spin")
+	}
+	second := do("b")
+	<-arrived
+	if polling(e) {
+		t.Error("two exchanges in flight, and a loop still spins")
+	}
+	close(release)
+	for _, ch := range []chan Result{first, second} {
+		if r := <-ch; r.Err != nil {
+			t.Fatalf("%s: %v", r.Phase, r.Err)
+		}
+	}
+	if polling(e) {
+		t.Error("nothing in flight, and a loop still spins")
+	}
+}
+
+func TestSpinWindowEnds(t *testing.T) {
+	for _, spin := range []time.Duration{0, 2 * time.Millisecond} {
+		e := engine(t)
+		e.SetSpin(spin)
+		srv, arrived, release := heldServer(t)
+		done := make(chan Result, 1)
+		go func() {
+			done <- e.Do(context.Background(), &Exchange{Remote: srv, Request: []byte("x"), Reply: &untilEOF{}})
+		}()
+		<-arrived
+		time.Sleep(10 * time.Millisecond) // past the window, and past a scan
+		if polling(e) {
+			t.Errorf("spin %v: the loop still spins %v after its window", spin, 10*time.Millisecond)
+		}
+		if spun := e.polls.Load(); (spun > 0) != (spin > 0) {
+			t.Errorf("spin %v: %d polls", spin, spun)
+		}
+		close(release)
+		if r := <-done; r.Err != nil {
+			t.Fatalf("spin %v: %s: %v", spin, r.Phase, r.Err)
+		}
+	}
+}

@@ -45,7 +45,27 @@ type Experiment struct {
 	// shuffled (a new order of paths for every run, from Seed).
 	Order string `json:"order"`
 	Seed  int64  `json:"seed,omitempty"`
-	Cells []Spec `json:"cells"`
+	// Spin, when set, is the client's spin window (evloop.SetSpin: how
+	// long it polls without blocking when one exchange is in flight);
+	// nil: the engine's default. Up to MaxSpin.
+	Spin  *Duration `json:"spin,omitempty"`
+	Cells []Spec    `json:"cells"`
+}
+
+// MaxSpin is the longest spin window an experiment may ask for: beyond
+// it the spin no longer shortens a wake-up but burns a CPU.
+const MaxSpin = 10 * time.Millisecond
+
+// CheckSpin says what is wrong with a spin window, for an error that
+// names its field or flag.
+func CheckSpin(d time.Duration) error {
+	switch {
+	case d < 0:
+		return fmt.Errorf("%v is negative (0 turns spinning off)", d)
+	case d > MaxSpin:
+		return fmt.Errorf("%v is more than %v: a reply that late is not worth a spinning CPU (0 turns spinning off)", d, MaxSpin)
+	}
+	return nil
 }
 
 // Spec is one cell group of an experiment: a protocol measured over paths

@@ -35,6 +35,7 @@ type file struct {
 	Pause       *Duration  `yaml:"pause"`
 	Order       string     `yaml:"order"`
 	Seed        int64      `yaml:"seed"`
+	Spin        *Duration  `yaml:"spin"`
 	Cells       []cellFile `yaml:"cells"`
 }
 
@@ -189,6 +190,12 @@ func (f *file) experiment(doc *specfile.Doc) (*Experiment, error) {
 			return nil, doc.Errorf("congestion", "sets the lab's hosts, but where is %s (on other hosts, set net.ipv4.tcp_congestion_control there)", e.Where)
 		}
 		e.Congestion = f.Congestion
+	}
+	if f.Spin != nil {
+		if err := CheckSpin(time.Duration(*f.Spin)); err != nil {
+			return nil, doc.Errorf("spin", "%v", err)
+		}
+		e.Spin = f.Spin
 	}
 	if e.Servers == "" {
 		e.Servers = "embedded"

@@ -24,7 +24,8 @@ func TestFullExperimentFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.Name != "full" || e.Where != "lab" || e.Topology != "testdata/topology.yaml" || e.Order != OrderShuffled || e.Seed != 42 || len(e.Cells) != 3 {
+	if e.Name != "full" || e.Where != "lab" || e.Topology != "testdata/topology.yaml" || e.Order != OrderShuffled || e.Seed != 42 || len(e.Cells) != 3 ||
+		e.Spin == nil || time.Duration(*e.Spin) != time.Millisecond {
 		t.Fatalf("experiment %+v", e)
 	}
 	http, big, dns := e.Cells[0], e.Cells[1], e.Cells[2]

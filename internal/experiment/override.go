@@ -20,6 +20,7 @@ type Override struct {
 	Shuffle                  bool
 	Seed                     *int64
 	Scale                    *float64
+	Spin                     *time.Duration
 }
 
 // Override applies o.
@@ -37,6 +38,13 @@ func (e *Experiment) Override(o Override) error {
 	}
 	if o.Objects != nil && *o.Objects < 0 {
 		return fmt.Errorf("--objects must not be negative")
+	}
+	if o.Spin != nil {
+		if err := CheckSpin(*o.Spin); err != nil {
+			return fmt.Errorf("--spin: %w", err)
+		}
+		d := Duration(*o.Spin)
+		e.Spin = &d
 	}
 	for i := range e.Cells {
 		c := &e.Cells[i]

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"v6lab/internal/capture"
+	"v6lab/internal/evloop"
 	"v6lab/internal/experiment"
 	"v6lab/internal/host"
 	"v6lab/internal/load"
@@ -150,7 +151,7 @@ func Run(ctx context.Context, j Job, o Output) (string, error) {
 		FormatVersion: result.FormatVersion, Tool: "v6lab", ToolVersion: o.ToolVersion, Created: time.Now().UTC(),
 		Command: command, Host: host.Name(), Kernel: host.Kernel(), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(),
 		Sysctls: host.ReadSysctls(host.Sysctls), Limits: map[string]string{"nofile": fmt.Sprint(limit)}, Target: j.Target,
-		Servers: j.Servers, Notes: notes, Lab: j.Lab,
+		Servers: j.Servers, Notes: notes, Lab: j.Lab, ClientSpin: clientSpin(j.Exp),
 	}
 	if seg := j.Segment; seg != nil {
 		seg.Host, seg.Clock, seg.StartAt = host.Name(), host.Clock(), j.StartAt.UTC()
@@ -315,3 +316,19 @@ type none struct{}
 
 func (none) Step(int, int, result.Run) {}
 func (none) Done()                     {}
+
+// clientSpin sets the event loop engine's spin window to the experiment's
+// (the default when unset) and returns it for the header; empty when the
+// engine cannot start (its cells then fail with the reason).
+func clientSpin(e *experiment.Experiment) string {
+	eng, err := evloop.Default()
+	if err != nil {
+		return ""
+	}
+	spin := evloop.SpinDefault()
+	if e.Spin != nil {
+		spin = time.Duration(*e.Spin)
+	}
+	eng.SetSpin(spin)
+	return spin.String()
+}

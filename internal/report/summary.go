@@ -332,19 +332,18 @@ func Summarize(f *result.File) *Summary {
 		Target: f.Header.Target, Baseline: f.Header.Baseline, Notes: append([]string(nil), f.Header.Notes...),
 		Lab: f.Header.Lab, Servers: f.Header.Servers}
 	h := f.Header
-	for k, v := range map[string]string{"tool": strings.TrimSpace(h.Tool + " " + h.ToolVersion), "host": h.Host, "kernel": h.Kernel, "go": h.GoVersion} {
+	cpus := ""
+	if h.CPUs > 0 {
+		cpus = strconv.Itoa(h.CPUs)
+	}
+	for k, v := range map[string]string{"tool": strings.TrimSpace(h.Tool + " " + h.ToolVersion), "host": h.Host, "kernel": h.Kernel, "go": h.GoVersion,
+		"cpus": cpus, "client_spin": h.ClientSpin} {
 		if v != "" {
 			if s.Machine == nil {
 				s.Machine = map[string]string{}
 			}
 			s.Machine[k] = v
 		}
-	}
-	if h.CPUs > 0 {
-		if s.Machine == nil {
-			s.Machine = map[string]string{}
-		}
-		s.Machine["cpus"] = strconv.Itoa(h.CPUs)
 	}
 	if s.Baseline == "" {
 		s.Baseline = "ipv4"

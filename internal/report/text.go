@@ -87,6 +87,9 @@ func HeaderLines(s *Summary) []string {
 		if m["cpus"] != "" {
 			what = append(what, m["cpus"]+" CPUs")
 		}
+		if m["client_spin"] != "" {
+			what = append(what, "client spin "+m["client_spin"])
+		}
 		if len(what) > 0 {
 			line += " (" + strings.Join(what, ", ") + ")"
 		}

@@ -191,6 +191,10 @@ type Header struct {
 	// SysctlsSet lists what v6lab itself changed, with the old value.
 	SysctlsSet map[string]string `json:"sysctls_set,omitempty"`
 	Limits     map[string]string `json:"limits,omitempty"`
+	// ClientSpin is how long the client's event loop polled without
+	// blocking when one exchange was in flight ("0s": never; absent in
+	// files from before it did).
+	ClientSpin string `json:"client_spin,omitempty"`
 	// Target says where it ran: "loopback", "lab" or "remote".
 	Target string `json:"target"`
 	// Lab describes the lab a "lab" run used: topology, tunnel
