@@ -125,6 +125,10 @@ func Run(ctx context.Context, j Job, o Output) (string, error) {
 	if err := j.Exp.CheckOpenFiles(limit, j.ServerFDs); err != nil {
 		return "", err
 	}
+	spin, err := clientSpin(j.Exp, j.ServerFDs > 0)
+	if err != nil {
+		return "", err
+	}
 	notes := append(append([]string(nil), j.Notes...), gcNote)
 	notes = append(notes, j.queueNote()...)
 	changed := "no sysctl was changed"
@@ -151,7 +155,7 @@ func Run(ctx context.Context, j Job, o Output) (string, error) {
 		FormatVersion: result.FormatVersion, Tool: "v6lab", ToolVersion: o.ToolVersion, Created: time.Now().UTC(),
 		Command: command, Host: host.Name(), Kernel: host.Kernel(), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(),
 		Sysctls: host.ReadSysctls(host.Sysctls), Limits: map[string]string{"nofile": fmt.Sprint(limit)}, Target: j.Target,
-		Servers: j.Servers, Notes: notes, Lab: j.Lab, ClientSpin: clientSpin(j.Exp),
+		Servers: j.Servers, Notes: notes, Lab: j.Lab, ClientSpin: spin,
 	}
 	if seg := j.Segment; seg != nil {
 		seg.Host, seg.Clock, seg.StartAt = host.Name(), host.Clock(), j.StartAt.UTC()
@@ -319,16 +323,24 @@ func (none) Done()                     {}
 
 // clientSpin sets the event loop engine's spin window to the experiment's
 // (the default when unset) and returns it for the header; empty when the
-// engine cannot start (its cells then fail with the reason).
-func clientSpin(e *experiment.Experiment) string {
+// engine cannot start (its cells then fail with the reason). With the
+// servers in this process (loopback) it never spins: the spinning loop
+// holds a CPU of the Go runtime the servers need, and that doubled the
+// response time on loopback (docs/PERFORMANCE.md).
+func clientSpin(e *experiment.Experiment, serversHere bool) (string, error) {
+	spin := evloop.SpinDefault()
+	switch {
+	case e.Spin != nil && serversHere && *e.Spin > 0:
+		return "", fmt.Errorf("spin: the embedded servers run in this process here (loopback), where a spinning client takes the CPU they need (it doubled the response time); measure in the lab, or set spin to 0")
+	case e.Spin != nil:
+		spin = time.Duration(*e.Spin)
+	case serversHere:
+		spin = 0
+	}
 	eng, err := evloop.Default()
 	if err != nil {
-		return ""
-	}
-	spin := evloop.SpinDefault()
-	if e.Spin != nil {
-		spin = time.Duration(*e.Spin)
+		return "", nil
 	}
 	eng.SetSpin(spin)
-	return spin.String()
+	return spin.String(), nil
 }
