@@ -483,6 +483,9 @@ cells:
 	if f.Header.Lab["server_tcp"] == "" || f.Header.Lab["generators"] == "" || !strings.Contains(f.Header.Servers["http (real)"], "nginx/") {
 		t.Errorf("header lab %v, servers %v", f.Header.Lab, f.Header.Servers)
 	}
+	if f.Header.ClientSpin != "0s" { // the generator shares the client's process
+		t.Errorf("with background traffic the client spins %q, want 0s", f.Header.ClientSpin)
+	}
 	for _, r := range f.Runs {
 		if r.Err != "" {
 			t.Errorf("run %s/%d: %s", r.Cell, r.Run, r.Err)

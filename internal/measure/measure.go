@@ -125,7 +125,14 @@ func Run(ctx context.Context, j Job, o Output) (string, error) {
 	if err := j.Exp.CheckOpenFiles(limit, j.ServerFDs); err != nil {
 		return "", err
 	}
-	spin, err := clientSpin(j.Exp, j.ServerFDs > 0)
+	busy := ""
+	switch {
+	case j.ServerFDs > 0:
+		busy = "the embedded servers run in this process here (loopback)"
+	case j.Exp.Background():
+		busy = "the background traffic is generated in this process"
+	}
+	spin, err := clientSpin(j.Exp, busy)
 	if err != nil {
 		return "", err
 	}
@@ -323,18 +330,19 @@ func (none) Done()                     {}
 
 // clientSpin sets the event loop engine's spin window to the experiment's
 // (the default when unset) and returns it for the header; empty when the
-// engine cannot start (its cells then fail with the reason). With the
-// servers in this process (loopback) it never spins: the spinning loop
-// holds a CPU of the Go runtime the servers need, and that doubled the
-// response time on loopback (docs/PERFORMANCE.md).
-func clientSpin(e *experiment.Experiment, serversHere bool) (string, error) {
+// engine cannot start (its cells then fail with the reason). When busy
+// says what else of v6lab works in this process during the runs (the
+// servers on loopback, the background traffic), it never spins: the
+// spinning loop holds a CPU of the Go runtime that work needs, and on
+// loopback that doubled the response time (docs/PERFORMANCE.md).
+func clientSpin(e *experiment.Experiment, busy string) (string, error) {
 	spin := evloop.SpinDefault()
 	switch {
-	case e.Spin != nil && serversHere && *e.Spin > 0:
-		return "", fmt.Errorf("spin: the embedded servers run in this process here (loopback), where a spinning client takes the CPU they need (it doubled the response time); measure in the lab, or set spin to 0")
+	case e.Spin != nil && busy != "" && *e.Spin > 0:
+		return "", fmt.Errorf("spin: %s, where a spinning client takes the CPU it needs (on loopback it doubled the response time); set spin to 0, or measure without it", busy)
 	case e.Spin != nil:
 		spin = time.Duration(*e.Spin)
-	case serversHere:
+	case busy != "":
 		spin = 0
 	}
 	eng, err := evloop.Default()
