@@ -42,16 +42,6 @@ func (f *loadFlags) register(cmd *cobra.Command, defConns string, defRuns int) {
 	fl.DurationVar(&f.spin, "spin", evloop.SpinDefault(), "with one exchange in flight, the client polls its sockets this long before it sleeps, so the kernel's wake-up is not in the response time (0: never, the default on one CPU and on loopback; docs/metrics.md)")
 }
 
-// spinGiven is --spin when given, checked.
-func (f *loadFlags) spinGiven(cmd *cobra.Command) (*time.Duration, error) {
-	d := given(cmd, "spin", &f.spin)
-	if d != nil {
-		if err := experiment.CheckSpin(*d); err != nil {
-			return nil, fmt.Errorf("--spin: %w", err)
-		}
-	}
-	return d, nil
-}
 
 // registerTrial declares the flags of a command whose cell is one test (a
 // transport trial): no --conns or --duration, no warm-up by default, and

@@ -203,13 +203,12 @@ func (pt probeTarget) run(cmd *cobra.Command) error {
 		notes = n.Notes()
 	}
 	exp := experiment.Single(spec, "hosts")
-	spin, err := pt.lf.spinGiven(cmd)
-	if err != nil {
-		return &exitError{code: 2, err: err}
+	var ov experiment.Override
+	if cmd.Flags().Changed("spin") {
+		ov.Spin = &pt.lf.spin
 	}
-	if spin != nil {
-		d := experiment.Duration(*spin)
-		exp.Spin = &d
+	if err := exp.Override(ov); err != nil {
+		return &exitError{code: 2, err: err}
 	}
 	dir, err := execute(cmd, measure.Job{Exp: exp, Probe: experiment.Probes(nil), Target: "remote",
 		Servers: map[string]string{name: proto.Or(strings.Join(servers, " "), pt.target)}, Notes: notes, Results: pt.lf.results})
