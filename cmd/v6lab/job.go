@@ -42,7 +42,6 @@ func (f *loadFlags) register(cmd *cobra.Command, defConns string, defRuns int) {
 	fl.DurationVar(&f.spin, "spin", evloop.SpinDefault(), "with one exchange in flight, the client polls its sockets this long before it sleeps, so the kernel's wake-up is not in the response time (0: never, the default on one CPU and on loopback; docs/metrics.md)")
 }
 
-
 // registerTrial declares the flags of a command whose cell is one test (a
 // transport trial): no --conns or --duration, no warm-up by default, and
 // a timeout that follows the trial's length.
