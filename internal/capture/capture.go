@@ -93,8 +93,9 @@ type frameInfo struct {
 	// service (a server retransmitting to clients whose resets an
 	// impaired run lost; a DNS answer after its run gave up), or it is a
 	// client's reset of a connection it no longer has, or the FIN or bare
-	// ACK of one it closed. Anything else a client sends (data, a SYN)
-	// counts, opened or not, so a client's own traffic is always proven.
+	// ACK of one it closed (from either end when the filter takes every
+	// port). Anything else a client sends (data, a SYN) counts, opened or
+	// not, so a client's own traffic is always proven.
 	mayStray bool
 }
 
@@ -169,8 +170,14 @@ func transport(proto byte, src, dst, l4 []byte, size int, f Filter) (frameInfo, 
 		reset := toService && l4[13]&0x04 != 0
 		// A FIN or an ACK alone, without data: an earlier connection's
 		// close, which a run that follows at once (pause: 0s) can see.
-		closing := toService && l4[13]&0x11 != 0 && l4[13]&0x0e == 0 && size == int(l4[12]>>4)*4
-		fi.mayStray = fromService || reset || closing
+		bare := len(l4) >= 14 && l4[13]&0x11 != 0 && l4[13]&0x0e == 0 && size == int(l4[12]>>4)*4
+		closing := toService && bare
+		// Taking every port (a transport test's data port is chosen per
+		// trial), which end is the client is unknown: a FIN, reset or
+		// bare ACK from either end is an earlier close (a peer's FIN
+		// retransmitted into the next run, and the ACK it gets back).
+		anyEnd := f.Port == 0 && len(l4) >= 14 && (bare || l4[13]&0x06 == 0x04)
+		fi.mayStray = fromService || reset || closing || anyEnd
 	} else {
 		fi.opens = f.Port == 0 || service(dp)
 		fi.mayStray = fromService

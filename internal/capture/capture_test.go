@@ -377,11 +377,36 @@ func TestOnlyFlowsOpenedInTheWindowCount(t *testing.T) {
 	if got := c.Counts(); got != (Counts{Stray: 3}) {
 		t.Errorf("after Reset: %+v", got)
 	}
-	// Taking every port (a transport test), everything counts.
+	// Taking every port (a transport test), which end is the client is
+	// unknown: every datagram and every segment with data counts, opened
+	// in the window or not; a FIN, reset or bare ACK of a connection not
+	// opened in it is an earlier trial's close, from either end (a
+	// server's FIN retransmitted over 6in4 into an ipv4 trial, and the
+	// client's ACK of it): stray.
 	c.Reset(Filter{})
-	send(v4(17, 2, 1, l4(5201, 40000)), v4(6, 2, 1, tcpSeg(5201, 40000, ack)))
-	if got := c.Counts(); got != (Counts{IPv4: 2}) {
+	sixin4 := func(seg []byte) []byte { return ether(0x0800, ipv4Pkt(41, ipv6Between(seg))) }
+	send(
+		v4(17, 2, 1, l4(5201, 40000)),
+		v4(6, 2, 1, append(tcpSeg(5201, 40000, ack), "data"...)),
+		sixin4(tcpSeg(40267, 54437, fin|ack)),
+		sixin4(tcpSeg(54437, 40267, ack)),
+		sixin4(tcpSeg(54437, 40267, rst)),
+	)
+	if got := c.Counts(); got != (Counts{IPv4: 2, Stray: 3}) {
 		t.Errorf("any port: %+v", got)
+	}
+	if err := c.Counts().Proves(path.IPv4); err != nil {
+		t.Errorf("an earlier trial's close failed the run: %v", err)
+	}
+	// Its data still counts, and a connection opened in the window
+	// counts all its packets.
+	send(
+		sixin4(append(tcpSeg(54437, 40267, ack), "data"...)),
+		v4(6, 1, 2, tcpSeg(40002, 5201, syn)),
+		v4(6, 1, 2, tcpSeg(40002, 5201, fin|ack)),
+	)
+	if got := c.Counts(); got != (Counts{IPv4: 4, SixIn4: 1, Stray: 3}) {
+		t.Errorf("any port, data and an opened connection: %+v", got)
 	}
 }
 
