@@ -17,7 +17,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/binary"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -29,16 +28,15 @@ import (
 	"runtime"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
-	"unsafe"
+
+	"v6lab/internal/pktring"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
 	"github.com/vishvananda/netns"
-	"golang.org/x/sys/unix"
 )
 
 func main() {
@@ -87,7 +85,11 @@ func capture(args []string) error {
 	if err != nil {
 		return err
 	}
-	ring, err := openRing(ifname)
+	fd, err := pktring.Socket(ifname)
+	if err != nil {
+		return err
+	}
+	ring, err := pktring.New(fd, pktring.Config{Snap: snap, Retire: retire, BlockSize: blockSize, Blocks: blocks})
 	if err != nil {
 		return err
 	}
@@ -109,8 +111,8 @@ func capture(args []string) error {
 		// retires it: wait for that before writing the last frames out.
 		time.Sleep(3 * retire)
 		mu.Lock()
-		if st, err := unix.GetsockoptTpacketStatsV3(ring.fd, unix.SOL_PACKET, unix.PACKET_STATISTICS); err == nil {
-			fmt.Fprintf(os.Stderr, "timingcap: %d frames, %d dropped by the kernel\n", st.Packets, st.Drops)
+		if frames, drops, err := ring.Stats(); err == nil {
+			fmt.Fprintf(os.Stderr, "timingcap: %d frames, %d dropped by the kernel\n", frames, drops)
 		}
 		bw.Flush()
 		f.Close()
@@ -118,11 +120,12 @@ func capture(args []string) error {
 	}()
 	fmt.Fprintf(os.Stderr, "timingcap: capturing on %s in %s\n", ifname, ns)
 	for {
-		ring.next(func(blk []byte) {
-			mu.Lock()
-			defer mu.Unlock()
-			eachFrame(blk, func(data []byte, ci gopacket.CaptureInfo) { w.WritePacket(ci, data) })
+		ring.Wait(-1)
+		mu.Lock()
+		ring.Read(func(at time.Time, data []byte, wireLen int) {
+			w.WritePacket(gopacket.CaptureInfo{Timestamp: at, CaptureLength: len(data), Length: wireLen}, data)
 		})
+		mu.Unlock()
 	}
 }
 
@@ -134,98 +137,15 @@ const snap = 256
 // per frame woke this process for every packet of the run, on the same
 // two CPUs as the client, and doubled v6lab's own time at one connection
 // (total − wire_ns 18-22 µs alone, 38-65 µs beside such a capture). A
-// TPACKET_V3 ring hands over frames a block at a time instead: this
-// process wakes when a block is full or retire has passed, and the kernel
-// copies only snap bytes of each frame (a classic BPF filter truncates
-// them).
+// TPACKET_V3 ring (pktring, which v6lab's wire check reads too: frames
+// and their kernel stamps, nothing of v6lab's timing) hands over frames a
+// block at a time instead: this process wakes when a block is full or
+// retire has passed.
 const (
 	retire    = 100 * time.Millisecond
 	blockSize = 1 << 20
 	blocks    = 64 // 64 MiB: 200,000 frames, seconds of 100 connections'
 )
-
-// ring is an AF_PACKET socket on one interface with a TPACKET_V3 receive
-// ring, stamped by the kernel in nanoseconds.
-type ring struct {
-	fd  int
-	mem []byte
-	blk int // the next block to read
-}
-
-func openRing(ifname string) (*ring, error) {
-	ifi, err := net.InterfaceByName(ifname)
-	if err != nil {
-		return nil, err
-	}
-	// Protocol 0: no frame is taken until bind, when the ring is ready
-	// (frames queued before it would overflow the socket's buffer).
-	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, 0)
-	if err != nil {
-		return nil, err
-	}
-	// The kernel stamps frames as they pass when some socket asks for
-	// stamps (v6lab's do too), so the ring's are the same as a socket's.
-	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
-		return nil, err
-	}
-	trunc := []unix.SockFilter{{Code: unix.BPF_RET | unix.BPF_K, K: snap}}
-	if err := unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &unix.SockFprog{Len: 1, Filter: &trunc[0]}); err != nil {
-		return nil, fmt.Errorf("snap filter: %w", err)
-	}
-	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_VERSION, unix.TPACKET_V3); err != nil {
-		return nil, err
-	}
-	req := unix.TpacketReq3{Block_size: blockSize, Block_nr: blocks, Frame_size: 2048, Frame_nr: blockSize / 2048 * blocks,
-		Retire_blk_tov: uint32(retire / time.Millisecond)}
-	if err := unix.SetsockoptTpacketReq3(fd, unix.SOL_PACKET, unix.PACKET_RX_RING, &req); err != nil {
-		return nil, fmt.Errorf("rx ring: %w", err)
-	}
-	mem, err := unix.Mmap(fd, 0, blockSize*blocks, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
-	if err != nil {
-		return nil, fmt.Errorf("mmap: %w", err)
-	}
-	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifi.Index}); err != nil {
-		return nil, err
-	}
-	return &ring{fd: fd, mem: mem}, nil
-}
-
-// Offsets in a block (struct tpacket_block_desc, its tpacket_hdr_v1) and
-// a frame (struct tpacket3_hdr).
-const (
-	blockStatus = 8
-	blockPkts   = 12
-	blockFirst  = 16
-)
-
-// next waits for the next retired block, hands it to read and gives it
-// back to the kernel.
-func (r *ring) next(read func(blk []byte)) {
-	blk := r.mem[r.blk*blockSize : (r.blk+1)*blockSize]
-	status := (*uint32)(unsafe.Pointer(&blk[blockStatus]))
-	for atomic.LoadUint32(status)&unix.TP_STATUS_USER == 0 {
-		pfd := []unix.PollFd{{Fd: int32(r.fd), Events: unix.POLLIN | unix.POLLERR}}
-		unix.Poll(pfd, -1)
-	}
-	read(blk)
-	atomic.StoreUint32(status, unix.TP_STATUS_KERNEL)
-	r.blk = (r.blk + 1) % blocks
-}
-
-// eachFrame calls frame for every frame of a retired block, with its
-// kernel timestamp.
-func eachFrame(blk []byte, frame func([]byte, gopacket.CaptureInfo)) {
-	n := binary.NativeEndian.Uint32(blk[blockPkts:])
-	off := binary.NativeEndian.Uint32(blk[blockFirst:])
-	for range n {
-		h := (*unix.Tpacket3Hdr)(unsafe.Pointer(&blk[off]))
-		data := blk[off+uint32(h.Mac) : off+uint32(h.Mac)+h.Snaplen]
-		frame(data, gopacket.CaptureInfo{Timestamp: time.Unix(int64(h.Sec), int64(h.Nsec)), CaptureLength: int(h.Snaplen), Length: int(h.Len)})
-		off += h.Next_offset
-	}
-}
-
-func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
 // waitInterface finds the namespace's one interface that is up and not
 // loopback (the lab adds it after the namespace).

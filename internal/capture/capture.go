@@ -2,7 +2,11 @@
 // socket on one interface counts the measured service's packets as IPv4,
 // native IPv6, or IPv6 inside IPv4 protocol 41 (6in4).
 //
-// It imports only path and result.
+// It reads the socket through a receive ring (pktring), a block of frames
+// at a time: it runs in the measuring client's process, and a read per
+// frame would take that process's CPU on every packet of the run.
+//
+// It imports only path, pktring and result.
 package capture
 
 import (
@@ -11,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/netip"
 	"strings"
 	"sync"
@@ -22,9 +25,8 @@ import (
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
 
-	"golang.org/x/sys/unix"
-
 	"v6lab/internal/path"
+	"v6lab/internal/pktring"
 	"v6lab/internal/result"
 )
 
@@ -214,6 +216,10 @@ type Counts struct {
 	// opened in the window (late packets of an earlier run): not counted
 	// in any class, and no reason to fail the run.
 	Stray uint64 `json:"stray"`
+	// Dropped are frames of any kind the kernel could not put in the
+	// ring in the window (the reader fell behind): not seen, so not
+	// proven either way.
+	Dropped uint64 `json:"dropped,omitempty"`
 }
 
 // ErrWrongWire is wrapped when the wire did not carry what the path claims.
@@ -234,8 +240,9 @@ func (c Counts) Proves(p path.Path) error {
 // receive time, and only frames received inside the current window count,
 // so a frame of the previous run that is read late never lands in the next.
 type Capture struct {
-	fd      int
-	mu      sync.Mutex // guards filter, window and counts
+	ring    *pktring.Ring
+	ringErr error      // why FromFD could not set up the ring (then nothing counts)
+	mu      sync.Mutex // guards filter, window, counts and the ring's position
 	filter  Filter
 	from    time.Time // window start; zero: counting from the first frame
 	counts  Counts
@@ -248,8 +255,16 @@ type Capture struct {
 	tap     func(at time.Time, frame []byte, wireLen int)
 }
 
-// snap is how much of each frame is read: enough for every header used.
-const snap = 160
+// ringConfig sizes the capture's ring. Snap is enough for every header
+// used. A block not full is handed over after Retire, so a frame is read
+// at most about 2×Retire after it passed (Drain waits that long at a
+// run's end); 32 blocks of 256 KiB hold about 30,000 frames.
+var ringConfig = pktring.Config{Snap: snap, Retire: retire, BlockSize: 256 << 10, Blocks: 32}
+
+const (
+	snap   = 160
+	retire = 4 * time.Millisecond
+)
 
 // Open starts counting on interface ifname. It must run in the interface's
 // network namespace (see lab.Do); the socket stays there.
@@ -258,37 +273,32 @@ func Open(ifname string, f Filter) (*Capture, error) {
 	if err != nil {
 		return nil, err
 	}
-	return FromFD(fd, f), nil
+	c := FromFD(fd, f)
+	if c.ringErr != nil {
+		return nil, c.ringErr
+	}
+	return c, nil
 }
 
-// OpenSocket opens the packet socket on ifname without reading it, to hand
-// to another process (which uses FromFD).
+// OpenSocket opens the packet socket on ifname, taking no frame yet, to
+// hand to another process (which uses FromFD).
 func OpenSocket(ifname string) (int, error) {
-	ifi, err := net.InterfaceByName(ifname)
+	fd, err := pktring.Socket(ifname)
 	if err != nil {
 		return -1, fmt.Errorf("capture: %w", err)
-	}
-	proto := htons(unix.ETH_P_ALL)
-	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(proto))
-	if err != nil {
-		return -1, fmt.Errorf("capture: packet socket: %w", err)
-	}
-	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: proto, Ifindex: ifi.Index}); err != nil {
-		unix.Close(fd)
-		return -1, fmt.Errorf("capture: bind to %s: %w", ifname, err)
 	}
 	return fd, nil
 }
 
-// FromFD counts on an AF_PACKET socket opened elsewhere (for instance by
-// a parent process in another namespace).
+// FromFD counts on a socket from OpenSocket, opened elsewhere (for
+// instance by a parent process in another namespace). If its ring cannot
+// be set up, nothing is counted and every run fails its check with why.
 func FromFD(fd int, f Filter) *Capture {
-	// A read timeout lets Close stop the reader.
-	tv := unix.Timeval{Usec: 100000}
-	_ = unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
-	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 8<<20)
-	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
-	c := &Capture{fd: fd, filter: f, flows: make(map[flowKey]struct{})}
+	c := &Capture{filter: f, flows: make(map[flowKey]struct{})}
+	if c.ring, c.ringErr = pktring.New(fd, ringConfig); c.ringErr != nil {
+		c.ringErr = fmt.Errorf("capture: %w", c.ringErr)
+		return c
+	}
 	c.wg.Add(1)
 	go c.loop()
 	return c
@@ -336,12 +346,15 @@ func (k Check) Stop(p path.Path) (result.Wire, error) {
 	time.Sleep(Quiet) // the run's own last packets
 	k.C.Drain()
 	c := k.C.Counts()
-	w := result.Wire{IPv4: c.IPv4, IPv6: c.IPv6, SixIn4: c.SixIn4, NAT64: c.NAT64, Stray: c.Stray}
+	w := result.Wire{IPv4: c.IPv4, IPv6: c.IPv6, SixIn4: c.SixIn4, NAT64: c.NAT64, Stray: c.Stray, Dropped: c.Dropped}
 	err := c.Proves(p)
+	if k.C.Err() != nil {
+		return w, k.C.Err()
+	}
 	if k.ClientSide != nil && p.Kind().Translated {
 		k.ClientSide.Drain()
 		cs := k.ClientSide.Counts()
-		w.ClientSide = &result.Wire{IPv4: cs.IPv4, IPv6: cs.IPv6, SixIn4: cs.SixIn4, Stray: cs.Stray}
+		w.ClientSide = &result.Wire{IPv4: cs.IPv4, IPv6: cs.IPv6, SixIn4: cs.SixIn4, Stray: cs.Stray, Dropped: cs.Dropped}
 		if err == nil && (cs.IPv6 == 0 || cs.IPv4+cs.SixIn4 != 0) {
 			err = fmt.Errorf("capture: path %s, but r1's link to the client carried %d IPv6 and %d IPv4 packets (the client's side must be IPv6 only): %w", p, cs.IPv6, cs.IPv4+cs.SixIn4, ErrWrongWire)
 		}
@@ -349,67 +362,52 @@ func (k Check) Stop(p path.Path) (result.Wire, error) {
 	return w, err
 }
 
-func htons(v uint16) uint16 { return v<<8 | v>>8 }
-
 func (c *Capture) loop() {
 	defer c.wg.Done()
-	buf := make([]byte, snap)
-	oob := make([]byte, 128)
 	for !c.closing.Load() {
-		n, oobn, _, _, err := unix.Recvmsg(c.fd, buf, oob, unix.MSG_TRUNC)
-		if err != nil {
-			continue // timeout or interruption: check closing
+		// The timeout lets Close stop the reader.
+		if !c.ring.Wait(100 * time.Millisecond) {
+			continue
 		}
-		at := stamp(oob[:oobn])
 		c.mu.Lock()
-		if !at.Before(c.from) {
-			frame := buf[:min(n, snap)]
-			fi := inspect(frame, c.filter)
-			class := fi.class
-			if class != Ignored {
-				if fi.opens {
-					c.flows[fi.flow] = struct{}{}
-				} else if _, ok := c.flows[fi.flow]; !ok && fi.mayStray {
-					c.counts.Stray++
-					class = Ignored
-				}
-			}
-			switch class {
-			case IPv4:
-				c.counts.IPv4++
-			case IPv6:
-				c.counts.IPv6++
-			case SixIn4:
-				c.counts.SixIn4++
-			case NAT64:
-				c.counts.NAT64++
-			}
-			if fi.class != Ignored && c.tap != nil {
-				c.tap(at, frame, n)
-			}
-			if fi.class != Ignored && c.pcap != nil && c.pcapErr == nil {
-				c.pcapErr = c.pcap.WritePacket(gopacket.CaptureInfo{Timestamp: at, CaptureLength: len(frame), Length: n}, frame)
-			}
-		}
-		c.last = at
+		c.ring.Read(c.frame)
 		c.mu.Unlock()
 	}
 }
 
-// stamp reads the kernel's receive time from a message's control data; a
-// frame without one counts as received now.
-func stamp(oob []byte) time.Time {
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err == nil {
-		for _, m := range msgs {
-			if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SCM_TIMESTAMPNS && len(m.Data) >= 16 {
-				sec := int64(binary.NativeEndian.Uint64(m.Data[0:8]))
-				nsec := int64(binary.NativeEndian.Uint64(m.Data[8:16]))
-				return time.Unix(sec, nsec)
-			}
-		}
+// frame counts one frame the kernel received at at (with c.mu held).
+func (c *Capture) frame(at time.Time, frame []byte, n int) {
+	c.last = at
+	if at.Before(c.from) {
+		return
 	}
-	return time.Now()
+	fi := inspect(frame, c.filter)
+	if fi.class == Ignored {
+		return
+	}
+	class := fi.class
+	if fi.opens {
+		c.flows[fi.flow] = struct{}{}
+	} else if _, ok := c.flows[fi.flow]; !ok && fi.mayStray {
+		c.counts.Stray++
+		class = Ignored
+	}
+	switch class {
+	case IPv4:
+		c.counts.IPv4++
+	case IPv6:
+		c.counts.IPv6++
+	case SixIn4:
+		c.counts.SixIn4++
+	case NAT64:
+		c.counts.NAT64++
+	}
+	if c.tap != nil {
+		c.tap(at, frame, n)
+	}
+	if c.pcap != nil && c.pcapErr == nil {
+		c.pcapErr = c.pcap.WritePacket(gopacket.CaptureInfo{Timestamp: at, CaptureLength: len(frame), Length: n}, frame)
+	}
 }
 
 // Record writes every frame of the measured service from now on, counted
@@ -450,6 +448,9 @@ func (c *Capture) Reset(f Filter) {
 	c.mu.Lock()
 	c.filter, c.from, c.counts = f, time.Now(), Counts{}
 	c.flows = make(map[flowKey]struct{})
+	if c.ring != nil {
+		c.ring.Stats() // the kernel's drop count restarts with the window
+	}
 	c.mu.Unlock()
 }
 
@@ -457,19 +458,32 @@ func (c *Capture) Reset(f Filter) {
 func (c *Capture) Counts() Counts {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.ring != nil {
+		if _, drops, err := c.ring.Stats(); err == nil {
+			c.counts.Dropped += uint64(drops)
+		}
+	}
 	return c.counts
 }
 
+// Err says why the capture counts nothing, if it does not.
+func (c *Capture) Err() error { return c.ringErr }
+
 // Drain waits until every frame received before now has been processed
-// (at most a second), so Counts covers the window up to now.
+// (at most a second), so Counts covers the window up to now: until a
+// later frame is read, or, on a quiet link, until the kernel has handed
+// over every block that could hold an earlier one and all are read.
 func (c *Capture) Drain() {
+	if c.ring == nil {
+		return
+	}
 	now := time.Now()
+	handedOver := now.Add(2*retire + time.Millisecond)
 	for deadline := now.Add(time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		pending, err := unix.IoctlGetInt(c.fd, unix.SIOCINQ)
 		c.mu.Lock()
-		caughtUp := !c.last.Before(now)
+		caughtUp := !c.last.Before(now) || (!time.Now().Before(handedOver) && !c.ring.Ready())
 		c.mu.Unlock()
-		if caughtUp || (err == nil && pending == 0) {
+		if caughtUp {
 			return
 		}
 	}
@@ -477,9 +491,9 @@ func (c *Capture) Drain() {
 
 // Close stops counting.
 func (c *Capture) Close() error {
-	if c.closing.Swap(true) {
+	if c.closing.Swap(true) || c.ring == nil {
 		return nil
 	}
 	c.wg.Wait()
-	return unix.Close(c.fd)
+	return c.ring.Close()
 }

@@ -147,6 +147,9 @@ type Wire struct {
 	// flow the run opened (late packets of an earlier run's): seen, not
 	// counted above.
 	Stray uint64 `json:"stray,omitempty"`
+	// Dropped are frames the capture's ring had no room for in the run
+	// (its reader fell behind): unseen, so neither counted nor proven.
+	Dropped uint64 `json:"dropped,omitempty"`
 	// ClientSide counts a nat64 run's packets on r1's link to the
 	// client: IPv6 before the translator, as NAT64 counts the IPv4 after.
 	ClientSide *Wire `json:"client_side,omitempty"`
