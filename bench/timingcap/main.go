@@ -12,7 +12,9 @@
 //	    decodes the capture with gopacket, matches every completed sample
 //	    to its DNS query and TCP connection, and prints per path and
 //	    connection count the distributions of lead (start → the query
-//	    leaves), tail (the last byte arrives → end) and total − wire.
+//	    leaves), tail (the last byte arrives → end) and total − wire,
+//	    the client's turns, and where wire_ns ends against the server's
+//	    FIN.
 package main
 
 import (
@@ -173,6 +175,7 @@ type dnsQuery struct {
 // conn is one TCP connection from the client.
 type conn struct {
 	syn, lastIn time.Time
+	finIn       time.Time // the server's FIN
 	// turns sums, over each request that follows a reply, the gap from
 	// the reply's last packet in to the request's first packet out.
 	turns   time.Duration
@@ -215,6 +218,7 @@ func analyze(args []string) error {
 	}
 	lead, tail, over, wire, kern := map[key][]float64{}, map[key][]float64{}, map[key][]float64{}, map[key][]float64{}, map[key][]float64{}
 	totals, turns, turnDiff, synTurn := map[key][]float64{}, map[key][]float64{}, map[key][]float64{}, map[key][]float64{}
+	finGap, toFIN := map[key][]float64{}, map[key][]float64{}
 	unmatched, noConn, noQuery := 0, 0, 0
 	var samples []sample
 	sc := bufio.NewScanner(f)
@@ -270,6 +274,10 @@ func analyze(args []string) error {
 		totals[k] = append(totals[k], us(time.Duration(s.TotalNS)))
 		if s.WireNS > 0 {
 			kern[k] = append(kern[k], us(time.Duration(s.WireNS)-w))
+			if !c.finIn.IsZero() && c.finIn.After(c.lastIn) {
+				finGap[k] = append(finGap[k], us(c.finIn.Sub(c.lastIn)))
+				toFIN[k] = append(toFIN[k], us(time.Duration(s.WireNS)-c.finIn.Sub(first)))
+			}
 		}
 		if answerToSYN > 0 {
 			synTurn[k] = append(synTurn[k], us(answerToSYN))
@@ -327,6 +335,25 @@ func analyze(args []string) error {
 				syn = dist(v)
 			}
 			fmt.Printf("%-7s %5d  %-26s %-26s %s\n", k.path, k.conns, dist(turns[k]), syn, d)
+		}
+	}
+	if len(finGap) > 0 {
+		// Where wire_ns ends when the server's FIN follows the last byte:
+		// a FIN that arrives before the client reads is merged into the
+		// queued data, and the read carries the FIN's stamp.
+		fmt.Printf("%-7s %5s  %-26s %-30s %s\n", "path", "conns", "FIN − last byte µs p50/p90", "wire_ns − wire to FIN µs p50", "wire_ns ends at the FIN (±3 µs)")
+		for _, k := range keys {
+			g, f := finGap[k], toFIN[k]
+			if len(g) == 0 {
+				continue
+			}
+			at := 0
+			for _, x := range f {
+				if x >= -3 && x <= 3 {
+					at++
+				}
+			}
+			fmt.Printf("%-7s %5d  %-26s %-30s %d of %d\n", k.path, k.conns, fmt.Sprintf("%.0f / %.0f", percentile(g, 50), percentile(g, 90)), fmt.Sprintf("%.0f", percentile(f, 50)), at, len(f))
 		}
 	}
 	if v, ok := worst[1]; ok {
@@ -445,6 +472,15 @@ func decode(name string) ([]*dnsQuery, map[netip.AddrPort][]*conn, error) {
 		case isTCP && tcp.SYN && !tcp.ACK:
 			k := netip.AddrPortFrom(src, uint16(tcp.SrcPort))
 			conns[k] = append(conns[k], &conn{syn: ci.Timestamp})
+		case isTCP && tcp.FIN && len(conns[netip.AddrPortFrom(dst, uint16(tcp.DstPort))]) > 0:
+			cs := conns[netip.AddrPortFrom(dst, uint16(tcp.DstPort))]
+			if c := cs[len(cs)-1]; c.finIn.IsZero() {
+				c.finIn = ci.Timestamp
+			}
+			if len(tcp.Payload) > 0 {
+				c := cs[len(cs)-1]
+				c.lastIn, c.replied = ci.Timestamp, true
+			}
 		case isTCP && len(tcp.Payload) > 0:
 			if cs := conns[netip.AddrPortFrom(dst, uint16(tcp.DstPort))]; len(cs) > 0 {
 				c := cs[len(cs)-1]
