@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"v6lab/internal/kstamp"
+	"v6lab/internal/servetest"
 )
 
 // untilEOF keeps every reply byte and is done at EOF.
@@ -51,21 +52,11 @@ func server(t *testing.T, network, addr string, reply func(req string) string) n
 	if err != nil {
 		t.Skipf("no %s loopback: %v", network, err)
 	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				buf := make([]byte, 256)
-				n, _ := c.Read(buf)
-				io.WriteString(c, reply(string(buf[:n])))
-			}()
-		}
-	}()
+	servetest.Each(t, ln, func(c net.Conn) {
+		buf := make([]byte, 256)
+		n, _ := c.Read(buf)
+		io.WriteString(c, reply(string(buf[:n])))
+	})
 	return ln.Addr().(*net.TCPAddr).AddrPort()
 }
 

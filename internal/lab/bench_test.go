@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"v6lab/internal/path"
+	"v6lab/internal/servetest"
 )
 
 // sink listens in the server namespace and discards what it receives; a
@@ -30,16 +31,7 @@ func serve(b testing.TB, l *Lab, addr netip.Addr, handle func(net.Conn)) netip.A
 	}); err != nil {
 		b.Fatal(err)
 	}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go handle(c)
-		}
-	}()
-	b.Cleanup(func() { ln.Close() })
+	servetest.Each(b, ln, handle)
 	return ln.Addr().(*net.TCPAddr).AddrPort()
 }
 

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"v6lab/internal/path"
+	"v6lab/internal/servetest"
 )
 
 func requireRoot(t *testing.T) {
@@ -61,17 +62,7 @@ func echoServer(t *testing.T, l *Lab, addr netip.Addr) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			io.WriteString(c, c.RemoteAddr().String())
-			c.Close()
-		}
-	}()
+	servetest.Each(t, ln, func(c net.Conn) { io.WriteString(c, c.RemoteAddr().String()) })
 	return ln.Addr().(*net.TCPAddr).Port
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"v6lab/internal/path"
 	"v6lab/internal/result"
+	"v6lab/internal/servetest"
 )
 
 // slowDNS answers every A query with 127.0.0.1 after wait, on loopback.
@@ -95,16 +96,7 @@ func serveEach(t *testing.T, handle func(c net.Conn)) net.Listener {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() { handle(c); c.Close() }()
-		}
-	}()
+	servetest.Each(t, ln, handle)
 	return ln
 }
 

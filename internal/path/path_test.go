@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"v6lab/internal/servetest"
 )
 
 func TestParse(t *testing.T) {
@@ -62,16 +64,7 @@ func TestDialIsPinnedAndVerified(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { ln.Close() })
-			go func() {
-				for {
-					c, err := ln.Accept()
-					if err != nil {
-						return
-					}
-					c.Close()
-				}
-			}()
+			servetest.Each(t, ln, func(net.Conn) {})
 			addr := ln.Addr().(*net.TCPAddr).AddrPort()
 			c, err := Dialer{Path: p}.Dial(context.Background(), "tcp", addr)
 			if err != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"v6lab/internal/path"
+	"v6lab/internal/servetest"
 )
 
 func startServer(t *testing.T, p path.Path) netip.AddrPort {
@@ -317,17 +318,7 @@ func TestNotAV6labServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			io.WriteString(c, "SSH-2.0-OpenSSH_9.2\r\n")
-			c.Close()
-		}
-	}()
+	servetest.Each(t, ln, func(c net.Conn) { io.WriteString(c, "SSH-2.0-OpenSSH_9.2\r\n") })
 	pr := &Probe{Server: ln.Addr().(*net.TCPAddr).AddrPort(), Path: path.IPv4, Opts: Options{Test: "tcp", Duration: time.Second}}
 	s := pr.Do(context.Background(), 0)
 	if s.OK() || !strings.Contains(s.Err, "not a v6lab transport server") || !strings.Contains(s.Err, "SSH-2.0") {

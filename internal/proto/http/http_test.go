@@ -21,6 +21,7 @@ import (
 	"v6lab/internal/proto"
 	"v6lab/internal/proto/dns"
 	"v6lab/internal/result"
+	"v6lab/internal/servetest"
 )
 
 var (
@@ -140,20 +141,10 @@ func rawServer(t *testing.T, serve func(net.Conn)) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				bufio.NewReader(c).ReadString('\n')
-				serve(c)
-			}()
-		}
-	}()
+	servetest.Each(t, ln, func(c net.Conn) {
+		bufio.NewReader(c).ReadString('\n')
+		serve(c)
+	})
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
