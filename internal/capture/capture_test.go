@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -473,5 +475,32 @@ func TestAnEarlierConnectionsPacketsDoNotFailARun(t *testing.T) {
 	}
 	if c.Stray < 2 || c.IPv6 != 0 {
 		t.Errorf("counts %+v: want the server's late IPv6 data and the client's reset as stray", c)
+	}
+}
+
+// TestARingThatCannotBeSetUpFailsEveryRun: a socket that is not a packet
+// socket bound to an interface counts nothing, and each run's check
+// fails naming why, rather than passing on no packets.
+func TestARingThatCannotBeSetUpFailsEveryRun(t *testing.T) {
+	ln, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	f, err := ln.(*net.UDPConn).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, err := syscall.Dup(int(f.Fd()))
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := FromFD(fd, Filter{})
+	defer c.Close()
+	k := Check{C: c, Ports: map[string]uint16{"http": 80}}
+	k.Start("http", path.IPv4)
+	if _, err := k.Stop(path.IPv4); err == nil || !strings.Contains(err.Error(), "not a packet socket") {
+		t.Errorf("Stop: %v", err)
 	}
 }

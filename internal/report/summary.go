@@ -350,16 +350,21 @@ func Summarize(f *result.File) *Summary {
 	}
 	runs := map[runKey]*runAcc{}
 	cells := map[cellKey]*Cell{}
-	var strays, strayRuns uint64
+	var strays, strayRuns, dropped, droppedRuns uint64
 	for _, r := range f.Runs {
 		if r.Wire != nil {
-			n := r.Wire.Stray
+			n, d := r.Wire.Stray, r.Wire.Dropped
 			if r.Wire.ClientSide != nil {
 				n += r.Wire.ClientSide.Stray
+				d += r.Wire.ClientSide.Dropped
 			}
 			if n > 0 {
 				strays += n
 				strayRuns++
+			}
+			if d > 0 {
+				dropped += d
+				droppedRuns++
 			}
 		}
 		k := runKey{cellKey{r.Protocol, r.Path, r.Conns}, r.Run}
@@ -379,6 +384,9 @@ func Summarize(f *result.File) *Summary {
 	}
 	if strays > 0 {
 		s.Notes = append(s.Notes, fmt.Sprintf("wire check: %d packets of earlier runs' connections (late retransmissions, resets) were seen during %d runs and not counted as theirs (docs/lab.md, \"What proves each path\")", strays, strayRuns))
+	}
+	if dropped > 0 {
+		s.Notes = append(s.Notes, fmt.Sprintf("wire check: its capture had no room for %d frames during %d runs (its reader fell behind); those frames were neither counted nor proven", dropped, droppedRuns))
 	}
 	hist := map[cellKey]*stats.Latency{}
 	for ck := range cells {

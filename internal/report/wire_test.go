@@ -179,4 +179,13 @@ func TestStrayPacketsAreNoted(t *testing.T) {
 	if strings.Contains(notes, "left out") {
 		t.Errorf("a run with strays was left out:\n%s", notes)
 	}
+	if strings.Contains(notes, "no room") {
+		t.Errorf("a note of dropped frames without any:\n%s", notes)
+	}
+	// Frames the capture's ring had no room for are noted too.
+	f.Runs[2].Wire.Dropped = 40
+	f.Runs[1].Wire.ClientSide.Dropped = 2
+	if notes := strings.Join(Summarize(f).Notes, "\n"); !strings.Contains(notes, "no room for 42 frames during 2 runs") {
+		t.Errorf("notes:\n%s", notes)
+	}
 }
