@@ -53,7 +53,7 @@ func serveEmbedded(cmd *cobra.Command, key string, listen []string, settings map
 		name = "https"
 	}
 	detail := ""
-	if d, ok := r.(proto.Detailed); ok {
+	if d, ok := r.(proto.Detailed); ok && d.Detail() != "" {
 		detail = " (" + d.Detail() + ")"
 	}
 	for _, a := range r.Addrs() {

@@ -63,6 +63,7 @@ type cellFile struct {
 	From     string `yaml:"from"`
 	To       string `yaml:"to"`
 	StartTLS bool   `yaml:"starttls"`
+	TLSPin   string `yaml:"tls_pin"`
 	// http and ftp files: another client program
 	Client string `yaml:"client"`
 	// http over the dual path: Happy Eyeballs' Connection Attempt Delay
@@ -530,7 +531,7 @@ func (c *cellFile) size() (*int, error) {
 
 func (c *cellFile) options(size *int) proto.Options {
 	o := proto.Options{URL: c.URL, Objects: c.Objects, Query: c.Query, DNSServers: c.DNSServers, Transport: c.Transport, Mode: c.Mode,
-		File: c.File, Active: c.Active, Client: c.Client, From: c.From, To: c.To, StartTLS: c.StartTLS,
+		File: c.File, Active: c.Active, Client: c.Client, From: c.From, To: c.To, StartTLS: c.StartTLS, TLSPin: c.TLSPin,
 		UserFormat: c.UserFormat, Password: c.Password, Servers: c.Servers, AttemptDelay: c.AttemptDelay, Dialer: c.Dialer, AAAADelay: c.AAAADelay}
 	if c.Users != nil {
 		o.Users = *c.Users

@@ -181,3 +181,27 @@ func TestSizeTakesUnits(t *testing.T) {
 		}
 	}
 }
+
+// TestTLSPinIsForNamedServers: tls_pin reaches an https or STARTTLS cell
+// naming a real server, normalised; anywhere else it is refused at its
+// line with the reason.
+func TestTLSPinIsForNamedServers(t *testing.T) {
+	pin := strings.Repeat("AB:", 31) + "AB"
+	e, err := Parse("t.yaml", []byte("name: t\nwhere: hosts\ncells:\n  - {protocol: http, url: \"https://www.example.org/\", tls_pin: \""+pin+"\", conns: [1]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.Cells[0].TLSPin; got != strings.Repeat("ab", 32) {
+		t.Errorf("pin %q", got)
+	}
+	for data, want := range map[string]string{
+		"name: t\ncells:\n  - {protocol: http, tls_pin: \"" + pin + "\", conns: [1]}\n":                                               "t.yaml:3: cells[0].tls_pin: pins a real server's certificate (where: hosts)",
+		"name: t\nwhere: hosts\ncells:\n  - {protocol: smtp, url: \"smtp://mx.example.org\", tls_pin: \"" + pin + "\", conns: [1]}\n": "t.yaml:4: cells[0].tls_pin: pins the certificate of STARTTLS: give starttls too",
+		"name: t\nwhere: hosts\ncells:\n  - {protocol: http, url: \"https://www.example.org/\", tls_pin: 12ab, conns: [1]}\n":         `t.yaml:4: cells[0].tls_pin: "12ab": want a certificate's SHA-256`,
+		"name: t\ncells:\n  - {protocol: dns, tls_pin: \"" + pin + "\", conns: [1]}\n":                                                "t.yaml:3: cells[0].tls_pin: does not apply to protocol dns",
+	} {
+		if _, err := Parse("t.yaml", []byte(data)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", data, err, want)
+		}
+	}
+}

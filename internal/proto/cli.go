@@ -101,6 +101,7 @@ var setters = map[string]func(o *Options, v string) error{
 		return nil
 	},
 	"starttls":    func(o *Options, v string) error { return setBool(v, &o.StartTLS) },
+	OptTLSPin:     func(o *Options, v string) error { o.TLSPin = v; return nil },
 	"users":       func(o *Options, v string) error { return setInt(v, &o.Users) },
 	"user_format": func(o *Options, v string) error { o.UserFormat = v; return nil },
 	"password":    func(o *Options, v string) error { o.Password = v; return nil },

@@ -46,6 +46,10 @@ type Options struct {
 	To       string `json:"to,omitempty"`
 	Size     int    `json:"size,omitempty"`
 	StartTLS bool   `json:"starttls,omitempty"`
+	// TLSPin is the SHA-256 of the certificate a real server must show
+	// (https, SMTP's STARTTLS), in place of a CA's verification: how a
+	// client trusts `v6lab serve http --tls` or `serve smtp` elsewhere.
+	TLSPin string `json:"tls_pin,omitempty"`
 	// IMAP: user i logs in as user(i mod Users)+1 (UserFormat, Password
 	// for real servers).
 	Users      int    `json:"users,omitempty"`

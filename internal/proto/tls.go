@@ -15,6 +15,7 @@ import (
 	"math/big"
 	"net"
 	"net/netip"
+	"strings"
 	"time"
 )
 
@@ -57,6 +58,43 @@ func CertSHA256(cfg *tls.Config) string {
 	}
 	sum := sha256.Sum256(cfg.Certificates[0].Certificate[0])
 	return hex.EncodeToString(sum[:])
+}
+
+// OptTLSPin is the option that pins a real server's certificate (http,
+// smtp): what `v6lab serve http --tls` and `serve smtp` print at start.
+const OptTLSPin = "tls_pin"
+
+// ParsePin reads a certificate's SHA-256 as a pin: 64 hex digits, in
+// either case, bare or in pairs split by colons (as openssl x509
+// -fingerprint -sha256 prints it). It returns the digits in lowercase.
+func ParsePin(s string) (string, error) {
+	h := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(strings.TrimSpace(s), "sha256 Fingerprint="), ":", ""))
+	b, err := hex.DecodeString(h)
+	if err != nil || len(b) != sha256.Size {
+		return "", fmt.Errorf("%q: want a certificate's SHA-256, 64 hex digits (colons allowed)", s)
+	}
+	return h, nil
+}
+
+// CheckPin applies the rules of tls_pin common to http and smtp: a
+// certificate's SHA-256, only for a named real server (v6lab pins its
+// embedded servers' certificates itself), not with insecure. It writes the
+// pin back normalised.
+func CheckPin(o *Options, where string) error {
+	if o.TLSPin == "" {
+		return nil
+	}
+	pin, err := ParsePin(o.TLSPin)
+	switch {
+	case err != nil:
+		return Errorf(OptTLSPin, "%v", err)
+	case where != "hosts":
+		return Errorf(OptTLSPin, "pins a real server's certificate (where: hosts); v6lab pins its embedded servers' own")
+	case o.Probe.Insecure:
+		return Errorf(OptTLSPin, "given with insecure: pin the certificate or accept any, not both")
+	}
+	o.TLSPin = pin
+	return nil
 }
 
 // ErrPin is wrapped when a server's certificate is not the pinned one.

@@ -30,6 +30,7 @@ RFC 6555, with --dialer go), each sample saying which family won.`,
 		Flags: append(proto.DNSFlags(),
 			proto.Flag{Name: "no-objects", Option: "no_objects", Kind: proto.KindBool, Default: "false", Usage: "fetch only the URL, not the page's embedded objects"},
 			proto.Flag{Name: "insecure", Option: "insecure", Kind: proto.KindBool, Default: "false", Usage: "accept any TLS certificate"},
+			proto.Flag{Name: "tls-pin", Option: proto.OptTLSPin, Kind: proto.KindString, Default: "", Usage: "https: accept exactly the certificate with this SHA-256 (what v6lab serve http --tls prints), in place of a CA's verification"},
 			proto.Flag{Name: "tls-groups", Option: "tls_groups", Kind: proto.KindString, Default: GroupsClassic, Usage: "https key exchange offered: classic (X25519, P-256, as OpenSSL 3.0's wrk, h2load and curl) or pq (X25519MLKEM768 first, as Go's and current browsers' defaults; more CPU per handshake)"},
 			proto.Flag{Name: "tls-resume", Option: "tls_resume", Kind: proto.KindBool, Default: "false", Usage: "https: users resume TLS sessions with the server's tickets (returning users, as browsers, wrk and h2load); off: every handshake is full (new users, as MITRE's); each sample's marker says which it got"},
 			proto.Flag{Name: "max-body", Option: "max_body", Kind: proto.KindString, Default: "", Usage: "largest body accepted per response (e.g. 64M; default 4G)"},
@@ -47,10 +48,11 @@ GET and HEAD, keep-alive, one write per reply up to 64 KiB; a request with a bod
 refused (400), a header must end within 10 s of its first byte and 64 KiB, an idle
 connection closes after 30 s. With --tls it serves the same over Go's crypto/tls (TLS 1.2 and
 1.3, session tickets on unless --tls-tickets=false) with a certificate it makes for the
-listen addresses and localhost; clients accept it with --insecure.`,
+listen addresses and localhost, and prints its SHA-256: a client pins it with --tls-pin
+(or tls_pin: in an experiment file), or accepts any certificate with --insecure.`,
 			Example: `  v6lab serve http
   v6lab serve http --listen 0.0.0.0:8080 --listen [::]:8080 --objects 0
-  v6lab serve http --tls --listen 127.0.0.1:8443   # then: v6lab probe http https://127.0.0.1:8443/ --insecure
+  v6lab serve http --tls --listen 127.0.0.1:8443   # then: v6lab probe http https://127.0.0.1:8443/ --tls-pin SHA256
   v6lab serve http --keepalive-requests 5          # close each connection after 5 requests, as nginx can`,
 			Listen: []string{"127.0.0.1:8080", "[::1]:8080"},
 			Flags: []proto.Flag{

@@ -24,7 +24,7 @@ type Protocol struct{}
 func (Protocol) Name() string { return "http" }
 
 func (Protocol) Options() []string {
-	return []string{"objects", "file", extclient.OptClient, proto.OptURL, proto.OptDNSServers, "attempt_delay", "dialer", "aaaa_delay"}
+	return []string{"objects", "file", extclient.OptClient, proto.OptURL, proto.OptDNSServers, proto.OptTLSPin, "attempt_delay", "dialer", "aaaa_delay"}
 }
 
 // Check applies http's rules: a url only with where: hosts, objects or a
@@ -76,6 +76,17 @@ func (Protocol) Check(o *proto.Options, where string, given proto.Given) error {
 	}
 	if err := extclient.CheckClient(o); err != nil {
 		return err
+	}
+	if err := proto.CheckPin(o, where); err != nil {
+		return err
+	}
+	if o.TLSPin != "" {
+		switch u, _ := ParseURL(o.URL); {
+		case u == nil || u.Scheme != "https":
+			return proto.Errorf(proto.OptTLSPin, "pins an https server's certificate: the url is not https://")
+		case extclient.External(o):
+			return proto.Errorf(proto.OptTLSPin, "is v6lab's own client's: %s verifies certificates its own way", o.Client)
+		}
 	}
 	if _, err := attemptDelay(o.AttemptDelay); err != nil {
 		return proto.Errorf("attempt_delay", "%v", err)
@@ -188,6 +199,9 @@ func (Protocol) Probe(o *proto.Options, ep proto.Endpoint, p path.Path) (load.Pr
 		UserAgent: "v6lab", Engine: cellEngine(o, u), Expect: expect,
 		Sum: o.File != "", // a bulk transfer records its body's CRC-32C
 		TLS: &tls.Config{InsecureSkipVerify: o.Probe.Insecure, CurvePreferences: groups}}
+	if pin := proto.Or(o.TLSPin, ep.CertSHA256); pin != "" && !o.Probe.Insecure {
+		c.TLS = proto.Pinned(c.TLS, pin) // a named server's pin, or v6lab's own server's
+	}
 	if o.Probe.TLSResume {
 		c.TLS = ResumeTLS(c.TLS)
 	}
@@ -239,7 +253,7 @@ func (Protocol) Serve(ctx context.Context, at proto.Place) (proto.Running, error
 	if err != nil {
 		return nil, err
 	}
-	return running{s}, nil
+	return running{s, proto.CertSHA256(cfg.TLS)}, nil
 }
 
 // ServerConfigOf reads the page and TLS settings of a place.
@@ -270,6 +284,23 @@ func ServerConfigOf(at proto.Place) (ServerConfig, error) {
 	return cfg, nil
 }
 
-type running struct{ *Server }
+// running is a started embedded server; pin is its certificate's SHA-256
+// (https), what clients pin.
+type running struct {
+	*Server
+	pin string
+}
 
 func (r running) Port() int { return r.Server.Port }
+
+// CertSHA256 is the https certificate's SHA-256 (proto.Pinner; "" for
+// plain http).
+func (r running) CertSHA256() string { return r.pin }
+
+// Detail says, for https, which certificate clients pin (proto.Detailed).
+func (r running) Detail() string {
+	if r.pin == "" {
+		return ""
+	}
+	return "self-signed certificate, SHA-256 " + r.pin
+}

@@ -1,7 +1,9 @@
 package http
 
 import (
+	"context"
 	"crypto/tls"
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -9,6 +11,7 @@ import (
 
 	"v6lab/internal/path"
 	"v6lab/internal/proto"
+	"v6lab/internal/result"
 )
 
 // httpsRig is a rig whose embedded server speaks HTTPS with a self-signed
@@ -125,5 +128,65 @@ func TestKeepaliveRequestsOption(t *testing.T) {
 	cfg, err := ServerConfigOf(proto.Place{Settings: map[string][]string{"keepalive_requests": {"5"}}})
 	if err != nil || cfg.KeepaliveRequests != 5 {
 		t.Errorf("keepalive_requests 5: %+v %v", cfg, err)
+	}
+}
+
+// TestTLSPinTrustsExactlyTheServedCertificate: v6lab serve http --tls
+// (Protocol.Serve) says which certificate it shows; a client given that
+// SHA-256 (tls_pin, --tls-pin) completes over https, one given any other
+// fails every transaction with ErrPin, and the option's rules hold.
+func TestTLSPinTrustsExactlyTheServedCertificate(t *testing.T) {
+	r, err := Protocol{}.Serve(t.Context(), proto.Place{ListenOn: []netip.Addr{lo4}, Name: "www.v6lab.test", Settings: map[string][]string{"tls": {"true"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	pin := r.(proto.Pinner).CertSHA256()
+	if d := r.(proto.Detailed).Detail(); len(pin) != 64 || !strings.Contains(d, pin) {
+		t.Fatalf("pin %q, detail %q", pin, d)
+	}
+	url := fmt.Sprintf("https://127.0.0.1:%d/", r.Port())
+	probe := func(given string) result.Sample {
+		o := proto.Options{URL: url, TLSPin: given}
+		if err := (Protocol{}).Check(&o, "hosts", nil); err != nil {
+			t.Fatalf("pin %q: %v", given, err)
+		}
+		ep, err := Protocol{}.Target(&o, path.IPv4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr, err := Protocol{}.Probe(&o, ep, path.IPv4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
+		return pr.Do(ctx, 0)
+	}
+	// As openssl prints a fingerprint: upper case, pairs split by colons.
+	var colons []string
+	for i := 0; i < len(pin); i += 2 {
+		colons = append(colons, strings.ToUpper(pin[i:i+2]))
+	}
+	if s := probe(strings.Join(colons, ":")); !s.OK() || !strings.Contains(s.Marker, "TLS 1.3") {
+		t.Errorf("the served certificate's pin: %+v", s)
+	}
+	other := strings.Repeat("0", 64)
+	if s := probe(other); s.OK() || !strings.Contains(s.Err, "not the one pinned") || !strings.Contains(s.Err, other) {
+		t.Errorf("another pin: %+v", s)
+	}
+	for o, want := range map[*proto.Options]string{
+		{URL: url, TLSPin: "abc"}:                                           "64 hex digits",
+		{URL: "http://127.0.0.1:1/", TLSPin: pin}:                           "the url is not https://",
+		{URL: url, TLSPin: pin, Probe: proto.ProbeSettings{Insecure: true}}: "pin the certificate or accept any",
+		{URL: url, TLSPin: pin, Client: "curl"}:                             "curl verifies certificates its own way",
+	} {
+		err := (Protocol{}).Check(o, "hosts", nil)
+		if oe, ok := proto.AsOptionError(err); !ok || oe.Option != proto.OptTLSPin || !strings.Contains(err.Error(), want) {
+			t.Errorf("%+v: %v, want %q", *o, err, want)
+		}
+	}
+	if err := (Protocol{}).Check(&proto.Options{TLSPin: pin}, "lab", nil); err == nil || !strings.Contains(err.Error(), "v6lab pins its embedded servers' own") {
+		t.Errorf("a pin in the lab: %v", err)
 	}
 }

@@ -20,24 +20,26 @@ is a failed transaction that keeps the server's reply. --to may hold %d, replace
 simulated user's number.`,
 		Example: `  v6lab probe smtp mx.example.test --paths ipv4,ipv6 --conns 1,10,100,500 --to postmaster@example.test
   v6lab probe smtp 127.0.0.1:2525 --paths ipv4 --to 'user%d@v6lab.test' --size 64000
-  v6lab probe smtp mx.example.test:587 --starttls`,
+  v6lab probe smtp mx.example.test:587 --starttls
+  v6lab probe smtp 192.0.2.25:2525 --starttls --tls-pin SHA256   # the SHA-256 v6lab serve smtp printed`,
 		Flags: append(proto.DNSFlags(),
 			proto.Flag{Name: "from", Option: "from", Kind: proto.KindString, Default: "v6lab@v6lab.test", Usage: "envelope sender"},
 			proto.Flag{Name: "to", Option: "to", Kind: proto.KindString, Default: "user%d@v6lab.test", Usage: "envelope recipient (%d: the simulated user's number)"},
 			proto.Flag{Name: "size", Option: "size", Default: strconv.Itoa(DefaultMessageSize), Usage: "message body size (bytes, or such as 100K)"},
 			proto.Flag{Name: "starttls", Option: "starttls", Kind: proto.KindBool, Default: "false", Usage: "upgrade with STARTTLS before MAIL FROM"},
 			proto.Flag{Name: "insecure", Option: "insecure", Kind: proto.KindBool, Default: "false", Usage: "with --starttls: accept any certificate"},
+			proto.Flag{Name: "tls-pin", Option: proto.OptTLSPin, Kind: proto.KindString, Default: "", Usage: "with --starttls: accept exactly the certificate with this SHA-256 (what v6lab serve smtp prints)"},
 		),
 		Serve: proto.ServeCommand{
 			Short: "Accept mail over SMTP, keeping and counting every message",
 			Long: `serve smtp accepts any envelope on every --listen address until interrupted, keeps
 every message it accepts (its Message-ID and size) and answers "250 2.0.0 OK: queued as
 N". It offers STARTTLS with a fresh self-signed certificate, whose SHA-256 it prints
-(a client elsewhere uses probe smtp --starttls --insecure). On exit it prints how many
+(a client elsewhere pins it: probe smtp --starttls --tls-pin SHA256). On exit it prints how many
 messages it accepted and kept, so a run can be checked for lost mail.`,
 			Example: `  v6lab serve smtp
   v6lab serve smtp --listen 0.0.0.0:2525 --listen [::]:2525
-  v6lab probe smtp 192.0.2.25:2525 --starttls --insecure   # from the client host`,
+  v6lab probe smtp 192.0.2.25:2525 --starttls --tls-pin SHA256   # from the client host`,
 			Listen: []string{"127.0.0.1:2525", "[::1]:2525"},
 			Flags:  []proto.Flag{},
 		},

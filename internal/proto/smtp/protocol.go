@@ -19,7 +19,7 @@ type Protocol struct{}
 func (Protocol) Name() string { return "smtp" }
 
 func (Protocol) Options() []string {
-	return []string{"from", "to", "size", "starttls", proto.OptURL, proto.OptDNSServers}
+	return []string{"from", "to", "size", "starttls", proto.OptTLSPin, proto.OptURL, proto.OptDNSServers}
 }
 
 // Check applies smtp's rules: a url only with where: hosts, mail
@@ -41,6 +41,12 @@ func (Protocol) Check(o *proto.Options, where string, given proto.Given) error {
 	if o.Size < 0 || o.Size > MaxMessage {
 		return proto.Errorf("size", "%d: want 0 to %d bytes", o.Size, MaxMessage)
 	}
+	if err := proto.CheckPin(o, where); err != nil {
+		return err
+	}
+	if o.TLSPin != "" && !o.StartTLS {
+		return proto.Errorf(proto.OptTLSPin, "pins the certificate of STARTTLS: give starttls too")
+	}
 	return proto.CheckDNSServers(o, where)
 }
 
@@ -59,6 +65,8 @@ func (Protocol) Probe(o *proto.Options, ep proto.Endpoint, p path.Path) (load.Pr
 	switch {
 	case o.Probe.Insecure:
 		c.TLS = &tls.Config{InsecureSkipVerify: true}
+	case o.TLSPin != "": // a named server's certificate, as the user pinned it
+		c.TLS = proto.Pinned(&tls.Config{ServerName: ep.Host}, o.TLSPin)
 	case ep.CertSHA256 != "": // v6lab's own server: its certificate, no other
 		c.TLS = proto.Pinned(&tls.Config{ServerName: ep.Host}, ep.CertSHA256)
 	}
