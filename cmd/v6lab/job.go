@@ -26,6 +26,7 @@ type loadFlags struct {
 	results  string
 	name     string
 	spin     time.Duration
+	strict   bool
 }
 
 func (f *loadFlags) register(cmd *cobra.Command, defConns string, defRuns int) {
@@ -39,6 +40,7 @@ func (f *loadFlags) register(cmd *cobra.Command, defConns string, defRuns int) {
 	fl.DurationVar(&f.duration, "duration", 0, "sustained mode: each user repeats transactions for this long per run (0: one transaction per user)")
 	fl.StringVar(&f.results, "results", "results", "directory that receives the result directory")
 	fl.StringVar(&f.name, "name", "", "name of the result directory (default: the command's)")
+	fl.BoolVar(&f.strict, "strict", false, "exit with status 3 when a counted run was left out of the figures (its wire did not prove its path); the result is kept")
 	fl.DurationVar(&f.spin, "spin", evloop.SpinDefault(), "with one exchange in flight, the client polls its sockets this long before it sleeps, so the kernel's wake-up is not in the response time (0: never, the default on one CPU and on loopback; docs/metrics.md)")
 }
 
@@ -87,8 +89,12 @@ func (f *loadFlags) spec(name, protocol, target string) (experiment.Spec, error)
 func execute(cmd *cobra.Command, j measure.Job) (string, error) {
 	dir, err := measure.Run(cmd.Context(), j, output(cmd))
 	var ie *measure.InterruptedError
-	if errors.As(err, &ie) {
+	var le *measure.LeftOutError
+	switch {
+	case errors.As(err, &ie):
 		return dir, &exitError{code: 130, err: err}
+	case errors.As(err, &le):
+		return dir, &exitError{code: 3, err: err}
 	}
 	return dir, err
 }
@@ -96,7 +102,8 @@ func execute(cmd *cobra.Command, j measure.Job) (string, error) {
 // output is where a measurement of cmd reports: a bar on a terminal.
 func output(cmd *cobra.Command) measure.Output {
 	errOut := cmd.ErrOrStderr()
-	o := measure.Output{Out: cmd.OutOrStdout(), Err: errOut, Quiet: quiet(cmd), ToolVersion: toolVersion()}
+	strict, _ := cmd.Flags().GetBool("strict") // false where the command has no --strict
+	o := measure.Output{Out: cmd.OutOrStdout(), Err: errOut, Quiet: quiet(cmd), ToolVersion: toolVersion(), Strict: strict}
 	if isTerminal(errOut) {
 		o.Progress = func(total, done int) measure.Progress { return newBar(errOut, total, done) }
 	}

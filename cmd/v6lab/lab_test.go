@@ -113,7 +113,9 @@ func TestRunMeasuresEveryPathInTheLab(t *testing.T) {
 	bin := buildBinary(t)
 	root := t.TempDir()
 	tmp := t.TempDir()
-	run := exec.Command(bin, "run", "--conns", "1,3", "--runs", "3", "--pause", "0", "--pcap", "--results", root)
+	// --strict reaches the measuring child: a run left out would end it
+	// with status 3.
+	run := exec.Command(bin, "run", "--conns", "1,3", "--runs", "3", "--pause", "0", "--pcap", "--strict", "--results", root)
 	run.Env = append(os.Environ(), "TMPDIR="+tmp)
 	out, err := run.CombinedOutput()
 	if err != nil {

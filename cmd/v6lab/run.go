@@ -63,7 +63,12 @@ Against real hosts (where: hosts), one experiment can be split across client hos
 everything else the same on every segment, and --start-at TIME starts run r of every
 segment at the same instant (each run has a fixed slot: its timeout, or duration and
 timeout, plus 1 s and the pause). v6lab merge joins the segments' directories into one
-result (docs/distributed.md).`,
+result (docs/distributed.md).
+
+Exit status: 0 when every cell was measured; 1 on an error, or when every transaction
+of a cell failed; 2 on bad input (a flag, an experiment file); 3, with --strict, when
+counted runs were left out of the figures (a run whose wire did not prove its path);
+130 when interrupted. The result directory is kept in every case it was made.`,
 		Example: `  v6lab run
   v6lab run --list
   v6lab run mitre2004 --scale 0.1
@@ -72,6 +77,7 @@ result (docs/distributed.md).`,
   v6lab run --resume results/mitre2004-20261122T141949Z
   v6lab run --conns 1,10,100,1000 --runs 21 --topology study.yaml --pcap
   v6lab run --loopback --quiet --results /tmp/v6
+  v6lab run my.yaml --strict -q || echo "not every run counted"   # in CI
   v6lab run web.yaml --segment 0/3 --start-at 2026-11-24T10:00:00Z --name web-seg0`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -205,11 +211,14 @@ func (o *runOpts) settings(cmd *cobra.Command, exp *experiment.Experiment, built
 func runMapped(err error) error {
 	var ce *labrun.ChildExitError
 	var ie *measure.InterruptedError
+	var le *measure.LeftOutError
 	switch {
 	case errors.As(err, &ce):
 		return &exitError{code: ce.Code, err: errSilent}
 	case errors.As(err, &ie):
 		return &exitError{code: 130, err: err}
+	case errors.As(err, &le):
+		return &exitError{code: 3, err: err}
 	}
 	return err
 }

@@ -52,6 +52,9 @@ type Run struct {
 	// Quiet prints only the result directory; Rootless notes that the
 	// lab runs in a user namespace of its own.
 	Quiet, Rootless bool
+	// Strict: the measuring process fails (status 3) when counted runs
+	// were left out (measure.Output.Strict).
+	Strict bool
 	// Out and Err receive the measuring process's output and this one's
 	// messages.
 	Out, Err io.Writer
@@ -413,6 +416,9 @@ func (r *Run) child(l *lab.Lab, job *Job, files []*os.File) error {
 	args := []string{"netns", "exec", lab.NS(l.Name, lab.Client), exe, "run", "--lab-child", jobFile}
 	if r.Quiet {
 		args = append(args, "--quiet")
+	}
+	if r.Strict {
+		args = append(args, "--strict")
 	}
 	c := exec.Command("ip", args...)
 	c.Stdin, c.Stdout, c.Stderr = os.Stdin, r.Out, r.Err

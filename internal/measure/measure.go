@@ -84,6 +84,21 @@ type Output struct {
 	Progress func(total, done int) Progress
 	// ToolVersion is recorded in the header.
 	ToolVersion string
+	// Strict makes a result with counted runs left out an error
+	// (LeftOutError), for scripts that must not take partial figures.
+	Strict bool
+}
+
+// LeftOutError is a job, run with Output.Strict, whose result left counted
+// runs out of its figures (summary.json's left_out_runs; its notes say
+// why). The result is kept.
+type LeftOutError struct {
+	Runs int
+	Dir  string
+}
+
+func (e *LeftOutError) Error() string {
+	return fmt.Sprintf("--strict: %d counted runs were left out of the figures (their reasons are in the report's notes): %s", e.Runs, e.Dir)
 }
 
 // Progress follows the runs of a job.
@@ -211,7 +226,13 @@ func Run(ctx context.Context, j Job, o Output) (string, error) {
 	if runErr != nil {
 		return dir, &InterruptedError{Dir: dir}
 	}
-	return dir, AllFailed(s)
+	if err := AllFailed(s); err != nil {
+		return dir, err
+	}
+	if o.Strict && s.LeftOutRuns > 0 {
+		return dir, &LeftOutError{Runs: s.LeftOutRuns, Dir: dir}
+	}
+	return dir, nil
 }
 
 // dirName names the result directory: the experiment's name, and a

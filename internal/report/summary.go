@@ -40,6 +40,10 @@ type Summary struct {
 	Cells       []Cell       `json:"cells"`
 	Comparisons []Comparison `json:"comparisons"`
 	Notes       []string     `json:"notes,omitempty"`
+	// LeftOutRuns counts the counted runs (not warm-up) left out of the
+	// figures: their wire did not carry what the path claims, they could
+	// not be done, or were interrupted (Notes says which and why).
+	LeftOutRuns int `json:"left_out_runs,omitempty"`
 	// Adjustment says how p_paired_holm was adjusted: over how many
 	// comparisons (time and throughput together).
 	Adjustment string `json:"p_adjustment,omitempty"`
@@ -380,6 +384,9 @@ func Summarize(f *result.File) *Summary {
 		}
 		if r.Err != "" {
 			s.Notes = append(s.Notes, "run "+itoa(r.Run)+" of "+r.Cell+" left out: "+r.Err)
+			if !r.Warmup {
+				s.LeftOutRuns++
+			}
 		}
 	}
 	if strays > 0 {
@@ -404,6 +411,9 @@ func Summarize(f *result.File) *Summary {
 			a = &runAcc{warmup: smp.Warmup, skipped: "interrupted before the run ended"}
 			runs[k] = a
 			s.Notes = append(s.Notes, "run "+itoa(smp.Run)+" of "+smp.Cell+" left out: interrupted before the run ended")
+			if !smp.Warmup {
+				s.LeftOutRuns++
+			}
 		}
 		c := cells[ck]
 		if c == nil {

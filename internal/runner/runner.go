@@ -192,7 +192,7 @@ func Run(ctx context.Context, exp *experiment.Experiment, where, note string, s 
 	switch where {
 	case Lab:
 		r := &labrun.Run{Exp: exp, Lab: s.Lab, Results: s.Results, Keep: s.Keep, Pcap: s.Pcap, Resume: rs, ResumeDir: dir,
-			Command: s.Command, Quiet: s.Output.Quiet, Rootless: s.Rootless, Out: s.Output.Out, Err: s.Output.Err}
+			Command: s.Command, Quiet: s.Output.Quiet, Strict: s.Output.Strict, Rootless: s.Rootless, Out: s.Output.Out, Err: s.Output.Err}
 		return r.Do(ctx)
 	case Hosts:
 		servers := map[string]string{}

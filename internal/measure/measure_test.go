@@ -1,0 +1,78 @@
+package measure
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"v6lab/internal/experiment"
+	"v6lab/internal/load"
+	"v6lab/internal/path"
+	"v6lab/internal/result"
+)
+
+type okProbe struct{}
+
+func (okProbe) Do(ctx context.Context, user int) result.Sample {
+	return load.Begin("fake", path.IPv4).Done("ok")
+}
+
+// refuseIPv6 is a wire check that proves ipv4's runs and not ipv6's, as
+// the lab's does when a path's packets crossed as the wrong family.
+type refuseIPv6 struct{}
+
+func (refuseIPv6) Start(string, path.Path) {}
+func (refuseIPv6) Stop(p path.Path) (result.Wire, error) {
+	if p == path.IPv6 {
+		return result.Wire{IPv4: 10}, errors.New("path ipv6, but the wire carried 10 IPv4")
+	}
+	return result.Wire{IPv4: 10}, nil
+}
+
+// TestStrictFailsWhenCountedRunsAreLeftOut: a result whose runs failed
+// their wire check is kept either way; with Output.Strict the job ends
+// with a LeftOutError counting the counted runs left out (warm-up runs
+// are not counted), as summary.json's left_out_runs does.
+func TestStrictFailsWhenCountedRunsAreLeftOut(t *testing.T) {
+	spec := experiment.Spec{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4, path.IPv6}, Conns: []int{1, 2}, Runs: 3, Warmup: 1,
+		Timeout: experiment.Duration(time.Second), Baseline: path.IPv4}
+	for _, strict := range []bool{false, true} {
+		j := Job{Exp: experiment.Single(spec, "loopback"), Target: "loopback", Results: t.TempDir(), Wire: refuseIPv6{},
+			Probe: func(*experiment.Spec, path.Path) (load.Probe, error) { return okProbe{}, nil }}
+		dir, err := Run(context.Background(), j, Output{Out: io.Discard, Err: io.Discard, Quiet: true, Strict: strict})
+		var le *LeftOutError
+		switch {
+		case !strict && err != nil:
+			t.Fatalf("not strict: %v", err)
+		case strict && (!errors.As(err, &le) || le.Runs != 4 || le.Dir != dir):
+			t.Fatalf("strict: %v, want 4 counted ipv6 runs left out of %s", err, dir)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s struct {
+			LeftOut int `json:"left_out_runs"`
+			Cells   []struct {
+				Path      string `json:"path"`
+				Completed int    `json:"completed"`
+			} `json:"cells"`
+		}
+		if err := json.Unmarshal(b, &s); err != nil {
+			t.Fatal(err)
+		}
+		if s.LeftOut != 4 {
+			t.Errorf("strict %v: left_out_runs %d, want 4", strict, s.LeftOut)
+		}
+		for _, c := range s.Cells {
+			if (c.Path == "ipv4") != (c.Completed > 0) {
+				t.Errorf("strict %v: cell %+v: only ipv4's runs count", strict, c)
+			}
+		}
+	}
+}
