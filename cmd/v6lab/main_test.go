@@ -306,6 +306,13 @@ func TestProbeHTTPDualPathFlags(t *testing.T) {
 				t.Errorf("%s: %s/%d: %d completed (%s), ipv6_won %v", dialer, c.Path, c.Conns, c.Completed, c.FirstError, metricOf(c, "ipv6_won"))
 			}
 		}
+		// With either dialer the wire time starts at the first query out,
+		// as on the pinned path beside it: never at the SYN, never absent.
+		for _, smp := range f.Samples {
+			if smp.OK() && (smp.WireNS <= 0 || smp.WireNS > smp.TotalNS || smp.DNSLocal == "") {
+				t.Errorf("%s: %s: wire %d of %d ns, query from %q", dialer, smp.Path, smp.WireNS, smp.TotalNS, smp.DNSLocal)
+			}
+		}
 	}
 }
 

@@ -452,12 +452,19 @@ func (c *Client) dialGo(ctx context.Context, tr *load.Trace, res path.Resolver) 
 	}
 	// Go's resolver asks the endpoint's DNS server, over the family the
 	// lookups are pinned to (udp4 or udp6; tcp4 or tcp6 when truncated).
+	// Its queries' transmit stamps start the wire time, as v6lab's own
+	// lookups' do on every other path.
+	var queries goQueries
 	r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
 		proto := "udp"
 		if strings.HasPrefix(network, "tcp") {
 			proto = "tcp"
 		}
-		return path.Dialer{Path: over}.Dial(ctx, proto, server)
+		c, err := path.Dialer{Path: over}.Dial(ctx, proto, server)
+		if err != nil {
+			return nil, err
+		}
+		return queries.wrap(c), nil
 	}}
 	delay := c.AttemptDelay
 	if delay == 0 {
@@ -466,6 +473,10 @@ func (c *Client) dialGo(ctx context.Context, tr *load.Trace, res path.Resolver) 
 	nd := net.Dialer{FallbackDelay: delay, KeepAlive: -1, Resolver: r}
 	tr.Restart()
 	raw, err := nd.DialContext(ctx, "tcp", net.JoinHostPort(c.lookupHost(), strconv.Itoa(int(c.port()))))
+	if at, local := queries.first(); !at.IsZero() {
+		tr.Sent(at)
+		tr.S.DNSLocal = local
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -473,6 +484,55 @@ func (c *Client) dialGo(ctx context.Context, tr *load.Trace, res path.Resolver) 
 	tr.S.Metrics = map[string]float64{"ipv6_won": won(path.AddrOf(raw.RemoteAddr()).Is6()), "he_connect_ms": float64(tr.S.ConnectNS) / 1e6}
 	tr.Conn(raw)
 	return c.secure(ctx, tr, raw)
+}
+
+// goQueries keeps the earliest transmit stamp of the DNS queries Go's
+// resolver sends over UDP (each on a socket of its own, closed once
+// answered), and the address it left from: the dual path's first packet
+// out with dialer go. Without it the wire time would start at the SYN,
+// leaving the lookup out, unlike every other path's.
+type goQueries struct {
+	mu    sync.Mutex
+	at    time.Time
+	local string
+}
+
+// wrap turns on the transmit stamps of a query socket; its Close keeps the
+// stamp. A UDP socket stays a net.PacketConn, as Go's resolver needs to
+// frame its queries as datagrams.
+func (q *goQueries) wrap(c net.Conn) net.Conn {
+	u, udp := c.(*net.UDPConn)
+	if !udp {
+		return c // TCP after a truncated answer: a UDP query went first
+	}
+	sc, ok := path.Stamped(c)
+	if !ok {
+		return c
+	}
+	return &stampedQuery{UDPConn: u, sc: sc, q: q}
+}
+
+func (q *goQueries) first() (time.Time, string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.at, q.local
+}
+
+type stampedQuery struct {
+	*net.UDPConn
+	sc *path.StampedConn
+	q  *goQueries
+}
+
+func (s *stampedQuery) Close() error {
+	if at := s.sc.FirstSent(); !at.IsZero() {
+		s.q.mu.Lock()
+		if s.q.at.IsZero() || at.Before(s.q.at) {
+			s.q.at, s.q.local = at, s.LocalAddr().String()
+		}
+		s.q.mu.Unlock()
+	}
+	return s.UDPConn.Close()
 }
 
 // secure reads raw with the kernel's receive stamps and, for https,
