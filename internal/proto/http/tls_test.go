@@ -1,7 +1,6 @@
 package http
 
 import (
-	"context"
 	"crypto/tls"
 	"fmt"
 	"net/netip"
@@ -11,6 +10,7 @@ import (
 
 	"v6lab/internal/path"
 	"v6lab/internal/proto"
+	"v6lab/internal/proto/prototest"
 	"v6lab/internal/result"
 )
 
@@ -147,21 +147,7 @@ func TestTLSPinTrustsExactlyTheServedCertificate(t *testing.T) {
 	}
 	url := fmt.Sprintf("https://127.0.0.1:%d/", r.Port())
 	probe := func(given string) result.Sample {
-		o := proto.Options{URL: url, TLSPin: given}
-		if err := (Protocol{}).Check(&o, "hosts", nil); err != nil {
-			t.Fatalf("pin %q: %v", given, err)
-		}
-		ep, err := Protocol{}.Target(&o, path.IPv4)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pr, err := Protocol{}.Probe(&o, ep, path.IPv4)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-		defer cancel()
-		return pr.Do(ctx, 0)
+		return prototest.Once(t, Protocol{}, proto.Options{URL: url, TLSPin: given}, "hosts", path.IPv4)
 	}
 	// As openssl prints a fingerprint: upper case, pairs split by colons.
 	var colons []string

@@ -6,10 +6,10 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
-	"time"
 
 	"v6lab/internal/path"
 	"v6lab/internal/proto"
+	"v6lab/internal/proto/prototest"
 )
 
 // TestTLSPinOfANamedServer: a cell naming a server (where: hosts) with
@@ -24,20 +24,7 @@ func TestTLSPinOfANamedServer(t *testing.T) {
 	defer s.Close()
 	send := func(pin string) string {
 		o := proto.Options{URL: fmt.Sprintf("smtp://127.0.0.1:%d", s.Port), StartTLS: true, TLSPin: pin}
-		if err := (Protocol{}).Check(&o, "hosts", nil); err != nil {
-			t.Fatal(err)
-		}
-		ep, err := Protocol{}.Target(&o, path.IPv4)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pr, err := Protocol{}.Probe(&o, ep, path.IPv4)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		smp := pr.Do(ctx, 0)
+		smp := prototest.Once(t, Protocol{}, o, "hosts", path.IPv4)
 		if smp.OK() {
 			return ""
 		}

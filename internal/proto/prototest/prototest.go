@@ -1,0 +1,34 @@
+// Package prototest runs one transaction of a protocol as a cell would,
+// for the tests of protocol packages.
+package prototest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"v6lab/internal/path"
+	"v6lab/internal/proto"
+	"v6lab/internal/result"
+)
+
+// Once checks o as a cell's options (where: the experiment's), finds the
+// server it names (Target), makes the probe over p and runs one
+// transaction of user 0, bounded by 5 s.
+func Once(tb testing.TB, pr proto.Protocol, o proto.Options, where string, p path.Path) result.Sample {
+	tb.Helper()
+	if err := pr.Check(&o, where, nil); err != nil {
+		tb.Fatal(err)
+	}
+	ep, err := pr.Target(&o, p)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	probe, err := pr.Probe(&o, ep, p)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return probe.Do(ctx, 0)
+}
