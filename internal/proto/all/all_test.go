@@ -11,6 +11,7 @@ import (
 	"v6lab/internal/path"
 	"v6lab/internal/proto"
 	"v6lab/internal/proto/all"
+	"v6lab/internal/proto/prototest"
 	"v6lab/internal/proto/trial"
 	"v6lab/internal/result"
 )
@@ -156,15 +157,7 @@ func TestStartTLSPinsTheEmbeddedCertificate(t *testing.T) {
 	defer st.Close()
 	smtp, _ := all.Get("smtp")
 	o := proto.Options{StartTLS: true}
-	do := func(ep proto.Endpoint, p path.Path) result.Sample {
-		pr, err := smtp.Probe(&o, ep, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		return pr.Do(ctx, 0)
-	}
+	do := func(ep proto.Endpoint, p path.Path) result.Sample { return prototest.Do(t, smtp, &o, ep, p) }
 	for _, p := range paths {
 		ep, _ := st.Endpoints(nil).Get("smtp", p)
 		if len(ep.CertSHA256) != 64 {
