@@ -136,7 +136,7 @@ func TestKeepaliveRequestsOption(t *testing.T) {
 // SHA-256 (tls_pin, --tls-pin) completes over https, one given any other
 // fails every transaction with ErrPin, and the option's rules hold.
 func TestTLSPinTrustsExactlyTheServedCertificate(t *testing.T) {
-	r, err := Protocol{}.Serve(t.Context(), proto.Place{ListenOn: []netip.Addr{lo4}, Name: "www.v6lab.test", Settings: map[string][]string{"tls": {"true"}}})
+	r, err := Protocol{}.Serve(t.Context(), proto.Place{ListenOn: []netip.Addr{lo4, lo6}, Name: "www.v6lab.test", Settings: map[string][]string{"tls": {"true"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,20 +146,24 @@ func TestTLSPinTrustsExactlyTheServedCertificate(t *testing.T) {
 		t.Fatalf("pin %q, detail %q", pin, d)
 	}
 	url := fmt.Sprintf("https://127.0.0.1:%d/", r.Port())
-	probe := func(given string) result.Sample {
-		return prototest.Once(t, Protocol{}, proto.Options{URL: url, TLSPin: given}, "hosts", path.IPv4)
+	// Each path pinned to its family: the address literal of each.
+	probe := func(given string, p path.Path) result.Sample {
+		u := fmt.Sprintf("https://%s/", netip.AddrPortFrom(p.Loopback(), uint16(r.Port())))
+		return prototest.Once(t, Protocol{}, proto.Options{URL: u, TLSPin: given}, "hosts", p)
 	}
 	// As openssl prints a fingerprint: upper case, pairs split by colons.
 	var colons []string
 	for i := 0; i < len(pin); i += 2 {
 		colons = append(colons, strings.ToUpper(pin[i:i+2]))
 	}
-	if s := probe(strings.Join(colons, ":")); !s.OK() || !strings.Contains(s.Marker, "TLS 1.3") {
-		t.Errorf("the served certificate's pin: %+v", s)
-	}
 	other := strings.Repeat("0", 64)
-	if s := probe(other); s.OK() || !strings.Contains(s.Err, "not the one pinned") || !strings.Contains(s.Err, other) {
-		t.Errorf("another pin: %+v", s)
+	for _, p := range []path.Path{path.IPv4, path.IPv6} {
+		if s := probe(strings.Join(colons, ":"), p); !s.OK() || !strings.Contains(s.Marker, "TLS 1.3") || path.OfAddr(netip.MustParseAddrPort(s.Remote).Addr()) != p {
+			t.Errorf("%s: the served certificate's pin: %+v", p, s)
+		}
+		if s := probe(other, p); s.OK() || !strings.Contains(s.Err, "not the one pinned") || !strings.Contains(s.Err, other) {
+			t.Errorf("%s: another pin: %+v", p, s)
+		}
 	}
 	for o, want := range map[*proto.Options]string{
 		{URL: url, TLSPin: "abc"}:                                           "64 hex digits",

@@ -17,27 +17,33 @@ import (
 // v6lab serve smtp printed it; another pin fails the transaction; a pin
 // without starttls is refused by Check.
 func TestTLSPinOfANamedServer(t *testing.T) {
-	s, err := Listen(context.Background(), []netip.Addr{path.IPv4.Loopback()}, 0)
+	s, err := Listen(context.Background(), []netip.Addr{path.IPv4.Loopback(), path.IPv6.Loopback()}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	send := func(pin string) string {
-		o := proto.Options{URL: fmt.Sprintf("smtp://127.0.0.1:%d", s.Port), StartTLS: true, TLSPin: pin}
-		smp := prototest.Once(t, Protocol{}, o, "hosts", path.IPv4)
+	// Each path pinned to its family: the address literal of each.
+	send := func(pin string, p path.Path) string {
+		o := proto.Options{URL: fmt.Sprintf("smtp://%s", netip.AddrPortFrom(p.Loopback(), uint16(s.Port))), StartTLS: true, TLSPin: pin}
+		smp := prototest.Once(t, Protocol{}, o, "hosts", p)
 		if smp.OK() {
+			if got := path.OfAddr(netip.MustParseAddrPort(smp.Remote).Addr()); got != p {
+				return fmt.Sprintf("sent over %s", got)
+			}
 			return ""
 		}
 		return smp.Err
 	}
-	if e := send(strings.ToUpper(s.CertSHA256())); e != "" {
-		t.Errorf("the served certificate's pin: %s", e)
+	for _, p := range []path.Path{path.IPv4, path.IPv6} {
+		if e := send(strings.ToUpper(s.CertSHA256()), p); e != "" {
+			t.Errorf("%s: the served certificate's pin: %s", p, e)
+		}
+		if e := send(strings.Repeat("ab", 32), p); !strings.Contains(e, "not the one pinned") {
+			t.Errorf("%s: another pin: %q", p, e)
+		}
 	}
-	if e := send(strings.Repeat("ab", 32)); !strings.Contains(e, "not the one pinned") {
-		t.Errorf("another pin: %q", e)
-	}
-	if s.Accepted.Load() != 1 {
-		t.Errorf("%d messages accepted, want 1 (the pinned one)", s.Accepted.Load())
+	if s.Accepted.Load() != 2 {
+		t.Errorf("%d messages accepted, want 2 (the pinned ones)", s.Accepted.Load())
 	}
 	o := proto.Options{URL: "smtp://127.0.0.1:25", TLSPin: s.CertSHA256()}
 	if err := (Protocol{}).Check(&o, "hosts", nil); err == nil || !strings.Contains(err.Error(), "give starttls too") {
