@@ -18,7 +18,8 @@ import (
 	"v6lab/internal/result"
 )
 
-// TestEveryProtocolOverNat64: in the lab, HTTP, DNS, FTP (EPSV), SMTP,
+// TestEveryProtocolOverNat64: in the lab, HTTP, DNS (an NXDOMAIN timed
+// too), FTP (EPSV), SMTP,
 // IMAP and the TCP and UDP transport tests (1460-byte datagrams, which
 // travel in two fragments, either way) all work over the nat64 path,
 // compared with ipv4 in the same run: each transaction went from the
@@ -36,6 +37,7 @@ pause: 0s
 cells:
   - {protocol: http, conns: [1, 3]}
   - {protocol: dns, conns: [1, 3]}
+  - {protocol: dns, label: dns-nxdomain, query: nosuch.v6lab.test, expect: nxdomain, conns: [1]}
   - {protocol: ftp, conns: [1, 2], file: /64K}
   - {protocol: smtp, conns: [1, 2]}
   - {protocol: imap, conns: [1, 2]}
@@ -46,7 +48,7 @@ cells:
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
-	if len(s.Cells) != 2*(5*2+3) { // paths × (five protocols at two counts, tcp and two udp at one)
+	if len(s.Cells) != 2*(5*2+4) { // paths × (five protocols at two counts; NXDOMAIN, tcp and two udp at one)
 		t.Fatalf("%d cells", len(s.Cells))
 	}
 	for _, c := range s.Cells {
@@ -58,7 +60,13 @@ cells:
 		t.Errorf("header's lab: %v", s.Lab)
 	}
 	client, under := netip.MustParsePrefix("2001:db8:64:1::/64"), lab.Nat64Prefix
+	nx := 0
 	for _, smp := range f.Samples {
+		if strings.HasPrefix(smp.Cell, "dns-nxdomain/") && smp.Marker != "NXDOMAIN, 0 "+map[string]string{"ipv4": "A", "nat64": "AAAA"}[smp.Path] {
+			t.Errorf("%s: marker %q", smp.Cell, smp.Marker)
+		} else if strings.HasPrefix(smp.Cell, "dns-nxdomain/") {
+			nx++
+		}
 		if smp.Path != string(path.NAT64) || smp.Remote == "" {
 			continue
 		}
@@ -69,6 +77,9 @@ cells:
 		if smp.DNSLocal != "" && !client.Contains(netip.MustParseAddrPort(smp.DNSLocal).Addr()) {
 			t.Errorf("%s: its DNS64 lookup left from %s", smp.Cell, smp.DNSLocal)
 		}
+	}
+	if nx != 4 {
+		t.Errorf("%d NXDOMAIN answers timed, want 4 (2 runs of each path)", nx)
 	}
 	for _, r := range f.Runs {
 		w, _ := json.Marshal(r.Wire)

@@ -55,6 +55,7 @@ type cellFile struct {
 	DNSServers []string  `yaml:"dns_servers"`
 	Transport  string    `yaml:"transport"`
 	Mode       string    `yaml:"mode"`
+	Expect     string    `yaml:"expect"`
 	// imap
 	Users      *int   `yaml:"users"`
 	UserFormat string `yaml:"user_format"`
@@ -530,7 +531,7 @@ func (c *cellFile) size() (*int, error) {
 }
 
 func (c *cellFile) options(size *int) proto.Options {
-	o := proto.Options{URL: c.URL, Objects: c.Objects, Query: c.Query, DNSServers: c.DNSServers, Transport: c.Transport, Mode: c.Mode,
+	o := proto.Options{URL: c.URL, Objects: c.Objects, Query: c.Query, DNSServers: c.DNSServers, Transport: c.Transport, Mode: c.Mode, Expect: c.Expect,
 		File: c.File, Active: c.Active, Client: c.Client, From: c.From, To: c.To, StartTLS: c.StartTLS, TLSPin: c.TLSPin,
 		UserFormat: c.UserFormat, Password: c.Password, Servers: c.Servers, AttemptDelay: c.AttemptDelay, Dialer: c.Dialer, AAAADelay: c.AAAADelay}
 	if c.Users != nil {

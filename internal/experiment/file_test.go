@@ -185,6 +185,33 @@ func TestSizeTakesUnits(t *testing.T) {
 // TestTLSPinIsForNamedServers: tls_pin reaches an https or STARTTLS cell
 // naming a real server, normalised; anywhere else it is refused at its
 // line with the reason.
+// TestDNSExpect: a dns cell's expect is recorded, and an expectation its
+// servers cannot meet is refused with file, line and field.
+func TestDNSExpect(t *testing.T) {
+	e, err := Parse("t.yaml", []byte("name: t\ncells:\n  - {protocol: dns, query: nosuch.v6lab.test, expect: nxdomain, conns: [1]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.Cells[0].Expect; got != "nxdomain" {
+		t.Errorf("expect %q", got)
+	}
+	for data, want := range map[string]string{
+		"name: t\ncells:\n  - {protocol: dns, expect: nxdomain, conns: [1]}\n":                         "t.yaml:3: cells[0].expect: nxdomain: v6lab's DNS servers (lab and loopback) answer www.v6lab.test; give a query they do not know",
+		"name: t\ncells:\n  - {protocol: dns, query: WWW.v6lab.test., expect: nxdomain, conns: [1]}\n": "t.yaml:3: cells[0].expect: nxdomain: v6lab's DNS servers (lab and loopback) answer www.v6lab.test",
+		"name: t\ncells:\n  - {protocol: dns, query: nosuch.v6lab.test, expect: nodata, conns: [1]}\n": "t.yaml:3: cells[0].expect: nodata: v6lab's DNS servers (lab and loopback) give www.v6lab.test both an A and an AAAA record",
+		"name: t\ncells:\n  - {protocol: dns, expect: refused, conns: [1]}\n":                          `t.yaml:3: cells[0].expect: "refused": want answer, nodata, nxdomain or any`,
+		"name: t\ncells:\n  - {protocol: http, expect: nxdomain, conns: [1]}\n":                        "t.yaml:3: cells[0].expect: does not apply to protocol http",
+	} {
+		if _, err := Parse("t.yaml", []byte(data)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", data, err, want)
+		}
+	}
+	// With where: hosts the servers are the user's: any expectation goes.
+	if _, err := Parse("t.yaml", []byte("name: t\nwhere: hosts\ncells:\n  - {protocol: dns, query: v4only.example.org, dns_servers: [192.0.2.53], expect: nodata, conns: [1]}\n")); err != nil {
+		t.Errorf("hosts, nodata: %v", err)
+	}
+}
+
 func TestTLSPinIsForNamedServers(t *testing.T) {
 	pin := strings.Repeat("AB:", 31) + "AB"
 	e, err := Parse("t.yaml", []byte("name: t\nwhere: hosts\ncells:\n  - {protocol: http, url: \"https://www.example.org/\", tls_pin: \""+pin+"\", conns: [1]}\n"))

@@ -86,6 +86,7 @@ var setters = map[string]func(o *Options, v string) error{
 	"dns_servers": func(o *Options, v string) error { o.DNSServers = append(o.DNSServers, v); return nil },
 	"transport":   func(o *Options, v string) error { return setBoolText(v, "tcp", &o.Transport) },
 	"mode":        func(o *Options, v string) error { o.Mode = v; return nil },
+	"expect":      func(o *Options, v string) error { o.Expect = v; return nil },
 	"file":        func(o *Options, v string) error { o.File = v; return nil },
 	"active":      func(o *Options, v string) error { return setBool(v, &o.Active) },
 	"from":        func(o *Options, v string) error { o.From = v; return nil },

@@ -21,6 +21,9 @@ type Options struct {
 	Transport  string   `json:"transport,omitempty"`
 	// Mode is a DNS cell's engine: stub (default) or load.
 	Mode string `json:"mode,omitempty"`
+	// Expect is the reply that completes a DNS query: answer (default),
+	// nodata, nxdomain or any.
+	Expect string `json:"expect,omitempty"`
 	// File is the file to retrieve (a size such as 1M on the embedded
 	// servers); Active uses EPRT/PORT instead of EPSV/PASV (FTP).
 	File   string `json:"file,omitempty"`

@@ -11,7 +11,10 @@ func (Protocol) Command() proto.Command {
 		Long: `probe dns times DNS queries for NAME, each on a new socket pinned to the path, sent to
 the --server of that path's family. The record type is the path's own (A on ipv4, AAAA on
 ipv6) unless --type says otherwise. A query completes on a matching NOERROR reply that
-holds a record of the asked type; NXDOMAIN, SERVFAIL or an empty answer fail it.
+holds a record of the asked type; NXDOMAIN, SERVFAIL or an empty answer fail it, unless
+--expect says which negative answer to time: nodata (NOERROR, no record of the type),
+nxdomain, or any (every reply to the question completes; its rcode is in the sample's
+marker, as dnsperf counts response codes).
 
 Two engines (--mode): stub, the default, sends each query on a socket of its own, as a
 stub resolver (glibc's) does, so its time includes what an application's lookup costs;
@@ -21,11 +24,13 @@ query (from the send to the read that received its reply) and pins the family.`,
 		Example: `  v6lab probe dns www.example.test --server 192.0.2.53 --server 2001:db8::53
   v6lab probe dns www.example.test --server 127.0.0.1:5353 --paths ipv4 --type AAAA --conns 1,100
   v6lab probe dns www.example.test --server [::1]:5353 --paths ipv6 --tcp
+  v6lab probe dns nosuch.example.test --server 127.0.0.1:5353 --paths ipv4 --expect nxdomain
   v6lab probe dns www.example.test --server 127.0.0.1:5353 --paths ipv4 --mode load --conns 100 --duration 10s`,
 		Flags: []proto.Flag{
 			{Name: "server", Option: "dns_servers", Kind: proto.KindList, Default: "", Usage: "DNS server ADDR[:PORT] (repeat: one per family)"},
 			{Name: "type", Option: "type", Kind: proto.KindString, Default: "path", Usage: "record type to ask: path (A on ipv4, AAAA on ipv6), A, AAAA, …"},
 			{Name: "tcp", Option: "transport", Kind: proto.KindBool, Default: "false", Usage: "send queries over TCP"},
+			{Name: "expect", Option: "expect", Kind: proto.KindString, Default: ExpectAnswer, Usage: "the reply that completes a query: answer (NOERROR with a record of the type), nodata, nxdomain or any"},
 			{Name: "mode", Option: "mode", Kind: proto.KindString, Default: "stub", Usage: "engine: stub (a socket per query, as a stub resolver) or load (long-lived sockets, queries matched by ID, as dnsperf)"},
 		},
 		Serve: proto.ServeCommand{

@@ -22,8 +22,8 @@ import (
 var ErrReply = errors.New("bad reply")
 
 // Client is a DNS probe: each Do sends one query for Name on a new socket
-// pinned to Path and ends when a matching NOERROR reply with at least one
-// record of the asked type has arrived (truncated UDP replies are retried
+// pinned to Path and ends when a matching reply of the expected kind (by
+// default NOERROR with at least one record of the asked type) has arrived (truncated UDP replies are retried
 // over TCP, as a resolver would).
 type Client struct {
 	Name   string
@@ -37,6 +37,9 @@ type Client struct {
 	// Mode is ModeStub (the default: a socket per query) or ModeLoad
 	// (LoadSockets long-lived sockets, queries matched by ID; UDP only).
 	Mode string
+	// Expect is the reply that completes a query (ExpectAnswer …;
+	// "": ExpectAnswer).
+	Expect string
 
 	once   sync.Once
 	mux    *mux
@@ -94,7 +97,7 @@ func (c *Client) Do(ctx context.Context, user int) result.Sample {
 		}
 		return tr.Fail(ctx, phase, err)
 	}
-	if err := check(q, reply); err != nil {
+	if err := check(q, reply, c.Expect); err != nil {
 		return tr.Fail(ctx, "reply", err)
 	}
 	return tr.Done(marker(reply, c.qtype()))
@@ -141,7 +144,7 @@ func (c *Client) doLoad(ctx context.Context, user int) result.Sample {
 			reply, err = c.exchange(ctx, tr, wire, true) // over TCP, as a resolver would
 		}
 		if err == nil {
-			err = check(&q, reply)
+			err = check(&q, reply, c.Expect)
 		}
 		if err != nil {
 			return tr.Fail(ctx, "reply", err)
@@ -157,19 +160,14 @@ func (c *Client) doLoad(ctx context.Context, user int) result.Sample {
 	}
 }
 
-// marker describes a completed query.
+// marker describes a completed query: its rcode and records of the type.
 func marker(reply *mdns.Msg, qt uint16) string {
-	n := 0
-	for _, rr := range reply.Answer {
-		if rr.Header().Rrtype == qt {
-			n++
-		}
-	}
-	return "NOERROR, " + strconv.Itoa(n) + " " + mdns.TypeToString[qt]
+	return mdns.RcodeToString[reply.Rcode] + ", " + strconv.Itoa(answers(reply, qt)) + " " + mdns.TypeToString[qt]
 }
 
-// check decides whether reply completes the query q.
-func check(q, reply *mdns.Msg) error {
+// check decides whether reply completes the query q: a reply to its
+// question of the kind expect asks for.
+func check(q, reply *mdns.Msg, expect string) error {
 	if reply.Id != q.Id {
 		return fmt.Errorf("reply id %d does not match query id %d: %w", reply.Id, q.Id, ErrReply)
 	}
@@ -181,16 +179,7 @@ func check(q, reply *mdns.Msg) error {
 		reply.Question[0].Qtype != q.Question[0].Qtype {
 		return fmt.Errorf("reply is for another question: %w", ErrReply)
 	}
-	if reply.Rcode != mdns.RcodeSuccess {
-		return fmt.Errorf("server answered %s: %w", mdns.RcodeToString[reply.Rcode], ErrReply)
-	}
-	qt := q.Question[0].Qtype
-	for _, rr := range reply.Answer {
-		if rr.Header().Rrtype == qt {
-			return nil
-		}
-	}
-	return fmt.Errorf("%s has no %s record: %w", q.Question[0].Name, mdns.TypeToString[qt], ErrReply)
+	return meets(q, reply, expect)
 }
 
 func (c *Client) exchange(ctx context.Context, tr *load.Trace, wire []byte, tcp bool) (*mdns.Msg, error) {

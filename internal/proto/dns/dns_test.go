@@ -120,6 +120,55 @@ func TestFailuresCarryTheReply(t *testing.T) {
 	}
 }
 
+// TestExpectTimesNegativeAnswers: with expect, a negative answer of the
+// asked kind completes (and is timed) on every path, engine and transport,
+// and every other reply fails naming what came.
+func TestExpectTimesNegativeAnswers(t *testing.T) {
+	s := startServer(t)
+	cases := []struct {
+		expect, host string
+		p            path.Path
+		marker, err  string // err: the failure wanted instead of marker
+	}{
+		{ExpectNXDomain, "nosuch.v6lab.test", path.IPv4, "NXDOMAIN, 0 A", ""},
+		{ExpectNXDomain, "nosuch.v6lab.test", path.IPv6, "NXDOMAIN, 0 AAAA", ""},
+		{ExpectNXDomain, "www.v6lab.test", path.IPv6, "", "server answered NOERROR with 1 AAAA record, not NXDOMAIN"},
+		{ExpectNoData, "v4only.v6lab.test", path.IPv6, "NOERROR, 0 AAAA", ""},
+		{ExpectNoData, "www.v6lab.test", path.IPv4, "", "www.v6lab.test. has 1 A record, not none"},
+		{ExpectNoData, "nosuch.v6lab.test", path.IPv4, "", "server answered NXDOMAIN"},
+		{ExpectAny, "nosuch.v6lab.test", path.IPv6, "NXDOMAIN, 0 AAAA", ""},
+		{ExpectAny, "v4only.v6lab.test", path.IPv6, "NOERROR, 0 AAAA", ""},
+		{ExpectAny, "www.v6lab.test", path.IPv4, "NOERROR, 1 A", ""},
+		{ExpectAnswer, "nosuch.v6lab.test", path.IPv4, "", "server answered NXDOMAIN"},
+	}
+	for _, c := range cases {
+		for _, eng := range []struct {
+			name, mode string
+			tcp        bool
+		}{{"stub-udp", ModeStub, false}, {"stub-tcp", ModeStub, true}, {"load", ModeLoad, false}} {
+			t.Run(c.expect+"/"+c.host+"/"+string(c.p)+"/"+eng.name, func(t *testing.T) {
+				cl := &Client{Name: c.host, Server: serverFor(s, c.p), Path: c.p, Expect: c.expect, Mode: eng.mode, TCP: eng.tcp}
+				defer cl.Close()
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				smp := cl.Do(ctx, 0)
+				if c.err != "" {
+					if smp.OK() || !strings.Contains(smp.Err, c.err) || smp.ErrKind != "protocol" {
+						t.Fatalf("err %q kind %q, want %q", smp.Err, smp.ErrKind, c.err)
+					}
+					return
+				}
+				if !smp.OK() || smp.Marker != c.marker || smp.TotalNS <= 0 || smp.BytesIn == 0 {
+					t.Fatalf("sample %+v, want completed with marker %q", smp, c.marker)
+				}
+				if !c.p.Accepts(netip.MustParseAddrPort(smp.Remote).Addr()) {
+					t.Fatalf("remote %s is not of path %s", smp.Remote, c.p)
+				}
+			})
+		}
+	}
+}
+
 func TestWrongFamilyServerIsRefusedBeforeSending(t *testing.T) {
 	s := startServer(t)
 	cl := &Client{Name: "www.v6lab.test", Server: serverFor(s, path.IPv4), Path: path.IPv6}
@@ -250,7 +299,9 @@ func FuzzParseReply(f *testing.F) {
 			}
 			return
 		}
-		_ = check(q, m) // must not panic on any decodable message
+		for _, e := range []string{ExpectAnswer, ExpectNoData, ExpectNXDomain, ExpectAny} {
+			_ = check(q, m, e) // must not panic on any decodable message
+		}
 	})
 }
 

@@ -20,11 +20,12 @@ type Protocol struct{}
 func (Protocol) Name() string { return "dns" }
 
 func (Protocol) Options() []string {
-	return []string{"query", proto.OptDNSServers, "transport", "mode"}
+	return []string{"query", proto.OptDNSServers, "transport", "mode", "expect"}
 }
 
 // Check applies dns's rules: with where: hosts a query and the servers to
-// ask; transport udp or tcp; the engine (CheckMode).
+// ask; transport udp or tcp; the engine (CheckMode); a reply to expect that
+// the cell's servers can give (checkExpect).
 func (Protocol) Check(o *proto.Options, where string, given proto.Given) error {
 	if where == "hosts" && (o.Query == "" || len(o.DNSServers) == 0) {
 		return proto.Require("the name to look up and the server to ask", "query", "dns_servers")
@@ -39,6 +40,9 @@ func (Protocol) Check(o *proto.Options, where string, given proto.Given) error {
 	}
 	if _, err := queryType(o.Probe.Type); err != nil {
 		return proto.Errorf("type", "%v", err)
+	}
+	if err := checkExpect(o, where); err != nil {
+		return err
 	}
 	return proto.CheckDNSServers(o, where)
 }
@@ -106,7 +110,11 @@ func (Protocol) Probe(o *proto.Options, ep proto.Endpoint, p path.Path) (load.Pr
 	if err != nil {
 		return nil, err
 	}
-	return &Client{Name: proto.Or(o.Query, proto.LocalName), Server: srv, Path: p, Type: qt, TCP: o.Transport == "tcp", Source: ep.Source, Mode: o.Mode}, nil
+	expect, err := parseExpect(o.Expect)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{Name: proto.Or(o.Query, proto.LocalName), Server: srv, Path: p, Type: qt, TCP: o.Transport == "tcp", Source: ep.Source, Mode: o.Mode, Expect: expect}, nil
 }
 
 // RealServer is the lab's real DNS server.

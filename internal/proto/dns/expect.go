@@ -1,0 +1,99 @@
+package dns
+
+import (
+	"fmt"
+	"strings"
+
+	mdns "github.com/miekg/dns"
+
+	"v6lab/internal/proto"
+)
+
+// The replies that complete a query (the expect option). A negative
+// answer is as much a DNS transaction as a positive one, and dnsperf times
+// both; v6lab times the kind the cell says it expects and fails the rest,
+// so a server that answers otherwise is seen, not averaged in.
+const (
+	ExpectAnswer   = "answer"   // NOERROR with a record of the asked type (the default)
+	ExpectNoData   = "nodata"   // NOERROR without one (RFC 2308 §2.2)
+	ExpectNXDomain = "nxdomain" // NXDOMAIN: the name does not exist (RFC 2308 §2.1)
+	ExpectAny      = "any"      // any reply to the question; its rcode is in the marker
+)
+
+// parseExpect reads an expect option ("" is answer).
+func parseExpect(s string) (string, error) {
+	switch e := strings.ToLower(s); e {
+	case "":
+		return ExpectAnswer, nil
+	case ExpectAnswer, ExpectNoData, ExpectNXDomain, ExpectAny:
+		return e, nil
+	}
+	return "", fmt.Errorf("%q: want answer, nodata, nxdomain or any", s)
+}
+
+// checkExpect refuses an expectation no query of a lab or loopback cell
+// can meet: the DNS servers v6lab runs there hold its name alone, with both
+// A and AAAA.
+func checkExpect(o *proto.Options, where string) error {
+	e, err := parseExpect(o.Expect)
+	if err != nil {
+		return proto.Errorf("expect", "%v", err)
+	}
+	if where == "hosts" {
+		return nil
+	}
+	switch {
+	case e == ExpectNoData:
+		return proto.Errorf("expect", "nodata: v6lab's DNS servers (lab and loopback) give %s both an A and an AAAA record and know no other name, so no query there gets an empty answer", proto.LocalName)
+	case e == ExpectNXDomain && (o.Query == "" || mdns.CanonicalName(o.Query) == mdns.CanonicalName(proto.LocalName)):
+		return proto.Errorf("expect", "nxdomain: v6lab's DNS servers (lab and loopback) answer %s; give a query they do not know (nosuch.v6lab.test)", proto.LocalName)
+	}
+	return nil
+}
+
+// answers counts reply's records of type qt.
+func answers(reply *mdns.Msg, qt uint16) int {
+	n := 0
+	for _, rr := range reply.Answer {
+		if rr.Header().Rrtype == qt {
+			n++
+		}
+	}
+	return n
+}
+
+// meets says whether reply, already known to answer q's question, is the
+// kind of reply expect asks for.
+func meets(q, reply *mdns.Msg, expect string) error {
+	qt := q.Question[0].Qtype
+	n := answers(reply, qt)
+	rcode := mdns.RcodeToString[reply.Rcode]
+	switch expect {
+	case ExpectAny:
+		return nil
+	case ExpectNXDomain:
+		if reply.Rcode != mdns.RcodeNameError {
+			return fmt.Errorf("server answered %s with %s, not NXDOMAIN (expect: nxdomain): %w", rcode, records(n, qt), ErrReply)
+		}
+		return nil
+	}
+	if reply.Rcode != mdns.RcodeSuccess {
+		return fmt.Errorf("server answered %s: %w", rcode, ErrReply)
+	}
+	switch {
+	case expect == ExpectNoData && n > 0:
+		return fmt.Errorf("%s has %s, not none (expect: nodata): %w", q.Question[0].Name, records(n, qt), ErrReply)
+	case expect != ExpectNoData && n == 0:
+		return fmt.Errorf("%s has no %s record: %w", q.Question[0].Name, mdns.TypeToString[qt], ErrReply)
+	}
+	return nil
+}
+
+// records says "1 A record", "2 AAAA records".
+func records(n int, qt uint16) string {
+	s := fmt.Sprintf("%d %s record", n, mdns.TypeToString[qt])
+	if n != 1 {
+		s += "s"
+	}
+	return s
+}
