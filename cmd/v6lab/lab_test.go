@@ -299,8 +299,9 @@ func TestRunWithoutRootUsesAPrivateLab(t *testing.T) {
 }
 
 // TestTransportTrialsAndFTPInTheLab runs tcp and udp trials, both ways,
-// and FTP retrievals (passive and active) over ipv4, ipv6 and 6in4 on a
-// shaped lab: every run proven on the wire, data included.
+// FTP retrievals (passive and active), mail and an https page from the
+// embedded https server over ipv4, ipv6 and 6in4 on a shaped lab: every
+// run proven on the wire, data included.
 func TestTransportTrialsAndFTPInTheLab(t *testing.T) {
 	requireLab(t)
 	bin := buildBinary(t)
@@ -320,6 +321,7 @@ cells:
   - {protocol: ftp, label: ftp-active, file: 256K, conns: [1], active: true}
   - {protocol: smtp, conns: [3]}
   - {protocol: imap, conns: [3]}
+  - {protocol: http, tls: true, conns: [2]}
 `), 0o644)
 	out, err := exec.Command(bin, "run", exp, "--rate", "100M", "-q", "--results", dir).CombinedOutput()
 	if err != nil {
@@ -333,17 +335,17 @@ cells:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Cells) != 24 {
+	if len(s.Cells) != 27 {
 		t.Fatalf("%d cells", len(s.Cells))
 	}
 	for _, c := range s.Cells {
-		if strings.HasPrefix(c.Protocol, "ftp") || c.Protocol == "smtp" || c.Protocol == "imap" {
+		if strings.HasPrefix(c.Protocol, "ftp") || c.Protocol == "smtp" || c.Protocol == "imap" || c.Protocol == "https" {
 			if c.Completed != 2*c.Conns || c.Failed != 0 {
 				t.Errorf("%s/%s: %d completed, %d failed (%s)", c.Protocol, c.Path, c.Completed, c.Failed, c.FirstError)
 			}
-			// The mail conversations (on the event loop) and FTP's (on
-			// Go's net package, passive and active) count their client
-			// turns on every path, inside the wire time.
+			// The mail conversations (on the event loop), FTP's (on Go's
+			// net package, passive and active) and https's count their
+			// client turns on every path, inside the wire time.
 			ct, w := c.Metrics[report.ClientTurnMetric], c.Metrics[report.WireMetric]
 			if ct == nil || w == nil || ct.Mean <= 0 || ct.Mean >= w.Mean {
 				t.Errorf("%s/%s: client turns %+v, wire %+v", c.Protocol, c.Path, ct, w)

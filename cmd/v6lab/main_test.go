@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -213,6 +215,63 @@ cells:
 	}
 	if m, _ := filepath.Glob(filepath.Join(dir, "samples.unfinished-*.jsonl")); len(m) != 1 {
 		t.Errorf("unfinished lines kept in %v", m)
+	}
+}
+
+// TestHTTPSCellOnTheEmbeddedServer: an http cell with tls fetches from
+// v6lab's own https server (a second instance, on a port of its own, its
+// self-signed certificate pinned) over every path, the dual path's race
+// included, beside plain http in the same run; its group is named https.
+func TestHTTPSCellOnTheEmbeddedServer(t *testing.T) {
+	exp := filepath.Join(t.TempDir(), "tls.yaml")
+	os.WriteFile(exp, []byte(`name: tls
+where: loopback
+paths: [ipv4, ipv6, dual]
+runs: 3
+warmup: 1
+pause: 0s
+cells:
+  - {protocol: http, conns: [2]}
+  - {protocol: http, tls: true, conns: [2]}
+  - {protocol: http, label: https-file, tls: true, file: 64K, conns: [1]}
+`), 0o644)
+	root := t.TempDir()
+	if out, err := v6lab(t, "run", exp, "-q", "--strict", "--results", root); err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	f, s, err := report.Load(onlyDir(t, root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Cells) != 9 {
+		t.Fatalf("%d cells", len(s.Cells))
+	}
+	for _, c := range s.Cells {
+		if c.Completed != 2*c.Conns || c.Failed != 0 {
+			t.Errorf("%s/%s: %d completed, %d failed: %s", c.Protocol, c.Path, c.Completed, c.Failed, c.FirstError)
+		}
+	}
+	if !strings.Contains(f.Header.Servers["https"], "crypto/tls") {
+		t.Errorf("servers %v", f.Header.Servers)
+	}
+	ports := map[string]map[string]bool{} // cell group: remote ports
+	for _, smp := range f.Samples {
+		group := strings.Split(smp.Cell, "/")[0]
+		tls := strings.Contains(smp.Marker, "TLS 1.3") && strings.Contains(smp.Marker, "full handshake")
+		if tls != strings.HasPrefix(group, "https") {
+			t.Errorf("%s: marker %q", smp.Cell, smp.Marker)
+		}
+		remote := netip.MustParseAddrPort(smp.Remote)
+		if smp.Path != "dual" && path.Path(smp.Path).Accepts(remote.Addr()) == false {
+			t.Errorf("%s: remote %v", smp.Cell, remote)
+		}
+		if ports[group] == nil {
+			ports[group] = map[string]bool{}
+		}
+		ports[group][strconv.Itoa(int(remote.Port()))] = true
+	}
+	if len(ports["http"]) != 1 || len(ports["https"]) != 1 || maps.Equal(ports["http"], ports["https"]) {
+		t.Errorf("remote ports by group %v: want one each, http's and https's apart", ports)
 	}
 }
 

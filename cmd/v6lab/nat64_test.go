@@ -18,8 +18,8 @@ import (
 	"v6lab/internal/result"
 )
 
-// TestEveryProtocolOverNat64: in the lab, HTTP, DNS (an NXDOMAIN timed
-// too), FTP (EPSV), SMTP,
+// TestEveryProtocolOverNat64: in the lab, HTTP (and HTTPS), DNS (an
+// NXDOMAIN timed too), FTP (EPSV), SMTP,
 // IMAP and the TCP and UDP transport tests (1460-byte datagrams, which
 // travel in two fragments, either way) all work over the nat64 path,
 // compared with ipv4 in the same run: each transaction went from the
@@ -36,6 +36,7 @@ warmup: 0
 pause: 0s
 cells:
   - {protocol: http, conns: [1, 3]}
+  - {protocol: http, tls: true, conns: [1]}
   - {protocol: dns, conns: [1, 3]}
   - {protocol: dns, label: dns-nxdomain, query: nosuch.v6lab.test, expect: nxdomain, conns: [1]}
   - {protocol: ftp, conns: [1, 2], file: /64K}
@@ -48,7 +49,7 @@ cells:
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
-	if len(s.Cells) != 2*(5*2+4) { // paths × (five protocols at two counts; NXDOMAIN, tcp and two udp at one)
+	if len(s.Cells) != 2*(5*2+5) { // paths × (five protocols at two counts; https, NXDOMAIN, tcp and two udp at one)
 		t.Fatalf("%d cells", len(s.Cells))
 	}
 	for _, c := range s.Cells {

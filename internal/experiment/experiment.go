@@ -137,7 +137,7 @@ func (s *Spec) WireKey() string {
 	if s.Server == "real" {
 		return "real/" + s.Protocol
 	}
-	return all.ServerKey(s.Protocol)
+	return all.CellServerKey(s.Protocol, &s.Options)
 }
 
 // anyCell reports whether any cell group satisfies f.
@@ -153,18 +153,6 @@ func (e *Experiment) RealProtocols() []string {
 	var out []string
 	for _, c := range e.Cells {
 		if c.Server == "real" && !slices.Contains(out, c.Protocol) {
-			out = append(out, c.Protocol)
-		}
-	}
-	return out
-}
-
-// EmbeddedProtocols lists the protocols some cell group measures on an
-// embedded server, once each.
-func (e *Experiment) EmbeddedProtocols() []string {
-	var out []string
-	for _, c := range e.Cells {
-		if c.Server != "real" && !slices.Contains(out, c.Protocol) {
 			out = append(out, c.Protocol)
 		}
 	}

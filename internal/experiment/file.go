@@ -56,6 +56,7 @@ type cellFile struct {
 	Transport  string    `yaml:"transport"`
 	Mode       string    `yaml:"mode"`
 	Expect     string    `yaml:"expect"`
+	TLS        bool      `yaml:"tls"`
 	// imap
 	Users      *int   `yaml:"users"`
 	UserFormat string `yaml:"user_format"`
@@ -437,6 +438,9 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Pa
 		}
 		return s, doc.Errorf(field(oe.Option), "%v", oe.Err)
 	}
+	if k := all.CellServerKey(c.Protocol, &s.Options); s.Label == "" && k != all.ServerKey(c.Protocol) {
+		s.Label = k // a cell of the protocol's other server (https) is named after it
+	}
 	if trial {
 		o := s.Test
 		// A trial's timeout follows its length unless set.
@@ -497,6 +501,9 @@ func (c *cellFile) congestion(doc *specfile.Doc, at, where string, s *Spec) erro
 		if !inLab {
 			return doc.Errorf(field("server_capture"), "the capture runs in the lab's server host, but where is %s", where)
 		}
+		if c.TLS {
+			return doc.Errorf(field("server_capture"), "the capture's request is the client's first data, which over tls is its ClientHello, not the GET: the figures would not be the study's")
+		}
 		s.ServerCapture = true
 	}
 	if c.LinkRate != "" {
@@ -531,7 +538,7 @@ func (c *cellFile) size() (*int, error) {
 }
 
 func (c *cellFile) options(size *int) proto.Options {
-	o := proto.Options{URL: c.URL, Objects: c.Objects, Query: c.Query, DNSServers: c.DNSServers, Transport: c.Transport, Mode: c.Mode, Expect: c.Expect,
+	o := proto.Options{URL: c.URL, Objects: c.Objects, Query: c.Query, DNSServers: c.DNSServers, Transport: c.Transport, Mode: c.Mode, Expect: c.Expect, TLS: c.TLS,
 		File: c.File, Active: c.Active, Client: c.Client, From: c.From, To: c.To, StartTLS: c.StartTLS, TLSPin: c.TLSPin,
 		UserFormat: c.UserFormat, Password: c.Password, Servers: c.Servers, AttemptDelay: c.AttemptDelay, Dialer: c.Dialer, AAAADelay: c.AAAADelay}
 	if c.Users != nil {

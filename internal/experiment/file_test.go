@@ -3,6 +3,7 @@ package experiment
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -209,6 +210,37 @@ func TestDNSExpect(t *testing.T) {
 	// With where: hosts the servers are the user's: any expectation goes.
 	if _, err := Parse("t.yaml", []byte("name: t\nwhere: hosts\ncells:\n  - {protocol: dns, query: v4only.example.org, dns_servers: [192.0.2.53], expect: nodata, conns: [1]}\n")); err != nil {
 		t.Errorf("hosts, nodata: %v", err)
+	}
+}
+
+// TestTLSCellsUseTheEmbeddedHTTPSServer: tls picks the https server (its
+// own key, so its own port on the wire) and names the group after it;
+// where it cannot work it is refused with file, line and field.
+func TestTLSCellsUseTheEmbeddedHTTPSServer(t *testing.T) {
+	e, err := Parse("t.yaml", []byte("name: t\ncells:\n  - {protocol: http, conns: [1]}\n  - {protocol: http, tls: true, conns: [1]}\n  - {protocol: http, label: big, tls: true, file: 1M, conns: [1]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range e.Cells {
+		got = append(got, c.CellName()+":"+c.WireKey())
+	}
+	if want := []string{"http:http", "https:https", "big:https"}; !slices.Equal(got, want) {
+		t.Errorf("cells %v, want %v", got, want)
+	}
+	if s := e.EmbeddedServers(); !slices.Equal(s, []string{"http", "https"}) {
+		t.Errorf("embedded servers %v", s)
+	}
+	for data, want := range map[string]string{
+		"name: t\nwhere: hosts\ncells:\n  - {protocol: http, url: \"https://www.example.org/\", tls: true, conns: [1]}\n": "t.yaml:4: cells[0].tls: asks for v6lab's own https server; with where: hosts the url's scheme says https",
+		"name: t\ncells:\n  - {protocol: http, tls: true, file: 1M, client: curl, conns: [1]}\n":                          "t.yaml:3: cells[0].tls: is v6lab's own client's: curl cannot pin",
+		"name: t\ncells:\n  - {protocol: http, tls: true, server: real, conns: [1]}\n":                                    "the lab's nginx serves plain http: tls needs the embedded server",
+		"name: t\nwhere: lab\ncells:\n  - {protocol: http, tls: true, file: 320K, server_capture: true, conns: [1]}\n":    "t.yaml:4: cells[0].server_capture: the capture's request is the client's first data, which over tls is its ClientHello",
+		"name: t\ncells:\n  - {protocol: dns, tls: true, conns: [1]}\n":                                                   "t.yaml:3: cells[0].tls: does not apply to protocol dns",
+	} {
+		if _, err := Parse("t.yaml", []byte(data)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", data, err, want)
+		}
 	}
 }
 

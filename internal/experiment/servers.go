@@ -43,8 +43,8 @@ func Probes(eps proto.Endpoints) func(*Spec, path.Path) (load.Probe, error) {
 // keys, all.ServerKey).
 func (e *Experiment) EmbeddedServers() []string {
 	var out []string
-	for _, proto := range e.EmbeddedProtocols() {
-		if k := all.ServerKey(proto); !contains(out, k) {
+	for _, c := range e.Cells {
+		if k := c.WireKey(); c.Server != "real" && !contains(out, k) {
 			out = append(out, k)
 		}
 	}

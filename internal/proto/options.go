@@ -53,6 +53,9 @@ type Options struct {
 	// (https, SMTP's STARTTLS), in place of a CA's verification: how a
 	// client trusts `v6lab serve http --tls` or `serve smtp` elsewhere.
 	TLSPin string `json:"tls_pin,omitempty"`
+	// TLS fetches over HTTPS from v6lab's own embedded server (lab and
+	// loopback; a named server's url says its scheme itself).
+	TLS bool `json:"tls,omitempty"`
 	// IMAP: user i logs in as user(i mod Users)+1 (UserFormat, Password
 	// for real servers).
 	Users      int    `json:"users,omitempty"`

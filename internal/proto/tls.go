@@ -128,3 +128,16 @@ func Pinned(base *tls.Config, pin string) *tls.Config {
 type Pinner interface {
 	CertSHA256() string
 }
+
+// Schemed is an embedded server whose endpoints carry a URL scheme other
+// than http (the https server).
+type Schemed interface {
+	Scheme() string
+}
+
+// CellServed is a protocol whose cells choose among its embedded servers
+// by their options (http: the https server for tls); "" is the protocol's
+// own server.
+type CellServed interface {
+	ServerFor(o *Options) string
+}

@@ -36,6 +36,7 @@ var Servers = []struct {
 	Server proto.Server
 }{
 	{"http", httpp.Protocol{}},
+	{httpp.ServerKeyTLS, httpp.TLSServer{}},
 	{"dns", dns.Protocol{}},
 	{"ftp", ftp.Protocol{}},
 	{"smtp", smtp.Protocol{}},
@@ -84,6 +85,20 @@ func ServerKey(name string) string {
 		}
 	}
 	return name
+}
+
+// CellServerKey is the key of the embedded server that answers a cell of
+// protocol name with options o: ServerKey, or the one its options choose
+// (proto.CellServed).
+func CellServerKey(name string, o *proto.Options) string {
+	if p, ok := Get(name); ok {
+		if c, ok := p.(proto.CellServed); ok {
+			if k := c.ServerFor(o); k != "" {
+				return k
+			}
+		}
+	}
+	return ServerKey(name)
 }
 
 // Server is the embedded server of key.

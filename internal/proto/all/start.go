@@ -104,6 +104,9 @@ func PlaceEndpoints(at proto.Place, ports map[string]int, sources map[path.Path]
 			if dns, ok := ports[prefix+"dns"]; ok {
 				ep.DNS = []netip.AddrPort{netip.AddrPortFrom(a, uint16(dns))}
 			}
+			if s, ok := serverOf(key[len(prefix):]); ok {
+				ep.Scheme = scheme(s)
+			}
 			if s, ok := serverOf(key[len(prefix):]); ok && byAddress(s) {
 				to := a
 				if c, ok := at.Connect[p]; ok {
@@ -119,7 +122,7 @@ func PlaceEndpoints(at proto.Place, ports map[string]int, sources map[path.Path]
 		v4, ok4 := at.Addrs[path.IPv4]
 		_, ok6 := at.Addrs[path.IPv6]
 		if s, ok := serverOf(key[len(prefix):]); ok4 && ok6 && ok && !byAddress(s) {
-			ep := proto.Endpoint{Host: at.Name, Port: port, Content: files, DNSOver: path.IPv4}
+			ep := proto.Endpoint{Scheme: scheme(s), Host: at.Name, Port: port, Content: files, DNSOver: path.IPv4}
 			if dns, ok := ports[prefix+"dns"]; ok {
 				ep.DNS = []netip.AddrPort{netip.AddrPortFrom(v4, uint16(dns))}
 			}
@@ -130,6 +133,14 @@ func PlaceEndpoints(at proto.Place, ports map[string]int, sources map[path.Path]
 }
 
 func serverOf(key string) (proto.Server, bool) { return Server(key) }
+
+// scheme is a server's URL scheme where it has one of its own (https).
+func scheme(s proto.Server) string {
+	if sc, ok := s.(proto.Schemed); ok {
+		return sc.Scheme()
+	}
+	return ""
+}
 
 func byAddress(s proto.Server) bool {
 	b, ok := s.(proto.ByAddress)

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"net/url"
 	"strings"
@@ -24,7 +25,7 @@ type Protocol struct{}
 func (Protocol) Name() string { return "http" }
 
 func (Protocol) Options() []string {
-	return []string{"objects", "file", extclient.OptClient, proto.OptURL, proto.OptDNSServers, proto.OptTLSPin, "attempt_delay", "dialer", "aaaa_delay"}
+	return []string{"objects", "file", extclient.OptClient, proto.OptURL, proto.OptDNSServers, proto.OptTLSPin, "tls", "attempt_delay", "dialer", "aaaa_delay"}
 }
 
 // Check applies http's rules: a url only with where: hosts, objects or a
@@ -79,6 +80,14 @@ func (Protocol) Check(o *proto.Options, where string, given proto.Given) error {
 	}
 	if err := proto.CheckPin(o, where); err != nil {
 		return err
+	}
+	if o.TLS {
+		switch {
+		case where == "hosts":
+			return proto.Errorf("tls", "asks for v6lab's own https server; with where: hosts the url's scheme says https")
+		case extclient.External(o):
+			return proto.Errorf("tls", "is v6lab's own client's: %s cannot pin the embedded server's self-signed certificate", o.Client)
+		}
 	}
 	if o.TLSPin != "" {
 		switch u, _ := ParseURL(o.URL); {
@@ -231,6 +240,9 @@ func (Protocol) FileDir() string { return "/files/" }
 
 // RealFit says why a cell cannot fetch from nginx.
 func (Protocol) RealFit(o *proto.Options) error {
+	if o.TLS {
+		return fmt.Errorf("the lab's nginx serves plain http: tls needs the embedded server")
+	}
 	if o.Objects != nil || o.Client != "" {
 		return fmt.Errorf("with real servers an http cell fetches nginx's page or a file: objects and client need the embedded server")
 	}
@@ -303,4 +315,42 @@ func (r running) Detail() string {
 		return ""
 	}
 	return "self-signed certificate, SHA-256 " + r.pin
+}
+
+// ServerKeyTLS is the key of the embedded HTTPS server (proto.CellServed):
+// a second instance of the embedded server, its traffic on a port of its
+// own so the wire check counts it apart.
+const ServerKeyTLS = "https"
+
+// ServerFor names the https server for a cell with tls (proto.CellServed).
+func (Protocol) ServerFor(o *proto.Options) string {
+	if o.TLS {
+		return ServerKeyTLS
+	}
+	return ""
+}
+
+// TLSServer is the embedded server over Go's crypto/tls with a
+// self-signed certificate that v6lab's clients pin: the lab's and
+// loopback's https (proto.Server, proto.Schemed).
+type TLSServer struct{}
+
+// About describes the server.
+func (TLSServer) About() string {
+	return "embedded (v6lab's own HTTP/1.1 over Go crypto/tls, TLS 1.2 and 1.3, a self-signed certificate the client pins)"
+}
+
+// Scheme is https (proto.Schemed).
+func (TLSServer) Scheme() string { return "https" }
+
+// Serve starts the embedded server with tls set, whatever the place's
+// settings say of it.
+func (TLSServer) Serve(ctx context.Context, at proto.Place) (proto.Running, error) {
+	settings := maps.Clone(at.Settings)
+	if settings == nil {
+		settings = map[string][]string{}
+	}
+	settings["tls"] = []string{"true"}
+	at.Settings = settings
+	return Protocol{}.Serve(ctx, at)
 }
