@@ -234,6 +234,7 @@ cells:
   - {protocol: http, conns: [2]}
   - {protocol: http, tls: true, conns: [2]}
   - {protocol: http, label: https-file, tls: true, file: 64K, conns: [1]}
+  - {protocol: http, label: https-back, tls: true, tls_resume: true, conns: [2]}
 `), 0o644)
 	root := t.TempDir()
 	if out, err := v6lab(t, "run", exp, "-q", "--strict", "--results", root); err != nil {
@@ -243,7 +244,7 @@ cells:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Cells) != 9 {
+	if len(s.Cells) != 12 {
 		t.Fatalf("%d cells", len(s.Cells))
 	}
 	for _, c := range s.Cells {
@@ -255,11 +256,15 @@ cells:
 		t.Errorf("servers %v", f.Header.Servers)
 	}
 	ports := map[string]map[string]bool{} // cell group: remote ports
+	resumed := map[string]int{}
 	for _, smp := range f.Samples {
 		group := strings.Split(smp.Cell, "/")[0]
-		tls := strings.Contains(smp.Marker, "TLS 1.3") && strings.Contains(smp.Marker, "full handshake")
+		tls := strings.Contains(smp.Marker, "TLS 1.3")
 		if tls != strings.HasPrefix(group, "https") {
 			t.Errorf("%s: marker %q", smp.Cell, smp.Marker)
+		}
+		if strings.Contains(smp.Marker, " resumed") {
+			resumed[group]++
 		}
 		remote := netip.MustParseAddrPort(smp.Remote)
 		if smp.Path != "dual" && path.Path(smp.Path).Accepts(remote.Addr()) == false {
@@ -269,6 +274,11 @@ cells:
 			ports[group] = map[string]bool{}
 		}
 		ports[group][strconv.Itoa(int(remote.Port()))] = true
+	}
+	// Returning users (tls_resume) resume with the tickets of their
+	// earlier runs; new users never do.
+	if resumed["https-back"] == 0 || resumed["https"] != 0 || resumed["https-file"] != 0 {
+		t.Errorf("resumed handshakes by group %v: want some in https-back alone", resumed)
 	}
 	if len(ports["http"]) != 1 || len(ports["https"]) != 1 || maps.Equal(ports["http"], ports["https"]) {
 		t.Errorf("remote ports by group %v: want one each, http's and https's apart", ports)

@@ -57,6 +57,7 @@ type cellFile struct {
 	Mode       string    `yaml:"mode"`
 	Expect     string    `yaml:"expect"`
 	TLS        bool      `yaml:"tls"`
+	TLSResume  bool      `yaml:"tls_resume"`
 	// imap
 	Users      *int   `yaml:"users"`
 	UserFormat string `yaml:"user_format"`
@@ -538,7 +539,7 @@ func (c *cellFile) size() (*int, error) {
 }
 
 func (c *cellFile) options(size *int) proto.Options {
-	o := proto.Options{URL: c.URL, Objects: c.Objects, Query: c.Query, DNSServers: c.DNSServers, Transport: c.Transport, Mode: c.Mode, Expect: c.Expect, TLS: c.TLS,
+	o := proto.Options{URL: c.URL, Objects: c.Objects, Query: c.Query, DNSServers: c.DNSServers, Transport: c.Transport, Mode: c.Mode, Expect: c.Expect, TLS: c.TLS, TLSResume: c.TLSResume,
 		File: c.File, Active: c.Active, Client: c.Client, From: c.From, To: c.To, StartTLS: c.StartTLS, TLSPin: c.TLSPin,
 		UserFormat: c.UserFormat, Password: c.Password, Servers: c.Servers, AttemptDelay: c.AttemptDelay, Dialer: c.Dialer, AAAADelay: c.AAAADelay}
 	if c.Users != nil {

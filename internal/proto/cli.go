@@ -108,7 +108,7 @@ var setters = map[string]func(o *Options, v string) error{
 	"password":    func(o *Options, v string) error { o.Password = v; return nil },
 	"no_objects":  func(o *Options, v string) error { return setBool(v, &o.Probe.NoObjects) },
 	"insecure":    func(o *Options, v string) error { return setBool(v, &o.Probe.Insecure) },
-	"tls_resume":  func(o *Options, v string) error { return setBool(v, &o.Probe.TLSResume) },
+	"tls_resume":  func(o *Options, v string) error { return setBool(v, &o.TLSResume) },
 	"tls_groups":  func(o *Options, v string) error { o.Probe.TLSGroups = v; return nil },
 	"max_body":    func(o *Options, v string) error { o.Probe.MaxBody = v; return nil },
 	"engine":      func(o *Options, v string) error { o.Probe.Engine = v; return nil },

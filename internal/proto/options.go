@@ -56,6 +56,9 @@ type Options struct {
 	// TLS fetches over HTTPS from v6lab's own embedded server (lab and
 	// loopback; a named server's url says its scheme itself).
 	TLS bool `json:"tls,omitempty"`
+	// TLSResume lets returning users resume TLS sessions with the
+	// server's tickets (https).
+	TLSResume bool `json:"tls_resume,omitempty"`
 	// IMAP: user i logs in as user(i mod Users)+1 (UserFormat, Password
 	// for real servers).
 	Users      int    `json:"users,omitempty"`
@@ -78,9 +81,7 @@ type ProbeSettings struct {
 	NoObjects bool
 	// Insecure accepts any certificate (https, smtp STARTTLS).
 	Insecure bool
-	// TLSResume lets returning users resume TLS sessions; TLSGroups is
-	// the key exchange offered (classic or pq).
-	TLSResume bool
+	// TLSGroups is the key exchange offered (classic or pq).
 	TLSGroups string
 	// MaxBody bounds each HTTP body ("64M"; empty: the client's default).
 	MaxBody string

@@ -25,7 +25,7 @@ type Protocol struct{}
 func (Protocol) Name() string { return "http" }
 
 func (Protocol) Options() []string {
-	return []string{"objects", "file", extclient.OptClient, proto.OptURL, proto.OptDNSServers, proto.OptTLSPin, "tls", "attempt_delay", "dialer", "aaaa_delay"}
+	return []string{"objects", "file", extclient.OptClient, proto.OptURL, proto.OptDNSServers, proto.OptTLSPin, "tls", "tls_resume", "attempt_delay", "dialer", "aaaa_delay"}
 }
 
 // Check applies http's rules: a url only with where: hosts, objects or a
@@ -80,6 +80,12 @@ func (Protocol) Check(o *proto.Options, where string, given proto.Given) error {
 	}
 	if err := proto.CheckPin(o, where); err != nil {
 		return err
+	}
+	if u, _ := ParseURL(o.URL); o.TLSResume && !o.TLS && (u == nil || u.Scheme != "https") {
+		if where == "hosts" {
+			return proto.Errorf("tls_resume", "resumes TLS sessions, but the url is not https://")
+		}
+		return proto.Errorf("tls_resume", "resumes TLS sessions: give tls too")
 	}
 	if o.TLS {
 		switch {
@@ -211,7 +217,7 @@ func (Protocol) Probe(o *proto.Options, ep proto.Endpoint, p path.Path) (load.Pr
 	if pin := proto.Or(o.TLSPin, ep.CertSHA256); pin != "" && !o.Probe.Insecure {
 		c.TLS = proto.Pinned(c.TLS, pin) // a named server's pin, or v6lab's own server's
 	}
-	if o.Probe.TLSResume {
+	if o.TLSResume {
 		c.TLS = ResumeTLS(c.TLS)
 	}
 	if o.File != "" {
