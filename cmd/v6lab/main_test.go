@@ -375,6 +375,11 @@ func TestProbeHTTPDualPathFlags(t *testing.T) {
 				t.Errorf("%s: %s/%d: %d completed (%s), ipv6_won %v", dialer, c.Path, c.Conns, c.Completed, c.FirstError, metricOf(c, "ipv6_won"))
 			}
 		}
+		// The report says when Go's resolver is in the dual cell's cost.
+		txt := string(mustRead(t, filepath.Join(onlyDir(t, root), "report.txt")))
+		if s.Dialers["http"] != dialer || strings.Contains(txt, report.EyeballsGoDialerNote) != (dialer == "go") {
+			t.Errorf("%s: dialers %v, the report's note on Go's resolver: %v", dialer, s.Dialers, strings.Contains(txt, report.EyeballsGoDialerNote))
+		}
 		// With either dialer the wire time starts at the first query out,
 		// as on the pinned path beside it: never at the SYN, never absent.
 		for _, smp := range f.Samples {

@@ -11,13 +11,18 @@ import (
 // own client, when it raced on goroutines (engine go-dial or go).
 const EyeballsLoadNote = "at 10 connections and more, part of vs is v6lab's own: this dual path raced on goroutines (engine go-dial or go: the two lookups and each attempt on goroutines of their own, which wake more often than a pinned path's and wait for the CPUs under load); the evloop engine races in the event loop (docs/transition.md)"
 
+// EyeballsGoDialerNote says what a dual cell raced by Go's dialer carries
+// that the pinned paths do not: Go's resolver's own work.
+const EyeballsGoDialerNote = "dialer go: the dual path's lookups are Go's resolver's (its own sockets and goroutines), whose own time is in this cell's response time and not in the pinned paths', which v6lab looks up itself: part of vs is Go's client, as a Go program's users get it (docs/metrics.md)"
+
 // EyeballsSection sets a dual-stack client's cells (the dual path) beside
 // the pinned ipv4 and ipv6 cells of the same group: the share of
 // transactions each family won, the attempts and the time to a
 // connection, and what racing cost against each pinned family (mean
 // against mean). engine is the group's record of its engines (Summary.
-// Engines). False when the group has no dual cell.
-func EyeballsSection(title string, cells []Cell, engine string) (section, bool) {
+// Engines), dialer who raced (Summary.Dialers). False when the group has no
+// dual cell.
+func EyeballsSection(title string, cells []Cell, engine, dialer string) (section, bool) {
 	byPath := map[path.Path]map[int]*Cell{}
 	for i := range cells {
 		p := path.Path(cells[i].Path)
@@ -56,6 +61,9 @@ func EyeballsSection(title string, cells []Cell, engine string) (section, bool) 
 	sec.Footer = []string{"won: share of transactions each family won, mean of run means; vs: the dual cell's mean response time minus the pinned path's, same group and connections (docs/metrics.md)"}
 	if loaded && dualEngine(engine) != "evloop" {
 		sec.Footer = append(sec.Footer, EyeballsLoadNote)
+	}
+	if dialer == "go" {
+		sec.Footer = append(sec.Footer, EyeballsGoDialerNote)
 	}
 	return sec, true
 }

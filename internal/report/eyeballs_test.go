@@ -18,7 +18,7 @@ func TestEyeballsSectionSetsDualBesidePinned(t *testing.T) {
 		{Protocol: "http", Path: "dual", Conns: 10, MeanMS: ms(3.0), Metrics: map[string]*MetricStat{
 			"ipv6_won": stat(0.75), "he_attempts": stat(1.25), "he_connect_ms": stat(0.5)}},
 	}
-	sec, ok := EyeballsSection("HTTP", cells, "go-dial")
+	sec, ok := EyeballsSection("HTTP", cells, "go-dial", "")
 	if !ok || len(sec.Rows) != 1 {
 		t.Fatalf("%v %+v", ok, sec)
 	}
@@ -29,17 +29,21 @@ func TestEyeballsSectionSetsDualBesidePinned(t *testing.T) {
 		t.Errorf("at 10 connections, footer %q", sec.Footer)
 	}
 	for engine, note := range map[string]bool{"": true, "ipv4=evloop dual=go-dial": true, "evloop": false, "ipv4=go dual=evloop": false} {
-		if sec, _ := EyeballsSection("HTTP", cells, engine); (len(sec.Footer) == 2) != note {
+		if sec, _ := EyeballsSection("HTTP", cells, engine, ""); (len(sec.Footer) == 2) != note {
 			t.Errorf("engine %q: footer %q", engine, sec.Footer)
 		}
 	}
 	for i := range cells {
 		cells[i].Conns = 1
 	}
-	if sec, _ := EyeballsSection("HTTP", cells, "go-dial"); len(sec.Footer) != 1 {
+	if sec, _ := EyeballsSection("HTTP", cells, "go-dial", ""); len(sec.Footer) != 1 {
 		t.Errorf("at one connection, footer %q", sec.Footer)
 	}
-	if _, ok := EyeballsSection("HTTP", cells[:2], ""); ok {
+	// Raced by Go's dialer, the note says Go's resolver is in the cost.
+	if sec, _ := EyeballsSection("HTTP", cells, "go-dial", "go"); len(sec.Footer) != 2 || sec.Footer[1] != EyeballsGoDialerNote {
+		t.Errorf("dialer go: footer %q", sec.Footer)
+	}
+	if _, ok := EyeballsSection("HTTP", cells[:2], "", "go"); ok {
 		t.Error("a section without a dual cell")
 	}
 }

@@ -52,6 +52,9 @@ type Summary struct {
 	// Engines says, per cell group that records one (its params), which
 	// connection engine its probes ran on: http's evloop, go-dial or go.
 	Engines map[string]string `json:"engines,omitempty"`
+	// Dialers says, per cell group that names one (dialer: go), who raced
+	// the families on its dual path.
+	Dialers map[string]string `json:"dialers,omitempty"`
 	// Machine says what it ran on: tool version, host, kernel, CPUs.
 	Machine map[string]string `json:"machine,omitempty"`
 	// Lab and Servers are the header's, for the reader of the report.
@@ -558,7 +561,8 @@ func Summarize(f *result.File) *Summary {
 		if v, ok := m["scale"].(float64); ok && v > 0 && v < 1 {
 			s.Scale = v
 		}
-		s.Engines = engines(m)
+		s.Engines = groupValues(m, func(c map[string]any) any { p, _ := c["params"].(map[string]any); return p["engine"] })
+		s.Dialers = groupValues(m, func(c map[string]any) any { return c["dialer"] })
 	}
 	s.Comparisons = compare(s.Cells, s.Baseline)
 	s.Adjustment = adjust(s.Comparisons)
@@ -590,13 +594,15 @@ func clientTurnNote(cells []Cell) string {
 
 // engines reads each cell group's params.engine from the spec, keyed by
 // the group's name as samples carry it (its label, or its protocol).
-func engines(spec map[string]any) map[string]string {
+// groupValues reads one value of each cell group of a recorded spec (a
+// string that value picks from its cell), by the group's name; nil when
+// no group has one.
+func groupValues(spec map[string]any, value func(cell map[string]any) any) map[string]string {
 	cells, _ := spec["cells"].([]any)
 	var out map[string]string
 	for _, c := range cells {
 		m, _ := c.(map[string]any)
-		params, _ := m["params"].(map[string]any)
-		e, _ := params["engine"].(string)
+		e, _ := value(m).(string)
 		if e == "" {
 			continue
 		}

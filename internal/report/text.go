@@ -398,7 +398,7 @@ func sections(s *Summary, proto string) []section {
 		}
 	}
 	out := []section{means}
-	if sec, ok := EyeballsSection(title, cells, s.Engines[proto]); ok {
+	if sec, ok := EyeballsSection(title, cells, s.Engines[proto], s.Dialers[proto]); ok {
 		out = append(out, sec)
 	}
 	if sec, ok := metricSection(title, cells); ok {
