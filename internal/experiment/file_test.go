@@ -196,17 +196,13 @@ func TestDNSExpect(t *testing.T) {
 	if got := e.Cells[0].Expect; got != "nxdomain" {
 		t.Errorf("expect %q", got)
 	}
-	for data, want := range map[string]string{
+	parseErrors(t, map[string]string{
 		"name: t\ncells:\n  - {protocol: dns, expect: nxdomain, conns: [1]}\n":                         "t.yaml:3: cells[0].expect: nxdomain: v6lab's DNS servers (lab and loopback) answer www.v6lab.test; give a query they do not know",
 		"name: t\ncells:\n  - {protocol: dns, query: WWW.v6lab.test., expect: nxdomain, conns: [1]}\n": "t.yaml:3: cells[0].expect: nxdomain: v6lab's DNS servers (lab and loopback) answer www.v6lab.test",
 		"name: t\ncells:\n  - {protocol: dns, query: nosuch.v6lab.test, expect: nodata, conns: [1]}\n": "t.yaml:3: cells[0].expect: nodata: v6lab's DNS servers (lab and loopback) give www.v6lab.test both an A and an AAAA record",
 		"name: t\ncells:\n  - {protocol: dns, expect: refused, conns: [1]}\n":                          `t.yaml:3: cells[0].expect: "refused": want answer, nodata, nxdomain or any`,
 		"name: t\ncells:\n  - {protocol: http, expect: nxdomain, conns: [1]}\n":                        "t.yaml:3: cells[0].expect: does not apply to protocol http",
-	} {
-		if _, err := Parse("t.yaml", []byte(data)); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%q: %v, want %q", data, err, want)
-		}
-	}
+	})
 	// With where: hosts the servers are the user's: any expectation goes.
 	if _, err := Parse("t.yaml", []byte("name: t\nwhere: hosts\ncells:\n  - {protocol: dns, query: v4only.example.org, dns_servers: [192.0.2.53], expect: nodata, conns: [1]}\n")); err != nil {
 		t.Errorf("hosts, nodata: %v", err)
@@ -231,7 +227,7 @@ func TestTLSCellsUseTheEmbeddedHTTPSServer(t *testing.T) {
 	if s := e.EmbeddedServers(); !slices.Equal(s, []string{"http", "https"}) {
 		t.Errorf("embedded servers %v", s)
 	}
-	for data, want := range map[string]string{
+	parseErrors(t, map[string]string{
 		"name: t\nwhere: hosts\ncells:\n  - {protocol: http, url: \"https://www.example.org/\", tls: true, conns: [1]}\n":       "t.yaml:4: cells[0].tls: asks for v6lab's own https server; with where: hosts the url's scheme says https",
 		"name: t\ncells:\n  - {protocol: http, tls: true, file: 1M, client: curl, conns: [1]}\n":                                "t.yaml:3: cells[0].tls: is v6lab's own client's: curl cannot pin",
 		"name: t\ncells:\n  - {protocol: http, tls: true, server: real, conns: [1]}\n":                                          "the lab's nginx serves plain http: tls needs the embedded server",
@@ -239,11 +235,7 @@ func TestTLSCellsUseTheEmbeddedHTTPSServer(t *testing.T) {
 		"name: t\ncells:\n  - {protocol: dns, tls: true, conns: [1]}\n":                                                         "t.yaml:3: cells[0].tls: does not apply to protocol dns",
 		"name: t\ncells:\n  - {protocol: http, tls_resume: true, conns: [1]}\n":                                                 "t.yaml:3: cells[0].tls_resume: resumes TLS sessions: give tls too",
 		"name: t\nwhere: hosts\ncells:\n  - {protocol: http, url: \"http://www.example.org/\", tls_resume: true, conns: [1]}\n": "t.yaml:4: cells[0].tls_resume: resumes TLS sessions, but the url is not https://",
-	} {
-		if _, err := Parse("t.yaml", []byte(data)); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%q: %v, want %q", data, err, want)
-		}
-	}
+	})
 }
 
 func TestTLSPinIsForNamedServers(t *testing.T) {
@@ -255,12 +247,19 @@ func TestTLSPinIsForNamedServers(t *testing.T) {
 	if got := e.Cells[0].TLSPin; got != strings.Repeat("ab", 32) {
 		t.Errorf("pin %q", got)
 	}
-	for data, want := range map[string]string{
+	parseErrors(t, map[string]string{
 		"name: t\ncells:\n  - {protocol: http, tls_pin: \"" + pin + "\", conns: [1]}\n":                                               "t.yaml:3: cells[0].tls_pin: pins a real server's certificate (where: hosts)",
 		"name: t\nwhere: hosts\ncells:\n  - {protocol: smtp, url: \"smtp://mx.example.org\", tls_pin: \"" + pin + "\", conns: [1]}\n": "t.yaml:4: cells[0].tls_pin: pins the certificate of STARTTLS: give starttls too",
 		"name: t\nwhere: hosts\ncells:\n  - {protocol: http, url: \"https://www.example.org/\", tls_pin: 12ab, conns: [1]}\n":         `t.yaml:4: cells[0].tls_pin: "12ab": want a certificate's SHA-256`,
 		"name: t\ncells:\n  - {protocol: dns, tls_pin: \"" + pin + "\", conns: [1]}\n":                                                "t.yaml:3: cells[0].tls_pin: does not apply to protocol dns",
-	} {
+	})
+}
+
+// parseErrors parses each file (named t.yaml) and wants its error to hold
+// the text given for it.
+func parseErrors(t *testing.T, cases map[string]string) {
+	t.Helper()
+	for data, want := range cases {
 		if _, err := Parse("t.yaml", []byte(data)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", data, err, want)
 		}
