@@ -104,10 +104,11 @@ func PlaceEndpoints(at proto.Place, ports map[string]int, sources map[path.Path]
 			if dns, ok := ports[prefix+"dns"]; ok {
 				ep.DNS = []netip.AddrPort{netip.AddrPortFrom(a, uint16(dns))}
 			}
-			if s, ok := serverOf(key[len(prefix):]); ok {
+			s, ok := serverOf(key[len(prefix):])
+			if ok {
 				ep.Scheme = scheme(s)
 			}
-			if s, ok := serverOf(key[len(prefix):]); ok && byAddress(s) {
+			if ok && byAddress(s) {
 				to := a
 				if c, ok := at.Connect[p]; ok {
 					to = c // through the translator, not to its DNS64 view

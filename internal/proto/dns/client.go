@@ -23,7 +23,8 @@ var ErrReply = errors.New("bad reply")
 
 // Client is a DNS probe: each Do sends one query for Name on a new socket
 // pinned to Path and ends when a matching reply of the expected kind (by
-// default NOERROR with at least one record of the asked type) has arrived (truncated UDP replies are retried
+// default NOERROR with at least one record of the asked type) has arrived
+// (truncated UDP replies are retried
 // over TCP, as a resolver would).
 type Client struct {
 	Name   string
