@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -74,9 +75,26 @@ func TestAKilledRunLeavesNothingItCannotFindAndLosesNothing(t *testing.T) {
 	if err != nil || len(rec.Namespaces) != 4 || len(rec.Daemons) == 0 || len(rec.Dirs) == 0 {
 		t.Fatalf("owner record of %s: %+v, %v", name, rec, err)
 	}
+	running := map[int]bool{}
+	for _, d := range rec.Daemons {
+		running[d.PID] = d.Running()
+	}
 	out, _ := exec.Command(bin, "lab", "status", "--all").CombinedOutput()
-	if !strings.Contains(string(out), `lab "`+name+`": orphan (owner process`) || !strings.Contains(string(out), "daemon: v6lab serve ftp") {
+	if !strings.Contains(string(out), `lab "`+name+`": orphan (owner process`) || !strings.Contains(string(out), "daemon: v6lab serve ftp") ||
+		!strings.Contains(string(out), "daemon: v6lab run --lab-child (measuring)") {
 		t.Errorf("lab status --all:\n%s", out)
+	}
+	// Each daemon is said to run or to have exited as it does (servers go
+	// with their owner; the measuring process after its last run): checked
+	// where its state was the same before and after the listing.
+	for _, d := range rec.Daemons {
+		line := fmt.Sprintf("daemon: %s (pid %d)", d.What, d.PID)
+		if !d.Running() {
+			line = fmt.Sprintf("daemon: %s (pid %d, exited)", d.What, d.PID)
+		}
+		if before := running[d.PID]; before == d.Running() && !strings.Contains(string(out), line) {
+			t.Errorf("lab status --all does not say %q:\n%s", line, out)
+		}
 	}
 	if out, err := exec.Command(bin, "lab", "status").CombinedOutput(); err != nil || !strings.Contains(string(out), "without an owner process are not shown: v6lab lab status --all") {
 		t.Errorf("lab status: %v\n%s", err, out)

@@ -25,6 +25,7 @@ import (
 	"v6lab/internal/proto/imap"
 	"v6lab/internal/proto/smtp"
 	"v6lab/internal/report"
+	"v6lab/internal/result"
 	"v6lab/internal/traffic"
 	"v6lab/internal/transport"
 )
@@ -200,9 +201,23 @@ cells:
 		}
 	}
 	os.WriteFile(filepath.Join(dir, "samples.jsonl"), []byte(strings.Join(lines[:cut+1], "")+`{"kind":"sam`), 0o644)
+	// A process still writes the file for a moment (as a killed lab run's
+	// measuring process does): the resume waits for it.
+	busy, err := os.Open(filepath.Join(dir, "samples.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := result.Lock(busy); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	time.AfterFunc(500*time.Millisecond, func() { busy.Close() })
 	out, err = v6lab(t, "run", "--resume", dir)
 	if err != nil {
 		t.Fatalf("resume: %v\n%s", err, out)
+	}
+	if waited := time.Since(start); waited < 500*time.Millisecond {
+		t.Errorf("the resume went on after %s, while the file was still held", waited)
 	}
 	f2, s2, err := report.Load(dir)
 	if err != nil || len(f2.Runs) != 24 || f2.Truncated {

@@ -45,7 +45,7 @@ func reexecRootless() error {
 		GidMappingsEnableSetgroups: false,
 		Pdeathsig:                  syscall.SIGINT,
 	}
-	code, err := host.RunChild(c)
+	code, err := host.RunChild(c, nil)
 	switch {
 	case errors.Is(err, host.ErrStart):
 		return fmt.Errorf("%w (%v)", errNoUserNS, err)

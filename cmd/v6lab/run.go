@@ -16,6 +16,7 @@ import (
 	"v6lab/internal/labrun"
 	"v6lab/internal/measure"
 	"v6lab/internal/path"
+	"v6lab/internal/result"
 	"v6lab/internal/runner"
 	"v6lab/internal/units"
 )
@@ -277,9 +278,29 @@ func (o *runOpts) override(cmd *cobra.Command, exp *experiment.Experiment) error
 	return exp.Override(ov)
 }
 
+// resumeWait bounds how long a resume waits for a process still writing
+// the samples file.
+const resumeWait = 30 * time.Second
+
 // resumeRun continues an interrupted experiment where it stopped.
 func (o *runOpts) resumeRun(cmd *cobra.Command) error {
 	r, err := runner.PrepareResume(o.resume)
+	// A killed lab run's measuring process ends its last run on its own,
+	// in a moment: wait for it rather than refuse.
+	if errors.Is(err, result.ErrBusy) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "v6lab: %v; waiting up to %s for it to finish\n", err, resumeWait)
+		for deadline := time.Now().Add(resumeWait); errors.Is(err, result.ErrBusy) && time.Now().Before(deadline); {
+			select {
+			case <-cmd.Context().Done():
+				return cmd.Context().Err()
+			case <-time.After(100 * time.Millisecond):
+			}
+			r, err = runner.PrepareResume(o.resume)
+		}
+		if errors.Is(err, result.ErrBusy) {
+			return fmt.Errorf("%w (after %s; fuser -v %s/samples.jsonl names it)", err, resumeWait, o.resume)
+		}
+	}
 	if errors.Is(err, experiment.ErrComplete) {
 		fmt.Fprintf(cmd.OutOrStdout(), "%s is complete: nothing to resume (v6lab report %s shows it)\n", o.resume, o.resume)
 		return nil

@@ -422,6 +422,10 @@ func (r *Runner) Run(ctx context.Context, dir string) error {
 	if err != nil {
 		return fmt.Errorf("experiment: %w", err)
 	}
+	if err := result.Lock(f); err != nil { // held until f closes
+		f.Close()
+		return fmt.Errorf("experiment: %w", err)
+	}
 	w := result.NewWriter(f)
 	if r.Done == nil {
 		h := r.Header

@@ -543,3 +543,42 @@ func TestRunnerRecordsHowProbesRan(t *testing.T) {
 		t.Errorf("a param the probes do not record became %q", got)
 	}
 }
+
+// TestResumeNeverCutsAFileStillBeingWritten: while a run still writes its
+// samples file (a killed lab run's measuring process ends its last run on
+// its own), a resume neither cuts it nor appends to it; once the writer is
+// done, the file is whole.
+func TestResumeNeverCutsAFileStillBeingWritten(t *testing.T) {
+	dir := t.TempDir()
+	spec := Spec{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4}, Conns: []int{1}, Runs: 6,
+		Timeout: Duration(time.Second), Baseline: path.IPv4}
+	held, release := make(chan struct{}), make(chan struct{})
+	r := &Runner{Exp: Single(spec, "loopback"), Probe: func(*Spec, path.Path) (load.Probe, error) { return counting{}, nil },
+		OnStep: func(done, _ int, _ result.Run) {
+			if done == 3 {
+				close(held)
+				<-release
+			}
+		}}
+	errc := make(chan error, 1)
+	go func() { errc <- r.Run(context.Background(), dir) }()
+	<-held
+	if _, err := PrepareResume(dir); !errors.Is(err, result.ErrBusy) {
+		t.Errorf("resume while the file is written: %v, want ErrBusy", err)
+	}
+	r2 := &Runner{Exp: r.Exp, Probe: r.Probe, Done: map[int]bool{0: true}}
+	if err := r2.Run(context.Background(), dir); !errors.Is(err, result.ErrBusy) {
+		t.Errorf("a second writer: %v, want ErrBusy", err)
+	}
+	close(release)
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	f := readSamples(t, dir)
+	if len(f.Runs) != 6 || f.Truncated {
+		t.Errorf("the writer's file: %d runs, truncated %v", len(f.Runs), f.Truncated)
+	}
+	if _, err := PrepareResume(dir); !errors.Is(err, ErrComplete) {
+		t.Errorf("after the writer: %v, want ErrComplete", err)
+	}
+}

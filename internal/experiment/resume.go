@@ -37,6 +37,10 @@ func PrepareResume(dir string) (*Resume, error) {
 		return nil, fmt.Errorf("experiment: resume: %w", err)
 	}
 	defer fh.Close()
+	// Held until fh closes: the file is cut below, never under a writer.
+	if err := result.Lock(fh); err != nil {
+		return nil, fmt.Errorf("experiment: resume: %w", err)
+	}
 	// Read as a stream with every line bounded (result.MaxLine): a damaged
 	// file never takes more memory than its samples.
 	f, err := result.Read(fh, name)

@@ -50,12 +50,17 @@ type Record struct {
 	file       string
 }
 
-// Daemon is a process the lab started (a real server); Start as above.
+// Daemon is a process the lab started (a real server, the measuring
+// process); Start as above.
 type Daemon struct {
 	PID   int    `json:"pid"`
 	Start uint64 `json:"start"`
 	What  string `json:"what"`
 }
+
+// Running says whether the daemon's process still runs (same pid and
+// start time).
+func (d Daemon) Running() bool { return d.Start != 0 && alive(d.PID, d.Start) }
 
 func recordFile(name string) string { return filepath.Join(StateDir, name+".json") }
 
@@ -233,7 +238,7 @@ func (r *Record) Keep() error {
 func (r *Record) Remove() error {
 	var errs []error
 	for _, d := range r.Daemons {
-		if alive(d.PID, d.Start) && d.Start != 0 {
+		if d.Running() {
 			// Its process group too (servers run as group leaders, their
 			// workers in the group).
 			_ = syscall.Kill(-d.PID, syscall.SIGKILL)
@@ -243,7 +248,7 @@ func (r *Record) Remove() error {
 	// A killed process goes in a moment; wait for it, so that whoever
 	// called lab down finds it gone.
 	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if !slices.ContainsFunc(r.Daemons, func(d Daemon) bool { return d.Start != 0 && alive(d.PID, d.Start) }) {
+		if !slices.ContainsFunc(r.Daemons, Daemon.Running) {
 			break
 		}
 	}

@@ -165,7 +165,11 @@ func WriteOrphan(w io.Writer, o *lab.Orphan) {
 		fmt.Fprintf(w, "  namespaces: %s\n", strings.Join(o.Namespaces, ", "))
 	}
 	for _, d := range o.Daemons {
-		fmt.Fprintf(w, "  daemon: %s (pid %d)\n", d.What, d.PID)
+		state := ""
+		if !d.Running() {
+			state = ", exited"
+		}
+		fmt.Fprintf(w, "  daemon: %s (pid %d%s)\n", d.What, d.PID, state)
 	}
 	for _, d := range o.Dirs {
 		fmt.Fprintf(w, "  directory: %s\n", d)

@@ -427,8 +427,14 @@ func (r *Run) child(l *lab.Lab, job *Job, files []*os.File) error {
 	// finished runs instead of measuring servers that are gone.
 	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGINT}
 	// Ctrl-C reaches the child too; this process waits for it, then
-	// tears the lab down.
-	code, err := host.RunChild(c)
+	// tears the lab down. Recorded, so that lab down of an orphan stops it
+	// too (it ends by itself when this process is killed, but only after
+	// its last run).
+	var recErr error
+	code, err := host.RunChild(c, func(pid int) { recErr = l.Record().AddDaemon(pid, "v6lab run --lab-child (measuring)") })
+	if err == nil && recErr != nil {
+		return recErr
+	}
 	if err == nil && code != 0 {
 		return &ChildExitError{Code: code}
 	}
