@@ -323,6 +323,7 @@ cells:
   - {protocol: imap, conns: [3]}
   - {protocol: http, tls: true, conns: [2]}
   - {protocol: dns, label: dns-nxdomain, query: nosuch.v6lab.test, expect: nxdomain, conns: [2]}
+  - {protocol: dns, label: dns-nodata, query: v4only.v6lab.test, type: AAAA, expect: nodata, conns: [2]}
 `), 0o644)
 	out, err := exec.Command(bin, "run", exp, "--rate", "100M", "-q", "--results", dir).CombinedOutput()
 	if err != nil {
@@ -336,11 +337,17 @@ cells:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Cells) != 30 {
+	if len(s.Cells) != 33 {
 		t.Fatalf("%d cells", len(s.Cells))
 	}
+	// The IPv4-only name's AAAA is an empty answer, over each family.
+	for _, smp := range f.Samples {
+		if strings.HasPrefix(smp.Cell, "dns-nodata/") && smp.Marker != "NOERROR, 0 AAAA" {
+			t.Errorf("%s: marker %q", smp.Cell, smp.Marker)
+		}
+	}
 	for _, c := range s.Cells {
-		if c.Protocol == "dns-nxdomain" {
+		if strings.HasPrefix(c.Protocol, "dns-") {
 			if c.Completed != 2*c.Conns || c.Failed != 0 {
 				t.Errorf("%s/%s: %d completed, %d failed (%s)", c.Protocol, c.Path, c.Completed, c.Failed, c.FirstError)
 			}
@@ -380,7 +387,7 @@ cells:
 		// more (fewer than its segments: veth hands the capture GSO
 		// super-packets). Two DNS queries are four datagrams.
 		least := uint64(30)
-		if strings.HasPrefix(r.Cell, "dns-nxdomain/") {
+		if strings.HasPrefix(r.Cell, "dns-") {
 			least = 4
 		}
 		if r.Err != "" || counts[r.Path] < least || r.Wire.IPv4+r.Wire.IPv6+r.Wire.SixIn4 != counts[r.Path] {
@@ -411,6 +418,7 @@ cells:
   - {protocol: http, conns: [1, 4]}
   - {protocol: http, label: http-embedded, server: embedded, conns: [2]}
   - {protocol: dns, conns: [3]}
+  - {protocol: dns, label: dns-nodata, query: v4only.v6lab.test, type: AAAA, expect: nodata, conns: [2]}
   - {protocol: ftp, file: 128K, conns: [2]}
   - {protocol: imap, conns: [3]}
   - {protocol: smtp, conns: [3]}
@@ -440,8 +448,14 @@ cells:
 			t.Errorf("the header names the embedded %s server (%s), which no cell used", k, v)
 		}
 	}
-	if len(s.Cells) != 21 {
+	if len(s.Cells) != 24 {
 		t.Fatalf("%d cells", len(s.Cells))
+	}
+	// Unbound knows the IPv4-only name too: its AAAA is an empty answer.
+	for _, smp := range f.Samples {
+		if strings.HasPrefix(smp.Cell, "dns-nodata/") && smp.Marker != "NOERROR, 0 AAAA" {
+			t.Errorf("%s: marker %q", smp.Cell, smp.Marker)
+		}
 	}
 	for _, c := range s.Cells {
 		if c.Completed != c.Conns || c.Failed != 0 {

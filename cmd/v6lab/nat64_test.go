@@ -39,6 +39,7 @@ cells:
   - {protocol: http, tls: true, conns: [1]}
   - {protocol: dns, conns: [1, 3]}
   - {protocol: dns, label: dns-nxdomain, query: nosuch.v6lab.test, expect: nxdomain, conns: [1]}
+  - {protocol: dns, label: dns-nodata, query: v4only.v6lab.test, type: AAAA, expect: nodata, conns: [1]}
   - {protocol: ftp, conns: [1, 2], file: /64K}
   - {protocol: smtp, conns: [1, 2]}
   - {protocol: imap, conns: [1, 2]}
@@ -49,7 +50,7 @@ cells:
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
-	if len(s.Cells) != 2*(5*2+5) { // paths × (five protocols at two counts; https, NXDOMAIN, tcp and two udp at one)
+	if len(s.Cells) != 2*(5*2+6) { // paths × (five protocols at two counts; https, NXDOMAIN, NODATA, tcp and two udp at one)
 		t.Fatalf("%d cells", len(s.Cells))
 	}
 	for _, c := range s.Cells {
@@ -63,6 +64,11 @@ cells:
 	client, under := netip.MustParsePrefix("2001:db8:64:1::/64"), lab.Nat64Prefix
 	nx := 0
 	for _, smp := range f.Samples {
+		// The IPv4-only name's AAAA is empty over ipv4 and through the
+		// translator (a dns cell asks the server, not the DNS64 view).
+		if strings.HasPrefix(smp.Cell, "dns-nodata/") && smp.Marker != "NOERROR, 0 AAAA" {
+			t.Errorf("%s: marker %q", smp.Cell, smp.Marker)
+		}
 		if strings.HasPrefix(smp.Cell, "dns-nxdomain/") && smp.Marker != "NXDOMAIN, 0 "+map[string]string{"ipv4": "A", "nat64": "AAAA"}[smp.Path] {
 			t.Errorf("%s: marker %q", smp.Cell, smp.Marker)
 		} else if strings.HasPrefix(smp.Cell, "dns-nxdomain/") {
@@ -168,7 +174,7 @@ func TestRealServersOverNat64(t *testing.T) {
 			}
 		}
 	}
-	_, f, s, out, err := labRun(t, buildBinary(t), "name: realn64\npaths: [ipv4, nat64]\nservers: real\nruns: 2\nwarmup: 0\npause: 0s\ncells:\n  - {protocol: http, conns: [1, 3]}\n")
+	_, f, s, out, err := labRun(t, buildBinary(t), "name: realn64\npaths: [ipv4, nat64]\nservers: real\nruns: 2\nwarmup: 0\npause: 0s\ncells:\n  - {protocol: http, conns: [1, 3]}\n  - {protocol: dns, label: dns-nodata, query: v4only.v6lab.test, type: AAAA, expect: nodata, conns: [1]}\n")
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
@@ -182,7 +188,12 @@ func TestRealServersOverNat64(t *testing.T) {
 	}
 	n := 0
 	for _, smp := range f.Samples {
-		if smp.Path == "nat64" {
+		// Unbound knows the IPv4-only name: its AAAA is empty, over ipv4
+		// and through the translator.
+		if strings.HasPrefix(smp.Cell, "dns-nodata/") && smp.Marker != "NOERROR, 0 AAAA" {
+			t.Errorf("%s: marker %q", smp.Cell, smp.Marker)
+		}
+		if smp.Path == "nat64" && strings.HasPrefix(smp.Cell, "http/") {
 			n++
 			if !lab.Nat64Prefix.Contains(netip.MustParseAddrPort(smp.Remote).Addr()) {
 				t.Errorf("a nat64 transaction went to %s", smp.Remote)
@@ -205,6 +216,9 @@ func labRun(t *testing.T, bin, yaml string) (string, *result.File, *report.Summa
 		t.Fatal(err)
 	}
 	out, runErr := exec.Command(bin, "run", exp, "-q", "--results", filepath.Join(dir, "r")).CombinedOutput()
+	if _, err := os.Stat(filepath.Join(dir, "r")); err != nil {
+		t.Fatalf("no results (run: %v)\n%s", runErr, out)
+	}
 	res := onlyDir(t, filepath.Join(dir, "r"))
 	f, s, err := report.Load(res)
 	if err != nil {

@@ -252,6 +252,17 @@ func DualFits(p path.Path, protocol, client string) error {
 	return nil
 }
 
+// ProtocolPathFits says whether a cell of protocol with options o, run
+// where it runs, can use path p by its protocol's own rules (proto.PathFit).
+func ProtocolPathFits(p path.Path, protocol string, o *proto.Options, where string) error {
+	if pr, ok := all.Get(protocol); ok {
+		if pf, ok := pr.(proto.PathFit); ok {
+			return pf.PathFit(o, where, p)
+		}
+	}
+	return nil
+}
+
 // Validate checks an experiment before anything runs.
 func (e *Experiment) Validate() error {
 	if err := CheckName(e.Name); err != nil {
@@ -269,6 +280,11 @@ func (e *Experiment) Validate() error {
 		seen[c.CellName()] = true
 		if err := c.Validate(); err != nil {
 			return fmt.Errorf("%w (cell group %s)", err, c.CellName())
+		}
+		for _, p := range c.Paths {
+			if err := ProtocolPathFits(p, c.Protocol, &c.Options, e.Where); err != nil {
+				return fmt.Errorf("experiment: paths: %w (cell group %s)", err, c.CellName())
+			}
 		}
 		if !slices.Contains(c.Paths, e.Baseline) {
 			return fmt.Errorf("experiment: cell group %s does not measure the baseline path %s", c.CellName(), e.Baseline)

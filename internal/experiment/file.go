@@ -56,6 +56,7 @@ type cellFile struct {
 	Transport  string    `yaml:"transport"`
 	Mode       string    `yaml:"mode"`
 	Expect     string    `yaml:"expect"`
+	Type       string    `yaml:"type"`
 	TLS        bool      `yaml:"tls"`
 	TLSResume  bool      `yaml:"tls_resume"`
 	// imap
@@ -407,13 +408,16 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Pa
 	if own != nil {
 		s.Paths = own
 	}
+	// pathAt names paths[i] where it was given: the cell's, or the file's.
+	pathAt := func(i int) string {
+		if own == nil {
+			return fmt.Sprintf("paths[%d]", i)
+		}
+		return fmt.Sprintf("%s[%d]", field("paths"), i)
+	}
 	for i, p := range s.Paths {
 		if err := DualFits(p, c.Protocol, c.Client); err != nil {
-			at := field("paths")
-			if own == nil {
-				at = "paths"
-			}
-			return s, doc.Errorf(fmt.Sprintf("%s[%d]", at, i), "%v", err)
+			return s, doc.Errorf(pathAt(i), "%v", err)
 		}
 	}
 	if err := runSettings(doc, at+".", &s, c.Runs, c.Warmup, c.Timeout, c.Pause); err != nil {
@@ -438,6 +442,14 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Pa
 			return s, doc.Errorf(at, "%v", oe.Err)
 		}
 		return s, doc.Errorf(field(oe.Option), "%v", oe.Err)
+	}
+	for i, p := range s.Paths {
+		if err := ProtocolPathFits(p, c.Protocol, &s.Options, e.Where); err != nil {
+			if oe, ok := proto.AsOptionError(err); ok && oe.Option != "" {
+				return s, doc.Errorf(field(oe.Option), "%v", oe.Err)
+			}
+			return s, doc.Errorf(pathAt(i), "%v", err)
+		}
 	}
 	if k := all.CellServerKey(c.Protocol, &s.Options); s.Label == "" && k != all.ServerKey(c.Protocol) {
 		s.Label = k // a cell of the protocol's other server (https) is named after it
@@ -539,7 +551,7 @@ func (c *cellFile) size() (*int, error) {
 }
 
 func (c *cellFile) options(size *int) proto.Options {
-	o := proto.Options{URL: c.URL, Objects: c.Objects, Query: c.Query, DNSServers: c.DNSServers, Transport: c.Transport, Mode: c.Mode, Expect: c.Expect, TLS: c.TLS, TLSResume: c.TLSResume,
+	o := proto.Options{URL: c.URL, Objects: c.Objects, Query: c.Query, DNSServers: c.DNSServers, Transport: c.Transport, Mode: c.Mode, Expect: c.Expect, Type: c.Type, TLS: c.TLS, TLSResume: c.TLSResume,
 		File: c.File, Active: c.Active, Client: c.Client, From: c.From, To: c.To, StartTLS: c.StartTLS, TLSPin: c.TLSPin,
 		UserFormat: c.UserFormat, Password: c.Password, Servers: c.Servers, AttemptDelay: c.AttemptDelay, Dialer: c.Dialer, AAAADelay: c.AAAADelay}
 	if c.Users != nil {

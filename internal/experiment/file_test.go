@@ -183,9 +183,6 @@ func TestSizeTakesUnits(t *testing.T) {
 	}
 }
 
-// TestTLSPinIsForNamedServers: tls_pin reaches an https or STARTTLS cell
-// naming a real server, normalised; anywhere else it is refused at its
-// line with the reason.
 // TestDNSExpect: a dns cell's expect is recorded, and an expectation its
 // servers cannot meet is refused with file, line and field.
 func TestDNSExpect(t *testing.T) {
@@ -197,12 +194,26 @@ func TestDNSExpect(t *testing.T) {
 		t.Errorf("expect %q", got)
 	}
 	parseErrors(t, map[string]string{
-		"name: t\ncells:\n  - {protocol: dns, expect: nxdomain, conns: [1]}\n":                         "t.yaml:3: cells[0].expect: nxdomain: v6lab's DNS servers (lab and loopback) answer www.v6lab.test; give a query they do not know",
-		"name: t\ncells:\n  - {protocol: dns, query: WWW.v6lab.test., expect: nxdomain, conns: [1]}\n": "t.yaml:3: cells[0].expect: nxdomain: v6lab's DNS servers (lab and loopback) answer www.v6lab.test",
-		"name: t\ncells:\n  - {protocol: dns, query: nosuch.v6lab.test, expect: nodata, conns: [1]}\n": "t.yaml:3: cells[0].expect: nodata: v6lab's DNS servers (lab and loopback) give www.v6lab.test both an A and an AAAA record",
-		"name: t\ncells:\n  - {protocol: dns, expect: refused, conns: [1]}\n":                          `t.yaml:3: cells[0].expect: "refused": want answer, nodata, nxdomain or any`,
-		"name: t\ncells:\n  - {protocol: http, expect: nxdomain, conns: [1]}\n":                        "t.yaml:3: cells[0].expect: does not apply to protocol http",
+		"name: t\ncells:\n  - {protocol: dns, expect: nxdomain, conns: [1]}\n":                           "t.yaml:3: cells[0].expect: nxdomain: v6lab's DNS servers (lab and loopback) answer www.v6lab.test; give a query they do not know",
+		"name: t\ncells:\n  - {protocol: dns, query: WWW.v6lab.test., expect: nxdomain, conns: [1]}\n":   "t.yaml:3: cells[0].expect: nxdomain: v6lab's DNS servers (lab and loopback) answer www.v6lab.test",
+		"name: t\ncells:\n  - {protocol: dns, query: nosuch.v6lab.test, expect: nodata, conns: [1]}\n":   "t.yaml:3: cells[0].expect: nodata: v6lab's DNS servers (lab and loopback) know www.v6lab.test, with both an A and an AAAA record, and v4only.v6lab.test, with an A alone",
+		"name: t\ncells:\n  - {protocol: dns, query: v4only.v6lab.test, expect: nxdomain, conns: [1]}\n": "t.yaml:3: cells[0].expect: nxdomain: v6lab's DNS servers (lab and loopback) answer v4only.v6lab.test;",
+		// The IPv4-only name's AAAA is empty, its A is not.
+		"name: t\ncells:\n  - {protocol: dns, query: v4only.v6lab.test, expect: nodata, conns: [1]}\n":                                                "t.yaml:3: cells[0].expect: nodata over ipv4: its query asks for the A record, which v4only.v6lab.test has",
+		"name: t\nbaseline: ipv6\ncells:\n  - {protocol: dns, query: v4only.v6lab.test, type: a, expect: nodata, paths: [ipv6, nat64], conns: [1]}\n": "t.yaml:4: cells[0].expect: nodata over ipv6: its query asks for the A record",
+		"name: t\ncells:\n  - {protocol: dns, type: nosuch, conns: [1]}\n":                                                                            `t.yaml:3: cells[0].type: unknown record type "nosuch"`,
+		"name: t\ncells:\n  - {protocol: dns, expect: refused, conns: [1]}\n":                                                                         `t.yaml:3: cells[0].expect: "refused": want answer, nodata, nxdomain or any`,
+		"name: t\ncells:\n  - {protocol: http, expect: nxdomain, conns: [1]}\n":                                                                       "t.yaml:3: cells[0].expect: does not apply to protocol http",
 	})
+	// Over every path when the type is AAAA (recorded as the type's name).
+	e, err = Parse("t.yaml", []byte("name: t\ncells:\n  - {protocol: dns, query: v4only.v6lab.test, type: aaaa, expect: nodata, paths: [ipv4, ipv6, 6in4, nat64], conns: [1]}\n"))
+	if err != nil || e.Cells[0].Expect != "nodata" || e.Cells[0].Type != "AAAA" {
+		t.Errorf("nodata for the IPv4-only name's AAAA: %v", err)
+	}
+	e, err = Parse("t.yaml", []byte("name: t\nbaseline: ipv6\ncells:\n  - {protocol: dns, query: v4only.v6lab.test, expect: nodata, paths: [ipv6, 6in4, nat64], type: path, conns: [1]}\n"))
+	if err != nil || e.Cells[0].Type != "" {
+		t.Errorf("nodata over the IPv6 paths, type path: %v", err)
+	}
 	// With where: hosts the servers are the user's: any expectation goes.
 	if _, err := Parse("t.yaml", []byte("name: t\nwhere: hosts\ncells:\n  - {protocol: dns, query: v4only.example.org, dns_servers: [192.0.2.53], expect: nodata, conns: [1]}\n")); err != nil {
 		t.Errorf("hosts, nodata: %v", err)

@@ -63,16 +63,19 @@ func startReal(ctx context.Context, l *lab.Lab, exp *experiment.Experiment, job 
 	}
 	// The nat64 path's lookups go to a DNS64 resolver of their own.
 	plain := slices.DeleteFunc(slices.Clone(addrs), func(x netip.Addr) bool { return x == a.DNS64 })
+	// As the embedded server: the name with both families (the tunnel's
+	// clients get its address as the AAAA), and the IPv4-only name.
+	v4only := servers.Record{Name: proto.V4OnlyName, Addr: a.ServerV4}
 	ub, err := servers.StartUnbound(ctx, place, plain, realPorts["dns"], "v6lab.test",
-		[]servers.Record{{Name: experiment.LocalName, Addr: a.ServerV4}, {Name: experiment.LocalName, Addr: a.ServerV6}},
+		[]servers.Record{{Name: experiment.LocalName, Addr: a.ServerV4}, {Name: experiment.LocalName, Addr: a.ServerV6}, v4only},
 		[]servers.View{{Name: "tunnel", Clients: netip.PrefixFrom(a.ClientTun6, 64).Masked(),
-			Records: []servers.Record{{Name: experiment.LocalName, Addr: a.ServerV4}, {Name: experiment.LocalName, Addr: a.ServerTun6}}}})
+			Records: []servers.Record{{Name: experiment.LocalName, Addr: a.ServerV4}, {Name: experiment.LocalName, Addr: a.ServerTun6}, v4only}}})
 	if err = started("dns", ub, err, ", a view for the tunnel's clients"); err != nil {
 		return nil, err
 	}
 	if a.DNS64.IsValid() {
 		d64, err := servers.StartUnboundDNS64(ctx, place, a.DNS64, realPorts["dns"], "v6lab.test",
-			[]servers.Record{{Name: experiment.LocalName, Addr: a.ServerV4}}, lab.Nat64Prefix)
+			[]servers.Record{{Name: experiment.LocalName, Addr: a.ServerV4}, v4only}, lab.Nat64Prefix)
 		if err != nil {
 			return nil, err
 		}

@@ -123,7 +123,7 @@ var setters = map[string]func(o *Options, v string) error{
 		return nil
 	},
 	"dns_over": func(o *Options, v string) error { o.Probe.DNSOver = v; return nil },
-	"type":     func(o *Options, v string) error { o.Probe.Type = v; return nil },
+	"type":     func(o *Options, v string) error { o.Type = v; return nil },
 	// a trial's, as given (its Check decodes them)
 	"time":       func(o *Options, v string) error { return setDuration(v, &o.trial().Time) },
 	"omit":       func(o *Options, v string) error { return setDuration(v, &o.trial().Omit) },

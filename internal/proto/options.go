@@ -24,6 +24,9 @@ type Options struct {
 	// Expect is the reply that completes a DNS query: answer (default),
 	// nodata, nxdomain or any.
 	Expect string `json:"expect,omitempty"`
+	// Type is a DNS query's record type: path (the path's own: A on ipv4,
+	// AAAA on the others; the default), A, AAAA, …
+	Type string `json:"type,omitempty"`
 	// File is the file to retrieve (a size such as 1M on the embedded
 	// servers); Active uses EPRT/PORT instead of EPSV/PASV (FTP).
 	File   string `json:"file,omitempty"`
@@ -89,8 +92,6 @@ type ProbeSettings struct {
 	Engine string
 	// DNSOver pins the family that carries the lookup (path, ipv4, ipv6).
 	DNSOver string
-	// Type is a DNS query's record type (path, A, AAAA, …).
-	Type string
 }
 
 // TrialInput is a tcp or udp cell's options as the user gave them: an

@@ -66,6 +66,13 @@ type Real interface {
 	RealFit(o *Options) error
 }
 
+// PathFit is a Protocol whose options not every path can meet (a reply
+// only some paths' queries get): PathFit says why a cell, checked and
+// completed, cannot run over p where it runs (lab, loopback, hosts, auto).
+type PathFit interface {
+	PathFit(o *Options, where string, p path.Path) error
+}
+
 // ByAddress is a Server its clients reach by address rather than by name
 // (a DNS server; the transport server, named by address on the command
 // line as iperf3's).
@@ -207,6 +214,12 @@ func (s served) Close() error {
 
 // LocalName is the name the embedded DNS server gives the embedded servers.
 const LocalName = "www.v6lab.test"
+
+// V4OnlyName is the same server as an IPv4-only host: v6lab's DNS servers
+// (lab and loopback) give it an A record and no AAAA, so an AAAA query
+// gets an empty answer (NODATA); the nat64 path's lookups, which go to a
+// DNS64 view, get one synthesised.
+const V4OnlyName = "v4only.v6lab.test"
 
 // Setting is the last value given for a serve setting, or def.
 func (pl Place) Setting(name, def string) string {

@@ -15,6 +15,7 @@ import (
 
 	"v6lab/internal/load"
 	"v6lab/internal/path"
+	"v6lab/internal/proto"
 	"v6lab/internal/result"
 )
 
@@ -165,6 +166,39 @@ func TestExpectTimesNegativeAnswers(t *testing.T) {
 					t.Fatalf("remote %s is not of path %s", smp.Remote, c.p)
 				}
 			})
+		}
+	}
+}
+
+// TestNoDataFitsOnlyPathsWhoseQueryGetsNone: expect nodata (for the
+// IPv4-only name) is refused over a path that asks for its A record (a
+// dns cell over nat64 asks through the translator, not the DNS64 view);
+// with where: hosts the servers are the user's and anything goes.
+func TestNoDataFitsOnlyPathsWhoseQueryGetsNone(t *testing.T) {
+	for _, c := range []struct {
+		where, typ, expect string
+		p                  path.Path
+		err                string
+	}{
+		{"lab", "", ExpectNoData, path.IPv6, ""},
+		{"lab", "", ExpectNoData, path.SixIn4, ""},
+		{"lab", "", ExpectNoData, path.IPv4, "nodata over ipv4: its query asks for the A record"},
+		{"lab", "", ExpectNoData, path.NAT64, ""},
+		{"lab", "A", ExpectNoData, path.NAT64, "nodata over nat64: its query asks for the A record"},
+		{"loopback", "A", ExpectNoData, path.IPv6, "nodata over ipv6: its query asks for the A record"},
+		{"loopback", "AAAA", ExpectNoData, path.IPv4, ""},
+		{"lab", "MX", ExpectNoData, path.NAT64, ""},
+		{"lab", "", ExpectAnswer, path.NAT64, ""},
+		{"hosts", "", ExpectNoData, path.IPv4, ""},
+	} {
+		o := proto.Options{Query: proto.V4OnlyName, Expect: c.expect}
+		o.Type = c.typ
+		err := Protocol{}.PathFit(&o, c.where, c.p)
+		if c.err == "" && err != nil || c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
+			t.Errorf("%s, type %q, expect %s over %s: %v, want %q", c.where, c.typ, c.expect, c.p, err, c.err)
+		}
+		if oe, ok := proto.AsOptionError(err); err != nil && (!ok || oe.Option != "expect") {
+			t.Errorf("%v: not an error of option expect", err)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	mdns "github.com/miekg/dns"
 
+	"v6lab/internal/path"
 	"v6lab/internal/proto"
 )
 
@@ -32,8 +33,8 @@ func parseExpect(s string) (string, error) {
 }
 
 // checkExpect refuses an expectation no query of a lab or loopback cell
-// can meet: the DNS servers v6lab runs there hold its name alone, with both
-// A and AAAA.
+// can meet: the DNS servers v6lab runs there hold its name, with both A and
+// AAAA, and proto.V4OnlyName, with an A alone.
 func checkExpect(o *proto.Options, where string) error {
 	e, err := parseExpect(o.Expect)
 	if err != nil {
@@ -42,11 +43,39 @@ func checkExpect(o *proto.Options, where string) error {
 	if where == "hosts" {
 		return nil
 	}
+	asked := proto.LocalName // the known name the query is, or ""
+	if o.Query != "" {
+		asked = ""
+		for _, n := range []string{proto.LocalName, proto.V4OnlyName} {
+			if mdns.CanonicalName(o.Query) == mdns.CanonicalName(n) {
+				asked = n
+			}
+		}
+	}
 	switch {
-	case e == ExpectNoData:
-		return proto.Errorf("expect", "nodata: v6lab's DNS servers (lab and loopback) give %s both an A and an AAAA record and know no other name, so no query there gets an empty answer", proto.LocalName)
-	case e == ExpectNXDomain && (o.Query == "" || mdns.CanonicalName(o.Query) == mdns.CanonicalName(proto.LocalName)):
-		return proto.Errorf("expect", "nxdomain: v6lab's DNS servers (lab and loopback) answer %s; give a query they do not know (nosuch.v6lab.test)", proto.LocalName)
+	case e == ExpectNoData && asked != proto.V4OnlyName:
+		return proto.Errorf("expect", "nodata: v6lab's DNS servers (lab and loopback) know %s, with both an A and an AAAA record, and %s, with an A alone: the one empty answer there is the AAAA of query: %s", proto.LocalName, proto.V4OnlyName, proto.V4OnlyName)
+	case e == ExpectNXDomain && asked != "":
+		return proto.Errorf("expect", "nxdomain: v6lab's DNS servers (lab and loopback) answer %s; give a query they do not know (nosuch.v6lab.test)", asked)
+	}
+	return nil
+}
+
+// PathFit refuses expect: nodata over a path whose query asks for the A
+// record (ipv4's by default, or type A), which the IPv4-only name has. A
+// dns cell over nat64 asks the server through the translator, not the
+// path's DNS64 view, so its AAAA is empty there too.
+func (Protocol) PathFit(o *proto.Options, where string, p path.Path) error {
+	e, err := parseExpect(o.Expect)
+	if err != nil || where == "hosts" || e != ExpectNoData {
+		return err
+	}
+	qt, err := queryType(o.Type)
+	if err != nil {
+		return err
+	}
+	if qt == mdns.TypeA || qt == 0 && !p.Kind().IPv6 {
+		return proto.Errorf("expect", "nodata over %s: its query asks for the A record, which %s has (type: AAAA asks for the one it lacks)", p, proto.V4OnlyName)
 	}
 	return nil
 }

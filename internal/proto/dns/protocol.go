@@ -20,7 +20,7 @@ type Protocol struct{}
 func (Protocol) Name() string { return "dns" }
 
 func (Protocol) Options() []string {
-	return []string{"query", proto.OptDNSServers, "transport", "mode", "expect"}
+	return []string{"query", proto.OptDNSServers, "transport", "mode", "expect", "type"}
 }
 
 // Check applies dns's rules: with where: hosts a query and the servers to
@@ -38,8 +38,13 @@ func (Protocol) Check(o *proto.Options, where string, given proto.Given) error {
 	if err := CheckMode(o.Mode, o.Transport == "tcp"); err != nil {
 		return proto.Errorf("mode", "%v", err)
 	}
-	if _, err := queryType(o.Probe.Type); err != nil {
+	qt, err := queryType(o.Type)
+	if err != nil {
 		return proto.Errorf("type", "%v", err)
+	}
+	o.Type = mdns.TypeToString[qt] // "aaaa" is recorded as AAAA, "path" as nothing
+	if qt == 0 {
+		o.Type = ""
 	}
 	if err := checkExpect(o, where); err != nil {
 		return err
@@ -106,7 +111,7 @@ func (Protocol) Probe(o *proto.Options, ep proto.Endpoint, p path.Path) (load.Pr
 	if !p.Accepts(srv.Addr()) {
 		return nil, fmt.Errorf("no %s DNS server to send the query over (have %v)", p.Family(), srv)
 	}
-	qt, err := queryType(o.Probe.Type)
+	qt, err := queryType(o.Type)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +144,7 @@ func (p Protocol) AboutAt(at proto.Place) string {
 }
 
 // Serve answers A and AAAA for the place's name: the native paths'
-// addresses, and on the address of a lab-only path (6in4) a view that
+// addresses (and A alone for proto.V4OnlyName), and on the address of a lab-only path (6in4) a view that
 // gives that path's address for its family, so the path looks its name up
 // through itself, as in the study. The setting record (NAME=ADDR,
 // repeated) serves those records instead.
@@ -165,7 +170,8 @@ func (Protocol) Serve(ctx context.Context, at proto.Place) (proto.Running, error
 	return running{s, zone.Names()}, nil
 }
 
-// placeZone is the zone of a place's name, and a view per lab-only path.
+// placeZone is the zone of a place's name (and of proto.V4OnlyName, its
+// IPv4 address alone), and a view per lab-only path.
 func placeZone(at proto.Place) (Zone, Views) {
 	zone, views := Zone{}, Views{}
 	if at.Name == "" {
@@ -178,6 +184,13 @@ func placeZone(at proto.Place) (Zone, Views) {
 			native[k.IPv6] = a
 		}
 	}
+	// The same server as an IPv4-only host, in every view.
+	v4only := func(z Zone) {
+		if v4, ok := native[false]; ok {
+			z.Add(proto.V4OnlyName, v4)
+		}
+	}
+	v4only(zone)
 	for _, k := range path.Kinds {
 		a, ok := at.Addrs[k.Path]
 		if !ok || !k.LabOnly {
@@ -190,6 +203,7 @@ func placeZone(at proto.Place) (Zone, Views) {
 			if v4, ok := native[false]; ok {
 				v.Add(at.Name, v4)
 			}
+			v4only(v)
 			views[a] = v.Synthesize(at.DNS64)
 			continue
 		}
@@ -198,6 +212,7 @@ func placeZone(at proto.Place) (Zone, Views) {
 			v.Add(at.Name, other)
 		}
 		v.Add(at.Name, a)
+		v4only(v)
 		views[a] = v
 	}
 	return zone, views

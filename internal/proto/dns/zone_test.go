@@ -15,25 +15,37 @@ import (
 
 // TestPlaceZoneGivesALabOnlyPathItsOwnAddress: the native name has the
 // ipv4 and ipv6 addresses; asked on the 6in4 address, the view answers
-// AAAA with the tunnel's address and A with the native IPv4 one.
+// AAAA with the tunnel's address and A with the native IPv4 one; asked on
+// nat64's, the DNS64 view has the name as an IPv4-only host, its AAAA
+// synthesised. The IPv4-only name has the IPv4 address alone in every
+// view but nat64's, where its AAAA is synthesised too.
 func TestPlaceZoneGivesALabOnlyPathItsOwnAddress(t *testing.T) {
 	v4, v6, tun := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("2001:db8::1"), netip.MustParseAddr("2001:db8:6::1")
-	zone, views := placeZone(proto.Place{Name: "www.v6lab.test", Addrs: map[path.Path]netip.Addr{path.IPv4: v4, path.IPv6: v6, path.SixIn4: tun}})
-	got := zone["www.v6lab.test."]
-	if len(got) == 0 {
-		got = zone["www.v6lab.test"]
-	}
-	if len(got) != 2 || got[0] != v4 || got[1] != v6 {
-		t.Errorf("zone %v", zone)
-	}
-	view, ok := views[tun]
-	if !ok || len(views) != 1 {
-		t.Fatalf("views %v", views)
-	}
-	for _, addrs := range view {
-		if len(addrs) != 2 || addrs[0] != v4 || addrs[1] != tun {
-			t.Errorf("view %v", view)
+	d64 := netip.MustParseAddr("2001:db8:64::1")
+	zone, views := placeZone(proto.Place{Name: proto.LocalName, Addrs: map[path.Path]netip.Addr{path.IPv4: v4, path.IPv6: v6, path.SixIn4: tun, path.NAT64: d64},
+		DNS64: netip.MustParsePrefix("64:ff9b::/96")})
+	www, v4only := mdns.CanonicalName(proto.LocalName), mdns.CanonicalName(proto.V4OnlyName)
+	for _, c := range []struct {
+		view      string
+		z         Zone
+		www, only string
+	}{
+		{"native", zone, "[192.0.2.1 2001:db8::1]", "[192.0.2.1]"},
+		{"6in4", views[tun], "[192.0.2.1 2001:db8:6::1]", "[192.0.2.1]"},
+		{"nat64", views[d64], "[192.0.2.1 64:ff9b::c000:201]", "[192.0.2.1 64:ff9b::c000:201]"},
+	} {
+		if got := fmt.Sprint(c.z[www]); got != c.www {
+			t.Errorf("%s view: %s has %s, want %s", c.view, www, got, c.www)
 		}
+		if got := fmt.Sprint(c.z[v4only]); got != c.only {
+			t.Errorf("%s view: %s has %s, want %s", c.view, v4only, got, c.only)
+		}
+		if len(c.z) != 2 {
+			t.Errorf("%s view: names %v, want two", c.view, c.z.Names())
+		}
+	}
+	if len(views) != 2 {
+		t.Errorf("views %v", views)
 	}
 }
 
