@@ -237,6 +237,7 @@ cells:
 // v6lab's own https server (a second instance, on a port of its own, its
 // self-signed certificate pinned) over every path, the dual path's race
 // included, beside plain http in the same run; its group is named https.
+// tls_resume and tls_groups reach their groups alone.
 func TestHTTPSCellOnTheEmbeddedServer(t *testing.T) {
 	exp := filepath.Join(t.TempDir(), "tls.yaml")
 	os.WriteFile(exp, []byte(`name: tls
@@ -250,6 +251,7 @@ cells:
   - {protocol: http, tls: true, conns: [2]}
   - {protocol: http, label: https-file, tls: true, file: 64K, conns: [1]}
   - {protocol: http, label: https-back, tls: true, tls_resume: true, conns: [2]}
+  - {protocol: http, label: https-pq, tls: true, tls_groups: pq, conns: [1]}
 `), 0o644)
 	root := t.TempDir()
 	if out, err := v6lab(t, "run", exp, "-q", "--strict", "--results", root); err != nil {
@@ -259,7 +261,7 @@ cells:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Cells) != 12 {
+	if len(s.Cells) != 15 {
 		t.Fatalf("%d cells", len(s.Cells))
 	}
 	for _, c := range s.Cells {
@@ -280,6 +282,11 @@ cells:
 		}
 		if strings.Contains(smp.Marker, " resumed") {
 			resumed[group]++
+		}
+		// The key exchange offered: the post-quantum hybrid where the
+		// group asks for it (tls_groups: pq), the classic X25519 elsewhere.
+		if want := map[bool]string{true: " X25519MLKEM768 ", false: " X25519 "}[group == "https-pq"]; tls && !strings.Contains(smp.Marker, want) {
+			t.Errorf("%s: marker %q, want the key exchange%s", smp.Cell, smp.Marker, want)
 		}
 		remote := netip.MustParseAddrPort(smp.Remote)
 		if smp.Path != "dual" && path.Path(smp.Path).Accepts(remote.Addr()) == false {

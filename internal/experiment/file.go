@@ -59,6 +59,7 @@ type cellFile struct {
 	Type       string    `yaml:"type"`
 	TLS        bool      `yaml:"tls"`
 	TLSResume  bool      `yaml:"tls_resume"`
+	TLSGroups  string    `yaml:"tls_groups"`
 	// imap
 	Users      *int   `yaml:"users"`
 	UserFormat string `yaml:"user_format"`
@@ -551,7 +552,7 @@ func (c *cellFile) size() (*int, error) {
 }
 
 func (c *cellFile) options(size *int) proto.Options {
-	o := proto.Options{URL: c.URL, Objects: c.Objects, Query: c.Query, DNSServers: c.DNSServers, Transport: c.Transport, Mode: c.Mode, Expect: c.Expect, Type: c.Type, TLS: c.TLS, TLSResume: c.TLSResume,
+	o := proto.Options{URL: c.URL, Objects: c.Objects, Query: c.Query, DNSServers: c.DNSServers, Transport: c.Transport, Mode: c.Mode, Expect: c.Expect, Type: c.Type, TLS: c.TLS, TLSResume: c.TLSResume, TLSGroups: c.TLSGroups,
 		File: c.File, Active: c.Active, Client: c.Client, From: c.From, To: c.To, StartTLS: c.StartTLS, TLSPin: c.TLSPin,
 		UserFormat: c.UserFormat, Password: c.Password, Servers: c.Servers, AttemptDelay: c.AttemptDelay, Dialer: c.Dialer, AAAADelay: c.AAAADelay}
 	if c.Users != nil {

@@ -239,13 +239,17 @@ func TestTLSCellsUseTheEmbeddedHTTPSServer(t *testing.T) {
 		t.Errorf("embedded servers %v", s)
 	}
 	parseErrors(t, map[string]string{
-		"name: t\nwhere: hosts\ncells:\n  - {protocol: http, url: \"https://www.example.org/\", tls: true, conns: [1]}\n":       "t.yaml:4: cells[0].tls: asks for v6lab's own https server; with where: hosts the url's scheme says https",
-		"name: t\ncells:\n  - {protocol: http, tls: true, file: 1M, client: curl, conns: [1]}\n":                                "t.yaml:3: cells[0].tls: is v6lab's own client's: curl cannot pin",
-		"name: t\ncells:\n  - {protocol: http, tls: true, server: real, conns: [1]}\n":                                          "the lab's nginx serves plain http: tls needs the embedded server",
-		"name: t\nwhere: lab\ncells:\n  - {protocol: http, tls: true, file: 320K, server_capture: true, conns: [1]}\n":          "t.yaml:4: cells[0].server_capture: the capture's request is the client's first data, which over tls is its ClientHello",
-		"name: t\ncells:\n  - {protocol: dns, tls: true, conns: [1]}\n":                                                         "t.yaml:3: cells[0].tls: does not apply to protocol dns",
-		"name: t\ncells:\n  - {protocol: http, tls_resume: true, conns: [1]}\n":                                                 "t.yaml:3: cells[0].tls_resume: resumes TLS sessions: give tls too",
-		"name: t\nwhere: hosts\ncells:\n  - {protocol: http, url: \"http://www.example.org/\", tls_resume: true, conns: [1]}\n": "t.yaml:4: cells[0].tls_resume: resumes TLS sessions, but the url is not https://",
+		"name: t\nwhere: hosts\ncells:\n  - {protocol: http, url: \"https://www.example.org/\", tls: true, conns: [1]}\n":                    "t.yaml:4: cells[0].tls: asks for v6lab's own https server; with where: hosts the url's scheme says https",
+		"name: t\ncells:\n  - {protocol: http, tls: true, file: 1M, client: curl, conns: [1]}\n":                                             "t.yaml:3: cells[0].tls: is v6lab's own client's: curl cannot pin",
+		"name: t\ncells:\n  - {protocol: http, tls: true, server: real, conns: [1]}\n":                                                       "the lab's nginx serves plain http: tls needs the embedded server",
+		"name: t\nwhere: lab\ncells:\n  - {protocol: http, tls: true, file: 320K, server_capture: true, conns: [1]}\n":                       "t.yaml:4: cells[0].server_capture: the capture's request is the client's first data, which over tls is its ClientHello",
+		"name: t\ncells:\n  - {protocol: dns, tls: true, conns: [1]}\n":                                                                      "t.yaml:3: cells[0].tls: does not apply to protocol dns",
+		"name: t\ncells:\n  - {protocol: http, tls_resume: true, conns: [1]}\n":                                                              "t.yaml:3: cells[0].tls_resume: resumes TLS sessions: give tls too",
+		"name: t\nwhere: hosts\ncells:\n  - {protocol: http, url: \"http://www.example.org/\", tls_resume: true, conns: [1]}\n":              "t.yaml:4: cells[0].tls_resume: resumes TLS sessions, but the url is not https://",
+		"name: t\ncells:\n  - {protocol: http, tls_groups: pq, conns: [1]}\n":                                                                "t.yaml:3: cells[0].tls_groups: chooses the TLS key exchange: give tls too",
+		"name: t\ncells:\n  - {protocol: http, tls: true, tls_groups: quantum, conns: [1]}\n":                                                `t.yaml:3: cells[0].tls_groups: http: unknown TLS groups "quantum" (want classic or pq)`,
+		"name: t\nwhere: hosts\ncells:\n  - {protocol: http, url: \"http://www.example.org/\", tls_groups: pq, conns: [1]}\n":                "t.yaml:4: cells[0].tls_groups: chooses the TLS key exchange, but the url is not https://",
+		"name: t\nwhere: hosts\ncells:\n  - {protocol: http, url: \"https://www.example.org/\", client: curl, tls_groups: pq, conns: [1]}\n": "t.yaml:4: cells[0].tls_groups: is v6lab's own client's: curl offers its own key exchange",
 	})
 }
 

@@ -109,7 +109,7 @@ var setters = map[string]func(o *Options, v string) error{
 	"no_objects":  func(o *Options, v string) error { return setBool(v, &o.Probe.NoObjects) },
 	"insecure":    func(o *Options, v string) error { return setBool(v, &o.Probe.Insecure) },
 	"tls_resume":  func(o *Options, v string) error { return setBool(v, &o.TLSResume) },
-	"tls_groups":  func(o *Options, v string) error { o.Probe.TLSGroups = v; return nil },
+	"tls_groups":  func(o *Options, v string) error { o.TLSGroups = v; return nil },
 	"max_body":    func(o *Options, v string) error { o.Probe.MaxBody = v; return nil },
 	"engine":      func(o *Options, v string) error { o.Probe.Engine = v; return nil },
 	"dialer":      func(o *Options, v string) error { o.Dialer = v; return nil },

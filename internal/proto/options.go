@@ -62,6 +62,9 @@ type Options struct {
 	// TLSResume lets returning users resume TLS sessions with the
 	// server's tickets (https).
 	TLSResume bool `json:"tls_resume,omitempty"`
+	// TLSGroups is the https key exchange offered: classic (the default)
+	// or pq.
+	TLSGroups string `json:"tls_groups,omitempty"`
 	// IMAP: user i logs in as user(i mod Users)+1 (UserFormat, Password
 	// for real servers).
 	Users      int    `json:"users,omitempty"`
@@ -84,8 +87,6 @@ type ProbeSettings struct {
 	NoObjects bool
 	// Insecure accepts any certificate (https, smtp STARTTLS).
 	Insecure bool
-	// TLSGroups is the key exchange offered (classic or pq).
-	TLSGroups string
 	// MaxBody bounds each HTTP body ("64M"; empty: the client's default).
 	MaxBody string
 	// Engine is the HTTP connection engine (auto, evloop, go).

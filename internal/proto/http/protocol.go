@@ -25,7 +25,7 @@ type Protocol struct{}
 func (Protocol) Name() string { return "http" }
 
 func (Protocol) Options() []string {
-	return []string{"objects", "file", extclient.OptClient, proto.OptURL, proto.OptDNSServers, proto.OptTLSPin, "tls", "tls_resume", "attempt_delay", "dialer", "aaaa_delay"}
+	return []string{"objects", "file", extclient.OptClient, proto.OptURL, proto.OptDNSServers, proto.OptTLSPin, "tls", "tls_resume", "tls_groups", "attempt_delay", "dialer", "aaaa_delay"}
 }
 
 // Check applies http's rules: a url only with where: hosts, objects or a
@@ -62,7 +62,7 @@ func (Protocol) Check(o *proto.Options, where string, given proto.Given) error {
 			return proto.Errorf("max_body", "bad size %q", ps.MaxBody)
 		}
 	}
-	if _, err := TLSGroups(ps.TLSGroups); err != nil {
+	if _, err := TLSGroups(o.TLSGroups); err != nil {
 		return proto.Errorf("tls_groups", "%v", err)
 	}
 	if o.URL != "" {
@@ -81,11 +81,23 @@ func (Protocol) Check(o *proto.Options, where string, given proto.Given) error {
 	if err := proto.CheckPin(o, where); err != nil {
 		return err
 	}
-	if u, _ := ParseURL(o.URL); o.TLSResume && !o.TLS && (u == nil || u.Scheme != "https") {
-		if where == "hosts" {
-			return proto.Errorf("tls_resume", "resumes TLS sessions, but the url is not https://")
+	// TLS settings where nothing is https would be recorded and ignored.
+	if u, _ := ParseURL(o.URL); !o.TLS && (u == nil || u.Scheme != "https") {
+		for _, s := range []struct {
+			option, what string
+			set          bool
+		}{{"tls_resume", "resumes TLS sessions", o.TLSResume}, {"tls_groups", "chooses the TLS key exchange", o.TLSGroups != ""}} {
+			switch {
+			case !s.set:
+			case where == "hosts":
+				return proto.Errorf(s.option, "%s, but the url is not https://", s.what)
+			default:
+				return proto.Errorf(s.option, "%s: give tls too", s.what)
+			}
 		}
-		return proto.Errorf("tls_resume", "resumes TLS sessions: give tls too")
+	}
+	if o.TLSGroups != "" && extclient.External(o) {
+		return proto.Errorf("tls_groups", "is v6lab's own client's: %s offers its own key exchange", o.Client)
 	}
 	if o.TLS {
 		switch {
@@ -205,7 +217,7 @@ func (Protocol) Probe(o *proto.Options, ep proto.Endpoint, p path.Path) (load.Pr
 	if o.Probe.MaxBody != "" {
 		mb, _ = units.ParseSize(o.Probe.MaxBody)
 	}
-	groups, err := TLSGroups(o.Probe.TLSGroups)
+	groups, err := TLSGroups(o.TLSGroups)
 	if err != nil {
 		return nil, err
 	}
