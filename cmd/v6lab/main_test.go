@@ -630,6 +630,8 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"lab", "up", "--tunnel", "bpf", "--congestion", "x y"}, 2, `lab: "x y" is not a congestion control name`},
 		{[]string{"probe", "dns", "x", "--server", "127.0.0.1", "--mode", "fast"}, 2, `--mode: "fast": want stub or load`},
 		{[]string{"probe", "http", "https://127.0.0.1:9/", "--tls-groups", "quantum"}, 2, `--tls-groups: http: unknown TLS groups "quantum" (want classic or pq)`},
+		{[]string{"probe", "http", "http://127.0.0.1:9/", "--tls-groups", "pq"}, 2, `--tls-groups: chooses the TLS key exchange, but the url is not https://`},
+		{[]string{"probe", "http", "http://127.0.0.1:9/", "--tls-resume"}, 2, `--tls-resume: resumes TLS sessions, but the url is not https://`},
 		{[]string{"probe", "dns", "x", "--server", "127.0.0.1", "--mode", "load", "--tcp"}, 2, "--mode: the load engine sends over UDP"},
 		{[]string{"run", "--loopback", "--paths", "ipv4,6in4", "--results", t.TempDir()}, 2, "6in4 needs the lab"},
 		{[]string{"run", "--rate", "fast"}, 2, "bad rate"},
