@@ -111,14 +111,10 @@ func TestCongestionIsALabSetting(t *testing.T) {
 	if err != nil || e.Congestion != "reno" {
 		t.Fatalf("%v %+v", err, e)
 	}
-	for data, want := range map[string]string{
+	parseErrorsIn(t, "c.yaml", map[string]string{
 		"name: c\nwhere: loopback\ncongestion: reno\ncells: [{protocol: http, conns: [1]}]\n": "c.yaml:3: congestion: sets the lab's hosts, but where is loopback",
 		"name: c\ncongestion: Reno!\ncells: [{protocol: http, conns: [1]}]\n":                 `c.yaml:2: congestion: "Reno!" is not a congestion control name`,
-	} {
-		if _, err := Parse("c.yaml", []byte(data)); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%q: %v, want %q", data, err, want)
-		}
-	}
+	})
 }
 
 func TestDNSModeIsChecked(t *testing.T) {
@@ -126,14 +122,10 @@ func TestDNSModeIsChecked(t *testing.T) {
 	if err != nil || e.Cells[0].Mode != "load" {
 		t.Fatalf("%v", err)
 	}
-	for data, want := range map[string]string{
+	parseErrorsIn(t, "d.yaml", map[string]string{
 		"name: d\ncells: [{protocol: dns, mode: fast, conns: [1]}]\n":                 `d.yaml:2: cells[0].mode: "fast": want stub or load`,
 		"name: d\ncells: [{protocol: dns, mode: load, transport: tcp, conns: [1]}]\n": "cells[0].mode: the load engine sends over UDP",
-	} {
-		if _, err := Parse("d.yaml", []byte(data)); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%q: %v, want %q", data, err, want)
-		}
-	}
+	})
 }
 
 func TestHTTPURLMustBeHTTP(t *testing.T) {
@@ -152,14 +144,10 @@ func TestHTTPURLMustBeHTTP(t *testing.T) {
 // the baseline, is refused with the list of every path there is (the
 // path table's, dual included).
 func TestUnknownPathNamesEveryPath(t *testing.T) {
-	for data, want := range map[string]string{
+	parseErrorsIn(t, "p.yaml", map[string]string{
 		"name: p\npaths: [ipv4, ipv7]\ncells: [{protocol: http, conns: [1]}]\n": `p.yaml:2: paths[1]: "ipv7" is not a path (ipv4, ipv6, 6in4, nat64 or dual)`,
 		"name: p\nbaseline: v4\ncells: [{protocol: http, conns: [1]}]\n":        `p.yaml:2: baseline: "v4" is not a path (ipv4, ipv6, 6in4, nat64 or dual)`,
-	} {
-		if _, err := Parse("p.yaml", []byte(data)); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%q: %v, want %q", data, err, want)
-		}
-	}
+	})
 }
 
 // TestSizeTakesUnits: size (an SMTP message's, a UDP trial's datagrams')
@@ -173,14 +161,10 @@ func TestSizeTakesUnits(t *testing.T) {
 	if e.Cells[0].Options.Size != 100<<10 || e.Cells[1].Test.Size != 1<<10 || e.Cells[2].Options.Size != 4096 {
 		t.Errorf("sizes %d, %d, %d", e.Cells[0].Options.Size, e.Cells[1].Test.Size, e.Cells[2].Options.Size)
 	}
-	for data, want := range map[string]string{
+	parseErrorsIn(t, "s.yaml", map[string]string{
 		"name: s\ncells:\n  - {protocol: smtp, size: 10Q, conns: [1]}\n": `s.yaml:3: cells[0].size: "10Q": want bytes, such as 4096 or 100K`,
 		"name: s\ncells:\n  - {protocol: smtp, size: 1G, conns: [1]}\n":  `s.yaml:3: cells[0].size: 1073741824: want 0 to`,
-	} {
-		if _, err := Parse("s.yaml", []byte(data)); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%q: %v, want %q", data, err, want)
-		}
-	}
+	})
 }
 
 // TestDNSExpect: a dns cell's expect is recorded, and an expectation its
@@ -274,8 +258,14 @@ func TestTLSPinIsForNamedServers(t *testing.T) {
 // the text given for it.
 func parseErrors(t *testing.T, cases map[string]string) {
 	t.Helper()
+	parseErrorsIn(t, "t.yaml", cases)
+}
+
+// parseErrorsIn is parseErrors for a file of another name.
+func parseErrorsIn(t *testing.T, name string, cases map[string]string) {
+	t.Helper()
 	for data, want := range cases {
-		if _, err := Parse("t.yaml", []byte(data)); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := Parse(name, []byte(data)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", data, err, want)
 		}
 	}
