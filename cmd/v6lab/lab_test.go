@@ -21,7 +21,6 @@ import (
 	"v6lab/internal/report"
 )
 
-// buildBinary builds v6lab once for tests that need a real process.
 // requireLab skips a test that builds a lab when not root.
 func requireLab(t *testing.T) {
 	t.Helper()
@@ -30,6 +29,9 @@ func requireLab(t *testing.T) {
 	}
 }
 
+// buildBinary builds v6lab into the test's own directory, for a test that
+// needs a real process (go build's cache makes every build after the first
+// quick).
 func buildBinary(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "v6lab")
