@@ -180,7 +180,8 @@ func TestDNSExpect(t *testing.T) {
 	parseErrors(t, map[string]string{
 		"name: t\ncells:\n  - {protocol: dns, expect: nxdomain, conns: [1]}\n":                           "t.yaml:3: cells[0].expect: nxdomain: v6lab's DNS servers (lab and loopback) answer www.v6lab.test; give a query they do not know",
 		"name: t\ncells:\n  - {protocol: dns, query: WWW.v6lab.test., expect: nxdomain, conns: [1]}\n":   "t.yaml:3: cells[0].expect: nxdomain: v6lab's DNS servers (lab and loopback) answer www.v6lab.test",
-		"name: t\ncells:\n  - {protocol: dns, query: nosuch.v6lab.test, expect: nodata, conns: [1]}\n":   "t.yaml:3: cells[0].expect: nodata: v6lab's DNS servers (lab and loopback) know www.v6lab.test, with both an A and an AAAA record, and v4only.v6lab.test, with an A alone",
+		"name: t\ncells:\n  - {protocol: dns, query: nosuch.v6lab.test, expect: nodata, conns: [1]}\n":   "t.yaml:3: cells[0].expect: nodata: v6lab's DNS servers (lab and loopback) do not know nosuch.v6lab.test, so it gets NXDOMAIN",
+		"name: t\ncells:\n  - {protocol: dns, expect: nodata, paths: [ipv4, ipv6], conns: [1]}\n":        "t.yaml:3: cells[0].expect: nodata over ipv4: its query asks for the A record, which www.v6lab.test has (v4only.v6lab.test has an A record alone",
 		"name: t\ncells:\n  - {protocol: dns, query: v4only.v6lab.test, expect: nxdomain, conns: [1]}\n": "t.yaml:3: cells[0].expect: nxdomain: v6lab's DNS servers (lab and loopback) answer v4only.v6lab.test;",
 		// The IPv4-only name's AAAA is empty, its A is not.
 		"name: t\ncells:\n  - {protocol: dns, query: v4only.v6lab.test, expect: nodata, conns: [1]}\n":                                                "t.yaml:3: cells[0].expect: nodata over ipv4: its query asks for the A record, which v4only.v6lab.test has",
@@ -189,6 +190,10 @@ func TestDNSExpect(t *testing.T) {
 		"name: t\ncells:\n  - {protocol: dns, expect: refused, conns: [1]}\n":                                                                         `t.yaml:3: cells[0].expect: "refused": want answer, nodata, nxdomain or any`,
 		"name: t\ncells:\n  - {protocol: http, expect: nxdomain, conns: [1]}\n":                                                                       "t.yaml:3: cells[0].expect: does not apply to protocol http",
 	})
+	// A type neither name has is an empty answer for either.
+	if _, err := Parse("t.yaml", []byte("name: t\ncells:\n  - {protocol: dns, type: MX, expect: nodata, conns: [1]}\n")); err != nil {
+		t.Errorf("nodata for www's MX: %v", err)
+	}
 	// Over every path when the type is AAAA (recorded as the type's name).
 	e, err = Parse("t.yaml", []byte("name: t\ncells:\n  - {protocol: dns, query: v4only.v6lab.test, type: aaaa, expect: nodata, paths: [ipv4, ipv6, 6in4, nat64], conns: [1]}\n"))
 	if err != nil || e.Cells[0].Expect != "nodata" || e.Cells[0].Type != "AAAA" {

@@ -170,29 +170,37 @@ func TestExpectTimesNegativeAnswers(t *testing.T) {
 	}
 }
 
-// TestNoDataFitsOnlyPathsWhoseQueryGetsNone: expect nodata (for the
-// IPv4-only name) is refused over a path that asks for its A record (a
-// dns cell over nat64 asks through the translator, not the DNS64 view);
+// TestNoDataFitsOnlyPathsWhoseQueryGetsNone: expect nodata is refused over
+// a path whose query asks for a type the name has: the IPv4-only name's A,
+// www's A or AAAA (a dns cell over nat64 asks through the translator, not
+// the DNS64 view, so the IPv4-only name's AAAA is empty there);
 // with where: hosts the servers are the user's and anything goes.
 func TestNoDataFitsOnlyPathsWhoseQueryGetsNone(t *testing.T) {
 	for _, c := range []struct {
 		where, typ, expect string
 		p                  path.Path
 		err                string
+		query              string // default: the IPv4-only name
 	}{
-		{"lab", "", ExpectNoData, path.IPv6, ""},
-		{"lab", "", ExpectNoData, path.SixIn4, ""},
-		{"lab", "", ExpectNoData, path.IPv4, "nodata over ipv4: its query asks for the A record"},
-		{"lab", "", ExpectNoData, path.NAT64, ""},
-		{"lab", "A", ExpectNoData, path.NAT64, "nodata over nat64: its query asks for the A record"},
-		{"loopback", "A", ExpectNoData, path.IPv6, "nodata over ipv6: its query asks for the A record"},
-		{"loopback", "AAAA", ExpectNoData, path.IPv4, ""},
-		{"lab", "MX", ExpectNoData, path.NAT64, ""},
-		{"lab", "", ExpectAnswer, path.NAT64, ""},
-		{"hosts", "", ExpectNoData, path.IPv4, ""},
+		{"lab", "", ExpectNoData, path.IPv6, "nodata over ipv6: its query asks for the AAAA record, which www.v6lab.test has", proto.LocalName},
+		{"lab", "", ExpectNoData, path.SixIn4, "nodata over 6in4: its query asks for the AAAA record, which www.v6lab.test has", "WWW.v6lab.test."},
+		{"lab", "TXT", ExpectNoData, path.IPv4, "", proto.LocalName},
+		{"lab", "", ExpectNoData, path.IPv6, "", ""},
+		{"lab", "", ExpectNoData, path.SixIn4, "", ""},
+		{"lab", "", ExpectNoData, path.IPv4, "nodata over ipv4: its query asks for the A record", ""},
+		{"lab", "", ExpectNoData, path.NAT64, "", ""},
+		{"lab", "A", ExpectNoData, path.NAT64, "nodata over nat64: its query asks for the A record", ""},
+		{"loopback", "A", ExpectNoData, path.IPv6, "nodata over ipv6: its query asks for the A record", ""},
+		{"loopback", "AAAA", ExpectNoData, path.IPv4, "", ""},
+		{"lab", "MX", ExpectNoData, path.NAT64, "", ""},
+		{"lab", "", ExpectAnswer, path.NAT64, "", ""},
+		{"hosts", "", ExpectNoData, path.IPv4, "", ""},
 	} {
-		o := proto.Options{Query: proto.V4OnlyName, Expect: c.expect}
+		o := proto.Options{Query: c.query, Expect: c.expect}
 		o.Type = c.typ
+		if o.Query == "" {
+			o.Query = proto.V4OnlyName
+		}
 		err := Protocol{}.PathFit(&o, c.where, c.p)
 		if c.err == "" && err != nil || c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
 			t.Errorf("%s, type %q, expect %s over %s: %v, want %q", c.where, c.typ, c.expect, c.p, err, c.err)

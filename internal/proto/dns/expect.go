@@ -2,6 +2,7 @@ package dns
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	mdns "github.com/miekg/dns"
@@ -32,9 +33,22 @@ func parseExpect(s string) (string, error) {
 	return "", fmt.Errorf("%q: want answer, nodata, nxdomain or any", s)
 }
 
+// placeTypes are the record types v6lab's own DNS servers (lab and
+// loopback, embedded and Unbound) hold for each name they know.
+var placeTypes = map[string][]uint16{
+	mdns.CanonicalName(proto.LocalName):  {mdns.TypeA, mdns.TypeAAAA},
+	mdns.CanonicalName(proto.V4OnlyName): {mdns.TypeA},
+}
+
+// askedName is the name a lab or loopback cell looks up, canonical.
+func askedName(o *proto.Options) string {
+	return mdns.CanonicalName(proto.Or(o.Query, proto.LocalName))
+}
+
 // checkExpect refuses an expectation no query of a lab or loopback cell
-// can meet: the DNS servers v6lab runs there hold its name, with both A and
-// AAAA, and proto.V4OnlyName, with an A alone.
+// can meet whatever its path: NXDOMAIN for a name v6lab's servers know,
+// an empty answer for one they do not (that is NXDOMAIN). Whether a known
+// name lacks the type asked is the path's question (PathFit).
 func checkExpect(o *proto.Options, where string) error {
 	e, err := parseExpect(o.Expect)
 	if err != nil {
@@ -43,28 +57,21 @@ func checkExpect(o *proto.Options, where string) error {
 	if where == "hosts" {
 		return nil
 	}
-	asked := proto.LocalName // the known name the query is, or ""
-	if o.Query != "" {
-		asked = ""
-		for _, n := range []string{proto.LocalName, proto.V4OnlyName} {
-			if mdns.CanonicalName(o.Query) == mdns.CanonicalName(n) {
-				asked = n
-			}
-		}
-	}
+	_, known := placeTypes[askedName(o)]
 	switch {
-	case e == ExpectNoData && asked != proto.V4OnlyName:
-		return proto.Errorf("expect", "nodata: v6lab's DNS servers (lab and loopback) know %s, with both an A and an AAAA record, and %s, with an A alone: the one empty answer there is the AAAA of query: %s", proto.LocalName, proto.V4OnlyName, proto.V4OnlyName)
-	case e == ExpectNXDomain && asked != "":
-		return proto.Errorf("expect", "nxdomain: v6lab's DNS servers (lab and loopback) answer %s; give a query they do not know (nosuch.v6lab.test)", asked)
+	case e == ExpectNoData && !known:
+		return proto.Errorf("expect", "nodata: v6lab's DNS servers (lab and loopback) do not know %s, so it gets NXDOMAIN; the one empty answer there is the AAAA of query: %s (an A record alone)", proto.Or(o.Query, proto.LocalName), proto.V4OnlyName)
+	case e == ExpectNXDomain && known:
+		return proto.Errorf("expect", "nxdomain: v6lab's DNS servers (lab and loopback) answer %s; give a query they do not know (nosuch.v6lab.test)", strings.TrimSuffix(askedName(o), "."))
 	}
 	return nil
 }
 
-// PathFit refuses expect: nodata over a path whose query asks for the A
-// record (ipv4's by default, or type A), which the IPv4-only name has. A
-// dns cell over nat64 asks the server through the translator, not the
-// path's DNS64 view, so its AAAA is empty there too.
+// PathFit refuses expect: nodata over a path whose query asks for a type
+// the name has on v6lab's servers (the path's own type: A on ipv4, AAAA on
+// the others; or type). A dns cell over nat64 asks the server through the
+// translator, not the path's DNS64 view, so the IPv4-only name's AAAA is
+// empty there too.
 func (Protocol) PathFit(o *proto.Options, where string, p path.Path) error {
 	e, err := parseExpect(o.Expect)
 	if err != nil || where == "hosts" || e != ExpectNoData {
@@ -74,8 +81,15 @@ func (Protocol) PathFit(o *proto.Options, where string, p path.Path) error {
 	if err != nil {
 		return err
 	}
-	if qt == mdns.TypeA || qt == 0 && !p.Kind().IPv6 {
-		return proto.Errorf("expect", "nodata over %s: its query asks for the A record, which %s has (type: AAAA asks for the one it lacks)", p, proto.V4OnlyName)
+	if qt == 0 {
+		qt = mdns.TypeAAAA
+		if !p.Kind().IPv6 {
+			qt = mdns.TypeA
+		}
+	}
+	if slices.Contains(placeTypes[askedName(o)], qt) {
+		return proto.Errorf("expect", "nodata over %s: its query asks for the %s record, which %s has (%s has an A record alone: type: AAAA asks for the one it lacks)",
+			p, mdns.TypeToString[qt], strings.TrimSuffix(askedName(o), "."), proto.V4OnlyName)
 	}
 	return nil
 }
