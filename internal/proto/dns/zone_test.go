@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -46,6 +47,22 @@ func TestPlaceZoneGivesALabOnlyPathItsOwnAddress(t *testing.T) {
 	}
 	if len(views) != 2 {
 		t.Errorf("views %v", views)
+	}
+	// The expect checks' table says what the native zone holds.
+	for name, addrs := range zone {
+		var types []uint16
+		if slices.ContainsFunc(addrs, netip.Addr.Is4) {
+			types = append(types, mdns.TypeA)
+		}
+		if slices.ContainsFunc(addrs, netip.Addr.Is6) {
+			types = append(types, mdns.TypeAAAA)
+		}
+		if !slices.Equal(types, placeTypes[name]) {
+			t.Errorf("%s: the zone has types %v, placeTypes says %v", name, types, placeTypes[name])
+		}
+	}
+	if len(placeTypes) != len(zone) {
+		t.Errorf("placeTypes names %d names, the zone %d", len(placeTypes), len(zone))
 	}
 }
 
