@@ -324,6 +324,7 @@ cells:
   - {protocol: smtp, conns: [3]}
   - {protocol: imap, conns: [3]}
   - {protocol: http, tls: true, conns: [2]}
+  - {protocol: http, label: https-pq, tls: true, tls_groups: pq, conns: [1]}
   - {protocol: dns, label: dns-nxdomain, query: nosuch.v6lab.test, expect: nxdomain, conns: [2]}
   - {protocol: dns, label: dns-nodata, query: v4only.v6lab.test, type: AAAA, expect: nodata, conns: [2]}
 `), 0o644)
@@ -339,12 +340,16 @@ cells:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Cells) != 33 {
+	if len(s.Cells) != 36 {
 		t.Fatalf("%d cells", len(s.Cells))
 	}
 	// The IPv4-only name's AAAA is an empty answer, over each family.
 	for _, smp := range f.Samples {
 		if strings.HasPrefix(smp.Cell, "dns-nodata/") && smp.Marker != "NOERROR, 0 AAAA" {
+			t.Errorf("%s: marker %q", smp.Cell, smp.Marker)
+		}
+		// The post-quantum key exchange, agreed over every path.
+		if strings.HasPrefix(smp.Cell, "https-pq/") && !strings.Contains(smp.Marker, " X25519MLKEM768 ") {
 			t.Errorf("%s: marker %q", smp.Cell, smp.Marker)
 		}
 	}
@@ -355,7 +360,7 @@ cells:
 			}
 			continue
 		}
-		if strings.HasPrefix(c.Protocol, "ftp") || c.Protocol == "smtp" || c.Protocol == "imap" || c.Protocol == "https" {
+		if strings.HasPrefix(c.Protocol, "ftp") || c.Protocol == "smtp" || c.Protocol == "imap" || strings.HasPrefix(c.Protocol, "https") {
 			if c.Completed != 2*c.Conns || c.Failed != 0 {
 				t.Errorf("%s/%s: %d completed, %d failed (%s)", c.Protocol, c.Path, c.Completed, c.Failed, c.FirstError)
 			}
@@ -456,6 +461,10 @@ cells:
 	// Unbound knows the IPv4-only name too: its AAAA is an empty answer.
 	for _, smp := range f.Samples {
 		if strings.HasPrefix(smp.Cell, "dns-nodata/") && smp.Marker != "NOERROR, 0 AAAA" {
+			t.Errorf("%s: marker %q", smp.Cell, smp.Marker)
+		}
+		// The post-quantum key exchange, agreed over every path.
+		if strings.HasPrefix(smp.Cell, "https-pq/") && !strings.Contains(smp.Marker, " X25519MLKEM768 ") {
 			t.Errorf("%s: marker %q", smp.Cell, smp.Marker)
 		}
 	}
