@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"v6lab/internal/experiment"
+	"v6lab/internal/measure"
 	"v6lab/internal/path"
 	"v6lab/internal/proto/all"
 	"v6lab/internal/proto/dns"
@@ -732,12 +733,17 @@ func TestTCPAndUDPCommands(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: %v\n%s", c.args, err, out)
 		}
-		_, s, err := report.Load(onlyDir(t, root))
+		f, s, err := report.Load(onlyDir(t, root))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(s.Cells) != 2 {
 			t.Fatalf("%v: %d cells", c.args, len(s.Cells))
+		}
+		// A trial is timed as iperf3 times it, not as a transaction.
+		trialNote := slices.ContainsFunc(f.Header.Notes, func(n string) bool { return strings.HasPrefix(n, "timing ("+c.args[0]+" trials)") })
+		if !trialNote || slices.Contains(f.Header.Notes, measure.TimingNote) || slices.Contains(f.Header.Notes, measure.LingerNote) {
+			t.Errorf("%v: notes %q: want the trial's timing note and not the transactions'", c.args, f.Header.Notes)
 		}
 		for _, cell := range s.Cells {
 			if cell.Completed != 2 {

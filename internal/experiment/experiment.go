@@ -263,6 +263,32 @@ func ProtocolPathFits(p path.Path, protocol string, o *proto.Options, where stri
 	return nil
 }
 
+// TimingNotes say how the experiment's samples are timed: transactional
+// are the notes for v6lab's own transactions, given when any cell makes
+// them; each cell timed otherwise (proto.Timed) adds its own, once.
+func (e *Experiment) TimingNotes(transactional ...string) []string {
+	var out, own []string
+	transactions := false
+	for i := range e.Cells {
+		c := &e.Cells[i]
+		pr, _ := all.Get(c.Protocol)
+		note := ""
+		if t, ok := pr.(proto.Timed); ok {
+			note = t.Timing(&c.Options)
+		}
+		switch {
+		case note == "":
+			transactions = true
+		case !slices.Contains(own, note):
+			own = append(own, note)
+		}
+	}
+	if transactions {
+		out = append(out, transactional...)
+	}
+	return append(out, own...)
+}
+
 // Validate checks an experiment before anything runs.
 func (e *Experiment) Validate() error {
 	if err := CheckName(e.Name); err != nil {

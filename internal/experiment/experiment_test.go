@@ -8,12 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"v6lab/internal/load"
 	"v6lab/internal/path"
+	"v6lab/internal/proto"
 	"v6lab/internal/proto/all"
 	"v6lab/internal/result"
 )
@@ -580,5 +582,36 @@ func TestResumeNeverCutsAFileStillBeingWritten(t *testing.T) {
 	}
 	if _, err := PrepareResume(dir); !errors.Is(err, ErrComplete) {
 		t.Errorf("after the writer: %v, want ErrComplete", err)
+	}
+}
+
+// A result's timing notes say how each of its cells was timed: the
+// transactions' notes only where a cell makes transactions, and a trial's
+// or an external client's own note, once, where a cell is timed otherwise.
+func TestTimingNotesFollowWhatTheCellsTime(t *testing.T) {
+	tx := []string{"TX", "LINGER"}
+	cell := func(protocol, client string) Spec {
+		return Spec{Protocol: protocol, Options: proto.Options{Client: client, File: "/1M"}}
+	}
+	notes := func(cells ...Spec) []string { return (&Experiment{Cells: cells}).TimingNotes(tx...) }
+	has := func(got []string, sub string) int {
+		n := 0
+		for _, s := range got {
+			if strings.Contains(s, sub) {
+				n++
+			}
+		}
+		return n
+	}
+	if got := notes(cell("http", ""), cell("dns", ""), cell("http", "v6lab")); !slices.Equal(got, tx) {
+		t.Errorf("transactions only: %q, want %q", got, tx)
+	}
+	got := notes(cell("tcp", ""), cell("tcp", ""), cell("udp", ""))
+	if has(got, "TX") > 0 || has(got, "LINGER") > 0 || len(got) != 2 || has(got, "(tcp trials)") != 1 || has(got, "(udp trials)") != 1 {
+		t.Errorf("trials only: %q, want one tcp and one udp trial note and no transaction note", got)
+	}
+	got = notes(cell("http", "curl"), cell("ftp", "curl"), cell("ftp", "wget"), cell("smtp", ""))
+	if !slices.Equal(got[:2], tx) || has(got, "(client curl)") != 1 || has(got, "(client wget)") != 1 || len(got) != 4 {
+		t.Errorf("external clients beside a transaction cell: %q", got)
 	}
 }

@@ -119,6 +119,10 @@ func (e *InterruptedError) Error() string {
 // wire_ns comes from (docs/metrics.md): every result carries it.
 const TimingNote = "timing: each user warmed its socket code before the run's barrier (nothing sent on the measured link); a transaction's time runs from its first system call, the request already built, to the read that brought its last bytes; wire_ns, where present, is from the kernel's software timestamps (SO_TIMESTAMPING)"
 
+// LingerNote says how the transactions' connections end; transport
+// trials' close as usual (their own timing note says so).
+const LingerNote = "client connections are closed with SO_LINGER 0 after the completion marker, so no TIME_WAIT accumulates on the client"
+
 // DefaultMemoryLimit is the measuring process's soft memory limit.
 const DefaultMemoryLimit = 768 << 20
 
@@ -157,8 +161,8 @@ func Run(ctx context.Context, j Job, o Output) (string, error) {
 	if j.Lab["sysctl_changed"] != "" {
 		changed = "the one sysctl changed is in the lab's notes"
 	}
-	notes = append(notes, TimingNote)
-	notes = append(notes, "client connections are closed with SO_LINGER 0 after the completion marker, so no TIME_WAIT accumulates on the client; "+changed)
+	notes = append(notes, j.Exp.TimingNotes(TimingNote, LingerNote)...)
+	notes = append(notes, changed)
 	var dir string
 	var done map[int]bool
 	if j.Resume != nil {

@@ -73,6 +73,15 @@ type PathFit interface {
 	PathFit(o *Options, where string, p path.Path) error
 }
 
+// Timed is a Protocol whose cells may time something other than v6lab's
+// own transaction (a transport trial its transfer, curl its download):
+// Timing says what, for the notes of a result that holds such a cell, in
+// place of the transactions' timing note, which would be wrong for it; ""
+// for a cell timed as a transaction.
+type Timed interface {
+	Timing(o *Options) string
+}
+
 // ByAddress is a Server its clients reach by address rather than by name
 // (a DNS server; the transport server, named by address on the command
 // line as iperf3's).

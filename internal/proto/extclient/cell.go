@@ -35,6 +35,18 @@ func CheckClient(o *proto.Options) error {
 // External reports whether a cell downloads with another program.
 func External(o *proto.Options) bool { return o.Client != "" && o.Client != "v6lab" }
 
+// Timing says how a cell's downloads by another program are timed
+// (proto.Timed), "" for v6lab's own client.
+func Timing(o *proto.Options) string {
+	switch {
+	case !External(o):
+		return ""
+	case o.Client == "wget":
+		return "timing (client wget): v6lab's lookup, then wget's whole run as this process waits for it, the program's start-up (about a millisecond) included; no phases, no wire_ns"
+	}
+	return "timing (client curl): v6lab's lookup, then curl's own timers (--write-out time_connect, time_starttransfer, time_total), which start when curl does, after its start-up; no wire_ns"
+}
+
 // ExternalProbe is a curl or wget download of u (a cell's file, or its
 // url), over path p from ep's source, the name resolved as ep says.
 func ExternalProbe(o *proto.Options, ep proto.Endpoint, u *url.URL, p path.Path) (load.Probe, error) {

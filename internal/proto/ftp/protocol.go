@@ -21,6 +21,10 @@ type Protocol struct{}
 
 func (Protocol) Name() string { return "ftp" }
 
+// Timing: a cell downloading with curl or wget is timed by the program
+// (proto.Timed).
+func (Protocol) Timing(o *proto.Options) string { return extclient.Timing(o) }
+
 func (Protocol) Options() []string {
 	return []string{"file", "active", extclient.OptClient, proto.OptURL, proto.OptDNSServers}
 }

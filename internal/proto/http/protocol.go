@@ -24,6 +24,10 @@ type Protocol struct{}
 
 func (Protocol) Name() string { return "http" }
 
+// Timing: a cell downloading with curl or wget is timed by the program
+// (proto.Timed).
+func (Protocol) Timing(o *proto.Options) string { return extclient.Timing(o) }
+
 func (Protocol) Options() []string {
 	return []string{"objects", "file", extclient.OptClient, proto.OptURL, proto.OptDNSServers, proto.OptTLSPin, "tls", "tls_resume", "tls_groups", "attempt_delay", "dialer", "aaaa_delay"}
 }

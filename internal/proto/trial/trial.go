@@ -41,6 +41,17 @@ func (t Protocol) Options() []string {
 // SingleTest: a trial is one test, never simultaneous users.
 func (Protocol) SingleTest() bool { return true }
 
+// Timing says what a trial's time is (proto.Timed): the sender's, as
+// iperf3's, with no warming of the client before a barrier and no
+// SO_LINGER, the transactions' notes.
+func (t Protocol) Timing(*proto.Options) string {
+	sent := "the last byte acknowledged (TCP_INFO)"
+	if t.Test == "udp" {
+		sent = "its last datagram sent, at the requested rate"
+	}
+	return fmt.Sprintf("timing (%s trials): a trial's time is the sending side's, from its first write to %s, less any omit warm-up, as iperf3's; its connections close with FIN as usual", t.Test, sent)
+}
+
 // WireAnyPort: a test's data streams use ports chosen per test.
 func (Protocol) WireAnyPort() bool { return true }
 
