@@ -755,8 +755,12 @@ func TestTCPAndUDPCommands(t *testing.T) {
 				}
 			}
 		}
-		if c.args[0] == "tcp" && !strings.Contains(out, "by interval") {
+		if !strings.Contains(out, "by interval") {
 			t.Errorf("no interval table:\n%s", out)
+		}
+		// TCP_INFO's columns only where there is TCP_INFO.
+		if tcpColumns := strings.Contains(out, "retrans   rtt ms"); tcpColumns != (c.args[0] == "tcp") {
+			t.Errorf("%v: the interval table's TCP columns shown: %v\n%s", c.args, tcpColumns, out)
 		}
 		if slices.Contains(c.args, "--omit") && strings.Count(out, "(omitted)") != 2*2 { // two warm-up intervals per path
 			t.Errorf("the warm-up's intervals are not marked:\n%s", out)

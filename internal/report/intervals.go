@@ -27,7 +27,14 @@ func Intervals(w io.Writer, dir string) {
 	for _, p := range paths {
 		s := f.Samples[last[p]]
 		fmt.Fprintf(w, "\n%s, trial %d, by interval:\n", p, s.Run)
-		fmt.Fprintf(w, "  %-15s %12s %10s %8s %8s %6s\n", "interval (s)", "bytes", "Mbit/s", "retrans", "rtt ms", "cwnd")
+		// TCP_INFO's columns are TCP's; a UDP trial's intervals hold the
+		// bytes its receiver counted.
+		tcp := s.Protocol != "udp"
+		if tcp {
+			fmt.Fprintf(w, "  %-15s %12s %10s %8s %8s %6s\n", "interval (s)", "bytes", "Mbit/s", "retrans", "rtt ms", "cwnd")
+		} else {
+			fmt.Fprintf(w, "  %-15s %12s %10s\n", "interval (s)", "bytes", "Mbit/s")
+		}
 		for _, iv := range s.Intervals {
 			secs := float64(iv.EndNS-iv.StartNS) / 1e9
 			if secs <= 0 {
@@ -37,8 +44,11 @@ func Intervals(w io.Writer, dir string) {
 			if iv.Omitted {
 				omitted = "  (omitted)"
 			}
-			fmt.Fprintf(w, "  %6.2f-%-8.2f %12d %10.1f %8d %8.3f %6d%s\n", float64(iv.StartNS)/1e9, float64(iv.EndNS)/1e9,
-				iv.Bytes, float64(iv.Bytes)*8/secs/1e6, iv.Retrans, float64(iv.RTTUS)/1000, iv.Cwnd, omitted)
+			fmt.Fprintf(w, "  %6.2f-%-8.2f %12d %10.1f", float64(iv.StartNS)/1e9, float64(iv.EndNS)/1e9, iv.Bytes, float64(iv.Bytes)*8/secs/1e6)
+			if tcp {
+				fmt.Fprintf(w, " %8d %8.3f %6d", iv.Retrans, float64(iv.RTTUS)/1000, iv.Cwnd)
+			}
+			fmt.Fprintf(w, "%s\n", omitted)
 		}
 	}
 }

@@ -45,11 +45,11 @@ func (Protocol) SingleTest() bool { return true }
 // iperf3's, with no warming of the client before a barrier and no
 // SO_LINGER, the transactions' notes.
 func (t Protocol) Timing(*proto.Options) string {
-	sent := "the last byte acknowledged (TCP_INFO)"
+	sent, conns := "the last byte acknowledged (TCP_INFO)", "connections"
 	if t.Test == "udp" {
-		sent = "its last datagram sent, at the requested rate"
+		sent, conns = "its last datagram sent, at the requested rate", "control connection"
 	}
-	return fmt.Sprintf("timing (%s trials): a trial's time is the sending side's, from its first write to %s, less any omit warm-up, as iperf3's; its connections close with FIN as usual", t.Test, sent)
+	return fmt.Sprintf("timing (%s trials): a trial's time is the sending side's, from its first write to %s, less any omit warm-up, as iperf3's; its %s close with FIN as usual", t.Test, sent, conns)
 }
 
 // WireAnyPort: a test's data streams use ports chosen per test.
