@@ -758,6 +758,9 @@ func TestTCPAndUDPCommands(t *testing.T) {
 		if !strings.Contains(out, "by interval") {
 			t.Errorf("no interval table:\n%s", out)
 		}
+		if !strings.Contains(out, "transfer time percentiles") || strings.Contains(out, "response time percentiles") || strings.Contains(out, "rate/s") {
+			t.Errorf("%v: a trial's percentiles are of its transfer time, with no rate:\n%s", c.args, out)
+		}
 		// TCP_INFO's columns only where there is TCP_INFO.
 		if tcpColumns := strings.Contains(out, "retrans   rtt ms"); tcpColumns != (c.args[0] == "tcp") {
 			t.Errorf("%v: the interval table's TCP columns shown: %v\n%s", c.args, tcpColumns, out)

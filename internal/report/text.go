@@ -437,8 +437,14 @@ func sections(s *Summary, proto string) []section {
 					holmP(t.PPairedHolm, t.PPaired, t.NA["p_paired"]), optP(t.PMannWhitney, t.NA["p_mann_whitney"])}
 			}, s.Adjustment))
 	}
+	// A trial's time is its transfer's; trials a second say nothing.
+	trials := transportKind(cells) != ""
 	pct := section{Title: title + ": response time percentiles (ms, nearest rank), pooled over counted runs",
 		Head: []string{"path", "conns", "n", "p50", "p90", "p99", "p99.9", "rate/s", "failures"}}
+	if trials {
+		pct.Title = title + ": transfer time percentiles (ms, nearest rank), pooled over counted trials"
+		pct.Head = slices.Delete(pct.Head, 7, 8)
+	}
 	thin := false
 	for _, c := range cells {
 		mark := func(name string, v *float64, why string) string {
@@ -449,9 +455,13 @@ func sections(s *Summary, proto string) []section {
 			}
 			return out
 		}
-		pct.Rows = append(pct.Rows, []string{c.Path, fmt.Sprint(c.Conns), fmt.Sprint(c.PercentileN), mark("p50", c.P50MS, c.NA["p50_ms"]),
+		row := []string{c.Path, fmt.Sprint(c.Conns), fmt.Sprint(c.PercentileN), mark("p50", c.P50MS, c.NA["p50_ms"]),
 			mark("p90", c.P90MS, c.NA["p90_ms"]), mark("p99", c.P99MS, c.NA["p99_ms"]), mark("p99.9", c.P999MS, c.NA["p999_ms"]),
-			optRate(c.RatePerS), failures(&c)})
+			optRate(c.RatePerS), failures(&c)}
+		if trials {
+			row = slices.Delete(row, 7, 8)
+		}
+		pct.Rows = append(pct.Rows, row)
 	}
 	if thin {
 		pct.Footer = append(pct.Footer, ThinNote)
