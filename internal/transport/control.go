@@ -209,6 +209,9 @@ type UDPStats struct {
 	Intervals []int64 `json:"intervals,omitempty"`
 	// IntervalNS is the length of each of Intervals.
 	IntervalNS int64 `json:"interval_ns,omitempty"`
+	// LastNS is the last datagram's arrival, from the first's: where
+	// the last interval really ends.
+	LastNS int64 `json:"last_ns,omitempty"`
 }
 
 // ErrNotV6lab is wrapped when the peer is not a v6lab transport endpoint.

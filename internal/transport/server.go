@@ -552,7 +552,7 @@ func (r *receiver) datagram(b []byte, now int64) {
 // the warm-up's included.
 func (r *receiver) stats(sent int64) UDPStats {
 	st := UDPStats{Received: r.received, Duplicates: r.dups, Reordered: r.reord, HighestSeq: r.highest,
-		JitterNS: r.jitter, DelayVarNS: r.maxT - r.minT, Intervals: r.perInterval, IntervalNS: r.interval, Omitted: r.warmup}
+		JitterNS: r.jitter, DelayVarNS: r.maxT - r.minT, Intervals: r.perInterval, IntervalNS: r.interval, Omitted: r.warmup, LastNS: r.last - r.first}
 	expected := max(sent, r.highest+1) - r.omitBelow
 	st.Lost = max(expected-r.received, 0)
 	return st

@@ -503,3 +503,39 @@ func FuzzReceiver(f *testing.F) {
 		}
 	})
 }
+
+// The last interval ends at the last arrival: the few datagrams still on
+// their way when the sender stopped join the interval before instead of
+// being shown as one of their own; a longer tail keeps its own interval, cut
+// to its real length. An interval's figures are its bytes over its time.
+func TestUDPIntervalsEndAtTheLastArrival(t *testing.T) {
+	r := newReceiver(7, time.Second, 0)
+	t0 := int64(1e9)
+	arrive := func(at int64, seqs ...int64) {
+		for _, seq := range seqs {
+			r.datagram(datagram(7, seq, t0+at), t0+at)
+		}
+	}
+	arrive(0, 0, 1)        // interval 0
+	arrive(999e6, 2)       // still interval 0
+	arrive(1000e6+40e3, 3) // 40 µs late: joins interval 0
+	st := r.stats(4)
+	if st.LastNS != 1000e6+40e3 {
+		t.Fatalf("last arrival %d ns after the first", st.LastNS)
+	}
+	iv := udpIntervals(&st)
+	if len(iv) != 1 || iv[0].EndNS != st.LastNS || iv[0].Bytes != 400 {
+		t.Errorf("a 40 µs tail: %+v, want one interval of 400 bytes to %d", iv, st.LastNS)
+	}
+	arrive(1500e6, 4) // half an interval more: an interval of its own, half as long
+	st = r.stats(5)
+	iv = udpIntervals(&st)
+	if len(iv) != 2 || iv[0].EndNS != 1e9 || iv[0].Bytes != 300 || iv[1].StartNS != 1e9 || iv[1].EndNS != 1500e6 || iv[1].Bytes != 200 {
+		t.Errorf("a half-interval tail: %+v", iv)
+	}
+	// A receiver that does not say where it ended: whole intervals.
+	st.LastNS = 0
+	if iv := udpIntervals(&st); len(iv) != 2 || iv[1].EndNS != 2e9 {
+		t.Errorf("without last_ns: %+v", iv)
+	}
+}

@@ -147,14 +147,35 @@ func udpSample(s result.Sample, o Options, sent, sendErrs int64, elapsed time.Du
 	s.TotalNS = int64(elapsed)
 	s.BytesOut, s.BytesIn = sent*int64(o.Size), rep.Received
 	s.Metrics = udpMetrics(o, sent, warm, sendErrs, elapsed, rep)
-	for i, b := range u.Intervals {
-		s.Intervals = append(s.Intervals, result.Interval{StartNS: int64(i) * u.IntervalNS, EndNS: int64(i+1) * u.IntervalNS, Bytes: b})
-	}
+	s.Intervals = udpIntervals(u)
 	if u.Received == 0 {
 		s.Err = fmt.Sprintf("the receiver saw none of the %d datagrams sent", sent)
 		s.ErrKind = "loss"
 	}
 	return s
+}
+
+// udpIntervals are the receiver's intervals as a sample holds them. The
+// last ends at the last arrival, not a whole interval later; when that
+// leaves it under a tenth of an interval (the datagrams still on their way
+// as the sender stopped) it joins the one before, so that a few late
+// datagrams are not shown as an interval of their own, nearly empty or, over
+// its few µs, of an absurd rate.
+func udpIntervals(u *UDPStats) []result.Interval {
+	var out []result.Interval
+	for i, b := range u.Intervals {
+		out = append(out, result.Interval{StartNS: int64(i) * u.IntervalNS, EndNS: int64(i+1) * u.IntervalNS, Bytes: b})
+	}
+	n := len(out)
+	if n == 0 || u.LastNS <= 0 || u.LastNS >= out[n-1].EndNS || u.LastNS < out[n-1].StartNS {
+		return out // a receiver that does not say where it ended (an older v6lab), or a lost count
+	}
+	out[n-1].EndNS = u.LastNS
+	if n > 1 && u.LastNS-out[n-1].StartNS < u.IntervalNS/10 {
+		out[n-2].EndNS, out[n-2].Bytes = u.LastNS, out[n-2].Bytes+out[n-1].Bytes
+		out = out[:n-1]
+	}
+	return out
 }
 
 // pace sends datagrams of size bytes at rate for duration through write,
