@@ -215,3 +215,43 @@ func TestQueryToALinkLocalServer(t *testing.T) {
 		t.Errorf("an unknown zone: %v", err)
 	}
 }
+
+// A failed lookup of a name /etc/hosts holds says so, and why v6lab did not
+// take it from there; other names' errors are as they were.
+func TestFailedLookupOfAHostsFileNameSaysSo(t *testing.T) {
+	hosts := parseHosts(strings.NewReader("# comment\n127.0.0.1 localhost vm # trailing\n::1 ip6-localhost\nbad-line\nnot-an-addr name\n"))
+	if len(hosts) != 3 || hosts["localhost"][0] != netip.MustParseAddr("127.0.0.1") || hosts["ip6-localhost"][0] != netip.MustParseAddr("::1") {
+		t.Fatalf("parsed %v", hosts)
+	}
+	defer func(f func() map[string][]netip.Addr) { hostsFile = f }(hostsFile)
+	hostsFile = func() map[string][]netip.Addr { return hosts }
+	r := &Resolver{Servers: []netip.AddrPort{netip.MustParseAddrPort("192.0.2.53:53")}}
+	const hint = "is in /etc/hosts as [127.0.0.1], which v6lab does not read"
+	for _, c := range []struct {
+		host  string
+		rcode int
+		hint  bool
+	}{
+		{"localhost", dns.RcodeNameError, true},
+		{"VM.", dns.RcodeSuccess, true}, // no record: case and the final dot do not matter
+		{"www.example.test", dns.RcodeNameError, false},
+	} {
+		q, _, err := r.Prepare(c.host, IPv4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := new(dns.Msg)
+		in.SetRcode(q.msg, c.rcode)
+		_, err = q.addr(in)
+		if err == nil || strings.Contains(err.Error(), hint) != c.hint {
+			t.Errorf("%s, rcode %d: %v (hint wanted: %v)", c.host, c.rcode, err, c.hint)
+		}
+		if err := q.Wrap(errors.New("timeout")); strings.Contains(err.Error(), hint) != c.hint {
+			t.Errorf("%s timed out: %v", c.host, err)
+		}
+	}
+	// No DNS server of the family: the same hint.
+	if _, _, err := r.Prepare("localhost", IPv6); err == nil || !strings.Contains(err.Error(), "no IPv6 DNS server") || !strings.Contains(err.Error(), hint) {
+		t.Errorf("no IPv6 server: %v", err)
+	}
+}

@@ -137,7 +137,7 @@ func (r *Resolver) Prepare(host string, p Path) (*Query, netip.Addr, error) {
 	}
 	server, over, err := r.Server(p)
 	if err != nil {
-		return nil, netip.Addr{}, err
+		return nil, netip.Addr{}, fmt.Errorf("%w%s", err, hostsHint(host))
 	}
 	if r.Source.IsValid() {
 		if err := over.CheckAddr("DNS source", r.Source); err != nil {
@@ -201,7 +201,7 @@ func (q *Query) Wrap(err error) error {
 	if err == nil || errors.As(err, &le) {
 		return err
 	}
-	return &lookupError{fmt.Errorf("path: resolve %s %s via %s: %w", q.Host, dns.TypeToString[q.msg.Question[0].Qtype], q.Server, err)}
+	return &lookupError{fmt.Errorf("path: resolve %s %s via %s: %w%s", q.Host, dns.TypeToString[q.msg.Question[0].Qtype], q.Server, err, hostsHint(q.Host))}
 }
 
 // lookupError is an error that names its lookup.
@@ -234,7 +234,7 @@ func (q *Query) addr(in *dns.Msg) (netip.Addr, error) {
 			return a, nil
 		}
 	}
-	return netip.Addr{}, &lookupError{fmt.Errorf("path: %s has no %s record (needed by path %s): %w", q.Host, dns.TypeToString[qtype], q.Path, ErrNoAddress)}
+	return netip.Addr{}, &lookupError{fmt.Errorf("path: %s has no %s record (needed by path %s): %w%s", q.Host, dns.TypeToString[qtype], q.Path, ErrNoAddress, hostsHint(q.Host))}
 }
 
 // Retransmission schedule of UDP queries, like a stub resolver's: wait
@@ -399,6 +399,50 @@ func SystemServers() ([]netip.AddrPort, error) {
 	}
 	defer f.Close()
 	return ParseResolvConf(f)
+}
+
+// hostsFile is /etc/hosts as names and their addresses, read once, for
+// the hint of a failed lookup.
+var hostsFile = sync.OnceValue(func() map[string][]netip.Addr {
+	f, err := os.Open("/etc/hosts")
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	return parseHosts(f)
+})
+
+// parseHosts reads a hosts file: names (lower case) and their addresses.
+func parseHosts(r io.Reader) map[string][]netip.Addr {
+	m := map[string][]netip.Addr{}
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line, _, _ := strings.Cut(sc.Text(), "#")
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		a, err := netip.ParseAddr(f[0])
+		if err != nil {
+			continue
+		}
+		for _, name := range f[1:] {
+			m[strings.ToLower(name)] = append(m[strings.ToLower(name)], a)
+		}
+	}
+	return m
+}
+
+// hostsHint says, for a name /etc/hosts holds, why that did not answer a
+// failed lookup: v6lab asks a DNS server itself, to time the lookup and pin
+// its record type and family, where a system resolver would have read the
+// file. "" for other names.
+func hostsHint(host string) string {
+	addrs := hostsFile()[strings.ToLower(strings.TrimSuffix(host, "."))]
+	if len(addrs) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%s is in /etc/hosts as %v, which v6lab does not read: it asks a DNS server, to time the lookup and pin its family; give the address in place of the name, or a DNS server that knows the name)", host, addrs)
 }
 
 // ParseResolvConf returns the nameserver lines of a resolv.conf, port 53.
