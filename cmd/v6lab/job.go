@@ -31,7 +31,7 @@ type loadFlags struct {
 
 func (f *loadFlags) register(cmd *cobra.Command, defConns string, defRuns int) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.paths, "paths", "ipv4,ipv6", "paths to measure, comma-separated: ipv4, ipv6, dual (a dual-stack client racing both by Happy Eyeballs; http only); 6in4 and nat64 need the lab")
+	fl.StringVar(&f.paths, "paths", "ipv4,ipv6", "paths to measure, comma-separated: ipv4, ipv6, dual (a dual-stack client racing both by Happy Eyeballs; http only); 6in4 and nat64 exist only in a lab (v6lab run), so a probe refuses them")
 	fl.StringVar(&f.conns, "conns", defConns, "simultaneous connections per run, comma-separated")
 	fl.IntVar(&f.runs, "runs", defRuns, "runs per cell, the first --warmup of them not counted")
 	fl.IntVar(&f.warmup, "warmup", 1, "leading runs per cell kept but not counted")
@@ -64,6 +64,11 @@ func (f *loadFlags) spec(name, protocol, target string) (experiment.Spec, error)
 	paths, err := path.ParseList(f.paths)
 	if err != nil {
 		return experiment.Spec{}, fmt.Errorf("--paths: %w", err)
+	}
+	for _, p := range paths {
+		if err := p.OffLab("a probe's host"); err != nil {
+			return experiment.Spec{}, fmt.Errorf("--paths: %w (v6lab run measures it in a lab of its own)", err)
+		}
 	}
 	conns, err := units.ParseCounts(f.conns)
 	if err != nil {

@@ -636,6 +636,16 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"probe", "dns", "x", "--server", "127.0.0.1", "--mode", "load", "--tcp"}, 2, "--mode: the load engine sends over UDP"},
 		{[]string{"run", "--loopback", "--paths", "ipv4,6in4", "--results", t.TempDir()}, 2, "6in4 needs the lab"},
 		{[]string{"run", "--rate", "fast"}, 2, "bad rate"},
+		// A lab-only path is refused by every command that measures off the
+		// lab: over [::1] it would be plain ipv6 under another label.
+		{[]string{"probe", "http", "http://[::1]:9/", "--paths", "6in4,nat64"}, 2, "--paths: 6in4 needs the lab (its tunnel or translator), but a probe's host has only ipv4, ipv6 and dual"},
+		{[]string{"probe", "http", "http://[::1]:9/", "--paths", "ipv6,nat64"}, 2, "--paths: nat64 needs the lab"},
+		{[]string{"probe", "dns", "x.test", "--server", "::1", "--paths", "6in4"}, 2, "--paths: 6in4 needs the lab"},
+		{[]string{"probe", "ftp", "ftp://[::1]:9/1M", "--paths", "6in4"}, 2, "--paths: 6in4 needs the lab"},
+		{[]string{"probe", "smtp", "[::1]:9", "--paths", "nat64"}, 2, "--paths: nat64 needs the lab"},
+		{[]string{"probe", "imap", "[::1]:9", "--paths", "6in4"}, 2, "--paths: 6in4 needs the lab"},
+		{[]string{"tcp", "::1", "--paths", "nat64"}, 2, "--paths: nat64 needs the lab"},
+		{[]string{"udp", "::1", "--paths", "6in4"}, 2, "--paths: 6in4 needs the lab"},
 		{[]string{"run", "mitre1999"}, 2, `no built-in experiment "mitre1999" (built in: mitre2004, quick, regensburg, rubio, towson2013, transition)`},
 		{[]string{"run", "nosuch.yaml"}, 2, "nosuch.yaml: no such file"},
 		{[]string{"run", "--server", "real", "--loopback"}, 2, "real servers run in the lab's server host"},

@@ -308,6 +308,11 @@ func (e *Experiment) Validate() error {
 			return fmt.Errorf("%w (cell group %s)", err, c.CellName())
 		}
 		for _, p := range c.Paths {
+			if e.Where == "loopback" || e.Where == "hosts" {
+				if err := p.OffLab(e.Where); err != nil {
+					return fmt.Errorf("experiment: paths: %w (cell group %s)", err, c.CellName())
+				}
+			}
 			if err := ProtocolPathFits(p, c.Protocol, &c.Options, e.Where); err != nil {
 				return fmt.Errorf("experiment: paths: %w (cell group %s)", err, c.CellName())
 			}

@@ -615,3 +615,17 @@ func TestTimingNotesFollowWhatTheCellsTime(t *testing.T) {
 		t.Errorf("external clients beside a transaction cell: %q", got)
 	}
 }
+
+// TestValidateRefusesLabOnlyPathsOffTheLab: an experiment built in code
+// (as probe commands build theirs) for hosts or loopback cannot list a
+// lab-only path; in the lab, or where the run decides (auto), it can.
+func TestValidateRefusesLabOnlyPathsOffTheLab(t *testing.T) {
+	spec := Spec{Name: "t", Protocol: "http", Paths: []path.Path{path.IPv4, path.NAT64}, Conns: []int{1}, Runs: 2, Warmup: 1,
+		Timeout: Duration(time.Second), Baseline: path.IPv4}
+	for where, bad := range map[string]bool{"hosts": true, "loopback": true, "lab": false, "auto": false} {
+		err := Single(spec, where).Validate()
+		if bad != (err != nil && strings.Contains(err.Error(), "nat64 needs the lab")) || (!bad && err != nil) {
+			t.Errorf("where %s: %v", where, err)
+		}
+	}
+}

@@ -313,8 +313,10 @@ func (f *file) paths(doc *specfile.Doc, field string, in []string, where string)
 		if err != nil {
 			return nil, doc.Errorf(at, "%q is not a path (%s)", s, path.Names())
 		}
-		if p.Kind().LabOnly && (where == "loopback" || where == "hosts") {
-			return nil, doc.Errorf(at, "%s needs the lab (its tunnel or translator), but where is %s (only ipv4 and ipv6 there)", p, where)
+		if where == "loopback" || where == "hosts" {
+			if err := p.OffLab("where: " + where); err != nil {
+				return nil, doc.Errorf(at, "%v", err)
+			}
 		}
 		if slices.Contains(out, p) {
 			return nil, doc.Errorf(at, "%s is listed twice", p)

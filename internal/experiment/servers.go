@@ -65,8 +65,8 @@ func contains(ss []string, s string) bool {
 func LoopbackPlace(paths []path.Path) (proto.Place, error) {
 	at := proto.Place{Addrs: map[path.Path]netip.Addr{}, Name: LocalName}
 	for _, p := range paths {
-		if p.Kind().LabOnly {
-			return at, fmt.Errorf("experiment: path %s needs the lab (between its namespaces); on loopback only ipv4 and ipv6 exist", p)
+		if err := p.OffLab("loopback"); err != nil {
+			return at, fmt.Errorf("experiment: %w", err)
 		}
 		if p.Kind().Dual {
 			// By name, through both families' addresses.

@@ -10,6 +10,7 @@ package measure
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -128,6 +129,9 @@ const DefaultMemoryLimit = 768 << 20
 
 // Run runs a job end to end and returns its result directory.
 func Run(ctx context.Context, j Job, o Output) (string, error) {
+	if err := offLab(j); err != nil {
+		return "", err
+	}
 	// Collecting less often leaves more CPU to the transactions being
 	// timed; a soft memory limit keeps that from holding garbage without
 	// bound (10,000 users per path peaked at 1.68 GiB with GOGC 400 alone,
@@ -376,4 +380,23 @@ func clientSpin(e *experiment.Experiment, busy string) (string, error) {
 	}
 	eng.SetSpin(spin)
 	return spin.String(), nil
+}
+
+// offLab refuses a job outside the lab that would measure a path only the
+// lab has: over loopback or to a named host such a path is plain ipv6
+// under another label. Every entry point checks it first; this is the
+// last door.
+func offLab(j Job) error {
+	if j.Target == "lab" {
+		return nil
+	}
+	where := map[string]string{"remote": "a named host"}[j.Target]
+	for _, c := range j.Exp.Cells {
+		for _, p := range c.Paths {
+			if err := p.OffLab(cmp.Or(where, j.Target)); err != nil {
+				return fmt.Errorf("measure: cell group %s: %w", c.CellName(), err)
+			}
+		}
+	}
+	return nil
 }

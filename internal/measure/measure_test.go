@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,6 +73,31 @@ func TestStrictFailsWhenCountedRunsAreLeftOut(t *testing.T) {
 		for _, c := range s.Cells {
 			if (c.Path == "ipv4") != (c.Completed > 0) {
 				t.Errorf("strict %v: cell %+v: only ipv4's runs count", strict, c)
+			}
+		}
+	}
+}
+
+// TestOffLabJobsRefuseLabOnlyPaths is the last door of the path-label rule:
+// a job on loopback or against a named host that lists 6in4 or nat64
+// measures nothing (its probe would reach plain ipv6) and leaves no
+// result directory behind.
+func TestOffLabJobsRefuseLabOnlyPaths(t *testing.T) {
+	for _, target := range []string{"loopback", "remote"} {
+		for _, p := range path.LabOnly() {
+			spec := experiment.Spec{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv6, p}, Conns: []int{1}, Runs: 2, Warmup: 1,
+				Timeout: experiment.Duration(time.Second), Baseline: path.IPv6}
+			results := t.TempDir()
+			probed := false
+			j := Job{Exp: &experiment.Experiment{Name: "t", Where: "auto", Baseline: path.IPv6, Cells: []experiment.Spec{spec}},
+				Target: target, Results: results,
+				Probe: func(*experiment.Spec, path.Path) (load.Probe, error) { probed = true; return okProbe{}, nil }}
+			_, err := Run(context.Background(), j, Output{Out: io.Discard, Err: io.Discard, Quiet: true})
+			if err == nil || !strings.Contains(err.Error(), string(p)+" needs the lab") || probed {
+				t.Errorf("%s over %s: err %v, probed %v", target, p, err, probed)
+			}
+			if ents, _ := os.ReadDir(results); len(ents) != 0 {
+				t.Errorf("%s over %s left %d entries in the results directory", target, p, len(ents))
 			}
 		}
 	}

@@ -1,6 +1,9 @@
 package path
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+)
 
 // Kind is everything v6lab knows about a path kind, in one row of Kinds:
 // adding a path kind is a row here plus its lab code (addresses and
@@ -73,4 +76,15 @@ func LabOnly() []Path {
 		}
 	}
 	return out
+}
+
+// OffLab says why p cannot be measured off the lab (on loopback, or
+// against hosts a probe or an experiment names), where only the families
+// themselves exist: nil when it can. It is the one rule every entry point
+// applies, so a lab-only label never names a plain ipv6 measurement.
+func (p Path) OffLab(where string) error {
+	if !p.Kind().LabOnly {
+		return nil
+	}
+	return fmt.Errorf("%s needs the lab (its tunnel or translator), but %s has only ipv4, ipv6 and dual", p, where)
 }

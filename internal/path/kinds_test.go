@@ -27,6 +27,11 @@ func TestKindsAreOneTable(t *testing.T) {
 	if lo := LabOnly(); len(lo) != 2 || lo[0] != SixIn4 || lo[1] != NAT64 {
 		t.Errorf("LabOnly = %v", lo)
 	}
+	for _, k := range Kinds {
+		if err := k.Path.OffLab("loopback"); (err != nil) != k.LabOnly {
+			t.Errorf("%s off the lab: %v", k.Path, err)
+		}
+	}
 	if _, err := Parse("nat46"); err == nil || !strings.Contains(err.Error(), `unknown path "nat46" (want ipv4, ipv6, 6in4, nat64 or dual)`) {
 		t.Errorf("Parse(nat46): %v", err)
 	}

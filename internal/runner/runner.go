@@ -96,8 +96,8 @@ func decide(exp *experiment.Experiment, s Settings) (string, string, error) {
 	}
 	if why != nil && s.ExplicitPaths {
 		for _, p := range exp.Paths() {
-			if p.Kind().LabOnly {
-				return "", "", fmt.Errorf("--paths: %s needs the lab (%v); on loopback only ipv4 and ipv6 exist", p, why)
+			if err := p.OffLab("loopback"); err != nil {
+				return "", "", fmt.Errorf("--paths: %w (no lab: %v)", err, why)
 			}
 		}
 	}
