@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"v6lab/internal/experiment"
+	"v6lab/internal/run/experiment"
 )
 
 func TestBuiltinExperimentsParseAndScale(t *testing.T) {

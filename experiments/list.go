@@ -6,7 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"v6lab/internal/experiment"
+	"v6lab/internal/run/experiment"
 )
 
 // List writes the built-in experiments as a table: name, cells, what

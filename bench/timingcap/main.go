@@ -33,7 +33,7 @@ import (
 	"syscall"
 	"time"
 
-	"v6lab/internal/pktring"
+	"v6lab/internal/wire/pktring"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"

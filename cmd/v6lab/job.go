@@ -7,11 +7,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"v6lab/internal/evloop"
-	"v6lab/internal/experiment"
-	"v6lab/internal/measure"
-	"v6lab/internal/path"
-	"v6lab/internal/units"
+	"v6lab/internal/input/units"
+	"v6lab/internal/run/experiment"
+	"v6lab/internal/run/measure"
+	"v6lab/internal/sock/evloop"
+	"v6lab/internal/sock/path"
 )
 
 // loadFlags are the flags every measuring command shares.

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"v6lab/internal/testutil"
 
 	"v6lab/internal/lab"
 	"v6lab/internal/report"
@@ -194,9 +195,7 @@ func TestAKeptLabKeepsItsTunnel(t *testing.T) {
 // --scale 0.01 --rate 10M estimates its file transfers at the link's
 // goodput (it said 3 min, and ran 15.6 min; the estimate is now 17 min).
 func TestFileTransfersAreEstimatedAtTheLinksRate(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("a dry run plans the lab only as root (CI runs as root)")
-	}
+	testutil.RequireRoot(t, "a dry run plans the lab only as root")
 	out, err := v6lab(t, "run", "regensburg", "--scale", "0.01", "--rate", "10M", "--dry-run")
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 
 	"v6lab/experiments"
 	"v6lab/internal/lab"
-	"v6lab/internal/labkeep"
+	"v6lab/internal/lab/keep"
 )
 
 func newLabCmd() *cobra.Command {
@@ -62,7 +62,7 @@ with a clear error where the kernel has none.`,
 				if err := json.Unmarshal([]byte(configJSON), &cfg); err != nil {
 					return fmt.Errorf("lab up --foreground: bad config: %w", err)
 				}
-				return labkeep.Hold(cmd.Context(), cfg, cmd.OutOrStdout())
+				return keep.Hold(cmd.Context(), cfg, cmd.OutOrStdout())
 			}
 			file := ""
 			if len(args) == 1 {
@@ -72,10 +72,10 @@ with a clear error where the kernel has none.`,
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
-			if err := labkeep.CanKeep(cfg.Name, cmd.ErrOrStderr(), quiet(cmd)); err != nil {
+			if err := keep.CanKeep(cfg.Name, cmd.ErrOrStderr(), quiet(cmd)); err != nil {
 				return err
 			}
-			pid, ready, err := labkeep.Detach(cfg)
+			pid, ready, err := keep.Detach(cfg)
 			if err == nil && !quiet(cmd) {
 				fmt.Fprintf(cmd.OutOrStdout(), "lab %q is up (%s); process %d keeps it; remove it with: v6lab lab down --name %s\n",
 					cfg.Name, ready, pid, cfg.Name)
@@ -189,14 +189,14 @@ directories. Only the named lab is touched: lab "a" never matches lab "a-b".`,
 				if names, err = lab.Names(); err != nil {
 					return err
 				}
-			} else if !cmd.Flags().Changed("name") && !labkeep.Exists(name) {
-				if hint := labkeep.OrphanHint(); hint != "" {
+			} else if !cmd.Flags().Changed("name") && !keep.Exists(name) {
+				if hint := keep.OrphanHint(); hint != "" {
 					return fmt.Errorf("lab %q is not up; %s", name, hint)
 				}
 			}
 			var errs []error
 			for _, n := range names {
-				if err := labkeep.Down(n); err != nil {
+				if err := keep.Down(n); err != nil {
 					errs = append(errs, err)
 				} else if !quiet(cmd) {
 					fmt.Fprintf(cmd.OutOrStdout(), "lab %q is down\n", n)
@@ -225,7 +225,7 @@ func newLabStatusCmd() *cobra.Command {
 					return &exitError{code: 2, err: err}
 				}
 			}
-			return labkeep.Status(cmd.OutOrStdout(), name, all)
+			return keep.Status(cmd.OutOrStdout(), name, all)
 		},
 	}
 	cmd.Flags().StringVar(&name, "name", "", "lab to show (default: every lab)")

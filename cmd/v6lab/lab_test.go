@@ -11,22 +11,21 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"v6lab/internal/testutil"
 
 	"github.com/gopacket/gopacket/pcapgo"
 
-	"v6lab/internal/capture"
-	"v6lab/internal/evloop"
 	"v6lab/internal/lab"
-	"v6lab/internal/measure"
 	"v6lab/internal/report"
+	"v6lab/internal/run/measure"
+	"v6lab/internal/sock/evloop"
+	"v6lab/internal/wire/capture"
 )
 
 // requireLab skips a test that builds a lab when not root.
 func requireLab(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("the lab needs root (CI runs as root)")
-	}
+	testutil.RequireRoot(t, "the lab needs root")
 }
 
 // buildBinary builds v6lab into the test's own directory, for a test that
@@ -232,9 +231,7 @@ func TestRunMeasuresEveryPathInTheLab(t *testing.T) {
 // its own, proving each run on the wire (6in4 only where the user can make
 // a tunnel).
 func TestRunWithoutRootUsesAPrivateLab(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to become an unprivileged user for the test (CI runs as root)")
-	}
+	testutil.RequireRoot(t, "needs root to become an unprivileged user for the test")
 	dir, err := os.MkdirTemp("", "v6lab-rootless-")
 	if err != nil {
 		t.Fatal(err)

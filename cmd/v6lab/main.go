@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"v6lab/internal/servers"
+	"v6lab/internal/lab/servers"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".

@@ -16,9 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"v6lab/internal/experiment"
-	"v6lab/internal/measure"
-	"v6lab/internal/path"
+	"v6lab/internal/gen/traffic"
+	"v6lab/internal/gen/transport"
 	"v6lab/internal/proto/all"
 	"v6lab/internal/proto/dns"
 	"v6lab/internal/proto/ftp"
@@ -27,8 +26,9 @@ import (
 	"v6lab/internal/proto/smtp"
 	"v6lab/internal/report"
 	"v6lab/internal/result"
-	"v6lab/internal/traffic"
-	"v6lab/internal/transport"
+	"v6lab/internal/run/experiment"
+	"v6lab/internal/run/measure"
+	"v6lab/internal/sock/path"
 )
 
 // v6lab runs the command line in-process and returns stdout and the error.
@@ -672,7 +672,7 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"tcp", "127.0.0.1", "--paths", "ipv4", "--bottleneck", "fast"}, 2, `--bottleneck: want a rate such as 10M, up to 100G, not "fast"`},
 		{[]string{"tcp", "127.0.0.1", "--paths", "ipv4", "--bytes", "lots"}, 2, "--bytes: want an amount"},
 		{[]string{"report", t.TempDir(), "--format", "html", "--write"}, 1, "samples.jsonl"},
-		{[]string{"run", "../../internal/experiment/testdata/invalid-conns.yaml"}, 2, "invalid-conns.yaml:5: cells[0].conns[1]: 0: want 1 to 100000 connections"},
+		{[]string{"run", "../../internal/run/experiment/testdata/invalid-conns.yaml"}, 2, "invalid-conns.yaml:5: cells[0].conns[1]: 0: want 1 to 100000 connections"},
 		{[]string{"run", "--scale", "2", "--dry-run"}, 2, "--scale: experiment: scale 2: want more than 0 and at most 1"},
 		{[]string{"run", "--print", "nosuch"}, 2, `no built-in experiment "nosuch"`},
 		{[]string{"run", "--resume", t.TempDir()}, 1, "samples.jsonl: no such file"},

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"v6lab/internal/merge"
 	"v6lab/internal/report"
+	"v6lab/internal/run/merge"
 )
 
 func newMergeCmd() *cobra.Command {

@@ -13,9 +13,9 @@ import (
 	"testing"
 
 	"v6lab/internal/lab"
-	"v6lab/internal/path"
 	"v6lab/internal/report"
 	"v6lab/internal/result"
+	"v6lab/internal/sock/path"
 )
 
 // TestEveryProtocolOverNat64: in the lab, HTTP (and HTTPS), DNS (an

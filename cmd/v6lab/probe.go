@@ -10,12 +10,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"v6lab/internal/experiment"
-	"v6lab/internal/measure"
-	"v6lab/internal/path"
 	"v6lab/internal/proto"
 	"v6lab/internal/proto/all"
 	"v6lab/internal/report"
+	"v6lab/internal/run/experiment"
+	"v6lab/internal/run/measure"
+	"v6lab/internal/sock/path"
 )
 
 func newProbeCmd() *cobra.Command {

@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"v6lab/internal/host"
+	"v6lab/internal/run/host"
 )
 
 // A user without root can still have a lab where the kernel allows

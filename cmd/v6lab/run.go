@@ -12,13 +12,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"v6lab/experiments"
-	"v6lab/internal/experiment"
-	"v6lab/internal/labrun"
-	"v6lab/internal/measure"
-	"v6lab/internal/path"
+	"v6lab/internal/input/units"
 	"v6lab/internal/result"
-	"v6lab/internal/runner"
-	"v6lab/internal/units"
+	"v6lab/internal/run"
+	"v6lab/internal/run/experiment"
+	"v6lab/internal/run/inlab"
+	"v6lab/internal/run/measure"
+	"v6lab/internal/sock/path"
 )
 
 // runOpts are run's own flags.
@@ -83,7 +83,7 @@ counted runs were left out of the figures (a run whose wire did not prove its pa
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.labChild != "" {
-				return runMapped(labrun.Child(cmd.Context(), o.labChild, output(cmd)))
+				return runMapped(inlab.Child(cmd.Context(), o.labChild, output(cmd)))
 			}
 			return o.run(cmd, args)
 		},
@@ -154,36 +154,36 @@ func (o *runOpts) run(cmd *cobra.Command, args []string) error {
 		return &exitError{code: 2, err: err}
 	}
 	s.Segment, s.StartAt = split.segment, split.startAt
-	where, note, err := runner.Decide(exp, s)
+	where, note, err := run.Decide(exp, s)
 	if err == nil && !o.dryRun {
-		err = runner.CheckServers(exp)
+		err = run.CheckServers(exp)
 	}
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
 	if o.dryRun {
-		experiment.WritePlan(out, exp, where, note, runner.Bottleneck(where, s.Lab))
+		experiment.WritePlan(out, exp, where, note, run.Bottleneck(where, s.Lab))
 		split.writePlan(out, exp)
 		return nil
 	}
 	if late := -time.Until(split.startAt); !split.startAt.IsZero() && late > 0 && !quiet(cmd) {
 		fmt.Fprintf(cmd.ErrOrStderr(), "v6lab: --start-at was %s ago: runs start late until this segment catches up with the schedule, and each late run says so\n", late.Round(time.Millisecond))
 	}
-	if where == runner.Rootless {
+	if where == run.Rootless {
 		err := reexecRootless()
 		if !errors.Is(err, errNoUserNS) {
 			return err
 		}
-		if where, note, err = runner.NoUserNamespace(exp, s, err); err != nil {
+		if where, note, err = run.NoUserNamespace(exp, s, err); err != nil {
 			return err
 		}
 	}
-	return runMapped(runner.Run(cmd.Context(), exp, where, note, s, nil, ""))
+	return runMapped(run.Run(cmd.Context(), exp, where, note, s, nil, ""))
 }
 
 // settings are the run's settings from its flags: the lab's from the
 // topology (the flag's, or the experiment's) with the flags laid over it.
-func (o *runOpts) settings(cmd *cobra.Command, exp *experiment.Experiment, builtin bool) (runner.Settings, error) {
+func (o *runOpts) settings(cmd *cobra.Command, exp *experiment.Experiment, builtin bool) (run.Settings, error) {
 	topology := o.topology
 	if topology == "" {
 		topology = exp.Topology
@@ -195,14 +195,14 @@ func (o *runOpts) settings(cmd *cobra.Command, exp *experiment.Experiment, built
 	// built, so a bad file or flag is never silently ignored.
 	labCfg, err := o.lflags.config(cmd, topology, "run")
 	if err != nil {
-		return runner.Settings{}, err
+		return run.Settings{}, err
 	}
 	if exp.Congestion != "" && !cmd.Flags().Changed("congestion") {
 		labCfg.Congestion = exp.Congestion // the experiment's, over its topology's
 	}
 	// A run's lab is its own: a kept lab of the file's name is never touched.
 	labCfg.Name = runLabName()
-	return runner.Settings{Loopback: o.loopback, Pcap: o.pcap, Keep: o.keep, Topology: topology,
+	return run.Settings{Loopback: o.loopback, Pcap: o.pcap, Keep: o.keep, Topology: topology,
 		ExplicitPaths: cmd.Flags().Changed("paths"), Lab: labCfg, Rootless: rootless(), Results: o.lf.results,
 		Output: output(cmd), Command: os.Args}, nil
 }
@@ -210,7 +210,7 @@ func (o *runOpts) settings(cmd *cobra.Command, exp *experiment.Experiment, built
 // runMapped maps a run's typed errors to exit codes: the measuring
 // process's own (it already said why), 130 when interrupted.
 func runMapped(err error) error {
-	var ce *labrun.ChildExitError
+	var ce *inlab.ChildExitError
 	var ie *measure.InterruptedError
 	var le *measure.LeftOutError
 	switch {
@@ -284,7 +284,7 @@ const resumeWait = 30 * time.Second
 
 // resumeRun continues an interrupted experiment where it stopped.
 func (o *runOpts) resumeRun(cmd *cobra.Command) error {
-	r, err := runner.PrepareResume(o.resume)
+	r, err := run.PrepareResume(o.resume)
 	// A killed lab run's measuring process ends its last run on its own,
 	// in a moment: wait for it rather than refuse.
 	if errors.Is(err, result.ErrBusy) {
@@ -295,7 +295,7 @@ func (o *runOpts) resumeRun(cmd *cobra.Command) error {
 				return cmd.Context().Err()
 			case <-time.After(100 * time.Millisecond):
 			}
-			r, err = runner.PrepareResume(o.resume)
+			r, err = run.PrepareResume(o.resume)
 		}
 		if errors.Is(err, result.ErrBusy) {
 			return fmt.Errorf("%w (after %s; fuser -v %s/samples.jsonl names it)", err, resumeWait, o.resume)
@@ -311,20 +311,20 @@ func (o *runOpts) resumeRun(cmd *cobra.Command) error {
 	if r.Moved != "" && !quiet(cmd) {
 		fmt.Fprintf(cmd.ErrOrStderr(), "v6lab: the unfinished run's lines were moved to %s\n", r.Moved)
 	}
-	if r.Where == runner.Lab {
-		if why := labrun.CanLab(); why != nil && os.Geteuid() != 0 && !rootless() {
+	if r.Where == run.Lab {
+		if why := inlab.CanLab(); why != nil && os.Geteuid() != 0 && !rootless() {
 			if err := reexecRootless(); !errors.Is(err, errNoUserNS) {
 				return err
 			}
 		}
-		if why := labrun.CanLab(); why != nil {
+		if why := inlab.CanLab(); why != nil {
 			return fmt.Errorf("%s ran in the lab, but %v", o.resume, why)
 		}
 		r.Lab.Name = runLabName()
 	}
-	s := runner.Settings{Pcap: o.pcap || r.Pcap, Keep: o.keep, Lab: r.Lab, Rootless: rootless(), Results: o.lf.results,
+	s := run.Settings{Pcap: o.pcap || r.Pcap, Keep: o.keep, Lab: r.Lab, Rootless: rootless(), Results: o.lf.results,
 		Output: output(cmd), Command: os.Args}
-	return runMapped(runner.Run(cmd.Context(), r.Exp, r.Where, "", s, r.Resume, o.resume))
+	return runMapped(run.Run(cmd.Context(), r.Exp, r.Where, "", s, r.Resume, o.resume))
 }
 
 // runLabName names a run's own lab with a random suffix: a pid would

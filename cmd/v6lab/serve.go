@@ -9,10 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"v6lab/internal/experiment"
-	"v6lab/internal/path"
 	"v6lab/internal/proto"
 	"v6lab/internal/proto/all"
+	"v6lab/internal/run/experiment"
+	"v6lab/internal/sock/path"
 )
 
 func waitSignal(cmd *cobra.Command) {

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"v6lab/internal/path"
 	"v6lab/internal/proto/dns"
 	httpp "v6lab/internal/proto/http"
+	"v6lab/internal/sock/path"
 )
 
 type syncBuffer struct {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"v6lab/internal/experiment"
 	"v6lab/internal/result"
+	"v6lab/internal/run/experiment"
 )
 
 // split is how a run shares an experiment with other client hosts:

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"v6lab/internal/lab"
-	"v6lab/internal/path"
 	"v6lab/internal/report"
 	"v6lab/internal/result"
+	"v6lab/internal/sock/path"
 )
 
 // TestASplitRunMergesToOneRun: against one kept lab's servers, three

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"v6lab/internal/path"
-	"v6lab/internal/traffic"
+	"v6lab/internal/gen/traffic"
+	"v6lab/internal/sock/path"
 )
 
 // DefaultTrafficPort is the port of `v6lab serve traffic`.

@@ -3,138 +3,226 @@ package arch
 import (
 	"encoding/json"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// allowed lists, per package, the internal packages it may import
-// (directly or not). A package missing here may import nothing internal.
-var allowed = map[string][]string{
-	"v6lab/internal/path":            {"kstamp", "synstamp", "sockaddr"},
-	"v6lab/internal/synstamp":        {},
-	"v6lab/internal/kstamp":          {},
-	"v6lab/internal/sockaddr":        {},
-	"v6lab/internal/result":          {},
-	"v6lab/internal/host":            {},
-	"v6lab/internal/stats":           {},
-	"v6lab/internal/report":          {"result", "stats", "path", "synstamp"},
-	"v6lab/internal/load":            {"path", "synstamp", "result"},
-	"v6lab/internal/evloop":          {"kstamp", "sockaddr"},
-	"v6lab/internal/wakeread":        {},
-	"v6lab/internal/content":         {},
-	"v6lab/internal/proto":           protoBase,
-	"v6lab/internal/proto/http":      append(protoLevel(), "evloop", "wakeread", "eyeballs", "proto/extclient", "proto/converse"),
-	"v6lab/internal/eyeballs":        {},
-	"v6lab/internal/proto/dns":       append(protoLevel(), "evloop"),
-	"v6lab/internal/proto/ftp":       append(protoLevel(), "proto/reply", "proto/guard", "proto/extclient", "wakeread"),
-	"v6lab/internal/proto/smtp":      append(protoLevel(), "proto/reply", "proto/guard", "wakeread", "evloop", "proto/converse"),
-	"v6lab/internal/proto/converse":  {"evloop", "kstamp", "load", "path", "synstamp", "result"},
-	"v6lab/internal/proto/reply":     {},
-	"v6lab/internal/proto/guard":     {},
-	"v6lab/internal/proto/imap":      append(protoLevel(), "proto/reply", "proto/guard", "wakeread", "evloop", "proto/converse"),
-	"v6lab/internal/proto/extclient": protoLevel(),
-	"v6lab/internal/proto/trial":     protoLevel(),
-	"v6lab/internal/proto/all":       append(protoLevel(), "evloop", "wakeread", "eyeballs", "proto/extclient", "proto/reply", "proto/guard", "proto/converse", "proto/http", "proto/dns", "proto/ftp", "proto/smtp", "proto/imap", "proto/trial"),
-	"v6lab/internal/experiment": append(protoLevel(), "evloop", "wakeread", "eyeballs", "proto/extclient", "proto/reply", "proto/guard", "proto/converse", "proto/http", "proto/dns", "proto/ftp", "proto/smtp", "proto/imap", "proto/trial", "proto/all",
-		"lab", "lab/sixin4", "lab/bpf", "specfile", "traffic", "congestion"),
-	// measure runs a job; labrun a lab run (measure in its child);
-	// runner decides where and calls either: each above the one before,
-	// none imports the CLI.
-	"v6lab/internal/measure":    experimentDeps("capture", "pktring", "host", "report", "stats"),
-	"v6lab/internal/labrun":     experimentDeps("capture", "pktring", "host", "report", "stats", "measure", "servers", "tcpflow"),
-	"v6lab/internal/runner":     experimentDeps("capture", "pktring", "host", "report", "stats", "measure", "servers", "tcpflow", "labrun"),
-	"v6lab/internal/labkeep":    {"lab", "lab/sixin4", "lab/bpf", "specfile", "units", "path", "synstamp"},
-	"v6lab/internal/lab":        {"lab/sixin4", "lab/bpf", "specfile", "units", "path", "synstamp"},
-	"v6lab/internal/lab/sixin4": {},
-	"v6lab/internal/lab/bpf":    {},
-	"v6lab/internal/capture":    {"path", "synstamp", "result", "pktring"},
-	"v6lab/internal/pktring":    {},
-	"v6lab/internal/units":      {},
-	"v6lab/internal/transport":  {"load", "path", "synstamp", "result"},
-	"v6lab/internal/specfile":   {},
-	"v6lab/internal/traffic":    {"path", "synstamp"},
-	"v6lab/internal/tcpflow":    {},
-	"v6lab/internal/congestion": {"lab", "lab/sixin4", "lab/bpf", "specfile", "units", "traffic", "path", "synstamp", "result"},
-	// merge joins segments' result directories: files and reports only.
-	"v6lab/internal/merge": {"result", "report", "stats", "path", "synstamp", "kstamp"},
+// layers are internal/'s folders from the top down: a package may import
+// packages of its own folder and of the folders below its own, never
+// above (docs/ARCHITECTURE.md draws them). run/ measures; report/ turns
+// samples into figures; proto/ the protocols; gen/ generates load and
+// traffic; lab/ the lab and its datapaths; wire/ proves paths on the wire;
+// sock/ family-pinned sockets; input/ and result/ are leaves.
+var layers = []string{
+	"internal/run",
+	"internal/report",
+	"internal/proto",
+	"internal/gen",
+	"internal/lab",
+	"internal/wire",
+	"internal/sock",
+	"internal/input",
+	"internal/result",
 }
 
-// protoBase is what the protocol interface may build on: the layers below
-// every protocol.
-var protoBase = []string{"load", "path", "synstamp", "result", "transport", "content", "units"}
+// top are the packages above every layer: the CLI, the benches' programs,
+// the built-in experiments, the deployment's, this one (no code) and the
+// helpers of tests (testutil), which no other package may import.
+var top = []string{"cmd/", "bench/", "experiments", "deploy/", "internal/arch", "internal/testutil"}
 
-// protoLevel is what a protocol package may import: protoBase and proto.
-func protoLevel() []string { return append(append([]string(nil), protoBase...), "proto") }
-
-// experimentDeps is what experiment may import, and more.
-func experimentDeps(more ...string) []string {
-	return append(append(protoLevel(), "evloop", "wakeread", "eyeballs", "proto/extclient", "proto/reply", "proto/guard", "proto/converse", "proto/http", "proto/dns", "proto/ftp",
-		"proto/smtp", "proto/imap", "proto/trial", "proto/all", "lab", "lab/sixin4", "lab/bpf", "specfile", "traffic", "congestion", "experiment"), more...)
+// only narrows what a package (or a folder and all in it, with a trailing
+// /) may import
+// of v6lab, beyond the layers: nothing but these (and what these import).
+var only = map[string][]string{
+	// Leaves: the lab's datapaths are pure programs; the kernel's stamps,
+	// socket addresses, the packet ring and TCP flows are system calls and
+	// bytes; statistics are math.
+	"internal/lab/bpf/":      {},
+	"internal/lab/sixin4/":   {},
+	"internal/sock/kstamp":   {},
+	"internal/sock/sockaddr": {},
+	"internal/sock/synstamp": {},
+	"internal/sock/wakeread": {},
+	"internal/sock/eyeballs": {},
+	"internal/wire/pktring":  {},
+	"internal/wire/tcpflow":  {},
+	"internal/gen/content":   {},
+	"internal/report/stats":  {},
+	"internal/proto/reply":   {},
+	"internal/proto/guard":   {},
+	"internal/input/":        {},
+	"internal/result":        {},
+	"internal/run/host":      {},
+	// path pins sockets with the kernel's stamps; evloop runs them.
+	"internal/sock/path":   {"internal/sock/kstamp", "internal/sock/synstamp", "internal/sock/sockaddr"},
+	"internal/sock/evloop": {"internal/sock/kstamp", "internal/sock/sockaddr"},
+	// Reports read results and never what measures.
+	"internal/report": {"internal/result", "internal/report/stats", "internal/sock/path"},
+	// merge joins result directories: files and reports only.
+	"internal/run/merge": {"internal/result", "internal/report", "internal/report/stats", "internal/sock/path"},
+	// The protocol interface builds on what every protocol may use.
+	"internal/proto": {"internal/gen/load", "internal/gen/transport", "internal/gen/content", "internal/sock/path", "internal/result", "internal/input/units"},
 }
 
-// TestOnlyTheListImportsProtocols: outside internal/proto, a protocol
-// package is reached through proto/all, so adding one is its package and
-// a line in the list.
-func TestOnlyTheListImportsProtocols(t *testing.T) {
-	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "v6lab/...").Output()
+// rel is a package's path inside the module.
+func rel(pkg string) string { return strings.TrimPrefix(pkg, "v6lab/") }
+
+// under reports whether pkg is prefix or inside it (prefix ending in /:
+// inside only).
+func under(pkg, prefix string) bool {
+	if strings.HasSuffix(prefix, "/") {
+		return strings.HasPrefix(pkg, prefix) || pkg == strings.TrimSuffix(prefix, "/")
+	}
+	return pkg == prefix || strings.HasPrefix(pkg, prefix+"/")
+}
+
+// layer is pkg's index in layers; len(layers) for nothing (an error),
+// -1 above them all.
+func layer(pkg string) int {
+	for _, t := range top {
+		if under(pkg, strings.TrimSuffix(t, "/")) {
+			return -1
+		}
+	}
+	for i, l := range layers {
+		if under(pkg, l) {
+			return i
+		}
+	}
+	return len(layers)
+}
+
+type pkgInfo struct {
+	ImportPath string
+	Imports    []string
+	Deps       []string
+}
+
+func listPackages(t *testing.T) []pkgInfo {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-json=ImportPath,Imports,Deps", "v6lab/...").Output()
 	if err != nil {
 		t.Skipf("go list unavailable: %v", err)
 	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(lines) < 10 {
-		t.Fatalf("go list listed %d packages", len(lines))
-	}
-	for _, line := range lines {
-		f := strings.Fields(line)
-		if strings.HasPrefix(f[0], "v6lab/internal/proto") {
-			continue
-		}
-		for _, imp := range f[1:] {
-			if rest, ok := strings.CutPrefix(imp, "v6lab/internal/proto/"); ok && rest != "all" {
-				t.Errorf("%s imports %s: protocols are found in proto/all", f[0], imp)
-			}
-		}
-	}
-}
-
-func TestDependenciesPointDown(t *testing.T) {
-	out, err := exec.Command("go", "list", "-json=ImportPath,Deps", "v6lab/...").Output()
-	if err != nil {
-		t.Skipf("go list unavailable: %v", err)
-	}
+	var pkgs []pkgInfo
 	dec := json.NewDecoder(strings.NewReader(string(out)))
-	seen := 0
 	for dec.More() {
-		var p struct {
-			ImportPath string
-			Deps       []string
-		}
+		var p pkgInfo
 		if err := dec.Decode(&p); err != nil {
 			t.Fatal(err)
 		}
-		ok, known := allowed[p.ImportPath]
-		if !known {
+		pkgs = append(pkgs, p)
+	}
+	if len(pkgs) < 40 {
+		t.Fatalf("go list listed %d packages", len(pkgs))
+	}
+	return pkgs
+}
+
+// TestDependenciesPointDown: every package of the module is in a layer,
+// imports only its own folder and the folders below, and keeps to what
+// only allows it.
+func TestDependenciesPointDown(t *testing.T) {
+	for _, p := range listPackages(t) {
+		me := rel(p.ImportPath)
+		l := layer(me)
+		if l == len(layers) {
+			t.Errorf("%s is in no layer: put it in one of internal/'s folders (docs/ARCHITECTURE.md)", me)
 			continue
 		}
-		seen++
-		may := map[string]bool{}
-		for _, a := range ok {
-			may["v6lab/internal/"+a] = true
-		}
-		// The kernel's timestamps and socket addresses are part of the
-		// sockets path and evloop make: whatever may import them may
-		// import kstamp and sockaddr.
-		if may["v6lab/internal/path"] || may["v6lab/internal/evloop"] {
-			may["v6lab/internal/kstamp"] = true
-			may["v6lab/internal/sockaddr"] = true
+		var narrow []string
+		narrowed := false
+		for key, allow := range only {
+			if me == key || (strings.HasSuffix(key, "/") && under(me, key)) {
+				narrow, narrowed = append(narrow, allow...), true
+			}
 		}
 		for _, d := range p.Deps {
-			if strings.HasPrefix(d, "v6lab/") && !may[d] {
-				t.Errorf("%s imports %s, which is not below it", p.ImportPath, d)
+			if !strings.HasPrefix(d, "v6lab/") {
+				continue
+			}
+			dep := rel(d)
+			dl := layer(dep)
+			switch {
+			case dl < l || (dl == l && dl >= 0 && !sameFolder(me, dep)):
+				t.Errorf("%s imports %s, which is not below it", me, dep)
+			case narrowed && !allowedBy(dep, narrow):
+				t.Errorf("%s imports %s: it may import only %v", me, dep, narrow)
+			case under(dep, "internal/testutil") && !under(me, "internal/testutil"):
+				t.Errorf("%s imports %s: test helpers are for tests", me, dep)
 			}
 		}
 	}
-	if seen != len(allowed) {
-		t.Errorf("found %d of the %d packages listed", seen, len(allowed))
+}
+
+// sameFolder: two packages of one layer are in one folder of it (run/x
+// and run/y are; proto/x and run/y are not).
+func sameFolder(a, b string) bool {
+	for _, l := range layers {
+		if under(a, l) && under(b, l) {
+			return true
+		}
+	}
+	return false
+}
+
+// allowedBy: dep is one of allow, or what those import (path's kstamp).
+func allowedBy(dep string, allow []string) bool {
+	if slices.Contains(allow, dep) {
+		return true
+	}
+	// What an allowed package is built of comes with it: path brings the
+	// kernel's stamps and socket addresses.
+	if slices.Contains(allow, "internal/sock/path") {
+		return slices.Contains([]string{"internal/sock/kstamp", "internal/sock/synstamp", "internal/sock/sockaddr"}, dep)
+	}
+	return false
+}
+
+// TestOnlyTheListImportsProtocols: a protocol package is reached through
+// proto/all, so adding one is its package and a line in the list; no
+// other package names one (a protocol's helpers, such as proto/reply,
+// are not protocols: proto/all does not import them).
+func TestOnlyTheListImportsProtocols(t *testing.T) {
+	pkgs := listPackages(t)
+	protocols := map[string]bool{}
+	for _, p := range pkgs {
+		if rel(p.ImportPath) == "internal/proto/all" {
+			for _, imp := range p.Imports {
+				if r := rel(imp); strings.HasPrefix(r, "internal/proto/") {
+					protocols[r] = true
+				}
+			}
+		}
+	}
+	if len(protocols) < 5 {
+		t.Fatalf("proto/all imports %d protocols", len(protocols))
+	}
+	for _, p := range pkgs {
+		me := rel(p.ImportPath)
+		if me == "internal/proto/all" {
+			continue
+		}
+		for _, imp := range p.Imports {
+			if r := rel(imp); protocols[r] && !under(me, r) {
+				t.Errorf("%s imports %s: protocols are found in proto/all", me, r)
+			}
+		}
+	}
+}
+
+// TestFoldersAreFew: internal/ has at most 12 folders, so its tree shows
+// the layers.
+func TestFoldersAreFew(t *testing.T) {
+	seen := map[string]bool{}
+	for _, p := range listPackages(t) {
+		if r, ok := strings.CutPrefix(rel(p.ImportPath), "internal/"); ok {
+			first, _, _ := strings.Cut(r, "/")
+			seen[first] = true
+		}
+	}
+	if len(seen) > 12 {
+		t.Errorf("internal/ has %d folders: %v", len(seen), seen)
 	}
 }

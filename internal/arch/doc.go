@@ -1,6 +1,7 @@
-// Package arch holds no code: its test enforces that v6lab's dependencies
-// point down only (DESIGN.md): path and result import nothing internal but
-// the leaf kstamp (path: the kernel's timestamps of its sockets), the
-// statistics and reports never import what measures, and only the CLI sits
-// on top.
+// Package arch holds no code: its test enforces the layers of
+// docs/ARCHITECTURE.md by folder: run, report, proto, gen, lab, wire,
+// sock, then the leaves input and result; a package imports its own
+// folder and the folders below, a few import less (statistics, the lab's
+// datapaths, the kernel's stamps), only proto/all names a protocol, and
+// only tests use testutil.
 package arch

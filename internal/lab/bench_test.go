@@ -5,12 +5,12 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"os"
 	"sync/atomic"
 	"testing"
+	"v6lab/internal/testutil"
 
-	"v6lab/internal/path"
-	"v6lab/internal/servetest"
+	"v6lab/internal/sock/path"
+	"v6lab/internal/testutil/servetest"
 )
 
 // sink listens in the server namespace and discards what it receives; a
@@ -101,9 +101,7 @@ var tunnels = []string{"bpf", "userspace", "vxlan"}
 // eachPath builds a lab per tunnel implementation and runs fn per path;
 // ipv4 and ipv6 run once (they do not use the tunnel).
 func eachPath(b *testing.B, fn func(b *testing.B, conn net.Conn)) {
-	if os.Geteuid() != 0 {
-		b.Skip("needs root")
-	}
+	testutil.RequireRoot(b, "needs root")
 	for i, impl := range tunnels {
 		l, err := Up(context.Background(), Config{Name: "bench", Tunnel: impl})
 		if err != nil {

@@ -15,9 +15,9 @@ import (
 	"golang.org/x/net/ipv6"
 	"golang.org/x/sys/unix"
 
-	"v6lab/internal/capture"
 	"v6lab/internal/lab/bpf"
-	"v6lab/internal/path"
+	"v6lab/internal/sock/path"
+	"v6lab/internal/wire/capture"
 )
 
 func requireBPF(t *testing.T) {

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"v6lab/internal/specfile"
-	"v6lab/internal/units"
+	"v6lab/internal/input/specfile"
+	"v6lab/internal/input/units"
 )
 
 // topologyFile is the YAML form of a Config (see docs/lab.md).

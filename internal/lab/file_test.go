@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"v6lab/internal/specfile/specfiletest"
+	"v6lab/internal/input/specfile/specfiletest"
 )
 
 // Each invalid-*.yaml names on its first line the exact error it must give.

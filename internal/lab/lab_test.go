@@ -10,18 +10,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"v6lab/internal/testutil"
 
 	"golang.org/x/sys/unix"
 
-	"v6lab/internal/path"
-	"v6lab/internal/servetest"
+	"v6lab/internal/sock/path"
+	"v6lab/internal/testutil/servetest"
 )
 
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("building a lab needs root (CI runs as root)")
-	}
+	testutil.RequireRoot(t, "building a lab needs root")
 }
 
 func testName(t *testing.T) string {

@@ -8,7 +8,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"v6lab/internal/lab/bpf"
-	"v6lab/internal/path"
+	"v6lab/internal/sock/path"
 )
 
 // The nat64 path: the client speaks IPv6 from an address of its own to the

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"v6lab/internal/units"
+	"v6lab/internal/input/units"
 )
 
 // Overrides are lab settings given on a command line, laid over a

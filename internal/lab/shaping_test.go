@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"v6lab/internal/path"
+	"v6lab/internal/sock/path"
 )
 
 // fdOf returns a TCP connection's descriptor for getsockopt.

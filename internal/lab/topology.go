@@ -15,7 +15,7 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
-	"v6lab/internal/path"
+	"v6lab/internal/sock/path"
 )
 
 // Roles of the four hosts of the default topology, in path order.

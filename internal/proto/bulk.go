@@ -6,7 +6,7 @@ import (
 	"net/url"
 	"strings"
 
-	"v6lab/internal/load"
+	"v6lab/internal/gen/load"
 	"v6lab/internal/result"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"v6lab/internal/units"
+	"v6lab/internal/input/units"
 )
 
 // Command is how a protocol appears on the command line, as v6lab probe

@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
-	"v6lab/internal/content"
-	"v6lab/internal/path"
+	"v6lab/internal/gen/content"
+	"v6lab/internal/sock/path"
 )
 
 // Endpoint is where one server answers on one path, as plain data: what a

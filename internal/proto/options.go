@@ -5,9 +5,9 @@ import (
 	"strings"
 	"time"
 
-	"v6lab/internal/path"
-	"v6lab/internal/transport"
-	"v6lab/internal/units"
+	"v6lab/internal/gen/transport"
+	"v6lab/internal/input/units"
+	"v6lab/internal/sock/path"
 )
 
 // Options are a cell's protocol options, one field per option of any

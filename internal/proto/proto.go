@@ -16,8 +16,8 @@ import (
 	"net/netip"
 	"strings"
 
-	"v6lab/internal/load"
-	"v6lab/internal/path"
+	"v6lab/internal/gen/load"
+	"v6lab/internal/sock/path"
 )
 
 // Protocol is everything v6lab knows about one protocol: its name, the

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"v6lab/internal/path"
+	"v6lab/internal/sock/path"
 )
 
 func TestRequireNamesTheOptionsAndWhy(t *testing.T) {

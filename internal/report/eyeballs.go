@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"v6lab/internal/path"
+	"v6lab/internal/sock/path"
 )
 
 // EyeballsLoadNote warns that a dual cell's cost at load is partly v6lab's

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"v6lab/internal/report/stats"
 	"v6lab/internal/result"
-	"v6lab/internal/stats"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"v6lab/internal/report/stats"
 	"v6lab/internal/result"
-	"v6lab/internal/stats"
 )
 
 // TestRateCountsRunsInWhichEveryTransactionFailed: rate_per_s divides by

@@ -9,7 +9,7 @@
 package report
 
 import (
-	"v6lab/internal/path"
+	"v6lab/internal/sock/path"
 
 	"cmp"
 	"fmt"
@@ -20,8 +20,8 @@ import (
 	"strings"
 	"time"
 
+	"v6lab/internal/report/stats"
 	"v6lab/internal/result"
-	"v6lab/internal/stats"
 )
 
 // SummaryVersion is written in summary.json.

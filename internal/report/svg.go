@@ -1,7 +1,7 @@
 package report
 
 import (
-	"v6lab/internal/path"
+	"v6lab/internal/sock/path"
 
 	"fmt"
 	"html"

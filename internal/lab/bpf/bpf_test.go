@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"v6lab/internal/testutil"
 
 	"github.com/cilium/ebpf"
 	"github.com/gopacket/gopacket"
@@ -17,9 +18,7 @@ import (
 
 func requireBPF(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("loading BPF programs needs root (CAP_BPF, CAP_NET_ADMIN); CI runs as root")
-	}
+	testutil.RequireRoot(t, "loading BPF programs needs root (CAP_BPF, CAP_NET_ADMIN)")
 	if err := Check(); err != nil {
 		t.Skipf("this kernel or process has no BPF: %v", err)
 	}

@@ -7,13 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"v6lab/internal/experiment"
-	"v6lab/internal/path"
 	"v6lab/internal/proto"
 	"v6lab/internal/proto/all"
-	"v6lab/internal/proto/prototest"
 	"v6lab/internal/proto/trial"
 	"v6lab/internal/result"
+	"v6lab/internal/run/experiment"
+	"v6lab/internal/sock/path"
+	"v6lab/internal/testutil/prototest"
 )
 
 // TestListIsConsistent: names are unique, every protocol is answered by a

@@ -7,9 +7,9 @@ import (
 	"net/netip"
 	"slices"
 
-	"v6lab/internal/content"
-	"v6lab/internal/path"
+	"v6lab/internal/gen/content"
 	"v6lab/internal/proto"
+	"v6lab/internal/sock/path"
 )
 
 // Started are embedded servers started together at one place.

@@ -19,10 +19,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"v6lab/internal/evloop"
-	"v6lab/internal/load"
-	"v6lab/internal/path"
+	"v6lab/internal/gen/load"
 	"v6lab/internal/result"
+	"v6lab/internal/sock/evloop"
+	"v6lab/internal/sock/path"
 )
 
 // Server is where a conversation goes, and over what.

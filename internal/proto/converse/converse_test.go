@@ -13,10 +13,10 @@ import (
 
 	"github.com/miekg/dns"
 
-	"v6lab/internal/evloop"
-	"v6lab/internal/load"
-	"v6lab/internal/path"
+	"v6lab/internal/gen/load"
 	"v6lab/internal/proto/scripted"
+	"v6lab/internal/sock/evloop"
+	"v6lab/internal/sock/path"
 )
 
 // untilEOF is done when the server closes.

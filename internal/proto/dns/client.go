@@ -12,10 +12,10 @@ import (
 
 	mdns "github.com/miekg/dns"
 
-	"v6lab/internal/evloop"
-	"v6lab/internal/load"
-	"v6lab/internal/path"
+	"v6lab/internal/gen/load"
 	"v6lab/internal/result"
+	"v6lab/internal/sock/evloop"
+	"v6lab/internal/sock/path"
 )
 
 // ErrReply is wrapped when the server's reply is not an answer.

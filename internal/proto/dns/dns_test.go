@@ -13,10 +13,10 @@ import (
 
 	mdns "github.com/miekg/dns"
 
-	"v6lab/internal/load"
-	"v6lab/internal/path"
+	"v6lab/internal/gen/load"
 	"v6lab/internal/proto"
 	"v6lab/internal/result"
+	"v6lab/internal/sock/path"
 )
 
 var (

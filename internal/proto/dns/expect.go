@@ -7,8 +7,8 @@ import (
 
 	mdns "github.com/miekg/dns"
 
-	"v6lab/internal/path"
 	"v6lab/internal/proto"
+	"v6lab/internal/sock/path"
 )
 
 // The replies that complete a query (the expect option). A negative

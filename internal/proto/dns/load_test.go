@@ -11,8 +11,8 @@ import (
 
 	mdns "github.com/miekg/dns"
 
-	"v6lab/internal/path"
 	"v6lab/internal/result"
+	"v6lab/internal/sock/path"
 )
 
 // concurrently runs n users' queries at once, as the closed load model does.

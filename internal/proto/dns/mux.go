@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"v6lab/internal/path"
+	"v6lab/internal/sock/path"
 )
 
 // Modes of the DNS client.

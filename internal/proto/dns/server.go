@@ -20,7 +20,7 @@ import (
 
 	mdns "github.com/miekg/dns"
 
-	"v6lab/internal/path"
+	"v6lab/internal/sock/path"
 )
 
 // Zone maps names to their addresses; a name gets an A record for each IPv4

@@ -10,8 +10,8 @@ import (
 
 	mdns "github.com/miekg/dns"
 
-	"v6lab/internal/path"
 	"v6lab/internal/proto"
+	"v6lab/internal/sock/path"
 )
 
 // TestPlaceZoneGivesALabOnlyPathItsOwnAddress: the native name has the

@@ -6,10 +6,10 @@ import (
 	"slices"
 	"strings"
 
-	"v6lab/internal/load"
-	"v6lab/internal/path"
+	"v6lab/internal/gen/load"
+	"v6lab/internal/input/units"
 	"v6lab/internal/proto"
-	"v6lab/internal/units"
+	"v6lab/internal/sock/path"
 )
 
 // OptClient is the option that picks another client program.

@@ -16,9 +16,9 @@ import (
 	"strconv"
 	"strings"
 
-	"v6lab/internal/load"
-	"v6lab/internal/path"
+	"v6lab/internal/gen/load"
 	"v6lab/internal/result"
+	"v6lab/internal/sock/path"
 )
 
 // Programs this package can drive.

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"v6lab/internal/path"
 	"v6lab/internal/proto/extclient"
 	"v6lab/internal/proto/ftp"
 	httpp "v6lab/internal/proto/http"
+	"v6lab/internal/sock/path"
 )
 
 func TestCurlAndWgetDownloadOverEachPath(t *testing.T) {

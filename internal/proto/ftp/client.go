@@ -18,11 +18,11 @@ import (
 	"strings"
 	"time"
 
-	"v6lab/internal/content"
-	"v6lab/internal/load"
-	"v6lab/internal/path"
+	"v6lab/internal/gen/content"
+	"v6lab/internal/gen/load"
 	"v6lab/internal/proto/reply"
 	"v6lab/internal/result"
+	"v6lab/internal/sock/path"
 )
 
 // ErrReply is wrapped when a server's reply is malformed or not the one

@@ -7,15 +7,15 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"os"
 	"strings"
 	"testing"
 	"time"
+	"v6lab/internal/testutil"
 
-	"v6lab/internal/content"
-	"v6lab/internal/path"
+	"v6lab/internal/gen/content"
 	"v6lab/internal/proto/scripted"
 	"v6lab/internal/result"
+	"v6lab/internal/sock/path"
 )
 
 func startServer(t *testing.T) *Server {
@@ -222,9 +222,7 @@ func TestContentIsChecked(t *testing.T) {
 // The wire time runs to the file's last bytes, not to the 226, and its
 // first byte is the file's, not the greeting's.
 func TestWireTimeCoversTheFile(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: without a lookup the wire time starts at the SYN's stamp, a BPF program")
-	}
+	testutil.RequireRoot(t, "needs root: without a lookup the wire time starts at the SYN's stamp, a BPF program")
 	if !path.SYNReady() {
 		t.Skip("no SYN stamps on this host (cgroup v2, sockops)")
 	}

@@ -10,10 +10,10 @@ import (
 	"strconv"
 	"strings"
 
-	"v6lab/internal/load"
-	"v6lab/internal/path"
+	"v6lab/internal/gen/load"
 	"v6lab/internal/proto"
 	"v6lab/internal/proto/extclient"
+	"v6lab/internal/sock/path"
 )
 
 // Protocol is FTP file retrieval (proto.Protocol).

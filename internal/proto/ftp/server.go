@@ -19,12 +19,12 @@ import (
 	ftpserver "github.com/fclairamb/ftpserverlib"
 	"github.com/spf13/afero"
 
-	"v6lab/internal/content"
-	vpath "v6lab/internal/path"
+	"v6lab/internal/gen/content"
+	"v6lab/internal/input/units"
 	"v6lab/internal/proto"
 	"v6lab/internal/proto/guard"
-	"v6lab/internal/units"
-	"v6lab/internal/wakeread"
+	vpath "v6lab/internal/sock/path"
+	"v6lab/internal/sock/wakeread"
 )
 
 // MaxFileSize bounds a generated file so a typo cannot stream for days.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"v6lab/internal/path"
+	"v6lab/internal/sock/path"
 )
 
 var benchReply = []byte("HTTP/1.1 200 OK\r\nContent-Length: 4096\r\nContent-Type: text/html; charset=utf-8\r\nDate: Sun, 22 Nov 2026 14:00:00 GMT\r\nConnection: close\r\n\r\n" + string(bytes.Repeat([]byte("x"), 4096)))

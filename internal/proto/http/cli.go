@@ -3,8 +3,8 @@ package http
 import (
 	"strconv"
 
-	"v6lab/internal/eyeballs"
 	"v6lab/internal/proto"
+	"v6lab/internal/sock/eyeballs"
 )
 
 // Command is http's face on the command line: v6lab probe http and

@@ -19,13 +19,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"v6lab/internal/evloop"
-	"v6lab/internal/eyeballs"
+	"v6lab/internal/sock/evloop"
+	"v6lab/internal/sock/eyeballs"
 
-	"v6lab/internal/content"
-	"v6lab/internal/load"
-	"v6lab/internal/path"
+	"v6lab/internal/gen/content"
+	"v6lab/internal/gen/load"
 	"v6lab/internal/result"
+	"v6lab/internal/sock/path"
 )
 
 // Limits that keep a hostile server from exhausting memory or time.
@@ -129,7 +129,7 @@ const (
 	EngineAuto Engine = ""
 	// EngineGo uses Go's dialer and netpoller (any transaction).
 	EngineGo Engine = "go"
-	// EngineEvloop uses v6lab's own epoll loop (internal/evloop): plain
+	// EngineEvloop uses v6lab's own epoll loop (internal/sock/evloop): plain
 	// http, the page's objects on the same connection; on the dual path
 	// the loop runs v6lab's Happy Eyeballs too (evloop.Race).
 	EngineEvloop Engine = "evloop"

@@ -15,11 +15,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"v6lab/internal/content"
-	"v6lab/internal/evloop"
-	"v6lab/internal/load"
+	"v6lab/internal/gen/content"
+	"v6lab/internal/gen/load"
 	"v6lab/internal/proto/converse"
 	"v6lab/internal/result"
+	"v6lab/internal/sock/evloop"
 )
 
 var parsers = sync.Pool{New: func() any { return new(replyParser) }}

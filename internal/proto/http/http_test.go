@@ -16,12 +16,12 @@ import (
 	"testing"
 	"time"
 
-	"v6lab/internal/content"
-	"v6lab/internal/path"
+	"v6lab/internal/gen/content"
 	"v6lab/internal/proto"
 	"v6lab/internal/proto/dns"
 	"v6lab/internal/result"
-	"v6lab/internal/servetest"
+	"v6lab/internal/sock/path"
+	"v6lab/internal/testutil/servetest"
 )
 
 var (

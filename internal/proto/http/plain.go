@@ -10,8 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"v6lab/internal/content"
-	"v6lab/internal/units"
+	"v6lab/internal/gen/content"
+	"v6lab/internal/input/units"
 )
 
 // The embedded server answers the few GETs v6lab's clients and peer tools

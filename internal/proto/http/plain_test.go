@@ -8,14 +8,14 @@ import (
 	"net"
 	nethttp "net/http"
 	"net/netip"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+	"v6lab/internal/testutil"
 
-	"v6lab/internal/content"
-	"v6lab/internal/path"
+	"v6lab/internal/gen/content"
+	"v6lab/internal/sock/path"
 )
 
 // plainAt starts the plain server on IPv4 loopback and returns its address.
@@ -243,9 +243,7 @@ func TestPlainServerCloseEndsConnections(t *testing.T) {
 // TestIPLiteralWireStartsAtTheSYN: without a lookup the page's wire time
 // starts at its connection's SYN, on both engines.
 func TestIPLiteralWireStartsAtTheSYN(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: the SYN stamp is a BPF program")
-	}
+	testutil.RequireRoot(t, "needs root: the SYN stamp is a BPF program")
 	if !path.SYNReady() {
 		t.Skip("no SYN stamps on this host (cgroup v2, sockops)")
 	}

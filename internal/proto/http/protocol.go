@@ -11,12 +11,12 @@ import (
 	"strings"
 	"time"
 
-	"v6lab/internal/content"
-	"v6lab/internal/load"
-	"v6lab/internal/path"
+	"v6lab/internal/gen/content"
+	"v6lab/internal/gen/load"
+	"v6lab/internal/input/units"
 	"v6lab/internal/proto"
 	"v6lab/internal/proto/extclient"
-	"v6lab/internal/units"
+	"v6lab/internal/sock/path"
 )
 
 // Protocol is HTTP(S) page and file retrieval (proto.Protocol).

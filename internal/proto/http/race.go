@@ -9,11 +9,11 @@ import (
 	"strings"
 	"time"
 
-	"v6lab/internal/evloop"
-	"v6lab/internal/eyeballs"
-	"v6lab/internal/load"
-	"v6lab/internal/path"
+	"v6lab/internal/gen/load"
 	"v6lab/internal/proto/converse"
+	"v6lab/internal/sock/evloop"
+	"v6lab/internal/sock/eyeballs"
+	"v6lab/internal/sock/path"
 )
 
 // race runs x on the event loop as a dual-stack client does (Happy

@@ -10,7 +10,7 @@ import (
 
 	mdns "github.com/miekg/dns"
 
-	"v6lab/internal/path"
+	"v6lab/internal/sock/path"
 )
 
 // truncatingDNS answers www.test's A with 127.0.0.1 and its AAAA with ::1,

@@ -6,7 +6,7 @@ import (
 	"io"
 	"strconv"
 
-	"v6lab/internal/content"
+	"v6lab/internal/gen/content"
 )
 
 // replyParser reads one HTTP/1.x reply incrementally, as the event-loop

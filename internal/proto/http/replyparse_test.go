@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"v6lab/internal/content"
+	"v6lab/internal/gen/content"
 )
 
 // feedAll gives reply to a fresh parser in pieces of size step (0: whole),

@@ -12,8 +12,8 @@ import (
 	"net/netip"
 	"strings"
 
-	"v6lab/internal/path"
-	"v6lab/internal/wakeread"
+	"v6lab/internal/sock/path"
+	"v6lab/internal/sock/wakeread"
 )
 
 // ServerConfig shapes what the embedded server returns.

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"v6lab/internal/path"
 	"v6lab/internal/proto"
-	"v6lab/internal/proto/prototest"
 	"v6lab/internal/result"
+	"v6lab/internal/sock/path"
+	"v6lab/internal/testutil/prototest"
 )
 
 // httpsRig is a rig whose embedded server speaks HTTPS with a self-signed

@@ -23,11 +23,11 @@ import (
 	"github.com/emersion/go-imap/v2/imapserver"
 	"github.com/emersion/go-imap/v2/imapserver/imapmemserver"
 
-	"v6lab/internal/path"
 	"v6lab/internal/proto/converse"
 	"v6lab/internal/proto/guard"
 	"v6lab/internal/result"
-	"v6lab/internal/wakeread"
+	"v6lab/internal/sock/path"
+	"v6lab/internal/sock/wakeread"
 )
 
 // Bounds of what the client reads.

@@ -7,10 +7,10 @@ import (
 	"net/netip"
 	"strings"
 
-	"v6lab/internal/load"
-	"v6lab/internal/path"
+	"v6lab/internal/gen/load"
+	"v6lab/internal/input/units"
 	"v6lab/internal/proto"
-	"v6lab/internal/units"
+	"v6lab/internal/sock/path"
 )
 
 // Protocol is IMAP mail retrieval (proto.Protocol).

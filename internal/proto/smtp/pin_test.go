@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"v6lab/internal/path"
 	"v6lab/internal/proto"
-	"v6lab/internal/proto/prototest"
+	"v6lab/internal/sock/path"
+	"v6lab/internal/testutil/prototest"
 )
 
 // TestTLSPinOfANamedServer: a cell naming a server (where: hosts) with

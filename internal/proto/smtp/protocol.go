@@ -8,9 +8,9 @@ import (
 	"net/netip"
 	"strings"
 
-	"v6lab/internal/load"
-	"v6lab/internal/path"
+	"v6lab/internal/gen/load"
 	"v6lab/internal/proto"
+	"v6lab/internal/sock/path"
 )
 
 // Protocol is SMTP mail submission (proto.Protocol).

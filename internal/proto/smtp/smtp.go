@@ -22,13 +22,13 @@ import (
 
 	gosmtp "github.com/emersion/go-smtp"
 
-	"v6lab/internal/load"
-	"v6lab/internal/path"
+	"v6lab/internal/gen/load"
 	"v6lab/internal/proto"
 	"v6lab/internal/proto/guard"
 	"v6lab/internal/proto/reply"
 	"v6lab/internal/result"
-	"v6lab/internal/wakeread"
+	"v6lab/internal/sock/path"
+	"v6lab/internal/sock/wakeread"
 )
 
 // ErrReply is wrapped when the server answers a step with an error code.

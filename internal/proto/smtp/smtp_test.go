@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"v6lab/internal/path"
 	"v6lab/internal/proto/scripted"
+	"v6lab/internal/sock/path"
 )
 
 func TestSendOverEachPathEveryMessageKept(t *testing.T) {

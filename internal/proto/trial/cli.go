@@ -1,8 +1,8 @@
 package trial
 
 import (
+	"v6lab/internal/gen/transport"
 	"v6lab/internal/proto"
-	"v6lab/internal/transport"
 )
 
 // Command is the trial's face on the command line: v6lab tcp and v6lab

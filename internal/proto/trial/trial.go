@@ -1,7 +1,7 @@
 // Package trial makes the transport tests, tcp and udp, protocols like any
 // other (proto.Protocol): their options decoded and checked by one piece
 // of code for experiment files and for the tcp and udp commands' flags,
-// their probe and their embedded server from internal/transport.
+// their probe and their embedded server from internal/gen/transport.
 package trial
 
 import (
@@ -13,11 +13,11 @@ import (
 	"strings"
 	"time"
 
-	"v6lab/internal/load"
-	"v6lab/internal/path"
+	"v6lab/internal/gen/load"
+	"v6lab/internal/gen/transport"
+	"v6lab/internal/input/units"
 	"v6lab/internal/proto"
-	"v6lab/internal/transport"
-	"v6lab/internal/units"
+	"v6lab/internal/sock/path"
 )
 
 // Protocol is a transport trial of one kind: Test is "tcp" or "udp".

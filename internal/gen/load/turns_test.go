@@ -1,0 +1,160 @@
+package load
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"v6lab/internal/result"
+	"v6lab/internal/sock/path"
+	"v6lab/internal/testutil/servetest"
+)
+
+// slowDNS answers every A query with 127.0.0.1 after wait, on loopback.
+func slowDNS(t *testing.T, wait time.Duration) netip.AddrPort {
+	t.Helper()
+	pc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pc.Close() })
+	go func() {
+		b := make([]byte, 512)
+		for {
+			n, from, err := pc.ReadFromUDP(b)
+			if err != nil {
+				return
+			}
+			q := new(dns.Msg)
+			if q.Unpack(b[:n]) != nil || len(q.Question) != 1 {
+				continue
+			}
+			r := new(dns.Msg)
+			r.SetReply(q)
+			r.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: q.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 60}, A: net.IPv4(127, 0, 0, 1)}}
+			out, _ := r.Pack()
+			time.Sleep(wait)
+			pc.WriteToUDP(out, from)
+		}
+	}()
+	return netip.MustParseAddrPort(pc.LocalAddr().String())
+}
+
+// TestOpenCountsTheLookupTurn: a probe that counts its turns gets the
+// lookup's, from the answer's arrival to the SYN (or the connect call),
+// which the DNS server's own time is not part of; one that does not
+// count them leaves client_turn_ns unset.
+func TestOpenCountsTheLookupTurn(t *testing.T) {
+	const wait = 20 * time.Millisecond
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	res := &path.Resolver{Servers: []netip.AddrPort{slowDNS(t, wait)}}
+	// The turns are counted when the transaction is done.
+	open := func(count bool) result.Sample {
+		tr := Begin("x", path.IPv4)
+		if count {
+			tr.CountTurns()
+		}
+		_, release, failed := tr.Open(context.Background(), res, "www.v6lab.test", port, path.Dialer{Path: path.IPv4})
+		if failed != nil {
+			t.Fatal(failed.Err)
+		}
+		release()
+		return tr.Done("")
+	}
+	if s := open(false); s.ClientTurnNS != 0 {
+		t.Errorf("a probe that does not count its turns got %v", time.Duration(s.ClientTurnNS))
+	}
+	// The first lookup may find the kernel's receive stamps still off
+	// (kstamp.Hold): it then counts no turn.
+	for range 3 {
+		s := open(true)
+		if s.ClientTurnNS == 0 {
+			continue
+		}
+		if s.ResolveNS < int64(wait) || s.ClientTurnNS >= int64(wait) {
+			t.Errorf("lookup %v, turn %v: want the turn after the answer, not the server's %v", time.Duration(s.ResolveNS), time.Duration(s.ClientTurnNS), wait)
+		}
+		return
+	}
+	t.Error("no lookup turn counted")
+}
+
+// serveEach listens on 127.0.0.1 until the test ends and serves each
+// connection with handle on a goroutine of its own, then closes it.
+func serveEach(t *testing.T, handle func(c net.Conn)) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	servetest.Each(t, ln, handle)
+	return ln
+}
+
+// TestTurnsCountWritesAfterReads: on a connection wrapped by Turns, a
+// write after a reply counts the client's time since the reply's
+// arrival, not the server's 20 ms before it; a second write with no read
+// between counts nothing; without CountTurns nothing is counted.
+func TestTurnsCountWritesAfterReads(t *testing.T) {
+	const serverWait, clientWait = 20 * time.Millisecond, 5 * time.Millisecond
+	ln := serveEach(t, func(c net.Conn) { // one reply per byte, after serverWait
+		b := make([]byte, 1)
+		for {
+			if _, err := c.Read(b); err != nil {
+				return
+			}
+			time.Sleep(serverWait)
+			c.Write(b)
+		}
+	})
+	converse := func(count bool) *Trace {
+		tr := Begin("x", path.IPv4)
+		if count {
+			tr.CountTurns()
+		}
+		raw, err := net.Dial("tcp4", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer raw.Close()
+		c := tr.Turns(tr.Stamp(raw))
+		b := make([]byte, 1)
+		c.Write(b) // the first request: no reply before it
+		if _, err := c.Read(b); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(clientWait)
+		c.Write(b) // a turn of about clientWait
+		time.Sleep(clientWait)
+		c.Write(b) // no reply between: no turn (else 2×clientWait more)
+		for range 2 {
+			if _, err := c.Read(b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return tr
+	}
+	if tr := converse(false); tr.S.ClientTurnNS != 0 {
+		t.Errorf("without CountTurns: %v counted", time.Duration(tr.S.ClientTurnNS))
+	}
+	for range 3 { // the kernel's receive stamps may come on late (kstamp.Hold)
+		tr := converse(true)
+		if tr.S.ClientTurnNS == 0 {
+			continue
+		}
+		if tr.S.ClientTurnNS < int64(clientWait) || tr.S.ClientTurnNS >= int64(2*clientWait) {
+			t.Errorf("turns %v: want the client's one turn of %v, not the server's %v nor the second write's", time.Duration(tr.S.ClientTurnNS), clientWait, serverWait)
+		}
+		return
+	}
+	t.Error("no turn counted")
+}

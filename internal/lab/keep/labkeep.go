@@ -1,0 +1,286 @@
+// Package labkeep keeps labs between commands: the background process that
+// holds a lab built by v6lab lab up (Detach, Hold), stopping it (Down),
+// and the text of lab status. It imports lab only.
+package keep
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"v6lab/internal/lab"
+)
+
+// Detach starts `v6lab lab up --foreground` as a detached process that
+// holds the lab (Hold), and waits until it says the lab is ready (or why
+// it failed); pid is the holder's.
+func Detach(cfg lab.Config) (pid int, ready string, err error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return 0, "", err
+	}
+	if err := os.MkdirAll(lab.StateDir, 0o755); err != nil {
+		return 0, "", err
+	}
+	logName, err := lab.LogFile(cfg.Name)
+	if err != nil {
+		return 0, "", err
+	}
+	logf, err := os.Create(logName)
+	if err != nil {
+		return 0, "", err
+	}
+	defer logf.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		return 0, "", err
+	}
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return 0, "", err
+	}
+	args := []string{"lab", "up", "--foreground", "--config-json", string(b)}
+	c := exec.Command(exe, args...)
+	c.Stdout, c.Stderr = logf, logf
+	c.ExtraFiles = []*os.File{w} // fd 3: the ready line
+	c.Env = append(os.Environ(), "V6LAB_READY_FD=3")
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := c.Start(); err != nil {
+		return 0, "", err
+	}
+	w.Close()
+	line, _ := bufio.NewReader(io.LimitReader(r, 4096)).ReadString('\n')
+	r.Close()
+	line = strings.TrimSpace(line)
+	if !strings.HasPrefix(line, "ready") {
+		c.Wait()
+		if line == "" {
+			line = "the lab process exited without a word; see " + logName
+		}
+		return 0, "", errors.New(strings.TrimPrefix(line, "error: "))
+	}
+	pid = c.Process.Pid
+	c.Process.Release()
+	return pid, strings.TrimSpace(strings.TrimPrefix(line, "ready")), nil
+}
+
+// Hold builds the lab and holds it in this process until a signal or ctx
+// ends; the process that Detach started says ready on fd 3.
+func Hold(ctx context.Context, cfg lab.Config, log io.Writer) error {
+	var ready *os.File
+	if os.Getenv("V6LAB_READY_FD") == "3" {
+		ready = os.NewFile(3, "ready")
+	}
+	say := func(s string) {
+		if ready != nil {
+			fmt.Fprintln(ready, s)
+			ready.Close()
+			ready = nil
+		}
+	}
+	l, err := lab.Up(ctx, cfg)
+	if err != nil {
+		say("error: " + err.Error())
+		return err
+	}
+	defer l.Close()
+	fmt.Fprintf(log, "%s lab %q up, tunnel %s, MTU %d\n", time.Now().UTC().Format(time.RFC3339), cfg.Name, l.TunnelImpl, l.TunnelMTU)
+	say("ready tunnel " + l.TunnelImpl + ", MTU " + fmt.Sprint(l.TunnelMTU))
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	select {
+	case <-sig:
+	case <-ctx.Done():
+	}
+	fmt.Fprintf(log, "%s lab %q going down\n", time.Now().UTC().Format(time.RFC3339), cfg.Name)
+	return nil
+}
+
+// Exists says whether lab name has a namespace or an owner record.
+func Exists(name string) bool {
+	names, _ := lab.Names()
+	return slices.Contains(names, name)
+}
+
+// OrphanHint names the labs a plain lab down could have meant: those whose
+// owner is gone.
+func OrphanHint() string {
+	orphans, _ := lab.Orphans()
+	switch len(orphans) {
+	case 0:
+		return ""
+	case 1:
+		return fmt.Sprintf("one lab is left without its owner process: %q; remove it with v6lab lab down --name %s", orphans[0].Name, orphans[0].Name)
+	}
+	var ns []string
+	for _, o := range orphans {
+		ns = append(ns, o.Name)
+	}
+	return fmt.Sprintf("labs left without their owner process: %s; remove one with v6lab lab down --name NAME, or all with --all", strings.Join(ns, ", "))
+}
+
+// Down stops the lab's owner (which tears the lab down), then removes
+// whatever its record still names.
+func Down(name string) error {
+	if pid := lab.Owner(name); pid != 0 {
+		syscall.Kill(pid, syscall.SIGTERM)
+		for i := 0; i < 50 && lab.Owner(name) == pid; i++ {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	return lab.Down(name)
+}
+
+// OrphanNamed finds lab name among orphans.
+func OrphanNamed(os []lab.Orphan, name string) *lab.Orphan {
+	for i := range os {
+		if os[i].Name == name {
+			return &os[i]
+		}
+	}
+	return nil
+}
+
+// WriteOrphan shows what a lab without a live owner left behind.
+func WriteOrphan(w io.Writer, o *lab.Orphan) {
+	why := "no owner record"
+	if o.PID != 0 {
+		why = fmt.Sprintf("owner process %d is gone", o.PID)
+	}
+	if o.Kept {
+		why += ", kept on purpose (run --keep)"
+	}
+	fmt.Fprintf(w, "lab %q: orphan (%s); remove it with v6lab lab down --name %s\n", o.Name, why, o.Name)
+	if len(o.Namespaces) > 0 {
+		fmt.Fprintf(w, "  namespaces: %s\n", strings.Join(o.Namespaces, ", "))
+	}
+	for _, d := range o.Daemons {
+		state := ""
+		if !d.Running() {
+			state = ", exited"
+		}
+		fmt.Fprintf(w, "  daemon: %s (pid %d%s)\n", d.What, d.PID, state)
+	}
+	for _, d := range o.Dirs {
+		fmt.Fprintf(w, "  directory: %s\n", d)
+	}
+}
+
+// WriteStatus shows a lab: hosts, links, addresses, routes, shaping, the
+// tunnel and its programs.
+func WriteStatus(w io.Writer, st *lab.Status) {
+	owner := "no process (a userspace tunnel is down; run v6lab lab down and up again)"
+	if st.Owner != 0 {
+		owner = fmt.Sprintf("process %d", st.Owner)
+	}
+	if st.Tunnel == "sit" && st.Owner == 0 {
+		owner = "none needed"
+	}
+	if st.Tunnel == "bpf" && st.Owner == 0 {
+		owner = "no process (the bpf tunnel's programs are held by cls_bpf filters only)"
+	}
+	fmt.Fprintf(w, "lab %q: tunnel %s, kept by %s\n", st.Name, st.Tunnel, owner)
+	for _, h := range st.Hosts {
+		fmt.Fprintf(w, "  %-6s (%s)\n", h.Role, h.Namespace)
+		for _, i := range h.Ifaces {
+			state := "down"
+			if i.Up {
+				state = "up"
+			}
+			q := ""
+			if i.Qdisc != "" && i.Qdisc != "noqueue" {
+				q = ", qdisc " + i.Qdisc
+			}
+			fmt.Fprintf(w, "    %-11s %-7s mtu %-5d %s%s  %s\n", i.Name, i.Type, i.MTU, state, q, strings.Join(i.Addrs, " "))
+		}
+		for _, r := range h.Routes {
+			via := ""
+			if r.Via != "" {
+				via = " via " + r.Via
+			}
+			mtu := ""
+			if r.MTU > 0 {
+				mtu = fmt.Sprintf(" mtu %d", r.MTU)
+			}
+			fmt.Fprintf(w, "    route %s%s dev %s%s\n", r.Dst, via, r.Dev, mtu)
+		}
+		for _, p := range h.BPF {
+			fmt.Fprintf(w, "    bpf %s\n", p.Describe())
+		}
+		if len(h.TCPOff) > 0 {
+			fmt.Fprintf(w, "    tcp off: %s\n", strings.Join(h.TCPOff, ", "))
+		}
+	}
+}
+
+// Status writes lab status: lab name, or every lab (name empty); labs
+// without a live owner only when asked for by name, kept on purpose, or
+// all.
+func Status(out io.Writer, name string, all bool) error {
+	names := []string{name}
+	if name == "" {
+		var err error
+		if names, err = lab.Names(); err != nil {
+			return err
+		}
+		if len(names) == 0 {
+			fmt.Fprintln(out, "no lab is up (v6lab lab up builds one)")
+			return nil
+		}
+	}
+	orphans, _ := lab.Orphans()
+	for _, n := range names {
+		if o := OrphanNamed(orphans, n); o != nil {
+			if !all && name == "" && !o.Kept {
+				continue
+			}
+			WriteOrphan(out, o)
+			if len(o.Namespaces) == 0 {
+				continue
+			}
+		}
+		st, err := lab.Inspect(n)
+		if err != nil {
+			return err
+		}
+		WriteStatus(out, st)
+	}
+	if !all && name == "" {
+		n := 0
+		for _, o := range orphans {
+			if !o.Kept {
+				n++
+			}
+		}
+		if n > 0 {
+			fmt.Fprintf(out, "%d lab(s) without an owner process are not shown: v6lab lab status --all\n", n)
+		}
+	}
+	return nil
+}
+
+// CanKeep says whether this process may keep lab name up for other
+// commands: root, and no lab of that name up. Labs left by killed
+// processes are removed first (and named on w unless quiet).
+func CanKeep(name string, w io.Writer, quiet bool) error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("%w to keep a lab for other commands; you are uid %d (without root, v6lab run builds a private lab for the run alone in a user namespace)", lab.ErrPrivilege, os.Geteuid())
+	}
+	if reaped, err := lab.Reap(); err == nil && len(reaped) > 0 && !quiet {
+		fmt.Fprintf(w, "v6lab: removed labs left by killed processes: %v\n", reaped)
+	}
+	if pid := lab.Owner(name); pid != 0 {
+		return fmt.Errorf("lab %q is already up (process %d); run v6lab lab down --name %s first", name, pid, name)
+	}
+	return nil
+}

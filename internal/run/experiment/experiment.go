@@ -1,0 +1,678 @@
+// Package experiment expands an experiment into cells × runs, runs them in
+// an interleaved order, and streams every sample to a result directory.
+//
+// It finds protocols in proto/all and imports no protocol package itself; it never imports what runs it (measure, labrun, runner) or the CLI.
+package experiment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"v6lab/internal/gen/load"
+	"v6lab/internal/proto"
+	"v6lab/internal/proto/all"
+	"v6lab/internal/result"
+	"v6lab/internal/sock/path"
+)
+
+// Experiment is what one result directory holds: cells measured in one
+// plan, compared against one baseline path.
+type Experiment struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// Where it runs: auto (the lab when this process may build one, else
+	// loopback), lab, loopback, or hosts (real targets named per cell).
+	Where string `json:"where"`
+	// Topology is a lab topology file (lab and auto only).
+	Topology string `json:"topology,omitempty"`
+	// Congestion is the lab hosts' TCP congestion control (default cubic).
+	Congestion string `json:"congestion,omitempty"`
+	// Scaled is the --scale factor the experiment was shrunk by (0: not
+	// scaled); see Scale for what it changes.
+	Scaled   float64   `json:"scale,omitempty"`
+	Servers  string    `json:"servers"`
+	Baseline path.Path `json:"baseline"`
+	// Order is interleaved (paths in the listed order in every run) or
+	// shuffled (a new order of paths for every run, from Seed).
+	Order string `json:"order"`
+	Seed  int64  `json:"seed,omitempty"`
+	// Spin, when set, is the client's spin window (evloop.SetSpin: how
+	// long it polls without blocking when one exchange is in flight);
+	// nil: the engine's default. Up to MaxSpin.
+	Spin  *Duration `json:"spin,omitempty"`
+	Cells []Spec    `json:"cells"`
+}
+
+// MaxSpin is the longest spin window an experiment may ask for: beyond
+// it the spin no longer shortens a wake-up but burns a CPU.
+const MaxSpin = 10 * time.Millisecond
+
+// CheckSpin says what is wrong with a spin window, for an error that
+// names its field or flag.
+func CheckSpin(d time.Duration) error {
+	switch {
+	case d < 0:
+		return fmt.Errorf("%v is negative (0 turns spinning off)", d)
+	case d > MaxSpin:
+		return fmt.Errorf("%v is more than %v: a reply that late is not worth a spinning CPU (0 turns spinning off)", d, MaxSpin)
+	}
+	return nil
+}
+
+// Spec is one cell group of an experiment: a protocol measured over paths
+// at connection counts, Runs runs per cell.
+type Spec struct {
+	// Name is the experiment's name (copied into each cell group).
+	Name string `json:"name,omitempty"`
+	// Label tells cell groups of one protocol apart (default: Protocol).
+	Label    string      `json:"label,omitempty"`
+	Protocol string      `json:"protocol"`
+	Target   string      `json:"target,omitempty"`
+	Paths    []path.Path `json:"paths"`
+	Conns    []int       `json:"conns"`
+	Runs     int         `json:"runs"`
+	// Warmup is how many leading runs per cell are marked warm-up (kept,
+	// not counted).
+	Warmup   int       `json:"warmup"`
+	Timeout  Duration  `json:"timeout"`
+	Pause    Duration  `json:"pause"`
+	Duration Duration  `json:"duration,omitempty"`
+	Baseline path.Path `json:"baseline,omitempty"`
+	// Options are the protocol's options, recorded flat (each protocol's
+	// Check says which it takes).
+	proto.Options
+	// Server is "real" when the cell measures the real server of its
+	// protocol (nginx, unbound, proftpd, postfix, dovecot) in the lab.
+	Server string `json:"server,omitempty"`
+	// Background is the congestion level (traffic.Levels: C1B…C6B) that
+	// runs between the lab's generator hosts during the cell's runs.
+	Background string `json:"background,omitempty"`
+	// ServerCapture adds, per transaction, the server-side figures of
+	// the Towson study from a capture in the server host: delay from the
+	// request to the client's last ACK, and throughput (docs/metrics.md).
+	ServerCapture bool `json:"server_capture,omitempty"`
+	// LinkRate, when set, reshapes every link of the lab to this rate
+	// (bits/s) for the cell group's runs (a run condition; the lab's own
+	// shaping returns for groups without one).
+	LinkRate uint64 `json:"link_rate,omitempty"`
+	// IPv6Loss, when set, drops that share (percent; 100: blackholed) of
+	// the client's IPv6 packets at the lab's first router during the cell
+	// group's runs (a run condition: a dual-stack client's fallback).
+	IPv6Loss float64 `json:"ipv6_loss,omitempty"`
+	// IPv6Delay, when set, holds the IPv6 packets r1 sends the client
+	// this long (netem: where the kernel has it) during the cell group's
+	// runs: a slow IPv6 path for a dual-stack client.
+	IPv6Delay Duration `json:"ipv6_delay,omitempty"`
+	// Params are protocol options, recorded for the reader.
+	Params map[string]string `json:"params,omitempty"`
+}
+
+// RacesFamilies says whether one of the cell group's paths races the
+// families (dual).
+func (s *Spec) RacesFamilies() bool {
+	return slices.ContainsFunc(s.Paths, func(p path.Path) bool { return p.Kind().Dual })
+}
+
+// CellName is what results call this cell group: Label, or the protocol.
+func (s *Spec) CellName() string {
+	if s.Label != "" {
+		return s.Label
+	}
+	return s.Protocol
+}
+
+// WireKey names the server a cell's traffic goes to (its key in
+// proto.Endpoints and in the wire check's ports): the embedded server that
+// answers the protocol, or real/<protocol> for its real server.
+func (s *Spec) WireKey() string {
+	if s.Server == "real" {
+		return "real/" + s.Protocol
+	}
+	return all.CellServerKey(s.Protocol, &s.Options)
+}
+
+// anyCell reports whether any cell group satisfies f.
+func (e *Experiment) anyCell(f func(*Spec) bool) bool {
+	return slices.ContainsFunc(e.Cells, func(c Spec) bool { return f(&c) })
+}
+
+// Real reports whether any cell group measures a real server.
+func (e *Experiment) Real() bool { return e.anyCell(func(c *Spec) bool { return c.Server == "real" }) }
+
+// RealProtocols lists the protocols measured against real servers.
+func (e *Experiment) RealProtocols() []string {
+	var out []string
+	for _, c := range e.Cells {
+		if c.Server == "real" && !slices.Contains(out, c.Protocol) {
+			out = append(out, c.Protocol)
+		}
+	}
+	return out
+}
+
+// Background reports whether any cell group runs with background traffic
+// (the lab then needs its generator hosts).
+func (e *Experiment) Background() bool {
+	return e.anyCell(func(c *Spec) bool { return c.Background != "" })
+}
+
+// LinkRates reports whether any cell group sets its own link rate.
+func (e *Experiment) LinkRates() bool {
+	return e.anyCell(func(c *Spec) bool { return c.LinkRate > 0 })
+}
+
+// ServerCapture reports whether any cell group asks for server-side
+// figures.
+func (e *Experiment) ServerCapture() bool {
+	return e.anyCell(func(c *Spec) bool { return c.ServerCapture })
+}
+
+// Single wraps one cell group as an experiment (the probe commands).
+func Single(s Spec, where string) *Experiment {
+	return &Experiment{Name: s.Name, Where: where, Servers: "embedded", Baseline: s.Baseline, Order: OrderInterleaved, Cells: []Spec{s}}
+}
+
+// Orders of paths within a run.
+const (
+	OrderInterleaved = "interleaved"
+	OrderShuffled    = "shuffled"
+)
+
+// Duration is a time.Duration that reads and writes as "1.5s".
+type Duration time.Duration
+
+// MarshalText writes the duration as Go prints it.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// UnmarshalText reads "1.5s", "200ms", …
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Validate checks a cell group before anything runs.
+func (s *Spec) Validate() error {
+	if len(s.Paths) == 0 {
+		return errors.New("experiment: no paths")
+	}
+	if i, err := checkConns(s.Conns); err != nil {
+		if i >= 0 {
+			return fmt.Errorf("experiment: conns[%d]: %w", i, err)
+		}
+		return fmt.Errorf("experiment: conns: %w", err)
+	}
+	for _, r := range []struct {
+		field string
+		err   error
+	}{
+		{"runs", checkRuns(s.Runs)},
+		{"warmup", checkWarmup(s.Warmup, s.Runs)},
+		{"timeout", checkTimeout(time.Duration(s.Timeout))},
+		{"pause", checkNotNegative(time.Duration(s.Pause))},
+		{"duration", checkNotNegative(time.Duration(s.Duration))},
+	} {
+		if r.err != nil {
+			return fmt.Errorf("experiment: %s: %w", r.field, r.err)
+		}
+	}
+	for _, p := range s.Paths {
+		if err := DualFits(p, s.Protocol, s.Client); err != nil {
+			return fmt.Errorf("experiment: paths: %w", err)
+		}
+	}
+	return nil
+}
+
+// DualFits says whether a cell of protocol (and client program) can use
+// path p: the dual path races the families by Happy Eyeballs, which only
+// http does, with v6lab's own client or curl.
+func DualFits(p path.Path, protocol, client string) error {
+	if !p.Kind().Dual {
+		return nil
+	}
+	switch {
+	case protocol != "http":
+		return fmt.Errorf("%s races the families by Happy Eyeballs, which only http cells do, not %s", p, protocol)
+	case client != "" && client != "v6lab" && client != "curl":
+		return fmt.Errorf("%s races the families by Happy Eyeballs, which v6lab's own client and curl do, not %s", p, client)
+	}
+	return nil
+}
+
+// ProtocolPathFits says whether a cell of protocol with options o, run
+// where it runs, can use path p by its protocol's own rules (proto.PathFit).
+func ProtocolPathFits(p path.Path, protocol string, o *proto.Options, where string) error {
+	if pr, ok := all.Get(protocol); ok {
+		if pf, ok := pr.(proto.PathFit); ok {
+			return pf.PathFit(o, where, p)
+		}
+	}
+	return nil
+}
+
+// TimingNotes say how the experiment's samples are timed: transactional
+// are the notes for v6lab's own transactions, given when any cell makes
+// them; each cell timed otherwise (proto.Timed) adds its own, once.
+func (e *Experiment) TimingNotes(transactional ...string) []string {
+	var out, own []string
+	transactions := false
+	for i := range e.Cells {
+		c := &e.Cells[i]
+		pr, _ := all.Get(c.Protocol)
+		note := ""
+		if t, ok := pr.(proto.Timed); ok {
+			note = t.Timing(&c.Options)
+		}
+		switch {
+		case note == "":
+			transactions = true
+		case !slices.Contains(own, note):
+			own = append(own, note)
+		}
+	}
+	if transactions {
+		out = append(out, transactional...)
+	}
+	return append(out, own...)
+}
+
+// Validate checks an experiment before anything runs.
+func (e *Experiment) Validate() error {
+	if err := CheckName(e.Name); err != nil {
+		return fmt.Errorf("experiment: name: %w", err)
+	}
+	if len(e.Cells) == 0 {
+		return errors.New("experiment: no cells")
+	}
+	seen := map[string]bool{}
+	for i := range e.Cells {
+		c := &e.Cells[i]
+		if seen[c.CellName()] {
+			return fmt.Errorf("experiment: two cell groups are called %q: give one a label", c.CellName())
+		}
+		seen[c.CellName()] = true
+		if err := c.Validate(); err != nil {
+			return fmt.Errorf("%w (cell group %s)", err, c.CellName())
+		}
+		for _, p := range c.Paths {
+			if e.Where == "loopback" || e.Where == "hosts" {
+				if err := p.OffLab(e.Where); err != nil {
+					return fmt.Errorf("experiment: paths: %w (cell group %s)", err, c.CellName())
+				}
+			}
+			if err := ProtocolPathFits(p, c.Protocol, &c.Options, e.Where); err != nil {
+				return fmt.Errorf("experiment: paths: %w (cell group %s)", err, c.CellName())
+			}
+		}
+		if !slices.Contains(c.Paths, e.Baseline) {
+			return fmt.Errorf("experiment: cell group %s does not measure the baseline path %s", c.CellName(), e.Baseline)
+		}
+	}
+	return nil
+}
+
+// Paths lists every path any cell group measures, in first-seen order.
+func (e *Experiment) Paths() []path.Path {
+	var out []path.Path
+	for _, c := range e.Cells {
+		for _, p := range c.Paths {
+			if !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// Protocols lists the protocols of the cell groups, once each.
+func (e *Experiment) Protocols() []string {
+	var out []string
+	for _, c := range e.Cells {
+		if !slices.Contains(out, c.Protocol) {
+			out = append(out, c.Protocol)
+		}
+	}
+	return out
+}
+
+// Step is one run of one cell in the order they are done.
+type Step struct {
+	Seq    int
+	Cell   int // index into Experiment.Cells
+	Path   path.Path
+	Conns  int
+	Run    int
+	Warmup bool
+}
+
+// Plan orders the runs of one cell group: for each connection count, run
+// r of every path before run r+1 of any (v4, v6, v4, v6, …), so slow drift
+// of the machine hits every path alike and run r of two paths can be
+// paired.
+func (s *Spec) Plan() []Step {
+	return (&Experiment{Order: OrderInterleaved, Cells: []Spec{*s}}).Plan()
+}
+
+// Plan orders every run of the experiment: cell groups one after another,
+// each as Spec.Plan, with the order of paths in each run shuffled from
+// Seed when Order is shuffled.
+func (e *Experiment) Plan() []Step {
+	var out []Step
+	rng := rand.New(rand.NewPCG(uint64(e.Seed), 0x76366c6162))
+	for ci := range e.Cells {
+		s := &e.Cells[ci]
+		for _, n := range s.Conns {
+			for r := 0; r < s.Runs; r++ {
+				paths := slices.Clone(s.Paths)
+				if e.Order == OrderShuffled {
+					rng.Shuffle(len(paths), func(i, j int) { paths[i], paths[j] = paths[j], paths[i] })
+				}
+				for _, p := range paths {
+					out = append(out, Step{Seq: len(out), Cell: ci, Path: p, Conns: n, Run: r, Warmup: r < s.Warmup})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Runner runs an experiment and writes its result directory.
+type Runner struct {
+	Exp *Experiment
+	// Probe makes the probe for one path of one cell group.
+	Probe func(s *Spec, p path.Path) (load.Probe, error)
+	// Header is completed with the experiment and written first.
+	Header result.Header
+	// OnStep, when set, is called after each step with its run record.
+	OnStep func(done, total int, r result.Run)
+	// Wire, when set, checks each run's traffic on the wire.
+	Wire WireCheck
+	// Done lists steps (by Seq) already in the samples file: Run appends
+	// the rest to it instead of starting a new one (resume).
+	Done map[int]bool
+	// Conditions, when set, sets up what a cell's runs need around them
+	// (background traffic, a server-side capture) and records it.
+	Conditions Conditions
+	// Segment, when set, runs only its share of each run's users.
+	Segment *result.Segment
+	// StartAt, when set, starts each step at its slot of the schedule
+	// that begins then (Schedule) instead of after the previous step and
+	// its pause; a step that starts late records by how much.
+	StartAt time.Time
+}
+
+// Conditions surround each run: Begin before its first transaction (it may
+// wait, e.g. for background traffic to ramp up), End after its last, with
+// the run's record and, for cells with ServerCapture, its samples, which
+// End may complete before they are written.
+type Conditions interface {
+	Begin(ctx context.Context, s *Spec, st Step) error
+	End(s *Spec, st Step, rec *result.Run, samples []result.Sample)
+	// Finish ends whatever is still running after the last run.
+	Finish()
+}
+
+// WireCheck proves on the wire what a run's path claims.
+type WireCheck interface {
+	// Start begins counting for a run of the service key (Spec.WireKey)
+	// over p.
+	Start(key string, p path.Path)
+	// Stop returns the counts, and an error when they do not prove p.
+	Stop(p path.Path) (result.Wire, error)
+}
+
+// ErrInterrupted is returned when ctx ended before the plan did; every
+// finished run is on disk.
+var ErrInterrupted = errors.New("experiment: interrupted")
+
+// Run executes the plan into dir, and returns after the samples file is
+// flushed and closed. dir must hold nothing, unless Done is set: then its
+// samples file (cut back to its last finished run, see Resumable) grows.
+func (r *Runner) Run(ctx context.Context, dir string) error {
+	if err := r.Exp.Validate(); err != nil {
+		return err
+	}
+	type key struct {
+		cell int
+		p    path.Path
+	}
+	probes := map[key]load.Probe{}
+	for ci := range r.Exp.Cells {
+		c := &r.Exp.Cells[ci]
+		for _, p := range c.Paths {
+			pr, err := r.Probe(c, p)
+			if err != nil {
+				return fmt.Errorf("experiment: %s over %s: %w", c.CellName(), p, err)
+			}
+			probes[key{ci, p}] = pr
+		}
+	}
+	recordProbes(r.Exp, func(ci int, p path.Path) load.Probe { return probes[key{ci, p}] })
+	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
+	if r.Done != nil {
+		flags = os.O_WRONLY | os.O_APPEND
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "samples.jsonl"), flags, 0o644)
+	if err != nil {
+		return fmt.Errorf("experiment: %w", err)
+	}
+	if err := result.Lock(f); err != nil { // held until f closes
+		f.Close()
+		return fmt.Errorf("experiment: %w", err)
+	}
+	w := result.NewWriter(f)
+	if r.Done == nil {
+		h := r.Header
+		h.Name = r.Exp.Name
+		h.Baseline = string(r.Exp.Baseline)
+		h.Spec = r.Exp
+		w.Header(h)
+	}
+	runErr := r.runPlan(ctx, w, func(st Step) load.Probe { return probes[key{st.Cell, st.Path}] })
+	for _, pr := range probes {
+		if c, ok := pr.(io.Closer); ok {
+			c.Close() // long-lived sockets of a load-mode probe
+		}
+	}
+	if r.Conditions != nil {
+		r.Conditions.Finish()
+	}
+	werr := w.Close()
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if runErr != nil {
+		return runErr
+	}
+	return werr
+}
+
+// recordProbes sets in each cell group's params what its probes record of
+// how they ran (proto.Recorder: http's engine), over what the cell asked
+// for ("auto"). Paths that differ are named: "ipv4=evloop dual=go-dial".
+func recordProbes(e *Experiment, probeOf func(cell int, p path.Path) load.Probe) {
+	for ci := range e.Cells {
+		c := &e.Cells[ci]
+		byPath := map[string][]string{}
+		for _, p := range c.Paths {
+			r, ok := probeOf(ci, p).(proto.Recorder)
+			if !ok {
+				continue
+			}
+			for k, v := range r.Record() {
+				byPath[k] = append(byPath[k], string(p)+"="+v)
+			}
+		}
+		for k, vals := range byPath {
+			if c.Params == nil {
+				c.Params = map[string]string{}
+			}
+			c.Params[k] = strings.Join(vals, " ")
+			if same(vals) {
+				_, c.Params[k], _ = strings.Cut(vals[0], "=")
+			}
+		}
+	}
+}
+
+// same says whether every "path=value" has the first's value.
+func same(vals []string) bool {
+	_, first, _ := strings.Cut(vals[0], "=")
+	for _, v := range vals[1:] {
+		if _, w, _ := strings.Cut(v, "="); w != first {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *Runner) runPlan(ctx context.Context, w *result.Writer, probeOf func(Step) load.Probe) error {
+	plan := r.Exp.Plan()
+	var slots []time.Time
+	if !r.StartAt.IsZero() {
+		slots = r.Exp.Schedule(r.StartAt)
+	}
+	last := -1 // the last step to be done, for the pause after it
+	for _, st := range plan {
+		if !r.Done[st.Seq] {
+			last = st.Seq
+		}
+	}
+	for i, st := range plan {
+		if r.Done[st.Seq] {
+			continue
+		}
+		if ctx.Err() != nil {
+			return ErrInterrupted
+		}
+		if slots != nil && !waitUntil(ctx, slots[i]) {
+			return ErrInterrupted
+		}
+		spec := &r.Exp.Cells[st.Cell]
+		timeout := time.Duration(spec.Timeout)
+		name := spec.CellName()
+		cell := result.CellKey(name, string(st.Path), st.Conns)
+		rec := result.Run{Cell: cell, Protocol: name, Path: string(st.Path), Conns: st.Conns,
+			Run: st.Run, Warmup: st.Warmup, Seq: st.Seq, Start: time.Now().UTC()}
+		// Samples are written as they complete, unless the conditions
+		// complete them after the run (server-side figures).
+		var held []result.Sample
+		var heldMu sync.Mutex // users emit concurrently
+		hold := r.Conditions != nil && spec.ServerCapture
+		emit := func(s result.Sample) {
+			s.Cell, s.Protocol, s.Conns, s.Run, s.Warmup = cell, name, st.Conns, st.Run, st.Warmup
+			if hold {
+				heldMu.Lock()
+				held = append(held, s)
+				heldMu.Unlock()
+				return
+			}
+			w.Sample(s)
+		}
+		var ok, failed counter
+		counting := func(s result.Sample) {
+			if s.OK() {
+				ok.add()
+			} else {
+				failed.add()
+			}
+			emit(s)
+		}
+		if r.Conditions != nil {
+			if err := r.Conditions.Begin(ctx, spec, st); err != nil {
+				if ctx.Err() != nil {
+					return ErrInterrupted
+				}
+				return fmt.Errorf("experiment: %s over %s: %w", name, st.Path, err)
+			}
+		}
+		if r.Wire != nil {
+			r.Wire.Start(spec.WireKey(), st.Path)
+		}
+		// The run starts with its load: the background's lead-in and the
+		// wire check's quiet gap are no part of the time rate/s divides by.
+		rec.Start = time.Now().UTC()
+		if slots != nil {
+			rec.Slot = slots[i].UTC()
+			if late := rec.Start.Sub(slots[i]); late > result.LateAfter {
+				rec.LateNS = int64(late)
+			}
+		}
+		users := load.All(st.Conns)
+		if r.Segment != nil {
+			first, n := r.Segment.Users(st.Conns)
+			users = load.Users{First: first, N: n}
+		}
+		if spec.Duration > 0 {
+			load.Sustained(ctx, probeOf(st), users, time.Duration(spec.Duration), timeout, counting)
+		} else {
+			load.Closed(ctx, probeOf(st), users, timeout, counting)
+		}
+		rec.End = time.Now().UTC()
+		rec.Completed, rec.Failed = ok.get(), failed.get()
+		if r.Wire != nil {
+			counts, err := r.Wire.Stop(st.Path)
+			rec.Wire = &counts
+			if err != nil {
+				rec.Err = "wire: " + err.Error()
+			}
+		}
+		if r.Conditions != nil {
+			r.Conditions.End(spec, st, &rec, held)
+		}
+		for _, s := range held {
+			w.Sample(s)
+		}
+		interrupted := ctx.Err() != nil
+		if interrupted {
+			rec.Err = "interrupted"
+		}
+		w.Run(rec)
+		if err := w.Sync(); err != nil {
+			return err
+		}
+		if r.OnStep != nil {
+			r.OnStep(i+1, len(plan), rec)
+		}
+		if interrupted {
+			return ErrInterrupted
+		}
+		if pause := time.Duration(spec.Pause); pause > 0 && st.Seq != last && slots == nil {
+			select {
+			case <-ctx.Done():
+				return ErrInterrupted
+			case <-time.After(pause):
+			}
+		}
+	}
+	return nil
+}
+
+// waitUntil waits for t, or returns false when ctx ends first.
+func waitUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+		return true
+	}
+}

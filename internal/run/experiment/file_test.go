@@ -1,0 +1,277 @@
+package experiment
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"v6lab/internal/input/specfile/specfiletest"
+	"v6lab/internal/sock/path"
+)
+
+// Each invalid-*.yaml names on its first line the exact error it must give.
+func TestInvalidExperimentsNameFileLineAndField(t *testing.T) {
+	specfiletest.Invalid(t, "testdata/invalid-*.yaml", 25, func(name string, data []byte) error {
+		_, err := Parse(name, data)
+		return err
+	})
+}
+
+func TestFullExperimentFile(t *testing.T) {
+	e, err := Load("testdata/valid-full.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Name != "full" || e.Where != "lab" || e.Topology != "testdata/topology.yaml" || e.Order != OrderShuffled || e.Seed != 42 || len(e.Cells) != 3 ||
+		e.Spin == nil || time.Duration(*e.Spin) != time.Millisecond {
+		t.Fatalf("experiment %+v", e)
+	}
+	http, big, dns := e.Cells[0], e.Cells[1], e.Cells[2]
+	if http.CellName() != "http" || len(http.Paths) != 3 || http.Runs != 11 || http.Warmup != 1 || time.Duration(http.Timeout) != 30*time.Second {
+		t.Errorf("http cell %+v", http)
+	}
+	if big.CellName() != "bigpage" || *big.Objects != 20 || big.Runs != 5 {
+		t.Errorf("bigpage cell %+v", big)
+	}
+	if dns.Transport != "tcp" || len(dns.Paths) != 2 || dns.Paths[1] != path.SixIn4 || time.Duration(dns.Timeout) != 5*time.Second ||
+		dns.Pause != 0 || time.Duration(dns.Duration) != 2*time.Second {
+		t.Errorf("dns cell %+v", dns)
+	}
+	if n := len(e.Plan()); n != 3*3*11+1*3*5+2*2*11 {
+		t.Errorf("plan has %d steps", n)
+	}
+	h, err := Load("testdata/valid-hosts.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Cells[0].Paths) != 2 || h.Cells[0].URL == "" || len(h.Cells[1].DNSServers) != 1 {
+		t.Errorf("hosts experiment %+v", h)
+	}
+	if _, err := Load("testdata/nope.yaml"); err == nil || !strings.Contains(err.Error(), "nope.yaml") {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+func TestTrialWarmupReachesItsOptionsAndTimeout(t *testing.T) {
+	e, err := Parse("omit.yaml", []byte("name: x\ncells:\n  - protocol: tcp\n    time: 20s\n    omit: 5s\n  - protocol: udp\n    omit: 1s\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tcp, udp := e.Cells[0], e.Cells[1]
+	if tcp.Test.Omit != 5*time.Second || udp.Test.Omit != time.Second || udp.Test.Duration != 10*time.Second {
+		t.Fatalf("options %+v, %+v", tcp.Test, udp.Test)
+	}
+	// The timeout covers the warm-up too.
+	if time.Duration(tcp.Timeout) != 55*time.Second {
+		t.Errorf("timeout %v, want 5s + 20s + 30s", time.Duration(tcp.Timeout))
+	}
+	// Scaling shortens the measured time, not the warm-up past slow start.
+	if err := e.Scale(0.1); err != nil || e.Cells[0].Test.Omit != 5*time.Second || e.Cells[0].Test.Duration != 2*time.Second ||
+		time.Duration(e.Cells[0].Timeout) != 37*time.Second {
+		t.Errorf("scaled: %v %+v timeout %v", err, e.Cells[0].Test, time.Duration(e.Cells[0].Timeout))
+	}
+}
+
+// FuzzParse reads arbitrary experiment files: any input gives an
+// experiment that validates, or an error naming the file; never a panic,
+// and never an error quoting more than a short excerpt of the input.
+func FuzzParse(f *testing.F) {
+	builtins, _ := filepath.Glob("../../experiments/*.yaml")
+	for _, name := range builtins {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("name: x\ncells: [{protocol: http, conns: [1, 1]}]\n"))
+	f.Add([]byte("name: x\nruns: 3\nwarmup: 5\ncells: [{protocol: tcp, time: 1s, reverse: true}]\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		e, err := Parse("f.yaml", b)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "f.yaml") && !strings.HasPrefix(err.Error(), "experiment: ") {
+				t.Fatalf("error without the file: %v", err)
+			}
+			if len(err.Error()) > 2000 {
+				t.Fatalf("an error of %d bytes", len(err.Error()))
+			}
+			return
+		}
+		if err := e.Validate(); err != nil {
+			t.Fatalf("a parsed experiment does not validate: %v", err)
+		}
+	})
+}
+
+func TestCongestionIsALabSetting(t *testing.T) {
+	e, err := Parse("c.yaml", []byte("name: c\nwhere: lab\ncongestion: reno\ncells: [{protocol: http, conns: [1]}]\n"))
+	if err != nil || e.Congestion != "reno" {
+		t.Fatalf("%v %+v", err, e)
+	}
+	parseErrorsIn(t, "c.yaml", map[string]string{
+		"name: c\nwhere: loopback\ncongestion: reno\ncells: [{protocol: http, conns: [1]}]\n": "c.yaml:3: congestion: sets the lab's hosts, but where is loopback",
+		"name: c\ncongestion: Reno!\ncells: [{protocol: http, conns: [1]}]\n":                 `c.yaml:2: congestion: "Reno!" is not a congestion control name`,
+	})
+}
+
+func TestDNSModeIsChecked(t *testing.T) {
+	e, err := Parse("d.yaml", []byte("name: d\ncells: [{protocol: dns, mode: load, conns: [10]}]\n"))
+	if err != nil || e.Cells[0].Mode != "load" {
+		t.Fatalf("%v", err)
+	}
+	parseErrorsIn(t, "d.yaml", map[string]string{
+		"name: d\ncells: [{protocol: dns, mode: fast, conns: [1]}]\n":                 `d.yaml:2: cells[0].mode: "fast": want stub or load`,
+		"name: d\ncells: [{protocol: dns, mode: load, transport: tcp, conns: [1]}]\n": "cells[0].mode: the load engine sends over UDP",
+	})
+}
+
+func TestHTTPURLMustBeHTTP(t *testing.T) {
+	for _, u := range []string{"file:///etc/passwd", "gopher://h/", "http://", "/relative"} {
+		_, err := Parse("u.yaml", []byte("name: u\nwhere: hosts\ncells:\n  - {protocol: http, url: \""+u+"\", conns: [1]}\n"))
+		if err == nil || !strings.Contains(err.Error(), "u.yaml:4: cells[0].url: ") || !strings.Contains(err.Error(), "want http:// or https:// and a host") {
+			t.Errorf("%s: %v", u, err)
+		}
+	}
+	if _, err := Parse("u.yaml", []byte("name: u\nwhere: hosts\ncells:\n  - {protocol: http, url: \"https://www.example.org/\", conns: [1]}\n")); err != nil {
+		t.Errorf("an https URL: %v", err)
+	}
+}
+
+// TestUnknownPathNamesEveryPath: a file's unknown path, in paths or as
+// the baseline, is refused with the list of every path there is (the
+// path table's, dual included).
+func TestUnknownPathNamesEveryPath(t *testing.T) {
+	parseErrorsIn(t, "p.yaml", map[string]string{
+		"name: p\npaths: [ipv4, ipv7]\ncells: [{protocol: http, conns: [1]}]\n": `p.yaml:2: paths[1]: "ipv7" is not a path (ipv4, ipv6, 6in4, nat64 or dual)`,
+		"name: p\nbaseline: v4\ncells: [{protocol: http, conns: [1]}]\n":        `p.yaml:2: baseline: "v4" is not a path (ipv4, ipv6, 6in4, nat64 or dual)`,
+	})
+}
+
+// TestSizeTakesUnits: size (an SMTP message's, a UDP trial's datagrams')
+// takes bytes as a number or with a unit, as file, bytes and window do;
+// anything else is refused at its line.
+func TestSizeTakesUnits(t *testing.T) {
+	e, err := Parse("s.yaml", []byte("name: s\nwhere: lab\ncells:\n  - {protocol: smtp, size: 100K, conns: [1]}\n  - {protocol: udp, size: 1K, conns: [1]}\n  - {protocol: smtp, label: plain, size: 4096, conns: [1]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Cells[0].Options.Size != 100<<10 || e.Cells[1].Test.Size != 1<<10 || e.Cells[2].Options.Size != 4096 {
+		t.Errorf("sizes %d, %d, %d", e.Cells[0].Options.Size, e.Cells[1].Test.Size, e.Cells[2].Options.Size)
+	}
+	parseErrorsIn(t, "s.yaml", map[string]string{
+		"name: s\ncells:\n  - {protocol: smtp, size: 10Q, conns: [1]}\n": `s.yaml:3: cells[0].size: "10Q": want bytes, such as 4096 or 100K`,
+		"name: s\ncells:\n  - {protocol: smtp, size: 1G, conns: [1]}\n":  `s.yaml:3: cells[0].size: 1073741824: want 0 to`,
+	})
+}
+
+// TestDNSExpect: a dns cell's expect is recorded, and an expectation its
+// servers cannot meet is refused with file, line and field.
+func TestDNSExpect(t *testing.T) {
+	e, err := Parse("t.yaml", []byte("name: t\ncells:\n  - {protocol: dns, query: nosuch.v6lab.test, expect: nxdomain, conns: [1]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.Cells[0].Expect; got != "nxdomain" {
+		t.Errorf("expect %q", got)
+	}
+	parseErrors(t, map[string]string{
+		"name: t\ncells:\n  - {protocol: dns, expect: nxdomain, conns: [1]}\n":                           "t.yaml:3: cells[0].expect: nxdomain: v6lab's DNS servers (lab and loopback) answer www.v6lab.test; give a query they do not know",
+		"name: t\ncells:\n  - {protocol: dns, query: WWW.v6lab.test., expect: nxdomain, conns: [1]}\n":   "t.yaml:3: cells[0].expect: nxdomain: v6lab's DNS servers (lab and loopback) answer www.v6lab.test",
+		"name: t\ncells:\n  - {protocol: dns, query: nosuch.v6lab.test, expect: nodata, conns: [1]}\n":   "t.yaml:3: cells[0].expect: nodata: v6lab's DNS servers (lab and loopback) do not know nosuch.v6lab.test, so it gets NXDOMAIN",
+		"name: t\ncells:\n  - {protocol: dns, expect: nodata, paths: [ipv4, ipv6], conns: [1]}\n":        "t.yaml:3: cells[0].expect: nodata over ipv4: its query asks for the A record, which www.v6lab.test has (v4only.v6lab.test has an A record alone",
+		"name: t\ncells:\n  - {protocol: dns, query: v4only.v6lab.test, expect: nxdomain, conns: [1]}\n": "t.yaml:3: cells[0].expect: nxdomain: v6lab's DNS servers (lab and loopback) answer v4only.v6lab.test;",
+		// The IPv4-only name's AAAA is empty, its A is not.
+		"name: t\ncells:\n  - {protocol: dns, query: v4only.v6lab.test, expect: nodata, conns: [1]}\n":                                                "t.yaml:3: cells[0].expect: nodata over ipv4: its query asks for the A record, which v4only.v6lab.test has",
+		"name: t\nbaseline: ipv6\ncells:\n  - {protocol: dns, query: v4only.v6lab.test, type: a, expect: nodata, paths: [ipv6, nat64], conns: [1]}\n": "t.yaml:4: cells[0].expect: nodata over ipv6: its query asks for the A record",
+		"name: t\ncells:\n  - {protocol: dns, type: nosuch, conns: [1]}\n":                                                                            `t.yaml:3: cells[0].type: unknown record type "nosuch"`,
+		"name: t\ncells:\n  - {protocol: dns, expect: refused, conns: [1]}\n":                                                                         `t.yaml:3: cells[0].expect: "refused": want answer, nodata, nxdomain or any`,
+		"name: t\ncells:\n  - {protocol: http, expect: nxdomain, conns: [1]}\n":                                                                       "t.yaml:3: cells[0].expect: does not apply to protocol http",
+	})
+	// A type neither name has is an empty answer for either.
+	if _, err := Parse("t.yaml", []byte("name: t\ncells:\n  - {protocol: dns, type: MX, expect: nodata, conns: [1]}\n")); err != nil {
+		t.Errorf("nodata for www's MX: %v", err)
+	}
+	// Over every path when the type is AAAA (recorded as the type's name).
+	e, err = Parse("t.yaml", []byte("name: t\ncells:\n  - {protocol: dns, query: v4only.v6lab.test, type: aaaa, expect: nodata, paths: [ipv4, ipv6, 6in4, nat64], conns: [1]}\n"))
+	if err != nil || e.Cells[0].Expect != "nodata" || e.Cells[0].Type != "AAAA" {
+		t.Errorf("nodata for the IPv4-only name's AAAA: %v", err)
+	}
+	e, err = Parse("t.yaml", []byte("name: t\nbaseline: ipv6\ncells:\n  - {protocol: dns, query: v4only.v6lab.test, expect: nodata, paths: [ipv6, 6in4, nat64], type: path, conns: [1]}\n"))
+	if err != nil || e.Cells[0].Type != "" {
+		t.Errorf("nodata over the IPv6 paths, type path: %v", err)
+	}
+	// With where: hosts the servers are the user's: any expectation goes.
+	if _, err := Parse("t.yaml", []byte("name: t\nwhere: hosts\ncells:\n  - {protocol: dns, query: v4only.example.org, dns_servers: [192.0.2.53], expect: nodata, conns: [1]}\n")); err != nil {
+		t.Errorf("hosts, nodata: %v", err)
+	}
+}
+
+// TestTLSCellsUseTheEmbeddedHTTPSServer: tls picks the https server (its
+// own key, so its own port on the wire) and names the group after it;
+// where it cannot work it is refused with file, line and field.
+func TestTLSCellsUseTheEmbeddedHTTPSServer(t *testing.T) {
+	e, err := Parse("t.yaml", []byte("name: t\ncells:\n  - {protocol: http, conns: [1]}\n  - {protocol: http, tls: true, conns: [1]}\n  - {protocol: http, label: big, tls: true, file: 1M, conns: [1]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range e.Cells {
+		got = append(got, c.CellName()+":"+c.WireKey())
+	}
+	if want := []string{"http:http", "https:https", "big:https"}; !slices.Equal(got, want) {
+		t.Errorf("cells %v, want %v", got, want)
+	}
+	if s := e.EmbeddedServers(); !slices.Equal(s, []string{"http", "https"}) {
+		t.Errorf("embedded servers %v", s)
+	}
+	parseErrors(t, map[string]string{
+		"name: t\nwhere: hosts\ncells:\n  - {protocol: http, url: \"https://www.example.org/\", tls: true, conns: [1]}\n":                    "t.yaml:4: cells[0].tls: asks for v6lab's own https server; with where: hosts the url's scheme says https",
+		"name: t\ncells:\n  - {protocol: http, tls: true, file: 1M, client: curl, conns: [1]}\n":                                             "t.yaml:3: cells[0].tls: is v6lab's own client's: curl cannot pin",
+		"name: t\ncells:\n  - {protocol: http, tls: true, server: real, conns: [1]}\n":                                                       "the lab's nginx serves plain http: tls needs the embedded server",
+		"name: t\nwhere: lab\ncells:\n  - {protocol: http, tls: true, file: 320K, server_capture: true, conns: [1]}\n":                       "t.yaml:4: cells[0].server_capture: the capture's request is the client's first data, which over tls is its ClientHello",
+		"name: t\ncells:\n  - {protocol: dns, tls: true, conns: [1]}\n":                                                                      "t.yaml:3: cells[0].tls: does not apply to protocol dns",
+		"name: t\ncells:\n  - {protocol: http, tls_resume: true, conns: [1]}\n":                                                              "t.yaml:3: cells[0].tls_resume: resumes TLS sessions: give tls too",
+		"name: t\nwhere: hosts\ncells:\n  - {protocol: http, url: \"http://www.example.org/\", tls_resume: true, conns: [1]}\n":              "t.yaml:4: cells[0].tls_resume: resumes TLS sessions, but the url is not https://",
+		"name: t\ncells:\n  - {protocol: http, tls_groups: pq, conns: [1]}\n":                                                                "t.yaml:3: cells[0].tls_groups: chooses the TLS key exchange: give tls too",
+		"name: t\ncells:\n  - {protocol: http, tls: true, tls_groups: quantum, conns: [1]}\n":                                                `t.yaml:3: cells[0].tls_groups: http: unknown TLS groups "quantum" (want classic or pq)`,
+		"name: t\nwhere: hosts\ncells:\n  - {protocol: http, url: \"http://www.example.org/\", tls_groups: pq, conns: [1]}\n":                "t.yaml:4: cells[0].tls_groups: chooses the TLS key exchange, but the url is not https://",
+		"name: t\nwhere: hosts\ncells:\n  - {protocol: http, url: \"https://www.example.org/\", client: curl, tls_groups: pq, conns: [1]}\n": "t.yaml:4: cells[0].tls_groups: is v6lab's own client's: curl offers its own key exchange",
+	})
+}
+
+func TestTLSPinIsForNamedServers(t *testing.T) {
+	pin := strings.Repeat("AB:", 31) + "AB"
+	e, err := Parse("t.yaml", []byte("name: t\nwhere: hosts\ncells:\n  - {protocol: http, url: \"https://www.example.org/\", tls_pin: \""+pin+"\", conns: [1]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.Cells[0].TLSPin; got != strings.Repeat("ab", 32) {
+		t.Errorf("pin %q", got)
+	}
+	parseErrors(t, map[string]string{
+		"name: t\ncells:\n  - {protocol: http, tls_pin: \"" + pin + "\", conns: [1]}\n":                                               "t.yaml:3: cells[0].tls_pin: pins a real server's certificate (where: hosts)",
+		"name: t\nwhere: hosts\ncells:\n  - {protocol: smtp, url: \"smtp://mx.example.org\", tls_pin: \"" + pin + "\", conns: [1]}\n": "t.yaml:4: cells[0].tls_pin: pins the certificate of STARTTLS: give starttls too",
+		"name: t\nwhere: hosts\ncells:\n  - {protocol: http, url: \"https://www.example.org/\", tls_pin: 12ab, conns: [1]}\n":         `t.yaml:4: cells[0].tls_pin: "12ab": want a certificate's SHA-256`,
+		"name: t\ncells:\n  - {protocol: dns, tls_pin: \"" + pin + "\", conns: [1]}\n":                                                "t.yaml:3: cells[0].tls_pin: does not apply to protocol dns",
+	})
+}
+
+// parseErrors parses each file (named t.yaml) and wants its error to hold
+// the text given for it.
+func parseErrors(t *testing.T, cases map[string]string) {
+	t.Helper()
+	parseErrorsIn(t, "t.yaml", cases)
+}
+
+// parseErrorsIn is parseErrors for a file of another name.
+func parseErrorsIn(t *testing.T, name string, cases map[string]string) {
+	t.Helper()
+	for data, want := range cases {
+		if _, err := Parse(name, []byte(data)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", data, err, want)
+		}
+	}
+}

@@ -1,0 +1,119 @@
+package experiment
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"v6lab/internal/sock/path"
+)
+
+// Override is what a command line lays over every cell group of an
+// experiment (v6lab run's flags); nil or empty keeps the file's. Errors
+// name the flag.
+type Override struct {
+	Name, Server             *string
+	Paths                    []path.Path
+	Conns                    []int
+	Runs, Warmup, Objects    *int
+	Timeout, Pause, Duration *time.Duration
+	Shuffle                  bool
+	Seed                     *int64
+	Scale                    *float64
+	Spin                     *time.Duration
+}
+
+// Override applies o.
+func (e *Experiment) Override(o Override) error {
+	if o.Name != nil {
+		e.Name = *o.Name
+	}
+	if o.Server != nil {
+		if err := e.overrideServer(*o.Server); err != nil {
+			return err
+		}
+	}
+	if o.Duration != nil && *o.Duration < 0 {
+		return fmt.Errorf("--duration must not be negative")
+	}
+	if o.Objects != nil && *o.Objects < 0 {
+		return fmt.Errorf("--objects must not be negative")
+	}
+	if o.Spin != nil {
+		if err := CheckSpin(*o.Spin); err != nil {
+			return fmt.Errorf("--spin: %w", err)
+		}
+		d := Duration(*o.Spin)
+		e.Spin = &d
+	}
+	for i := range e.Cells {
+		c := &e.Cells[i]
+		if o.Paths != nil {
+			c.Paths = slices.Clone(o.Paths)
+		}
+		if o.Conns != nil {
+			c.Conns = slices.Clone(o.Conns)
+		}
+		setInt(&c.Runs, o.Runs)
+		setInt(&c.Warmup, o.Warmup)
+		setDuration(&c.Timeout, o.Timeout)
+		setDuration(&c.Pause, o.Pause)
+		setDuration(&c.Duration, o.Duration)
+		if o.Objects != nil && c.Protocol == "http" {
+			n := *o.Objects
+			c.Objects = &n
+		}
+	}
+	if o.Paths != nil && !slices.Contains(e.Paths(), e.Baseline) {
+		e.Baseline = e.Paths()[0]
+	}
+	if o.Shuffle {
+		e.Order = OrderShuffled
+	}
+	if e.Order == OrderShuffled {
+		if o.Seed != nil {
+			e.Seed = *o.Seed
+		} else if e.Seed == 0 {
+			e.Seed = time.Now().UnixNano() % 1e9
+		}
+	}
+	if o.Scale != nil {
+		if err := e.Scale(*o.Scale); err != nil {
+			return fmt.Errorf("--scale: %w", err)
+		}
+	}
+	return nil
+}
+
+// overrideServer makes every cell group measure the embedded or the real
+// servers, if each can.
+func (e *Experiment) overrideServer(server string) error {
+	switch server {
+	case "embedded":
+	case "real":
+		for i := range e.Cells {
+			if err := RealServersFit(&e.Cells[i]); err != nil {
+				return fmt.Errorf("--server real: cell group %s: %w", e.Cells[i].CellName(), err)
+			}
+		}
+	default:
+		return fmt.Errorf("--server: %q is not embedded or real", server)
+	}
+	e.Servers = server
+	for i := range e.Cells {
+		e.Cells[i].Server = map[bool]string{true: "real"}[server == "real"]
+	}
+	return nil
+}
+
+func setInt(dst *int, v *int) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+func setDuration(dst *Duration, v *time.Duration) {
+	if v != nil {
+		*dst = Duration(*v)
+	}
+}

@@ -1,0 +1,135 @@
+package inlab
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"v6lab/internal/gen/congestion"
+	"v6lab/internal/gen/load"
+	"v6lab/internal/lab"
+	"v6lab/internal/run/experiment"
+	"v6lab/internal/run/measure"
+	"v6lab/internal/sock/path"
+	"v6lab/internal/wire/capture"
+	"v6lab/internal/wire/tcpflow"
+)
+
+// Child is the measuring side of a lab run, inside the client namespace:
+// it reads the job (once, then removes it), settles every path, and runs
+// the job with the captures its parent passed as fds 3 and 4.
+func Child(ctx context.Context, jobFile string, out measure.Output) error {
+	b, err := os.ReadFile(jobFile)
+	if err != nil {
+		return err
+	}
+	// The job is read once: remove it now, so that a parent killed
+	// before it could clean up leaves nothing behind.
+	if dir := filepath.Dir(jobFile); strings.HasPrefix(filepath.Base(dir), "v6lab-job-") {
+		os.RemoveAll(dir)
+	}
+	var j Job
+	if err := json.Unmarshal(b, &j); err != nil {
+		return fmt.Errorf("lab job %s: %w", jobFile, err)
+	}
+	probe := experiment.Probes(j.Endpoints)
+	for i := range j.Exp.Cells {
+		if err := Settle(ctx, &j.Exp.Cells[i], probe); err != nil {
+			return err
+		}
+	}
+	cp := capture.FromFD(3, capture.Filter{})
+	defer cp.Close()
+	var clientSide *capture.Capture
+	if j.ClientSideFD > 0 {
+		clientSide = capture.FromFD(j.ClientSideFD, capture.Filter{})
+		defer clientSide.Close()
+	}
+	var rec *capture.Capture
+	if j.Pcap {
+		rec = cp
+	}
+	cond := &conditions{ports: j.Ports, lab: j.Lab["name"], rates: j.LinkShaping}
+	if len(j.Gen) > 0 {
+		if cond.bg, err = congestion.Start(ctx, j.Gen); err != nil {
+			return err
+		}
+		defer cond.bg.Close()
+	}
+	if j.ServerCapture {
+		cond.tracker = tcpflow.New(0)
+		cond.server = capture.FromFD(4, capture.Filter{})
+		cond.server.Tap(cond.tracker.Frame)
+		defer cond.server.Close()
+	}
+	for _, c := range j.Exp.Cells {
+		if c.IPv6Delay > 0 {
+			if err := lab.CheckNetem(cond.lab); err != nil {
+				return fmt.Errorf("cell %s: %w", c.CellName(), err)
+			}
+			break
+		}
+	}
+	mj := measure.Job{
+		Exp: j.Exp, Probe: probe, Target: "lab", Servers: j.Servers, Notes: j.Notes,
+		ServerFDs: 0, Somaxconn: j.Somaxconn, Command: j.Command, Results: j.Results,
+		Wire: capture.Check{C: cp, Ports: j.Ports, Nat64: j.Nat64, ClientSide: clientSide}, Lab: j.Lab, Pcap: rec, Conditions: cond,
+	}
+	if j.Dir != "" {
+		mj.Resume, mj.ResumeDir = &experiment.Resume{Exp: j.Exp, Done: j.Done}, j.Dir
+	}
+	_, err = measure.Run(ctx, mj, out)
+	return err
+}
+
+// Settle does unrecorded transactions on every path until one completes, so
+// neighbour discovery and every cache on the way are warm before the first
+// run, and a path that cannot work fails here with its reason.
+func Settle(ctx context.Context, c *experiment.Spec, probe func(*experiment.Spec, path.Path) (load.Probe, error)) error {
+	if c.Test != nil { // a short trial is enough to warm a path
+		short := *c
+		o := *c.Test
+		o.Duration, o.Omit, o.Bytes, o.Interval = 200*time.Millisecond, 0, 0, 100*time.Millisecond
+		short.Test, c = &o, &short
+	}
+	if c.File != "" {
+		// A small file of the same protocol and client warms the path and
+		// proves the server: never the cell's own file, which may take
+		// minutes on a slow link (a 2 GB Regensburg file at 10 Mbit/s).
+		short := *c
+		short.File, c = SettleFile, &short
+	}
+	// The cell's own timeout, never a fixed one shorter than it.
+	timeout := min(max(time.Duration(c.Timeout), 5*time.Second), 2*time.Minute)
+	for _, p := range c.Paths {
+		if p.Kind().Translated && c.Active {
+			// EPRT/PORT through a stateless translator fails as in the
+			// field; its runs record it (the job's notes say why).
+			continue
+		}
+		pr, err := probe(c, p)
+		if err != nil {
+			return err
+		}
+		var last string
+		ok := false
+		for try := 0; try < 5 && !ok; try++ {
+			ctx, cancel := context.WithTimeout(ctx, timeout)
+			s := pr.Do(ctx, 0)
+			cancel()
+			ok, last = s.OK(), s.Err
+		}
+		if !ok {
+			return fmt.Errorf("%s over path %s does not work in the lab: %s", c.CellName(), p, last)
+		}
+	}
+	return nil
+}
+
+// SettleFile is the file Settle fetches for file cells; every server kind
+// serves it (the embedded ones any size, the real ones are given it).
+const SettleFile = "/1K"

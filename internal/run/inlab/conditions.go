@@ -1,0 +1,193 @@
+package inlab
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/netip"
+	"time"
+
+	"v6lab/internal/gen/congestion"
+	"v6lab/internal/lab"
+	"v6lab/internal/result"
+	"v6lab/internal/run/experiment"
+	"v6lab/internal/wire/capture"
+	"v6lab/internal/wire/tcpflow"
+)
+
+// conditions surround the runs of a lab experiment: the background
+// traffic level a cell asks for, and the capture in the server host whose
+// per-connection timelines complete a server_capture cell's samples.
+type conditions struct {
+	bg      *congestion.Background // nil without generator hosts
+	server  *capture.Capture       // nil without server-side capture
+	tracker *tcpflow.Tracker
+	ports   map[string]uint16 // service port per wire key
+	// lab names the lab; rates are its own link rates (by link name),
+	// which a cell group's link_rate replaces for its runs; links is
+	// what the links are now, read back (nil: never reshaped).
+	lab   string
+	rates map[string]lab.Shaping
+	cur   uint64
+	links map[string]string
+	// impair is the IPv6 loss a cell group asked for (ipv6_loss), while
+	// its runs last; dropped is its count when the run began.
+	impair  *lab.Impairment
+	dropped uint64
+	// delay is the IPv6 delay a cell group asked for (ipv6_delay).
+	delay *lab.Delay
+}
+
+// delayIPv6 puts the cell group's IPv6 delay in place (or removes it).
+func (c *conditions) delayIPv6(s *experiment.Spec) error {
+	want := time.Duration(s.IPv6Delay)
+	if c.delay != nil && c.delay.D == want {
+		return nil
+	}
+	if c.delay != nil {
+		if err := c.delay.Close(); err != nil {
+			return err
+		}
+		c.delay = nil
+	}
+	if want > 0 {
+		dl, err := lab.DelayIPv6(c.lab, want)
+		if err != nil {
+			return err
+		}
+		c.delay = dl
+	}
+	return nil
+}
+
+// impairIPv6 puts the cell group's IPv6 loss in place (or removes it).
+func (c *conditions) impairIPv6(s *experiment.Spec) error {
+	if c.impair != nil && c.impair.Percent == s.IPv6Loss {
+		return nil
+	}
+	if c.delay != nil {
+		c.delay.Close()
+		c.delay = nil
+	}
+	if c.impair != nil {
+		c.impair.Close()
+		c.impair = nil
+	}
+	if s.IPv6Loss > 0 {
+		im, err := lab.ImpairIPv6(c.lab, s.IPv6Loss)
+		if err != nil {
+			return err
+		}
+		c.impair = im
+	}
+	return nil
+}
+
+// reshape gives the links the cell group's rate (or the lab's own), when
+// that is not what they have.
+func (c *conditions) reshape(s *experiment.Spec) error {
+	if c.rates == nil || (c.links != nil && s.LinkRate == c.cur) {
+		return nil
+	}
+	want := c.rates
+	if s.LinkRate > 0 {
+		want = map[string]lab.Shaping{}
+		for _, name := range lab.LinkNames {
+			want[name] = lab.Shaping{Rate: s.LinkRate}
+		}
+	}
+	links, err := lab.Reshape(c.lab, want)
+	if err != nil {
+		return err
+	}
+	c.links, c.cur = links, s.LinkRate
+	return nil
+}
+
+func (c *conditions) Begin(ctx context.Context, s *experiment.Spec, _ experiment.Step) error {
+	if err := c.reshape(s); err != nil {
+		return err
+	}
+	if err := c.impairIPv6(s); err != nil {
+		return err
+	}
+	if err := c.delayIPv6(s); err != nil {
+		return err
+	}
+	if c.impair != nil {
+		c.dropped, _ = c.impair.Counters()
+	}
+	if c.bg != nil {
+		if err := c.bg.Set(ctx, s.Background); err != nil {
+			return err
+		}
+		c.bg.Mark()
+	}
+	if s.ServerCapture && c.server != nil {
+		port := c.ports[s.WireKey()]
+		time.Sleep(capture.Quiet)
+		c.tracker.Reset(port)
+		c.server.Reset(capture.Filter{Port: port})
+	}
+	return nil
+}
+
+func (c *conditions) End(s *experiment.Spec, _ experiment.Step, rec *result.Run, samples []result.Sample) {
+	if c.bg != nil {
+		rec.Background = c.bg.Since()
+	}
+	rec.Links = c.links
+	if c.impair != nil {
+		dropped, _ := c.impair.Counters()
+		rec.Links = maps.Clone(rec.Links)
+		if rec.Links == nil {
+			rec.Links = map[string]string{}
+		}
+		rec.Links["r1 eth-client ingress"] = fmt.Sprintf("IPv6 loss %g%% (tc BPF): %d IPv6 packets dropped in the run", c.impair.Percent, dropped-c.dropped)
+	}
+	if c.delay != nil {
+		rec.Links = maps.Clone(rec.Links)
+		if rec.Links == nil {
+			rec.Links = map[string]string{}
+		}
+		rec.Links["r1 eth-client egress"] = fmt.Sprintf("IPv6 delayed %v (netem)", c.delay.D)
+	}
+	if !s.ServerCapture || c.server == nil {
+		return
+	}
+	// The client's last ACK reaches the server after the client is done.
+	time.Sleep(capture.Quiet)
+	c.server.Drain()
+	for i := range samples {
+		smp := &samples[i]
+		local, err := netip.ParseAddrPort(smp.Local)
+		if err != nil || !smp.OK() {
+			continue
+		}
+		tl, ok := c.tracker.Take(local)
+		if !ok || !tl.Complete() {
+			continue
+		}
+		if smp.Metrics == nil {
+			smp.Metrics = map[string]float64{}
+		}
+		smp.Metrics["server_delay_ms"] = float64(tl.Delay()) / 1e6
+		// The server's sending direction, as the study reported it (a
+		// sum of both directions read above the link rate); the other
+		// direction beside it.
+		smp.Metrics["server_throughput_mbps"] = tl.OutMbps()
+		smp.Metrics["server_in_mbps"] = tl.InMbps()
+		smp.Metrics["server_bytes"] = float64(tl.Bytes)
+		smp.Metrics["server_retransmissions"] = float64(tl.Retransmissions)
+	}
+}
+
+func (c *conditions) Finish() {
+	if c.impair != nil {
+		c.impair.Close()
+		c.impair = nil
+	}
+	if c.bg != nil {
+		c.bg.Set(context.Background(), "")
+	}
+}

@@ -1,0 +1,402 @@
+// Package measure runs one measurement end to end: the checks that come
+// first (open files, accept queue), the result directory and its header,
+// the runs with progress, then the summary and the reports. Every command
+// that measures (run, probe, tcp, udp, a lab run's measuring process)
+// hands it a Job. It prints through the writers it is given and returns
+// typed errors; the CLI turns them into exit codes.
+//
+// It imports experiment and what reports, never labrun, runner or the CLI.
+package measure
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"time"
+
+	"v6lab/internal/gen/load"
+	"v6lab/internal/report"
+	"v6lab/internal/result"
+	"v6lab/internal/run/experiment"
+	"v6lab/internal/run/host"
+	"v6lab/internal/sock/evloop"
+	"v6lab/internal/sock/path"
+	"v6lab/internal/wire/capture"
+)
+
+// Job is one measurement ready to run.
+type Job struct {
+	Exp *experiment.Experiment
+	// Probe makes a cell's probe over a path (experiment.Probes).
+	Probe func(*experiment.Spec, path.Path) (load.Probe, error)
+	// Target says where it runs: loopback, lab or remote.
+	Target string
+	// Servers name the servers measured, Notes what a reader must know.
+	Servers map[string]string
+	Notes   []string
+	// Somaxconn is the server host's net.core.somaxconn when the server
+	// is in another namespace (a lab run); 0: read this process's own.
+	Somaxconn int
+	// Command is the command line the user typed, when this process is
+	// not it (the measuring child of a lab run); empty: os.Args.
+	Command []string
+	// ServerFDs is how many file descriptors an embedded server in this
+	// process needs per client connection (1, or 0 for a remote server).
+	ServerFDs int
+	// Results is the directory that receives the result directory.
+	Results string
+	// Wire, when set, proves each run's path on the wire (lab runs).
+	Wire experiment.WireCheck
+	// Lab describes the lab for the header.
+	Lab map[string]string
+	// Pcap, when set, writes its counted frames to capture.pcap in the
+	// result directory.
+	Pcap *capture.Capture
+	// Conditions, when set, surround each run (lab: background traffic,
+	// server-side capture).
+	Conditions experiment.Conditions
+	// Resume, when set, continues the experiment in ResumeDir.
+	Resume    *experiment.Resume
+	ResumeDir string
+	// Segment, when set, runs this process's share of every run's users
+	// (a resumed segment keeps its own); StartAt, when set, starts each
+	// run at its slot of the schedule that begins then.
+	Segment *result.Segment
+	StartAt time.Time
+}
+
+// Output is where a job reports.
+type Output struct {
+	Out, Err io.Writer
+	// Quiet prints only the result directory's name.
+	Quiet bool
+	// Progress makes the progress display of total runs, done of them
+	// already (nil: Lines on Err unless Quiet).
+	Progress func(total, done int) Progress
+	// ToolVersion is recorded in the header.
+	ToolVersion string
+	// Strict makes a result with counted runs left out an error
+	// (LeftOutError), for scripts that must not take partial figures.
+	Strict bool
+}
+
+// LeftOutError is a job, run with Output.Strict, whose result left counted
+// runs out of its figures (summary.json's left_out_runs; its notes say
+// why). The result is kept.
+type LeftOutError struct {
+	Runs int
+	Dir  string
+}
+
+func (e *LeftOutError) Error() string {
+	return fmt.Sprintf("--strict: %d counted runs were left out of the figures (their reasons are in the report's notes): %s", e.Runs, e.Dir)
+}
+
+// Progress follows the runs of a job.
+type Progress interface {
+	Step(done, total int, r result.Run)
+	Done()
+}
+
+// InterruptedError is a job stopped by a signal: every finished run is
+// kept in Dir.
+type InterruptedError struct{ Dir string }
+
+func (e *InterruptedError) Error() string {
+	return "interrupted: every finished run is kept in " + e.Dir
+}
+
+// TimingNote says where a transaction's time starts and ends, and where
+// wire_ns comes from (docs/metrics.md): every result carries it.
+const TimingNote = "timing: each user warmed its socket code before the run's barrier (nothing sent on the measured link); a transaction's time runs from its first system call, the request already built, to the read that brought its last bytes; wire_ns, where present, is from the kernel's software timestamps (SO_TIMESTAMPING)"
+
+// LingerNote says how the transactions' connections end; transport
+// trials' close as usual (their own timing note says so).
+const LingerNote = "client connections are closed with SO_LINGER 0 after the completion marker, so no TIME_WAIT accumulates on the client"
+
+// DefaultMemoryLimit is the measuring process's soft memory limit.
+const DefaultMemoryLimit = 768 << 20
+
+// Run runs a job end to end and returns its result directory.
+func Run(ctx context.Context, j Job, o Output) (string, error) {
+	if err := offLab(j); err != nil {
+		return "", err
+	}
+	// Collecting less often leaves more CPU to the transactions being
+	// timed; a soft memory limit keeps that from holding garbage without
+	// bound (10,000 users per path peaked at 1.68 GiB with GOGC 400 alone,
+	// 583 MiB with the limit, the same figures). GOMEMLIMIT, when set, wins.
+	debug.SetGCPercent(400)
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(DefaultMemoryLimit)
+	}
+	gcNote := fmt.Sprintf("v6lab's Go runtime ran with GOGC 400 and a soft memory limit of %d MiB", debug.SetMemoryLimit(-1)>>20)
+	limit, err := host.RaiseNoFile()
+	if err != nil {
+		return "", err
+	}
+	if err := j.Exp.CheckOpenFiles(limit, j.ServerFDs); err != nil {
+		return "", err
+	}
+	busy := ""
+	switch {
+	case j.ServerFDs > 0:
+		busy = "the embedded servers run in this process here (loopback)"
+	case j.Exp.Background():
+		busy = "the background traffic is generated in this process"
+	}
+	spin, err := clientSpin(j.Exp, busy)
+	if err != nil {
+		return "", err
+	}
+	notes := append(append([]string(nil), j.Notes...), gcNote)
+	notes = append(notes, j.queueNote()...)
+	changed := "no sysctl was changed"
+	if j.Lab["sysctl_changed"] != "" {
+		changed = "the one sysctl changed is in the lab's notes"
+	}
+	notes = append(notes, j.Exp.TimingNotes(TimingNote, LingerNote)...)
+	notes = append(notes, changed)
+	var dir string
+	var done map[int]bool
+	if j.Resume != nil {
+		dir, done = j.ResumeDir, j.Resume.Done
+		if j.Segment == nil {
+			j.Segment = j.Resume.Header.Segment
+		}
+	} else if dir, err = result.NewDir(j.Results, j.dirName(), time.Now()); err != nil {
+		return "", err
+	}
+	command := j.Command
+	if len(command) == 0 {
+		command = os.Args
+	}
+	hdr := result.Header{
+		FormatVersion: result.FormatVersion, Tool: "v6lab", ToolVersion: o.ToolVersion, Created: time.Now().UTC(),
+		Command: command, Host: host.Name(), Kernel: host.Kernel(), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(),
+		Sysctls: host.ReadSysctls(host.Sysctls), Limits: map[string]string{"nofile": fmt.Sprint(limit)}, Target: j.Target,
+		Servers: j.Servers, Notes: notes, Lab: j.Lab, ClientSpin: spin,
+	}
+	if seg := j.Segment; seg != nil {
+		seg.Host, seg.Clock, seg.StartAt = host.Name(), host.Clock(), j.StartAt.UTC()
+		hdr.Segment = seg
+		hdr.Notes = append(hdr.Notes, SegmentNote(*seg))
+	}
+	files := "samples.jsonl, summary.json, report.txt, results.csv, report.html"
+	if j.Pcap != nil {
+		name, closePcap, err := j.recordPcap(dir, len(done))
+		if err != nil {
+			return dir, err
+		}
+		defer closePcap(o.Err)
+		files += ", " + name
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	plan := j.Exp.Plan()
+	prog := o.progress(len(plan), len(done))
+	r := &experiment.Runner{Exp: j.Exp, Probe: j.Probe, Header: hdr, OnStep: prog.Step, Wire: j.Wire, Done: done, Conditions: j.Conditions,
+		Segment: j.Segment, StartAt: j.StartAt}
+	if !o.Quiet {
+		verb := "measuring"
+		if done != nil {
+			verb = fmt.Sprintf("resuming after %d of", len(done))
+		}
+		fmt.Fprintf(o.Err, "v6lab: %s: %s %d runs (%s over %v) -> %s\n",
+			j.Exp.Name, verb, len(plan), strings.Join(j.Exp.Protocols(), ", "), j.Exp.Paths(), dir)
+	}
+	runErr := r.Run(ctx, dir)
+	prog.Done()
+	if runErr != nil && !errors.Is(runErr, experiment.ErrInterrupted) {
+		return dir, runErr
+	}
+	s, err := report.WriteAll(dir)
+	if err != nil {
+		return dir, err
+	}
+	if !o.Quiet {
+		if err := report.Text(o.Out, s); err != nil {
+			return dir, err
+		}
+		fmt.Fprintln(o.Out)
+	}
+	fmt.Fprintf(o.Out, "results: %s (%s)\n", dir, files)
+	if runErr != nil {
+		return dir, &InterruptedError{Dir: dir}
+	}
+	if err := AllFailed(s); err != nil {
+		return dir, err
+	}
+	if o.Strict && s.LeftOutRuns > 0 {
+		return dir, &LeftOutError{Runs: s.LeftOutRuns, Dir: dir}
+	}
+	return dir, nil
+}
+
+// dirName names the result directory: the experiment's name, and a
+// segment's index, so the segments of one run sit side by side.
+func (j Job) dirName() string {
+	if j.Segment != nil {
+		return fmt.Sprintf("%s-seg%d", j.Exp.Name, j.Segment.Index)
+	}
+	return j.Exp.Name
+}
+
+// SegmentNote says what a segment's figures are: a share of the users,
+// to be merged with the others before they answer the experiment's
+// question.
+func SegmentNote(seg result.Segment) string {
+	return fmt.Sprintf("segment %s: this process ran users floor(%d*c/%d) to floor(%d*c/%d)-1 of every run of c users; its figures are a share of the experiment's: merge every segment's directory with v6lab merge", seg, seg.Index, seg.Count, seg.Index+1, seg.Count)
+}
+
+// queueNote warns when more users than the server's accept queue holds
+// connect at once.
+func (j Job) queueNote() []string {
+	maxConns := 0
+	for _, c := range j.Exp.Cells {
+		for _, n := range c.Conns {
+			maxConns = max(maxConns, n)
+		}
+	}
+	sm := j.Somaxconn
+	if v, err := host.ReadSysctl("net.core.somaxconn"); err == nil && sm == 0 && j.ServerFDs > 0 {
+		fmt.Sscan(v, &sm)
+	}
+	if sm > 0 && maxConns > sm {
+		return []string{fmt.Sprintf("%d simultaneous connections exceed the server host's net.core.somaxconn (%d): the server's accept queue can overflow, and SYN retries then add about 1 s to some transactions", maxConns, sm)}
+	}
+	return nil
+}
+
+// recordPcap writes the wire check's frames to a pcap file in dir (one of
+// its own per resumption); the returned function closes it.
+func (j Job) recordPcap(dir string, resumed int) (string, func(io.Writer), error) {
+	name := "capture.pcap"
+	if j.Resume != nil {
+		name = fmt.Sprintf("capture.resumed-%d.pcap", resumed)
+	}
+	f, err := os.Create(filepath.Join(dir, name))
+	if err != nil {
+		return "", nil, err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	if err := j.Pcap.Record(w); err != nil {
+		f.Close()
+		return "", nil, err
+	}
+	// The capture is closed first so nothing writes while this flushes.
+	return name, func(errOut io.Writer) {
+		j.Pcap.Close()
+		if err := errors.Join(j.Pcap.RecordErr(), w.Flush(), f.Close()); err != nil {
+			fmt.Fprintf(errOut, "v6lab: %s is incomplete: %v\n", name, err)
+		}
+	}, nil
+}
+
+// AllFailed is an error when some cell completed no transaction at all: the
+// results are kept, but the command did not measure what was asked.
+func AllFailed(s *report.Summary) error {
+	for _, c := range s.Cells {
+		if c.Completed == 0 && c.Failed > 0 {
+			return fmt.Errorf("every counted transaction of %s/%s/%d failed (first: %s)", c.Protocol, c.Path, c.Conns, c.FirstError)
+		}
+	}
+	return nil
+}
+
+func (o Output) progress(total, done int) Progress {
+	switch {
+	case o.Quiet:
+		return none{}
+	case o.Progress != nil:
+		return o.Progress(total, done)
+	}
+	return Lines(o.Err, done)
+}
+
+// Lines is the progress of a run whose output is not a terminal (a log):
+// one line every 10 s, with an estimate of the time left.
+func Lines(w io.Writer, done int) Progress {
+	return &lines{w: w, every: 10 * time.Second, start: time.Now(), last: time.Now(), from: done}
+}
+
+type lines struct {
+	w           io.Writer
+	every       time.Duration
+	start, last time.Time
+	from        int
+}
+
+func (l *lines) Step(done, total int, r result.Run) {
+	now := time.Now()
+	if now.Sub(l.last) < l.every || done == total {
+		return
+	}
+	l.last = now
+	eta := "?"
+	if n := done - l.from; n > 0 {
+		eta = (time.Duration(float64(now.Sub(l.start)) / float64(n) * float64(total-done))).Round(time.Second).String()
+	}
+	fmt.Fprintf(l.w, "v6lab: run %d/%d (%d%%), %s, about %s left\n", done, total, 100*done/total, r.Cell, eta)
+}
+
+func (l *lines) Done() {}
+
+type none struct{}
+
+func (none) Step(int, int, result.Run) {}
+func (none) Done()                     {}
+
+// clientSpin sets the event loop engine's spin window to the experiment's
+// (the default when unset) and returns it for the header; empty when the
+// engine cannot start (its cells then fail with the reason). When busy
+// says what else of v6lab works in this process during the runs (the
+// servers on loopback, the background traffic), it never spins: the
+// spinning loop holds a CPU of the Go runtime that work needs, and on
+// loopback that doubled the response time (docs/PERFORMANCE.md).
+func clientSpin(e *experiment.Experiment, busy string) (string, error) {
+	spin := evloop.SpinDefault()
+	switch {
+	case e.Spin != nil && busy != "" && *e.Spin > 0:
+		return "", fmt.Errorf("spin: %s, where a spinning client takes the CPU it needs (on loopback it doubled the response time); set spin to 0, or measure without it", busy)
+	case e.Spin != nil:
+		spin = time.Duration(*e.Spin)
+	case busy != "":
+		spin = 0
+	}
+	eng, err := evloop.Default()
+	if err != nil {
+		return "", nil
+	}
+	eng.SetSpin(spin)
+	return spin.String(), nil
+}
+
+// offLab refuses a job outside the lab that would measure a path only the
+// lab has: over loopback or to a named host such a path is plain ipv6
+// under another label. Every entry point checks it first; this is the
+// last door.
+func offLab(j Job) error {
+	if j.Target == "lab" {
+		return nil
+	}
+	where := map[string]string{"remote": "a named host"}[j.Target]
+	for _, c := range j.Exp.Cells {
+		for _, p := range c.Paths {
+			if err := p.OffLab(cmp.Or(where, j.Target)); err != nil {
+				return fmt.Errorf("measure: cell group %s: %w", c.CellName(), err)
+			}
+		}
+	}
+	return nil
+}

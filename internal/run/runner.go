@@ -1,0 +1,245 @@
+// Package runner runs an experiment where it can: it decides the place (a
+// lab, a lab in a user namespace of its own, loopback, or the real hosts
+// its cells name), says why when it falls back, and runs it there: on
+// loopback with the embedded servers in this process, in a lab through
+// labrun, against hosts as each cell names them. The CLI hands it the
+// experiment and the run's settings; it returns typed errors.
+//
+// It imports labrun and measure, never the CLI.
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"v6lab/internal/lab"
+	"v6lab/internal/lab/servers"
+	"v6lab/internal/proto"
+	"v6lab/internal/result"
+	"v6lab/internal/run/experiment"
+	"v6lab/internal/run/host"
+	"v6lab/internal/run/inlab"
+	"v6lab/internal/run/measure"
+	"v6lab/internal/sock/path"
+)
+
+// Settings are a run's own settings (v6lab run's flags).
+type Settings struct {
+	// Loopback forces loopback; Pcap and Keep need the lab.
+	Loopback, Pcap, Keep bool
+	// Topology is the lab's topology, if any; ExplicitPaths says the
+	// user chose the paths (6in4 is then never dropped silently).
+	Topology      string
+	ExplicitPaths bool
+	Lab           lab.Config
+	// Rootless: this process is the re-run inside a user namespace.
+	Rootless bool
+	// Results is the directory that receives the result directory.
+	Results string
+	Output  measure.Output
+	Command []string
+	// Segment and StartAt split the run with other client hosts
+	// (where: hosts only).
+	Segment *result.Segment
+	StartAt time.Time
+}
+
+// Places an experiment runs.
+const (
+	Lab      = "lab"
+	Loopback = "loopback"
+	Hosts    = "hosts"
+	// Rootless: a lab in a user namespace of its own, by re-running the
+	// command there (the caller's job: it knows the command line).
+	Rootless = "rootless"
+)
+
+// Decide says where exp runs now and why, if it falls back, dropping 6in4
+// (with a note) when an experiment that may run anywhere falls back to
+// loopback. It checks what must hold before anything runs.
+func Decide(exp *experiment.Experiment, s Settings) (where, note string, err error) {
+	if s.Loopback && s.Pcap {
+		return "", "", fmt.Errorf("--pcap needs the lab; --loopback has no wire to capture")
+	}
+	if where, note, err = decide(exp, s); err != nil {
+		return "", "", err
+	}
+	if (s.Segment != nil || !s.StartAt.IsZero()) && where != Hosts {
+		return "", "", fmt.Errorf("--segment and --start-at split one experiment across client hosts that measure the same servers, so they need where: hosts; this experiment runs on %s, where each host would measure servers of its own (a lab and loopback are per host). docs/distributed.md shows a split run against one lab's servers", where)
+	}
+	if err := exp.Validate(); err != nil {
+		return "", "", err
+	}
+	serverFDs := 0 // the lab's and real hosts' servers are not this process's
+	if where == Loopback {
+		serverFDs = 1
+	}
+	if err := exp.CheckOpenFiles(host.NoFileHard(), serverFDs); err != nil {
+		return "", "", err
+	}
+	return where, note, nil
+}
+
+func decide(exp *experiment.Experiment, s Settings) (string, string, error) {
+	where := exp.Where
+	why := inlab.CanLab()
+	if s.Loopback {
+		why = errors.New("--loopback")
+	} else if why != nil && os.Geteuid() != 0 && !s.Rootless && (where == "auto" || where == Lab) {
+		return Rootless, "", nil // not root: a lab of our own in a user namespace
+	}
+	if why != nil && s.ExplicitPaths {
+		for _, p := range exp.Paths() {
+			if err := p.OffLab("loopback"); err != nil {
+				return "", "", fmt.Errorf("--paths: %w (no lab: %v)", err, why)
+			}
+		}
+	}
+	if s.Loopback {
+		if where == Lab || where == Hosts {
+			return "", "", fmt.Errorf("--loopback: the experiment runs on %s", where)
+		}
+		where = Loopback
+	}
+	if need := exp.NeedsLab(); need != "" && (where == Loopback || where == Hosts || (where == "auto" && why != nil)) {
+		reason := "this experiment runs on " + where
+		if why != nil {
+			reason = why.Error()
+		}
+		return "", "", fmt.Errorf("%s, but %s", need, reason)
+	}
+	switch where {
+	case "auto":
+		if why == nil {
+			return Lab, "", nil
+		}
+		if s.Topology != "" || s.Pcap {
+			return "", "", fmt.Errorf("a topology and --pcap need a lab, but %v", why)
+		}
+		exp.DropLabOnly()
+		return Loopback, fmt.Sprintf("no lab (%v): measuring ipv4 and ipv6 on loopback", why), nil
+	case Lab:
+		if why != nil {
+			return "", "", fmt.Errorf("experiment %s runs in the lab, but %v", exp.Name, why)
+		}
+	case Loopback:
+		exp.DropLabOnly()
+		fallthrough
+	case Hosts:
+		if s.Topology != "" || s.Pcap {
+			return "", "", fmt.Errorf("a topology and --pcap need the lab, but this experiment runs on %s", where)
+		}
+	}
+	return where, "", nil
+}
+
+// NoUserNamespace is where a run goes when neither root nor a user
+// namespace can make a lab (err says why the namespace failed): loopback,
+// unless the lab was a must.
+func NoUserNamespace(exp *experiment.Experiment, s Settings, err error) (string, string, error) {
+	if exp.Where == Lab || s.Topology != "" || s.Pcap || exp.NeedsLab() != "" {
+		return "", "", fmt.Errorf("this needs a lab, but %v, and %v", inlab.CanLab(), err)
+	}
+	exp.DropLabOnly()
+	return Loopback, fmt.Sprintf("no lab (%v, and %v): measuring ipv4 and ipv6 on loopback", inlab.CanLab(), err), nil
+}
+
+// CheckServers names every missing real server daemon at once, before a
+// lab is built.
+func CheckServers(exp *experiment.Experiment) error {
+	if !exp.Real() {
+		return nil
+	}
+	return servers.CheckInstalled(append([]string{"http", "dns"}, exp.RealProtocols()...))
+}
+
+// Bottleneck is the slowest shaped link of a lab run (0: unshaped).
+func Bottleneck(where string, cfg lab.Config) uint64 {
+	var b uint64
+	if where == Lab {
+		for _, name := range lab.LinkNames {
+			if r := cfg.Link(name).Shaping.Rate; r > 0 && (b == 0 || r < b) {
+				b = r
+			}
+		}
+	}
+	return b
+}
+
+// Run runs exp where it was decided (or resumes it into dir when rs is
+// set). In a lab without a tunnel it measures ipv4 and ipv6 and says so,
+// unless 6in4 was asked for by name.
+func Run(ctx context.Context, exp *experiment.Experiment, where, note string, s Settings, rs *experiment.Resume, dir string) error {
+	if where == Lab {
+		if err := lab.CanTunnel(); err != nil {
+			if s.ExplicitPaths && slices.Contains(exp.Paths(), path.SixIn4) {
+				return fmt.Errorf("--paths: %w", err)
+			}
+			s.Lab.NoTunnel = true
+			exp.DropLabOnly()
+			note = fmt.Sprintf("measuring ipv4 and ipv6 in the lab without 6in4: %v", err)
+		}
+	}
+	if note != "" && !s.Output.Quiet {
+		fmt.Fprintf(s.Output.Err, "v6lab: %s\n", note)
+	}
+	switch where {
+	case Lab:
+		r := &inlab.Run{Exp: exp, Lab: s.Lab, Results: s.Results, Keep: s.Keep, Pcap: s.Pcap, Resume: rs, ResumeDir: dir,
+			Command: s.Command, Quiet: s.Output.Quiet, Strict: s.Output.Strict, Rootless: s.Rootless, Out: s.Output.Out, Err: s.Output.Err}
+		return r.Do(ctx)
+	case Hosts:
+		servers := map[string]string{}
+		for _, c := range exp.Cells {
+			servers[c.CellName()] = proto.Or(c.URL, strings.Join(append(c.DNSServers, c.Servers...), " "))
+		}
+		_, err := measure.Run(ctx, measure.Job{Exp: exp, Probe: experiment.Probes(nil), Target: "remote", Servers: servers,
+			Results: s.Results, Resume: rs, ResumeDir: dir, Segment: s.Segment, StartAt: s.StartAt}, s.Output)
+		return err
+	}
+	at, err := experiment.LoopbackPlace(exp.Paths())
+	if err != nil {
+		return err
+	}
+	local, err := experiment.StartEmbedded(ctx, exp, at)
+	if err != nil {
+		return err
+	}
+	defer local.Close()
+	_, err = measure.Run(ctx, measure.Job{Exp: exp, Probe: experiment.Probes(local.Endpoints(nil)), Target: "loopback",
+		Servers: local.Describe(""), Notes: []string{"ran on loopback (no lab): only ipv4 and ipv6 exist there"},
+		ServerFDs: 1, Results: s.Results, Resume: rs, ResumeDir: dir}, s.Output)
+	return err
+}
+
+// Resumable is an interrupted experiment ready to continue: where it ran,
+// and its lab's config.
+type Resumable struct {
+	*experiment.Resume
+	Where string
+	Lab   lab.Config
+	Pcap  bool
+}
+
+// PrepareResume reads an interrupted result directory (experiment.
+// PrepareResume) and where it ran. experiment.ErrComplete: nothing to do.
+func PrepareResume(dir string) (*Resumable, error) {
+	rs, err := experiment.PrepareResume(dir)
+	if err != nil {
+		return nil, err
+	}
+	r := &Resumable{Resume: rs, Where: map[string]string{"lab": Lab, "loopback": Loopback, "remote": Hosts}[rs.Header.Target],
+		Pcap: rs.Header.Lab["pcap"] == "true"}
+	if r.Where == Lab {
+		if err := json.Unmarshal([]byte(rs.Header.Lab["config"]), &r.Lab); err != nil {
+			return nil, fmt.Errorf("%s: the header does not record the lab's config: %w", dir, err)
+		}
+	}
+	return r, nil
+}

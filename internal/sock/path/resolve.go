@@ -1,0 +1,491 @@
+package path
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"v6lab/internal/sock/kstamp"
+	"v6lab/internal/sock/sockaddr"
+
+	"github.com/miekg/dns"
+	"golang.org/x/sys/unix"
+)
+
+// ErrNoAddress is wrapped when a name exists but has no record of the path's type.
+var ErrNoAddress = errors.New("no address of the path's family")
+
+// Resolver looks a name up with the record type of a path: A for ipv4, AAAA
+// for ipv6 and 6in4. It asks one DNS server directly (not the system
+// resolver) so the lookup is pinned, timed, and sent over the family chosen in
+// Over, like the study's edited resolv.conf.
+type Resolver struct {
+	// Servers are DNS servers by family; the query goes to the first of the
+	// family given by Over (or by the path, when Over is empty).
+	Servers []netip.AddrPort
+	// Over pins the family that carries the DNS query itself. Empty means
+	// the path's own family.
+	Over Path
+	// Source, when valid, is the address queries are sent from (the lab's
+	// 6in4 path sends its lookups through the tunnel this way).
+	Source netip.Addr
+}
+
+// OneFamily is r with its queries pinned to one family when it pins none:
+// its first server's. A client that asks for both A and AAAA (the dual
+// path) sends both over the same family, as a stub resolver does.
+func (r Resolver) OneFamily() Resolver {
+	if r.Over == "" && len(r.Servers) > 0 {
+		r.Over = OfAddr(r.Servers[0].Addr())
+	}
+	return r
+}
+
+// RecordType returns the DNS record type a path resolves names with.
+func (p Path) RecordType() uint16 {
+	if p.IsIPv6() {
+		return dns.TypeAAAA
+	}
+	return dns.TypeA
+}
+
+// Server picks the DNS server that a lookup for path p is sent to.
+func (r *Resolver) Server(p Path) (netip.AddrPort, Path, error) {
+	over := r.Over
+	if over == "" {
+		over = p
+	}
+	for _, s := range r.Servers {
+		if over.Accepts(s.Addr()) {
+			return s, over, nil
+		}
+	}
+	return netip.AddrPort{}, over, fmt.Errorf("path: no %s DNS server to send the query over (have %v); give one of that family", over.Family(), r.Servers)
+}
+
+// Lookup resolves host for path p. An IP literal is returned as is after a
+// family check. A name without a record of the path's type is an error
+// wrapping ErrNoAddress that names the host and the record type.
+func (r *Resolver) Lookup(ctx context.Context, host string, p Path) (netip.Addr, error) {
+	return r.LookupFrom(ctx, host, p, nil)
+}
+
+// LookupHook follows one lookup: Start (when set) is called immediately
+// before the query's first system call, once the query is built (a
+// transaction's time starts there, docs/metrics.md); Local is set to the
+// address the query was sent from, so a packet trace can find it.
+type LookupHook struct {
+	Start func()
+	Local string
+	// Sent is the kernel's transmit stamp of the query that was answered
+	// (zero where the kernel gives none).
+	Sent time.Time
+	// Answered is the kernel's receive stamp of its answer (zero where
+	// the kernel gives none, or the answer came over TCP).
+	Answered time.Time
+}
+
+// LookupFrom is Lookup with a hook (nil: none). A literal has no lookup
+// and calls no Start.
+func (r *Resolver) LookupFrom(ctx context.Context, host string, p Path, hook *LookupHook) (netip.Addr, error) {
+	q, a, err := r.Prepare(host, p)
+	if q == nil || err != nil {
+		return a, err
+	}
+	in, err := exchange(ctx, q, hook)
+	if err != nil {
+		return netip.Addr{}, q.Wrap(err)
+	}
+	return q.addr(in)
+}
+
+// Query is one lookup made ready for a caller that sends it and reads its
+// answer itself (an event loop, evloop.Lookup): where it goes and over
+// which family, its wire form, and how the answer is read, with the same
+// checks and errors as Lookup.
+type Query struct {
+	Host   string
+	Path   Path           // the path the address is for: its record type
+	Server netip.AddrPort // the DNS server (an IPv4-mapped address unmapped)
+	Over   Path           // the family the query travels over
+	Source netip.Addr     // the query's source address (when valid)
+	Wire   []byte         // the packed query
+	msg    *dns.Msg
+}
+
+// ID is the query's DNS message ID (an answer carries it back).
+func (q *Query) ID() uint16 { return q.msg.Id }
+
+// ErrTruncated is returned by Query.Answer for a reply that did not fit in
+// a datagram: ask again over TCP (Query.OverTCP).
+var ErrTruncated = errors.New("truncated answer")
+
+// Prepare makes host's query for path p. For an IP literal there is none:
+// the address is returned (after a family check) with a nil Query.
+func (r *Resolver) Prepare(host string, p Path) (*Query, netip.Addr, error) {
+	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+		return nil, a, p.CheckAddr("target", a)
+	}
+	server, over, err := r.Server(p)
+	if err != nil {
+		return nil, netip.Addr{}, fmt.Errorf("%w%s", err, hostsHint(host))
+	}
+	if r.Source.IsValid() {
+		if err := over.CheckAddr("DNS source", r.Source); err != nil {
+			return nil, netip.Addr{}, err
+		}
+	}
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(host), p.RecordType())
+	m.RecursionDesired = true
+	wire, err := m.Pack()
+	if err != nil {
+		return nil, netip.Addr{}, fmt.Errorf("path: resolve %s: %w", host, err)
+	}
+	server = netip.AddrPortFrom(server.Addr().Unmap(), server.Port())
+	return &Query{Host: host, Path: p, Server: server, Over: over, Source: r.Source, Wire: wire, msg: m}, netip.Addr{}, nil
+}
+
+// Answer reads one datagram back: the address (with done), or done false
+// for a datagram that is not this query's answer (a late reply to an
+// earlier query on a reused port), or an error naming the host, the record
+// type and the server (ErrTruncated: ask again over TCP).
+func (q *Query) Answer(b []byte) (netip.Addr, bool, error) {
+	in := new(dns.Msg)
+	if err := in.Unpack(b); err != nil {
+		return netip.Addr{}, false, q.Wrap(fmt.Errorf("bad DNS reply: %w", err))
+	}
+	if in.Id != q.msg.Id {
+		return netip.Addr{}, false, nil
+	}
+	if in.Truncated {
+		return netip.Addr{}, false, q.Wrap(ErrTruncated)
+	}
+	a, err := q.addr(in)
+	return a, true, err
+}
+
+// OverTCP asks again over TCP, pinned to the query's family (after a
+// truncated answer), waiting up to wait.
+func (q *Query) OverTCP(ctx context.Context, wait time.Duration) (netip.Addr, error) {
+	in, err := q.overTCP(ctx, wait)
+	if err != nil {
+		return netip.Addr{}, q.Wrap(err)
+	}
+	return q.addr(in)
+}
+
+func (q *Query) overTCP(ctx context.Context, wait time.Duration) (*dns.Msg, error) {
+	d := &net.Dialer{Timeout: wait, FallbackDelay: -1}
+	if q.Source.IsValid() {
+		d.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(q.Source, 0))
+	}
+	c := dns.Client{Net: q.Over.Network("tcp"), Timeout: wait, Dialer: d}
+	in, _, err := c.ExchangeContext(ctx, q.msg, q.Server.String())
+	return in, err
+}
+
+// Wrap names the lookup in err (an error that names it already, as
+// Answer's do, is returned as it is).
+func (q *Query) Wrap(err error) error {
+	var le *lookupError
+	if err == nil || errors.As(err, &le) {
+		return err
+	}
+	return &lookupError{fmt.Errorf("path: resolve %s %s via %s: %w%s", q.Host, dns.TypeToString[q.msg.Question[0].Qtype], q.Server, err, hostsHint(q.Host))}
+}
+
+// lookupError is an error that names its lookup.
+type lookupError struct{ err error }
+
+func (e *lookupError) Error() string { return e.err.Error() }
+func (e *lookupError) Unwrap() error { return e.err }
+
+// addr is the answer's address of the query's type, checked against the
+// path.
+func (q *Query) addr(in *dns.Msg) (netip.Addr, error) {
+	qtype := q.msg.Question[0].Qtype
+	if in.Rcode != dns.RcodeSuccess {
+		return netip.Addr{}, q.Wrap(fmt.Errorf("server answered %s", dns.RcodeToString[in.Rcode]))
+	}
+	for _, rr := range in.Answer {
+		var a netip.Addr
+		switch v := rr.(type) {
+		case *dns.A:
+			a, _ = netip.AddrFromSlice(v.A.To4())
+		case *dns.AAAA:
+			a, _ = netip.AddrFromSlice(v.AAAA)
+		default:
+			continue
+		}
+		if rr.Header().Rrtype == qtype {
+			if err := q.Path.CheckAddr("resolved", a); err != nil {
+				return a, &lookupError{err}
+			}
+			return a, nil
+		}
+	}
+	return netip.Addr{}, &lookupError{fmt.Errorf("path: %s has no %s record (needed by path %s): %w%s", q.Host, dns.TypeToString[qtype], q.Path, ErrNoAddress, hostsHint(q.Host))}
+}
+
+// Retransmission schedule of UDP queries, like a stub resolver's: wait
+// FirstRetry for an answer, then twice as long each time, until ctx ends.
+const FirstRetry = time.Second
+
+// exchange sends the query over UDP with retransmissions (a lost datagram
+// is normal under load and resolvers resend), then over TCP if truncated.
+// The UDP socket is made directly from addresses (no string to parse, no
+// dialer), so the query leaves soon after the lookup starts.
+func exchange(ctx context.Context, q *Query, hook *LookupHook) (*dns.Msg, error) {
+	if hook == nil {
+		hook = &LookupHook{}
+	}
+	if hook.Start != nil {
+		hook.Start()
+	}
+	wait := FirstRetry
+	for {
+		in, err := exchangeUDP(ctx, q.msg.Id, q.Wire, q.Over, q.Server, q.Source, wait, hook)
+		if err == nil && in.Truncated {
+			in, err = q.overTCP(ctx, wait)
+		}
+		var ne net.Error
+		if err == nil || ctx.Err() != nil || !errors.As(err, &ne) || !ne.Timeout() {
+			return in, err
+		}
+		wait *= 2
+	}
+}
+
+// exchangeUDP sends the packed query once and waits up to wait (or ctx) for
+// its reply. The socket is made with raw system calls (socket, setsockopt
+// for the kernel's stamps, bind when a source is pinned, connect, write),
+// so the query leaves a few microseconds after the lookup starts; only
+// then is the socket handed to Go's poller to wait for the reply. (Go's
+// DialUDP adds about ten system calls and the poller's registration first.)
+func exchangeUDP(ctx context.Context, id uint16, wire []byte, over Path, server netip.AddrPort, source netip.Addr, wait time.Duration, hook *LookupHook) (*dns.Msg, error) {
+	network := over.Network("udp")
+	if !over.Accepts(server.Addr()) {
+		return nil, &net.OpError{Op: "dial", Net: network, Addr: net.UDPAddrFromAddrPort(server),
+			Err: fmt.Errorf("DNS server %s is not %s: %w", server.Addr(), over.Family(), ErrFamily)}
+	}
+	server = netip.AddrPortFrom(server.Addr().Unmap(), server.Port())
+	fd, err := sendUDP(wire, server, source)
+	if err != nil {
+		return nil, &net.OpError{Op: "dial", Net: network, Addr: net.UDPAddrFromAddrPort(server), Err: err}
+	}
+	f := os.NewFile(uintptr(fd), "dns-query") // non-blocking: Go's poller waits for it
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	local := localAddrPort(fd)
+	hook.Local = local.String()
+	opErr := func(op string, err error) error {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return &net.OpError{Op: op, Net: network, Source: net.UDPAddrFromAddrPort(local), Addr: net.UDPAddrFromAddrPort(server), Err: err}
+	}
+	deadline := time.Now().Add(wait)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	_ = f.SetReadDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { _ = f.SetReadDeadline(time.Unix(1, 0)) })
+	defer stop()
+	buf := udpBuffers.Get().(*[]byte)
+	defer udpBuffers.Put(buf)
+	var oob [kstamp.OOBSize]byte
+	for {
+		n, rx, err := readStamped(f, rc, *buf, oob[:])
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, opErr("read", err)
+		}
+		if n == 0 {
+			continue // an empty datagram is no reply
+		}
+		in := new(dns.Msg)
+		if err := in.Unpack((*buf)[:n]); err != nil {
+			return nil, opErr("read", fmt.Errorf("bad DNS reply: %w", err))
+		}
+		if in.Id == id { // a late reply to an earlier try is not this one's
+			hook.Sent = txStamp(rc) // read now, not while the reply is on its way
+			hook.Answered = rx
+			return in, nil
+		}
+	}
+}
+
+// readStamped reads one datagram from the query's socket with recvmsg,
+// waiting in Go's poller until f's read deadline, and returns it with the
+// kernel's receive stamp (zero if none).
+func readStamped(f *os.File, rc syscall.RawConn, buf, oob []byte) (int, time.Time, error) {
+	var n, oobn int
+	var rerr error
+	err := rc.Read(func(fd uintptr) bool {
+		n, oobn, _, _, rerr = unix.Recvmsg(int(fd), buf, oob, 0)
+		return !errors.Is(rerr, unix.EAGAIN)
+	})
+	if err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	return n, kstamp.Parse(oob[:oobn]), nil
+}
+
+// udpBuffers hold replies up to the largest UDP payload.
+var udpBuffers = sync.Pool{New: func() any { b := make([]byte, 65535); return &b }}
+
+// sendUDP makes a non-blocking UDP socket of server's family with the
+// kernel's timestamps on, connected to server (from source when valid),
+// and sends wire on it.
+func sendUDP(wire []byte, server netip.AddrPort, source netip.Addr) (int, error) {
+	family := unix.AF_INET
+	if server.Addr().Is6() {
+		family = unix.AF_INET6
+	}
+	fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
+	if err != nil {
+		return -1, os.NewSyscallError("socket", err)
+	}
+	_ = kstamp.Enable(fd) // without stamps the lookup has no wire time, nothing worse
+	if source.IsValid() {
+		sa, err := sockaddr.Of(netip.AddrPortFrom(source, 0))
+		if err == nil {
+			err = os.NewSyscallError("bind", unix.Bind(fd, sa))
+		}
+		if err != nil {
+			unix.Close(fd)
+			return -1, err
+		}
+	}
+	sa, err := sockaddr.Of(server)
+	if err == nil {
+		err = os.NewSyscallError("connect", unix.Connect(fd, sa))
+	}
+	if err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	if _, err := unix.Write(fd, wire); err != nil {
+		unix.Close(fd)
+		return -1, os.NewSyscallError("write", err)
+	}
+	return fd, nil
+}
+
+// SystemServers reads the nameservers of /etc/resolv.conf.
+func SystemServers() ([]netip.AddrPort, error) {
+	f, err := os.Open("/etc/resolv.conf")
+	if err != nil {
+		return nil, fmt.Errorf("path: %w", err)
+	}
+	defer f.Close()
+	return ParseResolvConf(f)
+}
+
+// hostsFile is /etc/hosts as names and their addresses, read once, for
+// the hint of a failed lookup.
+var hostsFile = sync.OnceValue(func() map[string][]netip.Addr {
+	f, err := os.Open("/etc/hosts")
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	return parseHosts(f)
+})
+
+// parseHosts reads a hosts file: names (lower case) and their addresses.
+func parseHosts(r io.Reader) map[string][]netip.Addr {
+	m := map[string][]netip.Addr{}
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line, _, _ := strings.Cut(sc.Text(), "#")
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		a, err := netip.ParseAddr(f[0])
+		if err != nil {
+			continue
+		}
+		for _, name := range f[1:] {
+			m[strings.ToLower(name)] = append(m[strings.ToLower(name)], a)
+		}
+	}
+	return m
+}
+
+// hostsHint says, for a name /etc/hosts holds, why that did not answer a
+// failed lookup: v6lab asks a DNS server itself, to time the lookup and pin
+// its record type and family, where a system resolver would have read the
+// file. "" for other names.
+func hostsHint(host string) string {
+	addrs := hostsFile()[strings.ToLower(strings.TrimSuffix(host, "."))]
+	if len(addrs) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%s is in /etc/hosts as %v, which v6lab does not read: it asks a DNS server, to time the lookup and pin its family; give the address in place of the name, or a DNS server that knows the name)", host, addrs)
+}
+
+// ParseResolvConf returns the nameserver lines of a resolv.conf, port 53.
+func ParseResolvConf(r io.Reader) ([]netip.AddrPort, error) {
+	var out []netip.AddrPort
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 2 || f[0] != "nameserver" {
+			continue
+		}
+		// Zones (fe80::1%eth0) are kept: link-local servers need them.
+		a, err := netip.ParseAddr(f[1])
+		if err != nil {
+			continue
+		}
+		out = append(out, netip.AddrPortFrom(a, 53))
+	}
+	return out, sc.Err()
+}
+
+// ParseServer accepts "ADDR", "ADDR:PORT" or "[V6]:PORT" (port 53 by default).
+func ParseServer(s string) (netip.AddrPort, error) {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap, nil
+	}
+	if a, err := netip.ParseAddr(strings.Trim(s, "[]")); err == nil {
+		return netip.AddrPortFrom(a, 53), nil
+	}
+	return netip.AddrPort{}, fmt.Errorf("path: bad DNS server %q (want ADDR, ADDR:PORT or [IPV6]:PORT)", s)
+}
+
+// localAddrPort is a socket's own address (invalid if unknown).
+func localAddrPort(fd int) netip.AddrPort {
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		return netip.AddrPort{}
+	}
+	switch sa := sa.(type) {
+	case *unix.SockaddrInet4:
+		return netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(sa.Port))
+	case *unix.SockaddrInet6:
+		return netip.AddrPortFrom(netip.AddrFrom16(sa.Addr), uint16(sa.Port))
+	}
+	return netip.AddrPort{}
+}
