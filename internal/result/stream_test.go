@@ -153,6 +153,9 @@ func TestCompressedCutReadsWholeLines(t *testing.T) {
 	prev := -1
 	for cut := len(full) / 10; cut < len(full); cut += len(full) / 37 {
 		f, err := Read(bytes.NewReader(full[:cut]), "x")
+		if errors.Is(err, ErrNoHeader) && prev == -1 {
+			continue // cut inside the first block: nothing was written out yet
+		}
 		if err != nil {
 			t.Fatalf("cut at %d: %v", cut, err)
 		}
