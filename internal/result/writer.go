@@ -114,8 +114,16 @@ func (w *Writer) loop() {
 			w.setErr(err)
 		}
 		w.open = true
-		if _, isSample := v.(Sample); isSample {
+		switch v.(type) {
+		case Sample:
 			w.samples.Add(1)
+		case Header:
+			// The header is a frame of its own: a file cut back to its
+			// last finished run (a resume) keeps it however early the
+			// cut.
+			w.flush(true)
+			last = time.Now()
+			continue
 		}
 		if len(w.ch) > 0 {
 			continue

@@ -10,11 +10,10 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"v6lab/internal/gen/load"
@@ -412,6 +411,17 @@ type Runner struct {
 	// that begins then (Schedule) instead of after the previous step and
 	// its pause; a step that starts late records by how much.
 	StartAt time.Time
+	// writer is the samples' writer while Run runs (Written).
+	writer atomic.Pointer[result.Writer]
+}
+
+// Written is how many samples and bytes (compressed) the running Run has
+// written so far: for the progress line.
+func (r *Runner) Written() (samples, bytes int64) {
+	if w := r.writer.Load(); w != nil {
+		return w.Written()
+	}
+	return 0, 0
 }
 
 // Conditions surround each run: Begin before its first transaction (it may
@@ -461,19 +471,15 @@ func (r *Runner) Run(ctx context.Context, dir string) error {
 		}
 	}
 	recordProbes(r.Exp, func(ci int, p path.Path) load.Probe { return probes[key{ci, p}] })
-	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
+	open := result.CreateSamples
 	if r.Done != nil {
-		flags = os.O_WRONLY | os.O_APPEND
+		open = result.AppendSamples // in the form it has
 	}
-	f, err := os.OpenFile(filepath.Join(dir, "samples.jsonl"), flags, 0o644)
+	f, w, err := open(dir) // its lock held until f closes
 	if err != nil {
 		return fmt.Errorf("experiment: %w", err)
 	}
-	if err := result.Lock(f); err != nil { // held until f closes
-		f.Close()
-		return fmt.Errorf("experiment: %w", err)
-	}
-	w := result.NewWriter(f)
+	r.writer.Store(w)
 	if r.Done == nil {
 		h := r.Header
 		h.Name = r.Exp.Name

@@ -192,7 +192,7 @@ func Run(ctx context.Context, j Job, o Output) (string, error) {
 		hdr.Segment = seg
 		hdr.Notes = append(hdr.Notes, SegmentNote(*seg))
 	}
-	files := "samples.jsonl, summary.json, report.txt, results.csv, report.html"
+	files := "samples.jsonl.zst, summary.json, report.txt, results.csv, report.html"
 	if j.Pcap != nil {
 		name, closePcap, err := j.recordPcap(dir, len(done))
 		if err != nil {
