@@ -435,13 +435,9 @@ func Compare(b, c *Cell) Comparison {
 	// A % of a baseline below the clock's resolution, or not above its
 	// own uncertainty, would be a ratio of noise (5e8 % of 2 ns).
 	if cmp.PctIncrease != nil && b.MeanMS != nil {
-		half := math.Inf(1)
-		if b.CI95MS != nil {
-			half = (b.CI95MS[1] - b.CI95MS[0]) / 2
-		}
-		if m := math.Abs(*b.MeanMS); m < Resolution || (b.CI95MS != nil && m <= half) {
+		if why := pctNA(*b.MeanMS, b.CI95MS); why != "" {
 			cmp.PctIncrease = nil
-			na(&cmp.NA, "pct_increase", "baseline below resolution")
+			na(&cmp.NA, "pct_increase", why)
 		}
 	}
 	for f, why := range t.na {
@@ -450,6 +446,20 @@ func Compare(b, c *Cell) Comparison {
 	cmp.Throughput = compareMetric("throughput_mbps", b, c)
 	cmp.Wire = compareMetric(WireMetric, b, c)
 	return cmp
+}
+
+// pctNA says why a % of a baseline with this mean and 95% CI would be
+// noise, saying the rule it breaks; "" when it is not.
+func pctNA(mean float64, ci *[2]float64) string {
+	m := math.Abs(mean)
+	switch {
+	case m < Resolution:
+		return "baseline mean below the clock's resolution (1 µs)"
+	case ci != nil && m <= (ci[1]-ci[0])/2:
+		half := (ci[1] - ci[0]) / 2
+		return fmt.Sprintf("baseline mean not above its 95%% CI half-width (ms: %s ≤ %s): the %% would be a ratio of noise", FormatMS(m), FormatMS(half))
+	}
+	return ""
 }
 
 // compareMetric sets figure k of c's runs against b's (nil: one lacks it).

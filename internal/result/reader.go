@@ -137,9 +137,9 @@ type batch struct {
 	// left out.
 	last, open, cut bool
 	readErr         error
-	nextLine int
-	recs     []record
-	done     chan struct{}
+	nextLine        int
+	recs            []record
+	done            chan struct{}
 }
 
 // truncatedAt says whether a decoding error at record i is a cut-off last
