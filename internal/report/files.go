@@ -81,6 +81,9 @@ func scanDir(dir string, also result.Visitor) (*Summary, error) {
 		return nil, fmt.Errorf("report: %w", err)
 	}
 	s := z.Finish()
+	if s.Partial != nil {
+		s.Partial.Resume = resumeHint(dir, len(s.Segments) > 0)
+	}
 	if truncated {
 		s.Notes = append(s.Notes, "the samples file ends in a cut-off line (the run was killed); every complete line is used")
 	}

@@ -309,7 +309,8 @@ ul.notes li { margin: 0.2em 0; }
 <body>
 <h1>v6lab: {{.S.Name}}</h1>
 <p class="sub">Created {{.S.Created.UTC.Format "2006-01-02 15:04:05 UTC"}} · target {{.S.Target}} · baseline {{.S.Baseline}} · every figure below comes from summary.json in this directory.</p>
-{{if .Tunnel}}<p class="sub"><strong>{{.Tunnel}}</strong></p>{{end}}
+{{with .S.Partial}}<p style="color: #a04000"><strong>{{.Line}}</strong></p>
+{{end}}{{if .Tunnel}}<p class="sub"><strong>{{.Tunnel}}</strong></p>{{end}}
 <table class="context"><tbody>
 {{range .Context}}<tr><td>{{.K}}</td><td>{{.V}}</td></tr>
 {{end}}</tbody></table>

@@ -31,6 +31,7 @@ type Summarizer struct {
 	runNotes   []string
 	unrecorded []runKey
 	leftOut    int
+	finished   int // run records of finished runs (not interrupted)
 	wire       wireTally
 	late       lateTally
 }
@@ -94,6 +95,9 @@ func (z *Summarizer) Run(r *result.Run) {
 		z.runs[k] = a
 	}
 	a.recorded, a.warmup, a.skipped, a.seconds = true, r.Warmup, r.Err, r.End.Sub(r.Start).Seconds()
+	if r.Err != "interrupted" {
+		z.finished++
+	}
 	c := z.cell(k.cell)
 	if r.Background != nil && r.Err == "" && !r.Warmup {
 		c.background(r.Background)
@@ -175,6 +179,9 @@ func (z *Summarizer) Finish() *Summary {
 		Notes: append(append([]string(nil), h.Notes...), z.runNotes...), Lab: h.Lab, Servers: h.Servers, Machine: machine(h),
 		LeftOutRuns: z.leftOut, Segment: h.Segment, Scale: z.spec.scale, Engines: z.spec.engines, Dialers: z.spec.dialers}
 	s.Notes = append(s.Notes, z.wire.notes()...)
+	if z.spec.planned > 0 && z.finished < z.spec.planned {
+		s.Partial = &Partial{RunsDone: z.finished, RunsPlanned: z.spec.planned, Resume: resumeHint("", len(h.Merged) > 0)}
+	}
 	for _, k := range z.unrecorded {
 		if a := z.runs[k]; !a.recorded {
 			// Samples of a run cut off before its record: an unfinished
@@ -302,11 +309,13 @@ func (t *wireTally) notes() []string {
 
 // specFacts are what a summary reads of the experiment in the header: the
 // order of its cell groups, each group's engine and dialer by the group's
-// name, and the scale it was shrunk by.
+// name, the scale it was shrunk by, and how many runs its plan has (each
+// group's paths × connection counts × runs).
 type specFacts struct {
 	order            map[string]int
 	engines, dialers map[string]string
 	scale            float64
+	planned          int
 }
 
 // specGroup is what a summary reads of one cell group of the spec.
@@ -315,6 +324,9 @@ type specGroup struct {
 	Protocol string            `json:"protocol"`
 	Dialer   string            `json:"dialer"`
 	Params   map[string]string `json:"params"`
+	Paths    []string          `json:"paths"`
+	Conns    []int             `json:"conns"`
+	Runs     int               `json:"runs"`
 }
 
 // readSpec reads the header's spec, whatever version wrote it: a field of
@@ -348,6 +360,7 @@ func readSpec(spec any) specFacts {
 		}
 		set(&f.engines, g.Params["engine"])
 		set(&f.dialers, g.Dialer)
+		f.planned += len(g.Paths) * len(g.Conns) * g.Runs
 	}
 	return f
 }
@@ -363,6 +376,9 @@ func specGroupOf(raw json.RawMessage) specGroup {
 	json.Unmarshal(fields["label"], &g.Label)
 	json.Unmarshal(fields["protocol"], &g.Protocol)
 	json.Unmarshal(fields["dialer"], &g.Dialer)
+	json.Unmarshal(fields["paths"], &g.Paths)
+	json.Unmarshal(fields["conns"], &g.Conns)
+	json.Unmarshal(fields["runs"], &g.Runs)
 	var params map[string]json.RawMessage
 	json.Unmarshal(fields["params"], &params)
 	for k, v := range params {

@@ -39,6 +39,10 @@ type Summary struct {
 	Cells       []Cell       `json:"cells"`
 	Comparisons []Comparison `json:"comparisons"`
 	Notes       []string     `json:"notes,omitempty"`
+	// Partial is set when the result holds fewer finished runs than its
+	// experiment planned (it was stopped: Ctrl-C, a kill), saying how
+	// many and how to go on.
+	Partial *Partial `json:"partial,omitempty"`
 	// LeftOutRuns counts the counted runs (not warm-up) left out of the
 	// figures: their wire did not carry what the path claims, they could
 	// not be done, or were interrupted (Notes says which and why).
@@ -64,6 +68,36 @@ type Summary struct {
 	// figures beside the pooled ones.
 	Segment  *result.Segment  `json:"segment,omitempty"`
 	Segments []SegmentFigures `json:"segments,omitempty"`
+}
+
+// Partial says how much of a stopped experiment's plan a result holds:
+// its finished runs (an interrupted one is not) of the runs planned, and
+// the command that does the rest.
+type Partial struct {
+	RunsDone    int    `json:"runs_done"`
+	RunsPlanned int    `json:"runs_planned"`
+	Resume      string `json:"resume"`
+}
+
+// Line is how the reports say it.
+func (p *Partial) Line() string {
+	line := fmt.Sprintf("partial: %d of %d runs; resume with `%s`", p.RunsDone, p.RunsPlanned, p.Resume)
+	if p.Resume == mergedResume {
+		line += " on each segment that did not finish, then `v6lab merge` again"
+	}
+	return line
+}
+
+// mergedResume is how a merged result that misses runs is completed.
+const mergedResume = "v6lab run --resume SEGMENT_DIR"
+
+// resumeHint is the command that resumes the result in dir ("DIR" when
+// it is not known); a merge is completed by resuming its segments.
+func resumeHint(dir string, merged bool) string {
+	if merged {
+		return mergedResume
+	}
+	return "v6lab run --resume " + cmpOr(dir, "DIR")
 }
 
 // Cell summarizes one protocol × path × connection count over its counted runs.

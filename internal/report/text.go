@@ -18,6 +18,9 @@ import (
 func Text(w io.Writer, s *Summary) error {
 	tw := &errWriter{w: w}
 	fmt.Fprintf(tw, "%s — baseline %s, target %s\n", s.Name, s.Baseline, s.Target)
+	if s.Partial != nil {
+		fmt.Fprintln(tw, s.Partial.Line())
+	}
 	for _, l := range HeaderLines(s) {
 		fmt.Fprintln(tw, l)
 	}
