@@ -81,8 +81,9 @@ type Output struct {
 	// Quiet prints only the result directory's name.
 	Quiet bool
 	// Progress makes the progress display of total runs, done of them
-	// already (nil: Lines on Err unless Quiet).
-	Progress func(total, done int) Progress
+	// already, and what the samples' writer has written so far (nil:
+	// Lines on Err unless Quiet).
+	Progress func(total, done int, written Written) Progress
 	// ToolVersion is recorded in the header.
 	ToolVersion string
 	// Strict makes a result with counted runs left out an error
@@ -100,6 +101,31 @@ type LeftOutError struct {
 
 func (e *LeftOutError) Error() string {
 	return fmt.Sprintf("--strict: %d counted runs were left out of the figures (their reasons are in the report's notes): %s", e.Runs, e.Dir)
+}
+
+// Written says how many samples and bytes (as stored: compressed) a
+// job's samples file has received so far.
+type Written func() (samples, bytes int64)
+
+// WrittenText is how the progress says it: "1,234,567 samples, 45.6 MB".
+func WrittenText(w Written) string {
+	n, b := w()
+	return fmt.Sprintf("%s samples, %s", thousands(n), megabytes(b))
+}
+
+func thousands(n int64) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+func megabytes(b int64) string {
+	if b < 1e6 {
+		return fmt.Sprintf("%.0f kB", float64(b)/1e3)
+	}
+	return fmt.Sprintf("%.1f MB", float64(b)/1e6)
 }
 
 // Progress follows the runs of a job.
@@ -204,9 +230,10 @@ func Run(ctx context.Context, j Job, o Output) (string, error) {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	plan := j.Exp.Plan()
-	prog := o.progress(len(plan), len(done))
-	r := &experiment.Runner{Exp: j.Exp, Probe: j.Probe, Header: hdr, OnStep: prog.Step, Wire: j.Wire, Done: done, Conditions: j.Conditions,
+	r := &experiment.Runner{Exp: j.Exp, Probe: j.Probe, Header: hdr, Wire: j.Wire, Done: done, Conditions: j.Conditions,
 		Segment: j.Segment, StartAt: j.StartAt}
+	prog := o.progress(len(plan), len(done), r.Written)
+	r.OnStep = prog.Step
 	if !o.Quiet {
 		verb := "measuring"
 		if done != nil {
@@ -314,20 +341,21 @@ func AllFailed(s *report.Summary) error {
 	return nil
 }
 
-func (o Output) progress(total, done int) Progress {
+func (o Output) progress(total, done int, written Written) Progress {
 	switch {
 	case o.Quiet:
 		return none{}
 	case o.Progress != nil:
-		return o.Progress(total, done)
+		return o.Progress(total, done, written)
 	}
-	return Lines(o.Err, done)
+	return Lines(o.Err, done, written)
 }
 
 // Lines is the progress of a run whose output is not a terminal (a log):
-// one line every 10 s, with an estimate of the time left.
-func Lines(w io.Writer, done int) Progress {
-	return &lines{w: w, every: 10 * time.Second, start: time.Now(), last: time.Now(), from: done}
+// one line every 10 s, with the samples written and an estimate of the
+// time left.
+func Lines(w io.Writer, done int, written Written) Progress {
+	return &lines{w: w, every: 10 * time.Second, start: time.Now(), last: time.Now(), from: done, written: written}
 }
 
 type lines struct {
@@ -335,6 +363,7 @@ type lines struct {
 	every       time.Duration
 	start, last time.Time
 	from        int
+	written     Written
 }
 
 func (l *lines) Step(done, total int, r result.Run) {
@@ -347,7 +376,7 @@ func (l *lines) Step(done, total int, r result.Run) {
 	if n := done - l.from; n > 0 {
 		eta = (time.Duration(float64(now.Sub(l.start)) / float64(n) * float64(total-done))).Round(time.Second).String()
 	}
-	fmt.Fprintf(l.w, "v6lab: run %d/%d (%d%%), %s, about %s left\n", done, total, 100*done/total, r.Cell, eta)
+	fmt.Fprintf(l.w, "v6lab: run %d/%d (%d%%), %s, %s, about %s left\n", done, total, 100*done/total, r.Cell, WrittenText(l.written), eta)
 }
 
 func (l *lines) Done() {}
