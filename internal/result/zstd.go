@@ -31,6 +31,9 @@ const maxWindow = 64 << 20
 // plain one of an older result; an error names both when neither is
 // there.
 func SamplesPath(dir string) (string, error) {
+	if _, err := os.Stat(dir); err != nil {
+		return "", fmt.Errorf("result: %w", err)
+	}
 	for _, n := range []string{SamplesName, PlainSamplesName} {
 		p := filepath.Join(dir, n)
 		if _, err := os.Stat(p); err == nil {
