@@ -3,8 +3,11 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,7 +71,7 @@ func TestStreamingSummaryIsTheInMemoryOne(t *testing.T) {
 	merged.Header.Merged = []result.Segment{{Index: 0, Count: 2, Host: "a"}, {Index: 1, Count: 2, Host: "b", LateRuns: 1, MaxLateNS: 7e6}}
 	merged.Runs[5].LateNS = 7e6
 	cases := map[string]*result.File{"golden": build(baseMS, otherMS), "multi": buildMulti(), "towson": towson(),
-		"interrupted": interrupted, "unrecorded": unrecorded, "merged": merged, "transport": transportFile()}
+		"interrupted": interrupted, "unrecorded": unrecorded, "merged": merged, "transport": transportFile(), "many": manySamples(2)}
 	for name, f := range cases {
 		var want bytes.Buffer
 		JSON(&want, Summarize(f))
@@ -107,4 +110,94 @@ func transportFile() *result.File {
 		}
 	}
 	return f
+}
+
+// manySamples is a result of runs of hundreds of samples: response times
+// spread over four decades, a few failures of two kinds, wire times,
+// client turns and a metric on some samples.
+func manySamples(seed uint64) *result.File {
+	r := rand.New(rand.NewPCG(seed, 3))
+	f := &result.File{Header: result.Header{Kind: result.KindHeader, FormatVersion: result.FormatVersion, Name: "many", Created: t0,
+		Target: "loopback", Baseline: "ipv4", Spec: httpSpec}}
+	for run := range 6 {
+		for _, p := range []string{"ipv4", "ipv6"} {
+			for _, conns := range []int{2, 50} {
+				cell := result.CellKey("http", p, conns)
+				n, failed := 150+r.IntN(300), 0
+				for u := range n {
+					s := result.Sample{Cell: cell, Protocol: "http", Path: p, Conns: conns, Run: run, Warmup: run == 0, User: u % conns,
+						Start: t0, TotalNS: int64(math.Exp(r.Float64()*9.2) * 1e3), WireNS: int64(r.IntN(5e6)), ClientTurnNS: int64(r.IntN(3e5))}
+					switch {
+					case r.IntN(40) == 0:
+						s.Err, s.ErrKind, failed = fmt.Sprintf("timeout %d", u), "timeout", failed+1
+					case r.IntN(60) == 0:
+						s.Err, failed = "reset by peer", failed+1
+					case r.IntN(3) == 0:
+						s.Metrics = map[string]float64{"ipv6_won": float64(r.IntN(2)), "he_attempts": 1 + r.Float64()}
+					}
+					f.Samples = append(f.Samples, s)
+				}
+				f.Runs = append(f.Runs, result.Run{Cell: cell, Protocol: "http", Path: p, Conns: conns, Run: run, Warmup: run == 0,
+					Start: t0.Add(time.Duration(run) * time.Second), End: t0.Add(time.Duration(run)*time.Second + time.Duration(r.IntN(1e9))),
+					Completed: n - failed, Failed: failed})
+			}
+		}
+	}
+	return f
+}
+
+// TestKeepingOneRowOfEveryNChangesNoFigure: a samples file written with
+// sample_every 7 (one row of every 7 per run, every run's totals in its
+// record) gives the summary of the file with every row, figure for
+// figure, percentiles included; it holds a seventh of the rows.
+func TestKeepingOneRowOfEveryNChangesNoFigure(t *testing.T) {
+	f := manySamples(1)
+	var want bytes.Buffer
+	JSON(&want, Summarize(f))
+	dir := t.TempDir()
+	fh, err := os.Create(filepath.Join(dir, result.SamplesName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := result.NewCompressedWriter(fh)
+	w.KeepEvery(7, NewTotaler)
+	h := f.Header
+	h.SampleEvery = 7
+	w.Header(h)
+	i := 0
+	for _, r := range f.Runs {
+		for ; i < len(f.Samples) && f.Samples[i].Cell == r.Cell && f.Samples[i].Run == r.Run; i++ {
+			w.Sample(f.Samples[i])
+		}
+		w.Run(r)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fh.Close()
+	kept, s, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows := len(kept.Samples); rows > len(f.Samples)/7+len(f.Runs) || rows < len(f.Samples)/7 {
+		t.Errorf("%d rows kept of %d samples", rows, len(f.Samples))
+	}
+	if kept.Runs[3].Totals == nil || kept.Runs[3].Totals.Completed != f.Runs[3].Completed || kept.Header.SampleEvery != 7 {
+		t.Fatalf("run record %+v", kept.Runs[3])
+	}
+	if s.SampleEvery != 7 {
+		t.Errorf("summary's sample_every %d", s.SampleEvery)
+	}
+	s.SampleEvery = 0
+	var got bytes.Buffer
+	JSON(&got, s)
+	if got.String() != want.String() {
+		t.Errorf("the sampled file's summary differs:\n%s\nwant\n%s", got.String(), want.String())
+	}
+	var text bytes.Buffer
+	s.SampleEvery = 7
+	Text(&text, s)
+	if !strings.Contains(text.String(), "sampled: the samples file keeps one row of every 7 samples of each run") {
+		t.Errorf("report.txt does not say it was sampled")
+	}
 }

@@ -48,6 +48,9 @@ type runAcc struct {
 	skipped  string
 	seconds  float64
 	recorded bool
+	// totalled says its record's totals gave its figures: its rows (some
+	// of its samples) add nothing.
+	totalled bool
 	// cell and first are its cell's name and its first sample's warm-up
 	// flag, for the note of a run that never got a record.
 	cell  string
@@ -108,11 +111,19 @@ func (z *Summarizer) Run(r *result.Run) {
 			z.leftOut++
 		}
 	}
-	if p := a.pending; p != nil {
-		a.pending = nil
-		if a.counted() {
-			c.merge(p, z.segs)
-		}
+	p := a.pending
+	a.pending = nil
+	if t := r.Totals; t != nil {
+		// The writer kept some rows only: the run's figures are its
+		// totals over every sample, never its rows.
+		z.seq++
+		var sums runAcc
+		sums, p = fromTotals(t, z.seq)
+		a.sum, a.ok, a.failed, a.metrics, a.metricN = sums.sum, sums.ok, sums.failed, sums.metrics, sums.metricN
+		a.totalled = true
+	}
+	if p != nil && a.counted() {
+		c.merge(p, z.segs)
 	}
 }
 
@@ -131,7 +142,7 @@ func (z *Summarizer) Sample(smp *result.Sample) {
 		z.runs[k] = a
 		z.unrecorded = append(z.unrecorded, k)
 	}
-	if a.skipped != "" {
+	if a.skipped != "" || a.totalled {
 		return
 	}
 	a.add(smp)
@@ -177,7 +188,8 @@ func (z *Summarizer) Finish() *Summary {
 	h := &z.h
 	s := &Summary{Version: SummaryVersion, Name: h.Name, Created: h.Created, Target: h.Target, Baseline: cmpOr(h.Baseline, "ipv4"),
 		Notes: append(append([]string(nil), h.Notes...), z.runNotes...), Lab: h.Lab, Servers: h.Servers, Machine: machine(h),
-		LeftOutRuns: z.leftOut, Segment: h.Segment, Scale: z.spec.scale, Engines: z.spec.engines, Dialers: z.spec.dialers}
+		LeftOutRuns: z.leftOut, Segment: h.Segment, Scale: z.spec.scale, Engines: z.spec.engines, Dialers: z.spec.dialers,
+		SampleEvery: h.SampleEvery}
 	s.Notes = append(s.Notes, z.wire.notes()...)
 	if z.spec.planned > 0 && z.finished < z.spec.planned {
 		s.Partial = &Partial{RunsDone: z.finished, RunsPlanned: z.spec.planned, Resume: resumeHint("", len(h.Merged) > 0)}

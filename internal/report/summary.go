@@ -50,6 +50,10 @@ type Summary struct {
 	// Adjustment says how p_paired_holm was adjusted: over how many
 	// comparisons (time and throughput together).
 	Adjustment string `json:"p_adjustment,omitempty"`
+	// SampleEvery, above 1, is how few of the samples have a row in the
+	// samples file (one of every SampleEvery per run); every figure is
+	// still of every sample, from the runs' totals.
+	SampleEvery int `json:"sample_every,omitempty"`
 	// Scale is the --scale factor the experiment ran at (absent: 1).
 	Scale float64 `json:"scale,omitempty"`
 	// Engines says, per cell group that records one (its params), which

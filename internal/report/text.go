@@ -118,6 +118,9 @@ func HeaderLines(s *Summary) []string {
 		}
 		out = append(out, fmt.Sprintf("merged from %d segments on %d client host(s): every figure is of all segments' samples pooled, as one host running every user; each segment's share is in the Segments tables", n, len(hosts)))
 	}
+	if s.SampleEvery > 1 {
+		out = append(out, fmt.Sprintf("sampled: the samples file keeps one row of every %d samples of each run (--sample-every); every figure is of all of them (each run's totals)", s.SampleEvery))
+	}
 	if s.Scale > 0 {
 		out = append(out, fmt.Sprintf("scaled by %g (--scale): connection counts, runs, file sizes and trial times shrunk as docs/experiments.md says; cell labels keep the experiment's names, the figures are of what ran", s.Scale))
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,13 +29,78 @@ type Writer struct {
 	err   error
 	once  sync.Once
 	every time.Duration
-	// open says the current zstd frame holds something: only then does
+	// dirty says the current zstd frame holds something: only then does
 	// Sync end it (an empty frame would be 13 bytes of nothing).
-	open bool
+	dirty bool
 	// samples and bytes count what was written: sample lines, and bytes
 	// into w (compressed, if so).
 	samples, bytes atomic.Int64
+	// keep, above 1, keeps one sample row of every keep of each run;
+	// totals then sums every sample of each open run (by cell and run).
+	keep   int
+	totals func() Totaler
+	open   map[string]*openRun
 }
+
+// Totaler sums a run's samples into its RunTotals (the reports make it,
+// so that the totals are summed exactly as they sum samples).
+type Totaler interface {
+	Add(*Sample)
+	Totals() *RunTotals
+}
+
+// openRun is a run whose record has not passed the writer yet.
+type openRun struct {
+	seen, rows int
+	t          Totaler
+}
+
+// KeepEvery makes the writer keep one sample row of every n of each run
+// (the first, the n+1th, …), and put the totals of all of them, summed by
+// a totals(), in the run's record. Call it before the first sample; n
+// below 2 keeps every row.
+func (w *Writer) KeepEvery(n int, totals func() Totaler) {
+	if n > 1 {
+		w.keep, w.totals, w.open = n, totals, map[string]*openRun{}
+	}
+}
+
+// keepRow sums s into its run's totals and says whether its row is kept.
+func (w *Writer) keepRow(s *Sample) bool {
+	if w.keep < 2 {
+		return true
+	}
+	k := runKeyOf(s.Cell, s.Run)
+	o := w.open[k]
+	if o == nil {
+		o = &openRun{t: w.totals()}
+		w.open[k] = o
+	}
+	o.t.Add(s)
+	o.seen++
+	if (o.seen-1)%w.keep != 0 {
+		return false
+	}
+	o.rows++
+	return true
+}
+
+// closeRun puts the totals of r's samples into its record.
+func (w *Writer) closeRun(r *Run) {
+	if w.keep < 2 {
+		return
+	}
+	k := runKeyOf(r.Cell, r.Run)
+	o := w.open[k]
+	if o == nil {
+		o = &openRun{t: w.totals()}
+	}
+	delete(w.open, k)
+	r.Totals = o.t.Totals()
+	r.Totals.Rows = o.rows
+}
+
+func runKeyOf(cell string, run int) string { return cell + "#" + strconv.Itoa(run) }
 
 // FlushEvery is how long a compressed writer that has caught up may hold
 // encoded samples before it writes them out: each write ends a zstd block,
@@ -110,10 +176,19 @@ func (w *Writer) loop() {
 			close(ack)
 			continue
 		}
+		switch r := v.(type) {
+		case Sample:
+			if !w.keepRow(&r) {
+				continue
+			}
+		case Run:
+			w.closeRun(&r)
+			v = r
+		}
 		if err := enc.Encode(v); err != nil {
 			w.setErr(err)
 		}
-		w.open = true
+		w.dirty = true
 		switch v.(type) {
 		case Sample:
 			w.samples.Add(1)
@@ -153,10 +228,10 @@ func (w *Writer) flush(frame bool) {
 	}
 	var err error
 	switch {
-	case frame && w.open:
+	case frame && w.dirty:
 		if err = w.zw.Close(); err == nil {
 			w.zw.Reset(counting{w.w, &w.bytes})
-			w.open = false
+			w.dirty = false
 		}
 	case frame:
 	default:
