@@ -732,6 +732,8 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"run", "--segment", "0/2", "--shuffle", "--dry-run"}, 2, "--segment with a shuffled order needs --seed"},
 		{[]string{"run", "--segment", "0/2", "--loopback", "--dry-run"}, 2, "--segment and --start-at split one experiment across client hosts that measure the same servers, so they need where: hosts; this experiment runs on loopback"},
 		{[]string{"run", "--resume", t.TempDir(), "--segment", "0/2"}, 2, "--resume keeps the segment its directory ran"},
+		{[]string{"probe", "dns", "x.test", "--server", "127.0.0.1", "--paths", "ipv4", "--sample-every", "0"}, 2, "--sample-every: 0: want 1 (every sample) to 1000000"},
+		{[]string{"run", "--sample-every", "10", "--segment", "0/2", "--dry-run"}, 2, "sample_every: 10 with --segment: merge's per-segment figures need every sample's row"},
 		{[]string{"merge", t.TempDir()}, 2, "no samples file (samples.jsonl.zst or samples.jsonl) in it nor in a directory below it"},
 	}
 	for _, c := range cases {

@@ -149,6 +149,9 @@ func (o *runOpts) run(cmd *cobra.Command, args []string) error {
 	if err := o.override(cmd, exp); err != nil {
 		return &exitError{code: 2, err: err}
 	}
+	if err := exp.CheckSampleEvery(split.segment != nil); err != nil {
+		return &exitError{code: 2, err: fmt.Errorf("sample_every: %w", err)}
+	}
 	s, err := o.settings(cmd, exp, builtin(args))
 	if err != nil {
 		return &exitError{code: 2, err: err}
@@ -275,6 +278,7 @@ func (o *runOpts) override(cmd *cobra.Command, exp *experiment.Experiment) error
 	ov.Duration, ov.Seed, ov.Scale = given(cmd, "duration", &o.lf.duration), given(cmd, "seed", &o.seed), given(cmd, "scale", &o.scale)
 	ov.Shuffle = o.shuffle
 	ov.Spin = given(cmd, "spin", &o.lf.spin)
+	ov.SampleEvery = given(cmd, "sample-every", &o.lf.every)
 	return exp.Override(ov)
 }
 

@@ -47,8 +47,37 @@ type Experiment struct {
 	// Spin, when set, is the client's spin window (evloop.SetSpin: how
 	// long it polls without blocking when one exchange is in flight);
 	// nil: the engine's default. Up to MaxSpin.
-	Spin  *Duration `json:"spin,omitempty"`
-	Cells []Spec    `json:"cells"`
+	Spin *Duration `json:"spin,omitempty"`
+	// SampleEvery, above 1, keeps one sample row of every SampleEvery of
+	// each run in the samples file; every figure is still of every sample
+	// (each run's record holds their totals). CheckSampleEvery says where
+	// it may not be used.
+	SampleEvery int    `json:"sample_every,omitempty"`
+	Cells       []Spec `json:"cells"`
+}
+
+// CheckSampleEvery says why the experiment may not keep only some sample
+// rows, if so: a trial's per-trial tables and intervals, and a split
+// run's per-segment figures, need every row (segmented: it runs as a
+// segment).
+func (e *Experiment) CheckSampleEvery(segmented bool) error {
+	switch {
+	case e.SampleEvery < 0:
+		return fmt.Errorf("%d is negative (1 keeps every sample)", e.SampleEvery)
+	case e.SampleEvery < 2:
+		return nil
+	case segmented:
+		return fmt.Errorf("%d with --segment: merge's per-segment figures need every sample's row", e.SampleEvery)
+	}
+	for i := range e.Cells {
+		c := &e.Cells[i]
+		if pr, ok := all.Get(c.Protocol); ok {
+			if t, ok := pr.(proto.Timed); ok && t.Timing(&c.Options) != "" {
+				return fmt.Errorf("%d, but cell group %s is not made of transactions (its trials' or downloads' own tables need every row): keep every sample", e.SampleEvery, c.CellName())
+			}
+		}
+	}
+	return nil
 }
 
 // MaxSpin is the longest spin window an experiment may ask for: beyond
@@ -296,6 +325,9 @@ func (e *Experiment) Validate() error {
 	if len(e.Cells) == 0 {
 		return errors.New("experiment: no cells")
 	}
+	if err := e.CheckSampleEvery(false); err != nil {
+		return fmt.Errorf("experiment: sample_every: %w", err)
+	}
 	seen := map[string]bool{}
 	for i := range e.Cells {
 		c := &e.Cells[i]
@@ -411,6 +443,10 @@ type Runner struct {
 	// that begins then (Schedule) instead of after the previous step and
 	// its pause; a step that starts late records by how much.
 	StartAt time.Time
+	// Totals, when the experiment keeps only some sample rows
+	// (SampleEvery), sums every sample of a run for its record
+	// (report.NewTotaler).
+	Totals func() result.Totaler
 	// writer is the samples' writer while Run runs (Written).
 	writer atomic.Pointer[result.Writer]
 }
@@ -455,6 +491,12 @@ func (r *Runner) Run(ctx context.Context, dir string) error {
 	if err := r.Exp.Validate(); err != nil {
 		return err
 	}
+	if err := r.Exp.CheckSampleEvery(r.Segment != nil); err != nil {
+		return fmt.Errorf("experiment: sample_every: %w", err)
+	}
+	if r.Exp.SampleEvery > 1 && r.Totals == nil {
+		return errors.New("experiment: sample_every needs the runner's Totals")
+	}
 	type key struct {
 		cell int
 		p    path.Path
@@ -480,11 +522,13 @@ func (r *Runner) Run(ctx context.Context, dir string) error {
 		return fmt.Errorf("experiment: %w", err)
 	}
 	r.writer.Store(w)
+	w.KeepEvery(r.Exp.SampleEvery, r.Totals)
 	if r.Done == nil {
 		h := r.Header
 		h.Name = r.Exp.Name
 		h.Baseline = string(r.Exp.Baseline)
 		h.Spec = r.Exp
+		h.SampleEvery = r.Exp.SampleEvery
 		w.Header(h)
 	}
 	runErr := r.runPlan(ctx, w, func(st Step) load.Probe { return probes[key{st.Cell, st.Path}] })

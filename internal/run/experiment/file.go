@@ -36,6 +36,7 @@ type file struct {
 	Order       string     `yaml:"order"`
 	Seed        int64      `yaml:"seed"`
 	Spin        *Duration  `yaml:"spin"`
+	SampleEvery int        `yaml:"sample_every"`
 	Cells       []cellFile `yaml:"cells"`
 }
 
@@ -203,6 +204,9 @@ func (f *file) experiment(doc *specfile.Doc) (*Experiment, error) {
 		}
 		e.Spin = f.Spin
 	}
+	if e.SampleEvery = f.SampleEvery; f.SampleEvery < 0 || f.SampleEvery > MaxSampleEvery {
+		return nil, doc.Errorf("sample_every", "%d: want 1 (every sample) to %d", f.SampleEvery, MaxSampleEvery)
+	}
 	if e.Servers == "" {
 		e.Servers = "embedded"
 	}
@@ -291,6 +295,9 @@ func (f *file) experiment(doc *specfile.Doc) (*Experiment, error) {
 			return nil, doc.Errorf(field, "%v", err)
 		}
 		c.Server = "real"
+	}
+	if err := e.CheckSampleEvery(false); err != nil {
+		return nil, doc.Errorf("sample_every", "%v", err)
 	}
 	if err := e.Validate(); err != nil { // rules that belong to no one field
 		return nil, fmt.Errorf("%s: %w", doc.File, err)

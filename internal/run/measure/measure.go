@@ -231,7 +231,7 @@ func Run(ctx context.Context, j Job, o Output) (string, error) {
 	defer stop()
 	plan := j.Exp.Plan()
 	r := &experiment.Runner{Exp: j.Exp, Probe: j.Probe, Header: hdr, Wire: j.Wire, Done: done, Conditions: j.Conditions,
-		Segment: j.Segment, StartAt: j.StartAt}
+		Segment: j.Segment, StartAt: j.StartAt, Totals: report.NewTotaler}
 	prog := o.progress(len(plan), len(done), r.Written)
 	r.OnStep = prog.Step
 	if !o.Quiet {
