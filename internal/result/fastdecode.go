@@ -1,6 +1,7 @@
 package result
 
 import (
+	"bytes"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -16,10 +17,16 @@ const samplePrefix = `{"kind":"sample",`
 // what a line means and on every error: when this accepts a line, the
 // result is what encoding/json gives (FuzzFastSample checks it).
 func decodeSampleFast(line []byte, s *Sample) bool {
+	var d fastDec
+	return d.sample(line, s)
+}
+
+// sample is decodeSampleFast with the decoder's interned strings.
+func (d *fastDec) sample(line []byte, s *Sample) bool {
 	if len(line) < len(samplePrefix) || string(line[:len(samplePrefix)]) != samplePrefix {
 		return false
 	}
-	d := fastDec{b: line, i: len(samplePrefix)}
+	d.b, d.i = line, len(samplePrefix)
 	*s = Sample{Kind: KindSample}
 	var seen uint32
 	for {
@@ -48,8 +55,12 @@ func decodeSampleFast(line []byte, s *Sample) bool {
 // fastDec reads a line left to right; every method reports false on what
 // it does not know, never guessing.
 type fastDec struct {
-	b []byte
-	i int
+	b        []byte
+	i        int
+	interned map[string]string
+	// skip says sample lines are not wanted (Scan without a Sample
+	// visitor): they are recognised by their prefix only.
+	skip bool
 }
 
 func (d *fastDec) peek(c byte) bool { return d.i < len(d.b) && d.b[d.i] == c }
@@ -68,21 +79,20 @@ func (d *fastDec) str() ([]byte, bool) {
 	if !d.byte('"') {
 		return nil, false
 	}
-	start, high := d.i, false
-	for ; d.i < len(d.b); d.i++ {
-		c := d.b[d.i]
-		switch {
-		case c == '"':
-			v := d.b[start:d.i]
-			d.i++
-			return v, !high || utf8.Valid(v)
-		case c == '\\' || c < 0x20:
-			return nil, false
-		case c >= 0x80:
-			high = true
-		}
+	end := bytes.IndexByte(d.b[d.i:], '"')
+	if end < 0 {
+		return nil, false
 	}
-	return nil, false
+	v := d.b[d.i : d.i+end]
+	d.i += end + 1
+	high := false
+	for _, c := range v {
+		if c < 0x20 || c == '\\' {
+			return nil, false
+		}
+		high = high || c >= 0x80
+	}
+	return v, !high || utf8.Valid(v)
 }
 
 // number returns a JSON number's text, checked against the grammar (nil
@@ -152,6 +162,27 @@ func (d *fastDec) strField(p *string) bool {
 	return ok
 }
 
+// internField is strField for a field whose few values repeat (a cell's
+// name, a path, a marker): each is made a string once per decoder.
+func (d *fastDec) internField(p *string) bool {
+	v, ok := d.str()
+	if !ok {
+		return false
+	}
+	if s, seen := d.interned[string(v)]; seen {
+		*p = s
+		return true
+	}
+	*p = string(v)
+	if len(d.interned) < 4096 {
+		if d.interned == nil {
+			d.interned = map[string]string{}
+		}
+		d.interned[*p] = *p
+	}
+	return true
+}
+
 func (d *fastDec) boolField(p *bool) bool {
 	switch {
 	case len(d.b)-d.i >= 4 && string(d.b[d.i:d.i+4]) == "true":
@@ -217,11 +248,11 @@ func (d *fastDec) metrics(p *map[string]float64) bool {
 func (d *fastDec) field(key []byte, s *Sample) (uint32, bool) {
 	switch string(key) {
 	case "cell":
-		return 1 << 0, d.strField(&s.Cell)
+		return 1 << 0, d.internField(&s.Cell)
 	case "proto":
-		return 1 << 1, d.strField(&s.Protocol)
+		return 1 << 1, d.internField(&s.Protocol)
 	case "path":
-		return 1 << 2, d.strField(&s.Path)
+		return 1 << 2, d.internField(&s.Path)
 	case "conns":
 		return 1 << 3, d.intField(&s.Conns)
 	case "run":
@@ -233,7 +264,7 @@ func (d *fastDec) field(key []byte, s *Sample) (uint32, bool) {
 	case "local":
 		return 1 << 7, d.strField(&s.Local)
 	case "remote":
-		return 1 << 8, d.strField(&s.Remote)
+		return 1 << 8, d.internField(&s.Remote)
 	case "dns_local":
 		return 1 << 9, d.strField(&s.DNSLocal)
 	case "start":
@@ -259,11 +290,11 @@ func (d *fastDec) field(key []byte, s *Sample) (uint32, bool) {
 	case "bytes_out":
 		return 1 << 20, d.int64Field(&s.BytesOut)
 	case "marker":
-		return 1 << 21, d.strField(&s.Marker)
+		return 1 << 21, d.internField(&s.Marker)
 	case "err":
 		return 1 << 22, d.strField(&s.Err)
 	case "err_kind":
-		return 1 << 23, d.strField(&s.ErrKind)
+		return 1 << 23, d.internField(&s.ErrKind)
 	case "metrics":
 		return 1 << 24, d.metrics(&s.Metrics)
 	}

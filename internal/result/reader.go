@@ -68,7 +68,10 @@ func Scan(r io.Reader, name string, v Visitor) (truncated bool, err error) {
 		return false, fmt.Errorf("result: %s: %w", name, err)
 	}
 	defer rc.Close()
-	p := startPipeline(rc)
+	// Without a Sample visitor, sample lines are only recognised, never
+	// decoded (a pass that wants the header and runs reads at the speed
+	// of decompression); their errors are then not found.
+	p := startPipeline(rc, v.Sample == nil)
 	defer p.stop()
 	sawHeader := false
 	for b := range p.out {
@@ -91,7 +94,7 @@ func Scan(r io.Reader, name string, v Visitor) (truncated bool, err error) {
 				}
 			case KindRun:
 				if v.Run != nil {
-					v.Run(&rec.run)
+					v.Run(rec.run)
 				}
 			case KindSample:
 				if v.Sample != nil {
@@ -103,6 +106,7 @@ func Scan(r io.Reader, name string, v Visitor) (truncated bool, err error) {
 			return false, fmt.Errorf("result: %s:%d: %w", name, b.nextLine, b.readErr)
 		}
 		truncated = b.cut
+		batches.Put(b)
 	}
 	if !sawHeader {
 		return false, fmt.Errorf("result: %s: %w", name, ErrNoHeader)
@@ -122,7 +126,7 @@ type record struct {
 	kind   string
 	line   int
 	header *Header
-	run    Run
+	run    *Run
 	sample Sample
 	err    error
 }
@@ -169,14 +173,15 @@ type pipeline struct {
 
 const batchLines, batchBytes = 2048, 1 << 20
 
-func startPipeline(r io.Reader) *pipeline {
+func startPipeline(r io.Reader, skipSamples bool) *pipeline {
 	workers := min(runtime.GOMAXPROCS(0), 4)
 	p := &pipeline{out: make(chan *batch, 2*workers), quit: make(chan struct{})}
 	work := make(chan *batch, 2*workers)
 	for range workers {
 		p.wg.Go(func() {
+			d := fastDec{skip: skipSamples} // its interned strings live as long as the scan
 			for b := range work {
-				b.decode()
+				b.decode(&d)
 				close(b.done)
 			}
 		})
@@ -219,7 +224,8 @@ func (p *pipeline) stop() {
 // readBatch reads up to batchLines lines (batchBytes), skipping blank
 // ones; a line over maxLine ends the batch with readErr.
 func readBatch(br *bufio.Reader, line int) *batch {
-	b := &batch{first: line, done: make(chan struct{})}
+	b := batches.Get().(*batch)
+	*b = batch{buf: b.buf[:0], ends: b.ends[:0], recs: b.recs[:0], first: line, done: make(chan struct{})}
 	defer func() { b.nextLine = line }()
 	for len(b.ends) < batchLines && len(b.buf) < batchBytes {
 		start := len(b.buf)
@@ -252,6 +258,12 @@ func readBatch(br *bufio.Reader, line int) *batch {
 	return b
 }
 
+// batches are reused once their records were handed over: a file of
+// millions of samples reads in a few batches' memory.
+var batches = sync.Pool{New: func() any {
+	return &batch{buf: make([]byte, 0, batchBytes+64<<10), ends: make([]int, 0, batchLines), recs: make([]record, 0, batchLines)}
+}}
+
 // appendLine appends one line, its newline included, to buf; io.EOF comes
 // with a final line that had no newline (possibly cut off) or nothing.
 func appendLine(br *bufio.Reader, buf []byte) ([]byte, error) {
@@ -273,11 +285,11 @@ func appendLine(br *bufio.Reader, buf []byte) ([]byte, error) {
 	}
 }
 
-func (b *batch) decode() {
+func (b *batch) decode(d *fastDec) {
 	start := 0
 	for i, end := range b.ends {
 		r := &b.recs[i]
-		r.err = r.decode(b.buf[start:end])
+		r.err = r.decode(d, b.buf[start:end])
 		start = end
 		if r.err != nil {
 			return // the reader stops here; the lines after stay undecoded
@@ -285,8 +297,12 @@ func (b *batch) decode() {
 	}
 }
 
-func (r *record) decode(line []byte) error {
-	if r.line != 1 && decodeSampleFast(line, &r.sample) {
+func (r *record) decode(d *fastDec, line []byte) error {
+	if d.skip && r.line != 1 && bytes.HasPrefix(line, []byte(samplePrefix)) {
+		r.kind = KindSample
+		return nil
+	}
+	if r.line != 1 && d.sample(line, &r.sample) {
 		r.kind = KindSample
 		return r.checkSample()
 	}
@@ -313,7 +329,8 @@ func (r *record) decode(line []byte) error {
 			return fmt.Errorf("format_version %d not supported (this v6lab reads %d)", v, FormatVersion)
 		}
 	case KindRun:
-		return strict(line, &r.run)
+		r.run = &Run{}
+		return strict(line, r.run)
 	case KindSample:
 		r.sample = Sample{}
 		if err := strict(line, &r.sample); err != nil {

@@ -69,7 +69,7 @@ func Decompress(r io.Reader) (Lines, error) {
 	if len(head) < 4 || string(head) != string(zstdMagic) {
 		return plain{br}, nil
 	}
-	d, err := zstd.NewReader(br, zstd.WithDecoderMaxWindow(maxWindow), zstd.WithDecoderConcurrency(1))
+	d, err := zstd.NewReader(br, zstd.WithDecoderMaxWindow(maxWindow))
 	if err != nil {
 		return nil, err
 	}

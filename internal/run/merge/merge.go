@@ -77,8 +77,8 @@ func expand(dir string) ([]string, error) {
 	return out, nil
 }
 
-// readSegment reads a segment's header and run records, checking every
-// line on the way (its samples are read again, as a stream, by Write).
+// readSegment reads a segment's header and run records (its samples are
+// read, and checked, as a stream by Write).
 func readSegment(dir string) (*Dir, error) {
 	name, err := result.SamplesPath(dir)
 	if err != nil {
@@ -279,7 +279,8 @@ func Write(segs []*Dir, root, name string, command []string, now time.Time) (str
 	w.Header(mergedHeader(segs, command, now))
 	werr := writeSamples(segs, w)
 	if err := errors.Join(werr, w.Close(), f.Close()); err != nil {
-		return dir, nil, fmt.Errorf("merge: %w", err)
+		os.RemoveAll(dir) // made moments ago, and never finished
+		return "", nil, fmt.Errorf("merge: %w", err)
 	}
 	s, err := report.WriteAll(dir)
 	return dir, s, err
