@@ -158,41 +158,10 @@ func Run(ctx context.Context, j Job, o Output) (string, error) {
 	if err := offLab(j); err != nil {
 		return "", err
 	}
-	// Collecting less often leaves more CPU to the transactions being
-	// timed; a soft memory limit keeps that from holding garbage without
-	// bound (10,000 users per path peaked at 1.68 GiB with GOGC 400 alone,
-	// 583 MiB with the limit, the same figures). GOMEMLIMIT, when set, wins.
-	debug.SetGCPercent(400)
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(DefaultMemoryLimit)
-	}
-	gcNote := fmt.Sprintf("v6lab's Go runtime ran with GOGC 400 and a soft memory limit of %d MiB", debug.SetMemoryLimit(-1)>>20)
-	limit, err := host.RaiseNoFile()
+	hdr, err := j.header(o.ToolVersion)
 	if err != nil {
 		return "", err
 	}
-	if err := j.Exp.CheckOpenFiles(limit, j.ServerFDs); err != nil {
-		return "", err
-	}
-	busy := ""
-	switch {
-	case j.ServerFDs > 0:
-		busy = "the embedded servers run in this process here (loopback)"
-	case j.Exp.Background():
-		busy = "the background traffic is generated in this process"
-	}
-	spin, err := clientSpin(j.Exp, busy)
-	if err != nil {
-		return "", err
-	}
-	notes := append(append([]string(nil), j.Notes...), gcNote)
-	notes = append(notes, j.queueNote()...)
-	changed := "no sysctl was changed"
-	if j.Lab["sysctl_changed"] != "" {
-		changed = "the one sysctl changed is in the lab's notes"
-	}
-	notes = append(notes, j.Exp.TimingNotes(TimingNote, LingerNote)...)
-	notes = append(notes, changed)
 	var dir string
 	var done map[int]bool
 	if j.Resume != nil {
@@ -202,16 +171,6 @@ func Run(ctx context.Context, j Job, o Output) (string, error) {
 		}
 	} else if dir, err = result.NewDir(j.Results, j.dirName(), time.Now()); err != nil {
 		return "", err
-	}
-	command := j.Command
-	if len(command) == 0 {
-		command = os.Args
-	}
-	hdr := result.Header{
-		FormatVersion: result.FormatVersion, Tool: "v6lab", ToolVersion: o.ToolVersion, Created: time.Now().UTC(),
-		Command: command, Host: host.Name(), Kernel: host.Kernel(), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(),
-		Sysctls: host.ReadSysctls(host.Sysctls), Limits: map[string]string{"nofile": fmt.Sprint(limit)}, Target: j.Target,
-		Servers: j.Servers, Notes: notes, Lab: j.Lab, ClientSpin: spin,
 	}
 	if seg := j.Segment; seg != nil {
 		seg.Host, seg.Clock, seg.StartAt = host.Name(), host.Clock(), j.StartAt.UTC()
@@ -247,27 +206,84 @@ func Run(ctx context.Context, j Job, o Output) (string, error) {
 	if runErr != nil && !errors.Is(runErr, experiment.ErrInterrupted) {
 		return dir, runErr
 	}
+	return dir, finish(dir, files, runErr, o)
+}
+
+// header readies the process for measuring (GC, open files, the client's
+// spin) and makes the result's header, its notes saying how.
+func (j *Job) header(toolVersion string) (result.Header, error) {
+	// Collecting less often leaves more CPU to the transactions being
+	// timed; a soft memory limit keeps that from holding garbage without
+	// bound (10,000 users per path peaked at 1.68 GiB with GOGC 400 alone,
+	// 583 MiB with the limit, the same figures). GOMEMLIMIT, when set, wins.
+	debug.SetGCPercent(400)
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(DefaultMemoryLimit)
+	}
+	gcNote := fmt.Sprintf("v6lab's Go runtime ran with GOGC 400 and a soft memory limit of %d MiB", debug.SetMemoryLimit(-1)>>20)
+	limit, err := host.RaiseNoFile()
+	if err != nil {
+		return result.Header{}, err
+	}
+	if err := j.Exp.CheckOpenFiles(limit, j.ServerFDs); err != nil {
+		return result.Header{}, err
+	}
+	busy := ""
+	switch {
+	case j.ServerFDs > 0:
+		busy = "the embedded servers run in this process here (loopback)"
+	case j.Exp.Background():
+		busy = "the background traffic is generated in this process"
+	}
+	spin, err := clientSpin(j.Exp, busy)
+	if err != nil {
+		return result.Header{}, err
+	}
+	notes := append(append([]string(nil), j.Notes...), gcNote)
+	notes = append(notes, j.queueNote()...)
+	changed := "no sysctl was changed"
+	if j.Lab["sysctl_changed"] != "" {
+		changed = "the one sysctl changed is in the lab's notes"
+	}
+	notes = append(notes, j.Exp.TimingNotes(TimingNote, LingerNote)...)
+	notes = append(notes, changed)
+	command := j.Command
+	if len(command) == 0 {
+		command = os.Args
+	}
+	return result.Header{
+		FormatVersion: result.FormatVersion, Tool: "v6lab", ToolVersion: toolVersion, Created: time.Now().UTC(),
+		Command: command, Host: host.Name(), Kernel: host.Kernel(), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(),
+		Sysctls: host.ReadSysctls(host.Sysctls), Limits: map[string]string{"nofile": fmt.Sprint(limit)}, Target: j.Target,
+		Servers: j.Servers, Notes: notes, Lab: j.Lab, ClientSpin: spin,
+	}, nil
+}
+
+// finish writes the reports of the result in dir, prints them, and says
+// how the job ended: interrupted, with a cell that completed nothing, or
+// (strict) with runs left out.
+func finish(dir, files string, runErr error, o Output) error {
 	s, err := report.WriteAll(dir)
 	if err != nil {
-		return dir, err
+		return err
 	}
 	if !o.Quiet {
 		if err := report.Text(o.Out, s); err != nil {
-			return dir, err
+			return err
 		}
 		fmt.Fprintln(o.Out)
 	}
 	fmt.Fprintf(o.Out, "results: %s (%s)\n", dir, files)
 	if runErr != nil {
-		return dir, &InterruptedError{Dir: dir}
+		return &InterruptedError{Dir: dir}
 	}
 	if err := AllFailed(s); err != nil {
-		return dir, err
+		return err
 	}
 	if o.Strict && s.LeftOutRuns > 0 {
-		return dir, &LeftOutError{Runs: s.LeftOutRuns, Dir: dir}
+		return &LeftOutError{Runs: s.LeftOutRuns, Dir: dir}
 	}
-	return dir, nil
+	return nil
 }
 
 // dirName names the result directory: the experiment's name, and a
