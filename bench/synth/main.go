@@ -210,18 +210,22 @@ func sample(r *rand.Rand, g, p, cell string, c, run, u, gi, pi int, start time.T
 // per second of it (the writer's goroutine and the feeding; the feeding
 // alone is measured first, into nothing).
 func writerCPU(compressed bool, rate, secs int) error {
+	// A second's worth of distinct samples (times, ports, starts), fed
+	// in 10 ms batches: repeated after a second, past zstd's window.
 	r := rand.New(rand.NewPCG(1, 2))
-	batch := make([]result.Sample, rate/100)
-	for i := range batch {
-		batch[i] = sample(r, "dns", "ipv4", "dns/ipv4/100", 100, 1, i%100, 1, 0, time.Now())
+	pool := make([]result.Sample, rate)
+	start := time.Now().UTC()
+	for i := range pool {
+		pool[i] = sample(r, "dns", "ipv4", "dns/ipv4/100", 100, 1, i%100, 1, 0, start.Add(time.Duration(i)*10*time.Microsecond))
 	}
+	per := rate / 100
 	feed := func(emit func(result.Sample)) time.Duration {
 		before := cpuTime()
 		tick := time.NewTicker(10 * time.Millisecond)
 		defer tick.Stop()
-		for range secs * 100 {
+		for k := range secs * 100 {
 			<-tick.C
-			for _, s := range batch {
+			for _, s := range pool[(k%100)*per : (k%100+1)*per] {
 				emit(s)
 			}
 		}
