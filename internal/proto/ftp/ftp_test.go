@@ -145,7 +145,7 @@ func TestHostileServers(t *testing.T) {
 			defer cancel()
 			start := time.Now()
 			smp := c.Do(ctx, 0)
-			if smp.OK() || !strings.Contains(smp.Err+" "+smp.ErrKind, tc.want) {
+			if smp.OK() || !strings.Contains(smp.Err+" "+string(smp.ErrKind), tc.want) {
 				t.Errorf("err %q (%s), want %q", smp.Err, smp.ErrKind, tc.want)
 			}
 			if time.Since(start) > 3*time.Second {

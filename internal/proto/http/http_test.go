@@ -116,7 +116,7 @@ func TestFailuresAreSamplesWithReasons(t *testing.T) {
 		name, url string
 		p         path.Path
 		want      string
-		kind      string
+		kind      result.ErrKind
 	}{
 		{"not found", "http://www.v6lab.test:%d/missing", path.IPv4, "status 404 Not Found", "protocol"},
 		{"no AAAA", "http://v4only.v6lab.test:%d/", path.IPv6, "v4only.v6lab.test has no AAAA record", "resolve"},
@@ -164,7 +164,7 @@ func TestHostileServersAreBounded(t *testing.T) {
 		serve   func(net.Conn)
 		maxBody int64
 		want    string
-		kind    string
+		kind    result.ErrKind
 	}{
 		{"garbage", func(c net.Conn) { io.WriteString(c, "SSH-2.0-OpenSSH\r\n\r\n") }, 0, "malformed HTTP", "protocol"},
 		{"stall", func(c net.Conn) { time.Sleep(3 * time.Second) }, 0, "timed out", "timeout"},
@@ -485,15 +485,16 @@ func TestObjectsParsedOnce(t *testing.T) {
 // (go-dial), unless an engine was asked for; with v6lab's dialer every
 // path runs on the event loop, the race included.
 func TestCellWithDualPathUsesOneEngine(t *testing.T) {
-	engineOf := func(o *proto.Options) string {
+	engineOf := func(o *Options) string {
 		t.Helper()
-		pr, err := Protocol{}.Probe(o, proto.Endpoint{}, path.IPv4)
+		pr, err := o.Probe(proto.Endpoint{}, path.IPv4)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return pr.(proto.Recorder).Record()["engine"]
 	}
-	o := &proto.Options{URL: "http://h/"}
+	o := &Options{}
+	o.URL = "http://h/"
 	if got := engineOf(o); got != "evloop" {
 		t.Errorf("pinned paths alone: %q", got)
 	}
@@ -505,25 +506,25 @@ func TestCellWithDualPathUsesOneEngine(t *testing.T) {
 	if got := engineOf(o); got != "go-dial" {
 		t.Errorf("beside a dual path racing with Go's dialer: %q", got)
 	}
-	o.Probe.Engine = "evloop"
+	o.Engine = "evloop"
 	if got := engineOf(o); got != "evloop" {
 		t.Errorf("asked for evloop beside a dual path: %q", got)
 	}
 	// Its dual path cannot: Go's dialer is asked for.
-	if err := (Protocol{}).Check(o, "hosts", func(string) bool { return false }); err == nil || !strings.Contains(err.Error(), "use go-dial") {
+	if err := o.Check(result.Hosts, func(string) bool { return false }); err == nil || !strings.Contains(err.Error(), "use go-dial") {
 		t.Errorf("evloop with dialer go: %v", err)
 	}
 	o.Dialer = ""
-	if err := (Protocol{}).Check(o, "hosts", func(string) bool { return false }); err != nil {
+	if err := o.Check(result.Hosts, func(string) bool { return false }); err != nil {
 		t.Errorf("evloop with v6lab's dialer: %v", err)
 	}
 	o.Dialer = "go"
-	o.Probe.Engine = "go"
+	o.Engine = "go"
 	if got := engineOf(o); got != "go" {
 		t.Errorf("asked for go beside a dual path: %q", got)
 	}
 	o.URL = "https://h/"
-	o.Probe.Engine = ""
+	o.Engine = ""
 	if got := engineOf(o); got != "go" {
 		t.Errorf("https: %q", got)
 	}

@@ -6,6 +6,7 @@ package experiment
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -31,7 +32,7 @@ type Experiment struct {
 	Description string `json:"description,omitempty"`
 	// Where it runs: auto (the lab when this process may build one, else
 	// loopback), lab, loopback, or hosts (real targets named per cell).
-	Where string `json:"where"`
+	Where result.Where `json:"where"`
 	// Topology is a lab topology file (lab and auto only).
 	Topology string `json:"topology,omitempty"`
 	// Congestion is the lab hosts' TCP congestion control (default cubic).
@@ -69,7 +70,8 @@ func CheckSpin(d time.Duration) error {
 }
 
 // Spec is one cell group of an experiment: a protocol measured over paths
-// at connection counts, Runs runs per cell.
+// at connection counts, Runs runs per cell. Its JSON is flat: the
+// protocol's options beside the group's own fields (MarshalJSON).
 type Spec struct {
 	// Name is the experiment's name (copied into each cell group).
 	Name string `json:"name,omitempty"`
@@ -87,9 +89,9 @@ type Spec struct {
 	Pause    Duration  `json:"pause"`
 	Duration Duration  `json:"duration,omitempty"`
 	Baseline path.Path `json:"baseline,omitempty"`
-	// Options are the protocol's options, recorded flat (each protocol's
-	// Check says which it takes).
-	proto.Options
+	// Options are the protocol's own, checked by it (proto.Options),
+	// recorded flat beside the group's fields.
+	Options proto.Options `json:"-"`
 	// Server is "real" when the cell measures the real server of its
 	// protocol (nginx, unbound, proftpd, postfix, dovecot) in the lab.
 	Server string `json:"server,omitempty"`
@@ -137,7 +139,7 @@ func (s *Spec) WireKey() string {
 	if s.Server == "real" {
 		return "real/" + s.Protocol
 	}
-	return all.CellServerKey(s.Protocol, &s.Options)
+	return all.CellServerKey(s.Protocol, s.Options)
 }
 
 // anyCell reports whether any cell group satisfies f.
@@ -177,7 +179,7 @@ func (e *Experiment) ServerCapture() bool {
 }
 
 // Single wraps one cell group as an experiment (the probe commands).
-func Single(s Spec, where string) *Experiment {
+func Single(s Spec, where result.Where) *Experiment {
 	return &Experiment{Name: s.Name, Where: where, Servers: "embedded", Baseline: s.Baseline, Order: OrderInterleaved, Cells: []Spec{s}}
 }
 
@@ -229,36 +231,23 @@ func (s *Spec) Validate() error {
 		}
 	}
 	for _, p := range s.Paths {
-		if err := DualFits(p, s.Protocol, s.Client); err != nil {
+		if err := DualFits(p, s.Protocol); err != nil {
 			return fmt.Errorf("experiment: paths: %w", err)
 		}
 	}
 	return nil
 }
 
-// DualFits says whether a cell of protocol (and client program) can use
-// path p: the dual path races the families by Happy Eyeballs, which only
-// http does, with v6lab's own client or curl.
-func DualFits(p path.Path, protocol, client string) error {
+// DualFits says whether a cell of protocol can use path p: the dual path
+// races the families by Happy Eyeballs, which only some protocols' clients
+// do (proto.Protocol.Races); which client programs may is the protocol's
+// own rule (its options' PathFit).
+func DualFits(p path.Path, protocol string) error {
 	if !p.Kind().Dual {
 		return nil
 	}
-	switch {
-	case protocol != "http":
-		return fmt.Errorf("%s races the families by Happy Eyeballs, which only http cells do, not %s", p, protocol)
-	case client != "" && client != "v6lab" && client != "curl":
-		return fmt.Errorf("%s races the families by Happy Eyeballs, which v6lab's own client and curl do, not %s", p, client)
-	}
-	return nil
-}
-
-// ProtocolPathFits says whether a cell of protocol with options o, run
-// where it runs, can use path p by its protocol's own rules (proto.PathFit).
-func ProtocolPathFits(p path.Path, protocol string, o *proto.Options, where string) error {
-	if pr, ok := all.Get(protocol); ok {
-		if pf, ok := pr.(proto.PathFit); ok {
-			return pf.PathFit(o, where, p)
-		}
+	if pr, ok := all.Get(protocol); ok && !pr.Races {
+		return fmt.Errorf("%s races the families by Happy Eyeballs, which only %s cells do, not %s", p, all.Racing(), protocol)
 	}
 	return nil
 }
@@ -271,11 +260,7 @@ func (e *Experiment) TimingNotes(transactional ...string) []string {
 	transactions := false
 	for i := range e.Cells {
 		c := &e.Cells[i]
-		pr, _ := all.Get(c.Protocol)
-		note := ""
-		if t, ok := pr.(proto.Timed); ok {
-			note = t.Timing(&c.Options)
-		}
+		note := c.Opts().Timing()
 		switch {
 		case note == "":
 			transactions = true
@@ -308,12 +293,12 @@ func (e *Experiment) Validate() error {
 			return fmt.Errorf("%w (cell group %s)", err, c.CellName())
 		}
 		for _, p := range c.Paths {
-			if e.Where == "loopback" || e.Where == "hosts" {
-				if err := p.OffLab(e.Where); err != nil {
+			if e.Where.OffLab() {
+				if err := p.OffLab(string(e.Where)); err != nil {
 					return fmt.Errorf("experiment: paths: %w (cell group %s)", err, c.CellName())
 				}
 			}
-			if err := ProtocolPathFits(p, c.Protocol, &c.Options, e.Where); err != nil {
+			if err := c.Opts().PathFit(e.Where, p); err != nil {
 				return fmt.Errorf("experiment: paths: %w (cell group %s)", err, c.CellName())
 			}
 		}
@@ -675,4 +660,64 @@ func waitUntil(ctx context.Context, t time.Time) bool {
 	case <-timer.C:
 		return true
 	}
+}
+
+// specFields is Spec without its methods: its own fields' JSON.
+type specFields Spec
+
+// MarshalJSON writes the cell group flat: its own fields, then its
+// protocol's options (each protocol's json tags name them), as results
+// have always recorded them.
+func (s Spec) MarshalJSON() ([]byte, error) {
+	own, err := json.Marshal(specFields(s))
+	if err != nil || s.Options == nil {
+		return own, err
+	}
+	opts, err := json.Marshal(s.Options)
+	if err != nil {
+		return nil, err
+	}
+	if len(opts) <= 2 { // {}
+		return own, nil
+	}
+	return append(append(own[:len(own)-1], ','), opts[1:]...), nil
+}
+
+// UnmarshalJSON reads a cell group as MarshalJSON writes it: its options
+// into its protocol's options struct (none for a protocol this version
+// does not know).
+func (s *Spec) UnmarshalJSON(b []byte) error {
+	var f specFields
+	if err := json.Unmarshal(b, &f); err != nil {
+		return err
+	}
+	*s = Spec(f)
+	if p, ok := all.Get(s.Protocol); ok {
+		s.Options = p.New()
+		if err := json.Unmarshal(b, s.Options); err != nil {
+			return fmt.Errorf("experiment: cell group %s: %s options: %w", s.CellName(), s.Protocol, err)
+		}
+	}
+	return nil
+}
+
+// Opts are the cell group's options, or none (a protocol this version
+// does not know, as tests use): every optional behaviour at its default.
+func (s *Spec) Opts() proto.Options {
+	if s.Options != nil {
+		return s.Options
+	}
+	return &noOptions{}
+}
+
+// noOptions are the options of a protocol v6lab does not know.
+type noOptions struct{ proto.Common }
+
+func (*noOptions) Check(result.Where, proto.Given) error { return errors.New("no such protocol") }
+func (*noOptions) Destination() string                   { return "" }
+func (*noOptions) Target(path.Path) (proto.Endpoint, error) {
+	return proto.Endpoint{}, errors.New("no such protocol")
+}
+func (*noOptions) Probe(proto.Endpoint, path.Path) (load.Probe, error) {
+	return nil, errors.New("no such protocol")
 }

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"v6lab/internal/gen/load"
-	"v6lab/internal/proto"
 	"v6lab/internal/proto/all"
 	"v6lab/internal/result"
 	"v6lab/internal/sock/path"
@@ -99,7 +98,7 @@ func TestRunnerStreamsEverySampleAndRun(t *testing.T) {
 	spec := Spec{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4, path.IPv6}, Conns: []int{1, 3}, Runs: 3, Warmup: 1,
 		Timeout: Duration(time.Second), Baseline: path.IPv4}
 	steps := 0
-	r := &Runner{Exp: Single(spec, "loopback"), Probe: func(*Spec, path.Path) (load.Probe, error) { return counting{fail: true}, nil },
+	r := &Runner{Exp: Single(spec, result.Loopback), Probe: func(*Spec, path.Path) (load.Probe, error) { return counting{fail: true}, nil },
 		OnStep: func(done, total int, _ result.Run) { steps = done }}
 	if err := r.Run(context.Background(), dir); err != nil {
 		t.Fatal(err)
@@ -130,7 +129,7 @@ func TestRunnerInterruptedKeepsFinishedRuns(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	spec := Spec{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4}, Conns: []int{2}, Runs: 10,
 		Timeout: Duration(time.Second), Baseline: path.IPv4}
-	r := &Runner{Exp: Single(spec, "loopback"), Probe: func(*Spec, path.Path) (load.Probe, error) { return counting{}, nil },
+	r := &Runner{Exp: Single(spec, result.Loopback), Probe: func(*Spec, path.Path) (load.Probe, error) { return counting{}, nil },
 		OnStep: func(done, _ int, _ result.Run) {
 			if done == 4 {
 				cancel()
@@ -199,7 +198,7 @@ func TestResumeCutsAHalfWrittenLine(t *testing.T) {
 	dir := t.TempDir()
 	spec := Spec{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4, path.IPv6}, Conns: []int{1}, Runs: 3,
 		Timeout: Duration(time.Second), Baseline: path.IPv4}
-	r := &Runner{Exp: Single(spec, "loopback"), Probe: func(*Spec, path.Path) (load.Probe, error) { return counting{}, nil }}
+	r := &Runner{Exp: Single(spec, result.Loopback), Probe: func(*Spec, path.Path) (load.Probe, error) { return counting{}, nil }}
 	if err := r.Run(context.Background(), dir); err != nil {
 		t.Fatal(err)
 	}
@@ -294,8 +293,13 @@ func TestBulkTransfersRunInConstantMemory(t *testing.T) {
 	probes := Probes(l.Endpoints(nil))
 	const size = 2183355160 // the Regensburg file set's largest
 	for _, proto := range []string{"ftp", "http"} {
-		spec := &Spec{Protocol: proto}
-		spec.File = "2183355160"
+		spec := &Spec{Protocol: proto, Options: all.MustGet(proto).New()}
+		if err := spec.Options.Check(result.Loopback, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := setOpt(spec, "file", "2183355160"); err != nil {
+			t.Fatal(err)
+		}
 		pr, err := probes(spec, path.IPv4)
 		if err != nil {
 			t.Fatal(err)
@@ -351,7 +355,7 @@ func TestRunnerConditionsSurroundEachRun(t *testing.T) {
 		Timeout: Duration(time.Second), Baseline: path.IPv4, Background: "C1B", ServerCapture: true}
 	c := &conds{}
 	dir := t.TempDir()
-	r := &Runner{Exp: Single(spec, "lab"), Probe: func(*Spec, path.Path) (load.Probe, error) { return counting{}, nil }, Conditions: c}
+	r := &Runner{Exp: Single(spec, result.Lab), Probe: func(*Spec, path.Path) (load.Probe, error) { return counting{}, nil }, Conditions: c}
 	if err := r.Run(context.Background(), dir); err != nil {
 		t.Fatal(err)
 	}
@@ -389,7 +393,7 @@ func TestResumeRefusesAGiantLineWithoutReadingIt(t *testing.T) {
 	dir := t.TempDir()
 	spec := Spec{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4}, Conns: []int{1}, Runs: 2,
 		Timeout: Duration(time.Second), Baseline: path.IPv4}
-	r := &Runner{Exp: Single(spec, "loopback"), Probe: func(*Spec, path.Path) (load.Probe, error) { return counting{}, nil }}
+	r := &Runner{Exp: Single(spec, result.Loopback), Probe: func(*Spec, path.Path) (load.Probe, error) { return counting{}, nil }}
 	if err := r.Run(context.Background(), dir); err != nil {
 		t.Fatal(err)
 	}
@@ -422,7 +426,7 @@ func TestARunsTimeLeavesTheLeadInOut(t *testing.T) {
 	dir := t.TempDir()
 	spec := Spec{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4}, Conns: []int{1}, Runs: 2,
 		Timeout: Duration(time.Second), Baseline: path.IPv4}
-	r := &Runner{Exp: Single(spec, "loopback"), Conditions: slowStart{},
+	r := &Runner{Exp: Single(spec, result.Loopback), Conditions: slowStart{},
 		Probe: func(*Spec, path.Path) (load.Probe, error) { return counting{}, nil }}
 	if err := r.Run(context.Background(), dir); err != nil {
 		t.Fatal(err)
@@ -442,7 +446,7 @@ func TestARunsTimeLeavesTheLeadInOut(t *testing.T) {
 func TestASegmentRunsItsShareAtItsSlots(t *testing.T) {
 	spec := Spec{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4, path.IPv6}, Conns: []int{1, 7}, Runs: 1,
 		Timeout: Duration(100 * time.Millisecond), Pause: Duration(50 * time.Millisecond), Baseline: path.IPv4}
-	exp := Single(spec, "hosts")
+	exp := Single(spec, result.Hosts)
 	if got := exp.Cells[0].Slot(); got != 100*time.Millisecond+SlotMargin+50*time.Millisecond {
 		t.Fatalf("slot %v", got)
 	}
@@ -555,7 +559,7 @@ func TestResumeNeverCutsAFileStillBeingWritten(t *testing.T) {
 	spec := Spec{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4}, Conns: []int{1}, Runs: 6,
 		Timeout: Duration(time.Second), Baseline: path.IPv4}
 	held, release := make(chan struct{}), make(chan struct{})
-	r := &Runner{Exp: Single(spec, "loopback"), Probe: func(*Spec, path.Path) (load.Probe, error) { return counting{}, nil },
+	r := &Runner{Exp: Single(spec, result.Loopback), Probe: func(*Spec, path.Path) (load.Probe, error) { return counting{}, nil },
 		OnStep: func(done, _ int, _ result.Run) {
 			if done == 3 {
 				close(held)
@@ -591,7 +595,10 @@ func TestResumeNeverCutsAFileStillBeingWritten(t *testing.T) {
 func TestTimingNotesFollowWhatTheCellsTime(t *testing.T) {
 	tx := []string{"TX", "LINGER"}
 	cell := func(protocol, client string) Spec {
-		return Spec{Protocol: protocol, Options: proto.Options{Client: client, File: "/1M"}}
+		if protocol != "http" && protocol != "ftp" {
+			return cellOf(t, protocol)
+		}
+		return cellOf(t, protocol, "client", client, "file", "/1M")
 	}
 	notes := func(cells ...Spec) []string { return (&Experiment{Cells: cells}).TimingNotes(tx...) }
 	has := func(got []string, sub string) int {
@@ -622,7 +629,7 @@ func TestTimingNotesFollowWhatTheCellsTime(t *testing.T) {
 func TestValidateRefusesLabOnlyPathsOffTheLab(t *testing.T) {
 	spec := Spec{Name: "t", Protocol: "http", Paths: []path.Path{path.IPv4, path.NAT64}, Conns: []int{1}, Runs: 2, Warmup: 1,
 		Timeout: Duration(time.Second), Baseline: path.IPv4}
-	for where, bad := range map[string]bool{"hosts": true, "loopback": true, "lab": false, "auto": false} {
+	for where, bad := range map[result.Where]bool{result.Hosts: true, result.Loopback: true, result.Lab: false, result.Auto: false} {
 		err := Single(spec, where).Validate()
 		if bad != (err != nil && strings.Contains(err.Error(), "nat64 needs the lab")) || (!bad && err != nil) {
 			t.Errorf("where %s: %v", where, err)

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +16,7 @@ import (
 	"v6lab/internal/lab"
 	"v6lab/internal/proto"
 	"v6lab/internal/proto/all"
+	"v6lab/internal/result"
 	"v6lab/internal/sock/path"
 )
 
@@ -40,64 +41,17 @@ type file struct {
 }
 
 type cellFile struct {
-	Protocol   string    `yaml:"protocol"`
-	Label      string    `yaml:"label"`
-	Conns      []int     `yaml:"conns"`
-	Paths      []string  `yaml:"paths"`
-	Runs       *int      `yaml:"runs"`
-	Warmup     *int      `yaml:"warmup"`
-	Timeout    *Duration `yaml:"timeout"`
-	Pause      *Duration `yaml:"pause"`
-	Duration   Duration  `yaml:"duration"`
-	Objects    *int      `yaml:"objects"`
-	URL        string    `yaml:"url"`
-	Query      string    `yaml:"query"`
-	DNSServers []string  `yaml:"dns_servers"`
-	Transport  string    `yaml:"transport"`
-	Mode       string    `yaml:"mode"`
-	Expect     string    `yaml:"expect"`
-	Type       string    `yaml:"type"`
-	TLS        bool      `yaml:"tls"`
-	TLSResume  bool      `yaml:"tls_resume"`
-	TLSGroups  string    `yaml:"tls_groups"`
-	// imap
-	Users      *int   `yaml:"users"`
-	UserFormat string `yaml:"user_format"`
-	Password   string `yaml:"password"`
-	// smtp
-	From     string `yaml:"from"`
-	To       string `yaml:"to"`
-	StartTLS bool   `yaml:"starttls"`
-	TLSPin   string `yaml:"tls_pin"`
-	// http and ftp files: another client program
-	Client string `yaml:"client"`
-	// http over the dual path: Happy Eyeballs' Connection Attempt Delay
-	AttemptDelay string `yaml:"attempt_delay"`
-	// http over the dual path: v6lab's RFC 8305 (default) or Go's net.Dialer
-	Dialer string `yaml:"dialer"`
-	// http over the dual path: the embedded DNS server's AAAA answer late
-	AAAADelay string `yaml:"aaaa_delay"`
+	Protocol string    `yaml:"protocol"`
+	Label    string    `yaml:"label"`
+	Conns    []int     `yaml:"conns"`
+	Paths    []string  `yaml:"paths"`
+	Runs     *int      `yaml:"runs"`
+	Warmup   *int      `yaml:"warmup"`
+	Timeout  *Duration `yaml:"timeout"`
+	Pause    *Duration `yaml:"pause"`
+	Duration Duration  `yaml:"duration"`
 	// embedded or real: overrides the experiment's servers for this cell
 	Server string `yaml:"server"`
-	// ftp
-	File   string `yaml:"file"`
-	Active bool   `yaml:"active"`
-	// tcp and udp trials
-	Time       Duration `yaml:"time"`
-	Omit       Duration `yaml:"omit"`
-	Interval   Duration `yaml:"interval"`
-	Bytes      string   `yaml:"bytes"`
-	Streams    *int     `yaml:"streams"`
-	Window     string   `yaml:"window"`
-	SndBuf     string   `yaml:"sndbuf"`
-	RcvBuf     string   `yaml:"rcvbuf"`
-	MSS        *int     `yaml:"mss"`
-	Congestion string   `yaml:"congestion"`
-	Reverse    bool     `yaml:"reverse"`
-	Bottleneck string   `yaml:"bottleneck"`
-	Rate       string   `yaml:"rate"`
-	Size       string   `yaml:"size"`
-	Servers    []string `yaml:"servers"`
 	// congestion (any protocol, in the lab)
 	Background    string `yaml:"background"`
 	ServerCapture bool   `yaml:"server_capture"`
@@ -107,6 +61,9 @@ type cellFile struct {
 	IPv6Loss *float64 `yaml:"ipv6_loss"`
 	// ipv6_delay: IPv6 toward the client held this long at r1 (netem)
 	IPv6Delay string `yaml:"ipv6_delay"`
+	// Options are the keys left: the protocol's options, decoded into its
+	// own struct once the protocol is known.
+	Options specfile.Rest `yaml:",rest"`
 }
 
 // Defaults of an experiment file.
@@ -119,14 +76,25 @@ const (
 	MaxConns = 100000
 )
 
-// allOptions are every protocol's options, for the "does not apply" rule.
-func allOptions() []string {
+// cellFields are the fields of a cell group every protocol has.
+func cellFields() []string {
+	var out []string
+	t := reflect.TypeFor[cellFile]()
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); name != "" {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// owner names the protocols whose options include key, for the error of
+// an option given to a protocol that does not take it.
+func owner(key string) []string {
 	var out []string
 	for _, p := range all.List {
-		for _, o := range p.Options() {
-			if !slices.Contains(out, o) {
-				out = append(out, o)
-			}
+		if slices.Contains(p.Options(), key) {
+			out = append(out, p.Name)
 		}
 	}
 	return out
@@ -171,7 +139,7 @@ func Parse(name string, data []byte) (*Experiment, error) {
 }
 
 func (f *file) experiment(doc *specfile.Doc) (*Experiment, error) {
-	e := &Experiment{Name: f.Name, Description: f.Description, Where: f.Where, Topology: f.Topology,
+	e := &Experiment{Name: f.Name, Description: f.Description, Where: result.Auto, Topology: f.Topology,
 		Servers: f.Servers, Order: f.Order, Seed: f.Seed}
 	switch {
 	case !doc.Has("name"):
@@ -179,20 +147,21 @@ func (f *file) experiment(doc *specfile.Doc) (*Experiment, error) {
 	case CheckName(f.Name) != nil:
 		return nil, doc.Errorf("name", "%v", CheckName(f.Name))
 	}
-	if e.Where == "" {
-		e.Where = "auto"
+	if doc.Has("where") {
+		w, err := result.ParseWhere(f.Where)
+		if err != nil {
+			return nil, doc.Errorf("where", "%v", err)
+		}
+		e.Where = w
 	}
-	if !slices.Contains([]string{"auto", "lab", "loopback", "hosts"}, e.Where) {
-		return nil, doc.Errorf("where", "%q is not a place to run: want auto, lab, loopback or hosts", f.Where)
-	}
-	if f.Topology != "" && (e.Where == "loopback" || e.Where == "hosts") {
+	if f.Topology != "" && e.Where.OffLab() {
 		return nil, doc.Errorf("topology", "a topology needs the lab, but where is %s", e.Where)
 	}
 	if doc.Has("congestion") {
 		switch {
 		case !congestionRE.MatchString(f.Congestion):
 			return nil, doc.Errorf("congestion", "%q is not a congestion control name (cubic, reno, bbr, …)", f.Congestion)
-		case e.Where == "loopback" || e.Where == "hosts":
+		case e.Where.OffLab():
 			return nil, doc.Errorf("congestion", "sets the lab's hosts, but where is %s (on other hosts, set net.ipv4.tcp_congestion_control there)", e.Where)
 		}
 		e.Congestion = f.Congestion
@@ -209,7 +178,7 @@ func (f *file) experiment(doc *specfile.Doc) (*Experiment, error) {
 	switch e.Servers {
 	case "embedded":
 	case "real":
-		if e.Where == "loopback" || e.Where == "hosts" {
+		if e.Where.OffLab() {
 			return nil, doc.Errorf("servers", "real servers run in the lab's server host, but where is %s", e.Where)
 		}
 	default:
@@ -227,7 +196,7 @@ func (f *file) experiment(doc *specfile.Doc) (*Experiment, error) {
 	}
 	if paths == nil {
 		paths = []path.Path{path.IPv4, path.IPv6, path.SixIn4}
-		if e.Where == "loopback" || e.Where == "hosts" {
+		if e.Where.OffLab() {
 			paths = paths[:2]
 		}
 	}
@@ -280,7 +249,7 @@ func (f *file) experiment(doc *specfile.Doc) (*Experiment, error) {
 		default:
 			return nil, doc.Errorf(at+".server", "%q: want embedded or real", f.Cells[i].Server)
 		}
-		if e.Where == "loopback" || e.Where == "hosts" {
+		if e.Where.OffLab() {
 			return nil, doc.Errorf(at+".server", "real servers run in the lab's server host, but where is %s", e.Where)
 		}
 		if err := RealServersFit(c); err != nil {
@@ -299,7 +268,7 @@ func (f *file) experiment(doc *specfile.Doc) (*Experiment, error) {
 }
 
 // paths reads a list of paths at field; nil when the file gave none.
-func (f *file) paths(doc *specfile.Doc, field string, in []string, where string) ([]path.Path, error) {
+func (f *file) paths(doc *specfile.Doc, field string, in []string, where result.Where) ([]path.Path, error) {
 	if !doc.Has(field) {
 		return nil, nil
 	}
@@ -313,8 +282,8 @@ func (f *file) paths(doc *specfile.Doc, field string, in []string, where string)
 		if err != nil {
 			return nil, doc.Errorf(at, "%q is not a path (%s)", s, path.Names())
 		}
-		if where == "loopback" || where == "hosts" {
-			if err := p.OffLab("where: " + where); err != nil {
+		if where.OffLab() {
+			if err := p.OffLab("where: " + string(where)); err != nil {
 				return nil, doc.Errorf(at, "%v", err)
 			}
 		}
@@ -378,16 +347,21 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Pa
 	case !ok:
 		return s, doc.Errorf(field("protocol"), "%q is not a protocol v6lab knows (%s)", c.Protocol, strings.Join(all.Names(), ", "))
 	}
-	opts := pr.Options()
 	if doc.Has(field("label")) && !labelRE.MatchString(c.Label) {
 		return s, doc.Errorf(field("label"), "%q: lowercase letters, digits, dot, dash and underscore, up to 32", c.Label)
 	}
-	for _, o := range allOptions() {
-		if doc.Has(field(o)) && !slices.Contains(opts, o) {
-			return s, doc.Errorf(field(o), "does not apply to protocol %s (it takes: %v)", c.Protocol, opts)
+	s.Options = pr.New()
+	if err := doc.DecodeRest(c.Options, s.Options, func(key string) string {
+		if by := owner(key); len(by) > 0 {
+			return fmt.Sprintf("does not apply to protocol %s: %s is an option of %s (%s takes: %v)", c.Protocol, key, strings.Join(by, " and "), c.Protocol, pr.Options())
 		}
+		known := append(cellFields(), pr.Options()...)
+		slices.Sort(known)
+		return fmt.Sprintf("unknown field (known here: %s)", strings.Join(known, ", "))
+	}); err != nil {
+		return s, err
 	}
-	_, trial := pr.(interface{ SingleTest() bool })
+	trial := pr.SingleTest
 	if trial && !doc.Has(field("conns")) {
 		c.Conns = []int{1}
 	} else if trial && (len(c.Conns) != 1 || c.Conns[0] != 1) {
@@ -419,7 +393,7 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Pa
 		return fmt.Sprintf("%s[%d]", field("paths"), i)
 	}
 	for i, p := range s.Paths {
-		if err := DualFits(p, c.Protocol, c.Client); err != nil {
+		if err := DualFits(p, c.Protocol); err != nil {
 			return s, doc.Errorf(pathAt(i), "%v", err)
 		}
 	}
@@ -430,13 +404,8 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Pa
 		return s, doc.Errorf(field("duration"), "%v", err)
 	}
 	s.Duration = c.Duration
-	size, err := c.size()
-	if err != nil {
-		return s, doc.Errorf(field("size"), "%v", err)
-	}
-	s.Options = c.options(size)
 	given := func(o string) bool { return doc.Has(field(o)) }
-	if err := pr.Check(&s.Options, e.Where, given); err != nil {
+	if err := s.Options.Check(e.Where, given); err != nil {
 		oe, ok := proto.AsOptionError(err)
 		switch {
 		case !ok:
@@ -447,34 +416,33 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Pa
 		return s, doc.Errorf(field(oe.Option), "%v", oe.Err)
 	}
 	for i, p := range s.Paths {
-		if err := ProtocolPathFits(p, c.Protocol, &s.Options, e.Where); err != nil {
+		if err := s.Options.PathFit(e.Where, p); err != nil {
 			if oe, ok := proto.AsOptionError(err); ok && oe.Option != "" {
 				return s, doc.Errorf(field(oe.Option), "%v", oe.Err)
 			}
 			return s, doc.Errorf(pathAt(i), "%v", err)
 		}
 	}
-	if k := all.CellServerKey(c.Protocol, &s.Options); s.Label == "" && k != all.ServerKey(c.Protocol) {
+	if k := all.CellServerKey(c.Protocol, s.Options); s.Label == "" && k != all.ServerKey(c.Protocol) {
 		s.Label = k // a cell of the protocol's other server (https) is named after it
 	}
-	if trial {
-		o := s.Test
+	if length := s.Options.Length(); trial {
 		// A trial's timeout follows its length unless set.
 		if !doc.Has(field("timeout")) && !doc.Has("timeout") {
-			s.Timeout = Duration(o.Omit + o.Duration + 30*time.Second)
+			s.Timeout = Duration(length + 30*time.Second)
 		}
-		if time.Duration(s.Timeout) <= o.Omit+o.Duration {
-			return s, doc.Errorf(field("time"), "a trial of %v does not fit in its timeout of %v", o.Omit+o.Duration, time.Duration(s.Timeout))
+		if time.Duration(s.Timeout) <= length {
+			return s, doc.Errorf(field("time"), "a trial of %v does not fit in its timeout of %v", length, time.Duration(s.Timeout))
 		}
 	}
-	if err := c.congestion(doc, at, e.Where, &s); err != nil {
+	if err := c.congestion(doc, at, e.Where, pr, &s); err != nil {
 		return s, err
 	}
 	if c.IPv6Loss != nil {
 		switch v := *c.IPv6Loss; {
 		case !(v > 0 && v <= 100):
 			return s, doc.Errorf(field("ipv6_loss"), "%g is not a share of IPv6 packets to drop: want more than 0 and at most 100 (percent; 100: blackholed)", v)
-		case e.Where != "lab" && e.Where != "auto":
+		case e.Where.OffLab():
 			return s, doc.Errorf(field("ipv6_loss"), "IPv6 is dropped at the lab's router, but where is %s", e.Where)
 		}
 		s.IPv6Loss = *c.IPv6Loss
@@ -484,7 +452,7 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Pa
 		switch {
 		case err != nil || d <= 0 || d > MaxIPv6Delay:
 			return s, doc.Errorf(field("ipv6_delay"), "want a delay such as 50ms, more than 0 and at most %v, not %q", MaxIPv6Delay, c.IPv6Delay)
-		case e.Where != "lab" && e.Where != "auto":
+		case e.Where.OffLab():
 			return s, doc.Errorf(field("ipv6_delay"), "IPv6 is delayed at the lab's router, but where is %s", e.Where)
 		case c.LinkRate != "":
 			return s, doc.Errorf(field("ipv6_delay"), "cannot be combined with link_rate in one cell group (one qdisc tree on r1's link)")
@@ -498,9 +466,9 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Pa
 const MaxIPv6Delay = 10 * time.Second
 
 // congestion reads background and server_capture, which need the lab.
-func (c *cellFile) congestion(doc *specfile.Doc, at, where string, s *Spec) error {
+func (c *cellFile) congestion(doc *specfile.Doc, at string, where result.Where, pr *proto.Protocol, s *Spec) error {
 	field := func(f string) string { return at + "." + f }
-	inLab := where == "lab" || where == "auto"
+	inLab := !where.OffLab()
 	if c.Background != "" && c.Background != "none" {
 		if _, err := traffic.LevelByName(c.Background); err != nil {
 			return doc.Errorf(field("background"), "%q is not a congestion level: want C1B to C6B (the Towson study's Table I) or none", c.Background)
@@ -511,13 +479,13 @@ func (c *cellFile) congestion(doc *specfile.Doc, at, where string, s *Spec) erro
 		s.Background = c.Background
 	}
 	if c.ServerCapture {
-		if c.Protocol != "http" {
-			return doc.Errorf(field("server_capture"), "server-side figures are computed for http cells (from the GET to the client's last ACK), not %s", c.Protocol)
+		if !pr.ServerCapture {
+			return doc.Errorf(field("server_capture"), "server-side figures are computed for %s cells (from the GET to the client's last ACK), not %s", all.Captured(), c.Protocol)
 		}
 		if !inLab {
 			return doc.Errorf(field("server_capture"), "the capture runs in the lab's server host, but where is %s", where)
 		}
-		if c.TLS {
+		if s.Options.ServerFor() != "" {
 			return doc.Errorf(field("server_capture"), "the capture's request is the client's first data, which over tls is its ClientHello, not the GET: the figures would not be the study's")
 		}
 		s.ServerCapture = true
@@ -536,49 +504,7 @@ func (c *cellFile) congestion(doc *specfile.Doc, at, where string, s *Spec) erro
 }
 
 // RealServersFit says why a cell group cannot run against the real servers.
-func RealServersFit(c *Spec) error { return all.RealFit(c.Protocol, &c.Options) }
-
-// options are the cell's protocol options as given; the protocol's Check
-// decodes and checks them.
-// size is the cell's size in bytes (4096, 100K; nil: not given).
-func (c *cellFile) size() (*int, error) {
-	if c.Size == "" {
-		return nil, nil
-	}
-	n, err := units.ParseSize(c.Size)
-	if err != nil || n > math.MaxInt32 {
-		return nil, fmt.Errorf("%q: want bytes, such as 4096 or 100K", c.Size)
-	}
-	size := int(n)
-	return &size, nil
-}
-
-func (c *cellFile) options(size *int) proto.Options {
-	o := proto.Options{URL: c.URL, Objects: c.Objects, Query: c.Query, DNSServers: c.DNSServers, Transport: c.Transport, Mode: c.Mode, Expect: c.Expect, Type: c.Type, TLS: c.TLS, TLSResume: c.TLSResume, TLSGroups: c.TLSGroups,
-		File: c.File, Active: c.Active, Client: c.Client, From: c.From, To: c.To, StartTLS: c.StartTLS, TLSPin: c.TLSPin,
-		UserFormat: c.UserFormat, Password: c.Password, Servers: c.Servers, AttemptDelay: c.AttemptDelay, Dialer: c.Dialer, AAAADelay: c.AAAADelay}
-	if c.Users != nil {
-		o.Users = *c.Users
-	}
-	if c.Protocol != "udp" && size != nil { // udp's size is its datagrams'
-		o.Size = *size
-	}
-	if c.Protocol == "tcp" || c.Protocol == "udp" {
-		t := &proto.TrialInput{Time: time.Duration(c.Time), Omit: time.Duration(c.Omit), Interval: time.Duration(c.Interval),
-			Bytes: c.Bytes, Window: c.Window, SndBuf: c.SndBuf, RcvBuf: c.RcvBuf, Bottleneck: c.Bottleneck, Rate: c.Rate,
-			Congestion: c.Congestion, Reverse: c.Reverse}
-		for _, v := range []struct {
-			from *int
-			to   *int
-		}{{c.Streams, &t.Streams}, {c.MSS, &t.MSS}, {size, &t.Size}} {
-			if v.from != nil {
-				*v.to = *v.from
-			}
-		}
-		o.Trial = t
-	}
-	return o
-}
+func RealServersFit(c *Spec) error { return all.RealFit(c.Protocol, c.Options) }
 
 // Scale shrinks an experiment for a quick look on a small machine: every
 // connection count, the number of runs, and a trial's length and amount of
@@ -600,19 +526,9 @@ func (e *Experiment) Scale(f float64) error {
 		}
 		c.Conns = conns
 		c.Runs = max(c.Warmup+2, int(math.Round(float64(c.Runs)*f)))
-		if c.File != "" { // files get smaller
-			if n, err := units.ParseSize(strings.TrimPrefix(c.File, "/")); err == nil {
-				c.File = strconv.FormatInt(max(64<<10, int64(float64(n)*f)), 10)
-			}
-		}
-		if c.Test != nil { // trials get shorter and carry less
-			o := *c.Test
-			o.Duration = max(time.Second, time.Duration(float64(o.Duration)*f).Round(time.Second))
-			if o.Bytes > 0 {
-				o.Bytes = max(1<<20, int64(float64(o.Bytes)*f))
-			}
-			c.Test = &o
-			c.Timeout = Duration(o.Omit + o.Duration + 30*time.Second)
+		c.Opts().Scale(f) // files get smaller, trials shorter and carry less
+		if length := c.Opts().Length(); length > 0 {
+			c.Timeout = Duration(length + 30*time.Second)
 		}
 	}
 	return nil

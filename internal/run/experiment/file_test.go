@@ -33,10 +33,10 @@ func TestFullExperimentFile(t *testing.T) {
 	if http.CellName() != "http" || len(http.Paths) != 3 || http.Runs != 11 || http.Warmup != 1 || time.Duration(http.Timeout) != 30*time.Second {
 		t.Errorf("http cell %+v", http)
 	}
-	if big.CellName() != "bigpage" || *big.Objects != 20 || big.Runs != 5 {
+	if big.CellName() != "bigpage" || opt(&big, "objects") != "20" || big.Runs != 5 {
 		t.Errorf("bigpage cell %+v", big)
 	}
-	if dns.Transport != "tcp" || len(dns.Paths) != 2 || dns.Paths[1] != path.SixIn4 || time.Duration(dns.Timeout) != 5*time.Second ||
+	if opt(&dns, "transport") != "tcp" || len(dns.Paths) != 2 || dns.Paths[1] != path.SixIn4 || time.Duration(dns.Timeout) != 5*time.Second ||
 		dns.Pause != 0 || time.Duration(dns.Duration) != 2*time.Second {
 		t.Errorf("dns cell %+v", dns)
 	}
@@ -47,7 +47,7 @@ func TestFullExperimentFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(h.Cells[0].Paths) != 2 || h.Cells[0].URL == "" || len(h.Cells[1].DNSServers) != 1 {
+	if len(h.Cells[0].Paths) != 2 || opt(&h.Cells[0], "url") == "" || len(recorded(&h.Cells[1])["dns_servers"].([]any)) != 1 {
 		t.Errorf("hosts experiment %+v", h)
 	}
 	if _, err := Load("testdata/nope.yaml"); err == nil || !strings.Contains(err.Error(), "nope.yaml") {
@@ -61,17 +61,17 @@ func TestTrialWarmupReachesItsOptionsAndTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	tcp, udp := e.Cells[0], e.Cells[1]
-	if tcp.Test.Omit != 5*time.Second || udp.Test.Omit != time.Second || udp.Test.Duration != 10*time.Second {
-		t.Fatalf("options %+v, %+v", tcp.Test, udp.Test)
+	if trialOf(&tcp).Omit != 5*time.Second || trialOf(&udp).Omit != time.Second || trialOf(&udp).Duration != 10*time.Second {
+		t.Fatalf("options %+v, %+v", trialOf(&tcp), trialOf(&udp))
 	}
 	// The timeout covers the warm-up too.
 	if time.Duration(tcp.Timeout) != 55*time.Second {
 		t.Errorf("timeout %v, want 5s + 20s + 30s", time.Duration(tcp.Timeout))
 	}
 	// Scaling shortens the measured time, not the warm-up past slow start.
-	if err := e.Scale(0.1); err != nil || e.Cells[0].Test.Omit != 5*time.Second || e.Cells[0].Test.Duration != 2*time.Second ||
+	if err := e.Scale(0.1); err != nil || trialOf(&e.Cells[0]).Omit != 5*time.Second || trialOf(&e.Cells[0]).Duration != 2*time.Second ||
 		time.Duration(e.Cells[0].Timeout) != 37*time.Second {
-		t.Errorf("scaled: %v %+v timeout %v", err, e.Cells[0].Test, time.Duration(e.Cells[0].Timeout))
+		t.Errorf("scaled: %v %+v timeout %v", err, trialOf(&e.Cells[0]), time.Duration(e.Cells[0].Timeout))
 	}
 }
 
@@ -119,7 +119,7 @@ func TestCongestionIsALabSetting(t *testing.T) {
 
 func TestDNSModeIsChecked(t *testing.T) {
 	e, err := Parse("d.yaml", []byte("name: d\ncells: [{protocol: dns, mode: load, conns: [10]}]\n"))
-	if err != nil || e.Cells[0].Mode != "load" {
+	if err != nil || opt(&e.Cells[0], "mode") != "load" {
 		t.Fatalf("%v", err)
 	}
 	parseErrorsIn(t, "d.yaml", map[string]string{
@@ -158,8 +158,8 @@ func TestSizeTakesUnits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.Cells[0].Options.Size != 100<<10 || e.Cells[1].Test.Size != 1<<10 || e.Cells[2].Options.Size != 4096 {
-		t.Errorf("sizes %d, %d, %d", e.Cells[0].Options.Size, e.Cells[1].Test.Size, e.Cells[2].Options.Size)
+	if opt(&e.Cells[0], "size") != "102400" || trialOf(&e.Cells[1]).Size != 1<<10 || opt(&e.Cells[2], "size") != "4096" {
+		t.Errorf("sizes %s, %d, %s", opt(&e.Cells[0], "size"), trialOf(&e.Cells[1]).Size, opt(&e.Cells[2], "size"))
 	}
 	parseErrorsIn(t, "s.yaml", map[string]string{
 		"name: s\ncells:\n  - {protocol: smtp, size: 10Q, conns: [1]}\n": `s.yaml:3: cells[0].size: "10Q": want bytes, such as 4096 or 100K`,
@@ -174,7 +174,7 @@ func TestDNSExpect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := e.Cells[0].Expect; got != "nxdomain" {
+	if got := opt(&e.Cells[0], "expect"); got != "nxdomain" {
 		t.Errorf("expect %q", got)
 	}
 	parseErrors(t, map[string]string{
@@ -196,11 +196,11 @@ func TestDNSExpect(t *testing.T) {
 	}
 	// Over every path when the type is AAAA (recorded as the type's name).
 	e, err = Parse("t.yaml", []byte("name: t\ncells:\n  - {protocol: dns, query: v4only.v6lab.test, type: aaaa, expect: nodata, paths: [ipv4, ipv6, 6in4, nat64], conns: [1]}\n"))
-	if err != nil || e.Cells[0].Expect != "nodata" || e.Cells[0].Type != "AAAA" {
+	if err != nil || opt(&e.Cells[0], "expect") != "nodata" || opt(&e.Cells[0], "type") != "AAAA" {
 		t.Errorf("nodata for the IPv4-only name's AAAA: %v", err)
 	}
 	e, err = Parse("t.yaml", []byte("name: t\nbaseline: ipv6\ncells:\n  - {protocol: dns, query: v4only.v6lab.test, expect: nodata, paths: [ipv6, 6in4, nat64], type: path, conns: [1]}\n"))
-	if err != nil || e.Cells[0].Type != "" {
+	if err != nil || opt(&e.Cells[0], "type") != "" {
 		t.Errorf("nodata over the IPv6 paths, type path: %v", err)
 	}
 	// With where: hosts the servers are the user's: any expectation goes.
@@ -248,7 +248,7 @@ func TestTLSPinIsForNamedServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := e.Cells[0].TLSPin; got != strings.Repeat("ab", 32) {
+	if got := opt(&e.Cells[0], "tls_pin"); got != strings.Repeat("ab", 32) {
 		t.Errorf("pin %q", got)
 	}
 	parseErrors(t, map[string]string{

@@ -21,21 +21,22 @@ const LocalName = proto.LocalName
 // hosts, the probe commands).
 func Probes(eps proto.Endpoints) func(*Spec, path.Path) (load.Probe, error) {
 	return func(s *Spec, p path.Path) (load.Probe, error) {
-		pr, ok := all.Get(s.Protocol)
-		if !ok {
+		if _, ok := all.Get(s.Protocol); !ok || s.Options == nil {
 			return nil, fmt.Errorf("protocol %q is not measured by this version", s.Protocol)
 		}
 		var ep proto.Endpoint
 		if eps == nil {
 			var err error
-			if ep, err = pr.Target(&s.Options, p); err != nil {
+			if ep, err = s.Options.Target(p); err != nil {
 				return nil, err
 			}
-		} else if ep, ok = eps.Get(s.WireKey(), p); !ok {
+		} else if got, ok := eps.Get(s.WireKey(), p); ok {
+			ep = got
+		} else {
 			return nil, fmt.Errorf("no %s server on path %s", s.WireKey(), p)
 		}
-		s.Options.RacesFamilies = s.RacesFamilies()
-		return pr.Probe(&s.Options, ep, p)
+		s.Options.Base().RacesFamilies = s.RacesFamilies()
+		return s.Options.Probe(ep, p)
 	}
 }
 

@@ -90,28 +90,23 @@ func Child(ctx context.Context, jobFile string, out measure.Output) error {
 // neighbour discovery and every cache on the way are warm before the first
 // run, and a path that cannot work fails here with its reason.
 func Settle(ctx context.Context, c *experiment.Spec, probe func(*experiment.Spec, path.Path) (load.Probe, error)) error {
-	if c.Test != nil { // a short trial is enough to warm a path
-		short := *c
-		o := *c.Test
-		o.Duration, o.Omit, o.Bytes, o.Interval = 200*time.Millisecond, 0, 0, 100*time.Millisecond
-		short.Test, c = &o, &short
-	}
-	if c.File != "" {
-		// A small file of the same protocol and client warms the path and
-		// proves the server: never the cell's own file, which may take
-		// minutes on a slow link (a 2 GB Regensburg file at 10 Mbit/s).
-		short := *c
-		short.File, c = SettleFile, &short
-	}
 	// The cell's own timeout, never a fixed one shorter than it.
 	timeout := min(max(time.Duration(c.Timeout), 5*time.Second), 2*time.Minute)
 	for _, p := range c.Paths {
-		if p.Kind().Translated && c.Active {
-			// EPRT/PORT through a stateless translator fails as in the
-			// field; its runs record it (the job's notes say why).
+		// A lighter transaction of the same protocol and client (a short
+		// trial, a small file: never the cell's own file, which may take
+		// minutes on a slow link) warms the path and proves the server; a
+		// path known to fail is left to its runs, which record why.
+		light, settle := c.Opts().Settle(p)
+		if !settle {
 			continue
 		}
-		pr, err := probe(c, p)
+		cell := c
+		if light != nil {
+			short := *c
+			short.Options, cell = light, &short
+		}
+		pr, err := probe(cell, p)
 		if err != nil {
 			return err
 		}
@@ -129,7 +124,3 @@ func Settle(ctx context.Context, c *experiment.Spec, probe func(*experiment.Spec
 	}
 	return nil
 }
-
-// SettleFile is the file Settle fetches for file cells; every server kind
-// serves it (the embedded ones any size, the real ones are given it).
-const SettleFile = "/1K"

@@ -195,7 +195,7 @@ func (r *Run) prepare(ctx context.Context, l *lab.Lab, cfg lab.Config) (*Job, []
 	// as a process of its own inside the server namespace.
 	for _, key := range r.Exp.EmbeddedServers() {
 		s, _ := all.Server(key)
-		if op, ok := s.(proto.OwnProcess); !ok || !op.OwnProcess() {
+		if !s.OwnProcess {
 			continue
 		}
 		run, err := serveInNamespace(l.Record(), lab.NS(l.Name, lab.Server), key, at.Listen())
@@ -204,7 +204,7 @@ func (r *Run) prepare(ctx context.Context, l *lab.Lab, cfg lab.Config) (*Job, []
 		}
 		stops = append(stops, func() { run.Close() })
 		emb.Add(key, run)
-		servers[key] = s.About() + ", a process in the server namespace"
+		servers[key] = s.About + ", a process in the server namespace"
 	}
 	job := &Job{Command: r.Command, Somaxconn: somaxconn(l), Exp: r.Exp, Endpoints: emb.Endpoints(experiment.LabSources(l)),
 		Servers: servers, Lab: labHeader(l, cfg, r.Pcap), Results: r.Results, Pcap: r.Pcap, Dir: r.ResumeDir}
@@ -224,8 +224,8 @@ func (r *Run) prepare(ctx context.Context, l *lab.Lab, cfg lab.Config) (*Job, []
 		job.Lab["nat64"] = fmt.Sprintf("stateless translator (SIIT, RFC 7915) in tc BPF on r1: %s to the prefix %s leaves as IPv4 from %s (explicit mapping, RFC 7757); DNS64 view (RFC 6147) on %s", l.Addr.ClientNat64, lab.Nat64Prefix, l.Addr.Mapped4, l.Addr.DNS64)
 	}
 	for _, c := range r.Exp.Cells {
-		if c.Active && slices.Contains(c.Paths, path.NAT64) {
-			job.Notes = append(job.Notes, fmt.Sprintf("%s: FTP's active mode over nat64 sends the client's IPv6 address in EPRT, which a stateless translator does not rewrite (it has no FTP helper): the server refuses it or cannot connect back, as in the field, so those transactions fail", c.CellName()))
+		for _, n := range c.Opts().Notes(c.Paths) {
+			job.Notes = append(job.Notes, c.CellName()+": "+n)
 		}
 	}
 	if r.Exp.LinkRates() {

@@ -39,8 +39,8 @@ type Job struct {
 	Exp *experiment.Experiment
 	// Probe makes a cell's probe over a path (experiment.Probes).
 	Probe func(*experiment.Spec, path.Path) (load.Probe, error)
-	// Target says where it runs: loopback, lab or remote.
-	Target string
+	// Target says where it runs: lab, loopback or hosts.
+	Target result.Where
 	// Servers name the servers measured, Notes what a reader must know.
 	Servers map[string]string
 	Notes   []string
@@ -387,13 +387,13 @@ func clientSpin(e *experiment.Experiment, busy string) (string, error) {
 // under another label. Every entry point checks it first; this is the
 // last door.
 func offLab(j Job) error {
-	if j.Target == "lab" {
+	if j.Target == result.Lab {
 		return nil
 	}
-	where := map[string]string{"remote": "a named host"}[j.Target]
+	where := map[result.Where]string{result.Hosts: "a named host"}[j.Target]
 	for _, c := range j.Exp.Cells {
 		for _, p := range c.Paths {
-			if err := p.OffLab(cmp.Or(where, j.Target)); err != nil {
+			if err := p.OffLab(cmp.Or(where, string(j.Target))); err != nil {
 				return fmt.Errorf("measure: cell group %s: %w", c.CellName(), err)
 			}
 		}

@@ -43,7 +43,7 @@ func TestStrictFailsWhenCountedRunsAreLeftOut(t *testing.T) {
 	spec := experiment.Spec{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4, path.IPv6}, Conns: []int{1, 2}, Runs: 3, Warmup: 1,
 		Timeout: experiment.Duration(time.Second), Baseline: path.IPv4}
 	for _, strict := range []bool{false, true} {
-		j := Job{Exp: experiment.Single(spec, "loopback"), Target: "loopback", Results: t.TempDir(), Wire: refuseIPv6{},
+		j := Job{Exp: experiment.Single(spec, result.Loopback), Target: result.Loopback, Results: t.TempDir(), Wire: refuseIPv6{},
 			Probe: func(*experiment.Spec, path.Path) (load.Probe, error) { return okProbe{}, nil }}
 		dir, err := Run(context.Background(), j, Output{Out: io.Discard, Err: io.Discard, Quiet: true, Strict: strict})
 		var le *LeftOutError
@@ -83,7 +83,7 @@ func TestStrictFailsWhenCountedRunsAreLeftOut(t *testing.T) {
 // measures nothing (its probe would reach plain ipv6) and leaves no
 // result directory behind.
 func TestOffLabJobsRefuseLabOnlyPaths(t *testing.T) {
-	for _, target := range []string{"loopback", "remote"} {
+	for _, target := range []result.Where{result.Loopback, result.Hosts} {
 		for _, p := range path.LabOnly() {
 			spec := experiment.Spec{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv6, p}, Conns: []int{1}, Runs: 2, Warmup: 1,
 				Timeout: experiment.Duration(time.Second), Baseline: path.IPv6}
