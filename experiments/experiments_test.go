@@ -32,10 +32,10 @@ func TestBuiltinExperimentsParseAndScale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cell := func(label string) *experiment.Spec {
-		for i := range r.Cells {
-			if r.Cells[i].CellName() == label {
-				return &r.Cells[i]
+	cell := func(label string) *experiment.CellGroup {
+		for i := range r.Groups {
+			if r.Groups[i].CellName() == label {
+				return &r.Groups[i]
 			}
 		}
 		t.Fatalf("rubio has no cell group %s", label)
@@ -43,10 +43,10 @@ func TestBuiltinExperimentsParseAndScale(t *testing.T) {
 	}
 	udp := cell("udp-100m-buf100k")
 	// 2 MSS x 4 windows x 7 amounts of TCP, 3 rates x 3 buffers of UDP.
-	if len(r.Cells) != 65 || r.Topology != "rubio.yaml" || trialOf(cell("tcp-200m-mss1k")).Bytes != 200<<20 || trialOf(cell("tcp-10m-mss2k")).MSS != 2048 ||
+	if len(r.Groups) != 65 || r.Topology != "rubio.yaml" || trialOf(cell("tcp-200m-mss1k")).Bytes != 200<<20 || trialOf(cell("tcp-10m-mss2k")).MSS != 2048 ||
 		trialOf(cell("tcp-50m-w56k-mss2k")).Window != 56<<10 ||
 		trialOf(udp).Rate != 100e6 || trialOf(udp).RcvBuf != 100<<10 || trialOf(udp).Duration != time.Minute {
-		t.Errorf("rubio: %d cell groups, %+v", len(r.Cells), trialOf(udp))
+		t.Errorf("rubio: %d cell groups, %+v", len(r.Groups), trialOf(udp))
 	}
 	if _, err := Lab(r.Topology); err != nil {
 		t.Error(err)
@@ -56,14 +56,14 @@ func TestBuiltinExperimentsParseAndScale(t *testing.T) {
 	}
 	b, _ = Get("mitre2004")
 	e, _ := experiment.Parse("mitre2004", b)
-	if got := e.Cells[0].Conns; len(got) != 6 || got[5] != 5000 || e.Cells[0].Runs != 11 {
+	if got := e.Groups[0].Conns; len(got) != 6 || got[5] != 5000 || e.Groups[0].Runs != 11 {
 		t.Errorf("mitre2004 http cells %v", got)
 	}
 	if err := e.Scale(0.1); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.Cells[0].Conns; len(got) != 5 || got[0] != 1 || got[4] != 500 || e.Cells[0].Runs != 3 {
-		t.Errorf("scaled: conns %v runs %d", got, e.Cells[0].Runs)
+	if got := e.Groups[0].Conns; len(got) != 5 || got[0] != 1 || got[4] != 500 || e.Groups[0].Runs != 3 {
+		t.Errorf("scaled: conns %v runs %d", got, e.Groups[0].Runs)
 	}
 	for _, bad := range []float64{0, -1, 1.5} {
 		if err := e.Scale(bad); err == nil {
@@ -91,7 +91,7 @@ func TestListNamesEveryBuiltin(t *testing.T) {
 }
 
 // trialOf is a trial cell group's test.
-func trialOf(c *experiment.Spec) *transport.Options {
+func trialOf(c *experiment.CellGroup) *transport.Options {
 	if t, ok := c.Options.(interface{ Transport() *transport.Options }); ok && t.Transport() != nil {
 		return t.Transport()
 	}

@@ -21,12 +21,12 @@ func List(w io.Writer) error {
 			return err
 		}
 		var cells []string
-		for _, c := range e.Cells {
+		for _, c := range e.Groups {
 			cells = append(cells, fmt.Sprintf("%s%v", c.CellName(), c.Conns))
 		}
 		if len(cells) > 3 {
 			count := map[string]int{}
-			for _, c := range e.Cells {
+			for _, c := range e.Groups {
 				count[c.Protocol]++
 			}
 			cells = cells[:0]

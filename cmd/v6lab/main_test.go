@@ -670,6 +670,13 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"probe", "smtp", "127.0.0.1", "--size", "-5"}, 2, `--size: "-5": want bytes, such as 4096 or 100K`},
 		{[]string{"probe", "smtp", "127.0.0.1", "--size", "65M"}, 2, "--size: 68157440: want 0 to"},
 		{[]string{"probe", "imap", "127.0.0.1", "--users", "0"}, 2, "--users: 0: want at least 1"},
+		// A value that goes on a protocol's command line cannot hold a
+		// line break: it would send the rest as a command of its own.
+		{[]string{"probe", "imap", "127.0.0.1", "--password", "x\r\nA2 LOGOUT"}, 2, `--password: "x\r\nA2 LOGOUT" holds a control character (U+000D)`},
+		{[]string{"probe", "imap", "127.0.0.1", "--user-format", "u%d\nA2 LOGOUT"}, 2, "--user-format: "},
+		{[]string{"probe", "ftp", "ftp://u:p%0d%0aDELE%20x@127.0.0.1/1M"}, 2, "holds a control character"},
+		{[]string{"probe", "http", "http://127.0.0.1:9/a%0d%0aX-Injected:%201"}, 2, "holds a control character"},
+		{[]string{"probe", "smtp", "127.0.0.1", "--from", "a@b\x00"}, 2, "--from: "},
 		{[]string{"tcp", "127.0.0.1", "--paths", "ipv4", "--bottleneck", "fast"}, 2, `--bottleneck: want a rate such as 10M, up to 100G, not "fast"`},
 		{[]string{"tcp", "127.0.0.1", "--paths", "ipv4", "--bytes", "lots"}, 2, "--bytes: want an amount"},
 		{[]string{"report", t.TempDir(), "--format", "html", "--write"}, 1, "samples.jsonl"},

@@ -159,7 +159,7 @@ func (pt probeTarget) run(cmd *cobra.Command) error {
 	name := pt.p.Name
 	o := pt.opts
 	if paths, err := path.ParseList(pt.lf.paths); err == nil { // a bad list is the spec's error
-		o.Base().RacesFamilies = (&experiment.Spec{Paths: paths}).RacesFamilies()
+		o.Base().RacesFamilies = (&experiment.CellGroup{Paths: paths}).RacesFamilies()
 	}
 	if err := o.Check(result.Hosts, givenFlags(cmd, o)); err != nil {
 		return &exitError{code: 2, err: flagError(err, o)}

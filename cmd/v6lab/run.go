@@ -178,7 +178,7 @@ func (o *runOpts) run(cmd *cobra.Command, args []string) error {
 			return err
 		}
 	}
-	return runMapped(run.Run(cmd.Context(), exp, where, note, s, nil, ""))
+	return runMapped(run.Do(cmd.Context(), exp, where, note, s, nil, ""))
 }
 
 // settings are the run's settings from its flags: the lab's from the
@@ -324,7 +324,7 @@ func (o *runOpts) resumeRun(cmd *cobra.Command) error {
 	}
 	s := run.Settings{Pcap: o.pcap || r.Pcap, Keep: o.keep, Lab: r.Lab, Rootless: rootless(), Results: o.lf.results,
 		Output: output(cmd), Command: os.Args}
-	return runMapped(run.Run(cmd.Context(), r.Exp, r.Where, "", s, r.Resume, o.resume))
+	return runMapped(run.Do(cmd.Context(), r.Exp, r.Where, "", s, r.Resume, o.resume))
 }
 
 // runLabName names a run's own lab with a random suffix: a pid would

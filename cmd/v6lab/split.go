@@ -67,7 +67,7 @@ func parseSegment(s string) (*result.Segment, error) {
 func (sp split) writePlan(w io.Writer, exp *experiment.Experiment) {
 	if g := sp.segment; g != nil {
 		var parts []string
-		for _, c := range exp.Cells {
+		for _, c := range exp.Groups {
 			for _, n := range c.Conns {
 				first, k := g.Users(n)
 				users := "none"

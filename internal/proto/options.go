@@ -281,3 +281,16 @@ func DelayedName(name string) (string, time.Duration) {
 	}
 	return rest, d
 }
+
+// CheckLine refuses a value that goes on a protocol's command line (a
+// user name, a password, a path) if it holds a control character: a CR or
+// LF would end the line early and send what follows as a command of its
+// own (docs/security.md).
+func CheckLine(option, value string) error {
+	for _, r := range value {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return Errorf(option, "%q holds a control character (%U), which would end or split the protocol's command line", value, r)
+		}
+	}
+	return nil
+}

@@ -42,6 +42,10 @@ var Servers = []*proto.Server{
 	&trial.Server,
 }
 
+// NameServer is the key of the embedded server that names the others:
+// every transaction that names its server looks the name up there first.
+var NameServer = dns.Protocol.Server.Key
+
 // Get finds a protocol by name.
 func Get(name string) (*proto.Protocol, bool) {
 	i := slices.IndexFunc(List, func(p *proto.Protocol) bool { return p.Name == name })

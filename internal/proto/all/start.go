@@ -27,8 +27,8 @@ type Started struct {
 // left to the caller when the place is another namespace (at.In set).
 func Start(ctx context.Context, keys []string, at proto.Place) (*Started, error) {
 	st := &Started{At: at, Running: map[string]proto.Running{}}
-	if len(keys) > 0 && !slices.Contains(keys, "dns") {
-		keys = append(keys, "dns")
+	if len(keys) > 0 && !slices.Contains(keys, NameServer) {
+		keys = append(keys, NameServer)
 	}
 	for _, s := range Servers {
 		if !slices.Contains(keys, s.Key) {
@@ -101,7 +101,7 @@ func PlaceEndpoints(at proto.Place, ports map[string]int, sources map[path.Path]
 	for key, port := range ports {
 		for p, a := range at.Addrs {
 			ep := proto.Endpoint{Host: at.Name, Port: port, Source: sources[p], Content: files}
-			if dns, ok := ports[prefix+"dns"]; ok {
+			if dns, ok := ports[prefix+NameServer]; ok {
 				ep.DNS = []netip.AddrPort{netip.AddrPortFrom(a, uint16(dns))}
 			}
 			s, ok := Server(key[len(prefix):])
@@ -124,7 +124,7 @@ func PlaceEndpoints(at proto.Place, ports map[string]int, sources map[path.Path]
 		_, ok6 := at.Addrs[path.IPv6]
 		if s, ok := Server(key[len(prefix):]); ok4 && ok6 && ok && !s.ByAddress {
 			ep := proto.Endpoint{Scheme: s.Scheme, Host: at.Name, Port: port, Content: files, DNSOver: path.IPv4}
-			if dns, ok := ports[prefix+"dns"]; ok {
+			if dns, ok := ports[prefix+NameServer]; ok {
 				ep.DNS = []netip.AddrPort{netip.AddrPortFrom(v4, uint16(dns))}
 			}
 			eps.Set(key, path.Dual, ep)

@@ -79,8 +79,15 @@ func (o *Options) Check(where result.Where, given proto.Given) error {
 		return err
 	}
 	if o.URL != "" {
-		if _, err := ParseURL(o.URL); err != nil {
+		u, err := ParseURL(o.URL)
+		if err != nil {
 			return proto.Errorf(proto.OptURL, "%v", err)
+		}
+		// Each goes on a command line: USER, PASS, SIZE and RETR.
+		for _, v := range []string{u.User, u.Password, u.File} {
+			if err := proto.CheckLine(proto.OptURL, v); err != nil {
+				return err
+			}
 		}
 	}
 	if o.File != "" {

@@ -554,3 +554,26 @@ func TestCellWithDualPathUsesOneEngine(t *testing.T) {
 		}
 	}
 }
+
+// FuzzRequestLine: for any URL the client accepts, its GET is one request
+// line and the fixed header lines: nothing in the URL adds a line or a
+// header of its own.
+func FuzzRequestLine(f *testing.F) {
+	for _, s := range []string{"http://www.v6lab.test/", "http://h/a%0d%0aX-Injected:%201", "http://h/?q=%0a", "https://[::1]:8443/files/1M"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		u, err := ParseURL(raw)
+		if err != nil {
+			return
+		}
+		c := &Client{URL: u}
+		req := c.request(u.RequestURI(), false)
+		r := string(req)
+		// GET, Host, User-Agent, Accept, then the empty line: five CRLFs,
+		// and no other CR, LF or NUL.
+		if !strings.HasPrefix(r, "GET ") || strings.Count(r, "\r\n") != 5 || strings.Count(r, "\n") != 5 || strings.Count(r, "\r") != 5 || strings.Contains(r, "\x00") {
+			t.Fatalf("%q: request %q", raw, req)
+		}
+	})
+}

@@ -102,9 +102,16 @@ func (o *Options) Check(where result.Where, given proto.Given) error {
 	if err := o.CheckURL(where, "the page to fetch", "v6lab chooses the embedded server's URL"); err != nil {
 		return err
 	}
+	var u *url.URL // the url, parsed once for every rule below
 	if o.URL != "" {
-		if _, err := ParseURL(o.URL); err != nil {
+		var err error
+		if u, err = ParseURL(o.URL); err != nil {
 			return proto.Errorf(proto.OptURL, "%v (want http:// or https:// and a host)", err)
+		}
+		// It goes on the request line (escaped, as every client sends
+		// it); a control character in it is a mistake or an attack.
+		if err := proto.CheckLine(proto.OptURL, u.Path); err != nil {
+			return err
 		}
 	}
 	if o.File != "" {
@@ -115,7 +122,7 @@ func (o *Options) Check(where result.Where, given proto.Given) error {
 			return proto.Errorf("objects", "a cell fetches a page with objects or a file, not both")
 		}
 	}
-	if err := o.checkEngine(); err != nil {
+	if err := o.checkEngine(u); err != nil {
 		return err
 	}
 	if err := o.Choice.Check(o.File, o.URL); err != nil {
@@ -124,21 +131,20 @@ func (o *Options) Check(where result.Where, given proto.Given) error {
 	if err := o.CheckPin(where); err != nil {
 		return err
 	}
-	if err := o.checkTLS(where); err != nil {
+	if err := o.checkTLS(where, u); err != nil {
 		return err
 	}
 	return o.checkDual(where)
 }
 
 // checkEngine checks the probe command's engine and body bound.
-func (o *Options) checkEngine() error {
+func (o *Options) checkEngine(u *url.URL) error {
 	if o.MaxBody != "" {
 		if mb, err := units.ParseSize(o.MaxBody); err != nil || mb <= 0 {
 			return proto.Errorf("max_body", "bad size %q", o.MaxBody)
 		}
 	}
-	if o.URL != "" {
-		u, _ := ParseURL(o.URL)
+	if u != nil {
 		if _, err := (&Client{URL: u, Objects: !o.NoObjects, Engine: engine(o.Engine)}).EngineUsed(); err != nil {
 			return proto.Errorf("engine", "%v", err)
 		}
@@ -152,11 +158,12 @@ func (o *Options) checkEngine() error {
 
 // checkTLS refuses TLS settings where nothing is https (they would be
 // recorded and ignored), and v6lab's own TLS options with another client.
-func (o *Options) checkTLS(where result.Where) error {
+func (o *Options) checkTLS(where result.Where, u *url.URL) error {
 	if _, err := TLSGroups(o.TLSGroups); err != nil {
 		return proto.Errorf("tls_groups", "%v", err)
 	}
-	if u, _ := ParseURL(o.URL); !o.TLS && (u == nil || u.Scheme != "https") {
+	https := u != nil && u.Scheme == "https"
+	if !o.TLS && !https {
 		for _, s := range []struct {
 			option, what string
 			set          bool
@@ -182,8 +189,8 @@ func (o *Options) checkTLS(where result.Where) error {
 		}
 	}
 	if o.TLSPin != "" {
-		switch u, _ := ParseURL(o.URL); {
-		case u == nil || u.Scheme != "https":
+		switch {
+		case !https:
 			return proto.Errorf(proto.OptTLSPin, "pins an https server's certificate: the url is not https://")
 		case o.External():
 			return proto.Errorf(proto.OptTLSPin, "is v6lab's own client's: %s verifies certificates its own way", o.Client)

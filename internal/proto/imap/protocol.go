@@ -64,15 +64,17 @@ type Options struct {
 // where: hosts; users within the embedded server's.
 func (o *Options) Check(where result.Where, given proto.Given) error {
 	hosts := where == result.Hosts
-	if hosts && o.URL == "" {
-		return proto.Errorf("", "url is required with where: hosts (imap://host[:port])")
+	const own = "the embedded server has users user1…userN with its own password"
+	if err := o.CheckURL(where, "imap://host[:port]", own); err != nil {
+		return err
 	}
-	if !hosts && (o.URL != "" || o.UserFormat != "" || o.Password != "") {
-		f := "url"
-		if o.URL == "" {
-			f = map[bool]string{true: "user_format", false: "password"}[o.UserFormat != ""]
+	for _, f := range []struct{ name, v string }{{"user_format", o.UserFormat}, {"password", o.Password}} {
+		if f.v != "" && !hosts {
+			return proto.Errorf(f.name, "only with where: hosts; %s", own)
 		}
-		return proto.Errorf(f, "only with where: hosts; the embedded server has users user1…userN with its own password")
+		if err := proto.CheckLine(f.name, f.v); err != nil {
+			return err
+		}
 	}
 	if o.URL != "" && !strings.HasPrefix(o.URL, "imap://") {
 		return proto.Errorf(proto.OptURL, "%q: want imap://host[:port]", o.URL)
@@ -86,7 +88,7 @@ func (o *Options) Check(where result.Where, given proto.Given) error {
 	if given("users") && !hosts && o.Users > DefaultUsers {
 		return proto.Errorf("users", "%d: want 1 to %d (the embedded server's users)", o.Users, DefaultUsers)
 	}
-	return o.CheckDNSServers(where)
+	return nil
 }
 
 // Target is the server the cell's url names.

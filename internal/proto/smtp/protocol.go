@@ -81,7 +81,10 @@ func (o *Options) Check(where result.Where, given proto.Given) error {
 		}
 	}
 	for _, f := range []struct{ name, v string }{{"from", o.From}, {"to", o.To}} {
-		if f.v != "" && (!strings.Contains(f.v, "@") || strings.ContainsAny(f.v, "<>\r\n ")) {
+		if err := proto.CheckLine(f.name, f.v); err != nil {
+			return err
+		}
+		if f.v != "" && (!strings.Contains(f.v, "@") || strings.ContainsAny(f.v, "<> ")) {
 			return proto.Errorf(f.name, "%q is not a mail address", f.v)
 		}
 	}

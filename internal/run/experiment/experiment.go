@@ -1,7 +1,9 @@
-// Package experiment expands an experiment into cells × runs, runs them in
-// an interleaved order, and streams every sample to a result directory.
+// Package experiment reads experiments (files and flags) into cell groups,
+// plans their cells × runs in an interleaved order, and executes the plan,
+// streaming every sample to a result directory.
 //
-// It finds protocols in proto/all and imports no protocol package itself; it never imports what runs it (measure, labrun, runner) or the CLI.
+// It finds protocols in proto/all and imports no protocol package itself;
+// it never imports what runs it (measure, inlab, run) or the CLI.
 package experiment
 
 import (
@@ -49,8 +51,8 @@ type Experiment struct {
 	// Spin, when set, is the client's spin window (evloop.SetSpin: how
 	// long it polls without blocking when one exchange is in flight);
 	// nil: the engine's default. Up to MaxSpin.
-	Spin  *Duration `json:"spin,omitempty"`
-	Cells []Spec    `json:"cells"`
+	Spin   *Duration   `json:"spin,omitempty"`
+	Groups []CellGroup `json:"cells"`
 }
 
 // MaxSpin is the longest spin window an experiment may ask for: beyond
@@ -69,10 +71,10 @@ func CheckSpin(d time.Duration) error {
 	return nil
 }
 
-// Spec is one cell group of an experiment: a protocol measured over paths
+// CellGroup is one cell group of an experiment: a protocol measured over paths
 // at connection counts, Runs runs per cell. Its JSON is flat: the
 // protocol's options beside the group's own fields (MarshalJSON).
-type Spec struct {
+type CellGroup struct {
 	// Name is the experiment's name (copied into each cell group).
 	Name string `json:"name,omitempty"`
 	// Label tells cell groups of one protocol apart (default: Protocol).
@@ -120,12 +122,12 @@ type Spec struct {
 
 // RacesFamilies says whether one of the cell group's paths races the
 // families (dual).
-func (s *Spec) RacesFamilies() bool {
+func (s *CellGroup) RacesFamilies() bool {
 	return slices.ContainsFunc(s.Paths, func(p path.Path) bool { return p.Kind().Dual })
 }
 
 // CellName is what results call this cell group: Label, or the protocol.
-func (s *Spec) CellName() string {
+func (s *CellGroup) CellName() string {
 	if s.Label != "" {
 		return s.Label
 	}
@@ -135,7 +137,7 @@ func (s *Spec) CellName() string {
 // WireKey names the server a cell's traffic goes to (its key in
 // proto.Endpoints and in the wire check's ports): the embedded server that
 // answers the protocol, or real/<protocol> for its real server.
-func (s *Spec) WireKey() string {
+func (s *CellGroup) WireKey() string {
 	if s.Server == "real" {
 		return "real/" + s.Protocol
 	}
@@ -143,17 +145,19 @@ func (s *Spec) WireKey() string {
 }
 
 // anyCell reports whether any cell group satisfies f.
-func (e *Experiment) anyCell(f func(*Spec) bool) bool {
-	return slices.ContainsFunc(e.Cells, func(c Spec) bool { return f(&c) })
+func (e *Experiment) anyCell(f func(*CellGroup) bool) bool {
+	return slices.ContainsFunc(e.Groups, func(c CellGroup) bool { return f(&c) })
 }
 
 // Real reports whether any cell group measures a real server.
-func (e *Experiment) Real() bool { return e.anyCell(func(c *Spec) bool { return c.Server == "real" }) }
+func (e *Experiment) Real() bool {
+	return e.anyCell(func(c *CellGroup) bool { return c.Server == "real" })
+}
 
 // RealProtocols lists the protocols measured against real servers.
 func (e *Experiment) RealProtocols() []string {
 	var out []string
-	for _, c := range e.Cells {
+	for _, c := range e.Groups {
 		if c.Server == "real" && !slices.Contains(out, c.Protocol) {
 			out = append(out, c.Protocol)
 		}
@@ -164,23 +168,23 @@ func (e *Experiment) RealProtocols() []string {
 // Background reports whether any cell group runs with background traffic
 // (the lab then needs its generator hosts).
 func (e *Experiment) Background() bool {
-	return e.anyCell(func(c *Spec) bool { return c.Background != "" })
+	return e.anyCell(func(c *CellGroup) bool { return c.Background != "" })
 }
 
 // LinkRates reports whether any cell group sets its own link rate.
 func (e *Experiment) LinkRates() bool {
-	return e.anyCell(func(c *Spec) bool { return c.LinkRate > 0 })
+	return e.anyCell(func(c *CellGroup) bool { return c.LinkRate > 0 })
 }
 
 // ServerCapture reports whether any cell group asks for server-side
 // figures.
 func (e *Experiment) ServerCapture() bool {
-	return e.anyCell(func(c *Spec) bool { return c.ServerCapture })
+	return e.anyCell(func(c *CellGroup) bool { return c.ServerCapture })
 }
 
 // Single wraps one cell group as an experiment (the probe commands).
-func Single(s Spec, where result.Where) *Experiment {
-	return &Experiment{Name: s.Name, Where: where, Servers: "embedded", Baseline: s.Baseline, Order: OrderInterleaved, Cells: []Spec{s}}
+func Single(s CellGroup, where result.Where) *Experiment {
+	return &Experiment{Name: s.Name, Where: where, Servers: "embedded", Baseline: s.Baseline, Order: OrderInterleaved, Groups: []CellGroup{s}}
 }
 
 // Orders of paths within a run.
@@ -206,7 +210,7 @@ func (d *Duration) UnmarshalText(b []byte) error {
 }
 
 // Validate checks a cell group before anything runs.
-func (s *Spec) Validate() error {
+func (s *CellGroup) Validate() error {
 	if len(s.Paths) == 0 {
 		return errors.New("experiment: no paths")
 	}
@@ -258,8 +262,8 @@ func DualFits(p path.Path, protocol string) error {
 func (e *Experiment) TimingNotes(transactional ...string) []string {
 	var out, own []string
 	transactions := false
-	for i := range e.Cells {
-		c := &e.Cells[i]
+	for i := range e.Groups {
+		c := &e.Groups[i]
 		note := c.Opts().Timing()
 		switch {
 		case note == "":
@@ -279,12 +283,12 @@ func (e *Experiment) Validate() error {
 	if err := CheckName(e.Name); err != nil {
 		return fmt.Errorf("experiment: name: %w", err)
 	}
-	if len(e.Cells) == 0 {
+	if len(e.Groups) == 0 {
 		return errors.New("experiment: no cells")
 	}
 	seen := map[string]bool{}
-	for i := range e.Cells {
-		c := &e.Cells[i]
+	for i := range e.Groups {
+		c := &e.Groups[i]
 		if seen[c.CellName()] {
 			return fmt.Errorf("experiment: two cell groups are called %q: give one a label", c.CellName())
 		}
@@ -312,7 +316,7 @@ func (e *Experiment) Validate() error {
 // Paths lists every path any cell group measures, in first-seen order.
 func (e *Experiment) Paths() []path.Path {
 	var out []path.Path
-	for _, c := range e.Cells {
+	for _, c := range e.Groups {
 		for _, p := range c.Paths {
 			if !slices.Contains(out, p) {
 				out = append(out, p)
@@ -325,7 +329,7 @@ func (e *Experiment) Paths() []path.Path {
 // Protocols lists the protocols of the cell groups, once each.
 func (e *Experiment) Protocols() []string {
 	var out []string
-	for _, c := range e.Cells {
+	for _, c := range e.Groups {
 		if !slices.Contains(out, c.Protocol) {
 			out = append(out, c.Protocol)
 		}
@@ -336,7 +340,7 @@ func (e *Experiment) Protocols() []string {
 // Step is one run of one cell in the order they are done.
 type Step struct {
 	Seq    int
-	Cell   int // index into Experiment.Cells
+	Group  int // index into Experiment.Cells
 	Path   path.Path
 	Conns  int
 	Run    int
@@ -347,18 +351,18 @@ type Step struct {
 // r of every path before run r+1 of any (v4, v6, v4, v6, …), so slow drift
 // of the machine hits every path alike and run r of two paths can be
 // paired.
-func (s *Spec) Plan() []Step {
-	return (&Experiment{Order: OrderInterleaved, Cells: []Spec{*s}}).Plan()
+func (s *CellGroup) Plan() []Step {
+	return (&Experiment{Order: OrderInterleaved, Groups: []CellGroup{*s}}).Plan()
 }
 
 // Plan orders every run of the experiment: cell groups one after another,
-// each as Spec.Plan, with the order of paths in each run shuffled from
+// each as CellGroup.Plan, with the order of paths in each run shuffled from
 // Seed when Order is shuffled.
 func (e *Experiment) Plan() []Step {
 	var out []Step
 	rng := rand.New(rand.NewPCG(uint64(e.Seed), 0x76366c6162))
-	for ci := range e.Cells {
-		s := &e.Cells[ci]
+	for ci := range e.Groups {
+		s := &e.Groups[ci]
 		for _, n := range s.Conns {
 			for r := 0; r < s.Runs; r++ {
 				paths := slices.Clone(s.Paths)
@@ -366,7 +370,7 @@ func (e *Experiment) Plan() []Step {
 					rng.Shuffle(len(paths), func(i, j int) { paths[i], paths[j] = paths[j], paths[i] })
 				}
 				for _, p := range paths {
-					out = append(out, Step{Seq: len(out), Cell: ci, Path: p, Conns: n, Run: r, Warmup: r < s.Warmup})
+					out = append(out, Step{Seq: len(out), Group: ci, Path: p, Conns: n, Run: r, Warmup: r < s.Warmup})
 				}
 			}
 		}
@@ -374,11 +378,11 @@ func (e *Experiment) Plan() []Step {
 	return out
 }
 
-// Runner runs an experiment and writes its result directory.
-type Runner struct {
+// Executor runs an experiment and writes its result directory.
+type Executor struct {
 	Exp *Experiment
 	// Probe makes the probe for one path of one cell group.
-	Probe func(s *Spec, p path.Path) (load.Probe, error)
+	Probe func(s *CellGroup, p path.Path) (load.Probe, error)
 	// Header is completed with the experiment and written first.
 	Header result.Header
 	// OnStep, when set, is called after each step with its run record.
@@ -404,15 +408,15 @@ type Runner struct {
 // the run's record and, for cells with ServerCapture, its samples, which
 // End may complete before they are written.
 type Conditions interface {
-	Begin(ctx context.Context, s *Spec, st Step) error
-	End(s *Spec, st Step, rec *result.Run, samples []result.Sample)
+	Begin(ctx context.Context, s *CellGroup, st Step) error
+	End(s *CellGroup, st Step, rec *result.Run, samples []result.Sample)
 	// Finish ends whatever is still running after the last run.
 	Finish()
 }
 
 // WireCheck proves on the wire what a run's path claims.
 type WireCheck interface {
-	// Start begins counting for a run of the service key (Spec.WireKey)
+	// Start begins counting for a run of the service key (CellGroup.WireKey)
 	// over p.
 	Start(key string, p path.Path)
 	// Stop returns the counts, and an error when they do not prove p.
@@ -423,10 +427,10 @@ type WireCheck interface {
 // finished run is on disk.
 var ErrInterrupted = errors.New("experiment: interrupted")
 
-// Run executes the plan into dir, and returns after the samples file is
+// Execute executes the plan into dir, and returns after the samples file is
 // flushed and closed. dir must hold nothing, unless Done is set: then its
 // samples file (cut back to its last finished run, see Resumable) grows.
-func (r *Runner) Run(ctx context.Context, dir string) error {
+func (r *Executor) Execute(ctx context.Context, dir string) error {
 	if err := r.Exp.Validate(); err != nil {
 		return err
 	}
@@ -435,8 +439,8 @@ func (r *Runner) Run(ctx context.Context, dir string) error {
 		p    path.Path
 	}
 	probes := map[key]load.Probe{}
-	for ci := range r.Exp.Cells {
-		c := &r.Exp.Cells[ci]
+	for ci := range r.Exp.Groups {
+		c := &r.Exp.Groups[ci]
 		for _, p := range c.Paths {
 			pr, err := r.Probe(c, p)
 			if err != nil {
@@ -466,7 +470,7 @@ func (r *Runner) Run(ctx context.Context, dir string) error {
 		h.Spec = r.Exp
 		w.Header(h)
 	}
-	runErr := r.runPlan(ctx, w, func(st Step) load.Probe { return probes[key{st.Cell, st.Path}] })
+	runErr := r.runPlan(ctx, w, func(st Step) load.Probe { return probes[key{st.Group, st.Path}] })
 	for _, pr := range probes {
 		if c, ok := pr.(io.Closer); ok {
 			c.Close() // long-lived sockets of a load-mode probe
@@ -489,8 +493,8 @@ func (r *Runner) Run(ctx context.Context, dir string) error {
 // how they ran (proto.Recorder: http's engine), over what the cell asked
 // for ("auto"). Paths that differ are named: "ipv4=evloop dual=go-dial".
 func recordProbes(e *Experiment, probeOf func(cell int, p path.Path) load.Probe) {
-	for ci := range e.Cells {
-		c := &e.Cells[ci]
+	for ci := range e.Groups {
+		c := &e.Groups[ci]
 		byPath := map[string][]string{}
 		for _, p := range c.Paths {
 			r, ok := probeOf(ci, p).(proto.Recorder)
@@ -524,7 +528,7 @@ func same(vals []string) bool {
 	return true
 }
 
-func (r *Runner) runPlan(ctx context.Context, w *result.Writer, probeOf func(Step) load.Probe) error {
+func (r *Executor) runPlan(ctx context.Context, w *result.Writer, probeOf func(Step) load.Probe) error {
 	plan := r.Exp.Plan()
 	var slots []time.Time
 	if !r.StartAt.IsZero() {
@@ -546,7 +550,7 @@ func (r *Runner) runPlan(ctx context.Context, w *result.Writer, probeOf func(Ste
 		if slots != nil && !waitUntil(ctx, slots[i]) {
 			return ErrInterrupted
 		}
-		spec := &r.Exp.Cells[st.Cell]
+		spec := &r.Exp.Groups[st.Group]
 		timeout := time.Duration(spec.Timeout)
 		name := spec.CellName()
 		cell := result.CellKey(name, string(st.Path), st.Conns)
@@ -662,13 +666,13 @@ func waitUntil(ctx context.Context, t time.Time) bool {
 	}
 }
 
-// specFields is Spec without its methods: its own fields' JSON.
-type specFields Spec
+// specFields is CellGroup without its methods: its own fields' JSON.
+type specFields CellGroup
 
 // MarshalJSON writes the cell group flat: its own fields, then its
 // protocol's options (each protocol's json tags name them), as results
 // have always recorded them.
-func (s Spec) MarshalJSON() ([]byte, error) {
+func (s CellGroup) MarshalJSON() ([]byte, error) {
 	own, err := json.Marshal(specFields(s))
 	if err != nil || s.Options == nil {
 		return own, err
@@ -686,12 +690,12 @@ func (s Spec) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON reads a cell group as MarshalJSON writes it: its options
 // into its protocol's options struct (none for a protocol this version
 // does not know).
-func (s *Spec) UnmarshalJSON(b []byte) error {
+func (s *CellGroup) UnmarshalJSON(b []byte) error {
 	var f specFields
 	if err := json.Unmarshal(b, &f); err != nil {
 		return err
 	}
-	*s = Spec(f)
+	*s = CellGroup(f)
 	if p, ok := all.Get(s.Protocol); ok {
 		s.Options = p.New()
 		if err := json.Unmarshal(b, s.Options); err != nil {
@@ -703,7 +707,7 @@ func (s *Spec) UnmarshalJSON(b []byte) error {
 
 // Opts are the cell group's options, or none (a protocol this version
 // does not know, as tests use): every optional behaviour at its default.
-func (s *Spec) Opts() proto.Options {
+func (s *CellGroup) Opts() proto.Options {
 	if s.Options != nil {
 		return s.Options
 	}

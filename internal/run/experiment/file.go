@@ -206,7 +206,7 @@ func (f *file) experiment(doc *specfile.Doc) (*Experiment, error) {
 			return nil, doc.Errorf("baseline", "%q is not a path (%s)", f.Baseline, path.Names())
 		}
 	}
-	base := Spec{Name: f.Name, Runs: DefaultRuns, Warmup: DefaultWarmup, Timeout: Duration(DefaultTimeout),
+	base := CellGroup{Name: f.Name, Runs: DefaultRuns, Warmup: DefaultWarmup, Timeout: Duration(DefaultTimeout),
 		Pause: Duration(DefaultPause), Baseline: e.Baseline}
 	if err := runSettings(doc, "", &base, f.Runs, f.Warmup, f.Timeout, f.Pause); err != nil {
 		return nil, err
@@ -236,10 +236,10 @@ func (f *file) experiment(doc *specfile.Doc) (*Experiment, error) {
 			}
 			return nil, doc.Errorf(field, "the cell does not measure the baseline path %s, so nothing can be compared with it", e.Baseline)
 		}
-		e.Cells = append(e.Cells, s)
+		e.Groups = append(e.Groups, s)
 	}
-	for i := range e.Cells {
-		c := &e.Cells[i]
+	for i := range e.Groups {
+		c := &e.Groups[i]
 		at := fmt.Sprintf("cells[%d]", i)
 		server := proto.Or(f.Cells[i].Server, e.Servers)
 		switch server {
@@ -297,7 +297,7 @@ func (f *file) paths(doc *specfile.Doc, field string, in []string, where result.
 
 // runSettings checks and applies runs, warm-up, timeout and pause given at
 // prefix (the top level, or one cell).
-func runSettings(doc *specfile.Doc, prefix string, s *Spec, runs, warmup *int, timeout, pause *Duration) error {
+func runSettings(doc *specfile.Doc, prefix string, s *CellGroup, runs, warmup *int, timeout, pause *Duration) error {
 	at := func(f string) string { return prefix + f }
 	if runs != nil {
 		if err := checkRuns(*runs); err != nil {
@@ -336,7 +336,7 @@ func runSettings(doc *specfile.Doc, prefix string, s *Spec, runs, warmup *int, t
 	return nil
 }
 
-func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Path, e *Experiment) (Spec, error) {
+func (c *cellFile) spec(doc *specfile.Doc, at string, base CellGroup, paths []path.Path, e *Experiment) (CellGroup, error) {
 	s := base
 	field := func(f string) string { return at + "." + f }
 	s.Protocol, s.Label = c.Protocol, c.Label
@@ -466,7 +466,7 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Pa
 const MaxIPv6Delay = 10 * time.Second
 
 // congestion reads background and server_capture, which need the lab.
-func (c *cellFile) congestion(doc *specfile.Doc, at string, where result.Where, pr *proto.Protocol, s *Spec) error {
+func (c *cellFile) congestion(doc *specfile.Doc, at string, where result.Where, pr *proto.Protocol, s *CellGroup) error {
 	field := func(f string) string { return at + "." + f }
 	inLab := !where.OffLab()
 	if c.Background != "" && c.Background != "none" {
@@ -504,7 +504,7 @@ func (c *cellFile) congestion(doc *specfile.Doc, at string, where result.Where, 
 }
 
 // RealServersFit says why a cell group cannot run against the real servers.
-func RealServersFit(c *Spec) error { return all.RealFit(c.Protocol, c.Options) }
+func RealServersFit(c *CellGroup) error { return all.RealFit(c.Protocol, c.Options) }
 
 // Scale shrinks an experiment for a quick look on a small machine: every
 // connection count, the number of runs, and a trial's length and amount of
@@ -515,8 +515,8 @@ func (e *Experiment) Scale(f float64) error {
 		return fmt.Errorf("experiment: scale %g: want more than 0 and at most 1", f)
 	}
 	e.Scaled = f // recorded with the spec in every result's header
-	for i := range e.Cells {
-		c := &e.Cells[i]
+	for i := range e.Groups {
+		c := &e.Groups[i]
 		var conns []int
 		for _, n := range c.Conns {
 			m := max(1, int(math.Round(float64(n)*f)))

@@ -25,11 +25,11 @@ func TestFullExperimentFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.Name != "full" || e.Where != "lab" || e.Topology != "testdata/topology.yaml" || e.Order != OrderShuffled || e.Seed != 42 || len(e.Cells) != 3 ||
+	if e.Name != "full" || e.Where != "lab" || e.Topology != "testdata/topology.yaml" || e.Order != OrderShuffled || e.Seed != 42 || len(e.Groups) != 3 ||
 		e.Spin == nil || time.Duration(*e.Spin) != time.Millisecond {
 		t.Fatalf("experiment %+v", e)
 	}
-	http, big, dns := e.Cells[0], e.Cells[1], e.Cells[2]
+	http, big, dns := e.Groups[0], e.Groups[1], e.Groups[2]
 	if http.CellName() != "http" || len(http.Paths) != 3 || http.Runs != 11 || http.Warmup != 1 || time.Duration(http.Timeout) != 30*time.Second {
 		t.Errorf("http cell %+v", http)
 	}
@@ -47,7 +47,7 @@ func TestFullExperimentFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(h.Cells[0].Paths) != 2 || opt(&h.Cells[0], "url") == "" || len(recorded(&h.Cells[1])["dns_servers"].([]any)) != 1 {
+	if len(h.Groups[0].Paths) != 2 || opt(&h.Groups[0], "url") == "" || len(recorded(&h.Groups[1])["dns_servers"].([]any)) != 1 {
 		t.Errorf("hosts experiment %+v", h)
 	}
 	if _, err := Load("testdata/nope.yaml"); err == nil || !strings.Contains(err.Error(), "nope.yaml") {
@@ -60,7 +60,7 @@ func TestTrialWarmupReachesItsOptionsAndTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tcp, udp := e.Cells[0], e.Cells[1]
+	tcp, udp := e.Groups[0], e.Groups[1]
 	if trialOf(&tcp).Omit != 5*time.Second || trialOf(&udp).Omit != time.Second || trialOf(&udp).Duration != 10*time.Second {
 		t.Fatalf("options %+v, %+v", trialOf(&tcp), trialOf(&udp))
 	}
@@ -69,9 +69,9 @@ func TestTrialWarmupReachesItsOptionsAndTimeout(t *testing.T) {
 		t.Errorf("timeout %v, want 5s + 20s + 30s", time.Duration(tcp.Timeout))
 	}
 	// Scaling shortens the measured time, not the warm-up past slow start.
-	if err := e.Scale(0.1); err != nil || trialOf(&e.Cells[0]).Omit != 5*time.Second || trialOf(&e.Cells[0]).Duration != 2*time.Second ||
-		time.Duration(e.Cells[0].Timeout) != 37*time.Second {
-		t.Errorf("scaled: %v %+v timeout %v", err, trialOf(&e.Cells[0]), time.Duration(e.Cells[0].Timeout))
+	if err := e.Scale(0.1); err != nil || trialOf(&e.Groups[0]).Omit != 5*time.Second || trialOf(&e.Groups[0]).Duration != 2*time.Second ||
+		time.Duration(e.Groups[0].Timeout) != 37*time.Second {
+		t.Errorf("scaled: %v %+v timeout %v", err, trialOf(&e.Groups[0]), time.Duration(e.Groups[0].Timeout))
 	}
 }
 
@@ -119,7 +119,7 @@ func TestCongestionIsALabSetting(t *testing.T) {
 
 func TestDNSModeIsChecked(t *testing.T) {
 	e, err := Parse("d.yaml", []byte("name: d\ncells: [{protocol: dns, mode: load, conns: [10]}]\n"))
-	if err != nil || opt(&e.Cells[0], "mode") != "load" {
+	if err != nil || opt(&e.Groups[0], "mode") != "load" {
 		t.Fatalf("%v", err)
 	}
 	parseErrorsIn(t, "d.yaml", map[string]string{
@@ -158,8 +158,8 @@ func TestSizeTakesUnits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if opt(&e.Cells[0], "size") != "102400" || trialOf(&e.Cells[1]).Size != 1<<10 || opt(&e.Cells[2], "size") != "4096" {
-		t.Errorf("sizes %s, %d, %s", opt(&e.Cells[0], "size"), trialOf(&e.Cells[1]).Size, opt(&e.Cells[2], "size"))
+	if opt(&e.Groups[0], "size") != "102400" || trialOf(&e.Groups[1]).Size != 1<<10 || opt(&e.Groups[2], "size") != "4096" {
+		t.Errorf("sizes %s, %d, %s", opt(&e.Groups[0], "size"), trialOf(&e.Groups[1]).Size, opt(&e.Groups[2], "size"))
 	}
 	parseErrorsIn(t, "s.yaml", map[string]string{
 		"name: s\ncells:\n  - {protocol: smtp, size: 10Q, conns: [1]}\n": `s.yaml:3: cells[0].size: "10Q": want bytes, such as 4096 or 100K`,
@@ -174,7 +174,7 @@ func TestDNSExpect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := opt(&e.Cells[0], "expect"); got != "nxdomain" {
+	if got := opt(&e.Groups[0], "expect"); got != "nxdomain" {
 		t.Errorf("expect %q", got)
 	}
 	parseErrors(t, map[string]string{
@@ -196,11 +196,11 @@ func TestDNSExpect(t *testing.T) {
 	}
 	// Over every path when the type is AAAA (recorded as the type's name).
 	e, err = Parse("t.yaml", []byte("name: t\ncells:\n  - {protocol: dns, query: v4only.v6lab.test, type: aaaa, expect: nodata, paths: [ipv4, ipv6, 6in4, nat64], conns: [1]}\n"))
-	if err != nil || opt(&e.Cells[0], "expect") != "nodata" || opt(&e.Cells[0], "type") != "AAAA" {
+	if err != nil || opt(&e.Groups[0], "expect") != "nodata" || opt(&e.Groups[0], "type") != "AAAA" {
 		t.Errorf("nodata for the IPv4-only name's AAAA: %v", err)
 	}
 	e, err = Parse("t.yaml", []byte("name: t\nbaseline: ipv6\ncells:\n  - {protocol: dns, query: v4only.v6lab.test, expect: nodata, paths: [ipv6, 6in4, nat64], type: path, conns: [1]}\n"))
-	if err != nil || opt(&e.Cells[0], "type") != "" {
+	if err != nil || opt(&e.Groups[0], "type") != "" {
 		t.Errorf("nodata over the IPv6 paths, type path: %v", err)
 	}
 	// With where: hosts the servers are the user's: any expectation goes.
@@ -218,7 +218,7 @@ func TestTLSCellsUseTheEmbeddedHTTPSServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, c := range e.Cells {
+	for _, c := range e.Groups {
 		got = append(got, c.CellName()+":"+c.WireKey())
 	}
 	if want := []string{"http:http", "https:https", "big:https"}; !slices.Equal(got, want) {
@@ -248,7 +248,7 @@ func TestTLSPinIsForNamedServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := opt(&e.Cells[0], "tls_pin"); got != strings.Repeat("ab", 32) {
+	if got := opt(&e.Groups[0], "tls_pin"); got != strings.Repeat("ab", 32) {
 		t.Errorf("pin %q", got)
 	}
 	parseErrors(t, map[string]string{
@@ -274,4 +274,14 @@ func parseErrorsIn(t *testing.T, name string, cases map[string]string) {
 			t.Errorf("%q: %v, want %q", data, err, want)
 		}
 	}
+}
+
+// TestLineValuesRefuseControlCharacters: a file's value that goes on a
+// protocol's command line (an IMAP password, an FTP url's user) cannot
+// hold a line break, named at its line and field.
+func TestLineValuesRefuseControlCharacters(t *testing.T) {
+	parseErrorsIn(t, "i.yaml", map[string]string{
+		"name: i\nwhere: hosts\ncells:\n  - {protocol: imap, url: \"imap://127.0.0.1\", password: \"x\\r\\nA2 LOGOUT\", conns: [1]}\n": `i.yaml:4: cells[0].password: "x\r\nA2 LOGOUT" holds a control character (U+000D)`,
+		"name: i\nwhere: hosts\ncells:\n  - {protocol: ftp, url: \"ftp://u:p%0aDELE@h/1M\", conns: [1]}\n":                     `i.yaml:4: cells[0].url: "p\nDELE" holds a control character (U+000A)`,
+	})
 }

@@ -11,9 +11,9 @@ import (
 
 // cellOf is a cell group of protocol with options set by name and text,
 // as a file or flags give them (unchecked).
-func cellOf(t testing.TB, protocol string, kv ...string) Spec {
+func cellOf(t testing.TB, protocol string, kv ...string) CellGroup {
 	t.Helper()
-	s := Spec{Protocol: protocol, Options: all.MustGet(protocol).New()}
+	s := CellGroup{Protocol: protocol, Options: all.MustGet(protocol).New()}
 	for i := 0; i+1 < len(kv); i += 2 {
 		if err := proto.Set(s.Options, kv[i], kv[i+1]); err != nil {
 			t.Fatal(err)
@@ -23,7 +23,7 @@ func cellOf(t testing.TB, protocol string, kv ...string) Spec {
 }
 
 // opt is a cell group's option as text ("" when it has none).
-func opt(c *Spec, name string) string {
+func opt(c *CellGroup, name string) string {
 	f, ok := proto.FieldOf(c.Opts(), name)
 	if !ok {
 		return ""
@@ -32,7 +32,7 @@ func opt(c *Spec, name string) string {
 }
 
 // trialOf is a trial cell group's test.
-func trialOf(c *Spec) *transport.Options {
+func trialOf(c *CellGroup) *transport.Options {
 	if t, ok := c.Options.(interface{ Transport() *transport.Options }); ok && t.Transport() != nil {
 		return t.Transport()
 	}
@@ -40,10 +40,10 @@ func trialOf(c *Spec) *transport.Options {
 }
 
 // setOpt sets a cell group's option by name from text.
-func setOpt(c *Spec, name, text string) error { return proto.Set(c.Options, name, text) }
+func setOpt(c *CellGroup, name, text string) error { return proto.Set(c.Options, name, text) }
 
 // recorded is what a result records of a cell group's options.
-func recorded(c *Spec) map[string]any {
+func recorded(c *CellGroup) map[string]any {
 	b, _ := json.Marshal(c.Options)
 	var m map[string]any
 	json.Unmarshal(b, &m)

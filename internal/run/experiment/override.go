@@ -45,8 +45,8 @@ func (e *Experiment) Override(o Override) error {
 		d := Duration(*o.Spin)
 		e.Spin = &d
 	}
-	for i := range e.Cells {
-		c := &e.Cells[i]
+	for i := range e.Groups {
+		c := &e.Groups[i]
 		if o.Paths != nil {
 			c.Paths = slices.Clone(o.Paths)
 		}
@@ -91,17 +91,17 @@ func (e *Experiment) overrideServer(server string) error {
 	switch server {
 	case "embedded":
 	case "real":
-		for i := range e.Cells {
-			if err := RealServersFit(&e.Cells[i]); err != nil {
-				return fmt.Errorf("--server real: cell group %s: %w", e.Cells[i].CellName(), err)
+		for i := range e.Groups {
+			if err := RealServersFit(&e.Groups[i]); err != nil {
+				return fmt.Errorf("--server real: cell group %s: %w", e.Groups[i].CellName(), err)
 			}
 		}
 	default:
 		return fmt.Errorf("--server: %q is not embedded or real", server)
 	}
 	e.Servers = server
-	for i := range e.Cells {
-		e.Cells[i].Server = map[bool]string{true: "real"}[server == "real"]
+	for i := range e.Groups {
+		e.Groups[i].Server = map[bool]string{true: "real"}[server == "real"]
 	}
 	return nil
 }
@@ -121,7 +121,7 @@ func setDuration(dst *Duration, v *time.Duration) {
 // setOption sets a cell group's option from a flag of v6lab run, if its
 // protocol has it, and checks the options again by the protocol's rules
 // (an option the file gave counts as given).
-func (c *Spec) setOption(name, text string, where result.Where) error {
+func (c *CellGroup) setOption(name, text string, where result.Where) error {
 	f, ok := proto.FieldOf(c.Opts(), name)
 	if !ok || c.Options == nil {
 		return nil

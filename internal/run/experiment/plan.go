@@ -25,9 +25,9 @@ func (exp *Experiment) NeedsLab() string {
 		return "server-side figures come from a capture in the lab's server host"
 	case exp.LinkRates():
 		return "link_rate reshapes the lab's links"
-	case exp.anyCell(func(c *Spec) bool { return c.IPv6Loss > 0 }):
+	case exp.anyCell(func(c *CellGroup) bool { return c.IPv6Loss > 0 }):
 		return "ipv6_loss drops IPv6 at the lab's router"
-	case exp.anyCell(func(c *Spec) bool { return c.IPv6Delay > 0 }):
+	case exp.anyCell(func(c *CellGroup) bool { return c.IPv6Delay > 0 }):
 		return "ipv6_delay delays IPv6 at the lab's router"
 	}
 	return ""
@@ -36,14 +36,14 @@ func (exp *Experiment) NeedsLab() string {
 // DropLabOnly removes the paths only the lab has (6in4) from every cell
 // group, for a run that falls back to loopback.
 func (exp *Experiment) DropLabOnly() {
-	for i := range exp.Cells {
+	for i := range exp.Groups {
 		var keep []path.Path // a new slice: cells may share one
-		for _, p := range exp.Cells[i].Paths {
+		for _, p := range exp.Groups[i].Paths {
 			if !p.Kind().LabOnly {
 				keep = append(keep, p)
 			}
 		}
-		exp.Cells[i].Paths = keep
+		exp.Groups[i].Paths = keep
 	}
 }
 
@@ -73,10 +73,10 @@ func WritePlan(w io.Writer, exp *Experiment, where result.Where, note string, bo
 		// Building the lab, starting its servers and removing it again
 		// (measured: about 2 s on a 2-vCPU VM), and settling each cell
 		// group's paths.
-		est += labSetup + time.Duration(len(exp.Cells))*settlePerGroup
+		est += labSetup + time.Duration(len(exp.Groups))*settlePerGroup
 	}
 	total := 0
-	for _, c := range exp.Cells {
+	for _, c := range exp.Groups {
 		tx := 0
 		for _, n := range c.Conns {
 			tx += n * c.Runs * len(c.Paths)
@@ -99,7 +99,7 @@ func WritePlan(w io.Writer, exp *Experiment, where result.Where, note string, bo
 	// Each change of background level waits for the traffic to ramp up.
 	level := ""
 	for _, st := range plan {
-		if bg := exp.Cells[st.Cell].Background; bg != level {
+		if bg := exp.Groups[st.Group].Background; bg != level {
 			if bg != "" {
 				est += congestion.Ramp
 				worst += congestion.Ramp
@@ -112,7 +112,7 @@ func WritePlan(w io.Writer, exp *Experiment, where result.Where, note string, bo
 	first := plan[:min(len(plan), 6)]
 	var order []string
 	for _, st := range first {
-		order = append(order, fmt.Sprintf("%s/%s/%d#%d", exp.Cells[st.Cell].CellName(), st.Path, st.Conns, st.Run))
+		order = append(order, fmt.Sprintf("%s/%s/%d#%d", exp.Groups[st.Group].CellName(), st.Path, st.Conns, st.Run))
 	}
 	fmt.Fprintf(w, "order: %s …\n", strings.Join(order, ", "))
 }

@@ -7,7 +7,7 @@ import (
 )
 
 // The rules below are shared by experiment files (which add the file, line
-// and field) and command-line flags (Spec.Validate, Experiment.Validate):
+// and field) and command-line flags (CellGroup.Validate, Experiment.Validate):
 // one rule, one piece of code, whichever way a value arrives.
 
 // CheckName checks an experiment name: it names a result directory.
@@ -81,7 +81,7 @@ const fdReserve = 256
 func (e *Experiment) CheckOpenFiles(limit uint64, serverFDs int) error {
 	fdsPerConn := uint64(FDsPerConn + serverFDs)
 	most := 0
-	for _, c := range e.Cells {
+	for _, c := range e.Groups {
 		for _, n := range c.Conns {
 			most = max(most, n)
 		}

@@ -19,8 +19,8 @@ const LocalName = proto.LocalName
 // is: eps, the servers a lab or loopback run started (found by the cell's
 // WireKey), or, when eps is nil, the server each cell names itself (where:
 // hosts, the probe commands).
-func Probes(eps proto.Endpoints) func(*Spec, path.Path) (load.Probe, error) {
-	return func(s *Spec, p path.Path) (load.Probe, error) {
+func Probes(eps proto.Endpoints) func(*CellGroup, path.Path) (load.Probe, error) {
+	return func(s *CellGroup, p path.Path) (load.Probe, error) {
 		if _, ok := all.Get(s.Protocol); !ok || s.Options == nil {
 			return nil, fmt.Errorf("protocol %q is not measured by this version", s.Protocol)
 		}
@@ -44,7 +44,7 @@ func Probes(eps proto.Endpoints) func(*Spec, path.Path) (load.Probe, error) {
 // keys, all.ServerKey).
 func (e *Experiment) EmbeddedServers() []string {
 	var out []string
-	for _, c := range e.Cells {
+	for _, c := range e.Groups {
 		if k := c.WireKey(); c.Server != "real" && !contains(out, k) {
 			out = append(out, k)
 		}

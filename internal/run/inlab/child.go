@@ -37,8 +37,8 @@ func Child(ctx context.Context, jobFile string, out measure.Output) error {
 		return fmt.Errorf("lab job %s: %w", jobFile, err)
 	}
 	probe := experiment.Probes(j.Endpoints)
-	for i := range j.Exp.Cells {
-		if err := Settle(ctx, &j.Exp.Cells[i], probe); err != nil {
+	for i := range j.Exp.Groups {
+		if err := Settle(ctx, &j.Exp.Groups[i], probe); err != nil {
 			return err
 		}
 	}
@@ -66,7 +66,7 @@ func Child(ctx context.Context, jobFile string, out measure.Output) error {
 		cond.server.Tap(cond.tracker.Frame)
 		defer cond.server.Close()
 	}
-	for _, c := range j.Exp.Cells {
+	for _, c := range j.Exp.Groups {
 		if c.IPv6Delay > 0 {
 			if err := lab.CheckNetem(cond.lab); err != nil {
 				return fmt.Errorf("cell %s: %w", c.CellName(), err)
@@ -77,19 +77,19 @@ func Child(ctx context.Context, jobFile string, out measure.Output) error {
 	mj := measure.Job{
 		Exp: j.Exp, Probe: probe, Target: "lab", Servers: j.Servers, Notes: j.Notes,
 		ServerFDs: 0, Somaxconn: j.Somaxconn, Command: j.Command, Results: j.Results,
-		Wire: capture.Check{C: cp, Ports: j.Ports, Nat64: j.Nat64, ClientSide: clientSide}, Lab: j.Lab, Pcap: rec, Conditions: cond,
+		Wire: capture.Check{C: cp, Ports: j.Ports, Lookups: j.Lookups, Nat64: j.Nat64, ClientSide: clientSide}, Lab: j.Lab, Pcap: rec, Conditions: cond,
 	}
 	if j.Dir != "" {
 		mj.Resume, mj.ResumeDir = &experiment.Resume{Exp: j.Exp, Done: j.Done}, j.Dir
 	}
-	_, err = measure.Run(ctx, mj, out)
+	_, err = measure.Do(ctx, mj, out)
 	return err
 }
 
 // Settle does unrecorded transactions on every path until one completes, so
 // neighbour discovery and every cache on the way are warm before the first
 // run, and a path that cannot work fails here with its reason.
-func Settle(ctx context.Context, c *experiment.Spec, probe func(*experiment.Spec, path.Path) (load.Probe, error)) error {
+func Settle(ctx context.Context, c *experiment.CellGroup, probe func(*experiment.CellGroup, path.Path) (load.Probe, error)) error {
 	// The cell's own timeout, never a fixed one shorter than it.
 	timeout := min(max(time.Duration(c.Timeout), 5*time.Second), 2*time.Minute)
 	for _, p := range c.Paths {

@@ -60,7 +60,7 @@ func startReal(ctx context.Context, l *lab.Lab, exp *experiment.Experiment, job 
 	content := map[string]contentpkg.Expect{}
 	for _, p := range RealProtocols(exp) {
 		at.Cells = nil
-		for _, c := range exp.Cells {
+		for _, c := range exp.Groups {
 			if c.Protocol == p.Name && c.Server == "real" {
 				at.Cells = append(at.Cells, c.Options)
 			}

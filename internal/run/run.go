@@ -1,11 +1,11 @@
-// Package runner runs an experiment where it can: it decides the place (a
+// Package run runs an experiment where it can: it decides the place (a
 // lab, a lab in a user namespace of its own, loopback, or the real hosts
 // its cells name), says why when it falls back, and runs it there: on
 // loopback with the embedded servers in this process, in a lab through
-// labrun, against hosts as each cell names them. The CLI hands it the
+// inlab, against hosts as each cell names them. The CLI hands it the
 // experiment and the run's settings; it returns typed errors.
 //
-// It imports labrun and measure, never the CLI.
+// It imports inlab and measure, never the CLI.
 package run
 
 import (
@@ -170,10 +170,10 @@ func Bottleneck(where result.Where, cfg lab.Config) uint64 {
 	return b
 }
 
-// Run runs exp where it was decided (or resumes it into dir when rs is
+// Do runs exp where it was decided (or resumes it into dir when rs is
 // set). In a lab without a tunnel it measures ipv4 and ipv6 and says so,
 // unless 6in4 was asked for by name.
-func Run(ctx context.Context, exp *experiment.Experiment, where result.Where, note string, s Settings, rs *experiment.Resume, dir string) error {
+func Do(ctx context.Context, exp *experiment.Experiment, where result.Where, note string, s Settings, rs *experiment.Resume, dir string) error {
 	if where == Lab {
 		if err := lab.CanTunnel(); err != nil {
 			if s.ExplicitPaths && slices.Contains(exp.Paths(), path.SixIn4) {
@@ -189,15 +189,15 @@ func Run(ctx context.Context, exp *experiment.Experiment, where result.Where, no
 	}
 	switch where {
 	case Lab:
-		r := &inlab.Run{Exp: exp, Lab: s.Lab, Results: s.Results, Keep: s.Keep, Pcap: s.Pcap, Resume: rs, ResumeDir: dir,
+		r := &inlab.Session{Exp: exp, Lab: s.Lab, Results: s.Results, Keep: s.Keep, Pcap: s.Pcap, Resume: rs, ResumeDir: dir,
 			Command: s.Command, Quiet: s.Output.Quiet, Strict: s.Output.Strict, Rootless: s.Rootless, Out: s.Output.Out, Err: s.Output.Err}
 		return r.Do(ctx)
 	case Hosts:
 		servers := map[string]string{}
-		for _, c := range exp.Cells {
+		for _, c := range exp.Groups {
 			servers[c.CellName()] = c.Opts().Destination()
 		}
-		_, err := measure.Run(ctx, measure.Job{Exp: exp, Probe: experiment.Probes(nil), Target: Hosts, Servers: servers,
+		_, err := measure.Do(ctx, measure.Job{Exp: exp, Probe: experiment.Probes(nil), Target: Hosts, Servers: servers,
 			Results: s.Results, Resume: rs, ResumeDir: dir, Segment: s.Segment, StartAt: s.StartAt}, s.Output)
 		return err
 	}
@@ -210,7 +210,7 @@ func Run(ctx context.Context, exp *experiment.Experiment, where result.Where, no
 		return err
 	}
 	defer local.Close()
-	_, err = measure.Run(ctx, measure.Job{Exp: exp, Probe: experiment.Probes(local.Endpoints(nil)), Target: Loopback,
+	_, err = measure.Do(ctx, measure.Job{Exp: exp, Probe: experiment.Probes(local.Endpoints(nil)), Target: Loopback,
 		Servers: local.Describe(""), Notes: []string{"ran on loopback (no lab): only ipv4 and ipv6 exist there"},
 		ServerFDs: 1, Results: s.Results, Resume: rs, ResumeDir: dir}, s.Output)
 	return err
