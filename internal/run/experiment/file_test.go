@@ -282,6 +282,6 @@ func parseErrorsIn(t *testing.T, name string, cases map[string]string) {
 func TestLineValuesRefuseControlCharacters(t *testing.T) {
 	parseErrorsIn(t, "i.yaml", map[string]string{
 		"name: i\nwhere: hosts\ncells:\n  - {protocol: imap, url: \"imap://127.0.0.1\", password: \"x\\r\\nA2 LOGOUT\", conns: [1]}\n": `i.yaml:4: cells[0].password: "x\r\nA2 LOGOUT" holds a control character (U+000D)`,
-		"name: i\nwhere: hosts\ncells:\n  - {protocol: ftp, url: \"ftp://u:p%0aDELE@h/1M\", conns: [1]}\n":                     `i.yaml:4: cells[0].url: "p\nDELE" holds a control character (U+000A)`,
+		"name: i\nwhere: hosts\ncells:\n  - {protocol: ftp, url: \"ftp://u:p%0aDELE@h/1M\", conns: [1]}\n":                             `i.yaml:4: cells[0].url: "p\nDELE" holds a control character (U+000A)`,
 	})
 }
