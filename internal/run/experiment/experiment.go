@@ -227,8 +227,8 @@ func (s *CellGroup) Validate() error {
 		{"runs", checkRuns(s.Runs)},
 		{"warmup", checkWarmup(s.Warmup, s.Runs)},
 		{"timeout", checkTimeout(time.Duration(s.Timeout))},
-		{"pause", checkNotNegative(time.Duration(s.Pause))},
-		{"duration", checkNotNegative(time.Duration(s.Duration))},
+		{"pause", checkPause(time.Duration(s.Pause))},
+		{"duration", checkDuration(time.Duration(s.Duration))},
 	} {
 		if r.err != nil {
 			return fmt.Errorf("experiment: %s: %w", r.field, r.err)
