@@ -702,9 +702,11 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"run", "--segment", "3/3", "--dry-run"}, 2, `--segment "3/3": segment 3: the segments of 3 are numbered 0 to 2`},
 		{[]string{"run", "--segment", "half", "--dry-run"}, 2, `--segment "half": want I/N, e.g. 0/3`},
 		{[]string{"run", "--start-at", "10:00", "--dry-run"}, 2, `--start-at "10:00": not an RFC 3339 time`},
+		{[]string{"run", "--start-at", "2000-01-01T00:00:00Z", "--dry-run"}, 2, `--start-at "2000-01-01T00:00:00Z": the whole schedule (`},
 		{[]string{"run", "--segment", "0/2", "--shuffle", "--dry-run"}, 2, "--segment with a shuffled order needs --seed"},
 		{[]string{"run", "--segment", "0/2", "--loopback", "--dry-run"}, 2, "--segment and --start-at split one experiment across client hosts that measure the same servers, so they need where: hosts; this experiment runs on loopback"},
 		{[]string{"run", "--resume", t.TempDir(), "--segment", "0/2"}, 2, "--resume keeps the segment its directory ran"},
+		{[]string{"run", "--resume", t.TempDir(), "--paths", "ipv4", "--conns", "5", "--runs", "3"}, 2, "--resume continues the experiment as its directory recorded it: --conns, --paths, --runs would change it"},
 		{[]string{"merge", t.TempDir()}, 2, "no samples.jsonl in it nor in a directory below it"},
 	}
 	for _, c := range cases {

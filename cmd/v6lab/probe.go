@@ -74,7 +74,7 @@ func newProbeProtoCmd(p *proto.Protocol) *cobra.Command {
 			for _, a := range args {
 				c.SetArg(o, a)
 			}
-			if err := applyFlags(cmd, o); err != nil {
+			if err := proto.ApplyFlags(cmd.Flags(), o); err != nil {
 				return &exitError{code: 2, err: err}
 			}
 			return probeTarget{lf: &lf, p: p, target: strings.Join(args, " "), opts: o}.run(cmd)
@@ -85,65 +85,8 @@ func newProbeProtoCmd(p *proto.Protocol) *cobra.Command {
 	} else {
 		lf.register(cmd, "1,10,100", 11)
 	}
-	registerFlags(cmd, p.New())
+	proto.RegisterFlags(cmd.Flags(), p.New())
 	return cmd
-}
-
-// registerFlags declares a flag for each option (or setting) of v that
-// has one; its default is its tag's, else v's own value.
-func registerFlags(cmd *cobra.Command, v any) {
-	fl := cmd.Flags()
-	for _, f := range proto.Fields(v) {
-		if f.Flag == "" {
-			continue
-		}
-		def := proto.Or(f.Default, f.Text())
-		switch f.Kind() {
-		case proto.KindBool:
-			fl.BoolP(f.Flag, f.Short, def == "true", f.Usage)
-		case proto.KindInt:
-			n, _ := strconv.Atoi(def)
-			fl.IntP(f.Flag, f.Short, n, f.Usage)
-		case proto.KindDuration:
-			d, _ := time.ParseDuration(def)
-			fl.DurationP(f.Flag, f.Short, d, f.Usage)
-		case proto.KindList:
-			fl.StringArrayP(f.Flag, f.Short, nil, f.Usage)
-		default:
-			fl.StringP(f.Flag, f.Short, def, f.Usage)
-		}
-	}
-}
-
-// applyFlags sets v's options from its flags: each flag's value (its
-// default unless given; a list only when given). Errors name the flag.
-func applyFlags(cmd *cobra.Command, v any) error {
-	for _, f := range proto.Fields(v) {
-		if f.Flag == "" {
-			continue
-		}
-		var vals []string
-		if f.Kind() == proto.KindList {
-			vals, _ = cmd.Flags().GetStringArray(f.Flag)
-		} else {
-			vals = []string{cmd.Flags().Lookup(f.Flag).Value.String()}
-		}
-		for _, text := range vals {
-			if err := f.Set(text); err != nil {
-				return flagError(err, v)
-			}
-		}
-	}
-	return nil
-}
-
-// givenFlags says whether the user gave an option of v on the command
-// line, by its option name.
-func givenFlags(cmd *cobra.Command, v any) proto.Given {
-	return func(opt string) bool {
-		f, ok := proto.FieldOf(v, opt)
-		return ok && f.Flag != "" && cmd.Flags().Changed(f.Flag)
-	}
 }
 
 // probeTarget is a probe command's measurement of a server it names: the
@@ -161,8 +104,8 @@ func (pt probeTarget) run(cmd *cobra.Command) error {
 	if paths, err := path.ParseList(pt.lf.paths); err == nil { // a bad list is the spec's error
 		o.Base().RacesFamilies = (&experiment.CellGroup{Paths: paths}).RacesFamilies()
 	}
-	if err := o.Check(result.Hosts, givenFlags(cmd, o)); err != nil {
-		return &exitError{code: 2, err: flagError(err, o)}
+	if err := o.Check(result.Hosts, proto.GivenFlags(cmd.Flags(), o)); err != nil {
+		return &exitError{code: 2, err: proto.FlagError(err, o)}
 	}
 	if length := o.Length(); length > 0 && !cmd.Flags().Changed("timeout") {
 		pt.lf.timeout = length + 30*time.Second // a trial's follows its length
@@ -228,34 +171,4 @@ func dnsSource(ep proto.Endpoint, cmd *cobra.Command) string {
 		return "--dns-server"
 	}
 	return "/etc/resolv.conf"
-}
-
-// flagError names the flag of a bad option of v.
-func flagError(err error, v any) error {
-	oe, ok := proto.AsOptionError(err)
-	flagOf := func(opt string) string {
-		if f, ok := proto.FieldOf(v, opt); ok && f.Flag != "" {
-			return "--" + f.Flag
-		}
-		return ""
-	}
-	if ok && len(oe.Need) > 0 {
-		var need []string
-		for _, o := range oe.Need {
-			if f := flagOf(o); f != "" {
-				need = append(need, f)
-			}
-		}
-		if len(need) > 0 {
-			return fmt.Errorf("%s %s required (%s)", strings.Join(need, " and "), map[bool]string{true: "is", false: "are"}[len(need) == 1], oe.Why)
-		}
-	}
-	if !ok || oe.Option == "" {
-		return err
-	}
-	name, _, _ := strings.Cut(oe.Option, "[")
-	if f := flagOf(name); f != "" {
-		return fmt.Errorf("%s: %w", f, oe.Err)
-	}
-	return err
 }

@@ -40,7 +40,7 @@ func serveEmbedded(cmd *cobra.Command, srv *proto.Server, listen []string, setti
 	r, err := srv.Serve(cmd.Context(), at)
 	if err != nil {
 		if oe, ok := proto.AsOptionError(err); ok && oe.Option != "" {
-			return &exitError{code: 2, err: flagError(err, settings)}
+			return &exitError{code: 2, err: proto.FlagError(err, settings)}
 		}
 		return err
 	}
@@ -108,7 +108,7 @@ func newServeProtoCmd(s *proto.Server) *cobra.Command {
 						return &exitError{code: 2, err: fmt.Errorf("--%s is required", f.Flag)}
 					}
 				}
-				if err := applyFlags(cmd, settings); err != nil {
+				if err := proto.ApplyFlags(cmd.Flags(), settings); err != nil {
 					return &exitError{code: 2, err: err}
 				}
 			}
@@ -120,7 +120,7 @@ func newServeProtoCmd(s *proto.Server) *cobra.Command {
 		cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, c.Verbose)
 	}
 	if s.Settings != nil {
-		registerFlags(cmd, s.Settings())
+		proto.RegisterFlags(cmd.Flags(), s.Settings())
 	}
 	return cmd
 }

@@ -225,10 +225,30 @@ type Resumable struct {
 	Pcap  bool
 }
 
+// ResumeWait bounds how long a resume waits for a process still writing
+// the samples file.
+const ResumeWait = 30 * time.Second
+
 // PrepareResume reads an interrupted result directory (experiment.
 // PrepareResume) and where it ran. experiment.ErrComplete: nothing to do.
-func PrepareResume(dir string) (*Resumable, error) {
+// While another process still writes its samples (result.ErrBusy), it
+// waits up to ResumeWait, telling waiting why first.
+func PrepareResume(ctx context.Context, dir string, waiting func(busy error)) (*Resumable, error) {
 	rs, err := experiment.PrepareResume(dir)
+	if errors.Is(err, result.ErrBusy) {
+		waiting(err)
+		for deadline := time.Now().Add(ResumeWait); errors.Is(err, result.ErrBusy) && time.Now().Before(deadline); {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+			}
+			rs, err = experiment.PrepareResume(dir)
+		}
+		if errors.Is(err, result.ErrBusy) {
+			return nil, fmt.Errorf("%w (after %s; fuser -v %s/samples.jsonl names it)", err, ResumeWait, dir)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

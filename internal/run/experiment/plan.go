@@ -130,3 +130,28 @@ const (
 	labSetup       = 2 * time.Second
 	settlePerGroup = 30 * time.Millisecond
 )
+
+// WriteSplit adds a split run to a dry run's plan: each cell's users of
+// segment seg (nil: unsplit), and the schedule's slots from startAt (zero:
+// none).
+func (e *Experiment) WriteSplit(w io.Writer, seg *result.Segment, startAt time.Time) {
+	if seg != nil {
+		var parts []string
+		for _, c := range e.Groups {
+			for _, n := range c.Conns {
+				first, k := seg.Users(n)
+				users := "none"
+				if k > 0 {
+					users = fmt.Sprintf("users %d-%d", first, first+k-1)
+				}
+				parts = append(parts, fmt.Sprintf("%s/%d: %s", c.CellName(), n, users))
+			}
+		}
+		fmt.Fprintf(w, "segment %s of every run: %s\n", seg, strings.Join(parts, ", "))
+	}
+	if !startAt.IsZero() {
+		end := e.ScheduleEnd(startAt)
+		fmt.Fprintf(w, "schedule: run 0 at %s, the last slot ends at %s (%s; each run's slot is its timeout, or duration and timeout, plus %s and its pause)\n",
+			startAt.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339), end.Sub(startAt).Round(time.Second), SlotMargin)
+	}
+}
