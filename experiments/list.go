@@ -66,8 +66,8 @@ func Load(args []string) (exp *experiment.Experiment, builtin bool, err error) {
 	return exp, true, err
 }
 
-// BuiltinLab prefixes the topology of a built-in experiment (labs/).
-const BuiltinLab = "built-in:"
+// BuiltinLab prefixes the topology of a built-in lab (labs/).
+const BuiltinLab = experiment.BuiltinLab
 
 // Topology reads a lab topology: a file, or a built-in experiment's
 // (BuiltinLab and its name); none (file "") is the default lab. A lab the

@@ -171,10 +171,13 @@ directories. Only the named lab is touched: lab "a" never matches lab "a-b".`,
 				if names, err = lab.Names(); err != nil {
 					return err
 				}
-			} else if !cmd.Flags().Changed("name") && !keep.Exists(name) {
+			} else if !keep.Exists(name) {
+				// Nothing of it here (namespaces, owner record): saying it
+				// is down would hide a typo in --name.
 				if hint := keep.OrphanHint(); hint != "" {
 					return fmt.Errorf("lab %q is not up; %s", name, hint)
 				}
+				return fmt.Errorf("lab %q is not up: nothing of it is on this machine (v6lab lab status lists the labs)", name)
 			}
 			var errs []error
 			for _, n := range names {

@@ -15,6 +15,7 @@ import (
 
 	"v6lab/experiments"
 	"v6lab/internal/input/units"
+	"v6lab/internal/lab"
 	"v6lab/internal/run"
 	"v6lab/internal/run/experiment"
 	"v6lab/internal/run/inlab"
@@ -124,7 +125,7 @@ func (o *runOpts) run(cmd *cobra.Command, args []string) error {
 	case o.list:
 		return experiments.List(out)
 	case o.printName != "":
-		b, err := experiments.Get(o.printName)
+		b, err := experiments.Print(o.printName)
 		if err != nil {
 			return &exitError{code: 2, err: err}
 		}
@@ -159,6 +160,9 @@ func (o *runOpts) run(cmd *cobra.Command, args []string) error {
 	}
 	s.Segment, s.StartAt = split.segment, split.startAt
 	where, note, err := run.Decide(exp, s)
+	if err == nil && where == run.Lab {
+		err = lab.CheckKernel(s.Lab) // what building it would refuse, a dry run refuses
+	}
 	if err == nil && !o.dryRun {
 		err = run.CheckServers(exp)
 	}
@@ -191,7 +195,7 @@ func (o *runOpts) settings(cmd *cobra.Command, exp *experiment.Experiment, built
 	topology := o.topology
 	if topology == "" {
 		topology = exp.Topology
-		if exp.Topology != "" && builtin {
+		if exp.Topology != "" && builtin && !strings.HasPrefix(exp.Topology, experiments.BuiltinLab) {
 			topology = experiments.BuiltinLab + exp.Topology
 		}
 	}

@@ -84,6 +84,9 @@ func (o *Options) Check(where result.Where, given proto.Given) error {
 		if err := proto.CheckLine(f.name, f.v); err != nil {
 			return err
 		}
+		if f.v == "" && given(f.name) {
+			return proto.Errorf(f.name, "is empty: give a mail address")
+		}
 		if f.v != "" && (!strings.Contains(f.v, "@") || strings.ContainsAny(f.v, "<> ")) {
 			return proto.Errorf(f.name, "%q is not a mail address", f.v)
 		}

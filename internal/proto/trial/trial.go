@@ -77,6 +77,13 @@ type UDPOptions struct {
 // Check decodes the trial into Test, held to the server's bounds, and
 // checks its servers.
 func (o *TCPOptions) Check(where result.Where, given proto.Given) error {
+	// This host's congestion control, unless the server sends (then it
+	// is the server's to have).
+	if o.Congestion != "" && !o.Reverse {
+		if err := path.CheckCongestion(o.Congestion); err != nil {
+			return proto.Errorf("congestion", "%v", err)
+		}
+	}
 	in := transport.Options{Test: "tcp", Congestion: o.Congestion, MSS: o.MSS, Streams: o.Streams}
 	return o.check(where, given, in, map[string]string{"bytes": o.Bytes, "window": o.Window, "bottleneck": o.Bottleneck})
 }
@@ -119,7 +126,7 @@ func decode(o transport.Options, text map[string]string, given proto.Given) (*tr
 	streams, mss, size := o.Streams, o.MSS, o.Size
 	o.Streams, o.MSS, o.Size = 0, 0, 0
 	for _, step := range []func() error{
-		func() error { return times(&o) },
+		func() error { return times(&o, given) },
 		func() error { return buffers(&o, text) },
 		func() error { return amount(&o, text["bytes"], given) },
 		func() error { return counts(&o, streams, mss, given) },
@@ -139,7 +146,7 @@ func decode(o transport.Options, text map[string]string, given proto.Given) (*tr
 
 // times checks the trial's time, warm-up and interval (time 10 s unless
 // given).
-func times(o *transport.Options) error {
+func times(o *transport.Options, given proto.Given) error {
 	if o.Duration == 0 {
 		o.Duration = 10 * time.Second
 	}
@@ -149,7 +156,8 @@ func times(o *transport.Options) error {
 	if o.Omit < 0 || o.Omit > transport.MaxDuration-o.Duration {
 		return proto.Errorf("omit", "%v: want 0 to %v (time and omit together at most %v)", o.Omit, transport.MaxDuration-o.Duration, transport.MaxDuration)
 	}
-	if o.Interval < 0 || (o.Interval > 0 && o.Interval < 10*time.Millisecond) {
+	// 0 is the default when not given (1 s); given, it is too short.
+	if o.Interval < 0 || (o.Interval < 10*time.Millisecond && (o.Interval > 0 || given("interval"))) {
 		return proto.Errorf("interval", "%v: want at least 10ms", o.Interval)
 	}
 	return nil

@@ -294,7 +294,7 @@ func TestBulkTransfersRunInConstantMemory(t *testing.T) {
 	const size = 2183355160 // the Regensburg file set's largest
 	for _, proto := range []string{"ftp", "http"} {
 		spec := &CellGroup{Protocol: proto, Options: all.MustGet(proto).New()}
-		if err := spec.Options.Check(result.Loopback, nil); err != nil {
+		if err := spec.Options.Check(result.Loopback, func(string) bool { return false }); err != nil {
 			t.Fatal(err)
 		}
 		if err := setOpt(spec, "file", "2183355160"); err != nil {

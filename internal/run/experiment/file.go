@@ -66,6 +66,10 @@ type cellFile struct {
 	Options specfile.Rest `yaml:",rest"`
 }
 
+// BuiltinLab prefixes a topology that names a lab built into v6lab
+// (experiments/labs): what run --print writes for a study's lab.
+const BuiltinLab = "built-in:"
+
 // Defaults of an experiment file.
 const (
 	DefaultRuns    = 11
@@ -117,10 +121,11 @@ func Load(name string) (*Experiment, error) {
 	if err != nil {
 		return nil, err
 	}
-	if e.Topology != "" && !filepath.IsAbs(e.Topology) {
+	// A built-in lab (experiments.BuiltinLab) is the CLI's to find.
+	if e.Topology != "" && !filepath.IsAbs(e.Topology) && !strings.HasPrefix(e.Topology, BuiltinLab) {
 		e.Topology = filepath.Join(filepath.Dir(name), e.Topology)
 	}
-	if e.Topology != "" {
+	if e.Topology != "" && !strings.HasPrefix(e.Topology, BuiltinLab) {
 		if _, err := lab.LoadTopology(e.Topology); err != nil {
 			return nil, err
 		}
