@@ -50,7 +50,7 @@ func (a *cellAdds) add(smp *result.Sample, seq int64, seg int) {
 		return
 	}
 	a.failed++
-	a.failure(smp.ErrKind, smp.Err, seq, 1)
+	a.failure(string(smp.ErrKind), smp.Err, seq, 1)
 }
 
 // failure counts n failures of kind, err being the first one's message.

@@ -186,7 +186,7 @@ func (a *runAcc) add(smp *result.Sample) {
 // Finish computes the summary of everything fed so far.
 func (z *Summarizer) Finish() *Summary {
 	h := &z.h
-	s := &Summary{Version: SummaryVersion, Name: h.Name, Created: h.Created, Target: h.Target, Baseline: cmpOr(h.Baseline, "ipv4"),
+	s := &Summary{Version: SummaryVersion, Name: h.Name, Created: h.Created, Target: string(h.Target), Baseline: cmpOr(h.Baseline, "ipv4"),
 		Notes: append(append([]string(nil), h.Notes...), z.runNotes...), Lab: h.Lab, Servers: h.Servers, Machine: machine(h),
 		LeftOutRuns: z.leftOut, Segment: h.Segment, Scale: z.spec.scale, Engines: z.spec.engines, Dialers: z.spec.dialers,
 		SampleEvery: h.SampleEvery}

@@ -294,7 +294,10 @@ func (d *fastDec) field(key []byte, s *Sample) (uint32, bool) {
 	case "err":
 		return 1 << 22, d.strField(&s.Err)
 	case "err_kind":
-		return 1 << 23, d.internField(&s.ErrKind)
+		var k string
+		ok := d.internField(&k)
+		s.ErrKind = ErrKind(k)
+		return 1 << 23, ok
 	case "metrics":
 		return 1 << 24, d.metrics(&s.Metrics)
 	}

@@ -100,7 +100,7 @@ func rowOf(s *Sample, counted bool) parquetRow {
 		Counted: counted, User: int64(s.User), Local: s.Local, Remote: s.Remote, DNSLocal: s.DNSLocal, Start: s.Start.UnixNano(),
 		ResolveNS: s.ResolveNS, ConnectNS: s.ConnectNS, TLSNS: s.TLSNS, FirstByteNS: s.FirstByteNS, TotalNS: s.TotalNS,
 		WireNS: s.WireNS, WireFirstByteNS: s.WireFirstByteNS, ClientTurnNS: s.ClientTurnNS, BytesIn: s.BytesIn, BytesOut: s.BytesOut,
-		Marker: s.Marker, Err: s.Err, ErrKind: s.ErrKind, Metrics: s.Metrics}
+		Marker: s.Marker, Err: s.Err, ErrKind: string(s.ErrKind), Metrics: s.Metrics}
 	if s.Start.IsZero() {
 		r.Start = 0
 	}

@@ -26,8 +26,8 @@ import (
 // The package starts nginx for HTTP, Unbound for DNS, ProFTPD for FTP,
 // Postfix for SMTP and Dovecot for IMAP.
 
-// Packages names the Debian package of each server program.
-var Packages = map[string]string{"nginx": "nginx-light", "unbound": "unbound", "proftpd": "proftpd-core", "dovecot": "dovecot-imapd", "postfix": "postfix"}
+// Program is a server program and the Debian package that installs it.
+type Program struct{ Name, Package string }
 
 // ErrMissing is wrapped when a server program is not installed.
 var ErrMissing = errors.New("not installed")
@@ -117,22 +117,18 @@ func (s *Server) Stop() {
 	os.RemoveAll(s.dir)
 }
 
-// Programs names the real server program of each protocol.
-var Programs = map[string]string{"http": "nginx", "dns": "unbound", "ftp": "proftpd", "smtp": "postfix", "imap": "dovecot"}
-
-// CheckInstalled checks every real server the protocols need at once, and
-// names all that are missing, their Debian packages and the script that
-// installs them: one error, not one install-and-retry round per server.
-func CheckInstalled(protocols []string) error {
+// CheckInstalled checks every program a run needs at once, and names all
+// that are missing, their Debian packages and the script that installs
+// them: one error, not one install-and-retry round per server.
+func CheckInstalled(need []Program) error {
 	var missing, pkgs []string
-	for _, p := range protocols {
-		prog := Programs[p]
-		if prog == "" || slices.Contains(missing, prog) {
+	for _, p := range need {
+		if slices.Contains(missing, p.Name) {
 			continue
 		}
-		if _, err := look(prog); err != nil {
-			missing = append(missing, prog)
-			pkgs = append(pkgs, Packages[prog])
+		if _, err := look(p.Name); err != nil {
+			missing = append(missing, p.Name)
+			pkgs = append(pkgs, p.Package)
 		}
 	}
 	if len(missing) == 0 {
@@ -153,7 +149,7 @@ func lookPath(program string) (string, error) {
 				return filepath.Join(dir, program), nil
 			}
 		}
-		return "", fmt.Errorf("servers: %s is %w (apt-get install %s)", program, ErrMissing, Packages[program])
+		return "", fmt.Errorf("servers: %s is %w", program, ErrMissing)
 	}
 	return p, nil
 }

@@ -124,7 +124,11 @@ func (s *session) cmd(line string, want ...int) (reply.Reply, error) {
 	} else {
 		s.tr.Turn(s.tr.LastRx(), time.Now())
 	}
-	if _, err := io.WriteString(s.c, line+"\r\n"); err != nil {
+	b, err := reply.Command(line)
+	if err != nil {
+		return reply.Reply{}, err
+	}
+	if _, err := s.c.Write(b); err != nil {
 		return reply.Reply{}, err
 	}
 	return s.expect(strings.Fields(line)[0], want...)

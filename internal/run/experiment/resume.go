@@ -26,7 +26,7 @@ type Resume struct {
 var ErrComplete = errors.New("experiment: every run of this experiment is finished")
 
 // PrepareResume reads dir's samples file and cuts it back to the end of its
-// last finished run, so that the runner can append the rest of the plan.
+// last finished run, so that the executor can append the rest of the plan.
 // The cut lines (samples of a run that was interrupted, and a line a kill
 // cut in half) are not thrown away: they move to samples.unfinished-N.jsonl.
 // A compressed file is cut at the end of a frame (its writer ends one
@@ -58,7 +58,7 @@ func PrepareResume(dir string) (*Resume, error) {
 		return nil, err
 	}
 	var exp Experiment
-	if err := json.Unmarshal(spec, &exp); err != nil || len(exp.Cells) == 0 {
+	if err := json.Unmarshal(spec, &exp); err != nil || len(exp.Groups) == 0 {
 		return nil, fmt.Errorf("experiment: resume: %s does not hold an experiment this version can resume", name)
 	}
 	rs := &Resume{Exp: &exp, Header: *h, Done: map[int]bool{}}

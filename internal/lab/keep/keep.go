@@ -1,4 +1,4 @@
-// Package labkeep keeps labs between commands: the background process that
+// Package keep keeps labs between commands: the background process that
 // holds a lab built by v6lab lab up (Detach, Hold), stopping it (Down),
 // and the text of lab status. It imports lab only.
 package keep
