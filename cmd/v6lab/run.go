@@ -46,7 +46,7 @@ func newRunCmd() *cobra.Command {
 		Long: `run measures an experiment: cells (protocol x path x connection count), each run
 several times with the paths interleaved run by run (or shuffled with a recorded seed),
 the first runs of each cell kept as warm-up. It prints the study's tables and writes one
-result directory (samples.jsonl, summary.json, report.txt, results.csv, report.html).
+result directory (samples.jsonl.zst, summary.json, report.txt, results.csv, report.html).
 
 With no argument it runs the built-in "quick": HTTP page retrieval, DNS lookup included,
 at 1, 10 and 100 connections against embedded servers. The experiment file format is in
