@@ -29,6 +29,8 @@ type Writer struct {
 	err   error
 	once  sync.Once
 	every time.Duration
+	// line is appendSample's buffer.
+	line []byte
 	// dirty says the current zstd frame holds something: only then does
 	// Sync end it (an empty frame would be 13 bytes of nothing).
 	dirty bool
@@ -185,7 +187,7 @@ func (w *Writer) loop() {
 			w.closeRun(&r)
 			v = r
 		}
-		if err := enc.Encode(v); err != nil {
+		if err := w.encode(enc, v); err != nil {
 			w.setErr(err)
 		}
 		w.dirty = true
@@ -214,6 +216,19 @@ func (w *Writer) loop() {
 	}
 	timer.Stop()
 	w.flush(true)
+}
+
+// encode writes one record as a line: a sample by appendSample, the rest
+// (and samples it leaves) by encoding/json.
+func (w *Writer) encode(enc *json.Encoder, v any) error {
+	if s, ok := v.(Sample); ok {
+		var done bool
+		if w.line, done = appendSample(w.line[:0], &s); done {
+			_, err := w.bw.Write(w.line)
+			return err
+		}
+	}
+	return enc.Encode(v)
 }
 
 // flush writes out what is encoded; frame also ends a compressed file's
