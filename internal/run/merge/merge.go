@@ -141,6 +141,9 @@ func Check(segs []*Dir) error {
 	for _, s := range segs {
 		h := s.header
 		switch {
+		case h.SampleEvery > 1:
+			problems = append(problems, fmt.Sprintf("%s kept one sample row of every %d: its per-segment figures need every row (v6lab run refuses --sample-every with --segment)", s.dir, h.SampleEvery))
+			continue
 		case h.Segment.Count != n:
 			problems = append(problems, fmt.Sprintf("%s is segment %s, but %s is one of %d", s.dir, h.Segment, first.dir, n))
 			continue

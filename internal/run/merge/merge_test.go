@@ -174,6 +174,17 @@ func TestMergeRefusesWhatIsNotOneExperiment(t *testing.T) {
 			t.Errorf("%v: %v, want %q", c.dirs, err, c.want)
 		}
 	}
+	// A segment that kept some rows only (hand-made: run refuses it).
+	sampled := writeSegment(t, at("f"), 1, 3, spec(5), false)
+	b, _ := os.ReadFile(filepath.Join(sampled, "samples.jsonl"))
+	os.WriteFile(filepath.Join(sampled, "samples.jsonl"), []byte(strings.Replace(string(b), `"kind":"header",`, `"kind":"header","sample_every":10,`, 1)), 0o644)
+	segs, err := Read([]string{s0, sampled, s2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(segs); err == nil || !strings.Contains(err.Error(), sampled+" kept one sample row of every 10") {
+		t.Errorf("a sampled segment: %v", err)
+	}
 	// Not a segment.
 	plain := at("plain")
 	os.MkdirAll(plain, 0o755)
