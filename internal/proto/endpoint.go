@@ -75,8 +75,21 @@ func (es Endpoints) Get(key string, p path.Path) (Endpoint, bool) {
 
 // HostResolver is the DNS servers given (dns_servers, --dns-server), or the
 // system's when none are: for a Host that is a name. A Host that is an
-// address needs none.
-func HostResolver(host string, servers []string) ([]netip.AddrPort, error) {
+// address needs none. Path p's lookups, sent over the family over (""
+// the path's own), need a server of that family among them: without one
+// every transaction would fail, so it is an error here.
+func HostResolver(host string, servers []string, over, p path.Path) ([]netip.AddrPort, error) {
+	out, err := hostServers(host, servers)
+	if err != nil || len(out) == 0 {
+		return out, err
+	}
+	if _, _, err := (&path.Resolver{Servers: out, Over: over}).Server(p); err != nil {
+		return nil, fmt.Errorf("%w (the DNS servers: %s; --dns-over ipv4 or ipv6 sends every lookup over one family)", err, Or(strings.Join(servers, ", "), "/etc/resolv.conf's"))
+	}
+	return out, nil
+}
+
+func hostServers(host string, servers []string) ([]netip.AddrPort, error) {
 	if _, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
 		return nil, nil
 	}
@@ -96,7 +109,7 @@ func HostResolver(host string, servers []string) ([]netip.AddrPort, error) {
 
 // HostPortTarget reads a server URL scheme://host[:port] (def: the port
 // when none is given) into an endpoint, its host resolved by dnsServers.
-func HostPortTarget(raw, scheme string, def int, dnsServers []string, dnsOver string) (Endpoint, error) {
+func HostPortTarget(raw, scheme string, def int, dnsServers []string, dnsOver string, p path.Path) (Endpoint, error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme != scheme || u.Hostname() == "" {
 		return Endpoint{}, fmt.Errorf("%s URL %q: want %s://host[:port]", scheme, raw, scheme)
@@ -107,7 +120,7 @@ func HostPortTarget(raw, scheme string, def int, dnsServers []string, dnsOver st
 			return Endpoint{}, fmt.Errorf("%s URL %q: bad port", scheme, raw)
 		}
 	}
-	if e.DNS, err = HostResolver(e.Host, dnsServers); err != nil {
+	if e.DNS, err = HostResolver(e.Host, dnsServers, e.DNSOver, p); err != nil {
 		return Endpoint{}, err
 	}
 	return e, nil
@@ -120,4 +133,27 @@ func ServerURL(scheme, arg string) string {
 		return scheme + "://[" + a.String() + "]"
 	}
 	return scheme + "://" + arg
+}
+
+// Redact is a url with its password masked (xxxxx), as results and
+// reports record it: a password given in a url is used, never written.
+func Redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	if _, ok := u.User.Password(); !ok {
+		return raw
+	}
+	return u.Redacted()
+}
+
+// Redacted reports whether raw is a url whose password Redact masked.
+func Redacted(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return false
+	}
+	p, ok := u.User.Password()
+	return ok && p == "xxxxx"
 }

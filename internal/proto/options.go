@@ -184,10 +184,11 @@ func (n *Named) Over() path.Path { return path.Path(strings.TrimPrefix(n.DNSOver
 
 // Destination is the url, and the DNS servers that name its host.
 func (n *Named) Destination() string {
-	if n.URL != "" && len(n.DNSServers) > 0 {
-		return n.URL + " (names from " + strings.Join(n.DNSServers, ", ") + ")"
+	u := Redact(n.URL) // a url's password is used, never written
+	if u != "" && len(n.DNSServers) > 0 {
+		return u + " (names from " + strings.Join(n.DNSServers, ", ") + ")"
 	}
-	return n.URL
+	return u
 }
 
 // CheckDNSOver checks the family a lookup is pinned to: path (or empty: the

@@ -287,7 +287,7 @@ func (o *Options) Target(p path.Path) (proto.Endpoint, error) {
 	if err != nil {
 		return proto.Endpoint{}, err
 	}
-	dns, err := proto.HostResolver(u.Hostname(), o.DNSServers)
+	dns, err := proto.HostResolver(u.Hostname(), o.DNSServers, o.Over(), p)
 	if err != nil {
 		return proto.Endpoint{}, err
 	}
