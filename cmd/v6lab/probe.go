@@ -145,9 +145,9 @@ func (pt probeTarget) run(cmd *cobra.Command) error {
 	for k, v := range o.Record() {
 		spec.Params[k] = v
 	}
-	var notes []string
+	notes := o.Notes(spec.Paths)
 	if pt.p.Command.Notes != nil {
-		notes = pt.p.Command.Notes()
+		notes = append(notes, pt.p.Command.Notes()...)
 	}
 	exp := experiment.Single(spec, result.Hosts)
 	var ov experiment.Override

@@ -39,11 +39,13 @@ type Endpoint struct {
 	// CertSHA256 pins an embedded server's self-signed TLS certificate
 	// (Pinned): v6lab's clients trust exactly that one.
 	CertSHA256 string `json:"cert_sha256,omitempty"`
+	// Hosts are names given their addresses (--resolve): not looked up.
+	Hosts map[string][]netip.Addr `json:"hosts,omitempty"`
 }
 
 // Resolver resolves the endpoint's Host.
 func (e Endpoint) Resolver() *path.Resolver {
-	return &path.Resolver{Servers: e.DNS, Over: e.DNSOver, Source: e.Source}
+	return &path.Resolver{Servers: e.DNS, Over: e.DNSOver, Source: e.Source, Hosts: e.Hosts}
 }
 
 // AddrPort is the endpoint as an address, for protocols that dial one.
@@ -108,20 +110,22 @@ func hostServers(host string, servers []string) ([]netip.AddrPort, error) {
 }
 
 // HostPortTarget reads a server URL scheme://host[:port] (def: the port
-// when none is given) into an endpoint, its host resolved by dnsServers.
-func HostPortTarget(raw, scheme string, def int, dnsServers []string, dnsOver string, p path.Path) (Endpoint, error) {
-	u, err := url.Parse(raw)
+// when none is given) into an endpoint of path p, its host resolved as n
+// says (Named.Endpoint).
+func HostPortTarget(n *Named, scheme string, def int, p path.Path) (Endpoint, error) {
+	u, err := url.Parse(n.URL)
 	if err != nil || u.Scheme != scheme || u.Hostname() == "" {
-		return Endpoint{}, fmt.Errorf("%s URL %q: want %s://host[:port]", scheme, raw, scheme)
+		return Endpoint{}, fmt.Errorf("%s URL %q: want %s://host[:port]", scheme, Redact(n.URL), scheme)
 	}
-	e := Endpoint{Host: u.Hostname(), Port: def, DNSOver: path.Path(strings.TrimPrefix(dnsOver, "path"))}
+	e, err := n.Endpoint(u.Hostname(), p)
+	if err != nil {
+		return Endpoint{}, err
+	}
+	e.Port = def
 	if ps := u.Port(); ps != "" {
 		if e.Port, err = strconv.Atoi(ps); err != nil || e.Port < 1 || e.Port > 65535 {
-			return Endpoint{}, fmt.Errorf("%s URL %q: bad port", scheme, raw)
+			return Endpoint{}, fmt.Errorf("%s URL %q: bad port", scheme, Redact(n.URL))
 		}
-	}
-	if e.DNS, err = HostResolver(e.Host, dnsServers, e.DNSOver, p); err != nil {
-		return Endpoint{}, err
 	}
 	return e, nil
 }

@@ -46,7 +46,7 @@ func TestFieldsReadTheTags(t *testing.T) {
 		got[f.Name] = f
 		names = append(names, f.Name)
 	}
-	if strings.Join(names, " ") != "url dns_servers dns_over users active objects time engine dns_server_list" {
+	if strings.Join(names, " ") != "url dns_servers dns_over resolve users active objects time engine dns_server_list" {
 		t.Fatalf("fields %v", names)
 	}
 	for name, want := range map[string]struct {
@@ -68,7 +68,7 @@ func TestFieldsReadTheTags(t *testing.T) {
 			t.Errorf("%s: %+v kind %s, want %+v", name, f, f.Kind(), want)
 		}
 	}
-	if fn := FileNames(&o); strings.Join(fn, " ") != "url dns_servers users active objects time dns_server_list" {
+	if fn := FileNames(&o); strings.Join(fn, " ") != "url dns_servers resolve users active objects time dns_server_list" {
 		t.Errorf("file names %v", fn)
 	}
 	for _, kv := range [][2]string{{"users", "7"}, {"active", "true"}, {"dns_servers", "192.0.2.1"},
@@ -95,15 +95,15 @@ func TestFieldsReadTheTags(t *testing.T) {
 }
 
 func TestHostPortTargets(t *testing.T) {
-	e, err := HostPortTarget(ServerURL("smtp", "::1"), "smtp", 25, nil, "", path.IPv6)
+	e, err := HostPortTarget(&Named{URL: ServerURL("smtp", "::1")}, "smtp", 25, path.IPv6)
 	if err != nil || e.Host != "::1" || e.Port != 25 || e.DNS != nil {
 		t.Fatalf("%+v %v", e, err)
 	}
-	e, err = HostPortTarget(ServerURL("imap", "mail.test:1143"), "imap", 143, []string{"192.0.2.53"}, "ipv4", path.IPv6)
+	e, err = HostPortTarget(&Named{URL: ServerURL("imap", "mail.test:1143"), DNSServers: []string{"192.0.2.53"}, DNSOver: "ipv4"}, "imap", 143, path.IPv6)
 	if err != nil || e.Host != "mail.test" || e.Port != 1143 || len(e.DNS) != 1 || e.DNSOver != path.IPv4 {
 		t.Fatalf("%+v %v", e, err)
 	}
-	if _, err := HostPortTarget("smtp://h:99999", "smtp", 25, nil, "", path.IPv4); err == nil || !strings.Contains(err.Error(), "bad port") {
+	if _, err := HostPortTarget(&Named{URL: "smtp://h:99999"}, "smtp", 25, path.IPv4); err == nil || !strings.Contains(err.Error(), "bad port") {
 		t.Errorf("bad port: %v", err)
 	}
 	if ap, err := (Endpoint{Host: "[::1]", Port: 53}).AddrPort(); err != nil || ap != netip.MustParseAddrPort("[::1]:53") {

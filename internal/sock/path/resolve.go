@@ -38,6 +38,24 @@ type Resolver struct {
 	// Source, when valid, is the address queries are sent from (the lab's
 	// 6in4 path sends its lookups through the tunnel this way).
 	Source netip.Addr
+	// Hosts are names given their addresses (--resolve, as curl's): such
+	// a name is not looked up; the address of the path's family is used.
+	Hosts map[string][]netip.Addr
+}
+
+// fixed is the address Hosts give host on path p: ok false when host is
+// not there, an error when it is without an address of p's family.
+func (r *Resolver) fixed(host string, p Path) (netip.Addr, bool, error) {
+	addrs, ok := r.Hosts[strings.ToLower(strings.TrimSuffix(host, "."))]
+	if !ok {
+		return netip.Addr{}, false, nil
+	}
+	for _, a := range addrs {
+		if p.Accepts(a) {
+			return a, true, nil
+		}
+	}
+	return netip.Addr{}, true, fmt.Errorf("path: %s: --resolve gives it no %s address (%v): %w", host, p.Family(), addrs, ErrNoAddress)
 }
 
 // OneFamily is r with its queries pinned to one family when it pins none:
@@ -134,6 +152,9 @@ var ErrTruncated = errors.New("truncated answer")
 func (r *Resolver) Prepare(host string, p Path) (*Query, netip.Addr, error) {
 	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
 		return nil, a, p.CheckAddr("target", a)
+	}
+	if a, ok, err := r.fixed(host, p); ok {
+		return nil, a, err
 	}
 	server, over, err := r.Server(p)
 	if err != nil {
