@@ -463,7 +463,11 @@ func hostsHint(host string) string {
 	if len(addrs) == 0 {
 		return ""
 	}
-	return fmt.Sprintf(" (%s is in /etc/hosts as %v, which v6lab does not read: it asks a DNS server, to time the lookup and pin its family; give the address in place of the name, or a DNS server that knows the name)", host, addrs)
+	var list []string
+	for _, a := range addrs {
+		list = append(list, a.String())
+	}
+	return fmt.Sprintf(" (%s is in /etc/hosts as %v, which v6lab does not read: it asks a DNS server, to time the lookup and pin its family; give --resolve %s=%s to use those addresses with the name kept, the address in place of the name, or a DNS server that knows the name)", host, addrs, host, strings.Join(list, ","))
 }
 
 // ParseResolvConf returns the nameserver lines of a resolv.conf, port 53.
