@@ -573,17 +573,11 @@ func ListenAndServeIn(ctx context.Context, in func(func() error) error, addrs []
 // ListenAndServe runs s on every address, one port for all of them (0:
 // one chosen), until ctx ends.
 func (s *Server) ListenAndServe(ctx context.Context, addrs []netip.Addr, port int) (*Running, error) {
-	var closers []io.Closer
+	var lns []net.Listener
 	var got int
 	err := s.in(func() error {
 		var err error
-		closers, got, err = path.BindSamePort(addrs, port, func(a netip.Addr, p int) (io.Closer, int, error) {
-			ln, err := path.Listen(ctx, path.OfAddr(a), netip.AddrPortFrom(a, uint16(p)).String())
-			if err != nil {
-				return nil, 0, err
-			}
-			return ln, ln.Addr().(*net.TCPAddr).Port, nil
-		})
+		lns, got, err = path.ListenSamePort(ctx, addrs, port)
 		return err
 	})
 	if err != nil {
@@ -592,11 +586,11 @@ func (s *Server) ListenAndServe(ctx context.Context, addrs []netip.Addr, port in
 	r := &Running{Port: got, done: make(chan struct{})}
 	ctx, r.cancel = context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	for _, c := range closers {
+	for _, ln := range lns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.Serve(ctx, c.(net.Listener))
+			s.Serve(ctx, ln)
 		}()
 	}
 	go func() {
