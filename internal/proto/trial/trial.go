@@ -118,18 +118,45 @@ func (o *Trial) check(where result.Where, given proto.Given, in transport.Option
 func decode(o transport.Options, text map[string]string, given proto.Given) (*transport.Options, error) {
 	streams, mss, size := o.Streams, o.MSS, o.Size
 	o.Streams, o.MSS, o.Size = 0, 0, 0
+	for _, step := range []func() error{
+		func() error { return times(&o) },
+		func() error { return buffers(&o, text) },
+		func() error { return amount(&o, text["bytes"], given) },
+		func() error { return counts(&o, streams, mss, given) },
+		func() error { return rates(&o, text, size, given) },
+	} {
+		if err := step(); err != nil {
+			return nil, err
+		}
+	}
+	// Held to the server's bounds, which sample a reverse test.
+	req := o.Request()
+	if err := req.Check(); err != nil {
+		return nil, proto.Errorf(map[bool]string{true: "reverse", false: ""}[o.Reverse], "%v", err)
+	}
+	return &o, nil
+}
+
+// times checks the trial's time, warm-up and interval (time 10 s unless
+// given).
+func times(o *transport.Options) error {
 	if o.Duration == 0 {
 		o.Duration = 10 * time.Second
 	}
 	if o.Duration < 0 || o.Duration > transport.MaxDuration {
-		return nil, proto.Errorf("time", "%v: want more than 0 and at most %v", o.Duration, transport.MaxDuration)
+		return proto.Errorf("time", "%v: want more than 0 and at most %v", o.Duration, transport.MaxDuration)
 	}
 	if o.Omit < 0 || o.Omit > transport.MaxDuration-o.Duration {
-		return nil, proto.Errorf("omit", "%v: want 0 to %v (time and omit together at most %v)", o.Omit, transport.MaxDuration-o.Duration, transport.MaxDuration)
+		return proto.Errorf("omit", "%v: want 0 to %v (time and omit together at most %v)", o.Omit, transport.MaxDuration-o.Duration, transport.MaxDuration)
 	}
 	if o.Interval < 0 || (o.Interval > 0 && o.Interval < 10*time.Millisecond) {
-		return nil, proto.Errorf("interval", "%v: want at least 10ms", o.Interval)
+		return proto.Errorf("interval", "%v: want at least 10ms", o.Interval)
 	}
+	return nil
+}
+
+// buffers reads the window and socket buffers, each up to 256M.
+func buffers(o *transport.Options, text map[string]string) error {
 	for _, f := range []struct {
 		name string
 		to   *int
@@ -140,35 +167,53 @@ func decode(o transport.Options, text map[string]string, given proto.Given) (*tr
 		}
 		n, err := units.ParseSize(v)
 		if err != nil || n <= 0 || n > transport.MaxBuffer {
-			return nil, proto.Errorf(f.name, "want bytes up to 256M, such as 64K, not %q", v)
+			return proto.Errorf(f.name, "want bytes up to 256M, such as 64K, not %q", v)
 		}
 		*f.to = int(n)
 	}
-	if v := text["bytes"]; v != "" {
-		n, err := units.ParseSize(v)
-		if err != nil || n <= 0 || n > transport.MaxBytes {
-			return nil, proto.Errorf("bytes", "want an amount such as 10M or 200M, not %q", v)
-		}
-		o.Bytes = n
-		if o.Omit > 0 {
-			return nil, proto.Errorf("omit", "a warm-up is left out of a trial bound by its time, not of one that sends bytes")
-		}
-		if !given("time") {
-			o.Duration = 10 * time.Minute // the amount ends the trial; this bounds it
-		}
+	return nil
+}
+
+// amount reads the bytes that end a trial (its time, unless given, then
+// only bounds it: 10 minutes).
+func amount(o *transport.Options, v string, given proto.Given) error {
+	if v == "" {
+		return nil
 	}
+	n, err := units.ParseSize(v)
+	if err != nil || n <= 0 || n > transport.MaxBytes {
+		return proto.Errorf("bytes", "want an amount such as 10M or 200M, not %q", v)
+	}
+	o.Bytes = n
+	if o.Omit > 0 {
+		return proto.Errorf("omit", "a warm-up is left out of a trial bound by its time, not of one that sends bytes")
+	}
+	if !given("time") {
+		o.Duration = 10 * time.Minute // the amount ends the trial; this bounds it
+	}
+	return nil
+}
+
+// counts reads the streams and the MSS, where given.
+func counts(o *transport.Options, streams, mss int, given proto.Given) error {
 	if given("streams") {
 		if streams < 1 || streams > transport.MaxStreams {
-			return nil, proto.Errorf("streams", "%d: want 1 to %d", streams, transport.MaxStreams)
+			return proto.Errorf("streams", "%d: want 1 to %d", streams, transport.MaxStreams)
 		}
 		o.Streams = streams
 	}
 	if given("mss") {
 		if mss < 88 || mss > 65495 {
-			return nil, proto.Errorf("mss", "%d: want 88 to 65495 bytes", mss)
+			return proto.Errorf("mss", "%d: want 88 to 65495 bytes", mss)
 		}
 		o.MSS = mss
 	}
+	return nil
+}
+
+// rates reads the bottleneck and, for UDP, the rate (1M unless given) and
+// the datagrams' size (1460 unless given).
+func rates(o *transport.Options, text map[string]string, size int, given proto.Given) error {
 	rate := func(name string, to *uint64) error {
 		v := text[name]
 		if v == "" {
@@ -181,27 +226,20 @@ func decode(o transport.Options, text map[string]string, given proto.Given) (*tr
 		*to = r
 		return nil
 	}
-	if err := rate("bottleneck", &o.Bottleneck); err != nil {
-		return nil, err
+	if err := rate("bottleneck", &o.Bottleneck); err != nil || o.Test != "udp" {
+		return err
 	}
-	if o.Test == "udp" {
-		o.Rate, o.Size = 1e6, 1460
-		if err := rate("rate", &o.Rate); err != nil {
-			return nil, err
+	o.Rate, o.Size = 1e6, 1460
+	if err := rate("rate", &o.Rate); err != nil {
+		return err
+	}
+	if given("size") {
+		if size < transport.MinDatagram || size > transport.MaxDatagram {
+			return proto.Errorf("size", "%d: want %d to %d bytes", size, transport.MinDatagram, transport.MaxDatagram)
 		}
-		if given("size") {
-			if size < transport.MinDatagram || size > transport.MaxDatagram {
-				return nil, proto.Errorf("size", "%d: want %d to %d bytes", size, transport.MinDatagram, transport.MaxDatagram)
-			}
-			o.Size = size
-		}
+		o.Size = size
 	}
-	// Held to the server's bounds, which sample a reverse test.
-	req := o.Request()
-	if err := req.Check(); err != nil {
-		return nil, proto.Errorf(map[bool]string{true: "reverse", false: ""}[o.Reverse], "%v", err)
-	}
-	return &o, nil
+	return nil
 }
 
 // Timing says what a trial's time is: the sender's, as iperf3's, with no

@@ -227,8 +227,8 @@ func (s *CellGroup) Validate() error {
 		{"runs", checkRuns(s.Runs)},
 		{"warmup", checkWarmup(s.Warmup, s.Runs)},
 		{"timeout", checkTimeout(time.Duration(s.Timeout))},
-		{"pause", checkNotNegative(time.Duration(s.Pause))},
-		{"duration", checkNotNegative(time.Duration(s.Duration))},
+		{"pause", checkPause(time.Duration(s.Pause))},
+		{"duration", checkDuration(time.Duration(s.Duration))},
 	} {
 		if r.err != nil {
 			return fmt.Errorf("experiment: %s: %w", r.field, r.err)
@@ -547,99 +547,24 @@ func (r *Executor) runPlan(ctx context.Context, w *result.Writer, probeOf func(S
 		if ctx.Err() != nil {
 			return ErrInterrupted
 		}
-		if slots != nil && !waitUntil(ctx, slots[i]) {
-			return ErrInterrupted
-		}
-		spec := &r.Exp.Groups[st.Group]
-		timeout := time.Duration(spec.Timeout)
-		name := spec.CellName()
-		cell := result.CellKey(name, string(st.Path), st.Conns)
-		rec := result.Run{Cell: cell, Protocol: name, Path: string(st.Path), Conns: st.Conns,
-			Run: st.Run, Warmup: st.Warmup, Seq: st.Seq, Start: time.Now().UTC()}
-		// Samples are written as they complete, unless the conditions
-		// complete them after the run (server-side figures).
-		var held []result.Sample
-		var heldMu sync.Mutex // users emit concurrently
-		hold := r.Conditions != nil && spec.ServerCapture
-		emit := func(s result.Sample) {
-			s.Cell, s.Protocol, s.Conns, s.Run, s.Warmup = cell, name, st.Conns, st.Run, st.Warmup
-			if hold {
-				heldMu.Lock()
-				held = append(held, s)
-				heldMu.Unlock()
-				return
-			}
-			w.Sample(s)
-		}
-		var ok, failed counter
-		counting := func(s result.Sample) {
-			if s.OK() {
-				ok.add()
-			} else {
-				failed.add()
-			}
-			emit(s)
-		}
-		if r.Conditions != nil {
-			if err := r.Conditions.Begin(ctx, spec, st); err != nil {
-				if ctx.Err() != nil {
-					return ErrInterrupted
-				}
-				return fmt.Errorf("experiment: %s over %s: %w", name, st.Path, err)
-			}
-		}
-		if r.Wire != nil {
-			r.Wire.Start(spec.WireKey(), st.Path)
-		}
-		// The run starts with its load: the background's lead-in and the
-		// wire check's quiet gap are no part of the time rate/s divides by.
-		rec.Start = time.Now().UTC()
+		var slot time.Time
 		if slots != nil {
-			rec.Slot = slots[i].UTC()
-			if late := rec.Start.Sub(slots[i]); late > result.LateAfter {
-				rec.LateNS = int64(late)
+			if slot = slots[i]; !waitUntil(ctx, slot) {
+				return ErrInterrupted
 			}
 		}
-		users := load.All(st.Conns)
-		if r.Segment != nil {
-			first, n := r.Segment.Users(st.Conns)
-			users = load.Users{First: first, N: n}
-		}
-		if spec.Duration > 0 {
-			load.Sustained(ctx, probeOf(st), users, time.Duration(spec.Duration), timeout, counting)
-		} else {
-			load.Closed(ctx, probeOf(st), users, timeout, counting)
-		}
-		rec.End = time.Now().UTC()
-		rec.Completed, rec.Failed = ok.get(), failed.get()
-		if r.Wire != nil {
-			counts, err := r.Wire.Stop(st.Path)
-			rec.Wire = &counts
-			if err != nil {
-				rec.Err = "wire: " + err.Error()
-			}
-		}
-		if r.Conditions != nil {
-			r.Conditions.End(spec, st, &rec, held)
-		}
-		for _, s := range held {
-			w.Sample(s)
-		}
-		interrupted := ctx.Err() != nil
-		if interrupted {
-			rec.Err = "interrupted"
-		}
-		w.Run(rec)
-		if err := w.Sync(); err != nil {
+		rec, err := r.runStep(ctx, w, st, slot, probeOf(st))
+		if err != nil {
 			return err
 		}
 		if r.OnStep != nil {
 			r.OnStep(i+1, len(plan), rec)
 		}
-		if interrupted {
+		if rec.Err == errInterrupted {
 			return ErrInterrupted
 		}
-		if pause := time.Duration(spec.Pause); pause > 0 && st.Seq != last && slots == nil {
+		// Runs on a schedule keep their slots; others pause between them.
+		if pause := time.Duration(r.Exp.Groups[st.Group].Pause); pause > 0 && st.Seq != last && slots == nil {
 			select {
 			case <-ctx.Done():
 				return ErrInterrupted
@@ -648,6 +573,115 @@ func (r *Executor) runPlan(ctx context.Context, w *result.Writer, probeOf func(S
 		}
 	}
 	return nil
+}
+
+// errInterrupted is the error of a run a signal cut short.
+const errInterrupted = "interrupted"
+
+// runStep runs one step of the plan (its conditions around it, its wire
+// checked, its users' load) and writes its samples and its run record. A
+// run at a slot records how late it started.
+func (r *Executor) runStep(ctx context.Context, w *result.Writer, st Step, slot time.Time, probe load.Probe) (result.Run, error) {
+	spec := &r.Exp.Groups[st.Group]
+	name := spec.CellName()
+	cell := result.CellKey(name, string(st.Path), st.Conns)
+	rec := result.Run{Cell: cell, Protocol: name, Path: string(st.Path), Conns: st.Conns,
+		Run: st.Run, Warmup: st.Warmup, Seq: st.Seq, Start: time.Now().UTC()}
+	// Samples are written as they complete, unless the conditions
+	// complete them after the run (server-side figures).
+	out := &sink{w: w, hold: r.Conditions != nil && spec.ServerCapture, label: func(s *result.Sample) {
+		s.Cell, s.Protocol, s.Conns, s.Run, s.Warmup = cell, name, st.Conns, st.Run, st.Warmup
+	}}
+	if r.Conditions != nil {
+		if err := r.Conditions.Begin(ctx, spec, st); err != nil {
+			if ctx.Err() != nil {
+				return rec, ErrInterrupted
+			}
+			return rec, fmt.Errorf("experiment: %s over %s: %w", name, st.Path, err)
+		}
+	}
+	if r.Wire != nil {
+		r.Wire.Start(spec.WireKey(), st.Path)
+	}
+	// The run starts with its load: the background's lead-in and the
+	// wire check's quiet gap are no part of the time rate/s divides by.
+	rec.Start = time.Now().UTC()
+	if !slot.IsZero() {
+		rec.Slot = slot.UTC()
+		if late := rec.Start.Sub(slot); late > result.LateAfter {
+			rec.LateNS = int64(late)
+		}
+	}
+	r.load(ctx, spec, st, probe, out.add)
+	rec.End = time.Now().UTC()
+	rec.Completed, rec.Failed = out.ok.get(), out.failed.get()
+	if r.Wire != nil {
+		counts, err := r.Wire.Stop(st.Path)
+		rec.Wire = &counts
+		if err != nil {
+			rec.Err = "wire: " + err.Error()
+		}
+	}
+	if r.Conditions != nil {
+		r.Conditions.End(spec, st, &rec, out.held)
+	}
+	out.flush()
+	if ctx.Err() != nil {
+		rec.Err = errInterrupted
+	}
+	w.Run(rec)
+	return rec, w.Sync()
+}
+
+// load runs the step's users: each once (the closed model), or for the
+// group's duration (sustained).
+func (r *Executor) load(ctx context.Context, spec *CellGroup, st Step, probe load.Probe, emit func(result.Sample)) {
+	users := load.All(st.Conns)
+	if r.Segment != nil {
+		first, n := r.Segment.Users(st.Conns)
+		users = load.Users{First: first, N: n}
+	}
+	timeout := time.Duration(spec.Timeout)
+	if spec.Duration > 0 {
+		load.Sustained(ctx, probe, users, time.Duration(spec.Duration), timeout, emit)
+		return
+	}
+	load.Closed(ctx, probe, users, timeout, emit)
+}
+
+// sink takes a run's samples as its users emit them (concurrently): it
+// labels and counts each, and writes it, or holds it for the run's
+// conditions to complete.
+type sink struct {
+	w          *result.Writer
+	hold       bool
+	label      func(*result.Sample)
+	ok, failed counter
+	mu         sync.Mutex
+	held       []result.Sample
+}
+
+func (k *sink) add(s result.Sample) {
+	if s.OK() {
+		k.ok.add()
+	} else {
+		k.failed.add()
+	}
+	k.label(&s)
+	if k.hold {
+		k.mu.Lock()
+		k.held = append(k.held, s)
+		k.mu.Unlock()
+		return
+	}
+	k.w.Sample(s)
+}
+
+// flush writes the samples held.
+func (k *sink) flush() {
+	for _, s := range k.held {
+		k.w.Sample(s)
+	}
 }
 
 // waitUntil waits for t, or returns false when ctx ends first.

@@ -141,55 +141,82 @@ func Parse(name string, data []byte) (*Experiment, error) {
 func (f *file) experiment(doc *specfile.Doc) (*Experiment, error) {
 	e := &Experiment{Name: f.Name, Description: f.Description, Where: result.Auto, Topology: f.Topology,
 		Servers: f.Servers, Order: f.Order, Seed: f.Seed}
+	if err := f.settings(doc, e); err != nil {
+		return nil, err
+	}
+	paths, err := f.pathsAndBaseline(doc, e)
+	if err != nil {
+		return nil, err
+	}
+	base := CellGroup{Name: f.Name, Runs: DefaultRuns, Warmup: DefaultWarmup, Timeout: Duration(DefaultTimeout),
+		Pause: Duration(DefaultPause), Baseline: e.Baseline}
+	if err := runSettings(doc, "", &base, f.Runs, f.Warmup, f.Timeout, f.Pause); err != nil {
+		return nil, err
+	}
+	if err := f.groups(doc, e, base, paths); err != nil {
+		return nil, err
+	}
+	if err := f.realServers(doc, e); err != nil {
+		return nil, err
+	}
+	if err := e.Validate(); err != nil { // rules that belong to no one field
+		return nil, fmt.Errorf("%s: %w", doc.File, err)
+	}
+	return e, nil
+}
+
+// settings reads the experiment's own fields: its name, where it runs,
+// and what it asks of the lab, the client and the servers.
+func (f *file) settings(doc *specfile.Doc, e *Experiment) error {
 	switch {
 	case !doc.Has("name"):
-		return nil, doc.Errorf("name", "is required")
+		return doc.Errorf("name", "is required")
 	case CheckName(f.Name) != nil:
-		return nil, doc.Errorf("name", "%v", CheckName(f.Name))
+		return doc.Errorf("name", "%v", CheckName(f.Name))
 	}
 	if doc.Has("where") {
 		w, err := result.ParseWhere(f.Where)
 		if err != nil {
-			return nil, doc.Errorf("where", "%v", err)
+			return doc.Errorf("where", "%v", err)
 		}
 		e.Where = w
 	}
 	if f.Topology != "" && e.Where.OffLab() {
-		return nil, doc.Errorf("topology", "a topology needs the lab, but where is %s", e.Where)
+		return doc.Errorf("topology", "a topology needs the lab, but where is %s", e.Where)
 	}
 	if doc.Has("congestion") {
 		switch {
 		case !congestionRE.MatchString(f.Congestion):
-			return nil, doc.Errorf("congestion", "%q is not a congestion control name (cubic, reno, bbr, …)", f.Congestion)
+			return doc.Errorf("congestion", "%q is not a congestion control name (cubic, reno, bbr, …)", f.Congestion)
 		case e.Where.OffLab():
-			return nil, doc.Errorf("congestion", "sets the lab's hosts, but where is %s (on other hosts, set net.ipv4.tcp_congestion_control there)", e.Where)
+			return doc.Errorf("congestion", "sets the lab's hosts, but where is %s (on other hosts, set net.ipv4.tcp_congestion_control there)", e.Where)
 		}
 		e.Congestion = f.Congestion
 	}
 	if f.Spin != nil {
 		if err := CheckSpin(time.Duration(*f.Spin)); err != nil {
-			return nil, doc.Errorf("spin", "%v", err)
+			return doc.Errorf("spin", "%v", err)
 		}
 		e.Spin = f.Spin
 	}
-	if e.Servers == "" {
-		e.Servers = "embedded"
-	}
-	switch e.Servers {
+	switch e.Servers = proto.Or(e.Servers, "embedded"); e.Servers {
 	case "embedded":
 	case "real":
 		if e.Where.OffLab() {
-			return nil, doc.Errorf("servers", "real servers run in the lab's server host, but where is %s", e.Where)
+			return doc.Errorf("servers", "real servers run in the lab's server host, but where is %s", e.Where)
 		}
 	default:
-		return nil, doc.Errorf("servers", "%q: want embedded or real", f.Servers)
+		return doc.Errorf("servers", "%q: want embedded or real", f.Servers)
 	}
-	if e.Order == "" {
-		e.Order = OrderInterleaved
+	if e.Order = proto.Or(e.Order, OrderInterleaved); e.Order != OrderInterleaved && e.Order != OrderShuffled {
+		return doc.Errorf("order", "%q: want interleaved or shuffled", f.Order)
 	}
-	if e.Order != OrderInterleaved && e.Order != OrderShuffled {
-		return nil, doc.Errorf("order", "%q: want interleaved or shuffled", f.Order)
-	}
+	return nil
+}
+
+// pathsAndBaseline reads the experiment's paths (default: ipv4, ipv6 and,
+// in the lab, 6in4) and its baseline (default ipv4).
+func (f *file) pathsAndBaseline(doc *specfile.Doc, e *Experiment) ([]path.Path, error) {
 	paths, err := f.paths(doc, "paths", f.Paths, e.Where)
 	if err != nil {
 		return nil, err
@@ -206,27 +233,28 @@ func (f *file) experiment(doc *specfile.Doc) (*Experiment, error) {
 			return nil, doc.Errorf("baseline", "%q is not a path (%s)", f.Baseline, path.Names())
 		}
 	}
-	base := CellGroup{Name: f.Name, Runs: DefaultRuns, Warmup: DefaultWarmup, Timeout: Duration(DefaultTimeout),
-		Pause: Duration(DefaultPause), Baseline: e.Baseline}
-	if err := runSettings(doc, "", &base, f.Runs, f.Warmup, f.Timeout, f.Pause); err != nil {
-		return nil, err
-	}
+	return paths, nil
+}
+
+// groups reads the cell groups: each its own, named apart from the
+// others, and measuring the baseline.
+func (f *file) groups(doc *specfile.Doc, e *Experiment, base CellGroup, paths []path.Path) error {
 	if len(f.Cells) == 0 {
-		return nil, doc.Errorf("cells", "at least one cell is needed (protocol and connection counts)")
+		return doc.Errorf("cells", "at least one cell is needed (protocol and connection counts)")
 	}
 	labels := map[string]string{}
 	for i, c := range f.Cells {
 		at := fmt.Sprintf("cells[%d]", i)
 		s, err := c.spec(doc, at, base, paths, e)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if prev, dup := labels[s.CellName()]; dup {
 			field := at + ".label"
 			if !doc.Has(field) {
 				field = at + ".protocol"
 			}
-			return nil, doc.Errorf(field, "%s is also the name of %s: give one a distinct label", s.CellName(), prev)
+			return doc.Errorf(field, "%s is also the name of %s: give one a distinct label", s.CellName(), prev)
 		}
 		labels[s.CellName()] = at
 		if !slices.Contains(s.Paths, e.Baseline) {
@@ -234,37 +262,39 @@ func (f *file) experiment(doc *specfile.Doc) (*Experiment, error) {
 			if !doc.Has(field) {
 				field = "baseline"
 			}
-			return nil, doc.Errorf(field, "the cell does not measure the baseline path %s, so nothing can be compared with it", e.Baseline)
+			return doc.Errorf(field, "the cell does not measure the baseline path %s, so nothing can be compared with it", e.Baseline)
 		}
 		e.Groups = append(e.Groups, s)
 	}
+	return nil
+}
+
+// realServers marks the groups that measure real servers (the
+// experiment's servers, or a group's own), if each can.
+func (f *file) realServers(doc *specfile.Doc, e *Experiment) error {
 	for i := range e.Groups {
 		c := &e.Groups[i]
 		at := fmt.Sprintf("cells[%d]", i)
-		server := proto.Or(f.Cells[i].Server, e.Servers)
-		switch server {
+		switch proto.Or(f.Cells[i].Server, e.Servers) {
 		case "embedded":
 			continue
 		case "real":
 		default:
-			return nil, doc.Errorf(at+".server", "%q: want embedded or real", f.Cells[i].Server)
+			return doc.Errorf(at+".server", "%q: want embedded or real", f.Cells[i].Server)
 		}
 		if e.Where.OffLab() {
-			return nil, doc.Errorf(at+".server", "real servers run in the lab's server host, but where is %s", e.Where)
+			return doc.Errorf(at+".server", "real servers run in the lab's server host, but where is %s", e.Where)
 		}
 		if err := RealServersFit(c); err != nil {
 			field := at + ".server"
 			if !doc.Has(field) {
 				field = at
 			}
-			return nil, doc.Errorf(field, "%v", err)
+			return doc.Errorf(field, "%v", err)
 		}
 		c.Server = "real"
 	}
-	if err := e.Validate(); err != nil { // rules that belong to no one field
-		return nil, fmt.Errorf("%s: %w", doc.File, err)
-	}
-	return e, nil
+	return nil
 }
 
 // paths reads a list of paths at field; nil when the file gave none.
@@ -328,7 +358,7 @@ func runSettings(doc *specfile.Doc, prefix string, s *CellGroup, runs, warmup *i
 		s.Timeout = *timeout
 	}
 	if pause != nil {
-		if err := checkNotNegative(time.Duration(*pause)); err != nil {
+		if err := checkPause(time.Duration(*pause)); err != nil {
 			return doc.Errorf(at("pause"), "%v", err)
 		}
 		s.Pause = *pause
@@ -338,112 +368,172 @@ func runSettings(doc *specfile.Doc, prefix string, s *CellGroup, runs, warmup *i
 
 func (c *cellFile) spec(doc *specfile.Doc, at string, base CellGroup, paths []path.Path, e *Experiment) (CellGroup, error) {
 	s := base
-	field := func(f string) string { return at + "." + f }
 	s.Protocol, s.Label = c.Protocol, c.Label
+	r := &cellReader{doc: doc, at: at, e: e, c: c, s: &s}
+	for _, step := range []func() error{r.protocol, r.conns, func() error { return r.paths(paths) }, r.runSettings, r.options, r.trialTimeout,
+		func() error { return c.congestion(doc, at, e.Where, r.pr, &s) }, r.impairments} {
+		if err := step(); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+// cellReader reads one cell group of a file, step by step.
+type cellReader struct {
+	doc *specfile.Doc
+	at  string // cells[i]
+	e   *Experiment
+	c   *cellFile
+	s   *CellGroup
+	pr  *proto.Protocol
+	// own: the group gave paths of its own (errors name them there).
+	own bool
+}
+
+func (r *cellReader) field(f string) string { return r.at + "." + f }
+
+// pathAt names paths[i] where it was given: the group's, or the file's.
+func (r *cellReader) pathAt(i int) string {
+	if !r.own {
+		return fmt.Sprintf("paths[%d]", i)
+	}
+	return fmt.Sprintf("%s[%d]", r.field("paths"), i)
+}
+
+// protocol reads the protocol, the label, and the protocol's options into
+// its own struct (an option of another protocol named as such).
+func (r *cellReader) protocol() error {
+	c, doc := r.c, r.doc
 	pr, ok := all.Get(c.Protocol)
 	switch {
-	case !doc.Has(field("protocol")):
-		return s, doc.Errorf(at, "protocol is required (%s)", all.NameList("or"))
+	case !doc.Has(r.field("protocol")):
+		return doc.Errorf(r.at, "protocol is required (%s)", all.NameList("or"))
 	case !ok:
-		return s, doc.Errorf(field("protocol"), "%q is not a protocol v6lab knows (%s)", c.Protocol, strings.Join(all.Names(), ", "))
+		return doc.Errorf(r.field("protocol"), "%q is not a protocol v6lab knows (%s)", c.Protocol, strings.Join(all.Names(), ", "))
 	}
-	if doc.Has(field("label")) && !labelRE.MatchString(c.Label) {
-		return s, doc.Errorf(field("label"), "%q: lowercase letters, digits, dot, dash and underscore, up to 32", c.Label)
+	if doc.Has(r.field("label")) && !labelRE.MatchString(c.Label) {
+		return doc.Errorf(r.field("label"), "%q: lowercase letters, digits, dot, dash and underscore, up to 32", c.Label)
 	}
-	s.Options = pr.New()
-	if err := doc.DecodeRest(c.Options, s.Options, func(key string) string {
+	r.pr, r.s.Options = pr, pr.New()
+	return doc.DecodeRest(c.Options, r.s.Options, func(key string) string {
 		if by := owner(key); len(by) > 0 {
 			return fmt.Sprintf("does not apply to protocol %s: %s is an option of %s (%s takes: %v)", c.Protocol, key, strings.Join(by, " and "), c.Protocol, pr.Options())
 		}
 		known := append(cellFields(), pr.Options()...)
 		slices.Sort(known)
 		return fmt.Sprintf("unknown field (known here: %s)", strings.Join(known, ", "))
-	}); err != nil {
-		return s, err
-	}
-	trial := pr.SingleTest
-	if trial && !doc.Has(field("conns")) {
+	})
+}
+
+// conns reads the connection counts ([1] for a trial, which is one test).
+func (r *cellReader) conns() error {
+	c, doc, field := r.c, r.doc, r.field("conns")
+	switch trial := r.pr.SingleTest; {
+	case trial && !doc.Has(field):
 		c.Conns = []int{1}
-	} else if trial && (len(c.Conns) != 1 || c.Conns[0] != 1) {
-		return s, doc.Errorf(field("conns"), "a %s trial is one test: conns must be [1] (use streams for parallel connections)", c.Protocol)
-	} else if !doc.Has(field("conns")) {
-		return s, doc.Errorf(at, "conns is required (simultaneous connections per run, e.g. [1, 10, 100])")
+	case trial && (len(c.Conns) != 1 || c.Conns[0] != 1):
+		return doc.Errorf(field, "a %s trial is one test: conns must be [1] (use streams for parallel connections)", c.Protocol)
+	case !doc.Has(field):
+		return doc.Errorf(r.at, "conns is required (simultaneous connections per run, e.g. [1, 10, 100])")
 	}
 	if i, err := checkConns(c.Conns); err != nil {
 		if i < 0 {
-			return s, doc.Errorf(field("conns"), "%v", err)
+			return doc.Errorf(field, "%v", err)
 		}
-		return s, doc.Errorf(fmt.Sprintf("%s[%d]", field("conns"), i), "%v", err)
+		return doc.Errorf(fmt.Sprintf("%s[%d]", field, i), "%v", err)
 	}
-	s.Conns = c.Conns
-	var f file
-	own, err := f.paths(doc, field("paths"), c.Paths, e.Where)
+	r.s.Conns = c.Conns
+	return nil
+}
+
+// paths reads the group's paths (the file's unless its own), each one its
+// protocol can race when it is dual.
+func (r *cellReader) paths(fileWide []path.Path) error {
+	var f *file
+	own, err := f.paths(r.doc, r.field("paths"), r.c.Paths, r.e.Where)
 	if err != nil {
-		return s, err
+		return err
 	}
-	s.Paths = slices.Clone(paths) // each cell's own: callers edit them
-	if own != nil {
-		s.Paths = own
+	r.s.Paths, r.own = slices.Clone(fileWide), own != nil // each group's own: callers edit them
+	if r.own {
+		r.s.Paths = own
 	}
-	// pathAt names paths[i] where it was given: the cell's, or the file's.
-	pathAt := func(i int) string {
-		if own == nil {
-			return fmt.Sprintf("paths[%d]", i)
-		}
-		return fmt.Sprintf("%s[%d]", field("paths"), i)
-	}
-	for i, p := range s.Paths {
-		if err := DualFits(p, c.Protocol); err != nil {
-			return s, doc.Errorf(pathAt(i), "%v", err)
+	for i, p := range r.s.Paths {
+		if err := DualFits(p, r.c.Protocol); err != nil {
+			return r.doc.Errorf(r.pathAt(i), "%v", err)
 		}
 	}
-	if err := runSettings(doc, at+".", &s, c.Runs, c.Warmup, c.Timeout, c.Pause); err != nil {
-		return s, err
+	return nil
+}
+
+// runSettings reads runs, warm-up, timeout, pause and duration.
+func (r *cellReader) runSettings() error {
+	c := r.c
+	if err := runSettings(r.doc, r.at+".", r.s, c.Runs, c.Warmup, c.Timeout, c.Pause); err != nil {
+		return err
 	}
-	if err := checkNotNegative(time.Duration(c.Duration)); err != nil {
-		return s, doc.Errorf(field("duration"), "%v", err)
+	if err := checkDuration(time.Duration(c.Duration)); err != nil {
+		return r.doc.Errorf(r.field("duration"), "%v", err)
 	}
-	s.Duration = c.Duration
-	given := func(o string) bool { return doc.Has(field(o)) }
-	if err := s.Options.Check(e.Where, given); err != nil {
+	r.s.Duration = c.Duration
+	return nil
+}
+
+// options checks the protocol's options (the protocol's rules, its path
+// rules), and names a group of the protocol's other server after it.
+func (r *cellReader) options() error {
+	doc, s := r.doc, r.s
+	if err := s.Options.Check(r.e.Where, func(o string) bool { return doc.Has(r.field(o)) }); err != nil {
 		oe, ok := proto.AsOptionError(err)
 		switch {
 		case !ok:
-			return s, doc.Errorf(at, "%v", err)
+			return doc.Errorf(r.at, "%v", err)
 		case oe.Option == "":
-			return s, doc.Errorf(at, "%v", oe.Err)
+			return doc.Errorf(r.at, "%v", oe.Err)
 		}
-		return s, doc.Errorf(field(oe.Option), "%v", oe.Err)
+		return doc.Errorf(r.field(oe.Option), "%v", oe.Err)
 	}
 	for i, p := range s.Paths {
-		if err := s.Options.PathFit(e.Where, p); err != nil {
+		if err := s.Options.PathFit(r.e.Where, p); err != nil {
 			if oe, ok := proto.AsOptionError(err); ok && oe.Option != "" {
-				return s, doc.Errorf(field(oe.Option), "%v", oe.Err)
+				return doc.Errorf(r.field(oe.Option), "%v", oe.Err)
 			}
-			return s, doc.Errorf(pathAt(i), "%v", err)
+			return doc.Errorf(r.pathAt(i), "%v", err)
 		}
 	}
-	if k := all.CellServerKey(c.Protocol, s.Options); s.Label == "" && k != all.ServerKey(c.Protocol) {
+	if k := all.CellServerKey(r.c.Protocol, s.Options); s.Label == "" && k != all.ServerKey(r.c.Protocol) {
 		s.Label = k // a cell of the protocol's other server (https) is named after it
 	}
-	if length := s.Options.Length(); trial {
-		// A trial's timeout follows its length unless set.
-		if !doc.Has(field("timeout")) && !doc.Has("timeout") {
-			s.Timeout = Duration(length + 30*time.Second)
-		}
-		if time.Duration(s.Timeout) <= length {
-			return s, doc.Errorf(field("time"), "a trial of %v does not fit in its timeout of %v", length, time.Duration(s.Timeout))
-		}
+	return nil
+}
+
+// trialTimeout: a trial's timeout follows its length unless set, and
+// must hold it.
+func (r *cellReader) trialTimeout() error {
+	length := r.s.Options.Length()
+	if !r.pr.SingleTest {
+		return nil
 	}
-	if err := c.congestion(doc, at, e.Where, pr, &s); err != nil {
-		return s, err
+	if !r.doc.Has(r.field("timeout")) && !r.doc.Has("timeout") {
+		r.s.Timeout = Duration(length + 30*time.Second)
 	}
+	if time.Duration(r.s.Timeout) <= length {
+		return r.doc.Errorf(r.field("time"), "a trial of %v does not fit in its timeout of %v", length, time.Duration(r.s.Timeout))
+	}
+	return nil
+}
+
+// impairments reads what the lab's router does to the client's IPv6
+// during the group's runs: loss, delay.
+func (r *cellReader) impairments() error {
+	c, doc, s, where := r.c, r.doc, r.s, r.e.Where
 	if c.IPv6Loss != nil {
 		switch v := *c.IPv6Loss; {
 		case !(v > 0 && v <= 100):
-			return s, doc.Errorf(field("ipv6_loss"), "%g is not a share of IPv6 packets to drop: want more than 0 and at most 100 (percent; 100: blackholed)", v)
-		case e.Where.OffLab():
-			return s, doc.Errorf(field("ipv6_loss"), "IPv6 is dropped at the lab's router, but where is %s", e.Where)
+			return doc.Errorf(r.field("ipv6_loss"), "%g is not a share of IPv6 packets to drop: want more than 0 and at most 100 (percent; 100: blackholed)", v)
+		case where.OffLab():
+			return doc.Errorf(r.field("ipv6_loss"), "IPv6 is dropped at the lab's router, but where is %s", where)
 		}
 		s.IPv6Loss = *c.IPv6Loss
 	}
@@ -451,15 +541,15 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base CellGroup, paths []pa
 		d, err := time.ParseDuration(c.IPv6Delay)
 		switch {
 		case err != nil || d <= 0 || d > MaxIPv6Delay:
-			return s, doc.Errorf(field("ipv6_delay"), "want a delay such as 50ms, more than 0 and at most %v, not %q", MaxIPv6Delay, c.IPv6Delay)
-		case e.Where.OffLab():
-			return s, doc.Errorf(field("ipv6_delay"), "IPv6 is delayed at the lab's router, but where is %s", e.Where)
+			return doc.Errorf(r.field("ipv6_delay"), "want a delay such as 50ms, more than 0 and at most %v, not %q", MaxIPv6Delay, c.IPv6Delay)
+		case where.OffLab():
+			return doc.Errorf(r.field("ipv6_delay"), "IPv6 is delayed at the lab's router, but where is %s", where)
 		case c.LinkRate != "":
-			return s, doc.Errorf(field("ipv6_delay"), "cannot be combined with link_rate in one cell group (one qdisc tree on r1's link)")
+			return doc.Errorf(r.field("ipv6_delay"), "cannot be combined with link_rate in one cell group (one qdisc tree on r1's link)")
 		}
 		s.IPv6Delay = Duration(d)
 	}
-	return s, nil
+	return nil
 }
 
 // MaxIPv6Delay bounds ipv6_delay: longer is a blackhole, which ipv6_loss: 100 is.

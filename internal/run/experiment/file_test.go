@@ -285,3 +285,15 @@ func TestLineValuesRefuseControlCharacters(t *testing.T) {
 		"name: i\nwhere: hosts\ncells:\n  - {protocol: ftp, url: \"ftp://u:p%0aDELE@h/1M\", conns: [1]}\n":                             `i.yaml:4: cells[0].url: "p\nDELE" holds a control character (U+000A)`,
 	})
 }
+
+// TestTimesAreBounded: a pause, timeout or sustained duration past its
+// bound is refused at its line (a plan of 100000 h pauses estimated a
+// negative time).
+func TestTimesAreBounded(t *testing.T) {
+	parseErrorsIn(t, "b.yaml", map[string]string{
+		"name: b\npause: 100000h\ncells: [{protocol: http, conns: [1]}]\n":         "b.yaml:2: pause: 100000h0m0s is more than 1h0m0s",
+		"name: b\ntimeout: 8760h\ncells: [{protocol: http, conns: [1]}]\n":         "b.yaml:2: timeout: 8760h0m0s is more than 2h0m0s",
+		"name: b\ncells: [{protocol: http, conns: [1], duration: 25h}]\n":          "b.yaml:2: cells[0].duration: 25h0m0s is more than 24h0m0s",
+		"name: b\ncells: [{protocol: http, conns: [1], pause: 2h, timeout: 1s}]\n": "b.yaml:2: cells[0].pause: 2h0m0s is more than 1h0m0s",
+	})
+}
