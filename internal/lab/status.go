@@ -78,6 +78,9 @@ type Status struct {
 	Name   string
 	Owner  int
 	Tunnel string // sit, bpf, userspace (a TUN device), or missing
+	// Built is the tunnel the lab's owner record says was built (with a
+	// missing Tunnel: what its gone owner took with it).
+	Built string
 	Hosts  []HostStatus
 }
 
@@ -91,6 +94,9 @@ func Inspect(name string) (*Status, error) {
 		return nil, fmt.Errorf("lab: no lab named %q (see v6lab lab status)", name)
 	}
 	st := &Status{Name: name, Owner: Owner(name), Tunnel: "missing"}
+	if rec, err := ReadRecord(name); err == nil {
+		st.Built = rec.Tunnel
+	}
 	for _, role := range append(append([]string{}, Hosts...), GenHosts...) {
 		ns := NS(name, role)
 		if slices.Contains(GenHosts, role) && !slices.Contains(nss, ns) {

@@ -413,6 +413,8 @@ func (l *Lab) build(ctx context.Context) error {
 		l.TunnelImpl = "none"
 	} else if err := l.addTunnel(ctx, hs); err != nil {
 		return err
+	} else if err := l.rec.setTunnel(l.TunnelImpl); err != nil {
+		return err
 	}
 	if err := l.addRoutes(hs); err != nil {
 		return err

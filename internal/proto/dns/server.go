@@ -177,6 +177,10 @@ func ListenViews(ctx context.Context, zone Zone, views Views, addrs []netip.Addr
 		u, err := newUDPResponder(pr.UDP.(*net.UDPConn), h)
 		if err != nil {
 			s.Close()
+			for _, rest := range socks[i:] { // not yet the server's to close
+				rest.TCP.Close()
+				rest.UDP.Close()
+			}
 			return nil, fmt.Errorf("dns: listen: %w", err)
 		}
 		s.udp, s.pcs = append(s.udp, u), append(s.pcs, pr.UDP)
