@@ -81,7 +81,7 @@ type Status struct {
 	// Built is the tunnel the lab's owner record says was built (with a
 	// missing Tunnel: what its gone owner took with it).
 	Built string
-	Hosts  []HostStatus
+	Hosts []HostStatus
 }
 
 // Inspect reads the state of lab name from its namespaces.
