@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -733,6 +734,9 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"probe", "http", l.URL, "--dns-over", "ipv7"}, 2, `--dns-over: "ipv7" is not path, ipv4 or ipv6`},
 		{[]string{"probe", "http", l.URL, "--dns-server", "dns.example"}, 2, `bad DNS server "dns.example"`},
 		{[]string{"probe", "dns", "x.test"}, 2, "--server is required"},
+		{[]string{"probe", "dns", ""}, 2, "NAME is empty"},
+		{[]string{"probe", "smtp", " "}, 2, "HOST[:PORT] is empty"},
+		{[]string{"tcp", ""}, 2, "SERVER is empty"},
 		{[]string{"probe", "dns", "x.test", "--server", "127.0.0.1", "--paths", "ipv6"}, 2, "path ipv6: path: no IPv6 DNS server"},
 		{[]string{"probe", "dns", "x.test", "--server", "127.0.0.1", "--type", "BOGUS", "--paths", "ipv4"}, 2, `unknown record type "BOGUS"`},
 		{[]string{"report", "/nonexistent/dir"}, 1, "no such file or directory"},
@@ -944,5 +948,41 @@ cells:
 	// A lab run's cells have no target of their own: no column.
 	if out, err := v6lab(t, "run", "--loopback", "--dry-run"); err != nil || strings.Contains(out, "TARGET") {
 		t.Errorf("loopback dry run: %v\n%s", err, out)
+	}
+}
+
+// TestProbeResolveKeepsTheName: --resolve NAME=ADDR,ADDR probes a name no
+// DNS knows: each path connects to the address of its family, with no
+// lookup (resolve time 0), and the report says the names were given.
+func TestProbeResolveKeepsTheName(t *testing.T) {
+	l, _ := localServers(t)
+	u, _ := url.Parse(l.URL)
+	target := "http://www.not-in-dns.test:" + u.Port() + "/"
+	root := t.TempDir()
+	out, err := v6lab(t, "probe", "http", target, "--resolve", "www.not-in-dns.test=127.0.0.1,::1", "--paths", "ipv4,ipv6",
+		"--conns", "1", "--runs", "3", "--results", root)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "100.0% (2/2)") || !strings.Contains(out, "were given, not looked up") {
+		t.Errorf("report:\n%s", out)
+	}
+	f, _, err := report.Load(onlyDir(t, root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range f.Samples {
+		if !s.OK() || s.ResolveNS > int64(time.Millisecond) {
+			t.Errorf("%s: %s, resolve %v", s.Path, s.Err, time.Duration(s.ResolveNS))
+		}
+	}
+	for args, want := range map[string]string{
+		"--resolve=www.x.test":                    `--resolve: "www.x.test": want NAME=ADDR[,ADDR]`,
+		"--resolve=www.x.test=300.1.1.1":          `--resolve: "300.1.1.1" is not an address`,
+		"--resolve=www.not-in-dns.test=127.0.0.1": "path ipv6: www.not-in-dns.test: --resolve gives it no IPv6 address",
+	} {
+		if _, err := v6lab(t, "probe", "http", target, args, "--paths", "ipv4,ipv6"); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", args, err, want)
+		}
 	}
 }

@@ -72,12 +72,15 @@ func newProbeProtoCmd(p *proto.Protocol) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o := p.New()
 			for _, a := range args {
+				if strings.TrimSpace(a) == "" {
+					return &exitError{code: 2, err: fmt.Errorf("%s is empty", strings.TrimSuffix(c.Arg, "..."))}
+				}
 				c.SetArg(o, a)
 			}
 			if err := proto.ApplyFlags(cmd.Flags(), o); err != nil {
 				return &exitError{code: 2, err: err}
 			}
-			return probeTarget{lf: &lf, p: p, target: strings.Join(args, " "), opts: o}.run(cmd)
+			return probeTarget{lf: &lf, p: p, target: proto.Redact(strings.Join(args, " ")), opts: o}.run(cmd)
 		},
 	}
 	if p.SingleTest {
@@ -142,9 +145,9 @@ func (pt probeTarget) run(cmd *cobra.Command) error {
 	for k, v := range o.Record() {
 		spec.Params[k] = v
 	}
-	var notes []string
+	notes := o.Notes(spec.Paths)
 	if pt.p.Command.Notes != nil {
-		notes = pt.p.Command.Notes()
+		notes = append(notes, pt.p.Command.Notes()...)
 	}
 	exp := experiment.Single(spec, result.Hosts)
 	var ov experiment.Override

@@ -2,6 +2,8 @@ package proto
 
 import (
 	"fmt"
+	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -137,6 +139,62 @@ type Named struct {
 	DNSServers []string `json:"dns_servers,omitempty" opt:"dns_servers,flag=dns-server" usage:"DNS server ADDR[:PORT] to ask (repeat for each family; a link-local one with its zone, [fe80::1%eth0]:53; default: /etc/resolv.conf)"`
 	// DNSOver pins the family that carries the lookup (path, ipv4, ipv6).
 	DNSOver string `json:"-" opt:"dns_over,flagonly,default=path" usage:"family that carries the DNS query: path, ipv4 or ipv6"`
+	// Resolve gives names their addresses, as curl's --resolve: the name
+	// stays in the url (Host header, SNI), no lookup is made or timed.
+	Resolve []string `json:"resolve,omitempty" opt:"resolve" usage:"NAME=ADDR[,ADDR]: connect to ADDR (the one of the path's family) for NAME without asking DNS, as curl --resolve; NAME stays in the Host header and SNI, and the lookup is timed as 0 (repeat)"`
+}
+
+// Hosts reads resolve: each name (lowercase) and its addresses.
+func (n *Named) Hosts() (map[string][]netip.Addr, error) {
+	if len(n.Resolve) == 0 {
+		return nil, nil
+	}
+	out := map[string][]netip.Addr{}
+	for i, r := range n.Resolve {
+		name, list, ok := strings.Cut(r, "=")
+		at := fmt.Sprintf("resolve[%d]", i)
+		if !ok || name == "" || list == "" || strings.ContainsAny(name, " /:") {
+			return nil, Errorf(at, "%q: want NAME=ADDR[,ADDR], such as www.example.org=192.0.2.1,2001:db8::1", r)
+		}
+		for _, s := range strings.Split(list, ",") {
+			a, err := netip.ParseAddr(strings.Trim(strings.TrimSpace(s), "[]"))
+			if err != nil {
+				return nil, Errorf(at, "%q is not an address", s)
+			}
+			key := strings.ToLower(strings.TrimSuffix(name, "."))
+			out[key] = append(out[key], a.Unmap())
+		}
+	}
+	return out, nil
+}
+
+// Endpoint is where host is on path p as the options say: given by
+// resolve, or looked up by the DNS servers given (or the system's) over
+// the family dns_over pins.
+func (n *Named) Endpoint(host string, p path.Path) (Endpoint, error) {
+	hosts, err := n.Hosts()
+	if err != nil {
+		return Endpoint{}, err
+	}
+	e := Endpoint{Host: host, DNSOver: n.Over(), Hosts: hosts}
+	if addrs, given := hosts[strings.ToLower(strings.TrimSuffix(host, "."))]; given {
+		// Not looked up: no DNS server needed, but an address of the
+		// path's family, or every transaction would fail.
+		if !slices.ContainsFunc(addrs, p.Accepts) {
+			return e, fmt.Errorf("%s: --resolve gives it no %s address (%v)", host, p.Family(), addrs)
+		}
+		return e, nil
+	}
+	e.DNS, err = HostResolver(host, n.DNSServers, e.DNSOver, p)
+	return e, err
+}
+
+// Notes say which names were not looked up, and why their lookups read 0.
+func (n *Named) Notes([]path.Path) []string {
+	if len(n.Resolve) == 0 {
+		return nil
+	}
+	return []string{"resolve: " + strings.Join(n.Resolve, " ") + " were given, not looked up (as curl --resolve): their transactions' resolve time is 0 and their wire time starts at the SYN"}
 }
 
 // Common option names.
@@ -162,6 +220,12 @@ func (n *Named) CheckURL(where result.Where, want, why string) error {
 // CheckDNSServers checks dns_servers (only with where: hosts, each a server
 // address) and dns_over.
 func (n *Named) CheckDNSServers(where result.Where) error {
+	if len(n.Resolve) > 0 && where != result.Hosts {
+		return Errorf("resolve", "only with where: hosts; in the lab and on loopback the embedded DNS server answers")
+	}
+	if _, err := n.Hosts(); err != nil {
+		return err
+	}
 	return CheckDNSServers(n.DNSServers, n.DNSOver, where)
 }
 
@@ -184,10 +248,11 @@ func (n *Named) Over() path.Path { return path.Path(strings.TrimPrefix(n.DNSOver
 
 // Destination is the url, and the DNS servers that name its host.
 func (n *Named) Destination() string {
-	if n.URL != "" && len(n.DNSServers) > 0 {
-		return n.URL + " (names from " + strings.Join(n.DNSServers, ", ") + ")"
+	u := Redact(n.URL) // a url's password is used, never written
+	if u != "" && len(n.DNSServers) > 0 {
+		return u + " (names from " + strings.Join(n.DNSServers, ", ") + ")"
 	}
-	return n.URL
+	return u
 }
 
 // CheckDNSOver checks the family a lookup is pinned to: path (or empty: the

@@ -46,7 +46,7 @@ func TestFieldsReadTheTags(t *testing.T) {
 		got[f.Name] = f
 		names = append(names, f.Name)
 	}
-	if strings.Join(names, " ") != "url dns_servers dns_over users active objects time engine dns_server_list" {
+	if strings.Join(names, " ") != "url dns_servers dns_over resolve users active objects time engine dns_server_list" {
 		t.Fatalf("fields %v", names)
 	}
 	for name, want := range map[string]struct {
@@ -68,7 +68,7 @@ func TestFieldsReadTheTags(t *testing.T) {
 			t.Errorf("%s: %+v kind %s, want %+v", name, f, f.Kind(), want)
 		}
 	}
-	if fn := FileNames(&o); strings.Join(fn, " ") != "url dns_servers users active objects time dns_server_list" {
+	if fn := FileNames(&o); strings.Join(fn, " ") != "url dns_servers resolve users active objects time dns_server_list" {
 		t.Errorf("file names %v", fn)
 	}
 	for _, kv := range [][2]string{{"users", "7"}, {"active", "true"}, {"dns_servers", "192.0.2.1"},
@@ -95,15 +95,15 @@ func TestFieldsReadTheTags(t *testing.T) {
 }
 
 func TestHostPortTargets(t *testing.T) {
-	e, err := HostPortTarget(ServerURL("smtp", "::1"), "smtp", 25, nil, "")
+	e, err := HostPortTarget(&Named{URL: ServerURL("smtp", "::1")}, "smtp", 25, path.IPv6)
 	if err != nil || e.Host != "::1" || e.Port != 25 || e.DNS != nil {
 		t.Fatalf("%+v %v", e, err)
 	}
-	e, err = HostPortTarget(ServerURL("imap", "mail.test:1143"), "imap", 143, []string{"192.0.2.53"}, "ipv4")
+	e, err = HostPortTarget(&Named{URL: ServerURL("imap", "mail.test:1143"), DNSServers: []string{"192.0.2.53"}, DNSOver: "ipv4"}, "imap", 143, path.IPv6)
 	if err != nil || e.Host != "mail.test" || e.Port != 1143 || len(e.DNS) != 1 || e.DNSOver != path.IPv4 {
 		t.Fatalf("%+v %v", e, err)
 	}
-	if _, err := HostPortTarget("smtp://h:99999", "smtp", 25, nil, ""); err == nil || !strings.Contains(err.Error(), "bad port") {
+	if _, err := HostPortTarget(&Named{URL: "smtp://h:99999"}, "smtp", 25, path.IPv4); err == nil || !strings.Contains(err.Error(), "bad port") {
 		t.Errorf("bad port: %v", err)
 	}
 	if ap, err := (Endpoint{Host: "[::1]", Port: 53}).AddrPort(); err != nil || ap != netip.MustParseAddrPort("[::1]:53") {
@@ -140,5 +140,21 @@ func TestDelayedName(t *testing.T) {
 		if name, d := DelayedName(c.in); name != c.name || d != c.d {
 			t.Errorf("DelayedName(%q) = %q, %v; want %q, %v", c.in, name, d, c.name, c.d)
 		}
+	}
+}
+
+// TestHostResolverNeedsAServerOfTheLookupsFamily: DNS servers of one
+// family cannot look up a path's name over the other (every transaction
+// would fail): it is an error that names both and --dns-over.
+func TestHostResolverNeedsAServerOfTheLookupsFamily(t *testing.T) {
+	_, err := HostResolver("www.example.test", []string{"192.0.2.53"}, "", path.IPv6)
+	if err == nil || !strings.Contains(err.Error(), "no IPv6 DNS server") || !strings.Contains(err.Error(), "--dns-over") {
+		t.Errorf("ipv6 lookups with an IPv4 server: %v", err)
+	}
+	if _, err := HostResolver("www.example.test", []string{"192.0.2.53"}, path.IPv4, path.IPv6); err != nil {
+		t.Errorf("ipv6 path, lookups over ipv4: %v", err)
+	}
+	if dns, err := HostResolver("2001:db8::1", []string{"192.0.2.53"}, "", path.IPv6); err != nil || dns != nil {
+		t.Errorf("an address needs no lookup: %v %v", dns, err)
 	}
 }

@@ -194,10 +194,14 @@ func Do(ctx context.Context, exp *experiment.Experiment, where result.Where, not
 		return r.Do(ctx)
 	case Hosts:
 		servers := map[string]string{}
+		var notes []string
 		for _, c := range exp.Groups {
 			servers[c.CellName()] = c.Opts().Destination()
+			for _, n := range c.Opts().Notes(c.Paths) {
+				notes = append(notes, c.CellName()+": "+n)
+			}
 		}
-		_, err := measure.Do(ctx, measure.Job{Exp: exp, Probe: experiment.Probes(nil), Target: Hosts, Servers: servers,
+		_, err := measure.Do(ctx, measure.Job{Exp: exp, Probe: experiment.Probes(nil), Target: Hosts, Servers: servers, Notes: notes,
 			Results: s.Results, Resume: rs, ResumeDir: dir, Segment: s.Segment, StartAt: s.StartAt}, s.Output)
 		return err
 	}

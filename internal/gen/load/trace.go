@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -390,7 +391,13 @@ func (t *Trace) Fail(ctx context.Context, phase string, err error) result.Sample
 	if t.S.ErrKind == result.ErrTimeout {
 		err = fmt.Errorf("timed out after %v: %w", time.Duration(t.S.TotalNS).Round(time.Millisecond), err)
 	}
-	t.S.Err = phase + ": " + err.Error()
+	// The phase names the step, once: a system call's error may already
+	// begin with it ("connect: connection refused").
+	if msg := err.Error(); strings.HasPrefix(msg, phase+": ") {
+		t.S.Err = msg
+	} else {
+		t.S.Err = phase + ": " + msg
+	}
 	return t.S
 }
 

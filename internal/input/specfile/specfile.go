@@ -73,6 +73,11 @@ const MaxFile = 1 << 20
 
 // ReadFile reads a spec file of at most MaxFile bytes.
 func ReadFile(name string) ([]byte, error) {
+	// A FIFO or a device would block or never end: only a regular file is
+	// a spec file.
+	if st, err := os.Stat(name); err == nil && !st.Mode().IsRegular() {
+		return nil, &Error{File: name, Msg: fmt.Sprintf("not a regular file (%s): give a spec file", st.Mode().Type())}
+	}
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, err

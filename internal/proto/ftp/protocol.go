@@ -116,12 +116,13 @@ func (o *Options) Settle(p path.Path) (proto.Options, bool) {
 	return &s, true
 }
 
-// Notes say why active mode fails over nat64.
+// Notes say why active mode fails over nat64, and the names resolve gave.
 func (o *Options) Notes(paths []path.Path) []string {
+	notes := o.Named.Notes(paths)
 	if o.Active && slices.ContainsFunc(paths, func(p path.Path) bool { return p.Kind().Translated }) {
-		return []string{"FTP's active mode over nat64 sends the client's IPv6 address in EPRT, which a stateless translator does not rewrite (it has no FTP helper): the server refuses it or cannot connect back, as in the field, so those transactions fail"}
+		notes = append(notes, "FTP's active mode over nat64 sends the client's IPv6 address in EPRT, which a stateless translator does not rewrite (it has no FTP helper): the server refuses it or cannot connect back, as in the field, so those transactions fail")
 	}
-	return nil
+	return notes
 }
 
 // URL is what an ftp:// URL names.
@@ -157,12 +158,9 @@ func (o *Options) Target(p path.Path) (proto.Endpoint, error) {
 	if err != nil {
 		return proto.Endpoint{}, err
 	}
-	dns, err := proto.HostResolver(u.Host, o.DNSServers)
-	if err != nil {
-		return proto.Endpoint{}, err
-	}
-	return proto.Endpoint{Host: u.Host, Port: u.Port, Resource: u.File, User: u.User, Password: u.Password, DNS: dns,
-		DNSOver: o.Over()}, nil
+	e, err := o.Endpoint(u.Host, p)
+	e.Port, e.Resource, e.User, e.Password = u.Port, u.File, u.User, u.Password
+	return e, err
 }
 
 // Probe retrieves the cell's file (default 1M) from the server at ep, or

@@ -223,6 +223,9 @@ func (o *Options) checkDual(where result.Where) error {
 // PathFit: the dual path races the families by Happy Eyeballs, which
 // v6lab's own client and curl do, not wget.
 func (o *Options) PathFit(_ result.Where, p path.Path) error {
+	if p.Kind().Dual && len(o.Resolve) > 0 {
+		return proto.Errorf("resolve", "%s races the answers of a lookup, and --resolve makes none: measure ipv4 and ipv6", p)
+	}
 	if p.Kind().Dual && o.External() && o.Client != "curl" {
 		return fmt.Errorf("%s races the families by Happy Eyeballs, which v6lab's own client and curl do, not %s", p, o.Client)
 	}
@@ -287,11 +290,9 @@ func (o *Options) Target(p path.Path) (proto.Endpoint, error) {
 	if err != nil {
 		return proto.Endpoint{}, err
 	}
-	dns, err := proto.HostResolver(u.Hostname(), o.DNSServers)
-	if err != nil {
-		return proto.Endpoint{}, err
-	}
-	return proto.Endpoint{Scheme: u.Scheme, Host: u.Hostname(), DNS: dns, DNSOver: o.Over()}, nil
+	e, err := o.Endpoint(u.Hostname(), p)
+	e.Scheme = u.Scheme
+	return e, err
 }
 
 // Probe fetches the cell's url, or from the server at ep the page with

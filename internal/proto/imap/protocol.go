@@ -93,7 +93,7 @@ func (o *Options) Check(where result.Where, given proto.Given) error {
 
 // Target is the server the cell's url names.
 func (o *Options) Target(p path.Path) (proto.Endpoint, error) {
-	e, err := proto.HostPortTarget(o.URL, "imap", 143, o.DNSServers, o.DNSOver)
+	e, err := proto.HostPortTarget(&o.Named, "imap", 143, p)
 	e.User, e.Password = o.UserFormat, o.Password
 	return e, err
 }

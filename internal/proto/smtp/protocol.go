@@ -105,7 +105,7 @@ func (o *Options) Check(where result.Where, given proto.Given) error {
 
 // Target is the server the cell's url names.
 func (o *Options) Target(p path.Path) (proto.Endpoint, error) {
-	return proto.HostPortTarget(o.URL, "smtp", 25, o.DNSServers, o.DNSOver)
+	return proto.HostPortTarget(&o.Named, "smtp", 25, p)
 }
 
 // Probe sends one message per transaction to the server at ep.

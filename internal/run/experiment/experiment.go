@@ -763,6 +763,9 @@ func (s CellGroup) MarshalJSON() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts, err = redactURL(opts); err != nil {
+		return nil, err
+	}
 	if len(opts) <= 2 { // {}
 		return own, nil
 	}
@@ -806,4 +809,20 @@ func (*noOptions) Target(path.Path) (proto.Endpoint, error) {
 }
 func (*noOptions) Probe(proto.Endpoint, path.Path) (load.Probe, error) {
 	return nil, errors.New("no such protocol")
+}
+
+// redactURL masks the password of a url option (proto.Redact): results
+// and reports record it without. A run that needed it cannot be resumed
+// from its record (PrepareResume says so).
+func redactURL(opts []byte) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(opts, &m); err != nil {
+		return nil, err
+	}
+	var u string
+	if raw, ok := m[proto.OptURL]; !ok || json.Unmarshal(raw, &u) != nil || proto.Redact(u) == u {
+		return opts, nil
+	}
+	m[proto.OptURL], _ = json.Marshal(proto.Redact(u))
+	return json.Marshal(m)
 }

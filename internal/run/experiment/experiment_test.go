@@ -708,3 +708,26 @@ func TestResumeCutsACompressedFileAtARun(t *testing.T) {
 		}
 	}
 }
+
+// TestAURLsPasswordIsNeverRecorded: a cell group's url is recorded with
+// its password masked, and such a result cannot be resumed (it says why).
+func TestAURLsPasswordIsNeverRecorded(t *testing.T) {
+	c := cellOf(t, "ftp", "url", "ftp://u:secret@192.0.2.1/1M")
+	c.Name, c.Paths, c.Conns, c.Runs, c.Timeout, c.Baseline = "t", []path.Path{path.IPv4}, []int{1}, 1, Duration(time.Second), path.IPv4
+	b, err := json.Marshal(c)
+	if err != nil || strings.Contains(string(b), "secret") || !strings.Contains(string(b), "u:xxxxx@192.0.2.1") {
+		t.Fatalf("recorded %s (%v)", b, err)
+	}
+	if got := c.Opts().Destination(); strings.Contains(got, "secret") {
+		t.Errorf("destination %q", got)
+	}
+	dir := t.TempDir()
+	r := &Executor{Exp: Single(c, result.Hosts), Probe: func(*CellGroup, path.Path) (load.Probe, error) { return counting{}, nil }}
+	r.Exp.Groups[0].Runs = 2
+	ctx, cancel := context.WithCancel(context.Background())
+	r.OnStep = func(int, int, result.Run) { cancel() }
+	_ = r.Execute(ctx, dir)
+	if _, err := PrepareResume(dir); err == nil || !strings.Contains(err.Error(), "had a password, which results do not record") {
+		t.Errorf("resume: %v", err)
+	}
+}

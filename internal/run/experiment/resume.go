@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"v6lab/internal/proto"
 	"v6lab/internal/result"
 )
 
@@ -60,6 +61,11 @@ func PrepareResume(dir string) (*Resume, error) {
 	var exp Experiment
 	if err := json.Unmarshal(spec, &exp); err != nil || len(exp.Groups) == 0 {
 		return nil, fmt.Errorf("experiment: resume: %s does not hold an experiment this version can resume", name)
+	}
+	for _, c := range exp.Groups {
+		if u, ok := proto.FieldOf(c.Opts(), proto.OptURL); ok && proto.Redacted(u.Text()) {
+			return nil, fmt.Errorf("experiment: resume: cell group %s's url had a password, which results do not record (%s): run it again instead", c.CellName(), u.Text())
+		}
 	}
 	rs := &Resume{Exp: &exp, Header: *h, Done: map[int]bool{}}
 	st, err := fh.Stat()
