@@ -188,7 +188,7 @@ func (z *Summarizer) Finish() *Summary {
 	h := &z.h
 	s := &Summary{Version: SummaryVersion, Name: h.Name, Created: h.Created, Target: string(h.Target), Baseline: cmpOr(h.Baseline, "ipv4"),
 		Notes: append(append([]string(nil), h.Notes...), z.runNotes...), Lab: h.Lab, Servers: h.Servers, Machine: machine(h),
-		LeftOutRuns: z.leftOut, Segment: h.Segment, Scale: z.spec.scale, Engines: z.spec.engines, Dialers: z.spec.dialers,
+		LeftOutRuns: z.leftOut, Segment: h.Segment, Scale: z.spec.scale, Seed: z.spec.seed, Engines: z.spec.engines, Dialers: z.spec.dialers,
 		SampleEvery: h.SampleEvery}
 	s.Notes = append(s.Notes, z.wire.notes()...)
 	if z.spec.planned > 0 && z.finished < z.spec.planned {
@@ -324,6 +324,8 @@ func (t *wireTally) notes() []string {
 // name, the scale it was shrunk by, and how many runs its plan has (each
 // group's paths × connection counts × runs).
 type specFacts struct {
+	// seed is a shuffled order's seed (0: interleaved).
+	seed             int64
 	order            map[string]int
 	engines, dialers map[string]string
 	scale            float64
@@ -347,6 +349,8 @@ func readSpec(spec any) specFacts {
 	f := specFacts{order: map[string]int{}}
 	var top struct {
 		Scale json.RawMessage   `json:"scale"`
+		Order string            `json:"order"`
+		Seed  json.RawMessage   `json:"seed"`
 		Cells []json.RawMessage `json:"cells"`
 	}
 	b, err := json.Marshal(spec)
@@ -355,6 +359,9 @@ func readSpec(spec any) specFacts {
 	}
 	if json.Unmarshal(top.Scale, &f.scale) != nil || f.scale <= 0 || f.scale >= 1 {
 		f.scale = 0
+	}
+	if top.Order == "shuffled" && json.Unmarshal(top.Seed, &f.seed) != nil {
+		f.seed = 0
 	}
 	for _, raw := range top.Cells {
 		g := specGroupOf(raw)
