@@ -139,6 +139,9 @@ var setters = map[string]func(o *Options, v string) error{
 	"mss":        func(o *Options, v string) error { return setInt(v, &o.trial().MSS) },
 	"reverse":    func(o *Options, v string) error { return setBool(v, &o.trial().Reverse) },
 	"servers":    func(o *Options, v string) error { o.Servers = append(o.Servers, v); return nil },
+	// http's version (h2, h3) and QUIC's 0-RTT
+	"http_version": func(o *Options, v string) error { o.HTTPVersion = v; return nil },
+	"zero_rtt":     func(o *Options, v string) error { return setBool(v, &o.ZeroRTT) },
 }
 
 // trial is the options' trial input, made when first set.

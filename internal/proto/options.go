@@ -65,6 +65,13 @@ type Options struct {
 	// TLSGroups is the https key exchange offered: classic (the default)
 	// or pq.
 	TLSGroups string `json:"tls_groups,omitempty"`
+	// HTTPVersion is the HTTP version an http cell speaks: "1.1" (the
+	// default), "2" (h2 over TLS, or h2c by prior knowledge) or "3" (h3
+	// over QUIC).
+	HTTPVersion string `json:"http_version,omitempty"`
+	// ZeroRTT sends the first request in QUIC's 0-RTT data when the user
+	// resumes (http_version 3 with tls_resume).
+	ZeroRTT bool `json:"zero_rtt,omitempty"`
 	// IMAP: user i logs in as user(i mod Users)+1 (UserFormat, Password
 	// for real servers).
 	Users      int    `json:"users,omitempty"`

@@ -26,13 +26,17 @@ RFC 6555, with --dialer go), each sample saying which family won.`,
   v6lab probe http https://www.example.test/ --dns-over ipv4 --dns-server 192.0.2.53
   v6lab probe http http://[2001:db8::80]:8080/files/1M --paths ipv6 --no-objects
   v6lab probe http http://127.0.0.1:8080/ --paths ipv4 --conns 10 --runs 1 --warmup 0 --duration 10s
-  v6lab probe http http://www.example.test/ --paths ipv4,ipv6,dual --attempt-delay 100ms`,
+  v6lab probe http http://www.example.test/ --paths ipv4,ipv6,dual --attempt-delay 100ms
+  v6lab probe http https://www.example.test/ --http-version 2 --paths ipv4,ipv6
+  v6lab probe http https://www.example.test/ --http-version 3 --paths ipv4,ipv6 --tls-resume --zero-rtt`,
 		Flags: append(proto.DNSFlags(),
 			proto.Flag{Name: "no-objects", Option: "no_objects", Kind: proto.KindBool, Default: "false", Usage: "fetch only the URL, not the page's embedded objects"},
 			proto.Flag{Name: "insecure", Option: "insecure", Kind: proto.KindBool, Default: "false", Usage: "accept any TLS certificate"},
 			proto.Flag{Name: "tls-pin", Option: proto.OptTLSPin, Kind: proto.KindString, Default: "", Usage: "https: accept exactly the certificate with this SHA-256 (what v6lab serve http --tls prints), in place of a CA's verification"},
 			proto.Flag{Name: "tls-groups", Option: "tls_groups", Kind: proto.KindString, Default: "", Usage: "https key exchange offered: classic (the default: X25519, P-256, as OpenSSL 3.0's wrk, h2load and curl) or pq (X25519MLKEM768 first, as Go's and current browsers' defaults; more CPU per handshake)"},
 			proto.Flag{Name: "tls-resume", Option: "tls_resume", Kind: proto.KindBool, Default: "false", Usage: "https: users resume TLS sessions with the server's tickets (returning users, as browsers, wrk and h2load); off: every handshake is full (new users, as MITRE's); each sample's marker says which it got"},
+			proto.Flag{Name: "http-version", Option: "http_version", Kind: proto.KindString, Default: "1.1", Usage: "HTTP version: 1.1, 2 (h2 over TLS by ALPN for https://, h2c by prior knowledge for http://; the objects as streams of one connection) or 3 (h3 over QUIC, https:// only, on a UDP socket pinned to the path's family)"},
+			proto.Flag{Name: "zero-rtt", Option: "zero_rtt", Kind: proto.KindBool, Default: "false", Usage: "with --http-version 3 and --tls-resume: returning users send the page's request in QUIC 0-RTT data"},
 			proto.Flag{Name: "max-body", Option: "max_body", Kind: proto.KindString, Default: "", Usage: "largest body accepted per response (e.g. 64M; default 4G)"},
 			proto.Flag{Name: "dialer", Option: "dialer", Kind: proto.KindString, Default: "", Usage: "the dual path's dialer: v6lab (RFC 8305 Happy Eyeballs, the default) or go (Go's net.Dialer, RFC 6555, 300 ms)"},
 			proto.Flag{Name: "attempt-delay", Option: "attempt_delay", Kind: proto.KindDuration, Default: eyeballs.AttemptDelay.String(), Usage: "the dual path's Connection Attempt Delay with v6lab's dialer (RFC 8305)"},
@@ -46,13 +50,17 @@ and /health, until interrupted. Each --listen socket is pinned to its address's 
 (an IPv6 socket is IPv6-only). HTTP/1.1 (and 1.0) is served by v6lab's own server:
 GET and HEAD, keep-alive, one write per reply up to 64 KiB; a request with a body is
 refused (400), a header must end within 10 s of its first byte and 64 KiB, an idle
-connection closes after 30 s. With --tls it serves the same over Go's crypto/tls (TLS 1.2 and
-1.3, session tickets on unless --tls-tickets=false) with a certificate it makes for the
-listen addresses and localhost, and prints its SHA-256: a client pins it with --tls-pin
-(or tls_pin: in an experiment file), or accepts any certificate with --insecure.`,
+connection closes after 30 s. HTTP/2 is Go's net/http: in the clear by prior knowledge (h2c), and over TLS by ALPN. With
+--tls it serves the same over Go's crypto/tls (TLS 1.2 and 1.3, session tickets on unless
+--tls-tickets=false) with a certificate it makes for the listen addresses and localhost,
+and prints its SHA-256: a client pins it with --tls-pin (or tls_pin: in an experiment
+file), or accepts any certificate with --insecure. With --tls it also serves HTTP/3 over
+QUIC (quic-go, 0-RTT allowed) on each listen address's UDP, the same port, one socket per
+family, and advertises it in an Alt-Svc field (--h3=false: not).`,
 			Example: `  v6lab serve http
   v6lab serve http --listen 0.0.0.0:8080 --listen [::]:8080 --objects 0
   v6lab serve http --tls --listen 127.0.0.1:8443   # then: v6lab probe http https://127.0.0.1:8443/ --tls-pin SHA256
+  v6lab serve http --tls --listen 127.0.0.1:8443 --listen [::1]:8443   # h1, h2 and h3 (UDP 8443) on both families
   v6lab serve http --keepalive-requests 5          # close each connection after 5 requests, as nginx can`,
 			Listen: []string{"127.0.0.1:8080", "[::1]:8080"},
 			Flags: []proto.Flag{
@@ -61,6 +69,7 @@ listen addresses and localhost, and prints its SHA-256: a client pins it with --
 				{Name: "page-size", Option: "page_size", Kind: proto.KindInt, Default: strconv.Itoa(DefaultServerConfig.PageSize), Usage: "approximate size of the page in bytes"},
 				{Name: "tls", Option: "tls", Kind: proto.KindBool, Default: "false", Usage: "serve HTTPS with a self-signed certificate"},
 				{Name: "tls-tickets", Option: "tls_tickets", Kind: proto.KindBool, Default: "true", Usage: "with --tls: give clients session tickets to resume with; false: every handshake is full"},
+				{Name: "h3", Option: "h3", Kind: proto.KindBool, Default: "true", Usage: "with --tls: also serve HTTP/3 over QUIC on the same port's UDP, advertised by Alt-Svc"},
 				{Name: "keepalive-requests", Option: "keepalive_requests", Kind: proto.KindInt, Default: "0", Usage: "close each connection after this many requests, the last reply saying Connection: close (nginx's keepalive_requests); 0: no limit"},
 			},
 		},

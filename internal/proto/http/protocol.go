@@ -29,7 +29,7 @@ func (Protocol) Name() string { return "http" }
 func (Protocol) Timing(o *proto.Options) string { return extclient.Timing(o) }
 
 func (Protocol) Options() []string {
-	return []string{"objects", "file", extclient.OptClient, proto.OptURL, proto.OptDNSServers, proto.OptTLSPin, "tls", "tls_resume", "tls_groups", "attempt_delay", "dialer", "aaaa_delay"}
+	return []string{"objects", "file", extclient.OptClient, proto.OptURL, proto.OptDNSServers, proto.OptTLSPin, "tls", "tls_resume", "tls_groups", "attempt_delay", "dialer", "aaaa_delay", "http_version", "zero_rtt"}
 }
 
 // Check applies http's rules: a url only with where: hosts, objects or a
@@ -60,6 +60,9 @@ func (Protocol) Check(o *proto.Options, where string, given proto.Given) error {
 			return proto.Errorf("objects", "a cell fetches a page with objects or a file, not both")
 		}
 	}
+	if err := checkVersion(o); err != nil {
+		return err
+	}
 	ps := o.Probe
 	if ps.MaxBody != "" {
 		if mb, err := units.ParseSize(ps.MaxBody); err != nil || mb <= 0 {
@@ -69,7 +72,11 @@ func (Protocol) Check(o *proto.Options, where string, given proto.Given) error {
 	if _, err := TLSGroups(o.TLSGroups); err != nil {
 		return proto.Errorf("tls_groups", "%v", err)
 	}
-	if o.URL != "" {
+	if v := o.HTTPVersion; v == Version2 || v == Version3 {
+		if _, err := versionEngine(v, engine(ps.Engine)); err != nil {
+			return proto.Errorf("engine", "%v", err)
+		}
+	} else if o.URL != "" {
 		u, _ := ParseURL(o.URL)
 		if _, err := (&Client{URL: u, Objects: !ps.NoObjects, Engine: engine(ps.Engine)}).EngineUsed(); err != nil {
 			return proto.Errorf("engine", "%v", err)
@@ -86,7 +93,7 @@ func (Protocol) Check(o *proto.Options, where string, given proto.Given) error {
 		return err
 	}
 	// TLS settings where nothing is https would be recorded and ignored.
-	if u, _ := ParseURL(o.URL); !o.TLS && (u == nil || u.Scheme != "https") {
+	if !usesTLS(o) {
 		for _, s := range []struct {
 			option, what string
 			set          bool
@@ -228,6 +235,7 @@ func (Protocol) Probe(o *proto.Options, ep proto.Endpoint, p path.Path) (load.Pr
 	delay, _ := attemptDelay(o.AttemptDelay) // checked by Check
 	c := &Client{URL: u, Path: p, Resolver: ep.Resolver(), Source: ep.Source, Objects: objects, MaxBody: mb, AttemptDelay: delay, GoDialer: o.Dialer == "go", LookupName: lookupName(o, u),
 		UserAgent: "v6lab", Engine: cellEngine(o, u), Expect: expect,
+		Version: o.HTTPVersion, Phases: o.HTTPVersion != "", ZeroRTT: o.ZeroRTT,
 		Sum: o.File != "", // a bulk transfer records its body's CRC-32C
 		TLS: &tls.Config{InsecureSkipVerify: o.Probe.Insecure, CurvePreferences: groups}}
 	if pin := proto.Or(o.TLSPin, ep.CertSHA256); pin != "" && !o.Probe.Insecure {
@@ -262,6 +270,9 @@ func (Protocol) FileDir() string { return "/files/" }
 
 // RealFit says why a cell cannot fetch from nginx.
 func (Protocol) RealFit(o *proto.Options) error {
+	if v := o.HTTPVersion; v == Version2 || v == Version3 {
+		return fmt.Errorf("http_version %s: the lab's real servers speak HTTP/1.1 in this version (nginx for h2 and Caddy for h3 are to come): use the embedded server", v)
+	}
 	if o.TLS {
 		return fmt.Errorf("the lab's nginx serves plain http: tls needs the embedded server")
 	}
@@ -274,7 +285,9 @@ func (Protocol) RealFit(o *proto.Options) error {
 }
 
 // About describes the embedded server.
-func (Protocol) About() string { return "embedded (v6lab's own HTTP/1.1; Go crypto/tls for https)" }
+func (Protocol) About() string {
+	return "embedded (v6lab's own HTTP/1.1; HTTP/2 by Go's net/http, h2c in the clear and h2 by ALPN; Go crypto/tls for https; HTTP/3 by quic-go)"
+}
 
 // Serve starts the embedded server: the page of the settings objects,
 // object_size and page_size, over HTTPS with tls.
@@ -312,8 +325,11 @@ func ServerConfigOf(at proto.Place) (ServerConfig, error) {
 		}
 		// No tickets: no client can resume, every handshake is full.
 		cfg.TLS.SessionTicketsDisabled = at.Setting("tls_tickets", "true") == "false"
+		cfg.H3 = at.Setting("h3", "true") == "true"
 	} else if at.Setting("tls_tickets", "true") == "false" {
 		return cfg, proto.Errorf("tls_tickets", "needs tls")
+	} else if at.Setting("h3", "true") == "false" {
+		return cfg, proto.Errorf("h3", "needs tls: HTTP/3 is always TLS")
 	}
 	return cfg, nil
 }
@@ -346,6 +362,9 @@ const ServerKeyTLS = "https"
 
 // ServerFor names the https server for a cell with tls (proto.CellServed).
 func (Protocol) ServerFor(o *proto.Options) string {
+	if o.HTTPVersion == Version3 {
+		return ServerKeyH3
+	}
 	if o.TLS {
 		return ServerKeyTLS
 	}

@@ -1,0 +1,157 @@
+package path
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"v6lab/internal/sock/kstamp"
+)
+
+// StampedPacketConn is a UDP socket pinned to one path's family and
+// connected to one server (a QUIC client's, handed to a QUIC library as a
+// net.PacketConn), whose reads keep the kernel's receive stamps of the
+// datagrams they return and whose first datagram out is stamped as it
+// leaves. Its reads may run on another goroutine than the one that reads
+// its stamps: they are kept atomically.
+//
+// It offers ReadFrom and WriteTo, not ReadMsgUDP: a library that would
+// read with control messages of its own (quic-go's batch reads) reads
+// through ReadFrom here, so every datagram's stamp is seen.
+type StampedPacketConn struct {
+	c   *net.UDPConn
+	rc  syscall.RawConn
+	oob []byte
+	// first, last: receive stamps (UnixNano) of the first and the last
+	// datagram read; sent: a datagram was sent (the first one stamped).
+	first, last atomic.Int64
+	sent        atomic.Bool
+	in, out     atomic.Int64
+}
+
+// DialStamped opens a UDP socket of d's path's family (udp4, or udp6 that
+// is IPv6-only) connected to the server at to, from d's source when set,
+// both ends checked against the path (Dialer.Dial), with the kernel's
+// stamps on. Connected, it hears no one but the server, and its local
+// address is the one the kernel chose for the path.
+func DialStamped(ctx context.Context, d Dialer, to netip.AddrPort) (*StampedPacketConn, error) {
+	if d.Path.Kind().Dual {
+		return nil, fmt.Errorf("path: a QUIC socket is pinned to one family, not %s", d.Path)
+	}
+	nc, err := d.Dial(ctx, "udp", to)
+	if err != nil {
+		return nil, err
+	}
+	c := nc.(*net.UDPConn)
+	rc, err := c.SyscallConn()
+	if err == nil {
+		err = enableStamps(rc)
+	}
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("path: kernel timestamps on a UDP socket: %w", err)
+	}
+	return &StampedPacketConn{c: c, rc: rc, oob: make([]byte, kstamp.OOBSize)}, nil
+}
+
+// ReadFrom reads one datagram and keeps its receive stamp.
+func (s *StampedPacketConn) ReadFrom(b []byte) (int, net.Addr, error) {
+	var n, oobn int
+	var from unix.Sockaddr
+	var rerr error
+	err := s.rc.Read(func(fd uintptr) bool {
+		n, oobn, _, from, rerr = unix.Recvmsg(int(fd), b, s.oob, 0)
+		return !errors.Is(rerr, unix.EAGAIN)
+	})
+	switch {
+	case err != nil:
+		return 0, nil, err
+	case rerr != nil:
+		return 0, nil, &net.OpError{Op: "read", Net: s.c.LocalAddr().Network(), Err: rerr}
+	}
+	if at := kstamp.Parse(s.oob[:oobn]); !at.IsZero() {
+		s.last.Store(at.UnixNano())
+		s.first.CompareAndSwap(0, at.UnixNano())
+	}
+	s.in.Add(int64(n))
+	return n, udpAddrOf(from), nil
+}
+
+// udpAddrOf converts a received datagram's source.
+func udpAddrOf(sa unix.Sockaddr) *net.UDPAddr {
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		return &net.UDPAddr{IP: net.IP(a.Addr[:]).To4(), Port: a.Port}
+	case *unix.SockaddrInet6:
+		ip := make(net.IP, 16)
+		copy(ip, a.Addr[:])
+		return &net.UDPAddr{IP: ip, Port: a.Port}
+	}
+	return nil
+}
+
+// WriteTo sends one datagram. Only the first is stamped: the socket then
+// asks for receive stamps alone, so the error queue holds one stamp, read
+// by FirstSent.
+func (s *StampedPacketConn) WriteTo(b []byte, _ net.Addr) (int, error) {
+	n, err := s.c.Write(b) // to the server it is connected to
+
+	s.out.Add(int64(n))
+	if err == nil && s.sent.CompareAndSwap(false, true) {
+		_ = s.rc.Control(func(fd uintptr) { _ = kstamp.EnableRx(int(fd)) })
+	}
+	return n, err
+}
+
+// FirstSent is the kernel's transmit stamp of the first datagram sent
+// (zero: none, or not yet).
+func (s *StampedPacketConn) FirstSent() time.Time {
+	if !s.sent.Load() {
+		return time.Time{}
+	}
+	return txStamp(s.rc)
+}
+
+// Received are the receive stamps of the first and the last datagram read
+// so far (zero: none).
+func (s *StampedPacketConn) Received() (first, last time.Time) {
+	return unixNano(s.first.Load()), unixNano(s.last.Load())
+}
+
+func unixNano(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
+
+// Bytes are the UDP payload bytes read and sent so far.
+func (s *StampedPacketConn) Bytes() (in, out int64) { return s.in.Load(), s.out.Load() }
+
+// Close closes the socket.
+func (s *StampedPacketConn) Close() error { return s.c.Close() }
+
+// LocalAddr is the socket's address; RemoteAddr the server's.
+func (s *StampedPacketConn) LocalAddr() net.Addr  { return s.c.LocalAddr() }
+func (s *StampedPacketConn) RemoteAddr() net.Addr { return s.c.RemoteAddr() }
+
+// SetDeadline, SetReadDeadline and SetWriteDeadline are the socket's.
+func (s *StampedPacketConn) SetDeadline(t time.Time) error      { return s.c.SetDeadline(t) }
+func (s *StampedPacketConn) SetReadDeadline(t time.Time) error  { return s.c.SetReadDeadline(t) }
+func (s *StampedPacketConn) SetWriteDeadline(t time.Time) error { return s.c.SetWriteDeadline(t) }
+
+// SetReadBuffer and SetWriteBuffer size the socket's buffers (a QUIC
+// library asks for large ones).
+func (s *StampedPacketConn) SetReadBuffer(n int) error  { return s.c.SetReadBuffer(n) }
+func (s *StampedPacketConn) SetWriteBuffer(n int) error { return s.c.SetWriteBuffer(n) }
+
+// SyscallConn is the socket's, for options a QUIC library sets (the
+// don't-fragment bit of its path MTU discovery).
+func (s *StampedPacketConn) SyscallConn() (syscall.RawConn, error) { return s.rc, nil }
