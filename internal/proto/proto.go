@@ -111,6 +111,13 @@ type WireAnyPort interface {
 	WireAnyPort() bool
 }
 
+// WireUDP is a server whose measured traffic is UDP alone on its port
+// (HTTP/3's QUIC): the wire check counts only UDP there, so a run that
+// went over TCP proves nothing.
+type WireUDP interface {
+	WireUDP() bool
+}
+
 // Running is a started embedded server.
 type Running interface {
 	// Port is the one port it listens on at every address.

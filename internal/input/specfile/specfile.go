@@ -165,6 +165,12 @@ func (d *Doc) errAt(n *yaml.Node, field, format string, args ...any) error {
 
 var textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
 
+// OneOrMany is a list type whose field may also be given as one value
+// (http_version: 3 as well as http_version: [2, 3]).
+type OneOrMany interface{ OneOrMany() }
+
+var oneOrMany = reflect.TypeFor[OneOrMany]()
+
 func (d *Doc) decode(n *yaml.Node, v reflect.Value, field string) error {
 	if n.Kind == yaml.AliasNode {
 		n = n.Alias
@@ -198,6 +204,9 @@ func (d *Doc) decode(n *yaml.Node, v reflect.Value, field string) error {
 	case reflect.Map:
 		return d.decodeMap(n, v, field)
 	case reflect.Slice:
+		if n.Kind == yaml.ScalarNode && v.Type().Implements(oneOrMany) {
+			n = &yaml.Node{Kind: yaml.SequenceNode, Line: n.Line, Column: n.Column, Content: []*yaml.Node{n}} // a list of one
+		}
 		if n.Kind != yaml.SequenceNode {
 			return d.errAt(n, field, "want a list, not %s", describe(n))
 		}

@@ -37,6 +37,7 @@ var Servers = []struct {
 }{
 	{"http", httpp.Protocol{}},
 	{httpp.ServerKeyTLS, httpp.TLSServer{}},
+	{httpp.ServerKeyH3, httpp.H3Server{}},
 	{"dns", dns.Protocol{}},
 	{"ftp", ftp.Protocol{}},
 	{"smtp", smtp.Protocol{}},
@@ -137,6 +138,17 @@ func RealFit(name string, o *proto.Options) error {
 		return fmt.Errorf("no real server for %s in this version (real: %s); use servers: embedded", name, strings.Join(have, ", "))
 	}
 	return r.RealFit(o)
+}
+
+// WireUDP reports whether the wire check counts only UDP on the port of
+// the server of key (proto.WireUDP: HTTP/3's).
+func WireUDP(key string) bool {
+	s, ok := Server(strings.TrimPrefix(key, "real/"))
+	if !ok {
+		return false
+	}
+	w, ok := s.(proto.WireUDP)
+	return ok && w.WireUDP()
 }
 
 // WireAnyPort reports whether the wire check counts every port for the

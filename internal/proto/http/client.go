@@ -99,7 +99,7 @@ type Client struct {
 	// DefaultQUICTimeout).
 	QUICTimeout time.Duration
 
-	h2     h2Transport // Version2's
+	h2 h2Transport // Version2's
 
 	lastPage atomic.Pointer[parsedPage] // objectsOf's memory
 }

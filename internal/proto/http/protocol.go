@@ -63,6 +63,9 @@ func (Protocol) Check(o *proto.Options, where string, given proto.Given) error {
 	if err := checkVersion(o); err != nil {
 		return err
 	}
+	if o.HTTPVersion == Version2 && where != "hosts" && !given("tls") {
+		o.TLS = true // h2 by ALPN, as browsers speak it; tls: false for h2c
+	}
 	ps := o.Probe
 	if ps.MaxBody != "" {
 		if mb, err := units.ParseSize(ps.MaxBody); err != nil || mb <= 0 {

@@ -60,6 +60,10 @@ type cellFile struct {
 	TLS        bool      `yaml:"tls"`
 	TLSResume  bool      `yaml:"tls_resume"`
 	TLSGroups  string    `yaml:"tls_groups"`
+	// http: its version (a list: a cell group per version), QUIC's 0-RTT
+	HTTPVersion versionList `yaml:"http_version"`
+	ZeroRTT     bool        `yaml:"zero_rtt"`
+	expanded    bool        // one version of a list
 	// imap
 	Users      *int   `yaml:"users"`
 	UserFormat string `yaml:"user_format"`
@@ -246,39 +250,48 @@ func (f *file) experiment(doc *specfile.Doc) (*Experiment, error) {
 		return nil, doc.Errorf("cells", "at least one cell is needed (protocol and connection counts)")
 	}
 	labels := map[string]string{}
-	for i, c := range f.Cells {
+	var srcs []cellFile // the file's cell of each group (one per version of a list)
+	var ats []string
+	for i, cf := range f.Cells {
 		at := fmt.Sprintf("cells[%d]", i)
-		s, err := c.spec(doc, at, base, paths, e)
+		cvs, err := cf.versionsOf(doc, at)
 		if err != nil {
 			return nil, err
 		}
-		if prev, dup := labels[s.CellName()]; dup {
-			field := at + ".label"
-			if !doc.Has(field) {
-				field = at + ".protocol"
+		for _, c := range cvs {
+			s, err := c.spec(doc, at, base, paths, e)
+			if err != nil {
+				return nil, err
 			}
-			return nil, doc.Errorf(field, "%s is also the name of %s: give one a distinct label", s.CellName(), prev)
-		}
-		labels[s.CellName()] = at
-		if !slices.Contains(s.Paths, e.Baseline) {
-			field := at + ".paths"
-			if !doc.Has(field) {
-				field = "baseline"
+			if prev, dup := labels[s.CellName()]; dup {
+				field := at + ".label"
+				if !doc.Has(field) {
+					field = at + ".protocol"
+				}
+				return nil, doc.Errorf(field, "%s is also the name of %s: give one a distinct label", s.CellName(), prev)
 			}
-			return nil, doc.Errorf(field, "the cell does not measure the baseline path %s, so nothing can be compared with it", e.Baseline)
+			labels[s.CellName()] = at
+			if !slices.Contains(s.Paths, e.Baseline) {
+				field := at + ".paths"
+				if !doc.Has(field) {
+					field = "baseline"
+				}
+				return nil, doc.Errorf(field, "the cell does not measure the baseline path %s, so nothing can be compared with it", e.Baseline)
+			}
+			e.Cells = append(e.Cells, s)
+			srcs, ats = append(srcs, c), append(ats, at)
 		}
-		e.Cells = append(e.Cells, s)
 	}
 	for i := range e.Cells {
 		c := &e.Cells[i]
-		at := fmt.Sprintf("cells[%d]", i)
-		server := proto.Or(f.Cells[i].Server, e.Servers)
+		at := ats[i]
+		server := proto.Or(srcs[i].Server, e.Servers)
 		switch server {
 		case "embedded":
 			continue
 		case "real":
 		default:
-			return nil, doc.Errorf(at+".server", "%q: want embedded or real", f.Cells[i].Server)
+			return nil, doc.Errorf(at+".server", "%q: want embedded or real", srcs[i].Server)
 		}
 		if e.Where == "loopback" || e.Where == "hosts" {
 			return nil, doc.Errorf(at+".server", "real servers run in the lab's server host, but where is %s", e.Where)
@@ -457,6 +470,9 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Pa
 	if k := all.CellServerKey(c.Protocol, &s.Options); s.Label == "" && k != all.ServerKey(c.Protocol) {
 		s.Label = k // a cell of the protocol's other server (https) is named after it
 	}
+	if c.version() != "" && (c.Label == "" || c.expanded) {
+		s.Label = c.versionLabel(s.HTTPVersion, s.TLS) // http, http/2, http/3
+	}
 	if trial {
 		o := s.Test
 		// A trial's timeout follows its length unless set.
@@ -554,7 +570,7 @@ func (c *cellFile) size() (*int, error) {
 }
 
 func (c *cellFile) options(size *int) proto.Options {
-	o := proto.Options{URL: c.URL, Objects: c.Objects, Query: c.Query, DNSServers: c.DNSServers, Transport: c.Transport, Mode: c.Mode, Expect: c.Expect, Type: c.Type, TLS: c.TLS, TLSResume: c.TLSResume, TLSGroups: c.TLSGroups,
+	o := proto.Options{URL: c.URL, Objects: c.Objects, Query: c.Query, DNSServers: c.DNSServers, Transport: c.Transport, Mode: c.Mode, Expect: c.Expect, Type: c.Type, TLS: c.TLS, TLSResume: c.TLSResume, TLSGroups: c.TLSGroups, HTTPVersion: c.version(), ZeroRTT: c.ZeroRTT,
 		File: c.File, Active: c.Active, Client: c.Client, From: c.From, To: c.To, StartTLS: c.StartTLS, TLSPin: c.TLSPin,
 		UserFormat: c.UserFormat, Password: c.Password, Servers: c.Servers, AttemptDelay: c.AttemptDelay, Dialer: c.Dialer, AAAADelay: c.AAAADelay}
 	if c.Users != nil {

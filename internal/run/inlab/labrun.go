@@ -286,6 +286,18 @@ func wirePorts(eps proto.Endpoints) map[string]uint16 {
 	return out
 }
 
+// wireUDP says which servers' traffic the wire check counts as UDP alone
+// (all.WireUDP: HTTP/3's).
+func wireUDP(ports map[string]uint16) map[string]bool {
+	out := map[string]bool{}
+	for key := range ports {
+		if all.WireUDP(key) {
+			out[key] = true
+		}
+	}
+	return out
+}
+
 func somaxconn(l *lab.Lab) int {
 	somax := 0
 	_ = lab.Do(lab.NS(l.Name, lab.Server), func() error {

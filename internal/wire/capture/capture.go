@@ -49,6 +49,9 @@ const (
 type Filter struct {
 	Port uint16
 	Also uint16
+	// UDP counts only UDP packets on Port (HTTP/3's QUIC): a TCP packet
+	// there is not the service's.
+	UDP bool
 	// Nat64 are the prefixes of the lab's nat64 path: a packet from or to
 	// one of them is that path's (translated IPv4, and its DNS64 lookups
 	// over IPv6).
@@ -116,7 +119,7 @@ func inspect(frame []byte, f Filter) frameInfo {
 			return frameInfo{}
 		}
 		if ip[9] == 41 {
-			if fi := inspect6(ip[ihl:], Filter{Port: f.Port, Also: f.Also}); fi.class == IPv6 {
+			if fi := inspect6(ip[ihl:], Filter{Port: f.Port, Also: f.Also, UDP: f.UDP}); fi.class == IPv6 {
 				fi.class = SixIn4
 				return fi
 			}
@@ -162,6 +165,9 @@ func transport(proto byte, src, dst, l4 []byte, size int, f Filter) (frameInfo, 
 	service := func(p uint16) bool { return p == f.Port || (f.Also != 0 && p == f.Also) }
 	if f.Port != 0 && !service(sp) && !service(dp) {
 		return frameInfo{}, false
+	}
+	if f.UDP && proto != 17 && (sp == f.Port || dp == f.Port) {
+		return frameInfo{}, false // TCP on a QUIC service's port
 	}
 	var fi frameInfo
 	fromService := f.Port != 0 && service(sp) && !service(dp)
@@ -308,8 +314,10 @@ func FromFD(fd int, f Filter) *Capture {
 // each run and must prove its path at the end.
 type Check struct {
 	C *Capture
-	// Ports gives each protocol's service port.
+	// Ports gives each protocol's service port; UDP says which count
+	// only UDP there (Filter.UDP).
 	Ports map[string]uint16
+	UDP   map[string]bool
 	// Nat64 are the lab's nat64 prefixes (Filter.Nat64), if it has the path.
 	Nat64 []netip.Prefix
 	// ClientSide, when set, counts on r1's link to the client: a nat64
@@ -331,13 +339,13 @@ func (k Check) Start(protocol string, _ path.Path) {
 	if strings.HasPrefix(protocol, "real/") {
 		dns = "real/dns"
 	}
-	f := Filter{Port: k.Ports[protocol], Nat64: k.Nat64}
+	f := Filter{Port: k.Ports[protocol], Nat64: k.Nat64, UDP: k.UDP[protocol]}
 	if protocol != dns {
 		f.Also = k.Ports[dns]
 	}
 	k.C.Reset(f)
 	if k.ClientSide != nil {
-		k.ClientSide.Reset(Filter{Port: f.Port, Also: f.Also})
+		k.ClientSide.Reset(Filter{Port: f.Port, Also: f.Also, UDP: f.UDP})
 	}
 }
 
