@@ -258,7 +258,11 @@ func (c *Client) Do(ctx context.Context, _ int) result.Sample {
 		return c.phases(c.doH3(ctx, tr))
 	}
 	if c.Phases {
-		return c.phases(c.do11(ctx, tr))
+		s := c.do11(ctx, tr)
+		if s.OK() {
+			s.Negotiated = "http/1.1"
+		}
+		return c.phases(s)
 	}
 	return c.do11(ctx, tr)
 }

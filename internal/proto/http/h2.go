@@ -70,6 +70,9 @@ func (c *Client) doH2(ctx context.Context, tr *load.Trace) result.Sample {
 			tr.Mark(&tr.S.ResolveNS)
 		}
 		if conn, raw, err = c.dial(ctx, tr, netip.AddrPortFrom(ip, c.port())); err != nil {
+			if strings.Contains(err.Error(), "no application protocol") {
+				err = fmt.Errorf("the server refused ALPN h2: it does not speak HTTP/2 over TLS (%w)", err)
+			}
 			return tr.Fail(ctx, "connect", err)
 		}
 	}

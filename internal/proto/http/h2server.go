@@ -57,7 +57,7 @@ func startVersions(s *plainServer, cfg ServerConfig, pcs []net.PacketConn, port 
 			}
 		}}
 	if cfg.TLS != nil {
-		v.h2.TLSConfig = cfg.TLS
+		v.h2.TLSConfig = cfg.TLS.Clone() // net/http edits it
 	}
 	s.h2 = func(c net.Conn, read []byte) {
 		if len(read) > 0 { // h2c: the preface and what followed it, again
