@@ -109,6 +109,8 @@ type cellFile struct {
 	LinkRate string `yaml:"link_rate"`
 	// ipv6_loss: the client's IPv6 dropped at r1 (percent; 100: blackholed)
 	IPv6Loss *float64 `yaml:"ipv6_loss"`
+	// loss: every packet between the routers dropped (percent), each way
+	Loss *float64 `yaml:"loss"`
 	// ipv6_delay: IPv6 toward the client held this long at r1 (netem)
 	IPv6Delay string `yaml:"ipv6_delay"`
 }
@@ -494,6 +496,15 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Pa
 			return s, doc.Errorf(field("ipv6_loss"), "IPv6 is dropped at the lab's router, but where is %s", e.Where)
 		}
 		s.IPv6Loss = *c.IPv6Loss
+	}
+	if c.Loss != nil {
+		switch v := *c.Loss; {
+		case !(v > 0 && v < 100):
+			return s, doc.Errorf(field("loss"), "%g is not a share of packets to drop: want more than 0 and less than 100 (percent)", v)
+		case e.Where != "lab" && e.Where != "auto":
+			return s, doc.Errorf(field("loss"), "packets are dropped between the lab's routers, but where is %s", e.Where)
+		}
+		s.Loss = *c.Loss
 	}
 	if c.IPv6Delay != "" {
 		d, err := time.ParseDuration(c.IPv6Delay)
