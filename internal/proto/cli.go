@@ -142,6 +142,7 @@ var setters = map[string]func(o *Options, v string) error{
 	// http's version (h2, h3) and QUIC's 0-RTT
 	"http_version": func(o *Options, v string) error { o.HTTPVersion = v; return nil },
 	"zero_rtt":     func(o *Options, v string) error { return setBool(v, &o.ZeroRTT) },
+	"keepalive":    func(o *Options, v string) error { return setBool(v, &o.Keepalive) },
 }
 
 // trial is the options' trial input, made when first set.

@@ -72,6 +72,9 @@ type Options struct {
 	// ZeroRTT sends the first request in QUIC's 0-RTT data when the user
 	// resumes (http_version 3 with tls_resume).
 	ZeroRTT bool `json:"zero_rtt,omitempty"`
+	// Keepalive keeps each user's HTTP/2 or HTTP/3 connection for its
+	// next transactions (as wrk, h2load and oha do).
+	Keepalive bool `json:"keepalive,omitempty"`
 	// IMAP: user i logs in as user(i mod Users)+1 (UserFormat, Password
 	// for real servers).
 	Users      int    `json:"users,omitempty"`

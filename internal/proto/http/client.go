@@ -99,7 +99,12 @@ type Client struct {
 	// DefaultQUICTimeout).
 	QUICTimeout time.Duration
 
-	h2 h2Transport // Version2's
+	// Keep keeps each user's connection for its next transactions
+	// (HTTP/2 and HTTP/3; kept.go).
+	Keep bool
+
+	h2   h2Transport // Version2's
+	kept keptConns
 
 	lastPage atomic.Pointer[parsedPage] // objectsOf's memory
 }
@@ -249,13 +254,13 @@ func (c *Client) port() uint16 {
 }
 
 // Do performs one transaction.
-func (c *Client) Do(ctx context.Context, _ int) result.Sample {
+func (c *Client) Do(ctx context.Context, user int) result.Sample {
 	tr := load.Begin("http", c.Path)
 	switch c.Version {
 	case Version2:
-		return c.phases(c.doH2(ctx, tr))
+		return c.phases(c.doH2(ctx, tr, user))
 	case Version3:
-		return c.phases(c.doH3(ctx, tr))
+		return c.phases(c.doH3(ctx, tr, user))
 	}
 	if c.Phases {
 		s := c.do11(ctx, tr)

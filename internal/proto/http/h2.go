@@ -53,7 +53,10 @@ func (h *h2Transport) get() *nethttp.Transport {
 }
 
 // doH2 is one HTTP/2 transaction.
-func (c *Client) doH2(ctx context.Context, tr *load.Trace) result.Sample {
+func (c *Client) doH2(ctx context.Context, tr *load.Trace, user int) result.Sample {
+	if s, ok := c.onKept(ctx, tr, user, c.h2Name()); ok {
+		return s
+	}
 	var conn, raw net.Conn
 	var err error
 	if c.Path.Kind().Dual {
@@ -76,9 +79,16 @@ func (c *Client) doH2(ctx context.Context, tr *load.Trace) result.Sample {
 			return tr.Fail(ctx, "connect", err)
 		}
 	}
-	defer load.CloseAbort(raw)
-	stop := load.Deadline(ctx, raw)
-	defer stop()
+	kept := false
+	defer func() {
+		if !kept {
+			load.CloseAbort(raw)
+		}
+	}()
+	if !c.Keep {
+		stop := load.Deadline(ctx, raw)
+		defer stop()
+	}
 	st := stampsOf(conn)
 	negotiated := "h2c"
 	if tc, ok := conn.(*tls.Conn); ok {
@@ -87,13 +97,18 @@ func (c *Client) doH2(ctx context.Context, tr *load.Trace) result.Sample {
 		}
 		negotiated = "h2"
 	}
-	cc, err := c.h2.get().NewClientConn(context.WithValue(ctx, givenConn{}, conn), c.URL.Scheme, hostPort(c.URL, c.port()))
+	cc, err := c.h2.get().NewClientConn(context.WithValue(context.WithoutCancel(ctx), givenConn{}, conn), c.URL.Scheme, hostPort(c.URL, c.port()))
 	if err != nil {
 		return c.failStreams(ctx, tr, st, err)
 	}
-	defer cc.Close()
 	f, err := c.streams(ctx, tr, cc, nethttp.MethodGet)
 	st.record(tr)
+	if c.Keep && err == nil {
+		kept = true
+		c.kept.keep(user, h2Kept{cc, raw})
+	} else {
+		defer cc.Close()
+	}
 	if err != nil {
 		if negotiated == "h2c" && st != nil {
 			switch st.said() {
@@ -106,6 +121,26 @@ func (c *Client) doH2(ctx context.Context, tr *load.Trace) result.Sample {
 		return c.failStreams(ctx, tr, st, err)
 	}
 	return c.done(tr, f, negotiated, "")
+}
+
+// h2Name is what HTTP/2 transactions speak: h2 over TLS, h2c in the clear.
+func (c *Client) h2Name() string {
+	if c.URL.Scheme == "https" {
+		return "h2"
+	}
+	return "h2c"
+}
+
+// h2Kept is a user's kept HTTP/2 connection.
+type h2Kept struct {
+	*nethttp.ClientConn
+	raw net.Conn
+}
+
+func (k h2Kept) alive() bool { return k.Err() == nil }
+func (k h2Kept) close() {
+	k.ClientConn.Close()
+	load.CloseAbort(k.raw)
 }
 
 func orNone(s string) string {

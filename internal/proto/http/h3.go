@@ -41,7 +41,10 @@ func (c *Client) quicConfig() *quic.Config {
 }
 
 // doH3 is one HTTP/3 transaction.
-func (c *Client) doH3(ctx context.Context, tr *load.Trace) result.Sample {
+func (c *Client) doH3(ctx context.Context, tr *load.Trace, user int) result.Sample {
+	if s, ok := c.onKept(ctx, tr, user, "h3"); ok {
+		return s
+	}
 	host := c.URL.Hostname()
 	ip, err := tr.Lookup(ctx, c.Resolver, host, c.Path)
 	if err != nil {
@@ -54,10 +57,15 @@ func (c *Client) doH3(ctx context.Context, tr *load.Trace) result.Sample {
 	if err != nil {
 		return tr.Fail(ctx, "connect", err)
 	}
-	defer pc.Close()
 	tr.S.Local, tr.S.Remote = pc.LocalAddr().String(), pc.RemoteAddr().String()
 	qt := &quic.Transport{Conn: pc}
-	defer qt.Close()
+	k := &h3Kept{pc: pc, qt: qt}
+	kept := false
+	defer func() {
+		if !kept {
+			k.close()
+		}
+	}()
 	cfg := &tls.Config{}
 	if c.TLS != nil {
 		cfg = c.TLS.Clone()
@@ -76,12 +84,13 @@ func (c *Client) doH3(ctx context.Context, tr *load.Trace) result.Sample {
 		c.recordQUIC(tr, pc)
 		return tr.Fail(ctx, "connect", c.quicError(err))
 	}
-	defer conn.CloseWithError(0, "")
+	k.conn = conn
 	method := nethttp0RTT(c.ZeroRTT)
 	if !c.ZeroRTT {
 		tr.Mark(&tr.S.TLSNS) // the QUIC handshake, TLS inside it
 	}
 	cc := (&http3.Transport{DisableCompression: true, MaxResponseHeaderBytes: MaxHeaderBytes}).NewClientConn(conn)
+	k.ClientConn = cc
 	f, err := c.streams(ctx, tr, cc, method)
 	if c.ZeroRTT {
 		// A 0-RTT request left before the handshake ended: its end is
@@ -96,6 +105,10 @@ func (c *Client) doH3(ctx context.Context, tr *load.Trace) result.Sample {
 	if err != nil {
 		return c.failStreams(ctx, tr, nil, err)
 	}
+	if c.Keep {
+		kept = true
+		c.kept.keep(user, k)
+	}
 	st := conn.ConnectionState()
 	tr.TLS = tlsMarker(st.TLS)
 	more := "QUIC " + st.Version.String()
@@ -103,6 +116,24 @@ func (c *Client) doH3(ctx context.Context, tr *load.Trace) result.Sample {
 		more += ", 0-RTT"
 	}
 	return c.done(tr, f, "h3", more)
+}
+
+// h3Kept is a user's HTTP/3 connection: its socket, QUIC transport and
+// connection.
+type h3Kept struct {
+	*http3.ClientConn
+	pc   *path.StampedPacketConn
+	qt   *quic.Transport
+	conn *quic.Conn
+}
+
+func (k *h3Kept) alive() bool { return k.conn.Context().Err() == nil }
+func (k *h3Kept) close() {
+	if k.conn != nil {
+		k.conn.CloseWithError(0, "")
+	}
+	k.qt.Close()
+	k.pc.Close()
 }
 
 // nethttp0RTT is the page request's method: quic-go's GET_0RTT sends it

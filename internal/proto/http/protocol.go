@@ -29,7 +29,7 @@ func (Protocol) Name() string { return "http" }
 func (Protocol) Timing(o *proto.Options) string { return extclient.Timing(o) }
 
 func (Protocol) Options() []string {
-	return []string{"objects", "file", extclient.OptClient, proto.OptURL, proto.OptDNSServers, proto.OptTLSPin, "tls", "tls_resume", "tls_groups", "attempt_delay", "dialer", "aaaa_delay", "http_version", "zero_rtt"}
+	return []string{"objects", "file", extclient.OptClient, proto.OptURL, proto.OptDNSServers, proto.OptTLSPin, "tls", "tls_resume", "tls_groups", "attempt_delay", "dialer", "aaaa_delay", "http_version", "zero_rtt", "keepalive"}
 }
 
 // Check applies http's rules: a url only with where: hosts, objects or a
@@ -238,7 +238,7 @@ func (Protocol) Probe(o *proto.Options, ep proto.Endpoint, p path.Path) (load.Pr
 	delay, _ := attemptDelay(o.AttemptDelay) // checked by Check
 	c := &Client{URL: u, Path: p, Resolver: ep.Resolver(), Source: ep.Source, Objects: objects, MaxBody: mb, AttemptDelay: delay, GoDialer: o.Dialer == "go", LookupName: lookupName(o, u),
 		UserAgent: "v6lab", Engine: cellEngine(o, u), Expect: expect,
-		Version: o.HTTPVersion, Phases: o.HTTPVersion != "", ZeroRTT: o.ZeroRTT,
+		Version: o.HTTPVersion, Phases: o.HTTPVersion != "", ZeroRTT: o.ZeroRTT, Keep: o.Keepalive,
 		Sum: o.File != "", // a bulk transfer records its body's CRC-32C
 		TLS: &tls.Config{InsecureSkipVerify: o.Probe.Insecure, CurvePreferences: groups}}
 	if pin := proto.Or(o.TLSPin, ep.CertSHA256); pin != "" && !o.Probe.Insecure {

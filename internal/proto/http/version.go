@@ -96,6 +96,9 @@ func checkVersion(o *proto.Options) error {
 			return proto.Errorf("http_version", "3 runs over QUIC, which is always TLS, but the url is %s: give an https:// url", u.Scheme+"://")
 		}
 	}
+	if o.Keepalive && v != Version2 && v != Version3 {
+		return proto.Errorf("keepalive", "keeps each user's HTTP/2 or HTTP/3 connection: give http_version: 2 or 3 (HTTP/1.1 transactions open a connection each)")
+	}
 	if o.ZeroRTT {
 		switch {
 		case v != Version3:

@@ -63,6 +63,7 @@ type cellFile struct {
 	// http: its version (a list: a cell group per version), QUIC's 0-RTT
 	HTTPVersion versionList `yaml:"http_version"`
 	ZeroRTT     bool        `yaml:"zero_rtt"`
+	Keepalive   bool        `yaml:"keepalive"`
 	expanded    bool        // one version of a list
 	// imap
 	Users      *int   `yaml:"users"`
@@ -581,7 +582,7 @@ func (c *cellFile) size() (*int, error) {
 }
 
 func (c *cellFile) options(size *int) proto.Options {
-	o := proto.Options{URL: c.URL, Objects: c.Objects, Query: c.Query, DNSServers: c.DNSServers, Transport: c.Transport, Mode: c.Mode, Expect: c.Expect, Type: c.Type, TLS: c.TLS, TLSResume: c.TLSResume, TLSGroups: c.TLSGroups, HTTPVersion: c.version(), ZeroRTT: c.ZeroRTT,
+	o := proto.Options{URL: c.URL, Objects: c.Objects, Query: c.Query, DNSServers: c.DNSServers, Transport: c.Transport, Mode: c.Mode, Expect: c.Expect, Type: c.Type, TLS: c.TLS, TLSResume: c.TLSResume, TLSGroups: c.TLSGroups, HTTPVersion: c.version(), ZeroRTT: c.ZeroRTT, Keepalive: c.Keepalive,
 		File: c.File, Active: c.Active, Client: c.Client, From: c.From, To: c.To, StartTLS: c.StartTLS, TLSPin: c.TLSPin,
 		UserFormat: c.UserFormat, Password: c.Password, Servers: c.Servers, AttemptDelay: c.AttemptDelay, Dialer: c.Dialer, AAAADelay: c.AAAADelay}
 	if c.Users != nil {

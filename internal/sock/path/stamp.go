@@ -17,10 +17,19 @@ import (
 // needed bytes arrived. They bound the network's share of a response
 // time, without v6lab's own work before and after (docs/metrics.md).
 
-// enableStamps turns the stamps on for a socket.
-func enableStamps(rc syscall.RawConn) error {
+// enableStamps turns the stamps on for a socket: transmit and receive
+// stamps for UDP, receive stamps alone for TCP (udp false), whose first
+// packet is its SYN (unstamped) and whose every send would otherwise leave
+// a stamp on the error queue: charged to the socket's receive buffer, a
+// long connection's stamps (HTTP/2's hundreds of requests) fill it until
+// the kernel drops the data arriving, and the connection stalls.
+func enableStamps(rc syscall.RawConn, udp bool) error {
+	enable := kstamp.EnableRx
+	if udp {
+		enable = kstamp.Enable
+	}
 	var serr error
-	if err := rc.Control(func(fd uintptr) { serr = kstamp.Enable(int(fd)) }); err != nil {
+	if err := rc.Control(func(fd uintptr) { serr = enable(int(fd)) }); err != nil {
 		return err
 	}
 	return serr
@@ -66,7 +75,7 @@ func Stamped(c net.Conn) (*StampedConn, bool) {
 		return nil, false
 	}
 	rc, err := sc.SyscallConn()
-	if err != nil || enableStamps(rc) != nil {
+	if err != nil || enableStamps(rc, udp) != nil {
 		return nil, false
 	}
 	return &StampedConn{Conn: c, rc: rc, oob: make([]byte, kstamp.OOBSize), UDP: udp}, true

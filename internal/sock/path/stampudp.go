@@ -52,7 +52,7 @@ func DialStamped(ctx context.Context, d Dialer, to netip.AddrPort) (*StampedPack
 	c := nc.(*net.UDPConn)
 	rc, err := c.SyscallConn()
 	if err == nil {
-		err = enableStamps(rc)
+		err = enableStamps(rc, true)
 	}
 	if err != nil {
 		c.Close()
