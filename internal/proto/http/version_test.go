@@ -228,3 +228,30 @@ func TestVersionOptions(t *testing.T) {
 		t.Errorf("h2c with tls: false: %v, %+v", err, h2c)
 	}
 }
+
+// TestHTTP2CarriesManyStreamsAndKeeps: one connection carries a page of
+// MaxObjects objects, and kept connections carry a user's transactions
+// one after another (hundreds of requests on one connection: none may
+// stall), each after the first without lookup or handshake.
+func TestHTTP2CarriesManyStreamsAndKeeps(t *testing.T) {
+	r := newRig(t, DefaultServerConfig)
+	c := r.client(t, path.IPv4, fmt.Sprintf("http://www.v6lab.test:%%d/pages/%d", MaxObjects))
+	c.Version = Version2
+	for range 3 {
+		if s := do(c, 5*time.Second); !s.OK() || !strings.Contains(s.Marker, fmt.Sprintf("%d objects", MaxObjects)) {
+			t.Fatalf("a page of %d objects: %+v", MaxObjects, s)
+		}
+	}
+	for _, v := range []string{Version2, Version3} {
+		k := h3Rig(t).client(t, path.IPv6, "https://www.v6lab.test:%d/")
+		k.Version, k.Keep, k.TLS = v, true, &tls.Config{InsecureSkipVerify: true}
+		for i := range 300 {
+			s := do(k, 5*time.Second)
+			kept := strings.Contains(s.Marker, "kept connection")
+			if !s.OK() || kept != (i > 0) || (i > 0 && (s.ResolveNS != 0 || s.TLSNS != 0)) {
+				t.Fatalf("%s, transaction %d: %+v", v, i, s)
+			}
+		}
+		k.Close()
+	}
+}
