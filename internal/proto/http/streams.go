@@ -73,15 +73,12 @@ func (c *Client) stream(ctx context.Context, rt roundTripper, uri, method string
 	}
 	u := *c.URL
 	u.Path, u.RawPath, u.RawQuery = ref.Path, ref.RawPath, ref.RawQuery
-	req, err := nethttp.NewRequestWithContext(ctx, method, u.String(), nil)
-	if err != nil {
-		return nil, err
-	}
 	ua := c.UserAgent
 	if ua == "" {
 		ua = "v6lab"
 	}
-	req.Header = nethttp.Header{"User-Agent": {ua}, "Accept": {"*/*"}}
+	req := (&nethttp.Request{Method: method, URL: &u, Host: u.Host, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: nethttp.Header{"User-Agent": {ua}, "Accept": {"*/*"}}}).WithContext(ctx)
 	resp, err := rt.RoundTrip(req)
 	if err != nil {
 		return nil, err

@@ -2,13 +2,13 @@ package path
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -34,6 +34,7 @@ type StampedPacketConn struct {
 	first, last atomic.Int64
 	sent        atomic.Bool
 	in, out     atomic.Int64
+	remote      net.Addr // the server's
 }
 
 // DialStamped opens a UDP socket of d's path's family (udp4, or udp6 that
@@ -58,17 +59,33 @@ func DialStamped(ctx context.Context, d Dialer, to netip.AddrPort) (*StampedPack
 		c.Close()
 		return nil, fmt.Errorf("path: kernel timestamps on a UDP socket: %w", err)
 	}
-	return &StampedPacketConn{c: c, rc: rc, oob: make([]byte, kstamp.OOBSize)}, nil
+	return &StampedPacketConn{c: c, rc: rc, oob: make([]byte, kstamp.OOBSize), remote: c.RemoteAddr()}, nil
 }
 
-// ReadFrom reads one datagram and keeps its receive stamp.
+// ReadFrom reads one datagram and keeps its receive stamp. The socket is
+// connected: every datagram is the server's, whose address it returns
+// (recvmsg is asked for none, so nothing is converted or allocated per
+// datagram).
 func (s *StampedPacketConn) ReadFrom(b []byte) (int, net.Addr, error) {
+	if len(b) == 0 {
+		return 0, s.remote, nil
+	}
 	var n, oobn int
-	var from unix.Sockaddr
 	var rerr error
 	err := s.rc.Read(func(fd uintptr) bool {
-		n, oobn, _, from, rerr = unix.Recvmsg(int(fd), b, s.oob, 0)
-		return !errors.Is(rerr, unix.EAGAIN)
+		iov := unix.Iovec{Base: &b[0]}
+		iov.SetLen(len(b))
+		msg := unix.Msghdr{Iov: &iov, Iovlen: 1, Control: &s.oob[0]}
+		msg.SetControllen(len(s.oob))
+		r, _, e := unix.Syscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&msg)), 0)
+		if e == unix.EAGAIN {
+			return false
+		}
+		if e != 0 {
+			rerr = e
+		}
+		n, oobn = int(r), int(msg.Controllen)
+		return true
 	})
 	switch {
 	case err != nil:
@@ -81,20 +98,7 @@ func (s *StampedPacketConn) ReadFrom(b []byte) (int, net.Addr, error) {
 		s.first.CompareAndSwap(0, at.UnixNano())
 	}
 	s.in.Add(int64(n))
-	return n, udpAddrOf(from), nil
-}
-
-// udpAddrOf converts a received datagram's source.
-func udpAddrOf(sa unix.Sockaddr) *net.UDPAddr {
-	switch a := sa.(type) {
-	case *unix.SockaddrInet4:
-		return &net.UDPAddr{IP: net.IP(a.Addr[:]).To4(), Port: a.Port}
-	case *unix.SockaddrInet6:
-		ip := make(net.IP, 16)
-		copy(ip, a.Addr[:])
-		return &net.UDPAddr{IP: ip, Port: a.Port}
-	}
-	return nil
+	return n, s.remote, nil
 }
 
 // WriteTo sends one datagram. Only the first is stamped: the socket then
