@@ -168,6 +168,11 @@ func (pt probeTarget) run(cmd *cobra.Command) error {
 		return &exitError{code: 2, err: err}
 	}
 	spec.Options = o
+	for _, p := range spec.Paths {
+		if err := experiment.ProtocolPathFits(p, name, &spec.Options, "hosts"); err != nil {
+			return &exitError{code: 2, err: flagError(err, pt.flags)}
+		}
+	}
 	if singleTest(pt.p) {
 		spec.Conns = []int{1}
 	}

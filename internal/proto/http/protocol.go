@@ -331,8 +331,6 @@ func ServerConfigOf(at proto.Place) (ServerConfig, error) {
 		cfg.H3 = at.Setting("h3", "true") == "true"
 	} else if at.Setting("tls_tickets", "true") == "false" {
 		return cfg, proto.Errorf("tls_tickets", "needs tls")
-	} else if at.Setting("h3", "true") == "false" {
-		return cfg, proto.Errorf("h3", "needs tls: HTTP/3 is always TLS")
 	}
 	return cfg, nil
 }

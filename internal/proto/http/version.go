@@ -97,14 +97,14 @@ func checkVersion(o *proto.Options) error {
 		}
 	}
 	if o.Keepalive && v != Version2 && v != Version3 {
-		return proto.Errorf("keepalive", "keeps each user's HTTP/2 or HTTP/3 connection: give http_version: 2 or 3 (HTTP/1.1 transactions open a connection each)")
+		return proto.Errorf("keepalive", "keeps each user's HTTP/2 or HTTP/3 connection: give http_version: 2 or 3 (--http-version; HTTP/1.1 transactions open a connection each)")
 	}
 	if o.ZeroRTT {
 		switch {
 		case v != Version3:
-			return proto.Errorf("zero_rtt", "sends the first request in QUIC's 0-RTT data: give http_version: 3")
+			return proto.Errorf("zero_rtt", "sends the first request in QUIC's 0-RTT data: give http_version: 3 (--http-version 3)")
 		case !o.TLSResume:
-			return proto.Errorf("zero_rtt", "needs a session to resume: give tls_resume too (the first transaction of each user is a full handshake)")
+			return proto.Errorf("zero_rtt", "needs a session to resume: give tls_resume too (--tls-resume; the first transaction of each user is a full handshake)")
 		}
 	}
 	return nil
