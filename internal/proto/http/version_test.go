@@ -164,6 +164,14 @@ func TestVersionFailuresAreClear(t *testing.T) {
 	if s.OK() || !strings.Contains(s.Err, "no QUIC answer over ipv6 in 300ms") || s.ErrKind != "timeout" || time.Since(start) > 5*time.Second {
 		t.Errorf("a silent QUIC server: %+v after %v", s, time.Since(start))
 	}
+	// A closed port: its ICMP port unreachable is a lost datagram, as for
+	// a socket not connected, and the handshake times out the same way.
+	port = pc.LocalAddr().(*net.UDPAddr).Port
+	pc.Close()
+	c.URL = mustURL(t, fmt.Sprintf("https://[::1]:%d/", port))
+	if s := do(c, 10*time.Second); s.OK() || !strings.Contains(s.Err, "no QUIC answer over ipv6 in 300ms") {
+		t.Errorf("a closed QUIC port: %+v", s)
+	}
 	if DefaultQUICTimeout != 3*time.Second || seconds(DefaultQUICTimeout) != "3 s" {
 		t.Errorf("the default QUIC timeout reads %q", seconds(DefaultQUICTimeout))
 	}

@@ -2,6 +2,7 @@ package path
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -78,8 +79,8 @@ func (s *StampedPacketConn) ReadFrom(b []byte) (int, net.Addr, error) {
 		msg := unix.Msghdr{Iov: &iov, Iovlen: 1, Control: &s.oob[0]}
 		msg.SetControllen(len(s.oob))
 		r, _, e := unix.Syscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&msg)), 0)
-		if e == unix.EAGAIN {
-			return false
+		if e == unix.EAGAIN || icmpError(e) {
+			return false // an ICMP error, not a datagram: read on (icmpError)
 		}
 		if e != 0 {
 			rerr = e
@@ -106,12 +107,35 @@ func (s *StampedPacketConn) ReadFrom(b []byte) (int, net.Addr, error) {
 // by FirstSent.
 func (s *StampedPacketConn) WriteTo(b []byte, _ net.Addr) (int, error) {
 	n, err := s.c.Write(b) // to the server it is connected to
+	if errors.Is(err, unix.EMSGSIZE) || icmpErrorOf(err) {
+		n, err = len(b), nil // lost on the way, as for a socket not connected (icmpError)
+	}
 
 	s.out.Add(int64(n))
 	if err == nil && s.sent.CompareAndSwap(false, true) {
 		_ = s.rc.Control(func(fd uintptr) { _ = kstamp.EnableRx(int(fd)) })
 	}
 	return n, err
+}
+
+// icmpError says whether a socket error is an ICMP error the kernel
+// reports on a connected UDP socket (a Packet Too Big from a tunnel's
+// router for a path MTU probe, a port or host unreachable): a socket not
+// connected never sees them, and a QUIC library would close its connection
+// on them. The datagram was lost, as any other: QUIC's loss recovery and
+// its path MTU discovery (DPLPMTUD) deal with it, and a server that never
+// answers is a handshake that times out ("no QUIC answer over PATH").
+func icmpError(e unix.Errno) bool {
+	switch e {
+	case unix.EMSGSIZE, unix.ECONNREFUSED, unix.EHOSTUNREACH, unix.ENETUNREACH, unix.EHOSTDOWN:
+		return true
+	}
+	return false
+}
+
+func icmpErrorOf(err error) bool {
+	var e unix.Errno
+	return errors.As(err, &e) && icmpError(e)
 }
 
 // FirstSent is the kernel's transmit stamp of the first datagram sent
