@@ -29,7 +29,7 @@ import (
 type StampedPacketConn struct {
 	c   *net.UDPConn
 	rc  syscall.RawConn
-	oob []byte
+	rx  rxRing // datagrams read, not yet handed over (ReadFrom's alone)
 	// first, last: receive stamps (UnixNano) of the first and the last
 	// datagram read; sent: a datagram was sent (the first one stamped).
 	first, last atomic.Int64
@@ -60,46 +60,84 @@ func DialStamped(ctx context.Context, d Dialer, to netip.AddrPort) (*StampedPack
 		c.Close()
 		return nil, fmt.Errorf("path: kernel timestamps on a UDP socket: %w", err)
 	}
-	return &StampedPacketConn{c: c, rc: rc, oob: make([]byte, kstamp.OOBSize), remote: c.RemoteAddr()}, nil
+	return &StampedPacketConn{c: c, rc: rc, remote: c.RemoteAddr()}, nil
 }
 
-// ReadFrom reads one datagram and keeps its receive stamp. The socket is
+// ReadFrom returns one datagram and keeps its receive stamp. The socket is
 // connected: every datagram is the server's, whose address it returns
-// (recvmsg is asked for none, so nothing is converted or allocated per
-// datagram).
+// (recvmmsg is asked for none, so nothing is converted or allocated per
+// datagram). Datagrams are read up to rxBatch at a time, one system call
+// for all that wait, and handed over one by one.
 func (s *StampedPacketConn) ReadFrom(b []byte) (int, net.Addr, error) {
-	if len(b) == 0 {
-		return 0, s.remote, nil
+	if s.rx.next >= s.rx.n {
+		if err := s.fill(); err != nil {
+			return 0, nil, err
+		}
 	}
-	var n, oobn int
+	i := s.rx.next
+	s.rx.next++
+	n := copy(b, s.rx.bufs[i][:s.rx.msgs[i].Len])
+	if at := s.rx.at[i]; at != 0 {
+		s.last.Store(at)
+		s.first.CompareAndSwap(0, at)
+	}
+	s.in.Add(int64(n))
+	return n, s.remote, nil
+}
+
+// rxBatch is how many datagrams one read takes at most; rxSize the
+// largest datagram (QUIC's are at most 1452 bytes here).
+const (
+	rxBatch = 8
+	rxSize  = 2048
+)
+
+// rxRing holds the datagrams of the last read not handed over yet.
+type rxRing struct {
+	msgs    [rxBatch]unix.Mmsghdr
+	iovs    [rxBatch]unix.Iovec
+	bufs    [rxBatch][rxSize]byte
+	oobs    [rxBatch][kstamp.OOBSize]byte
+	at      [rxBatch]int64 // receive stamps, UnixNano (0: none)
+	n, next int
+}
+
+// fill reads the datagrams waiting (at least one: it waits for it).
+func (s *StampedPacketConn) fill() error {
+	r := &s.rx
+	var got int
 	var rerr error
 	err := s.rc.Read(func(fd uintptr) bool {
-		iov := unix.Iovec{Base: &b[0]}
-		iov.SetLen(len(b))
-		msg := unix.Msghdr{Iov: &iov, Iovlen: 1, Control: &s.oob[0]}
-		msg.SetControllen(len(s.oob))
-		r, _, e := unix.Syscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&msg)), 0)
+		for i := range r.msgs {
+			r.iovs[i] = unix.Iovec{Base: &r.bufs[i][0]}
+			r.iovs[i].SetLen(rxSize)
+			r.msgs[i] = unix.Mmsghdr{Hdr: unix.Msghdr{Iov: &r.iovs[i], Iovlen: 1, Control: &r.oobs[i][0]}}
+			r.msgs[i].Hdr.SetControllen(kstamp.OOBSize)
+		}
+		k, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.msgs[0])), rxBatch, 0, 0, 0)
 		if e == unix.EAGAIN || icmpError(e) {
 			return false // an ICMP error, not a datagram: read on (icmpError)
 		}
 		if e != 0 {
 			rerr = e
 		}
-		n, oobn = int(r), int(msg.Controllen)
+		got = int(k)
 		return true
 	})
 	switch {
 	case err != nil:
-		return 0, nil, err
+		return err
 	case rerr != nil:
-		return 0, nil, &net.OpError{Op: "read", Net: s.c.LocalAddr().Network(), Err: rerr}
+		return &net.OpError{Op: "read", Net: s.c.LocalAddr().Network(), Err: rerr}
 	}
-	if at := kstamp.Parse(s.oob[:oobn]); !at.IsZero() {
-		s.last.Store(at.UnixNano())
-		s.first.CompareAndSwap(0, at.UnixNano())
+	for i := range got {
+		r.at[i] = 0
+		if at := kstamp.Parse(r.oobs[i][:r.msgs[i].Hdr.Controllen]); !at.IsZero() {
+			r.at[i] = at.UnixNano()
+		}
 	}
-	s.in.Add(int64(n))
-	return n, s.remote, nil
+	r.n, r.next = got, 0
+	return nil
 }
 
 // WriteTo sends one datagram. Only the first is stamped: the socket then
@@ -110,7 +148,6 @@ func (s *StampedPacketConn) WriteTo(b []byte, _ net.Addr) (int, error) {
 	if errors.Is(err, unix.EMSGSIZE) || icmpErrorOf(err) {
 		n, err = len(b), nil // lost on the way, as for a socket not connected (icmpError)
 	}
-
 	s.out.Add(int64(n))
 	if err == nil && s.sent.CompareAndSwap(false, true) {
 		_ = s.rc.Control(func(fd uintptr) { _ = kstamp.EnableRx(int(fd)) })
