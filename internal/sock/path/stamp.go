@@ -1,11 +1,11 @@
 package path
 
 import (
-	"errors"
 	"io"
 	"net"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"v6lab/internal/sock/kstamp"
 
@@ -96,12 +96,25 @@ func (s *StampedConn) FirstSent() time.Time {
 func (s *StampedConn) Read(p []byte) (int, error) {
 	var n int
 	var rerr error
+	if len(p) == 0 {
+		return 0, nil
+	}
 	err := s.rc.Read(func(fd uintptr) bool {
-		var oobn int
-		n, oobn, _, _, rerr = unix.Recvmsg(int(fd), p, s.oob, 0)
-		if errors.Is(rerr, unix.EAGAIN) {
+		// recvmsg without a name: a connected socket's peer is known, and
+		// x/sys's Recvmsg would convert and allocate it on every read.
+		iov := unix.Iovec{Base: &p[0]}
+		iov.SetLen(len(p))
+		msg := unix.Msghdr{Iov: &iov, Iovlen: 1, Control: &s.oob[0]}
+		msg.SetControllen(len(s.oob))
+		r, _, e := unix.Syscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&msg)), 0)
+		if e == unix.EAGAIN {
 			return false
 		}
+		n, rerr = int(r), nil
+		if e != 0 {
+			n, rerr = 0, e
+		}
+		oobn := int(msg.Controllen)
 		if n > 0 {
 			if at := kstamp.Parse(s.oob[:oobn]); !at.IsZero() {
 				s.LastRx = at
