@@ -647,6 +647,9 @@ func (c *Client) readReply(resp *nethttp.Response, uri string, keepBody bool, ch
 	var err error
 	if keepBody && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
 		var buf bytes.Buffer
+		if cl := resp.ContentLength; cl > 0 && cl < MaxPageParse {
+			buf.Grow(int(cl) + 1) // one allocation, and room to see the end
+		}
 		n, err = io.Copy(&buf, io.LimitReader(body, MaxPageParse))
 		if err == nil {
 			var rest int64

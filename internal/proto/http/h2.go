@@ -190,6 +190,7 @@ type syncStamp struct {
 	in, out     atomic.Int64
 	mu          sync.Mutex // guards head
 	head        []byte
+	headFull    atomic.Bool // head holds its 8 bytes: reads need no lock
 }
 
 func (s *syncStamp) Read(p []byte) (int, error) {
@@ -199,10 +200,12 @@ func (s *syncStamp) Read(p []byte) (int, error) {
 			s.last.Store(s.sc.LastRx.UnixNano())
 			s.first.CompareAndSwap(0, s.sc.FirstRx.UnixNano())
 		}
-		if s.mu.Lock(); len(s.head) < 8 {
+		if !s.headFull.Load() {
+			s.mu.Lock()
 			s.head = append(s.head, p[:min(n, 8-len(s.head))]...)
+			s.headFull.Store(len(s.head) == 8)
+			s.mu.Unlock()
 		}
-		s.mu.Unlock()
 		s.in.Add(int64(n))
 	}
 	return n, err
