@@ -262,7 +262,7 @@ func reverseTCP(ctx context.Context, tr *load.Trace, cc *ctrl, c net.Conn, strea
 func tcpSample(s result.Sample, o Options, snd SenderStats, received int64, dst netip.Addr) result.Sample {
 	if snd.Omitted > 0 && snd.Elapsed <= snd.Omitted {
 		s.Err = fmt.Sprintf("the test ended within its %v warm-up (%d bytes sent)", o.Omit, snd.Sent)
-		s.ErrKind = "protocol"
+		s.ErrKind = result.ErrProtocol
 		return s
 	}
 	s.TotalNS = int64(snd.Elapsed - snd.Omitted)
@@ -275,7 +275,7 @@ func tcpSample(s result.Sample, o Options, snd SenderStats, received int64, dst 
 			who = "this client"
 		}
 		s.Err = fmt.Sprintf("short transfer: %s received %d of the %d bytes sent", who, received, snd.Sent)
-		s.ErrKind = "protocol"
+		s.ErrKind = result.ErrProtocol
 	}
 	return s
 }

@@ -141,7 +141,7 @@ func udpSample(s result.Sample, o Options, sent, sendErrs int64, elapsed time.Du
 	sent, elapsed = sent-warm, max(elapsed-o.Omit, 0)
 	if warm > 0 && sent == 0 {
 		s.Err = fmt.Sprintf("the test ended within its %v warm-up", o.Omit)
-		s.ErrKind = "protocol"
+		s.ErrKind = result.ErrProtocol
 		return s
 	}
 	s.TotalNS = int64(elapsed)
@@ -150,7 +150,7 @@ func udpSample(s result.Sample, o Options, sent, sendErrs int64, elapsed time.Du
 	s.Intervals = udpIntervals(u)
 	if u.Received == 0 {
 		s.Err = fmt.Sprintf("the receiver saw none of the %d datagrams sent", sent)
-		s.ErrKind = "loss"
+		s.ErrKind = result.ErrLoss
 	}
 	return s
 }

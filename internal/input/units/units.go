@@ -108,3 +108,17 @@ func ParseCounts(s string) ([]int, error) {
 	}
 	return out, nil
 }
+
+// Bytes is a size an option gives as text ("4096", "100K", "1MiB") and a
+// result records as a number.
+type Bytes int64
+
+// UnmarshalText reads a size (ParseSize) of at most 2^31-1 bytes.
+func (b *Bytes) UnmarshalText(t []byte) error {
+	n, err := ParseSize(string(t))
+	if err != nil || n > 1<<31-1 {
+		return fmt.Errorf("%q: want bytes, such as 4096 or 100K", t)
+	}
+	*b = Bytes(n)
+	return nil
+}

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/url"
@@ -9,9 +10,7 @@ import (
 	"time"
 
 	"v6lab/internal/proto"
-	"v6lab/internal/proto/extclient"
 	"v6lab/internal/result"
-	"v6lab/internal/sock/path"
 )
 
 // The HTTP versions a cell speaks (option http_version).
@@ -74,9 +73,10 @@ func versionEngine(v string, asked Engine) (Engine, error) {
 // the transaction fails with "no QUIC answer over PATH in 3 s".
 const DefaultQUICTimeout = 3 * time.Second
 
-// checkVersion applies http_version's and zero_rtt's rules to a cell's
-// options (the version normalised), where it runs.
-func checkVersion(o *proto.Options) error {
+// checkVersion applies http_version's, zero_rtt's and keepalive's rules
+// (the version normalised; HTTP/2 in the lab and on loopback over TLS
+// unless the cell says tls: false).
+func (o *Options) checkVersion(where result.Where, u *url.URL, given proto.Given) error {
 	if o.HTTPVersion != "" {
 		v, err := ParseVersion(o.HTTPVersion)
 		if err != nil {
@@ -85,16 +85,14 @@ func checkVersion(o *proto.Options) error {
 		o.HTTPVersion = v
 	}
 	v := o.HTTPVersion
-	if v == Version2 || v == Version3 {
-		if extclient.External(o) {
-			return proto.Errorf("http_version", "%s is spoken by v6lab's own client: client: %s fetches with HTTP/1.1 here (leave client out)", v, o.Client)
-		}
+	if (v == Version2 || v == Version3) && o.External() {
+		return proto.Errorf("http_version", "%s is spoken by v6lab's own client: client: %s fetches with HTTP/1.1 here (leave client out)", v, o.Client)
 	}
-	if v == Version3 {
-		u, _ := ParseURL(o.URL)
-		if u != nil && u.Scheme != "https" {
-			return proto.Errorf("http_version", "3 runs over QUIC, which is always TLS, but the url is %s: give an https:// url", u.Scheme+"://")
-		}
+	if v == Version3 && u != nil && u.Scheme != "https" {
+		return proto.Errorf("http_version", "3 runs over QUIC, which is always TLS, but the url is %s: give an https:// url", u.Scheme+"://")
+	}
+	if v == Version2 && where != result.Hosts && !given("tls") {
+		o.TLS = true // h2 by ALPN, as browsers speak it; tls: false for h2c
 	}
 	if o.Keepalive && v != Version2 && v != Version3 {
 		return proto.Errorf("keepalive", "keeps each user's HTTP/2 or HTTP/3 connection: give http_version: 2 or 3 (--http-version; HTTP/1.1 transactions open a connection each)")
@@ -110,44 +108,34 @@ func checkVersion(o *proto.Options) error {
 	return nil
 }
 
-// usesTLS says whether a cell's transactions are https: its url's
-// scheme, tls, or HTTP/3.
-func usesTLS(o *proto.Options) bool {
-	if o.TLS || o.HTTPVersion == Version3 {
-		return true
-	}
-	u, _ := ParseURL(o.URL)
-	return u != nil && u.Scheme == "https"
-}
-
-// PathFit refuses HTTP/3 on the dual path: its Happy Eyeballs races TCP
-// connections (RFC 8305); QUIC racing TCP is Happy Eyeballs v3's.
-func (Protocol) PathFit(o *proto.Options, _ string, p path.Path) error {
-	if p.Kind().Dual && o.HTTPVersion == Version3 {
-		return proto.Errorf("http_version", "3 over the %s path: its Happy Eyeballs (RFC 8305) races TCP connections, not QUIC; measure http_version 3 over ipv4, ipv6, 6in4 and nat64", p)
-	}
-	return nil
-}
-
 // ServerKeyH3 is the key of the embedded server that answers HTTP/3: the
 // https server with QUIC on its port's UDP as well (Alt-Svc advertised
 // over TCP), its traffic on a port of its own so the wire check counts a
 // cell's UDP apart.
 const ServerKeyH3 = "h3"
 
-// H3Server is the embedded https server answering HTTP/3 over QUIC on
-// the same port's UDP, beside HTTP/1.1 and HTTP/2 over TLS (proto.Server,
-// proto.Schemed).
-type H3Server struct{ TLSServer }
-
-// About describes the server.
-func (H3Server) About() string {
-	return "embedded (HTTP/3 over quic-go on UDP, and HTTP/1.1 and HTTP/2 over Go crypto/tls on TCP, one port; a self-signed certificate the client pins)"
+// EmbeddedH3 is the embedded https server answering HTTP/3 over QUIC on
+// the same port's UDP, beside HTTP/1.1 and HTTP/2 over TLS; the wire check
+// counts only UDP on its port.
+var EmbeddedH3 = proto.Server{
+	Key:     ServerKeyH3,
+	About:   "embedded (HTTP/3 over quic-go on UDP, and HTTP/1.1 and HTTP/2 over Go crypto/tls on TCP, one port; a self-signed certificate the client pins)",
+	Serve:   serveH3,
+	Scheme:  "https",
+	WireUDP: true,
 }
 
-// WireUDP: an HTTP/3 cell's traffic is UDP; the wire check counts only
-// UDP on its port (proto.WireUDP).
-func (H3Server) WireUDP() bool { return true }
+// serveH3 starts the embedded server with tls and h3 set.
+func serveH3(ctx context.Context, at proto.Place) (proto.Running, error) {
+	set, _ := at.Settings.(*ServerSettings)
+	if set == nil {
+		set = defaultSettings()
+	}
+	h3 := *set
+	h3.TLS, h3.H3 = true, true
+	at.Settings = &h3
+	return serve(ctx, at)
+}
 
 // phases adds to a sample of a cell that names its version the figures
 // that compare versions: the handshake (TCP and TLS, or QUIC) and the

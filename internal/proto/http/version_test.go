@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"v6lab/internal/proto"
+	"v6lab/internal/result"
 	"v6lab/internal/sock/path"
 	"v6lab/internal/testutil/servetest"
 )
@@ -199,40 +200,48 @@ func mustURL(t *testing.T, raw string) *url.URL {
 // TestVersionOptions: http_version and zero_rtt's rules, each a clear
 // error naming the option.
 func TestVersionOptions(t *testing.T) {
-	one := func(string) bool { return false }
+	none := func(string) bool { return false }
+	opts := func(version string, set func(o *Options)) *Options {
+		o := &Options{HTTPVersion: version}
+		if set != nil {
+			set(o)
+		}
+		return o
+	}
 	cases := []struct {
 		name  string
-		o     proto.Options
-		where string
+		o     *Options
+		where result.Where
 		want  string
 	}{
-		{"unknown", proto.Options{HTTPVersion: "4"}, "lab", `http_version: "4" is not an HTTP version v6lab speaks: want 1.1, 2 or 3`},
-		{"h3 over http", proto.Options{HTTPVersion: "3", URL: "http://www.example.org/"}, "hosts", "http_version: 3 runs over QUIC, which is always TLS, but the url is http://"},
-		{"curl", proto.Options{HTTPVersion: "2", Client: "curl", File: "1M"}, "lab", "http_version: 2 is spoken by v6lab's own client: client: curl"},
-		{"wget", proto.Options{HTTPVersion: "3", Client: "wget", File: "1M"}, "lab", "http_version: 3 is spoken by v6lab's own client: client: wget"},
-		{"0-RTT without 3", proto.Options{HTTPVersion: "2", ZeroRTT: true, TLSResume: true}, "lab", "zero_rtt: sends the first request in QUIC's 0-RTT data: give http_version: 3"},
-		{"0-RTT without resume", proto.Options{HTTPVersion: "3", ZeroRTT: true}, "lab", "zero_rtt: needs a session to resume"},
-		{"evloop", proto.Options{HTTPVersion: "3", Probe: proto.ProbeSettings{Engine: "evloop"}}, "lab", "engine: http: the evloop engine speaks HTTP/1.1"},
+		{"unknown", opts("4", nil), result.Lab, `http_version: "4" is not an HTTP version v6lab speaks: want 1.1, 2 or 3`},
+		{"h3 over http", opts("3", func(o *Options) { o.URL = "http://www.example.org/" }), result.Hosts, "http_version: 3 runs over QUIC, which is always TLS, but the url is http://"},
+		{"curl", opts("2", func(o *Options) { o.Client, o.File = "curl", "1M" }), result.Lab, "http_version: 2 is spoken by v6lab's own client: client: curl"},
+		{"wget", opts("3", func(o *Options) { o.Client, o.File = "wget", "1M" }), result.Lab, "http_version: 3 is spoken by v6lab's own client: client: wget"},
+		{"0-RTT without 3", opts("2", func(o *Options) { o.ZeroRTT, o.TLSResume = true, true }), result.Lab, "zero_rtt: sends the first request in QUIC's 0-RTT data: give http_version: 3"},
+		{"0-RTT without resume", opts("3", func(o *Options) { o.ZeroRTT = true }), result.Lab, "zero_rtt: needs a session to resume"},
+		{"keepalive without 2 or 3", opts("", func(o *Options) { o.Keepalive = true }), result.Lab, "keepalive: keeps each user's HTTP/2 or HTTP/3 connection"},
+		{"evloop", opts("3", func(o *Options) { o.Engine = "evloop" }), result.Lab, "engine: http: the evloop engine speaks HTTP/1.1"},
 	}
 	for _, c := range cases {
-		err := Protocol{}.Check(&c.o, c.where, one)
+		err := c.o.Check(c.where, none)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v; want %q", c.name, err, c.want)
 		}
 	}
-	ok := proto.Options{HTTPVersion: "3.0", TLSResume: true, ZeroRTT: true}
-	if err := (Protocol{}).Check(&ok, "lab", one); err != nil || ok.HTTPVersion != "3" || (Protocol{}).ServerFor(&ok) != ServerKeyH3 {
+	ok := opts("3.0", func(o *Options) { o.TLSResume, o.ZeroRTT = true, true })
+	if err := ok.Check(result.Lab, none); err != nil || ok.HTTPVersion != "3" || ok.ServerFor() != ServerKeyH3 {
 		t.Errorf("3.0 with 0-RTT: %v, %+v", err, ok)
 	}
-	if err := (Protocol{}).PathFit(&ok, "lab", path.Dual); err == nil || !strings.Contains(err.Error(), "not QUIC") {
+	if err := ok.PathFit(result.Lab, path.Dual); err == nil || !strings.Contains(err.Error(), "not QUIC") {
 		t.Errorf("h3 over dual: %v", err)
 	}
-	h2 := proto.Options{HTTPVersion: "2"}
-	if err := (Protocol{}).Check(&h2, "lab", one); err != nil || !h2.TLS || (Protocol{}).ServerFor(&h2) != ServerKeyTLS {
+	h2 := opts("2", nil)
+	if err := h2.Check(result.Lab, none); err != nil || !h2.TLS || h2.ServerFor() != ServerKeyTLS {
 		t.Errorf("h2 in the lab is over TLS: %v, %+v", err, h2)
 	}
-	h2c := proto.Options{HTTPVersion: "2"}
-	if err := (Protocol{}).Check(&h2c, "lab", func(o string) bool { return o == "tls" }); err != nil || h2c.TLS {
+	h2c := opts("2", nil)
+	if err := h2c.Check(result.Lab, func(o string) bool { return o == "tls" }); err != nil || h2c.TLS {
 		t.Errorf("h2c with tls: false: %v, %+v", err, h2c)
 	}
 }

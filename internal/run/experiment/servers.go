@@ -19,23 +19,24 @@ const LocalName = proto.LocalName
 // is: eps, the servers a lab or loopback run started (found by the cell's
 // WireKey), or, when eps is nil, the server each cell names itself (where:
 // hosts, the probe commands).
-func Probes(eps proto.Endpoints) func(*Spec, path.Path) (load.Probe, error) {
-	return func(s *Spec, p path.Path) (load.Probe, error) {
-		pr, ok := all.Get(s.Protocol)
-		if !ok {
+func Probes(eps proto.Endpoints) func(*CellGroup, path.Path) (load.Probe, error) {
+	return func(s *CellGroup, p path.Path) (load.Probe, error) {
+		if _, ok := all.Get(s.Protocol); !ok || s.Options == nil {
 			return nil, fmt.Errorf("protocol %q is not measured by this version", s.Protocol)
 		}
 		var ep proto.Endpoint
 		if eps == nil {
 			var err error
-			if ep, err = pr.Target(&s.Options, p); err != nil {
+			if ep, err = s.Options.Target(p); err != nil {
 				return nil, err
 			}
-		} else if ep, ok = eps.Get(s.WireKey(), p); !ok {
+		} else if got, ok := eps.Get(s.WireKey(), p); ok {
+			ep = got
+		} else {
 			return nil, fmt.Errorf("no %s server on path %s", s.WireKey(), p)
 		}
-		s.Options.RacesFamilies = s.RacesFamilies()
-		return pr.Probe(&s.Options, ep, p)
+		s.Options.Base().RacesFamilies = s.RacesFamilies()
+		return s.Options.Probe(ep, p)
 	}
 }
 
@@ -43,7 +44,7 @@ func Probes(eps proto.Endpoints) func(*Spec, path.Path) (load.Probe, error) {
 // keys, all.ServerKey).
 func (e *Experiment) EmbeddedServers() []string {
 	var out []string
-	for _, c := range e.Cells {
+	for _, c := range e.Groups {
 		if k := c.WireKey(); c.Server != "real" && !contains(out, k) {
 			out = append(out, k)
 		}

@@ -1,63 +1,61 @@
 package experiment
 
 import (
-	"slices"
-
 	"v6lab/internal/input/specfile"
+	"v6lab/internal/proto"
 )
 
-// versionList is a cell's http_version: one version, or a list that
-// expands to one cell group per version (docs/experiments.md).
-type versionList []string
+// A cell of the file that lists its HTTP versions (http_version: [1.1, 2,
+// 3]) is one cell group per version, each labelled after its version so
+// the versions of one cell read as one family in reports (docs/
+// experiments.md).
 
-// OneOrMany lets the file give one version without a list.
-func (versionList) OneOrMany() {}
+// versionKey is the option that may list values.
+const versionKey = "http_version"
 
-// versionsOf expands a cell of the file: itself, or one copy per HTTP
-// version it lists, each with that version alone.
-func (c cellFile) versionsOf(doc *specfile.Doc, at string) ([]cellFile, error) {
-	if len(c.HTTPVersion) <= 1 {
-		return []cellFile{c}, nil
+// versions expands a cell of the file: itself, or one copy per version it
+// lists, each with that version alone.
+func (c cellFile) versions(doc *specfile.Doc) ([]cellFile, error) {
+	rests, _, err := c.Options.Split(doc, versionKey)
+	if err != nil || rests == nil {
+		return []cellFile{c}, err
 	}
-	var out []cellFile
-	for i, v := range c.HTTPVersion {
-		if slices.Contains(c.HTTPVersion[:i], v) {
-			return nil, doc.Errorf(at+".http_version", "%s is listed twice", v)
-		}
-		cv := c
-		cv.HTTPVersion, cv.expanded = versionList{v}, true
-		out = append(out, cv)
+	out := make([]cellFile, len(rests))
+	for i, r := range rests {
+		out[i] = c
+		out[i].Options, out[i].expanded = r, true
 	}
 	return out, nil
 }
 
-// version is the cell's one HTTP version as given ("": none).
-func (c *cellFile) version() string {
-	if len(c.HTTPVersion) == 0 {
-		return ""
+// versionLabel names a group whose options give their HTTP version (as
+// its protocol's Check normalised it: 1.1, 2 or 3), unless the file's cell
+// gave it a label and one version alone: the label, or http (https with
+// tls) for 1.1, with /2 after it for HTTP/2 over TLS, /h2c for HTTP/2 in
+// the clear, /3 for HTTP/3: http, http/2, http/3. ok false: the options
+// give no version.
+func (c *cellFile) versionLabel(o proto.Options) (string, bool) {
+	v, has := proto.FieldOf(o, versionKey)
+	if !has || v.Text() == "" || (c.Label != "" && !c.expanded) {
+		return "", false
 	}
-	return c.HTTPVersion[0]
-}
-
-// versionLabel names a cell group that gives its HTTP version (v, as its
-// protocol's Check normalised it: 1.1, 2 or 3; tls as Check completed
-// it): its label, or http (https with tls) for 1.1, with /2 after it for
-// HTTP/2 (h2 over TLS), /h2c for HTTP/2 in the clear, and /3 for HTTP/3,
-// so the versions of one cell read as one family in reports: http,
-// http/2, http/3.
-func (c *cellFile) versionLabel(v string, tls bool) string {
+	version := v.Text()
+	tls := false
+	if t, ok := proto.FieldOf(o, "tls"); ok {
+		tls = t.Text() == "true"
+	}
 	base := c.Label
 	if base == "" {
 		base = c.Protocol
-		if tls && v == "1.1" {
+		if tls && version == "1.1" {
 			base = "https"
 		}
 	}
 	switch {
-	case v == "2" && !tls:
-		return base + "/h2c"
-	case v == "2" || v == "3":
-		return base + "/" + v
+	case version == "2" && !tls:
+		return base + "/h2c", true
+	case version == "2" || version == "3":
+		return base + "/" + version, true
 	}
-	return base
+	return base, true
 }

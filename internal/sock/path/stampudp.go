@@ -27,9 +27,9 @@ import (
 // read with control messages of its own (quic-go's batch reads) reads
 // through ReadFrom here, so every datagram's stamp is seen.
 type StampedPacketConn struct {
-	c   *net.UDPConn
-	rc  syscall.RawConn
-	rx  rxRing // datagrams read, not yet handed over (ReadFrom's alone)
+	c  *net.UDPConn
+	rc syscall.RawConn
+	rx rxRing // datagrams read, not yet handed over (ReadFrom's alone)
 	// first, last: receive stamps (UnixNano) of the first and the last
 	// datagram read; sent: a datagram was sent (the first one stamped).
 	first, last atomic.Int64
