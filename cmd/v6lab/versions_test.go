@@ -24,7 +24,7 @@ func TestHTTPVersionsOnEveryPathInTheLab(t *testing.T) {
 paths: [ipv4, ipv6, 6in4, nat64]
 runs: 3
 warmup: 1
-pause: 0s
+pause: 100ms
 cells:
   - protocol: http
     http_version: [2, 3]
@@ -35,13 +35,18 @@ cells:
     loss: 5
     conns: [10]
 `), 0o644)
-	out, err := exec.Command(bin, "run", file, "--tunnel-mtu", "1280", "--strict", "-q", "--results", root).CombinedOutput()
-	if err != nil {
-		t.Fatalf("run: %v\n%s", err, out)
-	}
+	out, runErr := exec.Command(bin, "run", file, "--tunnel-mtu", "1280", "--strict", "-q", "--results", root).CombinedOutput()
 	f, s, err := report.Load(onlyDir(t, root))
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("run: %v\n%s\n%v", runErr, out, err)
+	}
+	if runErr != nil {
+		for _, r := range f.Runs {
+			if r.Err != "" {
+				t.Errorf("run %s/%d: %s", r.Cell, r.Run, r.Err)
+			}
+		}
+		t.Fatalf("run: %v\n%s", runErr, out)
 	}
 	if f.Header.Lab["tunnel_mtu"] != "1280" {
 		t.Errorf("tunnel MTU %q", f.Header.Lab["tunnel_mtu"])
