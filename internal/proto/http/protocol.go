@@ -549,6 +549,9 @@ func (r running) Detail() string {
 	if r.pin == "" {
 		return ""
 	}
+	if r.versions != nil && len(r.versions.h3) > 0 {
+		return "self-signed certificate, SHA-256 " + r.pin + "; HTTP/3 on the same UDP port"
+	}
 	return "self-signed certificate, SHA-256 " + r.pin
 }
 
