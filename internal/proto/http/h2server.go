@@ -37,6 +37,8 @@ type versions struct {
 	h2   *nethttp.Server
 	ln   *handedListener
 	h3   []*http3.Server
+	h3ln []*quic.EarlyListener
+	pcs  []net.PacketConn // HTTP/3's sockets, closed last
 	done sync.WaitGroup
 }
 
@@ -44,7 +46,7 @@ type versions struct {
 // (QUIC over each UDP socket, none when pcs is empty), advertising h3 on
 // port in Alt-Svc.
 func startVersions(s *plainServer, cfg ServerConfig, pcs []net.PacketConn, port int) *versions {
-	v := &versions{ln: newHandedListener()}
+	v := &versions{ln: newHandedListener(), pcs: pcs}
 	var ps nethttp.Protocols
 	ps.SetHTTP2(true)
 	ps.SetUnencryptedHTTP2(true)
@@ -78,14 +80,29 @@ func startVersions(s *plainServer, cfg ServerConfig, pcs []net.PacketConn, port 
 	s.altSvc = []byte("Alt-Svc: " + alt + "\r\n")
 	s.altSvcValue = alt
 	for _, pc := range pcs {
-		h3 := &http3.Server{Handler: s, TLSConfig: http3.ConfigureTLSConfig(cfg.TLS.Clone()),
-			QUICConfig: &quic.Config{Allow0RTT: true, InitialPacketSize: QUICPacketSize}}
-		v.h3 = append(v.h3, h3)
-		v.done.Add(1)
-		go func() { defer v.done.Done(); _ = h3.Serve(pc) }()
+		ln, err := quic.ListenEarly(pc, http3.ConfigureTLSConfig(cfg.TLS.Clone()),
+			&quic.Config{Allow0RTT: true, InitialPacketSize: QUICPacketSize})
+		if err != nil {
+			continue // the socket is closed: nothing to serve on it
+		}
+		h3 := &http3.Server{Handler: s}
+		v.h3, v.h3ln = append(v.h3, h3), append(v.h3ln, ln)
+		for range acceptLoops {
+			v.done.Add(1)
+			go func() { defer v.done.Done(); _ = h3.ServeListener(ln) }()
+		}
 	}
 	return v
 }
+
+// acceptLoops accept each QUIC listener's connections at once: quic-go
+// holds at most 32 handshaked connections not yet accepted and refuses
+// the next ones (CONNECTION_REFUSED), and one accept loop, waiting for a
+// CPU behind the handshakes of hundreds of users arriving together,
+// lets that queue fill (500 users' handshakes on two CPUs refused up to
+// 145 of them). Loops parked on Accept take a connection each as it is
+// ready, before it would queue.
+const acceptLoops = 64
 
 // close stops both, and every connection they serve.
 func (v *versions) close() {
@@ -93,7 +110,13 @@ func (v *versions) close() {
 	for _, h3 := range v.h3 {
 		h3.Close()
 	}
+	for _, ln := range v.h3ln {
+		ln.Close()
+	}
 	v.done.Wait()
+	for _, pc := range v.pcs {
+		pc.Close()
+	}
 }
 
 // negotiated completes a TLS connection's handshake and, when it chose h2,
