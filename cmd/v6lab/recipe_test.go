@@ -12,14 +12,11 @@ import (
 	"strings"
 	"testing"
 
-	"v6lab/experiments"
 	"v6lab/internal/gen/load"
-	"v6lab/internal/lab"
 	"v6lab/internal/proto"
 	"v6lab/internal/proto/all"
 	"v6lab/internal/result"
 	"v6lab/internal/sock/path"
-	"v6lab/internal/testutil"
 )
 
 // The recipe of docs/ARCHITECTURE.md, followed by a test: a protocol
@@ -195,51 +192,4 @@ func readReport(t *testing.T, results string) string {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-// TestPrintedPresetsRunAsTheBuiltIns: every built-in experiment written
-// out with --print and saved under its own name (rubio.yaml, whose
-// topology was rubio.yaml) plans exactly what the built-in does.
-func TestPrintedPresetsRunAsTheBuiltIns(t *testing.T) {
-	dir := t.TempDir()
-	for _, name := range experiments.Names() {
-		printed, err := v6lab(t, "run", "--print", name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		file := filepath.Join(dir, name+".yaml")
-		os.WriteFile(file, []byte(printed), 0o644)
-		want, err := v6lab(t, "run", name, "--dry-run")
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		got, err := v6lab(t, "run", file, "--dry-run")
-		if err != nil || got != want {
-			t.Errorf("%s printed: %v\n%s\nwant\n%s", name, err, got, want)
-		}
-	}
-}
-
-// TestLabDownOfNoLabSaysSo: lab down of a name nothing on the machine
-// bears fails (exit 1) and says so, as lab status does; it said "down".
-func TestLabDownOfNoLabSaysSo(t *testing.T) {
-	testutil.RequireRoot(t, "lab down needs root")
-	_, err := v6lab(t, "lab", "down", "--name", "nosuchlab")
-	if err == nil || exitCode(err) != 1 || !strings.Contains(err.Error(), `lab "nosuchlab" is not up`) {
-		t.Errorf("lab down --name nosuchlab: %v (exit %d)", err, exitCode(err))
-	}
-}
-
-// TestDryRunRefusesWhatTheLabWould: a dry run of a lab refuses what
-// building it would (a congestion control the kernel lacks; delay on a
-// kernel without netem), as the real run does.
-func TestDryRunRefusesWhatTheLabWould(t *testing.T) {
-	testutil.RequireRoot(t, "a dry run plans the lab only as root")
-	if _, err := v6lab(t, "run", "--congestion", "nosuchcc", "--dry-run"); exitCode(err) != 2 || !strings.Contains(err.Error(), `congestion control "nosuchcc" is not available`) {
-		t.Errorf("--congestion nosuchcc: %v", err)
-	}
-	_, err := v6lab(t, "run", "--delay", "5ms", "--dry-run")
-	if netem := lab.HasNetem(); (netem == nil) != (err == nil) || (err != nil && !errors.Is(err, lab.ErrNoNetem)) {
-		t.Errorf("--delay 5ms: %v (the kernel's netem: %v)", err, netem)
-	}
 }

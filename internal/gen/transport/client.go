@@ -45,9 +45,12 @@ type Options struct {
 	// the streams the client opened; SndBuf and Congestion then apply to
 	// the server's side, RcvBuf and Window to the client's.
 	Reverse bool
-	// Rate (bits/s) and Size (bytes) of UDP datagrams.
-	Rate uint64
-	Size int
+	// Rate (bits/s) and Size (bytes) of UDP datagrams; SizeMax makes
+	// Size the largest payload the path's MTU leaves unfragmented, found
+	// per trial.
+	Rate    uint64
+	Size    int
+	SizeMax bool `json:",omitempty"`
 	// Interval between per-interval reports (default 1 s).
 	Interval time.Duration
 	// Bottleneck is the path's bottleneck rate in bits/s, for the RFC 6349
@@ -116,6 +119,11 @@ func (pr *Probe) Do(ctx context.Context, _ int) result.Sample {
 	defer stop()
 	cc := newCtrl(c)
 	c.SetDeadline(time.Now().Add(ctrlDeadline))
+	if o.Test == "udp" && o.SizeMax {
+		if o.Size, err = maxDatagram(ctx, d, pr.Server); err != nil {
+			return tr.Fail(ctx, "connect", fmt.Errorf("data socket: %w", err))
+		}
+	}
 	req := o.Request()
 	if err := req.Check(); err != nil {
 		return tr.Fail(ctx, "protocol", fmt.Errorf("transport: %w", err))

@@ -70,8 +70,36 @@ type TCPOptions struct {
 // UDPOptions are a udp trial's.
 type UDPOptions struct {
 	Trial
-	Rate string      `json:"-" opt:"rate,default=1M" usage:"target rate (e.g. 1M, 10M, 100M)"`
-	Size units.Bytes `json:"-" opt:"size,default=1460" usage:"datagram size (payload bytes)"`
+	Rate string       `json:"-" opt:"rate,default=1M" usage:"target rate (e.g. 1M, 10M, 100M)"`
+	Size DatagramSize `json:"-" opt:"size,default=1460" usage:"datagram size (payload bytes), or max: the largest the path's MTU carries unfragmented (1472 over IPv4, 1452 over IPv6 at 1500)"`
+}
+
+// DatagramSize is a UDP trial's payload size: bytes, or max (the largest
+// unfragmented on each path).
+type DatagramSize struct {
+	Bytes units.Bytes
+	Max   bool
+}
+
+// UnmarshalText reads max, or a size (1460, 1K).
+func (d *DatagramSize) UnmarshalText(b []byte) error {
+	if string(b) == "max" {
+		*d = DatagramSize{Max: true}
+		return nil
+	}
+	d.Max = false
+	if err := d.Bytes.UnmarshalText(b); err != nil {
+		return fmt.Errorf("%q: want bytes, such as 1460 or 1K, or max", b)
+	}
+	return nil
+}
+
+// MarshalText writes it as it is given.
+func (d DatagramSize) MarshalText() ([]byte, error) {
+	if d.Max {
+		return []byte("max"), nil
+	}
+	return []byte(fmt.Sprint(int64(d.Bytes))), nil
 }
 
 // Check decodes the trial into Test, held to the server's bounds, and
@@ -91,7 +119,7 @@ func (o *TCPOptions) Check(where result.Where, given proto.Given) error {
 // Check decodes the trial into Test, held to the server's bounds, and
 // checks its servers.
 func (o *UDPOptions) Check(where result.Where, given proto.Given) error {
-	in := transport.Options{Test: "udp", Size: int(o.Size)}
+	in := transport.Options{Test: "udp", Size: int(o.Size.Bytes), SizeMax: o.Size.Max}
 	return o.check(where, given, in, map[string]string{"rate": o.Rate})
 }
 
@@ -241,7 +269,7 @@ func rates(o *transport.Options, text map[string]string, size int, given proto.G
 	if err := rate("rate", &o.Rate); err != nil {
 		return err
 	}
-	if given("size") {
+	if given("size") && !o.SizeMax {
 		if size < transport.MinDatagram || size > transport.MaxDatagram {
 			return proto.Errorf("size", "%d: want %d to %d bytes", size, transport.MinDatagram, transport.MaxDatagram)
 		}
@@ -535,6 +563,9 @@ func Params(o transport.Options) map[string]string {
 	add("mss", int64(o.MSS), " B")
 	add("rate", int64(o.Rate), " bit/s")
 	add("size", int64(o.Size), " B")
+	if o.SizeMax {
+		m["size"] = "max (the largest unfragmented on each path)"
+	}
 	add("bottleneck", int64(o.Bottleneck), " bit/s")
 	if o.Congestion != "" {
 		m["congestion"] = o.Congestion

@@ -117,6 +117,9 @@ func WritePlan(w io.Writer, exp *Experiment, where result.Where, note string, bo
 		order = append(order, fmt.Sprintf("%s/%s/%d#%d", exp.Groups[st.Group].CellName(), st.Path, st.Conns, st.Run))
 	}
 	fmt.Fprintf(w, "order: %s …\n", strings.Join(order, ", "))
+	if where != result.Hosts {
+		fmt.Fprintf(w, "servers started: %s\n", exp.ServersStarted())
+	}
 }
 
 // cmpRate is a cell group's own link rate, else the lab's.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
+	"strings"
 
 	"v6lab/internal/gen/load"
 	"v6lab/internal/lab"
@@ -50,6 +52,44 @@ func (e *Experiment) EmbeddedServers() []string {
 		}
 	}
 	return out
+}
+
+// RealServers are the protocols whose real servers a run starts: those
+// every run against real servers has (the page and its name: nginx and
+// Unbound), and those its cells measure.
+func (e *Experiment) RealServers() []*proto.Protocol {
+	if !e.Real() {
+		return nil
+	}
+	var out []*proto.Protocol
+	for _, p := range all.List {
+		if p.Real != nil && (p.Real.Always || slices.Contains(e.RealProtocols(), p.Name)) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// ServersStarted says which servers a lab or loopback run starts: the
+// embedded ones by key (the name server with any other), the real ones by
+// program and protocol.
+func (e *Experiment) ServersStarted() string {
+	emb := e.EmbeddedServers()
+	if len(emb) > 0 && !slices.Contains(emb, all.NameServer) {
+		emb = append(emb, all.NameServer)
+	}
+	var parts []string
+	if len(emb) > 0 {
+		parts = append(parts, "embedded "+strings.Join(emb, ", "))
+	}
+	var real []string
+	for _, p := range e.RealServers() {
+		real = append(real, p.Real.Program+" ("+p.Name+")")
+	}
+	if len(real) > 0 {
+		parts = append(parts, "real "+strings.Join(real, ", "))
+	}
+	return strings.Join(parts, "; ")
 }
 
 func contains(ss []string, s string) bool {

@@ -3,7 +3,6 @@ package inlab
 import (
 	"context"
 	"maps"
-	"slices"
 
 	contentpkg "v6lab/internal/gen/content"
 	"v6lab/internal/lab"
@@ -13,24 +12,11 @@ import (
 	"v6lab/internal/run/experiment"
 )
 
-// RealProtocols are the protocols whose real servers a run starts: those
-// every run against real servers has (the page and its name: nginx and
-// Unbound), and those its cells measure.
-func RealProtocols(exp *experiment.Experiment) []*proto.Protocol {
-	var out []*proto.Protocol
-	for _, p := range all.List {
-		if p.Real != nil && (p.Real.Always || slices.Contains(exp.RealProtocols(), p.Name)) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // CheckReal names every missing real server program of a run at once,
 // before a lab is built.
 func CheckReal(exp *experiment.Experiment) error {
 	var need []servers.Program
-	for _, p := range RealProtocols(exp) {
+	for _, p := range exp.RealServers() {
 		need = append(need, servers.Program{Name: p.Real.Program, Package: p.Real.Package})
 	}
 	return servers.CheckInstalled(need)
@@ -58,7 +44,7 @@ func startReal(ctx context.Context, l *lab.Lab, exp *experiment.Experiment, job 
 	}()
 	ports := map[string]int{}
 	content := map[string]contentpkg.Expect{}
-	for _, p := range RealProtocols(exp) {
+	for _, p := range exp.RealServers() {
 		at.Cells = nil
 		for _, c := range exp.Groups {
 			if c.Protocol == p.Name && c.Server == "real" {
