@@ -75,6 +75,16 @@ func HTML(w io.Writer, s *Summary) error {
 		}
 		page.Groups = append(page.Groups, g)
 	}
+	if vp := versionPlot(s); vp != nil {
+		g := htmlGroup{Name: "HTTP versions", Plots: []template.HTML(nil)}
+		for _, f := range []func(*Summary) (section, bool){VersionsTable, VersionDiffs} {
+			if sec, ok := f(s); ok {
+				g.Tables = append(g.Tables, sec)
+			}
+		}
+		g.Plots = append(g.Plots, template.HTML(vp.SVG()))
+		page.Groups = append(page.Groups, g)
+	}
 	if sec, ok := DifferenceCIs(s); ok {
 		page.Groups = append(page.Groups, htmlGroup{Name: "all protocols", Tables: []section{sec}})
 	}
@@ -337,6 +347,7 @@ svg .line { fill: none; stroke-width: 2; } svg .ci { fill: none; stroke-width: 1
 .s-sixin4 .line, .s-sixin4 .ci { stroke: #2e8b57; } .s-sixin4 .dot, .s-sixin4 rect { fill: #2e8b57; } .s-sixin4 .line { stroke-dasharray: 2 3; }
 .s-nat64 .line, .s-nat64 .ci { stroke: #b9770e; } .s-nat64 .dot, .s-nat64 rect { fill: #b9770e; } .s-nat64 .line { stroke-dasharray: 10 3 2 3; }
 .s-dual .line, .s-dual .ci { stroke: #16a085; } .s-dual .dot, .s-dual rect { fill: #16a085; } .s-dual .line { stroke-dasharray: 1 2 6 2; }
+.v-2 .line { stroke-width: 3.5; } .v-3 .line { stroke-width: 1.2; }
 .s-other .line, .s-other .ci { stroke: #7d3c98; } .s-other .dot, .s-other rect { fill: #7d3c98; }
 .s-k0 .line, .s-k0 .ci { stroke: #1f5fa8; } .s-k0 .dot, .s-k0 rect { fill: #1f5fa8; }
 .s-k1 .line, .s-k1 .ci { stroke: #d35400; } .s-k1 .dot, .s-k1 rect { fill: #d35400; } .s-k1 .line { stroke-dasharray: 7 3; }

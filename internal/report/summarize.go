@@ -189,7 +189,8 @@ func (z *Summarizer) Finish() *Summary {
 	s := &Summary{Version: SummaryVersion, Name: h.Name, Created: h.Created, Target: string(h.Target), Baseline: cmpOr(h.Baseline, "ipv4"),
 		Notes: append(append([]string(nil), h.Notes...), z.runNotes...), Lab: h.Lab, Servers: h.Servers, Machine: machine(h),
 		LeftOutRuns: z.leftOut, Segment: h.Segment, Scale: z.spec.scale, Seed: z.spec.seed, Engines: z.spec.engines, Dialers: z.spec.dialers,
-		SampleEvery: h.SampleEvery}
+		HTTPVersions: z.spec.versions,
+		SampleEvery:  h.SampleEvery}
 	s.Notes = append(s.Notes, z.wire.notes()...)
 	if z.spec.planned > 0 && z.finished < z.spec.planned {
 		s.Partial = &Partial{RunsDone: z.finished, RunsPlanned: z.spec.planned, Resume: resumeHint("", len(h.Merged) > 0)}
@@ -328,8 +329,10 @@ type specFacts struct {
 	seed             int64
 	order            map[string]int
 	engines, dialers map[string]string
-	scale            float64
-	planned          int
+	// versions are the groups' HTTP versions (http_version), by name.
+	versions map[string]string
+	scale    float64
+	planned  int
 }
 
 // specGroup is what a summary reads of one cell group of the spec.
@@ -337,6 +340,7 @@ type specGroup struct {
 	Label    string            `json:"label"`
 	Protocol string            `json:"protocol"`
 	Dialer   string            `json:"dialer"`
+	HTTP     string            `json:"http_version"`
 	Params   map[string]string `json:"params"`
 	Paths    []string          `json:"paths"`
 	Conns    []int             `json:"conns"`
@@ -379,6 +383,7 @@ func readSpec(spec any) specFacts {
 		}
 		set(&f.engines, g.Params["engine"])
 		set(&f.dialers, g.Dialer)
+		set(&f.versions, g.HTTP)
 		f.planned += len(g.Paths) * len(g.Conns) * g.Runs
 	}
 	return f
@@ -395,6 +400,7 @@ func specGroupOf(raw json.RawMessage) specGroup {
 	json.Unmarshal(fields["label"], &g.Label)
 	json.Unmarshal(fields["protocol"], &g.Protocol)
 	json.Unmarshal(fields["dialer"], &g.Dialer)
+	json.Unmarshal(fields["http_version"], &g.HTTP)
 	json.Unmarshal(fields["paths"], &g.Paths)
 	json.Unmarshal(fields["conns"], &g.Conns)
 	json.Unmarshal(fields["runs"], &g.Runs)

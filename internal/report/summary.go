@@ -65,6 +65,9 @@ type Summary struct {
 	// Dialers says, per cell group that names one (dialer: go), who raced
 	// the families on its dual path.
 	Dialers map[string]string `json:"dialers,omitempty"`
+	// HTTPVersions says, per cell group that names one (http_version),
+	// the HTTP version it spoke (versions.go).
+	HTTPVersions map[string]string `json:"http_versions,omitempty"`
 	// Machine says what it ran on: tool version, host, kernel, CPUs.
 	Machine map[string]string `json:"machine,omitempty"`
 	// Lab and Servers are the header's, for the reader of the report.
@@ -165,6 +168,10 @@ type Cell struct {
 	// Background is the background traffic during the counted runs, when
 	// the cell had some.
 	Background *CellBackground `json:"background,omitempty"`
+	// Negotiated counts the completed transactions of counted runs by the
+	// protocol they spoke (http/1.1, h2, h2c, h3), for cell groups that
+	// name their HTTP version.
+	Negotiated map[string]int `json:"negotiated,omitempty"`
 	// NA gives the reason for every null figure above.
 	NA map[string]string `json:"na,omitempty"`
 }

@@ -188,7 +188,7 @@ func TunnelLine(s *Summary) string {
 // differences.
 func studyTables(s *Summary) []section {
 	out := append(FileTables(s), TransportTables(s)...)
-	for _, f := range []func(*Summary) (section, bool){CongestionTable, DifferenceCIs} {
+	for _, f := range []func(*Summary) (section, bool){CongestionTable, VersionsTable, VersionDiffs, DifferenceCIs} {
 		if sec, ok := f(s); ok {
 			out = append(out, sec)
 		}
