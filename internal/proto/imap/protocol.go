@@ -31,14 +31,16 @@ tagged OK of the FETCH. Literal sizes are checked against what arrives and bound
 	},
 	Server: &proto.Server{
 		Key:      "imap",
-		About:    fmt.Sprintf("embedded (go-imap v2, %d users with one message each)", DefaultUsers),
+		About:    fmt.Sprintf("embedded (go-imap v2, %d users, every INBOX showing one shared read-only message)", DefaultUsers),
 		Settings: func() any { return &ServerSettings{Users: DefaultUsers, Size: MessageSize} },
 		Serve:    serve,
 		Command: proto.ServeCommand{
 			Short: "Serve IMAP: users user1…userN, each with the same message in INBOX",
 			Long: `serve imap holds --users users named user1 … userN, password "v6lab", each with the same
 message of --size bytes in INBOX (the study's IMAP server), on every --listen address until
-interrupted. Plaintext LOGIN is allowed: it is a test server.`,
+interrupted. The users share that one message: the server holds it once, whatever --users,
+and INBOX is read-only (APPEND, STORE, EXPUNGE, COPY and CREATE are refused; SEARCH too).
+Plaintext LOGIN is allowed: it is a test server.`,
 			Example: `  v6lab serve imap
   v6lab serve imap --listen 0.0.0.0:1143 --listen [::]:1143 --users 500`,
 			Listen: []string{"127.0.0.1:1143", "[::1]:1143"},
