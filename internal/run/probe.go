@@ -40,9 +40,14 @@ type Probe struct {
 }
 
 // Job makes the probe's job: every path fits and has its server. Its
-// errors are bad input.
+// errors are bad input, found before anything is created.
 func (pr Probe) Job() (measure.Job, error) {
 	o, name := pr.Options, pr.Protocol.Name
+	if pr.Load.Name != "" {
+		if err := experiment.CheckName(pr.Load.Name); err != nil {
+			return measure.Job{}, fmt.Errorf("--name: %w", err)
+		}
+	}
 	if paths, err := path.ParseList(pr.Load.Paths); err == nil { // a bad list is the cell's error
 		o.Base().RacesFamilies = (&experiment.CellGroup{Paths: paths}).RacesFamilies()
 	}
