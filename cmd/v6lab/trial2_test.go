@@ -30,3 +30,40 @@ func TestProbeNameCheckedBeforeAnythingIsCreated(t *testing.T) {
 		}
 	}
 }
+
+// TestFlagErrorsNameTheFlag: a bad value given by a flag is said of that
+// flag, in every measuring command (probe said "experiment: runs: … (cell
+// group http)", "experiment: conns[0]", "lab: loss -1% …").
+func TestFlagErrorsNameTheFlag(t *testing.T) {
+	h := []string{"probe", "http", "http://127.0.0.1:9/", "--paths", "ipv4"}
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{append(h, "--runs", "-1"), "--runs: -1: want 1 to 10000 runs per cell"},
+		{append(h, "--warmup", "-1"), "--warmup: -1: must not be negative"},
+		{append(h, "--runs", "2", "--warmup", "2"), "--warmup: 2 warm-up runs leave none of the 2 runs to count"},
+		{append(h, "--timeout", "3h"), "--timeout: 3h0m0s is more than 2h0m0s"},
+		{append(h, "--pause", "2h"), "--pause: 2h0m0s is more than 1h0m0s"},
+		{append(h, "--duration", "25h"), "--duration: 25h0m0s is more than 24h0m0s"},
+		{append(h, "--conns", "100001"), "--conns: 100001: want 1 to 100000 connections"},
+		{append(h, "--conns", "0"), "--conns: 0: must be at least 1"},
+		{[]string{"probe", "dns", "x.test", "--server", "127.0.0.1", "--paths", "dual"}, "--paths: dual races the families"},
+		{[]string{"tcp", "127.0.0.1", "--paths", "ipv4", "--runs", "0"}, "--runs: 0: want 1 to 10000"},
+		{[]string{"udp", "127.0.0.1", "--paths", "ipv4", "--timeout", "3h"}, "--timeout: 3h0m0s is more than 2h0m0s"},
+		{[]string{"probe", "dns", "x.test", "--server", "127.0.0.1", "--pause", "-1s"}, "--pause: must not be negative"},
+		{[]string{"run", "--runs", "-1", "--dry-run"}, "--runs: -1: want 1 to 10000 runs per cell"},
+		{[]string{"run", "--loss", "-1", "--dry-run"}, "--loss: -1% is not a share of packets to drop"},
+		{[]string{"run", "--delay", "-1s", "--dry-run"}, "--delay: -1s: must not be negative"},
+		{[]string{"run", "--jitter", "-1s", "--dry-run"}, "--jitter: -1s: must not be negative"},
+		{[]string{"lab", "up", "--loss", "-1"}, "--loss: -1% is not a share of packets to drop"},
+		// One loss rule: --loss 100 was accepted where a cell's loss: 100 was not.
+		{[]string{"run", "--loss", "100", "--dry-run"}, "--loss: 100% is not a share of packets to drop: want a percentage from 0 to less than 100"},
+	}
+	for _, c := range cases {
+		_, err := v6lab(t, c.args...)
+		if exitCode(err) != 2 || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%q: %v (exit %d), want %q", c.args, err, exitCode(err), c.want)
+		}
+	}
+}

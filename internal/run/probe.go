@@ -86,6 +86,9 @@ func (pr Probe) Job() (measure.Job, error) {
 	if err := exp.Override(pr.Override); err != nil {
 		return measure.Job{}, err
 	}
+	if err := exp.Validate(); err != nil { // the cell's every value is a flag's
+		return measure.Job{}, experiment.FlagError(err, func(string) bool { return true })
+	}
 	return measure.Job{Exp: exp, Probe: experiment.Probes(nil), Target: result.Hosts,
 		Servers: map[string]string{name: proto.Or(strings.Join(servers, " "), pr.Target)}, Notes: notes, Results: pr.Results}, nil
 }
@@ -157,5 +160,5 @@ func (l Load) Cell(name, protocol, target string) (experiment.CellGroup, error) 
 	if l.Duration < 0 {
 		return s, fmt.Errorf("--duration must not be negative")
 	}
-	return s, s.Validate()
+	return s, experiment.FlagError(s.Validate(), func(string) bool { return true })
 }

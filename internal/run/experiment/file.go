@@ -570,8 +570,8 @@ func (r *cellReader) impairments() error {
 	}
 	if c.Loss != nil {
 		switch v := *c.Loss; {
-		case !(v > 0 && v < 100):
-			return doc.Errorf(r.field("loss"), "%g is not a share of packets to drop: want more than 0 and less than 100 (percent)", v)
+		case lab.CheckLoss(v) != nil:
+			return doc.Errorf(r.field("loss"), "%v", lab.CheckLoss(v))
 		case where.OffLab():
 			return doc.Errorf(r.field("loss"), "packets are dropped between the lab's routers, but where is %s", where)
 		}
