@@ -3,10 +3,17 @@ package main
 // What a second new user's trial of main found, each held by a test.
 
 import (
+	"context"
+	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"v6lab/internal/proto/imap"
+	"v6lab/internal/proto/smtp"
+	"v6lab/internal/report"
 )
 
 // TestProbeNameCheckedBeforeAnythingIsCreated: a probe's --name is held
@@ -64,6 +71,48 @@ func TestFlagErrorsNameTheFlag(t *testing.T) {
 		_, err := v6lab(t, c.args...)
 		if exitCode(err) != 2 || !strings.HasPrefix(err.Error(), c.want) {
 			t.Errorf("%q: %v (exit %d), want %q", c.args, err, exitCode(err), c.want)
+		}
+	}
+}
+
+// TestProbeMailTakesTheURLForm: probe smtp and imap take the form an
+// experiment file's url: has (smtp://HOST:PORT), which was read as the
+// host "smtp" and measured; another scheme, a path or a user is refused.
+func TestProbeMailTakesTheURLForm(t *testing.T) {
+	lo := []netip.Addr{netip.MustParseAddr("127.0.0.1")}
+	ss, err := smtp.Listen(context.Background(), lo, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	is, err := imap.Listen(context.Background(), lo, 0, 10, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer is.Close()
+	for _, c := range [][]string{
+		{"smtp", fmt.Sprintf("smtp://127.0.0.1:%d", ss.Port)},
+		{"imap", fmt.Sprintf("imap://127.0.0.1:%d", is.Port), "--users", "10"},
+	} {
+		root := t.TempDir()
+		args := append([]string{"probe"}, c...)
+		if out, err := v6lab(t, append(args, "--paths", "ipv4", "--conns", "1", "--runs", "2", "-q", "--results", root)...); err != nil {
+			t.Errorf("%s: %v\n%s", c[1], err, out)
+			continue
+		}
+		_, sum, err := report.Load(onlyDir(t, root))
+		if err != nil || len(sum.Cells) != 1 || sum.Cells[0].Failed != 0 {
+			t.Errorf("%s: %v %+v", c[1], err, sum)
+		}
+	}
+	for _, bad := range []string{"http://127.0.0.1:25", "smtp://127.0.0.1:25/inbox", "smtp://u:secret@127.0.0.1:25", "imap://x"} {
+		root := t.TempDir()
+		_, err := v6lab(t, "probe", "smtp", bad, "--paths", "ipv4", "--results", root)
+		if exitCode(err) != 2 || !strings.Contains(err.Error(), "want smtp://host[:port]") || strings.Contains(err.Error(), "secret") {
+			t.Errorf("probe smtp %s: %v (exit %d)", bad, err, exitCode(err))
+		}
+		if ents, _ := os.ReadDir(root); len(ents) != 0 {
+			t.Errorf("probe smtp %s wrote a result", bad)
 		}
 	}
 }

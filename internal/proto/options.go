@@ -3,6 +3,7 @@ package proto
 import (
 	"fmt"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -215,6 +216,18 @@ func (n *Named) CheckURL(where result.Where, want, why string) error {
 		return Errorf(OptURL, "only with where: hosts; %s", why)
 	}
 	return n.CheckDNSServers(where)
+}
+
+// CheckHostPortURL is the rule for a server url of scheme://host[:port]
+// (smtp, imap): that scheme, a host, at most a port; no user, path or
+// query, which the protocol would not use.
+func CheckHostPortURL(raw, scheme string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != scheme || u.Hostname() == "" || u.User != nil || (u.Path != "" && u.Path != "/") ||
+		u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
+		return Errorf(OptURL, "%q: want %s://host[:port]", Redact(raw), scheme)
+	}
+	return nil
 }
 
 // CheckDNSServers checks dns_servers (only with where: hosts, each a server

@@ -19,7 +19,7 @@ var Protocol = proto.Protocol{
 	Name: "imap",
 	New:  func() proto.Options { return &Options{} },
 	Command: proto.Command{
-		Arg:    "HOST[:PORT]",
+		Arg:    "HOST[:PORT]|imap://HOST[:PORT]",
 		SetArg: func(o proto.Options, arg string) { o.(*Options).URL = proto.ServerURL("imap", arg) },
 		Short:  "Measure IMAP mail retrieval, DNS lookup included, over each path",
 		Long: `probe imap times mail retrievals from HOST (port 143 unless given): the name is looked up
@@ -77,8 +77,10 @@ func (o *Options) Check(where result.Where, given proto.Given) error {
 			return err
 		}
 	}
-	if o.URL != "" && !strings.HasPrefix(o.URL, "imap://") {
-		return proto.Errorf(proto.OptURL, "%q: want imap://host[:port]", o.URL)
+	if o.URL != "" {
+		if err := proto.CheckHostPortURL(o.URL, "imap"); err != nil {
+			return err
+		}
 	}
 	if o.UserFormat != "" && strings.Count(o.UserFormat, "%d") != 1 {
 		return proto.Errorf("user_format", "%q must hold %%d once, for the user's number", o.UserFormat)
