@@ -5,11 +5,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"v6lab/internal/proto/imap"
 	"v6lab/internal/proto/smtp"
@@ -115,4 +117,44 @@ func TestProbeMailTakesTheURLForm(t *testing.T) {
 			t.Errorf("probe smtp %s wrote a result", bad)
 		}
 	}
+}
+
+// TestDNSNamesRefusedUpFront: a query name DNS cannot carry is refused
+// before anything is measured or written, on the command line and in a
+// file (--dry-run passed "www.lab.test\r\n"), and serve dns refuses such
+// a record.
+func TestDNSNamesRefusedUpFront(t *testing.T) {
+	root := t.TempDir()
+	for name, want := range map[string]string{
+		strings.Repeat("a", 300): "300 characters (at most 253)",
+		"www\x01lab.test":        `holds '\x01' at byte 3`,
+	} {
+		_, err := v6lab(t, "probe", "dns", name, "--server", "127.0.0.1:9", "--paths", "ipv4", "--results", root)
+		if exitCode(err) != 2 || !strings.Contains(err.Error(), "query: ") || !strings.Contains(err.Error(), want) {
+			t.Errorf("probe dns %.40q: %v (exit %d)", name, err, exitCode(err))
+		}
+	}
+	if ents, _ := os.ReadDir(root); len(ents) != 0 {
+		t.Errorf("refused queries wrote %d results", len(ents))
+	}
+	file := filepath.Join(t.TempDir(), "q.yaml")
+	os.WriteFile(file, []byte("name: q\nwhere: loopback\ncells:\n  - protocol: dns\n    conns: [1]\n    query: \"www.lab.test\\r\\n\"\n"), 0o644)
+	if _, err := v6lab(t, "run", file, "--dry-run"); exitCode(err) != 2 || !strings.Contains(err.Error(), `q.yaml:6: cells[0].query: "www.lab.test\r\n" is not a DNS name`) {
+		t.Errorf("a query with CR LF in a file: %v", err)
+	}
+	if err := v6labFor(5*time.Second, "serve", "dns", "--listen", "127.0.0.1:0", "--record", "www\r.x=1.2.3.4"); exitCode(err) != 2 || !strings.Contains(err.Error(), "--record: ") || !strings.Contains(err.Error(), "is not a DNS name") {
+		t.Errorf("serve dns --record with CR: %v", err)
+	}
+}
+
+// v6labFor runs the command line in-process for at most d (a server that
+// should have refused its settings would serve until then).
+func v6labFor(d time.Duration, args ...string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	root := newRoot()
+	root.SetOut(io.Discard)
+	root.SetErr(io.Discard)
+	root.SetArgs(args)
+	return root.ExecuteContext(ctx)
 }

@@ -91,6 +91,11 @@ func (o *Options) Check(where result.Where, given proto.Given) error {
 	if where == result.Hosts && (o.Query == "" || len(o.DNSServers) == 0) {
 		return proto.Require("the name to look up and the server to ask", "query", "dns_servers")
 	}
+	if o.Query != "" {
+		if err := CheckName(o.Query); err != nil {
+			return proto.Errorf("query", "%v", err)
+		}
+	}
 	if o.TCP {
 		o.Transport = "tcp"
 	}
