@@ -16,6 +16,7 @@ import (
 	"v6lab/internal/proto/imap"
 	"v6lab/internal/proto/smtp"
 	"v6lab/internal/report"
+	"v6lab/internal/run/host"
 )
 
 // TestProbeNameCheckedBeforeAnythingIsCreated: a probe's --name is held
@@ -157,4 +158,35 @@ func v6labFor(d time.Duration, args ...string) error {
 	root.SetErr(io.Discard)
 	root.SetArgs(args)
 	return root.ExecuteContext(ctx)
+}
+
+// TestOneRuleWhicheverWay: run --paths, the flag that overrides every
+// cell group's paths, applies before the rules of paths (a cell naming
+// 6in4 in a loopback file refused --paths ipv4), and its own errors name
+// it; a probe past the open-file limit is bad input (exit 2) as a run's.
+func TestOneRuleWhicheverWay(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "h1.yaml")
+	os.WriteFile(file, []byte("name: h1\nwhere: loopback\ncells:\n  - protocol: http\n    conns: [1]\n    paths: [ipv4, 6in4]\n  - protocol: dns\n    conns: [1]\n    paths: [ipv4, dual]\n"), 0o644)
+	if out, err := v6lab(t, "run", file, "--paths", "ipv4", "--dry-run"); err != nil || !strings.Contains(out, "http/ipv4/1#0") || strings.Contains(out, "6in4") {
+		t.Errorf("run h1.yaml --paths ipv4: %v\n%s", err, out)
+	}
+	for paths, want := range map[string]string{
+		"ipv4,6in4": "--paths: 6in4 needs the lab (its tunnel or translator), but loopback has only ipv4, ipv6 and dual",
+		"ipv4,dual": "--paths: dual races the families by Happy Eyeballs, which only http cells do, not dns",
+	} {
+		if _, err := v6lab(t, "run", file, "--paths", paths, "--dry-run"); exitCode(err) != 2 || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("run h1.yaml --paths %s: %v, want %q", paths, err, want)
+		}
+	}
+	// Without --paths the file's own are refused where it names them.
+	if _, err := v6lab(t, "run", file, "--dry-run"); exitCode(err) != 2 || !strings.Contains(err.Error(), "h1.yaml:6: cells[0].paths[1]: 6in4 needs the lab") {
+		t.Errorf("run h1.yaml: %v", err)
+	}
+	if host.NoFileHard() >= 100000+256 {
+		t.Skipf("the hard open-file limit (%d) holds 100000 connections", host.NoFileHard())
+	}
+	root := t.TempDir()
+	if _, err := v6lab(t, "probe", "http", "http://127.0.0.1:9/", "--paths", "ipv4", "--conns", "100000", "--results", root); exitCode(err) != 2 || !strings.Contains(err.Error(), "--conns: 100000 simultaneous connections need about") {
+		t.Errorf("probe --conns 100000: %v (exit %d)", err, exitCode(err))
+	}
 }

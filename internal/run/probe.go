@@ -12,6 +12,7 @@ import (
 	"v6lab/internal/proto"
 	"v6lab/internal/result"
 	"v6lab/internal/run/experiment"
+	"v6lab/internal/run/host"
 	"v6lab/internal/run/measure"
 	"v6lab/internal/sock/path"
 )
@@ -88,6 +89,9 @@ func (pr Probe) Job() (measure.Job, error) {
 	}
 	if err := exp.Validate(); err != nil { // the cell's every value is a flag's
 		return measure.Job{}, experiment.FlagError(err, func(string) bool { return true })
+	}
+	if err := exp.CheckOpenFiles(host.NoFileHard(), 0); err != nil { // as run's: bad input
+		return measure.Job{}, fmt.Errorf("--conns: %w", err)
 	}
 	return measure.Job{Exp: exp, Probe: experiment.Probes(nil), Target: result.Hosts,
 		Servers: map[string]string{name: proto.Or(strings.Join(servers, " "), pr.Target)}, Notes: notes, Results: pr.Results}, nil

@@ -363,11 +363,11 @@ func (e *Experiment) Validate() error {
 		for _, p := range c.Paths {
 			if e.Where.OffLab() {
 				if err := p.OffLab(string(e.Where)); err != nil {
-					return fmt.Errorf("experiment: paths: %w (cell group %s)", err, c.CellName())
+					return fmt.Errorf("%w (cell group %s)", &FieldError{Field: "paths", Index: -1, Err: err}, c.CellName())
 				}
 			}
 			if err := c.Opts().PathFit(e.Where, p); err != nil {
-				return fmt.Errorf("experiment: paths: %w (cell group %s)", err, c.CellName())
+				return fmt.Errorf("%w (cell group %s)", &FieldError{Field: "paths", Index: -1, Err: err}, c.CellName())
 			}
 		}
 		if !slices.Contains(c.Paths, e.Baseline) {
