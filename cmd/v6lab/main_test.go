@@ -671,7 +671,7 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"probe", "http", "http://127.0.0.1:9/", "--conns", "1,1"}, 2, "--conns: 1 is listed twice"},
 		{[]string{"probe", "http", "http://127.0.0.1:9/", "--pause", "-1s"}, 2, "--pause: must not be negative"},
 		{[]string{"serve", "transport", "--max-tests", "0"}, 2, "--max-tests: 0 is not between 1 and 10000"},
-		{[]string{"serve", "transport", "--request-timeout", "0s"}, 2, "--request-timeout: 0s is not between 0 and 1h"},
+		{[]string{"serve", "transport", "--request-timeout", "0s"}, 2, "--request-timeout: 0s: want more than 0 and at most 1h"},
 		{[]string{"run", "--congestion", "Bad!", "--dry-run"}, 2, `lab: "Bad!" is not a congestion control name (cubic, reno, bbr, …)`},
 		{[]string{"tcp", "127.0.0.1", "--paths", "ipv4", "--congestion", "nosuchcc"}, 2, `--congestion: congestion control "nosuchcc" is not available in this kernel`},
 		{[]string{"lab", "up", "--tunnel", "bpf", "--congestion", "x y"}, 2, `lab: "x y" is not a congestion control name`},

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"v6lab/internal/proto/all"
 	"v6lab/internal/proto/imap"
 	"v6lab/internal/proto/smtp"
 	"v6lab/internal/report"
@@ -188,5 +189,58 @@ func TestOneRuleWhicheverWay(t *testing.T) {
 	root := t.TempDir()
 	if _, err := v6lab(t, "probe", "http", "http://127.0.0.1:9/", "--paths", "ipv4", "--conns", "100000", "--results", root); exitCode(err) != 2 || !strings.Contains(err.Error(), "--conns: 100000 simultaneous connections need about") {
 		t.Errorf("probe --conns 100000: %v (exit %d)", err, exitCode(err))
+	}
+}
+
+// TestSmallRulesOfTheTrial: the low findings of the trial, each refused
+// up front with what is wrong (each was accepted, or said wrongly).
+func TestSmallRulesOfTheTrial(t *testing.T) {
+	h := []string{"probe", "http", "http://www.x.test:9/", "--paths", "ipv4"}
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{append(h, "--conns", "1,,2"), `--conns: "1,,2": entry 2 is empty (a comma too many)`},
+		{append(h, "--conns", "1,2,"), `--conns: "1,2,": entry 3 is empty`},
+		{[]string{"probe", "http", "http://www.x.test:9/", "--paths", "ipv4,,ipv6"}, `--paths: path: "ipv4,,ipv6": entry 2 is empty`},
+		{[]string{"probe", "http", "http://www.x.test:9/", "--paths", "ipv4,dual", "--attempt-delay", "0s"}, "--attempt-delay: 0s: want 10ms to 2s"},
+		{append(h, "--resolve", "x=192.0.2.1"), `--resolve: "x" names no host of the target: its url's host is www.x.test`},
+		{append(h, "--resolve", "www.x.test\r\n=192.0.2.1"), `--resolve: "www.x.test`}, // the flag's CSV reading drops the \r
+		{[]string{"serve", "transport", "--request-timeout", "0s"}, "--request-timeout: 0s: want more than 0 and at most 1h"},
+		{[]string{"tcp", "127.0.0.1", "--paths", "6in4"}, "--paths: 6in4 needs the lab (its tunnel or translator), but a probe's host has only ipv4 and ipv6 ("},
+		{[]string{"probe", "http", "http://[::ffff:127.0.0.1]:18180/", "--paths", "ipv4"}, "path ipv4: ::ffff:127.0.0.1 is an IPv4-mapped IPv6 address, which is IPv4: give 127.0.0.1"},
+	}
+	for _, c := range cases {
+		args := c.args
+		if args[0] != "serve" { // a regression writes where the test cleans up
+			args = append(args, "--results", t.TempDir())
+		}
+		err := v6labFor(10*time.Second, args...)
+		if exitCode(err) != 2 || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%q: %v (exit %d), want %q", c.args, err, exitCode(err), c.want)
+		}
+	}
+	file := filepath.Join(t.TempDir(), "ad.yaml")
+	os.WriteFile(file, []byte("name: ad\nwhere: loopback\npaths: [ipv4, dual]\ncells:\n  - protocol: http\n    conns: [1]\n    attempt_delay: 0s\n"), 0o644)
+	if _, err := v6lab(t, "run", file, "--dry-run"); exitCode(err) != 2 || !strings.Contains(err.Error(), "ad.yaml:7: cells[0].attempt_delay: 0s: want 10ms to 2s") {
+		t.Errorf("attempt_delay: 0s: %v", err)
+	}
+}
+
+// TestDNSExamplesWorkTogether: every name probe dns's examples ask of a
+// local server is one serve dns's example serves (they asked
+// www.example.test of a server serving www.lab.test), or is asked to
+// fail with --expect nxdomain.
+func TestDNSExamplesWorkTogether(t *testing.T) {
+	serve, probe := all.MustGet("dns").Server.Command.Example, all.MustGet("dns").Command.Example
+	for _, line := range strings.Split(probe, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 4 || f[0] != "v6lab" || !strings.Contains(line, ":5353") {
+			continue
+		}
+		name := f[3]
+		if served := strings.Contains(serve, "--record "+name+"="); served == strings.Contains(line, "--expect nxdomain") {
+			t.Errorf("probe dns example asks %s (served by serve dns's example: %v): %s", name, served, line)
+		}
 	}
 }

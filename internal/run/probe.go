@@ -150,7 +150,7 @@ func (l Load) Cell(name, protocol, target string) (experiment.CellGroup, error) 
 		return experiment.CellGroup{}, fmt.Errorf("--paths: %w", err)
 	}
 	for _, p := range paths {
-		if err := p.OffLab("a probe's host"); err != nil {
+		if err := p.OffLabOf("a probe's host", experiment.DualFits(path.Dual, protocol) == nil); err != nil {
 			return experiment.CellGroup{}, fmt.Errorf("--paths: %w (v6lab run measures it in a lab of its own)", err)
 		}
 	}
