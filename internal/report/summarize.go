@@ -190,7 +190,7 @@ func (z *Summarizer) Finish() *Summary {
 		Notes: append(append([]string(nil), h.Notes...), z.runNotes...), Lab: h.Lab, Servers: h.Servers, Machine: machine(h),
 		LeftOutRuns: z.leftOut, Segment: h.Segment, Scale: z.spec.scale, Seed: z.spec.seed, Engines: z.spec.engines, Dialers: z.spec.dialers,
 		HTTPVersions: z.spec.versions, HTTPCleartext: z.spec.cleartext,
-		SampleEvery:  h.SampleEvery}
+		SampleEvery: h.SampleEvery}
 	s.Notes = append(s.Notes, z.wire.notes()...)
 	if z.spec.planned > 0 && z.finished < z.spec.planned {
 		s.Partial = &Partial{RunsDone: z.finished, RunsPlanned: z.spec.planned, Resume: resumeHint("", len(h.Merged) > 0)}
@@ -336,8 +336,8 @@ type specFacts struct {
 	// cleartext names those of HTTP/1.1 without TLS.
 	versions  map[string]string
 	cleartext []string
-	scale    float64
-	planned  int
+	scale     float64
+	planned   int
 }
 
 // specGroup is what a summary reads of one cell group of the spec.
