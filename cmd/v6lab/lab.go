@@ -100,6 +100,9 @@ type labFlags struct {
 	delay, jitter                  time.Duration
 	loss                           float64
 	bareServer                     bool
+	ptbBlackhole, fragments        string
+	mtuProbing                     int
+	mssClamp                       bool
 }
 
 func (f *labFlags) register(cmd *cobra.Command, withName bool) {
@@ -117,6 +120,10 @@ func (f *labFlags) register(cmd *cobra.Command, withName bool) {
 	fl.Float64Var(&f.loss, "loss", 0, "packet loss in percent on each link (netem where the kernel has it, else tc BPF)")
 	fl.StringVar(&f.congestion, "congestion", lab.DefaultCongestion, "TCP congestion control of every lab host (cubic, reno, bbr, …; the kernel's available ones)")
 	fl.BoolVar(&f.bareServer, "bare-server", false, "turn SACK, timestamps and window scaling off in the server host (the Towson study's bare-PC server)")
+	fl.StringVar(&f.ptbBlackhole, "ptb-blackhole", "", "drop the ICMP errors path MTU discovery needs, at the routers: ipv6 (Packet Too Big), ipv4 (fragmentation needed) or both (docs/lab.md)")
+	fl.StringVar(&f.fragments, "fragments", "", "drop IP fragments at r1: drop (both families), ipv6 or ipv4")
+	fl.IntVar(&f.mtuProbing, "tcp-mtu-probing", 0, "net.ipv4.tcp_mtu_probing of the client and server hosts: 0, 1 (after a black hole) or 2 (always)")
+	fl.BoolVar(&f.mssClamp, "mss-clamp", false, "clamp the MSS of TCP SYNs the routers forward to their route's MTU (nftables)")
 }
 
 // config reads the topology file (if any) and lays the flags the user gave
@@ -139,6 +146,10 @@ func (f *labFlags) config(cmd *cobra.Command, file, defName string) (lab.Config,
 	o.Delay = given(cmd, "delay", &f.delay)
 	o.Jitter = given(cmd, "jitter", &f.jitter)
 	o.Loss = given(cmd, "loss", &f.loss)
+	o.PTBBlackhole = given(cmd, "ptb-blackhole", &f.ptbBlackhole)
+	o.Fragments = given(cmd, "fragments", &f.fragments)
+	o.MTUProbing = given(cmd, "tcp-mtu-probing", &f.mtuProbing)
+	o.MSSClamp = given(cmd, "mss-clamp", &f.mssClamp)
 	if err := cfg.Override(o); err != nil {
 		return cfg, err
 	}

@@ -74,6 +74,9 @@ type Config struct {
 	// (each namespace's own sysctl); empty is DefaultCongestion. The
 	// studies ran Reno/CUBIC-era stacks: a host's BBR would change them.
 	Congestion string `json:"congestion,omitempty"`
+	// PMTU is what the lab does to path MTU discovery and fragments, and
+	// the mitigations in force, for every run (cell groups add their own).
+	PMTU PMTU `json:"pmtu,omitzero"`
 }
 
 // DefaultCongestion is the lab's TCP congestion control unless set.
@@ -146,13 +149,18 @@ func (c *Config) Link(name string) Link {
 // DefaultTunnelMTU is the usual 6in4 MTU: 1500 less the 20-byte IPv4 header.
 const DefaultTunnelMTU = 1480
 
+// TunnelMTUFor is the tunnel's MTU unless set: the r1-r2 link's less the
+// 20-byte IPv4 header, at most DefaultTunnelMTU (a smaller link makes the
+// tunnel smaller, as a tunnel over it is).
+func TunnelMTUFor(linkMTU int) int { return min(DefaultTunnelMTU, linkMTU-20) }
+
 // Validate checks a config.
 func (c *Config) Validate() error {
 	if err := CheckName(c.Name); err != nil {
 		return err
 	}
 	if c.TunnelMTU == 0 {
-		c.TunnelMTU = DefaultTunnelMTU
+		c.TunnelMTU = TunnelMTUFor(c.Link("r1-r2").MTU)
 	}
 	if c.TunnelMTU < 1280 || c.TunnelMTU > 1480 {
 		return fmt.Errorf("lab: tunnel MTU %d out of range: IPv6 needs at least 1280, and 1480 fills a 1500-byte link", c.TunnelMTU)
@@ -196,6 +204,9 @@ func (c *Config) Validate() error {
 	case "", "tcx", "clsact":
 	default:
 		return fmt.Errorf("lab: unknown BPF hook %q (want tcx or clsact)", c.BPFHook)
+	}
+	if err := c.PMTU.Validate(); err != nil {
+		return fmt.Errorf("lab: pmtu: %w", err)
 	}
 	return nil
 }
@@ -380,8 +391,9 @@ func Up(ctx context.Context, cfg Config) (*Lab, error) {
 }
 
 // build makes the lab in order: the hosts (namespaces), their kernel
-// settings, the links between them, shaping, the tunnel, the routes and
-// the NAT64 translator; Up removes it all on an error.
+// settings, the links between them, shaping, the tunnel, the routes, the
+// NAT64 translator and the path MTU settings; Up removes it all on an
+// error.
 func (l *Lab) build(ctx context.Context) error {
 	roles, lks := Hosts, links
 	if l.Generators {
@@ -419,7 +431,10 @@ func (l *Lab) build(ctx context.Context) error {
 	if err := l.addRoutes(hs); err != nil {
 		return err
 	}
-	return l.addNat64(hs)
+	if err := l.addNat64(hs); err != nil {
+		return err
+	}
+	return l.addPMTU()
 }
 
 // addHosts makes a namespace per role, named in the owner record first
