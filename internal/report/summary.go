@@ -65,6 +65,8 @@ type Summary struct {
 	// figures beside the pooled ones.
 	Segment  *result.Segment  `json:"segment,omitempty"`
 	Segments []SegmentFigures `json:"segments,omitempty"`
+	// PMTU is a path MTU run's table (pmtu.go), nil for other runs.
+	PMTU *PMTU `json:"pmtu,omitempty"`
 }
 
 // Cell summarizes one protocol × path × connection count over its counted runs.
@@ -358,7 +360,9 @@ func Summarize(f *result.File) *Summary {
 	runs := map[runKey]*runAcc{}
 	cells := map[cellKey]*Cell{}
 	var strays, strayRuns, dropped, droppedRuns uint64
+	pmtu := newPMTUAcc(f.Header.Spec)
 	for _, r := range f.Runs {
+		pmtu.Run(&r)
 		if r.Wire != nil {
 			n, d := r.Wire.Stray, r.Wire.Dropped
 			if r.Wire.ClientSide != nil {
@@ -405,6 +409,7 @@ func Summarize(f *result.File) *Summary {
 	ivs := map[cellKey]*intervalAcc{}
 	for i := range f.Samples {
 		smp := &f.Samples[i]
+		pmtu.Sample(smp)
 		ck := cellKey{smp.Protocol, smp.Path, smp.Conns}
 		k := runKey{ck, smp.Run}
 		a := runs[k]
@@ -564,6 +569,7 @@ func Summarize(f *result.File) *Summary {
 		s.Engines = groupValues(m, func(c map[string]any) any { p, _ := c["params"].(map[string]any); return p["engine"] })
 		s.Dialers = groupValues(m, func(c map[string]any) any { return c["dialer"] })
 	}
+	s.PMTU = pmtu.Finish()
 	s.Comparisons = compare(s.Cells, s.Baseline)
 	s.Adjustment = adjust(s.Comparisons)
 	return s

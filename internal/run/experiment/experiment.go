@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"v6lab/internal/gen/load"
+	"v6lab/internal/lab"
 	"v6lab/internal/proto"
 	"v6lab/internal/proto/all"
 	"v6lab/internal/result"
@@ -116,6 +117,10 @@ type CellGroup struct {
 	// this long (netem: where the kernel has it) during the cell group's
 	// runs: a slow IPv6 path for a dual-stack client.
 	IPv6Delay Duration `json:"ipv6_delay,omitempty"`
+	// PMTU, when set, is what the lab's routers do to path MTU discovery
+	// and fragments, and the mitigations in force, during the cell
+	// group's runs, over the lab's own (a run condition).
+	PMTU lab.PMTU `json:"pmtu,omitzero"`
 	// Params are protocol options, recorded for the reader.
 	Params map[string]string `json:"params,omitempty"`
 }
@@ -401,6 +406,9 @@ type Executor struct {
 	// that begins then (Schedule) instead of after the previous step and
 	// its pause; a step that starts late records by how much.
 	StartAt time.Time
+	// TCPInfo makes every sample carry its TCP connection's figures
+	// (load.WithTCPInfo: MSS, path MTU, retransmissions).
+	TCPInfo bool
 }
 
 // Conditions surround each run: Begin before its first transaction (it may
@@ -642,6 +650,9 @@ func (r *Executor) load(ctx context.Context, spec *CellGroup, st Step, probe loa
 		users = load.Users{First: first, N: n}
 	}
 	timeout := time.Duration(spec.Timeout)
+	if r.TCPInfo {
+		ctx = load.WithTCPInfo(ctx)
+	}
 	if spec.Duration > 0 {
 		load.Sustained(ctx, probe, users, time.Duration(spec.Duration), timeout, emit)
 		return

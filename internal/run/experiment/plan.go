@@ -29,6 +29,8 @@ func (exp *Experiment) NeedsLab() string {
 		return "ipv6_loss drops IPv6 at the lab's router"
 	case exp.anyCell(func(c *CellGroup) bool { return c.IPv6Delay > 0 }):
 		return "ipv6_delay delays IPv6 at the lab's router"
+	case exp.PMTU():
+		return "ptb_blackhole, fragments, tcp_mtu_probing and mss_clamp set the lab's routers and hosts"
 	}
 	return ""
 }
@@ -157,4 +159,9 @@ func (e *Experiment) WriteSplit(w io.Writer, seg *result.Segment, startAt time.T
 		fmt.Fprintf(w, "schedule: run 0 at %s, the last slot ends at %s (%s; each run's slot is its timeout, or duration and timeout, plus %s and its pause)\n",
 			startAt.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339), end.Sub(startAt).Round(time.Second), SlotMargin)
 	}
+}
+
+// PMTU reports whether any cell group sets path MTU conditions.
+func (exp *Experiment) PMTU() bool {
+	return exp.anyCell(func(c *CellGroup) bool { return !c.PMTU.IsZero() })
 }

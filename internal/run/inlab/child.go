@@ -54,6 +54,9 @@ func Child(ctx context.Context, jobFile string, out measure.Output) error {
 		rec = cp
 	}
 	cond := &conditions{ports: j.Ports, lab: j.Lab["name"], rates: j.LinkShaping}
+	if j.PMTU != nil {
+		cond.pmtu = &pmtuRuns{lab: cond.lab, own: j.PMTU.Lab}
+	}
 	if len(j.Gen) > 0 {
 		if cond.bg, err = congestion.Start(ctx, j.Gen); err != nil {
 			return err
@@ -78,6 +81,7 @@ func Child(ctx context.Context, jobFile string, out measure.Output) error {
 		Exp: j.Exp, Probe: probe, Target: "lab", Servers: j.Servers, Notes: j.Notes,
 		ServerFDs: 0, Somaxconn: j.Somaxconn, Command: j.Command, Results: j.Results,
 		Wire: capture.Check{C: cp, Ports: j.Ports, Lookups: j.Lookups, Nat64: j.Nat64, ClientSide: clientSide}, Lab: j.Lab, Pcap: rec, Conditions: cond,
+		TCPInfo: j.PMTU != nil,
 	}
 	if j.Dir != "" {
 		mj.Resume, mj.ResumeDir = &experiment.Resume{Exp: j.Exp, Done: j.Done}, j.Dir

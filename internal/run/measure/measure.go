@@ -73,6 +73,9 @@ type Job struct {
 	// run at its slot of the schedule that begins then.
 	Segment *result.Segment
 	StartAt time.Time
+	// TCPInfo makes every sample carry its TCP connection's figures
+	// (experiment.Executor.TCPInfo).
+	TCPInfo bool
 }
 
 // Output is where a job reports.
@@ -206,7 +209,7 @@ func Do(ctx context.Context, j Job, o Output) (string, error) {
 	plan := j.Exp.Plan()
 	prog := o.progress(len(plan), len(done))
 	r := &experiment.Executor{Exp: j.Exp, Probe: j.Probe, Header: hdr, OnStep: prog.Step, Wire: j.Wire, Done: done, Conditions: j.Conditions,
-		Segment: j.Segment, StartAt: j.StartAt}
+		Segment: j.Segment, StartAt: j.StartAt, TCPInfo: j.TCPInfo}
 	if !o.Quiet {
 		verb := "measuring"
 		if done != nil {
