@@ -6,6 +6,7 @@
 package units
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -121,4 +122,18 @@ func (b *Bytes) UnmarshalText(t []byte) error {
 	}
 	*b = Bytes(n)
 	return nil
+}
+
+// UnmarshalJSON reads the number a result records (and a size as text):
+// a lab run hands its cell groups to its measuring process as JSON, and
+// a resume reads them back from the header.
+func (b *Bytes) UnmarshalJSON(j []byte) error {
+	if len(j) > 0 && j[0] == '"' {
+		var s string
+		if err := json.Unmarshal(j, &s); err != nil {
+			return err
+		}
+		return b.UnmarshalText([]byte(s))
+	}
+	return b.UnmarshalText(j)
 }
