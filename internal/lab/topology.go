@@ -727,7 +727,10 @@ func (l *Lab) addRoute(h *netlink.Handle, r hostRoute) error {
 // which has no tunnel device: the route leads to the peer router on the
 // r1-r2 link, where the egress program encapsulates, and its MTU is the
 // tunnel's, so a bigger packet gets Packet Too Big here as it would from
-// a sit device.
+// a sit device. The MTU is locked: a router forwarding by an unlocked
+// route MTU checks against the device's (the kernel's
+// ip6_dst_mtu_maybe_forward), and its first Packet Too Big named the
+// link's MTU, 20 bytes too big for the tunnel, so a sender needed two.
 func (l *Lab) addBPFTunnelRoute(h *netlink.Handle, role string, route *netlink.Route) error {
 	b := links[1]
 	peer, ifname := b.bHost, b.aIf
@@ -738,7 +741,7 @@ func (l *Lab) addBPFTunnelRoute(h *netlink.Handle, role string, route *netlink.R
 	if err != nil {
 		return err
 	}
-	route.Gw, route.LinkIndex, route.MTU = hostAddr(b.v6, peer).AsSlice(), ln.Attrs().Index, l.TunnelMTU
+	route.Gw, route.LinkIndex, route.MTU, route.MTULock = hostAddr(b.v6, peer).AsSlice(), ln.Attrs().Index, l.TunnelMTU, true
 	if err := h.RouteAdd(route); err != nil {
 		return fmt.Errorf("route %v: %w", route, err)
 	}
