@@ -186,11 +186,7 @@ func pmtuFromFile(doc *specfile.Doc, f pmtuFile, p *PMTU) error {
 		if !doc.Has(v.field) {
 			continue
 		}
-		err := v.check(v.value)
-		if v.value == "" {
-			err = v.check("none") // given empty: say what it takes
-		}
-		if err != nil {
+		if err := v.check(v.value); err != nil {
 			return doc.Errorf(v.field, "%v", err)
 		}
 	}

@@ -1,7 +1,6 @@
 package lab
 
 import (
-	"cmp"
 	"fmt"
 	"time"
 
@@ -85,14 +84,14 @@ func (c *Config) Override(o Overrides) error {
 // overridePMTU lays the path MTU flags over the topology's pmtu.
 func (c *Config) overridePMTU(o Overrides) error {
 	if o.PTBBlackhole != nil {
-		if err := CheckPTBBlackhole(*o.PTBBlackhole); err != nil || *o.PTBBlackhole == "" {
-			return fmt.Errorf("--ptb-blackhole: %w", CheckPTBBlackhole(cmp.Or(*o.PTBBlackhole, "none")))
+		if err := CheckPTBBlackhole(*o.PTBBlackhole); err != nil {
+			return fmt.Errorf("--ptb-blackhole: %w", err)
 		}
 		c.PMTU.PTBBlackhole = *o.PTBBlackhole
 	}
 	if o.Fragments != nil {
-		if err := CheckFragments(*o.Fragments); err != nil || *o.Fragments == "" {
-			return fmt.Errorf("--fragments: %w", CheckFragments(cmp.Or(*o.Fragments, "none")))
+		if err := CheckFragments(*o.Fragments); err != nil {
+			return fmt.Errorf("--fragments: %w", err)
 		}
 		c.PMTU.Fragments = *o.Fragments
 	}

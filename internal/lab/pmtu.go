@@ -46,19 +46,20 @@ const (
 // MSSClampRule is the rule each router's forward chain holds with MSSClamp.
 const MSSClampRule = "tcp flags syn tcp option maxseg size set rt mtu"
 
-// CheckPTBBlackhole checks a ptb_blackhole value.
+// CheckPTBBlackhole checks a ptb_blackhole value as given (empty is not
+// one).
 func CheckPTBBlackhole(s string) error {
 	switch s {
-	case "", PMTUIPv6, PMTUIPv4, PMTUBoth:
+	case PMTUIPv6, PMTUIPv4, PMTUBoth:
 		return nil
 	}
 	return fmt.Errorf("%q: want ipv6 (drop ICMPv6 Packet Too Big), ipv4 (drop ICMPv4 fragmentation needed) or both", s)
 }
 
-// CheckFragments checks a fragments value.
+// CheckFragments checks a fragments value as given (empty is not one).
 func CheckFragments(s string) error {
 	switch s {
-	case "", FragDrop, PMTUIPv6, PMTUIPv4:
+	case FragDrop, PMTUIPv6, PMTUIPv4:
 		return nil
 	}
 	return fmt.Errorf("%q: want drop (IPv6 and IPv4 fragments), ipv6 or ipv4", s)
@@ -74,11 +75,15 @@ func CheckMTUProbing(v int) error {
 
 // Validate checks every field; an error names the field.
 func (p PMTU) Validate() error {
-	if err := CheckPTBBlackhole(p.PTBBlackhole); err != nil {
-		return fmt.Errorf("ptb_blackhole: %w", err)
+	if p.PTBBlackhole != "" {
+		if err := CheckPTBBlackhole(p.PTBBlackhole); err != nil {
+			return fmt.Errorf("ptb_blackhole: %w", err)
+		}
 	}
-	if err := CheckFragments(p.Fragments); err != nil {
-		return fmt.Errorf("fragments: %w", err)
+	if p.Fragments != "" {
+		if err := CheckFragments(p.Fragments); err != nil {
+			return fmt.Errorf("fragments: %w", err)
+		}
 	}
 	if p.MTUProbing != nil {
 		if err := CheckMTUProbing(*p.MTUProbing); err != nil {

@@ -159,12 +159,6 @@ func (c *Config) Validate() error {
 	if err := CheckName(c.Name); err != nil {
 		return err
 	}
-	if c.TunnelMTU == 0 {
-		c.TunnelMTU = TunnelMTUFor(c.Link("r1-r2").MTU)
-	}
-	if c.TunnelMTU < 1280 || c.TunnelMTU > 1480 {
-		return fmt.Errorf("lab: tunnel MTU %d out of range: IPv6 needs at least 1280, and 1480 fills a 1500-byte link", c.TunnelMTU)
-	}
 	if err := c.Shaping.Validate(); err != nil {
 		return err
 	}
@@ -184,6 +178,15 @@ func (c *Config) Validate() error {
 		if err := checkQueue(l.Shaping.QueueLimit, l.MTU); err != nil {
 			return fmt.Errorf("lab: link %s: %w", name, err)
 		}
+	}
+	if c.TunnelMTU == 0 {
+		mtu := c.Link("r1-r2").MTU
+		if c.TunnelMTU = TunnelMTUFor(mtu); c.TunnelMTU < 1280 && c.Tunnel != "vxlan" {
+			return fmt.Errorf("lab: link r1-r2: MTU %d leaves the 6in4 tunnel over it %d bytes, less than the 1280 IPv6 needs: at least 1300", mtu, c.TunnelMTU)
+		}
+	}
+	if c.TunnelMTU < 1280 || c.TunnelMTU > 1480 {
+		return fmt.Errorf("lab: tunnel MTU %d out of range: IPv6 needs at least 1280, and 1480 fills a 1500-byte link", c.TunnelMTU)
 	}
 	if mtu := c.Link("r1-r2").MTU; c.Tunnel != "vxlan" && mtu < c.TunnelMTU+20 {
 		return fmt.Errorf("lab: tunnel MTU %d needs an r1-r2 link MTU of at least %d (the tunnel adds a 20-byte IPv4 header), but it is %d", c.TunnelMTU, c.TunnelMTU+20, mtu)

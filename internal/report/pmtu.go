@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"v6lab/internal/result"
@@ -50,10 +51,11 @@ type PMTUPath struct {
 	// StallMS is the mean time from a stalled transaction's start to the
 	// last thing that moved on its connection.
 	StallMS *float64 `json:"stall_ms,omitempty"`
-	// The means over completed transactions of the largest segment the
-	// client received (the server's MSS), the client's path MTU and its
-	// retransmissions; and over DNS transactions, the share answered over
-	// TCP and in IP fragments.
+	// The means over completed transactions of the segment size the
+	// client sent with and the largest it received (the server's MSS),
+	// the client's path MTU and its retransmissions; and over DNS
+	// transactions, the share answered over TCP and in IP fragments.
+	MSS        *float64 `json:"mss,omitempty"`
 	RcvMSS     *float64 `json:"rcv_mss,omitempty"`
 	PathMTU    *float64 `json:"path_mtu,omitempty"`
 	Retrans    *float64 `json:"retrans,omitempty"`
@@ -71,6 +73,7 @@ var pmtuKinds = []string{"ptb6", "ptb4", "frag6", "frag4"}
 
 // The sample figures the table reads (load's and dns's names).
 const (
+	pmtuMSS     = "tcp_mss"
 	pmtuRcvMSS  = "tcp_rcv_mss"
 	pmtuPathMTU = "path_mtu"
 	pmtuRetrans = "tcp_retrans"
@@ -163,7 +166,7 @@ func (a *pmtuAcc) Sample(s *result.Sample) {
 	}
 	if s.OK() {
 		r.ok++
-		for _, k := range []string{pmtuRcvMSS, pmtuPathMTU, pmtuRetrans} {
+		for _, k := range []string{pmtuMSS, pmtuRcvMSS, pmtuPathMTU, pmtuRetrans} {
 			add(k)
 		}
 	}
@@ -330,7 +333,7 @@ func (c *pmtuRun) path(ck cellKey) PMTUPath {
 		}
 		return ptr(c.sums[k] / c.counts[k])
 	}
-	p.StallMS, p.RcvMSS, p.PathMTU, p.Retrans = mean(pmtuStall), mean(pmtuRcvMSS), mean(pmtuPathMTU), mean(pmtuRetrans)
+	p.StallMS, p.MSS, p.RcvMSS, p.PathMTU, p.Retrans = mean(pmtuStall), mean(pmtuMSS), mean(pmtuRcvMSS), mean(pmtuPathMTU), mean(pmtuRetrans)
 	p.OverTCP, p.Fragmented = mean(pmtuDNSTCP), mean(pmtuFrags)
 	if len(c.dropped)+len(c.passed) > 0 {
 		p.Dropped, p.Passed = c.dropped, c.passed
@@ -357,7 +360,7 @@ func PMTUTables(s *Summary) []section {
 	share := section{Title: "PMTU: per path, the share of transactions completed and the time lost per transaction (s) against the application's healthy group; a stall lasts until the timeout",
 		Head: append([]string{"group", "pmtu", "against"}, paths...)}
 	detail := section{Title: "PMTU: how each path's transactions ended: stalls and when they began, what the client's kernel settled on, DNS answers over TCP and in fragments, and what the impairments dropped (dropped/passed, ICMPv6 Packet Too Big · ICMPv4 fragmentation needed · IPv6 · IPv4 fragments)",
-		Head: []string{"group", "path", "conns", "n", "completed", "stalled", "stall after ms", "mean ms", "lost ms", "MSS in", "path MTU", "retrans", "DNS TCP", "DNS frags", "PTB v6", "PTB v4", "frag v6", "frag v4"}}
+		Head: []string{"group", "path", "conns", "n", "completed", "stalled", "stall after ms", "mean ms", "lost ms", "MSS out", "MSS in", "path MTU", "retrans", "DNS TCP", "DNS frags", "PTB v6", "PTB v4", "frag v6", "frag v4"}}
 	opt := func(v *float64, format string) string {
 		if v == nil {
 			return "-"
@@ -374,7 +377,7 @@ func PMTUTables(s *Summary) []section {
 				}
 				cell = fmt.Sprintf("%.0f%%", 100*float64(gp.Completed)/float64(max(gp.N, 1)))
 				if gp.LostMS != nil {
-					cell += fmt.Sprintf(" %+.2f", *gp.LostMS/1000)
+					cell += " " + signed(ptr(*gp.LostMS/1000), 2)
 				}
 				if gp.Stalled > 0 {
 					cell += fmt.Sprintf(" (%d stalled)", gp.Stalled)
@@ -391,7 +394,7 @@ func PMTUTables(s *Summary) []section {
 				return fmt.Sprintf("%d/%d", p.Dropped[kind], p.Passed[kind])
 			}
 			detail.Rows = append(detail.Rows, []string{g.Name, p.Path, fmt.Sprint(p.Conns), fmt.Sprint(p.N), fmt.Sprint(p.Completed), fmt.Sprint(p.Stalled),
-				opt(p.StallMS, "%.0f"), fmt.Sprintf("%.1f", p.MeanMS), opt(p.LostMS, "%+.1f"), opt(p.RcvMSS, "%.0f"), opt(p.PathMTU, "%.0f"), opt(p.Retrans, "%.1f"),
+				opt(p.StallMS, "%.0f"), fmt.Sprintf("%.1f", p.MeanMS), signed(p.LostMS, 1), opt(p.MSS, "%.0f"), opt(p.RcvMSS, "%.0f"), opt(p.PathMTU, "%.0f"), opt(p.Retrans, "%.1f"),
 				opt(pctOf(p.OverTCP), "%.0f%%"), opt(pctOf(p.Fragmented), "%.0f%%"), counts("ptb6"), counts("ptb4"), counts("frag6"), counts("frag4")})
 		}
 	}
@@ -405,4 +408,20 @@ func pctOf(v *float64) *float64 {
 		return nil
 	}
 	return ptr(100 * *v)
+}
+
+// signed prints v with its sign and prec decimals, a value that rounds
+// to zero as +0 ("-" for nil).
+func signed(v *float64, prec int) string {
+	if v == nil {
+		return "-"
+	}
+	s := strconv.FormatFloat(*v, 'f', prec, 64)
+	if strings.Trim(s, "-0.") == "" {
+		return "+" + strings.TrimPrefix(s, "-")
+	}
+	if !strings.HasPrefix(s, "-") {
+		s = "+" + s
+	}
+	return s
 }

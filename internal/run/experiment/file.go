@@ -579,11 +579,7 @@ func (r *cellReader) pmtu() error {
 		if v.value == nil {
 			continue
 		}
-		err := v.check(*v.value)
-		if *v.value == "" {
-			err = v.check("none")
-		}
-		if err != nil {
+		if err := v.check(*v.value); err != nil {
 			return doc.Errorf(r.field(v.field), "%v", err)
 		}
 		*v.set = *v.value
