@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -296,4 +297,40 @@ func TestTimesAreBounded(t *testing.T) {
 		"name: b\ncells: [{protocol: http, conns: [1], duration: 25h}]\n":          "b.yaml:2: cells[0].duration: 25h0m0s is more than 24h0m0s",
 		"name: b\ncells: [{protocol: http, conns: [1], pause: 2h, timeout: 1s}]\n": "b.yaml:2: cells[0].pause: 2h0m0s is more than 1h0m0s",
 	})
+}
+
+// TestPMTUCellFields: a cell group's path MTU settings are read, recorded
+// in the spec (a result's header holds them) and read back, and need the
+// lab.
+func TestPMTUCellFields(t *testing.T) {
+	e, err := Parse("p.yaml", []byte("name: p\ncells:\n  - {protocol: http, conns: [1], file: 1M, ptb_blackhole: ipv6, tcp_mtu_probing: 1}\n  - {protocol: dns, label: d, conns: [1], query: large.v6lab.test, type: TXT, edns: 1232, resend: 1s, fragments: drop, mss_clamp: true}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.Groups[0].PMTU.String(); got != "ptb_blackhole ipv6, tcp_mtu_probing 1" {
+		t.Errorf("http group: %q", got)
+	}
+	if got := e.Groups[1].PMTU.String(); got != "fragments drop, mss_clamp" {
+		t.Errorf("dns group: %q", got)
+	}
+	if !e.PMTU() || !strings.Contains(e.NeedsLab(), "ptb_blackhole") {
+		t.Errorf("PMTU %v, needs the lab: %q", e.PMTU(), e.NeedsLab())
+	}
+	b, err := json.Marshal(e.Groups[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"pmtu":{"fragments":"drop","mss_clamp":true}`, `"edns":1232`, `"resend":"1s"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("recorded %s, lacks %s", b, want)
+		}
+	}
+	var back CellGroup
+	if err := json.Unmarshal(b, &back); err != nil || back.PMTU.String() != e.Groups[1].PMTU.String() {
+		t.Errorf("read back %+v, %v", back.PMTU, err)
+	}
+	plain, _ := Parse("q.yaml", []byte("name: q\ncells:\n  - {protocol: http, conns: [1]}\n"))
+	if plain.PMTU() {
+		t.Error("a group without path MTU settings has them")
+	}
 }
