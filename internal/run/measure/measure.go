@@ -76,6 +76,9 @@ type Job struct {
 	// TCPInfo makes every sample carry its TCP connection's figures
 	// (experiment.Executor.TCPInfo).
 	TCPInfo bool
+	// Impaired: the lab breaks paths on purpose for every cell group (its
+	// own ptb_blackhole or fragments), so a cell may fail whole.
+	Impaired bool
 }
 
 // Output is where a job reports.
@@ -237,7 +240,7 @@ func Do(ctx context.Context, j Job, o Output) (string, error) {
 	if runErr != nil {
 		return dir, &InterruptedError{Dir: dir}
 	}
-	if err := AllFailed(s); err != nil {
+	if err := AllFailed(s, impaired(j.Exp, j.Impaired)); err != nil {
 		return dir, err
 	}
 	if o.Strict && s.LeftOutRuns > 0 {
@@ -307,10 +310,13 @@ func (j Job) recordPcap(dir string, resumed int) (string, func(io.Writer), error
 }
 
 // AllFailed is an error when some cell completed no transaction at all: the
-// results are kept, but the command did not measure what was asked.
-func AllFailed(s *report.Summary) error {
+// results are kept, but the command did not measure what was asked. A
+// cell of a group in impaired (its name: its lab breaks paths on purpose,
+// ipv6_loss, ptb_blackhole, fragments) may fail whole: that is what it
+// measures.
+func AllFailed(s *report.Summary, impaired map[string]bool) error {
 	for _, c := range s.Cells {
-		if c.Completed == 0 && c.Failed > 0 {
+		if c.Completed == 0 && c.Failed > 0 && !impaired[c.Protocol] {
 			return fmt.Errorf("every counted transaction of %s/%s/%d failed (first: %s)", c.Protocol, c.Path, c.Conns, c.FirstError)
 		}
 	}
@@ -402,4 +408,16 @@ func offLab(j Job) error {
 		}
 	}
 	return nil
+}
+
+// impaired names the cell groups whose lab breaks paths on purpose: a
+// share of IPv6 lost, ICMP errors or fragments dropped.
+func impaired(e *experiment.Experiment, all bool) map[string]bool {
+	out := map[string]bool{}
+	for i := range e.Groups {
+		if g := &e.Groups[i]; all || g.IPv6Loss > 0 || g.PMTU.Drop().Any() {
+			out[g.CellName()] = true
+		}
+	}
+	return out
 }
