@@ -454,9 +454,9 @@ func runUnbound(ctx context.Context, at Place, name string, addrs []netip.Addr, 
 	b.WriteString("  do-daemonize: no\n  use-syslog: no\n  logfile: \"\"\n  verbosity: 0\n  do-ip4: yes\n  do-ip6: yes\n  do-udp: yes\n  do-tcp: yes\n")
 	fmt.Fprintf(&b, "  num-threads: 2\n  so-rcvbuf: 8m\n  access-control: 0.0.0.0/0 allow\n  access-control: ::/0 allow\n  module-config: %q\n", modules)
 	// Answers up to 4096 bytes over UDP when the query's EDNS allows (the
-	// large name's: it comes in IP fragments); 1232, Unbound's default
-	// since 1.16 (DNS Flag Day 2020), would truncate it whatever the
-	// client asks.
+	// large name's: it comes in IP fragments), whatever this Unbound's
+	// defaults are (1.17's: max-udp-size 4096, edns-buffer-size 1232,
+	// DNS Flag Day 2020's size).
 	b.WriteString("  max-udp-size: 4096\n  edns-buffer-size: 4096\n")
 	fmt.Fprintf(&b, "  port: %d\n", port)
 	for _, a := range addrs {

@@ -334,3 +334,44 @@ func TestPMTUCellFields(t *testing.T) {
 		t.Error("a group without path MTU settings has them")
 	}
 }
+
+// TestPMTUWait: a plan's estimate counts a path MTU black hole's wait:
+// the timeout where nothing mends it, the detection with tcp_mtu_probing
+// 1, nothing with a clamp or on a path it does not break; a DNS answer in
+// dropped fragments waits out its timeout unless it is asked for small
+// or over TCP.
+func TestPMTUWait(t *testing.T) {
+	e, err := Parse("w.yaml", []byte(`name: w
+where: lab
+paths: [ipv4, ipv6, 6in4, nat64]
+timeout: 10s
+cells:
+  - {protocol: http, label: a, conns: [1], ptb_blackhole: ipv6}
+  - {protocol: http, label: b, conns: [1], ptb_blackhole: ipv6, tcp_mtu_probing: 1}
+  - {protocol: http, label: c, conns: [1], ptb_blackhole: both, mss_clamp: true}
+  - {protocol: http, label: d, conns: [1], ptb_blackhole: ipv4, timeout: 3s}
+  - {protocol: dns, label: e, conns: [1], edns: 4096, fragments: ipv6}
+  - {protocol: dns, label: f, conns: [1], edns: 1232, fragments: drop}
+  - {protocol: dns, label: g, conns: [1], transport: tcp, fragments: drop}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][4]time.Duration{
+		"a": {0, 10 * time.Second, 10 * time.Second, 0},
+		"b": {0, BlackHoleDetect, BlackHoleDetect, 0},
+		"c": {},
+		"d": {3 * time.Second, 0, 0, 3 * time.Second},
+		"e": {0, 10 * time.Second, 10 * time.Second, 10 * time.Second},
+		"f": {},
+		"g": {},
+	}
+	for i := range e.Groups {
+		g := &e.Groups[i]
+		for j, p := range g.Paths {
+			if got := g.pmtuWait(p); got != want[g.CellName()][j] {
+				t.Errorf("%s over %s: %v, want %v", g.CellName(), p, got, want[g.CellName()][j])
+			}
+		}
+	}
+}

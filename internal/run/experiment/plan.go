@@ -84,6 +84,9 @@ func WritePlan(w io.Writer, exp *Experiment, where result.Where, note string, bo
 			tx += n * c.Runs * len(c.Paths)
 			per := time.Duration(c.Pause) + 50*time.Millisecond + time.Duration(n)*300*time.Microsecond + time.Duration(c.Duration) + c.Opts().Estimate(n, cmpRate(c.LinkRate, bottleneck))
 			est += per * time.Duration(c.Runs*len(c.Paths))
+			for _, p := range c.Paths {
+				est += c.pmtuWait(p) * time.Duration(c.Runs) // a path MTU black hole waits
+			}
 			if c.IPv6Loss > 0 && slices.ContainsFunc(c.Paths, func(p path.Path) bool { return p.Kind().Dual }) {
 				// A dual-stack client waits out its attempt delay for IPv4.
 				est += c.Opts().AttemptDelay() * time.Duration(c.Runs)
