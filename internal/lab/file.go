@@ -195,7 +195,7 @@ func pmtuFromFile(doc *specfile.Doc, f pmtuFile, p *PMTU) error {
 			return doc.Errorf("pmtu.tcp_mtu_probing", "%v", err)
 		}
 	}
-	*p = PMTU{PTBBlackhole: f.PTBBlackhole, Fragments: f.Fragments, MTUProbing: f.MTUProbing, MSSClamp: f.MSSClamp}
+	*p = PMTU(f)
 	return nil
 }
 

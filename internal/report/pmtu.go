@@ -203,10 +203,6 @@ func PMTUApplication(g map[string]any) string {
 
 // Finish makes the summary's PMTU figures (nil: not a path MTU run).
 func (a *pmtuAcc) Finish() *PMTU {
-	type gk struct {
-		group string
-		cell  cellKey
-	}
 	settings := map[string]string{}
 	sum := map[cellKey]*pmtuRun{}
 	var cells []cellKey
