@@ -49,11 +49,16 @@ A topology file (see docs/lab.md) sets the lab's name, the tunnel, and each link
 queue limit, MTU, delay, jitter and loss; flags given on the command line win over it and
 apply to every link. --rate shapes links in both directions with tc tbf; --loss uses netem
 where the kernel has it, else a tc BPF program; --delay and --jitter need netem and fail
-with a clear error where the kernel has none.`,
+with a clear error where the kernel has none. --ptb-blackhole drops the ICMP errors path
+MTU discovery needs and --fragments IP fragments, at the routers, per family, each
+dropped packet counted (lab status); --tcp-mtu-probing and --mss-clamp are the
+mitigations. They matter where a link is smaller than the hosts' (a topology's
+links: {r1-r2: {mtu: 1400}}): docs/lab.md, "Path MTU".`,
 		Example: `  v6lab lab up
   v6lab lab up my-topology.yaml
   v6lab lab up --name second --tunnel-mtu 1280
-  v6lab lab up --rate 100M`,
+  v6lab lab up --rate 100M
+  v6lab lab up pmtu.yaml --ptb-blackhole ipv6      # pmtu.yaml: links: {r1-r2: {mtu: 1400}}`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if foreground {
