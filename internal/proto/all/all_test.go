@@ -44,6 +44,16 @@ func TestListIsConsistent(t *testing.T) {
 			t.Errorf("%s has no command", p.Name)
 		}
 		checkFields(t, p.Name, p.New())
+		// What a result records reads back as it was (a lab run hands its
+		// cells to its measuring process so; resume reads the header so).
+		b, err := json.Marshal(filled(p.New()))
+		back := p.New()
+		if err == nil {
+			err = json.Unmarshal(b, back)
+		}
+		if b2, _ := json.Marshal(back); err != nil || string(b2) != string(b) {
+			t.Errorf("%s: options recorded as %s read back as %s (%v)", p.Name, b, b2, err)
+		}
 		o := p.New()
 		p.Command.SetArg(o, "x")
 		if o.Destination() == "" {
