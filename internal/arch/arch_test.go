@@ -174,9 +174,15 @@ func allowedBy(dep string, allow []string) bool {
 		return true
 	}
 	// What an allowed package is built of comes with it: path brings the
-	// kernel's stamps and socket addresses.
-	if slices.Contains(allow, "internal/sock/path") {
-		return slices.Contains([]string{"internal/sock/kstamp", "internal/sock/synstamp", "internal/sock/sockaddr"}, dep)
+	// kernel's stamps and socket addresses, load what the kernel knows of
+	// a TCP connection.
+	for pkg, parts := range map[string][]string{
+		"internal/sock/path": {"internal/sock/kstamp", "internal/sock/synstamp", "internal/sock/sockaddr"},
+		"internal/gen/load":  {"internal/sock/tcpinfo"},
+	} {
+		if slices.Contains(allow, pkg) && slices.Contains(parts, dep) {
+			return true
+		}
 	}
 	return false
 }
