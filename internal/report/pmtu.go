@@ -394,8 +394,11 @@ func PMTUTables(s *Summary) []section {
 				opt(pctOf(p.OverTCP), "%.0f%%"), opt(pctOf(p.Fragmented), "%.0f%%"), counts("ptb6"), counts("ptb4"), counts("frag6"), counts("frag4")})
 		}
 	}
-	share.Footer = []string{"pmtu: what the group's runs had in force (the lab's own settings too; none: healthy); against: the first healthy group of the same application (the same protocol and options but for dns's edns, transport and resend), whose mean per transaction the time lost is measured from",
-		"a failed transaction counts with the time it took to fail; docs/transition.md explains each row and what an operator should fix"}
+	if m := s.Lab["r1_r2_mtu"]; m != "" {
+		share.Footer = append(share.Footer, "the link between the routers carries "+m+" bytes; "+s.Lab["pmtu"])
+	}
+	share.Footer = append(share.Footer, "pmtu: what the group's runs had in force (the lab's own settings too; none: healthy); against: the first healthy group of the same application (the same protocol and options but for dns's edns, transport and resend), whose mean per transaction the time lost is measured from",
+		"a failed transaction counts with the time it took to fail; docs/transition.md explains each row and what an operator should fix")
 	return []section{share, detail}
 }
 

@@ -24,7 +24,8 @@ func pmtuFile(t *testing.T) *result.File {
 		{"protocol":"http","label":"bulk-clamp","file":"1M","pmtu":{"ptb_blackhole":"ipv6","mss_clamp":true}},
 		{"protocol":"http","label":"page","objects":4},
 		{"protocol":"dns","label":"dns-frag","query":"large.v6lab.test","edns":4096,"pmtu":{"fragments":"drop"}}]}`), &spec)
-	f := &result.File{Header: result.Header{Kind: result.KindHeader, FormatVersion: result.FormatVersion, Name: "pmtu", Created: t0, Target: "lab", Baseline: "ipv4", Spec: spec}}
+	f := &result.File{Header: result.Header{Kind: result.KindHeader, FormatVersion: result.FormatVersion, Name: "pmtu", Created: t0, Target: "lab", Baseline: "ipv4", Spec: spec,
+		Lab: map[string]string{"r1_r2_mtu": "1400", "pmtu": "every run starts with no path MTU learnt"}}}
 	type cell struct {
 		group, settings, counts string
 		path                    string
@@ -115,6 +116,7 @@ func TestPMTUTable(t *testing.T) {
 		"dns-frag    fragments drop                       -           -                    0%",
 		"bulk-ptb    ipv6      1  2          0        2               1   3000.0  +2979.0        -       -         -        -        -          -    14/0     0/0      0/0      0/0",
 		"bulk-clamp  ipv4      1  2          2        0               -     10.0     -1.0     1428    1328      1500      2.0",
+		"the link between the routers carries 1400 bytes; every run starts with no path MTU learnt",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report.txt lacks\n%s\n%s", want, b.String())
