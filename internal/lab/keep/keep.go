@@ -259,6 +259,9 @@ func Status(out io.Writer, name string, all bool) error {
 			}
 		}
 		st, err := lab.Inspect(n)
+		if err != nil && name == "" && !Exists(n) {
+			continue // removed since it was listed (a run that ended)
+		}
 		if err != nil {
 			return err
 		}
