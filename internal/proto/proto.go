@@ -91,6 +91,10 @@ type Server struct {
 	// data connections, transport tests' streams), so the wire check
 	// counts every TCP and UDP packet of its runs.
 	WireAnyPort bool
+	// WireUDP: its measured traffic is UDP alone on its port (HTTP/3's
+	// QUIC), so the wire check counts only UDP there: a run that went
+	// over TCP proves nothing.
+	WireUDP bool
 	// ByAddress: clients reach it by its address rather than by name (a
 	// DNS server; the transport server, named by address as iperf3's).
 	ByAddress bool
@@ -204,6 +208,15 @@ type Labeled interface {
 // SMTP server's accepted and kept messages).
 type Summarized interface {
 	Summary() string
+}
+
+// Datagrams is implemented by the options of a protocol that asks over
+// UDP with no TCP connection to stall (dns): a dropped Packet Too Big
+// costs it nothing, dropped IP fragments lose an answer that needs them.
+type Datagrams interface {
+	// Fragmented says whether an answer may come in IP fragments (an
+	// EDNS buffer above what a path carries whole, over UDP).
+	Fragmented() bool
 }
 
 // Place is where an embedded server listens.

@@ -151,6 +151,12 @@ func (o *Options) checkEDNS() error {
 	return nil
 }
 
+// Fragmented says whether an answer may come in IP fragments: over UDP
+// with an EDNS buffer above DNS Flag Day 2020's (proto.Datagrams).
+func (o *Options) Fragmented() bool {
+	return o.Transport != "tcp" && o.EDNS > FlagDayEDNS
+}
+
 // Destination is the query and the servers asked.
 func (o *Options) Destination() string {
 	servers := strings.Join(o.DNSServers, ", ")

@@ -1,9 +1,9 @@
 package experiment
 
 import (
-	"encoding/json"
 	"time"
 
+	"v6lab/internal/proto"
 	"v6lab/internal/sock/path"
 )
 
@@ -22,7 +22,15 @@ func (s *CellGroup) pmtuWait(p path.Path) time.Duration {
 	d := s.PMTU.Drop()
 	v6 := p.Kind().IPv6 && !p.Kind().Translated // nat64's far side is IPv4
 	timeout := time.Duration(s.Timeout)
-	if (v6 && d.PTB6 || !v6 && d.PTB4) && s.Protocol != "dns" {
+	if dg, ok := s.Options.(proto.Datagrams); ok {
+		// A UDP answer that needs fragments is lost where they are
+		// dropped (nat64's arrive as IPv6 ones).
+		if dg.Fragmented() && (p.Kind().IPv6 && d.Frag6 || !p.Kind().IPv6 && d.Frag4) {
+			return timeout
+		}
+		return 0
+	}
+	if v6 && d.PTB6 || !v6 && d.PTB4 {
 		switch {
 		case s.PMTU.MSSClamp, s.PMTU.MTUProbing != nil && *s.PMTU.MTUProbing == 2:
 			return 0
@@ -30,17 +38,6 @@ func (s *CellGroup) pmtuWait(p path.Path) time.Duration {
 			return min(timeout, BlackHoleDetect)
 		}
 		return timeout
-	}
-	// A DNS answer over UDP that needs fragments (EDNS above 1232) is
-	// lost where they are dropped (nat64's arrive as IPv6 ones).
-	if (p.Kind().IPv6 && d.Frag6 || !p.Kind().IPv6 && d.Frag4) && s.Protocol == "dns" {
-		var o struct {
-			EDNS      int    `json:"edns"`
-			Transport string `json:"transport"`
-		}
-		if b, err := json.Marshal(s.Options); err == nil && json.Unmarshal(b, &o) == nil && o.EDNS > 1232 && o.Transport != "tcp" {
-			return timeout
-		}
 	}
 	return 0
 }
