@@ -19,6 +19,8 @@ import (
 // fragments dropped, a 1,500-byte DNS answer at EDNS 4096 fails over UDP
 // and comes over TCP, or with EDNS 1232; every run is proven on the wire,
 // every dropped packet counted in its record, and report.txt shows it.
+// HTTP/3 through the same black hole completes: QUIC finds the path's MTU
+// itself, its probes beyond the link lost (their Packet Too Big dropped).
 func TestPathMTUBlackHolesAndFragments(t *testing.T) {
 	requireLab(t)
 	bin := buildBinary(t)
@@ -41,6 +43,7 @@ timeout: 10s
 cells:
   - {protocol: http, label: bulk-ptb, file: 1M, conns: [1], ptb_blackhole: ipv6, timeout: 3s}
 `+clamp+`  - {protocol: http, label: bulk-ptb-probing, file: 1M, conns: [1], paths: [ipv4, ipv6], ptb_blackhole: ipv6, tcp_mtu_probing: 1}
+  - {protocol: http, label: h3-ptb, http_version: "3", file: 1M, conns: [1], paths: [ipv4, ipv6, 6in4], ptb_blackhole: ipv6}
   - {protocol: dns, label: dns, query: large.v6lab.test, type: TXT, edns: 4096, resend: 1s, conns: [1], paths: [ipv4, ipv6], timeout: 2500ms}
   - {protocol: dns, label: dns-frag, query: large.v6lab.test, type: TXT, edns: 4096, resend: 1s, conns: [1], paths: [ipv4, ipv6], timeout: 2500ms, fragments: drop}
   - {protocol: dns, label: dns-frag-1232, query: large.v6lab.test, type: TXT, edns: 1232, resend: 1s, conns: [1], paths: [ipv4, ipv6], timeout: 2500ms, fragments: drop}
@@ -95,6 +98,10 @@ cells:
 		}
 	}
 	ok("bulk-ptb/ipv4")
+	for _, p := range []string{"ipv6", "6in4"} {
+		ok("h3-ptb/" + p)
+		dropped("h3-ptb/"+p, "ptb6")
+	}
 	if l := runs["bulk-ptb/ipv4"].Links["pmtu"]; !strings.Contains(l, "ptb4 dropped 0 passed ") || strings.Contains(l, "ptb4 dropped 0 passed 0,") {
 		t.Errorf("bulk-ptb over ipv4: its ICMP did not arrive: %q", l)
 	}

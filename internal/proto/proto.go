@@ -210,10 +210,14 @@ type Summarized interface {
 	Summary() string
 }
 
-// Datagrams is implemented by the options of a protocol that asks over
-// UDP with no TCP connection to stall (dns): a dropped Packet Too Big
-// costs it nothing, dropped IP fragments lose an answer that needs them.
+// Datagrams is implemented by the options of a protocol that may ask
+// over UDP (dns; http's version 3, QUIC): for what path MTU black holes
+// and dropped fragments are likely to cost it.
 type Datagrams interface {
+	// OverUDP says whether its transactions go over UDP, with no TCP
+	// connection to stall in a black hole: a dropped Packet Too Big costs
+	// them nothing (QUIC finds the path's MTU itself, RFC 9000 §14).
+	OverUDP() bool
 	// Fragmented says whether an answer may come in IP fragments (an
 	// EDNS buffer above what a path carries whole, over UDP).
 	Fragmented() bool

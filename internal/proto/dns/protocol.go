@@ -151,11 +151,12 @@ func (o *Options) checkEDNS() error {
 	return nil
 }
 
+// OverUDP says whether the queries go over UDP (proto.Datagrams).
+func (o *Options) OverUDP() bool { return o.Transport != "tcp" }
+
 // Fragmented says whether an answer may come in IP fragments: over UDP
 // with an EDNS buffer above DNS Flag Day 2020's (proto.Datagrams).
-func (o *Options) Fragmented() bool {
-	return o.Transport != "tcp" && o.EDNS > FlagDayEDNS
-}
+func (o *Options) Fragmented() bool { return o.OverUDP() && o.EDNS > FlagDayEDNS }
 
 // Destination is the query and the servers asked.
 func (o *Options) Destination() string {

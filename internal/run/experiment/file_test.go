@@ -339,7 +339,8 @@ func TestPMTUCellFields(t *testing.T) {
 // the timeout where nothing mends it, the detection with tcp_mtu_probing
 // 1, nothing with a clamp or on a path it does not break; a DNS answer in
 // dropped fragments waits out its timeout unless it is asked for small
-// or over TCP.
+// or over TCP; an HTTP/3 transfer loses nothing to either (QUIC), a DNS
+// answer over TCP stalls in a black hole as any TCP transfer.
 func TestPMTUWait(t *testing.T) {
 	e, err := Parse("w.yaml", []byte(`name: w
 where: lab
@@ -353,6 +354,9 @@ cells:
   - {protocol: dns, label: e, conns: [1], edns: 4096, fragments: ipv6}
   - {protocol: dns, label: f, conns: [1], edns: 1232, fragments: drop}
   - {protocol: dns, label: g, conns: [1], transport: tcp, fragments: drop}
+  - {protocol: http, label: h, conns: [1], http_version: "3", ptb_blackhole: both, fragments: drop}
+  - {protocol: dns, label: i, conns: [1], transport: tcp, ptb_blackhole: ipv6}
+  - {protocol: dns, label: j, conns: [1], edns: 4096, ptb_blackhole: ipv6}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -365,6 +369,9 @@ cells:
 		"e": {0, 10 * time.Second, 10 * time.Second, 10 * time.Second},
 		"f": {},
 		"g": {},
+		"h": {},
+		"i": {0, 10 * time.Second, 10 * time.Second, 0},
+		"j": {},
 	}
 	for i := range e.Groups {
 		g := &e.Groups[i]

@@ -22,9 +22,9 @@ func (s *CellGroup) pmtuWait(p path.Path) time.Duration {
 	d := s.PMTU.Drop()
 	v6 := p.Kind().IPv6 && !p.Kind().Translated // nat64's far side is IPv4
 	timeout := time.Duration(s.Timeout)
-	if dg, ok := s.Options.(proto.Datagrams); ok {
+	if dg, ok := s.Options.(proto.Datagrams); ok && dg.OverUDP() {
 		// A UDP answer that needs fragments is lost where they are
-		// dropped (nat64's arrive as IPv6 ones).
+		// dropped (nat64's arrive as IPv6 ones); QUIC sends none.
 		if dg.Fragmented() && (p.Kind().IPv6 && d.Frag6 || !p.Kind().IPv6 && d.Frag4) {
 			return timeout
 		}
