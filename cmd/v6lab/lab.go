@@ -53,12 +53,13 @@ with a clear error where the kernel has none. --ptb-blackhole drops the ICMP err
 MTU discovery needs and --fragments IP fragments, at the routers, per family, each
 dropped packet counted (lab status); --tcp-mtu-probing and --mss-clamp are the
 mitigations. They matter where a link is smaller than the hosts' (a topology's
-links: {r1-r2: {mtu: 1400}}): docs/lab.md, "Path MTU".`,
+links: {r1-r2: {mtu: 1400}}, as the built-in lab built-in:pmtu.yaml has): docs/lab.md,
+"Path MTU".`,
 		Example: `  v6lab lab up
   v6lab lab up my-topology.yaml
   v6lab lab up --name second --tunnel-mtu 1280
   v6lab lab up --rate 100M
-  v6lab lab up pmtu.yaml --ptb-blackhole ipv6      # pmtu.yaml: links: {r1-r2: {mtu: 1400}}`,
+  v6lab lab up built-in:pmtu.yaml --ptb-blackhole ipv6   # r1-r2 carries 1400 bytes`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if foreground {
