@@ -122,6 +122,15 @@ func TestPMTUTable(t *testing.T) {
 			t.Errorf("report.txt lacks\n%s\n%s", want, b.String())
 		}
 	}
+	b.Reset()
+	if err := HTML(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"PMTU: per path, the share of transactions completed", "PMTU: how each path&#39;s transactions ended", "<td>bulk-clamp</td>"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
 	// A run without path MTU records has no table.
 	f := pmtuFile(t)
 	for i := range f.Runs {
