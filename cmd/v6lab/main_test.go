@@ -762,6 +762,7 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"run", "--resume", t.TempDir(), "--segment", "0/2"}, 2, "--resume keeps the segment its directory ran"},
 		{[]string{"probe", "dns", "x.test", "--server", "127.0.0.1", "--paths", "ipv4", "--sample-every", "0"}, 2, "--sample-every: 0: want 1 (every sample) to 1000000"},
 		{[]string{"run", "--sample-every", "10", "--segment", "0/2", "--dry-run"}, 2, "sample_every: 10 with --segment: merge's per-segment figures need every sample's row"},
+		{[]string{"run", "pmtu", "--sample-every", "10", "--dry-run"}, 2, "--sample-every: 10, but cell group http-bulk-ptb sets path MTU conditions (ptb_blackhole ipv6; the PMTU tables count every transaction's row)"},
 		{[]string{"run", "--resume", t.TempDir(), "--paths", "ipv4", "--conns", "5", "--runs", "3"}, 2, "--resume continues the experiment as its directory recorded it: --conns, --paths, --runs would change it"},
 		{[]string{"merge", t.TempDir()}, 2, "no samples file (samples.jsonl.zst or samples.jsonl) in it nor in a directory below it"},
 		// HTTP/2 and HTTP/3: each rule names its flag.

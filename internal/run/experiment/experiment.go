@@ -61,9 +61,9 @@ type Experiment struct {
 }
 
 // CheckSampleEvery says why the experiment may not keep only some sample
-// rows, if so: a trial's per-trial tables and intervals, and a split
-// run's per-segment figures, need every row (segmented: it runs as a
-// segment).
+// rows, if so: a trial's per-trial tables and intervals, a path MTU
+// group's PMTU tables, and a split run's per-segment figures, need every
+// row (segmented: it runs as a segment).
 func (e *Experiment) CheckSampleEvery(segmented bool) error {
 	switch {
 	case e.SampleEvery < 0:
@@ -77,6 +77,9 @@ func (e *Experiment) CheckSampleEvery(segmented bool) error {
 		c := &e.Groups[i]
 		if c.Opts().Timing() != "" {
 			return fmt.Errorf("%d, but cell group %s is not made of transactions (its trials' or downloads' own tables need every row): keep every sample", e.SampleEvery, c.CellName())
+		}
+		if !c.PMTU.IsZero() {
+			return fmt.Errorf("%d, but cell group %s sets path MTU conditions (%s; the PMTU tables count every transaction's row): keep every sample", e.SampleEvery, c.CellName(), c.PMTU)
 		}
 	}
 	return nil
