@@ -349,7 +349,7 @@ type section struct {
 func sections(s *Summary, proto string) []section {
 	cells := cellsOf(s, proto)
 	conns := connsOf(cells)
-	title := strings.ToUpper(proto)
+	title := groupTitle(s, proto)
 	out := []section{meansSection(title, cells, conns)}
 	if sec, ok := EyeballsSection(title, cells, s.Engines[proto], s.Dialers[proto]); ok {
 		out = append(out, sec)
@@ -359,6 +359,16 @@ func sections(s *Summary, proto string) []section {
 	}
 	out = append(out, comparisonSections(s, title, comparisonsOf(s, proto), cells, conns)...)
 	return append(out, percentileSection(title, cells))
+}
+
+// groupTitle names a cell group in its tables' titles: HTTP/2 for an http
+// group that spoke it, though its label says http only.
+func groupTitle(s *Summary, group string) string {
+	title := strings.ToUpper(group)
+	if v := s.HTTPVersions[group]; v != "" && !strings.Contains(group, "/") {
+		title += "/" + v
+	}
+	return title
 }
 
 // meansSection is the mean response time (a trial's transfer time) per
