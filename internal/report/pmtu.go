@@ -68,6 +68,27 @@ type PMTUPath struct {
 	Passed  map[string]uint64 `json:"passed,omitempty"`
 }
 
+// note says what the impairments dropped over the counted runs, in all
+// ("" when they dropped nothing, or p is nil).
+func (p *PMTU) note() string {
+	if p == nil {
+		return ""
+	}
+	sum := map[string]uint64{}
+	for _, g := range p.Groups {
+		for _, pp := range g.Paths {
+			for k, v := range pp.Dropped {
+				sum[k] += v
+			}
+		}
+	}
+	if sum["ptb6"]+sum["ptb4"]+sum["frag6"]+sum["frag4"] == 0 {
+		return ""
+	}
+	return fmt.Sprintf("path MTU impairments dropped %d ICMPv6 Packet Too Big, %d ICMPv4 fragmentation needed, %d IPv6 fragments and %d IPv4 fragments in the counted runs (each group's and path's in the PMTU tables; each run's in its record's links.pmtu)",
+		sum["ptb6"], sum["ptb4"], sum["frag6"], sum["frag4"])
+}
+
 // pmtuKinds are the impairments' packet kinds, as run records name them.
 var pmtuKinds = []string{"ptb6", "ptb4", "frag6", "frag4"}
 

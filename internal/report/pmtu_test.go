@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -102,6 +103,9 @@ func TestPMTUTable(t *testing.T) {
 	}
 	if h := s.PMTU.find("bulk", "ipv4", 1); h == nil || h.N != 2 || h.MeanMS != 11 || h.LostMS != nil || h.Dropped != nil {
 		t.Errorf("the healthy group over ipv4 (its interrupted run left out): %+v", h)
+	}
+	if !slices.Contains(s.Notes, "path MTU impairments dropped 14 ICMPv6 Packet Too Big, 0 ICMPv4 fragmentation needed, 8 IPv6 fragments and 0 IPv4 fragments in the counted runs (each group's and path's in the PMTU tables; each run's in its record's links.pmtu)") {
+		t.Errorf("notes: %q", s.Notes)
 	}
 	if d := s.PMTU.find("dns-frag", "ipv6", 1); d == nil || d.LostMS != nil || *d.OverTCP != 0 || *d.Fragmented != 0 || d.Dropped["frag6"] != 8 {
 		t.Errorf("dns-frag: %+v", d)

@@ -224,6 +224,9 @@ func (z *Summarizer) Finish() *Summary {
 		s.Notes = append(s.Notes, note)
 	}
 	s.PMTU = z.pmtu.Finish()
+	if note := s.PMTU.note(); note != "" {
+		s.Notes = append(s.Notes, note)
+	}
 	s.Comparisons = compare(s.Cells, s.Baseline)
 	s.Adjustment = adjust(s.Comparisons)
 	return s
