@@ -136,7 +136,7 @@ cells:
 	}
 	txt := string(mustRead(t, filepath.Join(rdir, "report.txt")))
 	for _, want := range []string{"PMTU: per path, the share of transactions completed", "ptb_blackhole ipv6, tcp_mtu_probing 1",
-		"0% (1 stalled)", "fragments drop", "dns-frag-tcp"} {
+		"0% (1 stalled)", "fragments drop", "dns-frag-tcp", "path MTU impairments dropped "} {
 		if !strings.Contains(txt, want) {
 			t.Errorf("report.txt lacks %q", want)
 		}
