@@ -12,6 +12,7 @@ import (
 
 	"v6lab/internal/result"
 	"v6lab/internal/sock/path"
+	"v6lab/internal/testutil/servetest"
 )
 
 // serveOnce accepts connections on a loopback listener and hands each to
@@ -22,19 +23,7 @@ func serveOnce(t *testing.T, serve func(net.Conn)) netip.AddrPort {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				serve(c)
-			}()
-		}
-	}()
+	servetest.Each(t, ln, serve)
 	return ln.Addr().(*net.TCPAddr).AddrPort()
 }
 
