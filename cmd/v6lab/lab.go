@@ -47,11 +47,17 @@ A topology file (see docs/lab.md) sets the lab's name, the tunnel, and each link
 queue limit, MTU, delay, jitter and loss; flags given on the command line win over it and
 apply to every link. --rate shapes links in both directions with tc tbf; --loss uses netem
 where the kernel has it, else a tc BPF program; --delay and --jitter need netem and fail
-with a clear error where the kernel has none.`,
+with a clear error where the kernel has none. --ptb-blackhole drops the ICMP errors path
+MTU discovery needs and --fragments IP fragments, at the routers, per family, each
+dropped packet counted (lab status); --tcp-mtu-probing and --mss-clamp are the
+mitigations. They matter where a link is smaller than the hosts' (a topology's
+links: {r1-r2: {mtu: 1400}}, as the built-in lab built-in:pmtu.yaml has): docs/lab.md,
+"Path MTU".`,
 		Example: `  v6lab lab up
   v6lab lab up my-topology.yaml
   v6lab lab up --name second --tunnel-mtu 1280
-  v6lab lab up --rate 100M`,
+  v6lab lab up --rate 100M
+  v6lab lab up built-in:pmtu.yaml --ptb-blackhole ipv6   # r1-r2 carries 1400 bytes`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if foreground {
@@ -98,6 +104,9 @@ type labFlags struct {
 	delay, jitter                  time.Duration
 	loss                           float64
 	bareServer                     bool
+	ptbBlackhole, fragments        string
+	mtuProbing                     int
+	mssClamp                       bool
 }
 
 func (f *labFlags) register(cmd *cobra.Command, withName bool) {
@@ -115,6 +124,10 @@ func (f *labFlags) register(cmd *cobra.Command, withName bool) {
 	fl.Float64Var(&f.loss, "loss", 0, "packet loss in percent on each link (netem where the kernel has it, else tc BPF)")
 	fl.StringVar(&f.congestion, "congestion", lab.DefaultCongestion, "TCP congestion control of every lab host (cubic, reno, bbr, …; the kernel's available ones)")
 	fl.BoolVar(&f.bareServer, "bare-server", false, "turn SACK, timestamps and window scaling off in the server host (the Towson study's bare-PC server)")
+	fl.StringVar(&f.ptbBlackhole, "ptb-blackhole", "", "drop the ICMP errors path MTU discovery needs, at the routers: ipv6 (Packet Too Big), ipv4 (fragmentation needed) or both (docs/lab.md)")
+	fl.StringVar(&f.fragments, "fragments", "", "drop IP fragments at r1: drop (both families), ipv6 or ipv4")
+	fl.IntVar(&f.mtuProbing, "tcp-mtu-probing", 0, "net.ipv4.tcp_mtu_probing of the client and server hosts: 0, 1 (after a black hole) or 2 (always)")
+	fl.BoolVar(&f.mssClamp, "mss-clamp", false, "clamp the MSS of TCP SYNs the routers forward to their route's MTU (nftables)")
 }
 
 // config reads the topology file (if any) and lays the flags the user gave
@@ -137,6 +150,10 @@ func (f *labFlags) config(cmd *cobra.Command, file, defName string) (lab.Config,
 	o.Delay = given(cmd, "delay", &f.delay)
 	o.Jitter = given(cmd, "jitter", &f.jitter)
 	o.Loss = given(cmd, "loss", &f.loss)
+	o.PTBBlackhole = given(cmd, "ptb-blackhole", &f.ptbBlackhole)
+	o.Fragments = given(cmd, "fragments", &f.fragments)
+	o.MTUProbing = given(cmd, "tcp-mtu-probing", &f.mtuProbing)
+	o.MSSClamp = given(cmd, "mss-clamp", &f.mssClamp)
 	if err := cfg.Override(o); err != nil {
 		return cfg, err
 	}
