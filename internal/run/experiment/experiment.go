@@ -166,12 +166,14 @@ func (s *CellGroup) CellName() string {
 
 // WireKey names the server a cell's traffic goes to (its key in
 // proto.Endpoints and in the wire check's ports): the embedded server that
-// answers the protocol, or real/<protocol> for its real server.
+// answers the cell, or real/KEY for the real server that stands for it
+// (real/http: nginx; real/https: nginx's TLS; real/h3: Caddy).
 func (s *CellGroup) WireKey() string {
+	k := all.CellServerKey(s.Protocol, s.Options)
 	if s.Server == "real" {
-		return "real/" + s.Protocol
+		return "real/" + k
 	}
-	return all.CellServerKey(s.Protocol, s.Options)
+	return k
 }
 
 // anyCell reports whether any cell group satisfies f.
