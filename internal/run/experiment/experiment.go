@@ -197,6 +197,18 @@ func (e *Experiment) RealProtocols() []string {
 	return out
 }
 
+// RealCells are the options of the cell groups that measure protocol's
+// real server.
+func (e *Experiment) RealCells(protocol string) []proto.Options {
+	var out []proto.Options
+	for _, c := range e.Groups {
+		if c.Protocol == protocol && c.Server == "real" {
+			out = append(out, c.Options)
+		}
+	}
+	return out
+}
+
 // Background reports whether any cell group runs with background traffic
 // (the lab then needs its generator hosts).
 func (e *Experiment) Background() bool {

@@ -19,23 +19,12 @@ func CheckReal(exp *experiment.Experiment) error {
 	for _, p := range exp.RealServers() {
 		need = append(need, servers.Program{Name: p.Real.Program, Package: p.Real.Package})
 		if p.Real.Needs != nil {
-			need = append(need, p.Real.Needs(realCells(exp, p.Name))...)
+			need = append(need, p.Real.Needs(exp.RealCells(p.Name))...)
 		}
 	}
 	return servers.CheckInstalled(need)
 }
 
-// realCells are the options of the cells that measure protocol's real
-// server.
-func realCells(exp *experiment.Experiment, protocol string) []proto.Options {
-	var out []proto.Options
-	for _, c := range exp.Groups {
-		if c.Protocol == protocol && c.Server == "real" {
-			out = append(out, c.Options)
-		}
-	}
-	return out
-}
 
 // startReal starts the real servers of a run (RealProtocols) in the lab's
 // server namespace, each given the cells that measure it, and adds their
@@ -61,7 +50,7 @@ func startReal(ctx context.Context, l *lab.Lab, exp *experiment.Experiment, job 
 	content := map[string]contentpkg.Expect{}
 	pins := map[string]string{}
 	for _, p := range exp.RealServers() {
-		at.Cells = realCells(exp, p.Name)
+		at.Cells = exp.RealCells(p.Name)
 		run, err := p.Real.Start(ctx, at)
 		if err != nil {
 			return nil, err
