@@ -49,7 +49,7 @@ func TestProbeHTTP3AgainstCaddy(t *testing.T) {
 	for i := range page.Objects {
 		files[fmt.Sprintf("/obj/%d", i)] = content.Bytes(page.ObjectSize)
 	}
-	s, err := servers.StartCaddy(context.Background(), servers.Place{}, loop, "www.caddy.test", files, nil, cert)
+	s, err := httpp.StartCaddy(context.Background(), servers.Place{}, loop, "www.caddy.test", files, nil, cert)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,9 +59,9 @@ type Recorder interface {
 	AddDir(dir string) error
 }
 
-// mkdir makes the server's working directory, recorded before it is
+// Mkdir makes the server's working directory, recorded before it is
 // filled, and readable by the unprivileged users the daemons run as.
-func (at Place) mkdir(name string) (string, error) {
+func (at Place) Mkdir(name string) (string, error) {
 	dir, err := os.MkdirTemp("", "v6lab-"+name+"-")
 	if err != nil {
 		return "", err
@@ -141,9 +141,9 @@ func CheckInstalled(need []Program) error {
 }
 
 // look finds a program (tests replace it).
-var look = lookPath
+var look = LookPath
 
-func lookPath(program string) (string, error) {
+func LookPath(program string) (string, error) {
 	p, err := exec.LookPath(program)
 	if err != nil {
 		for _, dir := range []string{"/usr/sbin", "/sbin"} {
@@ -156,9 +156,9 @@ func lookPath(program string) (string, error) {
 	return p, nil
 }
 
-// version runs the program's version flag and returns its first line
+// Version runs the program's version flag and returns its first line
 // that names a version.
-func version(bin string, args ...string) string {
+func Version(bin string, args ...string) string {
 	out, _ := exec.Command(bin, args...).CombinedOutput()
 	for _, l := range strings.Split(string(out), "\n") {
 		if l = strings.TrimSpace(l); strings.Contains(strings.ToLower(l), "version") {
@@ -168,9 +168,9 @@ func version(bin string, args ...string) string {
 	return "unknown version"
 }
 
-// start runs bin with args under prefix, in a process group of its own,
+// Start runs bin with args under prefix, in a process group of its own,
 // and waits until it accepts TCP connections on addr.
-func start(ctx context.Context, name, dir, pidFile string, at Place, ready netip.AddrPort, bin string, args ...string) (*Server, error) {
+func Start(ctx context.Context, name, dir, pidFile string, at Place, ready netip.AddrPort, bin string, args ...string) (*Server, error) {
 	prefix := at.Prefix
 	argv := append(append([]string{}, prefix...), append([]string{bin}, args...)...)
 	cmd := exec.Command(argv[0], argv[1:]...)
@@ -291,10 +291,10 @@ type TLS struct {
 	Cert, Key []byte
 }
 
-// write writes a server's certificate and key into dir: cert.pem and
+// Write writes a server's certificate and key into dir: cert.pem and
 // key.pem (readable by root alone: the daemons read it before they drop
 // their privileges).
-func (t *TLS) write(dir string) (cert, key string, err error) {
+func (t *TLS) Write(dir string) (cert, key string, err error) {
 	cert, key = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
 	if err := os.WriteFile(cert, t.Cert, 0o644); err != nil {
 		return "", "", err
@@ -302,8 +302,8 @@ func (t *TLS) write(dir string) (cert, key string, err error) {
 	return cert, key, os.WriteFile(key, t.Key, 0o600)
 }
 
-// writeRoot writes content and generated files under root.
-func writeRoot(root string, content Content, gen Generated) error {
+// WriteRoot writes content and generated files under root.
+func WriteRoot(root string, content Content, gen Generated) error {
 	for name, b := range content {
 		p := filepath.Join(root, filepath.FromSlash(strings.TrimPrefix(name, "/")))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -328,15 +328,15 @@ func writeRoot(root string, content Content, gen Generated) error {
 // StartNginx serves content and generated files on every address at
 // port, and with tls over TLS (HTTP/1.1 and HTTP/2 by ALPN) at its port.
 func StartNginx(ctx context.Context, at Place, addrs []netip.Addr, port int, content Content, gen Generated, tls *TLS) (*Server, error) {
-	bin, err := lookPath("nginx")
+	bin, err := LookPath("nginx")
 	if err != nil {
 		return nil, err
 	}
-	dir, err := at.mkdir("nginx")
+	dir, err := at.Mkdir("nginx")
 	if err != nil {
 		return nil, err
 	}
-	if err := writeRoot(filepath.Join(dir, "www"), content, gen); err != nil {
+	if err := WriteRoot(filepath.Join(dir, "www"), content, gen); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("nginx: %w", err)
 	}
@@ -374,11 +374,11 @@ http {
 	if err := os.WriteFile(cf, []byte(conf), 0o644); err != nil {
 		return nil, err
 	}
-	s, err := start(ctx, "nginx", dir, "", at, netip.AddrPortFrom(addrs[0], uint16(port)), bin, "-c", cf, "-e", filepath.Join(dir, "error.log"))
+	s, err := Start(ctx, "nginx", dir, "", at, netip.AddrPortFrom(addrs[0], uint16(port)), bin, "-c", cf, "-e", filepath.Join(dir, "error.log"))
 	if err != nil {
 		return nil, err
 	}
-	s.Version = strings.TrimPrefix(version(bin, "-v"), "nginx version: ")
+	s.Version = strings.TrimPrefix(Version(bin, "-v"), "nginx version: ")
 	return s, nil
 }
 
@@ -403,7 +403,7 @@ func nginxListens(dir string, addrs []netip.Addr, port int, tls *TLS) (string, e
 	for _, a := range addrs {
 		listen(a, tls.Port, " ssl http2")
 	}
-	cert, key, err := tls.write(dir)
+	cert, key, err := tls.Write(dir)
 	if err != nil {
 		return "", err
 	}
@@ -489,11 +489,11 @@ func localData(r Record) string {
 // more adds) in a directory of its own named name, checks it and starts
 // the daemon.
 func runUnbound(ctx context.Context, at Place, name string, addrs []netip.Addr, port int, modules string, more func(dir string, b *strings.Builder) error) (*Server, error) {
-	bin, err := lookPath("unbound")
+	bin, err := LookPath("unbound")
 	if err != nil {
 		return nil, err
 	}
-	dir, err := at.mkdir(name)
+	dir, err := at.Mkdir(name)
 	if err != nil {
 		return nil, err
 	}
@@ -519,22 +519,22 @@ func runUnbound(ctx context.Context, at Place, name string, addrs []netip.Addr, 
 			return nil, fmt.Errorf("servers: unbound config: %s", strings.TrimSpace(string(out)))
 		}
 	}
-	s, err := start(ctx, name, dir, "", at, netip.AddrPortFrom(addrs[0], uint16(port)), bin, "-d", "-c", cf)
+	s, err := Start(ctx, name, dir, "", at, netip.AddrPortFrom(addrs[0], uint16(port)), bin, "-d", "-c", cf)
 	if err != nil {
 		return nil, err
 	}
-	s.Version = "unbound " + strings.TrimPrefix(version(bin, "-V"), "Version ")
+	s.Version = "unbound " + strings.TrimPrefix(Version(bin, "-V"), "Version ")
 	return s, nil
 }
 
 // StartProFTPD serves files (name -> size; sparse files, so nothing is
 // stored) to anonymous users on every address at port.
 func StartProFTPD(ctx context.Context, at Place, addrs []netip.Addr, port int, files map[string]int64) (*Server, error) {
-	bin, err := lookPath("proftpd")
+	bin, err := LookPath("proftpd")
 	if err != nil {
 		return nil, err
 	}
-	dir, err := at.mkdir("proftpd")
+	dir, err := at.Mkdir("proftpd")
 	if err != nil {
 		return nil, err
 	}
@@ -559,11 +559,11 @@ func StartProFTPD(ctx context.Context, at Place, addrs []netip.Addr, port int, f
 		argv = append(argv, "--listen", netip.AddrPortFrom(a, uint16(port)).String())
 	}
 	argv = append(argv, "--", bin, "-q", "-c", cf)
-	s, err := start(ctx, "proftpd", dir, "", at, netip.AddrPortFrom(addrs[0], uint16(port)), argv[0], argv[1:]...)
+	s, err := Start(ctx, "proftpd", dir, "", at, netip.AddrPortFrom(addrs[0], uint16(port)), argv[0], argv[1:]...)
 	if err != nil {
 		return nil, err
 	}
-	s.Version = strings.TrimSpace(version(bin, "-v")) + " (from inetd)"
+	s.Version = strings.TrimSpace(Version(bin, "-v")) + " (from inetd)"
 	return s, nil
 }
 
@@ -630,11 +630,11 @@ SystemLog %[1]s/proftpd.log
 // userN (password password), each with msg in INBOX (a Maildir owned by
 // nobody).
 func StartDovecot(ctx context.Context, at Place, addrs []netip.Addr, port, users int, password string, msg []byte) (*Server, error) {
-	bin, err := lookPath("dovecot")
+	bin, err := LookPath("dovecot")
 	if err != nil {
 		return nil, err
 	}
-	dir, err := at.mkdir("dovecot")
+	dir, err := at.Mkdir("dovecot")
 	if err != nil {
 		return nil, err
 	}
@@ -654,7 +654,7 @@ func StartDovecot(ctx context.Context, at Place, addrs []netip.Addr, port, users
 	if err := os.WriteFile(cf, []byte(dovecotConf(dir, addrs, port)), 0o644); err != nil {
 		return nil, err
 	}
-	s, err := start(ctx, "dovecot", dir, "", at, netip.AddrPortFrom(addrs[0], uint16(port)), bin, "-F", "-c", cf)
+	s, err := Start(ctx, "dovecot", dir, "", at, netip.AddrPortFrom(addrs[0], uint16(port)), bin, "-F", "-c", cf)
 	if err != nil {
 		return nil, err
 	}
@@ -732,7 +732,7 @@ service anvil {
 // instance of its own: its own configuration, queue and data directories)
 // and discards it after the 250.
 func StartPostfix(ctx context.Context, at Place, addrs []netip.Addr, port int, domain string) (*Server, error) {
-	bin, err := lookPath("postfix")
+	bin, err := LookPath("postfix")
 	if err != nil {
 		return nil, err
 	}
@@ -740,7 +740,7 @@ func StartPostfix(ctx context.Context, at Place, addrs []netip.Addr, port int, d
 	if err != nil {
 		return nil, fmt.Errorf("servers: postfix: %w (apt-get install postfix)", err)
 	}
-	dir, err := at.mkdir("postfix")
+	dir, err := at.Mkdir("postfix")
 	if err != nil {
 		return nil, err
 	}
@@ -754,7 +754,7 @@ func StartPostfix(ctx context.Context, at Place, addrs []netip.Addr, port int, d
 	if err := os.WriteFile(filepath.Join(conf, "master.cf"), []byte(postfixMaster(string(master), port)), 0o644); err != nil {
 		return nil, err
 	}
-	s, err := start(ctx, "postfix", dir, filepath.Join(dir, "queue", "pid", "master.pid"), at, netip.AddrPortFrom(addrs[0], uint16(port)), bin, "-c", conf, "start-fg")
+	s, err := Start(ctx, "postfix", dir, filepath.Join(dir, "queue", "pid", "master.pid"), at, netip.AddrPortFrom(addrs[0], uint16(port)), bin, "-c", conf, "start-fg")
 	if err != nil {
 		if log, e := os.ReadFile(filepath.Join(dir, "maillog")); e == nil {
 			err = fmt.Errorf("%w; maillog: %s", err, strings.TrimSpace(string(log)))
@@ -838,4 +838,27 @@ smtpd_client_message_rate_limit = 0
 smtpd_client_recipient_rate_limit = 0
 smtpd_peername_lookup = no
 `, dir, domain, strings.Join(ifaces, ", "))
+}
+
+// WaitUDP waits until a UDP socket is bound to addr's port (in the
+// namespace of prefix, or here), for 5 s at most.
+func WaitUDP(ctx context.Context, prefix []string, addr netip.AddrPort) error {
+	want := fmt.Sprintf(":%04X ", addr.Port())
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		argv := append(append([]string{}, prefix...), "cat", "/proc/net/udp", "/proc/net/udp6")
+		out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).Output()
+		if err != nil {
+			return err
+		}
+		for _, l := range strings.Split(string(out), "\n") {
+			if f := strings.Fields(l); len(f) > 3 && strings.HasSuffix(f[1]+" ", want) {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return errors.New("no UDP socket bound on " + addr.String() + ": HTTP/3 is not served")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

@@ -25,7 +25,6 @@ func CheckReal(exp *experiment.Experiment) error {
 	return servers.CheckInstalled(need)
 }
 
-
 // startReal starts the real servers of a run (RealProtocols) in the lab's
 // server namespace, each given the cells that measure it, and adds their
 // endpoints (keys real/PROTOCOL) to the job.

@@ -1,4 +1,4 @@
-package servers_test
+package http_test
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 
 	"v6lab/internal/lab/servers"
 	"v6lab/internal/proto"
+	httpp "v6lab/internal/proto/http"
 	"v6lab/internal/testutil"
 )
 
@@ -90,7 +91,7 @@ func TestCaddyServesHTTP3(t *testing.T) {
 	}
 	port := testutil.FreePort(t)
 	c, der := certFor(t, port)
-	s, err := servers.StartCaddy(context.Background(), servers.Place{}, loopbacks, "www.v6lab.test",
+	s, err := httpp.StartCaddy(context.Background(), servers.Place{}, loopbacks, "www.v6lab.test",
 		servers.Content{"/index.html": []byte("<html>hello</html>"), "/obj/0": []byte("x")},
 		servers.Generated{"/files/100K": {Size: 100 << 10, Fill: func(p []byte, off int64) {
 			for i := range p {
