@@ -173,7 +173,14 @@ func (o *runOpts) run(cmd *cobra.Command, args []string) error {
 // are bad input.
 func (o *runOpts) prepare(cmd *cobra.Command, args []string) (*experiment.Experiment, run.Settings, split, error) {
 	var s run.Settings
-	exp, builtin, err := experiments.Load(args)
+	var paths []path.Path // --paths: every cell group's, before the file's rules of paths
+	if cmd.Flags().Changed("paths") {
+		var err error
+		if paths, err = path.ParseList(o.lf.Paths); err != nil {
+			return nil, s, split{}, fmt.Errorf("--paths: %w", err)
+		}
+	}
+	exp, builtin, err := experiments.Load(args, paths)
 	if err != nil {
 		return nil, s, split{}, err
 	}
@@ -216,7 +223,7 @@ func (o *runOpts) settings(cmd *cobra.Command, exp *experiment.Experiment, built
 	labCfg.Name = runLabName()
 	return run.Settings{Loopback: o.loopback, Pcap: o.pcap, Keep: o.keep, Topology: topology,
 		ExplicitPaths: cmd.Flags().Changed("paths"), Lab: labCfg, Rootless: rootless(), Results: o.lf.results,
-		Output: output(cmd), Command: os.Args}, nil
+		Output: output(cmd), Command: all.RedactArgs(os.Args)}, nil
 }
 
 // runMapped maps a run's typed errors to exit codes: the measuring
@@ -315,7 +322,7 @@ func (o *runOpts) resumeRun(cmd *cobra.Command, args []string) error {
 		r.Lab.Name = runLabName()
 	}
 	s := run.Settings{Pcap: o.pcap || r.Pcap, Keep: o.keep, Lab: r.Lab, Rootless: rootless(), Results: o.lf.results,
-		Output: output(cmd), Command: os.Args}
+		Output: output(cmd), Command: all.RedactArgs(os.Args)}
 	return runMapped(run.Do(cmd.Context(), r.Exp, r.Where, "", s, r.Resume, o.resume))
 }
 

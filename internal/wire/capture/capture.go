@@ -96,11 +96,10 @@ type frameInfo struct {
 	// late packet of an earlier run, not this run's: it comes from the
 	// service (a server retransmitting to clients whose resets an
 	// impaired run lost; a DNS answer after its run gave up), or it is a
-	// client's reset of a connection it no longer has, or the FIN (with
-	// its last data or without) or bare ACK of one it closed (from either
-	// end when the filter takes every port). Anything else a client sends
-	// (data, a SYN) counts, opened or not, so a client's own traffic is
-	// always proven.
+	// client's reset of a connection it no longer has, or the FIN or bare
+	// ACK of one it closed (from either end when the filter takes every
+	// port). Anything else a client sends (data, a SYN) counts, opened or
+	// not, so a client's own traffic is always proven.
 	mayStray bool
 }
 
@@ -179,12 +178,10 @@ func transport(proto byte, src, dst, l4 []byte, size int, f Filter) (frameInfo, 
 		// A FIN or an ACK alone, without data: an earlier connection's
 		// close, which a run that follows at once (pause: 0s) can see.
 		bare := len(l4) >= 14 && l4[13]&0x11 != 0 && l4[13]&0x0e == 0 && size == int(l4[12]>>4)*4
-		// A client's FIN with data: its last bytes (TLS's close_notify)
-		// and its close in one segment, which the kernel retransmits after
-		// the socket is closed when a lossy run lost it: an end, never
-		// what proves a path (a run's other packets do).
-		finData := len(l4) >= 14 && l4[13]&0x01 != 0
-		closing := toService && (bare || finData)
+		// A FIN with data (TLS's close_notify sent with it) is a close
+		// too: retransmitted under loss, it lands in the next run.
+		fin := len(l4) >= 14 && l4[13]&0x01 != 0
+		closing := toService && (bare || fin)
 		// Taking every port (a transport test's data port is chosen per
 		// trial), which end is the client is unknown: a FIN, reset or
 		// bare ACK from either end is an earlier close (a peer's FIN
