@@ -40,6 +40,8 @@ type Visitor struct {
 	Header func(*Header) error
 	Run    func(*Run)
 	Sample func(*Sample)
+	// Site receives a survey's site records.
+	Site func(*Site)
 }
 
 // Read decodes a samples file (plain or zstd-compressed) into memory.
@@ -100,6 +102,10 @@ func Scan(r io.Reader, name string, v Visitor) (truncated bool, err error) {
 				if v.Sample != nil {
 					v.Sample(&rec.sample)
 				}
+			case KindSite:
+				if v.Site != nil {
+					v.Site(rec.site)
+				}
 			}
 		}
 		if b.readErr != nil {
@@ -127,6 +133,7 @@ type record struct {
 	line   int
 	header *Header
 	run    *Run
+	site   *Site
 	sample Sample
 	err    error
 }
@@ -331,6 +338,9 @@ func (r *record) decode(d *fastDec, line []byte) error {
 	case KindRun:
 		r.run = &Run{}
 		return strict(line, r.run)
+	case KindSite:
+		r.site = &Site{}
+		return strict(line, r.site)
 	case KindSample:
 		r.sample = Sample{}
 		if err := strict(line, &r.sample); err != nil {
