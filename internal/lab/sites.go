@@ -86,3 +86,32 @@ func (l *Lab) AddSites() error {
 	}
 	return add(Server, local(SitesV4), local(SitesV6))
 }
+
+// SitesHere readies this process's own network namespace (a fresh one, as
+// v6lab survey --lab-sites makes) for a lab of sites on loopback: lo up,
+// every address of SitesV4 and SitesV6 local (AnyIP), SitesV6Blackhole a
+// blackhole. Nothing is left behind: the namespace goes with the process.
+func SitesHere() error {
+	h, err := netlink.NewHandle()
+	if err != nil {
+		return fmt.Errorf("lab: sites: %w", err)
+	}
+	defer h.Close()
+	lo, err := h.LinkByName("lo")
+	if err != nil {
+		return fmt.Errorf("lab: sites: %w", err)
+	}
+	if err := h.LinkSetUp(lo); err != nil {
+		return fmt.Errorf("lab: sites: lo up: %w", err)
+	}
+	for _, r := range []*netlink.Route{
+		{Dst: ipnet(SitesV4), LinkIndex: lo.Attrs().Index, Type: unix.RTN_LOCAL, Table: unix.RT_TABLE_LOCAL, Scope: netlink.SCOPE_HOST},
+		{Dst: ipnet(SitesV6), LinkIndex: lo.Attrs().Index, Type: unix.RTN_LOCAL, Table: unix.RT_TABLE_LOCAL, Scope: netlink.SCOPE_HOST},
+		{Dst: ipnet(SitesV6Blackhole), Type: unix.RTN_BLACKHOLE},
+	} {
+		if err := h.RouteAdd(r); err != nil {
+			return fmt.Errorf("lab: sites: route %v: %w", r.Dst, err)
+		}
+	}
+	return nil
+}

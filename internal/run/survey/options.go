@@ -34,6 +34,9 @@ type Options struct {
 	DNSServers []string `json:"dns_servers,omitempty" opt:"dns_servers,flag=dns-server" usage:"DNS server ADDR[:PORT] to ask (repeat for each family; default: /etc/resolv.conf)"`
 	DNSOver    string   `json:"dns_over" opt:"dns_over,default=auto" usage:"family that carries the lookups: auto (the path's own when there is a DNS server of each family, else the one there is), path, ipv4 or ipv6"`
 	Insecure   bool     `json:"insecure,omitempty" opt:"insecure" usage:"accept any TLS certificate: a lab of sites' (never real sites')"`
+	// SkipInvalid reports a line that is not a host name as an invalid
+	// site instead of refusing the list.
+	SkipInvalid bool `json:"skip_invalid,omitempty" opt:"skip_invalid" usage:"a line of the list that is not a host name is reported as an invalid site (default: the list is refused, naming the line)"`
 }
 
 // Bounds of the options.

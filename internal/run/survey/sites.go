@@ -37,8 +37,9 @@ type List struct {
 }
 
 // OpenList reads the list once, streaming, for its count and digest: an
-// error when it cannot be read or holds no site.
-func OpenList(name string) (*List, error) {
+// error when it cannot be read or holds no site, or (strict) when a line
+// is not a host name, naming the file and line.
+func OpenList(name string, strict bool) (*List, error) {
 	f, err := openRegular(name)
 	if err != nil {
 		return nil, err
@@ -46,14 +47,23 @@ func OpenList(name string) (*List, error) {
 	defer f.Close()
 	h := sha256.New()
 	l := &List{Name: name}
-	err = eachLine(io.TeeReader(f, h), func(_ int, line []byte) bool {
-		if siteLine(line) {
-			l.Sites++
+	var bad error
+	err = eachLine(io.TeeReader(f, h), func(n int, line []byte) bool {
+		if !siteLine(line) {
+			return true
+		}
+		l.Sites++
+		if e := ParseEntry(line); strict && e.Bad != "" {
+			bad = fmt.Errorf("survey: %s:%d: %s (fix the line, or give --skip-invalid to report it as an invalid site)", name, n, e.Bad)
+			return false
 		}
 		return true
 	})
 	if err != nil {
 		return nil, fmt.Errorf("survey: %s: %w", name, err)
+	}
+	if bad != nil {
+		return nil, bad
 	}
 	if l.Sites == 0 {
 		return nil, fmt.Errorf("survey: %s: the list names no site (one name a line, or a CSV of rank,name as Tranco's; # starts a comment)", name)
@@ -162,6 +172,8 @@ func ParseEntry(line []byte) Entry {
 			s = strings.TrimSpace(cols[1])
 		}
 		s = strings.Trim(s, `"`)
+	} else if f := strings.Fields(s); len(f) > 1 {
+		s = f[0] // NAME and more (a lab of sites' file: NAME PROPERTY...)
 	}
 	name := strings.ToLower(strings.TrimSuffix(s, "."))
 	if err := CheckName(name); err != nil {

@@ -77,7 +77,7 @@ func Run(ctx context.Context, j Job) (string, error) {
 	if sp.Contact == "" && j.Lab == "" {
 		return "", ErrNoContact
 	}
-	list, err := OpenList(sp.Sites)
+	list, err := OpenList(sp.Sites, !sp.SkipInvalid)
 	if err != nil {
 		return "", err
 	}
@@ -387,4 +387,3 @@ func (j *Job) progress(total int) func() {
 		}
 	}
 }
-

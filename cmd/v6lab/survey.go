@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"v6lab/internal/proto"
+	"v6lab/internal/result"
+	"v6lab/internal/run/survey"
+	"v6lab/internal/run/survey/sitelab"
+)
+
+type surveyOpts struct {
+	results, name, segment, startAt, resume, labSites string
+}
+
+func newSurveyCmd() *cobra.Command {
+	var o surveyOpts
+	cmd := &cobra.Command{
+		Use:   "survey SITES",
+		Short: "Who connects faster? Many sites, each measured over IPv4 and IPv6, a verdict each",
+		Long: `survey measures every site a list names (one name a line, or a CSV whose first
+column is the name, or Tranco's rank,name): its A and AAAA lookups, then for a
+dual-stacked site page fetches pinned to each family, interleaved (ipv4 then ipv6, then
+ipv6 then ipv4, ...) --runs times (TCP connect, TLS handshake, first byte and the page
+with its objects on its own host), and its objects on other hosts fetched over each
+family. Each site gets a verdict: ipv6_faster, same or ipv6_slower (the 95% CI of the
+paired difference against --threshold), undecided, partial (an object or part that fails
+over one family only), ipv6_broken, no_aaaa, ... in report.txt, results.csv (one row per
+site), summary.json and report.html. Every raw sample is kept.
+
+Be polite: every request's User-Agent names v6lab and your --contact; --site-conns bounds
+the connections to one site, --rate the connections per second over all, --exclude names
+sites never to contact; every request is bounded by --timeout.
+
+--lab-sites FILE surveys a lab of sites with known answers instead (docs/survey.md): the
+sites FILE lists, served on loopback in a network namespace this command makes (root, or
+a user namespace), with the properties the file gives them; SITES defaults to FILE.`,
+		Example: `  v6lab survey top1k.csv --contact mailto:me@example.org --runs 6
+  v6lab survey --lab-sites docs/examples/lab.sites --threshold 5ms
+  v6lab survey --resume results/top1k-20261126T190000Z`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args) },
+	}
+	fl := cmd.Flags()
+	proto.RegisterFlags(fl, survey.Defaults())
+	fl.StringVar(&o.results, "results", "results", "directory that receives the result directory")
+	fl.StringVar(&o.name, "name", "", "name of the survey (default: the list's file name)")
+	fl.StringVar(&o.segment, "segment", "", "survey segment `I/N` of the list: the sites i with i mod N = I")
+	fl.StringVar(&o.startAt, "start-at", "", "start at `TIME` (RFC 3339)")
+	fl.StringVar(&o.resume, "resume", "", "continue the interrupted survey in result directory `DIR`")
+	fl.StringVar(&o.labSites, "lab-sites", "", "survey the lab of sites `FILE` lists, in a network namespace of its own (docs/survey.md)")
+	return cmd
+}
+
+// run runs the survey (in the lab of sites' namespace, re-running itself
+// there first when --lab-sites is given).
+func (o *surveyOpts) run(cmd *cobra.Command, args []string) error {
+	if o.labSites != "" && !sitelab.InNamespace() {
+		code, err := sitelab.Reexec()
+		if err == nil && code != 0 {
+			return &exitError{code: code, err: errSilent}
+		}
+		return err
+	}
+	j, err := o.job(cmd, args)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	if o.labSites != "" {
+		l, err := sitelab.Up(o.labSites)
+		if err != nil {
+			return &exitError{code: 2, err: err}
+		}
+		defer l.Close()
+		j.Lab, j.Spec.Insecure = "sites:"+o.labSites, true
+		for _, d := range l.DNS {
+			j.Spec.DNSServers = append(j.Spec.DNSServers, d.String())
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	_, err = survey.Run(ctx, *j)
+	var ie *survey.InterruptedError
+	if errors.As(err, &ie) {
+		return &exitError{code: 130, err: err}
+	}
+	return err
+}
+
+// job reads the list, the flags, or the directory to resume.
+func (o *surveyOpts) job(cmd *cobra.Command, args []string) (*survey.Job, error) {
+	j := &survey.Job{Results: o.results, ToolVersion: toolVersion(), Out: cmd.OutOrStdout(), Err: cmd.ErrOrStderr(), Quiet: quiet(cmd)}
+	if o.resume != "" {
+		sp, seg, err := survey.Resumable(o.resume)
+		j.Spec, j.Segment, j.Resume = sp, seg, o.resume
+		return j, err
+	}
+	list := o.labSites
+	if len(args) == 1 {
+		list = args[0]
+	}
+	if list == "" {
+		return nil, errors.New("survey: give SITES, the list of sites (or --lab-sites FILE)")
+	}
+	opts := survey.Defaults()
+	if err := opts.SetFlags(cmd.Flags()); err != nil {
+		return nil, err
+	}
+	sp, err := survey.NewSpec(o.name, list, *opts)
+	if err != nil {
+		return nil, err
+	}
+	j.Spec = sp
+	if o.segment != "" {
+		if j.Segment, err = result.ParseSegment(o.segment); err != nil {
+			return nil, fmt.Errorf("--segment %q: %w", o.segment, err)
+		}
+	}
+	if o.startAt != "" {
+		if j.StartAt, err = time.Parse(time.RFC3339Nano, o.startAt); err != nil {
+			return nil, fmt.Errorf("--start-at %q: not an RFC 3339 time such as 2026-11-24T10:00:00Z", o.startAt)
+		}
+	}
+	return j, nil
+}
