@@ -89,8 +89,12 @@ func (o *surveyOpts) run(cmd *cobra.Command, args []string) error {
 	defer stop()
 	_, err = survey.Run(ctx, *j)
 	var ie *survey.InterruptedError
-	if errors.As(err, &ie) {
+	var bad *survey.InputError
+	switch {
+	case errors.As(err, &ie):
 		return &exitError{code: 130, err: err}
+	case errors.As(err, &bad):
+		return &exitError{code: 2, err: proto.FlagError(bad.Err, &j.Spec.Options)}
 	}
 	return err
 }

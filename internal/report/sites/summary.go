@@ -23,9 +23,9 @@ type Summary struct {
 	Kernel      string    `json:"kernel,omitempty"`
 	Target      string    `json:"target"`
 	// Spec is the survey as run (its list, options).
-	Spec    json.RawMessage  `json:"spec,omitempty"`
-	Segment *result.Segment  `json:"segment,omitempty"`
-	Merged  []result.Segment `json:"merged,omitempty"`
+	Spec    json.RawMessage   `json:"spec,omitempty"`
+	Segment *result.Segment   `json:"segment,omitempty"`
+	Merged  []result.Segment  `json:"merged,omitempty"`
 	Servers map[string]string `json:"servers,omitempty"`
 	// ThresholdMS is the threshold the timed verdicts were judged by.
 	ThresholdMS float64 `json:"threshold_ms"`

@@ -71,23 +71,9 @@ var ErrNoContact = errors.New("survey: give --contact URL-OR-MAIL (contact: in a
 // directory (kept in every case it was made).
 func Run(ctx context.Context, j Job) (string, error) {
 	sp := j.Spec
-	if err := sp.Options.Check(); err != nil {
-		return "", err
-	}
-	if sp.Contact == "" && j.Lab == "" {
-		return "", ErrNoContact
-	}
-	list, err := OpenList(sp.Sites, !sp.SkipInvalid)
+	list, m, err := j.prepare()
 	if err != nil {
-		return "", err
-	}
-	if sp.SitesSHA256 != "" && (sp.SitesSHA256 != list.SHA256 || sp.SitesCount != list.Sites) {
-		return "", fmt.Errorf("survey: %s is not the list the survey began with (%d sites, sha256 %.12s…; it has %d, %.12s…)", sp.Sites, sp.SitesCount, sp.SitesSHA256, list.Sites, list.SHA256)
-	}
-	sp.SitesCount, sp.SitesSHA256 = list.Sites, list.SHA256
-	m, err := j.measurer()
-	if err != nil {
-		return "", err
+		return "", &InputError{err}
 	}
 	dir, f, w, after, err := j.open()
 	if err != nil {
@@ -119,6 +105,35 @@ func Run(ctx context.Context, j Job) (string, error) {
 		return dir, &InterruptedError{Dir: dir}
 	}
 	return dir, nil
+}
+
+// InputError is a survey refused before it began: its options, its list,
+// its exclusion list or its resolvers.
+type InputError struct{ Err error }
+
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+// prepare checks the options, reads the list (the one a resumed survey
+// began with) and readies the measurer.
+func (j *Job) prepare() (*List, *measurer, error) {
+	sp := j.Spec
+	if err := sp.Options.Check(); err != nil {
+		return nil, nil, err
+	}
+	if sp.Contact == "" && j.Lab == "" {
+		return nil, nil, ErrNoContact
+	}
+	list, err := OpenList(sp.Sites, !sp.SkipInvalid)
+	if err != nil {
+		return nil, nil, err
+	}
+	if sp.SitesSHA256 != "" && (sp.SitesSHA256 != list.SHA256 || sp.SitesCount != list.Sites) {
+		return nil, nil, fmt.Errorf("survey: %s is not the list the survey began with (%d sites, sha256 %.12s…; it has %d, %.12s…)", sp.Sites, sp.SitesCount, sp.SitesSHA256, list.Sites, list.SHA256)
+	}
+	sp.SitesCount, sp.SitesSHA256 = list.Sites, list.SHA256
+	m, err := j.measurer()
+	return list, m, err
 }
 
 // expected is how many of n sites this process surveys.

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"v6lab/internal/report/sites"
+	"v6lab/internal/run/survey/sitelab"
+	"v6lab/internal/testutil"
+)
+
+// labSites is a lab of sites with known answers: differences far beyond
+// the threshold (a loaded machine's noise is tens of ms), and every kind
+// of site the lab makes.
+const labSites = `# name  properties  expected verdict
+same.v6lab.test                                   expect=same
+slow6.v6lab.test      delay6=150ms                expect=ipv6_slower
+slow6b.v6lab.test     delay6=120ms delay4=10ms    expect=ipv6_slower
+fast6.v6lab.test      delay4=150ms                expect=ipv6_faster
+broken6.v6lab.test    blackhole6                  expect=ipv6_broken
+v4only.v6lab.test     no-aaaa                     expect=no_aaaa
+cdn4.v6lab.test       no-aaaa                     expect=no_aaaa
+partial.v6lab.test    objects=cdn4.v6lab.test     expect=partial
+withcdn.v6lab.test    objects=same.v6lab.test     expect=same
+loop.v6lab.test       redirect-loop               expect=failed
+hang.v6lab.test       hang                        expect=failed
+`
+
+// surveyLab runs v6lab survey on the lab of sites file with more args and
+// returns its results.csv's verdicts.
+func surveyLab(t *testing.T, bin, file string, args ...string) map[string]sites.Verdict {
+	t.Helper()
+	root := t.TempDir()
+	args = append([]string{"survey", "--lab-sites", file, "--runs", "8", "--threshold", "40ms", "--timeout", "2s",
+		"--rate", "1000", "--parallel", "4", "-q", "--results", root}, args...)
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("v6lab %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	got, err := sites.ReadRows(filepath.Join(onlyDir(t, root), sites.CSVFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// TestSurveyOfALabOfSitesGivesEveryKnownVerdict: every site of a lab of
+// sites gets the verdict its line sets; split in two segments, each site
+// still does, and each segment surveys only its own.
+func TestSurveyOfALabOfSitesGivesEveryKnownVerdict(t *testing.T) {
+	testutil.RequireRoot(t, "a lab of sites needs a network namespace")
+	bin := buildBinary(t)
+	file := filepath.Join(t.TempDir(), "lab.sites")
+	if err := os.WriteFile(file, []byte(labSites), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lab, err := sitelab.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, got map[string]sites.Verdict, want int) {
+		t.Helper()
+		if len(got) != want {
+			t.Errorf("%s: %d sites judged, want %d: %v", what, len(got), want, got)
+		}
+		for name, v := range got {
+			s, _ := lab.ByName(name)
+			if string(v) != s.Expect {
+				t.Errorf("%s: %s: %s, want %s", what, name, v, s.Expect)
+			}
+		}
+	}
+	check("whole", surveyLab(t, bin, file), len(lab))
+	seg0 := surveyLab(t, bin, file, "--segment", "0/2")
+	seg1 := surveyLab(t, bin, file, "--segment", "1/2")
+	check("segment 0/2", seg0, (len(lab)+1)/2)
+	check("segment 1/2", seg1, len(lab)/2)
+	for name := range seg0 {
+		if _, ok := seg1[name]; ok {
+			t.Errorf("%s surveyed by both segments", name)
+		}
+	}
+}
+
+func TestSurveyRefusesABadList(t *testing.T) {
+	dir := t.TempDir()
+	list := filepath.Join(dir, "sites.txt")
+	os.WriteFile(list, []byte("example.org\n1,example.net\nexample..com\n"), 0o644)
+	_, err := v6lab(t, "survey", list, "--contact", "mailto:x@example.org", "--results", dir)
+	if exitCode(err) != 2 || !strings.Contains(fmt.Sprint(err), list+":3:") {
+		t.Errorf("bad line: %v", err)
+	}
+	empty := filepath.Join(dir, "empty.txt")
+	os.WriteFile(empty, []byte("# none\n"), 0o644)
+	if _, err := v6lab(t, "survey", empty, "--contact", "x", "--results", dir); err == nil || !strings.Contains(err.Error(), "names no site") {
+		t.Errorf("empty list: %v", err)
+	}
+	if _, err := v6lab(t, "survey", list, "--results", dir, "--skip-invalid"); err == nil || !strings.Contains(err.Error(), "--contact") {
+		t.Errorf("no contact: %v", err)
+	}
+	if _, err := v6lab(t, "survey", list, "--contact", "x", "--runs", "0", "--results", dir); exitCode(err) != 2 || !strings.Contains(err.Error(), "--runs") {
+		t.Errorf("--runs 0: %v", err)
+	}
+}
