@@ -7,8 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"v6lab/internal/report/sites"
+	"v6lab/internal/result"
 	"v6lab/internal/run/survey/sitelab"
 	"v6lab/internal/testutil"
 )
@@ -104,5 +106,62 @@ func TestSurveyRefusesABadList(t *testing.T) {
 	}
 	if _, err := v6lab(t, "survey", list, "--contact", "x", "--runs", "0", "--results", dir); exitCode(err) != 2 || !strings.Contains(err.Error(), "--runs") {
 		t.Errorf("--runs 0: %v", err)
+	}
+}
+
+// sitesDone counts the site records a survey's result directory holds so
+// far (0 while there is none).
+func sitesDone(root string) int {
+	dirs, _ := filepath.Glob(filepath.Join(root, "*"))
+	if len(dirs) != 1 {
+		return 0
+	}
+	name, err := result.SamplesPath(dirs[0])
+	if err != nil {
+		return 0
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	n := 0
+	result.Scan(f, name, result.Visitor{Site: func(*result.Site) { n++ }})
+	return n
+}
+
+// TestSurveyResumesAfterAnInterruption: a survey interrupted while a site
+// hangs keeps its finished sites, and --resume surveys the rest, each once.
+func TestSurveyResumesAfterAnInterruption(t *testing.T) {
+	testutil.RequireRoot(t, "a lab of sites needs a network namespace")
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "lab.sites")
+	os.WriteFile(file, []byte("a.v6lab.test delay6=300ms\nb.v6lab.test no-aaaa\nhang.v6lab.test hang\nc.v6lab.test no-aaaa\n"), 0o644)
+	root := filepath.Join(dir, "r")
+	c := exec.Command(bin, "survey", "--lab-sites", file, "--parallel", "1", "--runs", "4", "--timeout", "3s", "--rate", "1000", "-q", "--results", root)
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for sitesDone(root) < 2 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.Process.Signal(os.Interrupt)
+	err := c.Wait()
+	if exitCode := c.ProcessState.ExitCode(); exitCode != 130 {
+		t.Fatalf("interrupted survey: exit %d (%v), want 130", exitCode, err)
+	}
+	d := onlyDir(t, root)
+	if n := sitesDone(root); n != 2 {
+		t.Fatalf("%d sites kept, want the 2 before the hanging one", n)
+	}
+	if out, err := exec.Command(bin, "survey", "--resume", d, "--lab-sites", file, "-q").CombinedOutput(); err != nil {
+		t.Fatalf("resume: %v\n%s", err, out)
+	}
+	got, err := sites.ReadRows(filepath.Join(d, sites.CSVFile))
+	want := map[string]sites.Verdict{"a.v6lab.test": sites.Slower, "b.v6lab.test": sites.NoAAAA, "hang.v6lab.test": sites.Failed, "c.v6lab.test": sites.NoAAAA}
+	if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("after resume: %v %v, want %v", err, got, want)
 	}
 }
