@@ -8,7 +8,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"v6lab/internal/report"
+	"v6lab/internal/report/sites"
 	"v6lab/internal/run/merge"
+	"v6lab/internal/run/survey"
 )
 
 func newMergeCmd() *cobra.Command {
@@ -31,6 +33,9 @@ A DIR that is not itself a result directory stands for every result directory in
   v6lab merge /results/web-v6 --results /results --name web-v6-merged`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if survey.IsSurvey(args[0]) {
+				return mergeSurvey(cmd, args, results, name)
+			}
 			segs, err := merge.Read(args)
 			if err != nil {
 				return &exitError{code: 2, err: err}
@@ -56,4 +61,21 @@ A DIR that is not itself a result directory stands for every result directory in
 	cmd.Flags().StringVar(&results, "results", "results", "directory that receives the merged result directory")
 	cmd.Flags().StringVar(&name, "name", "", "name of the merged result directory (default: the experiment's, with -merged)")
 	return cmd
+}
+
+// mergeSurvey joins a survey's segments (v6lab survey --segment I/N).
+func mergeSurvey(cmd *cobra.Command, args []string, results, name string) error {
+	dir, s, err := survey.Merge(args, results, name, os.Args)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	out := cmd.OutOrStdout()
+	if !quiet(cmd) {
+		if err := sites.Text(out, s); err != nil {
+			return err
+		}
+		fmt.Fprintln(out)
+	}
+	fmt.Fprintf(out, "merged %d segments: %s (samples.jsonl.zst, summary.json, report.txt, results.csv, report.html)\n", len(s.Merged), dir)
+	return nil
 }

@@ -33,8 +33,8 @@ hang.v6lab.test       hang                        expect=failed
 `
 
 // surveyLab runs v6lab survey on the lab of sites file with more args and
-// returns its results.csv's verdicts.
-func surveyLab(t *testing.T, bin, file string, args ...string) map[string]sites.Verdict {
+// returns its results.csv's verdicts and its result directory.
+func surveyLab(t *testing.T, bin, file string, args ...string) (map[string]sites.Verdict, string) {
 	t.Helper()
 	root := t.TempDir()
 	args = append([]string{"survey", "--lab-sites", file, "--runs", "8", "--threshold", "40ms", "--timeout", "2s",
@@ -43,11 +43,12 @@ func surveyLab(t *testing.T, bin, file string, args ...string) map[string]sites.
 	if err != nil {
 		t.Fatalf("v6lab %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	got, err := sites.ReadRows(filepath.Join(onlyDir(t, root), sites.CSVFile))
+	dir := onlyDir(t, root)
+	got, err := sites.ReadRows(filepath.Join(dir, sites.CSVFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return got
+	return got, dir
 }
 
 // TestSurveyOfALabOfSitesGivesEveryKnownVerdict: every site of a lab of
@@ -76,9 +77,10 @@ func TestSurveyOfALabOfSitesGivesEveryKnownVerdict(t *testing.T) {
 			}
 		}
 	}
-	check("whole", surveyLab(t, bin, file), len(lab))
-	seg0 := surveyLab(t, bin, file, "--segment", "0/2")
-	seg1 := surveyLab(t, bin, file, "--segment", "1/2")
+	whole, _ := surveyLab(t, bin, file)
+	check("whole", whole, len(lab))
+	seg0, d0 := surveyLab(t, bin, file, "--segment", "0/2")
+	seg1, d1 := surveyLab(t, bin, file, "--segment", "1/2")
 	check("segment 0/2", seg0, (len(lab)+1)/2)
 	check("segment 1/2", seg1, len(lab)/2)
 	for name := range seg0 {
@@ -86,6 +88,18 @@ func TestSurveyOfALabOfSitesGivesEveryKnownVerdict(t *testing.T) {
 			t.Errorf("%s surveyed by both segments", name)
 		}
 	}
+	if _, err := v6lab(t, "merge", d0, "-q", "--results", t.TempDir()); err == nil || !strings.Contains(err.Error(), "segment 1/2 is missing") {
+		t.Errorf("merging one segment of two: %v", err)
+	}
+	root := t.TempDir()
+	if out, err := v6lab(t, "merge", d1, d0, "-q", "--results", root); err != nil {
+		t.Fatalf("merge: %v\n%s", err, out)
+	}
+	merged, err := sites.ReadRows(filepath.Join(onlyDir(t, root), sites.CSVFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("merged", merged, len(lab))
 }
 
 func TestSurveyRefusesABadList(t *testing.T) {
