@@ -89,3 +89,15 @@ func TestJudgeBrokenPartialAndMissing(t *testing.T) {
 		t.Errorf("invalid: %s", r.V)
 	}
 }
+
+func TestWhatIfCountsTheSlowerIPv6ATimerWouldPick(t *testing.T) {
+	// Three sites connect slower over IPv6 (at 20, 200 and 400 ms), one
+	// faster: a 250 ms timer takes IPv6 at two of the three.
+	got := whatIf([][2]float64{{1, 20}, {1, 200}, {1, 400}, {5, 2}})
+	for _, w := range got {
+		want := map[float64]int{50: 1, 150: 1, 250: 2, 300: 2}[w.TimerMS]
+		if w.Count != want || w.Of != 3 {
+			t.Errorf("%g ms: %d of %d, want %d of 3", w.TimerMS, w.Count, w.Of, want)
+		}
+	}
+}

@@ -31,6 +31,7 @@ type Lab struct {
 	// DNS are the servers that know the sites' names.
 	DNS   []netip.AddrPort
 	addrs map[string][2]netip.Addr
+	index map[string]int
 	stop  []func()
 }
 
@@ -40,10 +41,10 @@ const DNSPort = 53
 // Start serves sites in this process's network namespace, which
 // lab.SitesHere readied. Close stops it.
 func Start(s Sites) (*Lab, error) {
-	l := &Lab{Sites: s, addrs: map[string][2]netip.Addr{}}
+	l := &Lab{Sites: s, addrs: map[string][2]netip.Addr{}, index: map[string]int{}}
 	for i, x := range s {
 		v4, v6 := lab.SiteAddrs(i, x.Blackhole6)
-		l.addrs[x.Name] = [2]netip.Addr{v4, v6}
+		l.addrs[x.Name], l.index[x.Name] = [2]netip.Addr{v4, v6}, i
 	}
 	if err := l.startDNS(); err != nil {
 		l.Close()
@@ -97,7 +98,7 @@ func (l *Lab) answer(w mdns.ResponseWriter, req *mdns.Msg) {
 	}
 	q := req.Question[0]
 	name := strings.TrimSuffix(strings.ToLower(q.Name), ".")
-	s, ok := l.Sites.ByName(name)
+	s, ok := l.site(name)
 	if !ok {
 		m.SetRcode(req, mdns.RcodeNameError)
 		w.WriteMsg(m)
@@ -112,6 +113,15 @@ func (l *Lab) answer(w mdns.ResponseWriter, req *mdns.Msg) {
 		m.Answer = append(m.Answer, &mdns.AAAA{Hdr: hdr, AAAA: net.IP(a[1].AsSlice())})
 	}
 	w.WriteMsg(m)
+}
+
+// site finds a site by name.
+func (l *Lab) site(name string) (Site, bool) {
+	i, ok := l.index[name]
+	if !ok {
+		return Site{}, false
+	}
+	return l.Sites[i], true
 }
 
 // startWeb serves every site over HTTP (port 80) and HTTPS (443, a
@@ -159,7 +169,7 @@ func (l *Lab) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
-	s, ok := l.Sites.ByName(strings.ToLower(host))
+	s, ok := l.site(strings.ToLower(host))
 	if !ok {
 		http.Error(w, "no such site in this lab", http.StatusNotFound)
 		return
