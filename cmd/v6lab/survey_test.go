@@ -30,6 +30,7 @@ partial.v6lab.test    objects=cdn4.v6lab.test     expect=partial
 withcdn.v6lab.test    objects=same.v6lab.test     expect=same
 loop.v6lab.test       redirect-loop               expect=failed
 hang.v6lab.test       hang                        expect=failed
+literal.v6lab.test    redirect-literal            expect=failed
 `
 
 // surveyLab runs v6lab survey on the lab of sites file with more args and

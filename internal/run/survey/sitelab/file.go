@@ -36,8 +36,9 @@ type Site struct {
 	// Objects are the other sites whose objects its page embeds.
 	Objects []string
 	// Hang: the site accepts and never answers; Loop: its page redirects
-	// in a loop.
-	Hang, Loop bool
+	// in a loop; Literal: its page redirects to its address of the other
+	// family, as a literal.
+	Hang, Loop, Literal bool
 	// Expect is the verdict a survey should give it ("": none said).
 	Expect string
 }
@@ -128,8 +129,8 @@ func parseSite(n int, fields []string) (Site, error) {
 			return s, err
 		}
 	}
-	if s.Hang && s.Loop {
-		return s, fmt.Errorf("hang and redirect-loop: give one")
+	if n := btoi(s.Hang) + btoi(s.Loop) + btoi(s.Literal); n > 1 {
+		return s, fmt.Errorf("hang, redirect-loop and redirect-literal: give one")
 	}
 	return s, nil
 }
@@ -137,7 +138,7 @@ func parseSite(n int, fields []string) (Site, error) {
 // set reads one property.
 func (s *Site) set(p string) error {
 	key, val, hasVal := strings.Cut(p, "=")
-	flags := map[string]*bool{"no-aaaa": &s.NoAAAA, "blackhole6": &s.Blackhole6, "hang": &s.Hang, "redirect-loop": &s.Loop}
+	flags := map[string]*bool{"no-aaaa": &s.NoAAAA, "blackhole6": &s.Blackhole6, "hang": &s.Hang, "redirect-loop": &s.Loop, "redirect-literal": &s.Literal}
 	if b, ok := flags[key]; ok {
 		if hasVal {
 			return fmt.Errorf("%s takes no value", key)
@@ -146,7 +147,7 @@ func (s *Site) set(p string) error {
 		return nil
 	}
 	if !hasVal || val == "" {
-		return fmt.Errorf("%q is not a property: want no-aaaa, blackhole6, hang, redirect-loop, delay4=D, delay6=D, objects=NAME,... or expect=VERDICT", p)
+		return fmt.Errorf("%q is not a property: want no-aaaa, blackhole6, hang, redirect-loop, redirect-literal, delay4=D, delay6=D, objects=NAME,... or expect=VERDICT", p)
 	}
 	switch key {
 	case "delay4", "delay6":
@@ -168,7 +169,14 @@ func (s *Site) set(p string) error {
 		}
 		s.Expect = val
 	default:
-		return fmt.Errorf("%q is not a property: want no-aaaa, blackhole6, hang, redirect-loop, delay4=D, delay6=D, objects=NAME,... or expect=VERDICT", p)
+		return fmt.Errorf("%q is not a property: want no-aaaa, blackhole6, hang, redirect-loop, redirect-literal, delay4=D, delay6=D, objects=NAME,... or expect=VERDICT", p)
 	}
 	return nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -37,7 +37,7 @@ func TestLoadNamesTheLineAndProperty(t *testing.T) {
 		"a.test teleport\n":                  ":1: \"teleport\" is not a property",
 		"a.test\n# x\na.test\n":              ":3: a.test is listed already at line 1",
 		"# nothing\n":                        "lists no site",
-		"a.test hang redirect-loop\n":        ":1: hang and redirect-loop",
+		"a.test hang redirect-loop\n":        ":1: hang, redirect-loop and redirect-literal: give one",
 		"a.test no-aaaa=yes\n":               ":1: no-aaaa takes no value",
 		"a.test delay4=2m\n":                 ":1: delay4",
 		"a.test delay4=5ms delay6=-1ms\n":    ":1: delay6",

@@ -184,6 +184,12 @@ func (l *Lab) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case s.Hang:
 		<-r.Context().Done()
+	case s.Literal:
+		other := l.addrs[s.Name][1-fam].String()
+		if fam == 0 {
+			other = "[" + other + "]"
+		}
+		http.Redirect(w, r, scheme(r)+"://"+other+"/", http.StatusFound)
 	case s.Loop && r.URL.Path == "/":
 		http.Redirect(w, r, "/loop", http.StatusFound)
 	case s.Loop:
