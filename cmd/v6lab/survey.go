@@ -3,16 +3,13 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"v6lab/internal/proto"
-	"v6lab/internal/result"
 	"v6lab/internal/run/survey"
 	"v6lab/internal/run/survey/sitelab"
 )
@@ -26,23 +23,7 @@ func newSurveyCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "survey SITES",
 		Short: "Who connects faster? Many sites, each measured over IPv4 and IPv6, a verdict each",
-		Long: `survey measures every site a list names (one name a line, or a CSV whose first
-column is the name, or Tranco's rank,name): its A and AAAA lookups, then for a
-dual-stacked site page fetches pinned to each family, interleaved (ipv4 then ipv6, then
-ipv6 then ipv4, ...) --runs times (TCP connect, TLS handshake, first byte and the page
-with its objects on its own host), and its objects on other hosts fetched over each
-family. Each site gets a verdict: ipv6_faster, same or ipv6_slower (the 95% CI of the
-paired difference against --threshold), undecided, partial (an object or part that fails
-over one family only), ipv6_broken, no_aaaa, ... in report.txt, results.csv (one row per
-site), summary.json and report.html. Every raw sample is kept.
-
-Be polite: every request's User-Agent names v6lab and your --contact; --site-conns bounds
-the connections to one site, --rate the connections per second over all, --exclude names
-sites never to contact; every request is bounded by --timeout.
-
---lab-sites FILE surveys a lab of sites with known answers instead (docs/survey.md): the
-sites FILE lists, served on loopback in a network namespace this command makes (root, or
-a user namespace), with the properties the file gives them; SITES defaults to FILE.`,
+		Long:  survey.Help,
 		Example: `  v6lab survey top1k.csv --contact mailto:me@example.org --runs 6
   v6lab survey --lab-sites docs/examples/lab.sites --threshold 5ms
   v6lab survey --resume results/top1k-20261126T190000Z`,
@@ -123,15 +104,6 @@ func (o *surveyOpts) job(cmd *cobra.Command, args []string) (*survey.Job, error)
 		return nil, err
 	}
 	j.Spec = sp
-	if o.segment != "" {
-		if j.Segment, err = result.ParseSegment(o.segment); err != nil {
-			return nil, fmt.Errorf("--segment %q: %w", o.segment, err)
-		}
-	}
-	if o.startAt != "" {
-		if j.StartAt, err = time.Parse(time.RFC3339Nano, o.startAt); err != nil {
-			return nil, fmt.Errorf("--start-at %q: not an RFC 3339 time such as 2026-11-24T10:00:00Z", o.startAt)
-		}
-	}
-	return j, nil
+	j.Segment, j.StartAt, err = survey.ParseSplit(o.segment, o.startAt)
+	return j, err
 }

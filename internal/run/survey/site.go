@@ -173,11 +173,7 @@ func familyErrors(fams []result.SiteFamily) string {
 // the survey's user agent, resolvers and TLS choice; objects: the page's
 // objects on its own host too, on its connection.
 func (m *measurer) probe(u *url.URL, version string, p path.Path, objects bool) (load.Probe, error) {
-	pr, ok := all.Get("http")
-	if !ok {
-		return nil, fmt.Errorf("survey: no http protocol")
-	}
-	o := pr.New()
+	o := all.Web.New()
 	set := map[string]string{proto.OptURL: u.String(), "user_agent": m.userAgent, "max_body": "64M"}
 	if version != "1.1" {
 		set["http_version"] = version
@@ -215,7 +211,7 @@ func (m *measurer) probe(u *url.URL, version string, p path.Path, objects bool) 
 // interleaved and their order alternating run by run; a family whose
 // discovery never connected once.
 func (m *measurer) pages(ctx context.Context, e Entry, s *result.Site, u *url.URL, finds map[path.Path]found, measured []path.Path, g *gate) []result.Sample {
-	label := "http"
+	label := all.Web.Name
 	if v := s.Version; v == "2" || v == "3" {
 		label += "/" + v
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"v6lab/internal/input/specfile"
 	"v6lab/internal/proto"
@@ -89,4 +90,41 @@ func NewSpec(name, list string, o Options) (*Spec, error) {
 		return nil, fmt.Errorf("survey: name %q: %w (give --name)", name, err)
 	}
 	return &Spec{Name: name, Where: result.Sites, Sites: list, Options: o}, nil
+}
+
+// Help is v6lab survey's help text.
+const Help = `survey measures every site a list names (one name a line, or a CSV whose first
+column is the name, or Tranco's rank,name): its A and AAAA lookups, then for a
+dual-stacked site page fetches pinned to each family, interleaved (ipv4 then ipv6, then
+ipv6 then ipv4, ...) --runs times (TCP connect, TLS handshake, first byte and the page
+with its objects on its own host), and its objects on other hosts fetched over each
+family. Each site gets a verdict: ipv6_faster, same or ipv6_slower (the 95% CI of the
+paired difference against --threshold), undecided, partial (an object or part that fails
+over one family only), ipv6_broken, no_aaaa, ... in report.txt, results.csv (one row per
+site), summary.json and report.html. Every raw sample is kept.
+
+Be polite: every request's User-Agent names v6lab and your --contact; --site-conns bounds
+the connections to one site, --rate the connections per second over all, --exclude names
+sites never to contact; every request is bounded by --timeout.
+
+--lab-sites FILE surveys a lab of sites with known answers instead (docs/survey.md): the
+sites FILE lists, served on loopback in a network namespace this command makes (root, or
+a user namespace), with the properties the file gives them; SITES defaults to FILE.`
+
+// ParseSplit reads --segment I/N and --start-at TIME (either may be "").
+func ParseSplit(segment, startAt string) (*result.Segment, time.Time, error) {
+	var seg *result.Segment
+	var at time.Time
+	var err error
+	if segment != "" {
+		if seg, err = result.ParseSegment(segment); err != nil {
+			return nil, at, fmt.Errorf("--segment %q: %w", segment, err)
+		}
+	}
+	if startAt != "" {
+		if at, err = time.Parse(time.RFC3339Nano, startAt); err != nil {
+			return nil, at, fmt.Errorf("--start-at %q: not an RFC 3339 time such as 2026-11-24T10:00:00Z", startAt)
+		}
+	}
+	return seg, at, nil
 }
