@@ -1,6 +1,8 @@
 package main
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -8,9 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"v6lab/internal/report"
-	"v6lab/internal/report/sites"
 	"v6lab/internal/run/merge"
-	"v6lab/internal/run/survey"
+	"v6lab/internal/run/survey/cli"
 )
 
 func newMergeCmd() *cobra.Command {
@@ -33,8 +34,8 @@ A DIR that is not itself a result directory stands for every result directory in
   v6lab merge /results/web-v6 --results /results --name web-v6-merged`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if survey.IsSurvey(args[0]) {
-				return mergeSurvey(cmd, args, results, name)
+			if cli.IsSurvey(args[0]) {
+				return surveyExit(cli.Merge(cmd, args, results, name))
 			}
 			segs, err := merge.Read(args)
 			if err != nil {
@@ -63,19 +64,17 @@ A DIR that is not itself a result directory stands for every result directory in
 	return cmd
 }
 
-// mergeSurvey joins a survey's segments (v6lab survey --segment I/N).
-func mergeSurvey(cmd *cobra.Command, args []string, results, name string) error {
-	dir, s, err := survey.Merge(args, results, name, os.Args)
-	if err != nil {
-		return &exitError{code: 2, err: err}
+// newSurveyCmd is v6lab survey (run/survey/cli), with its exit codes.
+func newSurveyCmd() *cobra.Command {
+	c := cli.Command(toolVersion())
+	run := c.RunE
+	c.RunE = func(cmd *cobra.Command, args []string) error { return surveyExit(run(cmd, args)) }
+	return c
+}
+
+func surveyExit(err error) error {
+	if e := (*cli.Exit)(nil); errors.As(err, &e) {
+		return &exitError{code: e.Code, err: cmp.Or(e.Err, errSilent)}
 	}
-	out := cmd.OutOrStdout()
-	if !quiet(cmd) {
-		if err := sites.Text(out, s); err != nil {
-			return err
-		}
-		fmt.Fprintln(out)
-	}
-	fmt.Fprintf(out, "merged %d segments: %s (samples.jsonl.zst, summary.json, report.txt, results.csv, report.html)\n", len(s.Merged), dir)
-	return nil
+	return err
 }

@@ -1,8 +1,12 @@
-package main
+// Package cli is v6lab survey's command: its flags, the lab of sites'
+// namespace, the survey, and its errors typed for the exit code
+// (cmd/v6lab maps them).
+package cli
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -10,16 +14,52 @@ import (
 	"github.com/spf13/cobra"
 
 	"v6lab/internal/proto"
+	"v6lab/internal/report/sites"
 	"v6lab/internal/run/survey"
 	"v6lab/internal/run/survey/sitelab"
 )
 
 type surveyOpts struct {
-	results, name, segment, startAt, resume, labSites string
+	results, name, segment, startAt, resume, labSites, version string
 }
 
-func newSurveyCmd() *cobra.Command {
-	var o surveyOpts
+// Exit is an error with its exit code: 2 bad input, 130 interrupted, or
+// the code of the re-run in the lab of sites' namespace, which said what
+// went wrong itself (Err nil).
+type Exit struct {
+	Code int
+	Err  error
+}
+
+func (e *Exit) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+func (e *Exit) Unwrap() error { return e.Err }
+
+// exit gives err its exit code.
+func exit(err error) error {
+	var bad *survey.InputError
+	var cut *survey.InterruptedError
+	switch {
+	case errors.As(err, &bad):
+		return &Exit{Code: 2, Err: err}
+	case errors.As(err, &cut):
+		return &Exit{Code: 130, Err: err}
+	}
+	return err
+}
+
+// IsSurvey says whether v6lab merge's first directory is a survey's.
+func IsSurvey(dir string) bool { return survey.IsSurvey(dir) }
+
+// Command is v6lab survey; version is the tool's, for results and the
+// User-Agent.
+func Command(version string) *cobra.Command {
+	o := surveyOpts{version: version}
 	cmd := &cobra.Command{
 		Use:   "survey SITES",
 		Short: "Who connects faster? Many sites, each measured over IPv4 and IPv6, a verdict each",
@@ -28,7 +68,7 @@ func newSurveyCmd() *cobra.Command {
   v6lab survey --lab-sites docs/examples/lab.sites --threshold 5ms
   v6lab survey --resume results/top1k-20261126T190000Z`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args) },
+		RunE: func(cmd *cobra.Command, args []string) error { return exit(o.run(cmd, args)) },
 	}
 	fl := cmd.Flags()
 	proto.RegisterFlags(fl, survey.Defaults())
@@ -47,18 +87,18 @@ func (o *surveyOpts) run(cmd *cobra.Command, args []string) error {
 	if o.labSites != "" && !sitelab.InNamespace() {
 		code, err := sitelab.Reexec()
 		if err == nil && code != 0 {
-			return &exitError{code: code, err: errSilent}
+			return &Exit{Code: code}
 		}
 		return err
 	}
 	j, err := o.job(cmd, args)
 	if err != nil {
-		return &exitError{code: 2, err: err}
+		return &survey.InputError{Err: err}
 	}
 	if o.labSites != "" {
 		l, err := sitelab.Up(o.labSites)
 		if err != nil {
-			return &exitError{code: 2, err: err}
+			return &survey.InputError{Err: err}
 		}
 		defer l.Close()
 		j.Lab, j.Spec.Insecure = "sites:"+o.labSites, true
@@ -69,20 +109,16 @@ func (o *surveyOpts) run(cmd *cobra.Command, args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	_, err = survey.Run(ctx, *j)
-	var ie *survey.InterruptedError
 	var bad *survey.InputError
-	switch {
-	case errors.As(err, &ie):
-		return &exitError{code: 130, err: err}
-	case errors.As(err, &bad):
-		return &exitError{code: 2, err: proto.FlagError(bad.Err, &j.Spec.Options)}
+	if errors.As(err, &bad) {
+		return &survey.InputError{Err: proto.FlagError(bad.Err, &j.Spec.Options)}
 	}
 	return err
 }
 
 // job reads the list, the flags, or the directory to resume.
 func (o *surveyOpts) job(cmd *cobra.Command, args []string) (*survey.Job, error) {
-	j := &survey.Job{Results: o.results, ToolVersion: toolVersion(), Out: cmd.OutOrStdout(), Err: cmd.ErrOrStderr(), Quiet: quiet(cmd)}
+	j := &survey.Job{Results: o.results, ToolVersion: o.version, Out: cmd.OutOrStdout(), Err: cmd.ErrOrStderr(), Quiet: quiet(cmd)}
 	if o.resume != "" {
 		sp, seg, err := survey.Resumable(o.resume)
 		j.Spec, j.Segment, j.Resume = sp, seg, o.resume
@@ -106,4 +142,26 @@ func (o *surveyOpts) job(cmd *cobra.Command, args []string) (*survey.Job, error)
 	j.Spec = sp
 	j.Segment, j.StartAt, err = survey.ParseSplit(o.segment, o.startAt)
 	return j, err
+}
+
+func quiet(cmd *cobra.Command) bool {
+	q, _ := cmd.Flags().GetBool("quiet")
+	return q
+}
+
+// Merge is v6lab merge of a survey's segments (v6lab survey --segment I/N).
+func Merge(cmd *cobra.Command, args []string, results, name string) error {
+	dir, s, err := survey.Merge(args, results, name, os.Args)
+	if err != nil {
+		return &Exit{Code: 2, Err: err}
+	}
+	out := cmd.OutOrStdout()
+	if !quiet(cmd) {
+		if err := sites.Text(out, s); err != nil {
+			return err
+		}
+		fmt.Fprintln(out)
+	}
+	fmt.Fprintf(out, "merged %d segments: %s (samples.jsonl.zst, summary.json, report.txt, results.csv, report.html)\n", len(s.Merged), dir)
+	return nil
 }
