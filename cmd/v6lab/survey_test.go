@@ -15,23 +15,34 @@ import (
 	"v6lab/internal/testutil"
 )
 
-// labSites is a lab of sites with known answers: differences far beyond
-// the threshold (a loaded machine's noise is tens of ms), and every kind
-// of site the lab makes.
-const labSites = `# name  properties  expected verdict
-same.v6lab.test                                   expect=same
-slow6.v6lab.test      delay6=150ms                expect=ipv6_slower
-slow6b.v6lab.test     delay6=120ms delay4=10ms    expect=ipv6_slower
-fast6.v6lab.test      delay4=150ms                expect=ipv6_faster
-broken6.v6lab.test    blackhole6                  expect=ipv6_broken
-v4only.v6lab.test     no-aaaa                     expect=no_aaaa
-cdn4.v6lab.test       no-aaaa                     expect=no_aaaa
-partial.v6lab.test    objects=cdn4.v6lab.test     expect=partial
-withcdn.v6lab.test    objects=same.v6lab.test     expect=same
-loop.v6lab.test       redirect-loop               expect=failed
-hang.v6lab.test       hang                        expect=failed
-literal.v6lab.test    redirect-literal            expect=failed
-`
+// labKinds are the kinds of site of the test's lab, with known answers:
+// differences far beyond the threshold (a loaded machine's noise is tens
+// of ms), and every kind of site the lab makes.
+var labKinds = []string{
+	"expect=same",
+	"delay6=150ms expect=ipv6_slower",
+	"delay4=150ms expect=ipv6_faster",
+	"delay6=120ms delay4=10ms expect=ipv6_slower",
+	"blackhole6 expect=ipv6_broken",
+	"no-aaaa expect=no_aaaa",
+	"objects=cdn4.v6lab.test expect=partial",
+	"objects=s0.v6lab.test expect=same",
+	"redirect-loop expect=failed",
+	"hang expect=failed",
+	"redirect-literal expect=failed",
+	"expect=same",
+}
+
+// labSites is a lab of 50 sites: an IPv4-only object host, then the kinds
+// in turn.
+func labSites() string {
+	var b strings.Builder
+	b.WriteString("# name  properties  expected verdict\ncdn4.v6lab.test no-aaaa expect=no_aaaa\n")
+	for i := range 49 {
+		fmt.Fprintf(&b, "s%d.v6lab.test %s\n", i, labKinds[i%len(labKinds)])
+	}
+	return b.String()
+}
 
 // surveyLab runs v6lab survey on the lab of sites file with more args and
 // returns its results.csv's verdicts and its result directory.
@@ -39,7 +50,7 @@ func surveyLab(t *testing.T, bin, file string, args ...string) (map[string]sites
 	t.Helper()
 	root := t.TempDir()
 	args = append([]string{"survey", "--lab-sites", file, "--runs", "8", "--threshold", "40ms", "--timeout", "2s",
-		"--rate", "1000", "--parallel", "4", "-q", "--results", root}, args...)
+		"--rate", "1000", "--parallel", "8", "-q", "--results", root}, args...)
 	out, err := exec.Command(bin, args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("v6lab %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -53,13 +64,14 @@ func surveyLab(t *testing.T, bin, file string, args ...string) (map[string]sites
 }
 
 // TestSurveyOfALabOfSitesGivesEveryKnownVerdict: every site of a lab of
-// sites gets the verdict its line sets; split in two segments, each site
-// still does, and each segment surveys only its own.
+// 50 sites gets the verdict its line sets; split in two segments, each
+// site still does, each segment surveys only its own, and merged they are
+// the whole list again.
 func TestSurveyOfALabOfSitesGivesEveryKnownVerdict(t *testing.T) {
 	testutil.RequireRoot(t, "a lab of sites needs a network namespace")
 	bin := buildBinary(t)
 	file := filepath.Join(t.TempDir(), "lab.sites")
-	if err := os.WriteFile(file, []byte(labSites), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte(labSites()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	lab, err := sitelab.Load(file)
