@@ -136,6 +136,22 @@ func (j *Job) prepare() (*List, *measurer, error) {
 	return list, m, err
 }
 
+// DryRun checks a survey as Run does (options, list, exclusion list,
+// resolvers) and says what it would do, sending nothing.
+func DryRun(j Job) error {
+	list, m, err := j.prepare()
+	if err != nil {
+		return &InputError{err}
+	}
+	o := &j.Spec.Options
+	fmt.Fprintf(j.Out, "survey %s: %d of the %d sites of %s%s\n", j.Spec.Name, j.expected(list.Sites), list.Sites, list.Name, j.segmentText())
+	fmt.Fprintf(j.Out, "each site: A and AAAA asked of %v; %s://NAME/ fetched %d times per family, interleaved (%d warm-up); at most %d objects on other hosts over each family\n",
+		m.dns, o.Scheme, o.Runs, o.Warmup, o.MaxObjects)
+	fmt.Fprintf(j.Out, "politeness: User-Agent %q; at most %d connections to a site, %d a second over all; %d names excluded; every request within %v\n",
+		m.userAgent, o.SiteConns, o.Rate, len(m.exclude), o.Timeout)
+	return nil
+}
+
 // expected is how many of n sites this process surveys.
 func (j *Job) expected(n int) int {
 	if g := j.Segment; g != nil {

@@ -21,6 +21,7 @@ import (
 
 type surveyOpts struct {
 	results, name, segment, startAt, resume, labSites, version string
+	dryRun                                                     bool
 }
 
 // Exit is an error with its exit code: 2 bad input, 130 interrupted, or
@@ -77,6 +78,7 @@ func Command(version string) *cobra.Command {
 	fl.StringVar(&o.segment, "segment", "", "survey segment `I/N` of the list: the sites i with i mod N = I")
 	fl.StringVar(&o.startAt, "start-at", "", "start at `TIME` (RFC 3339)")
 	fl.StringVar(&o.resume, "resume", "", "continue the interrupted survey in result directory `DIR`")
+	fl.BoolVar(&o.dryRun, "dry-run", false, "check the list, the options and the exclusion list, say what the survey would do, and send nothing")
 	fl.StringVar(&o.labSites, "lab-sites", "", "survey the lab of sites `FILE` lists, in a network namespace of its own (docs/survey.md)")
 	return cmd
 }
@@ -105,6 +107,9 @@ func (o *surveyOpts) run(cmd *cobra.Command, args []string) error {
 		for _, d := range l.DNS {
 			j.Spec.DNSServers = append(j.Spec.DNSServers, d.String())
 		}
+	}
+	if o.dryRun {
+		return survey.DryRun(*j)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
