@@ -192,3 +192,29 @@ func TestSurveyResumesAfterAnInterruption(t *testing.T) {
 		t.Errorf("after resume: %v %v, want %v", err, got, want)
 	}
 }
+
+// TestSurveyNeverContactsAnExcludedSite: an excluded site is not measured,
+// and no site's object on it is fetched.
+func TestSurveyNeverContactsAnExcludedSite(t *testing.T) {
+	testutil.RequireRoot(t, "a lab of sites needs a network namespace")
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	file, exclude := filepath.Join(dir, "lab.sites"), filepath.Join(dir, "exclude.txt")
+	os.WriteFile(file, []byte("a.v6lab.test objects=cdn.b.v6lab.test\nb.v6lab.test\ncdn.b.v6lab.test\n"), 0o644)
+	os.WriteFile(exclude, []byte("# asked out\nb.v6lab.test\n"), 0o644)
+	got, d := surveyLab(t, bin, file, "--exclude", exclude)
+	if got["b.v6lab.test"] != sites.Excluded || got["cdn.b.v6lab.test"] != sites.Excluded || got["a.v6lab.test"] == sites.Partial {
+		t.Errorf("verdicts %v", got)
+	}
+	name, _ := result.SamplesPath(d)
+	f, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	result.Scan(f, name, result.Visitor{Site: func(s *result.Site) {
+		if len(s.Objects) != 0 {
+			t.Errorf("%s: objects fetched from an excluded host: %+v", s.Name, s.Objects)
+		}
+	}})
+}

@@ -48,6 +48,7 @@ type discovery struct {
 	userAgent string
 	redirects int
 	gate      *gate
+	exclude   Exclusion
 }
 
 // errRedirectLoop is a redirect back to a URL already fetched.
@@ -67,6 +68,8 @@ func (d *discovery) find(ctx context.Context, start *url.URL, p path.Path) found
 			return fmt.Errorf("more than %d redirects (max_redirects)", d.redirects)
 		case req.URL.Scheme != "http" && req.URL.Scheme != "https":
 			return fmt.Errorf("a redirect to %s, which is not http or https", excerpt(req.URL.String()))
+		case d.exclude.Excludes(req.URL.Hostname()) != "":
+			return fmt.Errorf("a redirect to %s, which the exclusion list names (not followed)", excerpt(req.URL.String()))
 		}
 		for _, v := range via {
 			if v.URL.String() == req.URL.String() {

@@ -102,7 +102,7 @@ func (m *measurer) lookups(ctx context.Context, s *result.Site) []path.Path {
 // discover finds the site's page over each family with an address.
 func (m *measurer) discover(ctx context.Context, name string, have []path.Path, g *gate, s *result.Site) map[path.Path]found {
 	d := &discovery{timeout: time.Duration(m.o.Timeout), insecure: m.o.Insecure, userAgent: m.userAgent,
-		redirects: m.o.Redirects, gate: g}
+		redirects: m.o.Redirects, gate: g, exclude: m.exclude}
 	start := &url.URL{Scheme: m.o.Scheme, Host: name, Path: "/"}
 	if m.o.Port != 0 {
 		start.Host = netJoin(name, m.o.Port)
@@ -275,6 +275,9 @@ func (m *measurer) objects(ctx context.Context, finds map[path.Path]found, measu
 			over = append(over, p)
 		}
 		for _, u := range f.objects {
+			if m.exclude.Excludes(u.Hostname()) != "" {
+				continue // never contacted, as the site itself would not be
+			}
 			if !seen[u.String()] && len(urls) < m.o.MaxObjects {
 				seen[u.String()] = true
 				urls = append(urls, u)
