@@ -42,7 +42,8 @@ func IsFile(arg string) bool {
 }
 
 // LoadFile reads a survey file: every problem an error naming the file,
-// the line and the field. Its list is relative to the file.
+// the line and the field. Its list and exclusion list are relative to
+// the file.
 func LoadFile(name string) (*Spec, error) {
 	data, err := specfile.ReadFile(name)
 	if err != nil {
@@ -69,6 +70,9 @@ func LoadFile(name string) (*Spec, error) {
 	}
 	if err := doc.DecodeRest(f.Options, &sp.Options, func(string) string { return "" }); err != nil {
 		return nil, err
+	}
+	if x := sp.Exclude; x != "" && !filepath.IsAbs(x) {
+		sp.Exclude = filepath.Join(filepath.Dir(name), x)
 	}
 	if err := sp.Options.Check(); err != nil {
 		if oe, ok := proto.AsOptionError(err); ok && oe.Option != "" {

@@ -121,6 +121,26 @@ func (o *surveyOpts) run(cmd *cobra.Command, args []string) error {
 	return err
 }
 
+// spec is the survey of a survey file (its options, then the flags
+// given over them) or of a list (the flags).
+func (o *surveyOpts) spec(cmd *cobra.Command, list string) (*survey.Spec, error) {
+	if survey.IsFile(list) {
+		sp, err := survey.LoadFile(list)
+		if err != nil {
+			return nil, err
+		}
+		if o.name != "" {
+			sp.Name = o.name
+		}
+		return sp, sp.Options.SetFlags(cmd.Flags())
+	}
+	opts := survey.Defaults()
+	if err := opts.SetFlags(cmd.Flags()); err != nil {
+		return nil, err
+	}
+	return survey.NewSpec(o.name, list, *opts)
+}
+
 // job reads the list, the flags, or the directory to resume.
 func (o *surveyOpts) job(cmd *cobra.Command, args []string) (*survey.Job, error) {
 	j := &survey.Job{Results: o.results, ToolVersion: o.version, Out: cmd.OutOrStdout(), Err: cmd.ErrOrStderr(), Quiet: quiet(cmd)}
@@ -136,11 +156,7 @@ func (o *surveyOpts) job(cmd *cobra.Command, args []string) (*survey.Job, error)
 	if list == "" {
 		return nil, errors.New("survey: give SITES, the list of sites (or --lab-sites FILE)")
 	}
-	opts := survey.Defaults()
-	if err := opts.SetFlags(cmd.Flags()); err != nil {
-		return nil, err
-	}
-	sp, err := survey.NewSpec(o.name, list, *opts)
+	sp, err := o.spec(cmd, list)
 	if err != nil {
 		return nil, err
 	}
