@@ -65,12 +65,7 @@ A DIR that is not itself a result directory stands for every result directory in
 }
 
 // newSurveyCmd is v6lab survey (run/survey/cli), with its exit codes.
-func newSurveyCmd() *cobra.Command {
-	c := cli.Command(toolVersion())
-	run := c.RunE
-	c.RunE = func(cmd *cobra.Command, args []string) error { return surveyExit(run(cmd, args)) }
-	return c
-}
+func newSurveyCmd() *cobra.Command { return cli.Command(toolVersion(), surveyExit) }
 
 func surveyExit(err error) error {
 	if e := (*cli.Exit)(nil); errors.As(err, &e) {

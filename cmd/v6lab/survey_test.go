@@ -108,11 +108,19 @@ func TestSurveyOfALabOfSitesGivesEveryKnownVerdict(t *testing.T) {
 	if out, err := v6lab(t, "merge", d1, d0, "-q", "--results", root); err != nil {
 		t.Fatalf("merge: %v\n%s", err, out)
 	}
-	merged, err := sites.ReadRows(filepath.Join(onlyDir(t, root), sites.CSVFile))
+	md := onlyDir(t, root)
+	merged, err := sites.ReadRows(filepath.Join(md, sites.CSVFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	check("merged", merged, len(lab))
+	// v6lab report renders a survey as a survey: the same results.csv.
+	if out, err := v6lab(t, "report", md, "--format", "csv"); err != nil || out != string(mustRead(t, filepath.Join(md, sites.CSVFile))) {
+		t.Errorf("report --format csv: %v\n%.300s", err, out)
+	}
+	if out, err := v6lab(t, "report", md); err != nil || !strings.Contains(out, "Survey lab: 50 sites judged") {
+		t.Errorf("report: %v\n%.300s", err, out)
+	}
 }
 
 func TestSurveyRefusesABadList(t *testing.T) {

@@ -127,17 +127,9 @@ func fromHeader(h *result.Header) (*Summary, Criteria, error) {
 func WriteAll(dir string) (*Summary, error) {
 	var s *Summary
 	err := writeFile(filepath.Join(dir, CSVFile), func(w io.Writer) error {
-		cw := csv.NewWriter(w)
-		if err := cw.Write(csvHeader); err != nil {
-			return err
-		}
 		var err error
-		s, err = Scan(dir, func(r Row) error { return cw.Write(csvRow(r)) })
-		if err != nil {
-			return err
-		}
-		cw.Flush()
-		return cw.Error()
+		s, err = WriteCSV(w, dir)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -151,6 +143,21 @@ func WriteAll(dir string) (*Summary, error) {
 		}
 	}
 	return s, nil
+}
+
+// WriteCSV writes dir's results.csv to w as its samples stream by, and
+// returns the summary.
+func WriteCSV(w io.Writer, dir string) (*Summary, error) {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(csvHeader); err != nil {
+		return nil, err
+	}
+	s, err := Scan(dir, func(r Row) error { return cw.Write(csvRow(r)) })
+	if err != nil {
+		return nil, err
+	}
+	cw.Flush()
+	return s, cw.Error()
 }
 
 // writeFile renders into a new temporary file in name's directory

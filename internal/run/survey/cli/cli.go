@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -41,8 +42,8 @@ func (e *Exit) Error() string {
 
 func (e *Exit) Unwrap() error { return e.Err }
 
-// exit gives err its exit code.
-func exit(err error) error {
+// typed gives err its exit code.
+func typed(err error) error {
 	var bad *survey.InputError
 	var cut *survey.InterruptedError
 	switch {
@@ -58,8 +59,8 @@ func exit(err error) error {
 func IsSurvey(dir string) bool { return survey.IsSurvey(dir) }
 
 // Command is v6lab survey; version is the tool's, for results and the
-// User-Agent.
-func Command(version string) *cobra.Command {
+// User-Agent; exit maps its errors (Exit) to the CLI's.
+func Command(version string, exit func(error) error) *cobra.Command {
 	o := surveyOpts{version: version}
 	cmd := &cobra.Command{
 		Use:   "survey SITES",
@@ -69,7 +70,7 @@ func Command(version string) *cobra.Command {
   v6lab survey --lab-sites docs/examples/lab.sites --threshold 5ms
   v6lab survey --resume results/top1k-20261126T190000Z`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return exit(o.run(cmd, args)) },
+		RunE: func(cmd *cobra.Command, args []string) error { return exit(typed(o.run(cmd, args))) },
 	}
 	fl := cmd.Flags()
 	proto.RegisterFlags(fl, survey.Defaults())
@@ -185,4 +186,28 @@ func Merge(cmd *cobra.Command, args []string, results, name string) error {
 	}
 	fmt.Fprintf(out, "merged %d segments: %s (samples.jsonl.zst, summary.json, report.txt, results.csv, report.html)\n", len(s.Merged), dir)
 	return nil
+}
+
+// Report is v6lab report of a survey's result directory: rewrite its
+// reports (write), or render one to w (format text, json, csv or html).
+func Report(w io.Writer, dir, format string, write bool) error {
+	render := map[string]func(io.Writer, *sites.Summary) error{"text": sites.Text, "json": sites.JSON, "html": sites.HTML}[format]
+	switch {
+	case write:
+		if _, err := sites.WriteAll(dir); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "rewrote %s: %s, %s, %s, %s\n", dir, sites.SummaryFile, sites.TextFile, sites.CSVFile, sites.HTMLFile)
+		return nil
+	case format == "csv":
+		_, err := sites.WriteCSV(w, dir)
+		return err
+	case render == nil:
+		return &Exit{Code: 2, Err: fmt.Errorf("--format: %q is not text, json, csv or html", format)}
+	}
+	s, err := sites.Scan(dir, nil)
+	if err != nil {
+		return err
+	}
+	return render(w, s)
 }
