@@ -3,6 +3,7 @@ package survey
 import (
 	"context"
 	"fmt"
+	mdns "github.com/miekg/dns"
 	"net/netip"
 	"net/url"
 	"slices"
@@ -57,8 +58,16 @@ func (m *measurer) site(ctx context.Context, e Entry) block {
 		b.site.Err = "no address: the name has neither an A nor an AAAA record"
 		return b
 	}
+	h3 := m.httpsRecord(ctx, &b.site)
 	g := newGate(m.pacer, m.o.SiteConns)
 	finds := m.discover(ctx, e.Name, have, g, &b.site)
+	for p, f := range finds {
+		if h3 && f.final != nil && f.final.Scheme == "https" && !slices.Contains(f.fam.Offers, "h3") {
+			f.fam.Offers = append(f.fam.Offers, "h3")
+			finds[p] = f
+			b.site.Families[slices.IndexFunc(b.site.Families, func(x result.SiteFamily) bool { return x.Path == string(p) })] = f.fam
+		}
+	}
 	measured, u := m.chooseURL(finds, have)
 	if u == nil {
 		b.site.Err = "no page over any family: " + familyErrors(b.site.Families)
@@ -97,6 +106,41 @@ func (m *measurer) lookups(ctx context.Context, s *result.Site) []path.Path {
 		s.Lookups = append(s.Lookups, lk)
 	}
 	return have
+}
+
+// httpsRecord asks the first DNS server for the site's HTTPS record (RFC
+// 9460), records it, and says whether it offers h3.
+func (m *measurer) httpsRecord(ctx context.Context, s *result.Site) bool {
+	lk := result.Lookup{Type: "HTTPS"}
+	q := new(mdns.Msg)
+	q.SetQuestion(mdns.Fqdn(s.Name), mdns.TypeHTTPS)
+	c := &mdns.Client{Timeout: time.Duration(m.o.Timeout)}
+	start := time.Now()
+	in, _, err := c.ExchangeContext(ctx, q, m.dns[0].String())
+	lk.NS = int64(time.Since(start))
+	h3 := false
+	switch {
+	case err != nil:
+		lk.Err = err.Error()
+	case in.Rcode != mdns.RcodeSuccess:
+		lk.Err = mdns.RcodeToString[in.Rcode]
+	}
+	if err == nil {
+		var data []string
+		for _, rr := range in.Answer {
+			if h, ok := rr.(*mdns.HTTPS); ok {
+				text := strings.TrimPrefix(h.String(), h.Hdr.String())
+				data = append(data, text)
+				h3 = h3 || strings.Contains(text, "h3")
+			}
+		}
+		lk.Data = strings.Join(data, "; ")
+		if len(data) == 0 && lk.Err == "" {
+			lk.Err = "NODATA"
+		}
+	}
+	s.Lookups = append(s.Lookups, lk)
+	return h3
 }
 
 // discover finds the site's page over each family with an address.
