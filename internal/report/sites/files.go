@@ -168,6 +168,9 @@ func writeFile(name string, render func(io.Writer) error) error {
 		return fmt.Errorf("sites: %w", err)
 	}
 	werr := render(f)
+	if err := f.Chmod(0o644); werr == nil {
+		werr = err // readable as an experiment's reports are
+	}
 	if err := f.Close(); werr == nil {
 		werr = err
 	}

@@ -1,7 +1,9 @@
 package sites
 
 import (
+	"io"
 	"math"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -99,5 +101,15 @@ func TestWhatIfCountsTheSlowerIPv6ATimerWouldPick(t *testing.T) {
 		if w.Count != want || w.Of != 3 {
 			t.Errorf("%g ms: %d of %d, want %d of 3", w.TimerMS, w.Count, w.Of, want)
 		}
+	}
+}
+
+func TestWriteFileIsReadableByAll(t *testing.T) {
+	name := t.TempDir() + "/report.txt"
+	if err := writeFile(name, func(w io.Writer) error { _, err := io.WriteString(w, "x"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(name); err != nil || st.Mode().Perm() != 0o644 {
+		t.Errorf("%v %v", st.Mode(), err)
 	}
 }
