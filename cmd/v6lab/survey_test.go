@@ -20,9 +20,9 @@ import (
 // of ms), and every kind of site the lab makes.
 var labKinds = []string{
 	"expect=same",
-	"delay6=150ms expect=ipv6_slower",
-	"delay4=150ms expect=ipv6_faster",
-	"delay6=120ms delay4=10ms expect=ipv6_slower",
+	"delay6=300ms expect=ipv6_slower",
+	"delay4=300ms expect=ipv6_faster",
+	"delay6=250ms delay4=20ms expect=ipv6_slower",
 	"blackhole6 expect=ipv6_broken",
 	"no-aaaa expect=no_aaaa",
 	"objects=cdn4.v6lab.test expect=partial",
@@ -49,7 +49,7 @@ func labSites() string {
 func surveyLab(t *testing.T, bin, file string, args ...string) (map[string]sites.Verdict, string) {
 	t.Helper()
 	root := t.TempDir()
-	args = append([]string{"survey", "--lab-sites", file, "--runs", "8", "--threshold", "40ms", "--timeout", "2s",
+	args = append([]string{"survey", "--lab-sites", file, "--runs", "10", "--threshold", "100ms", "--timeout", "3s",
 		"--rate", "1000", "--parallel", "8", "-q", "--results", root}, args...)
 	out, err := exec.Command(bin, args...).CombinedOutput()
 	if err != nil {
