@@ -1,8 +1,6 @@
 package main
 
 import (
-	"cmp"
-	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -36,7 +34,7 @@ A DIR that is not itself a result directory stands for every result directory in
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cli.IsSurvey(args[0]) {
-				return surveyExit(cli.Merge(cmd, args, results, name))
+				return cli.Merge(cmd, args, results, name)
 			}
 			segs, err := merge.Read(args)
 			if err != nil {
@@ -63,14 +61,4 @@ A DIR that is not itself a result directory stands for every result directory in
 	cmd.Flags().StringVar(&results, "results", "results", "directory that receives the merged result directory")
 	cmd.Flags().StringVar(&name, "name", "", "name of the merged result directory (default: the experiment's, with -merged)")
 	return cmd
-}
-
-// newSurveyCmd is v6lab survey (run/survey/cli), with its exit codes.
-func newSurveyCmd() *cobra.Command { return cli.Command(toolVersion(), surveyExit) }
-
-func surveyExit(err error) error {
-	if e := (*cli.Exit)(nil); errors.As(err, &e) {
-		return &exitError{code: e.Code, err: cmp.Or(e.Err, errSilent)}
-	}
-	return err
 }

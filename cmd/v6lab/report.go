@@ -33,7 +33,7 @@ file cut off by a killed run is read up to its last complete line.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cli.IsSurvey(args[0]) {
-				return surveyExit(cli.Report(cmd.OutOrStdout(), args[0], format, write))
+				return cli.Report(cmd.OutOrStdout(), args[0], format, write)
 			}
 			render := renderers[format]
 			if render == nil {

@@ -33,12 +33,16 @@ type Exit struct {
 	Err  error
 }
 
+// Error is "" when the re-run said what went wrong (nothing to print).
 func (e *Exit) Error() string {
 	if e.Err == nil {
-		return fmt.Sprintf("exit %d", e.Code)
+		return ""
 	}
 	return e.Err.Error()
 }
+
+// ExitCode is the process's exit code.
+func (e *Exit) ExitCode() int { return e.Code }
 
 func (e *Exit) Unwrap() error { return e.Err }
 
@@ -59,8 +63,8 @@ func typed(err error) error {
 func IsSurvey(dir string) bool { return survey.IsSurvey(dir) }
 
 // Command is v6lab survey; version is the tool's, for results and the
-// User-Agent; exit maps its errors (Exit) to the CLI's.
-func Command(version string, exit func(error) error) *cobra.Command {
+// User-Agent. Its errors carry their exit codes (Exit).
+func Command(version string) *cobra.Command {
 	o := surveyOpts{version: version}
 	cmd := &cobra.Command{
 		Use:   "survey SITES",
@@ -70,7 +74,7 @@ func Command(version string, exit func(error) error) *cobra.Command {
   v6lab survey --lab-sites docs/examples/lab.sites --threshold 5ms
   v6lab survey --resume results/top1k-20261126T190000Z`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return exit(typed(o.run(cmd, args))) },
+		RunE: func(cmd *cobra.Command, args []string) error { return typed(o.run(cmd, args)) },
 	}
 	fl := cmd.Flags()
 	proto.RegisterFlags(fl, survey.Defaults())
