@@ -101,6 +101,8 @@ type Options struct {
 	// Keepalive keeps each user's HTTP/2 or HTTP/3 connection for its
 	// next transactions (kept.go).
 	Keepalive bool `json:"keepalive,omitempty" opt:"keepalive" usage:"with --http-version 2 or 3: each user keeps its connection for its next transactions (no lookup, no handshake after its first), as wrk, h2load and oha measure"`
+	// UserAgent is sent with every request (default: v6lab).
+	UserAgent string `json:"user_agent,omitempty" opt:"user_agent" usage:"the User-Agent of every request (default v6lab); a survey sends v6lab's with the operator's contact"`
 	// The probe command's own settings.
 	NoObjects bool   `json:"-" opt:"no_objects,flagonly" usage:"fetch only the URL, not the page's embedded objects"`
 	MaxBody   string `json:"-" opt:"max_body,flagonly" usage:"largest body accepted per response (e.g. 64M; default 4G)"`
@@ -133,6 +135,9 @@ func (o *Options) Check(where result.Where, given proto.Given) error {
 		if err := proto.CheckLine(proto.OptURL, u.Path); err != nil {
 			return err
 		}
+	}
+	if err := proto.CheckLine("user_agent", o.UserAgent); err != nil {
+		return err
 	}
 	if o.File != "" {
 		if err := proto.CheckFile(o.File, where); err != nil {
@@ -373,7 +378,7 @@ func (o *Options) Probe(ep proto.Endpoint, p path.Path) (load.Probe, error) {
 		return nil, err
 	}
 	c := &Client{URL: u, Path: p, Resolver: ep.Resolver(), Source: ep.Source, Objects: objects, MaxBody: mb, AttemptDelay: time.Duration(o.Delay), GoDialer: o.Dialer == "go", LookupName: lookupName(o, u),
-		UserAgent: "v6lab", Engine: cellEngine(o, u), Expect: expect,
+		UserAgent: proto.Or(o.UserAgent, "v6lab"), Engine: cellEngine(o, u), Expect: expect,
 		Version: o.HTTPVersion, Phases: o.HTTPVersion != "", ZeroRTT: o.ZeroRTT, Keep: o.Keepalive,
 		Sum: o.File != "", // a bulk transfer records its body's CRC-32C
 		TLS: &tls.Config{InsecureSkipVerify: o.Insecure, CurvePreferences: groups}}
