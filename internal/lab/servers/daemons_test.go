@@ -70,8 +70,9 @@ func TestUnboundAnswersWithViews(t *testing.T) {
 	port := testutil.FreePort(t)
 	v4, v6, tun := netip.MustParseAddr("192.0.2.10"), netip.MustParseAddr("2001:db8::10"), netip.MustParseAddr("2001:db8:46::10")
 	s, err := servers.StartUnbound(context.Background(), servers.Place{}, []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")}, port,
-		"v6lab.test", []servers.Record{{"www.v6lab.test", v4}, {"www.v6lab.test", v6}},
-		[]servers.View{{Name: "tunnel", Clients: netip.MustParsePrefix("::1/128"), Records: []servers.Record{{"www.v6lab.test", tun}}}})
+		"v6lab.test", []servers.Record{{Name: "www.v6lab.test", Addr: v4}, {Name: "www.v6lab.test", Addr: v6},
+			{Name: "_8443._https.www.v6lab.test", Type: "HTTPS", Data: `1 www.v6lab.test. alpn="h3,h2" port="8443" ipv6hint="2001:db8::10"`}},
+		[]servers.View{{Name: "tunnel", Clients: netip.MustParsePrefix("::1/128"), Records: []servers.Record{{Name: "www.v6lab.test", Addr: tun}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,6 +83,9 @@ func TestUnboundAnswersWithViews(t *testing.T) {
 	ask := func(server string, qt uint16) string {
 		m := new(dns.Msg)
 		m.SetQuestion("www.v6lab.test.", qt)
+		if qt == dns.TypeHTTPS {
+			m.SetQuestion("_8443._https.www.v6lab.test.", qt)
+		}
 		r, err := dns.Exchange(m, server)
 		if err != nil || len(r.Answer) == 0 {
 			return "error"
@@ -97,6 +101,10 @@ func TestUnboundAnswersWithViews(t *testing.T) {
 	}
 	if got := ask("[::1]:"+p, dns.TypeAAAA); !strings.HasSuffix(got, "2001:db8:46::10") {
 		t.Errorf("AAAA from the view's client ::1: %s", got)
+	}
+	// An HTTPS record (RFC 9460), as the lab's real servers' are given.
+	if got := ask("127.0.0.1:"+p, dns.TypeHTTPS); !strings.HasSuffix(got, `HTTPS	1 www.v6lab.test. alpn="h3,h2" port="8443" ipv6hint="2001:db8::10"`) {
+		t.Errorf("HTTPS: %s", got)
 	}
 }
 

@@ -362,6 +362,9 @@ http {
 type Record struct {
 	Name string
 	Addr netip.Addr
+	// Type and Data, when Type is set, are a record of another type in
+	// presentation form instead of the address ("HTTPS", "1 . alpn=h2").
+	Type, Data string
 }
 
 // View answers the clients of Prefix with Records instead of the default
@@ -422,6 +425,9 @@ func StartUnboundDNS64(ctx context.Context, at Place, addr netip.Addr, port int,
 }
 
 func localData(r Record) string {
+	if r.Type != "" {
+		return fmt.Sprintf("  local-data: \"%s. %s %s\"\n", strings.TrimSuffix(r.Name, "."), r.Type, strings.ReplaceAll(r.Data, `"`, ""))
+	}
 	t := "A"
 	if r.Addr.Is6() {
 		t = "AAAA"
