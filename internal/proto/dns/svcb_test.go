@@ -31,8 +31,8 @@ func TestParseService(t *testing.T) {
 		t.Errorf("SVCB: %v %v", rr, err)
 	}
 	for in, want := range map[string]string{
-		"www.lab.test=1 . port=8443":   `dns: HTTPS record for www.lab.test. "1 . port=8443" has no alpn: give alpn=h3,h2`,
-		"www.lab.test":                 `dns: bad HTTPS record "www.lab.test" (want NAME=RDATA`,
+		"www.lab.test=1 . port=8443":    `dns: HTTPS record for www.lab.test. "1 . port=8443" has no alpn: give alpn=h3,h2`,
+		"www.lab.test":                  `dns: bad HTTPS record "www.lab.test" (want NAME=RDATA`,
 		"www.lab.test=1 . alpn=h3 bad=": `dns: bad HTTPS record for www.lab.test. "1 . alpn=h3 bad="`,
 	} {
 		if _, err := ParseService(in, mdns.TypeHTTPS); err == nil || !strings.HasPrefix(err.Error(), want) {
