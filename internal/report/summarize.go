@@ -217,6 +217,9 @@ func (z *Summarizer) Finish() *Summary {
 	if note := clientTurnNote(s.Cells); note != "" {
 		s.Notes = append(s.Notes, note)
 	}
+	if note := fragmentNote(s); note != "" {
+		s.Notes = append(s.Notes, note)
+	}
 	s.Comparisons = compare(s.Cells, s.Baseline)
 	s.Adjustment = adjust(s.Comparisons)
 	return s

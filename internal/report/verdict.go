@@ -49,6 +49,9 @@ func Verdicts(s *Summary) []Verdict {
 		slices.SortFunc(ps, func(a, b loadPoint) int { return a.conns - b.conns })
 		v := verdictOf(ps, s.Baseline, throughputGroup(s, k.group))
 		v.Group, v.Path = k.group, k.path
+		if frag := fragmentClause(s, k.group, k.path); frag != "" {
+			v.Text += "; " + frag
+		}
 		if fail := failing(s, k.group, k.path); fail != "" {
 			v.Kind, v.Text = "failing", v.Text+"; "+fail
 		}
