@@ -2,6 +2,7 @@ package http
 
 import (
 	"net/url"
+	"strings"
 	"time"
 
 	"v6lab/internal/proto"
@@ -30,8 +31,20 @@ type V3Timers struct {
 	FixedAttemptDelay    bool           `json:"fixed_attempt_delay,omitempty" opt:"fixed_attempt_delay" usage:"dialer v3: wait attempt_delay between attempts always, not the first retransmission time the address's measured RTT gives (§6)"`
 }
 
-// set says whether any of dialer v3's own options is given.
-func (t V3Timers) set() bool { return t != V3Timers{} }
+// onlyV3 refuses dialer v3's own options given to another dialer,
+// naming the first.
+func (t V3Timers) onlyV3() error {
+	for _, g := range []struct {
+		option string
+		set    bool
+	}{{"resolution_delay", t.ResolutionDelay != 0}, {"min_attempt_delay", t.MinAttemptDelay != 0}, {"max_attempt_delay", t.MaxAttemptDelay != 0},
+		{"preferred_family_count", t.PreferredFamilyCount != 0}, {"fixed_attempt_delay", t.FixedAttemptDelay}} {
+		if g.set {
+			return proto.Errorf(g.option, "is dialer v3's (Happy Eyeballs version 3): give dialer: v3")
+		}
+	}
+	return nil
+}
 
 // v3 is the cell's version 3 client (nil unless dialer v3), its RTT
 // history shared by the cell's users.
@@ -61,16 +74,17 @@ func (o *Options) checkV3(where result.Where, u *url.URL) error {
 		return proto.Errorf("preferred_family_count", "%d: want 1 or more (draft-ietf-happy-happyeyeballs-v3 §5.3)", o.PreferredFamilyCount)
 	}
 	if o.Dialer != DialerV3 {
-		if o.V3Timers.set() {
-			return proto.Errorf("dialer", "%q: resolution_delay, min_attempt_delay, max_attempt_delay, preferred_family_count and fixed_attempt_delay are dialer v3's: give dialer: v3", o.Dialer)
-		}
-		return nil
+		return o.V3Timers.onlyV3()
 	}
 	if err := o.v3().Check(); err != nil {
-		return proto.Errorf("dialer", "v3: %v", err)
+		// eyeballs names the option first: "min_attempt_delay 5ms: ..."
+		option, rest, _ := strings.Cut(err.Error(), " ")
+		return proto.Errorf(option, "%s", rest)
 	}
 	https := o.TLS || (u != nil && u.Scheme == "https") || (u == nil && where == result.Hosts)
 	switch {
+	case !o.RacesFamilies:
+		return proto.Errorf("dialer", "v3 races the dual path's families, and the cell's paths have no dual")
 	case o.External():
 		return proto.Errorf("dialer", "v3 is v6lab's own client: %s races by its own rules", o.Client)
 	case !https:

@@ -512,6 +512,7 @@ func (r *cellReader) runSettings() error {
 // rules), and names a group of the protocol's other server after it.
 func (r *cellReader) options() error {
 	doc, s := r.doc, r.s
+	s.Options.Base().RacesFamilies = s.RacesFamilies() // its dual path's options count
 	if err := s.Options.Check(r.e.Where, func(o string) bool { return doc.Has(r.field(o)) }); err != nil {
 		oe, ok := proto.AsOptionError(err)
 		switch {
