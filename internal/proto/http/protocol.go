@@ -39,13 +39,16 @@ byte has arrived with status 200. A host without an A or AAAA record fails that 
 with a clear error; there is never a fallback to the other family. The dual path
 (--paths dual) connects as a dual-stack client does instead: AAAA and A asked together,
 then Happy Eyeballs (RFC 8305, --attempt-delay between attempts; or Go's own dialer,
-RFC 6555, with --dialer go), each sample saying which family won. --http-version 2 speaks
+RFC 6555, with --dialer go; or Happy Eyeballs version 3 with --dialer v3 on https: the
+HTTPS record asked beside AAAA and A, QUIC raced with TCP, every timer a flag), each
+sample saying which family (and with v3 which transport) won. --http-version 2 speaks
 HTTP/2 (h2 by ALPN over https://, h2c by prior knowledge over http://) and 3 HTTP/3 (QUIC,
 https:// only, on a UDP socket v6lab binds to the path's family and connects to the
 address it looked up): the page's objects are streams of the one connection, and each
 sample records the protocol spoken, the handshake and the first byte.`,
 		Example: `  v6lab probe http http://www.example.test/ --paths ipv4,ipv6 --conns 1,10,100 --runs 11
   v6lab probe http https://www.example.test/ --dns-over ipv4 --dns-server 192.0.2.53
+  v6lab probe http https://www.example.test/ --paths ipv4,dual --dialer v3 --resolution-delay 50ms --min-attempt-delay 100ms
   v6lab probe http http://[2001:db8::80]:8080/files/1M --paths ipv6 --no-objects
   v6lab probe http http://127.0.0.1:8080/ --paths ipv4 --conns 10 --runs 1 --warmup 0 --duration 10s
   v6lab probe http http://www.example.test/ --paths ipv4,ipv6,dual --attempt-delay 100ms
