@@ -9,7 +9,6 @@ import (
 
 	"v6lab/internal/gen/load"
 	"v6lab/internal/input/units"
-	"v6lab/internal/lab/servers"
 	"v6lab/internal/proto"
 	"v6lab/internal/result"
 	"v6lab/internal/sock/path"
@@ -57,7 +56,7 @@ type Options struct {
 	proto.Named
 	Users      int    `json:"users,omitempty" opt:"users,default=500" usage:"users on the server: simulated user i logs in as user (i mod users)+1"`
 	UserFormat string `json:"user_format,omitempty" opt:"user_format,default=user%d" usage:"user names, %d being the user's number"`
-	Password   string `json:"password,omitempty" opt:"password,default=v6lab" usage:"every user's password"`
+	Password   string `json:"password,omitempty" opt:"password,default=v6lab,secret" usage:"every user's password"`
 }
 
 // Check applies imap's rules: a url, user names and a password only with
@@ -120,7 +119,7 @@ func startReal(ctx context.Context, at proto.RealPlace) (*proto.RealRunning, err
 	for _, c := range at.Cells {
 		users = max(users, c.(*Options).Users)
 	}
-	dv, err := servers.StartDovecot(ctx, at.Daemon, at.Listen(), RealPort, users, Password, Message(MessageSize))
+	dv, err := startDovecot(ctx, at.Daemon, at.Listen(), RealPort, users, Password, Message(MessageSize))
 	if err != nil {
 		return nil, err
 	}
