@@ -186,7 +186,11 @@ func (d *v3drive) ask(q eyeballs.Query) {
 	hook := &path.LookupHook{}
 	var rep eyeballs.Reply
 	if q.Type == eyeballs.TypeHTTPS {
-		rep.Services, rep.Err = d.res.Services(d.ctx, q.Name, d.c.port(), hook)
+		var svcs []path.Service
+		svcs, rep.Err = d.res.Services(d.ctx, q.Name, d.c.port(), hook)
+		for _, s := range svcs {
+			rep.Services = append(rep.Services, eyeballs.Service(s))
+		}
 	} else {
 		p := path.IPv4
 		if q.Type == eyeballs.TypeAAAA {

@@ -9,9 +9,23 @@ import (
 	"strings"
 
 	"github.com/miekg/dns"
-
-	"v6lab/internal/sock/eyeballs"
 )
+
+// Service is an HTTPS or SVCB record (RFC 9460) as a Happy Eyeballs
+// version 3 client takes it; its fields are Service's, so that
+// one converts to the other (this package may not import that one).
+type Service struct {
+	Priority uint16
+	// Target is the TargetName, lower case without its final dot; "" is
+	// "." (the owner name).
+	Target string
+	// ALPN and NoDefaultALPN: the record's alpn and no-default-alpn.
+	ALPN          []string
+	NoDefaultALPN bool
+	// Port is the record's port (0: the origin's).
+	Port               uint16
+	IPv4Hint, IPv6Hint []netip.Addr
+}
 
 // ServiceName is the name an HTTPS query for host at port asks (RFC 9460
 // §9.1): host itself for port 443, _PORT._https.host otherwise.
@@ -27,7 +41,7 @@ func ServiceName(host string, port uint16) string {
 // retransmissions, TCP after truncation and stamps as a lookup (hook). A
 // negative answer (NOERROR without records, or NXDOMAIN) is no records
 // and no error: a name without HTTPS records is the common case.
-func (r *Resolver) Services(ctx context.Context, host string, port uint16, hook *LookupHook) ([]eyeballs.Service, error) {
+func (r *Resolver) Services(ctx context.Context, host string, port uint16, hook *LookupHook) ([]Service, error) {
 	over := r.Over
 	if over == "" {
 		over = IPv6
@@ -54,7 +68,7 @@ func (r *Resolver) Services(ctx context.Context, host string, port uint16, hook 
 	default:
 		return nil, q.Wrap(fmt.Errorf("server answered %s", dns.RcodeToString[in.Rcode]))
 	}
-	var out []eyeballs.Service
+	var out []Service
 	for _, rr := range in.Answer {
 		if h, ok := rr.(*dns.HTTPS); ok {
 			out = append(out, ServiceOf(&h.SVCB))
@@ -66,8 +80,8 @@ func (r *Resolver) Services(ctx context.Context, host string, port uint16, hook 
 // ServiceOf is an HTTPS or SVCB record as Happy Eyeballs version 3 takes
 // it: priority, target (lower case, without its final dot; "" for "."),
 // alpn and no-default-alpn, port, and the address hints.
-func ServiceOf(s *dns.SVCB) eyeballs.Service {
-	out := eyeballs.Service{Priority: s.Priority, Target: strings.ToLower(strings.TrimSuffix(s.Target, "."))}
+func ServiceOf(s *dns.SVCB) Service {
+	out := Service{Priority: s.Priority, Target: strings.ToLower(strings.TrimSuffix(s.Target, "."))}
 	for _, kv := range s.Value {
 		switch v := kv.(type) {
 		case *dns.SVCBAlpn:
