@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/quic-go/quic-go"
@@ -187,7 +188,11 @@ func (d *v3drive) ask(q eyeballs.Query) {
 	var rep eyeballs.Reply
 	if q.Type == eyeballs.TypeHTTPS {
 		var svcs []path.Service
-		svcs, rep.Err = d.res.Services(d.ctx, q.Name, d.c.port(), hook)
+		name := q.Name // an alias's target is asked as it is (RFC 9460 §2.4.2)
+		if strings.EqualFold(name, d.c.lookupHost()) {
+			name = path.ServiceName(name, d.c.port()) // _PORT._https.NAME (§9.1)
+		}
+		svcs, rep.Err = d.res.Services(d.ctx, name, hook)
 		for _, s := range svcs {
 			rep.Services = append(rep.Services, eyeballs.Service(s))
 		}

@@ -36,12 +36,13 @@ func ServiceName(host string, port uint16) string {
 	return "_" + strconv.Itoa(int(port)) + "._https." + host
 }
 
-// Services asks r's server for the HTTPS records (RFC 9460) of host at
-// port, over the family r.Over pins (OneFamily), with the same
+// Services asks r's server for the HTTPS records (RFC 9460) of name (for
+// an origin, its ServiceName; an alias's target as it is), over the
+// family r.Over pins (OneFamily), with the same
 // retransmissions, TCP after truncation and stamps as a lookup (hook). A
 // negative answer (NOERROR without records, or NXDOMAIN) is no records
 // and no error: a name without HTTPS records is the common case.
-func (r *Resolver) Services(ctx context.Context, host string, port uint16, hook *LookupHook) ([]Service, error) {
+func (r *Resolver) Services(ctx context.Context, name string, hook *LookupHook) ([]Service, error) {
 	over := r.Over
 	if over == "" {
 		over = IPv6
@@ -51,11 +52,11 @@ func (r *Resolver) Services(ctx context.Context, host string, port uint16, hook 
 		return nil, err
 	}
 	m := new(dns.Msg)
-	m.SetQuestion(dns.Fqdn(ServiceName(host, port)), dns.TypeHTTPS)
+	m.SetQuestion(dns.Fqdn(name), dns.TypeHTTPS)
 	m.RecursionDesired = true
 	wire, err := m.Pack()
 	if err != nil {
-		return nil, fmt.Errorf("path: resolve %s HTTPS: %w", host, err)
+		return nil, fmt.Errorf("path: resolve %s HTTPS: %w", name, err)
 	}
 	server = netip.AddrPortFrom(server.Addr().Unmap(), server.Port())
 	q := &Query{Host: m.Question[0].Name, Path: over, Server: server, Over: over, Source: r.Source, Wire: wire, msg: m}
