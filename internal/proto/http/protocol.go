@@ -90,8 +90,6 @@ type Options struct {
 	Dialer string `json:"dialer,omitempty" opt:"dialer" usage:"the dual path's dialer: v6lab (RFC 8305 Happy Eyeballs, the default; also named v2), v3 (Happy Eyeballs version 3: HTTPS, AAAA and A asked, QUIC and TCP raced; needs https) or go (Go's net.Dialer, RFC 6555, 300 ms)"`
 	// V3Timers are dialer v3's timers (zero: the draft's values).
 	V3Timers
-	// delayGiven: attempt_delay was given (Check), not its default.
-	delayGiven bool
 	// AAAADelay makes the embedded DNS server answer the dual path's
 	// AAAA lookups this late (an impairment).
 	AAAADelay proto.Duration `json:"aaaa_delay,omitempty" opt:"aaaa_delay,fileonly"`
@@ -163,7 +161,6 @@ func (o *Options) Check(where result.Where, given proto.Given) error {
 	if err := o.checkTLS(where, u); err != nil {
 		return err
 	}
-	o.delayGiven = given("attempt_delay")
 	return o.checkDual(where, u)
 }
 
@@ -368,9 +365,9 @@ func (o *Options) Probe(ep proto.Endpoint, p path.Path) (load.Probe, error) {
 			size, _ = proto.FileSize(o.File)
 		}
 		ch := o.Choice
-		if o.delayGiven {
-			ch.EyeballsTimeout = time.Duration(o.Delay) // curl's --happy-eyeballs-timeout-ms
-		}
+		// curl's --happy-eyeballs-timeout-ms: client is a file's key, where
+		// attempt_delay is 0 unless given (the 250ms default is the flag's).
+		ch.EyeballsTimeout = time.Duration(o.Delay)
 		return ch.Probe(ep, u, p, lookupName(o, u), size)
 	}
 	var mb int64
