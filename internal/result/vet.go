@@ -32,8 +32,8 @@ type plannedGroup struct {
 }
 
 type runID struct {
-	group, path string
-	conns, run  int
+	cell string
+	run  int
 }
 
 func newVetter(h *Header) *vetter {
@@ -87,7 +87,7 @@ func (v *vetter) sample(s *Sample) error {
 	if s.OK() && s.TotalNS <= 0 {
 		return fmt.Errorf("field total_ns: a completed transaction takes time (%d)", s.TotalNS)
 	}
-	id := runID{s.Protocol, s.Path, s.Conns, s.Run}
+	id := runID{s.Cell, s.Run}
 	c := v.counts[id]
 	if c == nil {
 		c = new([2]int)
@@ -105,7 +105,7 @@ func (v *vetter) run(r *Run) error {
 	if err := v.planned(r.Protocol, r.Path, r.Conns, r.Run); err != nil {
 		return err
 	}
-	id := runID{r.Protocol, r.Path, r.Conns, r.Run}
+	id := runID{r.Cell, r.Run}
 	c := v.counts[id]
 	delete(v.counts, id)
 	if c == nil {
