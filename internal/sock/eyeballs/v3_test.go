@@ -71,14 +71,6 @@ func (d *drive) waits(ms, wakeMS float64) {
 
 func (d *drive) answer(q Query, ms float64, rep Reply) { d.r.Answer(q, rep, at(ms)) }
 
-func addrs(s ...string) []netip.Addr {
-	var out []netip.Addr
-	for _, a := range s {
-		out = append(out, netip.MustParseAddr(a))
-	}
-	return out
-}
-
 // healthy answers the three queries at 1, 2 and 3 ms.
 func (d *drive) healthy() {
 	d.queries(0)
