@@ -55,6 +55,9 @@ func (c *Config) Override(o Overrides) error {
 		}
 		shape = append(shape, func(s *Shaping) { s.QueueLimit = uint32(q) })
 	}
+	if err := o.checkEmulation(); err != nil {
+		return err
+	}
 	if o.Delay != nil {
 		shape = append(shape, func(s *Shaping) { s.Delay = *o.Delay })
 	}
@@ -72,4 +75,25 @@ func (c *Config) Override(o Overrides) error {
 		}
 	}
 	return c.Validate()
+}
+
+// checkEmulation checks --delay, --jitter and --loss by the rules of
+// every link's values, naming the flag.
+func (o Overrides) checkEmulation() error {
+	for _, d := range []struct {
+		flag string
+		v    *time.Duration
+	}{{"delay", o.Delay}, {"jitter", o.Jitter}} {
+		if d.v != nil {
+			if err := CheckDelay(*d.v); err != nil {
+				return fmt.Errorf("--%s: %w", d.flag, err)
+			}
+		}
+	}
+	if o.Loss != nil {
+		if err := CheckLoss(*o.Loss); err != nil {
+			return fmt.Errorf("--loss: %w", err)
+		}
+	}
+	return nil
 }

@@ -39,10 +39,12 @@ load keeps a few long-lived UDP sockets per path with every user's query in flig
 once, replies matched by ID, as dnsperf does: a load generator that still times every
 query (from the send to the read that received its reply) and pins the family.`,
 		Example: `  v6lab probe dns www.example.test --server 192.0.2.53 --server 2001:db8::53
-  v6lab probe dns www.example.test --server 127.0.0.1:5353 --paths ipv4 --type AAAA --conns 1,100
-  v6lab probe dns www.example.test --server [::1]:5353 --paths ipv6 --tcp
-  v6lab probe dns nosuch.example.test --server 127.0.0.1:5353 --paths ipv4 --expect nxdomain
-  v6lab probe dns www.example.test --server 127.0.0.1:5353 --paths ipv4 --mode load --conns 100 --duration 10s`,
+  # against v6lab serve dns's example (www.lab.test on 127.0.0.1:5353 and [::1]:5353):
+  v6lab probe dns www.lab.test --server 127.0.0.1:5353 --server [::1]:5353 --conns 1,100
+  v6lab probe dns www.lab.test --server 127.0.0.1:5353 --paths ipv4 --type AAAA
+  v6lab probe dns www.lab.test --server [::1]:5353 --paths ipv6 --tcp
+  v6lab probe dns nosuch.lab.test --server 127.0.0.1:5353 --paths ipv4 --expect nxdomain
+  v6lab probe dns www.lab.test --server 127.0.0.1:5353 --paths ipv4 --mode load --conns 100 --duration 10s`,
 	},
 	Server: &proto.Server{
 		Key:      "dns",
@@ -97,6 +99,11 @@ type Options struct {
 func (o *Options) Check(where result.Where, given proto.Given) error {
 	if where == result.Hosts && (o.Query == "" || len(o.DNSServers) == 0) {
 		return proto.Require("the name to look up and the server to ask", "query", "dns_servers")
+	}
+	if o.Query != "" {
+		if err := CheckName(o.Query); err != nil {
+			return proto.Errorf("query", "%v", err)
+		}
 	}
 	if o.TCP {
 		o.Transport = "tcp"

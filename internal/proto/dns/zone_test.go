@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -134,5 +135,37 @@ func TestLateAnswersAreBounded(t *testing.T) {
 		if rc := <-rcodes; rc != mdns.RcodeSuccess {
 			t.Fatalf("a late answer: rcode %d", rc)
 		}
+	}
+}
+
+// TestCheckName: the names a query asks or a record serves are held to
+// DNS's bounds (a 300-character name was sent and failed "bad rdata"
+// after the result was written; a control character came back as "reply
+// is for another question").
+func TestCheckName(t *testing.T) {
+	label63 := strings.Repeat("a", MaxLabel)
+	long := strings.Repeat(label63+".", 4)[:MaxName]
+	for name, want := range map[string]string{
+		"www.lab.test":     "",
+		"www.lab.test.":    "",
+		label63 + ".test":  "",
+		long:               "",
+		long + "b":         "254 characters (at most 253)",
+		label63 + "a.test": "a label of 64 characters (at most 63)",
+		"www\x01lab.test":  `holds '\x01' at byte 3`,
+		"www.lab.test\r\n": `holds '\r' at byte 12`,
+		"www lab.test":     `holds ' ' at byte 3`,
+		"www..lab.test":    "an empty label",
+		".":                "it is empty",
+		"":                 "it is empty",
+		"www.lab.test\x7f": `holds '\x7f'`,
+	} {
+		err := CheckName(name)
+		if (want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), want)) {
+			t.Errorf("%.50q: %v, want %q", name, err, want)
+		}
+	}
+	if err := (Zone{}).ParseRecord("www\r\n.x=1.2.3.4"); err == nil || !strings.Contains(err.Error(), "is not a DNS name") {
+		t.Errorf("a record with a control character: %v", err)
 	}
 }

@@ -161,7 +161,7 @@ func (o *Options) Check(where result.Where, given proto.Given) error {
 	if err := o.checkTLS(where, u); err != nil {
 		return err
 	}
-	return o.checkDual(where, u)
+	return o.checkDual(where, u, given)
 }
 
 // checkEngine checks the probe command's engine and body bound.
@@ -232,8 +232,8 @@ func (o *Options) checkTLS(where result.Where, u *url.URL) error {
 
 // checkDual checks the dual path's settings: its attempt delay, dialer
 // and the embedded DNS server's late AAAA.
-func (o *Options) checkDual(where result.Where, u *url.URL) error {
-	if d := time.Duration(o.Delay); d != 0 && (d < 10*time.Millisecond || d > 2*time.Second) {
+func (o *Options) checkDual(where result.Where, u *url.URL, given proto.Given) error {
+	if d := time.Duration(o.Delay); (d != 0 || given("attempt_delay")) && (d < 10*time.Millisecond || d > 2*time.Second) {
 		// RFC 8305 recommends 250 ms and allows 10 ms to 2 s (§5).
 		return proto.Errorf("attempt_delay", "%v: want 10ms to 2s (RFC 8305 §5)", d)
 	}

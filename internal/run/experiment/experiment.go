@@ -243,16 +243,15 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// Validate checks a cell group before anything runs.
+// Validate checks a cell group before anything runs. A bad value is a
+// *FieldError, which a command that took the value from a flag names as
+// that flag (AsFlag).
 func (s *CellGroup) Validate() error {
 	if len(s.Paths) == 0 {
 		return errors.New("experiment: no paths")
 	}
 	if i, err := checkConns(s.Conns); err != nil {
-		if i >= 0 {
-			return fmt.Errorf("experiment: conns[%d]: %w", i, err)
-		}
-		return fmt.Errorf("experiment: conns: %w", err)
+		return &FieldError{Field: "conns", Index: i, Err: err}
 	}
 	for _, r := range []struct {
 		field string
@@ -265,15 +264,47 @@ func (s *CellGroup) Validate() error {
 		{"duration", checkDuration(time.Duration(s.Duration))},
 	} {
 		if r.err != nil {
-			return fmt.Errorf("experiment: %s: %w", r.field, r.err)
+			return &FieldError{Field: r.field, Index: -1, Err: r.err}
 		}
 	}
 	for _, p := range s.Paths {
 		if err := DualFits(p, s.Protocol); err != nil {
-			return fmt.Errorf("experiment: paths: %w", err)
+			return &FieldError{Field: "paths", Index: -1, Err: err}
 		}
 	}
 	return nil
+}
+
+// FieldError is a cell group's bad value: its field (conns, runs, …) and,
+// in a list, the entry's index (-1: the field's).
+type FieldError struct {
+	Field string
+	Index int
+	Err   error
+}
+
+func (e *FieldError) Error() string {
+	if e.Index >= 0 {
+		return fmt.Sprintf("experiment: %s[%d]: %v", e.Field, e.Index, e.Err)
+	}
+	return fmt.Sprintf("experiment: %s: %v", e.Field, e.Err)
+}
+
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// AsFlag is the error said of the flag that gave the field (--conns: …).
+func (e *FieldError) AsFlag() error {
+	return fmt.Errorf("--%s: %w", strings.ReplaceAll(e.Field, "_", "-"), e.Err)
+}
+
+// FlagError is err said of its flag when it is a *FieldError whose field
+// a flag gave (given), else err.
+func FlagError(err error, given func(field string) bool) error {
+	var fe *FieldError
+	if errors.As(err, &fe) && given(fe.Field) {
+		return fe.AsFlag()
+	}
+	return err
 }
 
 // DualFits says whether a cell of protocol can use path p: the dual path
@@ -336,11 +367,11 @@ func (e *Experiment) Validate() error {
 		for _, p := range c.Paths {
 			if e.Where.OffLab() {
 				if err := p.OffLab(string(e.Where)); err != nil {
-					return fmt.Errorf("experiment: paths: %w (cell group %s)", err, c.CellName())
+					return fmt.Errorf("%w (cell group %s)", &FieldError{Field: "paths", Index: -1, Err: err}, c.CellName())
 				}
 			}
 			if err := c.Opts().PathFit(e.Where, p); err != nil {
-				return fmt.Errorf("experiment: paths: %w (cell group %s)", err, c.CellName())
+				return fmt.Errorf("%w (cell group %s)", &FieldError{Field: "paths", Index: -1, Err: err}, c.CellName())
 			}
 		}
 		if !slices.Contains(c.Paths, e.Baseline) {
