@@ -212,7 +212,7 @@ func (o *runOpts) settings(cmd *cobra.Command, exp *experiment.Experiment, built
 	}
 	// The lab's settings are checked first, even when no lab will be
 	// built, so a bad file or flag is never silently ignored.
-	labCfg, err := o.lflags.config(cmd, topology, "run")
+	labCfg, err := o.lflags.config(topology, "run")
 	if err != nil {
 		return run.Settings{}, err
 	}

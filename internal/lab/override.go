@@ -18,6 +18,10 @@ type Overrides struct {
 	Rate, QueueLimit *string
 	Delay, Jitter    *time.Duration
 	Loss             *float64
+	// The path MTU settings (Config.PMTU), each as its flag gives it.
+	PTBBlackhole, Fragments *string
+	MTUProbing              *int
+	MSSClamp                *bool
 }
 
 // Override lays o over c and checks the result. Errors name the setting
@@ -67,6 +71,9 @@ func (c *Config) Override(o Overrides) error {
 	if o.Loss != nil {
 		shape = append(shape, func(s *Shaping) { s.Loss = *o.Loss })
 	}
+	if err := c.overridePMTU(o); err != nil {
+		return err
+	}
 	for _, fn := range shape {
 		fn(&c.Shaping)
 		for name, l := range c.Links {
@@ -94,6 +101,33 @@ func (o Overrides) checkEmulation() error {
 		if err := CheckLoss(*o.Loss); err != nil {
 			return fmt.Errorf("--loss: %w", err)
 		}
+	}
+	return nil
+}
+
+// overridePMTU lays the path MTU flags over the topology's pmtu.
+func (c *Config) overridePMTU(o Overrides) error {
+	if o.PTBBlackhole != nil {
+		if err := CheckPTBBlackhole(*o.PTBBlackhole); err != nil {
+			return fmt.Errorf("--ptb-blackhole: %w", err)
+		}
+		c.PMTU.PTBBlackhole = *o.PTBBlackhole
+	}
+	if o.Fragments != nil {
+		if err := CheckFragments(*o.Fragments); err != nil {
+			return fmt.Errorf("--fragments: %w", err)
+		}
+		c.PMTU.Fragments = *o.Fragments
+	}
+	if o.MTUProbing != nil {
+		if err := CheckMTUProbing(*o.MTUProbing); err != nil {
+			return fmt.Errorf("--tcp-mtu-probing: %w", err)
+		}
+		v := *o.MTUProbing
+		c.PMTU.MTUProbing = &v
+	}
+	if o.MSSClamp != nil {
+		c.PMTU.MSSClamp = *o.MSSClamp
 	}
 	return nil
 }

@@ -254,6 +254,9 @@ func WriteStatus(w io.Writer, st *lab.Status) {
 		for _, p := range h.BPF {
 			fmt.Fprintf(w, "    bpf %s\n", p.Describe())
 		}
+		for _, m := range h.PMTU {
+			fmt.Fprintf(w, "    pmtu %s\n", m)
+		}
 		if len(h.TCPOff) > 0 {
 			fmt.Fprintf(w, "    tcp off: %s\n", strings.Join(h.TCPOff, ", "))
 		}
@@ -287,6 +290,9 @@ func Status(out io.Writer, name string, all bool) error {
 			}
 		}
 		st, err := lab.Inspect(n)
+		if err != nil && name == "" && !Exists(n) {
+			continue // removed since it was listed (a run that ended)
+		}
 		if err != nil {
 			return err
 		}

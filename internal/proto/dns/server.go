@@ -17,6 +17,7 @@ import (
 
 	mdns "github.com/miekg/dns"
 
+	"v6lab/internal/proto"
 	"v6lab/internal/sock/path"
 )
 
@@ -159,10 +160,19 @@ func (z Zone) handler(views Views, svc *Services) mdns.Handler {
 		addrs, ok := z[mdns.CanonicalName(name)]
 		if !ok {
 			m.SetRcode(req, mdns.RcodeNameError)
+			fit(w, req, m)
 			w.WriteMsg(m)
 			return
 		}
 		hdr := mdns.RR_Header{Name: q.Name, Class: mdns.ClassINET, Ttl: TTL}
+		if q.Qtype == mdns.TypeTXT && mdns.CanonicalName(name) == mdns.CanonicalName(proto.LargeName) {
+			h := hdr
+			h.Rrtype = mdns.TypeTXT
+			for _, t := range proto.LargeTXT() {
+				m.Answer = append(m.Answer, &mdns.TXT{Hdr: h, Txt: []string{t}})
+			}
+			m.Compress = true // as Unbound answers it: proto.LargeAnswer bytes
+		}
 		for _, a := range addrs {
 			switch {
 			case q.Qtype == mdns.TypeA && a.Is4():
@@ -175,8 +185,31 @@ func (z Zone) handler(views Views, svc *Services) mdns.Handler {
 				m.Answer = append(m.Answer, &mdns.AAAA{Hdr: h, AAAA: net.IP(a.AsSlice())})
 			}
 		}
+		fit(w, req, m)
 		w.WriteMsg(m)
 	})
+}
+
+// ServerEDNS is the UDP payload size the embedded server advertises in its
+// replies to queries with EDNS.
+const ServerEDNS = 4096
+
+// fit sizes a reply as RFC 6891 says: with an OPT record when the query
+// had one, and over UDP no longer than the payload size the query
+// advertised (512 bytes without EDNS), truncated (TC set, records left
+// out) where it would be: the client then asks again over TCP.
+func fit(w mdns.ResponseWriter, req, m *mdns.Msg) {
+	size := mdns.MinMsgSize
+	if opt := req.IsEdns0(); opt != nil {
+		m.SetEdns0(ServerEDNS, false)
+		size = max(int(opt.UDPSize()), mdns.MinMsgSize)
+	}
+	if _, tcp := w.LocalAddr().(*net.TCPAddr); tcp {
+		return
+	}
+	if m.Len() > size {
+		m.Truncate(size)
+	}
 }
 
 // MaxLateAnswers bounds the late AAAA answers (aaaa-delay names) a server

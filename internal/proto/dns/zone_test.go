@@ -26,7 +26,7 @@ func TestPlaceZoneGivesALabOnlyPathItsOwnAddress(t *testing.T) {
 	d64 := netip.MustParseAddr("2001:db8:64::1")
 	zone, views := placeZone(proto.Place{Name: proto.LocalName, Addrs: map[path.Path]netip.Addr{path.IPv4: v4, path.IPv6: v6, path.SixIn4: tun, path.NAT64: d64},
 		DNS64: netip.MustParsePrefix("64:ff9b::/96")})
-	www, v4only := mdns.CanonicalName(proto.LocalName), mdns.CanonicalName(proto.V4OnlyName)
+	www, v4only, large := mdns.CanonicalName(proto.LocalName), mdns.CanonicalName(proto.V4OnlyName), mdns.CanonicalName(proto.LargeName)
 	for _, c := range []struct {
 		view      string
 		z         Zone
@@ -42,8 +42,11 @@ func TestPlaceZoneGivesALabOnlyPathItsOwnAddress(t *testing.T) {
 		if got := fmt.Sprint(c.z[v4only]); got != c.only {
 			t.Errorf("%s view: %s has %s, want %s", c.view, v4only, got, c.only)
 		}
-		if len(c.z) != 2 {
-			t.Errorf("%s view: names %v, want two", c.view, c.z.Names())
+		if got := fmt.Sprint(c.z[large]); got != c.www {
+			t.Errorf("%s view: %s has %s, want %s's %s", c.view, large, got, www, c.www)
+		}
+		if len(c.z) != 3 {
+			t.Errorf("%s view: names %v, want three", c.view, c.z.Names())
 		}
 	}
 	if len(views) != 2 {
@@ -57,6 +60,9 @@ func TestPlaceZoneGivesALabOnlyPathItsOwnAddress(t *testing.T) {
 		}
 		if slices.ContainsFunc(addrs, netip.Addr.Is6) {
 			types = append(types, mdns.TypeAAAA)
+		}
+		if name == large {
+			types = append(types, mdns.TypeTXT) // every view's (Zone.handler)
 		}
 		if !slices.Equal(types, placeTypes[name]) {
 			t.Errorf("%s: the zone has types %v, placeTypes says %v", name, types, placeTypes[name])

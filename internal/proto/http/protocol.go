@@ -325,6 +325,13 @@ func cellEngine(o *Options, u *url.URL) Engine {
 	return e // auto: https on Go's net everywhere
 }
 
+// OverUDP says whether the transactions go over QUIC (proto.Datagrams).
+func (o *Options) OverUDP() bool { return o.HTTPVersion == Version3 }
+
+// Fragmented is false: QUIC sets don't-fragment and sizes its packets to
+// the path itself (proto.Datagrams).
+func (o *Options) Fragmented() bool { return false }
+
 // Target is the page the cell's url names, its host resolved by the
 // cell's dns_servers (or the system's).
 func (o *Options) Target(p path.Path) (proto.Endpoint, error) {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"v6lab/internal/gen/load"
+	"v6lab/internal/lab"
 	"v6lab/internal/proto"
 	"v6lab/internal/proto/all"
 	"v6lab/internal/result"
@@ -60,9 +61,9 @@ type Experiment struct {
 }
 
 // CheckSampleEvery says why the experiment may not keep only some sample
-// rows, if so: a trial's per-trial tables and intervals, and a split
-// run's per-segment figures, need every row (segmented: it runs as a
-// segment).
+// rows, if so: a trial's per-trial tables and intervals, a path MTU
+// group's PMTU tables, and a split run's per-segment figures, need every
+// row (segmented: it runs as a segment).
 func (e *Experiment) CheckSampleEvery(segmented bool) error {
 	switch {
 	case e.SampleEvery < 0:
@@ -76,6 +77,9 @@ func (e *Experiment) CheckSampleEvery(segmented bool) error {
 		c := &e.Groups[i]
 		if c.Opts().Timing() != "" {
 			return fmt.Errorf("%d, but cell group %s is not made of transactions (its trials' or downloads' own tables need every row): keep every sample", e.SampleEvery, c.CellName())
+		}
+		if !c.PMTU.IsZero() {
+			return fmt.Errorf("%d, but cell group %s sets path MTU conditions (%s; the PMTU tables count every transaction's row): keep every sample", e.SampleEvery, c.CellName(), c.PMTU)
 		}
 	}
 	return nil
@@ -150,6 +154,10 @@ type CellGroup struct {
 	// this long (netem: where the kernel has it) during the cell group's
 	// runs: a slow IPv6 path for a dual-stack client.
 	IPv6Delay Duration `json:"ipv6_delay,omitempty"`
+	// PMTU, when set, is what the lab's routers do to path MTU discovery
+	// and fragments, and the mitigations in force, during the cell
+	// group's runs, over the lab's own (a run condition).
+	PMTU lab.PMTU `json:"pmtu,omitzero"`
 	// Params are protocol options, recorded for the reader.
 	Params map[string]string `json:"params,omitempty"`
 }
@@ -469,6 +477,9 @@ type Executor struct {
 	// that begins then (Schedule) instead of after the previous step and
 	// its pause; a step that starts late records by how much.
 	StartAt time.Time
+	// TCPInfo makes every sample carry its TCP connection's figures
+	// (load.WithTCPInfo: MSS, path MTU, retransmissions).
+	TCPInfo bool
 	// Totals, when the experiment keeps only some sample rows
 	// (SampleEvery), sums every sample of a run for its record
 	// (report.NewTotaler).
@@ -729,6 +740,9 @@ func (r *Executor) load(ctx context.Context, spec *CellGroup, st Step, probe loa
 		users = load.Users{First: first, N: n}
 	}
 	timeout := time.Duration(spec.Timeout)
+	if r.TCPInfo {
+		ctx = load.WithTCPInfo(ctx)
+	}
 	if spec.Duration > 0 {
 		load.Sustained(ctx, probe, users, time.Duration(spec.Duration), timeout, emit)
 		return

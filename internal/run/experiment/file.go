@@ -73,6 +73,12 @@ type cellFile struct {
 	IPv6UDPLoss *float64 `yaml:"ipv6_udp_loss"`
 	// ipv6_delay: IPv6 toward the client held this long at r1 (netem)
 	IPv6Delay string `yaml:"ipv6_delay"`
+	// ptb_blackhole, fragments, tcp_mtu_probing, mss_clamp: path MTU
+	// discovery broken or mitigated for the group's runs (lab.PMTU)
+	PTBBlackhole *string `yaml:"ptb_blackhole"`
+	Fragments    *string `yaml:"fragments"`
+	MTUProbing   *int    `yaml:"tcp_mtu_probing"`
+	MSSClamp     *bool   `yaml:"mss_clamp"`
 	// loss: every packet between the routers dropped (percent), each way
 	Loss *float64 `yaml:"loss"`
 	// Options are the keys left: the protocol's options, decoded into its
@@ -646,6 +652,47 @@ func (r *cellReader) impairments() error {
 			return doc.Errorf(r.field("ipv6_delay"), "cannot be combined with link_rate in one cell group (one qdisc tree on r1's link)")
 		}
 		s.IPv6Delay = Duration(d)
+	}
+	return r.pmtu()
+}
+
+// pmtu reads what the lab's routers and hosts do to path MTU discovery
+// and fragments during the group's runs (lab.PMTU).
+func (r *cellReader) pmtu() error {
+	c, doc, s, where := r.c, r.doc, r.s, r.e.Where
+	for _, v := range []struct {
+		field string
+		value *string
+		check func(string) error
+		set   *string
+	}{
+		{"ptb_blackhole", c.PTBBlackhole, lab.CheckPTBBlackhole, &s.PMTU.PTBBlackhole},
+		{"fragments", c.Fragments, lab.CheckFragments, &s.PMTU.Fragments},
+	} {
+		if v.value == nil {
+			continue
+		}
+		if err := v.check(*v.value); err != nil {
+			return doc.Errorf(r.field(v.field), "%v", err)
+		}
+		*v.set = *v.value
+	}
+	if c.MTUProbing != nil {
+		if err := lab.CheckMTUProbing(*c.MTUProbing); err != nil {
+			return doc.Errorf(r.field("tcp_mtu_probing"), "%v", err)
+		}
+		v := *c.MTUProbing
+		s.PMTU.MTUProbing = &v
+	}
+	if c.MSSClamp != nil {
+		s.PMTU.MSSClamp = *c.MSSClamp
+	}
+	if where.OffLab() {
+		for _, f := range []string{"ptb_blackhole", "fragments", "tcp_mtu_probing", "mss_clamp"} {
+			if doc.Has(r.field(f)) {
+				return doc.Errorf(r.field(f), "sets the lab's routers and hosts, but where is %s", where)
+			}
+		}
 	}
 	return nil
 }
