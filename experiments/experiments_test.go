@@ -11,7 +11,7 @@ import (
 
 func TestBuiltinExperimentsParseAndScale(t *testing.T) {
 	names := Names()
-	if len(names) < 2 || names[0] != "mitre2004" {
+	if len(names) < 2 || names[0] != "eyeballs" || names[1] != "mitre2004" {
 		t.Fatalf("built-ins %v", names)
 	}
 	for _, n := range names {

@@ -177,6 +177,10 @@ type Cell struct {
 	// protocol they spoke (http/1.1, h2, h2c, h3), for cell groups that
 	// name their HTTP version.
 	Negotiated map[string]int `json:"negotiated,omitempty"`
+	// Winners counts the dual path's completed transactions of counted
+	// runs by the family and transport that won its race (Winner:
+	// ipv6/quic, ipv6/tcp, ipv4/quic, ipv4/tcp).
+	Winners map[string]int `json:"winners,omitempty"`
 	// NA gives the reason for every null figure above.
 	NA map[string]string `json:"na,omitempty"`
 }

@@ -169,7 +169,11 @@ type RunTotals struct {
 	Counts map[string]int     `json:"counts,omitempty"`
 	// Failures counts the failed samples by err_kind ("other": none);
 	// FirstError is the first one's err.
-	Failures   map[string]int `json:"failures,omitempty"`
+	Failures map[string]int `json:"failures,omitempty"`
+	// Negotiated and Winners count the completed samples by the protocol
+	// they spoke and by who won the dual path's race (the summary's).
+	Negotiated map[string]int `json:"negotiated,omitempty"`
+	Winners    map[string]int `json:"winners,omitempty"`
 	FirstError string         `json:"first_error,omitempty"`
 	// Histogram is the completed samples' response times: pairs of a
 	// bucket's lowest value (µs; HDR, 1 µs to 1 h, three significant

@@ -84,6 +84,10 @@ type Client struct {
 	// GoDialer races the dual path's families with Go's standard
 	// net.Dialer (RFC 6555) instead of v6lab's RFC 8305.
 	GoDialer bool
+	// V3, when set, races the dual path by Happy Eyeballs version 3
+	// (dialer v3: HTTPS, AAAA and A asked, QUIC and TCP raced; v3.go),
+	// whatever Version says: the winner's protocol is spoken.
+	V3 *eyeballs.V3
 	// LookupName, when set, is the name the dual path looks up instead
 	// of the URL's host (proto.AAAADelayLabel: an AAAA answered late).
 	LookupName string
@@ -256,6 +260,9 @@ func (c *Client) port() uint16 {
 // Do performs one transaction.
 func (c *Client) Do(ctx context.Context, user int) result.Sample {
 	tr := load.Begin("http", c.Path)
+	if c.V3 != nil && c.Path.Kind().Dual {
+		return c.phases(c.doV3(ctx, tr))
+	}
 	switch c.Version {
 	case Version2:
 		return c.phases(c.doH2(ctx, tr, user))

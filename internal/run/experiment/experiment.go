@@ -142,6 +142,10 @@ type CellGroup struct {
 	// the client's IPv6 packets at the lab's first router during the cell
 	// group's runs (a run condition: a dual-stack client's fallback).
 	IPv6Loss float64 `json:"ipv6_loss,omitempty"`
+	// IPv6UDPLoss, when set, drops that share (percent; 100: QUIC blocked
+	// over IPv6 only) of the client's IPv6 UDP datagrams to any port but
+	// DNS's at the same router (a run condition; lab.ImpairIPv6UDP).
+	IPv6UDPLoss float64 `json:"ipv6_udp_loss,omitempty"`
 	// Loss, when set, drops that share (percent) of every packet between
 	// the lab's routers, each way, during the cell group's runs (a run
 	// condition: every path alike, in tc BPF).
