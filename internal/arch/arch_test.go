@@ -41,6 +41,7 @@ var only = map[string][]string{
 	"internal/lab/bpf/":      {},
 	"internal/lab/sixin4/":   {},
 	"internal/sock/kstamp":   {},
+	"internal/sock/lag":      {},
 	"internal/sock/sockaddr": {},
 	"internal/sock/synstamp": {},
 	"internal/sock/wakeread": {},
@@ -54,9 +55,10 @@ var only = map[string][]string{
 	"internal/input/":        {},
 	"internal/result":        {},
 	"internal/run/host":      {},
-	// path pins sockets with the kernel's stamps; evloop runs them.
-	"internal/sock/path":   {"internal/sock/kstamp", "internal/sock/synstamp", "internal/sock/sockaddr"},
-	"internal/sock/evloop": {"internal/sock/kstamp", "internal/sock/sockaddr"},
+	// path pins sockets with the kernel's stamps; evloop runs them; both
+	// count how long replies waited for their reads (lag).
+	"internal/sock/path":   {"internal/sock/kstamp", "internal/sock/synstamp", "internal/sock/sockaddr", "internal/sock/lag"},
+	"internal/sock/evloop": {"internal/sock/kstamp", "internal/sock/sockaddr", "internal/sock/lag"},
 	// Reports read results and never what measures.
 	"internal/report": {"internal/result", "internal/report/stats", "internal/sock/path"},
 	// merge joins result directories: files and reports only.
@@ -175,7 +177,7 @@ func allowedBy(dep string, allow []string) bool {
 	// What an allowed package is built of comes with it: path brings the
 	// kernel's stamps and socket addresses.
 	if slices.Contains(allow, "internal/sock/path") {
-		return slices.Contains([]string{"internal/sock/kstamp", "internal/sock/synstamp", "internal/sock/sockaddr"}, dep)
+		return slices.Contains([]string{"internal/sock/kstamp", "internal/sock/synstamp", "internal/sock/sockaddr", "internal/sock/lag"}, dep)
 	}
 	return false
 }

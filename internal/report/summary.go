@@ -125,6 +125,9 @@ type Cell struct {
 	// Background is the background traffic during the counted runs, when
 	// the cell had some.
 	Background *CellBackground `json:"background,omitempty"`
+	// SelfCheck is the client's and the host's load during the counted
+	// runs, and whether either was saturated (selfcheck.go).
+	SelfCheck *SelfCheck `json:"self_check,omitempty"`
 	// NA gives the reason for every null figure above.
 	NA map[string]string `json:"na,omitempty"`
 }
@@ -553,7 +556,13 @@ func Summarize(f *result.File) *Summary {
 		}
 		s.Cells = append(s.Cells, *c)
 	}
+	checks := selfChecks(f.Runs)
+	for i := range s.Cells {
+		c := &s.Cells[i]
+		c.SelfCheck = checks[cellKey{c.Protocol, c.Path, c.Conns}]
+	}
 	sortCells(s.Cells, specOrder(f.Header.Spec))
+	s.Notes = append(s.Notes, selfCheckNotes(s.Cells, s.Target)...)
 	if note := clientTurnNote(s.Cells); note != "" {
 		s.Notes = append(s.Notes, note)
 	}

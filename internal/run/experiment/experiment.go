@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"v6lab/internal/gen/load"
@@ -412,6 +413,9 @@ type Runner struct {
 	// that begins then (Schedule) instead of after the previous step and
 	// its pause; a step that starts late records by how much.
 	StartAt time.Time
+	// Roles are the lab's network namespaces by role (server, r1, …),
+	// whose processes' CPU each run's self-check reads (nil off the lab).
+	Roles map[string]string
 }
 
 // Conditions surround each run: Begin before its first transaction (it may
@@ -558,6 +562,7 @@ func (r *Runner) runPlan(ctx context.Context, w *result.Writer, probeOf func(Ste
 		if ctx.Err() != nil {
 			return ErrInterrupted
 		}
+		chk := prepareCheck(r.Roles)
 		if slots != nil && !waitUntil(ctx, slots[i]) {
 			return ErrInterrupted
 		}
@@ -583,13 +588,19 @@ func (r *Runner) runPlan(ctx context.Context, w *result.Writer, probeOf func(Ste
 			w.Sample(s)
 		}
 		var ok, failed counter
+		var waited atomic.Int64
 		counting := func(s result.Sample) {
 			if s.OK() {
 				ok.add()
 			} else {
 				failed.add()
 			}
+			chk.record(&s)
+			t0 := time.Now()
 			emit(s)
+			if d := time.Since(t0); d > recordWaitMin {
+				waited.Add(int64(d))
+			}
 		}
 		if r.Conditions != nil {
 			if err := r.Conditions.Begin(ctx, spec, st); err != nil {
@@ -604,6 +615,7 @@ func (r *Runner) runPlan(ctx context.Context, w *result.Writer, probeOf func(Ste
 		}
 		// The run starts with its load: the background's lead-in and the
 		// wire check's quiet gap are no part of the time rate/s divides by.
+		chk.begin()
 		rec.Start = time.Now().UTC()
 		if slots != nil {
 			rec.Slot = slots[i].UTC()
@@ -622,6 +634,7 @@ func (r *Runner) runPlan(ctx context.Context, w *result.Writer, probeOf func(Ste
 			load.Closed(ctx, probeOf(st), users, timeout, counting)
 		}
 		rec.End = time.Now().UTC()
+		rec.Load = chk.end(time.Duration(waited.Load()))
 		rec.Completed, rec.Failed = ok.get(), failed.get()
 		if r.Wire != nil {
 			counts, err := r.Wire.Stop(st.Path)

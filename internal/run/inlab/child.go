@@ -79,6 +79,12 @@ func Child(ctx context.Context, jobFile string, out measure.Output) error {
 		ServerFDs: 0, Somaxconn: j.Somaxconn, Command: j.Command, Results: j.Results,
 		Wire: capture.Check{C: cp, Ports: j.Ports, Nat64: j.Nat64, ClientSide: clientSide}, Lab: j.Lab, Pcap: rec, Conditions: cond,
 	}
+	// Every role's namespace, for the self-check's CPU per role (those
+	// the lab does not have are left out).
+	mj.Roles = map[string]string{}
+	for _, role := range append(append([]string{}, lab.Hosts...), lab.GenHosts...) {
+		mj.Roles[role] = lab.NS(j.Lab["name"], role)
+	}
 	if j.Dir != "" {
 		mj.Resume, mj.ResumeDir = &experiment.Resume{Exp: j.Exp, Done: j.Done}, j.Dir
 	}

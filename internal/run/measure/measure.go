@@ -73,6 +73,9 @@ type Job struct {
 	// run at its slot of the schedule that begins then.
 	Segment *result.Segment
 	StartAt time.Time
+	// Roles are the lab's network namespaces by role, whose processes'
+	// CPU each run's self-check reads (lab runs).
+	Roles map[string]string
 }
 
 // Output is where a job reports.
@@ -206,7 +209,7 @@ func Run(ctx context.Context, j Job, o Output) (string, error) {
 	plan := j.Exp.Plan()
 	prog := o.progress(len(plan), len(done))
 	r := &experiment.Runner{Exp: j.Exp, Probe: j.Probe, Header: hdr, OnStep: prog.Step, Wire: j.Wire, Done: done, Conditions: j.Conditions,
-		Segment: j.Segment, StartAt: j.StartAt}
+		Segment: j.Segment, StartAt: j.StartAt, Roles: j.Roles}
 	if !o.Quiet {
 		verb := "measuring"
 		if done != nil {

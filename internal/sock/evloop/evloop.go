@@ -16,7 +16,8 @@
 // loops are ordinary goroutines: no locked threads and no blocking system
 // calls that would stall the scheduler.
 //
-// It imports nothing of v6lab but kstamp (the kernel's timestamps).
+// It imports nothing of v6lab but kstamp (the kernel's timestamps) and lag
+// (the self-check's count of how long replies waited for the loop).
 package evloop
 
 import (
@@ -35,6 +36,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"v6lab/internal/sock/kstamp"
+	"v6lab/internal/sock/lag"
 	"v6lab/internal/sock/sockaddr"
 )
 
@@ -88,6 +90,9 @@ type Exchange struct {
 	// that read the answer is read, so no goroutine wakes between the
 	// answer and the SYN. Not with Adopt or UDP.
 	Lookup *Lookup
+	// Deadline, when set, ends an exchange of Sustain's that is not over
+	// by then (ErrTimeout); Do takes its context's.
+	Deadline time.Time
 	// Race, when set, is a dual-stack client's way in instead of Lookup:
 	// AAAA and A asked on one socket, then connection attempts to the
 	// answers' addresses as its Racer decides (Happy Eyeballs), all in
@@ -294,7 +299,7 @@ func (e *Engine) Close() {
 // cut by ctx (a deadline is enforced within a few milliseconds).
 func (e *Engine) Do(ctx context.Context, x *Exchange) Result {
 	l := e.loops[int(e.next.Add(1))%len(e.loops)]
-	c := &conn{x: x, req: x.Request, done: make(chan struct{}), ready: -1}
+	c := &conn{x: x, req: x.Request, done: make(chan struct{}), ready: -1, closeFD: -1}
 	if dl, ok := ctx.Deadline(); ok {
 		c.deadline = dl
 	}
@@ -309,6 +314,9 @@ func (e *Engine) Do(ctx context.Context, x *Exchange) Result {
 		c.cancel.Store(true)
 		l.poke()
 		<-c.done
+	}
+	if c.closeFD >= 0 {
+		rawClose(c.closeFD)
 	}
 	if errors.Is(c.res.Err, errCut) {
 		c.res.Err = ctx.Err() // context.Canceled, or ErrTimeout
@@ -350,6 +358,13 @@ type conn struct {
 	stepping bool
 	res      Result
 	done     chan struct{}
+	// closeFD is the socket of an exchange that completed, for Do to
+	// close (-1: none).
+	closeFD int
+	// sus is the sustained run the exchange belongs to (Sustain; nil:
+	// Do's, which waits on done), slot its place in it.
+	sus  *sustained
+	slot int
 }
 
 // race is an Exchange.Race in flight.
@@ -416,13 +431,19 @@ type loop struct {
 	// closing (whose packets the kernel carries through the lab in this
 	// thread) is not in another's end mark.
 	complete []*conn
-	// toClose are the sockets of exchanges completed in this batch; a
-	// goroutine of their own closes them (closing), so the resets' way
-	// through the lab is not in the loop's thread.
+	// toClose are sockets done with in this batch (a Lookup's query
+	// socket, a race's losers); a goroutine of their own closes them
+	// (closing), so the resets' way through the lab is not in the loop's
+	// thread. A completed exchange's own socket is closed by Do.
 	toClose []int
 	closing chan []int
 	// late holds Race.Again answers for the loop to take (under mu).
 	late []lateAnswer
+	// added are sustained slots to start (under mu); ended the sustained
+	// exchanges over in this batch, whose next exchange the loop starts
+	// after it (Sustain).
+	added []sustainSlot
+	ended []*conn
 }
 
 func newLoop(eng *Engine) (*loop, error) {
@@ -482,7 +503,7 @@ func (l *loop) stop() {
 func (l *loop) start(c *conn) error {
 	fail := func(phase string, err error) error {
 		c.res.Phase, c.res.Err = phase, err
-		close(c.done)
+		l.deliver(c)
 		return err
 	}
 	if _, more := c.x.Reply.(Continuer); more && c.x.UDP {
@@ -547,15 +568,19 @@ func (l *loop) open(c *conn) (string, error) {
 			return "connect", err
 		}
 	}
-	to, err := sockaddr.Of(x.Remote)
-	if err != nil {
-		unix.Close(fd)
-		return "connect", err
+	var zone uint32
+	if x.Remote.Addr().Zone() != "" {
+		to, err := sockaddr.Of(x.Remote)
+		if err != nil {
+			rawClose(fd)
+			return "connect", err
+		}
+		zone = to.(*unix.SockaddrInet6).ZoneId
 	}
 	c.connectAt = time.Now()
-	err = unix.Connect(fd, to)
+	err := rawConnect(fd, x.Remote, zone)
 	if err != nil && err != unix.EINPROGRESS {
-		unix.Close(fd)
+		rawClose(fd)
 		return "connect", os.NewSyscallError("connect", err)
 	}
 	c.fd = fd
@@ -584,21 +609,22 @@ func newSocket(udp bool, source netip.Addr, ipv6 bool) (int, error) {
 	if udp {
 		typ, proto = unix.SOCK_DGRAM, unix.IPPROTO_UDP
 	}
-	fd, err := unix.Socket(family, typ|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, proto)
+	fd, err := rawSocket(family, typ|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, proto)
 	if err != nil {
 		return -1, os.NewSyscallError("socket", err)
 	}
+	kstamp.Hold()
 	if udp {
-		_ = kstamp.Enable(fd) // the request's transmit stamp too (Result.FirstTx)
+		_ = rawSetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPING, kstamp.Flags) // the request's transmit stamp too (Result.FirstTx)
 	} else {
 		// Closing resets the connection: no TIME_WAIT is left behind (it
 		// is closed only after the reply is complete, so nothing measured
 		// is cut).
-		if err := unix.SetsockoptLinger(fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0}); err != nil {
-			unix.Close(fd)
+		if err := rawSetLinger0(fd); err != nil {
+			rawClose(fd)
 			return -1, os.NewSyscallError("setsockopt", err)
 		}
-		_ = kstamp.EnableRx(fd) // the receive stamps of the reply (Result.LastRx)
+		_ = rawSetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPING, kstamp.RxFlags) // the receive stamps of the reply (Result.LastRx)
 	}
 	if ipv6 {
 		// Pinned: never an IPv4-mapped connection.
@@ -701,7 +727,7 @@ func (l *loop) connectAfterLookup(c *conn) {
 	c.res.FirstTx = kstamp.Sent(query, l.oob) // the first sending's: long queued by now
 	if err != nil {
 		c.res.Phase, c.res.Err = phase, err
-		close(c.done)
+		l.deliver(c)
 		return
 	}
 	if !c.res.AnswerRx.IsZero() && c.connectAt.After(c.res.AnswerRx) {
@@ -744,7 +770,7 @@ func (l *loop) register(c *conn) {
 			unix.Close(c.ready)
 			c.ready = -1
 		}
-		close(c.done)
+		l.deliver(c)
 	}
 }
 
@@ -758,7 +784,7 @@ func (l *loop) watch(c *conn, op int) error {
 	c.gen = l.gen
 	l.conns[fd] = c
 	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(fd), Pad: int32(c.gen)}
-	if err := unix.EpollCtl(l.epfd, op, fd, &ev); err != nil {
+	if err := rawEpollCtl(l.epfd, op, fd, &ev); err != nil {
 		delete(l.conns, fd)
 		return os.NewSyscallError("epoll_ctl", err)
 	}
@@ -775,7 +801,7 @@ func (l *loop) sendEarly(c *conn) (string, error) {
 	// mark is taken before it, as the write may carry the request through
 	// the lab and the reply may be stamped in before it returns.
 	at := time.Now()
-	n, err := unix.Write(c.fd, c.req)
+	n, err := rawWrite(c.fd, c.req)
 	switch {
 	case err == unix.EAGAIN || err == unix.EINTR:
 		return "", nil // still connecting: the loop takes over
@@ -806,7 +832,7 @@ func connected(c *conn, at time.Time) {
 // when the socket is writable again.
 func (l *loop) send(c *conn) error {
 	for c.sent < len(c.req) {
-		n, err := unix.Write(c.fd, c.req[c.sent:])
+		n, err := rawWrite(c.fd, c.req[c.sent:])
 		if err == unix.EAGAIN {
 			return nil
 		}
@@ -836,7 +862,7 @@ func (l *loop) finish(c *conn, phase string, err error) {
 	if err != nil {
 		c.res.Phase, c.res.Err = phase, err
 	}
-	close(c.done)
+	l.deliver(c)
 }
 
 // unregister takes c's connection out of the loop's set; false when it
@@ -860,8 +886,12 @@ func (l *loop) completed(c *conn) {
 	if c.x.UDP { // read before the socket closes; it is long queued by now
 		c.res.FirstTx = kstamp.Sent(c.fd, l.oob)
 	}
-	l.toClose = append(l.toClose, c.fd)
-	close(c.done)
+	// Closed by the exchange's own goroutine (Do), which wakes now
+	// anyway: not in the loop, whose thread would carry the reset
+	// through the lab ahead of the batch's other exchanges, and with no
+	// goroutine to wake for it.
+	c.closeFD = c.fd
+	l.deliver(c)
 }
 
 func (l *loop) run() {
@@ -877,7 +907,7 @@ func (l *loop) run() {
 		// With nothing in flight the loop sleeps without a deadline;
 		// start pokes it when work arrives.
 		l.mu.Lock()
-		idle := len(l.conns) == 0
+		idle := len(l.conns) == 0 && len(l.added) == 0
 		l.idle.Store(idle)
 		l.mu.Unlock()
 		// The deadline is the next scan's, set when it changes, not at
@@ -938,6 +968,7 @@ func (l *loop) run() {
 			lastScan = now
 			l.scan(now)
 		}
+		l.sustain()
 		if len(l.toClose) > 0 {
 			l.closing <- l.toClose
 			l.toClose = nil
@@ -1032,7 +1063,7 @@ func handshakeError(fd int) error {
 // reply, or the Lookup's answer, is complete).
 func (l *loop) read(c *conn) {
 	for {
-		n, oobn, _, _, err := unix.Recvmsg(c.fd, l.buf, l.oob, 0)
+		n, oobn, err := rawRecvmsg(c.fd, l.buf, l.oob)
 		switch {
 		case err == unix.EAGAIN:
 			return
@@ -1067,6 +1098,7 @@ func (l *loop) read(c *conn) {
 				c.res.FirstByte = c.res.LastRead
 			}
 			if at := kstamp.Parse(l.oob[:oobn]); !at.IsZero() {
+				lag.Add(c.res.LastRead.Sub(at)) // the self-check's read lag
 				c.res.LastRx, c.replyRx = at, at
 				if c.res.FirstRx.IsZero() {
 					c.res.FirstRx = at
@@ -1144,7 +1176,7 @@ func (l *loop) reopen(c *conn) {
 	c.res.Reconnects++
 	if phase, err := l.open(c); err != nil {
 		c.res.Phase, c.res.Err = phase, err
-		close(c.done)
+		l.deliver(c)
 		return
 	}
 	l.register(c)
@@ -1160,7 +1192,7 @@ func (l *loop) scan(now time.Time) {
 	for _, c := range l.conns {
 		switch {
 		case c.parent != nil: // an attempt: its race's exchange is in the set
-		case c.cancel.Load() || (!c.deadline.IsZero() && now.After(c.deadline)):
+		case c.cancel.Load() || (!c.deadline.IsZero() && now.After(c.deadline)) || (c.sus != nil && c.sus.ctx.Err() != nil):
 			over = append(over, c)
 		default:
 			if (c.lookup || c.race != nil) && !c.resendAt.IsZero() && now.After(c.resendAt) {
@@ -1210,7 +1242,7 @@ func (l *loop) scan(now time.Time) {
 			phase = "connect"
 		}
 		err := errCut
-		if !c.cancel.Load() {
+		if !c.cancel.Load() && (c.sus == nil || c.sus.ctx.Err() == nil) {
 			err = ErrTimeout
 		}
 		l.finish(c, phase, err)
@@ -1234,6 +1266,7 @@ func (l *loop) failAll(err error) {
 
 func (l *loop) shutdown() {
 	l.failAll(errors.New("evloop: engine closed"))
+	l.endSustained()
 	for _, fd := range l.toClose {
 		unix.Close(fd)
 	}

@@ -19,6 +19,9 @@ import (
 const Flags = unix.SOF_TIMESTAMPING_SOFTWARE | unix.SOF_TIMESTAMPING_TX_SOFTWARE | unix.SOF_TIMESTAMPING_RX_SOFTWARE |
 	unix.SOF_TIMESTAMPING_OPT_ID | unix.SOF_TIMESTAMPING_OPT_TSONLY
 
+// RxFlags ask for software receive stamps alone (EnableRx).
+const RxFlags = unix.SOF_TIMESTAMPING_SOFTWARE | unix.SOF_TIMESTAMPING_RX_SOFTWARE
+
 // Enable turns the stamps on for socket fd.
 func Enable(fd int) error {
 	Hold()
@@ -30,7 +33,7 @@ func Enable(fd int) error {
 // unconnected TCP socket).
 func EnableRx(fd int) error {
 	Hold()
-	return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPING, unix.SOF_TIMESTAMPING_SOFTWARE|unix.SOF_TIMESTAMPING_RX_SOFTWARE)
+	return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPING, RxFlags)
 }
 
 // OOBSize is enough control-message space for a stamp.

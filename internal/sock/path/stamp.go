@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"v6lab/internal/sock/kstamp"
+	"v6lab/internal/sock/lag"
 
 	"golang.org/x/sys/unix"
 )
@@ -95,6 +96,7 @@ func (s *StampedConn) Read(p []byte) (int, error) {
 		}
 		if n > 0 {
 			if at := kstamp.Parse(s.oob[:oobn]); !at.IsZero() {
+				lag.Add(time.Since(at)) // the self-check's read lag
 				s.LastRx = at
 				if s.FirstRx.IsZero() {
 					s.FirstRx = at

@@ -1,0 +1,48 @@
+package result
+
+// Load is the self-check of one run (docs/metrics.md, "Never the
+// bottleneck it measures"): what the run cost the host it was measured on,
+// read by the measuring process at the run's start and end, and whether
+// the client or the host's CPUs were saturated, in which case the run's
+// figures are partly the client's or the host's limits, not the network's
+// or the server's.
+type Load struct {
+	// CPUs is how many CPUs the measuring process may use (its affinity
+	// and GOMAXPROCS, the smaller); HostCPUs how many the host has.
+	CPUs     int `json:"cpus"`
+	HostCPUs int `json:"host_cpus"`
+	// ClientCPU is the measuring process's CPU time over the run's wall
+	// time, in CPUs (1.0: one CPU busy the whole run). On loopback it
+	// includes the embedded servers, which run in the same process.
+	ClientCPU float64 `json:"client_cpu"`
+	// HostBusy is the share of the CPU time of the CPUs the measuring
+	// process may use that was not idle (1.0: none idle), whoever used
+	// it; Softirq the share spent in softirq (packet forwarding and
+	// delivery, the lab's routers among them), counted by ticks.
+	HostBusy float64 `json:"host_busy"`
+	Softirq  float64 `json:"softirq,omitempty"`
+	// Roles is, in a lab, the CPU each role's processes took over the
+	// run, in CPUs, by the namespace they run in (server, gen4c, …; the
+	// measuring process is ClientCPU): softirq work is charged to the
+	// process it ran in, so the routers, which have no process, show in
+	// Softirq and in the other roles' time.
+	Roles map[string]float64 `json:"roles,omitempty"`
+	// LagP50NS and LagP90NS are how long received bytes waited for the
+	// client: from the kernel's receive stamp to the read that took them,
+	// over LagReads reads (the event loops', the DNS load engine's and
+	// stamped Go-engine reads).
+	LagP50NS int64 `json:"lag_p50_ns,omitempty"`
+	LagP90NS int64 `json:"lag_p90_ns,omitempty"`
+	LagReads int64 `json:"lag_reads,omitempty"`
+	// MedianNS is the run's median response time of completed
+	// transactions, the yardstick of the lag.
+	MedianNS int64 `json:"median_ns,omitempty"`
+	// RecordWaitNS is how long users waited, in all, to hand their
+	// samples to the writer (its queue full: samples late, none dropped).
+	RecordWaitNS int64 `json:"record_wait_ns,omitempty"`
+	// Client and Host say the client, or the host's CPUs, were saturated
+	// during the run; Why says by which figures.
+	Client bool   `json:"client_saturated,omitempty"`
+	Host   bool   `json:"host_saturated,omitempty"`
+	Why    string `json:"why,omitempty"`
+}
