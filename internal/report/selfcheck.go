@@ -34,33 +34,50 @@ type SelfCheck struct {
 	Why string `json:"why,omitempty"`
 }
 
-// selfChecks sums each cell's counted runs' self-checks.
+// selfChecks sums each cell's counted runs' self-checks, and judges the
+// cell on them pooled (result.Decide): runs too short to judge alone (the
+// lab's runs of a few ms) are judged together.
 func selfChecks(runs []result.Run) map[cellKey]*SelfCheck {
-	out := map[cellKey]*SelfCheck{}
+	type pool struct {
+		sc                       *SelfCheck
+		wall, cpu, busy, softirq float64 // seconds, CPU-seconds, ticks
+		ticks, reads             int64
+		lagNS, medianNS, medians float64
+		roles                    map[string]float64 // CPU-seconds
+	}
+	pools := map[cellKey]*pool{}
+	var order []cellKey
 	for _, r := range runs {
 		l := r.Load
 		if l == nil || r.Warmup || r.Err != "" {
 			continue
 		}
 		k := cellKey{r.Protocol, r.Path, r.Conns}
-		c := out[k]
-		if c == nil {
-			c = &SelfCheck{}
-			out[k] = c
+		p := pools[k]
+		if p == nil {
+			p = &pool{sc: &SelfCheck{}, roles: map[string]float64{}}
+			pools[k] = p
+			order = append(order, k)
 		}
+		c := p.sc
+		wall := r.End.Sub(r.Start).Seconds()
 		c.Runs++
 		c.CPUs = max(c.CPUs, l.CPUs)
-		c.ClientCPU += l.ClientCPU
-		c.HostBusy += l.HostBusy
-		c.Softirq += l.Softirq
-		c.LagP50MS += float64(l.LagP50NS) / 1e6
-		c.RecordWaitMS += float64(l.RecordWaitNS) / 1e6
-		for role, v := range l.Roles {
-			if c.Roles == nil {
-				c.Roles = map[string]float64{}
-			}
-			c.Roles[role] += v
+		p.wall += wall
+		p.cpu += l.ClientCPU * wall
+		p.busy += l.HostBusy * float64(l.HostTicks)
+		p.softirq += l.Softirq * float64(l.HostTicks)
+		p.ticks += l.HostTicks
+		p.reads += l.LagReads
+		p.lagNS += float64(l.LagP50NS) * float64(l.LagReads)
+		if l.MedianNS > 0 {
+			p.medianNS += float64(l.MedianNS)
+			p.medians++
 		}
+		for role, v := range l.Roles {
+			p.roles[role] += v * wall
+		}
+		c.RecordWaitMS += float64(l.RecordWaitNS) / 1e6
 		if l.Client {
 			c.ClientRuns++
 		}
@@ -71,16 +88,50 @@ func selfChecks(runs []result.Run) map[cellKey]*SelfCheck {
 			c.Why = l.Why
 		}
 	}
-	for _, c := range out {
-		n := float64(c.Runs)
-		c.ClientCPU, c.HostBusy, c.Softirq, c.LagP50MS = round3(c.ClientCPU/n), round3(c.HostBusy/n), round3(c.Softirq/n), round3(c.LagP50MS/n)
-		c.RecordWaitMS = round3(c.RecordWaitMS)
-		for role, v := range c.Roles {
-			c.Roles[role] = round3(v / n)
+	out := map[cellKey]*SelfCheck{}
+	for _, k := range order {
+		p := pools[k]
+		c := p.sc
+		pooled := result.Load{CPUs: c.CPUs, HostTicks: p.ticks, LagReads: p.reads}
+		if p.wall > 0 {
+			pooled.ClientCPU = p.cpu / p.wall
+			for role, v := range p.roles {
+				if c.Roles == nil {
+					c.Roles = map[string]float64{}
+				}
+				c.Roles[role] = round3(v / p.wall)
+			}
 		}
-		c.ClientSaturated, c.HostSaturated = c.ClientRuns > 0, c.HostRuns > 0
+		if p.ticks > 0 {
+			pooled.HostBusy, pooled.Softirq = p.busy/float64(p.ticks), p.softirq/float64(p.ticks)
+		}
+		if p.reads > 0 {
+			pooled.LagP50NS = int64(p.lagNS / float64(p.reads))
+		}
+		if p.medians > 0 {
+			pooled.MedianNS = int64(p.medianNS / p.medians)
+		}
+		result.Decide(&pooled)
+		c.ClientCPU, c.HostBusy, c.Softirq = round3(pooled.ClientCPU), round3(pooled.HostBusy), round3(pooled.Softirq)
+		c.LagP50MS = round3(float64(pooled.LagP50NS) / 1e6)
+		c.RecordWaitMS = round3(c.RecordWaitMS)
+		c.ClientSaturated = c.ClientRuns > 0 || pooled.Client
+		c.HostSaturated = c.HostRuns > 0 || pooled.Host
+		if c.Why == "" && (pooled.Client || pooled.Host) {
+			c.Why = pooled.Why + " (its runs together)"
+		}
+		out[k] = c
 	}
 	return out
+}
+
+// runsOf says how many of a cell's runs were saturated: k of n, or its
+// runs together when none alone was long enough to judge.
+func runsOf(k, n int) string {
+	if k == 0 {
+		return fmt.Sprintf("its %d runs together", n)
+	}
+	return fmt.Sprintf("%d of %d runs", k, n)
 }
 
 // saturated says whether the client or the host was saturated in a run
@@ -100,10 +151,10 @@ func selfCheckNotes(cells []Cell, target string) []string {
 		}
 		name := fmt.Sprintf("%s/%s/%d", c.Protocol, c.Path, c.Conns)
 		if sc.ClientSaturated {
-			client = append(client, fmt.Sprintf("%s (%d of %d runs: %s)", name, sc.ClientRuns, sc.Runs, sc.Why))
+			client = append(client, fmt.Sprintf("%s (%s: %s)", name, runsOf(sc.ClientRuns, sc.Runs), sc.Why))
 		}
 		if sc.HostSaturated {
-			host = append(host, fmt.Sprintf("%s (%d of %d runs)", name, sc.HostRuns, sc.Runs))
+			host = append(host, fmt.Sprintf("%s (%s, %.0f%% busy)", name, runsOf(sc.HostRuns, sc.Runs), 100*sc.HostBusy))
 		}
 	}
 	sort.Strings(client)

@@ -1,5 +1,11 @@
 package result
 
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
 // Load is the self-check of one run (docs/metrics.md, "Never the
 // bottleneck it measures"): what the run cost the host it was measured on,
 // read by the measuring process at the run's start and end, and whether
@@ -49,4 +55,46 @@ type Load struct {
 	Client bool   `json:"client_saturated,omitempty"`
 	Host   bool   `json:"host_saturated,omitempty"`
 	Why    string `json:"why,omitempty"`
+}
+
+// Saturation thresholds (docs/metrics.md).
+const (
+	// SaturatedCPU is the share of the CPUs it may use above which the
+	// measuring process had no CPU to spare.
+	SaturatedCPU = 0.9
+	// SaturatedHost is the share of the CPU time (of the CPUs the
+	// measuring process may use) above which no CPU was idle.
+	SaturatedHost = 0.95
+	// SaturatedLag is the share of the median response time the median
+	// read lag may reach on a host without an idle CPU before the client
+	// counts as saturated: replies then queued for the client, which
+	// could not be given a CPU sooner.
+	SaturatedLag = 0.1
+	// MinLagReads is how many reads the lag must rest on to decide, and
+	// MinHostTicks how many clock ticks the host's shares (/proc/stat
+	// counts 10 ms ticks: fewer are a tick or two, too coarse).
+	MinLagReads  = 100
+	MinHostTicks = 50
+)
+
+// Decide sets Client, Host and Why from the figures. Load figures of a
+// run too short to judge (the caller's call) are pooled over a cell's
+// runs first.
+func Decide(l *Load) {
+	var why []string
+	l.Client, l.Host = false, false
+	if l.CPUs > 0 && l.ClientCPU >= SaturatedCPU*float64(l.CPUs) {
+		l.Client = true
+		why = append(why, fmt.Sprintf("the client used %.2f of the %d CPUs it may use", l.ClientCPU, l.CPUs))
+	}
+	if l.HostTicks >= MinHostTicks && l.HostBusy >= SaturatedHost {
+		l.Host = true
+		why = append(why, fmt.Sprintf("the host's CPUs were %.0f%% busy", 100*l.HostBusy))
+		if l.LagReads >= MinLagReads && l.MedianNS > 0 && float64(l.LagP50NS) >= SaturatedLag*float64(l.MedianNS) {
+			l.Client = true
+			why = append(why, fmt.Sprintf("replies waited %v (median) for the client, %.0f%% of the median response time",
+				time.Duration(l.LagP50NS).Round(time.Microsecond), 100*float64(l.LagP50NS)/float64(l.MedianNS)))
+		}
+	}
+	l.Why = strings.Join(why, "; ")
 }

@@ -1,8 +1,6 @@
 package experiment
 
 import (
-	"fmt"
-	"strings"
 	"time"
 
 	"v6lab/internal/result"
@@ -16,27 +14,10 @@ import (
 // run's start and end, and marks the run when the client or the host was
 // saturated.
 
-// Saturation thresholds.
 const (
-	// SaturatedCPU is the share of the CPUs it may use above which the
-	// measuring process had no CPU to spare.
-	SaturatedCPU = 0.9
-	// SaturatedHost is the share of the host's CPU time (of the CPUs the
-	// measuring process may use) above which no CPU was idle.
-	SaturatedHost = 0.95
-	// SaturatedLag is the share of the run's median response time the
-	// median read lag may reach on a host without an idle CPU before the
-	// client counts as saturated: replies then waited for the client,
-	// which could not be given a CPU sooner.
-	SaturatedLag = 0.1
-	// minLagReads is how many reads the lag must rest on to decide.
-	minLagReads = 100
-	// minDecide is the shortest run decided on, and minTicks the fewest
-	// clock ticks of the host's CPU times (/proc/stat counts in ticks of
-	// 10 ms): a shorter run's shares are a tick or two, too coarse to
-	// call a CPU saturated.
+	// minDecide is the shortest run judged on its own (a cell's shorter
+	// runs are judged together in its summary).
 	minDecide = 100 * time.Millisecond
-	minTicks  = 50
 	// recordWaitMin is the shortest hand-over of a sample to the writer
 	// counted as a wait (a send to its queue takes well under a µs).
 	recordWaitMin = 20 * time.Microsecond
@@ -118,29 +99,9 @@ func (c *selfCheck) end(wait time.Duration) *result.Load {
 	}
 	l.MedianNS = int64(c.totals.Read().Quantile(0.5))
 	if wall >= minDecide {
-		decide(l)
+		result.Decide(l)
 	}
 	return l
-}
-
-// decide marks a run whose client or host was saturated, and says why
-// (runs shorter than minDecide are not decided on).
-func decide(l *result.Load) {
-	var why []string
-	if l.CPUs > 0 && l.ClientCPU >= SaturatedCPU*float64(l.CPUs) {
-		l.Client = true
-		why = append(why, fmt.Sprintf("the client used %.2f of the %d CPUs it may use", l.ClientCPU, l.CPUs))
-	}
-	if l.HostTicks >= minTicks && l.HostBusy >= SaturatedHost {
-		l.Host = true
-		why = append(why, fmt.Sprintf("the host's CPUs were %.0f%% busy", 100*l.HostBusy))
-		if l.LagReads >= minLagReads && l.MedianNS > 0 && float64(l.LagP50NS) >= SaturatedLag*float64(l.MedianNS) {
-			l.Client = true
-			why = append(why, fmt.Sprintf("replies waited %v (median) for the client, %.0f%% of the median response time",
-				time.Duration(l.LagP50NS).Round(time.Microsecond), 100*float64(l.LagP50NS)/float64(l.MedianNS)))
-		}
-	}
-	l.Why = strings.Join(why, "; ")
 }
 
 func round3(v float64) float64 { return float64(int64(v*1000+0.5)) / 1000 }

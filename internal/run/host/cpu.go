@@ -17,10 +17,6 @@ import (
 // the measuring process took, how busy the host's CPUs were, and what each
 // lab role's processes took, over the run's wall time.
 
-// clockTick is the kernel's USER_HZ, the unit of /proc's CPU times (100 on
-// every Linux architecture v6lab runs on).
-const clockTick = 100
-
 // CPUs is how many CPUs this process may run on: its affinity, and Go's
 // GOMAXPROCS, the smaller.
 func CPUs() int {
@@ -204,25 +200,26 @@ func (r *Roles) CPU() map[string]time.Duration {
 	return out
 }
 
-// procCPU is a process's CPU time (utime + stime, every thread), 0 when it
-// is gone.
+// procCPU is a process's CPU time, every thread's: the first figure of
+// each thread's schedstat, the scheduler's own count in ns (the utime and
+// stime of /proc/PID/stat are sampled at the clock tick, 10 ms, too coarse
+// for the lab's runs of a few ms); 0 when it is gone.
 func procCPU(pid int) time.Duration {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return 0
 	}
-	// The command name, in parentheses, may hold spaces: fields are
-	// counted after its closing one (utime and stime are the 14th and
-	// 15th fields of the line, the 12th and 13th after it).
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0
+	var sum time.Duration
+	for _, e := range ents {
+		b, err := os.ReadFile(dir + "/" + e.Name() + "/schedstat")
+		if err != nil {
+			continue
+		}
+		if i := bytes.IndexByte(b, ' '); i > 0 {
+			ns, _ := strconv.ParseUint(string(b[:i]), 10, 64)
+			sum += time.Duration(ns)
+		}
 	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	u, _ := strconv.ParseUint(f[11], 10, 64)
-	s, _ := strconv.ParseUint(f[12], 10, 64)
-	return time.Duration(u+s) * time.Second / clockTick
+	return sum
 }
