@@ -34,10 +34,8 @@ type selfCheck struct {
 	lag     lag.Counts
 	roles   *host.Roles
 	roleCPU map[string]time.Duration
-	// totals are the run's completed response times; wait the time users
-	// waited to record their samples.
+	// totals are the run's completed response times.
 	totals lag.Hist
-	wait   time.Duration
 }
 
 // prepareCheck finds what a run's self-check reads (the CPUs this process
