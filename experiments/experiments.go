@@ -45,3 +45,24 @@ func Lab(name string) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// Print is a built-in experiment as --print writes it, to save and edit:
+// its topology, a file beside the built-in experiments, becomes a
+// reference to the built-in lab (BuiltinLab), so the saved file runs
+// wherever it is saved, under any name (saved as rubio.yaml, rubio's
+// "topology: rubio.yaml" named the experiment itself).
+func Print(name string) ([]byte, error) {
+	b, err := Get(name)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, line := range strings.SplitAfter(string(b), "\n") {
+		if t, ok := strings.CutPrefix(line, "topology: "); ok && !strings.HasPrefix(t, BuiltinLab) {
+			line = "# the study's lab, built into v6lab (docs/lab.md); give your own topology file to change it\n" +
+				"topology: " + BuiltinLab + t
+		}
+		out = append(out, line)
+	}
+	return []byte(strings.Join(out, "")), nil
+}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"v6lab/internal/gen/transport"
 	"v6lab/internal/run/experiment"
 )
 
@@ -31,10 +32,10 @@ func TestBuiltinExperimentsParseAndScale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cell := func(label string) *experiment.Spec {
-		for i := range r.Cells {
-			if r.Cells[i].CellName() == label {
-				return &r.Cells[i]
+	cell := func(label string) *experiment.CellGroup {
+		for i := range r.Groups {
+			if r.Groups[i].CellName() == label {
+				return &r.Groups[i]
 			}
 		}
 		t.Fatalf("rubio has no cell group %s", label)
@@ -42,27 +43,27 @@ func TestBuiltinExperimentsParseAndScale(t *testing.T) {
 	}
 	udp := cell("udp-100m-buf100k")
 	// 2 MSS x 4 windows x 7 amounts of TCP, 3 rates x 3 buffers of UDP.
-	if len(r.Cells) != 65 || r.Topology != "rubio.yaml" || cell("tcp-200m-mss1k").Test.Bytes != 200<<20 || cell("tcp-10m-mss2k").Test.MSS != 2048 ||
-		cell("tcp-50m-w56k-mss2k").Test.Window != 56<<10 ||
-		udp.Test.Rate != 100e6 || udp.Test.RcvBuf != 100<<10 || udp.Test.Duration != time.Minute {
-		t.Errorf("rubio: %d cell groups, %+v", len(r.Cells), udp.Test)
+	if len(r.Groups) != 65 || r.Topology != "rubio.yaml" || trialOf(cell("tcp-200m-mss1k")).Bytes != 200<<20 || trialOf(cell("tcp-10m-mss2k")).MSS != 2048 ||
+		trialOf(cell("tcp-50m-w56k-mss2k")).Window != 56<<10 ||
+		trialOf(udp).Rate != 100e6 || trialOf(udp).RcvBuf != 100<<10 || trialOf(udp).Duration != time.Minute {
+		t.Errorf("rubio: %d cell groups, %+v", len(r.Groups), trialOf(udp))
 	}
 	if _, err := Lab(r.Topology); err != nil {
 		t.Error(err)
 	}
-	if err := r.Scale(0.1); err != nil || udp.Test.Duration != 6*time.Second || cell("tcp-200m-mss1k").Test.Bytes != 20<<20 {
-		t.Errorf("scaled rubio: %v %+v", err, udp.Test)
+	if err := r.Scale(0.1); err != nil || trialOf(udp).Duration != 6*time.Second || trialOf(cell("tcp-200m-mss1k")).Bytes != 20<<20 {
+		t.Errorf("scaled rubio: %v %+v", err, trialOf(udp))
 	}
 	b, _ = Get("mitre2004")
 	e, _ := experiment.Parse("mitre2004", b)
-	if got := e.Cells[0].Conns; len(got) != 6 || got[5] != 5000 || e.Cells[0].Runs != 11 {
+	if got := e.Groups[0].Conns; len(got) != 6 || got[5] != 5000 || e.Groups[0].Runs != 11 {
 		t.Errorf("mitre2004 http cells %v", got)
 	}
 	if err := e.Scale(0.1); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.Cells[0].Conns; len(got) != 5 || got[0] != 1 || got[4] != 500 || e.Cells[0].Runs != 3 {
-		t.Errorf("scaled: conns %v runs %d", got, e.Cells[0].Runs)
+	if got := e.Groups[0].Conns; len(got) != 5 || got[0] != 1 || got[4] != 500 || e.Groups[0].Runs != 3 {
+		t.Errorf("scaled: conns %v runs %d", got, e.Groups[0].Runs)
 	}
 	for _, bad := range []float64{0, -1, 1.5} {
 		if err := e.Scale(bad); err == nil {
@@ -87,4 +88,12 @@ func TestListNamesEveryBuiltin(t *testing.T) {
 	if !strings.Contains(b.String(), "http×1 ftp×1 smtp×1 imap×1") {
 		t.Errorf("mitre2004's cells are not summed up by protocol:\n%s", b.String())
 	}
+}
+
+// trialOf is a trial cell group's test.
+func trialOf(c *experiment.CellGroup) *transport.Options {
+	if t, ok := c.Options.(interface{ Transport() *transport.Options }); ok && t.Transport() != nil {
+		return t.Transport()
+	}
+	return &transport.Options{}
 }

@@ -207,155 +207,19 @@ func analyze(args []string) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.Open(*samplesFile)
+	samples, err := readSamples(*samplesFile)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	type key struct {
-		path  string
-		conns int
-	}
-	lead, tail, over, wire, kern := map[key][]float64{}, map[key][]float64{}, map[key][]float64{}, map[key][]float64{}, map[key][]float64{}
-	totals, turns, turnDiff, synTurn := map[key][]float64{}, map[key][]float64{}, map[key][]float64{}, map[key][]float64{}
-	finGap, toFIN := map[key][]float64{}, map[key][]float64{}
-	unmatched, noConn, noQuery := 0, 0, 0
-	var samples []sample
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		var s sample
-		// Warm-up runs are left out, as from v6lab's figures: the first
-		// may begin before the capture is ready.
-		if json.Unmarshal(sc.Bytes(), &s) != nil || s.Kind != "sample" || s.Err != "" || s.Local == "" || s.Warmup {
-			continue
-		}
-		samples = append(samples, s)
-	}
-	// Queries are matched to samples in the order their lookups ended: the
-	// reply that arrived last before a lookup's end, of its family.
-	sort.Slice(samples, func(i, j int) bool {
-		return samples[i].Start.Add(time.Duration(samples[i].ResolveNS)).Before(samples[j].Start.Add(time.Duration(samples[j].ResolveNS)))
-	})
+	f := newFigures()
 	for _, s := range samples {
-		local, err := netip.ParseAddrPort(s.Local)
-		if err != nil {
-			continue
-		}
-		end := s.Start.Add(time.Duration(s.TotalNS))
-		c := connOf(conns[local], s.Start, end)
-		if c == nil || c.lastIn.IsZero() {
-			unmatched++
-			noConn++
-			continue
-		}
-		first, capTurns := c.syn, c.turns
-		var answerToSYN time.Duration
-		if s.ResolveNS > 0 {
-			q := lastReply(queries, s.Start, s.Start.Add(time.Duration(s.ResolveNS)), local.Addr().Is4(), s.DNSLocal)
-			if q == nil {
-				unmatched++
-				noQuery++
-				continue
-			}
-			q.used = true
-			first = firstSent(queries, q, s.Start)
-			if !q.replied.IsZero() && c.syn.After(q.replied) {
-				answerToSYN = c.syn.Sub(q.replied) // the answer in → the SYN out
-				capTurns += answerToSYN
-			}
-		}
-		k := key{s.Path, s.Conns}
-		w := c.lastIn.Sub(first)
-		lead[k] = append(lead[k], us(first.Sub(s.Start)))
-		tail[k] = append(tail[k], us(end.Sub(c.lastIn)))
-		over[k] = append(over[k], us(time.Duration(s.TotalNS)-w))
-		wire[k] = append(wire[k], us(w))
-		totals[k] = append(totals[k], us(time.Duration(s.TotalNS)))
-		if s.WireNS > 0 {
-			kern[k] = append(kern[k], us(time.Duration(s.WireNS)-w))
-			if !c.finIn.IsZero() && c.finIn.After(c.lastIn) {
-				finGap[k] = append(finGap[k], us(c.finIn.Sub(c.lastIn)))
-				toFIN[k] = append(toFIN[k], us(time.Duration(s.WireNS)-c.finIn.Sub(first)))
-			}
-		}
-		if answerToSYN > 0 {
-			synTurn[k] = append(synTurn[k], us(answerToSYN))
-		}
-		if capTurns > 0 {
-			turns[k] = append(turns[k], us(capTurns))
-			if s.TurnNS > 0 {
-				turnDiff[k] = append(turnDiff[k], us(time.Duration(s.TurnNS)-capTurns))
-			}
-		}
+		f.add(s, queries, conns)
 	}
-	var keys []key
-	for k := range over {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].conns != keys[j].conns {
-			return keys[i].conns < keys[j].conns
-		}
-		return keys[i].path < keys[j].path
-	})
-	fmt.Printf("%-7s %5s %6s  %-22s %-22s %-26s %-10s %s\n", "path", "conns", "n", "lead µs p50/p90/max", "tail µs p50/p90/max", "total−wire µs p50/p90/max", "of total", "wire_ns−wire µs p50/min/max (n)")
-	worst := map[int]float64{}
-	for _, k := range keys {
-		o := over[k]
-		pct := median(o) / mean(totals[k]) * 100
-		kd := "none"
-		if v := kern[k]; len(v) > 0 {
-			kd = fmt.Sprintf("%.0f / %.0f / %.0f (%d)", percentile(v, 50), percentile(v, 0), percentile(v, 100), len(v))
-		}
-		fmt.Printf("%-7s %5d %6d  %-22s %-22s %-26s %-10s %s\n", k.path, k.conns, len(o), dist(lead[k]), dist(tail[k]), dist(o), fmt.Sprintf("%.1f%%", pct), kd)
-		if k.conns == 1 {
-			worst[1] = max(worst[1], median(o))
-		} else {
-			worst[k.conns] = max(worst[k.conns], pct)
-		}
-	}
-	fmt.Printf("unmatched samples: %d (%d without their connection, %d without their query; warm-up runs left out)\n", unmatched, noConn, noQuery)
-	if len(turns) > 0 {
-		// The client's turns inside the wire time: a reply's last packet in
-		// to the next request's first packet out on the same connection,
-		// and the DNS answer in to the SYN out, against v6lab's
-		// client_turn_ns (which ends at the send or connect call).
-		fmt.Printf("%-7s %5s  %-26s %-26s %s\n", "path", "conns", "client turns µs p50/p90/max", "of which answer→SYN", "client_turn_ns−turns µs p50/min/max (n)")
-		for _, k := range keys {
-			if len(turns[k]) == 0 {
-				continue
-			}
-			d := "none"
-			if v := turnDiff[k]; len(v) > 0 {
-				d = fmt.Sprintf("%.0f / %.0f / %.0f (%d)", percentile(v, 50), percentile(v, 0), percentile(v, 100), len(v))
-			}
-			syn := "none"
-			if v := synTurn[k]; len(v) > 0 {
-				syn = dist(v)
-			}
-			fmt.Printf("%-7s %5d  %-26s %-26s %s\n", k.path, k.conns, dist(turns[k]), syn, d)
-		}
-	}
-	if len(finGap) > 0 {
-		// Where wire_ns ends when the server's FIN follows the last byte:
-		// a FIN that arrives before the client reads is merged into the
-		// queued data, and the read carries the FIN's stamp.
-		fmt.Printf("%-7s %5s  %-26s %-30s %s\n", "path", "conns", "FIN − last byte µs p50/p90", "wire_ns − wire to FIN µs p50", "wire_ns ends at the FIN (±3 µs)")
-		for _, k := range keys {
-			g, f := finGap[k], toFIN[k]
-			if len(g) == 0 {
-				continue
-			}
-			at := 0
-			for _, x := range f {
-				if x >= -3 && x <= 3 {
-					at++
-				}
-			}
-			fmt.Printf("%-7s %5d  %-26s %-30s %d of %d\n", k.path, k.conns, fmt.Sprintf("%.0f / %.0f", percentile(g, 50), percentile(g, 90)), fmt.Sprintf("%.0f", percentile(f, 50)), at, len(f))
-		}
-	}
+	keys := f.keys()
+	worst := f.printOverhead(keys)
+	fmt.Printf("unmatched samples: %d (%d without their connection, %d without their query; warm-up runs left out)\n", f.noConn+f.noQuery, f.noConn, f.noQuery)
+	f.printTurns(keys)
+	f.printFIN(keys)
 	if v, ok := worst[1]; ok {
 		fmt.Printf("ratio overhead_p50_c1_vs_50us %.2f\n", v/50)
 	}
@@ -365,6 +229,195 @@ func analyze(args []string) error {
 		}
 	}
 	return nil
+}
+
+// readSamples reads v6lab's completed samples, in the order their lookups
+// ended: queries are matched to samples in that order (the reply that
+// arrived last before a lookup's end, of its family). Warm-up runs are
+// left out, as from v6lab's figures: the first may begin before the
+// capture is ready.
+func readSamples(name string) ([]sample, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var samples []sample
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var s sample
+		if json.Unmarshal(sc.Bytes(), &s) != nil || s.Kind != "sample" || s.Err != "" || s.Local == "" || s.Warmup {
+			continue
+		}
+		samples = append(samples, s)
+	}
+	sort.Slice(samples, func(i, j int) bool {
+		return samples[i].Start.Add(time.Duration(samples[i].ResolveNS)).Before(samples[j].Start.Add(time.Duration(samples[j].ResolveNS)))
+	})
+	return samples, nil
+}
+
+// key is a row of the tables: a path at a connection count.
+type key struct {
+	path  string
+	conns int
+}
+
+// dists are a figure's values (µs) per row.
+type dists map[key][]float64
+
+func (d dists) add(k key, v float64) { d[k] = append(d[k], v) }
+
+// figures are the samples measured against the wire.
+type figures struct {
+	// lead: start → the first query out; tail: the last byte in → end;
+	// over: total − wire; kern: wire_ns − wire.
+	lead, tail, over, wire, kern, totals dists
+	// turns: the client's turns seen on the wire; turnDiff:
+	// client_turn_ns − turns; synTurn: the DNS answer in → the SYN out.
+	turns, turnDiff, synTurn dists
+	// finGap: the server's FIN − the last byte; toFIN: wire_ns − the wire
+	// time to the FIN.
+	finGap, toFIN   dists
+	noConn, noQuery int // samples without their connection, their query
+}
+
+func newFigures() *figures {
+	return &figures{lead: dists{}, tail: dists{}, over: dists{}, wire: dists{}, kern: dists{}, totals: dists{},
+		turns: dists{}, turnDiff: dists{}, synTurn: dists{}, finGap: dists{}, toFIN: dists{}}
+}
+
+// add matches a sample to its TCP connection (by its local address and
+// time) and its DNS query, and adds what the wire says of it.
+func (f *figures) add(s sample, queries []*dnsQuery, conns map[netip.AddrPort][]*conn) {
+	local, err := netip.ParseAddrPort(s.Local)
+	if err != nil {
+		return
+	}
+	end := s.Start.Add(time.Duration(s.TotalNS))
+	c := connOf(conns[local], s.Start, end)
+	if c == nil || c.lastIn.IsZero() {
+		f.noConn++
+		return
+	}
+	first, capTurns := c.syn, c.turns
+	var answerToSYN time.Duration
+	if s.ResolveNS > 0 {
+		q := lastReply(queries, s.Start, s.Start.Add(time.Duration(s.ResolveNS)), local.Addr().Is4(), s.DNSLocal)
+		if q == nil {
+			f.noQuery++
+			return
+		}
+		q.used = true
+		first = firstSent(queries, q, s.Start)
+		if !q.replied.IsZero() && c.syn.After(q.replied) {
+			answerToSYN = c.syn.Sub(q.replied) // the answer in → the SYN out
+			capTurns += answerToSYN
+		}
+	}
+	k := key{s.Path, s.Conns}
+	w := c.lastIn.Sub(first)
+	f.lead.add(k, us(first.Sub(s.Start)))
+	f.tail.add(k, us(end.Sub(c.lastIn)))
+	f.over.add(k, us(time.Duration(s.TotalNS)-w))
+	f.wire.add(k, us(w))
+	f.totals.add(k, us(time.Duration(s.TotalNS)))
+	if s.WireNS > 0 {
+		f.kern.add(k, us(time.Duration(s.WireNS)-w))
+		if !c.finIn.IsZero() && c.finIn.After(c.lastIn) {
+			f.finGap.add(k, us(c.finIn.Sub(c.lastIn)))
+			f.toFIN.add(k, us(time.Duration(s.WireNS)-c.finIn.Sub(first)))
+		}
+	}
+	if answerToSYN > 0 {
+		f.synTurn.add(k, us(answerToSYN))
+	}
+	if capTurns > 0 {
+		f.turns.add(k, us(capTurns))
+		if s.TurnNS > 0 {
+			f.turnDiff.add(k, us(time.Duration(s.TurnNS)-capTurns))
+		}
+	}
+}
+
+// keys are the rows, by connection count and then path.
+func (f *figures) keys() []key {
+	var keys []key
+	for k := range f.over {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].conns != keys[j].conns {
+			return keys[i].conns < keys[j].conns
+		}
+		return keys[i].path < keys[j].path
+	})
+	return keys
+}
+
+// printOverhead prints v6lab's own time per row (total − wire, and where
+// it lies: lead and tail) and returns, per connection count, the worst
+// row's figure its target speaks of: the median in µs at one connection,
+// the median as a share of the mean total above.
+func (f *figures) printOverhead(keys []key) map[int]float64 {
+	fmt.Printf("%-7s %5s %6s  %-22s %-22s %-26s %-10s %s\n", "path", "conns", "n", "lead µs p50/p90/max", "tail µs p50/p90/max", "total−wire µs p50/p90/max", "of total", "wire_ns−wire µs p50/min/max (n)")
+	worst := map[int]float64{}
+	for _, k := range keys {
+		o := f.over[k]
+		pct := median(o) / mean(f.totals[k]) * 100
+		fmt.Printf("%-7s %5d %6d  %-22s %-22s %-26s %-10s %s\n", k.path, k.conns, len(o), dist(f.lead[k]), dist(f.tail[k]), dist(o), fmt.Sprintf("%.1f%%", pct), spread(f.kern[k]))
+		if k.conns == 1 {
+			worst[1] = max(worst[1], median(o))
+		} else {
+			worst[k.conns] = max(worst[k.conns], pct)
+		}
+	}
+	return worst
+}
+
+// printTurns prints the client's turns inside the wire time: a reply's
+// last packet in to the next request's first packet out on the same
+// connection, and the DNS answer in to the SYN out, against v6lab's
+// client_turn_ns (which ends at the send or connect call).
+func (f *figures) printTurns(keys []key) {
+	if len(f.turns) == 0 {
+		return
+	}
+	fmt.Printf("%-7s %5s  %-26s %-26s %s\n", "path", "conns", "client turns µs p50/p90/max", "of which answer→SYN", "client_turn_ns−turns µs p50/min/max (n)")
+	for _, k := range keys {
+		if len(f.turns[k]) == 0 {
+			continue
+		}
+		syn := "none"
+		if v := f.synTurn[k]; len(v) > 0 {
+			syn = dist(v)
+		}
+		fmt.Printf("%-7s %5d  %-26s %-26s %s\n", k.path, k.conns, dist(f.turns[k]), syn, spread(f.turnDiff[k]))
+	}
+}
+
+// printFIN prints where wire_ns ends when the server's FIN follows the
+// last byte: a FIN that arrives before the client reads is merged into
+// the queued data, and the read carries the FIN's stamp.
+func (f *figures) printFIN(keys []key) {
+	if len(f.finGap) == 0 {
+		return
+	}
+	fmt.Printf("%-7s %5s  %-26s %-30s %s\n", "path", "conns", "FIN − last byte µs p50/p90", "wire_ns − wire to FIN µs p50", "wire_ns ends at the FIN (±3 µs)")
+	for _, k := range keys {
+		g, t := f.finGap[k], f.toFIN[k]
+		if len(g) == 0 {
+			continue
+		}
+		at := 0
+		for _, x := range t {
+			if x >= -3 && x <= 3 {
+				at++
+			}
+		}
+		fmt.Printf("%-7s %5d  %-26s %-30s %d of %d\n", k.path, k.conns, fmt.Sprintf("%.0f / %.0f", percentile(g, 50), percentile(g, 90)), fmt.Sprintf("%.0f", percentile(t, 50)), at, len(t))
+	}
 }
 
 // lastReply is the unused query of the family sent after start whose
@@ -422,79 +475,112 @@ func decode(name string) ([]*dnsQuery, map[netip.AddrPort][]*conn, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	var queries []*dnsQuery
-	byID := map[string]*dnsQuery{}
-	conns := map[netip.AddrPort][]*conn{}
-	var eth layers.Ethernet
-	var ip4 layers.IPv4
-	var ip6 layers.IPv6
-	var tcp layers.TCP
-	var udp layers.UDP
-	var dns layers.DNS
-	parser := gopacket.NewDecodingLayerParser(layers.LayerTypeEthernet, &eth, &ip4, &ip6, &tcp, &udp)
-	parser.IgnoreUnsupported = true
-	var decoded []gopacket.LayerType
+	d := newDecoder()
+	w := &wire{byID: map[string]*dnsQuery{}, conns: map[netip.AddrPort][]*conn{}}
 	for {
 		data, ci, err := r.ReadPacketData()
 		if err != nil {
 			break
 		}
-		_ = parser.DecodeLayers(data, &decoded)
-		var src, dst netip.Addr
-		isTCP, isUDP, isDNS := false, false, false
-		for _, l := range decoded {
-			switch l {
-			case layers.LayerTypeIPv4:
-				src, _ = netip.AddrFromSlice(ip4.SrcIP.To4())
-				dst, _ = netip.AddrFromSlice(ip4.DstIP.To4())
-			case layers.LayerTypeIPv6:
-				src, _ = netip.AddrFromSlice(ip6.SrcIP)
-				dst, _ = netip.AddrFromSlice(ip6.DstIP)
-			case layers.LayerTypeTCP:
-				isTCP = true
-			case layers.LayerTypeUDP:
-				// The embedded DNS server's port is not 53: decode
-				// every datagram as DNS.
-				isUDP = true
-				isDNS = dns.DecodeFromBytes(udp.Payload, gopacket.NilDecodeFeedback) == nil
-			}
-		}
-		switch {
-		case isUDP && isDNS && !dns.QR:
-			s := netip.AddrPortFrom(src, uint16(udp.SrcPort))
-			q := &dnsQuery{src: s, id: dns.ID, sent: ci.Timestamp}
-			queries = append(queries, q)
-			byID[fmt.Sprint(s, dns.ID)] = q
-		case isUDP && isDNS && dns.QR:
-			if q := byID[fmt.Sprint(netip.AddrPortFrom(dst, uint16(udp.DstPort)), dns.ID)]; q != nil && q.replied.IsZero() {
-				q.replied = ci.Timestamp
-			}
-		case isTCP && tcp.SYN && !tcp.ACK:
-			k := netip.AddrPortFrom(src, uint16(tcp.SrcPort))
-			conns[k] = append(conns[k], &conn{syn: ci.Timestamp})
-		case isTCP && tcp.FIN && len(conns[netip.AddrPortFrom(dst, uint16(tcp.DstPort))]) > 0:
-			cs := conns[netip.AddrPortFrom(dst, uint16(tcp.DstPort))]
-			if c := cs[len(cs)-1]; c.finIn.IsZero() {
-				c.finIn = ci.Timestamp
-			}
-			if len(tcp.Payload) > 0 {
-				c := cs[len(cs)-1]
-				c.lastIn, c.replied = ci.Timestamp, true
-			}
-		case isTCP && len(tcp.Payload) > 0:
-			if cs := conns[netip.AddrPortFrom(dst, uint16(tcp.DstPort))]; len(cs) > 0 {
-				c := cs[len(cs)-1]
-				c.lastIn, c.replied = ci.Timestamp, true // data toward the client
-			} else if cs := conns[netip.AddrPortFrom(src, uint16(tcp.SrcPort))]; len(cs) > 0 {
-				c := cs[len(cs)-1] // data from the client: a request
-				if c.replied {
-					c.turns += ci.Timestamp.Sub(c.lastIn)
-				}
-				c.replied = false
-			}
+		d.decode(data)
+		w.add(d, ci.Timestamp)
+	}
+	return w.queries, w.conns, nil
+}
+
+// decoder parses a frame's headers into layers it reuses (gopacket's
+// DecodingLayerParser), and keeps what the capture's matching needs.
+type decoder struct {
+	eth     layers.Ethernet
+	ip4     layers.IPv4
+	ip6     layers.IPv6
+	tcp     layers.TCP
+	udp     layers.UDP
+	dns     layers.DNS
+	parser  *gopacket.DecodingLayerParser
+	decoded []gopacket.LayerType
+	// Of the last frame decoded:
+	src, dst            netip.Addr
+	isTCP, isUDP, isDNS bool
+}
+
+func newDecoder() *decoder {
+	d := &decoder{}
+	d.parser = gopacket.NewDecodingLayerParser(layers.LayerTypeEthernet, &d.eth, &d.ip4, &d.ip6, &d.tcp, &d.udp)
+	d.parser.IgnoreUnsupported = true
+	return d
+}
+
+func (d *decoder) decode(data []byte) {
+	_ = d.parser.DecodeLayers(data, &d.decoded)
+	d.src, d.dst = netip.Addr{}, netip.Addr{}
+	d.isTCP, d.isUDP, d.isDNS = false, false, false
+	for _, l := range d.decoded {
+		switch l {
+		case layers.LayerTypeIPv4:
+			d.src, _ = netip.AddrFromSlice(d.ip4.SrcIP.To4())
+			d.dst, _ = netip.AddrFromSlice(d.ip4.DstIP.To4())
+		case layers.LayerTypeIPv6:
+			d.src, _ = netip.AddrFromSlice(d.ip6.SrcIP)
+			d.dst, _ = netip.AddrFromSlice(d.ip6.DstIP)
+		case layers.LayerTypeTCP:
+			d.isTCP = true
+		case layers.LayerTypeUDP:
+			// The embedded DNS server's port is not 53: decode
+			// every datagram as DNS.
+			d.isUDP = true
+			d.isDNS = d.dns.DecodeFromBytes(d.udp.Payload, gopacket.NilDecodeFeedback) == nil
 		}
 	}
-	return queries, conns, nil
+}
+
+// wire is what the capture holds: every DNS query with its reply, and the
+// client's TCP connections by its address (ports are reused).
+type wire struct {
+	queries []*dnsQuery
+	byID    map[string]*dnsQuery
+	conns   map[netip.AddrPort][]*conn
+}
+
+// add takes one decoded frame: a query or its reply, a SYN, the server's
+// FIN, or data either way (toward the client, the reply's last byte;
+// from it, a request that ends the client's turn).
+func (w *wire) add(d *decoder, at time.Time) {
+	tcp, udp, dns := &d.tcp, &d.udp, &d.dns
+	switch {
+	case d.isUDP && d.isDNS && !dns.QR:
+		s := netip.AddrPortFrom(d.src, uint16(udp.SrcPort))
+		q := &dnsQuery{src: s, id: dns.ID, sent: at}
+		w.queries = append(w.queries, q)
+		w.byID[fmt.Sprint(s, dns.ID)] = q
+	case d.isUDP && d.isDNS && dns.QR:
+		if q := w.byID[fmt.Sprint(netip.AddrPortFrom(d.dst, uint16(udp.DstPort)), dns.ID)]; q != nil && q.replied.IsZero() {
+			q.replied = at
+		}
+	case d.isTCP && tcp.SYN && !tcp.ACK:
+		k := netip.AddrPortFrom(d.src, uint16(tcp.SrcPort))
+		w.conns[k] = append(w.conns[k], &conn{syn: at})
+	case d.isTCP && tcp.FIN && len(w.conns[netip.AddrPortFrom(d.dst, uint16(tcp.DstPort))]) > 0:
+		cs := w.conns[netip.AddrPortFrom(d.dst, uint16(tcp.DstPort))]
+		if c := cs[len(cs)-1]; c.finIn.IsZero() {
+			c.finIn = at
+		}
+		if len(tcp.Payload) > 0 {
+			c := cs[len(cs)-1]
+			c.lastIn, c.replied = at, true
+		}
+	case d.isTCP && len(tcp.Payload) > 0:
+		if cs := w.conns[netip.AddrPortFrom(d.dst, uint16(tcp.DstPort))]; len(cs) > 0 {
+			c := cs[len(cs)-1]
+			c.lastIn, c.replied = at, true // data toward the client
+		} else if cs := w.conns[netip.AddrPortFrom(d.src, uint16(tcp.SrcPort))]; len(cs) > 0 {
+			c := cs[len(cs)-1] // data from the client: a request
+			if c.replied {
+				c.turns += at.Sub(c.lastIn)
+			}
+			c.replied = false
+		}
+	}
 }
 
 func us(d time.Duration) float64 { return float64(d) / 1e3 }
@@ -518,4 +604,13 @@ func percentile(v []float64, p float64) float64 {
 
 func dist(v []float64) string {
 	return fmt.Sprintf("%.0f / %.0f / %.0f", percentile(v, 50), percentile(v, 90), percentile(v, 100))
+}
+
+// spread is a difference's median, least and most, and its count ("none"
+// without values).
+func spread(v []float64) string {
+	if len(v) == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%.0f / %.0f / %.0f (%d)", percentile(v, 50), percentile(v, 0), percentile(v, 100), len(v))
 }

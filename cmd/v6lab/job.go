@@ -60,24 +60,24 @@ func (f *loadFlags) registerTrial(cmd *cobra.Command) {
 	fl.Lookup("timeout").Usage = "bound on one trial (default: its length plus 30 s)"
 }
 
-func (f *loadFlags) spec(name, protocol, target string) (experiment.Spec, error) {
+func (f *loadFlags) spec(name, protocol, target string) (experiment.CellGroup, error) {
 	paths, err := path.ParseList(f.paths)
 	if err != nil {
-		return experiment.Spec{}, fmt.Errorf("--paths: %w", err)
+		return experiment.CellGroup{}, fmt.Errorf("--paths: %w", err)
 	}
 	for _, p := range paths {
 		if err := p.OffLab("a probe's host"); err != nil {
-			return experiment.Spec{}, fmt.Errorf("--paths: %w (v6lab run measures it in a lab of its own)", err)
+			return experiment.CellGroup{}, fmt.Errorf("--paths: %w (v6lab run measures it in a lab of its own)", err)
 		}
 	}
 	conns, err := units.ParseCounts(f.conns)
 	if err != nil {
-		return experiment.Spec{}, fmt.Errorf("--conns: %w", err)
+		return experiment.CellGroup{}, fmt.Errorf("--conns: %w", err)
 	}
 	if f.name != "" {
 		name = f.name
 	}
-	s := experiment.Spec{Name: name, Protocol: protocol, Target: target, Paths: paths, Conns: conns,
+	s := experiment.CellGroup{Name: name, Protocol: protocol, Target: target, Paths: paths, Conns: conns,
 		Runs: f.runs, Warmup: f.warmup, Timeout: experiment.Duration(f.timeout), Pause: experiment.Duration(f.pause),
 		Duration: experiment.Duration(f.duration), Baseline: paths[0]}
 	if f.duration < 0 {
@@ -89,10 +89,10 @@ func (f *loadFlags) spec(name, protocol, target string) (experiment.Spec, error)
 	return s, nil
 }
 
-// execute runs a job end to end (measure.Run) with this command's output,
+// execute runs a job end to end (measure.Do) with this command's output,
 // and maps an interruption to exit code 130.
 func execute(cmd *cobra.Command, j measure.Job) (string, error) {
-	dir, err := measure.Run(cmd.Context(), j, output(cmd))
+	dir, err := measure.Do(cmd.Context(), j, output(cmd))
 	var ie *measure.InterruptedError
 	var le *measure.LeftOutError
 	switch {

@@ -209,3 +209,28 @@ func TestFileTransfersAreEstimatedAtTheLinksRate(t *testing.T) {
 		t.Errorf("estimate %v (%v), measured about 15.6 min", est, err)
 	}
 }
+
+// TestAKilledBPFLabSaysWhatItLost: lab status of a lab whose owner was
+// killed names the bpf tunnel its owner took with it (TCX links close with
+// the process), not a userspace tunnel it never had.
+func TestAKilledBPFLabSaysWhatItLost(t *testing.T) {
+	requireLab(t)
+	bin := buildBinary(t)
+	name := fmt.Sprintf("kb%d", os.Getpid()%10000)
+	if out, err := exec.Command(bin, "lab", "up", "--name", name, "--tunnel", "bpf").CombinedOutput(); err != nil {
+		t.Fatalf("lab up: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { exec.Command(bin, "lab", "down", "--name", name).Run() })
+	pid := lab.Owner(name)
+	if pid <= 0 {
+		t.Fatalf("lab %s has no owner process after lab up", name)
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	for i := 0; i < 50 && lab.Owner(name) != 0; i++ {
+		time.Sleep(100 * time.Millisecond)
+	}
+	st, _ := exec.Command(bin, "lab", "status", "--all").CombinedOutput()
+	if !strings.Contains(string(st), "the bpf tunnel's programs ended with their owner") || strings.Contains(string(st), "a userspace tunnel is down") {
+		t.Errorf("status after the owner's kill:\n%s", st)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -92,9 +91,6 @@ with a clear error where the kernel has none.`,
 	return cmd
 }
 
-// builtinLab prefixes the topology of a built-in experiment (experiments/labs).
-const builtinLab = "built-in:"
-
 // labFlags are the lab settings lab up and run share.
 type labFlags struct {
 	hasName                        bool // --name is the lab's (lab up), not the results' (run)
@@ -126,23 +122,9 @@ func (f *labFlags) register(cmd *cobra.Command, withName bool) {
 // config reads the topology file (if any) and lays the flags the user gave
 // over it; flags apply to every link.
 func (f *labFlags) config(cmd *cobra.Command, file, defName string) (lab.Config, error) {
-	cfg := lab.Config{Name: defName, TunnelMTU: lab.DefaultTunnelMTU}
-	if file != "" {
-		var err error
-		if name, ok := strings.CutPrefix(file, builtinLab); ok {
-			var data []byte
-			if data, err = experiments.Lab(name); err == nil {
-				cfg, err = lab.ParseTopology("built-in lab "+name, data)
-			}
-		} else {
-			cfg, err = lab.LoadTopology(file)
-		}
-		if err != nil {
-			return cfg, err
-		}
-		if cfg.Name == "" {
-			cfg.Name = defName
-		}
+	cfg, err := experiments.Topology(file, defName)
+	if err != nil {
+		return cfg, err
 	}
 	var o lab.Overrides
 	if f.hasName {
@@ -189,10 +171,13 @@ directories. Only the named lab is touched: lab "a" never matches lab "a-b".`,
 				if names, err = lab.Names(); err != nil {
 					return err
 				}
-			} else if !cmd.Flags().Changed("name") && !keep.Exists(name) {
+			} else if !keep.Exists(name) {
+				// Nothing of it here (namespaces, owner record): saying it
+				// is down would hide a typo in --name.
 				if hint := keep.OrphanHint(); hint != "" {
 					return fmt.Errorf("lab %q is not up; %s", name, hint)
 				}
+				return fmt.Errorf("lab %q is not up: nothing of it is on this machine (v6lab lab status lists the labs)", name)
 			}
 			var errs []error
 			for _, n := range names {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -614,6 +615,9 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"run", "--conns", "1,1", "--dry-run"}, 2, "experiment: conns[1]: 1 is listed twice (cell group http)"},
 		{[]string{"run", "--conns", "1000000", "--dry-run"}, 2, "experiment: conns[0]: 1000000: want 1 to 100000 connections"},
 		{[]string{"run", "--pause", "-1s", "--dry-run"}, 2, "experiment: pause: must not be negative (cell group http)"},
+		{[]string{"run", "--pause", "100000h", "--dry-run"}, 2, "experiment: pause: 100000h0m0s is more than 1h0m0s (cell group http)"},
+		{[]string{"run", "--timeout", "8760h", "--dry-run"}, 2, "experiment: timeout: 8760h0m0s is more than 2h0m0s (cell group http)"},
+		{[]string{"run", "--duration", "100h", "--dry-run"}, 2, "experiment: duration: 100h0m0s is more than 24h0m0s (cell group http)"},
 		{[]string{"run", "--spin", "20ms", "--dry-run"}, 2, "--spin: 20ms is more than 10ms"},
 		{[]string{"run", "--loopback", "--spin", "1ms", "--results", t.TempDir()}, 1, "spin: the embedded servers run in this process here (loopback)"},
 		{[]string{"probe", "http", "http://127.0.0.1:9/", "--spin", "-1ms"}, 2, "--spin: -1ms is negative"},
@@ -621,6 +625,9 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"run", "--loss", "NaN", "--dry-run"}, 2, "lab: loss NaN% is not a percentage from 0 to 100"},
 		{[]string{"run", "--rate", "0.5bit", "--dry-run"}, 2, `--rate: bad rate "0.5bit": below 1 bit/s`},
 		{[]string{"run", "--rate", "7k", "--dry-run"}, 2, "lab: rate 7000 bit/s is below 8 kbit/s"},
+		{[]string{"run", "--rate", "0", "--dry-run"}, 2, "--rate: 0 shapes nothing"},
+		{[]string{"tcp", "127.0.0.1", "--paths", "ipv4", "--interval", "0s"}, 2, "--interval: 0s: want at least 10ms"},
+		{[]string{"probe", "smtp", "127.0.0.1", "--to", ""}, 2, "--to: is empty: give a mail address"},
 		{[]string{"run", "--queue-limit", "1", "--dry-run"}, 2, "lab: link client-r1: queue limit 1 B holds less than two full frames"},
 		{[]string{"lab", "up", "--loss", "NaN"}, 2, "lab: loss NaN% is not a percentage from 0 to 100"},
 		{[]string{"probe", "http", "http://127.0.0.1:9/", "--conns", "1,1"}, 2, "experiment: conns[1]: 1 is listed twice"},
@@ -628,6 +635,7 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"serve", "transport", "--max-tests", "0"}, 2, "--max-tests: 0 is not between 1 and 10000"},
 		{[]string{"serve", "transport", "--request-timeout", "0s"}, 2, "--request-timeout: 0s is not between 0 and 1h"},
 		{[]string{"run", "--congestion", "Bad!", "--dry-run"}, 2, `lab: "Bad!" is not a congestion control name (cubic, reno, bbr, …)`},
+		{[]string{"tcp", "127.0.0.1", "--paths", "ipv4", "--congestion", "nosuchcc"}, 2, `--congestion: congestion control "nosuchcc" is not available in this kernel`},
 		{[]string{"lab", "up", "--tunnel", "bpf", "--congestion", "x y"}, 2, `lab: "x y" is not a congestion control name`},
 		{[]string{"probe", "dns", "x", "--server", "127.0.0.1", "--mode", "fast"}, 2, `--mode: "fast": want stub or load`},
 		{[]string{"probe", "http", "https://127.0.0.1:9/", "--tls-groups", "quantum"}, 2, `--tls-groups: http: unknown TLS groups "quantum" (want classic or pq)`},
@@ -654,7 +662,8 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"run", "--server", "apache"}, 2, `--server: "apache" is not embedded or real`},
 		{[]string{"serve", "imap", "--users", "0"}, 2, "--users: want 1 to 100000"},
 		{[]string{"serve", "imap", "--size", "1G"}, 2, "--size: want 0 to 64M"},
-		{[]string{"serve", "http", "--objects", "-1"}, 2, "--objects: want a count of 0 or more"},
+		{[]string{"serve", "http", "--objects", "-1"}, 2, "--objects: -1: want 0 to 256 embedded objects"},
+		{[]string{"serve", "http", "--objects", "100000000"}, 2, "--objects: 100000000: want 0 to 256 embedded objects"},
 		{[]string{"serve", "http", "--object-size", "lots"}, 2, "--object-size: "},
 		{[]string{"serve", "dns"}, 2, "--record is required"},
 		{[]string{"traffic", "--to", "x"}, 2, `--to: "x": want ADDR or ADDR:PORT`},
@@ -669,6 +678,13 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"probe", "smtp", "127.0.0.1", "--size", "-5"}, 2, `--size: "-5": want bytes, such as 4096 or 100K`},
 		{[]string{"probe", "smtp", "127.0.0.1", "--size", "65M"}, 2, "--size: 68157440: want 0 to"},
 		{[]string{"probe", "imap", "127.0.0.1", "--users", "0"}, 2, "--users: 0: want at least 1"},
+		// A value that goes on a protocol's command line cannot hold a
+		// line break: it would send the rest as a command of its own.
+		{[]string{"probe", "imap", "127.0.0.1", "--password", "x\r\nA2 LOGOUT"}, 2, `--password: "x\r\nA2 LOGOUT" holds a control character (U+000D)`},
+		{[]string{"probe", "imap", "127.0.0.1", "--user-format", "u%d\nA2 LOGOUT"}, 2, "--user-format: "},
+		{[]string{"probe", "ftp", "ftp://u:p%0d%0aDELE%20x@127.0.0.1/1M"}, 2, "holds a control character"},
+		{[]string{"probe", "http", "http://127.0.0.1:9/a%0d%0aX-Injected:%201"}, 2, "holds a control character"},
+		{[]string{"probe", "smtp", "127.0.0.1", "--from", "a@b\x00"}, 2, "--from: "},
 		{[]string{"tcp", "127.0.0.1", "--paths", "ipv4", "--bottleneck", "fast"}, 2, `--bottleneck: want a rate such as 10M, up to 100G, not "fast"`},
 		{[]string{"tcp", "127.0.0.1", "--paths", "ipv4", "--bytes", "lots"}, 2, "--bytes: want an amount"},
 		{[]string{"report", t.TempDir(), "--format", "html", "--write"}, 1, "samples.jsonl"},
@@ -680,6 +696,9 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"probe", "http", l.URL, "--dns-over", "ipv7"}, 2, `--dns-over: "ipv7" is not path, ipv4 or ipv6`},
 		{[]string{"probe", "http", l.URL, "--dns-server", "dns.example"}, 2, `bad DNS server "dns.example"`},
 		{[]string{"probe", "dns", "x.test"}, 2, "--server is required"},
+		{[]string{"probe", "dns", ""}, 2, "NAME is empty"},
+		{[]string{"probe", "smtp", " "}, 2, "HOST[:PORT] is empty"},
+		{[]string{"tcp", ""}, 2, "SERVER is empty"},
 		{[]string{"probe", "dns", "x.test", "--server", "127.0.0.1", "--paths", "ipv6"}, 2, "path ipv6: path: no IPv6 DNS server"},
 		{[]string{"probe", "dns", "x.test", "--server", "127.0.0.1", "--type", "BOGUS", "--paths", "ipv4"}, 2, `unknown record type "BOGUS"`},
 		{[]string{"report", "/nonexistent/dir"}, 1, "no such file or directory"},
@@ -691,9 +710,11 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"run", "--segment", "3/3", "--dry-run"}, 2, `--segment "3/3": segment 3: the segments of 3 are numbered 0 to 2`},
 		{[]string{"run", "--segment", "half", "--dry-run"}, 2, `--segment "half": want I/N, e.g. 0/3`},
 		{[]string{"run", "--start-at", "10:00", "--dry-run"}, 2, `--start-at "10:00": not an RFC 3339 time`},
+		{[]string{"run", "--start-at", "2000-01-01T00:00:00Z", "--dry-run"}, 2, `--start-at "2000-01-01T00:00:00Z": the whole schedule (`},
 		{[]string{"run", "--segment", "0/2", "--shuffle", "--dry-run"}, 2, "--segment with a shuffled order needs --seed"},
 		{[]string{"run", "--segment", "0/2", "--loopback", "--dry-run"}, 2, "--segment and --start-at split one experiment across client hosts that measure the same servers, so they need where: hosts; this experiment runs on loopback"},
 		{[]string{"run", "--resume", t.TempDir(), "--segment", "0/2"}, 2, "--resume keeps the segment its directory ran"},
+		{[]string{"run", "--resume", t.TempDir(), "--paths", "ipv4", "--conns", "5", "--runs", "3"}, 2, "--resume continues the experiment as its directory recorded it: --conns, --paths, --runs would change it"},
 		{[]string{"merge", t.TempDir()}, 2, "no samples.jsonl in it nor in a directory below it"},
 	}
 	for _, c := range cases {
@@ -887,5 +908,41 @@ cells:
 	// A lab run's cells have no target of their own: no column.
 	if out, err := v6lab(t, "run", "--loopback", "--dry-run"); err != nil || strings.Contains(out, "TARGET") {
 		t.Errorf("loopback dry run: %v\n%s", err, out)
+	}
+}
+
+// TestProbeResolveKeepsTheName: --resolve NAME=ADDR,ADDR probes a name no
+// DNS knows: each path connects to the address of its family, with no
+// lookup (resolve time 0), and the report says the names were given.
+func TestProbeResolveKeepsTheName(t *testing.T) {
+	l, _ := localServers(t)
+	u, _ := url.Parse(l.URL)
+	target := "http://www.not-in-dns.test:" + u.Port() + "/"
+	root := t.TempDir()
+	out, err := v6lab(t, "probe", "http", target, "--resolve", "www.not-in-dns.test=127.0.0.1,::1", "--paths", "ipv4,ipv6",
+		"--conns", "1", "--runs", "3", "--results", root)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "100.0% (2/2)") || !strings.Contains(out, "were given, not looked up") {
+		t.Errorf("report:\n%s", out)
+	}
+	f, _, err := report.Load(onlyDir(t, root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range f.Samples {
+		if !s.OK() || s.ResolveNS > int64(time.Millisecond) {
+			t.Errorf("%s: %s, resolve %v", s.Path, s.Err, time.Duration(s.ResolveNS))
+		}
+	}
+	for args, want := range map[string]string{
+		"--resolve=www.x.test":                    `--resolve: "www.x.test": want NAME=ADDR[,ADDR]`,
+		"--resolve=www.x.test=300.1.1.1":          `--resolve: "300.1.1.1" is not an address`,
+		"--resolve=www.not-in-dns.test=127.0.0.1": "path ipv6: www.not-in-dns.test: --resolve gives it no IPv6 address",
+	} {
+		if _, err := v6lab(t, "probe", "http", target, args, "--paths", "ipv4,ipv6"); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", args, err, want)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"v6lab/internal/proto"
 	"v6lab/internal/proto/all"
 	"v6lab/internal/report"
+	"v6lab/internal/result"
 	"v6lab/internal/run/experiment"
 	"v6lab/internal/run/measure"
 	"v6lab/internal/sock/path"
@@ -26,8 +27,8 @@ func newProbeCmd() *cobra.Command {
   v6lab probe dns www.example.test --server 192.0.2.53 --server [2001:db8::53]:53`,
 	}
 	for _, p := range all.List {
-		if t, ok := p.(proto.Targeted); ok && !t.Command().TopLevel {
-			cmd.AddCommand(newProbeProtoCmd(p, t))
+		if p.Command.Short != "" && !p.Command.TopLevel {
+			cmd.AddCommand(newProbeProtoCmd(p))
 		}
 	}
 	return cmd
@@ -37,8 +38,8 @@ func newProbeCmd() *cobra.Command {
 func probeNames() string {
 	var n []string
 	for _, p := range all.List {
-		if t, ok := p.(proto.Targeted); ok && !t.Command().TopLevel {
-			n = append(n, p.Name())
+		if p.Command.Short != "" && !p.Command.TopLevel {
+			n = append(n, p.Name)
 		}
 	}
 	return strings.Join(n[:len(n)-1], ", ") + " or " + n[len(n)-1]
@@ -48,161 +49,107 @@ func probeNames() string {
 func topLevelProbes() []*cobra.Command {
 	var out []*cobra.Command
 	for _, p := range all.List {
-		if t, ok := p.(proto.Targeted); ok && t.Command().TopLevel {
-			out = append(out, newProbeProtoCmd(p, t))
+		if p.Command.TopLevel {
+			out = append(out, newProbeProtoCmd(p))
 		}
 	}
 	return out
 }
 
-// singleTest is a protocol whose cell is one test (a transport trial): no
-// simultaneous users, no warm-up by default, a timeout that follows its
-// length.
-func singleTest(p proto.Protocol) bool {
-	_, ok := p.(interface{ SingleTest() bool })
-	return ok
-}
-
 // newProbeProtoCmd is v6lab probe NAME ARG, built from the protocol's
-// Command: its flags set the cell's options, which the protocol checks as
-// it checks an experiment file's.
-func newProbeProtoCmd(p proto.Protocol, t proto.Targeted) *cobra.Command {
-	c := t.Command()
+// Command and its options' tags: its flags set the cell's options, which
+// the options check as they check an experiment file's.
+func newProbeProtoCmd(p *proto.Protocol) *cobra.Command {
+	c := p.Command
 	var lf loadFlags
 	nargs := cobra.ExactArgs(1)
 	if strings.HasSuffix(c.Arg, "...") {
 		nargs = cobra.MinimumNArgs(1)
 	}
 	cmd := &cobra.Command{
-		Use: p.Name() + " " + c.Arg, Short: c.Short, Long: c.Long, Example: c.Example,
+		Use: p.Name + " " + c.Arg, Short: c.Short, Long: c.Long, Example: c.Example,
 		Args: nargs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var o proto.Options
+			o := p.New()
 			for _, a := range args {
-				t.SetArg(&o, a)
+				if strings.TrimSpace(a) == "" {
+					return &exitError{code: 2, err: fmt.Errorf("%s is empty", strings.TrimSuffix(c.Arg, "..."))}
+				}
+				c.SetArg(o, a)
 			}
-			if err := setOptions(cmd, c.Flags, o.Set); err != nil {
+			if err := proto.ApplyFlags(cmd.Flags(), o); err != nil {
 				return &exitError{code: 2, err: err}
 			}
-			return probeTarget{lf: &lf, p: p, target: strings.Join(args, " "), opts: o, flags: c.Flags}.run(cmd)
+			return probeTarget{lf: &lf, p: p, target: proto.Redact(strings.Join(args, " ")), opts: o}.run(cmd)
 		},
 	}
-	if singleTest(p) {
+	if p.SingleTest {
 		lf.registerTrial(cmd)
 	} else {
 		lf.register(cmd, "1,10,100", 11)
 	}
-	registerFlags(cmd, c.Flags)
+	proto.RegisterFlags(cmd.Flags(), p.New())
 	return cmd
 }
 
-// registerFlags declares a protocol's flags.
-func registerFlags(cmd *cobra.Command, flags []proto.Flag) {
-	fl := cmd.Flags()
-	for _, f := range flags {
-		switch f.Kind {
-		case proto.KindBool:
-			fl.BoolP(f.Name, f.Short, f.Default == "true", f.Usage)
-		case proto.KindInt:
-			n, _ := strconv.Atoi(f.Default)
-			fl.IntP(f.Name, f.Short, n, f.Usage)
-		case proto.KindDuration:
-			d, _ := time.ParseDuration(f.Default)
-			fl.DurationP(f.Name, f.Short, d, f.Usage)
-		case proto.KindList:
-			fl.StringArrayP(f.Name, f.Short, nil, f.Usage)
-		default:
-			fl.StringP(f.Name, f.Short, f.Default, f.Usage)
-		}
-	}
-}
-
-// setOptions hands each flag's value (its default unless given; a list
-// only when given) to set, by option name.
-func setOptions(cmd *cobra.Command, flags []proto.Flag, set func(option, v string) error) error {
-	for _, f := range flags {
-		var vals []string
-		if f.Kind == proto.KindList {
-			vals, _ = cmd.Flags().GetStringArray(f.Name)
-		} else {
-			vals = []string{cmd.Flags().Lookup(f.Name).Value.String()}
-		}
-		for _, v := range vals {
-			if err := set(f.Option, v); err != nil {
-				return flagError(err, flags)
-			}
-		}
-	}
-	return nil
-}
-
 // probeTarget is a probe command's measurement of a server it names: the
-// cell's options checked by the protocol, every path's server found, then
-// run.
+// cell's options checked, every path's server found, then run.
 type probeTarget struct {
 	lf     *loadFlags
-	p      proto.Protocol
+	p      *proto.Protocol
 	target string
 	opts   proto.Options
-	flags  []proto.Flag
 }
 
 func (pt probeTarget) run(cmd *cobra.Command) error {
-	name := pt.p.Name()
+	name := pt.p.Name
 	o := pt.opts
-	given := func(opt string) bool {
-		i := slices.IndexFunc(pt.flags, func(f proto.Flag) bool { return f.Option == opt })
-		return i >= 0 && cmd.Flags().Changed(pt.flags[i].Name)
-	}
 	if paths, err := path.ParseList(pt.lf.paths); err == nil { // a bad list is the spec's error
-		o.RacesFamilies = (&experiment.Spec{Paths: paths}).RacesFamilies()
+		o.Base().RacesFamilies = (&experiment.CellGroup{Paths: paths}).RacesFamilies()
 	}
-	if err := pt.p.Check(&o, "hosts", given); err != nil {
-		return &exitError{code: 2, err: flagError(err, pt.flags)}
+	if err := o.Check(result.Hosts, proto.GivenFlags(cmd.Flags(), o)); err != nil {
+		return &exitError{code: 2, err: proto.FlagError(err, o)}
 	}
-	if o.Test != nil && !cmd.Flags().Changed("timeout") {
-		pt.lf.timeout = o.Test.Omit + o.Test.Duration + 30*time.Second // a trial's follows its length
+	if length := o.Length(); length > 0 && !cmd.Flags().Changed("timeout") {
+		pt.lf.timeout = length + 30*time.Second // a trial's follows its length
 	}
 	spec, err := pt.lf.spec(name, name, pt.target)
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
 	spec.Options = o
-	if singleTest(pt.p) {
+	if pt.p.SingleTest {
 		spec.Conns = []int{1}
 	}
 	var servers []string
 	spec.Params = map[string]string{}
+	_, namesHost := proto.FieldOf(o, proto.OptDNSServers)
 	for _, path := range spec.Paths {
-		ep, err := pt.p.Target(&spec.Options, path)
+		ep, err := o.Target(path)
 		if err != nil {
 			return &exitError{code: 2, err: fmt.Errorf("path %s: %w", path, err)}
 		}
 		if s := net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port)); ep.Port != 0 && !slices.Contains(servers, s) {
 			servers = append(servers, s)
 		}
-		if _, named := spec.Params["dns_source"]; !named && slices.ContainsFunc(pt.flags, func(f proto.Flag) bool { return f.Name == "dns-server" }) {
-			spec.Params["dns_servers"], spec.Params["dns_source"] = fmt.Sprint(ep.DNS), dnsSource(ep, spec.Options)
+		if _, named := spec.Params["dns_source"]; !named && namesHost && pt.p.Server != nil && !pt.p.Server.ByAddress {
+			spec.Params["dns_servers"], spec.Params["dns_source"] = fmt.Sprint(ep.DNS), dnsSource(ep, cmd)
 		}
 	}
-	for _, f := range pt.flags {
-		if v := cmd.Flags().Lookup(f.Name).Value.String(); f.Kind != proto.KindList && v != "" {
-			spec.Params[f.Option] = v
+	for _, f := range proto.Fields(o) {
+		if v := cmd.Flags().Lookup(f.Flag); f.Flag != "" && f.Kind() != proto.KindList && v.Value.String() != "" {
+			spec.Params[f.Name] = v.Value.String()
 		}
 	}
-	if r, ok := pt.p.(interface {
-		Record(o *proto.Options) map[string]string
-	}); ok {
-		spec.Options.RacesFamilies = spec.RacesFamilies()
-		for k, v := range r.Record(&spec.Options) {
-			spec.Params[k] = v
-		}
+	o.Base().RacesFamilies = spec.RacesFamilies()
+	for k, v := range o.Record() {
+		spec.Params[k] = v
 	}
-	var notes []string
-	if n, ok := pt.p.(interface{ Notes() []string }); ok {
-		notes = n.Notes()
+	notes := o.Notes(spec.Paths)
+	if pt.p.Command.Notes != nil {
+		notes = append(notes, pt.p.Command.Notes()...)
 	}
-	exp := experiment.Single(spec, "hosts")
+	exp := experiment.Single(spec, result.Hosts)
 	var ov experiment.Override
 	if cmd.Flags().Changed("spin") {
 		ov.Spin = &pt.lf.spin
@@ -210,47 +157,21 @@ func (pt probeTarget) run(cmd *cobra.Command) error {
 	if err := exp.Override(ov); err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	dir, err := execute(cmd, measure.Job{Exp: exp, Probe: experiment.Probes(nil), Target: "remote",
+	dir, err := execute(cmd, measure.Job{Exp: exp, Probe: experiment.Probes(nil), Target: result.Hosts,
 		Servers: map[string]string{name: proto.Or(strings.Join(servers, " "), pt.target)}, Notes: notes, Results: pt.lf.results})
-	if singleTest(pt.p) && dir != "" && !quiet(cmd) {
+	if pt.p.SingleTest && dir != "" && !quiet(cmd) {
 		report.Intervals(cmd.OutOrStdout(), dir)
 	}
 	return err
 }
 
 // dnsSource says where the DNS servers of ep came from.
-func dnsSource(ep proto.Endpoint, o proto.Options) string {
+func dnsSource(ep proto.Endpoint, cmd *cobra.Command) string {
 	switch {
 	case len(ep.DNS) == 0:
 		return "none (IP literal)"
-	case len(o.DNSServers) > 0:
+	case cmd.Flags().Changed("dns-server"):
 		return "--dns-server"
 	}
 	return "/etc/resolv.conf"
-}
-
-// flagError names the flag of a bad option.
-func flagError(err error, flags []proto.Flag) error {
-	oe, ok := proto.AsOptionError(err)
-	if ok && len(oe.Need) > 0 {
-		var need []string
-		for _, f := range flags {
-			if slices.Contains(oe.Need, f.Option) {
-				need = append(need, "--"+f.Name)
-			}
-		}
-		if len(need) > 0 {
-			return fmt.Errorf("%s %s required (%s)", strings.Join(need, " and "), map[bool]string{true: "is", false: "are"}[len(need) == 1], oe.Why)
-		}
-	}
-	if !ok || oe.Option == "" {
-		return err
-	}
-	name, _, _ := strings.Cut(oe.Option, "[")
-	for _, f := range flags {
-		if f.Option == name {
-			return fmt.Errorf("--%s: %w", f.Name, oe.Err)
-		}
-	}
-	return err
 }

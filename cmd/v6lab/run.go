@@ -6,14 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"v6lab/experiments"
 	"v6lab/internal/input/units"
-	"v6lab/internal/result"
+	"v6lab/internal/lab"
 	"v6lab/internal/run"
 	"v6lab/internal/run/experiment"
 	"v6lab/internal/run/inlab"
@@ -123,7 +125,7 @@ func (o *runOpts) run(cmd *cobra.Command, args []string) error {
 	case o.list:
 		return experiments.List(out)
 	case o.printName != "":
-		b, err := experiments.Get(o.printName)
+		b, err := experiments.Print(o.printName)
 		if err != nil {
 			return &exitError{code: 2, err: err}
 		}
@@ -136,9 +138,12 @@ func (o *runOpts) run(cmd *cobra.Command, args []string) error {
 		if o.segment != "" || o.startAt != "" {
 			return &exitError{code: 2, err: errors.New("--resume keeps the segment its directory ran, and a schedule cannot be resumed: give neither --segment nor --start-at")}
 		}
+		if err := resumeFlags(cmd); err != nil {
+			return &exitError{code: 2, err: err}
+		}
 		return o.resumeRun(cmd)
 	}
-	exp, err := loadExperiment(args)
+	exp, builtin, err := experiments.Load(args)
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
@@ -149,12 +154,15 @@ func (o *runOpts) run(cmd *cobra.Command, args []string) error {
 	if err := o.override(cmd, exp); err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	s, err := o.settings(cmd, exp, builtin(args))
+	s, err := o.settings(cmd, exp, builtin)
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
 	s.Segment, s.StartAt = split.segment, split.startAt
 	where, note, err := run.Decide(exp, s)
+	if err == nil && where == run.Lab {
+		err = lab.CheckKernel(s.Lab) // what building it would refuse, a dry run refuses
+	}
 	if err == nil && !o.dryRun {
 		err = run.CheckServers(exp)
 	}
@@ -178,7 +186,7 @@ func (o *runOpts) run(cmd *cobra.Command, args []string) error {
 			return err
 		}
 	}
-	return runMapped(run.Run(cmd.Context(), exp, where, note, s, nil, ""))
+	return runMapped(run.Do(cmd.Context(), exp, where, note, s, nil, ""))
 }
 
 // settings are the run's settings from its flags: the lab's from the
@@ -187,8 +195,8 @@ func (o *runOpts) settings(cmd *cobra.Command, exp *experiment.Experiment, built
 	topology := o.topology
 	if topology == "" {
 		topology = exp.Topology
-		if exp.Topology != "" && builtin {
-			topology = builtinLab + exp.Topology
+		if exp.Topology != "" && builtin && !strings.HasPrefix(exp.Topology, experiments.BuiltinLab) {
+			topology = experiments.BuiltinLab + exp.Topology
 		}
 	}
 	// The lab's settings are checked first, even when no lab will be
@@ -224,36 +232,6 @@ func runMapped(err error) error {
 	return err
 }
 
-// builtin reports whether the experiment named on the command line is a
-// built-in one rather than a file.
-func builtin(args []string) bool {
-	if len(args) == 0 {
-		return true
-	}
-	st, err := os.Stat(args[0])
-	return err != nil || st.IsDir()
-}
-
-// loadExperiment reads the experiment named on the command line: a file,
-// or a built-in one (quick when none is named).
-func loadExperiment(args []string) (*experiment.Experiment, error) {
-	name := "quick"
-	if len(args) == 1 {
-		name = args[0]
-	}
-	if st, err := os.Stat(name); err == nil && !st.IsDir() {
-		return experiment.Load(name)
-	}
-	if strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml") || strings.ContainsRune(name, os.PathSeparator) {
-		return experiment.Load(name) // names the missing file
-	}
-	b, err := experiments.Get(name)
-	if err != nil {
-		return nil, err
-	}
-	return experiment.Parse("built-in "+name, b)
-}
-
 // override lays the flags the user gave over every cell group.
 func (o *runOpts) override(cmd *cobra.Command, exp *experiment.Experiment) error {
 	ch := cmd.Flags().Changed
@@ -278,29 +256,29 @@ func (o *runOpts) override(cmd *cobra.Command, exp *experiment.Experiment) error
 	return exp.Override(ov)
 }
 
-// resumeWait bounds how long a resume waits for a process still writing
-// the samples file.
-const resumeWait = 30 * time.Second
+// resumeFlags refuses flags that would change a resumed experiment: it
+// continues as its directory recorded it, or its runs would not be one
+// experiment's.
+func resumeFlags(cmd *cobra.Command) error {
+	var changed []string
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if !slices.Contains([]string{"resume", "results", "pcap", "keep", "strict", "quiet"}, f.Name) {
+			changed = append(changed, "--"+f.Name)
+		}
+	})
+	if len(changed) > 0 {
+		return fmt.Errorf("--resume continues the experiment as its directory recorded it: %s would change it (give only --results, --pcap, --keep, --strict or -q)", strings.Join(changed, ", "))
+	}
+	return nil
+}
 
 // resumeRun continues an interrupted experiment where it stopped.
 func (o *runOpts) resumeRun(cmd *cobra.Command) error {
-	r, err := run.PrepareResume(o.resume)
 	// A killed lab run's measuring process ends its last run on its own,
-	// in a moment: wait for it rather than refuse.
-	if errors.Is(err, result.ErrBusy) {
-		fmt.Fprintf(cmd.ErrOrStderr(), "v6lab: %v; waiting up to %s for it to finish\n", err, resumeWait)
-		for deadline := time.Now().Add(resumeWait); errors.Is(err, result.ErrBusy) && time.Now().Before(deadline); {
-			select {
-			case <-cmd.Context().Done():
-				return cmd.Context().Err()
-			case <-time.After(100 * time.Millisecond):
-			}
-			r, err = run.PrepareResume(o.resume)
-		}
-		if errors.Is(err, result.ErrBusy) {
-			return fmt.Errorf("%w (after %s; fuser -v %s/samples.jsonl names it)", err, resumeWait, o.resume)
-		}
-	}
+	// in a moment: a resume waits for it rather than refuse.
+	r, err := run.PrepareResume(cmd.Context(), o.resume, func(busy error) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "v6lab: %v; waiting up to %s for it to finish\n", busy, run.ResumeWait)
+	})
 	if errors.Is(err, experiment.ErrComplete) {
 		fmt.Fprintf(cmd.OutOrStdout(), "%s is complete: nothing to resume (v6lab report %s shows it)\n", o.resume, o.resume)
 		return nil
@@ -324,7 +302,7 @@ func (o *runOpts) resumeRun(cmd *cobra.Command) error {
 	}
 	s := run.Settings{Pcap: o.pcap || r.Pcap, Keep: o.keep, Lab: r.Lab, Rootless: rootless(), Results: o.lf.results,
 		Output: output(cmd), Command: os.Args}
-	return runMapped(run.Run(cmd.Context(), r.Exp, r.Where, "", s, r.Resume, o.resume))
+	return runMapped(run.Do(cmd.Context(), r.Exp, r.Where, "", s, r.Resume, o.resume))
 }
 
 // runLabName names a run's own lab with a random suffix: a pid would

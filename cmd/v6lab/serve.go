@@ -25,17 +25,13 @@ func waitSignal(cmd *cobra.Command) {
 	}
 }
 
-// serveEmbedded runs the embedded server of key on the --listen addresses
-// until interrupted (proto.Server.Serve: the one way every server starts,
-// here, in a lab and in tests), with the command's settings.
-func serveEmbedded(cmd *cobra.Command, key string, listen []string, settings map[string][]string, verbose bool) error {
+// serveEmbedded runs an embedded server on the --listen addresses until
+// interrupted (proto.Server.Serve: the one way every server starts, here,
+// in a lab and in tests), with the command's settings.
+func serveEmbedded(cmd *cobra.Command, srv *proto.Server, listen []string, settings any, verbose bool) error {
 	addrs, port, err := path.ParseListen(listen)
 	if err != nil {
 		return &exitError{code: 2, err: err}
-	}
-	srv, ok := all.Server(key)
-	if !ok {
-		return fmt.Errorf("no embedded %s server", key)
 	}
 	at := proto.Place{ListenOn: addrs, Port: port, Name: experiment.LocalName, Settings: settings}
 	if verbose {
@@ -44,13 +40,13 @@ func serveEmbedded(cmd *cobra.Command, key string, listen []string, settings map
 	r, err := srv.Serve(cmd.Context(), at)
 	if err != nil {
 		if oe, ok := proto.AsOptionError(err); ok && oe.Option != "" {
-			return &exitError{code: 2, err: fmt.Errorf("--%s: %w", strings.ReplaceAll(oe.Option, "_", "-"), oe.Err)}
+			return &exitError{code: 2, err: proto.FlagError(err, settings)}
 		}
 		return err
 	}
-	name := key
-	if key == "http" && at.Setting("tls", "false") == "true" {
-		name = "https"
+	name := srv.Key
+	if l, ok := r.(proto.Labeled); ok {
+		name = l.Label() // http with --tls: https
 	}
 	detail := ""
 	if d, ok := r.(proto.Detailed); ok && d.Detail() != "" {
@@ -74,8 +70,10 @@ func newServeCmd() *cobra.Command {
 		Example: `  v6lab serve http --listen 0.0.0.0:8080 --listen [::]:8080
   v6lab serve dns --listen 192.0.2.1:53 --listen [2001:db8::1]:53 --record www.lab.test=192.0.2.1 --record www.lab.test=2001:db8::1`,
 	}
-	for _, key := range serveKeys() {
-		cmd.AddCommand(newServeProtoCmd(key, serveCommand(key)))
+	for _, s := range all.Servers {
+		if s.Command.Short != "" {
+			cmd.AddCommand(newServeProtoCmd(s))
+		}
 	}
 	cmd.AddCommand(newServeTrafficCmd())
 	return cmd
@@ -85,56 +83,44 @@ func newServeCmd() *cobra.Command {
 func serveKeys() []string {
 	var out []string
 	for _, s := range all.Servers {
-		if serveCommand(s.Key).Short != "" {
+		if s.Command.Short != "" {
 			out = append(out, s.Key)
 		}
 	}
 	return out
 }
 
-// serveCommand is v6lab serve KEY's description: the server's own, or its
-// protocol's (proto.Command.Serve).
-func serveCommand(key string) proto.ServeCommand {
-	if s, ok := all.Server(key); ok {
-		if c, ok := s.(proto.ServeCommander); ok {
-			return c.ServeCommand()
-		}
-	}
-	if p, ok := all.Get(key); ok {
-		if t, ok := p.(proto.Targeted); ok {
-			return t.Command().Serve
-		}
-	}
-	return proto.ServeCommand{}
-}
-
-// newServeProtoCmd is v6lab serve KEY, built from its protocol's
-// ServeCommand.
-func newServeProtoCmd(key string, c proto.ServeCommand) *cobra.Command {
+// newServeProtoCmd is v6lab serve KEY, built from the server's command and
+// its settings' tags.
+func newServeProtoCmd(s *proto.Server) *cobra.Command {
+	c := s.Command
 	var listen []string
 	var verbose bool
 	cmd := &cobra.Command{
-		Use: key, Short: c.Short, Long: c.Long, Example: c.Example,
+		Use: s.Key, Short: c.Short, Long: c.Long, Example: c.Example,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if c.Require != "" && !cmd.Flags().Changed(c.Require) {
-				return &exitError{code: 2, err: fmt.Errorf("--%s is required", c.Require)}
+			var settings any
+			if s.Settings != nil {
+				settings = s.Settings()
+				if c.Require != "" {
+					if f, _ := proto.FieldOf(settings, c.Require); !cmd.Flags().Changed(f.Flag) {
+						return &exitError{code: 2, err: fmt.Errorf("--%s is required", f.Flag)}
+					}
+				}
+				if err := proto.ApplyFlags(cmd.Flags(), settings); err != nil {
+					return &exitError{code: 2, err: err}
+				}
 			}
-			settings := map[string][]string{}
-			err := setOptions(cmd, c.Flags, func(option, v string) error {
-				settings[option] = append(settings[option], v)
-				return nil
-			})
-			if err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			return serveEmbedded(cmd, key, listen, settings, verbose)
+			return serveEmbedded(cmd, s, listen, settings, verbose)
 		},
 	}
 	cmd.Flags().StringArrayVar(&listen, "listen", c.Listen, "ADDR:PORT to listen on (repeat; one port for all)")
 	if c.Verbose != "" {
 		cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, c.Verbose)
 	}
-	registerFlags(cmd, c.Flags)
+	if s.Settings != nil {
+		proto.RegisterFlags(cmd.Flags(), s.Settings())
+	}
 	return cmd
 }

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -26,7 +24,7 @@ type split struct {
 func (o *runOpts) split(cmd *cobra.Command, exp *experiment.Experiment) (split, error) {
 	var sp split
 	if o.segment != "" {
-		seg, err := parseSegment(o.segment)
+		seg, err := result.ParseSegment(o.segment)
 		if err != nil {
 			return sp, fmt.Errorf("--segment %q: %w", o.segment, err)
 		}
@@ -42,46 +40,16 @@ func (o *runOpts) split(cmd *cobra.Command, exp *experiment.Experiment) (split, 
 			return sp, fmt.Errorf("--start-at %q: not an RFC 3339 time such as 2026-11-24T10:00:00Z", o.startAt)
 		}
 		sp.startAt = t
+		// A start so long ago that every slot has passed is a typo, not
+		// a late start (each late run would say it was hours late).
+		if end := exp.ScheduleEnd(t); time.Until(end) < 0 {
+			return sp, fmt.Errorf("--start-at %q: the whole schedule (%s) ended %s ago; give a time to come", o.startAt, end.Sub(t).Round(time.Second), -time.Until(end).Round(time.Second))
+		}
 	}
 	return sp, nil
 }
 
-// parseSegment reads "I/N": segment I (0 to N-1) of N.
-func parseSegment(s string) (*result.Segment, error) {
-	is, ns, ok := strings.Cut(s, "/")
-	i, err1 := strconv.Atoi(is)
-	n, err2 := strconv.Atoi(ns)
-	switch {
-	case !ok || err1 != nil || err2 != nil:
-		return nil, errors.New("want I/N, e.g. 0/3 (segment 0 of 3)")
-	case n < 1 || n > 10000:
-		return nil, fmt.Errorf("%d segments: want 1 to 10000", n)
-	case i < 0 || i >= n:
-		return nil, fmt.Errorf("segment %d: the segments of %d are numbered 0 to %d", i, n, n-1)
-	}
-	return &result.Segment{Index: i, Count: n}, nil
-}
-
-// writePlan adds the split to a dry run's plan: each cell's users for
-// this segment, and the schedule's slots.
+// writePlan adds the split to a dry run's plan.
 func (sp split) writePlan(w io.Writer, exp *experiment.Experiment) {
-	if g := sp.segment; g != nil {
-		var parts []string
-		for _, c := range exp.Cells {
-			for _, n := range c.Conns {
-				first, k := g.Users(n)
-				users := "none"
-				if k > 0 {
-					users = fmt.Sprintf("users %d-%d", first, first+k-1)
-				}
-				parts = append(parts, fmt.Sprintf("%s/%d: %s", c.CellName(), n, users))
-			}
-		}
-		fmt.Fprintf(w, "segment %s of every run: %s\n", g, strings.Join(parts, ", "))
-	}
-	if !sp.startAt.IsZero() {
-		end := exp.ScheduleEnd(sp.startAt)
-		fmt.Fprintf(w, "schedule: run 0 at %s, the last slot ends at %s (%s; each run's slot is its timeout, or duration and timeout, plus %s and its pause)\n",
-			sp.startAt.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339), end.Sub(sp.startAt).Round(time.Second), experiment.SlotMargin)
-	}
+	exp.WriteSplit(w, sp.segment, sp.startAt)
 }

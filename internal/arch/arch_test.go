@@ -64,7 +64,7 @@ var only = map[string][]string{
 	// merge joins result directories: files and reports only.
 	"internal/run/merge": {"internal/result", "internal/report", "internal/report/stats", "internal/sock/path"},
 	// The protocol interface builds on what every protocol may use.
-	"internal/proto": {"internal/gen/load", "internal/gen/transport", "internal/gen/content", "internal/sock/path", "internal/result", "internal/input/units"},
+	"internal/proto": {"internal/gen/load", "internal/gen/transport", "internal/gen/content", "internal/sock/path", "internal/result", "internal/input/units", "internal/input/specfile", "internal/lab/servers"},
 }
 
 // rel is a package's path inside the module.

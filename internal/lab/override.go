@@ -43,6 +43,9 @@ func (c *Config) Override(o Overrides) error {
 		if err != nil {
 			return fmt.Errorf("--rate: %w", err)
 		}
+		if r == 0 {
+			return fmt.Errorf("--rate: 0 shapes nothing: leave --rate out for unshaped links")
+		}
 		shape = append(shape, func(s *Shaping) { s.Rate = r })
 	}
 	if o.QueueLimit != nil {

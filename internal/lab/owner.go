@@ -47,7 +47,10 @@ type Record struct {
 	Namespaces []string  `json:"namespaces"`
 	Daemons    []Daemon  `json:"daemons,omitempty"`
 	Dirs       []string  `json:"dirs,omitempty"`
-	file       string
+	// Tunnel is the 6in4 implementation built (lab status names it when
+	// its owner is gone and took the tunnel with it).
+	Tunnel string `json:"tunnel,omitempty"`
+	file   string
 }
 
 // Daemon is a process the lab started (a real server, the measuring
@@ -213,6 +216,15 @@ func (r *Record) AddDaemon(pid int, what string) error {
 		return nil
 	}
 	r.Daemons = append(r.Daemons, Daemon{PID: pid, Start: procStart(pid), What: what})
+	return r.save()
+}
+
+// setTunnel records the tunnel built.
+func (r *Record) setTunnel(impl string) error {
+	if r == nil {
+		return nil
+	}
+	r.Tunnel = impl
 	return r.save()
 }
 

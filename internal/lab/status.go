@@ -78,7 +78,10 @@ type Status struct {
 	Name   string
 	Owner  int
 	Tunnel string // sit, bpf, userspace (a TUN device), or missing
-	Hosts  []HostStatus
+	// Built is the tunnel the lab's owner record says was built (with a
+	// missing Tunnel: what its gone owner took with it).
+	Built string
+	Hosts []HostStatus
 }
 
 // Inspect reads the state of lab name from its namespaces.
@@ -91,91 +94,126 @@ func Inspect(name string) (*Status, error) {
 		return nil, fmt.Errorf("lab: no lab named %q (see v6lab lab status)", name)
 	}
 	st := &Status{Name: name, Owner: Owner(name), Tunnel: "missing"}
+	if rec, err := ReadRecord(name); err == nil {
+		st.Built = rec.Tunnel
+	}
 	for _, role := range append(append([]string{}, Hosts...), GenHosts...) {
 		ns := NS(name, role)
 		if slices.Contains(GenHosts, role) && !slices.Contains(nss, ns) {
 			continue // a lab without generator hosts
 		}
-		hs := HostStatus{Role: role, Namespace: ns}
-		h, err := handle(ns)
+		hs, err := st.inspectHost(role, ns)
 		if err != nil {
-			hs.Ifaces = []Iface{{Name: "(namespace missing)"}}
-			st.Hosts = append(st.Hosts, hs)
-			continue
-		}
-		links, err := h.LinkList()
-		if err != nil {
-			h.Close()
-			return nil, fmt.Errorf("lab: %s: %w", role, err)
-		}
-		names := map[int]string{}
-		for _, ln := range links {
-			a := ln.Attrs()
-			names[a.Index] = a.Name
-			if a.Name == "lo" {
-				continue
-			}
-			ifc := Iface{Name: a.Name, Type: ln.Type(), MTU: a.MTU, Up: a.Flags&(1<<0) != 0}
-			addrs, _ := h.AddrList(ln, netlink.FAMILY_ALL)
-			for _, ad := range addrs {
-				if ad.IP.IsLinkLocalUnicast() {
-					continue
-				}
-				ifc.Addrs = append(ifc.Addrs, ad.IPNet.String())
-			}
-			if qs, err := h.QdiscList(ln); err == nil {
-				for _, q := range qs {
-					if q.Attrs().Parent == netlink.HANDLE_ROOT {
-						ifc.Qdisc = describeQdisc(q)
-					}
-				}
-			}
-			if a.Name == TunnelIf {
-				switch ln.Type() {
-				case "sit":
-					st.Tunnel = "sit"
-				case "tuntap":
-					st.Tunnel = "userspace"
-				}
-			}
-			hs.Ifaces = append(hs.Ifaces, ifc)
-		}
-		for _, fam := range []int{unix.AF_INET, unix.AF_INET6} {
-			routes, _ := h.RouteList(nil, fam)
-			for _, r := range routes {
-				if r.Dst != nil && r.Dst.IP.IsLinkLocalUnicast() || r.Protocol == unix.RTPROT_KERNEL {
-					continue
-				}
-				rt := Route{Dst: "default", Dev: names[r.LinkIndex], MTU: r.MTU}
-				if r.Dst != nil && !(r.Dst.IP.IsUnspecified() && isZeroMask(r.Dst.Mask)) {
-					rt.Dst = r.Dst.String()
-				}
-				if r.Gw != nil {
-					rt.Via = r.Gw.String()
-				}
-				hs.Routes = append(hs.Routes, rt)
-			}
-		}
-		h.Close()
-		_ = Do(ns, func() error {
-			for idx, name := range names {
-				cs, _ := bpf.Inspect(idx)
-				for _, c := range cs {
-					hs.BPF = append(hs.BPF, BPFProgram{Iface: name, Counts: c})
-					if c.Program == bpf.EncapName {
-						st.Tunnel = TunnelBPF
-					}
-				}
-			}
-			return nil
-		})
-		slices.SortFunc(hs.BPF, func(a, b BPFProgram) int { return strings.Compare(a.Describe(), b.Describe()) })
-		if role == Server {
-			hs.TCPOff = tcpOff(ns)
+			return nil, err
 		}
 		st.Hosts = append(st.Hosts, hs)
 	}
 	return st, nil
+}
+
+// inspectHost reads one host: its interfaces, routes and BPF programs,
+// and on the server the TCP switches that are off. The tunnel it finds
+// (a sit or TUN device, or the bpf encapsulation) is noted in st.
+func (st *Status) inspectHost(role, ns string) (HostStatus, error) {
+	hs := HostStatus{Role: role, Namespace: ns}
+	h, err := handle(ns)
+	if err != nil {
+		hs.Ifaces = []Iface{{Name: "(namespace missing)"}}
+		return hs, nil
+	}
+	links, err := h.LinkList()
+	if err != nil {
+		h.Close()
+		return hs, fmt.Errorf("lab: %s: %w", role, err)
+	}
+	names := map[int]string{} // every link's name, loopback too, for routes and programs
+	for _, ln := range links {
+		a := ln.Attrs()
+		names[a.Index] = a.Name
+		if a.Name != "lo" {
+			hs.Ifaces = append(hs.Ifaces, st.iface(h, ln))
+		}
+	}
+	hs.Routes = routes(h, names)
+	h.Close()
+	hs.BPF = st.bpfPrograms(ns, names)
+	if role == Server {
+		hs.TCPOff = tcpOff(ns)
+	}
+	return hs, nil
+}
+
+// iface describes one interface: its global addresses (link-local ones
+// are the same in every lab) and its root qdisc.
+func (st *Status) iface(h *netlink.Handle, ln netlink.Link) Iface {
+	a := ln.Attrs()
+	ifc := Iface{Name: a.Name, Type: ln.Type(), MTU: a.MTU, Up: a.Flags&(1<<0) != 0}
+	addrs, _ := h.AddrList(ln, netlink.FAMILY_ALL)
+	for _, ad := range addrs {
+		if ad.IP.IsLinkLocalUnicast() {
+			continue
+		}
+		ifc.Addrs = append(ifc.Addrs, ad.IPNet.String())
+	}
+	if qs, err := h.QdiscList(ln); err == nil {
+		for _, q := range qs {
+			if q.Attrs().Parent == netlink.HANDLE_ROOT {
+				ifc.Qdisc = describeQdisc(q)
+			}
+		}
+	}
+	if a.Name == TunnelIf {
+		switch ln.Type() {
+		case "sit":
+			st.Tunnel = "sit"
+		case "tuntap":
+			st.Tunnel = "userspace"
+		}
+	}
+	return ifc
+}
+
+// routes are the routes the lab added (the kernel's own and link-local
+// ones left out), in both families.
+func routes(h *netlink.Handle, names map[int]string) []Route {
+	var out []Route
+	for _, fam := range []int{unix.AF_INET, unix.AF_INET6} {
+		rs, _ := h.RouteList(nil, fam)
+		for _, r := range rs {
+			if r.Dst != nil && r.Dst.IP.IsLinkLocalUnicast() || r.Protocol == unix.RTPROT_KERNEL {
+				continue
+			}
+			rt := Route{Dst: "default", Dev: names[r.LinkIndex], MTU: r.MTU}
+			if r.Dst != nil && !(r.Dst.IP.IsUnspecified() && isZeroMask(r.Dst.Mask)) {
+				rt.Dst = r.Dst.String()
+			}
+			if r.Gw != nil {
+				rt.Via = r.Gw.String()
+			}
+			out = append(out, rt)
+		}
+	}
+	return out
+}
+
+// bpfPrograms are v6lab's programs on the host's interfaces, read inside
+// its namespace, in a stable order; the bpf encapsulation is the tunnel.
+func (st *Status) bpfPrograms(ns string, names map[int]string) []BPFProgram {
+	var out []BPFProgram
+	_ = Do(ns, func() error {
+		for idx, name := range names {
+			cs, _ := bpf.Inspect(idx)
+			for _, c := range cs {
+				out = append(out, BPFProgram{Iface: name, Counts: c})
+				if c.Program == bpf.EncapName {
+					st.Tunnel = TunnelBPF
+				}
+			}
+		}
+		return nil
+	})
+	slices.SortFunc(out, func(a, b BPFProgram) int { return strings.Compare(a.Describe(), b.Describe()) })
+	return out
 }
 
 // tcpOff lists which of BareTCP's switches are off in namespace ns.

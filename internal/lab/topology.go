@@ -379,12 +379,53 @@ func Up(ctx context.Context, cfg Config) (*Lab, error) {
 	return l, nil
 }
 
+// build makes the lab in order: the hosts (namespaces), their kernel
+// settings, the links between them, shaping, the tunnel, the routes and
+// the NAT64 translator; Up removes it all on an error.
 func (l *Lab) build(ctx context.Context) error {
-	roles := Hosts
+	roles, lks := Hosts, links
 	if l.Generators {
 		roles = append(append([]string{}, Hosts...), GenHosts...)
+		lks = append(append([]link{}, links...), genLinks...)
 		l.Addr.genPlan()
 	}
+	hs := map[string]*netlink.Handle{}
+	defer func() {
+		for _, h := range hs {
+			h.Close()
+		}
+	}()
+	if err := l.addHosts(roles, hs); err != nil {
+		return err
+	}
+	if err := l.setKernel(roles); err != nil {
+		return err
+	}
+	for _, lk := range lks {
+		if err := l.addLink(hs, lk); err != nil {
+			return err
+		}
+	}
+	if err := l.applyShaping(hs); err != nil {
+		return err
+	}
+	if l.NoTunnel {
+		l.TunnelImpl = "none"
+	} else if err := l.addTunnel(ctx, hs); err != nil {
+		return err
+	} else if err := l.rec.setTunnel(l.TunnelImpl); err != nil {
+		return err
+	}
+	if err := l.addRoutes(hs); err != nil {
+		return err
+	}
+	return l.addNat64(hs)
+}
+
+// addHosts makes a namespace per role, named in the owner record first
+// so a failure later still removes it, and puts a netlink handle for each
+// in hs, with its loopback up.
+func (l *Lab) addHosts(roles []string, hs map[string]*netlink.Handle) error {
 	for _, role := range roles {
 		if err := l.rec.addNamespace(NS(l.Name, role)); err != nil {
 			return err
@@ -393,12 +434,6 @@ func (l *Lab) build(ctx context.Context) error {
 			return err
 		}
 	}
-	hs := map[string]*netlink.Handle{}
-	defer func() {
-		for _, h := range hs {
-			h.Close()
-		}
-	}()
 	for _, role := range roles {
 		h, err := handle(NS(l.Name, role))
 		if err != nil {
@@ -413,6 +448,14 @@ func (l *Lab) build(ctx context.Context) error {
 			return fmt.Errorf("lab: %s: loopback up: %w", role, err)
 		}
 	}
+	return nil
+}
+
+// setKernel sets each host's own sysctls before any link exists (so new
+// interfaces inherit them): the congestion control everywhere (allowed
+// in the machine's namespace first), no DAD, forwarding on the routers,
+// and the bare server's TCP switches.
+func (l *Lab) setKernel(roles []string) error {
 	note, err := allowCongestion(l.Congestion)
 	if err != nil {
 		return err
@@ -428,41 +471,17 @@ func (l *Lab) build(ctx context.Context) error {
 			return fmt.Errorf("lab: %s: %w", role, err)
 		}
 	}
-	if err := Do(NS(l.Name, R1), func() error { return forwarding() }); err != nil {
-		return err
-	}
-	if err := Do(NS(l.Name, R2), func() error { return forwarding() }); err != nil {
-		return err
+	for _, role := range []string{R1, R2} {
+		if err := Do(NS(l.Name, role), forwarding); err != nil {
+			return err
+		}
 	}
 	if l.BareServer {
 		if err := Do(NS(l.Name, Server), func() error { return setSysctls(BareTCP) }); err != nil {
 			return err
 		}
 	}
-	for _, lk := range links {
-		if err := l.addLink(hs, lk); err != nil {
-			return err
-		}
-	}
-	if l.Generators {
-		for _, lk := range genLinks {
-			if err := l.addLink(hs, lk); err != nil {
-				return err
-			}
-		}
-	}
-	if err := l.applyShaping(hs); err != nil {
-		return err
-	}
-	if l.NoTunnel {
-		l.TunnelImpl = "none"
-	} else if err := l.addTunnel(ctx, hs); err != nil {
-		return err
-	}
-	if err := l.addRoutes(hs); err != nil {
-		return err
-	}
-	return l.addNat64(hs)
+	return nil
 }
 
 // noDAD turns off duplicate address detection for the namespace's
@@ -597,15 +616,33 @@ func ipnet(p netip.Prefix) *net.IPNet {
 	return &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
 }
 
+// hostRoute is one route the lab adds.
+type hostRoute struct {
+	role string
+	dst  netip.Prefix // invalid: default route of gw's family
+	gw   netip.Addr
+	dev  string // route into a device instead of via a gateway
+}
+
+// addRoutes adds every host's routes: the hosts' defaults toward their
+// router, each router's way to the far subnets, and the 6in4 prefixes
+// into the tunnel (unless the lab has none).
 func (l *Lab) addRoutes(hs map[string]*netlink.Handle) error {
-	a, b, c := links[0], links[1], links[2]
-	type rt struct {
-		role string
-		dst  netip.Prefix // invalid: default route of gw's family
-		gw   netip.Addr
-		dev  string // route into a device instead of via a gateway
+	for _, r := range l.routes() {
+		if r.dev == TunnelIf && l.NoTunnel {
+			continue
+		}
+		if err := l.addRoute(hs[r.role], r); err != nil {
+			return fmt.Errorf("lab: %s: %w", r.role, err)
+		}
 	}
-	routes := []rt{
+	return nil
+}
+
+// routes is the lab's routing table, host by host.
+func (l *Lab) routes() []hostRoute {
+	a, b, c := links[0], links[1], links[2]
+	routes := []hostRoute{
 		{role: Client, gw: hostAddr(a.v4, a.bHost)},
 		{role: Client, gw: hostAddr(a.v6, a.bHost)},
 		{role: Server, gw: hostAddr(c.v4, c.aHost)},
@@ -626,62 +663,69 @@ func (l *Lab) addRoutes(hs map[string]*netlink.Handle) error {
 				other, via = R1, b.bHost
 			}
 			routes = append(routes,
-				rt{role: g.b, gw: hostAddr(g.v4, g.aHost)}, rt{role: g.b, gw: hostAddr(g.v6, g.aHost)},
-				rt{role: other, dst: g.v4, gw: hostAddr(b.v4, via)}, rt{role: other, dst: g.v6, gw: hostAddr(b.v6, via)})
+				hostRoute{role: g.b, gw: hostAddr(g.v4, g.aHost)}, hostRoute{role: g.b, gw: hostAddr(g.v6, g.aHost)},
+				hostRoute{role: other, dst: g.v4, gw: hostAddr(b.v4, via)}, hostRoute{role: other, dst: g.v6, gw: hostAddr(b.v6, via)})
 		}
 	}
-	for _, r := range routes {
-		if r.dev == TunnelIf && l.NoTunnel {
-			continue
+	return routes
+}
+
+// addRoute adds one route. A route into the tunnel takes the shape of
+// the tunnel the lab has: into its device (sit, userspace), via the
+// peer's end of the vxlan, or the bpf tunnel's route to the peer router.
+func (l *Lab) addRoute(h *netlink.Handle, r hostRoute) error {
+	route := &netlink.Route{}
+	if r.dst.IsValid() {
+		route.Dst = ipnet(r.dst)
+	} else if r.gw.Is4() {
+		route.Dst = ipnet(netip.MustParsePrefix("0.0.0.0/0"))
+	} else {
+		route.Dst = ipnet(netip.MustParsePrefix("::/0"))
+	}
+	if r.dev == TunnelIf && l.TunnelImpl == TunnelBPF {
+		return l.addBPFTunnelRoute(h, r.role, route)
+	}
+	if r.dev == TunnelIf && l.TunnelImpl == "vxlan" {
+		// A vxlan is a link of its own: route via the peer's end.
+		peer := byte(2)
+		if r.role == R2 {
+			peer = 1
 		}
-		h := hs[r.role]
-		route := &netlink.Route{}
-		if r.dst.IsValid() {
-			route.Dst = ipnet(r.dst)
-		} else if r.gw.Is4() {
-			route.Dst = ipnet(netip.MustParsePrefix("0.0.0.0/0"))
-		} else {
-			route.Dst = ipnet(netip.MustParsePrefix("::/0"))
+		r.dev, r.gw = "", hostAddr(vxlanTransit, peer)
+	}
+	if r.dev != "" {
+		ln, err := h.LinkByName(r.dev)
+		if err != nil {
+			return err
 		}
-		if r.dev == TunnelIf && l.TunnelImpl == TunnelBPF {
-			// No tunnel device: the route leads to the peer router on the
-			// r1-r2 link, where the egress program encapsulates, and its
-			// MTU is the tunnel's, so a bigger packet gets Packet Too Big
-			// here as it would from a sit device.
-			peer, ifname := b.bHost, b.aIf
-			if r.role == R2 {
-				peer, ifname = b.aHost, b.bIf
-			}
-			ln, err := h.LinkByName(ifname)
-			if err != nil {
-				return fmt.Errorf("lab: %s: %w", r.role, err)
-			}
-			route.Gw, route.LinkIndex, route.MTU = hostAddr(b.v6, peer).AsSlice(), ln.Attrs().Index, l.TunnelMTU
-			if err := h.RouteAdd(route); err != nil {
-				return fmt.Errorf("lab: %s: route %v: %w", r.role, route, err)
-			}
-			continue
-		}
-		if r.dev == TunnelIf && l.TunnelImpl == "vxlan" {
-			// A vxlan is a link of its own: route via the peer's end.
-			peer := byte(2)
-			if r.role == R2 {
-				peer = 1
-			}
-			r.dev, r.gw = "", hostAddr(vxlanTransit, peer)
-		}
-		if r.dev != "" {
-			ln, err := h.LinkByName(r.dev)
-			if err != nil {
-				return fmt.Errorf("lab: %s: %w", r.role, err)
-			}
-			route.LinkIndex = ln.Attrs().Index
-		} else {
-			route.Gw = r.gw.AsSlice()
-		}
-		if err := h.RouteAdd(route); err != nil {
-			return fmt.Errorf("lab: %s: route %v: %w", r.role, route, err)
-		}
+		route.LinkIndex = ln.Attrs().Index
+	} else {
+		route.Gw = r.gw.AsSlice()
+	}
+	if err := h.RouteAdd(route); err != nil {
+		return fmt.Errorf("route %v: %w", route, err)
+	}
+	return nil
+}
+
+// addBPFTunnelRoute routes a 6in4 prefix on a router of the bpf tunnel,
+// which has no tunnel device: the route leads to the peer router on the
+// r1-r2 link, where the egress program encapsulates, and its MTU is the
+// tunnel's, so a bigger packet gets Packet Too Big here as it would from
+// a sit device.
+func (l *Lab) addBPFTunnelRoute(h *netlink.Handle, role string, route *netlink.Route) error {
+	b := links[1]
+	peer, ifname := b.bHost, b.aIf
+	if role == R2 {
+		peer, ifname = b.aHost, b.bIf
+	}
+	ln, err := h.LinkByName(ifname)
+	if err != nil {
+		return err
+	}
+	route.Gw, route.LinkIndex, route.MTU = hostAddr(b.v6, peer).AsSlice(), ln.Attrs().Index, l.TunnelMTU
+	if err := h.RouteAdd(route); err != nil {
+		return fmt.Errorf("route %v: %w", route, err)
 	}
 	return nil
 }

@@ -52,15 +52,19 @@ const (
 // TunnelKinds are the implementations a user may ask for ("auto" = "").
 var TunnelKinds = []string{"auto", TunnelSit, TunnelBPF, TunnelUserspace, TunnelVxlan}
 
+// tunnelRouter is one router's end of the 6in4 tunnel: its address on
+// the r1-r2 link and the peer's.
+type tunnelRouter struct {
+	role          string
+	local, remote netip.Addr
+}
+
 // addTunnel makes the 6in4 tunnel between the routers: the kernel's sit
 // device where it exists (or was asked for), else the tc BPF programs where
 // they load, else the userspace tunnel; TunnelWhy says why auto passed over
 // the faster ones.
 func (l *Lab) addTunnel(ctx context.Context, hs map[string]*netlink.Handle) error {
-	ends := []struct {
-		role          string
-		local, remote netip.Addr
-	}{{R1, l.Addr.TunnelV4[0], l.Addr.TunnelV4[1]}, {R2, l.Addr.TunnelV4[1], l.Addr.TunnelV4[0]}}
+	ends := []tunnelRouter{{R1, l.Addr.TunnelV4[0], l.Addr.TunnelV4[1]}, {R2, l.Addr.TunnelV4[1], l.Addr.TunnelV4[0]}}
 	impl := l.Config.Tunnel
 	if impl == "vxlan" {
 		for i, e := range ends {
@@ -99,26 +103,41 @@ func (l *Lab) addTunnel(ctx context.Context, hs map[string]*netlink.Handle) erro
 		}
 	}
 	if impl == "userspace" {
-		for _, e := range ends {
-			var tun wgtun.Device
-			var conn *net.IPConn
-			err := Do(NS(l.Name, e.role), func() error {
-				var err error
-				if tun, err = sixin4.OpenTUN(TunnelIf, l.TunnelMTU); err != nil {
-					return err
-				}
-				if conn, err = sixin4.Listen(e.local); err != nil {
-					tun.Close()
-				}
-				return err
-			})
-			if err != nil {
-				return fmt.Errorf("lab: %s: %w", e.role, err)
-			}
-			l.tunnels = append(l.tunnels, sixin4.New(tun, conn, e.remote))
+		if err := l.addUserspaceTunnel(ends); err != nil {
+			return err
 		}
-		l.TunnelImpl = "userspace"
 	}
+	return l.tunnelDevicesUp(hs, ends)
+}
+
+// addUserspaceTunnel opens, in each router, a TUN device and a raw
+// protocol-41 socket, and starts the owner process's loop between them.
+func (l *Lab) addUserspaceTunnel(ends []tunnelRouter) error {
+	for _, e := range ends {
+		var tun wgtun.Device
+		var conn *net.IPConn
+		err := Do(NS(l.Name, e.role), func() error {
+			var err error
+			if tun, err = sixin4.OpenTUN(TunnelIf, l.TunnelMTU); err != nil {
+				return err
+			}
+			if conn, err = sixin4.Listen(e.local); err != nil {
+				tun.Close()
+			}
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("lab: %s: %w", e.role, err)
+		}
+		l.tunnels = append(l.tunnels, sixin4.New(tun, conn, e.remote))
+	}
+	l.TunnelImpl = "userspace"
+	return nil
+}
+
+// tunnelDevicesUp sets the tunnel device's MTU on both routers (a vxlan's
+// no more than its link leaves room for) and brings it up.
+func (l *Lab) tunnelDevicesUp(hs map[string]*netlink.Handle, ends []tunnelRouter) error {
 	mtu := l.TunnelMTU
 	if l.TunnelImpl == "vxlan" {
 		mtu = min(mtu, 1450) // vxlan over IPv4 costs 50 bytes of a 1500-byte link

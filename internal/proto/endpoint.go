@@ -39,11 +39,13 @@ type Endpoint struct {
 	// CertSHA256 pins an embedded server's self-signed TLS certificate
 	// (Pinned): v6lab's clients trust exactly that one.
 	CertSHA256 string `json:"cert_sha256,omitempty"`
+	// Hosts are names given their addresses (--resolve): not looked up.
+	Hosts map[string][]netip.Addr `json:"hosts,omitempty"`
 }
 
 // Resolver resolves the endpoint's Host.
 func (e Endpoint) Resolver() *path.Resolver {
-	return &path.Resolver{Servers: e.DNS, Over: e.DNSOver, Source: e.Source}
+	return &path.Resolver{Servers: e.DNS, Over: e.DNSOver, Source: e.Source, Hosts: e.Hosts}
 }
 
 // AddrPort is the endpoint as an address, for protocols that dial one.
@@ -75,8 +77,21 @@ func (es Endpoints) Get(key string, p path.Path) (Endpoint, bool) {
 
 // HostResolver is the DNS servers given (dns_servers, --dns-server), or the
 // system's when none are: for a Host that is a name. A Host that is an
-// address needs none.
-func HostResolver(host string, servers []string) ([]netip.AddrPort, error) {
+// address needs none. Path p's lookups, sent over the family over (""
+// the path's own), need a server of that family among them: without one
+// every transaction would fail, so it is an error here.
+func HostResolver(host string, servers []string, over, p path.Path) ([]netip.AddrPort, error) {
+	out, err := hostServers(host, servers)
+	if err != nil || len(out) == 0 {
+		return out, err
+	}
+	if _, _, err := (&path.Resolver{Servers: out, Over: over}).Server(p); err != nil {
+		return nil, fmt.Errorf("%w (the DNS servers: %s; --dns-over ipv4 or ipv6 sends every lookup over one family)", err, Or(strings.Join(servers, ", "), "/etc/resolv.conf's"))
+	}
+	return out, nil
+}
+
+func hostServers(host string, servers []string) ([]netip.AddrPort, error) {
 	if _, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
 		return nil, nil
 	}
@@ -95,20 +110,22 @@ func HostResolver(host string, servers []string) ([]netip.AddrPort, error) {
 }
 
 // HostPortTarget reads a server URL scheme://host[:port] (def: the port
-// when none is given) into an endpoint, its host resolved by dnsServers.
-func HostPortTarget(raw, scheme string, def int, dnsServers []string, dnsOver string) (Endpoint, error) {
-	u, err := url.Parse(raw)
+// when none is given) into an endpoint of path p, its host resolved as n
+// says (Named.Endpoint).
+func HostPortTarget(n *Named, scheme string, def int, p path.Path) (Endpoint, error) {
+	u, err := url.Parse(n.URL)
 	if err != nil || u.Scheme != scheme || u.Hostname() == "" {
-		return Endpoint{}, fmt.Errorf("%s URL %q: want %s://host[:port]", scheme, raw, scheme)
+		return Endpoint{}, fmt.Errorf("%s URL %q: want %s://host[:port]", scheme, Redact(n.URL), scheme)
 	}
-	e := Endpoint{Host: u.Hostname(), Port: def, DNSOver: path.Path(strings.TrimPrefix(dnsOver, "path"))}
+	e, err := n.Endpoint(u.Hostname(), p)
+	if err != nil {
+		return Endpoint{}, err
+	}
+	e.Port = def
 	if ps := u.Port(); ps != "" {
 		if e.Port, err = strconv.Atoi(ps); err != nil || e.Port < 1 || e.Port > 65535 {
-			return Endpoint{}, fmt.Errorf("%s URL %q: bad port", scheme, raw)
+			return Endpoint{}, fmt.Errorf("%s URL %q: bad port", scheme, Redact(n.URL))
 		}
-	}
-	if e.DNS, err = HostResolver(e.Host, dnsServers); err != nil {
-		return Endpoint{}, err
 	}
 	return e, nil
 }
@@ -120,4 +137,27 @@ func ServerURL(scheme, arg string) string {
 		return scheme + "://[" + a.String() + "]"
 	}
 	return scheme + "://" + arg
+}
+
+// Redact is a url with its password masked (xxxxx), as results and
+// reports record it: a password given in a url is used, never written.
+func Redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	if _, ok := u.User.Password(); !ok {
+		return raw
+	}
+	return u.Redacted()
+}
+
+// Redacted reports whether raw is a url whose password Redact masked.
+func Redacted(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return false
+	}
+	p, ok := u.User.Password()
+	return ok && p == "xxxxx"
 }

@@ -2,142 +2,257 @@ package proto
 
 import (
 	"fmt"
+	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
-	"v6lab/internal/gen/transport"
+	"v6lab/internal/gen/load"
 	"v6lab/internal/input/units"
+	"v6lab/internal/result"
 	"v6lab/internal/sock/path"
 )
 
-// Options are a cell's protocol options, one field per option of any
-// protocol (docs/experiments.md says which apply where); each protocol's
-// Check reads its own. They are recorded flat in every result's spec.
-type Options struct {
-	URL        string   `json:"url,omitempty"`
-	Objects    *int     `json:"objects,omitempty"`
-	Query      string   `json:"query,omitempty"`
-	DNSServers []string `json:"dns_servers,omitempty"`
-	Transport  string   `json:"transport,omitempty"`
-	// Mode is a DNS cell's engine: stub (default) or load.
-	Mode string `json:"mode,omitempty"`
-	// Expect is the reply that completes a DNS query: answer (default),
-	// nodata, nxdomain or any.
-	Expect string `json:"expect,omitempty"`
-	// Type is a DNS query's record type: path (the path's own: A on ipv4,
-	// AAAA on the others; the default), A, AAAA, …
-	Type string `json:"type,omitempty"`
-	// File is the file to retrieve (a size such as 1M on the embedded
-	// servers); Active uses EPRT/PORT instead of EPSV/PASV (FTP).
-	File   string `json:"file,omitempty"`
-	Active bool   `json:"active,omitempty"`
-	// Client downloads a file cell with another program: curl or wget.
-	Client string `json:"client,omitempty"`
-	// AttemptDelay is Happy Eyeballs' Connection Attempt Delay on the
-	// dual path ("250ms"; empty: RFC 8305's default).
-	AttemptDelay string `json:"attempt_delay,omitempty"`
-	// Dialer races the families on the dual path: v6lab's own RFC 8305
-	// ("" or "v6lab") or Go's standard net.Dialer ("go": RFC 6555).
-	Dialer string `json:"dialer,omitempty"`
-	// AAAADelay makes the embedded DNS server answer the dual path's
-	// AAAA lookups this late ("300ms"; an impairment).
-	AAAADelay string `json:"aaaa_delay,omitempty"`
+// Options are a cell's options: a pointer to its protocol's own struct,
+// which embeds Common and names its options with tags (Fields). They know
+// how to check themselves, where the server they name is, and how to make
+// the probe; Common gives the rest their defaults.
+type Options interface {
+	// Check checks the options as the user gave them (given says which)
+	// for where the cell runs, and completes them (defaults, decoded
+	// values). Its errors name the option: *OptionError.
+	Check(where result.Where, given Given) error
+	// Target is the server the cell names itself (where: hosts, or a
+	// probe command) as seen from path p.
+	Target(p path.Path) (Endpoint, error)
+	// Probe makes the cell's probe over path p to the server at ep.
+	Probe(ep Endpoint, p path.Path) (load.Probe, error)
+
+	// Base is the Common the options embed.
+	Base() *Common
+	// PathFit says why the checked options cannot run over p where the
+	// cell runs (a reply only some paths' queries get).
+	PathFit(where result.Where, p path.Path) error
+	// Timing says what the cell times when it is not v6lab's own
+	// transaction (a trial its transfer, curl its download), for the
+	// result's notes; "" for a transaction.
+	Timing() string
+	// ServerFor names the embedded server that answers the cell when the
+	// options choose one ("": the protocol's own; http's tls: https).
+	ServerFor() string
+	// Destination says where the cell sends its transactions when it
+	// names its server (a url, the DNS servers that name it); "" when
+	// v6lab chooses the server. Named gives it.
+	Destination() string
+	// Length is a transport trial's length (omit and time); 0 for
+	// transactions. A trial's timeout follows it.
+	Length() time.Duration
+	// Estimate is what one run of the cell at conns connections takes
+	// beyond its transactions' turns, on links of rate bits/s (0:
+	// unshaped): a file's transfer, a trial's length.
+	Estimate(conns int, rate uint64) time.Duration
+	// AttemptDelay is the dual path's Happy Eyeballs attempt delay (0:
+	// the protocol does not race the families).
+	AttemptDelay() time.Duration
+	// Scale shrinks what one transaction carries by f (0 < f ≤ 1), for
+	// run --scale: files get smaller, trials shorter.
+	Scale(f float64)
+	// Settle is the options of a quick transaction that warms path p
+	// before the first run (a small file, a short trial; nil: the cell's
+	// own), or false to leave the path unsettled (it is known to fail,
+	// and its runs say why).
+	Settle(p path.Path) (Options, bool)
+	// Notes say what a result measuring the cell over paths must tell its
+	// reader.
+	Notes(paths []path.Path) []string
+	// Record is what a probe command's result records of the options,
+	// units spelled out (nil: the flags as given).
+	Record() map[string]string
+}
+
+// Common is what every protocol's options embed: what the run derives
+// for a cell, and (a level down, so that the protocol's own methods and
+// those of Named, TLSClient and Fetch win) the defaults of Options'
+// optional behaviour.
+type Common struct {
 	// RacesFamilies says the cell also measures a path that races the
 	// families (dual), whose client is Go's net package: its pinned
 	// paths then run there too, so the cell compares paths, not engines.
-	// Derived from the cell's paths (experiment.Spec.RacesFamilies).
+	// Derived from the cell's paths, never given.
 	RacesFamilies bool `json:"-"`
-	// SMTP: envelope, message size, STARTTLS.
-	From     string `json:"from,omitempty"`
-	To       string `json:"to,omitempty"`
-	Size     int    `json:"size,omitempty"`
-	StartTLS bool   `json:"starttls,omitempty"`
-	// TLSPin is the SHA-256 of the certificate a real server must show
-	// (https, SMTP's STARTTLS), in place of a CA's verification: how a
-	// client trusts `v6lab serve http --tls` or `serve smtp` elsewhere.
-	TLSPin string `json:"tls_pin,omitempty"`
-	// TLS fetches over HTTPS from v6lab's own embedded server (lab and
-	// loopback; a named server's url says its scheme itself).
-	TLS bool `json:"tls,omitempty"`
-	// TLSResume lets returning users resume TLS sessions with the
-	// server's tickets (https).
-	TLSResume bool `json:"tls_resume,omitempty"`
-	// TLSGroups is the https key exchange offered: classic (the default)
-	// or pq.
-	TLSGroups string `json:"tls_groups,omitempty"`
-	// IMAP: user i logs in as user(i mod Users)+1 (UserFormat, Password
-	// for real servers).
-	Users      int    `json:"users,omitempty"`
-	UserFormat string `json:"user_format,omitempty"`
-	Password   string `json:"password,omitempty"`
-	// Test shapes a tcp or udp cell's trials (decoded from Trial by
-	// Check); Servers are the transport servers to test against.
-	Test    *transport.Options `json:"test,omitempty"`
-	Servers []string           `json:"servers,omitempty"`
-	// Trial is a tcp or udp cell's options as given, before Check.
-	Trial *TrialInput `json:"-"`
-
-	// The probe commands' own settings (flags only).
-	Probe ProbeSettings `json:"-"`
+	defaults
 }
 
-// ProbeSettings are options only the probe commands take.
-type ProbeSettings struct {
-	// NoObjects fetches only the URL (http).
-	NoObjects bool
-	// Insecure accepts any certificate (https, smtp STARTTLS).
-	Insecure bool
-	// MaxBody bounds each HTTP body ("64M"; empty: the client's default).
-	MaxBody string
-	// Engine is the HTTP connection engine (auto, evloop, go).
-	Engine string
+// Base is the Common itself.
+func (c *Common) Base() *Common { return c }
+
+// defaults are Options' optional behaviour where a protocol has none.
+type defaults struct{}
+
+// PathFit: every path fits.
+func (defaults) PathFit(result.Where, path.Path) error { return nil }
+
+// Timing: a transaction, timed as one.
+func (defaults) Timing() string { return "" }
+
+// ServerFor: the protocol's own server.
+func (defaults) ServerFor() string { return "" }
+
+// Length: a transaction, not a trial.
+func (defaults) Length() time.Duration { return 0 }
+
+// Estimate: nothing beyond the transactions' turns.
+func (defaults) Estimate(int, uint64) time.Duration { return 0 }
+
+// AttemptDelay: the protocol does not race the families.
+func (defaults) AttemptDelay() time.Duration { return 0 }
+
+// Scale: nothing to shrink.
+func (defaults) Scale(float64) {}
+
+// Settle: the cell's own transaction settles every path.
+func (defaults) Settle(path.Path) (Options, bool) { return nil, true }
+
+// Notes: nothing to tell.
+func (defaults) Notes([]path.Path) []string { return nil }
+
+// Record: the flags as given.
+func (defaults) Record() map[string]string { return nil }
+
+// Fetch is the option of a cell that retrieves a generated file, whose
+// name is its size (1M, 64K, 5879824).
+type Fetch struct {
+	File string `json:"file,omitempty" opt:"file,fileonly"`
+}
+
+// Estimate is the file's transfer at conns connections sharing rate.
+func (f *Fetch) Estimate(conns int, rate uint64) time.Duration { return FileTime(f.File, conns, rate) }
+
+// Scale makes the file smaller.
+func (f *Fetch) Scale(x float64) { f.File = ScaleFile(f.File, x) }
+
+// Named are the options of a protocol whose cells may name their server
+// (where: hosts, the probe commands): its url, the DNS servers that look
+// its name up, and the family that carries the lookup.
+type Named struct {
+	URL        string   `json:"url,omitempty" opt:"url,fileonly"`
+	DNSServers []string `json:"dns_servers,omitempty" opt:"dns_servers,flag=dns-server" usage:"DNS server ADDR[:PORT] to ask (repeat for each family; a link-local one with its zone, [fe80::1%eth0]:53; default: /etc/resolv.conf)"`
 	// DNSOver pins the family that carries the lookup (path, ipv4, ipv6).
-	DNSOver string
+	DNSOver string `json:"-" opt:"dns_over,flagonly,default=path" usage:"family that carries the DNS query: path, ipv4 or ipv6"`
+	// Resolve gives names their addresses, as curl's --resolve: the name
+	// stays in the url (Host header, SNI), no lookup is made or timed.
+	Resolve []string `json:"resolve,omitempty" opt:"resolve" usage:"NAME=ADDR[,ADDR]: connect to ADDR (the one of the path's family) for NAME without asking DNS, as curl --resolve; NAME stays in the Host header and SNI, and the lookup is timed as 0 (repeat)"`
 }
 
-// TrialInput is a tcp or udp cell's options as the user gave them: an
-// experiment file's fields or the tcp and udp commands' flags.
-type TrialInput struct {
-	Time, Omit, Interval                            time.Duration
-	Bytes, Window, SndBuf, RcvBuf, Bottleneck, Rate string
-	Streams, MSS, Size                              int
-	Congestion                                      string
-	Reverse                                         bool
+// Hosts reads resolve: each name (lowercase) and its addresses.
+func (n *Named) Hosts() (map[string][]netip.Addr, error) {
+	if len(n.Resolve) == 0 {
+		return nil, nil
+	}
+	out := map[string][]netip.Addr{}
+	for i, r := range n.Resolve {
+		name, list, ok := strings.Cut(r, "=")
+		at := fmt.Sprintf("resolve[%d]", i)
+		if !ok || name == "" || list == "" || strings.ContainsAny(name, " /:") {
+			return nil, Errorf(at, "%q: want NAME=ADDR[,ADDR], such as www.example.org=192.0.2.1,2001:db8::1", r)
+		}
+		for _, s := range strings.Split(list, ",") {
+			a, err := netip.ParseAddr(strings.Trim(strings.TrimSpace(s), "[]"))
+			if err != nil {
+				return nil, Errorf(at, "%q is not an address", s)
+			}
+			key := strings.ToLower(strings.TrimSuffix(name, "."))
+			out[key] = append(out[key], a.Unmap())
+		}
+	}
+	return out, nil
 }
 
-// Common option names: every protocol that reaches a named host takes
-// url and dns_servers.
+// Endpoint is where host is on path p as the options say: given by
+// resolve, or looked up by the DNS servers given (or the system's) over
+// the family dns_over pins.
+func (n *Named) Endpoint(host string, p path.Path) (Endpoint, error) {
+	hosts, err := n.Hosts()
+	if err != nil {
+		return Endpoint{}, err
+	}
+	e := Endpoint{Host: host, DNSOver: n.Over(), Hosts: hosts}
+	if addrs, given := hosts[strings.ToLower(strings.TrimSuffix(host, "."))]; given {
+		// Not looked up: no DNS server needed, but an address of the
+		// path's family, or every transaction would fail.
+		if !slices.ContainsFunc(addrs, p.Accepts) {
+			return e, fmt.Errorf("%s: --resolve gives it no %s address (%v)", host, p.Family(), addrs)
+		}
+		return e, nil
+	}
+	e.DNS, err = HostResolver(host, n.DNSServers, e.DNSOver, p)
+	return e, err
+}
+
+// Notes say which names were not looked up, and why their lookups read 0.
+func (n *Named) Notes([]path.Path) []string {
+	if len(n.Resolve) == 0 {
+		return nil
+	}
+	return []string{"resolve: " + strings.Join(n.Resolve, " ") + " were given, not looked up (as curl --resolve): their transactions' resolve time is 0 and their wire time starts at the SYN"}
+}
+
+// Common option names.
 const (
 	OptURL        = "url"
 	OptDNSServers = "dns_servers"
 )
 
-// CheckURLWhere applies the rule every protocol with a url shares: with
-// where: hosts the url is required (want describes it), elsewhere v6lab
-// chooses the server and a url is refused.
-func CheckURLWhere(o *Options, where, want, why string) error {
-	hosts := where == "hosts"
-	if hosts && o.URL == "" {
+// CheckURL applies the rule every protocol with a url shares: with where:
+// hosts the url is required (want describes it), elsewhere v6lab chooses
+// the server and a url is refused. It checks dns_servers and dns_over too.
+func (n *Named) CheckURL(where result.Where, want, why string) error {
+	hosts := where == result.Hosts
+	if hosts && n.URL == "" {
 		return Errorf("", "url is required with where: hosts (%s)", want)
 	}
-	if !hosts && o.URL != "" {
+	if !hosts && n.URL != "" {
 		return Errorf(OptURL, "only with where: hosts; %s", why)
 	}
-	return nil
+	return n.CheckDNSServers(where)
 }
 
 // CheckDNSServers checks dns_servers (only with where: hosts, each a server
-// address) and the probe commands' --dns-over.
-func CheckDNSServers(o *Options, where string) error {
-	if len(o.DNSServers) > 0 && where != "hosts" {
+// address) and dns_over.
+func (n *Named) CheckDNSServers(where result.Where) error {
+	if len(n.Resolve) > 0 && where != result.Hosts {
+		return Errorf("resolve", "only with where: hosts; in the lab and on loopback the embedded DNS server answers")
+	}
+	if _, err := n.Hosts(); err != nil {
+		return err
+	}
+	return CheckDNSServers(n.DNSServers, n.DNSOver, where)
+}
+
+// CheckDNSServers checks DNS servers a cell names (only with where: hosts,
+// each a server address) and the family its lookups go over.
+func CheckDNSServers(servers []string, over string, where result.Where) error {
+	if len(servers) > 0 && where != result.Hosts {
 		return Errorf(OptDNSServers, "only with where: hosts; in the lab and on loopback the embedded DNS server answers")
 	}
-	for i, srv := range o.DNSServers {
+	for i, srv := range servers {
 		if _, err := path.ParseServer(srv); err != nil {
 			return Errorf(fmt.Sprintf("%s[%d]", OptDNSServers, i), "%v", err)
 		}
 	}
-	return CheckDNSOver(o.Probe.DNSOver)
+	return CheckDNSOver(over)
+}
+
+// Over is the family the lookups are pinned to ("": the path's own).
+func (n *Named) Over() path.Path { return path.Path(strings.TrimPrefix(n.DNSOver, "path")) }
+
+// Destination is the url, and the DNS servers that name its host.
+func (n *Named) Destination() string {
+	u := Redact(n.URL) // a url's password is used, never written
+	if u != "" && len(n.DNSServers) > 0 {
+		return u + " (names from " + strings.Join(n.DNSServers, ", ") + ")"
+	}
+	return u
 }
 
 // CheckDNSOver checks the family a lookup is pinned to: path (or empty: the
@@ -155,14 +270,52 @@ const MaxFileSize = 1 << 40
 
 // CheckFile checks a file cell's size name (the embedded servers generate
 // files whose names are their sizes).
-func CheckFile(file, where string) error {
-	if where == "hosts" {
+func CheckFile(file string, where result.Where) error {
+	if where == result.Hosts {
 		return Errorf("file", "with where: hosts the url names the file")
 	}
-	if n, err := units.ParseSize(strings.TrimPrefix(file, "/")); err != nil || n > MaxFileSize {
+	if _, err := FileSize(file); err != nil {
 		return Errorf("file", "%q: the embedded servers' files are sizes such as 1M, 64K or 5879824", file)
 	}
 	return nil
+}
+
+// FileSize is the size a file cell's file names.
+func FileSize(file string) (int64, error) {
+	n, err := units.ParseSize(strings.TrimPrefix(file, "/"))
+	if err == nil && n > MaxFileSize {
+		err = fmt.Errorf("%d bytes is more than %d", n, int64(MaxFileSize))
+	}
+	return n, err
+}
+
+// SettleFile is the small file a lab run fetches to settle a file cell's
+// paths: never the cell's own, which may take minutes on a slow link.
+const SettleFile = "/1K"
+
+// FileTime guesses how long n simultaneous transfers of a file (its size
+// as its name) take through a bottleneck of rate bits/s (0: unshaped,
+// taken as 1 Gbit/s): a shaped link carries 1448/1538 of its rate as TCP
+// payload. It is what a run estimate adds for a file cell.
+func FileTime(file string, n int, rate uint64) time.Duration {
+	size, err := units.ParseSize(strings.TrimPrefix(file, "/"))
+	if file == "" || err != nil {
+		return 0
+	}
+	goodput := 1e9
+	if rate > 0 {
+		goodput = float64(rate) * 1448 / 1538
+	}
+	return time.Duration(float64(size*int64(n)) * 8 / goodput * float64(time.Second))
+}
+
+// ScaleFile is a file shrunk by f for run --scale, at least 64 KiB.
+func ScaleFile(file string, f float64) string {
+	n, err := FileSize(file)
+	if err != nil || file == "" {
+		return file
+	}
+	return fmt.Sprint(max(64<<10, int64(float64(n)*f)))
 }
 
 // Or is a, or b when a is empty.
@@ -192,4 +345,17 @@ func DelayedName(name string) (string, time.Duration) {
 		return name, 0
 	}
 	return rest, d
+}
+
+// CheckLine refuses a value that goes on a protocol's command line (a
+// user name, a password, a path) if it holds a control character: a CR or
+// LF would end the line early and send what follows as a command of its
+// own (docs/security.md).
+func CheckLine(option, value string) error {
+	for _, r := range value {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return Errorf(option, "%q holds a control character (%U), which would end or split the protocol's command line", value, r)
+		}
+	}
+	return nil
 }

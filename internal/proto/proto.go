@@ -1,11 +1,13 @@
-// Package proto says what a protocol is to v6lab: the Protocol interface
-// every protocol package (proto/http, proto/dns, …) implements, the cell
-// Options they read and check, Endpoint (where a server answers on one
-// path), and Place (where an embedded server listens). The explicit list
-// of protocols is proto/all.
+// Package proto says what a protocol is to v6lab: the Protocol descriptor
+// every protocol package (proto/http, proto/dns, …) fills, the typed
+// Options each owns (their tags name them for experiment files and flags
+// alike), Endpoint (where a server answers on one path), and Place (where
+// an embedded server listens). The explicit list of protocols is
+// proto/all.
 //
-// proto imports nothing of v6lab above load, path, result, transport,
-// content and units: protocol packages import it, never the reverse.
+// proto imports only what every protocol builds on (load, path, result,
+// transport, content, units, specfile, the real servers' starters):
+// protocol packages import it, never the reverse.
 package proto
 
 import (
@@ -16,99 +18,165 @@ import (
 	"net/netip"
 	"strings"
 
-	"v6lab/internal/gen/load"
+	"v6lab/internal/gen/content"
+	"v6lab/internal/lab/servers"
 	"v6lab/internal/sock/path"
 )
 
-// Protocol is everything v6lab knows about one protocol: its name, the
-// cell options it takes and how they are checked (the same code for an
-// experiment file and for flags), where its server is when a cell names
-// one itself, and the probe that makes one transaction over a pinned path.
-type Protocol interface {
+// Protocol describes one protocol to v6lab, as a plain value in its
+// package and one line in proto/all's list: its name, its options, its
+// commands, its embedded and real servers, and what it can do.
+type Protocol struct {
 	// Name is the protocol's name in experiment files and results.
-	Name() string
-	// Options are the cell options it takes, by their experiment-file
-	// names (flags spell them with - for _).
-	Options() []string
-	// Check checks a cell's options as the user gave them (given says
-	// which) for a place to run (lab, loopback, hosts or auto), and
-	// completes them (defaults, decoded values). Its errors name the
-	// option: *OptionError.
-	Check(o *Options, where string, given Given) error
-	// Target is the server a cell names itself (where: hosts, or a probe
-	// command) as seen from path p.
-	Target(o *Options, p path.Path) (Endpoint, error)
-	// Probe makes the probe of a cell over path p to the server at ep.
-	Probe(o *Options, ep Endpoint, p path.Path) (load.Probe, error)
+	Name string
+	// New makes its options, empty: a pointer to its options struct.
+	New func() Options
+	// Command is its probe command (v6lab probe NAME, or v6lab NAME);
+	// its flags come from the options' tags.
+	Command Command
+	// Server is its embedded server; nil when another answers it.
+	Server *Server
+	// ServedBy is the key of the embedded server that answers it when it
+	// is not its own (tcp and udp: transport).
+	ServedBy string
+	// Real is its real Debian server in the lab; nil: it has none.
+	Real *Real
+	// Races: its client can race the families on the dual path, as a
+	// dual-stack client does (Happy Eyeballs).
+	Races bool
+	// ServerCapture: a capture in the server host can give its
+	// transactions' server-side figures, from the request to the client's
+	// last ACK (the Towson study's: plain http).
+	ServerCapture bool
+	// SingleTest: a cell is one test (a transport trial): never
+	// simultaneous users, no warm-up by default, a timeout that follows
+	// its length.
+	SingleTest bool
 }
 
-// Server is a protocol with an embedded server.
-type Server interface {
-	// Serve starts the embedded server at a place; it serves until ctx
-	// ends or Close.
-	Serve(ctx context.Context, at Place) (Running, error)
-	// About describes the embedded server for a result's header.
-	About() string
+// ServerKey is the key of the embedded server that answers the protocol.
+func (p *Protocol) ServerKey() string {
+	if p.ServedBy != "" {
+		return p.ServedBy
+	}
+	return p.Name
 }
 
-// OwnProcess is a Server whose library opens sockets from goroutines of its
-// own (ftpserverlib's passive listeners): in a network namespace it runs as
-// a process of its own (v6lab serve NAME), never on a thread of the caller.
-type OwnProcess interface {
-	OwnProcess() bool
+// Options lists the options experiment files may give a cell of the
+// protocol.
+func (p *Protocol) Options() []string { return FileNames(p.New()) }
+
+// Server describes an embedded server.
+type Server struct {
+	// Key names it in endpoints and the wire check (a protocol's name,
+	// or one several share: transport).
+	Key string
+	// About describes it for a result's header; AboutAt, when set, at a
+	// place (the views of its lab-only paths).
+	About   string
+	AboutAt func(at Place) string
+	// Settings makes its settings at their defaults, a pointer to a
+	// struct whose tags name the serve command's flags as options' do;
+	// nil: it has none.
+	Settings func() any
+	// Serve starts it at a place with at.Settings (nil: the defaults);
+	// it serves until ctx ends or Close.
+	Serve func(ctx context.Context, at Place) (Running, error)
+	// Command is v6lab serve KEY; an empty Short: no such command.
+	Command ServeCommand
+	// Scheme is its endpoints' URL scheme where it is not the
+	// protocol's usual one (https).
+	Scheme string
+	// WireAnyPort: its data flows on ports chosen per transaction (FTP's
+	// data connections, transport tests' streams), so the wire check
+	// counts every TCP and UDP packet of its runs.
+	WireAnyPort bool
+	// ByAddress: clients reach it by its address rather than by name (a
+	// DNS server; the transport server, named by address as iperf3's).
+	ByAddress bool
+	// OwnProcess: its library opens sockets from goroutines of its own
+	// (ftpserverlib's passive listeners), so in a network namespace it
+	// runs as a process of its own (v6lab serve KEY), never on a thread
+	// of the caller.
+	OwnProcess bool
 }
 
-// Real is a protocol with a real Debian server the lab can run.
-type Real interface {
-	// RealServer is the program's name (nginx, unbound, …).
-	RealServer() string
-	// RealFit says why a cell cannot run against the real server.
-	RealFit(o *Options) error
+// Describe describes the server at a place.
+func (s *Server) Describe(at Place) string {
+	if s.AboutAt != nil {
+		return s.AboutAt(at)
+	}
+	return s.About
 }
 
-// PathFit is a Protocol whose options not every path can meet (a reply
-// only some paths' queries get): PathFit says why a cell, checked and
-// completed, cannot run over p where it runs (lab, loopback, hosts, auto).
-type PathFit interface {
-	PathFit(o *Options, where string, p path.Path) error
+// Real describes a protocol's real Debian server in the lab.
+type Real struct {
+	// Program is the daemon (nginx) and Package its Debian package.
+	Program, Package string
+	// Port is where it listens in the server host.
+	Port int
+	// Always: it starts with every run against real servers (the page
+	// and its name: nginx and Unbound), not only for its own cells.
+	Always bool
+	// Fit says why a cell with options o cannot measure it.
+	Fit func(o Options) error
+	// Start starts it (stopping what it started if it fails).
+	Start func(ctx context.Context, at RealPlace) (*RealRunning, error)
 }
 
-// Timed is a Protocol whose cells may time something other than v6lab's
-// own transaction (a transport trial its transfer, curl its download):
-// Timing says what, for the notes of a result that holds such a cell, in
-// place of the transactions' timing note, which would be wrong for it; ""
-// for a cell timed as a transaction.
-type Timed interface {
-	Timing(o *Options) string
+// RealPlace is where a real server starts: the lab's server host.
+type RealPlace struct {
+	// Place is the server's addresses per path (Listen), its name and
+	// the DNS64 prefix, as the embedded servers have them.
+	Place
+	// Sources are the client's addresses per path (a DNS view by client).
+	Sources map[path.Path]netip.Addr
+	// Daemon says how to run a program there and records what it makes.
+	Daemon servers.Place
+	// Cells are the options of every cell that measures the server.
+	Cells []Options
 }
 
-// ByAddress is a Server its clients reach by address rather than by name
-// (a DNS server; the transport server, named by address on the command
-// line as iperf3's).
-type ByAddress interface {
-	ByAddress() bool
+// RealRunning is a started real server.
+type RealRunning struct {
+	// Stop ends it and removes its files.
+	Stop func()
+	// About describes each daemon it started for a result's header, by
+	// name ("http (real)").
+	About map[string]string
+	// Content is what its files hold (nginx: v6lab's generated content;
+	// ProFTPD: sparse files, which read as zeros).
+	Content content.Expect
 }
 
-// RealFiles is a Real protocol whose server is given files: what the
-// embedded server would serve (its page and objects), and where it serves
-// a generated file of each size a cell asks for (FileDir).
-type RealFiles interface {
-	RealFiles() map[string][]byte
-	FileDir() string
+// Command is how a protocol appears on the command line, as v6lab probe
+// NAME ARG (or v6lab NAME ARG): the CLI builds it from the descriptor, so
+// a new protocol needs no code in cmd.
+type Command struct {
+	// Arg names the probe's argument (URL, NAME, HOST[:PORT]; ending in
+	// ... when it repeats); SetArg puts each into the options.
+	Arg    string
+	SetArg func(o Options, arg string)
+	// TopLevel: the command is v6lab NAME, not v6lab probe NAME (tcp,
+	// udp).
+	TopLevel             bool
+	Short, Long, Example string
+	// Notes, when set, are what the command's results tell their reader
+	// (this host's congestion control).
+	Notes func() []string
 }
 
-// RealMailboxes is a Real protocol whose server holds mailboxes: how many
-// users (at least the most a cell asks for), their password, the message
-// in every INBOX.
-type RealMailboxes interface {
-	RealMailboxes(users int) (int, string, []byte)
-}
-
-// WireAnyPort is a protocol whose data flows on ports chosen per
-// transaction (FTP's data connections, transport tests' streams): the wire
-// check counts every TCP and UDP packet of its runs.
-type WireAnyPort interface {
-	WireAnyPort() bool
+// ServeCommand is v6lab serve KEY; its flags come from the server's
+// settings' tags.
+type ServeCommand struct {
+	Short, Long, Example string
+	// Listen is --listen's default.
+	Listen []string
+	// Require names a setting that must be given.
+	Require string
+	// Verbose, when set, adds -v/--verbose (its help): the server logs
+	// to standard error.
+	Verbose string
 }
 
 // Running is a started embedded server.
@@ -124,6 +192,12 @@ type Running interface {
 // it serves), printed by v6lab serve.
 type Detailed interface {
 	Detail() string
+}
+
+// Labeled is a Running server that says what it serves when that is not
+// its key (http with tls: https).
+type Labeled interface {
+	Label() string
 }
 
 // Summarized is a Running server that says what it did once closed (the
@@ -156,9 +230,9 @@ type Place struct {
 	// server that opens sockets after Serve returns (the transport
 	// server's data sockets) opens them through it.
 	In func(fn func() error) error
-	// Settings are the serve command's flags, by name (--objects 0 is
-	// "objects": ["0"]); absent ones take the server's defaults.
-	Settings map[string][]string
+	// Settings are the server's settings (its Settings struct, from the
+	// serve command's flags); nil: its defaults.
+	Settings any
 	// Log, when set, receives a server's log (v6lab serve --verbose).
 	Log io.Writer
 }
@@ -230,14 +304,6 @@ const LocalName = "www.v6lab.test"
 // DNS64 view, get one synthesised.
 const V4OnlyName = "v4only.v6lab.test"
 
-// Setting is the last value given for a serve setting, or def.
-func (pl Place) Setting(name, def string) string {
-	if v := pl.Settings[name]; len(v) > 0 {
-		return v[len(v)-1]
-	}
-	return def
-}
-
 func contains(as []netip.Addr, a netip.Addr) bool {
 	for _, b := range as {
 		if a == b {
@@ -288,4 +354,10 @@ func AsOptionError(err error) (*OptionError, bool) {
 	var oe *OptionError
 	ok := errors.As(err, &oe)
 	return oe, ok
+}
+
+// RealAbout describes a started real daemon in the lab's server host for
+// a result's header: its version, and what more to say.
+func RealAbout(s *servers.Server, more string) string {
+	return s.Version + " in the server namespace" + more
 }

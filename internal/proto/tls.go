@@ -17,6 +17,7 @@ import (
 	"net/netip"
 	"strings"
 	"time"
+	"v6lab/internal/result"
 )
 
 // SelfSigned makes a server TLS configuration with a fresh ECDSA P-256
@@ -76,11 +77,21 @@ func ParsePin(s string) (string, error) {
 	return h, nil
 }
 
-// CheckPin applies the rules of tls_pin common to http and smtp: a
-// certificate's SHA-256, only for a named real server (v6lab pins its
-// embedded servers' certificates itself), not with insecure. It writes the
-// pin back normalised.
-func CheckPin(o *Options, where string) error {
+// TLSClient are the options of a client that verifies a named server's
+// certificate (https, SMTP's STARTTLS): a pin, or none at all.
+type TLSClient struct {
+	// TLSPin is the SHA-256 of the certificate a real server must show,
+	// in place of a CA's verification: how a client trusts v6lab serve
+	// http --tls or serve smtp elsewhere.
+	TLSPin string `json:"tls_pin,omitempty" opt:"tls_pin" usage:"accept exactly the certificate with this SHA-256 (what v6lab serve http --tls and serve smtp print), in place of a CA's verification"`
+	// Insecure accepts any certificate (a probe command's own setting).
+	Insecure bool `json:"-" opt:"insecure,flagonly" usage:"accept any TLS certificate"`
+}
+
+// CheckPin applies the rules of tls_pin: a certificate's SHA-256, only
+// for a named real server (v6lab pins its embedded servers' certificates
+// itself), not with insecure. It writes the pin back normalised.
+func (o *TLSClient) CheckPin(where result.Where) error {
 	if o.TLSPin == "" {
 		return nil
 	}
@@ -88,9 +99,9 @@ func CheckPin(o *Options, where string) error {
 	switch {
 	case err != nil:
 		return Errorf(OptTLSPin, "%v", err)
-	case where != "hosts":
+	case where != result.Hosts:
 		return Errorf(OptTLSPin, "pins a real server's certificate (where: hosts); v6lab pins its embedded servers' own")
-	case o.Probe.Insecure:
+	case o.Insecure:
 		return Errorf(OptTLSPin, "given with insecure: pin the certificate or accept any, not both")
 	}
 	o.TLSPin = pin
@@ -127,17 +138,4 @@ func Pinned(base *tls.Config, pin string) *tls.Config {
 // endpoints' CertSHA256).
 type Pinner interface {
 	CertSHA256() string
-}
-
-// Schemed is an embedded server whose endpoints carry a URL scheme other
-// than http (the https server).
-type Schemed interface {
-	Scheme() string
-}
-
-// CellServed is a protocol whose cells choose among its embedded servers
-// by their options (http: the https server for tls); "" is the protocol's
-// own server.
-type CellServed interface {
-	ServerFor(o *Options) string
 }

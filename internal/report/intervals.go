@@ -27,9 +27,10 @@ func Intervals(w io.Writer, dir string) {
 	for _, p := range paths {
 		s := f.Samples[last[p]]
 		fmt.Fprintf(w, "\n%s, trial %d, by interval:\n", p, s.Run)
-		// TCP_INFO's columns are TCP's; a UDP trial's intervals hold the
-		// bytes its receiver counted.
-		tcp := s.Protocol != "udp"
+		// TCP_INFO's columns are TCP's; a UDP trial (it counts loss) has
+		// intervals of the bytes its receiver counted.
+		_, udp := s.Metrics["loss_pct"]
+		tcp := !udp
 		if tcp {
 			fmt.Fprintf(w, "  %-15s %12s %10s %8s %8s %6s\n", "interval (s)", "bytes", "Mbit/s", "retrans", "rtt ms", "cwnd")
 		} else {

@@ -339,7 +339,7 @@ const ms = float64(time.Millisecond)
 // they were interrupted or failed as a whole are left out and noted.
 func Summarize(f *result.File) *Summary {
 	s := &Summary{Version: SummaryVersion, Name: f.Header.Name, Created: f.Header.Created,
-		Target: f.Header.Target, Baseline: f.Header.Baseline, Notes: append([]string(nil), f.Header.Notes...),
+		Target: string(f.Header.Target), Baseline: f.Header.Baseline, Notes: append([]string(nil), f.Header.Notes...),
 		Lab: f.Header.Lab, Servers: f.Header.Servers}
 	h := f.Header
 	cpus := ""
@@ -465,7 +465,7 @@ func Summarize(f *result.File) *Summary {
 			if c.Failures == nil {
 				c.Failures = map[string]int{}
 			}
-			kind := smp.ErrKind
+			kind := string(smp.ErrKind)
 			if kind == "" {
 				kind = "other"
 			}

@@ -71,9 +71,10 @@ type Sample struct {
 	// empty when the transaction did not complete.
 	Marker string `json:"marker,omitempty"`
 	// Err is why the transaction failed; ErrKind groups failures
-	// (timeout, refused, family, protocol, resolve, io).
-	Err     string `json:"err,omitempty"`
-	ErrKind string `json:"err_kind,omitempty"`
+	// (ErrKinds: timeout, refused, reset, family, resolve, protocol,
+	// resource, io, loss).
+	Err     string  `json:"err,omitempty"`
+	ErrKind ErrKind `json:"err_kind,omitempty"`
 	// Metrics are a transport test's figures (throughput_mbps,
 	// retransmits, loss_pct, jitter_ms, …; see docs/metrics.md).
 	Metrics map[string]float64 `json:"metrics,omitempty"`
@@ -201,8 +202,9 @@ type Header struct {
 	// blocking when one exchange was in flight ("0s": never; absent in
 	// files from before it did).
 	ClientSpin string `json:"client_spin,omitempty"`
-	// Target says where it ran: "loopback", "lab" or "remote".
-	Target string `json:"target"`
+	// Target says where it ran: lab, loopback or hosts ("remote" in
+	// results of format version 3 and before, read as hosts).
+	Target Where `json:"target"`
 	// Lab describes the lab a "lab" run used: topology, tunnel
 	// implementation and MTU, shaping, the link the wire was checked on.
 	Lab      map[string]string `json:"lab,omitempty"`

@@ -1,7 +1,10 @@
 package result
 
 import (
+	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -47,3 +50,19 @@ func SegmentOf(user, c, count int) int {
 
 // String is "I/N".
 func (s Segment) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Count) }
+
+// ParseSegment reads "I/N": segment I (0 to N-1) of N.
+func ParseSegment(s string) (*Segment, error) {
+	is, ns, ok := strings.Cut(s, "/")
+	i, err1 := strconv.Atoi(is)
+	n, err2 := strconv.Atoi(ns)
+	switch {
+	case !ok || err1 != nil || err2 != nil:
+		return nil, errors.New("want I/N, e.g. 0/3 (segment 0 of 3)")
+	case n < 1 || n > 10000:
+		return nil, fmt.Errorf("%d segments: want 1 to 10000", n)
+	case i < 0 || i >= n:
+		return nil, fmt.Errorf("segment %d: the segments of %d are numbered 0 to %d", i, n, n-1)
+	}
+	return &Segment{Index: i, Count: n}, nil
+}

@@ -4,8 +4,11 @@
 package testutil
 
 import (
+	"net"
 	"os"
+	"strconv"
 	"testing"
+	"time"
 )
 
 // RequireRoot skips a test (or benchmark) that needs root, saying why
@@ -15,4 +18,28 @@ func RequireRoot(tb testing.TB, why string) {
 	if os.Geteuid() != 0 {
 		tb.Skipf("%s (CI runs as root)", why)
 	}
+}
+
+// FreePort picks a port that is free now on both loopback addresses, for
+// TCP and for UDP over IPv4: for a server that must be given its port
+// (a real daemon's configuration).
+func FreePort(tb testing.TB) int {
+	tb.Helper()
+	for range 50 {
+		p := strconv.Itoa(20000 + int(time.Now().UnixNano()%20000))
+		l4, err4 := net.Listen("tcp4", "127.0.0.1:"+p)
+		l6, err6 := net.Listen("tcp6", "[::1]:"+p)
+		u4, erru := net.ListenPacket("udp4", "127.0.0.1:"+p)
+		for _, c := range []interface{ Close() error }{l4, l6, u4} {
+			if c != nil {
+				c.Close()
+			}
+		}
+		if err4 == nil && err6 == nil && erru == nil {
+			n, _ := strconv.Atoi(p)
+			return n
+		}
+	}
+	tb.Fatal("no free port")
+	return 0
 }

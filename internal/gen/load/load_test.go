@@ -106,7 +106,7 @@ func TestClassify(t *testing.T) {
 	cases := []struct {
 		phase string
 		err   error
-		want  string
+		want  result.ErrKind
 	}{
 		{"connect", fmt.Errorf("x: %w", path.ErrFamily), "family"},
 		{"io", context.DeadlineExceeded, "timeout"},

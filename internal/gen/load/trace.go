@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -393,37 +394,43 @@ func (t *Trace) Done(marker string) result.Sample {
 func (t *Trace) Fail(ctx context.Context, phase string, err error) result.Sample {
 	t.S.TotalNS = t.Since()
 	t.S.ErrKind = Classify(ctx, phase, err)
-	if t.S.ErrKind == "timeout" {
+	if t.S.ErrKind == result.ErrTimeout {
 		err = fmt.Errorf("timed out after %v: %w", time.Duration(t.S.TotalNS).Round(time.Millisecond), err)
 	}
-	t.S.Err = phase + ": " + err.Error()
+	// The phase names the step, once: a system call's error may already
+	// begin with it ("connect: connection refused").
+	if msg := err.Error(); strings.HasPrefix(msg, phase+": ") {
+		t.S.Err = msg
+	} else {
+		t.S.Err = phase + ": " + msg
+	}
 	return t.S
 }
 
 // Classify groups an error for the completion report: timeout, refused,
 // reset, family, resolve, protocol or io.
-func Classify(ctx context.Context, phase string, err error) string {
+func Classify(ctx context.Context, phase string, err error) result.ErrKind {
 	var ne net.Error
 	switch {
 	case errors.Is(err, path.ErrFamily):
-		return "family"
+		return result.ErrFamily
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded),
 		errors.As(err, &ne) && ne.Timeout():
-		return "timeout"
+		return result.ErrTimeout
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return "refused"
+		return result.ErrRefused
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
-		return "reset"
+		return result.ErrReset
 	case phase == "resolve":
-		return "resolve"
+		return result.ErrResolve
 	case ctx.Err() != nil && phase != "reply":
-		return "timeout"
+		return result.ErrTimeout
 	case errors.Is(err, syscall.EADDRNOTAVAIL), errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE):
-		return "resource"
+		return result.ErrResource
 	case phase == "reply" || phase == "protocol":
-		return "protocol"
+		return result.ErrProtocol
 	}
-	return "io"
+	return result.ErrIO
 }
 
 // Deadline applies ctx's deadline to conn and makes cancellation of ctx

@@ -12,9 +12,7 @@ package traffic
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"net"
@@ -303,39 +301,19 @@ type Sink struct {
 // ListenSink starts a sink on every address (TCP and UDP, one port).
 func ListenSink(ctx context.Context, addrs []netip.Addr, port int) (*Sink, error) {
 	s := &Sink{bytes: map[int]*atomic.Int64{}}
-	closers, got, err := path.BindSamePort(addrs, port, func(a netip.Addr, p int) (io.Closer, int, error) {
-		ln, err := path.Listen(ctx, path.OfAddr(a), netip.AddrPortFrom(a, uint16(p)).String())
-		if err != nil {
-			return nil, 0, err
-		}
-		port := ln.Addr().(*net.TCPAddr).Port
-		pc, err := path.ListenPacket(ctx, path.OfAddr(a), netip.AddrPortFrom(a, uint16(port)).String())
-		if err != nil {
-			ln.Close()
-			return nil, 0, err
-		}
-		return pair{ln, pc}, port, nil
-	})
+	socks, got, err := path.ListenBothSamePort(ctx, addrs, port)
 	if err != nil {
 		return nil, fmt.Errorf("traffic: sink: %w", err)
 	}
 	s.Port = got
-	for _, c := range closers {
-		p := c.(pair)
+	for _, p := range socks {
 		s.closers = append(s.closers, p)
 		s.wg.Add(2)
-		go s.acceptTCP(p.ln)
-		go s.readUDP(p.pc)
+		go s.acceptTCP(p.TCP)
+		go s.readUDP(p.UDP)
 	}
 	return s, nil
 }
-
-type pair struct {
-	ln net.Listener
-	pc net.PacketConn
-}
-
-func (p pair) Close() error { return errors.Join(p.ln.Close(), p.pc.Close()) }
 
 func (s *Sink) counter(id int) *atomic.Int64 {
 	s.mu.Lock()

@@ -45,9 +45,12 @@ type Options struct {
 	// the streams the client opened; SndBuf and Congestion then apply to
 	// the server's side, RcvBuf and Window to the client's.
 	Reverse bool
-	// Rate (bits/s) and Size (bytes) of UDP datagrams.
-	Rate uint64
-	Size int
+	// Rate (bits/s) and Size (bytes) of UDP datagrams; SizeMax makes
+	// Size the largest payload the path's MTU leaves unfragmented, found
+	// per trial.
+	Rate    uint64
+	Size    int
+	SizeMax bool `json:",omitempty"`
 	// Interval between per-interval reports (default 1 s).
 	Interval time.Duration
 	// Bottleneck is the path's bottleneck rate in bits/s, for the RFC 6349
@@ -116,6 +119,11 @@ func (pr *Probe) Do(ctx context.Context, _ int) result.Sample {
 	defer stop()
 	cc := newCtrl(c)
 	c.SetDeadline(time.Now().Add(ctrlDeadline))
+	if o.Test == "udp" && o.SizeMax {
+		if o.Size, err = maxDatagram(ctx, d, pr.Server); err != nil {
+			return tr.Fail(ctx, "connect", fmt.Errorf("data socket: %w", err))
+		}
+	}
 	req := o.Request()
 	if err := req.Check(); err != nil {
 		return tr.Fail(ctx, "protocol", fmt.Errorf("transport: %w", err))
@@ -262,7 +270,7 @@ func reverseTCP(ctx context.Context, tr *load.Trace, cc *ctrl, c net.Conn, strea
 func tcpSample(s result.Sample, o Options, snd SenderStats, received int64, dst netip.Addr) result.Sample {
 	if snd.Omitted > 0 && snd.Elapsed <= snd.Omitted {
 		s.Err = fmt.Sprintf("the test ended within its %v warm-up (%d bytes sent)", o.Omit, snd.Sent)
-		s.ErrKind = "protocol"
+		s.ErrKind = result.ErrProtocol
 		return s
 	}
 	s.TotalNS = int64(snd.Elapsed - snd.Omitted)
@@ -275,7 +283,7 @@ func tcpSample(s result.Sample, o Options, snd SenderStats, received int64, dst 
 			who = "this client"
 		}
 		s.Err = fmt.Sprintf("short transfer: %s received %d of the %d bytes sent", who, received, snd.Sent)
-		s.ErrKind = "protocol"
+		s.ErrKind = result.ErrProtocol
 	}
 	return s
 }

@@ -68,118 +68,176 @@ type sendSpec struct {
 // samples TCP_INFO per interval, and waits (up to grace) until every byte
 // is acknowledged: the transfer's end, as RFC 6349 times it.
 func send(ctx context.Context, streams []*tcpStream, sp sendSpec) (SenderStats, error) {
+	base := preambleAcked(streams, sp.Preamble)
+	t0 := time.Now()
+	w := startWriters(ctx, streams, sp.Bytes, t0.Add(sp.Omit+sp.Duration))
+	smp := &sampler{streams: streams, t0: t0, omitEnd: t0.Add(sp.Omit), every: sp.Interval,
+		prev: base, measuring: sp.Omit <= 0, start: base}
+	smp.until(w.finished)
+	var sent int64
+	for _, st := range streams {
+		sent += st.sent.Load()
+	}
+	last := allAcked(ctx, streams, base, sent)
+	elapsed := time.Since(t0)
+	smp.end(elapsed, last, sent)
+	st := SenderStats{Sent: sent, Elapsed: elapsed, Omitted: smp.startAt, Base: base, Start: smp.start, Last: last,
+		Intervals: smp.intervals, Congestion: congestionOf(streams[0])}
+	if w.err != nil {
+		return st, fmt.Errorf("data stream: %w", w.err)
+	}
+	return st, nil
+}
+
+// preambleAcked waits (up to ctrlDeadline) until the preamble bytes of
+// every stream are acknowledged, and returns TCP_INFO then: the data's
+// count starts there, since the preamble is not data.
+func preambleAcked(streams []*tcpStream, preamble int) TCPInfo {
 	base := tcpInfos(streams)
-	for deadline := time.Now().Add(ctrlDeadline); base.Acked < uint64(sp.Preamble*len(streams)) && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(ctrlDeadline); base.Acked < uint64(preamble*len(streams)) && time.Now().Before(deadline); {
 		time.Sleep(100 * time.Microsecond)
 		base = tcpInfos(streams)
 	}
-	t0 := time.Now()
-	end := t0.Add(sp.Omit + sp.Duration)
+	return base
+}
+
+// writers are the goroutines writing a test's data, one per stream.
+type writers struct {
+	finished chan struct{} // closed when every writer has stopped
+	// err is the first write error that was not the end's deadline; read
+	// it once finished is closed.
+	err  error
+	once sync.Once
+}
+
+// startWriters starts a writer on every stream, until end (each stream's
+// write deadline), the context's end, an error, or bytes written in all
+// (0: no amount); each writer then closes its stream's sending side.
+func startWriters(ctx context.Context, streams []*tcpStream, bytes int64, end time.Time) *writers {
+	w := &writers{finished: make(chan struct{})}
 	var budget atomic.Int64
-	budget.Store(sp.Bytes)
+	budget.Store(bytes)
 	var wg sync.WaitGroup
-	var writeErr error
-	var errOnce sync.Once
 	for _, st := range streams {
 		st.c.SetWriteDeadline(end)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			buf := make([]byte, 128<<10)
-			for ctx.Err() == nil {
-				n := len(buf)
-				if sp.Bytes > 0 {
-					left := budget.Add(-int64(n))
-					if left < 0 {
-						n += int(left)
-						if n <= 0 {
-							break
-						}
-					}
-				}
-				w, err := st.c.Write(buf[:n])
-				st.sent.Add(int64(w))
-				if err != nil {
-					if !errors.Is(err, syscall.EAGAIN) && !isTimeout(err) {
-						errOnce.Do(func() { writeErr = err })
-					}
-					break
-				}
-			}
+			w.write(ctx, st, bytes, &budget)
 			st.c.CloseWrite()
 		}()
 	}
-	// Intervals from TCP_INFO while the writers run: every Interval
-	// through the warm-up, one at its end, then every Interval after it.
-	var intervals []result.Interval
-	prev := base
-	finished := make(chan struct{})
 	go func() {
 		wg.Wait()
-		close(finished)
+		close(w.finished)
 	}()
-	omitEnd := t0.Add(sp.Omit)
-	measuring := sp.Omit <= 0
-	start, startAt := base, time.Duration(0)
-	sample := func() {
-		now := tcpInfos(streams)
-		iv := result.Interval{StartNS: 0, EndNS: int64(time.Since(t0)), Omitted: !measuring}
-		if len(intervals) > 0 {
-			iv.StartNS = intervals[len(intervals)-1].EndNS
-		}
-		iv.Bytes = int64(now.Acked - prev.Acked)
-		iv.Retrans = now.Retrans - prev.Retrans
-		iv.RTTUS, iv.Cwnd = now.RTT, now.Cwnd
-		intervals = append(intervals, iv)
-		prev = now
-		if !measuring && !time.Now().Before(omitEnd) {
-			measuring, start, startAt = true, now, time.Duration(iv.EndNS)
-		}
-	}
-	nextSample := func() time.Duration {
-		now := time.Now()
-		if now.Before(omitEnd) {
-			next := t0.Add((now.Sub(t0)/sp.Interval + 1) * sp.Interval)
-			if next.After(omitEnd) {
-				next = omitEnd
+	return w
+}
+
+// write sends on one stream, taking its share of a byte budget shared by
+// all streams when the test has an amount, so the streams together write
+// exactly that much.
+func (w *writers) write(ctx context.Context, st *tcpStream, bytes int64, budget *atomic.Int64) {
+	buf := make([]byte, 128<<10)
+	for ctx.Err() == nil {
+		n := len(buf)
+		if bytes > 0 {
+			left := budget.Add(-int64(n))
+			if left < 0 {
+				n += int(left)
+				if n <= 0 {
+					return
+				}
 			}
-			return time.Until(next)
 		}
-		return time.Until(omitEnd.Add((now.Sub(omitEnd)/sp.Interval + 1) * sp.Interval))
+		m, err := st.c.Write(buf[:n])
+		st.sent.Add(int64(m))
+		if err != nil {
+			if !errors.Is(err, syscall.EAGAIN) && !isTimeout(err) {
+				w.once.Do(func() { w.err = err })
+			}
+			return
+		}
 	}
-	timer := time.NewTimer(nextSample())
-wait:
+}
+
+// sampler takes a send's intervals from TCP_INFO while the writers run:
+// every interval through the warm-up, one at its end, then every interval
+// after it.
+type sampler struct {
+	streams     []*tcpStream
+	t0, omitEnd time.Time
+	every       time.Duration
+	intervals   []result.Interval
+	prev        TCPInfo // at the end of the last interval
+	measuring   bool    // the warm-up is over
+	// start is TCP_INFO when the warm-up ended, startAt when that was
+	// (since t0).
+	start   TCPInfo
+	startAt time.Duration
+}
+
+// until samples on time until finished is closed.
+func (s *sampler) until(finished <-chan struct{}) {
+	timer := time.NewTimer(s.next())
+	defer timer.Stop()
 	for {
 		select {
 		case <-timer.C:
-			sample()
-			timer.Reset(nextSample())
+			s.sample()
+			timer.Reset(s.next())
 		case <-finished:
-			break wait
+			return
 		}
 	}
-	timer.Stop()
-	var sent int64
-	for _, st := range streams {
-		sent += st.sent.Load()
+}
+
+// sample ends an interval now; the first to end at or past the warm-up's
+// end starts the measured part.
+func (s *sampler) sample() {
+	now := tcpInfos(s.streams)
+	iv := result.Interval{StartNS: 0, EndNS: int64(time.Since(s.t0)), Omitted: !s.measuring}
+	if len(s.intervals) > 0 {
+		iv.StartNS = s.intervals[len(s.intervals)-1].EndNS
 	}
-	// The transfer ends when every byte sent is acknowledged.
-	var last TCPInfo
-	for deadline := time.Now().Add(grace); ; time.Sleep(200 * time.Microsecond) {
-		last = tcpInfos(streams)
-		if int64(last.Acked-base.Acked) >= sent || time.Now().After(deadline) || ctx.Err() != nil {
-			break
+	iv.Bytes = int64(now.Acked - s.prev.Acked)
+	iv.Retrans = now.Retrans - s.prev.Retrans
+	iv.RTTUS, iv.Cwnd = now.RTT, now.Cwnd
+	s.intervals = append(s.intervals, iv)
+	s.prev = now
+	if !s.measuring && !time.Now().Before(s.omitEnd) {
+		s.measuring, s.start, s.startAt = true, now, time.Duration(iv.EndNS)
+	}
+}
+
+// next is the time to the next interval's end: on the grid from t0
+// through the warm-up (whose end is one), on the grid from its end after.
+func (s *sampler) next() time.Duration {
+	now := time.Now()
+	if now.Before(s.omitEnd) {
+		next := s.t0.Add((now.Sub(s.t0)/s.every + 1) * s.every)
+		if next.After(s.omitEnd) {
+			next = s.omitEnd
 		}
+		return time.Until(next)
 	}
-	elapsed := time.Since(t0)
-	if len(intervals) == 0 || intervals[len(intervals)-1].EndNS < int64(elapsed) {
-		sample()
+	return time.Until(s.omitEnd.Add((now.Sub(s.omitEnd)/s.every + 1) * s.every))
+}
+
+// end closes the intervals once every byte sent is acknowledged (or the
+// wait gave up): a last interval up to elapsed, a last sliver joined to
+// the interval before it, the streams' FINs taken out of the bytes, and a
+// send that ended within the warm-up measured from its end.
+func (s *sampler) end(elapsed time.Duration, last TCPInfo, sent int64) {
+	if len(s.intervals) == 0 || s.intervals[len(s.intervals)-1].EndNS < int64(elapsed) {
+		s.sample()
 	}
+	intervals := s.intervals
 	// A last sliver of an interval joins the one before (of its kind).
-	if n := len(intervals); n > 1 && intervals[n-1].EndNS-intervals[n-1].StartNS < int64(sp.Interval/10) && intervals[n-1].Omitted == intervals[n-2].Omitted {
-		last, prev := intervals[n-1], &intervals[n-2]
-		prev.EndNS, prev.Bytes, prev.Retrans = last.EndNS, prev.Bytes+last.Bytes, prev.Retrans+last.Retrans
-		prev.RTTUS, prev.Cwnd = last.RTTUS, last.Cwnd
+	if n := len(intervals); n > 1 && intervals[n-1].EndNS-intervals[n-1].StartNS < int64(s.every/10) && intervals[n-1].Omitted == intervals[n-2].Omitted {
+		tail, prev := intervals[n-1], &intervals[n-2]
+		prev.EndNS, prev.Bytes, prev.Retrans = tail.EndNS, prev.Bytes+tail.Bytes, prev.Retrans+tail.Retrans
+		prev.RTTUS, prev.Cwnd = tail.RTTUS, tail.Cwnd
 		intervals = intervals[:n-1]
 	}
 	// Each stream's FIN counts one byte in bytes_acked: it is not data.
@@ -187,22 +245,35 @@ wait:
 	for _, iv := range intervals {
 		acked += iv.Bytes
 	}
-	if over := acked - sent; over > 0 && over <= int64(len(streams)) {
+	if over := acked - sent; over > 0 && over <= int64(len(s.streams)) {
 		intervals[len(intervals)-1].Bytes -= over
 	}
-	if !measuring { // sending ended within the warm-up
-		start, startAt = last, elapsed
+	s.intervals = intervals
+	if !s.measuring { // sending ended within the warm-up
+		s.start, s.startAt = last, elapsed
 	}
-	st := SenderStats{Sent: sent, Elapsed: elapsed, Omitted: startAt, Base: base, Start: start, Last: last, Intervals: intervals, Congestion: "?"}
-	if streams[0].fd >= 0 {
-		if v, err := unix.GetsockoptString(streams[0].fd, unix.IPPROTO_TCP, unix.TCP_CONGESTION); err == nil {
-			st.Congestion = strings.TrimRight(v, "\x00")
+}
+
+// allAcked waits (up to grace, or the context's end) until the streams'
+// acknowledged bytes since base reach sent: the transfer ends there.
+func allAcked(ctx context.Context, streams []*tcpStream, base TCPInfo, sent int64) TCPInfo {
+	for deadline := time.Now().Add(grace); ; time.Sleep(200 * time.Microsecond) {
+		last := tcpInfos(streams)
+		if int64(last.Acked-base.Acked) >= sent || time.Now().After(deadline) || ctx.Err() != nil {
+			return last
 		}
 	}
-	if writeErr != nil {
-		return st, fmt.Errorf("data stream: %w", writeErr)
+}
+
+// congestionOf is the congestion control a stream uses ("?" when it
+// cannot be read).
+func congestionOf(st *tcpStream) string {
+	if st.fd >= 0 {
+		if v, err := unix.GetsockoptString(st.fd, unix.IPPROTO_TCP, unix.TCP_CONGESTION); err == nil {
+			return strings.TrimRight(v, "\x00")
+		}
 	}
-	return st, nil
+	return "?"
 }
 
 func isTimeout(err error) bool {

@@ -173,25 +173,11 @@ func (k *counter) elapsed() time.Duration {
 	return 0
 }
 
+// tcp runs a TCP test: a data listener on the control connection's
+// address, the client's streams accepted on it, then either the server
+// sends (reverse) or it reads every stream and reports what arrived.
 func (s *Server) tcp(ctx context.Context, cc *ctrl, c net.Conn, req *Request, p path.Path, ip netip.Addr, cookie uint64) error {
-	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
-		var serr error
-		rc.Control(func(fd uintptr) {
-			// Inherited by accepted sockets, before the handshake sets the
-			// window scale. A window without a buffer sizes the buffer too,
-			// as iperf's -w does.
-			if buf := cmp.Or(req.RcvBuf, req.Window); buf > 0 {
-				serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, buf)
-			}
-		})
-		return serr
-	}}
-	var ln net.Listener
-	err := s.in(func() error {
-		var err error
-		ln, err = lc.Listen(ctx, p.Network("tcp"), netip.AddrPortFrom(ip, 0).String())
-		return err
-	})
+	ln, err := s.dataListener(ctx, req, p, ip)
 	if err != nil {
 		cc.send(Accept{Magic: Magic, Error: "data listener: " + err.Error()})
 		return err
@@ -206,25 +192,75 @@ func (s *Server) tcp(ctx context.Context, cc *ctrl, c net.Conn, req *Request, p 
 	}
 	var k counter
 	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var streams []net.Conn
-	defer func() {
-		mu.Lock()
-		for _, s := range streams {
-			s.Close()
+	var streams connSet
+	defer streams.closeAll()
+	acceptStreams(ln, req, cookie, func(d net.Conn) {
+		streams.add(d)
+		if req.Reverse {
+			return // sent on below, once all are here
 		}
-		mu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k.drain(d)
+		}()
+	})
+	ln.Close()
+	if req.Reverse {
+		return s.sendBack(ctx, cc, c, req, streams.conns)
+	}
+	go func() {
+		<-ctx.Done() // past the test's bound: stop reading
+		streams.closeAll()
 	}()
+	c.SetDeadline(time.Now().Add(req.length() + grace))
+	var done Done
+	if err := cc.recv(&done); err != nil {
+		return err
+	}
+	wg.Wait() // every stream read to its end (or the bound)
+	return cc.send(Report{Magic: Magic, Received: k.bytes.Load(), Elapsed: k.elapsed()})
+}
+
+// dataListener opens the test's data listener on the control
+// connection's address and family, in the server's namespace. The
+// receive buffer is set on it so accepted sockets inherit it before the
+// handshake sets the window scale; a window without a buffer sizes the
+// buffer too, as iperf's -w does.
+func (s *Server) dataListener(ctx context.Context, req *Request, p path.Path, ip netip.Addr) (net.Listener, error) {
+	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		rc.Control(func(fd uintptr) {
+			if buf := cmp.Or(req.RcvBuf, req.Window); buf > 0 {
+				serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, buf)
+			}
+		})
+		return serr
+	}}
+	var ln net.Listener
+	err := s.in(func() error {
+		var err error
+		ln, err = lc.Listen(ctx, p.Network("tcp"), netip.AddrPortFrom(ip, 0).String())
+		return err
+	})
+	return ln, err
+}
+
+// acceptStreams accepts up to req.Streams data connections that carry
+// the test's cookie (until ctrlDeadline or the listener's close; the
+// client reports what arrived) and hands each to got. A connection
+// without the cookie is not this test's: it is closed.
+func acceptStreams(ln net.Listener, req *Request, cookie uint64, got func(net.Conn)) {
 	ln.(*net.TCPListener).SetDeadline(time.Now().Add(ctrlDeadline))
 	for accepted := 0; accepted < req.Streams; {
 		d, err := ln.Accept()
 		if err != nil {
-			break // the client reports what arrived
+			return
 		}
-		var got [8]byte
+		var b [8]byte
 		d.SetReadDeadline(time.Now().Add(ctrlDeadline))
-		if _, err := io.ReadFull(d, got[:]); err != nil || binary.BigEndian.Uint64(got[:]) != cookie {
-			d.Close() // not this test's stream
+		if _, err := io.ReadFull(d, b[:]); err != nil || binary.BigEndian.Uint64(b[:]) != cookie {
+			d.Close()
 			continue
 		}
 		d.SetReadDeadline(time.Time{})
@@ -234,37 +270,29 @@ func (s *Server) tcp(ctx context.Context, cc *ctrl, c net.Conn, req *Request, p 
 			}
 		}
 		accepted++
-		mu.Lock()
-		streams = append(streams, d)
-		mu.Unlock()
-		if req.Reverse {
-			continue // sent on below, once all are here
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			k.drain(d)
-		}()
+		got(d)
 	}
-	ln.Close()
-	if req.Reverse {
-		return s.sendBack(ctx, cc, c, req, streams)
+}
+
+// connSet is a test's data connections; the test's bound may close them
+// from another goroutine while the test waits.
+type connSet struct {
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func (s *connSet) add(c net.Conn) {
+	s.mu.Lock()
+	s.conns = append(s.conns, c)
+	s.mu.Unlock()
+}
+
+func (s *connSet) closeAll() {
+	s.mu.Lock()
+	for _, c := range s.conns {
+		c.Close()
 	}
-	go func() {
-		<-ctx.Done() // past the test's bound: stop reading
-		mu.Lock()
-		for _, s := range streams {
-			s.Close()
-		}
-		mu.Unlock()
-	}()
-	c.SetDeadline(time.Now().Add(req.length() + grace))
-	var done Done
-	if err := cc.recv(&done); err != nil {
-		return err
-	}
-	wg.Wait() // every stream read to its end (or the bound)
-	return cc.send(Report{Magic: Magic, Received: k.bytes.Load(), Elapsed: k.elapsed()})
+	s.mu.Unlock()
 }
 
 // sendBack runs a reverse test: the server sends on the streams the
@@ -573,17 +601,11 @@ func ListenAndServeIn(ctx context.Context, in func(func() error) error, addrs []
 // ListenAndServe runs s on every address, one port for all of them (0:
 // one chosen), until ctx ends.
 func (s *Server) ListenAndServe(ctx context.Context, addrs []netip.Addr, port int) (*Running, error) {
-	var closers []io.Closer
+	var lns []net.Listener
 	var got int
 	err := s.in(func() error {
 		var err error
-		closers, got, err = path.BindSamePort(addrs, port, func(a netip.Addr, p int) (io.Closer, int, error) {
-			ln, err := path.Listen(ctx, path.OfAddr(a), netip.AddrPortFrom(a, uint16(p)).String())
-			if err != nil {
-				return nil, 0, err
-			}
-			return ln, ln.Addr().(*net.TCPAddr).Port, nil
-		})
+		lns, got, err = path.ListenSamePort(ctx, addrs, port)
 		return err
 	})
 	if err != nil {
@@ -592,11 +614,11 @@ func (s *Server) ListenAndServe(ctx context.Context, addrs []netip.Addr, port in
 	r := &Running{Port: got, done: make(chan struct{})}
 	ctx, r.cancel = context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	for _, c := range closers {
+	for _, ln := range lns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.Serve(ctx, c.(net.Listener))
+			s.Serve(ctx, ln)
 		}()
 	}
 	go func() {

@@ -539,3 +539,24 @@ func TestUDPIntervalsEndAtTheLastArrival(t *testing.T) {
 		t.Errorf("without last_ns: %+v", iv)
 	}
 }
+
+// TestFragmentsOfADatagram: a payload fits one packet up to the MTU less
+// the headers (1472 over IPv4, 1452 over IPv6 at 1500), and past that
+// leaves as fragments of 8-byte multiples.
+func TestFragmentsOfADatagram(t *testing.T) {
+	for _, c := range []struct {
+		size, mtu int
+		ipv6      bool
+		want      int
+	}{
+		{1472, 1500, false, 1}, {1473, 1500, false, 2}, {1452, 1500, true, 1}, {1460, 1500, true, 2},
+		{1460, 1280, true, 2}, {1232, 1280, true, 1}, {3000, 1500, false, 3}, {100, 0, true, 1},
+	} {
+		if got := Fragments(c.size, c.mtu, c.ipv6); got != c.want {
+			t.Errorf("%d bytes over %d (ipv6 %v): %d fragments, want %d", c.size, c.mtu, c.ipv6, got, c.want)
+		}
+	}
+	if MaxPayload(1500, false) != 1472 || MaxPayload(1500, true) != 1452 {
+		t.Error("max payloads")
+	}
+}

@@ -46,7 +46,16 @@ func udpTest(ctx context.Context, tr *load.Trace, cc *ctrl, c net.Conn, d path.D
 		return tr.Fail(ctx, "protocol", fmt.Errorf("transport: the server's report has no UDP figures"))
 	}
 	s := tr.Done(fmt.Sprintf("%d of %d datagrams", rep.UDP.Received, sent))
-	return bufMetrics(udpSample(s, o, sent, sendErrs, elapsed, rep), sndEff, rep.UDP.RcvBuf)
+	s = bufMetrics(udpSample(s, o, sent, sendErrs, elapsed, rep), sndEff, rep.UDP.RcvBuf)
+	// What the datagrams were on the wire: whole, or in fragments (a
+	// 1460-byte payload is 2 IPv6 fragments over a 1500-byte MTU).
+	if ipv6 := data.Addr().Unmap().Is6(); s.Metrics != nil {
+		if mtu := pathMTU(uc, ipv6); mtu > 0 {
+			s.Metrics["path_mtu"] = float64(mtu)
+			s.Metrics["ip_fragments"] = float64(Fragments(o.Size, mtu, ipv6))
+		}
+	}
+	return s
 }
 
 // sockBuf reads a socket's buffer size back from the kernel (0 when it
@@ -141,7 +150,7 @@ func udpSample(s result.Sample, o Options, sent, sendErrs int64, elapsed time.Du
 	sent, elapsed = sent-warm, max(elapsed-o.Omit, 0)
 	if warm > 0 && sent == 0 {
 		s.Err = fmt.Sprintf("the test ended within its %v warm-up", o.Omit)
-		s.ErrKind = "protocol"
+		s.ErrKind = result.ErrProtocol
 		return s
 	}
 	s.TotalNS = int64(elapsed)
@@ -150,7 +159,7 @@ func udpSample(s result.Sample, o Options, sent, sendErrs int64, elapsed time.Du
 	s.Intervals = udpIntervals(u)
 	if u.Received == 0 {
 		s.Err = fmt.Sprintf("the receiver saw none of the %d datagrams sent", sent)
-		s.ErrKind = "loss"
+		s.ErrKind = result.ErrLoss
 	}
 	return s
 }

@@ -73,6 +73,11 @@ const MaxFile = 1 << 20
 
 // ReadFile reads a spec file of at most MaxFile bytes.
 func ReadFile(name string) ([]byte, error) {
+	// A FIFO or a device would block or never end: only a regular file is
+	// a spec file.
+	if st, err := os.Stat(name); err == nil && !st.Mode().IsRegular() {
+		return nil, &Error{File: name, Msg: fmt.Sprintf("not a regular file (%s): give a spec file", st.Mode().Type())}
+	}
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, err
@@ -93,6 +98,8 @@ func ReadFile(name string) ([]byte, error) {
 type Doc struct {
 	File  string
 	lines map[string]int
+	// optTag: struct fields are named by opt tags (DecodeRest).
+	optTag bool
 }
 
 // Errorf makes an error about field (a dotted path as in Error.Field).
@@ -213,31 +220,57 @@ func (d *Doc) decode(n *yaml.Node, v reflect.Value, field string) error {
 	if n.Kind != yaml.ScalarNode {
 		return d.errAt(n, field, "want a single value, not a %s", kindName(n))
 	}
+	if err := SetText(v, n.Value); err != nil {
+		return d.errAt(n, field, "%v", err)
+	}
+	return nil
+}
+
+// SetText sets v, a string, bool, number or encoding.TextUnmarshaler
+// (or a pointer to one), from text as a file's scalar or a flag gives it:
+// the one reading of a value, whichever way it came. A slice of them
+// gets text appended (a flag given again).
+func SetText(v reflect.Value, text string) error {
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			v.Set(reflect.New(v.Type().Elem()))
+		}
+		return SetText(v.Elem(), text)
+	}
+	if v.CanAddr() && v.Addr().Type().Implements(textUnmarshaler) {
+		return v.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(text))
+	}
 	switch v.Kind() {
+	case reflect.Slice:
+		elem := reflect.New(v.Type().Elem()).Elem()
+		if err := SetText(elem, text); err != nil {
+			return err
+		}
+		v.Set(reflect.Append(v, elem))
 	case reflect.String:
-		v.SetString(n.Value)
+		v.SetString(text)
 	case reflect.Bool:
-		b, ok := map[string]bool{"true": true, "false": false}[n.Value]
+		b, ok := map[string]bool{"true": true, "false": false}[text]
 		if !ok {
-			return d.errAt(n, field, "want true or false, not %q", n.Value)
+			return fmt.Errorf("want true or false, not %q", text)
 		}
 		v.SetBool(b)
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		i, err := strconv.ParseInt(strings.ReplaceAll(n.Value, "_", ""), 10, v.Type().Bits())
+		i, err := strconv.ParseInt(strings.ReplaceAll(strings.TrimSpace(text), "_", ""), 10, v.Type().Bits())
 		if err != nil {
-			return d.errAt(n, field, "want a whole number, not %q", n.Value)
+			return fmt.Errorf("want a whole number, not %q", text)
 		}
 		v.SetInt(i)
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		u, err := strconv.ParseUint(strings.ReplaceAll(n.Value, "_", ""), 10, v.Type().Bits())
+		u, err := strconv.ParseUint(strings.ReplaceAll(strings.TrimSpace(text), "_", ""), 10, v.Type().Bits())
 		if err != nil {
-			return d.errAt(n, field, "want a whole number of at least 0, not %q", n.Value)
+			return fmt.Errorf("want a whole number of at least 0, not %q", text)
 		}
 		v.SetUint(u)
 	case reflect.Float32, reflect.Float64:
-		f, err := strconv.ParseFloat(n.Value, v.Type().Bits())
+		f, err := strconv.ParseFloat(text, v.Type().Bits())
 		if err != nil {
-			return d.errAt(n, field, "want a number, not %q", n.Value)
+			return fmt.Errorf("want a number, not %q", text)
 		}
 		v.SetFloat(f)
 	default:
@@ -250,7 +283,7 @@ var fieldLike = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
 
 // anyKnown says whether a mapping could be a spec with a typo: one of its
 // keys is a field, or it has a single key that looks like one.
-func anyKnown(n *yaml.Node, fields map[string]int) bool {
+func anyKnown(n *yaml.Node, fields map[string][]int) bool {
 	for i := 0; i < len(n.Content); i += 2 {
 		if _, ok := fields[n.Content[i].Value]; ok {
 			return true
@@ -289,33 +322,123 @@ func (d *Doc) keys(n *yaml.Node, field string, each func(key string, k, val *yam
 	return nil
 }
 
-func (d *Doc) decodeStruct(n *yaml.Node, v reflect.Value, field string) error {
-	fields := map[string]int{}
-	var names []string
-	t := v.Type()
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if !f.IsExported() || name == "-" || name == "" {
-			continue
-		}
-		fields[name] = i
-		names = append(names, name)
+// Rest holds the keys of a mapping that its struct has no field for, when
+// the struct has a field of this type tagged `yaml:",rest"`: what the
+// caller decodes once it knows into what (a cell's protocol options, once
+// its protocol is known; DecodeRest).
+type Rest struct {
+	Field string // where the mapping is (cells[0])
+	pairs []*yaml.Node
+}
+
+// Keys lists the keys it holds, in the file's order.
+func (r Rest) Keys() []string {
+	var out []string
+	for i := 0; i+1 < len(r.pairs); i += 2 {
+		out = append(out, r.pairs[i].Value)
 	}
+	return out
+}
+
+var restType = reflect.TypeFor[Rest]()
+
+// structFields maps a struct's field names under tag (yaml, opt) to
+// their index paths, fields of embedded structs included as if they were
+// the struct's own; rest is the index of a Rest field, if any.
+func structFields(t reflect.Type, tag string) (fields map[string][]int, names []string, rest []int) {
+	fields = map[string][]int{}
+	var walk func(t reflect.Type, at []int)
+	walk = func(t reflect.Type, at []int) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			idx := append(append([]int(nil), at...), i)
+			name, opts, _ := strings.Cut(f.Tag.Get(tag), ",")
+			switch {
+			case tag == "opt" && strings.Contains(","+opts+",", ",flagonly,"):
+				continue // a command's own setting, never in a file
+			case f.Type == restType && opts == "rest":
+				rest = idx
+				continue
+			case f.Anonymous && f.Type.Kind() == reflect.Struct && name == "":
+				walk(f.Type, idx)
+				continue
+			case !f.IsExported() || name == "-" || name == "":
+				continue
+			}
+			if _, dup := fields[name]; !dup {
+				names = append(names, name)
+			}
+			fields[name] = idx
+		}
+	}
+	walk(t, nil)
 	sort.Strings(names)
+	return fields, names, rest
+}
+
+func (d *Doc) decodeStruct(n *yaml.Node, v reflect.Value, field string) error {
+	fields, names, rest := structFields(v.Type(), d.tag())
 	if field == "" && n.Kind == yaml.MappingNode && !anyKnown(n, fields) {
 		// Not a spec of this kind at all (another file given by mistake):
 		// say so without quoting any of it.
 		return &Error{File: d.File, Line: n.Line, Msg: fmt.Sprintf("not a file of this kind: none of its top-level keys is one of its fields (%s)", strings.Join(names, ", "))}
 	}
+	var r *Rest
+	if rest != nil {
+		r = v.FieldByIndex(rest).Addr().Interface().(*Rest)
+		r.Field = field
+	}
 	return d.keys(n, field, func(key string, k, val *yaml.Node) error {
 		i, ok := fields[key]
-		if !ok {
+		switch {
+		case !ok && r != nil:
+			r.pairs = append(r.pairs, k, val)
+			return nil
+		case !ok:
 			return d.errAt(k, join(field, key), "unknown field (known here: %s)", strings.Join(names, ", "))
 		}
 		d.lines[join(field, key)] = k.Line
-		return d.decode(val, v.Field(i), join(field, key))
+		return d.decode(val, v.FieldByIndex(i), join(field, key))
 	})
+}
+
+// tag is the struct tag that names fields: yaml, or opt in DecodeRest.
+func (d *Doc) tag() string {
+	if d.optTag {
+		return "opt"
+	}
+	return "yaml"
+}
+
+// DecodeRest decodes the keys r holds into v, a pointer to a struct whose
+// fields are named by `opt` tags (a protocol's options; those tagged
+// flagonly are a command's, never a file's). A key v has no field for is
+// an error: unknown(key) says why (empty: an unknown field).
+func (d *Doc) DecodeRest(r Rest, v any, unknown func(key string) string) error {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.Elem().Kind() != reflect.Struct {
+		panic("specfile: DecodeRest needs a pointer to a struct")
+	}
+	d.optTag = true
+	defer func() { d.optTag = false }()
+	fields, names, _ := structFields(rv.Elem().Type(), "opt")
+	for i := 0; i+1 < len(r.pairs); i += 2 {
+		k, val := r.pairs[i], r.pairs[i+1]
+		at := join(r.Field, k.Value)
+		d.lines[at] = k.Line
+		idx, ok := fields[k.Value]
+		if !ok {
+			why := unknown(k.Value)
+			if why == "" {
+				why = fmt.Sprintf("unknown field (known here: %s)", strings.Join(names, ", "))
+			}
+			return d.errAt(k, at, "%s", why)
+		}
+		if err := d.decode(val, rv.Elem().FieldByIndex(idx), at); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (d *Doc) decodeMap(n *yaml.Node, v reflect.Value, field string) error {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -164,5 +165,19 @@ func TestErrorsQuoteOnlyShortExcerpts(t *testing.T) {
 	os.WriteFile(ok, []byte("name: x\n"), 0o644)
 	if b, err := ReadFile(ok); err != nil || string(b) != "name: x\n" {
 		t.Errorf("a small file: %q %v", b, err)
+	}
+}
+
+// TestReadFileRefusesWhatIsNotAFile: a FIFO (which would block the read
+// for ever) or a directory is refused at once, named.
+func TestReadFileRefusesWhatIsNotAFile(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "fifo.yaml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip(err)
+	}
+	for _, name := range []string{fifo, t.TempDir()} {
+		if _, err := ReadFile(name); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 }

@@ -6,6 +6,7 @@
 package units
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -107,4 +108,32 @@ func ParseCounts(s string) ([]int, error) {
 		return nil, fmt.Errorf("empty list")
 	}
 	return out, nil
+}
+
+// Bytes is a size an option gives as text ("4096", "100K", "1MiB") and a
+// result records as a number.
+type Bytes int64
+
+// UnmarshalText reads a size (ParseSize) of at most 2^31-1 bytes.
+func (b *Bytes) UnmarshalText(t []byte) error {
+	n, err := ParseSize(string(t))
+	if err != nil || n > 1<<31-1 {
+		return fmt.Errorf("%q: want bytes, such as 4096 or 100K", t)
+	}
+	*b = Bytes(n)
+	return nil
+}
+
+// UnmarshalJSON reads the number a result records (and a size as text):
+// a lab run hands its cell groups to its measuring process as JSON, and
+// a resume reads them back from the header.
+func (b *Bytes) UnmarshalJSON(j []byte) error {
+	if len(j) > 0 && j[0] == '"' {
+		var s string
+		if err := json.Unmarshal(j, &s); err != nil {
+			return err
+		}
+		return b.UnmarshalText([]byte(s))
+	}
+	return b.UnmarshalText(j)
 }

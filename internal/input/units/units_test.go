@@ -1,6 +1,9 @@
 package units
 
-import "testing"
+import (
+	"encoding/json"
+	"testing"
+)
 
 func TestParseSize(t *testing.T) {
 	for in, want := range map[string]int64{"0": 0, "1024": 1024, "64K": 64 << 10, "1M": 1 << 20, "2GiB": 2 << 30, "5.6": -1, "-1": -1, "M": -1, "99999999999T": -1} {
@@ -46,6 +49,28 @@ func TestParseCounts(t *testing.T) {
 	for _, bad := range []string{"", ",", "0", "1,x", "1.5", "-3", "010"} {
 		if _, err := ParseCounts(bad); err == nil {
 			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// TestBytesJSON: a size a result records as a number reads back, as does
+// one given as text; a bad one is an error.
+func TestBytesJSON(t *testing.T) {
+	var v struct {
+		Size Bytes `json:"size"`
+	}
+	for in, want := range map[string]Bytes{`{"size":4096}`: 4096, `{"size":"100K"}`: 100 << 10, `{"size":262144}`: 256 << 10} {
+		if err := json.Unmarshal([]byte(in), &v); err != nil || v.Size != want {
+			t.Errorf("%s: %d, %v; want %d", in, v.Size, err, want)
+		}
+	}
+	b, _ := json.Marshal(Bytes(4096))
+	if string(b) != "4096" {
+		t.Errorf("marshals as %s", b)
+	}
+	for _, in := range []string{`{"size":-1}`, `{"size":"lots"}`, `{"size":1e12}`} {
+		if err := json.Unmarshal([]byte(in), &v); err == nil {
+			t.Errorf("%s accepted", in)
 		}
 	}
 }

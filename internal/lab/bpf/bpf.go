@@ -143,6 +143,23 @@ func storeFromStack(off, stack, n int32) asm.Instructions {
 	}
 }
 
+// fold turns the 32-bit one's-complement sum in reg into the 16-bit
+// checksum (complemented), ready to store as it lies in memory; it uses
+// scratch. The IPv4 header checksums of the tunnel and of NAT64 both end
+// here.
+func fold(reg, scratch asm.Register) asm.Instructions {
+	var out asm.Instructions
+	out = append(out, asm.LSh.Imm(reg, 32), asm.RSh.Imm(reg, 32))
+	for range 2 {
+		out = append(out,
+			asm.Mov.Reg(scratch, reg),
+			asm.RSh.Imm(scratch, 16),
+			asm.And.Imm(reg, 0xffff),
+			asm.Add.Reg(reg, scratch))
+	}
+	return append(out, asm.Xor.Imm(reg, 0xffff))
+}
+
 // ret ends the program with code after counting counter idx.
 func ret(m *ebpf.Map, idx int32, code int32, label string) asm.Instructions {
 	return append(count(m, idx, label), asm.Mov.Imm(asm.R0, code), asm.Return())
@@ -199,22 +216,16 @@ func encapInsns(e TunnelEnd, m *ebpf.Map) asm.Instructions {
 		// checksum = ~fold(sum + total length)
 		asm.Mov.Imm(asm.R2, int32(sum)),
 		asm.Add.Reg(asm.R2, asm.R9),
-		asm.Mov.Reg(asm.R3, asm.R2),
-		asm.RSh.Imm(asm.R3, 16),
-		asm.And.Imm(asm.R2, 0xffff),
-		asm.Add.Reg(asm.R2, asm.R3),
-		asm.Mov.Reg(asm.R3, asm.R2),
-		asm.RSh.Imm(asm.R3, 16),
-		asm.And.Imm(asm.R2, 0xffff),
-		asm.Add.Reg(asm.R2, asm.R3),
-		asm.Xor.Imm(asm.R2, 0xffff),
+	}
+	insns = append(insns, fold(asm.R2, asm.R3)...)
+	insns = append(insns,
 		asm.HostTo(asm.BE, asm.R2, asm.Half),
 		asm.StoreMem(asm.RFP, -12, asm.R2, asm.Half),
 		asm.StoreImm(asm.RFP, -10, int64(le16(src[0:2])), asm.Half),
 		asm.StoreImm(asm.RFP, -8, int64(le16(src[2:4])), asm.Half),
 		asm.StoreImm(asm.RFP, -6, int64(le16(dst[0:2])), asm.Half),
 		asm.StoreImm(asm.RFP, -4, int64(le16(dst[2:4])), asm.Half),
-	}
+	)
 	insns = append(insns, storeFromStack(12, -24, 2+ipv4Header)...)
 	insns = append(insns, asm.JNE.Imm(asm.R0, 0, "fail"))
 	insns = append(insns, ret(m, Encapsulated, retPass, "c_ok")...)

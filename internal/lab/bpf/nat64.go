@@ -69,22 +69,6 @@ func (x Translator) check() error {
 	return nil
 }
 
-// fold4 turns the 32-bit one's-complement sum in reg into the 16-bit
-// checksum (complemented), ready to store as it lies in memory; it uses
-// scratch.
-func fold4(reg, scratch asm.Register) asm.Instructions {
-	var out asm.Instructions
-	out = append(out, asm.LSh.Imm(reg, 32), asm.RSh.Imm(reg, 32))
-	for range 2 {
-		out = append(out,
-			asm.Mov.Reg(scratch, reg),
-			asm.RSh.Imm(scratch, 16),
-			asm.And.Imm(reg, 0xffff),
-			asm.Add.Reg(reg, scratch))
-	}
-	return append(out, asm.Xor.Imm(reg, 0xffff))
-}
-
 // csumDiff calls bpf_csum_diff(fp+from, fromSize, fp+to, toSize, 0), a
 // zero size meaning no buffer, and keeps the result at fp+save.
 func csumDiff(from, fromSize, to, toSize, save int16) asm.Instructions {
@@ -324,7 +308,7 @@ func nat64Insns(x Translator, m *ebpf.Map) asm.Instructions {
 	whole[0] = whole[0].WithSymbol("whole")
 	insns = append(insns, whole...)
 	insns = append(insns, asm.LoadMem(asm.R2, asm.RFP, sScratch, asm.DWord))
-	insns = append(insns, fold4(asm.R2, asm.R3)...)
+	insns = append(insns, fold(asm.R2, asm.R3)...)
 	insns = append(insns, asm.StoreMem(asm.RFP, hdr4+10, asm.R2, asm.Half))
 	// Now the packet: 20 bytes fewer after the Ethernet header, the new
 	// header over what is left of the old one, then the L4 checksum.

@@ -2,20 +2,16 @@ package servers
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/netip"
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"v6lab/internal/proto/ftp"
-	"v6lab/internal/sock/path"
+	"v6lab/internal/testutil"
 )
 
 // TestMain answers InetdCommand: ProFTPD's tests run this test binary as
@@ -57,7 +53,7 @@ func TestInetdGivesEachConnectionItsProgram(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	port := freePort(t)
+	port := testutil.FreePort(t)
 	argv, err := InetdCommand()
 	if err != nil {
 		t.Fatal(err)
@@ -125,43 +121,5 @@ func TestInetdGivesEachConnectionItsProgram(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Error("inetd still runs 5 s after SIGINT")
-	}
-}
-
-// TestProFTPDAnswersBackToBackSessions: one user's sessions one after
-// another, as a one-connection cell runs them. Standalone ProFTPD slept
-// 0.2 s (more than once) before accepting a connection that arrived right
-// after a session ended: 0.4-1.4 s a transaction on loopback. From inetd
-// each is answered at once.
-func TestProFTPDAnswersBackToBackSessions(t *testing.T) {
-	requireRoot(t)
-	if _, err := lookPath("proftpd"); err != nil {
-		t.Skip(err)
-	}
-	port := freePort(t)
-	s, err := StartProFTPD(context.Background(), Place{}, []netip.Addr{netip.MustParseAddr("127.0.0.1")}, port, map[string]int64{"1K": 1 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Stop()
-	if !strings.HasSuffix(s.Version, "(from inetd)") {
-		t.Errorf("version %q does not say how ProFTPD runs", s.Version)
-	}
-	c := &ftp.Client{Host: "127.0.0.1", Port: port, File: "/1K", Path: path.IPv4, Resolver: &path.Resolver{}}
-	var took []time.Duration
-	for range 9 {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		smp := c.Do(ctx, 0)
-		cancel()
-		if !smp.OK() || smp.BytesIn != 1<<10 {
-			t.Fatalf("transaction %d: %q", len(took), smp.Err)
-		}
-		took = append(took, smp.Total())
-	}
-	slices.Sort(took)
-	// The median is far from 0.2 s either way: a few ms from inetd,
-	// 0.4 s or more standalone.
-	if took[len(took)/2] > 100*time.Millisecond {
-		t.Errorf("back-to-back sessions took %v (sorted): ProFTPD waits before it accepts", took)
 	}
 }

@@ -19,34 +19,36 @@ import (
 )
 
 // List is every protocol, in the order docs and messages name them.
-var List = []proto.Protocol{
-	httpp.Protocol{},
-	dns.Protocol{},
-	ftp.Protocol{},
-	smtp.Protocol{},
-	imap.Protocol{},
-	trial.TCP,
-	trial.UDP,
+var List = []*proto.Protocol{
+	&httpp.Protocol,
+	&dns.Protocol,
+	&ftp.Protocol,
+	&smtp.Protocol,
+	&imap.Protocol,
+	&trial.TCP,
+	&trial.UDP,
 }
 
-// Servers are the embedded servers by key, in the order they start: a
-// protocol's own (its name), or one several share (transport: tcp, udp).
-var Servers = []struct {
-	Key    string
-	Server proto.Server
-}{
-	{"http", httpp.Protocol{}},
-	{httpp.ServerKeyTLS, httpp.TLSServer{}},
-	{"dns", dns.Protocol{}},
-	{"ftp", ftp.Protocol{}},
-	{"smtp", smtp.Protocol{}},
-	{"imap", imap.Protocol{}},
-	{trial.ServerKey, trial.Server{}},
+// Servers are the embedded servers, in the order they start: each
+// protocol's own, the https one beside http's, and the transport server
+// tcp and udp share.
+var Servers = []*proto.Server{
+	httpp.Protocol.Server,
+	&httpp.EmbeddedTLS,
+	dns.Protocol.Server,
+	ftp.Protocol.Server,
+	smtp.Protocol.Server,
+	imap.Protocol.Server,
+	&trial.Server,
 }
+
+// NameServer is the key of the embedded server that names the others:
+// every transaction that names its server looks the name up there first.
+var NameServer = dns.Protocol.Server.Key
 
 // Get finds a protocol by name.
-func Get(name string) (proto.Protocol, bool) {
-	i := slices.IndexFunc(List, func(p proto.Protocol) bool { return p.Name() == name })
+func Get(name string) (*proto.Protocol, bool) {
+	i := slices.IndexFunc(List, func(p *proto.Protocol) bool { return p.Name == name })
 	if i < 0 {
 		return nil, false
 	}
@@ -54,7 +56,7 @@ func Get(name string) (proto.Protocol, bool) {
 }
 
 // MustGet is Get for a name already checked.
-func MustGet(name string) proto.Protocol {
+func MustGet(name string) *proto.Protocol {
 	p, ok := Get(name)
 	if !ok {
 		panic(fmt.Sprintf("all: no protocol %q", name))
@@ -66,77 +68,96 @@ func MustGet(name string) proto.Protocol {
 func Names() []string {
 	var out []string
 	for _, p := range List {
-		out = append(out, p.Name())
+		out = append(out, p.Name)
 	}
 	return out
 }
 
 // NameList is Names as prose: "http, dns, …, tcp or udp".
-func NameList(last string) string {
-	n := Names()
+func NameList(last string) string { return prose(Names(), last) }
+
+func prose(n []string, last string) string {
+	if len(n) == 1 {
+		return n[0]
+	}
 	return strings.Join(n[:len(n)-1], ", ") + " " + last + " " + n[len(n)-1]
+}
+
+// Racing names the protocols whose clients race the families on the dual
+// path, as prose ("http").
+func Racing() string {
+	var n []string
+	for _, p := range List {
+		if p.Races {
+			n = append(n, p.Name)
+		}
+	}
+	return prose(n, "and")
+}
+
+// Captured names the protocols whose server-side figures a capture in
+// the server host gives, as prose ("http").
+func Captured() string {
+	var n []string
+	for _, p := range List {
+		if p.ServerCapture {
+			n = append(n, p.Name)
+		}
+	}
+	return prose(n, "and")
 }
 
 // ServerKey is the key of the embedded server that answers a protocol.
 func ServerKey(name string) string {
 	if p, ok := Get(name); ok {
-		if s, ok := p.(interface{ ServedBy() string }); ok {
-			return s.ServedBy()
-		}
+		return p.ServerKey()
 	}
 	return name
 }
 
 // CellServerKey is the key of the embedded server that answers a cell of
 // protocol name with options o: ServerKey, or the one its options choose
-// (proto.CellServed).
-func CellServerKey(name string, o *proto.Options) string {
-	if p, ok := Get(name); ok {
-		if c, ok := p.(proto.CellServed); ok {
-			if k := c.ServerFor(o); k != "" {
-				return k
-			}
+// (https for http's tls).
+func CellServerKey(name string, o proto.Options) string {
+	if o != nil {
+		if k := o.ServerFor(); k != "" {
+			return k
 		}
 	}
 	return ServerKey(name)
 }
 
 // Server is the embedded server of key.
-func Server(key string) (proto.Server, bool) {
-	for _, s := range Servers {
-		if s.Key == key {
-			return s.Server, true
-		}
+func Server(key string) (*proto.Server, bool) {
+	i := slices.IndexFunc(Servers, func(s *proto.Server) bool { return s.Key == key })
+	if i < 0 {
+		return nil, false
 	}
-	return nil, false
+	return Servers[i], true
 }
 
-// Real lists, per protocol with one, its real Debian server.
-func Real() map[string]string {
-	out := map[string]string{}
+// Real lists the protocols with a real Debian server, as "nginx for http".
+func Real() []string {
+	var have []string
 	for _, p := range List {
-		if r, ok := p.(proto.Real); ok {
-			out[p.Name()] = r.RealServer()
+		if p.Real != nil {
+			have = append(have, p.Real.Program+" for "+p.Name)
 		}
 	}
-	return out
+	return have
 }
 
-// RealFit says why a cell of protocol name cannot run against the real
-// servers.
-func RealFit(name string, o *proto.Options) error {
+// RealFit says why a cell of protocol name with options o cannot run
+// against its real server.
+func RealFit(name string, o proto.Options) error {
 	p, ok := Get(name)
-	r, real := p.(proto.Real)
-	if !ok || !real {
-		var have []string
-		for _, q := range List {
-			if r, ok := q.(proto.Real); ok {
-				have = append(have, r.RealServer()+" for "+q.Name())
-			}
-		}
-		return fmt.Errorf("no real server for %s in this version (real: %s); use servers: embedded", name, strings.Join(have, ", "))
+	if !ok || p.Real == nil {
+		return fmt.Errorf("no real server for %s in this version (real: %s); use servers: embedded", name, strings.Join(Real(), ", "))
 	}
-	return r.RealFit(o)
+	if p.Real.Fit == nil {
+		return nil
+	}
+	return p.Real.Fit(o)
 }
 
 // WireAnyPort reports whether the wire check counts every port for the
@@ -144,9 +165,5 @@ func RealFit(name string, o *proto.Options) error {
 // flows on ports chosen per transaction.
 func WireAnyPort(key string) bool {
 	s, ok := Server(strings.TrimPrefix(key, "real/"))
-	if !ok {
-		return false
-	}
-	w, ok := s.(proto.WireAnyPort)
-	return ok && w.WireAnyPort()
+	return ok && s.WireAnyPort
 }

@@ -27,17 +27,17 @@ type Started struct {
 // left to the caller when the place is another namespace (at.In set).
 func Start(ctx context.Context, keys []string, at proto.Place) (*Started, error) {
 	st := &Started{At: at, Running: map[string]proto.Running{}}
-	if len(keys) > 0 && !slices.Contains(keys, "dns") {
-		keys = append(keys, "dns")
+	if len(keys) > 0 && !slices.Contains(keys, NameServer) {
+		keys = append(keys, NameServer)
 	}
 	for _, s := range Servers {
 		if !slices.Contains(keys, s.Key) {
 			continue
 		}
-		if op, ok := s.Server.(proto.OwnProcess); ok && op.OwnProcess() && at.In != nil {
+		if s.OwnProcess && at.In != nil {
 			continue
 		}
-		r, err := s.Server.Serve(ctx, at)
+		r, err := s.Serve(ctx, at)
 		if err != nil {
 			st.Close()
 			return nil, fmt.Errorf("embedded %s server: %w", s.Key, err)
@@ -101,14 +101,14 @@ func PlaceEndpoints(at proto.Place, ports map[string]int, sources map[path.Path]
 	for key, port := range ports {
 		for p, a := range at.Addrs {
 			ep := proto.Endpoint{Host: at.Name, Port: port, Source: sources[p], Content: files}
-			if dns, ok := ports[prefix+"dns"]; ok {
+			if dns, ok := ports[prefix+NameServer]; ok {
 				ep.DNS = []netip.AddrPort{netip.AddrPortFrom(a, uint16(dns))}
 			}
-			s, ok := serverOf(key[len(prefix):])
+			s, ok := Server(key[len(prefix):])
 			if ok {
-				ep.Scheme = scheme(s)
+				ep.Scheme = s.Scheme
 			}
-			if ok && byAddress(s) {
+			if ok && s.ByAddress {
 				to := a
 				if c, ok := at.Connect[p]; ok {
 					to = c // through the translator, not to its DNS64 view
@@ -122,9 +122,9 @@ func PlaceEndpoints(at proto.Place, ports map[string]int, sources map[path.Path]
 		// its resolver, and where an IPv6 impairment cannot reach them).
 		v4, ok4 := at.Addrs[path.IPv4]
 		_, ok6 := at.Addrs[path.IPv6]
-		if s, ok := serverOf(key[len(prefix):]); ok4 && ok6 && ok && !byAddress(s) {
-			ep := proto.Endpoint{Scheme: scheme(s), Host: at.Name, Port: port, Content: files, DNSOver: path.IPv4}
-			if dns, ok := ports[prefix+"dns"]; ok {
+		if s, ok := Server(key[len(prefix):]); ok4 && ok6 && ok && !s.ByAddress {
+			ep := proto.Endpoint{Scheme: s.Scheme, Host: at.Name, Port: port, Content: files, DNSOver: path.IPv4}
+			if dns, ok := ports[prefix+NameServer]; ok {
 				ep.DNS = []netip.AddrPort{netip.AddrPortFrom(v4, uint16(dns))}
 			}
 			eps.Set(key, path.Dual, ep)
@@ -133,31 +133,13 @@ func PlaceEndpoints(at proto.Place, ports map[string]int, sources map[path.Path]
 	return eps
 }
 
-func serverOf(key string) (proto.Server, bool) { return Server(key) }
-
-// scheme is a server's URL scheme where it has one of its own (https).
-func scheme(s proto.Server) string {
-	if sc, ok := s.(proto.Schemed); ok {
-		return sc.Scheme()
-	}
-	return ""
-}
-
-func byAddress(s proto.Server) bool {
-	b, ok := s.(proto.ByAddress)
-	return ok && b.ByAddress()
-}
-
 // Describe names the started servers for a result's header, where is
 // where they run ("in the server namespace", empty on loopback).
 func (st *Started) Describe(where string) map[string]string {
 	out := map[string]string{}
 	for key := range st.Running {
 		if s, ok := Server(key); ok {
-			out[key] = s.About()
-			if a, ok := s.(interface{ AboutAt(proto.Place) string }); ok {
-				out[key] = a.AboutAt(st.At)
-			}
+			out[key] = s.Describe(st.At)
 			if where != "" {
 				out[key] += " " + where
 			}

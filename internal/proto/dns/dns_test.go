@@ -177,10 +177,11 @@ func TestExpectTimesNegativeAnswers(t *testing.T) {
 // with where: hosts the servers are the user's and anything goes.
 func TestNoDataFitsOnlyPathsWhoseQueryGetsNone(t *testing.T) {
 	for _, c := range []struct {
-		where, typ, expect string
-		p                  path.Path
-		err                string
-		query              string // default: the IPv4-only name
+		where       result.Where
+		typ, expect string
+		p           path.Path
+		err         string
+		query       string // default: the IPv4-only name
 	}{
 		{"lab", "", ExpectNoData, path.IPv6, "nodata over ipv6: its query asks for the AAAA record, which www.v6lab.test has", proto.LocalName},
 		{"lab", "", ExpectNoData, path.SixIn4, "nodata over 6in4: its query asks for the AAAA record, which www.v6lab.test has", "WWW.v6lab.test."},
@@ -196,12 +197,11 @@ func TestNoDataFitsOnlyPathsWhoseQueryGetsNone(t *testing.T) {
 		{"lab", "", ExpectAnswer, path.NAT64, "", ""},
 		{"hosts", "", ExpectNoData, path.IPv4, "", ""},
 	} {
-		o := proto.Options{Query: c.query, Expect: c.expect}
-		o.Type = c.typ
+		o := &Options{Query: c.query, Expect: c.expect, Type: c.typ}
 		if o.Query == "" {
 			o.Query = proto.V4OnlyName
 		}
-		err := Protocol{}.PathFit(&o, c.where, c.p)
+		err := o.PathFit(c.where, c.p)
 		if c.err == "" && err != nil || c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
 			t.Errorf("%s, type %q, expect %s over %s: %v, want %q", c.where, c.typ, c.expect, c.p, err, c.err)
 		}
@@ -248,7 +248,7 @@ func TestHostileServers(t *testing.T) {
 		name  string
 		reply func([]byte) []byte
 		want  string
-		kind  string
+		kind  result.ErrKind
 	}{
 		{"garbage", func([]byte) []byte { return []byte("garbage!") }, "undecodable reply", "protocol"},
 		{"silent", func([]byte) []byte { return nil }, "timed out", "timeout"},

@@ -8,6 +8,7 @@ import (
 	mdns "github.com/miekg/dns"
 
 	"v6lab/internal/proto"
+	"v6lab/internal/result"
 	"v6lab/internal/sock/path"
 )
 
@@ -41,7 +42,7 @@ var placeTypes = map[string][]uint16{
 }
 
 // askedName is the name a lab or loopback cell looks up, canonical.
-func askedName(o *proto.Options) string {
+func askedName(o *Options) string {
 	return mdns.CanonicalName(proto.Or(o.Query, proto.LocalName))
 }
 
@@ -49,12 +50,12 @@ func askedName(o *proto.Options) string {
 // can meet whatever its path: NXDOMAIN for a name v6lab's servers know,
 // an empty answer for one they do not (that is NXDOMAIN). Whether a known
 // name lacks the type asked is the path's question (PathFit).
-func checkExpect(o *proto.Options, where string) error {
+func checkExpect(o *Options, where result.Where) error {
 	e, err := parseExpect(o.Expect)
 	if err != nil {
 		return proto.Errorf("expect", "%v", err)
 	}
-	if where == "hosts" {
+	if where == result.Hosts {
 		return nil
 	}
 	_, known := placeTypes[askedName(o)]
@@ -72,9 +73,9 @@ func checkExpect(o *proto.Options, where string) error {
 // the others; or type). A dns cell over nat64 asks the server through the
 // translator, not the path's DNS64 view, so the IPv4-only name's AAAA is
 // empty there too.
-func (Protocol) PathFit(o *proto.Options, where string, p path.Path) error {
+func (o *Options) PathFit(where result.Where, p path.Path) error {
 	e, err := parseExpect(o.Expect)
-	if err != nil || where == "hosts" || e != ExpectNoData {
+	if err != nil || where == result.Hosts || e != ExpectNoData {
 		return err
 	}
 	qt, err := queryType(o.Type)

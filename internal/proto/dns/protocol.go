@@ -5,30 +5,94 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	mdns "github.com/miekg/dns"
 
 	"v6lab/internal/gen/load"
+	"v6lab/internal/lab/servers"
 	"v6lab/internal/proto"
+	"v6lab/internal/result"
 	"v6lab/internal/sock/path"
 )
 
-// Protocol is DNS query response time (proto.Protocol).
-type Protocol struct{}
+// Protocol is DNS query response time: its options, commands and servers.
+var Protocol = proto.Protocol{
+	Name: "dns",
+	New:  func() proto.Options { return &Options{} },
+	Command: proto.Command{
+		Arg:    "NAME",
+		SetArg: func(o proto.Options, arg string) { o.(*Options).Query = arg },
+		Short:  "Measure DNS query response time over each path",
+		Long: `probe dns times DNS queries for NAME, each on a new socket pinned to the path, sent to
+the --server of that path's family. The record type is the path's own (A on ipv4, AAAA on
+ipv6) unless --type says otherwise. A query completes on a matching NOERROR reply that
+holds a record of the asked type; NXDOMAIN, SERVFAIL or an empty answer fail it, unless
+--expect says which negative answer to time: nodata (NOERROR, no record of the type),
+nxdomain, or any (every reply to the question completes; its rcode is in the sample's
+marker, as dnsperf counts response codes).
 
-func (Protocol) Name() string { return "dns" }
+Two engines (--mode): stub, the default, sends each query on a socket of its own, as a
+stub resolver (glibc's) does, so its time includes what an application's lookup costs;
+load keeps a few long-lived UDP sockets per path with every user's query in flight at
+once, replies matched by ID, as dnsperf does: a load generator that still times every
+query (from the send to the read that received its reply) and pins the family.`,
+		Example: `  v6lab probe dns www.example.test --server 192.0.2.53 --server 2001:db8::53
+  v6lab probe dns www.example.test --server 127.0.0.1:5353 --paths ipv4 --type AAAA --conns 1,100
+  v6lab probe dns www.example.test --server [::1]:5353 --paths ipv6 --tcp
+  v6lab probe dns nosuch.example.test --server 127.0.0.1:5353 --paths ipv4 --expect nxdomain
+  v6lab probe dns www.example.test --server 127.0.0.1:5353 --paths ipv4 --mode load --conns 100 --duration 10s`,
+	},
+	Server: &proto.Server{
+		Key:      "dns",
+		About:    about,
+		AboutAt:  aboutAt,
+		Settings: func() any { return &ServerSettings{} },
+		Serve:    serve,
+		Command: proto.ServeCommand{
+			Short: "Serve A and AAAA records over UDP and TCP on both families",
+			Long: `serve dns answers A and AAAA queries for the names given with --record NAME=ADDR
+(repeat; an IPv4 address makes an A record, an IPv6 one an AAAA record), over UDP and
+TCP on every --listen address, until interrupted. Unknown names get NXDOMAIN; a known
+name without the asked type gets an empty answer.`,
+			Example: `  v6lab serve dns --listen 127.0.0.1:5353 --listen [::1]:5353 --record www.lab.test=127.0.0.1 --record www.lab.test=::1`,
+			Listen:  []string{"127.0.0.1:5353", "[::1]:5353"},
+			Require: "record",
+		},
+		// A DNS server is reached by its address.
+		ByAddress: true,
+	},
+	Real: &proto.Real{Program: "unbound", Package: "unbound", Port: RealPort, Always: true, Start: startReal},
+}
 
-func (Protocol) Options() []string {
-	return []string{"query", proto.OptDNSServers, "transport", "mode", "expect", "type"}
+// Options are a dns cell's options.
+type Options struct {
+	proto.Common
+	Query      string   `json:"query,omitempty" opt:"query,fileonly"`
+	DNSServers []string `json:"dns_servers,omitempty" opt:"dns_servers,flag=server" usage:"DNS server ADDR[:PORT] (repeat: one per family)"`
+	Transport  string   `json:"transport,omitempty" opt:"transport,fileonly"`
+	// TCP is the probe command's --tcp: transport tcp.
+	TCP bool `json:"-" opt:"tcp,flagonly" usage:"send queries over TCP"`
+	// Mode is the engine: stub (default) or load.
+	Mode string `json:"mode,omitempty" opt:"mode,default=stub" usage:"engine: stub (a socket per query, as a stub resolver) or load (long-lived sockets, queries matched by ID, as dnsperf)"`
+	// Expect is the reply that completes a query: answer (default),
+	// nodata, nxdomain or any.
+	Expect string `json:"expect,omitempty" opt:"expect,default=answer" usage:"the reply that completes a query: answer (NOERROR with a record of the type), nodata, nxdomain or any"`
+	// Type is the record type: path (the path's own: A on ipv4, AAAA on
+	// the others; the default), A, AAAA, …
+	Type string `json:"type,omitempty" opt:"type,default=path" usage:"record type to ask: path (A on ipv4, AAAA on ipv6), A, AAAA, …"`
 }
 
 // Check applies dns's rules: with where: hosts a query and the servers to
 // ask; transport udp or tcp; the engine (CheckMode); a reply to expect that
 // the cell's servers can give (checkExpect).
-func (Protocol) Check(o *proto.Options, where string, given proto.Given) error {
-	if where == "hosts" && (o.Query == "" || len(o.DNSServers) == 0) {
+func (o *Options) Check(where result.Where, given proto.Given) error {
+	if where == result.Hosts && (o.Query == "" || len(o.DNSServers) == 0) {
 		return proto.Require("the name to look up and the server to ask", "query", "dns_servers")
+	}
+	if o.TCP {
+		o.Transport = "tcp"
 	}
 	switch o.Transport {
 	case "", "udp", "tcp":
@@ -49,7 +113,19 @@ func (Protocol) Check(o *proto.Options, where string, given proto.Given) error {
 	if err := checkExpect(o, where); err != nil {
 		return err
 	}
-	return proto.CheckDNSServers(o, where)
+	return proto.CheckDNSServers(o.DNSServers, "", where)
+}
+
+// Destination is the query and the servers asked.
+func (o *Options) Destination() string {
+	servers := strings.Join(o.DNSServers, ", ")
+	switch {
+	case o.Query != "" && servers != "":
+		return o.Query + " at " + servers
+	case servers != "":
+		return servers
+	}
+	return o.Query
 }
 
 // CheckMode checks a DNS cell's engine: stub (a socket per query, the
@@ -82,7 +158,7 @@ func queryType(s string) (uint16, error) {
 }
 
 // Target is the cell's DNS server of path p's family.
-func (Protocol) Target(o *proto.Options, p path.Path) (proto.Endpoint, error) {
+func (o *Options) Target(p path.Path) (proto.Endpoint, error) {
 	r := path.Resolver{}
 	for _, s := range o.DNSServers {
 		ap, err := path.ParseServer(s)
@@ -100,7 +176,7 @@ func (Protocol) Target(o *proto.Options, p path.Path) (proto.Endpoint, error) {
 
 // Probe asks the server at ep for the cell's query (default: the name of
 // the embedded servers).
-func (Protocol) Probe(o *proto.Options, ep proto.Endpoint, p path.Path) (load.Probe, error) {
+func (o *Options) Probe(ep proto.Endpoint, p path.Path) (load.Probe, error) {
 	if ep.Host == "" {
 		return nil, errors.New("no DNS server to measure")
 	}
@@ -122,35 +198,37 @@ func (Protocol) Probe(o *proto.Options, ep proto.Endpoint, p path.Path) (load.Pr
 	return &Client{Name: proto.Or(o.Query, proto.LocalName), Server: srv, Path: p, Type: qt, TCP: o.Transport == "tcp", Source: ep.Source, Mode: o.Mode, Expect: expect}, nil
 }
 
-// RealServer is the lab's real DNS server.
-func (Protocol) RealServer() string { return "unbound" }
+// about describes the embedded server.
+const about = "embedded (miekg/dns messages; UDP answered on a thread blocked in recvfrom, TCP by miekg/dns)"
 
-// RealFit: every dns cell fits Unbound.
-func (Protocol) RealFit(*proto.Options) error { return nil }
-
-// About describes the embedded server.
-func (Protocol) About() string {
-	return "embedded (miekg/dns messages; UDP answered on a thread blocked in recvfrom, TCP by miekg/dns)"
-}
-
-// AboutAt adds the views of a place with lab-only paths.
-func (p Protocol) AboutAt(at proto.Place) string {
+// aboutAt adds the views of a place with lab-only paths.
+func aboutAt(at proto.Place) string {
 	for q := range at.Addrs {
 		if q.Kind().LabOnly {
-			return p.About() + ", a view per tunnel address (DNS64 on the nat64 path's)"
+			return about + ", a view per tunnel address (DNS64 on the nat64 path's)"
 		}
 	}
-	return p.About()
+	return about
 }
 
-// Serve answers A and AAAA for the place's name: the native paths'
+// ServerSettings are the embedded server's: the records to serve instead
+// of the place's name (v6lab serve dns --record).
+type ServerSettings struct {
+	Records []string `opt:"record" usage:"NAME=ADDR record to serve (repeat)"`
+}
+
+// serve answers A and AAAA for the place's name: the native paths'
 // addresses (and A alone for proto.V4OnlyName), and on the address of a lab-only path (6in4) a view that
 // gives that path's address for its family, so the path looks its name up
 // through itself, as in the study. The setting record (NAME=ADDR,
 // repeated) serves those records instead.
-func (Protocol) Serve(ctx context.Context, at proto.Place) (proto.Running, error) {
+func serve(ctx context.Context, at proto.Place) (proto.Running, error) {
 	zone, views := Zone{}, Views{}
-	for _, r := range at.Settings["record"] {
+	set, _ := at.Settings.(*ServerSettings)
+	if set == nil {
+		set = &ServerSettings{}
+	}
+	for _, r := range set.Records {
 		if err := zone.ParseRecord(r); err != nil {
 			return nil, proto.Errorf("record", "%v", err)
 		}
@@ -227,5 +305,41 @@ func (r running) Port() int { return r.Server.Port }
 
 func (r running) Detail() string { return fmt.Sprintf("udp, tcp; names %v", r.names) }
 
-// ByAddress: a DNS server is reached by its address.
-func (Protocol) ByAddress() bool { return true }
+// RealPort is the real Unbound's port in the lab's server host.
+const RealPort = 53
+
+// startReal starts Unbound as the embedded server answers: the name with
+// both families (the tunnel's clients get its address as the AAAA, by a
+// view of their prefix) and the IPv4-only name; and, where the lab has a
+// nat64 path, a second Unbound whose dns64 module answers that path's
+// lookups on its DNS64 address.
+func startReal(ctx context.Context, at proto.RealPlace) (*proto.RealRunning, error) {
+	v4, v6 := at.Addrs[path.IPv4], at.Addrs[path.IPv6]
+	v4only := servers.Record{Name: proto.V4OnlyName, Addr: v4}
+	dns64 := at.Addrs[path.NAT64] // the nat64 path's DNS64 view's address
+	plain := slices.DeleteFunc(at.Listen(), func(x netip.Addr) bool { return x == dns64 })
+	records := []servers.Record{{Name: at.Name, Addr: v4}, {Name: at.Name, Addr: v6}, v4only}
+	var views []servers.View
+	about := ""
+	if tun, ok := at.Addrs[path.SixIn4]; ok && at.Sources[path.SixIn4].IsValid() {
+		views = append(views, servers.View{Name: "tunnel", Clients: netip.PrefixFrom(at.Sources[path.SixIn4], 64).Masked(),
+			Records: []servers.Record{{Name: at.Name, Addr: v4}, {Name: at.Name, Addr: tun}, v4only}})
+		about = ", a view for the tunnel's clients"
+	}
+	ub, err := servers.StartUnbound(ctx, at.Daemon, plain, RealPort, "v6lab.test", records, views)
+	if err != nil {
+		return nil, err
+	}
+	run := &proto.RealRunning{Stop: ub.Stop, About: map[string]string{"dns (real)": proto.RealAbout(ub, about)}}
+	if dns64.IsValid() {
+		d64, err := servers.StartUnboundDNS64(ctx, at.Daemon, dns64, RealPort, "v6lab.test",
+			[]servers.Record{{Name: at.Name, Addr: v4}, v4only}, at.DNS64)
+		if err != nil {
+			ub.Stop()
+			return nil, err
+		}
+		run.Stop = func() { d64.Stop(); ub.Stop() }
+		run.About["dns64 (real)"] = fmt.Sprintf("%s in the server namespace on %s: its dns64 module synthesises AAAA under %s for the nat64 path (the name as an IPv4-only host has it)", d64.Version, dns64, at.DNS64)
+	}
+	return run, nil
+}

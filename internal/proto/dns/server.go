@@ -6,7 +6,6 @@ package dns
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"slices"
@@ -167,36 +166,26 @@ func Listen(ctx context.Context, zone Zone, addrs []netip.Addr, port int) (*Serv
 func ListenViews(ctx context.Context, zone Zone, views Views, addrs []netip.Addr, port int) (*Server, error) {
 	s := &Server{}
 	h := zone.handler(views)
-	closers, got, err := path.BindSamePort(addrs, port, func(a netip.Addr, p int) (io.Closer, int, error) {
-		fam := path.OfAddr(a)
-		pc, err := path.ListenPacket(ctx, fam, netip.AddrPortFrom(a, uint16(p)).String())
-		if err != nil {
-			return nil, 0, err
-		}
-		p = pc.LocalAddr().(*net.UDPAddr).Port
-		growReceiveBuffer(pc.(*net.UDPConn), ReceiveBuffer)
-		ln, err := path.Listen(ctx, fam, netip.AddrPortFrom(a, uint16(p)).String())
-		if err != nil {
-			pc.Close()
-			return nil, 0, err
-		}
-		return pair{pc, ln}, p, nil
-	})
+	socks, got, err := path.ListenBothSamePort(ctx, addrs, port)
 	if err != nil {
 		return nil, fmt.Errorf("dns: listen: %w", err)
 	}
 	s.Port = got
-	for i, c := range closers {
-		pr := c.(pair)
+	for i, pr := range socks {
+		growReceiveBuffer(pr.UDP.(*net.UDPConn), ReceiveBuffer)
 		s.addrs = append(s.addrs, netip.AddrPortFrom(addrs[i], uint16(got)))
-		u, err := newUDPResponder(pr.pc.(*net.UDPConn), h)
+		u, err := newUDPResponder(pr.UDP.(*net.UDPConn), h)
 		if err != nil {
 			s.Close()
+			for _, rest := range socks[i:] { // not yet the server's to close
+				rest.TCP.Close()
+				rest.UDP.Close()
+			}
 			return nil, fmt.Errorf("dns: listen: %w", err)
 		}
-		s.udp, s.pcs = append(s.udp, u), append(s.pcs, pr.pc)
+		s.udp, s.pcs = append(s.udp, u), append(s.pcs, pr.UDP)
 		go u.serve()
-		for _, srv := range []*mdns.Server{{Listener: pr.ln, Handler: h}} {
+		for _, srv := range []*mdns.Server{{Listener: pr.TCP, Handler: h}} {
 			s.servers = append(s.servers, srv)
 			s.wg.Add(1)
 			go func() {
@@ -227,16 +216,6 @@ func growReceiveBuffer(c *net.UDPConn, size int) {
 		}
 	}
 	_ = c.SetReadBuffer(size)
-}
-
-type pair struct {
-	pc net.PacketConn
-	ln net.Listener
-}
-
-func (p pair) Close() error {
-	p.pc.Close()
-	return p.ln.Close()
 }
 
 // Addrs are the server's addresses with its port.

@@ -7,6 +7,7 @@ package extclient
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -56,77 +57,103 @@ type Client struct {
 func (c *Client) Do(ctx context.Context, _ int) result.Sample {
 	tr := load.Begin(c.URL.Scheme, c.Path)
 	host := c.URL.Hostname()
-	dual := c.Path.Kind().Dual
-	var ips []netip.Addr
-	var err error
-	if dual {
-		name := host
-		if c.LookupName != "" {
-			name = c.LookupName
-		}
-		ips, err = c.lookupBoth(ctx, tr, name)
-	} else {
-		var ip netip.Addr
-		ip, err = tr.Lookup(ctx, c.Resolver, host, c.Path)
-		ips = []netip.Addr{ip}
-	}
+	ips, err := c.resolve(ctx, tr, host)
 	tr.Mark(&tr.S.ResolveNS)
 	if err != nil {
 		return tr.Fail(ctx, "resolve", err)
 	}
-	ip := ips[0]
 	port := c.URL.Port()
 	if port == "" {
 		port = map[string]string{"http": "80", "https": "443", "ftp": "21"}[c.URL.Scheme]
 	}
-	remote := netip.AddrPortFrom(ip, uint16(atoi(port)))
-	tr.S.Remote = remote.String()
-	family := "-4"
-	if c.Path.IsIPv6() {
-		family = "-6"
-	}
+	tr.S.Remote = netip.AddrPortFrom(ips[0], uint16(atoi(port))).String()
 	var args []string
 	switch c.Program {
 	case "curl":
-		// --resolve pins the name to the addresses v6lab looked up; on
-		// the dual path curl gets both and races them itself (its own
-		// Happy Eyeballs, 200 ms), and says which it used.
-		args = []string{"--silent", "--show-error", "--fail", "--output", "/dev/null", "--write-out",
-			"%{time_connect} %{time_appconnect} %{time_starttransfer} %{time_total} %{size_download} %{response_code} %{remote_ip}\n"}
-		if !dual {
-			args = append([]string{family}, args...)
-		}
-		if _, err := netip.ParseAddr(host); err != nil {
-			var addrs []string
-			for _, a := range ips {
-				if a.Is6() {
-					addrs = append(addrs, "["+a.String()+"]")
-				} else {
-					addrs = append(addrs, a.String())
-				}
-			}
-			args = append(args, "--resolve", fmt.Sprintf("%s:%s:%s", host, port, strings.Join(addrs, ",")))
-		}
-		if c.Source.IsValid() {
-			args = append(args, "--interface", c.Source.String())
-		}
-		args = append(args, c.URL.String())
+		args = c.curlArgs(host, port, ips)
 	case "wget":
-		u := *c.URL
-		u.Host = netip.AddrPortFrom(ip, uint16(atoi(port))).String()
-		args = []string{family, "--quiet", "--output-document", "/dev/null", "--tries", "1"}
-		if c.Source.IsValid() {
-			args = append(args, "--bind-address", c.Source.String())
-		}
-		args = append(args, u.String())
+		args = c.wgetArgs(port, ips[0])
 	default:
 		return tr.Fail(ctx, "protocol", fmt.Errorf("extclient: unknown program %q (want %s)", c.Program, strings.Join(Programs, " or ")))
 	}
+	out, err := c.run(ctx, args)
+	if err != nil {
+		return tr.Fail(ctx, "io", err)
+	}
+	if c.Program == "wget" {
+		// wget's time includes starting the program (about a millisecond).
+		tr.S.BytesIn = c.Expect
+		return tr.Done("wget exit 0")
+	}
+	return c.curlSample(ctx, tr, out, port)
+}
+
+// resolve looks the host up as v6lab does for any transaction: both
+// families on the dual path (under LookupName when set), else the path's.
+func (c *Client) resolve(ctx context.Context, tr *load.Trace, host string) ([]netip.Addr, error) {
+	if c.Path.Kind().Dual {
+		return c.lookupBoth(ctx, tr, cmp.Or(c.LookupName, host))
+	}
+	ip, err := tr.Lookup(ctx, c.Resolver, host, c.Path)
+	return []netip.Addr{ip}, err
+}
+
+// family is the option that pins curl's or wget's family to the path's.
+func (c *Client) family() string {
+	if c.Path.IsIPv6() {
+		return "-6"
+	}
+	return "-4"
+}
+
+// curlWriteOut is what curl prints after the transfer, in the order
+// curlSample reads it.
+const curlWriteOut = "%{time_connect} %{time_appconnect} %{time_starttransfer} %{time_total} %{size_download} %{response_code} %{remote_ip}\n"
+
+// curlArgs: --resolve pins the name to the addresses v6lab looked up; on
+// the dual path curl gets both and races them itself (its own Happy
+// Eyeballs, 200 ms), and says which it used.
+func (c *Client) curlArgs(host, port string, ips []netip.Addr) []string {
+	args := []string{"--silent", "--show-error", "--fail", "--output", "/dev/null", "--write-out", curlWriteOut}
+	if !c.Path.Kind().Dual {
+		args = append([]string{c.family()}, args...)
+	}
+	if _, err := netip.ParseAddr(host); err != nil {
+		var addrs []string
+		for _, a := range ips {
+			if a.Is6() {
+				addrs = append(addrs, "["+a.String()+"]")
+			} else {
+				addrs = append(addrs, a.String())
+			}
+		}
+		args = append(args, "--resolve", fmt.Sprintf("%s:%s:%s", host, port, strings.Join(addrs, ",")))
+	}
+	if c.Source.IsValid() {
+		args = append(args, "--interface", c.Source.String())
+	}
+	return append(args, c.URL.String())
+}
+
+// wgetArgs: wget has no --resolve, so it is given the address in place
+// of the name.
+func (c *Client) wgetArgs(port string, ip netip.Addr) []string {
+	u := *c.URL
+	u.Host = netip.AddrPortFrom(ip, uint16(atoi(port))).String()
+	args := []string{c.family(), "--quiet", "--output-document", "/dev/null", "--tries", "1"}
+	if c.Source.IsValid() {
+		args = append(args, "--bind-address", c.Source.String())
+	}
+	return append(args, u.String())
+}
+
+// run runs the program and returns what it printed; a failure carries
+// the program's own words (its standard error), named after it.
+func (c *Client) run(ctx context.Context, args []string) (string, error) {
 	cmd := exec.CommandContext(ctx, c.Program, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
-	if err != nil {
+	if err := cmd.Run(); err != nil {
 		msg := strings.TrimSpace(stderr.String())
 		if msg == "" {
 			msg = err.Error()
@@ -134,19 +161,20 @@ func (c *Client) Do(ctx context.Context, _ int) result.Sample {
 		if !strings.HasPrefix(msg, c.Program) {
 			msg = c.Program + ": " + msg
 		}
-		return tr.Fail(ctx, "io", errors.New(msg))
+		return "", errors.New(msg)
 	}
-	if c.Program == "wget" {
-		// wget's time includes starting the program (about a millisecond).
-		tr.S.BytesIn = c.Expect
-		return tr.Done("wget exit 0")
-	}
-	f := strings.Fields(stdout.String())
+	return stdout.String(), nil
+}
+
+// curlSample reads curl's --write-out into the sample's phases. curl's
+// clock starts after v6lab's lookup ended, so each of its times is added
+// to the lookup's; on the dual path it also says which family won.
+func (c *Client) curlSample(ctx context.Context, tr *load.Trace, out, port string) result.Sample {
+	f := strings.Fields(out)
 	if len(f) != 7 {
-		return tr.Fail(ctx, "protocol", fmt.Errorf("curl: unexpected --write-out %q", stdout.String()))
+		return tr.Fail(ctx, "protocol", fmt.Errorf("curl: unexpected --write-out %q", out))
 	}
 	secs := func(s string) int64 { v, _ := strconv.ParseFloat(s, 64); return int64(v * 1e9) }
-	// curl's clock starts after v6lab's lookup ended.
 	base := tr.S.ResolveNS
 	tr.S.ConnectNS = base + secs(f[0])
 	if a := secs(f[1]); a > 0 {
@@ -158,7 +186,7 @@ func (c *Client) Do(ctx context.Context, _ int) result.Sample {
 	if c.Expect > 0 && size != c.Expect {
 		return tr.Fail(ctx, "protocol", fmt.Errorf("curl: short transfer: %d of %d bytes", size, c.Expect))
 	}
-	if dual {
+	if c.Path.Kind().Dual {
 		won := 0.0
 		if a, err := netip.ParseAddr(f[6]); err == nil {
 			if a.Is6() {

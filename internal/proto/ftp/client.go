@@ -8,6 +8,7 @@ package ftp
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -124,7 +125,11 @@ func (s *session) cmd(line string, want ...int) (reply.Reply, error) {
 	} else {
 		s.tr.Turn(s.tr.LastRx(), time.Now())
 	}
-	if _, err := io.WriteString(s.c, line+"\r\n"); err != nil {
+	b, err := reply.Command(line)
+	if err != nil {
+		return reply.Reply{}, err
+	}
+	if _, err := s.c.Write(b); err != nil {
 		return reply.Reply{}, err
 	}
 	return s.expect(strings.Fields(line)[0], want...)
@@ -155,33 +160,11 @@ func (c *Client) Do(ctx context.Context, user int) result.Sample {
 	defer release()
 	ip := conn.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap()
 	s := &session{c: conn, br: bufio.NewReaderSize(conn, 4096), tr: tr}
-	if _, err := s.expect("greeting", 220); err != nil {
+	if err := c.login(s, user); err != nil {
 		return tr.Fail(ctx, "protocol", err)
 	}
-	name := c.User
-	if name == "" {
-		name = "anonymous"
-	}
-	r, err := s.cmd("USER "+name, 230, 331)
-	if err == nil && r.Code == 331 {
-		pass := c.Password
-		if pass == "" {
-			pass = fmt.Sprintf("v6lab-user%d@", user)
-		}
-		_, err = s.cmd("PASS "+pass, 230, 202)
-	}
-	if err == nil {
-		_, err = s.cmd("TYPE I", 200)
-	}
+	want, err := c.size(s)
 	if err != nil {
-		return tr.Fail(ctx, "protocol", err)
-	}
-	want := int64(-1)
-	if r, err := s.cmd("SIZE "+c.File, 213, 5); err == nil && r.Code == 213 {
-		if n, err := strconv.ParseInt(r.Text(), 10, 64); err == nil && n >= 0 {
-			want = n
-		}
-	} else if err != nil && !errors.Is(err, ErrReply) {
 		return tr.Fail(ctx, "io", err)
 	}
 	data, err := c.openData(ctx, s, d, ip)
@@ -203,10 +186,60 @@ func (c *Client) Do(ctx context.Context, user int) result.Sample {
 	defer load.CloseAbort(dc)
 	stopData := load.Deadline(ctx, dc)
 	defer stopData()
-	// The file's bytes are the reply: the wire time runs to the later of
-	// their last arrival and the 226's (a server may send its 226 while
-	// the file still waits in its send buffer), and its first byte is the
-	// file's.
+	got, failed := c.readFile(ctx, tr, dc)
+	if failed != nil {
+		return *failed
+	}
+	done, err := transferDone(s, dc)
+	if err != nil {
+		return tr.Fail(ctx, "protocol", err)
+	}
+	if want >= 0 && got != want {
+		return tr.Fail(ctx, "protocol", fmt.Errorf("ftp: short transfer: %d of %d bytes, though the server said %q", got, want, printable(done.String())))
+	}
+	return tr.Done(fmt.Sprintf("%d %s, %d bytes", done.Code, done.Text(), got))
+}
+
+// login reads the greeting, logs in (anonymous unless User is set, with
+// a password per user) and asks for binary transfers.
+func (c *Client) login(s *session, user int) error {
+	if _, err := s.expect("greeting", 220); err != nil {
+		return err
+	}
+	r, err := s.cmd("USER "+cmp.Or(c.User, "anonymous"), 230, 331)
+	if err == nil && r.Code == 331 {
+		pass := c.Password
+		if pass == "" {
+			pass = fmt.Sprintf("v6lab-user%d@", user)
+		}
+		_, err = s.cmd("PASS "+pass, 230, 202)
+	}
+	if err == nil {
+		_, err = s.cmd("TYPE I", 200)
+	}
+	return err
+}
+
+// size asks for the file's size, to check the transfer against: -1 when
+// the server does not say (SIZE is optional); only an I/O error fails.
+func (c *Client) size(s *session) (int64, error) {
+	want := int64(-1)
+	if r, err := s.cmd("SIZE "+c.File, 213, 5); err == nil && r.Code == 213 {
+		if n, err := strconv.ParseInt(r.Text(), 10, 64); err == nil && n >= 0 {
+			want = n
+		}
+	} else if err != nil && !errors.Is(err, ErrReply) {
+		return want, err
+	}
+	return want, nil
+}
+
+// readFile reads the file from the data connection to its end, checking
+// its content. The file's bytes are the reply: the wire time runs to the
+// later of their last arrival and the 226's (a server may send its 226
+// while the file still waits in its send buffer), and its first byte is
+// the file's. A failure comes back as its sample.
+func (c *Client) readFile(ctx context.Context, tr *load.Trace, dc net.Conn) (int64, *result.Sample) {
 	sdc := tr.StampReply(dc)
 	buf := make([]byte, 64<<10)
 	var got int64
@@ -223,34 +256,35 @@ func (c *Client) Do(ctx context.Context, user int) result.Sample {
 		got += int64(n)
 		if _, cerr := check.Write(buf[:n]); cerr != nil {
 			tr.S.BytesIn += got
-			return tr.Fail(ctx, "protocol", fmt.Errorf("ftp: %s: %w", c.File, cerr))
+			failed := tr.Fail(ctx, "protocol", fmt.Errorf("ftp: %s: %w", c.File, cerr))
+			return got, &failed
 		}
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return tr.Fail(ctx, "io", fmt.Errorf("ftp: data connection after %d bytes: %w", got, err))
+			failed := tr.Fail(ctx, "io", fmt.Errorf("ftp: data connection after %d bytes: %w", got, err))
+			return got, &failed
 		}
 	}
 	tr.S.BytesIn += got
 	tr.S.Metrics = map[string]float64{"body_crc32c": float64(check.Sum())}
-	// Close our end now: servers such as ProFTPD wait for the data
-	// connection to be closed before they send 226. The close runs on
-	// another goroutine: its FIN's trip through the lab would otherwise
-	// run in this thread ahead of the read of a 226 that is often here
-	// already (the embedded server sends it as the data ends), and the
-	// transaction's end would carry that trip.
+	return got, nil
+}
+
+// transferDone closes the data connection and reads the transfer's
+// completion reply. Our end is closed now because servers such as
+// ProFTPD wait for the data connection to be closed before they send
+// 226. The close runs on another goroutine: its FIN's trip through the
+// lab would otherwise run in this thread ahead of the read of a 226 that
+// is often here already (the embedded server sends it as the data ends),
+// and the transaction's end would carry that trip.
+func transferDone(s *session, dc net.Conn) (reply.Reply, error) {
 	closed := make(chan struct{})
 	go func() { dc.Close(); close(closed) }()
 	done, err := s.expect("transfer", 226, 250)
 	<-closed
-	if err != nil {
-		return tr.Fail(ctx, "protocol", err)
-	}
-	if want >= 0 && got != want {
-		return tr.Fail(ctx, "protocol", fmt.Errorf("ftp: short transfer: %d of %d bytes, though the server said %q", got, want, printable(done.String())))
-	}
-	return tr.Done(fmt.Sprintf("%d %s, %d bytes", done.Code, done.Text(), got))
+	return done, err
 }
 
 // dataConn is a data connection to be made (passive) or accepted (active).

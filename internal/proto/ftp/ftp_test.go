@@ -13,6 +13,7 @@ import (
 	"v6lab/internal/testutil"
 
 	"v6lab/internal/gen/content"
+	"v6lab/internal/proto/reply"
 	"v6lab/internal/proto/scripted"
 	"v6lab/internal/result"
 	"v6lab/internal/sock/path"
@@ -145,7 +146,7 @@ func TestHostileServers(t *testing.T) {
 			defer cancel()
 			start := time.Now()
 			smp := c.Do(ctx, 0)
-			if smp.OK() || !strings.Contains(smp.Err+" "+smp.ErrKind, tc.want) {
+			if smp.OK() || !strings.Contains(smp.Err+" "+string(smp.ErrKind), tc.want) {
 				t.Errorf("err %q (%s), want %q", smp.Err, smp.ErrKind, tc.want)
 			}
 			if time.Since(start) > 3*time.Second {
@@ -333,4 +334,29 @@ func TestClientTurnsAreTheClientsOwn(t *testing.T) {
 	if s.WireNS != 0 && s.ClientTurnNS > s.WireNS {
 		t.Errorf("client turns %v longer than the wire time %v", time.Duration(s.ClientTurnNS), time.Duration(s.WireNS))
 	}
+}
+
+// FuzzURLLines: a url the options accept puts its user, password and file
+// on USER, PASS, SIZE and RETR lines that hold no line break; one that
+// would is refused by Check, naming url.
+func FuzzURLLines(f *testing.F) {
+	for _, s := range []string{"ftp://127.0.0.1/1M", "ftp://u:p%0d%0aDELE%20x@h/1M", "ftp://h/a%0aRETR%20/etc/passwd"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		o := &Options{}
+		o.URL = raw
+		if err := o.Check(result.Hosts, func(string) bool { return false }); err != nil {
+			return
+		}
+		u, err := ParseURL(raw)
+		if err != nil {
+			t.Fatalf("%q: checked, then %v", raw, err)
+		}
+		for _, line := range []string{"USER " + u.User, "PASS " + u.Password, "SIZE " + u.File, "RETR " + u.File} {
+			if _, err := reply.Command(line); err != nil {
+				t.Fatalf("%q: checked, but %v", raw, err)
+			}
+		}
+	})
 }

@@ -116,7 +116,7 @@ func TestFailuresAreSamplesWithReasons(t *testing.T) {
 		name, url string
 		p         path.Path
 		want      string
-		kind      string
+		kind      result.ErrKind
 	}{
 		{"not found", "http://www.v6lab.test:%d/missing", path.IPv4, "status 404 Not Found", "protocol"},
 		{"no AAAA", "http://v4only.v6lab.test:%d/", path.IPv6, "v4only.v6lab.test has no AAAA record", "resolve"},
@@ -164,7 +164,7 @@ func TestHostileServersAreBounded(t *testing.T) {
 		serve   func(net.Conn)
 		maxBody int64
 		want    string
-		kind    string
+		kind    result.ErrKind
 	}{
 		{"garbage", func(c net.Conn) { io.WriteString(c, "SSH-2.0-OpenSSH\r\n\r\n") }, 0, "malformed HTTP", "protocol"},
 		{"stall", func(c net.Conn) { time.Sleep(3 * time.Second) }, 0, "timed out", "timeout"},
@@ -485,15 +485,16 @@ func TestObjectsParsedOnce(t *testing.T) {
 // (go-dial), unless an engine was asked for; with v6lab's dialer every
 // path runs on the event loop, the race included.
 func TestCellWithDualPathUsesOneEngine(t *testing.T) {
-	engineOf := func(o *proto.Options) string {
+	engineOf := func(o *Options) string {
 		t.Helper()
-		pr, err := Protocol{}.Probe(o, proto.Endpoint{}, path.IPv4)
+		pr, err := o.Probe(proto.Endpoint{}, path.IPv4)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return pr.(proto.Recorder).Record()["engine"]
 	}
-	o := &proto.Options{URL: "http://h/"}
+	o := &Options{}
+	o.URL = "http://h/"
 	if got := engineOf(o); got != "evloop" {
 		t.Errorf("pinned paths alone: %q", got)
 	}
@@ -505,25 +506,25 @@ func TestCellWithDualPathUsesOneEngine(t *testing.T) {
 	if got := engineOf(o); got != "go-dial" {
 		t.Errorf("beside a dual path racing with Go's dialer: %q", got)
 	}
-	o.Probe.Engine = "evloop"
+	o.Engine = "evloop"
 	if got := engineOf(o); got != "evloop" {
 		t.Errorf("asked for evloop beside a dual path: %q", got)
 	}
 	// Its dual path cannot: Go's dialer is asked for.
-	if err := (Protocol{}).Check(o, "hosts", func(string) bool { return false }); err == nil || !strings.Contains(err.Error(), "use go-dial") {
+	if err := o.Check(result.Hosts, func(string) bool { return false }); err == nil || !strings.Contains(err.Error(), "use go-dial") {
 		t.Errorf("evloop with dialer go: %v", err)
 	}
 	o.Dialer = ""
-	if err := (Protocol{}).Check(o, "hosts", func(string) bool { return false }); err != nil {
+	if err := o.Check(result.Hosts, func(string) bool { return false }); err != nil {
 		t.Errorf("evloop with v6lab's dialer: %v", err)
 	}
 	o.Dialer = "go"
-	o.Probe.Engine = "go"
+	o.Engine = "go"
 	if got := engineOf(o); got != "go" {
 		t.Errorf("asked for go beside a dual path: %q", got)
 	}
 	o.URL = "https://h/"
-	o.Probe.Engine = ""
+	o.Engine = ""
 	if got := engineOf(o); got != "go" {
 		t.Errorf("https: %q", got)
 	}
@@ -552,4 +553,27 @@ func TestCellWithDualPathUsesOneEngine(t *testing.T) {
 			t.Errorf("dual, engine %q, %s, Go's dialer %v: %q, %v", c.engine, c.url, c.goDialer, got, err)
 		}
 	}
+}
+
+// FuzzRequestLine: for any URL the client accepts, its GET is one request
+// line and the fixed header lines: nothing in the URL adds a line or a
+// header of its own.
+func FuzzRequestLine(f *testing.F) {
+	for _, s := range []string{"http://www.v6lab.test/", "http://h/a%0d%0aX-Injected:%201", "http://h/?q=%0a", "https://[::1]:8443/files/1M"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		u, err := ParseURL(raw)
+		if err != nil {
+			return
+		}
+		c := &Client{URL: u}
+		req := c.request(u.RequestURI(), false)
+		r := string(req)
+		// GET, Host, User-Agent, Accept, then the empty line: five CRLFs,
+		// and no other CR, LF or NUL.
+		if !strings.HasPrefix(r, "GET ") || strings.Count(r, "\r\n") != 5 || strings.Count(r, "\n") != 5 || strings.Count(r, "\r") != 5 || strings.Contains(r, "\x00") {
+			t.Fatalf("%q: request %q", raw, req)
+		}
+	})
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"maps"
 	"net/netip"
 	"net/url"
 	"strings"
@@ -14,28 +13,84 @@ import (
 	"v6lab/internal/gen/content"
 	"v6lab/internal/gen/load"
 	"v6lab/internal/input/units"
+	"v6lab/internal/lab/servers"
 	"v6lab/internal/proto"
 	"v6lab/internal/proto/extclient"
+	"v6lab/internal/result"
+	"v6lab/internal/sock/eyeballs"
 	"v6lab/internal/sock/path"
 )
 
-// Protocol is HTTP(S) page and file retrieval (proto.Protocol).
-type Protocol struct{}
+// Protocol is HTTP(S) page and file retrieval: its options, commands and
+// servers.
+var Protocol = proto.Protocol{
+	Name: "http",
+	New:  func() proto.Options { return &Options{} },
+	Command: proto.Command{
+		Arg:    "URL",
+		SetArg: func(o proto.Options, arg string) { o.(*Options).URL = arg },
+		Short:  "Measure HTTP(S) page retrieval, DNS lookup included, over each path",
+		Long: `probe http times full page retrievals of URL: the host name is looked up once per
+transaction with the record type of the path (A for ipv4, AAAA for ipv6) by asking a
+DNS server directly over --dns-over, then a new connection pinned to the path fetches
+the page and its embedded objects on the same host; the transaction ends when every
+byte has arrived with status 200. A host without an A or AAAA record fails that path
+with a clear error; there is never a fallback to the other family. The dual path
+(--paths dual) connects as a dual-stack client does instead: AAAA and A asked together,
+then Happy Eyeballs (RFC 8305, --attempt-delay between attempts; or Go's own dialer,
+RFC 6555, with --dialer go), each sample saying which family won.`,
+		Example: `  v6lab probe http http://www.example.test/ --paths ipv4,ipv6 --conns 1,10,100 --runs 11
+  v6lab probe http https://www.example.test/ --dns-over ipv4 --dns-server 192.0.2.53
+  v6lab probe http http://[2001:db8::80]:8080/files/1M --paths ipv6 --no-objects
+  v6lab probe http http://127.0.0.1:8080/ --paths ipv4 --conns 10 --runs 1 --warmup 0 --duration 10s
+  v6lab probe http http://www.example.test/ --paths ipv4,ipv6,dual --attempt-delay 100ms`,
+	},
+	Server:        &Embedded,
+	Real:          &proto.Real{Program: "nginx", Package: "nginx-light", Port: RealPort, Always: true, Fit: realFit, Start: startReal},
+	Races:         true,
+	ServerCapture: true,
+}
 
-func (Protocol) Name() string { return "http" }
+// RealPort is the real nginx's port in the lab's server host.
+const RealPort = 80
 
-// Timing: a cell downloading with curl or wget is timed by the program
-// (proto.Timed).
-func (Protocol) Timing(o *proto.Options) string { return extclient.Timing(o) }
-
-func (Protocol) Options() []string {
-	return []string{"objects", "file", extclient.OptClient, proto.OptURL, proto.OptDNSServers, proto.OptTLSPin, "tls", "tls_resume", "tls_groups", "attempt_delay", "dialer", "aaaa_delay"}
+// Options are an http cell's options.
+type Options struct {
+	proto.Common
+	proto.Named
+	proto.Fetch
+	proto.TLSClient
+	extclient.Choice
+	// Objects selects the embedded server's page with that many objects.
+	Objects *int `json:"objects,omitempty" opt:"objects,fileonly"`
+	// TLS fetches over HTTPS from v6lab's own embedded server (lab and
+	// loopback; a named server's url says its scheme itself).
+	TLS bool `json:"tls,omitempty" opt:"tls,fileonly"`
+	// TLSResume lets returning users resume TLS sessions with the
+	// server's tickets (https).
+	TLSResume bool `json:"tls_resume,omitempty" opt:"tls_resume" usage:"https: users resume TLS sessions with the server's tickets (returning users, as browsers, wrk and h2load); off: every handshake is full (new users, as MITRE's); each sample's marker says which it got"`
+	// TLSGroups is the https key exchange offered: classic (the default)
+	// or pq.
+	TLSGroups string `json:"tls_groups,omitempty" opt:"tls_groups" usage:"https key exchange offered: classic (the default: X25519, P-256, as OpenSSL 3.0's wrk, h2load and curl) or pq (X25519MLKEM768 first, as Go's and current browsers' defaults; more CPU per handshake)"`
+	// Delay is Happy Eyeballs' Connection Attempt Delay on the dual path
+	// (0: RFC 8305's default).
+	Delay proto.Duration `json:"attempt_delay,omitempty" opt:"attempt_delay,default=250ms" usage:"the dual path's Connection Attempt Delay with v6lab's dialer (RFC 8305)"`
+	// Dialer races the families on the dual path: v6lab's own RFC 8305
+	// ("" or "v6lab") or Go's standard net.Dialer ("go": RFC 6555).
+	Dialer string `json:"dialer,omitempty" opt:"dialer" usage:"the dual path's dialer: v6lab (RFC 8305 Happy Eyeballs, the default) or go (Go's net.Dialer, RFC 6555, 300 ms)"`
+	// AAAADelay makes the embedded DNS server answer the dual path's
+	// AAAA lookups this late (an impairment).
+	AAAADelay proto.Duration `json:"aaaa_delay,omitempty" opt:"aaaa_delay,fileonly"`
+	// The probe command's own settings.
+	NoObjects bool   `json:"-" opt:"no_objects,flagonly" usage:"fetch only the URL, not the page's embedded objects"`
+	MaxBody   string `json:"-" opt:"max_body,flagonly" usage:"largest body accepted per response (e.g. 64M; default 4G)"`
+	Engine    string `json:"-" opt:"engine,flagonly,default=auto" usage:"connection engine: evloop (v6lab's epoll loop: plain http, lookups and the dual path's Happy Eyeballs in the loop), go-dial (Go's dialer, Happy Eyeballs by goroutines on the dual path, then the epoll loop: plain http), go (Go's net package: anything), auto (evloop for plain http, go-dial where the dual path uses dialer go, go for https)"`
 }
 
 // Check applies http's rules: a url only with where: hosts, objects or a
 // file (not both), the probe command's TLS and engine settings.
-func (Protocol) Check(o *proto.Options, where string, given proto.Given) error {
-	hosts := where == "hosts"
+func (o *Options) Check(where result.Where, given proto.Given) error {
+	hosts := where == result.Hosts
 	if o.Objects != nil {
 		if *o.Objects < 0 || *o.Objects > MaxObjects {
 			return proto.Errorf("objects", "%d: want 0 to %d embedded objects", *o.Objects, MaxObjects)
@@ -44,12 +99,19 @@ func (Protocol) Check(o *proto.Options, where string, given proto.Given) error {
 			return proto.Errorf("objects", "sets the embedded server's page; with where: hosts the real page decides")
 		}
 	}
-	if err := proto.CheckURLWhere(o, where, "the page to fetch", "v6lab chooses the embedded server's URL"); err != nil {
+	if err := o.CheckURL(where, "the page to fetch", "v6lab chooses the embedded server's URL"); err != nil {
 		return err
 	}
+	var u *url.URL // the url, parsed once for every rule below
 	if o.URL != "" {
-		if _, err := ParseURL(o.URL); err != nil {
+		var err error
+		if u, err = ParseURL(o.URL); err != nil {
 			return proto.Errorf(proto.OptURL, "%v (want http:// or https:// and a host)", err)
+		}
+		// It goes on the request line (escaped, as every client sends
+		// it); a control character in it is a mistake or an attack.
+		if err := proto.CheckLine(proto.OptURL, u.Path); err != nil {
+			return err
 		}
 	}
 	if o.File != "" {
@@ -60,106 +122,149 @@ func (Protocol) Check(o *proto.Options, where string, given proto.Given) error {
 			return proto.Errorf("objects", "a cell fetches a page with objects or a file, not both")
 		}
 	}
-	ps := o.Probe
-	if ps.MaxBody != "" {
-		if mb, err := units.ParseSize(ps.MaxBody); err != nil || mb <= 0 {
-			return proto.Errorf("max_body", "bad size %q", ps.MaxBody)
+	if err := o.checkEngine(u); err != nil {
+		return err
+	}
+	if err := o.Choice.Check(o.File, o.URL); err != nil {
+		return err
+	}
+	if err := o.CheckPin(where); err != nil {
+		return err
+	}
+	if err := o.checkTLS(where, u); err != nil {
+		return err
+	}
+	return o.checkDual(where)
+}
+
+// checkEngine checks the probe command's engine and body bound.
+func (o *Options) checkEngine(u *url.URL) error {
+	if o.MaxBody != "" {
+		if mb, err := units.ParseSize(o.MaxBody); err != nil || mb <= 0 {
+			return proto.Errorf("max_body", "bad size %q", o.MaxBody)
 		}
 	}
-	if _, err := TLSGroups(o.TLSGroups); err != nil {
-		return proto.Errorf("tls_groups", "%v", err)
-	}
-	if o.URL != "" {
-		u, _ := ParseURL(o.URL)
-		if _, err := (&Client{URL: u, Objects: !ps.NoObjects, Engine: engine(ps.Engine)}).EngineUsed(); err != nil {
+	if u != nil {
+		if _, err := (&Client{URL: u, Objects: !o.NoObjects, Engine: engine(o.Engine)}).EngineUsed(); err != nil {
 			return proto.Errorf("engine", "%v", err)
 		}
 	}
-	if engine(ps.Engine) == EngineEvloop && o.RacesFamilies && o.Dialer == "go" {
+	if engine(o.Engine) == EngineEvloop && o.RacesFamilies && o.Dialer == "go" {
 		// Every one of its dual transactions would fail with ErrEngine.
 		return proto.Errorf("engine", "evloop races the dual path's families with v6lab's dialer, and the cell asks for Go's (dialer: go): use go-dial (what auto picks here) or go")
 	}
-	if err := extclient.CheckClient(o); err != nil {
-		return err
+	return nil
+}
+
+// checkTLS refuses TLS settings where nothing is https (they would be
+// recorded and ignored), and v6lab's own TLS options with another client.
+func (o *Options) checkTLS(where result.Where, u *url.URL) error {
+	if _, err := TLSGroups(o.TLSGroups); err != nil {
+		return proto.Errorf("tls_groups", "%v", err)
 	}
-	if err := proto.CheckPin(o, where); err != nil {
-		return err
-	}
-	// TLS settings where nothing is https would be recorded and ignored.
-	if u, _ := ParseURL(o.URL); !o.TLS && (u == nil || u.Scheme != "https") {
+	https := u != nil && u.Scheme == "https"
+	if !o.TLS && !https {
 		for _, s := range []struct {
 			option, what string
 			set          bool
 		}{{"tls_resume", "resumes TLS sessions", o.TLSResume}, {"tls_groups", "chooses the TLS key exchange", o.TLSGroups != ""}} {
 			switch {
 			case !s.set:
-			case where == "hosts":
+			case where == result.Hosts:
 				return proto.Errorf(s.option, "%s, but the url is not https://", s.what)
 			default:
 				return proto.Errorf(s.option, "%s: give tls too", s.what)
 			}
 		}
 	}
-	if o.TLSGroups != "" && extclient.External(o) {
+	if o.TLSGroups != "" && o.External() {
 		return proto.Errorf("tls_groups", "is v6lab's own client's: %s offers its own key exchange", o.Client)
 	}
 	if o.TLS {
 		switch {
-		case where == "hosts":
+		case where == result.Hosts:
 			return proto.Errorf("tls", "asks for v6lab's own https server; with where: hosts the url's scheme says https")
-		case extclient.External(o):
+		case o.External():
 			return proto.Errorf("tls", "is v6lab's own client's: %s cannot pin the embedded server's self-signed certificate", o.Client)
 		}
 	}
 	if o.TLSPin != "" {
-		switch u, _ := ParseURL(o.URL); {
-		case u == nil || u.Scheme != "https":
+		switch {
+		case !https:
 			return proto.Errorf(proto.OptTLSPin, "pins an https server's certificate: the url is not https://")
-		case extclient.External(o):
+		case o.External():
 			return proto.Errorf(proto.OptTLSPin, "is v6lab's own client's: %s verifies certificates its own way", o.Client)
 		}
 	}
-	if _, err := attemptDelay(o.AttemptDelay); err != nil {
-		return proto.Errorf("attempt_delay", "%v", err)
+	return nil
+}
+
+// checkDual checks the dual path's settings: its attempt delay, dialer
+// and the embedded DNS server's late AAAA.
+func (o *Options) checkDual(where result.Where) error {
+	if d := time.Duration(o.Delay); d != 0 && (d < 10*time.Millisecond || d > 2*time.Second) {
+		// RFC 8305 recommends 250 ms and allows 10 ms to 2 s (§5).
+		return proto.Errorf("attempt_delay", "%v: want 10ms to 2s (RFC 8305 §5)", d)
 	}
-	if o.AAAADelay != "" {
-		d, err := time.ParseDuration(o.AAAADelay)
-		switch {
-		case err != nil || d <= 0 || d > proto.MaxAAAADelay:
-			return proto.Errorf("aaaa_delay", "%q: want a duration above 0 and at most %v", o.AAAADelay, proto.MaxAAAADelay)
-		case where == "hosts":
+	if o.AAAADelay != 0 {
+		switch d := time.Duration(o.AAAADelay); {
+		case d <= 0 || d > proto.MaxAAAADelay:
+			return proto.Errorf("aaaa_delay", "%v: want a duration above 0 and at most %v", d, proto.MaxAAAADelay)
+		case where == result.Hosts:
 			return proto.Errorf("aaaa_delay", "the embedded DNS server delays AAAA, but where is hosts")
 		}
 	}
 	if o.Dialer != "" && o.Dialer != "v6lab" && o.Dialer != "go" {
 		return proto.Errorf("dialer", "%q: want v6lab (RFC 8305, the default) or go (Go's net.Dialer, RFC 6555)", o.Dialer)
 	}
-	return proto.CheckDNSServers(o, where)
+	return nil
+}
+
+// PathFit: the dual path races the families by Happy Eyeballs, which
+// v6lab's own client and curl do, not wget.
+func (o *Options) PathFit(_ result.Where, p path.Path) error {
+	if p.Kind().Dual && len(o.Resolve) > 0 {
+		return proto.Errorf("resolve", "%s races the answers of a lookup, and --resolve makes none: measure ipv4 and ipv6", p)
+	}
+	if p.Kind().Dual && o.External() && o.Client != "curl" {
+		return fmt.Errorf("%s races the families by Happy Eyeballs, which v6lab's own client and curl do, not %s", p, o.Client)
+	}
+	return nil
+}
+
+// ServerFor names the https server for a cell with tls.
+func (o *Options) ServerFor() string {
+	if o.TLS {
+		return ServerKeyTLS
+	}
+	return ""
+}
+
+// AttemptDelay is the dual path's attempt delay.
+func (o *Options) AttemptDelay() time.Duration {
+	if o.Delay > 0 {
+		return time.Duration(o.Delay)
+	}
+	return eyeballs.AttemptDelay
+}
+
+// Settle fetches a small file in place of a file cell's own.
+func (o *Options) Settle(path.Path) (proto.Options, bool) {
+	if o.File == "" {
+		return nil, true
+	}
+	s := *o
+	s.File = proto.SettleFile
+	return &s, true
 }
 
 // lookupName is the name the dual path looks up: the URL's host, or with
 // aaaa_delay the name the embedded DNS server answers late.
-func lookupName(o *proto.Options, u *url.URL) string {
-	if o.AAAADelay == "" || u == nil {
+func lookupName(o *Options, u *url.URL) string {
+	if o.AAAADelay == 0 || u == nil {
 		return ""
 	}
-	return proto.AAAADelayLabel + o.AAAADelay + "." + u.Hostname()
-}
-
-// attemptDelay reads the dual path's Connection Attempt Delay: RFC 8305
-// recommends 250 ms, allows 10 ms to 2 s (§5), and so does v6lab.
-func attemptDelay(s string) (time.Duration, error) {
-	if s == "" {
-		return 0, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration such as 250ms", s)
-	}
-	if d < 10*time.Millisecond || d > 2*time.Second {
-		return 0, fmt.Errorf("%v: want 10ms to 2s (RFC 8305 §5)", d)
-	}
-	return d, nil
+	return proto.AAAADelayLabel + o.AAAADelay.String() + "." + u.Hostname()
 }
 
 func engine(s string) Engine { return Engine(strings.TrimPrefix(s, "auto")) }
@@ -170,8 +275,8 @@ func engine(s string) Engine { return Engine(strings.TrimPrefix(s, "auto")) }
 // loop), so that the paths compared differ by the network alone. With
 // v6lab's dialer the dual path races on the loop, as the pinned paths
 // look up and connect there.
-func cellEngine(o *proto.Options, u *url.URL) Engine {
-	e := engine(o.Probe.Engine)
+func cellEngine(o *Options, u *url.URL) Engine {
+	e := engine(o.Engine)
 	if e == EngineAuto && o.RacesFamilies && o.Dialer == "go" && u.Scheme == "http" {
 		return EngineGoDial
 	}
@@ -180,23 +285,21 @@ func cellEngine(o *proto.Options, u *url.URL) Engine {
 
 // Target is the page the cell's url names, its host resolved by the
 // cell's dns_servers (or the system's).
-func (Protocol) Target(o *proto.Options, p path.Path) (proto.Endpoint, error) {
+func (o *Options) Target(p path.Path) (proto.Endpoint, error) {
 	u, err := ParseURL(o.URL)
 	if err != nil {
 		return proto.Endpoint{}, err
 	}
-	dns, err := proto.HostResolver(u.Hostname(), o.DNSServers)
-	if err != nil {
-		return proto.Endpoint{}, err
-	}
-	return proto.Endpoint{Scheme: u.Scheme, Host: u.Hostname(), DNS: dns, DNSOver: path.Path(strings.TrimPrefix(o.Probe.DNSOver, "path"))}, nil
+	e, err := o.Endpoint(u.Hostname(), p)
+	e.Scheme = u.Scheme
+	return e, err
 }
 
 // Probe fetches the cell's url, or from the server at ep the page with
 // its objects (objects: N selects /pages/N) or a generated file.
-func (Protocol) Probe(o *proto.Options, ep proto.Endpoint, p path.Path) (load.Probe, error) {
+func (o *Options) Probe(ep proto.Endpoint, p path.Path) (load.Probe, error) {
 	var u *url.URL
-	objects, expect := !o.Probe.NoObjects, content.Unknown
+	objects, expect := !o.NoObjects, content.Unknown
 	switch {
 	case o.URL != "":
 		var err error
@@ -214,23 +317,26 @@ func (Protocol) Probe(o *proto.Options, ep proto.Endpoint, p path.Path) (load.Pr
 	default:
 		u = proto.URLOf(ep, "/")
 	}
-	if extclient.External(o) {
-		return extclient.ExternalProbe(o, ep, u, p)
+	if o.External() {
+		var size int64
+		if o.URL == "" { // v6lab's own file: its size is its name
+			size, _ = proto.FileSize(o.File)
+		}
+		return o.Choice.Probe(ep, u, p, lookupName(o, u), size)
 	}
 	var mb int64
-	if o.Probe.MaxBody != "" {
-		mb, _ = units.ParseSize(o.Probe.MaxBody)
+	if o.MaxBody != "" {
+		mb, _ = units.ParseSize(o.MaxBody)
 	}
 	groups, err := TLSGroups(o.TLSGroups)
 	if err != nil {
 		return nil, err
 	}
-	delay, _ := attemptDelay(o.AttemptDelay) // checked by Check
-	c := &Client{URL: u, Path: p, Resolver: ep.Resolver(), Source: ep.Source, Objects: objects, MaxBody: mb, AttemptDelay: delay, GoDialer: o.Dialer == "go", LookupName: lookupName(o, u),
+	c := &Client{URL: u, Path: p, Resolver: ep.Resolver(), Source: ep.Source, Objects: objects, MaxBody: mb, AttemptDelay: time.Duration(o.Delay), GoDialer: o.Dialer == "go", LookupName: lookupName(o, u),
 		UserAgent: "v6lab", Engine: cellEngine(o, u), Expect: expect,
 		Sum: o.File != "", // a bulk transfer records its body's CRC-32C
-		TLS: &tls.Config{InsecureSkipVerify: o.Probe.Insecure, CurvePreferences: groups}}
-	if pin := proto.Or(o.TLSPin, ep.CertSHA256); pin != "" && !o.Probe.Insecure {
+		TLS: &tls.Config{InsecureSkipVerify: o.Insecure, CurvePreferences: groups}}
+	if pin := proto.Or(o.TLSPin, ep.CertSHA256); pin != "" && !o.Insecure {
 		c.TLS = proto.Pinned(c.TLS, pin) // a named server's pin, or v6lab's own server's
 	}
 	if o.TLSResume {
@@ -242,26 +348,9 @@ func (Protocol) Probe(o *proto.Options, ep proto.Endpoint, p path.Path) (load.Pr
 	return c, nil
 }
 
-// RealServer is the lab's real HTTP server.
-func (Protocol) RealServer() string { return "nginx" }
-
-// RealFiles are the page and objects nginx serves so that a cell sees
-// what the embedded server gives.
-func (Protocol) RealFiles() map[string][]byte {
-	cfg := DefaultServerConfig
-	files := map[string][]byte{"/index.html": Page(cfg)}
-	for i := range cfg.Objects {
-		files[fmt.Sprintf("/obj/%d", i)] = content.Bytes(cfg.ObjectSize)
-	}
-	return files
-}
-
-// FileDir is where a file cell's file is, under the server's root:
-// /files/SIZE, as the embedded server serves it.
-func (Protocol) FileDir() string { return "/files/" }
-
-// RealFit says why a cell cannot fetch from nginx.
-func (Protocol) RealFit(o *proto.Options) error {
+// realFit says why a cell cannot fetch from nginx.
+func realFit(opts proto.Options) error {
+	o := opts.(*Options)
 	if o.TLS {
 		return fmt.Errorf("the lab's nginx serves plain http: tls needs the embedded server")
 	}
@@ -273,12 +362,82 @@ func (Protocol) RealFit(o *proto.Options) error {
 	return nil
 }
 
-// About describes the embedded server.
-func (Protocol) About() string { return "embedded (v6lab's own HTTP/1.1; Go crypto/tls for https)" }
+// startReal starts nginx serving what the embedded server would: its
+// page and objects, and, generated to disk once in chunks, the files of
+// the cells (and the small one Settle fetches) at their paths.
+func startReal(ctx context.Context, at proto.RealPlace) (*proto.RealRunning, error) {
+	cfg := DefaultServerConfig
+	files := servers.Content{"/index.html": Page(cfg)}
+	for i := range cfg.Objects {
+		files[fmt.Sprintf("/obj/%d", i)] = content.Bytes(cfg.ObjectSize)
+	}
+	gen := servers.Generated{}
+	sizes := []string{proto.SettleFile}
+	for _, c := range at.Cells {
+		if f := c.(*Options).File; f != "" {
+			sizes = append(sizes, f)
+		}
+	}
+	for _, name := range sizes {
+		name = strings.TrimPrefix(name, "/")
+		size, err := units.ParseSize(name)
+		if err != nil {
+			return nil, err
+		}
+		gen["/files/"+name] = servers.GeneratedFile{Size: size, Fill: content.Fill}
+	}
+	ng, err := servers.StartNginx(ctx, at.Daemon, at.Listen(), RealPort, files, gen)
+	if err != nil {
+		return nil, err
+	}
+	return &proto.RealRunning{Stop: ng.Stop, Content: content.Generated, About: map[string]string{"http (real)": proto.RealAbout(ng, "")}}, nil
+}
 
-// Serve starts the embedded server: the page of the settings objects,
-// object_size and page_size, over HTTPS with tls.
-func (Protocol) Serve(ctx context.Context, at proto.Place) (proto.Running, error) {
+// Embedded is the embedded HTTP server: the page of the settings'
+// objects, object_size and page_size, over HTTPS with tls.
+var Embedded = proto.Server{
+	Key:      "http",
+	About:    "embedded (v6lab's own HTTP/1.1; Go crypto/tls for https)",
+	Settings: func() any { return defaultSettings() },
+	Serve:    serve,
+	Command: proto.ServeCommand{
+		Short: "Serve the test page, its embedded objects, and generated files",
+		Long: `serve http serves / (a page linking --objects embedded objects of --object-size bytes),
+/obj/N, /files/SIZE (SIZE generated bytes, e.g. /files/1M or /files/2G, never stored)
+and /health, until interrupted. Each --listen socket is pinned to its address's family
+(an IPv6 socket is IPv6-only). HTTP/1.1 (and 1.0) is served by v6lab's own server:
+GET and HEAD, keep-alive, one write per reply up to 64 KiB; a request with a body is
+refused (400), a header must end within 10 s of its first byte and 64 KiB, an idle
+connection closes after 30 s. With --tls it serves the same over Go's crypto/tls (TLS 1.2 and
+1.3, session tickets on unless --tls-tickets=false) with a certificate it makes for the
+listen addresses and localhost, and prints its SHA-256: a client pins it with --tls-pin
+(or tls_pin: in an experiment file), or accepts any certificate with --insecure.`,
+		Example: `  v6lab serve http
+  v6lab serve http --listen 0.0.0.0:8080 --listen [::]:8080 --objects 0
+  v6lab serve http --tls --listen 127.0.0.1:8443   # then: v6lab probe http https://127.0.0.1:8443/ --tls-pin SHA256
+  v6lab serve http --keepalive-requests 5          # close each connection after 5 requests, as nginx can`,
+		Listen: []string{"127.0.0.1:8080", "[::1]:8080"},
+	},
+}
+
+// ServerSettings are the embedded server's, as v6lab serve http's flags
+// give them.
+type ServerSettings struct {
+	Objects           int         `opt:"objects" usage:"embedded objects linked from the page (0 to 256)"`
+	ObjectSize        units.Bytes `opt:"object_size" usage:"size of each embedded object"`
+	PageSize          int         `opt:"page_size" usage:"approximate size of the page in bytes"`
+	TLS               bool        `opt:"tls" usage:"serve HTTPS with a self-signed certificate"`
+	TLSTickets        bool        `opt:"tls_tickets" usage:"with --tls: give clients session tickets to resume with; false: every handshake is full"`
+	KeepaliveRequests int         `opt:"keepalive_requests" usage:"close each connection after this many requests, the last reply saying Connection: close (nginx's keepalive_requests); 0: no limit"`
+}
+
+func defaultSettings() *ServerSettings {
+	d := DefaultServerConfig
+	return &ServerSettings{Objects: d.Objects, ObjectSize: units.Bytes(d.ObjectSize), PageSize: d.PageSize, TLSTickets: true}
+}
+
+// serve starts the embedded server.
+func serve(ctx context.Context, at proto.Place) (proto.Running, error) {
 	cfg, err := ServerConfigOf(at)
 	if err != nil {
 		return nil, err
@@ -292,31 +451,40 @@ func (Protocol) Serve(ctx context.Context, at proto.Place) (proto.Running, error
 
 // ServerConfigOf reads the page and TLS settings of a place.
 func ServerConfigOf(at proto.Place) (ServerConfig, error) {
-	cfg := DefaultServerConfig
-	var err error
-	if _, err = fmt.Sscan(at.Setting("objects", fmt.Sprint(cfg.Objects)), &cfg.Objects); err != nil || cfg.Objects < 0 {
-		return cfg, proto.Errorf("objects", "want a count of 0 or more")
+	set, _ := at.Settings.(*ServerSettings)
+	if set == nil {
+		set = defaultSettings()
 	}
-	if _, err = fmt.Sscan(at.Setting("page_size", fmt.Sprint(cfg.PageSize)), &cfg.PageSize); err != nil || cfg.PageSize < 0 {
-		return cfg, proto.Errorf("page_size", "want bytes, 0 or more")
-	}
-	if cfg.ObjectSize, err = units.ParseSize(at.Setting("object_size", "8K")); err != nil {
-		return cfg, proto.Errorf("object_size", "%v", err)
-	}
-	if _, err = fmt.Sscan(at.Setting("keepalive_requests", "0"), &cfg.KeepaliveRequests); err != nil || cfg.KeepaliveRequests < 0 {
+	cfg := ServerConfig{Objects: set.Objects, ObjectSize: int64(set.ObjectSize), PageSize: set.PageSize, KeepaliveRequests: set.KeepaliveRequests}
+	switch {
+	case cfg.Objects < 0 || cfg.Objects > MaxObjects:
+		// The page's objects are generated and held: bounded as a cell's.
+		return cfg, proto.Errorf("objects", "%d: want 0 to %d embedded objects", cfg.Objects, MaxObjects)
+	case cfg.PageSize < 0 || cfg.PageSize > MaxPageSize:
+		return cfg, proto.Errorf("page_size", "%d: want 0 to %d bytes", cfg.PageSize, MaxPageSize)
+	case cfg.ObjectSize < 0 || cfg.ObjectSize > MaxObjectSize:
+		return cfg, proto.Errorf("object_size", "%d: want 0 to %d bytes", cfg.ObjectSize, MaxObjectSize)
+	case cfg.KeepaliveRequests < 0:
 		return cfg, proto.Errorf("keepalive_requests", "want a count of requests per connection, 0 (no limit) or more")
 	}
-	if at.Setting("tls", "false") == "true" {
+	if set.TLS {
+		var err error
 		if cfg.TLS, err = proto.SelfSigned([]string{"localhost", at.Name}, at.Listen()); err != nil {
 			return cfg, err
 		}
 		// No tickets: no client can resume, every handshake is full.
-		cfg.TLS.SessionTicketsDisabled = at.Setting("tls_tickets", "true") == "false"
-	} else if at.Setting("tls_tickets", "true") == "false" {
+		cfg.TLS.SessionTicketsDisabled = !set.TLSTickets
+	} else if !set.TLSTickets {
 		return cfg, proto.Errorf("tls_tickets", "needs tls")
 	}
 	return cfg, nil
 }
+
+// Bounds of what the embedded server generates and holds in memory.
+const (
+	MaxPageSize   = 16 << 20
+	MaxObjectSize = 64 << 20
+)
 
 // running is a started embedded server; pin is its certificate's SHA-256
 // (https), what clients pin.
@@ -331,6 +499,14 @@ func (r running) Port() int { return r.Server.Port }
 // plain http).
 func (r running) CertSHA256() string { return r.pin }
 
+// Label is https with TLS (proto.Labeled).
+func (r running) Label() string {
+	if r.pin != "" {
+		return "https"
+	}
+	return "http"
+}
+
 // Detail says, for https, which certificate clients pin (proto.Detailed).
 func (r running) Detail() string {
 	if r.pin == "" {
@@ -344,35 +520,26 @@ func (r running) Detail() string {
 // own so the wire check counts it apart.
 const ServerKeyTLS = "https"
 
-// ServerFor names the https server for a cell with tls (proto.CellServed).
-func (Protocol) ServerFor(o *proto.Options) string {
-	if o.TLS {
-		return ServerKeyTLS
-	}
-	return ""
-}
-
-// TLSServer is the embedded server over Go's crypto/tls with a
+// EmbeddedTLS is the embedded server over Go's crypto/tls with a
 // self-signed certificate that v6lab's clients pin: the lab's and
-// loopback's https (proto.Server, proto.Schemed).
-type TLSServer struct{}
-
-// About describes the server.
-func (TLSServer) About() string {
-	return "embedded (v6lab's own HTTP/1.1 over Go crypto/tls, TLS 1.2 and 1.3, a self-signed certificate the client pins)"
+// loopback's https, a second instance of the embedded server on a port of
+// its own so the wire check counts it apart.
+var EmbeddedTLS = proto.Server{
+	Key:    ServerKeyTLS,
+	About:  "embedded (v6lab's own HTTP/1.1 over Go crypto/tls, TLS 1.2 and 1.3, a self-signed certificate the client pins)",
+	Serve:  serveTLS,
+	Scheme: "https",
 }
 
-// Scheme is https (proto.Schemed).
-func (TLSServer) Scheme() string { return "https" }
-
-// Serve starts the embedded server with tls set, whatever the place's
+// serveTLS starts the embedded server with tls set, whatever the place's
 // settings say of it.
-func (TLSServer) Serve(ctx context.Context, at proto.Place) (proto.Running, error) {
-	settings := maps.Clone(at.Settings)
-	if settings == nil {
-		settings = map[string][]string{}
+func serveTLS(ctx context.Context, at proto.Place) (proto.Running, error) {
+	set, _ := at.Settings.(*ServerSettings)
+	if set == nil {
+		set = defaultSettings()
 	}
-	settings["tls"] = []string{"true"}
-	at.Settings = settings
-	return Protocol{}.Serve(ctx, at)
+	tlsSet := *set
+	tlsSet.TLS = true
+	at.Settings = &tlsSet
+	return serve(ctx, at)
 }

@@ -97,7 +97,9 @@ func TestHTTPSCountsClientTurns(t *testing.T) {
 // tickets, so even a client with a session cache makes full handshakes;
 // --tls-tickets without --tls is refused by name.
 func TestServerWithoutTickets(t *testing.T) {
-	at := proto.Place{ListenOn: []netip.Addr{lo4}, Settings: map[string][]string{"tls": {"true"}, "tls_tickets": {"false"}}}
+	set := defaultSettings()
+	set.TLS, set.TLSTickets = true, false
+	at := proto.Place{ListenOn: []netip.Addr{lo4}, Settings: set}
 	cfg, err := ServerConfigOf(at)
 	if err != nil || !cfg.TLS.SessionTicketsDisabled {
 		t.Fatalf("config %+v, %v", cfg.TLS, err)
@@ -110,7 +112,9 @@ func TestServerWithoutTickets(t *testing.T) {
 			t.Errorf("#%d: %q %s", i, s.Marker, s.Err)
 		}
 	}
-	_, err = ServerConfigOf(proto.Place{Settings: map[string][]string{"tls_tickets": {"false"}}})
+	noTLS := defaultSettings()
+	noTLS.TLSTickets = false
+	_, err = ServerConfigOf(proto.Place{Settings: noTLS})
 	if oe, ok := proto.AsOptionError(err); !ok || oe.Option != "tls_tickets" {
 		t.Errorf("tls_tickets without tls: %v", err)
 	}
@@ -120,12 +124,18 @@ func TestServerWithoutTickets(t *testing.T) {
 // count of 0 or more and names itself when given anything else.
 func TestKeepaliveRequestsOption(t *testing.T) {
 	for _, bad := range []string{"-1", "five"} {
-		_, err := ServerConfigOf(proto.Place{Settings: map[string][]string{"keepalive_requests": {bad}}})
+		set := defaultSettings()
+		err := proto.Set(set, "keepalive_requests", bad)
+		if err == nil {
+			_, err = ServerConfigOf(proto.Place{Settings: set})
+		}
 		if oe, ok := proto.AsOptionError(err); !ok || oe.Option != "keepalive_requests" {
 			t.Errorf("keepalive_requests %q: %v", bad, err)
 		}
 	}
-	cfg, err := ServerConfigOf(proto.Place{Settings: map[string][]string{"keepalive_requests": {"5"}}})
+	set := defaultSettings()
+	set.KeepaliveRequests = 5
+	cfg, err := ServerConfigOf(proto.Place{Settings: set})
 	if err != nil || cfg.KeepaliveRequests != 5 {
 		t.Errorf("keepalive_requests 5: %+v %v", cfg, err)
 	}
@@ -136,7 +146,7 @@ func TestKeepaliveRequestsOption(t *testing.T) {
 // SHA-256 (tls_pin, --tls-pin) completes over https, one given any other
 // fails every transaction with ErrPin, and the option's rules hold.
 func TestTLSPinTrustsExactlyTheServedCertificate(t *testing.T) {
-	r, err := Protocol{}.Serve(t.Context(), proto.Place{ListenOn: []netip.Addr{lo4, lo6}, Name: "www.v6lab.test", Settings: map[string][]string{"tls": {"true"}}})
+	r, err := EmbeddedTLS.Serve(t.Context(), proto.Place{ListenOn: []netip.Addr{lo4, lo6}, Name: "www.v6lab.test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +159,9 @@ func TestTLSPinTrustsExactlyTheServedCertificate(t *testing.T) {
 	// Each path pinned to its family: the address literal of each.
 	probe := func(given string, p path.Path) result.Sample {
 		u := fmt.Sprintf("https://%s/", netip.AddrPortFrom(p.Loopback(), uint16(r.Port())))
-		return prototest.Once(t, Protocol{}, proto.Options{URL: u, TLSPin: given}, "hosts", p)
+		o := &Options{}
+		o.URL, o.TLSPin = u, given
+		return prototest.Once(t, o, result.Hosts, p)
 	}
 	// As openssl prints a fingerprint: upper case, pairs split by colons.
 	var colons []string
@@ -165,18 +177,23 @@ func TestTLSPinTrustsExactlyTheServedCertificate(t *testing.T) {
 			t.Errorf("%s: another pin: %+v", p, s)
 		}
 	}
-	for o, want := range map[*proto.Options]string{
-		{URL: url, TLSPin: "abc"}:                                           "64 hex digits",
-		{URL: "http://127.0.0.1:1/", TLSPin: pin}:                           "the url is not https://",
-		{URL: url, TLSPin: pin, Probe: proto.ProbeSettings{Insecure: true}}: "pin the certificate or accept any",
-		{URL: url, TLSPin: pin, Client: "curl"}:                             "curl verifies certificates its own way",
+	opts := func(url, pin string, insecure bool, client string) *Options {
+		o := &Options{}
+		o.URL, o.TLSPin, o.Insecure, o.Client = url, pin, insecure, client
+		return o
+	}
+	for o, want := range map[*Options]string{
+		opts(url, "abc", false, ""):                 "64 hex digits",
+		opts("http://127.0.0.1:1/", pin, false, ""): "the url is not https://",
+		opts(url, pin, true, ""):                    "pin the certificate or accept any",
+		opts(url, pin, false, "curl"):               "curl verifies certificates its own way",
 	} {
-		err := (Protocol{}).Check(o, "hosts", nil)
+		err := o.Check(result.Hosts, func(string) bool { return false })
 		if oe, ok := proto.AsOptionError(err); !ok || oe.Option != proto.OptTLSPin || !strings.Contains(err.Error(), want) {
 			t.Errorf("%+v: %v, want %q", *o, err, want)
 		}
 	}
-	if err := (Protocol{}).Check(&proto.Options{TLSPin: pin}, "lab", nil); err == nil || !strings.Contains(err.Error(), "v6lab pins its embedded servers' own") {
+	if err := opts("", pin, false, "").Check(result.Lab, func(string) bool { return false }); err == nil || !strings.Contains(err.Error(), "v6lab pins its embedded servers' own") {
 		t.Errorf("a pin in the lab: %v", err)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/emersion/go-imap/v2/imapserver"
 	"github.com/emersion/go-imap/v2/imapserver/imapmemserver"
 
+	"v6lab/internal/gen/load"
 	"v6lab/internal/proto/converse"
 	"v6lab/internal/proto/guard"
 	"v6lab/internal/result"
@@ -65,7 +66,10 @@ func (c *Client) Do(ctx context.Context, user int) result.Sample {
 	if format == "" {
 		format = "user%d"
 	}
-	v := newSession(fmt.Sprintf(format, user%max(c.Users, 1)+1), c.Password)
+	v, err := newSession(fmt.Sprintf(format, user%max(c.Users, 1)+1), c.Password)
+	if err != nil {
+		return load.Begin("imap", c.Path).Fail(ctx, "protocol", err)
+	}
 	tr, failed := converse.Run(ctx, "imap", converse.Server{Host: c.Host, Port: c.Port, Path: c.Path, Source: c.Source, Resolver: c.Resolver}, v, ErrResponse)
 	if failed != nil {
 		return *failed

@@ -2,6 +2,7 @@ package imap
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -123,7 +124,7 @@ func TestHostileServers(t *testing.T) {
 // would, sending (nothing) whenever a response completes; it says how the
 // conversation ended.
 func play(chunks [][]byte) string {
-	v := newSession("user1", "p")
+	v, _ := newSession("user1", "p")
 	for _, c := range chunks {
 		for {
 			done, err := v.Feed(c, false)
@@ -193,6 +194,29 @@ func FuzzResponse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string, cuts []byte) {
 		if whole, got := play(chunked(s, nil)), play(chunked(s, cuts)); whole != got {
 			t.Errorf("%q whole: %s; in reads of %v: %s", s, whole, cuts, got)
+		}
+	})
+}
+
+// FuzzLoginLines: whatever the user name and password, each command of a
+// session is one line ending in its CRLF, or the session is refused: no
+// value ends the LOGIN line early to send a command of its own.
+func FuzzLoginLines(f *testing.F) {
+	f.Add("user1", "v6lab")
+	f.Add("user1", "x\r\nA2 LOGOUT")
+	f.Add("a\"b\\c", "p\n")
+	f.Fuzz(func(t *testing.T, user, password string) {
+		v, err := newSession(user, password)
+		if err != nil {
+			if !strings.ContainsAny(user+password, "\r\n\x00") {
+				t.Fatalf("%q %q refused: %v", user, password, err)
+			}
+			return
+		}
+		for _, c := range v.cmds {
+			if !bytes.HasSuffix(c.line, []byte("\r\n")) || bytes.ContainsAny(c.line[:len(c.line)-2], "\r\n") {
+				t.Fatalf("command %q", c.line)
+			}
 		}
 	})
 }

@@ -36,8 +36,10 @@ type command struct {
 	line      []byte
 }
 
-// newSession is user's login, INBOX selection and fetch of message 1.
-func newSession(user, password string) *session {
+// newSession is user's login, INBOX selection and fetch of message 1. A
+// user or password with a line break is refused (reply.Command): a quoted
+// string cannot hold one, and it would end the LOGIN line.
+func newSession(user, password string) (*session, error) {
 	v := &session{user: user}
 	for i, c := range []string{
 		"LOGIN " + quote(user) + " " + quote(password),
@@ -45,9 +47,13 @@ func newSession(user, password string) *session {
 		"FETCH 1 (BODY.PEEK[])",
 	} {
 		tag := "v" + strconv.Itoa(i+1)
-		v.cmds = append(v.cmds, command{tag, strings.Fields(c)[0], []byte(tag + " " + c + "\r\n")})
+		line, err := reply.Command(tag + " " + c)
+		if err != nil {
+			return nil, fmt.Errorf("imap: %w", err)
+		}
+		v.cmds = append(v.cmds, command{tag, strings.Fields(c)[0], line})
 	}
-	return v
+	return v, nil
 }
 
 // quote makes an IMAP quoted string.

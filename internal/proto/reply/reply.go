@@ -177,3 +177,17 @@ func Printable(s string) string {
 		return r
 	}, s)
 }
+
+// ErrLine is wrapped when a command line would hold a CR, LF or NUL of
+// its own: it would end early and send the rest as a command of its own.
+var ErrLine = errors.New("a command line holds a line break")
+
+// Command is a command line as sent: line and CRLF. A line that holds a
+// CR, LF or NUL (a value from a URL or a flag, unchecked) is refused, so
+// no value can inject a command.
+func Command(line string) ([]byte, error) {
+	if i := strings.IndexAny(line, "\r\n\x00"); i >= 0 {
+		return nil, fmt.Errorf("%q: %w", line[:i], ErrLine)
+	}
+	return append([]byte(line), '\r', '\n'), nil
+}

@@ -2,6 +2,8 @@ package reply
 
 import (
 	"bufio"
+	"bytes"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -105,5 +107,25 @@ func FuzzRead(f *testing.F) {
 			t.Fatalf("accepted %+v", r)
 		}
 		_ = r.Text()
+	})
+}
+
+// FuzzCommand: a command line is the line and one CRLF at its end, or
+// refused; no input puts a line break, or a NUL, anywhere else.
+func FuzzCommand(f *testing.F) {
+	for _, s := range []string{"USER anonymous", "PASS x\r\nDELE /", "RETR /1M\n", "EHLO v6lab.test", "a\x00b", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		b, err := Command(line)
+		if err != nil {
+			if !strings.ContainsAny(line, "\r\n\x00") || !errors.Is(err, ErrLine) {
+				t.Fatalf("%q refused: %v", line, err)
+			}
+			return
+		}
+		if !bytes.HasSuffix(b, []byte("\r\n")) || bytes.ContainsAny(b[:len(b)-2], "\r\n\x00") || string(b[:len(b)-2]) != line {
+			t.Fatalf("%q sent as %q", line, b)
+		}
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"v6lab/internal/gen/load"
 	"v6lab/internal/proto/converse"
 	"v6lab/internal/proto/reply"
 	"v6lab/internal/result"
@@ -78,11 +79,16 @@ func (v *conversation) Next() ([]byte, bool) {
 // DATA, the message, and its 250; every command built before the start.
 func (c *Client) doEvloop(ctx context.Context, user int) result.Sample {
 	to := c.recipient(user)
+	lines, err := commands("EHLO "+c.helo(), "MAIL FROM:<"+c.From+">", "RCPT TO:<"+to+">", "DATA")
+	if err != nil {
+		tr := load.Begin("smtp", c.Path)
+		return tr.Fail(ctx, "protocol", err)
+	}
 	v := &conversation{p: reply.Parser{Proto: "smtp"}, steps: []step{
-		{"greeting", 220, []byte("EHLO " + c.helo() + "\r\n")},
-		{"EHLO", 250, []byte("MAIL FROM:<" + c.From + ">\r\n")},
-		{"MAIL FROM", 250, []byte("RCPT TO:<" + to + ">\r\n")},
-		{"RCPT TO", 250, []byte("DATA\r\n")},
+		{"greeting", 220, lines[0]},
+		{"EHLO", 250, lines[1]},
+		{"MAIL FROM", 250, lines[2]},
+		{"RCPT TO", 250, lines[3]},
 		{"DATA", 354, c.message(to, user)},
 		{"message", 250, nil},
 	}}
@@ -91,4 +97,18 @@ func (c *Client) doEvloop(ctx context.Context, user int) result.Sample {
 		return *failed
 	}
 	return tr.Done("250 " + v.last.Text())
+}
+
+// commands are the conversation's command lines, each refused if it would
+// hold a line break of its own (reply.Command).
+func commands(lines ...string) ([][]byte, error) {
+	var out [][]byte
+	for _, l := range lines {
+		b, err := reply.Command(l)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"v6lab/internal/proto"
+	"v6lab/internal/result"
 	"v6lab/internal/sock/path"
 	"v6lab/internal/testutil/prototest"
 )
@@ -24,8 +24,9 @@ func TestTLSPinOfANamedServer(t *testing.T) {
 	defer s.Close()
 	// Each path pinned to its family: the address literal of each.
 	send := func(pin string, p path.Path) string {
-		o := proto.Options{URL: fmt.Sprintf("smtp://%s", netip.AddrPortFrom(p.Loopback(), uint16(s.Port))), StartTLS: true, TLSPin: pin}
-		smp := prototest.Once(t, Protocol{}, o, "hosts", p)
+		o := &Options{StartTLS: true}
+		o.URL, o.TLSPin = fmt.Sprintf("smtp://%s", netip.AddrPortFrom(p.Loopback(), uint16(s.Port))), pin
+		smp := prototest.Once(t, o, result.Hosts, p)
 		if smp.OK() {
 			if got := path.OfAddr(netip.MustParseAddrPort(smp.Remote).Addr()); got != p {
 				return fmt.Sprintf("sent over %s", got)
@@ -45,8 +46,9 @@ func TestTLSPinOfANamedServer(t *testing.T) {
 	if s.Accepted.Load() != 2 {
 		t.Errorf("%d messages accepted, want 2 (the pinned ones)", s.Accepted.Load())
 	}
-	o := proto.Options{URL: "smtp://127.0.0.1:25", TLSPin: s.CertSHA256()}
-	if err := (Protocol{}).Check(&o, "hosts", nil); err == nil || !strings.Contains(err.Error(), "give starttls too") {
+	o := &Options{}
+	o.URL, o.TLSPin = "smtp://127.0.0.1:25", s.CertSHA256()
+	if err := o.Check(result.Hosts, func(string) bool { return false }); err == nil || !strings.Contains(err.Error(), "give starttls too") {
 		t.Errorf("a pin without starttls: %v", err)
 	}
 }

@@ -64,7 +64,11 @@ type conv struct {
 }
 
 func (v *conv) cmd(what, line string, want int) (reply.Reply, error) {
-	n, err := io.WriteString(v.c, line+"\r\n")
+	b, err := reply.Command(line)
+	if err != nil {
+		return reply.Reply{}, err
+	}
+	n, err := v.c.Write(b)
 	v.sent += int64(n)
 	if err != nil {
 		return reply.Reply{}, err

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"v6lab/internal/proto/scripted"
+	"v6lab/internal/result"
 	"v6lab/internal/sock/path"
 )
 
@@ -120,4 +121,21 @@ func TestRefusalsAndBrokenServers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzEnvelopeLines: envelope addresses the options accept make MAIL FROM
+// and RCPT TO lines without a line break of their own.
+func FuzzEnvelopeLines(f *testing.F) {
+	f.Add("v6lab@v6lab.test", "user%d@v6lab.test")
+	f.Add("a@b\r\nRCPT TO:<x@y>", "c@d")
+	f.Fuzz(func(t *testing.T, from, to string) {
+		o := &Options{From: from, To: to}
+		o.URL = "smtp://127.0.0.1"
+		if err := o.Check(result.Hosts, func(string) bool { return false }); err != nil {
+			return
+		}
+		if _, err := commands("MAIL FROM:<"+from+">", "RCPT TO:<"+to+">"); err != nil {
+			t.Fatalf("%q %q: checked, but %v", from, to, err)
+		}
+	})
 }

@@ -1,11 +1,14 @@
-// Package experiment expands an experiment into cells × runs, runs them in
-// an interleaved order, and streams every sample to a result directory.
+// Package experiment reads experiments (files and flags) into cell groups,
+// plans their cells × runs in an interleaved order, and executes the plan,
+// streaming every sample to a result directory.
 //
-// It finds protocols in proto/all and imports no protocol package itself; it never imports what runs it (measure, labrun, runner) or the CLI.
+// It finds protocols in proto/all and imports no protocol package itself;
+// it never imports what runs it (measure, inlab, run) or the CLI.
 package experiment
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -32,7 +35,7 @@ type Experiment struct {
 	Description string `json:"description,omitempty"`
 	// Where it runs: auto (the lab when this process may build one, else
 	// loopback), lab, loopback, or hosts (real targets named per cell).
-	Where string `json:"where"`
+	Where result.Where `json:"where"`
 	// Topology is a lab topology file (lab and auto only).
 	Topology string `json:"topology,omitempty"`
 	// Congestion is the lab hosts' TCP congestion control (default cubic).
@@ -49,8 +52,8 @@ type Experiment struct {
 	// Spin, when set, is the client's spin window (evloop.SetSpin: how
 	// long it polls without blocking when one exchange is in flight);
 	// nil: the engine's default. Up to MaxSpin.
-	Spin  *Duration `json:"spin,omitempty"`
-	Cells []Spec    `json:"cells"`
+	Spin   *Duration   `json:"spin,omitempty"`
+	Groups []CellGroup `json:"cells"`
 }
 
 // MaxSpin is the longest spin window an experiment may ask for: beyond
@@ -69,9 +72,10 @@ func CheckSpin(d time.Duration) error {
 	return nil
 }
 
-// Spec is one cell group of an experiment: a protocol measured over paths
-// at connection counts, Runs runs per cell.
-type Spec struct {
+// CellGroup is one cell group of an experiment: a protocol measured over paths
+// at connection counts, Runs runs per cell. Its JSON is flat: the
+// protocol's options beside the group's own fields (MarshalJSON).
+type CellGroup struct {
 	// Name is the experiment's name (copied into each cell group).
 	Name string `json:"name,omitempty"`
 	// Label tells cell groups of one protocol apart (default: Protocol).
@@ -88,9 +92,9 @@ type Spec struct {
 	Pause    Duration  `json:"pause"`
 	Duration Duration  `json:"duration,omitempty"`
 	Baseline path.Path `json:"baseline,omitempty"`
-	// Options are the protocol's options, recorded flat (each protocol's
-	// Check says which it takes).
-	proto.Options
+	// Options are the protocol's own, checked by it (proto.Options),
+	// recorded flat beside the group's fields.
+	Options proto.Options `json:"-"`
 	// Server is "real" when the cell measures the real server of its
 	// protocol (nginx, unbound, proftpd, postfix, dovecot) in the lab.
 	Server string `json:"server,omitempty"`
@@ -119,12 +123,12 @@ type Spec struct {
 
 // RacesFamilies says whether one of the cell group's paths races the
 // families (dual).
-func (s *Spec) RacesFamilies() bool {
+func (s *CellGroup) RacesFamilies() bool {
 	return slices.ContainsFunc(s.Paths, func(p path.Path) bool { return p.Kind().Dual })
 }
 
 // CellName is what results call this cell group: Label, or the protocol.
-func (s *Spec) CellName() string {
+func (s *CellGroup) CellName() string {
 	if s.Label != "" {
 		return s.Label
 	}
@@ -134,25 +138,27 @@ func (s *Spec) CellName() string {
 // WireKey names the server a cell's traffic goes to (its key in
 // proto.Endpoints and in the wire check's ports): the embedded server that
 // answers the protocol, or real/<protocol> for its real server.
-func (s *Spec) WireKey() string {
+func (s *CellGroup) WireKey() string {
 	if s.Server == "real" {
 		return "real/" + s.Protocol
 	}
-	return all.CellServerKey(s.Protocol, &s.Options)
+	return all.CellServerKey(s.Protocol, s.Options)
 }
 
 // anyCell reports whether any cell group satisfies f.
-func (e *Experiment) anyCell(f func(*Spec) bool) bool {
-	return slices.ContainsFunc(e.Cells, func(c Spec) bool { return f(&c) })
+func (e *Experiment) anyCell(f func(*CellGroup) bool) bool {
+	return slices.ContainsFunc(e.Groups, func(c CellGroup) bool { return f(&c) })
 }
 
 // Real reports whether any cell group measures a real server.
-func (e *Experiment) Real() bool { return e.anyCell(func(c *Spec) bool { return c.Server == "real" }) }
+func (e *Experiment) Real() bool {
+	return e.anyCell(func(c *CellGroup) bool { return c.Server == "real" })
+}
 
 // RealProtocols lists the protocols measured against real servers.
 func (e *Experiment) RealProtocols() []string {
 	var out []string
-	for _, c := range e.Cells {
+	for _, c := range e.Groups {
 		if c.Server == "real" && !slices.Contains(out, c.Protocol) {
 			out = append(out, c.Protocol)
 		}
@@ -163,23 +169,23 @@ func (e *Experiment) RealProtocols() []string {
 // Background reports whether any cell group runs with background traffic
 // (the lab then needs its generator hosts).
 func (e *Experiment) Background() bool {
-	return e.anyCell(func(c *Spec) bool { return c.Background != "" })
+	return e.anyCell(func(c *CellGroup) bool { return c.Background != "" })
 }
 
 // LinkRates reports whether any cell group sets its own link rate.
 func (e *Experiment) LinkRates() bool {
-	return e.anyCell(func(c *Spec) bool { return c.LinkRate > 0 })
+	return e.anyCell(func(c *CellGroup) bool { return c.LinkRate > 0 })
 }
 
 // ServerCapture reports whether any cell group asks for server-side
 // figures.
 func (e *Experiment) ServerCapture() bool {
-	return e.anyCell(func(c *Spec) bool { return c.ServerCapture })
+	return e.anyCell(func(c *CellGroup) bool { return c.ServerCapture })
 }
 
 // Single wraps one cell group as an experiment (the probe commands).
-func Single(s Spec, where string) *Experiment {
-	return &Experiment{Name: s.Name, Where: where, Servers: "embedded", Baseline: s.Baseline, Order: OrderInterleaved, Cells: []Spec{s}}
+func Single(s CellGroup, where result.Where) *Experiment {
+	return &Experiment{Name: s.Name, Where: where, Servers: "embedded", Baseline: s.Baseline, Order: OrderInterleaved, Groups: []CellGroup{s}}
 }
 
 // Orders of paths within a run.
@@ -205,7 +211,7 @@ func (d *Duration) UnmarshalText(b []byte) error {
 }
 
 // Validate checks a cell group before anything runs.
-func (s *Spec) Validate() error {
+func (s *CellGroup) Validate() error {
 	if len(s.Paths) == 0 {
 		return errors.New("experiment: no paths")
 	}
@@ -222,44 +228,31 @@ func (s *Spec) Validate() error {
 		{"runs", checkRuns(s.Runs)},
 		{"warmup", checkWarmup(s.Warmup, s.Runs)},
 		{"timeout", checkTimeout(time.Duration(s.Timeout))},
-		{"pause", checkNotNegative(time.Duration(s.Pause))},
-		{"duration", checkNotNegative(time.Duration(s.Duration))},
+		{"pause", checkPause(time.Duration(s.Pause))},
+		{"duration", checkDuration(time.Duration(s.Duration))},
 	} {
 		if r.err != nil {
 			return fmt.Errorf("experiment: %s: %w", r.field, r.err)
 		}
 	}
 	for _, p := range s.Paths {
-		if err := DualFits(p, s.Protocol, s.Client); err != nil {
+		if err := DualFits(p, s.Protocol); err != nil {
 			return fmt.Errorf("experiment: paths: %w", err)
 		}
 	}
 	return nil
 }
 
-// DualFits says whether a cell of protocol (and client program) can use
-// path p: the dual path races the families by Happy Eyeballs, which only
-// http does, with v6lab's own client or curl.
-func DualFits(p path.Path, protocol, client string) error {
+// DualFits says whether a cell of protocol can use path p: the dual path
+// races the families by Happy Eyeballs, which only some protocols' clients
+// do (proto.Protocol.Races); which client programs may is the protocol's
+// own rule (its options' PathFit).
+func DualFits(p path.Path, protocol string) error {
 	if !p.Kind().Dual {
 		return nil
 	}
-	switch {
-	case protocol != "http":
-		return fmt.Errorf("%s races the families by Happy Eyeballs, which only http cells do, not %s", p, protocol)
-	case client != "" && client != "v6lab" && client != "curl":
-		return fmt.Errorf("%s races the families by Happy Eyeballs, which v6lab's own client and curl do, not %s", p, client)
-	}
-	return nil
-}
-
-// ProtocolPathFits says whether a cell of protocol with options o, run
-// where it runs, can use path p by its protocol's own rules (proto.PathFit).
-func ProtocolPathFits(p path.Path, protocol string, o *proto.Options, where string) error {
-	if pr, ok := all.Get(protocol); ok {
-		if pf, ok := pr.(proto.PathFit); ok {
-			return pf.PathFit(o, where, p)
-		}
+	if pr, ok := all.Get(protocol); ok && !pr.Races {
+		return fmt.Errorf("%s races the families by Happy Eyeballs, which only %s cells do, not %s", p, all.Racing(), protocol)
 	}
 	return nil
 }
@@ -270,13 +263,9 @@ func ProtocolPathFits(p path.Path, protocol string, o *proto.Options, where stri
 func (e *Experiment) TimingNotes(transactional ...string) []string {
 	var out, own []string
 	transactions := false
-	for i := range e.Cells {
-		c := &e.Cells[i]
-		pr, _ := all.Get(c.Protocol)
-		note := ""
-		if t, ok := pr.(proto.Timed); ok {
-			note = t.Timing(&c.Options)
-		}
+	for i := range e.Groups {
+		c := &e.Groups[i]
+		note := c.Opts().Timing()
 		switch {
 		case note == "":
 			transactions = true
@@ -295,12 +284,12 @@ func (e *Experiment) Validate() error {
 	if err := CheckName(e.Name); err != nil {
 		return fmt.Errorf("experiment: name: %w", err)
 	}
-	if len(e.Cells) == 0 {
+	if len(e.Groups) == 0 {
 		return errors.New("experiment: no cells")
 	}
 	seen := map[string]bool{}
-	for i := range e.Cells {
-		c := &e.Cells[i]
+	for i := range e.Groups {
+		c := &e.Groups[i]
 		if seen[c.CellName()] {
 			return fmt.Errorf("experiment: two cell groups are called %q: give one a label", c.CellName())
 		}
@@ -309,12 +298,12 @@ func (e *Experiment) Validate() error {
 			return fmt.Errorf("%w (cell group %s)", err, c.CellName())
 		}
 		for _, p := range c.Paths {
-			if e.Where == "loopback" || e.Where == "hosts" {
-				if err := p.OffLab(e.Where); err != nil {
+			if e.Where.OffLab() {
+				if err := p.OffLab(string(e.Where)); err != nil {
 					return fmt.Errorf("experiment: paths: %w (cell group %s)", err, c.CellName())
 				}
 			}
-			if err := ProtocolPathFits(p, c.Protocol, &c.Options, e.Where); err != nil {
+			if err := c.Opts().PathFit(e.Where, p); err != nil {
 				return fmt.Errorf("experiment: paths: %w (cell group %s)", err, c.CellName())
 			}
 		}
@@ -328,7 +317,7 @@ func (e *Experiment) Validate() error {
 // Paths lists every path any cell group measures, in first-seen order.
 func (e *Experiment) Paths() []path.Path {
 	var out []path.Path
-	for _, c := range e.Cells {
+	for _, c := range e.Groups {
 		for _, p := range c.Paths {
 			if !slices.Contains(out, p) {
 				out = append(out, p)
@@ -341,7 +330,7 @@ func (e *Experiment) Paths() []path.Path {
 // Protocols lists the protocols of the cell groups, once each.
 func (e *Experiment) Protocols() []string {
 	var out []string
-	for _, c := range e.Cells {
+	for _, c := range e.Groups {
 		if !slices.Contains(out, c.Protocol) {
 			out = append(out, c.Protocol)
 		}
@@ -352,7 +341,7 @@ func (e *Experiment) Protocols() []string {
 // Step is one run of one cell in the order they are done.
 type Step struct {
 	Seq    int
-	Cell   int // index into Experiment.Cells
+	Group  int // index into Experiment.Cells
 	Path   path.Path
 	Conns  int
 	Run    int
@@ -363,18 +352,18 @@ type Step struct {
 // r of every path before run r+1 of any (v4, v6, v4, v6, …), so slow drift
 // of the machine hits every path alike and run r of two paths can be
 // paired.
-func (s *Spec) Plan() []Step {
-	return (&Experiment{Order: OrderInterleaved, Cells: []Spec{*s}}).Plan()
+func (s *CellGroup) Plan() []Step {
+	return (&Experiment{Order: OrderInterleaved, Groups: []CellGroup{*s}}).Plan()
 }
 
 // Plan orders every run of the experiment: cell groups one after another,
-// each as Spec.Plan, with the order of paths in each run shuffled from
+// each as CellGroup.Plan, with the order of paths in each run shuffled from
 // Seed when Order is shuffled.
 func (e *Experiment) Plan() []Step {
 	var out []Step
 	rng := rand.New(rand.NewPCG(uint64(e.Seed), 0x76366c6162))
-	for ci := range e.Cells {
-		s := &e.Cells[ci]
+	for ci := range e.Groups {
+		s := &e.Groups[ci]
 		for _, n := range s.Conns {
 			for r := 0; r < s.Runs; r++ {
 				paths := slices.Clone(s.Paths)
@@ -382,7 +371,7 @@ func (e *Experiment) Plan() []Step {
 					rng.Shuffle(len(paths), func(i, j int) { paths[i], paths[j] = paths[j], paths[i] })
 				}
 				for _, p := range paths {
-					out = append(out, Step{Seq: len(out), Cell: ci, Path: p, Conns: n, Run: r, Warmup: r < s.Warmup})
+					out = append(out, Step{Seq: len(out), Group: ci, Path: p, Conns: n, Run: r, Warmup: r < s.Warmup})
 				}
 			}
 		}
@@ -390,11 +379,11 @@ func (e *Experiment) Plan() []Step {
 	return out
 }
 
-// Runner runs an experiment and writes its result directory.
-type Runner struct {
+// Executor runs an experiment and writes its result directory.
+type Executor struct {
 	Exp *Experiment
 	// Probe makes the probe for one path of one cell group.
-	Probe func(s *Spec, p path.Path) (load.Probe, error)
+	Probe func(s *CellGroup, p path.Path) (load.Probe, error)
 	// Header is completed with the experiment and written first.
 	Header result.Header
 	// OnStep, when set, is called after each step with its run record.
@@ -423,15 +412,15 @@ type Runner struct {
 // the run's record and, for cells with ServerCapture, its samples, which
 // End may complete before they are written.
 type Conditions interface {
-	Begin(ctx context.Context, s *Spec, st Step) error
-	End(s *Spec, st Step, rec *result.Run, samples []result.Sample)
+	Begin(ctx context.Context, s *CellGroup, st Step) error
+	End(s *CellGroup, st Step, rec *result.Run, samples []result.Sample)
 	// Finish ends whatever is still running after the last run.
 	Finish()
 }
 
 // WireCheck proves on the wire what a run's path claims.
 type WireCheck interface {
-	// Start begins counting for a run of the service key (Spec.WireKey)
+	// Start begins counting for a run of the service key (CellGroup.WireKey)
 	// over p.
 	Start(key string, p path.Path)
 	// Stop returns the counts, and an error when they do not prove p.
@@ -442,10 +431,10 @@ type WireCheck interface {
 // finished run is on disk.
 var ErrInterrupted = errors.New("experiment: interrupted")
 
-// Run executes the plan into dir, and returns after the samples file is
+// Execute executes the plan into dir, and returns after the samples file is
 // flushed and closed. dir must hold nothing, unless Done is set: then its
 // samples file (cut back to its last finished run, see Resumable) grows.
-func (r *Runner) Run(ctx context.Context, dir string) error {
+func (r *Executor) Execute(ctx context.Context, dir string) error {
 	if err := r.Exp.Validate(); err != nil {
 		return err
 	}
@@ -454,8 +443,8 @@ func (r *Runner) Run(ctx context.Context, dir string) error {
 		p    path.Path
 	}
 	probes := map[key]load.Probe{}
-	for ci := range r.Exp.Cells {
-		c := &r.Exp.Cells[ci]
+	for ci := range r.Exp.Groups {
+		c := &r.Exp.Groups[ci]
 		for _, p := range c.Paths {
 			pr, err := r.Probe(c, p)
 			if err != nil {
@@ -485,7 +474,7 @@ func (r *Runner) Run(ctx context.Context, dir string) error {
 		h.Spec = r.Exp
 		w.Header(h)
 	}
-	runErr := r.runPlan(ctx, w, func(st Step) load.Probe { return probes[key{st.Cell, st.Path}] })
+	runErr := r.runPlan(ctx, w, func(st Step) load.Probe { return probes[key{st.Group, st.Path}] })
 	for _, pr := range probes {
 		if c, ok := pr.(io.Closer); ok {
 			c.Close() // long-lived sockets of a load-mode probe
@@ -508,8 +497,8 @@ func (r *Runner) Run(ctx context.Context, dir string) error {
 // how they ran (proto.Recorder: http's engine), over what the cell asked
 // for ("auto"). Paths that differ are named: "ipv4=evloop dual=go-dial".
 func recordProbes(e *Experiment, probeOf func(cell int, p path.Path) load.Probe) {
-	for ci := range e.Cells {
-		c := &e.Cells[ci]
+	for ci := range e.Groups {
+		c := &e.Groups[ci]
 		byPath := map[string][]string{}
 		for _, p := range c.Paths {
 			r, ok := probeOf(ci, p).(proto.Recorder)
@@ -543,7 +532,7 @@ func same(vals []string) bool {
 	return true
 }
 
-func (r *Runner) runPlan(ctx context.Context, w *result.Writer, probeOf func(Step) load.Probe) error {
+func (r *Executor) runPlan(ctx context.Context, w *result.Writer, probeOf func(Step) load.Probe) error {
 	plan := r.Exp.Plan()
 	var slots []time.Time
 	if !r.StartAt.IsZero() {
@@ -562,108 +551,25 @@ func (r *Runner) runPlan(ctx context.Context, w *result.Writer, probeOf func(Ste
 		if ctx.Err() != nil {
 			return ErrInterrupted
 		}
-		chk := prepareCheck(r.Roles)
-		if slots != nil && !waitUntil(ctx, slots[i]) {
-			return ErrInterrupted
-		}
-		spec := &r.Exp.Cells[st.Cell]
-		timeout := time.Duration(spec.Timeout)
-		name := spec.CellName()
-		cell := result.CellKey(name, string(st.Path), st.Conns)
-		rec := result.Run{Cell: cell, Protocol: name, Path: string(st.Path), Conns: st.Conns,
-			Run: st.Run, Warmup: st.Warmup, Seq: st.Seq, Start: time.Now().UTC()}
-		// Samples are written as they complete, unless the conditions
-		// complete them after the run (server-side figures).
-		var held []result.Sample
-		var heldMu sync.Mutex // users emit concurrently
-		hold := r.Conditions != nil && spec.ServerCapture
-		emit := func(s result.Sample) {
-			s.Cell, s.Protocol, s.Conns, s.Run, s.Warmup = cell, name, st.Conns, st.Run, st.Warmup
-			if hold {
-				heldMu.Lock()
-				held = append(held, s)
-				heldMu.Unlock()
-				return
-			}
-			w.Sample(s)
-		}
-		var ok, failed counter
-		var waited atomic.Int64
-		counting := func(s result.Sample) {
-			if s.OK() {
-				ok.add()
-			} else {
-				failed.add()
-			}
-			chk.record(&s)
-			t0 := time.Now()
-			emit(s)
-			if d := time.Since(t0); d > recordWaitMin {
-				waited.Add(int64(d))
-			}
-		}
-		if r.Conditions != nil {
-			if err := r.Conditions.Begin(ctx, spec, st); err != nil {
-				if ctx.Err() != nil {
-					return ErrInterrupted
-				}
-				return fmt.Errorf("experiment: %s over %s: %w", name, st.Path, err)
-			}
-		}
-		if r.Wire != nil {
-			r.Wire.Start(spec.WireKey(), st.Path)
-		}
-		// The run starts with its load: the background's lead-in and the
-		// wire check's quiet gap are no part of the time rate/s divides by.
-		chk.begin()
-		rec.Start = time.Now().UTC()
+		chk := prepareCheck(r.Roles) // before the slot: it reads /proc
+		var slot time.Time
 		if slots != nil {
-			rec.Slot = slots[i].UTC()
-			if late := rec.Start.Sub(slots[i]); late > result.LateAfter {
-				rec.LateNS = int64(late)
+			if slot = slots[i]; !waitUntil(ctx, slot) {
+				return ErrInterrupted
 			}
 		}
-		users := load.All(st.Conns)
-		if r.Segment != nil {
-			first, n := r.Segment.Users(st.Conns)
-			users = load.Users{First: first, N: n}
-		}
-		if spec.Duration > 0 {
-			load.Sustained(ctx, probeOf(st), users, time.Duration(spec.Duration), timeout, counting)
-		} else {
-			load.Closed(ctx, probeOf(st), users, timeout, counting)
-		}
-		rec.End = time.Now().UTC()
-		rec.Load = chk.end(time.Duration(waited.Load()))
-		rec.Completed, rec.Failed = ok.get(), failed.get()
-		if r.Wire != nil {
-			counts, err := r.Wire.Stop(st.Path)
-			rec.Wire = &counts
-			if err != nil {
-				rec.Err = "wire: " + err.Error()
-			}
-		}
-		if r.Conditions != nil {
-			r.Conditions.End(spec, st, &rec, held)
-		}
-		for _, s := range held {
-			w.Sample(s)
-		}
-		interrupted := ctx.Err() != nil
-		if interrupted {
-			rec.Err = "interrupted"
-		}
-		w.Run(rec)
-		if err := w.Sync(); err != nil {
+		rec, err := r.runStep(ctx, w, st, slot, probeOf(st), chk)
+		if err != nil {
 			return err
 		}
 		if r.OnStep != nil {
 			r.OnStep(i+1, len(plan), rec)
 		}
-		if interrupted {
+		if rec.Err == errInterrupted {
 			return ErrInterrupted
 		}
-		if pause := time.Duration(spec.Pause); pause > 0 && st.Seq != last && slots == nil {
+		// Runs on a schedule keep their slots; others pause between them.
+		if pause := time.Duration(r.Exp.Groups[st.Group].Pause); pause > 0 && st.Seq != last && slots == nil {
 			select {
 			case <-ctx.Done():
 				return ErrInterrupted
@@ -672,6 +578,124 @@ func (r *Runner) runPlan(ctx context.Context, w *result.Writer, probeOf func(Ste
 		}
 	}
 	return nil
+}
+
+// errInterrupted is the error of a run a signal cut short.
+const errInterrupted = "interrupted"
+
+// runStep runs one step of the plan (its conditions around it, its wire
+// checked, its users' load, its self-check) and writes its samples and its
+// run record. A run at a slot records how late it started.
+func (r *Executor) runStep(ctx context.Context, w *result.Writer, st Step, slot time.Time, probe load.Probe, chk *selfCheck) (result.Run, error) {
+	spec := &r.Exp.Groups[st.Group]
+	name := spec.CellName()
+	cell := result.CellKey(name, string(st.Path), st.Conns)
+	rec := result.Run{Cell: cell, Protocol: name, Path: string(st.Path), Conns: st.Conns,
+		Run: st.Run, Warmup: st.Warmup, Seq: st.Seq, Start: time.Now().UTC()}
+	// Samples are written as they complete, unless the conditions
+	// complete them after the run (server-side figures).
+	out := &sink{w: w, chk: chk, hold: r.Conditions != nil && spec.ServerCapture, label: func(s *result.Sample) {
+		s.Cell, s.Protocol, s.Conns, s.Run, s.Warmup = cell, name, st.Conns, st.Run, st.Warmup
+	}}
+	if r.Conditions != nil {
+		if err := r.Conditions.Begin(ctx, spec, st); err != nil {
+			if ctx.Err() != nil {
+				return rec, ErrInterrupted
+			}
+			return rec, fmt.Errorf("experiment: %s over %s: %w", name, st.Path, err)
+		}
+	}
+	if r.Wire != nil {
+		r.Wire.Start(spec.WireKey(), st.Path)
+	}
+	// The run starts with its load: the background's lead-in and the
+	// wire check's quiet gap are no part of the time rate/s divides by.
+	chk.begin()
+	rec.Start = time.Now().UTC()
+	if !slot.IsZero() {
+		rec.Slot = slot.UTC()
+		if late := rec.Start.Sub(slot); late > result.LateAfter {
+			rec.LateNS = int64(late)
+		}
+	}
+	r.load(ctx, spec, st, probe, out.add)
+	rec.End = time.Now().UTC()
+	rec.Load = chk.end(time.Duration(out.waited.Load()))
+	rec.Completed, rec.Failed = out.ok.get(), out.failed.get()
+	if r.Wire != nil {
+		counts, err := r.Wire.Stop(st.Path)
+		rec.Wire = &counts
+		if err != nil {
+			rec.Err = "wire: " + err.Error()
+		}
+	}
+	if r.Conditions != nil {
+		r.Conditions.End(spec, st, &rec, out.held)
+	}
+	out.flush()
+	if ctx.Err() != nil {
+		rec.Err = errInterrupted
+	}
+	w.Run(rec)
+	return rec, w.Sync()
+}
+
+// load runs the step's users: each once (the closed model), or for the
+// group's duration (sustained).
+func (r *Executor) load(ctx context.Context, spec *CellGroup, st Step, probe load.Probe, emit func(result.Sample)) {
+	users := load.All(st.Conns)
+	if r.Segment != nil {
+		first, n := r.Segment.Users(st.Conns)
+		users = load.Users{First: first, N: n}
+	}
+	timeout := time.Duration(spec.Timeout)
+	if spec.Duration > 0 {
+		load.Sustained(ctx, probe, users, time.Duration(spec.Duration), timeout, emit)
+		return
+	}
+	load.Closed(ctx, probe, users, timeout, emit)
+}
+
+// sink takes a run's samples as its users emit them (concurrently): it
+// labels and counts each, and writes it, or holds it for the run's
+// conditions to complete.
+type sink struct {
+	w          *result.Writer
+	chk        *selfCheck // the run's self-check: its completions' times
+	waited     atomic.Int64
+	hold       bool
+	label      func(*result.Sample)
+	ok, failed counter
+	mu         sync.Mutex
+	held       []result.Sample
+}
+
+func (k *sink) add(s result.Sample) {
+	if s.OK() {
+		k.ok.add()
+	} else {
+		k.failed.add()
+	}
+	k.chk.record(&s)
+	k.label(&s)
+	if k.hold {
+		k.mu.Lock()
+		k.held = append(k.held, s)
+		k.mu.Unlock()
+		return
+	}
+	t0 := time.Now()
+	k.w.Sample(s)
+	if d := time.Since(t0); d > recordWaitMin {
+		k.waited.Add(int64(d)) // the writer's queue was full
+	}
+}
+
+// flush writes the samples held.
+func (k *sink) flush() {
+	for _, s := range k.held {
+		k.w.Sample(s)
+	}
 }
 
 // waitUntil waits for t, or returns false when ctx ends first.
@@ -688,4 +712,83 @@ func waitUntil(ctx context.Context, t time.Time) bool {
 	case <-timer.C:
 		return true
 	}
+}
+
+// specFields is CellGroup without its methods: its own fields' JSON.
+type specFields CellGroup
+
+// MarshalJSON writes the cell group flat: its own fields, then its
+// protocol's options (each protocol's json tags name them), as results
+// have always recorded them.
+func (s CellGroup) MarshalJSON() ([]byte, error) {
+	own, err := json.Marshal(specFields(s))
+	if err != nil || s.Options == nil {
+		return own, err
+	}
+	opts, err := json.Marshal(s.Options)
+	if err != nil {
+		return nil, err
+	}
+	if opts, err = redactURL(opts); err != nil {
+		return nil, err
+	}
+	if len(opts) <= 2 { // {}
+		return own, nil
+	}
+	return append(append(own[:len(own)-1], ','), opts[1:]...), nil
+}
+
+// UnmarshalJSON reads a cell group as MarshalJSON writes it: its options
+// into its protocol's options struct (none for a protocol this version
+// does not know).
+func (s *CellGroup) UnmarshalJSON(b []byte) error {
+	var f specFields
+	if err := json.Unmarshal(b, &f); err != nil {
+		return err
+	}
+	*s = CellGroup(f)
+	if p, ok := all.Get(s.Protocol); ok {
+		s.Options = p.New()
+		if err := json.Unmarshal(b, s.Options); err != nil {
+			return fmt.Errorf("experiment: cell group %s: %s options: %w", s.CellName(), s.Protocol, err)
+		}
+	}
+	return nil
+}
+
+// Opts are the cell group's options, or none (a protocol this version
+// does not know, as tests use): every optional behaviour at its default.
+func (s *CellGroup) Opts() proto.Options {
+	if s.Options != nil {
+		return s.Options
+	}
+	return &noOptions{}
+}
+
+// noOptions are the options of a protocol v6lab does not know.
+type noOptions struct{ proto.Common }
+
+func (*noOptions) Check(result.Where, proto.Given) error { return errors.New("no such protocol") }
+func (*noOptions) Destination() string                   { return "" }
+func (*noOptions) Target(path.Path) (proto.Endpoint, error) {
+	return proto.Endpoint{}, errors.New("no such protocol")
+}
+func (*noOptions) Probe(proto.Endpoint, path.Path) (load.Probe, error) {
+	return nil, errors.New("no such protocol")
+}
+
+// redactURL masks the password of a url option (proto.Redact): results
+// and reports record it without. A run that needed it cannot be resumed
+// from its record (PrepareResume says so).
+func redactURL(opts []byte) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(opts, &m); err != nil {
+		return nil, err
+	}
+	var u string
+	if raw, ok := m[proto.OptURL]; !ok || json.Unmarshal(raw, &u) != nil || proto.Redact(u) == u {
+		return opts, nil
+	}
+	m[proto.OptURL], _ = json.Marshal(proto.Redact(u))
+	return json.Marshal(m)
 }

@@ -14,14 +14,13 @@ import (
 	"time"
 
 	"v6lab/internal/gen/load"
-	"v6lab/internal/proto"
 	"v6lab/internal/proto/all"
 	"v6lab/internal/result"
 	"v6lab/internal/sock/path"
 )
 
 func TestPlanInterleavesPaths(t *testing.T) {
-	s := Spec{Paths: []path.Path{path.IPv4, path.IPv6}, Conns: []int{1, 10}, Runs: 3, Warmup: 1}
+	s := CellGroup{Paths: []path.Path{path.IPv4, path.IPv6}, Conns: []int{1, 10}, Runs: 3, Warmup: 1}
 	var got []string
 	for _, st := range s.Plan() {
 		w := ""
@@ -39,21 +38,21 @@ func TestPlanInterleavesPaths(t *testing.T) {
 func itoa(n int) string { return strings.TrimPrefix(result.CellKey("", "", n), "//") }
 
 func TestValidate(t *testing.T) {
-	good := Spec{Paths: []path.Path{path.IPv4}, Conns: []int{1}, Runs: 2, Warmup: 1, Timeout: Duration(time.Second)}
+	good := CellGroup{Paths: []path.Path{path.IPv4}, Conns: []int{1}, Runs: 2, Warmup: 1, Timeout: Duration(time.Second)}
 	if err := good.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	cases := map[string]func(*Spec){
-		"runs: 0: want 1 to 10000 runs per cell":          func(s *Spec) { s.Runs = 0 },
-		"warmup: 2 warm-up runs leave none of the 2 runs": func(s *Spec) { s.Warmup = 2 },
-		"warmup: -1: must not be negative":                func(s *Spec) { s.Warmup = -1 },
-		"timeout: must be more than zero":                 func(s *Spec) { s.Timeout = 0 },
-		"conns[0]: 0: want 1 to 100000 connections":       func(s *Spec) { s.Conns = []int{0} },
-		"conns[1]: 1 is listed twice":                     func(s *Spec) { s.Conns = []int{1, 1} },
-		"conns: the list is empty":                        func(s *Spec) { s.Conns = nil },
-		"pause: must not be negative":                     func(s *Spec) { s.Pause = -1 },
-		"duration: must not be negative":                  func(s *Spec) { s.Duration = -1 },
-		"no paths":                                        func(s *Spec) { s.Paths = nil },
+	cases := map[string]func(*CellGroup){
+		"runs: 0: want 1 to 10000 runs per cell":          func(s *CellGroup) { s.Runs = 0 },
+		"warmup: 2 warm-up runs leave none of the 2 runs": func(s *CellGroup) { s.Warmup = 2 },
+		"warmup: -1: must not be negative":                func(s *CellGroup) { s.Warmup = -1 },
+		"timeout: must be more than zero":                 func(s *CellGroup) { s.Timeout = 0 },
+		"conns[0]: 0: want 1 to 100000 connections":       func(s *CellGroup) { s.Conns = []int{0} },
+		"conns[1]: 1 is listed twice":                     func(s *CellGroup) { s.Conns = []int{1, 1} },
+		"conns: the list is empty":                        func(s *CellGroup) { s.Conns = nil },
+		"pause: must not be negative":                     func(s *CellGroup) { s.Pause = -1 },
+		"duration: must not be negative":                  func(s *CellGroup) { s.Duration = -1 },
+		"no paths":                                        func(s *CellGroup) { s.Paths = nil },
 	}
 	for want, mut := range cases {
 		s := good
@@ -65,7 +64,7 @@ func TestValidate(t *testing.T) {
 }
 
 func TestCheckOpenFilesSaysHowManyArePossible(t *testing.T) {
-	e := Experiment{Name: "x", Cells: []Spec{{Conns: []int{10, 1000000}}}}
+	e := Experiment{Name: "x", Groups: []CellGroup{{Conns: []int{10, 1000000}}}}
 	err := e.CheckOpenFiles(1<<20, 1)
 	if err == nil || !strings.Contains(err.Error(), "1000000 simultaneous connections need about 2000256 open files, and this process may open at most 1048576 (ulimit -Hn): at most 524160 connections are possible here") {
 		t.Errorf("loopback: %v", err)
@@ -75,7 +74,7 @@ func TestCheckOpenFilesSaysHowManyArePossible(t *testing.T) {
 	}
 	// In the lab the servers are another process's: 10,000 users need a
 	// file each, which 20,000 allows.
-	lab := Experiment{Name: "x", Cells: []Spec{{Conns: []int{10000}}}}
+	lab := Experiment{Name: "x", Groups: []CellGroup{{Conns: []int{10000}}}}
 	if err := lab.CheckOpenFiles(20000, 0); err != nil {
 		t.Errorf("10,000 users in the lab: %v", err)
 	}
@@ -96,12 +95,12 @@ func (c counting) Do(ctx context.Context, user int) result.Sample {
 
 func TestRunnerStreamsEverySampleAndRun(t *testing.T) {
 	dir := t.TempDir()
-	spec := Spec{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4, path.IPv6}, Conns: []int{1, 3}, Runs: 3, Warmup: 1,
+	spec := CellGroup{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4, path.IPv6}, Conns: []int{1, 3}, Runs: 3, Warmup: 1,
 		Timeout: Duration(time.Second), Baseline: path.IPv4}
 	steps := 0
-	r := &Runner{Exp: Single(spec, "loopback"), Probe: func(*Spec, path.Path) (load.Probe, error) { return counting{fail: true}, nil },
+	r := &Executor{Exp: Single(spec, result.Loopback), Probe: func(*CellGroup, path.Path) (load.Probe, error) { return counting{fail: true}, nil },
 		OnStep: func(done, total int, _ result.Run) { steps = done }}
-	if err := r.Run(context.Background(), dir); err != nil {
+	if err := r.Execute(context.Background(), dir); err != nil {
 		t.Fatal(err)
 	}
 	fh, _ := os.Open(filepath.Join(dir, "samples.jsonl"))
@@ -120,7 +119,7 @@ func TestRunnerStreamsEverySampleAndRun(t *testing.T) {
 		t.Errorf("header %+v", f.Header)
 	}
 	// Running into the same directory again must not overwrite it.
-	if err := r.Run(context.Background(), dir); err == nil {
+	if err := r.Execute(context.Background(), dir); err == nil {
 		t.Fatal("second run overwrote samples.jsonl")
 	}
 }
@@ -128,15 +127,15 @@ func TestRunnerStreamsEverySampleAndRun(t *testing.T) {
 func TestRunnerInterruptedKeepsFinishedRuns(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
-	spec := Spec{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4}, Conns: []int{2}, Runs: 10,
+	spec := CellGroup{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4}, Conns: []int{2}, Runs: 10,
 		Timeout: Duration(time.Second), Baseline: path.IPv4}
-	r := &Runner{Exp: Single(spec, "loopback"), Probe: func(*Spec, path.Path) (load.Probe, error) { return counting{}, nil },
+	r := &Executor{Exp: Single(spec, result.Loopback), Probe: func(*CellGroup, path.Path) (load.Probe, error) { return counting{}, nil },
 		OnStep: func(done, _ int, _ result.Run) {
 			if done == 4 {
 				cancel()
 			}
 		}}
-	if err := r.Run(ctx, dir); !errors.Is(err, ErrInterrupted) {
+	if err := r.Execute(ctx, dir); !errors.Is(err, ErrInterrupted) {
 		t.Fatalf("err %v", err)
 	}
 	f := readSamples(t, dir)
@@ -152,8 +151,8 @@ func TestRunnerInterruptedKeepsFinishedRuns(t *testing.T) {
 	if len(rs.Done) != 4 || rs.Moved != "" || rs.Exp.Name != "t" {
 		t.Fatalf("resume: %d done, moved %q, exp %+v", len(rs.Done), rs.Moved, rs.Exp)
 	}
-	r2 := &Runner{Exp: rs.Exp, Probe: r.Probe, Done: rs.Done}
-	if err := r2.Run(context.Background(), dir); err != nil {
+	r2 := &Executor{Exp: rs.Exp, Probe: r.Probe, Done: rs.Done}
+	if err := r2.Execute(context.Background(), dir); err != nil {
 		t.Fatal(err)
 	}
 	f = readSamples(t, dir)
@@ -197,10 +196,10 @@ func readLines(t *testing.T, name string) []string {
 
 func TestResumeCutsAHalfWrittenLine(t *testing.T) {
 	dir := t.TempDir()
-	spec := Spec{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4, path.IPv6}, Conns: []int{1}, Runs: 3,
+	spec := CellGroup{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4, path.IPv6}, Conns: []int{1}, Runs: 3,
 		Timeout: Duration(time.Second), Baseline: path.IPv4}
-	r := &Runner{Exp: Single(spec, "loopback"), Probe: func(*Spec, path.Path) (load.Probe, error) { return counting{}, nil }}
-	if err := r.Run(context.Background(), dir); err != nil {
+	r := &Executor{Exp: Single(spec, result.Loopback), Probe: func(*CellGroup, path.Path) (load.Probe, error) { return counting{}, nil }}
+	if err := r.Execute(context.Background(), dir); err != nil {
 		t.Fatal(err)
 	}
 	// A kill in the middle of the 5th run: its sample and half a line.
@@ -215,7 +214,7 @@ func TestResumeCutsAHalfWrittenLine(t *testing.T) {
 	if len(rs.Done) != 4 || len(readLines(t, rs.Moved)) != 2 {
 		t.Fatalf("done %v, moved %q", rs.Done, readLines(t, rs.Moved))
 	}
-	if err := (&Runner{Exp: rs.Exp, Probe: r.Probe, Done: rs.Done}).Run(context.Background(), dir); err != nil {
+	if err := (&Executor{Exp: rs.Exp, Probe: r.Probe, Done: rs.Done}).Execute(context.Background(), dir); err != nil {
 		t.Fatal(err)
 	}
 	if f := readSamples(t, dir); len(f.Runs) != 6 || len(f.Samples) != 6 {
@@ -224,7 +223,7 @@ func TestResumeCutsAHalfWrittenLine(t *testing.T) {
 }
 
 func TestShuffledPlanIsRecordedAndRepeatable(t *testing.T) {
-	e := Experiment{Name: "s", Order: OrderShuffled, Seed: 7, Baseline: path.IPv4, Cells: []Spec{
+	e := Experiment{Name: "s", Order: OrderShuffled, Seed: 7, Baseline: path.IPv4, Groups: []CellGroup{
 		{Protocol: "http", Paths: []path.Path{path.IPv4, path.IPv6, path.SixIn4}, Conns: []int{1}, Runs: 20, Timeout: 1},
 		{Protocol: "dns", Paths: []path.Path{path.IPv4, path.IPv6}, Conns: []int{1, 2}, Runs: 2, Timeout: 1},
 	}}
@@ -250,7 +249,7 @@ func TestShuffledPlanIsRecordedAndRepeatable(t *testing.T) {
 		seen := map[path.Path]bool{}
 		for _, st := range plan[i : i+3] {
 			seen[st.Path] = true
-			if st.Cell != 0 || st.Run != i/3 {
+			if st.Group != 0 || st.Run != i/3 {
 				t.Fatalf("step %d: %+v", i, st)
 			}
 		}
@@ -258,7 +257,7 @@ func TestShuffledPlanIsRecordedAndRepeatable(t *testing.T) {
 			t.Fatalf("run %d: paths %v", i/3, seen)
 		}
 	}
-	if plan[60].Cell != 1 || plan[67].Seq != 67 {
+	if plan[60].Group != 1 || plan[67].Seq != 67 {
 		t.Errorf("second cell group: %+v %+v", plan[60], plan[67])
 	}
 	e3 := e
@@ -294,8 +293,13 @@ func TestBulkTransfersRunInConstantMemory(t *testing.T) {
 	probes := Probes(l.Endpoints(nil))
 	const size = 2183355160 // the Regensburg file set's largest
 	for _, proto := range []string{"ftp", "http"} {
-		spec := &Spec{Protocol: proto}
-		spec.File = "2183355160"
+		spec := &CellGroup{Protocol: proto, Options: all.MustGet(proto).New()}
+		if err := spec.Options.Check(result.Loopback, func(string) bool { return false }); err != nil {
+			t.Fatal(err)
+		}
+		if err := setOpt(spec, "file", "2183355160"); err != nil {
+			t.Fatal(err)
+		}
 		pr, err := probes(spec, path.IPv4)
 		if err != nil {
 			t.Fatal(err)
@@ -325,7 +329,7 @@ type conds struct {
 	failAt                 int // Begin fails at this call (1-based), 0: never
 }
 
-func (c *conds) Begin(_ context.Context, s *Spec, st Step) error {
+func (c *conds) Begin(_ context.Context, s *CellGroup, st Step) error {
 	c.begun++
 	if c.begun == c.failAt {
 		return errors.New("generator host unreachable")
@@ -333,7 +337,7 @@ func (c *conds) Begin(_ context.Context, s *Spec, st Step) error {
 	return nil
 }
 
-func (c *conds) End(s *Spec, st Step, rec *result.Run, samples []result.Sample) {
+func (c *conds) End(s *CellGroup, st Step, rec *result.Run, samples []result.Sample) {
 	c.ended++
 	rec.Background = &result.Background{Level: s.Background}
 	for i := range samples {
@@ -347,12 +351,12 @@ func (c *conds) Finish() { c.finished++ }
 // server-capture samples completed by End before they are written, Finish
 // once; a Begin that fails stops the experiment with its reason.
 func TestRunnerConditionsSurroundEachRun(t *testing.T) {
-	spec := Spec{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4, path.IPv6}, Conns: []int{2}, Runs: 2,
+	spec := CellGroup{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4, path.IPv6}, Conns: []int{2}, Runs: 2,
 		Timeout: Duration(time.Second), Baseline: path.IPv4, Background: "C1B", ServerCapture: true}
 	c := &conds{}
 	dir := t.TempDir()
-	r := &Runner{Exp: Single(spec, "lab"), Probe: func(*Spec, path.Path) (load.Probe, error) { return counting{}, nil }, Conditions: c}
-	if err := r.Run(context.Background(), dir); err != nil {
+	r := &Executor{Exp: Single(spec, result.Lab), Probe: func(*CellGroup, path.Path) (load.Probe, error) { return counting{}, nil }, Conditions: c}
+	if err := r.Execute(context.Background(), dir); err != nil {
 		t.Fatal(err)
 	}
 	if c.begun != 4 || c.ended != 4 || c.finished != 1 {
@@ -376,7 +380,7 @@ func TestRunnerConditionsSurroundEachRun(t *testing.T) {
 	}
 	c = &conds{failAt: 2}
 	r.Conditions = c
-	err = r.Run(context.Background(), t.TempDir())
+	err = r.Execute(context.Background(), t.TempDir())
 	if err == nil || !strings.Contains(err.Error(), "generator host unreachable") || c.finished != 1 {
 		t.Errorf("failing Begin: %v (finished %d)", err, c.finished)
 	}
@@ -387,10 +391,10 @@ func TestRunnerConditionsSurroundEachRun(t *testing.T) {
 // a clear error, and the file is read as a stream, never whole.
 func TestResumeRefusesAGiantLineWithoutReadingIt(t *testing.T) {
 	dir := t.TempDir()
-	spec := Spec{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4}, Conns: []int{1}, Runs: 2,
+	spec := CellGroup{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4}, Conns: []int{1}, Runs: 2,
 		Timeout: Duration(time.Second), Baseline: path.IPv4}
-	r := &Runner{Exp: Single(spec, "loopback"), Probe: func(*Spec, path.Path) (load.Probe, error) { return counting{}, nil }}
-	if err := r.Run(context.Background(), dir); err != nil {
+	r := &Executor{Exp: Single(spec, result.Loopback), Probe: func(*CellGroup, path.Path) (load.Probe, error) { return counting{}, nil }}
+	if err := r.Execute(context.Background(), dir); err != nil {
 		t.Fatal(err)
 	}
 	name := filepath.Join(dir, "samples.jsonl")
@@ -408,23 +412,23 @@ func TestResumeRefusesAGiantLineWithoutReadingIt(t *testing.T) {
 // slowStart stands for a background traffic level's lead-in before each run.
 type slowStart struct{}
 
-func (slowStart) Begin(context.Context, *Spec, Step) error {
+func (slowStart) Begin(context.Context, *CellGroup, Step) error {
 	time.Sleep(200 * time.Millisecond)
 	return nil
 }
-func (slowStart) End(*Spec, Step, *result.Run, []result.Sample) {}
-func (slowStart) Finish()                                       {}
+func (slowStart) End(*CellGroup, Step, *result.Run, []result.Sample) {}
+func (slowStart) Finish()                                            {}
 
 // TestARunsTimeLeavesTheLeadInOut: a run's record starts with its load,
 // not before the conditions' lead-in, so rate/s divides by the time
 // transactions ran.
 func TestARunsTimeLeavesTheLeadInOut(t *testing.T) {
 	dir := t.TempDir()
-	spec := Spec{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4}, Conns: []int{1}, Runs: 2,
+	spec := CellGroup{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4}, Conns: []int{1}, Runs: 2,
 		Timeout: Duration(time.Second), Baseline: path.IPv4}
-	r := &Runner{Exp: Single(spec, "loopback"), Conditions: slowStart{},
-		Probe: func(*Spec, path.Path) (load.Probe, error) { return counting{}, nil }}
-	if err := r.Run(context.Background(), dir); err != nil {
+	r := &Executor{Exp: Single(spec, result.Loopback), Conditions: slowStart{},
+		Probe: func(*CellGroup, path.Path) (load.Probe, error) { return counting{}, nil }}
+	if err := r.Execute(context.Background(), dir); err != nil {
 		t.Fatal(err)
 	}
 	for _, run := range readSamples(t, dir).Runs {
@@ -440,27 +444,27 @@ func TestARunsTimeLeavesTheLeadInOut(t *testing.T) {
 // the experiment alone), and a segment that starts behind its schedule
 // records how late each run was.
 func TestASegmentRunsItsShareAtItsSlots(t *testing.T) {
-	spec := Spec{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4, path.IPv6}, Conns: []int{1, 7}, Runs: 1,
+	spec := CellGroup{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4, path.IPv6}, Conns: []int{1, 7}, Runs: 1,
 		Timeout: Duration(100 * time.Millisecond), Pause: Duration(50 * time.Millisecond), Baseline: path.IPv4}
-	exp := Single(spec, "hosts")
-	if got := exp.Cells[0].Slot(); got != 100*time.Millisecond+SlotMargin+50*time.Millisecond {
+	exp := Single(spec, result.Hosts)
+	if got := exp.Groups[0].Slot(); got != 100*time.Millisecond+SlotMargin+50*time.Millisecond {
 		t.Fatalf("slot %v", got)
 	}
 	start := time.Now().Add(200 * time.Millisecond).Truncate(time.Millisecond)
 	slots := exp.Schedule(start)
-	if len(slots) != 4 || !slots[0].Equal(start) || slots[3].Sub(start) != 3*exp.Cells[0].Slot() {
+	if len(slots) != 4 || !slots[0].Equal(start) || slots[3].Sub(start) != 3*exp.Groups[0].Slot() {
 		t.Fatalf("slots %v", slots)
 	}
-	if end := exp.ScheduleEnd(start); end.Sub(start) != 4*exp.Cells[0].Slot() {
+	if end := exp.ScheduleEnd(start); end.Sub(start) != 4*exp.Groups[0].Slot() {
 		t.Fatalf("schedule ends %v after its start", end.Sub(start))
 	}
 	// Shorten the margin's effect for the test: a schedule of four slots
 	// takes about 4.6 s, so run the two steps of one count only.
-	exp.Cells[0].Conns = []int{7}
+	exp.Groups[0].Conns = []int{7}
 	dir := t.TempDir()
-	r := &Runner{Exp: exp, Probe: func(*Spec, path.Path) (load.Probe, error) { return counting{}, nil },
+	r := &Executor{Exp: exp, Probe: func(*CellGroup, path.Path) (load.Probe, error) { return counting{}, nil },
 		Segment: &result.Segment{Index: 1, Count: 3}, StartAt: start}
-	if err := r.Run(context.Background(), dir); err != nil {
+	if err := r.Execute(context.Background(), dir); err != nil {
 		t.Fatal(err)
 	}
 	f := readSamples(t, dir)
@@ -475,7 +479,7 @@ func TestASegmentRunsItsShareAtItsSlots(t *testing.T) {
 		t.Fatalf("segment 1/3 of 7 users ran %v", users)
 	}
 	for i, run := range f.Runs {
-		want := start.Add(time.Duration(i) * exp.Cells[0].Slot())
+		want := start.Add(time.Duration(i) * exp.Groups[0].Slot())
 		if !run.Slot.Equal(want) || run.Start.Before(want) || run.Start.Sub(want) > 50*time.Millisecond || run.LateNS != 0 {
 			t.Errorf("run %d slot %v start %v late %d, want its slot %v", i, run.Slot, run.Start, run.LateNS, want)
 		}
@@ -483,8 +487,8 @@ func TestASegmentRunsItsShareAtItsSlots(t *testing.T) {
 	// Behind schedule: every run records its lateness, none is shifted.
 	late := time.Now().Add(-2 * time.Second)
 	dir2 := t.TempDir()
-	r2 := &Runner{Exp: exp, Probe: r.Probe, StartAt: late}
-	if err := r2.Run(context.Background(), dir2); err != nil {
+	r2 := &Executor{Exp: exp, Probe: r.Probe, StartAt: late}
+	if err := r2.Execute(context.Background(), dir2); err != nil {
 		t.Fatal(err)
 	}
 	f2 := readSamples(t, dir2)
@@ -509,20 +513,20 @@ func (p engineProbe) Record() map[string]string { return map[string]string{"engi
 // agrees, each path's when they differ, over what the cell asked for; a
 // param the probes do not record stays.
 func TestRunnerRecordsHowProbesRan(t *testing.T) {
-	base := Spec{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4, path.IPv6}, Conns: []int{1}, Runs: 1,
+	base := CellGroup{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4, path.IPv6}, Conns: []int{1}, Runs: 1,
 		Timeout: Duration(time.Second), Baseline: path.IPv4}
 	agree, differ, given := base, base, base
 	agree.Label, differ.Label, given.Label = "agree", "differ", "given"
 	given.Params = map[string]string{"engine": "auto", "other": "kept"}
-	exp := &Experiment{Name: "t", Where: "loopback", Baseline: path.IPv4, Order: "interleaved", Cells: []Spec{agree, differ, given}}
-	r := &Runner{Exp: exp, Probe: func(s *Spec, p path.Path) (load.Probe, error) {
+	exp := &Experiment{Name: "t", Where: "loopback", Baseline: path.IPv4, Order: "interleaved", Groups: []CellGroup{agree, differ, given}}
+	r := &Executor{Exp: exp, Probe: func(s *CellGroup, p path.Path) (load.Probe, error) {
 		if s.Label == "differ" && p == path.IPv6 {
 			return engineProbe{engine: "go"}, nil
 		}
 		return engineProbe{engine: "evloop"}, nil
 	}}
 	dir := t.TempDir()
-	if err := r.Run(context.Background(), dir); err != nil {
+	if err := r.Execute(context.Background(), dir); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "samples.jsonl"))
@@ -536,12 +540,12 @@ func TestRunnerRecordsHowProbesRan(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"evloop", "ipv4=evloop ipv6=go", "evloop"}
-	for i, c := range h.Spec.Cells {
+	for i, c := range h.Spec.Groups {
 		if got := c.Params["engine"]; got != want[i] {
 			t.Errorf("%s: engine %q, want %q", c.Label, got, want[i])
 		}
 	}
-	if got := h.Spec.Cells[2].Params["other"]; got != "kept" {
+	if got := h.Spec.Groups[2].Params["other"]; got != "kept" {
 		t.Errorf("a param the probes do not record became %q", got)
 	}
 }
@@ -552,10 +556,10 @@ func TestRunnerRecordsHowProbesRan(t *testing.T) {
 // done, the file is whole.
 func TestResumeNeverCutsAFileStillBeingWritten(t *testing.T) {
 	dir := t.TempDir()
-	spec := Spec{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4}, Conns: []int{1}, Runs: 6,
+	spec := CellGroup{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4}, Conns: []int{1}, Runs: 6,
 		Timeout: Duration(time.Second), Baseline: path.IPv4}
 	held, release := make(chan struct{}), make(chan struct{})
-	r := &Runner{Exp: Single(spec, "loopback"), Probe: func(*Spec, path.Path) (load.Probe, error) { return counting{}, nil },
+	r := &Executor{Exp: Single(spec, result.Loopback), Probe: func(*CellGroup, path.Path) (load.Probe, error) { return counting{}, nil },
 		OnStep: func(done, _ int, _ result.Run) {
 			if done == 3 {
 				close(held)
@@ -563,13 +567,13 @@ func TestResumeNeverCutsAFileStillBeingWritten(t *testing.T) {
 			}
 		}}
 	errc := make(chan error, 1)
-	go func() { errc <- r.Run(context.Background(), dir) }()
+	go func() { errc <- r.Execute(context.Background(), dir) }()
 	<-held
 	if _, err := PrepareResume(dir); !errors.Is(err, result.ErrBusy) {
 		t.Errorf("resume while the file is written: %v, want ErrBusy", err)
 	}
-	r2 := &Runner{Exp: r.Exp, Probe: r.Probe, Done: map[int]bool{0: true}}
-	if err := r2.Run(context.Background(), dir); !errors.Is(err, result.ErrBusy) {
+	r2 := &Executor{Exp: r.Exp, Probe: r.Probe, Done: map[int]bool{0: true}}
+	if err := r2.Execute(context.Background(), dir); !errors.Is(err, result.ErrBusy) {
 		t.Errorf("a second writer: %v, want ErrBusy", err)
 	}
 	close(release)
@@ -590,10 +594,13 @@ func TestResumeNeverCutsAFileStillBeingWritten(t *testing.T) {
 // or an external client's own note, once, where a cell is timed otherwise.
 func TestTimingNotesFollowWhatTheCellsTime(t *testing.T) {
 	tx := []string{"TX", "LINGER"}
-	cell := func(protocol, client string) Spec {
-		return Spec{Protocol: protocol, Options: proto.Options{Client: client, File: "/1M"}}
+	cell := func(protocol, client string) CellGroup {
+		if protocol != "http" && protocol != "ftp" {
+			return cellOf(t, protocol)
+		}
+		return cellOf(t, protocol, "client", client, "file", "/1M")
 	}
-	notes := func(cells ...Spec) []string { return (&Experiment{Cells: cells}).TimingNotes(tx...) }
+	notes := func(cells ...CellGroup) []string { return (&Experiment{Groups: cells}).TimingNotes(tx...) }
 	has := func(got []string, sub string) int {
 		n := 0
 		for _, s := range got {
@@ -620,12 +627,35 @@ func TestTimingNotesFollowWhatTheCellsTime(t *testing.T) {
 // (as probe commands build theirs) for hosts or loopback cannot list a
 // lab-only path; in the lab, or where the run decides (auto), it can.
 func TestValidateRefusesLabOnlyPathsOffTheLab(t *testing.T) {
-	spec := Spec{Name: "t", Protocol: "http", Paths: []path.Path{path.IPv4, path.NAT64}, Conns: []int{1}, Runs: 2, Warmup: 1,
+	spec := CellGroup{Name: "t", Protocol: "http", Paths: []path.Path{path.IPv4, path.NAT64}, Conns: []int{1}, Runs: 2, Warmup: 1,
 		Timeout: Duration(time.Second), Baseline: path.IPv4}
-	for where, bad := range map[string]bool{"hosts": true, "loopback": true, "lab": false, "auto": false} {
+	for where, bad := range map[result.Where]bool{result.Hosts: true, result.Loopback: true, result.Lab: false, result.Auto: false} {
 		err := Single(spec, where).Validate()
 		if bad != (err != nil && strings.Contains(err.Error(), "nat64 needs the lab")) || (!bad && err != nil) {
 			t.Errorf("where %s: %v", where, err)
 		}
+	}
+}
+
+// TestAURLsPasswordIsNeverRecorded: a cell group's url is recorded with
+// its password masked, and such a result cannot be resumed (it says why).
+func TestAURLsPasswordIsNeverRecorded(t *testing.T) {
+	c := cellOf(t, "ftp", "url", "ftp://u:secret@192.0.2.1/1M")
+	c.Name, c.Paths, c.Conns, c.Runs, c.Timeout, c.Baseline = "t", []path.Path{path.IPv4}, []int{1}, 1, Duration(time.Second), path.IPv4
+	b, err := json.Marshal(c)
+	if err != nil || strings.Contains(string(b), "secret") || !strings.Contains(string(b), "u:xxxxx@192.0.2.1") {
+		t.Fatalf("recorded %s (%v)", b, err)
+	}
+	if got := c.Opts().Destination(); strings.Contains(got, "secret") {
+		t.Errorf("destination %q", got)
+	}
+	dir := t.TempDir()
+	r := &Executor{Exp: Single(c, result.Hosts), Probe: func(*CellGroup, path.Path) (load.Probe, error) { return counting{}, nil }}
+	r.Exp.Groups[0].Runs = 2
+	ctx, cancel := context.WithCancel(context.Background())
+	r.OnStep = func(int, int, result.Run) { cancel() }
+	_ = r.Execute(ctx, dir)
+	if _, err := PrepareResume(dir); err == nil || !strings.Contains(err.Error(), "had a password, which results do not record") {
+		t.Errorf("resume: %v", err)
 	}
 }

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +16,7 @@ import (
 	"v6lab/internal/lab"
 	"v6lab/internal/proto"
 	"v6lab/internal/proto/all"
+	"v6lab/internal/result"
 	"v6lab/internal/sock/path"
 )
 
@@ -40,64 +41,17 @@ type file struct {
 }
 
 type cellFile struct {
-	Protocol   string    `yaml:"protocol"`
-	Label      string    `yaml:"label"`
-	Conns      []int     `yaml:"conns"`
-	Paths      []string  `yaml:"paths"`
-	Runs       *int      `yaml:"runs"`
-	Warmup     *int      `yaml:"warmup"`
-	Timeout    *Duration `yaml:"timeout"`
-	Pause      *Duration `yaml:"pause"`
-	Duration   Duration  `yaml:"duration"`
-	Objects    *int      `yaml:"objects"`
-	URL        string    `yaml:"url"`
-	Query      string    `yaml:"query"`
-	DNSServers []string  `yaml:"dns_servers"`
-	Transport  string    `yaml:"transport"`
-	Mode       string    `yaml:"mode"`
-	Expect     string    `yaml:"expect"`
-	Type       string    `yaml:"type"`
-	TLS        bool      `yaml:"tls"`
-	TLSResume  bool      `yaml:"tls_resume"`
-	TLSGroups  string    `yaml:"tls_groups"`
-	// imap
-	Users      *int   `yaml:"users"`
-	UserFormat string `yaml:"user_format"`
-	Password   string `yaml:"password"`
-	// smtp
-	From     string `yaml:"from"`
-	To       string `yaml:"to"`
-	StartTLS bool   `yaml:"starttls"`
-	TLSPin   string `yaml:"tls_pin"`
-	// http and ftp files: another client program
-	Client string `yaml:"client"`
-	// http over the dual path: Happy Eyeballs' Connection Attempt Delay
-	AttemptDelay string `yaml:"attempt_delay"`
-	// http over the dual path: v6lab's RFC 8305 (default) or Go's net.Dialer
-	Dialer string `yaml:"dialer"`
-	// http over the dual path: the embedded DNS server's AAAA answer late
-	AAAADelay string `yaml:"aaaa_delay"`
+	Protocol string    `yaml:"protocol"`
+	Label    string    `yaml:"label"`
+	Conns    []int     `yaml:"conns"`
+	Paths    []string  `yaml:"paths"`
+	Runs     *int      `yaml:"runs"`
+	Warmup   *int      `yaml:"warmup"`
+	Timeout  *Duration `yaml:"timeout"`
+	Pause    *Duration `yaml:"pause"`
+	Duration Duration  `yaml:"duration"`
 	// embedded or real: overrides the experiment's servers for this cell
 	Server string `yaml:"server"`
-	// ftp
-	File   string `yaml:"file"`
-	Active bool   `yaml:"active"`
-	// tcp and udp trials
-	Time       Duration `yaml:"time"`
-	Omit       Duration `yaml:"omit"`
-	Interval   Duration `yaml:"interval"`
-	Bytes      string   `yaml:"bytes"`
-	Streams    *int     `yaml:"streams"`
-	Window     string   `yaml:"window"`
-	SndBuf     string   `yaml:"sndbuf"`
-	RcvBuf     string   `yaml:"rcvbuf"`
-	MSS        *int     `yaml:"mss"`
-	Congestion string   `yaml:"congestion"`
-	Reverse    bool     `yaml:"reverse"`
-	Bottleneck string   `yaml:"bottleneck"`
-	Rate       string   `yaml:"rate"`
-	Size       string   `yaml:"size"`
-	Servers    []string `yaml:"servers"`
 	// congestion (any protocol, in the lab)
 	Background    string `yaml:"background"`
 	ServerCapture bool   `yaml:"server_capture"`
@@ -107,7 +61,14 @@ type cellFile struct {
 	IPv6Loss *float64 `yaml:"ipv6_loss"`
 	// ipv6_delay: IPv6 toward the client held this long at r1 (netem)
 	IPv6Delay string `yaml:"ipv6_delay"`
+	// Options are the keys left: the protocol's options, decoded into its
+	// own struct once the protocol is known.
+	Options specfile.Rest `yaml:",rest"`
 }
+
+// BuiltinLab prefixes a topology that names a lab built into v6lab
+// (experiments/labs): what run --print writes for a study's lab.
+const BuiltinLab = "built-in:"
 
 // Defaults of an experiment file.
 const (
@@ -119,14 +80,25 @@ const (
 	MaxConns = 100000
 )
 
-// allOptions are every protocol's options, for the "does not apply" rule.
-func allOptions() []string {
+// cellFields are the fields of a cell group every protocol has.
+func cellFields() []string {
+	var out []string
+	t := reflect.TypeFor[cellFile]()
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); name != "" {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// owner names the protocols whose options include key, for the error of
+// an option given to a protocol that does not take it.
+func owner(key string) []string {
 	var out []string
 	for _, p := range all.List {
-		for _, o := range p.Options() {
-			if !slices.Contains(out, o) {
-				out = append(out, o)
-			}
+		if slices.Contains(p.Options(), key) {
+			out = append(out, p.Name)
 		}
 	}
 	return out
@@ -149,10 +121,11 @@ func Load(name string) (*Experiment, error) {
 	if err != nil {
 		return nil, err
 	}
-	if e.Topology != "" && !filepath.IsAbs(e.Topology) {
+	// A built-in lab (experiments.BuiltinLab) is the CLI's to find.
+	if e.Topology != "" && !filepath.IsAbs(e.Topology) && !strings.HasPrefix(e.Topology, BuiltinLab) {
 		e.Topology = filepath.Join(filepath.Dir(name), e.Topology)
 	}
-	if e.Topology != "" {
+	if e.Topology != "" && !strings.HasPrefix(e.Topology, BuiltinLab) {
 		if _, err := lab.LoadTopology(e.Topology); err != nil {
 			return nil, err
 		}
@@ -171,63 +144,91 @@ func Parse(name string, data []byte) (*Experiment, error) {
 }
 
 func (f *file) experiment(doc *specfile.Doc) (*Experiment, error) {
-	e := &Experiment{Name: f.Name, Description: f.Description, Where: f.Where, Topology: f.Topology,
+	e := &Experiment{Name: f.Name, Description: f.Description, Where: result.Auto, Topology: f.Topology,
 		Servers: f.Servers, Order: f.Order, Seed: f.Seed}
+	if err := f.settings(doc, e); err != nil {
+		return nil, err
+	}
+	paths, err := f.pathsAndBaseline(doc, e)
+	if err != nil {
+		return nil, err
+	}
+	base := CellGroup{Name: f.Name, Runs: DefaultRuns, Warmup: DefaultWarmup, Timeout: Duration(DefaultTimeout),
+		Pause: Duration(DefaultPause), Baseline: e.Baseline}
+	if err := runSettings(doc, "", &base, f.Runs, f.Warmup, f.Timeout, f.Pause); err != nil {
+		return nil, err
+	}
+	if err := f.groups(doc, e, base, paths); err != nil {
+		return nil, err
+	}
+	if err := f.realServers(doc, e); err != nil {
+		return nil, err
+	}
+	if err := e.Validate(); err != nil { // rules that belong to no one field
+		return nil, fmt.Errorf("%s: %w", doc.File, err)
+	}
+	return e, nil
+}
+
+// settings reads the experiment's own fields: its name, where it runs,
+// and what it asks of the lab, the client and the servers.
+func (f *file) settings(doc *specfile.Doc, e *Experiment) error {
 	switch {
 	case !doc.Has("name"):
-		return nil, doc.Errorf("name", "is required")
+		return doc.Errorf("name", "is required")
 	case CheckName(f.Name) != nil:
-		return nil, doc.Errorf("name", "%v", CheckName(f.Name))
+		return doc.Errorf("name", "%v", CheckName(f.Name))
 	}
-	if e.Where == "" {
-		e.Where = "auto"
+	if doc.Has("where") {
+		w, err := result.ParseWhere(f.Where)
+		if err != nil {
+			return doc.Errorf("where", "%v", err)
+		}
+		e.Where = w
 	}
-	if !slices.Contains([]string{"auto", "lab", "loopback", "hosts"}, e.Where) {
-		return nil, doc.Errorf("where", "%q is not a place to run: want auto, lab, loopback or hosts", f.Where)
-	}
-	if f.Topology != "" && (e.Where == "loopback" || e.Where == "hosts") {
-		return nil, doc.Errorf("topology", "a topology needs the lab, but where is %s", e.Where)
+	if f.Topology != "" && e.Where.OffLab() {
+		return doc.Errorf("topology", "a topology needs the lab, but where is %s", e.Where)
 	}
 	if doc.Has("congestion") {
 		switch {
 		case !congestionRE.MatchString(f.Congestion):
-			return nil, doc.Errorf("congestion", "%q is not a congestion control name (cubic, reno, bbr, …)", f.Congestion)
-		case e.Where == "loopback" || e.Where == "hosts":
-			return nil, doc.Errorf("congestion", "sets the lab's hosts, but where is %s (on other hosts, set net.ipv4.tcp_congestion_control there)", e.Where)
+			return doc.Errorf("congestion", "%q is not a congestion control name (cubic, reno, bbr, …)", f.Congestion)
+		case e.Where.OffLab():
+			return doc.Errorf("congestion", "sets the lab's hosts, but where is %s (on other hosts, set net.ipv4.tcp_congestion_control there)", e.Where)
 		}
 		e.Congestion = f.Congestion
 	}
 	if f.Spin != nil {
 		if err := CheckSpin(time.Duration(*f.Spin)); err != nil {
-			return nil, doc.Errorf("spin", "%v", err)
+			return doc.Errorf("spin", "%v", err)
 		}
 		e.Spin = f.Spin
 	}
-	if e.Servers == "" {
-		e.Servers = "embedded"
-	}
-	switch e.Servers {
+	switch e.Servers = proto.Or(e.Servers, "embedded"); e.Servers {
 	case "embedded":
 	case "real":
-		if e.Where == "loopback" || e.Where == "hosts" {
-			return nil, doc.Errorf("servers", "real servers run in the lab's server host, but where is %s", e.Where)
+		if e.Where.OffLab() {
+			return doc.Errorf("servers", "real servers run in the lab's server host, but where is %s", e.Where)
 		}
 	default:
-		return nil, doc.Errorf("servers", "%q: want embedded or real", f.Servers)
+		return doc.Errorf("servers", "%q: want embedded or real", f.Servers)
 	}
-	if e.Order == "" {
-		e.Order = OrderInterleaved
+	if e.Order = proto.Or(e.Order, OrderInterleaved); e.Order != OrderInterleaved && e.Order != OrderShuffled {
+		return doc.Errorf("order", "%q: want interleaved or shuffled", f.Order)
 	}
-	if e.Order != OrderInterleaved && e.Order != OrderShuffled {
-		return nil, doc.Errorf("order", "%q: want interleaved or shuffled", f.Order)
-	}
+	return nil
+}
+
+// pathsAndBaseline reads the experiment's paths (default: ipv4, ipv6 and,
+// in the lab, 6in4) and its baseline (default ipv4).
+func (f *file) pathsAndBaseline(doc *specfile.Doc, e *Experiment) ([]path.Path, error) {
 	paths, err := f.paths(doc, "paths", f.Paths, e.Where)
 	if err != nil {
 		return nil, err
 	}
 	if paths == nil {
 		paths = []path.Path{path.IPv4, path.IPv6, path.SixIn4}
-		if e.Where == "loopback" || e.Where == "hosts" {
+		if e.Where.OffLab() {
 			paths = paths[:2]
 		}
 	}
@@ -237,27 +238,28 @@ func (f *file) experiment(doc *specfile.Doc) (*Experiment, error) {
 			return nil, doc.Errorf("baseline", "%q is not a path (%s)", f.Baseline, path.Names())
 		}
 	}
-	base := Spec{Name: f.Name, Runs: DefaultRuns, Warmup: DefaultWarmup, Timeout: Duration(DefaultTimeout),
-		Pause: Duration(DefaultPause), Baseline: e.Baseline}
-	if err := runSettings(doc, "", &base, f.Runs, f.Warmup, f.Timeout, f.Pause); err != nil {
-		return nil, err
-	}
+	return paths, nil
+}
+
+// groups reads the cell groups: each its own, named apart from the
+// others, and measuring the baseline.
+func (f *file) groups(doc *specfile.Doc, e *Experiment, base CellGroup, paths []path.Path) error {
 	if len(f.Cells) == 0 {
-		return nil, doc.Errorf("cells", "at least one cell is needed (protocol and connection counts)")
+		return doc.Errorf("cells", "at least one cell is needed (protocol and connection counts)")
 	}
 	labels := map[string]string{}
 	for i, c := range f.Cells {
 		at := fmt.Sprintf("cells[%d]", i)
 		s, err := c.spec(doc, at, base, paths, e)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if prev, dup := labels[s.CellName()]; dup {
 			field := at + ".label"
 			if !doc.Has(field) {
 				field = at + ".protocol"
 			}
-			return nil, doc.Errorf(field, "%s is also the name of %s: give one a distinct label", s.CellName(), prev)
+			return doc.Errorf(field, "%s is also the name of %s: give one a distinct label", s.CellName(), prev)
 		}
 		labels[s.CellName()] = at
 		if !slices.Contains(s.Paths, e.Baseline) {
@@ -265,41 +267,43 @@ func (f *file) experiment(doc *specfile.Doc) (*Experiment, error) {
 			if !doc.Has(field) {
 				field = "baseline"
 			}
-			return nil, doc.Errorf(field, "the cell does not measure the baseline path %s, so nothing can be compared with it", e.Baseline)
+			return doc.Errorf(field, "the cell does not measure the baseline path %s, so nothing can be compared with it", e.Baseline)
 		}
-		e.Cells = append(e.Cells, s)
+		e.Groups = append(e.Groups, s)
 	}
-	for i := range e.Cells {
-		c := &e.Cells[i]
+	return nil
+}
+
+// realServers marks the groups that measure real servers (the
+// experiment's servers, or a group's own), if each can.
+func (f *file) realServers(doc *specfile.Doc, e *Experiment) error {
+	for i := range e.Groups {
+		c := &e.Groups[i]
 		at := fmt.Sprintf("cells[%d]", i)
-		server := proto.Or(f.Cells[i].Server, e.Servers)
-		switch server {
+		switch proto.Or(f.Cells[i].Server, e.Servers) {
 		case "embedded":
 			continue
 		case "real":
 		default:
-			return nil, doc.Errorf(at+".server", "%q: want embedded or real", f.Cells[i].Server)
+			return doc.Errorf(at+".server", "%q: want embedded or real", f.Cells[i].Server)
 		}
-		if e.Where == "loopback" || e.Where == "hosts" {
-			return nil, doc.Errorf(at+".server", "real servers run in the lab's server host, but where is %s", e.Where)
+		if e.Where.OffLab() {
+			return doc.Errorf(at+".server", "real servers run in the lab's server host, but where is %s", e.Where)
 		}
 		if err := RealServersFit(c); err != nil {
 			field := at + ".server"
 			if !doc.Has(field) {
 				field = at
 			}
-			return nil, doc.Errorf(field, "%v", err)
+			return doc.Errorf(field, "%v", err)
 		}
 		c.Server = "real"
 	}
-	if err := e.Validate(); err != nil { // rules that belong to no one field
-		return nil, fmt.Errorf("%s: %w", doc.File, err)
-	}
-	return e, nil
+	return nil
 }
 
 // paths reads a list of paths at field; nil when the file gave none.
-func (f *file) paths(doc *specfile.Doc, field string, in []string, where string) ([]path.Path, error) {
+func (f *file) paths(doc *specfile.Doc, field string, in []string, where result.Where) ([]path.Path, error) {
 	if !doc.Has(field) {
 		return nil, nil
 	}
@@ -313,8 +317,8 @@ func (f *file) paths(doc *specfile.Doc, field string, in []string, where string)
 		if err != nil {
 			return nil, doc.Errorf(at, "%q is not a path (%s)", s, path.Names())
 		}
-		if where == "loopback" || where == "hosts" {
-			if err := p.OffLab("where: " + where); err != nil {
+		if where.OffLab() {
+			if err := p.OffLab("where: " + string(where)); err != nil {
 				return nil, doc.Errorf(at, "%v", err)
 			}
 		}
@@ -328,7 +332,7 @@ func (f *file) paths(doc *specfile.Doc, field string, in []string, where string)
 
 // runSettings checks and applies runs, warm-up, timeout and pause given at
 // prefix (the top level, or one cell).
-func runSettings(doc *specfile.Doc, prefix string, s *Spec, runs, warmup *int, timeout, pause *Duration) error {
+func runSettings(doc *specfile.Doc, prefix string, s *CellGroup, runs, warmup *int, timeout, pause *Duration) error {
 	at := func(f string) string { return prefix + f }
 	if runs != nil {
 		if err := checkRuns(*runs); err != nil {
@@ -359,7 +363,7 @@ func runSettings(doc *specfile.Doc, prefix string, s *Spec, runs, warmup *int, t
 		s.Timeout = *timeout
 	}
 	if pause != nil {
-		if err := checkNotNegative(time.Duration(*pause)); err != nil {
+		if err := checkPause(time.Duration(*pause)); err != nil {
 			return doc.Errorf(at("pause"), "%v", err)
 		}
 		s.Pause = *pause
@@ -367,115 +371,174 @@ func runSettings(doc *specfile.Doc, prefix string, s *Spec, runs, warmup *int, t
 	return nil
 }
 
-func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Path, e *Experiment) (Spec, error) {
+func (c *cellFile) spec(doc *specfile.Doc, at string, base CellGroup, paths []path.Path, e *Experiment) (CellGroup, error) {
 	s := base
-	field := func(f string) string { return at + "." + f }
 	s.Protocol, s.Label = c.Protocol, c.Label
-	pr, ok := all.Get(c.Protocol)
-	switch {
-	case !doc.Has(field("protocol")):
-		return s, doc.Errorf(at, "protocol is required (%s)", all.NameList("or"))
-	case !ok:
-		return s, doc.Errorf(field("protocol"), "%q is not a protocol v6lab knows (%s)", c.Protocol, strings.Join(all.Names(), ", "))
-	}
-	opts := pr.Options()
-	if doc.Has(field("label")) && !labelRE.MatchString(c.Label) {
-		return s, doc.Errorf(field("label"), "%q: lowercase letters, digits, dot, dash and underscore, up to 32", c.Label)
-	}
-	for _, o := range allOptions() {
-		if doc.Has(field(o)) && !slices.Contains(opts, o) {
-			return s, doc.Errorf(field(o), "does not apply to protocol %s (it takes: %v)", c.Protocol, opts)
+	r := &cellReader{doc: doc, at: at, e: e, c: c, s: &s}
+	for _, step := range []func() error{r.protocol, r.conns, func() error { return r.paths(paths) }, r.runSettings, r.options, r.trialTimeout,
+		func() error { return c.congestion(doc, at, e.Where, r.pr, &s) }, r.impairments} {
+		if err := step(); err != nil {
+			return s, err
 		}
 	}
-	_, trial := pr.(interface{ SingleTest() bool })
-	if trial && !doc.Has(field("conns")) {
+	return s, nil
+}
+
+// cellReader reads one cell group of a file, step by step.
+type cellReader struct {
+	doc *specfile.Doc
+	at  string // cells[i]
+	e   *Experiment
+	c   *cellFile
+	s   *CellGroup
+	pr  *proto.Protocol
+	// own: the group gave paths of its own (errors name them there).
+	own bool
+}
+
+func (r *cellReader) field(f string) string { return r.at + "." + f }
+
+// pathAt names paths[i] where it was given: the group's, or the file's.
+func (r *cellReader) pathAt(i int) string {
+	if !r.own {
+		return fmt.Sprintf("paths[%d]", i)
+	}
+	return fmt.Sprintf("%s[%d]", r.field("paths"), i)
+}
+
+// protocol reads the protocol, the label, and the protocol's options into
+// its own struct (an option of another protocol named as such).
+func (r *cellReader) protocol() error {
+	c, doc := r.c, r.doc
+	pr, ok := all.Get(c.Protocol)
+	switch {
+	case !doc.Has(r.field("protocol")):
+		return doc.Errorf(r.at, "protocol is required (%s)", all.NameList("or"))
+	case !ok:
+		return doc.Errorf(r.field("protocol"), "%q is not a protocol v6lab knows (%s)", c.Protocol, strings.Join(all.Names(), ", "))
+	}
+	if doc.Has(r.field("label")) && !labelRE.MatchString(c.Label) {
+		return doc.Errorf(r.field("label"), "%q: lowercase letters, digits, dot, dash and underscore, up to 32", c.Label)
+	}
+	r.pr, r.s.Options = pr, pr.New()
+	return doc.DecodeRest(c.Options, r.s.Options, func(key string) string {
+		if by := owner(key); len(by) > 0 {
+			return fmt.Sprintf("does not apply to protocol %s: %s is an option of %s (%s takes: %v)", c.Protocol, key, strings.Join(by, " and "), c.Protocol, pr.Options())
+		}
+		known := append(cellFields(), pr.Options()...)
+		slices.Sort(known)
+		return fmt.Sprintf("unknown field (known here: %s)", strings.Join(known, ", "))
+	})
+}
+
+// conns reads the connection counts ([1] for a trial, which is one test).
+func (r *cellReader) conns() error {
+	c, doc, field := r.c, r.doc, r.field("conns")
+	switch trial := r.pr.SingleTest; {
+	case trial && !doc.Has(field):
 		c.Conns = []int{1}
-	} else if trial && (len(c.Conns) != 1 || c.Conns[0] != 1) {
-		return s, doc.Errorf(field("conns"), "a %s trial is one test: conns must be [1] (use streams for parallel connections)", c.Protocol)
-	} else if !doc.Has(field("conns")) {
-		return s, doc.Errorf(at, "conns is required (simultaneous connections per run, e.g. [1, 10, 100])")
+	case trial && (len(c.Conns) != 1 || c.Conns[0] != 1):
+		return doc.Errorf(field, "a %s trial is one test: conns must be [1] (use streams for parallel connections)", c.Protocol)
+	case !doc.Has(field):
+		return doc.Errorf(r.at, "conns is required (simultaneous connections per run, e.g. [1, 10, 100])")
 	}
 	if i, err := checkConns(c.Conns); err != nil {
 		if i < 0 {
-			return s, doc.Errorf(field("conns"), "%v", err)
+			return doc.Errorf(field, "%v", err)
 		}
-		return s, doc.Errorf(fmt.Sprintf("%s[%d]", field("conns"), i), "%v", err)
+		return doc.Errorf(fmt.Sprintf("%s[%d]", field, i), "%v", err)
 	}
-	s.Conns = c.Conns
-	var f file
-	own, err := f.paths(doc, field("paths"), c.Paths, e.Where)
+	r.s.Conns = c.Conns
+	return nil
+}
+
+// paths reads the group's paths (the file's unless its own), each one its
+// protocol can race when it is dual.
+func (r *cellReader) paths(fileWide []path.Path) error {
+	var f *file
+	own, err := f.paths(r.doc, r.field("paths"), r.c.Paths, r.e.Where)
 	if err != nil {
-		return s, err
+		return err
 	}
-	s.Paths = slices.Clone(paths) // each cell's own: callers edit them
-	if own != nil {
-		s.Paths = own
+	r.s.Paths, r.own = slices.Clone(fileWide), own != nil // each group's own: callers edit them
+	if r.own {
+		r.s.Paths = own
 	}
-	// pathAt names paths[i] where it was given: the cell's, or the file's.
-	pathAt := func(i int) string {
-		if own == nil {
-			return fmt.Sprintf("paths[%d]", i)
-		}
-		return fmt.Sprintf("%s[%d]", field("paths"), i)
-	}
-	for i, p := range s.Paths {
-		if err := DualFits(p, c.Protocol, c.Client); err != nil {
-			return s, doc.Errorf(pathAt(i), "%v", err)
+	for i, p := range r.s.Paths {
+		if err := DualFits(p, r.c.Protocol); err != nil {
+			return r.doc.Errorf(r.pathAt(i), "%v", err)
 		}
 	}
-	if err := runSettings(doc, at+".", &s, c.Runs, c.Warmup, c.Timeout, c.Pause); err != nil {
-		return s, err
+	return nil
+}
+
+// runSettings reads runs, warm-up, timeout, pause and duration.
+func (r *cellReader) runSettings() error {
+	c := r.c
+	if err := runSettings(r.doc, r.at+".", r.s, c.Runs, c.Warmup, c.Timeout, c.Pause); err != nil {
+		return err
 	}
-	if err := checkNotNegative(time.Duration(c.Duration)); err != nil {
-		return s, doc.Errorf(field("duration"), "%v", err)
+	if err := checkDuration(time.Duration(c.Duration)); err != nil {
+		return r.doc.Errorf(r.field("duration"), "%v", err)
 	}
-	s.Duration = c.Duration
-	size, err := c.size()
-	if err != nil {
-		return s, doc.Errorf(field("size"), "%v", err)
-	}
-	s.Options = c.options(size)
-	given := func(o string) bool { return doc.Has(field(o)) }
-	if err := pr.Check(&s.Options, e.Where, given); err != nil {
+	r.s.Duration = c.Duration
+	return nil
+}
+
+// options checks the protocol's options (the protocol's rules, its path
+// rules), and names a group of the protocol's other server after it.
+func (r *cellReader) options() error {
+	doc, s := r.doc, r.s
+	if err := s.Options.Check(r.e.Where, func(o string) bool { return doc.Has(r.field(o)) }); err != nil {
 		oe, ok := proto.AsOptionError(err)
 		switch {
 		case !ok:
-			return s, doc.Errorf(at, "%v", err)
+			return doc.Errorf(r.at, "%v", err)
 		case oe.Option == "":
-			return s, doc.Errorf(at, "%v", oe.Err)
+			return doc.Errorf(r.at, "%v", oe.Err)
 		}
-		return s, doc.Errorf(field(oe.Option), "%v", oe.Err)
+		return doc.Errorf(r.field(oe.Option), "%v", oe.Err)
 	}
 	for i, p := range s.Paths {
-		if err := ProtocolPathFits(p, c.Protocol, &s.Options, e.Where); err != nil {
+		if err := s.Options.PathFit(r.e.Where, p); err != nil {
 			if oe, ok := proto.AsOptionError(err); ok && oe.Option != "" {
-				return s, doc.Errorf(field(oe.Option), "%v", oe.Err)
+				return doc.Errorf(r.field(oe.Option), "%v", oe.Err)
 			}
-			return s, doc.Errorf(pathAt(i), "%v", err)
+			return doc.Errorf(r.pathAt(i), "%v", err)
 		}
 	}
-	if k := all.CellServerKey(c.Protocol, &s.Options); s.Label == "" && k != all.ServerKey(c.Protocol) {
+	if k := all.CellServerKey(r.c.Protocol, s.Options); s.Label == "" && k != all.ServerKey(r.c.Protocol) {
 		s.Label = k // a cell of the protocol's other server (https) is named after it
 	}
-	if trial {
-		o := s.Test
-		// A trial's timeout follows its length unless set.
-		if !doc.Has(field("timeout")) && !doc.Has("timeout") {
-			s.Timeout = Duration(o.Omit + o.Duration + 30*time.Second)
-		}
-		if time.Duration(s.Timeout) <= o.Omit+o.Duration {
-			return s, doc.Errorf(field("time"), "a trial of %v does not fit in its timeout of %v", o.Omit+o.Duration, time.Duration(s.Timeout))
-		}
+	return nil
+}
+
+// trialTimeout: a trial's timeout follows its length unless set, and
+// must hold it.
+func (r *cellReader) trialTimeout() error {
+	length := r.s.Options.Length()
+	if !r.pr.SingleTest {
+		return nil
 	}
-	if err := c.congestion(doc, at, e.Where, &s); err != nil {
-		return s, err
+	if !r.doc.Has(r.field("timeout")) && !r.doc.Has("timeout") {
+		r.s.Timeout = Duration(length + 30*time.Second)
 	}
+	if time.Duration(r.s.Timeout) <= length {
+		return r.doc.Errorf(r.field("time"), "a trial of %v does not fit in its timeout of %v", length, time.Duration(r.s.Timeout))
+	}
+	return nil
+}
+
+// impairments reads what the lab's router does to the client's IPv6
+// during the group's runs: loss, delay.
+func (r *cellReader) impairments() error {
+	c, doc, s, where := r.c, r.doc, r.s, r.e.Where
 	if c.IPv6Loss != nil {
 		switch v := *c.IPv6Loss; {
 		case !(v > 0 && v <= 100):
-			return s, doc.Errorf(field("ipv6_loss"), "%g is not a share of IPv6 packets to drop: want more than 0 and at most 100 (percent; 100: blackholed)", v)
-		case e.Where != "lab" && e.Where != "auto":
-			return s, doc.Errorf(field("ipv6_loss"), "IPv6 is dropped at the lab's router, but where is %s", e.Where)
+			return doc.Errorf(r.field("ipv6_loss"), "%g is not a share of IPv6 packets to drop: want more than 0 and at most 100 (percent; 100: blackholed)", v)
+		case where.OffLab():
+			return doc.Errorf(r.field("ipv6_loss"), "IPv6 is dropped at the lab's router, but where is %s", where)
 		}
 		s.IPv6Loss = *c.IPv6Loss
 	}
@@ -483,24 +546,24 @@ func (c *cellFile) spec(doc *specfile.Doc, at string, base Spec, paths []path.Pa
 		d, err := time.ParseDuration(c.IPv6Delay)
 		switch {
 		case err != nil || d <= 0 || d > MaxIPv6Delay:
-			return s, doc.Errorf(field("ipv6_delay"), "want a delay such as 50ms, more than 0 and at most %v, not %q", MaxIPv6Delay, c.IPv6Delay)
-		case e.Where != "lab" && e.Where != "auto":
-			return s, doc.Errorf(field("ipv6_delay"), "IPv6 is delayed at the lab's router, but where is %s", e.Where)
+			return doc.Errorf(r.field("ipv6_delay"), "want a delay such as 50ms, more than 0 and at most %v, not %q", MaxIPv6Delay, c.IPv6Delay)
+		case where.OffLab():
+			return doc.Errorf(r.field("ipv6_delay"), "IPv6 is delayed at the lab's router, but where is %s", where)
 		case c.LinkRate != "":
-			return s, doc.Errorf(field("ipv6_delay"), "cannot be combined with link_rate in one cell group (one qdisc tree on r1's link)")
+			return doc.Errorf(r.field("ipv6_delay"), "cannot be combined with link_rate in one cell group (one qdisc tree on r1's link)")
 		}
 		s.IPv6Delay = Duration(d)
 	}
-	return s, nil
+	return nil
 }
 
 // MaxIPv6Delay bounds ipv6_delay: longer is a blackhole, which ipv6_loss: 100 is.
 const MaxIPv6Delay = 10 * time.Second
 
 // congestion reads background and server_capture, which need the lab.
-func (c *cellFile) congestion(doc *specfile.Doc, at, where string, s *Spec) error {
+func (c *cellFile) congestion(doc *specfile.Doc, at string, where result.Where, pr *proto.Protocol, s *CellGroup) error {
 	field := func(f string) string { return at + "." + f }
-	inLab := where == "lab" || where == "auto"
+	inLab := !where.OffLab()
 	if c.Background != "" && c.Background != "none" {
 		if _, err := traffic.LevelByName(c.Background); err != nil {
 			return doc.Errorf(field("background"), "%q is not a congestion level: want C1B to C6B (the Towson study's Table I) or none", c.Background)
@@ -511,13 +574,13 @@ func (c *cellFile) congestion(doc *specfile.Doc, at, where string, s *Spec) erro
 		s.Background = c.Background
 	}
 	if c.ServerCapture {
-		if c.Protocol != "http" {
-			return doc.Errorf(field("server_capture"), "server-side figures are computed for http cells (from the GET to the client's last ACK), not %s", c.Protocol)
+		if !pr.ServerCapture {
+			return doc.Errorf(field("server_capture"), "server-side figures are computed for %s cells (from the GET to the client's last ACK), not %s", all.Captured(), c.Protocol)
 		}
 		if !inLab {
 			return doc.Errorf(field("server_capture"), "the capture runs in the lab's server host, but where is %s", where)
 		}
-		if c.TLS {
+		if s.Options.ServerFor() != "" {
 			return doc.Errorf(field("server_capture"), "the capture's request is the client's first data, which over tls is its ClientHello, not the GET: the figures would not be the study's")
 		}
 		s.ServerCapture = true
@@ -536,49 +599,7 @@ func (c *cellFile) congestion(doc *specfile.Doc, at, where string, s *Spec) erro
 }
 
 // RealServersFit says why a cell group cannot run against the real servers.
-func RealServersFit(c *Spec) error { return all.RealFit(c.Protocol, &c.Options) }
-
-// options are the cell's protocol options as given; the protocol's Check
-// decodes and checks them.
-// size is the cell's size in bytes (4096, 100K; nil: not given).
-func (c *cellFile) size() (*int, error) {
-	if c.Size == "" {
-		return nil, nil
-	}
-	n, err := units.ParseSize(c.Size)
-	if err != nil || n > math.MaxInt32 {
-		return nil, fmt.Errorf("%q: want bytes, such as 4096 or 100K", c.Size)
-	}
-	size := int(n)
-	return &size, nil
-}
-
-func (c *cellFile) options(size *int) proto.Options {
-	o := proto.Options{URL: c.URL, Objects: c.Objects, Query: c.Query, DNSServers: c.DNSServers, Transport: c.Transport, Mode: c.Mode, Expect: c.Expect, Type: c.Type, TLS: c.TLS, TLSResume: c.TLSResume, TLSGroups: c.TLSGroups,
-		File: c.File, Active: c.Active, Client: c.Client, From: c.From, To: c.To, StartTLS: c.StartTLS, TLSPin: c.TLSPin,
-		UserFormat: c.UserFormat, Password: c.Password, Servers: c.Servers, AttemptDelay: c.AttemptDelay, Dialer: c.Dialer, AAAADelay: c.AAAADelay}
-	if c.Users != nil {
-		o.Users = *c.Users
-	}
-	if c.Protocol != "udp" && size != nil { // udp's size is its datagrams'
-		o.Size = *size
-	}
-	if c.Protocol == "tcp" || c.Protocol == "udp" {
-		t := &proto.TrialInput{Time: time.Duration(c.Time), Omit: time.Duration(c.Omit), Interval: time.Duration(c.Interval),
-			Bytes: c.Bytes, Window: c.Window, SndBuf: c.SndBuf, RcvBuf: c.RcvBuf, Bottleneck: c.Bottleneck, Rate: c.Rate,
-			Congestion: c.Congestion, Reverse: c.Reverse}
-		for _, v := range []struct {
-			from *int
-			to   *int
-		}{{c.Streams, &t.Streams}, {c.MSS, &t.MSS}, {size, &t.Size}} {
-			if v.from != nil {
-				*v.to = *v.from
-			}
-		}
-		o.Trial = t
-	}
-	return o
-}
+func RealServersFit(c *CellGroup) error { return all.RealFit(c.Protocol, c.Options) }
 
 // Scale shrinks an experiment for a quick look on a small machine: every
 // connection count, the number of runs, and a trial's length and amount of
@@ -589,8 +610,8 @@ func (e *Experiment) Scale(f float64) error {
 		return fmt.Errorf("experiment: scale %g: want more than 0 and at most 1", f)
 	}
 	e.Scaled = f // recorded with the spec in every result's header
-	for i := range e.Cells {
-		c := &e.Cells[i]
+	for i := range e.Groups {
+		c := &e.Groups[i]
 		var conns []int
 		for _, n := range c.Conns {
 			m := max(1, int(math.Round(float64(n)*f)))
@@ -600,19 +621,9 @@ func (e *Experiment) Scale(f float64) error {
 		}
 		c.Conns = conns
 		c.Runs = max(c.Warmup+2, int(math.Round(float64(c.Runs)*f)))
-		if c.File != "" { // files get smaller
-			if n, err := units.ParseSize(strings.TrimPrefix(c.File, "/")); err == nil {
-				c.File = strconv.FormatInt(max(64<<10, int64(float64(n)*f)), 10)
-			}
-		}
-		if c.Test != nil { // trials get shorter and carry less
-			o := *c.Test
-			o.Duration = max(time.Second, time.Duration(float64(o.Duration)*f).Round(time.Second))
-			if o.Bytes > 0 {
-				o.Bytes = max(1<<20, int64(float64(o.Bytes)*f))
-			}
-			c.Test = &o
-			c.Timeout = Duration(o.Omit + o.Duration + 30*time.Second)
+		c.Opts().Scale(f) // files get smaller, trials shorter and carry less
+		if length := c.Opts().Length(); length > 0 {
+			c.Timeout = Duration(length + 30*time.Second)
 		}
 	}
 	return nil

@@ -25,18 +25,18 @@ func TestFullExperimentFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.Name != "full" || e.Where != "lab" || e.Topology != "testdata/topology.yaml" || e.Order != OrderShuffled || e.Seed != 42 || len(e.Cells) != 3 ||
+	if e.Name != "full" || e.Where != "lab" || e.Topology != "testdata/topology.yaml" || e.Order != OrderShuffled || e.Seed != 42 || len(e.Groups) != 3 ||
 		e.Spin == nil || time.Duration(*e.Spin) != time.Millisecond {
 		t.Fatalf("experiment %+v", e)
 	}
-	http, big, dns := e.Cells[0], e.Cells[1], e.Cells[2]
+	http, big, dns := e.Groups[0], e.Groups[1], e.Groups[2]
 	if http.CellName() != "http" || len(http.Paths) != 3 || http.Runs != 11 || http.Warmup != 1 || time.Duration(http.Timeout) != 30*time.Second {
 		t.Errorf("http cell %+v", http)
 	}
-	if big.CellName() != "bigpage" || *big.Objects != 20 || big.Runs != 5 {
+	if big.CellName() != "bigpage" || opt(&big, "objects") != "20" || big.Runs != 5 {
 		t.Errorf("bigpage cell %+v", big)
 	}
-	if dns.Transport != "tcp" || len(dns.Paths) != 2 || dns.Paths[1] != path.SixIn4 || time.Duration(dns.Timeout) != 5*time.Second ||
+	if opt(&dns, "transport") != "tcp" || len(dns.Paths) != 2 || dns.Paths[1] != path.SixIn4 || time.Duration(dns.Timeout) != 5*time.Second ||
 		dns.Pause != 0 || time.Duration(dns.Duration) != 2*time.Second {
 		t.Errorf("dns cell %+v", dns)
 	}
@@ -47,7 +47,7 @@ func TestFullExperimentFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(h.Cells[0].Paths) != 2 || h.Cells[0].URL == "" || len(h.Cells[1].DNSServers) != 1 {
+	if len(h.Groups[0].Paths) != 2 || opt(&h.Groups[0], "url") == "" || len(recorded(&h.Groups[1])["dns_servers"].([]any)) != 1 {
 		t.Errorf("hosts experiment %+v", h)
 	}
 	if _, err := Load("testdata/nope.yaml"); err == nil || !strings.Contains(err.Error(), "nope.yaml") {
@@ -60,18 +60,18 @@ func TestTrialWarmupReachesItsOptionsAndTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tcp, udp := e.Cells[0], e.Cells[1]
-	if tcp.Test.Omit != 5*time.Second || udp.Test.Omit != time.Second || udp.Test.Duration != 10*time.Second {
-		t.Fatalf("options %+v, %+v", tcp.Test, udp.Test)
+	tcp, udp := e.Groups[0], e.Groups[1]
+	if trialOf(&tcp).Omit != 5*time.Second || trialOf(&udp).Omit != time.Second || trialOf(&udp).Duration != 10*time.Second {
+		t.Fatalf("options %+v, %+v", trialOf(&tcp), trialOf(&udp))
 	}
 	// The timeout covers the warm-up too.
 	if time.Duration(tcp.Timeout) != 55*time.Second {
 		t.Errorf("timeout %v, want 5s + 20s + 30s", time.Duration(tcp.Timeout))
 	}
 	// Scaling shortens the measured time, not the warm-up past slow start.
-	if err := e.Scale(0.1); err != nil || e.Cells[0].Test.Omit != 5*time.Second || e.Cells[0].Test.Duration != 2*time.Second ||
-		time.Duration(e.Cells[0].Timeout) != 37*time.Second {
-		t.Errorf("scaled: %v %+v timeout %v", err, e.Cells[0].Test, time.Duration(e.Cells[0].Timeout))
+	if err := e.Scale(0.1); err != nil || trialOf(&e.Groups[0]).Omit != 5*time.Second || trialOf(&e.Groups[0]).Duration != 2*time.Second ||
+		time.Duration(e.Groups[0].Timeout) != 37*time.Second {
+		t.Errorf("scaled: %v %+v timeout %v", err, trialOf(&e.Groups[0]), time.Duration(e.Groups[0].Timeout))
 	}
 }
 
@@ -119,7 +119,7 @@ func TestCongestionIsALabSetting(t *testing.T) {
 
 func TestDNSModeIsChecked(t *testing.T) {
 	e, err := Parse("d.yaml", []byte("name: d\ncells: [{protocol: dns, mode: load, conns: [10]}]\n"))
-	if err != nil || e.Cells[0].Mode != "load" {
+	if err != nil || opt(&e.Groups[0], "mode") != "load" {
 		t.Fatalf("%v", err)
 	}
 	parseErrorsIn(t, "d.yaml", map[string]string{
@@ -158,8 +158,8 @@ func TestSizeTakesUnits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.Cells[0].Options.Size != 100<<10 || e.Cells[1].Test.Size != 1<<10 || e.Cells[2].Options.Size != 4096 {
-		t.Errorf("sizes %d, %d, %d", e.Cells[0].Options.Size, e.Cells[1].Test.Size, e.Cells[2].Options.Size)
+	if opt(&e.Groups[0], "size") != "102400" || trialOf(&e.Groups[1]).Size != 1<<10 || opt(&e.Groups[2], "size") != "4096" {
+		t.Errorf("sizes %s, %d, %s", opt(&e.Groups[0], "size"), trialOf(&e.Groups[1]).Size, opt(&e.Groups[2], "size"))
 	}
 	parseErrorsIn(t, "s.yaml", map[string]string{
 		"name: s\ncells:\n  - {protocol: smtp, size: 10Q, conns: [1]}\n": `s.yaml:3: cells[0].size: "10Q": want bytes, such as 4096 or 100K`,
@@ -174,7 +174,7 @@ func TestDNSExpect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := e.Cells[0].Expect; got != "nxdomain" {
+	if got := opt(&e.Groups[0], "expect"); got != "nxdomain" {
 		t.Errorf("expect %q", got)
 	}
 	parseErrors(t, map[string]string{
@@ -196,11 +196,11 @@ func TestDNSExpect(t *testing.T) {
 	}
 	// Over every path when the type is AAAA (recorded as the type's name).
 	e, err = Parse("t.yaml", []byte("name: t\ncells:\n  - {protocol: dns, query: v4only.v6lab.test, type: aaaa, expect: nodata, paths: [ipv4, ipv6, 6in4, nat64], conns: [1]}\n"))
-	if err != nil || e.Cells[0].Expect != "nodata" || e.Cells[0].Type != "AAAA" {
+	if err != nil || opt(&e.Groups[0], "expect") != "nodata" || opt(&e.Groups[0], "type") != "AAAA" {
 		t.Errorf("nodata for the IPv4-only name's AAAA: %v", err)
 	}
 	e, err = Parse("t.yaml", []byte("name: t\nbaseline: ipv6\ncells:\n  - {protocol: dns, query: v4only.v6lab.test, expect: nodata, paths: [ipv6, 6in4, nat64], type: path, conns: [1]}\n"))
-	if err != nil || e.Cells[0].Type != "" {
+	if err != nil || opt(&e.Groups[0], "type") != "" {
 		t.Errorf("nodata over the IPv6 paths, type path: %v", err)
 	}
 	// With where: hosts the servers are the user's: any expectation goes.
@@ -218,7 +218,7 @@ func TestTLSCellsUseTheEmbeddedHTTPSServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, c := range e.Cells {
+	for _, c := range e.Groups {
 		got = append(got, c.CellName()+":"+c.WireKey())
 	}
 	if want := []string{"http:http", "https:https", "big:https"}; !slices.Equal(got, want) {
@@ -248,7 +248,7 @@ func TestTLSPinIsForNamedServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := e.Cells[0].TLSPin; got != strings.Repeat("ab", 32) {
+	if got := opt(&e.Groups[0], "tls_pin"); got != strings.Repeat("ab", 32) {
 		t.Errorf("pin %q", got)
 	}
 	parseErrors(t, map[string]string{
@@ -274,4 +274,26 @@ func parseErrorsIn(t *testing.T, name string, cases map[string]string) {
 			t.Errorf("%q: %v, want %q", data, err, want)
 		}
 	}
+}
+
+// TestLineValuesRefuseControlCharacters: a file's value that goes on a
+// protocol's command line (an IMAP password, an FTP url's user) cannot
+// hold a line break, named at its line and field.
+func TestLineValuesRefuseControlCharacters(t *testing.T) {
+	parseErrorsIn(t, "i.yaml", map[string]string{
+		"name: i\nwhere: hosts\ncells:\n  - {protocol: imap, url: \"imap://127.0.0.1\", password: \"x\\r\\nA2 LOGOUT\", conns: [1]}\n": `i.yaml:4: cells[0].password: "x\r\nA2 LOGOUT" holds a control character (U+000D)`,
+		"name: i\nwhere: hosts\ncells:\n  - {protocol: ftp, url: \"ftp://u:p%0aDELE@h/1M\", conns: [1]}\n":                             `i.yaml:4: cells[0].url: "p\nDELE" holds a control character (U+000A)`,
+	})
+}
+
+// TestTimesAreBounded: a pause, timeout or sustained duration past its
+// bound is refused at its line (a plan of 100000 h pauses estimated a
+// negative time).
+func TestTimesAreBounded(t *testing.T) {
+	parseErrorsIn(t, "b.yaml", map[string]string{
+		"name: b\npause: 100000h\ncells: [{protocol: http, conns: [1]}]\n":         "b.yaml:2: pause: 100000h0m0s is more than 1h0m0s",
+		"name: b\ntimeout: 8760h\ncells: [{protocol: http, conns: [1]}]\n":         "b.yaml:2: timeout: 8760h0m0s is more than 2h0m0s",
+		"name: b\ncells: [{protocol: http, conns: [1], duration: 25h}]\n":          "b.yaml:2: cells[0].duration: 25h0m0s is more than 24h0m0s",
+		"name: b\ncells: [{protocol: http, conns: [1], pause: 2h, timeout: 1s}]\n": "b.yaml:2: cells[0].pause: 2h0m0s is more than 1h0m0s",
+	})
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"time"
 
+	"v6lab/internal/proto"
+	"v6lab/internal/result"
 	"v6lab/internal/sock/path"
 )
 
@@ -36,9 +38,6 @@ func (e *Experiment) Override(o Override) error {
 	if o.Duration != nil && *o.Duration < 0 {
 		return fmt.Errorf("--duration must not be negative")
 	}
-	if o.Objects != nil && *o.Objects < 0 {
-		return fmt.Errorf("--objects must not be negative")
-	}
 	if o.Spin != nil {
 		if err := CheckSpin(*o.Spin); err != nil {
 			return fmt.Errorf("--spin: %w", err)
@@ -46,8 +45,8 @@ func (e *Experiment) Override(o Override) error {
 		d := Duration(*o.Spin)
 		e.Spin = &d
 	}
-	for i := range e.Cells {
-		c := &e.Cells[i]
+	for i := range e.Groups {
+		c := &e.Groups[i]
 		if o.Paths != nil {
 			c.Paths = slices.Clone(o.Paths)
 		}
@@ -59,9 +58,10 @@ func (e *Experiment) Override(o Override) error {
 		setDuration(&c.Timeout, o.Timeout)
 		setDuration(&c.Pause, o.Pause)
 		setDuration(&c.Duration, o.Duration)
-		if o.Objects != nil && c.Protocol == "http" {
-			n := *o.Objects
-			c.Objects = &n
+		if o.Objects != nil {
+			if err := c.setOption("objects", fmt.Sprint(*o.Objects), e.Where); err != nil {
+				return fmt.Errorf("--objects: %w", err)
+			}
 		}
 	}
 	if o.Paths != nil && !slices.Contains(e.Paths(), e.Baseline) {
@@ -91,17 +91,17 @@ func (e *Experiment) overrideServer(server string) error {
 	switch server {
 	case "embedded":
 	case "real":
-		for i := range e.Cells {
-			if err := RealServersFit(&e.Cells[i]); err != nil {
-				return fmt.Errorf("--server real: cell group %s: %w", e.Cells[i].CellName(), err)
+		for i := range e.Groups {
+			if err := RealServersFit(&e.Groups[i]); err != nil {
+				return fmt.Errorf("--server real: cell group %s: %w", e.Groups[i].CellName(), err)
 			}
 		}
 	default:
 		return fmt.Errorf("--server: %q is not embedded or real", server)
 	}
 	e.Servers = server
-	for i := range e.Cells {
-		e.Cells[i].Server = map[bool]string{true: "real"}[server == "real"]
+	for i := range e.Groups {
+		e.Groups[i].Server = map[bool]string{true: "real"}[server == "real"]
 	}
 	return nil
 }
@@ -116,4 +116,25 @@ func setDuration(dst *Duration, v *time.Duration) {
 	if v != nil {
 		*dst = Duration(*v)
 	}
+}
+
+// setOption sets a cell group's option from a flag of v6lab run, if its
+// protocol has it, and checks the options again by the protocol's rules
+// (an option the file gave counts as given).
+func (c *CellGroup) setOption(name, text string, where result.Where) error {
+	f, ok := proto.FieldOf(c.Opts(), name)
+	if !ok || c.Options == nil {
+		return nil
+	}
+	if err := f.Set(text); err != nil {
+		return err
+	}
+	err := c.Options.Check(where, func(o string) bool {
+		g, ok := proto.FieldOf(c.Options, o)
+		return ok && !g.IsZero()
+	})
+	if oe, ok := proto.AsOptionError(err); ok && oe.Option == name {
+		return oe.Err
+	}
+	return err
 }

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"v6lab/internal/gen/congestion"
-	"v6lab/internal/gen/transport"
-	"v6lab/internal/input/units"
+	"v6lab/internal/proto"
+	"v6lab/internal/result"
 	"v6lab/internal/sock/path"
 )
 
@@ -25,9 +25,9 @@ func (exp *Experiment) NeedsLab() string {
 		return "server-side figures come from a capture in the lab's server host"
 	case exp.LinkRates():
 		return "link_rate reshapes the lab's links"
-	case exp.anyCell(func(c *Spec) bool { return c.IPv6Loss > 0 }):
+	case exp.anyCell(func(c *CellGroup) bool { return c.IPv6Loss > 0 }):
 		return "ipv6_loss drops IPv6 at the lab's router"
-	case exp.anyCell(func(c *Spec) bool { return c.IPv6Delay > 0 }):
+	case exp.anyCell(func(c *CellGroup) bool { return c.IPv6Delay > 0 }):
 		return "ipv6_delay delays IPv6 at the lab's router"
 	}
 	return ""
@@ -36,68 +36,20 @@ func (exp *Experiment) NeedsLab() string {
 // DropLabOnly removes the paths only the lab has (6in4) from every cell
 // group, for a run that falls back to loopback.
 func (exp *Experiment) DropLabOnly() {
-	for i := range exp.Cells {
+	for i := range exp.Groups {
 		var keep []path.Path // a new slice: cells may share one
-		for _, p := range exp.Cells[i].Paths {
+		for _, p := range exp.Groups[i].Paths {
 			if !p.Kind().LabOnly {
 				keep = append(keep, p)
 			}
 		}
-		exp.Cells[i].Paths = keep
+		exp.Groups[i].Paths = keep
 	}
 }
 
 // trialTime guesses how long a transport trial runs: its length, or its
-// amount at the bottleneck rate (1 Gbit/s when none is given).
-func trialTime(o *transport.Options) time.Duration {
-	switch {
-	case o == nil:
-		return 0
-	case o.Bytes == 0:
-		return o.Omit + o.Duration
-	}
-	rate := float64(max(o.Bottleneck, 1e9)) * 0.9
-	if o.Bottleneck > 0 {
-		rate = float64(o.Bottleneck) * 0.9
-	}
-	return min(o.Duration, time.Duration(float64(o.Bytes)*8/rate*float64(time.Second)))
-}
-
-// fileTime guesses how long n simultaneous transfers of a file take
-// through a bottleneck of rate bits/s (0: unshaped, taken as 1 Gbit/s): a
-// shaped link carries 1448/1538 of its rate as TCP payload.
-func fileTime(file string, n int, rate uint64) time.Duration {
-	size, err := units.ParseSize(strings.TrimPrefix(file, "/"))
-	if file == "" || err != nil {
-		return 0
-	}
-	goodput := 1e9
-	if rate > 0 {
-		goodput = float64(rate) * 1448 / 1538
-	}
-	return time.Duration(float64(size*int64(n)) * 8 / goodput * float64(time.Second))
-}
-
-// targetOf is where a cell group sends its transactions: its url, and the
-// DNS servers that name it when given.
-func targetOf(c *Spec) string {
-	o := c.Options
-	servers := strings.Join(o.DNSServers, ", ")
-	switch {
-	case o.URL != "" && servers != "":
-		return o.URL + " (names from " + servers + ")"
-	case o.URL != "":
-		return o.URL
-	case o.Query != "" && servers != "":
-		return o.Query + " at " + servers
-	case servers != "":
-		return servers
-	}
-	return "-"
-}
-
 // WritePlan shows what a run would do and a rough idea of how long.
-func WritePlan(w io.Writer, exp *Experiment, where, note string, bottleneck uint64) {
+func WritePlan(w io.Writer, exp *Experiment, where result.Where, note string, bottleneck uint64) {
 	plan := exp.Plan()
 	fmt.Fprintf(w, "experiment %s: %d runs on %s, baseline %s, order %s", exp.Name, len(plan), where, exp.Baseline, exp.Order)
 	if exp.Order == OrderShuffled {
@@ -110,40 +62,36 @@ func WritePlan(w io.Writer, exp *Experiment, where, note string, bottleneck uint
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	// Where the cells name their servers, the plan says which: the one
 	// thing a dry run against real hosts must show.
-	targets := where == "hosts"
+	targets := where == result.Hosts
 	head := "CELLS\tPROTOCOL\tPATHS\tCONNS\tRUNS\tWARM-UP\tTIMEOUT\tTRANSACTIONS"
 	if targets {
 		head += "\tTARGET"
 	}
 	fmt.Fprintln(tw, head)
 	var est, worst time.Duration
-	if where == "lab" {
+	if where == result.Lab {
 		// Building the lab, starting its servers and removing it again
 		// (measured: about 2 s on a 2-vCPU VM), and settling each cell
 		// group's paths.
-		est += labSetup + time.Duration(len(exp.Cells))*settlePerGroup
+		est += labSetup + time.Duration(len(exp.Groups))*settlePerGroup
 	}
 	total := 0
-	for _, c := range exp.Cells {
+	for _, c := range exp.Groups {
 		tx := 0
 		for _, n := range c.Conns {
 			tx += n * c.Runs * len(c.Paths)
-			per := time.Duration(c.Pause) + 50*time.Millisecond + time.Duration(n)*300*time.Microsecond + time.Duration(c.Duration) + trialTime(c.Test) + fileTime(c.File, n, cmpRate(c.LinkRate, bottleneck))
+			per := time.Duration(c.Pause) + 50*time.Millisecond + time.Duration(n)*300*time.Microsecond + time.Duration(c.Duration) + c.Opts().Estimate(n, cmpRate(c.LinkRate, bottleneck))
 			est += per * time.Duration(c.Runs*len(c.Paths))
 			if c.IPv6Loss > 0 && slices.ContainsFunc(c.Paths, func(p path.Path) bool { return p.Kind().Dual }) {
 				// A dual-stack client waits out its attempt delay for IPv4.
-				delay, err := time.ParseDuration(c.AttemptDelay)
-				if err != nil {
-					delay = 250 * time.Millisecond
-				}
-				est += delay * time.Duration(c.Runs)
+				est += c.Opts().AttemptDelay() * time.Duration(c.Runs)
 			}
 			worst += (time.Duration(c.Pause) + time.Duration(c.Timeout) + time.Duration(c.Duration)) * time.Duration(c.Runs*len(c.Paths))
 		}
 		total += tx
 		fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%d\t%d\t%v\t%d", c.CellName(), c.Protocol, c.Paths, c.Conns, c.Runs, c.Warmup, time.Duration(c.Timeout), tx)
 		if targets {
-			fmt.Fprintf(tw, "\t%s", targetOf(&c))
+			fmt.Fprintf(tw, "\t%s", proto.Or(c.Opts().Destination(), "-"))
 		}
 		fmt.Fprintln(tw)
 	}
@@ -151,7 +99,7 @@ func WritePlan(w io.Writer, exp *Experiment, where, note string, bottleneck uint
 	// Each change of background level waits for the traffic to ramp up.
 	level := ""
 	for _, st := range plan {
-		if bg := exp.Cells[st.Cell].Background; bg != level {
+		if bg := exp.Groups[st.Group].Background; bg != level {
 			if bg != "" {
 				est += congestion.Ramp
 				worst += congestion.Ramp
@@ -164,9 +112,12 @@ func WritePlan(w io.Writer, exp *Experiment, where, note string, bottleneck uint
 	first := plan[:min(len(plan), 6)]
 	var order []string
 	for _, st := range first {
-		order = append(order, fmt.Sprintf("%s/%s/%d#%d", exp.Cells[st.Cell].CellName(), st.Path, st.Conns, st.Run))
+		order = append(order, fmt.Sprintf("%s/%s/%d#%d", exp.Groups[st.Group].CellName(), st.Path, st.Conns, st.Run))
 	}
 	fmt.Fprintf(w, "order: %s …\n", strings.Join(order, ", "))
+	if where != result.Hosts {
+		fmt.Fprintf(w, "servers started: %s\n", exp.ServersStarted())
+	}
 }
 
 // cmpRate is a cell group's own link rate, else the lab's.
@@ -182,3 +133,28 @@ const (
 	labSetup       = 2 * time.Second
 	settlePerGroup = 30 * time.Millisecond
 )
+
+// WriteSplit adds a split run to a dry run's plan: each cell's users of
+// segment seg (nil: unsplit), and the schedule's slots from startAt (zero:
+// none).
+func (e *Experiment) WriteSplit(w io.Writer, seg *result.Segment, startAt time.Time) {
+	if seg != nil {
+		var parts []string
+		for _, c := range e.Groups {
+			for _, n := range c.Conns {
+				first, k := seg.Users(n)
+				users := "none"
+				if k > 0 {
+					users = fmt.Sprintf("users %d-%d", first, first+k-1)
+				}
+				parts = append(parts, fmt.Sprintf("%s/%d: %s", c.CellName(), n, users))
+			}
+		}
+		fmt.Fprintf(w, "segment %s of every run: %s\n", seg, strings.Join(parts, ", "))
+	}
+	if !startAt.IsZero() {
+		end := e.ScheduleEnd(startAt)
+		fmt.Fprintf(w, "schedule: run 0 at %s, the last slot ends at %s (%s; each run's slot is its timeout, or duration and timeout, plus %s and its pause)\n",
+			startAt.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339), end.Sub(startAt).Round(time.Second), SlotMargin)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"v6lab/internal/proto"
 	"v6lab/internal/result"
 )
 
@@ -27,7 +28,7 @@ type Resume struct {
 var ErrComplete = errors.New("experiment: every run of this experiment is finished")
 
 // PrepareResume reads dir's samples file and cuts it back to the end of its
-// last finished run, so that the runner can append the rest of the plan.
+// last finished run, so that the executor can append the rest of the plan.
 // The cut lines (samples of a run that was interrupted, and a line a kill
 // cut in half) are not thrown away: they move to samples.unfinished-N.jsonl.
 func PrepareResume(dir string) (*Resume, error) {
@@ -52,8 +53,13 @@ func PrepareResume(dir string) (*Resume, error) {
 		return nil, err
 	}
 	var exp Experiment
-	if err := json.Unmarshal(spec, &exp); err != nil || len(exp.Cells) == 0 {
+	if err := json.Unmarshal(spec, &exp); err != nil || len(exp.Groups) == 0 {
 		return nil, fmt.Errorf("experiment: resume: %s does not hold an experiment this version can resume", name)
+	}
+	for _, c := range exp.Groups {
+		if u, ok := proto.FieldOf(c.Opts(), proto.OptURL); ok && proto.Redacted(u.Text()) {
+			return nil, fmt.Errorf("experiment: resume: cell group %s's url had a password, which results do not record (%s): run it again instead", c.CellName(), u.Text())
+		}
 	}
 	rs := &Resume{Exp: &exp, Header: f.Header, Done: map[int]bool{}}
 	// Find the end of the last finished run's line.

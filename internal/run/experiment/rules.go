@@ -7,7 +7,7 @@ import (
 )
 
 // The rules below are shared by experiment files (which add the file, line
-// and field) and command-line flags (Spec.Validate, Experiment.Validate):
+// and field) and command-line flags (CellGroup.Validate, Experiment.Validate):
 // one rule, one piece of code, whichever way a value arrives.
 
 // CheckName checks an experiment name: it names a result directory.
@@ -51,16 +51,40 @@ func checkWarmup(w, runs int) error {
 	return nil
 }
 
+// Bounds of an experiment's times: past them a value is a typo (100000h,
+// a year's timeout), and a plan's estimate stays a time.
+const (
+	// MaxTimeout holds the longest trial (an hour and its warm-up).
+	MaxTimeout  = 2 * time.Hour
+	MaxPause    = time.Hour
+	MaxDuration = 24 * time.Hour
+)
+
 func checkTimeout(d time.Duration) error {
 	if d <= 0 {
 		return fmt.Errorf("must be more than zero")
 	}
-	return nil
+	return checkAtMost(d, MaxTimeout)
 }
 
-func checkNotNegative(d time.Duration) error {
+func checkPause(d time.Duration) error {
 	if d < 0 {
 		return fmt.Errorf("must not be negative")
+	}
+	return checkAtMost(d, MaxPause)
+}
+
+// checkDuration checks a sustained run's length.
+func checkDuration(d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("must not be negative")
+	}
+	return checkAtMost(d, MaxDuration)
+}
+
+func checkAtMost(d, most time.Duration) error {
+	if d > most {
+		return fmt.Errorf("%v is more than %v", d, most)
 	}
 	return nil
 }
@@ -81,7 +105,7 @@ const fdReserve = 256
 func (e *Experiment) CheckOpenFiles(limit uint64, serverFDs int) error {
 	fdsPerConn := uint64(FDsPerConn + serverFDs)
 	most := 0
-	for _, c := range e.Cells {
+	for _, c := range e.Groups {
 		for _, n := range c.Conns {
 			most = max(most, n)
 		}

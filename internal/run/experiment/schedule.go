@@ -14,7 +14,7 @@ const SlotMargin = time.Second
 // transaction per user), or its duration and then its timeout (sustained
 // mode lets a transaction started before the end finish), plus the margin
 // and the pause after it.
-func (s *Spec) Slot() time.Duration {
+func (s *CellGroup) Slot() time.Duration {
 	return time.Duration(s.Duration) + time.Duration(s.Timeout) + SlotMargin + time.Duration(s.Pause)
 }
 
@@ -28,7 +28,7 @@ func (e *Experiment) Schedule(start time.Time) []time.Time {
 	at := start
 	for i, st := range plan {
 		out[i] = at
-		at = at.Add(e.Cells[st.Cell].Slot())
+		at = at.Add(e.Groups[st.Group].Slot())
 	}
 	return out
 }
@@ -40,5 +40,5 @@ func (e *Experiment) ScheduleEnd(start time.Time) time.Time {
 		return start
 	}
 	last := plan[len(plan)-1]
-	return e.Schedule(start)[len(plan)-1].Add(e.Cells[last.Cell].Slot())
+	return e.Schedule(start)[len(plan)-1].Add(e.Groups[last.Group].Slot())
 }

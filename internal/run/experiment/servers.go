@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
+	"strings"
 
 	"v6lab/internal/gen/load"
 	"v6lab/internal/lab"
@@ -19,23 +21,24 @@ const LocalName = proto.LocalName
 // is: eps, the servers a lab or loopback run started (found by the cell's
 // WireKey), or, when eps is nil, the server each cell names itself (where:
 // hosts, the probe commands).
-func Probes(eps proto.Endpoints) func(*Spec, path.Path) (load.Probe, error) {
-	return func(s *Spec, p path.Path) (load.Probe, error) {
-		pr, ok := all.Get(s.Protocol)
-		if !ok {
+func Probes(eps proto.Endpoints) func(*CellGroup, path.Path) (load.Probe, error) {
+	return func(s *CellGroup, p path.Path) (load.Probe, error) {
+		if _, ok := all.Get(s.Protocol); !ok || s.Options == nil {
 			return nil, fmt.Errorf("protocol %q is not measured by this version", s.Protocol)
 		}
 		var ep proto.Endpoint
 		if eps == nil {
 			var err error
-			if ep, err = pr.Target(&s.Options, p); err != nil {
+			if ep, err = s.Options.Target(p); err != nil {
 				return nil, err
 			}
-		} else if ep, ok = eps.Get(s.WireKey(), p); !ok {
+		} else if got, ok := eps.Get(s.WireKey(), p); ok {
+			ep = got
+		} else {
 			return nil, fmt.Errorf("no %s server on path %s", s.WireKey(), p)
 		}
-		s.Options.RacesFamilies = s.RacesFamilies()
-		return pr.Probe(&s.Options, ep, p)
+		s.Options.Base().RacesFamilies = s.RacesFamilies()
+		return s.Options.Probe(ep, p)
 	}
 }
 
@@ -43,12 +46,50 @@ func Probes(eps proto.Endpoints) func(*Spec, path.Path) (load.Probe, error) {
 // keys, all.ServerKey).
 func (e *Experiment) EmbeddedServers() []string {
 	var out []string
-	for _, c := range e.Cells {
+	for _, c := range e.Groups {
 		if k := c.WireKey(); c.Server != "real" && !contains(out, k) {
 			out = append(out, k)
 		}
 	}
 	return out
+}
+
+// RealServers are the protocols whose real servers a run starts: those
+// every run against real servers has (the page and its name: nginx and
+// Unbound), and those its cells measure.
+func (e *Experiment) RealServers() []*proto.Protocol {
+	if !e.Real() {
+		return nil
+	}
+	var out []*proto.Protocol
+	for _, p := range all.List {
+		if p.Real != nil && (p.Real.Always || slices.Contains(e.RealProtocols(), p.Name)) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// ServersStarted says which servers a lab or loopback run starts: the
+// embedded ones by key (the name server with any other), the real ones by
+// program and protocol.
+func (e *Experiment) ServersStarted() string {
+	emb := e.EmbeddedServers()
+	if len(emb) > 0 && !slices.Contains(emb, all.NameServer) {
+		emb = append(emb, all.NameServer)
+	}
+	var parts []string
+	if len(emb) > 0 {
+		parts = append(parts, "embedded "+strings.Join(emb, ", "))
+	}
+	var real []string
+	for _, p := range e.RealServers() {
+		real = append(real, p.Real.Program+" ("+p.Name+")")
+	}
+	if len(real) > 0 {
+		parts = append(parts, "real "+strings.Join(real, ", "))
+	}
+	return strings.Join(parts, "; ")
 }
 
 func contains(ss []string, s string) bool {

@@ -37,8 +37,8 @@ func Child(ctx context.Context, jobFile string, out measure.Output) error {
 		return fmt.Errorf("lab job %s: %w", jobFile, err)
 	}
 	probe := experiment.Probes(j.Endpoints)
-	for i := range j.Exp.Cells {
-		if err := Settle(ctx, &j.Exp.Cells[i], probe); err != nil {
+	for i := range j.Exp.Groups {
+		if err := Settle(ctx, &j.Exp.Groups[i], probe); err != nil {
 			return err
 		}
 	}
@@ -66,7 +66,7 @@ func Child(ctx context.Context, jobFile string, out measure.Output) error {
 		cond.server.Tap(cond.tracker.Frame)
 		defer cond.server.Close()
 	}
-	for _, c := range j.Exp.Cells {
+	for _, c := range j.Exp.Groups {
 		if c.IPv6Delay > 0 {
 			if err := lab.CheckNetem(cond.lab); err != nil {
 				return fmt.Errorf("cell %s: %w", c.CellName(), err)
@@ -77,7 +77,7 @@ func Child(ctx context.Context, jobFile string, out measure.Output) error {
 	mj := measure.Job{
 		Exp: j.Exp, Probe: probe, Target: "lab", Servers: j.Servers, Notes: j.Notes,
 		ServerFDs: 0, Somaxconn: j.Somaxconn, Command: j.Command, Results: j.Results,
-		Wire: capture.Check{C: cp, Ports: j.Ports, Nat64: j.Nat64, ClientSide: clientSide}, Lab: j.Lab, Pcap: rec, Conditions: cond,
+		Wire: capture.Check{C: cp, Ports: j.Ports, Lookups: j.Lookups, Nat64: j.Nat64, ClientSide: clientSide}, Lab: j.Lab, Pcap: rec, Conditions: cond,
 	}
 	// Every role's namespace, for the self-check's CPU per role (those
 	// the lab does not have are left out).
@@ -88,36 +88,31 @@ func Child(ctx context.Context, jobFile string, out measure.Output) error {
 	if j.Dir != "" {
 		mj.Resume, mj.ResumeDir = &experiment.Resume{Exp: j.Exp, Done: j.Done}, j.Dir
 	}
-	_, err = measure.Run(ctx, mj, out)
+	_, err = measure.Do(ctx, mj, out)
 	return err
 }
 
 // Settle does unrecorded transactions on every path until one completes, so
 // neighbour discovery and every cache on the way are warm before the first
 // run, and a path that cannot work fails here with its reason.
-func Settle(ctx context.Context, c *experiment.Spec, probe func(*experiment.Spec, path.Path) (load.Probe, error)) error {
-	if c.Test != nil { // a short trial is enough to warm a path
-		short := *c
-		o := *c.Test
-		o.Duration, o.Omit, o.Bytes, o.Interval = 200*time.Millisecond, 0, 0, 100*time.Millisecond
-		short.Test, c = &o, &short
-	}
-	if c.File != "" {
-		// A small file of the same protocol and client warms the path and
-		// proves the server: never the cell's own file, which may take
-		// minutes on a slow link (a 2 GB Regensburg file at 10 Mbit/s).
-		short := *c
-		short.File, c = SettleFile, &short
-	}
+func Settle(ctx context.Context, c *experiment.CellGroup, probe func(*experiment.CellGroup, path.Path) (load.Probe, error)) error {
 	// The cell's own timeout, never a fixed one shorter than it.
 	timeout := min(max(time.Duration(c.Timeout), 5*time.Second), 2*time.Minute)
 	for _, p := range c.Paths {
-		if p.Kind().Translated && c.Active {
-			// EPRT/PORT through a stateless translator fails as in the
-			// field; its runs record it (the job's notes say why).
+		// A lighter transaction of the same protocol and client (a short
+		// trial, a small file: never the cell's own file, which may take
+		// minutes on a slow link) warms the path and proves the server; a
+		// path known to fail is left to its runs, which record why.
+		light, settle := c.Opts().Settle(p)
+		if !settle {
 			continue
 		}
-		pr, err := probe(c, p)
+		cell := c
+		if light != nil {
+			short := *c
+			short.Options, cell = light, &short
+		}
+		pr, err := probe(cell, p)
 		if err != nil {
 			return err
 		}
@@ -135,7 +130,3 @@ func Settle(ctx context.Context, c *experiment.Spec, probe func(*experiment.Spec
 	}
 	return nil
 }
-
-// SettleFile is the file Settle fetches for file cells; every server kind
-// serves it (the embedded ones any size, the real ones are given it).
-const SettleFile = "/1K"

@@ -39,7 +39,7 @@ type conditions struct {
 }
 
 // delayIPv6 puts the cell group's IPv6 delay in place (or removes it).
-func (c *conditions) delayIPv6(s *experiment.Spec) error {
+func (c *conditions) delayIPv6(s *experiment.CellGroup) error {
 	want := time.Duration(s.IPv6Delay)
 	if c.delay != nil && c.delay.D == want {
 		return nil
@@ -61,7 +61,7 @@ func (c *conditions) delayIPv6(s *experiment.Spec) error {
 }
 
 // impairIPv6 puts the cell group's IPv6 loss in place (or removes it).
-func (c *conditions) impairIPv6(s *experiment.Spec) error {
+func (c *conditions) impairIPv6(s *experiment.CellGroup) error {
 	if c.impair != nil && c.impair.Percent == s.IPv6Loss {
 		return nil
 	}
@@ -85,7 +85,7 @@ func (c *conditions) impairIPv6(s *experiment.Spec) error {
 
 // reshape gives the links the cell group's rate (or the lab's own), when
 // that is not what they have.
-func (c *conditions) reshape(s *experiment.Spec) error {
+func (c *conditions) reshape(s *experiment.CellGroup) error {
 	if c.rates == nil || (c.links != nil && s.LinkRate == c.cur) {
 		return nil
 	}
@@ -104,7 +104,7 @@ func (c *conditions) reshape(s *experiment.Spec) error {
 	return nil
 }
 
-func (c *conditions) Begin(ctx context.Context, s *experiment.Spec, _ experiment.Step) error {
+func (c *conditions) Begin(ctx context.Context, s *experiment.CellGroup, _ experiment.Step) error {
 	if err := c.reshape(s); err != nil {
 		return err
 	}
@@ -132,7 +132,7 @@ func (c *conditions) Begin(ctx context.Context, s *experiment.Spec, _ experiment
 	return nil
 }
 
-func (c *conditions) End(s *experiment.Spec, _ experiment.Step, rec *result.Run, samples []result.Sample) {
+func (c *conditions) End(s *experiment.CellGroup, _ experiment.Step, rec *result.Run, samples []result.Sample) {
 	if c.bg != nil {
 		rec.Background = c.bg.Since()
 	}

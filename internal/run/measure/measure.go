@@ -5,7 +5,7 @@
 // hands it a Job. It prints through the writers it is given and returns
 // typed errors; the CLI turns them into exit codes.
 //
-// It imports experiment and what reports, never labrun, runner or the CLI.
+// It imports experiment and what reports, never inlab, run or the CLI.
 package measure
 
 import (
@@ -38,9 +38,9 @@ import (
 type Job struct {
 	Exp *experiment.Experiment
 	// Probe makes a cell's probe over a path (experiment.Probes).
-	Probe func(*experiment.Spec, path.Path) (load.Probe, error)
-	// Target says where it runs: loopback, lab or remote.
-	Target string
+	Probe func(*experiment.CellGroup, path.Path) (load.Probe, error)
+	// Target says where it runs: lab, loopback or hosts.
+	Target result.Where
 	// Servers name the servers measured, Notes what a reader must know.
 	Servers map[string]string
 	Notes   []string
@@ -130,8 +130,8 @@ const LingerNote = "client connections are closed with SO_LINGER 0 after the com
 // DefaultMemoryLimit is the measuring process's soft memory limit.
 const DefaultMemoryLimit = 768 << 20
 
-// Run runs a job end to end and returns its result directory.
-func Run(ctx context.Context, j Job, o Output) (string, error) {
+// Do runs a job end to end and returns its result directory.
+func Do(ctx context.Context, j Job, o Output) (string, error) {
 	if err := offLab(j); err != nil {
 		return "", err
 	}
@@ -208,7 +208,7 @@ func Run(ctx context.Context, j Job, o Output) (string, error) {
 	defer stop()
 	plan := j.Exp.Plan()
 	prog := o.progress(len(plan), len(done))
-	r := &experiment.Runner{Exp: j.Exp, Probe: j.Probe, Header: hdr, OnStep: prog.Step, Wire: j.Wire, Done: done, Conditions: j.Conditions,
+	r := &experiment.Executor{Exp: j.Exp, Probe: j.Probe, Header: hdr, OnStep: prog.Step, Wire: j.Wire, Done: done, Conditions: j.Conditions,
 		Segment: j.Segment, StartAt: j.StartAt, Roles: j.Roles}
 	if !o.Quiet {
 		verb := "measuring"
@@ -218,7 +218,7 @@ func Run(ctx context.Context, j Job, o Output) (string, error) {
 		fmt.Fprintf(o.Err, "v6lab: %s: %s %d runs (%s over %v) -> %s\n",
 			j.Exp.Name, verb, len(plan), strings.Join(j.Exp.Protocols(), ", "), j.Exp.Paths(), dir)
 	}
-	runErr := r.Run(ctx, dir)
+	runErr := r.Execute(ctx, dir)
 	prog.Done()
 	if runErr != nil && !errors.Is(runErr, experiment.ErrInterrupted) {
 		return dir, runErr
@@ -266,7 +266,7 @@ func SegmentNote(seg result.Segment) string {
 // connect at once.
 func (j Job) queueNote() []string {
 	maxConns := 0
-	for _, c := range j.Exp.Cells {
+	for _, c := range j.Exp.Groups {
 		for _, n := range c.Conns {
 			maxConns = max(maxConns, n)
 		}
@@ -390,13 +390,13 @@ func clientSpin(e *experiment.Experiment, busy string) (string, error) {
 // under another label. Every entry point checks it first; this is the
 // last door.
 func offLab(j Job) error {
-	if j.Target == "lab" {
+	if j.Target == result.Lab {
 		return nil
 	}
-	where := map[string]string{"remote": "a named host"}[j.Target]
-	for _, c := range j.Exp.Cells {
+	where := map[result.Where]string{result.Hosts: "a named host"}[j.Target]
+	for _, c := range j.Exp.Groups {
 		for _, p := range c.Paths {
-			if err := p.OffLab(cmp.Or(where, j.Target)); err != nil {
+			if err := p.OffLab(cmp.Or(where, string(j.Target))); err != nil {
 				return fmt.Errorf("measure: cell group %s: %w", c.CellName(), err)
 			}
 		}

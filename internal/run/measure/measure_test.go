@@ -40,12 +40,12 @@ func (refuseIPv6) Stop(p path.Path) (result.Wire, error) {
 // with a LeftOutError counting the counted runs left out (warm-up runs
 // are not counted), as summary.json's left_out_runs does.
 func TestStrictFailsWhenCountedRunsAreLeftOut(t *testing.T) {
-	spec := experiment.Spec{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4, path.IPv6}, Conns: []int{1, 2}, Runs: 3, Warmup: 1,
+	spec := experiment.CellGroup{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4, path.IPv6}, Conns: []int{1, 2}, Runs: 3, Warmup: 1,
 		Timeout: experiment.Duration(time.Second), Baseline: path.IPv4}
 	for _, strict := range []bool{false, true} {
-		j := Job{Exp: experiment.Single(spec, "loopback"), Target: "loopback", Results: t.TempDir(), Wire: refuseIPv6{},
-			Probe: func(*experiment.Spec, path.Path) (load.Probe, error) { return okProbe{}, nil }}
-		dir, err := Run(context.Background(), j, Output{Out: io.Discard, Err: io.Discard, Quiet: true, Strict: strict})
+		j := Job{Exp: experiment.Single(spec, result.Loopback), Target: result.Loopback, Results: t.TempDir(), Wire: refuseIPv6{},
+			Probe: func(*experiment.CellGroup, path.Path) (load.Probe, error) { return okProbe{}, nil }}
+		dir, err := Do(context.Background(), j, Output{Out: io.Discard, Err: io.Discard, Quiet: true, Strict: strict})
 		var le *LeftOutError
 		switch {
 		case !strict && err != nil:
@@ -83,16 +83,16 @@ func TestStrictFailsWhenCountedRunsAreLeftOut(t *testing.T) {
 // measures nothing (its probe would reach plain ipv6) and leaves no
 // result directory behind.
 func TestOffLabJobsRefuseLabOnlyPaths(t *testing.T) {
-	for _, target := range []string{"loopback", "remote"} {
+	for _, target := range []result.Where{result.Loopback, result.Hosts} {
 		for _, p := range path.LabOnly() {
-			spec := experiment.Spec{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv6, p}, Conns: []int{1}, Runs: 2, Warmup: 1,
+			spec := experiment.CellGroup{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv6, p}, Conns: []int{1}, Runs: 2, Warmup: 1,
 				Timeout: experiment.Duration(time.Second), Baseline: path.IPv6}
 			results := t.TempDir()
 			probed := false
-			j := Job{Exp: &experiment.Experiment{Name: "t", Where: "auto", Baseline: path.IPv6, Cells: []experiment.Spec{spec}},
+			j := Job{Exp: &experiment.Experiment{Name: "t", Where: "auto", Baseline: path.IPv6, Groups: []experiment.CellGroup{spec}},
 				Target: target, Results: results,
-				Probe: func(*experiment.Spec, path.Path) (load.Probe, error) { probed = true; return okProbe{}, nil }}
-			_, err := Run(context.Background(), j, Output{Out: io.Discard, Err: io.Discard, Quiet: true})
+				Probe: func(*experiment.CellGroup, path.Path) (load.Probe, error) { probed = true; return okProbe{}, nil }}
+			_, err := Do(context.Background(), j, Output{Out: io.Discard, Err: io.Discard, Quiet: true})
 			if err == nil || !strings.Contains(err.Error(), string(p)+" needs the lab") || probed {
 				t.Errorf("%s over %s: err %v, probed %v", target, p, err, probed)
 			}

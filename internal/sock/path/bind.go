@@ -15,13 +15,13 @@ import (
 // can share it too, when bind opens both). With port 0 the first bind picks
 // a free port; if a later address has that port taken, all are closed and
 // it tries again with a new one.
-func BindSamePort(addrs []netip.Addr, port int, bind func(a netip.Addr, port int) (io.Closer, int, error)) ([]io.Closer, int, error) {
+func BindSamePort[C io.Closer](addrs []netip.Addr, port int, bind func(a netip.Addr, port int) (C, int, error)) ([]C, int, error) {
 	for attempt := 0; attempt < 20; attempt++ {
-		var open []io.Closer
+		var open []C
 		p := port
 		var err error
 		for _, a := range addrs {
-			var c io.Closer
+			var c C
 			var got int
 			c, got, err = bind(a, p)
 			if err != nil {
@@ -55,19 +55,42 @@ func ListenerAddrs(lns []net.Listener) []netip.AddrPort {
 // ListenSamePort opens a TCP listener on every address, one port for all of
 // them (0 picks one), each pinned to its address's family.
 func ListenSamePort(ctx context.Context, addrs []netip.Addr, port int) ([]net.Listener, int, error) {
-	closers, got, err := BindSamePort(addrs, port, func(a netip.Addr, p int) (io.Closer, int, error) {
+	return BindSamePort(addrs, port, func(a netip.Addr, p int) (net.Listener, int, error) {
 		ln, err := Listen(ctx, OfAddr(a), netip.AddrPortFrom(a, uint16(p)).String())
 		if err != nil {
 			return nil, 0, err
 		}
 		return ln, ln.Addr().(*net.TCPAddr).Port, nil
 	})
-	if err != nil {
-		return nil, 0, err
-	}
-	lns := make([]net.Listener, len(closers))
-	for i, c := range closers {
-		lns[i] = c.(net.Listener)
-	}
-	return lns, got, nil
+}
+
+// Both is a TCP listener and a UDP socket bound to one address and port.
+type Both struct {
+	TCP net.Listener
+	UDP net.PacketConn
+}
+
+// Close closes both sockets.
+func (b Both) Close() error { return errors.Join(b.TCP.Close(), b.UDP.Close()) }
+
+// ListenBothSamePort opens a TCP listener and a UDP socket on every
+// address, one port for all of them and for both protocols (0 picks one),
+// each pinned to its address's family: for a service that answers the same
+// on TCP and UDP (DNS, a traffic sink). The TCP listener picks the port and
+// the UDP socket takes it; a port taken on either is tried again as
+// BindSamePort does.
+func ListenBothSamePort(ctx context.Context, addrs []netip.Addr, port int) ([]Both, int, error) {
+	return BindSamePort(addrs, port, func(a netip.Addr, p int) (Both, int, error) {
+		ln, err := Listen(ctx, OfAddr(a), netip.AddrPortFrom(a, uint16(p)).String())
+		if err != nil {
+			return Both{}, 0, err
+		}
+		p = ln.Addr().(*net.TCPAddr).Port
+		pc, err := ListenPacket(ctx, OfAddr(a), netip.AddrPortFrom(a, uint16(p)).String())
+		if err != nil {
+			ln.Close()
+			return Both{}, 0, err
+		}
+		return Both{TCP: ln, UDP: pc}, p, nil
+	})
 }

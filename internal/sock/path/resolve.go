@@ -38,6 +38,24 @@ type Resolver struct {
 	// Source, when valid, is the address queries are sent from (the lab's
 	// 6in4 path sends its lookups through the tunnel this way).
 	Source netip.Addr
+	// Hosts are names given their addresses (--resolve, as curl's): such
+	// a name is not looked up; the address of the path's family is used.
+	Hosts map[string][]netip.Addr
+}
+
+// fixed is the address Hosts give host on path p: ok false when host is
+// not there, an error when it is without an address of p's family.
+func (r *Resolver) fixed(host string, p Path) (netip.Addr, bool, error) {
+	addrs, ok := r.Hosts[strings.ToLower(strings.TrimSuffix(host, "."))]
+	if !ok {
+		return netip.Addr{}, false, nil
+	}
+	for _, a := range addrs {
+		if p.Accepts(a) {
+			return a, true, nil
+		}
+	}
+	return netip.Addr{}, true, fmt.Errorf("path: %s: --resolve gives it no %s address (%v): %w", host, p.Family(), addrs, ErrNoAddress)
 }
 
 // OneFamily is r with its queries pinned to one family when it pins none:
@@ -134,6 +152,9 @@ var ErrTruncated = errors.New("truncated answer")
 func (r *Resolver) Prepare(host string, p Path) (*Query, netip.Addr, error) {
 	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
 		return nil, a, p.CheckAddr("target", a)
+	}
+	if a, ok, err := r.fixed(host, p); ok {
+		return nil, a, err
 	}
 	server, over, err := r.Server(p)
 	if err != nil {
@@ -442,7 +463,11 @@ func hostsHint(host string) string {
 	if len(addrs) == 0 {
 		return ""
 	}
-	return fmt.Sprintf(" (%s is in /etc/hosts as %v, which v6lab does not read: it asks a DNS server, to time the lookup and pin its family; give the address in place of the name, or a DNS server that knows the name)", host, addrs)
+	var list []string
+	for _, a := range addrs {
+		list = append(list, a.String())
+	}
+	return fmt.Sprintf(" (%s is in /etc/hosts as %v, which v6lab does not read: it asks a DNS server, to time the lookup and pin its family; give --resolve %s=%s to use those addresses with the name kept, the address in place of the name, or a DNS server that knows the name)", host, addrs, host, strings.Join(list, ","))
 }
 
 // ParseResolvConf returns the nameserver lines of a resolv.conf, port 53.

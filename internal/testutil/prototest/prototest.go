@@ -14,23 +14,23 @@ import (
 
 // Once checks o as a cell's options (where: the experiment's), finds the
 // server it names (Target) and runs one transaction over p (Do).
-func Once(tb testing.TB, pr proto.Protocol, o proto.Options, where string, p path.Path) result.Sample {
+func Once(tb testing.TB, o proto.Options, where result.Where, p path.Path) result.Sample {
 	tb.Helper()
-	if err := pr.Check(&o, where, nil); err != nil {
+	if err := o.Check(where, func(string) bool { return false }); err != nil {
 		tb.Fatal(err)
 	}
-	ep, err := pr.Target(&o, p)
+	ep, err := o.Target(p)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return Do(tb, pr, &o, ep, p)
+	return Do(tb, o, ep, p)
 }
 
 // Do makes the probe of o over p to the server at ep and runs one
 // transaction of user 0, bounded by 10 s.
-func Do(tb testing.TB, pr proto.Protocol, o *proto.Options, ep proto.Endpoint, p path.Path) result.Sample {
+func Do(tb testing.TB, o proto.Options, ep proto.Endpoint, p path.Path) result.Sample {
 	tb.Helper()
-	probe, err := pr.Probe(o, ep, p)
+	probe, err := o.Probe(ep, p)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -310,6 +309,9 @@ type Check struct {
 	C *Capture
 	// Ports gives each protocol's service port.
 	Ports map[string]uint16
+	// Lookups gives, per server key, the port of the DNS server whose
+	// lookups its transactions make first (none for the DNS server).
+	Lookups map[string]uint16
 	// Nat64 are the lab's nat64 prefixes (Filter.Nat64), if it has the path.
 	Nat64 []netip.Prefix
 	// ClientSide, when set, counts on r1's link to the client: a nat64
@@ -327,14 +329,7 @@ const Quiet = 20 * time.Millisecond
 // DNS lookup is counted with it: its packets must carry the path too.
 func (k Check) Start(protocol string, _ path.Path) {
 	time.Sleep(Quiet)
-	dns := "dns"
-	if strings.HasPrefix(protocol, "real/") {
-		dns = "real/dns"
-	}
-	f := Filter{Port: k.Ports[protocol], Nat64: k.Nat64}
-	if protocol != dns {
-		f.Also = k.Ports[dns]
-	}
+	f := Filter{Port: k.Ports[protocol], Nat64: k.Nat64, Also: k.Lookups[protocol]}
 	k.C.Reset(f)
 	if k.ClientSide != nil {
 		k.ClientSide.Reset(Filter{Port: f.Port, Also: f.Also})

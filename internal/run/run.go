@@ -1,11 +1,11 @@
-// Package runner runs an experiment where it can: it decides the place (a
+// Package run runs an experiment where it can: it decides the place (a
 // lab, a lab in a user namespace of its own, loopback, or the real hosts
 // its cells name), says why when it falls back, and runs it there: on
 // loopback with the embedded servers in this process, in a lab through
-// labrun, against hosts as each cell names them. The CLI hands it the
+// inlab, against hosts as each cell names them. The CLI hands it the
 // experiment and the run's settings; it returns typed errors.
 //
-// It imports labrun and measure, never the CLI.
+// It imports inlab and measure, never the CLI.
 package run
 
 import (
@@ -15,12 +15,9 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strings"
 	"time"
 
 	"v6lab/internal/lab"
-	"v6lab/internal/lab/servers"
-	"v6lab/internal/proto"
 	"v6lab/internal/result"
 	"v6lab/internal/run/experiment"
 	"v6lab/internal/run/host"
@@ -52,18 +49,19 @@ type Settings struct {
 
 // Places an experiment runs.
 const (
-	Lab      = "lab"
-	Loopback = "loopback"
-	Hosts    = "hosts"
+	Lab      = result.Lab
+	Loopback = result.Loopback
+	Hosts    = result.Hosts
 	// Rootless: a lab in a user namespace of its own, by re-running the
-	// command there (the caller's job: it knows the command line).
-	Rootless = "rootless"
+	// command there (the caller's job: it knows the command line). It is
+	// a decision, never a place a result records (the re-run's is lab).
+	Rootless result.Where = "rootless"
 )
 
 // Decide says where exp runs now and why, if it falls back, dropping 6in4
 // (with a note) when an experiment that may run anywhere falls back to
 // loopback. It checks what must hold before anything runs.
-func Decide(exp *experiment.Experiment, s Settings) (where, note string, err error) {
+func Decide(exp *experiment.Experiment, s Settings) (where result.Where, note string, err error) {
 	if s.Loopback && s.Pcap {
 		return "", "", fmt.Errorf("--pcap needs the lab; --loopback has no wire to capture")
 	}
@@ -86,12 +84,12 @@ func Decide(exp *experiment.Experiment, s Settings) (where, note string, err err
 	return where, note, nil
 }
 
-func decide(exp *experiment.Experiment, s Settings) (string, string, error) {
+func decide(exp *experiment.Experiment, s Settings) (result.Where, string, error) {
 	where := exp.Where
 	why := inlab.CanLab()
 	if s.Loopback {
 		why = errors.New("--loopback")
-	} else if why != nil && os.Geteuid() != 0 && !s.Rootless && (where == "auto" || where == Lab) {
+	} else if why != nil && os.Geteuid() != 0 && !s.Rootless && (where == result.Auto || where == Lab) {
 		return Rootless, "", nil // not root: a lab of our own in a user namespace
 	}
 	if why != nil && s.ExplicitPaths {
@@ -107,15 +105,15 @@ func decide(exp *experiment.Experiment, s Settings) (string, string, error) {
 		}
 		where = Loopback
 	}
-	if need := exp.NeedsLab(); need != "" && (where == Loopback || where == Hosts || (where == "auto" && why != nil)) {
-		reason := "this experiment runs on " + where
+	if need := exp.NeedsLab(); need != "" && (where == Loopback || where == Hosts || (where == result.Auto && why != nil)) {
+		reason := "this experiment runs on " + string(where)
 		if why != nil {
 			reason = why.Error()
 		}
 		return "", "", fmt.Errorf("%s, but %s", need, reason)
 	}
 	switch where {
-	case "auto":
+	case result.Auto:
 		if why == nil {
 			return Lab, "", nil
 		}
@@ -142,7 +140,7 @@ func decide(exp *experiment.Experiment, s Settings) (string, string, error) {
 // NoUserNamespace is where a run goes when neither root nor a user
 // namespace can make a lab (err says why the namespace failed): loopback,
 // unless the lab was a must.
-func NoUserNamespace(exp *experiment.Experiment, s Settings, err error) (string, string, error) {
+func NoUserNamespace(exp *experiment.Experiment, s Settings, err error) (result.Where, string, error) {
 	if exp.Where == Lab || s.Topology != "" || s.Pcap || exp.NeedsLab() != "" {
 		return "", "", fmt.Errorf("this needs a lab, but %v, and %v", inlab.CanLab(), err)
 	}
@@ -156,11 +154,11 @@ func CheckServers(exp *experiment.Experiment) error {
 	if !exp.Real() {
 		return nil
 	}
-	return servers.CheckInstalled(append([]string{"http", "dns"}, exp.RealProtocols()...))
+	return inlab.CheckReal(exp)
 }
 
 // Bottleneck is the slowest shaped link of a lab run (0: unshaped).
-func Bottleneck(where string, cfg lab.Config) uint64 {
+func Bottleneck(where result.Where, cfg lab.Config) uint64 {
 	var b uint64
 	if where == Lab {
 		for _, name := range lab.LinkNames {
@@ -172,10 +170,10 @@ func Bottleneck(where string, cfg lab.Config) uint64 {
 	return b
 }
 
-// Run runs exp where it was decided (or resumes it into dir when rs is
+// Do runs exp where it was decided (or resumes it into dir when rs is
 // set). In a lab without a tunnel it measures ipv4 and ipv6 and says so,
 // unless 6in4 was asked for by name.
-func Run(ctx context.Context, exp *experiment.Experiment, where, note string, s Settings, rs *experiment.Resume, dir string) error {
+func Do(ctx context.Context, exp *experiment.Experiment, where result.Where, note string, s Settings, rs *experiment.Resume, dir string) error {
 	if where == Lab {
 		if err := lab.CanTunnel(); err != nil {
 			if s.ExplicitPaths && slices.Contains(exp.Paths(), path.SixIn4) {
@@ -191,15 +189,19 @@ func Run(ctx context.Context, exp *experiment.Experiment, where, note string, s 
 	}
 	switch where {
 	case Lab:
-		r := &inlab.Run{Exp: exp, Lab: s.Lab, Results: s.Results, Keep: s.Keep, Pcap: s.Pcap, Resume: rs, ResumeDir: dir,
+		r := &inlab.Session{Exp: exp, Lab: s.Lab, Results: s.Results, Keep: s.Keep, Pcap: s.Pcap, Resume: rs, ResumeDir: dir,
 			Command: s.Command, Quiet: s.Output.Quiet, Strict: s.Output.Strict, Rootless: s.Rootless, Out: s.Output.Out, Err: s.Output.Err}
 		return r.Do(ctx)
 	case Hosts:
 		servers := map[string]string{}
-		for _, c := range exp.Cells {
-			servers[c.CellName()] = proto.Or(c.URL, strings.Join(append(c.DNSServers, c.Servers...), " "))
+		var notes []string
+		for _, c := range exp.Groups {
+			servers[c.CellName()] = c.Opts().Destination()
+			for _, n := range c.Opts().Notes(c.Paths) {
+				notes = append(notes, c.CellName()+": "+n)
+			}
 		}
-		_, err := measure.Run(ctx, measure.Job{Exp: exp, Probe: experiment.Probes(nil), Target: "remote", Servers: servers,
+		_, err := measure.Do(ctx, measure.Job{Exp: exp, Probe: experiment.Probes(nil), Target: Hosts, Servers: servers, Notes: notes,
 			Results: s.Results, Resume: rs, ResumeDir: dir, Segment: s.Segment, StartAt: s.StartAt}, s.Output)
 		return err
 	}
@@ -212,7 +214,7 @@ func Run(ctx context.Context, exp *experiment.Experiment, where, note string, s 
 		return err
 	}
 	defer local.Close()
-	_, err = measure.Run(ctx, measure.Job{Exp: exp, Probe: experiment.Probes(local.Endpoints(nil)), Target: "loopback",
+	_, err = measure.Do(ctx, measure.Job{Exp: exp, Probe: experiment.Probes(local.Endpoints(nil)), Target: Loopback,
 		Servers: local.Describe(""), Notes: []string{"ran on loopback (no lab): only ipv4 and ipv6 exist there"},
 		ServerFDs: 1, Results: s.Results, Resume: rs, ResumeDir: dir}, s.Output)
 	return err
@@ -222,19 +224,39 @@ func Run(ctx context.Context, exp *experiment.Experiment, where, note string, s 
 // and its lab's config.
 type Resumable struct {
 	*experiment.Resume
-	Where string
+	Where result.Where
 	Lab   lab.Config
 	Pcap  bool
 }
 
+// ResumeWait bounds how long a resume waits for a process still writing
+// the samples file.
+const ResumeWait = 30 * time.Second
+
 // PrepareResume reads an interrupted result directory (experiment.
 // PrepareResume) and where it ran. experiment.ErrComplete: nothing to do.
-func PrepareResume(dir string) (*Resumable, error) {
+// While another process still writes its samples (result.ErrBusy), it
+// waits up to ResumeWait, telling waiting why first.
+func PrepareResume(ctx context.Context, dir string, waiting func(busy error)) (*Resumable, error) {
 	rs, err := experiment.PrepareResume(dir)
+	if errors.Is(err, result.ErrBusy) {
+		waiting(err)
+		for deadline := time.Now().Add(ResumeWait); errors.Is(err, result.ErrBusy) && time.Now().Before(deadline); {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+			}
+			rs, err = experiment.PrepareResume(dir)
+		}
+		if errors.Is(err, result.ErrBusy) {
+			return nil, fmt.Errorf("%w (after %s; fuser -v %s/samples.jsonl names it)", err, ResumeWait, dir)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
-	r := &Resumable{Resume: rs, Where: map[string]string{"lab": Lab, "loopback": Loopback, "remote": Hosts}[rs.Header.Target],
+	r := &Resumable{Resume: rs, Where: rs.Header.Target,
 		Pcap: rs.Header.Lab["pcap"] == "true"}
 	if r.Where == Lab {
 		if err := json.Unmarshal([]byte(rs.Header.Lab["config"]), &r.Lab); err != nil {

@@ -1,4 +1,4 @@
-// Package labkeep keeps labs between commands: the background process that
+// Package keep keeps labs between commands: the background process that
 // holds a lab built by v6lab lab up (Detach, Hold), stopping it (Down),
 // and the text of lab status. It imports lab only.
 package keep
@@ -180,6 +180,12 @@ func WriteOrphan(w io.Writer, o *lab.Orphan) {
 // tunnel and its programs.
 func WriteStatus(w io.Writer, st *lab.Status) {
 	owner := "no process (a userspace tunnel is down; run v6lab lab down and up again)"
+	switch {
+	case st.Tunnel == "missing" && st.Built == lab.TunnelBPF:
+		owner = "no process (the bpf tunnel's programs ended with their owner: its TCX links close with the process; run v6lab lab down and up again)"
+	case st.Tunnel == "missing" && st.Built != "" && st.Built != lab.TunnelUserspace:
+		owner = fmt.Sprintf("no process (the %s tunnel is gone; run v6lab lab down and up again)", st.Built)
+	}
 	if st.Owner != 0 {
 		owner = fmt.Sprintf("process %d", st.Owner)
 	}

@@ -1,9 +1,9 @@
-// Package labrun runs an experiment in a lab: it builds the lab, starts
+// Package inlab runs an experiment in a lab: it builds the lab, starts
 // the embedded or real servers in its server namespace, opens the wire
 // check's capture, runs the measuring process inside the client namespace
 // (so every client socket is born there), and tears everything down. The
 // measuring side (Child) settles each path, then hands a measure.Job to
-// measure.Run.
+// measure.Do.
 //
 // It takes what it needs as values (writers, a config) and returns typed
 // errors; the CLI maps them to exit codes and messages. It imports
@@ -35,8 +35,8 @@ import (
 	"v6lab/internal/wire/capture"
 )
 
-// Run is an experiment to run in a lab of its own.
-type Run struct {
+// Session is an experiment to run in a lab of its own.
+type Session struct {
 	Exp *experiment.Experiment
 	Lab lab.Config
 	// Results is the directory that receives the result directory.
@@ -69,8 +69,10 @@ type Job struct {
 	Exp       *experiment.Experiment `json:"experiment"`
 	// Endpoints are where every server answers on every path.
 	Endpoints proto.Endpoints `json:"endpoints"`
-	// Ports are the wire check's port per server key (0: every port).
-	Ports map[string]uint16 `json:"ports"`
+	// Ports are the wire check's port per server key (0: every port);
+	// Lookups the port of the DNS server each key's transactions ask.
+	Ports   map[string]uint16 `json:"ports"`
+	Lookups map[string]uint16 `json:"lookups,omitempty"`
 	// Nat64 are the lab's nat64 prefixes, when it has the path: the
 	// wire check counts their packets as that path's.
 	Nat64   []netip.Prefix    `json:"nat64,omitempty"`
@@ -130,7 +132,7 @@ func CanLab() error {
 
 // Do builds the lab, starts the servers and runs the measuring process in
 // the client namespace; the lab is removed afterwards unless Keep.
-func (r *Run) Do(ctx context.Context) error {
+func (r *Session) Do(ctx context.Context) error {
 	if reaped, err := lab.Reap(); err == nil && len(reaped) > 0 && !r.Quiet {
 		fmt.Fprintf(r.Err, "v6lab: removed labs left by killed processes: %v\n", reaped)
 	}
@@ -177,7 +179,7 @@ func (r *Run) Do(ctx context.Context) error {
 
 // prepare starts the servers and captures and writes down the job; stop
 // undoes what it started, whatever it returns.
-func (r *Run) prepare(ctx context.Context, l *lab.Lab, cfg lab.Config) (*Job, []*os.File, func(), error) {
+func (r *Session) prepare(ctx context.Context, l *lab.Lab, cfg lab.Config) (*Job, []*os.File, func(), error) {
 	var stops []func()
 	stop := func() {
 		for i := len(stops) - 1; i >= 0; i-- {
@@ -195,7 +197,7 @@ func (r *Run) prepare(ctx context.Context, l *lab.Lab, cfg lab.Config) (*Job, []
 	// as a process of its own inside the server namespace.
 	for _, key := range r.Exp.EmbeddedServers() {
 		s, _ := all.Server(key)
-		if op, ok := s.(proto.OwnProcess); !ok || !op.OwnProcess() {
+		if !s.OwnProcess {
 			continue
 		}
 		run, err := serveInNamespace(l.Record(), lab.NS(l.Name, lab.Server), key, at.Listen())
@@ -204,7 +206,7 @@ func (r *Run) prepare(ctx context.Context, l *lab.Lab, cfg lab.Config) (*Job, []
 		}
 		stops = append(stops, func() { run.Close() })
 		emb.Add(key, run)
-		servers[key] = s.About() + ", a process in the server namespace"
+		servers[key] = s.About + ", a process in the server namespace"
 	}
 	job := &Job{Command: r.Command, Somaxconn: somaxconn(l), Exp: r.Exp, Endpoints: emb.Endpoints(experiment.LabSources(l)),
 		Servers: servers, Lab: labHeader(l, cfg, r.Pcap), Results: r.Results, Pcap: r.Pcap, Dir: r.ResumeDir}
@@ -219,13 +221,14 @@ func (r *Run) prepare(ctx context.Context, l *lab.Lab, cfg lab.Config) (*Job, []
 		stops = append(stops, stopReal)
 	}
 	job.Ports = wirePorts(job.Endpoints)
+	job.Lookups = lookupPorts(job.Ports)
 	if l.Addr.ServerNat64.IsValid() {
 		job.Nat64 = lab.Nat64Wire
 		job.Lab["nat64"] = fmt.Sprintf("stateless translator (SIIT, RFC 7915) in tc BPF on r1: %s to the prefix %s leaves as IPv4 from %s (explicit mapping, RFC 7757); DNS64 view (RFC 6147) on %s", l.Addr.ClientNat64, lab.Nat64Prefix, l.Addr.Mapped4, l.Addr.DNS64)
 	}
-	for _, c := range r.Exp.Cells {
-		if c.Active && slices.Contains(c.Paths, path.NAT64) {
-			job.Notes = append(job.Notes, fmt.Sprintf("%s: FTP's active mode over nat64 sends the client's IPv6 address in EPRT, which a stateless translator does not rewrite (it has no FTP helper): the server refuses it or cannot connect back, as in the field, so those transactions fail", c.CellName()))
+	for _, c := range r.Exp.Groups {
+		for _, n := range c.Opts().Notes(c.Paths) {
+			job.Notes = append(job.Notes, c.CellName()+": "+n)
 		}
 	}
 	if r.Exp.LinkRates() {
@@ -281,6 +284,22 @@ func wirePorts(eps proto.Endpoints) map[string]uint16 {
 		}
 		if all.WireAnyPort(key) {
 			out[key] = 0
+		}
+	}
+	return out
+}
+
+// lookupPorts are, per server key, the port of the DNS server of the same
+// kind (embedded, or real/) that its transactions ask first.
+func lookupPorts(ports map[string]uint16) map[string]uint16 {
+	out := map[string]uint16{}
+	for key := range ports {
+		name := all.NameServer
+		if strings.HasPrefix(key, "real/") {
+			name = "real/" + name
+		}
+		if key != name {
+			out[key] = ports[name]
 		}
 	}
 	return out
@@ -342,7 +361,7 @@ func labHeader(l *lab.Lab, cfg lab.Config, pcap bool) map[string]string {
 
 // describe completes the job's lab header and notes: how the lab was
 // made, the generator hosts, what the wire check counts.
-func (r *Run) describe(l *lab.Lab, cfg lab.Config, job *Job) error {
+func (r *Session) describe(l *lab.Lab, cfg lab.Config, job *Job) error {
 	if cfg.Generators {
 		var err error
 		if job.Gen, err = congestion.LabHosts(l); err != nil {
@@ -395,7 +414,7 @@ func (r *Run) describe(l *lab.Lab, cfg lab.Config, job *Job) error {
 
 // child writes the job down and runs `v6lab run --lab-child JOB` in the
 // client namespace, the captures as its fds 3 and 4.
-func (r *Run) child(l *lab.Lab, job *Job, files []*os.File) error {
+func (r *Session) child(l *lab.Lab, job *Job, files []*os.File) error {
 	dir, err := os.MkdirTemp("", "v6lab-job-")
 	if err != nil {
 		return err

@@ -1,0 +1,3 @@
+// Package input reads what users type: sizes and rates (units) and spec files
+// (specfile).
+package input

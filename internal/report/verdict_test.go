@@ -1,0 +1,48 @@
+package report
+
+import (
+	"strings"
+	"testing"
+)
+
+func f64(v float64) *float64 { return &v }
+
+// cmp is a comparison of group over path at conns: pct above the
+// baseline, with an adjusted paired p.
+func cmpOf(group, path string, conns int, pct, p float64) Comparison {
+	return Comparison{Protocol: group, Path: path, Conns: conns, Baseline: "ipv4", PctIncrease: f64(pct), PPairedHolm: f64(p)}
+}
+
+// TestVerdictsSayWhatTheComparisonsSay: a verdict per group and path,
+// from the comparisons: the same within the largest change when none is
+// significant, slower from the count where it becomes significant, faster
+// for a throughput that grows, not comparable where no figure is, and the
+// loads where transactions failed.
+func TestVerdictsSayWhatTheComparisonsSay(t *testing.T) {
+	s := &Summary{Baseline: "ipv4", Comparisons: []Comparison{
+		cmpOf("http", "ipv6", 1, 2.5, 0.4), cmpOf("http", "ipv6", 10, -3.1, 0.2), cmpOf("http", "ipv6", 100, 1.0, 0.9),
+		cmpOf("http", "6in4", 1, 1.0, 0.5), cmpOf("http", "6in4", 10, 8.2, 0.01), cmpOf("http", "6in4", 100, 12.4, 0.001),
+		cmpOf("http", "nat64", 1, 20, 0.001), cmpOf("http", "nat64", 10, -5, 0.01),
+		{Protocol: "tcp", Path: "ipv6", Conns: 1, Throughput: &MetricComparison{PctChange: f64(4), PPairedHolm: f64(0.01)}},
+		{Protocol: "dns", Path: "ipv6", Conns: 1, NA: map[string]string{"pct_increase": "baseline below resolution"}},
+	}, Cells: []Cell{{Protocol: "http", Path: "ipv6", Conns: 100, Failed: 3, Completed: 97, CompletionRate: f64(0.97)}}}
+	want := map[string]string{
+		"http/ipv6":  "same as ipv4 within ±3.1% at every load (no significant difference); 97.0% completed at 100 connections",
+		"http/6in4":  "8.2–12% slower from 10 connections, significant; within ±1.0% elsewhere (not significant)",
+		"http/nat64": "20% slower at 1 connection, 5.0% faster at 10 connections, significant",
+		"tcp/ipv6":   "4.0% faster throughput at every load, significant",
+		"dns/ipv6":   "not comparable at 1 connection (baseline below resolution)",
+	}
+	got := Verdicts(s)
+	if len(got) != len(want) {
+		t.Fatalf("%d verdicts: %+v", len(got), got)
+	}
+	for _, v := range got {
+		if w := want[v.Group+"/"+v.Path]; v.Text != w {
+			t.Errorf("%s/%s: %q\n want %q", v.Group, v.Path, v.Text, w)
+		}
+	}
+	if got[0].Kind != "failing" || got[1].Kind != "slower" || got[2].Kind != "mixed" || got[3].Kind != "faster" || !strings.HasPrefix(got[4].Text, "not comparable") {
+		t.Errorf("kinds %+v", got)
+	}
+}

@@ -1,0 +1,4 @@
+// Package sock holds family-pinned sockets: paths and their resolver (path),
+// the event loop (evloop), Happy Eyeballs (eyeballs), the kernel's timestamps
+// (kstamp, synstamp) and what they need (sockaddr, wakeread).
+package sock
