@@ -195,7 +195,6 @@ func (c *Client) Sustain(ctx context.Context, us load.Users, duration, timeout t
 	eng.Sustain(ctx, us.N, func(i int, prev *evloop.Result) *evloop.Exchange {
 		s := &slots[i]
 		if prev != nil {
-			tctx, cancel := context.WithDeadline(ctx, s.deadline) // for the failure's kind, and the rare retry below
 			q := s.q
 			s.q = nil
 			r, again := converse.Settle(s.tr, q, &s.t.x, *prev)
@@ -203,18 +202,20 @@ func (c *Client) Sustain(ctx context.Context, us load.Users, duration, timeout t
 				// A truncated answer: asked again over TCP, in the loop
 				// (it blocks it; no embedded server truncates), then the
 				// connection to the address it gives.
+				tctx, cancel := context.WithDeadline(ctx, s.deadline)
 				ip, err := q.OverTCP(tctx, path.FirstRetry)
+				cancel()
 				s.tr.Mark(&s.tr.S.ResolveNS)
 				if err == nil {
-					cancel()
 					s.t.x.Remote = netip.AddrPortFrom(ip, s.t.x.Remote.Port())
 					s.t.x.Cookie = s.tr.WantsSYN() && path.SYNReady()
 					return &s.t.x
 				}
 				r = evloop.Result{Phase: "resolve", Err: err}
 			}
-			smp := c.endTxn(tctx, s.tr, &s.t, r, false)
-			cancel()
+			// The run's context classifies a failure (a deadline the
+			// loop enforced is ErrTimeout: context.DeadlineExceeded).
+			smp := c.endTxn(ctx, s.tr, &s.t, r, false)
 			smp.User = us.First + i
 			emit(smp)
 		}

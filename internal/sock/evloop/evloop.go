@@ -361,6 +361,9 @@ type conn struct {
 	// closeFD is the socket of an exchange that completed, for Do to
 	// close (-1: none).
 	closeFD int
+	// watched: the socket is in the loop's epoll set; out: for
+	// writability too (watch).
+	watched, out bool
 	// sus is the sustained run the exchange belongs to (Sustain; nil:
 	// Do's, which waits on done), slot its place in it.
 	sus  *sustained
@@ -420,8 +423,11 @@ type loop struct {
 	gen   uint32
 	quit  atomic.Bool
 	idle  atomic.Bool // waiting with nothing in flight, no deadline set
-	buf   []byte
-	oob   []byte
+	// started is when an exchange last started (Unix ns): work, from
+	// which the spin window runs as from the loop's own events.
+	started atomic.Int64
+	buf     []byte
+	oob     []byte
 	// wakeAt is the earliest time a race asked to be stepped at (zero:
 	// none): the loop's wait ends there.
 	wakeAt time.Time
@@ -541,6 +547,7 @@ func (l *loop) start(c *conn) error {
 		return fail(phase, err)
 	}
 	l.register(c)
+	l.started.Store(time.Now().UnixNano()) // work: the spin window begins
 	if l.idle.Swap(false) {
 		l.poke() // the loop waits without a deadline: have it watch this one
 	}
@@ -783,12 +790,33 @@ func (l *loop) watch(c *conn, op int) error {
 	l.gen++
 	c.gen = l.gen
 	l.conns[fd] = c
-	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(fd), Pad: int32(c.gen)}
+	// Writability only while it matters: a connection still connecting,
+	// or a request not all sent. A socket whose request went out at once
+	// (sendEarly: on loopback, always) would otherwise wake the loop for
+	// nothing, and a read that finds nothing, per connection.
+	c.out = !c.lookup && c.race == nil && (!c.up || c.sent < len(c.req))
+	events := uint32(unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLET)
+	if c.out {
+		events |= unix.EPOLLOUT
+	}
+	ev := unix.EpollEvent{Events: events, Fd: int32(fd), Pad: int32(c.gen)}
 	if err := rawEpollCtl(l.epfd, op, fd, &ev); err != nil {
 		delete(l.conns, fd)
 		return os.NewSyscallError("epoll_ctl", err)
 	}
+	c.watched = true
 	return nil
+}
+
+// wantOut has the loop told when c's socket is writable again (a request
+// not all sent).
+func (l *loop) wantOut(c *conn) error {
+	if !c.watched || c.out {
+		return nil
+	}
+	c.out = true
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(c.fd), Pad: int32(c.gen)}
+	return os.NewSyscallError("epoll_ctl", rawEpollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, &ev))
 }
 
 // sendEarly tries the request's first write from the caller's goroutine;
@@ -834,7 +862,7 @@ func (l *loop) send(c *conn) error {
 	for c.sent < len(c.req) {
 		n, err := rawWrite(c.fd, c.req[c.sent:])
 		if err == unix.EAGAIN {
-			return nil
+			return l.wantOut(c)
 		}
 		if err == unix.EINTR {
 			continue
@@ -898,7 +926,7 @@ func (l *loop) run() {
 	events := make([]unix.EpollEvent, 256)
 	lastScan := time.Now()
 	var deadline time.Time // of the epoll file, as last set
-	worked := false        // the last wait brought events
+	var worked time.Time   // when a wait last brought events (zero: never)
 	for {
 		var n int
 		var werr error
@@ -924,11 +952,16 @@ func (l *loop) run() {
 			deadline = want
 		}
 		var err error
-		if worked && !idle {
-			// Only after work (a request or query sent, a connect
-			// begun): a wait the netpoller's deadline ended is a slow
-			// reply, which spinning again would not catch sooner.
-			n, werr = l.spinWait(events, want)
+		if s := time.Unix(0, l.started.Load()); s.After(worked) {
+			worked = s
+		}
+		if !worked.IsZero() && !idle {
+			// Only within the spin window after the last wait that
+			// brought events (a request or query sent, a connect begun):
+			// a reply later than that is a slow one, which spinning
+			// would not catch sooner. A scan in between (the
+			// netpoller's deadline) does not end the window.
+			n, werr = l.spinWait(events, worked, want)
 		}
 		if n == 0 {
 			err = l.raw.Read(func(uintptr) bool {
@@ -948,7 +981,9 @@ func (l *loop) run() {
 			l.failAll(fmt.Errorf("evloop: %w", err))
 			continue
 		}
-		worked = n > 0
+		if n > 0 {
+			worked = time.Now()
+		}
 		for i := 0; i < n; i++ {
 			l.handle(&events[i])
 		}
@@ -977,17 +1012,21 @@ func (l *loop) run() {
 }
 
 // spinWait polls the epoll set without blocking while the engine's only
-// exchange in flight is this loop's, for up to the spin window and not
-// past until (the next scan or race step, zero: none). It returns the
-// events, or 0 when the caller is to park in the netpoller.
-func (l *loop) spinWait(events []unix.EpollEvent, until time.Time) (int, error) {
+// exchange in flight is this loop's, until the spin window after worked
+// (the loop's last events) ends, and not past until (the next scan or
+// race step, zero: none). It returns the events, or 0 when the caller is
+// to scan or park in the netpoller.
+func (l *loop) spinWait(events []unix.EpollEvent, worked, until time.Time) (int, error) {
 	spin := l.eng.Spin()
 	if spin <= 0 || l.eng.inflight.Load() != 1 {
 		return 0, nil
 	}
-	end := time.Now().Add(spin)
+	end := worked.Add(spin)
 	if !until.IsZero() && until.Before(end) {
 		end = until
+	}
+	if !time.Now().Before(end) {
+		return 0, nil
 	}
 	for {
 		l.eng.polls.Add(1)
