@@ -66,10 +66,12 @@ const (
 	// measuring process may use) above which no CPU was idle.
 	SaturatedHost = 0.95
 	// SaturatedLag is the share of the median response time the median
-	// read lag may reach on a host without an idle CPU before the client
-	// counts as saturated: replies then queued for the client, which
-	// could not be given a CPU sooner.
-	SaturatedLag = 0.1
+	// read lag may reach, on a host without an idle CPU or with the client
+	// using BusyClientCPU of the CPUs it may use, before the client counts
+	// as saturated: replies then queued for the client, which could not
+	// be given a CPU sooner.
+	SaturatedLag  = 0.1
+	BusyClientCPU = 0.75
 	// MinLagReads is how many reads the lag must rest on to decide, and
 	// MinHostTicks how many clock ticks the host's shares (/proc/stat
 	// counts 10 ms ticks: fewer are a tick or two, too coarse).
@@ -87,14 +89,21 @@ func Decide(l *Load) {
 		l.Client = true
 		why = append(why, fmt.Sprintf("the client used %.2f of the %d CPUs it may use", l.ClientCPU, l.CPUs))
 	}
-	if l.HostTicks >= MinHostTicks && l.HostBusy >= SaturatedHost {
+	busy := l.HostTicks >= MinHostTicks && l.HostBusy >= SaturatedHost
+	if busy {
 		l.Host = true
 		why = append(why, fmt.Sprintf("the host's CPUs were %.0f%% busy", 100*l.HostBusy))
-		if l.LagReads >= MinLagReads && l.MedianNS > 0 && float64(l.LagP50NS) >= SaturatedLag*float64(l.MedianNS) {
-			l.Client = true
-			why = append(why, fmt.Sprintf("replies waited %v (median) for the client, %.0f%% of the median response time",
-				time.Duration(l.LagP50NS).Round(time.Microsecond), 100*float64(l.LagP50NS)/float64(l.MedianNS)))
+	}
+	// Replies queued for the client, which could not be given a CPU
+	// sooner: none was idle, or it used most of those it may use.
+	short := busy || (l.CPUs > 0 && l.ClientCPU >= BusyClientCPU*float64(l.CPUs))
+	if short && l.LagReads >= MinLagReads && l.MedianNS > 0 && float64(l.LagP50NS) >= SaturatedLag*float64(l.MedianNS) {
+		if !l.Client && !busy {
+			why = append(why, fmt.Sprintf("the client used %.2f of the %d CPUs it may use", l.ClientCPU, l.CPUs))
 		}
+		l.Client = true
+		why = append(why, fmt.Sprintf("replies waited %v (median) for the client, %.0f%% of the median response time",
+			time.Duration(l.LagP50NS).Round(time.Microsecond), 100*float64(l.LagP50NS)/float64(l.MedianNS)))
 	}
 	l.Why = strings.Join(why, "; ")
 }
