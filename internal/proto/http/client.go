@@ -92,6 +92,8 @@ type Client struct {
 	// requests are the requests built, by URI (request).
 	requests  sync.Map
 	nrequests atomic.Int32
+	// lastRemote is the last remote address named (remoteName).
+	lastRemote atomic.Pointer[addrName]
 }
 
 // parsedPage is a page and the objects found in it.

@@ -91,6 +91,22 @@ func (c *Client) doEvloop(ctx context.Context, tr *load.Trace, host string, addr
 	return c.endTxn(ctx, tr, t, r, adopt > 0)
 }
 
+// remoteName is ap as a string, kept for the next transaction to the
+// same address (every one, but on the dual path).
+func (c *Client) remoteName(ap netip.AddrPort) string {
+	if n := c.lastRemote.Load(); n != nil && n.ap == ap {
+		return n.s
+	}
+	n := &addrName{ap, ap.String()}
+	c.lastRemote.Store(n)
+	return n.s
+}
+
+type addrName struct {
+	ap netip.AddrPort
+	s  string
+}
+
 // evTxn is a transaction on the event loop: its exchange, and the parser
 // of its replies (with a page's objects, the page exchange around it).
 type evTxn struct {
@@ -124,7 +140,7 @@ func (c *Client) endTxn(ctx context.Context, tr *load.Trace, t *evTxn, r evloop.
 	p := &t.p
 	if !r.Connected.IsZero() && !adopted { // an adopted socket's dial set them
 		tr.At(&tr.S.ConnectNS, r.Connected)
-		tr.S.Local, tr.S.Remote = r.Local.String(), t.x.Remote.String()
+		tr.S.Local, tr.S.Remote = r.Local.String(), c.remoteName(t.x.Remote)
 	}
 	if !r.FirstByte.IsZero() {
 		tr.At(&tr.S.FirstByteNS, r.FirstByte)

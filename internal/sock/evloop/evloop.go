@@ -450,6 +450,7 @@ type loop struct {
 	// after it (Sustain).
 	added []sustainSlot
 	ended []*conn
+	spare []*conn // ended's other buffer
 }
 
 func newLoop(eng *Engine) (*loop, error) {
@@ -927,9 +928,17 @@ func (l *loop) run() {
 	lastScan := time.Now()
 	var deadline time.Time // of the epoll file, as last set
 	var worked time.Time   // when a wait last brought events (zero: never)
+	// The wait's results and its callback, made once (a closure made per
+	// wait, and the variables it captures, were three allocations per
+	// wake-up).
+	var n int
+	var werr error
+	wait := func(uintptr) bool {
+		n, werr = unix.EpollWait(l.epfd, events, 0)
+		return n != 0 || (werr != nil && werr != unix.EINTR)
+	}
 	for {
-		var n int
-		var werr error
+		n, werr = 0, nil
 		// Wait in Go's netpoller until the epoll set has events (or the
 		// scan is due), then take them without blocking.
 		// With nothing in flight the loop sleeps without a deadline;
@@ -964,10 +973,7 @@ func (l *loop) run() {
 			n, werr = l.spinWait(events, worked, want)
 		}
 		if n == 0 {
-			err = l.raw.Read(func(uintptr) bool {
-				n, werr = unix.EpollWait(l.epfd, events, 0)
-				return n != 0 || (werr != nil && werr != unix.EINTR)
-			})
+			err = l.raw.Read(wait)
 		}
 		if l.quit.Load() {
 			l.shutdown()

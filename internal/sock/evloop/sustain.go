@@ -96,7 +96,7 @@ func (l *loop) sustain() {
 	}
 	for len(l.ended) > 0 {
 		ended := l.ended
-		l.ended = nil
+		l.ended = l.spare[:0] // the other buffer: no allocation per batch
 		for _, c := range ended {
 			if c.closeFD >= 0 {
 				rawClose(c.closeFD)
@@ -110,6 +110,8 @@ func (l *loop) sustain() {
 			}
 			l.startNext(c.sus, c.slot, &c.res)
 		}
+		clear(ended)
+		l.spare = ended[:0]
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -152,7 +153,9 @@ func (s *Stamper) Lookup(fd int) (syn, established time.Time, ok bool) {
 // (the least recently used of 65,536 go first).
 func (s *Stamper) LookupCookie(cookie uint64) (syn, established time.Time, ok bool) {
 	var v [2]uint64
-	if err := s.m.Lookup(cookie, &v); err != nil || v[0] == 0 {
+	// Pointers, not values: cilium/ebpf marshals values into buffers it
+	// allocates; a lookup per connection made two allocations.
+	if err := s.m.Lookup(unsafe.Pointer(&cookie), unsafe.Pointer(&v)); err != nil || v[0] == 0 {
 		return time.Time{}, time.Time{}, false
 	}
 	// The program's clock is CLOCK_MONOTONIC; the stamps it is compared
