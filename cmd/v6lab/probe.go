@@ -118,6 +118,11 @@ func (pt probeTarget) run(cmd *cobra.Command) error {
 		return &exitError{code: 2, err: err}
 	}
 	spec.Options = o
+	for _, p := range spec.Paths {
+		if err := o.PathFit(result.Hosts, p); err != nil {
+			return &exitError{code: 2, err: proto.FlagError(err, o)}
+		}
+	}
 	if pt.p.SingleTest {
 		spec.Conns = []int{1}
 	}
@@ -153,6 +158,9 @@ func (pt probeTarget) run(cmd *cobra.Command) error {
 	var ov experiment.Override
 	if cmd.Flags().Changed("spin") {
 		ov.Spin = &pt.lf.spin
+	}
+	if cmd.Flags().Changed("sample-every") {
+		ov.SampleEvery = &pt.lf.every
 	}
 	if err := exp.Override(ov); err != nil {
 		return &exitError{code: 2, err: err}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"v6lab/internal/report"
+	"v6lab/internal/result"
 )
 
 // serveHTTP starts `v6lab serve http` on a free loopback port, a process
@@ -84,7 +85,11 @@ func TestSelfCheckMarksASaturatedClient(t *testing.T) {
 
 	s = probe("one", false, "--conns", "1", "--runs", "1", "--warmup", "0", "--duration", "1s")
 	sc = s.Cells[0].SelfCheck
-	if sc.ClientSaturated {
+	// One user never uses the client's CPUs; its replies wait for it only
+	// when other work on this machine (other tests) takes the host's CPUs,
+	// and then the host is marked too, which is what the client's mark
+	// then says (result.Decide).
+	if sc.ClientCPU >= result.SaturatedCPU*float64(sc.CPUs) || (sc.ClientSaturated && !sc.HostSaturated) {
 		t.Errorf("one user's runs are marked as a saturated client: %+v", sc)
 	}
 	// The host's mark follows its figure (other work on this machine may

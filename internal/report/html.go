@@ -15,7 +15,16 @@ const HTMLFile = "report.html"
 // script, nothing fetched) with the run's context, the study's tables and
 // the plots. Every number on it comes from the summary.
 func HTML(w io.Writer, s *Summary) error {
-	page := htmlPage{S: s, Legend: Legend, Tunnel: TunnelLine(s)}
+	page := htmlPage{S: s, Legend: Legend, Tunnel: TunnelLine(s), Verdicts: Verdicts(s), Named: len(protocols(s)) > 1}
+	if s.Scale > 0 && s.Scale != 1 {
+		page.Context = append(page.Context, kv{"scale", fmt.Sprintf("%g (connection counts and runs shrunk by --scale)", s.Scale)})
+	}
+	if s.Seed != 0 {
+		page.Context = append(page.Context, kv{"order", fmt.Sprintf("shuffled, seed %d", s.Seed)})
+	}
+	if s.Partial != nil {
+		page.Context = append(page.Context, kv{"partial", s.Partial.Line()})
+	}
 	for _, k := range sortedKeys(s.Machine) {
 		page.Context = append(page.Context, kv{"machine: " + k, s.Machine[k]})
 	}
@@ -66,6 +75,16 @@ func HTML(w io.Writer, s *Summary) error {
 		}
 		page.Groups = append(page.Groups, g)
 	}
+	if vp := versionPlot(s); vp != nil {
+		g := htmlGroup{Name: "HTTP versions", Plots: []template.HTML(nil)}
+		for _, f := range []func(*Summary) (section, bool){VersionsTable, VersionDiffs} {
+			if sec, ok := f(s); ok {
+				g.Tables = append(g.Tables, sec)
+			}
+		}
+		g.Plots = append(g.Plots, template.HTML(vp.SVG()))
+		page.Groups = append(page.Groups, g)
+	}
 	if sec, ok := DifferenceCIs(s); ok {
 		page.Groups = append(page.Groups, htmlGroup{Name: "all protocols", Tables: []section{sec}})
 	}
@@ -81,7 +100,10 @@ type htmlGroup struct {
 }
 
 type htmlPage struct {
-	S       *Summary
+	S        *Summary
+	Verdicts []Verdict
+	// Named: the verdicts name their cell group (there is more than one).
+	Named   bool
 	Context []kv
 	Groups  []htmlGroup
 	Legend  string
@@ -109,10 +131,36 @@ func plots(s *Summary, proto string) []*plot {
 	if logX {
 		xlabel += " (log scale)"
 	}
+	rt, done := meanPlots(proto, cells, xlabel, logX)
+	out := []*plot{rt}
+	if cmps := comparisonsOf(s, proto); len(cmps) > 0 {
+		out = append(out, pctPlot(s, proto, cells, cmps, xlabel, logX))
+	}
+	// Ticks at the connection counts measured, nowhere else.
+	var ticks []float64
+	for _, n := range conns {
+		ticks = append(ticks, float64(n))
+	}
+	for _, p := range out {
+		p.XTicks = ticks
+	}
+	out = append(out, done)
+	if over := throughputOverTime(proto, cells); over != nil {
+		out = append(out, over)
+	}
+	for _, n := range conns {
+		out = append(out, cdfPlot(proto, cells, n))
+	}
+	return out
+}
+
+// meanPlots are the mean response time per path against connections,
+// with CI bars, and the completion rate.
+func meanPlots(proto string, cells []Cell, xlabel string, logX bool) (rt, done *plot) {
 	id := strings.ToLower(proto)
-	rt := &plot{ID: "rt-" + id, Title: strings.ToUpper(proto) + ": mean response time per connection, 95% CI",
+	rt = &plot{ID: "rt-" + id, Title: strings.ToUpper(proto) + ": mean response time per connection, 95% CI",
 		XLabel: xlabel, YLabel: "response time (ms)", LogX: logX}
-	done := &plot{ID: "completion-" + id, Title: strings.ToUpper(proto) + ": transactions completed",
+	done = &plot{ID: "completion-" + id, Title: strings.ToUpper(proto) + ": transactions completed",
 		XLabel: "simultaneous connections per path", YLabel: "completed (%)", Bars: true, YMin: 0, YMax: 100}
 	for _, p := range pathsOf(cells) {
 		line, bars := series{Name: p}, series{Name: p}
@@ -130,78 +178,83 @@ func plots(s *Summary, proto string) []*plot {
 			if c.CompletionRate != nil {
 				bars.Points = append(bars.Points, point{X: float64(c.Conns), Y: *c.CompletionRate * 100})
 			}
+			if c.MeanMS == nil && c.Failed > 0 && c.Completed == 0 {
+				rt.Marks = append(rt.Marks, mark{X: float64(c.Conns), Text: fmt.Sprintf("%s at %d: all %d failed (%s)", p, c.Conns, c.Failed, shorten(c.FirstError, 48))})
+			}
 		}
 		rt.Series = append(rt.Series, line)
 		done.Series = append(done.Series, bars)
 	}
-	out := []*plot{rt}
-	if cmps := comparisonsOf(s, proto); len(cmps) > 0 {
-		// A trial bound by time is compared on its throughput: its
-		// transfer time is the time asked for.
-		bound := timeBound(cells)
-		title, ylabel := fmt.Sprintf("%s: increase over %s, 95%% CI", strings.ToUpper(proto), s.Baseline), "increase (%)"
-		if bound {
-			title, ylabel = fmt.Sprintf("%s: throughput against %s, 95%% CI", strings.ToUpper(proto), s.Baseline), "throughput change (%)"
-		}
-		pct := &plot{ID: "pct-" + id, Title: title, XLabel: xlabel, YLabel: ylabel, LogX: logX, ZeroLine: true}
-		base := map[int]*float64{}
-		saturated := map[[2]string]bool{} // by path and conns
-		for _, c := range cells {
-			saturated[[2]string{c.Path, fmt.Sprint(c.Conns)}] = c.SelfCheck.saturated()
-			if c.Path == s.Baseline {
-				base[c.Conns] = c.MeanMS
-				if m := c.Metrics["throughput_mbps"]; bound && m != nil {
-					base[c.Conns] = &m.Mean
-				}
+	return rt, done
+}
+
+// pctPlot is each path's % increase over the baseline with its CI; for
+// trials bound by time, their throughput's change (their transfer time is
+// the time asked for).
+func pctPlot(s *Summary, proto string, cells []Cell, cmps []Comparison, xlabel string, logX bool) *plot {
+	bound := timeBound(cells)
+	title, ylabel := fmt.Sprintf("%s: increase over %s, 95%% CI", strings.ToUpper(proto), s.Baseline), "increase (%)"
+	if bound {
+		title, ylabel = fmt.Sprintf("%s: throughput against %s, 95%% CI", strings.ToUpper(proto), s.Baseline), "throughput change (%)"
+	}
+	pct := &plot{ID: "pct-" + strings.ToLower(proto), Title: title, XLabel: xlabel, YLabel: ylabel, LogX: logX, ZeroLine: true}
+	base := map[int]*float64{}
+	type at struct {
+		path  string
+		conns int
+	}
+	saturated := map[at]bool{}
+	for _, c := range cells {
+		saturated[at{c.Path, c.Conns}] = c.SelfCheck.saturated()
+		if c.Path == s.Baseline {
+			base[c.Conns] = c.MeanMS
+			if m := c.Metrics["throughput_mbps"]; bound && m != nil {
+				base[c.Conns] = &m.Mean
 			}
 		}
-		for _, p := range pathsOfCmp(cmps) {
-			ser := series{Name: p}
-			for _, c := range cmps {
-				if c.Path != p {
-					continue
-				}
-				v, ci := c.PctIncrease, c.CI95DiffMS
-				if bound {
-					if c.Throughput == nil {
-						continue
-					}
-					v, ci = c.Throughput.PctChange, c.Throughput.CI95Diff
-				}
-				if v == nil {
-					continue
-				}
-				conns := fmt.Sprint(c.Conns)
-				pt := point{X: float64(c.Conns), Y: *v, Saturated: saturated[[2]string{c.Path, conns}] || saturated[[2]string{s.Baseline, conns}]}
-				if b := base[c.Conns]; ci != nil && b != nil && *b > 0 {
-					pt.Lo, pt.Hi, pt.CI = ci[0] / *b * 100, ci[1] / *b * 100, true
-				}
-				ser.Points = append(ser.Points, pt)
-			}
-			pct.Series = append(pct.Series, ser)
-		}
-		out = append(out, pct)
 	}
-	out = append(out, done)
-	if over := throughputOverTime(proto, cells); over != nil {
-		out = append(out, over)
-	}
-	for _, n := range conns {
-		cdf := &plot{ID: fmt.Sprintf("cdf-%s-%d", id, n), Title: fmt.Sprintf("%s, %d conn.: response time CDF", strings.ToUpper(proto), n),
-			XLabel: "response time (ms)", YLabel: "transactions (%)", YMin: 0, YMax: 100, W: 420, H: 280}
-		for _, c := range cells {
-			if c.Conns != n || len(c.CDFMS) == 0 {
+	for _, p := range pathsOfCmp(cmps) {
+		ser := series{Name: p}
+		for _, c := range cmps {
+			if c.Path != p {
 				continue
 			}
-			ser := series{Name: c.Path}
-			for i, v := range c.CDFMS {
-				ser.Points = append(ser.Points, point{X: v, Y: float64(i)})
+			v, ci := c.PctIncrease, c.CI95DiffMS
+			if bound {
+				if c.Throughput == nil {
+					continue
+				}
+				v, ci = c.Throughput.PctChange, c.Throughput.CI95Diff
 			}
-			cdf.Series = append(cdf.Series, ser)
+			if v == nil {
+				continue
+			}
+			pt := point{X: float64(c.Conns), Y: *v, Saturated: saturated[at{c.Path, c.Conns}] || saturated[at{s.Baseline, c.Conns}]}
+			if b := base[c.Conns]; ci != nil && b != nil && *b > 0 {
+				pt.Lo, pt.Hi, pt.CI = ci[0] / *b * 100, ci[1] / *b * 100, true
+			}
+			ser.Points = append(ser.Points, pt)
 		}
-		out = append(out, cdf)
+		pct.Series = append(pct.Series, ser)
 	}
-	return out
+	return pct
+}
+
+// cdfPlot is the response times' CDF of each path at n connections.
+func cdfPlot(proto string, cells []Cell, n int) *plot {
+	cdf := &plot{ID: fmt.Sprintf("cdf-%s-%d", strings.ToLower(proto), n), Title: fmt.Sprintf("%s, %d conn.: response time CDF", strings.ToUpper(proto), n),
+		XLabel: "response time (ms)", YLabel: "transactions (%)", YMin: 0, YMax: 100, W: 420, H: 280}
+	for _, c := range cells {
+		if c.Conns != n || len(c.CDFMS) == 0 {
+			continue
+		}
+		ser := series{Name: c.Path}
+		for i, v := range c.CDFMS {
+			ser.Points = append(ser.Points, point{X: v, Y: float64(i)})
+		}
+		cdf.Series = append(cdf.Series, ser)
+	}
+	return cdf
 }
 
 // rateBySize plots file transfer rate against file size, one plot per
@@ -300,22 +353,31 @@ svg .line { fill: none; stroke-width: 2; } svg .ci { fill: none; stroke-width: 1
 .s-sixin4 .line, .s-sixin4 .ci { stroke: #2e8b57; } .s-sixin4 .dot, .s-sixin4 rect { fill: #2e8b57; } .s-sixin4 .line { stroke-dasharray: 2 3; }
 .s-nat64 .line, .s-nat64 .ci { stroke: #b9770e; } .s-nat64 .dot, .s-nat64 rect { fill: #b9770e; } .s-nat64 .line { stroke-dasharray: 10 3 2 3; }
 .s-dual .line, .s-dual .ci { stroke: #16a085; } .s-dual .dot, .s-dual rect { fill: #16a085; } .s-dual .line { stroke-dasharray: 1 2 6 2; }
+.v-2 .line { stroke-width: 3.5; } .v-3 .line { stroke-width: 1.2; }
 .s-other .line, .s-other .ci { stroke: #7d3c98; } .s-other .dot, .s-other rect { fill: #7d3c98; }
 .s-k0 .line, .s-k0 .ci { stroke: #1f5fa8; } .s-k0 .dot, .s-k0 rect { fill: #1f5fa8; }
 .s-k1 .line, .s-k1 .ci { stroke: #d35400; } .s-k1 .dot, .s-k1 rect { fill: #d35400; } .s-k1 .line { stroke-dasharray: 7 3; }
 .s-k2 .line, .s-k2 .ci { stroke: #2e8b57; } .s-k2 .dot, .s-k2 rect { fill: #2e8b57; } .s-k2 .line { stroke-dasharray: 2 3; }
 .s-k3 .line, .s-k3 .ci { stroke: #7d3c98; } .s-k3 .dot, .s-k3 rect { fill: #7d3c98; } .s-k3 .line { stroke-dasharray: 10 3 2 3; }
 ul.notes li { margin: 0.2em 0; }
+section.verdicts ul { list-style: none; padding-left: 0; font-size: 1.08em; } section.verdicts li { margin: 0.35em 0; padding-left: 0.6em; border-left: 4px solid #bbb; }
+li.v-same { border-color: #2e8b57; } li.v-slower, li.v-failing { border-color: #c0392b; } li.v-faster { border-color: #1f5fa8; } li.v-mixed { border-color: #b9770e; }
+details.context summary { cursor: pointer; color: #555; margin: 0.8em 0; }
 @media print { body { margin: 0; max-width: none; font-size: 11px; } h2 { break-before: page; } svg.plot { break-inside: avoid; } }
 </style>
 </head>
 <body>
 <h1>v6lab: {{.S.Name}}</h1>
 <p class="sub">Created {{.S.Created.UTC.Format "2006-01-02 15:04:05 UTC"}} · target {{.S.Target}} · baseline {{.S.Baseline}} · every figure below comes from summary.json in this directory.</p>
-{{if .Tunnel}}<p class="sub"><strong>{{.Tunnel}}</strong></p>{{end}}
+{{with .S.Partial}}<p style="color: #a04000"><strong>{{.Line}}</strong></p>
+{{end}}{{if .Tunnel}}<p class="sub"><strong>{{.Tunnel}}</strong></p>{{end}}
+{{if .Verdicts}}<section class="verdicts"><h2 id="in-short">In short, against {{.S.Baseline}}</h2>
+<ul>{{range .Verdicts}}<li class="v-{{.Kind}}"><strong>{{if $.Named}}{{.Group}} over {{end}}{{.Path}}</strong>: {{.Text}}</li>
+{{end}}</ul></section>
+{{end}}<details class="context"><summary>How it was measured: machine, lab, servers{{if .S.Scale}}, scale {{.S.Scale}}{{end}}{{if .S.Seed}}, shuffle seed {{.S.Seed}}{{end}}{{if .S.Partial}}, partial{{end}}</summary>
 <table class="context"><tbody>
 {{range .Context}}<tr><td>{{.K}}</td><td>{{.V}}</td></tr>
-{{end}}</tbody></table>
+{{end}}</tbody></table></details>
 {{range .Groups}}
 <h2 id="{{.Name}}">{{.Name}}</h2>
 <div class="plots">
@@ -332,3 +394,11 @@ ul.notes li { margin: 0.2em 0; }
 </body>
 </html>
 `))
+
+// shorten cuts s to n characters, marking the cut.
+func shorten(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
