@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"sync"
@@ -96,14 +95,11 @@ type muxSock struct {
 	runs []*sustain
 
 	// The loop's own (no lock).
-	hdrs []unix.Mmsghdr
-	iovs []unix.Iovec
-	bufs []byte // recvBatch buffers of maxUDP bytes
-	oobs []byte // recvBatch control buffers
-	// sendmmsg's: recvBatch copies of the query, each its own ID.
-	shdrs    []unix.Mmsghdr
-	siovs    []unix.Iovec
-	sbufs    []byte
+	hdrs     []unix.Mmsghdr
+	iovs     []unix.Iovec
+	bufs     []byte // recvBatch buffers of maxUDP bytes
+	oobs     []byte // recvBatch control buffers
+	sendBuf  []byte
 	again    []*query // sustained users whose next query goes after the batch
 	inflight []*query // sustained queries sent and not answered
 	deadline time.Time
@@ -177,38 +173,22 @@ func openMux(ctx context.Context, c *Client, d path.Dialer) (*mux, error) {
 		// queue would cost a read per query).
 		_ = rc.Control(func(fd uintptr) { _ = kstamp.EnableRx(int(fd)) })
 		s := &muxSock{m: m, conn: conn, rc: rc, local: conn.LocalAddr().String(), remote: conn.RemoteAddr().String(),
-			pending: map[uint16]*query{}}
-		s.batches(m.wire)
+			pending: map[uint16]*query{}, sendBuf: append([]byte(nil), m.wire...)}
+		s.hdrs = make([]unix.Mmsghdr, recvBatch)
+		s.iovs = make([]unix.Iovec, recvBatch)
+		s.bufs = make([]byte, recvBatch*maxUDP)
+		s.oobs = make([]byte, recvBatch*kstamp.OOBSize)
+		for i := range s.hdrs {
+			s.iovs[i].Base = &s.bufs[i*maxUDP]
+			s.iovs[i].SetLen(maxUDP)
+			s.hdrs[i].Hdr.Iov = &s.iovs[i]
+			s.hdrs[i].Hdr.SetIovlen(1)
+			s.hdrs[i].Hdr.Control = &s.oobs[i*kstamp.OOBSize]
+		}
 		m.socks = append(m.socks, s)
 		go s.loop()
 	}
 	return m, nil
-}
-
-// batches makes the socket's recvmmsg and sendmmsg vectors: recvBatch
-// buffers of maxUDP bytes with their control buffers to read into, and
-// recvBatch copies of the query to send.
-func (s *muxSock) batches(wire []byte) {
-	s.hdrs = make([]unix.Mmsghdr, recvBatch)
-	s.iovs = make([]unix.Iovec, recvBatch)
-	s.bufs = make([]byte, recvBatch*maxUDP)
-	s.oobs = make([]byte, recvBatch*kstamp.OOBSize)
-	for i := range s.hdrs {
-		s.iovs[i].Base = &s.bufs[i*maxUDP]
-		s.iovs[i].SetLen(maxUDP)
-		s.hdrs[i].Hdr.Iov = &s.iovs[i]
-		s.hdrs[i].Hdr.SetIovlen(1)
-		s.hdrs[i].Hdr.Control = &s.oobs[i*kstamp.OOBSize]
-	}
-	s.shdrs = make([]unix.Mmsghdr, recvBatch)
-	s.siovs = make([]unix.Iovec, recvBatch)
-	s.sbufs = bytes.Repeat(wire, recvBatch)
-	for i := range s.shdrs {
-		s.siovs[i].Base = &s.sbufs[i*len(wire)]
-		s.siovs[i].SetLen(len(wire))
-		s.shdrs[i].Hdr.Iov = &s.siovs[i]
-		s.shdrs[i].Hdr.SetIovlen(1)
-	}
 }
 
 // sock is the socket of a user.
@@ -528,9 +508,8 @@ func (s *muxSock) next(q *query, now time.Time) {
 	}
 }
 
-// sendAgain registers the queued users' next queries, then sends them
-// recvBatch at a time, one sendmmsg each, their start taken just before
-// it.
+// sendAgain registers the queued users' next queries, then sends each,
+// its start taken just before its write.
 func (s *muxSock) sendAgain() {
 	s.mu.Lock()
 	err := s.err
@@ -540,94 +519,34 @@ func (s *muxSock) sendAgain() {
 		}
 	}
 	s.mu.Unlock()
-	if err != nil {
-		for _, q := range s.again {
+	for _, q := range s.again {
+		if err != nil {
 			s.failUser(q, "io", err)
+			continue
 		}
-	}
-	for qs := s.again; err == nil && len(qs) > 0; {
-		chunk := qs[:min(len(qs), recvBatch)]
-		n, werr := s.sendBatch(chunk)
-		for _, q := range chunk[:n] {
-			q.flying = true
-			if !q.listed {
-				q.listed = true
-				s.inflight = append(s.inflight, q)
-			}
+		q.start = time.Now()
+		q.deadline = q.start.Add(q.run.timeout)
+		q.run.started.Add(1)
+		if werr := s.write(s.sendBuf, q.id); werr != nil {
+			s.mu.Lock()
+			delete(s.pending, q.id)
+			s.mu.Unlock()
+			smp := s.sample(q)
+			smp.TotalNS = int64(time.Since(q.start))
+			smp.ErrKind = load.Classify(q.run.ctx, "io", werr)
+			smp.Err = "io: " + werr.Error()
+			q.run.emit(smp)
+			s.next(q, time.Now())
+			continue
 		}
-		qs = qs[n:]
-		if werr != nil { // the first query not sent fails; the others go on
-			s.sendFailed(qs[0], werr)
-			qs = qs[1:]
+		q.flying = true
+		if !q.listed {
+			q.listed = true
+			s.inflight = append(s.inflight, q)
 		}
 	}
 	clear(s.again)
 	s.again = s.again[:0]
-}
-
-// sendBatch sends qs's queries with one sendmmsg, after stamping their
-// start; it returns how many were sent, and the error of the first not
-// sent.
-func (s *muxSock) sendBatch(qs []*query) (int, error) {
-	w := len(s.m.wire)
-	for i, q := range qs {
-		binary.BigEndian.PutUint16(s.sbufs[i*w:], q.id)
-	}
-	now := time.Now()
-	for _, q := range qs {
-		q.start, q.deadline = now, now.Add(q.run.timeout)
-	}
-	var n int
-	var errno syscall.Errno
-	err := s.rc.Write(func(fd uintptr) bool {
-		for {
-			r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&s.shdrs[0])), uintptr(len(qs)), 0, 0, 0)
-			switch e {
-			case unix.EINTR:
-				continue
-			case unix.EAGAIN:
-				return false
-			}
-			if e == 0 {
-				n = int(r)
-			}
-			errno = e
-			return true
-		}
-	})
-	if err == nil && errno != 0 {
-		err = errno
-	}
-	if err == nil && n == 0 {
-		err = io.ErrShortWrite
-	}
-	// The queries sent have started, and on an error the first not sent,
-	// which fails (the others are sent again).
-	started := n
-	if err != nil {
-		started++
-	}
-	for _, q := range qs[:started] {
-		q.run.started.Add(1)
-	}
-	if err != nil {
-		return 0, fmt.Errorf("send query: %w", os.NewSyscallError("sendmmsg", err))
-	}
-	return n, nil
-}
-
-// sendFailed records a sustained query whose send failed, and queues the
-// user's next.
-func (s *muxSock) sendFailed(q *query, werr error) {
-	s.mu.Lock()
-	delete(s.pending, q.id)
-	s.mu.Unlock()
-	smp := s.sample(q)
-	smp.TotalNS = int64(time.Since(q.start))
-	smp.ErrKind = load.Classify(q.run.ctx, "io", werr)
-	smp.Err = "io: " + werr.Error()
-	q.run.emit(smp)
-	s.next(q, time.Now())
 }
 
 // failUser ends a sustained user whose query could not be sent.
