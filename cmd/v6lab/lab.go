@@ -110,7 +110,7 @@ func (f *labFlags) register(cmd *cobra.Command, withName bool) {
 	}
 	fl.IntVar(&f.tunnelMTU, "tunnel-mtu", lab.DefaultTunnelMTU, "MTU of the lab's 6in4 tunnel (1280 to 1480)")
 	fl.StringVar(&f.tunnel, "tunnel", "auto", "6in4 implementation: auto, sit, bpf or userspace (auto: sit where the kernel has it, else bpf, else userspace)")
-	fl.StringVar(&f.rate, "rate", "", "shape every lab link to this rate (e.g. 10M, 100M); default unshaped")
+	fl.StringVar(&f.rate, "rate", "", "shape every lab link to this rate (e.g. 10M, 100M; 0: unshaped, whatever the topology says); default: the topology's rates, else unshaped")
 	fl.StringVar(&f.queueLimit, "queue-limit", "", "queue limit of each shaped link, bytes (e.g. 64K; default: 50 ms of the rate)")
 	fl.DurationVar(&f.delay, "delay", 0, "one-way delay added by each link (needs netem)")
 	fl.DurationVar(&f.jitter, "jitter", 0, "jitter around --delay (needs netem)")
