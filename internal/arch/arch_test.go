@@ -45,6 +45,7 @@ var only = map[string][]string{
 	"internal/sock/sockaddr": {},
 	"internal/sock/synstamp": {},
 	"internal/sock/wakeread": {},
+	"internal/sock/tcpinfo":  {},
 	"internal/sock/eyeballs": {},
 	"internal/wire/pktring":  {},
 	"internal/wire/tcpflow":  {},
@@ -58,7 +59,7 @@ var only = map[string][]string{
 	// path pins sockets with the kernel's stamps; evloop runs them; both
 	// count how long replies waited for their reads (lag).
 	"internal/sock/path":   {"internal/sock/kstamp", "internal/sock/synstamp", "internal/sock/sockaddr", "internal/sock/lag"},
-	"internal/sock/evloop": {"internal/sock/kstamp", "internal/sock/sockaddr", "internal/sock/lag"},
+	"internal/sock/evloop": {"internal/sock/kstamp", "internal/sock/sockaddr", "internal/sock/tcpinfo", "internal/sock/lag"},
 	// Reports read results and never what measures.
 	"internal/report": {"internal/result", "internal/report/stats", "internal/sock/path"},
 	// merge joins result directories: files and reports only.
@@ -175,9 +176,15 @@ func allowedBy(dep string, allow []string) bool {
 		return true
 	}
 	// What an allowed package is built of comes with it: path brings the
-	// kernel's stamps and socket addresses.
-	if slices.Contains(allow, "internal/sock/path") {
-		return slices.Contains([]string{"internal/sock/kstamp", "internal/sock/synstamp", "internal/sock/sockaddr", "internal/sock/lag"}, dep)
+	// kernel's stamps and socket addresses, load what the kernel knows of
+	// a TCP connection.
+	for pkg, parts := range map[string][]string{
+		"internal/sock/path": {"internal/sock/kstamp", "internal/sock/synstamp", "internal/sock/sockaddr", "internal/sock/lag"},
+		"internal/gen/load":  {"internal/sock/tcpinfo"},
+	} {
+		if slices.Contains(allow, pkg) && slices.Contains(parts, dep) {
+			return true
+		}
 	}
 	return false
 }

@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/hex"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"math/big"
@@ -51,6 +52,23 @@ func SelfSigned(names []string, addrs []netip.Addr) (*tls.Config, error) {
 		Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}, nil
 }
 
+// PEM is a server configuration's (first) certificate and its private
+// key in PEM: what a real server (nginx, Caddy) reads, so that it shows
+// the certificate v6lab's clients pin, as the embedded servers do.
+func PEM(cfg *tls.Config) (cert, key []byte, err error) {
+	if cfg == nil || len(cfg.Certificates) == 0 || len(cfg.Certificates[0].Certificate) == 0 {
+		return nil, nil, errors.New("tls: no certificate")
+	}
+	c := cfg.Certificates[0]
+	der, err := x509.MarshalPKCS8PrivateKey(c.PrivateKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("tls key: %w", err)
+	}
+	cert = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Certificate[0]})
+	key = pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
+	return cert, key, nil
+}
+
 // CertSHA256 is the hex SHA-256 of a server configuration's (first)
 // certificate: what a client pins ("" if it has none).
 func CertSHA256(cfg *tls.Config) string {
@@ -83,7 +101,7 @@ type TLSClient struct {
 	// TLSPin is the SHA-256 of the certificate a real server must show,
 	// in place of a CA's verification: how a client trusts v6lab serve
 	// http --tls or serve smtp elsewhere.
-	TLSPin string `json:"tls_pin,omitempty" opt:"tls_pin" usage:"accept exactly the certificate with this SHA-256 (what v6lab serve http --tls and serve smtp print), in place of a CA's verification"`
+	TLSPin string `json:"tls_pin,omitempty" opt:"tls_pin" usage:"accept exactly the certificate with this SHA-256 (what v6lab's TLS servers print as they start), in place of a CA's verification"`
 	// Insecure accepts any certificate (a probe command's own setting).
 	Insecure bool `json:"-" opt:"insecure,flagonly" usage:"accept any TLS certificate"`
 }

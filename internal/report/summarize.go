@@ -37,6 +37,7 @@ type Summarizer struct {
 	// loads are the records of runs that carry a self-check (few
 	// fields, one per run), for selfChecks.
 	loads []result.Run
+	pmtu       *pmtuAcc
 }
 
 // runAcc is one run: its sums over completed samples (the run mean, each
@@ -66,7 +67,7 @@ type runAcc struct {
 // NewSummarizer starts a summary of the file whose header is h.
 func NewSummarizer(h *result.Header) *Summarizer {
 	return &Summarizer{h: *h, spec: readSpec(h.Spec), runs: map[runKey]*runAcc{}, cells: map[cellKey]*cellAcc{},
-		segs: newSegmentAcc(h.Merged)}
+		segs: newSegmentAcc(h.Merged), pmtu: newPMTUAcc(h.Spec)}
 }
 
 // Summarize computes the summary of a samples file read into memory.
@@ -98,6 +99,7 @@ func (z *Summarizer) Run(r *result.Run) {
 		z.loads = append(z.loads, result.Run{Protocol: r.Protocol, Path: r.Path, Conns: r.Conns, Warmup: r.Warmup, Err: r.Err,
 			Start: r.Start, End: r.End, Load: r.Load})
 	}
+	z.pmtu.Run(r)
 	k := runKey{cellKey{r.Protocol, r.Path, r.Conns}, r.Run}
 	a := z.runs[k]
 	if a == nil || a.recorded {
@@ -140,6 +142,7 @@ func (a *runAcc) counted() bool { return a.skipped == "" && !a.warmup }
 // Sample takes one sample.
 func (z *Summarizer) Sample(smp *result.Sample) {
 	z.seq++
+	z.pmtu.Sample(smp)
 	ck := cellKey{smp.Protocol, smp.Path, smp.Conns}
 	k := runKey{ck, smp.Run}
 	c := z.cell(ck)
@@ -196,8 +199,8 @@ func (z *Summarizer) Finish() *Summary {
 	s := &Summary{Version: SummaryVersion, Name: h.Name, Created: h.Created, Target: string(h.Target), Baseline: cmpOr(h.Baseline, "ipv4"),
 		Notes: append(append([]string(nil), h.Notes...), z.runNotes...), Lab: h.Lab, Servers: h.Servers, Machine: machine(h),
 		LeftOutRuns: z.leftOut, Segment: h.Segment, Scale: z.spec.scale, Seed: z.spec.seed, Engines: z.spec.engines, Dialers: z.spec.dialers,
-		HTTPVersions: z.spec.versions,
-		SampleEvery:  h.SampleEvery}
+		HTTPVersions: z.spec.versions, HTTPCleartext: z.spec.cleartext,
+		SampleEvery: h.SampleEvery}
 	s.Notes = append(s.Notes, z.wire.notes()...)
 	if z.spec.planned > 0 && z.finished < z.spec.planned {
 		s.Partial = &Partial{RunsDone: z.finished, RunsPlanned: z.spec.planned, Resume: resumeHint("", len(h.Merged) > 0)}
@@ -231,6 +234,10 @@ func (z *Summarizer) Finish() *Summary {
 		s.Notes = append(s.Notes, note)
 	}
 	if note := fragmentNote(s); note != "" {
+		s.Notes = append(s.Notes, note)
+	}
+	s.PMTU = z.pmtu.Finish()
+	if note := s.PMTU.note(); note != "" {
 		s.Notes = append(s.Notes, note)
 	}
 	s.Comparisons = compare(s.Cells, s.Baseline)
@@ -345,10 +352,12 @@ type specFacts struct {
 	seed             int64
 	order            map[string]int
 	engines, dialers map[string]string
-	// versions are the groups' HTTP versions (http_version), by name.
-	versions map[string]string
-	scale    float64
-	planned  int
+	// versions are the groups' HTTP versions (http_version), by name;
+	// cleartext names those of HTTP/1.1 without TLS.
+	versions  map[string]string
+	cleartext []string
+	scale     float64
+	planned   int
 }
 
 // specGroup is what a summary reads of one cell group of the spec.
@@ -357,6 +366,8 @@ type specGroup struct {
 	Protocol string            `json:"protocol"`
 	Dialer   string            `json:"dialer"`
 	HTTP     string            `json:"http_version"`
+	TLS      bool              `json:"tls"`
+	URL      string            `json:"url"`
 	Params   map[string]string `json:"params"`
 	Paths    []string          `json:"paths"`
 	Conns    []int             `json:"conns"`
@@ -400,6 +411,9 @@ func readSpec(spec any) specFacts {
 		set(&f.engines, g.Params["engine"])
 		set(&f.dialers, g.Dialer)
 		set(&f.versions, g.HTTP)
+		if g.HTTP == "1.1" && !g.TLS && !strings.HasPrefix(g.URL, "https:") {
+			f.cleartext = append(f.cleartext, name)
+		}
 		f.planned += len(g.Paths) * len(g.Conns) * g.Runs
 	}
 	return f

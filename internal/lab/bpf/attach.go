@@ -26,14 +26,18 @@ const (
 	Clsact Hook = "clsact"
 )
 
-// cls_bpf filter priorities: loss before the tunnel, so a packet lost on a
-// link is lost before it costs an encapsulation.
+// cls_bpf filter priorities (and, with TCX, loss at the head of the
+// chain): loss before the tunnel, so a packet lost on a link is lost before
+// it costs an encapsulation, and a 6in4 packet is lost at all.
 const (
-	prioLoss   = 1
-	prioTunnel = 2
+	prioLoss = 1
+	// The path MTU impairment before the translator on r1's ingress
+	// from the client (it sees the client's packets as they came).
+	prioPMTU   = 2
+	prioTunnel = 3
 	// The translator shares r1's ingress from r2 with the 6in4 decap: a
 	// filter of the same priority and handle would replace it.
-	prioNat64 = 3
+	prioNat64 = 4
 )
 
 // attached is one program on one hook.
@@ -62,7 +66,14 @@ func attach(prog *ebpf.Program, ifindex int, egress bool, how Hook, prio uint16)
 		if egress {
 			at = ebpf.AttachTCXEgress
 		}
-		l, err := link.AttachTCX(link.TCXOptions{Interface: ifindex, Program: prog, Attach: at})
+		opts := link.TCXOptions{Interface: ifindex, Program: prog, Attach: at}
+		if prio == prioLoss {
+			// First in TCX's chain, as prioLoss is among cls_bpf filters:
+			// the tunnel's encap ends the chain (TCX_PASS) once it has
+			// encapsulated, so a loss program after it never saw 6in4.
+			opts.Anchor = link.Head()
+		}
+		l, err := link.AttachTCX(opts)
 		if err == nil {
 			return attached{tcx: l}, TCX, nil
 		}
@@ -323,6 +334,8 @@ func countsOf(id ebpf.ProgramID) (*Counts, error) {
 		n = numLossCounters
 	case Nat64Name, Nat46Name:
 		n = numTranslatorCounters
+	case PMTUName:
+		n = NumPMTUCounters
 	default:
 		return nil, nil
 	}

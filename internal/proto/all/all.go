@@ -175,3 +175,47 @@ func WireAnyPort(key string) bool {
 	s, ok := Server(strings.TrimPrefix(key, "real/"))
 	return ok && s.WireAnyPort
 }
+
+// ProbeNames lists the protocols of v6lab probe, in prose.
+func ProbeNames() string {
+	var n []string
+	for _, p := range List {
+		if p.Command.Short != "" && !p.Command.TopLevel {
+			n = append(n, p.Name)
+		}
+	}
+	return prose(n, "or")
+}
+
+// ServeKeys are the embedded servers with a serve command.
+func ServeKeys() []string {
+	var out []string
+	for _, s := range Servers {
+		if s.Command.Short != "" {
+			out = append(out, s.Key)
+		}
+	}
+	return out
+}
+
+// RedactArgs is a command line as results record it: urls' passwords and
+// the values of every protocol's and server's secret options masked.
+func RedactArgs(args []string) []string {
+	secret := map[string]bool{}
+	add := func(o any) {
+		for _, f := range proto.Fields(o) {
+			if f.Secret && f.Flag != "" {
+				secret[f.Flag] = true
+			}
+		}
+	}
+	for _, p := range List {
+		add(p.New())
+	}
+	for _, s := range Servers {
+		if s.Settings != nil {
+			add(s.Settings())
+		}
+	}
+	return proto.RedactArgs(args, secret)
+}

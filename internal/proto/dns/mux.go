@@ -151,6 +151,9 @@ func openMux(ctx context.Context, c *Client, d path.Dialer) (*mux, error) {
 	m.q = new(mdns.Msg)
 	m.q.SetQuestion(mdns.Fqdn(c.Name), c.qtype())
 	m.q.RecursionDesired = true
+	if c.EDNS > 0 {
+		m.q.SetEdns0(c.EDNS, false)
+	}
 	var err error
 	if m.wire, err = m.q.Pack(); err != nil {
 		return nil, fmt.Errorf("query: %w", err)
@@ -469,7 +472,7 @@ func (s *muxSock) overTCP(q *query, udpReply []byte) {
 	tr.S.BytesOut, tr.S.BytesIn = int64(len(s.m.wire)), int64(len(udpReply))
 	wire := append([]byte(nil), s.m.wire...)
 	binary.BigEndian.PutUint16(wire, q.id)
-	reply, err := s.m.c.exchange(ctx, tr, wire, true)
+	reply, err := s.m.c.exchange(ctx, tr, wire, true, &answerWire{})
 	qq := *s.m.q
 	qq.Id = q.id
 	if err == nil {
@@ -723,7 +726,7 @@ func (c *Client) doLoad(ctx context.Context, user int) result.Sample {
 			qq := *c.mux.q
 			qq.Id = q.id
 			var reply *mdns.Msg
-			reply, err = c.exchange(ctx, tr, wire, true) // over TCP, as a resolver would
+			reply, err = c.exchange(ctx, tr, wire, true, &answerWire{}) // over TCP, as a resolver would
 			if err == nil {
 				err = check(&qq, reply, c.Expect)
 			}

@@ -76,7 +76,7 @@ func (c *Client) doEvloop(ctx context.Context, tr *load.Trace, host string, addr
 	}
 	t := txns.Get().(*evTxn)
 	defer txns.Put(t)
-	c.newTxn(t, addr, adopt)
+	c.newTxn(t, addr, adopt, load.WantsTCPInfo(ctx))
 	var r evloop.Result
 	switch {
 	case host != "" && c.Path.Kind().Dual:
@@ -119,14 +119,14 @@ var txns = sync.Pool{New: func() any { return new(evTxn) }}
 
 // newTxn readies t for a transaction: GET the URL (Connection: close when
 // no objects follow), its reply read by t's parser.
-func (c *Client) newTxn(t *evTxn, addr netip.AddrPort, adopt int) {
+func (c *Client) newTxn(t *evTxn, addr netip.AddrPort, adopt int, tcpInfo bool) {
 	maxBody := c.MaxBody
 	if maxBody <= 0 {
 		maxBody = DefaultMaxBody
 	}
 	uri := c.URL.RequestURI()
 	t.p.reset(uri, maxBody, c.checks(), c.Expect)
-	t.x = evloop.Exchange{Remote: addr, Source: c.Source, Request: c.request(uri, !c.Objects), Reply: &t.p, Adopt: adopt}
+	t.x = evloop.Exchange{Remote: addr, Source: c.Source, Request: c.request(uri, !c.Objects), Reply: &t.p, Adopt: adopt, TCPInfo: tcpInfo}
 	if c.Objects {
 		t.p.keep = true
 		t.page = pageExchange{c: c, p: &t.p, maxBody: maxBody}
@@ -146,6 +146,7 @@ func (c *Client) endTxn(ctx context.Context, tr *load.Trace, t *evTxn, r evloop.
 		tr.At(&tr.S.FirstByteNS, r.FirstByte)
 	}
 	tr.S.BytesIn, tr.S.BytesOut = r.BytesIn, r.BytesOut
+	tr.TCP(ctx, r.TCP)
 	if r.Err != nil {
 		phase := r.Phase
 		if phase == "reply" && errors.Is(r.Err, io.ErrUnexpectedEOF) {
@@ -237,7 +238,7 @@ func (c *Client) Sustain(ctx context.Context, us load.Users, duration, timeout t
 		}
 		for ctx.Err() == nil && time.Now().Before(end) {
 			s.tr = load.Begin("http", c.Path)
-			c.newTxn(&s.t, netip.AddrPort{}, 0)
+			c.newTxn(&s.t, netip.AddrPort{}, 0, load.WantsTCPInfo(ctx))
 			s.t.x.Remote = netip.AddrPortFrom(netip.Addr{}, c.port())
 			q, r, ok := converse.Prepare(s.tr, c.Resolver, host, c.Path, &s.t.x)
 			started.Add(1)

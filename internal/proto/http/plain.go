@@ -40,9 +40,13 @@ const (
 
 // plainServer serves cfg's routes on its listeners.
 type plainServer struct {
-	cfg   ServerConfig
-	page  []byte
-	pages sync.Map // objects -> rendered page
+	cfg  ServerConfig
+	page []byte
+	// heads are the heads of /pages/N (N -> []byte), fill what follows
+	// the shortest: every page of the set shares its tail, so they hold
+	// one page's size and MaxObjects+1 heads, not as many whole pages.
+	heads sync.Map
+	fill  []byte
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
 	done  atomic.Bool
@@ -55,7 +59,7 @@ type plainServer struct {
 }
 
 func newPlainServer(cfg ServerConfig) *plainServer {
-	return &plainServer{cfg: cfg, page: Page(cfg), conns: map[net.Conn]struct{}{}}
+	return &plainServer{cfg: cfg, page: Page(cfg), fill: pageFill(cfg.PageSize, len(pageHead(0))), conns: map[net.Conn]struct{}{}}
 }
 
 // serve accepts until ln is closed.
@@ -115,53 +119,29 @@ func (s *plainServer) conn(c net.Conn) {
 		delete(s.conns, c)
 		s.mu.Unlock()
 	}()
-	buf := make([]byte, 0, 4096)
+	h := &headerReader{c: c, buf: make([]byte, 0, 4096)}
 	out := make([]byte, 0, 4096)
-	var readDL, writeDL time.Time // as last set; moved at most once a second
-	var headerStart time.Time     // the first byte of the request being read
+	var writeDL time.Time // as last set; moved at most once a second
 	served := 0
 	for {
-		// Read until the buffer holds a whole header.
-		end := bytes.Index(buf, crlfcrlf)
-		for end < 0 {
-			if len(buf) >= plainMaxHeader {
-				c.Write(plainError(431, "Request Header Fields Too Large"))
-				replied = true
-				return
-			}
-			now := time.Now()
-			dl := now.Add(plainIdle)
-			if len(buf) > 0 {
-				if headerStart.IsZero() {
-					headerStart = now
-				}
-				dl = headerStart.Add(plainHeaderTime) // a header in pieces: bounded from its first byte
-			}
-			if dl.Sub(readDL) > time.Second || dl.Before(readDL) {
-				c.SetReadDeadline(dl)
-				readDL = dl
-			}
-			if len(buf) == cap(buf) {
-				buf = append(buf, make([]byte, cap(buf))...)[:len(buf)]
-			}
-			n, err := c.Read(buf[len(buf):min(cap(buf), plainMaxHeader)])
-			if n == 0 && err != nil {
-				return // closed, reset or timed out: nothing to answer
-			}
-			from := max(0, len(buf)-3)
-			buf = buf[:len(buf)+n]
-			if i := bytes.Index(buf[from:], crlfcrlf); i >= 0 {
-				end = from + i
-			}
+		end, tooLarge, whole := h.next()
+		if tooLarge {
+			c.Write(plainError(431, "Request Header Fields Too Large"))
+			replied = true
+			return
 		}
+		if !whole {
+			return // closed, reset or timed out: nothing to answer
+		}
+		buf := h.buf
 		if s.h2 != nil && bytes.HasPrefix(buf, h2cPreface) {
 			handed = true
 			s.h2(c, buf)
 			return
 		}
 		req, ok := parseRequest(buf[:end])
-		buf = buf[:copy(buf, buf[end+4:])]
-		headerStart = time.Time{}
+		h.buf = buf[:copy(buf, buf[end+4:])]
+		h.headerStart = time.Time{}
 		served++
 		last := s.cfg.KeepaliveRequests > 0 && served >= s.cfg.KeepaliveRequests
 		if !ok.fine() {
@@ -181,6 +161,52 @@ func (s *plainServer) conn(c net.Conn) {
 			return
 		}
 	}
+}
+
+// headerReader reads the headers of a connection's requests, each
+// bounded in time: plainIdle for its first byte, plainHeaderTime from it.
+type headerReader struct {
+	c           net.Conn
+	buf         []byte
+	readDL      time.Time // as last set; moved at most once a second
+	headerStart time.Time // the first byte of the request being read
+}
+
+// next reads until buf holds a whole header and returns where it ends;
+// tooLarge when it passed plainMaxHeader first, ok false when the
+// connection ended first.
+func (h *headerReader) next() (end int, tooLarge, ok bool) {
+	end = bytes.Index(h.buf, crlfcrlf)
+	for end < 0 {
+		if len(h.buf) >= plainMaxHeader {
+			return 0, true, false
+		}
+		now := time.Now()
+		dl := now.Add(plainIdle)
+		if len(h.buf) > 0 {
+			if h.headerStart.IsZero() {
+				h.headerStart = now
+			}
+			dl = h.headerStart.Add(plainHeaderTime) // a header in pieces: bounded from its first byte
+		}
+		if dl.Sub(h.readDL) > time.Second || dl.Before(h.readDL) {
+			h.c.SetReadDeadline(dl)
+			h.readDL = dl
+		}
+		if len(h.buf) == cap(h.buf) {
+			h.buf = append(h.buf, make([]byte, cap(h.buf))...)[:len(h.buf)]
+		}
+		n, err := h.c.Read(h.buf[len(h.buf):min(cap(h.buf), plainMaxHeader)])
+		if n == 0 && err != nil {
+			return 0, false, false
+		}
+		from := max(0, len(h.buf)-3)
+		h.buf = h.buf[:len(h.buf)+n]
+		if i := bytes.Index(h.buf[from:], crlfcrlf); i >= 0 {
+			end = from + i
+		}
+	}
+	return end, false, true
 }
 
 // lingerClose ends a connection after a reply that said it closes, as
@@ -289,7 +315,20 @@ func parseRequest(h []byte) (request, status) {
 // reply writes the answer to req.
 func (s *plainServer) reply(c net.Conn, out []byte, req request, closeAfter bool) ([]byte, error) {
 	r := s.route(req.path)
-	return s.write(c, out, r.ctype, r.body, r.size, req.head, closeAfter, r.code)
+	return s.write(c, out, r, req.head, closeAfter)
+}
+
+// pageOf is /pages/N: its own head, then the shared fill from where a
+// page of that head's length starts its paragraphs (Page, byte for byte).
+func (s *plainServer) pageOf(n int) routed {
+	h, ok := s.heads.Load(n)
+	if !ok {
+		h, _ = s.heads.LoadOrStore(n, []byte(pageHead(n)))
+	}
+	head := h.([]byte)
+	skip := (pageParas(s.cfg.PageSize, len(pageHead(0))) - pageParas(s.cfg.PageSize, len(head))) * len(pagePara)
+	tail := s.fill[skip:]
+	return routed{200, "text/html; charset=utf-8", head, int64(len(head) + len(tail)), tail}
 }
 
 // routed is a route's answer: its status, type, and body (nil: size
@@ -299,6 +338,7 @@ type routed struct {
 	ctype string
 	body  []byte
 	size  int64
+	tail  []byte // written after body
 }
 
 // route answers a GET of path p (Server's routes), for HTTP/1.1 and the
@@ -307,36 +347,29 @@ func (s *plainServer) route(p string) routed {
 	const html, text = "text/html; charset=utf-8", "text/plain; charset=utf-8"
 	switch {
 	case p == "/" || p == "/index.html":
-		return routed{200, html, s.page, int64(len(s.page))}
+		return routed{200, html, s.page, int64(len(s.page)), nil}
 	case p == "/health":
-		return routed{200, text, okBody, int64(len(okBody))}
+		return routed{200, text, okBody, int64(len(okBody)), nil}
 	}
-	notFound := routed{404, text, notFoundBody, int64(len(notFoundBody))}
+	notFound := routed{404, text, notFoundBody, int64(len(notFoundBody)), nil}
 	if n, found := routeNumber(p, "/obj/"); found {
 		if n < 0 || n >= max(s.cfg.Objects, MaxObjects) {
 			return notFound
 		}
-		return routed{200, "image/png", nil, s.cfg.ObjectSize}
+		return routed{200, "image/png", nil, s.cfg.ObjectSize, nil}
 	}
 	if n, found := routeNumber(p, "/pages/"); found {
 		if n < 0 || n > MaxObjects {
 			return notFound
 		}
-		pg, ok := s.pages.Load(n)
-		if !ok {
-			cfg := s.cfg
-			cfg.Objects = n
-			pg, _ = s.pages.LoadOrStore(n, Page(cfg))
-		}
-		b := pg.([]byte)
-		return routed{200, html, b, int64(len(b))}
+		return s.pageOf(n)
 	}
 	if rest, found := cutPrefix(p, "/files/"); found && rest != "" {
 		size, err := units.ParseSize(rest)
 		if err != nil || size > MaxFileSize {
-			return routed{400, text, badSize, int64(len(badSize))}
+			return routed{400, text, badSize, int64(len(badSize)), nil}
 		}
-		return routed{200, "application/octet-stream", nil, size}
+		return routed{200, "application/octet-stream", nil, size, nil}
 	}
 	return notFound
 }
@@ -369,12 +402,8 @@ func cutPrefix(s, prefix string) (string, bool) {
 
 // write sends a reply: body, or size bytes of generated content when body
 // is nil. Up to plainOneWrite bytes leave in one write.
-func (s *plainServer) write(c net.Conn, out []byte, ctype string, body []byte, size int64, head, closeAfter bool, code ...int) ([]byte, error) {
-	st := 200
-	if len(code) > 0 {
-		st = code[0]
-	}
-	out = appendHeader(out, st, ctype, size, closeAfter)
+func (s *plainServer) write(c net.Conn, out []byte, r routed, head, closeAfter bool) ([]byte, error) {
+	out = appendHeader(out, r.code, r.ctype, r.size, closeAfter)
 	if len(s.altSvc) > 0 { // its field before the header's end
 		out = append(append(out[:len(out)-2], s.altSvc...), "\r\n"...)
 	}
@@ -382,18 +411,10 @@ func (s *plainServer) write(c net.Conn, out []byte, ctype string, body []byte, s
 		_, err := c.Write(out)
 		return out, err
 	}
-	if body != nil {
-		if len(out)+len(body) > plainOneWrite {
-			if _, err := c.Write(out); err != nil {
-				return out, err
-			}
-			_, err := c.Write(body)
-			return out, err
-		}
-		out = append(out, body...)
-		_, err := c.Write(out)
-		return out, err
+	if r.body != nil {
+		return writeBody(c, out, r.body, r.tail)
 	}
+	size := r.size
 	// Generated: byte o of the body is block[o % len(block)] (content.Fill).
 	first := min(int64(plainOneWrite-len(out)), size)
 	n := len(out)
@@ -412,6 +433,19 @@ func (s *plainServer) write(c net.Conn, out []byte, ctype string, body []byte, s
 		sent += k
 	}
 	return out, nil
+}
+
+// writeBody writes a reply's header out, then its body and tail: in one
+// write when they are small. It returns out's buffer for the next reply.
+func writeBody(c net.Conn, out, body, tail []byte) ([]byte, error) {
+	if len(out)+len(body)+len(tail) <= plainOneWrite {
+		out = append(append(out, body...), tail...)
+		_, err := c.Write(out)
+		return out, err
+	}
+	bufs := net.Buffers{out, body, tail}
+	_, err := bufs.WriteTo(c)
+	return out, err
 }
 
 // appendHeader appends a reply's status line and header, as net/http

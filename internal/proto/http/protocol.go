@@ -13,7 +13,6 @@ import (
 	"v6lab/internal/gen/content"
 	"v6lab/internal/gen/load"
 	"v6lab/internal/input/units"
-	"v6lab/internal/lab/servers"
 	"v6lab/internal/proto"
 	"v6lab/internal/proto/extclient"
 	"v6lab/internal/result"
@@ -52,13 +51,20 @@ sample records the protocol spoken, the handshake and the first byte.`,
   v6lab probe http https://www.example.test/ --http-version 3 --paths ipv4,ipv6 --tls-resume --zero-rtt`,
 	},
 	Server:        &Embedded,
-	Real:          &proto.Real{Program: "nginx", Package: "nginx-light", Port: RealPort, Always: true, Fit: realFit, Start: startReal},
+	Real:          &proto.Real{Program: "nginx", Package: "nginx-light", Port: RealPort, Always: true, Fit: realFit, Start: startReal, Needs: realNeeds},
 	Races:         true,
 	ServerCapture: true,
 }
 
-// RealPort is the real nginx's port in the lab's server host.
-const RealPort = 80
+// The real servers' ports in the lab's server host: nginx's plain HTTP
+// and its HTTPS (HTTP/1.1 and HTTP/2 by ALPN), and Caddy's HTTP/3 (QUIC on
+// the port's UDP; its TCP answers HTTP/1.1 and 2 too), each a port of its
+// own so the wire check counts its cells' packets apart.
+const (
+	RealPort    = 80
+	RealTLSPort = 443
+	RealH3Port  = 8443
+)
 
 // Options are an http cell's options.
 type Options struct {
@@ -151,7 +157,7 @@ func (o *Options) Check(where result.Where, given proto.Given) error {
 	if err := o.checkTLS(where, u); err != nil {
 		return err
 	}
-	return o.checkDual(where)
+	return o.checkDual(where, given)
 }
 
 // checkEngine checks the probe command's engine and body bound.
@@ -222,8 +228,8 @@ func (o *Options) checkTLS(where result.Where, u *url.URL) error {
 
 // checkDual checks the dual path's settings: its attempt delay, dialer
 // and the embedded DNS server's late AAAA.
-func (o *Options) checkDual(where result.Where) error {
-	if d := time.Duration(o.Delay); d != 0 && (d < 10*time.Millisecond || d > 2*time.Second) {
+func (o *Options) checkDual(where result.Where, given proto.Given) error {
+	if d := time.Duration(o.Delay); (d != 0 || given("attempt_delay")) && (d < 10*time.Millisecond || d > 2*time.Second) {
 		// RFC 8305 recommends 250 ms and allows 10 ms to 2 s (§5).
 		return proto.Errorf("attempt_delay", "%v: want 10ms to 2s (RFC 8305 §5)", d)
 	}
@@ -310,6 +316,13 @@ func cellEngine(o *Options, u *url.URL) Engine {
 	return e // auto: https on Go's net everywhere
 }
 
+// OverUDP says whether the transactions go over QUIC (proto.Datagrams).
+func (o *Options) OverUDP() bool { return o.HTTPVersion == Version3 }
+
+// Fragmented is false: QUIC sets don't-fragment and sizes its packets to
+// the path itself (proto.Datagrams).
+func (o *Options) Fragmented() bool { return false }
+
 // Target is the page the cell's url names, its host resolved by the
 // cell's dns_servers (or the system's).
 func (o *Options) Target(p path.Path) (proto.Endpoint, error) {
@@ -374,54 +387,6 @@ func (o *Options) Probe(ep proto.Endpoint, p path.Path) (load.Probe, error) {
 		return proto.Bulk(c), nil
 	}
 	return c, nil
-}
-
-// realFit says why a cell cannot fetch from nginx.
-func realFit(opts proto.Options) error {
-	o := opts.(*Options)
-	if v := o.HTTPVersion; v == Version2 || v == Version3 {
-		return fmt.Errorf("http_version %s: the lab's real servers speak HTTP/1.1 in this version (nginx for h2 and Caddy for h3 are to come): use the embedded server", v)
-	}
-	if o.TLS {
-		return fmt.Errorf("the lab's nginx serves plain http: tls needs the embedded server")
-	}
-	if o.Objects != nil || o.Client != "" {
-		return fmt.Errorf("with real servers an http cell fetches nginx's page or a file: objects and client need the embedded server")
-	}
-	// A file is written once to nginx's root, in chunks, whatever its
-	// size (servers.Generated); CheckFile bounded its size.
-	return nil
-}
-
-// startReal starts nginx serving what the embedded server would: its
-// page and objects, and, generated to disk once in chunks, the files of
-// the cells (and the small one Settle fetches) at their paths.
-func startReal(ctx context.Context, at proto.RealPlace) (*proto.RealRunning, error) {
-	cfg := DefaultServerConfig
-	files := servers.Content{"/index.html": Page(cfg)}
-	for i := range cfg.Objects {
-		files[fmt.Sprintf("/obj/%d", i)] = content.Bytes(cfg.ObjectSize)
-	}
-	gen := servers.Generated{}
-	sizes := []string{proto.SettleFile}
-	for _, c := range at.Cells {
-		if f := c.(*Options).File; f != "" {
-			sizes = append(sizes, f)
-		}
-	}
-	for _, name := range sizes {
-		name = strings.TrimPrefix(name, "/")
-		size, err := units.ParseSize(name)
-		if err != nil {
-			return nil, err
-		}
-		gen["/files/"+name] = servers.GeneratedFile{Size: size, Fill: content.Fill}
-	}
-	ng, err := servers.StartNginx(ctx, at.Daemon, at.Listen(), RealPort, files, gen)
-	if err != nil {
-		return nil, err
-	}
-	return &proto.RealRunning{Stop: ng.Stop, Content: content.Generated, About: map[string]string{"http (real)": proto.RealAbout(ng, "")}}, nil
 }
 
 // Embedded is the embedded HTTP server: the page of the settings'

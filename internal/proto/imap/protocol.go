@@ -9,7 +9,6 @@ import (
 
 	"v6lab/internal/gen/load"
 	"v6lab/internal/input/units"
-	"v6lab/internal/lab/servers"
 	"v6lab/internal/proto"
 	"v6lab/internal/result"
 	"v6lab/internal/sock/path"
@@ -20,7 +19,7 @@ var Protocol = proto.Protocol{
 	Name: "imap",
 	New:  func() proto.Options { return &Options{} },
 	Command: proto.Command{
-		Arg:    "HOST[:PORT]",
+		Arg:    "HOST[:PORT]|imap://HOST[:PORT]",
 		SetArg: func(o proto.Options, arg string) { o.(*Options).URL = proto.ServerURL("imap", arg) },
 		Short:  "Measure IMAP mail retrieval, DNS lookup included, over each path",
 		Long: `probe imap times mail retrievals from HOST (port 143 unless given): the name is looked up
@@ -32,14 +31,16 @@ tagged OK of the FETCH. Literal sizes are checked against what arrives and bound
 	},
 	Server: &proto.Server{
 		Key:      "imap",
-		About:    fmt.Sprintf("embedded (go-imap v2, %d users with one message each)", DefaultUsers),
+		About:    fmt.Sprintf("embedded (go-imap v2, %d users, every INBOX showing one shared read-only message)", DefaultUsers),
 		Settings: func() any { return &ServerSettings{Users: DefaultUsers, Size: MessageSize} },
 		Serve:    serve,
 		Command: proto.ServeCommand{
 			Short: "Serve IMAP: users user1…userN, each with the same message in INBOX",
 			Long: `serve imap holds --users users named user1 … userN, password "v6lab", each with the same
 message of --size bytes in INBOX (the study's IMAP server), on every --listen address until
-interrupted. Plaintext LOGIN is allowed: it is a test server.`,
+interrupted. The users share that one message: the server holds it once, whatever --users,
+and INBOX is read-only (APPEND, STORE, EXPUNGE, COPY and CREATE are refused; SEARCH too).
+Plaintext LOGIN is allowed: it is a test server.`,
 			Example: `  v6lab serve imap
   v6lab serve imap --listen 0.0.0.0:1143 --listen [::]:1143 --users 500`,
 			Listen: []string{"127.0.0.1:1143", "[::1]:1143"},
@@ -57,7 +58,7 @@ type Options struct {
 	proto.Named
 	Users      int    `json:"users,omitempty" opt:"users,default=500" usage:"users on the server: simulated user i logs in as user (i mod users)+1"`
 	UserFormat string `json:"user_format,omitempty" opt:"user_format,default=user%d" usage:"user names, %d being the user's number"`
-	Password   string `json:"password,omitempty" opt:"password,default=v6lab" usage:"every user's password"`
+	Password   string `json:"password,omitempty" opt:"password,default=v6lab,secret" usage:"every user's password"`
 }
 
 // Check applies imap's rules: a url, user names and a password only with
@@ -76,8 +77,10 @@ func (o *Options) Check(where result.Where, given proto.Given) error {
 			return err
 		}
 	}
-	if o.URL != "" && !strings.HasPrefix(o.URL, "imap://") {
-		return proto.Errorf(proto.OptURL, "%q: want imap://host[:port]", o.URL)
+	if o.URL != "" {
+		if err := proto.CheckHostPortURL(o.URL, "imap"); err != nil {
+			return err
+		}
 	}
 	if o.UserFormat != "" && strings.Count(o.UserFormat, "%d") != 1 {
 		return proto.Errorf("user_format", "%q must hold %%d once, for the user's number", o.UserFormat)
@@ -120,7 +123,7 @@ func startReal(ctx context.Context, at proto.RealPlace) (*proto.RealRunning, err
 	for _, c := range at.Cells {
 		users = max(users, c.(*Options).Users)
 	}
-	dv, err := servers.StartDovecot(ctx, at.Daemon, at.Listen(), RealPort, users, Password, Message(MessageSize))
+	dv, err := startDovecot(ctx, at.Daemon, at.Listen(), RealPort, users, Password, Message(MessageSize))
 	if err != nil {
 		return nil, err
 	}

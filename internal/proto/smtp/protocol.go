@@ -10,7 +10,6 @@ import (
 
 	"v6lab/internal/gen/load"
 	"v6lab/internal/input/units"
-	"v6lab/internal/lab/servers"
 	"v6lab/internal/proto"
 	"v6lab/internal/result"
 	"v6lab/internal/sock/path"
@@ -21,7 +20,7 @@ var Protocol = proto.Protocol{
 	Name: "smtp",
 	New:  func() proto.Options { return &Options{} },
 	Command: proto.Command{
-		Arg:    "HOST[:PORT]",
+		Arg:    "HOST[:PORT]|smtp://HOST[:PORT]",
 		SetArg: func(o proto.Options, arg string) { o.(*Options).URL = proto.ServerURL("smtp", arg) },
 		Short:  "Measure SMTP mail submission, DNS lookup included, over each path",
 		Long: `probe smtp times sending one message per transaction to HOST (port 25 unless given): the
@@ -76,8 +75,8 @@ func (o *Options) Check(where result.Where, given proto.Given) error {
 		return err
 	}
 	if o.URL != "" {
-		if !strings.HasPrefix(o.URL, "smtp://") {
-			return proto.Errorf(proto.OptURL, "%q: want smtp://host[:port]", o.URL)
+		if err := proto.CheckHostPortURL(o.URL, "smtp"); err != nil {
+			return err
 		}
 	}
 	for _, f := range []struct{ name, v string }{{"from", o.From}, {"to", o.To}} {
@@ -137,7 +136,7 @@ func realFit(o proto.Options) error {
 // startReal starts Postfix, an instance of its own, in the lab's server
 // host.
 func startReal(ctx context.Context, at proto.RealPlace) (*proto.RealRunning, error) {
-	pf, err := servers.StartPostfix(ctx, at.Daemon, at.Listen(), RealPort, "v6lab.test")
+	pf, err := startPostfix(ctx, at.Daemon, at.Listen(), RealPort, "v6lab.test")
 	if err != nil {
 		return nil, err
 	}

@@ -514,7 +514,7 @@ func serve(ctx context.Context, at proto.Place) (proto.Running, error) {
 		return nil, proto.Errorf("max_tests", "%d is not between 1 and 10000", srv.MaxTests)
 	}
 	if d := srv.RequestTimeout; d <= 0 || d > time.Hour {
-		return nil, proto.Errorf("request_timeout", "%v is not between 0 and 1h", d)
+		return nil, proto.Errorf("request_timeout", "%v: want more than 0 and at most 1h", d)
 	}
 	r, err := srv.ListenAndServe(ctx, at.Listen(), at.Port) // binds through srv.In
 	if err != nil {
@@ -578,3 +578,12 @@ func Params(o transport.Options) map[string]string {
 
 // Transport is the test the trial's options make, once checked.
 func (o *Trial) Transport() *transport.Options { return o.Test }
+
+// Notes say the congestion control a TCP trial asked for (the command's
+// note gives the host's default beside it).
+func (o *Trial) Notes([]path.Path) []string {
+	if o.Test == nil || o.Test.Congestion == "" {
+		return nil
+	}
+	return []string{"congestion control of these trials: " + o.Test.Congestion + " (--congestion)"}
+}
