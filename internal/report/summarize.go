@@ -37,7 +37,7 @@ type Summarizer struct {
 	// loads are the records of runs that carry a self-check (few
 	// fields, one per run), for selfChecks.
 	loads []result.Run
-	pmtu       *pmtuAcc
+	pmtu  *pmtuAcc
 }
 
 // runAcc is one run: its sums over completed samples (the run mean, each
