@@ -34,95 +34,105 @@ type SelfCheck struct {
 	Why string `json:"why,omitempty"`
 }
 
+// selfPool is a cell's counted runs' self-checks summed, weighted for
+// pooling (selfChecks).
+type selfPool struct {
+	sc                       *SelfCheck
+	wall, cpu, busy, softirq float64 // seconds, CPU-seconds, ticks
+	ticks, reads             int64
+	lagNS, medianNS, medians float64
+	roles                    map[string]float64 // CPU-seconds
+}
+
 // selfChecks sums each cell's counted runs' self-checks, and judges the
 // cell on them pooled (result.Decide): runs too short to judge alone (the
 // lab's runs of a few ms) are judged together.
 func selfChecks(runs []result.Run) map[cellKey]*SelfCheck {
-	type pool struct {
-		sc                       *SelfCheck
-		wall, cpu, busy, softirq float64 // seconds, CPU-seconds, ticks
-		ticks, reads             int64
-		lagNS, medianNS, medians float64
-		roles                    map[string]float64 // CPU-seconds
-	}
-	pools := map[cellKey]*pool{}
+	pools := map[cellKey]*selfPool{}
 	var order []cellKey
 	for _, r := range runs {
-		l := r.Load
-		if l == nil || r.Warmup || r.Err != "" {
+		if r.Load == nil || r.Warmup || r.Err != "" {
 			continue
 		}
 		k := cellKey{r.Protocol, r.Path, r.Conns}
 		p := pools[k]
 		if p == nil {
-			p = &pool{sc: &SelfCheck{}, roles: map[string]float64{}}
+			p = &selfPool{sc: &SelfCheck{}, roles: map[string]float64{}}
 			pools[k] = p
 			order = append(order, k)
 		}
-		c := p.sc
-		wall := r.End.Sub(r.Start).Seconds()
-		c.Runs++
-		c.CPUs = max(c.CPUs, l.CPUs)
-		p.wall += wall
-		p.cpu += l.ClientCPU * wall
-		p.busy += l.HostBusy * float64(l.HostTicks)
-		p.softirq += l.Softirq * float64(l.HostTicks)
-		p.ticks += l.HostTicks
-		p.reads += l.LagReads
-		p.lagNS += float64(l.LagP50NS) * float64(l.LagReads)
-		if l.MedianNS > 0 {
-			p.medianNS += float64(l.MedianNS)
-			p.medians++
-		}
-		for role, v := range l.Roles {
-			p.roles[role] += v * wall
-		}
-		c.RecordWaitMS += float64(l.RecordWaitNS) / 1e6
-		if l.Client {
-			c.ClientRuns++
-		}
-		if l.Host {
-			c.HostRuns++
-		}
-		if (l.Client || l.Host) && c.Why == "" {
-			c.Why = l.Why
-		}
+		p.add(r.Load, r.End.Sub(r.Start).Seconds())
 	}
 	out := map[cellKey]*SelfCheck{}
 	for _, k := range order {
-		p := pools[k]
-		c := p.sc
-		pooled := result.Load{CPUs: c.CPUs, HostTicks: p.ticks, LagReads: p.reads}
-		if p.wall > 0 {
-			pooled.ClientCPU = p.cpu / p.wall
-			for role, v := range p.roles {
-				if c.Roles == nil {
-					c.Roles = map[string]float64{}
-				}
-				c.Roles[role] = round3(v / p.wall)
-			}
-		}
-		if p.ticks > 0 {
-			pooled.HostBusy, pooled.Softirq = p.busy/float64(p.ticks), p.softirq/float64(p.ticks)
-		}
-		if p.reads > 0 {
-			pooled.LagP50NS = int64(p.lagNS / float64(p.reads))
-		}
-		if p.medians > 0 {
-			pooled.MedianNS = int64(p.medianNS / p.medians)
-		}
-		result.Decide(&pooled)
-		c.ClientCPU, c.HostBusy, c.Softirq = round3(pooled.ClientCPU), round3(pooled.HostBusy), round3(pooled.Softirq)
-		c.LagP50MS = round3(float64(pooled.LagP50NS) / 1e6)
-		c.RecordWaitMS = round3(c.RecordWaitMS)
-		c.ClientSaturated = c.ClientRuns > 0 || pooled.Client
-		c.HostSaturated = c.HostRuns > 0 || pooled.Host
-		if c.Why == "" && (pooled.Client || pooled.Host) {
-			c.Why = pooled.Why + " (its runs together)"
-		}
-		out[k] = c
+		out[k] = pools[k].judge()
 	}
 	return out
+}
+
+// add sums one run's self-check (wall seconds long) into the pool.
+func (p *selfPool) add(l *result.Load, wall float64) {
+	c := p.sc
+	c.Runs++
+	c.CPUs = max(c.CPUs, l.CPUs)
+	p.wall += wall
+	p.cpu += l.ClientCPU * wall
+	p.busy += l.HostBusy * float64(l.HostTicks)
+	p.softirq += l.Softirq * float64(l.HostTicks)
+	p.ticks += l.HostTicks
+	p.reads += l.LagReads
+	p.lagNS += float64(l.LagP50NS) * float64(l.LagReads)
+	if l.MedianNS > 0 {
+		p.medianNS += float64(l.MedianNS)
+		p.medians++
+	}
+	for role, v := range l.Roles {
+		p.roles[role] += v * wall
+	}
+	c.RecordWaitMS += float64(l.RecordWaitNS) / 1e6
+	if l.Client {
+		c.ClientRuns++
+	}
+	if l.Host {
+		c.HostRuns++
+	}
+	if (l.Client || l.Host) && c.Why == "" {
+		c.Why = l.Why
+	}
+}
+
+// judge is the cell's self-check: its runs' means, judged together.
+func (p *selfPool) judge() *SelfCheck {
+	c := p.sc
+	pooled := result.Load{CPUs: c.CPUs, HostTicks: p.ticks, LagReads: p.reads}
+	if p.wall > 0 {
+		pooled.ClientCPU = p.cpu / p.wall
+		for role, v := range p.roles {
+			if c.Roles == nil {
+				c.Roles = map[string]float64{}
+			}
+			c.Roles[role] = round3(v / p.wall)
+		}
+	}
+	if p.ticks > 0 {
+		pooled.HostBusy, pooled.Softirq = p.busy/float64(p.ticks), p.softirq/float64(p.ticks)
+	}
+	if p.reads > 0 {
+		pooled.LagP50NS = int64(p.lagNS / float64(p.reads))
+	}
+	if p.medians > 0 {
+		pooled.MedianNS = int64(p.medianNS / p.medians)
+	}
+	result.Decide(&pooled)
+	c.ClientCPU, c.HostBusy, c.Softirq = round3(pooled.ClientCPU), round3(pooled.HostBusy), round3(pooled.Softirq)
+	c.LagP50MS = round3(float64(pooled.LagP50NS) / 1e6)
+	c.RecordWaitMS = round3(c.RecordWaitMS)
+	c.ClientSaturated = c.ClientRuns > 0 || pooled.Client
+	c.HostSaturated = c.HostRuns > 0 || pooled.Host
+	if c.Why == "" && (pooled.Client || pooled.Host) {
+		c.Why = pooled.Why + " (its runs together)"
+	}
+	return c
 }
 
 // runsOf says how many of a cell's runs were saturated: k of n, or its

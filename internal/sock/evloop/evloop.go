@@ -984,25 +984,7 @@ func (l *loop) run() {
 		n, werr = 0, nil
 		// Wait in Go's netpoller until the epoll set has events (or the
 		// scan is due), then take them without blocking.
-		// With nothing in flight the loop sleeps without a deadline;
-		// start pokes it when work arrives.
-		l.mu.Lock()
-		idle := len(l.conns) == 0 && len(l.added) == 0
-		l.idle.Store(idle)
-		l.mu.Unlock()
-		// The deadline is the next scan's, set when it changes, not at
-		// every wake-up (a timer reset each time costs the loop).
-		want := lastScan.Add(scanEvery)
-		if !l.wakeAt.IsZero() && l.wakeAt.Before(want) {
-			want = l.wakeAt // a race's wait ends before the next scan
-		}
-		if idle {
-			want = time.Time{}
-		}
-		if !want.Equal(deadline) {
-			l.file.SetReadDeadline(want)
-			deadline = want
-		}
+		idle, want := l.waitUntil(lastScan, &deadline)
 		var err error
 		if s := time.Unix(0, l.started.Load()); s.After(worked) {
 			worked = s
@@ -1033,30 +1015,60 @@ func (l *loop) run() {
 		if n > 0 {
 			worked = time.Now()
 		}
-		for i := 0; i < n; i++ {
-			l.handle(&events[i])
-		}
-		for len(l.complete) > 0 {
-			done := l.complete
-			l.complete = nil // read may add to it
-			for _, c := range done {
-				if l.next(c) {
-					l.read(c)
-				}
+		l.batch(events[:n], &lastScan)
+	}
+}
+
+// waitUntil sets the epoll file's deadline for the next wait, and says
+// whether the loop is idle and the deadline it wants. With nothing in
+// flight the loop sleeps without a deadline (start pokes it when work
+// arrives); otherwise the deadline is the next scan's, set when it
+// changes, not at every wake-up (a timer reset each time costs the loop).
+func (l *loop) waitUntil(lastScan time.Time, deadline *time.Time) (idle bool, want time.Time) {
+	l.mu.Lock()
+	idle = len(l.conns) == 0 && len(l.added) == 0
+	l.idle.Store(idle)
+	l.mu.Unlock()
+	want = lastScan.Add(scanEvery)
+	if !l.wakeAt.IsZero() && l.wakeAt.Before(want) {
+		want = l.wakeAt // a race's wait ends before the next scan
+	}
+	if idle {
+		want = time.Time{}
+	}
+	if !want.Equal(*deadline) {
+		l.file.SetReadDeadline(want)
+		*deadline = want
+	}
+	return idle, want
+}
+
+// batch handles a wait's events, the exchanges they completed, the scan
+// when due, the sustained runs' next exchanges and the sockets to close.
+func (l *loop) batch(events []unix.EpollEvent, lastScan *time.Time) {
+	for i := range events {
+		l.handle(&events[i])
+	}
+	for len(l.complete) > 0 {
+		done := l.complete
+		l.complete = nil // read may add to it
+		for _, c := range done {
+			if l.next(c) {
+				l.read(c)
 			}
-			if l.complete == nil {
-				l.complete = done[:0]
-			}
 		}
-		if now := time.Now(); now.Sub(lastScan) >= scanEvery || n == 0 || (!l.wakeAt.IsZero() && !now.Before(l.wakeAt)) {
-			lastScan = now
-			l.scan(now)
+		if l.complete == nil {
+			l.complete = done[:0]
 		}
-		l.sustain()
-		if len(l.toClose) > 0 {
-			l.closing <- l.toClose
-			l.toClose = nil
-		}
+	}
+	if now := time.Now(); now.Sub(*lastScan) >= scanEvery || len(events) == 0 || (!l.wakeAt.IsZero() && !now.Before(l.wakeAt)) {
+		*lastScan = now
+		l.scan(now)
+	}
+	l.sustain()
+	if len(l.toClose) > 0 {
+		l.closing <- l.toClose
+		l.toClose = nil
 	}
 }
 
