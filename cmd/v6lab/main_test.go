@@ -663,7 +663,6 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"run", "--loss", "NaN", "--dry-run"}, 2, "--loss: NaN% is not a share of packets to drop"},
 		{[]string{"run", "--rate", "0.5bit", "--dry-run"}, 2, `--rate: bad rate "0.5bit": below 1 bit/s`},
 		{[]string{"run", "--rate", "7k", "--dry-run"}, 2, "lab: rate 7000 bit/s is below 8 kbit/s"},
-		{[]string{"run", "--rate", "0", "--dry-run"}, 2, "--rate: 0 shapes nothing"},
 		{[]string{"tcp", "127.0.0.1", "--paths", "ipv4", "--interval", "0s"}, 2, "--interval: 0s: want at least 10ms"},
 		{[]string{"probe", "smtp", "127.0.0.1", "--to", ""}, 2, "--to: is empty: give a mail address"},
 		{[]string{"run", "--queue-limit", "1", "--dry-run"}, 2, "lab: link client-r1: queue limit 1 B holds less than two full frames"},

@@ -142,6 +142,9 @@ type Run struct {
 	// LateAfter: a segment that fell behind says so.
 	Slot   time.Time `json:"slot,omitzero"`
 	LateNS int64     `json:"late_ns,omitempty"`
+	// Load is the run's self-check: the client's and the host's CPU, and
+	// whether either was saturated (load.go).
+	Load *Load `json:"load,omitempty"`
 	// Err is set when the run as a whole could not be done, or its wire
 	// did not carry what the path claims; such a run is left out.
 	Err string `json:"err,omitempty"`

@@ -111,6 +111,11 @@ type Client struct {
 	kept keptConns
 
 	lastPage atomic.Pointer[parsedPage] // objectsOf's memory
+	// requests are the requests built, by URI (request).
+	requests  sync.Map
+	nrequests atomic.Int32
+	// lastRemote is the last remote address named (remoteName).
+	lastRemote atomic.Pointer[addrName]
 }
 
 // parsedPage is a page and the objects found in it.
@@ -696,8 +701,31 @@ func (c *Client) readReply(resp *nethttp.Response, uri string, keepBody bool, ch
 	return page, nil
 }
 
-// request is the GET for uri.
+// request is the GET for uri: built once per URI and kept (a page's
+// objects' requests are the same for every transaction; at most
+// maxRequests are kept), never changed once made.
 func (c *Client) request(uri string, closeAfter bool) []byte {
+	k := reqKey{uri, closeAfter}
+	if b, ok := c.requests.Load(k); ok {
+		return b.([]byte)
+	}
+	b := c.buildRequest(uri, closeAfter)
+	if c.nrequests.Add(1) <= maxRequests {
+		c.requests.Store(k, b)
+	}
+	return b
+}
+
+// maxRequests bounds the requests a client keeps.
+const maxRequests = 1024
+
+type reqKey struct {
+	uri        string
+	closeAfter bool
+}
+
+// buildRequest makes the GET for uri.
+func (c *Client) buildRequest(uri string, closeAfter bool) []byte {
 	ua := c.UserAgent
 	if ua == "" {
 		ua = "v6lab"

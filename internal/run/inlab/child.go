@@ -93,11 +93,22 @@ func Child(ctx context.Context, jobFile string, out measure.Output) error {
 		Wire: capture.Check{C: cp, Ports: j.Ports, UDP: wireUDP(j.Ports), Lookups: j.Lookups, Nat64: j.Nat64, ClientSide: clientSide}, Lab: j.Lab, Pcap: rec, Conditions: cond,
 		TCPInfo: j.PMTU != nil, Impaired: impaired,
 	}
+	mj.Roles = roles(j.Lab["name"])
 	if j.Dir != "" {
 		mj.Resume, mj.ResumeDir = &experiment.Resume{Exp: j.Exp, Done: j.Done}, j.Dir
 	}
 	_, err = measure.Do(ctx, mj, out)
 	return err
+}
+
+// roles are every role's namespace of the lab, for the self-check's CPU
+// per role (those the lab does not have are left out).
+func roles(name string) map[string]string {
+	out := map[string]string{}
+	for _, role := range append(append([]string{}, lab.Hosts...), lab.GenHosts...) {
+		out[role] = lab.NS(name, role)
+	}
+	return out
 }
 
 // Settle does unrecorded transactions on every path until one completes
