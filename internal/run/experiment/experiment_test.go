@@ -502,7 +502,10 @@ func TestASegmentRunsItsShareAtItsSlots(t *testing.T) {
 	}
 	for i, run := range f.Runs {
 		want := start.Add(time.Duration(i) * exp.Groups[0].Slot())
-		if !run.Slot.Equal(want) || run.Start.Before(want) || run.Start.Sub(want) > 50*time.Millisecond || run.LateNS != 0 {
+		// On time, or late by a loaded machine's scheduling, which the
+		// record then says (LateNS past result.LateAfter).
+		late := run.Start.Sub(want)
+		if !run.Slot.Equal(want) || late < 0 || late > 50*time.Millisecond || (late <= result.LateAfter) != (run.LateNS == 0) {
 			t.Errorf("run %d slot %v start %v late %d, want its slot %v", i, run.Slot, run.Start, run.LateNS, want)
 		}
 	}
