@@ -29,6 +29,8 @@ type topologyFile struct {
 	Generators bool `yaml:"generators"`
 	// Congestion is every host's TCP congestion control (default cubic).
 	Congestion string `yaml:"congestion"`
+	// NAT64 is r1's translator (docs/lab.md).
+	NAT64 nat64File `yaml:"nat64"`
 }
 
 type linkFile struct {
@@ -135,6 +137,9 @@ func ParseTopology(file string, data []byte) (Config, error) {
 			}
 			return cfg, doc.Errorf(at, "the tunnel (MTU %d) needs an r1-r2 link MTU of at least %d, one 20-byte IPv4 header more, but it is %d", cfg.TunnelMTU, cfg.TunnelMTU+20, l.MTU)
 		}
+	}
+	if cfg.NAT64, err = nat64FromFile(doc, f.NAT64); err != nil {
+		return cfg, err
 	}
 	check := cfg // the name may come later (lab up --name, run)
 	if check.Name == "" {
