@@ -271,7 +271,9 @@ func placeZone(at proto.Place) (Zone, Views) {
 	v4only(zone)
 	for _, k := range path.Kinds {
 		a, ok := at.Addrs[k.Path]
-		if !ok || !k.LabOnly {
+		if !ok || !k.LabOnly || a == native[k.IPv6] {
+			// (464xlat and dslite reach the server's own IPv4 address:
+			// its answers are the zone's.)
 			continue
 		}
 		if k.Translated {

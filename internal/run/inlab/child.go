@@ -74,10 +74,14 @@ func Child(ctx context.Context, jobFile string, out measure.Output) error {
 			break
 		}
 	}
+	var wire experiment.WireCheck = capture.Check{C: cp, Ports: j.Ports, Lookups: j.Lookups, Nat64: j.Nat64, ClientSide: clientSide}
+	if len(j.NATs) > 0 {
+		wire = &natCheck{Check: wire.(capture.Check), nats: j.NATs}
+	}
 	mj := measure.Job{
 		Exp: j.Exp, Probe: probe, Target: "lab", Servers: j.Servers, Notes: j.Notes,
 		ServerFDs: 0, Somaxconn: j.Somaxconn, Command: j.Command, Results: j.Results,
-		Wire: capture.Check{C: cp, Ports: j.Ports, Lookups: j.Lookups, Nat64: j.Nat64, ClientSide: clientSide}, Lab: j.Lab, Pcap: rec, Conditions: cond,
+		Wire: wire, Lab: j.Lab, Pcap: rec, Conditions: cond,
 	}
 	if j.Dir != "" {
 		mj.Resume, mj.ResumeDir = &experiment.Resume{Exp: j.Exp, Done: j.Done}, j.Dir
