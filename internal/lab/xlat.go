@@ -402,7 +402,8 @@ func (l *Lab) addXlat(hs map[string]*netlink.Handle) error {
 }
 
 // platAddr is the IPv4 address the server sees a PLAT client's packets
-// from: the pool's (stateful), or the client's own mapping's.
+// from: the pool's (stateful; with several, its first: the NAT gives each
+// client one of them), or the client's own mapping's.
 func (l *Lab) platAddr(client6 netip.Addr) netip.Addr {
 	if l.NAT64.Stateful {
 		return l.NAT64.Pool.Addr()
@@ -587,4 +588,38 @@ func nat64FromFile(doc *specfile.Doc, f nat64File) (NAT64, error) {
 		n.Ports = ports
 	}
 	return n, nil
+}
+
+// natStatus describes the NAT of r1 (the stateful PLAT) or r2 (the AFTR),
+// if the host has one: its rule and conntrack's counters.
+func natStatus(role, ns string) string {
+	table := map[string]string{R1: platTable, R2: aftrTable}[role]
+	if table == "" {
+		return ""
+	}
+	out, err := exec.Command("ip", "netns", "exec", ns, "nft", "list", "table", "ip", table).Output()
+	if err != nil {
+		return ""
+	}
+	what := "stateful NAT64 (nftables snat after the translator)"
+	if role == R2 {
+		what = "DS-Lite AFTR (nftables masquerade)"
+	}
+	for _, ln := range strings.Split(string(out), "\n") {
+		if f := strings.TrimSpace(ln); strings.Contains(f, " snat to ") && strings.Contains(f, "l4proto") || strings.Contains(f, " masquerade") {
+			what += ": " + f
+		}
+	}
+	entries, _ := ConntrackStat(ns, "entries")
+	failed, _ := ConntrackStat(ns, "insert_failed")
+	return fmt.Sprintf("%s; %d connections tracked, %d packets of new connections dropped with no free port (conntrack insert_failed)", what, entries/uint64(max(1, cpus())), failed)
+}
+
+// cpus is how many CPUs conntrack's statistics have a line for.
+func cpus() int {
+	b, err := os.ReadFile("/proc/net/stat/nf_conntrack")
+	if err != nil {
+		return 1
+	}
+	return len(strings.Split(strings.TrimSpace(string(b)), "\n")) - 1
 }

@@ -223,6 +223,9 @@ func WriteStatus(w io.Writer, st *lab.Status) {
 		for _, p := range h.BPF {
 			fmt.Fprintf(w, "    bpf %s\n", p.Describe())
 		}
+		if h.NAT != "" {
+			fmt.Fprintf(w, "    nat %s\n", h.NAT)
+		}
 		if len(h.TCPOff) > 0 {
 			fmt.Fprintf(w, "    tcp off: %s\n", strings.Join(h.TCPOff, ", "))
 		}
