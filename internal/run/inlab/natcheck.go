@@ -2,6 +2,7 @@ package inlab
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -52,7 +53,9 @@ func (k *natCheck) Start(key string, p path.Path) {
 
 // Explain names a failure for the NAT's exhausted pool.
 func (k *natCheck) Explain(p path.Path, s *result.Sample) {
-	if s.ErrKind != result.ErrTimeout && s.ErrKind != result.ErrIO {
+	// A connection (or a lookup's datagram) the NAT dropped never
+	// began: only failures to connect or to resolve are its.
+	if s.ErrKind != result.ErrTimeout && s.ErrKind != result.ErrIO || !strings.HasPrefix(s.Err, "connect") && !strings.HasPrefix(s.Err, "resolve") {
 		return
 	}
 	k.mu.Lock()
