@@ -116,7 +116,7 @@ func (l *Lab) addNat64(hs map[string]*netlink.Handle) error {
 		if err != nil {
 			return err
 		}
-		l.bpfObjs = append(l.bpfObjs, n)
+		l.bpfObjs, l.plat = append(l.bpfObjs, n), n
 		from6, err := net.InterfaceByName(a.bIf)
 		if err != nil {
 			return err

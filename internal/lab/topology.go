@@ -15,6 +15,7 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"v6lab/internal/lab/bpf"
 	"v6lab/internal/sock/path"
 )
 
@@ -360,6 +361,9 @@ type Lab struct {
 	CongestionNote string
 	tunnels        []*userTunnel
 	bpfObjs        []interface{ Close() error }
+	// The IPv6-only access paths' datapaths, whose counters a run reads.
+	plat, clat *bpf.Nat64
+	b4, aftr   *bpf.SoftwireEnd
 	// rec is the owner record: everything the lab made is listed there.
 	rec *Record
 }

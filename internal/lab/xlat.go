@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netlink"
 
 	"v6lab/internal/input/specfile"
@@ -352,7 +353,7 @@ func (l *Lab) addXlat(hs map[string]*netlink.Handle) error {
 		if err != nil {
 			return err
 		}
-		l.bpfObjs = append(l.bpfObjs, clat)
+		l.bpfObjs, l.clat = append(l.bpfObjs, clat), clat
 		if err := clat.AttachAt(bpf.Hookpoint{Ifindex: ifc.Index}, bpf.Hookpoint{Ifindex: ifc.Index, Egress: true}, l.hook()); err != nil {
 			return err
 		}
@@ -360,7 +361,7 @@ func (l *Lab) addXlat(hs map[string]*netlink.Handle) error {
 		if err != nil {
 			return err
 		}
-		l.bpfObjs = append(l.bpfObjs, b4)
+		l.bpfObjs, l.b4 = append(l.bpfObjs, b4), b4
 		return b4.Attach(ifc.Index, l.hook())
 	})
 	if err != nil {
@@ -375,7 +376,7 @@ func (l *Lab) addXlat(hs map[string]*netlink.Handle) error {
 		if err != nil {
 			return err
 		}
-		l.bpfObjs = append(l.bpfObjs, aftr)
+		l.bpfObjs, l.aftr = append(l.bpfObjs, aftr), aftr
 		return aftr.Attach(ifc.Index, l.hook())
 	})
 	if err != nil {
@@ -622,4 +623,56 @@ func cpus() int {
 		return 1
 	}
 	return len(strings.Split(strings.TrimSpace(string(b)), "\n")) - 1
+}
+
+// Datapath names a counters map of a path's datapath: what a run's
+// record counts of it (Datapaths).
+type Datapath struct {
+	// Name is the record's prefix: plat, clat, b4 or aftr.
+	Name  string     `json:"name"`
+	MapID ebpf.MapID `json:"map_id"`
+	// Softwire: the map holds a softwire end's counters, not a
+	// translator's.
+	Softwire bool `json:"softwire,omitempty"`
+}
+
+// Datapaths are, per path, the datapaths whose counters its runs record:
+// nat64 the PLAT's, 464xlat the CLAT's and the PLAT's, dslite the B4's and
+// the AFTR's.
+func (l *Lab) Datapaths() map[path.Path][]Datapath {
+	out := map[path.Path][]Datapath{}
+	if l.plat != nil {
+		plat := Datapath{Name: "plat", MapID: l.plat.MapID()}
+		out[path.NAT64] = []Datapath{plat}
+		if l.clat != nil {
+			out[path.XLAT464] = []Datapath{{Name: "clat", MapID: l.clat.MapID()}, plat}
+		}
+	}
+	if l.b4 != nil && l.aftr != nil {
+		out[path.DSLite] = []Datapath{{Name: "b4", MapID: l.b4.MapID(), Softwire: true}, {Name: "aftr", MapID: l.aftr.MapID(), Softwire: true}}
+	}
+	return out
+}
+
+// Count reads the datapath's counters as a run record names them:
+// NAME_4to6, NAME_6to4 and NAME_dropped for a translator, NAME_encap,
+// NAME_decap and NAME_dropped for a softwire end.
+func (d Datapath) Count() (map[string]uint64, error) {
+	n := bpf.NumTranslatorCounters
+	if d.Softwire {
+		n = bpf.NumSoftwireCounters
+	}
+	c, err := bpf.ReadCounters(d.MapID, n)
+	if err != nil {
+		return nil, err
+	}
+	if d.Softwire {
+		return map[string]uint64{d.Name + "_encap": c[bpf.Encapsulated], d.Name + "_decap": c[bpf.Decapsulated],
+			d.Name + "_dropped": c[bpf.DroppedSpoofed] + c[bpf.DroppedBad] + c[bpf.EncapFailed] + c[bpf.DecapFailed]}, nil
+	}
+	dropped := uint64(0)
+	for _, i := range []int{bpf.DroppedUnmapped, bpf.DroppedUnsupported, bpf.DroppedHopLimit, bpf.DroppedZeroChecksum, bpf.TranslateFailed} {
+		dropped += c[i]
+	}
+	return map[string]uint64{d.Name + "_4to6": c[bpf.Translated46], d.Name + "_6to4": c[bpf.Translated64], d.Name + "_dropped": dropped}, nil
 }

@@ -358,7 +358,18 @@ func Summarize(f *result.File) *Summary {
 	runs := map[runKey]*runAcc{}
 	cells := map[cellKey]*Cell{}
 	var strays, strayRuns, dropped, droppedRuns uint64
+	datapaths := map[string]map[string]uint64{}
+	dpRuns := map[string]int{}
 	for _, r := range f.Runs {
+		if r.Wire != nil && len(r.Wire.Datapath) > 0 {
+			if datapaths[r.Path] == nil {
+				datapaths[r.Path] = map[string]uint64{}
+			}
+			for k, v := range r.Wire.Datapath {
+				datapaths[r.Path][k] += v
+			}
+			dpRuns[r.Path]++
+		}
 		if r.Wire != nil {
 			n, d := r.Wire.Stray, r.Wire.Dropped
 			if r.Wire.ClientSide != nil {
@@ -395,6 +406,7 @@ func Summarize(f *result.File) *Summary {
 	if strays > 0 {
 		s.Notes = append(s.Notes, fmt.Sprintf("wire check: %d packets of earlier runs' connections (late retransmissions, resets) were seen during %d runs and not counted as theirs (docs/lab.md, \"What proves each path\")", strays, strayRuns))
 	}
+	s.Notes = append(s.Notes, datapathNotes(datapaths, dpRuns)...)
 	if dropped > 0 {
 		s.Notes = append(s.Notes, fmt.Sprintf("wire check: its capture had no room for %d frames during %d runs (its reader fell behind); those frames were neither counted nor proven", dropped, droppedRuns))
 	}
@@ -937,3 +949,32 @@ func pairRuns(bRuns []float64, bIdx []int, cRuns []float64, cIdx []int) ([]float
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// datapathNotes say, per path, what its datapaths did over its runs
+// (result.Wire.Datapath): packets translated each way or tunnelled,
+// dropped, and the NAT's drops for want of a port.
+func datapathNotes(byPath map[string]map[string]uint64, runs map[string]int) []string {
+	var out []string
+	for _, k := range path.Kinds {
+		c, ok := byPath[string(k.Path)]
+		if !ok {
+			continue
+		}
+		var parts []string
+		for _, d := range []struct{ name, what string }{{"clat", "CLAT"}, {"plat", "NAT64 (PLAT)"}, {"b4", "B4"}, {"aftr", "AFTR"}} {
+			if _, ok := c[d.name+"_dropped"]; !ok {
+				continue
+			}
+			if _, tun := c[d.name+"_encap"]; tun {
+				parts = append(parts, fmt.Sprintf("%s %d encapsulated, %d decapsulated, %d dropped", d.what, c[d.name+"_encap"], c[d.name+"_decap"], c[d.name+"_dropped"]))
+			} else {
+				parts = append(parts, fmt.Sprintf("%s %d IPv4 to IPv6, %d IPv6 to IPv4, %d dropped", d.what, c[d.name+"_4to6"], c[d.name+"_6to4"], c[d.name+"_dropped"]))
+			}
+		}
+		if n, ok := c["nat_no_port"]; ok {
+			parts = append(parts, fmt.Sprintf("its NAT dropped %d packets of new connections for want of a free port", n))
+		}
+		out = append(out, fmt.Sprintf("datapaths of %s over its %d runs: %s", k.Path, runs[string(k.Path)], strings.Join(parts, "; ")))
+	}
+	return out
+}

@@ -158,6 +158,12 @@ type Wire struct {
 	// dslite): IPv6 (or IPv4 in IPv6) only, as NAT64 or DSLite count the
 	// form after r1.
 	ClientSide *Wire `json:"client_side,omitempty"`
+	// Datapath counts what the path's datapaths did during the run (the
+	// IPv6-only access paths'): per datapath (clat, plat, b4, aftr)
+	// packets translated each way (NAME_4to6, NAME_6to4) or tunnelled
+	// (NAME_encap, NAME_decap) and dropped (NAME_dropped), and nat_no_port,
+	// packets of new connections its NAT dropped for want of a free port.
+	Datapath map[string]uint64 `json:"datapath,omitempty"`
 }
 
 // Background is what the background traffic did during one run: per flow,

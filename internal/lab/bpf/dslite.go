@@ -242,3 +242,32 @@ func (s *SoftwireEnd) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// MapID is the kernel's id of the end's counters (ReadCounters).
+func (s *SoftwireEnd) MapID() ebpf.MapID { return mapID(s.counters) }
+
+// MapID is the kernel's id of the translator's counters (ReadCounters).
+func (n *Nat64) MapID() ebpf.MapID { return mapID(n.counters) }
+
+func mapID(m *ebpf.Map) ebpf.MapID {
+	if info, err := m.Info(); err == nil {
+		if id, ok := info.ID(); ok {
+			return id
+		}
+	}
+	return 0
+}
+
+// ReadCounters reads n counters of the map with kernel id id, from any
+// process and namespace (a lab run's measuring process reads the lab's).
+func ReadCounters(id ebpf.MapID, n int) ([]uint64, error) {
+	m, err := ebpf.NewMapFromID(id)
+	if err != nil {
+		return nil, fmt.Errorf("bpf: map %d: %w", id, err)
+	}
+	defer m.Close()
+	return readCounters(m, n)
+}
+
+// NumTranslatorCounters is the size of a translator's counters.
+const NumTranslatorCounters = numTranslatorCounters

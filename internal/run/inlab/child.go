@@ -75,8 +75,8 @@ func Child(ctx context.Context, jobFile string, out measure.Output) error {
 		}
 	}
 	var wire experiment.WireCheck = capture.Check{C: cp, Ports: j.Ports, Lookups: j.Lookups, Nat64: j.Nat64, ClientSide: clientSide}
-	if len(j.NATs) > 0 {
-		wire = &natCheck{Check: wire.(capture.Check), nats: j.NATs}
+	if len(j.NATs) > 0 || len(j.Datapaths) > 0 {
+		wire = &natCheck{Check: wire.(capture.Check), nats: j.NATs, datapaths: j.Datapaths}
 	}
 	mj := measure.Job{
 		Exp: j.Exp, Probe: probe, Target: "lab", Servers: j.Servers, Notes: j.Notes,

@@ -27,6 +27,10 @@ type NAT struct {
 type natCheck struct {
 	capture.Check
 	nats map[path.Path]NAT
+	// datapaths are the paths' programs whose counters each run records
+	// (result.Wire.Datapath), and before their counts when it began.
+	datapaths map[path.Path][]lab.Datapath
+	at        map[string]uint64
 
 	mu      sync.Mutex
 	p       path.Path
@@ -42,6 +46,7 @@ const natRead = 100 * time.Millisecond
 func (k *natCheck) Start(key string, p path.Path) {
 	k.mu.Lock()
 	k.p, k.started, k.failed, k.readAt = p, false, 0, time.Time{}
+	k.at = countDatapaths(k.datapaths[p])
 	if n, ok := k.nats[p]; ok {
 		if v, err := lab.ConntrackStat(n.NS, "insert_failed"); err == nil {
 			k.before, k.started = v, true
@@ -49,6 +54,44 @@ func (k *natCheck) Start(key string, p path.Path) {
 	}
 	k.mu.Unlock()
 	k.Check.Start(key, p)
+}
+
+// Stop adds to the wire's counts what the path's datapaths did in the
+// run: their counters' growth, and the NAT's drops for want of a port.
+func (k *natCheck) Stop(p path.Path) (result.Wire, error) {
+	w, err := k.Check.Stop(p)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if dps := k.datapaths[p]; len(dps) > 0 && k.at != nil {
+		w.Datapath = map[string]uint64{}
+		for name, v := range countDatapaths(dps) {
+			w.Datapath[name] = v - k.at[name]
+		}
+	}
+	if n, ok := k.nats[p]; ok && k.started {
+		if v, err := lab.ConntrackStat(n.NS, "insert_failed"); err == nil {
+			if w.Datapath == nil {
+				w.Datapath = map[string]uint64{}
+			}
+			w.Datapath["nat_no_port"] = v - k.before
+		}
+	}
+	return w, err
+}
+
+// countDatapaths reads every counter of dps (nil when one cannot be read).
+func countDatapaths(dps []lab.Datapath) map[string]uint64 {
+	out := map[string]uint64{}
+	for _, d := range dps {
+		c, err := d.Count()
+		if err != nil {
+			return nil
+		}
+		for k, v := range c {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // Explain names a failure for the NAT's exhausted pool.

@@ -91,6 +91,9 @@ type Job struct {
 	// NATs are the NATs on the lab's paths whose exhausted pools name
 	// their runs' failures.
 	NATs map[path.Path]NAT `json:"nats,omitempty"`
+	// Datapaths are the programs whose counters each run of a path
+	// records.
+	Datapaths map[path.Path][]lab.Datapath `json:"datapaths,omitempty"`
 	// LinkShaping is the lab's own shaping of each link (rate and queue
 	// limit, by link name), given when cell groups set their own rate
 	// (link_rate) and the lab returns to it.
@@ -240,8 +243,9 @@ func (r *Session) prepare(ctx context.Context, l *lab.Lab, cfg lab.Config) (*Job
 	}
 	if l.Addr.AFTR4.IsValid() {
 		job.Lab["464xlat"], job.Lab["dslite"] = describeXlat(l)
-		job.NATs = labNATs(l, r.Exp.Paths())
 	}
+	job.NATs = labNATs(l, r.Exp.Paths())
+	job.Datapaths = l.Datapaths()
 	for _, c := range r.Exp.Groups {
 		for _, n := range c.Opts().Notes(c.Paths) {
 			job.Notes = append(job.Notes, c.CellName()+": "+n)
