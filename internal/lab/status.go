@@ -44,6 +44,9 @@ type HostStatus struct {
 	// NAT describes the host's NAT (the stateful PLAT at r1, the AFTR at
 	// r2) with conntrack's counters.
 	NAT string
+	// Rules are the host's routing rules by source, each with its
+	// table's routes (the client's CLAT and B4 addresses).
+	Rules []string
 }
 
 // BPFProgram is one of v6lab's BPF programs on an interface.
@@ -145,6 +148,7 @@ func (st *Status) inspectHost(role, ns string) (HostStatus, error) {
 		}
 	}
 	hs.Routes = routes(h, names)
+	hs.Rules = sourceRules(h, names)
 	h.Close()
 	hs.BPF = st.bpfPrograms(ns, names)
 	hs.NAT = natStatus(role, ns)

@@ -336,7 +336,7 @@ func (l *Lab) addXlat(hs map[string]*netlink.Handle) error {
 	if err := l.clientXlatRoutes(hs[Client]); err != nil {
 		return fmt.Errorf("lab: client: %w", err)
 	}
-	if err := l.aftrRoutes(hs[R2], b4v6); err != nil {
+	if err := l.aftrRoutes(hs[R2]); err != nil {
 		return fmt.Errorf("lab: r2: %w", err)
 	}
 	pref64, err := l.discoverPref64()
@@ -450,7 +450,7 @@ func (l *Lab) clientXlatRoutes(h *netlink.Handle) error {
 // aftrRoutes are r2's: the B4's IPv6 prefix through r1, and the B4's IPv4
 // address, once the NAT has undone its mapping, to r1 over IPv6 with the
 // softwire's inner MTU, where the AFTR's egress program puts it in IPv6.
-func (l *Lab) aftrRoutes(h *netlink.Handle, b4v6 netip.Addr) error {
+func (l *Lab) aftrRoutes(h *netlink.Handle) error {
 	b := links[1]
 	ln, err := h.LinkByName(b.bIf)
 	if err != nil {
@@ -466,7 +466,6 @@ func (l *Lab) aftrRoutes(h *netlink.Handle, b4v6 netip.Addr) error {
 			return fmt.Errorf("route %v: %w", rt, err)
 		}
 	}
-	_ = b4v6
 	return nil
 }
 
@@ -675,4 +674,41 @@ func (d Datapath) Count() (map[string]uint64, error) {
 		dropped += c[i]
 	}
 	return map[string]uint64{d.Name + "_4to6": c[bpf.Translated46], d.Name + "_6to4": c[bpf.Translated64], d.Name + "_dropped": dropped}, nil
+}
+
+// sourceRules describes the host's routing rules by source address and
+// the routes of their tables: "from 192.0.0.4 table 6877: default via
+// inet6 2001:db8:464:1::1 dev eth-r1 mtu 1480".
+func sourceRules(h *netlink.Handle, names map[int]string) []string {
+	rules, err := h.RuleList(netlink.FAMILY_V4)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, r := range rules {
+		if r.Src == nil || r.Table <= 0 || r.Table >= 253 && r.Table <= 255 {
+			continue
+		}
+		rs, _ := h.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Table: r.Table}, netlink.RT_FILTER_TABLE)
+		var routes []string
+		for _, rt := range rs {
+			dst := "default"
+			if rt.Dst != nil && !rt.Dst.IP.IsUnspecified() {
+				dst = rt.Dst.String()
+			}
+			via := ""
+			if v, ok := rt.Via.(*netlink.Via); ok && v != nil {
+				via = " via inet6 " + v.Addr.String()
+			} else if rt.Gw != nil {
+				via = " via " + rt.Gw.String()
+			}
+			mtu := ""
+			if rt.MTU > 0 {
+				mtu = fmt.Sprintf(" mtu %d", rt.MTU)
+			}
+			routes = append(routes, dst+via+" dev "+names[rt.LinkIndex]+mtu)
+		}
+		out = append(out, fmt.Sprintf("from %v table %d: %s", r.Src, r.Table, strings.Join(routes, "; ")))
+	}
+	return out
 }

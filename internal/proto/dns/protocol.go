@@ -250,6 +250,10 @@ func serve(ctx context.Context, at proto.Place) (proto.Running, error) {
 
 // placeZone is the zone of a place's name (and of proto.V4OnlyName, its
 // IPv4 address alone), and a view per lab-only path.
+// IPv4OnlyArpa is the name whose synthesised AAAA gives a host its NAT64
+// prefix (RFC 7050): the DNS64 view answers it.
+const IPv4OnlyArpa = "ipv4only.arpa"
+
 func placeZone(at proto.Place) (Zone, Views) {
 	zone, views := Zone{}, Views{}
 	if at.Name == "" {
@@ -284,6 +288,10 @@ func placeZone(at proto.Place) (Zone, Views) {
 				v.Add(at.Name, v4)
 			}
 			v4only(v)
+			// RFC 7050: a host finds the prefix by asking the AAAA of
+			// this IPv4-only name (its A records are RFC 7050's).
+			v.Add(IPv4OnlyArpa, netip.MustParseAddr("192.0.0.170"))
+			v.Add(IPv4OnlyArpa, netip.MustParseAddr("192.0.0.171"))
 			views[a] = v.Synthesize(at.DNS64)
 			continue
 		}
