@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os/exec"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -12,6 +13,15 @@ import (
 	"v6lab/internal/lab"
 	"v6lab/internal/result"
 )
+
+// requireNft skips a test of the stateful NAT64 or the AFTR where
+// nftables is missing.
+func requireNft(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Skip("no nft here: the stateful NAT64 and the AFTR need nftables (scripts/install-deps --lab)")
+	}
+}
 
 // statefulLab writes a topology whose NAT64 is stateful, with a pool of
 // one address and the ports given, and returns its file.
@@ -35,6 +45,7 @@ func statefulLab(t *testing.T, ports string) string {
 // IPv6 only.
 func TestEveryProtocolOverXlatAndDSLite(t *testing.T) {
 	requireLab(t)
+	requireNft(t)
 	_, f, s, out, err := labRun(t, buildBinary(t), `name: xlat
 topology: `+statefulLab(t, "1024-65535")+`
 paths: [ipv4, 464xlat, dslite]
@@ -113,6 +124,7 @@ func checkXlatWire(t *testing.T, runs []result.Run) {
 // them can complete.
 func TestStatefulPoolExhaustionIsNamed(t *testing.T) {
 	requireLab(t)
+	requireNft(t)
 	dir, f, s, out, _ := labRun(t, buildBinary(t), `name: exhaust
 topology: `+statefulLab(t, "1024-1039")+`
 paths: [nat64, 464xlat]

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os/exec"
 
 	"github.com/vishvananda/netlink"
 
@@ -107,6 +108,9 @@ func (l *Lab) addNat64(hs map[string]*netlink.Handle) error {
 	ms := l.platMappings(client6)
 	x := bpf.Translator{Prefix: pref, Client6: ms[0].V6, Client4: ms[0].V4, More: ms[1:]}
 	if l.NAT64.Stateful {
+		if _, err := exec.LookPath("nft"); err != nil {
+			return fmt.Errorf("lab: the stateful NAT64 needs nftables (the nft program; scripts/install-deps --lab installs it)")
+		}
 		if err := l.addStatefulPLAT(hs[R1]); err != nil {
 			return fmt.Errorf("lab: r1: stateful NAT64: %w", err)
 		}

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"net/netip"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -15,6 +16,8 @@ import (
 // the AFTR's address; the client's IPv4 applications send from RFC 7335's
 // addresses; lab status shows the programs' and the NATs' counters.
 func TestIPv6OnlyAccessPathsThroughAStatefulPLAT(t *testing.T) {
+	requireRoot(t)
+	requireNft(t)
 	pref := netip.MustParsePrefix("2001:db8:6464::/96")
 	pool := netip.MustParsePrefix("198.18.0.64/30")
 	l := up(t, Config{NAT64: NAT64{Stateful: true, Prefix: pref, Pool: pool, Ports: [2]uint16{2000, 2999}}})
@@ -63,6 +66,15 @@ func TestIPv6OnlyAccessPathsThroughAStatefulPLAT(t *testing.T) {
 		if !strings.Contains(text, w) {
 			t.Errorf("status lacks %q:\n%s", w, text)
 		}
+	}
+}
+
+// requireNft skips a test of the stateful NAT64 or the AFTR where
+// nftables is missing.
+func requireNft(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Skip("no nft here: the stateful NAT64 and the AFTR need nftables (scripts/install-deps --lab)")
 	}
 }
 
