@@ -271,3 +271,16 @@ func ReadCounters(id ebpf.MapID, n int) ([]uint64, error) {
 
 // NumTranslatorCounters is the size of a translator's counters.
 const NumTranslatorCounters = numTranslatorCounters
+
+// ProgramIDs are the kernel's ids of the end's programs.
+func (s *SoftwireEnd) ProgramIDs() []ebpf.ProgramID {
+	var ids []ebpf.ProgramID
+	for _, p := range []*ebpf.Program{s.encap, s.decap} {
+		if info, err := p.Info(); err == nil {
+			if id, ok := info.ID(); ok {
+				ids = append(ids, id)
+			}
+		}
+	}
+	return ids
+}
