@@ -543,15 +543,25 @@ type nat64File struct {
 	Ports  string `yaml:"ports"`
 }
 
+// UnmarshalShorthand reads `nat64: stateful` as `nat64: {mode: stateful}`.
+func (f *nat64File) UnmarshalShorthand(text string) error {
+	f.Mode = text
+	return nil
+}
+
 // nat64FromFile reads the nat64 section, each field checked where it is.
 func nat64FromFile(doc *specfile.Doc, f nat64File) (NAT64, error) {
 	var n NAT64
+	mode := "nat64.mode"
+	if !doc.Has(mode) {
+		mode = "nat64" // the shorthand
+	}
 	switch f.Mode {
 	case "", "stateless":
 	case "stateful":
 		n.Stateful = true
 	default:
-		return n, doc.Errorf("nat64.mode", "%q is not a mode: want stateless (SIIT, an IPv4 address per client) or stateful (RFC 6146, the clients share a pool by port)", f.Mode)
+		return n, doc.Errorf(mode, "%q is not a mode: want stateless (SIIT, an IPv4 address per client) or stateful (RFC 6146, the clients share a pool by port)", f.Mode)
 	}
 	if doc.Has("nat64.prefix") {
 		p, err := netip.ParsePrefix(strings.TrimSpace(f.Prefix))

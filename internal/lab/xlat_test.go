@@ -118,3 +118,24 @@ func TestPref64OptionReadsBack(t *testing.T) {
 		t.Error("an option of length 0 accepted")
 	}
 }
+
+// TestNat64ShorthandIsStateful: `nat64: stateful` is `nat64: {mode:
+// stateful}`, with the default pool and ports.
+func TestNat64ShorthandIsStateful(t *testing.T) {
+	for _, f := range []string{"nat64: stateful\n", "nat64:\n  mode: stateful\n"} {
+		cfg, err := ParseTopology("s.yaml", []byte(f))
+		if err != nil {
+			t.Fatalf("%q: %v", f, err)
+		}
+		if err := cfg.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if !cfg.NAT64.Stateful || cfg.NAT64.Pool != DefaultPool || cfg.NAT64.Ports != [2]uint16{1024, 65535} || cfg.NAT64.Prefix != Nat64Prefix {
+			t.Errorf("%q: %+v", f, cfg.NAT64)
+		}
+	}
+	cfg, err := ParseTopology("s.yaml", []byte("nat64: stateless\n"))
+	if err != nil || cfg.NAT64.Stateful {
+		t.Errorf("stateless: %+v %v", cfg.NAT64, err)
+	}
+}
