@@ -127,6 +127,7 @@ func TestNat64ShorthandIsStateful(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: %v", f, err)
 		}
+		cfg.Name = "s"
 		if err := cfg.Validate(); err != nil {
 			t.Fatal(err)
 		}
