@@ -134,6 +134,12 @@ func HeaderLines(s *Summary) []string {
 		}
 		out = append(out, "connection engine: "+strings.Join(es, ", ")+" (docs/metrics.md)")
 	}
+	// How the lab built the translated and tunnelled IPv4 paths measured.
+	for _, p := range []string{"nat64", "464xlat", "dslite"} {
+		if d := s.Lab[p]; d != "" && slices.ContainsFunc(s.Cells, func(c Cell) bool { return c.Path == p }) {
+			out = append(out, p+": "+d)
+		}
+	}
 	if bs := s.Lab["server_tcp"]; bs != "" {
 		out = append(out, "server host: "+bs)
 	}
