@@ -33,6 +33,7 @@ import (
 	"syscall"
 	"time"
 
+	"v6lab/internal/result"
 	"v6lab/internal/wire/pktring"
 
 	"github.com/gopacket/gopacket"
@@ -201,7 +202,7 @@ type sample struct {
 func analyze(args []string) error {
 	fs := flag.NewFlagSet("analyze", flag.ExitOnError)
 	pcapFile := fs.String("pcap", "capture.pcap", "capture")
-	samplesFile := fs.String("samples", "samples.jsonl", "v6lab's samples")
+	samplesFile := fs.String("samples", "samples.jsonl.zst", "v6lab's samples (samples.jsonl.zst, or plain samples.jsonl)")
 	fs.Parse(args)
 	queries, conns, err := decode(*pcapFile)
 	if err != nil {
@@ -242,8 +243,13 @@ func readSamples(name string) ([]sample, error) {
 		return nil, err
 	}
 	defer f.Close()
+	text, err := result.Decompress(f)
+	if err != nil {
+		return nil, err
+	}
+	defer text.Close()
 	var samples []sample
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(text)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for sc.Scan() {
 		var s sample

@@ -170,7 +170,7 @@ cells:
 		if !strings.Contains(string(out), "cell slow-ipv6: lab ") || !strings.Contains(string(out), "ipv6_delay: delay and jitter need the kernel's netem qdisc") {
 			t.Fatalf("error does not name the cell and netem: %v\n%s", err, out)
 		}
-		if res, _ := filepath.Glob(filepath.Join(dir, "r", "*", "samples.jsonl")); len(res) != 0 {
+		if res, _ := filepath.Glob(filepath.Join(dir, "r", "*", report.SamplesFile)); len(res) != 0 {
 			t.Errorf("something was measured before the refusal: %v", res)
 		}
 		t.Logf("this kernel has no netem: %s", strings.TrimSpace(string(out)))
@@ -248,11 +248,7 @@ cells:
 			t.Errorf("dual/%d on the loop: turns %d, dns_local %q, resolve %d, metrics %v", smp.Conns, smp.ClientTurnNS, smp.DNSLocal, smp.ResolveNS, smp.Metrics)
 		}
 	}
-	header, err := os.ReadFile(filepath.Join(dir, "samples.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	first, _, _ := strings.Cut(string(header), "\n")
+	first, _, _ := strings.Cut(samplesText(t, dir), "\n")
 	if !strings.Contains(first, `"engine":"evloop"`) || !strings.Contains(first, `"engine":"go-dial"`) {
 		t.Errorf("the header does not say evloop and go-dial ran: %.600s", first)
 	}

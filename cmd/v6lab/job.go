@@ -27,6 +27,7 @@ type loadFlags struct {
 	name     string
 	spin     time.Duration
 	strict   bool
+	every    int
 }
 
 func (f *loadFlags) register(cmd *cobra.Command, defConns string, defRuns int) {
@@ -41,6 +42,7 @@ func (f *loadFlags) register(cmd *cobra.Command, defConns string, defRuns int) {
 	fl.StringVar(&f.results, "results", "results", "directory that receives the result directory")
 	fl.StringVar(&f.name, "name", "", "name of the result directory (default: the command's)")
 	fl.BoolVar(&f.strict, "strict", false, "exit with status 3 when a counted run was left out of the figures (its wire did not prove its path); the result is kept")
+	fl.IntVar(&f.every, "sample-every", 1, "keep one sample row of every N of each run in the samples file; every figure is still of every sample (each run's record holds their totals): for load runs of millions of transactions (docs/formats.md)")
 	fl.DurationVar(&f.spin, "spin", evloop.SpinDefault(), "with one exchange in flight, the client polls its sockets this long before it sleeps, so the kernel's wake-up is not in the response time (0: never, the default on one CPU and on loopback; docs/metrics.md)")
 }
 
@@ -52,6 +54,7 @@ func (f *loadFlags) registerTrial(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	_ = fl.MarkHidden("conns")
 	_ = fl.MarkHidden("duration")
+	_ = fl.MarkHidden("sample-every") // a trial's tables need every trial
 	fl.Lookup("runs").Usage = "trials per path, the first --warmup of them not counted"
 	for name, def := range map[string]string{"warmup": "0", "timeout": "0s"} {
 		_ = fl.Set(name, def)
@@ -110,7 +113,9 @@ func output(cmd *cobra.Command) measure.Output {
 	strict, _ := cmd.Flags().GetBool("strict") // false where the command has no --strict
 	o := measure.Output{Out: cmd.OutOrStdout(), Err: errOut, Quiet: quiet(cmd), ToolVersion: toolVersion(), Strict: strict}
 	if isTerminal(errOut) {
-		o.Progress = func(total, done int) measure.Progress { return newBar(errOut, total, done) }
+		o.Progress = func(total, done int, written measure.Written) measure.Progress {
+			return newBar(errOut, total, done, written)
+		}
 	}
 	return o
 }

@@ -93,7 +93,7 @@ reports each path's difference from IPv4 with its confidence.`,
 	root.PersistentPostRun = func(*cobra.Command, []string) { stopProfile() }
 	root.AddCommand(newRunCmd(), newProbeCmd())
 	root.AddCommand(topLevelProbes()...)
-	root.AddCommand(newTrafficCmd(), newServeCmd(), newReportCmd(), newMergeCmd(), newCompareCmd(), newLabCmd())
+	root.AddCommand(newTrafficCmd(), newServeCmd(), newReportCmd(), newExportCmd(), newMergeCmd(), newCompareCmd(), newLabCmd())
 	root.AddCommand(newInetdCmd())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{code: 2, err: err} })
 	usageArgs(root)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net/netip"
 	"net/url"
@@ -193,7 +194,8 @@ cells:
 		t.Errorf("first sample read nothing: %+v", f.Samples[0])
 	}
 	// Cut the file back to 10 runs, as a kill would, and resume.
-	lines := strings.SplitAfter(string(mustRead(t, filepath.Join(dir, "samples.jsonl"))), "\n")
+	plain := plainSamples(t, dir) // a kill of an older version's run
+	lines := strings.SplitAfter(string(mustRead(t, plain)), "\n")
 	runs, cut := 0, 0
 	for i, l := range lines {
 		if strings.Contains(l, `"kind":"run"`) {
@@ -202,10 +204,10 @@ cells:
 			}
 		}
 	}
-	os.WriteFile(filepath.Join(dir, "samples.jsonl"), []byte(strings.Join(lines[:cut+1], "")+`{"kind":"sam`), 0o644)
+	os.WriteFile(plain, []byte(strings.Join(lines[:cut+1], "")+`{"kind":"sam`), 0o644)
 	// A process still writes the file for a moment (as a killed lab run's
 	// measuring process does): the resume waits for it.
-	busy, err := os.Open(filepath.Join(dir, "samples.jsonl"))
+	busy, err := os.Open(plain)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,6 +309,42 @@ cells:
 	if len(ports["http"]) != 1 || len(ports["https"]) != 1 || maps.Equal(ports["http"], ports["https"]) {
 		t.Errorf("remote ports by group %v: want one each, http's and https's apart", ports)
 	}
+}
+
+// plainSamples turns dir's compressed samples file into a plain
+// samples.jsonl, as v6lab wrote them before 2026-11-26 (every reader and
+// resume take both), and returns its name.
+func plainSamples(t *testing.T, dir string) string {
+	t.Helper()
+	name := filepath.Join(dir, result.PlainSamplesName)
+	if err := os.WriteFile(name, []byte(samplesText(t, dir)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(dir, result.SamplesName))
+	return name
+}
+
+// samplesText is the text of dir's samples file, of either form.
+func samplesText(t *testing.T, dir string) string {
+	t.Helper()
+	name, err := result.SamplesPath(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	text, err := result.Decompress(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 func mustRead(t *testing.T, name string) []byte {
@@ -691,7 +729,7 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"run", "../../internal/run/experiment/testdata/invalid-conns.yaml"}, 2, "invalid-conns.yaml:5: cells[0].conns[1]: 0: want 1 to 100000 connections"},
 		{[]string{"run", "--scale", "2", "--dry-run"}, 2, "--scale: experiment: scale 2: want more than 0 and at most 1"},
 		{[]string{"run", "--print", "nosuch"}, 2, `no built-in experiment "nosuch"`},
-		{[]string{"run", "--resume", t.TempDir()}, 1, "samples.jsonl: no such file"},
+		{[]string{"run", "--resume", t.TempDir()}, 1, "no samples.jsonl.zst nor samples.jsonl in it"},
 		{[]string{"probe", "http", "ftp://x/"}, 2, "scheme must be http or https"},
 		{[]string{"probe", "http", l.URL, "--dns-over", "ipv7"}, 2, `--dns-over: "ipv7" is not path, ipv4 or ipv6`},
 		{[]string{"probe", "http", l.URL, "--dns-server", "dns.example"}, 2, `bad DNS server "dns.example"`},
@@ -714,8 +752,10 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"run", "--segment", "0/2", "--shuffle", "--dry-run"}, 2, "--segment with a shuffled order needs --seed"},
 		{[]string{"run", "--segment", "0/2", "--loopback", "--dry-run"}, 2, "--segment and --start-at split one experiment across client hosts that measure the same servers, so they need where: hosts; this experiment runs on loopback"},
 		{[]string{"run", "--resume", t.TempDir(), "--segment", "0/2"}, 2, "--resume keeps the segment its directory ran"},
+		{[]string{"probe", "dns", "x.test", "--server", "127.0.0.1", "--paths", "ipv4", "--sample-every", "0"}, 2, "--sample-every: 0: want 1 (every sample) to 1000000"},
+		{[]string{"run", "--sample-every", "10", "--segment", "0/2", "--dry-run"}, 2, "sample_every: 10 with --segment: merge's per-segment figures need every sample's row"},
 		{[]string{"run", "--resume", t.TempDir(), "--paths", "ipv4", "--conns", "5", "--runs", "3"}, 2, "--resume continues the experiment as its directory recorded it: --conns, --paths, --runs would change it"},
-		{[]string{"merge", t.TempDir()}, 2, "no samples.jsonl in it nor in a directory below it"},
+		{[]string{"merge", t.TempDir()}, 2, "no samples file (samples.jsonl.zst or samples.jsonl) in it nor in a directory below it"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {

@@ -49,7 +49,7 @@ A DIR that is not itself a result directory stands for every result directory in
 				}
 				fmt.Fprintln(out)
 			}
-			fmt.Fprintf(out, "merged %d segments: %s (samples.jsonl, summary.json, report.txt, results.csv, report.html)\n", len(segs), dir)
+			fmt.Fprintf(out, "merged %d segments: %s (samples.jsonl.zst, summary.json, report.txt, results.csv, report.html)\n", len(segs), dir)
 			return nil
 		},
 	}

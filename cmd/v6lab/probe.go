@@ -154,6 +154,9 @@ func (pt probeTarget) run(cmd *cobra.Command) error {
 	if cmd.Flags().Changed("spin") {
 		ov.Spin = &pt.lf.spin
 	}
+	if cmd.Flags().Changed("sample-every") {
+		ov.SampleEvery = &pt.lf.every
+	}
 	if err := exp.Override(ov); err != nil {
 		return &exitError{code: 2, err: err}
 	}

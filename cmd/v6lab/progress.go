@@ -11,6 +11,7 @@ import (
 	"golang.org/x/term"
 
 	"v6lab/internal/result"
+	"v6lab/internal/run/measure"
 )
 
 func isTerminal(w io.Writer) bool {
@@ -19,19 +20,21 @@ func isTerminal(w io.Writer) bool {
 }
 
 // bar is the progress bar of a run: runs done of the plan, the cell that
-// just finished, and an ETA.
+// just finished, the samples and bytes written so far (live, through a
+// long load run too), and an ETA.
 type bar struct {
 	p    *mpb.Progress
 	b    *mpb.Bar
 	cell *string
 }
 
-func newBar(w io.Writer, total, done int) *bar {
+func newBar(w io.Writer, total, done int, written measure.Written) *bar {
 	p := mpb.New(mpb.WithOutput(w), mpb.WithWidth(40))
 	cell := new(string)
 	b := p.AddBar(int64(total),
 		mpb.PrependDecorators(decor.CountersNoUnit("run %d/%d "), decor.Any(func(decor.Statistics) string { return *cell })),
-		mpb.AppendDecorators(decor.Percentage(), decor.Name(" ETA "), decor.AverageETA(decor.ET_STYLE_MMSS)),
+		mpb.AppendDecorators(decor.Percentage(), decor.Any(func(decor.Statistics) string { return ", " + measure.WrittenText(written) }),
+			decor.Name(", ETA "), decor.AverageETA(decor.ET_STYLE_MMSS)),
 	)
 	b.SetCurrent(int64(done))
 	b.DecoratorAverageAdjust(time.Now())

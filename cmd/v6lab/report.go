@@ -19,11 +19,12 @@ func newReportCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "report RESULTS_DIR",
 		Short: "Re-render a result directory's tables and plots from its raw samples",
-		Long: `report recomputes every figure from RESULTS_DIR/samples.jsonl alone and prints it as
-text (the study's tables), json (the summary.json format), csv (results.csv) or html
-(report.html: tables and plots in one self-contained page). --write refreshes all four
-files in the directory instead. A samples file cut off by a killed run is read up to its
-last complete line.`,
+		Long: `report recomputes every figure from RESULTS_DIR's samples alone (samples.jsonl.zst, or
+samples.jsonl of older versions) and prints it as text (the study's tables), json (the
+summary.json format), csv (results.csv) or html (report.html: tables and plots in one
+self-contained page). --write refreshes all four files in the directory instead. The
+samples are read as a stream: memory grows with cells and runs, not samples. A samples
+file cut off by a killed run is read up to its last complete line.`,
 		Example: `  v6lab report results/quick-20261122T141949Z
   v6lab report results/quick-20261122T141949Z --format csv > quick.csv
   v6lab report results/quick-20261122T141949Z --format html > /tmp/quick.html
@@ -41,7 +42,7 @@ last complete line.`,
 				fmt.Fprintf(cmd.OutOrStdout(), "rewrote %s: %s, %s, %s, %s\n", args[0], report.SummaryFile, report.TextFile, report.CSVFile, report.HTMLFile)
 				return nil
 			}
-			_, s, err := report.Load(args[0])
+			s, err := report.Open(args[0])
 			if err != nil {
 				return err
 			}
@@ -70,11 +71,11 @@ IPv6 performance?": run the same experiment before and after, then compare.`,
 			if format != "text" && format != "json" {
 				return &exitError{code: 2, err: fmt.Errorf("--format: %q is not text or json", format)}
 			}
-			_, a, err := report.Load(args[0])
+			a, err := report.Open(args[0])
 			if err != nil {
 				return err
 			}
-			_, b, err := report.Load(args[1])
+			b, err := report.Open(args[1])
 			if err != nil {
 				return err
 			}

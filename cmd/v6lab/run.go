@@ -46,7 +46,7 @@ func newRunCmd() *cobra.Command {
 		Long: `run measures an experiment: cells (protocol x path x connection count), each run
 several times with the paths interleaved run by run (or shuffled with a recorded seed),
 the first runs of each cell kept as warm-up. It prints the study's tables and writes one
-result directory (samples.jsonl, summary.json, report.txt, results.csv, report.html).
+result directory (samples.jsonl.zst, summary.json, report.txt, results.csv, report.html).
 
 With no argument it runs the built-in "quick": HTTP page retrieval, DNS lookup included,
 at 1, 10 and 100 connections against embedded servers. The experiment file format is in
@@ -154,6 +154,9 @@ func (o *runOpts) run(cmd *cobra.Command, args []string) error {
 	if err := o.override(cmd, exp); err != nil {
 		return &exitError{code: 2, err: err}
 	}
+	if err := exp.CheckSampleEvery(split.segment != nil); err != nil {
+		return &exitError{code: 2, err: fmt.Errorf("sample_every: %w", err)}
+	}
 	s, err := o.settings(cmd, exp, builtin)
 	if err != nil {
 		return &exitError{code: 2, err: err}
@@ -253,6 +256,7 @@ func (o *runOpts) override(cmd *cobra.Command, exp *experiment.Experiment) error
 	ov.Duration, ov.Seed, ov.Scale = given(cmd, "duration", &o.lf.duration), given(cmd, "seed", &o.seed), given(cmd, "scale", &o.scale)
 	ov.Shuffle = o.shuffle
 	ov.Spin = given(cmd, "spin", &o.lf.spin)
+	ov.SampleEvery = given(cmd, "sample-every", &o.lf.every)
 	return exp.Override(ov)
 }
 

@@ -12,49 +12,106 @@ import (
 	"v6lab/internal/result"
 )
 
-// File names inside a result directory.
+// File names inside a result directory. SamplesFile is the one v6lab
+// writes; older results have result.PlainSamplesName instead, and
+// readers take either (result.SamplesPath).
 const (
-	SamplesFile = "samples.jsonl"
+	SamplesFile = result.SamplesName
 	SummaryFile = "summary.json"
 	TextFile    = "report.txt"
 	CSVFile     = "results.csv"
 )
 
-// Load reads and summarizes a result directory's samples file.
+// Load reads a result directory's samples file into memory and
+// summarizes it: for tests and small results (Open streams it).
 func Load(dir string) (*result.File, *Summary, error) {
-	name := filepath.Join(dir, SamplesFile)
-	fh, err := os.Open(name)
+	f := &result.File{}
+	s, err := scanDir(dir, result.Visitor{
+		Header: func(h *result.Header) error { f.Header = *h; return nil },
+		Run:    func(r *result.Run) { f.Runs = append(f.Runs, *r) },
+		Sample: func(s *result.Sample) { f.Samples = append(f.Samples, *s) },
+	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("report: %w", err)
-	}
-	defer fh.Close()
-	f, err := result.Read(fh, name)
-	if err != nil {
-		return nil, nil, fmt.Errorf("report: %w", err)
-	}
-	s := Summarize(f)
-	if f.Truncated {
-		s.Notes = append(s.Notes, "the samples file ends in a cut-off line (the run was killed); every complete line is used")
+		return nil, nil, err
 	}
 	return f, s, nil
+}
+
+// Open summarizes a result directory's samples file as a stream: its
+// memory grows with cells and runs, not samples.
+func Open(dir string) (*Summary, error) {
+	return scanDir(dir, result.Visitor{})
+}
+
+// scanDir streams dir's samples through a Summarizer, and through also's
+// functions after it.
+func scanDir(dir string, also result.Visitor) (*Summary, error) {
+	name, err := result.SamplesPath(dir)
+	if err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	fh, err := os.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	defer fh.Close()
+	var z *Summarizer
+	truncated, err := result.Scan(fh, name, result.Visitor{
+		Header: func(h *result.Header) error {
+			z = NewSummarizer(h)
+			if also.Header != nil {
+				return also.Header(h)
+			}
+			return nil
+		},
+		Run: func(r *result.Run) {
+			z.Run(r)
+			if also.Run != nil {
+				also.Run(r)
+			}
+		},
+		Sample: func(s *result.Sample) {
+			z.Sample(s)
+			if also.Sample != nil {
+				also.Sample(s)
+			}
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	s := z.Finish()
+	if s.Partial != nil {
+		s.Partial.Resume = resumeHint(dir, len(s.Segments) > 0)
+	}
+	if truncated {
+		s.Notes = append(s.Notes, "the samples file ends in a cut-off line (the run was killed); every complete line is used")
+	}
+	return s, nil
 }
 
 // WriteAll renders summary.json, report.txt, results.csv and report.html into dir from
 // its samples file, and returns the summary.
 func WriteAll(dir string) (*Summary, error) {
-	_, s, err := Load(dir)
+	s, err := Open(dir)
 	if err != nil {
 		return nil, err
 	}
+	return s, Write(dir, s)
+}
+
+// Write renders summary.json, report.txt, results.csv and report.html of
+// s into dir.
+func Write(dir string, s *Summary) error {
 	for _, out := range []struct {
 		name   string
 		render func(io.Writer, *Summary) error
 	}{{SummaryFile, JSON}, {TextFile, Text}, {CSVFile, CSV}, {HTMLFile, HTML}} {
 		if err := writeFile(filepath.Join(dir, out.name), func(w io.Writer) error { return out.render(w, s) }); err != nil {
-			return s, err
+			return err
 		}
 	}
-	return s, nil
+	return nil
 }
 
 // writeFile renders into a new temporary file of its own in the result

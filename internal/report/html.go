@@ -109,10 +109,28 @@ func plots(s *Summary, proto string) []*plot {
 	if logX {
 		xlabel += " (log scale)"
 	}
+	rt, done := meanPlots(proto, cells, xlabel, logX)
+	out := []*plot{rt}
+	if cmps := comparisonsOf(s, proto); len(cmps) > 0 {
+		out = append(out, pctPlot(s, proto, cells, cmps, xlabel, logX))
+	}
+	out = append(out, done)
+	if over := throughputOverTime(proto, cells); over != nil {
+		out = append(out, over)
+	}
+	for _, n := range conns {
+		out = append(out, cdfPlot(proto, cells, n))
+	}
+	return out
+}
+
+// meanPlots are the mean response time per path against connections,
+// with CI bars, and the completion rate.
+func meanPlots(proto string, cells []Cell, xlabel string, logX bool) (rt, done *plot) {
 	id := strings.ToLower(proto)
-	rt := &plot{ID: "rt-" + id, Title: strings.ToUpper(proto) + ": mean response time per connection, 95% CI",
+	rt = &plot{ID: "rt-" + id, Title: strings.ToUpper(proto) + ": mean response time per connection, 95% CI",
 		XLabel: xlabel, YLabel: "response time (ms)", LogX: logX}
-	done := &plot{ID: "completion-" + id, Title: strings.ToUpper(proto) + ": transactions completed",
+	done = &plot{ID: "completion-" + id, Title: strings.ToUpper(proto) + ": transactions completed",
 		XLabel: "simultaneous connections per path", YLabel: "completed (%)", Bars: true, YMin: 0, YMax: 100}
 	for _, p := range pathsOf(cells) {
 		line, bars := series{Name: p}, series{Name: p}
@@ -134,71 +152,70 @@ func plots(s *Summary, proto string) []*plot {
 		rt.Series = append(rt.Series, line)
 		done.Series = append(done.Series, bars)
 	}
-	out := []*plot{rt}
-	if cmps := comparisonsOf(s, proto); len(cmps) > 0 {
-		// A trial bound by time is compared on its throughput: its
-		// transfer time is the time asked for.
-		bound := timeBound(cells)
-		title, ylabel := fmt.Sprintf("%s: increase over %s, 95%% CI", strings.ToUpper(proto), s.Baseline), "increase (%)"
-		if bound {
-			title, ylabel = fmt.Sprintf("%s: throughput against %s, 95%% CI", strings.ToUpper(proto), s.Baseline), "throughput change (%)"
-		}
-		pct := &plot{ID: "pct-" + id, Title: title, XLabel: xlabel, YLabel: ylabel, LogX: logX, ZeroLine: true}
-		base := map[int]*float64{}
-		for _, c := range cells {
-			if c.Path == s.Baseline {
-				base[c.Conns] = c.MeanMS
-				if m := c.Metrics["throughput_mbps"]; bound && m != nil {
-					base[c.Conns] = &m.Mean
-				}
+	return rt, done
+}
+
+// pctPlot is each path's % increase over the baseline with its CI; for
+// trials bound by time, their throughput's change (their transfer time is
+// the time asked for).
+func pctPlot(s *Summary, proto string, cells []Cell, cmps []Comparison, xlabel string, logX bool) *plot {
+	bound := timeBound(cells)
+	title, ylabel := fmt.Sprintf("%s: increase over %s, 95%% CI", strings.ToUpper(proto), s.Baseline), "increase (%)"
+	if bound {
+		title, ylabel = fmt.Sprintf("%s: throughput against %s, 95%% CI", strings.ToUpper(proto), s.Baseline), "throughput change (%)"
+	}
+	pct := &plot{ID: "pct-" + strings.ToLower(proto), Title: title, XLabel: xlabel, YLabel: ylabel, LogX: logX, ZeroLine: true}
+	base := map[int]*float64{}
+	for _, c := range cells {
+		if c.Path == s.Baseline {
+			base[c.Conns] = c.MeanMS
+			if m := c.Metrics["throughput_mbps"]; bound && m != nil {
+				base[c.Conns] = &m.Mean
 			}
 		}
-		for _, p := range pathsOfCmp(cmps) {
-			ser := series{Name: p}
-			for _, c := range cmps {
-				if c.Path != p {
-					continue
-				}
-				v, ci := c.PctIncrease, c.CI95DiffMS
-				if bound {
-					if c.Throughput == nil {
-						continue
-					}
-					v, ci = c.Throughput.PctChange, c.Throughput.CI95Diff
-				}
-				if v == nil {
-					continue
-				}
-				pt := point{X: float64(c.Conns), Y: *v}
-				if b := base[c.Conns]; ci != nil && b != nil && *b > 0 {
-					pt.Lo, pt.Hi, pt.CI = ci[0] / *b * 100, ci[1] / *b * 100, true
-				}
-				ser.Points = append(ser.Points, pt)
-			}
-			pct.Series = append(pct.Series, ser)
-		}
-		out = append(out, pct)
 	}
-	out = append(out, done)
-	if over := throughputOverTime(proto, cells); over != nil {
-		out = append(out, over)
-	}
-	for _, n := range conns {
-		cdf := &plot{ID: fmt.Sprintf("cdf-%s-%d", id, n), Title: fmt.Sprintf("%s, %d conn.: response time CDF", strings.ToUpper(proto), n),
-			XLabel: "response time (ms)", YLabel: "transactions (%)", YMin: 0, YMax: 100, W: 420, H: 280}
-		for _, c := range cells {
-			if c.Conns != n || len(c.CDFMS) == 0 {
+	for _, p := range pathsOfCmp(cmps) {
+		ser := series{Name: p}
+		for _, c := range cmps {
+			if c.Path != p {
 				continue
 			}
-			ser := series{Name: c.Path}
-			for i, v := range c.CDFMS {
-				ser.Points = append(ser.Points, point{X: v, Y: float64(i)})
+			v, ci := c.PctIncrease, c.CI95DiffMS
+			if bound {
+				if c.Throughput == nil {
+					continue
+				}
+				v, ci = c.Throughput.PctChange, c.Throughput.CI95Diff
 			}
-			cdf.Series = append(cdf.Series, ser)
+			if v == nil {
+				continue
+			}
+			pt := point{X: float64(c.Conns), Y: *v}
+			if b := base[c.Conns]; ci != nil && b != nil && *b > 0 {
+				pt.Lo, pt.Hi, pt.CI = ci[0] / *b * 100, ci[1] / *b * 100, true
+			}
+			ser.Points = append(ser.Points, pt)
 		}
-		out = append(out, cdf)
+		pct.Series = append(pct.Series, ser)
 	}
-	return out
+	return pct
+}
+
+// cdfPlot is the response times' CDF of each path at n connections.
+func cdfPlot(proto string, cells []Cell, n int) *plot {
+	cdf := &plot{ID: fmt.Sprintf("cdf-%s-%d", strings.ToLower(proto), n), Title: fmt.Sprintf("%s, %d conn.: response time CDF", strings.ToUpper(proto), n),
+		XLabel: "response time (ms)", YLabel: "transactions (%)", YMin: 0, YMax: 100, W: 420, H: 280}
+	for _, c := range cells {
+		if c.Conns != n || len(c.CDFMS) == 0 {
+			continue
+		}
+		ser := series{Name: c.Path}
+		for i, v := range c.CDFMS {
+			ser.Points = append(ser.Points, point{X: v, Y: float64(i)})
+		}
+		cdf.Series = append(cdf.Series, ser)
+	}
+	return cdf
 }
 
 // rateBySize plots file transfer rate against file size, one plot per
@@ -311,7 +328,8 @@ ul.notes li { margin: 0.2em 0; }
 <body>
 <h1>v6lab: {{.S.Name}}</h1>
 <p class="sub">Created {{.S.Created.UTC.Format "2006-01-02 15:04:05 UTC"}} · target {{.S.Target}} · baseline {{.S.Baseline}} · every figure below comes from summary.json in this directory.</p>
-{{if .Tunnel}}<p class="sub"><strong>{{.Tunnel}}</strong></p>{{end}}
+{{with .S.Partial}}<p style="color: #a04000"><strong>{{.Line}}</strong></p>
+{{end}}{{if .Tunnel}}<p class="sub"><strong>{{.Tunnel}}</strong></p>{{end}}
 <table class="context"><tbody>
 {{range .Context}}<tr><td>{{.K}}</td><td>{{.V}}</td></tr>
 {{end}}</tbody></table>

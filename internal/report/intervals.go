@@ -4,28 +4,28 @@ import (
 	"fmt"
 	"io"
 	"sort"
+
+	"v6lab/internal/result"
 )
 
 // Intervals shows the last counted trial of each path interval by
 // interval, as iperf does.
 func Intervals(w io.Writer, dir string) {
-	f, _, err := Load(dir)
-	if err != nil {
-		return
-	}
-	last := map[string]int{}
-	for i, s := range f.Samples {
+	last := map[string]result.Sample{}
+	if _, err := scanDir(dir, result.Visitor{Sample: func(s *result.Sample) {
 		if !s.Warmup && len(s.Intervals) > 0 {
-			last[s.Path] = i
+			last[s.Path] = *s
 		}
+	}}); err != nil {
+		return
 	}
 	var paths []string
 	for p := range last {
 		paths = append(paths, p)
 	}
-	sort.Slice(paths, func(i, j int) bool { return paths[i] < paths[j] })
+	sort.Strings(paths)
 	for _, p := range paths {
-		s := f.Samples[last[p]]
+		s := last[p]
 		fmt.Fprintf(w, "\n%s, trial %d, by interval:\n", p, s.Run)
 		// TCP_INFO's columns are TCP's; a UDP trial (it counts loss) has
 		// intervals of the bytes its receiver counted.

@@ -38,93 +38,113 @@ type SegmentCell struct {
 	MeanMS    *float64 `json:"mean_ms,omitempty"`
 }
 
-// segmentFigures splits a merged file's counted samples by the segment
-// that ran each user (result.SegmentOf); nil unless the file is a merge.
-func segmentFigures(f *result.File, counted func(*result.Sample) bool) []SegmentFigures {
-	merged := f.Header.Merged
+// segmentAcc splits a merged result's counted samples by the segment
+// that ran each user (result.SegmentOf), in the order they come.
+type segmentAcc struct {
+	merged []result.Segment
+	per    []map[string]*segSums
+	all    []segSums
+	cells  []string
+	conns  map[string]int
+}
+
+type segSums struct {
+	ok, failed int
+	sum        float64
+}
+
+// newSegmentAcc is nil unless the result is a merge.
+func newSegmentAcc(merged []result.Segment) *segmentAcc {
 	if len(merged) == 0 {
 		return nil
 	}
-	n := len(merged)
-	type acc struct {
-		ok, failed int
-		sum        float64
+	g := &segmentAcc{merged: merged, per: make([]map[string]*segSums, len(merged)), all: make([]segSums, len(merged)), conns: map[string]int{}}
+	for i := range g.per {
+		g.per[i] = map[string]*segSums{}
 	}
-	per := make([]map[string]*acc, n)
-	all := make([]acc, n)
-	var cells []string
-	seen := map[string]bool{}
-	conns := map[string]int{}
-	for i := range per {
-		per[i] = map[string]*acc{}
+	return g
+}
+
+// segment is the segment that ran user of a run of conns users, or -1.
+func (g *segmentAcc) segment(user, conns int) int {
+	if g == nil {
+		return -1
 	}
-	for i := range f.Samples {
-		smp := &f.Samples[i]
-		if !counted(smp) {
-			continue
-		}
-		seg := result.SegmentOf(smp.User, smp.Conns, n)
-		if seg < 0 {
-			continue
-		}
-		key := result.CellKey(smp.Protocol, smp.Path, smp.Conns)
-		if !seen[key] {
-			seen[key] = true
-			cells = append(cells, key)
-			conns[key] = smp.Conns
-		}
-		a := per[seg][key]
-		if a == nil {
-			a = &acc{}
-			per[seg][key] = a
-		}
-		for _, x := range []*acc{a, &all[seg]} {
-			if smp.OK() {
-				x.ok++
-				x.sum += float64(smp.TotalNS) / ms
-			} else {
-				x.failed++
-			}
+	return result.SegmentOf(user, conns, len(g.merged))
+}
+
+func (g *segmentAcc) add(k cellKey, s segSample) {
+	key := result.CellKey(k.proto, k.path, k.conns)
+	if _, seen := g.conns[key]; !seen {
+		g.cells = append(g.cells, key)
+		g.conns[key] = k.conns
+	}
+	a := g.per[s.seg][key]
+	if a == nil {
+		a = &segSums{}
+		g.per[s.seg][key] = a
+	}
+	for _, x := range []*segSums{a, &g.all[s.seg]} {
+		if s.ok {
+			x.ok++
+			x.sum += float64(s.total) / ms
+		} else {
+			x.failed++
 		}
 	}
-	mean := func(a acc) *float64 {
+}
+
+// finish is each segment's figures (nil unless the result is a merge).
+func (g *segmentAcc) finish() []SegmentFigures {
+	if g == nil {
+		return nil
+	}
+	mean := func(a segSums) *float64 {
 		if a.ok == 0 {
 			return nil
 		}
 		return ptr(a.sum / float64(a.ok))
 	}
-	sort.Strings(cells)
+	n := len(g.merged)
+	sort.Strings(g.cells)
 	out := make([]SegmentFigures, n)
-	for i, m := range merged {
+	for i, m := range g.merged {
 		out[i] = SegmentFigures{Index: m.Index, Host: m.Host, Clock: m.Clock, LateRuns: m.LateRuns,
-			MaxLateMS: float64(m.MaxLateNS) / ms, Completed: all[i].ok, Failed: all[i].failed, MeanMS: mean(all[i])}
-		for _, c := range cells {
-			a := acc{}
-			if p := per[i][c]; p != nil {
+			MaxLateMS: float64(m.MaxLateNS) / ms, Completed: g.all[i].ok, Failed: g.all[i].failed, MeanMS: mean(g.all[i])}
+		for _, c := range g.cells {
+			a := segSums{}
+			if p := g.per[i][c]; p != nil {
 				a = *p
 			}
-			_, users := result.Segment{Index: i, Count: n}.Users(conns[c])
+			_, users := result.Segment{Index: i, Count: n}.Users(g.conns[c])
 			out[i].Cells = append(out[i].Cells, SegmentCell{Cell: c, Users: users, Completed: a.ok, Failed: a.failed, MeanMS: mean(a)})
 		}
 	}
 	return out
 }
 
-// lateNote says how many runs started after their slot of a schedule
-// (--start-at), and by how much: such runs were not aligned with the other
-// segments' runs. Empty when none.
-func lateNote(runs []result.Run) string {
-	late, worst := 0, time.Duration(0)
-	for _, r := range runs {
-		if r.LateNS > 0 {
-			late++
-			worst = max(worst, time.Duration(r.LateNS))
-		}
+// lateTally counts the runs that started after their slot of a schedule
+// (--start-at), and by how much at most.
+type lateTally struct {
+	runs, late int
+	worst      time.Duration
+}
+
+func (t *lateTally) add(r *result.Run) {
+	t.runs++
+	if r.LateNS > 0 {
+		t.late++
+		t.worst = max(t.worst, time.Duration(r.LateNS))
 	}
-	if late == 0 {
+}
+
+// note says how many runs started late: such runs were not aligned with
+// the other segments' runs. Empty when none.
+func (t *lateTally) note() string {
+	if t.late == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%d of %d runs started after their slot of the --start-at schedule (at most %s late): those runs did not start together with the other segments' runs", late, len(runs), worst.Round(time.Millisecond))
+	return fmt.Sprintf("%d of %d runs started after their slot of the --start-at schedule (at most %s late): those runs did not start together with the other segments' runs", t.late, t.runs, t.worst.Round(time.Millisecond))
 }
 
 // SegmentTable is a merged result's per-segment figures: one row per

@@ -14,7 +14,6 @@ import (
 	"cmp"
 	"fmt"
 	"math"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -40,6 +39,10 @@ type Summary struct {
 	Cells       []Cell       `json:"cells"`
 	Comparisons []Comparison `json:"comparisons"`
 	Notes       []string     `json:"notes,omitempty"`
+	// Partial is set when the result holds fewer finished runs than its
+	// experiment planned (it was stopped: Ctrl-C, a kill), saying how
+	// many and how to go on.
+	Partial *Partial `json:"partial,omitempty"`
 	// LeftOutRuns counts the counted runs (not warm-up) left out of the
 	// figures: their wire did not carry what the path claims, they could
 	// not be done, or were interrupted (Notes says which and why).
@@ -47,6 +50,10 @@ type Summary struct {
 	// Adjustment says how p_paired_holm was adjusted: over how many
 	// comparisons (time and throughput together).
 	Adjustment string `json:"p_adjustment,omitempty"`
+	// SampleEvery, above 1, is how few of the samples have a row in the
+	// samples file (one of every SampleEvery per run); every figure is
+	// still of every sample, from the runs' totals.
+	SampleEvery int `json:"sample_every,omitempty"`
 	// Scale is the --scale factor the experiment ran at (absent: 1).
 	Scale float64 `json:"scale,omitempty"`
 	// Engines says, per cell group that records one (its params), which
@@ -65,6 +72,36 @@ type Summary struct {
 	// figures beside the pooled ones.
 	Segment  *result.Segment  `json:"segment,omitempty"`
 	Segments []SegmentFigures `json:"segments,omitempty"`
+}
+
+// Partial says how much of a stopped experiment's plan a result holds:
+// its finished runs (an interrupted one is not) of the runs planned, and
+// the command that does the rest.
+type Partial struct {
+	RunsDone    int    `json:"runs_done"`
+	RunsPlanned int    `json:"runs_planned"`
+	Resume      string `json:"resume"`
+}
+
+// Line is how the reports say it.
+func (p *Partial) Line() string {
+	line := fmt.Sprintf("partial: %d of %d runs; resume with `%s`", p.RunsDone, p.RunsPlanned, p.Resume)
+	if p.Resume == mergedResume {
+		line += " on each segment that did not finish, then `v6lab merge` again"
+	}
+	return line
+}
+
+// mergedResume is how a merged result that misses runs is completed.
+const mergedResume = "v6lab run --resume SEGMENT_DIR"
+
+// resumeHint is the command that resumes the result in dir ("DIR" when
+// it is not known); a merge is completed by resuming its segments.
+func resumeHint(dir string, merged bool) string {
+	if merged {
+		return mergedResume
+	}
+	return "v6lab run --resume " + cmpOr(dir, "DIR")
 }
 
 // Cell summarizes one protocol × path × connection count over its counted runs.
@@ -188,32 +225,6 @@ func finishBackground(b *CellBackground) {
 	}
 }
 
-// intervalAcc sums a cell's trials interval by interval.
-type intervalAcc struct {
-	n         []int
-	end, mbps []float64
-}
-
-func addIntervals(m map[cellKey]*intervalAcc, ck cellKey, ivs []result.Interval) {
-	a := m[ck]
-	if a == nil {
-		a = &intervalAcc{}
-		m[ck] = a
-	}
-	for i, iv := range ivs {
-		secs := float64(iv.EndNS-iv.StartNS) / 1e9
-		if secs <= 0 {
-			continue
-		}
-		for len(a.n) <= i {
-			a.n, a.end, a.mbps = append(a.n, 0), append(a.end, 0), append(a.mbps, 0)
-		}
-		a.n[i]++
-		a.end[i] += float64(iv.EndNS) / 1e9
-		a.mbps[i] += float64(iv.Bytes) * 8 / secs / 1e6
-	}
-}
-
 // MetricStat is one transport figure of a cell over its counted runs.
 type MetricStat struct {
 	N    int         `json:"n"`
@@ -310,17 +321,6 @@ const WireMetric = "wire_ms"
 // next request's send, summed over its turns (docs/metrics.md).
 const ClientTurnMetric = "client_turn_ms"
 
-type runAcc struct {
-	metrics map[string]float64 // sums over the run's completed samples
-	metricN map[string]int     // how many of them had each figure
-	sum     float64
-	ok      int
-	failed  int
-	warmup  bool
-	skipped string
-	seconds float64
-}
-
 func ptr[T any](v T) *T { return &v }
 
 func na(m *map[string]string, field, why string) {
@@ -331,255 +331,6 @@ func na(m *map[string]string, field, why string) {
 }
 
 const ms = float64(time.Millisecond)
-
-// Summarize computes the summary of a samples file. Runs whose record says
-// they were interrupted or failed as a whole are left out and noted.
-func Summarize(f *result.File) *Summary {
-	s := &Summary{Version: SummaryVersion, Name: f.Header.Name, Created: f.Header.Created,
-		Target: string(f.Header.Target), Baseline: f.Header.Baseline, Notes: append([]string(nil), f.Header.Notes...),
-		Lab: f.Header.Lab, Servers: f.Header.Servers}
-	h := f.Header
-	cpus := ""
-	if h.CPUs > 0 {
-		cpus = strconv.Itoa(h.CPUs)
-	}
-	for k, v := range map[string]string{"tool": strings.TrimSpace(h.Tool + " " + h.ToolVersion), "host": h.Host, "kernel": h.Kernel, "go": h.GoVersion,
-		"cpus": cpus, "client_spin": h.ClientSpin} {
-		if v != "" {
-			if s.Machine == nil {
-				s.Machine = map[string]string{}
-			}
-			s.Machine[k] = v
-		}
-	}
-	if s.Baseline == "" {
-		s.Baseline = "ipv4"
-	}
-	runs := map[runKey]*runAcc{}
-	cells := map[cellKey]*Cell{}
-	var strays, strayRuns, dropped, droppedRuns uint64
-	datapaths := map[string]map[string]uint64{}
-	dpRuns := map[string]int{}
-	for _, r := range f.Runs {
-		if r.Wire != nil && len(r.Wire.Datapath) > 0 {
-			if datapaths[r.Path] == nil {
-				datapaths[r.Path] = map[string]uint64{}
-			}
-			for k, v := range r.Wire.Datapath {
-				datapaths[r.Path][k] += v
-			}
-			dpRuns[r.Path]++
-		}
-		if r.Wire != nil {
-			n, d := r.Wire.Stray, r.Wire.Dropped
-			if r.Wire.ClientSide != nil {
-				n += r.Wire.ClientSide.Stray
-				d += r.Wire.ClientSide.Dropped
-			}
-			if n > 0 {
-				strays += n
-				strayRuns++
-			}
-			if d > 0 {
-				dropped += d
-				droppedRuns++
-			}
-		}
-		k := runKey{cellKey{r.Protocol, r.Path, r.Conns}, r.Run}
-		a := &runAcc{warmup: r.Warmup, skipped: r.Err, seconds: r.End.Sub(r.Start).Seconds()}
-		runs[k] = a
-		if r.Background != nil && r.Err == "" && !r.Warmup {
-			c := cells[k.cell]
-			if c == nil {
-				c = &Cell{Protocol: k.cell.proto, Path: k.cell.path, Conns: k.cell.conns}
-				cells[k.cell] = c
-			}
-			addBackground(c, r.Background)
-		}
-		if r.Err != "" {
-			s.Notes = append(s.Notes, "run "+itoa(r.Run)+" of "+r.Cell+" left out: "+r.Err)
-			if !r.Warmup {
-				s.LeftOutRuns++
-			}
-		}
-	}
-	if strays > 0 {
-		s.Notes = append(s.Notes, fmt.Sprintf("wire check: %d packets of earlier runs' connections (late retransmissions, resets) were seen during %d runs and not counted as theirs (docs/lab.md, \"What proves each path\")", strays, strayRuns))
-	}
-	s.Notes = append(s.Notes, datapathNotes(datapaths, dpRuns)...)
-	if dropped > 0 {
-		s.Notes = append(s.Notes, fmt.Sprintf("wire check: its capture had no room for %d frames during %d runs (its reader fell behind); those frames were neither counted nor proven", dropped, droppedRuns))
-	}
-	hist := map[cellKey]*stats.Latency{}
-	for ck := range cells {
-		hist[ck] = stats.NewLatency()
-	}
-	ivs := map[cellKey]*intervalAcc{}
-	for i := range f.Samples {
-		smp := &f.Samples[i]
-		ck := cellKey{smp.Protocol, smp.Path, smp.Conns}
-		k := runKey{ck, smp.Run}
-		a := runs[k]
-		if a == nil {
-			// Samples of a run cut off before its record: count them as
-			// an unfinished run, never as a complete one.
-			a = &runAcc{warmup: smp.Warmup, skipped: "interrupted before the run ended"}
-			runs[k] = a
-			s.Notes = append(s.Notes, "run "+itoa(smp.Run)+" of "+smp.Cell+" left out: interrupted before the run ended")
-			if !smp.Warmup {
-				s.LeftOutRuns++
-			}
-		}
-		c := cells[ck]
-		if c == nil {
-			c = &Cell{Protocol: ck.proto, Path: ck.path, Conns: ck.conns}
-			cells[ck] = c
-			hist[ck] = stats.NewLatency()
-		}
-		if a.skipped != "" {
-			continue
-		}
-		if smp.OK() {
-			a.sum += float64(smp.TotalNS)
-			a.ok++
-			if a.metrics == nil {
-				a.metrics, a.metricN = map[string]float64{}, map[string]int{}
-			}
-			for k, v := range smp.Metrics {
-				a.metrics[k] += v
-				a.metricN[k]++
-			}
-			if smp.WireNS > 0 { // the kernel's stamps: a figure like the others
-				a.metrics[WireMetric] += float64(smp.WireNS) / 1e6
-				a.metricN[WireMetric]++
-			}
-			if smp.ClientTurnNS > 0 {
-				a.metrics[ClientTurnMetric] += float64(smp.ClientTurnNS) / 1e6
-				a.metricN[ClientTurnMetric]++
-			}
-		} else {
-			a.failed++
-		}
-		if a.warmup {
-			continue
-		}
-		if smp.OK() {
-			c.Completed++
-			hist[ck].Record(smp.Total())
-			if len(smp.Intervals) > 0 {
-				addIntervals(ivs, ck, smp.Intervals)
-			}
-		} else {
-			c.Failed++
-			if c.Failures == nil {
-				c.Failures = map[string]int{}
-			}
-			kind := string(smp.ErrKind)
-			if kind == "" {
-				kind = "other"
-			}
-			c.Failures[kind]++
-			if c.FirstError == "" {
-				c.FirstError = smp.Err
-			}
-		}
-	}
-	s.Segment = f.Header.Segment
-	s.Segments = segmentFigures(f, func(smp *result.Sample) bool {
-		a := runs[runKey{cellKey{smp.Protocol, smp.Path, smp.Conns}, smp.Run}]
-		return a != nil && a.skipped == "" && !a.warmup
-	})
-	if note := lateNote(f.Runs); note != "" {
-		s.Notes = append(s.Notes, note)
-	}
-	// Per-run means in run order.
-	keys := make([]runKey, 0, len(runs))
-	for k := range runs {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i].run < keys[j].run })
-	seconds := map[cellKey]float64{}
-	metricRuns := map[cellKey]map[string][]float64{}
-	metricRunIndex := map[cellKey]map[string][]int{}
-	for _, k := range keys {
-		a := runs[k]
-		c := cells[k.cell]
-		if c == nil {
-			c = &Cell{Protocol: k.cell.proto, Path: k.cell.path, Conns: k.cell.conns}
-			cells[k.cell] = c
-			hist[k.cell] = stats.NewLatency()
-		}
-		if a.skipped != "" {
-			continue
-		}
-		if !a.warmup {
-			// Every counted run's time, those in which every transaction
-			// failed included: rate_per_s is completions per second of
-			// all the time measured.
-			seconds[k.cell] += a.seconds
-		}
-		if a.ok == 0 {
-			continue
-		}
-		m := a.sum / float64(a.ok) / ms
-		if a.warmup {
-			c.WarmupRuns = append(c.WarmupRuns, m)
-			continue
-		}
-		c.Runs = append(c.Runs, m)
-		c.RunIndex = append(c.RunIndex, k.run)
-		for name, sum := range a.metrics {
-			if metricRuns[k.cell] == nil {
-				metricRuns[k.cell] = map[string][]float64{}
-			}
-			metricRuns[k.cell][name] = append(metricRuns[k.cell][name], sum/float64(a.metricN[name]))
-			if metricRunIndex[k.cell] == nil {
-				metricRunIndex[k.cell] = map[string][]int{}
-			}
-			metricRunIndex[k.cell][name] = append(metricRunIndex[k.cell][name], k.run)
-		}
-	}
-	for ck, c := range cells {
-		finishCell(c, hist[ck], seconds[ck])
-		finishBackground(c.Background)
-		if a := ivs[ck]; a != nil {
-			for i := range a.n {
-				c.IntervalEndS = append(c.IntervalEndS, a.end[i]/float64(a.n[i]))
-				c.IntervalMbps = append(c.IntervalMbps, a.mbps[i]/float64(a.n[i]))
-			}
-		}
-		for name, runs := range metricRuns[ck] {
-			d := stats.Describe(runs)
-			ms := &MetricStat{N: d.N, Mean: d.Mean, Runs: runs, RunIndex: metricRunIndex[ck][name]}
-			if d.CINA == "" {
-				ci := d.CI95
-				if !slices.ContainsFunc(runs, func(v float64) bool { return v < 0 }) {
-					ci = stats.ClampBelow(ci) // a count or a rate: never below 0
-				}
-				ms.CI95 = &ci
-			}
-			if c.Metrics == nil {
-				c.Metrics = map[string]*MetricStat{}
-			}
-			c.Metrics[name] = ms
-		}
-		s.Cells = append(s.Cells, *c)
-	}
-	sortCells(s.Cells, specOrder(f.Header.Spec))
-	if note := clientTurnNote(s.Cells); note != "" {
-		s.Notes = append(s.Notes, note)
-	}
-	if m, ok := f.Header.Spec.(map[string]any); ok {
-		if v, ok := m["scale"].(float64); ok && v > 0 && v < 1 {
-			s.Scale = v
-		}
-		s.Engines = groupValues(m, func(c map[string]any) any { p, _ := c["params"].(map[string]any); return p["engine"] })
-		s.Dialers = groupValues(m, func(c map[string]any) any { return c["dialer"] })
-	}
-	s.Comparisons = compare(s.Cells, s.Baseline)
-	s.Adjustment = adjust(s.Comparisons)
-	return s
-}
 
 // ClientShare is the share of a cell's wire time its client's turns may
 // take before the summary says so: beyond it the figure is the client's
@@ -602,32 +353,6 @@ func clientTurnNote(cells []Cell) string {
 	}
 	return fmt.Sprintf("client turns are more than %.0f%% of the wire time in %s: those figures are the client's own turnaround (its work, such as a TLS handshake's, and on one host its wait for CPUs the routers and the server share) as much as the network's time; paths still pay it alike (docs/metrics.md)",
 		100*ClientShare, strings.Join(over, ", "))
-}
-
-// engines reads each cell group's params.engine from the spec, keyed by
-// the group's name as samples carry it (its label, or its protocol).
-// groupValues reads one value of each cell group of a recorded spec (a
-// string that value picks from its cell), by the group's name; nil when
-// no group has one.
-func groupValues(spec map[string]any, value func(cell map[string]any) any) map[string]string {
-	cells, _ := spec["cells"].([]any)
-	var out map[string]string
-	for _, c := range cells {
-		m, _ := c.(map[string]any)
-		e, _ := value(m).(string)
-		if e == "" {
-			continue
-		}
-		name, _ := m["label"].(string)
-		if name == "" {
-			name, _ = m["protocol"].(string)
-		}
-		if out == nil {
-			out = map[string]string{}
-		}
-		out[name] = e
-	}
-	return out
 }
 
 // adjust sets every comparison's Holm-adjusted paired p-value, the time
@@ -655,69 +380,6 @@ func adjust(cmps []Comparison) string {
 		return "Holm over the 1 paired comparison of this summary: none to adjust"
 	}
 	return fmt.Sprintf("Holm over the %d paired comparisons of this summary", len(ps))
-}
-
-func finishCell(c *Cell, h *stats.Latency, seconds float64) {
-	if n := c.Completed + c.Failed; n > 0 {
-		c.CompletionRate = ptr(float64(c.Completed) / float64(n))
-		if ci, ok := stats.Wilson(c.Completed, n); ok {
-			c.CompletionCI95 = &ci
-		}
-	} else {
-		na(&c.NA, "completion_rate", "no counted transactions")
-	}
-	if seconds > 0 {
-		c.RatePerS = ptr(float64(c.Completed) / seconds)
-	} else {
-		na(&c.NA, "rate_per_s", "no timed runs")
-	}
-	d := stats.Describe(c.Runs)
-	switch {
-	case d.N == 0:
-		na(&c.NA, "mean_ms", "no run completed a transaction")
-	default:
-		c.MeanMS = ptr(d.Mean)
-	}
-	if d.CINA != "" {
-		na(&c.NA, "ci95_ms", d.CINA)
-	} else {
-		ci := stats.ClampBelow(d.CI95) // a time is never negative
-		c.CI95MS = &ci
-	}
-	c.FewRuns = d.N > 0 && d.N < MinRuns
-	if m, ok := stats.NearestRank(c.Runs, 0.5); ok {
-		c.MedianMS = ptr(m)
-	}
-	for _, i := range stats.Outliers(c.Runs) {
-		c.OutlierRuns = append(c.OutlierRuns, c.RunIndex[i])
-	}
-	c.PercentileN = int(h.Count())
-	if h.Count() == 0 {
-		for _, f := range []string{"p50_ms", "p90_ms", "p99_ms", "p999_ms"} {
-			na(&c.NA, f, "no completed transactions")
-		}
-		return
-	}
-	for _, p := range []struct {
-		name string
-		q    float64
-	}{{"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99}, {"p99.9", 0.999}} {
-		if c.PercentileN < stats.MinSamples(p.q) {
-			c.ThinPercentiles = append(c.ThinPercentiles, p.name)
-		}
-	}
-	qs := make([]float64, 0, 105)
-	for i := range 101 {
-		qs = append(qs, float64(i)/100)
-	}
-	qs = append(qs, 0.5, 0.9, 0.99, 0.999)
-	v := h.Quantiles(qs...)
-	msOf := func(d time.Duration) float64 { return float64(d) / ms }
-	c.CDFMS = make([]float64, 101)
-	for i := range c.CDFMS {
-		c.CDFMS[i] = msOf(v[i])
-	}
-	c.P50MS, c.P90MS, c.P99MS, c.P999MS = ptr(msOf(v[101])), ptr(msOf(v[102])), ptr(msOf(v[103])), ptr(msOf(v[104]))
 }
 
 // pathRank orders paths as the study does: ipv4, ipv6, 6in4, then others.
@@ -754,26 +416,6 @@ func digits(s string) int {
 		n++
 	}
 	return n
-}
-
-// specOrder ranks cell groups as the experiment lists them (the study's
-// order: MITRE's tables are HTTP, FTP, SMTP, IMAP), from the header's
-// spec; names it does not list rank after, in natural order.
-func specOrder(spec any) map[string]int {
-	m, _ := spec.(map[string]any)
-	cells, _ := m["cells"].([]any)
-	order := map[string]int{}
-	for _, c := range cells {
-		cm, _ := c.(map[string]any)
-		name, _ := cm["label"].(string)
-		if name == "" {
-			name, _ = cm["protocol"].(string)
-		}
-		if _, seen := order[name]; name != "" && !seen {
-			order[name] = len(order)
-		}
-	}
-	return order
 }
 
 func sortCells(cs []Cell, order map[string]int) {
@@ -831,13 +473,9 @@ func Compare(b, c *Cell) Comparison {
 	// A % of a baseline below the clock's resolution, or not above its
 	// own uncertainty, would be a ratio of noise (5e8 % of 2 ns).
 	if cmp.PctIncrease != nil && b.MeanMS != nil {
-		half := math.Inf(1)
-		if b.CI95MS != nil {
-			half = (b.CI95MS[1] - b.CI95MS[0]) / 2
-		}
-		if m := math.Abs(*b.MeanMS); m < Resolution || (b.CI95MS != nil && m <= half) {
+		if why := pctNA(*b.MeanMS, b.CI95MS); why != "" {
 			cmp.PctIncrease = nil
-			na(&cmp.NA, "pct_increase", "baseline below resolution")
+			na(&cmp.NA, "pct_increase", why)
 		}
 	}
 	for f, why := range t.na {
@@ -846,6 +484,19 @@ func Compare(b, c *Cell) Comparison {
 	cmp.Throughput = compareMetric("throughput_mbps", b, c)
 	cmp.Wire = compareMetric(WireMetric, b, c)
 	return cmp
+}
+
+// pctNA says why a % of a baseline with this mean and 95% CI would be
+// noise, saying the rule it breaks; "" when it is not.
+func pctNA(mean float64, ci *[2]float64) string {
+	m := math.Abs(mean)
+	switch {
+	case m < Resolution:
+		return "baseline mean below the clock's resolution (1 µs)"
+	case ci != nil && m <= (ci[1]-ci[0])/2:
+		return "baseline mean not above its 95% CI half-width"
+	}
+	return ""
 }
 
 // compareMetric sets figure k of c's runs against b's (nil: one lacks it).
@@ -949,7 +600,6 @@ func pairRuns(bRuns []float64, bIdx []int, cRuns []float64, cIdx []int) ([]float
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
-
 // datapathNotes say, per path, what its datapaths did over its runs
 // (result.Wire.Datapath): packets translated each way or tunnelled,
 // dropped, and the NAT's drops for want of a port.

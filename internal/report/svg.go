@@ -86,26 +86,53 @@ func (p *plot) SVG() string {
 		fmt.Fprintf(&b, `<text class="empty" x="%d" y="%d">no data</text>`+"\n</svg>\n", p.W/2-30, p.H/2)
 		return b.String()
 	}
-	ylo, yhi := p.yRange()
-	x0, x1 := float64(padL), float64(p.W-padR)
-	y0, y1 := float64(p.H-padB), float64(padT)
-	yAt := func(v float64) float64 { return y0 - (v-ylo)/(yhi-ylo)*(y0-y1) }
-	var xAt func(float64) float64
-	var xticks []float64
+	fr := p.frame(xs)
+	p.writeAxes(&b, fr)
+	for si, s := range p.Series {
+		fmt.Fprintf(&b, `<g class="series %s" data-series="%s">`+"\n", seriesClass(s), html.EscapeString(s.Name))
+		if p.Bars {
+			p.writeBars(&b, fr, si, s)
+		} else {
+			p.writeLine(&b, fr, s)
+		}
+		b.WriteString("</g>\n")
+	}
+	p.writeLegend(&b, fr)
+	b.WriteString("</svg>\n")
+	return b.String()
+}
+
+// frame is where a plot's values land: the plot area, the y range, the x
+// values and ticks, and the functions from values to coordinates.
+type frame struct {
+	x0, x1, y0, y1 float64
+	ylo, yhi       float64
+	xs, xticks     []float64
+	xAt            func(float64) float64
+}
+
+func (f *frame) yAt(v float64) float64 { return f.y0 - (v-f.ylo)/(f.yhi-f.ylo)*(f.y0-f.y1) }
+
+// frame lays out the plot for x values xs: one slot per value for bars,
+// decades on a log axis, nice ticks on a linear one.
+func (p *plot) frame(xs []float64) *frame {
+	f := &frame{x0: float64(padL), x1: float64(p.W - padR), y0: float64(p.H - padB), y1: float64(padT), xs: xs}
+	f.ylo, f.yhi = p.yRange()
+	x0, x1 := f.x0, f.x1
 	switch {
 	case p.Bars:
 		slot := (x1 - x0) / float64(len(xs))
-		xAt = func(v float64) float64 { return x0 + slot*(float64(indexOf(xs, v))+0.5) }
-		xticks = xs
+		f.xAt = func(v float64) float64 { return x0 + slot*(float64(indexOf(xs, v))+0.5) }
+		f.xticks = xs
 	case p.LogX:
 		lmin, lmax := math.Log10(xs[0]), math.Log10(xs[len(xs)-1])
 		if lmax == lmin {
 			lmin, lmax = lmin-0.5, lmax+0.5
 		}
 		lmin, lmax = math.Floor(lmin), math.Ceil(lmax)
-		xAt = func(v float64) float64 { return x0 + (math.Log10(v)-lmin)/(lmax-lmin)*(x1-x0) }
+		f.xAt = func(v float64) float64 { return x0 + (math.Log10(v)-lmin)/(lmax-lmin)*(x1-x0) }
 		for e := lmin; e <= lmax; e++ {
-			xticks = append(xticks, math.Pow(10, e))
+			f.xticks = append(f.xticks, math.Pow(10, e))
 		}
 	default:
 		lo, hi := xs[0], xs[len(xs)-1]
@@ -114,98 +141,105 @@ func (p *plot) SVG() string {
 		}
 		pad := (hi - lo) * 0.04
 		lo, hi = lo-pad, hi+pad
-		xAt = func(v float64) float64 { return x0 + (v-lo)/(hi-lo)*(x1-x0) }
+		f.xAt = func(v float64) float64 { return x0 + (v-lo)/(hi-lo)*(x1-x0) }
 		for _, t := range niceTicks(lo, hi, 6) {
 			if t >= lo && t <= hi {
-				xticks = append(xticks, t)
+				f.xticks = append(f.xticks, t)
 			}
 		}
 	}
-	// Axes, grid and ticks.
+	return f
+}
+
+// writeAxes draws the axes, the grid, the ticks and the labels.
+func (p *plot) writeAxes(b *strings.Builder, f *frame) {
 	b.WriteString(`<g class="axes">` + "\n")
-	for _, t := range niceTicks(ylo, yhi, 6) {
-		y := yAt(t)
-		fmt.Fprintf(&b, `<line class="grid" x1="%s" y1="%s" x2="%s" y2="%s"/><text class="tick" x="%s" y="%s" text-anchor="end">%s</text>`+"\n",
-			f1(x0), f1(y), f1(x1), f1(y), f1(x0-6), f1(y+4), tickLabel(t))
+	for _, t := range niceTicks(f.ylo, f.yhi, 6) {
+		y := f.yAt(t)
+		fmt.Fprintf(b, `<line class="grid" x1="%s" y1="%s" x2="%s" y2="%s"/><text class="tick" x="%s" y="%s" text-anchor="end">%s</text>`+"\n",
+			f1(f.x0), f1(y), f1(f.x1), f1(y), f1(f.x0-6), f1(y+4), tickLabel(t))
 	}
-	for _, t := range xticks {
-		x := xAt(t)
-		fmt.Fprintf(&b, `<line class="tickmark" x1="%s" y1="%s" x2="%s" y2="%s"/><text class="tick" x="%s" y="%s" text-anchor="middle">%s</text>`+"\n",
-			f1(x), f1(y0), f1(x), f1(y0+5), f1(x), f1(y0+18), html.EscapeString(p.xName(t)))
+	for _, t := range f.xticks {
+		x := f.xAt(t)
+		fmt.Fprintf(b, `<line class="tickmark" x1="%s" y1="%s" x2="%s" y2="%s"/><text class="tick" x="%s" y="%s" text-anchor="middle">%s</text>`+"\n",
+			f1(x), f1(f.y0), f1(x), f1(f.y0+5), f1(x), f1(f.y0+18), html.EscapeString(p.xName(t)))
 	}
-	fmt.Fprintf(&b, `<line class="axis" x1="%s" y1="%s" x2="%s" y2="%s"/><line class="axis" x1="%s" y1="%s" x2="%s" y2="%s"/>`+"\n",
-		f1(x0), f1(y0), f1(x1), f1(y0), f1(x0), f1(y0), f1(x0), f1(y1))
-	if p.ZeroLine && ylo < 0 && yhi > 0 {
-		fmt.Fprintf(&b, `<line class="zero" x1="%s" y1="%s" x2="%s" y2="%s"/>`+"\n", f1(x0), f1(yAt(0)), f1(x1), f1(yAt(0)))
+	fmt.Fprintf(b, `<line class="axis" x1="%s" y1="%s" x2="%s" y2="%s"/><line class="axis" x1="%s" y1="%s" x2="%s" y2="%s"/>`+"\n",
+		f1(f.x0), f1(f.y0), f1(f.x1), f1(f.y0), f1(f.x0), f1(f.y0), f1(f.x0), f1(f.y1))
+	if p.ZeroLine && f.ylo < 0 && f.yhi > 0 {
+		fmt.Fprintf(b, `<line class="zero" x1="%s" y1="%s" x2="%s" y2="%s"/>`+"\n", f1(f.x0), f1(f.yAt(0)), f1(f.x1), f1(f.yAt(0)))
 	}
-	fmt.Fprintf(&b, `<text class="label" x="%s" y="%d" text-anchor="middle">%s</text>`+"\n", f1((x0+x1)/2), p.H-22, html.EscapeString(p.XLabel))
-	fmt.Fprintf(&b, `<text class="label" transform="translate(14 %s) rotate(-90)" text-anchor="middle">%s</text>`+"\n", f1((y0+y1)/2), html.EscapeString(p.YLabel))
+	fmt.Fprintf(b, `<text class="label" x="%s" y="%d" text-anchor="middle">%s</text>`+"\n", f1((f.x0+f.x1)/2), p.H-22, html.EscapeString(p.XLabel))
+	fmt.Fprintf(b, `<text class="label" transform="translate(14 %s) rotate(-90)" text-anchor="middle">%s</text>`+"\n", f1((f.y0+f.y1)/2), html.EscapeString(p.YLabel))
 	b.WriteString("</g>\n")
-	// Data.
-	n := len(p.Series)
-	for si, s := range p.Series {
-		fmt.Fprintf(&b, `<g class="series %s" data-series="%s">`+"\n", seriesClass(s), html.EscapeString(s.Name))
-		if p.Bars {
-			slot := (x1 - x0) / float64(len(xs))
-			bw := slot * 0.8 / float64(n)
-			for _, pt := range s.Points {
-				x := xAt(pt.X) - slot*0.4 + bw*float64(si)
-				top := yAt(math.Max(pt.Y, ylo))
-				fmt.Fprintf(&b, `<rect x="%s" y="%s" width="%s" height="%s"><title>%s, %s: %s</title></rect>`+"\n",
-					f1(x), f1(top), f1(bw*0.92), f1(math.Max(y0-top, 0)), html.EscapeString(s.Name), html.EscapeString(p.xName(pt.X)), num4(pt.Y))
-				if pt.CI {
-					cx := x + bw*0.46
-					lo, hi := yAt(math.Max(pt.Lo, ylo)), yAt(math.Min(pt.Hi, yhi))
-					fmt.Fprintf(&b, `<path class="%s" d="M%s %s L%s %s M%s %s L%s %s M%s %s L%s %s"/>`+"\n", ciClass(pt),
-						f1(cx), f1(lo), f1(cx), f1(hi), f1(cx-3), f1(lo), f1(cx+3), f1(lo), f1(cx-3), f1(hi), f1(cx+3), f1(hi))
-				}
-			}
-		} else {
-			var d strings.Builder
-			for i, pt := range s.Points {
-				cmd := "L"
-				if i == 0 {
-					cmd = "M"
-				}
-				fmt.Fprintf(&d, "%s%s %s ", cmd, f1(xAt(pt.X)), f1(yAt(pt.Y)))
-			}
-			fmt.Fprintf(&b, `<path class="line" d="%s"/>`+"\n", strings.TrimSpace(d.String()))
-			for _, pt := range s.Points {
-				x, y := xAt(pt.X), yAt(pt.Y)
-				if pt.CI {
-					lo, hi := yAt(math.Max(pt.Lo, ylo)), yAt(math.Min(pt.Hi, yhi))
-					fmt.Fprintf(&b, `<path class="%s" d="M%s %s L%s %s M%s %s L%s %s M%s %s L%s %s"/>`+"\n", ciClass(pt),
-						f1(x), f1(lo), f1(x), f1(hi), f1(x-4), f1(lo), f1(x+4), f1(lo), f1(x-4), f1(hi), f1(x+4), f1(hi))
-				}
-				if len(s.Points) <= 40 {
-					fmt.Fprintf(&b, `<circle class="dot" cx="%s" cy="%s" r="3"><title>%s, %s: %s</title></circle>`+"\n",
-						f1(x), f1(y), html.EscapeString(s.Name), tickLabel(pt.X), num4(pt.Y))
-				}
-			}
+}
+
+// writeBars draws series si as bars, beside the other series' in each
+// slot, with their intervals.
+func (p *plot) writeBars(b *strings.Builder, f *frame, si int, s series) {
+	slot := (f.x1 - f.x0) / float64(len(f.xs))
+	bw := slot * 0.8 / float64(len(p.Series))
+	for _, pt := range s.Points {
+		x := f.xAt(pt.X) - slot*0.4 + bw*float64(si)
+		top := f.yAt(math.Max(pt.Y, f.ylo))
+		fmt.Fprintf(b, `<rect x="%s" y="%s" width="%s" height="%s"><title>%s, %s: %s</title></rect>`+"\n",
+			f1(x), f1(top), f1(bw*0.92), f1(math.Max(f.y0-top, 0)), html.EscapeString(s.Name), html.EscapeString(p.xName(pt.X)), num4(pt.Y))
+		if pt.CI {
+			cx := x + bw*0.46
+			lo, hi := f.yAt(math.Max(pt.Lo, f.ylo)), f.yAt(math.Min(pt.Hi, f.yhi))
+			fmt.Fprintf(b, `<path class="%s" d="M%s %s L%s %s M%s %s L%s %s M%s %s L%s %s"/>`+"\n", ciClass(pt),
+				f1(cx), f1(lo), f1(cx), f1(hi), f1(cx-3), f1(lo), f1(cx+3), f1(lo), f1(cx-3), f1(hi), f1(cx+3), f1(hi))
 		}
-		b.WriteString("</g>\n")
 	}
+}
+
+// writeLine draws a series as a line through its points, with their
+// intervals, and dots where they are few enough to point at.
+func (p *plot) writeLine(b *strings.Builder, f *frame, s series) {
+	var d strings.Builder
+	for i, pt := range s.Points {
+		cmd := "L"
+		if i == 0 {
+			cmd = "M"
+		}
+		fmt.Fprintf(&d, "%s%s %s ", cmd, f1(f.xAt(pt.X)), f1(f.yAt(pt.Y)))
+	}
+	fmt.Fprintf(b, `<path class="line" d="%s"/>`+"\n", strings.TrimSpace(d.String()))
+	for _, pt := range s.Points {
+		x, y := f.xAt(pt.X), f.yAt(pt.Y)
+		if pt.CI {
+			lo, hi := f.yAt(math.Max(pt.Lo, f.ylo)), f.yAt(math.Min(pt.Hi, f.yhi))
+			fmt.Fprintf(b, `<path class="%s" d="M%s %s L%s %s M%s %s L%s %s M%s %s L%s %s"/>`+"\n", ciClass(pt),
+				f1(x), f1(lo), f1(x), f1(hi), f1(x-4), f1(lo), f1(x+4), f1(lo), f1(x-4), f1(hi), f1(x+4), f1(hi))
+		}
+		if len(s.Points) <= 40 {
+			fmt.Fprintf(b, `<circle class="dot" cx="%s" cy="%s" r="3"><title>%s, %s: %s</title></circle>`+"\n",
+				f1(x), f1(y), html.EscapeString(s.Name), tickLabel(pt.X), num4(pt.Y))
+		}
+	}
+}
+
+// writeLegend notes intervals that rest on few runs, and names the
+// series.
+func (p *plot) writeLegend(b *strings.Builder, f *frame) {
 	few := false
 	for _, s := range p.Series {
 		few = few || slices.ContainsFunc(s.Points, func(pt point) bool { return pt.Few && pt.CI })
 	}
 	if few {
 		// Under the title, where no legend entry can run into it.
-		fmt.Fprintf(&b, `<text class="note" x="%d" y="%d" text-anchor="end">dotted interval: fewer than %d counted runs, it says little</text>`+"\n", p.W-padR, padT-3, MinRuns)
+		fmt.Fprintf(b, `<text class="note" x="%d" y="%d" text-anchor="end">dotted interval: fewer than %d counted runs, it says little</text>`+"\n", p.W-padR, padT-3, MinRuns)
 	}
-	// Legend.
 	// Each entry 90 px apart, closer when more would run off the plot.
 	step := 90.0
 	if n := len(p.Series); n > 0 {
-		step = min(step, (x1-x0-8)/float64(n))
+		step = min(step, (f.x1-f.x0-8)/float64(n))
 	}
 	for si, s := range p.Series {
-		x := x0 + 8 + float64(si)*step
-		fmt.Fprintf(&b, `<g class="legend %s"><rect x="%s" y="%d" width="14" height="4"/><text x="%s" y="%d">%s</text></g>`+"\n",
+		x := f.x0 + 8 + float64(si)*step
+		fmt.Fprintf(b, `<g class="legend %s"><rect x="%s" y="%d" width="14" height="4"/><text x="%s" y="%d">%s</text></g>`+"\n",
 			seriesClass(s), f1(x), p.H-10, f1(x+18), p.H-5, html.EscapeString(s.Name))
 	}
-	b.WriteString("</svg>\n")
-	return b.String()
 }
 
 // xName is the label of x value v: its category name, or the number.

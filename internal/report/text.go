@@ -18,6 +18,9 @@ import (
 func Text(w io.Writer, s *Summary) error {
 	tw := &errWriter{w: w}
 	fmt.Fprintf(tw, "%s — baseline %s, target %s\n", s.Name, s.Baseline, s.Target)
+	if s.Partial != nil {
+		fmt.Fprintln(tw, s.Partial.Line())
+	}
 	for _, l := range HeaderLines(s) {
 		fmt.Fprintln(tw, l)
 	}
@@ -114,6 +117,9 @@ func HeaderLines(s *Summary) []string {
 			hosts[g.Host] = true
 		}
 		out = append(out, fmt.Sprintf("merged from %d segments on %d client host(s): every figure is of all segments' samples pooled, as one host running every user; each segment's share is in the Segments tables", n, len(hosts)))
+	}
+	if s.SampleEvery > 1 {
+		out = append(out, fmt.Sprintf("sampled: the samples file keeps one row of every %d samples of each run (--sample-every); every figure is of all of them (each run's totals)", s.SampleEvery))
 	}
 	if s.Scale > 0 {
 		out = append(out, fmt.Sprintf("scaled by %g (--scale): connection counts, runs, file sizes and trial times shrunk as docs/experiments.md says; cell labels keep the experiment's names, the figures are of what ran", s.Scale))
@@ -335,6 +341,21 @@ func sections(s *Summary, proto string) []section {
 	cells := cellsOf(s, proto)
 	conns := connsOf(cells)
 	title := strings.ToUpper(proto)
+	out := []section{meansSection(title, cells, conns)}
+	if sec, ok := EyeballsSection(title, cells, s.Engines[proto], s.Dialers[proto]); ok {
+		out = append(out, sec)
+	}
+	if sec, ok := metricSection(title, cells); ok {
+		out = append(out, sec)
+	}
+	out = append(out, comparisonSections(s, title, comparisonsOf(s, proto), cells, conns)...)
+	return append(out, percentileSection(title, cells))
+}
+
+// meansSection is the mean response time (a trial's transfer time) per
+// path and connection count, with its interval, median, runs, completion,
+// and the wire time and client turns where the samples have them.
+func meansSection(title string, cells []Cell, conns []int) section {
 	what := "average response time per connection"
 	if transportKind(cells) != "" {
 		what = "transfer time per trial"
@@ -350,50 +371,7 @@ func sections(s *Summary, proto string) []section {
 		means.Footer = append(means.Footer, ClientTurnNote)
 	}
 	for _, p := range pathsOf(cells) {
-		byConns := map[int]*Cell{}
-		for i := range cells {
-			if cells[i].Path == p {
-				byConns[cells[i].Conns] = &cells[i]
-			}
-		}
-		rows := [][]string{{p, "mean"}, {"", "95% CI"}, {"", "median of runs"}, {"", "runs counted"}, {"", "completed"}}
-		if wired {
-			rows = append(rows, []string{"", "wire mean"}, []string{"", "wire 95% CI"})
-		}
-		if turned {
-			rows = append(rows, []string{"", "client turns"})
-		}
-		for _, n := range conns {
-			c := byConns[n]
-			if c == nil {
-				for i := range rows {
-					rows[i] = append(rows[i], "-")
-				}
-				continue
-			}
-			rows[0] = append(rows[0], optMS(c.MeanMS, c.NA["mean_ms"]))
-			rows[1] = append(rows[1], optRange(c.CI95MS, c.NA["ci95_ms"], " – ")+fewMark(c))
-			rows[2] = append(rows[2], optMS(c.MedianMS, "no runs")+outlierMark(c))
-			rows[3] = append(rows[3], fmt.Sprint(len(c.Runs)))
-			rows[4] = append(rows[4], completion(c))
-			if wired {
-				if w := c.Metrics[WireMetric]; w == nil {
-					rows[5], rows[6] = append(rows[5], "-"), append(rows[6], "-")
-				} else {
-					rows[5] = append(rows[5], figure(w.Mean))
-					rows[6] = append(rows[6], optRange(w.CI95, "fewer than two runs", " – "))
-				}
-			}
-			if turned {
-				i := len(rows) - 1
-				if t := c.Metrics[ClientTurnMetric]; t == nil {
-					rows[i] = append(rows[i], "-")
-				} else {
-					rows[i] = append(rows[i], figure(t.Mean))
-				}
-			}
-		}
-		means.Rows = append(means.Rows, rows...)
+		means.Rows = append(means.Rows, meanRows(p, cells, conns, wired, turned)...)
 	}
 	if slices.ContainsFunc(cells, func(c Cell) bool { return c.FewRuns }) {
 		means.Footer = append(means.Footer, FewRunsNote)
@@ -403,14 +381,63 @@ func sections(s *Summary, proto string) []section {
 			means.Footer = append(means.Footer, OutlierNote(&c))
 		}
 	}
-	out := []section{means}
-	if sec, ok := EyeballsSection(title, cells, s.Engines[proto], s.Dialers[proto]); ok {
-		out = append(out, sec)
+	return means
+}
+
+// meanRows are one path's rows of the means table, a column per
+// connection count ("-" where the path has no cell).
+func meanRows(p string, cells []Cell, conns []int, wired, turned bool) [][]string {
+	byConns := map[int]*Cell{}
+	for i := range cells {
+		if cells[i].Path == p {
+			byConns[cells[i].Conns] = &cells[i]
+		}
 	}
-	if sec, ok := metricSection(title, cells); ok {
-		out = append(out, sec)
+	rows := [][]string{{p, "mean"}, {"", "95% CI"}, {"", "median of runs"}, {"", "runs counted"}, {"", "completed"}}
+	if wired {
+		rows = append(rows, []string{"", "wire mean"}, []string{"", "wire 95% CI"})
 	}
-	cmps := comparisonsOf(s, proto)
+	if turned {
+		rows = append(rows, []string{"", "client turns"})
+	}
+	for _, n := range conns {
+		c := byConns[n]
+		if c == nil {
+			for i := range rows {
+				rows[i] = append(rows[i], "-")
+			}
+			continue
+		}
+		rows[0] = append(rows[0], optMS(c.MeanMS, c.NA["mean_ms"]))
+		rows[1] = append(rows[1], optRange(c.CI95MS, c.NA["ci95_ms"], " – ")+fewMark(c))
+		rows[2] = append(rows[2], optMS(c.MedianMS, "no runs")+outlierMark(c))
+		rows[3] = append(rows[3], fmt.Sprint(len(c.Runs)))
+		rows[4] = append(rows[4], completion(c))
+		if wired {
+			if w := c.Metrics[WireMetric]; w == nil {
+				rows[5], rows[6] = append(rows[5], "-"), append(rows[6], "-")
+			} else {
+				rows[5] = append(rows[5], figure(w.Mean))
+				rows[6] = append(rows[6], optRange(w.CI95, "fewer than two runs", " – "))
+			}
+		}
+		if turned {
+			i := len(rows) - 1
+			if t := c.Metrics[ClientTurnMetric]; t == nil {
+				rows[i] = append(rows[i], "-")
+			} else {
+				rows[i] = append(rows[i], figure(t.Mean))
+			}
+		}
+	}
+	return rows
+}
+
+// comparisonSections are a protocol's comparisons with the baseline: of
+// the response time (not for trials bound by time, whose transfer time
+// is the time asked for), of the wire time, and of a trial's throughput.
+func comparisonSections(s *Summary, title string, cmps []Comparison, cells []Cell, conns []int) []section {
+	var out []section
 	if len(cmps) > 0 && !timeBound(cells) {
 		out = append(out, comparisonSection(fmt.Sprintf("%s: increase over %s (positive = slower than %s)", title, s.Baseline, s.Baseline),
 			conns, cmps, []string{"actual increase (ms)", "% increase", "confidence level (1-p Welch)", "95% CI of difference (ms)",
@@ -443,6 +470,12 @@ func sections(s *Summary, proto string) []section {
 					holmP(t.PPairedHolm, t.PPaired, t.NA["p_paired"]), optP(t.PMannWhitney, t.NA["p_mann_whitney"])}
 			}, s.Adjustment))
 	}
+	return out
+}
+
+// percentileSection is the pooled percentiles, rate and failures per
+// cell, with the first failure of each.
+func percentileSection(title string, cells []Cell) section {
 	// A trial's time is its transfer's; trials a second say nothing.
 	trials := transportKind(cells) != ""
 	pct := section{Title: title + ": response time percentiles (ms, nearest rank), pooled over counted runs",
@@ -477,7 +510,7 @@ func sections(s *Summary, proto string) []section {
 			pct.Footer = append(pct.Footer, fmt.Sprintf("first failure at %s/%s/%d: %s", c.Protocol, c.Path, c.Conns, c.FirstError))
 		}
 	}
-	return append(out, pct)
+	return pct
 }
 
 // comparisonSection is a table of each path's comparisons with the

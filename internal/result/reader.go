@@ -7,9 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
+	"sync"
 )
 
-// File is everything read back from a samples file.
+// File is everything read back from a samples file. Reading a whole file
+// holds every sample in memory: the reports and merge stream it instead
+// (Scan); File is for tests and small files.
 type File struct {
 	Header  Header
 	Runs    []Run
@@ -27,63 +31,252 @@ var errNoHeaderLine = errors.New("no header")
 // maxLine bounds one line so a corrupt file cannot exhaust memory.
 const maxLine = 1 << 20
 
-// Read decodes a samples file. name is used in errors, which give the line.
-// Unknown fields are errors (a file from a newer format must not be read
-// silently wrong); a cut-off last line is tolerated and flagged.
-func Read(r io.Reader, name string) (*File, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	f := &File{}
-	for lineNo := 1; ; lineNo++ {
-		line, err := readLine(br)
-		if err == io.EOF && len(line) == 0 {
-			break
-		}
-		if err != nil && err != io.EOF {
-			return f, fmt.Errorf("result: %s:%d: %w", name, lineNo, err)
-		}
-		last := err == io.EOF
-		if len(bytes.TrimSpace(line)) == 0 {
-			if last {
-				break
-			}
-			continue
-		}
-		if derr := f.decodeLine(line, lineNo); derr != nil {
-			if derr == errNoHeaderLine {
-				return f, fmt.Errorf("result: %s: %w", name, ErrNoHeader)
-			}
-			if last && lineNo > 1 && !bytes.HasSuffix(line, []byte("}")) {
-				f.Truncated = true
-				break
-			}
-			return f, fmt.Errorf("result: %s:%d: %w", name, lineNo, derr)
-		}
-		if last {
-			break
-		}
-	}
-	if f.Header.Kind != KindHeader {
-		return f, fmt.Errorf("result: %s: %w", name, ErrNoHeader)
-	}
-	return f, nil
-}
-
 // MaxLine bounds one line of a samples file.
 const MaxLine = maxLine
 
-// readLine returns one line without its newline; io.EOF comes with a final
-// line that had no newline (possibly cut off) or with nothing at all.
-func readLine(br *bufio.Reader) ([]byte, error) {
-	var buf []byte
+// Visitor receives a samples file's records in order (Scan). The pointers
+// are valid during the call only.
+type Visitor struct {
+	Header func(*Header) error
+	Run    func(*Run)
+	Sample func(*Sample)
+}
+
+// Read decodes a samples file (plain or zstd-compressed) into memory.
+// name is used in errors, which give the line. Unknown fields are errors
+// (a file from a newer format must not be read silently wrong); a cut-off
+// last line is tolerated and flagged.
+func Read(r io.Reader, name string) (*File, error) {
+	f := &File{}
+	truncated, err := Scan(r, name, Visitor{
+		Header: func(h *Header) error { f.Header = *h; return nil },
+		Run:    func(r *Run) { f.Runs = append(f.Runs, *r) },
+		Sample: func(s *Sample) { f.Samples = append(f.Samples, *s) },
+	})
+	f.Truncated = truncated
+	return f, err
+}
+
+// Scan reads a samples file (plain or zstd-compressed) record by record,
+// in constant memory, handing each to v in the file's order; it stops at
+// the first error, or when v.Header returns one. Lines are decoded on
+// every CPU, in batches, and handed over in order. It reports whether the
+// last line was cut off (a killed run; the lines before it count).
+func Scan(r io.Reader, name string, v Visitor) (truncated bool, err error) {
+	rc, err := Decompress(r)
+	if err != nil {
+		return false, fmt.Errorf("result: %s: %w", name, err)
+	}
+	defer rc.Close()
+	// Without a Sample visitor, sample lines are only recognised, never
+	// decoded (a pass that wants the header and runs reads at the speed
+	// of decompression); their errors are then not found.
+	p := startPipeline(rc, v.Sample == nil)
+	defer p.stop()
+	sawHeader := false
+	for b := range p.out {
+		<-b.done
+		for i := range b.recs {
+			rec := &b.recs[i]
+			if rec.err != nil {
+				if b.truncatedAt(i) {
+					break // a cut-off last line: every line before it counts
+				}
+				return false, wrapLineErr(name, rec.line, rec.err)
+			}
+			switch rec.kind {
+			case KindHeader:
+				sawHeader = true
+				if v.Header != nil {
+					if err := v.Header(rec.header); err != nil {
+						return false, err
+					}
+				}
+			case KindRun:
+				if v.Run != nil {
+					v.Run(rec.run)
+				}
+			case KindSample:
+				if v.Sample != nil {
+					v.Sample(&rec.sample)
+				}
+			}
+		}
+		if b.readErr != nil {
+			return false, fmt.Errorf("result: %s:%d: %w", name, b.nextLine, b.readErr)
+		}
+		truncated = b.cut
+		batches.Put(b)
+	}
+	if !sawHeader {
+		return false, fmt.Errorf("result: %s: %w", name, ErrNoHeader)
+	}
+	return truncated || rc.Cut(), nil
+}
+
+func wrapLineErr(name string, line int, err error) error {
+	if err == errNoHeaderLine {
+		return fmt.Errorf("result: %s: %w", name, ErrNoHeader)
+	}
+	return fmt.Errorf("result: %s:%d: %w", name, line, err)
+}
+
+// record is one decoded line.
+type record struct {
+	kind   string
+	line   int
+	header *Header
+	run    *Run
+	sample Sample
+	err    error
+}
+
+// batch is a run of lines read together and decoded by one worker.
+type batch struct {
+	buf   []byte
+	ends  []int // end of each line in buf
+	first int   // number of the first line
+	// last says the batch ends the file; open, that its last line had no
+	// newline (possibly cut off by a kill); cut, that it was cut off and
+	// left out.
+	last, open, cut bool
+	readErr         error
+	nextLine        int
+	recs            []record
+	done            chan struct{}
+}
+
+// truncatedAt says whether a decoding error at record i is a cut-off last
+// line, to be ignored: the file's last line, unterminated, not ending in
+// "}", and not its first.
+func (b *batch) truncatedAt(i int) bool {
+	r := &b.recs[i]
+	if !b.open || i != len(b.ends)-1 || r.line == 1 || r.err == errNoHeaderLine {
+		return false
+	}
+	start := 0
+	if i > 0 {
+		start = b.ends[i-1]
+	}
+	if bytes.HasSuffix(b.buf[start:b.ends[i]], []byte("}")) {
+		return false
+	}
+	b.cut = true
+	return true
+}
+
+type pipeline struct {
+	out  chan *batch
+	quit chan struct{}
+	wg   sync.WaitGroup
+}
+
+const batchLines, batchBytes = 2048, 1 << 20
+
+func startPipeline(r io.Reader, skipSamples bool) *pipeline {
+	workers := min(runtime.GOMAXPROCS(0), 4)
+	p := &pipeline{out: make(chan *batch, 2*workers), quit: make(chan struct{})}
+	work := make(chan *batch, 2*workers)
+	for range workers {
+		p.wg.Go(func() {
+			d := fastDec{skip: skipSamples} // its interned strings live as long as the scan
+			for b := range work {
+				b.decode(&d)
+				close(b.done)
+			}
+		})
+	}
+	p.wg.Go(func() {
+		defer close(p.out)
+		defer close(work)
+		br := bufio.NewReaderSize(r, 256<<10)
+		line := 1
+		for {
+			b := readBatch(br, line)
+			line = b.nextLine
+			select {
+			case work <- b:
+			case <-p.quit:
+				return
+			}
+			select {
+			case p.out <- b:
+			case <-p.quit:
+				return
+			}
+			if b.last || b.readErr != nil {
+				return
+			}
+		}
+	})
+	return p
+}
+
+// stop ends the pipeline early (after an error) and waits for it.
+func (p *pipeline) stop() {
+	close(p.quit)
+	for b := range p.out {
+		<-b.done
+	}
+	p.wg.Wait()
+}
+
+// readBatch reads up to batchLines lines (batchBytes), skipping blank
+// ones; a line over maxLine ends the batch with readErr.
+func readBatch(br *bufio.Reader, line int) *batch {
+	b := batches.Get().(*batch)
+	*b = batch{buf: b.buf[:0], ends: b.ends[:0], recs: b.recs[:0], first: line, done: make(chan struct{})}
+	defer func() { b.nextLine = line }()
+	for len(b.ends) < batchLines && len(b.buf) < batchBytes {
+		start := len(b.buf)
+		var err error
+		b.buf, err = appendLine(br, b.buf)
+		if err != nil && err != io.EOF {
+			b.buf = b.buf[:start]
+			b.readErr = err
+			return b
+		}
+		terminated := err == nil
+		body := b.buf[start:]
+		if terminated {
+			body = bytes.TrimRight(body, "\r\n")
+		}
+		b.buf = b.buf[:start+len(body)]
+		if len(bytes.TrimSpace(body)) == 0 {
+			b.buf = b.buf[:start]
+		} else {
+			b.ends = append(b.ends, len(b.buf))
+			b.recs = append(b.recs, record{line: line})
+			b.open = !terminated
+		}
+		line++
+		if err == io.EOF {
+			b.last = true
+			return b
+		}
+	}
+	return b
+}
+
+// batches are reused once their records were handed over: a file of
+// millions of samples reads in a few batches' memory.
+var batches = sync.Pool{New: func() any {
+	return &batch{buf: make([]byte, 0, batchBytes+64<<10), ends: make([]int, 0, batchLines), recs: make([]record, 0, batchLines)}
+}}
+
+// appendLine appends one line, its newline included, to buf; io.EOF comes
+// with a final line that had no newline (possibly cut off) or nothing.
+func appendLine(br *bufio.Reader, buf []byte) ([]byte, error) {
+	start := len(buf)
 	for {
 		chunk, err := br.ReadSlice('\n')
 		buf = append(buf, chunk...)
-		if len(buf) > maxLine {
-			return nil, fmt.Errorf("a line longer than %d bytes (v6lab writes none so long: the file is not a samples file, or is damaged)", maxLine)
+		if len(buf)-start > maxLine {
+			return buf, fmt.Errorf("a line longer than %d bytes (v6lab writes none so long: the file is not a samples file, or is damaged)", maxLine)
 		}
 		switch err {
 		case nil:
-			return bytes.TrimRight(buf, "\r\n"), nil
+			return buf, nil
 		case bufio.ErrBufferFull:
 			continue
 		default:
@@ -92,44 +285,67 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 	}
 }
 
-func (f *File) decodeLine(line []byte, lineNo int) error {
+func (b *batch) decode(d *fastDec) {
+	start := 0
+	for i, end := range b.ends {
+		r := &b.recs[i]
+		r.err = r.decode(d, b.buf[start:end])
+		start = end
+		if r.err != nil {
+			return // the reader stops here; the lines after stay undecoded
+		}
+	}
+}
+
+func (r *record) decode(d *fastDec, line []byte) error {
+	if d.skip && r.line != 1 && bytes.HasPrefix(line, []byte(samplePrefix)) {
+		r.kind = KindSample
+		return nil
+	}
+	if r.line != 1 && d.sample(line, &r.sample) {
+		r.kind = KindSample
+		return r.checkSample()
+	}
 	var probe struct {
 		Kind string `json:"kind"`
 	}
 	if err := json.Unmarshal(line, &probe); err != nil {
 		return fmt.Errorf("not a JSON object: %w", err)
 	}
-	if lineNo == 1 && probe.Kind != KindHeader {
+	if r.line == 1 && probe.Kind != KindHeader {
 		return errNoHeaderLine
 	}
+	r.kind = probe.Kind
 	switch probe.Kind {
 	case KindHeader:
-		if lineNo != 1 {
+		if r.line != 1 {
 			return fmt.Errorf("second header")
 		}
-		if err := strict(line, &f.Header); err != nil {
+		r.header = &Header{}
+		if err := strict(line, r.header); err != nil {
 			return err
 		}
-		if f.Header.FormatVersion < 1 || f.Header.FormatVersion > FormatVersion {
-			return fmt.Errorf("format_version %d not supported (this v6lab reads %d)", f.Header.FormatVersion, FormatVersion)
+		if v := r.header.FormatVersion; v < 1 || v > FormatVersion {
+			return fmt.Errorf("format_version %d not supported (this v6lab reads %d)", v, FormatVersion)
 		}
 	case KindRun:
-		var r Run
-		if err := strict(line, &r); err != nil {
-			return err
-		}
-		f.Runs = append(f.Runs, r)
+		r.run = &Run{}
+		return strict(line, r.run)
 	case KindSample:
-		var s Sample
-		if err := strict(line, &s); err != nil {
+		r.sample = Sample{}
+		if err := strict(line, &r.sample); err != nil {
 			return err
 		}
-		if s.TotalNS < 0 {
-			return fmt.Errorf("field total_ns: negative duration %d", s.TotalNS)
-		}
-		f.Samples = append(f.Samples, s)
+		return r.checkSample()
 	default:
 		return fmt.Errorf("field kind: unknown record kind %q", probe.Kind)
+	}
+	return nil
+}
+
+func (r *record) checkSample() error {
+	if r.sample.TotalNS < 0 {
+		return fmt.Errorf("field total_ns: negative duration %d", r.sample.TotalNS)
 	}
 	return nil
 }
@@ -137,8 +353,5 @@ func (f *File) decodeLine(line []byte, lineNo int) error {
 func strict(line []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	return nil
+	return dec.Decode(v)
 }

@@ -14,8 +14,10 @@ import (
 // and read every older one. 2 added wire_ns and dns_local to samples
 // (absent in version 1 files, which read as they always did); 3 added a
 // segment's and a merge's header fields and a run's slot and lateness; 4
-// a sample's wire_first_byte_ns; 5 its client_turn_ns.
-const FormatVersion = 5
+// a sample's wire_first_byte_ns; 5 its client_turn_ns; 6 the header's
+// sample_every and a run's totals (and files are written compressed,
+// samples.jsonl.zst, which every version's reader here takes).
+const FormatVersion = 6
 
 // Line kinds in samples.jsonl.
 const (
@@ -136,6 +138,36 @@ type Run struct {
 	// Err is set when the run as a whole could not be done, or its wire
 	// did not carry what the path claims; such a run is left out.
 	Err string `json:"err,omitempty"`
+	// Totals are the run's figures over every one of its samples, when
+	// the writer kept only some of their rows (Header.SampleEvery).
+	Totals *RunTotals `json:"totals,omitempty"`
+}
+
+// RunTotals are what the reports take from a run's samples, summed over
+// every sample by the writer, so that a file that keeps one row of every
+// few (sample_every) still gives every figure of all of them: counts,
+// sums for the run's means, failures, and the response times' histogram.
+type RunTotals struct {
+	// Rows is how many of the run's samples have a row in the file.
+	Rows int `json:"rows"`
+	// Completed and Failed count every sample; SumNS is the sum of the
+	// completed ones' total_ns (as the float the run mean divides).
+	Completed int     `json:"completed"`
+	Failed    int     `json:"failed"`
+	SumNS     float64 `json:"sum_ns"`
+	// Sums and Counts are, per figure (metrics, wire_ms,
+	// client_turn_ms), the sum over completed samples that had it and
+	// how many had it.
+	Sums   map[string]float64 `json:"sums,omitempty"`
+	Counts map[string]int     `json:"counts,omitempty"`
+	// Failures counts the failed samples by err_kind ("other": none);
+	// FirstError is the first one's err.
+	Failures   map[string]int `json:"failures,omitempty"`
+	FirstError string         `json:"first_error,omitempty"`
+	// Histogram is the completed samples' response times: pairs of a
+	// bucket's lowest value (µs; HDR, 1 µs to 1 h, three significant
+	// digits) and its count.
+	Histogram [][2]int64 `json:"histogram_us,omitempty"`
 }
 
 // Wire counts the measured service's packets by what carried them.
@@ -226,6 +258,10 @@ type Header struct {
 	// result was made of (v6lab merge).
 	Segment *Segment  `json:"segment,omitempty"`
 	Merged  []Segment `json:"merged,omitempty"`
+	// SampleEvery, above 1, says the writer kept one sample row of every
+	// SampleEvery of each run; each run's record then holds the totals of
+	// all of them (Run.Totals), from which every figure is computed.
+	SampleEvery int `json:"sample_every,omitempty"`
 }
 
 // LateAfter is how far past its slot a run may start before it counts as

@@ -113,6 +113,13 @@ func FuzzRead(f *testing.F) {
 	w.Run(Run{Cell: "c"})
 	w.Close()
 	f.Add(buf.Bytes())
+	var z bytes.Buffer // the same, compressed as v6lab writes it
+	zw := NewCompressedWriter(&z)
+	zw.Header(Header{Name: "seed"})
+	zw.Sample(sample(0, ""))
+	zw.Run(Run{Cell: "c"})
+	zw.Close()
+	f.Add(z.Bytes())
 	f.Add([]byte("{}\n"))
 	f.Add([]byte(`{"kind":"header","format_version":1}` + "\n" + `{"kind":"sample"`))
 	f.Fuzz(func(t *testing.T, b []byte) {

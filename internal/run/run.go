@@ -250,7 +250,7 @@ func PrepareResume(ctx context.Context, dir string, waiting func(busy error)) (*
 			rs, err = experiment.PrepareResume(dir)
 		}
 		if errors.Is(err, result.ErrBusy) {
-			return nil, fmt.Errorf("%w (after %s; fuser -v %s/samples.jsonl names it)", err, ResumeWait, dir)
+			return nil, fmt.Errorf("%w (after %s; fuser -v %s/samples.jsonl* names it)", err, ResumeWait, dir)
 		}
 	}
 	if err != nil {

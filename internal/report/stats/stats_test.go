@@ -3,9 +3,13 @@ package stats
 import (
 	"encoding/json"
 	"math"
+	"math/rand/v2"
 	"os"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
 )
 
 type vectorCase struct {
@@ -202,4 +206,52 @@ func TestLatencyQuantiles(t *testing.T) {
 	if NewLatency().Quantile(0.5) != 0 {
 		t.Error("empty histogram quantile not zero")
 	}
+}
+
+// The sparse histogram's percentiles are the dense one's (the library's
+// Distribution, which the reports read before 2026-11-26), value for
+// value, over the whole range: the streaming summary moved no figure.
+func TestLatencyMatchesDenseHistogram(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 11))
+	for trial := range 40 {
+		sparse, dense := NewLatency(), hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3)
+		n := 1 + r.IntN(5000)
+		for range n {
+			// Log-uniform over 1 µs .. 2 h (past the top: clamped).
+			us := int64(math.Exp(r.Float64() * math.Log(7.2e9)))
+			sparse.Record(time.Duration(us) * time.Microsecond)
+			dense.RecordValue(min(max(us, 1), dense.HighestTrackableValue()))
+		}
+		qs := []float64{0, 0.001, 0.01, 0.25, 0.5, 0.9, 0.99, 0.999, 1}
+		got := sparse.Quantiles(qs...)
+		for i, q := range qs {
+			want := denseQuantile(dense, q)
+			if got[i] != want {
+				t.Fatalf("trial %d (n %d): q %v: sparse %v, dense %v", trial, n, q, got[i], want)
+			}
+		}
+		// Buckets rebuild it exactly.
+		copyOf := NewLatency()
+		sparse.Buckets(func(us, c int64) bool { copyOf.RecordMicros(us, c); return true })
+		if a, b := copyOf.Quantiles(qs...), got; !slices.Equal(a, b) || copyOf.Count() != sparse.Count() {
+			t.Fatalf("rebuilt from buckets: %v, want %v", a, b)
+		}
+	}
+}
+
+// denseQuantile is nearest rank over the dense library histogram, as
+// Latency read it before it was sparse.
+func denseQuantile(h *hdrhistogram.Histogram, q float64) time.Duration {
+	want := int64(1)
+	if q > 0 {
+		want = int64(rank(min(q, 1), int(h.TotalCount())))
+	}
+	var seen int64
+	for _, b := range h.Distribution() {
+		seen += b.Count
+		if b.Count > 0 && seen >= want {
+			return time.Duration(b.To) * time.Microsecond
+		}
+	}
+	return time.Duration(h.Max()) * time.Microsecond
 }

@@ -13,11 +13,10 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"v6lab/internal/gen/load"
@@ -51,8 +50,35 @@ type Experiment struct {
 	// Spin, when set, is the client's spin window (evloop.SetSpin: how
 	// long it polls without blocking when one exchange is in flight);
 	// nil: the engine's default. Up to MaxSpin.
-	Spin   *Duration   `json:"spin,omitempty"`
-	Groups []CellGroup `json:"cells"`
+	Spin *Duration `json:"spin,omitempty"`
+	// SampleEvery, above 1, keeps one sample row of every SampleEvery of
+	// each run in the samples file; every figure is still of every sample
+	// (each run's record holds their totals). CheckSampleEvery says where
+	// it may not be used.
+	SampleEvery int         `json:"sample_every,omitempty"`
+	Groups      []CellGroup `json:"cells"`
+}
+
+// CheckSampleEvery says why the experiment may not keep only some sample
+// rows, if so: a trial's per-trial tables and intervals, and a split
+// run's per-segment figures, need every row (segmented: it runs as a
+// segment).
+func (e *Experiment) CheckSampleEvery(segmented bool) error {
+	switch {
+	case e.SampleEvery < 0:
+		return fmt.Errorf("%d is negative (1 keeps every sample)", e.SampleEvery)
+	case e.SampleEvery < 2:
+		return nil
+	case segmented:
+		return fmt.Errorf("%d with --segment: merge's per-segment figures need every sample's row", e.SampleEvery)
+	}
+	for i := range e.Groups {
+		c := &e.Groups[i]
+		if c.Opts().Timing() != "" {
+			return fmt.Errorf("%d, but cell group %s is not made of transactions (its trials' or downloads' own tables need every row): keep every sample", e.SampleEvery, c.CellName())
+		}
+	}
+	return nil
 }
 
 // MaxSpin is the longest spin window an experiment may ask for: beyond
@@ -286,6 +312,9 @@ func (e *Experiment) Validate() error {
 	if len(e.Groups) == 0 {
 		return errors.New("experiment: no cells")
 	}
+	if err := e.CheckSampleEvery(false); err != nil {
+		return fmt.Errorf("experiment: sample_every: %w", err)
+	}
 	seen := map[string]bool{}
 	for i := range e.Groups {
 		c := &e.Groups[i]
@@ -401,6 +430,21 @@ type Executor struct {
 	// that begins then (Schedule) instead of after the previous step and
 	// its pause; a step that starts late records by how much.
 	StartAt time.Time
+	// Totals, when the experiment keeps only some sample rows
+	// (SampleEvery), sums every sample of a run for its record
+	// (report.NewTotaler).
+	Totals func() result.Totaler
+	// writer is the samples' writer while Execute runs (Written).
+	writer atomic.Pointer[result.Writer]
+}
+
+// Written is how many samples and bytes (compressed) the running Execute
+// has written so far: for the progress line.
+func (r *Executor) Written() (samples, bytes int64) {
+	if w := r.writer.Load(); w != nil {
+		return w.Written()
+	}
+	return 0, 0
 }
 
 // Conditions surround each run: Begin before its first transaction (it may
@@ -442,6 +486,12 @@ func (r *Executor) Execute(ctx context.Context, dir string) error {
 	if err := r.Exp.Validate(); err != nil {
 		return err
 	}
+	if err := r.Exp.CheckSampleEvery(r.Segment != nil); err != nil {
+		return fmt.Errorf("experiment: sample_every: %w", err)
+	}
+	if r.Exp.SampleEvery > 1 && r.Totals == nil {
+		return errors.New("experiment: sample_every needs the runner's Totals")
+	}
 	type key struct {
 		cell int
 		p    path.Path
@@ -458,24 +508,22 @@ func (r *Executor) Execute(ctx context.Context, dir string) error {
 		}
 	}
 	recordProbes(r.Exp, func(ci int, p path.Path) load.Probe { return probes[key{ci, p}] })
-	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
+	open := result.CreateSamples
 	if r.Done != nil {
-		flags = os.O_WRONLY | os.O_APPEND
+		open = result.AppendSamples // in the form it has
 	}
-	f, err := os.OpenFile(filepath.Join(dir, "samples.jsonl"), flags, 0o644)
+	f, w, err := open(dir) // its lock held until f closes
 	if err != nil {
 		return fmt.Errorf("experiment: %w", err)
 	}
-	if err := result.Lock(f); err != nil { // held until f closes
-		f.Close()
-		return fmt.Errorf("experiment: %w", err)
-	}
-	w := result.NewWriter(f)
+	r.writer.Store(w)
+	w.KeepEvery(r.Exp.SampleEvery, r.Totals)
 	if r.Done == nil {
 		h := r.Header
 		h.Name = r.Exp.Name
 		h.Baseline = string(r.Exp.Baseline)
 		h.Spec = r.Exp
+		h.SampleEvery = r.Exp.SampleEvery
 		w.Header(h)
 	}
 	runErr := r.runPlan(ctx, w, func(st Step) load.Probe { return probes[key{st.Group, st.Path}] })

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -103,12 +104,7 @@ func TestRunnerStreamsEverySampleAndRun(t *testing.T) {
 	if err := r.Execute(context.Background(), dir); err != nil {
 		t.Fatal(err)
 	}
-	fh, _ := os.Open(filepath.Join(dir, "samples.jsonl"))
-	defer fh.Close()
-	f, err := result.Read(fh, "samples.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := readSamples(t, dir)
 	if steps != 12 || len(f.Runs) != 12 || len(f.Samples) != 2*3*(1+3) {
 		t.Fatalf("steps %d runs %d samples %d", steps, len(f.Runs), len(f.Samples))
 	}
@@ -173,16 +169,47 @@ func TestRunnerInterruptedKeepsFinishedRuns(t *testing.T) {
 
 func readSamples(t *testing.T, dir string) *result.File {
 	t.Helper()
-	fh, err := os.Open(filepath.Join(dir, "samples.jsonl"))
+	name, err := result.SamplesPath(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fh, err := os.Open(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer fh.Close()
-	f, err := result.Read(fh, "samples.jsonl")
+	f, err := result.Read(fh, name)
 	if err != nil || f.Truncated {
 		t.Fatalf("read: %v (truncated %v)", err, f.Truncated)
 	}
 	return f
+}
+
+// plainSamples turns dir's compressed samples file into a plain one, as
+// v6lab wrote them before 2026-11-26 (resume takes both), and returns its
+// name.
+func plainSamples(t *testing.T, dir string) string {
+	t.Helper()
+	zname := filepath.Join(dir, result.SamplesName)
+	zf, err := os.Open(zname)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zf.Close()
+	text, err := result.Decompress(zf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := filepath.Join(dir, result.PlainSamplesName)
+	if err := os.WriteFile(name, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(zname)
+	return name
 }
 
 func readLines(t *testing.T, name string) []string {
@@ -203,7 +230,7 @@ func TestResumeCutsAHalfWrittenLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A kill in the middle of the 5th run: its sample and half a line.
-	name := filepath.Join(dir, "samples.jsonl")
+	name := plainSamples(t, dir)
 	lines := readLines(t, name)
 	cut := strings.Join(lines[:1+4*2+1], "\n") + "\n" + lines[10][:20]
 	os.WriteFile(name, []byte(cut), 0o644)
@@ -362,12 +389,7 @@ func TestRunnerConditionsSurroundEachRun(t *testing.T) {
 	if c.begun != 4 || c.ended != 4 || c.finished != 1 {
 		t.Errorf("begun %d ended %d finished %d", c.begun, c.ended, c.finished)
 	}
-	fh, _ := os.Open(filepath.Join(dir, "samples.jsonl"))
-	f, err := result.Read(fh, "samples.jsonl")
-	fh.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := readSamples(t, dir)
 	for _, run := range f.Runs {
 		if run.Background == nil || run.Background.Level != "C1B" {
 			t.Errorf("run %+v", run)
@@ -380,7 +402,7 @@ func TestRunnerConditionsSurroundEachRun(t *testing.T) {
 	}
 	c = &conds{failAt: 2}
 	r.Conditions = c
-	err = r.Execute(context.Background(), t.TempDir())
+	err := r.Execute(context.Background(), t.TempDir())
 	if err == nil || !strings.Contains(err.Error(), "generator host unreachable") || c.finished != 1 {
 		t.Errorf("failing Begin: %v (finished %d)", err, c.finished)
 	}
@@ -397,7 +419,7 @@ func TestResumeRefusesAGiantLineWithoutReadingIt(t *testing.T) {
 	if err := r.Execute(context.Background(), dir); err != nil {
 		t.Fatal(err)
 	}
-	name := filepath.Join(dir, "samples.jsonl")
+	name := plainSamples(t, dir)
 	lines := readLines(t, name)
 	f, _ := os.Create(name)
 	f.WriteString(lines[0] + "\n" + lines[1] + "\n")
@@ -529,7 +551,7 @@ func TestRunnerRecordsHowProbesRan(t *testing.T) {
 	if err := r.Execute(context.Background(), dir); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "samples.jsonl"))
+	b, err := os.ReadFile(plainSamples(t, dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -633,6 +655,56 @@ func TestValidateRefusesLabOnlyPathsOffTheLab(t *testing.T) {
 		err := Single(spec, where).Validate()
 		if bad != (err != nil && strings.Contains(err.Error(), "nat64 needs the lab")) || (!bad && err != nil) {
 			t.Errorf("where %s: %v", where, err)
+		}
+	}
+}
+
+// TestResumeCutsACompressedFileAtARun: a compressed samples file cut
+// anywhere (a kill) is cut back to the end of its last whole run's frame;
+// the lines after it move to samples.unfinished-N.jsonl, the file stays
+// zstd, and the resumed experiment ends with every run once.
+func TestResumeCutsACompressedFileAtARun(t *testing.T) {
+	spec := CellGroup{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4, path.IPv6}, Conns: []int{3}, Runs: 4,
+		Timeout: Duration(time.Second), Baseline: path.IPv4}
+	probe := func(*CellGroup, path.Path) (load.Probe, error) { return counting{}, nil }
+	whole := t.TempDir()
+	if err := (&Executor{Exp: Single(spec, result.Loopback), Probe: probe}).Execute(context.Background(), whole); err != nil {
+		t.Fatal(err)
+	}
+	full, err := os.ReadFile(filepath.Join(whole, result.SamplesName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cut := range []int{len(full) / 3, len(full) / 2, len(full) - 7, len(full)} {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, result.SamplesName), full[:cut], 0o644)
+		rs, err := PrepareResume(dir)
+		if cut == len(full) {
+			if !errors.Is(err, ErrComplete) {
+				t.Errorf("the whole file: %v, want ErrComplete", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("cut at %d of %d: %v", cut, len(full), err)
+		}
+		kept := readSamples(t, dir)
+		if len(kept.Runs) != len(rs.Done) || len(kept.Samples) != 3*len(rs.Done) || kept.Truncated {
+			t.Fatalf("cut at %d: kept %d runs, %d samples (truncated %v); done %d", cut, len(kept.Runs), len(kept.Samples), kept.Truncated, len(rs.Done))
+		}
+		if err := (&Executor{Exp: rs.Exp, Probe: probe, Done: rs.Done}).Execute(context.Background(), dir); err != nil {
+			t.Fatal(err)
+		}
+		f := readSamples(t, dir)
+		seqs := map[int]bool{}
+		for _, r := range f.Runs {
+			seqs[r.Seq] = true
+		}
+		if len(f.Runs) != 8 || len(seqs) != 8 || len(f.Samples) != 24 {
+			t.Errorf("cut at %d, resumed: %d runs (%d distinct), %d samples", cut, len(f.Runs), len(seqs), len(f.Samples))
+		}
+		if b, _ := os.ReadFile(filepath.Join(dir, result.SamplesName)); !bytes.HasPrefix(b, []byte{0x28, 0xb5, 0x2f, 0xfd}) {
+			t.Errorf("cut at %d: the resumed file is no longer zstd", cut)
 		}
 	}
 }

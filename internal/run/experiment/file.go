@@ -37,6 +37,7 @@ type file struct {
 	Order       string     `yaml:"order"`
 	Seed        int64      `yaml:"seed"`
 	Spin        *Duration  `yaml:"spin"`
+	SampleEvery int        `yaml:"sample_every"`
 	Cells       []cellFile `yaml:"cells"`
 }
 
@@ -164,6 +165,9 @@ func (f *file) experiment(doc *specfile.Doc) (*Experiment, error) {
 	if err := f.realServers(doc, e); err != nil {
 		return nil, err
 	}
+	if err := e.CheckSampleEvery(false); err != nil {
+		return nil, doc.Errorf("sample_every", "%v", err)
+	}
 	if err := e.Validate(); err != nil { // rules that belong to no one field
 		return nil, fmt.Errorf("%s: %w", doc.File, err)
 	}
@@ -203,6 +207,9 @@ func (f *file) settings(doc *specfile.Doc, e *Experiment) error {
 			return doc.Errorf("spin", "%v", err)
 		}
 		e.Spin = f.Spin
+	}
+	if e.SampleEvery = f.SampleEvery; f.SampleEvery < 0 || f.SampleEvery > MaxSampleEvery {
+		return doc.Errorf("sample_every", "%d: want 1 (every sample) to %d", f.SampleEvery, MaxSampleEvery)
 	}
 	switch e.Servers = proto.Or(e.Servers, "embedded"); e.Servers {
 	case "embedded":

@@ -23,7 +23,11 @@ type Override struct {
 	Seed                     *int64
 	Scale                    *float64
 	Spin                     *time.Duration
+	SampleEvery              *int
 }
+
+// MaxSampleEvery bounds sample_every: one row of every million samples.
+const MaxSampleEvery = 1_000_000
 
 // Override applies o.
 func (e *Experiment) Override(o Override) error {
@@ -44,6 +48,15 @@ func (e *Experiment) Override(o Override) error {
 		}
 		d := Duration(*o.Spin)
 		e.Spin = &d
+	}
+	if o.SampleEvery != nil {
+		if n := *o.SampleEvery; n < 1 || n > MaxSampleEvery {
+			return fmt.Errorf("--sample-every: %d: want 1 (every sample) to %d", n, MaxSampleEvery)
+		}
+		e.SampleEvery = *o.SampleEvery
+		if err := e.CheckSampleEvery(false); err != nil {
+			return fmt.Errorf("--sample-every: %w", err)
+		}
 	}
 	for i := range e.Groups {
 		c := &e.Groups[i]

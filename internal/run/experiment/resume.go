@@ -1,7 +1,6 @@
 package experiment
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,9 +30,14 @@ var ErrComplete = errors.New("experiment: every run of this experiment is finish
 // last finished run, so that the executor can append the rest of the plan.
 // The cut lines (samples of a run that was interrupted, and a line a kill
 // cut in half) are not thrown away: they move to samples.unfinished-N.jsonl.
+// A compressed file is cut at the end of a frame (its writer ends one
+// after every run), so it stays whole zstd for zstdcat.
 func PrepareResume(dir string) (*Resume, error) {
-	name := filepath.Join(dir, "samples.jsonl")
-	fh, err := os.Open(name)
+	name, err := result.SamplesPath(dir)
+	if err != nil {
+		return nil, fmt.Errorf("experiment: resume: %w", err)
+	}
+	fh, err := os.OpenFile(name, os.O_RDWR, 0)
 	if err != nil {
 		return nil, fmt.Errorf("experiment: resume: %w", err)
 	}
@@ -42,13 +46,15 @@ func PrepareResume(dir string) (*Resume, error) {
 	if err := result.Lock(fh); err != nil {
 		return nil, fmt.Errorf("experiment: resume: %w", err)
 	}
-	// Read as a stream with every line bounded (result.MaxLine): a damaged
-	// file never takes more memory than its samples.
-	f, err := result.Read(fh, name)
-	if err != nil {
+	var h *result.Header
+	// The header alone, read with its line bounded (result.MaxLine).
+	errHeader := errors.New("header read")
+	if _, err := result.Scan(io.NewSectionReader(fh, 0, 1<<62), name, result.Visitor{
+		Header: func(hd *result.Header) error { h = hd; return errHeader },
+	}); !errors.Is(err, errHeader) {
 		return nil, fmt.Errorf("experiment: resume: %w", err)
 	}
-	spec, err := json.Marshal(f.Header.Spec)
+	spec, err := json.Marshal(h.Spec)
 	if err != nil {
 		return nil, err
 	}
@@ -61,81 +67,66 @@ func PrepareResume(dir string) (*Resume, error) {
 			return nil, fmt.Errorf("experiment: resume: cell group %s's url had a password, which results do not record (%s): run it again instead", c.CellName(), u.Text())
 		}
 	}
-	rs := &Resume{Exp: &exp, Header: f.Header, Done: map[int]bool{}}
-	// Find the end of the last finished run's line.
-	if _, err := fh.Seek(0, io.SeekStart); err != nil {
+	rs := &Resume{Exp: &exp, Header: *h, Done: map[int]bool{}}
+	st, err := fh.Stat()
+	if err != nil {
 		return nil, fmt.Errorf("experiment: resume: %w", err)
 	}
-	br := bufio.NewReaderSize(fh, 64<<10)
-	var keep, off, size int64
-	for {
-		line, err := rawLine(br)
-		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("experiment: resume: %s: %w", name, err)
-		}
-		if errors.Is(err, io.EOF) {
-			size = off + int64(len(line))
-			break // a cut-off last line, or the end
-		}
-		off += int64(len(line))
+	size := st.Size()
+	// The end of the last finished run's line (or the header's).
+	keep, compressed, err := result.KeepPoint(fh, size, func(line []byte) bool {
 		var l struct {
 			Kind string `json:"kind"`
 			Seq  int    `json:"seq"`
 			Err  string `json:"err"`
 		}
 		if json.Unmarshal(line, &l) != nil {
-			continue
+			return false
 		}
 		switch {
 		case l.Kind == result.KindHeader:
-			keep = off
+			return true
 		case l.Kind == result.KindRun && l.Err != "interrupted":
 			rs.Done[l.Seq] = true
-			keep = off
+			return true
 		}
+		return false
+	})
+	if err != nil {
+		return nil, fmt.Errorf("experiment: resume: %s: %w", name, err)
 	}
 	if len(rs.Done) == len(exp.Plan()) {
 		return rs, ErrComplete
 	}
 	if keep < size {
-		for i := 1; ; i++ {
-			rs.Moved = filepath.Join(dir, fmt.Sprintf("samples.unfinished-%d.jsonl", i))
-			mf, err := os.OpenFile(rs.Moved, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-			if errors.Is(err, os.ErrExist) && i < 1000 {
-				continue
-			}
-			if err == nil {
-				if _, err = fh.Seek(keep, io.SeekStart); err == nil {
-					_, err = io.Copy(mf, fh)
-				}
-				if cerr := mf.Close(); err == nil {
-					err = cerr
-				}
-			}
-			if err != nil {
-				return nil, fmt.Errorf("experiment: resume: keeping the unfinished run's lines: %w", err)
-			}
-			break
+		if rs.Moved, err = moveUnfinished(dir, fh, size, keep, compressed); err != nil {
+			return nil, err
 		}
-		if err := os.Truncate(name, int64(keep)); err != nil {
+		if err := fh.Truncate(keep); err != nil {
 			return nil, fmt.Errorf("experiment: resume: %w", err)
 		}
 	}
 	return rs, nil
 }
 
-// rawLine returns one line with its newline, at most result.MaxLine bytes;
-// io.EOF comes with a last line without a newline, or with nothing.
-func rawLine(br *bufio.Reader) ([]byte, error) {
-	var buf []byte
-	for {
-		chunk, err := br.ReadSlice('\n')
-		buf = append(buf, chunk...)
-		if len(buf) > result.MaxLine {
-			return nil, fmt.Errorf("a line longer than %d bytes (v6lab writes none so long: the file is damaged)", result.MaxLine)
+// moveUnfinished writes the text of fh past keep to a new
+// samples.unfinished-N.jsonl and returns its name.
+func moveUnfinished(dir string, fh *os.File, size, keep int64, compressed bool) (string, error) {
+	for i := 1; ; i++ {
+		moved := filepath.Join(dir, fmt.Sprintf("samples.unfinished-%d.jsonl", i))
+		mf, err := os.OpenFile(moved, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, os.ErrExist) && i < 1000 {
+			continue
 		}
-		if !errors.Is(err, bufio.ErrBufferFull) {
-			return buf, err
+		if err == nil {
+			err = result.CopyText(fh, size, keep, compressed, mf)
+			if cerr := mf.Close(); err == nil {
+				err = cerr
+			}
 		}
+		if err != nil {
+			return "", fmt.Errorf("experiment: resume: keeping the unfinished run's lines: %w", err)
+		}
+		return moved, nil
 	}
 }

@@ -81,8 +81,9 @@ type Output struct {
 	// Quiet prints only the result directory's name.
 	Quiet bool
 	// Progress makes the progress display of total runs, done of them
-	// already (nil: Lines on Err unless Quiet).
-	Progress func(total, done int) Progress
+	// already, and what the samples' writer has written so far (nil:
+	// Lines on Err unless Quiet).
+	Progress func(total, done int, written Written) Progress
 	// ToolVersion is recorded in the header.
 	ToolVersion string
 	// Strict makes a result with counted runs left out an error
@@ -100,6 +101,31 @@ type LeftOutError struct {
 
 func (e *LeftOutError) Error() string {
 	return fmt.Sprintf("--strict: %d counted runs were left out of the figures (their reasons are in the report's notes): %s", e.Runs, e.Dir)
+}
+
+// Written says how many samples and bytes (as stored: compressed) a
+// job's samples file has received so far.
+type Written func() (samples, bytes int64)
+
+// WrittenText is how the progress says it: "1,234,567 samples, 45.6 MB".
+func WrittenText(w Written) string {
+	n, b := w()
+	return fmt.Sprintf("%s samples, %s", thousands(n), megabytes(b))
+}
+
+func thousands(n int64) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+func megabytes(b int64) string {
+	if b < 1e6 {
+		return fmt.Sprintf("%.0f kB", float64(b)/1e3)
+	}
+	return fmt.Sprintf("%.1f MB", float64(b)/1e6)
 }
 
 // Progress follows the runs of a job.
@@ -132,41 +158,10 @@ func Do(ctx context.Context, j Job, o Output) (string, error) {
 	if err := offLab(j); err != nil {
 		return "", err
 	}
-	// Collecting less often leaves more CPU to the transactions being
-	// timed; a soft memory limit keeps that from holding garbage without
-	// bound (10,000 users per path peaked at 1.68 GiB with GOGC 400 alone,
-	// 583 MiB with the limit, the same figures). GOMEMLIMIT, when set, wins.
-	debug.SetGCPercent(400)
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(DefaultMemoryLimit)
-	}
-	gcNote := fmt.Sprintf("v6lab's Go runtime ran with GOGC 400 and a soft memory limit of %d MiB", debug.SetMemoryLimit(-1)>>20)
-	limit, err := host.RaiseNoFile()
+	hdr, err := j.header(o.ToolVersion)
 	if err != nil {
 		return "", err
 	}
-	if err := j.Exp.CheckOpenFiles(limit, j.ServerFDs); err != nil {
-		return "", err
-	}
-	busy := ""
-	switch {
-	case j.ServerFDs > 0:
-		busy = "the embedded servers run in this process here (loopback)"
-	case j.Exp.Background():
-		busy = "the background traffic is generated in this process"
-	}
-	spin, err := clientSpin(j.Exp, busy)
-	if err != nil {
-		return "", err
-	}
-	notes := append(append([]string(nil), j.Notes...), gcNote)
-	notes = append(notes, j.queueNote()...)
-	changed := "no sysctl was changed"
-	if j.Lab["sysctl_changed"] != "" {
-		changed = "the one sysctl changed is in the lab's notes"
-	}
-	notes = append(notes, j.Exp.TimingNotes(TimingNote, LingerNote)...)
-	notes = append(notes, changed)
 	var dir string
 	var done map[int]bool
 	if j.Resume != nil {
@@ -177,22 +172,12 @@ func Do(ctx context.Context, j Job, o Output) (string, error) {
 	} else if dir, err = result.NewDir(j.Results, j.dirName(), time.Now()); err != nil {
 		return "", err
 	}
-	command := j.Command
-	if len(command) == 0 {
-		command = os.Args
-	}
-	hdr := result.Header{
-		FormatVersion: result.FormatVersion, Tool: "v6lab", ToolVersion: o.ToolVersion, Created: time.Now().UTC(),
-		Command: command, Host: host.Name(), Kernel: host.Kernel(), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(),
-		Sysctls: host.ReadSysctls(host.Sysctls), Limits: map[string]string{"nofile": fmt.Sprint(limit)}, Target: j.Target,
-		Servers: j.Servers, Notes: notes, Lab: j.Lab, ClientSpin: spin,
-	}
 	if seg := j.Segment; seg != nil {
 		seg.Host, seg.Clock, seg.StartAt = host.Name(), host.Clock(), j.StartAt.UTC()
 		hdr.Segment = seg
 		hdr.Notes = append(hdr.Notes, SegmentNote(*seg))
 	}
-	files := "samples.jsonl, summary.json, report.txt, results.csv, report.html"
+	files := "samples.jsonl.zst, summary.json, report.txt, results.csv, report.html"
 	if j.Pcap != nil {
 		name, closePcap, err := j.recordPcap(dir, len(done))
 		if err != nil {
@@ -204,9 +189,10 @@ func Do(ctx context.Context, j Job, o Output) (string, error) {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	plan := j.Exp.Plan()
-	prog := o.progress(len(plan), len(done))
-	r := &experiment.Executor{Exp: j.Exp, Probe: j.Probe, Header: hdr, OnStep: prog.Step, Wire: j.Wire, Done: done, Conditions: j.Conditions,
-		Segment: j.Segment, StartAt: j.StartAt}
+	r := &experiment.Executor{Exp: j.Exp, Probe: j.Probe, Header: hdr, Wire: j.Wire, Done: done, Conditions: j.Conditions,
+		Segment: j.Segment, StartAt: j.StartAt, Totals: report.NewTotaler}
+	prog := o.progress(len(plan), len(done), r.Written)
+	r.OnStep = prog.Step
 	if !o.Quiet {
 		verb := "measuring"
 		if done != nil {
@@ -220,27 +206,84 @@ func Do(ctx context.Context, j Job, o Output) (string, error) {
 	if runErr != nil && !errors.Is(runErr, experiment.ErrInterrupted) {
 		return dir, runErr
 	}
+	return dir, finish(dir, files, runErr, o)
+}
+
+// header readies the process for measuring (GC, open files, the client's
+// spin) and makes the result's header, its notes saying how.
+func (j *Job) header(toolVersion string) (result.Header, error) {
+	// Collecting less often leaves more CPU to the transactions being
+	// timed; a soft memory limit keeps that from holding garbage without
+	// bound (10,000 users per path peaked at 1.68 GiB with GOGC 400 alone,
+	// 583 MiB with the limit, the same figures). GOMEMLIMIT, when set, wins.
+	debug.SetGCPercent(400)
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(DefaultMemoryLimit)
+	}
+	gcNote := fmt.Sprintf("v6lab's Go runtime ran with GOGC 400 and a soft memory limit of %d MiB", debug.SetMemoryLimit(-1)>>20)
+	limit, err := host.RaiseNoFile()
+	if err != nil {
+		return result.Header{}, err
+	}
+	if err := j.Exp.CheckOpenFiles(limit, j.ServerFDs); err != nil {
+		return result.Header{}, err
+	}
+	busy := ""
+	switch {
+	case j.ServerFDs > 0:
+		busy = "the embedded servers run in this process here (loopback)"
+	case j.Exp.Background():
+		busy = "the background traffic is generated in this process"
+	}
+	spin, err := clientSpin(j.Exp, busy)
+	if err != nil {
+		return result.Header{}, err
+	}
+	notes := append(append([]string(nil), j.Notes...), gcNote)
+	notes = append(notes, j.queueNote()...)
+	changed := "no sysctl was changed"
+	if j.Lab["sysctl_changed"] != "" {
+		changed = "the one sysctl changed is in the lab's notes"
+	}
+	notes = append(notes, j.Exp.TimingNotes(TimingNote, LingerNote)...)
+	notes = append(notes, changed)
+	command := j.Command
+	if len(command) == 0 {
+		command = os.Args
+	}
+	return result.Header{
+		FormatVersion: result.FormatVersion, Tool: "v6lab", ToolVersion: toolVersion, Created: time.Now().UTC(),
+		Command: command, Host: host.Name(), Kernel: host.Kernel(), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(),
+		Sysctls: host.ReadSysctls(host.Sysctls), Limits: map[string]string{"nofile": fmt.Sprint(limit)}, Target: j.Target,
+		Servers: j.Servers, Notes: notes, Lab: j.Lab, ClientSpin: spin,
+	}, nil
+}
+
+// finish writes the reports of the result in dir, prints them, and says
+// how the job ended: interrupted, with a cell that completed nothing, or
+// (strict) with runs left out.
+func finish(dir, files string, runErr error, o Output) error {
 	s, err := report.WriteAll(dir)
 	if err != nil {
-		return dir, err
+		return err
 	}
 	if !o.Quiet {
 		if err := report.Text(o.Out, s); err != nil {
-			return dir, err
+			return err
 		}
 		fmt.Fprintln(o.Out)
 	}
 	fmt.Fprintf(o.Out, "results: %s (%s)\n", dir, files)
 	if runErr != nil {
-		return dir, &InterruptedError{Dir: dir}
+		return &InterruptedError{Dir: dir}
 	}
 	if err := AllFailed(s); err != nil {
-		return dir, err
+		return err
 	}
 	if o.Strict && s.LeftOutRuns > 0 {
-		return dir, &LeftOutError{Runs: s.LeftOutRuns, Dir: dir}
+		return &LeftOutError{Runs: s.LeftOutRuns, Dir: dir}
 	}
-	return dir, nil
+	return nil
 }
 
 // dirName names the result directory: the experiment's name, and a
@@ -314,20 +357,21 @@ func AllFailed(s *report.Summary) error {
 	return nil
 }
 
-func (o Output) progress(total, done int) Progress {
+func (o Output) progress(total, done int, written Written) Progress {
 	switch {
 	case o.Quiet:
 		return none{}
 	case o.Progress != nil:
-		return o.Progress(total, done)
+		return o.Progress(total, done, written)
 	}
-	return Lines(o.Err, done)
+	return Lines(o.Err, done, written)
 }
 
 // Lines is the progress of a run whose output is not a terminal (a log):
-// one line every 10 s, with an estimate of the time left.
-func Lines(w io.Writer, done int) Progress {
-	return &lines{w: w, every: 10 * time.Second, start: time.Now(), last: time.Now(), from: done}
+// one line every 10 s, with the samples written and an estimate of the
+// time left.
+func Lines(w io.Writer, done int, written Written) Progress {
+	return &lines{w: w, every: 10 * time.Second, start: time.Now(), last: time.Now(), from: done, written: written}
 }
 
 type lines struct {
@@ -335,6 +379,7 @@ type lines struct {
 	every       time.Duration
 	start, last time.Time
 	from        int
+	written     Written
 }
 
 func (l *lines) Step(done, total int, r result.Run) {
@@ -347,7 +392,7 @@ func (l *lines) Step(done, total int, r result.Run) {
 	if n := done - l.from; n > 0 {
 		eta = (time.Duration(float64(now.Sub(l.start)) / float64(n) * float64(total-done))).Round(time.Second).String()
 	}
-	fmt.Fprintf(l.w, "v6lab: run %d/%d (%d%%), %s, about %s left\n", done, total, 100*done/total, r.Cell, eta)
+	fmt.Fprintf(l.w, "v6lab: run %d/%d (%d%%), %s, %s, about %s left\n", done, total, 100*done/total, r.Cell, WrittenText(l.written), eta)
 }
 
 func (l *lines) Done() {}

@@ -102,3 +102,44 @@ func TestOffLabJobsRefuseLabOnlyPaths(t *testing.T) {
 		}
 	}
 }
+
+// TestProgressSaysWhatWasWritten: the progress a job hands its display
+// counts the samples the writer wrote and the bytes it stored, and the
+// log's progress line says both (issue 43: a load run of millions of
+// samples should not surprise anyone).
+func TestProgressSaysWhatWasWritten(t *testing.T) {
+	spec := experiment.CellGroup{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4, path.IPv6}, Conns: []int{5}, Runs: 3,
+		Timeout: experiment.Duration(time.Second), Baseline: path.IPv4}
+	var last Written
+	var steps []string
+	o := Output{Out: io.Discard, Err: io.Discard, Progress: func(total, done int, w Written) Progress {
+		last = w
+		return stepFunc(func() { steps = append(steps, WrittenText(w)) })
+	}}
+	j := Job{Exp: experiment.Single(spec, result.Loopback), Target: result.Loopback, Results: t.TempDir(),
+		Probe: func(*experiment.CellGroup, path.Path) (load.Probe, error) { return okProbe{}, nil }}
+	dir, err := Do(context.Background(), j, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, b := last()
+	st, _ := os.Stat(filepath.Join(dir, result.SamplesName))
+	if n != 30 || st == nil || b != st.Size() {
+		t.Errorf("written: %d samples, %d bytes; the file has %v", n, b, st)
+	}
+	if len(steps) != 6 || !strings.HasPrefix(steps[0], "5 samples, ") || !strings.HasPrefix(steps[5], "30 samples, ") {
+		t.Errorf("progress at each step: %q", steps)
+	}
+	var log strings.Builder
+	l := Lines(&log, 0, func() (int64, int64) { return 1234567, 45_600_000 }).(*lines)
+	l.every, l.last = 0, time.Time{}
+	l.Step(1, 10, result.Run{Cell: "dns/ipv4/100"})
+	if want := "v6lab: run 1/10 (10%), dns/ipv4/100, 1,234,567 samples, 45.6 MB, about "; !strings.HasPrefix(log.String(), want) {
+		t.Errorf("log line %q, want it to start %q", log.String(), want)
+	}
+}
+
+type stepFunc func()
+
+func (f stepFunc) Step(int, int, result.Run) { f() }
+func (stepFunc) Done()                       {}

@@ -23,15 +23,19 @@ import (
 	"v6lab/internal/result"
 )
 
-// Dir is one segment's result directory, as read.
+// Dir is one segment's result directory, as read: its header and run
+// records (its samples stay on disk until Write streams them).
 type Dir struct {
-	dir  string
-	file *result.File
-	runs map[int]*result.Run // by Seq
+	dir    string
+	name   string // its samples file
+	header result.Header
+	runs   []result.Run
+	bySeq  map[int]*result.Run
+	seqOf  map[string]int // by runID
 }
 
 // Read reads dirs, each a segment's result directory or a directory that
-// holds them (every subdirectory with a samples.jsonl).
+// holds them (every subdirectory with a samples file).
 func Read(dirs []string) ([]*Dir, error) {
 	var out []*Dir
 	for _, d := range dirs {
@@ -53,7 +57,7 @@ func Read(dirs []string) ([]*Dir, error) {
 // expand is dir when it is a result directory, else the result
 // directories it holds.
 func expand(dir string) ([]string, error) {
-	if _, err := os.Stat(filepath.Join(dir, "samples.jsonl")); err == nil {
+	if result.HasSamples(dir) {
 		return []string{dir}, nil
 	}
 	entries, err := os.ReadDir(dir)
@@ -63,35 +67,59 @@ func expand(dir string) ([]string, error) {
 	var out []string
 	for _, e := range entries {
 		sub := filepath.Join(dir, e.Name())
-		if _, err := os.Stat(filepath.Join(sub, "samples.jsonl")); e.IsDir() && err == nil {
+		if e.IsDir() && result.HasSamples(sub) {
 			out = append(out, sub)
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("merge: %s: no samples.jsonl in it nor in a directory below it: not a result directory", dir)
+		return nil, fmt.Errorf("merge: %s: no samples file (%s or %s) in it nor in a directory below it: not a result directory", dir, result.SamplesName, result.PlainSamplesName)
 	}
 	return out, nil
 }
 
+// readSegment reads a segment's header and run records (its samples are
+// read, and checked, as a stream by Write).
 func readSegment(dir string) (*Dir, error) {
-	name := filepath.Join(dir, "samples.jsonl")
-	fh, err := os.Open(name)
+	name, err := result.SamplesPath(dir)
 	if err != nil {
 		return nil, fmt.Errorf("merge: %w", err)
 	}
-	defer fh.Close()
-	f, err := result.Read(fh, name)
+	seg := &Dir{dir: dir, name: name, bySeq: map[int]*result.Run{}, seqOf: map[string]int{}}
+	err = scanFile(name, result.Visitor{
+		Header: func(h *result.Header) error {
+			if h.Segment == nil {
+				return fmt.Errorf("merge: %s is not a segment of a split run (it was run without --segment)", dir)
+			}
+			seg.header = *h
+			return nil
+		},
+		Run: func(r *result.Run) { seg.runs = append(seg.runs, *r) },
+	})
 	if err != nil {
-		return nil, fmt.Errorf("merge: %w", err)
+		return nil, err
 	}
-	if f.Header.Segment == nil {
-		return nil, fmt.Errorf("merge: %s is not a segment of a split run (it was run without --segment)", dir)
-	}
-	seg := &Dir{dir: dir, file: f, runs: map[int]*result.Run{}}
-	for i := range f.Runs {
-		seg.runs[f.Runs[i].Seq] = &f.Runs[i]
+	for i := range seg.runs {
+		r := &seg.runs[i]
+		seg.bySeq[r.Seq] = r
+		seg.seqOf[runID(r.Cell, r.Run)] = r.Seq
 	}
 	return seg, nil
+}
+
+// scanFile streams a samples file through v.
+func scanFile(name string, v result.Visitor) error {
+	fh, err := os.Open(name)
+	if err != nil {
+		return fmt.Errorf("merge: %w", err)
+	}
+	defer fh.Close()
+	if _, err := result.Scan(fh, name, v); err != nil {
+		if strings.HasPrefix(err.Error(), "merge: ") {
+			return err
+		}
+		return fmt.Errorf("merge: %w", err)
+	}
+	return nil
 }
 
 // Check says whether segs are every segment of one experiment: the same
@@ -102,7 +130,7 @@ func Check(segs []*Dir) error {
 		return errors.New("merge: no segments given")
 	}
 	first := segs[0]
-	h0 := first.file.Header
+	h0 := first.header
 	n := h0.Segment.Count
 	spec0, err := specOf(h0)
 	if err != nil {
@@ -111,8 +139,11 @@ func Check(segs []*Dir) error {
 	have := map[int]string{}
 	var problems []string
 	for _, s := range segs {
-		h := s.file.Header
+		h := s.header
 		switch {
+		case h.SampleEvery > 1:
+			problems = append(problems, fmt.Sprintf("%s kept one sample row of every %d: its per-segment figures need every row (v6lab run refuses --sample-every with --segment)", s.dir, h.SampleEvery))
+			continue
 		case h.Segment.Count != n:
 			problems = append(problems, fmt.Sprintf("%s is segment %s, but %s is one of %d", s.dir, h.Segment, first.dir, n))
 			continue
@@ -230,10 +261,13 @@ func short(v any) string {
 
 // Write writes the merged result directory under root (named name, or
 // the experiment's with "-merged") and its reports, and returns it.
-// command is recorded in the header.
+// command is recorded in the header. The segments' samples stream through
+// it: step after step as the plan did them, each segment's samples of the
+// step, then the merged run record; samples of a run without a record
+// (cut off) come last, segment by segment.
 func Write(segs []*Dir, root, name string, command []string, now time.Time) (string, *report.Summary, error) {
-	sort.Slice(segs, func(i, j int) bool { return segs[i].file.Header.Segment.Index < segs[j].file.Header.Segment.Index })
-	h0 := segs[0].file.Header
+	sort.Slice(segs, func(i, j int) bool { return segs[i].header.Segment.Index < segs[j].header.Segment.Index })
+	h0 := segs[0].header
 	if name == "" {
 		name = h0.Name + "-merged"
 	}
@@ -241,67 +275,154 @@ func Write(segs []*Dir, root, name string, command []string, now time.Time) (str
 	if err != nil {
 		return "", nil, err
 	}
-	f, err := os.OpenFile(filepath.Join(dir, "samples.jsonl"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, w, err := result.CreateSamples(dir)
 	if err != nil {
 		return dir, nil, fmt.Errorf("merge: %w", err)
 	}
-	w := result.NewWriter(f)
 	w.Header(mergedHeader(segs, command, now))
-	// Samples by run: a segment's samples of step seq, then the merged
-	// run record, step after step as the plan did them.
-	bySeq := make([]map[int][]result.Sample, len(segs))
-	for i, s := range segs {
-		bySeq[i] = map[int][]result.Sample{}
-		seqOf := map[string]int{}
-		for _, r := range s.file.Runs {
-			seqOf[runID(r.Cell, r.Run)] = r.Seq
-		}
-		for _, smp := range s.file.Samples {
-			seq, ok := seqOf[runID(smp.Cell, smp.Run)]
-			if !ok {
-				seq = -1 // cut off before its run's record: a run of its own, left out
-			}
-			bySeq[i][seq] = append(bySeq[i][seq], smp)
-		}
-	}
-	for _, seq := range allSeqs(segs) {
-		for i := range segs {
-			for _, smp := range bySeq[i][seq] {
-				w.Sample(smp)
-			}
-		}
-		if seq >= 0 {
-			w.Run(mergedRun(segs, seq))
-		}
-	}
-	if err := errors.Join(w.Close(), f.Close()); err != nil {
-		return dir, nil, fmt.Errorf("merge: %w", err)
+	werr := writeSamples(segs, w)
+	if err := errors.Join(werr, w.Close(), f.Close()); err != nil {
+		os.RemoveAll(dir) // made moments ago, and never finished
+		return "", nil, fmt.Errorf("merge: %w", err)
 	}
 	s, err := report.WriteAll(dir)
 	return dir, s, err
 }
 
+// writeSamples interleaves the segments' sample streams by step.
+func writeSamples(segs []*Dir, w *result.Writer) error {
+	curs := make([]*cursor, len(segs))
+	for i, s := range segs {
+		curs[i] = s.open()
+		defer curs[i].close()
+	}
+	for _, seq := range allSeqs(segs) {
+		for i, c := range curs {
+			for {
+				smp, ok := c.peek()
+				if !ok {
+					break
+				}
+				sq, known := segs[i].seqOf[runID(smp.Cell, smp.Run)]
+				if !known { // cut off before its run's record: last
+					c.orphans = append(c.orphans, *smp)
+					c.next()
+					continue
+				}
+				if sq > seq {
+					break
+				}
+				if sq < seq {
+					return fmt.Errorf("%s: a sample of step %d after those of step %d: not in the order v6lab writes", segs[i].name, sq, seq)
+				}
+				w.Sample(*smp)
+				c.next()
+			}
+		}
+		w.Run(mergedRun(segs, seq))
+	}
+	for i, c := range curs {
+		for smp, ok := c.peek(); ok; smp, ok = c.peek() {
+			if _, known := segs[i].seqOf[runID(smp.Cell, smp.Run)]; known {
+				return fmt.Errorf("%s: a sample of a recorded run after every step: not in the order v6lab writes", segs[i].name)
+			}
+			c.orphans = append(c.orphans, *smp)
+			c.next()
+		}
+		for _, smp := range c.orphans {
+			w.Sample(smp)
+		}
+		if err := c.err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cursor reads a segment's samples one at a time (its file streamed by
+// a goroutine of its own, in batches).
+type cursor struct {
+	ch      chan []result.Sample
+	quit    chan struct{}
+	done    chan error
+	buf     []result.Sample
+	i       int
+	orphans []result.Sample
+}
+
+func (s *Dir) open() *cursor {
+	c := &cursor{ch: make(chan []result.Sample, 4), quit: make(chan struct{}), done: make(chan error, 1)}
+	go func() {
+		var batch []result.Sample
+		send := func() {
+			select {
+			case c.ch <- batch:
+			case <-c.quit: // the reader stopped: drop the rest
+			}
+			batch = nil
+		}
+		err := scanFile(s.name, result.Visitor{Sample: func(smp *result.Sample) {
+			if batch == nil {
+				batch = make([]result.Sample, 0, 1024)
+			}
+			batch = append(batch, *smp)
+			if len(batch) == cap(batch) {
+				send()
+			}
+		}})
+		if len(batch) > 0 {
+			send()
+		}
+		close(c.ch)
+		c.done <- err
+	}()
+	return c
+}
+
+// peek is the next sample, without taking it.
+func (c *cursor) peek() (*result.Sample, bool) {
+	for c.i == len(c.buf) {
+		b, ok := <-c.ch
+		if !ok {
+			return nil, false
+		}
+		c.buf, c.i = b, 0
+	}
+	return &c.buf[c.i], true
+}
+
+func (c *cursor) next() { c.i++ }
+
+// err is the stream's error, once it has ended (call it once).
+func (c *cursor) err() error { return <-c.done }
+
+// close stops the stream's goroutine.
+func (c *cursor) close() {
+	close(c.quit)
+	for range c.ch {
+	}
+}
+
 func runID(cell string, run int) string { return fmt.Sprintf("%s#%d", cell, run) }
 
-// allSeqs are the steps any segment recorded, in order (and -1 for
-// samples without a run record, last).
+// allSeqs are the steps any segment recorded, in order.
 func allSeqs(segs []*Dir) []int {
 	seen := map[int]bool{}
 	for _, s := range segs {
-		for seq := range s.runs {
+		for seq := range s.bySeq {
 			seen[seq] = true
 		}
 	}
-	out := make([]int, 0, len(seen)+1)
+	out := make([]int, 0, len(seen))
 	for seq := range seen {
 		out = append(out, seq)
 	}
 	slices.Sort(out)
-	return append(out, -1)
+	return out
 }
 
 func mergedHeader(segs []*Dir, command []string, now time.Time) result.Header {
-	h := segs[0].file.Header
+	h := segs[0].header
 	h.Segment = nil
 	h.Created = now.UTC()
 	h.Command = command
@@ -309,9 +430,9 @@ func mergedHeader(segs []*Dir, command []string, now time.Time) result.Header {
 	hosts := map[string]bool{}
 	var hostList []string
 	for _, s := range segs {
-		g := *s.file.Header.Segment
+		g := *s.header.Segment
 		g.Dir = s.dir
-		for _, r := range s.file.Runs {
+		for _, r := range s.runs {
 			if r.LateNS > 0 {
 				g.LateRuns++
 				g.MaxLateNS = max(g.MaxLateNS, r.LateNS)
@@ -330,7 +451,7 @@ func mergedHeader(segs []*Dir, command []string, now time.Time) result.Header {
 	// figures are a share.
 	seen := map[string]bool{}
 	for _, s := range segs {
-		for _, n := range s.file.Header.Notes {
+		for _, n := range s.header.Notes {
 			if !seen[n] && !strings.HasPrefix(n, "segment ") {
 				seen[n] = true
 				h.Notes = append(h.Notes, n)
@@ -358,8 +479,8 @@ func mergedRun(segs []*Dir, seq int) result.Run {
 	var errs []string
 	started := false
 	for _, s := range segs {
-		r := s.runs[seq]
-		g := s.file.Header.Segment
+		r := s.bySeq[seq]
+		g := s.header.Segment
 		if r == nil {
 			errs = append(errs, fmt.Sprintf("segment %s never finished this run (resume it with v6lab run --resume %s, then merge again)", g, s.dir))
 			continue

@@ -174,6 +174,17 @@ func TestMergeRefusesWhatIsNotOneExperiment(t *testing.T) {
 			t.Errorf("%v: %v, want %q", c.dirs, err, c.want)
 		}
 	}
+	// A segment that kept some rows only (hand-made: run refuses it).
+	sampled := writeSegment(t, at("f"), 1, 3, spec(5), false)
+	b, _ := os.ReadFile(filepath.Join(sampled, "samples.jsonl"))
+	os.WriteFile(filepath.Join(sampled, "samples.jsonl"), []byte(strings.Replace(string(b), `"kind":"header",`, `"kind":"header","sample_every":10,`, 1)), 0o644)
+	segs, err := Read([]string{s0, sampled, s2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(segs); err == nil || !strings.Contains(err.Error(), sampled+" kept one sample row of every 10") {
+		t.Errorf("a sampled segment: %v", err)
+	}
 	// Not a segment.
 	plain := at("plain")
 	os.MkdirAll(plain, 0o755)
@@ -221,5 +232,36 @@ func TestARunOneSegmentNeverFinishedIsLeftOut(t *testing.T) {
 		if c.Completed != want {
 			t.Errorf("%s: completed %d, want %d", c.Path, c.Completed, want)
 		}
+	}
+}
+
+// TestADamagedSegmentLeavesNoMerge: a sample line a segment holds damaged
+// (its samples are checked as they stream into the merge) fails the
+// merge, naming its file and line, and leaves no half-merged directory.
+func TestADamagedSegmentLeavesNoMerge(t *testing.T) {
+	root := t.TempDir()
+	var dirs []string
+	for i := range 3 {
+		dirs = append(dirs, writeSegment(t, root, i, 3, spec(5), false))
+	}
+	name := filepath.Join(dirs[1], "samples.jsonl")
+	b, _ := os.ReadFile(name)
+	lines := strings.SplitAfter(string(b), "\n")
+	lines[2] = strings.Replace(lines[2], `"total_ns":`, `"total_ns":"x`, 1)
+	os.WriteFile(name, []byte(strings.Join(lines, "")), 0o644)
+	segs, err := Read(dirs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(segs); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(root, "out")
+	dir, _, err := Write(segs, out, "joined", nil, t0)
+	if err == nil || !strings.Contains(err.Error(), name+":3:") || dir != "" {
+		t.Fatalf("merge of a damaged segment: %q, %v", dir, err)
+	}
+	if ents, _ := os.ReadDir(out); len(ents) != 0 {
+		t.Errorf("left %v behind", ents)
 	}
 }

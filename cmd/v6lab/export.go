@@ -1,0 +1,61 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"v6lab/internal/result"
+)
+
+func newExportCmd() *cobra.Command {
+	var format, output string
+	cmd := &cobra.Command{
+		Use:   "export RESULTS_DIR",
+		Short: "Write a result directory's samples as Parquet, for DuckDB, pandas or polars",
+		Long: `export writes every sample of RESULTS_DIR as one row of a Parquet file (zstd pages),
+one typed column per sample field (docs/formats.md), and counted: whether the sample's
+run counts in the figures. It streams: its memory is one row group, whatever the number
+of samples. The file goes to RESULTS_DIR/samples.parquet unless --output says otherwise.`,
+		Example: `  v6lab export results/dns-20261126T154147Z
+  duckdb -c "SELECT path, conns, avg(total_ns)/1e6 FROM 'results/dns-20261126T154147Z/samples.parquet' WHERE counted AND err = '' GROUP BY ALL"`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != "parquet" {
+				return &exitError{code: 2, err: fmt.Errorf("--format: %q is not parquet", format)}
+			}
+			name, err := result.SamplesPath(args[0])
+			if err != nil {
+				return err
+			}
+			if output == "" {
+				output = filepath.Join(args[0], result.ParquetName)
+			}
+			tmp, err := os.CreateTemp(filepath.Dir(output), "."+filepath.Base(output)+"-*.tmp")
+			if err != nil {
+				return err
+			}
+			defer os.Remove(tmp.Name())
+			rows, err := result.ExportParquet(name, tmp)
+			if cerr := tmp.Close(); err == nil {
+				err = cerr
+			}
+			if err == nil {
+				err = os.Chmod(tmp.Name(), 0o644)
+			}
+			if err == nil {
+				err = os.Rename(tmp.Name(), output)
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %d samples to %s\n", rows, output)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&format, "format", "f", "parquet", "output format: parquet")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "file to write (default: RESULTS_DIR/samples.parquet)")
+	return cmd
+}

@@ -1,0 +1,423 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"v6lab/internal/result"
+)
+
+// Summarizer computes a summary from a samples file's records, fed one at
+// a time in the file's order: its memory grows with the cells and runs,
+// never with the samples (a per-run sum and count for the means, a
+// histogram per cell for the percentiles). A sample's run counts only when
+// its record (which follows its samples in the file) says so: until then
+// the run keeps what its cell would take (cellAdds), and hands it over or
+// drops it when the record comes. Runs whose record says they were
+// interrupted or failed as a whole are left out and noted; runs that never
+// got a record are left out as interrupted.
+type Summarizer struct {
+	h     result.Header
+	spec  specFacts
+	runs  map[runKey]*runAcc
+	cells map[cellKey]*cellAcc
+	segs  *segmentAcc
+	seq   int64
+	// runNotes are the records' errors in their order; unrecorded the
+	// runs first seen through a sample, in that order.
+	runNotes   []string
+	unrecorded []runKey
+	leftOut    int
+	finished   int // run records of finished runs (not interrupted)
+	wire       wireTally
+	late       lateTally
+}
+
+// runAcc is one run: its sums over completed samples (the run mean, each
+// figure's run mean), and whether it counts.
+type runAcc struct {
+	metrics  map[string]float64 // sums over the run's completed samples
+	metricN  map[string]int     // how many of them had each figure
+	sum      float64
+	ok       int
+	failed   int
+	warmup   bool
+	skipped  string
+	seconds  float64
+	recorded bool
+	// totalled says its record's totals gave its figures: its rows (some
+	// of its samples) add nothing.
+	totalled bool
+	// cell and first are its cell's name and its first sample's warm-up
+	// flag, for the note of a run that never got a record.
+	cell  string
+	first bool
+	// pending is what its samples add to its cell, until the record says
+	// whether they count.
+	pending *cellAdds
+}
+
+// NewSummarizer starts a summary of the file whose header is h.
+func NewSummarizer(h *result.Header) *Summarizer {
+	return &Summarizer{h: *h, spec: readSpec(h.Spec), runs: map[runKey]*runAcc{}, cells: map[cellKey]*cellAcc{},
+		segs: newSegmentAcc(h.Merged)}
+}
+
+// Summarize computes the summary of a samples file read into memory.
+func Summarize(f *result.File) *Summary {
+	z := NewSummarizer(&f.Header)
+	for i := range f.Runs {
+		z.Run(&f.Runs[i])
+	}
+	for i := range f.Samples {
+		z.Sample(&f.Samples[i])
+	}
+	return z.Finish()
+}
+
+func (z *Summarizer) cell(k cellKey) *cellAcc {
+	c := z.cells[k]
+	if c == nil {
+		c = newCellAcc(k)
+		z.cells[k] = c
+	}
+	return c
+}
+
+// Run takes a run's record.
+func (z *Summarizer) Run(r *result.Run) {
+	z.wire.add(r.Path, r.Wire)
+	z.late.add(r)
+	k := runKey{cellKey{r.Protocol, r.Path, r.Conns}, r.Run}
+	a := z.runs[k]
+	if a == nil || a.recorded {
+		a = &runAcc{} // a second record of a run starts it anew
+		z.runs[k] = a
+	}
+	a.recorded, a.warmup, a.skipped, a.seconds = true, r.Warmup, r.Err, r.End.Sub(r.Start).Seconds()
+	if r.Err != "interrupted" {
+		z.finished++
+	}
+	c := z.cell(k.cell)
+	if r.Background != nil && r.Err == "" && !r.Warmup {
+		c.background(r.Background)
+	}
+	if r.Err != "" {
+		z.runNotes = append(z.runNotes, "run "+itoa(r.Run)+" of "+r.Cell+" left out: "+r.Err)
+		if !r.Warmup {
+			z.leftOut++
+		}
+	}
+	p := a.pending
+	a.pending = nil
+	if t := r.Totals; t != nil {
+		// The writer kept some rows only: the run's figures are its
+		// totals over every sample, never its rows.
+		z.seq++
+		var sums runAcc
+		sums, p = fromTotals(t, z.seq)
+		a.sum, a.ok, a.failed, a.metrics, a.metricN = sums.sum, sums.ok, sums.failed, sums.metrics, sums.metricN
+		a.totalled = true
+	}
+	if p != nil && a.counted() {
+		c.merge(p, z.segs)
+	}
+}
+
+// counted says whether a recorded run's samples go into its cell.
+func (a *runAcc) counted() bool { return a.skipped == "" && !a.warmup }
+
+// Sample takes one sample.
+func (z *Summarizer) Sample(smp *result.Sample) {
+	z.seq++
+	ck := cellKey{smp.Protocol, smp.Path, smp.Conns}
+	k := runKey{ck, smp.Run}
+	c := z.cell(ck)
+	a := z.runs[k]
+	if a == nil {
+		a = &runAcc{cell: smp.Cell, first: smp.Warmup}
+		z.runs[k] = a
+		z.unrecorded = append(z.unrecorded, k)
+	}
+	if a.skipped != "" || a.totalled {
+		return
+	}
+	a.add(smp)
+	seg := z.segs.segment(smp.User, smp.Conns)
+	switch {
+	case !a.recorded:
+		if a.pending == nil {
+			a.pending = newCellAdds()
+		}
+		a.pending.add(smp, z.seq, seg)
+	case a.counted():
+		c.Add(smp, z.seq, seg, z.segs)
+	}
+}
+
+// add sums a sample into its run.
+func (a *runAcc) add(smp *result.Sample) {
+	if !smp.OK() {
+		a.failed++
+		return
+	}
+	a.sum += float64(smp.TotalNS)
+	a.ok++
+	if a.metrics == nil {
+		a.metrics, a.metricN = map[string]float64{}, map[string]int{}
+	}
+	for k, v := range smp.Metrics {
+		a.metrics[k] += v
+		a.metricN[k]++
+	}
+	if smp.WireNS > 0 { // the kernel's stamps: a figure like the others
+		a.metrics[WireMetric] += float64(smp.WireNS) / 1e6
+		a.metricN[WireMetric]++
+	}
+	if smp.ClientTurnNS > 0 {
+		a.metrics[ClientTurnMetric] += float64(smp.ClientTurnNS) / 1e6
+		a.metricN[ClientTurnMetric]++
+	}
+}
+
+// Finish computes the summary of everything fed so far.
+func (z *Summarizer) Finish() *Summary {
+	h := &z.h
+	s := &Summary{Version: SummaryVersion, Name: h.Name, Created: h.Created, Target: string(h.Target), Baseline: cmpOr(h.Baseline, "ipv4"),
+		Notes: append(append([]string(nil), h.Notes...), z.runNotes...), Lab: h.Lab, Servers: h.Servers, Machine: machine(h),
+		LeftOutRuns: z.leftOut, Segment: h.Segment, Scale: z.spec.scale, Engines: z.spec.engines, Dialers: z.spec.dialers,
+		SampleEvery: h.SampleEvery}
+	s.Notes = append(s.Notes, z.wire.notes()...)
+	if z.spec.planned > 0 && z.finished < z.spec.planned {
+		s.Partial = &Partial{RunsDone: z.finished, RunsPlanned: z.spec.planned, Resume: resumeHint("", len(h.Merged) > 0)}
+	}
+	for _, k := range z.unrecorded {
+		if a := z.runs[k]; !a.recorded {
+			// Samples of a run cut off before its record: an unfinished
+			// run, never a complete one.
+			a.skipped, a.pending = "interrupted before the run ended", nil
+			s.Notes = append(s.Notes, "run "+itoa(k.run)+" of "+a.cell+" left out: interrupted before the run ended")
+			if !a.first {
+				s.LeftOutRuns++
+			}
+		}
+	}
+	s.Segments = z.segs.finish()
+	if note := z.late.note(); note != "" {
+		s.Notes = append(s.Notes, note)
+	}
+	for ck, r := range z.cellRuns() {
+		s.Cells = append(s.Cells, z.cells[ck].Finish(r))
+	}
+	sortCells(s.Cells, z.spec.order)
+	if note := clientTurnNote(s.Cells); note != "" {
+		s.Notes = append(s.Notes, note)
+	}
+	s.Comparisons = compare(s.Cells, s.Baseline)
+	s.Adjustment = adjust(s.Comparisons)
+	return s
+}
+
+// cellRuns gathers every cell's per-run figures in run order.
+func (z *Summarizer) cellRuns() map[cellKey]*cellRuns {
+	keys := make([]runKey, 0, len(z.runs))
+	for k := range z.runs {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].run < keys[j].run })
+	out := map[cellKey]*cellRuns{}
+	for ck := range z.cells {
+		out[ck] = &cellRuns{}
+	}
+	for _, k := range keys {
+		a, r := z.runs[k], out[k.cell]
+		if a.skipped != "" {
+			continue
+		}
+		if !a.warmup {
+			// Every counted run's time, those in which every transaction
+			// failed included: rate_per_s is completions per second of
+			// all the time measured.
+			r.seconds += a.seconds
+		}
+		if a.ok == 0 {
+			continue
+		}
+		m := a.sum / float64(a.ok) / ms
+		if a.warmup {
+			r.warmup = append(r.warmup, m)
+			continue
+		}
+		r.runs = append(r.runs, m)
+		r.index = append(r.index, k.run)
+		for name, sum := range a.metrics {
+			if r.metrics == nil {
+				r.metrics, r.metricIndex = map[string][]float64{}, map[string][]int{}
+			}
+			r.metrics[name] = append(r.metrics[name], sum/float64(a.metricN[name]))
+			r.metricIndex[name] = append(r.metricIndex[name], k.run)
+		}
+	}
+	return out
+}
+
+// machine is what the header says of the machine it ran on.
+func machine(h *result.Header) map[string]string {
+	cpus := ""
+	if h.CPUs > 0 {
+		cpus = strconv.Itoa(h.CPUs)
+	}
+	var m map[string]string
+	for k, v := range map[string]string{"tool": strings.TrimSpace(h.Tool + " " + h.ToolVersion), "host": h.Host, "kernel": h.Kernel, "go": h.GoVersion,
+		"cpus": cpus, "client_spin": h.ClientSpin} {
+		if v != "" {
+			if m == nil {
+				m = map[string]string{}
+			}
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// wireTally counts what the wire check saw but did not count: packets of
+// earlier runs' connections, and frames its capture had no room for.
+type wireTally struct {
+	strays, strayRuns, dropped, droppedRuns uint64
+	// datapaths sum the runs' datapath counters per path, dpRuns count
+	// those runs.
+	datapaths map[string]map[string]uint64
+	dpRuns    map[string]int
+}
+
+func (t *wireTally) add(p string, w *result.Wire) {
+	if w == nil {
+		return
+	}
+	if len(w.Datapath) > 0 {
+		if t.datapaths == nil {
+			t.datapaths, t.dpRuns = map[string]map[string]uint64{}, map[string]int{}
+		}
+		if t.datapaths[p] == nil {
+			t.datapaths[p] = map[string]uint64{}
+		}
+		for k, v := range w.Datapath {
+			t.datapaths[p][k] += v
+		}
+		t.dpRuns[p]++
+	}
+	n, d := w.Stray, w.Dropped
+	if w.ClientSide != nil {
+		n += w.ClientSide.Stray
+		d += w.ClientSide.Dropped
+	}
+	if n > 0 {
+		t.strays += n
+		t.strayRuns++
+	}
+	if d > 0 {
+		t.dropped += d
+		t.droppedRuns++
+	}
+}
+
+func (t *wireTally) notes() []string {
+	var out []string
+	if t.strays > 0 {
+		out = append(out, fmt.Sprintf("wire check: %d packets of earlier runs' connections (late retransmissions, resets) were seen during %d runs and not counted as theirs (docs/lab.md, \"What proves each path\")", t.strays, t.strayRuns))
+	}
+	out = append(out, datapathNotes(t.datapaths, t.dpRuns)...)
+	if t.dropped > 0 {
+		out = append(out, fmt.Sprintf("wire check: its capture had no room for %d frames during %d runs (its reader fell behind); those frames were neither counted nor proven", t.dropped, t.droppedRuns))
+	}
+	return out
+}
+
+// specFacts are what a summary reads of the experiment in the header: the
+// order of its cell groups, each group's engine and dialer by the group's
+// name, the scale it was shrunk by, and how many runs its plan has (each
+// group's paths × connection counts × runs).
+type specFacts struct {
+	order            map[string]int
+	engines, dialers map[string]string
+	scale            float64
+	planned          int
+}
+
+// specGroup is what a summary reads of one cell group of the spec.
+type specGroup struct {
+	Label    string            `json:"label"`
+	Protocol string            `json:"protocol"`
+	Dialer   string            `json:"dialer"`
+	Params   map[string]string `json:"params"`
+	Paths    []string          `json:"paths"`
+	Conns    []int             `json:"conns"`
+	Runs     int               `json:"runs"`
+}
+
+// readSpec reads the header's spec, whatever version wrote it: a field of
+// another type than today's is left out, never an error.
+func readSpec(spec any) specFacts {
+	f := specFacts{order: map[string]int{}}
+	var top struct {
+		Scale json.RawMessage   `json:"scale"`
+		Cells []json.RawMessage `json:"cells"`
+	}
+	b, err := json.Marshal(spec)
+	if err != nil || json.Unmarshal(b, &top) != nil {
+		return f
+	}
+	if json.Unmarshal(top.Scale, &f.scale) != nil || f.scale <= 0 || f.scale >= 1 {
+		f.scale = 0
+	}
+	for _, raw := range top.Cells {
+		g := specGroupOf(raw)
+		name := cmpOr(g.Label, g.Protocol)
+		if _, seen := f.order[name]; name != "" && !seen {
+			f.order[name] = len(f.order)
+		}
+		set := func(m *map[string]string, v string) {
+			if v != "" {
+				if *m == nil {
+					*m = map[string]string{}
+				}
+				(*m)[name] = v
+			}
+		}
+		set(&f.engines, g.Params["engine"])
+		set(&f.dialers, g.Dialer)
+		f.planned += len(g.Paths) * len(g.Conns) * g.Runs
+	}
+	return f
+}
+
+// specGroupOf decodes a cell group field by field, so that one field of
+// an unexpected type loses only itself.
+func specGroupOf(raw json.RawMessage) specGroup {
+	var fields map[string]json.RawMessage
+	var g specGroup
+	if json.Unmarshal(raw, &fields) != nil {
+		return g
+	}
+	json.Unmarshal(fields["label"], &g.Label)
+	json.Unmarshal(fields["protocol"], &g.Protocol)
+	json.Unmarshal(fields["dialer"], &g.Dialer)
+	json.Unmarshal(fields["paths"], &g.Paths)
+	json.Unmarshal(fields["conns"], &g.Conns)
+	json.Unmarshal(fields["runs"], &g.Runs)
+	var params map[string]json.RawMessage
+	json.Unmarshal(fields["params"], &params)
+	for k, v := range params {
+		var s string
+		if json.Unmarshal(v, &s) == nil {
+			if g.Params == nil {
+				g.Params = map[string]string{}
+			}
+			g.Params[k] = s
+		}
+	}
+	return g
+}

@@ -1,0 +1,122 @@
+package result
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress/zstd"
+)
+
+// ParquetName is the file v6lab export --format parquet writes into a
+// result directory.
+const ParquetName = "samples.parquet"
+
+// parquetRow is one sample as a row of the Parquet export: one typed
+// column per field of a sample line (a phase that did not happen, or a
+// string a sample does not have, is 0 or empty, as in the JSON), and
+// counted, which says whether the sample's run counts in the figures
+// (recorded, finished, its wire proven, not a warm-up).
+type parquetRow struct {
+	Cell            string             `parquet:"cell,dict"`
+	Proto           string             `parquet:"proto,dict"`
+	Path            string             `parquet:"path,dict"`
+	Conns           int64              `parquet:"conns"`
+	Run             int64              `parquet:"run"`
+	Warmup          bool               `parquet:"warmup"`
+	Counted         bool               `parquet:"counted"`
+	User            int64              `parquet:"user"`
+	Local           string             `parquet:"local"`
+	Remote          string             `parquet:"remote,dict"`
+	DNSLocal        string             `parquet:"dns_local"`
+	Start           int64              `parquet:"start,timestamp(nanosecond)"`
+	ResolveNS       int64              `parquet:"resolve_ns"`
+	ConnectNS       int64              `parquet:"connect_ns"`
+	TLSNS           int64              `parquet:"tls_ns"`
+	FirstByteNS     int64              `parquet:"first_byte_ns"`
+	TotalNS         int64              `parquet:"total_ns"`
+	WireNS          int64              `parquet:"wire_ns"`
+	WireFirstByteNS int64              `parquet:"wire_first_byte_ns"`
+	ClientTurnNS    int64              `parquet:"client_turn_ns"`
+	BytesIn         int64              `parquet:"bytes_in"`
+	BytesOut        int64              `parquet:"bytes_out"`
+	Marker          string             `parquet:"marker,dict"`
+	Err             string             `parquet:"err"`
+	ErrKind         string             `parquet:"err_kind,dict"`
+	Metrics         map[string]float64 `parquet:"metrics"`
+	Intervals       []parquetInterval  `parquet:"intervals,list"`
+}
+
+type parquetInterval struct {
+	StartNS int64 `parquet:"start_ns"`
+	EndNS   int64 `parquet:"end_ns"`
+	Bytes   int64 `parquet:"bytes"`
+	Retrans int64 `parquet:"retrans"`
+	RTTUS   int64 `parquet:"rtt_us"`
+	Cwnd    int64 `parquet:"cwnd"`
+	Omitted bool  `parquet:"omitted"`
+}
+
+// parquetGroup is how many rows a row group holds: the writer keeps one
+// group in memory (about 40 MB of samples).
+const parquetGroup = 1 << 17
+
+// ExportParquet writes the samples of the samples file name (either form)
+// as Parquet (zstd pages) to w, in two streaming passes: the runs' records
+// first (whether each counts), then the rows. Its memory is a row group,
+// whatever the file's size.
+func ExportParquet(name string, w io.Writer) (rows int64, err error) {
+	counts := map[string]bool{}
+	if err := scanName(name, Visitor{Run: func(r *Run) {
+		counts[runKeyOf(r.Cell, r.Run)] = r.Err == "" && !r.Warmup
+	}}); err != nil {
+		return 0, err
+	}
+	pw := parquet.NewGenericWriter[parquetRow](w, parquet.Compression(&zstd.Codec{}), parquet.MaxRowsPerRowGroup(parquetGroup),
+		parquet.CreatedBy("v6lab", "", ""))
+	batch := make([]parquetRow, 0, 1024)
+	var werr error
+	flush := func() {
+		if werr == nil && len(batch) > 0 {
+			_, werr = pw.Write(batch)
+		}
+		rows += int64(len(batch))
+		batch = batch[:0]
+	}
+	err = scanName(name, Visitor{Sample: func(s *Sample) {
+		batch = append(batch, rowOf(s, counts[runKeyOf(s.Cell, s.Run)]))
+		if len(batch) == cap(batch) {
+			flush()
+		}
+	}})
+	flush()
+	return rows, errors.Join(err, werr, pw.Close())
+}
+
+func rowOf(s *Sample, counted bool) parquetRow {
+	r := parquetRow{Cell: s.Cell, Proto: s.Protocol, Path: s.Path, Conns: int64(s.Conns), Run: int64(s.Run), Warmup: s.Warmup,
+		Counted: counted, User: int64(s.User), Local: s.Local, Remote: s.Remote, DNSLocal: s.DNSLocal, Start: s.Start.UnixNano(),
+		ResolveNS: s.ResolveNS, ConnectNS: s.ConnectNS, TLSNS: s.TLSNS, FirstByteNS: s.FirstByteNS, TotalNS: s.TotalNS,
+		WireNS: s.WireNS, WireFirstByteNS: s.WireFirstByteNS, ClientTurnNS: s.ClientTurnNS, BytesIn: s.BytesIn, BytesOut: s.BytesOut,
+		Marker: s.Marker, Err: s.Err, ErrKind: string(s.ErrKind), Metrics: s.Metrics}
+	if s.Start.IsZero() {
+		r.Start = 0
+	}
+	for _, iv := range s.Intervals {
+		r.Intervals = append(r.Intervals, parquetInterval{StartNS: iv.StartNS, EndNS: iv.EndNS, Bytes: iv.Bytes,
+			Retrans: int64(iv.Retrans), RTTUS: int64(iv.RTTUS), Cwnd: int64(iv.Cwnd), Omitted: iv.Omitted})
+	}
+	return r
+}
+
+func scanName(name string, v Visitor) error {
+	f, err := os.Open(name)
+	if err != nil {
+		return fmt.Errorf("result: %w", err)
+	}
+	defer f.Close()
+	_, err = Scan(f, name, v)
+	return err
+}
