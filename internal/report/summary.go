@@ -600,6 +600,7 @@ func pairRuns(bRuns []float64, bIdx []int, cRuns []float64, cIdx []int) ([]float
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
 // datapathNotes say, per path, what its datapaths did over its runs
 // (result.Wire.Datapath): packets translated each way or tunnelled,
 // dropped, and the NAT's drops for want of a port.
