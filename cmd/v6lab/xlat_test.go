@@ -191,3 +191,35 @@ func TestXlatPathsNeedTheLab(t *testing.T) {
 		}
 	}
 }
+
+// TestRealServersOverXlatAndDSLite: nginx and Unbound answer over 464xlat
+// and dslite as over ipv4, in a lab whose NAT64 is stateful, every run
+// proven.
+func TestRealServersOverXlatAndDSLite(t *testing.T) {
+	requireLab(t)
+	requireNft(t)
+	for _, p := range []string{"nginx", "unbound"} {
+		if _, err := exec.LookPath(p); err != nil {
+			if _, err := os.Stat("/usr/sbin/" + p); err != nil {
+				t.Skipf("%s is not installed (scripts/install-deps installs it)", p)
+			}
+		}
+	}
+	_, f, s, out, err := labRun(t, buildBinary(t), "name: realxlat\ntopology: "+statefulLab(t, "1024-65535")+
+		"\npaths: [ipv4, 464xlat, dslite]\nservers: real\nruns: 2\nwarmup: 0\npause: 0s\ncells:\n  - {protocol: http, conns: [1, 3]}\n  - {protocol: dns, conns: [1, 3]}\n")
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	if !strings.Contains(s.Servers["http (real)"], "nginx") {
+		t.Errorf("servers %v", s.Servers)
+	}
+	if len(s.Cells) != 3*4 {
+		t.Errorf("%d cells", len(s.Cells))
+	}
+	for _, c := range s.Cells {
+		if c.Failed != 0 || c.Completed != 2*c.Conns {
+			t.Errorf("%s/%s/%d: %d completed, %d failed (%s)", c.Protocol, c.Path, c.Conns, c.Completed, c.Failed, c.FirstError)
+		}
+	}
+	checkXlatWire(t, f.Runs)
+}
