@@ -402,6 +402,17 @@ func (l *Lab) addXlat(hs map[string]*netlink.Handle) error {
 	return nil
 }
 
+// PLATMapping is the IPv4 address r1's translator maps a client's IPv6
+// address to (with a stateful PLAT, the one its NAT then shares).
+func (l *Lab) PLATMapping(client6 netip.Addr) netip.Addr {
+	for _, m := range l.platMappings(l.Addr.ClientNat64) {
+		if m.V6 == client6 {
+			return m.V4
+		}
+	}
+	return netip.Addr{}
+}
+
 // platAddr is the IPv4 address the server sees a PLAT client's packets
 // from: the pool's (stateful; with several, its first: the NAT gives each
 // client one of them), or the client's own mapping's.
@@ -409,12 +420,7 @@ func (l *Lab) platAddr(client6 netip.Addr) netip.Addr {
 	if l.NAT64.Stateful {
 		return l.NAT64.Pool.Addr()
 	}
-	for _, m := range l.platMappings(l.Addr.ClientNat64) {
-		if m.V6 == client6 {
-			return m.V4
-		}
-	}
-	return netip.Addr{}
+	return l.PLATMapping(client6)
 }
 
 // clientXlatRoutes sends the client's IPv4 from the CLAT's and the B4's

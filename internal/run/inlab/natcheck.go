@@ -123,8 +123,8 @@ func (k *natCheck) Explain(p path.Path, s *result.Sample) {
 func describeNat64(l *lab.Lab) string {
 	if l.NAT64.Stateful {
 		n := l.NAT64
-		return fmt.Sprintf("stateful NAT64 (RFC 6146) on r1: the translator (RFC 7915, tc BPF) maps %s to %s, then the kernel's NAT (nftables snat, conntrack with RFC 6146 §4's timeouts) shares the pool %v ports %d-%d by port; prefix %s; DNS64 view (RFC 6147) on %s",
-			l.Addr.ClientNat64, "100.64.0.2", n.Pool, n.Ports[0], n.Ports[1], l.Addr.Pref64, l.Addr.DNS64)
+		return fmt.Sprintf("stateful NAT64 (RFC 6146) on r1: the translator (RFC 7915, tc BPF) maps %s to %v, then the kernel's NAT (nftables snat, conntrack with RFC 6146 §4's timeouts) shares the pool %v ports %d-%d by port; prefix %s; DNS64 view (RFC 6147) on %s",
+			l.Addr.ClientNat64, l.PLATMapping(l.Addr.ClientNat64), n.Pool, n.Ports[0], n.Ports[1], l.Addr.Pref64, l.Addr.DNS64)
 	}
 	return fmt.Sprintf("stateless translator (SIIT, RFC 7915) in tc BPF on r1: %s to the prefix %s leaves as IPv4 from %s (explicit mapping, RFC 7757); DNS64 view (RFC 6147) on %s", l.Addr.ClientNat64, l.Addr.Pref64, l.Addr.Mapped4, l.Addr.DNS64)
 }
