@@ -692,7 +692,7 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"probe", "imap", "[::1]:9", "--paths", "6in4"}, 2, "--paths: 6in4 needs the lab"},
 		{[]string{"tcp", "::1", "--paths", "nat64"}, 2, "--paths: nat64 needs the lab"},
 		{[]string{"udp", "::1", "--paths", "6in4"}, 2, "--paths: 6in4 needs the lab"},
-		{[]string{"run", "mitre1999"}, 2, `no built-in experiment "mitre1999" (built in: ipv6only, mitre2004, quick, regensburg, rubio, towson2013, transition)`},
+		{[]string{"run", "mitre1999"}, 2, `no built-in experiment "mitre1999" (built in: ipv6only, mitre2004, quick, regensburg, rubio, towson2013, transition, web2026)`},
 		{[]string{"run", "nosuch.yaml"}, 2, "nosuch.yaml: no such file"},
 		{[]string{"run", "--server", "real", "--loopback"}, 2, "real servers run in the lab's server host"},
 		{[]string{"run", bgFile, "--loopback"}, 2, "background traffic runs between the lab's generator hosts, but --loopback"},
@@ -756,6 +756,14 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"run", "--sample-every", "10", "--segment", "0/2", "--dry-run"}, 2, "sample_every: 10 with --segment: merge's per-segment figures need every sample's row"},
 		{[]string{"run", "--resume", t.TempDir(), "--paths", "ipv4", "--conns", "5", "--runs", "3"}, 2, "--resume continues the experiment as its directory recorded it: --conns, --paths, --runs would change it"},
 		{[]string{"merge", t.TempDir()}, 2, "no samples file (samples.jsonl.zst or samples.jsonl) in it nor in a directory below it"},
+		// HTTP/2 and HTTP/3: each rule names its flag.
+		{[]string{"probe", "http", "http://127.0.0.1:9/", "--http-version", "3"}, 2, "--http-version: 3 runs over QUIC, which is always TLS, but the url is http://: give an https:// url"},
+		{[]string{"probe", "http", "https://127.0.0.1:9/", "--http-version", "4"}, 2, `--http-version: "4" is not an HTTP version v6lab speaks: want 1.1, 2 or 3`},
+		{[]string{"probe", "http", "https://127.0.0.1:9/", "--http-version", "3", "--engine", "evloop"}, 2, "--engine: http: the evloop engine speaks HTTP/1.1"},
+		{[]string{"probe", "http", "https://127.0.0.1:9/", "--zero-rtt"}, 2, "--zero-rtt: sends the first request in QUIC's 0-RTT data: give http_version: 3 (--http-version 3)"},
+		{[]string{"probe", "http", "https://127.0.0.1:9/", "--http-version", "3", "--zero-rtt"}, 2, "--zero-rtt: needs a session to resume: give tls_resume too (--tls-resume;"},
+		{[]string{"probe", "http", "https://127.0.0.1:9/", "--keepalive"}, 2, "--keepalive: keeps each user's HTTP/2 or HTTP/3 connection: give http_version: 2 or 3"},
+		{[]string{"probe", "http", "https://[::1]:9/", "--http-version", "3", "--paths", "ipv6,dual"}, 2, "--http-version: 3 over the dual path: its Happy Eyeballs (RFC 8305) races TCP connections, not QUIC"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {

@@ -118,6 +118,11 @@ func (pt probeTarget) run(cmd *cobra.Command) error {
 		return &exitError{code: 2, err: err}
 	}
 	spec.Options = o
+	for _, p := range spec.Paths {
+		if err := o.PathFit(result.Hosts, p); err != nil {
+			return &exitError{code: 2, err: proto.FlagError(err, o)}
+		}
+	}
 	if pt.p.SingleTest {
 		spec.Conns = []int{1}
 	}

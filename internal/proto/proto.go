@@ -91,6 +91,10 @@ type Server struct {
 	// data connections, transport tests' streams), so the wire check
 	// counts every TCP and UDP packet of its runs.
 	WireAnyPort bool
+	// WireUDP: its measured traffic is UDP alone on its port (HTTP/3's
+	// QUIC), so the wire check counts only UDP there: a run that went
+	// over TCP proves nothing.
+	WireUDP bool
 	// ByAddress: clients reach it by its address rather than by name (a
 	// DNS server; the transport server, named by address as iperf3's).
 	ByAddress bool

@@ -16,9 +16,11 @@ import (
 type cellAdds struct {
 	completed, failed int
 	failures          map[string]int
-	firstErr          string
-	firstErrSeq       int64
-	hist              *stats.Latency
+	// negotiated counts completions by the protocol they spoke (h2, h3…).
+	negotiated  map[string]int
+	firstErr    string
+	firstErrSeq int64
+	hist        *stats.Latency
 	// intervals are completed trials' intervals, in the order they came.
 	intervals [][]result.Interval
 	// segs are the samples as a merged result's segments ran them, in
@@ -43,6 +45,12 @@ func (a *cellAdds) add(smp *result.Sample, seq int64, seg int) {
 	}
 	if smp.OK() {
 		a.completed++
+		if smp.Negotiated != "" {
+			if a.negotiated == nil {
+				a.negotiated = map[string]int{}
+			}
+			a.negotiated[smp.Negotiated]++
+		}
 		a.hist.Record(smp.Total())
 		if len(smp.Intervals) > 0 {
 			a.intervals = append(a.intervals, smp.Intervals)
@@ -90,6 +98,12 @@ func (c *cellAcc) merge(p *cellAdds, segs *segmentAcc) {
 	a := c.adds
 	a.completed += p.completed
 	a.failed += p.failed
+	for k, n := range p.negotiated {
+		if a.negotiated == nil {
+			a.negotiated = map[string]int{}
+		}
+		a.negotiated[k] += n
+	}
 	for k, n := range p.failures {
 		if a.failures == nil {
 			a.failures = map[string]int{}
@@ -144,7 +158,8 @@ type cellRuns struct {
 func (c *cellAcc) Finish(r *cellRuns) Cell {
 	a := c.adds
 	cell := Cell{Protocol: c.key.proto, Path: c.key.path, Conns: c.key.conns, Runs: r.runs, RunIndex: r.index, WarmupRuns: r.warmup,
-		Completed: a.completed, Failed: a.failed, Failures: a.failures, FirstError: a.firstErr, Background: c.bg}
+		Completed: a.completed, Failed: a.failed, Failures: a.failures, FirstError: a.firstErr, Background: c.bg,
+		Negotiated: a.negotiated}
 	finishCell(&cell, a.hist, r.seconds)
 	finishBackground(cell.Background)
 	for i := range c.ivs.n {

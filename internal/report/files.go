@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"v6lab/internal/result"
+	"v6lab/internal/sock/path"
 )
 
 // File names inside a result directory. SamplesFile is the one v6lab
@@ -70,6 +71,7 @@ func scanDir(dir string, also result.Visitor) (*Summary, error) {
 				also.Run(r)
 			}
 		},
+		Check: func(s *result.Sample) error { return path.Known(s.Path) },
 		Sample: func(s *result.Sample) {
 			z.Sample(s)
 			if also.Sample != nil {

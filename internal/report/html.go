@@ -15,7 +15,16 @@ const HTMLFile = "report.html"
 // script, nothing fetched) with the run's context, the study's tables and
 // the plots. Every number on it comes from the summary.
 func HTML(w io.Writer, s *Summary) error {
-	page := htmlPage{S: s, Legend: Legend, Tunnel: TunnelLine(s)}
+	page := htmlPage{S: s, Legend: Legend, Tunnel: TunnelLine(s), Verdicts: Verdicts(s), Named: len(protocols(s)) > 1}
+	if s.Scale > 0 && s.Scale != 1 {
+		page.Context = append(page.Context, kv{"scale", fmt.Sprintf("%g (connection counts and runs shrunk by --scale)", s.Scale)})
+	}
+	if s.Seed != 0 {
+		page.Context = append(page.Context, kv{"order", fmt.Sprintf("shuffled, seed %d", s.Seed)})
+	}
+	if s.Partial != nil {
+		page.Context = append(page.Context, kv{"partial", s.Partial.Line()})
+	}
 	for _, k := range sortedKeys(s.Machine) {
 		page.Context = append(page.Context, kv{"machine: " + k, s.Machine[k]})
 	}
@@ -66,6 +75,16 @@ func HTML(w io.Writer, s *Summary) error {
 		}
 		page.Groups = append(page.Groups, g)
 	}
+	if vp := versionPlot(s); vp != nil {
+		g := htmlGroup{Name: "HTTP versions", Plots: []template.HTML(nil)}
+		for _, f := range []func(*Summary) (section, bool){VersionsTable, VersionDiffs} {
+			if sec, ok := f(s); ok {
+				g.Tables = append(g.Tables, sec)
+			}
+		}
+		g.Plots = append(g.Plots, template.HTML(vp.SVG()))
+		page.Groups = append(page.Groups, g)
+	}
 	if sec, ok := DifferenceCIs(s); ok {
 		page.Groups = append(page.Groups, htmlGroup{Name: "all protocols", Tables: []section{sec}})
 	}
@@ -81,7 +100,10 @@ type htmlGroup struct {
 }
 
 type htmlPage struct {
-	S       *Summary
+	S        *Summary
+	Verdicts []Verdict
+	// Named: the verdicts name their cell group (there is more than one).
+	Named   bool
 	Context []kv
 	Groups  []htmlGroup
 	Legend  string
@@ -113,6 +135,14 @@ func plots(s *Summary, proto string) []*plot {
 	out := []*plot{rt}
 	if cmps := comparisonsOf(s, proto); len(cmps) > 0 {
 		out = append(out, pctPlot(s, proto, cells, cmps, xlabel, logX))
+	}
+	// Ticks at the connection counts measured, nowhere else.
+	var ticks []float64
+	for _, n := range conns {
+		ticks = append(ticks, float64(n))
+	}
+	for _, p := range out {
+		p.XTicks = ticks
 	}
 	out = append(out, done)
 	if over := throughputOverTime(proto, cells); over != nil {
@@ -147,6 +177,9 @@ func meanPlots(proto string, cells []Cell, xlabel string, logX bool) (rt, done *
 			}
 			if c.CompletionRate != nil {
 				bars.Points = append(bars.Points, point{X: float64(c.Conns), Y: *c.CompletionRate * 100})
+			}
+			if c.MeanMS == nil && c.Failed > 0 && c.Completed == 0 {
+				rt.Marks = append(rt.Marks, mark{X: float64(c.Conns), Text: fmt.Sprintf("%s at %d: all %d failed (%s)", p, c.Conns, c.Failed, shorten(c.FirstError, 48))})
 			}
 		}
 		rt.Series = append(rt.Series, line)
@@ -316,12 +349,16 @@ svg .line { fill: none; stroke-width: 2; } svg .ci { fill: none; stroke-width: 1
 .s-dual .line, .s-dual .ci { stroke: #16a085; } .s-dual .dot, .s-dual rect { fill: #16a085; } .s-dual .line { stroke-dasharray: 1 2 6 2; }
 .s-xlat .line, .s-xlat .ci { stroke: #7d3c98; } .s-xlat .dot, .s-xlat rect { fill: #7d3c98; } .s-xlat .line { stroke-dasharray: 6 2 1 2; }
 .s-dslite .line, .s-dslite .ci { stroke: #a04000; } .s-dslite .dot, .s-dslite rect { fill: #a04000; } .s-dslite .line { stroke-dasharray: 2 2; }
+.v-2 .line { stroke-width: 3.5; } .v-3 .line { stroke-width: 1.2; }
 .s-other .line, .s-other .ci { stroke: #7d3c98; } .s-other .dot, .s-other rect { fill: #7d3c98; }
 .s-k0 .line, .s-k0 .ci { stroke: #1f5fa8; } .s-k0 .dot, .s-k0 rect { fill: #1f5fa8; }
 .s-k1 .line, .s-k1 .ci { stroke: #d35400; } .s-k1 .dot, .s-k1 rect { fill: #d35400; } .s-k1 .line { stroke-dasharray: 7 3; }
 .s-k2 .line, .s-k2 .ci { stroke: #2e8b57; } .s-k2 .dot, .s-k2 rect { fill: #2e8b57; } .s-k2 .line { stroke-dasharray: 2 3; }
 .s-k3 .line, .s-k3 .ci { stroke: #7d3c98; } .s-k3 .dot, .s-k3 rect { fill: #7d3c98; } .s-k3 .line { stroke-dasharray: 10 3 2 3; }
 ul.notes li { margin: 0.2em 0; }
+section.verdicts ul { list-style: none; padding-left: 0; font-size: 1.08em; } section.verdicts li { margin: 0.35em 0; padding-left: 0.6em; border-left: 4px solid #bbb; }
+li.v-same { border-color: #2e8b57; } li.v-slower, li.v-failing { border-color: #c0392b; } li.v-faster { border-color: #1f5fa8; } li.v-mixed { border-color: #b9770e; }
+details.context summary { cursor: pointer; color: #555; margin: 0.8em 0; }
 @media print { body { margin: 0; max-width: none; font-size: 11px; } h2 { break-before: page; } svg.plot { break-inside: avoid; } }
 </style>
 </head>
@@ -330,9 +367,13 @@ ul.notes li { margin: 0.2em 0; }
 <p class="sub">Created {{.S.Created.UTC.Format "2006-01-02 15:04:05 UTC"}} · target {{.S.Target}} · baseline {{.S.Baseline}} · every figure below comes from summary.json in this directory.</p>
 {{with .S.Partial}}<p style="color: #a04000"><strong>{{.Line}}</strong></p>
 {{end}}{{if .Tunnel}}<p class="sub"><strong>{{.Tunnel}}</strong></p>{{end}}
+{{if .Verdicts}}<section class="verdicts"><h2 id="in-short">In short, against {{.S.Baseline}}</h2>
+<ul>{{range .Verdicts}}<li class="v-{{.Kind}}"><strong>{{if $.Named}}{{.Group}} over {{end}}{{.Path}}</strong>: {{.Text}}</li>
+{{end}}</ul></section>
+{{end}}<details class="context"><summary>How it was measured: machine, lab, servers{{if .S.Scale}}, scale {{.S.Scale}}{{end}}{{if .S.Seed}}, shuffle seed {{.S.Seed}}{{end}}{{if .S.Partial}}, partial{{end}}</summary>
 <table class="context"><tbody>
 {{range .Context}}<tr><td>{{.K}}</td><td>{{.V}}</td></tr>
-{{end}}</tbody></table>
+{{end}}</tbody></table></details>
 {{range .Groups}}
 <h2 id="{{.Name}}">{{.Name}}</h2>
 <div class="plots">
@@ -349,3 +390,11 @@ ul.notes li { margin: 0.2em 0; }
 </body>
 </html>
 `))
+
+// shorten cuts s to n characters, marking the cut.
+func shorten(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}

@@ -2,7 +2,9 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"html"
 	"image/png"
 	"math"
 	"os"
@@ -280,5 +282,61 @@ func TestRateBySizePlot(t *testing.T) {
 	v4 := ps[0].Series[0]
 	if v4.Name != "ipv4" || v4.Points[0].X != 5879824 || math.Abs(v4.Points[2].Y-11.5) > 1e-6 {
 		t.Errorf("ipv4 series %+v", v4.Points)
+	}
+}
+
+// TestHTMLLeadsWithTheVerdicts: report.html's first section is one
+// verdict per cell group and path, each as Verdicts computes it from
+// summary.json's comparisons; the run's conditions fold away below it.
+func TestHTMLLeadsWithTheVerdicts(t *testing.T) {
+	s := Summarize(buildMulti())
+	var b bytes.Buffer
+	if err := HTML(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	vs := Verdicts(s)
+	if len(vs) == 0 {
+		t.Fatal("no verdicts")
+	}
+	at := strings.Index(page, `<section class="verdicts">`)
+	if at < 0 || at > strings.Index(page, `<details class="context">`) || at > strings.Index(page, "<svg") {
+		t.Fatalf("the verdicts do not lead the page")
+	}
+	for _, v := range vs {
+		if want := "<strong>" + v.Path + "</strong>: " + html.EscapeString(v.Text); !strings.Contains(page, want) {
+			t.Errorf("verdict %q not on the page", want)
+		}
+	}
+	// Each from summary.json's comparisons: read back from its JSON, the
+	// same verdicts.
+	j, _ := json.Marshal(s)
+	var back Summary
+	if err := json.Unmarshal(j, &back); err != nil || fmt.Sprint(Verdicts(&back)) != fmt.Sprint(vs) {
+		t.Errorf("verdicts from summary.json differ: %v", err)
+	}
+}
+
+// TestConnectionAxesTickAtTheCounts: connections are whole: an axis of 1
+// and 2 connections ticks at 1 and 2 (it ticked at 1.2, 1.4 …), and a cell
+// whose every transaction failed is said on the plot with its error.
+func TestConnectionAxesTickAtTheCounts(t *testing.T) {
+	p := &plot{ID: "x", XTicks: []float64{1, 2}, Series: []series{{Name: "ipv4", Points: []point{{X: 1, Y: 1}, {X: 2, Y: 3}}}},
+		Marks: []mark{{X: 2, Text: "ipv6 at 2: all 4 failed (connect: refused)"}}}
+	svg := p.SVG()
+	ticks := regexp.MustCompile(`class="tick" x="[0-9.]+" y="[0-9.]+" text-anchor="middle">([^<]+)<`).FindAllStringSubmatch(svg, -1)
+	var got []string
+	for _, m := range ticks {
+		got = append(got, m[1])
+	}
+	if strings.Join(got, " ") != "1 2" {
+		t.Errorf("x ticks %v, want 1 2", got)
+	}
+	if !strings.Contains(svg, "ipv6 at 2: all 4 failed (connect: refused)") {
+		t.Error("the failed cell is not said")
+	}
+	long := (&plot{ID: "t", Title: strings.Repeat("a very long title ", 8), Series: p.Series}).SVG()
+	if !strings.Contains(long, `textLength=`) {
+		t.Error("a long title is not fitted to the plot")
 	}
 }

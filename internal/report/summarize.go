@@ -188,8 +188,9 @@ func (z *Summarizer) Finish() *Summary {
 	h := &z.h
 	s := &Summary{Version: SummaryVersion, Name: h.Name, Created: h.Created, Target: string(h.Target), Baseline: cmpOr(h.Baseline, "ipv4"),
 		Notes: append(append([]string(nil), h.Notes...), z.runNotes...), Lab: h.Lab, Servers: h.Servers, Machine: machine(h),
-		LeftOutRuns: z.leftOut, Segment: h.Segment, Scale: z.spec.scale, Engines: z.spec.engines, Dialers: z.spec.dialers,
-		SampleEvery: h.SampleEvery}
+		LeftOutRuns: z.leftOut, Segment: h.Segment, Scale: z.spec.scale, Seed: z.spec.seed, Engines: z.spec.engines, Dialers: z.spec.dialers,
+		HTTPVersions: z.spec.versions,
+		SampleEvery:  h.SampleEvery}
 	s.Notes = append(s.Notes, z.wire.notes()...)
 	if z.spec.planned > 0 && z.finished < z.spec.planned {
 		s.Partial = &Partial{RunsDone: z.finished, RunsPlanned: z.spec.planned, Resume: resumeHint("", len(h.Merged) > 0)}
@@ -214,6 +215,9 @@ func (z *Summarizer) Finish() *Summary {
 	}
 	sortCells(s.Cells, z.spec.order)
 	if note := clientTurnNote(s.Cells); note != "" {
+		s.Notes = append(s.Notes, note)
+	}
+	if note := fragmentNote(s); note != "" {
 		s.Notes = append(s.Notes, note)
 	}
 	s.Comparisons = compare(s.Cells, s.Baseline)
@@ -341,10 +345,14 @@ func (t *wireTally) notes() []string {
 // name, the scale it was shrunk by, and how many runs its plan has (each
 // group's paths × connection counts × runs).
 type specFacts struct {
+	// seed is a shuffled order's seed (0: interleaved).
+	seed             int64
 	order            map[string]int
 	engines, dialers map[string]string
-	scale            float64
-	planned          int
+	// versions are the groups' HTTP versions (http_version), by name.
+	versions map[string]string
+	scale    float64
+	planned  int
 }
 
 // specGroup is what a summary reads of one cell group of the spec.
@@ -352,6 +360,7 @@ type specGroup struct {
 	Label    string            `json:"label"`
 	Protocol string            `json:"protocol"`
 	Dialer   string            `json:"dialer"`
+	HTTP     string            `json:"http_version"`
 	Params   map[string]string `json:"params"`
 	Paths    []string          `json:"paths"`
 	Conns    []int             `json:"conns"`
@@ -364,6 +373,8 @@ func readSpec(spec any) specFacts {
 	f := specFacts{order: map[string]int{}}
 	var top struct {
 		Scale json.RawMessage   `json:"scale"`
+		Order string            `json:"order"`
+		Seed  json.RawMessage   `json:"seed"`
 		Cells []json.RawMessage `json:"cells"`
 	}
 	b, err := json.Marshal(spec)
@@ -372,6 +383,9 @@ func readSpec(spec any) specFacts {
 	}
 	if json.Unmarshal(top.Scale, &f.scale) != nil || f.scale <= 0 || f.scale >= 1 {
 		f.scale = 0
+	}
+	if top.Order == "shuffled" && json.Unmarshal(top.Seed, &f.seed) != nil {
+		f.seed = 0
 	}
 	for _, raw := range top.Cells {
 		g := specGroupOf(raw)
@@ -389,6 +403,7 @@ func readSpec(spec any) specFacts {
 		}
 		set(&f.engines, g.Params["engine"])
 		set(&f.dialers, g.Dialer)
+		set(&f.versions, g.HTTP)
 		f.planned += len(g.Paths) * len(g.Conns) * g.Runs
 	}
 	return f
@@ -405,6 +420,7 @@ func specGroupOf(raw json.RawMessage) specGroup {
 	json.Unmarshal(fields["label"], &g.Label)
 	json.Unmarshal(fields["protocol"], &g.Protocol)
 	json.Unmarshal(fields["dialer"], &g.Dialer)
+	json.Unmarshal(fields["http_version"], &g.HTTP)
 	json.Unmarshal(fields["paths"], &g.Paths)
 	json.Unmarshal(fields["conns"], &g.Conns)
 	json.Unmarshal(fields["runs"], &g.Runs)

@@ -9,6 +9,7 @@
 package report
 
 import (
+	"slices"
 	"v6lab/internal/sock/path"
 
 	"cmp"
@@ -56,12 +57,17 @@ type Summary struct {
 	SampleEvery int `json:"sample_every,omitempty"`
 	// Scale is the --scale factor the experiment ran at (absent: 1).
 	Scale float64 `json:"scale,omitempty"`
+	// Seed is the seed of a shuffled order of paths (absent: interleaved).
+	Seed int64 `json:"seed,omitempty"`
 	// Engines says, per cell group that records one (its params), which
 	// connection engine its probes ran on: http's evloop, go-dial or go.
 	Engines map[string]string `json:"engines,omitempty"`
 	// Dialers says, per cell group that names one (dialer: go), who raced
 	// the families on its dual path.
 	Dialers map[string]string `json:"dialers,omitempty"`
+	// HTTPVersions says, per cell group that names one (http_version),
+	// the HTTP version it spoke (versions.go).
+	HTTPVersions map[string]string `json:"http_versions,omitempty"`
 	// Machine says what it ran on: tool version, host, kernel, CPUs.
 	Machine map[string]string `json:"machine,omitempty"`
 	// Lab and Servers are the header's, for the reader of the report.
@@ -162,6 +168,10 @@ type Cell struct {
 	// Background is the background traffic during the counted runs, when
 	// the cell had some.
 	Background *CellBackground `json:"background,omitempty"`
+	// Negotiated counts the completed transactions of counted runs by the
+	// protocol they spoke (http/1.1, h2, h2c, h3), for cell groups that
+	// name their HTTP version.
+	Negotiated map[string]int `json:"negotiated,omitempty"`
 	// NA gives the reason for every null figure above.
 	NA map[string]string `json:"na,omitempty"`
 }
@@ -340,19 +350,33 @@ const ClientShare = 0.2
 // clientTurnNote names the cells whose client turns are more than
 // ClientShare of their wire time ("" if none).
 func clientTurnNote(cells []Cell) string {
-	var over []string
+	type share struct {
+		cell string
+		pct  float64
+	}
+	var over []share
 	for _, c := range cells {
 		t, w := c.Metrics[ClientTurnMetric], c.Metrics[WireMetric]
 		if t == nil || w == nil || w.Mean <= 0 || t.Mean <= ClientShare*w.Mean {
 			continue
 		}
-		over = append(over, fmt.Sprintf("%s/%s/%d %.0f%%", c.Protocol, c.Path, c.Conns, 100*t.Mean/w.Mean))
+		over = append(over, share{fmt.Sprintf("%s/%s/%d", c.Protocol, c.Path, c.Conns), 100 * t.Mean / w.Mean})
 	}
 	if len(over) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("client turns are more than %.0f%% of the wire time in %s: those figures are the client's own turnaround (its work, such as a TLS handshake's, and on one host its wait for CPUs the routers and the server share) as much as the network's time; paths still pay it alike (docs/metrics.md)",
-		100*ClientShare, strings.Join(over, ", "))
+	// The largest few say it; a list of every cell would be read by none.
+	slices.SortStableFunc(over, func(a, b share) int { return cmp.Compare(b.pct, a.pct) })
+	var named []string
+	for _, o := range over[:min(len(over), 3)] {
+		named = append(named, fmt.Sprintf("%s %.0f%%", o.cell, o.pct))
+	}
+	more := ""
+	if len(over) > 3 {
+		more = fmt.Sprintf(" and %d more cells", len(over)-3)
+	}
+	return fmt.Sprintf("client turns are more than %.0f%% of the wire time in %s%s: there the figures are the client's own turnaround (its work, and on one host its wait for CPUs the routers and the server share) as much as the network's; paths pay it alike, so their differences stand. To shrink it, give the lab's links a rate (--rate 1G) or run fewer connections per client host (--segment, docs/distributed.md); docs/metrics.md",
+		100*ClientShare, strings.Join(named, ", "), more)
 }
 
 // adjust sets every comparison's Holm-adjusted paired p-value, the time

@@ -55,7 +55,19 @@ type plot struct {
 	YMin, YMax float64
 	// ZeroLine draws y = 0 (for differences).
 	ZeroLine bool
-	W, H     int
+	// XTicks, when set, are the only x ticks (the connection counts: a
+	// count is a whole number, and 1.2 connections means nothing).
+	XTicks []float64
+	// Marks are values with no point to draw (a cell whose every
+	// transaction failed), said at their x.
+	Marks []mark
+	W, H  int
+}
+
+// mark says something at an x value of a plot: why it has no point there.
+type mark struct {
+	X    float64
+	Text string
 }
 
 const (
@@ -80,7 +92,7 @@ func (p *plot) SVG() string {
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="plot" data-plot="%s" viewBox="0 0 %d %d" width="%d" height="%d" role="img" aria-label="%s">`+"\n",
 		html.EscapeString(p.ID), p.W, p.H, p.W, p.H, html.EscapeString(p.Title))
 	fmt.Fprintf(&b, `<title>%s</title>`+"\n", html.EscapeString(p.Title))
-	fmt.Fprintf(&b, `<text class="title" x="%d" y="18">%s</text>`+"\n", padL, html.EscapeString(p.Title))
+	fmt.Fprintf(&b, `<text class="title" x="%d" y="18"%s>%s</text>`+"\n", padL, fitTitle(p.Title, p.W-padL-padR), html.EscapeString(p.Title))
 	xs := p.xValues()
 	if len(xs) == 0 {
 		fmt.Fprintf(&b, `<text class="empty" x="%d" y="%d">no data</text>`+"\n</svg>\n", p.W/2-30, p.H/2)
@@ -97,9 +109,37 @@ func (p *plot) SVG() string {
 		}
 		b.WriteString("</g>\n")
 	}
+	p.writeMarks(&b, fr)
 	p.writeLegend(&b, fr)
 	b.WriteString("</svg>\n")
 	return b.String()
+}
+
+// fitTitle squeezes a title longer than the plot is wide into it (SVG's
+// textLength), so it never runs off the plot: about 6.5 px a character
+// at the title's size.
+func fitTitle(title string, width int) string {
+	if float64(len([]rune(title)))*6.5 <= float64(width) {
+		return ""
+	}
+	return fmt.Sprintf(` textLength="%d" lengthAdjust="spacingAndGlyphs"`, width)
+}
+
+// writeMarks says, at the foot of the plot area, what has no point to
+// draw: "all failed" and why, one line per mark.
+func (p *plot) writeMarks(b *strings.Builder, f *frame) {
+	for i, m := range p.Marks {
+		x := f.xAt(m.X)
+		anchor := "middle"
+		switch {
+		case x < f.x0+60:
+			anchor = "start"
+		case x > f.x1-60:
+			anchor = "end"
+		}
+		fmt.Fprintf(b, `<text class="note mark" x="%s" y="%s" text-anchor="%s">%s</text>`+"\n",
+			f1(x), f1(f.y0-6-12*float64(i)), anchor, html.EscapeString(m.Text))
+	}
 }
 
 // frame is where a plot's values land: the plot area, the y range, the x
@@ -124,6 +164,15 @@ func (p *plot) frame(xs []float64) *frame {
 		slot := (x1 - x0) / float64(len(xs))
 		f.xAt = func(v float64) float64 { return x0 + slot*(float64(indexOf(xs, v))+0.5) }
 		f.xticks = xs
+	case len(p.XTicks) > 0 && p.LogX:
+		lmin, lmax := math.Log10(xs[0]), math.Log10(xs[len(xs)-1])
+		if lmax == lmin {
+			lmin, lmax = lmin-0.5, lmax+0.5
+		}
+		pad := (lmax - lmin) * 0.04
+		lmin, lmax = lmin-pad, lmax+pad
+		f.xAt = func(v float64) float64 { return x0 + (math.Log10(v)-lmin)/(lmax-lmin)*(x1-x0) }
+		f.xticks = p.XTicks
 	case p.LogX:
 		lmin, lmax := math.Log10(xs[0]), math.Log10(xs[len(xs)-1])
 		if lmax == lmin {
@@ -146,6 +195,9 @@ func (p *plot) frame(xs []float64) *frame {
 			if t >= lo && t <= hi {
 				f.xticks = append(f.xticks, t)
 			}
+		}
+		if len(p.XTicks) > 0 {
+			f.xticks = p.XTicks
 		}
 	}
 	return f
@@ -252,6 +304,11 @@ func (p *plot) xName(v float64) string {
 
 func (p *plot) xValues() []float64 {
 	var xs []float64
+	for _, m := range p.Marks { // a cell that failed whole still has its x
+		if indexOf(xs, m.X) < 0 {
+			xs = append(xs, m.X)
+		}
+	}
 	for _, s := range p.Series {
 		for _, pt := range s.Points {
 			if indexOf(xs, pt.X) < 0 && !(p.LogX && pt.X <= 0) {

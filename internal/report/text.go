@@ -24,6 +24,12 @@ func Text(w io.Writer, s *Summary) error {
 	for _, l := range HeaderLines(s) {
 		fmt.Fprintln(tw, l)
 	}
+	if vs := VerdictLines(s); len(vs) > 0 {
+		fmt.Fprintf(tw, "\nIn short, against %s:\n", s.Baseline)
+		for _, l := range vs {
+			fmt.Fprintf(tw, "  %s\n", l)
+		}
+	}
 	write := func(sec section) {
 		fmt.Fprintf(tw, "\n%s\n", sec.Title)
 		t := newTable(sec.Head)
@@ -188,7 +194,7 @@ func TunnelLine(s *Summary) string {
 // differences.
 func studyTables(s *Summary) []section {
 	out := append(FileTables(s), TransportTables(s)...)
-	for _, f := range []func(*Summary) (section, bool){CongestionTable, DifferenceCIs} {
+	for _, f := range []func(*Summary) (section, bool){CongestionTable, VersionsTable, VersionDiffs, DifferenceCIs} {
 		if sec, ok := f(s); ok {
 			out = append(out, sec)
 		}
@@ -234,7 +240,7 @@ func metricSection(title string, cells []Cell) (section, bool) {
 	if slices.Contains(cols, "ipv6_won") {
 		// The dual path's: ipv6_won's mean is the share of transactions
 		// IPv6 won (docs/metrics.md).
-		what = "Happy Eyeballs (ipv6_won: share of transactions IPv6 won; he_attempts; he_aaaa_ms, he_a_ms, he_connect_ms: when each answer came and the winner connected)"
+		what = "Happy Eyeballs (ipv6_won: % of transactions IPv6 won; he_attempts; he_aaaa_ms, he_a_ms, he_connect_ms: when each answer came and the winner connected)"
 	}
 	sec := section{Title: title + ": " + what + ", mean of run means (95% CI)", Head: append([]string{"path", "conns"}, cols...)}
 	any := false
@@ -260,6 +266,12 @@ func metricText(k string, m *MetricStat) string {
 	switch {
 	case m == nil:
 		return "-"
+	case k == "ipv6_won":
+		// A share, in the unit every other share is printed in.
+		if m.CI95 == nil || (m.CI95[0] == m.Mean && m.CI95[1] == m.Mean) {
+			return figure(m.Mean*100) + "%"
+		}
+		return fmt.Sprintf("%s%% (%s–%s%%)", figure(m.Mean*100), figure(m.CI95[0]*100), figure(m.CI95[1]*100))
 	case strings.HasSuffix(k, "crc32c"):
 		for _, v := range m.Runs {
 			if v != m.Mean {

@@ -19,6 +19,10 @@ type Verdict struct {
 	Text string
 }
 
+// SameWithin is the largest change (percent) a verdict calls the same
+// when no difference is significant; a larger one is too scattered to say.
+const SameWithin = 5.0
+
 // loadPoint is one connection count's comparison, as a verdict reads it.
 type loadPoint struct {
 	conns       int
@@ -45,6 +49,9 @@ func Verdicts(s *Summary) []Verdict {
 		slices.SortFunc(ps, func(a, b loadPoint) int { return a.conns - b.conns })
 		v := verdictOf(ps, s.Baseline, throughputGroup(s, k.group))
 		v.Group, v.Path = k.group, k.path
+		if frag := fragmentClause(s, k.group, k.path); frag != "" {
+			v.Text += "; " + frag
+		}
 		if fail := failing(s, k.group, k.path); fail != "" {
 			v.Kind, v.Text = "failing", v.Text+"; "+fail
 		}
@@ -120,8 +127,12 @@ func verdictOf(ps []loadPoint, base string, throughput bool) Verdict {
 		parts = append(parts, pcts(fast)+" faster"+what+" "+where(fast, ps)+", significant")
 	}
 	switch {
-	case len(same) > 0 && len(same)+len(na) == len(ps):
+	case len(same) > 0 && len(same)+len(na) == len(ps) && maxAbs(same) <= SameWithin:
 		parts = append(parts, fmt.Sprintf("same as %s within ±%s at every load (no significant difference)", base, pctText(maxAbs(same))))
+	case len(same) > 0 && len(same)+len(na) == len(ps):
+		// Not significant, but too far apart to call the same: the runs
+		// cannot tell.
+		parts = append(parts, fmt.Sprintf("no significant difference from %s, though it differed by up to %s: too few or too scattered runs to tell (run more)", base, pctText(maxAbs(same))))
 	case len(same) > 0:
 		parts = append(parts, fmt.Sprintf("within ±%s elsewhere (not significant)", pctText(maxAbs(same))))
 	}
@@ -195,4 +206,23 @@ func failing(s *Summary, group, path string) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// VerdictLines are the verdicts as report.txt prints them: "http over
+// ipv6: …", the group named only when there is more than one.
+func VerdictLines(s *Summary) []string {
+	vs := Verdicts(s)
+	groups := map[string]bool{}
+	for _, v := range vs {
+		groups[v.Group] = true
+	}
+	var out []string
+	for _, v := range vs {
+		who := v.Path
+		if len(groups) > 1 {
+			who = v.Group + " over " + v.Path
+		}
+		out = append(out, who+": "+v.Text)
+	}
+	return out
 }

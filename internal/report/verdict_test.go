@@ -46,3 +46,39 @@ func TestVerdictsSayWhatTheComparisonsSay(t *testing.T) {
 		t.Errorf("kinds %+v", got)
 	}
 }
+
+// TestFragmentedDatagramsAreSaid: a UDP path whose datagrams left as
+// fragments, the baseline's whole, says so in its verdict and in a note;
+// paths that fragmented alike say nothing in their verdict.
+func TestFragmentedDatagramsAreSaid(t *testing.T) {
+	udpCell := func(path string, frags, mtu float64) Cell {
+		return Cell{Protocol: "udp", Path: path, Conns: 1, Metrics: map[string]*MetricStat{
+			"ip_fragments": {N: 3, Mean: frags}, "path_mtu": {N: 3, Mean: mtu}}}
+	}
+	udp := func(path string) Comparison {
+		return Comparison{Protocol: "udp", Path: path, Conns: 1, Baseline: "ipv4", Throughput: &MetricComparison{PctChange: f64(-7), PPairedHolm: f64(0.01)}}
+	}
+	s := &Summary{Baseline: "ipv4", Comparisons: []Comparison{udp("ipv6"), udp("6in4")},
+		Cells: []Cell{udpCell("ipv4", 1, 1500), udpCell("ipv6", 2, 1500), udpCell("6in4", 2, 1280)}}
+	got := Verdicts(s)
+	want := "7.0% slower throughput at every load, significant; its datagrams left as 2 IP fragments each (path MTU 1500), ipv4's whole: partly fragmentation's cost, not the family's (--size max)"
+	if got[0].Path != "ipv6" || got[0].Text != want {
+		t.Errorf("ipv6 verdict %q\n want %q", got[0].Text, want)
+	}
+	note := fragmentNote(s)
+	if !strings.Contains(note, "udp on ipv6 (2 fragments per datagram, path MTU 1500); udp on 6in4 (2 fragments per datagram, path MTU 1280)") || strings.Contains(note, "on ipv4") {
+		t.Errorf("note %q", note)
+	}
+	// The baseline fragmenting too: the verdicts are of like with like.
+	s.Cells[0] = udpCell("ipv4", 2, 1500)
+	if got := Verdicts(s); strings.Contains(got[0].Text, "fragment") {
+		t.Errorf("verdict with both fragmenting: %q", got[0].Text)
+	}
+	// Whole datagrams everywhere: no note.
+	for i := range s.Cells {
+		s.Cells[i].Metrics["ip_fragments"].Mean = 1
+	}
+	if note := fragmentNote(s); note != "" {
+		t.Errorf("note with whole datagrams: %q", note)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"runtime"
 	"sync"
+	"time"
 )
 
 // File is everything read back from a samples file. Reading a whole file
@@ -40,6 +41,10 @@ type Visitor struct {
 	Header func(*Header) error
 	Run    func(*Run)
 	Sample func(*Sample)
+	// Check, when set, vets each sample before Sample sees it, with what
+	// the format alone cannot know (the path names v6lab measures): its
+	// error stops the scan, naming the file and line.
+	Check func(*Sample) error
 }
 
 // Read decodes a samples file (plain or zstd-compressed) into memory.
@@ -97,6 +102,11 @@ func Scan(r io.Reader, name string, v Visitor) (truncated bool, err error) {
 					v.Run(rec.run)
 				}
 			case KindSample:
+				if v.Check != nil && v.Sample != nil {
+					if err := v.Check(&rec.sample); err != nil {
+						return false, wrapLineErr(name, rec.line, err)
+					}
+				}
 				if v.Sample != nil {
 					v.Sample(&rec.sample)
 				}
@@ -343,9 +353,21 @@ func (r *record) decode(d *fastDec, line []byte) error {
 	return nil
 }
 
+// MaxTotal bounds a sample's total_ns: no measurement v6lab makes is
+// longer than a 24 h transport trial with its 2 h timeout, so a longer one
+// is an edited or corrupt line, not a figure.
+const MaxTotal = 26 * time.Hour
+
 func (r *record) checkSample() error {
-	if r.sample.TotalNS < 0 {
-		return fmt.Errorf("field total_ns: negative duration %d", r.sample.TotalNS)
+	t := r.sample.TotalNS
+	if t < 0 {
+		return fmt.Errorf("field total_ns: negative duration %d", t)
+	}
+	if t > int64(MaxTotal) {
+		return fmt.Errorf("field total_ns: %d ns is longer than any measurement v6lab makes (at most %v)", t, MaxTotal)
+	}
+	if r.sample.Path == "" {
+		return fmt.Errorf("field path: missing")
 	}
 	return nil
 }

@@ -69,6 +69,10 @@ type Sample struct {
 	ClientTurnNS int64 `json:"client_turn_ns,omitempty"`
 	BytesIn      int64 `json:"bytes_in"`
 	BytesOut     int64 `json:"bytes_out"`
+	// Negotiated is the application protocol the transaction spoke, for a
+	// cell that names its HTTP version: http/1.1, h2 (ALPN), h2c (by
+	// prior knowledge) or h3 (QUIC).
+	Negotiated string `json:"negotiated,omitempty"`
 	// Marker is the completion marker seen (e.g. "200 OK" with every byte),
 	// empty when the transaction did not complete.
 	Marker string `json:"marker,omitempty"`

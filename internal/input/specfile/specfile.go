@@ -15,6 +15,7 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -352,6 +353,42 @@ func (r Rest) Keys() []string {
 		out = append(out, r.pairs[i].Value)
 	}
 	return out
+}
+
+// Split makes one Rest per value of key when key holds a list: each has
+// the same keys, key holding one of the list's values (a cell that lists
+// its HTTP versions is a cell group per version), in the list's order,
+// with the values' text. It returns nil when key is absent or holds one
+// value, and an error naming the field when the list is empty, holds
+// something other than plain values, or holds one twice.
+func (r Rest) Split(d *Doc, key string) ([]Rest, []string, error) {
+	for i := 0; i+1 < len(r.pairs); i += 2 {
+		k, val := r.pairs[i], r.pairs[i+1]
+		if k.Value != key || val.Kind != yaml.SequenceNode {
+			continue
+		}
+		at := join(r.Field, key)
+		d.lines[at] = k.Line
+		if len(val.Content) == 0 {
+			return nil, nil, d.errAt(val, at, "the list is empty")
+		}
+		var out []Rest
+		var values []string
+		for j, item := range val.Content {
+			if item.Kind != yaml.ScalarNode {
+				return nil, nil, d.errAt(item, fmt.Sprintf("%s[%d]", at, j), "want a single value, not a %s", kindName(item))
+			}
+			if slices.Contains(values, item.Value) {
+				return nil, nil, d.errAt(item, fmt.Sprintf("%s[%d]", at, j), "%s is listed twice", item.Value)
+			}
+			pairs := slices.Clone(r.pairs)
+			pairs[i+1] = item
+			out = append(out, Rest{Field: r.Field, pairs: pairs})
+			values = append(values, item.Value)
+		}
+		return out, values, nil
+	}
+	return nil, nil, nil
 }
 
 var restType = reflect.TypeFor[Rest]()

@@ -30,11 +30,12 @@ var List = []*proto.Protocol{
 }
 
 // Servers are the embedded servers, in the order they start: each
-// protocol's own, the https one beside http's, and the transport server
-// tcp and udp share.
+// protocol's own, the https one beside http's (and HTTP/3's, QUIC on its
+// port's UDP), and the transport server tcp and udp share.
 var Servers = []*proto.Server{
 	httpp.Protocol.Server,
 	&httpp.EmbeddedTLS,
+	&httpp.EmbeddedH3,
 	dns.Protocol.Server,
 	ftp.Protocol.Server,
 	smtp.Protocol.Server,
@@ -158,6 +159,13 @@ func RealFit(name string, o proto.Options) error {
 		return nil
 	}
 	return p.Real.Fit(o)
+}
+
+// WireUDP reports whether the wire check counts only UDP on the port of
+// the server of key (proto.Server.WireUDP: HTTP/3's).
+func WireUDP(key string) bool {
+	s, ok := Server(strings.TrimPrefix(key, "real/"))
+	return ok && s.WireUDP
 }
 
 // WireAnyPort reports whether the wire check counts every port for the

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"io"
 	"net/netip"
 	"net/url"
@@ -54,5 +55,34 @@ func BenchmarkTransaction(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkKeptVersions is one request per transaction on a kept HTTP/2
+// and HTTP/3 connection (keepalive), against the embedded server on
+// loopback: the client's cost per request beside the peers'.
+func BenchmarkKeptVersions(b *testing.B) {
+	cfg := tlsConfig(&testing.T{})
+	cfg.H3, cfg.Objects = true, 0
+	srv, err := Listen(context.Background(), cfg, []netip.Addr{lo4}, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	for _, v := range []string{Version2, Version3} {
+		b.Run("http"+v, func(b *testing.B) {
+			u, _ := ParseURL("https://" + netip.AddrPortFrom(lo4, uint16(srv.Port)).String() + "/")
+			c := &Client{URL: u, Path: path.IPv4, Resolver: &path.Resolver{}, Version: v, Keep: true, TLS: &tls.Config{InsecureSkipVerify: true}}
+			defer c.Close()
+			b.ReportAllocs()
+			for b.Loop() {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				s := c.Do(ctx, 0)
+				cancel()
+				if !s.OK() {
+					b.Fatal(s.Err)
+				}
+			}
+		})
 	}
 }

@@ -87,6 +87,24 @@ type Client struct {
 	// LookupName, when set, is the name the dual path looks up instead
 	// of the URL's host (proto.AAAADelayLabel: an AAAA answered late).
 	LookupName string
+	// Version is the HTTP version spoken: Version11 (""), Version2 (h2
+	// over TLS by ALPN, or h2c by prior knowledge) or Version3 (h3 over
+	// QUIC); Phases records handshake_ms and ttfb_ms in every sample's
+	// metrics (a cell that names its version, so versions compare).
+	Version string
+	Phases  bool
+	// ZeroRTT sends HTTP/3's first request in 0-RTT when resuming.
+	ZeroRTT bool
+	// QUICTimeout bounds a QUIC handshake without an answer (0:
+	// DefaultQUICTimeout).
+	QUICTimeout time.Duration
+
+	// Keep keeps each user's connection for its next transactions
+	// (HTTP/2 and HTTP/3; kept.go).
+	Keep bool
+
+	h2   h2Transport // Version2's
+	kept keptConns
 
 	lastPage atomic.Pointer[parsedPage] // objectsOf's memory
 }
@@ -152,6 +170,9 @@ var ErrGoDialEngine = errors.New("http: the go-dial engine runs plain http (http
 // EngineUsed names the engine the client's transactions run on ("go",
 // "evloop" or "go-dial"), or says why the choice cannot be made.
 func (c *Client) EngineUsed() (Engine, error) {
+	if v := c.Version; v == Version2 || v == Version3 {
+		return versionEngine(v, c.Engine)
+	}
 	ev, err := c.useEvloop()
 	switch {
 	case err != nil:
@@ -233,8 +254,26 @@ func (c *Client) port() uint16 {
 }
 
 // Do performs one transaction.
-func (c *Client) Do(ctx context.Context, _ int) result.Sample {
+func (c *Client) Do(ctx context.Context, user int) result.Sample {
 	tr := load.Begin("http", c.Path)
+	switch c.Version {
+	case Version2:
+		return c.phases(c.doH2(ctx, tr, user))
+	case Version3:
+		return c.phases(c.doH3(ctx, tr, user))
+	}
+	if c.Phases {
+		s := c.do11(ctx, tr)
+		if s.OK() {
+			s.Negotiated = "http/1.1"
+		}
+		return c.phases(s)
+	}
+	return c.do11(ctx, tr)
+}
+
+// do11 is one HTTP/1.1 transaction.
+func (c *Client) do11(ctx context.Context, tr *load.Trace) result.Sample {
 	ev, err := c.useEvloop()
 	if err != nil {
 		return tr.Fail(ctx, "connect", err)
@@ -538,7 +577,7 @@ func (s *stampedQuery) Close() error {
 // secure reads raw with the kernel's receive stamps and, for https,
 // completes TLS over it.
 func (c *Client) secure(ctx context.Context, tr *load.Trace, raw net.Conn) (net.Conn, net.Conn, error) {
-	conn := tr.Turns(tr.Stamp(raw)) // read with the kernel's receive stamps
+	conn := c.stampRaw(tr, raw) // read with the kernel's receive stamps
 	if c.URL.Scheme != "https" {
 		return conn, raw, nil
 	}
@@ -548,6 +587,9 @@ func (c *Client) secure(ctx context.Context, tr *load.Trace, raw net.Conn) (net.
 	}
 	if cfg.ServerName == "" {
 		cfg.ServerName = c.URL.Hostname()
+	}
+	if c.Version == Version2 {
+		cfg.NextProtos = []string{"h2"} // and nothing else: a fallback to HTTP/1.1 is an error
 	}
 	tc := tls.Client(conn, cfg)
 	if err := tc.HandshakeContext(ctx); err != nil {
@@ -577,25 +619,37 @@ func (c *Client) get(br *bufio.Reader, cr *countReader, cw *countWriter, uri str
 		}
 		return nil, false, fmt.Errorf("bad response: %w", err)
 	}
+	cr.limit = -1
+	page, err := c.readReply(resp, uri, keepBody, check)
+	return page, resp.Close || err != nil, err
+}
+
+// readReply reads a reply's body whole (its status 200) and closes it. It
+// returns the body when keepBody is set and the reply is HTML; a body not
+// kept goes through check when there is one.
+func (c *Client) readReply(resp *nethttp.Response, uri string, keepBody bool, check *content.Check) ([]byte, error) {
 	defer resp.Body.Close()
 	maxBody := c.MaxBody
 	if maxBody <= 0 {
 		maxBody = DefaultMaxBody
 	}
-	cr.limit = -1
 	if resp.StatusCode != nethttp.StatusOK {
 		// Drain a little for the record, then fail with the status.
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		return nil, true, fmt.Errorf("status %s for %s", resp.Status, uri)
+		return nil, fmt.Errorf("status %s for %s", resp.Status, uri)
 	}
 	if resp.ContentLength > maxBody {
-		return nil, true, fmt.Errorf("body of %d bytes for %s exceeds the %d-byte limit: %w", resp.ContentLength, uri, maxBody, ErrTooLarge)
+		return nil, fmt.Errorf("body of %d bytes for %s exceeds the %d-byte limit: %w", resp.ContentLength, uri, maxBody, ErrTooLarge)
 	}
 	body := io.LimitReader(resp.Body, maxBody+1)
 	var page []byte
 	var n int64
+	var err error
 	if keepBody && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
 		var buf bytes.Buffer
+		if cl := resp.ContentLength; cl > 0 && cl < MaxPageParse {
+			buf.Grow(int(cl) + 1) // one allocation, and room to see the end
+		}
 		n, err = io.Copy(&buf, io.LimitReader(body, MaxPageParse))
 		if err == nil {
 			var rest int64
@@ -606,18 +660,18 @@ func (c *Client) get(br *bufio.Reader, cr *countReader, cw *countWriter, uri str
 	} else if check != nil {
 		n, err = io.Copy(check, body)
 		if errors.Is(err, content.ErrCorrupt) {
-			return nil, true, fmt.Errorf("body of %s: %w", uri, err)
+			return nil, fmt.Errorf("body of %s: %w", uri, err)
 		}
 	} else {
 		n, err = io.Copy(io.Discard, body)
 	}
 	if err != nil {
-		return nil, true, fmt.Errorf("body of %s after %d bytes: %w", uri, n, err)
+		return nil, fmt.Errorf("body of %s after %d bytes: %w", uri, n, err)
 	}
 	if n > maxBody {
-		return nil, true, fmt.Errorf("body of %s exceeds the %d-byte limit: %w", uri, maxBody, ErrTooLarge)
+		return nil, fmt.Errorf("body of %s exceeds the %d-byte limit: %w", uri, maxBody, ErrTooLarge)
 	}
-	return page, resp.Close, nil
+	return page, nil
 }
 
 // request is the GET for uri.
@@ -680,7 +734,7 @@ func (c *countWriter) Write(p []byte) (int, error) {
 func (c *Client) Warm(int) {
 	c.Resolver.Warm(c.Path)
 	path.Warm(c.Path, netip.AddrPort{}, c.Source)
-	if ev, _ := c.useEvloop(); ev {
+	if ev, _ := c.useEvloop(); ev && (c.Version == "" || c.Version == Version11) {
 		_, _ = evloop.Default() // started before the first transaction, not in it
 	}
 }

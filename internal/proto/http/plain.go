@@ -46,6 +46,12 @@ type plainServer struct {
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
 	done  atomic.Bool
+	// h2, when set, takes connections that speak HTTP/2 (ALPN h2, or
+	// h2c's preface) with the bytes read from them (h2server.go); altSvc
+	// is an Alt-Svc field ending in CRLF that every reply carries.
+	h2          func(c net.Conn, read []byte)
+	altSvc      []byte
+	altSvcValue string
 }
 
 func newPlainServer(cfg ServerConfig) *plainServer {
@@ -92,8 +98,15 @@ func (s *plainServer) close() {
 
 // conn serves one connection's requests in turn (pipelined ones too).
 func (s *plainServer) conn(c net.Conn) {
+	if s.h2 != nil && s.negotiated(c) {
+		return // HTTP/2 by ALPN, served by net/http
+	}
 	replied := false // the last reply said the connection closes
+	handed := false  // h2c: the connection is net/http's
 	defer func() {
+		if handed {
+			return
+		}
 		if replied {
 			lingerClose(c)
 		}
@@ -140,6 +153,11 @@ func (s *plainServer) conn(c net.Conn) {
 			if i := bytes.Index(buf[from:], crlfcrlf); i >= 0 {
 				end = from + i
 			}
+		}
+		if s.h2 != nil && bytes.HasPrefix(buf, h2cPreface) {
+			handed = true
+			s.h2(c, buf)
+			return
 		}
 		req, ok := parseRequest(buf[:end])
 		buf = buf[:copy(buf, buf[end+4:])]
@@ -270,22 +288,39 @@ func parseRequest(h []byte) (request, status) {
 
 // reply writes the answer to req.
 func (s *plainServer) reply(c net.Conn, out []byte, req request, closeAfter bool) ([]byte, error) {
-	p := req.path
+	r := s.route(req.path)
+	return s.write(c, out, r.ctype, r.body, r.size, req.head, closeAfter, r.code)
+}
+
+// routed is a route's answer: its status, type, and body (nil: size
+// bytes of generated content).
+type routed struct {
+	code  int
+	ctype string
+	body  []byte
+	size  int64
+}
+
+// route answers a GET of path p (Server's routes), for HTTP/1.1 and the
+// other versions alike.
+func (s *plainServer) route(p string) routed {
+	const html, text = "text/html; charset=utf-8", "text/plain; charset=utf-8"
 	switch {
 	case p == "/" || p == "/index.html":
-		return s.write(c, out, "text/html; charset=utf-8", s.page, int64(len(s.page)), req.head, closeAfter)
+		return routed{200, html, s.page, int64(len(s.page))}
 	case p == "/health":
-		return s.write(c, out, "text/plain; charset=utf-8", okBody, int64(len(okBody)), req.head, closeAfter)
+		return routed{200, text, okBody, int64(len(okBody))}
 	}
+	notFound := routed{404, text, notFoundBody, int64(len(notFoundBody))}
 	if n, found := routeNumber(p, "/obj/"); found {
 		if n < 0 || n >= max(s.cfg.Objects, MaxObjects) {
-			return s.notFound(c, out, req.head, closeAfter)
+			return notFound
 		}
-		return s.write(c, out, "image/png", nil, s.cfg.ObjectSize, req.head, closeAfter)
+		return routed{200, "image/png", nil, s.cfg.ObjectSize}
 	}
 	if n, found := routeNumber(p, "/pages/"); found {
 		if n < 0 || n > MaxObjects {
-			return s.notFound(c, out, req.head, closeAfter)
+			return notFound
 		}
 		pg, ok := s.pages.Load(n)
 		if !ok {
@@ -294,16 +329,16 @@ func (s *plainServer) reply(c net.Conn, out []byte, req request, closeAfter bool
 			pg, _ = s.pages.LoadOrStore(n, Page(cfg))
 		}
 		b := pg.([]byte)
-		return s.write(c, out, "text/html; charset=utf-8", b, int64(len(b)), req.head, closeAfter)
+		return routed{200, html, b, int64(len(b))}
 	}
 	if rest, found := cutPrefix(p, "/files/"); found && rest != "" {
 		size, err := units.ParseSize(rest)
 		if err != nil || size > MaxFileSize {
-			return s.write(c, out, "text/plain; charset=utf-8", badSize, int64(len(badSize)), req.head, closeAfter, 400)
+			return routed{400, text, badSize, int64(len(badSize))}
 		}
-		return s.write(c, out, "application/octet-stream", nil, size, req.head, closeAfter)
+		return routed{200, "application/octet-stream", nil, size}
 	}
-	return s.notFound(c, out, req.head, closeAfter)
+	return notFound
 }
 
 var (
@@ -311,10 +346,6 @@ var (
 	badSize      = []byte("bad size\n")
 	notFoundBody = []byte("404 page not found\n")
 )
-
-func (s *plainServer) notFound(c net.Conn, out []byte, head, closeAfter bool) ([]byte, error) {
-	return s.write(c, out, "text/plain; charset=utf-8", notFoundBody, int64(len(notFoundBody)), head, closeAfter, 404)
-}
 
 // routeNumber reads the N of prefix+N (found false: another route).
 func routeNumber(p, prefix string) (int, bool) {
@@ -344,6 +375,9 @@ func (s *plainServer) write(c net.Conn, out []byte, ctype string, body []byte, s
 		st = code[0]
 	}
 	out = appendHeader(out, st, ctype, size, closeAfter)
+	if len(s.altSvc) > 0 { // its field before the header's end
+		out = append(append(out[:len(out)-2], s.altSvc...), "\r\n"...)
+	}
 	if head {
 		_, err := c.Write(out)
 		return out, err

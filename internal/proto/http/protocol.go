@@ -38,12 +38,18 @@ byte has arrived with status 200. A host without an A or AAAA record fails that 
 with a clear error; there is never a fallback to the other family. The dual path
 (--paths dual) connects as a dual-stack client does instead: AAAA and A asked together,
 then Happy Eyeballs (RFC 8305, --attempt-delay between attempts; or Go's own dialer,
-RFC 6555, with --dialer go), each sample saying which family won.`,
+RFC 6555, with --dialer go), each sample saying which family won. --http-version 2 speaks
+HTTP/2 (h2 by ALPN over https://, h2c by prior knowledge over http://) and 3 HTTP/3 (QUIC,
+https:// only, on a UDP socket v6lab binds to the path's family and connects to the
+address it looked up): the page's objects are streams of the one connection, and each
+sample records the protocol spoken, the handshake and the first byte.`,
 		Example: `  v6lab probe http http://www.example.test/ --paths ipv4,ipv6 --conns 1,10,100 --runs 11
   v6lab probe http https://www.example.test/ --dns-over ipv4 --dns-server 192.0.2.53
   v6lab probe http http://[2001:db8::80]:8080/files/1M --paths ipv6 --no-objects
   v6lab probe http http://127.0.0.1:8080/ --paths ipv4 --conns 10 --runs 1 --warmup 0 --duration 10s
-  v6lab probe http http://www.example.test/ --paths ipv4,ipv6,dual --attempt-delay 100ms`,
+  v6lab probe http http://www.example.test/ --paths ipv4,ipv6,dual --attempt-delay 100ms
+  v6lab probe http https://www.example.test/ --http-version 2 --paths ipv4,ipv6
+  v6lab probe http https://www.example.test/ --http-version 3 --paths ipv4,ipv6 --tls-resume --zero-rtt`,
 	},
 	Server:        &Embedded,
 	Real:          &proto.Real{Program: "nginx", Package: "nginx-light", Port: RealPort, Always: true, Fit: realFit, Start: startReal},
@@ -81,6 +87,14 @@ type Options struct {
 	// AAAADelay makes the embedded DNS server answer the dual path's
 	// AAAA lookups this late (an impairment).
 	AAAADelay proto.Duration `json:"aaaa_delay,omitempty" opt:"aaaa_delay,fileonly"`
+	// HTTPVersion is the HTTP version spoken: 1.1 (""), 2 or 3
+	// (version.go); a file's cell may list several, a group each.
+	HTTPVersion string `json:"http_version,omitempty" opt:"http_version" usage:"HTTP version: 1.1 (the default), 2 (h2 over TLS by ALPN for https://, h2c by prior knowledge for http://; the objects as streams of one connection) or 3 (h3 over QUIC, https:// only, on a UDP socket pinned to the path's family)"`
+	// ZeroRTT sends a resumed HTTP/3 transaction's first request in 0-RTT.
+	ZeroRTT bool `json:"zero_rtt,omitempty" opt:"zero_rtt" usage:"with --http-version 3 and --tls-resume: returning users send the page's request in QUIC 0-RTT data"`
+	// Keepalive keeps each user's HTTP/2 or HTTP/3 connection for its
+	// next transactions (kept.go).
+	Keepalive bool `json:"keepalive,omitempty" opt:"keepalive" usage:"with --http-version 2 or 3: each user keeps its connection for its next transactions (no lookup, no handshake after its first), as wrk, h2load and oha measure"`
 	// The probe command's own settings.
 	NoObjects bool   `json:"-" opt:"no_objects,flagonly" usage:"fetch only the URL, not the page's embedded objects"`
 	MaxBody   string `json:"-" opt:"max_body,flagonly" usage:"largest body accepted per response (e.g. 64M; default 4G)"`
@@ -122,6 +136,9 @@ func (o *Options) Check(where result.Where, given proto.Given) error {
 			return proto.Errorf("objects", "a cell fetches a page with objects or a file, not both")
 		}
 	}
+	if err := o.checkVersion(where, u, given); err != nil {
+		return err
+	}
 	if err := o.checkEngine(u); err != nil {
 		return err
 	}
@@ -144,7 +161,11 @@ func (o *Options) checkEngine(u *url.URL) error {
 			return proto.Errorf("max_body", "bad size %q", o.MaxBody)
 		}
 	}
-	if u != nil {
+	if v := o.HTTPVersion; v == Version2 || v == Version3 {
+		if _, err := versionEngine(v, engine(o.Engine)); err != nil {
+			return proto.Errorf("engine", "%v", err)
+		}
+	} else if u != nil {
 		if _, err := (&Client{URL: u, Objects: !o.NoObjects, Engine: engine(o.Engine)}).EngineUsed(); err != nil {
 			return proto.Errorf("engine", "%v", err)
 		}
@@ -163,7 +184,7 @@ func (o *Options) checkTLS(where result.Where, u *url.URL) error {
 		return proto.Errorf("tls_groups", "%v", err)
 	}
 	https := u != nil && u.Scheme == "https"
-	if !o.TLS && !https {
+	if !o.TLS && !https && o.HTTPVersion != Version3 { // HTTP/3 is always TLS
 		for _, s := range []struct {
 			option, what string
 			set          bool
@@ -223,6 +244,9 @@ func (o *Options) checkDual(where result.Where) error {
 // PathFit: the dual path races the families by Happy Eyeballs, which
 // v6lab's own client and curl do, not wget.
 func (o *Options) PathFit(_ result.Where, p path.Path) error {
+	if p.Kind().Dual && o.HTTPVersion == Version3 {
+		return proto.Errorf("http_version", "3 over the %s path: its Happy Eyeballs (RFC 8305) races TCP connections, not QUIC; measure http_version 3 over ipv4, ipv6, 6in4 and nat64", p)
+	}
 	if p.Kind().Dual && len(o.Resolve) > 0 {
 		return proto.Errorf("resolve", "%s races the answers of a lookup, and --resolve makes none: measure ipv4 and ipv6", p)
 	}
@@ -234,6 +258,9 @@ func (o *Options) PathFit(_ result.Where, p path.Path) error {
 
 // ServerFor names the https server for a cell with tls.
 func (o *Options) ServerFor() string {
+	if o.HTTPVersion == Version3 {
+		return ServerKeyH3
+	}
 	if o.TLS {
 		return ServerKeyTLS
 	}
@@ -334,6 +361,7 @@ func (o *Options) Probe(ep proto.Endpoint, p path.Path) (load.Probe, error) {
 	}
 	c := &Client{URL: u, Path: p, Resolver: ep.Resolver(), Source: ep.Source, Objects: objects, MaxBody: mb, AttemptDelay: time.Duration(o.Delay), GoDialer: o.Dialer == "go", LookupName: lookupName(o, u),
 		UserAgent: "v6lab", Engine: cellEngine(o, u), Expect: expect,
+		Version: o.HTTPVersion, Phases: o.HTTPVersion != "", ZeroRTT: o.ZeroRTT, Keep: o.Keepalive,
 		Sum: o.File != "", // a bulk transfer records its body's CRC-32C
 		TLS: &tls.Config{InsecureSkipVerify: o.Insecure, CurvePreferences: groups}}
 	if pin := proto.Or(o.TLSPin, ep.CertSHA256); pin != "" && !o.Insecure {
@@ -351,6 +379,9 @@ func (o *Options) Probe(ep proto.Endpoint, p path.Path) (load.Probe, error) {
 // realFit says why a cell cannot fetch from nginx.
 func realFit(opts proto.Options) error {
 	o := opts.(*Options)
+	if v := o.HTTPVersion; v == Version2 || v == Version3 {
+		return fmt.Errorf("http_version %s: the lab's real servers speak HTTP/1.1 in this version (nginx for h2 and Caddy for h3 are to come): use the embedded server", v)
+	}
 	if o.TLS {
 		return fmt.Errorf("the lab's nginx serves plain http: tls needs the embedded server")
 	}
@@ -397,7 +428,7 @@ func startReal(ctx context.Context, at proto.RealPlace) (*proto.RealRunning, err
 // objects, object_size and page_size, over HTTPS with tls.
 var Embedded = proto.Server{
 	Key:      "http",
-	About:    "embedded (v6lab's own HTTP/1.1; Go crypto/tls for https)",
+	About:    "embedded (v6lab's own HTTP/1.1; HTTP/2 by Go's net/http, h2c in the clear and h2 by ALPN; Go crypto/tls for https; HTTP/3 by quic-go)",
 	Settings: func() any { return defaultSettings() },
 	Serve:    serve,
 	Command: proto.ServeCommand{
@@ -408,13 +439,17 @@ and /health, until interrupted. Each --listen socket is pinned to its address's 
 (an IPv6 socket is IPv6-only). HTTP/1.1 (and 1.0) is served by v6lab's own server:
 GET and HEAD, keep-alive, one write per reply up to 64 KiB; a request with a body is
 refused (400), a header must end within 10 s of its first byte and 64 KiB, an idle
-connection closes after 30 s. With --tls it serves the same over Go's crypto/tls (TLS 1.2 and
+connection closes after 30 s. HTTP/2 is Go's net/http: in the clear by prior knowledge
+(h2c), and over TLS by ALPN. With --tls it serves the same over Go's crypto/tls (TLS 1.2 and
 1.3, session tickets on unless --tls-tickets=false) with a certificate it makes for the
 listen addresses and localhost, and prints its SHA-256: a client pins it with --tls-pin
-(or tls_pin: in an experiment file), or accepts any certificate with --insecure.`,
+(or tls_pin: in an experiment file), or accepts any certificate with --insecure. With --tls
+it also serves HTTP/3 over QUIC (quic-go, 0-RTT allowed) on each listen address's UDP, the
+same port, one socket per family, and advertises it in an Alt-Svc field (--h3=false: not).`,
 		Example: `  v6lab serve http
   v6lab serve http --listen 0.0.0.0:8080 --listen [::]:8080 --objects 0
   v6lab serve http --tls --listen 127.0.0.1:8443   # then: v6lab probe http https://127.0.0.1:8443/ --tls-pin SHA256
+  v6lab serve http --tls --listen 127.0.0.1:8443 --listen [::1]:8443   # h1, h2 and h3 (UDP 8443) on both families
   v6lab serve http --keepalive-requests 5          # close each connection after 5 requests, as nginx can`,
 		Listen: []string{"127.0.0.1:8080", "[::1]:8080"},
 	},
@@ -428,12 +463,13 @@ type ServerSettings struct {
 	PageSize          int         `opt:"page_size" usage:"approximate size of the page in bytes"`
 	TLS               bool        `opt:"tls" usage:"serve HTTPS with a self-signed certificate"`
 	TLSTickets        bool        `opt:"tls_tickets" usage:"with --tls: give clients session tickets to resume with; false: every handshake is full"`
+	H3                bool        `opt:"h3" usage:"with --tls: also serve HTTP/3 over QUIC on the same port's UDP, advertised by Alt-Svc"`
 	KeepaliveRequests int         `opt:"keepalive_requests" usage:"close each connection after this many requests, the last reply saying Connection: close (nginx's keepalive_requests); 0: no limit"`
 }
 
 func defaultSettings() *ServerSettings {
 	d := DefaultServerConfig
-	return &ServerSettings{Objects: d.Objects, ObjectSize: units.Bytes(d.ObjectSize), PageSize: d.PageSize, TLSTickets: true}
+	return &ServerSettings{Objects: d.Objects, ObjectSize: units.Bytes(d.ObjectSize), PageSize: d.PageSize, TLSTickets: true, H3: true}
 }
 
 // serve starts the embedded server.
@@ -474,6 +510,7 @@ func ServerConfigOf(at proto.Place) (ServerConfig, error) {
 		}
 		// No tickets: no client can resume, every handshake is full.
 		cfg.TLS.SessionTicketsDisabled = !set.TLSTickets
+		cfg.H3 = set.H3
 	} else if !set.TLSTickets {
 		return cfg, proto.Errorf("tls_tickets", "needs tls")
 	}
@@ -511,6 +548,9 @@ func (r running) Label() string {
 func (r running) Detail() string {
 	if r.pin == "" {
 		return ""
+	}
+	if r.versions != nil && len(r.versions.h3) > 0 {
+		return "self-signed certificate, SHA-256 " + r.pin + "; HTTP/3 on the same UDP port"
 	}
 	return "self-signed certificate, SHA-256 " + r.pin
 }

@@ -26,6 +26,9 @@ type ServerConfig struct {
 	PageSize int
 	// TLS, when set, serves HTTPS (SelfSigned makes one).
 	TLS *tls.Config `json:"-"`
+	// H3 serves HTTP/3 over QUIC as well (with TLS), on UDP sockets of
+	// the TCP listeners' port, and advertises it (Alt-Svc).
+	H3 bool
 	// KeepaliveRequests, when above 0, is how many requests one
 	// connection may carry: the last reply says "Connection: close" and
 	// the server closes, as nginx's keepalive_requests.
@@ -63,8 +66,9 @@ func Page(cfg ServerConfig) []byte {
 //
 // over HTTP/1.1 (plain.go), in TLS when the config has it.
 type Server struct {
-	plain *plainServer
-	lns   []net.Listener
+	plain    *plainServer
+	versions *versions // HTTP/2 and HTTP/3 (h2server.go)
+	lns      []net.Listener
 	// Port is the port shared by every listener.
 	Port int
 	done chan error
@@ -73,16 +77,30 @@ type Server struct {
 // Listen starts the server on port (0 picks one) on every address, one port
 // for all of them. Each listener is pinned to its address's family.
 func Listen(ctx context.Context, cfg ServerConfig, addrs []netip.Addr, port int) (*Server, error) {
-	lns, got, err := path.ListenSamePort(ctx, addrs, port)
+	var lns []net.Listener
+	var pcs []net.PacketConn
+	var got int
+	var err error
+	if cfg.TLS != nil && cfg.H3 {
+		lns, pcs, got, err = listenTCPUDP(ctx, addrs, port)
+	} else if lns, got, err = path.ListenSamePort(ctx, addrs, port); err != nil {
+		err = fmt.Errorf("http: listen: %w", err)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("http: listen: %w", err)
+		return nil, err
 	}
 	s := &Server{Port: got, done: make(chan error, len(lns)), plain: newPlainServer(cfg)}
+	s.versions = startVersions(s.plain, cfg, pcs, got)
+	var tcfg *tls.Config
+	if cfg.TLS != nil {
+		tcfg = cfg.TLS.Clone()
+		tcfg.NextProtos = []string{"h2", "http/1.1"} // h2 handed to net/http
+	}
 	for _, ln := range lns {
 		s.lns = append(s.lns, ln)
 		var l net.Listener = wakeread.Listener{Listener: ln} // requests wake the reading thread directly
-		if cfg.TLS != nil {
-			l = tls.NewListener(l, cfg.TLS)
+		if tcfg != nil {
+			l = tls.NewListener(l, tcfg)
 		}
 		go func() { s.done <- s.plain.serve(l) }()
 	}
@@ -96,6 +114,7 @@ func (s *Server) Addrs() []netip.AddrPort {
 
 // Close stops the server at once.
 func (s *Server) Close() error {
+	s.versions.close()
 	s.plain.close()
 	for _, ln := range s.lns {
 		ln.Close()

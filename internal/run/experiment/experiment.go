@@ -138,6 +138,10 @@ type CellGroup struct {
 	// the client's IPv6 packets at the lab's first router during the cell
 	// group's runs (a run condition: a dual-stack client's fallback).
 	IPv6Loss float64 `json:"ipv6_loss,omitempty"`
+	// Loss, when set, drops that share (percent) of every packet between
+	// the lab's routers, each way, during the cell group's runs (a run
+	// condition: every path alike, in tc BPF).
+	Loss float64 `json:"loss,omitempty"`
 	// IPv6Delay, when set, holds the IPv6 packets r1 sends the client
 	// this long (netem: where the kernel has it) during the cell group's
 	// runs: a slow IPv6 path for a dual-stack client.

@@ -39,6 +39,10 @@ type file struct {
 	Spin        *Duration  `yaml:"spin"`
 	SampleEvery int        `yaml:"sample_every"`
 	Cells       []cellFile `yaml:"cells"`
+	// The file's cell of each group, and where it is (cells[i]): a cell
+	// that lists values is a group per value (versions.go).
+	groupCells []cellFile
+	groupAt    []string
 }
 
 type cellFile struct {
@@ -62,9 +66,14 @@ type cellFile struct {
 	IPv6Loss *float64 `yaml:"ipv6_loss"`
 	// ipv6_delay: IPv6 toward the client held this long at r1 (netem)
 	IPv6Delay string `yaml:"ipv6_delay"`
+	// loss: every packet between the routers dropped (percent), each way
+	Loss *float64 `yaml:"loss"`
 	// Options are the keys left: the protocol's options, decoded into its
 	// own struct once the protocol is known.
 	Options specfile.Rest `yaml:",rest"`
+	// expanded: the group is one value of a list the cell gave (its
+	// HTTP versions: versions.go).
+	expanded bool
 }
 
 // BuiltinLab prefixes a topology that names a lab built into v6lab
@@ -255,28 +264,35 @@ func (f *file) groups(doc *specfile.Doc, e *Experiment, base CellGroup, paths []
 		return doc.Errorf("cells", "at least one cell is needed (protocol and connection counts)")
 	}
 	labels := map[string]string{}
-	for i, c := range f.Cells {
+	for i, cell := range f.Cells {
 		at := fmt.Sprintf("cells[%d]", i)
-		s, err := c.spec(doc, at, base, paths, e)
+		cells, err := cell.versions(doc)
 		if err != nil {
 			return err
 		}
-		if prev, dup := labels[s.CellName()]; dup {
-			field := at + ".label"
-			if !doc.Has(field) {
-				field = at + ".protocol"
+		for _, c := range cells {
+			s, err := c.spec(doc, at, base, paths, e)
+			if err != nil {
+				return err
 			}
-			return doc.Errorf(field, "%s is also the name of %s: give one a distinct label", s.CellName(), prev)
-		}
-		labels[s.CellName()] = at
-		if !slices.Contains(s.Paths, e.Baseline) {
-			field := at + ".paths"
-			if !doc.Has(field) {
-				field = "baseline"
+			if prev, dup := labels[s.CellName()]; dup {
+				field := at + ".label"
+				if !doc.Has(field) {
+					field = at + ".protocol"
+				}
+				return doc.Errorf(field, "%s is also the name of %s: give one a distinct label", s.CellName(), prev)
 			}
-			return doc.Errorf(field, "the cell does not measure the baseline path %s, so nothing can be compared with it", e.Baseline)
+			labels[s.CellName()] = at
+			if !slices.Contains(s.Paths, e.Baseline) {
+				field := at + ".paths"
+				if !doc.Has(field) {
+					field = "baseline"
+				}
+				return doc.Errorf(field, "the cell does not measure the baseline path %s, so nothing can be compared with it", e.Baseline)
+			}
+			e.Groups = append(e.Groups, s)
+			f.groupCells, f.groupAt = append(f.groupCells, c), append(f.groupAt, at)
 		}
-		e.Groups = append(e.Groups, s)
 	}
 	return nil
 }
@@ -286,13 +302,13 @@ func (f *file) groups(doc *specfile.Doc, e *Experiment, base CellGroup, paths []
 func (f *file) realServers(doc *specfile.Doc, e *Experiment) error {
 	for i := range e.Groups {
 		c := &e.Groups[i]
-		at := fmt.Sprintf("cells[%d]", i)
-		switch proto.Or(f.Cells[i].Server, e.Servers) {
+		at := f.groupAt[i]
+		switch proto.Or(f.groupCells[i].Server, e.Servers) {
 		case "embedded":
 			continue
 		case "real":
 		default:
-			return doc.Errorf(at+".server", "%q: want embedded or real", f.Cells[i].Server)
+			return doc.Errorf(at+".server", "%q: want embedded or real", f.groupCells[i].Server)
 		}
 		if e.Where.OffLab() {
 			return doc.Errorf(at+".server", "real servers run in the lab's server host, but where is %s", e.Where)
@@ -517,6 +533,9 @@ func (r *cellReader) options() error {
 	if k := all.CellServerKey(r.c.Protocol, s.Options); s.Label == "" && k != all.ServerKey(r.c.Protocol) {
 		s.Label = k // a cell of the protocol's other server (https) is named after it
 	}
+	if label, ok := r.c.versionLabel(s.Options); ok {
+		s.Label = label // http, http/2, http/3
+	}
 	return nil
 }
 
@@ -548,6 +567,15 @@ func (r *cellReader) impairments() error {
 			return doc.Errorf(r.field("ipv6_loss"), "IPv6 is dropped at the lab's router, but where is %s", where)
 		}
 		s.IPv6Loss = *c.IPv6Loss
+	}
+	if c.Loss != nil {
+		switch v := *c.Loss; {
+		case !(v > 0 && v < 100):
+			return doc.Errorf(r.field("loss"), "%g is not a share of packets to drop: want more than 0 and less than 100 (percent)", v)
+		case where.OffLab():
+			return doc.Errorf(r.field("loss"), "packets are dropped between the lab's routers, but where is %s", where)
+		}
+		s.Loss = *c.Loss
 	}
 	if c.IPv6Delay != "" {
 		d, err := time.ParseDuration(c.IPv6Delay)

@@ -27,6 +27,8 @@ func (exp *Experiment) NeedsLab() string {
 		return "link_rate reshapes the lab's links"
 	case exp.anyCell(func(c *CellGroup) bool { return c.IPv6Loss > 0 }):
 		return "ipv6_loss drops IPv6 at the lab's router"
+	case exp.anyCell(func(c *CellGroup) bool { return c.Loss > 0 }):
+		return "loss drops packets between the lab's routers"
 	case exp.anyCell(func(c *CellGroup) bool { return c.IPv6Delay > 0 }):
 		return "ipv6_delay delays IPv6 at the lab's router"
 	}

@@ -74,7 +74,7 @@ func Child(ctx context.Context, jobFile string, out measure.Output) error {
 			break
 		}
 	}
-	var wire experiment.WireCheck = capture.Check{C: cp, Ports: j.Ports, Lookups: j.Lookups, Nat64: j.Nat64, ClientSide: clientSide}
+	var wire experiment.WireCheck = capture.Check{C: cp, Ports: j.Ports, UDP: wireUDP(j.Ports), Lookups: j.Lookups, Nat64: j.Nat64, ClientSide: clientSide}
 	if len(j.NATs) > 0 || len(j.Datapaths) > 0 {
 		wire = &natCheck{Check: wire.(capture.Check), nats: j.NATs, datapaths: j.Datapaths}
 	}

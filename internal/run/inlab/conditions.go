@@ -36,6 +36,29 @@ type conditions struct {
 	dropped uint64
 	// delay is the IPv6 delay a cell group asked for (ipv6_delay).
 	delay *lab.Delay
+	// loss is the loss between the routers a cell group asked for
+	// (loss); lost is its count when the run began.
+	loss *lab.LinkLoss
+	lost uint64
+}
+
+// loseOnLink puts the cell group's loss in place (or removes it).
+func (c *conditions) loseOnLink(s *experiment.CellGroup) error {
+	if c.loss != nil && c.loss.Percent == s.Loss {
+		return nil
+	}
+	if c.loss != nil {
+		c.loss.Close()
+		c.loss = nil
+	}
+	if s.Loss > 0 {
+		ll, err := lab.LoseOnLink(c.lab, s.Loss)
+		if err != nil {
+			return err
+		}
+		c.loss = ll
+	}
+	return nil
 }
 
 // delayIPv6 puts the cell group's IPv6 delay in place (or removes it).
@@ -114,6 +137,12 @@ func (c *conditions) Begin(ctx context.Context, s *experiment.CellGroup, _ exper
 	if err := c.delayIPv6(s); err != nil {
 		return err
 	}
+	if err := c.loseOnLink(s); err != nil {
+		return err
+	}
+	if c.loss != nil {
+		c.lost = c.loss.Dropped()
+	}
 	if c.impair != nil {
 		c.dropped, _ = c.impair.Counters()
 	}
@@ -144,6 +173,13 @@ func (c *conditions) End(s *experiment.CellGroup, _ experiment.Step, rec *result
 			rec.Links = map[string]string{}
 		}
 		rec.Links["r1 eth-client ingress"] = fmt.Sprintf("IPv6 loss %g%% (tc BPF): %d IPv6 packets dropped in the run", c.impair.Percent, dropped-c.dropped)
+	}
+	if c.loss != nil {
+		rec.Links = maps.Clone(rec.Links)
+		if rec.Links == nil {
+			rec.Links = map[string]string{}
+		}
+		rec.Links["r1-r2 egress, both ends"] = fmt.Sprintf("loss %g%% (tc BPF): %d packets dropped in the run", c.loss.Percent, c.loss.Dropped()-c.lost)
 	}
 	if c.delay != nil {
 		rec.Links = maps.Clone(rec.Links)
@@ -186,6 +222,10 @@ func (c *conditions) Finish() {
 	if c.impair != nil {
 		c.impair.Close()
 		c.impair = nil
+	}
+	if c.loss != nil {
+		c.loss.Close()
+		c.loss = nil
 	}
 	if c.bg != nil {
 		c.bg.Set(context.Background(), "")

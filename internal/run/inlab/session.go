@@ -309,6 +309,18 @@ func wirePorts(eps proto.Endpoints) map[string]uint16 {
 	return out
 }
 
+// wireUDP says which servers' traffic the wire check counts as UDP alone
+// (all.WireUDP: HTTP/3's).
+func wireUDP(ports map[string]uint16) map[string]bool {
+	out := map[string]bool{}
+	for key := range ports {
+		if all.WireUDP(key) {
+			out[key] = true
+		}
+	}
+	return out
+}
+
 // lookupPorts are, per server key, the port of the DNS server of the same
 // kind (embedded, or real/) that its transactions ask first.
 func lookupPorts(ports map[string]uint16) map[string]uint16 {

@@ -239,29 +239,36 @@ func TestARunOneSegmentNeverFinishedIsLeftOut(t *testing.T) {
 // (its samples are checked as they stream into the merge) fails the
 // merge, naming its file and line, and leaves no half-merged directory.
 func TestADamagedSegmentLeavesNoMerge(t *testing.T) {
-	root := t.TempDir()
-	var dirs []string
-	for i := range 3 {
-		dirs = append(dirs, writeSegment(t, root, i, 3, spec(5), false))
-	}
-	name := filepath.Join(dirs[1], "samples.jsonl")
-	b, _ := os.ReadFile(name)
-	lines := strings.SplitAfter(string(b), "\n")
-	lines[2] = strings.Replace(lines[2], `"total_ns":`, `"total_ns":"x`, 1)
-	os.WriteFile(name, []byte(strings.Join(lines, "")), 0o644)
-	segs, err := Read(dirs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := Check(segs); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(root, "out")
-	dir, _, err := Write(segs, out, "joined", nil, t0)
-	if err == nil || !strings.Contains(err.Error(), name+":3:") || dir != "" {
-		t.Fatalf("merge of a damaged segment: %q, %v", dir, err)
-	}
-	if ents, _ := os.ReadDir(out); len(ents) != 0 {
-		t.Errorf("left %v behind", ents)
+	for _, damage := range []struct{ from, to, want string }{
+		{`"total_ns":`, `"total_ns":"x`, ":3: "},
+		{`"path":"ipv4"`, `"path":"ipv9"`, `:3: field path: "ipv9" is not a path v6lab measures`},
+	} {
+		t.Run(damage.to, func(t *testing.T) {
+			root := t.TempDir()
+			var dirs []string
+			for i := range 3 {
+				dirs = append(dirs, writeSegment(t, root, i, 3, spec(5), false))
+			}
+			name := filepath.Join(dirs[1], "samples.jsonl")
+			b, _ := os.ReadFile(name)
+			lines := strings.SplitAfter(string(b), "\n")
+			lines[2] = strings.Replace(lines[2], damage.from, damage.to, 1)
+			os.WriteFile(name, []byte(strings.Join(lines, "")), 0o644)
+			segs, err := Read(dirs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := Check(segs); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(root, "out")
+			dir, _, err := Write(segs, out, "joined", nil, t0)
+			if err == nil || !strings.Contains(err.Error(), name+damage.want) || dir != "" {
+				t.Fatalf("merge of a damaged segment: %q, %v", dir, err)
+			}
+			if ents, _ := os.ReadDir(out); len(ents) != 0 {
+				t.Errorf("left %v behind", ents)
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package path
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Kind is everything v6lab knows about a path kind, in one row of Kinds:
@@ -102,4 +103,18 @@ func (p Path) OffLab(where string) error {
 		return nil
 	}
 	return fmt.Errorf("%s needs the lab (its tunnel or translator), but %s has only ipv4, ipv6 and dual", p, where)
+}
+
+// Known returns an error unless name is a path v6lab measures: a samples
+// file whose sample names another (an edited line, "ipv9") must not enter
+// the figures as a path of its own.
+func Known(name string) error {
+	if _, ok := KindOf(Path(name)); ok {
+		return nil
+	}
+	names := make([]string, len(Kinds))
+	for i, k := range Kinds {
+		names[i] = string(k.Path)
+	}
+	return fmt.Errorf("field path: %q is not a path v6lab measures (%s)", name, strings.Join(names, ", "))
 }

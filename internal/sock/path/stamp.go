@@ -1,11 +1,11 @@
 package path
 
 import (
-	"errors"
 	"io"
 	"net"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"v6lab/internal/sock/kstamp"
 
@@ -17,10 +17,19 @@ import (
 // needed bytes arrived. They bound the network's share of a response
 // time, without v6lab's own work before and after (docs/metrics.md).
 
-// enableStamps turns the stamps on for a socket.
-func enableStamps(rc syscall.RawConn) error {
+// enableStamps turns the stamps on for a socket: transmit and receive
+// stamps for UDP, receive stamps alone for TCP (udp false), whose first
+// packet is its SYN (unstamped) and whose every send would otherwise leave
+// a stamp on the error queue: charged to the socket's receive buffer, a
+// long connection's stamps (HTTP/2's hundreds of requests) fill it until
+// the kernel drops the data arriving, and the connection stalls.
+func enableStamps(rc syscall.RawConn, udp bool) error {
+	enable := kstamp.EnableRx
+	if udp {
+		enable = kstamp.Enable
+	}
 	var serr error
-	if err := rc.Control(func(fd uintptr) { serr = kstamp.Enable(int(fd)) }); err != nil {
+	if err := rc.Control(func(fd uintptr) { serr = enable(int(fd)) }); err != nil {
 		return err
 	}
 	return serr
@@ -66,7 +75,7 @@ func Stamped(c net.Conn) (*StampedConn, bool) {
 		return nil, false
 	}
 	rc, err := sc.SyscallConn()
-	if err != nil || enableStamps(rc) != nil {
+	if err != nil || enableStamps(rc, udp) != nil {
 		return nil, false
 	}
 	return &StampedConn{Conn: c, rc: rc, oob: make([]byte, kstamp.OOBSize), UDP: udp}, true
@@ -87,12 +96,25 @@ func (s *StampedConn) FirstSent() time.Time {
 func (s *StampedConn) Read(p []byte) (int, error) {
 	var n int
 	var rerr error
+	if len(p) == 0 {
+		return 0, nil
+	}
 	err := s.rc.Read(func(fd uintptr) bool {
-		var oobn int
-		n, oobn, _, _, rerr = unix.Recvmsg(int(fd), p, s.oob, 0)
-		if errors.Is(rerr, unix.EAGAIN) {
+		// recvmsg without a name: a connected socket's peer is known, and
+		// x/sys's Recvmsg would convert and allocate it on every read.
+		iov := unix.Iovec{Base: &p[0]}
+		iov.SetLen(len(p))
+		msg := unix.Msghdr{Iov: &iov, Iovlen: 1, Control: &s.oob[0]}
+		msg.SetControllen(len(s.oob))
+		r, _, e := unix.Syscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&msg)), 0)
+		if e == unix.EAGAIN {
 			return false
 		}
+		n, rerr = int(r), nil
+		if e != 0 {
+			n, rerr = 0, e
+		}
+		oobn := int(msg.Controllen)
 		if n > 0 {
 			if at := kstamp.Parse(s.oob[:oobn]); !at.IsZero() {
 				s.LastRx = at

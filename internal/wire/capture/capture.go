@@ -50,6 +50,9 @@ const (
 type Filter struct {
 	Port uint16
 	Also uint16
+	// UDP counts only UDP packets on Port (HTTP/3's QUIC): a TCP packet
+	// there is not the service's.
+	UDP bool
 	// Nat64 are the prefixes of the lab's nat64 path: a packet from or to
 	// one of them is that path's (translated IPv4, and its DNS64 lookups
 	// over IPv6).
@@ -124,7 +127,7 @@ func inspect4(ip []byte, f Filter) frameInfo {
 		return frameInfo{}
 	}
 	if ip[9] == 41 {
-		if fi := inspect6(ip[ihl:], Filter{Port: f.Port, Also: f.Also}); fi.class == IPv6 {
+		if fi := inspect6(ip[ihl:], Filter{Port: f.Port, Also: f.Also, UDP: f.UDP}); fi.class == IPv6 {
 			fi.class = SixIn4
 			return fi
 		}
@@ -145,7 +148,7 @@ func inspect6(ip []byte, f Filter) frameInfo {
 		return frameInfo{}
 	}
 	if ip[6] == 4 { // IPv4 in IPv6: a softwire's, if it carries the service
-		if fi := inspect4(ip[40:], Filter{Port: f.Port, Also: f.Also}); fi.class == IPv4 {
+		if fi := inspect4(ip[40:], Filter{Port: f.Port, Also: f.Also, UDP: f.UDP}); fi.class == IPv4 {
 			fi.class = DSLite
 			return fi
 		}
@@ -174,6 +177,9 @@ func transport(proto byte, src, dst, l4 []byte, size int, f Filter) (frameInfo, 
 	service := func(p uint16) bool { return p == f.Port || (f.Also != 0 && p == f.Also) }
 	if f.Port != 0 && !service(sp) && !service(dp) {
 		return frameInfo{}, false
+	}
+	if f.UDP && proto != 17 && (sp == f.Port || dp == f.Port) {
+		return frameInfo{}, false // TCP on a QUIC service's port
 	}
 	var fi frameInfo
 	fromService := f.Port != 0 && service(sp) && !service(dp)
@@ -327,8 +333,10 @@ func FromFD(fd int, f Filter) *Capture {
 // each run and must prove its path at the end.
 type Check struct {
 	C *Capture
-	// Ports gives each protocol's service port.
+	// Ports gives each protocol's service port; UDP says which count
+	// only UDP there (Filter.UDP).
 	Ports map[string]uint16
+	UDP   map[string]bool
 	// Lookups gives, per server key, the port of the DNS server whose
 	// lookups its transactions make first (none for the DNS server).
 	Lookups map[string]uint16
@@ -349,10 +357,10 @@ const Quiet = 20 * time.Millisecond
 // DNS lookup is counted with it: its packets must carry the path too.
 func (k Check) Start(protocol string, _ path.Path) {
 	time.Sleep(Quiet)
-	f := Filter{Port: k.Ports[protocol], Nat64: k.Nat64, Also: k.Lookups[protocol]}
+	f := Filter{Port: k.Ports[protocol], Nat64: k.Nat64, Also: k.Lookups[protocol], UDP: k.UDP[protocol]}
 	k.C.Reset(f)
 	if k.ClientSide != nil {
-		k.ClientSide.Reset(Filter{Port: f.Port, Also: f.Also})
+		k.ClientSide.Reset(Filter{Port: f.Port, Also: f.Also, UDP: f.UDP})
 	}
 }
 

@@ -88,6 +88,29 @@ func TestClassify(t *testing.T) {
 	}
 }
 
+// TestUDPFilterCountsQUICAlone: an HTTP/3 service's filter counts its
+// port's UDP on every family, and its DNS lookup, but not TCP on its port:
+// a run that went over TCP proves nothing.
+func TestUDPFilterCountsQUICAlone(t *testing.T) {
+	f := Filter{Port: 8443, Also: 53, UDP: true}
+	for _, c := range []struct {
+		name  string
+		frame []byte
+		want  Class
+	}{
+		{"ipv4 quic", ether(0x0800, ipv4Pkt(17, l4(40000, 8443))), IPv4},
+		{"ipv6 quic", ether(0x86DD, ipv6Pkt(17, 8443, 40000)), IPv6},
+		{"6in4 quic", ether(0x0800, ipv4Pkt(41, ipv6Pkt(17, 40000, 8443))), SixIn4},
+		{"ipv4 tcp on the port", ether(0x0800, ipv4Pkt(6, l4(40000, 8443))), Ignored},
+		{"6in4 tcp on the port", ether(0x0800, ipv4Pkt(41, ipv6Pkt(6, 8443, 40000))), Ignored},
+		{"dns over tcp", ether(0x0800, ipv4Pkt(6, l4(40000, 53))), IPv4},
+	} {
+		if got := Classify(c.frame, f); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
 func TestProves(t *testing.T) {
 	if err := (Counts{IPv4: 10}).Proves(path.IPv4); err != nil {
 		t.Error(err)

@@ -1,0 +1,184 @@
+package http
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+
+	"v6lab/internal/gen/load"
+	"v6lab/internal/result"
+	"v6lab/internal/sock/path"
+)
+
+// HTTP/3 transactions: v6lab looks the name up with the path's record
+// type, opens a UDP socket of the path's family connected to the server
+// (path.DialStamped: both ends checked), and hands it to quic-go as the
+// one socket of a quic.Transport of the transaction's own: no lookup and
+// no dial inside the library can choose the family. The page and its
+// objects are streams of the one QUIC connection.
+
+// QUICPacketSize is the UDP payload of the first packets of a QUIC
+// connection, client and server alike, on every path: 1232 bytes fit the
+// IPv6 minimum MTU (1280, a 6in4 tunnel's) with the IPv6 and UDP headers,
+// and the same size over IPv4 keeps the families' packets alike. Path MTU
+// discovery (DPLPMTUD, quic-go's) may grow them where the path allows.
+const QUICPacketSize = 1232
+
+// quicConfig is the QUIC configuration of a client's connections.
+func (c *Client) quicConfig() *quic.Config {
+	timeout := c.QUICTimeout
+	if timeout <= 0 {
+		timeout = DefaultQUICTimeout
+	}
+	return &quic.Config{HandshakeIdleTimeout: timeout, InitialPacketSize: QUICPacketSize}
+}
+
+// doH3 is one HTTP/3 transaction.
+func (c *Client) doH3(ctx context.Context, tr *load.Trace, user int) result.Sample {
+	if s, ok := c.onKept(ctx, tr, user, "h3"); ok {
+		return s
+	}
+	host := c.URL.Hostname()
+	ip, err := tr.Lookup(ctx, c.Resolver, host, c.Path)
+	if err != nil {
+		return tr.Fail(ctx, "resolve", err)
+	}
+	if _, notLiteral := netip.ParseAddr(strings.Trim(host, "[]")); notLiteral != nil {
+		tr.Mark(&tr.S.ResolveNS)
+	}
+	pc, err := path.DialStamped(ctx, path.Dialer{Path: c.Path, Source: c.Source}, netip.AddrPortFrom(ip, c.port()))
+	if err != nil {
+		return tr.Fail(ctx, "connect", err)
+	}
+	tr.S.Local, tr.S.Remote = pc.LocalAddr().String(), pc.RemoteAddr().String()
+	qt := &quic.Transport{Conn: pc}
+	k := &h3Kept{pc: pc, qt: qt}
+	kept := false
+	defer func() {
+		if !kept {
+			k.close()
+		}
+	}()
+	cfg := &tls.Config{}
+	if c.TLS != nil {
+		cfg = c.TLS.Clone()
+	}
+	if cfg.ServerName == "" {
+		cfg.ServerName = host
+	}
+	cfg.NextProtos = []string{http3.NextProtoH3}
+	var conn *quic.Conn
+	if c.ZeroRTT {
+		conn, err = qt.DialEarly(ctx, pc.RemoteAddr(), cfg, c.quicConfig())
+	} else {
+		conn, err = qt.Dial(ctx, pc.RemoteAddr(), cfg, c.quicConfig())
+	}
+	if err != nil {
+		c.recordQUIC(tr, pc)
+		return tr.Fail(ctx, "connect", c.quicError(err))
+	}
+	k.conn = conn
+	method := nethttp0RTT(c.ZeroRTT)
+	if !c.ZeroRTT {
+		tr.Mark(&tr.S.TLSNS) // the QUIC handshake, TLS inside it
+	}
+	cc := (&http3.Transport{DisableCompression: true, MaxResponseHeaderBytes: MaxHeaderBytes}).NewClientConn(conn)
+	k.ClientConn = cc
+	f, err := c.streams(ctx, tr, cc, method)
+	if c.ZeroRTT {
+		// A 0-RTT request left before the handshake ended: its end is
+		// known once the reply came (HandshakeComplete is closed then).
+		select {
+		case <-conn.HandshakeComplete():
+			tr.Mark(&tr.S.TLSNS)
+		default:
+		}
+	}
+	c.recordQUIC(tr, pc)
+	if err != nil {
+		return c.failStreams(ctx, tr, nil, err)
+	}
+	if c.Keep {
+		kept = true
+		c.kept.keep(user, k)
+	}
+	st := conn.ConnectionState()
+	tr.TLS = tlsMarker(st.TLS)
+	more := "QUIC " + st.Version.String()
+	if st.Used0RTT {
+		more += ", 0-RTT"
+	}
+	return c.done(tr, f, "h3", more)
+}
+
+// h3Kept is a user's HTTP/3 connection: its socket, QUIC transport and
+// connection.
+type h3Kept struct {
+	*http3.ClientConn
+	pc   *path.StampedPacketConn
+	qt   *quic.Transport
+	conn *quic.Conn
+}
+
+func (k *h3Kept) alive() bool { return k.conn.Context().Err() == nil }
+func (k *h3Kept) close() {
+	if k.conn != nil {
+		k.conn.CloseWithError(0, "")
+	}
+	k.qt.Close()
+	k.pc.Close()
+}
+
+// nethttp0RTT is the page request's method: quic-go's GET_0RTT sends it
+// in 0-RTT data when the connection resumes with early data.
+func nethttp0RTT(zero bool) string {
+	if zero {
+		return http3.MethodGet0RTT
+	}
+	return "GET"
+}
+
+// recordQUIC gives the trace the socket's stamps and bytes: the wire time
+// from the first datagram out (without a lookup) to the last in.
+func (c *Client) recordQUIC(tr *load.Trace, pc *path.StampedPacketConn) {
+	if at := pc.FirstSent(); !at.IsZero() {
+		tr.Sent(at)
+	}
+	first, last := pc.Received()
+	tr.FirstReceived(first)
+	if !last.IsZero() {
+		tr.Received(time.Time{}, last)
+	}
+	tr.S.BytesIn, tr.S.BytesOut = pc.Bytes()
+}
+
+// quicError says what a failed QUIC dial means: a handshake that heard
+// nothing is "no QUIC answer over PATH in 3 s".
+func (c *Client) quicError(err error) error {
+	var idle *quic.IdleTimeoutError
+	var hs *quic.HandshakeTimeoutError
+	if errors.As(err, &idle) || errors.As(err, &hs) {
+		timeout := c.quicConfig().HandshakeIdleTimeout
+		return fmt.Errorf("no QUIC answer over %s in %s (%w)", c.Path, seconds(timeout), err)
+	}
+	var te *quic.TransportError
+	if errors.As(err, &te) && te.ErrorCode.IsCryptoError() {
+		return fmt.Errorf("QUIC handshake refused by TLS: %w (is it an HTTP/3 server, with ALPN h3?)", err)
+	}
+	return err
+}
+
+// seconds prints a duration as "3 s".
+func seconds(d time.Duration) string {
+	if d%time.Second == 0 {
+		return fmt.Sprintf("%d s", d/time.Second)
+	}
+	return d.String()
+}

@@ -1,0 +1,98 @@
+package http
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"v6lab/internal/gen/load"
+	"v6lab/internal/result"
+)
+
+// Kept connections (option keepalive, HTTP/2 and HTTP/3): each user keeps
+// the connection of its first transaction for its next ones, as a browser
+// tab that stays open, or as wrk, h2load and oha measure. A transaction
+// on a kept connection has no lookup and no handshake; its time is its
+// requests' (wire_ns is not recorded for it: its first packet out is not
+// stamped).
+
+// keptConn is a user's open connection.
+type keptConn interface {
+	roundTripper
+	alive() bool
+	close()
+}
+
+// keptConns are the users' kept connections.
+type keptConns struct {
+	mu sync.Mutex
+	m  map[int]keptConn
+}
+
+// take removes and returns user's kept connection, when it is still open.
+func (k *keptConns) take(user int) keptConn {
+	k.mu.Lock()
+	kc := k.m[user]
+	delete(k.m, user)
+	k.mu.Unlock()
+	if kc != nil && !kc.alive() {
+		kc.close()
+		return nil
+	}
+	return kc
+}
+
+// keep keeps user's connection for its next transaction.
+func (k *keptConns) keep(user int, kc keptConn) {
+	k.mu.Lock()
+	if k.m == nil {
+		k.m = map[int]keptConn{}
+	}
+	old := k.m[user]
+	k.m[user] = kc
+	k.mu.Unlock()
+	if old != nil {
+		old.close()
+	}
+}
+
+// closeAll closes every kept connection.
+func (k *keptConns) closeAll() {
+	k.mu.Lock()
+	m := k.m
+	k.m = nil
+	k.mu.Unlock()
+	for _, kc := range m {
+		kc.close()
+	}
+}
+
+// Close closes the users' kept connections (the experiment closes every
+// probe after its last run).
+func (c *Client) Close() error {
+	c.kept.closeAll()
+	return nil
+}
+
+// onKept runs a transaction on user's kept connection, when it has one
+// (ok false: it has none, dial).
+func (c *Client) onKept(ctx context.Context, tr *load.Trace, user int, negotiated string) (result.Sample, bool) {
+	if !c.Keep {
+		return result.Sample{}, false
+	}
+	kc := c.kept.take(user)
+	if kc == nil {
+		return result.Sample{}, false
+	}
+	tr.Restart()
+	f, err := c.streams(ctx, tr, kc, "GET")
+	if err != nil {
+		kc.close()
+		if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+			return tr.Fail(ctx, "io", err), true
+		}
+		return c.failStreams(ctx, tr, nil, err), true
+	}
+	c.kept.keep(user, kc)
+	return c.done(tr, f, negotiated, "kept connection"), true
+}

@@ -1,0 +1,107 @@
+package http
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	nethttp "net/http"
+	"net/http/httptrace"
+	"net/url"
+	"strconv"
+	"sync/atomic"
+
+	"v6lab/internal/gen/content"
+	"v6lab/internal/gen/load"
+	"v6lab/internal/result"
+)
+
+// roundTripper is one connection's requests: net/http's HTTP/2
+// ClientConn, quic-go's HTTP/3 ClientConn.
+type roundTripper interface {
+	RoundTrip(*nethttp.Request) (*nethttp.Response, error)
+}
+
+// fetched is what streams got: the objects fetched, and the page's body
+// check (a file's).
+type fetched struct {
+	objects int
+	check   *content.Check
+}
+
+// streams fetches the page on rt and then, with objects, every object it
+// links at once, each a stream of the one connection, as a browser does.
+// method is GET, or quic-go's GET_0RTT for the page's request. It marks the
+// first byte of the page's reply.
+func (c *Client) streams(ctx context.Context, tr *load.Trace, rt roundTripper, method string) (fetched, error) {
+	var first atomic.Int64
+	trace := &httptrace.ClientTrace{GotFirstResponseByte: func() { first.CompareAndSwap(0, tr.Since()) }}
+	var f fetched
+	if c.checks() {
+		f.check = content.NewCheck(c.Expect)
+	}
+	page, err := c.stream(httptrace.WithClientTrace(ctx, trace), rt, c.URL.RequestURI(), method, c.Objects, f.check)
+	tr.S.FirstByteNS = first.Load()
+	if err != nil || !c.Objects || page == nil {
+		return f, err
+	}
+	refs := c.objectsOf(page)
+	errs := make(chan error, len(refs))
+	for _, ref := range refs {
+		go func() {
+			_, err := c.stream(ctx, rt, ref, nethttp.MethodGet, false, nil)
+			if err != nil {
+				err = fmt.Errorf("object %s: %w", ref, err)
+			}
+			errs <- err
+		}()
+	}
+	for range refs {
+		if e := <-errs; e != nil && err == nil {
+			err = e
+		}
+	}
+	f.objects = len(refs)
+	return f, err
+}
+
+// stream sends one request of uri on rt and reads its whole reply
+// (readReply).
+func (c *Client) stream(ctx context.Context, rt roundTripper, uri, method string, keepBody bool, check *content.Check) ([]byte, error) {
+	ref, err := url.ParseRequestURI(uri)
+	if err != nil {
+		return nil, fmt.Errorf("bad object reference %q: %w", uri, err)
+	}
+	u := *c.URL
+	u.Path, u.RawPath, u.RawQuery = ref.Path, ref.RawPath, ref.RawQuery
+	ua := c.UserAgent
+	if ua == "" {
+		ua = "v6lab"
+	}
+	req := (&nethttp.Request{Method: method, URL: &u, Host: u.Host, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: nethttp.Header{"User-Agent": {ua}, "Accept": {"*/*"}}}).WithContext(ctx)
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	return c.readReply(resp, uri, keepBody, check)
+}
+
+// done ends a transaction of the streams' versions: its marker says the
+// objects, the protocol and the TLS the connection spoke.
+func (c *Client) done(tr *load.Trace, f fetched, negotiated, more string) result.Sample {
+	if f.check != nil && c.Sum {
+		if tr.S.Metrics == nil {
+			tr.S.Metrics = map[string]float64{}
+		}
+		maps.Copy(tr.S.Metrics, bodyMetrics(f.check))
+	}
+	tr.S.Negotiated = negotiated
+	marker := "200 OK, " + strconv.Itoa(f.objects) + " objects, " + negotiated
+	if more != "" {
+		marker += ", " + more
+	}
+	if tr.TLS != "" {
+		marker += ", " + tr.TLS
+	}
+	return tr.Done(marker)
+}

@@ -1,0 +1,166 @@
+package http
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"v6lab/internal/proto"
+	"v6lab/internal/result"
+)
+
+// The HTTP versions a cell speaks (option http_version).
+const (
+	// Version11 is HTTP/1.1 on a connection per transaction (the default).
+	Version11 = "1.1"
+	// Version2 is HTTP/2: over TLS by ALPN h2 (https), or in the clear by
+	// prior knowledge (h2c, http://); the page's objects are concurrent
+	// streams on the transaction's one connection.
+	Version2 = "2"
+	// Version3 is HTTP/3 over QUIC (always TLS), on a UDP socket v6lab
+	// binds to the path's family.
+	Version3 = "3"
+)
+
+// Versions lists them, in the order reports show them.
+var Versions = []string{Version11, Version2, Version3}
+
+// ParseVersion reads an http_version: 1.1, 2 or 3 (2.0 and 3.0 too).
+func ParseVersion(s string) (string, error) {
+	switch strings.TrimSpace(s) {
+	case "1.1":
+		return Version11, nil
+	case "2", "2.0":
+		return Version2, nil
+	case "3", "3.0":
+		return Version3, nil
+	}
+	return "", fmt.Errorf("%q is not an HTTP version v6lab speaks: want 1.1, 2 or 3", s)
+}
+
+// VersionLabel is what reports call a cell group of version v whose name
+// would be base: base for HTTP/1.1, base/2 and base/3 for the others.
+func VersionLabel(base, v string) string {
+	if v == Version2 || v == Version3 {
+		return base + "/" + v
+	}
+	return base
+}
+
+// EngineQUIC names the engine of HTTP/3 transactions: quic-go over a
+// socket v6lab binds.
+const EngineQUIC Engine = "quic-go"
+
+// versionEngine is the engine of version v's transactions, or why the
+// engine asked for cannot run them.
+func versionEngine(v string, asked Engine) (Engine, error) {
+	switch asked {
+	case EngineAuto, EngineGo:
+	default:
+		return EngineGo, fmt.Errorf("http: the %s engine speaks HTTP/1.1; http_version %s runs on Go's net/http (h2) and quic-go (h3): use engine auto or go", asked, v)
+	}
+	if v == Version3 {
+		return EngineQUIC, nil
+	}
+	return EngineGo, nil
+}
+
+// DefaultQUICTimeout bounds a QUIC handshake to which no answer comes:
+// the transaction fails with "no QUIC answer over PATH in 3 s".
+const DefaultQUICTimeout = 3 * time.Second
+
+// checkVersion applies http_version's, zero_rtt's and keepalive's rules
+// (the version normalised; HTTP/2 in the lab and on loopback over TLS
+// unless the cell says tls: false).
+func (o *Options) checkVersion(where result.Where, u *url.URL, given proto.Given) error {
+	if o.HTTPVersion != "" {
+		v, err := ParseVersion(o.HTTPVersion)
+		if err != nil {
+			return proto.Errorf("http_version", "%v", err)
+		}
+		o.HTTPVersion = v
+	}
+	v := o.HTTPVersion
+	if (v == Version2 || v == Version3) && o.External() {
+		return proto.Errorf("http_version", "%s is spoken by v6lab's own client: client: %s fetches with HTTP/1.1 here (leave client out)", v, o.Client)
+	}
+	if v == Version3 && u != nil && u.Scheme != "https" {
+		return proto.Errorf("http_version", "3 runs over QUIC, which is always TLS, but the url is %s: give an https:// url", u.Scheme+"://")
+	}
+	if v == Version2 && where != result.Hosts && !given("tls") {
+		o.TLS = true // h2 by ALPN, as browsers speak it; tls: false for h2c
+	}
+	if o.Keepalive && v != Version2 && v != Version3 {
+		return proto.Errorf("keepalive", "keeps each user's HTTP/2 or HTTP/3 connection: give http_version: 2 or 3 (--http-version; HTTP/1.1 transactions open a connection each)")
+	}
+	if o.ZeroRTT {
+		switch {
+		case v != Version3:
+			return proto.Errorf("zero_rtt", "sends the first request in QUIC's 0-RTT data: give http_version: 3 (--http-version 3)")
+		case !o.TLSResume:
+			return proto.Errorf("zero_rtt", "needs a session to resume: give tls_resume too (--tls-resume; the first transaction of each user is a full handshake)")
+		}
+	}
+	return nil
+}
+
+// ServerKeyH3 is the key of the embedded server that answers HTTP/3: the
+// https server with QUIC on its port's UDP as well (Alt-Svc advertised
+// over TCP), its traffic on a port of its own so the wire check counts a
+// cell's UDP apart.
+const ServerKeyH3 = "h3"
+
+// EmbeddedH3 is the embedded https server answering HTTP/3 over QUIC on
+// the same port's UDP, beside HTTP/1.1 and HTTP/2 over TLS; the wire check
+// counts only UDP on its port.
+var EmbeddedH3 = proto.Server{
+	Key:     ServerKeyH3,
+	About:   "embedded (HTTP/3 over quic-go on UDP, and HTTP/1.1 and HTTP/2 over Go crypto/tls on TCP, one port; a self-signed certificate the client pins)",
+	Serve:   serveH3,
+	Scheme:  "https",
+	WireUDP: true,
+}
+
+// serveH3 starts the embedded server with tls and h3 set.
+func serveH3(ctx context.Context, at proto.Place) (proto.Running, error) {
+	set, _ := at.Settings.(*ServerSettings)
+	if set == nil {
+		set = defaultSettings()
+	}
+	h3 := *set
+	h3.TLS, h3.H3 = true, true
+	at.Settings = &h3
+	return serve(ctx, at)
+}
+
+// phases adds to a sample of a cell that names its version the figures
+// that compare versions: the handshake (TCP and TLS, or QUIC) and the
+// first byte since the start (docs/metrics.md).
+func (c *Client) phases(s result.Sample) result.Sample {
+	if !c.Phases || !s.OK() {
+		return s
+	}
+	if s.Metrics == nil {
+		s.Metrics = map[string]float64{}
+	}
+	if end := max(s.ConnectNS, s.TLSNS); end > 0 {
+		start := s.ResolveNS
+		if c.Path.Kind().Dual {
+			start = 0 // the race's lookups and attempts overlap: all of it
+		}
+		s.Metrics["handshake_ms"] = float64(end-start) / 1e6
+	}
+	if s.FirstByteNS > 0 {
+		s.Metrics["ttfb_ms"] = float64(s.FirstByteNS) / 1e6
+	}
+	return s
+}
+
+// hostPort is the URL's host and port, the port always given.
+func hostPort(u *url.URL, port uint16) string {
+	return net.JoinHostPort(u.Hostname(), strconv.Itoa(int(port)))
+}

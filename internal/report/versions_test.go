@@ -1,0 +1,49 @@
+package report
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestVersionsSideBySide: groups that name their HTTP version are set side
+// by side per path (mean, handshake, first byte, completion, the protocol
+// spoken), each version's difference from the baseline with its CI, and
+// a plot with a line per version per path; one version alone, none of it.
+func TestVersionsSideBySide(t *testing.T) {
+	ms := func(v float64) *float64 { return &v }
+	ci := func(a, b float64) *[2]float64 { return &[2]float64{a, b} }
+	s := &Summary{Baseline: "ipv4", HTTPVersions: map[string]string{"http": "1.1", "http/2": "2", "http/3": "3"}}
+	for _, g := range []string{"http", "http/2", "http/3"} {
+		for _, p := range []string{"ipv4", "ipv6"} {
+			neg := map[string]string{"http": "http/1.1", "http/2": "h2", "http/3": "h3"}[g]
+			s.Cells = append(s.Cells, Cell{Protocol: g, Path: p, Conns: 10, MeanMS: ms(3), Completed: 10, CompletionRate: ms(1),
+				Negotiated: map[string]int{neg: 10}, Metrics: map[string]*MetricStat{"handshake_ms": stat(1.5), "ttfb_ms": stat(2)}})
+		}
+		s.Comparisons = append(s.Comparisons, Comparison{Protocol: g, Path: "ipv6", Conns: 10, DiffMS: ms(0.25), CI95DiffMS: ci(-0.5, 1)})
+	}
+	sec, ok := VersionsTable(s)
+	if !ok || len(sec.Rows) != 2*3*5 {
+		t.Fatalf("%v %d rows", ok, len(sec.Rows))
+	}
+	if got := strings.Join(sec.Rows[5], "|"); got != "|http/2|mean|3.00" {
+		t.Errorf("http/2 row %q", got)
+	}
+	if got := strings.Join(sec.Rows[14], "|"); got != "||spoke|h3" {
+		t.Errorf("h3 spoke row %q", got)
+	}
+	if got := strings.Join(sec.Rows[16], "|"); got != "||handshake|1.50" {
+		t.Errorf("ipv6 http handshake row %q", got)
+	}
+	d, ok := VersionDiffs(s)
+	if !ok || len(d.Rows) != 3 || strings.Join(d.Rows[2], "|") != "|http/3|+0.250 (-0.500 to 1.00)" {
+		t.Errorf("diffs %v %q", ok, d.Rows)
+	}
+	pl := versionPlot(s)
+	if pl == nil || len(pl.Series) != 6 || pl.Series[3].Name != "ipv6 http" || pl.Series[5].Class != "s-ipv6 v-3" {
+		t.Fatalf("plot %+v", pl)
+	}
+	s.HTTPVersions = map[string]string{"http/3": "3"}
+	if _, ok := VersionsTable(s); ok || versionPlot(s) != nil {
+		t.Error("one version alone has a side-by-side table")
+	}
+}

@@ -1,0 +1,61 @@
+package experiment
+
+import (
+	"v6lab/internal/input/specfile"
+	"v6lab/internal/proto"
+)
+
+// A cell of the file that lists its HTTP versions (http_version: [1.1, 2,
+// 3]) is one cell group per version, each labelled after its version so
+// the versions of one cell read as one family in reports (docs/
+// experiments.md).
+
+// versionKey is the option that may list values.
+const versionKey = "http_version"
+
+// versions expands a cell of the file: itself, or one copy per version it
+// lists, each with that version alone.
+func (c cellFile) versions(doc *specfile.Doc) ([]cellFile, error) {
+	rests, _, err := c.Options.Split(doc, versionKey)
+	if err != nil || rests == nil {
+		return []cellFile{c}, err
+	}
+	out := make([]cellFile, len(rests))
+	for i, r := range rests {
+		out[i] = c
+		out[i].Options, out[i].expanded = r, true
+	}
+	return out, nil
+}
+
+// versionLabel names a group whose options give their HTTP version (as
+// its protocol's Check normalised it: 1.1, 2 or 3), unless the file's cell
+// gave it a label and one version alone: the label, or http (https with
+// tls) for 1.1, with /2 after it for HTTP/2 over TLS, /h2c for HTTP/2 in
+// the clear, /3 for HTTP/3: http, http/2, http/3. ok false: the options
+// give no version.
+func (c *cellFile) versionLabel(o proto.Options) (string, bool) {
+	v, has := proto.FieldOf(o, versionKey)
+	if !has || v.Text() == "" || (c.Label != "" && !c.expanded) {
+		return "", false
+	}
+	version := v.Text()
+	tls := false
+	if t, ok := proto.FieldOf(o, "tls"); ok {
+		tls = t.Text() == "true"
+	}
+	base := c.Label
+	if base == "" {
+		base = c.Protocol
+		if tls && version == "1.1" {
+			base = "https"
+		}
+	}
+	switch {
+	case version == "2" && !tls:
+		return base + "/h2c", true
+	case version == "2" || version == "3":
+		return base + "/" + version, true
+	}
+	return base, true
+}

@@ -1,0 +1,58 @@
+package experiment
+
+import (
+	"slices"
+	"testing"
+
+	"v6lab/internal/proto"
+)
+
+// TestHTTPVersionListExpands: a list of versions is a cell group per
+// version, labelled after it, each with its version and its server (h2
+// over TLS by default, h2c with tls: false, h3 on its own server); one
+// version given alone is one group under its label; a list's groups carry the suffix (a list of one too).
+func TestHTTPVersionListExpands(t *testing.T) {
+	e, err := Parse("v.yaml", []byte(`name: v
+paths: [ipv4, ipv6, 6in4, nat64]
+cells:
+  - protocol: http
+    http_version: [1.1, 2, 3]
+    conns: [1, 10]
+  - protocol: http
+    label: clear
+    tls: false
+    http_version: [2]
+    conns: [1]
+  - protocol: http
+    http_version: 3
+    tls_resume: true
+    zero_rtt: true
+    label: web
+    conns: [1]
+  - protocol: http
+    label: page
+    http_version: [1.1, 3]
+    conns: [1]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	opt := func(g CellGroup, name string) string {
+		f, _ := proto.FieldOf(g.Options, name)
+		return f.Text()
+	}
+	for _, g := range e.Groups {
+		got = append(got, g.CellName()+"="+opt(g, "http_version")+"@"+g.WireKey())
+	}
+	want := []string{"http=1.1@http", "http/2=2@https", "http/3=3@h3", "clear/h2c=2@http", "web=3@h3", "page=1.1@http", "page/3=3@h3"}
+	if !slices.Equal(got, want) {
+		t.Errorf("groups %v\nwant %v", got, want)
+	}
+	if opt(e.Groups[4], "zero_rtt") != "true" || opt(e.Groups[4], "tls_resume") != "true" || len(e.Groups[0].Paths) != 4 {
+		t.Errorf("options lost: %+v", e.Groups[4])
+	}
+	if n := len(e.Plan()); n != 3*4*2*11+4*11+4*11+2*4*11 {
+		t.Errorf("plan has %d steps", n)
+	}
+}

@@ -1,0 +1,222 @@
+package path
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"v6lab/internal/sock/kstamp"
+)
+
+// StampedPacketConn is a UDP socket pinned to one path's family and
+// connected to one server (a QUIC client's, handed to a QUIC library as a
+// net.PacketConn), whose reads keep the kernel's receive stamps of the
+// datagrams they return and whose first datagram out is stamped as it
+// leaves. Its reads may run on another goroutine than the one that reads
+// its stamps: they are kept atomically.
+//
+// It offers ReadFrom and WriteTo, not ReadMsgUDP: a library that would
+// read with control messages of its own (quic-go's batch reads) reads
+// through ReadFrom here, so every datagram's stamp is seen.
+type StampedPacketConn struct {
+	c  *net.UDPConn
+	rc syscall.RawConn
+	rx rxRing // datagrams read, not yet handed over (ReadFrom's alone)
+	// first, last: receive stamps (UnixNano) of the first and the last
+	// datagram read; sent: a datagram was sent (the first one stamped).
+	first, last atomic.Int64
+	sent        atomic.Bool
+	in, out     atomic.Int64
+	remote      net.Addr // the server's
+}
+
+// DialStamped opens a UDP socket of d's path's family (udp4, or udp6 that
+// is IPv6-only) connected to the server at to, from d's source when set,
+// both ends checked against the path (Dialer.Dial), with the kernel's
+// stamps on. Connected, it hears no one but the server, and its local
+// address is the one the kernel chose for the path.
+func DialStamped(ctx context.Context, d Dialer, to netip.AddrPort) (*StampedPacketConn, error) {
+	if d.Path.Kind().Dual {
+		return nil, fmt.Errorf("path: a QUIC socket is pinned to one family, not %s", d.Path)
+	}
+	nc, err := d.Dial(ctx, "udp", to)
+	if err != nil {
+		return nil, err
+	}
+	c := nc.(*net.UDPConn)
+	rc, err := c.SyscallConn()
+	if err == nil {
+		err = enableStamps(rc, true)
+	}
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("path: kernel timestamps on a UDP socket: %w", err)
+	}
+	return &StampedPacketConn{c: c, rc: rc, remote: c.RemoteAddr()}, nil
+}
+
+// ReadFrom returns one datagram and keeps its receive stamp. The socket is
+// connected: every datagram is the server's, whose address it returns
+// (recvmmsg is asked for none, so nothing is converted or allocated per
+// datagram). Datagrams are read up to rxBatch at a time, one system call
+// for all that wait, and handed over one by one.
+func (s *StampedPacketConn) ReadFrom(b []byte) (int, net.Addr, error) {
+	if s.rx.next >= s.rx.n {
+		if err := s.fill(); err != nil {
+			return 0, nil, err
+		}
+	}
+	i := s.rx.next
+	s.rx.next++
+	n := copy(b, s.rx.bufs[i][:s.rx.msgs[i].Len])
+	if at := s.rx.at[i]; at != 0 {
+		s.last.Store(at)
+		s.first.CompareAndSwap(0, at)
+	}
+	s.in.Add(int64(n))
+	return n, s.remote, nil
+}
+
+// rxBatch is how many datagrams one read takes at most; rxSize the
+// largest datagram (QUIC's are at most 1452 bytes here).
+const (
+	rxBatch = 8
+	rxSize  = 2048
+)
+
+// rxRing holds the datagrams of the last read not handed over yet.
+type rxRing struct {
+	msgs    [rxBatch]unix.Mmsghdr
+	iovs    [rxBatch]unix.Iovec
+	bufs    [rxBatch][rxSize]byte
+	oobs    [rxBatch][kstamp.OOBSize]byte
+	at      [rxBatch]int64 // receive stamps, UnixNano (0: none)
+	n, next int
+}
+
+// fill reads the datagrams waiting (at least one: it waits for it).
+func (s *StampedPacketConn) fill() error {
+	r := &s.rx
+	var got int
+	var rerr error
+	err := s.rc.Read(func(fd uintptr) bool {
+		for i := range r.msgs {
+			r.iovs[i] = unix.Iovec{Base: &r.bufs[i][0]}
+			r.iovs[i].SetLen(rxSize)
+			r.msgs[i] = unix.Mmsghdr{Hdr: unix.Msghdr{Iov: &r.iovs[i], Iovlen: 1, Control: &r.oobs[i][0]}}
+			r.msgs[i].Hdr.SetControllen(kstamp.OOBSize)
+		}
+		k, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.msgs[0])), rxBatch, 0, 0, 0)
+		if e == unix.EAGAIN || icmpError(e) {
+			return false // an ICMP error, not a datagram: read on (icmpError)
+		}
+		if e != 0 {
+			rerr = e
+		}
+		got = int(k)
+		return true
+	})
+	switch {
+	case err != nil:
+		return err
+	case rerr != nil:
+		return &net.OpError{Op: "read", Net: s.c.LocalAddr().Network(), Err: rerr}
+	}
+	for i := range got {
+		r.at[i] = 0
+		if at := kstamp.Parse(r.oobs[i][:r.msgs[i].Hdr.Controllen]); !at.IsZero() {
+			r.at[i] = at.UnixNano()
+		}
+	}
+	r.n, r.next = got, 0
+	return nil
+}
+
+// WriteTo sends one datagram. Only the first is stamped: the socket then
+// asks for receive stamps alone, so the error queue holds one stamp, read
+// by FirstSent.
+func (s *StampedPacketConn) WriteTo(b []byte, _ net.Addr) (int, error) {
+	n, err := s.c.Write(b) // to the server it is connected to
+	if errors.Is(err, unix.EMSGSIZE) || icmpErrorOf(err) {
+		n, err = len(b), nil // lost on the way, as for a socket not connected (icmpError)
+	}
+	s.out.Add(int64(n))
+	if err == nil && s.sent.CompareAndSwap(false, true) {
+		_ = s.rc.Control(func(fd uintptr) { _ = kstamp.EnableRx(int(fd)) })
+	}
+	return n, err
+}
+
+// icmpError says whether a socket error is an ICMP error the kernel
+// reports on a connected UDP socket (a Packet Too Big from a tunnel's
+// router for a path MTU probe, a port or host unreachable): a socket not
+// connected never sees them, and a QUIC library would close its connection
+// on them. The datagram was lost, as any other: QUIC's loss recovery and
+// its path MTU discovery (DPLPMTUD) deal with it, and a server that never
+// answers is a handshake that times out ("no QUIC answer over PATH").
+func icmpError(e unix.Errno) bool {
+	switch e {
+	case unix.EMSGSIZE, unix.ECONNREFUSED, unix.EHOSTUNREACH, unix.ENETUNREACH, unix.EHOSTDOWN:
+		return true
+	}
+	return false
+}
+
+func icmpErrorOf(err error) bool {
+	var e unix.Errno
+	return errors.As(err, &e) && icmpError(e)
+}
+
+// FirstSent is the kernel's transmit stamp of the first datagram sent
+// (zero: none, or not yet).
+func (s *StampedPacketConn) FirstSent() time.Time {
+	if !s.sent.Load() {
+		return time.Time{}
+	}
+	return txStamp(s.rc)
+}
+
+// Received are the receive stamps of the first and the last datagram read
+// so far (zero: none).
+func (s *StampedPacketConn) Received() (first, last time.Time) {
+	return unixNano(s.first.Load()), unixNano(s.last.Load())
+}
+
+func unixNano(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
+
+// Bytes are the UDP payload bytes read and sent so far.
+func (s *StampedPacketConn) Bytes() (in, out int64) { return s.in.Load(), s.out.Load() }
+
+// Close closes the socket.
+func (s *StampedPacketConn) Close() error { return s.c.Close() }
+
+// LocalAddr is the socket's address; RemoteAddr the server's.
+func (s *StampedPacketConn) LocalAddr() net.Addr  { return s.c.LocalAddr() }
+func (s *StampedPacketConn) RemoteAddr() net.Addr { return s.c.RemoteAddr() }
+
+// SetDeadline, SetReadDeadline and SetWriteDeadline are the socket's.
+func (s *StampedPacketConn) SetDeadline(t time.Time) error      { return s.c.SetDeadline(t) }
+func (s *StampedPacketConn) SetReadDeadline(t time.Time) error  { return s.c.SetReadDeadline(t) }
+func (s *StampedPacketConn) SetWriteDeadline(t time.Time) error { return s.c.SetWriteDeadline(t) }
+
+// SetReadBuffer and SetWriteBuffer size the socket's buffers (a QUIC
+// library asks for large ones).
+func (s *StampedPacketConn) SetReadBuffer(n int) error  { return s.c.SetReadBuffer(n) }
+func (s *StampedPacketConn) SetWriteBuffer(n int) error { return s.c.SetWriteBuffer(n) }
+
+// SyscallConn is the socket's, for options a QUIC library sets (the
+// don't-fragment bit of its path MTU discovery).
+func (s *StampedPacketConn) SyscallConn() (syscall.RawConn, error) { return s.rc, nil }

@@ -1,0 +1,70 @@
+package path
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+)
+
+// TestDialStampedPinsAndStamps: a QUIC client's socket is of the path's
+// family and connected to the server, refuses an address of the other
+// family, and keeps the kernel's stamps of its first datagram out and of
+// the datagrams it reads, and its bytes each way.
+func TestDialStampedPinsAndStamps(t *testing.T) {
+	for _, p := range []Path{IPv4, IPv6} {
+		srv, err := net.ListenUDP(p.Network("udp"), net.UDPAddrFromAddrPort(netip.AddrPortFrom(p.Loopback(), 0)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Close()
+		go func() {
+			b := make([]byte, 2048)
+			for {
+				n, from, err := srv.ReadFrom(b)
+				if err != nil {
+					return
+				}
+				srv.WriteTo(b[:n], from) // echo
+			}
+		}()
+		to := srv.LocalAddr().(*net.UDPAddr).AddrPort()
+		other := IPv4
+		if p == IPv4 {
+			other = IPv6
+		}
+		if _, err := DialStamped(context.Background(), Dialer{Path: other}, to); err == nil {
+			t.Errorf("%s: a socket of %s reached %v", p, other, to)
+		}
+		if _, err := DialStamped(context.Background(), Dialer{Path: Dual}, to); err == nil {
+			t.Errorf("%s: a dual socket", p)
+		}
+		c, err := DialStamped(context.Background(), Dialer{Path: p}, to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l := c.LocalAddr().(*net.UDPAddr).AddrPort().Addr(); !p.Accepts(l) || l.IsUnspecified() {
+			t.Errorf("%s: local address %v", p, l)
+		}
+		b := make([]byte, 100)
+		for i := range 3 {
+			if _, err := c.WriteTo(b[:10+i], nil); err != nil {
+				t.Fatal(err)
+			}
+			c.SetReadDeadline(time.Now().Add(2 * time.Second))
+			if n, from, err := c.ReadFrom(b); err != nil || n != 10+i || from.(*net.UDPAddr).AddrPort() != to {
+				t.Fatalf("%s: read %d from %v: %v", p, n, from, err)
+			}
+		}
+		first, last := c.Received()
+		sent := c.FirstSent()
+		if first.IsZero() || last.Before(first) || sent.IsZero() || first.Before(sent) {
+			t.Errorf("%s: sent %v, received %v to %v", p, sent, first, last)
+		}
+		if in, out := c.Bytes(); in != 33 || out != 33 {
+			t.Errorf("%s: %d bytes in, %d out", p, in, out)
+		}
+		c.Close()
+	}
+}
