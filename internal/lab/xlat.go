@@ -344,8 +344,23 @@ func (l *Lab) addXlat(hs map[string]*netlink.Handle) error {
 		return fmt.Errorf("lab: the client's PREF64: %w", err)
 	}
 	l.Pref64From = fmt.Sprintf("PREF64 (RFC 8781) in r1's router advertisement: %v", pref64)
-	err = Do(NS(l.Name, Client), func() error {
-		ifc, err := net.InterfaceByName(a.aIf)
+	if err := l.attachB4(pref64, clat6, b4v6, aftr6); err != nil {
+		return err
+	}
+	aftr4, err := l.attachAFTR(b4v6, aftr6)
+	if err != nil {
+		return err
+	}
+	l.Addr.CLAT6, l.Addr.B4v6, l.Addr.AFTR6, l.Addr.AFTR4 = clat6, b4v6, aftr6, aftr4
+	l.Addr.XLATFrom = l.platAddr(hostAddr(clatNet, 2))
+	return nil
+}
+
+// attachB4 loads the client's CLAT (its prefix pref64) and B4 and
+// attaches both to its link to r1.
+func (l *Lab) attachB4(pref64 netip.Prefix, clat6, b4v6, aftr6 netip.Addr) error {
+	err := Do(NS(l.Name, Client), func() error {
+		ifc, err := net.InterfaceByName(links[0].aIf)
 		if err != nil {
 			return err
 		}
@@ -367,7 +382,15 @@ func (l *Lab) addXlat(hs map[string]*netlink.Handle) error {
 	if err != nil {
 		return fmt.Errorf("lab: client: CLAT and B4 over tc BPF: %w", err)
 	}
-	err = Do(NS(l.Name, R2), func() error {
+	return nil
+}
+
+// attachAFTR loads the AFTR's softwire end at r2 and its nftables
+// masquerade toward the server, and returns the address it masquerades
+// to.
+func (l *Lab) attachAFTR(b4v6, aftr6 netip.Addr) (netip.Addr, error) {
+	b, c := links[1], links[2]
+	err := Do(NS(l.Name, R2), func() error {
 		ifc, err := net.InterfaceByName(b.bIf)
 		if err != nil {
 			return err
@@ -380,9 +403,8 @@ func (l *Lab) addXlat(hs map[string]*netlink.Handle) error {
 		return aftr.Attach(ifc.Index, l.hook())
 	})
 	if err != nil {
-		return fmt.Errorf("lab: r2: AFTR over tc BPF: %w", err)
+		return netip.Addr{}, fmt.Errorf("lab: r2: AFTR over tc BPF: %w", err)
 	}
-	c := links[2]
 	aftr4 := hostAddr(c.v4, c.aHost)
 	if err := nft(NS(l.Name, R2), fmt.Sprintf(`table ip %s {
 	chain raw {
@@ -395,11 +417,9 @@ func (l *Lab) addXlat(hs map[string]*netlink.Handle) error {
 	}
 }
 `, aftrTable, B4v4, aftr4, B4v4, c.aIf)); err != nil {
-		return fmt.Errorf("lab: r2: AFTR: %w", err)
+		return netip.Addr{}, fmt.Errorf("lab: r2: AFTR: %w", err)
 	}
-	l.Addr.CLAT6, l.Addr.B4v6, l.Addr.AFTR6, l.Addr.AFTR4 = clat6, b4v6, aftr6, aftr4
-	l.Addr.XLATFrom = l.platAddr(hostAddr(clatNet, 2))
-	return nil
+	return aftr4, nil
 }
 
 // PLATMapping is the IPv4 address r1's translator maps a client's IPv6

@@ -237,15 +237,7 @@ func (r *Session) prepare(ctx context.Context, l *lab.Lab, cfg lab.Config) (*Job
 	}
 	job.Ports = wirePorts(job.Endpoints)
 	job.Lookups = lookupPorts(job.Ports)
-	if l.Addr.ServerNat64.IsValid() {
-		job.Nat64 = l.Addr.Wire64
-		job.Lab["nat64"] = describeNat64(l)
-	}
-	if l.Addr.AFTR4.IsValid() {
-		job.Lab["464xlat"], job.Lab["dslite"] = describeXlat(l)
-	}
-	job.NATs = labNATs(l, r.Exp.Paths())
-	job.Datapaths = l.Datapaths()
+	r.translated(l, job)
 	for _, c := range r.Exp.Groups {
 		for _, n := range c.Opts().Notes(c.Paths) {
 			job.Notes = append(job.Notes, c.CellName()+": "+n)
@@ -275,6 +267,20 @@ func (r *Session) prepare(ctx context.Context, l *lab.Lab, cfg lab.Config) (*Job
 		job.Lab["server_capture"] = "server " + l.Addr.ServerIf
 	}
 	return job, files, stop, nil
+}
+
+// translated writes down how the lab builds its nat64, 464xlat and dslite
+// paths, their wire prefixes, their NATs and their datapaths' counters.
+func (r *Session) translated(l *lab.Lab, job *Job) {
+	if l.Addr.ServerNat64.IsValid() {
+		job.Nat64 = l.Addr.Wire64
+		job.Lab["nat64"] = describeNat64(l)
+	}
+	if l.Addr.AFTR4.IsValid() {
+		job.Lab["464xlat"], job.Lab["dslite"] = describeXlat(l)
+	}
+	job.NATs = labNATs(l, r.Exp.Paths())
+	job.Datapaths = l.Datapaths()
 }
 
 // ownShaping is the lab's shaping of each link, which a cell group's
