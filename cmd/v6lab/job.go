@@ -1,46 +1,35 @@
 package main
 
 import (
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"v6lab/internal/input/units"
-	"v6lab/internal/run/experiment"
+	"v6lab/internal/run"
 	"v6lab/internal/run/measure"
 	"v6lab/internal/sock/evloop"
-	"v6lab/internal/sock/path"
 )
 
 // loadFlags are the flags every measuring command shares.
 type loadFlags struct {
-	paths    string
-	conns    string
-	runs     int
-	warmup   int
-	timeout  time.Duration
-	pause    time.Duration
-	duration time.Duration
-	results  string
-	name     string
-	spin     time.Duration
-	strict   bool
-	every    int
+	run.Load
+	results string
+	spin    time.Duration
+	strict  bool
+	every   int
 }
 
 func (f *loadFlags) register(cmd *cobra.Command, defConns string, defRuns int) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.paths, "paths", "ipv4,ipv6", "paths to measure, comma-separated: ipv4, ipv6, dual (a dual-stack client racing both by Happy Eyeballs; http only); 6in4, nat64, 464xlat and dslite exist only in a lab (v6lab run), so a probe refuses them")
-	fl.StringVar(&f.conns, "conns", defConns, "simultaneous connections per run, comma-separated")
-	fl.IntVar(&f.runs, "runs", defRuns, "runs per cell, the first --warmup of them not counted")
-	fl.IntVar(&f.warmup, "warmup", 1, "leading runs per cell kept but not counted")
-	fl.DurationVar(&f.timeout, "timeout", 30*time.Second, "per-transaction timeout")
-	fl.DurationVar(&f.pause, "pause", 100*time.Millisecond, "pause between runs")
-	fl.DurationVar(&f.duration, "duration", 0, "sustained mode: each user repeats transactions for this long per run (0: one transaction per user)")
+	fl.StringVar(&f.Paths, "paths", "ipv4,ipv6", "paths to measure, comma-separated: ipv4, ipv6, dual (a dual-stack client racing both by Happy Eyeballs; http only); 6in4, nat64, 464xlat and dslite exist only in a lab (v6lab run), so a probe refuses them")
+	fl.StringVar(&f.Conns, "conns", defConns, "simultaneous connections per run, comma-separated")
+	fl.IntVar(&f.Runs, "runs", defRuns, "runs per cell, the first --warmup of them not counted")
+	fl.IntVar(&f.Warmup, "warmup", 1, "leading runs per cell kept but not counted")
+	fl.DurationVar(&f.Timeout, "timeout", 30*time.Second, "per-transaction timeout")
+	fl.DurationVar(&f.Pause, "pause", 100*time.Millisecond, "pause between runs")
+	fl.DurationVar(&f.Duration, "duration", 0, "sustained mode: each user repeats transactions for this long per run (0: one transaction per user)")
 	fl.StringVar(&f.results, "results", "results", "directory that receives the result directory")
-	fl.StringVar(&f.name, "name", "", "name of the result directory (default: the command's)")
+	fl.StringVar(&f.Name, "name", "", "name of the result directory (default: the command's)")
 	fl.BoolVar(&f.strict, "strict", false, "exit with status 3 when a counted run was left out of the figures (its wire did not prove its path); the result is kept")
 	fl.IntVar(&f.every, "sample-every", 1, "keep one sample row of every N of each run in the samples file; every figure is still of every sample (each run's record holds their totals): for load runs of millions of transactions (docs/formats.md)")
 	fl.DurationVar(&f.spin, "spin", evloop.SpinDefault(), "with one exchange in flight, the client polls its sockets this long before it sleeps, so the kernel's wake-up is not in the response time (0: never, the default on one CPU and on loopback; docs/metrics.md)")
@@ -63,48 +52,11 @@ func (f *loadFlags) registerTrial(cmd *cobra.Command) {
 	fl.Lookup("timeout").Usage = "bound on one trial (default: its length plus 30 s)"
 }
 
-func (f *loadFlags) spec(name, protocol, target string) (experiment.CellGroup, error) {
-	paths, err := path.ParseList(f.paths)
-	if err != nil {
-		return experiment.CellGroup{}, fmt.Errorf("--paths: %w", err)
-	}
-	for _, p := range paths {
-		if err := p.OffLab("a probe's host"); err != nil {
-			return experiment.CellGroup{}, fmt.Errorf("--paths: %w (v6lab run measures it in a lab of its own)", err)
-		}
-	}
-	conns, err := units.ParseCounts(f.conns)
-	if err != nil {
-		return experiment.CellGroup{}, fmt.Errorf("--conns: %w", err)
-	}
-	if f.name != "" {
-		name = f.name
-	}
-	s := experiment.CellGroup{Name: name, Protocol: protocol, Target: target, Paths: paths, Conns: conns,
-		Runs: f.runs, Warmup: f.warmup, Timeout: experiment.Duration(f.timeout), Pause: experiment.Duration(f.pause),
-		Duration: experiment.Duration(f.duration), Baseline: paths[0]}
-	if f.duration < 0 {
-		return s, fmt.Errorf("--duration must not be negative")
-	}
-	if err := s.Validate(); err != nil {
-		return s, err
-	}
-	return s, nil
-}
-
 // execute runs a job end to end (measure.Do) with this command's output,
-// and maps an interruption to exit code 130.
+// its errors mapped to exit codes.
 func execute(cmd *cobra.Command, j measure.Job) (string, error) {
 	dir, err := measure.Do(cmd.Context(), j, output(cmd))
-	var ie *measure.InterruptedError
-	var le *measure.LeftOutError
-	switch {
-	case errors.As(err, &ie):
-		return dir, &exitError{code: 130, err: err}
-	case errors.As(err, &le):
-		return dir, &exitError{code: 3, err: err}
-	}
-	return dir, err
+	return dir, runMapped(err)
 }
 
 // output is where a measurement of cmd reports: a bar on a terminal.

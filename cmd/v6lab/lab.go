@@ -2,9 +2,7 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -166,32 +164,11 @@ directories. Only the named lab is touched: lab "a" never matches lab "a-b".`,
 			if err := lab.CheckName(name); err != nil {
 				return &exitError{code: 2, err: err}
 			}
-			if os.Geteuid() != 0 {
-				return fmt.Errorf("%w; you are uid %d", lab.ErrPrivilege, os.Geteuid())
-			}
-			names := []string{name}
-			if all {
-				var err error
-				if names, err = lab.Names(); err != nil {
-					return err
-				}
-			} else if !keep.Exists(name) {
-				// Nothing of it here (namespaces, owner record): saying it
-				// is down would hide a typo in --name.
-				if hint := keep.OrphanHint(); hint != "" {
-					return fmt.Errorf("lab %q is not up; %s", name, hint)
-				}
-				return fmt.Errorf("lab %q is not up: nothing of it is on this machine (v6lab lab status lists the labs)", name)
-			}
-			var errs []error
-			for _, n := range names {
-				if err := keep.Down(n); err != nil {
-					errs = append(errs, err)
-				} else if !quiet(cmd) {
+			return keep.Remove(name, all, func(n string) {
+				if !quiet(cmd) {
 					fmt.Fprintf(cmd.OutOrStdout(), "lab %q is down\n", n)
 				}
-			}
-			return errors.Join(errs...)
+			})
 		},
 	}
 	cmd.Flags().StringVar(&name, "name", "default", "lab to remove")

@@ -126,7 +126,7 @@ func quiet(cmd *cobra.Command) bool {
 func newInetdCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:                servers.InetdUsage,
-		Short:              "Start a program for every TCP connection (the lab's inetd for ProFTPD)",
+		Short:              "Start a program for every TCP connection (the lab's inetd for real servers that need one)",
 		Hidden:             true,
 		DisableFlagParsing: true,
 		RunE: func(_ *cobra.Command, args []string) error {

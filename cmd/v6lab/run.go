@@ -16,6 +16,7 @@ import (
 	"v6lab/experiments"
 	"v6lab/internal/input/units"
 	"v6lab/internal/lab"
+	"v6lab/internal/proto/all"
 	"v6lab/internal/run"
 	"v6lab/internal/run/experiment"
 	"v6lab/internal/run/inlab"
@@ -102,7 +103,7 @@ counted runs were left out of the figures (a run whose wire did not prove its pa
 	fl.BoolVar(&o.loopback, "loopback", false, "measure on loopback even when a lab could be built")
 	fl.BoolVar(&o.keep, "keep", false, "leave the lab up after the run, for debugging")
 	fl.BoolVar(&o.pcap, "pcap", false, "also write the measured packets (headers) seen by the lab's wire check to capture.pcap")
-	fl.StringVar(&o.server, "server", "", "servers: embedded or real (nginx for http, Unbound for dns, ProFTPD for ftp, Postfix for smtp, Dovecot for imap, in the lab's server host; scripts/install-deps installs them); default: the experiment's")
+	fl.StringVar(&o.server, "server", "", "servers: embedded or real ("+strings.Join(all.Real(), ", ")+", in the lab's server host; scripts/install-deps installs them); default: the experiment's")
 	fl.StringVar(&o.topology, "topology", "", "lab topology file (see docs/lab.md); default: the experiment's, else the built-in lab")
 	fl.BoolVar(&o.list, "list", false, "list the built-in experiments")
 	fl.StringVar(&o.printName, "print", "", "write the built-in experiment `NAME` to standard output (to edit and run)")
@@ -132,36 +133,12 @@ func (o *runOpts) run(cmd *cobra.Command, args []string) error {
 		_, err = out.Write(b)
 		return err
 	case o.resume != "":
-		if len(args) > 0 {
-			return &exitError{code: 2, err: errors.New("--resume takes the experiment from its result directory; give no experiment")}
-		}
-		if o.segment != "" || o.startAt != "" {
-			return &exitError{code: 2, err: errors.New("--resume keeps the segment its directory ran, and a schedule cannot be resumed: give neither --segment nor --start-at")}
-		}
-		if err := resumeFlags(cmd); err != nil {
-			return &exitError{code: 2, err: err}
-		}
-		return o.resumeRun(cmd)
+		return o.resumeRun(cmd, args)
 	}
-	exp, builtin, err := experiments.Load(args)
+	exp, s, sp, err := o.prepare(cmd, args)
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	split, err := o.split(cmd, exp)
-	if err != nil {
-		return &exitError{code: 2, err: err}
-	}
-	if err := o.override(cmd, exp); err != nil {
-		return &exitError{code: 2, err: err}
-	}
-	if err := exp.CheckSampleEvery(split.segment != nil); err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("sample_every: %w", err)}
-	}
-	s, err := o.settings(cmd, exp, builtin)
-	if err != nil {
-		return &exitError{code: 2, err: err}
-	}
-	s.Segment, s.StartAt = split.segment, split.startAt
 	where, note, err := run.Decide(exp, s)
 	if err == nil && where == run.Lab {
 		err = lab.CheckKernel(s.Lab) // what building it would refuse, a dry run refuses
@@ -174,10 +151,10 @@ func (o *runOpts) run(cmd *cobra.Command, args []string) error {
 	}
 	if o.dryRun {
 		experiment.WritePlan(out, exp, where, note, run.Bottleneck(where, s.Lab))
-		split.writePlan(out, exp)
+		sp.writePlan(out, exp)
 		return nil
 	}
-	if late := -time.Until(split.startAt); !split.startAt.IsZero() && late > 0 && !quiet(cmd) {
+	if late := -time.Until(sp.startAt); !sp.startAt.IsZero() && late > 0 && !quiet(cmd) {
 		fmt.Fprintf(cmd.ErrOrStderr(), "v6lab: --start-at was %s ago: runs start late until this segment catches up with the schedule, and each late run says so\n", late.Round(time.Millisecond))
 	}
 	if where == run.Rootless {
@@ -190,6 +167,30 @@ func (o *runOpts) run(cmd *cobra.Command, args []string) error {
 		}
 	}
 	return runMapped(run.Do(cmd.Context(), exp, where, note, s, nil, ""))
+}
+
+// prepare loads the experiment and lays the flags over it; its errors
+// are bad input.
+func (o *runOpts) prepare(cmd *cobra.Command, args []string) (*experiment.Experiment, run.Settings, split, error) {
+	var s run.Settings
+	exp, builtin, err := experiments.Load(args)
+	if err != nil {
+		return nil, s, split{}, err
+	}
+	sp, err := o.split(cmd, exp)
+	if err == nil {
+		err = o.override(cmd, exp)
+	}
+	if err == nil {
+		if err = exp.CheckSampleEvery(sp.segment != nil); err != nil {
+			err = fmt.Errorf("sample_every: %w", err)
+		}
+	}
+	if err == nil {
+		s, err = o.settings(cmd, exp, builtin)
+	}
+	s.Segment, s.StartAt = sp.segment, sp.startAt
+	return exp, s, sp, err
 }
 
 // settings are the run's settings from its flags: the lab's from the
@@ -241,19 +242,19 @@ func (o *runOpts) override(cmd *cobra.Command, exp *experiment.Experiment) error
 	var ov experiment.Override
 	var err error
 	if ch("paths") {
-		if ov.Paths, err = path.ParseList(o.lf.paths); err != nil {
+		if ov.Paths, err = path.ParseList(o.lf.Paths); err != nil {
 			return fmt.Errorf("--paths: %w", err)
 		}
 	}
 	if ch("conns") {
-		if ov.Conns, err = units.ParseCounts(o.lf.conns); err != nil {
+		if ov.Conns, err = units.ParseCounts(o.lf.Conns); err != nil {
 			return fmt.Errorf("--conns: %w", err)
 		}
 	}
-	ov.Name, ov.Server = given(cmd, "name", &o.lf.name), given(cmd, "server", &o.server)
-	ov.Runs, ov.Warmup, ov.Objects = given(cmd, "runs", &o.lf.runs), given(cmd, "warmup", &o.lf.warmup), given(cmd, "objects", &o.objects)
-	ov.Timeout, ov.Pause = given(cmd, "timeout", &o.lf.timeout), given(cmd, "pause", &o.lf.pause)
-	ov.Duration, ov.Seed, ov.Scale = given(cmd, "duration", &o.lf.duration), given(cmd, "seed", &o.seed), given(cmd, "scale", &o.scale)
+	ov.Name, ov.Server = given(cmd, "name", &o.lf.Name), given(cmd, "server", &o.server)
+	ov.Runs, ov.Warmup, ov.Objects = given(cmd, "runs", &o.lf.Runs), given(cmd, "warmup", &o.lf.Warmup), given(cmd, "objects", &o.objects)
+	ov.Timeout, ov.Pause = given(cmd, "timeout", &o.lf.Timeout), given(cmd, "pause", &o.lf.Pause)
+	ov.Duration, ov.Seed, ov.Scale = given(cmd, "duration", &o.lf.Duration), given(cmd, "seed", &o.seed), given(cmd, "scale", &o.scale)
 	ov.Shuffle = o.shuffle
 	ov.Spin = given(cmd, "spin", &o.lf.spin)
 	ov.SampleEvery = given(cmd, "sample-every", &o.lf.every)
@@ -277,7 +278,16 @@ func resumeFlags(cmd *cobra.Command) error {
 }
 
 // resumeRun continues an interrupted experiment where it stopped.
-func (o *runOpts) resumeRun(cmd *cobra.Command) error {
+func (o *runOpts) resumeRun(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return &exitError{code: 2, err: errors.New("--resume takes the experiment from its result directory; give no experiment")}
+	}
+	if o.segment != "" || o.startAt != "" {
+		return &exitError{code: 2, err: errors.New("--resume keeps the segment its directory ran, and a schedule cannot be resumed: give neither --segment nor --start-at")}
+	}
+	if err := resumeFlags(cmd); err != nil {
+		return &exitError{code: 2, err: err}
+	}
 	// A killed lab run's measuring process ends its last run on its own,
 	// in a moment: a resume waits for it rather than refuse.
 	r, err := run.PrepareResume(cmd.Context(), o.resume, func(busy error) {

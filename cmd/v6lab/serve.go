@@ -44,16 +44,8 @@ func serveEmbedded(cmd *cobra.Command, srv *proto.Server, listen []string, setti
 		}
 		return err
 	}
-	name := srv.Key
-	if l, ok := r.(proto.Labeled); ok {
-		name = l.Label() // http with --tls: https
-	}
-	detail := ""
-	if d, ok := r.(proto.Detailed); ok && d.Detail() != "" {
-		detail = " (" + d.Detail() + ")"
-	}
-	for _, a := range r.Addrs() {
-		fmt.Fprintf(cmd.OutOrStdout(), "serving %s on %s%s\n", name, a, detail)
+	for _, l := range proto.Announce(srv.Key, r) {
+		fmt.Fprintln(cmd.OutOrStdout(), l)
 	}
 	waitSignal(cmd)
 	err = r.Close()
@@ -66,7 +58,7 @@ func serveEmbedded(cmd *cobra.Command, srv *proto.Server, listen []string, setti
 func newServeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Run an embedded server (" + strings.Join(serveKeys(), ", ") + ", traffic) for tests between two hosts",
+		Short: "Run an embedded server (" + strings.Join(all.ServeKeys(), ", ") + ", traffic) for tests between two hosts",
 		Example: `  v6lab serve http --listen 0.0.0.0:8080 --listen [::]:8080
   v6lab serve dns --listen 192.0.2.1:53 --listen [2001:db8::1]:53 --record www.lab.test=192.0.2.1 --record www.lab.test=2001:db8::1`,
 	}
@@ -77,17 +69,6 @@ func newServeCmd() *cobra.Command {
 	}
 	cmd.AddCommand(newServeTrafficCmd())
 	return cmd
-}
-
-// serveKeys are the embedded servers with a serve command.
-func serveKeys() []string {
-	var out []string
-	for _, s := range all.Servers {
-		if s.Command.Short != "" {
-			out = append(out, s.Key)
-		}
-	}
-	return out
 }
 
 // newServeProtoCmd is v6lab serve KEY, built from the server's command and

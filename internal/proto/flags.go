@@ -98,3 +98,19 @@ func FlagError(err error, v any) error {
 	}
 	return err
 }
+
+// FlagParams are the values of v's option flags as the command line left
+// them (given or default, lists left out), by option name: what a probe
+// records of its options.
+func FlagParams(fl *pflag.FlagSet, v any) map[string]string {
+	params := map[string]string{}
+	for _, f := range Fields(v) {
+		if f.Flag == "" || f.Kind() == KindList {
+			continue
+		}
+		if fv := fl.Lookup(f.Flag); fv != nil && fv.Value.String() != "" {
+			params[f.Name] = fv.Value.String()
+		}
+	}
+	return params
+}

@@ -210,6 +210,23 @@ type Summarized interface {
 	Summary() string
 }
 
+// Announce is what v6lab serve prints of r, the server of key, once it
+// listens: a line per address, with its label and detail if it has them.
+func Announce(key string, r Running) []string {
+	name, detail := key, ""
+	if l, ok := r.(Labeled); ok {
+		name = l.Label() // http with --tls: https
+	}
+	if d, ok := r.(Detailed); ok && d.Detail() != "" {
+		detail = " (" + d.Detail() + ")"
+	}
+	var lines []string
+	for _, a := range r.Addrs() {
+		lines = append(lines, fmt.Sprintf("serving %s on %s%s", name, a, detail))
+	}
+	return lines
+}
+
 // Place is where an embedded server listens.
 type Place struct {
 	// Addrs are the server's address on each path; it listens once on

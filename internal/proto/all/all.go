@@ -175,3 +175,25 @@ func WireAnyPort(key string) bool {
 	s, ok := Server(strings.TrimPrefix(key, "real/"))
 	return ok && s.WireAnyPort
 }
+
+// ProbeNames lists the protocols of v6lab probe, in prose.
+func ProbeNames() string {
+	var n []string
+	for _, p := range List {
+		if p.Command.Short != "" && !p.Command.TopLevel {
+			n = append(n, p.Name)
+		}
+	}
+	return prose(n, "or")
+}
+
+// ServeKeys are the embedded servers with a serve command.
+func ServeKeys() []string {
+	var out []string
+	for _, s := range Servers {
+		if s.Command.Short != "" {
+			out = append(out, s.Key)
+		}
+	}
+	return out
+}

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"net/url"
 	"os/exec"
@@ -39,7 +40,7 @@ func Check(program string) error {
 // Client downloads URL with Program; one download per Do.
 type Client struct {
 	Program  string
-	URL      *url.URL // http://, https:// or ftp://
+	URL      *url.URL // a URL the program downloads (http://, https://, …)
 	Path     path.Path
 	Resolver *path.Resolver
 	Source   netip.Addr
@@ -64,7 +65,12 @@ func (c *Client) Do(ctx context.Context, _ int) result.Sample {
 	}
 	port := c.URL.Port()
 	if port == "" {
-		port = map[string]string{"http": "80", "https": "443", "ftp": "21"}[c.URL.Scheme]
+		// The scheme's well-known port (Go knows them without /etc/services).
+		n, err := net.LookupPort("tcp", c.URL.Scheme)
+		if err != nil {
+			return tr.Fail(ctx, "protocol", fmt.Errorf("extclient: %s has no port and its scheme none known", c.URL.Redacted()))
+		}
+		port = strconv.Itoa(n)
 	}
 	tr.S.Remote = netip.AddrPortFrom(ips[0], uint16(atoi(port))).String()
 	var args []string

@@ -13,7 +13,6 @@ import (
 
 	"v6lab/internal/gen/content"
 	"v6lab/internal/gen/load"
-	"v6lab/internal/lab/servers"
 	"v6lab/internal/proto"
 	"v6lab/internal/proto/extclient"
 	"v6lab/internal/result"
@@ -214,7 +213,7 @@ func startReal(ctx context.Context, at proto.RealPlace) (*proto.RealRunning, err
 		}
 		files[name] = size
 	}
-	pf, err := servers.StartProFTPD(ctx, at.Daemon, at.Listen(), RealPort, files)
+	pf, err := startProFTPD(ctx, at.Daemon, at.Listen(), RealPort, files)
 	if err != nil {
 		return nil, err
 	}

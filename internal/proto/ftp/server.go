@@ -43,9 +43,10 @@ type Server struct {
 	wg                sync.WaitGroup
 }
 
-// Limits are the embedded server's control connection timeouts
-// (guard.FTP); tests shorten them.
-var Limits = guard.FTP
+// Limits are the embedded server's control connection timeouts, as a real
+// daemon's (ProFTPD idles out after 10 minutes; no command line needs 30
+// seconds); tests shorten them.
+var Limits = guard.Limits{Idle: 5 * time.Minute, Line: 30 * time.Second, Write: time.Minute}
 
 // Listen starts the server on port (0 picks one) on every address, one
 // port for all of them. Passive data connections are accepted on any

@@ -24,15 +24,6 @@ type Limits struct {
 	Write time.Duration
 }
 
-// Defaults as the real daemons have them: RFC 5321 §4.5.3.2 gives SMTP
-// servers 5 minutes between commands, ProFTPD's TimeoutIdle is 10 minutes,
-// RFC 9051 gives IMAP 30 minutes; no command line needs 30 seconds.
-var (
-	SMTP = Limits{Idle: 5 * time.Minute, Line: 30 * time.Second, Write: time.Minute}
-	FTP  = Limits{Idle: 5 * time.Minute, Line: 30 * time.Second, Write: time.Minute}
-	IMAP = Limits{Idle: 30 * time.Minute, Line: 30 * time.Second, Write: time.Minute}
-)
-
 // Listener wraps ln so every connection it accepts keeps to l.
 func Listener(ln net.Listener, l Limits) net.Listener { return listener{ln, l} }
 

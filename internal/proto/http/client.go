@@ -274,46 +274,9 @@ func (c *Client) Do(ctx context.Context, user int) result.Sample {
 
 // do11 is one HTTP/1.1 transaction.
 func (c *Client) do11(ctx context.Context, tr *load.Trace) result.Sample {
-	ev, err := c.useEvloop()
-	if err != nil {
-		return tr.Fail(ctx, "connect", err)
-	}
-	var conn, raw net.Conn
-	var addr netip.AddrPort
-	if c.Path.Kind().Dual {
-		if ev && !c.goDial() {
-			return c.doEvloop(ctx, tr, c.lookupHost(), netip.AddrPort{}, 0) // the race on the loop
-		}
-		if conn, raw, err = c.dialEyeballs(ctx, tr); err != nil {
-			return tr.Fail(ctx, "connect", err)
-		}
-		addr = netip.AddrPortFrom(path.AddrOf(raw.RemoteAddr()), c.port())
-		if ev {
-			return c.handOver(ctx, tr, raw, addr)
-		}
-	} else {
-		host := c.URL.Hostname()
-		if ev && !c.goDial() {
-			return c.doEvloop(ctx, tr, host, netip.AddrPort{}, 0)
-		}
-		// Every turn is counted here: the lookup's, and each write after
-		// a read on the connection (TLS's flights, the objects' requests);
-		// or, for go-dial, the event loop counts the conversation's.
-		tr.CountTurns()
-		ip, err := tr.Lookup(ctx, c.Resolver, host, c.Path)
-		if err != nil {
-			return tr.Fail(ctx, "resolve", err)
-		}
-		if _, notLiteral := netip.ParseAddr(strings.Trim(host, "[]")); notLiteral != nil {
-			tr.Mark(&tr.S.ResolveNS) // a name was looked up (a literal has no lookup phase)
-		}
-		addr = netip.AddrPortFrom(ip, c.port())
-		if conn, raw, err = c.dial(ctx, tr, addr); err != nil {
-			return tr.Fail(ctx, "connect", err)
-		}
-		if ev {
-			return c.handOver(ctx, tr, raw, addr)
-		}
+	conn, raw, addr, done := c.open11(ctx, tr)
+	if done != nil {
+		return *done
 	}
 	defer func() { load.CloseAbort(raw) }()
 	stop := load.Deadline(ctx, raw)
@@ -357,6 +320,56 @@ func (c *Client) do11(ctx context.Context, tr *load.Trace) result.Sample {
 		}
 	}
 	tr.S.BytesIn, tr.S.BytesOut = cr.n, cw.n
+	return c.done11(tr, check, objs)
+}
+
+// open11 connects for one HTTP/1.1 transaction: the dual path's race or
+// the pinned path's lookup and dial. Where the event loop takes the
+// transaction over (or the connection failed), done is its sample.
+func (c *Client) open11(ctx context.Context, tr *load.Trace) (conn, raw net.Conn, addr netip.AddrPort, done *result.Sample) {
+	finish := func(s result.Sample) (net.Conn, net.Conn, netip.AddrPort, *result.Sample) { return nil, nil, addr, &s }
+	ev, err := c.useEvloop()
+	if err != nil {
+		return finish(tr.Fail(ctx, "connect", err))
+	}
+	if c.Path.Kind().Dual {
+		if ev && !c.goDial() {
+			return finish(c.doEvloop(ctx, tr, c.lookupHost(), netip.AddrPort{}, 0)) // the race on the loop
+		}
+		if conn, raw, err = c.dialEyeballs(ctx, tr); err != nil {
+			return finish(tr.Fail(ctx, "connect", err))
+		}
+		addr = netip.AddrPortFrom(path.AddrOf(raw.RemoteAddr()), c.port())
+	} else {
+		host := c.URL.Hostname()
+		if ev && !c.goDial() {
+			return finish(c.doEvloop(ctx, tr, host, netip.AddrPort{}, 0))
+		}
+		// Every turn is counted here: the lookup's, and each write after
+		// a read on the connection (TLS's flights, the objects' requests);
+		// or, for go-dial, the event loop counts the conversation's.
+		tr.CountTurns()
+		ip, err := tr.Lookup(ctx, c.Resolver, host, c.Path)
+		if err != nil {
+			return finish(tr.Fail(ctx, "resolve", err))
+		}
+		if _, notLiteral := netip.ParseAddr(strings.Trim(host, "[]")); notLiteral != nil {
+			tr.Mark(&tr.S.ResolveNS) // a name was looked up (a literal has no lookup phase)
+		}
+		addr = netip.AddrPortFrom(ip, c.port())
+		if conn, raw, err = c.dial(ctx, tr, addr); err != nil {
+			return finish(tr.Fail(ctx, "connect", err))
+		}
+	}
+	if ev {
+		return finish(c.handOver(ctx, tr, raw, addr))
+	}
+	return conn, raw, addr, nil
+}
+
+// done11 completes a transaction that fetched objs objects, with its
+// body's figures when it summed one.
+func (c *Client) done11(tr *load.Trace, check *content.Check, objs int) result.Sample {
 	if check != nil && c.Sum {
 		if tr.S.Metrics == nil {
 			tr.S.Metrics = map[string]float64{}

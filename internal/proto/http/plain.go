@@ -115,53 +115,29 @@ func (s *plainServer) conn(c net.Conn) {
 		delete(s.conns, c)
 		s.mu.Unlock()
 	}()
-	buf := make([]byte, 0, 4096)
+	h := &headerReader{c: c, buf: make([]byte, 0, 4096)}
 	out := make([]byte, 0, 4096)
-	var readDL, writeDL time.Time // as last set; moved at most once a second
-	var headerStart time.Time     // the first byte of the request being read
+	var writeDL time.Time // as last set; moved at most once a second
 	served := 0
 	for {
-		// Read until the buffer holds a whole header.
-		end := bytes.Index(buf, crlfcrlf)
-		for end < 0 {
-			if len(buf) >= plainMaxHeader {
-				c.Write(plainError(431, "Request Header Fields Too Large"))
-				replied = true
-				return
-			}
-			now := time.Now()
-			dl := now.Add(plainIdle)
-			if len(buf) > 0 {
-				if headerStart.IsZero() {
-					headerStart = now
-				}
-				dl = headerStart.Add(plainHeaderTime) // a header in pieces: bounded from its first byte
-			}
-			if dl.Sub(readDL) > time.Second || dl.Before(readDL) {
-				c.SetReadDeadline(dl)
-				readDL = dl
-			}
-			if len(buf) == cap(buf) {
-				buf = append(buf, make([]byte, cap(buf))...)[:len(buf)]
-			}
-			n, err := c.Read(buf[len(buf):min(cap(buf), plainMaxHeader)])
-			if n == 0 && err != nil {
-				return // closed, reset or timed out: nothing to answer
-			}
-			from := max(0, len(buf)-3)
-			buf = buf[:len(buf)+n]
-			if i := bytes.Index(buf[from:], crlfcrlf); i >= 0 {
-				end = from + i
-			}
+		end, tooLarge, whole := h.next()
+		if tooLarge {
+			c.Write(plainError(431, "Request Header Fields Too Large"))
+			replied = true
+			return
 		}
+		if !whole {
+			return // closed, reset or timed out: nothing to answer
+		}
+		buf := h.buf
 		if s.h2 != nil && bytes.HasPrefix(buf, h2cPreface) {
 			handed = true
 			s.h2(c, buf)
 			return
 		}
 		req, ok := parseRequest(buf[:end])
-		buf = buf[:copy(buf, buf[end+4:])]
-		headerStart = time.Time{}
+		h.buf = buf[:copy(buf, buf[end+4:])]
+		h.headerStart = time.Time{}
 		served++
 		last := s.cfg.KeepaliveRequests > 0 && served >= s.cfg.KeepaliveRequests
 		if !ok.fine() {
@@ -181,6 +157,52 @@ func (s *plainServer) conn(c net.Conn) {
 			return
 		}
 	}
+}
+
+// headerReader reads the headers of a connection's requests, each
+// bounded in time: plainIdle for its first byte, plainHeaderTime from it.
+type headerReader struct {
+	c           net.Conn
+	buf         []byte
+	readDL      time.Time // as last set; moved at most once a second
+	headerStart time.Time // the first byte of the request being read
+}
+
+// next reads until buf holds a whole header and returns where it ends;
+// tooLarge when it passed plainMaxHeader first, ok false when the
+// connection ended first.
+func (h *headerReader) next() (end int, tooLarge, ok bool) {
+	end = bytes.Index(h.buf, crlfcrlf)
+	for end < 0 {
+		if len(h.buf) >= plainMaxHeader {
+			return 0, true, false
+		}
+		now := time.Now()
+		dl := now.Add(plainIdle)
+		if len(h.buf) > 0 {
+			if h.headerStart.IsZero() {
+				h.headerStart = now
+			}
+			dl = h.headerStart.Add(plainHeaderTime) // a header in pieces: bounded from its first byte
+		}
+		if dl.Sub(h.readDL) > time.Second || dl.Before(h.readDL) {
+			h.c.SetReadDeadline(dl)
+			h.readDL = dl
+		}
+		if len(h.buf) == cap(h.buf) {
+			h.buf = append(h.buf, make([]byte, cap(h.buf))...)[:len(h.buf)]
+		}
+		n, err := h.c.Read(h.buf[len(h.buf):min(cap(h.buf), plainMaxHeader)])
+		if n == 0 && err != nil {
+			return 0, false, false
+		}
+		from := max(0, len(h.buf)-3)
+		h.buf = h.buf[:len(h.buf)+n]
+		if i := bytes.Index(h.buf[from:], crlfcrlf); i >= 0 {
+			end = from + i
+		}
+	}
+	return end, false, true
 }
 
 // lingerClose ends a connection after a reply that said it closes, as

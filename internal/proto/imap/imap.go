@@ -18,6 +18,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"time"
 
 	goimap "github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapserver"
@@ -104,9 +105,10 @@ type literal struct{ *bytes.Reader }
 
 func (l literal) Size() int64 { return int64(l.Len()) }
 
-// Limits are the embedded server's connection timeouts (guard.IMAP);
-// tests shorten them.
-var Limits = guard.IMAP
+// Limits are the embedded server's connection timeouts, as a real
+// daemon's (RFC 9051: 30 minutes for an idle client; no command line needs
+// 30 seconds); tests shorten them.
+var Limits = guard.Limits{Idle: 30 * time.Minute, Line: 30 * time.Second, Write: time.Minute}
 
 // Listen starts the server with users accounts on every address.
 func Listen(ctx context.Context, addrs []netip.Addr, port, users, size int) (*Server, error) {

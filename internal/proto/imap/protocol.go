@@ -9,7 +9,6 @@ import (
 
 	"v6lab/internal/gen/load"
 	"v6lab/internal/input/units"
-	"v6lab/internal/lab/servers"
 	"v6lab/internal/proto"
 	"v6lab/internal/result"
 	"v6lab/internal/sock/path"
@@ -120,7 +119,7 @@ func startReal(ctx context.Context, at proto.RealPlace) (*proto.RealRunning, err
 	for _, c := range at.Cells {
 		users = max(users, c.(*Options).Users)
 	}
-	dv, err := servers.StartDovecot(ctx, at.Daemon, at.Listen(), RealPort, users, Password, Message(MessageSize))
+	dv, err := startDovecot(ctx, at.Daemon, at.Listen(), RealPort, users, Password, Message(MessageSize))
 	if err != nil {
 		return nil, err
 	}

@@ -81,7 +81,7 @@ func (r *Reply) add(line, proto string) (done bool, err error) {
 // Parser reads replies from bytes as they arrive (an event loop's reads),
 // with Read's bounds and errors.
 type Parser struct {
-	Proto string // prefixes errors: "ftp", "smtp"
+	Proto string // prefixes errors: the protocol's name
 	line  []byte // the line read so far
 	r     Reply
 }

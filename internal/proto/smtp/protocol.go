@@ -10,7 +10,6 @@ import (
 
 	"v6lab/internal/gen/load"
 	"v6lab/internal/input/units"
-	"v6lab/internal/lab/servers"
 	"v6lab/internal/proto"
 	"v6lab/internal/result"
 	"v6lab/internal/sock/path"
@@ -137,7 +136,7 @@ func realFit(o proto.Options) error {
 // startReal starts Postfix, an instance of its own, in the lab's server
 // host.
 func startReal(ctx context.Context, at proto.RealPlace) (*proto.RealRunning, error) {
-	pf, err := servers.StartPostfix(ctx, at.Daemon, at.Listen(), RealPort, "v6lab.test")
+	pf, err := startPostfix(ctx, at.Daemon, at.Listen(), RealPort, "v6lab.test")
 	if err != nil {
 		return nil, err
 	}

@@ -215,9 +215,10 @@ type Server struct {
 	wg       sync.WaitGroup
 }
 
-// Limits are the embedded server's connection timeouts (guard.SMTP);
-// tests shorten them.
-var Limits = guard.SMTP
+// Limits are the embedded server's connection timeouts, as a real
+// daemon's (RFC 5321 §4.5.3.2: 5 minutes between commands; no command line
+// needs 30 seconds); tests shorten them.
+var Limits = guard.Limits{Idle: 5 * time.Minute, Line: 30 * time.Second, Write: time.Minute}
 
 // MaxMessage bounds one message the embedded server accepts.
 const MaxMessage = 64 << 20

@@ -676,6 +676,18 @@ func polling(e *Engine) bool {
 	return e.polls.Load() != before
 }
 
+// spinning is polling with patience: on a loaded machine the spinning
+// loop may not be scheduled for tens of milliseconds.
+func spinning(e *Engine) bool {
+	before := e.polls.Load()
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if e.polls.Load() != before {
+			return true
+		}
+	}
+	return false
+}
+
 func TestSpinsOnlyWithOneExchangeInFlight(t *testing.T) {
 	e := engine(t)
 	e.SetSpin(time.Hour) // not cut by the window: only by a second exchange
@@ -691,7 +703,7 @@ func TestSpinsOnlyWithOneExchangeInFlight(t *testing.T) {
 	}
 	first := do("a")
 	<-arrived
-	if !polling(e) {
+	if !spinning(e) {
 		t.Fatal("one exchange waits for its reply, and the loop does not spin")
 	}
 	second := do("b")
