@@ -144,10 +144,15 @@ func ParsePorts(s string) ([2]uint16, error) {
 	if !found {
 		hi = lo
 	}
-	a, err1 := strconv.ParseUint(strings.TrimSpace(lo), 10, 16)
-	b, err2 := strconv.ParseUint(strings.TrimSpace(hi), 10, 16)
-	if err1 != nil || err2 != nil || a == 0 || a > b {
+	a, err1 := strconv.ParseUint(strings.TrimSpace(lo), 10, 32)
+	b, err2 := strconv.ParseUint(strings.TrimSpace(hi), 10, 32)
+	switch {
+	case err1 != nil || err2 != nil:
 		return [2]uint16{}, fmt.Errorf("%q is not a range of ports such as 1024-65535", s)
+	case a == 0 || b > 65535:
+		return [2]uint16{}, fmt.Errorf("%q: ports run from 1 to 65535", s)
+	case a > b:
+		return [2]uint16{}, fmt.Errorf("%q: the first port is above the last", s)
 	}
 	return [2]uint16{uint16(a), uint16(b)}, nil
 }

@@ -119,6 +119,37 @@ func TestPref64OptionReadsBack(t *testing.T) {
 	}
 }
 
+// TestBadPref64IsRefused: a PREF64 option the client cannot use (an
+// unknown prefix length code, the wrong size, cut short) or a message
+// that is no router advertisement is an error that says which, never a
+// prefix.
+func TestBadPref64IsRefused(t *testing.T) {
+	good := Pref64Option(netip.MustParsePrefix("64:ff9b::/96"))
+	plc7 := append([]byte{}, good...)
+	plc7[3] |= 7
+	long := append(append([]byte{}, good...), make([]byte, 8)...)
+	long[1] = 3
+	for want, msg := range map[string][]byte{
+		"PREF64 with an unknown prefix length code 7": routerAdvert(plc7),
+		"PREF64 of 24 bytes, not 16":                  routerAdvert(long),
+		"an option of length 16 in 8 bytes":           routerAdvert(good[:8]),
+		"not a router advertisement":                  append([]byte{133}, make([]byte, 15)...),
+	} {
+		p, ok, err := ParsePref64(msg)
+		if err == nil || ok || p.IsValid() || err.Error() != want {
+			t.Errorf("%x: %v %v %v, want %q", msg, p, ok, err, want)
+		}
+	}
+	// A PREF64 of another length reads back as that prefix; the client
+	// refuses it for its CLAT (discoverPref64), which translates with a
+	// /96 only.
+	b := append([]byte{}, good...)
+	b[3] |= 1
+	if p, ok, err := ParsePref64(routerAdvert(b)); err != nil || !ok || p.Bits() != 64 {
+		t.Errorf("a /64 PREF64: %v %v %v", p, ok, err)
+	}
+}
+
 // TestNat64ShorthandIsStateful: `nat64: stateful` is `nat64: {mode:
 // stateful}`, with the default pool and ports.
 func TestNat64ShorthandIsStateful(t *testing.T) {
