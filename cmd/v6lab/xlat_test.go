@@ -35,7 +35,7 @@ func statefulLab(t *testing.T, ports string) string {
 }
 
 // TestEveryProtocolOverXlatAndDSLite: in a lab whose NAT64 is stateful,
-// HTTP, DNS, FTP (EPSV), SMTP, IMAP and the TCP and UDP transport tests
+// HTTP (1.1, 2 and 3), DNS, FTP (EPSV), SMTP, IMAP and the TCP and UDP transport tests
 // (1460-byte datagrams: fragments at the CLAT and the B4, either way) all
 // work over 464xlat and dslite beside ipv4, unchanged IPv4 clients: each
 // transaction went from RFC 7335's addresses (the CLAT's 192.0.0.4, the
@@ -54,6 +54,7 @@ warmup: 0
 pause: 0s
 cells:
   - {protocol: http, conns: [1, 3]}
+  - {protocol: http, http_version: [2, 3], conns: [1]}
   - {protocol: http, label: http-curl, file: /64K, client: curl, conns: [1]}
   - {protocol: http, label: http-wget, file: /64K, client: wget, conns: [1]}
   - {protocol: dns, conns: [1, 3]}
@@ -67,12 +68,17 @@ cells:
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
-	if len(s.Cells) != 3*(5*2+5) {
+	if len(s.Cells) != 3*(5*2+7) {
 		t.Fatalf("%d cells", len(s.Cells))
 	}
 	for _, c := range s.Cells {
 		if c.Failed != 0 || c.Completed != 2*c.Conns {
 			t.Errorf("%s/%s/%d: %d completed, %d failed (%s)", c.Protocol, c.Path, c.Conns, c.Completed, c.Failed, c.FirstError)
+		}
+		// HTTP/2 over TLS and HTTP/3 over QUIC (UDP through the CLAT,
+		// the PLAT and the softwire) are spoken, not fallen back from.
+		if want := map[string]string{"http/2": "h2", "http/3": "h3"}[c.Protocol]; want != "" && c.Negotiated[want] != c.Completed {
+			t.Errorf("%s/%s: spoke %v", c.Protocol, c.Path, c.Negotiated)
 		}
 	}
 	if !strings.Contains(s.Lab["464xlat"], "found by PREF64 (RFC 8781)") || !strings.Contains(s.Lab["dslite"], "MTU 1460 inside") ||
