@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"v6lab/internal/report"
 	"v6lab/internal/result"
 )
 
@@ -38,7 +39,7 @@ of samples. The file goes to RESULTS_DIR/samples.parquet unless --output says ot
 				return err
 			}
 			defer os.Remove(tmp.Name())
-			rows, err := result.ExportParquet(name, tmp)
+			rows, err := result.ExportParquet(name, tmp, report.CheckSample)
 			if cerr := tmp.Close(); err == nil {
 				err = cerr
 			}

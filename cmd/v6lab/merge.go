@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"v6lab/internal/proto/all"
 	"v6lab/internal/report"
 	"v6lab/internal/run/merge"
 )
@@ -38,7 +39,7 @@ A DIR that is not itself a result directory stands for every result directory in
 			if err := merge.Check(segs); err != nil {
 				return &exitError{code: 2, err: err}
 			}
-			dir, s, err := merge.Write(segs, results, name, os.Args, time.Now())
+			dir, s, err := merge.Write(segs, results, name, all.RedactArgs(os.Args), time.Now())
 			if err != nil {
 				return err
 			}

@@ -216,7 +216,7 @@ func (o *runOpts) settings(cmd *cobra.Command, exp *experiment.Experiment, built
 	labCfg.Name = runLabName()
 	return run.Settings{Loopback: o.loopback, Pcap: o.pcap, Keep: o.keep, Topology: topology,
 		ExplicitPaths: cmd.Flags().Changed("paths"), Lab: labCfg, Rootless: rootless(), Results: o.lf.results,
-		Output: output(cmd), Command: os.Args}, nil
+		Output: output(cmd), Command: all.RedactArgs(os.Args)}, nil
 }
 
 // runMapped maps a run's typed errors to exit codes: the measuring
@@ -315,7 +315,7 @@ func (o *runOpts) resumeRun(cmd *cobra.Command, args []string) error {
 		r.Lab.Name = runLabName()
 	}
 	s := run.Settings{Pcap: o.pcap || r.Pcap, Keep: o.keep, Lab: r.Lab, Rootless: rootless(), Results: o.lf.results,
-		Output: output(cmd), Command: os.Args}
+		Output: output(cmd), Command: all.RedactArgs(os.Args)}
 	return runMapped(run.Do(cmd.Context(), r.Exp, r.Where, "", s, r.Resume, o.resume))
 }
 

@@ -22,7 +22,9 @@ import (
 // tag, in results), then any of: fileonly (no flag), flagonly (no key in
 // files: a probe command's own setting), flag=NAME (the flag's name when
 // not the option's with - for _), short=X, default=TEXT (the flag's
-// default, set when the flag is not given). usage is the flag's help.
+// default, set when the flag is not given), secret (a value other than
+// the default is used, never written: results record it as xxxxx).
+// usage is the flag's help.
 // Embedded structs lend their fields (Common, Named).
 
 // Field is one option of an options struct.
@@ -35,7 +37,9 @@ type Field struct {
 	Flag, Short, Usage, Default string
 	// File: experiment files may give it.
 	File bool
-	v    reflect.Value
+	// Secret: a value other than Default is masked in what v6lab records.
+	Secret bool
+	v      reflect.Value
 }
 
 // Flag kinds: how a field is declared as a flag, by its Go type.
@@ -115,6 +119,8 @@ func Fields(v any) []Field {
 					f.Short = val
 				case "default":
 					f.Default = val
+				case "secret":
+					f.Secret = true
 				case "":
 				default:
 					panic(fmt.Sprintf("proto: option %s: unknown tag part %q", name, o))

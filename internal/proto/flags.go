@@ -110,6 +110,9 @@ func FlagParams(fl *pflag.FlagSet, v any) map[string]string {
 		}
 		if fv := fl.Lookup(f.Flag); fv != nil && fv.Value.String() != "" {
 			params[f.Name] = fv.Value.String()
+			if f.Secret && params[f.Name] != f.Default {
+				params[f.Name] = Mask // used, never written
+			}
 		}
 	}
 	return params

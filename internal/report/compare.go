@@ -17,6 +17,9 @@ type Versus struct {
 	// OnlyA and OnlyB name the cells one side lacks.
 	OnlyA []string `json:"only_a,omitempty"`
 	OnlyB []string `json:"only_b,omitempty"`
+	// Notes say what differs between the two beside the figures (their
+	// targets: a loopback result against a lab's).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // VersusCell is one cell in both result sets.
@@ -41,6 +44,9 @@ type VersusCell struct {
 // CompareSummaries pairs the cells of a and b (named nameA and nameB).
 func CompareSummaries(nameA string, a *Summary, nameB string, b *Summary) *Versus {
 	v := &Versus{A: nameA, B: nameB}
+	if a.Target != b.Target {
+		v.Notes = append(v.Notes, fmt.Sprintf("A ran on %s, B on %s: their differences include the targets'", cmpOr(a.Target, "an unknown target"), cmpOr(b.Target, "an unknown target")))
+	}
 	key := func(c *Cell) string { return fmt.Sprintf("%s/%s/%d", c.Protocol, c.Path, c.Conns) }
 	inB := map[string]*Cell{}
 	for i := range b.Cells {
@@ -82,7 +88,11 @@ func CompareSummaries(nameA string, a *Summary, nameB string, b *Summary) *Versu
 // VersusText prints the comparison as a table.
 func VersusText(w io.Writer, v *Versus) error {
 	tw := &errWriter{w: w}
-	fmt.Fprintf(tw, "A: %s\nB: %s\n\nmean response time per connection (ms), B against A\n", v.A, v.B)
+	fmt.Fprintf(tw, "A: %s\nB: %s\n", v.A, v.B)
+	for _, n := range v.Notes {
+		fmt.Fprintf(tw, "note: %s\n", n)
+	}
+	fmt.Fprintf(tw, "\nmean response time per connection (ms), B against A\n")
 	t := newTable([]string{"protocol", "path", "conns", "A mean", "B mean", "B - A", "% change", "95% CI of B - A", "confidence", "p Mann-Whitney", "completed A / B"})
 	for _, c := range v.Cells {
 		d := c.Diff

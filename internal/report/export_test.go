@@ -60,7 +60,7 @@ func TestParquetReadsInDuckDB(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := result.ExportParquet(filepath.Join(dir, result.SamplesName), fh)
+	rows, err := result.ExportParquet(filepath.Join(dir, result.SamplesName), fh, CheckSample)
 	fh.Close()
 	if err != nil || rows != int64(len(f.Samples)) {
 		t.Fatalf("exported %d of %d samples: %v", rows, len(f.Samples), err)

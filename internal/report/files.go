@@ -71,7 +71,8 @@ func scanDir(dir string, also result.Visitor) (*Summary, error) {
 				also.Run(r)
 			}
 		},
-		Check: func(s *result.Sample) error { return path.Known(s.Path) },
+		Check: CheckSample,
+		Vet:   true,
 		Sample: func(s *result.Sample) {
 			z.Sample(s)
 			if also.Sample != nil {
@@ -91,6 +92,10 @@ func scanDir(dir string, also result.Visitor) (*Summary, error) {
 	}
 	return s, nil
 }
+
+// CheckSample refuses a sample of a path v6lab does not measure: what
+// the file's format alone cannot know.
+func CheckSample(s *result.Sample) error { return path.Known(s.Path) }
 
 // WriteAll renders summary.json, report.txt, results.csv and report.html into dir from
 // its samples file, and returns the summary.

@@ -155,7 +155,7 @@ func FileTables(s *Summary) []section {
 					bm, pm := base.Metrics["mbytes_per_s"].Mean, c.Metrics["mbytes_per_s"].Mean
 					pct := "-"
 					if bm > 0 {
-						pct = fmt.Sprintf("%+.1f%%", (pm-bm)/bm*100)
+						pct = signedPct((pm - bm) / bm * 100)
 					}
 					conf := "-"
 					if k := cmp[cellKey{c.Protocol, p, c.Conns}]; k != nil {

@@ -245,7 +245,7 @@ func TestTransportFiguresAndThroughputOverTime(t *testing.T) {
 	// Set against itself, B equals A.
 	var vs bytes.Buffer
 	VersusText(&vs, CompareSummaries("a", s, "b", s))
-	if !strings.Contains(vs.String(), "transport throughput (Mbit/s), B against A") || !strings.Contains(vs.String(), "+0.0%") {
+	if !strings.Contains(vs.String(), "transport throughput (Mbit/s), B against A") || !strings.Contains(vs.String(), " 0.0%") {
 		t.Errorf("compare:\n%s", vs.String())
 	}
 	// Trials that send an amount of data are compared on their time too.
@@ -338,5 +338,18 @@ func TestConnectionAxesTickAtTheCounts(t *testing.T) {
 	long := (&plot{ID: "t", Title: strings.Repeat("a very long title ", 8), Series: p.Series}).SVG()
 	if !strings.Contains(long, `textLength=`) {
 		t.Error("a long title is not fitted to the plot")
+	}
+}
+
+// TestCompareSaysTheTargetsDiffer: a loopback result set against a lab's
+// says so above the tables; two of one target say nothing.
+func TestCompareSaysTheTargetsDiffer(t *testing.T) {
+	a, b := &Summary{Target: "loopback"}, &Summary{Target: "lab"}
+	var out bytes.Buffer
+	if err := VersusText(&out, CompareSummaries("a", a, "b", b)); err != nil || !strings.Contains(out.String(), "note: A ran on loopback, B on lab") {
+		t.Errorf("%v:\n%s", err, out.String())
+	}
+	if v := CompareSummaries("a", a, "b", a); len(v.Notes) != 0 {
+		t.Errorf("notes %q", v.Notes)
 	}
 }

@@ -118,7 +118,8 @@ func transportFile() *result.File {
 func manySamples(seed uint64) *result.File {
 	r := rand.New(rand.NewPCG(seed, 3))
 	f := &result.File{Header: result.Header{Kind: result.KindHeader, FormatVersion: result.FormatVersion, Name: "many", Created: t0,
-		Target: "loopback", Baseline: "ipv4", Spec: httpSpec}}
+		Target: "loopback", Baseline: "ipv4", Spec: map[string]any{"name": "many", "cells": []any{map[string]any{"protocol": "http",
+			"paths": []any{"ipv4", "ipv6"}, "conns": []any{2, 50}, "runs": 6, "warmup": 1}}}}}
 	for run := range 6 {
 		for _, p := range []string{"ipv4", "ipv6"} {
 			for _, conns := range []int{2, 50} {

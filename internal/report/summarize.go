@@ -189,8 +189,8 @@ func (z *Summarizer) Finish() *Summary {
 	s := &Summary{Version: SummaryVersion, Name: h.Name, Created: h.Created, Target: string(h.Target), Baseline: cmpOr(h.Baseline, "ipv4"),
 		Notes: append(append([]string(nil), h.Notes...), z.runNotes...), Lab: h.Lab, Servers: h.Servers, Machine: machine(h),
 		LeftOutRuns: z.leftOut, Segment: h.Segment, Scale: z.spec.scale, Seed: z.spec.seed, Engines: z.spec.engines, Dialers: z.spec.dialers,
-		HTTPVersions: z.spec.versions,
-		SampleEvery:  h.SampleEvery}
+		HTTPVersions: z.spec.versions, HTTPCleartext: z.spec.cleartext,
+		SampleEvery: h.SampleEvery}
 	s.Notes = append(s.Notes, z.wire.notes()...)
 	if z.spec.planned > 0 && z.finished < z.spec.planned {
 		s.Partial = &Partial{RunsDone: z.finished, RunsPlanned: z.spec.planned, Resume: resumeHint("", len(h.Merged) > 0)}
@@ -349,10 +349,12 @@ type specFacts struct {
 	seed             int64
 	order            map[string]int
 	engines, dialers map[string]string
-	// versions are the groups' HTTP versions (http_version), by name.
-	versions map[string]string
-	scale    float64
-	planned  int
+	// versions are the groups' HTTP versions (http_version), by name;
+	// cleartext names those of HTTP/1.1 without TLS.
+	versions  map[string]string
+	cleartext []string
+	scale     float64
+	planned   int
 }
 
 // specGroup is what a summary reads of one cell group of the spec.
@@ -361,6 +363,8 @@ type specGroup struct {
 	Protocol string            `json:"protocol"`
 	Dialer   string            `json:"dialer"`
 	HTTP     string            `json:"http_version"`
+	TLS      bool              `json:"tls"`
+	URL      string            `json:"url"`
 	Params   map[string]string `json:"params"`
 	Paths    []string          `json:"paths"`
 	Conns    []int             `json:"conns"`
@@ -404,6 +408,9 @@ func readSpec(spec any) specFacts {
 		set(&f.engines, g.Params["engine"])
 		set(&f.dialers, g.Dialer)
 		set(&f.versions, g.HTTP)
+		if g.HTTP == "1.1" && !g.TLS && !strings.HasPrefix(g.URL, "https:") {
+			f.cleartext = append(f.cleartext, name)
+		}
 		f.planned += len(g.Paths) * len(g.Conns) * g.Runs
 	}
 	return f

@@ -68,6 +68,9 @@ type Summary struct {
 	// HTTPVersions says, per cell group that names one (http_version),
 	// the HTTP version it spoke (versions.go).
 	HTTPVersions map[string]string `json:"http_versions,omitempty"`
+	// HTTPCleartext names the cell groups of HTTP/1.1 that ran without TLS
+	// (their handshake is TCP's alone).
+	HTTPCleartext []string `json:"http_cleartext,omitempty"`
 	// Machine says what it ran on: tool version, host, kernel, CPUs.
 	Machine map[string]string `json:"machine,omitempty"`
 	// Lab and Servers are the header's, for the reader of the report.

@@ -130,6 +130,9 @@ func HeaderLines(s *Summary) []string {
 	if s.Scale > 0 {
 		out = append(out, fmt.Sprintf("scaled by %g (--scale): connection counts, runs, file sizes and trial times shrunk as docs/experiments.md says; cell labels keep the experiment's names, the figures are of what ran", s.Scale))
 	}
+	if s.Seed != 0 {
+		out = append(out, fmt.Sprintf("order: shuffled, seed %d (--shuffle --seed %d repeats it)", s.Seed, s.Seed))
+	}
 	if cc := s.Lab["congestion"]; cc != "" {
 		out = append(out, "TCP congestion control in the lab: "+cc)
 	}
@@ -352,7 +355,7 @@ type section struct {
 func sections(s *Summary, proto string) []section {
 	cells := cellsOf(s, proto)
 	conns := connsOf(cells)
-	title := strings.ToUpper(proto)
+	title := groupTitle(s, proto)
 	out := []section{meansSection(title, cells, conns)}
 	if sec, ok := EyeballsSection(title, cells, s.Engines[proto], s.Dialers[proto]); ok {
 		out = append(out, sec)
@@ -362,6 +365,16 @@ func sections(s *Summary, proto string) []section {
 	}
 	out = append(out, comparisonSections(s, title, comparisonsOf(s, proto), cells, conns)...)
 	return append(out, percentileSection(title, cells))
+}
+
+// groupTitle names a cell group in its tables' titles: HTTP/2 for an http
+// group that spoke it, though its label says http only.
+func groupTitle(s *Summary, group string) string {
+	title := strings.ToUpper(group)
+	if v := s.HTTPVersions[group]; v != "" && !strings.Contains(group, "/") {
+		title += "/" + v
+	}
+	return title
 }
 
 // meansSection is the mean response time (a trial's transfer time) per
@@ -754,7 +767,17 @@ func optPct(v *float64, why string) string {
 	if v == nil {
 		return naText(why)
 	}
-	return fmt.Sprintf("%+.1f%%", *v)
+	return signedPct(*v)
+}
+
+// signedPct is a change in percent with its sign, 0.0% without one (a
+// change that rounds to nothing is neither up nor down).
+func signedPct(v float64) string {
+	t := fmt.Sprintf("%+.1f%%", v)
+	if t == "-0.0%" || t == "+0.0%" {
+		return "0.0%"
+	}
+	return t
 }
 
 func optConf(v *float64, why string) string {

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -13,8 +14,9 @@ import (
 // significant (Holm-adjusted paired p below Alpha).
 type Verdict struct {
 	Group, Path string
-	// Kind is same, slower, faster, mixed or failing (for a class in
-	// report.html).
+	// Kind is same, slower, faster, mixed, unclear (no significant
+	// difference, but an interval too wide to call it the same) or
+	// failing (for a class in report.html).
 	Kind string
 	Text string
 }
@@ -28,7 +30,10 @@ type loadPoint struct {
 	conns       int
 	pct         float64 // positive: worse than the baseline
 	significant bool
-	na          string // why there is no comparison
+	// reach is how far from the baseline (percent of its mean) the 95%
+	// interval of the difference reaches: the most "same" can claim.
+	reach float64
+	na    string // why there is no comparison
 }
 
 // Verdicts are the summary's verdicts, in the order of its cells.
@@ -41,7 +46,7 @@ func Verdicts(s *Summary) []Verdict {
 		if _, seen := points[k]; !seen {
 			order = append(order, k)
 		}
-		points[k] = append(points[k], pointOf(c))
+		points[k] = append(points[k], pointOf(c, baselineMean(s, c)))
 	}
 	var out []Verdict
 	for _, k := range order {
@@ -61,16 +66,24 @@ func Verdicts(s *Summary) []Verdict {
 }
 
 // pointOf reads one comparison: its time, or a trial's throughput (where
-// faster is better, so its sign is turned).
-func pointOf(c Comparison) loadPoint {
-	p := loadPoint{conns: c.Conns}
+// faster is better, so its sign is turned). base is the baseline's mean
+// response time (0: unknown).
+func pointOf(c Comparison, base float64) loadPoint {
+	p := loadPoint{conns: c.Conns, reach: math.Inf(1)}
 	pct, adj, na := c.PctIncrease, c.PPairedHolm, c.NA["pct_increase"]
+	ci := cmp.Or(c.CI95PairedDiffMS, c.CI95DiffMS)
 	if t := c.Throughput; t != nil {
-		pct, adj, na = nil, t.PPairedHolm, t.NA["pct_change"]
+		pct, adj, na, ci, base = nil, t.PPairedHolm, t.NA["pct_change"], cmp.Or(t.CI95PairedDiff, t.CI95Diff), 0
 		if t.PctChange != nil {
 			v := -*t.PctChange
 			pct = &v
+			if t.Diff != nil && *t.PctChange != 0 {
+				base = math.Abs(*t.Diff / *t.PctChange * 100)
+			}
 		}
+	}
+	if ci != nil && base > 0 {
+		p.reach = max(math.Abs(ci[0]), math.Abs(ci[1])) / base * 100
 	}
 	if pct == nil {
 		p.na = na
@@ -126,15 +139,18 @@ func verdictOf(ps []loadPoint, base string, throughput bool) Verdict {
 		kind = "faster"
 		parts = append(parts, pcts(fast)+" faster"+what+" "+where(fast, ps)+", significant")
 	}
+	// Same is claimed only as far as the 95% interval of the difference
+	// reaches: a point estimate near 0 with a wide interval says nothing.
 	switch {
-	case len(same) > 0 && len(same)+len(na) == len(ps) && maxAbs(same) <= SameWithin:
-		parts = append(parts, fmt.Sprintf("same as %s within ±%s at every load (no significant difference)", base, pctText(maxAbs(same))))
+	case len(same) > 0 && len(same)+len(na) == len(ps) && maxReach(same) <= SameWithin:
+		parts = append(parts, fmt.Sprintf("same as %s within ±%s %s (95%% interval of the difference; no significant difference)", base, pctText(maxReach(same)), where(same, ps)))
 	case len(same) > 0 && len(same)+len(na) == len(ps):
-		// Not significant, but too far apart to call the same: the runs
-		// cannot tell.
-		parts = append(parts, fmt.Sprintf("no significant difference from %s, though it differed by up to %s: too few or too scattered runs to tell (run more)", base, pctText(maxAbs(same))))
+		// Not significant, but the interval reaches too far to call the
+		// same: the runs cannot tell.
+		kind = "unclear"
+		parts = append(parts, fmt.Sprintf("no significant difference from %s %s, but the 95%% interval of the difference reaches ±%s: too few or too scattered runs to tell (run more)", base, where(same, ps), reachText(maxReach(same))))
 	case len(same) > 0:
-		parts = append(parts, fmt.Sprintf("within ±%s elsewhere (not significant)", pctText(maxAbs(same))))
+		parts = append(parts, fmt.Sprintf("no significant difference %s (95%% interval within ±%s)", where(same, ps), reachText(maxReach(same))))
 	}
 	if len(na) > 0 {
 		parts = append(parts, "not comparable at "+loads(na)+" ("+na[0].na+")")
@@ -146,6 +162,9 @@ func verdictOf(ps []loadPoint, base string, throughput bool) Verdict {
 func where(sel, all []loadPoint) string {
 	if len(sel) == len(all) {
 		return "at every load"
+	}
+	if len(sel) == 1 {
+		return "at " + loads(sel)
 	}
 	if last := all[len(all)-1]; sel[len(sel)-1].conns == last.conns {
 		i := slices.IndexFunc(all, func(p loadPoint) bool { return p.conns == sel[0].conns })
@@ -182,12 +201,31 @@ func pcts(ps []loadPoint) string {
 	return strings.TrimSuffix(pctText(lo), "%") + "–" + pctText(hi)
 }
 
-func maxAbs(ps []loadPoint) float64 {
+func maxReach(ps []loadPoint) float64 {
 	m := 0.0
 	for _, p := range ps {
-		m = max(m, math.Abs(p.pct))
+		m = max(m, p.reach)
 	}
 	return m
+}
+
+func reachText(v float64) string {
+	if math.IsInf(v, 1) {
+		return "an unknown width"
+	}
+	return pctText(v)
+}
+
+// baselineMean is the mean of the baseline's cell a comparison is made
+// against (0: not found).
+func baselineMean(s *Summary, c Comparison) float64 {
+	for i := range s.Cells {
+		b := &s.Cells[i]
+		if b.Protocol == c.Protocol && b.Path == c.Baseline && b.Conns == c.Conns && b.MeanMS != nil {
+			return *b.MeanMS
+		}
+	}
+	return 0
 }
 
 func pctText(v float64) string {

@@ -8,9 +8,20 @@ import (
 func f64(v float64) *float64 { return &v }
 
 // cmp is a comparison of group over path at conns: pct above the
-// baseline, with an adjusted paired p.
+// baseline, with an adjusted paired p and the 95% interval of the paired
+// difference pct±1 (of a baseline mean of 100 ms, baseCells).
 func cmpOf(group, path string, conns int, pct, p float64) Comparison {
-	return Comparison{Protocol: group, Path: path, Conns: conns, Baseline: "ipv4", PctIncrease: f64(pct), PPairedHolm: f64(p)}
+	return Comparison{Protocol: group, Path: path, Conns: conns, Baseline: "ipv4", PctIncrease: f64(pct), PPairedHolm: f64(p),
+		CI95PairedDiffMS: &[2]float64{pct - 1, pct + 1}}
+}
+
+// baseCells are the baseline's cells of the comparisons above.
+func baseCells(group string, conns ...int) []Cell {
+	var out []Cell
+	for _, n := range conns {
+		out = append(out, Cell{Protocol: group, Path: "ipv4", Conns: n, MeanMS: f64(100)})
+	}
+	return out
 }
 
 // TestVerdictsSayWhatTheComparisonsSay: a verdict per group and path,
@@ -25,10 +36,10 @@ func TestVerdictsSayWhatTheComparisonsSay(t *testing.T) {
 		cmpOf("http", "nat64", 1, 20, 0.001), cmpOf("http", "nat64", 10, -5, 0.01),
 		{Protocol: "tcp", Path: "ipv6", Conns: 1, Throughput: &MetricComparison{PctChange: f64(4), PPairedHolm: f64(0.01)}},
 		{Protocol: "dns", Path: "ipv6", Conns: 1, NA: map[string]string{"pct_increase": "baseline below resolution"}},
-	}, Cells: []Cell{{Protocol: "http", Path: "ipv6", Conns: 100, Failed: 3, Completed: 97, CompletionRate: f64(0.97)}}}
+	}, Cells: append(baseCells("http", 1, 10, 100), Cell{Protocol: "http", Path: "ipv6", Conns: 100, Failed: 3, Completed: 97, CompletionRate: f64(0.97)})}
 	want := map[string]string{
-		"http/ipv6":  "same as ipv4 within ±3.1% at every load (no significant difference); 97.0% completed at 100 connections",
-		"http/6in4":  "8.2–12% slower from 10 connections, significant; within ±1.0% elsewhere (not significant)",
+		"http/ipv6":  "same as ipv4 within ±4.1% at every load (95% interval of the difference; no significant difference); 97.0% completed at 100 connections",
+		"http/6in4":  "8.2–12% slower from 10 connections, significant; no significant difference at 1 connection (95% interval within ±2.0%)",
 		"http/nat64": "20% slower at 1 connection, 5.0% faster at 10 connections, significant",
 		"tcp/ipv6":   "4.0% faster throughput at every load, significant",
 		"dns/ipv6":   "not comparable at 1 connection (baseline below resolution)",

@@ -40,7 +40,7 @@ func VersionsTable(s *Summary) (section, bool) {
 		cells = append(cells, cellsOf(s, g)...)
 	}
 	conns := connsOf(cells)
-	sec := section{Title: "HTTP versions side by side (ms, mean of run means; handshake: TCP+TLS or QUIC; first byte: from the start, lookup included)",
+	sec := section{Title: "HTTP versions side by side (ms, mean of run means; handshake: TCP+TLS, TCP alone in cleartext, or QUIC; first byte: from the start, lookup included)",
 		Head: append([]string{"path", "version", ""}, intHeads(conns)...)}
 	for _, p := range versionPaths(s, groups) {
 		label := p
@@ -67,11 +67,14 @@ func VersionsTable(s *Summary) (section, bool) {
 				rows[1] = append(rows[1], metricMean(c, "handshake_ms"))
 				rows[2] = append(rows[2], metricMean(c, "ttfb_ms"))
 				rows[3] = append(rows[3], completion(c))
-				rows[4] = append(rows[4], spoke(c))
+				rows[4] = append(rows[4], spoke(c, slices.Contains(s.HTTPCleartext, g)))
 			}
 			sec.Rows = append(sec.Rows, rows...)
 			label = ""
 		}
+	}
+	if len(s.HTTPCleartext) > 0 && len(s.HTTPCleartext) < len(groups) {
+		sec.Footer = append(sec.Footer, fmt.Sprintf("%s ran in cleartext, the other versions over TLS: its handshake and first byte lack TLS's round trips (give it tls: true, or an https url, to compare like with like)", strings.Join(s.HTTPCleartext, ", ")))
 	}
 	return sec, true
 }
@@ -119,7 +122,7 @@ func VersionDiffs(s *Summary) (section, bool) {
 }
 
 // spoke names the protocols a cell's transactions spoke, the most first.
-func spoke(c *Cell) string {
+func spoke(c *Cell, cleartext bool) string {
 	var ps []string
 	for p := range c.Negotiated {
 		ps = append(ps, p)
@@ -127,6 +130,9 @@ func spoke(c *Cell) string {
 	slices.SortFunc(ps, func(a, b string) int { return c.Negotiated[b] - c.Negotiated[a] })
 	if len(ps) == 0 {
 		return "-"
+	}
+	if cleartext {
+		return strings.Join(ps, "+") + " cleartext"
 	}
 	return strings.Join(ps, "+")
 }

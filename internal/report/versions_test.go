@@ -34,6 +34,23 @@ func TestVersionsSideBySide(t *testing.T) {
 	if got := strings.Join(sec.Rows[16], "|"); got != "||handshake|1.50" {
 		t.Errorf("ipv6 http handshake row %q", got)
 	}
+	if len(sec.Footer) != 0 {
+		t.Errorf("footer %q, though every version ran alike", sec.Footer)
+	}
+	// HTTP/1.1 in cleartext beside TLS versions: said in its row and under
+	// the table (a trial read h2 as 4x slower than a cleartext h1).
+	s.HTTPCleartext = []string{"http"}
+	sec, _ = VersionsTable(s)
+	if got := strings.Join(sec.Rows[4], "|"); got != "||spoke|http/1.1 cleartext" || len(sec.Footer) != 1 || !strings.HasPrefix(sec.Footer[0], "http ran in cleartext") {
+		t.Errorf("cleartext http: spoke row %q, footer %q", got, sec.Footer)
+	}
+	s.HTTPCleartext = nil
+	if got := groupTitle(&Summary{HTTPVersions: map[string]string{"http": "2"}}, "http"); got != "HTTP/2" {
+		t.Errorf("an http group that spoke h2 is titled %q", got)
+	}
+	if got := groupTitle(s, "http/3"); got != "HTTP/3" {
+		t.Errorf("http/3 is titled %q", got)
+	}
 	d, ok := VersionDiffs(s)
 	if !ok || len(d.Rows) != 3 || strings.Join(d.Rows[2], "|") != "|http/3|+0.250 (-0.500 to 1.00)" {
 		t.Errorf("diffs %v %q", ok, d.Rows)

@@ -66,8 +66,9 @@ const parquetGroup = 1 << 17
 // ExportParquet writes the samples of the samples file name (either form)
 // as Parquet (zstd pages) to w, in two streaming passes: the runs' records
 // first (whether each counts), then the rows. Its memory is a row group,
-// whatever the file's size.
-func ExportParquet(name string, w io.Writer) (rows int64, err error) {
+// whatever the file's size. Every sample is vetted as a report vets it
+// (Visitor.Vet, and check: the paths v6lab measures).
+func ExportParquet(name string, w io.Writer, check func(*Sample) error) (rows int64, err error) {
 	counts := map[string]bool{}
 	if err := scanName(name, Visitor{Run: func(r *Run) {
 		counts[runKeyOf(r.Cell, r.Run)] = r.Err == "" && !r.Warmup
@@ -85,7 +86,7 @@ func ExportParquet(name string, w io.Writer) (rows int64, err error) {
 		rows += int64(len(batch))
 		batch = batch[:0]
 	}
-	err = scanName(name, Visitor{Sample: func(s *Sample) {
+	err = scanName(name, Visitor{Vet: true, Check: check, Sample: func(s *Sample) {
 		batch = append(batch, rowOf(s, counts[runKeyOf(s.Cell, s.Run)]))
 		if len(batch) == cap(batch) {
 			flush()

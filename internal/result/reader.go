@@ -45,6 +45,10 @@ type Visitor struct {
 	// the format alone cannot know (the path names v6lab measures): its
 	// error stops the scan, naming the file and line.
 	Check func(*Sample) error
+	// Vet checks every sample and run record against the header's plan
+	// and each run's record against its samples (vet.go): an error stops
+	// the scan, naming the file and line.
+	Vet bool
 }
 
 // Read decodes a samples file (plain or zstd-compressed) into memory.
@@ -79,6 +83,7 @@ func Scan(r io.Reader, name string, v Visitor) (truncated bool, err error) {
 	p := startPipeline(rc, v.Sample == nil)
 	defer p.stop()
 	sawHeader := false
+	var vet *vetter
 	for b := range p.out {
 		<-b.done
 		for i := range b.recs {
@@ -92,20 +97,26 @@ func Scan(r io.Reader, name string, v Visitor) (truncated bool, err error) {
 			switch rec.kind {
 			case KindHeader:
 				sawHeader = true
+				if v.Vet && v.Sample != nil { // counts need the samples decoded
+					vet = newVetter(rec.header)
+				}
 				if v.Header != nil {
 					if err := v.Header(rec.header); err != nil {
 						return false, err
 					}
 				}
 			case KindRun:
+				if vet != nil {
+					if err := vet.run(rec.run); err != nil {
+						return false, wrapLineErr(name, rec.line, err)
+					}
+				}
 				if v.Run != nil {
 					v.Run(rec.run)
 				}
 			case KindSample:
-				if v.Check != nil && v.Sample != nil {
-					if err := v.Check(&rec.sample); err != nil {
-						return false, wrapLineErr(name, rec.line, err)
-					}
+				if err := check(v, vet, &rec.sample); err != nil {
+					return false, wrapLineErr(name, rec.line, err)
 				}
 				if v.Sample != nil {
 					v.Sample(&rec.sample)
@@ -122,6 +133,23 @@ func Scan(r io.Reader, name string, v Visitor) (truncated bool, err error) {
 		return false, fmt.Errorf("result: %s: %w", name, ErrNoHeader)
 	}
 	return truncated || rc.Cut(), nil
+}
+
+// check vets a decoded sample (never one only recognised: nothing reads
+// it).
+func check(v Visitor, vet *vetter, s *Sample) error {
+	if v.Sample == nil {
+		return nil
+	}
+	if v.Check != nil {
+		if err := v.Check(s); err != nil {
+			return err
+		}
+	}
+	if vet != nil {
+		return vet.sample(s)
+	}
+	return nil
 }
 
 func wrapLineErr(name string, line int, err error) error {

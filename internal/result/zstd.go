@@ -36,7 +36,11 @@ func SamplesPath(dir string) (string, error) {
 	}
 	for _, n := range []string{SamplesName, PlainSamplesName} {
 		p := filepath.Join(dir, n)
-		if _, err := os.Stat(p); err == nil {
+		if st, err := os.Stat(p); err == nil {
+			// A FIFO or a device would block a reader or never end.
+			if !st.Mode().IsRegular() {
+				return "", fmt.Errorf("result: %s: not a regular file (%s)", p, st.Mode().Type())
+			}
 			return p, nil
 		}
 	}
@@ -90,9 +94,12 @@ type unzstd struct {
 
 func (u *unzstd) Read(p []byte) (int, error) {
 	n, err := u.d.Read(p)
-	if errors.Is(err, io.ErrUnexpectedEOF) {
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF):
 		u.cut = true
 		err = io.EOF
+	case err != nil && err != io.EOF:
+		err = fmt.Errorf("the compressed samples are damaged here (zstd: %w)", err)
 	}
 	return n, err
 }

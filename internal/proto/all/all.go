@@ -197,3 +197,25 @@ func ServeKeys() []string {
 	}
 	return out
 }
+
+// RedactArgs is a command line as results record it: urls' passwords and
+// the values of every protocol's and server's secret options masked.
+func RedactArgs(args []string) []string {
+	secret := map[string]bool{}
+	add := func(o any) {
+		for _, f := range proto.Fields(o) {
+			if f.Secret && f.Flag != "" {
+				secret[f.Flag] = true
+			}
+		}
+	}
+	for _, p := range List {
+		add(p.New())
+	}
+	for _, s := range Servers {
+		if s.Settings != nil {
+			add(s.Settings())
+		}
+	}
+	return proto.RedactArgs(args, secret)
+}

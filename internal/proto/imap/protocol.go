@@ -56,7 +56,7 @@ type Options struct {
 	proto.Named
 	Users      int    `json:"users,omitempty" opt:"users,default=500" usage:"users on the server: simulated user i logs in as user (i mod users)+1"`
 	UserFormat string `json:"user_format,omitempty" opt:"user_format,default=user%d" usage:"user names, %d being the user's number"`
-	Password   string `json:"password,omitempty" opt:"password,default=v6lab" usage:"every user's password"`
+	Password   string `json:"password,omitempty" opt:"password,default=v6lab,secret" usage:"every user's password"`
 }
 
 // Check applies imap's rules: a url, user names and a password only with

@@ -578,3 +578,12 @@ func Params(o transport.Options) map[string]string {
 
 // Transport is the test the trial's options make, once checked.
 func (o *Trial) Transport() *transport.Options { return o.Test }
+
+// Notes say the congestion control a TCP trial asked for (the command's
+// note gives the host's default beside it).
+func (o *Trial) Notes([]path.Path) []string {
+	if o.Test == nil || o.Test.Congestion == "" {
+		return nil
+	}
+	return []string{"congestion control of these trials: " + o.Test.Congestion + " (--congestion)"}
+}

@@ -779,7 +779,7 @@ func (s CellGroup) MarshalJSON() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts, err = redactURL(opts); err != nil {
+	if opts, err = redact(opts, proto.Secrets(s.Options)); err != nil {
 		return nil, err
 	}
 	if len(opts) <= 2 { // {}
@@ -827,18 +827,26 @@ func (*noOptions) Probe(proto.Endpoint, path.Path) (load.Probe, error) {
 	return nil, errors.New("no such protocol")
 }
 
-// redactURL masks the password of a url option (proto.Redact): results
-// and reports record it without. A run that needed it cannot be resumed
-// from its record (PrepareResume says so).
-func redactURL(opts []byte) ([]byte, error) {
+// redact masks the password of a url option (proto.Redact) and the
+// secret options named: results and reports record them without. A run
+// that needed them cannot be resumed from its record (PrepareResume says
+// so).
+func redact(opts []byte, secrets []string) ([]byte, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(opts, &m); err != nil {
 		return nil, err
 	}
 	var u string
-	if raw, ok := m[proto.OptURL]; !ok || json.Unmarshal(raw, &u) != nil || proto.Redact(u) == u {
+	urlMasked := false
+	if raw, ok := m[proto.OptURL]; ok && json.Unmarshal(raw, &u) == nil && proto.Redact(u) != u {
+		m[proto.OptURL], _ = json.Marshal(proto.Redact(u))
+		urlMasked = true
+	}
+	if !urlMasked && len(secrets) == 0 {
 		return opts, nil
 	}
-	m[proto.OptURL], _ = json.Marshal(proto.Redact(u))
+	for _, name := range secrets {
+		m[name], _ = json.Marshal(proto.Mask)
+	}
 	return json.Marshal(m)
 }

@@ -731,3 +731,29 @@ func TestAURLsPasswordIsNeverRecorded(t *testing.T) {
 		t.Errorf("resume: %v", err)
 	}
 }
+
+// TestASecretOptionIsNeverRecorded: an option tagged secret (IMAP's
+// password) is recorded masked when it is not the default, and such a
+// result cannot be resumed; the default is public and recorded.
+func TestASecretOptionIsNeverRecorded(t *testing.T) {
+	for _, tc := range []struct {
+		password string
+		masked   bool
+	}{{"imapS3cret", true}, {"v6lab", false}} {
+		c := cellOf(t, "imap", "password", tc.password)
+		c.Name, c.Paths, c.Conns, c.Runs, c.Timeout, c.Baseline = "t", []path.Path{path.IPv4}, []int{1}, 2, Duration(time.Second), path.IPv4
+		b, err := json.Marshal(c)
+		if err != nil || strings.Contains(string(b), "imapS3cret") || strings.Contains(string(b), `"password":"xxxxx"`) != tc.masked {
+			t.Fatalf("password %s recorded as %s (%v)", tc.password, b, err)
+		}
+		dir := t.TempDir()
+		r := &Executor{Exp: Single(c, result.Hosts), Probe: func(*CellGroup, path.Path) (load.Probe, error) { return counting{}, nil }}
+		ctx, cancel := context.WithCancel(context.Background())
+		r.OnStep = func(int, int, result.Run) { cancel() }
+		_ = r.Execute(ctx, dir)
+		_, err = PrepareResume(dir)
+		if refused := err != nil && strings.Contains(err.Error(), "password was a secret"); refused != tc.masked {
+			t.Errorf("password %s: resume: %v", tc.password, err)
+		}
+	}
+}

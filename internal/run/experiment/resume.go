@@ -66,6 +66,9 @@ func PrepareResume(dir string) (*Resume, error) {
 		if u, ok := proto.FieldOf(c.Opts(), proto.OptURL); ok && proto.Redacted(u.Text()) {
 			return nil, fmt.Errorf("experiment: resume: cell group %s's url had a password, which results do not record (%s): run it again instead", c.CellName(), u.Text())
 		}
+		if name := proto.MaskedSecret(c.Opts()); name != "" {
+			return nil, fmt.Errorf("experiment: resume: cell group %s's %s was a secret, which results do not record: run it again instead", c.CellName(), name)
+		}
 	}
 	rs := &Resume{Exp: &exp, Header: *h, Done: map[int]bool{}}
 	st, err := fh.Stat()

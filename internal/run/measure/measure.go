@@ -23,6 +23,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"v6lab/internal/proto/all"
 
 	"v6lab/internal/gen/load"
 	"v6lab/internal/report"
@@ -251,6 +252,7 @@ func (j *Job) header(toolVersion string) (result.Header, error) {
 	if len(command) == 0 {
 		command = os.Args
 	}
+	command = all.RedactArgs(command) // a password is used, never written
 	return result.Header{
 		FormatVersion: result.FormatVersion, Tool: "v6lab", ToolVersion: toolVersion, Created: time.Now().UTC(),
 		Command: command, Host: host.Name(), Kernel: host.Kernel(), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(),

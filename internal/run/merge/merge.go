@@ -21,7 +21,6 @@ import (
 
 	"v6lab/internal/report"
 	"v6lab/internal/result"
-	"v6lab/internal/sock/path"
 )
 
 // Dir is one segment's result directory, as read: its header and run
@@ -362,7 +361,7 @@ func (s *Dir) open() *cursor {
 			}
 			batch = nil
 		}
-		err := scanFile(s.name, result.Visitor{Check: checkSample, Sample: func(smp *result.Sample) {
+		err := scanFile(s.name, result.Visitor{Check: report.CheckSample, Vet: true, Sample: func(smp *result.Sample) {
 			if batch == nil {
 				batch = make([]result.Sample, 0, 1024)
 			}
@@ -527,6 +526,3 @@ func mergedRun(segs []*Dir, seq int) result.Run {
 	out.Err = strings.Join(errs, "; ")
 	return out
 }
-
-// checkSample refuses a sample of a path v6lab does not measure.
-func checkSample(s *result.Sample) error { return path.Known(s.Path) }

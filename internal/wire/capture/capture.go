@@ -191,7 +191,10 @@ func transport(proto byte, src, dst, l4 []byte, size int, f Filter) (frameInfo, 
 		// A FIN or an ACK alone, without data: an earlier connection's
 		// close, which a run that follows at once (pause: 0s) can see.
 		bare := len(l4) >= 14 && l4[13]&0x11 != 0 && l4[13]&0x0e == 0 && size == int(l4[12]>>4)*4
-		closing := toService && bare
+		// A FIN with data (TLS's close_notify sent with it) is a close
+		// too: retransmitted under loss, it lands in the next run.
+		fin := len(l4) >= 14 && l4[13]&0x01 != 0
+		closing := toService && (bare || fin)
 		// Taking every port (a transport test's data port is chosen per
 		// trial), which end is the client is unknown: a FIN, reset or
 		// bare ACK from either end is an earlier close (a peer's FIN
