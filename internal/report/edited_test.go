@@ -28,16 +28,14 @@ func TestEditedSamplesAreRefused(t *testing.T) {
 		"samples.jsonl:8: field total_ns: 9223372036854775807 ns is longer than any measurement v6lab makes (at most 26h0m0s)"})
 	// What a new user's trial edited: a path, connection count or run the
 	// experiment never had, a completed transaction without its time.
-	for _, c := range []struct{ from, to, want string }{
+	cases = append(cases, []struct{ from, to, want string }{
 		{`"path":"ipv6","conns":1,"run":1,`, `"path":"6in4","conns":1,"run":1,`, `samples.jsonl:8: field path: "6in4" is not a path cell group http measured ([ipv4 ipv6])`},
 		{`"path":"ipv6","conns":1,"run":1,`, `"path":"ipv6","conns":7,"run":1,`, `samples.jsonl:8: field conns: 7 is not a connection count cell group http measured ([1 3])`},
 		{`"path":"ipv6","conns":1,"run":1,`, `"path":"ipv6","conns":1,"run":99,`, `samples.jsonl:8: field run: 99 is not a run of cell group http (0 to 4)`},
 		{`"proto":"http","path":"ipv6"`, `"proto":"quick","path":"ipv6"`, `samples.jsonl:8: field proto: "quick" is no cell group of this experiment`},
 		{total, `"total_ns":0`, `samples.jsonl:8: field total_ns: a completed transaction takes time (0)`},
 		{total + ",", ``, `samples.jsonl:8: field total_ns: a completed transaction takes time (0)`},
-	} {
-		cases = append(cases, c)
-	}
+	}...)
 	for _, c := range cases {
 		t.Run(c.to, func(t *testing.T) {
 			if !strings.Contains(lines[7], c.from) {
