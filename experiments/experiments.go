@@ -59,7 +59,7 @@ func Print(name string) ([]byte, error) {
 	var out []string
 	for _, line := range strings.SplitAfter(string(b), "\n") {
 		if t, ok := strings.CutPrefix(line, "topology: "); ok && !strings.HasPrefix(t, BuiltinLab) {
-			line = "# the study's lab, built into v6lab (docs/lab.md); give your own topology file to change it\n" +
+			line = "# its lab, built into v6lab (docs/lab.md); give your own topology file to change it\n" +
 				"topology: " + BuiltinLab + t
 		}
 		out = append(out, line)

@@ -9,6 +9,7 @@ import (
 
 	"v6lab/internal/lab"
 	"v6lab/internal/run/experiment"
+	"v6lab/internal/sock/path"
 )
 
 // List writes the built-in experiments as a table: name, cells, what
@@ -44,25 +45,26 @@ func List(w io.Writer) error {
 
 // Load reads the experiment a command line names (args: none, or one): a
 // file, or a built-in experiment (quick when none is named); builtin says
-// which it was.
-func Load(args []string) (exp *experiment.Experiment, builtin bool, err error) {
+// which it was. paths, when not nil, are every cell group's (run --paths),
+// laid over the file's before their rules are checked.
+func Load(args []string, paths []path.Path) (exp *experiment.Experiment, builtin bool, err error) {
 	name := "quick"
 	if len(args) == 1 {
 		name = args[0]
 	}
 	if st, err := os.Stat(name); err == nil && !st.IsDir() {
-		exp, err := experiment.Load(name)
+		exp, err := experiment.LoadPaths(name, paths)
 		return exp, false, err
 	}
 	if strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml") || strings.ContainsRune(name, os.PathSeparator) {
-		exp, err := experiment.Load(name) // names the missing file
+		exp, err := experiment.LoadPaths(name, paths) // names the missing file
 		return exp, false, err
 	}
 	b, err := Get(name)
 	if err != nil {
 		return nil, true, err
 	}
-	exp, err = experiment.Parse("built-in "+name, b)
+	exp, err = experiment.ParsePaths("built-in "+name, b, paths)
 	return exp, true, err
 }
 

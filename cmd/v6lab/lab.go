@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -50,12 +49,18 @@ queue limit, MTU, delay, jitter and loss, and r1's NAT64 (nat64: stateful shares
 by port, RFC 6146; its prefix, pool and ports); flags given on the command line win over it and
 apply to every link. --rate shapes links in both directions with tc tbf; --loss uses netem
 where the kernel has it, else a tc BPF program; --delay and --jitter need netem and fail
-with a clear error where the kernel has none.`,
+with a clear error where the kernel has none. --ptb-blackhole drops the ICMP errors path
+MTU discovery needs and --fragments IP fragments, at the routers, per family, each
+dropped packet counted (lab status); --tcp-mtu-probing and --mss-clamp are the
+mitigations. They matter where a link is smaller than the hosts' (a topology's
+links: {r1-r2: {mtu: 1400}}, as the built-in lab built-in:pmtu.yaml has): docs/lab.md,
+"Path MTU".`,
 		Example: `  v6lab lab up
   v6lab lab up my-topology.yaml
   v6lab lab up built-in:ipv6only.yaml          # the ipv6only preset's lab: a stateful NAT64
   v6lab lab up --name second --tunnel-mtu 1280
-  v6lab lab up --rate 100M`,
+  v6lab lab up --rate 100M
+  v6lab lab up built-in:pmtu.yaml --ptb-blackhole ipv6   # r1-r2 carries 1400 bytes`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if foreground {
@@ -69,7 +74,7 @@ with a clear error where the kernel has none.`,
 			if len(args) == 1 {
 				file = args[0]
 			}
-			cfg, err := lf.config(cmd, file, "default")
+			cfg, err := lf.config(file, "default")
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
@@ -94,57 +99,18 @@ with a clear error where the kernel has none.`,
 }
 
 // labFlags are the lab settings lab up and run share.
-type labFlags struct {
-	hasName                        bool // --name is the lab's (lab up), not the results' (run)
-	name, tunnel, rate, queueLimit string
-	congestion                     string
-	tunnelMTU                      int
-	delay, jitter                  time.Duration
-	loss                           float64
-	bareServer                     bool
-}
+type labFlags struct{ lab.Flags }
 
-func (f *labFlags) register(cmd *cobra.Command, withName bool) {
-	fl := cmd.Flags()
-	f.hasName = withName
-	if withName {
-		fl.StringVar(&f.name, "name", "default", "lab name (namespaces are v6lab-NAME-ROLE)")
-	}
-	fl.IntVar(&f.tunnelMTU, "tunnel-mtu", lab.DefaultTunnelMTU, "MTU of the lab's 6in4 tunnel (1280 to 1480)")
-	fl.StringVar(&f.tunnel, "tunnel", "auto", "6in4 implementation: auto, sit, bpf or userspace (auto: sit where the kernel has it, else bpf, else userspace)")
-	fl.StringVar(&f.rate, "rate", "", "shape every lab link to this rate (e.g. 10M, 100M); default unshaped")
-	fl.StringVar(&f.queueLimit, "queue-limit", "", "queue limit of each shaped link, bytes (e.g. 64K; default: 50 ms of the rate)")
-	fl.DurationVar(&f.delay, "delay", 0, "one-way delay added by each link (needs netem)")
-	fl.DurationVar(&f.jitter, "jitter", 0, "jitter around --delay (needs netem)")
-	fl.Float64Var(&f.loss, "loss", 0, "packet loss in percent on each link (netem where the kernel has it, else tc BPF)")
-	fl.StringVar(&f.congestion, "congestion", lab.DefaultCongestion, "TCP congestion control of every lab host (cubic, reno, bbr, …; the kernel's available ones)")
-	fl.BoolVar(&f.bareServer, "bare-server", false, "turn SACK, timestamps and window scaling off in the server host (the Towson study's bare-PC server)")
-}
+func (f *labFlags) register(cmd *cobra.Command, withName bool) { f.Register(cmd.Flags(), withName) }
 
 // config reads the topology file (if any) and lays the flags the user gave
 // over it; flags apply to every link.
-func (f *labFlags) config(cmd *cobra.Command, file, defName string) (lab.Config, error) {
+func (f *labFlags) config(file, defName string) (lab.Config, error) {
 	cfg, err := experiments.Topology(file, defName)
 	if err != nil {
 		return cfg, err
 	}
-	var o lab.Overrides
-	if f.hasName {
-		o.Name = given(cmd, "name", &f.name)
-	}
-	o.TunnelMTU = given(cmd, "tunnel-mtu", &f.tunnelMTU)
-	o.Tunnel = given(cmd, "tunnel", &f.tunnel)
-	o.BareServer = given(cmd, "bare-server", &f.bareServer)
-	o.Congestion = given(cmd, "congestion", &f.congestion)
-	o.Rate = given(cmd, "rate", &f.rate)
-	o.QueueLimit = given(cmd, "queue-limit", &f.queueLimit)
-	o.Delay = given(cmd, "delay", &f.delay)
-	o.Jitter = given(cmd, "jitter", &f.jitter)
-	o.Loss = given(cmd, "loss", &f.loss)
-	if err := cfg.Override(o); err != nil {
-		return cfg, err
-	}
-	return cfg, nil
+	return cfg, cfg.Override(f.Overrides())
 }
 
 func newLabDownCmd() *cobra.Command {

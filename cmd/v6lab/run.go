@@ -173,7 +173,14 @@ func (o *runOpts) run(cmd *cobra.Command, args []string) error {
 // are bad input.
 func (o *runOpts) prepare(cmd *cobra.Command, args []string) (*experiment.Experiment, run.Settings, split, error) {
 	var s run.Settings
-	exp, builtin, err := experiments.Load(args)
+	var paths []path.Path // --paths: every cell group's, before the file's rules of paths
+	if cmd.Flags().Changed("paths") {
+		var err error
+		if paths, err = path.ParseList(o.lf.Paths); err != nil {
+			return nil, s, split{}, fmt.Errorf("--paths: %w", err)
+		}
+	}
+	exp, builtin, err := experiments.Load(args, paths)
 	if err != nil {
 		return nil, s, split{}, err
 	}
@@ -205,7 +212,7 @@ func (o *runOpts) settings(cmd *cobra.Command, exp *experiment.Experiment, built
 	}
 	// The lab's settings are checked first, even when no lab will be
 	// built, so a bad file or flag is never silently ignored.
-	labCfg, err := o.lflags.config(cmd, topology, "run")
+	labCfg, err := o.lflags.config(topology, "run")
 	if err != nil {
 		return run.Settings{}, err
 	}

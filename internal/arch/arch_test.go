@@ -44,6 +44,7 @@ var only = map[string][]string{
 	"internal/sock/sockaddr": {},
 	"internal/sock/synstamp": {},
 	"internal/sock/wakeread": {},
+	"internal/sock/tcpinfo":  {},
 	"internal/sock/eyeballs": {},
 	"internal/wire/pktring":  {},
 	"internal/wire/tcpflow":  {},
@@ -56,7 +57,7 @@ var only = map[string][]string{
 	"internal/run/host":      {},
 	// path pins sockets with the kernel's stamps; evloop runs them.
 	"internal/sock/path":   {"internal/sock/kstamp", "internal/sock/synstamp", "internal/sock/sockaddr"},
-	"internal/sock/evloop": {"internal/sock/kstamp", "internal/sock/sockaddr"},
+	"internal/sock/evloop": {"internal/sock/kstamp", "internal/sock/sockaddr", "internal/sock/tcpinfo"},
 	// Reports read results and never what measures.
 	"internal/report": {"internal/result", "internal/report/stats", "internal/sock/path"},
 	// merge joins result directories: files and reports only.
@@ -173,9 +174,15 @@ func allowedBy(dep string, allow []string) bool {
 		return true
 	}
 	// What an allowed package is built of comes with it: path brings the
-	// kernel's stamps and socket addresses.
-	if slices.Contains(allow, "internal/sock/path") {
-		return slices.Contains([]string{"internal/sock/kstamp", "internal/sock/synstamp", "internal/sock/sockaddr"}, dep)
+	// kernel's stamps and socket addresses, load what the kernel knows of
+	// a TCP connection.
+	for pkg, parts := range map[string][]string{
+		"internal/sock/path": {"internal/sock/kstamp", "internal/sock/synstamp", "internal/sock/sockaddr"},
+		"internal/gen/load":  {"internal/sock/tcpinfo"},
+	} {
+		if slices.Contains(allow, pkg) && slices.Contains(parts, dep) {
+			return true
+		}
 	}
 	return false
 }

@@ -31,6 +31,8 @@ type topologyFile struct {
 	Congestion string `yaml:"congestion"`
 	// NAT64 is r1's translator (docs/lab.md).
 	NAT64 nat64File `yaml:"nat64"`
+	// PMTU breaks path MTU discovery or fragments, or mitigates it.
+	PMTU pmtuFile `yaml:"pmtu"`
 }
 
 type linkFile struct {
@@ -102,9 +104,6 @@ func ParseTopology(file string, data []byte) (Config, error) {
 	if doc.Has("tunnel.mtu") && (cfg.TunnelMTU < 1280 || cfg.TunnelMTU > 1480) {
 		return cfg, doc.Errorf("tunnel.mtu", "%d is out of range: IPv6 needs at least 1280, and 1480 fills a 1500-byte link", cfg.TunnelMTU)
 	}
-	if cfg.TunnelMTU == 0 {
-		cfg.TunnelMTU = DefaultTunnelMTU
-	}
 	for name := range f.Links {
 		if name != "all" && !slices.Contains(LinkNames, name) {
 			return cfg, doc.Errorf("links."+name, "no such link (links: all, %s)", strings.Join(LinkNames, ", "))
@@ -127,18 +126,16 @@ func ParseTopology(file string, data []byte) (Config, error) {
 			}
 			cfg.Links[name] = l
 		}
-		if name == "r1-r2" && cfg.Tunnel != "vxlan" && l.MTU < cfg.TunnelMTU+20 {
-			at := field + ".mtu"
-			if !doc.Has(at) {
-				at = "links.all.mtu"
+		if name == "r1-r2" {
+			if err := tunnelFits(doc, &cfg, field, l.MTU); err != nil {
+				return cfg, err
 			}
-			if !doc.Has(at) {
-				at = "tunnel.mtu"
-			}
-			return cfg, doc.Errorf(at, "the tunnel (MTU %d) needs an r1-r2 link MTU of at least %d, one 20-byte IPv4 header more, but it is %d", cfg.TunnelMTU, cfg.TunnelMTU+20, l.MTU)
 		}
 	}
 	if cfg.NAT64, err = nat64FromFile(doc, f.NAT64); err != nil {
+		return cfg, err
+	}
+	if err := pmtuFromFile(doc, f.PMTU, &cfg.PMTU); err != nil {
 		return cfg, err
 	}
 	check := cfg // the name may come later (lab up --name, run)
@@ -149,6 +146,62 @@ func ParseTopology(file string, data []byte) (Config, error) {
 		return cfg, fmt.Errorf("%s: %w", file, err) // rules with no single field
 	}
 	return cfg, nil
+}
+
+// tunnelFits gives the tunnel its MTU from the r1-r2 link's, mtu, when
+// the file sets none (TunnelMTUFor), and checks that the tunnel fits the
+// link; field is the link's.
+func tunnelFits(doc *specfile.Doc, cfg *Config, field string, mtu int) error {
+	at := field + ".mtu"
+	if !doc.Has(at) {
+		at = "links.all.mtu"
+	}
+	if cfg.Tunnel == "vxlan" {
+		return nil
+	}
+	if cfg.TunnelMTU == 0 {
+		if cfg.TunnelMTU = TunnelMTUFor(mtu); cfg.TunnelMTU < 1280 {
+			return doc.Errorf(at, "%d leaves the 6in4 tunnel over it %d bytes, less than the 1280 IPv6 needs: at least 1300 (or build the lab without the tunnel's path)", mtu, cfg.TunnelMTU)
+		}
+		return nil
+	}
+	if mtu < cfg.TunnelMTU+20 {
+		if !doc.Has(at) {
+			at = "tunnel.mtu"
+		}
+		return doc.Errorf(at, "the tunnel (MTU %d) needs an r1-r2 link MTU of at least %d, one 20-byte IPv4 header more, but it is %d", cfg.TunnelMTU, cfg.TunnelMTU+20, mtu)
+	}
+	return nil
+}
+
+// pmtuFile is a topology's pmtu section.
+type pmtuFile struct {
+	PTBBlackhole string `yaml:"ptb_blackhole"`
+	Fragments    string `yaml:"fragments"`
+	MTUProbing   *int   `yaml:"tcp_mtu_probing"`
+	MSSClamp     bool   `yaml:"mss_clamp"`
+}
+
+// pmtuFromFile checks and takes a topology's pmtu section.
+func pmtuFromFile(doc *specfile.Doc, f pmtuFile, p *PMTU) error {
+	for _, v := range []struct {
+		field, value string
+		check        func(string) error
+	}{{"pmtu.ptb_blackhole", f.PTBBlackhole, CheckPTBBlackhole}, {"pmtu.fragments", f.Fragments, CheckFragments}} {
+		if !doc.Has(v.field) {
+			continue
+		}
+		if err := v.check(v.value); err != nil {
+			return doc.Errorf(v.field, "%v", err)
+		}
+	}
+	if f.MTUProbing != nil {
+		if err := CheckMTUProbing(*f.MTUProbing); err != nil {
+			return doc.Errorf("pmtu.tcp_mtu_probing", "%v", err)
+		}
+	}
+	*p = PMTU(f)
+	return nil
 }
 
 // linkFromFile applies the fields the file gave for one link (at field)

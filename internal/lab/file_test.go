@@ -42,9 +42,13 @@ func TestTopologyFileSetsEveryLink(t *testing.T) {
 
 func TestConfigValidateChecksLinks(t *testing.T) {
 	for want, c := range map[string]Config{
-		`no link named "x"`:                        {Name: "a", Links: map[string]Link{"x": {}}},
-		"link r1-r2: MTU 100 out of range":         {Name: "a", Links: map[string]Link{"r1-r2": {MTU: 100}}},
-		"needs an r1-r2 link MTU of at least 1500": {Name: "a", Links: map[string]Link{"r1-r2": {MTU: 1400}}},
+		`no link named "x"`:                                              {Name: "a", Links: map[string]Link{"x": {}}},
+		"link r1-r2: MTU 100 out of range":                               {Name: "a", Links: map[string]Link{"r1-r2": {MTU: 100}}},
+		"needs an r1-r2 link MTU of at least 1500":                       {Name: "a", TunnelMTU: 1480, Links: map[string]Link{"r1-r2": {MTU: 1400}}},
+		"link r1-r2: MTU 1290 leaves the 6in4 tunnel over it 1270 bytes": {Name: "a", Links: map[string]Link{"r1-r2": {MTU: 1290}}},
+		"lab: pmtu: ptb_blackhole: \"ipv5\": want ipv6":                  {Name: "a", PMTU: PMTU{PTBBlackhole: "ipv5"}},
+		"lab: pmtu: fragments: \"all\": want drop":                       {Name: "a", PMTU: PMTU{Fragments: "all"}},
+		"lab: pmtu: tcp_mtu_probing: 3: want 0":                          {Name: "a", PMTU: PMTU{MTUProbing: ptrInt(3)}},
 	} {
 		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%+v: %v, want %q", c, err, want)
@@ -53,6 +57,43 @@ func TestConfigValidateChecksLinks(t *testing.T) {
 	ok := Config{Name: "a", TunnelMTU: 1280, Links: map[string]Link{"r1-r2": {MTU: 1400}}}
 	if err := ok.Validate(); err != nil {
 		t.Errorf("1280 tunnel over a 1400 link: %v", err)
+	}
+	// A smaller link between the routers makes the tunnel over it
+	// smaller, unless the tunnel's MTU is given.
+	for link, want := range map[int]int{1500: 1480, 1400: 1380, 1300: 1280, 9000: 1480} {
+		c := Config{Name: "a", Links: map[string]Link{"r1-r2": {MTU: link}}}
+		if err := c.Validate(); err != nil || c.TunnelMTU != want {
+			t.Errorf("r1-r2 MTU %d: tunnel MTU %d, %v; want %d", link, c.TunnelMTU, err, want)
+		}
+	}
+}
+
+func ptrInt(v int) *int { return &v }
+
+// TestTopologyPMTU: a topology's pmtu section, and the tunnel and nat64
+// MTUs that follow a smaller r1-r2 link while the hosts keep 1500.
+func TestTopologyPMTU(t *testing.T) {
+	cfg, err := ParseTopology("p.yaml", []byte("links:\n  r1-r2: {mtu: 1400}\npmtu:\n  ptb_blackhole: ipv6\n  fragments: drop\n  tcp_mtu_probing: 1\n  mss_clamp: true\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := PMTU{PTBBlackhole: "ipv6", Fragments: "drop", MTUProbing: ptrInt(1), MSSClamp: true}
+	if cfg.PMTU.String() != want.String() || cfg.TunnelMTU != 1380 || cfg.Link("client-r1").MTU != 1500 || cfg.Link("r2-server").MTU != 1500 {
+		t.Errorf("config %+v, pmtu %s", cfg, cfg.PMTU)
+	}
+	if d := cfg.PMTU.Drop(); !d.PTB6 || d.PTB4 || !d.Frag6 || !d.Frag4 {
+		t.Errorf("drops %+v", d)
+	}
+	if got := Nat64MTU(1400); got != 1420 {
+		t.Errorf("nat64 route MTU over a 1400 link: %d", got)
+	}
+	if got := Nat64MTU(1500); got != 1480 {
+		t.Errorf("nat64 route MTU over a 1500 link: %d", got)
+	}
+	// A cell group's settings over the lab's own.
+	cell := PMTU{Fragments: "ipv6", MTUProbing: ptrInt(0)}
+	if got := cell.Over(PMTU{PTBBlackhole: "ipv4", Fragments: "ipv4", MTUProbing: ptrInt(2), MSSClamp: true}).String(); got != "ptb_blackhole ipv4, fragments drop, tcp_mtu_probing 0, mss_clamp" {
+		t.Errorf("over: %s", got)
 	}
 }
 

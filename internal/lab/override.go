@@ -18,6 +18,10 @@ type Overrides struct {
 	Rate, QueueLimit *string
 	Delay, Jitter    *time.Duration
 	Loss             *float64
+	// The path MTU settings (Config.PMTU), each as its flag gives it.
+	PTBBlackhole, Fragments *string
+	MTUProbing              *int
+	MSSClamp                *bool
 }
 
 // Override lays o over c and checks the result. Errors name the setting
@@ -55,6 +59,9 @@ func (c *Config) Override(o Overrides) error {
 		}
 		shape = append(shape, func(s *Shaping) { s.QueueLimit = uint32(q) })
 	}
+	if err := o.checkEmulation(); err != nil {
+		return err
+	}
 	if o.Delay != nil {
 		shape = append(shape, func(s *Shaping) { s.Delay = *o.Delay })
 	}
@@ -64,6 +71,9 @@ func (c *Config) Override(o Overrides) error {
 	if o.Loss != nil {
 		shape = append(shape, func(s *Shaping) { s.Loss = *o.Loss })
 	}
+	if err := c.overridePMTU(o); err != nil {
+		return err
+	}
 	for _, fn := range shape {
 		fn(&c.Shaping)
 		for name, l := range c.Links {
@@ -72,4 +82,52 @@ func (c *Config) Override(o Overrides) error {
 		}
 	}
 	return c.Validate()
+}
+
+// checkEmulation checks --delay, --jitter and --loss by the rules of
+// every link's values, naming the flag.
+func (o Overrides) checkEmulation() error {
+	for _, d := range []struct {
+		flag string
+		v    *time.Duration
+	}{{"delay", o.Delay}, {"jitter", o.Jitter}} {
+		if d.v != nil {
+			if err := CheckDelay(*d.v); err != nil {
+				return fmt.Errorf("--%s: %w", d.flag, err)
+			}
+		}
+	}
+	if o.Loss != nil {
+		if err := CheckLoss(*o.Loss); err != nil {
+			return fmt.Errorf("--loss: %w", err)
+		}
+	}
+	return nil
+}
+
+// overridePMTU lays the path MTU flags over the topology's pmtu.
+func (c *Config) overridePMTU(o Overrides) error {
+	if o.PTBBlackhole != nil {
+		if err := CheckPTBBlackhole(*o.PTBBlackhole); err != nil {
+			return fmt.Errorf("--ptb-blackhole: %w", err)
+		}
+		c.PMTU.PTBBlackhole = *o.PTBBlackhole
+	}
+	if o.Fragments != nil {
+		if err := CheckFragments(*o.Fragments); err != nil {
+			return fmt.Errorf("--fragments: %w", err)
+		}
+		c.PMTU.Fragments = *o.Fragments
+	}
+	if o.MTUProbing != nil {
+		if err := CheckMTUProbing(*o.MTUProbing); err != nil {
+			return fmt.Errorf("--tcp-mtu-probing: %w", err)
+		}
+		v := *o.MTUProbing
+		c.PMTU.MTUProbing = &v
+	}
+	if o.MSSClamp != nil {
+		c.PMTU.MSSClamp = *o.MSSClamp
+	}
+	return nil
 }

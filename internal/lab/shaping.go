@@ -33,13 +33,32 @@ var ErrNoNetem = errors.New("delay and jitter need the kernel's netem qdisc (sch
 
 func (s Shaping) emulates() bool { return s.Delay > 0 || s.Jitter > 0 || s.Loss > 0 }
 
+// CheckLoss is the rule for a share of packets to drop, wherever it is
+// given (--loss, a topology's links, a cell group's loss): a percentage
+// from 0 (none) to less than 100, which would drop every packet and leave
+// nothing to measure.
+func CheckLoss(percent float64) error {
+	if !(percent >= 0 && percent < 100) { // NaN fails both
+		return fmt.Errorf("%g%% is not a share of packets to drop: want a percentage from 0 to less than 100 (100 drops every packet: nothing to measure)", percent)
+	}
+	return nil
+}
+
+// CheckDelay is the rule for a link's delay and jitter.
+func CheckDelay(d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("%v: must not be negative", d)
+	}
+	return nil
+}
+
 // Validate checks the numbers.
 func (s Shaping) Validate() error {
 	switch {
 	case s.Rate != 0 && s.Rate < 8000:
 		return fmt.Errorf("lab: rate %d bit/s is below 8 kbit/s", s.Rate)
-	case !(s.Loss >= 0 && s.Loss <= 100): // NaN fails both
-		return fmt.Errorf("lab: loss %g%% is not a percentage from 0 to 100", s.Loss)
+	case CheckLoss(s.Loss) != nil:
+		return fmt.Errorf("lab: loss %w", CheckLoss(s.Loss))
 	case s.Delay < 0 || s.Jitter < 0:
 		return fmt.Errorf("lab: delay and jitter must not be negative")
 	case s.Jitter > 0 && s.Delay == 0:

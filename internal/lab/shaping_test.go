@@ -144,9 +144,10 @@ func TestDelayNeedsNetem(t *testing.T) {
 
 func TestShapingValidation(t *testing.T) {
 	cases := map[string]Shaping{
-		"below 8 kbit/s":       {Rate: 100},
-		"not a percentage":     {Loss: 101},
-		"jitter needs a delay": {Jitter: time.Millisecond},
+		"below 8 kbit/s":                 {Rate: 100},
+		"not a share of packets to drop": {Loss: 101},
+		"100 drops every packet":         {Loss: 100},
+		"jitter needs a delay":           {Jitter: time.Millisecond},
 	}
 	for want, s := range cases {
 		if err := s.Validate(); err == nil || !strings.Contains(err.Error(), want) {

@@ -3,6 +3,7 @@ package lab
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 
@@ -38,6 +39,10 @@ type HostStatus struct {
 	Routes    []Route
 	// TCPOff lists the TCP options turned off in the host (bare server).
 	TCPOff []string
+	// PMTU lists the path MTU mitigations in force in the host: its
+	// tcp_mtu_probing (client, server) when not 0, its MSS clamp (r1,
+	// r2).
+	PMTU []string
 	// BPF are v6lab's tc BPF programs on the host's interfaces, with
 	// their counters as the kernel holds them.
 	BPF []BPFProgram
@@ -68,6 +73,8 @@ func (p BPFProgram) Describe() string {
 		what = fmt.Sprintf("6in4 encap: %d encapsulated, %d refused (too big)", c[bpf.Encapsulated], c[bpf.EncapFailed])
 	case bpf.DecapName:
 		what = fmt.Sprintf("6in4 decap: %d decapsulated, dropped %d spoofed source, %d malformed, %d refused", c[bpf.Decapsulated], c[bpf.DroppedSpoofed], c[bpf.DroppedBad], c[bpf.DecapFailed])
+	case bpf.PMTUName:
+		what = "path MTU impairment: " + bpf.PMTUCounts(c)
 	case bpf.LossName:
 		what = fmt.Sprintf("loss: %d dropped, %d passed", c[bpf.LossDropped], c[bpf.LossPassed])
 	case bpf.SoftwireEncapName, bpf.SoftwireDecapName:
@@ -155,7 +162,30 @@ func (st *Status) inspectHost(role, ns string) (HostStatus, error) {
 	if role == Server {
 		hs.TCPOff = tcpOff(ns)
 	}
+	hs.PMTU = pmtuOf(role, ns)
 	return hs, nil
+}
+
+// pmtuOf describes the path MTU mitigations in force in host role of
+// namespace ns: tcp_mtu_probing when it is not 0, the MSS clamp.
+func pmtuOf(role, ns string) []string {
+	var out []string
+	if slices.Contains(pmtuHosts, role) {
+		_ = Do(ns, func() error {
+			if b, err := os.ReadFile(mtuProbingFile); err == nil && strings.TrimSpace(string(b)) != "0" {
+				out = append(out, "net.ipv4.tcp_mtu_probing = "+strings.TrimSpace(string(b)))
+			}
+			return nil
+		})
+	}
+	if role == R1 || role == R2 {
+		if bin, err := exec.LookPath("nft"); err == nil {
+			if b, err := exec.Command("ip", "netns", "exec", ns, bin, "list", "table", "inet", mssTable).CombinedOutput(); err == nil && strings.Contains(string(b), "maxseg size set rt mtu") {
+				out = append(out, "MSS clamp (nftables, forward): "+MSSClampRule)
+			}
+		}
+	}
+	return out
 }
 
 // iface describes one interface: its global addresses (link-local ones

@@ -78,6 +78,9 @@ type Config struct {
 	// NAT64 is how r1 translates for the nat64 and 464xlat paths
 	// (stateless or stateful, its prefix and pool).
 	NAT64 NAT64 `json:"nat64,omitzero"`
+	// PMTU is what the lab does to path MTU discovery and fragments, and
+	// the mitigations in force, for every run (cell groups add their own).
+	PMTU PMTU `json:"pmtu,omitzero"`
 }
 
 // DefaultCongestion is the lab's TCP congestion control unless set.
@@ -150,16 +153,15 @@ func (c *Config) Link(name string) Link {
 // DefaultTunnelMTU is the usual 6in4 MTU: 1500 less the 20-byte IPv4 header.
 const DefaultTunnelMTU = 1480
 
+// TunnelMTUFor is the tunnel's MTU unless set: the r1-r2 link's less the
+// 20-byte IPv4 header, at most DefaultTunnelMTU (a smaller link makes the
+// tunnel smaller, as a tunnel over it is).
+func TunnelMTUFor(linkMTU int) int { return min(DefaultTunnelMTU, linkMTU-20) }
+
 // Validate checks a config.
 func (c *Config) Validate() error {
 	if err := CheckName(c.Name); err != nil {
 		return err
-	}
-	if c.TunnelMTU == 0 {
-		c.TunnelMTU = DefaultTunnelMTU
-	}
-	if c.TunnelMTU < 1280 || c.TunnelMTU > 1480 {
-		return fmt.Errorf("lab: tunnel MTU %d out of range: IPv6 needs at least 1280, and 1480 fills a 1500-byte link", c.TunnelMTU)
 	}
 	if err := c.Shaping.Validate(); err != nil {
 		return err
@@ -180,6 +182,15 @@ func (c *Config) Validate() error {
 		if err := checkQueue(l.Shaping.QueueLimit, l.MTU); err != nil {
 			return fmt.Errorf("lab: link %s: %w", name, err)
 		}
+	}
+	if c.TunnelMTU == 0 {
+		mtu := c.Link("r1-r2").MTU
+		if c.TunnelMTU = TunnelMTUFor(mtu); c.TunnelMTU < 1280 && c.Tunnel != "vxlan" {
+			return fmt.Errorf("lab: link r1-r2: MTU %d leaves the 6in4 tunnel over it %d bytes, less than the 1280 IPv6 needs: at least 1300", mtu, c.TunnelMTU)
+		}
+	}
+	if c.TunnelMTU < 1280 || c.TunnelMTU > 1480 {
+		return fmt.Errorf("lab: tunnel MTU %d out of range: IPv6 needs at least 1280, and 1480 fills a 1500-byte link", c.TunnelMTU)
 	}
 	if mtu := c.Link("r1-r2").MTU; c.Tunnel != "vxlan" && mtu < c.TunnelMTU+20 {
 		return fmt.Errorf("lab: tunnel MTU %d needs an r1-r2 link MTU of at least %d (the tunnel adds a 20-byte IPv4 header), but it is %d", c.TunnelMTU, c.TunnelMTU+20, mtu)
@@ -205,6 +216,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("lab: %w", err)
 	}
 	c.NAT64.Defaults()
+	if err := c.PMTU.Validate(); err != nil {
+		return fmt.Errorf("lab: pmtu: %w", err)
+	}
 	return nil
 }
 
@@ -405,8 +419,9 @@ func Up(ctx context.Context, cfg Config) (*Lab, error) {
 }
 
 // build makes the lab in order: the hosts (namespaces), their kernel
-// settings, the links between them, shaping, the tunnel, the routes and
-// the NAT64 translator; Up removes it all on an error.
+// settings, the links between them, shaping, the tunnel, the routes, the
+// NAT64 translator and the path MTU settings; Up removes it all on an
+// error.
 func (l *Lab) build(ctx context.Context) error {
 	roles, lks := Hosts, links
 	if l.Generators {
@@ -447,7 +462,10 @@ func (l *Lab) build(ctx context.Context) error {
 	if err := l.addNat64(hs); err != nil {
 		return err
 	}
-	return l.addXlat(hs)
+	if err := l.addXlat(hs); err != nil {
+		return err
+	}
+	return l.addPMTU()
 }
 
 // addHosts makes a namespace per role, named in the owner record first
@@ -740,7 +758,10 @@ func (l *Lab) addRoute(h *netlink.Handle, r hostRoute) error {
 // which has no tunnel device: the route leads to the peer router on the
 // r1-r2 link, where the egress program encapsulates, and its MTU is the
 // tunnel's, so a bigger packet gets Packet Too Big here as it would from
-// a sit device.
+// a sit device. The MTU is locked: a router forwarding by an unlocked
+// route MTU checks against the device's (the kernel's
+// ip6_dst_mtu_maybe_forward), and its first Packet Too Big named the
+// link's MTU, 20 bytes too big for the tunnel, so a sender needed two.
 func (l *Lab) addBPFTunnelRoute(h *netlink.Handle, role string, route *netlink.Route) error {
 	b := links[1]
 	peer, ifname := b.bHost, b.aIf
@@ -751,7 +772,7 @@ func (l *Lab) addBPFTunnelRoute(h *netlink.Handle, role string, route *netlink.R
 	if err != nil {
 		return err
 	}
-	route.Gw, route.LinkIndex, route.MTU = hostAddr(b.v6, peer).AsSlice(), ln.Attrs().Index, l.TunnelMTU
+	route.Gw, route.LinkIndex, route.MTU, route.MTULock = hostAddr(b.v6, peer).AsSlice(), ln.Attrs().Index, l.TunnelMTU, true
 	if err := h.RouteAdd(route); err != nil {
 		return fmt.Errorf("route %v: %w", route, err)
 	}

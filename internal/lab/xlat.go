@@ -293,16 +293,6 @@ func lastAddr(p netip.Prefix) netip.Addr {
 	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
 }
 
-// nft loads a ruleset into namespace ns.
-func nft(ns, rules string) error {
-	cmd := exec.Command("ip", "netns", "exec", ns, "nft", "-f", "-")
-	cmd.Stdin = strings.NewReader(rules)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("nft in %s: %v: %s", ns, err, strings.TrimSpace(string(out)))
-	}
-	return nil
-}
-
 // addXlat builds the 464xlat and dslite paths: the client's addresses,
 // its routes by source, the CLAT and the B4 on its link to r1 (their
 // prefix learnt from r1's PREF64), and the AFTR at r2. The PLAT is the

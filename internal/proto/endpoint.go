@@ -131,8 +131,13 @@ func HostPortTarget(n *Named, scheme string, def int, p path.Path) (Endpoint, er
 }
 
 // ServerURL makes scheme://HOST[:PORT] of a command's HOST, HOST:PORT, IP,
-// IP:PORT or [IPV6]:PORT argument.
+// IP:PORT or [IPV6]:PORT argument; an argument that is a URL already (the
+// form an experiment file's url: takes) is kept, for the options to check
+// its scheme.
 func ServerURL(scheme, arg string) string {
+	if strings.Contains(arg, "://") {
+		return arg
+	}
 	if a, err := netip.ParseAddr(strings.Trim(arg, "[]")); err == nil && a.Is6() {
 		return scheme + "://[" + a.String() + "]"
 	}

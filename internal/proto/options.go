@@ -3,6 +3,7 @@ package proto
 import (
 	"fmt"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -153,8 +154,8 @@ func (n *Named) Hosts() (map[string][]netip.Addr, error) {
 	for i, r := range n.Resolve {
 		name, list, ok := strings.Cut(r, "=")
 		at := fmt.Sprintf("resolve[%d]", i)
-		if !ok || name == "" || list == "" || strings.ContainsAny(name, " /:") {
-			return nil, Errorf(at, "%q: want NAME=ADDR[,ADDR], such as www.example.org=192.0.2.1,2001:db8::1", r)
+		if !ok || name == "" || list == "" || strings.IndexFunc(name, func(c rune) bool { return c <= ' ' || c == 0x7f || c == '/' || c == ':' }) >= 0 {
+			return nil, Errorf(at, "%q: want NAME=ADDR[,ADDR], such as www.example.org=192.0.2.1,2001:db8::1 (a name without blanks or control characters)", r)
 		}
 		for _, s := range strings.Split(list, ",") {
 			a, err := netip.ParseAddr(strings.Trim(strings.TrimSpace(s), "[]"))
@@ -172,6 +173,10 @@ func (n *Named) Hosts() (map[string][]netip.Addr, error) {
 // resolve, or looked up by the DNS servers given (or the system's) over
 // the family dns_over pins.
 func (n *Named) Endpoint(host string, p path.Path) (Endpoint, error) {
+	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil && a.Is4In6() {
+		// A socket of either family would carry it as IPv4, or not at all.
+		return Endpoint{}, fmt.Errorf("%s is an IPv4-mapped IPv6 address, which is IPv4: give %s", host, a.Unmap())
+	}
 	hosts, err := n.Hosts()
 	if err != nil {
 		return Endpoint{}, err
@@ -217,16 +222,49 @@ func (n *Named) CheckURL(where result.Where, want, why string) error {
 	return n.CheckDNSServers(where)
 }
 
+// CheckHostPortURL is the rule for a server url of scheme://host[:port]
+// (smtp, imap): that scheme, a host, at most a port; no user, path or
+// query, which the protocol would not use.
+func CheckHostPortURL(raw, scheme string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != scheme || u.Hostname() == "" || u.User != nil || (u.Path != "" && u.Path != "/") ||
+		u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
+		return Errorf(OptURL, "%q: want %s://host[:port]", Redact(raw), scheme)
+	}
+	return nil
+}
+
 // CheckDNSServers checks dns_servers (only with where: hosts, each a server
 // address) and dns_over.
 func (n *Named) CheckDNSServers(where result.Where) error {
 	if len(n.Resolve) > 0 && where != result.Hosts {
 		return Errorf("resolve", "only with where: hosts; in the lab and on loopback the embedded DNS server answers")
 	}
-	if _, err := n.Hosts(); err != nil {
+	hosts, err := n.Hosts()
+	if err != nil {
+		return err
+	}
+	if err := n.checkResolveNames(hosts); err != nil {
 		return err
 	}
 	return CheckDNSServers(n.DNSServers, n.DNSOver, where)
+}
+
+// checkResolveNames refuses a resolve entry for a name the url does not
+// name: it would give an address to no host the cell connects to.
+func (n *Named) checkResolveNames(hosts map[string][]netip.Addr) error {
+	u, err := url.Parse(n.URL)
+	if len(hosts) == 0 || err != nil || u.Hostname() == "" {
+		return nil
+	}
+	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
+	for i, r := range n.Resolve {
+		name, _, _ := strings.Cut(r, "=")
+		if strings.ToLower(strings.TrimSuffix(name, ".")) != host {
+			return Errorf(fmt.Sprintf("resolve[%d]", i), "%q names no host of the target: its url's host is %s", name, u.Hostname())
+		}
+	}
+	return nil
 }
 
 // CheckDNSServers checks DNS servers a cell names (only with where: hosts,

@@ -210,6 +210,19 @@ type Summarized interface {
 	Summary() string
 }
 
+// Datagrams is implemented by the options of a protocol that may ask
+// over UDP (dns; http's version 3, QUIC): for what path MTU black holes
+// and dropped fragments are likely to cost it.
+type Datagrams interface {
+	// OverUDP says whether its transactions go over UDP, with no TCP
+	// connection to stall in a black hole: a dropped Packet Too Big costs
+	// them nothing (QUIC finds the path's MTU itself, RFC 9000 §14).
+	OverUDP() bool
+	// Fragmented says whether an answer may come in IP fragments (an
+	// EDNS buffer above what a path carries whole, over UDP).
+	Fragmented() bool
+}
+
 // Announce is what v6lab serve prints of r, the server of key, once it
 // listens: a line per address, with its label and detail if it has them.
 func Announce(key string, r Running) []string {
@@ -324,6 +337,37 @@ const LocalName = "www.v6lab.test"
 // gets an empty answer (NODATA); the nat64 path's lookups, which go to a
 // DNS64 view, get one synthesised.
 const V4OnlyName = "v4only.v6lab.test"
+
+// LargeName is a name with a large answer: v6lab's DNS servers (lab and
+// loopback) give it the server's addresses, as LocalName, and TXT records
+// that make a TXT answer LargeAnswer bytes long with an EDNS OPT record:
+// over UDP it needs EDNS and comes in IP fragments (1548 bytes on the
+// wire over IPv6, 1528 over IPv4, more than a 1500-byte link carries),
+// or truncated and then over TCP (RFC 7766).
+const LargeName = "large.v6lab.test"
+
+// LargeAnswer is the size of the TXT answer of LargeName, its OPT record
+// included.
+const LargeAnswer = 1500
+
+// LargeTXT are LargeName's TXT records, a string each: with the 12-byte
+// header, the 22-byte question, 12 bytes of each record's own (its name
+// compressed to a pointer) and the 11-byte OPT record, the answer is
+// LargeAnswer bytes.
+func LargeTXT() []string {
+	const n = 6
+	text := LargeAnswer - 12 - (len(LargeName) + 2 + 4) - 11 - n*(12+1)
+	out := make([]string, n)
+	for i := range out {
+		size := text / n
+		if i < text%n {
+			size++
+		}
+		head := fmt.Sprintf("v6lab large answer, record %d of %d: ", i+1, n)
+		out[i] = head + strings.Repeat("x", size-len(head))
+	}
+	return out
+}
 
 func contains(as []netip.Addr, a netip.Addr) bool {
 	for _, b := range as {

@@ -68,6 +68,9 @@ func HTML(w io.Writer, s *Summary) error {
 		}
 		page.Groups = append(page.Groups, g)
 	}
+	if secs := PMTUTables(s); len(secs) > 0 {
+		page.Groups = append(page.Groups, htmlGroup{Name: "path MTU", Tables: secs})
+	}
 	if sec, ok := SegmentTable(s); ok {
 		g := htmlGroup{Name: "segments", Tables: []section{sec}}
 		if cells, ok := SegmentCellTable(s); ok {

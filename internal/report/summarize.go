@@ -34,6 +34,7 @@ type Summarizer struct {
 	finished   int // run records of finished runs (not interrupted)
 	wire       wireTally
 	late       lateTally
+	pmtu       *pmtuAcc
 }
 
 // runAcc is one run: its sums over completed samples (the run mean, each
@@ -63,7 +64,7 @@ type runAcc struct {
 // NewSummarizer starts a summary of the file whose header is h.
 func NewSummarizer(h *result.Header) *Summarizer {
 	return &Summarizer{h: *h, spec: readSpec(h.Spec), runs: map[runKey]*runAcc{}, cells: map[cellKey]*cellAcc{},
-		segs: newSegmentAcc(h.Merged)}
+		segs: newSegmentAcc(h.Merged), pmtu: newPMTUAcc(h.Spec)}
 }
 
 // Summarize computes the summary of a samples file read into memory.
@@ -91,6 +92,7 @@ func (z *Summarizer) cell(k cellKey) *cellAcc {
 func (z *Summarizer) Run(r *result.Run) {
 	z.wire.add(r.Path, r.Wire)
 	z.late.add(r)
+	z.pmtu.Run(r)
 	k := runKey{cellKey{r.Protocol, r.Path, r.Conns}, r.Run}
 	a := z.runs[k]
 	if a == nil || a.recorded {
@@ -133,6 +135,7 @@ func (a *runAcc) counted() bool { return a.skipped == "" && !a.warmup }
 // Sample takes one sample.
 func (z *Summarizer) Sample(smp *result.Sample) {
 	z.seq++
+	z.pmtu.Sample(smp)
 	ck := cellKey{smp.Protocol, smp.Path, smp.Conns}
 	k := runKey{ck, smp.Run}
 	c := z.cell(ck)
@@ -218,6 +221,10 @@ func (z *Summarizer) Finish() *Summary {
 		s.Notes = append(s.Notes, note)
 	}
 	if note := fragmentNote(s); note != "" {
+		s.Notes = append(s.Notes, note)
+	}
+	s.PMTU = z.pmtu.Finish()
+	if note := s.PMTU.note(); note != "" {
 		s.Notes = append(s.Notes, note)
 	}
 	s.Comparisons = compare(s.Cells, s.Baseline)

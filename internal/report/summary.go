@@ -81,6 +81,8 @@ type Summary struct {
 	// figures beside the pooled ones.
 	Segment  *result.Segment  `json:"segment,omitempty"`
 	Segments []SegmentFigures `json:"segments,omitempty"`
+	// PMTU is a path MTU run's table (pmtu.go), nil for other runs.
+	PMTU *PMTU `json:"pmtu,omitempty"`
 }
 
 // Partial says how much of a stopped experiment's plan a result holds:

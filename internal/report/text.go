@@ -64,6 +64,9 @@ func Text(w io.Writer, s *Summary) error {
 			write(sec)
 		}
 	}
+	for _, sec := range PMTUTables(s) {
+		write(sec)
+	}
 	for _, table := range []func(*Summary) (section, bool){SegmentTable, SegmentCellTable} {
 		if sec, ok := table(s); ok {
 			write(sec)

@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"v6lab/internal/result"
 )
 
 // Verdict is the answer a reader wants first, per cell group and path:
@@ -240,7 +242,11 @@ func failing(s *Summary, group, path string) string {
 	var parts []string
 	for _, c := range s.Cells {
 		if c.Protocol == group && c.Path == path && c.Failed > 0 && c.CompletionRate != nil {
-			parts = append(parts, fmt.Sprintf("%.1f%% completed at %d connections", *c.CompletionRate*100, c.Conns))
+			part := fmt.Sprintf("%.1f%% completed at %d connections", *c.CompletionRate*100, c.Conns)
+			if n := c.Failures[string(result.ErrStall)]; n > 0 {
+				part += fmt.Sprintf(" (%d stalled)", n) // a path MTU black hole, or a server gone silent
+			}
+			parts = append(parts, part)
 		}
 	}
 	return strings.Join(parts, ", ")

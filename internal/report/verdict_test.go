@@ -36,9 +36,9 @@ func TestVerdictsSayWhatTheComparisonsSay(t *testing.T) {
 		cmpOf("http", "nat64", 1, 20, 0.001), cmpOf("http", "nat64", 10, -5, 0.01),
 		{Protocol: "tcp", Path: "ipv6", Conns: 1, Throughput: &MetricComparison{PctChange: f64(4), PPairedHolm: f64(0.01)}},
 		{Protocol: "dns", Path: "ipv6", Conns: 1, NA: map[string]string{"pct_increase": "baseline below resolution"}},
-	}, Cells: append(baseCells("http", 1, 10, 100), Cell{Protocol: "http", Path: "ipv6", Conns: 100, Failed: 3, Completed: 97, CompletionRate: f64(0.97)})}
+	}, Cells: append(baseCells("http", 1, 10, 100), Cell{Protocol: "http", Path: "ipv6", Conns: 100, Failed: 3, Completed: 97, CompletionRate: f64(0.97), Failures: map[string]int{"stall": 2, "timeout": 1}})}
 	want := map[string]string{
-		"http/ipv6":  "same as ipv4 within ±4.1% at every load (95% interval of the difference; no significant difference); 97.0% completed at 100 connections",
+		"http/ipv6":  "same as ipv4 within ±4.1% at every load (95% interval of the difference; no significant difference); 97.0% completed at 100 connections (2 stalled)",
 		"http/6in4":  "8.2–12% slower from 10 connections, significant; no significant difference at 1 connection (95% interval within ±2.0%)",
 		"http/nat64": "20% slower at 1 connection, 5.0% faster at 10 connections, significant",
 		"tcp/ipv6":   "4.0% faster throughput at every load, significant",

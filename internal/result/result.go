@@ -77,8 +77,8 @@ type Sample struct {
 	// empty when the transaction did not complete.
 	Marker string `json:"marker,omitempty"`
 	// Err is why the transaction failed; ErrKind groups failures
-	// (ErrKinds: timeout, refused, reset, family, resolve, protocol,
-	// resource, io, loss).
+	// (ErrKinds: timeout, stall, refused, reset, family, resolve,
+	// protocol, resource, io, loss).
 	Err     string  `json:"err,omitempty"`
 	ErrKind ErrKind `json:"err_kind,omitempty"`
 	// Metrics are a transport test's figures (throughput_mbps,

@@ -60,6 +60,10 @@ type ErrKind string
 const (
 	// ErrTimeout: the transaction did not complete within its timeout.
 	ErrTimeout ErrKind = "timeout"
+	// ErrStall: the transaction timed out on a connection that was up
+	// and on which nothing had arrived for a second or more: it stalled
+	// (a path MTU black hole, a server that stopped answering).
+	ErrStall ErrKind = "stall"
 	// ErrRefused: the server refused the connection (RST to the SYN).
 	ErrRefused ErrKind = "refused"
 	// ErrReset: the connection was reset or broken during the exchange.
@@ -85,4 +89,4 @@ const (
 )
 
 // ErrKinds lists every kind, in the order docs name them.
-var ErrKinds = []ErrKind{ErrTimeout, ErrRefused, ErrReset, ErrFamily, ErrResolve, ErrProtocol, ErrResource, ErrIO, ErrLoss, ErrPoolExhausted}
+var ErrKinds = []ErrKind{ErrTimeout, ErrStall, ErrRefused, ErrReset, ErrFamily, ErrResolve, ErrProtocol, ErrResource, ErrIO, ErrLoss, ErrPoolExhausted}

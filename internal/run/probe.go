@@ -12,6 +12,7 @@ import (
 	"v6lab/internal/proto"
 	"v6lab/internal/result"
 	"v6lab/internal/run/experiment"
+	"v6lab/internal/run/host"
 	"v6lab/internal/run/measure"
 	"v6lab/internal/sock/path"
 )
@@ -40,9 +41,14 @@ type Probe struct {
 }
 
 // Job makes the probe's job: every path fits and has its server. Its
-// errors are bad input.
+// errors are bad input, found before anything is created.
 func (pr Probe) Job() (measure.Job, error) {
 	o, name := pr.Options, pr.Protocol.Name
+	if pr.Load.Name != "" {
+		if err := experiment.CheckName(pr.Load.Name); err != nil {
+			return measure.Job{}, fmt.Errorf("--name: %w", err)
+		}
+	}
 	if paths, err := path.ParseList(pr.Load.Paths); err == nil { // a bad list is the cell's error
 		o.Base().RacesFamilies = (&experiment.CellGroup{Paths: paths}).RacesFamilies()
 	}
@@ -80,6 +86,12 @@ func (pr Probe) Job() (measure.Job, error) {
 	exp := experiment.Single(spec, result.Hosts)
 	if err := exp.Override(pr.Override); err != nil {
 		return measure.Job{}, err
+	}
+	if err := exp.Validate(); err != nil { // the cell's every value is a flag's
+		return measure.Job{}, experiment.FlagError(err, func(string) bool { return true })
+	}
+	if err := exp.CheckOpenFiles(host.NoFileHard(), 0); err != nil { // as run's: bad input
+		return measure.Job{}, fmt.Errorf("--conns: %w", err)
 	}
 	return measure.Job{Exp: exp, Probe: experiment.Probes(nil), Target: result.Hosts,
 		Servers: map[string]string{name: proto.Or(strings.Join(servers, " "), pr.Target)}, Notes: notes, Results: pr.Results}, nil
@@ -138,7 +150,7 @@ func (l Load) Cell(name, protocol, target string) (experiment.CellGroup, error) 
 		return experiment.CellGroup{}, fmt.Errorf("--paths: %w", err)
 	}
 	for _, p := range paths {
-		if err := p.OffLab("a probe's host"); err != nil {
+		if err := p.OffLabOf("a probe's host", experiment.DualFits(path.Dual, protocol) == nil); err != nil {
 			return experiment.CellGroup{}, fmt.Errorf("--paths: %w (v6lab run measures it in a lab of its own)", err)
 		}
 	}
@@ -152,5 +164,5 @@ func (l Load) Cell(name, protocol, target string) (experiment.CellGroup, error) 
 	if l.Duration < 0 {
 		return s, fmt.Errorf("--duration must not be negative")
 	}
-	return s, s.Validate()
+	return s, experiment.FlagError(s.Validate(), func(string) bool { return true })
 }

@@ -105,7 +105,11 @@ func decide(exp *experiment.Experiment, s Settings) (result.Where, string, error
 		}
 		where = Loopback
 	}
-	if need := exp.NeedsLab(); need != "" && (where == Loopback || where == Hosts || (where == result.Auto && why != nil)) {
+	need := exp.NeedsLab()
+	if need == "" && !s.Lab.PMTU.IsZero() {
+		need = "the lab's own path MTU settings (" + s.Lab.PMTU.String() + ": --ptb-blackhole, --fragments, --tcp-mtu-probing, --mss-clamp, or the topology's pmtu) set its routers and hosts"
+	}
+	if need != "" && (where == Loopback || where == Hosts || (where == result.Auto && why != nil)) {
 		reason := "this experiment runs on " + string(where)
 		if why != nil {
 			reason = why.Error()

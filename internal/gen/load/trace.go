@@ -13,6 +13,7 @@ import (
 
 	"v6lab/internal/result"
 	"v6lab/internal/sock/path"
+	"v6lab/internal/sock/tcpinfo"
 )
 
 // Trace times one transaction on the monotonic clock. Phase marks are
@@ -43,6 +44,12 @@ type Trace struct {
 	// handshakes are Dial's connections, their turns counted at Done.
 	handshakes []*Handshake
 	S          result.Sample
+	// watched are the transaction's TCP connections (Watch), tcp their
+	// figures as last read (ReadTCP, or an event loop's), wantTCP
+	// whether completed samples carry them (WithTCPInfo).
+	watched []syscall.RawConn
+	tcp     *tcpinfo.Info
+	wantTCP bool
 	// TLS describes the transaction's TLS (version, cipher, resumed), for
 	// its marker.
 	TLS string
@@ -153,6 +160,9 @@ func (t *Trace) Dial(ctx context.Context, d path.Dialer, to netip.AddrPort, rx t
 	called := time.Now()
 	c, err := d.Dial(ctx, "tcp", to)
 	returned := time.Now()
+	if err == nil {
+		t.Watch(ctx, c)
+	}
 	if err != nil || !t.turns {
 		return c, nil, err
 	}
@@ -380,6 +390,7 @@ func (t *Trace) Done(marker string) result.Sample {
 		t.S.WireFirstByteNS = min(t.wireFirstByte(), t.S.WireNS)
 	}
 	t.S.Marker = marker
+	t.doneTCP()
 	return t.S
 }
 
@@ -387,7 +398,10 @@ func (t *Trace) Done(marker string) result.Sample {
 // "connect", …) and prefixes the message; ctx gives the timeout cause.
 func (t *Trace) Fail(ctx context.Context, phase string, err error) result.Sample {
 	t.S.TotalNS = t.Since()
-	t.S.ErrKind = Classify(ctx, phase, err)
+	if WantsTCPInfo(ctx) {
+		t.wantTCP = true
+	}
+	t.S.ErrKind, err = t.stall(Classify(ctx, phase, err), err)
 	if t.S.ErrKind == result.ErrTimeout {
 		err = fmt.Errorf("timed out after %v: %w", time.Duration(t.S.TotalNS).Round(time.Millisecond), err)
 	}

@@ -90,10 +90,13 @@ func Rate(bps uint64) string {
 // ParseCounts reads a comma-separated list of whole numbers of at least 1
 // (connection counts: "1,10,100").
 func ParseCounts(s string) ([]int, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, fmt.Errorf("empty list")
+	}
 	var out []int
-	for _, f := range strings.Split(s, ",") {
+	for i, f := range strings.Split(s, ",") {
 		if f = strings.TrimSpace(f); f == "" {
-			continue
+			return nil, fmt.Errorf("%q: entry %d is empty (a comma too many)", s, i+1)
 		}
 		n, err := strconv.Atoi(f)
 		if err != nil || strconv.Itoa(n) != f {

@@ -29,11 +29,14 @@ const (
 // cls_bpf filter priorities: loss before the tunnel, so a packet lost on a
 // link is lost before it costs an encapsulation.
 const (
-	prioLoss   = 1
-	prioTunnel = 2
+	prioLoss = 1
+	// The path MTU impairment before the translator on r1's ingress
+	// from the client (it sees the client's packets as they came).
+	prioPMTU   = 2
+	prioTunnel = 3
 	// The translator shares r1's ingress from r2 with the 6in4 decap: a
 	// filter of the same priority and handle would replace it.
-	prioNat64 = 3
+	prioNat64 = 4
 	// The client's end of the client-r1 link holds the CLAT and the
 	// DS-Lite B4 beside a loss program; r2's end of r1-r2 the AFTR
 	// beside the 6in4 tunnel.
@@ -330,6 +333,8 @@ func countsOf(id ebpf.ProgramID) (*Counts, error) {
 		n = numTranslatorCounters
 	case SoftwireEncapName, SoftwireDecapName:
 		n = NumSoftwireCounters
+	case PMTUName:
+		n = NumPMTUCounters
 	default:
 		return nil, nil
 	}

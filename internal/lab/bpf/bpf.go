@@ -1,6 +1,8 @@
 // Package bpf holds the lab's kernel datapaths as tc BPF programs: a 6in4
 // tunnel end (RFC 4213: IPv6 in IPv4 protocol 41) for kernels without the
-// sit device, and random packet loss for kernels without netem. They run
+// sit device, random packet loss for kernels without netem, the NAT64
+// translator, and the path MTU impairment (ICMP too-big errors and IP
+// fragments dropped per family, each counted). They run
 // in the kernel so that a path's figures are the network's, never the cost
 // of v6lab's own machinery (a userspace tunnel measures itself).
 //

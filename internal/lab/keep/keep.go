@@ -260,6 +260,9 @@ func WriteStatus(w io.Writer, st *lab.Status) {
 		if h.NAT != "" {
 			fmt.Fprintf(w, "    nat %s\n", h.NAT)
 		}
+		for _, m := range h.PMTU {
+			fmt.Fprintf(w, "    pmtu %s\n", m)
+		}
 		if len(h.TCPOff) > 0 {
 			fmt.Fprintf(w, "    tcp off: %s\n", strings.Join(h.TCPOff, ", "))
 		}
@@ -293,6 +296,9 @@ func Status(out io.Writer, name string, all bool) error {
 			}
 		}
 		st, err := lab.Inspect(n)
+		if err != nil && name == "" && !Exists(n) {
+			continue // removed since it was listed (a run that ended)
+		}
 		if err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -62,8 +63,11 @@ func TestUnboundAnswersWithViews(t *testing.T) {
 	port := testutil.FreePort(t)
 	v4, v6, tun := netip.MustParseAddr("192.0.2.10"), netip.MustParseAddr("2001:db8::10"), netip.MustParseAddr("2001:db8:46::10")
 	s, err := servers.StartUnbound(context.Background(), servers.Place{}, []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")}, port,
-		"v6lab.test", []servers.Record{{"www.v6lab.test", v4}, {"www.v6lab.test", v6}},
-		[]servers.View{{Name: "tunnel", Clients: netip.MustParsePrefix("::1/128"), Records: []servers.Record{{"www.v6lab.test", tun}}}})
+		"v6lab.test", []servers.Record{{Name: "www.v6lab.test", Addr: v4}, {Name: "www.v6lab.test", Addr: v6}, {Name: "large.v6lab.test", TXT: strings.Repeat("a", 250)},
+			{Name: "large.v6lab.test", TXT: strings.Repeat("b", 250)}, {Name: "large.v6lab.test", TXT: strings.Repeat("c", 250)},
+			{Name: "large.v6lab.test", TXT: strings.Repeat("d", 250)}, {Name: "large.v6lab.test", TXT: strings.Repeat("e", 250)},
+			{Name: "large.v6lab.test", TXT: `six "quoted" \ 6`}},
+		[]servers.View{{Name: "tunnel", Clients: netip.MustParsePrefix("::1/128"), Records: []servers.Record{{Name: "www.v6lab.test", Addr: tun}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,5 +93,23 @@ func TestUnboundAnswersWithViews(t *testing.T) {
 	}
 	if got := ask("[::1]:"+p, dns.TypeAAAA); !strings.HasSuffix(got, "2001:db8:46::10") {
 		t.Errorf("AAAA from the view's client ::1: %s", got)
+	}
+	// A TXT answer of about 1,300 bytes: whole over UDP with EDNS 4096
+	// (max-udp-size: 4096), truncated with 1232.
+	for _, size := range []uint16{4096, 1232} {
+		m := new(dns.Msg)
+		m.SetQuestion("large.v6lab.test.", dns.TypeTXT)
+		m.SetEdns0(size, false)
+		r, err := dns.Exchange(m, "127.0.0.1:"+p)
+		switch {
+		case err != nil:
+			t.Errorf("TXT with EDNS %d: %v", size, err)
+		case size == 4096 && (r.Truncated || len(r.Answer) != 6 || r.Len() < 1300):
+			t.Errorf("TXT with EDNS 4096: truncated %v, %d records, %d bytes", r.Truncated, len(r.Answer), r.Len())
+		case size == 1232 && !r.Truncated:
+			t.Errorf("TXT with EDNS 1232: %d bytes, not truncated", r.Len())
+		case size == 4096 && !slices.ContainsFunc(r.Answer, func(rr dns.RR) bool { return strings.Contains(rr.String(), `six \"quoted\"`) }):
+			t.Errorf("TXT: quoting lost: %v", r.Answer)
+		}
 	}
 }

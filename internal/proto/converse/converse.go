@@ -49,7 +49,7 @@ func Run(ctx context.Context, proto string, s Server, conv evloop.Continuer, ref
 	if err != nil {
 		return fail(tr, "connect", err)
 	}
-	x := evloop.Exchange{Remote: netip.AddrPortFrom(netip.Addr{}, uint16(s.Port)), Source: s.Source, Reply: conv}
+	x := evloop.Exchange{Remote: netip.AddrPortFrom(netip.Addr{}, uint16(s.Port)), Source: s.Source, Reply: conv, TCPInfo: load.WantsTCPInfo(ctx)}
 	r := Exchange(ctx, eng, tr, s.Resolver, s.Host, s.Path, &x)
 	if !r.Connected.IsZero() {
 		tr.At(&tr.S.ConnectNS, r.Connected)
@@ -59,6 +59,7 @@ func Run(ctx context.Context, proto string, s Server, conv evloop.Continuer, ref
 		tr.At(&tr.S.FirstByteNS, r.FirstByte) // the greeting's
 	}
 	tr.S.BytesIn, tr.S.BytesOut = r.BytesIn, r.BytesOut
+	tr.TCP(ctx, r.TCP)
 	if r.Err != nil {
 		phase := r.Phase
 		switch {

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"strconv"
 	"sync"
+	"time"
 
 	mdns "github.com/miekg/dns"
 
@@ -41,6 +42,11 @@ type Client struct {
 	// Expect is the reply that completes a query (ExpectAnswer …;
 	// "": ExpectAnswer).
 	Expect string
+	// EDNS, when above 0, is the UDP payload size the query advertises
+	// (an OPT record, RFC 6891); Resend, when above 0, sends a stub's UDP
+	// query again after that wait without a reply, doubled each time.
+	EDNS   uint16
+	Resend time.Duration
 
 	once   sync.Once
 	mux    *mux
@@ -82,27 +88,102 @@ func (c *Client) Do(ctx context.Context, user int) result.Sample {
 	q.SetQuestion(mdns.Fqdn(c.Name), c.qtype())
 	q.Id = uint16(user) ^ mdns.Id()
 	q.RecursionDesired = true
+	if c.EDNS > 0 {
+		q.SetEdns0(c.EDNS, false)
+	}
 	wire, err := q.Pack()
 	if err != nil {
 		return tr.Fail(ctx, "query", err)
 	}
+	w := &answerWire{want: c.EDNS > 0 || load.WantsTCPInfo(ctx), tcp: c.TCP}
 	tr.Restart() // the query is built: its first system call is next
-	reply, err := c.exchange(ctx, tr, wire, c.TCP)
+	reply, err := c.exchange(ctx, tr, wire, c.TCP, w)
 	if err == nil && reply.Truncated && !c.TCP {
-		reply, err = c.exchange(ctx, tr, wire, true)
+		w.tcp = true
+		reply, err = c.exchange(ctx, tr, wire, true, w)
 	}
 	if err != nil {
 		phase := "io"
 		if errors.Is(err, ErrReply) {
 			phase = "reply"
 		}
-		return tr.Fail(ctx, phase, err)
+		return w.record(tr.Fail(ctx, phase, err))
 	}
 	if err := check(q, reply, c.Expect); err != nil {
-		return tr.Fail(ctx, "reply", err)
+		return w.record(tr.Fail(ctx, "reply", err))
 	}
-	return tr.Done(marker(reply, c.qtype()))
+	return w.record(tr.Done(marker(reply, c.qtype()) + w.how()))
 }
+
+// answerWire is how a stub query's answer came: over TCP (asked so, or
+// after a truncated one), and over UDP in how many IP fragments, after
+// how many resends.
+type answerWire struct {
+	want bool // the sample records it (EDNS, or a path MTU run)
+	tcp  bool
+	// fragments of the UDP answer (1: whole; 0: none came), resent the
+	// query's resends.
+	fragments, resent int
+}
+
+// udp takes what the event loop saw of a UDP exchange whose reply
+// (n bytes, over IPv6 or not) came in fragments of at most fragSize.
+func (w *answerWire) udp(r evloop.Result, n int, ipv6 bool) {
+	w.resent += r.Resent
+	if r.Err != nil {
+		return
+	}
+	w.fragments = 1
+	if f := r.FragSize; f > 0 {
+		per := f - 20 // IPv4: every fragment has the header
+		if ipv6 {
+			per = f - 40 - 8 // IPv6: and the Fragment Header
+		}
+		if per > 0 {
+			w.fragments = (n + 8 + per - 1) / per // the UDP header is in the first
+		}
+	}
+}
+
+// how is what the marker adds: ", over TCP" or ", in N fragments".
+func (w *answerWire) how() string {
+	switch {
+	case !w.want:
+		return ""
+	case w.tcp:
+		return ", over TCP"
+	case w.fragments > 1:
+		return fmt.Sprintf(", in %d IP fragments", w.fragments)
+	}
+	return ""
+}
+
+// record puts how the answer came in the sample's figures (dns_tcp,
+// ip_fragments, dns_resent) when wanted.
+func (w *answerWire) record(s result.Sample) result.Sample {
+	if !w.want {
+		return s
+	}
+	if s.Metrics == nil {
+		s.Metrics = map[string]float64{}
+	}
+	s.Metrics[MetricTCP] = 0
+	if w.tcp {
+		s.Metrics[MetricTCP] = 1
+	}
+	if w.fragments > 0 {
+		s.Metrics[MetricFragments] = float64(w.fragments)
+	}
+	s.Metrics[MetricResent] = float64(w.resent)
+	return s
+}
+
+// The figures of how an answer came (answerWire).
+const (
+	MetricTCP       = "dns_tcp"
+	MetricFragments = "ip_fragments"
+	MetricResent    = "dns_resent"
+)
 
 // doLoad sends one query on the user's long-lived socket and waits for
 // the reply with its ID. The response time ends at the read that received
@@ -114,6 +195,9 @@ func (c *Client) doLoad(ctx context.Context, user int) result.Sample {
 		c.query = new(mdns.Msg)
 		c.query.SetQuestion(mdns.Fqdn(c.Name), c.qtype())
 		c.query.RecursionDesired = true
+		if c.EDNS > 0 {
+			c.query.SetEdns0(c.EDNS, false)
+		}
 		if c.wire, c.muxErr = c.query.Pack(); c.muxErr != nil {
 			c.muxErr = fmt.Errorf("query: %w", c.muxErr)
 			return
@@ -142,7 +226,7 @@ func (c *Client) doLoad(ctx context.Context, user int) result.Sample {
 		reply, err := Parse(a.msg)
 		truncated := err == nil && reply.Truncated
 		if truncated {
-			reply, err = c.exchange(ctx, tr, wire, true) // over TCP, as a resolver would
+			reply, err = c.exchange(ctx, tr, wire, true, &answerWire{}) // over TCP, as a resolver would
 		}
 		if err == nil {
 			err = check(&q, reply, c.Expect)
@@ -183,15 +267,17 @@ func check(q, reply *mdns.Msg, expect string) error {
 	return meets(q, reply, expect)
 }
 
-func (c *Client) exchange(ctx context.Context, tr *load.Trace, wire []byte, tcp bool) (*mdns.Msg, error) {
+func (c *Client) exchange(ctx context.Context, tr *load.Trace, wire []byte, tcp bool, w *answerWire) (*mdns.Msg, error) {
 	if !tcp {
-		return c.exchangeUDP(ctx, tr, wire)
+		return c.exchangeUDP(ctx, tr, wire, w)
 	}
 	raw, err := path.Dialer{Path: c.Path, Source: c.Source}.Dial(ctx, "tcp", c.Server)
 	if err != nil {
 		return nil, err
 	}
 	defer load.CloseAbort(raw)
+	tr.Watch(ctx, raw)
+	defer tr.ReadTCP() // before the close: a stall is told by it
 	// The kernel stamps the reply (wire_ns); the SYN starts the wire time
 	// when no earlier query did.
 	conn := tr.Stamp(raw)
@@ -229,7 +315,7 @@ func (c *Client) exchange(ctx context.Context, tr *load.Trace, wire []byte, tcp 
 // before it does anything else of the batch (Go's poller would wake this
 // goroutine through the scheduler first, which at 100 users put hundreds
 // of microseconds of v6lab's own into every query's time).
-func (c *Client) exchangeUDP(ctx context.Context, tr *load.Trace, wire []byte) (*mdns.Msg, error) {
+func (c *Client) exchangeUDP(ctx context.Context, tr *load.Trace, wire []byte, w *answerWire) (*mdns.Msg, error) {
 	if err := (path.Dialer{Path: c.Path, Source: c.Source}).Check(c.Server.Addr()); err != nil {
 		return nil, err
 	}
@@ -238,7 +324,8 @@ func (c *Client) exchangeUDP(ctx context.Context, tr *load.Trace, wire []byte) (
 		return nil, err
 	}
 	f := &replyFeeder{}
-	r := eng.Do(ctx, &evloop.Exchange{Remote: c.Server, Source: c.Source, Request: wire, Reply: f, UDP: true})
+	r := eng.Do(ctx, &evloop.Exchange{Remote: c.Server, Source: c.Source, Request: wire, Reply: f, UDP: true, FragSize: w.want, Resend: c.Resend})
+	w.udp(r, len(f.reply), c.Server.Addr().Unmap().Is6())
 	tr.S.BytesOut += r.BytesOut
 	if !r.Connected.IsZero() && tr.S.ConnectNS == 0 {
 		tr.At(&tr.S.ConnectNS, r.Connected) // the socket is made and the query sent

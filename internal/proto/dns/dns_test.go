@@ -3,6 +3,7 @@ package dns
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -437,5 +438,103 @@ func TestLateAAAADoesNotHoldOtherQueries(t *testing.T) {
 		t.Errorf("the port is not free after Close: %v", err)
 	} else {
 		pc.Close()
+	}
+}
+
+// TestLargeAnswer: the large name's TXT answer is proto.LargeAnswer bytes
+// with EDNS; a query advertising 4096 gets it whole over UDP, one
+// advertising 1232 (DNS Flag Day 2020) or none gets it truncated and asks
+// again over TCP, and each sample says how its answer came.
+func TestLargeAnswer(t *testing.T) {
+	z := testZone()
+	large(z, "www.v6lab.test")
+	s, err := Listen(context.Background(), z, []netip.Addr{lo4, lo6}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	for _, p := range []path.Path{path.IPv4, path.IPv6} {
+		for _, tc := range []struct {
+			edns  uint16
+			tcp   bool
+			bytes int64
+		}{{4096, false, proto.LargeAnswer}, {1232, true, proto.LargeAnswer + 2}, {0, true, proto.LargeAnswer - 11 + 2}} {
+			t.Run(fmt.Sprintf("%s/edns%d", p, tc.edns), func(t *testing.T) {
+				c := &Client{Name: proto.LargeName, Server: serverFor(s, p), Path: p, Type: mdns.TypeTXT, EDNS: tc.edns}
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				defer cancel()
+				smp := c.Do(ctx, 0)
+				if !smp.OK() {
+					t.Fatalf("failed: %s", smp.Err)
+				}
+				if !strings.HasPrefix(smp.Marker, "NOERROR, 6 TXT") {
+					t.Errorf("marker %q", smp.Marker)
+				}
+				wantTCP := 0.0
+				if tc.tcp {
+					wantTCP = 1
+				}
+				if tc.edns > 0 && smp.Metrics[MetricTCP] != wantTCP {
+					t.Errorf("dns_tcp %v, want %v (marker %q)", smp.Metrics[MetricTCP], wantTCP, smp.Marker)
+				}
+				if tc.tcp != strings.HasSuffix(smp.Marker, ", over TCP") && tc.edns > 0 {
+					t.Errorf("marker %q does not say how the answer came", smp.Marker)
+				}
+				// The answer's own bytes (and over TCP its length
+				// prefix), after the truncated one over UDP.
+				if got := smp.BytesIn; !tc.tcp && got != tc.bytes || tc.tcp && got <= tc.bytes {
+					t.Errorf("bytes in %d, want %d", got, tc.bytes)
+				}
+			})
+		}
+	}
+}
+
+// TestResend: a stub query whose reply does not come is sent again after
+// Resend, and the sample counts it.
+func TestResend(t *testing.T) {
+	pc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	go func() { // answer only the second copy of each query
+		buf := make([]byte, 4096)
+		seen := map[uint16]bool{}
+		for {
+			n, from, err := pc.ReadFromUDP(buf)
+			if err != nil {
+				return
+			}
+			q := new(mdns.Msg)
+			if q.Unpack(buf[:n]) != nil {
+				continue
+			}
+			if !seen[q.Id] {
+				seen[q.Id] = true
+				continue
+			}
+			m := new(mdns.Msg)
+			m.SetReply(q)
+			m.Answer = append(m.Answer, &mdns.A{Hdr: mdns.RR_Header{Name: q.Question[0].Name, Rrtype: mdns.TypeA, Class: mdns.ClassINET, Ttl: 60}, A: net.IPv4(127, 0, 0, 1)})
+			b, _ := m.Pack()
+			pc.WriteToUDP(b, from)
+		}
+	}()
+	c := &Client{Name: "www.v6lab.test", Server: pc.LocalAddr().(*net.UDPAddr).AddrPort(), Path: path.IPv4, EDNS: 1232, Resend: 50 * time.Millisecond}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	smp := c.Do(ctx, 0)
+	if !smp.OK() {
+		t.Fatalf("failed: %s", smp.Err)
+	}
+	if smp.Metrics[MetricResent] != 1 || smp.Total() < 50*time.Millisecond {
+		t.Errorf("resent %v after %v, want once after 50ms", smp.Metrics[MetricResent], smp.Total())
+	}
+	c.Resend = 0
+	ctx, cancel = context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if smp := c.Do(ctx, 1); smp.OK() || smp.Metrics[MetricResent] != 0 {
+		t.Errorf("without resend: %+v", smp)
 	}
 }

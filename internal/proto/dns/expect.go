@@ -39,6 +39,7 @@ func parseExpect(s string) (string, error) {
 var placeTypes = map[string][]uint16{
 	mdns.CanonicalName(proto.LocalName):  {mdns.TypeA, mdns.TypeAAAA},
 	mdns.CanonicalName(proto.V4OnlyName): {mdns.TypeA},
+	mdns.CanonicalName(proto.LargeName):  {mdns.TypeA, mdns.TypeAAAA, mdns.TypeTXT},
 }
 
 // askedName is the name a lab or loopback cell looks up, canonical.

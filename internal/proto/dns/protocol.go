@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"time"
 
 	mdns "github.com/miekg/dns"
 
@@ -39,10 +40,12 @@ load keeps a few long-lived UDP sockets per path with every user's query in flig
 once, replies matched by ID, as dnsperf does: a load generator that still times every
 query (from the send to the read that received its reply) and pins the family.`,
 		Example: `  v6lab probe dns www.example.test --server 192.0.2.53 --server 2001:db8::53
-  v6lab probe dns www.example.test --server 127.0.0.1:5353 --paths ipv4 --type AAAA --conns 1,100
-  v6lab probe dns www.example.test --server [::1]:5353 --paths ipv6 --tcp
-  v6lab probe dns nosuch.example.test --server 127.0.0.1:5353 --paths ipv4 --expect nxdomain
-  v6lab probe dns www.example.test --server 127.0.0.1:5353 --paths ipv4 --mode load --conns 100 --duration 10s`,
+  # against v6lab serve dns's example (www.lab.test on 127.0.0.1:5353 and [::1]:5353):
+  v6lab probe dns www.lab.test --server 127.0.0.1:5353 --server [::1]:5353 --conns 1,100
+  v6lab probe dns www.lab.test --server 127.0.0.1:5353 --paths ipv4 --type AAAA
+  v6lab probe dns www.lab.test --server [::1]:5353 --paths ipv6 --tcp
+  v6lab probe dns nosuch.lab.test --server 127.0.0.1:5353 --paths ipv4 --expect nxdomain
+  v6lab probe dns www.lab.test --server 127.0.0.1:5353 --paths ipv4 --mode load --conns 100 --duration 10s`,
 	},
 	Server: &proto.Server{
 		Key:      "dns",
@@ -82,7 +85,20 @@ type Options struct {
 	// Type is the record type: path (the path's own: A on ipv4, AAAA on
 	// the others; the default), A, AAAA, …
 	Type string `json:"type,omitempty" opt:"type,default=path" usage:"record type to ask: path (A on ipv4, AAAA on ipv6), A, AAAA, …"`
+	// EDNS is the UDP payload size the query advertises (EDNS(0), RFC
+	// 6891); 0 sends none (a server then truncates at 512 bytes).
+	EDNS int `json:"edns,omitempty" opt:"edns" usage:"EDNS(0) UDP payload size the query advertises, 512 to 65535 (1232 as DNS Flag Day 2020 advised; 4096 lets an answer come in IP fragments); 0: no EDNS"`
+	// Resend is a stub's retransmission: the query goes again after
+	// this wait without a reply, the wait doubled each time (0: never).
+	Resend proto.Duration `json:"resend,omitempty" opt:"resend" usage:"send a UDP query again after this wait without a reply, the wait doubled each time, as a stub resolver does (10ms to 10s; stub mode)"`
 }
+
+// EDNS bounds and DNS Flag Day 2020's advice.
+const (
+	MinEDNS     = 512
+	FlagDayEDNS = 1232
+	MaxResend   = 10 * time.Second
+)
 
 // Check applies dns's rules: with where: hosts a query and the servers to
 // ask; transport udp or tcp; the engine (CheckMode); a reply to expect that
@@ -90,6 +106,11 @@ type Options struct {
 func (o *Options) Check(where result.Where, given proto.Given) error {
 	if where == result.Hosts && (o.Query == "" || len(o.DNSServers) == 0) {
 		return proto.Require("the name to look up and the server to ask", "query", "dns_servers")
+	}
+	if o.Query != "" {
+		if err := CheckName(o.Query); err != nil {
+			return proto.Errorf("query", "%v", err)
+		}
 	}
 	if o.TCP {
 		o.Transport = "tcp"
@@ -113,8 +134,36 @@ func (o *Options) Check(where result.Where, given proto.Given) error {
 	if err := checkExpect(o, where); err != nil {
 		return err
 	}
+	if err := o.checkEDNS(); err != nil {
+		return err
+	}
 	return proto.CheckDNSServers(o.DNSServers, "", where)
 }
+
+// checkEDNS checks the EDNS payload size and the stub's resends.
+func (o *Options) checkEDNS() error {
+	if o.EDNS != 0 && (o.EDNS < MinEDNS || o.EDNS > 65535) {
+		return proto.Errorf("edns", "%d: want a UDP payload size from %d to 65535 (%d as DNS Flag Day 2020 advised), or 0 for no EDNS", o.EDNS, MinEDNS, FlagDayEDNS)
+	}
+	if o.Resend != 0 {
+		switch d := time.Duration(o.Resend); {
+		case d < 10*time.Millisecond || d > MaxResend:
+			return proto.Errorf("resend", "%v: want 10ms to %v", d, MaxResend)
+		case o.Mode == ModeLoad:
+			return proto.Errorf("resend", "the load engine sends each query once, as dnsperf does: resend is the stub engine's")
+		case o.Transport == "tcp":
+			return proto.Errorf("resend", "resends a UDP query; over tcp the connection retransmits")
+		}
+	}
+	return nil
+}
+
+// OverUDP says whether the queries go over UDP (proto.Datagrams).
+func (o *Options) OverUDP() bool { return o.Transport != "tcp" }
+
+// Fragmented says whether an answer may come in IP fragments: over UDP
+// with an EDNS buffer above DNS Flag Day 2020's (proto.Datagrams).
+func (o *Options) Fragmented() bool { return o.OverUDP() && o.EDNS > FlagDayEDNS }
 
 // Destination is the query and the servers asked.
 func (o *Options) Destination() string {
@@ -195,7 +244,8 @@ func (o *Options) Probe(ep proto.Endpoint, p path.Path) (load.Probe, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{Name: proto.Or(o.Query, proto.LocalName), Server: srv, Path: p, Type: qt, TCP: o.Transport == "tcp", Source: ep.Source, Mode: o.Mode, Expect: expect}, nil
+	return &Client{Name: proto.Or(o.Query, proto.LocalName), Server: srv, Path: p, Type: qt, TCP: o.Transport == "tcp", Source: ep.Source, Mode: o.Mode, Expect: expect,
+		EDNS: uint16(o.EDNS), Resend: time.Duration(o.Resend)}, nil
 }
 
 // about describes the embedded server.
@@ -248,12 +298,13 @@ func serve(ctx context.Context, at proto.Place) (proto.Running, error) {
 	return running{s, zone.Names()}, nil
 }
 
-// placeZone is the zone of a place's name (and of proto.V4OnlyName, its
-// IPv4 address alone), and a view per lab-only path.
 // IPv4OnlyArpa is the name whose synthesised AAAA gives a host its NAT64
 // prefix (RFC 7050): the DNS64 view answers it.
 const IPv4OnlyArpa = "ipv4only.arpa"
 
+// placeZone is the zone of a place's name (and of proto.LargeName, the
+// same addresses and a large TXT answer, and of proto.V4OnlyName, its
+// IPv4 address alone), and a view per lab-only path.
 func placeZone(at proto.Place) (Zone, Views) {
 	zone, views := Zone{}, Views{}
 	if at.Name == "" {
@@ -273,6 +324,7 @@ func placeZone(at proto.Place) (Zone, Views) {
 		}
 	}
 	v4only(zone)
+	large(zone, at.Name)
 	for _, k := range path.Kinds {
 		a, ok := at.Addrs[k.Path]
 		if !ok || !k.LabOnly || a == native[k.IPv6] {
@@ -292,6 +344,7 @@ func placeZone(at proto.Place) (Zone, Views) {
 			// this IPv4-only name (its A records are RFC 7050's).
 			v.Add(IPv4OnlyArpa, netip.MustParseAddr("192.0.0.170"))
 			v.Add(IPv4OnlyArpa, netip.MustParseAddr("192.0.0.171"))
+			large(v, at.Name)
 			views[a] = v.Synthesize(at.DNS64)
 			continue
 		}
@@ -301,9 +354,19 @@ func placeZone(at proto.Place) (Zone, Views) {
 		}
 		v.Add(at.Name, a)
 		v4only(v)
+		large(v, at.Name)
 		views[a] = v
 	}
 	return zone, views
+}
+
+// large gives proto.LargeName the addresses name has in z (its TXT
+// records are every view's: Zone.handler).
+func large(z Zone, name string) {
+	k := mdns.CanonicalName(name)
+	for _, a := range z[k] {
+		z.Add(proto.LargeName, a)
+	}
 }
 
 type running struct {
@@ -328,12 +391,12 @@ func startReal(ctx context.Context, at proto.RealPlace) (*proto.RealRunning, err
 	v4only := servers.Record{Name: proto.V4OnlyName, Addr: v4}
 	dns64 := at.Addrs[path.NAT64] // the nat64 path's DNS64 view's address
 	plain := slices.DeleteFunc(at.Listen(), func(x netip.Addr) bool { return x == dns64 })
-	records := []servers.Record{{Name: at.Name, Addr: v4}, {Name: at.Name, Addr: v6}, v4only}
+	records := append([]servers.Record{{Name: at.Name, Addr: v4}, {Name: at.Name, Addr: v6}, v4only}, largeRecords(v4, v6)...)
 	var views []servers.View
 	about := ""
 	if tun, ok := at.Addrs[path.SixIn4]; ok && at.Sources[path.SixIn4].IsValid() {
 		views = append(views, servers.View{Name: "tunnel", Clients: netip.PrefixFrom(at.Sources[path.SixIn4], 64).Masked(),
-			Records: []servers.Record{{Name: at.Name, Addr: v4}, {Name: at.Name, Addr: tun}, v4only}})
+			Records: append([]servers.Record{{Name: at.Name, Addr: v4}, {Name: at.Name, Addr: tun}, v4only}, largeRecords(v4, tun)...)})
 		about = ", a view for the tunnel's clients"
 	}
 	ub, err := servers.StartUnbound(ctx, at.Daemon, plain, RealPort, "v6lab.test", records, views)
@@ -343,7 +406,7 @@ func startReal(ctx context.Context, at proto.RealPlace) (*proto.RealRunning, err
 	run := &proto.RealRunning{Stop: ub.Stop, About: map[string]string{"dns (real)": proto.RealAbout(ub, about)}}
 	if dns64.IsValid() {
 		d64, err := servers.StartUnboundDNS64(ctx, at.Daemon, dns64, RealPort, "v6lab.test",
-			[]servers.Record{{Name: at.Name, Addr: v4}, v4only}, at.DNS64)
+			append([]servers.Record{{Name: at.Name, Addr: v4}, v4only}, largeRecords(v4)...), at.DNS64)
 		if err != nil {
 			ub.Stop()
 			return nil, err
@@ -352,4 +415,17 @@ func startReal(ctx context.Context, at proto.RealPlace) (*proto.RealRunning, err
 		run.About["dns64 (real)"] = fmt.Sprintf("%s in the server namespace on %s: its dns64 module synthesises AAAA under %s for the nat64 path (the name as an IPv4-only host has it)", d64.Version, dns64, at.DNS64)
 	}
 	return run, nil
+}
+
+// largeRecords are proto.LargeName's records on a real server: addrs,
+// and the TXT records of its large answer.
+func largeRecords(addrs ...netip.Addr) []servers.Record {
+	var out []servers.Record
+	for _, a := range addrs {
+		out = append(out, servers.Record{Name: proto.LargeName, Addr: a})
+	}
+	for _, t := range proto.LargeTXT() {
+		out = append(out, servers.Record{Name: proto.LargeName, TXT: t})
+	}
+	return out
 }

@@ -26,17 +26,52 @@ import (
 // address and an AAAA record for each IPv6 one.
 type Zone map[string][]netip.Addr
 
-// ParseRecord reads "NAME=ADDR" into z, e.g. "www.v6lab.test=::1".
+// ParseRecord reads "NAME=ADDR" into z, e.g. "www.v6lab.test=::1"; NAME
+// is held to CheckName.
 func (z Zone) ParseRecord(s string) error {
 	name, addr, ok := strings.Cut(s, "=")
 	if !ok || strings.TrimSpace(name) == "" {
 		return fmt.Errorf("dns: bad record %q (want NAME=ADDR)", s)
+	}
+	if err := CheckName(strings.TrimSpace(name)); err != nil {
+		return fmt.Errorf("dns: bad record %q: %w", s, err)
 	}
 	a, err := netip.ParseAddr(strings.TrimSpace(addr))
 	if err != nil {
 		return fmt.Errorf("dns: bad record %q: %q is not an IP address", s, addr)
 	}
 	z.Add(name, a)
+	return nil
+}
+
+// Bounds of a DNS name (RFC 1035 §2.3.4), as text without its final dot.
+const (
+	MaxLabel = 63
+	MaxName  = 253
+)
+
+// CheckName is the rule for a name to ask or serve: labels of 1 to 63
+// characters, at most 253 in all (a final dot aside), no control
+// characters or blanks, which a query would carry into the wire.
+func CheckName(name string) error {
+	if i := strings.IndexFunc(name, func(r rune) bool { return r <= ' ' || r == 0x7f }); i >= 0 {
+		return fmt.Errorf("%q is not a DNS name: it holds %q at byte %d (no control characters or blanks)", name, name[i], i)
+	}
+	n := strings.TrimSuffix(name, ".")
+	switch {
+	case n == "":
+		return fmt.Errorf("%q is not a DNS name: it is empty", name)
+	case len(n) > MaxName:
+		return fmt.Errorf("%.40q… is not a DNS name: %d characters (at most %d)", name, len(n), MaxName)
+	}
+	for _, l := range strings.Split(n, ".") {
+		if l == "" {
+			return fmt.Errorf("%q is not a DNS name: an empty label (two dots, or a leading one)", name)
+		}
+		if len(l) > MaxLabel {
+			return fmt.Errorf("%.40q… is not a DNS name: a label of %d characters (at most %d)", name, len(l), MaxLabel)
+		}
+	}
 	return nil
 }
 
@@ -120,10 +155,19 @@ func (z Zone) handler(views Views) mdns.Handler {
 		addrs, ok := z[mdns.CanonicalName(name)]
 		if !ok {
 			m.SetRcode(req, mdns.RcodeNameError)
+			fit(w, req, m)
 			w.WriteMsg(m)
 			return
 		}
 		hdr := mdns.RR_Header{Name: q.Name, Class: mdns.ClassINET, Ttl: TTL}
+		if q.Qtype == mdns.TypeTXT && mdns.CanonicalName(name) == mdns.CanonicalName(proto.LargeName) {
+			h := hdr
+			h.Rrtype = mdns.TypeTXT
+			for _, t := range proto.LargeTXT() {
+				m.Answer = append(m.Answer, &mdns.TXT{Hdr: h, Txt: []string{t}})
+			}
+			m.Compress = true // as Unbound answers it: proto.LargeAnswer bytes
+		}
 		for _, a := range addrs {
 			switch {
 			case q.Qtype == mdns.TypeA && a.Is4():
@@ -136,8 +180,31 @@ func (z Zone) handler(views Views) mdns.Handler {
 				m.Answer = append(m.Answer, &mdns.AAAA{Hdr: h, AAAA: net.IP(a.AsSlice())})
 			}
 		}
+		fit(w, req, m)
 		w.WriteMsg(m)
 	})
+}
+
+// ServerEDNS is the UDP payload size the embedded server advertises in its
+// replies to queries with EDNS.
+const ServerEDNS = 4096
+
+// fit sizes a reply as RFC 6891 says: with an OPT record when the query
+// had one, and over UDP no longer than the payload size the query
+// advertised (512 bytes without EDNS), truncated (TC set, records left
+// out) where it would be: the client then asks again over TCP.
+func fit(w mdns.ResponseWriter, req, m *mdns.Msg) {
+	size := mdns.MinMsgSize
+	if opt := req.IsEdns0(); opt != nil {
+		m.SetEdns0(ServerEDNS, false)
+		size = max(int(opt.UDPSize()), mdns.MinMsgSize)
+	}
+	if _, tcp := w.LocalAddr().(*net.TCPAddr); tcp {
+		return
+	}
+	if m.Len() > size {
+		m.Truncate(size)
+	}
 }
 
 // MaxLateAnswers bounds the late AAAA answers (aaaa-delay names) a server

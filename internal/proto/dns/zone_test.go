@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,7 +28,7 @@ func TestPlaceZoneGivesALabOnlyPathItsOwnAddress(t *testing.T) {
 	d64 := netip.MustParseAddr("2001:db8:64::1")
 	zone, views := placeZone(proto.Place{Name: proto.LocalName, Addrs: map[path.Path]netip.Addr{path.IPv4: v4, path.IPv6: v6, path.SixIn4: tun, path.NAT64: d64, path.XLAT464: v4, path.DSLite: v4},
 		DNS64: netip.MustParsePrefix("64:ff9b::/96")})
-	www, v4only := mdns.CanonicalName(proto.LocalName), mdns.CanonicalName(proto.V4OnlyName)
+	www, v4only, large := mdns.CanonicalName(proto.LocalName), mdns.CanonicalName(proto.V4OnlyName), mdns.CanonicalName(proto.LargeName)
 	for _, c := range []struct {
 		view      string
 		z         Zone
@@ -43,7 +44,10 @@ func TestPlaceZoneGivesALabOnlyPathItsOwnAddress(t *testing.T) {
 		if got := fmt.Sprint(c.z[v4only]); got != c.only {
 			t.Errorf("%s view: %s has %s, want %s", c.view, v4only, got, c.only)
 		}
-		if want := map[string]int{"nat64": 3}[c.view]; len(c.z) != max(want, 2) {
+		if got := fmt.Sprint(c.z[large]); got != c.www {
+			t.Errorf("%s view: %s has %s, want %s's %s", c.view, large, got, www, c.www)
+		}
+		if want := map[string]int{"nat64": 4}[c.view]; len(c.z) != max(want, 3) {
 			t.Errorf("%s view: names %v", c.view, c.z.Names())
 		}
 	}
@@ -61,6 +65,9 @@ func TestPlaceZoneGivesALabOnlyPathItsOwnAddress(t *testing.T) {
 		}
 		if slices.ContainsFunc(addrs, netip.Addr.Is6) {
 			types = append(types, mdns.TypeAAAA)
+		}
+		if name == large {
+			types = append(types, mdns.TypeTXT) // every view's (Zone.handler)
 		}
 		if !slices.Equal(types, placeTypes[name]) {
 			t.Errorf("%s: the zone has types %v, placeTypes says %v", name, types, placeTypes[name])
@@ -139,5 +146,37 @@ func TestLateAnswersAreBounded(t *testing.T) {
 		if rc := <-rcodes; rc != mdns.RcodeSuccess {
 			t.Fatalf("a late answer: rcode %d", rc)
 		}
+	}
+}
+
+// TestCheckName: the names a query asks or a record serves are held to
+// DNS's bounds (a 300-character name was sent and failed "bad rdata"
+// after the result was written; a control character came back as "reply
+// is for another question").
+func TestCheckName(t *testing.T) {
+	label63 := strings.Repeat("a", MaxLabel)
+	long := strings.Repeat(label63+".", 4)[:MaxName]
+	for name, want := range map[string]string{
+		"www.lab.test":     "",
+		"www.lab.test.":    "",
+		label63 + ".test":  "",
+		long:               "",
+		long + "b":         "254 characters (at most 253)",
+		label63 + "a.test": "a label of 64 characters (at most 63)",
+		"www\x01lab.test":  `holds '\x01' at byte 3`,
+		"www.lab.test\r\n": `holds '\r' at byte 12`,
+		"www lab.test":     `holds ' ' at byte 3`,
+		"www..lab.test":    "an empty label",
+		".":                "it is empty",
+		"":                 "it is empty",
+		"www.lab.test\x7f": `holds '\x7f'`,
+	} {
+		err := CheckName(name)
+		if (want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), want)) {
+			t.Errorf("%.50q: %v, want %q", name, err, want)
+		}
+	}
+	if err := (Zone{}).ParseRecord("www\r\n.x=1.2.3.4"); err == nil || !strings.Contains(err.Error(), "is not a DNS name") {
+		t.Errorf("a record with a control character: %v", err)
 	}
 }

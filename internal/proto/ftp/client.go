@@ -260,6 +260,7 @@ func (c *Client) readFile(ctx context.Context, tr *load.Trace, dc net.Conn) (int
 			return got, &failed
 		}
 		if err == io.EOF {
+			tr.ReadTCP() // the data connection's figures, before it closes
 			break
 		}
 		if err != nil {

@@ -426,7 +426,9 @@ func (c *Client) dial(ctx context.Context, tr *load.Trace, addr netip.AddrPort) 
 	if tr.S.ConnectNS == 0 { // the first connection: the lookup's turn
 		raw, _, err = tr.Dial(ctx, d, addr, tr.Answered())
 	} else {
-		raw, err = d.Dial(ctx, "tcp", addr)
+		if raw, err = d.Dial(ctx, "tcp", addr); err == nil {
+			tr.Watch(ctx, raw) // a reconnection carries the rest
+		}
 	}
 	if err != nil {
 		return nil, nil, err

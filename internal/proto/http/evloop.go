@@ -81,7 +81,7 @@ func (c *Client) doEvloop(ctx context.Context, tr *load.Trace, host string, addr
 	p := parsers.Get().(*replyParser)
 	defer parsers.Put(p)
 	p.reset(uri, maxBody, c.checks(), c.Expect)
-	x := evloop.Exchange{Remote: addr, Source: c.Source, Request: c.request(uri, !c.Objects), Reply: p, Adopt: adopt}
+	x := evloop.Exchange{Remote: addr, Source: c.Source, Request: c.request(uri, !c.Objects), Reply: p, Adopt: adopt, TCPInfo: load.WantsTCPInfo(ctx)}
 	var page *pageExchange
 	if c.Objects {
 		p.keep = true
@@ -107,6 +107,7 @@ func (c *Client) doEvloop(ctx context.Context, tr *load.Trace, host string, addr
 		tr.At(&tr.S.FirstByteNS, r.FirstByte)
 	}
 	tr.S.BytesIn, tr.S.BytesOut = r.BytesIn, r.BytesOut
+	tr.TCP(ctx, r.TCP)
 	if r.Err != nil {
 		phase := r.Phase
 		if phase == "reply" && errors.Is(r.Err, io.ErrUnexpectedEOF) {

@@ -163,7 +163,9 @@ func (s *plainServer) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
 		return
 	}
 	if rt.body != nil {
-		w.Write(rt.body)
+		if _, err := w.Write(rt.body); err == nil && len(rt.tail) > 0 {
+			w.Write(rt.tail)
+		}
 		return
 	}
 	block := content.Block() // byte o is block[o % len(block)] (content.Fill)

@@ -40,9 +40,13 @@ const (
 
 // plainServer serves cfg's routes on its listeners.
 type plainServer struct {
-	cfg   ServerConfig
-	page  []byte
-	pages sync.Map // objects -> rendered page
+	cfg  ServerConfig
+	page []byte
+	// heads are the heads of /pages/N (N -> []byte), fill what follows
+	// the shortest: every page of the set shares its tail, so they hold
+	// one page's size and MaxObjects+1 heads, not as many whole pages.
+	heads sync.Map
+	fill  []byte
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
 	done  atomic.Bool
@@ -55,7 +59,7 @@ type plainServer struct {
 }
 
 func newPlainServer(cfg ServerConfig) *plainServer {
-	return &plainServer{cfg: cfg, page: Page(cfg), conns: map[net.Conn]struct{}{}}
+	return &plainServer{cfg: cfg, page: Page(cfg), fill: pageFill(cfg.PageSize, len(pageHead(0))), conns: map[net.Conn]struct{}{}}
 }
 
 // serve accepts until ln is closed.
@@ -311,7 +315,20 @@ func parseRequest(h []byte) (request, status) {
 // reply writes the answer to req.
 func (s *plainServer) reply(c net.Conn, out []byte, req request, closeAfter bool) ([]byte, error) {
 	r := s.route(req.path)
-	return s.write(c, out, r.ctype, r.body, r.size, req.head, closeAfter, r.code)
+	return s.write(c, out, r, req.head, closeAfter)
+}
+
+// pageOf is /pages/N: its own head, then the shared fill from where a
+// page of that head's length starts its paragraphs (Page, byte for byte).
+func (s *plainServer) pageOf(n int) routed {
+	h, ok := s.heads.Load(n)
+	if !ok {
+		h, _ = s.heads.LoadOrStore(n, []byte(pageHead(n)))
+	}
+	head := h.([]byte)
+	skip := (pageParas(s.cfg.PageSize, len(pageHead(0))) - pageParas(s.cfg.PageSize, len(head))) * len(pagePara)
+	tail := s.fill[skip:]
+	return routed{200, "text/html; charset=utf-8", head, int64(len(head) + len(tail)), tail}
 }
 
 // routed is a route's answer: its status, type, and body (nil: size
@@ -321,6 +338,7 @@ type routed struct {
 	ctype string
 	body  []byte
 	size  int64
+	tail  []byte // written after body
 }
 
 // route answers a GET of path p (Server's routes), for HTTP/1.1 and the
@@ -329,36 +347,29 @@ func (s *plainServer) route(p string) routed {
 	const html, text = "text/html; charset=utf-8", "text/plain; charset=utf-8"
 	switch {
 	case p == "/" || p == "/index.html":
-		return routed{200, html, s.page, int64(len(s.page))}
+		return routed{200, html, s.page, int64(len(s.page)), nil}
 	case p == "/health":
-		return routed{200, text, okBody, int64(len(okBody))}
+		return routed{200, text, okBody, int64(len(okBody)), nil}
 	}
-	notFound := routed{404, text, notFoundBody, int64(len(notFoundBody))}
+	notFound := routed{404, text, notFoundBody, int64(len(notFoundBody)), nil}
 	if n, found := routeNumber(p, "/obj/"); found {
 		if n < 0 || n >= max(s.cfg.Objects, MaxObjects) {
 			return notFound
 		}
-		return routed{200, "image/png", nil, s.cfg.ObjectSize}
+		return routed{200, "image/png", nil, s.cfg.ObjectSize, nil}
 	}
 	if n, found := routeNumber(p, "/pages/"); found {
 		if n < 0 || n > MaxObjects {
 			return notFound
 		}
-		pg, ok := s.pages.Load(n)
-		if !ok {
-			cfg := s.cfg
-			cfg.Objects = n
-			pg, _ = s.pages.LoadOrStore(n, Page(cfg))
-		}
-		b := pg.([]byte)
-		return routed{200, html, b, int64(len(b))}
+		return s.pageOf(n)
 	}
 	if rest, found := cutPrefix(p, "/files/"); found && rest != "" {
 		size, err := units.ParseSize(rest)
 		if err != nil || size > MaxFileSize {
-			return routed{400, text, badSize, int64(len(badSize))}
+			return routed{400, text, badSize, int64(len(badSize)), nil}
 		}
-		return routed{200, "application/octet-stream", nil, size}
+		return routed{200, "application/octet-stream", nil, size, nil}
 	}
 	return notFound
 }
@@ -391,12 +402,8 @@ func cutPrefix(s, prefix string) (string, bool) {
 
 // write sends a reply: body, or size bytes of generated content when body
 // is nil. Up to plainOneWrite bytes leave in one write.
-func (s *plainServer) write(c net.Conn, out []byte, ctype string, body []byte, size int64, head, closeAfter bool, code ...int) ([]byte, error) {
-	st := 200
-	if len(code) > 0 {
-		st = code[0]
-	}
-	out = appendHeader(out, st, ctype, size, closeAfter)
+func (s *plainServer) write(c net.Conn, out []byte, r routed, head, closeAfter bool) ([]byte, error) {
+	out = appendHeader(out, r.code, r.ctype, r.size, closeAfter)
 	if len(s.altSvc) > 0 { // its field before the header's end
 		out = append(append(out[:len(out)-2], s.altSvc...), "\r\n"...)
 	}
@@ -404,18 +411,10 @@ func (s *plainServer) write(c net.Conn, out []byte, ctype string, body []byte, s
 		_, err := c.Write(out)
 		return out, err
 	}
-	if body != nil {
-		if len(out)+len(body) > plainOneWrite {
-			if _, err := c.Write(out); err != nil {
-				return out, err
-			}
-			_, err := c.Write(body)
-			return out, err
-		}
-		out = append(out, body...)
-		_, err := c.Write(out)
-		return out, err
+	if r.body != nil {
+		return writeBody(c, out, r.body, r.tail)
 	}
+	size := r.size
 	// Generated: byte o of the body is block[o % len(block)] (content.Fill).
 	first := min(int64(plainOneWrite-len(out)), size)
 	n := len(out)
@@ -434,6 +433,19 @@ func (s *plainServer) write(c net.Conn, out []byte, ctype string, body []byte, s
 		sent += k
 	}
 	return out, nil
+}
+
+// writeBody writes a reply's header out, then its body and tail: in one
+// write when they are small. It returns out's buffer for the next reply.
+func writeBody(c net.Conn, out, body, tail []byte) ([]byte, error) {
+	if len(out)+len(body)+len(tail) <= plainOneWrite {
+		out = append(append(out, body...), tail...)
+		_, err := c.Write(out)
+		return out, err
+	}
+	bufs := net.Buffers{out, body, tail}
+	_, err := bufs.WriteTo(c)
+	return out, err
 }
 
 // appendHeader appends a reply's status line and header, as net/http

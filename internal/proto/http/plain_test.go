@@ -2,12 +2,14 @@ package http
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net"
 	nethttp "net/http"
 	"net/netip"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -272,4 +274,33 @@ func TestIPLiteralWireStartsAtTheSYN(t *testing.T) {
 			t.Errorf("%s: no transaction to an IP literal had a wire time", engine)
 		}
 	}
+}
+
+// The /pages/N of a server share one page's filler: serving all of them
+// holds about one page, not MaxObjects+1 pages (257 MiB of 1 MiB pages
+// before), and each is still Page's, byte for byte.
+func TestPagesShareTheirFiller(t *testing.T) {
+	cfg := ServerConfig{Objects: 4, PageSize: 1 << 20}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	s := newPlainServer(cfg)
+	routes := make([]routed, MaxObjects+1)
+	for n := range routes {
+		routes[n] = s.route(fmt.Sprintf("/pages/%d", n))
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 4*int64(cfg.PageSize) {
+		t.Errorf("serving the %d pages holds %d bytes, pages of %d", len(routes), grew, cfg.PageSize)
+	}
+	for _, n := range []int{0, 1, 9, 10, 99, 100, MaxObjects} {
+		c := cfg
+		c.Objects = n
+		got := append(append([]byte{}, routes[n].body...), routes[n].tail...)
+		if want := Page(c); !bytes.Equal(got, want) || routes[n].size != int64(len(want)) {
+			t.Errorf("/pages/%d: %d bytes (size %d), want Page's %d", n, len(got), routes[n].size, len(want))
+		}
+	}
+	runtime.KeepAlive(routes)
 }

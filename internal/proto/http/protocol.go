@@ -151,7 +151,7 @@ func (o *Options) Check(where result.Where, given proto.Given) error {
 	if err := o.checkTLS(where, u); err != nil {
 		return err
 	}
-	return o.checkDual(where)
+	return o.checkDual(where, given)
 }
 
 // checkEngine checks the probe command's engine and body bound.
@@ -222,8 +222,8 @@ func (o *Options) checkTLS(where result.Where, u *url.URL) error {
 
 // checkDual checks the dual path's settings: its attempt delay, dialer
 // and the embedded DNS server's late AAAA.
-func (o *Options) checkDual(where result.Where) error {
-	if d := time.Duration(o.Delay); d != 0 && (d < 10*time.Millisecond || d > 2*time.Second) {
+func (o *Options) checkDual(where result.Where, given proto.Given) error {
+	if d := time.Duration(o.Delay); (d != 0 || given("attempt_delay")) && (d < 10*time.Millisecond || d > 2*time.Second) {
 		// RFC 8305 recommends 250 ms and allows 10 ms to 2 s (§5).
 		return proto.Errorf("attempt_delay", "%v: want 10ms to 2s (RFC 8305 §5)", d)
 	}
@@ -309,6 +309,13 @@ func cellEngine(o *Options, u *url.URL) Engine {
 	}
 	return e // auto: https on Go's net everywhere
 }
+
+// OverUDP says whether the transactions go over QUIC (proto.Datagrams).
+func (o *Options) OverUDP() bool { return o.HTTPVersion == Version3 }
+
+// Fragmented is false: QUIC sets don't-fragment and sizes its packets to
+// the path itself (proto.Datagrams).
+func (o *Options) Fragmented() bool { return false }
 
 // Target is the page the cell's url names, its host resolved by the
 // cell's dns_servers (or the system's).

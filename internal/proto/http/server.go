@@ -42,18 +42,42 @@ var DefaultServerConfig = ServerConfig{Objects: 4, ObjectSize: 8 << 10, PageSize
 // MaxFileSize bounds /files/SIZE so a typo cannot stream for days.
 const MaxFileSize = 1 << 40
 
-// Page renders the index page for cfg.
+// Page renders the index page for cfg: its head (pageHead), then
+// paragraphs up to about cfg.PageSize, then its end.
 func Page(cfg ServerConfig) []byte {
+	head := pageHead(cfg.Objects)
+	return append([]byte(head), pageFill(cfg.PageSize, len(head))...)
+}
+
+// A page's filler paragraph and its end.
+const (
+	pagePara = "<p>The quick brown fox jumps over the lazy dog.</p>\n"
+	pageEnd  = "</body></html>\n"
+)
+
+// pageHead is a page's beginning: its title and the links of its objects.
+func pageHead(objects int) string {
 	var b strings.Builder
 	b.WriteString("<!doctype html>\n<html><head><title>v6lab test page</title></head><body>\n<h1>v6lab test page</h1>\n")
-	for i := 0; i < cfg.Objects; i++ {
+	for i := 0; i < objects; i++ {
 		fmt.Fprintf(&b, "<img src=\"/obj/%d\" alt=\"object %d\">\n", i, i)
 	}
-	for b.Len() < cfg.PageSize-len("</body></html>\n") {
-		b.WriteString("<p>The quick brown fox jumps over the lazy dog.</p>\n")
+	return b.String()
+}
+
+// pageParas is how many paragraphs follow a head of n bytes in a page of
+// about size bytes.
+func pageParas(size, n int) int {
+	fill := size - len(pageEnd) - n
+	if fill <= 0 {
+		return 0
 	}
-	b.WriteString("</body></html>\n")
-	return []byte(b.String())
+	return (fill + len(pagePara) - 1) / len(pagePara)
+}
+
+// pageFill is what follows a head of n bytes: the paragraphs and the end.
+func pageFill(size, n int) []byte {
+	return []byte(strings.Repeat(pagePara, pageParas(size, n)) + pageEnd)
 }
 
 // Server is a running embedded HTTP server. It serves:

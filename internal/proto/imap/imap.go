@@ -22,7 +22,6 @@ import (
 
 	goimap "github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapserver"
-	"github.com/emersion/go-imap/v2/imapserver/imapmemserver"
 
 	"v6lab/internal/gen/load"
 	"v6lab/internal/proto/converse"
@@ -81,6 +80,7 @@ func (c *Client) Do(ctx context.Context, user int) result.Sample {
 // Message is the message every user's INBOX holds.
 func Message(size int) []byte {
 	var b bytes.Buffer
+	b.Grow(size + 256)
 	b.WriteString("From: <v6lab@v6lab.test>\r\nTo: <user@v6lab.test>\r\nSubject: v6lab test message\r\nDate: Sun, 22 Nov 2026 12:00:00 +0000\r\nMessage-ID: <v6lab.imap@v6lab.test>\r\n\r\n")
 	line := strings.Repeat("abcdefghijklmnopqrstuvwxyz", 3)[:76] + "\r\n"
 	for b.Len() < size {
@@ -101,32 +101,21 @@ type Server struct {
 // Password is every embedded user's password.
 const Password = "v6lab"
 
-type literal struct{ *bytes.Reader }
-
-func (l literal) Size() int64 { return int64(l.Len()) }
-
 // Limits are the embedded server's connection timeouts, as a real
 // daemon's (RFC 9051: 30 minutes for an idle client; no command line needs
 // 30 seconds); tests shorten them.
 var Limits = guard.Limits{Idle: 30 * time.Minute, Line: 30 * time.Second, Write: time.Minute}
 
-// Listen starts the server with users accounts on every address.
+// Listen starts the server with users accounts on every address, every
+// INBOX showing one shared message of size bytes (store).
 func Listen(ctx context.Context, addrs []netip.Addr, port, users, size int) (*Server, error) {
-	mem := imapmemserver.New()
-	msg := Message(size)
-	for i := 1; i <= users; i++ {
-		u := imapmemserver.NewUser(fmt.Sprintf("user%d", i), Password)
-		if err := u.Create("INBOX", nil); err != nil {
-			return nil, fmt.Errorf("imap: %w", err)
-		}
-		if _, err := u.Append("INBOX", literal{bytes.NewReader(msg)}, &goimap.AppendOptions{}); err != nil {
-			return nil, fmt.Errorf("imap: %w", err)
-		}
-		mem.AddUser(u)
+	st, err := newStore(users, Password, Message(size))
+	if err != nil {
+		return nil, err
 	}
 	s := &Server{srv: imapserver.New(&imapserver.Options{
 		NewSession: func(*imapserver.Conn) (imapserver.Session, *imapserver.GreetingData, error) {
-			return mem.NewSession(), nil, nil
+			return &served{st: st}, nil, nil
 		},
 		Caps:         goimap.CapSet{goimap.CapIMAP4rev1: {}},
 		InsecureAuth: true,

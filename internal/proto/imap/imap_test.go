@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -219,4 +220,33 @@ func FuzzLoginLines(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The users share one message: the server holds its size once, not
+// users × size (100 users of a 4 MiB message held 400 MiB before), and
+// each user still logs in as itself and fetches it whole.
+func TestUsersShareOneMessage(t *testing.T) {
+	const users, size = 100, 4 << 20
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	s, err := Listen(context.Background(), []netip.Addr{path.IPv4.Loopback()}, 0, users, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 3*size {
+		t.Errorf("the server holds %d bytes for %d users of a %d-byte message", grew, users, size)
+	}
+	c := &Client{Host: "127.0.0.1", Port: s.Port, Path: path.IPv4, Resolver: &path.Resolver{}, Users: users + 1, Password: Password}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if smp := c.Do(ctx, users-1); !smp.OK() || !strings.Contains(smp.Marker, fmt.Sprintf("%d-byte message of user%d", len(Message(size)), users)) {
+		t.Errorf("user%d: %q %q", users, smp.Err, smp.Marker)
+	}
+	if smp := c.Do(ctx, users); smp.OK() || !strings.Contains(smp.Err, "LOGIN: the server answered") {
+		t.Errorf("user%d, beyond the server's users, logged in: %q", users+1, smp.Err)
+	}
 }

@@ -19,7 +19,7 @@ var Protocol = proto.Protocol{
 	Name: "imap",
 	New:  func() proto.Options { return &Options{} },
 	Command: proto.Command{
-		Arg:    "HOST[:PORT]",
+		Arg:    "HOST[:PORT]|imap://HOST[:PORT]",
 		SetArg: func(o proto.Options, arg string) { o.(*Options).URL = proto.ServerURL("imap", arg) },
 		Short:  "Measure IMAP mail retrieval, DNS lookup included, over each path",
 		Long: `probe imap times mail retrievals from HOST (port 143 unless given): the name is looked up
@@ -31,14 +31,16 @@ tagged OK of the FETCH. Literal sizes are checked against what arrives and bound
 	},
 	Server: &proto.Server{
 		Key:      "imap",
-		About:    fmt.Sprintf("embedded (go-imap v2, %d users with one message each)", DefaultUsers),
+		About:    fmt.Sprintf("embedded (go-imap v2, %d users, every INBOX showing one shared read-only message)", DefaultUsers),
 		Settings: func() any { return &ServerSettings{Users: DefaultUsers, Size: MessageSize} },
 		Serve:    serve,
 		Command: proto.ServeCommand{
 			Short: "Serve IMAP: users user1…userN, each with the same message in INBOX",
 			Long: `serve imap holds --users users named user1 … userN, password "v6lab", each with the same
 message of --size bytes in INBOX (the study's IMAP server), on every --listen address until
-interrupted. Plaintext LOGIN is allowed: it is a test server.`,
+interrupted. The users share that one message: the server holds it once, whatever --users,
+and INBOX is read-only (APPEND, STORE, EXPUNGE, COPY and CREATE are refused; SEARCH too).
+Plaintext LOGIN is allowed: it is a test server.`,
 			Example: `  v6lab serve imap
   v6lab serve imap --listen 0.0.0.0:1143 --listen [::]:1143 --users 500`,
 			Listen: []string{"127.0.0.1:1143", "[::1]:1143"},
@@ -75,8 +77,10 @@ func (o *Options) Check(where result.Where, given proto.Given) error {
 			return err
 		}
 	}
-	if o.URL != "" && !strings.HasPrefix(o.URL, "imap://") {
-		return proto.Errorf(proto.OptURL, "%q: want imap://host[:port]", o.URL)
+	if o.URL != "" {
+		if err := proto.CheckHostPortURL(o.URL, "imap"); err != nil {
+			return err
+		}
 	}
 	if o.UserFormat != "" && strings.Count(o.UserFormat, "%d") != 1 {
 		return proto.Errorf("user_format", "%q must hold %%d once, for the user's number", o.UserFormat)

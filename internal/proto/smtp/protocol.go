@@ -20,7 +20,7 @@ var Protocol = proto.Protocol{
 	Name: "smtp",
 	New:  func() proto.Options { return &Options{} },
 	Command: proto.Command{
-		Arg:    "HOST[:PORT]",
+		Arg:    "HOST[:PORT]|smtp://HOST[:PORT]",
 		SetArg: func(o proto.Options, arg string) { o.(*Options).URL = proto.ServerURL("smtp", arg) },
 		Short:  "Measure SMTP mail submission, DNS lookup included, over each path",
 		Long: `probe smtp times sending one message per transaction to HOST (port 25 unless given): the
@@ -75,8 +75,8 @@ func (o *Options) Check(where result.Where, given proto.Given) error {
 		return err
 	}
 	if o.URL != "" {
-		if !strings.HasPrefix(o.URL, "smtp://") {
-			return proto.Errorf(proto.OptURL, "%q: want smtp://host[:port]", o.URL)
+		if err := proto.CheckHostPortURL(o.URL, "smtp"); err != nil {
+			return err
 		}
 	}
 	for _, f := range []struct{ name, v string }{{"from", o.From}, {"to", o.To}} {

@@ -310,28 +310,14 @@ func (ss *session) Rcpt(string, *gosmtp.RcptOptions) error {
 	return nil
 }
 
-// Data keeps the message and answers "250 2.0.0 OK: queued as N".
+// Data keeps the message (its Message-ID and size) and answers "250 2.0.0
+// OK: queued as N". It reads in slices of a fixed buffer and keeps at most
+// MaxID bytes of an ID, so what a connection and each kept message hold is
+// bounded whatever the sizes clients send.
 func (ss *session) Data(r io.Reader) error {
-	var size int
-	id := ""
-	br := bufio.NewReader(r)
-	inHeaders := true
-	for {
-		line, err := br.ReadString('\n')
-		size += len(line)
-		if inHeaders {
-			if strings.TrimSpace(line) == "" {
-				inHeaders = false
-			} else if k, v, ok := strings.Cut(line, ":"); ok && strings.EqualFold(k, "Message-ID") {
-				id = strings.TrimSpace(v)
-			}
-		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return err
-		}
+	size, id, err := readMessage(r)
+	if err != nil {
+		return err
 	}
 	n := ss.s.seq.Add(1)
 	if id == "" {
@@ -342,6 +328,58 @@ func (ss *session) Data(r io.Reader) error {
 	ss.s.mu.Unlock()
 	ss.s.Accepted.Add(1)
 	return &gosmtp.SMTPError{Code: 250, EnhancedCode: gosmtp.EnhancedCode{2, 0, 0}, Message: fmt.Sprintf("OK: queued as %d", n)}
+}
+
+// MaxID is the longest Message-ID kept as it is (RFC 5322's line limit).
+const MaxID = 998
+
+// readMessage reads a message to its end: its size and its Message-ID.
+func readMessage(r io.Reader) (size int, id string, err error) {
+	br := bufio.NewReaderSize(r, 4096)
+	inHeaders, lineStart := true, true
+	var field []byte // the Message-ID field read so far, bounded
+	for {
+		chunk, err := br.ReadSlice('\n')
+		size += len(chunk)
+		if inHeaders {
+			if lineStart && len(bytes.TrimSpace(chunk)) == 0 && (err == nil || err == io.EOF) {
+				inHeaders = false
+			} else if lineStart || field != nil {
+				field = idField(field, chunk, lineStart)
+			}
+			lineStart = err != bufio.ErrBufferFull
+			if lineStart && field != nil {
+				id, field = keptID(field), nil
+			}
+		}
+		if err == io.EOF {
+			return size, id, nil
+		}
+		if err != nil && err != bufio.ErrBufferFull {
+			return size, id, err
+		}
+	}
+}
+
+// idField adds a header line's chunk to a Message-ID field being read: a
+// line that starts one begins it; at most MaxID+64 bytes are kept (the
+// field's blanks trimmed, MaxID are left).
+func idField(field, chunk []byte, lineStart bool) []byte {
+	if lineStart {
+		k, v, ok := bytes.Cut(chunk, []byte(":"))
+		if !ok || !bytes.EqualFold(bytes.TrimSpace(k), []byte("Message-ID")) {
+			return nil
+		}
+		field, chunk = []byte{}, v
+	}
+	return append(field, chunk[:min(len(chunk), max(0, MaxID+64-len(field)))]...)
+}
+
+// keptID is the key a Message-ID is kept under: itself, its first MaxID
+// bytes when longer (such IDs are told apart by those bytes alone).
+func keptID(field []byte) string {
+	v := bytes.TrimSpace(field)
+	return string(v[:min(len(v), MaxID)])
 }
 
 // Warm warms the lookup and the connection of a first transaction before

@@ -139,3 +139,23 @@ func FuzzEnvelopeLines(f *testing.F) {
 		}
 	})
 }
+
+// A message's Message-ID is kept bounded, however long the client sends
+// it (a 1 MB ID was kept whole, and read as one line), and the message's
+// size is counted whole.
+func TestLongMessageIDKeptBounded(t *testing.T) {
+	for _, tc := range []struct {
+		msg string
+		id  string
+	}{
+		{"Subject: x\r\nMessage-ID: <a@b>\r\n\r\nbody\r\n", "<a@b>"},
+		{"Message-ID: <" + strings.Repeat("x", 1<<20) + ">\r\nSubject: x\r\n\r\nbody\r\n", "<" + strings.Repeat("x", MaxID-1)},
+		{"Subject: x\r\n\r\nMessage-ID: <not@header>\r\n", ""},
+		{"Message-ID:  <c@d>  \r\n\r\n", "<c@d>"},
+	} {
+		size, id, err := readMessage(strings.NewReader(tc.msg))
+		if err != nil || id != tc.id || size != len(tc.msg) {
+			t.Errorf("%.40q: id %.40q (%d bytes), size %d, %v; want %.40q, %d", tc.msg, id, len(id), size, err, tc.id, len(tc.msg))
+		}
+	}
+}

@@ -514,7 +514,7 @@ func serve(ctx context.Context, at proto.Place) (proto.Running, error) {
 		return nil, proto.Errorf("max_tests", "%d is not between 1 and 10000", srv.MaxTests)
 	}
 	if d := srv.RequestTimeout; d <= 0 || d > time.Hour {
-		return nil, proto.Errorf("request_timeout", "%v is not between 0 and 1h", d)
+		return nil, proto.Errorf("request_timeout", "%v: want more than 0 and at most 1h", d)
 	}
 	r, err := srv.ListenAndServe(ctx, at.Listen(), at.Port) // binds through srv.In
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"v6lab/internal/gen/load"
+	"v6lab/internal/lab"
 	"v6lab/internal/proto"
 	"v6lab/internal/proto/all"
 	"v6lab/internal/result"
@@ -60,9 +61,9 @@ type Experiment struct {
 }
 
 // CheckSampleEvery says why the experiment may not keep only some sample
-// rows, if so: a trial's per-trial tables and intervals, and a split
-// run's per-segment figures, need every row (segmented: it runs as a
-// segment).
+// rows, if so: a trial's per-trial tables and intervals, a path MTU
+// group's PMTU tables, and a split run's per-segment figures, need every
+// row (segmented: it runs as a segment).
 func (e *Experiment) CheckSampleEvery(segmented bool) error {
 	switch {
 	case e.SampleEvery < 0:
@@ -76,6 +77,9 @@ func (e *Experiment) CheckSampleEvery(segmented bool) error {
 		c := &e.Groups[i]
 		if c.Opts().Timing() != "" {
 			return fmt.Errorf("%d, but cell group %s is not made of transactions (its trials' or downloads' own tables need every row): keep every sample", e.SampleEvery, c.CellName())
+		}
+		if !c.PMTU.IsZero() {
+			return fmt.Errorf("%d, but cell group %s sets path MTU conditions (%s; the PMTU tables count every transaction's row): keep every sample", e.SampleEvery, c.CellName(), c.PMTU)
 		}
 	}
 	return nil
@@ -146,6 +150,10 @@ type CellGroup struct {
 	// this long (netem: where the kernel has it) during the cell group's
 	// runs: a slow IPv6 path for a dual-stack client.
 	IPv6Delay Duration `json:"ipv6_delay,omitempty"`
+	// PMTU, when set, is what the lab's routers do to path MTU discovery
+	// and fragments, and the mitigations in force, during the cell
+	// group's runs, over the lab's own (a run condition).
+	PMTU lab.PMTU `json:"pmtu,omitzero"`
 	// Params are protocol options, recorded for the reader.
 	Params map[string]string `json:"params,omitempty"`
 }
@@ -239,16 +247,15 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// Validate checks a cell group before anything runs.
+// Validate checks a cell group before anything runs. A bad value is a
+// *FieldError, which a command that took the value from a flag names as
+// that flag (AsFlag).
 func (s *CellGroup) Validate() error {
 	if len(s.Paths) == 0 {
 		return errors.New("experiment: no paths")
 	}
 	if i, err := checkConns(s.Conns); err != nil {
-		if i >= 0 {
-			return fmt.Errorf("experiment: conns[%d]: %w", i, err)
-		}
-		return fmt.Errorf("experiment: conns: %w", err)
+		return &FieldError{Field: "conns", Index: i, Err: err}
 	}
 	for _, r := range []struct {
 		field string
@@ -261,15 +268,47 @@ func (s *CellGroup) Validate() error {
 		{"duration", checkDuration(time.Duration(s.Duration))},
 	} {
 		if r.err != nil {
-			return fmt.Errorf("experiment: %s: %w", r.field, r.err)
+			return &FieldError{Field: r.field, Index: -1, Err: r.err}
 		}
 	}
 	for _, p := range s.Paths {
 		if err := DualFits(p, s.Protocol); err != nil {
-			return fmt.Errorf("experiment: paths: %w", err)
+			return &FieldError{Field: "paths", Index: -1, Err: err}
 		}
 	}
 	return nil
+}
+
+// FieldError is a cell group's bad value: its field (conns, runs, …) and,
+// in a list, the entry's index (-1: the field's).
+type FieldError struct {
+	Field string
+	Index int
+	Err   error
+}
+
+func (e *FieldError) Error() string {
+	if e.Index >= 0 {
+		return fmt.Sprintf("experiment: %s[%d]: %v", e.Field, e.Index, e.Err)
+	}
+	return fmt.Sprintf("experiment: %s: %v", e.Field, e.Err)
+}
+
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// AsFlag is the error said of the flag that gave the field (--conns: …).
+func (e *FieldError) AsFlag() error {
+	return fmt.Errorf("--%s: %w", strings.ReplaceAll(e.Field, "_", "-"), e.Err)
+}
+
+// FlagError is err said of its flag when it is a *FieldError whose field
+// a flag gave (given), else err.
+func FlagError(err error, given func(field string) bool) error {
+	var fe *FieldError
+	if errors.As(err, &fe) && given(fe.Field) {
+		return fe.AsFlag()
+	}
+	return err
 }
 
 // DualFits says whether a cell of protocol can use path p: the dual path
@@ -332,11 +371,11 @@ func (e *Experiment) Validate() error {
 		for _, p := range c.Paths {
 			if e.Where.OffLab() {
 				if err := p.OffLab(string(e.Where)); err != nil {
-					return fmt.Errorf("experiment: paths: %w (cell group %s)", err, c.CellName())
+					return fmt.Errorf("%w (cell group %s)", &FieldError{Field: "paths", Index: -1, Err: err}, c.CellName())
 				}
 			}
 			if err := c.Opts().PathFit(e.Where, p); err != nil {
-				return fmt.Errorf("experiment: paths: %w (cell group %s)", err, c.CellName())
+				return fmt.Errorf("%w (cell group %s)", &FieldError{Field: "paths", Index: -1, Err: err}, c.CellName())
 			}
 		}
 		if !slices.Contains(c.Paths, e.Baseline) {
@@ -434,6 +473,9 @@ type Executor struct {
 	// that begins then (Schedule) instead of after the previous step and
 	// its pause; a step that starts late records by how much.
 	StartAt time.Time
+	// TCPInfo makes every sample carry its TCP connection's figures
+	// (load.WithTCPInfo: MSS, path MTU, retransmissions).
+	TCPInfo bool
 	// Totals, when the experiment keeps only some sample rows
 	// (SampleEvery), sums every sample of a run for its record
 	// (report.NewTotaler).
@@ -706,6 +748,9 @@ func (r *Executor) load(ctx context.Context, spec *CellGroup, st Step, probe loa
 		users = load.Users{First: first, N: n}
 	}
 	timeout := time.Duration(spec.Timeout)
+	if r.TCPInfo {
+		ctx = load.WithTCPInfo(ctx)
+	}
 	if spec.Duration > 0 {
 		load.Sustained(ctx, probe, users, time.Duration(spec.Duration), timeout, emit)
 		return

@@ -43,6 +43,10 @@ type file struct {
 	// that lists values is a group per value (versions.go).
 	groupCells []cellFile
 	groupAt    []string
+	// over are the paths a command line gives every cell group
+	// (--paths): the file's are read, but the rules of paths apply to
+	// these, and their errors name --paths.
+	over []path.Path
 }
 
 type cellFile struct {
@@ -66,6 +70,12 @@ type cellFile struct {
 	IPv6Loss *float64 `yaml:"ipv6_loss"`
 	// ipv6_delay: IPv6 toward the client held this long at r1 (netem)
 	IPv6Delay string `yaml:"ipv6_delay"`
+	// ptb_blackhole, fragments, tcp_mtu_probing, mss_clamp: path MTU
+	// discovery broken or mitigated for the group's runs (lab.PMTU)
+	PTBBlackhole *string `yaml:"ptb_blackhole"`
+	Fragments    *string `yaml:"fragments"`
+	MTUProbing   *int    `yaml:"tcp_mtu_probing"`
+	MSSClamp     *bool   `yaml:"mss_clamp"`
 	// loss: every packet between the routers dropped (percent), each way
 	Loss *float64 `yaml:"loss"`
 	// Options are the keys left: the protocol's options, decoded into its
@@ -122,12 +132,17 @@ var (
 
 // Load reads an experiment file. Every problem is an error naming the file,
 // the line and the field.
-func Load(name string) (*Experiment, error) {
+func Load(name string) (*Experiment, error) { return LoadPaths(name, nil) }
+
+// LoadPaths reads an experiment file whose every cell group measures
+// paths instead of the file's (run --paths; nil: the file's), checked as
+// such before any rule of paths applies.
+func LoadPaths(name string, paths []path.Path) (*Experiment, error) {
 	data, err := specfile.ReadFile(name)
 	if err != nil {
 		return nil, fmt.Errorf("experiment: %w", err)
 	}
-	e, err := Parse(name, data)
+	e, err := ParsePaths(name, data, paths)
 	if err != nil {
 		return nil, err
 	}
@@ -144,8 +159,11 @@ func Load(name string) (*Experiment, error) {
 }
 
 // Parse reads an experiment from data, the contents of file name.
-func Parse(name string, data []byte) (*Experiment, error) {
-	var f file
+func Parse(name string, data []byte) (*Experiment, error) { return ParsePaths(name, data, nil) }
+
+// ParsePaths is Parse with every cell group's paths given (LoadPaths).
+func ParsePaths(name string, data []byte, paths []path.Path) (*Experiment, error) {
+	f := file{over: paths}
 	doc, err := specfile.Decode(name, data, &f)
 	if err != nil {
 		return nil, err
@@ -178,6 +196,11 @@ func (f *file) experiment(doc *specfile.Doc) (*Experiment, error) {
 		return nil, doc.Errorf("sample_every", "%v", err)
 	}
 	if err := e.Validate(); err != nil { // rules that belong to no one field
+		if f.over != nil {
+			if fe := FlagError(err, func(f string) bool { return f == "paths" }); fe != err {
+				return nil, fe
+			}
+		}
 		return nil, fmt.Errorf("%s: %w", doc.File, err)
 	}
 	return e, nil
@@ -238,9 +261,12 @@ func (f *file) settings(doc *specfile.Doc, e *Experiment) error {
 // pathsAndBaseline reads the experiment's paths (default: ipv4, ipv6 and,
 // in the lab, 6in4) and its baseline (default ipv4).
 func (f *file) pathsAndBaseline(doc *specfile.Doc, e *Experiment) ([]path.Path, error) {
-	paths, err := f.paths(doc, "paths", f.Paths, e.Where)
+	paths, err := f.paths(doc, "paths", f.Paths, f.pathsWhere(e.Where))
 	if err != nil {
 		return nil, err
+	}
+	if f.over != nil {
+		paths = f.over
 	}
 	if paths == nil {
 		paths = []path.Path{path.IPv4, path.IPv6, path.SixIn4}
@@ -254,7 +280,19 @@ func (f *file) pathsAndBaseline(doc *specfile.Doc, e *Experiment) ([]path.Path, 
 			return nil, doc.Errorf("baseline", "%q is not a path (%s)", f.Baseline, path.Names())
 		}
 	}
+	if f.over != nil && !slices.Contains(paths, e.Baseline) {
+		e.Baseline = paths[0] // as Experiment.Override does
+	}
 	return paths, nil
+}
+
+// pathsWhere is where the file's own paths are checked for: nowhere in
+// particular (result.Auto) when the command line gives the paths.
+func (f *file) pathsWhere(where result.Where) result.Where {
+	if f != nil && f.over != nil {
+		return result.Auto
+	}
+	return where
 }
 
 // groups reads the cell groups: each its own, named apart from the
@@ -271,7 +309,7 @@ func (f *file) groups(doc *specfile.Doc, e *Experiment, base CellGroup, paths []
 			return err
 		}
 		for _, c := range cells {
-			s, err := c.spec(doc, at, base, paths, e)
+			s, err := c.spec(doc, at, base, paths, f.over, e)
 			if err != nil {
 				return err
 			}
@@ -394,10 +432,10 @@ func runSettings(doc *specfile.Doc, prefix string, s *CellGroup, runs, warmup *i
 	return nil
 }
 
-func (c *cellFile) spec(doc *specfile.Doc, at string, base CellGroup, paths []path.Path, e *Experiment) (CellGroup, error) {
+func (c *cellFile) spec(doc *specfile.Doc, at string, base CellGroup, paths, over []path.Path, e *Experiment) (CellGroup, error) {
 	s := base
 	s.Protocol, s.Label = c.Protocol, c.Label
-	r := &cellReader{doc: doc, at: at, e: e, c: c, s: &s}
+	r := &cellReader{doc: doc, at: at, e: e, c: c, s: &s, over: over}
 	for _, step := range []func() error{r.protocol, r.conns, func() error { return r.paths(paths) }, r.runSettings, r.options, r.trialTimeout,
 		func() error { return c.congestion(doc, at, e.Where, r.pr, &s) }, r.impairments} {
 		if err := step(); err != nil {
@@ -417,9 +455,20 @@ type cellReader struct {
 	pr  *proto.Protocol
 	// own: the group gave paths of its own (errors name them there).
 	own bool
+	// over are the command line's paths (file.over).
+	over []path.Path
 }
 
 func (r *cellReader) field(f string) string { return r.at + "." + f }
+
+// pathErr is err of the group's path i, said where the path was given:
+// the group's paths, the file's, or --paths.
+func (r *cellReader) pathErr(i int, err error) error {
+	if r.over != nil {
+		return fmt.Errorf("--paths: %w (%s)", err, r.s.CellName())
+	}
+	return r.doc.Errorf(r.pathAt(i), "%v", err)
+}
 
 // pathAt names paths[i] where it was given: the group's, or the file's.
 func (r *cellReader) pathAt(i int) string {
@@ -478,18 +527,18 @@ func (r *cellReader) conns() error {
 // paths reads the group's paths (the file's unless its own), each one its
 // protocol can race when it is dual.
 func (r *cellReader) paths(fileWide []path.Path) error {
-	var f *file
-	own, err := f.paths(r.doc, r.field("paths"), r.c.Paths, r.e.Where)
+	f := &file{over: r.over}
+	own, err := f.paths(r.doc, r.field("paths"), r.c.Paths, f.pathsWhere(r.e.Where))
 	if err != nil {
 		return err
 	}
-	r.s.Paths, r.own = slices.Clone(fileWide), own != nil // each group's own: callers edit them
+	r.s.Paths, r.own = slices.Clone(fileWide), own != nil && r.over == nil // each group's own: callers edit them
 	if r.own {
 		r.s.Paths = own
 	}
 	for i, p := range r.s.Paths {
 		if err := DualFits(p, r.c.Protocol); err != nil {
-			return r.doc.Errorf(r.pathAt(i), "%v", err)
+			return r.pathErr(i, err)
 		}
 	}
 	return nil
@@ -527,7 +576,7 @@ func (r *cellReader) options() error {
 			if oe, ok := proto.AsOptionError(err); ok && oe.Option != "" {
 				return doc.Errorf(r.field(oe.Option), "%v", oe.Err)
 			}
-			return doc.Errorf(r.pathAt(i), "%v", err)
+			return r.pathErr(i, err)
 		}
 	}
 	if k := all.CellServerKey(r.c.Protocol, s.Options); s.Label == "" && k != all.ServerKey(r.c.Protocol) {
@@ -570,8 +619,8 @@ func (r *cellReader) impairments() error {
 	}
 	if c.Loss != nil {
 		switch v := *c.Loss; {
-		case !(v > 0 && v < 100):
-			return doc.Errorf(r.field("loss"), "%g is not a share of packets to drop: want more than 0 and less than 100 (percent)", v)
+		case lab.CheckLoss(v) != nil:
+			return doc.Errorf(r.field("loss"), "%v", lab.CheckLoss(v))
 		case where.OffLab():
 			return doc.Errorf(r.field("loss"), "packets are dropped between the lab's routers, but where is %s", where)
 		}
@@ -588,6 +637,47 @@ func (r *cellReader) impairments() error {
 			return doc.Errorf(r.field("ipv6_delay"), "cannot be combined with link_rate in one cell group (one qdisc tree on r1's link)")
 		}
 		s.IPv6Delay = Duration(d)
+	}
+	return r.pmtu()
+}
+
+// pmtu reads what the lab's routers and hosts do to path MTU discovery
+// and fragments during the group's runs (lab.PMTU).
+func (r *cellReader) pmtu() error {
+	c, doc, s, where := r.c, r.doc, r.s, r.e.Where
+	for _, v := range []struct {
+		field string
+		value *string
+		check func(string) error
+		set   *string
+	}{
+		{"ptb_blackhole", c.PTBBlackhole, lab.CheckPTBBlackhole, &s.PMTU.PTBBlackhole},
+		{"fragments", c.Fragments, lab.CheckFragments, &s.PMTU.Fragments},
+	} {
+		if v.value == nil {
+			continue
+		}
+		if err := v.check(*v.value); err != nil {
+			return doc.Errorf(r.field(v.field), "%v", err)
+		}
+		*v.set = *v.value
+	}
+	if c.MTUProbing != nil {
+		if err := lab.CheckMTUProbing(*c.MTUProbing); err != nil {
+			return doc.Errorf(r.field("tcp_mtu_probing"), "%v", err)
+		}
+		v := *c.MTUProbing
+		s.PMTU.MTUProbing = &v
+	}
+	if c.MSSClamp != nil {
+		s.PMTU.MSSClamp = *c.MSSClamp
+	}
+	if where.OffLab() {
+		for _, f := range []string{"ptb_blackhole", "fragments", "tcp_mtu_probing", "mss_clamp"} {
+			if doc.Has(r.field(f)) {
+				return doc.Errorf(r.field(f), "sets the lab's routers and hosts, but where is %s", where)
+			}
+		}
 	}
 	return nil
 }

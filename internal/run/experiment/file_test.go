@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -296,4 +297,88 @@ func TestTimesAreBounded(t *testing.T) {
 		"name: b\ncells: [{protocol: http, conns: [1], duration: 25h}]\n":          "b.yaml:2: cells[0].duration: 25h0m0s is more than 24h0m0s",
 		"name: b\ncells: [{protocol: http, conns: [1], pause: 2h, timeout: 1s}]\n": "b.yaml:2: cells[0].pause: 2h0m0s is more than 1h0m0s",
 	})
+}
+
+// TestPMTUCellFields: a cell group's path MTU settings are read, recorded
+// in the spec (a result's header holds them) and read back, and need the
+// lab.
+func TestPMTUCellFields(t *testing.T) {
+	e, err := Parse("p.yaml", []byte("name: p\ncells:\n  - {protocol: http, conns: [1], file: 1M, ptb_blackhole: ipv6, tcp_mtu_probing: 1}\n  - {protocol: dns, label: d, conns: [1], query: large.v6lab.test, type: TXT, edns: 1232, resend: 1s, fragments: drop, mss_clamp: true}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.Groups[0].PMTU.String(); got != "ptb_blackhole ipv6, tcp_mtu_probing 1" {
+		t.Errorf("http group: %q", got)
+	}
+	if got := e.Groups[1].PMTU.String(); got != "fragments drop, mss_clamp" {
+		t.Errorf("dns group: %q", got)
+	}
+	if !e.PMTU() || !strings.Contains(e.NeedsLab(), "ptb_blackhole") {
+		t.Errorf("PMTU %v, needs the lab: %q", e.PMTU(), e.NeedsLab())
+	}
+	b, err := json.Marshal(e.Groups[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"pmtu":{"fragments":"drop","mss_clamp":true}`, `"edns":1232`, `"resend":"1s"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("recorded %s, lacks %s", b, want)
+		}
+	}
+	var back CellGroup
+	if err := json.Unmarshal(b, &back); err != nil || back.PMTU.String() != e.Groups[1].PMTU.String() {
+		t.Errorf("read back %+v, %v", back.PMTU, err)
+	}
+	plain, _ := Parse("q.yaml", []byte("name: q\ncells:\n  - {protocol: http, conns: [1]}\n"))
+	if plain.PMTU() {
+		t.Error("a group without path MTU settings has them")
+	}
+}
+
+// TestPMTUWait: a plan's estimate counts a path MTU black hole's wait:
+// the timeout where nothing mends it, the detection with tcp_mtu_probing
+// 1, nothing with a clamp or on a path it does not break; a DNS answer in
+// dropped fragments waits out its timeout unless it is asked for small
+// or over TCP; an HTTP/3 transfer loses nothing to either (QUIC), a DNS
+// answer over TCP stalls in a black hole as any TCP transfer.
+func TestPMTUWait(t *testing.T) {
+	e, err := Parse("w.yaml", []byte(`name: w
+where: lab
+paths: [ipv4, ipv6, 6in4, nat64]
+timeout: 10s
+cells:
+  - {protocol: http, label: a, conns: [1], ptb_blackhole: ipv6}
+  - {protocol: http, label: b, conns: [1], ptb_blackhole: ipv6, tcp_mtu_probing: 1}
+  - {protocol: http, label: c, conns: [1], ptb_blackhole: both, mss_clamp: true}
+  - {protocol: http, label: d, conns: [1], ptb_blackhole: ipv4, timeout: 3s}
+  - {protocol: dns, label: e, conns: [1], edns: 4096, fragments: ipv6}
+  - {protocol: dns, label: f, conns: [1], edns: 1232, fragments: drop}
+  - {protocol: dns, label: g, conns: [1], transport: tcp, fragments: drop}
+  - {protocol: http, label: h, conns: [1], http_version: "3", ptb_blackhole: both, fragments: drop}
+  - {protocol: dns, label: i, conns: [1], transport: tcp, ptb_blackhole: ipv6}
+  - {protocol: dns, label: j, conns: [1], edns: 4096, ptb_blackhole: ipv6}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][4]time.Duration{
+		"a": {0, 10 * time.Second, 10 * time.Second, 0},
+		"b": {0, BlackHoleDetect, BlackHoleDetect, 0},
+		"c": {},
+		"d": {3 * time.Second, 0, 0, 3 * time.Second},
+		"e": {0, 10 * time.Second, 10 * time.Second, 10 * time.Second},
+		"f": {},
+		"g": {},
+		"h": {},
+		"i": {0, 10 * time.Second, 10 * time.Second, 0},
+		"j": {},
+	}
+	for i := range e.Groups {
+		g := &e.Groups[i]
+		for j, p := range g.Paths {
+			if got := g.pmtuWait(p); got != want[g.CellName()][j] {
+				t.Errorf("%s over %s: %v, want %v", g.CellName(), p, got, want[g.CellName()][j])
+			}
+		}
+	}
 }

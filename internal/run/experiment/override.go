@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -93,6 +94,20 @@ func (e *Experiment) Override(o Override) error {
 	if o.Scale != nil {
 		if err := e.Scale(*o.Scale); err != nil {
 			return fmt.Errorf("--scale: %w", err)
+		}
+	}
+	return e.checkGiven(o)
+}
+
+// checkGiven checks the cell groups' values the flags gave, each error
+// naming its flag; the file's own values are checked with the file.
+func (e *Experiment) checkGiven(o Override) error {
+	given := map[string]bool{"paths": o.Paths != nil, "conns": o.Conns != nil, "runs": o.Runs != nil,
+		"warmup": o.Warmup != nil, "timeout": o.Timeout != nil, "pause": o.Pause != nil, "duration": o.Duration != nil}
+	for i := range e.Groups {
+		var fe *FieldError
+		if err := e.Groups[i].Validate(); errors.As(err, &fe) && given[fe.Field] {
+			return fe.AsFlag()
 		}
 	}
 	return nil

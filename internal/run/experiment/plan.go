@@ -31,6 +31,8 @@ func (exp *Experiment) NeedsLab() string {
 		return "loss drops packets between the lab's routers"
 	case exp.anyCell(func(c *CellGroup) bool { return c.IPv6Delay > 0 }):
 		return "ipv6_delay delays IPv6 at the lab's router"
+	case exp.PMTU():
+		return "ptb_blackhole, fragments, tcp_mtu_probing and mss_clamp set the lab's routers and hosts"
 	}
 	return ""
 }
@@ -84,6 +86,9 @@ func WritePlan(w io.Writer, exp *Experiment, where result.Where, note string, bo
 			tx += n * c.Runs * len(c.Paths)
 			per := time.Duration(c.Pause) + 50*time.Millisecond + time.Duration(n)*300*time.Microsecond + time.Duration(c.Duration) + c.Opts().Estimate(n, cmpRate(c.LinkRate, bottleneck))
 			est += per * time.Duration(c.Runs*len(c.Paths))
+			for _, p := range c.Paths {
+				est += c.pmtuWait(p) * time.Duration(c.Runs) // a path MTU black hole waits
+			}
 			if c.IPv6Loss > 0 && slices.ContainsFunc(c.Paths, func(p path.Path) bool { return p.Kind().Dual }) {
 				// A dual-stack client waits out its attempt delay for IPv4.
 				est += c.Opts().AttemptDelay() * time.Duration(c.Runs)
@@ -159,4 +164,9 @@ func (e *Experiment) WriteSplit(w io.Writer, seg *result.Segment, startAt time.T
 		fmt.Fprintf(w, "schedule: run 0 at %s, the last slot ends at %s (%s; each run's slot is its timeout, or duration and timeout, plus %s and its pause)\n",
 			startAt.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339), end.Sub(startAt).Round(time.Second), SlotMargin)
 	}
+}
+
+// PMTU reports whether any cell group sets path MTU conditions.
+func (exp *Experiment) PMTU() bool {
+	return exp.anyCell(func(c *CellGroup) bool { return !c.PMTU.IsZero() })
 }

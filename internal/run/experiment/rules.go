@@ -116,7 +116,7 @@ func (e *Experiment) CheckOpenFiles(limit uint64, serverFDs int) error {
 		if limit > fdReserve {
 			can = int((limit - fdReserve) / fdsPerConn)
 		}
-		return fmt.Errorf("experiment: %d simultaneous connections need about %d open files, and this process may open at most %d (ulimit -Hn): at most %d connections are possible here; raise the hard limit (e.g. in /etc/security/limits.conf) for more", most, need, limit, can)
+		return fmt.Errorf("%d simultaneous connections need about %d open files, and this process may open at most %d (ulimit -Hn): at most %d connections are possible here; raise the hard limit (e.g. in /etc/security/limits.conf) for more", most, need, limit, can)
 	}
 	return nil
 }

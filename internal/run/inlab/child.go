@@ -37,9 +37,19 @@ func Child(ctx context.Context, jobFile string, out measure.Output) error {
 		return fmt.Errorf("lab job %s: %w", jobFile, err)
 	}
 	probe := experiment.Probes(j.Endpoints)
+	// A lab that drops Packet Too Big or fragments itself may break a
+	// path for good: its settling is one try, and a path it breaks is
+	// left to its runs (which record why), not an error.
+	tries, impaired := 5, j.PMTU != nil && j.PMTU.Lab.Drop().Any()
+	if impaired {
+		tries = 1
+	}
 	for i := range j.Exp.Groups {
-		if err := Settle(ctx, &j.Exp.Groups[i], probe); err != nil {
-			return err
+		if err := Settle(ctx, &j.Exp.Groups[i], probe, tries); err != nil {
+			if !impaired || ctx.Err() != nil {
+				return err
+			}
+			j.Notes = append(j.Notes, "settling: "+err.Error()+" (the lab's own "+j.PMTU.Lab.String()+": left to its runs)")
 		}
 	}
 	cp := capture.FromFD(3, capture.Filter{})
@@ -54,6 +64,9 @@ func Child(ctx context.Context, jobFile string, out measure.Output) error {
 		rec = cp
 	}
 	cond := &conditions{ports: j.Ports, lab: j.Lab["name"], rates: j.LinkShaping}
+	if j.PMTU != nil {
+		cond.pmtu = &pmtuRuns{lab: cond.lab, own: j.PMTU.Lab}
+	}
 	if len(j.Gen) > 0 {
 		if cond.bg, err = congestion.Start(ctx, j.Gen); err != nil {
 			return err
@@ -82,6 +95,7 @@ func Child(ctx context.Context, jobFile string, out measure.Output) error {
 		Exp: j.Exp, Probe: probe, Target: "lab", Servers: j.Servers, Notes: j.Notes,
 		ServerFDs: 0, Somaxconn: j.Somaxconn, Command: j.Command, Results: j.Results,
 		Wire: wire, Lab: j.Lab, Pcap: rec, Conditions: cond,
+		TCPInfo: j.PMTU != nil, Impaired: impaired,
 	}
 	if j.Dir != "" {
 		mj.Resume, mj.ResumeDir = &experiment.Resume{Exp: j.Exp, Done: j.Done}, j.Dir
@@ -90,10 +104,11 @@ func Child(ctx context.Context, jobFile string, out measure.Output) error {
 	return err
 }
 
-// Settle does unrecorded transactions on every path until one completes, so
-// neighbour discovery and every cache on the way are warm before the first
-// run, and a path that cannot work fails here with its reason.
-func Settle(ctx context.Context, c *experiment.CellGroup, probe func(*experiment.CellGroup, path.Path) (load.Probe, error)) error {
+// Settle does unrecorded transactions on every path until one completes
+// (at most tries), so neighbour discovery and every cache on the way are
+// warm before the first run, and a path that cannot work fails here with
+// its reason.
+func Settle(ctx context.Context, c *experiment.CellGroup, probe func(*experiment.CellGroup, path.Path) (load.Probe, error), tries int) error {
 	// The cell's own timeout, never a fixed one shorter than it.
 	timeout := min(max(time.Duration(c.Timeout), 5*time.Second), 2*time.Minute)
 	for _, p := range c.Paths {
@@ -116,7 +131,7 @@ func Settle(ctx context.Context, c *experiment.CellGroup, probe func(*experiment
 		}
 		var last string
 		ok := false
-		for try := 0; try < 5 && !ok; try++ {
+		for try := 0; try < tries && !ok; try++ {
 			ctx, cancel := context.WithTimeout(ctx, timeout)
 			s := pr.Do(ctx, 0)
 			cancel()

@@ -36,6 +36,8 @@ type conditions struct {
 	dropped uint64
 	// delay is the IPv6 delay a cell group asked for (ipv6_delay).
 	delay *lab.Delay
+	// pmtu is what the run does about path MTU (nil: nothing).
+	pmtu *pmtuRuns
 	// loss is the loss between the routers a cell group asked for
 	// (loss); lost is its count when the run began.
 	loss *lab.LinkLoss
@@ -137,6 +139,9 @@ func (c *conditions) Begin(ctx context.Context, s *experiment.CellGroup, _ exper
 	if err := c.delayIPv6(s); err != nil {
 		return err
 	}
+	if err := c.pmtu.begin(s); err != nil {
+		return err
+	}
 	if err := c.loseOnLink(s); err != nil {
 		return err
 	}
@@ -188,6 +193,7 @@ func (c *conditions) End(s *experiment.CellGroup, _ experiment.Step, rec *result
 		}
 		rec.Links["r1 eth-client egress"] = fmt.Sprintf("IPv6 delayed %v (netem)", c.delay.D)
 	}
+	c.pmtu.end(s, rec)
 	if !s.ServerCapture || c.server == nil {
 		return
 	}
@@ -219,6 +225,7 @@ func (c *conditions) End(s *experiment.CellGroup, _ experiment.Step, rec *result
 }
 
 func (c *conditions) Finish() {
+	c.pmtu.finish()
 	if c.impair != nil {
 		c.impair.Close()
 		c.impair = nil

@@ -98,6 +98,8 @@ type Job struct {
 	// limit, by link name), given when cell groups set their own rate
 	// (link_rate) and the lab returns to it.
 	LinkShaping map[string]lab.Shaping `json:"link_shaping,omitempty"`
+	// PMTU, when set, is what the run does about path MTU (pmtuJob).
+	PMTU *PMTUJob `json:"pmtu,omitempty"`
 	// Done and Dir resume an interrupted experiment.
 	Done map[int]bool `json:"done,omitempty"`
 	Dir  string       `json:"dir,omitempty"`
@@ -248,6 +250,9 @@ func (r *Session) prepare(ctx context.Context, l *lab.Lab, cfg lab.Config) (*Job
 			return nil, nil, stop, err
 		}
 		job.Lab["link_rates"] = "cell groups with link_rate reshape every link for their runs (each run record's links, read back from the kernel)"
+	}
+	if job.PMTU = pmtuJob(cfg, r.Exp); job.PMTU != nil {
+		describePMTU(job.PMTU, cfg, job.Lab)
 	}
 	if err := r.describe(l, cfg, job); err != nil {
 		return nil, nil, stop, err

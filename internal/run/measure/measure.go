@@ -74,6 +74,12 @@ type Job struct {
 	// run at its slot of the schedule that begins then.
 	Segment *result.Segment
 	StartAt time.Time
+	// TCPInfo makes every sample carry its TCP connection's figures
+	// (experiment.Executor.TCPInfo).
+	TCPInfo bool
+	// Impaired: the lab breaks paths on purpose for every cell group (its
+	// own ptb_blackhole or fragments), so a cell may fail whole.
+	Impaired bool
 }
 
 // Output is where a job reports.
@@ -191,7 +197,7 @@ func Do(ctx context.Context, j Job, o Output) (string, error) {
 	defer stop()
 	plan := j.Exp.Plan()
 	r := &experiment.Executor{Exp: j.Exp, Probe: j.Probe, Header: hdr, Wire: j.Wire, Done: done, Conditions: j.Conditions,
-		Segment: j.Segment, StartAt: j.StartAt, Totals: report.NewTotaler}
+		Segment: j.Segment, StartAt: j.StartAt, Totals: report.NewTotaler, TCPInfo: j.TCPInfo}
 	prog := o.progress(len(plan), len(done), r.Written)
 	r.OnStep = prog.Step
 	if !o.Quiet {
@@ -207,7 +213,7 @@ func Do(ctx context.Context, j Job, o Output) (string, error) {
 	if runErr != nil && !errors.Is(runErr, experiment.ErrInterrupted) {
 		return dir, runErr
 	}
-	return dir, finish(dir, files, runErr, o)
+	return dir, finish(dir, files, runErr, impaired(j.Exp, j.Impaired), o)
 }
 
 // header readies the process for measuring (GC, open files, the client's
@@ -264,7 +270,7 @@ func (j *Job) header(toolVersion string) (result.Header, error) {
 // finish writes the reports of the result in dir, prints them, and says
 // how the job ended: interrupted, with a cell that completed nothing, or
 // (strict) with runs left out.
-func finish(dir, files string, runErr error, o Output) error {
+func finish(dir, files string, runErr error, impaired map[string]bool, o Output) error {
 	s, err := report.WriteAll(dir)
 	if err != nil {
 		return err
@@ -279,7 +285,7 @@ func finish(dir, files string, runErr error, o Output) error {
 	if runErr != nil {
 		return &InterruptedError{Dir: dir}
 	}
-	if err := AllFailed(s); err != nil {
+	if err := AllFailed(s, impaired); err != nil {
 		return err
 	}
 	if o.Strict && s.LeftOutRuns > 0 {
@@ -349,10 +355,13 @@ func (j Job) recordPcap(dir string, resumed int) (string, func(io.Writer), error
 }
 
 // AllFailed is an error when some cell completed no transaction at all: the
-// results are kept, but the command did not measure what was asked.
-func AllFailed(s *report.Summary) error {
+// results are kept, but the command did not measure what was asked. A
+// cell of a group in impaired (its name: its lab breaks paths on purpose,
+// ipv6_loss, ptb_blackhole, fragments) may fail whole: that is what it
+// measures.
+func AllFailed(s *report.Summary, impaired map[string]bool) error {
 	for _, c := range s.Cells {
-		if c.Completed == 0 && c.Failed > 0 {
+		if c.Completed == 0 && c.Failed > 0 && !impaired[c.Protocol] {
 			return fmt.Errorf("every counted transaction of %s/%s/%d failed (first: %s)", c.Protocol, c.Path, c.Conns, c.FirstError)
 		}
 	}
@@ -446,4 +455,16 @@ func offLab(j Job) error {
 		}
 	}
 	return nil
+}
+
+// impaired names the cell groups whose lab breaks paths on purpose: a
+// share of IPv6 lost, ICMP errors or fragments dropped.
+func impaired(e *experiment.Experiment, all bool) map[string]bool {
+	out := map[string]bool{}
+	for i := range e.Groups {
+		if g := &e.Groups[i]; all || g.IPv6Loss > 0 || g.PMTU.Drop().Any() {
+			out[g.CellName()] = true
+		}
+	}
+	return out
 }

@@ -16,7 +16,8 @@
 // loops are ordinary goroutines: no locked threads and no blocking system
 // calls that would stall the scheduler.
 //
-// It imports nothing of v6lab but kstamp (the kernel's timestamps).
+// It imports nothing of v6lab but kstamp (the kernel's timestamps) and
+// tcpinfo.
 package evloop
 
 import (
@@ -36,6 +37,7 @@ import (
 
 	"v6lab/internal/sock/kstamp"
 	"v6lab/internal/sock/sockaddr"
+	"v6lab/internal/sock/tcpinfo"
 )
 
 // Feeder consumes a reply as it arrives.
@@ -88,6 +90,17 @@ type Exchange struct {
 	// that read the answer is read, so no goroutine wakes between the
 	// answer and the SYN. Not with Adopt or UDP.
 	Lookup *Lookup
+	// FragSize asks a UDP exchange whether its reply came in IP
+	// fragments (IP_RECVFRAGSIZE, IPV6_RECVFRAGSIZE): Result.FragSize.
+	FragSize bool
+	// Resend, for a UDP exchange, is the wait for the reply before the
+	// request is sent again, doubled after each time (0: never), as a
+	// stub resolver does; Result.Resent counts the times.
+	Resend time.Duration
+	// TCPInfo asks for the connection's TCP_INFO as it was when the
+	// exchange completed (Result.TCP); a failed TCP exchange has it
+	// whatever this says (a stall is told from a slow transfer by it).
+	TCPInfo bool
 	// Race, when set, is a dual-stack client's way in instead of Lookup:
 	// AAAA and A asked on one socket, then connection attempts to the
 	// answers' addresses as its Racer decides (Happy Eyeballs), all in
@@ -190,6 +203,13 @@ type Result struct {
 	Reconnects int
 	// Cookie is the first connection's socket cookie (Exchange.Cookie).
 	Cookie uint64
+	// FragSize is, for a UDP exchange with Exchange.FragSize, the size of
+	// the largest IP fragment the reply came in (0: it came whole), and
+	// Resent how many times its request was sent again (Exchange.Resend).
+	FragSize, Resent int
+	// TCP is the last connection's TCP_INFO when the exchange ended
+	// (Exchange.TCPInfo; every failed TCP exchange's), nil otherwise.
+	TCP *tcpinfo.Info
 	// ClientTurns is the loop's own time inside the exchange: for each
 	// request sent after a reply on the same connection (a Continuer's),
 	// from the kernel's receive stamp of the bytes that completed the
@@ -547,6 +567,13 @@ func (l *loop) open(c *conn) (string, error) {
 			return "connect", err
 		}
 	}
+	if x.UDP && x.FragSize {
+		fragSize(fd, x.Remote.Addr().Is6())
+	}
+	if x.UDP && x.Resend > 0 {
+		c.resendWait = x.Resend
+		c.resendAt = time.Now().Add(x.Resend)
+	}
 	to, err := sockaddr.Of(x.Remote)
 	if err != nil {
 		unix.Close(fd)
@@ -828,6 +855,9 @@ func (l *loop) finish(c *conn, phase string, err error) {
 		return // an attempt (its race's exchange finishes), or finished already
 	}
 	l.endRace(c)
+	if err != nil || c.x.TCPInfo {
+		c.readTCP()
+	}
 	unix.Close(c.fd)
 	if c.ready >= 0 {
 		unix.Close(c.ready)
@@ -837,6 +867,17 @@ func (l *loop) finish(c *conn, phase string, err error) {
 		c.res.Phase, c.res.Err = phase, err
 	}
 	close(c.done)
+}
+
+// readTCP keeps the TCP_INFO of c's connection in its result (nothing
+// while its socket is a lookup's or a race's, or UDP).
+func (c *conn) readTCP() {
+	if c.x.UDP || c.lookup || c.race != nil {
+		return
+	}
+	if ti, ok := tcpinfo.Read(c.fd); ok {
+		c.res.TCP = &ti
+	}
 }
 
 // unregister takes c's connection out of the loop's set; false when it
@@ -859,6 +900,9 @@ func (l *loop) completed(c *conn) {
 	}
 	if c.x.UDP { // read before the socket closes; it is long queued by now
 		c.res.FirstTx = kstamp.Sent(c.fd, l.oob)
+	}
+	if c.x.TCPInfo {
+		c.readTCP()
 	}
 	l.toClose = append(l.toClose, c.fd)
 	close(c.done)
@@ -1072,6 +1116,9 @@ func (l *loop) read(c *conn) {
 					c.res.FirstRx = at
 				}
 			}
+			if c.x.UDP && c.x.FragSize {
+				c.res.FragSize = parseFragSize(l.oob[:oobn])
+			}
 		}
 		c.res.BytesIn += int64(n)
 		done, ferr := c.x.Reply.Feed(l.buf[:n], n == 0)
@@ -1163,7 +1210,7 @@ func (l *loop) scan(now time.Time) {
 		case c.cancel.Load() || (!c.deadline.IsZero() && now.After(c.deadline)):
 			over = append(over, c)
 		default:
-			if (c.lookup || c.race != nil) && !c.resendAt.IsZero() && now.After(c.resendAt) {
+			if (c.lookup || c.race != nil || c.x.UDP) && !c.resendAt.IsZero() && now.After(c.resendAt) {
 				resend = append(resend, c)
 			}
 			if c.race != nil && !c.race.wake.IsZero() {
@@ -1180,13 +1227,25 @@ func (l *loop) scan(now time.Time) {
 	l.mu.Unlock()
 	for _, c := range resend {
 		var err error
-		if c.race != nil {
+		phase := "resolve"
+		switch {
+		case c.race != nil:
 			err = l.resendRace(c)
-		} else if _, werr := unix.Write(c.fd, c.x.Lookup.Query); werr != nil {
-			err = fmt.Errorf("send query again: %w", os.NewSyscallError("write", werr))
+		case c.lookup:
+			if _, werr := unix.Write(c.fd, c.x.Lookup.Query); werr != nil {
+				err = fmt.Errorf("send query again: %w", os.NewSyscallError("write", werr))
+			}
+		default: // a UDP exchange's request
+			phase = "io"
+			if n, werr := unix.Write(c.fd, c.x.Request); werr != nil {
+				err = fmt.Errorf("send again: %w", os.NewSyscallError("write", werr))
+			} else {
+				c.res.BytesOut += int64(n)
+				c.res.Resent++
+			}
 		}
 		if err != nil {
-			l.finish(c, "resolve", err)
+			l.finish(c, phase, err)
 			continue
 		}
 		c.resendWait *= 2
@@ -1265,4 +1324,30 @@ func localAddr(fd int) netip.AddrPort {
 func port(p uint16) uint16 {
 	b := (*[2]byte)(unsafe.Pointer(&p))
 	return uint16(b[0])<<8 | uint16(b[1])
+}
+
+// fragSize asks the kernel to say, with each datagram it reassembled on
+// UDP socket fd, the size of its largest fragment.
+func fragSize(fd int, ipv6 bool) {
+	if ipv6 {
+		_ = unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_RECVFRAGSIZE, 1)
+		return
+	}
+	_ = unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_RECVFRAGSIZE, 1)
+}
+
+// parseFragSize finds the largest fragment's size in a datagram's control
+// messages (0: it came whole).
+func parseFragSize(oob []byte) int {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return 0
+	}
+	for _, m := range msgs {
+		if len(m.Data) >= 4 && (m.Header.Level == unix.IPPROTO_IPV6 && m.Header.Type == unix.IPV6_RECVFRAGSIZE ||
+			m.Header.Level == unix.IPPROTO_IP && m.Header.Type == unix.IP_RECVFRAGSIZE) {
+			return int(*(*int32)(unsafe.Pointer(&m.Data[0])))
+		}
+	}
+	return 0
 }

@@ -98,11 +98,19 @@ func LabOnly() []Path {
 // against hosts a probe or an experiment names), where only the families
 // themselves exist: nil when it can. It is the one rule every entry point
 // applies, so a lab-only label never names a plain ipv6 measurement.
-func (p Path) OffLab(where string) error {
+func (p Path) OffLab(where string) error { return p.OffLabOf(where, true) }
+
+// OffLabOf is OffLab for a measurement that has the dual path (dual) or
+// not: the error lists the paths it has.
+func (p Path) OffLabOf(where string, dual bool) error {
 	if !p.Kind().LabOnly {
 		return nil
 	}
-	return fmt.Errorf("%s needs the lab (its tunnel or translator), but %s has only ipv4, ipv6 and dual", p, where)
+	has := "ipv4, ipv6 and dual"
+	if !dual {
+		has = "ipv4 and ipv6"
+	}
+	return fmt.Errorf("%s needs the lab (its tunnel or translator), but %s has only %s", p, where, has)
 }
 
 // Known returns an error unless name is a path v6lab measures: a samples

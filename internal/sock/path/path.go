@@ -75,11 +75,14 @@ func Names() string {
 
 // ParseList parses a comma-separated list such as "ipv4,ipv6", refusing duplicates.
 func ParseList(s string) ([]Path, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, fmt.Errorf("path: empty path list %q", s)
+	}
 	var out []Path
 	seen := map[Path]bool{}
-	for _, f := range strings.Split(s, ",") {
+	for i, f := range strings.Split(s, ",") {
 		if strings.TrimSpace(f) == "" {
-			continue
+			return nil, fmt.Errorf("path: %q: entry %d is empty (a comma too many)", s, i+1)
 		}
 		p, err := Parse(f)
 		if err != nil {
