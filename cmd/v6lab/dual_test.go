@@ -79,6 +79,9 @@ cells:
 	if len(s.Cells) != 24 {
 		t.Fatalf("%d cells", len(s.Cells))
 	}
+	// A timer's expiry seen from a loaded 2-CPU machine comes late by a
+	// few tens of ms; never early, and never near the next attempt.
+	const slack = 50.0
 	for _, c := range s.Cells {
 		// Half of IPv6 lost also loses data of the transactions IPv6
 		// won (what Happy Eyeballs cannot help with): some may time out.
@@ -97,15 +100,15 @@ cells:
 		won, attempts, connect := metricOf(c, "ipv6_won"), metricOf(c, "he_attempts"), metricOf(c, "he_connect_ms")
 		switch c.Protocol {
 		case "blackholed-curl": // curl's own Happy Eyeballs: IPv4 after 200 ms
-			if won != 0 || connect < 200 || connect > 215 {
+			if won != 0 || connect < 200 || connect > 200+slack {
 				t.Errorf("blackholed-curl: ipv6_won %v, connect %v ms (want IPv4 after 200 ms)", won, connect)
 			}
 		case "aaaa-late": // RFC 8305 §3: A, then 50 ms for AAAA, then IPv4
-			if won != 0 || connect < 50 || connect > 60 {
+			if won != 0 || connect < 50 || connect > 50+slack {
 				t.Errorf("aaaa-late: ipv6_won %v, connect %v ms (want IPv4 after 50 ms)", won, connect)
 			}
 		case "aaaa-late-go": // Go's resolver waits for both answers
-			if won != 1 || connect < 300 || connect > 315 {
+			if won != 1 || connect < 300 || connect > 300+slack {
 				t.Errorf("aaaa-late-go: ipv6_won %v, connect %v ms (want IPv6 after the 300 ms AAAA)", won, connect)
 			}
 		case "go", "curl":
@@ -113,8 +116,8 @@ cells:
 				t.Errorf("go: ipv6_won %v, connect %v ms", won, connect)
 			}
 		case "blackholed-go": // Go's net.Dialer: RFC 6555, IPv4 after 300 ms
-			if won != 0 || connect < 300 || connect > 310 {
-				t.Errorf("blackholed-go: ipv6_won %v, connect %v ms (want IPv4 after 300 ms, +10)", won, connect)
+			if won != 0 || connect < 300 || connect > 300+slack {
+				t.Errorf("blackholed-go: ipv6_won %v, connect %v ms (want IPv4 after 300 ms)", won, connect)
 			}
 		case "lossy": // half the client's IPv6 dropped: some SYNs get through
 			if won <= 0 || won >= 1 {
@@ -129,8 +132,8 @@ cells:
 			if strings.HasSuffix(c.Protocol, "100ms") {
 				delay = 100
 			}
-			if won != 0 || attempts != 2 || connect < delay || connect > delay+10 {
-				t.Errorf("%s/%d: ipv6_won %v, attempts %v, connect %v ms (want IPv4 after %v ms, +10)", c.Protocol, c.Conns, won, attempts, connect, delay)
+			if won != 0 || attempts != 2 || connect < delay || connect > delay+slack {
+				t.Errorf("%s/%d: ipv6_won %v, attempts %v, connect %v ms (want IPv4 after %v ms)", c.Protocol, c.Conns, won, attempts, connect, delay)
 			}
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"v6lab/internal/lab/servers"
+	"v6lab/internal/run/survey/cli"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -40,16 +41,17 @@ type exitError struct {
 
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
+func (e *exitError) ExitCode() int { return e.code }
 
 func main() {
 	root := newRoot()
 	if err := root.Execute(); err != nil {
 		code := 1
-		var ee *exitError
+		var ee interface{ ExitCode() int } // exitError, survey's cli.Exit
 		if errors.As(err, &ee) {
-			code = ee.code
+			code = ee.ExitCode()
 		}
-		if !errors.Is(err, errSilent) {
+		if !errors.Is(err, errSilent) && err.Error() != "" {
 			fmt.Fprintln(os.Stderr, "v6lab:", err)
 		}
 		os.Exit(code)
@@ -93,7 +95,7 @@ reports each path's difference from IPv4 with its confidence.`,
 	root.PersistentPostRun = func(*cobra.Command, []string) { stopProfile() }
 	root.AddCommand(newRunCmd(), newProbeCmd())
 	root.AddCommand(topLevelProbes()...)
-	root.AddCommand(newTrafficCmd(), newServeCmd(), newReportCmd(), newExportCmd(), newMergeCmd(), newCompareCmd(), newLabCmd())
+	root.AddCommand(newTrafficCmd(), newServeCmd(), newReportCmd(), newExportCmd(), newMergeCmd(), newCompareCmd(), newLabCmd(), cli.Command(toolVersion()))
 	root.AddCommand(newInetdCmd())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{code: 2, err: err} })
 	usageArgs(root)

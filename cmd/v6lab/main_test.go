@@ -46,9 +46,9 @@ func v6lab(t *testing.T, args ...string) (string, error) {
 }
 
 func exitCode(err error) int {
-	var ee *exitError
+	var ee interface{ ExitCode() int }
 	if errors.As(err, &ee) {
-		return ee.code
+		return ee.ExitCode()
 	}
 	if err != nil {
 		return 1

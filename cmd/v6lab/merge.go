@@ -10,6 +10,7 @@ import (
 	"v6lab/internal/proto/all"
 	"v6lab/internal/report"
 	"v6lab/internal/run/merge"
+	"v6lab/internal/run/survey/cli"
 )
 
 func newMergeCmd() *cobra.Command {
@@ -32,6 +33,9 @@ A DIR that is not itself a result directory stands for every result directory in
   v6lab merge /results/web-v6 --results /results --name web-v6-merged`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cli.IsSurvey(args[0]) {
+				return cli.Merge(cmd, args, results, name)
+			}
 			segs, err := merge.Read(args)
 			if err != nil {
 				return &exitError{code: 2, err: err}

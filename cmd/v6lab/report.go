@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"v6lab/internal/report"
+	"v6lab/internal/run/survey/cli"
 )
 
 var renderers = map[string]func(io.Writer, *report.Summary) error{
@@ -31,6 +32,9 @@ file cut off by a killed run is read up to its last complete line.`,
   v6lab report results/quick-20261122T141949Z --write`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cli.IsSurvey(args[0]) {
+				return cli.Report(cmd.OutOrStdout(), args[0], format, write)
+			}
 			render := renderers[format]
 			if render == nil {
 				return &exitError{code: 2, err: fmt.Errorf("--format: %q is not text, json, csv or html", format)}

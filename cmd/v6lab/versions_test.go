@@ -12,7 +12,8 @@ import (
 
 // TestHTTPVersionsOnEveryPathInTheLab: a cell of http_version [2, 3] over
 // ipv4, ipv6, 6in4 (a tunnel of MTU 1280: QUIC's first packets fit) and
-// nat64, clean and at 5% loss between the routers: every run proven on the
+// nat64, clean and at 5% loss between the routers (every path's packets
+// dropped, 6in4's encapsulated ones too): every run proven on the
 // wire (HTTP/3's as UDP alone), the protocol spoken in every sample and in
 // summary.json, every clean transaction complete, the lossy ones counted.
 func TestHTTPVersionsOnEveryPathInTheLab(t *testing.T) {
@@ -61,7 +62,11 @@ cells:
 		if r.Wire == nil || r.Err != "" {
 			t.Fatalf("run %s/%d: wire %v err %q", r.Cell, r.Run, r.Wire, r.Err)
 		}
-		if strings.HasPrefix(r.Cell, "lossy") && !strings.Contains(r.Links["r1-r2 egress, both ends"], "loss 5%") {
+		// Every path loses its packets, 6in4's encapsulated ones too (a
+		// run carries hundreds of packets: none dropped at 5% is a loss
+		// program that never saw them).
+		if l := r.Links["r1-r2 egress, both ends"]; strings.HasPrefix(r.Cell, "lossy") &&
+			(!strings.Contains(l, "loss 5%") || strings.Contains(l, ": 0 packets dropped")) {
 			t.Errorf("run %s/%d links %v", r.Cell, r.Run, r.Links)
 		}
 	}

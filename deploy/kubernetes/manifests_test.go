@@ -160,3 +160,56 @@ func TestTheSplitRunManifests(t *testing.T) {
 		t.Errorf("dry run:\n%s", out)
 	}
 }
+
+// TestTheSurveyManifest: the survey's ConfigMap and Indexed Job decode
+// strictly, the Job's N is --segment's, the list and exclusion list come
+// from the ConfigMap, and this version of v6lab accepts pod 1's arguments
+// in a dry run.
+func TestTheSurveyManifest(t *testing.T) {
+	b, err := os.ReadFile("survey.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := strings.Split(string(b), "\n---\n")
+	if len(docs) != 2 {
+		t.Fatalf("survey.yaml has %d documents, want the ConfigMap and the Job", len(docs))
+	}
+	dir := t.TempDir()
+	for i, d := range docs {
+		os.WriteFile(filepath.Join(dir, fmt.Sprintf("doc%d.yaml", i)), []byte(d), 0o644)
+	}
+	var cm corev1.ConfigMap
+	var job batchv1.Job
+	decodeStrict(t, filepath.Join(dir, "doc0.yaml"), "ConfigMap", &cm)
+	decodeStrict(t, filepath.Join(dir, "doc1.yaml"), "Job", &job)
+	n := int(*job.Spec.Completions)
+	c := job.Spec.Template.Spec.Containers[0]
+	if c.Args[0] != "survey" || argAfter(c.Args, "--segment") != fmt.Sprintf("$(JOB_COMPLETION_INDEX)/%d", n) || argAfter(c.Args, "--contact") == "" {
+		t.Fatalf("survey args %v: want survey LIST --segment $(JOB_COMPLETION_INDEX)/%d --contact …", c.Args, n)
+	}
+	bin := filepath.Join(dir, "v6lab")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/v6lab").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	var args []string
+	for _, a := range c.Args {
+		a = strings.ReplaceAll(a, "$(JOB_COMPLETION_INDEX)", "1")
+		if rest, ok := strings.CutPrefix(a, "/sites/"); ok {
+			if cm.Data[rest] == "" {
+				t.Fatalf("%s is not a key of the ConfigMap", a)
+			}
+			a = filepath.Join(dir, rest)
+			os.WriteFile(a, []byte(cm.Data[rest]), 0o644)
+		}
+		if a != "--quiet" {
+			args = append(args, a)
+		}
+	}
+	// The pod's resolver is the cluster's; here one is named.
+	args = append(args, "--dry-run", "--dns-server", "192.0.2.53", "--dns-server", "2001:db8::53")
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), fmt.Sprintf("1 of the 4 sites of %s (segment 1/%d", filepath.Join(dir, "sites.txt"), n)) ||
+		!strings.Contains(string(out), "1 names excluded") {
+		t.Errorf("v6lab %v: %v\n%s", args, err, out)
+	}
+}

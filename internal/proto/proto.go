@@ -126,6 +126,10 @@ type Real struct {
 	Fit func(o Options) error
 	// Start starts it (stopping what it started if it fails).
 	Start func(ctx context.Context, at RealPlace) (*RealRunning, error)
+	// Needs, when set, names the programs beside Program that cells
+	// with options cells need (Caddy for HTTP/3), checked before a lab
+	// is built.
+	Needs func(cells []Options) []servers.Program
 }
 
 // RealPlace is where a real server starts: the lab's server host.
@@ -151,6 +155,14 @@ type RealRunning struct {
 	// Content is what its files hold (nginx: v6lab's generated content;
 	// ProFTPD: sparse files, which read as zeros).
 	Content content.Expect
+	// Ports are the ports of the servers it answers as beside its
+	// protocol's own (at Real.Port), by the key of the embedded server
+	// they stand for (nginx's TLS as https, Caddy as h3): a cell's
+	// endpoint and wire check are real/KEY (all.CellServerKey).
+	Ports map[string]int
+	// Pins are the SHA-256 of the certificates its TLS servers show, by
+	// the same keys: v6lab's clients pin them, as the embedded servers'.
+	Pins map[string]string
 }
 
 // Command is how a protocol appears on the command line, as v6lab probe

@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/hex"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"math/big"
@@ -49,6 +50,23 @@ func SelfSigned(names []string, addrs []netip.Addr) (*tls.Config, error) {
 	}
 	return &tls.Config{MinVersion: tls.VersionTLS12,
 		Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}, nil
+}
+
+// PEM is a server configuration's (first) certificate and its private
+// key in PEM: what a real server (nginx, Caddy) reads, so that it shows
+// the certificate v6lab's clients pin, as the embedded servers do.
+func PEM(cfg *tls.Config) (cert, key []byte, err error) {
+	if cfg == nil || len(cfg.Certificates) == 0 || len(cfg.Certificates[0].Certificate) == 0 {
+		return nil, nil, errors.New("tls: no certificate")
+	}
+	c := cfg.Certificates[0]
+	der, err := x509.MarshalPKCS8PrivateKey(c.PrivateKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("tls key: %w", err)
+	}
+	cert = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Certificate[0]})
+	key = pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
+	return cert, key, nil
 }
 
 // CertSHA256 is the hex SHA-256 of a server configuration's (first)

@@ -59,6 +59,9 @@ func scanDir(dir string, also result.Visitor) (*Summary, error) {
 	var z *Summarizer
 	truncated, err := result.Scan(fh, name, result.Visitor{
 		Header: func(h *result.Header) error {
+			if h.Target == result.Sites {
+				return fmt.Errorf("%s is a survey's result: v6lab report renders it as one (report/sites); comparing two surveys is not there yet", dir)
+			}
 			z = NewSummarizer(h)
 			if also.Header != nil {
 				return also.Header(h)

@@ -41,6 +41,8 @@ type Visitor struct {
 	Header func(*Header) error
 	Run    func(*Run)
 	Sample func(*Sample)
+	// Site receives a survey's site records.
+	Site func(*Site)
 	// Check, when set, vets each sample before Sample sees it, with what
 	// the format alone cannot know (the path names v6lab measures): its
 	// error stops the scan, naming the file and line.
@@ -121,6 +123,10 @@ func Scan(r io.Reader, name string, v Visitor) (truncated bool, err error) {
 				if v.Sample != nil {
 					v.Sample(&rec.sample)
 				}
+			case KindSite:
+				if v.Site != nil {
+					v.Site(rec.site)
+				}
 			}
 		}
 		if b.readErr != nil {
@@ -165,6 +171,7 @@ type record struct {
 	line   int
 	header *Header
 	run    *Run
+	site   *Site
 	sample Sample
 	err    error
 }
@@ -372,6 +379,9 @@ func (r *record) decode(d *fastDec, line []byte) error {
 	case KindRun:
 		r.run = &Run{}
 		return strict(line, r.run)
+	case KindSite:
+		r.site = &Site{}
+		return strict(line, r.site)
 	case KindSample:
 		r.sample = Sample{}
 		if err := strict(line, &r.sample); err != nil {

@@ -16,14 +16,17 @@ import (
 // segment's and a merge's header fields and a run's slot and lateness; 4
 // a sample's wire_first_byte_ns; 5 its client_turn_ns; 6 the header's
 // sample_every and a run's totals (and files are written compressed,
-// samples.jsonl.zst, which every version's reader here takes).
-const FormatVersion = 6
+// samples.jsonl.zst, which every version's reader here takes); 7 a
+// survey's site records (target sites).
+const FormatVersion = 7
 
 // Line kinds in samples.jsonl.
 const (
 	KindHeader = "header"
 	KindRun    = "run"
 	KindSample = "sample"
+	// KindSite is a survey's record of one site (Site).
+	KindSite = "site"
 )
 
 // Sample is one transaction: from before its name lookup to its completion
@@ -275,4 +278,76 @@ const LateAfter = 5 * time.Millisecond
 // CellKey names a cell: protocol, path and connection count.
 func CellKey(protocol, path string, conns int) string {
 	return protocol + "/" + path + "/" + strconv.Itoa(conns)
+}
+
+// Site is a survey's record of one site (v6lab survey, target sites),
+// written after the site's samples (its page transactions, whose Cell is
+// the site's name and User its Index): what the samples do not hold. Its
+// place in the list, its lookups, what each family's discovery found (the
+// page's URL after redirects, the HTTP versions offered), the objects it
+// embeds from other hosts and how each fared per family, and why it was
+// not measured, if so. The reports judge the site from it and its
+// samples; a survey's file holds a site's lines together, sites in list
+// order (a resume continues after the last site record).
+type Site struct {
+	Kind string `json:"kind"`
+	// Index is the site's place among the list's sites (0-based): what
+	// segments split by and merge orders by. Line is its line in the
+	// list file.
+	Index int       `json:"index"`
+	Line  int       `json:"line"`
+	Name  string    `json:"name"`
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	// Skip says why nothing was sent to the site: its line is not a
+	// host name, or the exclusion list names it.
+	Skip string `json:"skip,omitempty"`
+	// Lookups are the site's A, AAAA (and HTTPS) lookups, each timed.
+	Lookups []Lookup `json:"lookups,omitempty"`
+	// Families are what discovery found over each family.
+	Families []SiteFamily `json:"families,omitempty"`
+	// URL is the page measured (where redirects ended) and Version the
+	// HTTP version asked for (1.1, 2 or 3).
+	URL     string `json:"url,omitempty"`
+	Version string `json:"version,omitempty"`
+	// Objects are the page's objects on other hosts, each fetched over
+	// every family the site was measured over.
+	Objects []SiteObject `json:"objects,omitempty"`
+	// Err says why the site could not be measured at all.
+	Err string `json:"err,omitempty"`
+}
+
+// Lookup is one of a site's lookups.
+type Lookup struct {
+	// Type is the record type asked: A, AAAA or HTTPS.
+	Type  string   `json:"type"`
+	Addrs []string `json:"addrs,omitempty"`
+	// Data is an HTTPS record's text (its ALPN, hints).
+	Data string `json:"data,omitempty"`
+	NS   int64  `json:"ns"`
+	// Err is why no answer came, or NODATA/NXDOMAIN as the server said.
+	Err string `json:"err,omitempty"`
+}
+
+// SiteFamily is what one family's discovery of a site found: the page's
+// URL after its redirects, what the site offers, or why it failed.
+type SiteFamily struct {
+	Path string `json:"path"`
+	URL  string `json:"url,omitempty"`
+	// Redirects counts the redirects followed.
+	Redirects int `json:"redirects,omitempty"`
+	// Offers are the HTTP versions offered beyond 1.1: h2 (ALPN), h3
+	// (Alt-Svc or an HTTPS record).
+	Offers []string `json:"offers,omitempty"`
+	// Connected says a connection over the family was made.
+	Connected bool    `json:"connected,omitempty"`
+	Err       string  `json:"err,omitempty"`
+	ErrKind   ErrKind `json:"err_kind,omitempty"`
+}
+
+// SiteObject is one object on another host, and per path it was fetched
+// over, why it failed ("" when it was fetched whole).
+type SiteObject struct {
+	URL string            `json:"url"`
+	Err map[string]string `json:"err"`
 }

@@ -3,7 +3,7 @@ package result
 import "fmt"
 
 // Where says where an experiment runs: the lab v6lab builds, loopback,
-// or the hosts its cells name. Auto is a choice still to make (the lab
+// the hosts its cells name, or the sites of a survey's list. Auto is a choice still to make (the lab
 // when this process may build one, else loopback); a result records
 // where it ran.
 type Where string
@@ -14,11 +14,13 @@ const (
 	Lab      Where = "lab"
 	Loopback Where = "loopback"
 	Hosts    Where = "hosts"
+	// Sites: a survey (v6lab survey) of the sites a list names.
+	Sites Where = "sites"
 )
 
 // Wheres are the places an experiment may name, in the order help lists
 // them.
-var Wheres = []Where{Auto, Lab, Loopback, Hosts}
+var Wheres = []Where{Auto, Lab, Loopback, Hosts, Sites}
 
 // ParseWhere reads a place to run.
 func ParseWhere(s string) (Where, error) {
@@ -27,7 +29,7 @@ func ParseWhere(s string) (Where, error) {
 			return w, nil
 		}
 	}
-	return "", fmt.Errorf("%q is not a place to run: want auto, lab, loopback or hosts", s)
+	return "", fmt.Errorf("%q is not a place to run: want auto, lab, loopback, hosts or sites", s)
 }
 
 // UnmarshalText reads a place, and "remote", the name results of format
@@ -50,8 +52,8 @@ func (w *Where) UnmarshalText(b []byte) error {
 }
 
 // OffLab reports whether a run there has only the families themselves
-// (loopback, or named hosts): no tunnel, no translator.
-func (w Where) OffLab() bool { return w == Loopback || w == Hosts }
+// (loopback, named hosts, a survey's sites): no tunnel, no translator.
+func (w Where) OffLab() bool { return w == Loopback || w == Hosts || w == Sites }
 
 // ErrKind groups a failed sample's reason (docs/formats.md lists them).
 type ErrKind string

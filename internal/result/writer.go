@@ -299,6 +299,12 @@ func (w *Writer) Run(r Run) {
 	w.ch <- r
 }
 
+// Site writes one site record (a survey's).
+func (w *Writer) Site(s Site) {
+	s.Kind = KindSite
+	w.ch <- s
+}
+
 // Sync waits until everything sent so far is written and flushed (and a
 // compressed file's frame ended).
 func (w *Writer) Sync() error {

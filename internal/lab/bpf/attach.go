@@ -26,8 +26,9 @@ const (
 	Clsact Hook = "clsact"
 )
 
-// cls_bpf filter priorities: loss before the tunnel, so a packet lost on a
-// link is lost before it costs an encapsulation.
+// cls_bpf filter priorities (and, with TCX, loss at the head of the
+// chain): loss before the tunnel, so a packet lost on a link is lost before
+// it costs an encapsulation, and a 6in4 packet is lost at all.
 const (
 	prioLoss = 1
 	// The path MTU impairment before the translator on r1's ingress
@@ -70,7 +71,14 @@ func attach(prog *ebpf.Program, ifindex int, egress bool, how Hook, prio uint16)
 		if egress {
 			at = ebpf.AttachTCXEgress
 		}
-		l, err := link.AttachTCX(link.TCXOptions{Interface: ifindex, Program: prog, Attach: at})
+		opts := link.TCXOptions{Interface: ifindex, Program: prog, Attach: at}
+		if prio == prioLoss {
+			// First in TCX's chain, as prioLoss is among cls_bpf filters:
+			// the tunnel's encap ends the chain (TCX_PASS) once it has
+			// encapsulated, so a loss program after it never saw 6in4.
+			opts.Anchor = link.Head()
+		}
+		l, err := link.AttachTCX(opts)
 		if err == nil {
 			return attached{tcx: l}, TCX, nil
 		}

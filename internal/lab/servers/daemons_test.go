@@ -28,7 +28,7 @@ func TestNginxServesTheContent(t *testing.T) {
 			for i := range p {
 				p[i] = byte('a' + (off+int64(i))%26)
 			}
-		}}})
+		}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

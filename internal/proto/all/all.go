@@ -47,6 +47,10 @@ var Servers = []*proto.Server{
 // every transaction that names its server looks the name up there first.
 var NameServer = dns.Protocol.Server.Key
 
+// Web is the protocol that fetches web pages and their objects: what a
+// survey of sites (run/survey) measures each site with.
+var Web = &httpp.Protocol
+
 // Get finds a protocol by name.
 func Get(name string) (*proto.Protocol, bool) {
 	i := slices.IndexFunc(List, func(p *proto.Protocol) bool { return p.Name == name })

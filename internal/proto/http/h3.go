@@ -160,13 +160,15 @@ func (c *Client) recordQUIC(tr *load.Trace, pc *path.StampedPacketConn) {
 }
 
 // quicError says what a failed QUIC dial means: a handshake that heard
-// nothing is "no QUIC answer over PATH in 3 s".
+// nothing is "no QUIC answer over PATH in 3 s", with the UDP port that
+// kept silent (a server that serves HTTP/1.1 and 2 on the port's TCP alone
+// fails so).
 func (c *Client) quicError(err error) error {
 	var idle *quic.IdleTimeoutError
 	var hs *quic.HandshakeTimeoutError
 	if errors.As(err, &idle) || errors.As(err, &hs) {
 		timeout := c.quicConfig().HandshakeIdleTimeout
-		return fmt.Errorf("no QUIC answer over %s in %s (%w)", c.Path, seconds(timeout), err)
+		return fmt.Errorf("no QUIC answer over %s in %s: nothing answered HTTP/3 on UDP port %d (%w)", c.Path, seconds(timeout), c.port(), err)
 	}
 	var te *quic.TransportError
 	if errors.As(err, &te) && te.ErrorCode.IsCryptoError() {

@@ -13,7 +13,6 @@ import (
 	"v6lab/internal/gen/content"
 	"v6lab/internal/gen/load"
 	"v6lab/internal/input/units"
-	"v6lab/internal/lab/servers"
 	"v6lab/internal/proto"
 	"v6lab/internal/proto/extclient"
 	"v6lab/internal/result"
@@ -52,13 +51,20 @@ sample records the protocol spoken, the handshake and the first byte.`,
   v6lab probe http https://www.example.test/ --http-version 3 --paths ipv4,ipv6 --tls-resume --zero-rtt`,
 	},
 	Server:        &Embedded,
-	Real:          &proto.Real{Program: "nginx", Package: "nginx-light", Port: RealPort, Always: true, Fit: realFit, Start: startReal},
+	Real:          &proto.Real{Program: "nginx", Package: "nginx-light", Port: RealPort, Always: true, Fit: realFit, Start: startReal, Needs: realNeeds},
 	Races:         true,
 	ServerCapture: true,
 }
 
-// RealPort is the real nginx's port in the lab's server host.
-const RealPort = 80
+// The real servers' ports in the lab's server host: nginx's plain HTTP
+// and its HTTPS (HTTP/1.1 and HTTP/2 by ALPN), and Caddy's HTTP/3 (QUIC on
+// the port's UDP; its TCP answers HTTP/1.1 and 2 too), each a port of its
+// own so the wire check counts its cells' packets apart.
+const (
+	RealPort    = 80
+	RealTLSPort = 443
+	RealH3Port  = 8443
+)
 
 // Options are an http cell's options.
 type Options struct {
@@ -95,6 +101,8 @@ type Options struct {
 	// Keepalive keeps each user's HTTP/2 or HTTP/3 connection for its
 	// next transactions (kept.go).
 	Keepalive bool `json:"keepalive,omitempty" opt:"keepalive" usage:"with --http-version 2 or 3: each user keeps its connection for its next transactions (no lookup, no handshake after its first), as wrk, h2load and oha measure"`
+	// UserAgent is sent with every request (default: v6lab).
+	UserAgent string `json:"user_agent,omitempty" opt:"user_agent" usage:"the User-Agent of every request (default v6lab); a survey sends v6lab's with the operator's contact"`
 	// The probe command's own settings.
 	NoObjects bool   `json:"-" opt:"no_objects,flagonly" usage:"fetch only the URL, not the page's embedded objects"`
 	MaxBody   string `json:"-" opt:"max_body,flagonly" usage:"largest body accepted per response (e.g. 64M; default 4G)"`
@@ -127,6 +135,9 @@ func (o *Options) Check(where result.Where, given proto.Given) error {
 		if err := proto.CheckLine(proto.OptURL, u.Path); err != nil {
 			return err
 		}
+	}
+	if err := proto.CheckLine("user_agent", o.UserAgent); err != nil {
+		return err
 	}
 	if o.File != "" {
 		if err := proto.CheckFile(o.File, where); err != nil {
@@ -367,7 +378,7 @@ func (o *Options) Probe(ep proto.Endpoint, p path.Path) (load.Probe, error) {
 		return nil, err
 	}
 	c := &Client{URL: u, Path: p, Resolver: ep.Resolver(), Source: ep.Source, Objects: objects, MaxBody: mb, AttemptDelay: time.Duration(o.Delay), GoDialer: o.Dialer == "go", LookupName: lookupName(o, u),
-		UserAgent: "v6lab", Engine: cellEngine(o, u), Expect: expect,
+		UserAgent: proto.Or(o.UserAgent, "v6lab"), Engine: cellEngine(o, u), Expect: expect,
 		Version: o.HTTPVersion, Phases: o.HTTPVersion != "", ZeroRTT: o.ZeroRTT, Keep: o.Keepalive,
 		Sum: o.File != "", // a bulk transfer records its body's CRC-32C
 		TLS: &tls.Config{InsecureSkipVerify: o.Insecure, CurvePreferences: groups}}
@@ -381,54 +392,6 @@ func (o *Options) Probe(ep proto.Endpoint, p path.Path) (load.Probe, error) {
 		return proto.Bulk(c), nil
 	}
 	return c, nil
-}
-
-// realFit says why a cell cannot fetch from nginx.
-func realFit(opts proto.Options) error {
-	o := opts.(*Options)
-	if v := o.HTTPVersion; v == Version2 || v == Version3 {
-		return fmt.Errorf("http_version %s: the lab's real servers speak HTTP/1.1 in this version (nginx for h2 and Caddy for h3 are to come): use the embedded server", v)
-	}
-	if o.TLS {
-		return fmt.Errorf("the lab's nginx serves plain http: tls needs the embedded server")
-	}
-	if o.Objects != nil || o.Client != "" {
-		return fmt.Errorf("with real servers an http cell fetches nginx's page or a file: objects and client need the embedded server")
-	}
-	// A file is written once to nginx's root, in chunks, whatever its
-	// size (servers.Generated); CheckFile bounded its size.
-	return nil
-}
-
-// startReal starts nginx serving what the embedded server would: its
-// page and objects, and, generated to disk once in chunks, the files of
-// the cells (and the small one Settle fetches) at their paths.
-func startReal(ctx context.Context, at proto.RealPlace) (*proto.RealRunning, error) {
-	cfg := DefaultServerConfig
-	files := servers.Content{"/index.html": Page(cfg)}
-	for i := range cfg.Objects {
-		files[fmt.Sprintf("/obj/%d", i)] = content.Bytes(cfg.ObjectSize)
-	}
-	gen := servers.Generated{}
-	sizes := []string{proto.SettleFile}
-	for _, c := range at.Cells {
-		if f := c.(*Options).File; f != "" {
-			sizes = append(sizes, f)
-		}
-	}
-	for _, name := range sizes {
-		name = strings.TrimPrefix(name, "/")
-		size, err := units.ParseSize(name)
-		if err != nil {
-			return nil, err
-		}
-		gen["/files/"+name] = servers.GeneratedFile{Size: size, Fill: content.Fill}
-	}
-	ng, err := servers.StartNginx(ctx, at.Daemon, at.Listen(), RealPort, files, gen)
-	if err != nil {
-		return nil, err
-	}
-	return &proto.RealRunning{Stop: ng.Stop, Content: content.Generated, About: map[string]string{"http (real)": proto.RealAbout(ng, "")}}, nil
 }
 
 // Embedded is the embedded HTTP server: the page of the settings'

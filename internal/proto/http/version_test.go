@@ -173,6 +173,12 @@ func TestVersionFailuresAreClear(t *testing.T) {
 	if s := do(c, 10*time.Second); s.OK() || !strings.Contains(s.Err, "no QUIC answer over ipv6 in 300ms") {
 		t.Errorf("a closed QUIC port: %+v", s)
 	}
+	// A server of HTTP/1.1 and 2 over TCP alone: its UDP port is silent.
+	tcpOnly := rawServer(t, func(c net.Conn) {})
+	c.URL = mustURL(t, fmt.Sprintf("https://[::1]:%d/", tcpOnly))
+	if s := do(c, 10*time.Second); s.OK() || !strings.Contains(s.Err, fmt.Sprintf("no QUIC answer over ipv6 in 300ms: nothing answered HTTP/3 on UDP port %d", tcpOnly)) {
+		t.Errorf("HTTP/3 to a TCP-only server: %+v", s)
+	}
 	if DefaultQUICTimeout != 3*time.Second || seconds(DefaultQUICTimeout) != "3 s" {
 		t.Errorf("the default QUIC timeout reads %q", seconds(DefaultQUICTimeout))
 	}

@@ -174,12 +174,14 @@ func (s *CellGroup) CellName() string {
 
 // WireKey names the server a cell's traffic goes to (its key in
 // proto.Endpoints and in the wire check's ports): the embedded server that
-// answers the protocol, or real/<protocol> for its real server.
+// answers the cell, or real/KEY for the real server that stands for it
+// (real/http: nginx; real/https: nginx's TLS; real/h3: Caddy).
 func (s *CellGroup) WireKey() string {
+	k := all.CellServerKey(s.Protocol, s.Options)
 	if s.Server == "real" {
-		return "real/" + s.Protocol
+		return "real/" + k
 	}
-	return all.CellServerKey(s.Protocol, s.Options)
+	return k
 }
 
 // anyCell reports whether any cell group satisfies f.
@@ -198,6 +200,18 @@ func (e *Experiment) RealProtocols() []string {
 	for _, c := range e.Groups {
 		if c.Server == "real" && !slices.Contains(out, c.Protocol) {
 			out = append(out, c.Protocol)
+		}
+	}
+	return out
+}
+
+// RealCells are the options of the cell groups that measure protocol's
+// real server.
+func (e *Experiment) RealCells(protocol string) []proto.Options {
+	var out []proto.Options
+	for _, c := range e.Groups {
+		if c.Protocol == protocol && c.Server == "real" {
+			out = append(out, c.Options)
 		}
 	}
 	return out

@@ -220,6 +220,9 @@ func (f *file) settings(doc *specfile.Doc, e *Experiment) error {
 		if err != nil {
 			return doc.Errorf("where", "%v", err)
 		}
+		if w == result.Sites {
+			return doc.Errorf("where", "sites is a survey's: a survey file lists its sites and their options, not cells (v6lab survey FILE; docs/survey.md)")
+		}
 		e.Where = w
 	}
 	if f.Topology != "" && e.Where.OffLab() {

@@ -231,7 +231,7 @@ func TestTLSCellsUseTheEmbeddedHTTPSServer(t *testing.T) {
 	parseErrors(t, map[string]string{
 		"name: t\nwhere: hosts\ncells:\n  - {protocol: http, url: \"https://www.example.org/\", tls: true, conns: [1]}\n":                    "t.yaml:4: cells[0].tls: asks for v6lab's own https server; with where: hosts the url's scheme says https",
 		"name: t\ncells:\n  - {protocol: http, tls: true, file: 1M, client: curl, conns: [1]}\n":                                             "t.yaml:3: cells[0].tls: is v6lab's own client's: curl cannot pin",
-		"name: t\ncells:\n  - {protocol: http, tls: true, server: real, conns: [1]}\n":                                                       "the lab's nginx serves plain http: tls needs the embedded server",
+		"name: t\ncells:\n  - {protocol: http, http_version: 2, tls: false, server: real, conns: [1]}\n":                                     "t.yaml:3: cells[0].server: http_version 2 in the clear (h2c): the lab's nginx speaks HTTP/2 over TLS",
 		"name: t\nwhere: lab\ncells:\n  - {protocol: http, tls: true, file: 320K, server_capture: true, conns: [1]}\n":                       "t.yaml:4: cells[0].server_capture: the capture's request is the client's first data, which over tls is its ClientHello",
 		"name: t\ncells:\n  - {protocol: dns, tls: true, conns: [1]}\n":                                                                      "t.yaml:3: cells[0].tls: does not apply to protocol dns",
 		"name: t\ncells:\n  - {protocol: http, tls_resume: true, conns: [1]}\n":                                                              "t.yaml:3: cells[0].tls_resume: resumes TLS sessions: give tls too",

@@ -102,7 +102,7 @@ func PrepareResume(dir string) (*Resume, error) {
 		return rs, ErrComplete
 	}
 	if keep < size {
-		if rs.Moved, err = moveUnfinished(dir, fh, size, keep, compressed); err != nil {
+		if rs.Moved, err = MoveUnfinished(dir, fh, size, keep, compressed); err != nil {
 			return nil, err
 		}
 		if err := fh.Truncate(keep); err != nil {
@@ -112,9 +112,9 @@ func PrepareResume(dir string) (*Resume, error) {
 	return rs, nil
 }
 
-// moveUnfinished writes the text of fh past keep to a new
+// MoveUnfinished writes the text of fh past keep to a new
 // samples.unfinished-N.jsonl and returns its name.
-func moveUnfinished(dir string, fh *os.File, size, keep int64, compressed bool) (string, error) {
+func MoveUnfinished(dir string, fh *os.File, size, keep int64, compressed bool) (string, error) {
 	for i := 1; ; i++ {
 		moved := filepath.Join(dir, fmt.Sprintf("samples.unfinished-%d.jsonl", i))
 		mf, err := os.OpenFile(moved, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)

@@ -85,6 +85,12 @@ func (e *Experiment) ServersStarted() string {
 	var real []string
 	for _, p := range e.RealServers() {
 		real = append(real, p.Real.Program+" ("+p.Name+")")
+		if p.Real.Needs == nil {
+			continue
+		}
+		for _, n := range p.Real.Needs(e.RealCells(p.Name)) {
+			real = append(real, n.Name+" ("+p.Name+")")
+		}
 	}
 	if len(real) > 0 {
 		parts = append(parts, "real "+strings.Join(real, ", "))

@@ -18,6 +18,9 @@ func CheckReal(exp *experiment.Experiment) error {
 	var need []servers.Program
 	for _, p := range exp.RealServers() {
 		need = append(need, servers.Program{Name: p.Real.Program, Package: p.Real.Package})
+		if p.Real.Needs != nil {
+			need = append(need, p.Real.Needs(exp.RealCells(p.Name))...)
+		}
 	}
 	return servers.CheckInstalled(need)
 }
@@ -44,13 +47,9 @@ func startReal(ctx context.Context, l *lab.Lab, exp *experiment.Experiment, job 
 	}()
 	ports := map[string]int{}
 	content := map[string]contentpkg.Expect{}
+	pins := map[string]string{}
 	for _, p := range exp.RealServers() {
-		at.Cells = nil
-		for _, c := range exp.Groups {
-			if c.Protocol == p.Name && c.Server == "real" {
-				at.Cells = append(at.Cells, c.Options)
-			}
-		}
+		at.Cells = exp.RealCells(p.Name)
 		run, err := p.Real.Start(ctx, at)
 		if err != nil {
 			return nil, err
@@ -59,6 +58,13 @@ func startReal(ctx context.Context, l *lab.Lab, exp *experiment.Experiment, job 
 		key := "real/" + p.Name
 		ports[key] = p.Real.Port
 		content[key] = run.Content
+		for k, port := range run.Ports { // the servers it answers as beside
+			ports["real/"+k] = port
+			content["real/"+k] = run.Content
+		}
+		for k, pin := range run.Pins {
+			pins["real/"+k] = pin
+		}
 		maps.Copy(job.Servers, run.About)
 	}
 	// Each server's files hold what it says (v6lab's generated content
@@ -69,6 +75,7 @@ func startReal(ctx context.Context, l *lab.Lab, exp *experiment.Experiment, job 
 			if c := content[key]; c != contentpkg.Unknown {
 				ep.Content = c
 			}
+			ep.CertSHA256 = pins[key]
 			job.Endpoints.Set(key, p, ep)
 		}
 	}

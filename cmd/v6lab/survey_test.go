@@ -1,0 +1,247 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"v6lab/internal/report/sites"
+	"v6lab/internal/result"
+	"v6lab/internal/run/survey/sitelab"
+	"v6lab/internal/testutil"
+)
+
+// labKinds are the kinds of site of the test's lab, with known answers:
+// differences far beyond the threshold (a loaded machine's noise is tens
+// of ms), and every kind of site the lab makes.
+var labKinds = []string{
+	"expect=same",
+	"delay6=300ms expect=ipv6_slower",
+	"delay4=300ms expect=ipv6_faster",
+	"delay6=250ms delay4=20ms expect=ipv6_slower",
+	"blackhole6 expect=ipv6_broken",
+	"no-aaaa expect=no_aaaa",
+	"objects=cdn4.v6lab.test expect=partial",
+	"objects=s0.v6lab.test expect=same",
+	"redirect-loop expect=failed",
+	"hang expect=failed",
+	"redirect-literal expect=failed",
+	"expect=same",
+}
+
+// labSites is a lab of 50 sites: an IPv4-only object host, then the kinds
+// in turn.
+func labSites() string {
+	var b strings.Builder
+	b.WriteString("# name  properties  expected verdict\ncdn4.v6lab.test no-aaaa expect=no_aaaa\n")
+	for i := range 49 {
+		fmt.Fprintf(&b, "s%d.v6lab.test %s\n", i, labKinds[i%len(labKinds)])
+	}
+	return b.String()
+}
+
+// surveyLab runs v6lab survey on the lab of sites file with more args and
+// returns its results.csv's verdicts and its result directory.
+func surveyLab(t *testing.T, bin, file string, args ...string) (map[string]sites.Verdict, string) {
+	t.Helper()
+	root := t.TempDir()
+	args = append([]string{"survey", "--lab-sites", file, "--runs", "10", "--threshold", "100ms", "--timeout", "3s",
+		"--rate", "1000", "--parallel", "8", "-q", "--results", root}, args...)
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("v6lab %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	dir := onlyDir(t, root)
+	got, err := sites.ReadRows(filepath.Join(dir, sites.CSVFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got, dir
+}
+
+// TestSurveyOfALabOfSitesGivesEveryKnownVerdict: every site of a lab of
+// 50 sites gets the verdict its line sets; split in two segments, each
+// site still does, each segment surveys only its own, and merged they are
+// the whole list again.
+func TestSurveyOfALabOfSitesGivesEveryKnownVerdict(t *testing.T) {
+	testutil.RequireRoot(t, "a lab of sites needs a network namespace")
+	bin := buildBinary(t)
+	file := filepath.Join(t.TempDir(), "lab.sites")
+	if err := os.WriteFile(file, []byte(labSites()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lab, err := sitelab.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, got map[string]sites.Verdict, want int) {
+		t.Helper()
+		if len(got) != want {
+			t.Errorf("%s: %d sites judged, want %d: %v", what, len(got), want, got)
+		}
+		for name, v := range got {
+			s, _ := lab.ByName(name)
+			if string(v) != s.Expect {
+				t.Errorf("%s: %s: %s, want %s", what, name, v, s.Expect)
+			}
+		}
+	}
+	whole, _ := surveyLab(t, bin, file)
+	check("whole", whole, len(lab))
+	seg0, d0 := surveyLab(t, bin, file, "--segment", "0/2")
+	seg1, d1 := surveyLab(t, bin, file, "--segment", "1/2")
+	check("segment 0/2", seg0, (len(lab)+1)/2)
+	check("segment 1/2", seg1, len(lab)/2)
+	for name := range seg0 {
+		if _, ok := seg1[name]; ok {
+			t.Errorf("%s surveyed by both segments", name)
+		}
+	}
+	if _, err := v6lab(t, "merge", d0, "-q", "--results", t.TempDir()); err == nil || !strings.Contains(err.Error(), "segment 1/2 is missing") {
+		t.Errorf("merging one segment of two: %v", err)
+	}
+	root := t.TempDir()
+	if out, err := v6lab(t, "merge", d1, d0, "-q", "--results", root); err != nil {
+		t.Fatalf("merge: %v\n%s", err, out)
+	}
+	md := onlyDir(t, root)
+	merged, err := sites.ReadRows(filepath.Join(md, sites.CSVFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("merged", merged, len(lab))
+	// v6lab report renders a survey as a survey: the same results.csv.
+	if out, err := v6lab(t, "report", md, "--format", "csv"); err != nil || out != string(mustRead(t, filepath.Join(md, sites.CSVFile))) {
+		t.Errorf("report --format csv: %v\n%.300s", err, out)
+	}
+	if out, err := v6lab(t, "report", md); err != nil || !strings.Contains(out, "Survey lab: 50 sites judged") {
+		t.Errorf("report: %v\n%.300s", err, out)
+	}
+}
+
+func TestSurveyRefusesABadList(t *testing.T) {
+	dir := t.TempDir()
+	list := filepath.Join(dir, "sites.txt")
+	os.WriteFile(list, []byte("example.org\n1,example.net\nexample..com\n"), 0o644)
+	_, err := v6lab(t, "survey", list, "--contact", "mailto:x@example.org", "--results", dir)
+	if exitCode(err) != 2 || !strings.Contains(fmt.Sprint(err), list+":3:") {
+		t.Errorf("bad line: %v", err)
+	}
+	empty := filepath.Join(dir, "empty.txt")
+	os.WriteFile(empty, []byte("# none\n"), 0o644)
+	if _, err := v6lab(t, "survey", empty, "--contact", "x", "--results", dir); err == nil || !strings.Contains(err.Error(), "names no site") {
+		t.Errorf("empty list: %v", err)
+	}
+	if _, err := v6lab(t, "survey", list, "--results", dir, "--skip-invalid"); err == nil || !strings.Contains(err.Error(), "--contact") {
+		t.Errorf("no contact: %v", err)
+	}
+	if _, err := v6lab(t, "survey", list, "--contact", "x", "--runs", "0", "--results", dir); exitCode(err) != 2 || !strings.Contains(err.Error(), "--runs") {
+		t.Errorf("--runs 0: %v", err)
+	}
+}
+
+// sitesDone counts the site records a survey's result directory holds so
+// far (0 while there is none).
+func sitesDone(root string) int {
+	dirs, _ := filepath.Glob(filepath.Join(root, "*"))
+	if len(dirs) != 1 {
+		return 0
+	}
+	name, err := result.SamplesPath(dirs[0])
+	if err != nil {
+		return 0
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	n := 0
+	result.Scan(f, name, result.Visitor{Site: func(*result.Site) { n++ }})
+	return n
+}
+
+// TestSurveyResumesAfterAnInterruption: a survey interrupted while a site
+// hangs keeps its finished sites, and --resume surveys the rest, each once.
+func TestSurveyResumesAfterAnInterruption(t *testing.T) {
+	testutil.RequireRoot(t, "a lab of sites needs a network namespace")
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "lab.sites")
+	os.WriteFile(file, []byte("a.v6lab.test delay6=300ms\nb.v6lab.test no-aaaa\nhang.v6lab.test hang\nc.v6lab.test no-aaaa\n"), 0o644)
+	root := filepath.Join(dir, "r")
+	c := exec.Command(bin, "survey", "--lab-sites", file, "--parallel", "1", "--runs", "4", "--timeout", "3s", "--rate", "1000", "-q", "--results", root)
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for sitesDone(root) < 2 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.Process.Signal(os.Interrupt)
+	err := c.Wait()
+	if exitCode := c.ProcessState.ExitCode(); exitCode != 130 {
+		t.Fatalf("interrupted survey: exit %d (%v), want 130", exitCode, err)
+	}
+	d := onlyDir(t, root)
+	if n := sitesDone(root); n != 2 {
+		t.Fatalf("%d sites kept, want the 2 before the hanging one", n)
+	}
+	if out, err := exec.Command(bin, "survey", "--resume", d, "--lab-sites", file, "-q").CombinedOutput(); err != nil {
+		t.Fatalf("resume: %v\n%s", err, out)
+	}
+	got, err := sites.ReadRows(filepath.Join(d, sites.CSVFile))
+	want := map[string]sites.Verdict{"a.v6lab.test": sites.Slower, "b.v6lab.test": sites.NoAAAA, "hang.v6lab.test": sites.Failed, "c.v6lab.test": sites.NoAAAA}
+	if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("after resume: %v %v, want %v", err, got, want)
+	}
+}
+
+// TestSurveyNeverContactsAnExcludedSite: an excluded site is not measured,
+// and no site's object on it is fetched.
+func TestSurveyNeverContactsAnExcludedSite(t *testing.T) {
+	testutil.RequireRoot(t, "a lab of sites needs a network namespace")
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	file, exclude := filepath.Join(dir, "lab.sites"), filepath.Join(dir, "exclude.txt")
+	os.WriteFile(file, []byte("a.v6lab.test objects=cdn.b.v6lab.test\nb.v6lab.test\ncdn.b.v6lab.test\n"), 0o644)
+	os.WriteFile(exclude, []byte("# asked out\nb.v6lab.test\n"), 0o644)
+	got, d := surveyLab(t, bin, file, "--exclude", exclude)
+	if got["b.v6lab.test"] != sites.Excluded || got["cdn.b.v6lab.test"] != sites.Excluded || got["a.v6lab.test"] == sites.Partial {
+		t.Errorf("verdicts %v", got)
+	}
+	name, _ := result.SamplesPath(d)
+	f, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	result.Scan(f, name, result.Visitor{Site: func(s *result.Site) {
+		if len(s.Objects) != 0 {
+			t.Errorf("%s: objects fetched from an excluded host: %+v", s.Name, s.Objects)
+		}
+	}})
+}
+
+func TestSurveyFileAndDryRun(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "top.csv"), []byte("1,example.org\n2,example.net\n3,example.com\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "exclude.txt"), []byte("example.com\n"), 0o644)
+	file := filepath.Join(dir, "top.yaml")
+	os.WriteFile(file, []byte("name: top3\nwhere: sites\nsites: top.csv\nexclude: exclude.txt\nruns: 4\ncontact: mailto:me@example.org\nrate: 5\n"), 0o644)
+	out, err := v6lab(t, "survey", file, "--dry-run", "--site-conns", "1", "--segment", "0/2", "--dns-server", "192.0.2.53")
+	for _, want := range []string{"survey top3: 2 of the 3 sites of " + filepath.Join(dir, "top.csv"), "fetched 4 times per family",
+		`User-Agent "v6lab/` + toolVersion() + ` (IPv4/IPv6 survey; +mailto:me@example.org)"`, "at most 1 connections to a site, 5 a second", "1 names excluded"} {
+		if err != nil || !strings.Contains(out, want) {
+			t.Errorf("dry run: %v, want %q in\n%s", err, want, out)
+		}
+	}
+	os.WriteFile(file, []byte("name: top3\nwhere: sites\nsites: top.csv\nruns: 400\n"), 0o644)
+	if _, err := v6lab(t, "survey", file, "--dry-run"); exitCode(err) != 2 || !strings.Contains(fmt.Sprint(err), file+":4: runs: 400") {
+		t.Errorf("runs 400: %v", err)
+	}
+}

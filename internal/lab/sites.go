@@ -1,0 +1,117 @@
+package lab
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// A lab of sites (v6lab lab up --sites) gives each site an address per
+// family from these prefixes: the server host takes every address of
+// SitesV4 and SitesV6 as its own (AnyIP: a local route for the whole
+// prefix, so its servers' wildcard sockets answer any of them), and r2
+// drops every packet to SitesV6Blackhole without a word (a blackhole
+// route): the IPv6 of a site whose IPv6 is broken. The IPv4 prefix is part
+// of the benchmarking range (RFC 2544; the generator hosts use 198.18/16),
+// the IPv6 ones of the documentation prefix (RFC 3849).
+var (
+	SitesV4          = netip.MustParsePrefix("198.19.0.0/16")
+	SitesV6          = netip.MustParsePrefix("2001:db8:5e::/48")
+	SitesV6Blackhole = netip.MustParsePrefix("2001:db8:5f::/48")
+)
+
+// MaxSites is how many sites a lab of sites holds: an address each in
+// SitesV4, of which every 256th (x.y.z.0) and its neighbour (.255) are
+// left out.
+const MaxSites = 254 * 256
+
+// SiteAddrs are site i's addresses (i from 0): its IPv4 one, and its IPv6
+// one, in SitesV6Blackhole when blackholed.
+func SiteAddrs(i int, blackholed bool) (v4, v6 netip.Addr) {
+	b := SitesV4.Addr().As4()
+	b[2], b[3] = byte(i/254), byte(i%254+1)
+	v4 = netip.AddrFrom4(b)
+	prefix := SitesV6
+	if blackholed {
+		prefix = SitesV6Blackhole
+	}
+	s := prefix.Addr().As16()
+	s[13], s[14], s[15] = 1, byte(i>>8), byte(i) // ::1:xxxx, never the prefix's ::
+	return v4, netip.AddrFrom16(s)
+}
+
+// AddSites routes the sites' prefixes to the server host: r1 sends them
+// to r2, r2 to the server (and drops SitesV6Blackhole), and the server
+// holds every address of SitesV4 and SitesV6 (local routes on lo). They go
+// with the namespaces when the lab is removed.
+func (l *Lab) AddSites() error {
+	b, c := links[1], links[2]
+	v6Both := netip.PrefixFrom(SitesV6.Addr(), 47) // 5e and 5f
+	add := func(role string, routes ...*netlink.Route) error {
+		h, err := handle(NS(l.Name, role))
+		if err != nil {
+			return err
+		}
+		defer h.Close()
+		for _, r := range routes {
+			if err := h.RouteAdd(r); err != nil {
+				return fmt.Errorf("lab: %s: sites' route %v: %w", role, r, err)
+			}
+		}
+		return nil
+	}
+	via := func(dst netip.Prefix, gw netip.Addr) *netlink.Route {
+		return &netlink.Route{Dst: ipnet(dst), Gw: gw.AsSlice()}
+	}
+	if err := add(R1, via(SitesV4, hostAddr(b.v4, b.bHost)), via(v6Both, hostAddr(b.v6, b.bHost))); err != nil {
+		return err
+	}
+	if err := add(R2, via(SitesV4, hostAddr(c.v4, c.bHost)), via(SitesV6, hostAddr(c.v6, c.bHost)),
+		&netlink.Route{Dst: ipnet(SitesV6Blackhole), Type: unix.RTN_BLACKHOLE}); err != nil {
+		return err
+	}
+	h, err := handle(NS(l.Name, Server))
+	if err != nil {
+		return err
+	}
+	lo, err := h.LinkByName("lo")
+	h.Close()
+	if err != nil {
+		return fmt.Errorf("lab: server: %w", err)
+	}
+	local := func(dst netip.Prefix) *netlink.Route {
+		return &netlink.Route{Dst: ipnet(dst), LinkIndex: lo.Attrs().Index, Type: unix.RTN_LOCAL, Table: unix.RT_TABLE_LOCAL, Scope: netlink.SCOPE_HOST}
+	}
+	return add(Server, local(SitesV4), local(SitesV6))
+}
+
+// SitesHere readies this process's own network namespace (a fresh one, as
+// v6lab survey --lab-sites makes) for a lab of sites on loopback: lo up,
+// every address of SitesV4 and SitesV6 local (AnyIP), SitesV6Blackhole a
+// blackhole. Nothing is left behind: the namespace goes with the process.
+func SitesHere() error {
+	h, err := netlink.NewHandle()
+	if err != nil {
+		return fmt.Errorf("lab: sites: %w", err)
+	}
+	defer h.Close()
+	lo, err := h.LinkByName("lo")
+	if err != nil {
+		return fmt.Errorf("lab: sites: %w", err)
+	}
+	if err := h.LinkSetUp(lo); err != nil {
+		return fmt.Errorf("lab: sites: lo up: %w", err)
+	}
+	for _, r := range []*netlink.Route{
+		{Dst: ipnet(SitesV4), LinkIndex: lo.Attrs().Index, Type: unix.RTN_LOCAL, Table: unix.RT_TABLE_LOCAL, Scope: netlink.SCOPE_HOST},
+		{Dst: ipnet(SitesV6), LinkIndex: lo.Attrs().Index, Type: unix.RTN_LOCAL, Table: unix.RT_TABLE_LOCAL, Scope: netlink.SCOPE_HOST},
+		{Dst: ipnet(SitesV6Blackhole), Type: unix.RTN_BLACKHOLE},
+	} {
+		if err := h.RouteAdd(r); err != nil {
+			return fmt.Errorf("lab: sites: route %v: %w", r.Dst, err)
+		}
+	}
+	return nil
+}

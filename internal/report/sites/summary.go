@@ -1,0 +1,239 @@
+package sites
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"v6lab/internal/report/stats"
+	"v6lab/internal/result"
+)
+
+// Summary is a survey's figures (summary.json): where it ran, of which
+// list, the shares of each verdict, the study's measures, the CDF of the
+// per-site paired difference and the Happy Eyeballs what-if.
+type Summary struct {
+	Name        string    `json:"name"`
+	Created     time.Time `json:"created"`
+	ToolVersion string    `json:"tool_version"`
+	Host        string    `json:"host,omitempty"`
+	Kernel      string    `json:"kernel,omitempty"`
+	Target      string    `json:"target"`
+	// Spec is the survey as run (its list, options).
+	Spec    json.RawMessage   `json:"spec,omitempty"`
+	Segment *result.Segment   `json:"segment,omitempty"`
+	Merged  []result.Segment  `json:"merged,omitempty"`
+	Servers map[string]string `json:"servers,omitempty"`
+	// ThresholdMS is the threshold the timed verdicts were judged by.
+	ThresholdMS float64 `json:"threshold_ms"`
+	// Expected is how many of the list's sites this result is to hold
+	// (a segment's share), Judged how many it holds, Missing the rest (a
+	// survey interrupted: resume it).
+	Expected int `json:"expected"`
+	Judged   int `json:"judged"`
+	Missing  int `json:"missing,omitempty"`
+	// Shares are each verdict's count of every site judged; Dual those of
+	// the dual-stacked sites (A and AAAA, measured): the study's
+	// population.
+	Shares []Share `json:"shares"`
+	Dual   []Share `json:"dual_stacked"`
+	Study  Study   `json:"study"`
+	// DiffCDF is the CDF of the per-site mean paired difference
+	// (ipv6 - ipv4, ms) of the sites with a timed verdict: 101 quantiles,
+	// from the smallest to the largest.
+	DiffCDF []float64 `json:"diff_cdf_ms,omitempty"`
+	// WhatIf is, per Happy Eyeballs timer, how often it would pick the
+	// slower family.
+	WhatIf []WhatIf `json:"happy_eyeballs_what_if,omitempty"`
+	// Problems are the first sites whose verdict is not a timed one or
+	// the same (every site is in results.csv).
+	Problems []Row    `json:"problems,omitempty"`
+	Notes    []string `json:"notes,omitempty"`
+}
+
+// Share is a verdict's count of Of sites, with the Wilson 95% interval of
+// its share.
+type Share struct {
+	Verdict Verdict    `json:"verdict,omitempty"`
+	What    string     `json:"what,omitempty"`
+	Count   int        `json:"count"`
+	Of      int        `json:"of"`
+	Share   float64    `json:"share"`
+	CI      [2]float64 `json:"ci95"`
+}
+
+func shareOf(k, n int) Share {
+	s := Share{Count: k, Of: n}
+	if n > 0 {
+		s.Share = float64(k) / float64(n)
+		s.CI, _ = stats.Wilson(k, n)
+	}
+	return s
+}
+
+// Study are the aggregate measures of Bajpai and Schönwälder's study of
+// the Alexa top 10K, computed the same way over this survey's sites.
+type Study struct {
+	// Faster: of the dual-stacked sites compared (a timed verdict), those
+	// whose mean paired difference is below zero (the study's 56%).
+	Faster Share `json:"faster_over_ipv6"`
+	// WithinOneMS: of the others, those at most 1 ms slower (95%).
+	WithinOneMS Share `json:"rest_at_most_1ms_slower"`
+	// Partial: of the dual-stacked sites, those partly failing over one
+	// family (27%).
+	Partial Share `json:"partly_failed"`
+}
+
+// WhatIf is how often a Happy Eyeballs timer of TimerMS would have made a
+// dual-stack client take the slower family, of Sites sites whose both
+// families connected.
+type WhatIf struct {
+	TimerMS float64 `json:"timer_ms"`
+	Share
+}
+
+// MaxProblems bounds the sites the reports list by name.
+const MaxProblems = 200
+
+// aggregator adds rows up, a few numbers per site.
+type aggregator struct {
+	counts map[Verdict]int
+	judged int
+	diffs  []float64
+	faster int
+	// rest: timed sites not faster; within: of them at most 1 ms slower.
+	rest, within int
+	connects     [][2]float64
+	problems     []Row
+	problemCount int
+}
+
+func newAggregator() *aggregator { return &aggregator{counts: map[Verdict]int{}} }
+
+func (a *aggregator) add(r Row) {
+	a.judged++
+	a.counts[r.V]++
+	if r.V.Timed() && !math.IsNaN(r.DiffMS) {
+		a.diffs = append(a.diffs, r.DiffMS)
+		if r.DiffMS < 0 {
+			a.faster++
+		} else {
+			a.rest++
+			if r.DiffMS <= 1 {
+				a.within++
+			}
+		}
+	}
+	if r.V.DualStacked() && !math.IsNaN(r.ConnectMS[0]) && !math.IsNaN(r.ConnectMS[1]) {
+		a.connects = append(a.connects, r.ConnectMS)
+	}
+	if !r.V.Timed() || r.V == Undecided {
+		a.problemCount++
+		if len(a.problems) < MaxProblems {
+			a.problems = append(a.problems, r)
+		}
+	}
+}
+
+// finish fills s's figures.
+func (a *aggregator) finish(s *Summary) {
+	s.Judged = a.judged
+	if s.Expected > a.judged {
+		s.Missing = s.Expected - a.judged
+	}
+	dual := 0
+	for _, v := range Verdicts {
+		if v.DualStacked() {
+			dual += a.counts[v]
+		}
+	}
+	for _, v := range Verdicts {
+		sh := shareOf(a.counts[v], a.judged)
+		sh.Verdict = v
+		s.Shares = append(s.Shares, sh)
+		if v.DualStacked() {
+			d := shareOf(a.counts[v], dual)
+			d.Verdict = v
+			s.Dual = append(s.Dual, d)
+		}
+	}
+	s.Study.Faster = shareOf(a.faster, a.faster+a.rest)
+	s.Study.Faster.What = "faster over IPv6, of the dual-stacked sites compared"
+	s.Study.WithinOneMS = shareOf(a.within, a.rest)
+	s.Study.WithinOneMS.What = "at most 1 ms slower over IPv6, of the others"
+	s.Study.Partial = shareOf(a.counts[Partial], dual)
+	s.Study.Partial.What = "partly failed over one family, of the dual-stacked sites"
+	s.DiffCDF = quantiles(a.diffs)
+	s.WhatIf = whatIf(a.connects)
+	s.Problems = a.problems
+	if a.problemCount > len(a.problems) {
+		s.Notes = append(s.Notes, "the reports name the first "+itoa(len(a.problems))+" of "+itoa(a.problemCount)+" sites without a timed verdict; results.csv has every site")
+	}
+}
+
+// Timers are the Happy Eyeballs timers the what-if tries (ms): RFC 8305's
+// recommended 250 ms (RFC 6555's 300 ms in browsers of the study's time)
+// and shorter ones.
+var Timers = []float64{50, 150, 250, 300}
+
+// whatIf is, per timer T, how often a client that tries IPv6 first and
+// IPv4 only after T would take IPv6 where IPv6 connects slower: of the
+// dual-stacked sites whose median IPv6 connect is slower than IPv4's,
+// those whose IPv6 connect is within T (the study's 81% at 250 ms).
+func whatIf(connects [][2]float64) []WhatIf {
+	var out []WhatIf
+	for _, t := range Timers {
+		slower, picked := 0, 0
+		for _, c := range connects {
+			if c[1] > c[0] {
+				slower++
+				if c[1] <= t {
+					picked++
+				}
+			}
+		}
+		sh := shareOf(picked, slower)
+		sh.What = fmt.Sprintf("a %g ms Happy Eyeballs timer picks the slower IPv6", t)
+		out = append(out, WhatIf{TimerMS: t, Share: sh})
+	}
+	return out
+}
+
+// quantiles are xs's 0th to 100th percentiles, nil for none: the
+// minimum, then by nearest rank (stats.NearestRank's definition), xs
+// sorted once.
+func quantiles(xs []float64) []float64 {
+	if len(xs) == 0 {
+		return nil
+	}
+	sort.Float64s(xs)
+	n := len(xs)
+	out := make([]float64, 101)
+	for i := range out {
+		r := int(math.Ceil(float64(i)/100*float64(n) - 1e-9))
+		out[i] = xs[min(max(r, 1), n)-1]
+	}
+	return out
+}
+
+func itoa(n int) string { return formatInt(n) }
+
+// formatInt writes n with thousands separators (1,234).
+func formatInt(n int) string {
+	t, sign := strconv.Itoa(n), ""
+	if n < 0 {
+		t, sign = t[1:], "-"
+	}
+	var b strings.Builder
+	for i, c := range t {
+		if i > 0 && (len(t)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return sign + b.String()
+}

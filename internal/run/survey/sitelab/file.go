@@ -1,0 +1,182 @@
+// Package sitelab is a lab of sites with known answers (v6lab survey
+// --lab-sites FILE): the sites a file lists, each a name in a DNS server
+// of its own and served by one embedded HTTP and HTTPS server, with the
+// properties the file gives it (no AAAA, IPv6 blackholed, an extra delay
+// over one family, objects embedded from other sites, an answer that never
+// ends, a redirect loop) and the verdict a survey should give it. It runs
+// in a network namespace of its own (lab.SitesHere), on loopback.
+//
+// It imports lab (the addresses and routes), proto (a self-signed
+// certificate) and survey's name check.
+package sitelab
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"v6lab/internal/lab"
+	"v6lab/internal/report/sites"
+	"v6lab/internal/run/survey"
+)
+
+// Site is one site of a lab of sites, as its line in the file says.
+type Site struct {
+	Line int
+	Name string
+	// NoAAAA: the site has an A record only. Blackhole6: its AAAA is an
+	// address every packet to which is dropped.
+	NoAAAA, Blackhole6 bool
+	// Delay is the server's wait before each answer over IPv4 [0] and
+	// IPv6 [1].
+	Delay [2]time.Duration
+	// Objects are the other sites whose objects its page embeds.
+	Objects []string
+	// Hang: the site accepts and never answers; Loop: its page redirects
+	// in a loop; Literal: its page redirects to its address of the other
+	// family, as a literal.
+	Hang, Loop, Literal bool
+	// Expect is the verdict a survey should give it ("": none said).
+	Expect string
+}
+
+// Sites is a lab's sites in the file's order.
+type Sites []Site
+
+// Names lists the sites' names, one a line: a survey's list.
+func (s Sites) Names() string {
+	var b strings.Builder
+	for _, x := range s {
+		b.WriteString(x.Name + "\n")
+	}
+	return b.String()
+}
+
+// ByName finds a site.
+func (s Sites) ByName(name string) (Site, bool) {
+	for _, x := range s {
+		if x.Name == name {
+			return x, true
+		}
+	}
+	return Site{}, false
+}
+
+// Load reads a sites file: one site a line, NAME then its properties
+// (docs/survey.md); blank lines and # comments skipped. Every error names
+// the file, the line and the property.
+func Load(name string) (Sites, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("lab sites: %w", err)
+	}
+	defer f.Close()
+	var out Sites
+	seen := map[string]int{}
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line, _, _ := strings.Cut(sc.Text(), "#")
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		s, err := parseSite(n, fields)
+		if err != nil {
+			return nil, fmt.Errorf("lab sites: %s:%d: %w", name, n, err)
+		}
+		if prev, ok := seen[s.Name]; ok {
+			return nil, fmt.Errorf("lab sites: %s:%d: %s is listed already at line %d", name, n, s.Name, prev)
+		}
+		seen[s.Name] = n
+		out = append(out, s)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("lab sites: %s: %w", name, err)
+	}
+	return out, check(name, out)
+}
+
+// check refuses an empty lab, too many sites, and objects on sites the
+// file does not list.
+func check(name string, s Sites) error {
+	switch {
+	case len(s) == 0:
+		return fmt.Errorf("lab sites: %s lists no site (NAME [PROPERTY...] a line; docs/survey.md)", name)
+	case len(s) > lab.MaxSites:
+		return fmt.Errorf("lab sites: %s lists %d sites (at most %d)", name, len(s), lab.MaxSites)
+	}
+	for _, x := range s {
+		for _, o := range x.Objects {
+			if _, ok := s.ByName(o); !ok {
+				return fmt.Errorf("lab sites: %s:%d: objects: %s is not a site of the file", name, x.Line, o)
+			}
+		}
+	}
+	return nil
+}
+
+// parseSite reads one line's fields.
+func parseSite(n int, fields []string) (Site, error) {
+	s := Site{Line: n, Name: strings.ToLower(fields[0])}
+	if err := survey.CheckName(s.Name); err != nil {
+		return s, err
+	}
+	for _, p := range fields[1:] {
+		if err := s.set(p); err != nil {
+			return s, err
+		}
+	}
+	if n := btoi(s.Hang) + btoi(s.Loop) + btoi(s.Literal); n > 1 {
+		return s, fmt.Errorf("hang, redirect-loop and redirect-literal: give one")
+	}
+	return s, nil
+}
+
+// set reads one property.
+func (s *Site) set(p string) error {
+	key, val, hasVal := strings.Cut(p, "=")
+	flags := map[string]*bool{"no-aaaa": &s.NoAAAA, "blackhole6": &s.Blackhole6, "hang": &s.Hang, "redirect-loop": &s.Loop, "redirect-literal": &s.Literal}
+	if b, ok := flags[key]; ok {
+		if hasVal {
+			return fmt.Errorf("%s takes no value", key)
+		}
+		*b = true
+		return nil
+	}
+	if !hasVal || val == "" {
+		return fmt.Errorf("%q is not a property: want no-aaaa, blackhole6, hang, redirect-loop, redirect-literal, delay4=D, delay6=D, objects=NAME,... or expect=VERDICT", p)
+	}
+	switch key {
+	case "delay4", "delay6":
+		d, err := time.ParseDuration(val)
+		if err != nil || d < 0 || d > time.Minute {
+			return fmt.Errorf("%s: %q is not a delay from 0 to 1m (such as 30ms)", key, val)
+		}
+		s.Delay[map[string]int{"delay4": 0, "delay6": 1}[key]] = d
+	case "objects":
+		for _, o := range strings.Split(val, ",") {
+			if err := survey.CheckName(o); err != nil {
+				return fmt.Errorf("objects: %w", err)
+			}
+			s.Objects = append(s.Objects, strings.ToLower(o))
+		}
+	case "expect":
+		if !slices.Contains(sites.Verdicts, sites.Verdict(val)) {
+			return fmt.Errorf("expect: %q is not a verdict: want one of %v", val, sites.Verdicts)
+		}
+		s.Expect = val
+	default:
+		return fmt.Errorf("%q is not a property: want no-aaaa, blackhole6, hang, redirect-loop, redirect-literal, delay4=D, delay6=D, objects=NAME,... or expect=VERDICT", p)
+	}
+	return nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,62 @@
+package sitelab
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLoadReadsTheExampleLab(t *testing.T) {
+	s, err := Load("../../../../docs/examples/lab.sites")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow, ok := s.ByName("slow6.v6lab.test")
+	if !ok || slow.Delay[1] == 0 || slow.Delay[0] != 0 || slow.Expect != "ipv6_slower" {
+		t.Errorf("slow6: %+v", slow)
+	}
+	p, _ := s.ByName("partial.v6lab.test")
+	if len(p.Objects) != 1 || p.Objects[0] != "cdn4.v6lab.test" {
+		t.Errorf("partial: %+v", p)
+	}
+	for _, x := range s {
+		if x.Expect == "" {
+			t.Errorf("%s: no expected verdict", x.Name)
+		}
+	}
+}
+
+func TestLoadNamesTheLineAndProperty(t *testing.T) {
+	for text, want := range map[string]string{
+		"a.test\nb.test delay6=fast\n":       ":2: delay6: \"fast\"",
+		"a.test\nlocalhost\n":                ":2: \"localhost\" is not a host name",
+		"a.test objects=c.test\n":            ":1: objects: c.test is not a site",
+		"a.test expect=quick\n":              ":1: expect: \"quick\" is not a verdict",
+		"a.test teleport\n":                  ":1: \"teleport\" is not a property",
+		"a.test\n# x\na.test\n":              ":3: a.test is listed already at line 1",
+		"# nothing\n":                        "lists no site",
+		"a.test hang redirect-loop\n":        ":1: hang, redirect-loop and redirect-literal: give one",
+		"a.test no-aaaa=yes\n":               ":1: no-aaaa takes no value",
+		"a.test delay4=2m\n":                 ":1: delay4",
+		"a.test delay4=5ms delay6=-1ms\n":    ":1: delay6",
+		"a.test objects=b.test,not_a.name\n": ":1: objects:",
+	} {
+		name := filepath.Join(t.TempDir(), "lab.sites")
+		os.WriteFile(name, []byte(text), 0o644)
+		_, err := Load(name)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: got %v, want %q", text, err, want)
+		}
+	}
+	name := filepath.Join(t.TempDir(), "ok.sites")
+	os.WriteFile(name, []byte("a.test delay4=5ms delay6=7ms expect=ipv6_slower  # comment\nb.test no-aaaa blackhole6\n"), 0o644)
+	s, err := Load(name)
+	if err != nil || len(s) != 2 || s[0].Delay != [2]time.Duration{5 * time.Millisecond, 7 * time.Millisecond} || !s[1].NoAAAA || !s[1].Blackhole6 {
+		t.Errorf("%v %+v", err, s)
+	}
+	if got := s.Names(); got != "a.test\nb.test\n" {
+		t.Errorf("names %q", got)
+	}
+}
