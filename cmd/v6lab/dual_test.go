@@ -47,7 +47,8 @@ func TestDualPathOnLoopback(t *testing.T) {
 // later (250 ms, or the cell's 100 ms), within 10 ms, after two attempts;
 // every run record says what was dropped; ipv4 is untouched. Go's own
 // net.Dialer (dialer: go) falls back after its 300 ms, curl after its 200
-// ms (given both addresses by v6lab's lookups). With the AAAA answered
+// ms (given both addresses by v6lab's lookups), or the cell's
+// attempt_delay (--happy-eyeballs-timeout-ms). With the AAAA answered
 // 300 ms late (aaaa_delay), v6lab's RFC 8305 client waits its 50 ms and
 // takes IPv4, Go's waits for both answers and takes IPv6. With half the IPv6
 // dropped, some transactions go each way; that cell runs early, since the
@@ -70,13 +71,14 @@ cells:
   - {protocol: http, label: blackholed-go, conns: [1], ipv6_loss: 100, dialer: go}
   - {protocol: http, label: curl, conns: [1], client: curl, file: /64K}
   - {protocol: http, label: blackholed-curl, conns: [1], client: curl, file: /64K, ipv6_loss: 100}
+  - {protocol: http, label: blackholed-curl-100ms, conns: [1], client: curl, file: /64K, ipv6_loss: 100, attempt_delay: 100ms}
   - {protocol: http, label: aaaa-late, conns: [1], aaaa_delay: 300ms}
   - {protocol: http, label: aaaa-late-go, conns: [1], aaaa_delay: 300ms, dialer: go}
 `)
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
-	if len(s.Cells) != 24 {
+	if len(s.Cells) != 26 {
 		t.Fatalf("%d cells", len(s.Cells))
 	}
 	// A timer's expiry seen from a loaded 2-CPU machine comes late by a
@@ -102,6 +104,10 @@ cells:
 		case "blackholed-curl": // curl's own Happy Eyeballs: IPv4 after 200 ms
 			if won != 0 || connect < 200 || connect > 200+slack {
 				t.Errorf("blackholed-curl: ipv6_won %v, connect %v ms (want IPv4 after 200 ms)", won, connect)
+			}
+		case "blackholed-curl-100ms": // attempt_delay as --happy-eyeballs-timeout-ms
+			if won != 0 || connect < 100 || connect > 115 {
+				t.Errorf("blackholed-curl-100ms: ipv6_won %v, connect %v ms (want IPv4 after 100 ms)", won, connect)
 			}
 		case "aaaa-late": // RFC 8305 §3: A, then 50 ms for AAAA, then IPv4
 			if won != 0 || connect < 50 || connect > 50+slack {

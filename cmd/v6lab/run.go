@@ -17,6 +17,7 @@ import (
 	"v6lab/internal/input/units"
 	"v6lab/internal/lab"
 	"v6lab/internal/proto/all"
+	"v6lab/internal/result"
 	"v6lab/internal/run"
 	"v6lab/internal/run/experiment"
 	"v6lab/internal/run/inlab"
@@ -222,6 +223,7 @@ func (o *runOpts) settings(cmd *cobra.Command, exp *experiment.Experiment, built
 	// A run's lab is its own: a kept lab of the file's name is never touched.
 	labCfg.Name = runLabName()
 	return run.Settings{Loopback: o.loopback, Pcap: o.pcap, Keep: o.keep, Topology: topology,
+		TopologyIfLab: o.topology == "" && exp.Topology != "" && exp.Where == result.Auto,
 		ExplicitPaths: cmd.Flags().Changed("paths"), Lab: labCfg, Rootless: rootless(), Results: o.lf.results,
 		Output: output(cmd), Command: all.RedactArgs(os.Args)}, nil
 }

@@ -41,6 +41,7 @@ var only = map[string][]string{
 	"internal/lab/bpf/":      {},
 	"internal/lab/sixin4/":   {},
 	"internal/sock/kstamp":   {},
+	"internal/sock/lag":      {},
 	"internal/sock/sockaddr": {},
 	"internal/sock/synstamp": {},
 	"internal/sock/wakeread": {},
@@ -55,9 +56,10 @@ var only = map[string][]string{
 	"internal/input/":        {},
 	"internal/result":        {},
 	"internal/run/host":      {},
-	// path pins sockets with the kernel's stamps; evloop runs them.
-	"internal/sock/path":   {"internal/sock/kstamp", "internal/sock/synstamp", "internal/sock/sockaddr"},
-	"internal/sock/evloop": {"internal/sock/kstamp", "internal/sock/sockaddr", "internal/sock/tcpinfo"},
+	// path pins sockets with the kernel's stamps; evloop runs them; both
+	// count how long replies waited for their reads (lag).
+	"internal/sock/path":   {"internal/sock/kstamp", "internal/sock/synstamp", "internal/sock/sockaddr", "internal/sock/lag"},
+	"internal/sock/evloop": {"internal/sock/kstamp", "internal/sock/sockaddr", "internal/sock/tcpinfo", "internal/sock/lag"},
 	// Reports read results and never what measures.
 	"internal/report": {"internal/result", "internal/report/stats", "internal/sock/path"},
 	// merge joins result directories: files and reports only.
@@ -177,7 +179,7 @@ func allowedBy(dep string, allow []string) bool {
 	// kernel's stamps and socket addresses, load what the kernel knows of
 	// a TCP connection.
 	for pkg, parts := range map[string][]string{
-		"internal/sock/path": {"internal/sock/kstamp", "internal/sock/synstamp", "internal/sock/sockaddr"},
+		"internal/sock/path": {"internal/sock/kstamp", "internal/sock/synstamp", "internal/sock/sockaddr", "internal/sock/lag"},
 		"internal/gen/load":  {"internal/sock/tcpinfo"},
 	} {
 		if slices.Contains(allow, pkg) && slices.Contains(parts, dep) {

@@ -23,7 +23,7 @@ func (f *Flags) Register(fl *pflag.FlagSet, withName bool) {
 	flag(f, "tunnel-mtu", fl.Int("tunnel-mtu", DefaultTunnelMTU, "MTU of the lab's 6in4 tunnel (1280 to 1480)"), func(o *Overrides, v *int) { o.TunnelMTU = v })
 	flag(f, "tunnel", fl.String("tunnel", "auto", "6in4 implementation: auto, sit, bpf or userspace (auto: sit where the kernel has it, else bpf, else userspace)"),
 		func(o *Overrides, v *string) { o.Tunnel = v })
-	flag(f, "rate", fl.String("rate", "", "shape every lab link to this rate (e.g. 10M, 100M); default unshaped"), func(o *Overrides, v *string) { o.Rate = v })
+	flag(f, "rate", fl.String("rate", "", "shape every lab link to this rate (e.g. 10M, 100M; 0: unshaped, whatever the topology says); default: the topology's rates, else unshaped"), func(o *Overrides, v *string) { o.Rate = v })
 	flag(f, "queue-limit", fl.String("queue-limit", "", "queue limit of each shaped link, bytes (e.g. 64K; default: 50 ms of the rate)"),
 		func(o *Overrides, v *string) { o.QueueLimit = v })
 	flag(f, "delay", fl.Duration("delay", 0, "one-way delay added by each link (needs netem)"), func(o *Overrides, v *time.Duration) { o.Delay = v })

@@ -17,15 +17,32 @@ import (
 // it.
 type Impairment struct {
 	Percent float64
-	loss    *bpf.Loss
+	// UDP: only IPv6 UDP but DNS is dropped (ImpairIPv6UDP).
+	UDP  bool
+	loss *bpf.Loss
 }
 
 // ImpairIPv6 starts dropping percent % of the client's IPv6 packets in lab
 // name (TCX, held by this process).
 func ImpairIPv6(name string, percent float64) (*Impairment, error) {
-	im := &Impairment{Percent: percent}
+	return impair(name, percent, false)
+}
+
+// ImpairIPv6UDP starts dropping percent % of the client's IPv6 UDP
+// datagrams to any port but DNS's in lab name (100: QUIC blocked over
+// IPv6 only; bpf.NewIPv6UDPLoss).
+func ImpairIPv6UDP(name string, percent float64) (*Impairment, error) {
+	return impair(name, percent, true)
+}
+
+func impair(name string, percent float64, udp bool) (*Impairment, error) {
+	im := &Impairment{Percent: percent, UDP: udp}
+	newLoss := bpf.NewIPv6Loss
+	if udp {
+		newLoss = bpf.NewIPv6UDPLoss
+	}
 	err := Do(NS(name, R1), func() error {
-		l, err := bpf.NewIPv6Loss(percent)
+		l, err := newLoss(percent)
 		if err != nil {
 			return err
 		}
@@ -41,7 +58,7 @@ func ImpairIPv6(name string, percent float64) (*Impairment, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("lab %s: IPv6 loss at r1: %w", name, err)
+		return nil, fmt.Errorf("lab %s: IPv6 loss at r1 (UDP only: %v): %w", name, udp, err)
 	}
 	return im, nil
 }

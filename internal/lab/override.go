@@ -47,9 +47,8 @@ func (c *Config) Override(o Overrides) error {
 		if err != nil {
 			return fmt.Errorf("--rate: %w", err)
 		}
-		if r == 0 {
-			return fmt.Errorf("--rate: 0 shapes nothing: leave --rate out for unshaped links")
-		}
+		// 0: unshaped, whatever the topology's rates (the main job's
+		// 1 Gbit/s links among them).
 		shape = append(shape, func(s *Shaping) { s.Rate = r })
 	}
 	if o.QueueLimit != nil {

@@ -377,12 +377,10 @@ const MaxAAAADelay = 5 * time.Second
 // for, and the delay (0 when there is none or it is not a duration up to
 // MaxAAAADelay).
 func DelayedName(name string) (string, time.Duration) {
-	first, rest, ok := strings.Cut(name, ".")
-	d, err := time.ParseDuration(strings.TrimPrefix(strings.ToLower(first), AAAADelayLabel))
-	if !ok || rest == "" || !strings.HasPrefix(strings.ToLower(first), AAAADelayLabel) || err != nil || d <= 0 || d > MaxAAAADelay {
-		return name, 0
+	if rest, a := AskedName(name); a.AAAA > 0 {
+		return rest, a.AAAA
 	}
-	return rest, d
+	return name, 0
 }
 
 // CheckLine refuses a value that goes on a protocol's command line (a

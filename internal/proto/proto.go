@@ -163,6 +163,10 @@ type RealRunning struct {
 	// Pins are the SHA-256 of the certificates its TLS servers show, by
 	// the same keys: v6lab's clients pin them, as the embedded servers'.
 	Pins map[string]string
+	// HTTPS are the ports of the TLS servers it started and the ALPN ids
+	// each speaks, which the real DNS server started after it gives in
+	// HTTPS records (Place.HTTPS).
+	HTTPS map[int][]string
 }
 
 // Command is how a protocol appears on the command line, as v6lab probe
@@ -272,6 +276,10 @@ type Place struct {
 	Port int
 	// Name is the name the embedded DNS server gives the servers.
 	Name string
+	// HTTPS are the ports of the https servers started before the name
+	// server, and the ALPN ids each speaks (Advertised), which the
+	// embedded DNS server gives in HTTPS records (RFC 9460).
+	HTTPS map[int][]string
 	// In runs fn inside the server's network namespace (nil: here). A
 	// server that opens sockets after Serve returns (the transport
 	// server's data sockets) opens them through it.

@@ -17,7 +17,10 @@ type cellAdds struct {
 	completed, failed int
 	failures          map[string]int
 	// negotiated counts completions by the protocol they spoke (h2, h3…).
-	negotiated  map[string]int
+	negotiated map[string]int
+	// winners counts the dual path's completions by who won the race
+	// (Winner).
+	winners     map[string]int
 	firstErr    string
 	firstErrSeq int64
 	hist        *stats.Latency
@@ -50,6 +53,9 @@ func (a *cellAdds) add(smp *result.Sample, seq int64, seg int) {
 				a.negotiated = map[string]int{}
 			}
 			a.negotiated[smp.Negotiated]++
+		}
+		if w := Winner(smp.Metrics); w != "" {
+			count(&a.winners, w, 1)
 		}
 		a.hist.Record(smp.Total())
 		if len(smp.Intervals) > 0 {
@@ -103,6 +109,9 @@ func (c *cellAcc) merge(p *cellAdds, segs *segmentAcc) {
 			a.negotiated = map[string]int{}
 		}
 		a.negotiated[k] += n
+	}
+	for k, n := range p.winners {
+		count(&a.winners, k, n)
 	}
 	for k, n := range p.failures {
 		if a.failures == nil {
@@ -159,7 +168,7 @@ func (c *cellAcc) Finish(r *cellRuns) Cell {
 	a := c.adds
 	cell := Cell{Protocol: c.key.proto, Path: c.key.path, Conns: c.key.conns, Runs: r.runs, RunIndex: r.index, WarmupRuns: r.warmup,
 		Completed: a.completed, Failed: a.failed, Failures: a.failures, FirstError: a.firstErr, Background: c.bg,
-		Negotiated: a.negotiated}
+		Negotiated: a.negotiated, Winners: a.winners}
 	finishCell(&cell, a.hist, r.seconds)
 	finishBackground(cell.Background)
 	for i := range c.ivs.n {

@@ -1,8 +1,12 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
+
+	"v6lab/internal/report/stats"
 
 	"v6lab/internal/sock/path"
 )
@@ -40,8 +44,12 @@ func EyeballsSection(title string, cells []Cell, engine, dialer string) (section
 	if len(duals) == 0 {
 		return section{}, false
 	}
-	sec := section{Title: title + ": a dual-stack client (Happy Eyeballs) against the pinned paths",
-		Head: []string{"path", "conns", "IPv6 won", "IPv4 won", "attempts", "connected (ms)", "mean (ms)", "vs ipv4 (ms)", "vs ipv6 (ms)"}}
+	who := "Happy Eyeballs"
+	if dialer != "" {
+		who += ", dialer " + dialer
+	}
+	sec := section{Title: title + ": a dual-stack client (" + who + ") against the pinned paths",
+		Head: []string{"path", "conns", "IPv6 won", "IPv4 won", "attempts", "connected (ms)", "mean (ms)", "vs ipv4 (ms)", "vs ipv6 (ms)", "winners (95% Wilson CI)"}}
 	against := func(c *Cell, p path.Path) string {
 		o := byPath[p][c.Conns]
 		if o == nil || o.MeanMS == nil || c.MeanMS == nil {
@@ -55,10 +63,10 @@ func EyeballsSection(title string, cells []Cell, engine, dialer string) (section
 		won := c.Metrics["ipv6_won"].Mean
 		row := []string{c.Path, fmt.Sprint(c.Conns), fmt.Sprintf("%.0f%%", 100*won), fmt.Sprintf("%.0f%%", 100*(1-won)),
 			metricMean(c, "he_attempts"), metricMean(c, "he_connect_ms"), optMS(c.MeanMS, c.NA["mean_ms"]),
-			against(c, path.IPv4), against(c, path.IPv6)}
+			against(c, path.IPv4), against(c, path.IPv6), winnersText(c)}
 		sec.Rows = append(sec.Rows, row)
 	}
-	sec.Footer = []string{"won: share of transactions each family won, mean of run means; vs: the dual cell's mean response time minus the pinned path's, same group and connections (docs/metrics.md)"}
+	sec.Footer = []string{"won: share of transactions each family won, mean of run means; winners: share of the counted runs' completed transactions each family and transport won (quic with dialer v3), with its 95% Wilson interval; vs: the dual cell's mean response time minus the pinned path's, same group and connections (docs/metrics.md)"}
 	if loaded && dualEngine(engine) != "evloop" {
 		sec.Footer = append(sec.Footer, EyeballsLoadNote)
 	}
@@ -82,4 +90,53 @@ func dualEngine(record string) string {
 		}
 	}
 	return ""
+}
+
+// Winner is who won a dual-stack transaction's race by its sample's
+// metrics: "ipv6/quic", "ipv6/tcp", "ipv4/quic" or "ipv4/tcp" (tcp when
+// the race offered no QUIC: quic_won absent); "" for a sample that is no
+// race's.
+func Winner(m map[string]float64) string {
+	v6, ok := m["ipv6_won"]
+	if !ok {
+		return ""
+	}
+	fam, tr := "ipv4", "tcp"
+	if v6 == 1 {
+		fam = "ipv6"
+	}
+	if m["quic_won"] == 1 {
+		tr = "quic"
+	}
+	return fam + "/" + tr
+}
+
+// count adds n to m[k], making m.
+func count(m *map[string]int, k string, n int) {
+	if *m == nil {
+		*m = map[string]int{}
+	}
+	(*m)[k] += n
+}
+
+// winnersText is a cell's share of each winner with its 95% Wilson
+// interval: "ipv6/quic 98% (93–99%), ipv4/quic 2% (0.6–7%)", most
+// frequent first; "-" without counts.
+func winnersText(c *Cell) string {
+	n := 0
+	var ws []string
+	for w, k := range c.Winners {
+		n += k
+		ws = append(ws, w)
+	}
+	if n == 0 {
+		return "-"
+	}
+	slices.SortFunc(ws, func(a, b string) int { return cmp.Or(c.Winners[b]-c.Winners[a], strings.Compare(a, b)) })
+	var out []string
+	for _, w := range ws {
+		ci, _ := stats.Wilson(c.Winners[w], n)
+		out = append(out, fmt.Sprintf("%s %s%% (%s–%s%%)", w, figure(100*float64(c.Winners[w])/float64(n)), figure(100*ci[0]), figure(100*ci[1])))
+	}
+	return strings.Join(out, ", ")
 }

@@ -172,7 +172,7 @@ func meanPlots(proto string, cells []Cell, xlabel string, logX bool) (rt, done *
 				continue
 			}
 			if c.MeanMS != nil {
-				pt := point{X: float64(c.Conns), Y: *c.MeanMS}
+				pt := point{X: float64(c.Conns), Y: *c.MeanMS, Saturated: c.SelfCheck.saturated()}
 				if c.CI95MS != nil {
 					pt.Lo, pt.Hi, pt.CI, pt.Few = c.CI95MS[0], c.CI95MS[1], true, c.FewRuns
 				}
@@ -202,7 +202,13 @@ func pctPlot(s *Summary, proto string, cells []Cell, cmps []Comparison, xlabel s
 	}
 	pct := &plot{ID: "pct-" + strings.ToLower(proto), Title: title, XLabel: xlabel, YLabel: ylabel, LogX: logX, ZeroLine: true}
 	base := map[int]*float64{}
+	type at struct {
+		path  string
+		conns int
+	}
+	saturated := map[at]bool{}
 	for _, c := range cells {
+		saturated[at{c.Path, c.Conns}] = c.SelfCheck.saturated()
 		if c.Path == s.Baseline {
 			base[c.Conns] = c.MeanMS
 			if m := c.Metrics["throughput_mbps"]; bound && m != nil {
@@ -226,7 +232,7 @@ func pctPlot(s *Summary, proto string, cells []Cell, cmps []Comparison, xlabel s
 			if v == nil {
 				continue
 			}
-			pt := point{X: float64(c.Conns), Y: *v}
+			pt := point{X: float64(c.Conns), Y: *v, Saturated: saturated[at{c.Path, c.Conns}] || saturated[at{s.Baseline, c.Conns}]}
 			if b := base[c.Conns]; ci != nil && b != nil && *b > 0 {
 				pt.Lo, pt.Hi, pt.CI = ci[0] / *b * 100, ci[1] / *b * 100, true
 			}
@@ -344,7 +350,7 @@ table.context td { text-align: left; white-space: normal; }
 svg.plot { background: #fff; border: 1px solid #e3e3e3; }
 svg .title { font-weight: 600; font-size: 13px; } svg .tick, svg .label, svg .legend text, svg .empty { font-size: 11px; fill: #333; }
 svg .grid { stroke: #eee; } svg .axis, svg .tickmark { stroke: #555; } svg .zero { stroke: #888; stroke-dasharray: 3 3; }
-svg .line { fill: none; stroke-width: 2; } svg .ci { fill: none; stroke-width: 1.4; } svg .ci.few { stroke-dasharray: 1 2; } svg .note { font-size: 10px; fill: #666; }
+svg .line { fill: none; stroke-width: 2; } svg .ci { fill: none; stroke-width: 1.4; } svg .ci.few { stroke-dasharray: 1 2; } svg .dot.saturated { fill: #fff; stroke: #000; stroke-width: 1.5; stroke-dasharray: 1.5 1.5; } svg .note { font-size: 10px; fill: #666; }
 .s-ipv4 .line, .s-ipv4 .ci { stroke: #1f5fa8; } .s-ipv4 .dot, .s-ipv4 rect { fill: #1f5fa8; }
 .s-ipv6 .line, .s-ipv6 .ci { stroke: #c0392b; } .s-ipv6 .dot, .s-ipv6 rect { fill: #c0392b; } .s-ipv6 .line { stroke-dasharray: 7 3; }
 .s-sixin4 .line, .s-sixin4 .ci { stroke: #2e8b57; } .s-sixin4 .dot, .s-sixin4 rect { fill: #2e8b57; } .s-sixin4 .line { stroke-dasharray: 2 3; }

@@ -34,7 +34,10 @@ type Summarizer struct {
 	finished   int // run records of finished runs (not interrupted)
 	wire       wireTally
 	late       lateTally
-	pmtu       *pmtuAcc
+	// loads are the records of runs that carry a self-check (few
+	// fields, one per run), for selfChecks.
+	loads []result.Run
+	pmtu  *pmtuAcc
 }
 
 // runAcc is one run: its sums over completed samples (the run mean, each
@@ -92,6 +95,10 @@ func (z *Summarizer) cell(k cellKey) *cellAcc {
 func (z *Summarizer) Run(r *result.Run) {
 	z.wire.add(r.Path, r.Wire)
 	z.late.add(r)
+	if r.Load != nil {
+		z.loads = append(z.loads, result.Run{Protocol: r.Protocol, Path: r.Path, Conns: r.Conns, Warmup: r.Warmup, Err: r.Err,
+			Start: r.Start, End: r.End, Load: r.Load})
+	}
 	z.pmtu.Run(r)
 	k := runKey{cellKey{r.Protocol, r.Path, r.Conns}, r.Run}
 	a := z.runs[k]
@@ -216,7 +223,13 @@ func (z *Summarizer) Finish() *Summary {
 	for ck, r := range z.cellRuns() {
 		s.Cells = append(s.Cells, z.cells[ck].Finish(r))
 	}
+	checks := selfChecks(z.loads)
+	for i := range s.Cells {
+		c := &s.Cells[i]
+		c.SelfCheck = checks[cellKey{c.Protocol, c.Path, c.Conns}]
+	}
 	sortCells(s.Cells, z.spec.order)
+	s.Notes = append(s.Notes, selfCheckNotes(s.Cells, s.Target)...)
 	if note := clientTurnNote(s.Cells); note != "" {
 		s.Notes = append(s.Notes, note)
 	}

@@ -173,10 +173,17 @@ type Cell struct {
 	// Background is the background traffic during the counted runs, when
 	// the cell had some.
 	Background *CellBackground `json:"background,omitempty"`
+	// SelfCheck is the client's and the host's load during the counted
+	// runs, and whether either was saturated (selfcheck.go).
+	SelfCheck *SelfCheck `json:"self_check,omitempty"`
 	// Negotiated counts the completed transactions of counted runs by the
 	// protocol they spoke (http/1.1, h2, h2c, h3), for cell groups that
 	// name their HTTP version.
 	Negotiated map[string]int `json:"negotiated,omitempty"`
+	// Winners counts the dual path's completed transactions of counted
+	// runs by the family and transport that won its race (Winner:
+	// ipv6/quic, ipv6/tcp, ipv4/quic, ipv4/tcp).
+	Winners map[string]int `json:"winners,omitempty"`
 	// NA gives the reason for every null figure above.
 	NA map[string]string `json:"na,omitempty"`
 }

@@ -23,6 +23,10 @@ type point struct {
 	// Few: the interval rests on fewer than MinRuns runs; it is drawn
 	// dotted and the plot says so.
 	Few bool
+	// Saturated: the client or the host was saturated in the cell's runs
+	// (its self-check); its dot is drawn as a dotted ring and the plot
+	// says so.
+	Saturated bool
 }
 
 // ciClass is the class of an interval's path.
@@ -264,7 +268,10 @@ func (p *plot) writeLine(b *strings.Builder, f *frame, s series) {
 			fmt.Fprintf(b, `<path class="%s" d="M%s %s L%s %s M%s %s L%s %s M%s %s L%s %s"/>`+"\n", ciClass(pt),
 				f1(x), f1(lo), f1(x), f1(hi), f1(x-4), f1(lo), f1(x+4), f1(lo), f1(x-4), f1(hi), f1(x+4), f1(hi))
 		}
-		if len(s.Points) <= 40 {
+		if pt.Saturated {
+			fmt.Fprintf(b, `<circle class="dot saturated" cx="%s" cy="%s" r="5"><title>%s, %s: %s (saturated: see the notes)</title></circle>`+"\n",
+				f1(x), f1(y), html.EscapeString(s.Name), tickLabel(pt.X), num4(pt.Y))
+		} else if len(s.Points) <= 40 {
 			fmt.Fprintf(b, `<circle class="dot" cx="%s" cy="%s" r="3"><title>%s, %s: %s</title></circle>`+"\n",
 				f1(x), f1(y), html.EscapeString(s.Name), tickLabel(pt.X), num4(pt.Y))
 		}
@@ -274,9 +281,13 @@ func (p *plot) writeLine(b *strings.Builder, f *frame, s series) {
 // writeLegend notes intervals that rest on few runs, and names the
 // series.
 func (p *plot) writeLegend(b *strings.Builder, f *frame) {
-	few := false
+	few, saturated := false, false
 	for _, s := range p.Series {
 		few = few || slices.ContainsFunc(s.Points, func(pt point) bool { return pt.Few && pt.CI })
+		saturated = saturated || slices.ContainsFunc(s.Points, func(pt point) bool { return pt.Saturated })
+	}
+	if saturated {
+		fmt.Fprintf(b, `<text class="note" x="%d" y="%d" text-anchor="end">dotted ring: client or host saturated (self-check, see the notes)</text>`+"\n", p.W-padR, padT+9)
 	}
 	if few {
 		// Under the title, where no legend entry can run into it.

@@ -256,6 +256,9 @@ func metricSection(title string, cells []Cell) (section, bool) {
 		// The dual path's: ipv6_won's mean is the share of transactions
 		// IPv6 won (docs/metrics.md).
 		what = "Happy Eyeballs (ipv6_won: % of transactions IPv6 won; he_attempts; he_aaaa_ms, he_a_ms, he_connect_ms: when each answer came and the winner connected)"
+		if slices.Contains(cols, "quic_won") {
+			what = "Happy Eyeballs v3 (ipv6_won, quic_won: % of transactions IPv6 and QUIC won; he_attempts, he_failed; he_https_ms, he_aaaa_ms, he_a_ms: when each answer came; he_began_ms: when the attempts could start; he_winner_start_ms, he_connect_ms: when the winner started and completed its handshake)"
+		}
 	}
 	sec := section{Title: title + ": " + what + ", mean of run means (95% CI)", Head: append([]string{"path", "conns"}, cols...)}
 	any := false
@@ -281,7 +284,7 @@ func metricText(k string, m *MetricStat) string {
 	switch {
 	case m == nil:
 		return "-"
-	case k == "ipv6_won":
+	case k == "ipv6_won" || k == "quic_won":
 		// A share, in the unit every other share is printed in.
 		if m.CI95 == nil || (m.CI95[0] == m.Mean && m.CI95[1] == m.Mean) {
 			return figure(m.Mean*100) + "%"

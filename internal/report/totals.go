@@ -26,7 +26,7 @@ func (t *runTotaler) Add(s *result.Sample) {
 
 func (t *runTotaler) Totals() *result.RunTotals {
 	out := &result.RunTotals{Completed: t.run.ok, Failed: t.run.failed, SumNS: t.run.sum, Sums: t.run.metrics, Counts: t.run.metricN,
-		Failures: t.adds.failures, FirstError: t.adds.firstErr}
+		Failures: t.adds.failures, FirstError: t.adds.firstErr, Negotiated: t.adds.negotiated, Winners: t.adds.winners}
 	t.adds.hist.Buckets(func(us, n int64) bool {
 		out.Histogram = append(out.Histogram, [2]int64{us, n})
 		return true
@@ -38,7 +38,8 @@ func (t *runTotaler) Totals() *result.RunTotals {
 // give them (seq: the record's place, for the first error).
 func fromTotals(t *result.RunTotals, seq int64) (runAcc, *cellAdds) {
 	r := runAcc{sum: t.SumNS, ok: t.Completed, failed: t.Failed, metrics: t.Sums, metricN: t.Counts}
-	a := &cellAdds{completed: t.Completed, failed: t.Failed, failures: t.Failures, firstErr: t.FirstError, firstErrSeq: seq, hist: stats.NewLatency()}
+	a := &cellAdds{completed: t.Completed, failed: t.Failed, failures: t.Failures, firstErr: t.FirstError, firstErrSeq: seq, hist: stats.NewLatency(),
+		negotiated: t.Negotiated, winners: t.Winners}
 	for _, b := range t.Histogram {
 		a.hist.RecordMicros(b[0], b[1])
 	}

@@ -142,6 +142,9 @@ type Run struct {
 	// LateAfter: a segment that fell behind says so.
 	Slot   time.Time `json:"slot,omitzero"`
 	LateNS int64     `json:"late_ns,omitempty"`
+	// Load is the run's self-check: the client's and the host's CPU, and
+	// whether either was saturated (load.go).
+	Load *Load `json:"load,omitempty"`
 	// Err is set when the run as a whole could not be done, or its wire
 	// did not carry what the path claims; such a run is left out.
 	Err string `json:"err,omitempty"`
@@ -169,7 +172,11 @@ type RunTotals struct {
 	Counts map[string]int     `json:"counts,omitempty"`
 	// Failures counts the failed samples by err_kind ("other": none);
 	// FirstError is the first one's err.
-	Failures   map[string]int `json:"failures,omitempty"`
+	Failures map[string]int `json:"failures,omitempty"`
+	// Negotiated and Winners count the completed samples by the protocol
+	// they spoke and by who won the dual path's race (the summary's).
+	Negotiated map[string]int `json:"negotiated,omitempty"`
+	Winners    map[string]int `json:"winners,omitempty"`
 	FirstError string         `json:"first_error,omitempty"`
 	// Histogram is the completed samples' response times: pairs of a
 	// bucket's lowest value (µs; HDR, 1 µs to 1 h, three significant

@@ -34,6 +34,10 @@ type Settings struct {
 	// user chose the paths (6in4 is then never dropped silently).
 	Topology      string
 	ExplicitPaths bool
+	// TopologyIfLab: the topology is an auto experiment's own (the main
+	// job's 1 Gbit/s links): it shapes the lab when there is one, and
+	// needs none (loopback then measures without it).
+	TopologyIfLab bool
 	Lab           lab.Config
 	// Rootless: this process is the re-run inside a user namespace.
 	Rootless bool
@@ -121,7 +125,7 @@ func decide(exp *experiment.Experiment, s Settings) (result.Where, string, error
 		if why == nil {
 			return Lab, "", nil
 		}
-		if s.Topology != "" || s.Pcap {
+		if s.needsLab() {
 			return "", "", fmt.Errorf("a topology and --pcap need a lab, but %v", why)
 		}
 		exp.DropLabOnly()
@@ -134,18 +138,24 @@ func decide(exp *experiment.Experiment, s Settings) (result.Where, string, error
 		exp.DropLabOnly()
 		fallthrough
 	case Hosts:
-		if s.Topology != "" || s.Pcap {
+		if s.needsLab() {
 			return "", "", fmt.Errorf("a topology and --pcap need the lab, but this experiment runs on %s", where)
 		}
 	}
 	return where, "", nil
 }
 
+// needsLab says whether the settings need a lab: --pcap, or a topology
+// that is more than an auto experiment's own.
+func (s Settings) needsLab() bool {
+	return s.Pcap || (s.Topology != "" && !s.TopologyIfLab)
+}
+
 // NoUserNamespace is where a run goes when neither root nor a user
 // namespace can make a lab (err says why the namespace failed): loopback,
 // unless the lab was a must.
 func NoUserNamespace(exp *experiment.Experiment, s Settings, err error) (result.Where, string, error) {
-	if exp.Where == Lab || s.Topology != "" || s.Pcap || exp.NeedsLab() != "" {
+	if exp.Where == Lab || s.needsLab() || exp.NeedsLab() != "" {
 		return "", "", fmt.Errorf("this needs a lab, but %v, and %v", inlab.CanLab(), err)
 	}
 	exp.DropLabOnly()

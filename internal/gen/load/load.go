@@ -30,6 +30,15 @@ type Warmer interface {
 	Warm(user int)
 }
 
+// Sustainer is a Probe that can run a sustained load itself, without a
+// goroutine per user: its engine keeps each user's transaction in flight
+// and starts the next one where it reads the reply (the DNS load engine),
+// as C load generators do. Its samples are those Do would give. ok false:
+// it does not for this probe, and Sustained runs a goroutine per user.
+type Sustainer interface {
+	Sustain(ctx context.Context, us Users, duration, timeout time.Duration, emit func(result.Sample)) (started int64, ok bool)
+}
+
 func warm(p Probe, user int) {
 	if w, ok := p.(Warmer); ok {
 		w.Warm(user)
@@ -74,7 +83,14 @@ func Closed(ctx context.Context, p Probe, us Users, timeout time.Duration, emit 
 // duration has passed (or ctx ends); a transaction started before the end
 // is allowed to finish within its timeout. It returns the number of
 // transactions started.
+//
+// A Sustainer probe runs the users itself.
 func Sustained(ctx context.Context, p Probe, us Users, duration, timeout time.Duration, emit func(result.Sample)) int64 {
+	if d, ok := p.(Sustainer); ok {
+		if n, ok := d.Sustain(ctx, us, duration, timeout, emit); ok {
+			return n
+		}
+	}
 	n := us.N
 	var (
 		done    sync.WaitGroup

@@ -61,6 +61,12 @@ func Begin(protocol string, p path.Path) *Trace {
 	return &Trace{start: now, S: result.Sample{Protocol: protocol, Path: string(p), Start: now.UTC()}}
 }
 
+// BeginAt is Begin for a transaction that started at start (its first
+// system call, taken by an engine that times many: the DNS load engine).
+func BeginAt(protocol string, p path.Path, start time.Time) *Trace {
+	return &Trace{start: start, S: result.Sample{Protocol: protocol, Path: string(p), Start: start.UTC()}}
+}
+
 // Restart moves the transaction's start to now: called immediately before
 // its first system call, so the work of building a request is not timed
 // (path.Resolver.LookupFrom calls it).

@@ -187,10 +187,13 @@ func (t *Tunnel) Close() error {
 }
 
 // Loss drops packets at random with a fixed probability, in the kernel
-// (every packet, or IPv6 only).
+// (every packet, or IPv6 only, or IPv6's UDP but DNS only).
 type Loss struct {
 	Percent  float64
 	IPv6Only bool
+	// UDP: only IPv6 UDP datagrams to a port other than 53 (QUIC, not
+	// DNS) are dropped (NewIPv6UDPLoss).
+	UDP      bool
 	Hook     Hook
 	counters *ebpf.Map
 	prog     *ebpf.Program
@@ -203,6 +206,35 @@ func NewLoss(percent float64) (*Loss, error) { return newLoss(percent, false) }
 // NewIPv6Loss loads a loss program dropping percent % of IPv6 packets
 // (100: IPv6 blackholed), passing every other packet on.
 func NewIPv6Loss(percent float64) (*Loss, error) { return newLoss(percent, true) }
+
+// NewIPv6UDPLoss loads a loss program dropping percent % of the IPv6 UDP
+// datagrams to any port but DNS's (53): QUIC blocked over IPv6 only (100),
+// as a firewall that passes DNS and drops other UDP does (envoy#40703),
+// while IPv6's TCP, IPv6's DNS and all of IPv4 pass. A datagram behind an
+// IPv6 extension header is not looked into (passed).
+func NewIPv6UDPLoss(percent float64) (*Loss, error) {
+	l, err := newLoss(percent, true)
+	if err != nil {
+		return nil, err
+	}
+	l.prog.Close()
+	insns := append(asm.Instructions{
+		asm.Mov.Reg(asm.R6, asm.R1), // LD_ABS reads the packet of the context in R6
+		asm.LoadMem(asm.R2, asm.R6, skbProtocol, asm.Word),
+		asm.JNE.Imm(asm.R2, ethTypeIPv6LE, "pass"),
+		asm.LoadAbs(ethHeader+6, asm.Byte), // the IPv6 Next Header
+		asm.JNE.Imm(asm.R0, 17, "pass"),    // not UDP
+		asm.LoadAbs(ethHeader+40+2, asm.Half),
+		asm.JEq.Imm(asm.R0, 53, "pass"), // DNS
+	}, lossInsns(uint64(math.Round(percent/100*(1<<32))), l.counters)...)
+	insns = append(insns, asm.Mov.Imm(asm.R0, retNext).WithSymbol("pass"), asm.Return())
+	if l.prog, err = newProgram(LossName, insns); err != nil {
+		l.counters.Close()
+		return nil, err
+	}
+	l.UDP = true
+	return l, nil
+}
 
 func newLoss(percent float64, ipv6Only bool) (*Loss, error) {
 	if !(percent > 0 && percent <= 100) {

@@ -308,3 +308,61 @@ func TestIPv6LossLeavesIPv4Alone(t *testing.T) {
 		t.Errorf("counters %v", c)
 	}
 }
+
+// frame6To is frame6 with the UDP datagram sent to port, or (port 0) a
+// TCP segment's first bytes in its place.
+func frame6To(t *testing.T, port uint16) []byte {
+	t.Helper()
+	eth := &layers.Ethernet{SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 2}, EthernetType: layers.EthernetTypeIPv6}
+	ip := &layers.IPv6{Version: 6, HopLimit: 63, NextHeader: layers.IPProtocolUDP, SrcIP: client6.AsSlice(), DstIP: server6.AsSlice()}
+	var l4 gopacket.SerializableLayer
+	if port == 0 {
+		ip.NextHeader = layers.IPProtocolTCP
+		tcp := &layers.TCP{SrcPort: 4000, DstPort: 443, SYN: true}
+		tcp.SetNetworkLayerForChecksum(ip)
+		l4 = tcp
+	} else {
+		udp := &layers.UDP{SrcPort: 4000, DstPort: layers.UDPPort(port)}
+		udp.SetNetworkLayerForChecksum(ip)
+		l4 = udp
+	}
+	buf := gopacket.NewSerializeBuffer()
+	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, eth, ip, l4, gopacket.Payload(make([]byte, 20))); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestIPv6UDPLossDropsQUICAndPassesDNSAndTCP: at 100% the program drops
+// every IPv6 UDP datagram to a port but 53 (QUIC to 443 or 8443) and
+// passes IPv6's DNS, IPv6's TCP and IPv4 (UDP to 443 inside), those
+// uncounted.
+func TestIPv6UDPLossDropsQUICAndPassesDNSAndTCP(t *testing.T) {
+	requireBPF(t)
+	l, err := NewIPv6UDPLoss(100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if !l.UDP || !l.IPv6Only {
+		t.Errorf("%+v", l)
+	}
+	for _, c := range []struct {
+		what  string
+		frame []byte
+		want  int32
+	}{
+		{"QUIC to 443 over IPv6", frame6To(t, 443), retDrop},
+		{"QUIC to 8443 over IPv6", frame6To(t, 8443), retDrop},
+		{"DNS over IPv6", frame6To(t, 53), retNext},
+		{"TCP over IPv6", frame6To(t, 0), retNext},
+		{"IPv4", frame4(t, r1v4, r2v4, frame6To(t, 443)[14:], nil), retNext},
+	} {
+		if rc, _ := run(t, l.prog, c.frame); rc != c.want {
+			t.Errorf("%s: return %d, want %d", c.what, rc, c.want)
+		}
+	}
+	if c, _ := l.Counters(); c[LossDropped] != 2 || c[LossPassed] != 0 {
+		t.Errorf("counters %v", c)
+	}
+}

@@ -66,7 +66,8 @@ func TestUnboundAnswersWithViews(t *testing.T) {
 		"v6lab.test", []servers.Record{{Name: "www.v6lab.test", Addr: v4}, {Name: "www.v6lab.test", Addr: v6}, {Name: "large.v6lab.test", TXT: strings.Repeat("a", 250)},
 			{Name: "large.v6lab.test", TXT: strings.Repeat("b", 250)}, {Name: "large.v6lab.test", TXT: strings.Repeat("c", 250)},
 			{Name: "large.v6lab.test", TXT: strings.Repeat("d", 250)}, {Name: "large.v6lab.test", TXT: strings.Repeat("e", 250)},
-			{Name: "large.v6lab.test", TXT: `six "quoted" \ 6`}},
+			{Name: "large.v6lab.test", TXT: `six "quoted" \ 6`},
+			{Name: "_8443._https.www.v6lab.test", Type: "HTTPS", Data: `1 www.v6lab.test. alpn="h3,h2" port="8443" ipv6hint="2001:db8::10"`}},
 		[]servers.View{{Name: "tunnel", Clients: netip.MustParsePrefix("::1/128"), Records: []servers.Record{{Name: "www.v6lab.test", Addr: tun}}}})
 	if err != nil {
 		t.Fatal(err)
@@ -78,6 +79,9 @@ func TestUnboundAnswersWithViews(t *testing.T) {
 	ask := func(server string, qt uint16) string {
 		m := new(dns.Msg)
 		m.SetQuestion("www.v6lab.test.", qt)
+		if qt == dns.TypeHTTPS {
+			m.SetQuestion("_8443._https.www.v6lab.test.", qt)
+		}
 		r, err := dns.Exchange(m, server)
 		if err != nil || len(r.Answer) == 0 {
 			return "error"
@@ -93,6 +97,10 @@ func TestUnboundAnswersWithViews(t *testing.T) {
 	}
 	if got := ask("[::1]:"+p, dns.TypeAAAA); !strings.HasSuffix(got, "2001:db8:46::10") {
 		t.Errorf("AAAA from the view's client ::1: %s", got)
+	}
+	// An HTTPS record (RFC 9460), as the lab's real servers' are given.
+	if got := ask("127.0.0.1:"+p, dns.TypeHTTPS); !strings.HasSuffix(got, `HTTPS	1 www.v6lab.test. alpn="h3,h2" port="8443" ipv6hint="2001:db8::10"`) {
+		t.Errorf("HTTPS: %s", got)
 	}
 	// A TXT answer of about 1,300 bytes: whole over UDP with EDNS 4096
 	// (max-udp-size: 4096), truncated with 1232.

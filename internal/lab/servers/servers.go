@@ -418,6 +418,9 @@ func nginxListens(dir string, addrs []netip.Addr, port int, tls *TLS) (string, e
 type Record struct {
 	Name string
 	Addr netip.Addr
+	// Type and Data, when Type is set, are a record of another type in
+	// presentation form instead of the address ("HTTPS", "1 . alpn=h2").
+	Type, Data string
 	// TXT, when set, makes it a TXT record of one string instead (Addr
 	// unused).
 	TXT string
@@ -426,6 +429,8 @@ type Record struct {
 // rtype is the record's type and its data as a zone file writes them.
 func (r Record) rtype() (string, string) {
 	switch {
+	case r.Type != "": // HTTPS records go unquoted: alpn=h3,h2
+		return r.Type, strings.ReplaceAll(r.Data, `"`, "")
 	case r.TXT != "":
 		return "TXT", strconv.Quote(r.TXT)
 	case r.Addr.Is6():

@@ -37,6 +37,9 @@ func Start(ctx context.Context, keys []string, at proto.Place) (*Started, error)
 		if s.OwnProcess && at.In != nil {
 			continue
 		}
+		if s.Key == NameServer {
+			at.HTTPS = advertised(st.Running)
+		}
 		r, err := s.Serve(ctx, at)
 		if err != nil {
 			st.Close()
@@ -46,6 +49,18 @@ func Start(ctx context.Context, keys []string, at proto.Place) (*Started, error)
 		st.keys = append(st.keys, s.Key)
 	}
 	return st, nil
+}
+
+// advertised are the ports of the running servers that speak TLS, and
+// their ALPN ids (proto.Advertised), for the name server's HTTPS records.
+func advertised(rs map[string]proto.Running) map[int][]string {
+	out := map[int][]string{}
+	for _, r := range rs {
+		if a, ok := r.(proto.Advertised); ok && len(a.ALPN()) > 0 {
+			out[r.Port()] = a.ALPN()
+		}
+	}
+	return out
 }
 
 // Close stops every server started.

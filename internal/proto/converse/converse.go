@@ -92,14 +92,42 @@ func Run(ctx context.Context, proto string, s Server, conv evloop.Continuer, ref
 // its address. A failure has the result's Phase and Err set: "resolve"
 // errors name the lookup.
 func Exchange(ctx context.Context, eng *evloop.Engine, tr *load.Trace, res *path.Resolver, host string, p path.Path, x *evloop.Exchange) evloop.Result {
-	fail := func(phase string, err error) evloop.Result { return evloop.Result{Phase: phase, Err: err} }
+	q, r, ok := Prepare(tr, res, host, p, x)
+	if !ok {
+		return r
+	}
+	r = eng.Do(ctx, x)
+	r, again := Settle(tr, q, x, r)
+	if !again {
+		return r
+	}
+	ip, err := q.OverTCP(ctx, path.FirstRetry)
+	tr.Mark(&tr.S.ResolveNS)
+	if err != nil {
+		return evloop.Result{Phase: "resolve", Err: err}
+	}
+	x.Remote = netip.AddrPortFrom(ip, x.Remote.Port())
+	return Direct(ctx, eng, tr, p, x)
+}
+
+// Prepare readies x for Exchange's first step on the loop: host's lookup
+// (x.Lookup, with q the query), or a literal host's connection (q nil).
+// ok false: it cannot be run, r says why.
+func Prepare(tr *load.Trace, res *path.Resolver, host string, p path.Path, x *evloop.Exchange) (q *path.Query, r evloop.Result, ok bool) {
+	fail := func(phase string, err error) (*path.Query, evloop.Result, bool) {
+		return nil, evloop.Result{Phase: phase, Err: err}, false
+	}
 	q, ip, err := res.Prepare(host, p)
 	if err != nil {
 		return fail("resolve", err)
 	}
 	if q == nil {
 		x.Remote = netip.AddrPortFrom(ip, x.Remote.Port())
-		return Direct(ctx, eng, tr, p, x)
+		if err := (path.Dialer{Path: p, Source: x.Source}).Check(x.Remote.Addr()); err != nil {
+			return fail("connect", err)
+		}
+		x.Cookie = tr.WantsSYN() && path.SYNReady()
+		return nil, evloop.Result{}, true
 	}
 	if x.Source.IsValid() {
 		if err := p.CheckAddr("source", x.Source); err != nil {
@@ -108,7 +136,17 @@ func Exchange(ctx context.Context, eng *evloop.Engine, tr *load.Trace, res *path
 	}
 	x.Lookup = &evloop.Lookup{Server: q.Server, Source: q.Source, Query: q.Wire, Answer: q.Answer, Resend: path.FirstRetry, Start: tr.Restart,
 		IPv6: q.Path.IsIPv6()}
-	r := eng.Do(ctx, x)
+	return q, evloop.Result{}, true
+}
+
+// Settle records in tr what the loop's run of a prepared x did of the
+// lookup (q; nil: none): its address, first packet out and resolve mark.
+// again: the answer was truncated, and the name is to be asked over TCP
+// (q.OverTCP) before x is run again to the address it gives.
+func Settle(tr *load.Trace, q *path.Query, x *evloop.Exchange, r evloop.Result) (evloop.Result, bool) {
+	if q == nil {
+		return r, false
+	}
 	x.Lookup = nil
 	if r.LookupLocal.IsValid() {
 		tr.S.DNSLocal = r.LookupLocal.String()
@@ -118,19 +156,13 @@ func Exchange(ctx context.Context, eng *evloop.Engine, tr *load.Trace, res *path
 		tr.At(&tr.S.ResolveNS, r.Resolved)
 	}
 	if r.Phase != "resolve" {
-		return r
+		return r, false
 	}
 	if !errors.Is(r.Err, path.ErrTruncated) {
 		r.Err = q.Wrap(r.Err)
-		return r
+		return r, false
 	}
-	ip, err = q.OverTCP(ctx, path.FirstRetry)
-	tr.Mark(&tr.S.ResolveNS)
-	if err != nil {
-		return fail("resolve", err)
-	}
-	x.Remote = netip.AddrPortFrom(ip, x.Remote.Port())
-	return Direct(ctx, eng, tr, p, x)
+	return r, true
 }
 
 // Direct runs x to x.Remote, checked against path p, with no lookup: when

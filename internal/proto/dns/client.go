@@ -49,10 +49,8 @@ type Client struct {
 	Resend time.Duration
 
 	once   sync.Once
-	mux    *mux
+	mux    *mux // the load engine's sockets
 	muxErr error
-	query  *mdns.Msg // the load engine's query, packed once into wire
-	wire   []byte
 }
 
 // Close closes a load-mode client's sockets.
@@ -184,66 +182,6 @@ const (
 	MetricFragments = "ip_fragments"
 	MetricResent    = "dns_resent"
 )
-
-// doLoad sends one query on the user's long-lived socket and waits for
-// the reply with its ID. The response time ends at the read that received
-// the reply (in the socket's reader), not when this goroutine woke.
-func (c *Client) doLoad(ctx context.Context, user int) result.Sample {
-	tr := load.Begin("dns", c.Path)
-	c.once.Do(func() {
-		// Every query of the cell is the same but for its ID: packed once.
-		c.query = new(mdns.Msg)
-		c.query.SetQuestion(mdns.Fqdn(c.Name), c.qtype())
-		c.query.RecursionDesired = true
-		if c.EDNS > 0 {
-			c.query.SetEdns0(c.EDNS, false)
-		}
-		if c.wire, c.muxErr = c.query.Pack(); c.muxErr != nil {
-			c.muxErr = fmt.Errorf("query: %w", c.muxErr)
-			return
-		}
-		c.mux, c.muxErr = openMux(context.Background(), path.Dialer{Path: c.Path, Source: c.Source}, c.Server)
-	})
-	if c.muxErr != nil {
-		return tr.Fail(ctx, "connect", c.muxErr)
-	}
-	wire := append([]byte(nil), c.wire...)
-	q := *c.query // a copy whose Id is this query's
-	tr.Conn(c.mux.sock(user))
-	ch, cancel, err := c.mux.send(user, wire)
-	if err != nil {
-		return tr.Fail(ctx, "io", err)
-	}
-	q.Id = binary.BigEndian.Uint16(wire[:2])
-	tr.S.BytesOut = int64(len(wire))
-	select {
-	case a, ok := <-ch:
-		if !ok {
-			return tr.Fail(ctx, "io", errors.New("the socket failed with the query in flight"))
-		}
-		tr.At(&tr.S.FirstByteNS, a.at)
-		tr.S.BytesIn = int64(len(a.msg))
-		reply, err := Parse(a.msg)
-		truncated := err == nil && reply.Truncated
-		if truncated {
-			reply, err = c.exchange(ctx, tr, wire, true, &answerWire{}) // over TCP, as a resolver would
-		}
-		if err == nil {
-			err = check(&q, reply, c.Expect)
-		}
-		if err != nil {
-			return tr.Fail(ctx, "reply", err)
-		}
-		s := tr.Done(marker(reply, c.qtype()))
-		if !truncated {
-			s.TotalNS = s.FirstByteNS
-		}
-		return s
-	case <-ctx.Done():
-		cancel()
-		return tr.Fail(ctx, "io", ctx.Err())
-	}
-}
 
 // marker describes a completed query: its rcode and records of the type.
 func marker(reply *mdns.Msg, qt uint16) string {

@@ -54,12 +54,19 @@ query (from the send to the read that received its reply) and pins the family.`,
 		Settings: func() any { return &ServerSettings{} },
 		Serve:    serve,
 		Command: proto.ServeCommand{
-			Short: "Serve A and AAAA records over UDP and TCP on both families",
+			Short: "Serve A, AAAA, HTTPS and SVCB records over UDP and TCP on both families",
 			Long: `serve dns answers A and AAAA queries for the names given with --record NAME=ADDR
-(repeat; an IPv4 address makes an A record, an IPv6 one an AAAA record), over UDP and
-TCP on every --listen address, until interrupted. Unknown names get NXDOMAIN; a known
-name without the asked type gets an empty answer.`,
-			Example: `  v6lab serve dns --listen 127.0.0.1:5353 --listen [::1]:5353 --record www.lab.test=127.0.0.1 --record www.lab.test=::1`,
+(repeat; an IPv4 address makes an A record, an IPv6 one an AAAA record), and HTTPS and
+SVCB queries (RFC 9460) with the records given by --https and --svcb NAME=RDATA, over
+UDP and TCP on every --listen address, until interrupted. Unknown names get NXDOMAIN; a
+known name without the asked type gets an empty answer. A ServiceMode record must give
+its alpn (the protocols its endpoint speaks): v6lab's Happy Eyeballs v3 client races
+QUIC and TCP by it. In a lab or loopback run the server also gives the https servers
+it names an HTTPS record of its own (alpn, port, and the name's addresses as hints),
+at _PORT._https.NAME (RFC 9460 §9.1).`,
+			Example: `  v6lab serve dns --listen 127.0.0.1:5353 --listen [::1]:5353 --record www.lab.test=127.0.0.1 --record www.lab.test=::1
+  v6lab serve dns --record www.lab.test=::1 --https 'www.lab.test=1 . alpn=h3,h2 port=8443 ipv6hint=::1'
+  v6lab serve dns --record www.lab.test=::1 --https 'alias.lab.test=0 www.lab.test.'`,
 			Listen:  []string{"127.0.0.1:5353", "[::1]:5353"},
 			Require: "record",
 		},
@@ -265,6 +272,28 @@ func aboutAt(at proto.Place) string {
 // of the place's name (v6lab serve dns --record).
 type ServerSettings struct {
 	Records []string `opt:"record" usage:"NAME=ADDR record to serve (repeat)"`
+	HTTPS   []string `opt:"https" usage:"NAME=RDATA HTTPS record to serve (RFC 9460 presentation form, e.g. www.lab.test='1 . alpn=h3,h2 port=8443 ipv6hint=::1'; 0 TARGET for an alias; repeat)"`
+	SVCB    []string `opt:"svcb" usage:"NAME=RDATA SVCB record to serve (as --https; repeat)"`
+}
+
+// services reads the settings' HTTPS and SVCB records, and takes the
+// place's https servers for the records of its own names.
+func (set *ServerSettings) services(at proto.Place) (*Services, error) {
+	svc := &Services{Records: map[string][]mdns.RR{}, Ports: at.HTTPS}
+	for _, list := range []struct {
+		opt    string
+		rrtype uint16
+		recs   []string
+	}{{"https", mdns.TypeHTTPS, set.HTTPS}, {"svcb", mdns.TypeSVCB, set.SVCB}} {
+		for _, r := range list.recs {
+			rr, err := ParseService(r, list.rrtype)
+			if err != nil {
+				return nil, proto.Errorf(list.opt, "%v", err)
+			}
+			svc.Records[rr.Header().Name] = append(svc.Records[rr.Header().Name], rr)
+		}
+	}
+	return svc, nil
 }
 
 // serve answers A and AAAA for the place's name: the native paths'
@@ -289,8 +318,12 @@ func serve(ctx context.Context, at proto.Place) (proto.Running, error) {
 	if len(zone) == 0 {
 		return nil, proto.Errorf("record", "nothing to serve: give at least one NAME=ADDR")
 	}
+	svc, err := set.services(at)
+	if err != nil {
+		return nil, err
+	}
 	s, err := proto.Listen(at, func(addrs []netip.Addr, port int) (*Server, error) {
-		return ListenViews(ctx, zone, views, addrs, port)
+		return ListenServices(ctx, zone, views, svc, addrs, port)
 	})
 	if err != nil {
 		return nil, err
@@ -391,7 +424,7 @@ func startReal(ctx context.Context, at proto.RealPlace) (*proto.RealRunning, err
 	v4only := servers.Record{Name: proto.V4OnlyName, Addr: v4}
 	dns64 := at.Addrs[path.NAT64] // the nat64 path's DNS64 view's address
 	plain := slices.DeleteFunc(at.Listen(), func(x netip.Addr) bool { return x == dns64 })
-	records := append([]servers.Record{{Name: at.Name, Addr: v4}, {Name: at.Name, Addr: v6}, v4only}, largeRecords(v4, v6)...)
+	records := append(append([]servers.Record{{Name: at.Name, Addr: v4}, {Name: at.Name, Addr: v6}, v4only}, realHTTPS(at.Place)...), largeRecords(v4, v6)...)
 	var views []servers.View
 	about := ""
 	if tun, ok := at.Addrs[path.SixIn4]; ok && at.Sources[path.SixIn4].IsValid() {

@@ -15,10 +15,9 @@ import (
 	"syscall"
 	"time"
 
-	"v6lab/internal/proto"
-
 	mdns "github.com/miekg/dns"
 
+	"v6lab/internal/proto"
 	"v6lab/internal/sock/path"
 )
 
@@ -119,9 +118,9 @@ type Views map[netip.Addr]Zone
 
 // Handler answers from the zone: A/AAAA records, NODATA for a known name
 // without that type, NXDOMAIN for unknown names, NOTIMP for other opcodes.
-func (z Zone) Handler() mdns.Handler { return z.handler(nil) }
+func (z Zone) Handler() mdns.Handler { return z.handler(nil, nil) }
 
-func (z Zone) handler(views Views) mdns.Handler {
+func (z Zone) handler(views Views, svc *Services) mdns.Handler {
 	late := make(chan struct{}, MaxLateAnswers)
 	return mdns.HandlerFunc(func(w mdns.ResponseWriter, req *mdns.Msg) {
 		z := z
@@ -138,10 +137,11 @@ func (z Zone) handler(views Views) mdns.Handler {
 			return
 		}
 		q := req.Question[0]
-		name, delay := proto.DelayedName(q.Name)
-		if delay > 0 && q.Qtype == mdns.TypeAAAA {
-			// An impairment a dual-stack client meets: AAAA late. A
-			// flood of such queries gets SERVFAIL, not a sleeper each.
+		name, _, ask := asked(q)
+		if delay := ask.Delay(mdns.TypeToString[q.Qtype]); delay > 0 {
+			// An impairment a dual-stack client meets: an answer late
+			// (proto.AskedName). A flood of such queries gets SERVFAIL,
+			// not a sleeper each.
 			select {
 			case late <- struct{}{}:
 				time.Sleep(delay)
@@ -151,6 +151,11 @@ func (z Zone) handler(views Views) mdns.Handler {
 				w.WriteMsg(m)
 				return
 			}
+		}
+		if q.Qtype == mdns.TypeHTTPS || q.Qtype == mdns.TypeSVCB {
+			svc.answer(m, q, z) // svcb.go
+			w.WriteMsg(m)
+			return
 		}
 		addrs, ok := z[mdns.CanonicalName(name)]
 		if !ok {
@@ -231,8 +236,14 @@ func Listen(ctx context.Context, zone Zone, addrs []netip.Addr, port int) (*Serv
 // ListenViews is Listen where queries arriving on an address of views are
 // answered from that view's zone.
 func ListenViews(ctx context.Context, zone Zone, views Views, addrs []netip.Addr, port int) (*Server, error) {
+	return ListenServices(ctx, zone, views, nil, addrs, port)
+}
+
+// ListenServices is ListenViews that also gives svc's HTTPS and SVCB
+// records (svcb.go).
+func ListenServices(ctx context.Context, zone Zone, views Views, svc *Services, addrs []netip.Addr, port int) (*Server, error) {
 	s := &Server{}
-	h := zone.handler(views)
+	h := zone.handler(views, svc)
 	socks, got, err := path.ListenBothSamePort(ctx, addrs, port)
 	if err != nil {
 		return nil, fmt.Errorf("dns: listen: %w", err)

@@ -9,8 +9,6 @@ import (
 
 	mdns "github.com/miekg/dns"
 	"golang.org/x/sys/unix"
-
-	"v6lab/internal/proto"
 )
 
 // udpResponder answers DNS over UDP on a thread of its own that sleeps in
@@ -72,7 +70,8 @@ func (u *udpResponder) serve() {
 		}
 		w := &udpWriter{u: u, to: from}
 		if len(req.Question) == 1 {
-			if _, d := proto.DelayedName(req.Question[0].Name); d > 0 {
+			q := req.Question[0]
+			if _, _, a := asked(q); a.Delay(mdns.TypeToString[q.Qtype]) > 0 {
 				go u.h.ServeDNS(w, req) // a late answer must not hold the others
 				continue
 			}

@@ -119,7 +119,7 @@ func (f *fakeWriter) WriteMsg(m *mdns.Msg) error {
 func TestLateAnswersAreBounded(t *testing.T) {
 	z := Zone{}
 	z.Add("www.v6lab.test", netip.MustParseAddr("2001:db8::1"))
-	h := z.handler(nil)
+	h := z.handler(nil, nil)
 	const extra = 10
 	rcodes := make(chan int, MaxLateAnswers+extra)
 	for range MaxLateAnswers + extra {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/url"
 	"slices"
+	"time"
 
 	"v6lab/internal/gen/load"
 	"v6lab/internal/proto"
@@ -17,6 +18,10 @@ const OptClient = "client"
 // program instead of v6lab's own.
 type Choice struct {
 	Client string `json:"client,omitempty" opt:"client,fileonly"`
+	// EyeballsTimeout, when set, is given to curl on the dual path as its
+	// --happy-eyeballs-timeout-ms (the cell's attempt_delay, when given;
+	// not an option of its own).
+	EyeballsTimeout time.Duration `json:"-"`
 }
 
 // External reports whether a cell downloads with another program.
@@ -60,6 +65,6 @@ func (c *Choice) Probe(ep proto.Endpoint, u *url.URL, p path.Path, lookupName st
 	if u == nil {
 		return nil, errors.New("no server to download from")
 	}
-	cl := &Client{Program: c.Client, URL: u, Path: p, Resolver: ep.Resolver(), Source: ep.Source, LookupName: lookupName, Expect: expect}
+	cl := &Client{Program: c.Client, URL: u, Path: p, Resolver: ep.Resolver(), Source: ep.Source, LookupName: lookupName, Expect: expect, AttemptDelay: c.EyeballsTimeout}
 	return proto.Bulk(cl), nil
 }

@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"time"
 
 	"v6lab/internal/gen/load"
 	"v6lab/internal/result"
@@ -47,6 +48,9 @@ type Client struct {
 	// LookupName, when set, is the name the dual path looks up instead
 	// of the URL's host (proto.AAAADelayLabel).
 	LookupName string
+	// AttemptDelay, when set, is curl's Happy Eyeballs timeout on the
+	// dual path (--happy-eyeballs-timeout-ms; curl's default is 200 ms).
+	AttemptDelay time.Duration
 	// Expect is the file's size when known: a different count fails the
 	// sample (wget reports no count, so its successful downloads count as
 	// Expect bytes).
@@ -123,6 +127,8 @@ func (c *Client) curlArgs(host, port string, ips []netip.Addr) []string {
 	args := []string{"--silent", "--show-error", "--fail", "--output", "/dev/null", "--write-out", curlWriteOut}
 	if !c.Path.Kind().Dual {
 		args = append([]string{c.family()}, args...)
+	} else if c.AttemptDelay > 0 {
+		args = append(args, "--happy-eyeballs-timeout-ms", strconv.FormatInt(c.AttemptDelay.Milliseconds(), 10))
 	}
 	if _, err := netip.ParseAddr(host); err != nil {
 		var addrs []string

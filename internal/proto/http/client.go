@@ -84,6 +84,10 @@ type Client struct {
 	// GoDialer races the dual path's families with Go's standard
 	// net.Dialer (RFC 6555) instead of v6lab's RFC 8305.
 	GoDialer bool
+	// V3, when set, races the dual path by Happy Eyeballs version 3
+	// (dialer v3: HTTPS, AAAA and A asked, QUIC and TCP raced; v3.go),
+	// whatever Version says: the winner's protocol is spoken.
+	V3 *eyeballs.V3
 	// LookupName, when set, is the name the dual path looks up instead
 	// of the URL's host (proto.AAAADelayLabel: an AAAA answered late).
 	LookupName string
@@ -107,6 +111,11 @@ type Client struct {
 	kept keptConns
 
 	lastPage atomic.Pointer[parsedPage] // objectsOf's memory
+	// requests are the requests built, by URI (request).
+	requests  sync.Map
+	nrequests atomic.Int32
+	// lastRemote is the last remote address named (remoteName).
+	lastRemote atomic.Pointer[addrName]
 }
 
 // parsedPage is a page and the objects found in it.
@@ -256,6 +265,9 @@ func (c *Client) port() uint16 {
 // Do performs one transaction.
 func (c *Client) Do(ctx context.Context, user int) result.Sample {
 	tr := load.Begin("http", c.Path)
+	if c.V3 != nil && c.Path.Kind().Dual {
+		return c.phases(c.doV3(ctx, tr))
+	}
 	switch c.Version {
 	case Version2:
 		return c.phases(c.doH2(ctx, tr, user))
@@ -689,8 +701,31 @@ func (c *Client) readReply(resp *nethttp.Response, uri string, keepBody bool, ch
 	return page, nil
 }
 
-// request is the GET for uri.
+// request is the GET for uri: built once per URI and kept (a page's
+// objects' requests are the same for every transaction; at most
+// maxRequests are kept), never changed once made.
 func (c *Client) request(uri string, closeAfter bool) []byte {
+	k := reqKey{uri, closeAfter}
+	if b, ok := c.requests.Load(k); ok {
+		return b.([]byte)
+	}
+	b := c.buildRequest(uri, closeAfter)
+	if c.nrequests.Add(1) <= maxRequests {
+		c.requests.Store(k, b)
+	}
+	return b
+}
+
+// maxRequests bounds the requests a client keeps.
+const maxRequests = 1024
+
+type reqKey struct {
+	uri        string
+	closeAfter bool
+}
+
+// buildRequest makes the GET for uri.
+func (c *Client) buildRequest(uri string, closeAfter bool) []byte {
 	ua := c.UserAgent
 	if ua == "" {
 		ua = "v6lab"

@@ -11,7 +11,9 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -20,9 +22,8 @@ import (
 	"v6lab/internal/proto/converse"
 	"v6lab/internal/result"
 	"v6lab/internal/sock/evloop"
+	"v6lab/internal/sock/path"
 )
-
-var parsers = sync.Pool{New: func() any { return new(replyParser) }}
 
 // handOver runs the transaction's requests on the event loop over raw, a
 // connection Go's dialer made (EngineGoDial, the dual path).
@@ -73,35 +74,73 @@ func (c *Client) doEvloop(ctx context.Context, tr *load.Trace, host string, addr
 		}
 		return tr.Fail(ctx, "connect", err)
 	}
+	t := txns.Get().(*evTxn)
+	defer txns.Put(t)
+	c.newTxn(t, addr, adopt, load.WantsTCPInfo(ctx))
+	var r evloop.Result
+	switch {
+	case host != "" && c.Path.Kind().Dual:
+		t.x.Remote = netip.AddrPortFrom(netip.Addr{}, c.port())
+		r = c.race(ctx, eng, tr, host, &t.x)
+	case host != "":
+		t.x.Remote = netip.AddrPortFrom(netip.Addr{}, c.port())
+		r = converse.Exchange(ctx, eng, tr, c.Resolver, host, c.Path, &t.x)
+	default:
+		r = converse.Direct(ctx, eng, tr, c.Path, &t.x)
+	}
+	return c.endTxn(ctx, tr, t, r, adopt > 0)
+}
+
+// remoteName is ap as a string, kept for the next transaction to the
+// same address (every one, but on the dual path).
+func (c *Client) remoteName(ap netip.AddrPort) string {
+	if n := c.lastRemote.Load(); n != nil && n.ap == ap {
+		return n.s
+	}
+	n := &addrName{ap, ap.String()}
+	c.lastRemote.Store(n)
+	return n.s
+}
+
+type addrName struct {
+	ap netip.AddrPort
+	s  string
+}
+
+// evTxn is a transaction on the event loop: its exchange, and the parser
+// of its replies (with a page's objects, the page exchange around it).
+type evTxn struct {
+	x    evloop.Exchange
+	p    replyParser
+	page pageExchange
+}
+
+var txns = sync.Pool{New: func() any { return new(evTxn) }}
+
+// newTxn readies t for a transaction: GET the URL (Connection: close when
+// no objects follow), its reply read by t's parser.
+func (c *Client) newTxn(t *evTxn, addr netip.AddrPort, adopt int, tcpInfo bool) {
 	maxBody := c.MaxBody
 	if maxBody <= 0 {
 		maxBody = DefaultMaxBody
 	}
 	uri := c.URL.RequestURI()
-	p := parsers.Get().(*replyParser)
-	defer parsers.Put(p)
-	p.reset(uri, maxBody, c.checks(), c.Expect)
-	x := evloop.Exchange{Remote: addr, Source: c.Source, Request: c.request(uri, !c.Objects), Reply: p, Adopt: adopt, TCPInfo: load.WantsTCPInfo(ctx)}
-	var page *pageExchange
+	t.p.reset(uri, maxBody, c.checks(), c.Expect)
+	t.x = evloop.Exchange{Remote: addr, Source: c.Source, Request: c.request(uri, !c.Objects), Reply: &t.p, Adopt: adopt, TCPInfo: tcpInfo}
 	if c.Objects {
-		p.keep = true
-		page = &pageExchange{c: c, p: p, maxBody: maxBody}
-		x.Reply = page
+		t.p.keep = true
+		t.page = pageExchange{c: c, p: &t.p, maxBody: maxBody}
+		t.x.Reply = &t.page
 	}
-	var r evloop.Result
-	switch {
-	case host != "" && c.Path.Kind().Dual:
-		x.Remote = netip.AddrPortFrom(netip.Addr{}, c.port())
-		r = c.race(ctx, eng, tr, host, &x)
-	case host != "":
-		x.Remote = netip.AddrPortFrom(netip.Addr{}, c.port())
-		r = converse.Exchange(ctx, eng, tr, c.Resolver, host, c.Path, &x)
-	default:
-		r = converse.Direct(ctx, eng, tr, c.Path, &x)
-	}
-	if !r.Connected.IsZero() && adopt <= 0 { // an adopted socket's dial set them
+}
+
+// endTxn turns the loop's result of t into the transaction's sample
+// (adopted: the connection was Go's dialer's, which set its phases).
+func (c *Client) endTxn(ctx context.Context, tr *load.Trace, t *evTxn, r evloop.Result, adopted bool) result.Sample {
+	p := &t.p
+	if !r.Connected.IsZero() && !adopted { // an adopted socket's dial set them
 		tr.At(&tr.S.ConnectNS, r.Connected)
-		tr.S.Local, tr.S.Remote = r.Local.String(), x.Remote.String()
+		tr.S.Local, tr.S.Remote = r.Local.String(), c.remoteName(t.x.Remote)
 	}
 	if !r.FirstByte.IsZero() {
 		tr.At(&tr.S.FirstByteNS, r.FirstByte)
@@ -114,7 +153,7 @@ func (c *Client) doEvloop(ctx context.Context, tr *load.Trace, host string, addr
 			phase = "io"
 		}
 		err := r.Err
-		if page != nil && page.pageDone {
+		if c.Objects && t.page.pageDone {
 			what := "object "
 			if r.Phase == "connect" {
 				what = "reconnect for object "
@@ -139,10 +178,84 @@ func (c *Client) doEvloop(ctx context.Context, tr *load.Trace, host string, addr
 	tr.SYN(r.Cookie)
 	tr.ClientTurns(r.ClientTurns)
 	objs := 0
-	if page != nil {
-		objs = page.objs
+	if c.Objects {
+		objs = t.page.objs
 	}
 	return tr.Done("200 OK, " + strconv.Itoa(objs) + " objects")
+}
+
+// Sustain runs the users back to back on the event loop itself
+// (load.Sustainer; evloop.Engine.Sustain): the loop that reads a
+// transaction's last reply records its sample and starts the user's next
+// transaction there and then, as wrk does, so no goroutine per user waits
+// and wakes for each one. Every transaction is timed and recorded as Do's
+// are. ok false: not for this client (another engine, the dual path).
+func (c *Client) Sustain(ctx context.Context, us load.Users, duration, timeout time.Duration, emit func(result.Sample)) (int64, bool) {
+	ev, err := c.useEvloop()
+	if err != nil || !ev || c.goDial() || c.Path.Kind().Dual {
+		return 0, false
+	}
+	eng, err := evloop.Default()
+	if err != nil {
+		return 0, false
+	}
+	host := c.URL.Hostname()
+	end := time.Now().Add(duration)
+	type slot struct {
+		tr       *load.Trace
+		t        evTxn
+		q        *path.Query // the transaction's lookup, until its result is in
+		deadline time.Time
+	}
+	slots := make([]slot, us.N)
+	var started atomic.Int64
+	eng.Sustain(ctx, us.N, func(i int, prev *evloop.Result) *evloop.Exchange {
+		s := &slots[i]
+		if prev != nil {
+			q := s.q
+			s.q = nil
+			r, again := converse.Settle(s.tr, q, &s.t.x, *prev)
+			if again {
+				// A truncated answer: asked again over TCP, in the loop
+				// (it blocks it; no embedded server truncates), then the
+				// connection to the address it gives.
+				tctx, cancel := context.WithDeadline(ctx, s.deadline)
+				ip, err := q.OverTCP(tctx, path.FirstRetry)
+				cancel()
+				s.tr.Mark(&s.tr.S.ResolveNS)
+				if err == nil {
+					s.t.x.Remote = netip.AddrPortFrom(ip, s.t.x.Remote.Port())
+					s.t.x.Cookie = s.tr.WantsSYN() && path.SYNReady()
+					return &s.t.x
+				}
+				r = evloop.Result{Phase: "resolve", Err: err}
+			}
+			// The run's context classifies a failure (a deadline the
+			// loop enforced is ErrTimeout: context.DeadlineExceeded).
+			smp := c.endTxn(ctx, s.tr, &s.t, r, false)
+			smp.User = us.First + i
+			emit(smp)
+		}
+		for ctx.Err() == nil && time.Now().Before(end) {
+			s.tr = load.Begin("http", c.Path)
+			c.newTxn(&s.t, netip.AddrPort{}, 0, load.WantsTCPInfo(ctx))
+			s.t.x.Remote = netip.AddrPortFrom(netip.Addr{}, c.port())
+			q, r, ok := converse.Prepare(s.tr, c.Resolver, host, c.Path, &s.t.x)
+			started.Add(1)
+			if !ok {
+				smp := c.endTxn(ctx, s.tr, &s.t, r, false)
+				smp.User = us.First + i
+				emit(smp)
+				continue
+			}
+			s.q = q
+			s.deadline = time.Now().Add(timeout)
+			s.t.x.Deadline = s.deadline
+			return &s.t.x
+		}
+		return nil
+	})
+	return started.Load(), true
 }
 
 // pageExchange is a page and then its embedded objects, one request after

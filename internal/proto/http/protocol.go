@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,13 +38,16 @@ byte has arrived with status 200. A host without an A or AAAA record fails that 
 with a clear error; there is never a fallback to the other family. The dual path
 (--paths dual) connects as a dual-stack client does instead: AAAA and A asked together,
 then Happy Eyeballs (RFC 8305, --attempt-delay between attempts; or Go's own dialer,
-RFC 6555, with --dialer go), each sample saying which family won. --http-version 2 speaks
+RFC 6555, with --dialer go; or Happy Eyeballs version 3 with --dialer v3 on https: the
+HTTPS record asked beside AAAA and A, QUIC raced with TCP, every timer a flag), each
+sample saying which family (and with v3 which transport) won. --http-version 2 speaks
 HTTP/2 (h2 by ALPN over https://, h2c by prior knowledge over http://) and 3 HTTP/3 (QUIC,
 https:// only, on a UDP socket v6lab binds to the path's family and connects to the
 address it looked up): the page's objects are streams of the one connection, and each
 sample records the protocol spoken, the handshake and the first byte.`,
 		Example: `  v6lab probe http http://www.example.test/ --paths ipv4,ipv6 --conns 1,10,100 --runs 11
   v6lab probe http https://www.example.test/ --dns-over ipv4 --dns-server 192.0.2.53
+  v6lab probe http https://www.example.test/ --paths ipv4,dual --dialer v3 --resolution-delay 50ms --min-attempt-delay 100ms
   v6lab probe http http://[2001:db8::80]:8080/files/1M --paths ipv6 --no-objects
   v6lab probe http http://127.0.0.1:8080/ --paths ipv4 --conns 10 --runs 1 --warmup 0 --duration 10s
   v6lab probe http http://www.example.test/ --paths ipv4,ipv6,dual --attempt-delay 100ms
@@ -89,10 +93,16 @@ type Options struct {
 	Delay proto.Duration `json:"attempt_delay,omitempty" opt:"attempt_delay,default=250ms" usage:"the dual path's Connection Attempt Delay with v6lab's dialer (RFC 8305)"`
 	// Dialer races the families on the dual path: v6lab's own RFC 8305
 	// ("" or "v6lab") or Go's standard net.Dialer ("go": RFC 6555).
-	Dialer string `json:"dialer,omitempty" opt:"dialer" usage:"the dual path's dialer: v6lab (RFC 8305 Happy Eyeballs, the default) or go (Go's net.Dialer, RFC 6555, 300 ms)"`
+	Dialer string `json:"dialer,omitempty" opt:"dialer" usage:"the dual path's dialer: v6lab (RFC 8305 Happy Eyeballs, the default; also named v2), v3 (Happy Eyeballs version 3: HTTPS, AAAA and A asked, QUIC and TCP raced; needs https) or go (Go's net.Dialer, RFC 6555, 300 ms)"`
+	// V3Timers are dialer v3's timers (zero: the draft's values).
+	V3Timers
 	// AAAADelay makes the embedded DNS server answer the dual path's
 	// AAAA lookups this late (an impairment).
 	AAAADelay proto.Duration `json:"aaaa_delay,omitempty" opt:"aaaa_delay,fileonly"`
+	// ADelay and HTTPSDelay do the same for the A answer and the HTTPS
+	// record (proto.NameAsk).
+	ADelay     proto.Duration `json:"a_delay,omitempty" opt:"a_delay,fileonly"`
+	HTTPSDelay proto.Duration `json:"https_delay,omitempty" opt:"https_delay,fileonly"`
 	// HTTPVersion is the HTTP version spoken: 1.1 (""), 2 or 3
 	// (version.go); a file's cell may list several, a group each.
 	HTTPVersion string `json:"http_version,omitempty" opt:"http_version" usage:"HTTP version: 1.1 (the default), 2 (h2 over TLS by ALPN for https://, h2c by prior knowledge for http://; the objects as streams of one connection) or 3 (h3 over QUIC, https:// only, on a UDP socket pinned to the path's family)"`
@@ -162,7 +172,7 @@ func (o *Options) Check(where result.Where, given proto.Given) error {
 	if err := o.checkTLS(where, u); err != nil {
 		return err
 	}
-	return o.checkDual(where, given)
+	return o.checkDual(where, u, given)
 }
 
 // checkEngine checks the probe command's engine and body bound.
@@ -233,23 +243,27 @@ func (o *Options) checkTLS(where result.Where, u *url.URL) error {
 
 // checkDual checks the dual path's settings: its attempt delay, dialer
 // and the embedded DNS server's late AAAA.
-func (o *Options) checkDual(where result.Where, given proto.Given) error {
+func (o *Options) checkDual(where result.Where, u *url.URL, given proto.Given) error {
 	if d := time.Duration(o.Delay); (d != 0 || given("attempt_delay")) && (d < 10*time.Millisecond || d > 2*time.Second) {
 		// RFC 8305 recommends 250 ms and allows 10 ms to 2 s (§5).
 		return proto.Errorf("attempt_delay", "%v: want 10ms to 2s (RFC 8305 §5)", d)
 	}
-	if o.AAAADelay != 0 {
-		switch d := time.Duration(o.AAAADelay); {
-		case d <= 0 || d > proto.MaxAAAADelay:
-			return proto.Errorf("aaaa_delay", "%v: want a duration above 0 and at most %v", d, proto.MaxAAAADelay)
+	for _, late := range []struct {
+		option, what string
+		d            proto.Duration
+	}{{"aaaa_delay", "AAAA", o.AAAADelay}, {"a_delay", "A", o.ADelay}, {"https_delay", "HTTPS", o.HTTPSDelay}} {
+		switch d := time.Duration(late.d); {
+		case d == 0:
+		case d < 0 || d > proto.MaxAAAADelay:
+			return proto.Errorf(late.option, "%v: want a duration above 0 and at most %v", d, proto.MaxAAAADelay)
 		case where == result.Hosts:
-			return proto.Errorf("aaaa_delay", "the embedded DNS server delays AAAA, but where is hosts")
+			return proto.Errorf(late.option, "the embedded DNS server delays %s, but where is hosts", late.what)
 		}
 	}
-	if o.Dialer != "" && o.Dialer != "v6lab" && o.Dialer != "go" {
-		return proto.Errorf("dialer", "%q: want v6lab (RFC 8305, the default) or go (Go's net.Dialer, RFC 6555)", o.Dialer)
+	if !slices.Contains(Dialers, o.Dialer) {
+		return proto.Errorf("dialer", "%q: want v6lab or v2 (RFC 8305, the default), v3 (Happy Eyeballs version 3) or go (Go's net.Dialer, RFC 6555)", o.Dialer)
 	}
-	return nil
+	return o.checkV3(where, u)
 }
 
 // PathFit: the dual path races the families by Happy Eyeballs, which
@@ -269,7 +283,7 @@ func (o *Options) PathFit(_ result.Where, p path.Path) error {
 
 // ServerFor names the https server for a cell with tls.
 func (o *Options) ServerFor() string {
-	if o.HTTPVersion == Version3 {
+	if o.HTTPVersion == Version3 || (o.Dialer == DialerV3 && o.RacesFamilies) {
 		return ServerKeyH3
 	}
 	if o.TLS {
@@ -299,10 +313,11 @@ func (o *Options) Settle(path.Path) (proto.Options, bool) {
 // lookupName is the name the dual path looks up: the URL's host, or with
 // aaaa_delay the name the embedded DNS server answers late.
 func lookupName(o *Options, u *url.URL) string {
-	if o.AAAADelay == 0 || u == nil {
+	ask := proto.NameAsk{A: time.Duration(o.ADelay), AAAA: time.Duration(o.AAAADelay), HTTPS: time.Duration(o.HTTPSDelay)}
+	if ask.Zero() || u == nil {
 		return ""
 	}
-	return proto.AAAADelayLabel + o.AAAADelay.String() + "." + u.Hostname()
+	return ask.Labels() + u.Hostname()
 }
 
 func engine(s string) Engine { return Engine(strings.TrimPrefix(s, "auto")) }
@@ -367,7 +382,11 @@ func (o *Options) Probe(ep proto.Endpoint, p path.Path) (load.Probe, error) {
 		if o.URL == "" { // v6lab's own file: its size is its name
 			size, _ = proto.FileSize(o.File)
 		}
-		return o.Choice.Probe(ep, u, p, lookupName(o, u), size)
+		ch := o.Choice
+		// curl's --happy-eyeballs-timeout-ms: client is a file's key, where
+		// attempt_delay is 0 unless given (the 250ms default is the flag's).
+		ch.EyeballsTimeout = time.Duration(o.Delay)
+		return ch.Probe(ep, u, p, lookupName(o, u), size)
 	}
 	var mb int64
 	if o.MaxBody != "" {
@@ -379,9 +398,9 @@ func (o *Options) Probe(ep proto.Endpoint, p path.Path) (load.Probe, error) {
 	}
 	c := &Client{URL: u, Path: p, Resolver: ep.Resolver(), Source: ep.Source, Objects: objects, MaxBody: mb, AttemptDelay: time.Duration(o.Delay), GoDialer: o.Dialer == "go", LookupName: lookupName(o, u),
 		UserAgent: proto.Or(o.UserAgent, "v6lab"), Engine: cellEngine(o, u), Expect: expect,
-		Version: o.HTTPVersion, Phases: o.HTTPVersion != "", ZeroRTT: o.ZeroRTT, Keep: o.Keepalive,
+		Version: o.HTTPVersion, Phases: o.HTTPVersion != "" || o.Dialer == DialerV3, ZeroRTT: o.ZeroRTT, Keep: o.Keepalive,
 		Sum: o.File != "", // a bulk transfer records its body's CRC-32C
-		TLS: &tls.Config{InsecureSkipVerify: o.Insecure, CurvePreferences: groups}}
+		TLS: &tls.Config{InsecureSkipVerify: o.Insecure, CurvePreferences: groups}, V3: o.v3()}
 	if pin := proto.Or(o.TLSPin, ep.CertSHA256); pin != "" && !o.Insecure {
 		c.TLS = proto.Pinned(c.TLS, pin) // a named server's pin, or v6lab's own server's
 	}
@@ -523,6 +542,19 @@ func (r running) Detail() string {
 		return "self-signed certificate, SHA-256 " + r.pin + "; HTTP/3 on the same UDP port"
 	}
 	return "self-signed certificate, SHA-256 " + r.pin
+}
+
+// ALPN is what the https server speaks by ALPN (proto.Advertised, for
+// the name server's HTTPS records): h3 too when it serves HTTP/3 on its
+// port's UDP; nothing for plain http.
+func (r running) ALPN() []string {
+	switch {
+	case r.pin == "":
+		return nil
+	case r.versions != nil && len(r.versions.h3) > 0:
+		return []string{"h3", "h2"}
+	}
+	return []string{"h2"}
 }
 
 // ServerKeyTLS is the key of the embedded HTTPS server (proto.CellServed):

@@ -142,6 +142,10 @@ type CellGroup struct {
 	// the client's IPv6 packets at the lab's first router during the cell
 	// group's runs (a run condition: a dual-stack client's fallback).
 	IPv6Loss float64 `json:"ipv6_loss,omitempty"`
+	// IPv6UDPLoss, when set, drops that share (percent; 100: QUIC blocked
+	// over IPv6 only) of the client's IPv6 UDP datagrams to any port but
+	// DNS's at the same router (a run condition; lab.ImpairIPv6UDP).
+	IPv6UDPLoss float64 `json:"ipv6_udp_loss,omitempty"`
 	// Loss, when set, drops that share (percent) of every packet between
 	// the lab's routers, each way, during the cell group's runs (a run
 	// condition: every path alike, in tc BPF).
@@ -487,6 +491,9 @@ type Executor struct {
 	// that begins then (Schedule) instead of after the previous step and
 	// its pause; a step that starts late records by how much.
 	StartAt time.Time
+	// Roles are the lab's network namespaces by role (server, r1, …),
+	// whose processes' CPU each run's self-check reads (nil off the lab).
+	Roles map[string]string
 	// TCPInfo makes every sample carry its TCP connection's figures
 	// (load.WithTCPInfo: MSS, path MTU, retransmissions).
 	TCPInfo bool
@@ -663,13 +670,14 @@ func (r *Executor) runPlan(ctx context.Context, w *result.Writer, probeOf func(S
 		if ctx.Err() != nil {
 			return ErrInterrupted
 		}
+		chk := prepareCheck(r.Roles) // before the slot: it reads /proc
 		var slot time.Time
 		if slots != nil {
 			if slot = slots[i]; !waitUntil(ctx, slot) {
 				return ErrInterrupted
 			}
 		}
-		rec, err := r.runStep(ctx, w, st, slot, probeOf(st))
+		rec, err := r.runStep(ctx, w, st, slot, probeOf(st), chk)
 		if err != nil {
 			return err
 		}
@@ -695,9 +703,9 @@ func (r *Executor) runPlan(ctx context.Context, w *result.Writer, probeOf func(S
 const errInterrupted = "interrupted"
 
 // runStep runs one step of the plan (its conditions around it, its wire
-// checked, its users' load) and writes its samples and its run record. A
-// run at a slot records how late it started.
-func (r *Executor) runStep(ctx context.Context, w *result.Writer, st Step, slot time.Time, probe load.Probe) (result.Run, error) {
+// checked, its users' load, its self-check) and writes its samples and its
+// run record. A run at a slot records how late it started.
+func (r *Executor) runStep(ctx context.Context, w *result.Writer, st Step, slot time.Time, probe load.Probe, chk *selfCheck) (result.Run, error) {
 	spec := &r.Exp.Groups[st.Group]
 	name := spec.CellName()
 	cell := result.CellKey(name, string(st.Path), st.Conns)
@@ -706,7 +714,7 @@ func (r *Executor) runStep(ctx context.Context, w *result.Writer, st Step, slot 
 	// Samples are written as they complete, unless the conditions
 	// complete them after the run (server-side figures).
 	explain, _ := r.Wire.(Explainer)
-	out := &sink{w: w, hold: r.Conditions != nil && spec.ServerCapture, label: func(s *result.Sample) {
+	out := &sink{w: w, chk: chk, hold: r.Conditions != nil && spec.ServerCapture, label: func(s *result.Sample) {
 		s.Cell, s.Protocol, s.Conns, s.Run, s.Warmup = cell, name, st.Conns, st.Run, st.Warmup
 		if explain != nil && !s.OK() {
 			explain.Explain(st.Path, s)
@@ -725,6 +733,7 @@ func (r *Executor) runStep(ctx context.Context, w *result.Writer, st Step, slot 
 	}
 	// The run starts with its load: the background's lead-in and the
 	// wire check's quiet gap are no part of the time rate/s divides by.
+	chk.begin()
 	rec.Start = time.Now().UTC()
 	if !slot.IsZero() {
 		rec.Slot = slot.UTC()
@@ -734,6 +743,7 @@ func (r *Executor) runStep(ctx context.Context, w *result.Writer, st Step, slot 
 	}
 	r.load(ctx, spec, st, probe, out.add)
 	rec.End = time.Now().UTC()
+	rec.Load = chk.end(time.Duration(out.waited.Load()))
 	rec.Completed, rec.Failed = out.ok.get(), out.failed.get()
 	if r.Wire != nil {
 		counts, err := r.Wire.Stop(st.Path)
@@ -777,6 +787,8 @@ func (r *Executor) load(ctx context.Context, spec *CellGroup, st Step, probe loa
 // conditions to complete.
 type sink struct {
 	w          *result.Writer
+	chk        *selfCheck // the run's self-check: its completions' times
+	waited     atomic.Int64
 	hold       bool
 	label      func(*result.Sample)
 	ok, failed counter
@@ -790,6 +802,7 @@ func (k *sink) add(s result.Sample) {
 	} else {
 		k.failed.add()
 	}
+	k.chk.record(&s)
 	k.label(&s)
 	if k.hold {
 		k.mu.Lock()
@@ -797,7 +810,11 @@ func (k *sink) add(s result.Sample) {
 		k.mu.Unlock()
 		return
 	}
+	t0 := time.Now()
 	k.w.Sample(s)
+	if d := time.Since(t0); d > recordWaitMin {
+		k.waited.Add(int64(d)) // the writer's queue was full
+	}
 }
 
 // flush writes the samples held.

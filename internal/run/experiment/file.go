@@ -68,6 +68,9 @@ type cellFile struct {
 	LinkRate string `yaml:"link_rate"`
 	// ipv6_loss: the client's IPv6 dropped at r1 (percent; 100: blackholed)
 	IPv6Loss *float64 `yaml:"ipv6_loss"`
+	// ipv6_udp_loss: the client's IPv6 UDP but DNS dropped at r1 (percent;
+	// 100: QUIC blocked over IPv6 only)
+	IPv6UDPLoss *float64 `yaml:"ipv6_udp_loss"`
 	// ipv6_delay: IPv6 toward the client held this long at r1 (netem)
 	IPv6Delay string `yaml:"ipv6_delay"`
 	// ptb_blackhole, fragments, tcp_mtu_probing, mss_clamp: path MTU
@@ -564,6 +567,7 @@ func (r *cellReader) runSettings() error {
 // rules), and names a group of the protocol's other server after it.
 func (r *cellReader) options() error {
 	doc, s := r.doc, r.s
+	s.Options.Base().RacesFamilies = s.RacesFamilies() // its dual path's options count
 	if err := s.Options.Check(r.e.Where, func(o string) bool { return doc.Has(r.field(o)) }); err != nil {
 		oe, ok := proto.AsOptionError(err)
 		switch {
@@ -619,6 +623,17 @@ func (r *cellReader) impairments() error {
 			return doc.Errorf(r.field("ipv6_loss"), "IPv6 is dropped at the lab's router, but where is %s", where)
 		}
 		s.IPv6Loss = *c.IPv6Loss
+	}
+	if c.IPv6UDPLoss != nil {
+		switch v := *c.IPv6UDPLoss; {
+		case !(v > 0 && v <= 100):
+			return doc.Errorf(r.field("ipv6_udp_loss"), "%g is not a share of IPv6 UDP datagrams to drop: want more than 0 and at most 100 (percent; 100: QUIC blocked over IPv6)", v)
+		case where.OffLab():
+			return doc.Errorf(r.field("ipv6_udp_loss"), "IPv6 UDP is dropped at the lab's router, but where is %s", where)
+		case c.IPv6Loss != nil:
+			return doc.Errorf(r.field("ipv6_udp_loss"), "give ipv6_loss (all of IPv6) or ipv6_udp_loss (its UDP but DNS), not both")
+		}
+		s.IPv6UDPLoss = *c.IPv6UDPLoss
 	}
 	if c.Loss != nil {
 		switch v := *c.Loss; {

@@ -27,6 +27,8 @@ func (exp *Experiment) NeedsLab() string {
 		return "link_rate reshapes the lab's links"
 	case exp.anyCell(func(c *CellGroup) bool { return c.IPv6Loss > 0 }):
 		return "ipv6_loss drops IPv6 at the lab's router"
+	case exp.anyCell(func(c *CellGroup) bool { return c.IPv6UDPLoss > 0 }):
+		return "ipv6_udp_loss drops IPv6 UDP at the lab's router"
 	case exp.anyCell(func(c *CellGroup) bool { return c.Loss > 0 }):
 		return "loss drops packets between the lab's routers"
 	case exp.anyCell(func(c *CellGroup) bool { return c.IPv6Delay > 0 }):
@@ -89,7 +91,7 @@ func WritePlan(w io.Writer, exp *Experiment, where result.Where, note string, bo
 			for _, p := range c.Paths {
 				est += c.pmtuWait(p) * time.Duration(c.Runs) // a path MTU black hole waits
 			}
-			if c.IPv6Loss > 0 && slices.ContainsFunc(c.Paths, func(p path.Path) bool { return p.Kind().Dual }) {
+			if c.IPv6Loss+c.IPv6UDPLoss > 0 && slices.ContainsFunc(c.Paths, func(p path.Path) bool { return p.Kind().Dual }) {
 				// A dual-stack client waits out its attempt delay for IPv4.
 				est += c.Opts().AttemptDelay() * time.Duration(c.Runs)
 			}

@@ -93,6 +93,7 @@ func Child(ctx context.Context, jobFile string, out measure.Output) error {
 		Wire: j.wireCheck(cp, clientSide), Lab: j.Lab, Pcap: rec, Conditions: cond,
 		TCPInfo: j.PMTU != nil, Impaired: impaired,
 	}
+	mj.Roles = roles(j.Lab["name"])
 	if j.Dir != "" {
 		mj.Resume, mj.ResumeDir = &experiment.Resume{Exp: j.Exp, Done: j.Done}, j.Dir
 	}
@@ -110,6 +111,16 @@ func (j *Job) wireCheck(cp, clientSide *capture.Capture) experiment.WireCheck {
 		return &natCheck{Check: check, nats: j.NATs, datapaths: j.Datapaths}
 	}
 	return check
+}
+
+// roles are every role's namespace of the lab, for the self-check's CPU
+// per role (those the lab does not have are left out).
+func roles(name string) map[string]string {
+	out := map[string]string{}
+	for _, role := range append(append([]string{}, lab.Hosts...), lab.GenHosts...) {
+		out[role] = lab.NS(name, role)
+	}
+	return out
 }
 
 // Settle does unrecorded transactions on every path until one completes

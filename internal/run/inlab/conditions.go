@@ -87,7 +87,11 @@ func (c *conditions) delayIPv6(s *experiment.CellGroup) error {
 
 // impairIPv6 puts the cell group's IPv6 loss in place (or removes it).
 func (c *conditions) impairIPv6(s *experiment.CellGroup) error {
-	if c.impair != nil && c.impair.Percent == s.IPv6Loss {
+	percent, udp := s.IPv6Loss, s.IPv6UDPLoss > 0
+	if udp {
+		percent = s.IPv6UDPLoss
+	}
+	if c.impair != nil && c.impair.Percent == percent && c.impair.UDP == udp {
 		return nil
 	}
 	if c.delay != nil {
@@ -98,8 +102,12 @@ func (c *conditions) impairIPv6(s *experiment.CellGroup) error {
 		c.impair.Close()
 		c.impair = nil
 	}
-	if s.IPv6Loss > 0 {
-		im, err := lab.ImpairIPv6(c.lab, s.IPv6Loss)
+	if percent > 0 {
+		impair := lab.ImpairIPv6
+		if udp {
+			impair = lab.ImpairIPv6UDP
+		}
+		im, err := impair(c.lab, percent)
 		if err != nil {
 			return err
 		}
@@ -177,7 +185,11 @@ func (c *conditions) End(s *experiment.CellGroup, _ experiment.Step, rec *result
 		if rec.Links == nil {
 			rec.Links = map[string]string{}
 		}
-		rec.Links["r1 eth-client ingress"] = fmt.Sprintf("IPv6 loss %g%% (tc BPF): %d IPv6 packets dropped in the run", c.impair.Percent, dropped-c.dropped)
+		what := "IPv6 loss %g%% (tc BPF): %d IPv6 packets dropped in the run"
+		if c.impair.UDP {
+			what = "IPv6 UDP loss %g%%, DNS spared (tc BPF): %d IPv6 UDP datagrams dropped in the run"
+		}
+		rec.Links["r1 eth-client ingress"] = fmt.Sprintf(what, c.impair.Percent, dropped-c.dropped)
 	}
 	if c.loss != nil {
 		rec.Links = maps.Clone(rec.Links)

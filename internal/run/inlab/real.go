@@ -55,6 +55,12 @@ func startReal(ctx context.Context, l *lab.Lab, exp *experiment.Experiment, job 
 			return nil, err
 		}
 		stops = append(stops, run.Stop)
+		if len(run.HTTPS) > 0 { // for the real DNS server's HTTPS records
+			if at.HTTPS == nil {
+				at.HTTPS = map[int][]string{}
+			}
+			maps.Copy(at.HTTPS, run.HTTPS)
+		}
 		key := "real/" + p.Name
 		ports[key] = p.Real.Port
 		content[key] = run.Content

@@ -74,6 +74,9 @@ type Job struct {
 	// run at its slot of the schedule that begins then.
 	Segment *result.Segment
 	StartAt time.Time
+	// Roles are the lab's network namespaces by role, whose processes'
+	// CPU each run's self-check reads (lab runs).
+	Roles map[string]string
 	// TCPInfo makes every sample carry its TCP connection's figures
 	// (experiment.Executor.TCPInfo).
 	TCPInfo bool
@@ -197,7 +200,7 @@ func Do(ctx context.Context, j Job, o Output) (string, error) {
 	defer stop()
 	plan := j.Exp.Plan()
 	r := &experiment.Executor{Exp: j.Exp, Probe: j.Probe, Header: hdr, Wire: j.Wire, Done: done, Conditions: j.Conditions,
-		Segment: j.Segment, StartAt: j.StartAt, Totals: report.NewTotaler, TCPInfo: j.TCPInfo}
+		Segment: j.Segment, StartAt: j.StartAt, Totals: report.NewTotaler, TCPInfo: j.TCPInfo, Roles: j.Roles}
 	prog := o.progress(len(plan), len(done), r.Written)
 	r.OnStep = prog.Step
 	if !o.Quiet {

@@ -16,8 +16,8 @@
 // loops are ordinary goroutines: no locked threads and no blocking system
 // calls that would stall the scheduler.
 //
-// It imports nothing of v6lab but kstamp (the kernel's timestamps) and
-// tcpinfo.
+// It imports nothing of v6lab but kstamp (the kernel's timestamps), tcpinfo
+// and lag (the self-check's count of how long replies waited for the loop).
 package evloop
 
 import (
@@ -36,6 +36,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"v6lab/internal/sock/kstamp"
+	"v6lab/internal/sock/lag"
 	"v6lab/internal/sock/sockaddr"
 	"v6lab/internal/sock/tcpinfo"
 )
@@ -90,6 +91,9 @@ type Exchange struct {
 	// that read the answer is read, so no goroutine wakes between the
 	// answer and the SYN. Not with Adopt or UDP.
 	Lookup *Lookup
+	// Deadline, when set, ends an exchange of Sustain's that is not over
+	// by then (ErrTimeout); Do takes its context's.
+	Deadline time.Time
 	// FragSize asks a UDP exchange whether its reply came in IP
 	// fragments (IP_RECVFRAGSIZE, IPV6_RECVFRAGSIZE): Result.FragSize.
 	FragSize bool
@@ -314,7 +318,7 @@ func (e *Engine) Close() {
 // cut by ctx (a deadline is enforced within a few milliseconds).
 func (e *Engine) Do(ctx context.Context, x *Exchange) Result {
 	l := e.loops[int(e.next.Add(1))%len(e.loops)]
-	c := &conn{x: x, req: x.Request, done: make(chan struct{}), ready: -1}
+	c := &conn{x: x, req: x.Request, done: make(chan struct{}), ready: -1, closeFD: -1}
 	if dl, ok := ctx.Deadline(); ok {
 		c.deadline = dl
 	}
@@ -329,6 +333,9 @@ func (e *Engine) Do(ctx context.Context, x *Exchange) Result {
 		c.cancel.Store(true)
 		l.poke()
 		<-c.done
+	}
+	if c.closeFD >= 0 {
+		rawClose(c.closeFD)
 	}
 	if errors.Is(c.res.Err, errCut) {
 		c.res.Err = ctx.Err() // context.Canceled, or ErrTimeout
@@ -370,6 +377,16 @@ type conn struct {
 	stepping bool
 	res      Result
 	done     chan struct{}
+	// closeFD is the socket of an exchange that completed, for Do to
+	// close (-1: none).
+	closeFD int
+	// watched: the socket is in the loop's epoll set; out: for
+	// writability too (watch).
+	watched, out bool
+	// sus is the sustained run the exchange belongs to (Sustain; nil:
+	// Do's, which waits on done), slot its place in it.
+	sus  *sustained
+	slot int
 }
 
 // race is an Exchange.Race in flight.
@@ -425,8 +442,11 @@ type loop struct {
 	gen   uint32
 	quit  atomic.Bool
 	idle  atomic.Bool // waiting with nothing in flight, no deadline set
-	buf   []byte
-	oob   []byte
+	// started is when an exchange last started (Unix ns): work, from
+	// which the spin window runs as from the loop's own events.
+	started atomic.Int64
+	buf     []byte
+	oob     []byte
 	// wakeAt is the earliest time a race asked to be stepped at (zero:
 	// none): the loop's wait ends there.
 	wakeAt time.Time
@@ -436,13 +456,20 @@ type loop struct {
 	// closing (whose packets the kernel carries through the lab in this
 	// thread) is not in another's end mark.
 	complete []*conn
-	// toClose are the sockets of exchanges completed in this batch; a
-	// goroutine of their own closes them (closing), so the resets' way
-	// through the lab is not in the loop's thread.
+	// toClose are sockets done with in this batch (a Lookup's query
+	// socket, a race's losers); a goroutine of their own closes them
+	// (closing), so the resets' way through the lab is not in the loop's
+	// thread. A completed exchange's own socket is closed by Do.
 	toClose []int
 	closing chan []int
 	// late holds Race.Again answers for the loop to take (under mu).
 	late []lateAnswer
+	// added are sustained slots to start (under mu); ended the sustained
+	// exchanges over in this batch, whose next exchange the loop starts
+	// after it (Sustain).
+	added []sustainSlot
+	ended []*conn
+	spare []*conn // ended's other buffer
 }
 
 func newLoop(eng *Engine) (*loop, error) {
@@ -502,7 +529,7 @@ func (l *loop) stop() {
 func (l *loop) start(c *conn) error {
 	fail := func(phase string, err error) error {
 		c.res.Phase, c.res.Err = phase, err
-		close(c.done)
+		l.deliver(c)
 		return err
 	}
 	if _, more := c.x.Reply.(Continuer); more && c.x.UDP {
@@ -540,6 +567,7 @@ func (l *loop) start(c *conn) error {
 		return fail(phase, err)
 	}
 	l.register(c)
+	l.started.Store(time.Now().UnixNano()) // work: the spin window begins
 	if l.idle.Swap(false) {
 		l.poke() // the loop waits without a deadline: have it watch this one
 	}
@@ -574,15 +602,19 @@ func (l *loop) open(c *conn) (string, error) {
 		c.resendWait = x.Resend
 		c.resendAt = time.Now().Add(x.Resend)
 	}
-	to, err := sockaddr.Of(x.Remote)
-	if err != nil {
-		unix.Close(fd)
-		return "connect", err
+	var zone uint32
+	if x.Remote.Addr().Zone() != "" {
+		to, err := sockaddr.Of(x.Remote)
+		if err != nil {
+			rawClose(fd)
+			return "connect", err
+		}
+		zone = to.(*unix.SockaddrInet6).ZoneId
 	}
 	c.connectAt = time.Now()
-	err = unix.Connect(fd, to)
+	err := rawConnect(fd, x.Remote, zone)
 	if err != nil && err != unix.EINPROGRESS {
-		unix.Close(fd)
+		rawClose(fd)
 		return "connect", os.NewSyscallError("connect", err)
 	}
 	c.fd = fd
@@ -611,21 +643,22 @@ func newSocket(udp bool, source netip.Addr, ipv6 bool) (int, error) {
 	if udp {
 		typ, proto = unix.SOCK_DGRAM, unix.IPPROTO_UDP
 	}
-	fd, err := unix.Socket(family, typ|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, proto)
+	fd, err := rawSocket(family, typ|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, proto)
 	if err != nil {
 		return -1, os.NewSyscallError("socket", err)
 	}
+	kstamp.Hold()
 	if udp {
-		_ = kstamp.Enable(fd) // the request's transmit stamp too (Result.FirstTx)
+		_ = rawSetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPING, kstamp.Flags) // the request's transmit stamp too (Result.FirstTx)
 	} else {
 		// Closing resets the connection: no TIME_WAIT is left behind (it
 		// is closed only after the reply is complete, so nothing measured
 		// is cut).
-		if err := unix.SetsockoptLinger(fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0}); err != nil {
-			unix.Close(fd)
+		if err := rawSetLinger0(fd); err != nil {
+			rawClose(fd)
 			return -1, os.NewSyscallError("setsockopt", err)
 		}
-		_ = kstamp.EnableRx(fd) // the receive stamps of the reply (Result.LastRx)
+		_ = rawSetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPING, kstamp.RxFlags) // the receive stamps of the reply (Result.LastRx)
 	}
 	if ipv6 {
 		// Pinned: never an IPv4-mapped connection.
@@ -728,7 +761,7 @@ func (l *loop) connectAfterLookup(c *conn) {
 	c.res.FirstTx = kstamp.Sent(query, l.oob) // the first sending's: long queued by now
 	if err != nil {
 		c.res.Phase, c.res.Err = phase, err
-		close(c.done)
+		l.deliver(c)
 		return
 	}
 	if !c.res.AnswerRx.IsZero() && c.connectAt.After(c.res.AnswerRx) {
@@ -771,7 +804,7 @@ func (l *loop) register(c *conn) {
 			unix.Close(c.ready)
 			c.ready = -1
 		}
-		close(c.done)
+		l.deliver(c)
 	}
 }
 
@@ -784,12 +817,33 @@ func (l *loop) watch(c *conn, op int) error {
 	l.gen++
 	c.gen = l.gen
 	l.conns[fd] = c
-	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(fd), Pad: int32(c.gen)}
-	if err := unix.EpollCtl(l.epfd, op, fd, &ev); err != nil {
+	// Writability only while it matters: a connection still connecting,
+	// or a request not all sent. A socket whose request went out at once
+	// (sendEarly: on loopback, always) would otherwise wake the loop for
+	// nothing, and a read that finds nothing, per connection.
+	c.out = !c.lookup && c.race == nil && (!c.up || c.sent < len(c.req))
+	events := uint32(unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLET)
+	if c.out {
+		events |= unix.EPOLLOUT
+	}
+	ev := unix.EpollEvent{Events: events, Fd: int32(fd), Pad: int32(c.gen)}
+	if err := rawEpollCtl(l.epfd, op, fd, &ev); err != nil {
 		delete(l.conns, fd)
 		return os.NewSyscallError("epoll_ctl", err)
 	}
+	c.watched = true
 	return nil
+}
+
+// wantOut has the loop told when c's socket is writable again (a request
+// not all sent).
+func (l *loop) wantOut(c *conn) error {
+	if !c.watched || c.out {
+		return nil
+	}
+	c.out = true
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(c.fd), Pad: int32(c.gen)}
+	return os.NewSyscallError("epoll_ctl", rawEpollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, &ev))
 }
 
 // sendEarly tries the request's first write from the caller's goroutine;
@@ -802,7 +856,7 @@ func (l *loop) sendEarly(c *conn) (string, error) {
 	// mark is taken before it, as the write may carry the request through
 	// the lab and the reply may be stamped in before it returns.
 	at := time.Now()
-	n, err := unix.Write(c.fd, c.req)
+	n, err := rawWrite(c.fd, c.req)
 	switch {
 	case err == unix.EAGAIN || err == unix.EINTR:
 		return "", nil // still connecting: the loop takes over
@@ -833,9 +887,9 @@ func connected(c *conn, at time.Time) {
 // when the socket is writable again.
 func (l *loop) send(c *conn) error {
 	for c.sent < len(c.req) {
-		n, err := unix.Write(c.fd, c.req[c.sent:])
+		n, err := rawWrite(c.fd, c.req[c.sent:])
 		if err == unix.EAGAIN {
-			return nil
+			return l.wantOut(c)
 		}
 		if err == unix.EINTR {
 			continue
@@ -866,7 +920,7 @@ func (l *loop) finish(c *conn, phase string, err error) {
 	if err != nil {
 		c.res.Phase, c.res.Err = phase, err
 	}
-	close(c.done)
+	l.deliver(c)
 }
 
 // readTCP keeps the TCP_INFO of c's connection in its result (nothing
@@ -904,51 +958,47 @@ func (l *loop) completed(c *conn) {
 	if c.x.TCPInfo {
 		c.readTCP()
 	}
-	l.toClose = append(l.toClose, c.fd)
-	close(c.done)
+	// Closed by the exchange's own goroutine (Do), which wakes now
+	// anyway: not in the loop, whose thread would carry the reset
+	// through the lab ahead of the batch's other exchanges, and with no
+	// goroutine to wake for it.
+	c.closeFD = c.fd
+	l.deliver(c)
 }
 
 func (l *loop) run() {
 	events := make([]unix.EpollEvent, 256)
 	lastScan := time.Now()
 	var deadline time.Time // of the epoll file, as last set
-	worked := false        // the last wait brought events
+	var worked time.Time   // when a wait last brought events (zero: never)
+	// The wait's results and its callback, made once (a closure made per
+	// wait, and the variables it captures, were three allocations per
+	// wake-up).
+	var n int
+	var werr error
+	wait := func(uintptr) bool {
+		n, werr = unix.EpollWait(l.epfd, events, 0)
+		return n != 0 || (werr != nil && werr != unix.EINTR)
+	}
 	for {
-		var n int
-		var werr error
+		n, werr = 0, nil
 		// Wait in Go's netpoller until the epoll set has events (or the
 		// scan is due), then take them without blocking.
-		// With nothing in flight the loop sleeps without a deadline;
-		// start pokes it when work arrives.
-		l.mu.Lock()
-		idle := len(l.conns) == 0
-		l.idle.Store(idle)
-		l.mu.Unlock()
-		// The deadline is the next scan's, set when it changes, not at
-		// every wake-up (a timer reset each time costs the loop).
-		want := lastScan.Add(scanEvery)
-		if !l.wakeAt.IsZero() && l.wakeAt.Before(want) {
-			want = l.wakeAt // a race's wait ends before the next scan
-		}
-		if idle {
-			want = time.Time{}
-		}
-		if !want.Equal(deadline) {
-			l.file.SetReadDeadline(want)
-			deadline = want
-		}
+		idle, want := l.waitUntil(lastScan, &deadline)
 		var err error
-		if worked && !idle {
-			// Only after work (a request or query sent, a connect
-			// begun): a wait the netpoller's deadline ended is a slow
-			// reply, which spinning again would not catch sooner.
-			n, werr = l.spinWait(events, want)
+		if s := time.Unix(0, l.started.Load()); s.After(worked) {
+			worked = s
+		}
+		if !worked.IsZero() && !idle {
+			// Only within the spin window after the last wait that
+			// brought events (a request or query sent, a connect begun):
+			// a reply later than that is a slow one, which spinning
+			// would not catch sooner. A scan in between (the
+			// netpoller's deadline) does not end the window.
+			n, werr = l.spinWait(events, worked, want)
 		}
 		if n == 0 {
-			err = l.raw.Read(func(uintptr) bool {
-				n, werr = unix.EpollWait(l.epfd, events, 0)
-				return n != 0 || (werr != nil && werr != unix.EINTR)
-			})
+			err = l.raw.Read(wait)
 		}
 		if l.quit.Load() {
 			l.shutdown()
@@ -962,45 +1012,82 @@ func (l *loop) run() {
 			l.failAll(fmt.Errorf("evloop: %w", err))
 			continue
 		}
-		worked = n > 0
-		for i := 0; i < n; i++ {
-			l.handle(&events[i])
+		if n > 0 {
+			worked = time.Now()
 		}
-		for len(l.complete) > 0 {
-			done := l.complete
-			l.complete = nil // read may add to it
-			for _, c := range done {
-				if l.next(c) {
-					l.read(c)
-				}
+		l.batch(events[:n], &lastScan)
+	}
+}
+
+// waitUntil sets the epoll file's deadline for the next wait, and says
+// whether the loop is idle and the deadline it wants. With nothing in
+// flight the loop sleeps without a deadline (start pokes it when work
+// arrives); otherwise the deadline is the next scan's, set when it
+// changes, not at every wake-up (a timer reset each time costs the loop).
+func (l *loop) waitUntil(lastScan time.Time, deadline *time.Time) (idle bool, want time.Time) {
+	l.mu.Lock()
+	idle = len(l.conns) == 0 && len(l.added) == 0
+	l.idle.Store(idle)
+	l.mu.Unlock()
+	want = lastScan.Add(scanEvery)
+	if !l.wakeAt.IsZero() && l.wakeAt.Before(want) {
+		want = l.wakeAt // a race's wait ends before the next scan
+	}
+	if idle {
+		want = time.Time{}
+	}
+	if !want.Equal(*deadline) {
+		l.file.SetReadDeadline(want)
+		*deadline = want
+	}
+	return idle, want
+}
+
+// batch handles a wait's events, the exchanges they completed, the scan
+// when due, the sustained runs' next exchanges and the sockets to close.
+func (l *loop) batch(events []unix.EpollEvent, lastScan *time.Time) {
+	for i := range events {
+		l.handle(&events[i])
+	}
+	for len(l.complete) > 0 {
+		done := l.complete
+		l.complete = nil // read may add to it
+		for _, c := range done {
+			if l.next(c) {
+				l.read(c)
 			}
-			if l.complete == nil {
-				l.complete = done[:0]
-			}
 		}
-		if now := time.Now(); now.Sub(lastScan) >= scanEvery || n == 0 || (!l.wakeAt.IsZero() && !now.Before(l.wakeAt)) {
-			lastScan = now
-			l.scan(now)
+		if l.complete == nil {
+			l.complete = done[:0]
 		}
-		if len(l.toClose) > 0 {
-			l.closing <- l.toClose
-			l.toClose = nil
-		}
+	}
+	if now := time.Now(); now.Sub(*lastScan) >= scanEvery || len(events) == 0 || (!l.wakeAt.IsZero() && !now.Before(l.wakeAt)) {
+		*lastScan = now
+		l.scan(now)
+	}
+	l.sustain()
+	if len(l.toClose) > 0 {
+		l.closing <- l.toClose
+		l.toClose = nil
 	}
 }
 
 // spinWait polls the epoll set without blocking while the engine's only
-// exchange in flight is this loop's, for up to the spin window and not
-// past until (the next scan or race step, zero: none). It returns the
-// events, or 0 when the caller is to park in the netpoller.
-func (l *loop) spinWait(events []unix.EpollEvent, until time.Time) (int, error) {
+// exchange in flight is this loop's, until the spin window after worked
+// (the loop's last events) ends, and not past until (the next scan or
+// race step, zero: none). It returns the events, or 0 when the caller is
+// to scan or park in the netpoller.
+func (l *loop) spinWait(events []unix.EpollEvent, worked, until time.Time) (int, error) {
 	spin := l.eng.Spin()
 	if spin <= 0 || l.eng.inflight.Load() != 1 {
 		return 0, nil
 	}
-	end := time.Now().Add(spin)
+	end := worked.Add(spin)
 	if !until.IsZero() && until.Before(end) {
 		end = until
+	}
+	if !time.Now().Before(end) {
+		return 0, nil
 	}
 	for {
 		l.eng.polls.Add(1)
@@ -1076,7 +1163,7 @@ func handshakeError(fd int) error {
 // reply, or the Lookup's answer, is complete).
 func (l *loop) read(c *conn) {
 	for {
-		n, oobn, _, _, err := unix.Recvmsg(c.fd, l.buf, l.oob, 0)
+		n, oobn, err := rawRecvmsg(c.fd, l.buf, l.oob)
 		switch {
 		case err == unix.EAGAIN:
 			return
@@ -1111,6 +1198,7 @@ func (l *loop) read(c *conn) {
 				c.res.FirstByte = c.res.LastRead
 			}
 			if at := kstamp.Parse(l.oob[:oobn]); !at.IsZero() {
+				lag.Add(c.res.LastRead.Sub(at)) // the self-check's read lag
 				c.res.LastRx, c.replyRx = at, at
 				if c.res.FirstRx.IsZero() {
 					c.res.FirstRx = at
@@ -1191,7 +1279,7 @@ func (l *loop) reopen(c *conn) {
 	c.res.Reconnects++
 	if phase, err := l.open(c); err != nil {
 		c.res.Phase, c.res.Err = phase, err
-		close(c.done)
+		l.deliver(c)
 		return
 	}
 	l.register(c)
@@ -1207,7 +1295,7 @@ func (l *loop) scan(now time.Time) {
 	for _, c := range l.conns {
 		switch {
 		case c.parent != nil: // an attempt: its race's exchange is in the set
-		case c.cancel.Load() || (!c.deadline.IsZero() && now.After(c.deadline)):
+		case c.cancel.Load() || (!c.deadline.IsZero() && now.After(c.deadline)) || (c.sus != nil && c.sus.ctx.Err() != nil):
 			over = append(over, c)
 		default:
 			if (c.lookup || c.race != nil || c.x.UDP) && !c.resendAt.IsZero() && now.After(c.resendAt) {
@@ -1269,7 +1357,7 @@ func (l *loop) scan(now time.Time) {
 			phase = "connect"
 		}
 		err := errCut
-		if !c.cancel.Load() {
+		if !c.cancel.Load() && (c.sus == nil || c.sus.ctx.Err() == nil) {
 			err = ErrTimeout
 		}
 		l.finish(c, phase, err)
@@ -1293,6 +1381,7 @@ func (l *loop) failAll(err error) {
 
 func (l *loop) shutdown() {
 	l.failAll(errors.New("evloop: engine closed"))
+	l.endSustained()
 	for _, fd := range l.toClose {
 		unix.Close(fd)
 	}

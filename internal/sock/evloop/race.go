@@ -212,7 +212,7 @@ func (l *loop) attempt(c *conn, to netip.AddrPort) {
 		racer.Failed(i, os.NewSyscallError("connect", err), time.Now())
 		return
 	}
-	a := &conn{x: c.x, fd: fd, parent: c, attempt: i, to: to, ready: -1}
+	a := &conn{x: c.x, fd: fd, parent: c, attempt: i, to: to, ready: -1, closeFD: -1}
 	if len(c.req) > 0 {
 		at := time.Now() // before the write, as sendEarly's mark
 		n, err := unix.Write(fd, c.req)
@@ -308,7 +308,7 @@ func (l *loop) win(c *conn, a *conn, at time.Time, sent int, watched bool) {
 	if err := l.watch(c, op); err != nil {
 		unix.Close(c.fd)
 		c.res.Phase, c.res.Err = "connect", err
-		close(c.done)
+		l.deliver(c)
 		return
 	}
 	if err := l.send(c); err != nil {

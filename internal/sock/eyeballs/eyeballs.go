@@ -10,6 +10,11 @@
 // Lookups and connection attempts are functions it is given, so it runs
 // over v6lab's pinned resolver and dialer, or any other.
 //
+// Race3 (v3race.go) is version 3 (draft-ietf-happy-happyeyeballs-v3): the
+// HTTPS record asked first, QUIC and TCP endpoints grouped and sorted,
+// the attempt delay from the RTT history, success after TLS; its tests
+// are named after the draft's sections.
+//
 // It imports nothing of v6lab.
 package eyeballs
 

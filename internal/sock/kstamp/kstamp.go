@@ -19,6 +19,9 @@ import (
 const Flags = unix.SOF_TIMESTAMPING_SOFTWARE | unix.SOF_TIMESTAMPING_TX_SOFTWARE | unix.SOF_TIMESTAMPING_RX_SOFTWARE |
 	unix.SOF_TIMESTAMPING_OPT_ID | unix.SOF_TIMESTAMPING_OPT_TSONLY
 
+// RxFlags ask for software receive stamps alone (EnableRx).
+const RxFlags = unix.SOF_TIMESTAMPING_SOFTWARE | unix.SOF_TIMESTAMPING_RX_SOFTWARE
+
 // Enable turns the stamps on for socket fd.
 func Enable(fd int) error {
 	Hold()
@@ -30,25 +33,34 @@ func Enable(fd int) error {
 // unconnected TCP socket).
 func EnableRx(fd int) error {
 	Hold()
-	return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPING, unix.SOF_TIMESTAMPING_SOFTWARE|unix.SOF_TIMESTAMPING_RX_SOFTWARE)
+	return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPING, RxFlags)
 }
 
 // OOBSize is enough control-message space for a stamp.
 const OOBSize = 128
 
-// Parse finds the software stamp in control messages (zero if none).
+// Parse finds the software stamp in control messages (zero if none). It
+// walks the messages in place: every read of the event loops and the load
+// engines parses one, and unix.ParseSocketControlMessage allocates.
 func Parse(oob []byte) time.Time {
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return time.Time{}
-	}
-	for _, m := range msgs {
-		if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SCM_TIMESTAMPING && len(m.Data) >= int(unsafe.Sizeof(unix.Timespec{})) {
-			ts := (*unix.Timespec)(unsafe.Pointer(&m.Data[0])) // [0]: the software stamp
+	for len(oob) >= unix.SizeofCmsghdr {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
+		n := int(h.Len)
+		if n < unix.SizeofCmsghdr || n > len(oob) {
+			return time.Time{}
+		}
+		data := oob[unix.CmsgLen(0):n]
+		if h.Level == unix.SOL_SOCKET && h.Type == unix.SCM_TIMESTAMPING && len(data) >= int(unsafe.Sizeof(unix.Timespec{})) {
+			ts := (*unix.Timespec)(unsafe.Pointer(&data[0])) // [0]: the software stamp
 			if ts.Sec != 0 || ts.Nsec != 0 {
 				return time.Unix(ts.Sec, ts.Nsec)
 			}
 		}
+		next := unix.CmsgSpace(n - unix.CmsgLen(0))
+		if next > len(oob) {
+			break
+		}
+		oob = oob[next:]
 	}
 	return time.Time{}
 }

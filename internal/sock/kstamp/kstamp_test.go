@@ -5,6 +5,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestEveryFreshSocketGetsStamps: sockets that each want receive stamps
@@ -63,4 +66,24 @@ func freshSocketStamped(t *testing.T) bool {
 		t.Fatal(err)
 	}
 	return !Parse(oob[:oobn]).IsZero()
+}
+
+// TestParseWalksTheMessages: the stamp is found after another control
+// message, and nothing is read past a truncated one.
+func TestParseWalksTheMessages(t *testing.T) {
+	ts := make([]byte, unix.CmsgSpace(3*int(unsafe.Sizeof(unix.Timespec{}))))
+	h := (*unix.Cmsghdr)(unsafe.Pointer(&ts[0]))
+	h.Level, h.Type = unix.SOL_SOCKET, unix.SCM_TIMESTAMPING
+	h.SetLen(unix.CmsgLen(3 * int(unsafe.Sizeof(unix.Timespec{}))))
+	*(*unix.Timespec)(unsafe.Pointer(&ts[unix.CmsgLen(0)])) = unix.Timespec{Sec: 1700000000, Nsec: 42}
+	oob := append(unix.UnixRights(7), ts...)
+	if got := Parse(oob); !got.Equal(time.Unix(1700000000, 42)) {
+		t.Errorf("after SCM_RIGHTS: %v", got)
+	}
+	if got := Parse(oob[:len(oob)-8]); !got.IsZero() {
+		t.Errorf("a truncated message gave %v", got)
+	}
+	if got := Parse(unix.UnixRights(7)); !got.IsZero() {
+		t.Errorf("no stamp gave %v", got)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"v6lab/internal/sock/kstamp"
+	"v6lab/internal/sock/lag"
 
 	"golang.org/x/sys/unix"
 )
@@ -117,6 +118,7 @@ func (s *StampedConn) Read(p []byte) (int, error) {
 		oobn := int(msg.Controllen)
 		if n > 0 {
 			if at := kstamp.Parse(s.oob[:oobn]); !at.IsZero() {
+				lag.Add(time.Since(at)) // the self-check's read lag
 				s.LastRx = at
 				if s.FirstRx.IsZero() {
 					s.FirstRx = at

@@ -18,7 +18,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -151,21 +153,51 @@ func (s *Stamper) Lookup(fd int) (syn, established time.Time, ok bool) {
 // (the least recently used of 65,536 go first).
 func (s *Stamper) LookupCookie(cookie uint64) (syn, established time.Time, ok bool) {
 	var v [2]uint64
-	if err := s.m.Lookup(cookie, &v); err != nil || v[0] == 0 {
+	// Pointers, not values: cilium/ebpf marshals values into buffers it
+	// allocates; a lookup per connection made two allocations.
+	if err := s.m.Lookup(unsafe.Pointer(&cookie), unsafe.Pointer(&v)); err != nil || v[0] == 0 {
 		return time.Time{}, time.Time{}, false
 	}
 	// The program's clock is CLOCK_MONOTONIC; the stamps it is compared
 	// with are CLOCK_REALTIME.
-	var mono, wall unix.Timespec
-	unix.ClockGettime(unix.CLOCK_MONOTONIC, &mono)
-	unix.ClockGettime(unix.CLOCK_REALTIME, &wall)
+	off := wallOffset()
 	toWall := func(ns uint64) time.Time {
 		if ns == 0 {
 			return time.Time{}
 		}
-		return time.Unix(0, wall.Nano()-(mono.Nano()-int64(ns)))
+		return time.Unix(0, int64(ns)+off)
 	}
 	return toWall(v[0]), toWall(v[1]), true
+}
+
+// offset is CLOCK_REALTIME - CLOCK_MONOTONIC in ns, read at checked (on
+// Go's monotonic clock).
+type offset struct {
+	ns      int64
+	checked time.Time
+}
+
+var lastOffset atomic.Pointer[offset]
+
+// offsetFor is how long an offset read is used: the two clocks run at the
+// same rate (NTP slews both), so they differ only when the wall clock is
+// stepped. Read per lookup, the two clock_gettime calls (system calls:
+// x/sys has no vDSO path) were a tenth of the system calls a loopback
+// connection cost.
+const offsetFor = time.Second
+
+// wallOffset is CLOCK_REALTIME - CLOCK_MONOTONIC, read again at most once
+// a second.
+func wallOffset() int64 {
+	if o := lastOffset.Load(); o != nil && time.Since(o.checked) < offsetFor {
+		return o.ns
+	}
+	var mono, wall unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &mono)
+	unix.ClockGettime(unix.CLOCK_REALTIME, &wall)
+	o := &offset{ns: wall.Nano() - mono.Nano(), checked: time.Now()}
+	lastOffset.Store(o)
+	return o.ns
 }
 
 // netnsCookie is the calling thread's network namespace's cookie.

@@ -1,0 +1,154 @@
+package dns
+
+import (
+	"context"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	mdns "github.com/miekg/dns"
+
+	"v6lab/internal/proto"
+	"v6lab/internal/sock/path"
+)
+
+// TestParseService: a record in presentation form, checked; a
+// ServiceMode record without alpn is refused naming the record.
+func TestParseService(t *testing.T) {
+	rr, err := ParseService("www.lab.test=1 . alpn=h3,h2 port=8443 ipv6hint=2001:db8::1", mdns.TypeHTTPS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := rr.(*mdns.HTTPS)
+	if h.Hdr.Name != "www.lab.test." || h.Priority != 1 || h.Target != "." || len(h.Value) != 3 {
+		t.Errorf("record %v", rr)
+	}
+	if rr, err := ParseService("alias.lab.test=0 www.lab.test.", mdns.TypeHTTPS); err != nil || rr.(*mdns.HTTPS).Priority != 0 {
+		t.Errorf("an alias: %v %v", rr, err)
+	}
+	if rr, err := ParseService("_8443._svc.lab.test=1 svc.lab.test. alpn=h2", mdns.TypeSVCB); err != nil || rr.Header().Rrtype != mdns.TypeSVCB {
+		t.Errorf("SVCB: %v %v", rr, err)
+	}
+	for in, want := range map[string]string{
+		"www.lab.test=1 . port=8443":    `dns: HTTPS record for www.lab.test. "1 . port=8443" has no alpn: give alpn=h3,h2`,
+		"www.lab.test":                  `dns: bad HTTPS record "www.lab.test" (want NAME=RDATA`,
+		"www.lab.test=1 . alpn=h3 bad=": `dns: bad HTTPS record for www.lab.test. "1 . alpn=h3 bad="`,
+	} {
+		if _, err := ParseService(in, mdns.TypeHTTPS); err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", in, err, want)
+		}
+	}
+}
+
+// TestServerAnswersHTTPS: the server's own records for its https ports
+// (alpn, port, hints; the name asked as TargetName under a port prefix),
+// the labels that change them, the records given, and negative answers.
+func TestServerAnswersHTTPS(t *testing.T) {
+	alias, _ := ParseService("alias.v6lab.test=0 www.v6lab.test.", mdns.TypeHTTPS)
+	svc := &Services{Ports: map[int][]string{8443: {"h3", "h2"}, 443: {"h2"}},
+		Records: map[string][]mdns.RR{"alias.v6lab.test.": {alias}}}
+	s, err := ListenServices(context.Background(), testZone(), nil, svc, []netip.Addr{lo4}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ask := func(name string, qtype uint16) *mdns.Msg {
+		t.Helper()
+		m := new(mdns.Msg)
+		m.SetQuestion(name, qtype)
+		in, _, err := (&mdns.Client{Timeout: 2 * time.Second}).Exchange(m, serverFor(s, path.IPv4).String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return in
+	}
+	in := ask("_8443._https.www.v6lab.test.", mdns.TypeHTTPS)
+	if len(in.Answer) != 1 {
+		t.Fatalf("%v", in)
+	}
+	got := in.Answer[0].String()
+	for _, want := range []string{"HTTPS\t1 www.v6lab.test. ", `alpn="h3,h2"`, "port=\"8443\"", "ipv4hint=\"127.0.0.1\"", "ipv6hint=\"::1\""} {
+		if !strings.Contains(got, want) {
+			t.Errorf("record %s lacks %s", got, want)
+		}
+	}
+	if got := ask("www.v6lab.test.", mdns.TypeHTTPS).Answer[0].String(); !strings.Contains(got, "HTTPS\t1 . alpn=\"h2\"") {
+		t.Errorf("port 443: %s", got)
+	}
+	in = ask("_8443._https.https-nohints.aaaa-delay-1s.www.v6lab.test.", mdns.TypeHTTPS)
+	if got := in.Answer[0].String(); strings.Contains(got, "hint=") || !strings.Contains(got, " https-nohints.aaaa-delay-1s.www.v6lab.test. ") {
+		t.Errorf("nohints: %s", got)
+	}
+	for name, rcode := range map[string]int{
+		"_8443._https.https-none.www.v6lab.test.": mdns.RcodeSuccess,
+		"_9999._https.www.v6lab.test.":            mdns.RcodeSuccess,
+		"_8443._https.nosuch.v6lab.test.":         mdns.RcodeNameError,
+	} {
+		if in := ask(name, mdns.TypeHTTPS); in.Rcode != rcode || len(in.Answer) != 0 {
+			t.Errorf("%s: %v, want rcode %d and no answer", name, in, rcode)
+		}
+	}
+	if in := ask("alias.v6lab.test.", mdns.TypeHTTPS); len(in.Answer) != 1 || in.Answer[0].(*mdns.HTTPS).Target != "www.v6lab.test." {
+		t.Errorf("the alias: %v", in)
+	}
+}
+
+// TestDelaysPerRecordType: each label delays its own type's answer only.
+func TestDelaysPerRecordType(t *testing.T) {
+	s, err := ListenServices(context.Background(), testZone(), nil, &Services{Ports: map[int][]string{443: {"h2"}}}, []netip.Addr{lo4}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	name := "https-delay-200ms.a-delay-200ms.www.v6lab.test."
+	for _, c := range []struct {
+		qtype uint16
+		late  bool
+	}{{mdns.TypeA, true}, {mdns.TypeHTTPS, true}, {mdns.TypeAAAA, false}} {
+		m := new(mdns.Msg)
+		m.SetQuestion(name, c.qtype)
+		start := time.Now()
+		in, _, err := (&mdns.Client{Timeout: 2 * time.Second}).Exchange(m, serverFor(s, path.IPv4).String())
+		took := time.Since(start)
+		if err != nil || len(in.Answer) != 1 {
+			t.Fatalf("%s: %v %v", mdns.TypeToString[c.qtype], in, err)
+		}
+		if late := took >= 200*time.Millisecond; late != c.late {
+			t.Errorf("%s answered after %v, want late %v", mdns.TypeToString[c.qtype], took, c.late)
+		}
+	}
+}
+
+// TestServeTakesThePlacesHTTPSPorts: serve (the descriptor's) gives the
+// place's https servers their records, and refuses a record without alpn
+// naming the option.
+func TestServeTakesThePlacesHTTPSPorts(t *testing.T) {
+	at := proto.Place{Addrs: map[path.Path]netip.Addr{path.IPv4: lo4}, Name: "www.v6lab.test", HTTPS: map[int][]string{8443: {"h3", "h2"}}}
+	r, err := serve(context.Background(), at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	m := new(mdns.Msg)
+	m.SetQuestion("_8443._https.www.v6lab.test.", mdns.TypeHTTPS)
+	in, _, err := (&mdns.Client{Timeout: 2 * time.Second}).Exchange(m, r.Addrs()[0].String())
+	if err != nil || len(in.Answer) != 1 {
+		t.Errorf("%v %v", in, err)
+	}
+	at.Settings = &ServerSettings{HTTPS: []string{"www.v6lab.test=1 . port=1"}}
+	if _, err := serve(context.Background(), at); err == nil || !strings.Contains(err.Error(), "https: dns: HTTPS record for www.v6lab.test. \"1 . port=1\" has no alpn") {
+		t.Errorf("no alpn: %v", err)
+	}
+}
+
+// TestRealHTTPS: Unbound is given the records the embedded server makes,
+// in presentation form, at RFC 9460's owner names.
+func TestRealHTTPS(t *testing.T) {
+	at := proto.Place{Addrs: map[path.Path]netip.Addr{path.IPv4: lo4, path.IPv6: lo6}, Name: "www.v6lab.test", HTTPS: map[int][]string{8443: {"h3", "h2"}, 443: {"h2"}}}
+	got := realHTTPS(at)
+	if len(got) != 2 || got[0].Name != "www.v6lab.test" || got[1].Name != "_8443._https.www.v6lab.test" || got[1].Type != "HTTPS" ||
+		got[1].Data != `1 www.v6lab.test. alpn="h3,h2" port="8443" ipv4hint="127.0.0.1" ipv6hint="::1"` {
+		t.Errorf("%+v", got)
+	}
+}

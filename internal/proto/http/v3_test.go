@@ -1,0 +1,155 @@
+package http
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"v6lab/internal/proto"
+	"v6lab/internal/proto/dns"
+	"v6lab/internal/sock/eyeballs"
+	"v6lab/internal/sock/path"
+)
+
+// v3rig is a dual-stack https server on loopback for dialer v3: TLS over
+// TCP on ::1 and 127.0.0.1, HTTP/3 on the same port's UDP of the families
+// quic lists, and a UDP socket that reads and never answers on the
+// others (QUIC blocked there, as a firewall that drops UDP does); a name
+// server whose HTTPS record for www.v6lab.test at that port says alpn
+// h3,h2 with the addresses as hints.
+func v3rig(t *testing.T, quic ...netip.Addr) *Client {
+	t.Helper()
+	ctx := context.Background()
+	tc, err := proto.SelfSigned([]string{"www.v6lab.test"}, []netip.Addr{lo4, lo6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultServerConfig
+	cfg.TLS = tc
+	port := 0
+	for _, a := range []netip.Addr{lo6, lo4} {
+		c := cfg
+		c.H3 = false
+		for _, q := range quic {
+			c.H3 = c.H3 || q == a
+		}
+		srv, err := Listen(ctx, c, []netip.Addr{a}, port)
+		if err != nil {
+			t.Skipf("listen on %s: %v", a, err)
+		}
+		t.Cleanup(func() { srv.Close() })
+		port = srv.Port
+		if !c.H3 {
+			blackholeUDP(t, netip.AddrPortFrom(a, uint16(port)))
+		}
+	}
+	z := dns.Zone{}
+	z.Add("www.v6lab.test", lo4)
+	z.Add("www.v6lab.test", lo6)
+	d, err := dns.ListenServices(ctx, z, nil, &dns.Services{Ports: map[int][]string{port: {"h3", "h2"}}}, []netip.Addr{lo4, lo6}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	u, err := ParseURL(fmt.Sprintf("https://www.v6lab.test:%d/", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Client{URL: u, Path: path.Dual, Resolver: &path.Resolver{Servers: d.Addrs()}, Objects: true,
+		TLS: &tls.Config{InsecureSkipVerify: true}, QUICTimeout: 2 * time.Second, Phases: true,
+		V3: &eyeballs.V3{AttemptDelay: 100 * time.Millisecond, History: &eyeballs.History{}}}
+}
+
+// blackholeUDP reads every datagram to at and answers none.
+func blackholeUDP(t *testing.T, at netip.AddrPort) {
+	pc, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(at))
+	if err != nil {
+		t.Skipf("blackhole on %s: %v", at, err)
+	}
+	t.Cleanup(func() { pc.Close() })
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			if _, _, err := pc.ReadFrom(buf); err != nil {
+				return
+			}
+		}
+	}()
+}
+
+// TestV3HealthyPrefersQUICOverIPv6: both families and both transports
+// work; the HTTPS record says h3: the first attempt, QUIC to ::1, wins,
+// and the page and its objects come over HTTP/3. The sample says so
+// (ipv6_won, quic_won, one attempt) and when the HTTPS answer came.
+func TestV3HealthyPrefersQUICOverIPv6(t *testing.T) {
+	c := v3rig(t, lo4, lo6)
+	for i := range 3 {
+		s := do(c, 5*time.Second)
+		if s.Err != "" {
+			t.Fatalf("transaction %d: %s", i, s.Err)
+		}
+		m := s.Metrics
+		if m["ipv6_won"] != 1 || m["quic_won"] != 1 || m["he_attempts"] != 1 || s.Negotiated != "h3" {
+			t.Errorf("transaction %d: negotiated %q, metrics %v (%s)", i, s.Negotiated, m, s.Marker)
+		}
+		// AAAA's and A's answers may come after the race was won: the
+		// HTTPS record's hints let it begin (§4.2), and they are not
+		// waited for then.
+		for _, k := range []string{"he_https_ms", "he_began_ms", "he_connect_ms", "handshake_ms"} {
+			if m[k] <= 0 {
+				t.Errorf("transaction %d: %s = %v, want above 0 (%v)", i, k, m[k], m)
+			}
+		}
+		if !strings.Contains(s.Marker, "quic [::1]") || !strings.Contains(s.Marker, "objects") {
+			t.Errorf("transaction %d: marker %q", i, s.Marker)
+		}
+	}
+}
+
+// TestV3QUICBlockedOverIPv6FallsBackToQUICOverIPv4 is envoy#40703's case:
+// UDP to the server's port is dropped over IPv6 only. The QUIC attempt to
+// ::1 hears nothing; one Connection Attempt Delay later (100 ms here) the
+// next endpoint by the draft's order (§5.3: the families interleaved after
+// the first) is QUIC to 127.0.0.1, which wins: every transaction
+// succeeds, over QUIC, over IPv4, the fallback taking one delay.
+func TestV3QUICBlockedOverIPv6FallsBackToQUICOverIPv4(t *testing.T) {
+	c := v3rig(t, lo4)
+	c.V3.Fixed = true // the delay as given, whatever the RTTs measured
+	for i := range 2 {
+		s := do(c, 5*time.Second)
+		if s.Err != "" {
+			t.Fatalf("transaction %d: %s", i, s.Err)
+		}
+		m := s.Metrics
+		if m["ipv6_won"] != 0 || m["quic_won"] != 1 || m["he_attempts"] != 2 || s.Negotiated != "h3" {
+			t.Errorf("transaction %d: negotiated %q, metrics %v (%s)", i, s.Negotiated, m, s.Marker)
+		}
+		if st := m["he_winner_start_ms"]; st < 100 || st > 150 {
+			t.Errorf("transaction %d: the winner started at %v ms, want 100 ms after the first (%s)", i, st, s.Marker)
+		}
+		if !strings.Contains(s.Marker, "quic [::1]") || !strings.Contains(s.Marker, "cancelled") {
+			t.Errorf("transaction %d: marker %q, want the IPv6 QUIC attempt cancelled", i, s.Marker)
+		}
+	}
+}
+
+// TestV3QUICBlockedEverywhereFallsBackToTCP: with UDP dropped over both
+// families, the third endpoint (§5.3), TCP to ::1, wins two delays in,
+// and the page comes over h2 as TLS chose.
+func TestV3QUICBlockedEverywhereFallsBackToTCP(t *testing.T) {
+	c := v3rig(t)
+	c.V3.Fixed = true
+	s := do(c, 5*time.Second)
+	m := s.Metrics
+	if s.Err != "" || m["ipv6_won"] != 1 || m["quic_won"] != 0 || m["he_attempts"] != 3 || s.Negotiated != "h2" {
+		t.Fatalf("%q: negotiated %q, metrics %v (%s)", s.Err, s.Negotiated, m, s.Marker)
+	}
+	if st := m["he_winner_start_ms"]; st < 200 || st > 260 {
+		t.Errorf("the winner started at %v ms, want two 100 ms delays in (%s)", st, s.Marker)
+	}
+}

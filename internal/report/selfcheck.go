@@ -1,0 +1,188 @@
+package report
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"v6lab/internal/result"
+)
+
+// SelfCheck is a cell's self-check over its counted runs (result.Load;
+// docs/metrics.md, "Never the bottleneck it measures"): means of the runs'
+// figures, and how many runs had the client or the host saturated.
+type SelfCheck struct {
+	Runs int `json:"runs"`
+	// ClientSaturated and HostSaturated flag a cell with at least one such
+	// run; ClientRuns and HostRuns count them.
+	ClientSaturated bool `json:"client_saturated,omitempty"`
+	HostSaturated   bool `json:"host_saturated,omitempty"`
+	ClientRuns      int  `json:"client_runs,omitempty"`
+	HostRuns        int  `json:"host_runs,omitempty"`
+	// CPUs is what the measuring process could use; ClientCPU, HostBusy,
+	// Softirq and Roles are the runs' means (result.Load).
+	CPUs      int                `json:"cpus"`
+	ClientCPU float64            `json:"client_cpu"`
+	HostBusy  float64            `json:"host_busy"`
+	Softirq   float64            `json:"softirq,omitempty"`
+	Roles     map[string]float64 `json:"roles,omitempty"`
+	// LagP50MS is the mean of the runs' median read lag, in ms.
+	LagP50MS float64 `json:"lag_p50_ms,omitempty"`
+	// RecordWaitMS is the users' total wait to record samples, in ms.
+	RecordWaitMS float64 `json:"record_wait_ms,omitempty"`
+	// Why is the first saturated run's reasons.
+	Why string `json:"why,omitempty"`
+}
+
+// selfPool is a cell's counted runs' self-checks summed, weighted for
+// pooling (selfChecks).
+type selfPool struct {
+	sc                       *SelfCheck
+	wall, cpu, busy, softirq float64 // seconds, CPU-seconds, ticks
+	ticks, reads             int64
+	lagNS, medianNS, medians float64
+	roles                    map[string]float64 // CPU-seconds
+}
+
+// selfChecks sums each cell's counted runs' self-checks, and judges the
+// cell on them pooled (result.Decide): runs too short to judge alone (the
+// lab's runs of a few ms) are judged together.
+func selfChecks(runs []result.Run) map[cellKey]*SelfCheck {
+	pools := map[cellKey]*selfPool{}
+	var order []cellKey
+	for _, r := range runs {
+		if r.Load == nil || r.Warmup || r.Err != "" {
+			continue
+		}
+		k := cellKey{r.Protocol, r.Path, r.Conns}
+		p := pools[k]
+		if p == nil {
+			p = &selfPool{sc: &SelfCheck{}, roles: map[string]float64{}}
+			pools[k] = p
+			order = append(order, k)
+		}
+		p.add(r.Load, r.End.Sub(r.Start).Seconds())
+	}
+	out := map[cellKey]*SelfCheck{}
+	for _, k := range order {
+		out[k] = pools[k].judge()
+	}
+	return out
+}
+
+// add sums one run's self-check (wall seconds long) into the pool.
+func (p *selfPool) add(l *result.Load, wall float64) {
+	c := p.sc
+	c.Runs++
+	c.CPUs = max(c.CPUs, l.CPUs)
+	p.wall += wall
+	p.cpu += l.ClientCPU * wall
+	p.busy += l.HostBusy * float64(l.HostTicks)
+	p.softirq += l.Softirq * float64(l.HostTicks)
+	p.ticks += l.HostTicks
+	p.reads += l.LagReads
+	p.lagNS += float64(l.LagP50NS) * float64(l.LagReads)
+	if l.MedianNS > 0 {
+		p.medianNS += float64(l.MedianNS)
+		p.medians++
+	}
+	for role, v := range l.Roles {
+		p.roles[role] += v * wall
+	}
+	c.RecordWaitMS += float64(l.RecordWaitNS) / 1e6
+	if l.Client {
+		c.ClientRuns++
+	}
+	if l.Host {
+		c.HostRuns++
+	}
+	if (l.Client || l.Host) && c.Why == "" {
+		c.Why = l.Why
+	}
+}
+
+// judge is the cell's self-check: its runs' means, judged together.
+func (p *selfPool) judge() *SelfCheck {
+	c := p.sc
+	pooled := result.Load{CPUs: c.CPUs, HostTicks: p.ticks, LagReads: p.reads}
+	if p.wall > 0 {
+		pooled.ClientCPU = p.cpu / p.wall
+		for role, v := range p.roles {
+			if c.Roles == nil {
+				c.Roles = map[string]float64{}
+			}
+			c.Roles[role] = round3(v / p.wall)
+		}
+	}
+	if p.ticks > 0 {
+		pooled.HostBusy, pooled.Softirq = p.busy/float64(p.ticks), p.softirq/float64(p.ticks)
+	}
+	if p.reads > 0 {
+		pooled.LagP50NS = int64(p.lagNS / float64(p.reads))
+	}
+	if p.medians > 0 {
+		pooled.MedianNS = int64(p.medianNS / p.medians)
+	}
+	result.Decide(&pooled)
+	c.ClientCPU, c.HostBusy, c.Softirq = round3(pooled.ClientCPU), round3(pooled.HostBusy), round3(pooled.Softirq)
+	c.LagP50MS = round3(float64(pooled.LagP50NS) / 1e6)
+	c.RecordWaitMS = round3(c.RecordWaitMS)
+	c.ClientSaturated = c.ClientRuns > 0 || pooled.Client
+	c.HostSaturated = c.HostRuns > 0 || pooled.Host
+	if c.Why == "" && (pooled.Client || pooled.Host) {
+		c.Why = pooled.Why + " (its runs together)"
+	}
+	return c
+}
+
+// runsOf says how many of a cell's runs were saturated: k of n, or its
+// runs together when none alone was long enough to judge.
+func runsOf(k, n int) string {
+	if k == 0 {
+		return fmt.Sprintf("its %d runs together", n)
+	}
+	return fmt.Sprintf("%d of %d runs", k, n)
+}
+
+// saturated says whether the client or the host was saturated in a run
+// of the cell (false for none: no self-check).
+func (c *SelfCheck) saturated() bool { return c != nil && (c.ClientSaturated || c.HostSaturated) }
+
+func round3(v float64) float64 { return float64(int64(v*1000+0.5)) / 1000 }
+
+// selfCheckNotes name the cells whose client or host was saturated, and
+// what that means for their figures (none when no run was).
+func selfCheckNotes(cells []Cell, target string) []string {
+	var client, host []string
+	for _, c := range cells {
+		sc := c.SelfCheck
+		if sc == nil {
+			continue
+		}
+		name := fmt.Sprintf("%s/%s/%d", c.Protocol, c.Path, c.Conns)
+		if sc.ClientSaturated {
+			client = append(client, fmt.Sprintf("%s (%s: %s)", name, runsOf(sc.ClientRuns, sc.Runs), sc.Why))
+		}
+		if sc.HostSaturated {
+			host = append(host, fmt.Sprintf("%s (%s, %.0f%% busy)", name, runsOf(sc.HostRuns, sc.Runs), 100*sc.HostBusy))
+		}
+	}
+	sort.Strings(client)
+	sort.Strings(host)
+	var notes []string
+	if len(client) > 0 {
+		notes = append(notes, "self-check: the client was saturated in "+strings.Join(client, ", ")+
+			": those figures are partly v6lab's own limit, not the server's or the network's (dotted in the plots); "+
+			"run fewer users per process, or split the users across client hosts (--segment, docs/distributed.md)")
+	}
+	if len(host) > 0 {
+		what := "response times there include waits for a CPU"
+		if target == "lab" {
+			what = "the lab's client, routers and servers share those CPUs, so the differences between paths there are partly the lab's CPU cost " +
+				"(forwarding, 6in4's encapsulation and decapsulation, which real routers do on CPUs of their own), not the network's; " +
+				"shape the links (--rate 1G) or use fewer users for the network's figures"
+		}
+		notes = append(notes, "self-check: the host's CPUs had no idle time in "+strings.Join(host, ", ")+": "+what)
+	}
+	return notes
+}

@@ -1,0 +1,68 @@
+package report
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"v6lab/internal/result"
+)
+
+func TestSelfCheckPerCell(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
+	run := func(path string, n int, l *result.Load, warm bool) result.Run {
+		return result.Run{Protocol: "http", Path: path, Conns: 100, Run: n, Warmup: warm, Load: l, Start: t0, End: t0.Add(time.Second)}
+	}
+	hot := &result.Load{CPUs: 2, ClientCPU: 1.9, HostBusy: 1, HostTicks: 200, Client: true, Host: true, Why: "the client used 1.90 of the 2 CPUs it may use", Roles: map[string]float64{"server": 0.2}}
+	warm := &result.Load{CPUs: 2, ClientCPU: 0.5, HostBusy: 0.97, HostTicks: 200, Host: true, LagP50NS: 2e5, LagReads: 1000, MedianNS: 1e7, Roles: map[string]float64{"server": 0.4}}
+	cool := &result.Load{CPUs: 2, ClientCPU: 0.3, HostBusy: 0.5, HostTicks: 200}
+	runs := []result.Run{
+		run("ipv4", 0, hot, true), // a warm-up: not counted
+		run("ipv4", 1, warm, false), run("ipv4", 2, warm, false),
+		run("ipv6", 1, hot, false), run("ipv6", 2, cool, false),
+		run("6in4", 1, cool, false), run("6in4", 2, nil, false),
+	}
+	sc := selfChecks(runs)
+	v4, v6, t4 := sc[cellKey{"http", "ipv4", 100}], sc[cellKey{"http", "ipv6", 100}], sc[cellKey{"http", "6in4", 100}]
+	if v4.Runs != 2 || v4.ClientSaturated || !v4.HostSaturated || v4.HostRuns != 2 || v4.ClientCPU != 0.5 || v4.HostBusy != 0.97 || v4.LagP50MS != 0.2 || v4.Roles["server"] != 0.4 {
+		t.Errorf("ipv4: %+v", v4)
+	}
+	if v6.Runs != 2 || !v6.ClientSaturated || v6.ClientRuns != 1 || v6.ClientCPU != 1.1 || v6.HostBusy != 0.75 || v6.Why != hot.Why {
+		t.Errorf("ipv6: %+v", v6)
+	}
+	if t4.Runs != 1 || t4.saturated() {
+		t.Errorf("6in4: %+v", t4)
+	}
+	cells := []Cell{{Protocol: "http", Path: "ipv4", Conns: 100, SelfCheck: v4}, {Protocol: "http", Path: "ipv6", Conns: 100, SelfCheck: v6}, {Protocol: "http", Path: "6in4", Conns: 100, SelfCheck: t4}}
+	notes := strings.Join(selfCheckNotes(cells, "lab"), "\n")
+	for _, want := range []string{"client was saturated in http/ipv6/100 (1 of 2 runs: the client used 1.90", "--segment",
+		"host's CPUs had no idle time in http/ipv4/100 (2 of 2 runs, 97% busy), http/ipv6/100 (1 of 2 runs, 75% busy)", "the lab's CPU cost"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes lack %q:\n%s", want, notes)
+		}
+	}
+	if strings.Contains(notes, "http/6in4") {
+		t.Errorf("an unsaturated cell is named:\n%s", notes)
+	}
+	if n := selfCheckNotes(cells[2:], "loopback"); len(n) != 0 {
+		t.Errorf("notes for an unsaturated run: %q", n)
+	}
+	if n := selfCheckNotes(cells[:1], "loopback"); len(n) != 1 || !strings.Contains(n[0], "waits for a CPU") {
+		t.Errorf("off the lab: %q", n)
+	}
+
+	// Runs too short to judge alone are judged together: 30 runs of 20
+	// ms, 2 ticks each, the host 100% busy in every one.
+	var short []result.Run
+	for i := range 30 {
+		l := &result.Load{CPUs: 2, ClientCPU: 0.6, HostBusy: 1, HostTicks: 2, LagP50NS: 1e4, LagReads: 200, MedianNS: 1e7}
+		short = append(short, result.Run{Protocol: "http", Path: "ipv4", Conns: 100, Run: i, Load: l, Start: t0, End: t0.Add(20 * time.Millisecond)})
+	}
+	sc4 := selfChecks(short)[cellKey{"http", "ipv4", 100}]
+	if !sc4.HostSaturated || sc4.HostRuns != 0 || sc4.ClientSaturated || !strings.Contains(sc4.Why, "its runs together") {
+		t.Errorf("short runs pooled: %+v", sc4)
+	}
+	if n := selfCheckNotes([]Cell{{Protocol: "http", Path: "ipv4", Conns: 100, SelfCheck: sc4}}, "lab"); len(n) != 1 || !strings.Contains(n[0], "http/ipv4/100 (its 30 runs together, 100% busy)") {
+		t.Errorf("pooled note: %q", n)
+	}
+}
