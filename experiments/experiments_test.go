@@ -1,6 +1,7 @@
 package experiments
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +12,7 @@ import (
 
 func TestBuiltinExperimentsParseAndScale(t *testing.T) {
 	names := Names()
-	if len(names) < 2 || names[0] != "eyeballs" || names[1] != "mitre2004" {
+	if len(names) < 2 || names[0] != "eyeballs" || names[1] != "ipv6only" || names[2] != "mitre2004" {
 		t.Fatalf("built-ins %v", names)
 	}
 	for _, n := range names {
@@ -96,4 +97,21 @@ func trialOf(c *experiment.CellGroup) *transport.Options {
 		return t.Transport()
 	}
 	return &transport.Options{}
+}
+
+// TestIPv6OnlyPresetMeasuresEveryAccessPath: MITRE's four applications
+// over the five paths, in its own lab, whose NAT64 is stateful.
+func TestIPv6OnlyPresetMeasuresEveryAccessPath(t *testing.T) {
+	b, _ := Get("ipv6only")
+	e, err := experiment.Parse("ipv6only", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(e.Paths(), e.Protocols()); got != "[ipv4 ipv6 nat64 464xlat dslite] [http ftp smtp imap]" || e.Topology != "ipv6only.yaml" {
+		t.Errorf("ipv6only: %s, topology %q", got, e.Topology)
+	}
+	cfg, err := Topology(BuiltinLab+e.Topology, "x")
+	if err != nil || !cfg.NAT64.Stateful || cfg.NAT64.Pool.String() != "198.18.0.2/32" || cfg.NAT64.Ports != [2]uint16{1024, 65535} {
+		t.Errorf("its lab: %+v, %v", cfg.NAT64, err)
+	}
 }

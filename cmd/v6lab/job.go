@@ -21,7 +21,7 @@ type loadFlags struct {
 
 func (f *loadFlags) register(cmd *cobra.Command, defConns string, defRuns int) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.Paths, "paths", "ipv4,ipv6", "paths to measure, comma-separated: ipv4, ipv6, dual (a dual-stack client racing both by Happy Eyeballs; http only); 6in4 and nat64 exist only in a lab (v6lab run), so a probe refuses them")
+	fl.StringVar(&f.Paths, "paths", "ipv4,ipv6", "paths to measure, comma-separated: ipv4, ipv6, dual (a dual-stack client racing both by Happy Eyeballs; http only); 6in4, nat64, 464xlat and dslite exist only in a lab (v6lab run), so a probe refuses them")
 	fl.StringVar(&f.Conns, "conns", defConns, "simultaneous connections per run, comma-separated")
 	fl.IntVar(&f.Runs, "runs", defRuns, "runs per cell, the first --warmup of them not counted")
 	fl.IntVar(&f.Warmup, "warmup", 1, "leading runs per cell kept but not counted")

@@ -21,7 +21,9 @@ the routers that carries the 6in4 path: IPv6 from client to server inside IPv4 p
 The tunnel is the kernel's sit device where the kernel has it, else v6lab's tc BPF programs
 on the routers' link (the kernel datapath, as fast as sit), else a userspace tunnel (TUN
 and a raw protocol-41 socket, much slower: it measures itself) kept by a background v6lab
-process. Choose one with --tunnel. Needs root.`,
+process. Choose one with --tunnel. r1 also translates for the nat64 path (an IPv6-only
+client) and the 464xlat path (a CLAT on the client), and r2 is the AFTR of the dslite path
+(IPv4 in IPv6 from the client's B4): docs/lab.md. Needs root.`,
 		Example: `  v6lab lab up
   v6lab lab up --name b --tunnel bpf --tunnel-mtu 1280
   v6lab lab up --name c --tunnel userspace
@@ -42,8 +44,9 @@ func newLabUpCmd() *cobra.Command {
 		Long: `lab up builds the lab and returns once it is ready; a background v6lab process keeps it
 (it holds the bpf or userspace tunnel) until lab down.
 
-A topology file (see docs/lab.md) sets the lab's name, the tunnel, and each link's rate,
-queue limit, MTU, delay, jitter and loss; flags given on the command line win over it and
+A topology file (see docs/lab.md) sets the lab's name, the tunnel, each link's rate,
+queue limit, MTU, delay, jitter and loss, and r1's NAT64 (nat64: stateful shares a pool
+by port, RFC 6146; its prefix, pool and ports); flags given on the command line win over it and
 apply to every link. --rate shapes links in both directions with tc tbf; --loss uses netem
 where the kernel has it, else a tc BPF program; --delay and --jitter need netem and fail
 with a clear error where the kernel has none. --ptb-blackhole drops the ICMP errors path
@@ -54,6 +57,7 @@ links: {r1-r2: {mtu: 1400}}, as the built-in lab built-in:pmtu.yaml has): docs/l
 "Path MTU".`,
 		Example: `  v6lab lab up
   v6lab lab up my-topology.yaml
+  v6lab lab up built-in:ipv6only.yaml          # the ipv6only preset's lab: a stateful NAT64
   v6lab lab up --name second --tunnel-mtu 1280
   v6lab lab up --rate 100M
   v6lab lab up built-in:pmtu.yaml --ptb-blackhole ipv6   # r1-r2 carries 1400 bytes`,

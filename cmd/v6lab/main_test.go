@@ -699,7 +699,7 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"probe", "imap", "[::1]:9", "--paths", "6in4"}, 2, "--paths: 6in4 needs the lab"},
 		{[]string{"tcp", "::1", "--paths", "nat64"}, 2, "--paths: nat64 needs the lab"},
 		{[]string{"udp", "::1", "--paths", "6in4"}, 2, "--paths: 6in4 needs the lab"},
-		{[]string{"run", "mitre1999"}, 2, `no built-in experiment "mitre1999" (built in: eyeballs, mitre2004, pmtu, quick, regensburg, rubio, towson2013, transition, web2026)`},
+		{[]string{"run", "mitre1999"}, 2, `no built-in experiment "mitre1999" (built in: eyeballs, ipv6only, mitre2004, pmtu, quick, regensburg, rubio, towson2013, transition, web2026)`},
 		{[]string{"run", "nosuch.yaml"}, 2, "nosuch.yaml: no such file"},
 		{[]string{"run", "--server", "real", "--loopback"}, 2, "real servers run in the lab's server host"},
 		{[]string{"run", bgFile, "--loopback"}, 2, "background traffic runs between the lab's generator hosts, but --loopback"},

@@ -97,7 +97,7 @@ counted runs were left out of the figures (a run whose wire did not prove its pa
 	// flag only overrides it, so its help says that rather than a default.
 	if f := cmd.Flags().Lookup("paths"); f != nil {
 		f.DefValue = "the experiment's"
-		f.Usage = "paths to measure, comma-separated: ipv4, ipv6, 6in4, nat64, dual (6in4 and nat64 need the lab; dual races ipv4 and ipv6 by Happy Eyeballs, http only); the studies' presets measure the first three in the lab"
+		f.Usage = "paths to measure, comma-separated: ipv4, ipv6, 6in4, nat64, 464xlat, dslite, dual (6in4, nat64, 464xlat and dslite need the lab; dual races ipv4 and ipv6 by Happy Eyeballs, http only); the studies' presets measure the first three in the lab"
 	}
 	fl := cmd.Flags()
 	fl.IntVar(&o.objects, "objects", 0, "embedded objects on the served page, for every http cell (default: the page's 4)")

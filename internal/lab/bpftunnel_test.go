@@ -103,8 +103,9 @@ func TestBPFTunnelCarriesEveryPath(t *testing.T) {
 					progs = append(progs, h.Role+" "+p.Describe())
 				}
 			}
-			// The tunnel's four ends and the translator's two directions.
-			if len(progs) != 6 || !strings.Contains(strings.Join(progs, "\n"), "r1 eth-r2 egress ("+hook+"): 6in4 encap: ") ||
+			// The tunnel's four ends, the translator's two directions, the
+			// CLAT's two, and the B4's and the AFTR's two each.
+			if len(progs) != 12 || !strings.Contains(strings.Join(progs, "\n"), "r1 eth-r2 egress ("+hook+"): 6in4 encap: ") ||
 				!strings.Contains(strings.Join(progs, "\n"), "r1 eth-client ingress ("+hook+"): nat64 (6 to 4): ") {
 				t.Errorf("status programs:\n%s", strings.Join(progs, "\n"))
 			}
@@ -115,6 +116,9 @@ func TestBPFTunnelCarriesEveryPath(t *testing.T) {
 			for _, o := range l.bpfObjs {
 				if n, ok := o.(*bpf.Nat64); ok {
 					ours = append(ours, n.ProgramIDs()...)
+				}
+				if w, ok := o.(*bpf.SoftwireEnd); ok {
+					ours = append(ours, w.ProgramIDs()...)
 				}
 			}
 			if err := l.Close(); err != nil {

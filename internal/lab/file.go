@@ -29,6 +29,8 @@ type topologyFile struct {
 	Generators bool `yaml:"generators"`
 	// Congestion is every host's TCP congestion control (default cubic).
 	Congestion string `yaml:"congestion"`
+	// NAT64 is r1's translator (docs/lab.md).
+	NAT64 nat64File `yaml:"nat64"`
 	// PMTU breaks path MTU discovery or fragments, or mitigates it.
 	PMTU pmtuFile `yaml:"pmtu"`
 }
@@ -129,6 +131,9 @@ func ParseTopology(file string, data []byte) (Config, error) {
 				return cfg, err
 			}
 		}
+	}
+	if cfg.NAT64, err = nat64FromFile(doc, f.NAT64); err != nil {
+		return cfg, err
 	}
 	if err := pmtuFromFile(doc, f.PMTU, &cfg.PMTU); err != nil {
 		return cfg, err

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os/exec"
 
 	"github.com/vishvananda/netlink"
 
@@ -28,9 +29,10 @@ var (
 	// range (RFC 2544), which the generator links use from 198.18.1.0 on.
 	nat64Pool = netip.MustParsePrefix("198.18.0.0/24")
 	// Nat64Wire are the prefixes whose packets belong to the nat64 path on
-	// the checked link: the mapped IPv4 pool, and the DNS64 view's prefix
-	// (its lookups). Native IPv6 from the client's nat64 address to the
-	// server would be IPv6, and fail the path's proof.
+	// the checked link of a stateless lab: the mapped IPv4 addresses, and
+	// the DNS64 view's prefix (its lookups). Native IPv6 from the client's
+	// nat64 address to the server would be IPv6, and fail the path's
+	// proof. (A lab's own: Addresses.Wire64.)
 	Nat64Wire = []netip.Prefix{nat64Pool, nat64DNS}
 )
 
@@ -65,10 +67,9 @@ func (l *Lab) addNat64(hs map[string]*netlink.Handle) error {
 		l.Nat64Why = fmt.Sprintf("no nat64 path: its translator needs tc BPF (%v)", err)
 		return nil
 	}
-	a, b, c := links[0], links[1], links[2]
+	a, c := links[0], links[2]
 	client6, r1on6 := hostAddr(nat64Client, a.aHost), hostAddr(nat64Client, a.bHost)
 	dns64, r2on64 := hostAddr(nat64DNS, c.bHost), hostAddr(nat64DNS, c.aHost)
-	mapped := hostAddr(nat64Pool, 2)
 	for _, ad := range []struct {
 		role, ifname string
 		p            netip.Prefix
@@ -85,34 +86,77 @@ func (l *Lab) addNat64(hs map[string]*netlink.Handle) error {
 			return fmt.Errorf("lab: %s %s: nat64: %w", ad.role, ad.ifname, err)
 		}
 	}
-	routes := []struct {
-		role string
-		r    *netlink.Route
-	}{
-		// The client reaches the prefix through r1, from its nat64
-		// address, with room for the translation's 20 bytes.
-		{Client, &netlink.Route{Dst: ipnet(Nat64Prefix), Gw: r1on6.AsSlice(), Src: client6.AsSlice(), MTU: Nat64MTU(l.Link("r1-r2").MTU), AdvMSS: nat64AdvMSS}},
-		{R1, &netlink.Route{Dst: ipnet(nat64DNS), Gw: hostAddr(b.v6, b.bHost).AsSlice()}},
-		{R2, &netlink.Route{Dst: ipnet(nat64Client), Gw: hostAddr(b.v6, b.aHost).AsSlice()}},
-		// IPv4 to the mapped address goes back to the translator.
-		{R2, &netlink.Route{Dst: ipnet(nat64Pool), Gw: hostAddr(b.v4, b.aHost).AsSlice()}},
-		// The server sends the mapped address packets that still fit the
-		// client's link once IPv6 has added 20 bytes (and a fragment its
-		// Fragment Header's 8): a translator cannot split a packet.
-		{Server, &netlink.Route{Dst: ipnet(nat64Pool), Gw: hostAddr(c.v4, c.aHost).AsSlice(), MTU: 1500 - 28}},
+	wire := []netip.Prefix{nat64Pool}
+	if l.NAT64.Stateful && !nat64Pool.Overlaps(l.NAT64.Pool) {
+		wire = append(wire, l.NAT64.Pool)
 	}
-	for _, rt := range routes {
+	for _, rt := range l.nat64Routes(client6, r1on6, wire) {
 		if err := hs[rt.role].RouteAdd(rt.r); err != nil {
 			return fmt.Errorf("lab: %s: nat64 route %v: %w", rt.role, rt.r, err)
 		}
 	}
-	x := bpf.Translator{Prefix: Nat64Prefix, Client6: client6, Client4: mapped}
+	if err := l.attachPLAT(hs, client6); err != nil {
+		return err
+	}
+	l.Addr.ClientNat64, l.Addr.DNS64 = client6, dns64
+	l.Addr.Mapped4 = l.platAddr(client6)
+	l.Addr.ServerNat64 = path.Embed(l.NAT64.Prefix, l.Addr.ServerV4)
+	l.Addr.Pref64, l.Addr.Wire64 = l.NAT64.Prefix, append(wire, nat64DNS)
+	return nil
+}
+
+// roleRoute is a route to add in one host of the lab.
+type roleRoute struct {
+	role string
+	r    *netlink.Route
+}
+
+// nat64Routes are the nat64 path's routes: the client's to the prefix,
+// the routers' between the client's link and the DNS64 view, and back to
+// the translator for each wire prefix (the mapped addresses, the pool).
+func (l *Lab) nat64Routes(client6, r1on6 netip.Addr, wire []netip.Prefix) []roleRoute {
+	b, c := links[1], links[2]
+	routes := []roleRoute{
+		// The client reaches the prefix through r1, from its nat64
+		// address, with room for the translation's 20 bytes.
+		{Client, &netlink.Route{Dst: ipnet(l.NAT64.Prefix), Gw: r1on6.AsSlice(), Src: client6.AsSlice(), MTU: Nat64MTU(l.Link("r1-r2").MTU), AdvMSS: nat64AdvMSS}},
+		{R1, &netlink.Route{Dst: ipnet(nat64DNS), Gw: hostAddr(b.v6, b.bHost).AsSlice()}},
+		{R2, &netlink.Route{Dst: ipnet(nat64Client), Gw: hostAddr(b.v6, b.aHost).AsSlice()}},
+	}
+	for _, p := range wire {
+		routes = append(routes,
+			// IPv4 to the mapped addresses (or the pool) goes back to
+			// the translator.
+			roleRoute{R2, &netlink.Route{Dst: ipnet(p), Gw: hostAddr(b.v4, b.aHost).AsSlice()}},
+			// The server sends them packets that still fit the client's
+			// link once IPv6 has added 20 bytes (and a fragment its
+			// Fragment Header's 8): a translator cannot split a packet.
+			roleRoute{Server, &netlink.Route{Dst: ipnet(p), Gw: hostAddr(c.v4, c.aHost).AsSlice(), MTU: 1500 - 28}},
+		)
+	}
+	return routes
+}
+
+// attachPLAT loads the translator at r1 (after the stateful PLAT's
+// nftables NAT, when the lab's NAT64 is stateful) and attaches it.
+func (l *Lab) attachPLAT(hs map[string]*netlink.Handle, client6 netip.Addr) error {
+	a, b := links[0], links[1]
+	ms := l.platMappings(client6)
+	x := bpf.Translator{Prefix: l.NAT64.Prefix, Client6: ms[0].V6, Client4: ms[0].V4, More: ms[1:]}
+	if l.NAT64.Stateful {
+		if _, err := exec.LookPath("nft"); err != nil {
+			return fmt.Errorf("lab: the stateful NAT64 needs nftables (the nft program; scripts/install-deps --lab installs it)")
+		}
+		if err := l.addStatefulPLAT(hs[R1]); err != nil {
+			return fmt.Errorf("lab: r1: stateful NAT64: %w", err)
+		}
+	}
 	err := Do(NS(l.Name, R1), func() error {
 		n, err := bpf.NewNat64(x)
 		if err != nil {
 			return err
 		}
-		l.bpfObjs = append(l.bpfObjs, n)
+		l.bpfObjs, l.plat = append(l.bpfObjs, n), n
 		from6, err := net.InterfaceByName(a.bIf)
 		if err != nil {
 			return err
@@ -121,13 +165,16 @@ func (l *Lab) addNat64(hs map[string]*netlink.Handle) error {
 		if err != nil {
 			return err
 		}
+		if l.NAT64.Stateful {
+			// Back to IPv6 after the kernel's NAT: at the egress
+			// toward the client.
+			return n.AttachAt(bpf.Hookpoint{Ifindex: from6.Index}, bpf.Hookpoint{Ifindex: from6.Index, Egress: true}, l.hook())
+		}
 		return n.Attach(from6.Index, from4.Index, l.hook())
 	})
 	if err != nil {
 		return fmt.Errorf("lab: r1: nat64 over tc BPF: %w", err)
 	}
-	l.Addr.ClientNat64, l.Addr.Mapped4, l.Addr.DNS64 = client6, mapped, dns64
-	l.Addr.ServerNat64 = path.Embed(Nat64Prefix, l.Addr.ServerV4)
 	return nil
 }
 

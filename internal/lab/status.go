@@ -46,6 +46,12 @@ type HostStatus struct {
 	// BPF are v6lab's tc BPF programs on the host's interfaces, with
 	// their counters as the kernel holds them.
 	BPF []BPFProgram
+	// NAT describes the host's NAT (the stateful PLAT at r1, the AFTR at
+	// r2) with conntrack's counters.
+	NAT string
+	// Rules are the host's routing rules by source, each with its
+	// table's routes (the client's CLAT and B4 addresses).
+	Rules []string
 }
 
 // BPFProgram is one of v6lab's BPF programs on an interface.
@@ -71,6 +77,13 @@ func (p BPFProgram) Describe() string {
 		what = "path MTU impairment: " + bpf.PMTUCounts(c)
 	case bpf.LossName:
 		what = fmt.Sprintf("loss: %d dropped, %d passed", c[bpf.LossDropped], c[bpf.LossPassed])
+	case bpf.SoftwireEncapName, bpf.SoftwireDecapName:
+		what = fmt.Sprintf("DS-Lite softwire (IPv4 in IPv6): %d encapsulated, %d decapsulated, dropped %d spoofed source, %d malformed, %d refused (too big)",
+			c[bpf.Encapsulated], c[bpf.Decapsulated], c[bpf.DroppedSpoofed], c[bpf.DroppedBad], c[bpf.EncapFailed]+c[bpf.DecapFailed])
+	case bpf.ClatInName, bpf.ClatOutName:
+		what = fmt.Sprintf("CLAT (%s): %d IPv4 to IPv6, %d IPv6 to IPv4, dropped %d untranslatable, %d UDP without checksum, %d refused",
+			map[string]string{bpf.ClatOutName: "4 to 6", bpf.ClatInName: "6 to 4"}[p.Program], c[bpf.Translated46], c[bpf.Translated64],
+			c[bpf.DroppedUnsupported], c[bpf.DroppedZeroChecksum], c[bpf.TranslateFailed])
 	case bpf.Nat64Name, bpf.Nat46Name:
 		// Both directions share one map: each line shows all of it.
 		what = fmt.Sprintf("nat64 (%s): %d IPv6 to IPv4, %d IPv4 to IPv6, dropped %d unmapped source, %d untranslatable (extension headers, options, ICMP errors), %d hop limit, %d UDP without checksum, %d refused",
@@ -142,8 +155,10 @@ func (st *Status) inspectHost(role, ns string) (HostStatus, error) {
 		}
 	}
 	hs.Routes = routes(h, names)
+	hs.Rules = sourceRules(h, names)
 	h.Close()
 	hs.BPF = st.bpfPrograms(ns, names)
+	hs.NAT = natStatus(role, ns)
 	if role == Server {
 		hs.TCPOff = tcpOff(ns)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"v6lab/internal/lab/bpf"
 	"v6lab/internal/sock/path"
 )
 
@@ -74,6 +75,9 @@ type Config struct {
 	// (each namespace's own sysctl); empty is DefaultCongestion. The
 	// studies ran Reno/CUBIC-era stacks: a host's BBR would change them.
 	Congestion string `json:"congestion,omitempty"`
+	// NAT64 is how r1 translates for the nat64 and 464xlat paths
+	// (stateless or stateful, its prefix and pool).
+	NAT64 NAT64 `json:"nat64,omitzero"`
 	// PMTU is what the lab does to path MTU discovery and fragments, and
 	// the mitigations in force, for every run (cell groups add their own).
 	PMTU PMTU `json:"pmtu,omitzero"`
@@ -208,6 +212,10 @@ func (c *Config) Validate() error {
 	default:
 		return fmt.Errorf("lab: unknown BPF hook %q (want tcx or clsact)", c.BPFHook)
 	}
+	if err := c.NAT64.Validate(); err != nil {
+		return fmt.Errorf("lab: %w", err)
+	}
+	c.NAT64.Defaults()
 	if err := c.PMTU.Validate(); err != nil {
 		return fmt.Errorf("lab: pmtu: %w", err)
 	}
@@ -272,6 +280,8 @@ type Addresses struct {
 	// IPv6 address, the IPv4 one the translator maps it to, the server's
 	// address under the prefix, and the DNS64 view's address.
 	ClientNat64, Mapped4, ServerNat64, DNS64 netip.Addr
+	// The 464xlat and dslite paths' (invalid when the lab has none).
+	xlatAddrs
 	// TunnelV4 are the routers' IPv4 tunnel endpoints (r1, r2).
 	TunnelV4 [2]netip.Addr
 	// WireIf is the interface on r1 whose traffic proves the path: it
@@ -286,18 +296,27 @@ type Addresses struct {
 // Server is the server host's address that path p reaches (invalid for a
 // path the lab does not build): the lab's half of a path kind's row.
 func (a Addresses) Server(p path.Path) netip.Addr {
+	if s, _, _ := a.xlat(p); s.IsValid() {
+		return s
+	}
 	return map[path.Path]netip.Addr{path.IPv4: a.ServerV4, path.IPv6: a.ServerV6, path.SixIn4: a.ServerTun6, path.NAT64: a.ServerNat64}[p]
 }
 
 // Client is the client host's address on path p: the address a server
 // sees it come from.
 func (a Addresses) Client(p path.Path) netip.Addr {
+	if _, c, _ := a.xlat(p); c.IsValid() {
+		return c
+	}
 	return map[path.Path]netip.Addr{path.IPv4: a.ClientV4, path.IPv6: a.ClientV6, path.SixIn4: a.ClientTun6, path.NAT64: a.Mapped4}[p]
 }
 
 // Source is the client address path p must send from (invalid: the one
 // the client's routes choose).
 func (a Addresses) Source(p path.Path) netip.Addr {
+	if _, _, src := a.xlat(p); src.IsValid() {
+		return src
+	}
 	return map[path.Path]netip.Addr{path.SixIn4: a.ClientTun6, path.NAT64: a.ClientNat64}[p]
 }
 
@@ -346,6 +365,9 @@ type Lab struct {
 	TunnelHook string
 	// Nat64Why says why the lab has no nat64 path ("" when it has one).
 	Nat64Why string
+	// XlatWhy says why the lab has no 464xlat and dslite paths, and
+	// Pref64From how its client learnt the PLAT's prefix.
+	XlatWhy, Pref64From string
 	// LossImpl is how link loss is emulated: "netem" or "bpf" ("" none).
 	LossImpl string
 	// CongestionNote says what v6lab changed on the machine for the
@@ -353,6 +375,9 @@ type Lab struct {
 	CongestionNote string
 	tunnels        []*userTunnel
 	bpfObjs        []interface{ Close() error }
+	// The IPv6-only access paths' datapaths, whose counters a run reads.
+	plat, clat *bpf.Nat64
+	b4, aftr   *bpf.SoftwireEnd
 	// rec is the owner record: everything the lab made is listed there.
 	rec *Record
 }
@@ -435,6 +460,9 @@ func (l *Lab) build(ctx context.Context) error {
 		return err
 	}
 	if err := l.addNat64(hs); err != nil {
+		return err
+	}
+	if err := l.addXlat(hs); err != nil {
 		return err
 	}
 	return l.addPMTU()

@@ -356,6 +356,8 @@ svg .line { fill: none; stroke-width: 2; } svg .ci { fill: none; stroke-width: 1
 .s-sixin4 .line, .s-sixin4 .ci { stroke: #2e8b57; } .s-sixin4 .dot, .s-sixin4 rect { fill: #2e8b57; } .s-sixin4 .line { stroke-dasharray: 2 3; }
 .s-nat64 .line, .s-nat64 .ci { stroke: #b9770e; } .s-nat64 .dot, .s-nat64 rect { fill: #b9770e; } .s-nat64 .line { stroke-dasharray: 10 3 2 3; }
 .s-dual .line, .s-dual .ci { stroke: #16a085; } .s-dual .dot, .s-dual rect { fill: #16a085; } .s-dual .line { stroke-dasharray: 1 2 6 2; }
+.s-xlat .line, .s-xlat .ci { stroke: #7d3c98; } .s-xlat .dot, .s-xlat rect { fill: #7d3c98; } .s-xlat .line { stroke-dasharray: 6 2 1 2; }
+.s-dslite .line, .s-dslite .ci { stroke: #a04000; } .s-dslite .dot, .s-dslite rect { fill: #a04000; } .s-dslite .line { stroke-dasharray: 2 2; }
 .v-2 .line { stroke-width: 3.5; } .v-3 .line { stroke-width: 1.2; }
 .s-other .line, .s-other .ci { stroke: #7d3c98; } .s-other .dot, .s-other rect { fill: #7d3c98; }
 .s-k0 .line, .s-k0 .ci { stroke: #1f5fa8; } .s-k0 .dot, .s-k0 rect { fill: #1f5fa8; }

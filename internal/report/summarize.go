@@ -93,7 +93,7 @@ func (z *Summarizer) cell(k cellKey) *cellAcc {
 
 // Run takes a run's record.
 func (z *Summarizer) Run(r *result.Run) {
-	z.wire.add(r.Wire)
+	z.wire.add(r.Path, r.Wire)
 	z.late.add(r)
 	if r.Load != nil {
 		z.loads = append(z.loads, result.Run{Protocol: r.Protocol, Path: r.Path, Conns: r.Conns, Warmup: r.Warmup, Err: r.Err,
@@ -311,11 +311,27 @@ func machine(h *result.Header) map[string]string {
 // earlier runs' connections, and frames its capture had no room for.
 type wireTally struct {
 	strays, strayRuns, dropped, droppedRuns uint64
+	// datapaths sum the runs' datapath counters per path, dpRuns count
+	// those runs.
+	datapaths map[string]map[string]uint64
+	dpRuns    map[string]int
 }
 
-func (t *wireTally) add(w *result.Wire) {
+func (t *wireTally) add(p string, w *result.Wire) {
 	if w == nil {
 		return
+	}
+	if len(w.Datapath) > 0 {
+		if t.datapaths == nil {
+			t.datapaths, t.dpRuns = map[string]map[string]uint64{}, map[string]int{}
+		}
+		if t.datapaths[p] == nil {
+			t.datapaths[p] = map[string]uint64{}
+		}
+		for k, v := range w.Datapath {
+			t.datapaths[p][k] += v
+		}
+		t.dpRuns[p]++
 	}
 	n, d := w.Stray, w.Dropped
 	if w.ClientSide != nil {
@@ -337,6 +353,7 @@ func (t *wireTally) notes() []string {
 	if t.strays > 0 {
 		out = append(out, fmt.Sprintf("wire check: %d packets of earlier runs' connections (late retransmissions, resets) were seen during %d runs and not counted as theirs (docs/lab.md, \"What proves each path\")", t.strays, t.strayRuns))
 	}
+	out = append(out, datapathNotes(t.datapaths, t.dpRuns)...)
 	if t.dropped > 0 {
 		out = append(out, fmt.Sprintf("wire check: its capture had no room for %d frames during %d runs (its reader fell behind); those frames were neither counted nor proven", t.dropped, t.droppedRuns))
 	}

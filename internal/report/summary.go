@@ -636,3 +636,32 @@ func pairRuns(bRuns []float64, bIdx []int, cRuns []float64, cIdx []int) ([]float
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// datapathNotes say, per path, what its datapaths did over its runs
+// (result.Wire.Datapath): packets translated each way or tunnelled,
+// dropped, and the NAT's drops for want of a port.
+func datapathNotes(byPath map[string]map[string]uint64, runs map[string]int) []string {
+	var out []string
+	for _, k := range path.Kinds {
+		c, ok := byPath[string(k.Path)]
+		if !ok {
+			continue
+		}
+		var parts []string
+		for _, d := range []struct{ name, what string }{{"clat", "CLAT"}, {"plat", "NAT64 (PLAT)"}, {"b4", "B4"}, {"aftr", "AFTR"}} {
+			if _, ok := c[d.name+"_dropped"]; !ok {
+				continue
+			}
+			if _, tun := c[d.name+"_encap"]; tun {
+				parts = append(parts, fmt.Sprintf("%s %d encapsulated, %d decapsulated, %d dropped", d.what, c[d.name+"_encap"], c[d.name+"_decap"], c[d.name+"_dropped"]))
+			} else {
+				parts = append(parts, fmt.Sprintf("%s %d IPv4 to IPv6, %d IPv6 to IPv4, %d dropped", d.what, c[d.name+"_4to6"], c[d.name+"_6to4"], c[d.name+"_dropped"]))
+			}
+		}
+		if n, ok := c["nat_no_port"]; ok {
+			parts = append(parts, fmt.Sprintf("its NAT dropped %d packets of new connections for want of a free port", n))
+		}
+		out = append(out, fmt.Sprintf("datapaths of %s over its %d runs: %s", k.Path, runs[string(k.Path)], strings.Join(parts, "; ")))
+	}
+	return out
+}

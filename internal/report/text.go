@@ -86,28 +86,7 @@ func Text(w io.Writer, s *Summary) error {
 // date, the lab's tunnel, congestion control and links, the servers.
 func HeaderLines(s *Summary) []string {
 	var out []string
-	m := s.Machine
-	if m["tool"] != "" || m["host"] != "" {
-		line := cmpOr(m["tool"], "v6lab")
-		if m["host"] != "" {
-			line += " on " + m["host"]
-		}
-		var what []string
-		if m["kernel"] != "" {
-			what = append(what, "kernel "+m["kernel"])
-		}
-		if m["cpus"] != "" {
-			what = append(what, m["cpus"]+" CPUs")
-		}
-		if m["client_spin"] != "" {
-			what = append(what, "client spin "+m["client_spin"])
-		}
-		if len(what) > 0 {
-			line += " (" + strings.Join(what, ", ") + ")"
-		}
-		if !s.Created.IsZero() {
-			line += ", " + s.Created.UTC().Format("2006-01-02 15:04 UTC")
-		}
+	if line := machineLine(s); line != "" {
 		out = append(out, line)
 	}
 	if t := TunnelLine(s); t != "" {
@@ -152,6 +131,12 @@ func HeaderLines(s *Summary) []string {
 		}
 		out = append(out, "connection engine: "+strings.Join(es, ", ")+" (docs/metrics.md)")
 	}
+	// How the lab built the translated and tunnelled IPv4 paths measured.
+	for _, p := range []string{"nat64", "464xlat", "dslite"} {
+		if d := s.Lab[p]; d != "" && slices.ContainsFunc(s.Cells, func(c Cell) bool { return c.Path == p }) {
+			out = append(out, p+": "+d)
+		}
+	}
 	if bs := s.Lab["server_tcp"]; bs != "" {
 		out = append(out, "server host: "+bs)
 	}
@@ -159,6 +144,36 @@ func HeaderLines(s *Summary) []string {
 		out = append(out, "server "+k+": "+s.Servers[k])
 	}
 	return out
+}
+
+// machineLine is the header's first line: the tool, its host and what
+// of the machine matters, and the date ("" when the summary has none).
+func machineLine(s *Summary) string {
+	m := s.Machine
+	if m["tool"] == "" && m["host"] == "" {
+		return ""
+	}
+	line := cmpOr(m["tool"], "v6lab")
+	if m["host"] != "" {
+		line += " on " + m["host"]
+	}
+	var what []string
+	if m["kernel"] != "" {
+		what = append(what, "kernel "+m["kernel"])
+	}
+	if m["cpus"] != "" {
+		what = append(what, m["cpus"]+" CPUs")
+	}
+	if m["client_spin"] != "" {
+		what = append(what, "client spin "+m["client_spin"])
+	}
+	if len(what) > 0 {
+		line += " (" + strings.Join(what, ", ") + ")"
+	}
+	if !s.Created.IsZero() {
+		line += ", " + s.Created.UTC().Format("2006-01-02 15:04 UTC")
+	}
+	return line
 }
 
 func cmpOr(a, b string) string {

@@ -190,6 +190,8 @@ type Wire struct {
 	IPv6   uint64 `json:"ipv6"`
 	SixIn4 uint64 `json:"6in4"`
 	NAT64  uint64 `json:"nat64,omitempty"`
+	// DSLite counts IPv4 inside IPv6 (a DS-Lite softwire's packets).
+	DSLite uint64 `json:"dslite,omitempty"`
 	// Stray are the service's packets that belonged to no connection or
 	// flow the run opened (late packets of an earlier run's): seen, not
 	// counted above.
@@ -197,9 +199,17 @@ type Wire struct {
 	// Dropped are frames the capture's ring had no room for in the run
 	// (its reader fell behind): unseen, so neither counted nor proven.
 	Dropped uint64 `json:"dropped,omitempty"`
-	// ClientSide counts a nat64 run's packets on r1's link to the
-	// client: IPv6 before the translator, as NAT64 counts the IPv4 after.
+	// ClientSide counts a run's packets on r1's link to the client, for
+	// paths whose client has an IPv6-only access link (nat64, 464xlat,
+	// dslite): IPv6 (or IPv4 in IPv6) only, as NAT64 or DSLite count the
+	// form after r1.
 	ClientSide *Wire `json:"client_side,omitempty"`
+	// Datapath counts what the path's datapaths did during the run (the
+	// IPv6-only access paths'): per datapath (clat, plat, b4, aftr)
+	// packets translated each way (NAME_4to6, NAME_6to4) or tunnelled
+	// (NAME_encap, NAME_decap) and dropped (NAME_dropped), and nat_no_port,
+	// packets of new connections its NAT dropped for want of a free port.
+	Datapath map[string]uint64 `json:"datapath,omitempty"`
 }
 
 // Background is what the background traffic did during one run: per flow,

@@ -84,7 +84,11 @@ const (
 	ErrIO ErrKind = "io"
 	// ErrLoss: a UDP trial's receiver saw none of its datagrams.
 	ErrLoss ErrKind = "loss"
+	// ErrPoolExhausted: a NAT on the lab's path (the stateful PLAT, the
+	// AFTR) had no free port of its pool for the connection, and dropped
+	// it (the client saw a timeout).
+	ErrPoolExhausted ErrKind = "pool_exhausted"
 )
 
 // ErrKinds lists every kind, in the order docs name them.
-var ErrKinds = []ErrKind{ErrTimeout, ErrStall, ErrRefused, ErrReset, ErrFamily, ErrResolve, ErrProtocol, ErrResource, ErrIO, ErrLoss}
+var ErrKinds = []ErrKind{ErrTimeout, ErrStall, ErrRefused, ErrReset, ErrFamily, ErrResolve, ErrProtocol, ErrResource, ErrIO, ErrLoss, ErrPoolExhausted}

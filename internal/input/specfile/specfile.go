@@ -200,6 +200,14 @@ func (d *Doc) decode(n *yaml.Node, v reflect.Value, field string) error {
 		}
 		return nil
 	}
+	if n.Kind == yaml.ScalarNode && v.Kind() == reflect.Struct && v.CanAddr() {
+		if sh, ok := v.Addr().Interface().(Shorthand); ok {
+			if err := sh.UnmarshalShorthand(n.Value); err != nil {
+				return d.errAt(n, field, "%v", err)
+			}
+			return nil
+		}
+	}
 	switch v.Kind() {
 	case reflect.Struct:
 		return d.decodeStruct(n, v, field)
@@ -225,6 +233,12 @@ func (d *Doc) decode(n *yaml.Node, v reflect.Value, field string) error {
 		return d.errAt(n, field, "%v", err)
 	}
 	return nil
+}
+
+// Shorthand is a struct that a file may also give as a single value, the
+// one field most files set: `nat64: stateful` for `nat64: {mode: stateful}`.
+type Shorthand interface {
+	UnmarshalShorthand(text string) error
 }
 
 // SetText sets v, a string, bool, number or encoding.TextUnmarshaler

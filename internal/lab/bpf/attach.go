@@ -38,6 +38,11 @@ const (
 	// The translator shares r1's ingress from r2 with the 6in4 decap: a
 	// filter of the same priority and handle would replace it.
 	prioNat64 = 4
+	// The client's end of the client-r1 link holds the CLAT and the
+	// DS-Lite B4 beside a loss program; r2's end of r1-r2 the AFTR
+	// beside the 6in4 tunnel.
+	prioCLAT   = 5
+	prioDSLite = 6
 )
 
 // attached is one program on one hook.
@@ -364,8 +369,10 @@ func countsOf(id ebpf.ProgramID) (*Counts, error) {
 		n = numTunnelCounters
 	case LossName:
 		n = numLossCounters
-	case Nat64Name, Nat46Name:
+	case Nat64Name, Nat46Name, ClatInName, ClatOutName:
 		n = numTranslatorCounters
+	case SoftwireEncapName, SoftwireDecapName:
+		n = NumSoftwireCounters
 	case PMTUName:
 		n = NumPMTUCounters
 	default:

@@ -12,6 +12,10 @@ import (
 const (
 	Nat64Name = "v6lab_nat64_64" // IPv6 to IPv4, at the ingress from the IPv6 side
 	Nat46Name = "v6lab_nat64_46" // IPv4 to IPv6, at the ingress from the IPv4 side
+	// A CLAT's (Translator.CLAT): IPv4 to IPv6 at the client's egress,
+	// IPv6 to IPv4 at its ingress.
+	ClatOutName = "v6lab_clat_46"
+	ClatInName  = "v6lab_clat_64"
 )
 
 // Counter indexes of a translator's map.
@@ -45,26 +49,52 @@ const (
 	dfAbove = 1260
 )
 
-// Translator is a stateless NAT64 (SIIT, RFC 7915) with one explicit
-// address mapping (RFC 7757): IPv6 packets from Client6 to Prefix (the
-// RFC 6052 /96, e.g. 64:ff9b::/96) leave as IPv4 from Client4 to the
-// address embedded in their last 32 bits, and IPv4 packets to Client4
-// return as IPv6 from Prefix+source to Client6. TCP, UDP and ICMP echo
-// are translated, fragments of TCP and UDP too (RFC 7915 §§4.1, 5.1.1);
-// other extension headers, IPv4 options, ICMP errors, fragments of ICMP
-// and IPv4 UDP without a checksum are dropped and counted (a documented
-// limitation: docs/lab.md).
+// Translator is a stateless NAT64 (SIIT, RFC 7915) with explicit address
+// mappings (RFC 7757). On the provider's side (a PLAT, the default), IPv6
+// packets from a mapped client to Prefix (the RFC 6052 /96, e.g.
+// 64:ff9b::/96) leave as IPv4 from the client's IPv4 address to the
+// address embedded in their last 32 bits, and IPv4 packets to that
+// address return as IPv6 from Prefix+source to the client. On the
+// customer's side (a CLAT, RFC 6877), the same translation runs the other
+// way round: IPv4 packets from a mapped IPv4 address (192.0.0.4, RFC 7335)
+// leave as IPv6 from its IPv6 address to Prefix+destination, and IPv6
+// from the prefix to that address comes back as IPv4. TCP, UDP and ICMP
+// echo are translated, fragments of TCP and UDP too (RFC 7915 §§4.1,
+// 5.1.1); other extension headers, IPv4 options, ICMP errors, fragments
+// of ICMP and IPv4 UDP without a checksum are dropped and counted (a
+// documented limitation: docs/lab.md).
 type Translator struct {
 	Prefix           netip.Prefix
 	Client6, Client4 netip.Addr
+	// More are further mappings beside Client6 and Client4 (the PLAT
+	// serves the nat64 client and the 464xlat path's CLAT).
+	More []Mapping
+	// CLAT puts the translator on the customer's side (see above).
+	CLAT bool
 }
+
+// Mapping pairs an IPv6 address with an IPv4 one (RFC 7757).
+type Mapping struct{ V6, V4 netip.Addr }
+
+// mappings are every pair the translator knows, Client6's first.
+func (x Translator) mappings() []Mapping {
+	return append([]Mapping{{x.Client6, x.Client4}}, x.More...)
+}
+
+// maxMappings bounds the unrolled compares of a translator's programs.
+const maxMappings = 8
 
 func (x Translator) check() error {
 	if !x.Prefix.Addr().Is6() || x.Prefix.Addr().Is4In6() || x.Prefix.Bits() != 96 || x.Prefix.Masked() != x.Prefix {
 		return fmt.Errorf("bpf: the NAT64 prefix must be an IPv6 /96 (RFC 6052), not %v", x.Prefix)
 	}
-	if !x.Client6.Is6() || x.Client6.Is4In6() || !x.Client4.Is4() {
-		return fmt.Errorf("bpf: the NAT64 mapping must pair an IPv6 and an IPv4 address, not %v and %v", x.Client6, x.Client4)
+	if len(x.mappings()) > maxMappings {
+		return fmt.Errorf("bpf: at most %d address mappings, not %d", maxMappings, len(x.mappings()))
+	}
+	for _, m := range x.mappings() {
+		if !m.V6.Is6() || m.V6.Is4In6() || !m.V4.Is4() {
+			return fmt.Errorf("bpf: the NAT64 mapping must pair an IPv6 and an IPv4 address, not %v and %v", m.V6, m.V4)
+		}
 	}
 	return nil
 }
@@ -171,40 +201,69 @@ const (
 	sFragField = -220
 	sFragID    = -218
 	sFragKind  = -224 // 0: not a fragment, 1: the first, 2: a later one
+	// The mapping's IPv4 address, found by matchMappings.
+	sA4 = -228
 )
 
 // protoFragment is IPv6's Fragment Header.
 const protoFragment = 44
 
-// nat64Insns: IPv6 from the mapped client to the prefix becomes IPv4.
+// nat64Insns: IPv6 from a mapped client to the prefix becomes IPv4 (on
+// a CLAT: IPv6 from the prefix to a mapped address).
 func nat64Insns(x Translator, m *ebpf.Map) asm.Instructions {
 	pfx := x.Prefix.Addr().As16()
-	c6, c4 := x.Client6.As16(), x.Client4.As4()
 	const hdr4 = -120 // the new IPv4 header (4-aligned), the Ethernet type before it
+	// Where the prefix and the mapped address lie in the IPv6 header,
+	// and where each IPv4 address comes from: the mapping (at sA4) or
+	// the address the prefix embeds.
+	pfxAt, mapAt := int16(24), int16(8)
+	unmapped := "unmapped"
+	if x.CLAT {
+		pfxAt, mapAt, unmapped = 8, 24, "next"
+	}
 	insns := asm.Instructions{
 		asm.Mov.Reg(asm.R6, asm.R1),
 		asm.LoadMem(asm.R2, asm.R6, skbProtocol, asm.Word),
 		asm.JNE.Imm(asm.R2, ethTypeIPv6LE, "next"),
 	}
 	insns = append(insns, loadBytes(ethHeader, s64Hdr, ipv6Header, "next")...)
-	// To the prefix? (The 64-bit compare would sign-extend: 32-bit ones.)
+	// In the prefix? (The 64-bit compare would sign-extend: 32-bit ones.)
 	for i := range 3 {
 		insns = append(insns,
-			asm.LoadMem(asm.R2, asm.RFP, s64Hdr+24+int16(4*i), asm.Word),
+			asm.LoadMem(asm.R2, asm.RFP, s64Hdr+pfxAt+int16(4*i), asm.Word),
 			asm.JNE.Imm32(asm.R2, le32(pfx[4*i:4*i+4]), "next"))
 	}
-	// From the mapped client?
-	for i := range 4 {
+	// A mapped address? Its IPv4 one goes to sA4.
+	insns = append(insns, matchMappings(x.mappings(), func(m Mapping) ([]byte, int16) {
+		a := m.V6.As16()
+		return a[:], s64Hdr + mapAt
+	}, func(m Mapping) asm.Instructions {
+		a := m.V4.As4()
+		return asm.Instructions{asm.StoreImm(asm.RFP, sA4, int64(le32(a[:])), asm.Word)}
+	}, unmapped)...)
+	if !x.CLAT {
+		// A router's translator forwards: the hop limit must allow it.
+		// (A CLAT's packets are delivered here.)
 		insns = append(insns,
-			asm.LoadMem(asm.R2, asm.RFP, s64Hdr+8+int16(4*i), asm.Word),
-			asm.JNE.Imm32(asm.R2, le32(c6[4*i:4*i+4]), "unmapped"))
+			asm.LoadMem(asm.R2, asm.RFP, s64Hdr+7, asm.Byte),
+			asm.JLE.Imm(asm.R2, 1, "hoplimit"))
 	}
+	// The new source and destination, from the mapping and the prefix's
+	// embedded address, into fp+s64Addr4.
+	src4, dst4 := int16(sA4), int16(s64Hdr+36)
+	if x.CLAT {
+		src4, dst4 = s64Hdr+20, sA4
+	}
+	insns = append(insns,
+		asm.LoadMem(asm.R2, asm.RFP, src4, asm.Word),
+		asm.StoreMem(asm.RFP, s64Addr4, asm.R2, asm.Word),
+		asm.LoadMem(asm.R2, asm.RFP, dst4, asm.Word),
+		asm.StoreMem(asm.RFP, s64Addr4+4, asm.R2, asm.Word),
+	)
 	insns = append(insns,
 		// R8: next header; R7: payload length; R9: the IPv4 protocol.
 		asm.StoreImm(asm.RFP, sFragKind, 0, asm.Word),
 		asm.LoadMem(asm.R8, asm.RFP, s64Hdr+6, asm.Byte),
-		asm.LoadMem(asm.R2, asm.RFP, s64Hdr+7, asm.Byte),
-		asm.JLE.Imm(asm.R2, 1, "hoplimit"),
 		asm.LoadMem(asm.R7, asm.RFP, s64Hdr+4, asm.Half),
 		asm.HostTo(asm.BE, asm.R7, asm.Half),
 		asm.JEq.Imm(asm.R8, protoFragment, "frag"),
@@ -257,13 +316,9 @@ func nat64Insns(x Translator, m *ebpf.Map) asm.Instructions {
 		asm.Ja.Label("header"), // no transport header to fix
 	)
 	// TCP and UDP: the pseudo header's addresses change.
-	l4 := asm.Instructions{
-		asm.StoreImm(asm.RFP, s64Addr4, int64(le32(c4[:])), asm.Word).WithSymbol("l4"),
-		asm.LoadMem(asm.R2, asm.RFP, s64Hdr+36, asm.Word),
-		asm.StoreMem(asm.RFP, s64Addr4+4, asm.R2, asm.Word),
-	}
+	l4 := csumDiff(s64Src, 32, s64Addr4, 8, sDiff)
+	l4[0] = l4[0].WithSymbol("l4")
 	insns = append(insns, l4...)
-	insns = append(insns, csumDiff(s64Src, 32, s64Addr4, 8, sDiff)...)
 	// The IPv4 header, on the stack: version and IHL, TOS from the
 	// traffic class, total length, a random id, DF above 1260 bytes, TTL
 	// from the hop limit, protocol, checksum, the mapped source, the
@@ -293,8 +348,9 @@ func nat64Insns(x Translator, m *ebpf.Map) asm.Instructions {
 		asm.StoreMem(asm.RFP, hdr4+8, asm.R2, asm.Byte),
 		asm.StoreMem(asm.RFP, hdr4+9, asm.R9, asm.Byte),
 		asm.StoreImm(asm.RFP, hdr4+10, 0, asm.Half),
-		asm.StoreImm(asm.RFP, hdr4+12, int64(le32(c4[:])), asm.Word),
-		asm.LoadMem(asm.R2, asm.RFP, s64Hdr+36, asm.Word),
+		asm.LoadMem(asm.R2, asm.RFP, s64Addr4, asm.Word),
+		asm.StoreMem(asm.RFP, hdr4+12, asm.R2, asm.Word),
+		asm.LoadMem(asm.R2, asm.RFP, s64Addr4+4, asm.Word),
 		asm.StoreMem(asm.RFP, hdr4+16, asm.R2, asm.Word),
 		// A fragment's identification, flags and offset.
 		asm.LoadMem(asm.R2, asm.RFP, sFragKind, asm.Word),
@@ -337,28 +393,69 @@ func nat64Insns(x Translator, m *ebpf.Map) asm.Instructions {
 	done := ret(m, Translated64, retPass, "c_ok")
 	done[0] = done[0].WithSymbol("done")
 	insns = append(insns, done...)
-	return append(insns, drops(m, "unmapped", "unsupported", "hoplimit", "fail")...)
+	ends := []string{"unsupported", "fail"}
+	if !x.CLAT {
+		ends = append(ends, "unmapped", "hoplimit")
+	}
+	return append(insns, drops(m, ends...)...)
 }
 
-// nat46Insns: IPv4 to the mapped address becomes IPv6 from the prefix.
+// matchMappings compares each mapping's address (at, and where it lies on
+// the stack) word by word; on a match it runs its then and goes on at
+// "mapped", and with none it goes to otherwise.
+func matchMappings(ms []Mapping, addr func(Mapping) ([]byte, int16), then func(Mapping) asm.Instructions, otherwise string) asm.Instructions {
+	var out asm.Instructions
+	for i, m := range ms {
+		a, at := addr(m)
+		miss := fmt.Sprintf("nomap%d", i)
+		for w := range len(a) / 4 {
+			ld := asm.LoadMem(asm.R2, asm.RFP, at+int16(4*w), asm.Word)
+			if w == 0 && i > 0 {
+				ld = ld.WithSymbol(fmt.Sprintf("nomap%d", i-1))
+			}
+			out = append(out, ld, asm.JNE.Imm32(asm.R2, le32(a[4*w:4*w+4]), miss))
+		}
+		out = append(out, then(m)...)
+		out = append(out, asm.Ja.Label("mapped"))
+	}
+	out = append(out, asm.Ja.Label(otherwise).WithSymbol(fmt.Sprintf("nomap%d", len(ms)-1)))
+	return append(out, asm.Mov.Imm(asm.R2, 0).WithSymbol("mapped"))
+}
+
+// nat46Insns: IPv4 to a mapped address becomes IPv6 from the prefix (on a
+// CLAT: IPv4 from a mapped address becomes IPv6 to the prefix).
 func nat46Insns(x Translator, m *ebpf.Map) asm.Instructions {
 	pfx := x.Prefix.Addr().As16()
-	c6, c4 := x.Client6.As16(), x.Client4.As4()
 	const (
 		hdr4 = -80  // the IPv4 header as received, 20 bytes (to -61)
 		hdr6 = -168 // the new IPv6 header (to -129), the Ethernet type before it
 		plen = -128 // the pseudo header's length and next header (ICMPv6)
 		pnh  = -124
 	)
+	// The mapped IPv4 address (destination, or a CLAT's source) and
+	// where its IPv6 one goes; the other end is embedded in the prefix.
+	mapAt, map6At, pfxAt, embedFrom := int16(16), int16(24), int16(8), int16(12)
+	if x.CLAT {
+		mapAt, map6At, pfxAt, embedFrom = 12, 8, 24, 16
+	}
 	insns := asm.Instructions{
 		asm.Mov.Reg(asm.R6, asm.R1),
 		asm.LoadMem(asm.R2, asm.R6, skbProtocol, asm.Word),
 		asm.JNE.Imm(asm.R2, ethTypeIPv4LE, "next"),
 	}
 	insns = append(insns, loadBytes(ethHeader, hdr4, ipv4Header, "next")...)
+	insns = append(insns, matchMappings(x.mappings(), func(m Mapping) ([]byte, int16) {
+		a := m.V4.As4()
+		return a[:], hdr4 + mapAt
+	}, func(m Mapping) asm.Instructions {
+		a := m.V6.As16()
+		var out asm.Instructions
+		for i := range 4 {
+			out = append(out, asm.StoreImm(asm.RFP, hdr6+map6At+int16(4*i), int64(le32(a[4*i:4*i+4])), asm.Word))
+		}
+		return out
+	}, "next")...)
 	insns = append(insns,
-		asm.LoadMem(asm.R2, asm.RFP, hdr4+16, asm.Word),
-		asm.JNE.Imm32(asm.R2, le32(c4[:]), "next"),
 		asm.LoadMem(asm.R2, asm.RFP, hdr4, asm.Byte),
 		asm.JNE.Imm(asm.R2, 0x45, "unsupported"), // IPv4 options
 		asm.StoreImm(asm.RFP, sFragKind, 0, asm.Word),
@@ -384,8 +481,14 @@ func nat46Insns(x Translator, m *ebpf.Map) asm.Instructions {
 		asm.StoreImm(asm.RFP, hdr6+44, 0, asm.Half),
 		asm.LoadMem(asm.R2, asm.RFP, hdr4+4, asm.Half),
 		asm.StoreMem(asm.RFP, hdr6+46, asm.R2, asm.Half),
-		asm.LoadMem(asm.R2, asm.RFP, hdr4+8, asm.Byte).WithSymbol("notfrag"),
-		asm.JLE.Imm(asm.R2, 1, "hoplimit"),
+		asm.Mov.Imm(asm.R2, 0).WithSymbol("notfrag"),
+	)
+	if !x.CLAT {
+		insns = append(insns,
+			asm.LoadMem(asm.R2, asm.RFP, hdr4+8, asm.Byte),
+			asm.JLE.Imm(asm.R2, 1, "hoplimit"))
+	}
+	insns = append(insns,
 		// R7: payload length; R8: the IPv4 protocol; R9: IPv6's.
 		asm.LoadMem(asm.R7, asm.RFP, hdr4+2, asm.Half),
 		asm.HostTo(asm.BE, asm.R7, asm.Half),
@@ -438,15 +541,12 @@ func nat46Insns(x Translator, m *ebpf.Map) asm.Instructions {
 		asm.StoreMem(asm.RFP, hdr6+7, asm.R2, asm.Byte),
 	)
 	for i := range 3 {
-		insns = append(insns, asm.StoreImm(asm.RFP, hdr6+8+int16(4*i), int64(le32(pfx[4*i:4*i+4])), asm.Word))
+		insns = append(insns, asm.StoreImm(asm.RFP, hdr6+pfxAt+int16(4*i), int64(le32(pfx[4*i:4*i+4])), asm.Word))
 	}
 	insns = append(insns,
-		asm.LoadMem(asm.R2, asm.RFP, hdr4+12, asm.Word),
-		asm.StoreMem(asm.RFP, hdr6+20, asm.R2, asm.Word),
+		asm.LoadMem(asm.R2, asm.RFP, hdr4+embedFrom, asm.Word),
+		asm.StoreMem(asm.RFP, hdr6+pfxAt+12, asm.R2, asm.Word),
 	)
-	for i := range 4 {
-		insns = append(insns, asm.StoreImm(asm.RFP, hdr6+24+int16(4*i), int64(le32(c6[4*i:4*i+4])), asm.Word))
-	}
 	// A fragment's IPv6 header leads to its Fragment Header.
 	insns = append(insns,
 		asm.LoadMem(asm.R2, asm.RFP, sFragKind, asm.Word),
@@ -512,7 +612,11 @@ func nat46Insns(x Translator, m *ebpf.Map) asm.Instructions {
 	done := ret(m, Translated46, retPass, "c_ok")
 	done[0] = done[0].WithSymbol("done")
 	insns = append(insns, done...)
-	return append(insns, drops(m, "unsupported", "hoplimit", "zerocsum", "fail")...)
+	ends := []string{"unsupported", "zerocsum", "fail"}
+	if !x.CLAT {
+		ends = append(ends, "hoplimit")
+	}
+	return append(insns, drops(m, ends...)...)
 }
 
 // l4Fix ends both directions once the new header is in: the transport
@@ -568,16 +672,20 @@ func NewNat64(x Translator) (*Nat64, error) {
 	if err := x.check(); err != nil {
 		return nil, err
 	}
-	m, err := newCounters("v6lab_nat64", numTranslatorCounters)
+	name4, name6, mapName := Nat64Name, Nat46Name, "v6lab_nat64"
+	if x.CLAT {
+		name4, name6, mapName = ClatInName, ClatOutName, "v6lab_clat"
+	}
+	m, err := newCounters(mapName, numTranslatorCounters)
 	if err != nil {
 		return nil, err
 	}
-	to4, err := newProgram(Nat64Name, nat64Insns(x, m))
+	to4, err := newProgram(name4, nat64Insns(x, m))
 	if err != nil {
 		m.Close()
 		return nil, err
 	}
-	to6, err := newProgram(Nat46Name, nat46Insns(x, m))
+	to6, err := newProgram(name6, nat46Insns(x, m))
 	if err != nil {
 		to4.Close()
 		m.Close()
@@ -590,11 +698,29 @@ func NewNat64(x Translator) (*Nat64, error) {
 // the IPv6 side) and IPv4-to-IPv6 on the ingress of from4, in the caller's
 // namespace: the kernel then routes each translated packet on.
 func (n *Nat64) Attach(from6, from4 int, how Hook) error {
+	return n.AttachAt(Hookpoint{Ifindex: from6}, Hookpoint{Ifindex: from4}, how)
+}
+
+// Hookpoint is an interface's ingress or egress.
+type Hookpoint struct {
+	Ifindex int
+	Egress  bool
+}
+
+// AttachAt puts IPv6-to-IPv4 at to4 and IPv4-to-IPv6 at to6, in the
+// caller's namespace. A stateful PLAT translates to IPv6 at its egress
+// toward the client, after the kernel's NAT has undone its mapping; a
+// CLAT at its own interface's egress (and to IPv4 at its ingress).
+func (n *Nat64) AttachAt(to4, to6 Hookpoint, how Hook) error {
 	for _, a := range []struct {
 		p  *ebpf.Program
-		ix int
-	}{{n.to4, from6}, {n.to6, from4}} {
-		at, _, err := attach(a.p, a.ix, false, how, prioNat64)
+		at Hookpoint
+	}{{n.to4, to4}, {n.to6, to6}} {
+		prio := uint16(prioNat64)
+		if n.x.CLAT {
+			prio = prioCLAT
+		}
+		at, _, err := attach(a.p, a.at.Ifindex, a.at.Egress, how, prio)
 		if err != nil {
 			return err
 		}

@@ -251,8 +251,14 @@ func WriteStatus(w io.Writer, st *lab.Status) {
 			}
 			fmt.Fprintf(w, "    route %s%s dev %s%s\n", r.Dst, via, r.Dev, mtu)
 		}
+		for _, r := range h.Rules {
+			fmt.Fprintf(w, "    rule %s\n", r)
+		}
 		for _, p := range h.BPF {
 			fmt.Fprintf(w, "    bpf %s\n", p.Describe())
+		}
+		if h.NAT != "" {
+			fmt.Fprintf(w, "    nat %s\n", h.NAT)
 		}
 		for _, m := range h.PMTU {
 			fmt.Fprintf(w, "    pmtu %s\n", m)

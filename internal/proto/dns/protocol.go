@@ -331,6 +331,10 @@ func serve(ctx context.Context, at proto.Place) (proto.Running, error) {
 	return running{s, zone.Names()}, nil
 }
 
+// IPv4OnlyArpa is the name whose synthesised AAAA gives a host its NAT64
+// prefix (RFC 7050): the DNS64 view answers it.
+const IPv4OnlyArpa = "ipv4only.arpa"
+
 // placeZone is the zone of a place's name (and of proto.LargeName, the
 // same addresses and a large TXT answer, and of proto.V4OnlyName, its
 // IPv4 address alone), and a view per lab-only path.
@@ -356,7 +360,9 @@ func placeZone(at proto.Place) (Zone, Views) {
 	large(zone, at.Name)
 	for _, k := range path.Kinds {
 		a, ok := at.Addrs[k.Path]
-		if !ok || !k.LabOnly {
+		if !ok || !k.LabOnly || a == native[k.IPv6] {
+			// (464xlat and dslite reach the server's own IPv4 address:
+			// its answers are the zone's.)
 			continue
 		}
 		if k.Translated {
@@ -367,6 +373,10 @@ func placeZone(at proto.Place) (Zone, Views) {
 				v.Add(at.Name, v4)
 			}
 			v4only(v)
+			// RFC 7050: a host finds the prefix by asking the AAAA of
+			// this IPv4-only name (its A records are RFC 7050's).
+			v.Add(IPv4OnlyArpa, netip.MustParseAddr("192.0.0.170"))
+			v.Add(IPv4OnlyArpa, netip.MustParseAddr("192.0.0.171"))
 			large(v, at.Name)
 			views[a] = v.Synthesize(at.DNS64)
 			continue

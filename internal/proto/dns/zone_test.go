@@ -20,11 +20,13 @@ import (
 // AAAA with the tunnel's address and A with the native IPv4 one; asked on
 // nat64's, the DNS64 view has the name as an IPv4-only host, its AAAA
 // synthesised. The IPv4-only name has the IPv4 address alone in every
-// view but nat64's, where its AAAA is synthesised too.
+// view but nat64's, where its AAAA is synthesised too; there ipv4only.arpa
+// gives the prefix (RFC 7050). 464xlat and dslite reach the server's own
+// IPv4 address: the zone answers them, with no view of their own.
 func TestPlaceZoneGivesALabOnlyPathItsOwnAddress(t *testing.T) {
 	v4, v6, tun := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("2001:db8::1"), netip.MustParseAddr("2001:db8:6::1")
 	d64 := netip.MustParseAddr("2001:db8:64::1")
-	zone, views := placeZone(proto.Place{Name: proto.LocalName, Addrs: map[path.Path]netip.Addr{path.IPv4: v4, path.IPv6: v6, path.SixIn4: tun, path.NAT64: d64},
+	zone, views := placeZone(proto.Place{Name: proto.LocalName, Addrs: map[path.Path]netip.Addr{path.IPv4: v4, path.IPv6: v6, path.SixIn4: tun, path.NAT64: d64, path.XLAT464: v4, path.DSLite: v4},
 		DNS64: netip.MustParsePrefix("64:ff9b::/96")})
 	www, v4only, large := mdns.CanonicalName(proto.LocalName), mdns.CanonicalName(proto.V4OnlyName), mdns.CanonicalName(proto.LargeName)
 	for _, c := range []struct {
@@ -45,9 +47,12 @@ func TestPlaceZoneGivesALabOnlyPathItsOwnAddress(t *testing.T) {
 		if got := fmt.Sprint(c.z[large]); got != c.www {
 			t.Errorf("%s view: %s has %s, want %s's %s", c.view, large, got, www, c.www)
 		}
-		if len(c.z) != 3 {
-			t.Errorf("%s view: names %v, want three", c.view, c.z.Names())
+		if want := map[string]int{"nat64": 4}[c.view]; len(c.z) != max(want, 3) {
+			t.Errorf("%s view: names %v", c.view, c.z.Names())
 		}
+	}
+	if got := fmt.Sprint(views[d64]["ipv4only.arpa."]); got != "[192.0.0.170 192.0.0.171 64:ff9b::c000:aa 64:ff9b::c000:ab]" {
+		t.Errorf("ipv4only.arpa in the DNS64 view: %s", got)
 	}
 	if len(views) != 2 {
 		t.Errorf("views %v", views)

@@ -107,7 +107,7 @@ func (o *Options) Check(where result.Where, given proto.Given) error {
 // left unsettled: EPRT/PORT through a stateless translator fails as in
 // the field, and its runs record it (the notes say why).
 func (o *Options) Settle(p path.Path) (proto.Options, bool) {
-	if p.Kind().Translated && o.Active {
+	if p.Kind().NATed && o.Active {
 		return nil, false
 	}
 	s := *o
@@ -120,6 +120,9 @@ func (o *Options) Notes(paths []path.Path) []string {
 	notes := o.Named.Notes(paths)
 	if o.Active && slices.ContainsFunc(paths, func(p path.Path) bool { return p.Kind().Translated }) {
 		notes = append(notes, "FTP's active mode over nat64 sends the client's IPv6 address in EPRT, which a stateless translator does not rewrite (it has no FTP helper): the server refuses it or cannot connect back, as in the field, so those transactions fail")
+	}
+	if o.Active && slices.ContainsFunc(paths, func(p path.Path) bool { return p.Kind().NATed && !p.Kind().Translated }) {
+		notes = append(notes, "FTP's active mode over 464xlat or dslite sends the client's own IPv4 address (192.0.0.x) in PORT, behind a NAT with no FTP helper: the server cannot connect back, as in the field, so those transactions fail")
 	}
 	return notes
 }

@@ -534,6 +534,14 @@ type WireCheck interface {
 	Stop(p path.Path) (result.Wire, error)
 }
 
+// Explainer is a WireCheck that knows more of why a transaction failed
+// than the client saw (a NAT on the path that had no port for it): it may
+// rename a failed sample's kind and complete its error before it is
+// written.
+type Explainer interface {
+	Explain(p path.Path, s *result.Sample)
+}
+
 // ErrInterrupted is returned when ctx ended before the plan did; every
 // finished run is on disk.
 var ErrInterrupted = errors.New("experiment: interrupted")
@@ -705,8 +713,12 @@ func (r *Executor) runStep(ctx context.Context, w *result.Writer, st Step, slot 
 		Run: st.Run, Warmup: st.Warmup, Seq: st.Seq, Start: time.Now().UTC()}
 	// Samples are written as they complete, unless the conditions
 	// complete them after the run (server-side figures).
+	explain, _ := r.Wire.(Explainer)
 	out := &sink{w: w, chk: chk, hold: r.Conditions != nil && spec.ServerCapture, label: func(s *result.Sample) {
 		s.Cell, s.Protocol, s.Conns, s.Run, s.Warmup = cell, name, st.Conns, st.Run, st.Warmup
+		if explain != nil && !s.OK() {
+			explain.Explain(st.Path, s)
+		}
 	}}
 	if r.Conditions != nil {
 		if err := r.Conditions.Begin(ctx, spec, st); err != nil {

@@ -146,8 +146,8 @@ func TestHTTPURLMustBeHTTP(t *testing.T) {
 // path table's, dual included).
 func TestUnknownPathNamesEveryPath(t *testing.T) {
 	parseErrorsIn(t, "p.yaml", map[string]string{
-		"name: p\npaths: [ipv4, ipv7]\ncells: [{protocol: http, conns: [1]}]\n": `p.yaml:2: paths[1]: "ipv7" is not a path (ipv4, ipv6, 6in4, nat64 or dual)`,
-		"name: p\nbaseline: v4\ncells: [{protocol: http, conns: [1]}]\n":        `p.yaml:2: baseline: "v4" is not a path (ipv4, ipv6, 6in4, nat64 or dual)`,
+		"name: p\npaths: [ipv4, ipv7]\ncells: [{protocol: http, conns: [1]}]\n": `p.yaml:2: paths[1]: "ipv7" is not a path (ipv4, ipv6, 6in4, nat64, 464xlat, dslite or dual)`,
+		"name: p\nbaseline: v4\ncells: [{protocol: http, conns: [1]}]\n":        `p.yaml:2: baseline: "v4" is not a path (ipv4, ipv6, 6in4, nat64, 464xlat, dslite or dual)`,
 	})
 }
 

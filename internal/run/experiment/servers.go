@@ -136,7 +136,7 @@ func LabPlace(l *lab.Lab) proto.Place {
 			if at.Connect == nil {
 				at.Connect = map[path.Path]netip.Addr{}
 			}
-			at.Connect[p], at.DNS64 = l.Addr.Server(p), lab.Nat64Prefix
+			at.Connect[p], at.DNS64 = l.Addr.Server(p), l.Addr.Pref64
 		}
 	}
 	return at

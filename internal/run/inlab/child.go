@@ -90,7 +90,7 @@ func Child(ctx context.Context, jobFile string, out measure.Output) error {
 	mj := measure.Job{
 		Exp: j.Exp, Probe: probe, Target: "lab", Servers: j.Servers, Notes: j.Notes,
 		ServerFDs: 0, Somaxconn: j.Somaxconn, Command: j.Command, Results: j.Results,
-		Wire: capture.Check{C: cp, Ports: j.Ports, UDP: wireUDP(j.Ports), Lookups: j.Lookups, Nat64: j.Nat64, ClientSide: clientSide}, Lab: j.Lab, Pcap: rec, Conditions: cond,
+		Wire: j.wireCheck(cp, clientSide), Lab: j.Lab, Pcap: rec, Conditions: cond,
 		TCPInfo: j.PMTU != nil, Impaired: impaired,
 	}
 	mj.Roles = roles(j.Lab["name"])
@@ -99,6 +99,18 @@ func Child(ctx context.Context, jobFile string, out measure.Output) error {
 	}
 	_, err = measure.Do(ctx, mj, out)
 	return err
+}
+
+// wireCheck proves each run's path from the captures on r1's link to r2
+// (cp) and to the client (clientSide, for the IPv6-only access paths),
+// and, where the lab has NATs or datapaths with counters, names a run's
+// failures for an exhausted pool and records the counters.
+func (j *Job) wireCheck(cp, clientSide *capture.Capture) experiment.WireCheck {
+	check := capture.Check{C: cp, Ports: j.Ports, UDP: wireUDP(j.Ports), Lookups: j.Lookups, Nat64: j.Nat64, ClientSide: clientSide}
+	if len(j.NATs) > 0 || len(j.Datapaths) > 0 {
+		return &natCheck{Check: check, nats: j.NATs, datapaths: j.Datapaths}
+	}
+	return check
 }
 
 // roles are every role's namespace of the lab, for the self-check's CPU

@@ -86,8 +86,14 @@ type Job struct {
 	// ServerCapture: fd 4 is a packet socket on the server's interface.
 	ServerCapture bool `json:"server_capture,omitempty"`
 	// ClientSideFD, when set, is a packet socket on r1's link to the
-	// client (the nat64 path's IPv6 side).
+	// client (the IPv6-only access link of nat64, 464xlat and dslite).
 	ClientSideFD int `json:"client_side_fd,omitempty"`
+	// NATs are the NATs on the lab's paths whose exhausted pools name
+	// their runs' failures.
+	NATs map[path.Path]NAT `json:"nats,omitempty"`
+	// Datapaths are the programs whose counters each run of a path
+	// records.
+	Datapaths map[path.Path][]lab.Datapath `json:"datapaths,omitempty"`
 	// LinkShaping is the lab's own shaping of each link (rate and queue
 	// limit, by link name), given when cell groups set their own rate
 	// (link_rate) and the lab returns to it.
@@ -163,8 +169,17 @@ func (r *Session) Do(ctx context.Context) error {
 	} else {
 		defer l.Close()
 	}
-	if slices.Contains(r.Exp.Paths(), path.NAT64) && !l.Addr.ServerNat64.IsValid() {
-		return fmt.Errorf("path nat64: %s", l.Nat64Why)
+	for _, p := range r.Exp.Paths() {
+		if !p.Kind().LabOnly || l.Addr.Server(p).IsValid() {
+			continue
+		}
+		why := l.XlatWhy
+		if p == path.NAT64 {
+			why = l.Nat64Why
+		} else if p == path.SixIn4 {
+			why = "the lab has no 6in4 tunnel"
+		}
+		return fmt.Errorf("path %s: %s", p, why)
 	}
 	job, files, stop, err := r.prepare(ctx, l, cfg)
 	defer stop()
@@ -224,10 +239,7 @@ func (r *Session) prepare(ctx context.Context, l *lab.Lab, cfg lab.Config) (*Job
 	}
 	job.Ports = wirePorts(job.Endpoints)
 	job.Lookups = lookupPorts(job.Ports)
-	if l.Addr.ServerNat64.IsValid() {
-		job.Nat64 = lab.Nat64Wire
-		job.Lab["nat64"] = fmt.Sprintf("stateless translator (SIIT, RFC 7915) in tc BPF on r1: %s to the prefix %s leaves as IPv4 from %s (explicit mapping, RFC 7757); DNS64 view (RFC 6147) on %s", l.Addr.ClientNat64, lab.Nat64Prefix, l.Addr.Mapped4, l.Addr.DNS64)
-	}
+	r.translated(l, job)
 	for _, c := range r.Exp.Groups {
 		for _, n := range c.Opts().Notes(c.Paths) {
 			job.Notes = append(job.Notes, c.CellName()+": "+n)
@@ -245,21 +257,35 @@ func (r *Session) prepare(ctx context.Context, l *lab.Lab, cfg lab.Config) (*Job
 	if err := r.describe(l, cfg, job); err != nil {
 		return nil, nil, stop, err
 	}
-	nat64 := slices.Contains(r.Exp.Paths(), path.NAT64)
-	files, closeFiles, err := captures(l, r.Exp.ServerCapture(), nat64)
+	access := slices.ContainsFunc(r.Exp.Paths(), func(p path.Path) bool { return p.Kind().Access != "" })
+	files, closeFiles, err := captures(l, r.Exp.ServerCapture(), access)
 	stops = append(stops, closeFiles)
 	if err != nil {
 		return nil, nil, stop, err
 	}
-	if nat64 {
+	if access {
 		job.ClientSideFD = 2 + len(files) // the last one opened
-		job.Lab["wire_check"] += "; nat64 runs also on r1 " + lab.R1ClientIf + " (the translator's IPv6 side)"
+		job.Lab["wire_check"] += "; nat64, 464xlat and dslite runs also on r1 " + lab.R1ClientIf + " (the client's IPv6-only access link)"
 	}
 	if r.Exp.ServerCapture() {
 		job.ServerCapture = true
 		job.Lab["server_capture"] = "server " + l.Addr.ServerIf
 	}
 	return job, files, stop, nil
+}
+
+// translated writes down how the lab builds its nat64, 464xlat and dslite
+// paths, their wire prefixes, their NATs and their datapaths' counters.
+func (r *Session) translated(l *lab.Lab, job *Job) {
+	if l.Addr.ServerNat64.IsValid() {
+		job.Nat64 = l.Addr.Wire64
+		job.Lab["nat64"] = describeNat64(l)
+	}
+	if l.Addr.AFTR4.IsValid() {
+		job.Lab["464xlat"], job.Lab["dslite"] = describeXlat(l)
+	}
+	job.NATs = labNATs(l, r.Exp.Paths())
+	job.Datapaths = l.Datapaths()
 }
 
 // ownShaping is the lab's shaping of each link, which a cell group's

@@ -507,6 +507,7 @@ func mergedRun(segs []*Dir, seq int) result.Run {
 			out.Wire.IPv6 += r.Wire.IPv6
 			out.Wire.SixIn4 += r.Wire.SixIn4
 			out.Wire.NAT64 += r.Wire.NAT64
+			out.Wire.DSLite += r.Wire.DSLite
 			out.Wire.Stray += r.Wire.Stray
 			if cs := r.Wire.ClientSide; cs != nil {
 				if out.Wire.ClientSide == nil {

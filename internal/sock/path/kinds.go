@@ -38,6 +38,15 @@ type Kind struct {
 	// server's IPv4 one (RFC 6052), and a translator between them turns
 	// it into IPv4 (RFC 7915); names are looked up from a DNS64 view.
 	Translated bool
+	// Access is the form the path's packets take on the client's own
+	// link when the client's access network is IPv6-only ("ipv6", or
+	// "dslite": IPv4 inside IPv6), counted on r1's link to the client;
+	// empty when that link carries the path as Wire says.
+	Access string
+	// NATed: the server sees an address other than the client's (a
+	// translator's or a NAT's), which it cannot connect back to (active
+	// FTP's data connection).
+	NATed bool
 	// Dual: the client is not pinned to a family; it races them as a
 	// dual-stack client does (Happy Eyeballs, RFC 8305), and each
 	// transaction records which won.
@@ -49,8 +58,14 @@ var Kinds = []Kind{
 	{Path: IPv4, Display: "IPv4", Rank: 0, HeaderBytes: 20, CSSClass: "s-ipv4", Wire: "ipv4"},
 	{Path: IPv6, IPv6: true, Display: "IPv6", Rank: 1, HeaderBytes: 40, CSSClass: "s-ipv6", Wire: "ipv6"},
 	{Path: SixIn4, IPv6: true, LabOnly: true, Display: "IPv6 in IPv4 (6in4)", Rank: 2, HeaderBytes: 60, CSSClass: "s-sixin4", Wire: "6in4"},
-	{Path: NAT64, IPv6: true, LabOnly: true, Translated: true, Display: "IPv6 to IPv4 (NAT64)", Rank: 3, HeaderBytes: 20, CSSClass: "s-nat64", Wire: "nat64"},
-	{Path: Dual, Dual: true, Display: "dual stack (Happy Eyeballs)", Rank: 4, HeaderBytes: 40, CSSClass: "s-dual", Wire: "dual"},
+	{Path: NAT64, IPv6: true, LabOnly: true, Translated: true, NATed: true, Display: "IPv6 to IPv4 (NAT64)", Rank: 3, HeaderBytes: 20, CSSClass: "s-nat64", Wire: "nat64", Access: "ipv6"},
+	// An IPv4 application on an IPv6-only access network: its host's
+	// CLAT translates to IPv6 (RFC 6877), r1's NAT64 back to IPv4.
+	{Path: XLAT464, LabOnly: true, NATed: true, Display: "IPv4 via 464XLAT (CLAT + NAT64)", Rank: 4, HeaderBytes: 20, CSSClass: "s-xlat", Wire: "nat64", Access: "ipv6"},
+	// An IPv4 application on an IPv6-only access network: its host's B4
+	// tunnels IPv4 in IPv6 to the AFTR at r2, a NAT44 (RFC 6333).
+	{Path: DSLite, LabOnly: true, NATed: true, Display: "IPv4 in IPv6 via DS-Lite (B4 + AFTR)", Rank: 5, HeaderBytes: 60, CSSClass: "s-dslite", Wire: "dslite", Access: "dslite"},
+	{Path: Dual, Dual: true, Display: "dual stack (Happy Eyeballs)", Rank: 6, HeaderBytes: 40, CSSClass: "s-dual", Wire: "dual"},
 }
 
 // KindOf returns the row of p; ok is false for a path v6lab does not know.

@@ -21,10 +21,17 @@ func TestKindsAreOneTable(t *testing.T) {
 			t.Errorf("%s: family disagrees with its row", k.Path)
 		}
 	}
-	if len(All) != len(Kinds) || strings.Join([]string{string(All[0]), string(All[1]), string(All[2]), string(All[3]), string(All[4])}, ",") != "ipv4,ipv6,6in4,nat64,dual" {
+	if len(All) != len(Kinds) || strings.Join([]string{string(All[0]), string(All[1]), string(All[2]), string(All[3]), string(All[4]), string(All[5]), string(All[6])}, ",") != "ipv4,ipv6,6in4,nat64,464xlat,dslite,dual" {
 		t.Errorf("All = %v", All)
 	}
-	if lo := LabOnly(); len(lo) != 2 || lo[0] != SixIn4 || lo[1] != NAT64 {
+	// An IPv4 application over an IPv6-only access network: IPv4 sockets,
+	// the access link's IPv6 proven apart.
+	for _, p := range []Path{XLAT464, DSLite} {
+		if k := p.Kind(); k.IPv6 || !k.LabOnly || k.Access == "" || !k.NATed || p.Network("udp") != "udp4" {
+			t.Errorf("%s: %+v", p, k)
+		}
+	}
+	if lo := LabOnly(); len(lo) != 4 || lo[0] != SixIn4 || lo[1] != NAT64 || lo[2] != XLAT464 || lo[3] != DSLite {
 		t.Errorf("LabOnly = %v", lo)
 	}
 	for _, k := range Kinds {
@@ -32,7 +39,7 @@ func TestKindsAreOneTable(t *testing.T) {
 			t.Errorf("%s off the lab: %v", k.Path, err)
 		}
 	}
-	if _, err := Parse("nat46"); err == nil || !strings.Contains(err.Error(), `unknown path "nat46" (want ipv4, ipv6, 6in4, nat64 or dual)`) {
+	if _, err := Parse("nat46"); err == nil || !strings.Contains(err.Error(), `unknown path "nat46" (want ipv4, ipv6, 6in4, nat64, 464xlat, dslite or dual)`) {
 		t.Errorf("Parse(nat46): %v", err)
 	}
 	if k, ok := KindOf("other"); ok || k.Rank != len(Kinds) {

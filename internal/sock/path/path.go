@@ -30,6 +30,14 @@ const (
 	// NAT64 is IPv6 from an IPv6-only client translated to IPv4 for an
 	// IPv4-only server (lab only: RFC 6146/7915, DNS64 RFC 6147).
 	NAT64 Path = "nat64"
+	// XLAT464 is an IPv4 application on an IPv6-only access network
+	// through 464XLAT: the client host's CLAT and r1's NAT64 (lab only,
+	// RFC 6877).
+	XLAT464 Path = "464xlat"
+	// DSLite is an IPv4 application on an IPv6-only access network
+	// through DS-Lite: IPv4 in IPv6 from the client host's B4 to the AFTR
+	// at r2, a NAT44 (lab only, RFC 6333).
+	DSLite Path = "dslite"
 	// Dual is a dual-stack client racing the families by Happy Eyeballs
 	// (RFC 8305): the family that won is recorded per transaction.
 	Dual Path = "dual"

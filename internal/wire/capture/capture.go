@@ -39,6 +39,8 @@ const (
 	IPv6
 	SixIn4
 	NAT64
+	// DSLite is IPv4 inside IPv6 (next header 4): a DS-Lite softwire.
+	DSLite
 )
 
 // Filter selects the measured service's packets: TCP or UDP with Port (or
@@ -109,36 +111,47 @@ func inspect(frame []byte, f Filter) frameInfo {
 	}
 	switch binary.BigEndian.Uint16(frame[12:14]) {
 	case 0x0800:
-		ip := frame[14:]
-		if len(ip) < 20 || ip[0]>>4 != 4 {
-			return frameInfo{}
-		}
-		ihl := int(ip[0]&0x0f) * 4
-		if ihl < 20 || len(ip) < ihl {
-			return frameInfo{}
-		}
-		if ip[9] == 41 {
-			if fi := inspect6(ip[ihl:], Filter{Port: f.Port, Also: f.Also, UDP: f.UDP}); fi.class == IPv6 {
-				fi.class = SixIn4
-				return fi
-			}
-			return frameInfo{}
-		}
-		if fi, ok := transport(ip[9], ip[12:16], ip[16:20], ip[ihl:], int(binary.BigEndian.Uint16(ip[2:4]))-ihl, f); ok {
-			fi.class = IPv4
-			if f.nat64(ip[12:16], ip[16:20]) {
-				fi.class = NAT64
-			}
-			return fi
-		}
+		return inspect4(frame[14:], f)
 	case 0x86DD:
 		return inspect6(frame[14:], f)
 	}
 	return frameInfo{}
 }
 
+func inspect4(ip []byte, f Filter) frameInfo {
+	if len(ip) < 20 || ip[0]>>4 != 4 {
+		return frameInfo{}
+	}
+	ihl := int(ip[0]&0x0f) * 4
+	if ihl < 20 || len(ip) < ihl {
+		return frameInfo{}
+	}
+	if ip[9] == 41 {
+		if fi := inspect6(ip[ihl:], Filter{Port: f.Port, Also: f.Also, UDP: f.UDP}); fi.class == IPv6 {
+			fi.class = SixIn4
+			return fi
+		}
+		return frameInfo{}
+	}
+	if fi, ok := transport(ip[9], ip[12:16], ip[16:20], ip[ihl:], int(binary.BigEndian.Uint16(ip[2:4]))-ihl, f); ok {
+		fi.class = IPv4
+		if f.nat64(ip[12:16], ip[16:20]) {
+			fi.class = NAT64
+		}
+		return fi
+	}
+	return frameInfo{}
+}
+
 func inspect6(ip []byte, f Filter) frameInfo {
 	if len(ip) < 40 || ip[0]>>4 != 6 {
+		return frameInfo{}
+	}
+	if ip[6] == 4 { // IPv4 in IPv6: a softwire's, if it carries the service
+		if fi := inspect4(ip[40:], Filter{Port: f.Port, Also: f.Also, UDP: f.UDP}); fi.class == IPv4 {
+			fi.class = DSLite
+			return fi
+		}
 		return frameInfo{}
 	}
 	// Extension headers are not followed.
@@ -220,6 +233,7 @@ type Counts struct {
 	IPv6   uint64 `json:"ipv6"`
 	SixIn4 uint64 `json:"6in4"`
 	NAT64  uint64 `json:"nat64"`
+	DSLite uint64 `json:"dslite,omitempty"`
 	// Stray are packets of the measured service that belong to no flow
 	// opened in the window (late packets of an earlier run): not counted
 	// in any class, and no reason to fail the run.
@@ -237,9 +251,15 @@ var ErrWrongWire = errors.New("the wire did not carry the path's traffic")
 func (c Counts) Proves(p path.Path) error {
 	// A dual-stack client's run may carry either family, or both (its
 	// attempts race), but nothing tunnelled or translated.
-	own := map[string]uint64{"ipv4": c.IPv4, "ipv6": c.IPv6, "6in4": c.SixIn4, "nat64": c.NAT64, "dual": c.IPv4 + c.IPv6}[p.Kind().Wire]
-	if own == 0 || c.IPv4+c.IPv6+c.SixIn4+c.NAT64 != own {
-		return fmt.Errorf("capture: path %s, but the wire carried %d IPv4, %d IPv6, %d 6in4 and %d nat64 packets: %w", p, c.IPv4, c.IPv6, c.SixIn4, c.NAT64, ErrWrongWire)
+	return c.proves(p, p.Kind().Wire, "the wire")
+}
+
+// proves checks that every counted packet was of the form wire, and there
+// was one; where names the link in the error.
+func (c Counts) proves(p path.Path, wire, where string) error {
+	own := map[string]uint64{"ipv4": c.IPv4, "ipv6": c.IPv6, "6in4": c.SixIn4, "nat64": c.NAT64, "dslite": c.DSLite, "dual": c.IPv4 + c.IPv6}[wire]
+	if own == 0 || c.IPv4+c.IPv6+c.SixIn4+c.NAT64+c.DSLite != own {
+		return fmt.Errorf("capture: path %s, but %s carried %d IPv4, %d IPv6, %d 6in4, %d nat64 and %d dslite packets: %w", p, where, c.IPv4, c.IPv6, c.SixIn4, c.NAT64, c.DSLite, ErrWrongWire)
 	}
 	return nil
 }
@@ -352,17 +372,18 @@ func (k Check) Stop(p path.Path) (result.Wire, error) {
 	time.Sleep(Quiet) // the run's own last packets
 	k.C.Drain()
 	c := k.C.Counts()
-	w := result.Wire{IPv4: c.IPv4, IPv6: c.IPv6, SixIn4: c.SixIn4, NAT64: c.NAT64, Stray: c.Stray, Dropped: c.Dropped}
+	w := result.Wire{IPv4: c.IPv4, IPv6: c.IPv6, SixIn4: c.SixIn4, NAT64: c.NAT64, DSLite: c.DSLite, Stray: c.Stray, Dropped: c.Dropped}
 	err := c.Proves(p)
 	if k.C.Err() != nil {
 		return w, k.C.Err()
 	}
-	if k.ClientSide != nil && p.Kind().Translated {
+	if access := p.Kind().Access; k.ClientSide != nil && access != "" {
 		k.ClientSide.Drain()
 		cs := k.ClientSide.Counts()
-		w.ClientSide = &result.Wire{IPv4: cs.IPv4, IPv6: cs.IPv6, SixIn4: cs.SixIn4, Stray: cs.Stray, Dropped: cs.Dropped}
-		if err == nil && (cs.IPv6 == 0 || cs.IPv4+cs.SixIn4 != 0) {
-			err = fmt.Errorf("capture: path %s, but r1's link to the client carried %d IPv6 and %d IPv4 packets (the client's side must be IPv6 only): %w", p, cs.IPv6, cs.IPv4+cs.SixIn4, ErrWrongWire)
+		w.ClientSide = &result.Wire{IPv4: cs.IPv4, IPv6: cs.IPv6, SixIn4: cs.SixIn4, DSLite: cs.DSLite, Stray: cs.Stray, Dropped: cs.Dropped}
+		if err == nil {
+			// The client's access link is IPv6 only.
+			err = cs.proves(p, access, "r1's link to the client (IPv6 only)")
 		}
 	}
 	return w, err
@@ -407,6 +428,8 @@ func (c *Capture) frame(at time.Time, frame []byte, n int) {
 		c.counts.SixIn4++
 	case NAT64:
 		c.counts.NAT64++
+	case DSLite:
+		c.counts.DSLite++
 	}
 	if c.tap != nil {
 		c.tap(at, frame, n)

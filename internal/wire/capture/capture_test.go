@@ -69,11 +69,13 @@ func TestClassify(t *testing.T) {
 		{"ipv6 icmp (ND)", ether(0x86DD, ipv6Pkt(58, 0, 8080)), Ignored},
 		{"6in4 tcp", ether(0x0800, ipv4Pkt(41, ipv6Pkt(6, 8080, 40000))), SixIn4},
 		{"6in4 other port", ether(0x0800, ipv4Pkt(41, ipv6Pkt(6, 1, 2))), Ignored},
+		{"dslite tcp", ether(0x86DD, append(ipv6Pkt(4, 0, 0)[:40], ipv4Pkt(6, l4(40000, 8080))...)), DSLite},
+		{"dslite other port", ether(0x86DD, append(ipv6Pkt(4, 0, 0)[:40], ipv4Pkt(6, l4(40000, 53))...)), Ignored},
 		{"arp", ether(0x0806, make([]byte, 28)), Ignored},
 		{"runt", []byte{1, 2, 3}, Ignored},
 	}
 	// Port 0 takes any TCP or UDP packet, and still nothing else.
-	anyPort := map[string]Class{"ipv4 other port": IPv4, "6in4 other port": SixIn4, "ipv6 icmp (ND)": Ignored, "arp": Ignored}
+	anyPort := map[string]Class{"ipv4 other port": IPv4, "6in4 other port": SixIn4, "dslite other port": DSLite, "ipv6 icmp (ND)": Ignored, "arp": Ignored}
 	for _, c := range cases {
 		if want, ok := anyPort[c.name]; ok {
 			if got := Classify(c.frame, Filter{}); got != want {
