@@ -57,7 +57,7 @@ const scanEvery = 10 * time.Millisecond
 // a Do's goroutine, or, for the users of a sustained run (Sustain), the
 // loop itself records the sample and sends the user's next query at once,
 // so a query costs no goroutine hand-off, timer or channel
-// (docs/PERFORMANCE.md).
+// (docs/performance-history.md).
 type mux struct {
 	socks  []*muxSock
 	Strays atomic.Int64 // replies that matched no query in flight

@@ -15,7 +15,7 @@ import (
 // the kernel's recvfrom, as a C server does, instead of Go's netpoller:
 // a query after the server idled wakes that thread directly, where the
 // netpoller's hand-offs between parked runtime threads added tens of
-// microseconds to the measured lookup (docs/PERFORMANCE.md).
+// microseconds to the measured lookup (docs/performance-history.md).
 type udpResponder struct {
 	fd      int // a blocking duplicate of the socket, ours alone
 	local   net.Addr

@@ -20,7 +20,7 @@ import (
 // spent, per request, a goroutine that watches the idle connection and a
 // deadline to stop it: thread wake-ups that, at one user on this machine's
 // two vCPUs, put about 30 µs per request of v6lab's own server into every
-// response time (docs/PERFORMANCE.md).
+// response time (docs/performance-history.md).
 
 // Limits of the server, as net/http's were set; variables so tests can
 // shorten them.

@@ -424,7 +424,7 @@ func (r *Session) describe(l *lab.Lab, cfg lab.Config, job *Job) error {
 		job.Notes = append(job.Notes, "the lab had no 6in4 tunnel (this user can make none): ipv4 and ipv6 only")
 	case lab.TunnelUserspace:
 		why := proto.Or(l.TunnelWhy, "it was asked for")
-		job.Notes = append(job.Notes, "6in4 ran through v6lab's userspace tunnel ("+why+"): its figures include the userspace tunnel's own cost, see docs/PERFORMANCE.md")
+		job.Notes = append(job.Notes, "6in4 ran through v6lab's userspace tunnel ("+why+"): its figures include the userspace tunnel's own cost, see docs/performance-history.md")
 	case lab.TunnelBPF:
 		job.Lab["tunnel_hook"] = l.TunnelHook
 	}

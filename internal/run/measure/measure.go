@@ -422,7 +422,7 @@ func (none) Done()                     {}
 // says what else of v6lab works in this process during the runs (the
 // servers on loopback, the background traffic), it never spins: the
 // spinning loop holds a CPU of the Go runtime that work needs, and on
-// loopback that doubled the response time (docs/PERFORMANCE.md).
+// loopback that doubled the response time (docs/performance-history.md).
 func clientSpin(e *experiment.Experiment, busy string) (string, error) {
 	spin := evloop.SpinDefault()
 	switch {

@@ -255,7 +255,7 @@ type Engine struct {
 // when a reply arrives, and on a VM whose idle CPUs halt that wake-up
 // cost 20 µs per read in the lab (median; p90 45), against 4 µs
 // spinning: v6lab's own time, inside every response time at one
-// connection. Measured in docs/PERFORMANCE.md.
+// connection. Measured in docs/performance-history.md.
 const DefaultSpin = 250 * time.Microsecond
 
 // SpinDefault is the spin window an engine starts with: DefaultSpin, or

@@ -16,7 +16,7 @@ import (
 // connect or a write on loopback runs the peer's side of TCP too, tens of
 // µs) and wake another thread for it: futex and nanosleep calls, and
 // thread switches, that cost a loopback transaction more than the calls
-// themselves (docs/PERFORMANCE.md). The blocking waits stay on Go's
+// themselves (docs/performance-history.md). The blocking waits stay on Go's
 // netpoller.
 
 func errnoErr(e syscall.Errno) error {

@@ -17,7 +17,7 @@ import (
 // waits for each exchange, so none is woken through Go's scheduler between
 // one exchange and the next (on a two-vCPU VM those wake-ups, and the
 // runtime's threads parking and spinning for them, cost more CPU than the
-// exchange's own system calls: docs/PERFORMANCE.md). next runs in a loop:
+// exchange's own system calls: docs/performance-history.md). next runs in a loop:
 // it must not block (it may record a sample), and a completed exchange's
 // socket is closed before it is called.
 func (e *Engine) Sustain(ctx context.Context, slots int, next func(slot int, prev *Result) *Exchange) {

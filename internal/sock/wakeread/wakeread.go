@@ -3,7 +3,7 @@
 // in Go's netpoller: data arriving after a short idle wakes that thread
 // directly. Through the netpoller the same wake-up is a hand-off between
 // parked runtime threads, which on a small VM added about 60 µs to every
-// request of one user's page (docs/PERFORMANCE.md), time the client then
+// request of one user's page (docs/performance-history.md), time the client then
 // measured as the network's.
 //
 // A goroutine waiting in a system call keeps its P (Go's scheduler slot)
