@@ -660,19 +660,9 @@ func newSocket(udp bool, source netip.Addr, ipv6 bool) (int, error) {
 		}
 		_ = rawSetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPING, kstamp.RxFlags) // the receive stamps of the reply (Result.LastRx)
 	}
-	if ipv6 {
-		// Pinned: never an IPv4-mapped connection.
-		unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 1)
-	}
-	if source.IsValid() {
-		sa, err := sockaddr.Of(netip.AddrPortFrom(source, 0))
-		if err == nil {
-			err = os.NewSyscallError("bind", unix.Bind(fd, sa))
-		}
-		if err != nil {
-			unix.Close(fd)
-			return -1, err
-		}
+	if err := sockaddr.PinAndBind(fd, source, ipv6); err != nil {
+		unix.Close(fd)
+		return -1, err
 	}
 	return fd, nil
 }

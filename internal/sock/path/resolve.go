@@ -387,15 +387,9 @@ func sendUDP(wire []byte, server netip.AddrPort, source netip.Addr) (int, error)
 		return -1, os.NewSyscallError("socket", err)
 	}
 	_ = kstamp.Enable(fd) // without stamps the lookup has no wire time, nothing worse
-	if source.IsValid() {
-		sa, err := sockaddr.Of(netip.AddrPortFrom(source, 0))
-		if err == nil {
-			err = os.NewSyscallError("bind", unix.Bind(fd, sa))
-		}
-		if err != nil {
-			unix.Close(fd)
-			return -1, err
-		}
+	if err := sockaddr.PinAndBind(fd, source, family == unix.AF_INET6); err != nil {
+		unix.Close(fd)
+		return -1, err
 	}
 	sa, err := sockaddr.Of(server)
 	if err == nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -43,4 +44,23 @@ func zoneIndex(z string) (uint32, error) {
 		return 0, fmt.Errorf("no such interface")
 	}
 	return uint32(ifi.Index), nil
+}
+
+// PinAndBind pins a new socket to its family (an IPv6 socket never
+// carries IPv4-mapped traffic) and binds it to source when valid (port
+// 0: the kernel's choice). The socket is left open on an error.
+func PinAndBind(fd int, source netip.Addr, ipv6 bool) error {
+	if ipv6 {
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 1); err != nil {
+			return os.NewSyscallError("setsockopt IPV6_V6ONLY", err)
+		}
+	}
+	if !source.IsValid() {
+		return nil
+	}
+	sa, err := Of(netip.AddrPortFrom(source, 0))
+	if err != nil {
+		return err
+	}
+	return os.NewSyscallError("bind", unix.Bind(fd, sa))
 }

@@ -38,3 +38,23 @@ func TestOf(t *testing.T) {
 		t.Errorf("unknown zone: %v", err)
 	}
 }
+
+// TestPinAndBind: an IPv6 socket is pinned (IPV6_V6ONLY), and a socket
+// with a source is bound to it.
+func TestPinAndBind(t *testing.T) {
+	fd, err := unix.Socket(unix.AF_INET6, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
+	if err != nil {
+		t.Skipf("no IPv6 socket here: %v", err)
+	}
+	defer unix.Close(fd)
+	if err := PinAndBind(fd, netip.MustParseAddr("::1"), true); err != nil {
+		t.Skipf("no ::1 here: %v", err)
+	}
+	if v, err := unix.GetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY); err != nil || v != 1 {
+		t.Errorf("IPV6_V6ONLY %d (%v)", v, err)
+	}
+	sa, err := unix.Getsockname(fd)
+	if a, ok := sa.(*unix.SockaddrInet6); err != nil || !ok || netip.AddrFrom16(a.Addr) != netip.MustParseAddr("::1") {
+		t.Errorf("bound to %+v (%v)", sa, err)
+	}
+}
