@@ -212,6 +212,10 @@ type Wire struct {
 	Datapath map[string]uint64 `json:"datapath,omitempty"`
 }
 
+// Carried is every packet the capture counted in a class: none means the
+// measured link saw nothing of the run.
+func (w *Wire) Carried() uint64 { return w.IPv4 + w.IPv6 + w.SixIn4 + w.NAT64 + w.DSLite }
+
 // Background is what the background traffic did during one run: per flow,
 // the rate its pattern offered, what the generator managed to send and
 // what reached the sink, so an overloaded generator is visible.

@@ -748,7 +748,10 @@ func (r *Executor) runStep(ctx context.Context, w *result.Writer, st Step, slot 
 	if r.Wire != nil {
 		counts, err := r.Wire.Stop(st.Path)
 		rec.Wire = &counts
-		if err != nil {
+		// A run whose every transaction failed before anything crossed the
+		// measured link (a NAT out of ports drops them at r1) has nothing
+		// to prove: its failures are the figure, counted, never left out.
+		if err != nil && !(counts.Carried() == 0 && rec.Completed == 0 && rec.Failed > 0) {
 			rec.Err = "wire: " + err.Error()
 		}
 	}

@@ -35,6 +35,56 @@ func (refuseIPv6) Stop(p path.Path) (result.Wire, error) {
 	return result.Wire{IPv4: 10}, nil
 }
 
+// failProbe fails every transaction, as a NAT out of ports does.
+type failProbe struct{}
+
+func (failProbe) Do(ctx context.Context, user int) result.Sample {
+	return load.Begin("fake", path.IPv6).Fail(ctx, "connect", errors.New("nat pool exhausted"))
+}
+
+// silentWire saw nothing on the measured link, and says so.
+type silentWire struct{}
+
+func (silentWire) Start(string, path.Path) {}
+func (silentWire) Stop(p path.Path) (result.Wire, error) {
+	return result.Wire{}, errors.New("the wire carried 0 IPv4 and 0 IPv6 packets")
+}
+
+// TestARunThatFailedWholeBeforeTheWireIsCounted: every transaction failed
+// and nothing crossed the measured link: the failures are counted (a
+// completion share that left them out would overstate it); a run that
+// completed transactions with nothing on the wire is still left out.
+func TestARunThatFailedWholeBeforeTheWireIsCounted(t *testing.T) {
+	spec := experiment.CellGroup{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4, path.IPv6}, Conns: []int{2}, Runs: 2,
+		Timeout: experiment.Duration(time.Second), Baseline: path.IPv4}
+	for _, tc := range []struct {
+		probe   load.Probe
+		leftOut bool
+	}{{failProbe{}, false}, {okProbe{}, true}} {
+		j := Job{Exp: experiment.Single(spec, result.Loopback), Target: result.Loopback, Results: t.TempDir(), Wire: silentWire{},
+			Probe: func(*experiment.CellGroup, path.Path) (load.Probe, error) { return tc.probe, nil }}
+		dir, err := Do(context.Background(), j, Output{Out: io.Discard, Err: io.Discard, Quiet: true})
+		if err != nil && (tc.leftOut || !strings.Contains(err.Error(), "every counted transaction")) {
+			t.Fatal(err)
+		}
+		f, err := os.Open(filepath.Join(dir, result.SamplesName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var errs []string
+		_, err = result.Scan(f, "samples", result.Visitor{Run: func(r *result.Run) { errs = append(errs, r.Err) }})
+		f.Close()
+		if err != nil || len(errs) != 4 {
+			t.Fatalf("%v: runs %q", err, errs)
+		}
+		for _, e := range errs {
+			if (e != "") != tc.leftOut {
+				t.Errorf("%T: run left out %q, want left out %v", tc.probe, e, tc.leftOut)
+			}
+		}
+	}
+}
+
 // TestStrictFailsWhenCountedRunsAreLeftOut: a result whose runs failed
 // their wire check is kept either way; with Output.Strict the job ends
 // with a LeftOutError counting the counted runs left out (warm-up runs
