@@ -39,23 +39,42 @@ func fragmentClause(s *Summary, group, path string) string {
 	if base, _ := fragmentsOf(s, group, s.Baseline); base > 0 {
 		return ""
 	}
-	return fmt.Sprintf("its datagrams left as %.0f IP fragments each (path MTU %.0f), %s's whole: partly fragmentation's cost, not the family's (--size max)", frags, mtu, s.Baseline)
+	mtuPart, advice := "", ""
+	if mtu > 0 { // a udp trial's: it knows each path's MTU
+		mtuPart, advice = fmt.Sprintf(" (path MTU %.0f)", mtu), " (--size max)"
+	}
+	return fmt.Sprintf("its datagrams left as %.0f IP fragments each%s, %s's whole: partly fragmentation's cost, not the family's%s", frags, mtuPart, s.Baseline, advice)
+}
+
+// mtuSuffix names the path MTU a sender recorded ("" when none: a DNS
+// answer's fragments are counted by the client, which knows no MTU).
+func mtuSuffix(mtu float64) string {
+	if mtu <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(", path MTU %.0f", mtu)
 }
 
 // fragmentNote names the groups and paths whose datagrams were
 // fragmented ("" if none).
 func fragmentNote(s *Summary) string {
 	var named []string
+	trial := false
 	for _, g := range protocols(s) {
 		for _, p := range pathsOf(cellsOf(s, g)) {
 			if frags, mtu := fragmentsOf(s, g, p); frags > 0 {
-				named = append(named, fmt.Sprintf("%s on %s (%.0f fragments per datagram, path MTU %.0f)", g, p, frags, mtu))
+				named = append(named, fmt.Sprintf("%s on %s (%.0f fragments per datagram%s)", g, p, frags, mtuSuffix(mtu)))
+				trial = trial || mtu > 0
 			}
 		}
 	}
 	if len(named) == 0 {
 		return ""
 	}
+	advice := ""
+	if trial {
+		advice = "; a udp trial's --size max sends each path's largest unfragmented payload"
+	}
 	return "UDP datagrams larger than the path MTU were sent as IP fragments: " + strings.Join(named, "; ") +
-		". A lost fragment loses its datagram and the receiver reassembles each, so differences against a path whose datagrams were whole are partly fragmentation's; --size max sends each path's largest unfragmented payload (docs/metrics.md)"
+		". A lost fragment loses its datagram and the receiver reassembles each, so differences against a path whose datagrams were whole are partly fragmentation's" + advice + " (docs/metrics.md)"
 }

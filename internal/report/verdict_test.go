@@ -93,3 +93,21 @@ func TestFragmentedDatagramsAreSaid(t *testing.T) {
 		t.Errorf("note with whole datagrams: %q", note)
 	}
 }
+
+// TestADNSAnswersFragmentsNameNoMTU: a DNS cell's answers counted as
+// fragments (the client knows no path MTU) are said without "path MTU
+// 0" and without a udp trial's --size max.
+func TestADNSAnswersFragmentsNameNoMTU(t *testing.T) {
+	cell := func(path string, frags float64) Cell {
+		return Cell{Protocol: "dns-large", Path: path, Conns: 1, Metrics: map[string]*MetricStat{"ip_fragments": {N: 3, Mean: frags}}}
+	}
+	s := &Summary{Baseline: "ipv4", Cells: []Cell{cell("ipv4", 0), cell("ipv6", 2)},
+		Comparisons: []Comparison{cmpOf("dns-large", "ipv6", 1, 1, 0.9)}}
+	note := fragmentNote(s)
+	if !strings.Contains(note, "dns-large on ipv6 (2 fragments per datagram)") || strings.Contains(note, "MTU 0") || strings.Contains(note, "--size") {
+		t.Errorf("note %q", note)
+	}
+	if v := Verdicts(s); len(v) != 1 || strings.Contains(v[0].Text, "MTU") || strings.Contains(v[0].Text, "--size") || !strings.Contains(v[0].Text, "2 IP fragments each") {
+		t.Errorf("verdicts %+v", v)
+	}
+}

@@ -255,6 +255,12 @@ func (j *Job) header(toolVersion string) (result.Header, error) {
 	if j.Lab["sysctl_changed"] != "" {
 		changed = "the one sysctl changed is in the lab's notes"
 	}
+	for i := range j.Exp.Groups {
+		if g := &j.Exp.Groups[i]; g.PMTU.MTUProbing != nil {
+			changed += "; cell groups with tcp_mtu_probing set net.ipv4.tcp_mtu_probing in the lab's client and server hosts for their runs"
+			break
+		}
+	}
 	notes = append(notes, j.Exp.TimingNotes(TimingNote, LingerNote)...)
 	notes = append(notes, changed)
 	command := j.Command
