@@ -42,8 +42,9 @@ type measurer struct {
 // site measures one site of the list: nothing for a bad or excluded
 // entry; else its lookups, each family's discovery, the interleaved page
 // transactions and its objects on other hosts.
-func (m *measurer) site(ctx context.Context, e Entry) block {
-	b := block{site: result.Site{Index: e.Index, Line: e.Line, Name: e.Name, Start: time.Now().UTC()}}
+func (m *measurer) site(ctx context.Context, e Entry) (b block) {
+	b = block{site: result.Site{Index: e.Index, Line: e.Line, Name: e.Name, Start: time.Now().UTC()}}
+	// Named, so that the end is set on what is returned.
 	defer func() { b.site.End = time.Now().UTC() }()
 	switch {
 	case e.Bad != "":

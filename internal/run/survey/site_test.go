@@ -40,3 +40,13 @@ func TestHTTPSRecordIsRecordedAndOffersH3(t *testing.T) {
 		t.Errorf("plain.example: %+v", s.Lookups)
 	}
 }
+
+// TestASiteRecordHasItsEnd: a site's record carries when it ended, not
+// Go's zero time (a deferred assignment to an unnamed result was lost).
+func TestASiteRecordHasItsEnd(t *testing.T) {
+	m := &measurer{o: Defaults()}
+	b := m.site(context.Background(), Entry{Index: 1, Line: 1, Name: "bad name", Bad: "a blank"})
+	if b.site.End.IsZero() || b.site.End.Before(b.site.Start) {
+		t.Errorf("start %v end %v", b.site.Start, b.site.End)
+	}
+}
