@@ -230,7 +230,7 @@ func (z *Summarizer) Finish() *Summary {
 	}
 	sortCells(s.Cells, z.spec.order)
 	s.Notes = append(s.Notes, selfCheckNotes(s.Cells, s.Target)...)
-	if note := clientTurnNote(s.Cells); note != "" {
+	if note := clientTurnNote(s.Cells, s.Lab["shaping"] != ""); note != "" {
 		s.Notes = append(s.Notes, note)
 	}
 	if note := fragmentNote(s); note != "" {

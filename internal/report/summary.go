@@ -361,7 +361,7 @@ const ClientShare = 0.2
 
 // clientTurnNote names the cells whose client turns are more than
 // ClientShare of their wire time ("" if none).
-func clientTurnNote(cells []Cell) string {
+func clientTurnNote(cells []Cell, shaped bool) string {
 	type share struct {
 		cell string
 		pct  float64
@@ -387,8 +387,12 @@ func clientTurnNote(cells []Cell) string {
 	if len(over) > 3 {
 		more = fmt.Sprintf(" and %d more cells", len(over)-3)
 	}
-	return fmt.Sprintf("client turns are more than %.0f%% of the wire time in %s%s: there the figures are the client's own turnaround (its work, and on one host its wait for CPUs the routers and the server share) as much as the network's; paths pay it alike, so their differences stand. To shrink it, give the lab's links a rate (--rate 1G) or run fewer connections per client host (--segment, docs/distributed.md); docs/metrics.md",
-		100*ClientShare, strings.Join(named, ", "), more)
+	rate := "give the lab's links a rate (--rate 1G) or "
+	if shaped {
+		rate = "" // they have one
+	}
+	return fmt.Sprintf("client turns are more than %.0f%% of the wire time in %s%s: there the figures are the client's own turnaround (its work, and on one host its wait for CPUs the routers and the server share) as much as the network's; paths pay it alike, so their differences stand. To shrink it, %srun fewer connections per client host (--segment, docs/distributed.md); docs/metrics.md",
+		100*ClientShare, strings.Join(named, ", "), more, rate)
 }
 
 // adjust sets every comparison's Holm-adjusted paired p-value, the time

@@ -111,3 +111,16 @@ func TestADNSAnswersFragmentsNameNoMTU(t *testing.T) {
 		t.Errorf("verdicts %+v", v)
 	}
 }
+
+// TestTheClientTurnNoteAdvisesARateOnlyOnUnshapedLinks: the note tells a
+// user to shape the lab's links only where they were not.
+func TestTheClientTurnNoteAdvisesARateOnlyOnUnshapedLinks(t *testing.T) {
+	cells := []Cell{{Protocol: "http", Path: "ipv4", Conns: 10, Metrics: map[string]*MetricStat{
+		ClientTurnMetric: {N: 3, Mean: 1}, WireMetric: {N: 3, Mean: 2}}}}
+	if n := clientTurnNote(cells, false); !strings.Contains(n, "--rate 1G") {
+		t.Errorf("unshaped: %q", n)
+	}
+	if n := clientTurnNote(cells, true); n == "" || strings.Contains(n, "--rate") {
+		t.Errorf("shaped: %q", n)
+	}
+}
