@@ -64,12 +64,12 @@ func TestDryRunRefusesWhatTheLabWould(t *testing.T) {
 // would start, embedded and real.
 func TestDryRunListsTheServersItStarts(t *testing.T) {
 	out, err := v6lab(t, "run", "--dry-run", "--loopback")
-	if err != nil || !strings.Contains(out, "servers started: embedded http, dns") {
+	if err != nil || !strings.Contains(out, "servers the run starts: embedded http, dns") {
 		t.Errorf("%v\n%s", err, out)
 	}
 	testutil.RequireRoot(t, "real servers run in the lab, which a dry run plans only as root")
 	out, err = v6lab(t, "run", "mitre2004", "--server", "real", "--dry-run")
-	if err != nil || !strings.Contains(out, "servers started: real nginx (http), unbound (dns), proftpd (ftp), postfix (smtp), dovecot (imap)") {
+	if err != nil || !strings.Contains(out, "servers the run starts: real nginx (http), unbound (dns), proftpd (ftp), postfix (smtp), dovecot (imap)") {
 		t.Errorf("%v\n%s", err, out)
 	}
 }

@@ -125,7 +125,7 @@ func WritePlan(w io.Writer, exp *Experiment, where result.Where, note string, bo
 	}
 	fmt.Fprintf(w, "order: %s …\n", strings.Join(order, ", "))
 	if where != result.Hosts {
-		fmt.Fprintf(w, "servers started: %s\n", exp.ServersStarted())
+		fmt.Fprintf(w, "servers the run starts: %s\n", exp.ServersStarted())
 	}
 }
 
