@@ -193,10 +193,33 @@ const (
 	clatTable = 6877
 	b4Table   = 6333
 	// clatMTU leaves room for the translation's 20 bytes, b4MTU for the
-	// softwire's IPv6 header (RFC 6333 §5.3: 1460 inside 1500).
+	// softwire's IPv6 header (RFC 6333 §5.3: 1460 inside 1500): the
+	// routes' MTUs in a lab of 1500-byte links (ClatMTU, B4MTU).
 	clatMTU = 1480
 	b4MTU   = 1460
 )
+
+// ClatMTU is the MTU of the client's route for the CLAT's IPv4 in a lab
+// of config c: clatMTU, or less where a link of the path is smaller, as
+// Nat64MTU. The CLAT's packets are IPv6, 20 bytes longer, on the client's
+// link, and IPv4 again past the PLAT at r1 (r1-r2, r2-server). Neither
+// the CLAT nor the PLAT turns an ICMP error into one of the other family,
+// so a packet too big for a link past the client's would be lost unseen:
+// with the route's MTU, the client's IPv4 stack refuses or fragments it
+// before it goes (EMSGSIZE with DF), and its TCP offers an MSS that fits.
+func ClatMTU(c *Config) int {
+	return min(clatMTU, c.Link("client-r1").MTU-20, c.Link("r1-r2").MTU, c.Link("r2-server").MTU)
+}
+
+// B4MTU is the softwire's inner MTU, the client's route for the B4's
+// IPv4 and r2's back to it, in a lab of config c: b4MTU, or less where a
+// link of the path is smaller. The softwire's packets are IPv6, 40 bytes
+// longer, on client-r1 and r1-r2, and IPv4 past the AFTR at r2; neither
+// end passes a Packet Too Big on, so the IPv4 stack at the softwire's
+// entry must refuse (DF) or fragment what would not fit.
+func B4MTU(c *Config) int {
+	return min(b4MTU, c.Link("client-r1").MTU-40, c.Link("r1-r2").MTU-40, c.Link("r2-server").MTU)
+}
 
 // Names of the nftables tables of the stateful PLAT (r1) and the AFTR (r2).
 const (
@@ -453,7 +476,7 @@ func (l *Lab) clientXlatRoutes(h *netlink.Handle) error {
 		table int
 		mtu   int
 		via   netip.Prefix
-	}{{CLAT4, clatTable, clatMTU, clatNet}, {B4v4, b4Table, b4MTU, b4Net}} {
+	}{{CLAT4, clatTable, ClatMTU(&l.Config), clatNet}, {B4v4, b4Table, B4MTU(&l.Config), b4Net}} {
 		rule := netlink.NewRule()
 		rule.Src, rule.Table, rule.Priority, rule.Family = ipnet(netip.PrefixFrom(r.src, 32)), r.table, 100, netlink.FAMILY_V4
 		if err := h.RuleAdd(rule); err != nil {
@@ -480,7 +503,7 @@ func (l *Lab) aftrRoutes(h *netlink.Handle) error {
 	r1 := hostAddr(b.v6, b.aHost)
 	for _, rt := range []*netlink.Route{
 		{Dst: ipnet(b4Net), Gw: r1.AsSlice()},
-		{Dst: ipnet(netip.PrefixFrom(B4v4, 32)), LinkIndex: ln.Attrs().Index, MTU: b4MTU,
+		{Dst: ipnet(netip.PrefixFrom(B4v4, 32)), LinkIndex: ln.Attrs().Index, MTU: B4MTU(&l.Config),
 			Via: &netlink.Via{AddrFamily: netlink.FAMILY_V6, Addr: r1.AsSlice()}},
 	} {
 		if err := h.RouteAdd(rt); err != nil {

@@ -1,12 +1,23 @@
 package lab
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
 	"net/netip"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"v6lab/internal/sock/path"
+	"v6lab/internal/testutil/servetest"
 )
 
 // TestIPv6OnlyAccessPathsThroughAStatefulPLAT: with a stateful NAT64 and a
@@ -170,4 +181,150 @@ func TestNat64ShorthandIsStateful(t *testing.T) {
 	if err != nil || cfg.NAT64.Stateful {
 		t.Errorf("stateless: %+v %v", cfg.NAT64, err)
 	}
+}
+
+// TestXlatRoutesFollowASmallerLink: in a lab whose r1-r2 link carries 1400
+// bytes, the client's routes for the CLAT's and the B4's IPv4 (and r2's
+// back into the softwire) carry the path's MTU, read back from the
+// kernel; a datagram with DF one byte above it is refused at once
+// (EMSGSIZE), not lost on the way, one that fits arrives, and a 256 KiB
+// upload over each path completes.
+func TestXlatRoutesFollowASmallerLink(t *testing.T) {
+	requireRoot(t)
+	requireNft(t)
+	l := up(t, Config{Name: testName(t) + "m", Links: map[string]Link{"r1-r2": {MTU: 1400}}})
+	if l.XlatWhy != "" {
+		t.Skip(l.XlatWhy)
+	}
+	want := map[path.Path]int{path.XLAT464: 1400, path.DSLite: 1360}
+	got := map[path.Path]int{path.XLAT464: tableMTU(t, l, Client, clatTable), path.DSLite: tableMTU(t, l, Client, b4Table)}
+	if got[path.XLAT464] != want[path.XLAT464] || got[path.DSLite] != want[path.DSLite] {
+		t.Fatalf("the client's route MTUs: %v, want %v", got, want)
+	}
+	if r2 := routeMTU(t, l, R2, 0, netip.PrefixFrom(B4v4, 32)); r2 != want[path.DSLite] {
+		t.Errorf("r2's route into the softwire: MTU %d, want %d", r2, want[path.DSLite])
+	}
+	for p, mtu := range want {
+		src := l.Addr.Source(p)
+		if err := sendDF(l, src, mtu-28+1); !errors.Is(err, unix.EMSGSIZE) {
+			t.Errorf("%s: a %d-byte IPv4 packet with DF from %v: %v, want EMSGSIZE", p, mtu+1, src, err)
+		}
+		if err := sendDF(l, src, mtu-28); err != nil {
+			t.Errorf("%s: a %d-byte IPv4 packet with DF: %v", p, mtu, err)
+		}
+		port := countServer(t, l, l.Addr.ServerV4)
+		if n := uploadFromClient(t, l, p, netip.AddrPortFrom(l.Addr.ServerV4, uint16(port)), 256<<10); n != 256<<10 {
+			t.Errorf("%s: the server read %d of a 256 KiB upload", p, n)
+		}
+	}
+}
+
+// tableMTU is the MTU of the default route of an IPv4 routing table in
+// the lab's host role.
+func tableMTU(t *testing.T, l *Lab, role string, table int) int {
+	return routeMTU(t, l, role, table, netip.MustParsePrefix("0.0.0.0/0"))
+}
+
+// routeMTU reads back from the kernel the MTU of the IPv4 route to dst in
+// table (0: main) of the lab's host role.
+func routeMTU(t *testing.T, l *Lab, role string, table int, dst netip.Prefix) int {
+	t.Helper()
+	h, err := handle(NS(l.Name, role))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	filter, mask := &netlink.Route{Table: table}, uint64(netlink.RT_FILTER_TABLE)
+	if table == 0 {
+		filter.Table, mask = unix.RT_TABLE_MAIN, netlink.RT_FILTER_TABLE
+	}
+	rs, err := h.RouteListFiltered(netlink.FAMILY_V4, filter, mask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		d := netip.MustParsePrefix("0.0.0.0/0")
+		if r.Dst != nil {
+			a, _ := netip.AddrFromSlice(r.Dst.IP.To4())
+			ones, _ := r.Dst.Mask.Size()
+			d = netip.PrefixFrom(a, ones)
+		}
+		if d == dst {
+			return r.MTU
+		}
+	}
+	t.Fatalf("%s: no route to %v in table %d: %v", role, dst, table, rs)
+	return 0
+}
+
+// sendDF sends one UDP datagram of size bytes with DF, from src in the
+// client's namespace to the server's discard port: the error of its send.
+func sendDF(l *Lab, src netip.Addr, size int) error {
+	return Do(NS(l.Name, Client), func() error {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_DO); err != nil {
+			return err
+		}
+		if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: src.As4()}); err != nil {
+			return err
+		}
+		return unix.Sendto(fd, make([]byte, size), 0, &unix.SockaddrInet4{Port: 9, Addr: netip.MustParseAddr(server4).As4()})
+	})
+}
+
+// countServer listens in the server namespace on addr and answers each
+// connection, once the client has closed its side, with how many bytes
+// it read.
+func countServer(t *testing.T, l *Lab, addr netip.Addr) int {
+	t.Helper()
+	var ln net.Listener
+	err := Do(NS(l.Name, Server), func() error {
+		var err error
+		ln, err = path.Listen(context.Background(), path.OfAddr(addr), netip.AddrPortFrom(addr, 0).String())
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	servetest.Each(t, ln, func(c net.Conn) {
+		c.SetDeadline(time.Now().Add(20 * time.Second))
+		n, _ := io.Copy(io.Discard, c)
+		fmt.Fprint(c, n)
+	})
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// uploadFromClient sends size bytes over path p to dst and returns the
+// count the server answers with (-1 if it answered none).
+func uploadFromClient(t *testing.T, l *Lab, p path.Path, dst netip.AddrPort, size int) int {
+	t.Helper()
+	d := path.Dialer{Path: p, Source: l.Addr.Source(p)}
+	var c net.Conn
+	err := Do(NS(l.Name, Client), func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		var err error
+		c, err = d.Dial(ctx, "tcp", dst)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", p, err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	if _, err := c.Write(make([]byte, size)); err != nil {
+		t.Errorf("%s: upload: %v", p, err)
+		return -1
+	}
+	c.(*net.TCPConn).CloseWrite()
+	b, _ := io.ReadAll(c)
+	n, err := strconv.Atoi(string(b))
+	if err != nil {
+		return -1
+	}
+	return n
 }
