@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netlink"
@@ -69,6 +70,35 @@ func labNets() []netip.Prefix {
 	return out
 }
 
+// special are the address blocks that no pool or prefix may overlap:
+// they are never routed between hosts as unicast.
+var special = []struct {
+	p    netip.Prefix
+	what string
+}{
+	{netip.MustParsePrefix("0.0.0.0/8"), "unspecified (\"this network\")"},
+	{netip.MustParsePrefix("127.0.0.0/8"), "loopback"},
+	{netip.MustParsePrefix("169.254.0.0/16"), "link-local"},
+	{netip.MustParsePrefix("224.0.0.0/4"), "multicast"},
+	{netip.MustParsePrefix("255.255.255.255/32"), "broadcast"},
+	{netip.MustParsePrefix("240.0.0.0/4"), "reserved (class E)"},
+	{netip.MustParsePrefix("::/128"), "unspecified"},
+	{netip.MustParsePrefix("::1/128"), "loopback"},
+	{netip.MustParsePrefix("fe80::/10"), "link-local"},
+	{netip.MustParsePrefix("ff00::/8"), "multicast"},
+}
+
+// checkSpecial says why p, a pool or a prefix, overlaps an address block
+// that is no routed unicast (special), or nil.
+func checkSpecial(p netip.Prefix) error {
+	for _, s := range special {
+		if s.p.Overlaps(p) {
+			return fmt.Errorf("%v holds %s addresses (%v), which are not routed unicast", p, s.what, s.p)
+		}
+	}
+	return nil
+}
+
 // CheckPrefix says why p cannot be the PLAT's prefix.
 func CheckPrefix(p netip.Prefix) error {
 	switch {
@@ -78,6 +108,9 @@ func CheckPrefix(p netip.Prefix) error {
 		return fmt.Errorf("%v: the translator takes a /96 (RFC 6052 also has /32 to /64, which v6lab's translator does not build)", p)
 	case p.Masked() != p:
 		return fmt.Errorf("%v has bits set past its /96 (%v)", p, p.Masked())
+	}
+	if err := checkSpecial(p); err != nil {
+		return err
 	}
 	for _, n := range labNets() {
 		if n.Overlaps(p) {
@@ -96,6 +129,9 @@ func CheckPool(p netip.Prefix) error {
 		return fmt.Errorf("%v holds more than 256 addresses (at most a /24)", p)
 	case p.Masked() != p:
 		return fmt.Errorf("%v has bits set past its /%d (%v)", p, p.Bits(), p.Masked())
+	}
+	if err := checkSpecial(p); err != nil {
+		return err
 	}
 	for _, n := range labNets() {
 		if n.Overlaps(p) && n != nat64Pool {
@@ -138,17 +174,18 @@ func (n NAT64) String() string {
 	return fmt.Sprintf("stateful, pool %v ports %d-%d, prefix %v", n.Pool, n.Ports[0], n.Ports[1], n.Prefix)
 }
 
-// ParsePorts reads "1024-65535" (or one port).
+// ParsePorts reads a range of ports, FIRST-LAST ("1024-65535"; one port
+// is "5000-5000"), with no blanks.
 func ParsePorts(s string) ([2]uint16, error) {
-	lo, hi, found := strings.Cut(strings.TrimSpace(s), "-")
-	if !found {
-		hi = lo
+	lo, hi, found := strings.Cut(s, "-")
+	if strings.ContainsFunc(s, unicode.IsSpace) {
+		return [2]uint16{}, fmt.Errorf("%q has blanks: write FIRST-LAST, such as 1024-65535", s)
 	}
-	a, err1 := strconv.ParseUint(strings.TrimSpace(lo), 10, 32)
-	b, err2 := strconv.ParseUint(strings.TrimSpace(hi), 10, 32)
+	a, err1 := strconv.ParseUint(lo, 10, 32)
+	b, err2 := strconv.ParseUint(hi, 10, 32)
 	switch {
-	case err1 != nil || err2 != nil:
-		return [2]uint16{}, fmt.Errorf("%q is not a range of ports such as 1024-65535", s)
+	case !found || err1 != nil || err2 != nil:
+		return [2]uint16{}, fmt.Errorf("%q is not a range of ports FIRST-LAST such as 1024-65535 (one port: 5000-5000)", s)
 	case a == 0 || b > 65535:
 		return [2]uint16{}, fmt.Errorf("%q: ports run from 1 to 65535", s)
 	case a > b:

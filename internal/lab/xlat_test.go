@@ -90,7 +90,9 @@ func requireNft(t *testing.T) {
 }
 
 // TestBadNAT64SettingsAreRefused: a PREF64 that is not an IPv6 /96 of its
-// own, a pool that is not IPv4, ports that are no range.
+// own, a pool that is not IPv4, a pool or prefix of addresses that are no
+// routed unicast (unspecified, loopback, broadcast, multicast,
+// link-local), ports that are no FIRST-LAST range or have blanks.
 func TestBadNAT64SettingsAreRefused(t *testing.T) {
 	for want, n := range map[string]NAT64{
 		"nat64 prefix: 64:ff9b::/64: the translator takes a /96":       {Prefix: netip.MustParsePrefix("64:ff9b::/64")},
@@ -100,14 +102,46 @@ func TestBadNAT64SettingsAreRefused(t *testing.T) {
 		"nat64 pool: 192.0.2.9/32 overlaps the lab's own 192.0.2.0/24": {Stateful: true, Pool: netip.MustParsePrefix("192.0.2.9/32")},
 		"nat64: a pool and ports need mode stateful":                   {Pool: netip.MustParsePrefix("198.18.0.9/32")},
 		"nat64 ports: 9-8 is not a range of ports":                     {Stateful: true, Ports: [2]uint16{9, 8}},
+		"nat64 pool: 0.0.0.0/32 holds unspecified":                     {Stateful: true, Pool: netip.MustParsePrefix("0.0.0.0/32")},
+		"nat64 pool: 127.0.0.1/32 holds loopback":                      {Stateful: true, Pool: netip.MustParsePrefix("127.0.0.1/32")},
+		"nat64 pool: 255.255.255.255/32 holds broadcast":               {Stateful: true, Pool: netip.MustParsePrefix("255.255.255.255/32")},
+		"nat64 pool: 240.0.0.0/24 holds reserved (class E)":            {Stateful: true, Pool: netip.MustParsePrefix("240.0.0.0/24")},
+		"nat64 pool: 224.0.0.0/24 holds multicast":                     {Stateful: true, Pool: netip.MustParsePrefix("224.0.0.0/24")},
+		"nat64 pool: 169.254.1.0/24 holds link-local":                  {Stateful: true, Pool: netip.MustParsePrefix("169.254.1.0/24")},
+		"nat64 prefix: ::/96 holds unspecified":                        {Prefix: netip.MustParsePrefix("::/96")},
+		"nat64 prefix: fe80::/96 holds link-local":                     {Prefix: netip.MustParsePrefix("fe80::/96")},
+		"nat64 prefix: ff02::/96 holds multicast":                      {Prefix: netip.MustParsePrefix("ff02::/96")},
 	} {
 		c := Config{Name: "a", NAT64: n}
 		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%+v: %v, want %q", n, err, want)
 		}
 	}
-	if _, err := ParsePorts("1024-"); err == nil {
-		t.Error("ports 1024- accepted")
+	for s, want := range map[string]string{
+		"1024-":        "is not a range of ports FIRST-LAST",
+		"5000":         "is not a range of ports FIRST-LAST",
+		"-5000":        "is not a range of ports FIRST-LAST",
+		"+1-+2":        "is not a range of ports FIRST-LAST",
+		" 5000 - 5001": "has blanks",
+		"5000-5001 ":   "has blanks",
+		"1-65536":      "ports run from 1 to 65535",
+	} {
+		if p, err := ParsePorts(s); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ports %q: %v %v, want %q", s, p, err, want)
+		}
+	}
+	for s, want := range map[string][2]uint16{"1024-65535": {1024, 65535}, "5000-5000": {5000, 5000}} {
+		if p, err := ParsePorts(s); err != nil || p != want {
+			t.Errorf("ports %q: %v %v", s, p, err)
+		}
+	}
+	// Unicast pools and prefixes of the documentation's and the
+	// benchmarking ranges pass.
+	for _, n := range []NAT64{{Stateful: true, Pool: netip.MustParsePrefix("198.18.0.64/30")}, {Prefix: netip.MustParsePrefix("2001:db8:6464::/96")}} {
+		c := Config{Name: "a", NAT64: n}
+		if err := c.Validate(); err != nil {
+			t.Errorf("%+v: %v", n, err)
+		}
 	}
 	if p, err := ParsePrefix("198.18.0.9"); err != nil || p.Bits() != 32 {
 		t.Errorf("an address as a pool: %v %v", p, err)
