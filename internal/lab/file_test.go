@@ -90,6 +90,23 @@ func TestTopologyPMTU(t *testing.T) {
 	if got := Nat64MTU(1500); got != 1480 {
 		t.Errorf("nat64 route MTU over a 1500 link: %d", got)
 	}
+	// The CLAT's and the softwire's routes follow the smallest link of
+	// their path (the CLAT's IPv6 is 20 bytes longer on client-r1, the
+	// softwire's 40 on client-r1 and r1-r2).
+	if c, b := ClatMTU(&cfg), B4MTU(&cfg); c != 1400 || b != 1360 {
+		t.Errorf("over a 1400 r1-r2: CLAT route MTU %d, softwire %d, want 1400 and 1360", c, b)
+	}
+	if c, b := ClatMTU(&Config{}), B4MTU(&Config{}); c != 1480 || b != 1460 {
+		t.Errorf("at 1500: CLAT route MTU %d, softwire %d, want 1480 and 1460", c, b)
+	}
+	small := Config{Links: map[string]Link{"client-r1": {MTU: 1450}, "r2-server": {MTU: 1300}}}
+	if c, b := ClatMTU(&small), B4MTU(&small); c != 1300 || b != 1300 {
+		t.Errorf("client-r1 1450, r2-server 1300: CLAT %d, softwire %d, want 1300 and 1300", c, b)
+	}
+	jumbo := Config{Links: map[string]Link{"client-r1": {MTU: 9000}, "r1-r2": {MTU: 9000}, "r2-server": {MTU: 9000}}}
+	if c, b := ClatMTU(&jumbo), B4MTU(&jumbo); c != 1480 || b != 1460 {
+		t.Errorf("jumbo links: CLAT %d, softwire %d, want 1480 and 1460", c, b)
+	}
 	// A cell group's settings over the lab's own.
 	cell := PMTU{Fragments: "ipv6", MTUProbing: ptrInt(0)}
 	if got := cell.Over(PMTU{PTBBlackhole: "ipv4", Fragments: "ipv4", MTUProbing: ptrInt(2), MSSClamp: true}).String(); got != "ptb_blackhole ipv4, fragments drop, tcp_mtu_probing 0, mss_clamp" {

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netlink"
@@ -69,6 +70,35 @@ func labNets() []netip.Prefix {
 	return out
 }
 
+// special are the address blocks that no pool or prefix may overlap:
+// they are never routed between hosts as unicast.
+var special = []struct {
+	p    netip.Prefix
+	what string
+}{
+	{netip.MustParsePrefix("0.0.0.0/8"), "unspecified (\"this network\")"},
+	{netip.MustParsePrefix("127.0.0.0/8"), "loopback"},
+	{netip.MustParsePrefix("169.254.0.0/16"), "link-local"},
+	{netip.MustParsePrefix("224.0.0.0/4"), "multicast"},
+	{netip.MustParsePrefix("255.255.255.255/32"), "broadcast"},
+	{netip.MustParsePrefix("240.0.0.0/4"), "reserved (class E)"},
+	{netip.MustParsePrefix("::/128"), "unspecified"},
+	{netip.MustParsePrefix("::1/128"), "loopback"},
+	{netip.MustParsePrefix("fe80::/10"), "link-local"},
+	{netip.MustParsePrefix("ff00::/8"), "multicast"},
+}
+
+// checkSpecial says why p, a pool or a prefix, overlaps an address block
+// that is no routed unicast (special), or nil.
+func checkSpecial(p netip.Prefix) error {
+	for _, s := range special {
+		if s.p.Overlaps(p) {
+			return fmt.Errorf("%v holds %s addresses (%v), which are not routed unicast", p, s.what, s.p)
+		}
+	}
+	return nil
+}
+
 // CheckPrefix says why p cannot be the PLAT's prefix.
 func CheckPrefix(p netip.Prefix) error {
 	switch {
@@ -78,6 +108,9 @@ func CheckPrefix(p netip.Prefix) error {
 		return fmt.Errorf("%v: the translator takes a /96 (RFC 6052 also has /32 to /64, which v6lab's translator does not build)", p)
 	case p.Masked() != p:
 		return fmt.Errorf("%v has bits set past its /96 (%v)", p, p.Masked())
+	}
+	if err := checkSpecial(p); err != nil {
+		return err
 	}
 	for _, n := range labNets() {
 		if n.Overlaps(p) {
@@ -96,6 +129,9 @@ func CheckPool(p netip.Prefix) error {
 		return fmt.Errorf("%v holds more than 256 addresses (at most a /24)", p)
 	case p.Masked() != p:
 		return fmt.Errorf("%v has bits set past its /%d (%v)", p, p.Bits(), p.Masked())
+	}
+	if err := checkSpecial(p); err != nil {
+		return err
 	}
 	for _, n := range labNets() {
 		if n.Overlaps(p) && n != nat64Pool {
@@ -138,17 +174,18 @@ func (n NAT64) String() string {
 	return fmt.Sprintf("stateful, pool %v ports %d-%d, prefix %v", n.Pool, n.Ports[0], n.Ports[1], n.Prefix)
 }
 
-// ParsePorts reads "1024-65535" (or one port).
+// ParsePorts reads a range of ports, FIRST-LAST ("1024-65535"; one port
+// is "5000-5000"), with no blanks.
 func ParsePorts(s string) ([2]uint16, error) {
-	lo, hi, found := strings.Cut(strings.TrimSpace(s), "-")
-	if !found {
-		hi = lo
+	lo, hi, found := strings.Cut(s, "-")
+	if strings.ContainsFunc(s, unicode.IsSpace) {
+		return [2]uint16{}, fmt.Errorf("%q has blanks: write FIRST-LAST, such as 1024-65535", s)
 	}
-	a, err1 := strconv.ParseUint(strings.TrimSpace(lo), 10, 32)
-	b, err2 := strconv.ParseUint(strings.TrimSpace(hi), 10, 32)
+	a, err1 := strconv.ParseUint(lo, 10, 32)
+	b, err2 := strconv.ParseUint(hi, 10, 32)
 	switch {
-	case err1 != nil || err2 != nil:
-		return [2]uint16{}, fmt.Errorf("%q is not a range of ports such as 1024-65535", s)
+	case !found || err1 != nil || err2 != nil:
+		return [2]uint16{}, fmt.Errorf("%q is not a range of ports FIRST-LAST such as 1024-65535 (one port: 5000-5000)", s)
 	case a == 0 || b > 65535:
 		return [2]uint16{}, fmt.Errorf("%q: ports run from 1 to 65535", s)
 	case a > b:
@@ -193,10 +230,33 @@ const (
 	clatTable = 6877
 	b4Table   = 6333
 	// clatMTU leaves room for the translation's 20 bytes, b4MTU for the
-	// softwire's IPv6 header (RFC 6333 §5.3: 1460 inside 1500).
+	// softwire's IPv6 header (RFC 6333 §5.3: 1460 inside 1500): the
+	// routes' MTUs in a lab of 1500-byte links (ClatMTU, B4MTU).
 	clatMTU = 1480
 	b4MTU   = 1460
 )
+
+// ClatMTU is the MTU of the client's route for the CLAT's IPv4 in a lab
+// of config c: clatMTU, or less where a link of the path is smaller, as
+// Nat64MTU. The CLAT's packets are IPv6, 20 bytes longer, on the client's
+// link, and IPv4 again past the PLAT at r1 (r1-r2, r2-server). Neither
+// the CLAT nor the PLAT turns an ICMP error into one of the other family,
+// so a packet too big for a link past the client's would be lost unseen:
+// with the route's MTU, the client's IPv4 stack refuses or fragments it
+// before it goes (EMSGSIZE with DF), and its TCP offers an MSS that fits.
+func ClatMTU(c *Config) int {
+	return min(clatMTU, c.Link("client-r1").MTU-20, c.Link("r1-r2").MTU, c.Link("r2-server").MTU)
+}
+
+// B4MTU is the softwire's inner MTU, the client's route for the B4's
+// IPv4 and r2's back to it, in a lab of config c: b4MTU, or less where a
+// link of the path is smaller. The softwire's packets are IPv6, 40 bytes
+// longer, on client-r1 and r1-r2, and IPv4 past the AFTR at r2; neither
+// end passes a Packet Too Big on, so the IPv4 stack at the softwire's
+// entry must refuse (DF) or fragment what would not fit.
+func B4MTU(c *Config) int {
+	return min(b4MTU, c.Link("client-r1").MTU-40, c.Link("r1-r2").MTU-40, c.Link("r2-server").MTU)
+}
 
 // Names of the nftables tables of the stateful PLAT (r1) and the AFTR (r2).
 const (
@@ -453,7 +513,7 @@ func (l *Lab) clientXlatRoutes(h *netlink.Handle) error {
 		table int
 		mtu   int
 		via   netip.Prefix
-	}{{CLAT4, clatTable, clatMTU, clatNet}, {B4v4, b4Table, b4MTU, b4Net}} {
+	}{{CLAT4, clatTable, ClatMTU(&l.Config), clatNet}, {B4v4, b4Table, B4MTU(&l.Config), b4Net}} {
 		rule := netlink.NewRule()
 		rule.Src, rule.Table, rule.Priority, rule.Family = ipnet(netip.PrefixFrom(r.src, 32)), r.table, 100, netlink.FAMILY_V4
 		if err := h.RuleAdd(rule); err != nil {
@@ -480,7 +540,7 @@ func (l *Lab) aftrRoutes(h *netlink.Handle) error {
 	r1 := hostAddr(b.v6, b.aHost)
 	for _, rt := range []*netlink.Route{
 		{Dst: ipnet(b4Net), Gw: r1.AsSlice()},
-		{Dst: ipnet(netip.PrefixFrom(B4v4, 32)), LinkIndex: ln.Attrs().Index, MTU: b4MTU,
+		{Dst: ipnet(netip.PrefixFrom(B4v4, 32)), LinkIndex: ln.Attrs().Index, MTU: B4MTU(&l.Config),
 			Via: &netlink.Via{AddrFamily: netlink.FAMILY_V6, Addr: r1.AsSlice()}},
 	} {
 		if err := h.RouteAdd(rt); err != nil {

@@ -1,12 +1,23 @@
 package lab
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
 	"net/netip"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"v6lab/internal/sock/path"
+	"v6lab/internal/testutil/servetest"
 )
 
 // TestIPv6OnlyAccessPathsThroughAStatefulPLAT: with a stateful NAT64 and a
@@ -79,7 +90,9 @@ func requireNft(t *testing.T) {
 }
 
 // TestBadNAT64SettingsAreRefused: a PREF64 that is not an IPv6 /96 of its
-// own, a pool that is not IPv4, ports that are no range.
+// own, a pool that is not IPv4, a pool or prefix of addresses that are no
+// routed unicast (unspecified, loopback, broadcast, multicast,
+// link-local), ports that are no FIRST-LAST range or have blanks.
 func TestBadNAT64SettingsAreRefused(t *testing.T) {
 	for want, n := range map[string]NAT64{
 		"nat64 prefix: 64:ff9b::/64: the translator takes a /96":       {Prefix: netip.MustParsePrefix("64:ff9b::/64")},
@@ -89,14 +102,46 @@ func TestBadNAT64SettingsAreRefused(t *testing.T) {
 		"nat64 pool: 192.0.2.9/32 overlaps the lab's own 192.0.2.0/24": {Stateful: true, Pool: netip.MustParsePrefix("192.0.2.9/32")},
 		"nat64: a pool and ports need mode stateful":                   {Pool: netip.MustParsePrefix("198.18.0.9/32")},
 		"nat64 ports: 9-8 is not a range of ports":                     {Stateful: true, Ports: [2]uint16{9, 8}},
+		"nat64 pool: 0.0.0.0/32 holds unspecified":                     {Stateful: true, Pool: netip.MustParsePrefix("0.0.0.0/32")},
+		"nat64 pool: 127.0.0.1/32 holds loopback":                      {Stateful: true, Pool: netip.MustParsePrefix("127.0.0.1/32")},
+		"nat64 pool: 255.255.255.255/32 holds broadcast":               {Stateful: true, Pool: netip.MustParsePrefix("255.255.255.255/32")},
+		"nat64 pool: 240.0.0.0/24 holds reserved (class E)":            {Stateful: true, Pool: netip.MustParsePrefix("240.0.0.0/24")},
+		"nat64 pool: 224.0.0.0/24 holds multicast":                     {Stateful: true, Pool: netip.MustParsePrefix("224.0.0.0/24")},
+		"nat64 pool: 169.254.1.0/24 holds link-local":                  {Stateful: true, Pool: netip.MustParsePrefix("169.254.1.0/24")},
+		"nat64 prefix: ::/96 holds unspecified":                        {Prefix: netip.MustParsePrefix("::/96")},
+		"nat64 prefix: fe80::/96 holds link-local":                     {Prefix: netip.MustParsePrefix("fe80::/96")},
+		"nat64 prefix: ff02::/96 holds multicast":                      {Prefix: netip.MustParsePrefix("ff02::/96")},
 	} {
 		c := Config{Name: "a", NAT64: n}
 		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%+v: %v, want %q", n, err, want)
 		}
 	}
-	if _, err := ParsePorts("1024-"); err == nil {
-		t.Error("ports 1024- accepted")
+	for s, want := range map[string]string{
+		"1024-":        "is not a range of ports FIRST-LAST",
+		"5000":         "is not a range of ports FIRST-LAST",
+		"-5000":        "is not a range of ports FIRST-LAST",
+		"+1-+2":        "is not a range of ports FIRST-LAST",
+		" 5000 - 5001": "has blanks",
+		"5000-5001 ":   "has blanks",
+		"1-65536":      "ports run from 1 to 65535",
+	} {
+		if p, err := ParsePorts(s); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ports %q: %v %v, want %q", s, p, err, want)
+		}
+	}
+	for s, want := range map[string][2]uint16{"1024-65535": {1024, 65535}, "5000-5000": {5000, 5000}} {
+		if p, err := ParsePorts(s); err != nil || p != want {
+			t.Errorf("ports %q: %v %v", s, p, err)
+		}
+	}
+	// Unicast pools and prefixes of the documentation's and the
+	// benchmarking ranges pass.
+	for _, n := range []NAT64{{Stateful: true, Pool: netip.MustParsePrefix("198.18.0.64/30")}, {Prefix: netip.MustParsePrefix("2001:db8:6464::/96")}} {
+		c := Config{Name: "a", NAT64: n}
+		if err := c.Validate(); err != nil {
+			t.Errorf("%+v: %v", n, err)
+		}
 	}
 	if p, err := ParsePrefix("198.18.0.9"); err != nil || p.Bits() != 32 {
 		t.Errorf("an address as a pool: %v %v", p, err)
@@ -170,4 +215,150 @@ func TestNat64ShorthandIsStateful(t *testing.T) {
 	if err != nil || cfg.NAT64.Stateful {
 		t.Errorf("stateless: %+v %v", cfg.NAT64, err)
 	}
+}
+
+// TestXlatRoutesFollowASmallerLink: in a lab whose r1-r2 link carries 1400
+// bytes, the client's routes for the CLAT's and the B4's IPv4 (and r2's
+// back into the softwire) carry the path's MTU, read back from the
+// kernel; a datagram with DF one byte above it is refused at once
+// (EMSGSIZE), not lost on the way, one that fits arrives, and a 256 KiB
+// upload over each path completes.
+func TestXlatRoutesFollowASmallerLink(t *testing.T) {
+	requireRoot(t)
+	requireNft(t)
+	l := up(t, Config{Name: testName(t) + "m", Links: map[string]Link{"r1-r2": {MTU: 1400}}})
+	if l.XlatWhy != "" {
+		t.Skip(l.XlatWhy)
+	}
+	want := map[path.Path]int{path.XLAT464: 1400, path.DSLite: 1360}
+	got := map[path.Path]int{path.XLAT464: tableMTU(t, l, Client, clatTable), path.DSLite: tableMTU(t, l, Client, b4Table)}
+	if got[path.XLAT464] != want[path.XLAT464] || got[path.DSLite] != want[path.DSLite] {
+		t.Fatalf("the client's route MTUs: %v, want %v", got, want)
+	}
+	if r2 := routeMTU(t, l, R2, 0, netip.PrefixFrom(B4v4, 32)); r2 != want[path.DSLite] {
+		t.Errorf("r2's route into the softwire: MTU %d, want %d", r2, want[path.DSLite])
+	}
+	for p, mtu := range want {
+		src := l.Addr.Source(p)
+		if err := sendDF(l, src, mtu-28+1); !errors.Is(err, unix.EMSGSIZE) {
+			t.Errorf("%s: a %d-byte IPv4 packet with DF from %v: %v, want EMSGSIZE", p, mtu+1, src, err)
+		}
+		if err := sendDF(l, src, mtu-28); err != nil {
+			t.Errorf("%s: a %d-byte IPv4 packet with DF: %v", p, mtu, err)
+		}
+		port := countServer(t, l, l.Addr.ServerV4)
+		if n := uploadFromClient(t, l, p, netip.AddrPortFrom(l.Addr.ServerV4, uint16(port)), 256<<10); n != 256<<10 {
+			t.Errorf("%s: the server read %d of a 256 KiB upload", p, n)
+		}
+	}
+}
+
+// tableMTU is the MTU of the default route of an IPv4 routing table in
+// the lab's host role.
+func tableMTU(t *testing.T, l *Lab, role string, table int) int {
+	return routeMTU(t, l, role, table, netip.MustParsePrefix("0.0.0.0/0"))
+}
+
+// routeMTU reads back from the kernel the MTU of the IPv4 route to dst in
+// table (0: main) of the lab's host role.
+func routeMTU(t *testing.T, l *Lab, role string, table int, dst netip.Prefix) int {
+	t.Helper()
+	h, err := handle(NS(l.Name, role))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	filter, mask := &netlink.Route{Table: table}, uint64(netlink.RT_FILTER_TABLE)
+	if table == 0 {
+		filter.Table, mask = unix.RT_TABLE_MAIN, netlink.RT_FILTER_TABLE
+	}
+	rs, err := h.RouteListFiltered(netlink.FAMILY_V4, filter, mask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		d := netip.MustParsePrefix("0.0.0.0/0")
+		if r.Dst != nil {
+			a, _ := netip.AddrFromSlice(r.Dst.IP.To4())
+			ones, _ := r.Dst.Mask.Size()
+			d = netip.PrefixFrom(a, ones)
+		}
+		if d == dst {
+			return r.MTU
+		}
+	}
+	t.Fatalf("%s: no route to %v in table %d: %v", role, dst, table, rs)
+	return 0
+}
+
+// sendDF sends one UDP datagram of size bytes with DF, from src in the
+// client's namespace to the server's discard port: the error of its send.
+func sendDF(l *Lab, src netip.Addr, size int) error {
+	return Do(NS(l.Name, Client), func() error {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_DO); err != nil {
+			return err
+		}
+		if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: src.As4()}); err != nil {
+			return err
+		}
+		return unix.Sendto(fd, make([]byte, size), 0, &unix.SockaddrInet4{Port: 9, Addr: netip.MustParseAddr(server4).As4()})
+	})
+}
+
+// countServer listens in the server namespace on addr and answers each
+// connection, once the client has closed its side, with how many bytes
+// it read.
+func countServer(t *testing.T, l *Lab, addr netip.Addr) int {
+	t.Helper()
+	var ln net.Listener
+	err := Do(NS(l.Name, Server), func() error {
+		var err error
+		ln, err = path.Listen(context.Background(), path.OfAddr(addr), netip.AddrPortFrom(addr, 0).String())
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	servetest.Each(t, ln, func(c net.Conn) {
+		c.SetDeadline(time.Now().Add(20 * time.Second))
+		n, _ := io.Copy(io.Discard, c)
+		fmt.Fprint(c, n)
+	})
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// uploadFromClient sends size bytes over path p to dst and returns the
+// count the server answers with (-1 if it answered none).
+func uploadFromClient(t *testing.T, l *Lab, p path.Path, dst netip.AddrPort, size int) int {
+	t.Helper()
+	d := path.Dialer{Path: p, Source: l.Addr.Source(p)}
+	var c net.Conn
+	err := Do(NS(l.Name, Client), func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		var err error
+		c, err = d.Dial(ctx, "tcp", dst)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", p, err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	if _, err := c.Write(make([]byte, size)); err != nil {
+		t.Errorf("%s: upload: %v", p, err)
+		return -1
+	}
+	c.(*net.TCPConn).CloseWrite()
+	b, _ := io.ReadAll(c)
+	n, err := strconv.Atoi(string(b))
+	if err != nil {
+		return -1
+	}
+	return n
 }
