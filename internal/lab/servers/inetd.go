@@ -128,16 +128,24 @@ type children struct {
 	ended bool // term was called: one started since is ended at once
 }
 
-func (k *children) add(p *os.Process) {
+// start starts cmd as a child, unless the inetd is ending. Starting and
+// recording are one step under the lock: a child started just before the
+// end but recorded after it would outlive the inetd (os.Exit does not
+// wait for the goroutine that records it), holding its session open.
+func (k *children) start(cmd *exec.Cmd) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.ended {
-		p.Signal(syscall.SIGTERM)
+		return errors.New("the inetd is ending")
+	}
+	if err := cmd.Start(); err != nil {
+		return err
 	}
 	if k.set == nil {
 		k.set = map[*os.Process]bool{}
 	}
-	k.set[p] = true
+	k.set[cmd.Process] = true
+	return nil
 }
 
 func (k *children) done(p *os.Process) {
@@ -189,10 +197,9 @@ func spawn(c *net.TCPConn, argv []string, logw io.Writer, kids *children) error 
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = f, f, logw
-	if err := cmd.Start(); err != nil {
+	if err := kids.start(cmd); err != nil {
 		return err
 	}
-	kids.add(cmd.Process)
 	go func() {
 		cmd.Wait()
 		kids.done(cmd.Process)

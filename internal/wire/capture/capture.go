@@ -103,6 +103,11 @@ type frameInfo struct {
 	// port). Anything else a client sends (data, a SYN) counts, opened or
 	// not, so a client's own traffic is always proven.
 	mayStray bool
+	// udp: a datagram. A UDP flow first seen from the service in the
+	// window is an earlier run's (a QUIC server retransmitting to a client
+	// whose close a lossy link dropped): what the client answers on it (a
+	// closed connection's CONNECTION_CLOSE again) is stray too.
+	udp bool
 }
 
 func inspect(frame []byte, f Filter) frameInfo {
@@ -203,7 +208,7 @@ func transport(proto byte, src, dst, l4 []byte, size int, f Filter) (frameInfo, 
 		fi.mayStray = fromService || reset || closing || anyEnd
 	} else {
 		fi.opens = f.Port == 0 || service(dp)
-		fi.mayStray = fromService
+		fi.mayStray, fi.udp = fromService, true
 	}
 	a, b := endpoint(src, sp), endpoint(dst, dp)
 	if bytes.Compare(a[:], b[:]) > 0 {
@@ -274,8 +279,8 @@ type Capture struct {
 	filter  Filter
 	from    time.Time // window start; zero: counting from the first frame
 	counts  Counts
-	flows   map[flowKey]struct{} // flows opened in the window
-	last    time.Time            // receive time of the last frame processed
+	flows   map[flowKey]bool // flows opened in the window (false), or UDP flows an earlier run left (true)
+	last    time.Time        // receive time of the last frame processed
 	wg      sync.WaitGroup
 	closing atomic.Bool
 	pcap    *pcapgo.Writer // counted frames are also written here, if set
@@ -322,7 +327,7 @@ func OpenSocket(ifname string) (int, error) {
 // instance by a parent process in another namespace). If its ring cannot
 // be set up, nothing is counted and every run fails its check with why.
 func FromFD(fd int, f Filter) *Capture {
-	c := &Capture{filter: f, flows: make(map[flowKey]struct{})}
+	c := &Capture{filter: f, flows: make(map[flowKey]bool)}
 	if c.ring, c.ringErr = pktring.New(fd, ringConfig); c.ringErr != nil {
 		c.ringErr = fmt.Errorf("capture: %w", c.ringErr)
 		return c
@@ -413,9 +418,17 @@ func (c *Capture) frame(at time.Time, frame []byte, n int) {
 		return
 	}
 	class := fi.class
-	if fi.opens {
-		c.flows[fi.flow] = struct{}{}
-	} else if _, ok := c.flows[fi.flow]; !ok && fi.mayStray {
+	stale, seen := c.flows[fi.flow]
+	switch {
+	case seen && stale: // a UDP flow an earlier run left
+		c.counts.Stray++
+		class = Ignored
+	case fi.opens:
+		c.flows[fi.flow] = false
+	case !seen && fi.mayStray:
+		if fi.udp {
+			c.flows[fi.flow] = true
+		}
 		c.counts.Stray++
 		class = Ignored
 	}
@@ -476,7 +489,7 @@ func (c *Capture) RecordErr() error {
 func (c *Capture) Reset(f Filter) {
 	c.mu.Lock()
 	c.filter, c.from, c.counts = f, time.Now(), Counts{}
-	c.flows = make(map[flowKey]struct{})
+	c.flows = make(map[flowKey]bool)
 	if c.ring != nil {
 		c.ring.Stats() // the kernel's drop count restarts with the window
 	}
