@@ -146,7 +146,8 @@ func (l *Lab) site(name string) (Site, bool) {
 // startWeb serves every site over HTTP (port 80) and HTTPS (443, a
 // self-signed certificate of the site's own, as a real site's is one
 // name's and small: a survey of the lab is --insecure) on the wildcard
-// address, which holds every site's.
+// addresses, which hold every site's: one listener per family, each
+// pinned to it (an IPv4 client is never an IPv4-mapped one here).
 func (l *Lab) startWeb() error {
 	cfg, err := proto.SelfSigned([]string{"v6lab.test"}, nil)
 	if err != nil {
@@ -154,7 +155,7 @@ func (l *Lab) startWeb() error {
 	}
 	cfg.GetCertificate = l.certificate
 	for _, port := range []int{80, 443} {
-		ln, err := net.Listen("tcp", fmt.Sprintf(":%d", port))
+		lns, _, err := path.ListenSamePort(context.Background(), []netip.Addr{netip.IPv4Unspecified(), netip.IPv6Unspecified()}, port)
 		if err != nil {
 			return fmt.Errorf("lab sites: %w", err)
 		}
@@ -162,10 +163,14 @@ func (l *Lab) startWeb() error {
 		if port == 443 {
 			srv.TLSConfig = cfg.Clone()
 			srv.TLSConfig.NextProtos = []string{"h2", "http/1.1"}
-			ln = tls.NewListener(ln, srv.TLSConfig)
 		}
 		var wg sync.WaitGroup
-		wg.Go(func() { srv.Serve(ln) })
+		for _, ln := range lns {
+			if srv.TLSConfig != nil {
+				ln = tls.NewListener(ln, srv.TLSConfig)
+			}
+			wg.Go(func() { srv.Serve(ln) })
+		}
 		l.stop = append(l.stop, func() {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
