@@ -108,6 +108,46 @@ type frameInfo struct {
 	// whose close a lossy link dropped): what the client answers on it (a
 	// closed connection's CONNECTION_CLOSE again) is stray too.
 	udp bool
+	// seg is a TCP segment's place in its connection, when one end is the
+	// service (which end is the client is known).
+	seg segPlace
+}
+
+// segPlace is where a TCP segment lies in its connection's sequence space.
+type segPlace struct {
+	fromClient bool   // sent by the client (to the service), else by the service
+	end        uint32 // the client's: sequence number after its data and FIN
+	carries    bool   // the client's: it has data or a FIN (it can be retransmitted)
+	ack        uint32 // the service's: what it has received of the client
+	hasAck     bool
+}
+
+// flowMark is what recent windows saw of a TCP connection's client data:
+// the furthest the client sent and the service acknowledged.
+type flowMark struct {
+	gen          uint64 // the last window that saw the connection
+	sent, acked  uint32
+	hasSent, has bool
+}
+
+// retransmits tells whether a client segment ending at end carries only
+// data already seen sent or acknowledged: a retransmission (under loss,
+// into the next run), not new data.
+func (m flowMark) retransmits(end uint32) bool {
+	before := func(a, b uint32) bool { return int32(a-b) <= 0 }
+	return (m.hasSent && before(end, m.sent)) || (m.has && before(end, m.acked))
+}
+
+// note records s in m.
+func (m *flowMark) note(s segPlace, gen uint64) {
+	after := func(a, b uint32) bool { return int32(a-b) > 0 }
+	m.gen = gen
+	switch {
+	case s.fromClient && s.carries && (!m.hasSent || after(s.end, m.sent)):
+		m.sent, m.hasSent = s.end, true
+	case !s.fromClient && s.hasAck && (!m.has || after(s.ack, m.acked)):
+		m.acked, m.has = s.ack, true
+	}
 }
 
 func inspect(frame []byte, f Filter) frameInfo {
@@ -206,6 +246,9 @@ func transport(proto byte, src, dst, l4 []byte, size int, f Filter) (frameInfo, 
 		// retransmitted into the next run, and the ACK it gets back).
 		anyEnd := f.Port == 0 && len(l4) >= 14 && (bare || l4[13]&0x06 == 0x04)
 		fi.mayStray = fromService || reset || closing || anyEnd
+		if len(l4) >= 14 && (toService || fromService) {
+			fi.seg = segment(l4, size, toService)
+		}
 	} else {
 		fi.opens = f.Port == 0 || service(dp)
 		fi.mayStray, fi.udp = fromService, true
@@ -218,6 +261,22 @@ func transport(proto byte, src, dst, l4 []byte, size int, f Filter) (frameInfo, 
 	copy(fi.flow[1:], a[:])
 	copy(fi.flow[1+len(a):], b[:])
 	return fi, true
+}
+
+// segment reads a TCP header's sequence and acknowledgment numbers.
+func segment(l4 []byte, size int, fromClient bool) segPlace {
+	s := segPlace{fromClient: fromClient}
+	if fromClient {
+		n := size - int(l4[12]>>4)*4
+		if l4[13]&0x01 != 0 { // a FIN takes a sequence number
+			n++
+		}
+		s.carries = n > 0 && l4[13]&0x02 == 0
+		s.end = binary.BigEndian.Uint32(l4[4:8]) + uint32(max(n, 0))
+		return s
+	}
+	s.ack, s.hasAck = binary.BigEndian.Uint32(l4[8:12]), l4[13]&0x10 != 0
+	return s
 }
 
 // endpoint is an address (IPv4 mapped into 16 bytes) and a port.
@@ -279,8 +338,10 @@ type Capture struct {
 	filter  Filter
 	from    time.Time // window start; zero: counting from the first frame
 	counts  Counts
-	flows   map[flowKey]bool // flows opened in the window (false), or UDP flows an earlier run left (true)
-	last    time.Time        // receive time of the last frame processed
+	flows   map[flowKey]bool     // flows opened in the window (false), or UDP flows an earlier run left (true)
+	marks   map[flowKey]flowMark // TCP connections' client data seen in recent windows
+	gen     uint64               // the window's number, for marks
+	last    time.Time            // receive time of the last frame processed
 	wg      sync.WaitGroup
 	closing atomic.Bool
 	pcap    *pcapgo.Writer // counted frames are also written here, if set
@@ -293,6 +354,10 @@ type Capture struct {
 // at most about 2×Retire after it passed (Drain waits that long at a
 // run's end); 32 blocks of 256 KiB hold about 30,000 frames.
 var ringConfig = pktring.Config{Snap: snap, Retire: retire, BlockSize: 256 << 10, Blocks: 32}
+
+// markWindows is how many windows a connection's marks outlive it: a
+// retransmission backs off (0.2, 0.4, 0.8 s...) past a short run or two.
+const markWindows = 4
 
 const (
 	snap   = 160
@@ -327,7 +392,7 @@ func OpenSocket(ifname string) (int, error) {
 // instance by a parent process in another namespace). If its ring cannot
 // be set up, nothing is counted and every run fails its check with why.
 func FromFD(fd int, f Filter) *Capture {
-	c := &Capture{filter: f, flows: make(map[flowKey]bool)}
+	c := &Capture{filter: f, flows: make(map[flowKey]bool), marks: make(map[flowKey]flowMark)}
 	if c.ring, c.ringErr = pktring.New(fd, ringConfig); c.ringErr != nil {
 		c.ringErr = fmt.Errorf("capture: %w", c.ringErr)
 		return c
@@ -411,6 +476,10 @@ func (c *Capture) loop() {
 func (c *Capture) frame(at time.Time, frame []byte, n int) {
 	c.last = at
 	if at.Before(c.from) {
+		// The last window's tail, read late: only its marks matter.
+		if fi := inspect(frame, c.filter); fi.class != Ignored {
+			c.note(fi)
+		}
 		return
 	}
 	fi := inspect(frame, c.filter)
@@ -431,7 +500,14 @@ func (c *Capture) frame(at time.Time, frame []byte, n int) {
 		}
 		c.counts.Stray++
 		class = Ignored
+	case !seen && fi.seg.fromClient && fi.seg.carries && c.retransmitted(fi):
+		// A client's data an earlier run already carried, sent again
+		// under loss after its run ended: new data on a connection kept
+		// from an earlier run still counts.
+		c.counts.Stray++
+		class = Ignored
 	}
+	c.note(fi)
 	switch class {
 	case IPv4:
 		c.counts.IPv4++
@@ -450,6 +526,27 @@ func (c *Capture) frame(at time.Time, frame []byte, n int) {
 	if c.pcap != nil && c.pcapErr == nil {
 		c.pcapErr = c.pcap.WritePacket(gopacket.CaptureInfo{Timestamp: at, CaptureLength: len(frame), Length: n}, frame)
 	}
+}
+
+// note keeps what a TCP segment says of its connection's client data.
+func (c *Capture) note(fi frameInfo) {
+	if !fi.seg.carries && !fi.seg.hasAck {
+		return
+	}
+	if c.marks == nil {
+		c.marks = make(map[flowKey]flowMark)
+	}
+	m := c.marks[fi.flow]
+	m.note(fi.seg, c.gen)
+	c.marks[fi.flow] = m
+}
+
+// retransmitted tells whether fi, a client's segment, carries only data
+// already seen sent or acknowledged on r1's link (counted where it first
+// passed).
+func (c *Capture) retransmitted(fi frameInfo) bool {
+	m, ok := c.marks[fi.flow]
+	return ok && m.retransmits(fi.seg.end)
 }
 
 // Record writes every frame of the measured service from now on, counted
@@ -490,6 +587,12 @@ func (c *Capture) Reset(f Filter) {
 	c.mu.Lock()
 	c.filter, c.from, c.counts = f, time.Now(), Counts{}
 	c.flows = make(map[flowKey]bool)
+	c.gen++
+	for k, m := range c.marks {
+		if m.gen+markWindows < c.gen {
+			delete(c.marks, k) // a connection quiet for that long sends nothing late
+		}
+	}
 	if c.ring != nil {
 		c.ring.Stats() // the kernel's drop count restarts with the window
 	}

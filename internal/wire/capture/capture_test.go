@@ -327,6 +327,69 @@ func ipv4Between(proto byte, src, dst byte, payload []byte) []byte {
 	return p
 }
 
+// TestALateRetransmissionIsStray: under loss, a client retransmits data of
+// a connection whose run has ended into the next run's window (a 6in4
+// run's segment in a nat64 run). Data the wire already saw sent, or the
+// server acknowledged, is stray; new data on a connection kept from an
+// earlier run still counts.
+func TestALateRetransmissionIsStray(t *testing.T) {
+	c := &Capture{}
+	at := func(when time.Time, frames ...[]byte) {
+		for _, f := range frames {
+			c.mu.Lock()
+			c.frame(when, f, len(f))
+			c.mu.Unlock()
+		}
+	}
+	const ack, psh = 0x10, 0x08
+	seg := func(sport, dport uint16, seq, acked uint32, data string) []byte {
+		b := tcpSeg(sport, dport, ack|psh)
+		binary.BigEndian.PutUint32(b[4:], seq)
+		binary.BigEndian.PutUint32(b[8:], acked)
+		p := ipv6Between(append(b, data...))
+		if sport == 443 { // from 2001:db8::2
+			p[23], p[39] = 2, 1
+		}
+		return ether(0x0800, ipv4Pkt(41, p))
+	}
+	client := func(seq uint32, data string) []byte { return seg(40000, 443, seq, 1, data) }
+	server := func(acked uint32) []byte { return seg(443, 40000, 1, acked, "") }
+
+	c.Reset(Filter{Port: 443})
+	at(time.Now(), client(0xfffffff0, "request")) // a kept connection's data counts
+	// Its next segment is lost before r1's link; the next window opens.
+	c.Reset(Filter{Port: 443})
+	at(time.Now(),
+		client(0xfffffff0, "request"), // sent again: the wire saw it
+		server(0),                     // the server has both (across the wrap): stray as the service's
+		client(0xfffffff7, "the rest!"),
+	)
+	if got := c.Counts(); got != (Counts{Stray: 3}) {
+		t.Errorf("an earlier run's retransmissions: %+v, want 3 stray", got)
+	}
+	at(time.Now(), client(0, "next")) // new data on the kept connection
+	if got := c.Counts(); got != (Counts{SixIn4: 1, Stray: 3}) {
+		t.Errorf("new data on a kept connection: %+v, want it counted", got)
+	}
+
+	// An acknowledgment read late, from before the window, marks too.
+	c.Reset(Filter{Port: 443})
+	at(time.Now().Add(-time.Second), server(11))
+	at(time.Now(), client(4, "more"), client(4, "more and new"))
+	if got := c.Counts(); got != (Counts{SixIn4: 1, Stray: 1}) {
+		t.Errorf("after an acknowledgment from before the window: %+v", got)
+	}
+
+	// A connection quiet for markWindows windows is forgotten.
+	for range markWindows + 1 {
+		c.Reset(Filter{Port: 443})
+	}
+	at(time.Now(), client(0xfffffff0, "request"))
+	if got := c.Counts(); got != (Counts{SixIn4: 1}) {
+		t.Errorf("a forgotten connection: %+v", got)
+	}
+}
+
 // TestOnlyFlowsOpenedInTheWindowCount feeds frames to the counting
 // (without a ring): packets of a connection or flow that did not start in
 // the window are stray, not the run's.
