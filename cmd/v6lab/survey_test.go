@@ -91,7 +91,7 @@ func TestSurveyOfALabOfSitesGivesEveryKnownVerdict(t *testing.T) {
 			}
 		}
 	}
-	whole, _ := surveyLab(t, bin, file)
+	whole, wd := surveyLab(t, bin, file)
 	check("whole", whole, len(lab))
 	seg0, d0 := surveyLab(t, bin, file, "--segment", "0/2")
 	seg1, d1 := surveyLab(t, bin, file, "--segment", "1/2")
@@ -115,6 +115,13 @@ func TestSurveyOfALabOfSitesGivesEveryKnownVerdict(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("merged", merged, len(lab))
+	// v6lab compare sets two surveys side by side: the same verdicts.
+	if out, err := v6lab(t, "compare", wd, md); err != nil || !strings.Contains(out, "50 sites in both, 0 changed verdict; 0 only in A, 0 only in B") {
+		t.Errorf("compare whole and merged: %v\n%.600s", err, out)
+	}
+	if _, err := v6lab(t, "compare", wd, t.TempDir()); exitCode(err) != 2 {
+		t.Errorf("compare a survey with no survey: %v", err)
+	}
 	// v6lab report renders a survey as a survey: the same results.csv.
 	if out, err := v6lab(t, "report", md, "--format", "csv"); err != nil || out != string(mustRead(t, filepath.Join(md, sites.CSVFile))) {
 		t.Errorf("report --format csv: %v\n%.300s", err, out)

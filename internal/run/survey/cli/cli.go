@@ -234,3 +234,21 @@ func Report(w io.Writer, dir, format string, write bool) error {
 	}
 	return render(w, s)
 }
+
+// Compare is v6lab compare of two surveys' result directories (either
+// being one: cmd/v6lab asks IsSurvey), in format text or json.
+func Compare(w io.Writer, a, b, format string) error {
+	for _, d := range []string{a, b} {
+		if !survey.IsSurvey(d) {
+			return &Exit{Code: 2, Err: fmt.Errorf("compare: %s is not a survey's result: compare a survey with a survey", d)}
+		}
+	}
+	v, err := sites.Compare(a, b)
+	if err != nil {
+		return err
+	}
+	if format == "json" {
+		return sites.VersusJSON(w, v)
+	}
+	return sites.VersusText(w, v)
+}
