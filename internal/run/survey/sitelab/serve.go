@@ -264,7 +264,7 @@ func (l *Lab) page(s Site, scheme string) string {
 
 // spinBelow is the delay under which sleep spins rather than sets a
 // timer: a timer's wake-up is late by up to a millisecond on a loaded
-// machine (a 700 µs delay measured 1.2 ms), which would hide a site the
+// machine (a 700 µs delay took about 1.1 ms), which would hide a site the
 // file sets at most 1 ms slower.
 const spinBelow = 2 * time.Millisecond
 
