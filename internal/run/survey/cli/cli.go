@@ -135,6 +135,9 @@ func (o *surveyOpts) reexec() error {
 	}
 	code, err := 0, error(nil)
 	if o.labName != "" {
+		if err := sitelab.CheckLab(o.labName); err != nil {
+			return &Exit{Code: 2, Err: err}
+		}
 		code, err = sitelab.ReexecInLab(o.labName)
 	} else {
 		code, err = sitelab.Reexec()

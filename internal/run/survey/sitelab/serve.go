@@ -298,11 +298,8 @@ const childEnv = "V6LAB_SITES_NETNS"
 // servers) and returns its exit code. The lab must serve sites (v6lab lab
 // up --sites).
 func ReexecInLab(name string) (int, error) {
-	if err := lab.CheckName(name); err != nil {
+	if err := CheckLab(name); err != nil {
 		return 0, err
-	}
-	if _, err := os.Stat(lab.SitesResolvConf(name)); err != nil {
-		return 0, fmt.Errorf("lab sites: lab %q serves no sites (v6lab lab up --sites FILE --name %s; v6lab lab status lists the labs)", name, name)
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -313,6 +310,18 @@ func ReexecInLab(name string) (int, error) {
 	c.Env = append(os.Environ(), childEnv+"=lab")
 	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGINT}
 	return host.RunChild(c, nil)
+}
+
+// CheckLab says why lab name cannot be surveyed from (a bad name, no
+// such lab, or one that serves no sites), or nil.
+func CheckLab(name string) error {
+	if err := lab.CheckName(name); err != nil {
+		return err
+	}
+	if _, err := os.Stat(lab.SitesResolvConf(name)); err != nil {
+		return fmt.Errorf("lab sites: lab %q serves no sites (v6lab lab up --sites FILE --name %s; v6lab lab status lists the labs)", name, name)
+	}
+	return nil
 }
 
 // Check reads a sites file as lab up --sites is given it, before the lab
