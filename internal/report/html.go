@@ -154,7 +154,7 @@ func plots(s *Summary, proto string) []*plot {
 	for _, n := range conns {
 		out = append(out, cdfPlot(proto, cells, n))
 	}
-	return out
+	return append(out, whatIfPlots(proto, cells)...)
 }
 
 // meanPlots are the mean response time per path against connections,

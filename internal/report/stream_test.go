@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"v6lab/internal/result"
+	"v6lab/internal/sock/eyeballs"
 )
 
 // writeInOrder writes f as v6lab's writer does: each run's samples, then
@@ -135,6 +136,10 @@ func manySamples(seed uint64) *result.File {
 						s.Err, failed = "reset by peer", failed+1
 					case r.IntN(3) == 0:
 						s.Metrics = map[string]float64{"ipv6_won": float64(r.IntN(2)), "he_attempts": 1 + r.Float64()}
+						if r.IntN(4) > 0 { // the families' fates: the timer what-if's sums
+							eyeballs.PutFate(s.Metrics, true, eyeballs.Fate{State: eyeballs.FateDone, Time: time.Duration(r.IntN(4e8))})
+							eyeballs.PutFate(s.Metrics, false, eyeballs.Fate{State: eyeballs.FateSilent, Time: time.Duration(r.IntN(4e8))})
+						}
 					}
 					f.Samples = append(f.Samples, s)
 				}

@@ -375,6 +375,9 @@ func sections(s *Summary, proto string) []section {
 	if sec, ok := EyeballsSection(title, cells, s.Engines[proto], s.Dialers[proto]); ok {
 		out = append(out, sec)
 	}
+	if sec, ok := WhatIfSection(title, cells); ok {
+		out = append(out, sec)
+	}
 	if sec, ok := metricSection(title, cells); ok {
 		out = append(out, sec)
 	}

@@ -1,0 +1,143 @@
+package http
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/quic-go/quic-go"
+
+	"v6lab/internal/gen/load"
+	"v6lab/internal/proto"
+	"v6lab/internal/result"
+	"v6lab/internal/sock/eyeballs"
+	"v6lab/internal/sock/path"
+)
+
+// The timer what-if's data. Every dual sample of dialer v2 or v3 carries
+// each family's first attempt's fate as its race saw it
+// (eyeballs.Fates): done or failed after how long, or silent for as long
+// as it ran before another won. A race stops at its winner, so the
+// loser's time is often unknown: never tried (the winner finished before
+// the attempt delay), or cancelled. With whatif: true the client then
+// times those families itself, after the transaction's figures are
+// taken: a fresh handshake to the family's address (looked up again, over
+// the pinned resolver), the same kind as the race's (TCP's for v2; for
+// v3 QUIC's when the race's first attempt was QUIC, else TCP's and TLS's),
+// given WhatIfHorizon to answer. Its fate replaces the race's in the
+// sample, and he_whatif_after counts the families so timed. It costs the
+// run, not the transaction: a user's next transaction waits for it (up to
+// WhatIfHorizon where a family never answers).
+
+// WhatIfHorizon is how long a family timed after the transaction is given
+// to complete its handshake: a silent family is then silent for at least
+// this long, which decides every attempt delay up to 500 ms exactly
+// while the other family's handshake takes under 500 ms.
+const WhatIfHorizon = time.Second
+
+// checkWhatIf: whatif times the families of v6lab's own race.
+func (o *Options) checkWhatIf() error {
+	switch {
+	case !o.WhatIf:
+	case !o.RacesFamilies:
+		return proto.Errorf("whatif", "times the dual path's families, and the cell's paths have no dual")
+	case o.External():
+		return proto.Errorf("whatif", "times v6lab's own race (dialer v2 or v3): %s's attempts are not visible", o.Client)
+	case o.Dialer == "go":
+		return proto.Errorf("whatif", "times v6lab's own race (dialer v2 or v3): Go's dialer's attempts are not visible")
+	}
+	return nil
+}
+
+// whatIfAfter times the families s's race did not see through.
+func (c *Client) whatIfAfter(ctx context.Context, s *result.Sample) {
+	if !c.WhatIf || !c.Path.Kind().Dual || c.GoDialer || s.Metrics == nil {
+		return
+	}
+	if _, raced := s.Metrics["he_attempts"]; !raced {
+		return
+	}
+	v6, _ := eyeballs.FateOf(s.Metrics, true)
+	v4, _ := eyeballs.FateOf(s.Metrics, false)
+	quic := v6.QUIC || v4.QUIC
+	fates := [2]eyeballs.Fate{v6, v4}
+	var wg sync.WaitGroup
+	n := 0
+	for i, f := range fates {
+		if f.State == eyeballs.FateDone || f.State == eyeballs.FateFailed {
+			continue
+		}
+		n++
+		wg.Go(func() {
+			if g, ok := c.timeFamily(ctx, i == 0, quic); ok {
+				fates[i] = g
+			}
+		})
+	}
+	wg.Wait()
+	if n == 0 {
+		return
+	}
+	eyeballs.PutFate(s.Metrics, true, fates[0])
+	eyeballs.PutFate(s.Metrics, false, fates[1])
+	s.Metrics["he_whatif_after"] = float64(n)
+}
+
+// timeFamily makes one handshake over the family (ipv6 or not) and says
+// its fate; false when it could not be tried (no address, or the run
+// ended).
+func (c *Client) timeFamily(ctx context.Context, ipv6, quic bool) (eyeballs.Fate, bool) {
+	p := path.IPv4
+	if ipv6 {
+		p = path.IPv6
+	}
+	a, err := c.Resolver.LookupFrom(ctx, c.lookupHost(), p, &path.LookupHook{})
+	if err != nil {
+		return eyeballs.Fate{}, false
+	}
+	hctx, cancel := context.WithTimeout(ctx, WhatIfHorizon)
+	defer cancel()
+	start := time.Now()
+	err = c.handshake(hctx, netip.AddrPortFrom(a, c.port()), quic)
+	f := eyeballs.Fate{Time: time.Since(start), QUIC: quic && c.V3 != nil, State: eyeballs.FateDone}
+	switch {
+	case ctx.Err() != nil:
+		return eyeballs.Fate{}, false // the run ended, not the horizon
+	case err == nil:
+	case errors.Is(hctx.Err(), context.DeadlineExceeded) || noAnswer(err):
+		f.State = eyeballs.FateSilent
+	default:
+		f.State = eyeballs.FateFailed
+	}
+	return f, true
+}
+
+// noAnswer: QUIC gave up for want of any answer.
+func noAnswer(err error) bool {
+	var idle *quic.IdleTimeoutError
+	var hs *quic.HandshakeTimeoutError
+	return errors.As(err, &idle) || errors.As(err, &hs)
+}
+
+// handshake is one attempt of the race's kind to the address, closed
+// once done: v2's TCP connection; v3's QUIC (ALPN h3) or TCP and TLS.
+func (c *Client) handshake(ctx context.Context, to netip.AddrPort, quic bool) error {
+	if c.V3 == nil {
+		conn, err := path.Dialer{Path: path.OfAddr(to.Addr())}.Dial(ctx, "tcp", to)
+		if err == nil {
+			load.CloseAbort(conn)
+		}
+		return err
+	}
+	var conn *v3conn
+	var err error
+	if quic {
+		conn, err = c.dialQUIC(ctx, eyeballs.Endpoint{Addr: to, Transport: eyeballs.QUIC, ALPN: []string{eyeballs.ALPNH3}})
+	} else {
+		conn, err = c.dialTLS(ctx, eyeballs.Endpoint{Addr: to, Transport: eyeballs.TCP, ALPN: []string{eyeballs.ALPNH2, eyeballs.ALPNHTTP11}}, func(time.Time) {})
+	}
+	conn.close()
+	return err
+}
