@@ -23,9 +23,17 @@ var WhatIfDelays = whatif.Delays(0, 500*time.Millisecond, 10*time.Millisecond)
 // WhatIfRule names the rule replayed.
 const WhatIfRule = "prefer-ipv6"
 
+// WhatIfTolerance: a family counts as the slower one only when its
+// handshake took more than this longer than the other's (a lab's two
+// families differ by tenths of a millisecond of scheduling noise, which
+// would otherwise make one of them "slower" at random).
+const WhatIfTolerance = time.Millisecond
+
 // WhatIf is a dual cell's what-if in summary.json.
 type WhatIf struct {
 	Rule string `json:"rule"`
+	// ToleranceMS is WhatIfTolerance.
+	ToleranceMS float64 `json:"tolerance_ms"`
 	// N is the samples replayed; Missing those left out for want of a
 	// family's fate (a family never tried and not timed after: whatif
 	// off, or no address).
@@ -71,7 +79,7 @@ func (a *cellAdds) addWhatIf(m map[string]float64) {
 		return
 	}
 	if a.whatif == nil {
-		a.whatif = whatif.New(whatif.PreferIPv6, WhatIfDelays)
+		a.whatif = newWhatIf()
 	}
 	a.whatif.Add(s)
 }
@@ -103,7 +111,16 @@ func restoreWhatIf(b json.RawMessage) *whatif.Sweep {
 	if len(b) == 0 || json.Unmarshal(b, &st) != nil {
 		return nil
 	}
-	return whatif.Restore(whatif.PreferIPv6, WhatIfDelays, st)
+	w := whatif.Restore(whatif.PreferIPv6, WhatIfDelays, st)
+	w.Tolerance = WhatIfTolerance
+	return w
+}
+
+// newWhatIf is a cell's sweep.
+func newWhatIf() *whatif.Sweep {
+	w := whatif.New(whatif.PreferIPv6, WhatIfDelays)
+	w.Tolerance = WhatIfTolerance
+	return w
 }
 
 // finishWhatIf is the cell's what-if (nil without a race).
@@ -111,14 +128,14 @@ func finishWhatIf(w *whatif.Sweep) *WhatIf {
 	if w == nil {
 		return nil
 	}
-	return &WhatIf{Rule: WhatIfRule, N: w.N(), Missing: w.Missing(), Points: w.Points()}
+	return &WhatIf{Rule: WhatIfRule, ToleranceMS: float64(WhatIfTolerance) / 1e6, N: w.N(), Missing: w.Missing(), Points: w.Points()}
 }
 
 // WhatIfEvery is the step of the text's what-if rows (ms).
 const WhatIfEvery = 50
 
 // WhatIfNote says how to read the what-if table.
-const WhatIfNote = "what-if: the cell's counted samples replayed at each attempt delay by Happy Eyeballs' rule (IPv6 at once, IPv4 after the delay or at IPv6's failure, the first handshake to complete kept), from each family's handshake time as the sample recorded it (its race's, or timed after the transaction with whatif: true); slower: share of replays that ended on the slower family, with its 95% Wilson interval; lost: mean time lost against the faster family started at once (docs/metrics.md)"
+const WhatIfNote = "what-if: the cell's counted samples replayed at each attempt delay by Happy Eyeballs' rule (IPv6 at once, IPv4 after the delay or at IPv6's failure, the first handshake to complete kept), from each family's handshake time as the sample recorded it (its race's, or timed after the transaction with whatif: true); slower: share of replays that ended on the slower family (slower by more than 1 ms), with its 95% Wilson interval; lost: mean time lost against the faster family started at once (docs/metrics.md)"
 
 // WhatIfSection is the what-if of each dual cell with one: per attempt
 // delay (every WhatIfEvery ms), how often the rule ended on the slower

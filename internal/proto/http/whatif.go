@@ -22,14 +22,16 @@ import (
 // as it ran before another won. A race stops at its winner, so the
 // loser's time is often unknown: never tried (the winner finished before
 // the attempt delay), or cancelled. With whatif: true the client then
-// times those families itself, after the transaction's figures are
-// taken: a fresh handshake to the family's address (looked up again, over
-// the pinned resolver), the same kind as the race's (TCP's for v2; for
-// v3 QUIC's when the race's first attempt was QUIC, else TCP's and TLS's),
-// given WhatIfHorizon to answer. Its fate replaces the race's in the
-// sample, and he_whatif_after counts the families so timed. It costs the
-// run, not the transaction: a user's next transaction waits for it (up to
-// WhatIfHorizon where a family never answers).
+// times both families itself, after the transaction's figures are taken,
+// side by side (both handshakes started at once, as a race at delay 0
+// would, so that each meets the same machine and path): a fresh handshake
+// to each family's address (looked up again, over the pinned resolver), of
+// the race's kind (TCP's for v2; for v3 QUIC's when the race's first
+// attempt was QUIC, else TCP's and TLS's), given WhatIfHorizon to answer.
+// Their fates replace the race's in the sample, and he_whatif_after
+// counts the families so timed. It costs the run, not the transaction: a
+// user's next transaction waits for it (up to WhatIfHorizon where a family
+// never answers).
 
 // WhatIfHorizon is how long a family timed after the transaction is given
 // to complete its handshake: a silent family is then silent for at least
@@ -51,7 +53,7 @@ func (o *Options) checkWhatIf() error {
 	return nil
 }
 
-// whatIfAfter times the families s's race did not see through.
+// whatIfAfter times both families of s's race after it.
 func (c *Client) whatIfAfter(ctx context.Context, s *result.Sample) {
 	if !c.WhatIf || !c.Path.Kind().Dual || c.GoDialer || s.Metrics == nil {
 		return
@@ -61,27 +63,25 @@ func (c *Client) whatIfAfter(ctx context.Context, s *result.Sample) {
 	}
 	v6, _ := eyeballs.FateOf(s.Metrics, true)
 	v4, _ := eyeballs.FateOf(s.Metrics, false)
-	quic := v6.QUIC || v4.QUIC
-	fates := [2]eyeballs.Fate{v6, v4}
+	quic := v6.QUIC || v4.QUIC // the race's first attempts' kind
+	var fates [2]eyeballs.Fate
+	var timed [2]bool
 	var wg sync.WaitGroup
-	n := 0
-	for i, f := range fates {
-		if f.State == eyeballs.FateDone || f.State == eyeballs.FateFailed {
-			continue
-		}
-		n++
+	for i := range fates {
 		wg.Go(func() {
 			if g, ok := c.timeFamily(ctx, i == 0, quic); ok {
-				fates[i] = g
+				fates[i], timed[i] = g, true
 			}
 		})
 	}
 	wg.Wait()
-	if n == 0 {
-		return
+	n := 0
+	for i, ok := range timed {
+		if ok {
+			n++
+			eyeballs.PutFate(s.Metrics, i == 0, fates[i])
+		}
 	}
-	eyeballs.PutFate(s.Metrics, true, fates[0])
-	eyeballs.PutFate(s.Metrics, false, fates[1])
 	s.Metrics["he_whatif_after"] = float64(n)
 }
 
