@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"v6lab/internal/result"
-	"v6lab/internal/sock/eyeballs"
 )
 
 // writeInOrder writes f as v6lab's writer does: each run's samples, then
@@ -137,8 +136,8 @@ func manySamples(seed uint64) *result.File {
 					case r.IntN(3) == 0:
 						s.Metrics = map[string]float64{"ipv6_won": float64(r.IntN(2)), "he_attempts": 1 + r.Float64()}
 						if r.IntN(4) > 0 { // the families' fates: the timer what-if's sums
-							eyeballs.PutFate(s.Metrics, true, eyeballs.Fate{State: eyeballs.FateDone, Time: time.Duration(r.IntN(4e8))})
-							eyeballs.PutFate(s.Metrics, false, eyeballs.Fate{State: eyeballs.FateSilent, Time: time.Duration(r.IntN(4e8))})
+							result.PutFate(s.Metrics, true, result.Fate{State: result.FateDone, Time: time.Duration(r.IntN(4e8))})
+							result.PutFate(s.Metrics, false, result.Fate{State: result.FateSilent, Time: time.Duration(r.IntN(4e8))})
 						}
 					}
 					f.Samples = append(f.Samples, s)

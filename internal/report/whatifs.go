@@ -6,12 +6,12 @@ import (
 	"time"
 
 	"v6lab/internal/report/whatif"
-	"v6lab/internal/sock/eyeballs"
+	"v6lab/internal/result"
 	"v6lab/internal/sock/path"
 )
 
 // The timer what-if of a dual cell: every counted sample whose metrics
-// give both families' fates (eyeballs.FateOf: done, failed or silent
+// give both families' fates (result.FateOf: done, failed or silent
 // after a time from the attempt's own start) replayed through Happy
 // Eyeballs' rule (IPv6 first, IPv4 after the attempt delay or at IPv6's
 // failure; whatif.PreferIPv6) at each attempt delay of WhatIfDelays.
@@ -50,17 +50,17 @@ func whatIfSample(m map[string]float64) (whatif.Sample, bool) {
 	}
 	out := whatif.Sample{}
 	for _, ipv6 := range []bool{true, false} {
-		f, ok := eyeballs.FateOf(m, ipv6)
+		f, ok := result.FateOf(m, ipv6)
 		if !ok {
 			continue
 		}
 		o := whatif.Outcome{Time: f.Time}
 		switch f.State {
-		case eyeballs.FateDone:
+		case result.FateDone:
 			o.State = whatif.Done
-		case eyeballs.FateFailed:
+		case result.FateFailed:
 			o.State = whatif.Failed
-		case eyeballs.FateSilent:
+		case result.FateSilent:
 			o.State = whatif.Silent
 		}
 		if ipv6 {

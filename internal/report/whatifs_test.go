@@ -10,7 +10,6 @@ import (
 
 	"v6lab/internal/report/stats"
 	"v6lab/internal/result"
-	"v6lab/internal/sock/eyeballs"
 )
 
 // whatIfFile is a dual cell whose samples carry known per-family
@@ -35,10 +34,10 @@ func whatIfFile() *result.File {
 					if i%2 == 0 {
 						v6, v4 = ms(20), ms(20+i/2) // even i: IPv4 slower
 					}
-					eyeballs.PutFate(s.Metrics, true, eyeballs.Fate{State: eyeballs.FateDone, Time: v6})
-					eyeballs.PutFate(s.Metrics, false, eyeballs.Fate{State: eyeballs.FateDone, Time: v4})
+					result.PutFate(s.Metrics, true, result.Fate{State: result.FateDone, Time: v6})
+					result.PutFate(s.Metrics, false, result.Fate{State: result.FateDone, Time: v4})
 					if run == 0 {
-						eyeballs.PutFate(s.Metrics, true, eyeballs.Fate{State: eyeballs.FateSilent, Time: ms(250)})
+						result.PutFate(s.Metrics, true, result.Fate{State: result.FateSilent, Time: ms(250)})
 					}
 				}
 				f.Samples = append(f.Samples, s)
@@ -46,7 +45,7 @@ func whatIfFile() *result.File {
 			}
 			if p == "dual" && run == 1 {
 				m := map[string]float64{"he_attempts": 1, "ipv6_won": 1}
-				eyeballs.PutFate(m, true, eyeballs.Fate{State: eyeballs.FateDone, Time: ms(3)})
+				result.PutFate(m, true, result.Fate{State: result.FateDone, Time: ms(3)})
 				f.Samples = append(f.Samples, result.Sample{Kind: result.KindSample, Cell: r.Cell, Protocol: r.Protocol, Path: p, Conns: 1, Run: run,
 					Start: t0, TotalNS: 30e6, Marker: "200 OK", Metrics: m})
 				r.Completed++

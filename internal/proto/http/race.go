@@ -105,8 +105,7 @@ func raceMetrics(tr *load.Trace, hr eyeballs.Result, ok bool) {
 		tr.S.Metrics["ipv6_won"], tr.S.Metrics["he_connect_ms"] = won(hr.IPv6), float64(hr.Connect)/1e6
 	}
 	v6, v4 := hr.Fates()
-	eyeballs.PutFate(tr.S.Metrics, true, v6)
-	eyeballs.PutFate(tr.S.Metrics, false, v4)
+	putFates(tr.S.Metrics, v6, v4)
 }
 
 func won(ipv6 bool) float64 {

@@ -133,8 +133,7 @@ func v3Metrics(rec eyeballs.Record3) map[string]float64 {
 		m["he_winner_start_ms"], m["he_connect_ms"] = ms(w.Start), ms(rec.Connect)
 	}
 	v6, v4 := rec.Fates()
-	eyeballs.PutFate(m, true, v6)
-	eyeballs.PutFate(m, false, v4)
+	putFates(m, v6, v4)
 	return m
 }
 

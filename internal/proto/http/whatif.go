@@ -53,6 +53,14 @@ func (o *Options) checkWhatIf() error {
 	return nil
 }
 
+// putFates writes a race's two fates in a sample's metrics.
+func putFates(m map[string]float64, v6, v4 eyeballs.Fate) {
+	for i, f := range []eyeballs.Fate{v6, v4} {
+		state := map[eyeballs.FateState]string{eyeballs.Completed: result.FateDone, eyeballs.Refused: result.FateFailed, eyeballs.Silent: result.FateSilent}[f.State]
+		result.PutFate(m, i == 0, result.Fate{State: state, Time: f.Time, QUIC: f.QUIC})
+	}
+}
+
 // whatIfAfter times both families of s's race after it.
 func (c *Client) whatIfAfter(ctx context.Context, s *result.Sample) {
 	if !c.WhatIf || !c.Path.Kind().Dual || c.GoDialer || s.Metrics == nil {
@@ -61,10 +69,10 @@ func (c *Client) whatIfAfter(ctx context.Context, s *result.Sample) {
 	if _, raced := s.Metrics["he_attempts"]; !raced {
 		return
 	}
-	v6, _ := eyeballs.FateOf(s.Metrics, true)
-	v4, _ := eyeballs.FateOf(s.Metrics, false)
+	v6, _ := result.FateOf(s.Metrics, true)
+	v4, _ := result.FateOf(s.Metrics, false)
 	quic := v6.QUIC || v4.QUIC // the race's first attempts' kind
-	var fates [2]eyeballs.Fate
+	var fates [2]result.Fate
 	var timed [2]bool
 	var wg sync.WaitGroup
 	for i := range fates {
@@ -79,7 +87,7 @@ func (c *Client) whatIfAfter(ctx context.Context, s *result.Sample) {
 	for i, ok := range timed {
 		if ok {
 			n++
-			eyeballs.PutFate(s.Metrics, i == 0, fates[i])
+			result.PutFate(s.Metrics, i == 0, fates[i])
 		}
 	}
 	s.Metrics["he_whatif_after"] = float64(n)
@@ -88,28 +96,28 @@ func (c *Client) whatIfAfter(ctx context.Context, s *result.Sample) {
 // timeFamily makes one handshake over the family (ipv6 or not) and says
 // its fate; false when it could not be tried (no address, or the run
 // ended).
-func (c *Client) timeFamily(ctx context.Context, ipv6, quic bool) (eyeballs.Fate, bool) {
+func (c *Client) timeFamily(ctx context.Context, ipv6, quic bool) (result.Fate, bool) {
 	p := path.IPv4
 	if ipv6 {
 		p = path.IPv6
 	}
 	a, err := c.Resolver.LookupFrom(ctx, c.lookupHost(), p, &path.LookupHook{})
 	if err != nil {
-		return eyeballs.Fate{}, false
+		return result.Fate{}, false
 	}
 	hctx, cancel := context.WithTimeout(ctx, WhatIfHorizon)
 	defer cancel()
 	start := time.Now()
 	err = c.handshake(hctx, netip.AddrPortFrom(a, c.port()), quic)
-	f := eyeballs.Fate{Time: time.Since(start), QUIC: quic && c.V3 != nil, State: eyeballs.FateDone}
+	f := result.Fate{Time: time.Since(start), QUIC: quic && c.V3 != nil, State: result.FateDone}
 	switch {
 	case ctx.Err() != nil:
-		return eyeballs.Fate{}, false // the run ended, not the horizon
+		return result.Fate{}, false // the run ended, not the horizon
 	case err == nil:
 	case errors.Is(hctx.Err(), context.DeadlineExceeded) || noAnswer(err):
-		f.State = eyeballs.FateSilent
+		f.State = result.FateSilent
 	default:
-		f.State = eyeballs.FateFailed
+		f.State = result.FateFailed
 	}
 	return f, true
 }

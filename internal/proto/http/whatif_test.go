@@ -4,15 +4,15 @@ import (
 	"testing"
 	"time"
 
-	"v6lab/internal/sock/eyeballs"
+	"v6lab/internal/result"
 )
 
 // fates are a sample's two families' fates, failing the test when one is
 // absent.
-func fates(t *testing.T, m map[string]float64) (v6, v4 eyeballs.Fate) {
+func fates(t *testing.T, m map[string]float64) (v6, v4 result.Fate) {
 	t.Helper()
-	v6, ok6 := eyeballs.FateOf(m, true)
-	v4, ok4 := eyeballs.FateOf(m, false)
+	v6, ok6 := result.FateOf(m, true)
+	v4, ok4 := result.FateOf(m, false)
 	if !ok6 || !ok4 {
 		t.Fatalf("a family's fate is missing: %v", m)
 	}
@@ -31,10 +31,10 @@ func TestV3FatesWithoutWhatIf(t *testing.T) {
 		t.Fatal(s.Err)
 	}
 	v6, v4 := fates(t, s.Metrics)
-	if v6.State != eyeballs.FateSilent || v6.Time < 100*time.Millisecond || v6.Time > time.Second || !v6.QUIC {
+	if v6.State != result.FateSilent || v6.Time < 100*time.Millisecond || v6.Time > time.Second || !v6.QUIC {
 		t.Errorf("IPv6's fate %+v, want silent about 100 ms, QUIC", v6)
 	}
-	if v4.State != eyeballs.FateDone || v4.Time <= 0 || v4.Time > 100*time.Millisecond || !v4.QUIC {
+	if v4.State != result.FateDone || v4.Time <= 0 || v4.Time > 100*time.Millisecond || !v4.QUIC {
 		t.Errorf("IPv4's fate %+v, want done, QUIC", v4)
 	}
 	if _, ok := s.Metrics["he_whatif_after"]; ok {
@@ -55,7 +55,7 @@ func TestV3WhatIfTimesTheFamiliesAfter(t *testing.T) {
 		t.Fatalf("%s: %v", s.Err, s.Metrics)
 	}
 	v6, v4 := fates(t, s.Metrics)
-	if v6.State != eyeballs.FateDone || v4.State != eyeballs.FateDone || !v4.QUIC || !v6.QUIC || s.Metrics["he_whatif_after"] != 2 {
+	if v6.State != result.FateDone || v4.State != result.FateDone || !v4.QUIC || !v6.QUIC || s.Metrics["he_whatif_after"] != 2 {
 		t.Errorf("healthy: IPv6 %+v, IPv4 %+v, metrics %v", v6, v4, s.Metrics)
 	}
 
@@ -68,7 +68,7 @@ func TestV3WhatIfTimesTheFamiliesAfter(t *testing.T) {
 		t.Fatalf("%s: %v", s.Err, s.Metrics)
 	}
 	v6, v4 = fates(t, s.Metrics)
-	if v6.State != eyeballs.FateSilent || v6.Time < WhatIfHorizon || !v6.QUIC || v4.State != eyeballs.FateDone || s.Metrics["he_whatif_after"] != 2 {
+	if v6.State != result.FateSilent || v6.Time < WhatIfHorizon || !v6.QUIC || v4.State != result.FateDone || s.Metrics["he_whatif_after"] != 2 {
 		t.Errorf("QUIC blocked over IPv6: IPv6 %+v, IPv4 %+v, metrics %v", v6, v4, s.Metrics)
 	}
 	if total := time.Duration(s.TotalNS); total >= WhatIfHorizon || took < WhatIfHorizon {
@@ -87,7 +87,7 @@ func TestV2WhatIfTimesTheFamilyNeverTried(t *testing.T) {
 		t.Fatalf("%s: %v", s.Err, s.Metrics)
 	}
 	v6, v4 := fates(t, s.Metrics)
-	if v6.State != eyeballs.FateDone || v4.State != eyeballs.FateDone || v4.QUIC || v4.Time <= 0 || s.Metrics["he_whatif_after"] != 2 {
+	if v6.State != result.FateDone || v4.State != result.FateDone || v4.QUIC || v4.Time <= 0 || s.Metrics["he_whatif_after"] != 2 {
 		t.Errorf("IPv6 %+v, IPv4 %+v, metrics %v", v6, v4, s.Metrics)
 	}
 }
