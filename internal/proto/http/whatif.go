@@ -23,9 +23,9 @@ import (
 // loser's time is often unknown: never tried (the winner finished before
 // the attempt delay), or cancelled. With whatif: true the client then
 // times both families itself, after the transaction's figures are taken,
-// side by side (both handshakes started at once, as a race at delay 0
-// would, so that each meets the same machine and path): a fresh handshake
-// to each family's address (looked up again, over the pinned resolver), of
+// side by side (both addresses looked up again over the pinned resolver,
+// then both handshakes started at once, as a race at delay 0 would, so
+// that each meets the same machine and path): a fresh handshake each, of
 // the race's kind (TCP's for v2; for v3 QUIC's when the race's first
 // attempt was QUIC, else TCP's and TLS's), given WhatIfHorizon to answer.
 // Their fates replace the race's in the sample, and he_whatif_after
@@ -72,15 +72,19 @@ func (c *Client) whatIfAfter(ctx context.Context, s *result.Sample) {
 	v6, _ := result.FateOf(s.Metrics, true)
 	v4, _ := result.FateOf(s.Metrics, false)
 	quic := v6.QUIC || v4.QUIC // the race's first attempts' kind
+	// Both families' addresses first, then both handshakes at once.
+	var addrs [2]netip.Addr
+	var wg sync.WaitGroup
+	for i := range addrs {
+		wg.Go(func() { addrs[i] = c.lookupFamily(ctx, i == 0) })
+	}
+	wg.Wait()
 	var fates [2]result.Fate
 	var timed [2]bool
-	var wg sync.WaitGroup
-	for i := range fates {
-		wg.Go(func() {
-			if g, ok := c.timeFamily(ctx, i == 0, quic); ok {
-				fates[i], timed[i] = g, true
-			}
-		})
+	for i, a := range addrs {
+		if a.IsValid() {
+			wg.Go(func() { fates[i], timed[i] = c.timeFamily(ctx, a, quic) })
+		}
 	}
 	wg.Wait()
 	n := 0
@@ -93,22 +97,27 @@ func (c *Client) whatIfAfter(ctx context.Context, s *result.Sample) {
 	s.Metrics["he_whatif_after"] = float64(n)
 }
 
-// timeFamily makes one handshake over the family (ipv6 or not) and says
-// its fate; false when it could not be tried (no address, or the run
-// ended).
-func (c *Client) timeFamily(ctx context.Context, ipv6, quic bool) (result.Fate, bool) {
+// lookupFamily is the host's address of the family (ipv6 or not), over
+// the pinned resolver; not valid when it has none.
+func (c *Client) lookupFamily(ctx context.Context, ipv6 bool) netip.Addr {
 	p := path.IPv4
 	if ipv6 {
 		p = path.IPv6
 	}
 	a, err := c.Resolver.LookupFrom(ctx, c.lookupHost(), p, &path.LookupHook{})
 	if err != nil {
-		return result.Fate{}, false
+		return netip.Addr{}
 	}
+	return a
+}
+
+// timeFamily makes one handshake to a and says its fate; false when the
+// run ended before it did.
+func (c *Client) timeFamily(ctx context.Context, a netip.Addr, quic bool) (result.Fate, bool) {
 	hctx, cancel := context.WithTimeout(ctx, WhatIfHorizon)
 	defer cancel()
 	start := time.Now()
-	err = c.handshake(hctx, netip.AddrPortFrom(a, c.port()), quic)
+	err := c.handshake(hctx, netip.AddrPortFrom(a, c.port()), quic)
 	f := result.Fate{Time: time.Since(start), QUIC: quic && c.V3 != nil, State: result.FateDone}
 	switch {
 	case ctx.Err() != nil:
