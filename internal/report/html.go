@@ -366,7 +366,7 @@ svg .line { fill: none; stroke-width: 2; } svg .ci { fill: none; stroke-width: 1
 .s-k3 .line, .s-k3 .ci { stroke: #7d3c98; } .s-k3 .dot, .s-k3 rect { fill: #7d3c98; } .s-k3 .line { stroke-dasharray: 10 3 2 3; }
 ul.notes li { margin: 0.2em 0; }
 section.verdicts ul { list-style: none; padding-left: 0; font-size: 1.08em; } section.verdicts li { margin: 0.35em 0; padding-left: 0.6em; border-left: 4px solid #bbb; }
-li.v-same { border-color: #2e8b57; } li.v-slower, li.v-failing { border-color: #c0392b; } li.v-faster { border-color: #1f5fa8; } li.v-mixed { border-color: #b9770e; } li.v-unclear { border-color: #999; }
+li.v-same { border-color: #2e8b57; } li.v-slower, li.v-failing { border-color: #c0392b; } li.v-faster { border-color: #1f5fa8; } li.v-mixed { border-color: #b9770e; } li.v-unclear { border-color: #999; } li.v-uncorrected { border-color: #b9770e; }
 details.context summary { cursor: pointer; color: #555; margin: 0.8em 0; }
 @media print { body { margin: 0; max-width: none; font-size: 11px; } h2 { break-before: page; } svg.plot { break-inside: avoid; } }
 </style>

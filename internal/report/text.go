@@ -795,11 +795,18 @@ func signedPct(v float64) string {
 	return t
 }
 
+// optConf prints a confidence level (1-p) in whole percent, but never
+// 100%: a p of 0.003 is 99.7%, and one below 0.0005 is ">99.9%".
 func optConf(v *float64, why string) string {
-	if v == nil {
+	switch {
+	case v == nil:
 		return naText(why)
+	case *v*100 < 99.5:
+		return fmt.Sprintf("%.0f%%", *v*100)
+	case *v*100 < 99.95:
+		return fmt.Sprintf("%.1f%%", *v*100)
 	}
-	return fmt.Sprintf("%.0f%%", *v*100)
+	return ">99.9%"
 }
 
 func optP(v *float64, why string) string {
