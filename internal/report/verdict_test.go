@@ -140,10 +140,10 @@ func TestADifferenceTheIntervalShowsIsNeverCalledNone(t *testing.T) {
 	smtp := Comparison{Protocol: "smtp-large-ptb-probing", Path: "ipv6", Conns: 1, Baseline: "ipv4", DiffMS: f64(6593.16), PctIncrease: f64(178581),
 		Pairs: 2, PairedDiffMS: f64(6593.16), CI95PairedDiffMS: &[2]float64{5689.76, 7496.56}, PPaired: f64(0.0069), PPairedHolm: f64(0.94)}
 	page := Comparison{Protocol: "https-page-ptb-probing", Path: "ipv6", Conns: 1, Baseline: "ipv4", DiffMS: f64(3134.79),
-		NA: map[string]string{"pct_increase": "baseline mean not above its 95% CI half-width"},
+		NA:    map[string]string{"pct_increase": "baseline mean not above its 95% CI half-width"},
 		Pairs: 2, PairedDiffMS: f64(3134.79), CI95PairedDiffMS: &[2]float64{3111.37, 3158.21}, PPaired: f64(0.0004), PPairedHolm: f64(0.054)}
 	bulk := Comparison{Protocol: "http-bulk-ptb-probing", Path: "ipv6", Conns: 1, Baseline: "ipv4", DiffMS: f64(6427.13),
-		NA: map[string]string{"pct_increase": "baseline mean not above its 95% CI half-width"},
+		NA:    map[string]string{"pct_increase": "baseline mean not above its 95% CI half-width"},
 		Pairs: 2, PairedDiffMS: f64(6427.13), CI95PairedDiffMS: &[2]float64{6179.58, 6674.69}, PPaired: f64(0.0019), PPairedHolm: f64(0.27),
 		Throughput: &MetricComparison{Diff: f64(-191.2), PctChange: f64(-99.96), Pairs: 2, PairedDiff: f64(-191.2),
 			CI95PairedDiff: &[2]float64{-1939.7, 1557.2}, PPaired: f64(0.4), PPairedHolm: f64(1)}}
