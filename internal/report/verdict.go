@@ -306,7 +306,13 @@ func amount(v float64, unit string) string {
 // would use for its larger end.
 func interval(ci [2]float64, unit string) string {
 	if unit == "ms" && max(math.Abs(ci[0]), math.Abs(ci[1])) >= 1000 {
-		return fmt.Sprintf("%+.1f to %+.1f s", ci[0]/1000, ci[1]/1000)
+		// as many decimals as tell the ends apart (up to milliseconds)
+		for d := 1; ; d++ {
+			lo, hi := fmt.Sprintf("%+.*f", d, ci[0]/1000), fmt.Sprintf("%+.*f", d, ci[1]/1000)
+			if lo != hi || d == 3 {
+				return lo + " to " + hi + " s"
+			}
+		}
 	}
 	sign := func(v float64) string {
 		if v >= 0 {

@@ -147,10 +147,13 @@ func TestADifferenceTheIntervalShowsIsNeverCalledNone(t *testing.T) {
 		Pairs: 2, PairedDiffMS: f64(6427.13), CI95PairedDiffMS: &[2]float64{6179.58, 6674.69}, PPaired: f64(0.0019), PPairedHolm: f64(0.27),
 		Throughput: &MetricComparison{Diff: f64(-191.2), PctChange: f64(-99.96), Pairs: 2, PairedDiff: f64(-191.2),
 			CI95PairedDiff: &[2]float64{-1939.7, 1557.2}, PPaired: f64(0.4), PPairedHolm: f64(1)}}
+	dns := Comparison{Protocol: "dns-large", Path: "nat64", Conns: 1, Baseline: "ipv4", DiffMS: f64(1001.45),
+		NA:    map[string]string{"pct_increase": "baseline mean not above its 95% CI half-width"},
+		Pairs: 2, PairedDiffMS: f64(1001.45), CI95PairedDiffMS: &[2]float64{984.8, 1018.1}, PPaired: f64(0.0008), PPairedHolm: f64(0.12)}
 	fast := Comparison{Protocol: "dns-large", Path: "ipv6", Conns: 1, Baseline: "ipv4", DiffMS: f64(-0.5), PctIncrease: f64(-40),
 		Pairs: 2, PairedDiffMS: f64(-0.5), CI95PairedDiffMS: &[2]float64{-0.8, -0.2}, PPaired: f64(0.01), PPairedHolm: f64(0.01)}
-	cmps := []Comparison{smtp, page, bulk, fast}
-	for range 111 - 5 { // the rest of the trial's comparisons, only counted
+	cmps := []Comparison{smtp, page, bulk, fast, dns}
+	for range 111 - 6 { // the rest of the trial's comparisons, only counted
 		cmps = append(cmps, Comparison{Protocol: "other", Path: "ipv6", Conns: 1, PPaired: f64(0.5), PPairedHolm: f64(1), PctIncrease: f64(0)})
 	}
 	s := &Summary{Baseline: "ipv4", Comparisons: cmps, Cells: []Cell{
@@ -161,12 +164,16 @@ func TestADifferenceTheIntervalShowsIsNeverCalledNone(t *testing.T) {
 		"https-page-ptb-probing": "slower by 3.1 s (95% interval +3.1 to +3.2 s), not significant after Holm's correction over 111 comparisons at 2 runs each",
 		"http-bulk-ptb-probing":  "slower by 6.4 s (95% interval +6.2 to +6.7 s), not significant after Holm's correction over 111 comparisons at 2 runs each",
 		"dns-large":              "40% faster at every load, significant",
+		"dns-large/nat64":        "slower by 1.0 s (95% interval +0.98 to +1.02 s), not significant after Holm's correction over 111 comparisons at 2 runs each",
 	}
-	for _, v := range Verdicts(s)[:4] {
+	for i, v := range Verdicts(s)[:5] {
+		if i == 4 {
+			v.Group += "/nat64"
+		}
 		if v.Text != want[v.Group] {
 			t.Errorf("%s: %q\n want %q", v.Group, v.Text, want[v.Group])
 		}
-		if v.Group != "dns-large" && v.Kind != "uncorrected" {
+		if i != 3 && v.Kind != "uncorrected" {
 			t.Errorf("%s: kind %q", v.Group, v.Kind)
 		}
 	}
