@@ -553,6 +553,13 @@ func compareMetric(k string, b, c *Cell) *MetricComparison {
 			na(&mc.NA, name, why)
 		}
 	}
+	// The wire time is a time: its % obeys the response time's rule.
+	if k == WireMetric && mc.PctChange != nil {
+		if why := pctNA(bm.Mean, bm.CI95); why != "" {
+			mc.PctChange = nil
+			na(&mc.NA, "pct_change", why)
+		}
+	}
 	return mc
 }
 

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
 
@@ -187,5 +188,30 @@ func TestStrayPacketsAreNoted(t *testing.T) {
 	f.Runs[1].Wire.ClientSide.Dropped = 2
 	if notes := strings.Join(Summarize(f).Notes, "\n"); !strings.Contains(notes, "no room for 42 frames during 2 runs") {
 		t.Errorf("notes:\n%s", notes)
+	}
+}
+
+// TestWirePercentObeysTheResponseTimesRule: the trial's cell whose
+// baseline wire runs (0.0 and 2.4 ms: CI 0.000–5.11 around 1.20) disagree
+// more than their mean: the % change of the wire time is refused as the
+// response time's is, with the same reason, not printed as -23.8%.
+func TestWirePercentObeysTheResponseTimesRule(t *testing.T) {
+	cell := func(p string, runs ...float64) *Cell {
+		c := &Cell{Protocol: "dns", Path: p, Conns: 1, Runs: runs, RunIndex: []int{1, 2}}
+		m := (runs[0] + runs[1]) / 2
+		c.MeanMS, c.CI95MS = &m, &[2]float64{m - 25*math.Abs(runs[1]-runs[0])/2, m + 25*math.Abs(runs[1]-runs[0])/2}
+		c.Metrics = map[string]*MetricStat{WireMetric: {N: 2, Mean: m, CI95: c.CI95MS, Runs: runs, RunIndex: []int{1, 2}}}
+		return c
+	}
+	cmp := Compare(cell("ipv4", 0.0, 2.4), cell("ipv6", 0.8, 1.03))
+	if cmp.PctIncrease != nil || cmp.Wire.PctChange != nil {
+		t.Fatalf("%% given: time %v, wire %v", cmp.PctIncrease, cmp.Wire.PctChange)
+	}
+	if why := cmp.Wire.NA["pct_change"]; why != cmp.NA["pct_increase"] || why == "" {
+		t.Errorf("wire's reason %q, the time's %q", why, cmp.NA["pct_increase"])
+	}
+	// A baseline that agrees with itself keeps its %.
+	if cmp := Compare(cell("ipv4", 10, 10.2), cell("ipv6", 11, 11.2)); cmp.Wire.PctChange == nil {
+		t.Errorf("a steady baseline's wire %% refused: %v", cmp.Wire.NA)
 	}
 }
