@@ -313,7 +313,8 @@ func figure(v float64) string {
 
 // DifferenceCIs is the MITRE study's Table 6-1 shape: for every protocol
 // and path, the 95% CI of its difference from the baseline at each
-// connection count (upper to lower bound, as the study prints it), on one
+// connection count (lower to upper bound, as every other table here
+// prints an interval; the study printed upper to lower), on one
 // table across protocols. It is there when more than one protocol was
 // compared; file sweeps have their own table (FileTables).
 func DifferenceCIs(s *Summary) (section, bool) {
@@ -323,7 +324,7 @@ func DifferenceCIs(s *Summary) (section, bool) {
 		return section{}, false
 	}
 	conns := connsOf(s.Cells)
-	sec := section{Title: fmt.Sprintf("95%% confidence intervals for differences from %s (ms), upper to lower", s.Baseline),
+	sec := section{Title: fmt.Sprintf("95%% confidence intervals for differences from %s (ms), lower to upper", s.Baseline),
 		Head: append([]string{"protocol", "path"}, intHeads(conns)...)}
 	for _, proto := range protos {
 		cmps := comparisonsOf(s, proto)
@@ -333,7 +334,7 @@ func DifferenceCIs(s *Summary) (section, bool) {
 				v := "N/A"
 				for _, c := range cmps {
 					if c.Path == p && c.Conns == n {
-						v = optRange(swap(c.CI95DiffMS), c.NA["ci95_diff_ms"], " to ")
+						v = optRange(c.CI95DiffMS, c.NA["ci95_diff_ms"], " to ")
 					}
 				}
 				row = append(row, v)
@@ -342,13 +343,6 @@ func DifferenceCIs(s *Summary) (section, bool) {
 		}
 	}
 	return sec, len(sec.Rows) > 0
-}
-
-func swap(v *[2]float64) *[2]float64 {
-	if v == nil {
-		return nil
-	}
-	return &[2]float64{v[1], v[0]}
 }
 
 // Legend explains n/a and the confidence level under every report.
