@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"v6lab/internal/result"
 )
 
 // Text writes the summary as the study's tables: per protocol, the mean
@@ -365,7 +367,7 @@ func sections(s *Summary, proto string) []section {
 	cells := cellsOf(s, proto)
 	conns := connsOf(cells)
 	title := groupTitle(s, proto)
-	out := []section{meansSection(title, cells, conns)}
+	out := []section{meansSection(title, cells, conns, namesGiven(s))}
 	if sec, ok := EyeballsSection(title, cells, s.Engines[proto], s.Dialers[proto]); ok {
 		out = append(out, sec)
 	}
@@ -388,8 +390,10 @@ func groupTitle(s *Summary, group string) string {
 
 // meansSection is the mean response time (a trial's transfer time) per
 // path and connection count, with its interval, median, runs, completion,
-// and the wire time and client turns where the samples have them.
-func meansSection(title string, cells []Cell, conns []int) section {
+// and the wire time and client turns where the samples have them; each
+// note only where its row or mark is there, and given (names given, not
+// looked up: --resolve) says where the wire time starts.
+func meansSection(title string, cells []Cell, conns []int, given bool) section {
 	what := "average response time per connection"
 	if transportKind(cells) != "" {
 		what = "transfer time per trial"
@@ -397,17 +401,12 @@ func meansSection(title string, cells []Cell, conns []int) section {
 	means := section{Title: title + ": " + what + " (ms), mean of run means",
 		Head: append([]string{"path", ""}, intHeads(conns)...)}
 	wired := slices.ContainsFunc(cells, func(c Cell) bool { return c.Metrics[WireMetric] != nil })
-	if wired {
-		means.Footer = append(means.Footer, WireNote)
-	}
 	turned := slices.ContainsFunc(cells, func(c Cell) bool { return c.Metrics[ClientTurnMetric] != nil })
-	if turned {
-		means.Footer = append(means.Footer, ClientTurnNote)
-	}
+	means.Footer = append(means.Footer, timeNotes(wired, turned, given)...)
 	for _, p := range pathsOf(cells) {
 		means.Rows = append(means.Rows, meanRows(p, cells, conns, wired, turned)...)
 	}
-	if slices.ContainsFunc(cells, func(c Cell) bool { return c.FewRuns }) {
+	if slices.ContainsFunc(cells, func(c Cell) bool { return fewMark(&c) != "" }) {
 		means.Footer = append(means.Footer, FewRunsNote)
 	}
 	for _, c := range cells {
@@ -416,6 +415,30 @@ func meansSection(title string, cells []Cell, conns []int) section {
 		}
 	}
 	return means
+}
+
+// timeNotes explain the wire and client-turn rows that are there: the
+// wire time from the SYN where the names were given, not looked up; the
+// client turns inside the wire time only where there is a wire row.
+func timeNotes(wired, turned, given bool) []string {
+	var out []string
+	if wired && given {
+		out = append(out, WireGivenNote)
+	} else if wired {
+		out = append(out, WireNote)
+	}
+	if turned && !wired {
+		out = append(out, ClientTurnAloneNote)
+	} else if turned {
+		out = append(out, ClientTurnNote)
+	}
+	return out
+}
+
+// namesGiven says whether the run's names were given, not looked up
+// (--resolve: the target's Notes say so).
+func namesGiven(s *Summary) bool {
+	return slices.ContainsFunc(s.Notes, func(n string) bool { return strings.HasPrefix(n, result.ResolveNotePrefix) })
 }
 
 // meanRows are one path's rows of the means table, a column per
@@ -688,6 +711,11 @@ const (
 	FewRunsNote = "‡ fewer than 5 counted runs: the interval rests on too few runs to say much (run more)"
 	ThinNote    = "† fewer samples than this percentile needs to mean much (p99: 100, p99.9: 1000)"
 	WireNote    = "wire: the network's share by the kernel's timestamps, from the DNS query leaving to the last needed bytes arriving (docs/metrics.md)"
+	// WireGivenNote is WireNote where the names were given (--resolve).
+	WireGivenNote = "wire: the network's share by the kernel's timestamps, from the SYN leaving (the names were given with --resolve, not looked up) to the last needed bytes arriving (docs/metrics.md)"
+	// ClientTurnAloneNote explains the client turns row without a wire row.
+	ClientTurnAloneNote = "client turns: v6lab's own time inside the response time, from each reply's arrival to the send of the next request on the same connection, and from the DNS answer's to the connect it leads to (mean, ms; docs/metrics.md)"
+
 	// ClientTurnNote explains the client turns row.
 	ClientTurnNote = "client turns: v6lab's own time inside the wire time, from each reply's arrival to the send of the next request on the same connection, and from the DNS answer's to the connect it leads to (mean, ms; docs/metrics.md)"
 )

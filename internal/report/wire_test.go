@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -213,5 +214,28 @@ func TestWirePercentObeysTheResponseTimesRule(t *testing.T) {
 	// A baseline that agrees with itself keeps its %.
 	if cmp := Compare(cell("ipv4", 10, 10.2), cell("ipv6", 11, 11.2)); cmp.Wire.PctChange == nil {
 		t.Errorf("a steady baseline's wire %% refused: %v", cmp.Wire.NA)
+	}
+}
+
+// TestEachNoteOnlyWhereItsRowOrMarkIs: the ‡ note only where a ‡ is
+// printed (a cell of one run has no interval to mark), the client turns
+// said inside the response time where there is no wire row, and the wire
+// time from the SYN where the names were given (--resolve).
+func TestEachNoteOnlyWhereItsRowOrMarkIs(t *testing.T) {
+	one := Cell{Protocol: "http", Path: "ipv4", Conns: 1, MeanMS: f64(1), Runs: []float64{1}, RunIndex: []int{1}, FewRuns: true,
+		Metrics: map[string]*MetricStat{ClientTurnMetric: {N: 1, Mean: 0.1}}}
+	sec := meansSection("HTTP", []Cell{one}, []int{1}, false)
+	if !slices.Equal(sec.Footer, []string{ClientTurnAloneNote}) {
+		t.Errorf("one run, turns without wire: notes %q", sec.Footer)
+	}
+	two := one
+	two.Runs, two.RunIndex, two.CI95MS = []float64{1, 1.2}, []int{1, 2}, &[2]float64{0.5, 1.7}
+	two.Metrics = map[string]*MetricStat{WireMetric: {N: 2, Mean: 0.9}, ClientTurnMetric: {N: 2, Mean: 0.1}}
+	sec = meansSection("HTTP", []Cell{two}, []int{1}, namesGiven(&Summary{Notes: []string{result.ResolveNotePrefix + "srv=192.0.2.1 were given"}}))
+	if !slices.Equal(sec.Footer, []string{WireGivenNote, ClientTurnNote, FewRunsNote}) {
+		t.Errorf("two runs, wire, --resolve: notes %q", sec.Footer)
+	}
+	if sec = meansSection("HTTP", []Cell{two}, []int{1}, false); sec.Footer[0] != WireNote {
+		t.Errorf("looked up: %q", sec.Footer[0])
 	}
 }
