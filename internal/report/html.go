@@ -55,7 +55,7 @@ func HTML(w io.Writer, s *Summary) error {
 		page.Groups = append(page.Groups, g)
 	}
 	for _, proto := range protocols(s) {
-		g := htmlGroup{Name: proto, Tables: sections(s, proto)}
+		g := htmlGroup{Name: proto, Tables: sections(s, proto), Conditions: ConditionsLine(s, proto)}
 		for _, p := range plots(s, proto) {
 			g.Plots = append(g.Plots, template.HTML(p.SVG()))
 		}
@@ -100,6 +100,8 @@ type htmlGroup struct {
 	Name   string
 	Tables []section
 	Plots  []template.HTML
+	// Conditions are the group's own (ConditionsLine), "" if none.
+	Conditions string
 }
 
 type htmlPage struct {
@@ -385,7 +387,8 @@ details.context summary { cursor: pointer; color: #555; margin: 0.8em 0; }
 {{end}}</tbody></table></details>
 {{range .Groups}}
 <h2 id="{{.Name}}">{{.Name}}</h2>
-<div class="plots">
+{{if .Conditions}}<p class="conditions"><strong>{{.Conditions}}</strong></p>
+{{end}}<div class="plots">
 {{range .Plots}}{{.}}{{end}}</div>
 {{range .Tables}}<h3>{{.Title}}</h3>
 <table><thead><tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr></thead><tbody>

@@ -83,6 +83,10 @@ type Summary struct {
 	Segments []SegmentFigures `json:"segments,omitempty"`
 	// PMTU is a path MTU run's table (pmtu.go), nil for other runs.
 	PMTU *PMTU `json:"pmtu,omitempty"`
+	// Conditions are each cell group's own conditions, as its runs'
+	// records give them (loss, IPv6 loss, delay, path MTU settings, the
+	// background's level), without the runs' counts (conditions.go).
+	Conditions map[string][]string `json:"conditions,omitempty"`
 }
 
 // Partial says how much of a stopped experiment's plan a result holds:

@@ -57,6 +57,9 @@ func Text(w io.Writer, s *Summary) error {
 		if files[proto] {
 			continue
 		}
+		if line := ConditionsLine(s, proto); line != "" {
+			fmt.Fprintf(tw, "\n%s %s\n", groupTitle(s, proto), line)
+		}
 		for _, sec := range sections(s, proto) {
 			write(sec)
 		}
