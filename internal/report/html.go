@@ -15,7 +15,7 @@ const HTMLFile = "report.html"
 // script, nothing fetched) with the run's context, the study's tables and
 // the plots. Every number on it comes from the summary.
 func HTML(w io.Writer, s *Summary) error {
-	page := htmlPage{S: s, Legend: Legend, Tunnel: TunnelLine(s), Verdicts: Verdicts(s), Named: len(protocols(s)) > 1}
+	page := htmlPage{S: s, Legend: Legend, Tunnel: TunnelLine(s), Short: ShortOf(s), Named: len(protocols(s)) > 1}
 	if s.Scale > 0 && s.Scale != 1 {
 		page.Context = append(page.Context, kv{"scale", fmt.Sprintf("%g (connection counts and runs shrunk by --scale)", s.Scale)})
 	}
@@ -105,8 +105,8 @@ type htmlGroup struct {
 }
 
 type htmlPage struct {
-	S        *Summary
-	Verdicts []Verdict
+	S     *Summary
+	Short InShort
 	// Named: the verdicts name their cell group (there is more than one).
 	Named   bool
 	Context []kv
@@ -368,7 +368,7 @@ svg .line { fill: none; stroke-width: 2; } svg .ci { fill: none; stroke-width: 1
 .s-k3 .line, .s-k3 .ci { stroke: #7d3c98; } .s-k3 .dot, .s-k3 rect { fill: #7d3c98; } .s-k3 .line { stroke-dasharray: 10 3 2 3; }
 ul.notes li { margin: 0.2em 0; }
 section.verdicts ul { list-style: none; padding-left: 0; font-size: 1.08em; } section.verdicts li { margin: 0.35em 0; padding-left: 0.6em; border-left: 4px solid #bbb; }
-li.v-same { border-color: #2e8b57; } li.v-slower, li.v-failing { border-color: #c0392b; } li.v-faster { border-color: #1f5fa8; } li.v-mixed { border-color: #b9770e; } li.v-unclear { border-color: #999; } li.v-uncorrected { border-color: #b9770e; }
+li.v-same { border-color: #2e8b57; } li.v-slower, li.v-failing { border-color: #c0392b; } li.v-faster { border-color: #1f5fa8; } li.v-mixed { border-color: #b9770e; } li.v-unclear { border-color: #999; } li.v-uncorrected { border-color: #b9770e; } li.v-na, li.v-grouped { border-color: #ccc; }
 details.context summary { cursor: pointer; color: #555; margin: 0.8em 0; }
 @media print { body { margin: 0; max-width: none; font-size: 11px; } h2 { break-before: page; } svg.plot { break-inside: avoid; } }
 </style>
@@ -378,8 +378,10 @@ details.context summary { cursor: pointer; color: #555; margin: 0.8em 0; }
 <p class="sub">Created {{.S.Created.UTC.Format "2006-01-02 15:04:05 UTC"}} · target {{.S.Target}} · baseline {{.S.Baseline}} · every figure below comes from summary.json in this directory.</p>
 {{with .S.Partial}}<p style="color: #a04000"><strong>{{.Line}}</strong></p>
 {{end}}{{if .Tunnel}}<p class="sub"><strong>{{.Tunnel}}</strong></p>{{end}}
-{{if .Verdicts}}<section class="verdicts"><h2 id="in-short">In short, against {{.S.Baseline}}</h2>
-<ul>{{range .Verdicts}}<li class="v-{{.Kind}}"><strong>{{if $.Named}}{{.Group}} over {{end}}{{.Path}}</strong>: {{.Text}}</li>
+{{if or .Short.Full .Short.Grouped}}<section class="verdicts"><h2 id="in-short">In short, against {{.S.Baseline}}</h2>
+{{with .Short.Note}}<p><strong>{{.}}</strong></p>
+{{end}}<ul>{{range .Short.Full}}<li class="v-{{.Kind}}"><strong>{{if $.Named}}{{.Group}} over {{end}}{{.Path}}</strong>: {{.Text}}</li>
+{{end}}{{range .Short.Grouped}}<li class="v-grouped">{{.}}</li>
 {{end}}</ul></section>
 {{end}}<details class="context"><summary>How it was measured: machine, lab, servers{{if .S.Scale}}, scale {{.S.Scale}}{{end}}{{if .S.Seed}}, shuffle seed {{.S.Seed}}{{end}}{{if .S.Partial}}, partial{{end}}</summary>
 <table class="context"><tbody>

@@ -19,9 +19,12 @@ type Verdict struct {
 	// Kind is same, slower, faster, mixed, unclear (no significant
 	// difference, but an interval too wide to call it the same),
 	// uncorrected (a raw interval that excludes zero, not significant
-	// after Holm's correction) or failing (for a class in report.html).
+	// after Holm's correction), na (no load comparable) or failing (for a
+	// class in report.html).
 	Kind string
 	Text string
+	// NA is why no load was comparable (kind na).
+	NA string
 }
 
 // SameWithin is the largest change (percent) a verdict calls the same
@@ -225,10 +228,15 @@ func verdictOf(ps []loadPoint, base string, throughput bool, holm int) Verdict {
 		}
 		parts = append(parts, c)
 	}
+	v := Verdict{Kind: kind}
 	if len(na) > 0 {
 		parts = append(parts, "not comparable at "+loads(na)+" ("+na[0].na+")")
 	}
-	return Verdict{Kind: kind, Text: strings.Join(parts, "; ")}
+	if len(na) == len(ps) {
+		v.Kind, v.NA = "na", na[0].na
+	}
+	v.Text = strings.Join(parts, "; ")
+	return v
 }
 
 // rawClause says the differences whose raw 95% interval excludes zero
@@ -355,9 +363,10 @@ func loads(ps []loadPoint) string {
 }
 
 // sizes is the points' change: one figure, or its range; in percent
-// where every point has one, else in the figure's unit.
+// where every point has one under 1000%, else in the figure's unit (6.5 s
+// over a baseline of 3.7 ms reads better than 177073%).
 func sizes(ps []loadPoint) string {
-	if slices.ContainsFunc(ps, func(p loadPoint) bool { return !p.hasPct }) {
+	if slices.ContainsFunc(ps, func(p loadPoint) bool { return !p.hasPct || math.Abs(p.pct) >= 1000 }) {
 		lo, hi := math.Inf(1), math.Inf(-1)
 		for _, p := range ps {
 			lo, hi = min(lo, math.Abs(p.diff)), max(hi, math.Abs(p.diff))
@@ -419,21 +428,22 @@ func failing(s *Summary, group, path string) string {
 	return strings.Join(parts, ", ")
 }
 
-// VerdictLines are the verdicts as report.txt prints them: "http over
-// ipv6: …", the group named only when there is more than one.
+// VerdictLines are "In short" as report.txt prints it: the note on too
+// few runs, the verdicts in full ("http over ipv6: …", the group named
+// only when there is more than one), then the grouped ones.
 func VerdictLines(s *Summary) []string {
-	vs := Verdicts(s)
-	groups := map[string]bool{}
-	for _, v := range vs {
-		groups[v.Group] = true
-	}
+	short := ShortOf(s)
+	named := len(protocols(s)) > 1
 	var out []string
-	for _, v := range vs {
+	if short.Note != "" {
+		out = append(out, short.Note)
+	}
+	for _, v := range short.Full {
 		who := v.Path
-		if len(groups) > 1 {
+		if named {
 			who = v.Group + " over " + v.Path
 		}
 		out = append(out, who+": "+v.Text)
 	}
-	return out
+	return append(out, short.Grouped...)
 }
