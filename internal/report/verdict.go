@@ -55,9 +55,7 @@ type loadPoint struct {
 // excludesZero says whether the raw 95% interval of the difference lies
 // wholly on one side of zero: a difference the runs show, whatever the
 // correction for many comparisons makes of it.
-func (p loadPoint) excludesZero() bool {
-	return p.ci != nil && (p.ci[0] > 0 || p.ci[1] < 0)
-}
+func (p loadPoint) excludesZero() bool { return excludes0(p.ci) }
 
 // bad says whether the point is worse than the baseline.
 func (p loadPoint) bad() bool {
@@ -126,9 +124,21 @@ func pointOf(c Comparison, base float64) loadPoint {
 	return tp
 }
 
+// rawCI is the interval a verdict reads: the paired one, unless Welch's
+// excludes zero where the paired does not (the report's tables print
+// both: a verdict never calls "no difference" what one of them shows).
+func rawCI(paired, welch *[2]float64) *[2]float64 {
+	if paired == nil || (!excludes0(paired) && excludes0(welch)) {
+		return welch
+	}
+	return paired
+}
+
+func excludes0(ci *[2]float64) bool { return ci != nil && (ci[0] > 0 || ci[1] < 0) }
+
 func timePoint(c Comparison, base float64) loadPoint {
 	p := loadPoint{conns: c.Conns, reach: math.Inf(1), unit: "ms", worse: 1, runs: c.Pairs}
-	p.ci = cmp.Or(c.CI95PairedDiffMS, c.CI95DiffMS)
+	p.ci = rawCI(c.CI95PairedDiffMS, c.CI95DiffMS)
 	if d := cmp.Or(c.PairedDiffMS, c.DiffMS); d != nil {
 		p.diff = *d
 	}
@@ -137,7 +147,7 @@ func timePoint(c Comparison, base float64) loadPoint {
 
 func throughputPoint(conns int, t *MetricComparison) loadPoint {
 	p := loadPoint{conns: conns, reach: math.Inf(1), unit: "Mbit/s", worse: -1, runs: t.Pairs}
-	p.ci = cmp.Or(t.CI95PairedDiff, t.CI95Diff)
+	p.ci = rawCI(t.CI95PairedDiff, t.CI95Diff)
 	if d := cmp.Or(t.PairedDiff, t.Diff); d != nil {
 		p.diff = *d
 	}

@@ -177,6 +177,12 @@ func TestADifferenceTheIntervalShowsIsNeverCalledNone(t *testing.T) {
 			t.Errorf("%s: kind %q", v.Group, v.Kind)
 		}
 	}
+	// Welch's interval excludes zero where the paired one does not: the
+	// difference is said, with Welch's interval.
+	smtp.CI95PairedDiffMS, smtp.CI95DiffMS = &[2]float64{-100, 13000}, &[2]float64{5686.5, 7499.8}
+	if v := Verdicts(&Summary{Baseline: "ipv4", Comparisons: []Comparison{smtp}}); !strings.HasPrefix(v[0].Text, "slower by 6.6 s (95% interval +5.7 to +7.5 s)") {
+		t.Errorf("Welch's interval above zero: %q", v[0].Text)
+	}
 	// Significant without a percentage: said in time.
 	page.PPairedHolm = f64(0.01)
 	if v := Verdicts(&Summary{Baseline: "ipv4", Comparisons: []Comparison{page}}); v[0].Text != "3.1 s slower at every load, significant" {
