@@ -286,16 +286,21 @@ func sameClause(same, ps []loadPoint, all bool, base string) string {
 	switch {
 	case all && maxReach(same) <= SameWithin:
 		return fmt.Sprintf("same as %s within ±%s %s (95%% interval of the difference; no significant difference)", base, pctText(maxReach(same)), where(same, ps))
+	case all && reach == "":
+		return fmt.Sprintf("no significant difference from %s %s, and no 95%% interval of the difference to tell by: too few runs (run more)", base, where(same, ps))
 	case all:
 		// Not significant, but the interval reaches too far to call the
 		// same: the runs cannot tell.
 		return fmt.Sprintf("no significant difference from %s %s, but the 95%% interval of the difference reaches ±%s: too few or too scattered runs to tell (run more)", base, where(same, ps), reach)
+	case reach == "":
+		return fmt.Sprintf("no significant difference %s (no 95%% interval to tell by)", where(same, ps))
 	}
 	return fmt.Sprintf("no significant difference %s (95%% interval within ±%s)", where(same, ps), reach)
 }
 
 // reachOf is how far the points' intervals reach: in percent of the
-// baseline where every point has one, else in the figure's own unit.
+// baseline where every point has one, else in the figure's own unit; ""
+// when a point has no interval.
 func reachOf(ps []loadPoint) string {
 	if m := maxReach(ps); !math.IsInf(m, 1) {
 		return pctText(m)
@@ -303,7 +308,7 @@ func reachOf(ps []loadPoint) string {
 	m, unit := 0.0, ""
 	for _, p := range ps {
 		if p.ci == nil {
-			return "an unknown width"
+			return ""
 		}
 		m, unit = max(m, math.Abs(p.ci[0]), math.Abs(p.ci[1])), p.unit
 	}

@@ -177,6 +177,11 @@ func TestADifferenceTheIntervalShowsIsNeverCalledNone(t *testing.T) {
 			t.Errorf("%s: kind %q", v.Group, v.Kind)
 		}
 	}
+	// No interval at all (one run): no reach to quote, no "±".
+	one := Comparison{Protocol: "x", Path: "ipv6", Conns: 1, Baseline: "ipv4", PctIncrease: f64(3), DiffMS: f64(3)}
+	if v := Verdicts(&Summary{Baseline: "ipv4", Comparisons: []Comparison{one}}); v[0].Text != "no significant difference from ipv4 at every load, and no 95% interval of the difference to tell by: too few runs (run more)" {
+		t.Errorf("no interval: %q", v[0].Text)
+	}
 	// Welch's interval excludes zero where the paired one does not: the
 	// difference is said, with Welch's interval.
 	smtp.CI95PairedDiffMS, smtp.CI95DiffMS = &[2]float64{-100, 13000}, &[2]float64{5686.5, 7499.8}
