@@ -1,12 +1,17 @@
 package report
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 	"strings"
 
 	"v6lab/internal/result"
 )
+
+// whereLabels name the run records' link entries that are not a link's
+// name.
+var whereLabels = map[string]string{"pmtu_settings": "path MTU"}
 
 // countOnly are the run records' link entries that hold only a run's
 // counters, no condition (the path MTU table shows them).
@@ -44,7 +49,7 @@ func (a condAcc) finish(cells []Cell) map[string][]string {
 	out := map[string][]string{}
 	for g, byKey := range a {
 		for _, k := range slices.Sorted(maps.Keys(byKey)) {
-			out[g] = append(out[g], k+": "+strings.Join(slices.Sorted(maps.Keys(byKey[k])), " / "))
+			out[g] = append(out[g], cmp.Or(whereLabels[k], k)+": "+strings.Join(slices.Sorted(maps.Keys(byKey[k])), " / "))
 		}
 	}
 	levels := map[string]map[string]bool{}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"v6lab/internal/result"
 )
 
 // TestAGroupsOwnConditionsAreSaidOnce: the trial's group with ipv6_loss
@@ -55,6 +57,16 @@ func TestABackgroundLevelIsAConditionWhereTheGroupHasOne(t *testing.T) {
 		{Protocol: "dns", Path: "ipv4", Conns: 2, Background: &CellBackground{Level: "90%"}},
 		{Protocol: "tcp", Path: "ipv4"}})
 	if len(got) != 1 || !slices.Equal(got["http"], []string{"background: 50%"}) {
+		t.Errorf("conditions %q", got)
+	}
+}
+
+// TestPathMTUSettingsAreAConditionByName: the pmtu_settings entry reads
+// "path MTU: …"; its counters (pmtu) are not a condition.
+func TestPathMTUSettingsAreAConditionByName(t *testing.T) {
+	a := condAcc{}
+	a.Run(&result.Run{Protocol: "http-bulk-ptb", Links: map[string]string{"pmtu_settings": "ptb_blackhole ipv6, mss_clamp", "pmtu": "ptb6 dropped 3 passed 0"}})
+	if got := a.finish(nil)["http-bulk-ptb"]; !slices.Equal(got, []string{"path MTU: ptb_blackhole ipv6, mss_clamp"}) {
 		t.Errorf("conditions %q", got)
 	}
 }
