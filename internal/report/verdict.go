@@ -433,7 +433,7 @@ func failing(s *Summary, group, path string) string {
 	var parts []string
 	for _, c := range s.Cells {
 		if c.Protocol == group && c.Path == path && c.Failed > 0 && c.CompletionRate != nil {
-			part := fmt.Sprintf("%.1f%% completed at %d connections", *c.CompletionRate*100, c.Conns)
+			part := fmt.Sprintf("%.1f%% completed at %s", *c.CompletionRate*100, loads([]loadPoint{{conns: c.Conns}}))
 			if n := c.Failures[string(result.ErrStall)]; n > 0 {
 				part += fmt.Sprintf(" (%d stalled)", n) // a path MTU black hole, or a server gone silent
 			}

@@ -177,6 +177,12 @@ func TestADifferenceTheIntervalShowsIsNeverCalledNone(t *testing.T) {
 			t.Errorf("%s: kind %q", v.Group, v.Kind)
 		}
 	}
+	// Failures at one connection: "1 connection".
+	bulk.PPairedHolm, bulk.Throughput = f64(0.01), nil
+	fs := &Summary{Baseline: "ipv4", Comparisons: []Comparison{bulk}, Cells: []Cell{{Protocol: bulk.Protocol, Path: "ipv6", Conns: 1, Failed: 2, CompletionRate: f64(0)}}}
+	if v := Verdicts(fs); !strings.HasSuffix(v[0].Text, "; 0.0% completed at 1 connection") {
+		t.Errorf("failures at one connection: %q", v[0].Text)
+	}
 	// No interval at all (one run): no reach to quote, no "±".
 	one := Comparison{Protocol: "x", Path: "ipv6", Conns: 1, Baseline: "ipv4", PctIncrease: f64(3), DiffMS: f64(3)}
 	if v := Verdicts(&Summary{Baseline: "ipv4", Comparisons: []Comparison{one}}); v[0].Text != "no significant difference from ipv4 at every load, and no 95% interval of the difference to tell by: too few runs (run more)" {
