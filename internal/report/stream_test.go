@@ -135,6 +135,10 @@ func manySamples(seed uint64) *result.File {
 						s.Err, failed = "reset by peer", failed+1
 					case r.IntN(3) == 0:
 						s.Metrics = map[string]float64{"ipv6_won": float64(r.IntN(2)), "he_attempts": 1 + r.Float64()}
+						if r.IntN(4) > 0 { // the families' fates: the timer what-if's sums
+							result.PutFate(s.Metrics, true, result.Fate{State: result.FateDone, Time: time.Duration(r.IntN(4e8))})
+							result.PutFate(s.Metrics, false, result.Fate{State: result.FateSilent, Time: time.Duration(r.IntN(4e8))})
+						}
 					}
 					f.Samples = append(f.Samples, s)
 				}
@@ -200,5 +204,19 @@ func TestKeepingOneRowOfEveryNChangesNoFigure(t *testing.T) {
 	Text(&text, s)
 	if !strings.Contains(text.String(), "sampled: the samples file keeps one row of every 7 samples of each run") {
 		t.Errorf("report.txt does not say it was sampled")
+	}
+}
+
+// TestAShareIsBoundedAt100: efficiency of 100, 99.9 and 99.8% over three
+// trials: Student's interval reaches above 100%, which a share cannot;
+// it is bounded there as a count is at 0, its lower end untouched.
+func TestAShareIsBoundedAt100(t *testing.T) {
+	s := Summarize(transportFile())
+	m := s.Cells[0].Metrics["tcp_efficiency_pct"]
+	if m == nil || m.CI95 == nil {
+		t.Fatalf("no efficiency interval: %+v", s.Cells[0].Metrics)
+	}
+	if m.CI95[1] != 100 || m.CI95[0] >= 99.8 || m.CI95[0] <= 99 {
+		t.Errorf("efficiency %.3f (%.3f–%.3f), want its upper end at 100", m.Mean, m.CI95[0], m.CI95[1])
 	}
 }

@@ -83,6 +83,10 @@ type Summary struct {
 	Segments []SegmentFigures `json:"segments,omitempty"`
 	// PMTU is a path MTU run's table (pmtu.go), nil for other runs.
 	PMTU *PMTU `json:"pmtu,omitempty"`
+	// Conditions are each cell group's own conditions, as its runs'
+	// records give them (loss, IPv6 loss, delay, path MTU settings, the
+	// background's level), without the runs' counts (conditions.go).
+	Conditions map[string][]string `json:"conditions,omitempty"`
 }
 
 // Partial says how much of a stopped experiment's plan a result holds:
@@ -184,6 +188,9 @@ type Cell struct {
 	// runs by the family and transport that won its race (Winner:
 	// ipv6/quic, ipv6/tcp, ipv4/quic, ipv4/tcp).
 	Winners map[string]int `json:"winners,omitempty"`
+	// WhatIf is a dual cell's timer what-if: its races replayed at
+	// attempt delays of 0 to 500 ms (whatifs.go).
+	WhatIf *WhatIf `json:"what_if,omitempty"`
 	// NA gives the reason for every null figure above.
 	NA map[string]string `json:"na,omitempty"`
 }
@@ -551,6 +558,13 @@ func compareMetric(k string, b, c *Cell) *MetricComparison {
 	for f, why := range t.na {
 		if name, ok := metricFields[f]; ok {
 			na(&mc.NA, name, why)
+		}
+	}
+	// The wire time is a time: its % obeys the response time's rule.
+	if k == WireMetric && mc.PctChange != nil {
+		if why := pctNA(bm.Mean, bm.CI95); why != "" {
+			mc.PctChange = nil
+			na(&mc.NA, "pct_change", why)
 		}
 	}
 	return mc
