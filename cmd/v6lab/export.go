@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -29,6 +31,9 @@ of samples. The file goes to RESULTS_DIR/samples.parquet unless --output says ot
 			}
 			name, err := result.SamplesPath(args[0])
 			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			if err := checkExportOutput(output); err != nil {
 				return err
 			}
 			if output == "" {
@@ -59,4 +64,30 @@ of samples. The file goes to RESULTS_DIR/samples.parquet unless --output says ot
 	cmd.Flags().StringVarP(&format, "format", "f", "parquet", "output format: parquet")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "file to write (default: RESULTS_DIR/samples.parquet)")
 	return cmd
+}
+
+// checkExportOutput refuses, before the export starts, an --output that
+// cannot be written as a file: a directory, or one in a directory that does
+// not exist (the error named the temporary file written beside it).
+func checkExportOutput(output string) error {
+	if output == "" {
+		return nil
+	}
+	bad := func(format string, a ...any) error {
+		return &exitError{code: 2, err: fmt.Errorf("--output: "+format, a...)}
+	}
+	if st, err := os.Stat(output); err == nil && st.IsDir() {
+		return bad("%s is a directory: give a file name (%s)", output, filepath.Join(output, result.ParquetName))
+	}
+	dir := filepath.Dir(output)
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return bad("directory %s does not exist", dir)
+	case err != nil:
+		return bad("%v", err)
+	case !st.IsDir():
+		return bad("%s is not a directory", dir)
+	}
+	return nil
 }

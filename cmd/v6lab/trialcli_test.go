@@ -4,8 +4,12 @@ package main
 // held by a test.
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"v6lab/internal/result"
 )
 
 // TestUnknownSubcommandIsBadInput (4): an argument naming no subcommand of
@@ -30,5 +34,28 @@ func TestUnknownSubcommandIsBadInput(t *testing.T) {
 		if err != nil || !strings.Contains(out, "Available Commands:") {
 			t.Errorf("%s alone: %v\n%s", group, err, out)
 		}
+	}
+}
+
+// TestExportRefusesABadOutputUpFront (7): an --output that is a directory,
+// or in a directory that does not exist, is bad input named as the flag and
+// the path, before the export starts; the errors named the temporary file
+// beside it. A result directory that does not exist is bad input too (18).
+func TestExportRefusesABadOutputUpFront(t *testing.T) {
+	res := t.TempDir()
+	os.WriteFile(filepath.Join(res, result.PlainSamplesName), nil, 0o644)
+	dir := t.TempDir()
+	for _, c := range []struct{ output, want string }{
+		{dir, "--output: " + dir + " is a directory: give a file name (" + filepath.Join(dir, result.ParquetName) + ")"},
+		{"/nonexistent2/x.parquet", "--output: directory /nonexistent2 does not exist"},
+		{filepath.Join(res, result.PlainSamplesName, "x"), "--output: " + filepath.Join(res, result.PlainSamplesName) + " is not a directory"},
+	} {
+		_, err := v6lab(t, "export", res, "-o", c.output)
+		if exitCode(err) != 2 || err.Error() != c.want {
+			t.Errorf("-o %s: %v (exit %d), want %q", c.output, err, exitCode(err), c.want)
+		}
+	}
+	if _, err := v6lab(t, "export", "/nonexistent"); exitCode(err) != 2 {
+		t.Errorf("export /nonexistent: %v (exit %d), want exit 2", err, exitCode(err))
 	}
 }
