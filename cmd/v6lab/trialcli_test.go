@@ -59,3 +59,20 @@ func TestExportRefusesABadOutputUpFront(t *testing.T) {
 		t.Errorf("export /nonexistent: %v (exit %d), want exit 2", err, exitCode(err))
 	}
 }
+
+// TestAHostThatIsNoNameNorAddressIsRefused (9): a url whose host is neither
+// a DNS name nor an IP address is bad input naming the url, for every
+// protocol with a url; "http://;id/" sent a DNS query for ";id".
+func TestAHostThatIsNoNameNorAddressIsRefused(t *testing.T) {
+	for _, args := range [][]string{
+		{"probe", "http", "http://;id/"},
+		{"probe", "ftp", "ftp://;id/1M"},
+		{"probe", "smtp", ";id"},
+		{"probe", "imap", "a..b"},
+	} {
+		_, err := v6lab(t, args...)
+		if exitCode(err) != 2 || !strings.Contains(err.Error(), "is neither a DNS name nor an IP address") || !strings.Contains(err.Error(), "url: \"") {
+			t.Errorf("%v: %v (exit %d)", args, err, exitCode(err))
+		}
+	}
+}
