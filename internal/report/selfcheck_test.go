@@ -66,3 +66,22 @@ func TestSelfCheckPerCell(t *testing.T) {
 		t.Errorf("pooled note: %q", n)
 	}
 }
+
+// TestSelfCheckNamesOnlyTheMeasuredPathsWork (trial 15): the host's note
+// blames the lab's work for the paths measured only: the ipv6only preset
+// (ipv6, nat64, 464xlat) has no 6in4 to blame.
+func TestSelfCheckNamesOnlyTheMeasuredPathsWork(t *testing.T) {
+	busy := &SelfCheck{Runs: 2, HostSaturated: true, HostRuns: 2, HostBusy: 1}
+	var cells []Cell
+	for _, p := range []string{"ipv6", "nat64", "464xlat"} {
+		cells = append(cells, Cell{Protocol: "http", Path: p, Conns: 10, SelfCheck: busy})
+	}
+	notes := strings.Join(selfCheckNotes(cells, "lab"), "\n")
+	if strings.Contains(notes, "6in4") || !strings.Contains(notes, "(forwarding, nat64's translation, 464xlat's two translations, which real routers") {
+		t.Errorf("ipv6only's note:\n%s", notes)
+	}
+	cells = append(cells, Cell{Protocol: "http", Path: "6in4", Conns: 10})
+	if notes := strings.Join(selfCheckNotes(cells, "lab"), "\n"); !strings.Contains(notes, "(forwarding, 6in4's encapsulation and decapsulation, nat64's") {
+		t.Errorf("with 6in4:\n%s", notes)
+	}
+}
