@@ -1,9 +1,7 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -11,6 +9,7 @@ import (
 
 	"v6lab/internal/report"
 	"v6lab/internal/result"
+	"v6lab/internal/run/cmdline"
 )
 
 func newExportCmd() *cobra.Command {
@@ -67,27 +66,7 @@ of samples. The file goes to RESULTS_DIR/samples.parquet unless --output says ot
 }
 
 // checkExportOutput refuses, before the export starts, an --output that
-// cannot be written as a file: a directory, or one in a directory that does
-// not exist (the error named the temporary file written beside it).
+// cannot be written as a file (cmdline.CheckOutputFile).
 func checkExportOutput(output string) error {
-	if output == "" {
-		return nil
-	}
-	bad := func(format string, a ...any) error {
-		return &exitError{code: 2, err: fmt.Errorf("--output: "+format, a...)}
-	}
-	if st, err := os.Stat(output); err == nil && st.IsDir() {
-		return bad("%s is a directory: give a file name (%s)", output, filepath.Join(output, result.ParquetName))
-	}
-	dir := filepath.Dir(output)
-	st, err := os.Stat(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return bad("directory %s does not exist", dir)
-	case err != nil:
-		return bad("%v", err)
-	case !st.IsDir():
-		return bad("%s is not a directory", dir)
-	}
-	return nil
+	return cmdline.CheckOutputFile("output", output)
 }

@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"v6lab/internal/lab/servers"
+	"v6lab/internal/run/cmdline"
 	"v6lab/internal/run/survey/cli"
 )
 
@@ -100,6 +100,7 @@ reports each path's difference from IPv4 with its confidence.`,
 	root.AddCommand(newInetdCmd())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{code: 2, err: err} })
 	usageArgs(root)
+	cmdline.Groups(root)
 	return root
 }
 
@@ -114,29 +115,9 @@ func usageArgs(c *cobra.Command) {
 			return nil
 		}
 	}
-	if c.HasParent() && !c.Runnable() && c.HasSubCommands() {
-		c.RunE = unknownSub
-	}
 	for _, sub := range c.Commands() {
 		usageArgs(sub)
 	}
-}
-
-// unknownSub is the run of a command that only groups others (serve,
-// probe, lab): alone it prints its help, as before; with an argument cobra
-// took for no subcommand of it, it names that argument and the valid ones
-// (exit 2), as the top level does for an unknown command.
-func unknownSub(cmd *cobra.Command, args []string) error {
-	if len(args) == 0 {
-		return cmd.Help()
-	}
-	var valid []string
-	for _, sub := range cmd.Commands() {
-		if sub.IsAvailableCommand() {
-			valid = append(valid, sub.Name())
-		}
-	}
-	return &exitError{code: 2, err: fmt.Errorf("unknown command %q for %q (want %s)", args[0], cmd.CommandPath(), strings.Join(valid, ", "))}
 }
 
 func quiet(cmd *cobra.Command) bool {

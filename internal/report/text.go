@@ -812,9 +812,14 @@ func optP(v *float64, why string) string {
 	return fmt.Sprintf("%.3f", *v)
 }
 
+// optRate is a rate per second: whole above 10, with the decimals that
+// tell it from zero below (about 1/s read "0" or "1").
 func optRate(v *float64) string {
-	if v == nil {
+	switch {
+	case v == nil:
 		return "-"
+	case *v < 10:
+		return fmt.Sprintf("%.3g", *v)
 	}
 	return fmt.Sprintf("%.0f", *v)
 }

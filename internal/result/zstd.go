@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -39,7 +40,7 @@ func SamplesPath(dir string) (string, error) {
 		if st, err := os.Stat(p); err == nil {
 			// A FIFO or a device would block a reader or never end.
 			if !st.Mode().IsRegular() {
-				return "", fmt.Errorf("result: %s: not a regular file (%s)", p, st.Mode().Type())
+				return "", fmt.Errorf("result: %s: not a regular file (%s)", p, fileKind(st.Mode()))
 			}
 			return p, nil
 		}
@@ -323,4 +324,20 @@ func AppendSamples(dir string) (*os.File, *Writer, error) {
 		return f, NewCompressedWriter(f), nil
 	}
 	return f, NewWriter(f), nil
+}
+
+// fileKind names a file's type in words, as specfile.Kind does (result
+// imports no other package of v6lab's).
+func fileKind(m fs.FileMode) string {
+	switch t := m.Type(); {
+	case t&fs.ModeDir != 0:
+		return "a directory"
+	case t&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case t&(fs.ModeDevice|fs.ModeCharDevice) != 0:
+		return "a device"
+	case t&fs.ModeSocket != 0:
+		return "a socket"
+	}
+	return "not a plain file"
 }

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"reflect"
 	"regexp"
@@ -77,7 +78,7 @@ func ReadFile(name string) ([]byte, error) {
 	// A FIFO or a device would block or never end: only a regular file is
 	// a spec file.
 	if st, err := os.Stat(name); err == nil && !st.Mode().IsRegular() {
-		return nil, &Error{File: name, Msg: fmt.Sprintf("not a regular file (%s): give a spec file", st.Mode().Type())}
+		return nil, &Error{File: name, Msg: fmt.Sprintf("not a regular file (%s): give a spec file", Kind(st.Mode()))}
 	}
 	f, err := os.Open(name)
 	if err != nil {
@@ -525,4 +526,25 @@ func describe(n *yaml.Node) string {
 		return fmt.Sprintf("%q", n.Value)
 	}
 	return "a " + kindName(n)
+}
+
+// Kind names a file's type in words (its mode's type letter, "d---------"
+// for a directory, said nothing to a reader).
+func Kind(m fs.FileMode) string {
+	switch t := m.Type(); {
+	case t == 0:
+		return "a regular file"
+	case t&fs.ModeDir != 0:
+		return "a directory"
+	case t&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case t&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case t&fs.ModeSocket != 0:
+		return "a socket"
+	case t&fs.ModeDevice != 0:
+		return "a device"
+	default:
+		return "a special file"
+	}
 }
