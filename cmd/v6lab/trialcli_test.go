@@ -76,3 +76,13 @@ func TestAHostThatIsNoNameNorAddressIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestNotARegularFileSaysWhatItIs (16): a directory given as a spec file
+// is named as one; it read "not a regular file (d---------)".
+func TestNotARegularFileSaysWhatItIs(t *testing.T) {
+	dir := t.TempDir()
+	_, err := v6lab(t, "run", dir)
+	if exitCode(err) != 2 || !strings.Contains(err.Error(), dir+": not a regular file (a directory): give a spec file") {
+		t.Errorf("run DIR: %v (exit %d)", err, exitCode(err))
+	}
+}

@@ -85,3 +85,13 @@ func TestSelfCheckNamesOnlyTheMeasuredPathsWork(t *testing.T) {
 		t.Errorf("with 6in4:\n%s", notes)
 	}
 }
+
+// TestRateHasDecimalsBelowTen (trial 16): about one transaction a second
+// read "rate/s 0"; below 10 the rate has the decimals that tell it.
+func TestRateHasDecimalsBelowTen(t *testing.T) {
+	for v, want := range map[float64]string{0.49: "0.49", 0.987: "0.987", 5.25: "5.25", 12.4: "12", 1234.6: "1235"} {
+		if got := optRate(&v); got != want {
+			t.Errorf("%v: %q, want %q", v, got, want)
+		}
+	}
+}
