@@ -86,3 +86,25 @@ func TestNotARegularFileSaysWhatItIs(t *testing.T) {
 		t.Errorf("run DIR: %v (exit %d)", err, exitCode(err))
 	}
 }
+
+// TestAResultDirectoryThatIsNoneIsBadInput (18): report, compare, export
+// and run --resume of a directory that does not exist or holds no samples
+// exit 2, as bad input does, and compare's errors do not begin "report:".
+func TestAResultDirectoryThatIsNoneIsBadInput(t *testing.T) {
+	empty := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"report", "/nonexistent"}, "result: /nonexistent does not exist"},
+		{[]string{"compare", "/nonexistent", empty}, "result: /nonexistent does not exist"},
+		{[]string{"compare", empty, empty}, "result: " + empty + ": no samples.jsonl.zst nor samples.jsonl in it: not a result directory"},
+		{[]string{"export", "/nonexistent"}, "result: /nonexistent does not exist"},
+		{[]string{"run", "--resume", "/nonexistent"}, "resume: result: /nonexistent does not exist"},
+	} {
+		_, err := v6lab(t, c.args...)
+		if exitCode(err) != 2 || !strings.Contains(err.Error(), c.want) || strings.HasPrefix(err.Error(), "report:") {
+			t.Errorf("%v: %v (exit %d), want %q", c.args, err, exitCode(err), c.want)
+		}
+	}
+}
