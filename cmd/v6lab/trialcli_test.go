@@ -108,3 +108,15 @@ func TestAResultDirectoryThatIsNoneIsBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestAMissingTopologyNamesTheExperimentsLine (20): an experiment whose
+// topology cannot be read names the experiment file, its line and the
+// field; it said only "lab: topology: open …".
+func TestAMissingTopologyNamesTheExperimentsLine(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "tt.yaml")
+	os.WriteFile(file, []byte("name: tt\ntopology: /nonexistent/topo.yaml\ncells:\n  - {protocol: http, conns: [1]}\n"), 0o644)
+	_, err := v6lab(t, "run", file, "--dry-run")
+	if want := file + ":2: topology: open /nonexistent/topo.yaml: no such file or directory"; exitCode(err) != 2 || err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("%v (exit %d), want %q", err, exitCode(err), want)
+	}
+}
