@@ -120,3 +120,16 @@ func TestAMissingTopologyNamesTheExperimentsLine(t *testing.T) {
 		t.Errorf("%v (exit %d), want %q", err, exitCode(err), want)
 	}
 }
+
+// TestLabUpOfAnExperimentFileSaysWhatToRun (21): lab up given an
+// experiment file says it is one and how to run it; it said "description:
+// unknown field".
+func TestLabUpOfAnExperimentFileSaysWhatToRun(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "q.yaml")
+	os.WriteFile(file, []byte("name: q\ndescription: a test\ncells:\n  - {protocol: http, conns: [1]}\n"), 0o644)
+	_, err := v6lab(t, "lab", "up", file, "--name", "nosuchlabq")
+	want := file + " is an experiment file, not a topology (run it with v6lab run " + file + ")"
+	if exitCode(err) != 2 || err == nil || err.Error() != want {
+		t.Errorf("%v (exit %d), want %q", err, exitCode(err), want)
+	}
+}
