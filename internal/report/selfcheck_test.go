@@ -95,3 +95,24 @@ func TestRateHasDecimalsBelowTen(t *testing.T) {
 		}
 	}
 }
+
+// TestALoadTestsHeadingsSayQueriesInFlight (trial 25): a DNS load test's
+// conns are UDP queries in flight: its headings say per query, not per
+// connection; a group without the load engine keeps per connection.
+func TestALoadTestsHeadingsSayQueriesInFlight(t *testing.T) {
+	spec := map[string]any{"cells": []any{
+		map[string]any{"protocol": "dns", "label": "q", "params": map[string]any{"mode": "load"}, "paths": []string{"ipv4"}, "conns": []int{10}, "runs": 1},
+		map[string]any{"protocol": "dns", "label": "s", "params": map[string]any{"mode": "stub"}, "paths": []string{"ipv4"}, "conns": []int{10}, "runs": 1},
+	}}
+	f := readSpec(spec)
+	s := &Summary{Engines: f.engines}
+	if s.Engines["q"] != LoadEngine || s.Engines["s"] != "" {
+		t.Fatalf("engines %v", s.Engines)
+	}
+	if got := perWhat(s, "q"); got != "per query (conns: queries in flight)" {
+		t.Errorf("load: %q", got)
+	}
+	if got := perWhat(s, "s"); got != "per connection" {
+		t.Errorf("stub: %q", got)
+	}
+}
