@@ -107,7 +107,9 @@ func Hold(ctx context.Context, cfg lab.Config, log io.Writer, serve Serve) error
 			return err
 		}
 		defer stop()
-		state += "; " + what
+		if what != "" {
+			state += "; " + what
+		}
 	}
 	fmt.Fprintf(log, "%s lab %q up, %s\n", time.Now().UTC().Format(time.RFC3339), cfg.Name, state)
 	say("ready " + state)
