@@ -21,13 +21,30 @@ type fileRow struct {
 }
 
 // fileSeries is the series a file cell group belongs to: its name up to
-// the last dash (ftp-5879824 is ftp, ftp-10m-5879824 is ftp-10m,
-// http-wget-5879824 is http-wget), the name itself without one.
+// the last dash when what follows is a file's size (ftp-5879824 is ftp,
+// ftp-10m-5879824 is ftp-10m, http-wget-5879824 is http-wget, http-64K is
+// http), as the Regensburg presets label their file sets; any other name
+// (curl-ipv6-lossy, curl-ipv6-blackholed) is a series of its own, so it
+// keeps its own section.
 func fileSeries(label string) string {
-	if i := strings.LastIndex(label, "-"); i > 0 {
+	if i := strings.LastIndex(label, "-"); i > 0 && isFileSize(label[i+1:]) {
 		return label[:i]
 	}
 	return label
+}
+
+// isFileSize: s is a size in bytes, plain (5879824) or with a unit
+// (64K, 10m, 1GiB, 1MB).
+func isFileSize(s string) bool {
+	digits := len(s) - len(strings.TrimLeft(s, "0123456789"))
+	if digits == 0 {
+		return false
+	}
+	switch strings.ToLower(s[digits:]) {
+	case "", "k", "m", "g", "kb", "mb", "gb", "kib", "mib", "gib":
+		return true
+	}
+	return false
 }
 
 // fileGroups gathers the cells that transferred a file (they carry

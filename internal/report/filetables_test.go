@@ -126,3 +126,37 @@ func TestFileTablesLeadReportTxt(t *testing.T) {
 		t.Errorf("a file cell group kept its own tables in report.txt:\n%s", out)
 	}
 }
+
+// TestFileTablesOnlyFileSizeSeries: two cells that fetch a file but whose
+// labels end in no file size (the eyeballs preset's curl-ipv6-blackholed
+// and curl-ipv6-lossy) are no file table: each keeps its own section.
+func TestFileTablesOnlyFileSizeSeries(t *testing.T) {
+	s := &Summary{Name: "eyeballs", Baseline: "ipv4"}
+	for _, label := range []string{"curl-ipv6-blackholed", "curl-ipv6-lossy"} {
+		for _, p := range []string{"ipv4", "dual"} {
+			s.Cells = append(s.Cells, Cell{Protocol: label, Path: p, Conns: 1, MeanMS: ptr(100.0), Metrics: map[string]*MetricStat{
+				"file_bytes": stat(65536), "mbytes_per_s": stat(10)}})
+		}
+	}
+	if secs := FileTables(s); len(secs) != 0 {
+		t.Errorf("file tables of no file sweep: %+v", secs)
+	}
+	var b strings.Builder
+	if err := Text(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"CURL-IPV6-BLACKHOLED: average response time", "CURL-IPV6-LOSSY: average response time"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "file transfers") {
+		t.Errorf("a file table of no file sweep:\n%s", out)
+	}
+	for label, want := range map[string]string{"ftp-10m-5879824": "ftp-10m", "http-wget-5879824": "http-wget", "http-64K": "http", "curl-ipv6-lossy": "curl-ipv6-lossy", "ftp-clamp": "ftp-clamp"} {
+		if got := fileSeries(label); got != want {
+			t.Errorf("fileSeries(%q) = %q, want %q", label, got, want)
+		}
+	}
+}
