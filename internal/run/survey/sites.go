@@ -76,18 +76,24 @@ func OpenList(name string, strict bool) (*List, error) {
 
 // openRegular opens a regular file: a FIFO or a device would never end.
 func openRegular(name string) (*os.File, error) {
-	st, err := os.Stat(name)
-	if err != nil {
-		return nil, fmt.Errorf("survey: %w", err)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("survey: %s is not a regular file (%s)", name, specfile.Kind(st.Mode()))
-	}
-	f, err := os.Open(name)
+	f, err := OpenRegular(name)
 	if err != nil {
 		return nil, fmt.Errorf("survey: %w", err)
 	}
 	return f, nil
+}
+
+// OpenRegular opens a regular file, refusing anything else (a FIFO or a
+// device would never end) as "NAME is not a regular file (KIND)".
+func OpenRegular(name string) (*os.File, error) {
+	st, err := os.Stat(name)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s)", name, specfile.Kind(st.Mode()))
+	}
+	return os.Open(name)
 }
 
 // Each streams the list's sites to fn, in order, until fn returns false;
@@ -123,8 +129,13 @@ func (l *List) Each(fn func(Entry) bool) error {
 	return nil
 }
 
-// eachLine hands fn every line of r (numbered from 1, without its end),
-// a line longer than MaxLine cut to MaxLine+1 bytes.
+// EachLine hands fn every line of r (numbered from 1, without its end),
+// a line longer than MaxLine cut to MaxLine+1 bytes: memory stays bounded
+// whatever r holds.
+func EachLine(r io.Reader, fn func(n int, line []byte) bool) error {
+	return eachLine(r, fn)
+}
+
 func eachLine(r io.Reader, fn func(n int, line []byte) bool) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var long []byte

@@ -13,9 +13,8 @@
 package sitelab
 
 import (
-	"bufio"
+	"bytes"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -71,32 +70,45 @@ func (s Sites) ByName(name string) (Site, bool) {
 // (docs/survey.md); blank lines and # comments skipped. Every error names
 // the file, the line and the property.
 func Load(name string) (Sites, error) {
-	f, err := os.Open(name)
+	f, err := survey.OpenRegular(name)
 	if err != nil {
 		return nil, fmt.Errorf("lab sites: %w", err)
 	}
 	defer f.Close()
 	var out Sites
 	seen := map[string]int{}
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		line, _, _ := strings.Cut(sc.Text(), "#")
+	var bad error
+	err = survey.EachLine(f, func(n int, raw []byte) bool {
+		if len(raw) > survey.MaxLine {
+			bad = fmt.Errorf("lab sites: %s:%d: a line longer than %d bytes is not a site (NAME [PROPERTY...]; docs/survey.md)", name, n, survey.MaxLine)
+			return false
+		}
+		if n == 1 {
+			raw = bytes.TrimPrefix(raw, []byte("\uFEFF"))
+		}
+		line, _, _ := strings.Cut(string(raw), "#")
 		fields := strings.Fields(line)
 		if len(fields) == 0 {
-			continue
+			return true
 		}
 		s, err := parseSite(n, fields)
 		if err != nil {
-			return nil, fmt.Errorf("lab sites: %s:%d: %w", name, n, err)
+			bad = fmt.Errorf("lab sites: %s:%d: %w", name, n, err)
+			return false
 		}
 		if prev, ok := seen[s.Name]; ok {
-			return nil, fmt.Errorf("lab sites: %s:%d: %s is listed already at line %d", name, n, s.Name, prev)
+			bad = fmt.Errorf("lab sites: %s:%d: %s is listed already at line %d", name, n, s.Name, prev)
+			return false
 		}
 		seen[s.Name] = n
 		out = append(out, s)
-	}
-	if err := sc.Err(); err != nil {
+		return true
+	})
+	if err != nil {
 		return nil, fmt.Errorf("lab sites: %s: %w", name, err)
+	}
+	if bad != nil {
+		return nil, bad
 	}
 	return out, check(name, out)
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -58,5 +59,38 @@ func TestLoadNamesTheLineAndProperty(t *testing.T) {
 	}
 	if got := s.Names(); got != "a.test\nb.test\n" {
 		t.Errorf("names %q", got)
+	}
+}
+
+// TestLoadRefusesWhatNeverEnds: a FIFO or a device is refused before it is
+// read (it would never end), a line too long is named by its line, and a
+// leading byte order mark is no part of the first name.
+func TestLoadRefusesWhatNeverEnds(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "f.sites")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{fifo: "not a regular file (a named pipe", "/dev/zero": "/dev/zero is not a regular file", dir: "not a regular file"} {
+		done := make(chan error, 1)
+		go func() { _, err := Load(name); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: %v, want %q", name, err, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: Load still reads after 10 s", name)
+		}
+	}
+	long := filepath.Join(dir, "long.sites")
+	os.WriteFile(long, []byte("a.test\n"+strings.Repeat("b", 70000)+"\n"), 0o644)
+	if _, err := Load(long); err == nil || !strings.Contains(err.Error(), long+":2: a line longer than 4096 bytes") {
+		t.Errorf("long line: %v", err)
+	}
+	bom := filepath.Join(dir, "bom.sites")
+	os.WriteFile(bom, []byte("\ufeffa.test\n"), 0o644)
+	if s, err := Load(bom); err != nil || len(s) != 1 || s[0].Name != "a.test" {
+		t.Errorf("BOM: %v %+v", err, s)
 	}
 }
