@@ -92,8 +92,12 @@ func InShort(s *Summary) string {
 	for _, d := range s.Dual {
 		by[d.Verdict] = d
 	}
-	return fmt.Sprintf("of %s dual-stacked sites, IPv6 was faster at %s, the same within %g ms at %s, slower at %s; broken at %s and partly broken at %s",
-		formatInt(dual), pct(by[Faster].Share), s.ThresholdMS, pct(by[Same].Share), pct(by[Slower].Share), pct(by[Broken].Share), pct(by[Partial].Share))
+	out := fmt.Sprintf("of %s dual-stacked sites, IPv6 was faster at %s, the same within %g ms at %s, slower at %s, undecided at %s; broken at %s, partly broken at %s",
+		formatInt(dual), pct(by[Faster].Share), s.ThresholdMS, pct(by[Same].Share), pct(by[Slower].Share), pct(by[Undecided].Share), pct(by[Broken].Share), pct(by[Partial].Share))
+	if d := by[IPv4Broken]; d.Count > 0 {
+		out += fmt.Sprintf(", IPv4 broken at %s", pct(d.Share))
+	}
+	return out + fmt.Sprintf(" and failed at %s", pct(by[Failed].Share))
 }
 
 func topVerdicts(shares []Share) string {
