@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -28,6 +30,9 @@ type Versus struct {
 	OnlyB   int      `json:"only_b"`
 	Changed int      `json:"changed"`
 	Changes []Change `json:"changes,omitempty"`
+	// Notes name the options the two surveys differ in (threshold, runs,
+	// …): their verdicts were judged or measured differently.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // ShareVersus is one share in A and in B, and B − A with its interval
@@ -82,6 +87,7 @@ func Compare(dirA, dirB string) (*Versus, error) {
 		return nil, err
 	}
 	v.OnlyA = sa.Judged - v.Common
+	v.Notes = optionNotes(sa.Spec, sb.Spec)
 	for i, s := range sa.Shares {
 		if t := sb.Shares[i]; s.Count+t.Count > 0 {
 			v.Shares = append(v.Shares, versus(string(s.Verdict), s, t))
@@ -91,6 +97,43 @@ func Compare(dirA, dirB string) (*Versus, error) {
 		v.Study = append(v.Study, versus(p[0].What, p[0], p[1]))
 	}
 	return v, nil
+}
+
+// sameSurvey are the spec's keys that name the survey or its list rather
+// than how it measured.
+var sameSurvey = map[string]bool{"name": true, "sites": true, "sites_count": true, "sites_sha256": true}
+
+// optionNotes names each option the two specs give differently, with
+// both values ("threshold: 40ms in A, 1ms in B").
+func optionNotes(a, b []byte) []string {
+	var ma, mb map[string]any
+	if json.Unmarshal(a, &ma) != nil || json.Unmarshal(b, &mb) != nil {
+		return nil
+	}
+	keys := slices.Sorted(maps.Keys(ma))
+	for k := range mb {
+		if _, ok := ma[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	var out []string
+	for _, k := range keys {
+		va, vb := optionText(ma, k), optionText(mb, k)
+		if sameSurvey[k] || va == vb {
+			continue
+		}
+		out = append(out, fmt.Sprintf("the surveys' options differ: %s %s in A, %s in B", k, va, vb))
+	}
+	return out
+}
+
+func optionText(m map[string]any, k string) string {
+	v, ok := m[k]
+	if !ok {
+		return "(not given)"
+	}
+	b, _ := json.Marshal(v)
+	return strings.Trim(string(b), `"`)
 }
 
 // versus sets a share of A and of B side by side.
@@ -119,6 +162,12 @@ func DiffCI(a, b Share) (ci [2]float64, ok bool) {
 func VersusText(w io.Writer, v *Versus) error {
 	b := &strings.Builder{}
 	fmt.Fprintf(b, "A: %s\nB: %s\n%d sites in both, %d changed verdict; %d only in A, %d only in B\n\n", v.A, v.B, v.Common, v.Changed, v.OnlyA, v.OnlyB)
+	for _, n := range v.Notes {
+		fmt.Fprintf(b, "note: %s\n", n)
+	}
+	if len(v.Notes) > 0 {
+		b.WriteString("\n")
+	}
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "\tA\t\tB\t\tB − A\t95% CI\t")
 	for _, rows := range [][]ShareVersus{v.Shares, v.Study} {

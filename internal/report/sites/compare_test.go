@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,11 @@ func TestDiffCIIsNewcombes(t *testing.T) {
 // ms its entry gives.
 func writeSurvey(t *testing.T, sites map[string][2]float64, order []string) string {
 	t.Helper()
+	return writeSurveySpec(t, sites, order, map[string]any{"threshold": "1ms", "sites_count": len(order)})
+}
+
+func writeSurveySpec(t *testing.T, sites map[string][2]float64, order []string, spec map[string]any) string {
+	t.Helper()
 	dir, err := result.NewDir(t.TempDir(), "s", time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +44,7 @@ func writeSurvey(t *testing.T, sites map[string][2]float64, order []string) stri
 		t.Fatal(err)
 	}
 	w.Header(result.Header{Tool: "v6lab", Name: "s", Created: time.Now(), Target: result.Sites, Baseline: "ipv4",
-		Spec: map[string]any{"threshold": "1ms", "sites_count": len(order)}})
+		Spec: spec})
 	for i, name := range order {
 		site := dual(name)
 		site.Index, site.Line = i, i+1
@@ -92,5 +98,29 @@ func TestCompareSetsTwoSurveysSideBySide(t *testing.T) {
 	}
 	if _, err := Compare(a, t.TempDir()); err == nil {
 		t.Error("compare with a directory of no survey")
+	}
+}
+
+// TestCompareNamesTheOptionsThatDiffer: two surveys of one list taken
+// with another threshold and number of runs say so, with both values;
+// the list's count is no option.
+func TestCompareNamesTheOptionsThatDiffer(t *testing.T) {
+	sites := map[string][2]float64{"x.example": {10, 30}}
+	a := writeSurveySpec(t, sites, []string{"x.example"}, map[string]any{"threshold": "40ms", "runs": 6, "timeout": "10s", "sites_count": 1, "name": "a"})
+	b := writeSurveySpec(t, sites, []string{"x.example"}, map[string]any{"threshold": "1ms", "runs": 3, "timeout": "10s", "sites_count": 1, "name": "b"})
+	v, err := Compare(a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"the surveys' options differ: runs 6 in A, 3 in B", "the surveys' options differ: threshold 40ms in A, 1ms in B"}
+	if !slices.Equal(v.Notes, want) {
+		t.Errorf("notes %q, want %q", v.Notes, want)
+	}
+	var text bytes.Buffer
+	if err := VersusText(&text, v); err != nil || !strings.Contains(text.String(), "note: "+want[1]) {
+		t.Errorf("%v\n%s", err, text.String())
+	}
+	if v, err := Compare(a, a); err != nil || len(v.Notes) != 0 {
+		t.Errorf("one survey against itself: %v %q", err, v.Notes)
 	}
 }
