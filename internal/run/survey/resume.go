@@ -11,40 +11,50 @@ import (
 	"v6lab/internal/run/experiment"
 )
 
-// Resumable reads an interrupted survey's header: the survey as it ran
-// and its segment. experiment.ErrComplete: every site of it is there.
-func Resumable(dir string) (*Spec, *result.Segment, error) {
+// ResumableIn reads an interrupted survey's header: the survey as it ran,
+// its segment, and the lab of sites it measured (LabKey's value: "lab:NAME", "sites:FILE"; "" for real sites or a
+// record that predates it). experiment.ErrComplete: every site of it is
+// there.
+func ResumableIn(dir string) (*Spec, *result.Segment, string, error) {
+	sp, seg, h, err := resumable(dir)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return sp, seg, h.Lab[LabKey], nil
+}
+
+func resumable(dir string) (*Spec, *result.Segment, *result.Header, error) {
 	name, err := result.SamplesPath(dir)
 	if err != nil {
-		return nil, nil, fmt.Errorf("survey: resume: %w", err)
+		return nil, nil, nil, fmt.Errorf("survey: resume: %w", err)
 	}
 	fh, err := os.Open(name)
 	if err != nil {
-		return nil, nil, fmt.Errorf("survey: resume: %w", err)
+		return nil, nil, nil, fmt.Errorf("survey: resume: %w", err)
 	}
 	defer fh.Close()
 	var h *result.Header
 	errHeader := errors.New("header read")
 	if _, err := result.Scan(fh, name, result.Visitor{Header: func(hd *result.Header) error { h = hd; return errHeader }}); !errors.Is(err, errHeader) {
-		return nil, nil, fmt.Errorf("survey: resume: %w", err)
+		return nil, nil, nil, fmt.Errorf("survey: resume: %w", err)
 	}
 	if h.Target != result.Sites {
-		return nil, nil, fmt.Errorf("survey: resume: %s is not a survey's result (target %s): resume it with v6lab run --resume", dir, h.Target)
+		return nil, nil, nil, fmt.Errorf("survey: resume: %s is not a survey's result (target %s): resume it with v6lab run --resume", dir, h.Target)
 	}
 	b, err := json.Marshal(h.Spec)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	sp := &Spec{}
 	if err := json.Unmarshal(b, sp); err != nil || sp.SitesSHA256 == "" {
-		return nil, nil, fmt.Errorf("survey: resume: %s does not hold a survey this version can resume", dir)
+		return nil, nil, nil, fmt.Errorf("survey: resume: %s does not hold a survey this version can resume", dir)
 	}
 	var seg *result.Segment
 	if h.Segment != nil {
 		g := result.Segment{Index: h.Segment.Index, Count: h.Segment.Count}
 		seg = &g
 	}
-	return sp, seg, nil
+	return sp, seg, h, nil
 }
 
 // resumePoint cuts an interrupted survey's samples file back to the end

@@ -107,6 +107,11 @@ func Run(ctx context.Context, j Job) (string, error) {
 	return dir, nil
 }
 
+// LabKey is the header's lab entry of a survey of a lab of sites: "lab:NAME"
+// (a kept lab's, --lab) or "sites:FILE" (its own, --lab-sites), so that
+// --resume can ask for the same again.
+const LabKey = "survey_lab"
+
 // InputError is a survey refused before it began: its options, its list,
 // its exclusion list or its resolvers.
 type InputError struct{ Err error }
@@ -282,6 +287,9 @@ func (j *Job) header() result.Header {
 	h := result.Header{Tool: "v6lab", ToolVersion: j.ToolVersion, Name: j.Spec.Name, Created: time.Now().UTC(), Command: command,
 		Host: host.Name(), Kernel: host.Kernel(), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(),
 		Target: result.Sites, Baseline: string(path.IPv4), Spec: j.Spec, Notes: notes, Servers: j.Servers}
+	if j.Lab != "" {
+		h.Lab = map[string]string{LabKey: j.Lab}
+	}
 	if j.Segment != nil {
 		seg := *j.Segment
 		seg.Host, seg.Clock, seg.StartAt = host.Name(), host.Clock(), j.StartAt.UTC()

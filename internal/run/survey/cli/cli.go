@@ -10,9 +10,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"v6lab/internal/proto"
 	"v6lab/internal/report/sites"
@@ -172,9 +174,7 @@ func (o *surveyOpts) spec(cmd *cobra.Command, list string) (*survey.Spec, error)
 func (o *surveyOpts) job(cmd *cobra.Command, args []string) (*survey.Job, error) {
 	j := &survey.Job{Results: o.results, ToolVersion: o.version, Out: cmd.OutOrStdout(), Err: cmd.ErrOrStderr(), Quiet: quiet(cmd)}
 	if o.resume != "" {
-		sp, seg, err := survey.Resumable(o.resume)
-		j.Spec, j.Segment, j.Resume = sp, seg, o.resume
-		return j, err
+		return j, o.resumeJob(cmd, args, j)
 	}
 	list := o.labSites
 	if len(args) == 1 {
@@ -190,6 +190,47 @@ func (o *surveyOpts) job(cmd *cobra.Command, args []string) (*survey.Job, error)
 	j.Spec = sp
 	j.Segment, j.StartAt, err = survey.ParseSplit(o.segment, o.startAt)
 	return j, err
+}
+
+// withResume are the flags --resume takes: the rest are the survey's
+// own, which it continues with as it began.
+var withResume = map[string]bool{"resume": true, "lab": true, "lab-sites": true, "dry-run": true, "quiet": true}
+
+// resumeJob is the survey in the directory to resume, refusing a flag or
+// a list it would not use, and asking for the lab of sites it measured.
+func (o *surveyOpts) resumeJob(cmd *cobra.Command, args []string, j *survey.Job) error {
+	if len(args) > 0 {
+		return fmt.Errorf("survey: --resume continues %s with the list it began with: give no SITES (%s)", o.resume, args[0])
+	}
+	var bad []string
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if !withResume[f.Name] {
+			bad = append(bad, "--"+f.Name)
+		}
+	})
+	if len(bad) > 0 {
+		return fmt.Errorf("survey: --resume continues %s with the options it began with: %s cannot be given with it (start a new survey for other options)", o.resume, strings.Join(bad, ", "))
+	}
+	sp, seg, lab, err := survey.ResumableIn(o.resume)
+	if err != nil {
+		return err
+	}
+	j.Spec, j.Segment, j.Resume = sp, seg, o.resume
+	return o.sameLab(lab, sp.Contact)
+}
+
+// sameLab asks for the lab of sites a resumed survey measured.
+func (o *surveyOpts) sameLab(lab, contact string) error {
+	kind, name, _ := strings.Cut(lab, ":")
+	switch {
+	case lab == "" && contact == "" && o.labName == "" && o.labSites == "":
+		return fmt.Errorf("survey: %s names no contact, so it was taken in a lab of sites: give --lab NAME or --lab-sites FILE as it was begun", o.resume)
+	case kind == "lab" && o.labName != name:
+		return fmt.Errorf("survey: %s was taken in lab %s: give --lab %s", o.resume, name, name)
+	case kind == "sites" && o.labSites == "":
+		return fmt.Errorf("survey: %s was taken in a lab of sites of its own: give --lab-sites %s", o.resume, name)
+	}
+	return nil
 }
 
 func quiet(cmd *cobra.Command) bool {

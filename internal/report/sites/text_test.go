@@ -1,0 +1,24 @@
+package sites
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestInShortNamesEveryDualVerdict: the sentence's shares add up, the
+// undecided and failed sites named beside the others.
+func TestInShortNamesEveryDualVerdict(t *testing.T) {
+	s := &Summary{ThresholdMS: 1}
+	for v, n := range map[Verdict]int{Faster: 1, Slower: 2, Undecided: 3, Broken: 1, Partial: 1, Failed: 1} {
+		s.Dual = append(s.Dual, Share{Verdict: v, Count: n, Of: 9, Share: float64(n) / 9})
+	}
+	got := InShort(s)
+	for _, want := range []string{"of 9 dual-stacked sites", "faster at 11.1%", "the same within 1 ms at 0.0%", "slower at 22.2%", "undecided at 33.3%", "broken at 11.1%", "partly broken at 11.1%", "failed at 11.1%"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in %q", want, got)
+		}
+	}
+	if strings.Contains(got, "IPv4 broken") {
+		t.Errorf("IPv4 broken named at none: %q", got)
+	}
+}

@@ -1,0 +1,71 @@
+package cli
+
+import (
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"v6lab/internal/result"
+	"v6lab/internal/run/survey"
+)
+
+// interrupted writes the header of a survey begun in lab (LabKey's value,
+// "" for none) and interrupted before its first site.
+func interrupted(t *testing.T, lab string) string {
+	t.Helper()
+	dir, err := result.NewDir(t.TempDir(), "s", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, w, err := result.CreateSamples(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := result.Header{Tool: "v6lab", Name: "s", Created: time.Now(), Target: result.Sites, Baseline: "ipv4",
+		Spec: map[string]any{"name": "s", "where": "sites", "sites": "lab.sites", "sites_count": 1, "sites_sha256": "ab", "threshold": "40ms", "insecure": true}}
+	if lab != "" {
+		h.Lab = map[string]string{survey.LabKey: lab}
+	}
+	w.Header(h)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	return dir
+}
+
+func runSurvey(args ...string) error {
+	cmd := Command("test")
+	cmd.SetArgs(args)
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	return cmd.Execute()
+}
+
+// TestResumeAsksForTheLabAndRefusesOtherOptions: resuming a survey taken
+// in lab NAME asks for --lab NAME (not for a contact); a flag of the
+// survey's own options, or another list, is refused by name rather than
+// silently ignored.
+func TestResumeAsksForTheLabAndRefusesOtherOptions(t *testing.T) {
+	inLab, inOwn, old := interrupted(t, "lab:t2lab"), interrupted(t, "sites:lab.sites"), interrupted(t, "")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--resume", inLab}, "was taken in lab t2lab: give --lab t2lab"},
+		{[]string{"--resume", inOwn}, "give --lab-sites lab.sites"},
+		{[]string{"--resume", old}, "give --lab NAME or --lab-sites FILE"},
+		{[]string{"--resume", inLab, "--threshold", "1ms"}, "--threshold cannot be given with it"},
+		{[]string{"--resume", inLab, "--segment", "0/2", "--runs", "3"}, "--runs, --segment cannot be given"},
+		{[]string{"--resume", inLab, "other.sites"}, "give no SITES (other.sites)"},
+	} {
+		err := runSurvey(c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.args, err, c.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "--contact") {
+			t.Errorf("%v: asks for a contact: %v", c.args, err)
+		}
+	}
+}
