@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -83,7 +85,7 @@ func readSegments(dirs []string) ([]*segmentDir, error) {
 		case g.Count != segs[0].h.Segment.Count:
 			return nil, fmt.Errorf("merge: %s is segment %s, %s segment %s: one survey is split one way", s.dir, g, segs[0].dir, segs[0].h.Segment)
 		case !bytes.Equal(s.spec, segs[0].spec):
-			return nil, fmt.Errorf("merge: %s and %s are not segments of one survey (their list or options differ)", s.dir, segs[0].dir)
+			return nil, fmt.Errorf("merge: %s and %s are not segments of one survey: %s", s.dir, segs[0].dir, specDiff(s.spec, segs[0].spec, filepath.Base(s.dir), filepath.Base(segs[0].dir)))
 		}
 	}
 	slices.SortFunc(segs, func(a, b *segmentDir) int { return a.h.Segment.Index - b.h.Segment.Index })
@@ -227,4 +229,38 @@ func (c *siteCursor) close() {
 	close(c.stop)
 	for range c.blocks {
 	}
+}
+
+// specDiff names the options (or list) two segments' specs give
+// differently, with both values: "threshold 1ms in A, 40ms in B".
+func specDiff(a, b []byte, nameA, nameB string) string {
+	var ma, mb map[string]any
+	if json.Unmarshal(a, &ma) != nil || json.Unmarshal(b, &mb) != nil {
+		return "their list or options differ"
+	}
+	keys := slices.Sorted(maps.Keys(ma))
+	for k := range mb {
+		if _, ok := ma[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	var out []string
+	for _, k := range keys {
+		if va, vb := specValue(ma, k), specValue(mb, k); va != vb {
+			out = append(out, fmt.Sprintf("%s %s in %s, %s in %s", k, va, nameA, vb, nameB))
+		}
+	}
+	if len(out) == 0 {
+		return "their list or options differ"
+	}
+	return strings.Join(out, "; ")
+}
+
+func specValue(m map[string]any, k string) string {
+	v, ok := m[k]
+	if !ok {
+		return "(not given)"
+	}
+	b, _ := json.Marshal(v)
+	return strings.Trim(string(b), `"`)
 }

@@ -2,6 +2,7 @@ package survey
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -63,7 +64,7 @@ func TestMergeJoinsSegmentsInListOrder(t *testing.T) {
 	other := *sp
 	other.Runs = 3
 	d2 := writeSegment(t, root+"/c", 1, 2, 5, &other)
-	if _, _, err := Merge([]string{d0, d2}, root+"/m", "", nil); err == nil || !strings.Contains(err.Error(), "not segments of one survey") {
+	if _, _, err := Merge([]string{d0, d2}, root+"/m", "", nil); err == nil || !strings.Contains(err.Error(), "not segments of one survey: runs 3 in "+filepath.Base(d2)+", 6 in "+filepath.Base(d0)) {
 		t.Errorf("other options: %v", err)
 	}
 }
