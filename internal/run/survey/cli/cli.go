@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"strings"
@@ -283,6 +284,9 @@ func Report(w io.Writer, dir, format string, write bool) error {
 // being one: cmd/v6lab asks IsSurvey), in format text or json.
 func Compare(w io.Writer, a, b, format string) error {
 	for _, d := range []string{a, b} {
+		if _, err := os.Stat(d); errors.Is(err, fs.ErrNotExist) {
+			return &Exit{Code: 2, Err: fmt.Errorf("compare: %s does not exist", d)}
+		}
 		if !survey.IsSurvey(d) {
 			return &Exit{Code: 2, Err: fmt.Errorf("compare: %s is not a survey's result: compare a survey with a survey", d)}
 		}

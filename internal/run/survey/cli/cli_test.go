@@ -69,3 +69,13 @@ func TestResumeAsksForTheLabAndRefusesOtherOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareSaysWhatDoesNotExist: a directory that is not there is named
+// as missing, not as a result of another kind.
+func TestCompareSaysWhatDoesNotExist(t *testing.T) {
+	a := interrupted(t, "")
+	err := Compare(io.Discard, a, "/nonexistent-t2fix", "text")
+	if err == nil || err.Error() != "compare: /nonexistent-t2fix does not exist" {
+		t.Errorf("%v", err)
+	}
+}

@@ -1,6 +1,7 @@
 package sitelab
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,5 +93,15 @@ func TestLoadRefusesWhatNeverEnds(t *testing.T) {
 	os.WriteFile(bom, []byte("\ufeffa.test\n"), 0o644)
 	if s, err := Load(bom); err != nil || len(s) != 1 || s[0].Name != "a.test" {
 		t.Errorf("BOM: %v %+v", err, s)
+	}
+}
+
+// TestCheckLabSaysNoLabIsUp: a lab name no lab is up under is named as
+// such, not as a lab that serves no sites.
+func TestCheckLabSaysNoLabIsUp(t *testing.T) {
+	name := fmt.Sprintf("nope%d", os.Getpid()%100000)
+	err := CheckLab(name)
+	if err == nil || !strings.Contains(err.Error(), "no lab "+name+" is up") {
+		t.Errorf("%v", err)
 	}
 }

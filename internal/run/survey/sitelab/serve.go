@@ -313,10 +313,13 @@ func ReexecInLab(name string) (int, error) {
 }
 
 // CheckLab says why lab name cannot be surveyed from (a bad name, no
-// such lab, or one that serves no sites), or nil.
+// such lab up, or one that serves no sites), or nil.
 func CheckLab(name string) error {
 	if err := lab.CheckName(name); err != nil {
 		return err
+	}
+	if _, err := os.Stat(filepath.Join(lab.NetnsDir, lab.NS(name, lab.Client))); err != nil {
+		return fmt.Errorf("lab sites: no lab %s is up (v6lab lab up --sites FILE --name %s; v6lab lab status lists the labs)", name, name)
 	}
 	if _, err := os.Stat(lab.SitesResolvConf(name)); err != nil {
 		return fmt.Errorf("lab sites: lab %q serves no sites (v6lab lab up --sites FILE --name %s; v6lab lab status lists the labs)", name, name)
