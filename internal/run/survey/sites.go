@@ -129,7 +129,10 @@ func (l *List) Each(fn func(Entry) bool) error {
 	return nil
 }
 
-// EachLine hands fn every line of r (numbered from 1, without its end),
+var bom = []byte("\uFEFF")
+
+// EachLine hands fn every line of r (numbered from 1, without its end and
+// without a leading byte order mark),
 // a line longer than MaxLine cut to MaxLine+1 bytes: memory stays bounded
 // whatever r holds.
 func EachLine(r io.Reader, fn func(n int, line []byte) bool) error {
@@ -158,6 +161,9 @@ func eachLine(r io.Reader, fn func(n int, line []byte) bool) error {
 		}
 		if len(line) == 0 && err == io.EOF {
 			return nil
+		}
+		if n == 1 {
+			line = bytes.TrimPrefix(line, bom) // a UTF-8 byte order mark is no part of the first name
 		}
 		if !fn(n, bytes.TrimRight(line, "\r\n")) || err == io.EOF {
 			return nil
@@ -237,10 +243,9 @@ func checkLabel(l string) error {
 	if l[0] == '-' || l[len(l)-1] == '-' {
 		return fmt.Errorf("label %q starts or ends with a hyphen", l)
 	}
-	for i := 0; i < len(l); i++ {
-		c := l[i]
+	for _, c := range l {
 		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return fmt.Errorf("label %q holds %q (letters, digits and hyphens only; an internationalised name in its xn-- form)", l, string(rune(c)))
+			return fmt.Errorf("label %q holds %q (letters, digits and hyphens only; an internationalised name in its xn-- form)", l, string(c))
 		}
 	}
 	return nil

@@ -112,3 +112,22 @@ func TestOptionsCheckAndUserAgent(t *testing.T) {
 		t.Errorf("warmup = runs: %v", err)
 	}
 }
+
+// TestErrorsNameTheCharacterInTheFile: a name's character outside ASCII
+// is named as the file holds it (ü, not the first byte of its UTF-8), and
+// a UTF-8 byte order mark before the first name is skipped.
+func TestErrorsNameTheCharacterInTheFile(t *testing.T) {
+	if e := ParseEntry([]byte("bücher.de")); !strings.Contains(e.Bad, `label "bücher" holds "ü"`) {
+		t.Errorf("bücher.de: %q", e.Bad)
+	}
+	name := writeList(t, "\ufeffexample.org\nexample.net\n")
+	l, err := OpenList(name, true)
+	if err != nil || l.Sites != 2 {
+		t.Fatalf("list with a BOM: %v %+v", err, l)
+	}
+	var first string
+	l.Each(func(e Entry) bool { first = e.Name; return false })
+	if first != "example.org" {
+		t.Errorf("first name %q", first)
+	}
+}

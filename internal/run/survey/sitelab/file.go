@@ -13,7 +13,6 @@
 package sitelab
 
 import (
-	"bytes"
 	"fmt"
 	"slices"
 	"strings"
@@ -82,9 +81,6 @@ func Load(name string) (Sites, error) {
 		if len(raw) > survey.MaxLine {
 			bad = fmt.Errorf("lab sites: %s:%d: a line longer than %d bytes is not a site (NAME [PROPERTY...]; docs/survey.md)", name, n, survey.MaxLine)
 			return false
-		}
-		if n == 1 {
-			raw = bytes.TrimPrefix(raw, []byte("\uFEFF"))
 		}
 		line, _, _ := strings.Cut(string(raw), "#")
 		fields := strings.Fields(line)
