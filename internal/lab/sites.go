@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"bytes"
 	"fmt"
 	"net/netip"
 	"os"
@@ -8,6 +9,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"v6lab/internal/input/specfile"
 )
 
 // A lab of sites (v6lab lab up --sites) gives each site an address per
@@ -118,11 +121,37 @@ func (l *Lab) addSites() error {
 	if err := os.MkdirAll(filepath.Dir(conf), 0o755); err != nil {
 		return fmt.Errorf("lab: sites: %w", err)
 	}
-	text := fmt.Sprintf("# v6lab lab %s: its sites' DNS servers, in the server host\nnameserver %s\nnameserver %s\n", l.Name, l.Addr.ServerV4, l.Addr.ServerV6)
-	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+	mark := fmt.Sprintf("# v6lab lab %s: its sites' DNS servers", l.Name)
+	text := fmt.Sprintf("%s, in the server host\nnameserver %s\nnameserver %s\n", mark, l.Addr.ServerV4, l.Addr.ServerV6)
+	if err := writeOwn(conf, mark, text); err != nil {
 		return fmt.Errorf("lab: sites: %w", err)
 	}
 	return nil
+}
+
+// writeOwn creates file name holding text, never through a symbolic link
+// (O_NOFOLLOW) nor over a file someone else made (O_EXCL): one there
+// already is replaced only when it is a regular file whose first line is
+// mark (a lab of that name's, left by a crash); anything else is refused.
+func writeOwn(name, mark, text string) error {
+	if st, err := os.Lstat(name); err == nil {
+		old, rerr := os.ReadFile(name)
+		if !st.Mode().IsRegular() || rerr != nil || !bytes.HasPrefix(old, []byte(mark)) {
+			return fmt.Errorf("%s is there already and is not v6lab's (%s): remove it, or give the lab another --name", name, specfile.Kind(st.Mode()))
+		}
+		if err := os.Remove(name); err != nil {
+			return err
+		}
+	}
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(text); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // SitesHere readies this process's own network namespace (a fresh one, as
