@@ -64,6 +64,10 @@ func (e *InterruptedError) Error() string {
 	return fmt.Sprintf("survey: interrupted; every finished site is in %s: continue with v6lab survey --resume %s", e.Dir, e.Dir)
 }
 
+// ErrInsecure: --insecure is for a lab of sites, whose certificate is
+// self-signed; real sites' certificates are always checked.
+var ErrInsecure = errors.New("survey: --insecure (insecure: in a file) accepts any certificate, so it is for a lab of sites only (--lab-sites FILE or --lab NAME, which set it): real sites' certificates are always checked")
+
 // ErrNoContact is a survey of real sites without the operator's contact.
 var ErrNoContact = errors.New("survey: give --contact URL-OR-MAIL (contact: in a file): every request's User-Agent names v6lab and how site operators reach you; only a lab of sites needs none")
 
@@ -128,6 +132,9 @@ func (j *Job) prepare() (*List, *measurer, error) {
 	}
 	if sp.Contact == "" && j.Lab == "" {
 		return nil, nil, ErrNoContact
+	}
+	if sp.Insecure && j.Lab == "" {
+		return nil, nil, ErrInsecure
 	}
 	list, err := OpenList(sp.Sites, !sp.SkipInvalid)
 	if err != nil {

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -77,5 +79,25 @@ func TestCompareSaysWhatDoesNotExist(t *testing.T) {
 	err := Compare(io.Discard, a, "/nonexistent-t2fix", "text")
 	if err == nil || err.Error() != "compare: /nonexistent-t2fix does not exist" {
 		t.Errorf("%v", err)
+	}
+}
+
+// TestInsecureIsForALabOfSites: --insecure (insecure: in a survey file)
+// against real sites is refused before anything is sent; without it the
+// same dry run passes.
+func TestInsecureIsForALabOfSites(t *testing.T) {
+	dir := t.TempDir()
+	list := filepath.Join(dir, "top.txt")
+	os.WriteFile(list, []byte("example.org\n"), 0o644)
+	file := filepath.Join(dir, "top.yaml")
+	os.WriteFile(file, []byte("name: top\nwhere: sites\nsites: "+list+"\ncontact: mailto:ops@example.org\ninsecure: true\n"), 0o644)
+	base := []string{"--contact", "mailto:ops@example.org", "--dns-server", "192.0.2.53", "--dry-run"}
+	if err := runSurvey(append([]string{list}, base...)...); err != nil {
+		t.Fatalf("without --insecure: %v", err)
+	}
+	for _, args := range [][]string{append([]string{list, "--insecure"}, base...), {file, "--dns-server", "192.0.2.53", "--dry-run"}} {
+		if err := runSurvey(args...); err == nil || !strings.Contains(err.Error(), "--insecure (insecure: in a file) accepts any certificate, so it is for a lab of sites only") {
+			t.Errorf("%v: %v", args, err)
+		}
 	}
 }
