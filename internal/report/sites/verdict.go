@@ -125,9 +125,11 @@ func Judge(s *result.Site, samples []result.Sample, c Criteria) Row {
 		r.V, r.Why = NoAddress, orText(s.Err, lookupErr[0])
 		return r
 	case !r.AAAA:
+		families(s, samples, &r) // the family it has was measured: its figures
 		r.V, r.Why = NoAAAA, lookupErr[1]
 		return r
 	case !r.A:
+		families(s, samples, &r)
 		r.V, r.Why = IPv6Only, lookupErr[0]
 		return r
 	}

@@ -147,3 +147,25 @@ func TestWriteFileIsReadableByAll(t *testing.T) {
 		t.Errorf("%v %v", st.Mode(), err)
 	}
 }
+
+// TestJudgeNoAAAAKeepsItsIPv4Figures: a site with no AAAA is measured over
+// IPv4 all the same (discovery, page runs): its row carries what was
+// measured, so results.csv shows ipv4_ms and ipv4_ok/ipv4_n, not 0.
+func TestJudgeNoAAAAKeepsItsIPv4Figures(t *testing.T) {
+	n := &result.Site{Name: "v4.example", Lookups: []result.Lookup{{Type: "A", Addrs: []string{"192.0.2.1"}}, {Type: "AAAA", Err: "NODATA"}},
+		Families: []result.SiteFamily{{Path: "ipv4", URL: "https://v4.example/", Connected: true}}}
+	var v4 []result.Sample
+	for _, x := range pages(7, 12, 0) {
+		if x.Path == "ipv4" {
+			v4 = append(v4, x)
+		}
+	}
+	r := Judge(n, v4, Criteria{Threshold: time.Millisecond})
+	if r.V != NoAAAA || r.N != [2]int{6, 0} || r.OK != [2]int{6, 0} || math.Abs(r.PageMS[0]-12.3) > 0.5 || !math.IsNaN(r.PageMS[1]) || !math.IsNaN(r.DiffMS) {
+		t.Errorf("%+v", r)
+	}
+	row := strings.Join(csvRow(r), ",")
+	if !strings.Contains(row, ",no_aaaa,true,false,,12.") || !strings.Contains(row, ",6,6,0,0,") {
+		t.Errorf("results.csv row %s", row)
+	}
+}
