@@ -277,7 +277,7 @@ func TestLabUpSitesServesTheSitesToTheClientHost(t *testing.T) {
 	if out, err := exec.Command(bin, "lab", "up", "--sites", bad, "--name", name).CombinedOutput(); exitCode(err) != 2 || !strings.Contains(string(out), bad+":2: delay6") {
 		t.Fatalf("lab up --sites of a bad file: %v\n%s", err, out)
 	}
-	if out, err := exec.Command(bin, "survey", "--lab", name, file).CombinedOutput(); exitCode(err) != 2 || !strings.Contains(string(out), "serves no sites") {
+	if out, err := exec.Command(bin, "survey", "--lab", name, file).CombinedOutput(); exitCode(err) != 2 || !strings.Contains(string(out), "no lab "+name+" is up") {
 		t.Errorf("survey --lab of no lab: %v\n%s", err, out)
 	}
 	t.Cleanup(func() { exec.Command(bin, "lab", "down", "--name", name).Run() })
