@@ -83,13 +83,16 @@ func Run(ctx context.Context, j Job) (string, error) {
 	if err != nil {
 		return dir, err
 	}
+	if !j.StartAt.IsZero() && time.Until(j.StartAt) > 0 && !j.Quiet {
+		fmt.Fprintf(j.Err, "v6lab: survey %s: waiting until %s (--start-at; in %v)\n", sp.Name, j.StartAt.UTC().Format(time.RFC3339), time.Until(j.StartAt).Round(time.Second))
+	}
 	if !j.StartAt.IsZero() && !waitUntil(ctx, j.StartAt) {
 		w.Close()
 		f.Close()
 		return dir, &InterruptedError{Dir: dir}
 	}
 	if !j.Quiet {
-		fmt.Fprintf(j.Err, "v6lab: survey %s: %d sites of %s%s -> %s\n", sp.Name, j.expected(list.Sites), sp.Sites, j.segmentText(), dir)
+		fmt.Fprintf(j.Err, "v6lab: survey %s: %s of %s%s -> %s\n", sp.Name, plural(j.expected(list.Sites), "site"), sp.Sites, j.segmentText(), dir)
 	}
 	runErr := j.survey(ctx, list, m, w, after)
 	werr := w.Close()
@@ -156,11 +159,14 @@ func DryRun(j Job) error {
 		return &InputError{err}
 	}
 	o := &j.Spec.Options
-	fmt.Fprintf(j.Out, "survey %s: %d of the %d sites of %s%s\n", j.Spec.Name, j.expected(list.Sites), list.Sites, list.Name, j.segmentText())
+	fmt.Fprintf(j.Out, "survey %s: %d of the %s of %s%s\n", j.Spec.Name, j.expected(list.Sites), plural(list.Sites, "site"), list.Name, j.segmentText())
+	if !j.StartAt.IsZero() {
+		fmt.Fprintf(j.Out, "starts at %s (--start-at; in %v)\n", j.StartAt.UTC().Format(time.RFC3339), max(0, time.Until(j.StartAt)).Round(time.Second))
+	}
 	fmt.Fprintf(j.Out, "each site: A and AAAA asked of %v; %s://NAME/ fetched %d times per family, interleaved (%d warm-up); at most %d objects on other hosts over each family\n",
 		m.dns, o.Scheme, o.Runs, o.Warmup, o.MaxObjects)
-	fmt.Fprintf(j.Out, "politeness: User-Agent %q; at most %d connections to a site, %d a second over all; %d names excluded; every request within %v\n",
-		m.userAgent, o.SiteConns, o.Rate, len(m.exclude), o.Timeout)
+	fmt.Fprintf(j.Out, "politeness: User-Agent %q; at most %d connections to a site, %d a second over all; %s excluded; every request within %v\n",
+		m.userAgent, o.SiteConns, o.Rate, plural(len(m.exclude), "name"), o.Timeout)
 	return nil
 }
 
@@ -432,4 +438,12 @@ func (j *Job) progress(total int) func() {
 			fmt.Fprintf(j.Err, "v6lab: survey: %d of %d sites this run, %s\n", c, want, time.Since(start).Round(time.Second))
 		}
 	}
+}
+
+// plural is "1 site", "2 sites".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }

@@ -101,3 +101,26 @@ func TestInsecureIsForALabOfSites(t *testing.T) {
 		}
 	}
 }
+
+// TestDryRunNamesTheStartAndCountsInTheSingular: --dry-run says when a
+// survey would start (--start-at) and counts one site and one excluded
+// name in the singular.
+func TestDryRunNamesTheStartAndCountsInTheSingular(t *testing.T) {
+	dir := t.TempDir()
+	list, excl := filepath.Join(dir, "one.txt"), filepath.Join(dir, "excl.txt")
+	os.WriteFile(list, []byte("example.org\n"), 0o644)
+	os.WriteFile(excl, []byte("example.net\n"), 0o644)
+	cmd := Command("test")
+	var out strings.Builder
+	cmd.SetOut(&out)
+	cmd.SetErr(io.Discard)
+	cmd.SetArgs([]string{list, "--contact", "mailto:ops@example.org", "--dns-server", "192.0.2.53", "--exclude", excl, "--dry-run", "--start-at", "2099-01-02T03:04:05Z"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"1 of the 1 site of", "starts at 2099-01-02T03:04:05Z (--start-at; in ", "; 1 name excluded;"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in:\n%s", want, out.String())
+		}
+	}
+}
