@@ -191,26 +191,32 @@ func JSON(w io.Writer, s *Summary) error {
 	return enc.Encode(jsonSafe(s))
 }
 
-// jsonSafe is s with its not-a-number figures (a site without a time)
-// made zero: JSON has no NaN.
-func jsonSafe(s *Summary) *Summary {
-	c := *s
-	c.Problems = nil
-	for _, r := range s.Problems {
-		for i := range 2 {
-			r.PageMS[i], r.ConnectMS[i], r.CI[i] = finite(r.PageMS[i]), finite(r.ConnectMS[i]), finite(r.CI[i])
-		}
-		r.DiffMS = finite(r.DiffMS)
-		c.Problems = append(c.Problems, r)
-	}
-	return &c
+// jsonSafe is s as JSON writes it: a Row writes its not-a-number figures
+// (a site without a time) as null itself (Row.MarshalJSON).
+func jsonSafe(s *Summary) *Summary { return s }
+
+// MarshalJSON writes a row with snake_case keys, each family's figures as
+// [ipv4, ipv6], and a figure not measured as null (JSON has no NaN).
+func (r Row) MarshalJSON() ([]byte, error) {
+	type plain Row
+	return json.Marshal(struct {
+		plain
+		PageMS    [2]*float64 `json:"page_ms"`
+		ConnectMS [2]*float64 `json:"connect_ms"`
+		OK        [2]int      `json:"ok"`
+		N         [2]int      `json:"n"`
+		Pairs     int         `json:"pairs"`
+		DiffMS    *float64    `json:"diff_ms"`
+		CI        [2]*float64 `json:"diff_ci95_ms"`
+	}{plain(r), [2]*float64{orNull(r.PageMS[0]), orNull(r.PageMS[1])}, [2]*float64{orNull(r.ConnectMS[0]), orNull(r.ConnectMS[1])},
+		r.OK, r.N, r.Pairs, orNull(r.DiffMS), [2]*float64{orNull(r.CI[0]), orNull(r.CI[1])}})
 }
 
-func finite(v float64) float64 {
+func orNull(v float64) *float64 {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return 0
+		return nil
 	}
-	return v
+	return &v
 }
 
 // csvHeader names results.csv's columns (docs/formats.md).

@@ -80,16 +80,17 @@ type Row struct {
 	// Per family (0 ipv4, 1 ipv6): the median page time and connect time
 	// of the counted completed transactions (NaN: none), and how many of
 	// the counted ones completed of how many.
-	PageMS, ConnectMS [2]float64
-	OK, N             [2]int
+	PageMS, ConnectMS [2]float64 `json:"-"`
+	OK, N             [2]int     `json:"-"`
 	// Pairs is how many runs completed over both families; DiffMS the
 	// mean paired difference (ipv6 - ipv4) and CI its 95% interval (NaN
 	// when fewer than two pairs).
-	Pairs  int
-	DiffMS float64
-	CI     [2]float64
+	Pairs  int        `json:"-"`
+	DiffMS float64    `json:"-"`
+	CI     [2]float64 `json:"-"`
 	// Objects names the objects that failed over one family only.
 	Objects []string `json:"objects,omitempty"`
+	// (JSON: Row.MarshalJSON writes the figures snake_case, NaN as null.)
 }
 
 // Criteria are what a verdict is judged by.

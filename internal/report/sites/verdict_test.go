@@ -1,6 +1,7 @@
 package sites
 
 import (
+	"encoding/json"
 	"io"
 	"math"
 	"os"
@@ -167,5 +168,24 @@ func TestJudgeNoAAAAKeepsItsIPv4Figures(t *testing.T) {
 	row := strings.Join(csvRow(r), ",")
 	if !strings.Contains(row, ",no_aaaa,true,false,,12.") || !strings.Contains(row, ",6,6,0,0,") {
 		t.Errorf("results.csv row %s", row)
+	}
+}
+
+// TestRowJSONIsSnakeCaseWithNulls: a problem row in summary.json has
+// snake_case keys and null for what was not measured, never 0.
+func TestRowJSONIsSnakeCaseWithNulls(t *testing.T) {
+	n := &result.Site{Name: "v4.example", Lookups: []result.Lookup{{Type: "A", Addrs: []string{"192.0.2.1"}}, {Type: "AAAA", Err: "NODATA"}}}
+	b, err := json.Marshal(Judge(n, nil, Criteria{Threshold: time.Millisecond}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(b)
+	for _, want := range []string{`"page_ms":[null,null]`, `"connect_ms":[null,null]`, `"diff_ms":null`, `"diff_ci95_ms":[null,null]`, `"n":[0,0]`, `"verdict":"no_aaaa"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %s in %s", want, got)
+		}
+	}
+	if strings.Contains(got, "PageMS") || strings.Contains(got, "DiffMS") {
+		t.Errorf("Go casing in %s", got)
 	}
 }
