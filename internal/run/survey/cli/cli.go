@@ -118,11 +118,17 @@ func (o *surveyOpts) run(cmd *cobra.Command, args []string) error {
 		}
 	}
 	if o.dryRun {
-		return survey.DryRun(*j)
+		return flagError(survey.DryRun(*j), j)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	_, err = survey.Run(ctx, *j)
+	return flagError(err, j)
+}
+
+// flagError names a refused option by its flag (--site-conns), as the
+// command line gave it, rather than by its file key.
+func flagError(err error, j *survey.Job) error {
 	var bad *survey.InputError
 	if errors.As(err, &bad) {
 		return &survey.InputError{Err: proto.FlagError(bad.Err, &j.Spec.Options)}

@@ -124,3 +124,14 @@ func TestDryRunNamesTheStartAndCountsInTheSingular(t *testing.T) {
 		}
 	}
 }
+
+// TestDryRunNamesTheFlag: an option refused in a dry run is named by its
+// flag, as in a survey, not by its file key.
+func TestDryRunNamesTheFlag(t *testing.T) {
+	list := filepath.Join(t.TempDir(), "one.txt")
+	os.WriteFile(list, []byte("example.org\n"), 0o644)
+	err := runSurvey(list, "--contact", "mailto:ops@example.org", "--site-conns", "0", "--dry-run")
+	if err == nil || !strings.Contains(err.Error(), "--site-conns: 0") {
+		t.Errorf("%v", err)
+	}
+}
