@@ -19,7 +19,8 @@ func newExportCmd() *cobra.Command {
 		Long: `export writes every sample of RESULTS_DIR as one row of a Parquet file (zstd pages),
 one typed column per sample field (docs/formats.md), and counted: whether the sample's
 run counts in the figures. It streams: its memory is one row group, whatever the number
-of samples. The file goes to RESULTS_DIR/samples.parquet unless --output says otherwise.`,
+of samples. The file goes to RESULTS_DIR/samples.parquet unless --output says otherwise;
+it is a new file or an earlier export, never a result's own file (refused, exit 2).`,
 		Example: `  v6lab export results/dns-20261126T154147Z
   duckdb -c "SELECT path, conns, avg(total_ns)/1e6 FROM 'results/dns-20261126T154147Z/samples.parquet' WHERE counted AND err = '' GROUP BY ALL"`,
 		Args: cobra.ExactArgs(1),
@@ -33,6 +34,9 @@ of samples. The file goes to RESULTS_DIR/samples.parquet unless --output says ot
 			}
 			if output == "" {
 				output = filepath.Join(args[0], result.ParquetName)
+			}
+			if err := result.CheckParquetOutput(output); err != nil {
+				return &exitError{code: 2, err: fmt.Errorf("--output: %w", err)}
 			}
 			tmp, err := os.CreateTemp(filepath.Dir(output), "."+filepath.Base(output)+"-*.tmp")
 			if err != nil {

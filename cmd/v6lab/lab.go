@@ -9,6 +9,7 @@ import (
 	"v6lab/experiments"
 	"v6lab/internal/lab"
 	"v6lab/internal/lab/keep"
+	"v6lab/internal/run/survey/sitelab"
 )
 
 func newLabCmd() *cobra.Command {
@@ -37,7 +38,7 @@ client) and the 464xlat path (a CLAT on the client), and r2 is the AFTR of the d
 func newLabUpCmd() *cobra.Command {
 	var lf labFlags
 	var foreground bool
-	var configJSON string
+	var configJSON, sites string
 	cmd := &cobra.Command{
 		Use:   "up [TOPOLOGY.yaml]",
 		Short: "Build a lab and keep it up until lab down",
@@ -60,7 +61,8 @@ links: {r1-r2: {mtu: 1400}}, as the built-in lab built-in:pmtu.yaml has): docs/l
   v6lab lab up built-in:ipv6only.yaml          # the ipv6only preset's lab: a stateful NAT64
   v6lab lab up --name second --tunnel-mtu 1280
   v6lab lab up --rate 100M
-  v6lab lab up built-in:pmtu.yaml --ptb-blackhole ipv6   # r1-r2 carries 1400 bytes`,
+  v6lab lab up built-in:pmtu.yaml --ptb-blackhole ipv6   # r1-r2 carries 1400 bytes
+  v6lab lab up --sites docs/examples/lab.sites             # then: v6lab survey --lab default docs/examples/lab.sites`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if foreground {
@@ -68,13 +70,16 @@ links: {r1-r2: {mtu: 1400}}, as the built-in lab built-in:pmtu.yaml has): docs/l
 				if err := json.Unmarshal([]byte(configJSON), &cfg); err != nil {
 					return fmt.Errorf("lab up --foreground: bad config: %w", err)
 				}
-				return keep.Hold(cmd.Context(), cfg, cmd.OutOrStdout())
+				return keep.Hold(cmd.Context(), cfg, cmd.OutOrStdout(), sitelab.Serve)
 			}
 			file := ""
 			if len(args) == 1 {
 				file = args[0]
 			}
 			cfg, err := lf.config(file, "default")
+			if err == nil && sites != "" {
+				cfg.Sites, err = sitelab.Check(sites)
+			}
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
@@ -91,6 +96,7 @@ links: {r1-r2: {mtu: 1400}}, as the built-in lab built-in:pmtu.yaml has): docs/l
 	}
 	lf.register(cmd, true)
 	fl := cmd.Flags()
+	fl.StringVar(&sites, "sites", "", "also serve the lab of sites `FILE` lists from the server host, their names in its DNS (docs/survey.md; then: v6lab survey --lab NAME FILE)")
 	fl.BoolVar(&foreground, "foreground", false, "build the lab and hold it in this process until interrupted")
 	fl.StringVar(&configJSON, "config-json", "", "the lab's config (with --foreground)")
 	_ = fl.MarkHidden("foreground")

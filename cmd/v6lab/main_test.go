@@ -631,9 +631,27 @@ func TestProbeDNS(t *testing.T) {
 	if out, err := v6lab(t, args...); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	_, s, _ := report.Load(onlyDir(t, root))
+	dir := onlyDir(t, root)
+	_, s, _ := report.Load(dir)
 	if len(s.Cells) != 4 || s.Cells[3].Completed != 10 {
 		t.Fatalf("cells %+v", s.Cells)
+	}
+	// export never writes over a result's own files, only a new file or an
+	// earlier export.
+	samples := filepath.Join(dir, result.SamplesName)
+	before, _ := os.ReadFile(samples)
+	for _, own := range []string{samples, filepath.Join(dir, report.SummaryFile), dir} {
+		if _, err := v6lab(t, "export", dir, "-o", own); exitCode(err) != 2 || !strings.Contains(fmt.Sprint(err), "--output: "+own) {
+			t.Errorf("export -o %s: %v", own, err)
+		}
+	}
+	if after, _ := os.ReadFile(samples); !bytes.Equal(before, after) {
+		t.Fatal("export changed the result's samples")
+	}
+	for range 2 {
+		if out, err := v6lab(t, "export", dir); err != nil || !strings.Contains(out, "wrote ") {
+			t.Errorf("export (again over its own earlier export): %v\n%s", err, out)
+		}
 	}
 }
 

@@ -67,13 +67,18 @@ func newCompareCmd() *cobra.Command {
 path, connections) the two share, prints A's and B's mean response time, B - A with its
 95% CI, the confidence level that they differ (1 - Welch p over the run means) and the
 Mann-Whitney p. Cells only one side has are listed. Use it for "did the upgrade change
-IPv6 performance?": run the same experiment before and after, then compare.`,
+IPv6 performance?": run the same experiment before and after, then compare. Two surveys'
+results (v6lab survey) are compared as surveys: each verdict's share and the study's
+measures in A and B with B - A and its 95% CI, and the sites whose verdict changed.`,
 		Example: `  v6lab compare results/quick-before results/quick-after
   v6lab compare results/a results/b --format json`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if format != "text" && format != "json" {
 				return &exitError{code: 2, err: fmt.Errorf("--format: %q is not text or json", format)}
+			}
+			if cli.IsSurvey(args[0]) || cli.IsSurvey(args[1]) {
+				return cli.Compare(cmd.OutOrStdout(), args[0], args[1], format)
 			}
 			a, err := report.Open(args[0])
 			if err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"v6lab/internal/lab"
 	"v6lab/internal/report/sites"
 	"v6lab/internal/result"
 	"v6lab/internal/run/survey/sitelab"
@@ -90,7 +91,7 @@ func TestSurveyOfALabOfSitesGivesEveryKnownVerdict(t *testing.T) {
 			}
 		}
 	}
-	whole, _ := surveyLab(t, bin, file)
+	whole, wd := surveyLab(t, bin, file)
 	check("whole", whole, len(lab))
 	seg0, d0 := surveyLab(t, bin, file, "--segment", "0/2")
 	seg1, d1 := surveyLab(t, bin, file, "--segment", "1/2")
@@ -114,6 +115,13 @@ func TestSurveyOfALabOfSitesGivesEveryKnownVerdict(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("merged", merged, len(lab))
+	// v6lab compare sets two surveys side by side: the same verdicts.
+	if out, err := v6lab(t, "compare", wd, md); err != nil || !strings.Contains(out, "50 sites in both, 0 changed verdict; 0 only in A, 0 only in B") {
+		t.Errorf("compare whole and merged: %v\n%.600s", err, out)
+	}
+	if _, err := v6lab(t, "compare", wd, t.TempDir()); exitCode(err) != 2 {
+		t.Errorf("compare a survey with no survey: %v", err)
+	}
 	// v6lab report renders a survey as a survey: the same results.csv.
 	if out, err := v6lab(t, "report", md, "--format", "csv"); err != nil || out != string(mustRead(t, filepath.Join(md, sites.CSVFile))) {
 		t.Errorf("report --format csv: %v\n%.300s", err, out)
@@ -243,5 +251,62 @@ func TestSurveyFileAndDryRun(t *testing.T) {
 	os.WriteFile(file, []byte("name: top3\nwhere: sites\nsites: top.csv\nruns: 400\n"), 0o644)
 	if _, err := v6lab(t, "survey", file, "--dry-run"); exitCode(err) != 2 || !strings.Contains(fmt.Sprint(err), file+":4: runs: 400") {
 		t.Errorf("runs 400: %v", err)
+	}
+}
+
+// TestLabUpSitesServesTheSitesToTheClientHost: lab up --sites serves a
+// lab of sites from the four-namespace lab's server host (their names in
+// its DNS, which the client host's resolv.conf names); survey --lab
+// measures them from the client host across the routers, each site its
+// known verdict; lab down removes the resolv.conf. A bad sites file is
+// refused before any lab is built, naming its line.
+func TestLabUpSitesServesTheSitesToTheClientHost(t *testing.T) {
+	requireLab(t)
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "lab.sites")
+	var b strings.Builder
+	b.WriteString("cdn4.v6lab.test no-aaaa expect=no_aaaa\n")
+	for i, k := range labKinds {
+		fmt.Fprintf(&b, "s%d.v6lab.test %s\n", i, k)
+	}
+	os.WriteFile(file, []byte(b.String()), 0o644)
+	bad := filepath.Join(dir, "bad.sites")
+	os.WriteFile(bad, []byte("a.v6lab.test\nb.v6lab.test delay6=fast\n"), 0o644)
+	name := fmt.Sprintf("st%d", os.Getpid()%100000)
+	if out, err := exec.Command(bin, "lab", "up", "--sites", bad, "--name", name).CombinedOutput(); exitCode(err) != 2 || !strings.Contains(string(out), bad+":2: delay6") {
+		t.Fatalf("lab up --sites of a bad file: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(bin, "survey", "--lab", name, file).CombinedOutput(); exitCode(err) != 2 || !strings.Contains(string(out), "serves no sites") {
+		t.Errorf("survey --lab of no lab: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { exec.Command(bin, "lab", "down", "--name", name).Run() })
+	out, err := exec.Command(bin, "lab", "up", "--sites", file, "--name", name).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "13 sites of "+file+", their DNS on 203.0.113.2 and 2001:db8:6:3::2") {
+		t.Fatalf("lab up --sites: %v\n%s", err, out)
+	}
+	root := t.TempDir()
+	args := []string{"survey", "--lab", name, file, "--runs", "6", "--threshold", "100ms", "--timeout", "3s", "--rate", "1000", "-q", "--results", root}
+	if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
+		t.Fatalf("v6lab %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	got, err := sites.ReadRows(filepath.Join(onlyDir(t, root), sites.CSVFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := sitelab.Load(file)
+	if len(got) != len(want) {
+		t.Errorf("%d sites judged, want %d", len(got), len(want))
+	}
+	for _, s := range want {
+		if string(got[s.Name]) != s.Expect {
+			t.Errorf("%s: %s, want %s", s.Name, got[s.Name], s.Expect)
+		}
+	}
+	if out, err := exec.Command(bin, "lab", "down", "--name", name).CombinedOutput(); err != nil {
+		t.Fatalf("lab down: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Dir(lab.SitesResolvConf(name))); !os.IsNotExist(err) {
+		t.Errorf("lab down left the client's resolv.conf: %v", err)
 	}
 }

@@ -84,11 +84,20 @@ func TestTopologyPMTU(t *testing.T) {
 	if d := cfg.PMTU.Drop(); !d.PTB6 || d.PTB4 || !d.Frag6 || !d.Frag4 {
 		t.Errorf("drops %+v", d)
 	}
-	if got := Nat64MTU(1400); got != 1420 {
-		t.Errorf("nat64 route MTU over a 1400 link: %d", got)
-	}
-	if got := Nat64MTU(1500); got != 1480 {
-		t.Errorf("nat64 route MTU over a 1500 link: %d", got)
+	// The nat64 route follows the smallest link of its path: the client's
+	// as IPv6, those past r1 20 bytes shorter as IPv4.
+	for _, c := range []struct {
+		links map[string]Link
+		want  int
+	}{
+		{nil, 1480},
+		{map[string]Link{"r1-r2": {MTU: 1400}}, 1420},
+		{map[string]Link{"client-r1": {MTU: 1300}}, 1300},
+		{map[string]Link{"r2-server": {MTU: 1280}, "client-r1": {MTU: 1400}}, 1300},
+	} {
+		if got := Nat64MTU(&Config{Links: c.links}); got != c.want {
+			t.Errorf("nat64 route MTU with links %v: %d, want %d", c.links, got, c.want)
+		}
 	}
 	// The CLAT's and the softwire's routes follow the smallest link of
 	// their path (the CLAT's IPv6 is 20 bytes longer on client-r1, the

@@ -41,16 +41,18 @@ var (
 // must offer an MSS that leaves room for it (as a NAT64 operator clamps).
 const nat64MTU = 1480
 
-// Nat64MTU is the client's route MTU toward the prefix in a lab whose
-// r1-r2 link has MTU linkMTU: nat64MTU, or less where the link is
-// smaller, since the translator turns ICMPv4 errors into nothing (no
-// Packet Too Big ever reaches the client from the IPv4 side): an IPv6
-// packet of the route's MTU must fit the link once it is 20 bytes
-// shorter as IPv4, as an operator's NAT64 sets its IPv6 MTU. The MSS the
-// client offers stays nat64MTU's (nat64AdvMSS): what the server sends
-// finds the smaller link by IPv4's own path MTU discovery, as it would
-// behind a real translator.
-func Nat64MTU(linkMTU int) int { return min(nat64MTU, linkMTU+20) }
+// Nat64MTU is the client's route MTU toward the prefix in a lab of config
+// c: nat64MTU, or less where a link of the path is smaller, since the
+// translator turns ICMPv4 errors into nothing (no Packet Too Big ever
+// reaches the client from the IPv4 side): an IPv6 packet of the route's
+// MTU must fit the client's link as it is, and the links past r1 once it
+// is 20 bytes shorter as IPv4, as an operator's NAT64 sets its IPv6 MTU.
+// The MSS the client offers stays nat64MTU's (nat64AdvMSS): what the
+// server sends finds a smaller link by IPv4's own path MTU discovery, as
+// it would behind a real translator.
+func Nat64MTU(c *Config) int {
+	return min(nat64MTU, c.Link("client-r1").MTU, c.Link("r1-r2").MTU+20, c.Link("r2-server").MTU+20)
+}
 
 // nat64AdvMSS is the MSS the client offers toward the prefix: nat64MTU
 // less the IPv6 and TCP headers.
@@ -119,7 +121,7 @@ func (l *Lab) nat64Routes(client6, r1on6 netip.Addr, wire []netip.Prefix) []role
 	routes := []roleRoute{
 		// The client reaches the prefix through r1, from its nat64
 		// address, with room for the translation's 20 bytes.
-		{Client, &netlink.Route{Dst: ipnet(l.NAT64.Prefix), Gw: r1on6.AsSlice(), Src: client6.AsSlice(), MTU: Nat64MTU(l.Link("r1-r2").MTU), AdvMSS: nat64AdvMSS}},
+		{Client, &netlink.Route{Dst: ipnet(l.NAT64.Prefix), Gw: r1on6.AsSlice(), Src: client6.AsSlice(), MTU: Nat64MTU(&l.Config), AdvMSS: nat64AdvMSS}},
 		{R1, &netlink.Route{Dst: ipnet(nat64DNS), Gw: hostAddr(b.v6, b.bHost).AsSlice()}},
 		{R2, &netlink.Route{Dst: ipnet(nat64Client), Gw: hostAddr(b.v6, b.aHost).AsSlice()}},
 	}

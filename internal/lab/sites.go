@@ -3,6 +3,8 @@ package lab
 import (
 	"fmt"
 	"net/netip"
+	"os"
+	"path/filepath"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -85,6 +87,42 @@ func (l *Lab) AddSites() error {
 		return &netlink.Route{Dst: ipnet(dst), LinkIndex: lo.Attrs().Index, Type: unix.RTN_LOCAL, Table: unix.RT_TABLE_LOCAL, Scope: netlink.SCOPE_HOST}
 	}
 	return add(Server, local(SitesV4), local(SitesV6))
+}
+
+// EtcNetns is where ip netns exec finds a namespace's own /etc files: it
+// mounts EtcNetns/NS/resolv.conf over /etc/resolv.conf for what it runs.
+const EtcNetns = "/etc/netns"
+
+// SitesResolvConf is the resolv.conf of lab name's client host while the
+// lab serves sites: a command run there by ip netns exec asks the sites'
+// DNS servers in the server host.
+func SitesResolvConf(name string) string {
+	return filepath.Join(EtcNetns, NS(name, Client), "resolv.conf")
+}
+
+// addSites, for a lab of sites (Config.Sites), routes the sites to the
+// server (AddSites) and writes the client's SitesResolvConf naming the
+// server's addresses, its directory in the owner record (lab down
+// removes it).
+func (l *Lab) addSites() error {
+	if l.Sites == "" {
+		return nil
+	}
+	if err := l.AddSites(); err != nil {
+		return err
+	}
+	conf := SitesResolvConf(l.Name)
+	if err := l.rec.AddDir(filepath.Dir(conf)); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(conf), 0o755); err != nil {
+		return fmt.Errorf("lab: sites: %w", err)
+	}
+	text := fmt.Sprintf("# v6lab lab %s: its sites' DNS servers, in the server host\nnameserver %s\nnameserver %s\n", l.Name, l.Addr.ServerV4, l.Addr.ServerV6)
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+		return fmt.Errorf("lab: sites: %w", err)
+	}
+	return nil
 }
 
 // SitesHere readies this process's own network namespace (a fresh one, as

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
@@ -54,10 +55,21 @@ type HostStatus struct {
 	Rules []string
 }
 
+// sharedMap names the programs whose two directions share one map and
+// print all of it: the second of a pair says where its counts are.
+var sharedMap = map[string]string{
+	bpf.ClatOutName: "CLAT (4 to 6)", bpf.ClatInName: "CLAT (6 to 4)",
+	bpf.SoftwireEncapName: "DS-Lite softwire encap", bpf.SoftwireDecapName: "DS-Lite softwire decap",
+	bpf.Nat64Name: "nat64 (6 to 4)", bpf.Nat46Name: "nat64 (4 to 6)",
+}
+
 // BPFProgram is one of v6lab's BPF programs on an interface.
 type BPFProgram struct {
 	Iface string
 	bpf.Counts
+	// CountedWith names the attachment listed before whose counters this
+	// program shares (the other direction of a translator or softwire).
+	CountedWith string `json:",omitempty"`
 }
 
 // Describe says what the program's counters hold, in words.
@@ -68,6 +80,9 @@ func (p BPFProgram) Describe() string {
 	}
 	c := p.Counters
 	var what string
+	if p.CountedWith != "" {
+		return fmt.Sprintf("%s %s (%s): %s, counted on the line of %s (one map for both directions)", p.Iface, dir, p.Hook, sharedMap[p.Program], p.CountedWith)
+	}
 	switch p.Program {
 	case bpf.EncapName:
 		what = fmt.Sprintf("6in4 encap: %d encapsulated, %d refused (too big)", c[bpf.Encapsulated], c[bpf.EncapFailed])
@@ -75,8 +90,14 @@ func (p BPFProgram) Describe() string {
 		what = fmt.Sprintf("6in4 decap: %d decapsulated, dropped %d spoofed source, %d malformed, %d refused", c[bpf.Decapsulated], c[bpf.DroppedSpoofed], c[bpf.DroppedBad], c[bpf.DecapFailed])
 	case bpf.PMTUName:
 		what = "path MTU impairment: " + bpf.PMTUCounts(c)
+		if p.HasSetting {
+			what = fmt.Sprintf("path MTU impairment (%s): %s", bpf.DescribePMTU(p.Setting), bpf.PMTUCounts(c))
+		}
 	case bpf.LossName:
 		what = fmt.Sprintf("loss: %d dropped, %d passed", c[bpf.LossDropped], c[bpf.LossPassed])
+		if p.HasSetting {
+			what = fmt.Sprintf("loss %s: %d dropped, %d passed", bpf.DescribeLoss(p.Setting), c[bpf.LossDropped], c[bpf.LossPassed])
+		}
 	case bpf.SoftwireEncapName, bpf.SoftwireDecapName:
 		what = fmt.Sprintf("DS-Lite softwire (IPv4 in IPv6): %d encapsulated, %d decapsulated, dropped %d spoofed source, %d malformed, %d refused (too big)",
 			c[bpf.Encapsulated], c[bpf.Decapsulated], c[bpf.DroppedSpoofed], c[bpf.DroppedBad], c[bpf.EncapFailed]+c[bpf.DecapFailed])
@@ -258,6 +279,17 @@ func (st *Status) bpfPrograms(ns string, names map[int]string) []BPFProgram {
 		return nil
 	})
 	slices.SortFunc(out, func(a, b BPFProgram) int { return strings.Compare(a.Describe(), b.Describe()) })
+	first := map[ebpf.MapID]string{}
+	for i, p := range out {
+		if sharedMap[p.Program] == "" || p.MapID == 0 {
+			continue
+		}
+		if at, ok := first[p.MapID]; ok {
+			out[i].CountedWith = at
+			continue
+		}
+		first[p.MapID] = p.Iface + " " + map[bool]string{true: "egress", false: "ingress"}[p.Egress]
+	}
 	return out
 }
 

@@ -81,6 +81,11 @@ type Config struct {
 	// PMTU is what the lab does to path MTU discovery and fragments, and
 	// the mitigations in force, for every run (cell groups add their own).
 	PMTU PMTU `json:"pmtu,omitzero"`
+	// Sites is a lab of sites' file (v6lab lab up --sites): the lab routes
+	// the sites' addresses to the server host (AddSites) and points the
+	// client's resolver at the server (SitesResolvConf); the servers are
+	// the keeper's to start.
+	Sites string `json:"sites,omitempty"`
 }
 
 // DefaultCongestion is the lab's TCP congestion control unless set.
@@ -463,6 +468,9 @@ func (l *Lab) build(ctx context.Context) error {
 		return err
 	}
 	if err := l.addXlat(hs); err != nil {
+		return err
+	}
+	if err := l.addSites(); err != nil {
 		return err
 	}
 	return l.addPMTU()

@@ -696,10 +696,14 @@ func natStatus(role, ns string) string {
 	if role == R2 {
 		what = "DS-Lite AFTR (nftables masquerade)"
 	}
+	var rules []string // the PLAT's two (ports for TCP and UDP, the address for ICMP)
 	for _, ln := range strings.Split(string(out), "\n") {
-		if f := strings.TrimSpace(ln); strings.Contains(f, " snat to ") && strings.Contains(f, "l4proto") || strings.Contains(f, " masquerade") {
-			what += ": " + f
+		if f := strings.TrimSpace(ln); strings.Contains(f, " snat to ") || strings.HasSuffix(f, " masquerade") {
+			rules = append(rules, f)
 		}
+	}
+	if len(rules) > 0 {
+		what += ": " + strings.Join(rules, "; ")
 	}
 	entries, _ := ConntrackStat(ns, "entries")
 	failed, _ := ConntrackStat(ns, "insert_failed")

@@ -70,8 +70,12 @@ func TestIPv6OnlyAccessPathsThroughAStatefulPLAT(t *testing.T) {
 	for _, w := range []string{
 		"client eth-r1 egress (tcx): CLAT (4 to 6): 4 IPv4 to IPv6, 4 IPv6 to IPv4",
 		"client eth-r1 egress (tcx): DS-Lite softwire (IPv4 in IPv6): 4 encapsulated, 4 decapsulated, dropped 0",
-		"r2 eth-r1 ingress (tcx): DS-Lite softwire (IPv4 in IPv6): 4 encapsulated, 4 decapsulated, dropped 0",
-		"r1 nat stateful NAT64 (nftables snat after the translator): ip saddr 100.64.0.0/29 oifname \"eth-r2\" meta l4proto { tcp, udp } snat to 198.18.0.64/30:2000-2999 persistent; ",
+		// Both directions share one map: its counts are printed once.
+		"client eth-r1 ingress (tcx): CLAT (6 to 4), counted on the line of eth-r1 egress (one map for both directions)",
+		"r2 eth-r1 egress (tcx): DS-Lite softwire (IPv4 in IPv6): 4 encapsulated, 4 decapsulated, dropped 0",
+		"r2 eth-r1 ingress (tcx): DS-Lite softwire decap, counted on the line of eth-r1 egress",
+		// Both NAT rules: ports for TCP and UDP, the address for ICMP.
+		"r1 nat stateful NAT64 (nftables snat after the translator): ip saddr 100.64.0.0/29 oifname \"eth-r2\" meta l4proto { tcp, udp } snat to 198.18.0.64/30:2000-2999 persistent; ip saddr 100.64.0.0/29 oifname \"eth-r2\" snat to 198.18.0.64/30 persistent; ",
 		"r2 nat DS-Lite AFTR (nftables masquerade)",
 	} {
 		if !strings.Contains(text, w) {

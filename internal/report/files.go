@@ -60,7 +60,7 @@ func scanDir(dir string, also result.Visitor) (*Summary, error) {
 	truncated, err := result.Scan(fh, name, result.Visitor{
 		Header: func(h *result.Header) error {
 			if h.Target == result.Sites {
-				return fmt.Errorf("%s is a survey's result: v6lab report renders it as one (report/sites); comparing two surveys is not there yet", dir)
+				return fmt.Errorf("%s is a survey's result: v6lab report renders it as one, and v6lab compare sets it beside another survey (report/sites)", dir)
 			}
 			z = NewSummarizer(h)
 			if also.Header != nil {

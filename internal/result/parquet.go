@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 
 	"github.com/parquet-go/parquet-go"
@@ -13,6 +14,32 @@ import (
 // ParquetName is the file v6lab export --format parquet writes into a
 // result directory.
 const ParquetName = "samples.parquet"
+
+// ErrNotParquet is wrapped when an export would write over a file that is
+// not an earlier export (a result's samples, its summary...).
+var ErrNotParquet = errors.New("exists and is not a Parquet file: export writes a new file or over an earlier export, never over a result's own files")
+
+// CheckParquetOutput refuses an export's output that is an existing file
+// other than a Parquet file (its first four bytes PAR1), or a directory:
+// the samples a result holds are the only record of a measurement.
+func CheckParquetOutput(name string) error {
+	f, err := os.Open(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		return fmt.Errorf("%s is a directory (name a file)", name)
+	}
+	magic := make([]byte, 4)
+	if _, err := io.ReadFull(f, magic); err != nil || string(magic) != "PAR1" {
+		return fmt.Errorf("%s %w", name, ErrNotParquet)
+	}
+	return nil
+}
 
 // parquetRow is one sample as a row of the Parquet export: one typed
 // column per field of a sample line (a phase that did not happen, or a

@@ -105,7 +105,9 @@ func serveEach(t *testing.T, handle func(c net.Conn)) net.Listener {
 // arrival, not the server's 20 ms before it; a second write with no read
 // between counts nothing; without CountTurns nothing is counted.
 func TestTurnsCountWritesAfterReads(t *testing.T) {
-	const serverWait, clientWait = 20 * time.Millisecond, 5 * time.Millisecond
+	// The second write waits long enough after the first that counting it
+	// too would show past anything a loaded machine adds to a sleep.
+	const serverWait, clientWait, secondWait = 20 * time.Millisecond, 5 * time.Millisecond, 100 * time.Millisecond
 	ln := serveEach(t, func(c net.Conn) { // one reply per byte, after serverWait
 		b := make([]byte, 1)
 		for {
@@ -116,7 +118,9 @@ func TestTurnsCountWritesAfterReads(t *testing.T) {
 			c.Write(b)
 		}
 	})
-	converse := func(count bool) *Trace {
+	// converse returns the trace and how long the client itself took
+	// between the reply's read and its next write (at least clientWait).
+	converse := func(count bool) (*Trace, time.Duration) {
 		tr := Begin("x", path.IPv4)
 		if count {
 			tr.CountTurns()
@@ -132,27 +136,31 @@ func TestTurnsCountWritesAfterReads(t *testing.T) {
 		if _, err := c.Read(b); err != nil {
 			t.Fatal(err)
 		}
+		read := time.Now()
 		time.Sleep(clientWait)
 		c.Write(b) // a turn of about clientWait
-		time.Sleep(clientWait)
-		c.Write(b) // no reply between: no turn (else 2×clientWait more)
+		own := time.Since(read)
+		time.Sleep(secondWait)
+		c.Write(b) // no reply between: no turn (else secondWait more)
 		for range 2 {
 			if _, err := c.Read(b); err != nil {
 				t.Fatal(err)
 			}
 		}
-		return tr
+		return tr, own
 	}
-	if tr := converse(false); tr.S.ClientTurnNS != 0 {
+	if tr, _ := converse(false); tr.S.ClientTurnNS != 0 {
 		t.Errorf("without CountTurns: %v counted", time.Duration(tr.S.ClientTurnNS))
 	}
 	for range 3 { // the kernel's receive stamps may come on late (kstamp.Hold)
-		tr := converse(true)
+		tr, own := converse(true)
 		if tr.S.ClientTurnNS == 0 {
 			continue
 		}
-		if tr.S.ClientTurnNS < int64(clientWait) || tr.S.ClientTurnNS >= int64(2*clientWait) {
-			t.Errorf("turns %v: want the client's one turn of %v, not the server's %v nor the second write's", time.Duration(tr.S.ClientTurnNS), clientWait, serverWait)
+		// From the reply's arrival (before the read returned) to the
+		// write: the client's own time and the read's wake-up.
+		if turn := time.Duration(tr.S.ClientTurnNS); turn < own-time.Millisecond || turn >= own+secondWait/2 {
+			t.Errorf("turns %v: want the client's one turn of %v, not the server's %v nor the second write's %v more", turn, own, serverWait, secondWait)
 		}
 		return
 	}

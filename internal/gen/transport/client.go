@@ -333,7 +333,11 @@ func tcpMetrics(o Options, snd SenderStats, received int64, dst netip.Addr) map[
 		m["min_rtt_ms"] = float64(last.MinRTT) / 1000
 		if rttN > 0 {
 			// RFC 6349 5.3: buffer delay % = (average RTT - baseline RTT) / baseline RTT.
+			// Over a baseline of microseconds (loopback, a lab without
+			// delay) the share is huge by construction: the milliseconds
+			// the queues added say it plainly.
 			m["buffer_delay_pct"] = (rttSum/rttN - float64(last.MinRTT)) / float64(last.MinRTT) * 100
+			m["buffer_delay_ms"] = (rttSum/rttN - float64(last.MinRTT)) / 1000
 		}
 	}
 	if tx := last.SentBytes - start.SentBytes; tx > 0 {

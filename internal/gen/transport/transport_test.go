@@ -54,6 +54,10 @@ func TestTCPThroughputOverEachPath(t *testing.T) {
 			if e := m["tcp_efficiency_pct"]; e <= 0 || e > 100 {
 				t.Errorf("TCP efficiency %g%%", e)
 			}
+			// The same queueing as a share of the baseline and in ms.
+			if pct, ms := m["buffer_delay_pct"], m["buffer_delay_ms"]; ms < 0 || math.Abs(ms/(m["min_rtt_ms"])*100-pct) > 1e-6*max(1, pct) {
+				t.Errorf("buffer delay %g%% but %g ms over a baseline of %g ms", pct, ms, m["min_rtt_ms"])
+			}
 			if r := m["transfer_time_ratio"]; r <= 0 {
 				t.Errorf("transfer time ratio %g", r)
 			}

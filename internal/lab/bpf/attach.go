@@ -233,6 +233,9 @@ func NewIPv6UDPLoss(percent float64) (*Loss, error) {
 		return nil, err
 	}
 	l.UDP = true
+	if err := l.record(); err != nil {
+		return nil, err
+	}
 	return l, nil
 }
 
@@ -240,7 +243,7 @@ func newLoss(percent float64, ipv6Only bool) (*Loss, error) {
 	if !(percent > 0 && percent <= 100) {
 		return nil, fmt.Errorf("bpf: loss %g%% is not a percentage above 0", percent)
 	}
-	m, err := newCounters("v6lab_loss", numLossCounters)
+	m, err := newCounters("v6lab_loss", numLossCounters+1) // and its setting
 	if err != nil {
 		return nil, err
 	}
@@ -258,7 +261,42 @@ func newLoss(percent float64, ipv6Only bool) (*Loss, error) {
 		m.Close()
 		return nil, err
 	}
-	return &Loss{Percent: percent, IPv6Only: ipv6Only, counters: m, prog: p}, nil
+	l := &Loss{Percent: percent, IPv6Only: ipv6Only, counters: m, prog: p}
+	if err := l.record(); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// Loss settings' scopes, in the setting's bits 32 and up.
+const (
+	lossEvery = iota
+	lossIPv6
+	lossIPv6UDP
+)
+
+// record writes what the program drops into its map, after the counters,
+// so lab status can say it from the kernel alone.
+func (l *Loss) record() error {
+	scope := uint64(lossEvery)
+	switch {
+	case l.UDP:
+		scope = lossIPv6UDP
+	case l.IPv6Only:
+		scope = lossIPv6
+	}
+	err := writeSetting(l.counters, numLossCounters, scope<<32|uint64(math.Round(l.Percent*1e4)))
+	if err != nil {
+		l.Close()
+		return err
+	}
+	return nil
+}
+
+// DescribeLoss says what a loss program drops, from its setting.
+func DescribeLoss(setting uint64) string {
+	what := map[uint64]string{lossEvery: "of every packet", lossIPv6: "of IPv6 packets", lossIPv6UDP: "of IPv6 UDP datagrams but DNS's"}[setting>>32]
+	return fmt.Sprintf("%g%% %s", float64(setting&0xffffffff)/1e4, what)
 }
 
 // Attach puts the loss program on an interface's egress (or ingress).
@@ -304,6 +342,14 @@ type Counts struct {
 	Hook     Hook
 	Egress   bool
 	Counters []uint64
+	// Setting is what the program was loaded to do (a loss program's
+	// share and scope, a path MTU impairment's drops), where its map
+	// records it (HasSetting).
+	Setting    uint64
+	HasSetting bool
+	// MapID is the kernel's id of the counters map: a translator's two
+	// directions share one.
+	MapID ebpf.MapID
 }
 
 // Inspect reads the counters of every v6lab program attached to ifindex
@@ -391,7 +437,13 @@ func countsOf(id ebpf.ProgramID) (*Counts, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Counts{Program: info.Name, Counters: cs}, nil
+	c := &Counts{Program: info.Name, Counters: cs, MapID: maps[0]}
+	if (info.Name == LossName || info.Name == PMTUName) && m.MaxEntries() > uint32(n) {
+		if s, err := readCounters(m, n+1); err == nil {
+			c.Setting, c.HasSetting = s[n], true
+		}
+	}
+	return c, nil
 }
 
 // Prefix64 is the /64 that holds a.

@@ -349,6 +349,21 @@ func unsupported(what string, err error) error {
 	return fmt.Errorf("bpf: %s: %w", what, err)
 }
 
+// writeSetting puts v in slot i of a counters map (on the first CPU: a
+// read sums the CPUs).
+func writeSetting(m *ebpf.Map, i int, v uint64) error {
+	n, err := ebpf.PossibleCPU()
+	if err != nil {
+		return fmt.Errorf("bpf: setting: %w", err)
+	}
+	vals := make([]uint64, n)
+	vals[0] = v
+	if err := m.Put(uint32(i), vals); err != nil {
+		return fmt.Errorf("bpf: setting: %w", err)
+	}
+	return nil
+}
+
 // readCounters reads every counter of m, summed over the CPUs.
 func readCounters(m *ebpf.Map, n int) ([]uint64, error) {
 	out := make([]uint64, n)

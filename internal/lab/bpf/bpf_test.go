@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"v6lab/internal/testutil"
@@ -364,5 +365,47 @@ func TestIPv6UDPLossDropsQUICAndPassesDNSAndTCP(t *testing.T) {
 	}
 	if c, _ := l.Counters(); c[LossDropped] != 2 || c[LossPassed] != 0 {
 		t.Errorf("counters %v", c)
+	}
+}
+
+// TestImpairmentsRecordWhatTheyDrop: lab status reads a loss program's
+// share and scope, and a path MTU impairment's drops, from the kernel.
+func TestImpairmentsRecordWhatTheyDrop(t *testing.T) {
+	requireBPF(t)
+	for _, c := range []struct {
+		load func() (*Loss, error)
+		want string
+	}{
+		{func() (*Loss, error) { return NewLoss(1.5) }, "1.5% of every packet"},
+		{func() (*Loss, error) { return NewIPv6Loss(100) }, "100% of IPv6 packets"},
+		{func() (*Loss, error) { return NewIPv6UDPLoss(0.01) }, "0.01% of IPv6 UDP datagrams but DNS's"},
+	} {
+		l, err := c.load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := readCounters(l.counters, numLossCounters+1)
+		l.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := DescribeLoss(s[numLossCounters]); got != c.want {
+			t.Errorf("loss setting %q, want %q", got, c.want)
+		}
+	}
+	p, err := NewPMTU(PMTUDrop{PTB6: true, Frag4: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	s, err := readCounters(p.counters, NumPMTUCounters+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := DescribePMTU(s[NumPMTUCounters]), "drops ICMPv6 Packet Too Big, IPv4 fragments"; got != want {
+		t.Errorf("path MTU setting %q, want %q", got, want)
+	}
+	if c, _ := p.Counters(); len(c) != NumPMTUCounters || slices.Max(c) != 0 {
+		t.Errorf("the setting leaked into the counters: %v", c)
 	}
 }

@@ -3,6 +3,7 @@ package bpf
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -35,6 +36,31 @@ type PMTUDrop struct {
 	PTB6, PTB4 bool
 	// Frag6 drops IPv6 fragments, Frag4 IPv4 fragments (RFC 7872).
 	Frag6, Frag4 bool
+}
+
+// bits packs d for the program's map (lab status reads it back).
+func (d PMTUDrop) bits() uint64 {
+	var b uint64
+	for i, on := range []bool{d.PTB6, d.PTB4, d.Frag6, d.Frag4} {
+		if on {
+			b |= 1 << i
+		}
+	}
+	return b
+}
+
+// DescribePMTU says what a path MTU impairment drops, from its setting.
+func DescribePMTU(setting uint64) string {
+	var what []string
+	for i, name := range []string{"ICMPv6 Packet Too Big", "ICMPv4 fragmentation needed", "IPv6 fragments", "IPv4 fragments"} {
+		if setting&(1<<i) != 0 {
+			what = append(what, name)
+		}
+	}
+	if len(what) == 0 {
+		return "drops nothing"
+	}
+	return "drops " + strings.Join(what, ", ")
 }
 
 // Any says whether it drops anything.
@@ -139,8 +165,12 @@ type PMTU struct {
 
 // NewPMTU loads a path MTU impairment dropping what d names.
 func NewPMTU(d PMTUDrop) (*PMTU, error) {
-	m, err := newCounters("v6lab_pmtu", NumPMTUCounters)
+	m, err := newCounters("v6lab_pmtu", NumPMTUCounters+1) // and its setting
 	if err != nil {
+		return nil, err
+	}
+	if err := writeSetting(m, NumPMTUCounters, d.bits()); err != nil {
+		m.Close()
 		return nil, err
 	}
 	p, err := newProgram(PMTUName, pmtuInsns(d, m))

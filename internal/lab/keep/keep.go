@@ -74,9 +74,14 @@ func Detach(cfg lab.Config) (pid int, ready string, err error) {
 	return pid, strings.TrimSpace(strings.TrimPrefix(line, "ready")), nil
 }
 
-// Hold builds the lab and holds it in this process until a signal or ctx
-// ends; the process that Detach started says ready on fd 3.
-func Hold(ctx context.Context, cfg lab.Config, log io.Writer) error {
+// Serve starts what a kept lab serves beyond the lab itself (a lab of
+// sites' servers, cfg.Sites) and says what it started; stop ends it.
+type Serve func(l *lab.Lab) (stop func(), what string, err error)
+
+// Hold builds the lab, starts serve in it (nil: nothing), and holds it in
+// this process until a signal or ctx ends; the process that Detach
+// started says ready on fd 3.
+func Hold(ctx context.Context, cfg lab.Config, log io.Writer, serve Serve) error {
 	var ready *os.File
 	if os.Getenv("V6LAB_READY_FD") == "3" {
 		ready = os.NewFile(3, "ready")
@@ -94,8 +99,18 @@ func Hold(ctx context.Context, cfg lab.Config, log io.Writer) error {
 		return err
 	}
 	defer l.Close()
-	fmt.Fprintf(log, "%s lab %q up, tunnel %s, MTU %d\n", time.Now().UTC().Format(time.RFC3339), cfg.Name, l.TunnelImpl, l.TunnelMTU)
-	say("ready tunnel " + l.TunnelImpl + ", MTU " + fmt.Sprint(l.TunnelMTU))
+	state := "tunnel " + l.TunnelImpl + ", MTU " + fmt.Sprint(l.TunnelMTU)
+	if serve != nil {
+		stop, what, err := serve(l)
+		if err != nil {
+			say("error: " + err.Error())
+			return err
+		}
+		defer stop()
+		state += "; " + what
+	}
+	fmt.Fprintf(log, "%s lab %q up, %s\n", time.Now().UTC().Format(time.RFC3339), cfg.Name, state)
+	say("ready " + state)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	select {

@@ -90,9 +90,10 @@ func TestProFTPDAnswersBackToBackSessions(t *testing.T) {
 		took = append(took, smp.Total())
 	}
 	slices.Sort(took)
-	// The median is far from 0.2 s either way: a few ms from inetd,
-	// 0.4 s or more standalone.
-	if took[len(took)/2] > 100*time.Millisecond {
+	// The median is far apart either way: a few ms from inetd (tens on a
+	// loaded machine, forking a ProFTPD per session), 0.4 s or more
+	// standalone.
+	if took[len(took)/2] > 300*time.Millisecond {
 		t.Errorf("back-to-back sessions took %v (sorted): ProFTPD waits before it accepts", took)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"v6lab/internal/report/stats"
+	"v6lab/internal/report/whatif"
 	"v6lab/internal/result"
 )
 
@@ -88,12 +89,22 @@ type Study struct {
 	Partial Share `json:"partly_failed"`
 }
 
-// WhatIf is how often a Happy Eyeballs timer of TimerMS would have made a
-// dual-stack client take the slower family, of Sites sites whose both
-// families connected.
+// WhatIf is one Happy Eyeballs timer replayed over the sites whose both
+// families connected (each site's median connect time per family, raced
+// by RFC 8305's rule: IPv6 at once, IPv4 TimerMS later, the first to
+// connect kept; internal/report/whatif). Share is how often the family it
+// ends on is the slower one, of every site replayed (the issue's "how
+// often a T ms timer picks the slower family"); IPv6WhenSlower is, of the
+// sites whose IPv6 connects slower, how often it still ends on IPv6 (the
+// study's "prefer slower IPv6 connections", 81% at 250 ms); IPv6 how often
+// it ends on IPv6 at all; LostMeanMS the mean connect time lost against
+// the faster family started at once.
 type WhatIf struct {
 	TimerMS float64 `json:"timer_ms"`
 	Share
+	IPv6WhenSlower Share   `json:"ipv6_when_slower"`
+	IPv6           Share   `json:"ipv6"`
+	LostMeanMS     float64 `json:"lost_mean_ms"`
 }
 
 // MaxProblems bounds the sites the reports list by name.
@@ -180,28 +191,36 @@ func (a *aggregator) finish(s *Summary) {
 // and shorter ones.
 var Timers = []float64{50, 150, 250, 300}
 
-// whatIf is, per timer T, how often a client that tries IPv6 first and
-// IPv4 only after T would take IPv6 where IPv6 connects slower: of the
-// dual-stacked sites whose median IPv6 connect is slower than IPv4's,
-// those whose IPv6 connect is within T (the study's 81% at 250 ms).
+// whatIf replays every site's connect times ([ipv4, ipv6] ms) through
+// whatif.PreferIPv6 at each of Timers. A family is the slower one when it
+// connects later by any amount, as the study counted.
 func whatIf(connects [][2]float64) []WhatIf {
-	var out []WhatIf
-	for _, t := range Timers {
-		slower, picked := 0, 0
-		for _, c := range connects {
-			if c[1] > c[0] {
-				slower++
-				if c[1] <= t {
-					picked++
-				}
-			}
+	delays := make([]time.Duration, len(Timers))
+	for i, t := range Timers {
+		delays[i] = time.Duration(t * float64(time.Millisecond))
+	}
+	w := whatif.New(whatif.PreferIPv6, delays)
+	for _, c := range connects {
+		w.Add(whatif.Sample{IPv4: whatif.Completed(msDuration(c[0])), IPv6: whatif.Completed(msDuration(c[1]))})
+	}
+	out := make([]WhatIf, 0, len(Timers))
+	for i, p := range w.Points() {
+		chosen := p.N - p.None
+		wi := WhatIf{TimerMS: Timers[i], Share: shareOf(p.Slower, chosen),
+			IPv6WhenSlower: shareOf(p.IPv6PickedSlower, p.IPv6Slower),
+			IPv6:           shareOf(p.IPv6, chosen)}
+		wi.What = fmt.Sprintf("a %g ms Happy Eyeballs timer picks the slower family", Timers[i])
+		wi.IPv6WhenSlower.What = fmt.Sprintf("a %g ms timer takes IPv6 where it is the slower", Timers[i])
+		if p.LostMeanMS != nil {
+			wi.LostMeanMS = *p.LostMeanMS
 		}
-		sh := shareOf(picked, slower)
-		sh.What = fmt.Sprintf("a %g ms Happy Eyeballs timer picks the slower IPv6", t)
-		out = append(out, WhatIf{TimerMS: t, Share: sh})
+		out = append(out, wi)
 	}
 	return out
 }
+
+// msDuration is ms milliseconds.
+func msDuration(ms float64) time.Duration { return time.Duration(math.Round(ms * 1e6)) }
 
 // quantiles are xs's 0th to 100th percentiles, nil for none: the
 // minimum, then by nearest rank (stats.NearestRank's definition), xs

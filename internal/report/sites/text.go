@@ -41,9 +41,7 @@ func Text(w io.Writer, s *Summary) error {
 	for _, m := range []Share{s.Study.Faster, s.Study.WithinOneMS, s.Study.Partial} {
 		fmt.Fprintf(b, "  %-62s %7s  %s  (%d of %d)\n", m.What, pct(m.Share), ciText(m.CI), m.Count, m.Of)
 	}
-	for _, wi := range s.WhatIf {
-		fmt.Fprintf(b, "  %-62s %7s  %s  (%d of %d)\n", fmt.Sprintf("a %g ms Happy Eyeballs timer picks the slower family", wi.TimerMS), pct(wi.Share.Share), ciText(wi.CI), wi.Count, wi.Of)
-	}
+	whatIfText(b, s.WhatIf)
 	if q := s.DiffCDF; len(q) == 101 {
 		fmt.Fprintf(b, "\nPer-site paired difference, ipv6 - ipv4 (ms; %s sites timed): min %s  p10 %s  p25 %s  median %s  p75 %s  p90 %s  max %s\n",
 			formatInt(timedCount(s)), num(q[0]), num(q[10]), num(q[25]), num(q[50]), num(q[75]), num(q[90]), num(q[100]))
@@ -61,6 +59,24 @@ func Text(w io.Writer, s *Summary) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// whatIfText writes the Happy Eyeballs what-if: per timer, how often it
+// picks the slower family of the sites replayed, and how often it takes
+// IPv6 where IPv6 is the slower (the study's figure).
+func whatIfText(b *strings.Builder, ws []WhatIf) {
+	if len(ws) == 0 || ws[0].Of == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\nHappy Eyeballs what-if (each site's median connects raced: IPv6 at once, IPv4 after the timer):\n")
+	for _, wi := range ws {
+		fmt.Fprintf(b, "  %-62s %7s  %s  (%d of %d sites; %.3g ms lost on average)\n", wi.What, pct(wi.Share.Share), ciText(wi.CI), wi.Count, wi.Of, wi.LostMeanMS)
+	}
+	for _, wi := range ws {
+		if sl := wi.IPv6WhenSlower; sl.Of > 0 {
+			fmt.Fprintf(b, "  %-62s %7s  %s  (%d of %d)\n", sl.What, pct(sl.Share), ciText(sl.CI), sl.Count, sl.Of)
+		}
+	}
 }
 
 // InShort is the survey's answer in one sentence.

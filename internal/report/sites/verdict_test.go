@@ -92,15 +92,49 @@ func TestJudgeBrokenPartialAndMissing(t *testing.T) {
 	}
 }
 
-func TestWhatIfCountsTheSlowerIPv6ATimerWouldPick(t *testing.T) {
-	// Three sites connect slower over IPv6 (at 20, 200 and 400 ms), one
-	// faster: a 250 ms timer takes IPv6 at two of the three.
-	got := whatIf([][2]float64{{1, 20}, {1, 200}, {1, 400}, {5, 2}})
+// TestWhatIfRacesTheFamilies checks the timer what-if against races
+// worked by hand. Five sites' connect times (ipv4, ipv6 ms); IPv6 starts
+// at 0, IPv4 at the timer T, the first to connect is kept:
+//
+//	a (10, 20):  IPv6 at 20 before IPv4 at T+10 for every T: the slower
+//	b (30, 10):  IPv6, the faster
+//	c (30, 270): IPv4 at T+30 = 80, 180 < 270 for T 50, 150; at T 250
+//	             IPv4 would connect at 280, after IPv6's 270: the slower
+//	d (20, 100): IPv4 at 70 for T 50; IPv6 at 100 after: the slower
+//	e (5, 5):    IPv6, neither is slower
+//
+// so the timer picks the slower family at a only (T 50), a and d (150),
+// a, c and d (250, 300): 1, 2, 3, 3 of 5; of the three sites whose IPv6
+// is slower (a, c, d) it takes IPv6 at 1, 2, 3, 3. It ends on IPv6 at 3,
+// 4, 5, 5 of the 5 (IPv4 at c and d for T 50, c for 150). Time lost
+// against the faster family at once: T 50: a 10, c 50 (80 - 30), d 50
+// (70 - 20) = 22 ms mean; T 150: a 10, c 150, d 80 = 48 ms; T 250, 300:
+// a 10, c 240, d 80 = 66 ms. (The rule this replaced took IPv6 wherever it connected
+// within T: at 250 ms it left c out, as if IPv4 connected at T.)
+func TestWhatIfRacesTheFamilies(t *testing.T) {
+	got := whatIf([][2]float64{{10, 20}, {30, 10}, {30, 270}, {20, 100}, {5, 5}})
+	want := map[float64][4]float64{ // slower of 5, ipv6 when slower of 3, ipv6 of 5, lost ms
+		50: {1, 1, 3, 22}, 150: {2, 2, 4, 48}, 250: {3, 3, 5, 66}, 300: {3, 3, 5, 66},
+	}
+	if len(got) != 4 {
+		t.Fatalf("%d timers, want 4", len(got))
+	}
 	for _, w := range got {
-		want := map[float64]int{50: 1, 150: 1, 250: 2, 300: 2}[w.TimerMS]
-		if w.Count != want || w.Of != 3 {
-			t.Errorf("%g ms: %d of %d, want %d of 3", w.TimerMS, w.Count, w.Of, want)
+		e := want[w.TimerMS]
+		if w.Count != int(e[0]) || w.Of != 5 || w.IPv6WhenSlower.Count != int(e[1]) || w.IPv6WhenSlower.Of != 3 ||
+			w.IPv6.Count != int(e[2]) || w.IPv6.Of != 5 || math.Abs(w.LostMeanMS-e[3]) > 1e-9 {
+			t.Errorf("%g ms: slower %d of %d, ipv6 when slower %d of %d, ipv6 %d of %d, lost %g; want %v",
+				w.TimerMS, w.Count, w.Of, w.IPv6WhenSlower.Count, w.IPv6WhenSlower.Of, w.IPv6.Count, w.IPv6.Of, w.LostMeanMS, e)
 		}
+		if math.Abs(w.Share.Share-e[0]/5) > 1e-12 || math.Abs(w.IPv6WhenSlower.Share-e[1]/3) > 1e-12 {
+			t.Errorf("%g ms: shares %v %v", w.TimerMS, w.Share.Share, w.IPv6WhenSlower.Share)
+		}
+		if lo, hi := w.CI[0], w.CI[1]; !(lo <= w.Share.Share && w.Share.Share <= hi && hi-lo > 0.3) {
+			t.Errorf("%g ms: Wilson interval %v of %d of 5", w.TimerMS, w.CI, w.Count)
+		}
+	}
+	if got := whatIf(nil); got[0].Of != 0 || got[0].Share.Share != 0 {
+		t.Errorf("no site: %+v", got[0])
 	}
 }
 

@@ -229,11 +229,14 @@ type Point struct {
 	// IPv6Slower counts the samples whose IPv6 handshake was the slower,
 	// and IPv6PickedWhenSlower the share of those in which the rule
 	// still ended on IPv6 (Bajpai and Schönwälder's figure), with its
-	// Wilson interval.
+	// Wilson interval; IPv6PickedSlower how many.
 	IPv6Slower             int         `json:"ipv6_slower"`
+	IPv6PickedSlower       int         `json:"ipv6_picked_slower"`
 	IPv6PickedWhenSlower   *float64    `json:"ipv6_picked_when_slower"`
 	IPv6PickedWhenSlowerCI *[2]float64 `json:"ipv6_picked_when_slower_ci95,omitempty"`
-	// IPv6Share is the share of samples the rule ended on IPv6.
+	// IPv6 is how many samples the rule ended on IPv6, IPv6Share
+	// their share (of N − None).
+	IPv6      int      `json:"ipv6"`
 	IPv6Share *float64 `json:"ipv6_share"`
 	// LostMeanMS is the mean time lost against the faster family started
 	// at once (ms, over the samples with a choice); LostWhenSlowerMS the
@@ -247,7 +250,8 @@ func (w *Sweep) Points() []Point {
 	out := make([]Point, len(w.delays))
 	for i, d := range w.delays {
 		p := w.acc[i]
-		pt := Point{DelayMS: float64(d) / 1e6, N: w.n, None: p.none, Slower: p.slower, IPv6Slower: p.ipv6Slower}
+		pt := Point{DelayMS: float64(d) / 1e6, N: w.n, None: p.none, Slower: p.slower, IPv6Slower: p.ipv6Slower,
+			IPv6PickedSlower: p.ipv6PickedSlower, IPv6: p.chosenIPv6}
 		if p.chosen > 0 {
 			pt.SlowerShare = share(p.slower, p.chosen)
 			pt.SlowerCI95 = wilson(p.slower, p.chosen)

@@ -343,24 +343,31 @@ func DualFits(p path.Path, protocol string) error {
 	return nil
 }
 
-// TimingNotes say how the experiment's samples are timed: transactional
-// are the notes for v6lab's own transactions, given when any cell makes
-// them; each cell timed otherwise (proto.Timed) adds its own, once.
-func (e *Experiment) TimingNotes(transactional ...string) []string {
+// TimingNotes say how the experiment's samples are timed: timing is the
+// note for v6lab's own transactions, given when any cell makes them, and
+// linger how their connections end, given when one of those is over TCP
+// (not a DNS query or an HTTP/3 request over UDP); each cell timed
+// otherwise (proto.Timed) adds its own, once.
+func (e *Experiment) TimingNotes(timing, linger string) []string {
 	var out, own []string
-	transactions := false
+	transactions, connections := false, false
 	for i := range e.Groups {
 		c := &e.Groups[i]
 		note := c.Opts().Timing()
 		switch {
 		case note == "":
 			transactions = true
+			dg, ok := c.Opts().(proto.Datagrams)
+			connections = connections || !ok || !dg.OverUDP()
 		case !slices.Contains(own, note):
 			own = append(own, note)
 		}
 	}
 	if transactions {
-		out = append(out, transactional...)
+		out = append(out, timing)
+	}
+	if connections {
+		out = append(out, linger)
 	}
 	return append(out, own...)
 }

@@ -625,7 +625,7 @@ func TestTimingNotesFollowWhatTheCellsTime(t *testing.T) {
 		}
 		return cellOf(t, protocol, "client", client, "file", "/1M")
 	}
-	notes := func(cells ...CellGroup) []string { return (&Experiment{Groups: cells}).TimingNotes(tx...) }
+	notes := func(cells ...CellGroup) []string { return (&Experiment{Groups: cells}).TimingNotes(tx[0], tx[1]) }
 	has := func(got []string, sub string) int {
 		n := 0
 		for _, s := range got {
@@ -637,6 +637,10 @@ func TestTimingNotesFollowWhatTheCellsTime(t *testing.T) {
 	}
 	if got := notes(cell("http", ""), cell("dns", ""), cell("http", "v6lab")); !slices.Equal(got, tx) {
 		t.Errorf("transactions only: %q, want %q", got, tx)
+	}
+	// DNS over UDP has no connection to linger over.
+	if got := notes(cell("dns", "")); !slices.Equal(got, tx[:1]) {
+		t.Errorf("dns over udp: %q, want %q", got, tx[:1])
 	}
 	got := notes(cell("tcp", ""), cell("tcp", ""), cell("udp", ""))
 	if has(got, "TX") > 0 || has(got, "LINGER") > 0 || len(got) != 2 || has(got, "(tcp trials)") != 1 || has(got, "(udp trials)") != 1 {

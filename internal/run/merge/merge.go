@@ -37,19 +37,31 @@ type Dir struct {
 // Read reads dirs, each a segment's result directory or a directory that
 // holds them (every subdirectory with a samples file).
 func Read(dirs []string) ([]*Dir, error) {
-	var out []*Dir
+	found, err := Dirs(dirs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Dir, 0, len(found))
+	for _, dir := range found {
+		seg, err := readSegment(dir)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, seg)
+	}
+	return out, nil
+}
+
+// Dirs are the result directories dirs name: each one that is a result
+// directory, and those each other one holds (an error when it holds none).
+func Dirs(dirs []string) ([]string, error) {
+	var out []string
 	for _, d := range dirs {
 		found, err := expand(d)
 		if err != nil {
 			return nil, err
 		}
-		for _, dir := range found {
-			seg, err := readSegment(dir)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, seg)
-		}
+		out = append(out, found...)
 	}
 	return out, nil
 }

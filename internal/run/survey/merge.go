@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"v6lab/internal/report/sites"
 	"v6lab/internal/result"
+	"v6lab/internal/run/merge"
 )
 
 // segmentDir is one survey segment's result directory and its header.
@@ -25,30 +25,12 @@ type segmentDir struct {
 // IsSurvey says whether dir (or the first result directory in it) holds
 // a survey's result: what v6lab merge hands to Merge.
 func IsSurvey(dir string) bool {
-	dirs, err := resultDirs(dir)
-	if err != nil || len(dirs) == 0 {
+	dirs, err := merge.Dirs([]string{dir})
+	if err != nil {
 		return false
 	}
 	s, err := readHeader(dirs[0])
 	return err == nil && s.h.Target == result.Sites
-}
-
-// resultDirs is dir when it is a result directory, else those it holds.
-func resultDirs(dir string) ([]string, error) {
-	if result.HasSamples(dir) {
-		return []string{dir}, nil
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("merge: %w", err)
-	}
-	var out []string
-	for _, e := range entries {
-		if sub := filepath.Join(dir, e.Name()); e.IsDir() && result.HasSamples(sub) {
-			out = append(out, sub)
-		}
-	}
-	return out, nil
 }
 
 var errStop = errors.New("header read")
@@ -77,19 +59,17 @@ func readHeader(dir string) (*segmentDir, error) {
 // checks they are every segment of one survey: one spec (list, digest,
 // options), one split, each index once.
 func readSegments(dirs []string) ([]*segmentDir, error) {
+	found, err := merge.Dirs(dirs)
+	if err != nil {
+		return nil, err
+	}
 	var segs []*segmentDir
-	for _, d := range dirs {
-		found, err := resultDirs(d)
+	for _, dir := range found {
+		s, err := readHeader(dir)
 		if err != nil {
 			return nil, err
 		}
-		for _, dir := range found {
-			s, err := readHeader(dir)
-			if err != nil {
-				return nil, err
-			}
-			segs = append(segs, s)
-		}
+		segs = append(segs, s)
 	}
 	if len(segs) == 0 {
 		return nil, errors.New("merge: no result directory")

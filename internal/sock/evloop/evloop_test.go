@@ -347,16 +347,20 @@ func TestContinuer(t *testing.T) {
 	}
 }
 
-// slowLines is lines whose owner takes a while over each complete reply.
+// slowLines is lines whose owner takes a while over each complete reply:
+// delays[i] over the i-th, each measured in took.
 type slowLines struct {
 	lines
-	delay time.Duration
+	delays []time.Duration
+	took   []time.Duration
 }
 
 func (l *slowLines) Feed(b []byte, eof bool) (bool, error) {
 	done, err := l.lines.Feed(b, eof)
-	if done {
-		time.Sleep(l.delay)
+	if done && len(l.took) < len(l.delays) {
+		start := time.Now()
+		time.Sleep(l.delays[len(l.took)])
+		l.took = append(l.took, time.Since(start))
 	}
 	return done, err
 }
@@ -367,20 +371,23 @@ func (l *slowLines) Feed(b []byte, eof bool) (bool, error) {
 func TestClientTurns(t *testing.T) {
 	addr, _ := lineServer(t)
 	e := engine(t)
-	const delay = 10 * time.Millisecond
-	l := &slowLines{lines: lines{reqs: []string{"b", "c", "d"}}, delay: delay}
+	// The wait before the reconnect is long, so that counting it would
+	// show past what a loaded machine adds to the others.
+	const delay, beforeReconnect = 10 * time.Millisecond, 100 * time.Millisecond
+	l := &slowLines{lines: lines{reqs: []string{"b", "c", "d"}}, delays: []time.Duration{delay, beforeReconnect, delay}}
 	start := time.Now()
 	r := e.Do(context.Background(), &Exchange{Remote: addr, Request: []byte("a\n"), Reply: l})
 	took := time.Since(start)
-	if r.Err != nil || r.Reconnects != 1 {
-		t.Fatalf("err %v, %d reconnects", r.Err, r.Reconnects)
+	if r.Err != nil || r.Reconnects != 1 || len(l.took) != 3 {
+		t.Fatalf("err %v, %d reconnects, %d replies", r.Err, r.Reconnects, len(l.took))
 	}
 	if r.LastRx.IsZero() {
 		t.Skip("no receive stamps on this host")
 	}
 	// a→b and c→d on one connection each; b→c across the reconnect.
-	if r.ClientTurns < 2*delay || r.ClientTurns >= 3*delay || r.ClientTurns > took {
-		t.Errorf("client turns %v of %v, want two turns of at least %v each, and not the reconnect's", r.ClientTurns, took, delay)
+	own := l.took[0] + l.took[2]
+	if r.ClientTurns < own || r.ClientTurns >= own+beforeReconnect/2 || r.ClientTurns > took {
+		t.Errorf("client turns %v of %v, want the two turns' %v (%v), not the reconnect's %v", r.ClientTurns, took, own, l.took, l.took[1])
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 
 type surveyOpts struct {
 	results, name, segment, startAt, resume, labSites, version string
+	labName                                                    string
 	dryRun                                                     bool
 }
 
@@ -85,22 +86,22 @@ func Command(version string) *cobra.Command {
 	fl.StringVar(&o.resume, "resume", "", "continue the interrupted survey in result directory `DIR`")
 	fl.BoolVar(&o.dryRun, "dry-run", false, "check the list, the options and the exclusion list, say what the survey would do, and send nothing")
 	fl.StringVar(&o.labSites, "lab-sites", "", "survey the lab of sites `FILE` lists, in a network namespace of its own (docs/survey.md)")
+	fl.StringVar(&o.labName, "lab", "", "survey from the client host of kept lab `NAME`, which serves sites (v6lab lab up --sites FILE; docs/survey.md)")
 	return cmd
 }
 
 // run runs the survey (in the lab of sites' namespace, re-running itself
 // there first when --lab-sites is given).
 func (o *surveyOpts) run(cmd *cobra.Command, args []string) error {
-	if o.labSites != "" && !sitelab.InNamespace() {
-		code, err := sitelab.Reexec()
-		if err == nil && code != 0 {
-			return &Exit{Code: code}
-		}
-		return err
+	if (o.labSites != "" || o.labName != "") && !sitelab.InNamespace() {
+		return o.reexec()
 	}
 	j, err := o.job(cmd, args)
 	if err != nil {
 		return &survey.InputError{Err: err}
+	}
+	if o.labName != "" {
+		j.Lab, j.Spec.Insecure = "lab:"+o.labName, true
 	}
 	if o.labSites != "" {
 		l, err := sitelab.Up(o.labSites)
@@ -122,6 +123,27 @@ func (o *surveyOpts) run(cmd *cobra.Command, args []string) error {
 	var bad *survey.InputError
 	if errors.As(err, &bad) {
 		return &survey.InputError{Err: proto.FlagError(bad.Err, &j.Spec.Options)}
+	}
+	return err
+}
+
+// reexec runs the survey again where its lab of sites is: a network
+// namespace of its own (--lab-sites), or a kept lab's client host (--lab).
+func (o *surveyOpts) reexec() error {
+	if o.labSites != "" && o.labName != "" {
+		return &Exit{Code: 2, Err: errors.New("survey: give --lab-sites FILE (a lab of sites of its own) or --lab NAME (a kept lab's), not both")}
+	}
+	code, err := 0, error(nil)
+	if o.labName != "" {
+		if err := sitelab.CheckLab(o.labName); err != nil {
+			return &Exit{Code: 2, Err: err}
+		}
+		code, err = sitelab.ReexecInLab(o.labName)
+	} else {
+		code, err = sitelab.Reexec()
+	}
+	if err == nil && code != 0 {
+		return &Exit{Code: code}
 	}
 	return err
 }
@@ -214,4 +236,22 @@ func Report(w io.Writer, dir, format string, write bool) error {
 		return err
 	}
 	return render(w, s)
+}
+
+// Compare is v6lab compare of two surveys' result directories (either
+// being one: cmd/v6lab asks IsSurvey), in format text or json.
+func Compare(w io.Writer, a, b, format string) error {
+	for _, d := range []string{a, b} {
+		if !survey.IsSurvey(d) {
+			return &Exit{Code: 2, Err: fmt.Errorf("compare: %s is not a survey's result: compare a survey with a survey", d)}
+		}
+	}
+	v, err := sites.Compare(a, b)
+	if err != nil {
+		return err
+	}
+	if format == "json" {
+		return sites.VersusJSON(w, v)
+	}
+	return sites.VersusText(w, v)
 }

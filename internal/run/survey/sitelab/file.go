@@ -4,7 +4,9 @@
 // properties the file gives it (no AAAA, IPv6 blackholed, an extra delay
 // over one family, objects embedded from other sites, an answer that never
 // ends, a redirect loop) and the verdict a survey should give it. It runs
-// in a network namespace of its own (lab.SitesHere), on loopback.
+// in a network namespace of its own (lab.SitesHere), on loopback, or in a
+// kept lab's server host (Serve, v6lab lab up --sites), surveyed from its
+// client host (ReexecInLab, v6lab survey --lab).
 //
 // It imports lab (the addresses and routes), proto (a self-signed
 // certificate) and survey's name check.

@@ -10,6 +10,8 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -23,9 +25,8 @@ import (
 	"v6lab/internal/sock/path"
 )
 
-// Lab is a lab of sites serving: its DNS servers (one per family, on
-// loopback) and its web servers (every site's addresses, ports 80 and
-// 443).
+// Lab is a lab of sites serving: its DNS servers (one per family) and its
+// web servers (every site's addresses, ports 80 and 443).
 type Lab struct {
 	Sites Sites
 	// DNS are the servers that know the sites' names.
@@ -39,19 +40,34 @@ type Lab struct {
 // DNSPort is the lab's DNS servers' port.
 const DNSPort = 53
 
+// place is where a lab of sites serves: in opens its sockets in the
+// network namespace (they stay there whichever thread serves them), and
+// its DNS servers listen on dns.
+type place struct {
+	in  func(func() error) error
+	dns []netip.Addr
+}
+
+// here is this process's own namespace, with its DNS on loopback.
+var here = place{in: func(f func() error) error { return f() }, dns: []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.IPv6Loopback()}}
+
 // Start serves sites in this process's network namespace, which
 // lab.SitesHere readied. Close stops it.
-func Start(s Sites) (*Lab, error) {
+func Start(s Sites) (*Lab, error) { return start(s, here) }
+
+func start(s Sites, p place) (*Lab, error) {
 	l := &Lab{Sites: s, addrs: map[string][2]netip.Addr{}, index: map[string]int{}}
 	for i, x := range s {
 		v4, v6 := lab.SiteAddrs(i, x.Blackhole6)
 		l.addrs[x.Name], l.index[x.Name] = [2]netip.Addr{v4, v6}, i
 	}
-	if err := l.startDNS(); err != nil {
-		l.Close()
-		return nil, err
-	}
-	if err := l.startWeb(); err != nil {
+	err := p.in(func() error {
+		if err := l.startDNS(p.dns); err != nil {
+			return err
+		}
+		return l.startWeb()
+	})
+	if err != nil {
 		l.Close()
 		return nil, err
 	}
@@ -67,22 +83,24 @@ func (l *Lab) Close() {
 }
 
 // startDNS answers A and AAAA for the sites (NXDOMAIN for other names)
-// over UDP and TCP on 127.0.0.1 and ::1.
-func (l *Lab) startDNS() error {
+// over UDP and TCP on addrs, port 53, each socket pinned to its family.
+func (l *Lab) startDNS(addrs []netip.Addr) error {
+	socks, _, err := path.ListenBothSamePort(context.Background(), addrs, DNSPort)
+	if err != nil {
+		return fmt.Errorf("lab sites: dns: %w", err)
+	}
 	h := mdns.HandlerFunc(l.answer)
-	for _, a := range []string{"127.0.0.1", "::1"} {
-		ap := netip.AddrPortFrom(netip.MustParseAddr(a), DNSPort)
-		for _, network := range []string{"udp", "tcp"} {
-			srv := &mdns.Server{Addr: ap.String(), Net: network, Handler: h}
+	for i, b := range socks {
+		for _, srv := range []*mdns.Server{{PacketConn: b.UDP, Handler: h}, {Listener: b.TCP, Handler: h}} {
 			started := make(chan error, 1)
 			srv.NotifyStartedFunc = func() { started <- nil }
-			go func() { started <- srv.ListenAndServe() }()
+			go func() { started <- srv.ActivateAndServe() }()
 			if err := <-started; err != nil {
-				return fmt.Errorf("lab sites: dns on %s/%s: %w", ap, network, err)
+				return fmt.Errorf("lab sites: dns on %s: %w", addrs[i], err)
 			}
 			l.stop = append(l.stop, func() { srv.Shutdown() })
 		}
-		l.DNS = append(l.DNS, ap)
+		l.DNS = append(l.DNS, netip.AddrPortFrom(addrs[i], DNSPort))
 	}
 	return nil
 }
@@ -244,10 +262,22 @@ func (l *Lab) page(s Site, scheme string) string {
 	return b.String()
 }
 
+// spinBelow is the delay under which sleep spins rather than sets a
+// timer: a timer's wake-up is late by up to a millisecond on a loaded
+// machine (a 700 µs delay took about 1.1 ms), which would hide a site the
+// file sets at most 1 ms slower.
+const spinBelow = 2 * time.Millisecond
+
 // sleep waits d, or returns false when ctx ends first.
 func sleep(ctx context.Context, d time.Duration) bool {
 	if d <= 0 {
 		return true
+	}
+	if d < spinBelow {
+		for end := time.Now().Add(d); time.Now().Before(end); {
+			runtime.Gosched()
+		}
+		return ctx.Err() == nil
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -260,8 +290,49 @@ func sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // childEnv marks the re-run of v6lab survey --lab-sites in its own
-// network namespace.
+// network namespace, or of survey --lab in a kept lab's client host.
 const childEnv = "V6LAB_SITES_NETNS"
+
+// ReexecInLab runs this command again in kept lab name's client host
+// (ip netns exec, which gives it the lab's resolv.conf: the sites' DNS
+// servers) and returns its exit code. The lab must serve sites (v6lab lab
+// up --sites).
+func ReexecInLab(name string) (int, error) {
+	if err := CheckLab(name); err != nil {
+		return 0, err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return 0, err
+	}
+	c := exec.Command("ip", append([]string{"netns", "exec", lab.NS(name, lab.Client), exe}, os.Args[1:]...)...)
+	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
+	c.Env = append(os.Environ(), childEnv+"=lab")
+	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGINT}
+	return host.RunChild(c, nil)
+}
+
+// CheckLab says why lab name cannot be surveyed from (a bad name, no
+// such lab, or one that serves no sites), or nil.
+func CheckLab(name string) error {
+	if err := lab.CheckName(name); err != nil {
+		return err
+	}
+	if _, err := os.Stat(lab.SitesResolvConf(name)); err != nil {
+		return fmt.Errorf("lab sites: lab %q serves no sites (v6lab lab up --sites FILE --name %s; v6lab lab status lists the labs)", name, name)
+	}
+	return nil
+}
+
+// Check reads a sites file as lab up --sites is given it, before the lab
+// is built (its errors name the file and line), and returns its absolute
+// name, which the lab's keeper reads again.
+func Check(file string) (string, error) {
+	if _, err := Load(file); err != nil {
+		return "", err
+	}
+	return filepath.Abs(file)
+}
 
 // InNamespace says whether this process is that re-run.
 func InNamespace() bool { return os.Getenv(childEnv) != "" }
@@ -301,4 +372,23 @@ func Up(file string) (*Lab, error) {
 		return nil, err
 	}
 	return Start(s)
+}
+
+// Serve serves the sites of l's file (lab.Config.Sites, v6lab lab up
+// --sites) in l's server host: DNS on the server's addresses, the sites
+// on the addresses lab.AddSites routed to it. It is keep.Hold's Serve.
+func Serve(l *lab.Lab) (stop func(), what string, err error) {
+	if l.Sites == "" {
+		return func() {}, "", nil
+	}
+	s, err := Load(l.Sites)
+	if err != nil {
+		return nil, "", err
+	}
+	in := func(f func() error) error { return lab.Do(lab.NS(l.Name, lab.Server), f) }
+	x, err := start(s, place{in: in, dns: []netip.Addr{l.Addr.ServerV4, l.Addr.ServerV6}})
+	if err != nil {
+		return nil, "", err
+	}
+	return x.Close, fmt.Sprintf("%d sites of %s, their DNS on %s and %s", len(s), l.Sites, l.Addr.ServerV4, l.Addr.ServerV6), nil
 }

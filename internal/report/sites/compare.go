@@ -1,0 +1,154 @@
+package sites
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+)
+
+// Versus is two surveys side by side (v6lab compare A B): each verdict's
+// share in A and B with the difference B − A and its 95% interval
+// (Newcombe's hybrid score interval from the two Wilson intervals), the
+// study's measures the same way, and the sites whose verdict changed.
+type Versus struct {
+	A string `json:"a"`
+	B string `json:"b"`
+	// Shares are of every site each survey judged; Study the study's
+	// measures (faster, at most 1 ms slower, partly failed).
+	Shares []ShareVersus `json:"shares"`
+	Study  []ShareVersus `json:"study"`
+	// Common is how many sites both judged (by name); OnlyA and OnlyB
+	// those one judged only; Changed the common ones whose verdict
+	// differs, the first MaxProblems of them in Changes.
+	Common  int      `json:"common"`
+	OnlyA   int      `json:"only_a"`
+	OnlyB   int      `json:"only_b"`
+	Changed int      `json:"changed"`
+	Changes []Change `json:"changes,omitempty"`
+}
+
+// ShareVersus is one share in A and in B, and B − A with its interval
+// (CI95 nil where either share is of no site).
+type ShareVersus struct {
+	What string      `json:"what"`
+	A    Share       `json:"a"`
+	B    Share       `json:"b"`
+	Diff float64     `json:"diff"`
+	CI95 *[2]float64 `json:"diff_ci95,omitempty"`
+}
+
+// Change is a site whose verdict differs between A and B, with its paired
+// difference (ipv6 − ipv4, ms; NaN: none) in each.
+type Change struct {
+	Name         string  `json:"name"`
+	A            Verdict `json:"a"`
+	B            Verdict `json:"b"`
+	DiffA, DiffB float64 `json:"-"`
+}
+
+// Compare reads two survey result directories (each as a stream; A's
+// sites kept by name, a verdict and a number each) and sets them side by
+// side.
+func Compare(dirA, dirB string) (*Versus, error) {
+	type seen struct {
+		v    Verdict
+		diff float64
+	}
+	a := map[string]seen{}
+	sa, err := Scan(dirA, func(r Row) error { a[r.Name] = seen{r.V, r.DiffMS}; return nil })
+	if err != nil {
+		return nil, err
+	}
+	v := &Versus{A: dirA, B: dirB}
+	sb, err := Scan(dirB, func(r Row) error {
+		x, ok := a[r.Name]
+		if !ok {
+			v.OnlyB++
+			return nil
+		}
+		v.Common++
+		if x.v != r.V {
+			v.Changed++
+			if len(v.Changes) < MaxProblems {
+				v.Changes = append(v.Changes, Change{Name: r.Name, A: x.v, B: r.V, DiffA: x.diff, DiffB: r.DiffMS})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	v.OnlyA = sa.Judged - v.Common
+	for i, s := range sa.Shares {
+		if t := sb.Shares[i]; s.Count+t.Count > 0 {
+			v.Shares = append(v.Shares, versus(string(s.Verdict), s, t))
+		}
+	}
+	for _, p := range [][2]Share{{sa.Study.Faster, sb.Study.Faster}, {sa.Study.WithinOneMS, sb.Study.WithinOneMS}, {sa.Study.Partial, sb.Study.Partial}} {
+		v.Study = append(v.Study, versus(p[0].What, p[0], p[1]))
+	}
+	return v, nil
+}
+
+// versus sets a share of A and of B side by side.
+func versus(what string, a, b Share) ShareVersus {
+	v := ShareVersus{What: what, A: a, B: b, Diff: b.Share - a.Share}
+	if ci, ok := DiffCI(a, b); ok {
+		v.CI95 = &ci
+	}
+	return v
+}
+
+// DiffCI is the 95% interval of b's share less a's by Newcombe's hybrid
+// score method (Statistics in Medicine 17, 1998, method 10), from each
+// share's Wilson interval: b − a − √((b − lb)² + (ua − a)²) to
+// b − a + √((ub − b)² + (a − la)²); ok is false where either is of no
+// site.
+func DiffCI(a, b Share) (ci [2]float64, ok bool) {
+	if a.Of == 0 || b.Of == 0 {
+		return ci, false
+	}
+	d := b.Share - a.Share
+	return [2]float64{d - math.Hypot(b.Share-b.CI[0], a.CI[1]-a.Share), d + math.Hypot(b.CI[1]-b.Share, a.Share-a.CI[0])}, true
+}
+
+// VersusText writes v for a terminal.
+func VersusText(w io.Writer, v *Versus) error {
+	b := &strings.Builder{}
+	fmt.Fprintf(b, "A: %s\nB: %s\n%d sites in both, %d changed verdict; %d only in A, %d only in B\n\n", v.A, v.B, v.Common, v.Changed, v.OnlyA, v.OnlyB)
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "\tA\t\tB\t\tB − A\t95% CI\t")
+	for _, rows := range [][]ShareVersus{v.Shares, v.Study} {
+		for _, s := range rows {
+			fmt.Fprintf(tw, "%s\t%s\t(%d of %d)\t%s\t(%d of %d)\t%+.1f pt\t%s\t\n", s.What, pct(s.A.Share), s.A.Count, s.A.Of, pct(s.B.Share), s.B.Count, s.B.Of, 100*s.Diff, ptText(s.CI95))
+		}
+	}
+	tw.Flush()
+	if len(v.Changes) > 0 {
+		fmt.Fprintf(b, "\nSites whose verdict changed (first %d of %d), ipv6 − ipv4 ms in A and B:\n", len(v.Changes), v.Changed)
+		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+		for _, c := range v.Changes {
+			fmt.Fprintf(tw, "  %s\t%s → %s\t%s → %s\n", c.Name, c.A, c.B, num(c.DiffA), num(c.DiffB))
+		}
+		tw.Flush()
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// VersusJSON writes v as JSON.
+func VersusJSON(w io.Writer, v *Versus) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func ptText(ci *[2]float64) string {
+	if ci == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%+.1f to %+.1f pt", 100*ci[0], 100*ci[1])
+}
