@@ -210,3 +210,33 @@ func FuzzFastEncode(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkAppendSample: the writer's cost per sample, an HTTP/1.1
+// sample's and an HTTP/3 one's (negotiated, two metrics), against
+// encoding/json's for the latter.
+func BenchmarkAppendSample(b *testing.B) {
+	s := Sample{Kind: KindSample, Cell: "http/ipv4/10", Protocol: "http", Path: "ipv4", Conns: 10, User: 3, Local: "127.0.0.1:52381",
+		Remote: "127.0.0.1:17982", Start: time.Now().UTC(), TotalNS: 6756141, WireNS: 5831822, BytesIn: 5914, BytesOut: 2556, Marker: "200 OK"}
+	h3 := s
+	h3.Negotiated, h3.Metrics = "h3", map[string]float64{"handshake_ms": 6.068799, "ttfb_ms": 6.637364}
+	for _, c := range []struct {
+		name string
+		s    *Sample
+	}{{"http1", &s}, {"h3", &h3}} {
+		b.Run(c.name, func(b *testing.B) {
+			var buf []byte
+			for b.Loop() {
+				buf, _ = appendSample(buf[:0], c.s)
+			}
+		})
+	}
+	b.Run("h3-encoding-json", func(b *testing.B) {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		for b.Loop() {
+			buf.Reset()
+			_ = enc.Encode(h3)
+		}
+	})
+}
