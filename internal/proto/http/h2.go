@@ -97,7 +97,12 @@ func (c *Client) doH2(ctx context.Context, tr *load.Trace, user int) result.Samp
 		}
 		negotiated = "h2"
 	}
-	bc := &batchConn{Conn: conn}
+	bc := newBatchConn(conn)
+	defer func() {
+		if !kept {
+			bc.detach() // after cc.Close, deferred below (so run before)
+		}
+	}()
 	cc, err := c.h2.get().NewClientConn(context.WithValue(context.WithoutCancel(ctx), givenConn{}, net.Conn(bc)), c.URL.Scheme, hostPort(c.URL, c.port()))
 	if err != nil {
 		return c.failStreams(ctx, tr, st, err)
@@ -145,6 +150,7 @@ func (k h2Kept) alive() bool { return k.Err() == nil }
 func (k h2Kept) close() {
 	k.ClientConn.Close()
 	load.CloseAbort(k.raw)
+	k.bc.detach()
 }
 
 func orNone(s string) string {

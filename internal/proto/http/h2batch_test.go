@@ -1,6 +1,7 @@
 package http
 
 import (
+	"errors"
 	"net"
 	"slices"
 	"strings"
@@ -25,7 +26,7 @@ func (w *writesConn) Write(p []byte) (int, error) {
 // maxHeld.
 func TestBatchConnSendsAPagesRequestsInOneWrite(t *testing.T) {
 	w := &writesConn{}
-	b := &batchConn{Conn: w}
+	b := newBatchConn(w)
 	write := func(s string) {
 		t.Helper()
 		if n, err := b.Write([]byte(s)); n != len(s) || err != nil {
@@ -71,4 +72,27 @@ func TestBatchConnSendsAPagesRequestsInOneWrite(t *testing.T) {
 	var nb *batchConn
 	nb.hold(1) // HTTP/3's: none
 	nb.release()
+}
+
+// TestBatchConnLetsGoOfItsConnection: detached, a batchConn holds no
+// reference to the connection it had (net/http keeps its HTTP/2 client
+// connections reachable after Close), and says it is closed.
+func TestBatchConnLetsGoOfItsConnection(t *testing.T) {
+	a, peer := net.Pipe()
+	defer peer.Close()
+	b := newBatchConn(a)
+	a.Close()
+	b.detach()
+	if b.conn() == a {
+		t.Fatal("the detached batchConn still holds its connection")
+	}
+	if _, err := b.Write([]byte("x")); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("write after detach: %v", err)
+	}
+	if _, err := b.Read(make([]byte, 1)); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("read after detach: %v", err)
+	}
+	if b.LocalAddr() != a.LocalAddr() || b.RemoteAddr() != a.RemoteAddr() || b.ConnectionState().HandshakeComplete {
+		t.Errorf("addresses %v %v, state %+v", b.LocalAddr(), b.RemoteAddr(), b.ConnectionState())
+	}
 }
