@@ -199,7 +199,7 @@ func (n *Named) Notes([]path.Path) []string {
 	if len(n.Resolve) == 0 {
 		return nil
 	}
-	return []string{"resolve: " + strings.Join(n.Resolve, " ") + " were given, not looked up (as curl --resolve): their transactions' resolve time is 0 and their wire time starts at the SYN"}
+	return []string{result.ResolveNotePrefix + strings.Join(n.Resolve, " ") + " were given, not looked up (as curl --resolve): their transactions' resolve time is 0 and their wire time starts at the SYN"}
 }
 
 // Common option names.

@@ -163,6 +163,10 @@ type cellRuns struct {
 	seconds      float64
 }
 
+// ShareMetrics are the figures that are shares of a whole (percent): their
+// 95% interval is bounded at 100 as every count's is at 0.
+var ShareMetrics = map[string]bool{"tcp_efficiency_pct": true, "loss_pct": true}
+
 // Finish makes the cell's figures.
 func (c *cellAcc) Finish(r *cellRuns) Cell {
 	a := c.adds
@@ -182,6 +186,9 @@ func (c *cellAcc) Finish(r *cellRuns) Cell {
 			ci := d.CI95
 			if !slices.ContainsFunc(runs, func(v float64) bool { return v < 0 }) {
 				ci = stats.ClampBelow(ci) // a count or a rate: never below 0
+			}
+			if ShareMetrics[name] && !slices.ContainsFunc(runs, func(v float64) bool { return v > 100 }) {
+				ci = [2]float64{min(ci[0], 100), min(ci[1], 100)} // a share: never above 100%
 			}
 			ms.CI95 = &ci
 		}

@@ -15,7 +15,7 @@ const HTMLFile = "report.html"
 // script, nothing fetched) with the run's context, the study's tables and
 // the plots. Every number on it comes from the summary.
 func HTML(w io.Writer, s *Summary) error {
-	page := htmlPage{S: s, Legend: Legend, Tunnel: TunnelLine(s), Verdicts: Verdicts(s), Named: len(protocols(s)) > 1}
+	page := htmlPage{S: s, Legend: Legend, Tunnel: TunnelLine(s), Short: ShortOf(s), Named: len(protocols(s)) > 1}
 	if s.Scale > 0 && s.Scale != 1 {
 		page.Context = append(page.Context, kv{"scale", fmt.Sprintf("%g (connection counts and runs shrunk by --scale)", s.Scale)})
 	}
@@ -55,7 +55,7 @@ func HTML(w io.Writer, s *Summary) error {
 		page.Groups = append(page.Groups, g)
 	}
 	for _, proto := range protocols(s) {
-		g := htmlGroup{Name: proto, Tables: sections(s, proto)}
+		g := htmlGroup{Name: proto, Tables: sections(s, proto), Conditions: ConditionsLine(s, proto)}
 		for _, p := range plots(s, proto) {
 			g.Plots = append(g.Plots, template.HTML(p.SVG()))
 		}
@@ -100,11 +100,13 @@ type htmlGroup struct {
 	Name   string
 	Tables []section
 	Plots  []template.HTML
+	// Conditions are the group's own (ConditionsLine), "" if none.
+	Conditions string
 }
 
 type htmlPage struct {
-	S        *Summary
-	Verdicts []Verdict
+	S     *Summary
+	Short InShort
 	// Named: the verdicts name their cell group (there is more than one).
 	Named   bool
 	Context []kv
@@ -366,7 +368,7 @@ svg .line { fill: none; stroke-width: 2; } svg .ci { fill: none; stroke-width: 1
 .s-k3 .line, .s-k3 .ci { stroke: #7d3c98; } .s-k3 .dot, .s-k3 rect { fill: #7d3c98; } .s-k3 .line { stroke-dasharray: 10 3 2 3; }
 ul.notes li { margin: 0.2em 0; }
 section.verdicts ul { list-style: none; padding-left: 0; font-size: 1.08em; } section.verdicts li { margin: 0.35em 0; padding-left: 0.6em; border-left: 4px solid #bbb; }
-li.v-same { border-color: #2e8b57; } li.v-slower, li.v-failing { border-color: #c0392b; } li.v-faster { border-color: #1f5fa8; } li.v-mixed { border-color: #b9770e; } li.v-unclear { border-color: #999; }
+li.v-same { border-color: #2e8b57; } li.v-slower, li.v-failing { border-color: #c0392b; } li.v-faster { border-color: #1f5fa8; } li.v-mixed { border-color: #b9770e; } li.v-unclear { border-color: #999; } li.v-uncorrected { border-color: #b9770e; } li.v-na, li.v-grouped { border-color: #ccc; }
 details.context summary { cursor: pointer; color: #555; margin: 0.8em 0; }
 @media print { body { margin: 0; max-width: none; font-size: 11px; } h2 { break-before: page; } svg.plot { break-inside: avoid; } }
 </style>
@@ -376,8 +378,10 @@ details.context summary { cursor: pointer; color: #555; margin: 0.8em 0; }
 <p class="sub">Created {{.S.Created.UTC.Format "2006-01-02 15:04:05 UTC"}} · target {{.S.Target}} · baseline {{.S.Baseline}} · every figure below comes from summary.json in this directory.</p>
 {{with .S.Partial}}<p style="color: #a04000"><strong>{{.Line}}</strong></p>
 {{end}}{{if .Tunnel}}<p class="sub"><strong>{{.Tunnel}}</strong></p>{{end}}
-{{if .Verdicts}}<section class="verdicts"><h2 id="in-short">In short, against {{.S.Baseline}}</h2>
-<ul>{{range .Verdicts}}<li class="v-{{.Kind}}"><strong>{{if $.Named}}{{.Group}} over {{end}}{{.Path}}</strong>: {{.Text}}</li>
+{{if or .Short.Full .Short.Grouped}}<section class="verdicts"><h2 id="in-short">In short, against {{.S.Baseline}}</h2>
+{{with .Short.Note}}<p><strong>{{.}}</strong></p>
+{{end}}<ul>{{range .Short.Full}}<li class="v-{{.Kind}}"><strong>{{if $.Named}}{{.Group}} over {{end}}{{.Path}}</strong>: {{.Text}}</li>
+{{end}}{{range .Short.Grouped}}<li class="v-grouped">{{.}}</li>
 {{end}}</ul></section>
 {{end}}<details class="context"><summary>How it was measured: machine, lab, servers{{if .S.Scale}}, scale {{.S.Scale}}{{end}}{{if .S.Seed}}, shuffle seed {{.S.Seed}}{{end}}{{if .S.Partial}}, partial{{end}}</summary>
 <table class="context"><tbody>
@@ -385,7 +389,8 @@ details.context summary { cursor: pointer; color: #555; margin: 0.8em 0; }
 {{end}}</tbody></table></details>
 {{range .Groups}}
 <h2 id="{{.Name}}">{{.Name}}</h2>
-<div class="plots">
+{{if .Conditions}}<p class="conditions"><strong>{{.Conditions}}</strong></p>
+{{end}}<div class="plots">
 {{range .Plots}}{{.}}{{end}}</div>
 {{range .Tables}}<h3>{{.Title}}</h3>
 <table><thead><tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr></thead><tbody>

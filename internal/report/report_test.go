@@ -221,9 +221,14 @@ func TestDifferenceCIsAcrossProtocols(t *testing.T) {
 		t.Errorf("rows %v", sec.Rows)
 	}
 	c := s.Comparisons[0]
-	want := FormatMS(c.CI95DiffMS[1]) + " to " + FormatMS(c.CI95DiffMS[0])
+	// Low to high, as every other table prints an interval (the study's
+	// Table 6-1 printed upper to lower).
+	want := FormatMS(c.CI95DiffMS[0]) + " to " + FormatMS(c.CI95DiffMS[1])
 	if sec.Rows[1][2] != want && sec.Rows[0][3] != want {
-		t.Errorf("rows %v, want %q (upper to lower)", sec.Rows, want)
+		t.Errorf("rows %v, want %q (lower to upper)", sec.Rows, want)
+	}
+	if !strings.HasSuffix(sec.Title, "lower to upper") {
+		t.Errorf("title %q", sec.Title)
 	}
 	if _, ok := DifferenceCIs(Summarize(build(baseMS, otherMS))); ok {
 		t.Error("a single protocol got the cross-protocol table")

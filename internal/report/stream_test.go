@@ -202,3 +202,17 @@ func TestKeepingOneRowOfEveryNChangesNoFigure(t *testing.T) {
 		t.Errorf("report.txt does not say it was sampled")
 	}
 }
+
+// TestAShareIsBoundedAt100: efficiency of 100, 99.9 and 99.8% over three
+// trials: Student's interval reaches above 100%, which a share cannot;
+// it is bounded there as a count is at 0, its lower end untouched.
+func TestAShareIsBoundedAt100(t *testing.T) {
+	s := Summarize(transportFile())
+	m := s.Cells[0].Metrics["tcp_efficiency_pct"]
+	if m == nil || m.CI95 == nil {
+		t.Fatalf("no efficiency interval: %+v", s.Cells[0].Metrics)
+	}
+	if m.CI95[1] != 100 || m.CI95[0] >= 99.8 || m.CI95[0] <= 99 {
+		t.Errorf("efficiency %.3f (%.3f–%.3f), want its upper end at 100", m.Mean, m.CI95[0], m.CI95[1])
+	}
+}

@@ -38,6 +38,7 @@ type Summarizer struct {
 	// fields, one per run), for selfChecks.
 	loads []result.Run
 	pmtu  *pmtuAcc
+	conds condAcc
 }
 
 // runAcc is one run: its sums over completed samples (the run mean, each
@@ -67,7 +68,7 @@ type runAcc struct {
 // NewSummarizer starts a summary of the file whose header is h.
 func NewSummarizer(h *result.Header) *Summarizer {
 	return &Summarizer{h: *h, spec: readSpec(h.Spec), runs: map[runKey]*runAcc{}, cells: map[cellKey]*cellAcc{},
-		segs: newSegmentAcc(h.Merged), pmtu: newPMTUAcc(h.Spec)}
+		segs: newSegmentAcc(h.Merged), pmtu: newPMTUAcc(h.Spec), conds: condAcc{}}
 }
 
 // Summarize computes the summary of a samples file read into memory.
@@ -100,6 +101,7 @@ func (z *Summarizer) Run(r *result.Run) {
 			Start: r.Start, End: r.End, Load: r.Load})
 	}
 	z.pmtu.Run(r)
+	z.conds.Run(r)
 	k := runKey{cellKey{r.Protocol, r.Path, r.Conns}, r.Run}
 	a := z.runs[k]
 	if a == nil || a.recorded {
@@ -229,6 +231,7 @@ func (z *Summarizer) Finish() *Summary {
 		c.SelfCheck = checks[cellKey{c.Protocol, c.Path, c.Conns}]
 	}
 	sortCells(s.Cells, z.spec.order)
+	s.Conditions = z.conds.finish(s.Cells)
 	s.Notes = append(s.Notes, selfCheckNotes(s.Cells, s.Target)...)
 	if note := clientTurnNote(s.Cells, s.Lab["shaping"] != ""); note != "" {
 		s.Notes = append(s.Notes, note)

@@ -83,6 +83,10 @@ type Summary struct {
 	Segments []SegmentFigures `json:"segments,omitempty"`
 	// PMTU is a path MTU run's table (pmtu.go), nil for other runs.
 	PMTU *PMTU `json:"pmtu,omitempty"`
+	// Conditions are each cell group's own conditions, as its runs'
+	// records give them (loss, IPv6 loss, delay, path MTU settings, the
+	// background's level), without the runs' counts (conditions.go).
+	Conditions map[string][]string `json:"conditions,omitempty"`
 }
 
 // Partial says how much of a stopped experiment's plan a result holds:
@@ -551,6 +555,13 @@ func compareMetric(k string, b, c *Cell) *MetricComparison {
 	for f, why := range t.na {
 		if name, ok := metricFields[f]; ok {
 			na(&mc.NA, name, why)
+		}
+	}
+	// The wire time is a time: its % obeys the response time's rule.
+	if k == WireMetric && mc.PctChange != nil {
+		if why := pctNA(bm.Mean, bm.CI95); why != "" {
+			mc.PctChange = nil
+			na(&mc.NA, "pct_change", why)
 		}
 	}
 	return mc

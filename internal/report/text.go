@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"v6lab/internal/result"
 )
 
 // Text writes the summary as the study's tables: per protocol, the mean
@@ -54,6 +56,9 @@ func Text(w io.Writer, s *Summary) error {
 	for _, proto := range protocols(s) {
 		if files[proto] {
 			continue
+		}
+		if line := ConditionsLine(s, proto); line != "" {
+			fmt.Fprintf(tw, "\n%s %s\n", groupTitle(s, proto), line)
 		}
 		for _, sec := range sections(s, proto) {
 			write(sec)
@@ -313,7 +318,8 @@ func figure(v float64) string {
 
 // DifferenceCIs is the MITRE study's Table 6-1 shape: for every protocol
 // and path, the 95% CI of its difference from the baseline at each
-// connection count (upper to lower bound, as the study prints it), on one
+// connection count (lower to upper bound, as every other table here
+// prints an interval; the study printed upper to lower), on one
 // table across protocols. It is there when more than one protocol was
 // compared; file sweeps have their own table (FileTables).
 func DifferenceCIs(s *Summary) (section, bool) {
@@ -323,7 +329,7 @@ func DifferenceCIs(s *Summary) (section, bool) {
 		return section{}, false
 	}
 	conns := connsOf(s.Cells)
-	sec := section{Title: fmt.Sprintf("95%% confidence intervals for differences from %s (ms), upper to lower", s.Baseline),
+	sec := section{Title: fmt.Sprintf("95%% confidence intervals for differences from %s (ms), lower to upper", s.Baseline),
 		Head: append([]string{"protocol", "path"}, intHeads(conns)...)}
 	for _, proto := range protos {
 		cmps := comparisonsOf(s, proto)
@@ -333,7 +339,7 @@ func DifferenceCIs(s *Summary) (section, bool) {
 				v := "N/A"
 				for _, c := range cmps {
 					if c.Path == p && c.Conns == n {
-						v = optRange(swap(c.CI95DiffMS), c.NA["ci95_diff_ms"], " to ")
+						v = optRange(c.CI95DiffMS, c.NA["ci95_diff_ms"], " to ")
 					}
 				}
 				row = append(row, v)
@@ -342,13 +348,6 @@ func DifferenceCIs(s *Summary) (section, bool) {
 		}
 	}
 	return sec, len(sec.Rows) > 0
-}
-
-func swap(v *[2]float64) *[2]float64 {
-	if v == nil {
-		return nil
-	}
-	return &[2]float64{v[1], v[0]}
 }
 
 // Legend explains n/a and the confidence level under every report.
@@ -371,7 +370,7 @@ func sections(s *Summary, proto string) []section {
 	cells := cellsOf(s, proto)
 	conns := connsOf(cells)
 	title := groupTitle(s, proto)
-	out := []section{meansSection(title, cells, conns)}
+	out := []section{meansSection(title, cells, conns, namesGiven(s))}
 	if sec, ok := EyeballsSection(title, cells, s.Engines[proto], s.Dialers[proto]); ok {
 		out = append(out, sec)
 	}
@@ -394,8 +393,10 @@ func groupTitle(s *Summary, group string) string {
 
 // meansSection is the mean response time (a trial's transfer time) per
 // path and connection count, with its interval, median, runs, completion,
-// and the wire time and client turns where the samples have them.
-func meansSection(title string, cells []Cell, conns []int) section {
+// and the wire time and client turns where the samples have them; each
+// note only where its row or mark is there, and given (names given, not
+// looked up: --resolve) says where the wire time starts.
+func meansSection(title string, cells []Cell, conns []int, given bool) section {
 	what := "average response time per connection"
 	if transportKind(cells) != "" {
 		what = "transfer time per trial"
@@ -403,17 +404,12 @@ func meansSection(title string, cells []Cell, conns []int) section {
 	means := section{Title: title + ": " + what + " (ms), mean of run means",
 		Head: append([]string{"path", ""}, intHeads(conns)...)}
 	wired := slices.ContainsFunc(cells, func(c Cell) bool { return c.Metrics[WireMetric] != nil })
-	if wired {
-		means.Footer = append(means.Footer, WireNote)
-	}
 	turned := slices.ContainsFunc(cells, func(c Cell) bool { return c.Metrics[ClientTurnMetric] != nil })
-	if turned {
-		means.Footer = append(means.Footer, ClientTurnNote)
-	}
+	means.Footer = append(means.Footer, timeNotes(wired, turned, given)...)
 	for _, p := range pathsOf(cells) {
 		means.Rows = append(means.Rows, meanRows(p, cells, conns, wired, turned)...)
 	}
-	if slices.ContainsFunc(cells, func(c Cell) bool { return c.FewRuns }) {
+	if slices.ContainsFunc(cells, func(c Cell) bool { return fewMark(&c) != "" }) {
 		means.Footer = append(means.Footer, FewRunsNote)
 	}
 	for _, c := range cells {
@@ -422,6 +418,30 @@ func meansSection(title string, cells []Cell, conns []int) section {
 		}
 	}
 	return means
+}
+
+// timeNotes explain the wire and client-turn rows that are there: the
+// wire time from the SYN where the names were given, not looked up; the
+// client turns inside the wire time only where there is a wire row.
+func timeNotes(wired, turned, given bool) []string {
+	var out []string
+	if wired && given {
+		out = append(out, WireGivenNote)
+	} else if wired {
+		out = append(out, WireNote)
+	}
+	if turned && !wired {
+		out = append(out, ClientTurnAloneNote)
+	} else if turned {
+		out = append(out, ClientTurnNote)
+	}
+	return out
+}
+
+// namesGiven says whether the run's names were given, not looked up
+// (--resolve: the target's Notes say so).
+func namesGiven(s *Summary) bool {
+	return slices.ContainsFunc(s.Notes, func(n string) bool { return strings.HasPrefix(n, result.ResolveNotePrefix) })
 }
 
 // meanRows are one path's rows of the means table, a column per
@@ -694,6 +714,11 @@ const (
 	FewRunsNote = "‡ fewer than 5 counted runs: the interval rests on too few runs to say much (run more)"
 	ThinNote    = "† fewer samples than this percentile needs to mean much (p99: 100, p99.9: 1000)"
 	WireNote    = "wire: the network's share by the kernel's timestamps, from the DNS query leaving to the last needed bytes arriving (docs/metrics.md)"
+	// WireGivenNote is WireNote where the names were given (--resolve).
+	WireGivenNote = "wire: the network's share by the kernel's timestamps, from the SYN leaving (the names were given with --resolve, not looked up) to the last needed bytes arriving (docs/metrics.md)"
+	// ClientTurnAloneNote explains the client turns row without a wire row.
+	ClientTurnAloneNote = "client turns: v6lab's own time inside the response time, from each reply's arrival to the send of the next request on the same connection, and from the DNS answer's to the connect it leads to (mean, ms; docs/metrics.md)"
+
 	// ClientTurnNote explains the client turns row.
 	ClientTurnNote = "client turns: v6lab's own time inside the wire time, from each reply's arrival to the send of the next request on the same connection, and from the DNS answer's to the connect it leads to (mean, ms; docs/metrics.md)"
 )
@@ -795,11 +820,18 @@ func signedPct(v float64) string {
 	return t
 }
 
+// optConf prints a confidence level (1-p) in whole percent, but never
+// 100%: a p of 0.003 is 99.7%, and one below 0.0005 is ">99.9%".
 func optConf(v *float64, why string) string {
-	if v == nil {
+	switch {
+	case v == nil:
 		return naText(why)
+	case *v*100 < 99.5:
+		return fmt.Sprintf("%.0f%%", *v*100)
+	case *v*100 < 99.95:
+		return fmt.Sprintf("%.1f%%", *v*100)
 	}
-	return fmt.Sprintf("%.0f%%", *v*100)
+	return ">99.9%"
 }
 
 func optP(v *float64, why string) string {

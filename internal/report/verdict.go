@@ -17,10 +17,14 @@ import (
 type Verdict struct {
 	Group, Path string
 	// Kind is same, slower, faster, mixed, unclear (no significant
-	// difference, but an interval too wide to call it the same) or
-	// failing (for a class in report.html).
+	// difference, but an interval too wide to call it the same),
+	// uncorrected (a raw interval that excludes zero, not significant
+	// after Holm's correction), na (no load comparable) or failing (for a
+	// class in report.html).
 	Kind string
 	Text string
+	// NA is why no load was comparable (kind na).
+	NA string
 }
 
 // SameWithin is the largest change (percent) a verdict calls the same
@@ -31,11 +35,34 @@ const SameWithin = 5.0
 type loadPoint struct {
 	conns       int
 	pct         float64 // positive: worse than the baseline
+	hasPct      bool
 	significant bool
 	// reach is how far from the baseline (percent of its mean) the 95%
 	// interval of the difference reaches: the most "same" can claim.
 	reach float64
+	// diff and ci are the difference in the figure's own unit (ms of a
+	// time, Mbit/s of a throughput: positive is more), the paired
+	// interval if there is one, else Welch's; worse says which sign is
+	// worse (a time's +, a throughput's -).
+	diff  float64
+	ci    *[2]float64
+	unit  string
+	worse float64
+	runs  int
 	na    string // why there is no comparison
+}
+
+// excludesZero says whether the raw 95% interval of the difference lies
+// wholly on one side of zero: a difference the runs show, whatever the
+// correction for many comparisons makes of it.
+func (p loadPoint) excludesZero() bool { return excludes0(p.ci) }
+
+// bad says whether the point is worse than the baseline.
+func (p loadPoint) bad() bool {
+	if p.hasPct && p.significant {
+		return p.pct > 0
+	}
+	return p.diff*p.worse > 0
 }
 
 // Verdicts are the summary's verdicts, in the order of its cells.
@@ -50,11 +77,12 @@ func Verdicts(s *Summary) []Verdict {
 		}
 		points[k] = append(points[k], pointOf(c, baselineMean(s, c)))
 	}
+	holm := holmCount(s)
 	var out []Verdict
 	for _, k := range order {
 		ps := points[k]
 		slices.SortFunc(ps, func(a, b loadPoint) int { return a.conns - b.conns })
-		v := verdictOf(ps, s.Baseline, throughputGroup(s, k.group))
+		v := verdictOf(ps, s.Baseline, throughputGroup(s, k.group), holm)
 		v.Group, v.Path = k.group, k.path
 		if frag := fragmentClause(s, k.group, k.path); frag != "" {
 			v.Text += "; " + frag
@@ -67,34 +95,88 @@ func Verdicts(s *Summary) []Verdict {
 	return out
 }
 
+// holmCount is how many paired p-values Holm's correction was over.
+func holmCount(s *Summary) int {
+	n := 0
+	for _, c := range s.Comparisons {
+		if c.PPaired != nil {
+			n++
+		}
+		if t := c.Throughput; t != nil && t.PPaired != nil {
+			n++
+		}
+	}
+	return n
+}
+
 // pointOf reads one comparison: its time, or a trial's throughput (where
 // faster is better, so its sign is turned). base is the baseline's mean
-// response time (0: unknown).
+// response time (0: unknown). A throughput whose interval spans zero
+// gives way to a response time whose interval does not: a transfer that
+// stalled for seconds is slower, whatever its rate once moving.
 func pointOf(c Comparison, base float64) loadPoint {
-	p := loadPoint{conns: c.Conns, reach: math.Inf(1)}
-	pct, adj, na := c.PctIncrease, c.PPairedHolm, c.NA["pct_increase"]
-	ci := cmp.Or(c.CI95PairedDiffMS, c.CI95DiffMS)
+	tp := timePoint(c, base)
 	if t := c.Throughput; t != nil {
-		pct, adj, na, ci, base = nil, t.PPairedHolm, t.NA["pct_change"], cmp.Or(t.CI95PairedDiff, t.CI95Diff), 0
-		if t.PctChange != nil {
-			v := -*t.PctChange
-			pct = &v
-			if t.Diff != nil && *t.PctChange != 0 {
-				base = math.Abs(*t.Diff / *t.PctChange * 100)
-			}
+		if p := throughputPoint(c.Conns, t); p.excludesZero() || !tp.excludesZero() {
+			return p
 		}
 	}
-	if ci != nil && base > 0 {
-		p.reach = max(math.Abs(ci[0]), math.Abs(ci[1])) / base * 100
+	return tp
+}
+
+// rawCI is the interval a verdict reads: the paired one, unless Welch's
+// excludes zero where the paired does not (the report's tables print
+// both: a verdict never calls "no difference" what one of them shows).
+func rawCI(paired, welch *[2]float64) *[2]float64 {
+	if paired == nil || (!excludes0(paired) && excludes0(welch)) {
+		return welch
 	}
-	if pct == nil {
-		p.na = na
-		if p.na == "" {
-			p.na = "not computable"
+	return paired
+}
+
+func excludes0(ci *[2]float64) bool { return ci != nil && (ci[0] > 0 || ci[1] < 0) }
+
+func timePoint(c Comparison, base float64) loadPoint {
+	p := loadPoint{conns: c.Conns, reach: math.Inf(1), unit: "ms", worse: 1, runs: c.Pairs}
+	p.ci = rawCI(c.CI95PairedDiffMS, c.CI95DiffMS)
+	if d := cmp.Or(c.PairedDiffMS, c.DiffMS); d != nil {
+		p.diff = *d
+	}
+	return finishPoint(p, c.PctIncrease, c.PPairedHolm, c.NA["pct_increase"], base)
+}
+
+func throughputPoint(conns int, t *MetricComparison) loadPoint {
+	p := loadPoint{conns: conns, reach: math.Inf(1), unit: "Mbit/s", worse: -1, runs: t.Pairs}
+	p.ci = rawCI(t.CI95PairedDiff, t.CI95Diff)
+	if d := cmp.Or(t.PairedDiff, t.Diff); d != nil {
+		p.diff = *d
+	}
+	var pct *float64
+	base := 0.0
+	if t.PctChange != nil {
+		pct = ptr(-*t.PctChange)
+		if t.Diff != nil && *t.PctChange != 0 {
+			base = math.Abs(*t.Diff / *t.PctChange * 100)
 		}
+	}
+	return finishPoint(p, pct, t.PPairedHolm, t.NA["pct_change"], base)
+}
+
+// finishPoint adds the percentage (when there is one) and the reach of
+// the interval; a point with neither a percentage nor an interval is not
+// comparable.
+func finishPoint(p loadPoint, pct, adj *float64, na string, base float64) loadPoint {
+	if p.ci != nil && base > 0 && pct != nil {
+		p.reach = max(math.Abs(p.ci[0]), math.Abs(p.ci[1])) / base * 100
+	}
+	p.significant = adj != nil && *adj < Alpha
+	if pct != nil {
+		p.pct, p.hasPct = *pct, true
 		return p
 	}
-	p.pct, p.significant = *pct, adj != nil && *adj < Alpha
+	if p.ci == nil {
+		p.na = cmp.Or(na, "not computable")
+	}
 	return p
 }
 
@@ -110,20 +192,23 @@ func throughputGroup(s *Summary, group string) bool {
 }
 
 // verdictOf says how a path compares with the baseline over its loads.
-func verdictOf(ps []loadPoint, base string, throughput bool) Verdict {
+// holm is how many comparisons Holm's correction was over.
+func verdictOf(ps []loadPoint, base string, throughput bool, holm int) Verdict {
 	what := ""
 	if throughput {
 		what = " throughput"
 	}
-	var slow, fast, same, na []loadPoint
+	var slow, fast, raw, same, na []loadPoint
 	for _, p := range ps {
 		switch {
 		case p.na != "":
 			na = append(na, p)
-		case p.significant && p.pct > 0:
+		case p.significant && p.bad():
 			slow = append(slow, p)
-		case p.significant && p.pct < 0:
+		case p.significant:
 			fast = append(fast, p)
+		case p.excludesZero():
+			raw = append(raw, p)
 		default:
 			same = append(same, p)
 		}
@@ -133,31 +218,132 @@ func verdictOf(ps []loadPoint, base string, throughput bool) Verdict {
 	switch {
 	case len(slow) > 0 && len(fast) > 0:
 		kind = "mixed"
-		parts = append(parts, pcts(slow)+" slower"+what+" at "+loads(slow)+", "+pcts(fast)+" faster"+what+" at "+loads(fast)+", significant")
+		parts = append(parts, sizes(slow)+" slower"+what+" at "+loads(slow)+", "+sizes(fast)+" faster"+what+" at "+loads(fast)+", significant")
 	case len(slow) > 0:
 		kind = "slower"
-		parts = append(parts, pcts(slow)+" slower"+what+" "+where(slow, ps)+", significant")
+		parts = append(parts, sizes(slow)+" slower"+what+" "+where(slow, ps)+", significant")
 	case len(fast) > 0:
 		kind = "faster"
-		parts = append(parts, pcts(fast)+" faster"+what+" "+where(fast, ps)+", significant")
+		parts = append(parts, sizes(fast)+" faster"+what+" "+where(fast, ps)+", significant")
 	}
-	// Same is claimed only as far as the 95% interval of the difference
-	// reaches: a point estimate near 0 with a wide interval says nothing.
-	switch {
-	case len(same) > 0 && len(same)+len(na) == len(ps) && maxReach(same) <= SameWithin:
-		parts = append(parts, fmt.Sprintf("same as %s within ±%s %s (95%% interval of the difference; no significant difference)", base, pctText(maxReach(same)), where(same, ps)))
-	case len(same) > 0 && len(same)+len(na) == len(ps):
-		// Not significant, but the interval reaches too far to call the
-		// same: the runs cannot tell.
-		kind = "unclear"
-		parts = append(parts, fmt.Sprintf("no significant difference from %s %s, but the 95%% interval of the difference reaches ±%s: too few or too scattered runs to tell (run more)", base, where(same, ps), reachText(maxReach(same))))
-	case len(same) > 0:
-		parts = append(parts, fmt.Sprintf("no significant difference %s (95%% interval within ±%s)", where(same, ps), reachText(maxReach(same))))
+	if len(raw) > 0 {
+		if kind == "same" {
+			kind = "uncorrected"
+		}
+		parts = append(parts, rawClause(raw, ps, what, holm))
 	}
+	if c := sameClause(same, ps, len(same)+len(na) == len(ps), base); c != "" {
+		if kind == "same" && !strings.HasPrefix(c, "same as") {
+			kind = "unclear"
+		}
+		parts = append(parts, c)
+	}
+	v := Verdict{Kind: kind}
 	if len(na) > 0 {
 		parts = append(parts, "not comparable at "+loads(na)+" ("+na[0].na+")")
 	}
-	return Verdict{Kind: kind, Text: strings.Join(parts, "; ")}
+	if len(na) == len(ps) {
+		v.Kind, v.NA = "na", na[0].na
+	}
+	v.Text = strings.Join(parts, "; ")
+	return v
+}
+
+// rawClause says the differences whose raw 95% interval excludes zero
+// but which Holm's correction leaves not significant: a difference the
+// runs show, said with its size, never "no significant difference".
+func rawClause(raw, all []loadPoint, what string, holm int) string {
+	var each []string
+	for _, p := range raw {
+		dir := "faster"
+		if p.bad() {
+			dir = "slower"
+		}
+		at := "at " + loads([]loadPoint{p})
+		if len(all) == 1 {
+			at = ""
+		}
+		if p.unit == "ms" {
+			what = "" // a throughput group's point that fell back to its time
+		}
+		each = append(each, strings.TrimSpace(fmt.Sprintf("%s%s by %s (95%% interval %s) %s", dir, what, amount(p.diff, p.unit), interval(*p.ci, p.unit), at)))
+	}
+	runs := ""
+	if n := raw[0].runs; n > 0 {
+		runs = fmt.Sprintf(" at %d runs each", n)
+	}
+	return fmt.Sprintf("%s, not significant after Holm's correction over %d comparisons%s", strings.Join(each, ", "), holm, runs)
+}
+
+// sameClause says the loads with no difference the runs show: the same
+// within the interval's reach, or unclear when it reaches too far. all
+// says whether these are every comparable load.
+func sameClause(same, ps []loadPoint, all bool, base string) string {
+	if len(same) == 0 {
+		return ""
+	}
+	reach := reachOf(same)
+	switch {
+	case all && maxReach(same) <= SameWithin:
+		return fmt.Sprintf("same as %s within ±%s %s (95%% interval of the difference; no significant difference)", base, pctText(maxReach(same)), where(same, ps))
+	case all && reach == "":
+		return fmt.Sprintf("no significant difference from %s %s, and no 95%% interval of the difference to tell by: too few runs (run more)", base, where(same, ps))
+	case all:
+		// Not significant, but the interval reaches too far to call the
+		// same: the runs cannot tell.
+		return fmt.Sprintf("no significant difference from %s %s, but the 95%% interval of the difference reaches ±%s: too few or too scattered runs to tell (run more)", base, where(same, ps), reach)
+	case reach == "":
+		return fmt.Sprintf("no significant difference %s (no 95%% interval to tell by)", where(same, ps))
+	}
+	return fmt.Sprintf("no significant difference %s (95%% interval within ±%s)", where(same, ps), reach)
+}
+
+// reachOf is how far the points' intervals reach: in percent of the
+// baseline where every point has one, else in the figure's own unit; ""
+// when a point has no interval.
+func reachOf(ps []loadPoint) string {
+	if m := maxReach(ps); !math.IsInf(m, 1) {
+		return pctText(m)
+	}
+	m, unit := 0.0, ""
+	for _, p := range ps {
+		if p.ci == nil {
+			return ""
+		}
+		m, unit = max(m, math.Abs(p.ci[0]), math.Abs(p.ci[1])), p.unit
+	}
+	return amount(m, unit)
+}
+
+// amount is a difference's size in its unit: milliseconds, or seconds
+// from a second up; Mbit/s.
+func amount(v float64, unit string) string {
+	v = math.Abs(v)
+	if unit == "ms" && v >= 1000 {
+		return fmt.Sprintf("%.1f s", v/1000)
+	}
+	return FormatMS(v) + " " + unit
+}
+
+// interval is a signed 95% interval, low to high, in the unit amount
+// would use for its larger end.
+func interval(ci [2]float64, unit string) string {
+	if unit == "ms" && max(math.Abs(ci[0]), math.Abs(ci[1])) >= 1000 {
+		// as many decimals as tell the ends apart (up to milliseconds)
+		for d := 1; ; d++ {
+			lo, hi := fmt.Sprintf("%+.*f", d, ci[0]/1000), fmt.Sprintf("%+.*f", d, ci[1]/1000)
+			if lo != hi || d == 3 {
+				return lo + " to " + hi + " s"
+			}
+		}
+	}
+	sign := func(v float64) string {
+		if v >= 0 {
+			return "+" + FormatMS(v)
+		}
+		return FormatMS(v)
+	}
+	return sign(ci[0]) + " to " + sign(ci[1]) + " " + unit
 }
 
 // where says at which loads: every one, from a count up, or which.
@@ -191,8 +377,20 @@ func loads(ps []loadPoint) string {
 	return strings.Join(n[:len(n)-1], ", ") + " and " + n[len(n)-1] + " connections"
 }
 
-// pcts is the points' change: one figure, or its range.
-func pcts(ps []loadPoint) string {
+// sizes is the points' change: one figure, or its range; in percent
+// where every point has one under 1000%, else in the figure's unit (6.5 s
+// over a baseline of 3.7 ms reads better than 177073%).
+func sizes(ps []loadPoint) string {
+	if slices.ContainsFunc(ps, func(p loadPoint) bool { return !p.hasPct || math.Abs(p.pct) >= 1000 }) {
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for _, p := range ps {
+			lo, hi = min(lo, math.Abs(p.diff)), max(hi, math.Abs(p.diff))
+		}
+		if amount(lo, ps[0].unit) == amount(hi, ps[0].unit) {
+			return amount(hi, ps[0].unit)
+		}
+		return amount(lo, ps[0].unit) + "–" + amount(hi, ps[0].unit)
+	}
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, p := range ps {
 		lo, hi = min(lo, math.Abs(p.pct)), max(hi, math.Abs(p.pct))
@@ -209,13 +407,6 @@ func maxReach(ps []loadPoint) float64 {
 		m = max(m, p.reach)
 	}
 	return m
-}
-
-func reachText(v float64) string {
-	if math.IsInf(v, 1) {
-		return "an unknown width"
-	}
-	return pctText(v)
 }
 
 // baselineMean is the mean of the baseline's cell a comparison is made
@@ -242,7 +433,7 @@ func failing(s *Summary, group, path string) string {
 	var parts []string
 	for _, c := range s.Cells {
 		if c.Protocol == group && c.Path == path && c.Failed > 0 && c.CompletionRate != nil {
-			part := fmt.Sprintf("%.1f%% completed at %d connections", *c.CompletionRate*100, c.Conns)
+			part := fmt.Sprintf("%.1f%% completed at %s", *c.CompletionRate*100, loads([]loadPoint{{conns: c.Conns}}))
 			if n := c.Failures[string(result.ErrStall)]; n > 0 {
 				part += fmt.Sprintf(" (%d stalled)", n) // a path MTU black hole, or a server gone silent
 			}
@@ -252,21 +443,22 @@ func failing(s *Summary, group, path string) string {
 	return strings.Join(parts, ", ")
 }
 
-// VerdictLines are the verdicts as report.txt prints them: "http over
-// ipv6: …", the group named only when there is more than one.
+// VerdictLines are "In short" as report.txt prints it: the note on too
+// few runs, the verdicts in full ("http over ipv6: …", the group named
+// only when there is more than one), then the grouped ones.
 func VerdictLines(s *Summary) []string {
-	vs := Verdicts(s)
-	groups := map[string]bool{}
-	for _, v := range vs {
-		groups[v.Group] = true
-	}
+	short := ShortOf(s)
+	named := len(protocols(s)) > 1
 	var out []string
-	for _, v := range vs {
+	if short.Note != "" {
+		out = append(out, short.Note)
+	}
+	for _, v := range short.Full {
 		who := v.Path
-		if len(groups) > 1 {
+		if named {
 			who = v.Group + " over " + v.Path
 		}
 		out = append(out, who+": "+v.Text)
 	}
-	return out
+	return append(out, short.Grouped...)
 }

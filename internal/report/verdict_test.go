@@ -1,6 +1,7 @@
 package report
 
 import (
+	"math"
 	"strings"
 	"testing"
 )
@@ -9,10 +10,12 @@ func f64(v float64) *float64 { return &v }
 
 // cmp is a comparison of group over path at conns: pct above the
 // baseline, with an adjusted paired p and the 95% interval of the paired
-// difference pct±1 (of a baseline mean of 100 ms, baseCells).
+// difference ±(|pct|+1), spanning zero (of a baseline mean of 100 ms,
+// baseCells).
 func cmpOf(group, path string, conns int, pct, p float64) Comparison {
-	return Comparison{Protocol: group, Path: path, Conns: conns, Baseline: "ipv4", PctIncrease: f64(pct), PPairedHolm: f64(p),
-		CI95PairedDiffMS: &[2]float64{pct - 1, pct + 1}}
+	r := math.Abs(pct) + 1
+	return Comparison{Protocol: group, Path: path, Conns: conns, Baseline: "ipv4", PctIncrease: f64(pct), PPairedHolm: f64(p), PPaired: f64(p),
+		PairedDiffMS: f64(pct), CI95PairedDiffMS: &[2]float64{-r, r}}
 }
 
 // baseCells are the baseline's cells of the comparisons above.
@@ -53,7 +56,7 @@ func TestVerdictsSayWhatTheComparisonsSay(t *testing.T) {
 			t.Errorf("%s/%s: %q\n want %q", v.Group, v.Path, v.Text, w)
 		}
 	}
-	if got[0].Kind != "failing" || got[1].Kind != "slower" || got[2].Kind != "mixed" || got[3].Kind != "faster" || !strings.HasPrefix(got[4].Text, "not comparable") {
+	if got[0].Kind != "failing" || got[1].Kind != "slower" || got[2].Kind != "mixed" || got[3].Kind != "faster" || got[4].Kind != "na" {
 		t.Errorf("kinds %+v", got)
 	}
 }
@@ -122,5 +125,88 @@ func TestTheClientTurnNoteAdvisesARateOnlyOnUnshapedLinks(t *testing.T) {
 	}
 	if n := clientTurnNote(cells, true); n == "" || strings.Contains(n, "--rate") {
 		t.Errorf("shaped: %q", n)
+	}
+}
+
+// TestADifferenceTheIntervalShowsIsNeverCalledNone: the trial's pmtu
+// figures (2 runs each, Holm over 111 comparisons): a difference whose
+// raw 95% interval lies above zero is said with its size and interval,
+// as not significant after the correction, never as "no significant
+// difference" nor a "±" reach; where the percentage is refused the
+// difference is said in seconds, not "not comparable"; a throughput
+// whose interval spans zero gives way to the response time's that does
+// not.
+func TestADifferenceTheIntervalShowsIsNeverCalledNone(t *testing.T) {
+	smtp := Comparison{Protocol: "smtp-large-ptb-probing", Path: "ipv6", Conns: 1, Baseline: "ipv4", DiffMS: f64(6593.16), PctIncrease: f64(178581),
+		Pairs: 2, PairedDiffMS: f64(6593.16), CI95PairedDiffMS: &[2]float64{5689.76, 7496.56}, PPaired: f64(0.0069), PPairedHolm: f64(0.94)}
+	page := Comparison{Protocol: "https-page-ptb-probing", Path: "ipv6", Conns: 1, Baseline: "ipv4", DiffMS: f64(3134.79),
+		NA:    map[string]string{"pct_increase": "baseline mean not above its 95% CI half-width"},
+		Pairs: 2, PairedDiffMS: f64(3134.79), CI95PairedDiffMS: &[2]float64{3111.37, 3158.21}, PPaired: f64(0.0004), PPairedHolm: f64(0.054)}
+	bulk := Comparison{Protocol: "http-bulk-ptb-probing", Path: "ipv6", Conns: 1, Baseline: "ipv4", DiffMS: f64(6427.13),
+		NA:    map[string]string{"pct_increase": "baseline mean not above its 95% CI half-width"},
+		Pairs: 2, PairedDiffMS: f64(6427.13), CI95PairedDiffMS: &[2]float64{6179.58, 6674.69}, PPaired: f64(0.0019), PPairedHolm: f64(0.27),
+		Throughput: &MetricComparison{Diff: f64(-191.2), PctChange: f64(-99.96), Pairs: 2, PairedDiff: f64(-191.2),
+			CI95PairedDiff: &[2]float64{-1939.7, 1557.2}, PPaired: f64(0.4), PPairedHolm: f64(1)}}
+	dns := Comparison{Protocol: "dns-large", Path: "nat64", Conns: 1, Baseline: "ipv4", DiffMS: f64(1001.45),
+		NA:    map[string]string{"pct_increase": "baseline mean not above its 95% CI half-width"},
+		Pairs: 2, PairedDiffMS: f64(1001.45), CI95PairedDiffMS: &[2]float64{984.8, 1018.1}, PPaired: f64(0.0008), PPairedHolm: f64(0.12)}
+	fast := Comparison{Protocol: "dns-large", Path: "ipv6", Conns: 1, Baseline: "ipv4", DiffMS: f64(-0.5), PctIncrease: f64(-40),
+		Pairs: 2, PairedDiffMS: f64(-0.5), CI95PairedDiffMS: &[2]float64{-0.8, -0.2}, PPaired: f64(0.01), PPairedHolm: f64(0.01)}
+	cmps := []Comparison{smtp, page, bulk, fast, dns}
+	for range 111 - 6 { // the rest of the trial's comparisons, only counted
+		cmps = append(cmps, Comparison{Protocol: "other", Path: "ipv6", Conns: 1, PPaired: f64(0.5), PPairedHolm: f64(1), PctIncrease: f64(0)})
+	}
+	s := &Summary{Baseline: "ipv4", Comparisons: cmps, Cells: []Cell{
+		{Protocol: "smtp-large-ptb-probing", Path: "ipv4", Conns: 1, MeanMS: f64(3.69)},
+		{Protocol: "dns-large", Path: "ipv4", Conns: 1, MeanMS: f64(1.25)}}}
+	want := map[string]string{
+		"smtp-large-ptb-probing": "slower by 6.6 s (95% interval +5.7 to +7.5 s), not significant after Holm's correction over 111 comparisons at 2 runs each",
+		"https-page-ptb-probing": "slower by 3.1 s (95% interval +3.1 to +3.2 s), not significant after Holm's correction over 111 comparisons at 2 runs each",
+		"http-bulk-ptb-probing":  "slower by 6.4 s (95% interval +6.2 to +6.7 s), not significant after Holm's correction over 111 comparisons at 2 runs each",
+		"dns-large":              "40% faster at every load, significant",
+		"dns-large/nat64":        "slower by 1.0 s (95% interval +0.98 to +1.02 s), not significant after Holm's correction over 111 comparisons at 2 runs each",
+	}
+	for i, v := range Verdicts(s)[:5] {
+		if i == 4 {
+			v.Group += "/nat64"
+		}
+		if v.Text != want[v.Group] {
+			t.Errorf("%s: %q\n want %q", v.Group, v.Text, want[v.Group])
+		}
+		if i != 3 && v.Kind != "uncorrected" {
+			t.Errorf("%s: kind %q", v.Group, v.Kind)
+		}
+	}
+	// Failures at one connection: "1 connection".
+	bulk.PPairedHolm, bulk.Throughput = f64(0.01), nil
+	fs := &Summary{Baseline: "ipv4", Comparisons: []Comparison{bulk}, Cells: []Cell{{Protocol: bulk.Protocol, Path: "ipv6", Conns: 1, Failed: 2, CompletionRate: f64(0)}}}
+	if v := Verdicts(fs); !strings.HasSuffix(v[0].Text, "; 0.0% completed at 1 connection") {
+		t.Errorf("failures at one connection: %q", v[0].Text)
+	}
+	// No interval at all (one run): no reach to quote, no "±".
+	one := Comparison{Protocol: "x", Path: "ipv6", Conns: 1, Baseline: "ipv4", PctIncrease: f64(3), DiffMS: f64(3)}
+	if v := Verdicts(&Summary{Baseline: "ipv4", Comparisons: []Comparison{one}}); v[0].Text != "no significant difference from ipv4 at every load, and no 95% interval of the difference to tell by: too few runs (run more)" {
+		t.Errorf("no interval: %q", v[0].Text)
+	}
+	// Welch's interval excludes zero where the paired one does not: the
+	// difference is said, with Welch's interval.
+	smtp.CI95PairedDiffMS, smtp.CI95DiffMS = &[2]float64{-100, 13000}, &[2]float64{5686.5, 7499.8}
+	if v := Verdicts(&Summary{Baseline: "ipv4", Comparisons: []Comparison{smtp}}); !strings.HasPrefix(v[0].Text, "slower by 6.6 s (95% interval +5.7 to +7.5 s)") {
+		t.Errorf("Welch's interval above zero: %q", v[0].Text)
+	}
+	// Significant without a percentage: said in time.
+	page.PPairedHolm = f64(0.01)
+	if v := Verdicts(&Summary{Baseline: "ipv4", Comparisons: []Comparison{page}}); v[0].Text != "3.1 s slower at every load, significant" {
+		t.Errorf("significant without a %%: %q", v[0].Text)
+	}
+}
+
+// TestAConfidenceLevelIsNever100: 1-p in whole percent, but a p of
+// 0.003 is 99.7% and one below 0.0005 ">99.9%", never 100%.
+func TestAConfidenceLevelIsNever100(t *testing.T) {
+	for v, want := range map[float64]string{0.42: "42%", 0.994: "99%", 0.997: "99.7%", 0.9994: "99.9%", 0.99996: ">99.9%", 1: ">99.9%"} {
+		if got := optConf(f64(v), ""); got != want {
+			t.Errorf("%g: %q, want %q", v, got, want)
+		}
 	}
 }

@@ -2,6 +2,8 @@ package report
 
 import (
 	"bytes"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -187,5 +189,53 @@ func TestStrayPacketsAreNoted(t *testing.T) {
 	f.Runs[1].Wire.ClientSide.Dropped = 2
 	if notes := strings.Join(Summarize(f).Notes, "\n"); !strings.Contains(notes, "no room for 42 frames during 2 runs") {
 		t.Errorf("notes:\n%s", notes)
+	}
+}
+
+// TestWirePercentObeysTheResponseTimesRule: the trial's cell whose
+// baseline wire runs (0.0 and 2.4 ms: CI 0.000–5.11 around 1.20) disagree
+// more than their mean: the % change of the wire time is refused as the
+// response time's is, with the same reason, not printed as -23.8%.
+func TestWirePercentObeysTheResponseTimesRule(t *testing.T) {
+	cell := func(p string, runs ...float64) *Cell {
+		c := &Cell{Protocol: "dns", Path: p, Conns: 1, Runs: runs, RunIndex: []int{1, 2}}
+		m := (runs[0] + runs[1]) / 2
+		c.MeanMS, c.CI95MS = &m, &[2]float64{m - 25*math.Abs(runs[1]-runs[0])/2, m + 25*math.Abs(runs[1]-runs[0])/2}
+		c.Metrics = map[string]*MetricStat{WireMetric: {N: 2, Mean: m, CI95: c.CI95MS, Runs: runs, RunIndex: []int{1, 2}}}
+		return c
+	}
+	cmp := Compare(cell("ipv4", 0.0, 2.4), cell("ipv6", 0.8, 1.03))
+	if cmp.PctIncrease != nil || cmp.Wire.PctChange != nil {
+		t.Fatalf("%% given: time %v, wire %v", cmp.PctIncrease, cmp.Wire.PctChange)
+	}
+	if why := cmp.Wire.NA["pct_change"]; why != cmp.NA["pct_increase"] || why == "" {
+		t.Errorf("wire's reason %q, the time's %q", why, cmp.NA["pct_increase"])
+	}
+	// A baseline that agrees with itself keeps its %.
+	if cmp := Compare(cell("ipv4", 10, 10.2), cell("ipv6", 11, 11.2)); cmp.Wire.PctChange == nil {
+		t.Errorf("a steady baseline's wire %% refused: %v", cmp.Wire.NA)
+	}
+}
+
+// TestEachNoteOnlyWhereItsRowOrMarkIs: the ‡ note only where a ‡ is
+// printed (a cell of one run has no interval to mark), the client turns
+// said inside the response time where there is no wire row, and the wire
+// time from the SYN where the names were given (--resolve).
+func TestEachNoteOnlyWhereItsRowOrMarkIs(t *testing.T) {
+	one := Cell{Protocol: "http", Path: "ipv4", Conns: 1, MeanMS: f64(1), Runs: []float64{1}, RunIndex: []int{1}, FewRuns: true,
+		Metrics: map[string]*MetricStat{ClientTurnMetric: {N: 1, Mean: 0.1}}}
+	sec := meansSection("HTTP", []Cell{one}, []int{1}, false)
+	if !slices.Equal(sec.Footer, []string{ClientTurnAloneNote}) {
+		t.Errorf("one run, turns without wire: notes %q", sec.Footer)
+	}
+	two := one
+	two.Runs, two.RunIndex, two.CI95MS = []float64{1, 1.2}, []int{1, 2}, &[2]float64{0.5, 1.7}
+	two.Metrics = map[string]*MetricStat{WireMetric: {N: 2, Mean: 0.9}, ClientTurnMetric: {N: 2, Mean: 0.1}}
+	sec = meansSection("HTTP", []Cell{two}, []int{1}, namesGiven(&Summary{Notes: []string{result.ResolveNotePrefix + "srv=192.0.2.1 were given"}}))
+	if !slices.Equal(sec.Footer, []string{WireGivenNote, ClientTurnNote, FewRunsNote}) {
+		t.Errorf("two runs, wire, --resolve: notes %q", sec.Footer)
+	}
+	if sec = meansSection("HTTP", []Cell{two}, []int{1}, false); sec.Footer[0] != WireNote {
+		t.Errorf("looked up: %q", sec.Footer[0])
 	}
 }

@@ -362,3 +362,8 @@ type SiteObject struct {
 	URL string            `json:"url"`
 	Err map[string]string `json:"err"`
 }
+
+// ResolveNotePrefix begins a run's note that its names were given, not
+// looked up (--resolve): the report reads it to say where the wire time
+// starts (at the SYN, not the DNS query).
+const ResolveNotePrefix = "resolve: "

@@ -1,0 +1,114 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+)
+
+// ManyVerdicts is how many verdicts "In short" lists one by one; beyond
+// it only those that say a difference (or failures) stay in full, and the
+// rest are grouped by what they say, listed compactly.
+const ManyVerdicts = 12
+
+// InShort is the head of a report: a note when the runs are too few for
+// verdicts, the verdicts said in full, and the others grouped.
+type InShort struct {
+	Note    string
+	Full    []Verdict
+	Grouped []string
+}
+
+// inFull says whether a verdict is said in full when there are many: it
+// says a difference, or failures.
+func inFull(v Verdict) bool {
+	return v.Kind != "same" && v.Kind != "unclear" && v.Kind != "na"
+}
+
+// ShortOf is the summary's "In short".
+func ShortOf(s *Summary) InShort {
+	vs := Verdicts(s)
+	out := InShort{Note: fewRunsNote(s, vs)}
+	if len(vs) <= ManyVerdicts {
+		out.Full = vs
+		return out
+	}
+	named := len(protocols(s)) > 1
+	type bucket struct {
+		label string
+		who   []Verdict
+	}
+	var buckets []*bucket
+	byLabel := map[string]*bucket{}
+	for _, v := range vs {
+		if inFull(v) {
+			out.Full = append(out.Full, v)
+			continue
+		}
+		label := groupedLabel(v, s.Baseline)
+		b := byLabel[label]
+		if b == nil {
+			b = &bucket{label: label}
+			byLabel[label] = b
+			buckets = append(buckets, b)
+		}
+		b.who = append(b.who, v)
+	}
+	for _, b := range buckets {
+		out.Grouped = append(out.Grouped, fmt.Sprintf("%s, %d: %s", b.label, len(b.who), whoList(b.who, named)))
+	}
+	return out
+}
+
+// groupedLabel is what a grouped verdict says, without its figures.
+func groupedLabel(v Verdict, base string) string {
+	switch v.Kind {
+	case "same":
+		return fmt.Sprintf("same as %s within ±%g%%", base, SameWithin)
+	case "na":
+		return "not comparable, " + v.NA
+	}
+	return "no difference the runs can tell, the 95% interval too wide (run more)"
+}
+
+// whoList names verdicts compactly: "g over p1, p2; h over p1", or the
+// paths alone when the summary has one cell group.
+func whoList(vs []Verdict, named bool) string {
+	var parts []string
+	for i := 0; i < len(vs); {
+		j := i
+		var paths []string
+		for ; j < len(vs) && vs[j].Group == vs[i].Group; j++ {
+			paths = append(paths, vs[j].Path)
+		}
+		who := strings.Join(paths, ", ")
+		if named {
+			who = vs[i].Group + " over " + who
+		}
+		parts = append(parts, who)
+		i = j
+	}
+	return strings.Join(parts, "; ")
+}
+
+// fewRunsNote says, once, that no cell compared has MinRuns counted runs:
+// the verdicts can then rarely find a difference significant after
+// Holm's correction, and what to run instead.
+func fewRunsNote(s *Summary, vs []Verdict) string {
+	if len(vs) == 0 {
+		return ""
+	}
+	most := 0
+	for _, c := range s.Cells {
+		most = max(most, len(c.Runs))
+	}
+	if most >= MinRuns {
+		return ""
+	}
+	why := ""
+	if s.Scale > 0 && s.Scale < 1 {
+		why = fmt.Sprintf(" (--scale %g shrank them)", s.Scale)
+	}
+	return fmt.Sprintf("too few runs for verdicts: at most %d counted runs per cell%s, fewer than %d, so a difference must be large and steady to be significant after Holm's correction over %d comparisons; "+
+		"read each difference and its interval, and for verdicts run again with at least %d counted runs (without --scale or with a larger one, or more runs: in the experiment)",
+		most, why, MinRuns, holmCount(s), MinRuns)
+}
