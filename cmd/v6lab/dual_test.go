@@ -82,8 +82,10 @@ cells:
 		t.Fatalf("%d cells", len(s.Cells))
 	}
 	// A timer's expiry seen from a loaded 2-CPU machine comes late by a
-	// few tens of ms; never early, and never near the next attempt.
-	const slack = 50.0
+	// few tens of ms (71 ms seen in a suite run beside other engineers'
+	// tests); never early, and never near the next attempt (each wrong
+	// rule this tells apart is 150 ms or more away).
+	const slack = 100.0
 	for _, c := range s.Cells {
 		// Half of IPv6 lost also loses data of the transactions IPv6
 		// won (what Happy Eyeballs cannot help with): some may time out.
@@ -106,7 +108,7 @@ cells:
 				t.Errorf("blackholed-curl: ipv6_won %v, connect %v ms (want IPv4 after 200 ms)", won, connect)
 			}
 		case "blackholed-curl-100ms": // attempt_delay as --happy-eyeballs-timeout-ms
-			if won != 0 || connect < 100 || connect > 115 {
+			if won != 0 || connect < 100 || connect > 175 { // curl's own timer is 200 ms
 				t.Errorf("blackholed-curl-100ms: ipv6_won %v, connect %v ms (want IPv4 after 100 ms)", won, connect)
 			}
 		case "aaaa-late": // RFC 8305 §3: A, then 50 ms for AAAA, then IPv4

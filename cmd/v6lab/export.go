@@ -9,6 +9,7 @@ import (
 
 	"v6lab/internal/report"
 	"v6lab/internal/result"
+	"v6lab/internal/run/cmdline"
 )
 
 func newExportCmd() *cobra.Command {
@@ -30,6 +31,9 @@ it is a new file or an earlier export, never a result's own file (refused, exit 
 			}
 			name, err := result.SamplesPath(args[0])
 			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			if err := checkExportOutput(output); err != nil {
 				return err
 			}
 			if output == "" {
@@ -63,4 +67,10 @@ it is a new file or an earlier export, never a result's own file (refused, exit 
 	cmd.Flags().StringVarP(&format, "format", "f", "parquet", "output format: parquet")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "file to write (default: RESULTS_DIR/samples.parquet)")
 	return cmd
+}
+
+// checkExportOutput refuses, before the export starts, an --output that
+// cannot be written as a file (cmdline.CheckOutputFile).
+func checkExportOutput(output string) error {
+	return cmdline.CheckOutputFile("output", output)
 }

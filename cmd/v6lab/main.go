@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"v6lab/internal/lab/servers"
+	"v6lab/internal/run/cmdline"
 	"v6lab/internal/run/survey/cli"
 )
 
@@ -99,6 +100,7 @@ reports each path's difference from IPv4 with its confidence.`,
 	root.AddCommand(newInetdCmd())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{code: 2, err: err} })
 	usageArgs(root)
+	cmdline.Groups(root)
 	return root
 }
 

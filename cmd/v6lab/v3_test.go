@@ -19,7 +19,11 @@ import (
 // QUIC over IPv4 wins, the IPv6 attempt cancelled; the run records say
 // what was dropped, and the report says who won with its interval. With
 // all of IPv6 blackholed it is the same. (Once the cell has measured
-// IPv6's RTT by a TCP handshake, the delay is the 100 ms minimum.)
+// IPv6's RTT by a TCP handshake, the delay is the 100 ms minimum.) The
+// cells with whatif: true have every sample's two families timed, and
+// their report a what-if table and plot: with QUIC blocked over IPv6
+// (silent, timed up to its horizon) every attempt delay ends on IPv4,
+// never the slower family, losing about the delay itself.
 func TestHappyEyeballsV3InTheLab(t *testing.T) {
 	requireLab(t)
 	dir, f, s, out, err := labRun(t, buildBinary(t), `name: v3
@@ -29,9 +33,9 @@ warmup: 0
 pause: 0s
 timeout: 5s
 cells:
-  - {protocol: http, label: v2, conns: [1, 3], tls: true}
+  - {protocol: http, label: v2, conns: [1, 3], tls: true, whatif: true}
   - {protocol: http, label: v3, conns: [1, 3], tls: true, dialer: v3}
-  - {protocol: http, label: v3-quic6-blocked, conns: [1, 3], tls: true, dialer: v3, ipv6_udp_loss: 100}
+  - {protocol: http, label: v3-quic6-blocked, conns: [1, 3], tls: true, dialer: v3, ipv6_udp_loss: 100, whatif: true}
   - {protocol: http, label: v3-ipv6-blackholed, conns: [1], tls: true, dialer: v3, ipv6_loss: 100}
 `)
 	if err != nil {
@@ -83,11 +87,49 @@ cells:
 			t.Errorf("a healthy run had a loss: %s", drop)
 		}
 	}
+	for _, c := range s.Cells {
+		checkWhatIf(t, c)
+	}
 	txt, err := os.ReadFile(filepath.Join(dir, report.TextFile))
 	if err != nil {
 		t.Fatal(err)
 	}
+	page, err := os.ReadFile(filepath.Join(dir, report.HTMLFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"V3-QUIC6-BLOCKED: timer what-if of the dual path", "V2: timer what-if of the dual path"} {
+		if !strings.Contains(string(txt), want) {
+			t.Errorf("report.txt lacks %q", want)
+		}
+	}
+	if !strings.Contains(string(page), `data-plot="whatif-v3-quic6-blocked-dual-1"`) {
+		t.Error("report.html has no what-if plot of v3-quic6-blocked")
+	}
 	if !strings.Contains(string(txt), "V3-QUIC6-BLOCKED: a dual-stack client (Happy Eyeballs, dialer v3)") || !strings.Contains(string(txt), "ipv4/quic 100% (") {
 		t.Errorf("the report does not say who won under QUIC blocked over IPv6:\n%s", txt)
+	}
+}
+
+// checkWhatIf: a dual cell with whatif: true replayed every sample (both
+// families known); under QUIC blocked over IPv6 the rule never ends on
+// the slower family (IPv6, silent) and loses about the delay (250 ms at
+// 250 ms, the handshake over IPv4 aside).
+func checkWhatIf(t *testing.T, c report.Cell) {
+	t.Helper()
+	whatif := c.Path == "dual" && (c.Protocol == "v2" || c.Protocol == "v3-quic6-blocked")
+	switch {
+	case !whatif:
+		return
+	case c.WhatIf == nil || c.WhatIf.N != c.Completed+c.Failed || c.WhatIf.Missing != 0 || len(c.WhatIf.Points) != 51:
+		t.Errorf("%s/%d: what-if %+v, want every one of %d samples replayed", c.Protocol, c.Conns, c.WhatIf, c.Completed+c.Failed)
+		return
+	}
+	if c.Protocol != "v3-quic6-blocked" {
+		return
+	}
+	p := c.WhatIf.Points[25]
+	if p.DelayMS != 250 || p.Slower != 0 || *p.IPv6Share != 0 || *p.LostMeanMS < 250 || *p.LostMeanMS > 300 {
+		t.Errorf("%s/%d at 250 ms: %+v lost %v", c.Protocol, c.Conns, p, *p.LostMeanMS)
 	}
 }

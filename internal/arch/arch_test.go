@@ -61,9 +61,9 @@ var only = map[string][]string{
 	"internal/sock/path":   {"internal/sock/kstamp", "internal/sock/synstamp", "internal/sock/sockaddr", "internal/sock/lag"},
 	"internal/sock/evloop": {"internal/sock/kstamp", "internal/sock/sockaddr", "internal/sock/tcpinfo", "internal/sock/lag"},
 	// Reports read results and never what measures.
-	"internal/report": {"internal/result", "internal/report/stats", "internal/sock/path"},
+	"internal/report": {"internal/result", "internal/report/stats", "internal/report/whatif", "internal/sock/path"},
 	// merge joins result directories: files and reports only.
-	"internal/run/merge": {"internal/result", "internal/report", "internal/report/stats", "internal/sock/path"},
+	"internal/run/merge": {"internal/result", "internal/report", "internal/report/stats", "internal/report/whatif", "internal/sock/path"},
 	// The protocol interface builds on what every protocol may use.
 	"internal/proto": {"internal/gen/load", "internal/gen/transport", "internal/gen/content", "internal/sock/path", "internal/result", "internal/input/units", "internal/input/specfile", "internal/lab/servers"},
 }

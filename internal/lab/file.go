@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
 	"v6lab/internal/input/specfile"
 	"v6lab/internal/input/units"
 )
@@ -82,6 +84,9 @@ func ParseTopology(file string, data []byte) (Config, error) {
 	var f topologyFile
 	doc, err := specfile.Decode(file, data, &f)
 	if err != nil {
+		if isExperiment(data) {
+			return Config{}, fmt.Errorf("%s is an experiment file, not a topology (run it with v6lab run %s)", file, file)
+		}
 		return Config{}, err
 	}
 	if doc.Has("congestion") && !congestionName.MatchString(f.Congestion) {
@@ -248,4 +253,15 @@ func linkFromFile(doc *specfile.Doc, field string, f linkFile, base Link) (Link,
 		l.MTU = f.MTU
 	}
 	return l, nil
+}
+
+// isExperiment says whether data is an experiment file (it has cells, which
+// no topology has) given where a topology was wanted.
+func isExperiment(data []byte) bool {
+	var top map[string]any
+	if yaml.Unmarshal(data, &top) != nil {
+		return false
+	}
+	_, cells := top["cells"]
+	return cells
 }

@@ -217,7 +217,7 @@ func TestLabWidePMTU(t *testing.T) {
 			mitigations = append(mitigations, h.Role+" "+m)
 		}
 	}
-	if len(progs) != 3 || !strings.Contains(strings.Join(progs, "\n"), "path MTU impairment (drops ICMPv4 fragmentation needed): dropped 0 ICMPv6 Packet Too Big, 1 ICMPv4 fragmentation needed") {
+	if len(progs) != 3 || !strings.Contains(strings.Join(progs, "\n"), "path MTU impairment (drops ICMPv4 fragmentation needed): ICMPv6 Packet Too Big 0 passed; ICMPv4 fragmentation needed 1 dropped;") {
 		t.Errorf("lab status: impairment programs\n%s", strings.Join(progs, "\n"))
 	}
 	want := []string{"client net.ipv4.tcp_mtu_probing = 2", "r1 MSS clamp (nftables, forward): " + MSSClampRule, "r2 MSS clamp (nftables, forward): " + MSSClampRule, "server net.ipv4.tcp_mtu_probing = 2"}

@@ -91,7 +91,7 @@ func (p BPFProgram) Describe() string {
 	case bpf.PMTUName:
 		what = "path MTU impairment: " + bpf.PMTUCounts(c)
 		if p.HasSetting {
-			what = fmt.Sprintf("path MTU impairment (%s): %s", bpf.DescribePMTU(p.Setting), bpf.PMTUCounts(c))
+			what = fmt.Sprintf("path MTU impairment (%s): %s", bpf.DescribePMTU(p.Setting), bpf.PMTUCountsFor(c, p.Setting))
 		}
 	case bpf.LossName:
 		what = fmt.Sprintf("loss: %d dropped, %d passed", c[bpf.LossDropped], c[bpf.LossPassed])

@@ -84,6 +84,8 @@ func (l *Lab) addTunnel(ctx context.Context, hs map[string]*netlink.Handle) erro
 			l.TunnelImpl = "sit"
 		case impl == "" && errors.Is(err, ErrNoSit):
 			impl = TunnelBPF
+		case errors.Is(err, ErrNoSit):
+			return fmt.Errorf("%w: --tunnel bpf (a topology's tunnel.implementation: bpf) carries 6in4 in tc BPF programs instead, or leave the tunnel unset to take the first that works", err)
 		default:
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"v6lab/internal/gen/load"
 	"v6lab/internal/input/units"
@@ -219,7 +220,32 @@ func (n *Named) CheckURL(where result.Where, want, why string) error {
 	if !hosts && n.URL != "" {
 		return Errorf(OptURL, "only with where: hosts; %s", why)
 	}
+	if u, err := url.Parse(n.URL); err == nil && u.Host != "" {
+		if err := CheckHost(u.Hostname()); err != nil {
+			return Errorf(OptURL, "%q: %v", Redact(n.URL), err)
+		}
+	}
 	return n.CheckDNSServers(where)
+}
+
+// CheckHost refuses a host that is neither an IP address nor a DNS host
+// name (labels of 1 to 63 letters, digits, hyphens or underscores, 253
+// characters in all): "http://;id/" would send a DNS query for ";id".
+func CheckHost(host string) error {
+	if _, err := netip.ParseAddr(host); err == nil {
+		return nil
+	}
+	n := strings.TrimSuffix(host, ".")
+	if n == "" || len(n) > 253 {
+		return fmt.Errorf("host %q is neither a DNS name nor an IP address", host)
+	}
+	for _, l := range strings.Split(n, ".") {
+		bad := strings.IndexFunc(l, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '-' && r != '_' })
+		if l == "" || len(l) > 63 || bad >= 0 {
+			return fmt.Errorf("host %q is neither a DNS name nor an IP address (a name's labels are 1 to 63 letters, digits, hyphens or underscores)", host)
+		}
+	}
+	return nil
 }
 
 // CheckHostPortURL is the rule for a server url of scheme://host[:port]

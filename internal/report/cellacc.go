@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"v6lab/internal/report/stats"
+	"v6lab/internal/report/whatif"
 	"v6lab/internal/result"
 )
 
@@ -20,7 +21,10 @@ type cellAdds struct {
 	negotiated map[string]int
 	// winners counts the dual path's completions by who won the race
 	// (Winner).
-	winners     map[string]int
+	winners map[string]int
+	// whatif replays the dual path's races at other attempt delays
+	// (whatifs.go; nil until a race's sample comes).
+	whatif      *whatif.Sweep
 	firstErr    string
 	firstErrSeq int64
 	hist        *stats.Latency
@@ -46,6 +50,7 @@ func (a *cellAdds) add(smp *result.Sample, seq int64, seg int) {
 	if seg >= 0 {
 		a.segs = append(a.segs, segSample{seg: int32(seg), ok: smp.OK(), total: smp.TotalNS})
 	}
+	a.addWhatIf(smp.Metrics)
 	if smp.OK() {
 		a.completed++
 		if smp.Negotiated != "" {
@@ -113,6 +118,7 @@ func (c *cellAcc) merge(p *cellAdds, segs *segmentAcc) {
 	for k, n := range p.winners {
 		count(&a.winners, k, n)
 	}
+	a.mergeWhatIf(p)
 	for k, n := range p.failures {
 		if a.failures == nil {
 			a.failures = map[string]int{}
@@ -172,7 +178,7 @@ func (c *cellAcc) Finish(r *cellRuns) Cell {
 	a := c.adds
 	cell := Cell{Protocol: c.key.proto, Path: c.key.path, Conns: c.key.conns, Runs: r.runs, RunIndex: r.index, WarmupRuns: r.warmup,
 		Completed: a.completed, Failed: a.failed, Failures: a.failures, FirstError: a.firstErr, Background: c.bg,
-		Negotiated: a.negotiated, Winners: a.winners}
+		Negotiated: a.negotiated, Winners: a.winners, WhatIf: finishWhatIf(a.whatif)}
 	finishCell(&cell, a.hist, r.seconds)
 	finishBackground(cell.Background)
 	for i := range c.ivs.n {

@@ -17,8 +17,9 @@ type Versus struct {
 	// OnlyA and OnlyB name the cells one side lacks.
 	OnlyA []string `json:"only_a,omitempty"`
 	OnlyB []string `json:"only_b,omitempty"`
-	// Notes say what differs between the two beside the figures (their
-	// targets: a loopback result against a lab's).
+	// Notes say what differs between the two beside the figures: their
+	// targets (a loopback result against a lab's), and each setting of
+	// their labs, machines and servers that differs (conditions.go).
 	Notes []string `json:"notes,omitempty"`
 }
 
@@ -47,6 +48,7 @@ func CompareSummaries(nameA string, a *Summary, nameB string, b *Summary) *Versu
 	if a.Target != b.Target {
 		v.Notes = append(v.Notes, fmt.Sprintf("A ran on %s, B on %s: their differences include the targets'", cmpOr(a.Target, "an unknown target"), cmpOr(b.Target, "an unknown target")))
 	}
+	v.Notes = append(v.Notes, conditionNotes(a, b)...)
 	key := func(c *Cell) string { return fmt.Sprintf("%s/%s/%d", c.Protocol, c.Path, c.Conns) }
 	inB := map[string]*Cell{}
 	for i := range b.Cells {

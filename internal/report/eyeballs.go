@@ -49,7 +49,7 @@ func EyeballsSection(title string, cells []Cell, engine, dialer string) (section
 		who += ", dialer " + dialer
 	}
 	sec := section{Title: title + ": a dual-stack client (" + who + ") against the pinned paths",
-		Head: []string{"path", "conns", "IPv6 won", "IPv4 won", "attempts", "connected (ms)", "mean (ms)", "vs ipv4 (ms)", "vs ipv6 (ms)", "winners (95% Wilson CI)"}}
+		Head: []string{"path", "conns", "IPv6 won", "IPv4 won", "attempts", "winner started (ms)", "connected (ms)", "mean (ms)", "vs ipv4 (ms)", "vs ipv6 (ms)", "winners (95% Wilson CI)"}}
 	against := func(c *Cell, p path.Path) string {
 		o := byPath[p][c.Conns]
 		if o == nil || o.MeanMS == nil || c.MeanMS == nil {
@@ -62,11 +62,11 @@ func EyeballsSection(title string, cells []Cell, engine, dialer string) (section
 		loaded = loaded || c.Conns >= 10
 		won := c.Metrics["ipv6_won"].Mean
 		row := []string{c.Path, fmt.Sprint(c.Conns), fmt.Sprintf("%.0f%%", 100*won), fmt.Sprintf("%.0f%%", 100*(1-won)),
-			metricMean(c, "he_attempts"), metricMean(c, "he_connect_ms"), optMS(c.MeanMS, c.NA["mean_ms"]),
+			metricMean(c, "he_attempts"), metricMean(c, "he_winner_start_ms"), metricMean(c, "he_connect_ms"), optMS(c.MeanMS, c.NA["mean_ms"]),
 			against(c, path.IPv4), against(c, path.IPv6), winnersText(c)}
 		sec.Rows = append(sec.Rows, row)
 	}
-	sec.Footer = []string{"won: share of transactions each family won, mean of run means; winners: share of the counted runs' completed transactions each family and transport won (quic with dialer v3), with its 95% Wilson interval; vs: the dual cell's mean response time minus the pinned path's, same group and connections (docs/metrics.md)"}
+	sec.Footer = []string{"won: share of transactions each family won, mean of run means; winner started: when the winning attempt started, from the first query (dialer v3: what a fallback cost); winners: share of the counted runs' completed transactions each family and transport won (quic with dialer v3), with its 95% Wilson interval; vs: the dual cell's mean response time minus the pinned path's, same group and connections (docs/metrics.md)"}
 	if loaded && dualEngine(engine) != "evloop" {
 		sec.Footer = append(sec.Footer, EyeballsLoadNote)
 	}

@@ -16,13 +16,13 @@ func TestEyeballsSectionSetsDualBesidePinned(t *testing.T) {
 		{Protocol: "http", Path: "ipv4", Conns: 10, MeanMS: ms(2.0)},
 		{Protocol: "http", Path: "ipv6", Conns: 10, MeanMS: ms(2.5)},
 		{Protocol: "http", Path: "dual", Conns: 10, MeanMS: ms(3.0), Metrics: map[string]*MetricStat{
-			"ipv6_won": stat(0.75), "he_attempts": stat(1.25), "he_connect_ms": stat(0.5)}, Winners: map[string]int{"ipv6/tcp": 15, "ipv4/tcp": 5}},
+			"ipv6_won": stat(0.75), "he_attempts": stat(1.25), "he_winner_start_ms": stat(0.25), "he_connect_ms": stat(0.5)}, Winners: map[string]int{"ipv6/tcp": 15, "ipv4/tcp": 5}},
 	}
 	sec, ok := EyeballsSection("HTTP", cells, "go-dial", "")
 	if !ok || len(sec.Rows) != 1 {
 		t.Fatalf("%v %+v", ok, sec)
 	}
-	if got := strings.Join(sec.Rows[0], "|"); got != "dual|10|75%|25%|1.25|0.500|3.00|+1|+0.5|ipv6/tcp 75% (53.13–88.81%), ipv4/tcp 25% (11.19–46.87%)" {
+	if got := strings.Join(sec.Rows[0], "|"); got != "dual|10|75%|25%|1.25|0.250|0.500|3.00|+1|+0.5|ipv6/tcp 75% (53.13–88.81%), ipv4/tcp 25% (11.19–46.87%)" {
 		t.Errorf("row %s", got)
 	}
 	if len(sec.Footer) != 2 || sec.Footer[1] != EyeballsLoadNote {

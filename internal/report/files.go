@@ -49,7 +49,7 @@ func Open(dir string) (*Summary, error) {
 func scanDir(dir string, also result.Visitor) (*Summary, error) {
 	name, err := result.SamplesPath(dir)
 	if err != nil {
-		return nil, fmt.Errorf("report: %w", err)
+		return nil, err // result: …, for report and compare alike
 	}
 	fh, err := os.Open(name)
 	if err != nil {

@@ -133,10 +133,14 @@ func plots(s *Summary, proto string) []*plot {
 	conns := connsOf(cells)
 	logX := len(conns) > 1 && conns[len(conns)-1] >= 100*conns[0]
 	xlabel := "simultaneous connections per path"
+	if s.Engines[proto] == LoadEngine {
+		xlabel = "queries in flight per path"
+	}
 	if logX {
 		xlabel += " (log scale)"
 	}
 	rt, done := meanPlots(proto, cells, xlabel, logX)
+	rt.Title = strings.Replace(rt.Title, "per connection", perWhat(s, proto), 1)
 	out := []*plot{rt}
 	if cmps := comparisonsOf(s, proto); len(cmps) > 0 {
 		out = append(out, pctPlot(s, proto, cells, cmps, xlabel, logX))
@@ -156,7 +160,7 @@ func plots(s *Summary, proto string) []*plot {
 	for _, n := range conns {
 		out = append(out, cdfPlot(proto, cells, n))
 	}
-	return out
+	return append(out, whatIfPlots(proto, cells)...)
 }
 
 // meanPlots are the mean response time per path against connections,

@@ -411,7 +411,7 @@ func PMTUTables(s *Summary) []section {
 				return fmt.Sprintf("%d/%d", p.Dropped[kind], p.Passed[kind])
 			}
 			detail.Rows = append(detail.Rows, []string{g.Name, p.Path, fmt.Sprint(p.Conns), fmt.Sprint(p.N), fmt.Sprint(p.Completed), fmt.Sprint(p.Stalled),
-				opt(p.StallMS, "%.0f"), fmt.Sprintf("%.1f", p.MeanMS), signed(p.LostMS, 1), opt(p.MSS, "%.0f"), opt(p.RcvMSS, "%.0f"), opt(p.PathMTU, "%.0f"), opt(p.Retrans, "%.1f"),
+				opt(p.StallMS, "%.0f"), fmt.Sprintf("%.1f", p.MeanMS), signed(p.LostMS, 1), opt(p.MSS, "%.0f"), rcvMSS(p), opt(p.PathMTU, "%.0f"), opt(p.Retrans, "%.1f"),
 				opt(pctOf(p.OverTCP), "%.0f%%"), opt(pctOf(p.Fragmented), "%.0f%%"), counts("ptb6"), counts("ptb4"), counts("frag6"), counts("frag4")})
 		}
 	}
@@ -444,4 +444,16 @@ func signed(v *float64, prec int) string {
 		s = "+" + s
 	}
 	return s
+}
+
+// rcvMSS is a path's MSS in: its mean, or "none" where the connections
+// were measured (an MSS out) and none received a segment of data.
+func rcvMSS(p PMTUPath) string {
+	switch {
+	case p.RcvMSS != nil:
+		return fmt.Sprintf("%.0f", *p.RcvMSS)
+	case p.MSS != nil:
+		return "none"
+	}
+	return "-"
 }

@@ -159,3 +159,18 @@ func TestPMTUCountsParse(t *testing.T) {
 		t.Errorf("a negative zero prints %q", got)
 	}
 }
+
+// TestMSSInSaysNoneWhenNothingArrived (trial 11): a path whose connections
+// were measured (an MSS out) but received no data has MSS in "none", not
+// the kernel's default 536; one not measured has "-".
+func TestMSSInSaysNoneWhenNothingArrived(t *testing.T) {
+	out, in := 1428.0, 1328.0
+	for _, c := range []struct {
+		p    PMTUPath
+		want string
+	}{{PMTUPath{MSS: &out}, "none"}, {PMTUPath{MSS: &out, RcvMSS: &in}, "1328"}, {PMTUPath{}, "-"}} {
+		if got := rcvMSS(c.p); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.p, got, c.want)
+		}
+	}
+}

@@ -2,10 +2,12 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
 	"v6lab/internal/result"
+	"v6lab/internal/sock/path"
 )
 
 // SelfCheck is a cell's self-check over its counted runs (result.Load;
@@ -179,10 +181,28 @@ func selfCheckNotes(cells []Cell, target string) []string {
 		what := "response times there include waits for a CPU"
 		if target == "lab" {
 			what = "the lab's client, routers and servers share those CPUs, so the differences between paths there are partly the lab's CPU cost " +
-				"(forwarding, 6in4's encapsulation and decapsulation, which real routers do on CPUs of their own), not the network's; " +
+				"(" + labWork(cells) + ", which real routers do on CPUs of their own), not the network's; " +
 				"shape the links (--rate 1G) or use fewer users for the network's figures"
 		}
 		notes = append(notes, "self-check: the host's CPUs had no idle time in "+strings.Join(host, ", ")+": "+what)
 	}
 	return notes
+}
+
+// labWork names what the lab's CPUs do for the paths the cells measure:
+// forwarding, and each measured path's own encapsulation or translation.
+func labWork(cells []Cell) string {
+	work := map[path.Path]string{
+		path.SixIn4:  "6in4's encapsulation and decapsulation",
+		path.NAT64:   "nat64's translation",
+		path.XLAT464: "464xlat's two translations",
+		path.DSLite:  "DS-Lite's encapsulation, decapsulation and NAT",
+	}
+	out := []string{"forwarding"}
+	for _, p := range []path.Path{path.SixIn4, path.NAT64, path.XLAT464, path.DSLite} {
+		if slices.ContainsFunc(cells, func(c Cell) bool { return c.Path == string(p) }) {
+			out = append(out, work[p])
+		}
+	}
+	return strings.Join(out, ", ")
 }

@@ -66,3 +66,53 @@ func TestSelfCheckPerCell(t *testing.T) {
 		t.Errorf("pooled note: %q", n)
 	}
 }
+
+// TestSelfCheckNamesOnlyTheMeasuredPathsWork (trial 15): the host's note
+// blames the lab's work for the paths measured only: the ipv6only preset
+// (ipv6, nat64, 464xlat) has no 6in4 to blame.
+func TestSelfCheckNamesOnlyTheMeasuredPathsWork(t *testing.T) {
+	busy := &SelfCheck{Runs: 2, HostSaturated: true, HostRuns: 2, HostBusy: 1}
+	var cells []Cell
+	for _, p := range []string{"ipv6", "nat64", "464xlat"} {
+		cells = append(cells, Cell{Protocol: "http", Path: p, Conns: 10, SelfCheck: busy})
+	}
+	notes := strings.Join(selfCheckNotes(cells, "lab"), "\n")
+	if strings.Contains(notes, "6in4") || !strings.Contains(notes, "(forwarding, nat64's translation, 464xlat's two translations, which real routers") {
+		t.Errorf("ipv6only's note:\n%s", notes)
+	}
+	cells = append(cells, Cell{Protocol: "http", Path: "6in4", Conns: 10})
+	if notes := strings.Join(selfCheckNotes(cells, "lab"), "\n"); !strings.Contains(notes, "(forwarding, 6in4's encapsulation and decapsulation, nat64's") {
+		t.Errorf("with 6in4:\n%s", notes)
+	}
+}
+
+// TestRateHasDecimalsBelowTen (trial 16): about one transaction a second
+// read "rate/s 0"; below 10 the rate has the decimals that tell it.
+func TestRateHasDecimalsBelowTen(t *testing.T) {
+	for v, want := range map[float64]string{0.49: "0.49", 0.987: "0.987", 5.25: "5.25", 12.4: "12", 1234.6: "1235"} {
+		if got := optRate(&v); got != want {
+			t.Errorf("%v: %q, want %q", v, got, want)
+		}
+	}
+}
+
+// TestALoadTestsHeadingsSayQueriesInFlight (trial 25): a DNS load test's
+// conns are UDP queries in flight: its headings say per query, not per
+// connection; a group without the load engine keeps per connection.
+func TestALoadTestsHeadingsSayQueriesInFlight(t *testing.T) {
+	spec := map[string]any{"cells": []any{
+		map[string]any{"protocol": "dns", "label": "q", "params": map[string]any{"mode": "load"}, "paths": []string{"ipv4"}, "conns": []int{10}, "runs": 1},
+		map[string]any{"protocol": "dns", "label": "s", "params": map[string]any{"mode": "stub"}, "paths": []string{"ipv4"}, "conns": []int{10}, "runs": 1},
+	}}
+	f := readSpec(spec)
+	s := &Summary{Engines: f.engines}
+	if s.Engines["q"] != LoadEngine || s.Engines["s"] != "" {
+		t.Fatalf("engines %v", s.Engines)
+	}
+	if got := perWhat(s, "q"); got != "per query (conns: queries in flight)" {
+		t.Errorf("load: %q", got)
+	}
+	if got := perWhat(s, "s"); got != "per connection" {
+		t.Errorf("stub: %q", got)
+	}
+}

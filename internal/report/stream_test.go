@@ -135,6 +135,10 @@ func manySamples(seed uint64) *result.File {
 						s.Err, failed = "reset by peer", failed+1
 					case r.IntN(3) == 0:
 						s.Metrics = map[string]float64{"ipv6_won": float64(r.IntN(2)), "he_attempts": 1 + r.Float64()}
+						if r.IntN(4) > 0 { // the families' fates: the timer what-if's sums
+							result.PutFate(s.Metrics, true, result.Fate{State: result.FateDone, Time: time.Duration(r.IntN(4e8))})
+							result.PutFate(s.Metrics, false, result.Fate{State: result.FateSilent, Time: time.Duration(r.IntN(4e8))})
+						}
 					}
 					f.Samples = append(f.Samples, s)
 				}

@@ -428,7 +428,7 @@ func readSpec(spec any) specFacts {
 				(*m)[name] = v
 			}
 		}
-		set(&f.engines, g.Params["engine"])
+		set(&f.engines, cmpOr(g.Params["engine"], map[string]string{"load": LoadEngine}[g.Params["mode"]]))
 		set(&f.dialers, g.Dialer)
 		set(&f.versions, g.HTTP)
 		if g.HTTP == "1.1" && !g.TLS && !strings.HasPrefix(g.URL, "https:") {

@@ -188,6 +188,9 @@ type Cell struct {
 	// runs by the family and transport that won its race (Winner:
 	// ipv6/quic, ipv6/tcp, ipv4/quic, ipv4/tcp).
 	Winners map[string]int `json:"winners,omitempty"`
+	// WhatIf is a dual cell's timer what-if: its races replayed at
+	// attempt delays of 0 to 500 ms (whatifs.go).
+	WhatIf *WhatIf `json:"what_if,omitempty"`
 	// NA gives the reason for every null figure above.
 	NA map[string]string `json:"na,omitempty"`
 }

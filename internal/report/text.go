@@ -131,10 +131,14 @@ func HeaderLines(s *Summary) []string {
 	}
 	if len(s.Engines) > 0 {
 		var es []string
+		label := "connection engine: "
 		for _, k := range sortedKeys(s.Engines) {
 			es = append(es, k+" "+s.Engines[k])
+			if s.Engines[k] == LoadEngine {
+				label = "engine: " // the load engine's queries are over UDP
+			}
 		}
-		out = append(out, "connection engine: "+strings.Join(es, ", ")+" (docs/metrics.md)")
+		out = append(out, label+strings.Join(es, ", ")+" (docs/metrics.md)")
 	}
 	// How the lab built the translated and tunnelled IPv4 paths measured.
 	for _, p := range []string{"nat64", "464xlat", "dslite"} {
@@ -371,7 +375,11 @@ func sections(s *Summary, proto string) []section {
 	conns := connsOf(cells)
 	title := groupTitle(s, proto)
 	out := []section{meansSection(title, cells, conns, namesGiven(s))}
+	out[0].Title = strings.Replace(out[0].Title, "per connection", perWhat(s, proto), 1)
 	if sec, ok := EyeballsSection(title, cells, s.Engines[proto], s.Dialers[proto]); ok {
+		out = append(out, sec)
+	}
+	if sec, ok := WhatIfSection(title, cells); ok {
 		out = append(out, sec)
 	}
 	if sec, ok := metricSection(title, cells); ok {
@@ -844,9 +852,14 @@ func optP(v *float64, why string) string {
 	return fmt.Sprintf("%.3f", *v)
 }
 
+// optRate is a rate per second: whole above 10, with the decimals that
+// tell it from zero below (about 1/s read "0" or "1").
 func optRate(v *float64) string {
-	if v == nil {
+	switch {
+	case v == nil:
 		return "-"
+	case *v < 10:
+		return fmt.Sprintf("%.3g", *v)
 	}
 	return fmt.Sprintf("%.0f", *v)
 }
@@ -921,4 +934,19 @@ func (e *errWriter) Write(p []byte) (int, error) {
 	n, err := e.w.Write(p)
 	e.err = err
 	return n, err
+}
+
+// LoadEngine is the engine of a cell group whose mode is load (a DNS load
+// test, as dnsperf: its conns are queries in flight, over UDP, not
+// connections).
+const LoadEngine = "load"
+
+// perWhat is what a group's response time is per: a connection's
+// transaction, or a query of the load engine, whose conns are queries in
+// flight.
+func perWhat(s *Summary, group string) string {
+	if s.Engines[group] == LoadEngine {
+		return "per query (conns: queries in flight)"
+	}
+	return "per connection"
 }

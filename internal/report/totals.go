@@ -27,6 +27,7 @@ func (t *runTotaler) Add(s *result.Sample) {
 func (t *runTotaler) Totals() *result.RunTotals {
 	out := &result.RunTotals{Completed: t.run.ok, Failed: t.run.failed, SumNS: t.run.sum, Sums: t.run.metrics, Counts: t.run.metricN,
 		Failures: t.adds.failures, FirstError: t.adds.firstErr, Negotiated: t.adds.negotiated, Winners: t.adds.winners}
+	out.WhatIf = saveWhatIf(t.adds.whatif)
 	t.adds.hist.Buckets(func(us, n int64) bool {
 		out.Histogram = append(out.Histogram, [2]int64{us, n})
 		return true
@@ -43,5 +44,6 @@ func fromTotals(t *result.RunTotals, seq int64) (runAcc, *cellAdds) {
 	for _, b := range t.Histogram {
 		a.hist.RecordMicros(b[0], b[1])
 	}
+	a.whatif = restoreWhatIf(t.WhatIf)
 	return r, a
 }

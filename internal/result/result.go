@@ -6,6 +6,7 @@
 package result
 
 import (
+	"encoding/json"
 	"strconv"
 	"time"
 )
@@ -182,6 +183,9 @@ type RunTotals struct {
 	// bucket's lowest value (µs; HDR, 1 µs to 1 h, three significant
 	// digits) and its count.
 	Histogram [][2]int64 `json:"histogram_us,omitempty"`
+	// WhatIf is the dual path's timer what-if over the run's samples (the
+	// summary's sums, report/whatif.Saved).
+	WhatIf json.RawMessage `json:"what_if,omitempty"`
 }
 
 // Wire counts the measured service's packets by what carried them.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -31,21 +32,34 @@ const maxWindow = 64 << 20
 // plain one of an older result; an error names both when neither is
 // there.
 func SamplesPath(dir string) (string, error) {
-	if _, err := os.Stat(dir); err != nil {
-		return "", fmt.Errorf("result: %w", err)
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return "", &NotResultError{fmt.Errorf("result: %s does not exist", dir)}
+	} else if err != nil {
+		return "", &NotResultError{fmt.Errorf("result: %w", err)}
 	}
 	for _, n := range []string{SamplesName, PlainSamplesName} {
 		p := filepath.Join(dir, n)
 		if st, err := os.Stat(p); err == nil {
 			// A FIFO or a device would block a reader or never end.
 			if !st.Mode().IsRegular() {
-				return "", fmt.Errorf("result: %s: not a regular file (%s)", p, st.Mode().Type())
+				return "", &NotResultError{fmt.Errorf("result: %s: not a regular file (%s)", p, fileKind(st.Mode()))}
 			}
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("result: %s: no %s nor %s in it: not a result directory", dir, SamplesName, PlainSamplesName)
+	return "", &NotResultError{fmt.Errorf("result: %s: no %s nor %s in it: not a result directory", dir, SamplesName, PlainSamplesName)}
 }
+
+// NotResultError is a directory given as a result's that is none (it does
+// not exist, or holds no samples file): bad input, exit status 2 (the
+// commands' errors carry their codes by an ExitCode method).
+type NotResultError struct{ Err error }
+
+func (e *NotResultError) Error() string { return e.Err.Error() }
+func (e *NotResultError) Unwrap() error { return e.Err }
+
+// ExitCode is 2, the status of bad input.
+func (e *NotResultError) ExitCode() int { return 2 }
 
 // HasSamples says whether dir holds a samples file of either form.
 func HasSamples(dir string) bool {
@@ -323,4 +337,20 @@ func AppendSamples(dir string) (*os.File, *Writer, error) {
 		return f, NewCompressedWriter(f), nil
 	}
 	return f, NewWriter(f), nil
+}
+
+// fileKind names a file's type in words, as specfile.Kind does (result
+// imports no other package of v6lab's).
+func fileKind(m fs.FileMode) string {
+	switch t := m.Type(); {
+	case t&fs.ModeDir != 0:
+		return "a directory"
+	case t&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case t&(fs.ModeDevice|fs.ModeCharDevice) != 0:
+		return "a device"
+	case t&fs.ModeSocket != 0:
+		return "a socket"
+	}
+	return "not a plain file"
 }

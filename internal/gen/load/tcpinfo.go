@@ -94,7 +94,19 @@ func (t *Trace) tcpMetrics() {
 		t.S.Metrics = map[string]float64{}
 	}
 	m := t.S.Metrics
-	m[MetricMSS], m[MetricRcvMSS], m[MetricPMTU], m[MetricRetrans] = float64(t.tcp.MSS), float64(t.tcp.RcvMSS), float64(t.tcp.PMTU), float64(t.tcp.Retrans)
+	m[MetricMSS], m[MetricPMTU], m[MetricRetrans] = float64(t.tcp.MSS), float64(t.tcp.PMTU), float64(t.tcp.Retrans)
+	if t.tcp.RcvMSS > 0 { // else nothing was received: no MSS of the peer's to tell
+		m[MetricRcvMSS] = float64(t.tcp.RcvMSS)
+	}
+}
+
+// ReceivedMSS says what MSS the peer's segments showed: "N received", or
+// "none received" when no data arrived.
+func ReceivedMSS(rcv int) string {
+	if rcv <= 0 {
+		return "none received"
+	}
+	return fmt.Sprintf("%d received", rcv)
 }
 
 // done adds the TCP figures to a completed transaction's sample when
@@ -123,8 +135,8 @@ func (t *Trace) stall(kind result.ErrKind, err error) (result.ErrKind, error) {
 	if kind == result.ErrTimeout && t.tcp.Stalled() {
 		at := time.Duration(t.S.TotalNS) - t.tcp.Quiet() - time.Since(t.tcp.At)
 		kind = result.ErrStall
-		err = fmt.Errorf("stalled after %v: nothing arrived on the connection for %v until the timeout (MSS %d sent, %d received, path MTU %d, %d retransmissions): %w",
-			max(at, 0).Round(time.Millisecond), t.tcp.Quiet().Round(time.Millisecond), t.tcp.MSS, t.tcp.RcvMSS, t.tcp.PMTU, t.tcp.Retrans, err)
+		err = fmt.Errorf("stalled after %v: nothing arrived on the connection for %v until the timeout (MSS %d sent, %s, path MTU %d, %d retransmissions): %w",
+			max(at, 0).Round(time.Millisecond), t.tcp.Quiet().Round(time.Millisecond), t.tcp.MSS, ReceivedMSS(t.tcp.RcvMSS), t.tcp.PMTU, t.tcp.Retrans, err)
 		t.tcpMetrics()
 		t.S.Metrics[MetricStall] = float64(max(at, 0)) / 1e6
 		return kind, err

@@ -115,3 +115,23 @@ func TestTCPFiguresWhenAsked(t *testing.T) {
 		}
 	}
 }
+
+// TestAStallWithNothingReceivedSaysNoMSSReceived (trial 11): a peer that
+// sent no data showed no MSS: the stall says "none received" and the
+// sample has no tcp_rcv_mss, where it said "536 received", the kernel's
+// default, not the peer's.
+func TestAStallWithNothingReceivedSaysNoMSSReceived(t *testing.T) {
+	mute := serveOnce(t, func(c net.Conn) {
+		c.Read(make([]byte, 16))
+		time.Sleep(2 * time.Second)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	s := fetch(ctx, t, mute)
+	cancel()
+	if s.ErrKind != result.ErrStall || !strings.Contains(s.Err, " sent, none received, path MTU ") {
+		t.Errorf("mute server: %s %q", s.ErrKind, s.Err)
+	}
+	if _, ok := s.Metrics[MetricRcvMSS]; ok || s.Metrics[MetricMSS] <= 0 {
+		t.Errorf("mute server's figures: %v", s.Metrics)
+	}
+}

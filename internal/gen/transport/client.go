@@ -69,7 +69,7 @@ func (o *Options) defaults() {
 		o.Interval = time.Second
 	}
 	if o.Test == "udp" && o.Size == 0 {
-		o.Size = 1460
+		o.Size = DefaultDatagram
 	}
 }
 

@@ -32,15 +32,21 @@ const DefaultPort = 5301
 
 // Limits every test is held to.
 const (
-	MaxDuration  = time.Hour
-	MaxBytes     = int64(1) << 40
-	MaxStreams   = 128
-	MaxRate      = 100e9 // bits per second
-	MinDatagram  = 32    // the v6lab header: sequence number and send time, and some
-	MaxDatagram  = 65507
-	MaxBuffer    = 256 << 20
-	maxCtrlLine  = 1 << 20 // a reverse test's report carries its intervals
-	ctrlDeadline = 10 * time.Second
+	MaxDuration = time.Hour
+	MaxBytes    = int64(1) << 40
+	MaxStreams  = 128
+	MaxRate     = 100e9 // bits per second
+	MinDatagram = 32    // the v6lab header: sequence number and send time, and some
+	MaxDatagram = 65507
+	// DefaultDatagram is a UDP test's payload unless one is given: the
+	// largest that IPv6's minimum MTU (1280, RFC 8200) carries whole
+	// (1280 - 40 - 8), so no path of a run fragments it (IPv4 at 1500
+	// carries 1472, IPv6 1452, a 1480-byte 6in4 tunnel or nat64 route
+	// 1432) and every path is compared with the same whole datagrams.
+	DefaultDatagram = 1232
+	MaxBuffer       = 256 << 20
+	maxCtrlLine     = 1 << 20 // a reverse test's report carries its intervals
+	ctrlDeadline    = 10 * time.Second
 )
 
 // Request is the client's first control message: the test to run.

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"reflect"
 	"regexp"
@@ -77,7 +78,7 @@ func ReadFile(name string) ([]byte, error) {
 	// A FIFO or a device would block or never end: only a regular file is
 	// a spec file.
 	if st, err := os.Stat(name); err == nil && !st.Mode().IsRegular() {
-		return nil, &Error{File: name, Msg: fmt.Sprintf("not a regular file (%s): give a spec file", st.Mode().Type())}
+		return nil, &Error{File: name, Msg: fmt.Sprintf("not a regular file (%s): give a spec file", Kind(st.Mode()))}
 	}
 	f, err := os.Open(name)
 	if err != nil {
@@ -128,13 +129,13 @@ func Decode(file string, data []byte, v any) (*Doc, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, &Error{File: file, Msg: "the file is empty"}
 		}
-		return nil, syntaxError(file, err)
+		return nil, syntaxError(file, data, err)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
 		return nil, &Error{File: file, Line: extra.Line, Msg: "a second YAML document: one file holds one spec"}
 	} else if !errors.Is(err, io.EOF) {
-		return nil, syntaxError(file, err)
+		return nil, syntaxError(file, data, err)
 	}
 	node := &root
 	if node.Kind == yaml.DocumentNode {
@@ -153,8 +154,36 @@ func Decode(file string, data []byte, v any) (*Doc, error) {
 	return d, nil
 }
 
+// parserErrors are the YAML parser's errors (not its scanner's); those of
+// a flow collection name the bracket left open.
+var parserErrors = map[string]string{
+	"did not find expected ',' or ']'": "[", "did not find expected ',' or '}'": "{",
+	"did not find expected key": "", "did not find expected '-' indicator": "", "did not find expected node content": "",
+	"did not find expected <document start>": "", "found duplicate %YAML directive": "", "found incompatible YAML document": "",
+	"found duplicate %TAG directive": "", "found undefined tag handle": "",
+}
+
+// parserLine is the 1-based line of a parser error that go.yaml.in/yaml/v3
+// gave as line (its fail: the 0-based line where the construct being
+// parsed began, or where the problem is when that was the first line; a
+// scanner's error is 1-based already). A flow collection's error is put on
+// the line of its bracket: the nearest at or above.
+func parserLine(data []byte, line int, bracket string) int {
+	line++
+	if bracket == "" {
+		return line
+	}
+	lines := strings.Split(string(data), "\n")
+	for n := min(line, len(lines)); n >= 1; n-- {
+		if strings.Contains(lines[n-1], bracket) {
+			return n
+		}
+	}
+	return line
+}
+
 // syntaxError turns the YAML parser's "yaml: line N: msg" into an Error.
-func syntaxError(file string, err error) error {
+func syntaxError(file string, data []byte, err error) error {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	line := 0
 	if rest, ok := strings.CutPrefix(msg, "line "); ok {
@@ -162,6 +191,12 @@ func syntaxError(file string, err error) error {
 			if n, err := strconv.Atoi(rest[:i]); err == nil {
 				line, msg = n, rest[i+2:]
 			}
+		}
+	}
+	if bracket, parser := parserErrors[msg]; parser {
+		line = parserLine(data, line, bracket)
+		if bracket != "" {
+			msg = fmt.Sprintf("the '%s' on this line is not closed, or an item in it lacks its ',' (%s)", bracket, msg)
 		}
 	}
 	return &Error{File: file, Line: line, Msg: "not valid YAML: " + msg}
@@ -525,4 +560,25 @@ func describe(n *yaml.Node) string {
 		return fmt.Sprintf("%q", n.Value)
 	}
 	return "a " + kindName(n)
+}
+
+// Kind names a file's type in words (its mode's type letter, "d---------"
+// for a directory, said nothing to a reader).
+func Kind(m fs.FileMode) string {
+	switch t := m.Type(); {
+	case t == 0:
+		return "a regular file"
+	case t&fs.ModeDir != 0:
+		return "a directory"
+	case t&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case t&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case t&fs.ModeSocket != 0:
+		return "a socket"
+	case t&fs.ModeDevice != 0:
+		return "a device"
+	default:
+		return "a special file"
+	}
 }

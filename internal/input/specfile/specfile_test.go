@@ -103,7 +103,13 @@ func TestDecodeErrorsNameFileLineAndField(t *testing.T) {
 		{"name: a\nname: b\n", `f.yaml:2: name: given twice (first at line 1)`},
 		{"links:\n  a: {rate: 1}\n  a: {rate: 2}\n", `f.yaml:3: links.a: given twice (first at line 2)`},
 		{"name: x\n---\nname: y\n", `f.yaml:2: a second YAML document: one file holds one spec`},
-		{"name: [x\n", "f.yaml:1: not valid YAML: did not find expected ',' or ']'"},
+		{"name: [x\n", "f.yaml:1: not valid YAML: the '[' on this line is not closed, or an item in it lacks its ',' (did not find expected ',' or ']')"},
+		// The trial's (22): the '[' on line 4, which the YAML library put
+		// on line 3 (a parser error's line is 0-based there).
+		{"name: t\ncells:\n  - protocol: http\n    conns: [1\n", "f.yaml:4: not valid YAML: the '[' on this line is not closed, or an item in it lacks its ',' (did not find expected ',' or ']')"},
+		{"name: t\ncells:\n  - {protocol: http, conns: [1]\n", "f.yaml:3: not valid YAML: the '{' on this line is not closed, or an item in it lacks its ',' (did not find expected ',' or '}')"},
+		{"name: t\ncells:\n  - a: 1\n   b: 1\n", "f.yaml:3: not valid YAML: did not find expected '-' indicator"},
+		{"name: y\n cells: 3\n", "f.yaml:2: not valid YAML: mapping values are not allowed in this context"},
 		{"- a\n- b\n", `f.yaml:1: want a mapping of fields, not a list`},
 	} {
 		var s spec

@@ -52,7 +52,7 @@ func (d PMTUDrop) bits() uint64 {
 // DescribePMTU says what a path MTU impairment drops, from its setting.
 func DescribePMTU(setting uint64) string {
 	var what []string
-	for i, name := range []string{"ICMPv6 Packet Too Big", "ICMPv4 fragmentation needed", "IPv6 fragments", "IPv4 fragments"} {
+	for i, name := range pmtuKinds {
 		if setting&(1<<i) != 0 {
 			what = append(what, name)
 		}
@@ -228,11 +228,39 @@ func attachFirst(prog *ebpf.Program, ifindex int, egress bool, how Hook, prio ui
 	return attach(prog, ifindex, egress, Clsact, prio)
 }
 
-// PMTUCounts names a path MTU impairment's counters for people.
+// pmtuKinds are the kinds of packet the impairment counts, in the
+// order of its counters (kind i: dropped at 2i, passed at 2i+1) and of
+// its setting's bits.
+var pmtuKinds = []string{"ICMPv6 Packet Too Big", "ICMPv4 fragmentation needed", "IPv6 fragments", "IPv4 fragments"}
+
+// PMTUCounts names a path MTU impairment's counters for people, each
+// number labelled: per kind, how many it dropped and passed.
 func PMTUCounts(c []uint64) string {
+	return pmtuCounts(c, func(int) (bool, bool) { return true, true })
+}
+
+// PMTUCountsFor names the counters of an impairment whose setting is
+// known: a kind it drops by how many it dropped, the others by how many
+// passed (it drops none of them).
+func PMTUCountsFor(c []uint64, setting uint64) string {
+	return pmtuCounts(c, func(i int) (bool, bool) { d := setting&(1<<i) != 0; return d, !d })
+}
+
+func pmtuCounts(c []uint64, show func(kind int) (dropped, passed bool)) string {
 	if len(c) < NumPMTUCounters {
 		return fmt.Sprintf("%v", c)
 	}
-	return fmt.Sprintf("dropped %d ICMPv6 Packet Too Big, %d ICMPv4 fragmentation needed, %d IPv6 fragments, %d IPv4 fragments; passed %d, %d, %d, %d",
-		c[PTB6Dropped], c[PTB4Dropped], c[Frag6Dropped], c[Frag4Dropped], c[PTB6Passed], c[PTB4Passed], c[Frag6Passed], c[Frag4Passed])
+	var out []string
+	for i, kind := range pmtuKinds {
+		var n []string
+		d, p := show(i)
+		if d {
+			n = append(n, fmt.Sprintf("%d dropped", c[2*i]))
+		}
+		if p {
+			n = append(n, fmt.Sprintf("%d passed", c[2*i+1]))
+		}
+		out = append(out, kind+" "+strings.Join(n, ", "))
+	}
+	return strings.Join(out, "; ")
 }

@@ -107,7 +107,9 @@ func Hold(ctx context.Context, cfg lab.Config, log io.Writer, serve Serve) error
 			return err
 		}
 		defer stop()
-		state += "; " + what
+		if what != "" {
+			state += "; " + what
+		}
 	}
 	fmt.Fprintf(log, "%s lab %q up, %s\n", time.Now().UTC().Format(time.RFC3339), cfg.Name, state)
 	say("ready " + state)
@@ -198,7 +200,11 @@ func OrphanNamed(os []lab.Orphan, name string) *lab.Orphan {
 }
 
 // WriteOrphan shows what a lab without a live owner left behind.
-func WriteOrphan(w io.Writer, o *lab.Orphan) {
+func WriteOrphan(w io.Writer, o *lab.Orphan) { writeOrphan(w, o, true) }
+
+// writeOrphan shows an orphan, its namespaces only when asked (its status
+// lists them as hosts).
+func writeOrphan(w io.Writer, o *lab.Orphan, namespaces bool) {
 	why := "no owner record"
 	if o.PID != 0 {
 		why = fmt.Sprintf("owner process %d is gone", o.PID)
@@ -207,7 +213,7 @@ func WriteOrphan(w io.Writer, o *lab.Orphan) {
 		why += ", kept on purpose (run --keep)"
 	}
 	fmt.Fprintf(w, "lab %q: orphan (%s); remove it with v6lab lab down --name %s\n", o.Name, why, o.Name)
-	if len(o.Namespaces) > 0 {
+	if namespaces && len(o.Namespaces) > 0 {
 		fmt.Fprintf(w, "  namespaces: %s\n", strings.Join(o.Namespaces, ", "))
 	}
 	for _, d := range o.Daemons {
@@ -223,8 +229,23 @@ func WriteOrphan(w io.Writer, o *lab.Orphan) {
 }
 
 // WriteStatus shows a lab: hosts, links, addresses, routes, shaping, the
-// tunnel and its programs.
-func WriteStatus(w io.Writer, st *lab.Status) {
+// tunnel and its programs, after a line of what it is configured with.
+func WriteStatus(w io.Writer, st *lab.Status) { writeStatus(w, st, nil) }
+
+// writeStatus shows a lab; an orphan's (o) under its orphan line, once.
+func writeStatus(w io.Writer, st *lab.Status, o *lab.Orphan) {
+	if o != nil {
+		writeOrphan(w, o, false)
+		fmt.Fprintf(w, "  tunnel %s, kept by %s\n", st.Tunnel, keeper(st))
+	} else {
+		fmt.Fprintf(w, "lab %q: tunnel %s, kept by %s\n", st.Name, st.Tunnel, keeper(st))
+	}
+	fmt.Fprintf(w, "  configured: %s\n", st.Summary())
+	writeHosts(w, st)
+}
+
+// keeper says what keeps the lab up.
+func keeper(st *lab.Status) string {
 	owner := "no process (a userspace tunnel is down; run v6lab lab down and up again)"
 	switch {
 	case st.Tunnel == "missing" && st.Built == lab.TunnelBPF:
@@ -241,7 +262,11 @@ func WriteStatus(w io.Writer, st *lab.Status) {
 	if st.Tunnel == "bpf" && st.Owner == 0 {
 		owner = "no process (the bpf tunnel's programs are held by cls_bpf filters only)"
 	}
-	fmt.Fprintf(w, "lab %q: tunnel %s, kept by %s\n", st.Name, st.Tunnel, owner)
+	return owner
+}
+
+// writeHosts shows each host of the lab.
+func writeHosts(w io.Writer, st *lab.Status) {
 	for _, h := range st.Hosts {
 		fmt.Fprintf(w, "  %-6s (%s)\n", h.Role, h.Namespace)
 		for _, i := range h.Ifaces {
@@ -301,12 +326,13 @@ func Status(out io.Writer, name string, all bool) error {
 	}
 	orphans, _ := lab.Orphans()
 	for _, n := range names {
-		if o := OrphanNamed(orphans, n); o != nil {
+		o := OrphanNamed(orphans, n)
+		if o != nil {
 			if !all && name == "" && !o.Kept {
 				continue
 			}
-			WriteOrphan(out, o)
 			if len(o.Namespaces) == 0 {
+				WriteOrphan(out, o)
 				continue
 			}
 		}
@@ -317,7 +343,7 @@ func Status(out io.Writer, name string, all bool) error {
 		if err != nil {
 			return err
 		}
-		WriteStatus(out, st)
+		writeStatus(out, st, o)
 	}
 	if !all && name == "" {
 		n := 0

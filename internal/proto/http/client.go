@@ -88,6 +88,9 @@ type Client struct {
 	// (dialer v3: HTTPS, AAAA and A asked, QUIC and TCP raced; v3.go),
 	// whatever Version says: the winner's protocol is spoken.
 	V3 *eyeballs.V3
+	// WhatIf: after each dual transaction, the families its race did not
+	// see through are timed (whatif.go).
+	WhatIf bool
 	// LookupName, when set, is the name the dual path looks up instead
 	// of the URL's host (proto.AAAADelayLabel: an AAAA answered late).
 	LookupName string
@@ -262,8 +265,16 @@ func (c *Client) port() uint16 {
 	return 80
 }
 
-// Do performs one transaction.
+// Do performs one transaction (and, with WhatIf, times the families its
+// race left unseen, once its figures are taken).
 func (c *Client) Do(ctx context.Context, user int) result.Sample {
+	s := c.do(ctx, user)
+	c.whatIfAfter(ctx, &s)
+	return s
+}
+
+// do is one transaction.
+func (c *Client) do(ctx context.Context, user int) result.Sample {
 	tr := load.Begin("http", c.Path)
 	if c.V3 != nil && c.Path.Kind().Dual {
 		return c.phases(c.doV3(ctx, tr))

@@ -96,6 +96,9 @@ type Options struct {
 	Dialer string `json:"dialer,omitempty" opt:"dialer" usage:"the dual path's dialer: v6lab (RFC 8305 Happy Eyeballs, the default; also named v2), v3 (Happy Eyeballs version 3: HTTPS, AAAA and A asked, QUIC and TCP raced; needs https) or go (Go's net.Dialer, RFC 6555, 300 ms)"`
 	// V3Timers are dialer v3's timers (zero: the draft's values).
 	V3Timers
+	// WhatIf times, after each dual transaction, the handshake of each
+	// family its race did not see through (whatif.go).
+	WhatIf bool `json:"whatif,omitempty" opt:"whatif" usage:"the dual path with dialer v2 or v3: after each transaction, time a handshake of each family the race did not see complete or fail (never tried, or cancelled when another won), up to 1s, for the report's timer what-if; costs run time, not the transaction's figures (docs/metrics.md)"`
 	// AAAADelay makes the embedded DNS server answer the dual path's
 	// AAAA lookups this late (an impairment).
 	AAAADelay proto.Duration `json:"aaaa_delay,omitempty" opt:"aaaa_delay,fileonly"`
@@ -263,6 +266,9 @@ func (o *Options) checkDual(where result.Where, u *url.URL, given proto.Given) e
 	if !slices.Contains(Dialers, o.Dialer) {
 		return proto.Errorf("dialer", "%q: want v6lab or v2 (RFC 8305, the default), v3 (Happy Eyeballs version 3) or go (Go's net.Dialer, RFC 6555)", o.Dialer)
 	}
+	if err := o.checkWhatIf(); err != nil {
+		return err
+	}
 	return o.checkV3(where, u)
 }
 
@@ -400,7 +406,7 @@ func (o *Options) Probe(ep proto.Endpoint, p path.Path) (load.Probe, error) {
 		UserAgent: proto.Or(o.UserAgent, "v6lab"), Engine: cellEngine(o, u), Expect: expect,
 		Version: o.HTTPVersion, Phases: o.HTTPVersion != "" || o.Dialer == DialerV3, ZeroRTT: o.ZeroRTT, Keep: o.Keepalive,
 		Sum: o.File != "", // a bulk transfer records its body's CRC-32C
-		TLS: &tls.Config{InsecureSkipVerify: o.Insecure, CurvePreferences: groups}, V3: o.v3()}
+		TLS: &tls.Config{InsecureSkipVerify: o.Insecure, CurvePreferences: groups}, V3: o.v3(), WhatIf: o.WhatIf}
 	if pin := proto.Or(o.TLSPin, ep.CertSHA256); pin != "" && !o.Insecure {
 		c.TLS = proto.Pinned(c.TLS, pin) // a named server's pin, or v6lab's own server's
 	}

@@ -90,8 +90,9 @@ func (c *Client) race(ctx context.Context, eng *evloop.Engine, tr *load.Trace, h
 }
 
 // raceMetrics records a race in the sample: the attempts, when each
-// answer came (he_aaaa_ms, he_a_ms: absent when none did), and when it
-// succeeded, which family won and when it connected.
+// answer came (he_aaaa_ms, he_a_ms: absent when none did), when it
+// succeeded, which family won and when it connected, and each family's
+// first attempt's fate (eyeballs.Fates: the timer what-if's).
 func raceMetrics(tr *load.Trace, hr eyeballs.Result, ok bool) {
 	tr.S.Metrics = map[string]float64{"he_attempts": float64(len(hr.Attempts))}
 	if hr.AAAA > 0 {
@@ -103,6 +104,8 @@ func raceMetrics(tr *load.Trace, hr eyeballs.Result, ok bool) {
 	if ok {
 		tr.S.Metrics["ipv6_won"], tr.S.Metrics["he_connect_ms"] = won(hr.IPv6), float64(hr.Connect)/1e6
 	}
+	v6, v4 := hr.Fates()
+	putFates(tr.S.Metrics, v6, v4)
 }
 
 func won(ipv6 bool) float64 {

@@ -106,7 +106,8 @@ func (c *Client) v3TCP(ctx context.Context, tr *load.Trace, won *v3conn, race st
 // the attempts could begin (he_began_ms), and with a winner its family
 // (ipv6_won), its transport (quic_won), when it started (he_winner_start_ms:
 // the fallback's cost) and when it completed its handshake
-// (he_connect_ms).
+// (he_connect_ms); each family's first attempt's fate (eyeballs.Fates:
+// the timer what-if's).
 func v3Metrics(rec eyeballs.Record3) map[string]float64 {
 	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
 	m := map[string]float64{"he_attempts": float64(len(rec.Attempts))}
@@ -131,6 +132,8 @@ func v3Metrics(rec eyeballs.Record3) map[string]float64 {
 		m["quic_won"] = won(w.Transport == eyeballs.QUIC)
 		m["he_winner_start_ms"], m["he_connect_ms"] = ms(w.Start), ms(rec.Connect)
 	}
+	v6, v4 := rec.Fates()
+	putFates(m, v6, v4)
 	return m
 }
 

@@ -71,7 +71,7 @@ type TCPOptions struct {
 type UDPOptions struct {
 	Trial
 	Rate string       `json:"-" opt:"rate,default=1M" usage:"target rate (e.g. 1M, 10M, 100M)"`
-	Size DatagramSize `json:"-" opt:"size,default=1460" usage:"datagram size (payload bytes), or max: the largest the path's MTU carries unfragmented (1472 over IPv4, 1452 over IPv6 at 1500)"`
+	Size DatagramSize `json:"-" opt:"size,default=1232" usage:"datagram size (payload bytes; the default, 1232, is the largest IPv6's minimum MTU 1280 carries whole, so no path fragments it), or max: the largest each path's MTU carries unfragmented (1472 over IPv4, 1452 over IPv6 at 1500, 1432 in a 1480-byte 6in4 tunnel or nat64 route)"`
 }
 
 // DatagramSize is a UDP trial's payload size: bytes, or max (the largest
@@ -248,7 +248,7 @@ func counts(o *transport.Options, streams, mss int, given proto.Given) error {
 }
 
 // rates reads the bottleneck and, for UDP, the rate (1M unless given) and
-// the datagrams' size (1460 unless given).
+// the datagrams' size (transport.DefaultDatagram unless given).
 func rates(o *transport.Options, text map[string]string, size int, given proto.Given) error {
 	rate := func(name string, to *uint64) error {
 		v := text[name]
@@ -265,7 +265,7 @@ func rates(o *transport.Options, text map[string]string, size int, given proto.G
 	if err := rate("bottleneck", &o.Bottleneck); err != nil || o.Test != "udp" {
 		return err
 	}
-	o.Rate, o.Size = 1e6, 1460
+	o.Rate, o.Size = 1e6, transport.DefaultDatagram
 	if err := rate("rate", &o.Rate); err != nil {
 		return err
 	}
@@ -276,6 +276,20 @@ func rates(o *transport.Options, text map[string]string, size int, given proto.G
 		o.Size = size
 	}
 	return nil
+}
+
+// datagramNote says what a udp trial's datagrams carry.
+func datagramNote(n int, max bool) string {
+	switch {
+	case max:
+		return "datagrams of each path's largest unfragmented payload (--size max): the paths' sizes differ"
+	case n == transport.DefaultDatagram:
+		return fmt.Sprintf("datagrams of %d bytes of payload, the largest IPv6's minimum MTU (1280) carries whole: no path of MTU 1280 or more (every IPv6 path's) fragments them", n)
+	case n <= transport.DefaultDatagram:
+		return fmt.Sprintf("datagrams of %d bytes of payload: no path fragments them", n)
+	default:
+		return fmt.Sprintf("datagrams of %d bytes of payload: over %d, a path of smaller MTU fragments them (the report names those that did)", n, transport.DefaultDatagram)
+	}
 }
 
 // Timing says what a trial's time is: the sender's, as iperf3's, with no
@@ -387,7 +401,7 @@ With --reverse the server sends and this host receives (as iperf3 -R): this host
 hello from its data socket, and the server sends only to the host of the control
 connection; --sndbuf then applies to the server, --rcvbuf to this host. --omit sends a
 warm-up before --time whose datagrams are left out of every figure (as iperf3 -O).`
-		c.Example = `  v6lab udp 192.0.2.1 2001:db8::1 --rate 10M --size 1460 --rcvbuf 64K --time 60s --runs 10
+		c.Example = `  v6lab udp 192.0.2.1 2001:db8::1 --rate 10M --rcvbuf 64K --time 60s --runs 10
   v6lab udp 127.0.0.1 ::1 --rate 100M
   v6lab udp 192.0.2.1 2001:db8::1 --rate 50M --reverse`
 		return c
@@ -580,10 +594,17 @@ func Params(o transport.Options) map[string]string {
 func (o *Trial) Transport() *transport.Options { return o.Test }
 
 // Notes say the congestion control a TCP trial asked for (the command's
-// note gives the host's default beside it).
+// note gives the host's default beside it), and a UDP trial's datagrams.
 func (o *Trial) Notes([]path.Path) []string {
-	if o.Test == nil || o.Test.Congestion == "" {
+	if o.Test == nil {
 		return nil
 	}
-	return []string{"congestion control of these trials: " + o.Test.Congestion + " (--congestion)"}
+	var notes []string
+	if o.Test.Congestion != "" {
+		notes = append(notes, "congestion control of these trials: "+o.Test.Congestion+" (--congestion)")
+	}
+	if o.Test.Test == "udp" {
+		notes = append(notes, "udp trials: "+datagramNote(o.Test.Size, o.Test.SizeMax))
+	}
+	return notes
 }

@@ -126,22 +126,48 @@ type Sweep struct {
 	// Bajpai and Schönwälder counted).
 	Tolerance  time.Duration
 	n, missing int
-	acc        []point
+	acc        []PointSums
 }
 
-// point sums one delay's replays.
-type point struct {
-	chosen, none     int // samples with a choice; with none (neither completes)
-	slower           int // the chosen family was the slower one
-	ipv6Slower       int // samples whose IPv6 was the slower family
-	ipv6PickedSlower int // of those, the rule chose IPv6
-	lostNS, lostSlow float64
-	chosenIPv6       int // the rule chose IPv6
+// PointSums sum one delay's replays (exported fields: a State's).
+type PointSums struct {
+	Chosen           int     `json:"c"`           // samples with a choice
+	None             int     `json:"x,omitempty"` // neither completes
+	Slower           int     `json:"s,omitempty"` // the chosen family was the slower one
+	IPv6Slower       int     `json:"s6,omitempty"`
+	IPv6PickedSlower int     `json:"p6,omitempty"` // of those, the rule chose IPv6
+	LostNS           float64 `json:"l,omitempty"`
+	LostSlow         float64 `json:"ls,omitempty"`
+	ChosenIPv6       int     `json:"c6,omitempty"` // the rule chose IPv6
+}
+
+// Saved is a sweep's sums, to be kept (a run's record) and taken back
+// into a sweep of the same rule and delays (Restore).
+type Saved struct {
+	N       int         `json:"n"`
+	Missing int         `json:"missing,omitempty"`
+	Sums    []PointSums `json:"sums"`
+}
+
+// Save is w's sums.
+func (w *Sweep) Save() Saved {
+	return Saved{N: w.n, Missing: w.missing, Sums: append([]PointSums(nil), w.acc...)}
+}
+
+// Restore makes a sweep of rule over delays holding st's sums (ignored
+// when st is of another number of delays).
+func Restore(rule Rule, delays []time.Duration, st Saved) *Sweep {
+	w := New(rule, delays)
+	if len(st.Sums) == len(delays) {
+		w.n, w.missing = st.N, st.Missing
+		copy(w.acc, st.Sums)
+	}
+	return w
 }
 
 // New makes a sweep of rule over delays.
 func New(rule Rule, delays []time.Duration) *Sweep {
-	return &Sweep{rule: rule, delays: append([]time.Duration(nil), delays...), acc: make([]point, len(delays))}
+	return &Sweep{rule: rule, delays: append([]time.Duration(nil), delays...), acc: make([]PointSums, len(delays))}
 }
 
 // Add replays one sample at every delay. A sample missing either family
@@ -165,25 +191,25 @@ func (w *Sweep) Add(s Sample) {
 	for i, d := range w.delays {
 		p := &w.acc[i]
 		if slow6 {
-			p.ipv6Slower++
+			p.IPv6Slower++
 		}
 		ipv6, at, chose := w.rule(s, d)
 		if !chose || !ok {
-			p.none++
+			p.None++
 			continue
 		}
-		p.chosen++
+		p.Chosen++
 		lost := float64(at - best)
-		p.lostNS += lost
+		p.LostNS += lost
 		if ipv6 {
-			p.chosenIPv6++
+			p.ChosenIPv6++
 		}
 		if (ipv6 && slow6) || (!ipv6 && slow4) {
-			p.slower++
-			p.lostSlow += lost
+			p.Slower++
+			p.LostSlow += lost
 		}
 		if ipv6 && slow6 {
-			p.ipv6PickedSlower++
+			p.IPv6PickedSlower++
 		}
 	}
 }
@@ -197,14 +223,14 @@ func (w *Sweep) Merge(o *Sweep) {
 			break
 		}
 		a, b := &w.acc[i], o.acc[i]
-		a.chosen += b.chosen
-		a.none += b.none
-		a.slower += b.slower
-		a.ipv6Slower += b.ipv6Slower
-		a.ipv6PickedSlower += b.ipv6PickedSlower
-		a.lostNS += b.lostNS
-		a.lostSlow += b.lostSlow
-		a.chosenIPv6 += b.chosenIPv6
+		a.Chosen += b.Chosen
+		a.None += b.None
+		a.Slower += b.Slower
+		a.IPv6Slower += b.IPv6Slower
+		a.IPv6PickedSlower += b.IPv6PickedSlower
+		a.LostNS += b.LostNS
+		a.LostSlow += b.LostSlow
+		a.ChosenIPv6 += b.ChosenIPv6
 	}
 }
 
@@ -250,22 +276,22 @@ func (w *Sweep) Points() []Point {
 	out := make([]Point, len(w.delays))
 	for i, d := range w.delays {
 		p := w.acc[i]
-		pt := Point{DelayMS: float64(d) / 1e6, N: w.n, None: p.none, Slower: p.slower, IPv6Slower: p.ipv6Slower,
-			IPv6PickedSlower: p.ipv6PickedSlower, IPv6: p.chosenIPv6}
-		if p.chosen > 0 {
-			pt.SlowerShare = share(p.slower, p.chosen)
-			pt.SlowerCI95 = wilson(p.slower, p.chosen)
-			pt.IPv6Share = share(p.chosenIPv6, p.chosen)
-			lost := p.lostNS / float64(p.chosen) / 1e6
+		pt := Point{DelayMS: float64(d) / 1e6, N: w.n, None: p.None, Slower: p.Slower, IPv6Slower: p.IPv6Slower,
+			IPv6PickedSlower: p.IPv6PickedSlower, IPv6: p.ChosenIPv6}
+		if p.Chosen > 0 {
+			pt.SlowerShare = share(p.Slower, p.Chosen)
+			pt.SlowerCI95 = wilson(p.Slower, p.Chosen)
+			pt.IPv6Share = share(p.ChosenIPv6, p.Chosen)
+			lost := p.LostNS / float64(p.Chosen) / 1e6
 			pt.LostMeanMS = &lost
 		}
-		if p.slower > 0 {
-			l := p.lostSlow / float64(p.slower) / 1e6
+		if p.Slower > 0 {
+			l := p.LostSlow / float64(p.Slower) / 1e6
 			pt.LostWhenSlowerMS = &l
 		}
-		if p.ipv6Slower > 0 {
-			pt.IPv6PickedWhenSlower = share(p.ipv6PickedSlower, p.ipv6Slower)
-			pt.IPv6PickedWhenSlowerCI = wilson(p.ipv6PickedSlower, p.ipv6Slower)
+		if p.IPv6Slower > 0 {
+			pt.IPv6PickedWhenSlower = share(p.IPv6PickedSlower, p.IPv6Slower)
+			pt.IPv6PickedWhenSlowerCI = wilson(p.IPv6PickedSlower, p.IPv6Slower)
 		}
 		out[i] = pt
 	}

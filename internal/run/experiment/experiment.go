@@ -37,6 +37,8 @@ type Experiment struct {
 	Where result.Where `json:"where"`
 	// Topology is a lab topology file (lab and auto only).
 	Topology string `json:"topology,omitempty"`
+	// topologyLine is the line of the file that named it (0: none).
+	topologyLine int
 	// Congestion is the lab hosts' TCP congestion control (default cubic).
 	Congestion string `json:"congestion,omitempty"`
 	// Scaled is the --scale factor the experiment was shrunk by (0: not

@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -155,10 +156,22 @@ func LoadPaths(name string, paths []path.Path) (*Experiment, error) {
 	}
 	if e.Topology != "" && !strings.HasPrefix(e.Topology, BuiltinLab) {
 		if _, err := lab.LoadTopology(e.Topology); err != nil {
-			return nil, err
+			return nil, topologyError(name, e, err)
 		}
 	}
 	return e, nil
+}
+
+// topologyError names the experiment file and line whose topology could
+// not be read (it does not exist, or is not a file); an error inside the
+// topology file names that file's own line.
+func topologyError(name string, e *Experiment, err error) error {
+	var inTopology *specfile.Error
+	if errors.As(err, &inTopology) && inTopology.File == e.Topology && inTopology.Line > 0 {
+		return err
+	}
+	msg := strings.TrimPrefix(err.Error(), "lab: topology: ")
+	return &specfile.Error{File: name, Line: e.topologyLine, Field: "topology", Msg: msg}
 }
 
 // Parse reads an experiment from data, the contents of file name.
@@ -176,7 +189,7 @@ func ParsePaths(name string, data []byte, paths []path.Path) (*Experiment, error
 
 func (f *file) experiment(doc *specfile.Doc) (*Experiment, error) {
 	e := &Experiment{Name: f.Name, Description: f.Description, Where: result.Auto, Topology: f.Topology,
-		Servers: f.Servers, Order: f.Order, Seed: f.Seed}
+		Servers: f.Servers, Order: f.Order, Seed: f.Seed, topologyLine: doc.Line("topology")}
 	if err := f.settings(doc, e); err != nil {
 		return nil, err
 	}

@@ -12,6 +12,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"v6lab/internal/input/specfile"
 )
 
 // Entry is one site of a list: its place among the list's sites, its line,
@@ -79,7 +81,7 @@ func openRegular(name string) (*os.File, error) {
 		return nil, fmt.Errorf("survey: %w", err)
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("survey: %s is not a regular file (%s)", name, st.Mode().Type())
+		return nil, fmt.Errorf("survey: %s is not a regular file (%s)", name, specfile.Kind(st.Mode()))
 	}
 	f, err := os.Open(name)
 	if err != nil {

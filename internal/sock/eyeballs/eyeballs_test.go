@@ -88,8 +88,10 @@ func newWorld() *world {
 
 func near(t *testing.T, what string, got, want time.Duration) {
 	t.Helper()
-	if got < want || got > want+10*time.Millisecond {
-		t.Errorf("%s at %v, want %v (+10 ms)", what, got, want)
+	// Never early; up to 25 ms late, as a timer on a loaded 2-CPU machine
+	// fires (18 ms seen), less than any delay the tests tell apart.
+	if got < want || got > want+25*time.Millisecond {
+		t.Errorf("%s at %v, want %v (+25 ms)", what, got, want)
 	}
 }
 
@@ -192,14 +194,16 @@ func TestFamiliesInterleave(t *testing.T) {
 		w.blackhole[a] = true
 	}
 	w.connect[v4b] = 5 * time.Millisecond
-	r, err := w.dialer(30*time.Millisecond).DialContext(context.Background(), "h", 80)
+	r, err := w.dialer(60*time.Millisecond).DialContext(context.Background(), "h", 80)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var order []netip.Addr
 	for i, a := range r.Attempts {
 		order = append(order, a.Addr)
-		near(t, "attempt", a.Start, time.Duration(i)*30*time.Millisecond)
+		if i > 0 { // one delay after the previous attempt, lateness not summed
+			near(t, "attempt", a.Start-r.Attempts[i-1].Start, 60*time.Millisecond)
+		}
 	}
 	if len(order) != 4 || order[0] != v6a || order[1] != v4a || order[2] != v6b || order[3] != v4b || !r.Attempts[3].Won {
 		t.Fatalf("order %v", order)

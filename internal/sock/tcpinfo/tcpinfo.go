@@ -25,7 +25,9 @@ type Info struct {
 	// needed or MTU probing taught it).
 	MSS, PMTU int
 	// RcvMSS is the largest segment received so far (tcpi_rcv_mss): the
-	// size the peer's kernel settled on, as far as this end can tell.
+	// size the peer's kernel settled on, as far as this end can tell; 0
+	// when no data has arrived (the kernel's own guess, 536 or less, is
+	// not the peer's).
 	RcvMSS int
 	// Retrans counts the segments it retransmitted (tcpi_total_retrans),
 	// Backoff the retransmission timeouts in a row now.
@@ -49,10 +51,14 @@ func Read(fd int) (Info, bool) {
 	if err != nil {
 		return Info{}, false
 	}
+	rcvMSS := int(ti.Rcv_mss)
+	if ti.Bytes_received == 0 {
+		rcvMSS = 0
+	}
 	return Info{
 		At:          time.Now(),
 		Established: ti.State != unix.BPF_TCP_SYN_SENT && ti.State != unix.BPF_TCP_SYN_RECV && ti.State != unix.BPF_TCP_CLOSE,
-		MSS:         int(ti.Snd_mss), PMTU: int(ti.Pmtu), RcvMSS: int(ti.Rcv_mss),
+		MSS:         int(ti.Snd_mss), PMTU: int(ti.Pmtu), RcvMSS: rcvMSS,
 		Retrans: int(ti.Total_retrans), Backoff: int(ti.Backoff), Unacked: int(ti.Unacked),
 		SinceData: time.Duration(ti.Last_data_recv) * time.Millisecond,
 		SinceAck:  time.Duration(ti.Last_ack_recv) * time.Millisecond,

@@ -1,0 +1,104 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+)
+
+// conditionNotes name every measurement condition in which a and b differ:
+// each setting of their labs (links' rate and loss, tunnel, MTU, nat64,
+// congestion control, the lab's configuration), of their machines (tool
+// version, host, kernel, CPUs) and of their servers, and the scale. Their
+// figures set side by side differ by these too. The lab's own name and
+// the ports it chose are a run's, not a condition.
+func conditionNotes(a, b *Summary) []string {
+	var notes []string
+	for _, g := range []struct {
+		what string
+		a, b map[string]string
+	}{
+		{"lab", flatLab(a.Lab), flatLab(b.Lab)},
+		{"machine", a.Machine, b.Machine},
+		{"servers", a.Servers, b.Servers},
+	} {
+		for _, k := range unionKeys(g.a, g.b) {
+			va, oka := g.a[k]
+			vb, okb := g.b[k]
+			if va != vb {
+				notes = append(notes, fmt.Sprintf("%s %s differs: A %s; B %s", g.what, k, orNone(va, oka), orNone(vb, okb)))
+			}
+		}
+	}
+	if sa, sb := scaleOf(a), scaleOf(b); sa != sb {
+		notes = append(notes, fmt.Sprintf("scale differs: A %g; B %g", sa, sb))
+	}
+	if len(notes) > 0 {
+		notes = append([]string{"A and B were measured under different conditions (below): their differences include these"}, notes...)
+	}
+	return notes
+}
+
+// runOnly are the lab's keys that name one run's lab, not its conditions.
+var runOnly = map[string]bool{"name": true, "wire_check_ports": true, "config.Name": true}
+
+// flatLab is a lab's header map with its configuration (JSON) spread into
+// one key per setting (config.shaping.Rate), without what names the run.
+func flatLab(lab map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range lab {
+		var cfg map[string]any
+		if k == "config" && json.Unmarshal([]byte(v), &cfg) == nil {
+			flatten("config", cfg, out)
+			continue
+		}
+		out[k] = v
+	}
+	for k := range runOnly {
+		delete(out, k)
+	}
+	return out
+}
+
+func flatten(prefix string, v any, out map[string]string) {
+	if m, ok := v.(map[string]any); ok {
+		for k, sub := range m {
+			flatten(prefix+"."+k, sub, out)
+		}
+		return
+	}
+	b, _ := json.Marshal(v)
+	out[prefix] = string(b)
+}
+
+func unionKeys(a, b map[string]string) []string {
+	seen := map[string]bool{}
+	var keys []string
+	for _, m := range []map[string]string{a, b} {
+		for k := range m {
+			if !seen[k] {
+				seen[k] = true
+				keys = append(keys, k)
+			}
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func orNone(v string, ok bool) string {
+	if !ok {
+		return "(not recorded)"
+	}
+	if v == "" {
+		return `""`
+	}
+	return v
+}
+
+func scaleOf(s *Summary) float64 {
+	if s.Scale == 0 {
+		return 1
+	}
+	return s.Scale
+}
