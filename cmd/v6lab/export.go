@@ -39,7 +39,7 @@ it is a new file or an earlier export, never a result's own file (refused, exit 
 			if output == "" {
 				output = filepath.Join(args[0], result.ParquetName)
 			}
-			if err := result.CheckParquetOutput(output); err != nil {
+			if err := result.CheckParquetOutput(output, args[0]); err != nil {
 				return &exitError{code: 2, err: fmt.Errorf("--output: %w", err)}
 			}
 			tmp, err := os.CreateTemp(filepath.Dir(output), "."+filepath.Base(output)+"-*.tmp")

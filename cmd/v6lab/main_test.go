@@ -653,6 +653,20 @@ func TestProbeDNS(t *testing.T) {
 			t.Errorf("export (again over its own earlier export): %v\n%s", err, out)
 		}
 	}
+	// Nor into another result's directory, nor over a file that only
+	// begins as Parquet does.
+	other := t.TempDir()
+	os.WriteFile(filepath.Join(other, result.SamplesName), before, 0o644)
+	notes := filepath.Join(t.TempDir(), "notes.txt")
+	os.WriteFile(notes, []byte("PAR1 is how my notes begin"), 0o644)
+	for _, bad := range []string{filepath.Join(other, result.ParquetName), notes} {
+		if _, err := v6lab(t, "export", dir, "-o", bad); exitCode(err) != 2 || !strings.Contains(fmt.Sprint(err), "--output: "+bad) {
+			t.Errorf("export -o %s: %v", bad, err)
+		}
+	}
+	if b, _ := os.ReadFile(notes); string(b) != "PAR1 is how my notes begin" {
+		t.Error("export wrote over a file that only begins with PAR1")
+	}
 }
 
 func TestBadInputIsAClearError(t *testing.T) {

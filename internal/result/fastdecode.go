@@ -300,6 +300,8 @@ func (d *fastDec) field(key []byte, s *Sample) (uint32, bool) {
 		return 1 << 23, ok
 	case "metrics":
 		return 1 << 24, d.metrics(&s.Metrics)
+	case "negotiated":
+		return 1 << 25, d.internField(&s.Negotiated)
 	}
 	return 0, false
 }

@@ -1,6 +1,8 @@
 package result
 
 import (
+	"math"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -9,10 +11,11 @@ import (
 // appendSample appends s as encoding/json (without HTML escaping) writes
 // it, and a newline, about five times faster: the writer's own cost per
 // sample matters at 100,000 samples a second. A sample with metrics or
-// intervals (a trial, a dual-stack race) is left to encoding/json (ok
-// false); a test checks the bytes are encoding/json's, field for field.
+// intervals (a trial, a dual-stack race), or with a metric that is not a
+// finite number, is left to encoding/json (ok false); a test checks the
+// bytes are encoding/json's, field for field.
 func appendSample(b []byte, s *Sample) ([]byte, bool) {
-	if s.Metrics != nil || s.Intervals != nil {
+	if s.Intervals != nil {
 		return b, false
 	}
 	b = append(b, `{"kind":`...)
@@ -44,10 +47,58 @@ func appendSample(b []byte, s *Sample) ([]byte, bool) {
 	b = appendIntField(b, `,"client_turn_ns":`, s.ClientTurnNS, true)
 	b = appendIntField(b, `,"bytes_in":`, s.BytesIn, false)
 	b = appendIntField(b, `,"bytes_out":`, s.BytesOut, false)
+	b = appendStrField(b, `,"negotiated":`, s.Negotiated, true)
 	b = appendStrField(b, `,"marker":`, s.Marker, true)
 	b = appendStrField(b, `,"err":`, s.Err, true)
 	b = appendStrField(b, `,"err_kind":`, string(s.ErrKind), true)
+	if b, ok = appendMetrics(b, s.Metrics); !ok {
+		return b, false
+	}
 	return append(b, "}\n"...), true
+}
+
+// appendMetrics appends a sample's metrics as encoding/json writes a map
+// (keys sorted, omitted when empty); ok false for a value it refuses (NaN,
+// an infinity).
+func appendMetrics(b []byte, m map[string]float64) ([]byte, bool) {
+	if len(m) == 0 {
+		return b, true
+	}
+	var small [8]string
+	keys := small[:0]
+	for k, v := range m {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return b, false
+		}
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, `,"metrics":{`...)
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(appendString(b, k), ':')
+		b = appendFloat(b, m[k])
+	}
+	return append(b, '}'), true
+}
+
+// appendFloat is encoding/json's float64: %f, or %e between 1e-6 and 1e21
+// exclusive of neither, with a one-digit exponent's leading 0 dropped.
+func appendFloat(b []byte, f float64) []byte {
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
 }
 
 func appendStrField(b []byte, key, v string, omitEmpty bool) []byte {

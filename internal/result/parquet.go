@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress/zstd"
@@ -19,10 +20,15 @@ const ParquetName = "samples.parquet"
 // not an earlier export (a result's samples, its summary...).
 var ErrNotParquet = errors.New("exists and is not a Parquet file: export writes a new file or over an earlier export, never over a result's own files")
 
-// CheckParquetOutput refuses an export's output that is an existing file
-// other than a Parquet file (its first four bytes PAR1), or a directory:
-// the samples a result holds are the only record of a measurement.
-func CheckParquetOutput(name string) error {
+// CheckParquetOutput refuses an export of the result in dir to name when
+// name is a directory, an existing file other than a Parquet file (PAR1
+// at its start and its end), or a file in another result's directory:
+// the samples a result holds are the only record of a measurement, and
+// its directory's samples.parquet must be its own.
+func CheckParquetOutput(name, dir string) error {
+	if other := filepath.Dir(name); isResultDir(other) && !sameDir(other, dir) {
+		return fmt.Errorf("%s is in another result's directory (%s): export a result into its own directory or outside any result", name, other)
+	}
 	f, err := os.Open(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -31,14 +37,34 @@ func CheckParquetOutput(name string) error {
 		return err
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.IsDir() {
+	st, err := f.Stat()
+	if err == nil && st.IsDir() {
 		return fmt.Errorf("%s is a directory (name a file)", name)
 	}
-	magic := make([]byte, 4)
-	if _, err := io.ReadFull(f, magic); err != nil || string(magic) != "PAR1" {
+	head, tail := make([]byte, 4), make([]byte, 4)
+	_, herr := io.ReadFull(f, head)
+	_, terr := f.ReadAt(tail, max(0, st.Size()-4))
+	if err != nil || herr != nil || terr != nil || st.Size() < 12 || string(head) != "PAR1" || string(tail) != "PAR1" {
 		return fmt.Errorf("%s %w", name, ErrNotParquet)
 	}
 	return nil
+}
+
+// isResultDir says whether dir holds a result's samples.
+func isResultDir(dir string) bool {
+	for _, n := range []string{SamplesName, PlainSamplesName} {
+		if _, err := os.Stat(filepath.Join(dir, n)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// sameDir says whether a and b are one directory.
+func sameDir(a, b string) bool {
+	sa, err1 := os.Stat(a)
+	sb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
 }
 
 // parquetRow is one sample as a row of the Parquet export: one typed

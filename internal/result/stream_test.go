@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"os/exec"
 	"reflect"
 	"strings"
@@ -177,21 +178,26 @@ func TestCompressedCutReadsWholeLines(t *testing.T) {
 // FuzzFastEncode: the writer's own encoding of a sample is
 // encoding/json's, byte for byte, whatever the strings hold.
 func FuzzFastEncode(f *testing.F) {
-	f.Add("dns/ipv4/100", "127.0.0.1:5353", "NOERROR, 1 A", "", int64(267518), int64(1764171707394943404), true)
-	f.Add("c\"\\\x00\x1f\x7f", "é\u2028\u2029\xff\xfe", "<&>", "timeout", int64(-5), int64(0), false)
-	f.Add("\b\f\n\r\t", "", "\U0001F600", "x", int64(1<<62), int64(-9e18), false)
-	f.Fuzz(func(t *testing.T, cell, remote, marker, errText string, total, startNS int64, warm bool) {
+	f.Add("dns/ipv4/100", "127.0.0.1:5353", "NOERROR, 1 A", "", int64(267518), int64(1764171707394943404), true, "", 0.0)
+	f.Add("c\"\\\x00\x1f\x7f", "é\u2028\u2029\xff\xfe", "<&>", "timeout", int64(-5), int64(0), false, "h3", 6.068799)
+	f.Add("\b\f\n\r\t", "", "\U0001F600", "x", int64(1<<62), int64(-9e18), false, "h2", 1e-7)
+	f.Add("http/ipv4/10", "", "", "", int64(1), int64(1), false, "\xff", 1e21)
+	f.Add("http/ipv4/10", "", "", "", int64(1), int64(1), false, "h2", math.NaN())
+	f.Fuzz(func(t *testing.T, cell, remote, marker, errText string, total, startNS int64, warm bool, negotiated string, metric float64) {
 		s := Sample{Kind: KindSample, Cell: cell, Protocol: marker, Path: remote, Conns: int(total % 1000), Run: 3, Warmup: warm,
 			User: int(total % 7), Local: cell, Remote: remote, DNSLocal: errText, Start: time.Unix(0, startNS).UTC(),
 			ResolveNS: total / 3, ConnectNS: total % 5, TotalNS: total, WireNS: total / 2, ClientTurnNS: total / 9,
-			BytesIn: total % 1000, Marker: marker, Err: errText, ErrKind: ErrKind(errText)}
+			BytesIn: total % 1000, Negotiated: negotiated, Marker: marker, Err: errText, ErrKind: ErrKind(errText)}
+		if negotiated != "" {
+			s.Metrics = map[string]float64{"ttfb_ms": metric, negotiated: -metric, "a" + cell: metric / 3}
+		}
 		got, ok := appendSample(nil, &s)
 		var want bytes.Buffer
 		enc := json.NewEncoder(&want)
 		enc.SetEscapeHTML(false)
 		werr := enc.Encode(s)
 		if !ok {
-			if werr == nil && s.Start.Year() >= 0 && s.Start.Year() < 10000 {
+			if werr == nil && s.Start.Year() >= 0 && s.Start.Year() < 10000 && !math.IsNaN(metric) && !math.IsInf(metric, 0) {
 				t.Fatalf("left to encoding/json: %+v", s)
 			}
 			return
@@ -201,6 +207,36 @@ func FuzzFastEncode(f *testing.F) {
 		}
 		if string(got) != want.String() {
 			t.Fatalf("\n got %s\nwant %s", got, want.String())
+		}
+	})
+}
+
+// BenchmarkAppendSample: the writer's cost per sample, an HTTP/1.1
+// sample's and an HTTP/3 one's (negotiated, two metrics), against
+// encoding/json's for the latter.
+func BenchmarkAppendSample(b *testing.B) {
+	s := Sample{Kind: KindSample, Cell: "http/ipv4/10", Protocol: "http", Path: "ipv4", Conns: 10, User: 3, Local: "127.0.0.1:52381",
+		Remote: "127.0.0.1:17982", Start: time.Now().UTC(), TotalNS: 6756141, WireNS: 5831822, BytesIn: 5914, BytesOut: 2556, Marker: "200 OK"}
+	h3 := s
+	h3.Negotiated, h3.Metrics = "h3", map[string]float64{"handshake_ms": 6.068799, "ttfb_ms": 6.637364}
+	for _, c := range []struct {
+		name string
+		s    *Sample
+	}{{"http1", &s}, {"h3", &h3}} {
+		b.Run(c.name, func(b *testing.B) {
+			var buf []byte
+			for b.Loop() {
+				buf, _ = appendSample(buf[:0], c.s)
+			}
+		})
+	}
+	b.Run("h3-encoding-json", func(b *testing.B) {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		for b.Loop() {
+			buf.Reset()
+			_ = enc.Encode(h3)
 		}
 	})
 }

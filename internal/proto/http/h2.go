@@ -97,15 +97,21 @@ func (c *Client) doH2(ctx context.Context, tr *load.Trace, user int) result.Samp
 		}
 		negotiated = "h2"
 	}
-	cc, err := c.h2.get().NewClientConn(context.WithValue(context.WithoutCancel(ctx), givenConn{}, conn), c.URL.Scheme, hostPort(c.URL, c.port()))
+	bc := newBatchConn(conn)
+	defer func() {
+		if !kept {
+			bc.detach() // after cc.Close, deferred below (so run before)
+		}
+	}()
+	cc, err := c.h2.get().NewClientConn(context.WithValue(context.WithoutCancel(ctx), givenConn{}, net.Conn(bc)), c.URL.Scheme, hostPort(c.URL, c.port()))
 	if err != nil {
 		return c.failStreams(ctx, tr, st, err)
 	}
-	f, err := c.streams(ctx, tr, cc, nethttp.MethodGet)
+	f, err := c.streams(ctx, tr, cc, nethttp.MethodGet, bc)
 	st.record(tr)
 	if c.Keep && err == nil {
 		kept = true
-		c.kept.keep(user, h2Kept{cc, raw})
+		c.kept.keep(user, h2Kept{cc, raw, bc})
 	} else {
 		defer cc.Close()
 	}
@@ -135,12 +141,16 @@ func (c *Client) h2Name() string {
 type h2Kept struct {
 	*nethttp.ClientConn
 	raw net.Conn
+	bc  *batchConn
 }
+
+func (k h2Kept) batch() *batchConn { return k.bc }
 
 func (k h2Kept) alive() bool { return k.Err() == nil }
 func (k h2Kept) close() {
 	k.ClientConn.Close()
 	load.CloseAbort(k.raw)
+	k.bc.detach()
 }
 
 func orNone(s string) string {

@@ -85,7 +85,11 @@ func (c *Client) onKept(ctx context.Context, tr *load.Trace, user int, negotiate
 		return result.Sample{}, false
 	}
 	tr.Restart()
-	f, err := c.streams(ctx, tr, kc, "GET")
+	var b *batchConn
+	if h2, ok := kc.(h2Kept); ok {
+		b = h2.batch()
+	}
+	f, err := c.streams(ctx, tr, kc, "GET", b)
 	if err != nil {
 		kc.close()
 		if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {

@@ -48,7 +48,7 @@ func (c *Client) v3QUIC(ctx context.Context, tr *load.Trace, won *v3conn, race s
 	defer k.close()
 	tr.S.Local, tr.S.Remote = k.pc.LocalAddr().String(), k.pc.RemoteAddr().String()
 	cc := (&http3.Transport{DisableCompression: true, MaxResponseHeaderBytes: MaxHeaderBytes}).NewClientConn(k.conn)
-	f, err := c.streams(ctx, tr, cc, nethttp.MethodGet)
+	f, err := c.streams(ctx, tr, cc, nethttp.MethodGet, nil)
 	c.recordQUIC(tr, k.pc)
 	if err != nil {
 		return c.failStreams(ctx, tr, nil, err)
@@ -88,7 +88,7 @@ func (c *Client) v3TCP(ctx context.Context, tr *load.Trace, won *v3conn, race st
 	t := &nethttp.Transport{DialTLSContext: dial, Protocols: &ps, DisableCompression: true, MaxResponseHeaderBytes: MaxHeaderBytes}
 	defer t.CloseIdleConnections()
 	st := stampsOf(won.tls)
-	f, err := c.streams(ctx, tr, t, nethttp.MethodGet)
+	f, err := c.streams(ctx, tr, t, nethttp.MethodGet, nil)
 	st.record(tr)
 	if err != nil {
 		return c.failStreams(ctx, tr, st, err)
