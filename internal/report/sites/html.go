@@ -44,7 +44,7 @@ svg{margin:1em 0}.bar{fill:#4a7ab5}.ci{stroke:#222}.cdf{fill:none;stroke:#b5524a
 <h2>The study's measures</h2>
 <table><tr><th>measure</th><th>share</th><th>95% CI</th><th>sites</th></tr>
 {{with .S.Study}}{{range (slice3 .Faster .WithinOneMS .Partial)}}<tr><td>{{.What}}</td><td>{{pct .Share}}</td><td>{{ci .CI}}</td><td>{{.Count}} of {{.Of}}</td></tr>{{end}}{{end}}
-{{range .S.WhatIf}}<tr><td>{{.What}}</td><td>{{pct .Share.Share}}</td><td>{{ci .CI}}</td><td>{{.Count}} of {{.Of}}</td></tr>{{end}}
+{{range .S.WhatIf}}<tr><td>{{.What}}</td><td>{{pct .Share.Share}}</td><td>{{ci .CI}}</td><td>{{.Count}} of {{.Of}}; {{printf "%.3g" .LostMeanMS}} ms lost on average</td></tr>{{end}}
 {{range .S.WhatIf}}{{if .IPv6WhenSlower.Of}}<tr><td>{{.IPv6WhenSlower.What}}</td><td>{{pct .IPv6WhenSlower.Share}}</td><td>{{ci .IPv6WhenSlower.CI}}</td><td>{{.IPv6WhenSlower.Count}} of {{.IPv6WhenSlower.Of}}</td></tr>{{end}}{{end}}
 </table>
 <h2>Per-site paired difference, ipv6 − ipv4</h2>

@@ -22,3 +22,16 @@ func TestInShortNamesEveryDualVerdict(t *testing.T) {
 		t.Errorf("IPv4 broken named at none: %q", got)
 	}
 }
+
+// TestHTMLSaysTheMillisecondsLost: report.html's what-if rows give the
+// mean milliseconds lost, as report.txt does.
+func TestHTMLSaysTheMillisecondsLost(t *testing.T) {
+	s := &Summary{ThresholdMS: 1, WhatIf: []WhatIf{{Share: Share{What: "timer 250 ms picks the slower family", Count: 2, Of: 9, Share: 2.0 / 9}, LostMeanMS: 12.5}}}
+	var b strings.Builder
+	if err := HTML(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "2 of 9; 12.5 ms lost on average") {
+		t.Errorf("no ms lost in:\n%s", b.String())
+	}
+}
