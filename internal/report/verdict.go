@@ -295,6 +295,10 @@ func sameClause(same, ps []loadPoint, all bool, base string) string {
 	case reach == "":
 		return fmt.Sprintf("no significant difference %s (no 95%% interval to tell by)", where(same, ps))
 	}
+	if maxReach(same) > SameWithin {
+		// Not a reassurance: the runs cannot tell at these loads.
+		return fmt.Sprintf("no significant difference %s, but the 95%% interval reaches ±%s (run more)", where(same, ps), reach)
+	}
 	return fmt.Sprintf("no significant difference %s (95%% interval within ±%s)", where(same, ps), reach)
 }
 
@@ -302,8 +306,8 @@ func sameClause(same, ps []loadPoint, all bool, base string) string {
 // baseline where every point has one, else in the figure's own unit; ""
 // when a point has no interval.
 func reachOf(ps []loadPoint) string {
-	if m := maxReach(ps); !math.IsInf(m, 1) {
-		return pctText(m)
+	if m := maxReach(ps); !math.IsInf(m, 1) && m < 1000 {
+		return pctText(m) // a reach of 1000% or more is said in the figure's unit
 	}
 	m, unit := 0.0, ""
 	for _, p := range ps {

@@ -210,3 +210,26 @@ func TestAConfidenceLevelIsNever100(t *testing.T) {
 		}
 	}
 }
+
+// TestAWideIntervalIsNoReassurance: beside a significant load, a load
+// whose interval reaches far is not "within" it as a reassurance, and a
+// reach of 1000% or more is said in the figure's unit.
+func TestAWideIntervalIsNoReassurance(t *testing.T) {
+	wide := cmpOf("http", "ipv6", 10, 2, 0.6)
+	wide.CI95PairedDiffMS = &[2]float64{-40, 40}
+	huge := cmpOf("http", "6in4", 10, 2, 0.6)
+	huge.CI95PairedDiffMS = &[2]float64{-2500, 2500}
+	s := &Summary{Baseline: "ipv4", Comparisons: []Comparison{
+		cmpOf("http", "ipv6", 1, 30, 0.001), wide,
+		cmpOf("http", "6in4", 1, 30, 0.001), huge,
+	}, Cells: baseCells("http", 1, 10)}
+	want := map[string]string{
+		"http/ipv6": "30% slower at 1 connection, significant; no significant difference at 10 connections, but the 95% interval reaches ±40% (run more)",
+		"http/6in4": "30% slower at 1 connection, significant; no significant difference at 10 connections, but the 95% interval reaches ±2.5 s (run more)",
+	}
+	for _, v := range Verdicts(s) {
+		if w := want[v.Group+"/"+v.Path]; v.Text != w {
+			t.Errorf("%s/%s: %q\n want %q", v.Group, v.Path, v.Text, w)
+		}
+	}
+}
