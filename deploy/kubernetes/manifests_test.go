@@ -209,7 +209,7 @@ func TestTheSurveyManifest(t *testing.T) {
 	args = append(args, "--dry-run", "--dns-server", "192.0.2.53", "--dns-server", "2001:db8::53")
 	out, err := exec.Command(bin, args...).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), fmt.Sprintf("1 of the 4 sites of %s (segment 1/%d", filepath.Join(dir, "sites.txt"), n)) ||
-		!strings.Contains(string(out), "1 names excluded") {
+		!strings.Contains(string(out), "1 name excluded") {
 		t.Errorf("v6lab %v: %v\n%s", args, err, out)
 	}
 }
