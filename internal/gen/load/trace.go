@@ -256,6 +256,15 @@ func (t *Trace) SYN(cookie uint64) {
 	}
 }
 
+// SYNAt records the kernel's stamp of the transaction's first
+// connection's SYN, read by the probe itself (an event loop: evloop.Result.
+// SYN), when WantsSYN; a zero time records nothing.
+func (t *Trace) SYNAt(at time.Time) {
+	if !at.IsZero() && t.WantsSYN() {
+		t.firstTx = at
+	}
+}
+
 // Received records reads a probe did itself (an event loop): when the one
 // that brought the last bytes returned, and the kernel's receive stamp of
 // those bytes (either may be zero).

@@ -175,7 +175,7 @@ func (c *Client) endTxn(ctx context.Context, tr *load.Trace, t *evTxn, r evloop.
 	}
 	tr.Received(r.LastRead, r.LastRx) // the end, and the wire's, at the last bytes
 	tr.FirstReceived(r.FirstRx)
-	tr.SYN(r.Cookie)
+	tr.SYNAt(r.SYN)
 	tr.ClientTurns(r.ClientTurns)
 	objs := 0
 	if c.Objects {

@@ -2,6 +2,7 @@ package synstamp
 
 import (
 	"net"
+	"net/netip"
 	"os"
 	"syscall"
 	"testing"
@@ -81,4 +82,64 @@ func attached(t *testing.T) int {
 		t.Skipf("cannot list the cgroup's programs: %v", err)
 	}
 	return len(r.Programs)
+}
+
+// TestLookupFD: the socket's own storage has the SYN's and the
+// handshake's stamps, in order, within the dial, and the local address
+// getsockname gives, for IPv4 and IPv6; a socket it did not stamp (a
+// listener, UDP) has none.
+func TestLookupFD(t *testing.T) {
+	testutil.RequireRoot(t, "needs root (a BPF program on the cgroup)")
+	s, err := Open()
+	if err != nil {
+		t.Skipf("no sockops here: %v", err)
+	}
+	defer s.Close()
+	for _, network := range []string{"tcp4", "tcp6"} {
+		addr := map[string]string{"tcp4": "127.0.0.1:0", "tcp6": "[::1]:0"}[network]
+		ln, err := net.Listen(network, addr)
+		if err != nil {
+			t.Logf("%s: %v", network, err)
+			continue
+		}
+		defer ln.Close()
+		before := time.Now()
+		c, err := net.Dial(network, ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		after := time.Now()
+		defer c.Close()
+		var st Stamps
+		var ok bool
+		rc, _ := c.(syscall.Conn).SyscallConn()
+		rc.Control(func(fd uintptr) { st, ok = s.LookupFD(int(fd)) })
+		if !ok {
+			t.Fatalf("%s: no stamps", network)
+		}
+		slack := 2 * time.Millisecond // the two clocks are read apart
+		if st.SYN.Before(before.Add(-slack)) || st.Established.After(after.Add(slack)) || st.Established.Before(st.SYN) {
+			t.Errorf("%s: syn %v est %v outside the dial %v .. %v", network, st.SYN, st.Established, before, after)
+		}
+		if want := netip.MustParseAddrPort(c.LocalAddr().String()); st.Local != want {
+			t.Errorf("%s: local %v, getsockname says %v", network, st.Local, want)
+		}
+		lrc, _ := ln.(syscall.Conn).SyscallConn()
+		lrc.Control(func(fd uintptr) {
+			if _, ok := s.LookupFD(int(fd)); ok {
+				t.Errorf("%s: a listening socket has stamps", network)
+			}
+		})
+	}
+	u, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	urc, _ := u.(syscall.Conn).SyscallConn()
+	urc.Control(func(fd uintptr) {
+		if _, ok := s.LookupFD(int(fd)); ok {
+			t.Error("a UDP socket has stamps")
+		}
+	})
 }
