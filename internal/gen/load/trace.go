@@ -61,6 +61,14 @@ func Begin(protocol string, p path.Path) *Trace {
 	return &Trace{start: now, S: result.Sample{Protocol: protocol, Path: string(p), Start: now.UTC()}}
 }
 
+// Reset readies t for a new transaction of protocol over p, as Begin
+// makes one: for an engine that runs a user's transactions one after
+// another on the same Trace (no allocation per transaction).
+func (t *Trace) Reset(protocol string, p path.Path) {
+	now := time.Now()
+	*t = Trace{start: now, S: result.Sample{Protocol: protocol, Path: string(p), Start: now.UTC()}}
+}
+
 // BeginAt is Begin for a transaction that started at start (its first
 // system call, taken by an engine that times many: the DNS load engine).
 func BeginAt(protocol string, p path.Path, start time.Time) *Trace {

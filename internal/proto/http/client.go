@@ -117,8 +117,10 @@ type Client struct {
 	// requests are the requests built, by URI (request).
 	requests  sync.Map
 	nrequests atomic.Int32
-	// lastRemote is the last remote address named (remoteName).
+	// lastRemote is the last remote address named (remoteName), lastMain
+	// the last main request built (mainRequest).
 	lastRemote atomic.Pointer[addrName]
+	lastMain   atomic.Pointer[mainReq]
 }
 
 // parsedPage is a page and the objects found in it.
