@@ -73,9 +73,7 @@ type Exchange struct {
 	// Reply consumes what comes back.
 	Reply Feeder
 	// Cookie asks for the kernel's stamp of the first connection's SYN
-	// (Result.SYN), read from the socket's storage, where synstamp's
-	// stamper put it, with the local address (one system call in place
-	// of getsockname).
+	// (Result.SYN), which synstamp's stamper keeps.
 	Cookie bool
 	// UDP makes it a datagram exchange on a connected UDP socket: Request
 	// is one datagram, each datagram back is fed whole (never with eof),
@@ -209,8 +207,8 @@ type Result struct {
 	// Continuer's reconnect).
 	Reconnects int
 	// SYN is the kernel's stamp of the first connection's SYN
-	// (Exchange.Cookie: synstamp.Stamper.LookupFD, a wall-clock time);
-	// zero when the stamper is not attached or did not stamp it.
+	// (Exchange.Cookie: synstamp.Stamper.Find, a wall-clock time); zero
+	// when the stamper is not attached or did not stamp it.
 	SYN time.Time
 	// FragSize is, for a UDP exchange with Exchange.FragSize, the size of
 	// the largest IP fragment the reply came in (0: it came whole), and
@@ -874,22 +872,19 @@ func connected(c *conn, at time.Time) {
 
 // addressed records the first connection's local address, and its SYN's
 // stamp when asked (Exchange.Cookie): called once the request is on its
-// way, so that the system call is not between the handshake and the
-// request (in the wire time).
+// way, so that this work is not between the handshake and the request
+// (in the wire time).
 func addressed(c *conn) {
 	if c.res.Local.IsValid() || !c.up {
 		return
 	}
+	c.res.Local = localAddr(c.fd)
 	if c.x.Cookie && !c.x.UDP {
 		if s := synstamp.Current(); s != nil {
-			// Both in one system call, where getsockname was.
-			if st, ok := s.LookupFD(c.fd); ok && st.Local.IsValid() {
-				c.res.SYN, c.res.Local = st.SYN, st.Local
-				return
-			}
+			st, _ := s.Find(c.res.Local, c.x.Remote) // from memory: no system call
+			c.res.SYN = st.SYN
 		}
 	}
-	c.res.Local = localAddr(c.fd)
 }
 
 // send writes what is left of the request; EAGAIN leaves the rest for

@@ -759,12 +759,12 @@ func TestSpinWindowEnds(t *testing.T) {
 	}
 }
 
-// TestSYNStampAndLocalFromTheSocket: with the SYN stamper attached, an
+// TestSYNStampAndLocal: with the SYN stamper attached, an
 // exchange that asks for its SYN (Cookie) has the kernel's stamp of it,
 // within the exchange and before its handshake was seen over, and the
 // local address the server saw, per family; without asking, the address
 // alone.
-func TestSYNStampAndLocalFromTheSocket(t *testing.T) {
+func TestSYNStampAndLocal(t *testing.T) {
 	testutil.RequireRoot(t, "needs root: the SYN stamp is a BPF program")
 	if _, err := synstamp.Default(); err != nil {
 		t.Skipf("no SYN stamps on this host: %v", err)

@@ -1,6 +1,7 @@
 package path
 
 import (
+	"net/netip"
 	"sync"
 	"time"
 
@@ -11,11 +12,12 @@ import (
 
 // A transaction that starts with a connection, not a DNS query (an IP
 // literal, DNS over TCP), starts its wire time at its SYN, which
-// SO_TIMESTAMPING does not stamp: synstamp's program does, in the
-// socket's storage. A probe that holds the socket reads it there
-// (evloop); one that only keeps the socket's cookie (a Go connection, read
-// once the transaction is done) has its stamps kept here under the cookie
-// when it takes it (SocketCookie), as the socket goes with its storage.
+// SO_TIMESTAMPING does not stamp: synstamp's program does, and its
+// stamper keeps the stamps by connection (local and remote addresses). A
+// probe that holds the socket finds them there (evloop); one that only
+// keeps the socket's cookie (a Go connection, its stamps read once the
+// transaction is done, its socket closed by then) has them kept here under
+// the cookie when it takes it (SocketCookie).
 
 // SYNReady attaches the SYN stamper on first use (in the calling thread's
 // network namespace), so that connections made after it have their SYN
@@ -35,11 +37,26 @@ func SocketCookie(fd int) uint64 {
 		return 0
 	}
 	if s := synstamp.Current(); s != nil {
-		if st, ok := s.LookupFD(fd); ok {
-			kept.put(c, [2]time.Time{st.SYN, st.Established})
+		local, lerr := unix.Getsockname(fd)
+		remote, rerr := unix.Getpeername(fd)
+		if lerr == nil && rerr == nil {
+			if st, ok := s.Find(addrPortOf(local), addrPortOf(remote)); ok {
+				kept.put(c, [2]time.Time{st.SYN, st.Established})
+			}
 		}
 	}
 	return c
+}
+
+// addrPortOf is a TCP socket address's address and port.
+func addrPortOf(sa unix.Sockaddr) netip.AddrPort {
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		return netip.AddrPortFrom(netip.AddrFrom4(a.Addr), uint16(a.Port))
+	case *unix.SockaddrInet6:
+		return netip.AddrPortFrom(netip.AddrFrom16(a.Addr), uint16(a.Port))
+	}
+	return netip.AddrPort{}
 }
 
 // SYNSent is the kernel's stamp of the SYN sent by the socket whose cookie

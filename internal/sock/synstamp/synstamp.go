@@ -1,15 +1,16 @@
 // Package synstamp records, in the kernel, when each TCP connection this
 // network namespace opens sends its SYN and completes its handshake: a
 // sockops BPF program on this process's cgroup stamps both moments with the
-// kernel's clock in the socket's own storage (a socket-local BPF map),
-// beside the socket's local address and port. SO_TIMESTAMPING gives no
-// stamp for a SYN (it carries no data), so without it a transaction that
-// starts with a connection rather than a DNS query (an IP literal, DNS over
-// TCP) has no first packet out for its wire time (docs/metrics.md).
+// kernel's clock and writes them, with the connection's addresses, to a
+// BPF ring buffer this process reads from its own memory (no system call).
+// SO_TIMESTAMPING gives no stamp for a SYN (it carries no data), so
+// without it a transaction that starts with a connection rather than a
+// DNS query (an IP literal, DNS over TCP) has no first packet out for its
+// wire time (docs/metrics.md).
 //
-// A caller reads them by the socket's descriptor while it is open
-// (LookupFD), with one system call that also gives the local address
-// (getsockname's). The storage goes with the socket.
+// A caller finds a connection's stamps by its local and remote addresses
+// (Find; getsockname gives the local one). The newest 65,536 connections'
+// stamps, and up to as many before them, are kept.
 //
 // It needs CAP_BPF (root) and a cgroup v2 hierarchy; without them Default
 // fails and callers go without the stamps. It imports nothing of v6lab.
@@ -27,35 +28,49 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
-	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 )
 
-// Stamper holds the attached program and its map.
+// Stamper holds the attached program, its ring and the stamps read from
+// it.
 type Stamper struct {
-	sk   *ebpf.Map // the sockets' storage (SkStorage), by descriptor
+	rb   *ebpf.Map
 	prog *ebpf.Program
 	l    link.Link
+	r    *ring
+	mu   sync.Mutex // guards r, now, old
+	// now and old are the stamps read, by connection: two generations
+	// of at most kept each, the older dropped whole.
+	now, old map[tuple]stamp
+	stop     chan struct{}
+	done     chan struct{}
 }
 
 // Operations of struct bpf_sock_ops the program stamps.
 const (
-	opTCPConnect         = 3    // BPF_SOCK_OPS_TCP_CONNECT_CB: the SYN is about to leave
-	opActiveEstablished  = 4    // BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB: the SYN-ACK came
-	valueSyn, valueEstab = 0, 8 // offsets in a map value
+	opTCPConnect        = 3 // BPF_SOCK_OPS_TCP_CONNECT_CB: the SYN is about to leave
+	opActiveEstablished = 4 // BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB: the SYN-ACK came
 	// Offsets in struct bpf_sock_ops (include/uapi/linux/bpf.h): the
-	// socket's family, local IPv4 address (network order), local IPv6
-	// address, local port (host order), and the socket itself.
-	ctxFamily, ctxLocalIP4, ctxLocalIP6, ctxLocalPort, ctxSk = 20, 28, 48, 68, 184
-	// A socket storage value: the two stamps, then skAddr (16 bytes: an
-	// IPv4 address in the first 4), skPort, skFamily (uint32 each).
-	skAddr, skPort, skFamily, skValueSize = 16, 32, 36, 40
-	fSkStorageCreate                      = 1 // BPF_SK_STORAGE_GET_F_CREATE
+	// socket's family, remote and local IPv4 addresses (network order),
+	// remote and local IPv6 addresses, remote port (network order, in
+	// the upper half on little-endian hosts), local port (host order).
+	ctxFamily, ctxRemoteIP4, ctxLocalIP4, ctxRemoteIP6, ctxLocalIP6, ctxRemotePort, ctxLocalPort = 20, 24, 28, 32, 48, 64, 68
+	// A record: the stamp (ns, CLOCK_MONOTONIC), the operation, the
+	// family, the local and remote addresses (16 bytes each: an IPv4 one
+	// in the first 4), the local and remote ports (ctx's u32s).
+	recNS, recOp, recFamily, recLocal, recRemote, recLocalPort, recRemotePort, recSize = 0, 8, 12, 16, 32, 48, 52, 56
+	// ringSize holds 65,536 records (64 bytes each with its header).
+	ringSize = 4 << 20
+	// kept is how many connections' stamps a generation holds.
+	kept = 1 << 16
+	// drainEvery is how often the ring is read when nobody asks, so that
+	// it does not fill (a full ring drops the records of new SYNs).
+	drainEvery = 100 * time.Millisecond
+	rbNoWakeup = 1 // BPF_RB_NO_WAKEUP: the reader polls
 )
 
 var (
@@ -86,44 +101,51 @@ func Open() (*Stamper, error) {
 	if err != nil {
 		return nil, err
 	}
-	sk, err := ebpf.NewMap(skSpec())
+	rb, err := ebpf.NewMap(&ebpf.MapSpec{Name: "v6lab_syn", Type: ebpf.RingBuf, MaxEntries: ringSize})
 	if err != nil {
-		return nil, fmt.Errorf("synstamp: map: %w", err)
+		return nil, fmt.Errorf("synstamp: ring buffer: %w", err)
 	}
-	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: "v6lab_syn", Type: ebpf.SockOps, License: "GPL", Instructions: program(sk, ns)})
+	r, err := openRing(rb.FD(), ringSize)
 	if err != nil {
-		sk.Close()
+		rb.Close()
+		return nil, fmt.Errorf("synstamp: ring buffer: %w", err)
+	}
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: "v6lab_syn", Type: ebpf.SockOps, License: "GPL", Instructions: program(rb, ns)})
+	if err != nil {
+		r.close()
+		rb.Close()
 		return nil, fmt.Errorf("synstamp: program: %w", err)
 	}
 	l, err := link.AttachCgroup(link.CgroupOptions{Path: cg, Attach: ebpf.AttachCGroupSockOps, Program: prog})
 	if err != nil {
 		prog.Close()
-		sk.Close()
+		r.close()
+		rb.Close()
 		return nil, fmt.Errorf("synstamp: attach to cgroup %s: %w", cg, err)
 	}
-	return &Stamper{sk: sk, prog: prog, l: l}, nil
-}
-
-// skSpec is the socket storage map's: the kernel wants its key and value
-// described in BTF (a 32-bit int, the descriptor, and 5 u64s).
-func skSpec() *ebpf.MapSpec {
-	u64 := &btf.Int{Name: "u64", Size: 8}
-	return &ebpf.MapSpec{Name: "v6lab_synsk", Type: ebpf.SkStorage, KeySize: 4, ValueSize: skValueSize,
-		Flags: unix.BPF_F_NO_PREALLOC, Key: &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed},
-		Value: &btf.Array{Index: &btf.Int{Name: "u32", Size: 4}, Type: u64, Nelems: skValueSize / 8}}
+	s := &Stamper{rb: rb, prog: prog, l: l, r: r, now: map[tuple]stamp{}, old: map[tuple]stamp{},
+		stop: make(chan struct{}), done: make(chan struct{})}
+	go s.drainLoop()
+	return s, nil
 }
 
 // Close detaches the program.
 func (s *Stamper) Close() error {
-	return errors.Join(s.l.Close(), s.prog.Close(), s.sk.Close())
+	err := errors.Join(s.l.Close(), s.prog.Close())
+	close(s.stop)
+	<-s.done
+	s.mu.Lock()
+	s.r.close()
+	s.mu.Unlock()
+	return errors.Join(err, s.rb.Close())
 }
 
-// program stamps, for sockets of the network namespace whose cookie is ns,
-// the SYN's departure (a new storage for the socket, with its local
-// address) and the handshake's end. (An LRU hash by socket cookie, read
-// by a getsockopt(SO_COOKIE) and a lookup, cost two system calls and the
-// hash's update per connection more: it went.)
-func program(sk *ebpf.Map, ns uint64) asm.Instructions {
+// program writes, for sockets of the network namespace whose cookie is
+// ns, a record of the SYN's departure and one of the handshake's end to
+// the ring rb. (A map by socket cookie, read by getsockopt(SO_COOKIE) and
+// a lookup, and then the socket's own storage, read by a lookup, cost a
+// system call or two per connection more, and the storage an allocation.)
+func program(rb *ebpf.Map, ns uint64) asm.Instructions {
 	return slices.Concat(asm.Instructions{
 		asm.Mov.Reg(asm.R6, asm.R1),                // ctx
 		asm.LoadMem(asm.R7, asm.R6, 0, asm.Word),   // op
@@ -137,95 +159,71 @@ func program(sk *ebpf.Map, ns uint64) asm.Instructions {
 		asm.JNE.Reg(asm.R0, asm.R2, "out"),
 		asm.FnKtimeGetNs.Call(),
 		asm.Mov.Reg(asm.R8, asm.R0),
-	}, storage(sk), asm.Instructions{
+		asm.LoadMapPtr(asm.R1, rb.FD()),
+		asm.Mov.Imm(asm.R2, recSize),
+		asm.Mov.Imm(asm.R3, 0),
+		asm.FnRingbufReserve.Call(),
+		asm.JEq.Imm(asm.R0, 0, "out"), // the ring is full: no stamps
+		asm.Mov.Reg(asm.R9, asm.R0),
+		asm.StoreMem(asm.R9, recNS, asm.R8, asm.DWord),
+		asm.StoreMem(asm.R9, recOp, asm.R7, asm.Word),
+	}, record(), asm.Instructions{
+		asm.Mov.Reg(asm.R1, asm.R9).WithSymbol("submit"),
+		asm.Mov.Imm(asm.R2, rbNoWakeup),
+		asm.FnRingbufSubmit.Call(),
 		asm.Mov.Imm(asm.R0, 1).WithSymbol("out"),
 		asm.Return(),
 	})
 }
 
-// storage writes the socket's storage: at the SYN (R7, the operation) a
-// new one with its stamp (R8) and the local address, at the SYN-ACK its
-// stamp in the one there.
-func storage(sk *ebpf.Map) asm.Instructions {
-	insns := asm.Instructions{
-		asm.LoadMem(asm.R2, asm.R6, ctxSk, asm.DWord),
-		asm.JEq.Imm(asm.R2, 0, "out"),
-		asm.LoadMapPtr(asm.R1, sk.FD()),
-		asm.Mov.Imm(asm.R3, 0),
-		asm.Mov.Imm(asm.R4, 0),
-		asm.JEq.Imm(asm.R7, opActiveEstablished, "get"),
-		asm.Mov.Imm(asm.R4, fSkStorageCreate),
-		asm.FnSkStorageGet.Call().WithSymbol("get"),
-		asm.JEq.Imm(asm.R0, 0, "out"),
-		asm.JEq.Imm(asm.R7, opActiveEstablished, "est"),
-		asm.StoreMem(asm.R0, valueSyn, asm.R8, asm.DWord),
-		asm.LoadMem(asm.R1, asm.R6, ctxFamily, asm.Word),
-		asm.StoreMem(asm.R0, skFamily, asm.R1, asm.Word),
-		asm.LoadMem(asm.R1, asm.R6, ctxLocalPort, asm.Word),
-		asm.StoreMem(asm.R0, skPort, asm.R1, asm.Word),
-		asm.LoadMem(asm.R1, asm.R6, ctxLocalIP4, asm.Word),
-		asm.StoreMem(asm.R0, skAddr, asm.R1, asm.Word),
-		asm.LoadMem(asm.R1, asm.R6, ctxFamily, asm.Word),
-		asm.JNE.Imm(asm.R1, unix.AF_INET6, "out"),
+// record copies the connection's family, addresses and ports from the
+// context (R6) to the reserved record (R9).
+func record() asm.Instructions {
+	copy32 := func(from, to int16) asm.Instructions {
+		return asm.Instructions{asm.LoadMem(asm.R1, asm.R6, from, asm.Word), asm.StoreMem(asm.R9, to, asm.R1, asm.Word)}
 	}
+	insns := slices.Concat(copy32(ctxFamily, recFamily), copy32(ctxLocalPort, recLocalPort), copy32(ctxRemotePort, recRemotePort),
+		asm.Instructions{asm.LoadMem(asm.R1, asm.R6, ctxFamily, asm.Word), asm.JEq.Imm(asm.R1, unix.AF_INET6, "ipv6")},
+		copy32(ctxLocalIP4, recLocal), copy32(ctxRemoteIP4, recRemote), asm.Instructions{asm.Ja.Label("submit")})
 	for i := int16(0); i < 4; i++ {
-		insns = append(insns, asm.LoadMem(asm.R1, asm.R6, ctxLocalIP6+4*i, asm.Word),
-			asm.StoreMem(asm.R0, skAddr+4*i, asm.R1, asm.Word))
+		c := slices.Concat(copy32(ctxLocalIP6+4*i, recLocal+4*i), copy32(ctxRemoteIP6+4*i, recRemote+4*i))
+		if i == 0 {
+			c[0] = c[0].WithSymbol("ipv6")
+		}
+		insns = append(insns, c...)
 	}
-	return append(insns, asm.Ja.Label("out"),
-		asm.StoreMem(asm.R0, valueEstab, asm.R8, asm.DWord).WithSymbol("est"))
+	return insns
 }
 
-// Lookup returns when the connection on fd sent its SYN and when its
-// handshake completed (zero: not stamped), as wall-clock times comparable
-// with SO_TIMESTAMPING's software stamps.
-func (s *Stamper) Lookup(fd int) (syn, established time.Time, ok bool) {
-	st, ok := s.LookupFD(fd)
-	return st.SYN, st.Established, ok
-}
-
-// Stamps are a connection's, from its socket's storage (LookupFD).
+// Stamps are a connection's (Find).
 type Stamps struct {
 	// SYN is when it sent its SYN, Established when its handshake
-	// completed (zero: not yet), as Lookup's.
+	// completed (zero: not yet), as wall-clock times comparable with
+	// SO_TIMESTAMPING's software stamps.
 	SYN, Established time.Time
-	// Local is its address and port when it sent its SYN.
-	Local netip.AddrPort
 }
 
-// LookupFD is the stamps of the connection on fd, read from the socket's
-// own storage with one system call (none if its SYN was not stamped: a
-// socket of another namespace, or made before Open).
-func (s *Stamper) LookupFD(fd int) (Stamps, bool) {
-	var v [skValueSize / 8]uint64
-	key := int32(fd)
-	// The raw system call: cilium/ebpf's Lookup goes through the Go
-	// scheduler's syscall bookkeeping, and this lookup never blocks.
-	// union bpf_attr's map element operation; the pointers as pointers,
-	// so that a moved stack moves them too.
-	attr := struct {
-		mapFD, _   uint32
-		key, value unsafe.Pointer
-		flags      uint64
-	}{mapFD: uint32(s.sk.FD()), key: unsafe.Pointer(&key), value: unsafe.Pointer(&v)}
-	if _, _, e := unix.RawSyscall(unix.SYS_BPF, unix.BPF_MAP_LOOKUP_ELEM, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr)); e != 0 || v[0] == 0 {
+// Find is the stamps of the connection from local to remote (an address
+// without a zone), false if its SYN was not stamped (a connection of
+// another namespace, made before Open, or long gone).
+func (s *Stamper) Find(local, remote netip.AddrPort) (Stamps, bool) {
+	k := tuple{local, netip.AddrPortFrom(remote.Addr().WithZone(""), remote.Port())}
+	s.mu.Lock()
+	st, ok := s.get(k)
+	if !ok || st.est == 0 {
+		s.drain() // it, or its handshake's end, may be in the ring yet
+		st, ok = s.get(k)
+	}
+	s.mu.Unlock()
+	if !ok || st.syn == 0 {
 		return Stamps{}, false
 	}
-	b := (*[skValueSize]byte)(unsafe.Pointer(&v))
-	port := *(*uint32)(unsafe.Pointer(&b[skPort]))
-	var local netip.Addr
-	switch *(*uint32)(unsafe.Pointer(&b[skFamily])) {
-	case unix.AF_INET:
-		local = netip.AddrFrom4([4]byte(b[skAddr : skAddr+4]))
-	case unix.AF_INET6:
-		local = netip.AddrFrom16([16]byte(b[skAddr : skAddr+16]))
-	}
 	off := wallOffset()
-	st := Stamps{SYN: time.Unix(0, int64(v[0])+off), Local: netip.AddrPortFrom(local, uint16(port))}
-	if v[1] != 0 {
-		st.Established = time.Unix(0, int64(v[1])+off)
+	out := Stamps{SYN: time.Unix(0, st.syn+off)}
+	if st.est != 0 {
+		out.Established = time.Unix(0, st.est+off)
 	}
-	return st, true
+	return out, true
 }
 
 // Current is the process's stamper if Default attached it, else nil

@@ -4,7 +4,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"syscall"
 	"testing"
 	"time"
 	"v6lab/internal/testutil"
@@ -46,24 +45,24 @@ func TestStampsSynAndHandshake(t *testing.T) {
 	}
 	after := time.Now()
 	defer c.Close()
-	var syn, est time.Time
-	var ok bool
-	rc, _ := c.(syscall.Conn).SyscallConn()
-	rc.Control(func(fd uintptr) { syn, est, ok = s.Lookup(int(fd)) })
-	if !ok || syn.IsZero() || est.IsZero() {
-		t.Fatalf("no stamps: %v %v %v", syn, est, ok)
+	st, ok := s.Find(addrPort(c.LocalAddr()), addrPort(c.RemoteAddr()))
+	if !ok || st.SYN.IsZero() || st.Established.IsZero() {
+		t.Fatalf("no stamps: %+v %v", st, ok)
 	}
 	slack := 2 * time.Millisecond // the two clocks are read apart
-	if syn.Before(before.Add(-slack)) || est.After(after.Add(slack)) || est.Before(syn) {
-		t.Errorf("syn %v est %v outside the dial %v .. %v", syn, est, before, after)
+	if st.SYN.Before(before.Add(-slack)) || st.Established.After(after.Add(slack)) || st.Established.Before(st.SYN) {
+		t.Errorf("syn %v est %v outside the dial %v .. %v", st.SYN, st.Established, before, after)
 	}
-	lrc, _ := ln.(syscall.Conn).SyscallConn()
-	lrc.Control(func(fd uintptr) {
-		if _, _, ok := s.Lookup(int(fd)); ok {
-			t.Error("a listening socket has stamps")
-		}
-	})
+	if _, ok := s.Find(addrPort(ln.Addr()), netip.AddrPort{}); ok {
+		t.Error("a listening socket has stamps")
+	}
+	// The server's side of the connection made no SYN.
+	if _, ok := s.Find(addrPort(c.RemoteAddr()), addrPort(c.LocalAddr())); ok {
+		t.Error("the accepted side has stamps")
+	}
 }
+
+func addrPort(a net.Addr) netip.AddrPort { return a.(*net.TCPAddr).AddrPort() }
 
 // attached counts the sockops programs on this process's cgroup.
 func attached(t *testing.T) int {
@@ -84,11 +83,10 @@ func attached(t *testing.T) int {
 	return len(r.Programs)
 }
 
-// TestLookupFD: the socket's own storage has the SYN's and the
-// handshake's stamps, in order, within the dial, and the local address
-// getsockname gives, for IPv4 and IPv6; a socket it did not stamp (a
-// listener, UDP) has none.
-func TestLookupFD(t *testing.T) {
+// TestFind: each of many connections, IPv4 and IPv6, has its own SYN
+// and handshake stamps, in order, within its dial; one Close stops
+// nothing else (the test's stamper is its own).
+func TestFind(t *testing.T) {
 	testutil.RequireRoot(t, "needs root (a BPF program on the cgroup)")
 	s, err := Open()
 	if err != nil {
@@ -103,43 +101,46 @@ func TestLookupFD(t *testing.T) {
 			continue
 		}
 		defer ln.Close()
-		before := time.Now()
-		c, err := net.Dial(network, ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				c.Close()
+			}
+		}()
+		type dialled struct {
+			c             net.Conn
+			before, after time.Time
 		}
-		after := time.Now()
-		defer c.Close()
-		var st Stamps
-		var ok bool
-		rc, _ := c.(syscall.Conn).SyscallConn()
-		rc.Control(func(fd uintptr) { st, ok = s.LookupFD(int(fd)) })
-		if !ok {
-			t.Fatalf("%s: no stamps", network)
+		var conns []dialled
+		for range 300 {
+			before := time.Now()
+			c, err := net.Dial(network, ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			conns = append(conns, dialled{c, before, time.Now()})
 		}
 		slack := 2 * time.Millisecond // the two clocks are read apart
-		if st.SYN.Before(before.Add(-slack)) || st.Established.After(after.Add(slack)) || st.Established.Before(st.SYN) {
-			t.Errorf("%s: syn %v est %v outside the dial %v .. %v", network, st.SYN, st.Established, before, after)
-		}
-		if want := netip.MustParseAddrPort(c.LocalAddr().String()); st.Local != want {
-			t.Errorf("%s: local %v, getsockname says %v", network, st.Local, want)
-		}
-		lrc, _ := ln.(syscall.Conn).SyscallConn()
-		lrc.Control(func(fd uintptr) {
-			if _, ok := s.LookupFD(int(fd)); ok {
-				t.Errorf("%s: a listening socket has stamps", network)
+		for i, d := range conns {
+			st, ok := s.Find(addrPort(d.c.LocalAddr()), addrPort(d.c.RemoteAddr()))
+			if !ok {
+				t.Fatalf("%s: connection %d from %v: no stamps", network, i, d.c.LocalAddr())
 			}
-		})
+			if st.SYN.Before(d.before.Add(-slack)) || st.Established.After(d.after.Add(slack)) || st.Established.Before(st.SYN) {
+				t.Errorf("%s: connection %d: syn %v est %v outside its dial %v .. %v", network, i, st.SYN, st.Established, d.before, d.after)
+			}
+			d.c.Close()
+		}
 	}
-	u, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	u, err := net.Dial("udp4", "127.0.0.1:9")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer u.Close()
-	urc, _ := u.(syscall.Conn).SyscallConn()
-	urc.Control(func(fd uintptr) {
-		if _, ok := s.LookupFD(int(fd)); ok {
-			t.Error("a UDP socket has stamps")
-		}
-	})
+	if _, ok := s.Find(u.LocalAddr().(*net.UDPAddr).AddrPort(), u.RemoteAddr().(*net.UDPAddr).AddrPort()); ok {
+		t.Error("a UDP socket has stamps")
+	}
 }
