@@ -72,8 +72,17 @@ func (r *ring) read(fn func(rec []byte)) {
 	atomic.StoreUint64(consPos, cons)
 }
 
-// tuple is a connection's local and remote addresses.
-type tuple struct{ local, remote netip.AddrPort }
+// tuple is a connection's local and remote addresses (IPv4 ones mapped
+// into IPv6) and ports: plain bytes, so that the map hashes them as such
+// (netip.AddrPort holds a pointer, and hashed 5 times slower).
+type tuple struct {
+	local, remote [16]byte
+	lport, rport  uint16
+}
+
+func tupleOf(local, remote netip.AddrPort) tuple {
+	return tuple{local.Addr().As16(), remote.Addr().As16(), local.Port(), remote.Port()}
+}
 
 // stamp is a connection's SYN and handshake's end, CLOCK_MONOTONIC ns.
 type stamp struct{ syn, est int64 }
@@ -112,23 +121,31 @@ func (s *Stamper) drain() {
 
 // recTuple is a record's connection.
 func recTuple(rec []byte) (tuple, bool) {
-	lport := uint16(binary.NativeEndian.Uint32(rec[recLocalPort:]))
+	k := tuple{lport: uint16(binary.NativeEndian.Uint32(rec[recLocalPort:]))}
 	// The remote port in network order, in the upper half of the u32 on
 	// a little-endian host (the lower on a big-endian one).
 	rp := rec[recRemotePort : recRemotePort+4]
-	rport := uint16(rp[2])<<8 | uint16(rp[3])
+	k.rport = uint16(rp[2])<<8 | uint16(rp[3])
 	if binary.NativeEndian.Uint32(rp) < 1<<16 {
-		rport = uint16(rp[0])<<8 | uint16(rp[1])
+		k.rport = uint16(rp[0])<<8 | uint16(rp[1])
 	}
 	switch binary.NativeEndian.Uint32(rec[recFamily:]) {
 	case unix.AF_INET:
-		return tuple{netip.AddrPortFrom(netip.AddrFrom4([4]byte(rec[recLocal:])), lport),
-			netip.AddrPortFrom(netip.AddrFrom4([4]byte(rec[recRemote:])), rport)}, true
+		k.local, k.remote = v4mapped(rec[recLocal:]), v4mapped(rec[recRemote:])
 	case unix.AF_INET6:
-		return tuple{netip.AddrPortFrom(netip.AddrFrom16([16]byte(rec[recLocal:])), lport),
-			netip.AddrPortFrom(netip.AddrFrom16([16]byte(rec[recRemote:])), rport)}, true
+		k.local, k.remote = [16]byte(rec[recLocal:]), [16]byte(rec[recRemote:])
+	default:
+		return tuple{}, false
 	}
-	return tuple{}, false
+	return k, true
+}
+
+// v4mapped is the IPv4 address in b's first 4 bytes as netip's As16
+// gives it (::ffff:a.b.c.d).
+func v4mapped(b []byte) (a [16]byte) {
+	a[10], a[11] = 0xff, 0xff
+	copy(a[12:], b[:4])
+	return a
 }
 
 // get is the stamps kept of k; s.mu held.

@@ -203,17 +203,14 @@ type Stamps struct {
 	SYN, Established time.Time
 }
 
-// Find is the stamps of the connection from local to remote (an address
-// without a zone), false if its SYN was not stamped (a connection of
+// Find is the stamps of the connection from local to remote (zones are
+// not compared), false if its SYN was not stamped (a connection of
 // another namespace, made before Open, or long gone).
 func (s *Stamper) Find(local, remote netip.AddrPort) (Stamps, bool) {
-	k := tuple{local, netip.AddrPortFrom(remote.Addr().WithZone(""), remote.Port())}
+	k := tupleOf(local, remote)
 	s.mu.Lock()
+	s.drain() // it, or its handshake's end, may be in the ring yet
 	st, ok := s.get(k)
-	if !ok || st.est == 0 {
-		s.drain() // it, or its handshake's end, may be in the ring yet
-		st, ok = s.get(k)
-	}
 	s.mu.Unlock()
 	if !ok || st.syn == 0 {
 		return Stamps{}, false
