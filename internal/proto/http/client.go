@@ -127,18 +127,39 @@ type Client struct {
 type parsedPage struct {
 	page []byte
 	refs []string
+	// reqs are the event loop's requests for refs, the last with
+	// Connection: close (objectRequests), made on first use.
+	reqsOnce sync.Once
+	reqs     [][]byte
+}
+
+// objectRequests is the event loop's request for each of the objects of
+// page (from objectsOf), the last one closing: made once per distinct
+// page, not looked up per object.
+func (c *Client) objectRequests(page []byte) ([]string, [][]byte) {
+	p := c.parsed(page)
+	p.reqsOnce.Do(func() {
+		p.reqs = make([][]byte, len(p.refs))
+		for i, ref := range p.refs {
+			p.reqs[i] = c.request(ref, i == len(p.refs)-1)
+		}
+	})
+	return p.refs, p.reqs
 }
 
 // objectsOf returns Objects(page, c.URL), parsing only a page that differs
 // from the last one parsed: a server returns the same page to every user,
 // and tokenizing it each time would cost the client more than the fetch.
-func (c *Client) objectsOf(page []byte) []string {
+func (c *Client) objectsOf(page []byte) []string { return c.parsed(page).refs }
+
+// parsed is page parsed, the last one kept (objectsOf).
+func (c *Client) parsed(page []byte) *parsedPage {
 	if last := c.lastPage.Load(); last != nil && bytes.Equal(last.page, page) {
-		return last.refs
+		return last
 	}
-	refs := Objects(page, c.URL)
-	c.lastPage.Store(&parsedPage{page: bytes.Clone(page), refs: refs})
-	return refs
+	p := &parsedPage{page: bytes.Clone(page), refs: Objects(page, c.URL)}
+	c.lastPage.Store(p)
+	return p
 }
 
 // lookupHost is the name the dual path resolves.

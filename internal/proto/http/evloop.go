@@ -306,10 +306,11 @@ type pageExchange struct {
 	p        *replyParser
 	maxBody  int64
 	refs     []string
-	next     int  // the next object's index in refs
-	objs     int  // objects fetched
-	pageDone bool // p now reads objects
-	eof      bool // the server closed the connection
+	reqs     [][]byte // refs' requests (Client.objectRequests)
+	next     int      // the next object's index in refs
+	objs     int      // objects fetched
+	pageDone bool     // p now reads objects
+	eof      bool     // the server closed the connection
 }
 
 func (x *pageExchange) Feed(b []byte, eof bool) (bool, error) {
@@ -323,7 +324,7 @@ func (x *pageExchange) Next() ([]byte, bool) {
 	if !x.pageDone {
 		x.pageDone = true
 		if x.p.html {
-			x.refs = x.c.objectsOf(x.p.page)
+			x.refs, x.reqs = x.c.objectRequests(x.p.page)
 		}
 	} else {
 		x.objs++
@@ -336,5 +337,5 @@ func (x *pageExchange) Next() ([]byte, bool) {
 	reconnect := x.p.closes || x.eof
 	x.eof = false
 	x.p.reset(uri, x.maxBody, false, content.Unknown)
-	return x.c.request(uri, x.next == len(x.refs)), reconnect
+	return x.reqs[x.next-1], reconnect
 }
