@@ -29,6 +29,7 @@ client) and the 464xlat path (a CLAT on the client), and r2 is the AFTR of the d
   v6lab lab up --name b --tunnel bpf --tunnel-mtu 1280
   v6lab lab up --name c --tunnel userspace
   v6lab lab status
+  v6lab lab down --orphans
   v6lab lab down --all`,
 	}
 	cmd.AddCommand(newLabUpCmd(), newLabStatusCmd(), newLabDownCmd())
@@ -121,20 +122,26 @@ func (f *labFlags) config(file, defName string) (lab.Config, error) {
 
 func newLabDownCmd() *cobra.Command {
 	var name string
-	var all bool
+	var all, orphans bool
 	cmd := &cobra.Command{
 		Use:   "down",
 		Short: "Remove a lab (or all of them), including ones a killed process left",
 		Long: `lab down stops the lab's owner process and removes everything the lab's owner record
 names: namespaces (with their links and tunnels), real-server daemons and their working
-directories. Only the named lab is touched: lab "a" never matches lab "a-b".`,
+directories. Only the named lab is touched: lab "a" never matches lab "a-b". --orphans
+removes every lab whose recorded owner process is gone (and that was not kept with run
+--keep), whoever made it: run and lab up never do so unasked.`,
 		Example: `  v6lab lab down
   v6lab lab down --name second
+  v6lab lab down --orphans
   v6lab lab down --all`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := lab.CheckName(name); err != nil {
 				return &exitError{code: 2, err: err}
+			}
+			if orphans {
+				return keep.RemoveOrphans(cmd.OutOrStdout(), quiet(cmd))
 			}
 			return keep.Remove(name, all, func(n string) {
 				if !quiet(cmd) {
@@ -145,6 +152,8 @@ directories. Only the named lab is touched: lab "a" never matches lab "a-b".`,
 	}
 	cmd.Flags().StringVar(&name, "name", "default", "lab to remove")
 	cmd.Flags().BoolVar(&all, "all", false, "remove every v6lab lab on this machine")
+	cmd.Flags().BoolVar(&orphans, "orphans", false, "remove every lab whose owner process is gone (left by a killed run or lab up)")
+	cmd.MarkFlagsMutuallyExclusive("all", "orphans")
 	return cmd
 }
 
