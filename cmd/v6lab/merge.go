@@ -9,6 +9,7 @@ import (
 
 	"v6lab/internal/proto/all"
 	"v6lab/internal/report"
+	"v6lab/internal/result"
 	"v6lab/internal/run/merge"
 	"v6lab/internal/run/survey/cli"
 )
@@ -41,6 +42,9 @@ A DIR that is not itself a result directory stands for every result directory in
 				return &exitError{code: 2, err: err}
 			}
 			if err := merge.Check(segs); err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			if err := result.CheckRoot(results); err != nil {
 				return &exitError{code: 2, err: err}
 			}
 			dir, s, err := merge.Write(segs, results, name, all.RedactArgs(os.Args), time.Now())

@@ -214,6 +214,9 @@ func (o *runOpts) settings(cmd *cobra.Command, exp *experiment.Experiment, built
 	// The lab's settings are checked first, even when no lab will be
 	// built, so a bad file or flag is never silently ignored.
 	labCfg, err := o.lflags.config(topology, "run")
+	if err == nil {
+		err = result.CheckRoot(o.lf.results)
+	}
 	if err != nil {
 		return run.Settings{}, err
 	}

@@ -19,6 +19,7 @@ import (
 
 	"v6lab/internal/proto"
 	"v6lab/internal/report/sites"
+	"v6lab/internal/result"
 	"v6lab/internal/run/survey"
 	"v6lab/internal/run/survey/sitelab"
 )
@@ -195,6 +196,9 @@ func (o *surveyOpts) job(cmd *cobra.Command, args []string) (*survey.Job, error)
 		return nil, err
 	}
 	j.Spec = sp
+	if err := result.CheckRoot(o.results); err != nil {
+		return nil, err
+	}
 	j.Segment, j.StartAt, err = survey.ParseSplit(o.segment, o.startAt)
 	return j, err
 }
