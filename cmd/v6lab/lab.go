@@ -81,6 +81,9 @@ links: {r1-r2: {mtu: 1400}}, as the built-in lab built-in:pmtu.yaml has): docs/l
 			if err == nil && sites != "" {
 				cfg.Sites, err = sitelab.Check(sites)
 			}
+			if err == nil {
+				err = lab.CheckKernel(cfg) // what building it would refuse
+			}
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
