@@ -285,6 +285,10 @@ func TestLabUpSitesServesTheSitesToTheClientHost(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "13 sites of "+file+", their DNS on 203.0.113.2 and 2001:db8:6:3::2") {
 		t.Fatalf("lab up --sites: %v\n%s", err, out)
 	}
+	// Trial: lab status did not say the lab serves sites.
+	if out, err := exec.Command(bin, "lab", "status", "--name", name).CombinedOutput(); err != nil || !strings.Contains(string(out), "  serves the sites of "+file+" (survey them: v6lab survey --lab "+name+" "+file+")\n") {
+		t.Errorf("lab status of a lab of sites: %v\n%s", err, out)
+	}
 	root := t.TempDir()
 	args := []string{"survey", "--lab", name, file, "--runs", "6", "--threshold", "100ms", "--timeout", "3s", "--rate", "1000", "-q", "--results", root}
 	if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {

@@ -50,7 +50,10 @@ type Record struct {
 	// Tunnel is the 6in4 implementation built (lab status names it when
 	// its owner is gone and took the tunnel with it).
 	Tunnel string `json:"tunnel,omitempty"`
-	file   string
+	// Sites is the lab of sites' file the lab serves (lab up --sites),
+	// which lab status names.
+	Sites string `json:"sites,omitempty"`
+	file  string
 }
 
 // Daemon is a process the lab started (a real server, the measuring

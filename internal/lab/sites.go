@@ -115,6 +115,9 @@ func (l *Lab) addSites() error {
 	if err := l.AddSites(); err != nil {
 		return err
 	}
+	if l.rec != nil {
+		l.rec.Sites = l.Sites // saved with the directory, next
+	}
 	if err := l.rec.AddDir(filepath.Dir(SitesResolvConf(l.Name))); err != nil {
 		return err
 	}

@@ -276,6 +276,9 @@ func writeStatus(w io.Writer, st *lab.Status, o *lab.Orphan) {
 		fmt.Fprintf(w, "lab %q: tunnel %s, kept by %s\n", st.Name, st.Tunnel, keeper(st))
 	}
 	fmt.Fprintf(w, "  configured: %s\n", st.Summary())
+	if st.Sites != "" {
+		fmt.Fprintf(w, "  serves the sites of %s (survey them: v6lab survey --lab %s %s)\n", st.Sites, st.Name, st.Sites)
+	}
 	writeHosts(w, st)
 }
 

@@ -51,6 +51,23 @@ func TestStatusSaysWhatIsConfiguredAndLabelsEveryCount(t *testing.T) {
 	}
 }
 
+// TestStatusSaysTheLabServesSites (trial): a lab up with --sites says so,
+// and how to survey it; one without says nothing of sites.
+func TestStatusSaysTheLabServesSites(t *testing.T) {
+	st := testStatus()
+	var b bytes.Buffer
+	WriteStatus(&b, st)
+	if strings.Contains(b.String(), "sites") {
+		t.Errorf("a lab without sites:\n%s", b.String())
+	}
+	st.Sites = "/srv/lab.sites"
+	b.Reset()
+	WriteStatus(&b, st)
+	if want := "  serves the sites of /srv/lab.sites (survey them: v6lab survey --lab t /srv/lab.sites)\n"; !strings.Contains(b.String(), want) {
+		t.Errorf("status lacks %q:\n%s", want, b.String())
+	}
+}
+
 // TestAnOrphansStatusIsShownOnce (trial 10): an orphan that still has its
 // namespaces is one block: the orphan line, then its hosts; its name was
 // followed by a second block that named it again.
