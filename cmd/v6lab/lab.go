@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 
@@ -81,9 +82,7 @@ links: {r1-r2: {mtu: 1400}}, as the built-in lab built-in:pmtu.yaml has): docs/l
 			if err == nil && sites != "" {
 				cfg.Sites, err = sitelab.Check(sites)
 			}
-			if err == nil {
-				err = lab.CheckKernel(cfg) // what building it would refuse
-			}
+			err = cmp.Or(err, lab.CheckKernel(cfg)) // what building it would refuse
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
@@ -132,25 +131,17 @@ func newLabDownCmd() *cobra.Command {
 		Long: `lab down stops the lab's owner process and removes everything the lab's owner record
 names: namespaces (with their links and tunnels), real-server daemons and their working
 directories. Only the named lab is touched: lab "a" never matches lab "a-b". --orphans
-removes every lab whose recorded owner process is gone (and that was not kept with run
---keep), whoever made it: run and lab up never do so unasked.`,
+removes every lab whose owner is gone and that was not kept, whoever made it (run and lab
+up never do so unasked).`,
 		Example: `  v6lab lab down
   v6lab lab down --name second
-  v6lab lab down --orphans
-  v6lab lab down --all`,
+  v6lab lab down --orphans`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := lab.CheckName(name); err != nil {
 				return &exitError{code: 2, err: err}
 			}
-			if orphans {
-				return keep.RemoveOrphans(cmd.OutOrStdout(), quiet(cmd))
-			}
-			return keep.Remove(name, all, func(n string) {
-				if !quiet(cmd) {
-					fmt.Fprintf(cmd.OutOrStdout(), "lab %q is down\n", n)
-				}
-			})
+			return keep.Remove(name, all, orphans, cmd.OutOrStdout(), quiet(cmd))
 		},
 	}
 	cmd.Flags().StringVar(&name, "name", "default", "lab to remove")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"time"
@@ -41,10 +42,7 @@ A DIR that is not itself a result directory stands for every result directory in
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
-			if err := merge.Check(segs); err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			if err := result.CheckRoot(results); err != nil {
+			if err := cmp.Or(merge.Check(segs), result.CheckRoot(results)); err != nil {
 				return &exitError{code: 2, err: err}
 			}
 			dir, s, err := merge.Write(segs, results, name, all.RedactArgs(os.Args), time.Now())

@@ -29,7 +29,7 @@ func TestResultsMakesOnlyItsLastDirectory(t *testing.T) {
 	}
 	file := filepath.Join(top, "f")
 	os.WriteFile(file, nil, 0o644)
-	if _, err := v6lab(t, "run", "quick", "--dry-run", "--results", file); exitCode(err) != 2 || !strings.Contains(err.Error(), "--results "+file+": it is a regular file, not a directory") {
+	if _, err := v6lab(t, "run", "quick", "--dry-run", "--results", file); exitCode(err) != 2 || !strings.Contains(err.Error(), "--results "+file+": it is a file, not a directory") {
 		t.Errorf("--results a file: %v", err)
 	}
 	if _, err := v6lab(t, "run", "quick", "--dry-run", "--results", filepath.Join(top, "new")); err != nil {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"v6lab/internal/input/units"
+	"v6lab/internal/report/stats"
 )
 
 // ManyVerdicts is how many verdicts "In short" lists one by one; beyond
@@ -112,5 +112,5 @@ func fewRunsNote(s *Summary, vs []Verdict) string {
 	}
 	return fmt.Sprintf("too few runs for verdicts: at most %s per cell%s, fewer than %d, so a difference must be large and steady to be significant after Holm's correction over %s; "+
 		"read each difference and its interval, and for verdicts run again with at least %d counted runs (without --scale or with a larger one, or more runs: in the experiment)",
-		units.Count(most, "counted run"), why, MinRuns, units.Count(holmCount(s), "comparison"), MinRuns)
+		stats.Count(most, "counted run"), why, MinRuns, stats.Count(holmCount(s), "comparison"), MinRuns)
 }

@@ -10,7 +10,6 @@ package report
 
 import (
 	"slices"
-	"v6lab/internal/input/units"
 	"v6lab/internal/sock/path"
 
 	"cmp"
@@ -689,7 +688,7 @@ func datapathNotes(byPath map[string]map[string]uint64, runs map[string]int) []s
 		if n, ok := c["nat_no_port"]; ok {
 			parts = append(parts, fmt.Sprintf("its NAT dropped %d packets of new connections for want of a free port", n))
 		}
-		out = append(out, fmt.Sprintf("datapaths of %s over its %s: %s", k.Path, units.Count(runs[string(k.Path)], "run"), strings.Join(parts, "; ")))
+		out = append(out, fmt.Sprintf("datapaths of %s over its %s: %s", k.Path, stats.Count(runs[string(k.Path)], "run"), strings.Join(parts, "; ")))
 	}
 	return out
 }

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"v6lab/internal/input/units"
+	"v6lab/internal/report/stats"
 	"v6lab/internal/result"
 )
 
@@ -287,9 +287,9 @@ func rawClause(raw, all []loadPoint, what string, holm int) string {
 	}
 	runs := ""
 	if n := raw[0].runs; n > 0 {
-		runs = fmt.Sprintf(" at %s each", units.Count(n, "run"))
+		runs = fmt.Sprintf(" at %s each", stats.Count(n, "run"))
 	}
-	return fmt.Sprintf("%s, not significant after Holm's correction over %s%s", strings.Join(each, ", "), units.Count(holm, "comparison"), runs)
+	return fmt.Sprintf("%s, not significant after Holm's correction over %s%s", strings.Join(each, ", "), stats.Count(holm, "comparison"), runs)
 }
 
 // sameClause says the loads with no difference the runs show: the same
@@ -378,7 +378,7 @@ func where(sel, all []loadPoint) string {
 	if last := all[len(all)-1]; sel[len(sel)-1].conns == last.conns {
 		i := slices.IndexFunc(all, func(p loadPoint) bool { return p.conns == sel[0].conns })
 		if len(all)-i == len(sel) {
-			return "from " + units.Count(sel[0].conns, "connection")
+			return "from " + stats.Count(sel[0].conns, "connection")
 		}
 	}
 	return "at " + loads(sel)

@@ -6,8 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"time"
-
-	"v6lab/internal/input/specfile"
 )
 
 // CheckRoot says why root cannot receive result directories (nil when it
@@ -19,7 +17,7 @@ func CheckRoot(root string) error {
 	st, err := os.Stat(root)
 	switch {
 	case err == nil && !st.IsDir():
-		return fmt.Errorf("--results %s: it is %s, not a directory", root, specfile.Kind(st.Mode()))
+		return fmt.Errorf("--results %s: it is a file, not a directory", root)
 	case err == nil:
 		return nil
 	case !errors.Is(err, os.ErrNotExist):

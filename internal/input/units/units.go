@@ -140,12 +140,3 @@ func (b *Bytes) UnmarshalJSON(j []byte) error {
 	}
 	return b.UnmarshalText(j)
 }
-
-// Count is n things in the singular or the plural: "1 site", "2 sites",
-// "0 sites" (what takes an s).
-func Count(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
-}

@@ -163,11 +163,20 @@ func OrphanHint() string {
 	return fmt.Sprintf("labs left without their owner process: %s; remove one with v6lab lab down --name NAME, or all with --all", strings.Join(ns, ", "))
 }
 
-// Remove takes lab name down, or every lab on this machine with all,
-// telling gone of each one that went; a name with nothing of it here is
-// an error (saying it is down would hide a typo), which names the labs
-// left without their owner.
-func Remove(name string, all bool, gone func(name string)) error {
+// Remove takes lab name down, or every lab on this machine with all, or
+// every orphan with orphans (RemoveOrphans), saying on w (unless quiet)
+// each one that went; a name with nothing of it here is an error (saying
+// it is down would hide a typo), which names the labs left without their
+// owner.
+func Remove(name string, all, orphans bool, w io.Writer, quiet bool) error {
+	if orphans {
+		return RemoveOrphans(w, quiet)
+	}
+	gone := func(n string) {
+		if !quiet {
+			fmt.Fprintf(w, "lab %q is down\n", n)
+		}
+	}
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("%w; you are uid %d", lab.ErrPrivilege, os.Geteuid())
 	}

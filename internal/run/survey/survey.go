@@ -26,8 +26,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"v6lab/internal/input/units"
 	"v6lab/internal/report/sites"
+	"v6lab/internal/report/stats"
 	"v6lab/internal/result"
 	"v6lab/internal/run/host"
 	"v6lab/internal/sock/path"
@@ -447,4 +447,4 @@ func (j *Job) progress(total int) func() {
 }
 
 // plural is "1 site", "2 sites".
-func plural(n int, what string) string { return units.Count(n, what) }
+func plural(n int, what string) string { return stats.Count(n, what) }

@@ -19,9 +19,9 @@ import (
 
 	mdns "github.com/miekg/dns"
 
-	"v6lab/internal/input/units"
 	"v6lab/internal/lab"
 	"v6lab/internal/proto"
+	"v6lab/internal/report/stats"
 	"v6lab/internal/run/host"
 	"v6lab/internal/sock/path"
 )
@@ -394,5 +394,5 @@ func Serve(l *lab.Lab) (stop func(), what string, err error) {
 	if err != nil {
 		return nil, "", err
 	}
-	return x.Close, fmt.Sprintf("%s of %s, their DNS on %s and %s", units.Count(len(s), "site"), l.Sites, l.Addr.ServerV4, l.Addr.ServerV6), nil
+	return x.Close, fmt.Sprintf("%s of %s, their DNS on %s and %s", stats.Count(len(s), "site"), l.Sites, l.Addr.ServerV4, l.Addr.ServerV6), nil
 }
