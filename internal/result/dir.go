@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -32,8 +33,13 @@ func CheckRoot(root string) error {
 
 // NewDir makes a fresh result directory root/<name>-<UTC time>, adding a
 // suffix rather than ever reusing an existing directory. root itself is
-// made when missing, but not its parents (CheckRoot).
+// made when missing, but not its parents (CheckRoot). name is one path
+// component: a name with a slash (merge --name ../x) would put the
+// directory elsewhere than root.
 func NewDir(root, name string, now time.Time) (string, error) {
+	if name == "" || strings.ContainsAny(name, `/\`) {
+		return "", fmt.Errorf("result: --name %q cannot name a result directory: a name, without a slash", name)
+	}
 	if err := CheckRoot(root); err != nil {
 		return "", fmt.Errorf("result: %w", err)
 	}
