@@ -60,7 +60,7 @@ A DIR that is not itself a result directory stands for every result directory in
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&results, "results", "results", "directory that receives the merged result directory")
+	cmd.Flags().StringVar(&results, "results", "results", "directory that receives the merged result directory (made if missing; its parent must exist)")
 	cmd.Flags().StringVar(&name, "name", "", "name of the merged result directory (default: the experiment's, with -merged)")
 	return cmd
 }

@@ -83,7 +83,7 @@ func Command(version string) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	proto.RegisterFlags(fl, survey.Defaults())
-	fl.StringVar(&o.results, "results", "results", "directory that receives the result directory")
+	fl.StringVar(&o.results, "results", "results", "directory that receives the result directory (made if missing; its parent must exist)")
 	fl.StringVar(&o.name, "name", "", "name of the survey (default: the list's file name)")
 	fl.StringVar(&o.segment, "segment", "", "survey segment `I/N` of the list: the sites i with i mod N = I")
 	fl.StringVar(&o.startAt, "start-at", "", "start at `TIME` (RFC 3339)")
