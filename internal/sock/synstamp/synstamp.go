@@ -136,6 +136,7 @@ func (s *Stamper) Close() error {
 	<-s.done
 	s.mu.Lock()
 	s.r.close()
+	s.r = nil // a Find after Close finds what was read
 	s.mu.Unlock()
 	return errors.Join(err, s.rb.Close())
 }
