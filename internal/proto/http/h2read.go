@@ -135,10 +135,11 @@ func (h *h2conn) headers(flags byte, id uint32, p []byte) error {
 func (h *h2conn) fragment(flags byte, p []byte) error {
 	r := &h.rd
 	r.blockBytes += len(p)
-	if _, err := r.dec.Write(p); err != nil {
+	_, err := r.dec.Write(p)
+	if err != nil && !errors.Is(err, hpack.ErrStringLength) {
 		return h2Errorf(errCompression, "the header block of stream %d: %v", r.blockID, err)
 	}
-	if r.f.tooBig || r.blockBytes > MaxHeaderBytes {
+	if err != nil || r.f.tooBig || r.blockBytes > MaxHeaderBytes {
 		return fmt.Errorf("HTTP/2: response header larger than %d bytes: %w", MaxHeaderBytes, ErrTooLarge)
 	}
 	if flags&flagEndHeaders == 0 {
