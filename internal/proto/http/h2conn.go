@@ -48,12 +48,12 @@ type h2conn struct {
 
 // h2stream is one request and its reply.
 type h2stream struct {
-	id    uint32
-	uri   string
-	block []byte
+	id     uint32
+	uri    string
+	block  []byte
 	keep   bool           // keep the body, when HTML (the page)
 	object bool           // an object of the page
-	check *content.Check // or check it
+	check  *content.Check // or check it
 
 	status  int
 	length  int64 // content-length, -1 without
@@ -70,12 +70,12 @@ type h2stream struct {
 
 // h2tx is a transaction's streams on the connection.
 type h2tx struct {
-	queue   []*h2stream // not yet requested
-	left    int         // not yet ended
-	err     error
-	last    time.Time // when the last stream ended
-	done    chan struct{}
-	woken   bool
+	queue []*h2stream // not yet requested
+	left  int         // not yet ended
+	err   error
+	last  time.Time // when the last stream ended
+	done  chan struct{}
+	woken bool
 }
 
 // newH2Conn starts an HTTP/2 connection over conn (raw beneath it): its

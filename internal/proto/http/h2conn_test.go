@@ -280,11 +280,15 @@ func TestH2ConnFailures(t *testing.T) {
 		}, `GOAWAY (NO_ERROR, "bye", last stream 0) before it processed stream 1 of /x`},
 		{"frame too large", func(*fakeH2) [][]byte { return [][]byte{appendFrameHeader(nil, 20000, frameData, 0, 1)} }, "FRAME_SIZE_ERROR"},
 		{"data on a stream never opened", func(f *fakeH2) [][]byte { return [][]byte{frameOf(frameData, 0, 9, []byte("x"))} }, "stream 9, which the client never opened"},
-		{"push", func(*fakeH2) [][]byte { return [][]byte{frameOf(framePushPromise, flagEndHeaders, 1, []byte{0, 0, 0, 2})} }, "PUSH_PROMISE"},
+		{"push", func(*fakeH2) [][]byte {
+			return [][]byte{frameOf(framePushPromise, flagEndHeaders, 1, []byte{0, 0, 0, 2})}
+		}, "PUSH_PROMISE"},
 		{"bad hpack", func(*fakeH2) [][]byte {
 			return [][]byte{frameOf(frameHeaders, flagEndHeaders, 1, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff})}
 		}, "COMPRESSION_ERROR"},
-		{"no status", func(f *fakeH2) [][]byte { return [][]byte{frameOf(frameHeaders, flagEndHeaders, 1, f.block("server", "x"))} }, "no valid :status"},
+		{"no status", func(f *fakeH2) [][]byte {
+			return [][]byte{frameOf(frameHeaders, flagEndHeaders, 1, f.block("server", "x"))}
+		}, "no valid :status"},
 		{"status 404", func(f *fakeH2) [][]byte {
 			return [][]byte{frameOf(frameHeaders, flagEndHeaders|flagEndStream, 1, f.block(":status", "404"))}
 		}, "status 404 Not Found for /x"},
