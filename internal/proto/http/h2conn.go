@@ -84,7 +84,9 @@ func newH2Conn(conn, raw net.Conn) *h2conn {
 	h := &h2conn{conn: conn, raw: raw, nextID: 1, maxStreams: 100, maxFrame: h2MaxFrame,
 		sendInitial: 65535, sendWindow: 65535}
 	h.pending = appendClientPreface(nil)
-	h.rd = h2reader{br: bufio.NewReaderSize(conn, 32<<10), recvWin: h2ConnWindow}
+	br := readers.Get().(*bufio.Reader) // back in the pool when the reader ends
+	br.Reset(conn)
+	h.rd = h2reader{br: br, recvWin: h2ConnWindow}
 	h.rd.dec = hpack.NewDecoder(4096, h.rd.emit)
 	h.rd.dec.SetMaxStringLength(MaxHeaderBytes)
 	go h.readLoop()
@@ -255,7 +257,9 @@ func (h *h2conn) readLoop() {
 				err = fmt.Errorf("HTTP/2: the server closed the connection: %w", io.ErrUnexpectedEOF)
 			}
 			h.fail(err)
-			h.rd = h2reader{} // lets go of the buffer
+			h.rd.br.Reset(nil)
+			readers.Put(h.rd.br)
+			h.rd = h2reader{}
 			return
 		}
 	}
