@@ -41,7 +41,7 @@ type h2conn struct {
 	pending     []byte // frames for the next write: the preface, a SETTINGS ACK
 	tx          *h2tx  // the transaction under way
 	err         error  // the connection's end: no stream opens after it
-	goaway      bool
+	goaway      string // the server's GOAWAY, when it sent one: no stream opens after it
 
 	rd h2reader // the reading goroutine's own
 }
@@ -100,9 +100,9 @@ func newH2Conn(conn, raw net.Conn) *h2conn {
 func (h *h2conn) run(ctx context.Context, ss []*h2stream) (time.Time, error) {
 	tx := &h2tx{queue: ss, left: len(ss), done: make(chan struct{}, 1)}
 	h.mu.Lock()
-	if h.err != nil {
+	if err := h.refuses(ss); err != nil {
 		h.mu.Unlock()
-		return time.Time{}, h.err
+		return time.Time{}, err
 	}
 	h.tx = tx
 	h.mu.Unlock()
@@ -127,6 +127,17 @@ func (h *h2conn) run(ctx context.Context, ss []*h2stream) (time.Time, error) {
 	return last, err
 }
 
+// refuses says why the connection takes no new streams (h.mu held).
+func (h *h2conn) refuses(ss []*h2stream) error {
+	switch {
+	case h.err != nil:
+		return h.err
+	case h.goaway != "" && len(ss) > 0:
+		return fmt.Errorf("HTTP/2: the server sent %s before %s was requested", h.goaway, ss[0].uri)
+	}
+	return nil
+}
+
 // open writes the requests of the transaction's queue the server allows
 // now, with any frame pending, in one write.
 func (h *h2conn) open() {
@@ -136,7 +147,10 @@ func (h *h2conn) open() {
 	b := append(h.wbuf[:0], h.pending...)
 	h.pending = h.pending[:0]
 	if tx := h.tx; tx != nil && h.err == nil {
-		for len(tx.queue) > 0 && uint32(len(h.streams)) < h.maxStreams && !h.goaway {
+		if len(tx.queue) > 0 && len(h.streams) == 0 && h.maxStreams == 0 {
+			h.endTx(tx, errors.New("HTTP/2: the server allows no stream (SETTINGS_MAX_CONCURRENT_STREAMS 0)"))
+		}
+		for len(tx.queue) > 0 && uint32(len(h.streams)) < h.maxStreams && h.goaway == "" {
 			s := tx.queue[0]
 			tx.queue = tx.queue[1:]
 			s.id, s.length, s.recvWin, s.sendWin = h.nextID, -1, h2StreamWindow, h.sendInitial
@@ -240,7 +254,7 @@ func (h *h2conn) opened(id uint32) bool {
 func (h *h2conn) alive() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.err == nil && !h.goaway
+	return h.err == nil && h.goaway == ""
 }
 
 // close closes the connection: its reader ends.

@@ -365,3 +365,38 @@ func TestH2ConnFlowControl(t *testing.T) {
 		}
 	}
 }
+
+// TestH2ConnRefusesNewStreams: after the server's GOAWAY, or with its
+// stream limit at 0, a transaction fails at once, saying so, rather than
+// waiting for a stream that never comes.
+func TestH2ConnRefusesNewStreams(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		then []byte
+		want string
+	}{
+		{"goaway", frameOf(frameGoAway, 0, 0, []byte{0, 0, 0, 1, 0, 0, 0, 0}), "the server sent GOAWAY (NO_ERROR) before /next was requested"},
+		{"no streams", frameOf(frameSettings, 0, 0, []byte{0, settingMaxStreams, 0, 0, 0, 0}), "allows no stream (SETTINGS_MAX_CONCURRENT_STREAMS 0)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h, f := newFakeH2(t)
+			done := runAsync(h, testStream("/"))
+			f.next(frameHeaders)
+			f.send(settings0, frameOf(frameHeaders, flagEndHeaders|flagEndStream, 1, f.block(":status", "200")))
+			if err := wait(t, done); err != nil {
+				t.Fatal(err)
+			}
+			f.send(c.then)
+			if c.name == "goaway" {
+				for h.alive() {
+					time.Sleep(time.Millisecond)
+				}
+			} else {
+				f.next(frameSettings) // its ACK: the limit was read
+			}
+			if err := wait(t, runAsync(h, testStream("/next"))); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want %q", err, c.want)
+			}
+		})
+	}
+}

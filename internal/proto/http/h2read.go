@@ -361,7 +361,7 @@ func (h *h2conn) goAway(id uint32, p []byte) error {
 		debug = fmt.Sprintf(", %q", d[:min(len(d), 200)])
 	}
 	h.mu.Lock()
-	h.goaway = true
+	h.goaway = "GOAWAY (" + h2ErrName(code) + debug + ")"
 	var gone []*h2stream
 	for _, s := range h.streams {
 		if s.id > last {
@@ -369,7 +369,7 @@ func (h *h2conn) goAway(id uint32, p []byte) error {
 		}
 	}
 	if tx := h.tx; tx != nil && len(tx.queue) > 0 {
-		h.endTx(tx, fmt.Errorf("HTTP/2: the server sent GOAWAY (%s%s) before %s was requested", h2ErrName(code), debug, tx.queue[0].uri))
+		h.endTx(tx, h.refuses(tx.queue))
 	}
 	h.mu.Unlock()
 	for _, s := range gone {
