@@ -193,8 +193,8 @@ func (c *Client) failStreams(ctx context.Context, tr *load.Trace, st *syncStamp,
 
 // stampRaw reads a transaction's connection with the kernel's receive
 // stamps: for HTTP/1.1 through the trace (its reads are the
-// transaction's own), for HTTP/2 through a syncStamp, as net/http reads
-// it on a goroutine of its own.
+// transaction's own), for HTTP/2 through a syncStamp, as its connection's
+// reader (h2conn) reads it on a goroutine of its own.
 func (c *Client) stampRaw(tr *load.Trace, raw net.Conn) net.Conn {
 	if c.Version != Version2 {
 		return tr.Turns(tr.Stamp(raw))
