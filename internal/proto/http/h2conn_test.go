@@ -57,6 +57,7 @@ type fakeH2 struct {
 	enc    *hpack.Encoder
 	encBuf bytes.Buffer
 	passed []rawFrame // frames next went past
+	out    chan []byte
 }
 
 type rawFrame struct {
@@ -68,7 +69,12 @@ type rawFrame struct {
 func newFakeH2(t *testing.T) (*h2conn, *fakeH2) {
 	a, b := net.Pipe()
 	h := newH2Conn(a, a)
-	f := &fakeH2{t: t, c: b, frames: make(chan rawFrame, 1000)}
+	f := &fakeH2{t: t, c: b, frames: make(chan rawFrame, 1000), out: make(chan []byte, 100)}
+	go func() { // the writes, in order (a client that failed reads none)
+		for p := range f.out {
+			b.Write(p)
+		}
+	}()
 	f.enc = hpack.NewEncoder(&f.encBuf)
 	go func() {
 		defer close(f.frames)
@@ -93,14 +99,14 @@ func newFakeH2(t *testing.T) (*h2conn, *fakeH2) {
 			f.frames <- fr
 		}
 	}()
-	t.Cleanup(func() { h.close(); b.Close() })
+	t.Cleanup(func() { h.close(); b.Close(); close(f.out) })
 	return h, f
 }
 
-// send writes frames to the client, on a goroutine (a client that fails
-// stops reading).
+// send writes frames to the client, in order, without waiting for it to
+// read them (a client that fails stops reading).
 func (f *fakeH2) send(frames ...[]byte) {
-	go f.c.Write(bytes.Join(frames, nil))
+	f.out <- bytes.Join(frames, nil)
 }
 
 // next waits for the client's next frame of type typ.
@@ -392,7 +398,8 @@ func TestH2ConnRefusesNewStreams(t *testing.T) {
 					time.Sleep(time.Millisecond)
 				}
 			} else {
-				f.next(frameSettings) // its ACK: the limit was read
+				f.next(frameSettings) // the first SETTINGS' ACK
+				f.next(frameSettings) // the second's: the limit was read
 			}
 			if err := wait(t, runAsync(h, testStream("/next"))); err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %v, want %q", err, c.want)
