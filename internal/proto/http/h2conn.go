@@ -250,11 +250,12 @@ func (h *h2conn) opened(id uint32) bool {
 	return id%2 == 1 && id < h.nextID
 }
 
-// alive says whether the connection takes new streams.
+// alive says whether the connection takes new streams (and has stream
+// ids left for a transaction of MaxObjects objects).
 func (h *h2conn) alive() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.err == nil && h.goaway == ""
+	return h.err == nil && h.goaway == "" && h.nextID < 1<<31-2*(MaxObjects+1)
 }
 
 // close closes the connection: its reader ends.
