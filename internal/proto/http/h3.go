@@ -91,7 +91,7 @@ func (c *Client) doH3(ctx context.Context, tr *load.Trace, user int) result.Samp
 	}
 	cc := (&http3.Transport{DisableCompression: true, MaxResponseHeaderBytes: MaxHeaderBytes}).NewClientConn(conn)
 	k.ClientConn = cc
-	f, err := c.streams(ctx, tr, cc, method, nil)
+	f, err := c.streams(ctx, tr, cc, method)
 	if c.ZeroRTT {
 		// A 0-RTT request left before the handshake ended: its end is
 		// known once the reply came (HandshakeComplete is closed then).
