@@ -3,10 +3,12 @@ package http
 import (
 	"context"
 	"errors"
+	"net"
 	"sync"
 
 	"v6lab/internal/gen/load"
 	"v6lab/internal/result"
+	"v6lab/internal/sock/path"
 )
 
 // Kept connections (option keepalive, HTTP/2 and HTTP/3): each user keeps
@@ -102,5 +104,30 @@ func (c *Client) onKept(ctx context.Context, tr *load.Trace, user int, negotiate
 		return c.failStreams(ctx, tr, nil, err), true
 	}
 	c.kept.keep(user, kc)
+	c.keptEnds(tr, kc)
 	return c.done(tr, f, negotiated, "kept connection"), true
+}
+
+// keptEnds records a kept connection's two ends in its transaction's
+// sample, as its first transaction's are, and on the dual path the family
+// the race chose then: the figures of a kept connection stay the
+// family's they were measured over.
+func (c *Client) keptEnds(tr *load.Trace, kc keptConn) {
+	var local, remote net.Addr
+	switch kc := kc.(type) {
+	case *h2conn:
+		local, remote = kc.conn.LocalAddr(), kc.conn.RemoteAddr()
+	case *h3Kept:
+		local, remote = kc.conn.LocalAddr(), kc.conn.RemoteAddr()
+	}
+	if local == nil || remote == nil {
+		return
+	}
+	tr.S.Local, tr.S.Remote = local.String(), remote.String()
+	if c.Path.Kind().Dual {
+		if tr.S.Metrics == nil {
+			tr.S.Metrics = map[string]float64{}
+		}
+		tr.S.Metrics["ipv6_won"] = won(path.AddrOf(remote).Is6())
+	}
 }
