@@ -72,9 +72,23 @@ func (c *Client) streams(ctx context.Context, tr *load.Trace, rt roundTripper, m
 	return f, err
 }
 
+// uriGetter is a connection with a request layer of its own (HTTP/3's
+// h3Conn): it is handed the request's URI and method, no net/http Request
+// is built; wantType asks for the reply's Content-Type in its Header.
+type uriGetter interface {
+	get(ctx context.Context, uri, method string, wantType bool) (*nethttp.Response, error)
+}
+
 // stream sends one request of uri on rt and reads its whole reply
 // (readReply).
 func (c *Client) stream(ctx context.Context, rt roundTripper, uri, method string, keepBody bool, check *content.Check) ([]byte, error) {
+	if g, ok := rt.(uriGetter); ok {
+		resp, err := g.get(ctx, uri, method, keepBody)
+		if err != nil {
+			return nil, err
+		}
+		return c.readReply(resp, uri, keepBody, check)
+	}
 	ref, err := url.ParseRequestURI(uri)
 	if err != nil {
 		return nil, fmt.Errorf("bad object reference %q: %w", uri, err)
