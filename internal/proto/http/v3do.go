@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-
 	"v6lab/internal/gen/load"
 	"v6lab/internal/result"
 	"v6lab/internal/sock/eyeballs"
