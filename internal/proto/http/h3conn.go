@@ -200,14 +200,19 @@ func (h *h3Conn) RoundTrip(req *nethttp.Request) (*nethttp.Response, error) {
 	if method == "" {
 		method = nethttp.MethodGet
 	}
-	return h.get(req.Context(), req.URL.RequestURI(), method, true)
+	var first func()
+	if t := httptrace.ContextClientTrace(req.Context()); t != nil {
+		first = t.GotFirstResponseByte
+	}
+	return h.get(req.Context(), req.URL.RequestURI(), method, true, first)
 }
 
 // get sends a request of uri with method (http3.MethodGet0RTT: GET, sent
 // in 0-RTT data when the connection resumes with early data; any other
 // waits for the handshake) and reads the reply's header (its Content-Type
-// kept with wantType). The reply's body must be closed.
-func (h *h3Conn) get(ctx context.Context, uri, method string, wantType bool) (*nethttp.Response, error) {
+// kept with wantType; first, when not nil, called at its first byte). The
+// reply's body must be closed.
+func (h *h3Conn) get(ctx context.Context, uri, method string, wantType bool, first func()) (*nethttp.Response, error) {
 	if method == http3.MethodGet0RTT {
 		method = nethttp.MethodGet
 	} else if !h.ready.Load() {
@@ -229,7 +234,7 @@ func (h *h3Conn) get(ctx context.Context, uri, method string, wantType bool) (*n
 	if err != nil {
 		return nil, h.ctxErr(ctx, err)
 	}
-	rp := newH3Reply(ctx, h, str)
+	rp := newH3Reply(ctx, h, str, first)
 	if _, err := str.Write(frame); err != nil {
 		return nil, rp.fail(err)
 	}
@@ -261,7 +266,7 @@ type h3Reply struct {
 	h     *h3Conn
 	str   *quic.Stream
 	stop  func() bool // ends the cancellation by ctx
-	trace *httptrace.ClientTrace
+	first func()      // called at the reply's first byte, then nil
 	buf   *[h3BufSize]byte
 	r, w  int    // buf[r:w] is read, not yet used
 	left  uint64 // bytes of the current DATA frame not yet read
@@ -275,9 +280,10 @@ const h3BufSize = 16 << 10
 
 var h3Bufs = sync.Pool{New: func() any { return new([h3BufSize]byte) }}
 
-// newH3Reply is the reply to come on str, which ctx's end cancels.
-func newH3Reply(ctx context.Context, h *h3Conn, str *quic.Stream) *h3Reply {
-	rp := &h3Reply{ctx: ctx, h: h, str: str, trace: httptrace.ContextClientTrace(ctx)}
+// newH3Reply is the reply to come on str, which ctx's end cancels; first,
+// when not nil, is called at its first byte.
+func newH3Reply(ctx context.Context, h *h3Conn, str *quic.Stream, first func()) *h3Reply {
+	rp := &h3Reply{ctx: ctx, h: h, str: str, first: first}
 	rp.stop = context.AfterFunc(ctx, func() {
 		str.CancelRead(quic.StreamErrorCode(http3.ErrCodeRequestCanceled))
 		str.CancelWrite(quic.StreamErrorCode(http3.ErrCodeRequestCanceled))
@@ -326,9 +332,9 @@ func (rp *h3Reply) fill() error {
 		return errors.New("http3: frame header beyond the buffer")
 	}
 	n, err := rp.str.Read(rp.buf[rp.w:])
-	if n > 0 && rp.trace != nil && rp.trace.GotFirstResponseByte != nil {
-		rp.trace.GotFirstResponseByte()
-		rp.trace = nil
+	if n > 0 && rp.first != nil {
+		rp.first()
+		rp.first = nil
 	}
 	rp.w += n
 	if n > 0 {

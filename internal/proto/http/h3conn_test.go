@@ -148,7 +148,7 @@ func dialRaw(t *testing.T, s *rawH3) *h3Conn {
 func fetchRaw(h *h3Conn, path string, timeout time.Duration) (status int, ctype string, body string, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	resp, err := h.get(ctx, path, "GET", true)
+	resp, err := h.get(ctx, path, "GET", true, nil)
 	if err != nil {
 		return 0, "", "", err
 	}
@@ -253,7 +253,7 @@ func TestH3GoAwayRetiresTheConnection(t *testing.T) {
 	if h.alive() {
 		t.Fatal("still alive after the server's GOAWAY")
 	}
-	if _, err := h.get(context.Background(), "/", "GET", false); err == nil || !strings.Contains(err.Error(), "GOAWAY") {
+	if _, err := h.get(context.Background(), "/", "GET", false, nil); err == nil || !strings.Contains(err.Error(), "GOAWAY") {
 		t.Errorf("a request after GOAWAY: %v", err)
 	}
 }

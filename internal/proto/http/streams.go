@@ -37,15 +37,15 @@ type fetched struct {
 func (c *Client) streams(ctx context.Context, tr *load.Trace, rt roundTripper, method string, b *batchConn) (fetched, error) {
 	defer b.release()
 	var first atomic.Int64
-	trace := &httptrace.ClientTrace{GotFirstResponseByte: func() {
+	onFirst := func() {
 		first.CompareAndSwap(0, tr.Since())
 		b.hold(0)
-	}}
+	}
 	var f fetched
 	if c.checks() {
 		f.check = content.NewCheck(c.Expect)
 	}
-	page, err := c.stream(httptrace.WithClientTrace(ctx, trace), rt, c.URL.RequestURI(), method, c.Objects, f.check)
+	page, err := c.stream(ctx, rt, c.URL.RequestURI(), method, c.Objects, f.check, onFirst)
 	tr.S.FirstByteNS = first.Load()
 	if err != nil || !c.Objects || page == nil {
 		return f, err
@@ -55,7 +55,7 @@ func (c *Client) streams(ctx context.Context, tr *load.Trace, rt roundTripper, m
 	octx := c.batchObjects(ctx, rt, b, len(refs))
 	for _, ref := range refs {
 		go func() {
-			_, err := c.stream(octx, rt, ref, nethttp.MethodGet, false, nil)
+			_, err := c.stream(octx, rt, ref, nethttp.MethodGet, false, nil, nil)
 			if err != nil {
 				b.release() // a request that failed may never be written
 				err = fmt.Errorf("object %s: %w", ref, err)
@@ -74,20 +74,24 @@ func (c *Client) streams(ctx context.Context, tr *load.Trace, rt roundTripper, m
 
 // uriGetter is a connection with a request layer of its own (HTTP/3's
 // h3Conn): it is handed the request's URI and method, no net/http Request
-// is built; wantType asks for the reply's Content-Type in its Header.
+// is built; wantType asks for the reply's Content-Type in its Header,
+// first (when not nil) is called at the reply's first byte.
 type uriGetter interface {
-	get(ctx context.Context, uri, method string, wantType bool) (*nethttp.Response, error)
+	get(ctx context.Context, uri, method string, wantType bool, first func()) (*nethttp.Response, error)
 }
 
 // stream sends one request of uri on rt and reads its whole reply
-// (readReply).
-func (c *Client) stream(ctx context.Context, rt roundTripper, uri, method string, keepBody bool, check *content.Check) ([]byte, error) {
+// (readReply); first, when not nil, is called at the reply's first byte.
+func (c *Client) stream(ctx context.Context, rt roundTripper, uri, method string, keepBody bool, check *content.Check, first func()) ([]byte, error) {
 	if g, ok := rt.(uriGetter); ok {
-		resp, err := g.get(ctx, uri, method, keepBody)
+		resp, err := g.get(ctx, uri, method, keepBody, first)
 		if err != nil {
 			return nil, err
 		}
 		return c.readReply(resp, uri, keepBody, check)
+	}
+	if first != nil {
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotFirstResponseByte: first})
 	}
 	ref, err := url.ParseRequestURI(uri)
 	if err != nil {
