@@ -28,7 +28,7 @@ func (f *loadFlags) register(cmd *cobra.Command, defConns string, defRuns int) {
 	fl.DurationVar(&f.Timeout, "timeout", 30*time.Second, "per-transaction timeout")
 	fl.DurationVar(&f.Pause, "pause", 100*time.Millisecond, "pause between runs")
 	fl.DurationVar(&f.Duration, "duration", 0, "sustained mode: each user repeats transactions for this long per run (0: one transaction per user)")
-	fl.StringVar(&f.results, "results", "results", "directory that receives the result directory")
+	fl.StringVar(&f.results, "results", "results", "directory that receives the result directory (made if missing; its parent must exist)")
 	fl.StringVar(&f.Name, "name", "", "name of the result directory (default: the command's)")
 	fl.BoolVar(&f.strict, "strict", false, "exit with status 3 when a counted run was left out of the figures (its wire did not prove its path); the result is kept")
 	fl.IntVar(&f.every, "sample-every", 1, "keep one sample row of every N of each run in the samples file; every figure is still of every sample (each run's record holds their totals): for load runs of millions of transactions (docs/formats.md)")

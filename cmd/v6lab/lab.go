@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 
@@ -29,6 +30,7 @@ client) and the 464xlat path (a CLAT on the client), and r2 is the AFTR of the d
   v6lab lab up --name b --tunnel bpf --tunnel-mtu 1280
   v6lab lab up --name c --tunnel userspace
   v6lab lab status
+  v6lab lab down --orphans
   v6lab lab down --all`,
 	}
 	cmd.AddCommand(newLabUpCmd(), newLabStatusCmd(), newLabDownCmd())
@@ -80,6 +82,7 @@ links: {r1-r2: {mtu: 1400}}, as the built-in lab built-in:pmtu.yaml has): docs/l
 			if err == nil && sites != "" {
 				cfg.Sites, err = sitelab.Check(sites)
 			}
+			err = cmp.Or(err, lab.CheckKernel(cfg)) // what building it would refuse
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
@@ -121,30 +124,30 @@ func (f *labFlags) config(file, defName string) (lab.Config, error) {
 
 func newLabDownCmd() *cobra.Command {
 	var name string
-	var all bool
+	var all, orphans bool
 	cmd := &cobra.Command{
 		Use:   "down",
 		Short: "Remove a lab (or all of them), including ones a killed process left",
 		Long: `lab down stops the lab's owner process and removes everything the lab's owner record
 names: namespaces (with their links and tunnels), real-server daemons and their working
-directories. Only the named lab is touched: lab "a" never matches lab "a-b".`,
+directories. Only the named lab is touched: lab "a" never matches lab "a-b". --orphans
+removes every lab whose owner is gone and that was not kept, whoever made it (run and lab
+up never do so unasked).`,
 		Example: `  v6lab lab down
   v6lab lab down --name second
-  v6lab lab down --all`,
+  v6lab lab down --orphans`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := lab.CheckName(name); err != nil {
 				return &exitError{code: 2, err: err}
 			}
-			return keep.Remove(name, all, func(n string) {
-				if !quiet(cmd) {
-					fmt.Fprintf(cmd.OutOrStdout(), "lab %q is down\n", n)
-				}
-			})
+			return keep.Remove(name, all, orphans, cmd.OutOrStdout(), quiet(cmd))
 		},
 	}
 	cmd.Flags().StringVar(&name, "name", "default", "lab to remove")
 	cmd.Flags().BoolVar(&all, "all", false, "remove every v6lab lab on this machine")
+	cmd.Flags().BoolVar(&orphans, "orphans", false, "remove every lab whose owner process is gone (left by a killed run or lab up)")
+	cmd.MarkFlagsMutuallyExclusive("all", "orphans")
 	return cmd
 }
 

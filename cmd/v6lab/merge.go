@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"time"
@@ -9,6 +10,7 @@ import (
 
 	"v6lab/internal/proto/all"
 	"v6lab/internal/report"
+	"v6lab/internal/result"
 	"v6lab/internal/run/merge"
 	"v6lab/internal/run/survey/cli"
 )
@@ -40,7 +42,7 @@ A DIR that is not itself a result directory stands for every result directory in
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
-			if err := merge.Check(segs); err != nil {
+			if err := cmp.Or(merge.Check(segs), result.CheckRoot(results)); err != nil {
 				return &exitError{code: 2, err: err}
 			}
 			dir, s, err := merge.Write(segs, results, name, all.RedactArgs(os.Args), time.Now())
@@ -58,7 +60,7 @@ A DIR that is not itself a result directory stands for every result directory in
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&results, "results", "results", "directory that receives the merged result directory")
+	cmd.Flags().StringVar(&results, "results", "results", "directory that receives the merged result directory (made if missing; its parent must exist)")
 	cmd.Flags().StringVar(&name, "name", "", "name of the merged result directory (default: the experiment's, with -merged)")
 	return cmd
 }

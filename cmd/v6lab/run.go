@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -214,7 +215,7 @@ func (o *runOpts) settings(cmd *cobra.Command, exp *experiment.Experiment, built
 	// The lab's settings are checked first, even when no lab will be
 	// built, so a bad file or flag is never silently ignored.
 	labCfg, err := o.lflags.config(topology, "run")
-	if err != nil {
+	if err = cmp.Or(err, result.CheckRoot(o.lf.results)); err != nil {
 		return run.Settings{}, err
 	}
 	if exp.Congestion != "" && !cmd.Flags().Changed("congestion") {

@@ -243,7 +243,7 @@ func TestSurveyFileAndDryRun(t *testing.T) {
 	os.WriteFile(file, []byte("name: top3\nwhere: sites\nsites: top.csv\nexclude: exclude.txt\nruns: 4\ncontact: mailto:me@example.org\nrate: 5\n"), 0o644)
 	out, err := v6lab(t, "survey", file, "--dry-run", "--site-conns", "1", "--segment", "0/2", "--dns-server", "192.0.2.53")
 	for _, want := range []string{"survey top3: 2 of the 3 sites of " + filepath.Join(dir, "top.csv"), "fetched 4 times per family",
-		`User-Agent "v6lab/` + toolVersion() + ` (IPv4/IPv6 survey; +mailto:me@example.org)"`, "at most 1 connections to a site, 5 a second", "1 name excluded"} {
+		`User-Agent "v6lab/` + toolVersion() + ` (IPv4/IPv6 survey; +mailto:me@example.org)"`, "at most 1 connection to a site, 5 connections a second", "1 name excluded"} {
 		if err != nil || !strings.Contains(out, want) {
 			t.Errorf("dry run: %v, want %q in\n%s", err, want, out)
 		}
@@ -284,6 +284,10 @@ func TestLabUpSitesServesTheSitesToTheClientHost(t *testing.T) {
 	out, err := exec.Command(bin, "lab", "up", "--sites", file, "--name", name).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "13 sites of "+file+", their DNS on 203.0.113.2 and 2001:db8:6:3::2") {
 		t.Fatalf("lab up --sites: %v\n%s", err, out)
+	}
+	// Trial: lab status did not say the lab serves sites.
+	if out, err := exec.Command(bin, "lab", "status", "--name", name).CombinedOutput(); err != nil || !strings.Contains(string(out), "  serves the sites of "+file+" (survey them: v6lab survey --lab "+name+" "+file+")\n") {
+		t.Errorf("lab status of a lab of sites: %v\n%s", err, out)
 	}
 	root := t.TempDir()
 	args := []string{"survey", "--lab", name, file, "--runs", "6", "--threshold", "100ms", "--timeout", "3s", "--rate", "1000", "-q", "--results", root}

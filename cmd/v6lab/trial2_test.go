@@ -130,6 +130,8 @@ func TestDNSNamesRefusedUpFront(t *testing.T) {
 	for name, want := range map[string]string{
 		strings.Repeat("a", 300): "300 characters (at most 253)",
 		"www\x01lab.test":        `holds '\x01' at byte 3`,
+		";id":                    `";id" is not a DNS name: it holds ';' at byte 0`, // review: was accepted
+		"www.lab.test/x":         `holds '/' at byte 12`,
 	} {
 		_, err := v6lab(t, "probe", "dns", name, "--server", "127.0.0.1:9", "--paths", "ipv4", "--results", root)
 		if exitCode(err) != 2 || !strings.Contains(err.Error(), "query: ") || !strings.Contains(err.Error(), want) {

@@ -4,6 +4,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,6 +58,18 @@ func TestDryRunRefusesWhatTheLabWould(t *testing.T) {
 	_, err := v6lab(t, "run", "--delay", "5ms", "--dry-run")
 	if netem := lab.HasNetem(); (netem == nil) != (err == nil) || (err != nil && !errors.Is(err, lab.ErrNoNetem)) {
 		t.Errorf("--delay 5ms: %v (the kernel's netem: %v)", err, netem)
+	}
+	// Trial: --tunnel sit on a kernel without sit planned a run that
+	// failed when it built the lab; lab up likewise.
+	sit := lab.HasSit()
+	for _, args := range [][]string{{"run", "quick", "--tunnel", "sit", "--dry-run"}, {"lab", "up", "--tunnel", "sit", "--name", fmt.Sprintf("nosit%d", os.Getpid()%100000)}} {
+		if sit == nil && args[0] == "lab" {
+			continue // it would build a lab
+		}
+		_, err = v6lab(t, args...)
+		if (sit == nil) != (err == nil) || (err != nil && (exitCode(err) != 2 || !errors.Is(err, lab.ErrNoSit) || !strings.Contains(err.Error(), "tunnel sit (--tunnel, or a topology's tunnel.implementation): "))) {
+			t.Errorf("%s: %v (exit %d; the kernel's sit: %v)", strings.Join(args, " "), err, exitCode(err), sit)
+		}
 	}
 }
 

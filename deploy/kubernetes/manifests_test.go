@@ -149,6 +149,7 @@ func TestTheSplitRunManifests(t *testing.T) {
 	for i, a := range args {
 		a = strings.ReplaceAll(a, "$(JOB_COMPLETION_INDEX)", "1")
 		a = strings.ReplaceAll(a, "$(START_AT)", env["START_AT"].Value)
+		a = strings.Replace(a, "/results/", dir+"/", 1) // the pod's volume (--results makes only its last directory)
 		args[i] = strings.Replace(a, expFile, file, 1)
 	}
 	args = append(slices.DeleteFunc(args, func(a string) bool { return a == "--quiet" }), "--dry-run")
@@ -194,6 +195,7 @@ func TestTheSurveyManifest(t *testing.T) {
 	var args []string
 	for _, a := range c.Args {
 		a = strings.ReplaceAll(a, "$(JOB_COMPLETION_INDEX)", "1")
+		a = strings.Replace(a, "/results/", dir+"/", 1) // the pod's volume (--results makes only its last directory)
 		if rest, ok := strings.CutPrefix(a, "/sites/"); ok {
 			if cm.Data[rest] == "" {
 				t.Fatalf("%s is not a key of the ConfigMap", a)

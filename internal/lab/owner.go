@@ -50,7 +50,10 @@ type Record struct {
 	// Tunnel is the 6in4 implementation built (lab status names it when
 	// its owner is gone and took the tunnel with it).
 	Tunnel string `json:"tunnel,omitempty"`
-	file   string
+	// Sites is the lab of sites' file the lab serves (lab up --sites),
+	// which lab status names.
+	Sites string `json:"sites,omitempty"`
+	file  string
 }
 
 // Daemon is a process the lab started (a real server, the measuring
@@ -139,8 +142,8 @@ func Claim(name string) (*Record, error) {
 	}
 	pid := os.Getpid()
 	r := &Record{Name: name, PID: pid, Start: procStart(pid), Created: time.Now().UTC(), file: recordFile(name)}
-	if err := os.MkdirAll(StateDir, 0o755); err != nil {
-		return nil, fmt.Errorf("lab: %w", err)
+	if err := MkStateDir(); err != nil {
+		return nil, err
 	}
 	// O_EXCL: two processes claiming one name at once cannot both win.
 	f, err := os.OpenFile(r.file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
@@ -344,10 +347,26 @@ func Orphans() ([]Orphan, error) {
 }
 
 // Reap removes every lab whose recorded owner process is dead and that was
-// not kept on purpose: what a killed run or lab owner left behind. Labs
-// without a record are left alone (lab status --all lists them). It
-// returns the names removed.
+// not kept on purpose: what killed runs or lab owners left behind, of any
+// user or process (lab down --orphans asks for it; nothing runs it
+// unasked). Labs without a record are left alone (lab status --all lists
+// them). It returns the names removed.
 func Reap() ([]string, error) { return reap(nil) }
+
+// ReapNamed removes lab name when it is stale (its recorded owner is dead
+// and it was not kept): what lab up --name NAME would otherwise refuse or
+// silently replace. It returns the dead owner's pid, 0 when nothing was
+// removed.
+func ReapNamed(name string) (pid int, err error) {
+	r, err := ReadRecord(name)
+	if err != nil || r.Alive() || r.Kept {
+		return 0, nil
+	}
+	if _, err := reap(func(n string) bool { return n == name }); err != nil {
+		return 0, err
+	}
+	return r.PID, nil
+}
 
 // reap is Reap of the labs only names that only says yes to (nil: all), so
 // a test reaps its own lab and not another package's test's orphan.

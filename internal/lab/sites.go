@@ -94,7 +94,8 @@ func (l *Lab) AddSites() error {
 
 // EtcNetns is where ip netns exec finds a namespace's own /etc files: it
 // mounts EtcNetns/NS/resolv.conf over /etc/resolv.conf for what it runs.
-const EtcNetns = "/etc/netns"
+// (A variable for tests.)
+var EtcNetns = "/etc/netns"
 
 // SitesResolvConf is the resolv.conf of lab name's client host while the
 // lab serves sites: a command run there by ip netns exec asks the sites'
@@ -114,15 +115,28 @@ func (l *Lab) addSites() error {
 	if err := l.AddSites(); err != nil {
 		return err
 	}
-	conf := SitesResolvConf(l.Name)
-	if err := l.rec.AddDir(filepath.Dir(conf)); err != nil {
+	if l.rec != nil {
+		l.rec.Sites = l.Sites // saved with the directory, next
+	}
+	if err := l.rec.AddDir(filepath.Dir(SitesResolvConf(l.Name))); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(conf), 0o755); err != nil {
+	return writeSitesResolvConf(l.Name, l.Addr.ServerV4, l.Addr.ServerV6)
+}
+
+// writeSitesResolvConf writes lab name's SitesResolvConf naming servers,
+// its directories made without following a link (mkdirNoLink: a link at
+// EtcNetns or at the namespace's directory is refused, not followed).
+func writeSitesResolvConf(name string, servers ...netip.Addr) error {
+	conf := SitesResolvConf(name)
+	if err := mkdirNoLink(filepath.Dir(EtcNetns), filepath.Dir(conf)); err != nil {
 		return fmt.Errorf("lab: sites: %w", err)
 	}
-	mark := fmt.Sprintf("# v6lab lab %s: its sites' DNS servers", l.Name)
-	text := fmt.Sprintf("%s, in the server host\nnameserver %s\nnameserver %s\n", mark, l.Addr.ServerV4, l.Addr.ServerV6)
+	mark := fmt.Sprintf("# v6lab lab %s: its sites' DNS servers", name)
+	text := mark + ", in the server host\n"
+	for _, a := range servers {
+		text += fmt.Sprintf("nameserver %s\n", a)
+	}
 	if err := writeOwn(conf, mark, text); err != nil {
 		return fmt.Errorf("lab: sites: %w", err)
 	}

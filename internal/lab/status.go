@@ -122,6 +122,10 @@ type Status struct {
 	// Built is the tunnel the lab's owner record says was built (with a
 	// missing Tunnel: what its gone owner took with it).
 	Built string
+	// Sites is the lab of sites' file the lab serves (lab up --sites),
+	// as its owner record says, while its client's resolv.conf names the
+	// sites' DNS servers; "" when it serves none.
+	Sites string
 	Hosts []HostStatus
 }
 
@@ -137,6 +141,9 @@ func Inspect(name string) (*Status, error) {
 	st := &Status{Name: name, Owner: Owner(name), Tunnel: "missing"}
 	if rec, err := ReadRecord(name); err == nil {
 		st.Built = rec.Tunnel
+		if _, err := os.Stat(SitesResolvConf(name)); err == nil {
+			st.Sites = rec.Sites
+		}
 	}
 	for _, role := range append(append([]string{}, Hosts...), GenHosts...) {
 		ns := NS(name, role)

@@ -2,8 +2,10 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -21,30 +23,30 @@ type fileRow struct {
 }
 
 // fileSeries is the series a file cell group belongs to: its name up to
-// the last dash when what follows is a file's size (ftp-5879824 is ftp,
-// ftp-10m-5879824 is ftp-10m, http-wget-5879824 is http-wget, http-64K is
-// http), as the Regensburg presets label their file sets; any other name
-// (curl-ipv6-lossy, curl-ipv6-blackholed) is a series of its own, so it
-// keeps its own section.
-func fileSeries(label string) string {
-	if i := strings.LastIndex(label, "-"); i > 0 && isFileSize(label[i+1:]) {
+// the last dash when what follows is the size of the file it transfers
+// (bytes, file_bytes' mean: ftp-5879824 of a 5879824-byte file is ftp,
+// ftp-10m-5879824 is ftp-10m, http-64K of 64 KiB is http), as the
+// Regensburg presets label their file sets; any other name is a series
+// of its own, so it keeps its own section: curl-ipv6-lossy, and foo-2024
+// of a 64 KiB file (a number, not its size).
+func fileSeries(label string, bytes float64) string {
+	if i := strings.LastIndex(label, "-"); i > 0 && isFileSize(label[i+1:], bytes) {
 		return label[:i]
 	}
 	return label
 }
 
-// isFileSize: s is a size in bytes, plain (5879824) or with a unit
-// (64K, 10m, 1GiB, 1MB).
-func isFileSize(s string) bool {
+// isFileSize: s is size bytes, plain (5879824) or with a unit, binary or
+// decimal (64K, 10m, 1GiB, 1MB).
+func isFileSize(s string, bytes float64) bool {
 	digits := len(s) - len(strings.TrimLeft(s, "0123456789"))
-	if digits == 0 {
+	if digits == 0 || digits > 15 {
 		return false
 	}
-	switch strings.ToLower(s[digits:]) {
-	case "", "k", "m", "g", "kb", "mb", "gb", "kib", "mib", "gib":
-		return true
-	}
-	return false
+	n, _ := strconv.ParseFloat(s[:digits], 64)
+	unit := map[string][]float64{"": {1}, "k": {1 << 10, 1e3}, "m": {1 << 20, 1e6}, "g": {1 << 30, 1e9}}
+	u := strings.TrimSuffix(strings.TrimSuffix(strings.ToLower(s[digits:]), "b"), "i")
+	return slices.ContainsFunc(unit[u], func(m float64) bool { return math.Abs(n*m-bytes) <= 0.5 })
 }
 
 // fileGroups gathers the cells that transferred a file (they carry
@@ -61,7 +63,7 @@ func fileGroups(s *Summary) []*fileGroup {
 		if size == nil || rate == nil || c.Conns != 1 {
 			continue
 		}
-		proto := fileSeries(c.Protocol)
+		proto := fileSeries(c.Protocol, size.Mean)
 		g := byProto[proto]
 		if g == nil {
 			g = &fileGroup{proto: proto}

@@ -132,7 +132,7 @@ func TestFileTablesLeadReportTxt(t *testing.T) {
 // and curl-ipv6-lossy) are no file table: each keeps its own section.
 func TestFileTablesOnlyFileSizeSeries(t *testing.T) {
 	s := &Summary{Name: "eyeballs", Baseline: "ipv4"}
-	for _, label := range []string{"curl-ipv6-blackholed", "curl-ipv6-lossy"} {
+	for _, label := range []string{"curl-ipv6-blackholed", "curl-ipv6-lossy", "foo-2024", "foo-2025"} { // review: foo-2024 of a 64K file grouped
 		for _, p := range []string{"ipv4", "dual"} {
 			s.Cells = append(s.Cells, Cell{Protocol: label, Path: p, Conns: 1, MeanMS: ptr(100.0), Metrics: map[string]*MetricStat{
 				"file_bytes": stat(65536), "mbytes_per_s": stat(10)}})
@@ -146,7 +146,7 @@ func TestFileTablesOnlyFileSizeSeries(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
-	for _, want := range []string{"CURL-IPV6-BLACKHOLED: average response time", "CURL-IPV6-LOSSY: average response time"} {
+	for _, want := range []string{"CURL-IPV6-BLACKHOLED: average response time", "CURL-IPV6-LOSSY: average response time", "FOO-2024: average response time", "FOO-2025: average response time"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in:\n%s", want, out)
 		}
@@ -154,9 +154,14 @@ func TestFileTablesOnlyFileSizeSeries(t *testing.T) {
 	if strings.Contains(out, "file transfers") {
 		t.Errorf("a file table of no file sweep:\n%s", out)
 	}
-	for label, want := range map[string]string{"ftp-10m-5879824": "ftp-10m", "http-wget-5879824": "http-wget", "http-64K": "http", "curl-ipv6-lossy": "curl-ipv6-lossy", "ftp-clamp": "ftp-clamp"} {
-		if got := fileSeries(label); got != want {
-			t.Errorf("fileSeries(%q) = %q, want %q", label, got, want)
+	for label, want := range map[string]string{"ftp-10m-5879824": "ftp-10m", "http-wget-5879824": "http-wget", "http-64K": "http", "curl-ipv6-lossy": "curl-ipv6-lossy", "ftp-clamp": "ftp-clamp",
+		"http-10MB": "http", "http-10M": "http", "foo-2024": "foo-2024", "foo-64": "foo-64", "foo-64KB": "foo"} {
+		size := map[bool]float64{true: 5879824, false: 65536}[strings.HasSuffix(label, "5879824")]
+		if strings.Contains(label, "10M") {
+			size = 10e6
+		}
+		if got := fileSeries(label, size); got != want {
+			t.Errorf("fileSeries(%q) of %g bytes = %q, want %q", label, size, got, want)
 		}
 	}
 }

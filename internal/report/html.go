@@ -277,7 +277,7 @@ func rateBySize(s *Summary) []*plot {
 		if size == nil || rate == nil {
 			continue
 		}
-		proto := fileSeries(c.Protocol)
+		proto := fileSeries(c.Protocol, size.Mean)
 		if byProto[proto] == nil {
 			byProto[proto] = map[string][]point{}
 			protos = append(protos, proto)

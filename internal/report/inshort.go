@@ -3,6 +3,8 @@ package report
 import (
 	"fmt"
 	"strings"
+
+	"v6lab/internal/report/stats"
 )
 
 // ManyVerdicts is how many verdicts "In short" lists one by one; beyond
@@ -108,7 +110,7 @@ func fewRunsNote(s *Summary, vs []Verdict) string {
 	if s.Scale > 0 && s.Scale < 1 {
 		why = fmt.Sprintf(" (--scale %g shrank them)", s.Scale)
 	}
-	return fmt.Sprintf("too few runs for verdicts: at most %d counted runs per cell%s, fewer than %d, so a difference must be large and steady to be significant after Holm's correction over %d comparisons; "+
+	return fmt.Sprintf("too few runs for verdicts: at most %s per cell%s, fewer than %d, so a difference must be large and steady to be significant after Holm's correction over %s; "+
 		"read each difference and its interval, and for verdicts run again with at least %d counted runs (without --scale or with a larger one, or more runs: in the experiment)",
-		most, why, MinRuns, holmCount(s), MinRuns)
+		stats.Count(most, "counted run"), why, MinRuns, stats.Count(holmCount(s), "comparison"), MinRuns)
 }

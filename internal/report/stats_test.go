@@ -92,6 +92,31 @@ func TestPercentOfABaselineBelowResolution(t *testing.T) {
 	}
 }
 
+// TestAThroughputPercentObeysTheTimesRule (review): a throughput's
+// pct_change was quoted of a baseline whose mean was not above its 95%
+// CI half-width, where the time's % was refused; now it is refused
+// alike, and said so, while a tiny but steady throughput keeps its %
+// (the clock's resolution is a time's rule).
+func TestAThroughputPercentObeysTheTimesRule(t *testing.T) {
+	cell := func(path string, runs []float64, ci [2]float64) *Cell {
+		var mean float64
+		for _, r := range runs {
+			mean += r / float64(len(runs))
+		}
+		return &Cell{Path: path, MeanMS: ptr(10.0), Runs: []float64{10, 10, 10}, RunIndex: []int{1, 2, 3}, Metrics: map[string]*MetricStat{
+			"throughput_mbps": {N: len(runs), Mean: mean, CI95: &ci, Runs: runs, RunIndex: []int{1, 2, 3}}}}
+	}
+	scattered := cell("ipv4", []float64{1, 2, 900}, [2]float64{-1000, 1600})
+	cmp := Compare(scattered, cell("ipv6", []float64{500, 510, 520}, [2]float64{490, 530}))
+	if want := "baseline mean not above its 95% CI half-width"; cmp.Throughput.PctChange != nil || cmp.Throughput.NA["pct_change"] != want {
+		t.Errorf("pct of a scattered baseline: %v, na %q, want %q", cmp.Throughput.PctChange, cmp.Throughput.NA["pct_change"], want)
+	}
+	tiny := cell("ipv4", []float64{0.0001, 0.0001, 0.0001}, [2]float64{0.0001, 0.0001})
+	if cmp := Compare(tiny, cell("ipv6", []float64{0.0002, 0.0002, 0.0002}, [2]float64{0.0002, 0.0002})); cmp.Throughput.PctChange == nil {
+		t.Errorf("a steady tiny throughput's %%: na %q", cmp.Throughput.NA["pct_change"])
+	}
+}
+
 // TestSmallSamplesAreSaidToBeSmall: a cell with 2 counted runs is marked,
 // its time interval never goes below zero, thin percentiles are listed,
 // completion has a Wilson interval, and the text report says all this.

@@ -533,13 +533,16 @@ func Compare(b, c *Cell) Comparison {
 	return cmp
 }
 
+// pctNAResolution is pctNA's reason for a time below the clock's resolution.
+const pctNAResolution = "baseline mean below the clock's resolution (1 µs)"
+
 // pctNA says why a % of a baseline with this mean and 95% CI would be
 // noise, saying the rule it breaks; "" when it is not.
 func pctNA(mean float64, ci *[2]float64) string {
 	m := math.Abs(mean)
 	switch {
 	case m < Resolution:
-		return "baseline mean below the clock's resolution (1 µs)"
+		return pctNAResolution
 	case ci != nil && m <= (ci[1]-ci[0])/2:
 		return "baseline mean not above its 95% CI half-width"
 	}
@@ -560,9 +563,15 @@ func compareMetric(k string, b, c *Cell) *MetricComparison {
 			na(&mc.NA, name, why)
 		}
 	}
-	// The wire time is a time: its % obeys the response time's rule.
-	if k == WireMetric && mc.PctChange != nil {
-		if why := pctNA(bm.Mean, bm.CI95); why != "" {
+	// Every figure's % obeys the response time's rule: not of a baseline
+	// whose mean is not above its 95% CI half-width (a ratio of noise);
+	// the wire time, a time, nor of one below the clock's resolution.
+	if mc.PctChange != nil {
+		why := pctNA(bm.Mean, bm.CI95)
+		if k != WireMetric && why == pctNAResolution {
+			why = ""
+		}
+		if why != "" {
 			mc.PctChange = nil
 			na(&mc.NA, "pct_change", why)
 		}
@@ -679,7 +688,7 @@ func datapathNotes(byPath map[string]map[string]uint64, runs map[string]int) []s
 		if n, ok := c["nat_no_port"]; ok {
 			parts = append(parts, fmt.Sprintf("its NAT dropped %d packets of new connections for want of a free port", n))
 		}
-		out = append(out, fmt.Sprintf("datapaths of %s over its %d runs: %s", k.Path, runs[string(k.Path)], strings.Join(parts, "; ")))
+		out = append(out, fmt.Sprintf("datapaths of %s over its %s: %s", k.Path, stats.Count(runs[string(k.Path)], "run"), strings.Join(parts, "; ")))
 	}
 	return out
 }

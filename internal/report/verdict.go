@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"v6lab/internal/report/stats"
 	"v6lab/internal/result"
 )
 
@@ -70,19 +71,23 @@ func Verdicts(s *Summary) []Verdict {
 	type key struct{ group, path string }
 	var order []key
 	points := map[key][]loadPoint{}
+	transactions := map[string]bool{}
 	for _, c := range s.Comparisons {
 		k := key{c.Protocol, c.Path}
 		if _, seen := points[k]; !seen {
 			order = append(order, k)
 		}
-		points[k] = append(points[k], pointOf(c, baselineMean(s, c)))
+		if _, ok := transactions[c.Protocol]; !ok {
+			transactions[c.Protocol] = transactionGroup(s, c.Protocol)
+		}
+		points[k] = append(points[k], pointOf(c, baselineMean(s, c), transactions[c.Protocol]))
 	}
 	holm := holmCount(s)
 	var out []Verdict
 	for _, k := range order {
 		ps := points[k]
 		slices.SortFunc(ps, func(a, b loadPoint) int { return a.conns - b.conns })
-		v := verdictOf(ps, s.Baseline, throughputGroup(s, k.group), holm)
+		v := verdictOf(ps, s.Baseline, throughputGroup(s, k.group) && !transactions[k.group], holm)
 		v.Group, v.Path = k.group, k.path
 		if frag := fragmentClause(s, k.group, k.path); frag != "" {
 			v.Text += "; " + frag
@@ -113,10 +118,13 @@ func holmCount(s *Summary) int {
 // faster is better, so its sign is turned). base is the baseline's mean
 // response time (0: unknown). A throughput whose interval spans zero
 // gives way to a response time whose interval does not: a transfer that
-// stalled for seconds is slower, whatever its rate once moving.
-func pointOf(c Comparison, base float64) loadPoint {
+// stalled for seconds is slower, whatever its rate once moving. A cell of
+// transactions (transactionGroup: a page, a file fetched by curl) is
+// about its response time: its throughput (a file's size over that
+// time) is read only where the time has no figure at all.
+func pointOf(c Comparison, base float64, transactions bool) loadPoint {
 	tp := timePoint(c, base)
-	if t := c.Throughput; t != nil {
+	if t := c.Throughput; t != nil && (!transactions || tp.na != "") {
 		if p := throughputPoint(c.Conns, t); p.excludesZero() || !tp.excludesZero() {
 			return p
 		}
@@ -178,6 +186,15 @@ func finishPoint(p loadPoint, pct, adj *float64, na string, base float64) loadPo
 		p.na = cmp.Or(na, "not computable")
 	}
 	return p
+}
+
+// transactionGroup says whether a group's cells are transactions that
+// carry a throughput: files fetched (file_bytes, proto.Bulk's), whose
+// rate is their size over their response time. Their verdict speaks of
+// the response time, as the report's other tables do; a transport
+// trial's (bound by time, not by an amount) of throughput.
+func transactionGroup(s *Summary, group string) bool {
+	return slices.ContainsFunc(s.Cells, func(c Cell) bool { return c.Protocol == group && c.Metrics["file_bytes"] != nil })
 }
 
 // throughputGroup says whether a group's figures are throughputs (its
@@ -270,9 +287,9 @@ func rawClause(raw, all []loadPoint, what string, holm int) string {
 	}
 	runs := ""
 	if n := raw[0].runs; n > 0 {
-		runs = fmt.Sprintf(" at %d runs each", n)
+		runs = fmt.Sprintf(" at %s each", stats.Count(n, "run"))
 	}
-	return fmt.Sprintf("%s, not significant after Holm's correction over %d comparisons%s", strings.Join(each, ", "), holm, runs)
+	return fmt.Sprintf("%s, not significant after Holm's correction over %s%s", strings.Join(each, ", "), stats.Count(holm, "comparison"), runs)
 }
 
 // sameClause says the loads with no difference the runs show: the same
@@ -361,7 +378,7 @@ func where(sel, all []loadPoint) string {
 	if last := all[len(all)-1]; sel[len(sel)-1].conns == last.conns {
 		i := slices.IndexFunc(all, func(p loadPoint) bool { return p.conns == sel[0].conns })
 		if len(all)-i == len(sel) {
-			return fmt.Sprintf("from %d connections", sel[0].conns)
+			return "from " + stats.Count(sel[0].conns, "connection")
 		}
 	}
 	return "at " + loads(sel)

@@ -233,3 +233,33 @@ func TestAWideIntervalIsNoReassurance(t *testing.T) {
 		}
 	}
 }
+
+// TestATransactionsVerdictSpeaksOfItsResponseTime (review): the eyeballs
+// preset's curl cell fetches a file; its verdict quoted the throughput's
+// change (−402 Mbit/s) where the response time moved +300 ms. A cell of
+// transactions is about its response time; a transport trial keeps its
+// throughput.
+func TestATransactionsVerdictSpeaksOfItsResponseTime(t *testing.T) {
+	curl := Comparison{Protocol: "curl-aaaa-late", Path: "dual", Conns: 1, Baseline: "ipv4", DiffMS: f64(300), PctIncrease: f64(300),
+		CI95DiffMS: &[2]float64{290, 310}, Pairs: 10, PairedDiffMS: f64(300), CI95PairedDiffMS: &[2]float64{295, 305}, PPairedHolm: f64(0.001),
+		Throughput: &MetricComparison{Diff: f64(-402), PctChange: f64(-75), CI95Diff: &[2]float64{-450, -350}, Pairs: 10, PairedDiff: f64(-402),
+			CI95PairedDiff: &[2]float64{-440, -360}, PPairedHolm: f64(0.001)}}
+	file := map[string]*MetricStat{"file_bytes": {N: 10, Mean: 65536}, "throughput_mbps": {N: 10, Mean: 536}}
+	s := &Summary{Baseline: "ipv4", Comparisons: []Comparison{curl}, Cells: []Cell{
+		{Protocol: curl.Protocol, Path: "ipv4", Conns: 1, MeanMS: f64(100), Metrics: file},
+		{Protocol: curl.Protocol, Path: "dual", Conns: 1, MeanMS: f64(400), Metrics: file}}}
+	if v := Verdicts(s); v[0].Text != "300% slower at every load, significant" {
+		t.Errorf("a transaction cell's verdict: %q", v[0].Text)
+	}
+	in := ShortOf(s)
+	if len(in.Full) != 1 || strings.Contains(in.Full[0].Text, "Mbit/s") || strings.Contains(in.Full[0].Text, "throughput") {
+		t.Errorf("In short: %+v", in)
+	}
+	// A transport trial (no file) is still said in throughput.
+	for i := range s.Cells {
+		s.Cells[i].Metrics = map[string]*MetricStat{"retransmits": {N: 10}, "throughput_mbps": {N: 10, Mean: 536}}
+	}
+	if v := Verdicts(s); v[0].Text != "75% slower throughput at every load, significant" {
+		t.Errorf("a trial's verdict: %q", v[0].Text)
+	}
+}

@@ -5,13 +5,45 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
+// CheckRoot says why root cannot receive result directories (nil when it
+// can): it is a directory, or it does not exist and its parent does, so
+// that NewDir makes root alone. A mistyped --results deep in a path that
+// does not exist is an error naming the missing parent, not a chain of
+// directories made as root.
+func CheckRoot(root string) error {
+	st, err := os.Stat(root)
+	switch {
+	case err == nil && !st.IsDir():
+		return fmt.Errorf("--results %s: it is a file, not a directory", root)
+	case err == nil:
+		return nil
+	case !errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("--results %s: %w", root, err)
+	}
+	parent := filepath.Dir(filepath.Clean(root))
+	if pst, err := os.Stat(parent); err != nil || !pst.IsDir() {
+		return fmt.Errorf("--results %s: its parent directory %s does not exist (v6lab makes only the last directory of --results; make the parent first)", root, parent)
+	}
+	return nil
+}
+
 // NewDir makes a fresh result directory root/<name>-<UTC time>, adding a
-// suffix rather than ever reusing an existing directory.
+// suffix rather than ever reusing an existing directory. root itself is
+// made when missing, but not its parents (CheckRoot). name is one path
+// component: a name with a slash (merge --name ../x) would put the
+// directory elsewhere than root.
 func NewDir(root, name string, now time.Time) (string, error) {
-	if err := os.MkdirAll(root, 0o755); err != nil {
+	if name == "" || strings.ContainsAny(name, `/\`) {
+		return "", fmt.Errorf("result: --name %q cannot name a result directory: a name, without a slash", name)
+	}
+	if err := CheckRoot(root); err != nil {
+		return "", fmt.Errorf("result: %w", err)
+	}
+	if err := os.Mkdir(root, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return "", fmt.Errorf("result: %w", err)
 	}
 	base := filepath.Join(root, name+"-"+now.UTC().Format("20060102T150405Z"))

@@ -44,6 +44,9 @@ type Probe struct {
 // errors are bad input, found before anything is created.
 func (pr Probe) Job() (measure.Job, error) {
 	o, name := pr.Options, pr.Protocol.Name
+	if err := result.CheckRoot(pr.Results); err != nil {
+		return measure.Job{}, err
+	}
 	if pr.Load.Name != "" {
 		if err := experiment.CheckName(pr.Load.Name); err != nil {
 			return measure.Job{}, fmt.Errorf("--name: %w", err)

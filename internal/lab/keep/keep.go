@@ -29,17 +29,11 @@ func Detach(cfg lab.Config) (pid int, ready string, err error) {
 	if err != nil {
 		return 0, "", err
 	}
-	if err := os.MkdirAll(lab.StateDir, 0o755); err != nil {
-		return 0, "", err
-	}
-	logName, err := lab.LogFile(cfg.Name)
+	logf, err := lab.CreateLog(cfg.Name)
 	if err != nil {
 		return 0, "", err
 	}
-	logf, err := os.Create(logName)
-	if err != nil {
-		return 0, "", err
-	}
+	logName := logf.Name()
 	defer logf.Close()
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -123,6 +117,29 @@ func Hold(ctx context.Context, cfg lab.Config, log io.Writer, serve Serve) error
 	return nil
 }
 
+// NoteOrphans names on w the labs (but mine) whose recorded owner process
+// is gone and that were not kept: v6lab removes none of them unasked.
+func NoteOrphans(w io.Writer, mine string) {
+	orphans, _ := lab.Orphans()
+	var names []string
+	for _, o := range orphans {
+		if o.PID != 0 && !o.Kept && o.Name != mine {
+			names = append(names, o.Name)
+		}
+	}
+	if len(names) > 0 {
+		fmt.Fprintf(w, "v6lab: left by killed processes and not removed: %s %s (v6lab lab status --all shows what; v6lab lab down --orphans removes them)\n",
+			plural(len(names), "lab", "labs"), strings.Join(names, ", "))
+	}
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
 // Exists says whether lab name has a namespace or an owner record.
 func Exists(name string) bool {
 	names, _ := lab.Names()
@@ -146,11 +163,20 @@ func OrphanHint() string {
 	return fmt.Sprintf("labs left without their owner process: %s; remove one with v6lab lab down --name NAME, or all with --all", strings.Join(ns, ", "))
 }
 
-// Remove takes lab name down, or every lab on this machine with all,
-// telling gone of each one that went; a name with nothing of it here is
-// an error (saying it is down would hide a typo), which names the labs
-// left without their owner.
-func Remove(name string, all bool, gone func(name string)) error {
+// Remove takes lab name down, or every lab on this machine with all, or
+// every orphan with orphans (RemoveOrphans), saying on w (unless quiet)
+// each one that went; a name with nothing of it here is an error (saying
+// it is down would hide a typo), which names the labs left without their
+// owner.
+func Remove(name string, all, orphans bool, w io.Writer, quiet bool) error {
+	if orphans {
+		return RemoveOrphans(w, quiet)
+	}
+	gone := func(n string) {
+		if !quiet {
+			fmt.Fprintf(w, "lab %q is down\n", n)
+		}
+	}
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("%w; you are uid %d", lab.ErrPrivilege, os.Geteuid())
 	}
@@ -175,6 +201,24 @@ func Remove(name string, all bool, gone func(name string)) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// RemoveOrphans removes every lab whose recorded owner process is gone and
+// that was not kept (lab.Reap), naming each on w unless quiet.
+func RemoveOrphans(w io.Writer, quiet bool) error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("%w; you are uid %d", lab.ErrPrivilege, os.Geteuid())
+	}
+	reaped, err := lab.Reap()
+	if !quiet {
+		for _, n := range reaped {
+			fmt.Fprintf(w, "lab %q is down (its owner process was gone)\n", n)
+		}
+		if len(reaped) == 0 && err == nil {
+			fmt.Fprintln(w, "no lab is left by a killed process")
+		}
+	}
+	return err
 }
 
 // Down stops the lab's owner (which tears the lab down), then removes
@@ -241,6 +285,9 @@ func writeStatus(w io.Writer, st *lab.Status, o *lab.Orphan) {
 		fmt.Fprintf(w, "lab %q: tunnel %s, kept by %s\n", st.Name, st.Tunnel, keeper(st))
 	}
 	fmt.Fprintf(w, "  configured: %s\n", st.Summary())
+	if st.Sites != "" {
+		fmt.Fprintf(w, "  serves the sites of %s (survey them: v6lab survey --lab %s %s)\n", st.Sites, st.Name, st.Sites)
+	}
 	writeHosts(w, st)
 }
 
@@ -360,14 +407,23 @@ func Status(out io.Writer, name string, all bool) error {
 }
 
 // CanKeep says whether this process may keep lab name up for other
-// commands: root, and no lab of that name up. Labs left by killed
-// processes are removed first (and named on w unless quiet).
+// commands: root, and no lab of that name up. A lab of that very name
+// left by a killed process is removed first, and said so on w; other
+// labs left by killed processes (perhaps another user's) are only named
+// (NoteOrphans), unless quiet.
 func CanKeep(name string, w io.Writer, quiet bool) error {
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("%w to keep a lab for other commands; you are uid %d (without root, v6lab run builds a private lab for the run alone in a user namespace)", lab.ErrPrivilege, os.Geteuid())
 	}
-	if reaped, err := lab.Reap(); err == nil && len(reaped) > 0 && !quiet {
-		fmt.Fprintf(w, "v6lab: removed labs left by killed processes: %v\n", reaped)
+	pid, err := lab.ReapNamed(name)
+	if err != nil {
+		return fmt.Errorf("removing lab %q left by process %d: %w", name, pid, err)
+	}
+	if pid != 0 && !quiet {
+		fmt.Fprintf(w, "v6lab: removed lab %q left by process %d, which is gone\n", name, pid)
+	}
+	if !quiet {
+		NoteOrphans(w, name)
 	}
 	if pid := lab.Owner(name); pid != 0 {
 		return fmt.Errorf("lab %q is already up (process %d); run v6lab lab down --name %s first", name, pid, name)

@@ -2,11 +2,17 @@ package keep
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"v6lab/internal/lab"
 	"v6lab/internal/lab/bpf"
+	"v6lab/internal/testutil"
 )
 
 // testStatus is a lab as Inspect reads it: links at 100 Mbit/s, 1% loss
@@ -45,6 +51,23 @@ func TestStatusSaysWhatIsConfiguredAndLabelsEveryCount(t *testing.T) {
 	}
 }
 
+// TestStatusSaysTheLabServesSites (trial): a lab up with --sites says so,
+// and how to survey it; one without says nothing of sites.
+func TestStatusSaysTheLabServesSites(t *testing.T) {
+	st := testStatus()
+	var b bytes.Buffer
+	WriteStatus(&b, st)
+	if strings.Contains(b.String(), "sites") {
+		t.Errorf("a lab without sites:\n%s", b.String())
+	}
+	st.Sites = "/srv/lab.sites"
+	b.Reset()
+	WriteStatus(&b, st)
+	if want := "  serves the sites of /srv/lab.sites (survey them: v6lab survey --lab t /srv/lab.sites)\n"; !strings.Contains(b.String(), want) {
+		t.Errorf("status lacks %q:\n%s", want, b.String())
+	}
+}
+
 // TestAnOrphansStatusIsShownOnce (trial 10): an orphan that still has its
 // namespaces is one block: the orphan line, then its hosts; its name was
 // followed by a second block that named it again.
@@ -59,5 +82,60 @@ func TestAnOrphansStatusIsShownOnce(t *testing.T) {
 	}
 	if strings.Contains(out, "namespaces:") || strings.Count(out, "v6lab-t-r1") != 1 {
 		t.Errorf("namespaces listed twice:\n%s", out)
+	}
+}
+
+// writeDeadRecord writes an owner record of lab name whose owner process
+// is gone (a pid beyond pid_max stands for it).
+func writeDeadRecord(t *testing.T, name string, kept bool) {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"name": name, "pid": 1 << 30, "start": 1, "kept": kept, "namespaces": []string{}})
+	if err := os.WriteFile(filepath.Join(lab.StateDir, name+".json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLabUpRemovesOnlyItsOwnStaleLab (review): lab up removed every lab
+// on the machine whose owner was gone, another user's too. Now it
+// removes only a stale lab of its own name, says so, and names the
+// others; lab down --orphans removes them, each named.
+func TestLabUpRemovesOnlyItsOwnStaleLab(t *testing.T) {
+	testutil.RequireRoot(t, "lab up's checks run as root")
+	old := lab.StateDir
+	lab.StateDir = t.TempDir()
+	t.Cleanup(func() { lab.StateDir = old })
+	mine, other, kept := fmt.Sprintf("ku%d", os.Getpid()%100000), fmt.Sprintf("ko%d", os.Getpid()%100000), fmt.Sprintf("kk%d", os.Getpid()%100000)
+	writeDeadRecord(t, mine, false)
+	writeDeadRecord(t, other, false)
+	writeDeadRecord(t, kept, true)
+	var b bytes.Buffer
+	if err := CanKeep(mine, &b, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		fmt.Sprintf("v6lab: removed lab %q left by process %d, which is gone\n", mine, 1<<30),
+		fmt.Sprintf("left by killed processes and not removed: lab %s (", other),
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("lab up says no %q:\n%s", want, b.String())
+		}
+	}
+	if _, err := lab.ReadRecord(mine); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("its own stale lab is left: %v", err)
+	}
+	for _, n := range []string{other, kept} {
+		if _, err := lab.ReadRecord(n); err != nil {
+			t.Errorf("lab up removed lab %s: %v", n, err)
+		}
+	}
+	b.Reset()
+	if err := RemoveOrphans(&b, false); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("lab %q is down (its owner process was gone)\n", other); b.String() != want {
+		t.Errorf("lab down --orphans says %q, want %q", b.String(), want)
+	}
+	if _, err := lab.ReadRecord(kept); err != nil {
+		t.Errorf("lab down --orphans removed a kept lab: %v", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	mdns "github.com/miekg/dns"
 
@@ -50,11 +51,14 @@ const (
 )
 
 // CheckName is the rule for a name to ask or serve: labels of 1 to 63
-// characters, at most 253 in all (a final dot aside), no control
-// characters or blanks, which a query would carry into the wire.
+// characters, at most 253 in all (a final dot aside), each of letters,
+// digits, hyphens and underscores (_dns._udp), the characters of a host
+// name: no blank, control character, ';' or '$', which DNS would carry
+// but a name given by mistake (a shell's, a URL's) holds.
 func CheckName(name string) error {
-	if i := strings.IndexFunc(name, func(r rune) bool { return r <= ' ' || r == 0x7f }); i >= 0 {
-		return fmt.Errorf("%q is not a DNS name: it holds %q at byte %d (no control characters or blanks)", name, name[i], i)
+	if i := strings.IndexFunc(name, func(r rune) bool { return !nameChar(r) }); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(name[i:])
+		return fmt.Errorf("%q is not a DNS name: it holds %q at byte %d (letters, digits, '-', '_' and dots only; an internationalised name in its xn-- form)", name, r, i)
 	}
 	n := strings.TrimSuffix(name, ".")
 	switch {
@@ -72,6 +76,11 @@ func CheckName(name string) error {
 		}
 	}
 	return nil
+}
+
+// nameChar says whether r may be in a DNS name CheckName accepts.
+func nameChar(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.'
 }
 
 // Add gives name one more address.

@@ -157,19 +157,22 @@ func TestCheckName(t *testing.T) {
 	label63 := strings.Repeat("a", MaxLabel)
 	long := strings.Repeat(label63+".", 4)[:MaxName]
 	for name, want := range map[string]string{
-		"www.lab.test":     "",
-		"www.lab.test.":    "",
-		label63 + ".test":  "",
-		long:               "",
-		long + "b":         "254 characters (at most 253)",
-		label63 + "a.test": "a label of 64 characters (at most 63)",
-		"www\x01lab.test":  `holds '\x01' at byte 3`,
-		"www.lab.test\r\n": `holds '\r' at byte 12`,
-		"www lab.test":     `holds ' ' at byte 3`,
-		"www..lab.test":    "an empty label",
-		".":                "it is empty",
-		"":                 "it is empty",
-		"www.lab.test\x7f": `holds '\x7f'`,
+		"www.lab.test":         "",
+		"www.lab.test.":        "",
+		label63 + ".test":      "",
+		long:                   "",
+		long + "b":             "254 characters (at most 253)",
+		label63 + "a.test":     "a label of 64 characters (at most 63)",
+		"www\x01lab.test":      `holds '\x01' at byte 3`,
+		"www.lab.test\r\n":     `holds '\r' at byte 12`,
+		"www lab.test":         `holds ' ' at byte 3`,
+		"www..lab.test":        "an empty label",
+		".":                    "it is empty",
+		"":                     "it is empty",
+		"www.lab.test\x7f":     `holds '\x7f'`,
+		"$(id).lab.test":       `holds '$' at byte 0`,
+		"www.lab.tést":         `holds 'é' at byte 9`,
+		"_dns._udp.Lab-1.test": "",
 	} {
 		err := CheckName(name)
 		if (want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), want)) {

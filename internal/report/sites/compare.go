@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+
+	"v6lab/internal/report/stats"
 )
 
 // Versus is two surveys side by side (v6lab compare A B): each verdict's
@@ -161,7 +163,7 @@ func DiffCI(a, b Share) (ci [2]float64, ok bool) {
 // VersusText writes v for a terminal.
 func VersusText(w io.Writer, v *Versus) error {
 	b := &strings.Builder{}
-	fmt.Fprintf(b, "A: %s\nB: %s\n%d sites in both, %d changed verdict; %d only in A, %d only in B\n\n", v.A, v.B, v.Common, v.Changed, v.OnlyA, v.OnlyB)
+	fmt.Fprintf(b, "A: %s\nB: %s\n%s in both, %d changed verdict; %d only in A, %d only in B\n\n", v.A, v.B, stats.Count(v.Common, "site"), v.Changed, v.OnlyA, v.OnlyB)
 	for _, n := range v.Notes {
 		fmt.Fprintf(b, "note: %s\n", n)
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"v6lab/internal/report/stats"
 	"v6lab/internal/result"
 )
 
@@ -90,7 +91,7 @@ func Scan(dir string, row func(Row) error) (*Summary, error) {
 	}
 	agg.finish(s)
 	if truncated || len(pending) > 0 {
-		s.Notes = append(s.Notes, fmt.Sprintf("the samples file ends before a site's record (%d samples of a site not finished: the survey was stopped); those sites are not judged", len(pending)))
+		s.Notes = append(s.Notes, fmt.Sprintf("the samples file ends before a site's record (%s of a site not finished: the survey was stopped); those sites are not judged", stats.Count(len(pending), "sample")))
 	}
 	if s.Missing > 0 {
 		s.Notes = append(s.Notes, fmt.Sprintf("partial: %s of %s sites judged; continue it with v6lab survey --resume %s", formatInt(s.Judged), formatInt(s.Expected), dir))

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"text/tabwriter"
+
+	"v6lab/internal/report/stats"
 )
 
 // Text writes report.txt: what was surveyed, the verdicts' shares, the
@@ -70,7 +72,7 @@ func whatIfText(b *strings.Builder, ws []WhatIf) {
 	}
 	fmt.Fprintf(b, "\nHappy Eyeballs what-if (each site's median connects raced: IPv6 at once, IPv4 after the timer):\n")
 	for _, wi := range ws {
-		fmt.Fprintf(b, "  %-62s %7s  %s  (%d of %d sites; %.3g ms lost on average)\n", wi.What, pct(wi.Share.Share), ciText(wi.CI), wi.Count, wi.Of, wi.LostMeanMS)
+		fmt.Fprintf(b, "  %-62s %7s  %s  (%d of %s; %.3g ms lost on average)\n", wi.What, pct(wi.Share.Share), ciText(wi.CI), wi.Count, stats.Count(wi.Of, "site"), wi.LostMeanMS)
 	}
 	for _, wi := range ws {
 		if sl := wi.IPv6WhenSlower; sl.Of > 0 {

@@ -10,6 +10,7 @@ import (
 
 	"v6lab/internal/gen/congestion"
 	"v6lab/internal/proto"
+	"v6lab/internal/report/stats"
 	"v6lab/internal/result"
 	"v6lab/internal/sock/path"
 )
@@ -57,7 +58,7 @@ func (exp *Experiment) DropLabOnly() {
 // WritePlan shows what a run would do and a rough idea of how long.
 func WritePlan(w io.Writer, exp *Experiment, where result.Where, note string, bottleneck uint64) {
 	plan := exp.Plan()
-	fmt.Fprintf(w, "experiment %s: %d runs on %s, baseline %s, order %s", exp.Name, len(plan), where, exp.Baseline, exp.Order)
+	fmt.Fprintf(w, "experiment %s: %s on %s, baseline %s, order %s", exp.Name, stats.Count(len(plan), "run"), where, exp.Baseline, exp.Order)
 	if exp.Order == OrderShuffled {
 		fmt.Fprintf(w, " (seed %d)", exp.Seed)
 	}
@@ -116,8 +117,8 @@ func WritePlan(w io.Writer, exp *Experiment, where result.Where, note string, bo
 			level = bg
 		}
 	}
-	fmt.Fprintf(w, "%d transactions; estimated time about %s (at most %s if every run waits out its timeout)\n",
-		total, est.Round(time.Second), worst.Round(time.Second))
+	fmt.Fprintf(w, "%s; estimated time about %s (at most %s if every run waits out its timeout)\n",
+		stats.Count(total, "transaction"), est.Round(time.Second), worst.Round(time.Second))
 	first := plan[:min(len(plan), 6)]
 	var order []string
 	for _, st := range first {

@@ -27,6 +27,7 @@ import (
 
 	"v6lab/internal/gen/congestion"
 	"v6lab/internal/lab"
+	"v6lab/internal/lab/keep"
 	"v6lab/internal/proto"
 	"v6lab/internal/proto/all"
 	"v6lab/internal/run/experiment"
@@ -141,8 +142,8 @@ func CanLab() error {
 // Do builds the lab, starts the servers and runs the measuring process in
 // the client namespace; the lab is removed afterwards unless Keep.
 func (r *Session) Do(ctx context.Context) error {
-	if reaped, err := lab.Reap(); err == nil && len(reaped) > 0 && !r.Quiet {
-		fmt.Fprintf(r.Err, "v6lab: removed labs left by killed processes: %v\n", reaped)
+	if !r.Quiet {
+		keep.NoteOrphans(r.Err, "")
 	}
 	cfg := r.Lab
 	if r.Exp.Background() {

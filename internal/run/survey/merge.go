@@ -148,7 +148,7 @@ func mergedHeader(segs []*segmentDir, command []string) result.Header {
 			h.Notes = append(h.Notes, n)
 		}
 	}
-	h.Notes = append(h.Notes, fmt.Sprintf("merged from %d segments: each site was surveyed by segment (its index mod %d)", len(segs), len(segs)))
+	h.Notes = append(h.Notes, fmt.Sprintf("merged from %s: each site was surveyed by segment (its index mod %d)", plural(len(segs), "segment"), len(segs)))
 	for _, s := range segs {
 		g := *s.h.Segment
 		g.Dir = s.dir

@@ -45,6 +45,14 @@ func TestMergeJoinsSegmentsInListOrder(t *testing.T) {
 	if !IsSurvey(d0) || IsSurvey(t.TempDir()) {
 		t.Fatal("IsSurvey")
 	}
+	// Review: a --name with a slash put the merged directory outside
+	// --results.
+	if _, _, err := Merge([]string{d1, d0}, root+"/m", "../escape", []string{"v6lab", "merge"}); err == nil || !strings.Contains(err.Error(), `--name "../escape" cannot name a result directory`) {
+		t.Errorf("merge --name ../escape: %v", err)
+	}
+	if left, _ := filepath.Glob(root + "/escape*"); len(left) != 0 {
+		t.Errorf("made %v", left)
+	}
 	dir, s, err := Merge([]string{d1, d0}, root+"/m", "", []string{"v6lab", "merge"})
 	if err != nil {
 		t.Fatal(err)

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"v6lab/internal/report/sites"
+	"v6lab/internal/report/stats"
 	"v6lab/internal/result"
 	"v6lab/internal/run/host"
 	"v6lab/internal/sock/path"
@@ -163,10 +164,10 @@ func DryRun(j Job) error {
 	if !j.StartAt.IsZero() {
 		fmt.Fprintf(j.Out, "starts at %s (--start-at; in %v)\n", j.StartAt.UTC().Format(time.RFC3339), max(0, time.Until(j.StartAt)).Round(time.Second))
 	}
-	fmt.Fprintf(j.Out, "each site: A and AAAA asked of %v; %s://NAME/ fetched %d times per family, interleaved (%d warm-up); at most %d objects on other hosts over each family\n",
-		m.dns, o.Scheme, o.Runs, o.Warmup, o.MaxObjects)
-	fmt.Fprintf(j.Out, "politeness: User-Agent %q; at most %d connections to a site, %d a second over all; %s excluded; every request within %v\n",
-		m.userAgent, o.SiteConns, o.Rate, plural(len(m.exclude), "name"), o.Timeout)
+	fmt.Fprintf(j.Out, "each site: A and AAAA asked of %v; %s://NAME/ fetched %s per family, interleaved (%d warm-up); at most %s on other hosts over each family\n",
+		m.dns, o.Scheme, plural(o.Runs, "time"), o.Warmup, plural(o.MaxObjects, "object"))
+	fmt.Fprintf(j.Out, "politeness: User-Agent %q; at most %s to a site, %s a second over all; %s excluded; every request within %v\n",
+		m.userAgent, plural(o.SiteConns, "connection"), plural(o.Rate, "connection"), plural(len(m.exclude), "name"), o.Timeout)
 	return nil
 }
 
@@ -422,7 +423,12 @@ func writeInOrder(results <-chan done, window <-chan struct{}, w *result.Writer,
 	return err
 }
 
-// progress is a line on Err every 10 s (unless quiet).
+// progressEvery is how often progress says how far the survey is.
+var progressEvery = 10 * time.Second
+
+// progress is a line on Err every progressEvery (unless quiet), saying it
+// is progress; none after the last site, which the survey's own report
+// follows.
 func (j *Job) progress(total int) func() {
 	if j.Quiet {
 		return func() {}
@@ -433,17 +439,12 @@ func (j *Job) progress(total int) func() {
 	want := j.expected(total)
 	return func() {
 		c := n.Add(1)
-		if time.Since(last) >= 10*time.Second {
+		if time.Since(last) >= progressEvery && int(c) < want { // the last site's is the survey's own report
 			last = time.Now()
-			fmt.Fprintf(j.Err, "v6lab: survey: %d of %d sites this run, %s\n", c, want, time.Since(start).Round(time.Second))
+			fmt.Fprintf(j.Err, "v6lab: survey: in progress, %d of %d sites done so far (%s in)\n", c, want, time.Since(start).Round(time.Second))
 		}
 	}
 }
 
 // plural is "1 site", "2 sites".
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
-}
+func plural(n int, what string) string { return stats.Count(n, what) }

@@ -19,6 +19,7 @@ import (
 
 	"v6lab/internal/proto"
 	"v6lab/internal/report/sites"
+	"v6lab/internal/result"
 	"v6lab/internal/run/survey"
 	"v6lab/internal/run/survey/sitelab"
 )
@@ -82,7 +83,7 @@ func Command(version string) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	proto.RegisterFlags(fl, survey.Defaults())
-	fl.StringVar(&o.results, "results", "results", "directory that receives the result directory")
+	fl.StringVar(&o.results, "results", "results", "directory that receives the result directory (made if missing; its parent must exist)")
 	fl.StringVar(&o.name, "name", "", "name of the survey (default: the list's file name)")
 	fl.StringVar(&o.segment, "segment", "", "survey segment `I/N` of the list: the sites i with i mod N = I")
 	fl.StringVar(&o.startAt, "start-at", "", "start at `TIME` (RFC 3339)")
@@ -195,6 +196,9 @@ func (o *surveyOpts) job(cmd *cobra.Command, args []string) (*survey.Job, error)
 		return nil, err
 	}
 	j.Spec = sp
+	if err := result.CheckRoot(o.results); err != nil {
+		return nil, err
+	}
 	j.Segment, j.StartAt, err = survey.ParseSplit(o.segment, o.startAt)
 	return j, err
 }

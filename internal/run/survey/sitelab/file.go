@@ -119,10 +119,52 @@ func check(name string, s Sites) error {
 		return fmt.Errorf("lab sites: %s lists %d sites (at most %d)", name, len(s), lab.MaxSites)
 	}
 	for _, x := range s {
-		for _, o := range x.Objects {
+		for i, o := range x.Objects {
 			if _, ok := s.ByName(o); !ok {
 				return fmt.Errorf("lab sites: %s:%d: objects: %s is not a site of the file", name, x.Line, o)
 			}
+			if slices.Contains(x.Objects[:i], o) {
+				return fmt.Errorf("lab sites: %s:%d: objects: %s is listed twice", name, x.Line, o)
+			}
+		}
+	}
+	if cycle := s.cycle(); cycle != nil {
+		x, _ := s.ByName(cycle[0])
+		return fmt.Errorf("lab sites: %s:%d: objects: a cycle: %s (a site's objects may not lead back to it)", name, x.Line, strings.Join(cycle, " → "))
+	}
+	return nil
+}
+
+// cycle is a chain of objects that leads from a site back to it (the
+// first found, in the file's order), nil when there is none: a
+// depth-first walk that visits each site once.
+func (s Sites) cycle() []string {
+	const onPath, done = 1, 2
+	state := map[string]int{}
+	var path []string
+	var walk func(name string) []string
+	walk = func(name string) []string {
+		switch state[name] {
+		case onPath:
+			return append(slices.Clone(path[slices.Index(path, name):]), name)
+		case done:
+			return nil
+		}
+		state[name] = onPath
+		path = append(path, name)
+		x, _ := s.ByName(name)
+		for _, o := range x.Objects {
+			if c := walk(o); c != nil {
+				return c
+			}
+		}
+		path = path[:len(path)-1]
+		state[name] = done
+		return nil
+	}
+	for _, x := range s {
+		if c := walk(x.Name); c != nil {
+			return c
 		}
 	}
 	return nil
@@ -134,7 +176,13 @@ func parseSite(n int, fields []string) (Site, error) {
 	if err := survey.CheckName(s.Name); err != nil {
 		return s, err
 	}
+	given := map[string]string{}
 	for _, p := range fields[1:] {
+		key, _, _ := strings.Cut(p, "=")
+		if prev, ok := given[key]; ok {
+			return s, fmt.Errorf("%s: given twice (%s and %s): give it once", key, prev, p)
+		}
+		given[key] = p
 		if err := s.set(p); err != nil {
 			return s, err
 		}
@@ -142,7 +190,23 @@ func parseSite(n int, fields []string) (Site, error) {
 	if n := btoi(s.Hang) + btoi(s.Loop) + btoi(s.Literal); n > 1 {
 		return s, fmt.Errorf("hang, redirect-loop and redirect-literal: give one")
 	}
-	return s, nil
+	return s, s.contradiction()
+}
+
+// contradiction refuses properties that cannot hold together: a site
+// without AAAA has no IPv6 address to blackhole, nor (unless it redirects
+// to its IPv6 literal) to delay; a blackholed one's IPv6 answers nothing
+// to delay.
+func (s *Site) contradiction() error {
+	switch {
+	case s.NoAAAA && s.Blackhole6:
+		return fmt.Errorf("blackhole6: the site has no AAAA (no-aaaa), so no client goes to its IPv6 address: give one of no-aaaa and blackhole6")
+	case s.NoAAAA && s.Delay[1] > 0 && !s.Literal:
+		return fmt.Errorf("delay6: the site has no AAAA (no-aaaa), so nothing reaches it over IPv6 to delay")
+	case s.Blackhole6 && s.Delay[1] > 0:
+		return fmt.Errorf("delay6: the site's IPv6 address is blackholed (blackhole6): it never answers, late or not")
+	}
+	return nil
 }
 
 // set reads one property.

@@ -44,6 +44,17 @@ func TestLoadNamesTheLineAndProperty(t *testing.T) {
 		"a.test delay4=2m\n":                 ":1: delay4",
 		"a.test delay4=5ms delay6=-1ms\n":    ":1: delay6",
 		"a.test objects=b.test,not_a.name\n": ":1: objects:",
+		// review: contradictions were accepted
+		"a.test\nb.test no-aaaa blackhole6\n":                                           ":2: blackhole6: the site has no AAAA (no-aaaa)",
+		"a.test no-aaaa delay6=10ms\n":                                                  ":1: delay6: the site has no AAAA (no-aaaa)",
+		"a.test blackhole6 delay6=10ms\n":                                               ":1: delay6: the site's IPv6 address is blackholed",
+		"a.test delay6=10ms delay6=20ms\n":                                              ":1: delay6: given twice (delay6=10ms and delay6=20ms)",
+		"a.test hang hang\n":                                                            ":1: hang: given twice",
+		"a.test expect=same expect=failed\n":                                            ":1: expect: given twice",
+		"a.test objects=b.test objects=b.test\nb.test\n":                                ":1: objects: given twice",
+		"a.test objects=b.test,b.test\nb.test\n":                                        ":1: objects: b.test is listed twice",
+		"a.test objects=a.test\n":                                                       ":1: objects: a cycle: a.test → a.test",
+		"x.test\na.test objects=b.test\nb.test objects=c.test\nc.test objects=a.test\n": ":2: objects: a cycle: a.test → b.test → c.test → a.test",
 	} {
 		name := filepath.Join(t.TempDir(), "lab.sites")
 		os.WriteFile(name, []byte(text), 0o644)
@@ -53,12 +64,12 @@ func TestLoadNamesTheLineAndProperty(t *testing.T) {
 		}
 	}
 	name := filepath.Join(t.TempDir(), "ok.sites")
-	os.WriteFile(name, []byte("a.test delay4=5ms delay6=7ms expect=ipv6_slower  # comment\nb.test no-aaaa blackhole6\n"), 0o644)
+	os.WriteFile(name, []byte("a.test delay4=5ms delay6=7ms expect=ipv6_slower objects=b.test # comment\nb.test blackhole6\nc.test objects=a.test,b.test\n"), 0o644)
 	s, err := Load(name)
-	if err != nil || len(s) != 2 || s[0].Delay != [2]time.Duration{5 * time.Millisecond, 7 * time.Millisecond} || !s[1].NoAAAA || !s[1].Blackhole6 {
+	if err != nil || len(s) != 3 || s[0].Delay != [2]time.Duration{5 * time.Millisecond, 7 * time.Millisecond} || s[1].NoAAAA || !s[1].Blackhole6 {
 		t.Errorf("%v %+v", err, s)
 	}
-	if got := s.Names(); got != "a.test\nb.test\n" {
+	if got := s.Names(); got != "a.test\nb.test\nc.test\n" {
 		t.Errorf("names %q", got)
 	}
 }

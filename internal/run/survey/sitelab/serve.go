@@ -21,6 +21,7 @@ import (
 
 	"v6lab/internal/lab"
 	"v6lab/internal/proto"
+	"v6lab/internal/report/stats"
 	"v6lab/internal/run/host"
 	"v6lab/internal/sock/path"
 )
@@ -393,5 +394,5 @@ func Serve(l *lab.Lab) (stop func(), what string, err error) {
 	if err != nil {
 		return nil, "", err
 	}
-	return x.Close, fmt.Sprintf("%d sites of %s, their DNS on %s and %s", len(s), l.Sites, l.Addr.ServerV4, l.Addr.ServerV6), nil
+	return x.Close, fmt.Sprintf("%s of %s, their DNS on %s and %s", stats.Count(len(s), "site"), l.Sites, l.Addr.ServerV4, l.Addr.ServerV6), nil
 }
