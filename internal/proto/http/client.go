@@ -110,7 +110,6 @@ type Client struct {
 	// (HTTP/2 and HTTP/3; kept.go).
 	Keep bool
 
-	h2   h2Transport // Version2's
 	kept keptConns
 
 	lastPage atomic.Pointer[parsedPage] // objectsOf's memory

@@ -93,7 +93,7 @@ func (c *Client) doH3(ctx context.Context, tr *load.Trace, user int) result.Samp
 		c.recordQUIC(tr, pc)
 		return tr.Fail(ctx, "connect", err)
 	}
-	f, err := c.streams(ctx, tr, k, method, nil)
+	f, err := c.streams(ctx, tr, k, method)
 	if c.ZeroRTT {
 		// A 0-RTT request left before the handshake ended: its end is
 		// known once the reply came (HandshakeComplete is closed then).

@@ -18,7 +18,6 @@ import (
 
 // keptConn is a user's open connection.
 type keptConn interface {
-	roundTripper
 	alive() bool
 	close()
 }
@@ -79,11 +78,16 @@ func (c *Client) onKept(ctx context.Context, tr *load.Trace, user int, negotiate
 		return result.Sample{}, false
 	}
 	tr.Restart()
-	var b *batchConn
-	if h2, ok := kc.(h2Kept); ok {
-		b = h2.batch()
+	var f fetched
+	var err error
+	switch kc := kc.(type) {
+	case *h2conn:
+		stop := context.AfterFunc(ctx, kc.close) // a write blocked, or a read, ends with ctx
+		f, err = c.h2fetch(ctx, tr, kc)
+		stop()
+	case *h3Kept:
+		f, err = c.streams(ctx, tr, kc, "GET")
 	}
-	f, err := c.streams(ctx, tr, kc, "GET", b)
 	if err != nil {
 		kc.close()
 		if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {

@@ -15,8 +15,8 @@ import (
 	"v6lab/internal/result"
 )
 
-// roundTripper is one connection's requests: net/http's HTTP/2
-// ClientConn, quic-go's HTTP/3 ClientConn.
+// roundTripper is one connection's requests: quic-go's HTTP/3
+// ClientConn, or net/http's Transport for HTTP/1.1 after a version 3 race.
 type roundTripper interface {
 	RoundTrip(*nethttp.Request) (*nethttp.Response, error)
 }
@@ -31,15 +31,11 @@ type fetched struct {
 // streams fetches the page on rt and then, with objects, every object it
 // links at once, each a stream of the one connection, as a browser does.
 // method is GET, or quic-go's GET_0RTT for the page's request. It marks the
-// first byte of the page's reply. b, when not nil, is an HTTP/2
-// connection's: the writes after the page's first byte go in batches
-// (batchConn), all sent before streams returns.
-func (c *Client) streams(ctx context.Context, tr *load.Trace, rt roundTripper, method string, b *batchConn) (fetched, error) {
-	defer b.release()
+// first byte of the page's reply. (HTTP/2's is h2fetch.)
+func (c *Client) streams(ctx context.Context, tr *load.Trace, rt roundTripper, method string) (fetched, error) {
 	var first atomic.Int64
 	onFirst := func() {
 		first.CompareAndSwap(0, tr.Since())
-		b.hold(0)
 	}
 	var f fetched
 	if c.checks() {
@@ -52,12 +48,10 @@ func (c *Client) streams(ctx context.Context, tr *load.Trace, rt roundTripper, m
 	}
 	refs := c.objectsOf(page)
 	errs := make(chan error, len(refs))
-	octx := c.batchObjects(ctx, rt, b, len(refs))
 	for _, ref := range refs {
 		go func() {
-			_, err := c.stream(octx, rt, ref, nethttp.MethodGet, false, nil, nil)
+			_, err := c.stream(ctx, rt, ref, nethttp.MethodGet, false, nil, nil)
 			if err != nil {
-				b.release() // a request that failed may never be written
 				err = fmt.Errorf("object %s: %w", ref, err)
 			}
 			errs <- err
@@ -130,23 +124,4 @@ func (c *Client) done(tr *load.Trace, f fetched, negotiated, more string) result
 		marker += ", " + tr.TLS
 	}
 	return tr.Done(marker)
-}
-
-// batchObjects holds b's writes until the objects' n requests are
-// written, as many as the connection takes at once (a request waiting for
-// a stream the server allows later must not wait for the batch); the
-// context it returns counts each request written.
-func (c *Client) batchObjects(ctx context.Context, rt roundTripper, b *batchConn, n int) context.Context {
-	if b == nil {
-		return ctx
-	}
-	if a, ok := rt.(interface{ Available() int }); ok {
-		n = min(n, a.Available())
-	}
-	if n <= 1 {
-		b.release()
-		return ctx
-	}
-	b.hold(n)
-	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteHeaders: b.wroteHeaders})
 }

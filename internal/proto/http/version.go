@@ -3,9 +3,7 @@ package http
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -158,9 +156,4 @@ func (c *Client) phases(s result.Sample) result.Sample {
 		s.Metrics["ttfb_ms"] = float64(s.FirstByteNS) / 1e6
 	}
 	return s
-}
-
-// hostPort is the URL's host and port, the port always given.
-func hostPort(u *url.URL, port uint16) string {
-	return net.JoinHostPort(u.Hostname(), strconv.Itoa(int(port)))
 }
