@@ -24,19 +24,21 @@ type keptConn interface {
 	close()
 }
 
-// keptConns are the users' kept connections.
+// keptConns are the users' kept connections, by user (a sync.Map: a
+// user takes and keeps its own connection every transaction, without a
+// lock all users wait on).
 type keptConns struct {
-	mu sync.Mutex
-	m  map[int]keptConn
+	m sync.Map // user (int) -> keptConn
 }
 
 // take removes and returns user's kept connection, when it is still open.
 func (k *keptConns) take(user int) keptConn {
-	k.mu.Lock()
-	kc := k.m[user]
-	delete(k.m, user)
-	k.mu.Unlock()
-	if kc != nil && !kc.alive() {
+	v, ok := k.m.LoadAndDelete(user)
+	if !ok {
+		return nil
+	}
+	kc := v.(keptConn)
+	if !kc.alive() {
 		kc.close()
 		return nil
 	}
@@ -45,27 +47,19 @@ func (k *keptConns) take(user int) keptConn {
 
 // keep keeps user's connection for its next transaction.
 func (k *keptConns) keep(user int, kc keptConn) {
-	k.mu.Lock()
-	if k.m == nil {
-		k.m = map[int]keptConn{}
-	}
-	old := k.m[user]
-	k.m[user] = kc
-	k.mu.Unlock()
-	if old != nil {
-		old.close()
+	if old, loaded := k.m.Swap(user, kc); loaded && old != nil {
+		old.(keptConn).close()
 	}
 }
 
 // closeAll closes every kept connection.
 func (k *keptConns) closeAll() {
-	k.mu.Lock()
-	m := k.m
-	k.m = nil
-	k.mu.Unlock()
-	for _, kc := range m {
-		kc.close()
-	}
+	k.m.Range(func(user, _ any) bool {
+		if v, ok := k.m.LoadAndDelete(user); ok {
+			v.(keptConn).close()
+		}
+		return true
+	})
 }
 
 // Close closes the users' kept connections (the experiment closes every
