@@ -243,6 +243,7 @@ func (z *Summarizer) Finish() *Summary {
 	if note := s.PMTU.note(); note != "" {
 		s.Notes = append(s.Notes, note)
 	}
+	connModel(s)
 	s.Comparisons = compare(s.Cells, s.Baseline)
 	s.Adjustment = adjust(s.Comparisons)
 	return s
@@ -454,6 +455,8 @@ func specGroupOf(raw json.RawMessage) specGroup {
 	json.Unmarshal(fields["paths"], &g.Paths)
 	json.Unmarshal(fields["conns"], &g.Conns)
 	json.Unmarshal(fields["runs"], &g.Runs)
+	json.Unmarshal(fields["tls"], &g.TLS)
+	json.Unmarshal(fields["url"], &g.URL)
 	var params map[string]json.RawMessage
 	json.Unmarshal(fields["params"], &params)
 	for k, v := range params {
@@ -465,5 +468,8 @@ func specGroupOf(raw json.RawMessage) specGroup {
 			g.Params[k] = s
 		}
 	}
+	// A probe's header keeps its options in params, as strings.
+	g.TLS = g.TLS || g.Params["tls"] == "true"
+	g.URL = cmpOr(g.URL, g.Params["url"])
 	return g
 }

@@ -184,6 +184,9 @@ type Cell struct {
 	// protocol they spoke (http/1.1, h2, h2c, h3), for cell groups that
 	// name their HTTP version.
 	Negotiated map[string]int `json:"negotiated,omitempty"`
+	// Conn counts the completed transactions of counted runs by what
+	// their connection did: TLS, kept, resumed, 0-RTT (connmodel.go).
+	Conn *ConnFacts `json:"connection,omitempty"`
 	// Winners counts the dual path's completed transactions of counted
 	// runs by the family and transport that won its race (Winner:
 	// ipv6/quic, ipv6/tcp, ipv4/quic, ipv4/tcp).

@@ -396,7 +396,7 @@ func groupTitle(s *Summary, group string) string {
 	if v := s.HTTPVersions[group]; v != "" && !strings.Contains(group, "/") {
 		title += "/" + v
 	}
-	return title
+	return title + connTitle(s, group)
 }
 
 // meansSection is the mean response time (a trial's transfer time) per
