@@ -3,6 +3,9 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -201,7 +204,7 @@ func (z *Summarizer) Finish() *Summary {
 	s := &Summary{Version: SummaryVersion, Name: h.Name, Created: h.Created, Target: string(h.Target), Baseline: cmpOr(h.Baseline, "ipv4"),
 		Notes: append(append([]string(nil), h.Notes...), z.runNotes...), Lab: h.Lab, Servers: h.Servers, Machine: machine(h),
 		LeftOutRuns: z.leftOut, Segment: h.Segment, Scale: z.spec.scale, Seed: z.spec.seed, Engines: z.spec.engines, Dialers: z.spec.dialers,
-		HTTPVersions: z.spec.versions, HTTPCleartext: z.spec.cleartext,
+		HTTPVersions: z.spec.versions, HTTPCleartext: z.spec.cleartext, IPLiteral: z.spec.literal,
 		SampleEvery: h.SampleEvery}
 	s.Notes = append(s.Notes, z.wire.notes()...)
 	if z.spec.planned > 0 && z.finished < z.spec.planned {
@@ -377,8 +380,10 @@ type specFacts struct {
 	// cleartext names those of HTTP/1.1 without TLS.
 	versions  map[string]string
 	cleartext []string
-	scale     float64
-	planned   int
+	// literal names the groups whose URL's host is an IP literal.
+	literal []string
+	scale   float64
+	planned int
 }
 
 // specGroup is what a summary reads of one cell group of the spec.
@@ -434,6 +439,9 @@ func readSpec(spec any) specFacts {
 		set(&f.versions, g.HTTP)
 		if g.HTTP == "1.1" && !g.TLS && !strings.HasPrefix(g.URL, "https:") {
 			f.cleartext = append(f.cleartext, name)
+		}
+		if u, err := url.Parse(g.URL); err == nil && g.URL != "" && net.ParseIP(u.Hostname()) != nil && !slices.Contains(f.literal, name) {
+			f.literal = append(f.literal, name)
 		}
 		f.planned += len(g.Paths) * len(g.Conns) * g.Runs
 	}

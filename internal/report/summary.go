@@ -71,6 +71,10 @@ type Summary struct {
 	// HTTPCleartext names the cell groups of HTTP/1.1 that ran without TLS
 	// (their handshake is TCP's alone).
 	HTTPCleartext []string `json:"http_cleartext,omitempty"`
+	// IPLiteral names the cell groups whose URL's host is an IP literal:
+	// nothing was looked up, their wire time starts at the connection's
+	// first packet.
+	IPLiteral []string `json:"ip_literal,omitempty"`
 	// Machine says what it ran on: tool version, host, kernel, CPUs.
 	Machine map[string]string `json:"machine,omitempty"`
 	// Lab and Servers are the header's, for the reader of the report.
