@@ -414,7 +414,11 @@ func (r Rest) Split(d *Doc, key string) ([]Rest, []string, error) {
 				return nil, nil, d.errAt(item, fmt.Sprintf("%s[%d]", at, j), "want a single value, not a %s", kindName(item))
 			}
 			if k := slices.IndexFunc(values, func(v string) bool { return sameValue(v, item.Value) }); k >= 0 {
-				return nil, nil, d.errAt(item, fmt.Sprintf("%s[%d]", at, j), "%s is listed twice (as %s at %s[%d])", item.Value, values[k], at, k)
+				as := ""
+				if values[k] != item.Value {
+					as = fmt.Sprintf(" (as %s at %s[%d])", values[k], at, k)
+				}
+				return nil, nil, d.errAt(item, fmt.Sprintf("%s[%d]", at, j), "%s is listed twice%s", item.Value, as)
 			}
 			pairs := slices.Clone(r.pairs)
 			pairs[i+1] = item
