@@ -397,7 +397,10 @@ func TestH2ConnRefusesNewStreams(t *testing.T) {
 				for h.alive() {
 					time.Sleep(time.Millisecond)
 				}
-			} else {
+			} else { // read when the connection is next used, as a kept connection is
+				for h.alive() && h.limit() != 0 {
+					time.Sleep(time.Millisecond)
+				}
 				f.next(frameSettings) // the first SETTINGS' ACK
 				f.next(frameSettings) // the second's: the limit was read
 			}
@@ -406,4 +409,11 @@ func TestH2ConnRefusesNewStreams(t *testing.T) {
 			}
 		})
 	}
+}
+
+// limit is the server's SETTINGS_MAX_CONCURRENT_STREAMS, as read.
+func (h *h2conn) limit() uint32 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.maxStreams
 }
