@@ -193,9 +193,9 @@ func (h *h2conn) failed() error {
 // rest of a frame (or, without a socket to ask, for any byte).
 const drainWait = 10 * time.Millisecond
 
-// waiting says whether bytes wait to be read: in the buffer, or the
-// socket's (without a socket to ask, perhaps: a read with a deadline
-// tells).
+// waiting says whether bytes wait to be read, or the server's close: in
+// the buffer, or the socket's, peeked at (without a socket to ask,
+// perhaps: a read with a deadline tells).
 func (h *h2conn) waiting() bool {
 	if h.rd.br.Buffered() > 0 {
 		return true
@@ -203,9 +203,13 @@ func (h *h2conn) waiting() bool {
 	if h.sock == nil {
 		return true
 	}
-	n := 0
-	_ = h.sock.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), unix.SIOCINQ) })
-	return n > 0
+	var b [1]byte
+	wait := false
+	_ = h.sock.Control(func(fd uintptr) {
+		n, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		wait = n > 0 || err == nil // a byte, or the server's close (read: it ends the connection)
+	})
+	return wait
 }
 
 // readFailed ends the connection after a read failed (the server's close

@@ -417,3 +417,48 @@ func (h *h2conn) limit() uint32 {
 	defer h.mu.Unlock()
 	return h.maxStreams
 }
+
+// TestH2ConnIdleClose: a kept connection over TCP whose server closed it
+// while it was idle (a bare close: no GOAWAY, no TLS alert) is found
+// closed when it is next checked, not at its next transaction.
+func TestH2ConnIdleClose(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	closeNow := make(chan struct{})
+	go func() {
+		s, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer s.Close()
+		go io.Copy(io.Discard, s)
+		s.Write(append(settings0, frameOf(frameHeaders, flagEndHeaders|flagEndStream, 1, []byte{0x88})...)) // :status 200
+		<-closeNow
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newH2Conn(c, c)
+	defer h.close()
+	if err := wait(t, runAsync(h, testStream("/"))); err != nil {
+		t.Fatal(err)
+	}
+	if !h.alive() {
+		t.Fatal("the connection is not alive before the server closed it")
+	}
+	close(closeNow)
+	deadline := time.Now().Add(5 * time.Second)
+	for h.alive() {
+		if time.Now().After(deadline) {
+			t.Fatal("the server's close was not found while the connection was idle")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := wait(t, runAsync(h, testStream("/next"))); err == nil || !strings.Contains(err.Error(), "closed the connection") {
+		t.Fatalf("error %v, want the server's close", err)
+	}
+}
