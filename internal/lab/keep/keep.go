@@ -285,7 +285,10 @@ func writeStatus(w io.Writer, st *lab.Status, o *lab.Orphan) {
 		fmt.Fprintf(w, "lab %q: tunnel %s, kept by %s\n", st.Name, st.Tunnel, keeper(st))
 	}
 	fmt.Fprintf(w, "  configured: %s\n", st.Summary())
-	if st.Sites != "" {
+	switch {
+	case st.Sites != "" && o != nil:
+		fmt.Fprintf(w, "  does not serve the sites of %s now: its keeper (their web and DNS servers) is gone; v6lab lab down --name %s, then v6lab lab up --sites %s --name %s\n", st.Sites, st.Name, st.Sites, st.Name)
+	case st.Sites != "":
 		fmt.Fprintf(w, "  serves the sites of %s (survey them: v6lab survey --lab %s %s)\n", st.Sites, st.Name, st.Sites)
 	}
 	writeHosts(w, st)
