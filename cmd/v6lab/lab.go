@@ -132,7 +132,8 @@ func newLabDownCmd() *cobra.Command {
 names: namespaces (with their links and tunnels), real-server daemons and their working
 directories. Only the named lab is touched: lab "a" never matches lab "a-b". --orphans
 removes every lab whose owner is gone and that was not kept, whoever made it (run and lab
-up never do so unasked).`,
+up never do so unasked); --name with --orphans or --all is refused (status 2): to remove
+one orphan, give its --name alone.`,
 		Example: `  v6lab lab down
   v6lab lab down --name second
   v6lab lab down --orphans`,
@@ -141,10 +142,13 @@ up never do so unasked).`,
 			if err := lab.CheckName(name); err != nil {
 				return &exitError{code: 2, err: err}
 			}
+			if cmd.Flags().Changed("name") && (all || orphans) {
+				return &exitError{code: 2, err: fmt.Errorf("lab down: --name %s removes that lab only, --orphans and --all remove others too: give one of them (a lab left by a killed process goes with lab down --name %s alone)", name, name)}
+			}
 			return keep.Remove(name, all, orphans, cmd.OutOrStdout(), quiet(cmd))
 		},
 	}
-	cmd.Flags().StringVar(&name, "name", "default", "lab to remove")
+	cmd.Flags().StringVar(&name, "name", "default", "lab to remove (not with --orphans or --all)")
 	cmd.Flags().BoolVar(&all, "all", false, "remove every v6lab lab on this machine")
 	cmd.Flags().BoolVar(&orphans, "orphans", false, "remove every lab whose owner process is gone (left by a killed run or lab up)")
 	cmd.MarkFlagsMutuallyExclusive("all", "orphans")
