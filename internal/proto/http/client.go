@@ -236,6 +236,9 @@ func (c *Client) Record() map[string]string {
 // useEvloop says whether a transaction's requests run on the event loop
 // (its connection made there, or by Go and handed over: goDial).
 func (c *Client) useEvloop() (bool, error) {
+	if v := c.Version; v == Version2 || v == Version3 {
+		return false, nil // their own clients: the loop speaks HTTP/1.1 only
+	}
 	plain := c.URL.Scheme == "http"
 	switch c.Engine {
 	case EngineGo:

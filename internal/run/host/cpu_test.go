@@ -1,9 +1,12 @@
 package host
 
 import (
+	"bufio"
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
+	"syscall"
 	"testing"
 	"time"
 
@@ -41,8 +44,12 @@ func TestSelfCPUAndCPUs(t *testing.T) {
 	}
 }
 
-// TestRolesByNamespace: a busy process in a named network namespace is
-// counted as that role's CPU. As root (it makes a namespace).
+// TestRolesByNamespace: a process in a named network namespace is counted
+// as that role's CPU, all of it and nothing else: the role's count, read
+// while the process is stopped, is the CPU time the kernel reports for the
+// process when it is reaped. It asserts no rate, so other processes' load
+// (which only delays the busy loop) cannot fail it. As root (it makes a
+// namespace).
 func TestRolesByNamespace(t *testing.T) {
 	testutil.RequireRoot(t, "making a network namespace needs root")
 	ns := fmt.Sprintf("v6lab-hostcpu-%d", os.Getpid())
@@ -50,21 +57,61 @@ func TestRolesByNamespace(t *testing.T) {
 		t.Skipf("ip netns add: %v %s", err, out)
 	}
 	t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
-	busy := exec.Command("ip", "netns", "exec", ns, "sh", "-c", "while :; do :; done")
+	// The shell says when it runs, in the namespace (ip netns exec enters
+	// it, then execs the shell in the same process): no sleep guesses it.
+	busy := exec.Command("ip", "netns", "exec", ns, "sh", "-c", "echo in; while :; do :; done")
+	stdout, err := busy.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := busy.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { busy.Process.Kill(); busy.Wait() })
-	time.Sleep(50 * time.Millisecond) // ip has exec'd sh in the namespace
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); line != "in\n" {
+		t.Fatalf("the busy shell said %q (%v)", line, err)
+	}
 	r := NewRoles(map[string]string{"server": ns, "gone": ns + "-none"})
 	r.Scan()
-	before := r.CPU()
-	time.Sleep(300 * time.Millisecond)
-	after := r.CPU()
-	if _, ok := after["gone"]; ok {
-		t.Errorf("a role without its namespace: %v", after)
+	if _, ok := r.CPU()["gone"]; ok {
+		t.Errorf("a role without its namespace: %v", r.CPU())
 	}
-	if d := after["server"] - before["server"]; d < 30*time.Millisecond {
-		t.Errorf("a busy process in the namespace used %v in 300 ms", d)
+	// However busy the machine, the loop gets CPU in the end: wait for
+	// some (the bound only ends a test whose count never grows).
+	for end := time.Now().Add(time.Minute); r.CPU()["server"] < 30*time.Millisecond; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("the role's count stayed at %v for a minute of a busy loop", r.CPU()["server"])
+		}
 	}
+	stopped := stop(t, busy.Process)
+	counted := r.CPU()["server"]
+	busy.Process.Kill()
+	busy.Wait()
+	// The kernel's total (user + system, which it scales to the precise
+	// runtime) adds only what dying took after the reading.
+	reaped := busy.ProcessState.UserTime() + busy.ProcessState.SystemTime()
+	t.Logf("the role counted %v; the process used %v in all", counted, reaped)
+	if !stopped || counted > reaped || reaped-counted > 5*time.Millisecond {
+		t.Errorf("the role counted %v (stopped: %v); the process used %v in all", counted, stopped, reaped)
+	}
+}
+
+// stop stops p and waits until it is stopped (its state in /proc), so its
+// CPU time no longer grows.
+func stop(t *testing.T, p *os.Process) bool {
+	t.Helper()
+	if err := p.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// pid (comm) STATE ...
+		if i := bytes.LastIndexByte(b, ')'); i > 0 && len(b) > i+2 && b[i+2] == 'T' {
+			return true
+		}
+	}
+	return false
 }
