@@ -139,11 +139,8 @@ one orphan, give its --name alone.`,
   v6lab lab down --orphans`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := lab.CheckName(name); err != nil {
+			if err := keep.CheckDown(name, cmd.Flags().Changed("name"), all, orphans); err != nil {
 				return &exitError{code: 2, err: err}
-			}
-			if cmd.Flags().Changed("name") && (all || orphans) {
-				return &exitError{code: 2, err: fmt.Errorf("lab down: --name %s removes that lab only, --orphans and --all remove others too: give one of them (a lab left by a killed process goes with lab down --name %s alone)", name, name)}
 			}
 			return keep.Remove(name, all, orphans, cmd.OutOrStdout(), quiet(cmd))
 		},

@@ -163,6 +163,18 @@ func OrphanHint() string {
 	return fmt.Sprintf("labs left without their owner process: %s; remove one with v6lab lab down --name NAME, or all with --all", strings.Join(ns, ", "))
 }
 
+// CheckDown says why lab down's flags are refused: a bad name, or a name
+// given (named) with orphans or all, which remove other labs too.
+func CheckDown(name string, named, all, orphans bool) error {
+	if err := lab.CheckName(name); err != nil {
+		return err
+	}
+	if named && (all || orphans) {
+		return fmt.Errorf("lab down: --name %s removes that lab only, --orphans and --all remove others too: give one of them (a lab left by a killed process goes with lab down --name %s alone)", name, name)
+	}
+	return nil
+}
+
 // Remove takes lab name down, or every lab on this machine with all, or
 // every orphan with orphans (RemoveOrphans), saying on w (unless quiet)
 // each one that went; a name with nothing of it here is an error (saying
