@@ -271,12 +271,30 @@ func ParseURL(raw string) (*url.URL, error) {
 	if u.Hostname() == "" {
 		return nil, fmt.Errorf("http: bad URL %q: no host", raw)
 	}
+	if err := hostName(u.Hostname()); err != nil {
+		return nil, fmt.Errorf("http: bad URL %q: %w", raw, err)
+	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
 			return nil, fmt.Errorf("http: bad URL %q: bad port %q", raw, p)
 		}
 	}
 	return u, nil
+}
+
+// hostName checks a URL's host that is not an address literal is a name
+// DNS can carry as written: a name in another script goes in its xn--
+// form (v6lab looks it up itself and does not convert it).
+func hostName(host string) error {
+	if _, err := netip.ParseAddr(host); err == nil {
+		return nil
+	}
+	for i, r := range host {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return fmt.Errorf("host %q holds %q at byte %d, not a DNS name (letters, digits, '-', '_' and dots only; an internationalised name in its xn-- form)", host, r, i)
+		}
+	}
+	return nil
 }
 
 func (c *Client) port() uint16 {

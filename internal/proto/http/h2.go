@@ -193,8 +193,8 @@ func (c *Client) failStreams(ctx context.Context, tr *load.Trace, st *syncStamp,
 
 // stampRaw reads a transaction's connection with the kernel's receive
 // stamps: for HTTP/1.1 through the trace (its reads are the
-// transaction's own), for HTTP/2 through a syncStamp, as its connection's
-// reader (h2conn) reads it on a goroutine of its own.
+// transaction's own), for HTTP/2 through a syncStamp (its connection,
+// h2conn, is read by each transaction in turn and by alive).
 func (c *Client) stampRaw(tr *load.Trace, raw net.Conn) net.Conn {
 	if c.Version != Version2 {
 		return tr.Turns(tr.Stamp(raw))
@@ -209,8 +209,8 @@ func (c *Client) stampRaw(tr *load.Trace, raw net.Conn) net.Conn {
 	return &syncStamp{Conn: sc, sc: sc}
 }
 
-// syncStamp is a connection read on another goroutine than the
-// transaction's: it keeps what the trace needs (the kernel's receive
+// syncStamp is a connection read by the transactions of a kept HTTP/2
+// connection in turn: it keeps what the trace needs (the kernel's receive
 // stamps of the first and last bytes, bytes each way, the first bytes
 // themselves) where the transaction can read them at any time.
 type syncStamp struct {

@@ -8,22 +8,28 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/net/http2/hpack"
+	"golang.org/x/sys/unix"
 
 	"v6lab/internal/gen/content"
 	"v6lab/internal/gen/load"
+	"v6lab/internal/sock/path"
 )
 
 // h2conn is an HTTP/2 client connection of v6lab's own, over a connection
 // v6lab made pinned to the path (TLS with ALPN h2, or TCP for h2c). A
 // transaction's requests are HEADERS frames of blocks encoded once per
-// URI (requestBlock), written together; one goroutine per connection
-// reads the frames (h2read.go), decodes the replies' headers, takes their
-// bodies, answers SETTINGS and PING, keeps both windows open, and wakes
-// the transaction once its streams have all ended (or one failed).
+// URI (requestBlock), written together; the transaction reads the frames
+// itself (h2read.go) until its streams have all ended (or one failed):
+// it decodes the replies' headers, takes their bodies, answers SETTINGS
+// and PING and keeps both windows open. Between transactions nothing
+// reads a kept connection: what the server sent meanwhile (a PING,
+// SETTINGS, GOAWAY, its close) is read when it is next used (alive, run).
 type h2conn struct {
 	conn net.Conn // what the frames go over: *tls.Conn, or the stamped TCP connection
 	raw  net.Conn // the TCP connection
@@ -43,7 +49,8 @@ type h2conn struct {
 	err         error  // the connection's end: no stream opens after it
 	goaway      string // the server's GOAWAY, when it sent one: no stream opens after it
 
-	rd h2reader // the reading goroutine's own
+	rd   h2reader        // the reading transaction's
+	sock syscall.RawConn // the TCP socket, asked whether bytes wait (nil: none)
 }
 
 // h2stream is one request and its reply.
@@ -74,7 +81,6 @@ type h2tx struct {
 	left  int         // not yet ended
 	err   error
 	last  time.Time // when the last stream ended
-	done  chan struct{}
 	woken bool
 }
 
@@ -84,13 +90,33 @@ func newH2Conn(conn, raw net.Conn) *h2conn {
 	h := &h2conn{conn: conn, raw: raw, nextID: 1, maxStreams: 100, maxFrame: h2MaxFrame,
 		sendInitial: 65535, sendWindow: 65535}
 	h.pending = appendClientPreface(nil)
-	br := readers.Get().(*bufio.Reader) // back in the pool when the reader ends
+	br := readers.Get().(*bufio.Reader) // back in the pool when a read fails
 	br.Reset(conn)
 	h.rd = h2reader{br: br, recvWin: h2ConnWindow}
 	h.rd.dec = hpack.NewDecoder(4096, h.rd.emit)
 	h.rd.dec.SetMaxStringLength(MaxHeaderBytes)
-	go h.readLoop()
+	h.sock = socketOf(raw)
 	return h
+}
+
+// socketOf finds the TCP socket under raw (nil when it has none).
+func socketOf(c net.Conn) syscall.RawConn {
+	for {
+		switch x := c.(type) {
+		case *syncStamp:
+			c = x.Conn
+		case *path.StampedConn:
+			c = x.Conn
+		case *net.TCPConn:
+			rc, err := x.SyscallConn()
+			if err != nil {
+				return nil
+			}
+			return rc
+		default:
+			return nil
+		}
+	}
 }
 
 // run requests every stream of ss (as many at once as the server allows,
@@ -98,7 +124,7 @@ func newH2Conn(conn, raw net.Conn) *h2conn {
 // failed, the connection did, or ctx is done. It returns when the last
 // stream ended.
 func (h *h2conn) run(ctx context.Context, ss []*h2stream) (time.Time, error) {
-	tx := &h2tx{queue: ss, left: len(ss), done: make(chan struct{}, 1)}
+	tx := &h2tx{queue: ss, left: len(ss)}
 	h.mu.Lock()
 	if err := h.refuses(ss); err != nil {
 		h.mu.Unlock()
@@ -106,15 +132,18 @@ func (h *h2conn) run(ctx context.Context, ss []*h2stream) (time.Time, error) {
 	}
 	h.tx = tx
 	h.mu.Unlock()
+	stop := context.AfterFunc(ctx, func() { _ = h.raw.SetDeadline(time.Unix(1, 0)) })
 	h.open()
-	select {
-	case <-tx.done:
-	case <-ctx.Done():
-		h.mu.Lock()
-		if tx.err == nil {
-			tx.err = fmt.Errorf("HTTP/2: %d of %d streams unanswered: %w", tx.left, len(ss), context.Cause(ctx))
+	for h.reading(tx) {
+		if err := h.readFrame(); err != nil {
+			if ctx.Err() != nil {
+				err = fmt.Errorf("HTTP/2: %d of %d streams unanswered: %w", tx.left, len(ss), context.Cause(ctx))
+			}
+			h.readFailed(err)
 		}
-		h.mu.Unlock()
+	}
+	if !stop() && ctx.Err() != nil {
+		h.fail(fmt.Errorf("HTTP/2: %d of %d streams unanswered: %w", tx.left, len(ss), context.Cause(ctx)))
 	}
 	h.mu.Lock()
 	err, last := tx.err, tx.last
@@ -125,6 +154,74 @@ func (h *h2conn) run(ctx context.Context, ss []*h2stream) (time.Time, error) {
 		h.open() // a SETTINGS ACK that came with the replies
 	}
 	return last, err
+}
+
+// reading says whether tx still waits for frames.
+func (h *h2conn) reading(tx *h2tx) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return !tx.woken && h.err == nil
+}
+
+// drain reads the frames that came while the connection was idle, as
+// long as bytes wait (a frame cut short waits at most drainWait).
+func (h *h2conn) drain() {
+	if h.rd.br == nil || !h.waiting() {
+		return
+	}
+	_ = h.raw.SetReadDeadline(time.Now().Add(drainWait))
+	for h.failed() == nil && h.waiting() {
+		if err := h.readFrame(); err != nil {
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
+				h.readFailed(err)
+			}
+			break
+		}
+	}
+	_ = h.raw.SetReadDeadline(time.Time{})
+	h.open() // a SETTINGS ACK, when one is pending
+}
+
+// failed is the connection's end, or nil.
+func (h *h2conn) failed() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.err
+}
+
+// drainWait is how long reading what came while idle may wait for the
+// rest of a frame (or, without a socket to ask, for any byte).
+const drainWait = 10 * time.Millisecond
+
+// waiting says whether bytes wait to be read, or the server's close: in
+// the buffer, or the socket's, peeked at (without a socket to ask,
+// perhaps: a read with a deadline tells).
+func (h *h2conn) waiting() bool {
+	if h.rd.br.Buffered() > 0 {
+		return true
+	}
+	if h.sock == nil {
+		return true
+	}
+	var b [1]byte
+	wait := false
+	_ = h.sock.Control(func(fd uintptr) {
+		n, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		wait = n > 0 || err == nil // a byte, or the server's close (read: it ends the connection)
+	})
+	return wait
+}
+
+// readFailed ends the connection after a read failed (the server's close
+// among them), and gives its buffer back.
+func (h *h2conn) readFailed(err error) {
+	if errors.Is(err, io.EOF) {
+		err = fmt.Errorf("HTTP/2: the server closed the connection: %w", io.ErrUnexpectedEOF)
+	}
+	h.fail(err)
+	h.rd.br.Reset(nil)
+	readers.Put(h.rd.br)
+	h.rd = h2reader{}
 }
 
 // refuses says why the connection takes no new streams (h.mu held).
@@ -199,7 +296,6 @@ func (h *h2conn) endTx(tx *h2tx, err error) {
 	if !tx.woken {
 		tx.woken = true
 		tx.last = time.Now()
-		tx.done <- struct{}{}
 	}
 }
 
@@ -251,33 +347,19 @@ func (h *h2conn) opened(id uint32) bool {
 }
 
 // alive says whether the connection takes new streams (and has stream
-// ids left for a transaction of MaxObjects objects).
+// ids left for a transaction of MaxObjects objects), once what the server
+// sent while it was idle was read.
 func (h *h2conn) alive() bool {
+	h.drain()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.err == nil && h.goaway == "" && h.nextID < 1<<31-2*(MaxObjects+1)
 }
 
-// close closes the connection: its reader ends.
+// close closes the connection.
 func (h *h2conn) close() {
 	h.fail(net.ErrClosed)
 	load.CloseAbort(h.raw)
-}
-
-// readLoop reads the connection's frames until it ends.
-func (h *h2conn) readLoop() {
-	for {
-		if err := h.readFrame(); err != nil {
-			if errors.Is(err, io.EOF) {
-				err = fmt.Errorf("HTTP/2: the server closed the connection: %w", io.ErrUnexpectedEOF)
-			}
-			h.fail(err)
-			h.rd.br.Reset(nil)
-			readers.Put(h.rd.br)
-			h.rd = h2reader{}
-			return
-		}
-	}
 }
 
 // readFrame reads one frame and does what it says.

@@ -397,7 +397,10 @@ func TestH2ConnRefusesNewStreams(t *testing.T) {
 				for h.alive() {
 					time.Sleep(time.Millisecond)
 				}
-			} else {
+			} else { // read when the connection is next used, as a kept connection is
+				for h.alive() && h.limit() != 0 {
+					time.Sleep(time.Millisecond)
+				}
 				f.next(frameSettings) // the first SETTINGS' ACK
 				f.next(frameSettings) // the second's: the limit was read
 			}
@@ -405,5 +408,57 @@ func TestH2ConnRefusesNewStreams(t *testing.T) {
 				t.Fatalf("error %v, want %q", err, c.want)
 			}
 		})
+	}
+}
+
+// limit is the server's SETTINGS_MAX_CONCURRENT_STREAMS, as read.
+func (h *h2conn) limit() uint32 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.maxStreams
+}
+
+// TestH2ConnIdleClose: a kept connection over TCP whose server closed it
+// while it was idle (a bare close: no GOAWAY, no TLS alert) is found
+// closed when it is next checked, not at its next transaction.
+func TestH2ConnIdleClose(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	closeNow := make(chan struct{})
+	go func() {
+		s, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer s.Close()
+		go io.Copy(io.Discard, s)
+		s.Write(append(settings0, frameOf(frameHeaders, flagEndHeaders|flagEndStream, 1, []byte{0x88})...)) // :status 200
+		<-closeNow
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newH2Conn(c, c)
+	defer h.close()
+	if err := wait(t, runAsync(h, testStream("/"))); err != nil {
+		t.Fatal(err)
+	}
+	if !h.alive() {
+		t.Fatal("the connection is not alive before the server closed it")
+	}
+	close(closeNow)
+	deadline := time.Now().Add(5 * time.Second)
+	for h.alive() {
+		if time.Now().After(deadline) {
+			t.Fatal("the server's close was not found while the connection was idle")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := wait(t, runAsync(h, testStream("/next"))); err == nil || !strings.Contains(err.Error(), "closed the connection") {
+		t.Fatalf("error %v, want the server's close", err)
 	}
 }

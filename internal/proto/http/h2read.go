@@ -15,7 +15,7 @@ import (
 	"v6lab/internal/gen/content"
 )
 
-// h2reader is what the reading goroutine of an h2conn keeps: its buffer,
+// h2reader is what the transaction reading an h2conn keeps: its buffer,
 // its HPACK decoder (the connection's one table), the connection's
 // receive window, and the header block it is reading.
 type h2reader struct {
@@ -276,7 +276,8 @@ func (h *h2conn) take(s *h2stream, body []byte) error {
 }
 
 // settings takes the server's SETTINGS (its ACK goes with the next
-// requests, or at the transaction's end), or its ACK of the client's.
+// requests, or at the transaction's end, or once what came while idle was
+// read), or its ACK of the client's.
 func (h *h2conn) settings(flags byte, id uint32, p []byte) error {
 	if id != 0 || len(p)%6 != 0 || (flags&flagACK != 0 && len(p) != 0) {
 		return h2Errorf(errFrameSize, "SETTINGS of %d bytes on stream %d", len(p), id)
@@ -312,9 +313,6 @@ func (h *h2conn) settings(flags byte, id uint32, p []byte) error {
 		}
 	}
 	h.pending = appendFrameHeader(h.pending, 0, frameSettings, flagACK, 0)
-	if h.tx == nil {
-		go h.open() // idle: the ACK goes now
-	}
 	return nil
 }
 

@@ -34,14 +34,14 @@ type fetched struct {
 // first byte of the page's reply. (HTTP/2's is h2fetch.)
 func (c *Client) streams(ctx context.Context, tr *load.Trace, rt roundTripper, method string) (fetched, error) {
 	var first atomic.Int64
-	trace := &httptrace.ClientTrace{GotFirstResponseByte: func() {
+	onFirst := func() {
 		first.CompareAndSwap(0, tr.Since())
-	}}
+	}
 	var f fetched
 	if c.checks() {
 		f.check = content.NewCheck(c.Expect)
 	}
-	page, err := c.stream(httptrace.WithClientTrace(ctx, trace), rt, c.URL.RequestURI(), method, c.Objects, f.check)
+	page, err := c.stream(ctx, rt, c.URL.RequestURI(), method, c.Objects, f.check, onFirst)
 	tr.S.FirstByteNS = first.Load()
 	if err != nil || !c.Objects || page == nil {
 		return f, err
@@ -50,7 +50,7 @@ func (c *Client) streams(ctx context.Context, tr *load.Trace, rt roundTripper, m
 	errs := make(chan error, len(refs))
 	for _, ref := range refs {
 		go func() {
-			_, err := c.stream(ctx, rt, ref, nethttp.MethodGet, false, nil)
+			_, err := c.stream(ctx, rt, ref, nethttp.MethodGet, false, nil, nil)
 			if err != nil {
 				err = fmt.Errorf("object %s: %w", ref, err)
 			}
@@ -66,9 +66,27 @@ func (c *Client) streams(ctx context.Context, tr *load.Trace, rt roundTripper, m
 	return f, err
 }
 
+// uriGetter is a connection with a request layer of its own (HTTP/3's
+// h3Conn): it is handed the request's URI and method, no net/http Request
+// is built; wantType asks for the reply's Content-Type in its Header,
+// first (when not nil) is called at the reply's first byte.
+type uriGetter interface {
+	get(ctx context.Context, uri, method string, wantType bool, first func()) (*nethttp.Response, error)
+}
+
 // stream sends one request of uri on rt and reads its whole reply
-// (readReply).
-func (c *Client) stream(ctx context.Context, rt roundTripper, uri, method string, keepBody bool, check *content.Check) ([]byte, error) {
+// (readReply); first, when not nil, is called at the reply's first byte.
+func (c *Client) stream(ctx context.Context, rt roundTripper, uri, method string, keepBody bool, check *content.Check, first func()) ([]byte, error) {
+	if g, ok := rt.(uriGetter); ok {
+		resp, err := g.get(ctx, uri, method, keepBody, first)
+		if err != nil {
+			return nil, err
+		}
+		return c.readReply(resp, uri, keepBody, check)
+	}
+	if first != nil {
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotFirstResponseByte: first})
+	}
 	ref, err := url.ParseRequestURI(uri)
 	if err != nil {
 		return nil, fmt.Errorf("bad object reference %q: %w", uri, err)

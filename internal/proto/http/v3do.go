@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/quic-go/quic-go/http3"
-
 	"v6lab/internal/gen/load"
 	"v6lab/internal/result"
 	"v6lab/internal/sock/eyeballs"
@@ -47,8 +45,12 @@ func (c *Client) v3QUIC(ctx context.Context, tr *load.Trace, won *v3conn, race s
 	k := won.quic
 	defer k.close()
 	tr.S.Local, tr.S.Remote = k.pc.LocalAddr().String(), k.pc.RemoteAddr().String()
-	cc := (&http3.Transport{DisableCompression: true, MaxResponseHeaderBytes: MaxHeaderBytes}).NewClientConn(k.conn)
-	f, err := c.streams(ctx, tr, cc, nethttp.MethodGet)
+	var err error
+	if k.h3Conn, err = newH3Conn(k.conn, c.URL, c.UserAgent); err != nil {
+		c.recordQUIC(tr, k.pc)
+		return tr.Fail(ctx, "connect", err)
+	}
+	f, err := c.streams(ctx, tr, k, nethttp.MethodGet)
 	c.recordQUIC(tr, k.pc)
 	if err != nil {
 		return c.failStreams(ctx, tr, nil, err)

@@ -59,7 +59,7 @@ func versionEngine(v string, asked Engine) (Engine, error) {
 	switch asked {
 	case EngineAuto, EngineGo:
 	default:
-		return EngineGo, fmt.Errorf("http: the %s engine speaks HTTP/1.1; http_version %s runs on Go's net/http (h2) and quic-go (h3): use engine auto or go", asked, v)
+		return EngineGo, fmt.Errorf("http: the %s engine speaks HTTP/1.1; http_version %s runs on the go engine (HTTP/2: v6lab's own framing; HTTP/3: quic-go): use engine auto or go", asked, v)
 	}
 	if v == Version3 {
 		return EngineQUIC, nil
