@@ -132,8 +132,7 @@ func newLabDownCmd() *cobra.Command {
 names: namespaces (with their links and tunnels), real-server daemons and their working
 directories. Only the named lab is touched: lab "a" never matches lab "a-b". --orphans
 removes every lab whose owner is gone and that was not kept, whoever made it (run and lab
-up never do so unasked); --name with --orphans or --all is refused (status 2): to remove
-one orphan, give its --name alone.`,
+up never do so unasked); not with --name (one orphan goes with its --name alone).`,
 		Example: `  v6lab lab down
   v6lab lab down --name second
   v6lab lab down --orphans`,
