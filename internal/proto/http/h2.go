@@ -66,6 +66,8 @@ func (c *Client) doH2(ctx context.Context, tr *load.Trace, user int) result.Samp
 				err = fmt.Errorf("the server answered HTTP/2's connection preface with HTTP/1.1: it does not speak h2c (HTTP/2 in the clear by prior knowledge); give an https:// url for h2 by ALPN, or http_version 1.1 (%w)", err)
 			case "tls":
 				err = fmt.Errorf("the server answered HTTP/2's connection preface with a TLS alert: it speaks TLS on this port, give an https:// url (%w)", err)
+			case "text":
+				err = fmt.Errorf("the server answered HTTP/2's connection preface with text (its first bytes %s…), not HTTP/2's SETTINGS: it does not speak h2c (HTTP/2 in the clear by prior knowledge); give an https:// url for h2 by ALPN, or http_version 1.1 (%w)", st.firstBytes(), err)
 			}
 		}
 		return c.failStreams(ctx, tr, st, err)
@@ -257,8 +259,27 @@ func (s *syncStamp) said() string {
 		return "http/1"
 	case len(s.head) >= 3 && s.head[0] >= 0x14 && s.head[0] <= 0x17 && s.head[1] == 3:
 		return "tls"
+	case len(s.head) >= 4 && printable(s.head):
+		return "text" // an HTTP/2 frame starts with its length's high byte, 0 in practice
 	}
 	return ""
+}
+
+// printable says whether b is text: printable ASCII and white space.
+func printable(b []byte) bool {
+	for _, c := range b {
+		if (c < 0x20 || c > 0x7e) && c != '\r' && c != '\n' && c != '\t' {
+			return false
+		}
+	}
+	return true
+}
+
+// firstBytes are the first bytes the server sent, quoted.
+func (s *syncStamp) firstBytes() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return fmt.Sprintf("%q", s.head)
 }
 
 // record gives the trace the connection's stamps and byte counts (for a

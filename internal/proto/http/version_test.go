@@ -134,6 +134,15 @@ func TestVersionFailuresAreClear(t *testing.T) {
 	if s := do(c, 5*time.Second); s.OK() || !strings.Contains(s.Err, "does not speak h2c") {
 		t.Errorf("h2c to an HTTP/1.1 server: %+v", s)
 	}
+	// A server that answers with a bare page, no status line (Python's
+	// http.server to HTTP/2's preface).
+	port = rawServer(t, func(c net.Conn) {
+		c.Write([]byte("<!DOCTYPE HTML>\n<html><body>505</body></html>\n"))
+	})
+	c = &Client{URL: mustURL(t, fmt.Sprintf("http://[::1]:%d/", port)), Path: path.IPv6, Version: Version2, Objects: true}
+	if s := do(c, 5*time.Second); s.OK() || !strings.Contains(s.Err, `with text (its first bytes "<!DOCTYP"…)`) || !strings.Contains(s.Err, "does not speak h2c") {
+		t.Errorf("h2c to a server answering a bare page: %+v", s)
+	}
 	// A TLS server that offers no h2 (ALPN http/1.1 alone).
 	cfg := tlsConfig(t).TLS
 	cfg.NextProtos = nil // chooses none, as an HTTP/1.1 server that knows no ALPN
