@@ -574,7 +574,7 @@ const ServerKeyTLS = "https"
 // its own so the wire check counts it apart.
 var EmbeddedTLS = proto.Server{
 	Key:    ServerKeyTLS,
-	About:  "embedded (v6lab's own HTTP/1.1 over Go crypto/tls, TLS 1.2 and 1.3, a self-signed certificate the client pins)",
+	About:  "embedded (v6lab's own HTTP/1.1, and HTTP/2 by Go's net/http with h2 by ALPN, over Go crypto/tls, TLS 1.2 and 1.3, a self-signed certificate the client pins)",
 	Serve:  serveTLS,
 	Scheme: "https",
 }
