@@ -30,6 +30,9 @@ type StampedPacketConn struct {
 	c  *net.UDPConn
 	rc syscall.RawConn
 	rx rxRing // datagrams read, not yet handed over (ReadFrom's alone)
+	// recv is rx's read (recvmmsg) as the socket's RawConn takes it, made
+	// once: a closure made per read costs three allocations.
+	recv func(fd uintptr) bool
 	// first, last: receive stamps (UnixNano) of the first and the last
 	// datagram read; sent: a datagram was sent (the first one stamped).
 	first, last atomic.Int64
@@ -60,7 +63,9 @@ func DialStamped(ctx context.Context, d Dialer, to netip.AddrPort) (*StampedPack
 		c.Close()
 		return nil, fmt.Errorf("path: kernel timestamps on a UDP socket: %w", err)
 	}
-	return &StampedPacketConn{c: c, rc: rc, remote: c.RemoteAddr()}, nil
+	s := &StampedPacketConn{c: c, rc: rc, remote: c.RemoteAddr()}
+	s.recv = s.rx.recv
+	return s, nil
 }
 
 // ReadFrom returns one datagram and keeps its receive stamp. The socket is
@@ -100,36 +105,39 @@ type rxRing struct {
 	oobs    [rxBatch][kstamp.OOBSize]byte
 	at      [rxBatch]int64 // receive stamps, UnixNano (0: none)
 	n, next int
+	got     int        // datagrams the last recv read
+	err     unix.Errno // its error (0: none)
+}
+
+// recv reads the datagrams waiting on fd (recvmmsg): false when none
+// waits (the RawConn then waits for the socket to be readable).
+func (r *rxRing) recv(fd uintptr) bool {
+	for i := range r.msgs {
+		r.iovs[i] = unix.Iovec{Base: &r.bufs[i][0]}
+		r.iovs[i].SetLen(rxSize)
+		r.msgs[i] = unix.Mmsghdr{Hdr: unix.Msghdr{Iov: &r.iovs[i], Iovlen: 1, Control: &r.oobs[i][0]}}
+		r.msgs[i].Hdr.SetControllen(kstamp.OOBSize)
+	}
+	k, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.msgs[0])), rxBatch, 0, 0, 0)
+	if e == unix.EAGAIN || icmpError(e) {
+		return false // an ICMP error, not a datagram: read on (icmpError)
+	}
+	r.got, r.err = int(k), e
+	return true
 }
 
 // fill reads the datagrams waiting (at least one: it waits for it).
 func (s *StampedPacketConn) fill() error {
 	r := &s.rx
-	var got int
-	var rerr error
-	err := s.rc.Read(func(fd uintptr) bool {
-		for i := range r.msgs {
-			r.iovs[i] = unix.Iovec{Base: &r.bufs[i][0]}
-			r.iovs[i].SetLen(rxSize)
-			r.msgs[i] = unix.Mmsghdr{Hdr: unix.Msghdr{Iov: &r.iovs[i], Iovlen: 1, Control: &r.oobs[i][0]}}
-			r.msgs[i].Hdr.SetControllen(kstamp.OOBSize)
-		}
-		k, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.msgs[0])), rxBatch, 0, 0, 0)
-		if e == unix.EAGAIN || icmpError(e) {
-			return false // an ICMP error, not a datagram: read on (icmpError)
-		}
-		if e != 0 {
-			rerr = e
-		}
-		got = int(k)
-		return true
-	})
+	r.got, r.err = 0, 0
+	err := s.rc.Read(s.recv)
 	switch {
 	case err != nil:
 		return err
-	case rerr != nil:
-		return &net.OpError{Op: "read", Net: s.c.LocalAddr().Network(), Err: rerr}
+	case r.err != 0:
+		return &net.OpError{Op: "read", Net: s.c.LocalAddr().Network(), Err: r.err}
 	}
+	got := r.got
 	for i := range got {
 		r.at[i] = 0
 		if at := kstamp.Parse(r.oobs[i][:r.msgs[i].Hdr.Controllen]); !at.IsZero() {

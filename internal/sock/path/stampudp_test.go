@@ -68,3 +68,37 @@ func TestDialStampedPinsAndStamps(t *testing.T) {
 		c.Close()
 	}
 }
+
+// TestStampedReadAllocatesNothing: reading datagrams (recvmmsg, their
+// stamps) allocates nothing a read: a QUIC client reads every datagram
+// of its connection so, several a request.
+func TestStampedReadAllocatesNothing(t *testing.T) {
+	srv, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	to := srv.LocalAddr().(*net.UDPAddr).AddrPort()
+	c, err := DialStamped(context.Background(), Dialer{Path: IPv4}, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	back := net.UDPAddrFromAddrPort(c.LocalAddr().(*net.UDPAddr).AddrPort())
+	b := make([]byte, 100)
+	read := func() {
+		if _, err := srv.WriteToUDP(b[:20], back); err != nil {
+			t.Fatal(err)
+		}
+		if n, _, err := c.ReadFrom(b); err != nil || n != 20 {
+			t.Fatalf("read %d: %v", n, err)
+		}
+	}
+	read() // the socket's first read registers it with the poller
+	if n := testing.AllocsPerRun(100, read); n != 0 {
+		t.Errorf("%.1f allocations a datagram read", n)
+	}
+	if first, last := c.Received(); first.IsZero() || last.Before(first) {
+		t.Errorf("stamps %v to %v", first, last)
+	}
+}
