@@ -127,6 +127,9 @@ type h3Kept struct {
 	pc   *path.StampedPacketConn
 	qt   *quic.Transport
 	conn *quic.Conn
+	// local, remote: the connection's two ends as samples carry them,
+	// made once (keptEnds).
+	local, remote string
 }
 
 func (k *h3Kept) alive() bool { return k.h3Conn != nil && k.h3Conn.alive() }

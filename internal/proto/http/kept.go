@@ -107,18 +107,22 @@ func (c *Client) onKept(ctx context.Context, tr *load.Trace, user int, negotiate
 // the race chose then: the figures of a kept connection stay the
 // family's they were measured over.
 func (c *Client) keptEnds(tr *load.Trace, kc keptConn) {
-	var local, remote net.Addr
+	var remote net.Addr
 	switch kc := kc.(type) {
 	case *h2conn:
-		local, remote = kc.conn.LocalAddr(), kc.conn.RemoteAddr()
+		local := kc.conn.LocalAddr()
+		if remote = kc.conn.RemoteAddr(); local == nil || remote == nil {
+			return
+		}
+		tr.S.Local, tr.S.Remote = local.String(), remote.String()
 	case *h3Kept:
-		local, remote = kc.conn.LocalAddr(), kc.conn.RemoteAddr()
+		if kc.local == "" { // made once a connection: the same every transaction
+			kc.local, kc.remote = kc.conn.LocalAddr().String(), kc.conn.RemoteAddr().String()
+		}
+		tr.S.Local, tr.S.Remote = kc.local, kc.remote
+		remote = kc.conn.RemoteAddr()
 	}
-	if local == nil || remote == nil {
-		return
-	}
-	tr.S.Local, tr.S.Remote = local.String(), remote.String()
-	if c.Path.Kind().Dual {
+	if c.Path.Kind().Dual && remote != nil {
 		if tr.S.Metrics == nil {
 			tr.S.Metrics = map[string]float64{}
 		}
