@@ -189,3 +189,45 @@ func TestRowJSONIsSnakeCaseWithNulls(t *testing.T) {
 		t.Errorf("Go casing in %s", got)
 	}
 }
+
+// TestJudgeLeavesOutRunsV6labStalledIn: one pair of a site the same over
+// both families, its IPv6 page 500 ms late because v6lab itself waited
+// for a CPU, would leave the site undecided at a 100 ms threshold; with
+// its stall recorded (beyond the threshold) the run is not counted and
+// the site is the same; a stall within the threshold counts the run.
+func TestJudgeLeavesOutRunsV6labStalledIn(t *testing.T) {
+	c := Criteria{Threshold: 100 * time.Millisecond}
+	late := func(stall float64) []result.Sample {
+		smp := pages(10, 10, 10)
+		for i := range smp {
+			if smp[i].Run == 3 {
+				smp[i].Metrics = map[string]float64{StallMetric: stall}
+				if smp[i].Path == "ipv6" {
+					smp[i].TotalNS += 500e6
+				}
+			}
+		}
+		return smp
+	}
+	if r := Judge(dual("a.example"), late(0), c); r.V != Undecided || r.Stalled != 0 || r.Pairs != 9 {
+		t.Errorf("the late pair counted: %s, %d stalled, %d pairs", r.V, r.Stalled, r.Pairs)
+	}
+	if r := Judge(dual("a.example"), late(100), c); r.V != Undecided || r.Stalled != 0 {
+		t.Errorf("a stall of the threshold: %s, %d stalled", r.V, r.Stalled)
+	}
+	r := Judge(dual("a.example"), late(480), c)
+	if r.V != Same || r.Stalled != 1 || r.Pairs != 8 || r.N != [2]int{8, 8} {
+		t.Errorf("a stall of 480 ms: %s, %d stalled, %d pairs, n %v", r.V, r.Stalled, r.Pairs, r.N)
+	}
+	// Left with one pair (run 2) by stalled runs, it is undecided and
+	// says why.
+	smp := late(480)
+	for i := range smp {
+		if smp[i].Run != 2 {
+			smp[i].Metrics = map[string]float64{StallMetric: 480}
+		}
+	}
+	if r := Judge(dual("a.example"), smp, c); r.V != Undecided || r.Stalled != 8 || !strings.Contains(r.Why, "v6lab stalled") {
+		t.Errorf("every run but 2 stalled: %s, %d stalled, %q", r.V, r.Stalled, r.Why)
+	}
+}

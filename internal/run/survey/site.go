@@ -15,6 +15,7 @@ import (
 	"v6lab/internal/gen/load"
 	"v6lab/internal/proto"
 	"v6lab/internal/proto/all"
+	"v6lab/internal/report/sites"
 	"v6lab/internal/result"
 	"v6lab/internal/sock/path"
 )
@@ -37,6 +38,8 @@ type measurer struct {
 	over    map[path.Path]path.Path
 	exclude Exclusion
 	pacer   *pacer
+	// stalls makes what reads a pair's stall (nil: newStallMeter).
+	stalls func() stallSource
 }
 
 // site measures one site of the list: nothing for a bad or excluded
@@ -261,7 +264,6 @@ func (m *measurer) pages(ctx context.Context, e Entry, s *result.Site, u *url.UR
 		label += "/" + v
 	}
 	probes := map[path.Path]load.Probe{}
-	var out []result.Sample
 	for _, p := range measured {
 		pr, err := m.probe(u, s.Version, p, true)
 		if err != nil {
@@ -270,25 +272,67 @@ func (m *measurer) pages(ctx context.Context, e Entry, s *result.Site, u *url.UR
 		}
 		probes[p] = pr
 	}
-	for r := range m.o.Runs {
-		order := slices.Clone(measured)
-		if r%2 == 1 {
-			slices.Reverse(order)
+	return m.runs(ctx, e, g, measured, finds, probes, label)
+}
+
+// runs runs the site's pairs: Runs of them, and one more in place of each
+// counted pair (both completed) in which v6lab stalled beyond the
+// threshold, at most Runs more in all.
+func (m *measurer) runs(ctx context.Context, e Entry, g *gate, measured []path.Path, finds map[path.Path]found,
+	probes map[path.Path]load.Probe, label string) []result.Sample {
+	var st stallSource
+	if m.stalls != nil {
+		st = m.stalls()
+	} else {
+		st = newStallMeter()
+	}
+	var out []result.Sample
+	stalled := 0
+	for r := 0; r < m.o.Runs+stalled; r++ {
+		pair, stall, ok := m.pair(ctx, g, e, st, r, measured, finds, probes, label)
+		out = append(out, pair...)
+		if !ok {
+			return out
 		}
-		for _, p := range order {
-			if r > 0 && !finds[p].fam.Connected && finds[p].final == nil {
-				continue
-			}
-			smp, ok := m.transaction(ctx, g, probes[p], e.Index)
-			if !ok {
-				return out
-			}
-			smp.Cell, smp.Protocol, smp.Path, smp.Conns, smp.Run, smp.User = e.Name, label, string(p), 1, r, e.Index
-			smp.Warmup = r < m.o.Warmup
-			out = append(out, smp)
+		if len(pair) == 2 && pair[0].OK() && pair[1].OK() && !pair[0].Warmup && stall > time.Duration(m.o.Threshold) && stalled < m.o.Runs {
+			stalled++
 		}
 	}
 	return out
+}
+
+// pair runs one run's transactions, the families in its order (reversed
+// on odd runs), and records on each the stall the process went through
+// meanwhile (StallMetric); ok is false when the survey was interrupted.
+func (m *measurer) pair(ctx context.Context, g *gate, e Entry, st stallSource, r int, measured []path.Path,
+	finds map[path.Path]found, probes map[path.Path]load.Probe, label string) (pair []result.Sample, stall time.Duration, ok bool) {
+	order := slices.Clone(measured)
+	if r%2 == 1 {
+		slices.Reverse(order)
+	}
+	st.start()
+	ok = true
+	for _, p := range order {
+		if r > 0 && !finds[p].fam.Connected && finds[p].final == nil {
+			continue
+		}
+		smp, done := m.transaction(ctx, g, probes[p], e.Index)
+		if !done {
+			ok = false
+			break
+		}
+		smp.Cell, smp.Protocol, smp.Path, smp.Conns, smp.Run, smp.User = e.Name, label, string(p), 1, r, e.Index
+		smp.Warmup = r < m.o.Warmup
+		pair = append(pair, smp)
+	}
+	stall = st.since()
+	for i := range pair {
+		if pair[i].Metrics == nil {
+			pair[i].Metrics = map[string]float64{}
+		}
+		pair[i].Metrics[sites.StallMetric] = float64(stall) / 1e6
+	}
+	return pair, stall, ok
 }
 
 // transaction runs one transaction of pr through the site's gate, bounded
