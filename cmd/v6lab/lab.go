@@ -132,19 +132,19 @@ func newLabDownCmd() *cobra.Command {
 names: namespaces (with their links and tunnels), real-server daemons and their working
 directories. Only the named lab is touched: lab "a" never matches lab "a-b". --orphans
 removes every lab whose owner is gone and that was not kept, whoever made it (run and lab
-up never do so unasked).`,
+up never do so unasked); not with --name (one orphan goes with its --name alone).`,
 		Example: `  v6lab lab down
   v6lab lab down --name second
   v6lab lab down --orphans`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := lab.CheckName(name); err != nil {
+			if err := keep.CheckDown(name, cmd.Flags().Changed("name"), all, orphans); err != nil {
 				return &exitError{code: 2, err: err}
 			}
 			return keep.Remove(name, all, orphans, cmd.OutOrStdout(), quiet(cmd))
 		},
 	}
-	cmd.Flags().StringVar(&name, "name", "default", "lab to remove")
+	cmd.Flags().StringVar(&name, "name", "default", "lab to remove (not with --orphans or --all)")
 	cmd.Flags().BoolVar(&all, "all", false, "remove every v6lab lab on this machine")
 	cmd.Flags().BoolVar(&orphans, "orphans", false, "remove every lab whose owner process is gone (left by a killed run or lab up)")
 	cmd.MarkFlagsMutuallyExclusive("all", "orphans")

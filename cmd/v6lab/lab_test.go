@@ -91,6 +91,8 @@ func TestLabCommandsExplainBadInput(t *testing.T) {
 		{[]string{"lab", "up", "--tunnel", "gre"}, `unknown tunnel implementation "gre"`},
 		{[]string{"lab", "down", "--name", "../../x"}, `bad lab name "../../x"`},
 		{[]string{"lab", "down", "--name", "a/b"}, `bad lab name "a/b"`},
+		{[]string{"lab", "down", "--orphans", "--name", "mine"}, "lab down: --name mine removes that lab only, --orphans and --all remove others too"},
+		{[]string{"lab", "down", "--all", "--name", "mine"}, "lab down: --name mine removes that lab only"},
 		{[]string{"lab", "status", "--name", "../x"}, `bad lab name "../x"`},
 		{[]string{"lab", "status", "--name", "nosuchlab"}, `no lab named "nosuchlab"`},
 		{[]string{"lab", "up", "--rate", "fast"}, `--rate: bad rate "fast"`},

@@ -807,6 +807,7 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"probe", "http", "http://127.0.0.1:9/", "--http-version", "3"}, 2, "--http-version: 3 runs over QUIC, which is always TLS, but the url is http://: give an https:// url"},
 		{[]string{"probe", "http", "https://127.0.0.1:9/", "--http-version", "4"}, 2, `--http-version: "4" is not an HTTP version v6lab speaks: want 1.1, 2 or 3`},
 		{[]string{"probe", "http", "https://127.0.0.1:9/", "--http-version", "3", "--engine", "evloop"}, 2, "--engine: http: the evloop engine speaks HTTP/1.1"},
+		{[]string{"probe", "http", "http://127.0.0.1:9/", "--http-version", "2", "--engine", "evloop"}, 2, "--engine: http: the evloop engine speaks HTTP/1.1; http_version 2 runs on the go engine (HTTP/2: v6lab's own framing; HTTP/3: quic-go)"},
 		{[]string{"probe", "http", "https://127.0.0.1:9/", "--zero-rtt"}, 2, "--zero-rtt: sends the first request in QUIC's 0-RTT data: give http_version: 3 (--http-version 3)"},
 		{[]string{"probe", "http", "https://127.0.0.1:9/", "--http-version", "3", "--zero-rtt"}, 2, "--zero-rtt: needs a session to resume: give tls_resume too (--tls-resume;"},
 		{[]string{"probe", "http", "https://127.0.0.1:9/", "--keepalive"}, 2, "--keepalive: keeps each user's HTTP/2 or HTTP/3 connection: give http_version: 2 or 3"},

@@ -66,7 +66,8 @@ func newCompareCmd() *cobra.Command {
 		Long: `compare recomputes both result sets from their samples and, for every cell (protocol,
 path, connections) the two share, prints A's and B's mean response time, B - A with its
 95% CI, the confidence level that they differ (1 - Welch p over the run means) and the
-Mann-Whitney p. Cells only one side has are listed. Use it for "did the upgrade change
+Mann-Whitney p. Cells only one side has are listed; notes name the conditions that differ
+(lab, machine, servers; per group HTTP version, engine, dialer, kept/resumed). Use it for "did the upgrade change
 IPv6 performance?": run the same experiment before and after, then compare. Two surveys'
 results (v6lab survey) are compared as surveys: each verdict's share and the study's
 measures in A and B with B - A and its 95% CI, and the sites whose verdict changed.`,

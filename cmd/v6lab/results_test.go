@@ -32,6 +32,18 @@ func TestResultsMakesOnlyItsLastDirectory(t *testing.T) {
 	if _, err := v6lab(t, "run", "quick", "--dry-run", "--results", file); exitCode(err) != 2 || !strings.Contains(err.Error(), "--results "+file+": it is a file, not a directory") {
 		t.Errorf("--results a file: %v", err)
 	}
+	sub := filepath.Join(file, "sub", "deeper")
+	if _, err := v6lab(t, "run", "quick", "--dry-run", "--results", sub); exitCode(err) != 2 || !strings.Contains(err.Error(), "--results "+sub+": "+file+" is a file, not a directory") {
+		t.Errorf("--results under a file: %v", err)
+	}
+	for _, args := range [][]string{
+		{"run", "quick", "--dry-run", "--results", ""},
+		{"probe", "http", "http://127.0.0.1:9/", "--paths", "ipv4", "--results", ""},
+	} {
+		if _, err := v6lab(t, args...); exitCode(err) != 2 || !strings.Contains(err.Error(), "--results is empty") {
+			t.Errorf("%s: %v (exit %d)", strings.Join(args, " "), err, exitCode(err))
+		}
+	}
 	if _, err := v6lab(t, "run", "quick", "--dry-run", "--results", filepath.Join(top, "new")); err != nil {
 		t.Errorf("--results of a missing last directory: %v", err)
 	}

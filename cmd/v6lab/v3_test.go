@@ -81,7 +81,7 @@ cells:
 	for _, r := range f.Runs {
 		drop := r.Links["r1 eth-client ingress"]
 		switch {
-		case r.Protocol == "v3-quic6-blocked" && r.Path == "dual" && (!strings.HasPrefix(drop, "IPv6 UDP loss 100%, DNS spared (tc BPF): ") || strings.Contains(drop, ": 0 IPv6")):
+		case r.Protocol == "v3-quic6-blocked" && r.Path == "dual" && (!strings.HasPrefix(drop, "IPv6 UDP loss 100%, DNS spared (UDP ports 53, ") || !strings.Contains(drop, "(the lab's DNS); tc BPF): ") || strings.Contains(drop, ": 0 IPv6")):
 			t.Errorf("run %s#%d: %q", r.Cell, r.Run, drop)
 		case (r.Protocol == "v2" || r.Protocol == "v3") && drop != "":
 			t.Errorf("a healthy run had a loss: %s", drop)
@@ -131,5 +131,50 @@ func checkWhatIf(t *testing.T, c report.Cell) {
 	p := c.WhatIf.Points[25]
 	if p.DelayMS != 250 || p.Slower != 0 || *p.IPv6Share != 0 || *p.LostMeanMS < 250 || *p.LostMeanMS > 300 {
 		t.Errorf("%s/%d at 250 ms: %+v lost %v", c.Protocol, c.Conns, p, *p.LostMeanMS)
+	}
+}
+
+// TestQUICBlockedOverIPv6SparesTheLabsDNS: ipv6_udp_loss drops the
+// client's IPv6 UDP but DNS, and the lab's DNS server answers on a port
+// of its own, not 53: on the ipv6 path the lookups still pass (a TCP
+// cell completes, its names looked up over IPv6) while HTTP/3 fails as
+// QUIC blocked, never as a lookup timed out; the run record names the
+// ports spared.
+func TestQUICBlockedOverIPv6SparesTheLabsDNS(t *testing.T) {
+	requireLab(t)
+	_, f, s, out, _ := labRun(t, buildBinary(t), `name: quic6-blocked
+paths: [ipv6]
+baseline: ipv6
+runs: 1
+warmup: 0
+pause: 0s
+timeout: 5s
+cells:
+  - {protocol: http, label: h2, conns: [1], http_version: 2, ipv6_udp_loss: 100}
+  - {protocol: http, label: h3, conns: [1], http_version: 3, ipv6_udp_loss: 100}
+`)
+	if len(s.Cells) != 2 {
+		t.Fatalf("%d cells\n%s", len(s.Cells), out)
+	}
+	for _, c := range s.Cells {
+		switch c.Protocol {
+		case "h2":
+			if c.Completed != 1 || c.Failed != 0 {
+				t.Errorf("h2 over ipv6 with its UDP dropped but DNS: %d completed, %d failed (%s)", c.Completed, c.Failed, c.FirstError)
+			}
+		case "h3":
+			if c.Completed != 0 || !strings.Contains(c.FirstError, "no QUIC answer over ipv6") {
+				t.Errorf("h3 over ipv6 with its UDP dropped: %d completed, first error %q", c.Completed, c.FirstError)
+			}
+		}
+	}
+	spared := 0
+	for _, r := range f.Runs {
+		if l := r.Links["r1 eth-client ingress"]; strings.Contains(l, "DNS spared (UDP ports 53, ") && strings.Contains(l, "(the lab's DNS)") {
+			spared++
+		}
+	}
+	if spared != len(f.Runs) || spared == 0 {
+		t.Errorf("%d of %d run records name the lab's DNS port as spared", spared, len(f.Runs))
 	}
 }

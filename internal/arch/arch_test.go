@@ -56,10 +56,11 @@ var only = map[string][]string{
 	"internal/input/":        {},
 	"internal/result":        {},
 	"internal/run/host":      {},
-	// path pins sockets with the kernel's stamps; evloop runs them; both
-	// count how long replies waited for their reads (lag).
+	// path pins sockets with the kernel's stamps; evloop runs them (and
+	// finds its connections' SYN stamps); both count how long replies
+	// waited for their reads (lag).
 	"internal/sock/path":   {"internal/sock/kstamp", "internal/sock/synstamp", "internal/sock/sockaddr", "internal/sock/lag"},
-	"internal/sock/evloop": {"internal/sock/kstamp", "internal/sock/sockaddr", "internal/sock/tcpinfo", "internal/sock/lag"},
+	"internal/sock/evloop": {"internal/sock/kstamp", "internal/sock/synstamp", "internal/sock/sockaddr", "internal/sock/tcpinfo", "internal/sock/lag"},
 	// Reports read results and never what measures.
 	"internal/report": {"internal/result", "internal/report/stats", "internal/report/whatif", "internal/sock/path"},
 	// merge joins result directories: files and reports only.

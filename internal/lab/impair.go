@@ -17,9 +17,11 @@ import (
 // it.
 type Impairment struct {
 	Percent float64
-	// UDP: only IPv6 UDP but DNS is dropped (ImpairIPv6UDP).
-	UDP  bool
-	loss *bpf.Loss
+	// UDP: only IPv6 UDP but DNS is dropped (ImpairIPv6UDP), DNS to
+	// port 53 and to DNSPorts.
+	UDP      bool
+	DNSPorts []uint16
+	loss     *bpf.Loss
 }
 
 // ImpairIPv6 starts dropping percent % of the client's IPv6 packets in lab
@@ -30,16 +32,17 @@ func ImpairIPv6(name string, percent float64) (*Impairment, error) {
 
 // ImpairIPv6UDP starts dropping percent % of the client's IPv6 UDP
 // datagrams to any port but DNS's in lab name (100: QUIC blocked over
-// IPv6 only; bpf.NewIPv6UDPLoss).
-func ImpairIPv6UDP(name string, percent float64) (*Impairment, error) {
-	return impair(name, percent, true)
+// IPv6 only; bpf.NewIPv6UDPLoss): port 53's and dnsPorts', the ports the
+// lab's own DNS servers answer on.
+func ImpairIPv6UDP(name string, percent float64, dnsPorts ...uint16) (*Impairment, error) {
+	return impair(name, percent, true, dnsPorts...)
 }
 
-func impair(name string, percent float64, udp bool) (*Impairment, error) {
-	im := &Impairment{Percent: percent, UDP: udp}
+func impair(name string, percent float64, udp bool, dnsPorts ...uint16) (*Impairment, error) {
+	im := &Impairment{Percent: percent, UDP: udp, DNSPorts: dnsPorts}
 	newLoss := bpf.NewIPv6Loss
 	if udp {
-		newLoss = bpf.NewIPv6UDPLoss
+		newLoss = func(p float64) (*bpf.Loss, error) { return bpf.NewIPv6UDPLoss(p, dnsPorts...) }
 	}
 	err := Do(NS(name, R1), func() error {
 		l, err := newLoss(percent)

@@ -200,7 +200,7 @@ func (n *Named) Notes([]path.Path) []string {
 	if len(n.Resolve) == 0 {
 		return nil
 	}
-	return []string{result.ResolveNotePrefix + strings.Join(n.Resolve, " ") + " were given, not looked up (as curl --resolve): their transactions' resolve time is 0 and their wire time starts at the SYN"}
+	return []string{result.ResolveNotePrefix + strings.Join(n.Resolve, " ") + " were given, not looked up (as curl --resolve): their transactions' resolve time is 0 and their wire time starts at the connection's first packet (the SYN; for HTTP/3 the first QUIC datagram)"}
 }
 
 // Common option names.

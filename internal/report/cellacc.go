@@ -19,6 +19,8 @@ type cellAdds struct {
 	failures          map[string]int
 	// negotiated counts completions by the protocol they spoke (h2, h3…).
 	negotiated map[string]int
+	// conn counts completions by what their connection did.
+	conn *ConnFacts
 	// winners counts the dual path's completions by who won the race
 	// (Winner).
 	winners map[string]int
@@ -59,6 +61,7 @@ func (a *cellAdds) add(smp *result.Sample, seq int64, seg int) {
 			}
 			a.negotiated[smp.Negotiated]++
 		}
+		addConn(&a.conn, smp)
 		if w := Winner(smp.Metrics); w != "" {
 			count(&a.winners, w, 1)
 		}
@@ -118,6 +121,7 @@ func (c *cellAcc) merge(p *cellAdds, segs *segmentAcc) {
 	for k, n := range p.winners {
 		count(&a.winners, k, n)
 	}
+	mergeConn(&a.conn, p.conn)
 	a.mergeWhatIf(p)
 	for k, n := range p.failures {
 		if a.failures == nil {
@@ -178,7 +182,7 @@ func (c *cellAcc) Finish(r *cellRuns) Cell {
 	a := c.adds
 	cell := Cell{Protocol: c.key.proto, Path: c.key.path, Conns: c.key.conns, Runs: r.runs, RunIndex: r.index, WarmupRuns: r.warmup,
 		Completed: a.completed, Failed: a.failed, Failures: a.failures, FirstError: a.firstErr, Background: c.bg,
-		Negotiated: a.negotiated, Winners: a.winners, WhatIf: finishWhatIf(a.whatif)}
+		Negotiated: a.negotiated, Conn: a.conn, Winners: a.winners, WhatIf: finishWhatIf(a.whatif)}
 	finishCell(&cell, a.hist, r.seconds)
 	finishBackground(cell.Background)
 	for i := range c.ivs.n {

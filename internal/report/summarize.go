@@ -3,6 +3,9 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -201,7 +204,7 @@ func (z *Summarizer) Finish() *Summary {
 	s := &Summary{Version: SummaryVersion, Name: h.Name, Created: h.Created, Target: string(h.Target), Baseline: cmpOr(h.Baseline, "ipv4"),
 		Notes: append(append([]string(nil), h.Notes...), z.runNotes...), Lab: h.Lab, Servers: h.Servers, Machine: machine(h),
 		LeftOutRuns: z.leftOut, Segment: h.Segment, Scale: z.spec.scale, Seed: z.spec.seed, Engines: z.spec.engines, Dialers: z.spec.dialers,
-		HTTPVersions: z.spec.versions, HTTPCleartext: z.spec.cleartext,
+		HTTPVersions: z.spec.versions, HTTPCleartext: z.spec.cleartext, IPLiteral: z.spec.literal,
 		SampleEvery: h.SampleEvery}
 	s.Notes = append(s.Notes, z.wire.notes()...)
 	if z.spec.planned > 0 && z.finished < z.spec.planned {
@@ -243,6 +246,7 @@ func (z *Summarizer) Finish() *Summary {
 	if note := s.PMTU.note(); note != "" {
 		s.Notes = append(s.Notes, note)
 	}
+	connModel(s)
 	s.Comparisons = compare(s.Cells, s.Baseline)
 	s.Adjustment = adjust(s.Comparisons)
 	return s
@@ -376,8 +380,10 @@ type specFacts struct {
 	// cleartext names those of HTTP/1.1 without TLS.
 	versions  map[string]string
 	cleartext []string
-	scale     float64
-	planned   int
+	// literal names the groups whose URL's host is an IP literal.
+	literal []string
+	scale   float64
+	planned int
 }
 
 // specGroup is what a summary reads of one cell group of the spec.
@@ -434,6 +440,9 @@ func readSpec(spec any) specFacts {
 		if g.HTTP == "1.1" && !g.TLS && !strings.HasPrefix(g.URL, "https:") {
 			f.cleartext = append(f.cleartext, name)
 		}
+		if u, err := url.Parse(g.URL); err == nil && g.URL != "" && net.ParseIP(u.Hostname()) != nil && !slices.Contains(f.literal, name) {
+			f.literal = append(f.literal, name)
+		}
 		f.planned += len(g.Paths) * len(g.Conns) * g.Runs
 	}
 	return f
@@ -454,6 +463,8 @@ func specGroupOf(raw json.RawMessage) specGroup {
 	json.Unmarshal(fields["paths"], &g.Paths)
 	json.Unmarshal(fields["conns"], &g.Conns)
 	json.Unmarshal(fields["runs"], &g.Runs)
+	json.Unmarshal(fields["tls"], &g.TLS)
+	json.Unmarshal(fields["url"], &g.URL)
 	var params map[string]json.RawMessage
 	json.Unmarshal(fields["params"], &params)
 	for k, v := range params {
@@ -465,5 +476,8 @@ func specGroupOf(raw json.RawMessage) specGroup {
 			g.Params[k] = s
 		}
 	}
+	// A probe's header keeps its options in params, as strings.
+	g.TLS = g.TLS || g.Params["tls"] == "true"
+	g.URL = cmpOr(g.URL, g.Params["url"])
 	return g
 }

@@ -71,6 +71,10 @@ type Summary struct {
 	// HTTPCleartext names the cell groups of HTTP/1.1 that ran without TLS
 	// (their handshake is TCP's alone).
 	HTTPCleartext []string `json:"http_cleartext,omitempty"`
+	// IPLiteral names the cell groups whose URL's host is an IP literal:
+	// nothing was looked up, their wire time starts at the connection's
+	// first packet.
+	IPLiteral []string `json:"ip_literal,omitempty"`
 	// Machine says what it ran on: tool version, host, kernel, CPUs.
 	Machine map[string]string `json:"machine,omitempty"`
 	// Lab and Servers are the header's, for the reader of the report.
@@ -184,6 +188,9 @@ type Cell struct {
 	// protocol they spoke (http/1.1, h2, h2c, h3), for cell groups that
 	// name their HTTP version.
 	Negotiated map[string]int `json:"negotiated,omitempty"`
+	// Conn counts the completed transactions of counted runs by what
+	// their connection did: TLS, kept, resumed, 0-RTT (connmodel.go).
+	Conn *ConnFacts `json:"connection,omitempty"`
 	// Winners counts the dual path's completed transactions of counted
 	// runs by the family and transport that won its race (Winner:
 	// ipv6/quic, ipv6/tcp, ipv4/quic, ipv4/tcp).

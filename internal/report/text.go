@@ -374,7 +374,7 @@ func sections(s *Summary, proto string) []section {
 	cells := cellsOf(s, proto)
 	conns := connsOf(cells)
 	title := groupTitle(s, proto)
-	out := []section{meansSection(title, cells, conns, namesGiven(s))}
+	out := []section{meansSection(title, cells, conns, lookupWhy(s, proto))}
 	out[0].Title = strings.Replace(out[0].Title, "per connection", perWhat(s, proto), 1)
 	if sec, ok := EyeballsSection(title, cells, s.Engines[proto], s.Dialers[proto]); ok {
 		out = append(out, sec)
@@ -396,15 +396,15 @@ func groupTitle(s *Summary, group string) string {
 	if v := s.HTTPVersions[group]; v != "" && !strings.Contains(group, "/") {
 		title += "/" + v
 	}
-	return title
+	return title + connTitle(s, group)
 }
 
 // meansSection is the mean response time (a trial's transfer time) per
 // path and connection count, with its interval, median, runs, completion,
 // and the wire time and client turns where the samples have them; each
 // note only where its row or mark is there, and given (names given, not
-// looked up: --resolve) says where the wire time starts.
-func meansSection(title string, cells []Cell, conns []int, given bool) section {
+// looked up: --resolve, or an IP literal) says where the wire time starts.
+func meansSection(title string, cells []Cell, conns []int, why string) section {
 	what := "average response time per connection"
 	if transportKind(cells) != "" {
 		what = "transfer time per trial"
@@ -413,7 +413,8 @@ func meansSection(title string, cells []Cell, conns []int, given bool) section {
 		Head: append([]string{"path", ""}, intHeads(conns)...)}
 	wired := slices.ContainsFunc(cells, func(c Cell) bool { return c.Metrics[WireMetric] != nil })
 	turned := slices.ContainsFunc(cells, func(c Cell) bool { return c.Metrics[ClientTurnMetric] != nil })
-	means.Footer = append(means.Footer, timeNotes(wired, turned, given)...)
+	quic := slices.ContainsFunc(cells, func(c Cell) bool { return c.Negotiated["h3"] > 0 })
+	means.Footer = append(means.Footer, timeNotes(wired, turned, wireNote(quic, why))...)
 	for _, p := range pathsOf(cells) {
 		means.Rows = append(means.Rows, meanRows(p, cells, conns, wired, turned)...)
 	}
@@ -429,14 +430,12 @@ func meansSection(title string, cells []Cell, conns []int, given bool) section {
 }
 
 // timeNotes explain the wire and client-turn rows that are there: the
-// wire time from the SYN where the names were given, not looked up; the
-// client turns inside the wire time only where there is a wire row.
-func timeNotes(wired, turned, given bool) []string {
+// wire time from its first packet (wire: wireNote's); the client turns
+// inside the wire time only where there is a wire row.
+func timeNotes(wired, turned bool, wire string) []string {
 	var out []string
-	if wired && given {
-		out = append(out, WireGivenNote)
-	} else if wired {
-		out = append(out, WireNote)
+	if wired {
+		out = append(out, wire)
 	}
 	if turned && !wired {
 		out = append(out, ClientTurnAloneNote)
@@ -450,6 +449,18 @@ func timeNotes(wired, turned, given bool) []string {
 // (--resolve: the target's Notes say so).
 func namesGiven(s *Summary) bool {
 	return slices.ContainsFunc(s.Notes, func(n string) bool { return strings.HasPrefix(n, result.ResolveNotePrefix) })
+}
+
+// lookupWhy is why a group's transactions looked nothing up: names given
+// (--resolve) or an IP literal URL; "" when they looked up.
+func lookupWhy(s *Summary, group string) string {
+	switch {
+	case namesGiven(s):
+		return whyGiven
+	case slices.Contains(s.IPLiteral, group):
+		return whyLiteral
+	}
+	return ""
 }
 
 // meanRows are one path's rows of the means table, a column per
@@ -717,13 +728,38 @@ func FormatMS(v float64) string {
 	}
 }
 
+// WireNote and WireGivenNote say where the wire time starts: the DNS
+// query, or without a lookup the first packet of the connection.
+var (
+	WireNote      = wireNote(false, "")
+	WireGivenNote = wireNote(false, whyGiven)
+)
+
+// Why a transaction looked nothing up: its wire time starts at the first
+// packet of its connection, the SYN or QUIC's first datagram.
+const (
+	whyGiven   = "the names were given with --resolve, not looked up"
+	whyLiteral = "the URL's host is an IP literal: nothing looked up"
+)
+
+// wireNote explains the wire row: from the first packet out (the DNS
+// query, or where why says nothing was looked up, the SYN, or the first
+// QUIC datagram for HTTP/3, which sends no SYN) to the last needed bytes.
+func wireNote(quic bool, why string) string {
+	first := "the DNS query leaving"
+	if why != "" {
+		first = "the SYN leaving (" + why + ")"
+		if quic {
+			first = "the first QUIC datagram leaving (" + why + "; QUIC sends no SYN)"
+		}
+	}
+	return "wire: the network's share by the kernel's timestamps, from " + first + " to the last needed bytes arriving (docs/metrics.md)"
+}
+
 // Notes under the tables: what the marks mean.
 const (
 	FewRunsNote = "‡ fewer than 5 counted runs: the interval rests on too few runs to say much (run more)"
 	ThinNote    = "† fewer samples than this percentile needs to mean much (p99: 100, p99.9: 1000)"
-	WireNote    = "wire: the network's share by the kernel's timestamps, from the DNS query leaving to the last needed bytes arriving (docs/metrics.md)"
-	// WireGivenNote is WireNote where the names were given (--resolve).
-	WireGivenNote = "wire: the network's share by the kernel's timestamps, from the SYN leaving (the names were given with --resolve, not looked up) to the last needed bytes arriving (docs/metrics.md)"
 	// ClientTurnAloneNote explains the client turns row without a wire row.
 	ClientTurnAloneNote = "client turns: v6lab's own time inside the response time, from each reply's arrival to the send of the next request on the same connection, and from the DNS answer's to the connect it leads to (mean, ms; docs/metrics.md)"
 

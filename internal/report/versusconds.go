@@ -3,7 +3,9 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 )
 
 // conditionNotes name every measurement condition in which a and b differ:
@@ -33,10 +35,79 @@ func conditionNotes(a, b *Summary) []string {
 	if sa, sb := scaleOf(a), scaleOf(b); sa != sb {
 		notes = append(notes, fmt.Sprintf("scale differs: A %g; B %g", sa, sb))
 	}
+	notes = append(notes, groupNotes(a, b)...)
 	if len(notes) > 0 {
 		notes = append([]string{"A and B were measured under different conditions (below): their differences include these"}, notes...)
 	}
 	return notes
+}
+
+// groupNotes name, per cell group both have, what its cells measured that
+// differs: the HTTP version spoken, the engine and dialer, and what the
+// connections did (kept or new, TLS resumed or full, 0-RTT). A cell "http"
+// of HTTP/1.1 and one of HTTP/3, or of new and kept connections, are
+// paired by name but are not the same measurement (trial4 F4).
+func groupNotes(a, b *Summary) []string {
+	var notes []string
+	inB := protocols(b)
+	for _, g := range protocols(a) {
+		if !slices.Contains(inB, g) {
+			continue
+		}
+		for _, d := range []struct{ what, a, b string }{
+			{"HTTP version", versionOf(a, g), versionOf(b, g)},
+			{"engine", a.Engines[g], b.Engines[g]},
+			{"dialer", a.Dialers[g], b.Dialers[g]},
+			{"connections", connKind(a, g), connKind(b, g)},
+		} {
+			if d.a != d.b {
+				notes = append(notes, fmt.Sprintf("%s: %s differs: A %s; B %s", g, d.what, cmpOr(d.a, "(not named: the default)"), cmpOr(d.b, "(not named: the default)")))
+			}
+		}
+	}
+	return notes
+}
+
+// versionOf is the HTTP version a group spoke: what its transactions
+// negotiated, else its spec's http_version.
+func versionOf(s *Summary, group string) string {
+	seen := map[string]bool{}
+	var out []string
+	for _, c := range cellsOf(s, group) {
+		for p := range c.Negotiated {
+			if !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return s.HTTPVersions[group]
+	}
+	slices.Sort(out)
+	return strings.Join(out, "+")
+}
+
+// connKind is what a group's connections did, in words: "" for a group
+// without an HTTP version or connection facts.
+func connKind(s *Summary, group string) string {
+	f, _ := groupConn(s, group)
+	if versionOf(s, group) == "" && f == (ConnFacts{}) {
+		return ""
+	}
+	out := "new connections"
+	if f.Kept > 0 {
+		out = "kept connections (keepalive)"
+	}
+	switch {
+	case f.ZeroRTT > 0:
+		out += ", TLS resumed with 0-RTT"
+	case f.Resumed > 0:
+		out += ", TLS resumed"
+	case f.Kept == 0:
+		out += ", full handshakes"
+	}
+	return out
 }
 
 // runOnly are the lab's keys that name one run's lab, not its conditions.

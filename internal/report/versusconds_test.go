@@ -47,3 +47,35 @@ func TestCompareNamesEveryConditionThatDiffers(t *testing.T) {
 		t.Errorf("a result against itself: %q", same.Notes)
 	}
 }
+
+// TestCompareNamesWhatTheCellsMeasured (trial4 F4): a cell "http" of
+// HTTP/1.1 against one of HTTP/3, or of new connections against kept
+// ones, is paired by name but measured another thing: compare says which,
+// from what the transactions did.
+func TestCompareNamesWhatTheCellsMeasured(t *testing.T) {
+	ms := func(v float64) *float64 { return &v }
+	cell := func(neg string, conn *ConnFacts) Cell {
+		return Cell{Protocol: "http", Path: "ipv4", Conns: 1, MeanMS: ms(3), Completed: 48, Negotiated: map[string]int{neg: 48}, Conn: conn}
+	}
+	h1 := &Summary{HTTPVersions: map[string]string{"http": "1.1"}, Engines: map[string]string{"http": "go"}, Cells: []Cell{cell("http/1.1", &ConnFacts{TLS: 48})}}
+	h3 := &Summary{HTTPVersions: map[string]string{"http": "3"}, Engines: map[string]string{"http": "quic-go"}, Cells: []Cell{cell("h3", &ConnFacts{TLS: 48, Resumed: 48, ZeroRTT: 46})}}
+	v := CompareSummaries("A", h1, "B", h3)
+	want := []string{
+		"A and B were measured under different conditions (below): their differences include these",
+		"http: HTTP version differs: A http/1.1; B h3",
+		"http: engine differs: A go; B quic-go",
+		"http: connections differs: A new connections, full handshakes; B new connections, TLS resumed with 0-RTT",
+	}
+	if strings.Join(v.Notes, "\n") != strings.Join(want, "\n") {
+		t.Errorf("notes:\n%s\nwant\n%s", strings.Join(v.Notes, "\n"), strings.Join(want, "\n"))
+	}
+	h2 := &Summary{HTTPVersions: map[string]string{"http": "2"}, Cells: []Cell{cell("h2", nil)}}
+	kept := &Summary{HTTPVersions: map[string]string{"http": "2"}, Cells: []Cell{cell("h2", &ConnFacts{Kept: 48})}}
+	v = CompareSummaries("A", h2, "B", kept)
+	if got := strings.Join(v.Notes, "\n") + "\n"; !strings.Contains(got, "http: connections differs: A new connections, full handshakes; B kept connections (keepalive)\n") {
+		t.Errorf("keepalive notes:\n%s", got)
+	}
+	if same := CompareSummaries("A", h3, "A", h3); len(same.Notes) != 0 {
+		t.Errorf("a result against itself: %q", same.Notes)
+	}
+}

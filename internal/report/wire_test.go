@@ -224,18 +224,41 @@ func TestWirePercentObeysTheResponseTimesRule(t *testing.T) {
 func TestEachNoteOnlyWhereItsRowOrMarkIs(t *testing.T) {
 	one := Cell{Protocol: "http", Path: "ipv4", Conns: 1, MeanMS: f64(1), Runs: []float64{1}, RunIndex: []int{1}, FewRuns: true,
 		Metrics: map[string]*MetricStat{ClientTurnMetric: {N: 1, Mean: 0.1}}}
-	sec := meansSection("HTTP", []Cell{one}, []int{1}, false)
+	sec := meansSection("HTTP", []Cell{one}, []int{1}, "")
 	if !slices.Equal(sec.Footer, []string{ClientTurnAloneNote}) {
 		t.Errorf("one run, turns without wire: notes %q", sec.Footer)
 	}
 	two := one
 	two.Runs, two.RunIndex, two.CI95MS = []float64{1, 1.2}, []int{1, 2}, &[2]float64{0.5, 1.7}
 	two.Metrics = map[string]*MetricStat{WireMetric: {N: 2, Mean: 0.9}, ClientTurnMetric: {N: 2, Mean: 0.1}}
-	sec = meansSection("HTTP", []Cell{two}, []int{1}, namesGiven(&Summary{Notes: []string{result.ResolveNotePrefix + "srv=192.0.2.1 were given"}}))
+	sec = meansSection("HTTP", []Cell{two}, []int{1}, lookupWhy(&Summary{Notes: []string{result.ResolveNotePrefix + "srv=192.0.2.1 were given"}}, "http"))
 	if !slices.Equal(sec.Footer, []string{WireGivenNote, ClientTurnNote, FewRunsNote}) {
 		t.Errorf("two runs, wire, --resolve: notes %q", sec.Footer)
 	}
-	if sec = meansSection("HTTP", []Cell{two}, []int{1}, false); sec.Footer[0] != WireNote {
+	if sec = meansSection("HTTP", []Cell{two}, []int{1}, ""); sec.Footer[0] != WireNote {
 		t.Errorf("looked up: %q", sec.Footer[0])
+	}
+	// HTTP/3 sends no SYN: without a lookup its wire time starts at the
+	// first QUIC datagram; an IP literal URL looks nothing up (trial4 F1).
+	h3 := two
+	h3.Negotiated = map[string]int{"h3": 2}
+	if sec = meansSection("HTTP/3", []Cell{h3}, []int{1}, whyGiven); !strings.Contains(sec.Footer[0], "from the first QUIC datagram leaving (the names were given") || strings.Contains(sec.Footer[0], "SYN leaving") {
+		t.Errorf("h3, --resolve: %q", sec.Footer[0])
+	}
+	if sec = meansSection("HTTP/3", []Cell{h3}, []int{1}, ""); sec.Footer[0] != WireNote {
+		t.Errorf("h3 looked up: %q", sec.Footer[0])
+	}
+	lit := &Summary{IPLiteral: []string{"http"}}
+	if sec = meansSection("HTTP", []Cell{two}, []int{1}, lookupWhy(lit, "http")); !strings.Contains(sec.Footer[0], "from the SYN leaving (the URL's host is an IP literal") {
+		t.Errorf("IP literal: %q", sec.Footer[0])
+	}
+	f := build(baseMS, otherMS)
+	f.Header.Spec = map[string]any{"cells": []any{map[string]any{"protocol": "http", "url": "http://[::1]:8080/"}}}
+	if s := Summarize(f); !slices.Equal(s.IPLiteral, []string{"http"}) {
+		t.Errorf("an IP literal url's group: ip_literal %q", s.IPLiteral)
+	}
+	f.Header.Spec = map[string]any{"cells": []any{map[string]any{"protocol": "http", "url": "http://localhost:8080/"}}}
+	if s := Summarize(f); s.IPLiteral != nil {
+		t.Errorf("a named host's group: ip_literal %q", s.IPLiteral)
 	}
 }

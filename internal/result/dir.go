@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -15,8 +16,13 @@ import (
 // does not exist is an error naming the missing parent, not a chain of
 // directories made as root.
 func CheckRoot(root string) error {
+	if root == "" {
+		return errors.New("--results is empty: give the directory results go in (default: results)")
+	}
 	st, err := os.Stat(root)
 	switch {
+	case errors.Is(err, syscall.ENOTDIR):
+		return fmt.Errorf("--results %s: %s is a file, not a directory", root, fileOnTheWay(root))
 	case err == nil && !st.IsDir():
 		return fmt.Errorf("--results %s: it is a file, not a directory", root)
 	case err == nil:
@@ -29,6 +35,23 @@ func CheckRoot(root string) error {
 		return fmt.Errorf("--results %s: its parent directory %s does not exist (v6lab makes only the last directory of --results; make the parent first)", root, parent)
 	}
 	return nil
+}
+
+// fileOnTheWay is the first of path's parents that is not a directory.
+func fileOnTheWay(path string) string {
+	var parents []string
+	for p := filepath.Dir(filepath.Clean(path)); ; p = filepath.Dir(p) {
+		parents = append(parents, p)
+		if p == filepath.Dir(p) {
+			break
+		}
+	}
+	for i := len(parents) - 1; i >= 0; i-- {
+		if st, err := os.Stat(parents[i]); err == nil && !st.IsDir() {
+			return parents[i]
+		}
+	}
+	return filepath.Dir(path)
 }
 
 // NewDir makes a fresh result directory root/<name>-<UTC time>, adding a

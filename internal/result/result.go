@@ -342,6 +342,10 @@ type Lookup struct {
 	NS   int64  `json:"ns"`
 	// Err is why no answer came, or NODATA/NXDOMAIN as the server said.
 	Err string `json:"err,omitempty"`
+	// Failed: the lookup got no answer that says what the DNS holds
+	// (refused, timed out, SERVFAIL, ...): Err is a failure of the
+	// lookup, not "no record".
+	Failed bool `json:"failed,omitempty"`
 }
 
 // SiteFamily is what one family's discovery of a site found: the page's

@@ -152,3 +152,57 @@ func TestNewDirNeverReuses(t *testing.T) {
 		t.Fatalf("dirs %s, %s", a, b)
 	}
 }
+
+// slowWriter makes the writer fall behind, so senders fill its queue and
+// wait for room.
+type slowWriter struct{ buf bytes.Buffer }
+
+func (s *slowWriter) Write(p []byte) (int, error) {
+	time.Sleep(time.Millisecond)
+	return s.buf.Write(p)
+}
+
+// Senders more than the queue holds, at once, behind a slow file: every
+// record is written, each sender's in its order, and Close waits for the
+// last of them.
+func TestWriterKeepsEveryRecordInOrder(t *testing.T) {
+	const senders, each = 4, 3 * queueMax
+	var out slowWriter
+	w := NewWriter(&out)
+	w.Header(Header{Name: "t"})
+	done := make(chan struct{})
+	for u := range senders {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range each {
+				s := sample(i, "")
+				s.User = u
+				w.Sample(s)
+			}
+		}()
+	}
+	for range senders {
+		<-done
+	}
+	w.Run(Run{Cell: "http/ipv4/1", Completed: senders * each})
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Read(&out.buf, "samples.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Samples) != senders*each || len(f.Runs) != 1 {
+		t.Fatalf("%d samples and %d runs, want %d and 1", len(f.Samples), len(f.Runs), senders*each)
+	}
+	next := make([]int, senders)
+	for _, s := range f.Samples {
+		if s.Run != next[s.User] {
+			t.Fatalf("user %d: sample %d after %d", s.User, s.Run, next[s.User]-1)
+		}
+		next[s.User]++
+	}
+	if n, _ := w.Written(); n != senders*each {
+		t.Errorf("Written() says %d samples", n)
+	}
+}

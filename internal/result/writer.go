@@ -13,22 +13,30 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// Writer streams records to a samples file. Records go through a channel
+// Writer streams records to a samples file. Records go through a queue
 // to one goroutine that encodes them and writes whenever it has caught up,
 // so a burst of thousands of completions costs few system calls, while a
 // quiet moment leaves every finished sample in the file (compressed: within
 // FlushEvery). Sync ends a compressed file's frame, so a file cut after it
 // (a kill, a resume) holds whole frames.
 type Writer struct {
-	w     io.Writer
-	bw    *bufio.Writer
-	zw    *zstd.Encoder
-	ch    chan any
-	done  chan struct{}
-	mu    sync.Mutex // guards err
-	err   error
-	once  sync.Once
-	every time.Duration
+	w  io.Writer
+	bw *bufio.Writer
+	zw *zstd.Encoder
+	// q holds the records not yet taken by the loop, in order (samples
+	// copied in, not boxed: a channel of any allocated each one), at most
+	// queueMax; wake tells the loop that q is no longer empty, room the
+	// senders that it has space.
+	qmu     sync.Mutex
+	q       []item
+	room    sync.Cond
+	wake    chan struct{}
+	closing bool
+	done    chan struct{}
+	mu      sync.Mutex // guards err
+	err     error
+	once    sync.Once
+	every   time.Duration
 	// line is appendSample's buffer.
 	line []byte
 	// dirty says the current zstd frame holds something: only then does
@@ -121,8 +129,12 @@ func NewWriter(w io.Writer) *Writer {
 // (samples.jsonl.zst), one frame per Sync.
 func NewCompressedWriter(w io.Writer) *Writer {
 	wr := &Writer{w: w, every: FlushEvery}
+	// Not WithLowerEncoderMem: its history buffer is the window plus one
+	// block, so the encoder moved the whole 4 MiB window back every 128
+	// KiB of samples (a third of the writer's CPU); the default buffer is
+	// twice the window (4 MiB more), moved once per 4 MiB.
 	zw, err := zstd.NewWriter(counting{w, &wr.bytes}, zstd.WithEncoderLevel(zstd.SpeedFastest),
-		zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(4<<20), zstd.WithLowerEncoderMem(true))
+		zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(4<<20))
 	if err != nil { // only for invalid options
 		panic(err)
 	}
@@ -131,11 +143,58 @@ func NewCompressedWriter(w io.Writer) *Writer {
 	return wr.start()
 }
 
+// item is a record in the writer's queue: a sample (v nil) or another
+// record (v).
+type item struct {
+	s Sample
+	v any
+}
+
+// queueMax is how many records may wait for the writer before senders
+// wait for it.
+const queueMax = 4096
+
 func (w *Writer) start() *Writer {
-	w.ch = make(chan any, 4096)
+	w.room.L = &w.qmu
+	w.wake = make(chan struct{}, 1)
 	w.done = make(chan struct{})
 	go w.loop()
 	return w
+}
+
+// put queues a record for the loop, waiting while the queue is full.
+func (w *Writer) put(it *item) {
+	w.qmu.Lock()
+	for len(w.q) >= queueMax && !w.closing {
+		w.room.Wait()
+	}
+	if w.closing {
+		w.qmu.Unlock()
+		panic("result: a record sent to a closed writer")
+	}
+	w.q = append(w.q, *it)
+	first := len(w.q) == 1
+	w.qmu.Unlock()
+	if first {
+		select {
+		case w.wake <- struct{}{}:
+		default: // the loop is already told
+		}
+	}
+}
+
+// take is the queue's records, in order (spare: a slice to queue the next
+// in), and whether the writer is closing.
+func (w *Writer) take(spare []item) ([]item, bool) {
+	w.qmu.Lock()
+	batch := w.q
+	w.q = spare[:0]
+	closing := w.closing
+	if len(batch) >= queueMax {
+		w.room.Broadcast()
+	}
+	w.qmu.Unlock()
+	return batch, closing
 }
 
 // counting counts the bytes written to the file.
@@ -158,51 +217,32 @@ func (w *Writer) loop() {
 	timer.Stop()
 	armed := false
 	last := time.Now()
+	var spare []item
 	for {
-		var v any
-		var ok bool
 		select {
-		case v, ok = <-w.ch:
+		case <-w.wake:
 		case <-timer.C:
 			armed = false
 			w.flush(false)
 			last = time.Now()
 			continue
 		}
-		if !ok {
+		batch, closing := w.take(spare)
+		if closing && len(batch) == 0 {
 			break
 		}
-		if ack, isSync := v.(syncMark); isSync {
-			w.flush(true)
-			last = time.Now()
-			close(ack)
-			continue
-		}
-		switch r := v.(type) {
-		case Sample:
-			if !w.keepRow(&r) {
-				continue
+		for i := range batch {
+			if w.record(enc, &batch[i]) {
+				last = time.Now()
 			}
-		case Run:
-			w.closeRun(&r)
-			v = r
 		}
-		if err := w.encode(enc, v); err != nil {
-			w.setErr(err)
-		}
-		w.dirty = true
-		switch v.(type) {
-		case Sample:
-			w.samples.Add(1)
-		case Header:
-			// The header is a frame of its own: a file cut back to its
-			// last finished run (a resume) keeps it however early the
-			// cut.
-			w.flush(true)
-			last = time.Now()
-			continue
-		}
-		if len(w.ch) > 0 {
+		clear(batch) // no strings or maps kept alive by the spare slice
+		spare = batch[:0]
+		if closing {
+			select { // take what came before Close, to the end
+			case w.wake <- struct{}{}:
+			default:
+			}
 			continue
 		}
 		switch wait := w.every - time.Since(last); {
@@ -218,17 +258,51 @@ func (w *Writer) loop() {
 	w.flush(true)
 }
 
-// encode writes one record as a line: a sample by appendSample, the rest
-// (and samples it leaves) by encoding/json.
-func (w *Writer) encode(enc *json.Encoder, v any) error {
-	if s, ok := v.(Sample); ok {
-		var done bool
-		if w.line, done = appendSample(w.line[:0], &s); done {
-			_, err := w.bw.Write(w.line)
-			return err
+// record writes one queued record; flushed says it also flushed the
+// file (a Sync, a header).
+func (w *Writer) record(enc *json.Encoder, it *item) (flushed bool) {
+	var v any = it.v
+	switch r := it.v.(type) {
+	case nil:
+		if !w.keepRow(&it.s) {
+			return false
 		}
+		if err := w.encodeSample(enc, &it.s); err != nil {
+			w.setErr(err)
+		}
+		w.dirty = true
+		w.samples.Add(1)
+		return false
+	case syncMark:
+		w.flush(true)
+		close(r)
+		return true
+	case Run:
+		w.closeRun(&r)
+		v = r
 	}
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		w.setErr(err)
+	}
+	w.dirty = true
+	if _, ok := v.(Header); ok {
+		// The header is a frame of its own: a file cut back to its last
+		// finished run (a resume) keeps it however early the cut.
+		w.flush(true)
+		return true
+	}
+	return false
+}
+
+// encodeSample writes one sample as a line: by appendSample, or by
+// encoding/json for the samples it leaves.
+func (w *Writer) encodeSample(enc *json.Encoder, s *Sample) error {
+	var done bool
+	if w.line, done = appendSample(w.line[:0], s); done {
+		_, err := w.bw.Write(w.line)
+		return err
+	}
+	return enc.Encode(s)
 }
 
 // flush writes out what is encoded; frame also ends a compressed file's
@@ -284,32 +358,32 @@ func (w *Writer) Header(h Header) {
 	if h.FormatVersion == 0 {
 		h.FormatVersion = FormatVersion
 	}
-	w.ch <- h
+	w.put(&item{v: h})
 }
 
 // Sample writes one sample line.
 func (w *Writer) Sample(s Sample) {
 	s.Kind = KindSample
-	w.ch <- s
+	w.put(&item{s: s})
 }
 
 // Run writes one run record.
 func (w *Writer) Run(r Run) {
 	r.Kind = KindRun
-	w.ch <- r
+	w.put(&item{v: r})
 }
 
 // Site writes one site record (a survey's).
 func (w *Writer) Site(s Site) {
 	s.Kind = KindSite
-	w.ch <- s
+	w.put(&item{v: s})
 }
 
 // Sync waits until everything sent so far is written and flushed (and a
 // compressed file's frame ended).
 func (w *Writer) Sync() error {
 	ack := make(chan struct{})
-	w.ch <- syncMark(ack)
+	w.put(&item{v: syncMark(ack)})
 	<-ack
 	return w.Err()
 }
@@ -319,7 +393,16 @@ type syncMark chan struct{}
 
 // Close flushes and stops the writer; it returns the first write error.
 func (w *Writer) Close() error {
-	w.once.Do(func() { close(w.ch) })
+	w.once.Do(func() {
+		w.qmu.Lock()
+		w.closing = true
+		w.room.Broadcast()
+		w.qmu.Unlock()
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+	})
 	<-w.done
 	return w.Err()
 }

@@ -61,6 +61,14 @@ func Begin(protocol string, p path.Path) *Trace {
 	return &Trace{start: now, S: result.Sample{Protocol: protocol, Path: string(p), Start: now.UTC()}}
 }
 
+// Reset readies t for a new transaction of protocol over p, as Begin
+// makes one: for an engine that runs a user's transactions one after
+// another on the same Trace (no allocation per transaction).
+func (t *Trace) Reset(protocol string, p path.Path) {
+	now := time.Now()
+	*t = Trace{start: now, S: result.Sample{Protocol: protocol, Path: string(p), Start: now.UTC()}}
+}
+
 // BeginAt is Begin for a transaction that started at start (its first
 // system call, taken by an engine that times many: the DNS load engine).
 func BeginAt(protocol string, p path.Path, start time.Time) *Trace {
@@ -253,6 +261,15 @@ func (t *Trace) WantsSYN() bool { return t.firstTx.IsZero() && t.synCookie == 0 
 func (t *Trace) SYN(cookie uint64) {
 	if t.WantsSYN() {
 		t.synCookie = cookie
+	}
+}
+
+// SYNAt records the kernel's stamp of the transaction's first
+// connection's SYN, read by the probe itself (an event loop: evloop.Result.
+// SYN), when WantsSYN; a zero time records nothing.
+func (t *Trace) SYNAt(at time.Time) {
+	if !at.IsZero() && t.WantsSYN() {
+		t.firstTx = at
 	}
 }
 

@@ -413,8 +413,12 @@ func (r Rest) Split(d *Doc, key string) ([]Rest, []string, error) {
 			if item.Kind != yaml.ScalarNode {
 				return nil, nil, d.errAt(item, fmt.Sprintf("%s[%d]", at, j), "want a single value, not a %s", kindName(item))
 			}
-			if slices.Contains(values, item.Value) {
-				return nil, nil, d.errAt(item, fmt.Sprintf("%s[%d]", at, j), "%s is listed twice", item.Value)
+			if k := slices.IndexFunc(values, func(v string) bool { return sameValue(v, item.Value) }); k >= 0 {
+				as := ""
+				if values[k] != item.Value {
+					as = fmt.Sprintf(" (as %s at %s[%d])", values[k], at, k)
+				}
+				return nil, nil, d.errAt(item, fmt.Sprintf("%s[%d]", at, j), "%s is listed twice%s", item.Value, as)
 			}
 			pairs := slices.Clone(r.pairs)
 			pairs[i+1] = item
@@ -581,4 +585,15 @@ func Kind(m fs.FileMode) string {
 	default:
 		return "a special file"
 	}
+}
+
+// sameValue says whether two values of a list are one: the same text, or
+// the same number written two ways (2 and 2.0).
+func sameValue(a, b string) bool {
+	if a == b {
+		return true
+	}
+	x, errA := strconv.ParseFloat(a, 64)
+	y, errB := strconv.ParseFloat(b, 64)
+	return errA == nil && errB == nil && x == y
 }

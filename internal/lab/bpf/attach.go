@@ -208,17 +208,18 @@ func NewLoss(percent float64) (*Loss, error) { return newLoss(percent, false) }
 func NewIPv6Loss(percent float64) (*Loss, error) { return newLoss(percent, true) }
 
 // NewIPv6UDPLoss loads a loss program dropping percent % of the IPv6 UDP
-// datagrams to any port but DNS's (53): QUIC blocked over IPv6 only (100),
-// as a firewall that passes DNS and drops other UDP does (envoy#40703),
-// while IPv6's TCP, IPv6's DNS and all of IPv4 pass. A datagram behind an
-// IPv6 extension header is not looked into (passed).
-func NewIPv6UDPLoss(percent float64) (*Loss, error) {
+// datagrams to any port but DNS's (53, and the dnsPorts given: the lab's
+// own DNS servers listen on ports of their own): QUIC blocked over IPv6
+// only (100), as a firewall that passes DNS and drops other UDP does
+// (envoy#40703), while IPv6's TCP, IPv6's DNS and all of IPv4 pass. A
+// datagram behind an IPv6 extension header is not looked into (passed).
+func NewIPv6UDPLoss(percent float64, dnsPorts ...uint16) (*Loss, error) {
 	l, err := newLoss(percent, true)
 	if err != nil {
 		return nil, err
 	}
 	l.prog.Close()
-	insns := append(asm.Instructions{
+	insns := asm.Instructions{
 		asm.Mov.Reg(asm.R6, asm.R1), // LD_ABS reads the packet of the context in R6
 		asm.LoadMem(asm.R2, asm.R6, skbProtocol, asm.Word),
 		asm.JNE.Imm(asm.R2, ethTypeIPv6LE, "pass"),
@@ -226,7 +227,11 @@ func NewIPv6UDPLoss(percent float64) (*Loss, error) {
 		asm.JNE.Imm(asm.R0, 17, "pass"),    // not UDP
 		asm.LoadAbs(ethHeader+40+2, asm.Half),
 		asm.JEq.Imm(asm.R0, 53, "pass"), // DNS
-	}, lossInsns(uint64(math.Round(percent/100*(1<<32))), l.counters)...)
+	}
+	for _, port := range dnsPorts {
+		insns = append(insns, asm.JEq.Imm(asm.R0, int32(port), "pass"))
+	}
+	insns = append(insns, lossInsns(uint64(math.Round(percent/100*(1<<32))), l.counters)...)
 	insns = append(insns, asm.Mov.Imm(asm.R0, retNext).WithSymbol("pass"), asm.Return())
 	if l.prog, err = newProgram(LossName, insns); err != nil {
 		l.counters.Close()

@@ -335,12 +335,13 @@ func frame6To(t *testing.T, port uint16) []byte {
 }
 
 // TestIPv6UDPLossDropsQUICAndPassesDNSAndTCP: at 100% the program drops
-// every IPv6 UDP datagram to a port but 53 (QUIC to 443 or 8443) and
-// passes IPv6's DNS, IPv6's TCP and IPv4 (UDP to 443 inside), those
+// every IPv6 UDP datagram to a port but 53 and the DNS ports it was given
+// (QUIC to 443 or 8443) and passes IPv6's DNS (to 53, and to the lab's
+// DNS server's own port), IPv6's TCP and IPv4 (UDP to 443 inside), those
 // uncounted.
 func TestIPv6UDPLossDropsQUICAndPassesDNSAndTCP(t *testing.T) {
 	requireBPF(t)
-	l, err := NewIPv6UDPLoss(100)
+	l, err := NewIPv6UDPLoss(100, 36789)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,6 +357,8 @@ func TestIPv6UDPLossDropsQUICAndPassesDNSAndTCP(t *testing.T) {
 		{"QUIC to 443 over IPv6", frame6To(t, 443), retDrop},
 		{"QUIC to 8443 over IPv6", frame6To(t, 8443), retDrop},
 		{"DNS over IPv6", frame6To(t, 53), retNext},
+		{"the lab's DNS over IPv6", frame6To(t, 36789), retNext},
+		{"UDP to the port after the lab's DNS", frame6To(t, 36790), retDrop},
 		{"TCP over IPv6", frame6To(t, 0), retNext},
 		{"IPv4", frame4(t, r1v4, r2v4, frame6To(t, 443)[14:], nil), retNext},
 	} {
@@ -363,7 +366,7 @@ func TestIPv6UDPLossDropsQUICAndPassesDNSAndTCP(t *testing.T) {
 			t.Errorf("%s: return %d, want %d", c.what, rc, c.want)
 		}
 	}
-	if c, _ := l.Counters(); c[LossDropped] != 2 || c[LossPassed] != 0 {
+	if c, _ := l.Counters(); c[LossDropped] != 3 || c[LossPassed] != 0 {
 		t.Errorf("counters %v", c)
 	}
 }

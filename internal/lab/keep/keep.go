@@ -163,6 +163,18 @@ func OrphanHint() string {
 	return fmt.Sprintf("labs left without their owner process: %s; remove one with v6lab lab down --name NAME, or all with --all", strings.Join(ns, ", "))
 }
 
+// CheckDown says why lab down's flags are refused: a bad name, or a name
+// given (named) with orphans or all, which remove other labs too.
+func CheckDown(name string, named, all, orphans bool) error {
+	if err := lab.CheckName(name); err != nil {
+		return err
+	}
+	if named && (all || orphans) {
+		return fmt.Errorf("lab down: --name %s removes that lab only, --orphans and --all remove others too: give one of them (a lab left by a killed process goes with lab down --name %s alone)", name, name)
+	}
+	return nil
+}
+
 // Remove takes lab name down, or every lab on this machine with all, or
 // every orphan with orphans (RemoveOrphans), saying on w (unless quiet)
 // each one that went; a name with nothing of it here is an error (saying
@@ -285,7 +297,10 @@ func writeStatus(w io.Writer, st *lab.Status, o *lab.Orphan) {
 		fmt.Fprintf(w, "lab %q: tunnel %s, kept by %s\n", st.Name, st.Tunnel, keeper(st))
 	}
 	fmt.Fprintf(w, "  configured: %s\n", st.Summary())
-	if st.Sites != "" {
+	switch {
+	case st.Sites != "" && o != nil:
+		fmt.Fprintf(w, "  does not serve the sites of %s now: its keeper (their web and DNS servers) is gone; v6lab lab down --name %s, then v6lab lab up --sites %s --name %s\n", st.Sites, st.Name, st.Sites, st.Name)
+	case st.Sites != "":
 		fmt.Fprintf(w, "  serves the sites of %s (survey them: v6lab survey --lab %s %s)\n", st.Sites, st.Name, st.Sites)
 	}
 	writeHosts(w, st)

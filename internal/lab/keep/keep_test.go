@@ -139,3 +139,17 @@ func TestLabUpRemovesOnlyItsOwnStaleLab(t *testing.T) {
 		t.Errorf("lab down --orphans removed a kept lab: %v", err)
 	}
 }
+
+// TestAnOrphanDoesNotClaimToServeSites (trial4 F8): an orphan's status
+// said it "serves the sites" and told to survey it; its keeper, which
+// served them, is gone.
+func TestAnOrphanDoesNotClaimToServeSites(t *testing.T) {
+	st := testStatus()
+	st.Owner, st.Tunnel, st.Sites = 0, "missing", "/srv/lab.sites"
+	var b bytes.Buffer
+	writeStatus(&b, st, &lab.Orphan{Name: "t", PID: 42})
+	out := b.String()
+	if strings.Contains(out, "serves the sites") || strings.Contains(out, "survey --lab") || !strings.Contains(out, "does not serve the sites of /srv/lab.sites now") {
+		t.Errorf("an orphan's status:\n%s", out)
+	}
+}

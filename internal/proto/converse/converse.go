@@ -75,7 +75,7 @@ func Run(ctx context.Context, proto string, s Server, conv evloop.Continuer, ref
 	}
 	tr.Received(r.LastRead, r.LastRx) // the end, and the wire's, at the last reply
 	tr.FirstReceived(r.FirstRx)
-	tr.SYN(r.Cookie)
+	tr.SYNAt(r.SYN)
 	tr.ClientTurns(r.ClientTurns)
 	return tr, nil
 }

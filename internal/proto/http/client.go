@@ -110,33 +110,55 @@ type Client struct {
 	// (HTTP/2 and HTTP/3; kept.go).
 	Keep bool
 
-	h2   h2Transport // Version2's
 	kept keptConns
 
 	lastPage atomic.Pointer[parsedPage] // objectsOf's memory
 	// requests are the requests built, by URI (request).
 	requests  sync.Map
 	nrequests atomic.Int32
-	// lastRemote is the last remote address named (remoteName).
+	// lastRemote is the last remote address named (remoteName), lastMain
+	// the last main request built (mainRequest).
 	lastRemote atomic.Pointer[addrName]
+	lastMain   atomic.Pointer[mainReq]
 }
 
 // parsedPage is a page and the objects found in it.
 type parsedPage struct {
 	page []byte
 	refs []string
+	// reqs are the event loop's requests for refs, the last with
+	// Connection: close (objectRequests), made on first use.
+	reqsOnce sync.Once
+	reqs     [][]byte
+}
+
+// objectRequests is the event loop's request for each of the objects of
+// page (from objectsOf), the last one closing: made once per distinct
+// page, not looked up per object.
+func (c *Client) objectRequests(page []byte) ([]string, [][]byte) {
+	p := c.parsed(page)
+	p.reqsOnce.Do(func() {
+		p.reqs = make([][]byte, len(p.refs))
+		for i, ref := range p.refs {
+			p.reqs[i] = c.request(ref, i == len(p.refs)-1)
+		}
+	})
+	return p.refs, p.reqs
 }
 
 // objectsOf returns Objects(page, c.URL), parsing only a page that differs
 // from the last one parsed: a server returns the same page to every user,
 // and tokenizing it each time would cost the client more than the fetch.
-func (c *Client) objectsOf(page []byte) []string {
+func (c *Client) objectsOf(page []byte) []string { return c.parsed(page).refs }
+
+// parsed is page parsed, the last one kept (objectsOf).
+func (c *Client) parsed(page []byte) *parsedPage {
 	if last := c.lastPage.Load(); last != nil && bytes.Equal(last.page, page) {
-		return last.refs
+		return last
 	}
-	refs := Objects(page, c.URL)
-	c.lastPage.Store(&parsedPage{page: bytes.Clone(page), refs: refs})
-	return refs
+	p := &parsedPage{page: bytes.Clone(page), refs: Objects(page, c.URL)}
+	c.lastPage.Store(p)
+	return p
 }
 
 // lookupHost is the name the dual path resolves.
@@ -214,6 +236,9 @@ func (c *Client) Record() map[string]string {
 // useEvloop says whether a transaction's requests run on the event loop
 // (its connection made there, or by Go and handed over: goDial).
 func (c *Client) useEvloop() (bool, error) {
+	if v := c.Version; v == Version2 || v == Version3 {
+		return false, nil // their own clients: the loop speaks HTTP/1.1 only
+	}
 	plain := c.URL.Scheme == "http"
 	switch c.Engine {
 	case EngineGo:
@@ -246,12 +271,30 @@ func ParseURL(raw string) (*url.URL, error) {
 	if u.Hostname() == "" {
 		return nil, fmt.Errorf("http: bad URL %q: no host", raw)
 	}
+	if err := hostName(u.Hostname()); err != nil {
+		return nil, fmt.Errorf("http: bad URL %q: %w", raw, err)
+	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
 			return nil, fmt.Errorf("http: bad URL %q: bad port %q", raw, p)
 		}
 	}
 	return u, nil
+}
+
+// hostName checks a URL's host that is not an address literal is a name
+// DNS can carry as written: a name in another script goes in its xn--
+// form (v6lab looks it up itself and does not convert it).
+func hostName(host string) error {
+	if _, err := netip.ParseAddr(host); err == nil {
+		return nil
+	}
+	for i, r := range host {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return fmt.Errorf("host %q holds %q at byte %d, not a DNS name (letters, digits, '-', '_' and dots only; an internationalised name in its xn-- form)", host, r, i)
+		}
+	}
+	return nil
 }
 
 func (c *Client) port() uint16 {

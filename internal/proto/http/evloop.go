@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net"
 	"net/netip"
+	"net/url"
 	"os"
 	"strconv"
 	"sync"
@@ -107,6 +108,28 @@ type addrName struct {
 	s  string
 }
 
+// mainRequest is the URL's request URI and the transaction's first
+// request (Connection: close when no objects follow), kept for the next
+// transaction of the same URL (no string built, no lookup, per
+// transaction).
+func (c *Client) mainRequest() (string, []byte) {
+	closeAfter := !c.Objects
+	if m := c.lastMain.Load(); m != nil && m.url == c.URL && m.closeAfter == closeAfter {
+		return m.uri, m.req
+	}
+	uri := c.URL.RequestURI()
+	m := &mainReq{url: c.URL, closeAfter: closeAfter, uri: uri, req: c.request(uri, closeAfter)}
+	c.lastMain.Store(m)
+	return m.uri, m.req
+}
+
+type mainReq struct {
+	url        *url.URL
+	closeAfter bool
+	uri        string
+	req        []byte
+}
+
 // evTxn is a transaction on the event loop: its exchange, and the parser
 // of its replies (with a page's objects, the page exchange around it).
 type evTxn struct {
@@ -124,9 +147,9 @@ func (c *Client) newTxn(t *evTxn, addr netip.AddrPort, adopt int, tcpInfo bool) 
 	if maxBody <= 0 {
 		maxBody = DefaultMaxBody
 	}
-	uri := c.URL.RequestURI()
+	uri, req := c.mainRequest()
 	t.p.reset(uri, maxBody, c.checks(), c.Expect)
-	t.x = evloop.Exchange{Remote: addr, Source: c.Source, Request: c.request(uri, !c.Objects), Reply: &t.p, Adopt: adopt, TCPInfo: tcpInfo}
+	t.x = evloop.Exchange{Remote: addr, Source: c.Source, Request: req, Reply: &t.p, Adopt: adopt, TCPInfo: tcpInfo}
 	if c.Objects {
 		t.p.keep = true
 		t.page = pageExchange{c: c, p: &t.p, maxBody: maxBody}
@@ -175,13 +198,29 @@ func (c *Client) endTxn(ctx context.Context, tr *load.Trace, t *evTxn, r evloop.
 	}
 	tr.Received(r.LastRead, r.LastRx) // the end, and the wire's, at the last bytes
 	tr.FirstReceived(r.FirstRx)
-	tr.SYN(r.Cookie)
+	tr.SYNAt(r.SYN)
 	tr.ClientTurns(r.ClientTurns)
 	objs := 0
 	if c.Objects {
 		objs = t.page.objs
 	}
-	return tr.Done("200 OK, " + strconv.Itoa(objs) + " objects")
+	return tr.Done(okMarker(objs))
+}
+
+// okMarkers are the markers of pages with few objects, made once.
+var okMarkers = func() (m [17]string) {
+	for i := range m {
+		m[i] = "200 OK, " + strconv.Itoa(i) + " objects"
+	}
+	return m
+}()
+
+// okMarker is a completed page's marker: 200 OK and how many objects.
+func okMarker(objs int) string {
+	if objs >= 0 && objs < len(okMarkers) {
+		return okMarkers[objs]
+	}
+	return "200 OK, " + strconv.Itoa(objs) + " objects"
 }
 
 // Sustain runs the users back to back on the event loop itself
@@ -203,6 +242,7 @@ func (c *Client) Sustain(ctx context.Context, us load.Users, duration, timeout t
 	end := time.Now().Add(duration)
 	type slot struct {
 		tr       *load.Trace
+		trace    load.Trace // tr's, reused
 		t        evTxn
 		q        *path.Query // the transaction's lookup, until its result is in
 		deadline time.Time
@@ -237,7 +277,8 @@ func (c *Client) Sustain(ctx context.Context, us load.Users, duration, timeout t
 			emit(smp)
 		}
 		for ctx.Err() == nil && time.Now().Before(end) {
-			s.tr = load.Begin("http", c.Path)
+			s.trace.Reset("http", c.Path)
+			s.tr = &s.trace
 			c.newTxn(&s.t, netip.AddrPort{}, 0, load.WantsTCPInfo(ctx))
 			s.t.x.Remote = netip.AddrPortFrom(netip.Addr{}, c.port())
 			q, r, ok := converse.Prepare(s.tr, c.Resolver, host, c.Path, &s.t.x)
@@ -265,10 +306,11 @@ type pageExchange struct {
 	p        *replyParser
 	maxBody  int64
 	refs     []string
-	next     int  // the next object's index in refs
-	objs     int  // objects fetched
-	pageDone bool // p now reads objects
-	eof      bool // the server closed the connection
+	reqs     [][]byte // refs' requests (Client.objectRequests)
+	next     int      // the next object's index in refs
+	objs     int      // objects fetched
+	pageDone bool     // p now reads objects
+	eof      bool     // the server closed the connection
 }
 
 func (x *pageExchange) Feed(b []byte, eof bool) (bool, error) {
@@ -282,7 +324,7 @@ func (x *pageExchange) Next() ([]byte, bool) {
 	if !x.pageDone {
 		x.pageDone = true
 		if x.p.html {
-			x.refs = x.c.objectsOf(x.p.page)
+			x.refs, x.reqs = x.c.objectRequests(x.p.page)
 		}
 	} else {
 		x.objs++
@@ -295,5 +337,5 @@ func (x *pageExchange) Next() ([]byte, bool) {
 	reconnect := x.p.closes || x.eof
 	x.eof = false
 	x.p.reset(uri, x.maxBody, false, content.Unknown)
-	return x.c.request(uri, x.next == len(x.refs)), reconnect
+	return x.reqs[x.next-1], reconnect
 }

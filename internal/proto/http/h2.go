@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"io"
 	"net"
-	nethttp "net/http"
 	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"v6lab/internal/gen/content"
 	"v6lab/internal/gen/load"
 	"v6lab/internal/result"
 	"v6lab/internal/sock/path"
@@ -22,62 +22,17 @@ import (
 
 // HTTP/2 transactions: v6lab looks the name up and connects pinned to the
 // path as for HTTP/1.1 (TLS with ALPN h2 alone, or h2c in the clear), then
-// hands its connection to Go's net/http (Transport.NewClientConn) for
-// the page and its objects, each a stream of that one connection.
-
-// h2Transport makes HTTP/2 client connections over a connection the
-// transaction made itself, never one of its own.
-type h2Transport struct {
-	once sync.Once
-	t    *nethttp.Transport
-}
-
-// givenConn carries a transaction's connection to the transport's dial.
-type givenConn struct{}
-
-func (h *h2Transport) get() *nethttp.Transport {
-	h.once.Do(func() {
-		given := func(ctx context.Context, _, _ string) (net.Conn, error) {
-			if c, ok := ctx.Value(givenConn{}).(net.Conn); ok {
-				return c, nil
-			}
-			return nil, errors.New("http: no connection for HTTP/2")
-		}
-		var ps nethttp.Protocols
-		ps.SetHTTP2(true)
-		ps.SetUnencryptedHTTP2(true) // h2c by prior knowledge, for http://
-		h.t = &nethttp.Transport{DialContext: given, DialTLSContext: given, Protocols: &ps,
-			DisableCompression: true, MaxResponseHeaderBytes: MaxHeaderBytes}
-	})
-	return h.t
-}
+// speaks HTTP/2 over it with its own framing (h2conn): the page and its
+// objects, each a stream of that one connection.
 
 // doH2 is one HTTP/2 transaction.
 func (c *Client) doH2(ctx context.Context, tr *load.Trace, user int) result.Sample {
 	if s, ok := c.onKept(ctx, tr, user, c.h2Name()); ok {
 		return s
 	}
-	var conn, raw net.Conn
-	var err error
-	if c.Path.Kind().Dual {
-		if conn, raw, err = c.dialEyeballs(ctx, tr); err != nil {
-			return tr.Fail(ctx, "connect", err)
-		}
-	} else {
-		host := c.URL.Hostname()
-		ip, err := tr.Lookup(ctx, c.Resolver, host, c.Path)
-		if err != nil {
-			return tr.Fail(ctx, "resolve", err)
-		}
-		if _, notLiteral := netip.ParseAddr(strings.Trim(host, "[]")); notLiteral != nil {
-			tr.Mark(&tr.S.ResolveNS)
-		}
-		if conn, raw, err = c.dial(ctx, tr, netip.AddrPortFrom(ip, c.port())); err != nil {
-			if strings.Contains(err.Error(), "no application protocol") {
-				err = fmt.Errorf("the server refused ALPN h2: it does not speak HTTP/2 over TLS (%w)", err)
-			}
-			return tr.Fail(ctx, "connect", err)
-		}
+	conn, raw, failed := c.openH2(ctx, tr)
+	if failed != nil {
+		return *failed
 	}
 	kept := false
 	defer func() {
@@ -97,23 +52,12 @@ func (c *Client) doH2(ctx context.Context, tr *load.Trace, user int) result.Samp
 		}
 		negotiated = "h2"
 	}
-	bc := newBatchConn(conn)
-	defer func() {
-		if !kept {
-			bc.detach() // after cc.Close, deferred below (so run before)
-		}
-	}()
-	cc, err := c.h2.get().NewClientConn(context.WithValue(context.WithoutCancel(ctx), givenConn{}, net.Conn(bc)), c.URL.Scheme, hostPort(c.URL, c.port()))
-	if err != nil {
-		return c.failStreams(ctx, tr, st, err)
-	}
-	f, err := c.streams(ctx, tr, cc, nethttp.MethodGet, bc)
+	h := newH2Conn(conn, raw)
+	f, err := c.h2fetch(ctx, tr, h)
 	st.record(tr)
 	if c.Keep && err == nil {
 		kept = true
-		c.kept.keep(user, h2Kept{cc, raw, bc})
-	} else {
-		defer cc.Close()
+		c.kept.keep(user, h)
 	}
 	if err != nil {
 		if negotiated == "h2c" && st != nil {
@@ -122,6 +66,8 @@ func (c *Client) doH2(ctx context.Context, tr *load.Trace, user int) result.Samp
 				err = fmt.Errorf("the server answered HTTP/2's connection preface with HTTP/1.1: it does not speak h2c (HTTP/2 in the clear by prior knowledge); give an https:// url for h2 by ALPN, or http_version 1.1 (%w)", err)
 			case "tls":
 				err = fmt.Errorf("the server answered HTTP/2's connection preface with a TLS alert: it speaks TLS on this port, give an https:// url (%w)", err)
+			case "text":
+				err = fmt.Errorf("the server answered HTTP/2's connection preface with text (its first bytes %s…), not HTTP/2's SETTINGS: it does not speak h2c (HTTP/2 in the clear by prior knowledge); give an https:// url for h2 by ALPN, or http_version 1.1 (%w)", st.firstBytes(), err)
 			}
 		}
 		return c.failStreams(ctx, tr, st, err)
@@ -129,28 +75,104 @@ func (c *Client) doH2(ctx context.Context, tr *load.Trace, user int) result.Samp
 	return c.done(tr, f, negotiated, "")
 }
 
+// openH2 connects for an HTTP/2 transaction: the dual path's race, or the
+// pinned path's lookup and dial (failed, when not nil, is the sample of a
+// connection that could not be made).
+func (c *Client) openH2(ctx context.Context, tr *load.Trace) (conn, raw net.Conn, failed *result.Sample) {
+	fail := func(phase string, err error) (net.Conn, net.Conn, *result.Sample) {
+		s := tr.Fail(ctx, phase, err)
+		return nil, nil, &s
+	}
+	var err error
+	if c.Path.Kind().Dual {
+		if conn, raw, err = c.dialEyeballs(ctx, tr); err != nil {
+			return fail("connect", err)
+		}
+		return conn, raw, nil
+	}
+	host := c.URL.Hostname()
+	ip, err := tr.Lookup(ctx, c.Resolver, host, c.Path)
+	if err != nil {
+		return fail("resolve", err)
+	}
+	if _, notLiteral := netip.ParseAddr(strings.Trim(host, "[]")); notLiteral != nil {
+		tr.Mark(&tr.S.ResolveNS)
+	}
+	if conn, raw, err = c.dial(ctx, tr, netip.AddrPortFrom(ip, c.port())); err != nil {
+		if strings.Contains(err.Error(), "no application protocol") {
+			err = fmt.Errorf("the server refused ALPN h2: it does not speak HTTP/2 over TLS (%w)", err)
+		}
+		return fail("connect", err)
+	}
+	return conn, raw, nil
+}
+
+// h2fetch fetches the page on h and then, with objects, every object it
+// links at once, each a stream of the one connection, as a browser does
+// (as many at once as the server allows). It marks the first byte of the
+// page's reply, and the end of the last reply (the transaction's end).
+func (c *Client) h2fetch(ctx context.Context, tr *load.Trace, h *h2conn) (fetched, error) {
+	var f fetched
+	if c.checks() {
+		f.check = content.NewCheck(c.Expect)
+	}
+	maxBody := c.MaxBody
+	if maxBody <= 0 {
+		maxBody = DefaultMaxBody
+	}
+	uri := c.URL.RequestURI()
+	page := &h2stream{uri: uri, block: c.h2Block(uri), keep: c.Objects, check: f.check, maxBody: maxBody}
+	last, err := h.run(ctx, []*h2stream{page})
+	if !page.first.IsZero() {
+		tr.At(&tr.S.FirstByteNS, page.first)
+	}
+	if err == nil && c.Objects && page.html {
+		refs := c.objectsOf(page.body)
+		objs := make([]h2stream, len(refs))
+		ss := make([]*h2stream, len(refs))
+		for i, ref := range refs {
+			objs[i] = h2stream{uri: ref, block: c.h2Block(ref), object: true, maxBody: maxBody}
+			ss[i] = &objs[i]
+		}
+		if len(ss) > 0 {
+			last, err = h.run(ctx, ss)
+		}
+		f.objects = len(refs)
+	}
+	if err == nil {
+		tr.Received(last, time.Time{}) // the transaction ends at its last frame read
+	}
+	return f, err
+}
+
+// h2Block is the HPACK block of a GET of uri: made once per URI and kept
+// (at most maxRequests of them, with HTTP/1.1's requests), never changed
+// once made.
+func (c *Client) h2Block(uri string) []byte {
+	k := h2Key(uri)
+	if b, ok := c.requests.Load(k); ok {
+		return b.([]byte)
+	}
+	ua := c.UserAgent
+	if ua == "" {
+		ua = "v6lab"
+	}
+	b := requestBlock(c.URL.Scheme == "https", c.URL.Host, uri, ua)
+	if c.nrequests.Add(1) <= maxRequests {
+		c.requests.Store(k, b)
+	}
+	return b
+}
+
+// h2Key keys an HTTP/2 request block among the client's requests.
+type h2Key string
+
 // h2Name is what HTTP/2 transactions speak: h2 over TLS, h2c in the clear.
 func (c *Client) h2Name() string {
 	if c.URL.Scheme == "https" {
 		return "h2"
 	}
 	return "h2c"
-}
-
-// h2Kept is a user's kept HTTP/2 connection.
-type h2Kept struct {
-	*nethttp.ClientConn
-	raw net.Conn
-	bc  *batchConn
-}
-
-func (k h2Kept) batch() *batchConn { return k.bc }
-
-func (k h2Kept) alive() bool { return k.Err() == nil }
-func (k h2Kept) close() {
-	k.ClientConn.Close()
-	load.CloseAbort(k.raw)
-	k.bc.detach()
 }
 
 func orNone(s string) string {
@@ -173,8 +195,8 @@ func (c *Client) failStreams(ctx context.Context, tr *load.Trace, st *syncStamp,
 
 // stampRaw reads a transaction's connection with the kernel's receive
 // stamps: for HTTP/1.1 through the trace (its reads are the
-// transaction's own), for HTTP/2 through a syncStamp, as net/http reads
-// it on a goroutine of its own.
+// transaction's own), for HTTP/2 through a syncStamp (its connection,
+// h2conn, is read by each transaction in turn and by alive).
 func (c *Client) stampRaw(tr *load.Trace, raw net.Conn) net.Conn {
 	if c.Version != Version2 {
 		return tr.Turns(tr.Stamp(raw))
@@ -189,8 +211,8 @@ func (c *Client) stampRaw(tr *load.Trace, raw net.Conn) net.Conn {
 	return &syncStamp{Conn: sc, sc: sc}
 }
 
-// syncStamp is a connection read on another goroutine than the
-// transaction's: it keeps what the trace needs (the kernel's receive
+// syncStamp is a connection read by the transactions of a kept HTTP/2
+// connection in turn: it keeps what the trace needs (the kernel's receive
 // stamps of the first and last bytes, bytes each way, the first bytes
 // themselves) where the transaction can read them at any time.
 type syncStamp struct {
@@ -237,8 +259,27 @@ func (s *syncStamp) said() string {
 		return "http/1"
 	case len(s.head) >= 3 && s.head[0] >= 0x14 && s.head[0] <= 0x17 && s.head[1] == 3:
 		return "tls"
+	case len(s.head) >= 4 && printable(s.head):
+		return "text" // an HTTP/2 frame starts with its length's high byte, 0 in practice
 	}
 	return ""
+}
+
+// printable says whether b is text: printable ASCII and white space.
+func printable(b []byte) bool {
+	for _, c := range b {
+		if (c < 0x20 || c > 0x7e) && c != '\r' && c != '\n' && c != '\t' {
+			return false
+		}
+	}
+	return true
+}
+
+// firstBytes are the first bytes the server sent, quoted.
+func (s *syncStamp) firstBytes() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return fmt.Sprintf("%q", s.head)
 }
 
 // record gives the trace the connection's stamps and byte counts (for a

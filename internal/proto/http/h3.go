@@ -89,9 +89,11 @@ func (c *Client) doH3(ctx context.Context, tr *load.Trace, user int) result.Samp
 	if !c.ZeroRTT {
 		tr.Mark(&tr.S.TLSNS) // the QUIC handshake, TLS inside it
 	}
-	cc := (&http3.Transport{DisableCompression: true, MaxResponseHeaderBytes: MaxHeaderBytes}).NewClientConn(conn)
-	k.ClientConn = cc
-	f, err := c.streams(ctx, tr, cc, method, nil)
+	if k.h3Conn, err = newH3Conn(conn, c.URL, c.UserAgent); err != nil {
+		c.recordQUIC(tr, pc)
+		return tr.Fail(ctx, "connect", err)
+	}
+	f, err := c.streams(ctx, tr, k, method)
 	if c.ZeroRTT {
 		// A 0-RTT request left before the handshake ended: its end is
 		// known once the reply came (HandshakeComplete is closed then).
@@ -119,15 +121,15 @@ func (c *Client) doH3(ctx context.Context, tr *load.Trace, user int) result.Samp
 }
 
 // h3Kept is a user's HTTP/3 connection: its socket, QUIC transport and
-// connection.
+// connection, and its requests (h3Conn).
 type h3Kept struct {
-	*http3.ClientConn
+	*h3Conn
 	pc   *path.StampedPacketConn
 	qt   *quic.Transport
 	conn *quic.Conn
 }
 
-func (k *h3Kept) alive() bool { return k.conn.Context().Err() == nil }
+func (k *h3Kept) alive() bool { return k.h3Conn != nil && k.h3Conn.alive() }
 func (k *h3Kept) close() {
 	if k.conn != nil {
 		k.conn.CloseWithError(0, "")

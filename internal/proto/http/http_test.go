@@ -259,13 +259,15 @@ func TestEngineChoice(t *testing.T) {
 }
 
 func TestParseURL(t *testing.T) {
-	for _, bad := range []string{"ftp://x/", "http://", "http://x:0/", "http://x:99999/", "::::"} {
+	for _, bad := range []string{"ftp://x/", "http://", "http://x:0/", "http://x:99999/", "::::", "http://bücher.lab.test:18080/", "http://a;id.test/"} {
 		if _, err := ParseURL(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}
-	if _, err := ParseURL("https://example.test/a?b"); err != nil {
-		t.Error(err)
+	for _, good := range []string{"https://example.test/a?b", "http://xn--bcher-kva.lab.test/", "http://[::1]:8080/", "http://127.0.0.1/", "http://[fe80::1%25eth0]/"} {
+		if _, err := ParseURL(good); err != nil {
+			t.Error(err)
+		}
 	}
 }
 

@@ -3,10 +3,12 @@ package http
 import (
 	"context"
 	"errors"
+	"net"
 	"sync"
 
 	"v6lab/internal/gen/load"
 	"v6lab/internal/result"
+	"v6lab/internal/sock/path"
 )
 
 // Kept connections (option keepalive, HTTP/2 and HTTP/3): each user keeps
@@ -18,24 +20,25 @@ import (
 
 // keptConn is a user's open connection.
 type keptConn interface {
-	roundTripper
 	alive() bool
 	close()
 }
 
-// keptConns are the users' kept connections.
+// keptConns are the users' kept connections, by user (a sync.Map: a
+// user takes and keeps its own connection every transaction, without a
+// lock all users wait on).
 type keptConns struct {
-	mu sync.Mutex
-	m  map[int]keptConn
+	m sync.Map // user (int) -> keptConn
 }
 
 // take removes and returns user's kept connection, when it is still open.
 func (k *keptConns) take(user int) keptConn {
-	k.mu.Lock()
-	kc := k.m[user]
-	delete(k.m, user)
-	k.mu.Unlock()
-	if kc != nil && !kc.alive() {
+	v, ok := k.m.LoadAndDelete(user)
+	if !ok {
+		return nil
+	}
+	kc := v.(keptConn)
+	if !kc.alive() {
 		kc.close()
 		return nil
 	}
@@ -44,27 +47,19 @@ func (k *keptConns) take(user int) keptConn {
 
 // keep keeps user's connection for its next transaction.
 func (k *keptConns) keep(user int, kc keptConn) {
-	k.mu.Lock()
-	if k.m == nil {
-		k.m = map[int]keptConn{}
-	}
-	old := k.m[user]
-	k.m[user] = kc
-	k.mu.Unlock()
-	if old != nil {
-		old.close()
+	if old, loaded := k.m.Swap(user, kc); loaded && old != nil {
+		old.(keptConn).close()
 	}
 }
 
 // closeAll closes every kept connection.
 func (k *keptConns) closeAll() {
-	k.mu.Lock()
-	m := k.m
-	k.m = nil
-	k.mu.Unlock()
-	for _, kc := range m {
-		kc.close()
-	}
+	k.m.Range(func(user, _ any) bool {
+		if v, ok := k.m.LoadAndDelete(user); ok {
+			v.(keptConn).close()
+		}
+		return true
+	})
 }
 
 // Close closes the users' kept connections (the experiment closes every
@@ -85,11 +80,16 @@ func (c *Client) onKept(ctx context.Context, tr *load.Trace, user int, negotiate
 		return result.Sample{}, false
 	}
 	tr.Restart()
-	var b *batchConn
-	if h2, ok := kc.(h2Kept); ok {
-		b = h2.batch()
+	var f fetched
+	var err error
+	switch kc := kc.(type) {
+	case *h2conn:
+		stop := context.AfterFunc(ctx, kc.close) // a write blocked, or a read, ends with ctx
+		f, err = c.h2fetch(ctx, tr, kc)
+		stop()
+	case *h3Kept:
+		f, err = c.streams(ctx, tr, kc, "GET")
 	}
-	f, err := c.streams(ctx, tr, kc, "GET", b)
 	if err != nil {
 		kc.close()
 		if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
@@ -98,5 +98,30 @@ func (c *Client) onKept(ctx context.Context, tr *load.Trace, user int, negotiate
 		return c.failStreams(ctx, tr, nil, err), true
 	}
 	c.kept.keep(user, kc)
+	c.keptEnds(tr, kc)
 	return c.done(tr, f, negotiated, "kept connection"), true
+}
+
+// keptEnds records a kept connection's two ends in its transaction's
+// sample, as its first transaction's are, and on the dual path the family
+// the race chose then: the figures of a kept connection stay the
+// family's they were measured over.
+func (c *Client) keptEnds(tr *load.Trace, kc keptConn) {
+	var local, remote net.Addr
+	switch kc := kc.(type) {
+	case *h2conn:
+		local, remote = kc.conn.LocalAddr(), kc.conn.RemoteAddr()
+	case *h3Kept:
+		local, remote = kc.conn.LocalAddr(), kc.conn.RemoteAddr()
+	}
+	if local == nil || remote == nil {
+		return
+	}
+	tr.S.Local, tr.S.Remote = local.String(), remote.String()
+	if c.Path.Kind().Dual {
+		if tr.S.Metrics == nil {
+			tr.S.Metrics = map[string]float64{}
+		}
+		tr.S.Metrics["ipv6_won"] = won(path.AddrOf(remote).Is6())
+	}
 }

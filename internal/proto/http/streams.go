@@ -15,8 +15,8 @@ import (
 	"v6lab/internal/result"
 )
 
-// roundTripper is one connection's requests: net/http's HTTP/2
-// ClientConn, quic-go's HTTP/3 ClientConn.
+// roundTripper is one connection's requests: quic-go's HTTP/3
+// ClientConn, or net/http's Transport for HTTP/1.1 after a version 3 race.
 type roundTripper interface {
 	RoundTrip(*nethttp.Request) (*nethttp.Response, error)
 }
@@ -31,33 +31,27 @@ type fetched struct {
 // streams fetches the page on rt and then, with objects, every object it
 // links at once, each a stream of the one connection, as a browser does.
 // method is GET, or quic-go's GET_0RTT for the page's request. It marks the
-// first byte of the page's reply. b, when not nil, is an HTTP/2
-// connection's: the writes after the page's first byte go in batches
-// (batchConn), all sent before streams returns.
-func (c *Client) streams(ctx context.Context, tr *load.Trace, rt roundTripper, method string, b *batchConn) (fetched, error) {
-	defer b.release()
+// first byte of the page's reply. (HTTP/2's is h2fetch.)
+func (c *Client) streams(ctx context.Context, tr *load.Trace, rt roundTripper, method string) (fetched, error) {
 	var first atomic.Int64
-	trace := &httptrace.ClientTrace{GotFirstResponseByte: func() {
+	onFirst := func() {
 		first.CompareAndSwap(0, tr.Since())
-		b.hold(0)
-	}}
+	}
 	var f fetched
 	if c.checks() {
 		f.check = content.NewCheck(c.Expect)
 	}
-	page, err := c.stream(httptrace.WithClientTrace(ctx, trace), rt, c.URL.RequestURI(), method, c.Objects, f.check)
+	page, err := c.stream(ctx, rt, c.URL.RequestURI(), method, c.Objects, f.check, onFirst)
 	tr.S.FirstByteNS = first.Load()
 	if err != nil || !c.Objects || page == nil {
 		return f, err
 	}
 	refs := c.objectsOf(page)
 	errs := make(chan error, len(refs))
-	octx := c.batchObjects(ctx, rt, b, len(refs))
 	for _, ref := range refs {
 		go func() {
-			_, err := c.stream(octx, rt, ref, nethttp.MethodGet, false, nil)
+			_, err := c.stream(ctx, rt, ref, nethttp.MethodGet, false, nil, nil)
 			if err != nil {
-				b.release() // a request that failed may never be written
 				err = fmt.Errorf("object %s: %w", ref, err)
 			}
 			errs <- err
@@ -72,9 +66,27 @@ func (c *Client) streams(ctx context.Context, tr *load.Trace, rt roundTripper, m
 	return f, err
 }
 
+// uriGetter is a connection with a request layer of its own (HTTP/3's
+// h3Conn): it is handed the request's URI and method, no net/http Request
+// is built; wantType asks for the reply's Content-Type in its Header,
+// first (when not nil) is called at the reply's first byte.
+type uriGetter interface {
+	get(ctx context.Context, uri, method string, wantType bool, first func()) (*nethttp.Response, error)
+}
+
 // stream sends one request of uri on rt and reads its whole reply
-// (readReply).
-func (c *Client) stream(ctx context.Context, rt roundTripper, uri, method string, keepBody bool, check *content.Check) ([]byte, error) {
+// (readReply); first, when not nil, is called at the reply's first byte.
+func (c *Client) stream(ctx context.Context, rt roundTripper, uri, method string, keepBody bool, check *content.Check, first func()) ([]byte, error) {
+	if g, ok := rt.(uriGetter); ok {
+		resp, err := g.get(ctx, uri, method, keepBody, first)
+		if err != nil {
+			return nil, err
+		}
+		return c.readReply(resp, uri, keepBody, check)
+	}
+	if first != nil {
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotFirstResponseByte: first})
+	}
 	ref, err := url.ParseRequestURI(uri)
 	if err != nil {
 		return nil, fmt.Errorf("bad object reference %q: %w", uri, err)
@@ -112,23 +124,4 @@ func (c *Client) done(tr *load.Trace, f fetched, negotiated, more string) result
 		marker += ", " + tr.TLS
 	}
 	return tr.Done(marker)
-}
-
-// batchObjects holds b's writes until the objects' n requests are
-// written, as many as the connection takes at once (a request waiting for
-// a stream the server allows later must not wait for the batch); the
-// context it returns counts each request written.
-func (c *Client) batchObjects(ctx context.Context, rt roundTripper, b *batchConn, n int) context.Context {
-	if b == nil {
-		return ctx
-	}
-	if a, ok := rt.(interface{ Available() int }); ok {
-		n = min(n, a.Available())
-	}
-	if n <= 1 {
-		b.release()
-		return ctx
-	}
-	b.hold(n)
-	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteHeaders: b.wroteHeaders})
 }

@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/quic-go/quic-go/http3"
-
 	"v6lab/internal/gen/load"
 	"v6lab/internal/result"
 	"v6lab/internal/sock/eyeballs"
@@ -47,8 +45,12 @@ func (c *Client) v3QUIC(ctx context.Context, tr *load.Trace, won *v3conn, race s
 	k := won.quic
 	defer k.close()
 	tr.S.Local, tr.S.Remote = k.pc.LocalAddr().String(), k.pc.RemoteAddr().String()
-	cc := (&http3.Transport{DisableCompression: true, MaxResponseHeaderBytes: MaxHeaderBytes}).NewClientConn(k.conn)
-	f, err := c.streams(ctx, tr, cc, nethttp.MethodGet, nil)
+	var err error
+	if k.h3Conn, err = newH3Conn(k.conn, c.URL, c.UserAgent); err != nil {
+		c.recordQUIC(tr, k.pc)
+		return tr.Fail(ctx, "connect", err)
+	}
+	f, err := c.streams(ctx, tr, k, nethttp.MethodGet)
 	c.recordQUIC(tr, k.pc)
 	if err != nil {
 		return c.failStreams(ctx, tr, nil, err)
@@ -59,8 +61,7 @@ func (c *Client) v3QUIC(ctx context.Context, tr *load.Trace, won *v3conn, race s
 }
 
 // v3TCP fetches over the TCP connection that won, with the protocol TLS
-// chose (h2, or HTTP/1.1, whose objects open more connections to the
-// same address).
+// chose: h2 (v6lab's own framing, h2conn), or HTTP/1.1 (v3HTTP11).
 func (c *Client) v3TCP(ctx context.Context, tr *load.Trace, won *v3conn, race string) result.Sample {
 	defer load.CloseAbort(won.raw)
 	stop := load.Deadline(ctx, won.raw)
@@ -68,6 +69,29 @@ func (c *Client) v3TCP(ctx context.Context, tr *load.Trace, won *v3conn, race st
 	tr.Conn(won.raw)
 	cs := won.tls.ConnectionState()
 	tr.TLS = tlsMarker(cs)
+	st := stampsOf(won.tls)
+	var f fetched
+	var err error
+	neg := cs.NegotiatedProtocol
+	if neg == "h2" {
+		f, err = c.h2fetch(ctx, tr, newH2Conn(won.tls, won.raw))
+	} else {
+		neg = eyeballs.ALPNHTTP11
+		f, err = c.v3HTTP11(ctx, tr, won)
+	}
+	st.record(tr)
+	if err != nil {
+		return c.failStreams(ctx, tr, st, err)
+	}
+	return c.done(tr, f, neg, race)
+}
+
+// v3HTTP11 fetches over HTTP/1.1 after a version 3 race whose TCP
+// attempt won without h2: Go's net/http, given the winner's connection
+// first, and for the objects more connections to the same address, as a
+// browser opens them (v6lab's own HTTP/1.1 engine fetches a page's
+// objects one after another on one connection).
+func (c *Client) v3HTTP11(ctx context.Context, tr *load.Trace, won *v3conn) (fetched, error) {
 	to := netip.AddrPortFrom(path.AddrOf(won.raw.RemoteAddr()), c.port())
 	var once sync.Once
 	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -84,20 +108,9 @@ func (c *Client) v3TCP(ctx context.Context, tr *load.Trace, won *v3conn, race st
 	}
 	var ps nethttp.Protocols
 	ps.SetHTTP1(true)
-	ps.SetHTTP2(true)
 	t := &nethttp.Transport{DialTLSContext: dial, Protocols: &ps, DisableCompression: true, MaxResponseHeaderBytes: MaxHeaderBytes}
 	defer t.CloseIdleConnections()
-	st := stampsOf(won.tls)
-	f, err := c.streams(ctx, tr, t, nethttp.MethodGet, nil)
-	st.record(tr)
-	if err != nil {
-		return c.failStreams(ctx, tr, st, err)
-	}
-	neg := cs.NegotiatedProtocol
-	if neg == "" {
-		neg = eyeballs.ALPNHTTP11
-	}
-	return c.done(tr, f, neg, race)
+	return c.streams(ctx, tr, t, nethttp.MethodGet)
 }
 
 // v3Metrics are a version 3 race's figures in its sample: he_attempts

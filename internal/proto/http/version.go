@@ -3,9 +3,7 @@ package http
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -61,7 +59,7 @@ func versionEngine(v string, asked Engine) (Engine, error) {
 	switch asked {
 	case EngineAuto, EngineGo:
 	default:
-		return EngineGo, fmt.Errorf("http: the %s engine speaks HTTP/1.1; http_version %s runs on Go's net/http (h2) and quic-go (h3): use engine auto or go", asked, v)
+		return EngineGo, fmt.Errorf("http: the %s engine speaks HTTP/1.1; http_version %s runs on the go engine (HTTP/2: v6lab's own framing; HTTP/3: quic-go): use engine auto or go", asked, v)
 	}
 	if v == Version3 {
 		return EngineQUIC, nil
@@ -158,9 +156,4 @@ func (c *Client) phases(s result.Sample) result.Sample {
 		s.Metrics["ttfb_ms"] = float64(s.FirstByteNS) / 1e6
 	}
 	return s
-}
-
-// hostPort is the URL's host and port, the port always given.
-func hostPort(u *url.URL, port uint16) string {
-	return net.JoinHostPort(u.Hostname(), strconv.Itoa(int(port)))
 }

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -9,9 +10,11 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"v6lab/internal/gen/load"
 	"v6lab/internal/proto"
 	"v6lab/internal/result"
 	"v6lab/internal/sock/path"
@@ -130,6 +133,15 @@ func TestVersionFailuresAreClear(t *testing.T) {
 	c := &Client{URL: mustURL(t, fmt.Sprintf("http://[::1]:%d/", port)), Path: path.IPv6, Version: Version2, Objects: true}
 	if s := do(c, 5*time.Second); s.OK() || !strings.Contains(s.Err, "does not speak h2c") {
 		t.Errorf("h2c to an HTTP/1.1 server: %+v", s)
+	}
+	// A server that answers with a bare page, no status line (Python's
+	// http.server to HTTP/2's preface).
+	port = rawServer(t, func(c net.Conn) {
+		c.Write([]byte("<!DOCTYPE HTML>\n<html><body>505</body></html>\n"))
+	})
+	c = &Client{URL: mustURL(t, fmt.Sprintf("http://[::1]:%d/", port)), Path: path.IPv6, Version: Version2, Objects: true}
+	if s := do(c, 5*time.Second); s.OK() || !strings.Contains(s.Err, `with text (its first bytes "<!DOCTYP"…)`) || !strings.Contains(s.Err, "does not speak h2c") {
+		t.Errorf("h2c to a server answering a bare page: %+v", s)
 	}
 	// A TLS server that offers no h2 (ALPN http/1.1 alone).
 	cfg := tlsConfig(t).TLS
@@ -276,5 +288,36 @@ func TestHTTP2CarriesManyStreamsAndKeeps(t *testing.T) {
 			}
 		}
 		k.Close()
+	}
+}
+
+// TestSustainedVersionsSpeakTheirVersion: a sustained run (--duration)
+// of HTTP/2 in the clear speaks h2c on every transaction, as a run of
+// single transactions does: the event loop (HTTP/1.1 only) never takes
+// it over, so no sample measures HTTP/1.1 under an HTTP/2 label.
+func TestSustainedVersionsSpeakTheirVersion(t *testing.T) {
+	r := newRig(t, DefaultServerConfig)
+	c := r.client(t, path.IPv4, "http://www.v6lab.test:%d/")
+	c.Version = Version2
+	if _, ok := c.Sustain(context.Background(), load.All(0), 0, 0, nil); ok {
+		t.Fatal("the HTTP/1.1 event loop took over a sustained h2c run")
+	}
+	if e, err := c.EngineUsed(); err != nil || e != EngineGo {
+		t.Fatalf("engine %q, %v", e, err)
+	}
+	var mu sync.Mutex
+	var smps []result.Sample
+	load.Sustained(context.Background(), c, load.All(2), 200*time.Millisecond, 5*time.Second, func(s result.Sample) {
+		mu.Lock()
+		smps = append(smps, s)
+		mu.Unlock()
+	})
+	if len(smps) == 0 {
+		t.Fatal("no samples")
+	}
+	for _, s := range smps {
+		if !s.OK() || s.Negotiated != "h2c" {
+			t.Fatalf("a sustained h2c transaction: %+v", s)
+		}
 	}
 }

@@ -108,15 +108,9 @@ var sameSurvey = map[string]bool{"name": true, "sites": true, "sites_count": tru
 // optionNotes names each option the two specs give differently, with
 // both values ("threshold: 40ms in A, 1ms in B").
 func optionNotes(a, b []byte) []string {
-	var ma, mb map[string]any
-	if json.Unmarshal(a, &ma) != nil || json.Unmarshal(b, &mb) != nil {
+	ma, mb, keys, ok := OptionKeys(a, b)
+	if !ok {
 		return nil
-	}
-	keys := slices.Sorted(maps.Keys(ma))
-	for k := range mb {
-		if _, ok := ma[k]; !ok {
-			keys = append(keys, k)
-		}
 	}
 	var out []string
 	for _, k := range keys {
@@ -202,4 +196,19 @@ func ptText(ci *[2]float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%+.1f to %+.1f pt", 100*ci[0], 100*ci[1])
+}
+
+// OptionKeys decodes two JSON objects of options and lists their keys:
+// a's sorted, then those only b has (ok false: one is not an object).
+func OptionKeys(a, b []byte) (ma, mb map[string]any, keys []string, ok bool) {
+	if json.Unmarshal(a, &ma) != nil || json.Unmarshal(b, &mb) != nil {
+		return nil, nil, nil, false
+	}
+	keys = slices.Sorted(maps.Keys(ma))
+	for k := range mb {
+		if _, ok := ma[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	return ma, mb, keys, true
 }

@@ -83,6 +83,16 @@ func whatIfText(b *strings.Builder, ws []WhatIf) {
 
 // InShort is the survey's answer in one sentence.
 func InShort(s *Summary) string {
+	out := inShort(s)
+	for _, sh := range s.Shares {
+		if sh.Verdict == LookupFailed && sh.Count > 0 {
+			out += fmt.Sprintf("; the lookups of %s failed (no answer from the DNS server: what it holds is unknown, see lookup_failed)", stats.Count(sh.Count, "site"))
+		}
+	}
+	return out
+}
+
+func inShort(s *Summary) string {
 	dual := 0
 	for _, d := range s.Dual {
 		dual += d.Count

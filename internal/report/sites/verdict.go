@@ -48,6 +48,9 @@ const (
 	NoAAAA    Verdict = "no_aaaa"
 	IPv6Only  Verdict = "ipv6_only"
 	NoAddress Verdict = "no_address"
+	// LookupFailed: an A or AAAA lookup got no answer saying what the
+	// DNS holds (refused, timed out, SERVFAIL): nothing more was sent.
+	LookupFailed Verdict = "lookup_failed"
 	// Invalid: the list's line is not a host name; Excluded: the
 	// exclusion list names the site. Nothing was sent to either.
 	Invalid  Verdict = "invalid"
@@ -55,7 +58,7 @@ const (
 )
 
 // Verdicts lists every verdict in report order.
-var Verdicts = []Verdict{Faster, Same, Slower, Undecided, Partial, Broken, IPv4Broken, Failed, NoAAAA, IPv6Only, NoAddress, Invalid, Excluded}
+var Verdicts = []Verdict{Faster, Same, Slower, Undecided, Partial, Broken, IPv4Broken, Failed, NoAAAA, IPv6Only, NoAddress, LookupFailed, Invalid, Excluded}
 
 // Timed says whether v compares the families' times.
 func (v Verdict) Timed() bool { return v == Faster || v == Same || v == Slower || v == Undecided }
@@ -124,15 +127,22 @@ func Judge(s *result.Site, samples []result.Sample, c Criteria) Row {
 		return r
 	}
 	var lookupErr [2]string
+	var failed []string
 	for _, l := range s.Lookups {
 		i := map[string]int{"A": 0, "AAAA": 1}[l.Type]
 		if l.Type == "A" || l.Type == "AAAA" {
 			have := len(l.Addrs) > 0
 			r.A, r.AAAA = r.A || (have && i == 0), r.AAAA || (have && i == 1)
 			lookupErr[i] = l.Err
+			if l.Failed {
+				failed = append(failed, l.Type+": "+l.Err)
+			}
 		}
 	}
 	switch {
+	case len(failed) > 0:
+		r.V, r.Why = LookupFailed, "lookup failed: "+strings.Join(failed, "; ")
+		return r
 	case !r.A && !r.AAAA:
 		r.V, r.Why = NoAddress, orText(s.Err, lookupErr[0])
 		return r

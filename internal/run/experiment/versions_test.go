@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"v6lab/internal/proto"
@@ -54,5 +55,22 @@ cells:
 	}
 	if n := len(e.Plan()); n != 3*4*2*11+4*11+4*11+2*4*11 {
 		t.Errorf("plan has %d steps", n)
+	}
+}
+
+// TestHTTPVersionListedTwice: one version written two ways (2 and 2.0)
+// is the version listed twice, said on its line, not a clash of labels.
+func TestHTTPVersionListedTwice(t *testing.T) {
+	for _, list := range []string{`[2, 2.0]`, `[2, "2"]`, `[3.0, 3]`} {
+		_, err := Parse("v.yaml", []byte(`name: v
+paths: [ipv4]
+cells:
+  - protocol: http
+    http_version: `+list+`
+    conns: [1]
+`))
+		if err == nil || !strings.Contains(err.Error(), "v.yaml:5: cells[0].http_version[1]: ") || !strings.Contains(err.Error(), "is listed twice") {
+			t.Errorf("http_version: %s: %v", list, err)
+		}
 	}
 }

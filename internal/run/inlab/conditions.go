@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
+	"slices"
 	"time"
 
 	"v6lab/internal/gen/congestion"
@@ -23,6 +24,7 @@ type conditions struct {
 	server  *capture.Capture       // nil without server-side capture
 	tracker *tcpflow.Tracker
 	ports   map[string]uint16 // service port per wire key
+	lookups map[string]uint16 // the port of the DNS server each key's transactions ask
 	// lab names the lab; rates are its own link rates (by link name),
 	// which a cell group's link_rate replaces for its runs; links is
 	// what the links are now, read back (nil: never reshaped).
@@ -105,7 +107,9 @@ func (c *conditions) impairIPv6(s *experiment.CellGroup) error {
 	if percent > 0 {
 		impair := lab.ImpairIPv6
 		if udp {
-			impair = lab.ImpairIPv6UDP
+			impair = func(name string, p float64) (*lab.Impairment, error) {
+				return lab.ImpairIPv6UDP(name, p, c.dnsPorts()...)
+			}
 		}
 		im, err := impair(c.lab, percent)
 		if err != nil {
@@ -187,7 +191,7 @@ func (c *conditions) End(s *experiment.CellGroup, _ experiment.Step, rec *result
 		}
 		what := "IPv6 loss %g%% (tc BPF): %d IPv6 packets dropped in the run"
 		if c.impair.UDP {
-			what = "IPv6 UDP loss %g%%, DNS spared (tc BPF): %d IPv6 UDP datagrams dropped in the run"
+			what = "IPv6 UDP loss %g%%, DNS spared (" + sparedPorts(c.impair.DNSPorts) + "; tc BPF): %d IPv6 UDP datagrams dropped in the run"
 		}
 		rec.Links["r1 eth-client ingress"] = fmt.Sprintf(what, c.impair.Percent, dropped-c.dropped)
 	}
@@ -249,4 +253,31 @@ func (c *conditions) Finish() {
 	if c.bg != nil {
 		c.bg.Set(context.Background(), "")
 	}
+}
+
+// dnsPorts are the ports of the lab's DNS servers the run's transactions
+// ask (their lookups must pass an IPv6 UDP impairment as port 53's do),
+// sorted, each once.
+func (c *conditions) dnsPorts() []uint16 {
+	var out []uint16
+	for _, port := range c.lookups {
+		if port != 0 && port != 53 && !slices.Contains(out, port) {
+			out = append(out, port)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// sparedPorts names the UDP ports an IPv6 UDP impairment passes.
+func sparedPorts(ports []uint16) string {
+	s := "UDP port 53"
+	if len(ports) > 0 {
+		s = "UDP ports 53"
+		for _, p := range ports {
+			s += fmt.Sprintf(", %d", p)
+		}
+		s += " (the lab's DNS)"
+	}
+	return s
 }

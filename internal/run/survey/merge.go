@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -234,15 +233,9 @@ func (c *siteCursor) close() {
 // specDiff names the options (or list) two segments' specs give
 // differently, with both values: "threshold 1ms in A, 40ms in B".
 func specDiff(a, b []byte, nameA, nameB string) string {
-	var ma, mb map[string]any
-	if json.Unmarshal(a, &ma) != nil || json.Unmarshal(b, &mb) != nil {
+	ma, mb, keys, ok := sites.OptionKeys(a, b)
+	if !ok {
 		return "their list or options differ"
-	}
-	keys := slices.Sorted(maps.Keys(ma))
-	for k := range mb {
-		if _, ok := ma[k]; !ok {
-			keys = append(keys, k)
-		}
 	}
 	var out []string
 	for _, k := range keys {

@@ -2,6 +2,7 @@ package survey
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	mdns "github.com/miekg/dns"
 	"net/netip"
@@ -38,9 +39,43 @@ type measurer struct {
 	over    map[path.Path]path.Path
 	exclude Exclusion
 	pacer   *pacer
+	tally   lookupTally
 	// stalls makes what reads a pair's stall (nil: newStallMeter).
 	stalls func() stallSource
 }
+
+// lookupTally counts the survey's A and AAAA lookups and those that got no
+// answer, and keeps the first failure's error.
+type lookupTally struct {
+	mu            sync.Mutex
+	asked, failed int
+	first         string
+}
+
+func (t *lookupTally) add(lk result.Lookup) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.asked++
+	if lk.Failed {
+		t.failed++
+		if t.first == "" {
+			t.first = lk.Type + ": " + lk.Err
+		}
+	}
+}
+
+// noAnswer is an error when lookups were asked and none was answered.
+func (t *lookupTally) noAnswer(servers []netip.AddrPort) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.asked == 0 || t.failed < t.asked {
+		return nil
+	}
+	return fmt.Errorf("%w: none of the survey's %d lookups was answered by %v, so no site could be looked up (every site is lookup_failed; first: %s): check --dns-server (dns_servers:) and that the server is up", ErrNoDNSAnswer, t.asked, servers, t.first)
+}
+
+// ErrNoDNSAnswer: the survey's DNS servers answered none of its lookups.
+var ErrNoDNSAnswer = errors.New("survey: the DNS server never answered")
 
 // site measures one site of the list: nothing for a bad or excluded
 // entry; else its lookups, each family's discovery, the interleaved page
@@ -57,8 +92,12 @@ func (m *measurer) site(ctx context.Context, e Entry) (b block) {
 		b.site.Skip = "excluded: the exclusion list names " + m.exclude.Excludes(e.Name)
 		return b
 	}
-	have := m.lookups(ctx, &b.site)
-	if len(have) == 0 {
+	have, failed := m.lookups(ctx, &b.site)
+	switch {
+	case failed != "":
+		b.site.Err = "lookup failed: " + failed
+		return b
+	case len(have) == 0:
 		b.site.Err = "no address: the name has neither an A nor an AAAA record"
 		return b
 	}
@@ -90,9 +129,11 @@ func (m *measurer) resolver(p path.Path) path.Resolver {
 }
 
 // lookups asks for the site's A and AAAA records, each timed, and says
-// which families have an address.
-func (m *measurer) lookups(ctx context.Context, s *result.Site) []path.Path {
-	var have []path.Path
+// which families have an address, and (failed) the errors of lookups that
+// got no answer saying what the DNS holds: only NXDOMAIN, or NOERROR
+// without a record of the type, means "no address".
+func (m *measurer) lookups(ctx context.Context, s *result.Site) (have []path.Path, failed string) {
+	var fails []string
 	for _, p := range Families {
 		lk := result.Lookup{Type: strings.ToUpper(map[path.Path]string{path.IPv4: "a", path.IPv6: "aaaa"}[p])}
 		c, cancel := context.WithTimeout(ctx, time.Duration(m.o.Timeout))
@@ -101,15 +142,20 @@ func (m *measurer) lookups(ctx context.Context, s *result.Site) []path.Path {
 		a, err := res.Lookup(c, s.Name, p)
 		cancel()
 		lk.NS = int64(time.Since(start))
-		if err != nil {
-			lk.Err = err.Error()
-		} else {
+		switch {
+		case err == nil:
 			lk.Addrs = []string{a.String()}
 			have = append(have, p)
+		case errors.Is(err, path.ErrNoAddress) || errors.Is(err, path.ErrNXDomain):
+			lk.Err = err.Error()
+		default:
+			lk.Err, lk.Failed = err.Error(), true
+			fails = append(fails, lk.Type+": "+err.Error())
 		}
+		m.tally.add(lk)
 		s.Lookups = append(s.Lookups, lk)
 	}
-	return have
+	return have, strings.Join(fails, "; ")
 }
 
 // httpsRecord asks the first DNS server for the site's HTTPS record (RFC

@@ -112,7 +112,7 @@ func Run(ctx context.Context, j Job) (string, error) {
 	if runErr != nil {
 		return dir, &InterruptedError{Dir: dir}
 	}
-	return dir, nil
+	return dir, m.tally.noAnswer(m.dns)
 }
 
 // LabKey is the header's lab entry of a survey of a lab of sites: "lab:NAME"

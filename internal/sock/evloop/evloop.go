@@ -38,6 +38,7 @@ import (
 	"v6lab/internal/sock/kstamp"
 	"v6lab/internal/sock/lag"
 	"v6lab/internal/sock/sockaddr"
+	"v6lab/internal/sock/synstamp"
 	"v6lab/internal/sock/tcpinfo"
 )
 
@@ -71,8 +72,8 @@ type Exchange struct {
 	Request []byte
 	// Reply consumes what comes back.
 	Reply Feeder
-	// Cookie asks for the first connection's socket cookie in the
-	// result (Result.Cookie: the key of its SYN's stamp).
+	// Cookie asks for the kernel's stamp of the first connection's SYN
+	// (Result.SYN), which synstamp's stamper keeps.
 	Cookie bool
 	// UDP makes it a datagram exchange on a connected UDP socket: Request
 	// is one datagram, each datagram back is fed whole (never with eof),
@@ -205,8 +206,10 @@ type Result struct {
 	// Reconnects counts the connections opened after the first (a
 	// Continuer's reconnect).
 	Reconnects int
-	// Cookie is the first connection's socket cookie (Exchange.Cookie).
-	Cookie uint64
+	// SYN is the kernel's stamp of the first connection's SYN
+	// (Exchange.Cookie: synstamp.Stamper.Find, a wall-clock time); zero
+	// when the stamper is not attached or did not stamp it.
+	SYN time.Time
 	// FragSize is, for a UDP exchange with Exchange.FragSize, the size of
 	// the largest IP fragment the reply came in (0: it came whole), and
 	// Resent how many times its request was sent again (Exchange.Resend).
@@ -618,9 +621,6 @@ func (l *loop) open(c *conn) (string, error) {
 		return "connect", os.NewSyscallError("connect", err)
 	}
 	c.fd = fd
-	if x.Cookie && c.res.Cookie == 0 {
-		c.res.Cookie, _ = unix.GetsockoptUint64(fd, unix.SOL_SOCKET, unix.SO_COOKIE)
-	}
 	// Send at once: on loopback (and any fast path) the handshake is over
 	// by the time connect returns, even when it said EINPROGRESS, and the
 	// loop then wakes once, for the reply. A socket still connecting says
@@ -774,9 +774,6 @@ func (l *loop) adopt(c *conn) (string, error) {
 	}
 	_ = kstamp.EnableRx(fd)
 	c.fd = fd
-	if c.x.Cookie && c.res.Cookie == 0 {
-		c.res.Cookie, _ = unix.GetsockoptUint64(fd, unix.SOL_SOCKET, unix.SO_COOKIE)
-	}
 	if phase, err := l.sendEarly(c); err != nil {
 		unix.Close(fd)
 		return phase, err
@@ -860,6 +857,7 @@ func (l *loop) sendEarly(c *conn) (string, error) {
 	if err := l.send(c); err != nil {
 		return "io", err
 	}
+	addressed(c)
 	return "", nil
 }
 
@@ -869,7 +867,23 @@ func connected(c *conn, at time.Time) {
 	c.up = true
 	if c.res.Connected.IsZero() {
 		c.res.Connected = at
-		c.res.Local = localAddr(c.fd)
+	}
+}
+
+// addressed records the first connection's local address, and its SYN's
+// stamp when asked (Exchange.Cookie): called once the request is on its
+// way, so that this work is not between the handshake and the request
+// (in the wire time).
+func addressed(c *conn) {
+	if c.res.Local.IsValid() || !c.up {
+		return
+	}
+	c.res.Local = localAddr(c.fd)
+	if c.x.Cookie && !c.x.UDP {
+		if s := synstamp.Current(); s != nil {
+			st, _ := s.Find(c.res.Local, c.x.Remote) // from memory: no system call
+			c.res.SYN = st.SYN
+		}
 	}
 }
 
@@ -1131,6 +1145,7 @@ func (l *loop) handle(ev *unix.EpollEvent) {
 			return
 		}
 	}
+	addressed(c)
 	if ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 		l.read(c)
 	}

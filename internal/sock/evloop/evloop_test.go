@@ -18,6 +18,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"v6lab/internal/sock/kstamp"
+	"v6lab/internal/sock/synstamp"
+	"v6lab/internal/testutil"
 	"v6lab/internal/testutil/servetest"
 )
 
@@ -753,6 +755,50 @@ func TestSpinWindowEnds(t *testing.T) {
 		close(release)
 		if r := <-done; r.Err != nil {
 			t.Fatalf("spin %v: %s: %v", spin, r.Phase, r.Err)
+		}
+	}
+}
+
+// TestSYNStampAndLocal: with the SYN stamper attached, an
+// exchange that asks for its SYN (Cookie) has the kernel's stamp of it,
+// within the exchange and before its handshake was seen over, and the
+// local address the server saw, per family; without asking, the address
+// alone.
+func TestSYNStampAndLocal(t *testing.T) {
+	testutil.RequireRoot(t, "needs root: the SYN stamp is a BPF program")
+	if _, err := synstamp.Default(); err != nil {
+		t.Skipf("no SYN stamps on this host: %v", err)
+	}
+	e := engine(t)
+	for _, c := range []struct{ network, addr string }{{"tcp4", "127.0.0.1:0"}, {"tcp6", "[::1]:0"}} {
+		ln, err := net.Listen(c.network, c.addr)
+		if err != nil {
+			t.Logf("no %s loopback: %v", c.network, err)
+			continue
+		}
+		peers := make(chan string, 2)
+		servetest.Each(t, ln, func(conn net.Conn) {
+			peers <- conn.RemoteAddr().String()
+			conn.Read(make([]byte, 16))
+			io.WriteString(conn, "ok")
+		})
+		srv := ln.Addr().(*net.TCPAddr).AddrPort()
+		for _, cookie := range []bool{true, false} {
+			start := time.Now()
+			r := e.Do(context.Background(), &Exchange{Remote: srv, Request: []byte("x"), Reply: &untilEOF{}, Cookie: cookie})
+			if r.Err != nil {
+				t.Fatalf("%s: %s: %v", c.network, r.Phase, r.Err)
+			}
+			if peer := <-peers; r.Local.String() != peer {
+				t.Errorf("%s cookie %v: local %s, the server saw %s", c.network, cookie, r.Local, peer)
+			}
+			slack := 2 * time.Millisecond // the kernel's clock and Go's are read apart
+			switch {
+			case !cookie && !r.SYN.IsZero():
+				t.Errorf("%s: a SYN stamp %v not asked for", c.network, r.SYN)
+			case cookie && (r.SYN.Before(start.Add(-slack)) || r.SYN.After(r.Connected.Add(slack))):
+				t.Errorf("%s: SYN stamped %v, exchange from %v, connected %v", c.network, r.SYN, start, r.Connected)
+			}
 		}
 	}
 }

@@ -295,10 +295,8 @@ func (l *loop) win(c *conn, a *conn, at time.Time, sent int, watched bool) {
 	c.res.FirstTx = kstamp.Sent(query, l.oob) // the first query's, long queued by now
 	l.toClose = append(l.toClose, query)
 	c.fd, c.x.Remote = a.fd, a.to
-	c.up, c.res.Connected, c.res.Local = true, at, localAddr(c.fd)
-	if c.x.Cookie {
-		c.res.Cookie, _ = unix.GetsockoptUint64(c.fd, unix.SOL_SOCKET, unix.SO_COOKIE)
-	}
+	c.up, c.res.Connected = true, at
+	addressed(c)
 	c.sent = sent
 	c.res.BytesOut += int64(sent)
 	op := unix.EPOLL_CTL_ADD

@@ -24,6 +24,10 @@ import (
 // ErrNoAddress is wrapped when a name exists but has no record of the path's type.
 var ErrNoAddress = errors.New("no address of the path's family")
 
+// ErrNXDomain is wrapped when the server answered that the name does not
+// exist (NXDOMAIN): like ErrNoAddress, an answer, not a failed lookup.
+var ErrNXDomain = errors.New("server answered NXDOMAIN")
+
 // Resolver looks a name up with the record type of a path: A for ipv4, AAAA
 // for ipv6 and 6in4. It asks one DNS server directly (not the system
 // resolver) so the lookup is pinned, timed, and sent over the family chosen in
@@ -235,7 +239,11 @@ func (e *lookupError) Unwrap() error { return e.err }
 // path.
 func (q *Query) addr(in *dns.Msg) (netip.Addr, error) {
 	qtype := q.msg.Question[0].Qtype
-	if in.Rcode != dns.RcodeSuccess {
+	switch in.Rcode {
+	case dns.RcodeSuccess:
+	case dns.RcodeNameError:
+		return netip.Addr{}, q.Wrap(ErrNXDomain)
+	default:
 		return netip.Addr{}, q.Wrap(fmt.Errorf("server answered %s", dns.RcodeToString[in.Rcode]))
 	}
 	for _, rr := range in.Answer {

@@ -313,11 +313,15 @@ func ReexecInLab(name string) (int, error) {
 	return host.RunChild(c, nil)
 }
 
-// CheckLab says why lab name cannot be surveyed from (a bad name, no
-// such lab up, or one that serves no sites), or nil.
+// CheckLab says why lab name cannot be surveyed from (a bad name, an
+// orphan whose keeper is gone, no such lab up, or one that serves no
+// sites), or nil.
 func CheckLab(name string) error {
 	if err := lab.CheckName(name); err != nil {
 		return err
+	}
+	if r, err := lab.ReadRecord(name); err == nil && !r.Alive() {
+		return fmt.Errorf("lab sites: lab %q is an orphan: its owner process %d is gone, and with it the sites' web and DNS servers, so it serves no sites; v6lab lab down --name %s, then v6lab lab up --sites FILE --name %s", name, r.PID, name, name)
 	}
 	if _, err := os.Stat(filepath.Join(lab.NetnsDir, lab.NS(name, lab.Client))); err != nil {
 		return fmt.Errorf("lab sites: no lab %s is up (v6lab lab up --sites FILE --name %s; v6lab lab status lists the labs)", name, name)

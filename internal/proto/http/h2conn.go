@@ -1,0 +1,395 @@
+package http
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/net/http2/hpack"
+	"golang.org/x/sys/unix"
+
+	"v6lab/internal/gen/content"
+	"v6lab/internal/gen/load"
+	"v6lab/internal/sock/path"
+)
+
+// h2conn is an HTTP/2 client connection of v6lab's own, over a connection
+// v6lab made pinned to the path (TLS with ALPN h2, or TCP for h2c). A
+// transaction's requests are HEADERS frames of blocks encoded once per
+// URI (requestBlock), written together; the transaction reads the frames
+// itself (h2read.go) until its streams have all ended (or one failed):
+// it decodes the replies' headers, takes their bodies, answers SETTINGS
+// and PING and keeps both windows open. Between transactions nothing
+// reads a kept connection: what the server sent meanwhile (a PING,
+// SETTINGS, GOAWAY, its close) is read when it is next used (alive, run).
+type h2conn struct {
+	conn net.Conn // what the frames go over: *tls.Conn, or the stamped TCP connection
+	raw  net.Conn // the TCP connection
+
+	wmu  sync.Mutex // the writes, in the order of their streams; taken before mu
+	wbuf []byte
+
+	mu          sync.Mutex
+	streams     []*h2stream // open
+	nextID      uint32
+	maxStreams  uint32 // the server's SETTINGS_MAX_CONCURRENT_STREAMS
+	maxFrame    int    // the server's SETTINGS_MAX_FRAME_SIZE
+	sendInitial int64  // the server's SETTINGS_INITIAL_WINDOW_SIZE
+	sendWindow  int64  // the connection's (no DATA is sent: checked only)
+	pending     []byte // frames for the next write: the preface, a SETTINGS ACK
+	tx          *h2tx  // the transaction under way
+	err         error  // the connection's end: no stream opens after it
+	goaway      string // the server's GOAWAY, when it sent one: no stream opens after it
+
+	rd   h2reader        // the reading transaction's
+	sock syscall.RawConn // the TCP socket, asked whether bytes wait (nil: none)
+}
+
+// h2stream is one request and its reply.
+type h2stream struct {
+	id     uint32
+	uri    string
+	block  []byte
+	keep   bool           // keep the body, when HTML (the page)
+	object bool           // an object of the page
+	check  *content.Check // or check it
+
+	status  int
+	length  int64 // content-length, -1 without
+	html    bool
+	body    []byte
+	n       int64
+	maxBody int64
+	recvWin int64 // what the server may still send
+	unacked int64 // bytes taken since the last WINDOW_UPDATE
+	sendWin int64
+	headers bool      // the final headers came
+	first   time.Time // when they came
+}
+
+// h2tx is a transaction's streams on the connection.
+type h2tx struct {
+	queue []*h2stream // not yet requested
+	left  int         // not yet ended
+	err   error
+	last  time.Time // when the last stream ended
+	woken bool
+}
+
+// newH2Conn starts an HTTP/2 connection over conn (raw beneath it): its
+// preface goes with the first requests.
+func newH2Conn(conn, raw net.Conn) *h2conn {
+	h := &h2conn{conn: conn, raw: raw, nextID: 1, maxStreams: 100, maxFrame: h2MaxFrame,
+		sendInitial: 65535, sendWindow: 65535}
+	h.pending = appendClientPreface(nil)
+	br := readers.Get().(*bufio.Reader) // back in the pool when a read fails
+	br.Reset(conn)
+	h.rd = h2reader{br: br, recvWin: h2ConnWindow}
+	h.rd.dec = hpack.NewDecoder(4096, h.rd.emit)
+	h.rd.dec.SetMaxStringLength(MaxHeaderBytes)
+	h.sock = socketOf(raw)
+	return h
+}
+
+// socketOf finds the TCP socket under raw (nil when it has none).
+func socketOf(c net.Conn) syscall.RawConn {
+	for {
+		switch x := c.(type) {
+		case *syncStamp:
+			c = x.Conn
+		case *path.StampedConn:
+			c = x.Conn
+		case *net.TCPConn:
+			rc, err := x.SyscallConn()
+			if err != nil {
+				return nil
+			}
+			return rc
+		default:
+			return nil
+		}
+	}
+}
+
+// run requests every stream of ss (as many at once as the server allows,
+// the rest as streams end) and waits until all have ended, or until one
+// failed, the connection did, or ctx is done. It returns when the last
+// stream ended.
+func (h *h2conn) run(ctx context.Context, ss []*h2stream) (time.Time, error) {
+	tx := &h2tx{queue: ss, left: len(ss)}
+	h.mu.Lock()
+	if err := h.refuses(ss); err != nil {
+		h.mu.Unlock()
+		return time.Time{}, err
+	}
+	h.tx = tx
+	h.mu.Unlock()
+	stop := context.AfterFunc(ctx, func() { _ = h.raw.SetDeadline(time.Unix(1, 0)) })
+	h.open()
+	for h.reading(tx) {
+		if err := h.readFrame(); err != nil {
+			if ctx.Err() != nil {
+				err = fmt.Errorf("HTTP/2: %d of %d streams unanswered: %w", tx.left, len(ss), context.Cause(ctx))
+			}
+			h.readFailed(err)
+		}
+	}
+	if !stop() && ctx.Err() != nil {
+		h.fail(fmt.Errorf("HTTP/2: %d of %d streams unanswered: %w", tx.left, len(ss), context.Cause(ctx)))
+	}
+	h.mu.Lock()
+	err, last := tx.err, tx.last
+	h.tx = nil
+	flush := err == nil && len(h.pending) > 0 && h.err == nil
+	h.mu.Unlock()
+	if flush {
+		h.open() // a SETTINGS ACK that came with the replies
+	}
+	return last, err
+}
+
+// reading says whether tx still waits for frames.
+func (h *h2conn) reading(tx *h2tx) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return !tx.woken && h.err == nil
+}
+
+// drain reads the frames that came while the connection was idle, as
+// long as bytes wait (a frame cut short waits at most drainWait).
+func (h *h2conn) drain() {
+	if h.rd.br == nil || !h.waiting() {
+		return
+	}
+	_ = h.raw.SetReadDeadline(time.Now().Add(drainWait))
+	for h.failed() == nil && h.waiting() {
+		if err := h.readFrame(); err != nil {
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
+				h.readFailed(err)
+			}
+			break
+		}
+	}
+	_ = h.raw.SetReadDeadline(time.Time{})
+	h.open() // a SETTINGS ACK, when one is pending
+}
+
+// failed is the connection's end, or nil.
+func (h *h2conn) failed() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.err
+}
+
+// drainWait is how long reading what came while idle may wait for the
+// rest of a frame (or, without a socket to ask, for any byte).
+const drainWait = 10 * time.Millisecond
+
+// waiting says whether bytes wait to be read, or the server's close: in
+// the buffer, or the socket's, peeked at (without a socket to ask,
+// perhaps: a read with a deadline tells).
+func (h *h2conn) waiting() bool {
+	if h.rd.br.Buffered() > 0 {
+		return true
+	}
+	if h.sock == nil {
+		return true
+	}
+	var b [1]byte
+	wait := false
+	_ = h.sock.Control(func(fd uintptr) {
+		n, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		wait = n > 0 || err == nil // a byte, or the server's close (read: it ends the connection)
+	})
+	return wait
+}
+
+// readFailed ends the connection after a read failed (the server's close
+// among them), and gives its buffer back.
+func (h *h2conn) readFailed(err error) {
+	if errors.Is(err, io.EOF) {
+		err = fmt.Errorf("HTTP/2: the server closed the connection: %w", io.ErrUnexpectedEOF)
+	}
+	h.fail(err)
+	h.rd.br.Reset(nil)
+	readers.Put(h.rd.br)
+	h.rd = h2reader{}
+}
+
+// refuses says why the connection takes no new streams (h.mu held).
+func (h *h2conn) refuses(ss []*h2stream) error {
+	switch {
+	case h.err != nil:
+		return h.err
+	case h.goaway != "" && len(ss) > 0:
+		return fmt.Errorf("HTTP/2: the server sent %s before %s was requested", h.goaway, ss[0].uri)
+	}
+	return nil
+}
+
+// open writes the requests of the transaction's queue the server allows
+// now, with any frame pending, in one write.
+func (h *h2conn) open() {
+	h.wmu.Lock()
+	defer h.wmu.Unlock()
+	h.mu.Lock()
+	b := append(h.wbuf[:0], h.pending...)
+	h.pending = h.pending[:0]
+	if tx := h.tx; tx != nil && h.err == nil {
+		if len(tx.queue) > 0 && len(h.streams) == 0 && h.maxStreams == 0 {
+			h.endTx(tx, errors.New("HTTP/2: the server allows no stream (SETTINGS_MAX_CONCURRENT_STREAMS 0)"))
+		}
+		for len(tx.queue) > 0 && uint32(len(h.streams)) < h.maxStreams && h.goaway == "" {
+			s := tx.queue[0]
+			tx.queue = tx.queue[1:]
+			s.id, s.length, s.recvWin, s.sendWin = h.nextID, -1, h2StreamWindow, h.sendInitial
+			h.nextID += 2
+			h.streams = append(h.streams, s)
+			b = appendHeaders(b, s.id, s.block, h.maxFrame)
+		}
+	}
+	h.mu.Unlock()
+	h.wbuf = b
+	if len(b) == 0 {
+		return
+	}
+	if _, err := h.conn.Write(b); err != nil {
+		h.fail(fmt.Errorf("HTTP/2: send: %w", err))
+	}
+}
+
+// send writes frames at once (a PING's answer, a WINDOW_UPDATE), with
+// what is pending.
+func (h *h2conn) send(frames []byte) {
+	h.mu.Lock()
+	h.pending = append(h.pending, frames...)
+	h.mu.Unlock()
+	h.open()
+}
+
+// fail ends the connection with err: every stream of it fails.
+func (h *h2conn) fail(err error) {
+	h.mu.Lock()
+	if h.err == nil {
+		h.err = err
+	}
+	if tx := h.tx; tx != nil {
+		h.endTx(tx, err)
+	}
+	h.streams = nil
+	h.mu.Unlock()
+}
+
+// endTx wakes the transaction (h.mu held), failed when err is not nil.
+func (h *h2conn) endTx(tx *h2tx, err error) {
+	if err != nil && tx.err == nil {
+		tx.err = err
+	}
+	if !tx.woken {
+		tx.woken = true
+		tx.last = time.Now()
+	}
+}
+
+// endStream removes a stream that ended (failed with err, when not nil)
+// and wakes its transaction when it was its last, or failed.
+func (h *h2conn) endStream(s *h2stream, err error) {
+	if err != nil && s.object {
+		err = fmt.Errorf("object %s: %w", s.uri, err)
+	}
+	h.mu.Lock()
+	for i, o := range h.streams {
+		if o == s {
+			h.streams = append(h.streams[:i], h.streams[i+1:]...)
+			break
+		}
+	}
+	tx := h.tx
+	more := false
+	if tx != nil {
+		tx.left--
+		if err != nil || tx.left == 0 {
+			h.endTx(tx, err)
+		}
+		more = len(tx.queue) > 0 && err == nil
+	}
+	h.mu.Unlock()
+	if more {
+		h.open()
+	}
+}
+
+// stream finds an open stream.
+func (h *h2conn) stream(id uint32) *h2stream {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, s := range h.streams {
+		if s.id == id {
+			return s
+		}
+	}
+	return nil
+}
+
+// opened says whether the client opened a stream of id (open or ended).
+func (h *h2conn) opened(id uint32) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return id%2 == 1 && id < h.nextID
+}
+
+// alive says whether the connection takes new streams (and has stream
+// ids left for a transaction of MaxObjects objects), once what the server
+// sent while it was idle was read.
+func (h *h2conn) alive() bool {
+	h.drain()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.err == nil && h.goaway == "" && h.nextID < 1<<31-2*(MaxObjects+1)
+}
+
+// close closes the connection.
+func (h *h2conn) close() {
+	h.fail(net.ErrClosed)
+	load.CloseAbort(h.raw)
+}
+
+// readFrame reads one frame and does what it says.
+func (h *h2conn) readFrame() error {
+	br := h.rd.br
+	hdr, err := br.Peek(9)
+	if err != nil {
+		if len(hdr) > 0 && errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return err
+	}
+	length := int(hdr[0])<<16 | int(hdr[1])<<8 | int(hdr[2])
+	typ, flags := hdr[3], hdr[4]
+	id := binary.BigEndian.Uint32(hdr[5:]) & (1<<31 - 1)
+	if length > h2MaxFrame {
+		return h2Errorf(errFrameSize, "a frame of %d bytes (type %d), over the %d allowed", length, typ, h2MaxFrame)
+	}
+	if !h.rd.settings && typ != frameSettings {
+		return h2Errorf(errProtocol, "the server's first frame is of type %d, not SETTINGS", typ)
+	}
+	br.Discard(9)
+	p, err := br.Peek(length)
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return err
+	}
+	err = h.frame(typ, flags, id, p)
+	br.Discard(length)
+	return err
+}

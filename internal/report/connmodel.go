@@ -1,0 +1,127 @@
+package report
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"v6lab/internal/result"
+)
+
+// What a cell's transactions ran over, by what each completed sample
+// recorded (its marker, as the http client writes it), not by the options
+// asked for: TLS or cleartext, a kept connection (keepalive), a resumed TLS
+// session, 0-RTT. Two results that differ in these measured different
+// things, so the report says them in the tables' titles, in its notes and
+// per cell in summary.json, and compare says when two cells differ in them.
+
+// ConnFacts counts a cell's completed transactions of counted runs by what
+// their connection did.
+type ConnFacts struct {
+	// TLS is those that spoke TLS (a TLS version in the marker).
+	TLS int `json:"tls,omitempty"`
+	// Kept is those on a kept connection: no lookup, no handshake.
+	Kept int `json:"kept,omitempty"`
+	// Resumed is those whose TLS session was resumed (returning users).
+	Resumed int `json:"resumed,omitempty"`
+	// ZeroRTT is those whose request left in 0-RTT early data.
+	ZeroRTT int `json:"zero_rtt,omitempty"`
+}
+
+// addConn counts one completed sample's connection facts.
+func addConn(f **ConnFacts, smp *result.Sample) {
+	m := smp.Marker
+	tls, kept := strings.Contains(m, "TLS 1."), strings.Contains(m, "kept connection")
+	resumed, zero := strings.Contains(m, "resumed"), strings.Contains(m, "0-RTT")
+	if !tls && !kept && !resumed && !zero {
+		return
+	}
+	if *f == nil {
+		*f = &ConnFacts{}
+	}
+	(*f).TLS += b2i(tls)
+	(*f).Kept += b2i(kept)
+	(*f).Resumed += b2i(resumed)
+	(*f).ZeroRTT += b2i(zero)
+}
+
+// plus adds o's counts to f's.
+func (f *ConnFacts) plus(o *ConnFacts) {
+	f.TLS += o.TLS
+	f.Kept += o.Kept
+	f.Resumed += o.Resumed
+	f.ZeroRTT += o.ZeroRTT
+}
+
+// mergeConn adds a run's facts to its cell's.
+func mergeConn(f **ConnFacts, o *ConnFacts) {
+	if o == nil {
+		return
+	}
+	if *f == nil {
+		*f = &ConnFacts{}
+	}
+	(*f).plus(o)
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// groupConn sums a group's cells' facts and completed transactions.
+func groupConn(s *Summary, group string) (ConnFacts, int) {
+	var f ConnFacts
+	done := 0
+	for _, c := range cellsOf(s, group) {
+		done += c.Completed
+		if c.Conn != nil {
+			f.plus(c.Conn)
+		}
+	}
+	return f, done
+}
+
+// connModel settles what the samples recorded against the spec: a group
+// the spec read as cleartext whose transactions spoke TLS is not (the
+// samples are what ran), and each group that kept connections or resumed
+// sessions gets a note.
+func connModel(s *Summary) {
+	s.HTTPCleartext = slices.DeleteFunc(s.HTTPCleartext, func(g string) bool {
+		f, _ := groupConn(s, g)
+		return f.TLS > 0
+	})
+	if len(s.HTTPCleartext) == 0 {
+		s.HTTPCleartext = nil
+	}
+	for _, g := range protocols(s) {
+		f, done := groupConn(s, g)
+		if f.Kept > 0 {
+			s.Notes = append(s.Notes, fmt.Sprintf("%s kept connections (keepalive): no lookup or handshake after each user's first; %d of %d completed transactions on a kept connection", g, f.Kept, done))
+		}
+		if f.Resumed > 0 || f.ZeroRTT > 0 {
+			s.Notes = append(s.Notes, fmt.Sprintf("%s returning users: TLS resumed in %d of %d completed transactions, 0-RTT in %d of %d (its handshake is a resumed one, not a full one)", g, f.Resumed, done, f.ZeroRTT, done))
+		}
+	}
+}
+
+// connTitle is what a group's connections did, for its tables' titles:
+// "" for new connections with full handshakes.
+func connTitle(s *Summary, group string) string {
+	f, _ := groupConn(s, group)
+	var out []string
+	if f.Kept > 0 {
+		out = append(out, "kept connections")
+	}
+	if f.ZeroRTT > 0 {
+		out = append(out, "returning users, TLS resumed, 0-RTT")
+	} else if f.Resumed > 0 {
+		out = append(out, "returning users, TLS resumed")
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(out, "; ") + ")"
+}
