@@ -99,14 +99,6 @@ type Row struct {
 	// (JSON: Row.MarshalJSON writes the figures snake_case, NaN as null.)
 }
 
-// StallMetric is a survey sample's Metrics key of the stall of its pair,
-// in ms: the longest any of the survey process's goroutines waited for a
-// CPU (or a garbage collector's stop) while the pair ran. A pair whose
-// stall exceeds the threshold is v6lab's figure, not the network's: it is
-// kept but not counted, and the survey ran another pair in its place
-// (docs/survey.md).
-const StallMetric = "client_stall_ms"
-
 // Criteria are what a verdict is judged by.
 type Criteria struct {
 	// Threshold: the same when the CI lies within ±Threshold.
@@ -161,32 +153,9 @@ func Judge(s *result.Site, samples []result.Sample, c Criteria) Row {
 		r.V = timed(&r, fams, c)
 	}
 	if r.V == Undecided && r.Stalled > 0 {
-		r.Why = fmt.Sprintf("%s not counted: v6lab stalled beyond the threshold in them (its own wait for a CPU, %s); %s left", stats.Count(r.Stalled, "run"), StallMetric, stats.Count(r.Pairs, "pair"))
+		r.Why = fmt.Sprintf("%s not counted: v6lab stalled in them beyond the threshold and far beyond its other runs (its own wait for a CPU, %s); %s left", stats.Count(r.Stalled, "run"), StallMetric, stats.Count(r.Pairs, "pair"))
 	}
 	return r
-}
-
-// uncounted marks as warm-up (kept, not counted) the samples of every run
-// in which the survey process stalled beyond the threshold, and counts
-// those runs in r.Stalled.
-func uncounted(samples []result.Sample, c Criteria, r *Row) []result.Sample {
-	stalled := map[int]bool{}
-	for i := range samples {
-		if st := samples[i].Metrics[StallMetric]; !samples[i].Warmup && st > float64(c.Threshold)/1e6 {
-			stalled[samples[i].Run] = true
-		}
-	}
-	if len(stalled) == 0 {
-		return samples
-	}
-	r.Stalled = len(stalled)
-	out := slices.Clone(samples)
-	for i := range out {
-		if stalled[out[i].Run] {
-			out[i].Warmup = true
-		}
-	}
-	return out
 }
 
 func orText(a, b string) string {

@@ -322,8 +322,8 @@ func (m *measurer) pages(ctx context.Context, e Entry, s *result.Site, u *url.UR
 }
 
 // runs runs the site's pairs: Runs of them, and one more in place of each
-// counted pair (both completed) in which v6lab stalled beyond the
-// threshold, at most Runs more in all.
+// counted pair (both completed) sites.Uncounted leaves out for v6lab's own
+// stall in it, at most Runs more in all.
 func (m *measurer) runs(ctx context.Context, e Entry, g *gate, measured []path.Path, finds map[path.Path]found,
 	probes map[path.Path]load.Probe, label string) []result.Sample {
 	var st stallSource
@@ -333,18 +333,31 @@ func (m *measurer) runs(ctx context.Context, e Entry, g *gate, measured []path.P
 		st = newStallMeter()
 	}
 	var out []result.Sample
-	stalled := 0
-	for r := 0; r < m.o.Runs+stalled; r++ {
+	var stalls []float64 // the counted pairs'
+	for r := 0; r < m.wanted(stalls); r++ {
 		pair, stall, ok := m.pair(ctx, g, e, st, r, measured, finds, probes, label)
 		out = append(out, pair...)
 		if !ok {
 			return out
 		}
-		if len(pair) == 2 && pair[0].OK() && pair[1].OK() && !pair[0].Warmup && stall > time.Duration(m.o.Threshold) && stalled < m.o.Runs {
-			stalled++
+		if len(pair) == 2 && pair[0].OK() && pair[1].OK() && !pair[0].Warmup {
+			stalls = append(stalls, float64(stall)/1e6)
 		}
 	}
 	return out
+}
+
+// wanted is how many pairs a site runs, given its counted pairs' stalls
+// so far: Runs, and one more for each that sites.Uncounted leaves out, at
+// most 2 × Runs.
+func (m *measurer) wanted(stalls []float64) int {
+	n := m.o.Runs
+	for _, out := range sites.Uncounted(stalls, time.Duration(m.o.Threshold)) {
+		if out {
+			n++
+		}
+	}
+	return min(n, 2*m.o.Runs)
 }
 
 // pair runs one run's transactions, the families in its order (reversed

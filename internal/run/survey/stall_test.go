@@ -35,9 +35,9 @@ func (s *scripted) since() time.Duration {
 }
 
 // TestAStalledPairIsRunAgain: a counted pair in which v6lab stalled beyond
-// the threshold is kept, with its stall, and one more pair is run in its
-// place; a stall in the warm-up, or within the threshold, changes nothing;
-// at most Runs more pairs are run however often it stalls.
+// the threshold and far beyond the site's other pairs is kept, with its
+// stall, and one more pair is run in its place; a stall in the warm-up,
+// within the threshold, or like every other pair's changes nothing.
 func TestAStalledPairIsRunAgain(t *testing.T) {
 	const ms = time.Millisecond
 	for _, tc := range []struct {
@@ -49,10 +49,17 @@ func TestAStalledPairIsRunAgain(t *testing.T) {
 		{"warm-up", []time.Duration{500 * ms}, 4},
 		{"within the threshold", []time.Duration{0, 100 * ms}, 4},
 		{"one counted", []time.Duration{0, 0, 101 * ms}, 5},
-		{"every pair", []time.Duration{0, time.Second, time.Second, time.Second, time.Second, time.Second, time.Second, time.Second, time.Second, time.Second}, 8},
+		{"every pair alike", []time.Duration{time.Second, time.Second, time.Second, time.Second}, 4},
+		{"two of them, one after the other", []time.Duration{0, 0, 0, time.Second, 0, time.Second, 0}, 7},
+		// The pair run in place of run 3 stalls as long: two of four alike
+		// are no longer beyond the others', both count, no more is run.
+		{"the pair run again stalls alike", []time.Duration{0, 0, 0, time.Second, time.Second, 0}, 5},
 	} {
 		o := Defaults()
 		o.Runs, o.Warmup, o.Threshold = 4, 1, proto.Duration(100*ms)
+		if tc.what == "two of them, one after the other" {
+			o.Runs = 5
+		}
 		src := &scripted{stalls: tc.stalls}
 		m := &measurer{o: o, pacer: newPacer(1_000_000), stalls: func() stallSource { return src }}
 		finds := map[path.Path]found{path.IPv4: {fam: result.SiteFamily{Connected: true}}, path.IPv6: {fam: result.SiteFamily{Connected: true}}}
