@@ -320,7 +320,7 @@ func TestLabUpSitesServesTheSitesToTheClientHost(t *testing.T) {
 // (two CPUs, sixteen sites at once), a pair is run again only when its
 // stall lies far beyond the site's other pairs' (sites.Uncounted): of 20
 // dual-stacked sites' counted pairs, at most one in four is run again
-// (under the suite's own load, 2026-11-27: 3 in 100). A rule of the
+// (beside other tests, 2026-11-27: 5 of 100). A rule of the
 // threshold alone ran again every pair it could.
 func TestASurveyAtTheDefaultThresholdRunsFewPairsAgain(t *testing.T) {
 	testutil.RequireRoot(t, "a lab of sites needs a network namespace")

@@ -91,8 +91,8 @@ type Row struct {
 	Pairs  int        `json:"-"`
 	DiffMS float64    `json:"-"`
 	CI     [2]float64 `json:"-"`
-	// Stalled is how many runs were not counted because the survey
-	// process stalled beyond the threshold in them (StallMetric).
+	// Stalled is how many runs were not counted for the survey process's
+	// own stall in them (StallMetric; Uncounted).
 	Stalled int `json:"-"`
 	// Objects names the objects that failed over one family only.
 	Objects []string `json:"objects,omitempty"`
