@@ -319,9 +319,9 @@ func TestLabUpSitesServesTheSitesToTheClientHost(t *testing.T) {
 // threshold, where a stall of v6lab's of a millisecond or more is common
 // (two CPUs, sixteen sites at once), a pair is run again only when its
 // stall lies far beyond the site's other pairs' (sites.Uncounted): of 20
-// dual-stacked sites' counted pairs, at most one in four is run again
-// (beside other tests, 2026-11-27: 5 of 100). A rule of the
-// threshold alone ran again every pair it could.
+// dual-stacked sites' 100 counted pairs, fewer than 40 are run again
+// (beside other tests at a load of 5 to 8, 2026-11-27: 3 to 18). The rule
+// of the threshold alone ran every one again, and more (120).
 func TestASurveyAtTheDefaultThresholdRunsFewPairsAgain(t *testing.T) {
 	testutil.RequireRoot(t, "a lab of sites needs a network namespace")
 	bin := buildBinary(t)
@@ -352,8 +352,8 @@ func TestASurveyAtTheDefaultThresholdRunsFewPairsAgain(t *testing.T) {
 	for _, n := range runs {
 		pairs += n
 	}
-	if counted := 20 * 5; len(runs) != 20 || unstamped > 0 || pairs-20*6 > counted/4 {
-		t.Errorf("%d sites, %d samples without %s; %d pairs run again, more than one in four of %d", len(runs), unstamped, sites.StallMetric, pairs-20*6, counted)
+	if counted := 20 * 5; len(runs) != 20 || unstamped > 0 || pairs-20*6 >= counted*2/5 {
+		t.Errorf("%d sites, %d samples without %s; %d pairs run again, 40 or more of %d", len(runs), unstamped, sites.StallMetric, pairs-20*6, counted)
 	}
 	t.Logf("%d pairs run again of %d counted", pairs-20*6, 20*5)
 }
