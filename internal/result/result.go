@@ -77,6 +77,16 @@ type Sample struct {
 	// cell that names its HTTP version: http/1.1, h2 (ALPN), h2c (by
 	// prior knowledge) or h3 (QUIC).
 	Negotiated string `json:"negotiated,omitempty"`
+	// What the transaction's connection did, as typed fields (the marker
+	// says it in words; the report's labels and compare read these):
+	// TLS is the TLS version it spoke ("TLS 1.3"), Kept that it ran on a
+	// connection kept from the user's earlier transaction (no lookup, no
+	// handshake), Resumed that its TLS session was resumed, ZeroRTT that
+	// its request left in 0-RTT early data.
+	TLS     string `json:"tls,omitempty"`
+	Kept    bool   `json:"kept,omitempty"`
+	Resumed bool   `json:"resumed,omitempty"`
+	ZeroRTT bool   `json:"zero_rtt,omitempty"`
 	// Marker is the completion marker seen (e.g. "200 OK" with every byte),
 	// empty when the transaction did not complete.
 	Marker string `json:"marker,omitempty"`
