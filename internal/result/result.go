@@ -124,15 +124,24 @@ func (s *Sample) OK() bool { return s.Err == "" }
 // Total is the response time.
 func (s *Sample) Total() time.Duration { return time.Duration(s.TotalNS) }
 
+// RewarmIndex is the run number and seq of the re-warm run before the
+// plan's step seq (negative: no run of the plan has it).
+func RewarmIndex(seq int) int { return -1 - seq }
+
 // Run records one run of one cell: its place in the order and its outcome.
 type Run struct {
-	Kind      string    `json:"kind"`
-	Cell      string    `json:"cell"`
-	Protocol  string    `json:"proto"`
-	Path      string    `json:"path"`
-	Conns     int       `json:"conns"`
-	Run       int       `json:"run"`
-	Warmup    bool      `json:"warmup,omitempty"`
+	Kind     string `json:"kind"`
+	Cell     string `json:"cell"`
+	Protocol string `json:"proto"`
+	Path     string `json:"path"`
+	Conns    int    `json:"conns"`
+	Run      int    `json:"run"`
+	Warmup   bool   `json:"warmup,omitempty"`
+	// Rewarm marks a warm-up a resumed experiment ran again before a
+	// cell's first counted run in the new process (its connections,
+	// sessions and caches are cold again): no step of the plan, its Run
+	// and Seq are RewarmIndex of the step it preceded.
+	Rewarm    bool      `json:"rewarm,omitempty"`
 	Seq       int       `json:"seq"`
 	Start     time.Time `json:"start"`
 	End       time.Time `json:"end"`
