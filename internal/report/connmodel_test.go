@@ -143,3 +143,15 @@ func TestConnLabelsReadTypedFieldsNotWords(t *testing.T) {
 		t.Errorf("http_cleartext %q: the words TLS 1.3 in a marker made it TLS", s.HTTPCleartext)
 	}
 }
+
+// TestGroupNamesSayTheVersion: titles name a group's HTTP version; the h2c
+// group is HTTP/2 (h2c), never the label upper-cased into "HTTP/H2C"
+// (trial4 F19).
+func TestGroupNamesSayTheVersion(t *testing.T) {
+	s := &Summary{HTTPVersions: map[string]string{"http": "1.1", "http/2": "2", "http/h2c": "2", "web/h2c": "2", "mine": "3"}}
+	for group, want := range map[string]string{"http": "HTTP/1.1", "http/2": "HTTP/2", "http/h2c": "HTTP/2 (h2c)", "web/h2c": "WEB/2 (h2c)", "mine": "MINE/3", "ftp": "FTP"} {
+		if got := groupTitle(s, group); got != want {
+			t.Errorf("group %s titled %q, want %q", group, got, want)
+		}
+	}
+}
