@@ -76,9 +76,9 @@ type Row struct {
 	Name  string  `json:"name"`
 	V     Verdict `json:"verdict"`
 	// Why says what decided a verdict other than a time's.
-	Why     string `json:"why,omitempty"`
-	A       bool   `json:"a"`
-	AAAA    bool   `json:"aaaa"`
+	Why  string `json:"why,omitempty"`
+	A    bool   `json:"a"`
+	AAAA bool   `json:"aaaa"`
 	// Version is the HTTP version the families' page times were compared
 	// over: empty for a site not timed over both (no pair of runs).
 	Version string `json:"version,omitempty"`
