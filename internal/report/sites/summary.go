@@ -126,6 +126,8 @@ type aggregator struct {
 	problems     []Row
 	problemCount int
 	versions     map[string]int
+	// stalledRuns of stalledSites were left out for v6lab's own stalls.
+	stalledRuns, stalledSites int
 }
 
 func newAggregator() *aggregator { return &aggregator{counts: map[Verdict]int{}} }
@@ -152,6 +154,10 @@ func (a *aggregator) add(r Row) {
 	}
 	if r.V.DualStacked() && !math.IsNaN(r.ConnectMS[0]) && !math.IsNaN(r.ConnectMS[1]) {
 		a.connects = append(a.connects, r.ConnectMS)
+	}
+	if r.Stalled > 0 {
+		a.stalledRuns += r.Stalled
+		a.stalledSites++
 	}
 	if !r.V.Timed() || r.V == Undecided {
 		a.problemCount++
@@ -195,6 +201,9 @@ func (a *aggregator) finish(s *Summary) {
 	s.HTTPVersions = a.versions
 	if a.problemCount > len(a.problems) {
 		s.Notes = append(s.Notes, "the reports name the first "+itoa(len(a.problems))+" of "+itoa(a.problemCount)+" sites without a timed verdict; results.csv has every site")
+	}
+	if a.stalledRuns > 0 {
+		s.Notes = append(s.Notes, stats.Count(a.stalledRuns, "run")+" of "+stats.Count(a.stalledSites, "site")+" not counted: v6lab stalled in them beyond the threshold and far beyond the site's other runs ("+StallMetric+"; another run was made in each one's place: survey.md, \"v6lab's own stalls\")")
 	}
 }
 

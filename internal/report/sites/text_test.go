@@ -85,3 +85,25 @@ func TestReportsSayTheHTTPVersionCompared(t *testing.T) {
 		t.Errorf("versions text %q", got)
 	}
 }
+
+// TestSummaryNotesTheRunsLeftOutForStalls: the summary (and so report.txt
+// and report.html) says how many runs of how many sites were not counted
+// for v6lab's own stalls; none, no note.
+func TestSummaryNotesTheRunsLeftOutForStalls(t *testing.T) {
+	a := newAggregator()
+	a.add(Row{V: Same, Stalled: 2})
+	a.add(Row{V: Undecided, Stalled: 1})
+	a.add(Row{V: Slower, DiffMS: 5})
+	s := &Summary{}
+	a.finish(s)
+	if len(s.Notes) != 1 || !strings.HasPrefix(s.Notes[0], "3 runs of 2 sites not counted: v6lab stalled in them") {
+		t.Errorf("notes %q", s.Notes)
+	}
+	a = newAggregator()
+	a.add(Row{V: Same})
+	s = &Summary{}
+	a.finish(s)
+	if len(s.Notes) != 0 {
+		t.Errorf("no stalls: notes %q", s.Notes)
+	}
+}

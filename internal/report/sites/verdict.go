@@ -93,6 +93,9 @@ type Row struct {
 	Pairs  int        `json:"-"`
 	DiffMS float64    `json:"-"`
 	CI     [2]float64 `json:"-"`
+	// Stalled is how many runs were not counted for the survey process's
+	// own stall in them (StallMetric; Uncounted).
+	Stalled int `json:"-"`
 	// Objects names the objects that failed over one family only.
 	Objects []string `json:"objects,omitempty"`
 	// (JSON: Row.MarshalJSON writes the figures snake_case, NaN as null.)
@@ -146,13 +149,16 @@ func Judge(s *result.Site, samples []result.Sample, c Criteria) Row {
 		r.V, r.Why = IPv6Only, lookupErr[0]
 		return r
 	}
-	fams := families(s, samples, &r)
+	fams := families(s, uncounted(samples, c, &r), &r)
 	r.V, r.Why = judgeFamilies(s, fams, &r)
 	if r.V == "" {
 		r.V = timed(&r, fams, c)
 	}
 	if r.Pairs > 0 {
 		r.Version = s.Version // what both families were timed over
+	}
+	if r.V == Undecided && r.Stalled > 0 {
+		r.Why = fmt.Sprintf("%s not counted: v6lab stalled in them beyond the threshold and far beyond its other runs (its own wait for a CPU, %s); %s left", stats.Count(r.Stalled, "run"), StallMetric, stats.Count(r.Pairs, "pair"))
 	}
 	return r
 }
