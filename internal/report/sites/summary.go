@@ -43,6 +43,10 @@ type Summary struct {
 	Shares []Share `json:"shares"`
 	Dual   []Share `json:"dual_stacked"`
 	Study  Study   `json:"study"`
+	// HTTPVersions counts the sites timed over both families by the HTTP
+	// version their page fetches spoke ("2": 11): what the shares and
+	// the study's measures are of.
+	HTTPVersions map[string]int `json:"http_versions,omitempty"`
 	// DiffCDF is the CDF of the per-site mean paired difference
 	// (ipv6 - ipv4, ms) of the sites with a timed verdict: 101 quantiles,
 	// from the smallest to the largest.
@@ -121,6 +125,7 @@ type aggregator struct {
 	connects     [][2]float64
 	problems     []Row
 	problemCount int
+	versions     map[string]int
 	// stalledRuns of stalledSites were left out for v6lab's own stalls.
 	stalledRuns, stalledSites int
 }
@@ -130,6 +135,12 @@ func newAggregator() *aggregator { return &aggregator{counts: map[Verdict]int{}}
 func (a *aggregator) add(r Row) {
 	a.judged++
 	a.counts[r.V]++
+	if r.Version != "" {
+		if a.versions == nil {
+			a.versions = map[string]int{}
+		}
+		a.versions[r.Version]++
+	}
 	if r.V.Timed() && !math.IsNaN(r.DiffMS) {
 		a.diffs = append(a.diffs, r.DiffMS)
 		if r.DiffMS < 0 {
@@ -187,6 +198,7 @@ func (a *aggregator) finish(s *Summary) {
 	s.DiffCDF = quantiles(a.diffs)
 	s.WhatIf = whatIf(a.connects)
 	s.Problems = a.problems
+	s.HTTPVersions = a.versions
 	if a.problemCount > len(a.problems) {
 		s.Notes = append(s.Notes, "the reports name the first "+itoa(len(a.problems))+" of "+itoa(a.problemCount)+" sites without a timed verdict; results.csv has every site")
 	}
