@@ -3,6 +3,7 @@ package http
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -49,8 +50,9 @@ type h2conn struct {
 	err         error  // the connection's end: no stream opens after it
 	goaway      string // the server's GOAWAY, when it sent one: no stream opens after it
 
-	rd   h2reader        // the reading transaction's
-	sock syscall.RawConn // the TCP socket, asked whether bytes wait (nil: none)
+	rd     h2reader        // the reading transaction's
+	sock   syscall.RawConn // the TCP socket, asked whether bytes wait (nil: none)
+	sealed bool            // TLS: records read off the socket may wait in it, unseen by the socket's peek
 }
 
 // h2stream is one request and its reply.
@@ -96,6 +98,7 @@ func newH2Conn(conn, raw net.Conn) *h2conn {
 	h.rd.dec = hpack.NewDecoder(4096, h.rd.emit)
 	h.rd.dec.SetMaxStringLength(MaxHeaderBytes)
 	h.sock = socketOf(raw)
+	_, h.sealed = conn.(*tls.Conn)
 	return h
 }
 
@@ -169,8 +172,8 @@ func (h *h2conn) drain() {
 	if h.rd.br == nil || !h.waiting() {
 		return
 	}
-	_ = h.raw.SetReadDeadline(time.Now().Add(drainWait))
 	for h.failed() == nil && h.waiting() {
+		_ = h.raw.SetReadDeadline(time.Now().Add(drainWait)) // after waiting's, over TLS
 		if err := h.readFrame(); err != nil {
 			if !errors.Is(err, os.ErrDeadlineExceeded) {
 				h.readFailed(err)
@@ -195,7 +198,7 @@ const drainWait = 10 * time.Millisecond
 
 // waiting says whether bytes wait to be read, or the server's close: in
 // the buffer, or the socket's, peeked at (without a socket to ask,
-// perhaps: a read with a deadline tells).
+// perhaps: a read with a deadline tells), or in the TLS layer's.
 func (h *h2conn) waiting() bool {
 	if h.rd.br.Buffered() > 0 {
 		return true
@@ -209,7 +212,18 @@ func (h *h2conn) waiting() bool {
 		n, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
 		wait = n > 0 || err == nil // a byte, or the server's close (read: it ends the connection)
 	})
-	return wait
+	return wait || h.sealed && h.unsealed()
+}
+
+// unsealed says whether the TLS layer holds a record it read off the
+// socket with the last reply's (a GOAWAY sent right after it, in the same
+// TCP segment): a read that may not wait takes it into the buffer. No
+// system call: the expired deadline stops the read before the socket's.
+func (h *h2conn) unsealed() bool {
+	_ = h.raw.SetReadDeadline(time.Unix(1, 0))
+	_, err := h.rd.br.Peek(1)
+	_ = h.raw.SetReadDeadline(time.Time{})
+	return !errors.Is(err, os.ErrDeadlineExceeded)
 }
 
 // readFailed ends the connection after a read failed (the server's close

@@ -3,6 +3,7 @@ package http
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"io"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"v6lab/internal/proto"
 
 	"golang.org/x/net/http2/hpack"
 )
@@ -460,5 +462,77 @@ func TestH2ConnIdleClose(t *testing.T) {
 	}
 	if err := wait(t, runAsync(h, testStream("/next"))); err == nil || !strings.Contains(err.Error(), "closed the connection") {
 		t.Fatalf("error %v, want the server's close", err)
+	}
+}
+
+// heldConn passes writes through until held, then keeps them for one
+// write: what a server sends as separate TLS records reaches the client
+// in one TCP segment.
+type heldConn struct {
+	net.Conn
+	hold bool
+	buf  []byte
+}
+
+func (c *heldConn) Write(p []byte) (int, error) {
+	if c.hold {
+		c.buf = append(c.buf, p...)
+		return len(p), nil
+	}
+	return c.Conn.Write(p)
+}
+
+// TestH2ConnGoAwayInTheLastReplysSegment: a GOAWAY the server sends right
+// after the last reply, in its own TLS record but the same TCP segment,
+// is read off the socket with the reply and waits in the TLS layer, where
+// the socket's peek cannot see it. The kept connection must still be
+// found going away before its next use, not fail its next transaction.
+func TestH2ConnGoAwayInTheLastReplysSegment(t *testing.T) {
+	cfg, err := proto.SelfSigned([]string{"h2.test"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.NextProtos = []string{"h2"}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		held := &heldConn{Conn: c}
+		s := tls.Server(held, cfg)
+		if s.Handshake() != nil {
+			return
+		}
+		go io.Copy(io.Discard, s)
+		held.hold = true
+		s.Write(append(settings0, frameOf(frameHeaders, flagEndHeaders|flagEndStream, 1, []byte{0x88})...)) // :status 200
+		s.Write(frameOf(frameGoAway, 0, 0, []byte{0, 0, 0, 1, 0, 0, 0, 0}))
+		c.Write(held.buf)
+		time.Sleep(10 * time.Second) // open, as a server draining its last streams is
+	}()
+	raw, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := tls.Client(raw, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
+	if err := c.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	h := newH2Conn(c, raw)
+	defer h.close()
+	if err := wait(t, runAsync(h, testStream("/"))); err != nil {
+		t.Fatal(err)
+	}
+	if h.alive() {
+		t.Fatal("the connection is alive after the server's GOAWAY came with the last reply")
+	}
+	if err := wait(t, runAsync(h, testStream("/next"))); err == nil || !strings.Contains(err.Error(), "GOAWAY (NO_ERROR) before /next was requested") {
+		t.Fatalf("error %v, want the GOAWAY named before any stream opened", err)
 	}
 }
