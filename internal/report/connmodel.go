@@ -9,16 +9,17 @@ import (
 )
 
 // What a cell's transactions ran over, by what each completed sample
-// recorded (its marker, as the http client writes it), not by the options
-// asked for: TLS or cleartext, a kept connection (keepalive), a resumed TLS
-// session, 0-RTT. Two results that differ in these measured different
-// things, so the report says them in the tables' titles, in its notes and
-// per cell in summary.json, and compare says when two cells differ in them.
+// recorded (its typed fields tls, kept, resumed, zero_rtt, which the http
+// client sets beside the marker's words), not by the options asked for:
+// TLS or cleartext, a kept connection (keepalive), a resumed TLS session,
+// 0-RTT. Two results that differ in these measured different things, so
+// the report says them in the tables' titles, in its notes and per cell in
+// summary.json, and compare says when two cells differ in them.
 
 // ConnFacts counts a cell's completed transactions of counted runs by what
 // their connection did.
 type ConnFacts struct {
-	// TLS is those that spoke TLS (a TLS version in the marker).
+	// TLS is those that spoke TLS (the sample's tls).
 	TLS int `json:"tls,omitempty"`
 	// Kept is those on a kept connection: no lookup, no handshake.
 	Kept int `json:"kept,omitempty"`
@@ -30,19 +31,17 @@ type ConnFacts struct {
 
 // addConn counts one completed sample's connection facts.
 func addConn(f **ConnFacts, smp *result.Sample) {
-	m := smp.Marker
-	tls, kept := strings.Contains(m, "TLS 1."), strings.Contains(m, "kept connection")
-	resumed, zero := strings.Contains(m, "resumed"), strings.Contains(m, "0-RTT")
-	if !tls && !kept && !resumed && !zero {
+	tls := smp.TLS != ""
+	if !tls && !smp.Kept && !smp.Resumed && !smp.ZeroRTT {
 		return
 	}
 	if *f == nil {
 		*f = &ConnFacts{}
 	}
 	(*f).TLS += b2i(tls)
-	(*f).Kept += b2i(kept)
-	(*f).Resumed += b2i(resumed)
-	(*f).ZeroRTT += b2i(zero)
+	(*f).Kept += b2i(smp.Kept)
+	(*f).Resumed += b2i(smp.Resumed)
+	(*f).ZeroRTT += b2i(smp.ZeroRTT)
 }
 
 // plus adds o's counts to f's.

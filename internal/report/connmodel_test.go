@@ -11,8 +11,8 @@ import (
 
 // versionsFile is a result of an http cell group over HTTP/1.1 and /2 as
 // an experiment's header records it (spec: the given groups' JSON), with
-// each sample's marker.
-func versionsFile(t *testing.T, spec string, marker1, marker2 string) *result.File {
+// each sample's connection as conn1 and conn2 set it.
+func versionsFile(t *testing.T, spec string, conn1, conn2 func(*result.Sample)) *result.File {
 	t.Helper()
 	f := build(baseMS, otherMS)
 	var sp any
@@ -22,9 +22,11 @@ func versionsFile(t *testing.T, spec string, marker1, marker2 string) *result.Fi
 	f.Header.Spec = sp
 	n := len(f.Samples)
 	for i := range n {
-		f.Samples[i].Marker, f.Samples[i].Negotiated = marker1, "http/1.1"
+		f.Samples[i].Negotiated = "http/1.1"
 		s := f.Samples[i]
-		s.Cell, s.Protocol, s.Marker, s.Negotiated = strings.Replace(s.Cell, "http", "http/2", 1), "http/2", marker2, "h2"
+		conn1(&f.Samples[i])
+		s.Cell, s.Protocol, s.Negotiated = strings.Replace(s.Cell, "http", "http/2", 1), "http/2", "h2"
+		conn2(&s)
 		f.Samples = append(f.Samples, s)
 	}
 	for _, r := range slices.Clone(f.Runs) {
@@ -34,7 +36,19 @@ func versionsFile(t *testing.T, spec string, marker1, marker2 string) *result.Fi
 	return f
 }
 
-const tlsMarker = "200 OK, 4 objects, TLS 1.3 TLS_AES_128_GCM_SHA256 X25519"
+// Connections as the http client records them: in the marker's words and
+// in the typed fields the report reads.
+var (
+	tlsConn = func(s *result.Sample) {
+		s.Marker, s.TLS = "200 OK, 4 objects, TLS 1.3 TLS_AES_128_GCM_SHA256 X25519 full handshake", "TLS 1.3"
+	}
+	plainConn = func(s *result.Sample) { s.Marker = "200 OK, 4 objects" }
+	keptConn  = func(s *result.Sample) { s.Marker, s.Kept = "200 OK, 4 objects, h2, kept connection", true }
+	zeroConn  = func(s *result.Sample) {
+		s.Marker = "200 OK, 4 objects, h3, QUIC v1, 0-RTT, TLS 1.3 X25519 resumed"
+		s.TLS, s.Resumed, s.ZeroRTT = "TLS 1.3", true, true
+	}
+)
 
 // TestHTTPCleartextFollowsWhatRan: an HTTP/1.1 group is called cleartext
 // only when it ran so: web2026's groups are tls: true and were labelled
@@ -45,15 +59,16 @@ func TestHTTPCleartextFollowsWhatRan(t *testing.T) {
 		return `{"label":"` + label + `","protocol":"http","http_version":"` + v + `","paths":["ipv4","ipv6"],"conns":[2],"runs":10` + extra + `}`
 	}
 	for _, tc := range []struct {
-		name, spec, marker string
-		cleartext          []string
+		name, spec string
+		conn       func(*result.Sample)
+		cleartext  []string
 	}{
-		{"tls: true", `{"cells":[` + group("http", "1.1", `,"tls":true`) + `,` + group("http/2", "2", `,"tls":true`) + `]}`, "200 OK", nil},
-		{"https url (a probe's params)", `{"cells":[` + group("http", "1.1", `,"params":{"url":"https://x.test/"}`) + `,` + group("http/2", "2", `,"tls":true`) + `]}`, "200 OK", nil},
-		{"samples spoke TLS", `{"cells":[` + group("http", "1.1", "") + `,` + group("http/2", "2", `,"tls":true`) + `]}`, tlsMarker, nil},
-		{"really cleartext", `{"cells":[` + group("http", "1.1", "") + `,` + group("http/2", "2", `,"tls":true`) + `]}`, "200 OK, 4 objects", []string{"http"}},
+		{"tls: true", `{"cells":[` + group("http", "1.1", `,"tls":true`) + `,` + group("http/2", "2", `,"tls":true`) + `]}`, plainConn, nil},
+		{"https url (a probe's params)", `{"cells":[` + group("http", "1.1", `,"params":{"url":"https://x.test/"}`) + `,` + group("http/2", "2", `,"tls":true`) + `]}`, plainConn, nil},
+		{"samples spoke TLS", `{"cells":[` + group("http", "1.1", "") + `,` + group("http/2", "2", `,"tls":true`) + `]}`, tlsConn, nil},
+		{"really cleartext", `{"cells":[` + group("http", "1.1", "") + `,` + group("http/2", "2", `,"tls":true`) + `]}`, plainConn, []string{"http"}},
 	} {
-		s := Summarize(versionsFile(t, tc.spec, tc.marker, tlsMarker))
+		s := Summarize(versionsFile(t, tc.spec, tc.conn, tlsConn))
 		if !slices.Equal(s.HTTPCleartext, tc.cleartext) {
 			t.Errorf("%s: http_cleartext %q, want %q", tc.name, s.HTTPCleartext, tc.cleartext)
 		}
@@ -74,7 +89,7 @@ func TestHTTPCleartextFollowsWhatRan(t *testing.T) {
 // (trial4 F3).
 func TestKeptAndResumedAreSaid(t *testing.T) {
 	spec := `{"cells":[{"label":"http","protocol":"http","http_version":"1.1","tls":true},{"label":"http/2","protocol":"http","http_version":"2","tls":true}]}`
-	s := Summarize(versionsFile(t, spec, tlsMarker, "200 OK, 4 objects, h2, kept connection"))
+	s := Summarize(versionsFile(t, spec, tlsConn, keptConn))
 	if got := groupTitle(s, "http/2"); got != "HTTP/2 (kept connections)" {
 		t.Errorf("kept group titled %q", got)
 	}
@@ -94,11 +109,49 @@ func TestKeptAndResumedAreSaid(t *testing.T) {
 		t.Errorf("cell json %s", b)
 	}
 
-	s = Summarize(versionsFile(t, spec, tlsMarker, "200 OK, 4 objects, h3, QUIC v1, 0-RTT, TLS 1.3 X25519 resumed"))
+	s = Summarize(versionsFile(t, spec, tlsConn, zeroConn))
 	if got := groupTitle(s, "http/2"); got != "HTTP/2 (returning users, TLS resumed, 0-RTT)" {
 		t.Errorf("resumed group titled %q", got)
 	}
 	if notes := strings.Join(s.Notes, "\n"); !strings.Contains(notes, "http/2 returning users: TLS resumed in 40 of 40 completed transactions, 0-RTT in 40 of 40") {
 		t.Errorf("notes %q", s.Notes)
+	}
+}
+
+// TestConnLabelsReadTypedFieldsNotWords: the labels come from the
+// samples' typed fields, so a marker worded otherwise (here: none of the
+// words the report once looked for) still gets them, and a marker that
+// merely says the words does not.
+func TestConnLabelsReadTypedFieldsNotWords(t *testing.T) {
+	spec := `{"cells":[{"label":"http","protocol":"http","http_version":"1.1"},{"label":"http/2","protocol":"http","http_version":"2","tls":true}]}`
+	reworded := func(s *result.Sample) {
+		s.Marker = "200 OK, 4 objects, h3, reused, early data, TLSv1.3 session ticket"
+		s.TLS, s.Kept, s.Resumed, s.ZeroRTT = "TLS 1.3", true, true, true
+	}
+	words := func(s *result.Sample) { s.Marker = "200 OK, 4 objects, TLS 1.3 resumed, 0-RTT, kept connection" }
+	s := Summarize(versionsFile(t, spec, words, reworded))
+	if got := groupTitle(s, "http/2"); got != "HTTP/2 (kept connections; returning users, TLS resumed, 0-RTT)" {
+		t.Errorf("reworded markers' group titled %q", got)
+	}
+	if got := groupTitle(s, "http"); got != "HTTP/1.1" {
+		t.Errorf("a group whose markers only say the words titled %q", got)
+	}
+	if c := cellsOf(s, "http")[0]; c.Conn != nil {
+		t.Errorf("connection facts read from the marker's words: %+v", c.Conn)
+	}
+	if !slices.Equal(s.HTTPCleartext, []string{"http"}) {
+		t.Errorf("http_cleartext %q: the words TLS 1.3 in a marker made it TLS", s.HTTPCleartext)
+	}
+}
+
+// TestGroupNamesSayTheVersion: titles name a group's HTTP version; the h2c
+// group is HTTP/2 (h2c), never the label upper-cased into "HTTP/H2C"
+// (trial4 F19).
+func TestGroupNamesSayTheVersion(t *testing.T) {
+	s := &Summary{HTTPVersions: map[string]string{"http": "1.1", "http/2": "2", "http/h2c": "2", "web/h2c": "2", "mine": "3"}}
+	for group, want := range map[string]string{"http": "HTTP/1.1", "http/2": "HTTP/2", "http/h2c": "HTTP/2 (h2c)", "web/h2c": "WEB/2 (h2c)", "mine": "MINE/3", "ftp": "FTP"} {
+		if got := groupTitle(s, group); got != want {
+			t.Errorf("group %s titled %q, want %q", group, got, want)
+		}
 	}
 }

@@ -160,7 +160,13 @@ func plots(s *Summary, proto string) []*plot {
 	for _, n := range conns {
 		out = append(out, cdfPlot(proto, cells, n))
 	}
-	return append(out, whatIfPlots(proto, cells)...)
+	out = append(out, whatIfPlots(proto, cells)...)
+	if name := groupName(s, proto); name != strings.ToUpper(proto) {
+		for _, p := range out { // "HTTP/2 (h2c): …", not "HTTP/H2C: …"
+			p.Title = strings.Replace(p.Title, strings.ToUpper(proto), name, 1)
+		}
+	}
+	return out
 }
 
 // meanPlots are the mean response time per path against connections,

@@ -217,7 +217,7 @@ func TestDifferenceCIsAcrossProtocols(t *testing.T) {
 	if !ok || len(sec.Rows) != 2 || strings.Join(sec.Head, " ") != "protocol path 2 10" {
 		t.Fatalf("%+v", sec)
 	}
-	if sec.Rows[0][0] != "FTP" || sec.Rows[0][2] != "N/A" || sec.Rows[1][3] != "N/A" {
+	if sec.Rows[0][0] != "FTP" || sec.Rows[0][2] != "n/a (not measured)" || sec.Rows[1][3] != "n/a (not measured)" {
 		t.Errorf("rows %v", sec.Rows)
 	}
 	c := s.Comparisons[0]

@@ -34,6 +34,7 @@ type Summarizer struct {
 	runNotes   []string
 	unrecorded []runKey
 	leftOut    int
+	rewarms    int // re-warm runs of resumes (result.Run.Rewarm)
 	finished   int // run records of finished runs (not interrupted)
 	wire       wireTally
 	late       lateTally
@@ -112,15 +113,22 @@ func (z *Summarizer) Run(r *result.Run) {
 		z.runs[k] = a
 	}
 	a.recorded, a.warmup, a.skipped, a.seconds = true, r.Warmup, r.Err, r.End.Sub(r.Start).Seconds()
-	if r.Err != "interrupted" {
+	if r.Err != "interrupted" && !r.Rewarm {
 		z.finished++
 	}
 	c := z.cell(k.cell)
 	if r.Background != nil && r.Err == "" && !r.Warmup {
 		c.background(r.Background)
 	}
+	if r.Rewarm {
+		z.rewarms++
+	}
 	if r.Err != "" {
-		z.runNotes = append(z.runNotes, "run "+itoa(r.Run)+" of "+r.Cell+" left out: "+r.Err)
+		which := "run " + itoa(r.Run)
+		if r.Rewarm {
+			which = "a re-warm run"
+		}
+		z.runNotes = append(z.runNotes, which+" of "+r.Cell+" left out: "+r.Err)
 		if !r.Warmup {
 			z.leftOut++
 		}
@@ -207,6 +215,9 @@ func (z *Summarizer) Finish() *Summary {
 		HTTPVersions: z.spec.versions, HTTPCleartext: z.spec.cleartext, IPLiteral: z.spec.literal,
 		SampleEvery: h.SampleEvery}
 	s.Notes = append(s.Notes, z.wire.notes()...)
+	if z.rewarms > 0 {
+		s.Notes = append(s.Notes, fmt.Sprintf("resumed: %d re-warm runs (not counted) warmed each cell again before its first counted run in the resuming process (its connections, sessions and caches were cold)", z.rewarms))
+	}
 	if z.spec.planned > 0 && z.finished < z.spec.planned {
 		s.Partial = &Partial{RunsDone: z.finished, RunsPlanned: z.spec.planned, Resume: resumeHint("", len(h.Merged) > 0)}
 	}

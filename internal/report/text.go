@@ -338,9 +338,9 @@ func DifferenceCIs(s *Summary) (section, bool) {
 	for _, proto := range protos {
 		cmps := comparisonsOf(s, proto)
 		for _, p := range pathsOfCmp(cmps) {
-			row := []string{strings.ToUpper(proto), p}
+			row := []string{groupName(s, proto), p}
 			for _, n := range conns {
-				v := "N/A"
+				v := "n/a (not measured)"
 				for _, c := range cmps {
 					if c.Path == p && c.Conns == n {
 						v = optRange(c.CI95DiffMS, c.NA["ci95_diff_ms"], " to ")
@@ -392,11 +392,23 @@ func sections(s *Summary, proto string) []section {
 // groupTitle names a cell group in its tables' titles: HTTP/2 for an http
 // group that spoke it, though its label says http only.
 func groupTitle(s *Summary, group string) string {
-	title := strings.ToUpper(group)
-	if v := s.HTTPVersions[group]; v != "" && !strings.Contains(group, "/") {
-		title += "/" + v
+	return groupName(s, group) + connTitle(s, group)
+}
+
+// groupName is a cell group's name in titles: upper case, with the HTTP
+// version it names ("HTTP/1.1", "HTTP/2", "WEB/3"); the h2c group
+// LABEL/h2c is "LABEL/2 (h2c)", never "LABEL/H2C".
+func groupName(s *Summary, group string) string {
+	v := s.HTTPVersions[group]
+	switch label, tag, cut := strings.Cut(group, "/"); {
+	case v == "":
+		return strings.ToUpper(group)
+	case cut && tag == "h2c":
+		return strings.ToUpper(label) + "/" + v + " (h2c)"
+	case !cut:
+		return strings.ToUpper(group) + "/" + v
 	}
-	return title + connTitle(s, group)
+	return strings.ToUpper(group)
 }
 
 // meansSection is the mean response time (a trial's transfer time) per

@@ -302,6 +302,14 @@ func (d *fastDec) field(key []byte, s *Sample) (uint32, bool) {
 		return 1 << 24, d.metrics(&s.Metrics)
 	case "negotiated":
 		return 1 << 25, d.internField(&s.Negotiated)
+	case "tls":
+		return 1 << 26, d.internField(&s.TLS)
+	case "kept":
+		return 1 << 27, d.boolField(&s.Kept)
+	case "resumed":
+		return 1 << 28, d.boolField(&s.Resumed)
+	case "zero_rtt":
+		return 1 << 29, d.boolField(&s.ZeroRTT)
 	}
 	return 0, false
 }

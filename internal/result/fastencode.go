@@ -48,6 +48,10 @@ func appendSample(b []byte, s *Sample) ([]byte, bool) {
 	b = appendIntField(b, `,"bytes_in":`, s.BytesIn, false)
 	b = appendIntField(b, `,"bytes_out":`, s.BytesOut, false)
 	b = appendStrField(b, `,"negotiated":`, s.Negotiated, true)
+	b = appendStrField(b, `,"tls":`, s.TLS, true)
+	b = appendBoolField(b, `,"kept":true`, s.Kept)
+	b = appendBoolField(b, `,"resumed":true`, s.Resumed)
+	b = appendBoolField(b, `,"zero_rtt":true`, s.ZeroRTT)
 	b = appendStrField(b, `,"marker":`, s.Marker, true)
 	b = appendStrField(b, `,"err":`, s.Err, true)
 	b = appendStrField(b, `,"err_kind":`, string(s.ErrKind), true)
@@ -97,6 +101,15 @@ func appendFloat(b []byte, f float64) []byte {
 			b[n-2] = b[n-1]
 			b = b[:n-1]
 		}
+	}
+	return b
+}
+
+// appendBoolField appends field (key and true) when v is set: an
+// omitempty bool.
+func appendBoolField(b []byte, field string, v bool) []byte {
+	if v {
+		return append(b, field...)
 	}
 	return b
 }

@@ -77,6 +77,16 @@ type Sample struct {
 	// cell that names its HTTP version: http/1.1, h2 (ALPN), h2c (by
 	// prior knowledge) or h3 (QUIC).
 	Negotiated string `json:"negotiated,omitempty"`
+	// What the transaction's connection did, as typed fields (the marker
+	// says it in words; the report's labels and compare read these):
+	// TLS is the TLS version it spoke ("TLS 1.3"), Kept that it ran on a
+	// connection kept from the user's earlier transaction (no lookup, no
+	// handshake), Resumed that its TLS session was resumed, ZeroRTT that
+	// its request left in 0-RTT early data.
+	TLS     string `json:"tls,omitempty"`
+	Kept    bool   `json:"kept,omitempty"`
+	Resumed bool   `json:"resumed,omitempty"`
+	ZeroRTT bool   `json:"zero_rtt,omitempty"`
 	// Marker is the completion marker seen (e.g. "200 OK" with every byte),
 	// empty when the transaction did not complete.
 	Marker string `json:"marker,omitempty"`
@@ -114,15 +124,24 @@ func (s *Sample) OK() bool { return s.Err == "" }
 // Total is the response time.
 func (s *Sample) Total() time.Duration { return time.Duration(s.TotalNS) }
 
+// RewarmIndex is the run number and seq of the re-warm run before the
+// plan's step seq (negative: no run of the plan has it).
+func RewarmIndex(seq int) int { return -1 - seq }
+
 // Run records one run of one cell: its place in the order and its outcome.
 type Run struct {
-	Kind      string    `json:"kind"`
-	Cell      string    `json:"cell"`
-	Protocol  string    `json:"proto"`
-	Path      string    `json:"path"`
-	Conns     int       `json:"conns"`
-	Run       int       `json:"run"`
-	Warmup    bool      `json:"warmup,omitempty"`
+	Kind     string `json:"kind"`
+	Cell     string `json:"cell"`
+	Protocol string `json:"proto"`
+	Path     string `json:"path"`
+	Conns    int    `json:"conns"`
+	Run      int    `json:"run"`
+	Warmup   bool   `json:"warmup,omitempty"`
+	// Rewarm marks a warm-up a resumed experiment ran again before a
+	// cell's first counted run in the new process (its connections,
+	// sessions and caches are cold again): no step of the plan, its Run
+	// and Seq are RewarmIndex of the step it preceded.
+	Rewarm    bool      `json:"rewarm,omitempty"`
 	Seq       int       `json:"seq"`
 	Start     time.Time `json:"start"`
 	End       time.Time `json:"end"`

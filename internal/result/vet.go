@@ -62,7 +62,7 @@ func newVetter(h *Header) *vetter {
 
 // planned checks a record's group, path, connection count and run number
 // against the plan.
-func (v *vetter) planned(group, path string, conns, run int) error {
+func (v *vetter) planned(group, path string, conns, run int, warmup bool) error {
 	if v.groups == nil {
 		return nil
 	}
@@ -74,6 +74,8 @@ func (v *vetter) planned(group, path string, conns, run int) error {
 		return fmt.Errorf("field path: %q is not a path cell group %s measured (%v)", path, group, g.Paths)
 	case !slices.Contains(g.Conns, conns):
 		return fmt.Errorf("field conns: %d is not a connection count cell group %s measured (%v)", conns, group, g.Conns)
+	case run < 0 && warmup && g.Warmup > 0:
+		return nil // a re-warm after a resume (Run.Rewarm)
 	case run < 0 || run >= g.Runs+g.Warmup:
 		return fmt.Errorf("field run: %d is not a run of cell group %s (0 to %d)", run, group, g.Runs+g.Warmup-1)
 	}
@@ -81,7 +83,7 @@ func (v *vetter) planned(group, path string, conns, run int) error {
 }
 
 func (v *vetter) sample(s *Sample) error {
-	if err := v.planned(s.Protocol, s.Path, s.Conns, s.Run); err != nil {
+	if err := v.planned(s.Protocol, s.Path, s.Conns, s.Run, s.Warmup); err != nil {
 		return err
 	}
 	if s.OK() && s.TotalNS <= 0 {
@@ -102,7 +104,7 @@ func (v *vetter) sample(s *Sample) error {
 }
 
 func (v *vetter) run(r *Run) error {
-	if err := v.planned(r.Protocol, r.Path, r.Conns, r.Run); err != nil {
+	if err := v.planned(r.Protocol, r.Path, r.Conns, r.Run, r.Warmup); err != nil {
 		return err
 	}
 	id := runID{r.Cell, r.Run}

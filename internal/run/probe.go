@@ -3,6 +3,7 @@ package run
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -125,11 +126,22 @@ func (pr Probe) servers(spec *experiment.CellGroup) ([]string, error) {
 	return servers, nil
 }
 
-// dnsSource says where the DNS servers of ep came from.
+// dnsSource says where the DNS servers of ep came from, or, when none
+// was asked, why: the host's addresses were given (--resolve), or it is
+// an IP literal.
 func (pr Probe) dnsSource(ep proto.Endpoint) string {
+	given := false
+	for name := range ep.Hosts {
+		given = given || strings.EqualFold(strings.TrimSuffix(name, "."), strings.TrimSuffix(ep.Host, "."))
+	}
+	_, literal := netip.ParseAddr(strings.Trim(ep.Host, "[]"))
 	switch {
-	case len(ep.DNS) == 0:
+	case given:
+		return "none (--resolve gave " + ep.Host + "'s addresses)"
+	case len(ep.DNS) == 0 && literal == nil:
 		return "none (IP literal)"
+	case len(ep.DNS) == 0:
+		return "none"
 	case pr.DNSFlag:
 		return "--dns-server"
 	}

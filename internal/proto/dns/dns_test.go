@@ -315,7 +315,7 @@ func TestZoneParseRecord(t *testing.T) {
 	if err := z.ParseRecord("a.test=192.0.2.1"); err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []string{"a.test", "=1.2.3.4", "a.test=notanip"} {
+	for _, bad := range []string{"a.test", "=1.2.3.4", "a.test=notanip", "a.test=fe80::1%eth0"} {
 		if err := z.ParseRecord(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}

@@ -40,6 +40,9 @@ func (z Zone) ParseRecord(s string) error {
 	if err != nil {
 		return fmt.Errorf("dns: bad record %q: %q is not an IP address", s, addr)
 	}
+	if a.Zone() != "" {
+		return fmt.Errorf("dns: bad record %q: %s names a zone (%%%s), which an AAAA record cannot carry: give the address without it", s, strings.TrimSpace(addr), a.Zone())
+	}
 	z.Add(name, a)
 	return nil
 }

@@ -679,7 +679,7 @@ func (c *Client) secure(ctx context.Context, tr *load.Trace, raw net.Conn) (net.
 	}
 	if tr.S.TLSNS == 0 {
 		tr.Mark(&tr.S.TLSNS)
-		tr.TLS = tlsMarker(tc.ConnectionState())
+		setTLS(tr, tc.ConnectionState())
 	}
 	return tc, raw, nil
 }

@@ -112,9 +112,9 @@ func (c *Client) doH3(ctx context.Context, tr *load.Trace, user int) result.Samp
 		c.kept.keep(user, k)
 	}
 	st := conn.ConnectionState()
-	tr.TLS = tlsMarker(st.TLS)
+	setTLS(tr, st.TLS)
 	more := "QUIC " + st.Version.String()
-	if st.Used0RTT {
+	if tr.S.ZeroRTT = st.Used0RTT; st.Used0RTT {
 		more += ", 0-RTT"
 	}
 	return c.done(tr, f, "h3", more)

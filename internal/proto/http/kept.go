@@ -99,6 +99,7 @@ func (c *Client) onKept(ctx context.Context, tr *load.Trace, user int, negotiate
 	}
 	c.kept.keep(user, kc)
 	c.keptEnds(tr, kc)
+	tr.S.Kept = true
 	return c.done(tr, f, negotiated, "kept connection"), true
 }
 

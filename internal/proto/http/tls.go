@@ -3,6 +3,8 @@ package http
 import (
 	"crypto/tls"
 	"fmt"
+
+	"v6lab/internal/gen/load"
 )
 
 // TLS key exchange groups a client offers (TLSGroups).
@@ -25,6 +27,14 @@ func TLSGroups(name string) ([]tls.CurveID, error) {
 		return []tls.CurveID{tls.X25519MLKEM768, tls.X25519, tls.CurveP256}, nil
 	}
 	return nil, fmt.Errorf("http: unknown TLS groups %q (want classic or pq)", name)
+}
+
+// setTLS records a connection's TLS in tr: in words for the marker, and
+// as the sample's typed fields (its version, whether it resumed) that the
+// report's labels read.
+func setTLS(tr *load.Trace, st tls.ConnectionState) {
+	tr.TLS = tlsMarker(st)
+	tr.S.TLS, tr.S.Resumed = tls.VersionName(st.Version), st.DidResume
 }
 
 // tlsMarker describes a connection's TLS for the sample's marker.

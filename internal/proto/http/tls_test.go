@@ -47,6 +47,9 @@ func TestHTTPSWithAndWithoutResumption(t *testing.T) {
 					t.Fatalf("%s resume=%v #%d: %+v", p, resume, i, s)
 				}
 				wantResumed := resume && i > 0
+				if s.TLS != "TLS 1.3" || s.Resumed != wantResumed {
+					t.Errorf("%s resume=%v #%d: typed fields tls %q resumed %v", p, resume, i, s.TLS, s.Resumed)
+				}
 				if got := strings.HasSuffix(s.Marker, " resumed"); got != wantResumed {
 					t.Errorf("%s resume=%v #%d: marker %q", p, resume, i, s.Marker)
 				}

@@ -56,7 +56,7 @@ func (c *Client) v3QUIC(ctx context.Context, tr *load.Trace, won *v3conn, race s
 		return c.failStreams(ctx, tr, nil, err)
 	}
 	st := k.conn.ConnectionState()
-	tr.TLS = tlsMarker(st.TLS)
+	setTLS(tr, st.TLS)
 	return c.done(tr, f, "h3", "QUIC "+st.Version.String()+", "+race)
 }
 
@@ -68,7 +68,7 @@ func (c *Client) v3TCP(ctx context.Context, tr *load.Trace, won *v3conn, race st
 	defer stop()
 	tr.Conn(won.raw)
 	cs := won.tls.ConnectionState()
-	tr.TLS = tlsMarker(cs)
+	setTLS(tr, cs)
 	st := stampsOf(won.tls)
 	var f fetched
 	var err error

@@ -88,11 +88,11 @@ func TestHTTP3ResumesWithZeroRTT(t *testing.T) {
 	c.Version, c.ZeroRTT = Version3, true
 	c.TLS = ResumeTLS(&tls.Config{InsecureSkipVerify: true})
 	first := do(c, 5*time.Second)
-	if !first.OK() || strings.Contains(first.Marker, "0-RTT") || !strings.HasSuffix(first.Marker, "full handshake") {
+	if !first.OK() || strings.Contains(first.Marker, "0-RTT") || !strings.HasSuffix(first.Marker, "full handshake") || first.ZeroRTT || first.Resumed || first.TLS == "" {
 		t.Fatalf("first user: %+v", first)
 	}
 	s := do(c, 5*time.Second)
-	if !s.OK() || !strings.Contains(s.Marker, "0-RTT") || !strings.HasSuffix(s.Marker, "resumed") {
+	if !s.OK() || !strings.Contains(s.Marker, "0-RTT") || !strings.HasSuffix(s.Marker, "resumed") || !s.ZeroRTT || !s.Resumed {
 		t.Fatalf("returning user: %+v", s)
 	}
 }
@@ -283,7 +283,7 @@ func TestHTTP2CarriesManyStreamsAndKeeps(t *testing.T) {
 		for i := range 300 {
 			s := do(k, 5*time.Second)
 			kept := strings.Contains(s.Marker, "kept connection")
-			if !s.OK() || kept != (i > 0) || (i > 0 && (s.ResolveNS != 0 || s.TLSNS != 0)) {
+			if !s.OK() || kept != (i > 0) || s.Kept != kept || (i > 0 && (s.ResolveNS != 0 || s.TLSNS != 0)) {
 				t.Fatalf("%s, transaction %d: %+v", v, i, s)
 			}
 		}

@@ -13,14 +13,14 @@ import (
 // of the per-site paired difference, the study's measures and the sites
 // with a problem.
 func HTML(w io.Writer, s *Summary) error {
-	return page.Execute(w, htmlPage{S: s, Short: InShort(s), Split: splitText(s),
+	return page.Execute(w, htmlPage{S: s, Short: InShort(s), Split: splitText(s), Versions: VersionsText(s.HTTPVersions),
 		Shares: template.HTML(sharesSVG(s.Shares)), CDF: template.HTML(cdfSVG(s.DiffCDF, s.ThresholdMS))})
 }
 
 type htmlPage struct {
-	S            *Summary
-	Short, Split string
-	Shares, CDF  template.HTML
+	S                      *Summary
+	Short, Split, Versions string
+	Shares, CDF            template.HTML
 }
 
 var page = template.Must(template.New("survey").Funcs(template.FuncMap{"pct": pct, "ci": ciText,
@@ -34,7 +34,7 @@ svg{margin:1em 0}.bar{fill:#4a7ab5}.ci{stroke:#222}.cdf{fill:none;stroke:#b5524a
 .axis{stroke:#888}.thr{stroke:#999;stroke-dasharray:4 3}text{font-size:11px;fill:#333}
 </style></head><body>
 <h1>Survey {{.S.Name}}</h1>
-<p>{{.S.Judged}} sites judged{{if .S.Missing}} of {{.S.Expected}} (partial){{end}}; {{.Split}}; threshold {{.S.ThresholdMS}} ms.</p>
+<p>{{.S.Judged}} sites judged{{if .S.Missing}} of {{.S.Expected}} (partial){{end}}; {{.Split}}; threshold {{.S.ThresholdMS}} ms.{{with .Versions}} Page fetches compared over {{.}}.{{end}}</p>
 <p><b>In short:</b> {{.Short}}.</p>
 <h2>Verdicts</h2>
 {{.Shares}}

@@ -43,6 +43,10 @@ type Summary struct {
 	Shares []Share `json:"shares"`
 	Dual   []Share `json:"dual_stacked"`
 	Study  Study   `json:"study"`
+	// HTTPVersions counts the sites timed over both families by the HTTP
+	// version their page fetches spoke ("2": 11): what the shares and
+	// the study's measures are of.
+	HTTPVersions map[string]int `json:"http_versions,omitempty"`
 	// DiffCDF is the CDF of the per-site mean paired difference
 	// (ipv6 - ipv4, ms) of the sites with a timed verdict: 101 quantiles,
 	// from the smallest to the largest.
@@ -121,6 +125,9 @@ type aggregator struct {
 	connects     [][2]float64
 	problems     []Row
 	problemCount int
+	versions     map[string]int
+	// stalledRuns of stalledSites were left out for v6lab's own stalls.
+	stalledRuns, stalledSites int
 }
 
 func newAggregator() *aggregator { return &aggregator{counts: map[Verdict]int{}} }
@@ -128,6 +135,12 @@ func newAggregator() *aggregator { return &aggregator{counts: map[Verdict]int{}}
 func (a *aggregator) add(r Row) {
 	a.judged++
 	a.counts[r.V]++
+	if r.Version != "" {
+		if a.versions == nil {
+			a.versions = map[string]int{}
+		}
+		a.versions[r.Version]++
+	}
 	if r.V.Timed() && !math.IsNaN(r.DiffMS) {
 		a.diffs = append(a.diffs, r.DiffMS)
 		if r.DiffMS < 0 {
@@ -141,6 +154,10 @@ func (a *aggregator) add(r Row) {
 	}
 	if r.V.DualStacked() && !math.IsNaN(r.ConnectMS[0]) && !math.IsNaN(r.ConnectMS[1]) {
 		a.connects = append(a.connects, r.ConnectMS)
+	}
+	if r.Stalled > 0 {
+		a.stalledRuns += r.Stalled
+		a.stalledSites++
 	}
 	if !r.V.Timed() || r.V == Undecided {
 		a.problemCount++
@@ -181,8 +198,12 @@ func (a *aggregator) finish(s *Summary) {
 	s.DiffCDF = quantiles(a.diffs)
 	s.WhatIf = whatIf(a.connects)
 	s.Problems = a.problems
+	s.HTTPVersions = a.versions
 	if a.problemCount > len(a.problems) {
 		s.Notes = append(s.Notes, "the reports name the first "+itoa(len(a.problems))+" of "+itoa(a.problemCount)+" sites without a timed verdict; results.csv has every site")
+	}
+	if a.stalledRuns > 0 {
+		s.Notes = append(s.Notes, stats.Count(a.stalledRuns, "run")+" of "+stats.Count(a.stalledSites, "site")+" not counted: v6lab stalled in them beyond the threshold and far beyond the site's other runs ("+StallMetric+"; another run was made in each one's place: survey.md, \"v6lab's own stalls\")")
 	}
 }
 

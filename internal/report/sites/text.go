@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -20,6 +21,9 @@ func Text(w io.Writer, s *Summary) error {
 		fmt.Fprintf(b, " of %s (partial)", formatInt(s.Expected))
 	}
 	fmt.Fprintf(b, "; threshold %g ms; %s\n", s.ThresholdMS, splitText(s))
+	if v := VersionsText(s.HTTPVersions); v != "" {
+		fmt.Fprintf(b, "Page fetches compared over %s\n", v)
+	}
 	fmt.Fprintf(b, "In short: %s\n\n", InShort(s))
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "verdict\tsites\tshare\t95% CI\t\tof dual-stacked\t95% CI\t")
@@ -133,6 +137,27 @@ func timedCount(s *Summary) int {
 }
 
 // splitText says whether the result is a segment or a merge.
+// VersionsText names the HTTP versions the sites were compared over, the
+// most used first: "HTTP/2 (11 sites)", "HTTP/3 (2 sites), HTTP/1.1 (1
+// site)"; "" for none.
+func VersionsText(versions map[string]int) string {
+	vs := make([]string, 0, len(versions))
+	for v := range versions {
+		vs = append(vs, v)
+	}
+	sort.Slice(vs, func(i, j int) bool {
+		if versions[vs[i]] != versions[vs[j]] {
+			return versions[vs[i]] > versions[vs[j]]
+		}
+		return vs[i] > vs[j]
+	})
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = fmt.Sprintf("HTTP/%s (%s)", v, stats.Count(versions[v], "site"))
+	}
+	return strings.Join(out, ", ")
+}
+
 func splitText(s *Summary) string {
 	switch {
 	case s.Segment != nil:

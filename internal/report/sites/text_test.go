@@ -3,6 +3,9 @@ package sites
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"v6lab/internal/result"
 )
 
 // TestInShortNamesEveryDualVerdict: the sentence's shares add up, the
@@ -33,5 +36,74 @@ func TestHTMLSaysTheMillisecondsLost(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "2 of 9; 12.5 ms lost on average") {
 		t.Errorf("no ms lost in:\n%s", b.String())
+	}
+}
+
+// TestReportsSayTheHTTPVersionCompared: report.txt, report.html and
+// summary.json name the HTTP version the sites' page fetches were compared
+// over, and a site not timed over both families has no version in its row
+// (it was compared over none: trial4 F11).
+func TestReportsSayTheHTTPVersionCompared(t *testing.T) {
+	c := Criteria{Threshold: time.Millisecond}
+	timed := dual("a.example")
+	timed.Version = "2"
+	noAAAA := &result.Site{Name: "v4.example", Version: "2", Lookups: []result.Lookup{{Type: "A", Addrs: []string{"192.0.2.1"}}, {Type: "AAAA", Err: "NODATA"}},
+		Families: []result.SiteFamily{{Path: "ipv4", URL: "https://v4.example/", Connected: true}}}
+	broken := dual("b.example")
+	broken.Version = "2"
+	broken.Families[1] = result.SiteFamily{Path: "ipv6", Err: "connect: timeout"}
+	var v4 []result.Sample
+	for _, x := range pages(7, 12, 0) {
+		if x.Path == "ipv4" {
+			v4 = append(v4, x)
+		}
+	}
+	agg := newAggregator()
+	rows := []Row{Judge(timed, pages(8, 10, 12), c), Judge(noAAAA, v4, c), Judge(broken, v4, c)}
+	for i, want := range []string{"2", "", ""} {
+		if rows[i].Version != want {
+			t.Errorf("%s (%s): version %q, want %q", rows[i].Name, rows[i].V, rows[i].Version, want)
+		}
+		agg.add(rows[i])
+	}
+	s := &Summary{Name: "t", ThresholdMS: 1}
+	agg.finish(s)
+	if len(s.HTTPVersions) != 1 || s.HTTPVersions["2"] != 1 {
+		t.Errorf("http_versions %v, want 2: 1", s.HTTPVersions)
+	}
+	var txt, html strings.Builder
+	if err := Text(&txt, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := HTML(&html, s); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(txt.String(), "\nPage fetches compared over HTTP/2 (1 site)\n") || !strings.Contains(html.String(), "Page fetches compared over HTTP/2 (1 site).") {
+		t.Errorf("report.txt:\n%s\nreport.html does not say the version either way", txt.String())
+	}
+	if got := VersionsText(map[string]int{"1.1": 1, "3": 2, "2": 1}); got != "HTTP/3 (2 sites), HTTP/2 (1 site), HTTP/1.1 (1 site)" {
+		t.Errorf("versions text %q", got)
+	}
+}
+
+// TestSummaryNotesTheRunsLeftOutForStalls: the summary (and so report.txt
+// and report.html) says how many runs of how many sites were not counted
+// for v6lab's own stalls; none, no note.
+func TestSummaryNotesTheRunsLeftOutForStalls(t *testing.T) {
+	a := newAggregator()
+	a.add(Row{V: Same, Stalled: 2})
+	a.add(Row{V: Undecided, Stalled: 1})
+	a.add(Row{V: Slower, DiffMS: 5})
+	s := &Summary{}
+	a.finish(s)
+	if len(s.Notes) != 1 || !strings.HasPrefix(s.Notes[0], "3 runs of 2 sites not counted: v6lab stalled in them") {
+		t.Errorf("notes %q", s.Notes)
+	}
+	a = newAggregator()
+	a.add(Row{V: Same})
+	s = &Summary{}
+	a.finish(s)
+	if len(s.Notes) != 0 {
+		t.Errorf("no stalls: notes %q", s.Notes)
 	}
 }

@@ -76,9 +76,11 @@ type Row struct {
 	Name  string  `json:"name"`
 	V     Verdict `json:"verdict"`
 	// Why says what decided a verdict other than a time's.
-	Why     string `json:"why,omitempty"`
-	A       bool   `json:"a"`
-	AAAA    bool   `json:"aaaa"`
+	Why  string `json:"why,omitempty"`
+	A    bool   `json:"a"`
+	AAAA bool   `json:"aaaa"`
+	// Version is the HTTP version the families' page times were compared
+	// over: empty for a site not timed over both (no pair of runs).
 	Version string `json:"version,omitempty"`
 	// Per family (0 ipv4, 1 ipv6): the median page time and connect time
 	// of the counted completed transactions (NaN: none), and how many of
@@ -91,6 +93,9 @@ type Row struct {
 	Pairs  int        `json:"-"`
 	DiffMS float64    `json:"-"`
 	CI     [2]float64 `json:"-"`
+	// Stalled is how many runs were not counted for the survey process's
+	// own stall in them (StallMetric; Uncounted).
+	Stalled int `json:"-"`
 	// Objects names the objects that failed over one family only.
 	Objects []string `json:"objects,omitempty"`
 	// (JSON: Row.MarshalJSON writes the figures snake_case, NaN as null.)
@@ -105,7 +110,7 @@ type Criteria struct {
 // Judge gives a site its verdict from its record and its samples (those
 // whose User is its index, in any order).
 func Judge(s *result.Site, samples []result.Sample, c Criteria) Row {
-	r := Row{Index: s.Index, Line: s.Line, Name: s.Name, Version: s.Version, DiffMS: math.NaN(),
+	r := Row{Index: s.Index, Line: s.Line, Name: s.Name, DiffMS: math.NaN(),
 		CI: [2]float64{math.NaN(), math.NaN()}, PageMS: [2]float64{math.NaN(), math.NaN()}, ConnectMS: [2]float64{math.NaN(), math.NaN()}}
 	switch {
 	case strings.HasPrefix(s.Skip, "excluded"):
@@ -144,10 +149,16 @@ func Judge(s *result.Site, samples []result.Sample, c Criteria) Row {
 		r.V, r.Why = IPv6Only, lookupErr[0]
 		return r
 	}
-	fams := families(s, samples, &r)
+	fams := families(s, uncounted(samples, c, &r), &r)
 	r.V, r.Why = judgeFamilies(s, fams, &r)
 	if r.V == "" {
 		r.V = timed(&r, fams, c)
+	}
+	if r.Pairs > 0 {
+		r.Version = s.Version // what both families were timed over
+	}
+	if r.V == Undecided && r.Stalled > 0 {
+		r.Why = fmt.Sprintf("%s not counted: v6lab stalled in them beyond the threshold and far beyond its other runs (its own wait for a CPU, %s); %s left", stats.Count(r.Stalled, "run"), StallMetric, stats.Count(r.Pairs, "pair"))
 	}
 	return r
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -187,5 +188,108 @@ func TestRowJSONIsSnakeCaseWithNulls(t *testing.T) {
 	}
 	if strings.Contains(got, "PageMS") || strings.Contains(got, "DiffMS") {
 		t.Errorf("Go casing in %s", got)
+	}
+}
+
+// TestJudgeLeavesOutRunsV6labStalledIn: one pair of a site the same over
+// both families, its IPv6 page 500 ms late because v6lab itself waited
+// for a CPU, would leave the site undecided at a 100 ms threshold; with
+// its stall recorded (beyond the threshold, the other pairs' none) the
+// run is not counted and the site is the same; a stall within the
+// threshold counts the run, and so does one like every other pair's.
+func TestJudgeLeavesOutRunsV6labStalledIn(t *testing.T) {
+	c := Criteria{Threshold: 100 * time.Millisecond}
+	late := func(stall, others float64) []result.Sample {
+		smp := pages(10, 10, 10)
+		for i := range smp {
+			smp[i].Metrics = map[string]float64{StallMetric: others}
+			if smp[i].Run == 3 {
+				smp[i].Metrics[StallMetric] = stall
+				if smp[i].Path == "ipv6" {
+					smp[i].TotalNS += 500e6
+				}
+			}
+		}
+		return smp
+	}
+	if r := Judge(dual("a.example"), late(0, 0), c); r.V != Undecided || r.Stalled != 0 || r.Pairs != 9 {
+		t.Errorf("the late pair counted: %s, %d stalled, %d pairs", r.V, r.Stalled, r.Pairs)
+	}
+	if r := Judge(dual("a.example"), late(100, 0), c); r.V != Undecided || r.Stalled != 0 {
+		t.Errorf("a stall of the threshold: %s, %d stalled", r.V, r.Stalled)
+	}
+	r := Judge(dual("a.example"), late(480, 2), c)
+	if r.V != Same || r.Stalled != 1 || r.Pairs != 8 || r.N != [2]int{8, 8} {
+		t.Errorf("a stall of 480 ms among stalls of 2: %s, %d stalled, %d pairs, n %v", r.V, r.Stalled, r.Pairs, r.N)
+	}
+	// Every pair stalled 480 ms alike: a stall every pair shares is the
+	// machine's noise, which the CI measures; none is left out, and the
+	// late pair makes the site undecided.
+	if r := Judge(dual("a.example"), late(480, 480), c); r.V != Undecided || r.Stalled != 0 || r.Pairs != 9 {
+		t.Errorf("every pair stalled alike: %s, %d stalled, %d pairs", r.V, r.Stalled, r.Pairs)
+	}
+	// Undecided with runs left out, it says so: the late pair stalled
+	// no more than most, four others far beyond.
+	smp := late(0, 0)
+	for i := range smp {
+		if smp[i].Run >= 6 {
+			smp[i].Metrics[StallMetric] = 480
+		}
+	}
+	if r := Judge(dual("a.example"), smp, c); r.V != Undecided || r.Stalled != 4 || r.Pairs != 5 || !strings.Contains(r.Why, "4 runs not counted: v6lab stalled") {
+		t.Errorf("four runs stalled, the late one not: %s, %d stalled, %d pairs, %q", r.V, r.Stalled, r.Pairs, r.Why)
+	}
+}
+
+// TestUncountedLooksAtTheStallsOnly: the rule leaves out a pair whose stall
+// exceeds the threshold and lies far beyond the site's other stalls, and
+// nothing else; fewer than three pairs have no fence.
+func TestUncountedLooksAtTheStallsOnly(t *testing.T) {
+	const ms = time.Millisecond
+	for _, tc := range []struct {
+		what   string
+		stalls []float64
+		t      time.Duration
+		want   []bool
+	}{
+		{"none", nil, ms, []bool{}},
+		{"two pairs: no fence", []float64{0, 900}, ms, []bool{false, false}},
+		{"a quiet machine", []float64{0.2, 0.4, 0.3, 0.9, 0.5}, ms, []bool{false, false, false, false, false}},
+		{"a busy machine: every pair alike", []float64{300, 320, 280, 310, 290}, 100 * ms, []bool{false, false, false, false, false}},
+		{"one far beyond the others", []float64{2, 3, 2, 4, 600}, 100 * ms, []bool{false, false, false, false, true}},
+		{"far beyond, within the threshold", []float64{0, 0, 0, 0, 90}, 100 * ms, []bool{false, false, false, false, false}},
+		{"beyond the threshold, within the fence", []float64{80, 120, 60, 140, 150}, 100 * ms, []bool{false, false, false, false, false}},
+		{"two of seven", []float64{1, 2, 900, 1, 3, 700, 2}, ms, []bool{false, false, true, false, false, true, false}},
+	} {
+		if got := Uncounted(tc.stalls, tc.t); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v at %v: %v, want %v", tc.what, tc.stalls, tc.t, got, tc.want)
+		}
+	}
+}
+
+// TestJudgeLeavesOutByStallNotByDifference: which runs count depends on
+// the stalls alone. A pair far from the verdict's boundaries with a stall
+// far beyond the others' is left out, whatever its difference; the same
+// stalls over other differences leave out the same runs. (A rule that
+// looked at a pair's difference, leaving out only pairs a stall could
+// carry across ±threshold, would keep pairs far from the boundaries and
+// drop those near them: docs/survey.md says why that is a bias.)
+func TestJudgeLeavesOutByStallNotByDifference(t *testing.T) {
+	c := Criteria{Threshold: time.Millisecond}
+	withStalls := func(smp []result.Sample) []result.Sample {
+		for i := range smp {
+			st := 0.4 + 0.1*float64(smp[i].Run%3)
+			if smp[i].Run == 5 {
+				st = 40
+			}
+			smp[i].Metrics = map[string]float64{StallMetric: st}
+		}
+		return smp
+	}
+	for _, v6 := range []float64{10, 30, 10.2, 60} {
+		r := Judge(dual("a.example"), withStalls(pages(10, 10, v6)), c)
+		if r.Stalled != 1 || r.Pairs != 8 {
+			t.Errorf("ipv6 %v ms: %d stalled, %d pairs (want run 5 alone left out)", v6, r.Stalled, r.Pairs)
+		}
 	}
 }

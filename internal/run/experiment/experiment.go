@@ -444,6 +444,9 @@ type Step struct {
 	Conns  int
 	Run    int
 	Warmup bool
+	// Rewarm marks the warm-up a resumed experiment runs again before a
+	// cell's first counted run (Executor.Done; result.Run.Rewarm).
+	Rewarm bool
 }
 
 // Plan orders the runs of one cell group: for each connection count, run
@@ -672,12 +675,18 @@ func (r *Executor) runPlan(ctx context.Context, w *result.Writer, probeOf func(S
 			last = st.Seq
 		}
 	}
+	rewarm := r.Exp.rewarms(r.Done)
 	for i, st := range plan {
 		if r.Done[st.Seq] {
 			continue
 		}
 		if ctx.Err() != nil {
 			return ErrInterrupted
+		}
+		if rewarm[st.Seq] {
+			if err := r.rewarm(ctx, w, st, probeOf(st)); err != nil {
+				return err
+			}
 		}
 		chk := prepareCheck(r.Roles) // before the slot: it reads /proc
 		var slot time.Time
@@ -708,6 +717,56 @@ func (r *Executor) runPlan(ctx context.Context, w *result.Writer, probeOf func(S
 	return nil
 }
 
+// rewarms says which steps of a resumed experiment (done: the steps
+// finished before) a warm-up runs again before: for each cell group with
+// warm-up runs, path and connection count, the first step left when it is
+// a counted run. The process that ran the warm-up is gone, and with it
+// what the warm-up warmed (kept connections, TLS sessions, caches): the
+// first counted run after a resume would pay for it again, unlike the
+// others (trial4 F9).
+func (e *Experiment) rewarms(done map[int]bool) map[int]bool {
+	if done == nil {
+		return nil
+	}
+	type key struct {
+		group, conns int
+		p            path.Path
+	}
+	seen, out := map[key]bool{}, map[int]bool{}
+	for _, st := range e.Plan() {
+		k := key{st.Group, st.Conns, st.Path}
+		if done[st.Seq] || seen[k] {
+			continue
+		}
+		seen[k] = true
+		if !st.Warmup && e.Groups[st.Group].Warmup > 0 {
+			out[st.Seq] = true
+		}
+	}
+	return out
+}
+
+// rewarm runs the warm-up again before step st (rewarms): a warm-up run,
+// not counted, numbered result.RewarmIndex(st.Seq), then the group's pause.
+func (r *Executor) rewarm(ctx context.Context, w *result.Writer, st Step, probe load.Probe) error {
+	st.Run, st.Seq, st.Warmup, st.Rewarm = result.RewarmIndex(st.Seq), result.RewarmIndex(st.Seq), true, true
+	rec, err := r.runStep(ctx, w, st, time.Time{}, probe, prepareCheck(r.Roles))
+	if err != nil {
+		return err
+	}
+	if rec.Err == errInterrupted {
+		return ErrInterrupted
+	}
+	if pause := time.Duration(r.Exp.Groups[st.Group].Pause); pause > 0 {
+		select {
+		case <-ctx.Done():
+			return ErrInterrupted
+		case <-time.After(pause):
+		}
+	}
+	return nil
+}
+
 // errInterrupted is the error of a run a signal cut short.
 const errInterrupted = "interrupted"
 
@@ -719,7 +778,7 @@ func (r *Executor) runStep(ctx context.Context, w *result.Writer, st Step, slot 
 	name := spec.CellName()
 	cell := result.CellKey(name, string(st.Path), st.Conns)
 	rec := result.Run{Cell: cell, Protocol: name, Path: string(st.Path), Conns: st.Conns,
-		Run: st.Run, Warmup: st.Warmup, Seq: st.Seq, Start: time.Now().UTC()}
+		Run: st.Run, Warmup: st.Warmup, Rewarm: st.Rewarm, Seq: st.Seq, Start: time.Now().UTC()}
 	// Samples are written as they complete, unless the conditions
 	// complete them after the run (server-side figures).
 	explain, _ := r.Wire.(Explainer)

@@ -382,3 +382,16 @@ cells:
 		}
 	}
 }
+
+// TestCheckNameSaysTheFirstCharacterRule: "-x" is made of allowed
+// characters only; the error says the rule it breaks (trial4 F6).
+func TestCheckNameSaysTheFirstCharacterRule(t *testing.T) {
+	for _, name := range []string{"-x", ".x", "_x"} {
+		if err := CheckName(name); err == nil || !strings.Contains(err.Error(), "the first a letter or digit") {
+			t.Errorf("%q: %v", name, err)
+		}
+	}
+	if err := CheckName("x-1.2_3"); err != nil {
+		t.Errorf("x-1.2_3: %v", err)
+	}
+}

@@ -77,24 +77,7 @@ func PrepareResume(dir string) (*Resume, error) {
 	}
 	size := st.Size()
 	// The end of the last finished run's line (or the header's).
-	keep, compressed, err := result.KeepPoint(fh, size, func(line []byte) bool {
-		var l struct {
-			Kind string `json:"kind"`
-			Seq  int    `json:"seq"`
-			Err  string `json:"err"`
-		}
-		if json.Unmarshal(line, &l) != nil {
-			return false
-		}
-		switch {
-		case l.Kind == result.KindHeader:
-			return true
-		case l.Kind == result.KindRun && l.Err != "interrupted":
-			rs.Done[l.Seq] = true
-			return true
-		}
-		return false
-	})
+	keep, compressed, err := result.KeepPoint(fh, size, rs.finished)
 	if err != nil {
 		return nil, fmt.Errorf("experiment: resume: %s: %w", name, err)
 	}
@@ -110,6 +93,31 @@ func PrepareResume(dir string) (*Resume, error) {
 		}
 	}
 	return rs, nil
+}
+
+// finished says whether a samples line ends a finished run (or is the
+// header), recording a finished step of the plan in Done; a re-warm run is
+// finished but no step of the plan.
+func (rs *Resume) finished(line []byte) bool {
+	var l struct {
+		Kind   string `json:"kind"`
+		Seq    int    `json:"seq"`
+		Err    string `json:"err"`
+		Rewarm bool   `json:"rewarm"`
+	}
+	if json.Unmarshal(line, &l) != nil {
+		return false
+	}
+	switch {
+	case l.Kind == result.KindHeader:
+		return true
+	case l.Kind == result.KindRun && l.Err != "interrupted":
+		if !l.Rewarm {
+			rs.Done[l.Seq] = true
+		}
+		return true
+	}
+	return false
 }
 
 // MoveUnfinished writes the text of fh past keep to a new

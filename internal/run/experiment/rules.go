@@ -13,7 +13,7 @@ import (
 // CheckName checks an experiment name: it names a result directory.
 func CheckName(name string) error {
 	if !nameRE.MatchString(name) {
-		return fmt.Errorf("%q cannot name a result directory: letters, digits, dot, dash and underscore, up to 64", name)
+		return fmt.Errorf("%q cannot name a result directory: letters, digits, dot, dash and underscore, up to 64, the first a letter or digit", name)
 	}
 	return nil
 }

@@ -321,10 +321,10 @@ func writeSamples(segs []*Dir, w *result.Writer) error {
 					c.next()
 					continue
 				}
-				if sq > seq {
+				if place(sq) > place(seq) {
 					break
 				}
-				if sq < seq {
+				if place(sq) < place(seq) {
 					return fmt.Errorf("%s: a sample of step %d after those of step %d: not in the order v6lab writes", segs[i].name, sq, seq)
 				}
 				w.Sample(*smp)
@@ -429,8 +429,18 @@ func allSeqs(segs []*Dir) []int {
 	for seq := range seen {
 		out = append(out, seq)
 	}
-	slices.Sort(out)
+	slices.SortFunc(out, func(a, b int) int { return place(a) - place(b) })
 	return out
+}
+
+// place orders a record by its seq: a step of the plan by its seq, a
+// re-warm run of a resumed segment (result.RewarmIndex) just before the
+// step it preceded.
+func place(seq int) int {
+	if seq < 0 {
+		return 2 * (-1 - seq)
+	}
+	return 2*seq + 1
 }
 
 func mergedHeader(segs []*Dir, command []string, now time.Time) result.Header {
@@ -493,6 +503,9 @@ func mergedRun(segs []*Dir, seq int) result.Run {
 	for _, s := range segs {
 		r := s.bySeq[seq]
 		g := s.header.Segment
+		if r == nil && seq < 0 {
+			continue // a re-warm: only a resumed segment runs one
+		}
 		if r == nil {
 			errs = append(errs, fmt.Sprintf("segment %s never finished this run (resume it with v6lab run --resume %s, then merge again)", g, s.dir))
 			continue

@@ -2,6 +2,7 @@ package merge
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -26,6 +27,13 @@ func spec(conns int) map[string]any {
 // of 5 users, user u taking 1+u+run ms (segment 2 skips run 1 when cut).
 func writeSegment(t *testing.T, root string, i, n int, sp map[string]any, cut bool) string {
 	t.Helper()
+	return writeSegmentRewarmed(t, root, i, n, sp, cut, -1)
+}
+
+// writeSegmentRewarmed is writeSegment with a re-warm run (a resume's)
+// before step rewarm (-1: none).
+func writeSegmentRewarmed(t *testing.T, root string, i, n int, sp map[string]any, cut bool, rewarm int) string {
+	t.Helper()
 	dir := filepath.Join(root, "seg"+string(rune('0'+i)))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -47,6 +55,15 @@ func writeSegment(t *testing.T, root string, i, n int, sp map[string]any, cut bo
 			first, k := seg.Users(5)
 			cell := result.CellKey("http", p, 5)
 			start := t0.Add(time.Duration(seq) * time.Second)
+			if seq == rewarm {
+				rw := result.RewarmIndex(seq)
+				for u := first; u < first+k; u++ {
+					w.Sample(result.Sample{Kind: result.KindSample, Cell: cell, Protocol: "http", Path: p, Conns: 5, Run: rw, Warmup: true, User: u,
+						Start: start, TotalNS: 50e6, Marker: "200 OK"})
+				}
+				w.Run(result.Run{Kind: result.KindRun, Cell: cell, Protocol: "http", Path: p, Conns: 5, Run: rw, Warmup: true, Rewarm: true, Seq: rw,
+					Start: start, End: start.Add(time.Millisecond), Completed: k})
+			}
 			for u := first; u < first+k; u++ {
 				w.Sample(result.Sample{Kind: result.KindSample, Cell: cell, Protocol: "http", Path: p, Conns: 5, Run: run, User: u,
 					Start: start, TotalNS: int64(1+u+run) * 1e6, Marker: "200 OK"})
@@ -270,5 +287,52 @@ func TestADamagedSegmentLeavesNoMerge(t *testing.T) {
 				t.Errorf("left %v behind", ents)
 			}
 		})
+	}
+}
+
+// TestMergeTakesAResumedSegmentsRewarm: a segment resumed ran a re-warm
+// before a step (its record's seq negative, result.RewarmIndex): the merge
+// keeps it in its place, a warm-up of that segment alone, never a run the
+// other segments "never finished", and the counted figures are as before.
+func TestMergeTakesAResumedSegmentsRewarm(t *testing.T) {
+	root := t.TempDir()
+	sp := spec(5)
+	sp["cells"].([]any)[0].(map[string]any)["warmup"] = 1
+	for i := range 2 {
+		rewarm := -1
+		if i == 1 {
+			rewarm = 2 // before run 1 over ipv4
+		}
+		writeSegmentRewarmed(t, filepath.Join(root, "vol"), i, 2, sp, false, rewarm)
+	}
+	segs, err := Read([]string{filepath.Join(root, "vol")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(segs); err != nil {
+		t.Fatal(err)
+	}
+	dir, s, err := Write(segs, filepath.Join(root, "out"), "", []string{"v6lab", "merge"}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := readFile(t, dir)
+	var seqs []int
+	for _, r := range f.Runs {
+		seqs = append(seqs, r.Seq)
+		if r.Err != "" {
+			t.Errorf("merged run %d left out: %s", r.Seq, r.Err)
+		}
+	}
+	if got := fmt.Sprint(seqs); got != "[0 1 -3 2 3]" {
+		t.Errorf("merged runs by seq %s, want the re-warm before step 2", got)
+	}
+	for _, c := range s.Cells {
+		if c.Completed != 10 || len(c.Runs) != 2 {
+			t.Errorf("cell %s: completed %d, runs %v", c.Path, c.Completed, c.Runs)
+		}
+	}
+	if s.LeftOutRuns != 0 || s.Partial != nil {
+		t.Errorf("left out %d, partial %+v", s.LeftOutRuns, s.Partial)
 	}
 }

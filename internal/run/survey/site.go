@@ -16,6 +16,7 @@ import (
 	"v6lab/internal/gen/load"
 	"v6lab/internal/proto"
 	"v6lab/internal/proto/all"
+	"v6lab/internal/report/sites"
 	"v6lab/internal/result"
 	"v6lab/internal/sock/path"
 )
@@ -39,6 +40,8 @@ type measurer struct {
 	exclude Exclusion
 	pacer   *pacer
 	tally   lookupTally
+	// stalls makes what reads a pair's stall (nil: newStallMeter).
+	stalls func() stallSource
 }
 
 // lookupTally counts the survey's A and AAAA lookups and those that got no
@@ -307,7 +310,6 @@ func (m *measurer) pages(ctx context.Context, e Entry, s *result.Site, u *url.UR
 		label += "/" + v
 	}
 	probes := map[path.Path]load.Probe{}
-	var out []result.Sample
 	for _, p := range measured {
 		pr, err := m.probe(u, s.Version, p, true)
 		if err != nil {
@@ -316,25 +318,80 @@ func (m *measurer) pages(ctx context.Context, e Entry, s *result.Site, u *url.UR
 		}
 		probes[p] = pr
 	}
-	for r := range m.o.Runs {
-		order := slices.Clone(measured)
-		if r%2 == 1 {
-			slices.Reverse(order)
+	return m.runs(ctx, e, g, measured, finds, probes, label)
+}
+
+// runs runs the site's pairs: Runs of them, and one more in place of each
+// counted pair (both completed) sites.Uncounted leaves out for v6lab's own
+// stall in it, at most Runs more in all.
+func (m *measurer) runs(ctx context.Context, e Entry, g *gate, measured []path.Path, finds map[path.Path]found,
+	probes map[path.Path]load.Probe, label string) []result.Sample {
+	var st stallSource
+	if m.stalls != nil {
+		st = m.stalls()
+	} else {
+		st = newStallMeter()
+	}
+	var out []result.Sample
+	var stalls []float64 // the counted pairs'
+	for r := 0; r < m.wanted(stalls); r++ {
+		pair, stall, ok := m.pair(ctx, g, e, st, r, measured, finds, probes, label)
+		out = append(out, pair...)
+		if !ok {
+			return out
 		}
-		for _, p := range order {
-			if r > 0 && !finds[p].fam.Connected && finds[p].final == nil {
-				continue
-			}
-			smp, ok := m.transaction(ctx, g, probes[p], e.Index)
-			if !ok {
-				return out
-			}
-			smp.Cell, smp.Protocol, smp.Path, smp.Conns, smp.Run, smp.User = e.Name, label, string(p), 1, r, e.Index
-			smp.Warmup = r < m.o.Warmup
-			out = append(out, smp)
+		if len(pair) == 2 && pair[0].OK() && pair[1].OK() && !pair[0].Warmup {
+			stalls = append(stalls, float64(stall)/1e6)
 		}
 	}
 	return out
+}
+
+// wanted is how many pairs a site runs, given its counted pairs' stalls
+// so far: Runs, and one more for each that sites.Uncounted leaves out, at
+// most 2 × Runs.
+func (m *measurer) wanted(stalls []float64) int {
+	n := m.o.Runs
+	for _, out := range sites.Uncounted(stalls, time.Duration(m.o.Threshold)) {
+		if out {
+			n++
+		}
+	}
+	return min(n, 2*m.o.Runs)
+}
+
+// pair runs one run's transactions, the families in its order (reversed
+// on odd runs), and records on each the stall the process went through
+// meanwhile (StallMetric); ok is false when the survey was interrupted.
+func (m *measurer) pair(ctx context.Context, g *gate, e Entry, st stallSource, r int, measured []path.Path,
+	finds map[path.Path]found, probes map[path.Path]load.Probe, label string) (pair []result.Sample, stall time.Duration, ok bool) {
+	order := slices.Clone(measured)
+	if r%2 == 1 {
+		slices.Reverse(order)
+	}
+	st.start()
+	ok = true
+	for _, p := range order {
+		if r > 0 && !finds[p].fam.Connected && finds[p].final == nil {
+			continue
+		}
+		smp, done := m.transaction(ctx, g, probes[p], e.Index)
+		if !done {
+			ok = false
+			break
+		}
+		smp.Cell, smp.Protocol, smp.Path, smp.Conns, smp.Run, smp.User = e.Name, label, string(p), 1, r, e.Index
+		smp.Warmup = r < m.o.Warmup
+		pair = append(pair, smp)
+	}
+	stall = st.since()
+	for i := range pair {
+		if pair[i].Metrics == nil {
+			pair[i].Metrics = map[string]float64{}
+		}
+		pair[i].Metrics[sites.StallMetric] = float64(stall) / 1e6
+	}
+	return pair, stall, ok
 }
 
 // transaction runs one transaction of pr through the site's gate, bounded

@@ -221,6 +221,9 @@ func CheckName(s string) error {
 	if s == "" || len(s) > 253 {
 		return fmt.Errorf("not a host name: %d bytes (1 to 253)", len(s))
 	}
+	if strings.HasSuffix(s, ".") && !strings.HasSuffix(s, "..") && len(s) > 1 {
+		return fmt.Errorf("%q is not a host name: it ends with a dot (a fully-qualified name's root): give it as %s", s, strings.TrimSuffix(s, "."))
+	}
 	labels := strings.Split(s, ".")
 	if len(labels) < 2 {
 		return fmt.Errorf("%q is not a host name: one label (a site is a name in a domain, such as example.org)", s)

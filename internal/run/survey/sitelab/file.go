@@ -206,6 +206,24 @@ func (s *Site) contradiction() error {
 	case s.Blackhole6 && s.Delay[1] > 0:
 		return fmt.Errorf("delay6: the site's IPv6 address is blackholed (blackhole6): it never answers, late or not")
 	}
+	return s.expectContradiction()
+}
+
+// expectContradiction refuses an expect= the lookups alone contradict: a
+// site without AAAA is judged no_aaaa whatever else it does, one with
+// AAAA never is, and every lab site has an A record.
+func (s *Site) expectContradiction() error {
+	v := sites.Verdict(s.Expect)
+	switch {
+	case s.Expect == "":
+		return nil
+	case s.NoAAAA && v != sites.NoAAAA:
+		return fmt.Errorf("expect: the site has no AAAA (no-aaaa), so a survey judges it %s, never %s", sites.NoAAAA, v)
+	case !s.NoAAAA && v == sites.NoAAAA:
+		return fmt.Errorf("expect: %s is the verdict of a site without AAAA: give the site no-aaaa", v)
+	case v == sites.IPv6Only || v == sites.NoAddress:
+		return fmt.Errorf("expect: every lab site has an A record, so a survey never judges one %s", v)
+	}
 	return nil
 }
 

@@ -44,6 +44,13 @@ func TestLoadNamesTheLineAndProperty(t *testing.T) {
 		"a.test delay4=2m\n":                 ":1: delay4",
 		"a.test delay4=5ms delay6=-1ms\n":    ":1: delay6",
 		"a.test objects=b.test,not_a.name\n": ":1: objects:",
+		// trial4: expect= was never checked against the properties
+		"a.test no-aaaa expect=same\n": ":1: expect: the site has no AAAA (no-aaaa), so a survey judges it no_aaaa, never same",
+		"a.test expect=no_aaaa\n":      ":1: expect: no_aaaa is the verdict of a site without AAAA: give the site no-aaaa",
+		"a.test expect=ipv6_only\n":    ":1: expect: every lab site has an A record",
+		// trial4 F14: the trailing dot was "a label of 0 bytes"
+		"a.test\nb.test.\n":                ":2: \"b.test.\" is not a host name: it ends with a dot (a fully-qualified name's root): give it as b.test",
+		"a.test objects=b.test.\nb.test\n": ":1: objects: \"b.test.\" is not a host name: it ends with a dot",
 		// review: contradictions were accepted
 		"a.test\nb.test no-aaaa blackhole6\n":                                           ":2: blackhole6: the site has no AAAA (no-aaaa)",
 		"a.test no-aaaa delay6=10ms\n":                                                  ":1: delay6: the site has no AAAA (no-aaaa)",
