@@ -130,11 +130,15 @@ func NewWriter(w io.Writer) *Writer {
 func NewCompressedWriter(w io.Writer) *Writer {
 	wr := &Writer{w: w, every: FlushEvery}
 	// Not WithLowerEncoderMem: its history buffer is the window plus one
-	// block, so the encoder moved the whole 4 MiB window back every 128
-	// KiB of samples (a third of the writer's CPU); the default buffer is
-	// twice the window (4 MiB more), moved once per 4 MiB.
+	// block, so the encoder moved the whole window back every 128 KiB of
+	// samples (a third of the writer's CPU with a 4 MiB window); the
+	// default buffer is twice the window, moved once per window. A window
+	// of 512 KiB rather than 4 MiB: half the CPU per sample (0.7 us
+	// against 1.5 on 30,000 samples of a close run, its matches within
+	// the CPU's caches) and 2.5% smaller (far matches' long offsets cost
+	// more than they save in these rows).
 	zw, err := zstd.NewWriter(counting{w, &wr.bytes}, zstd.WithEncoderLevel(zstd.SpeedFastest),
-		zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(4<<20))
+		zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(512<<10))
 	if err != nil { // only for invalid options
 		panic(err)
 	}

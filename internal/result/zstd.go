@@ -25,7 +25,7 @@ const (
 var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
 
 // maxWindow bounds the memory a compressed file can make a reader take
-// (v6lab's writer uses a window of 4 MiB).
+// (v6lab's writer uses a window of 512 KiB; 4 MiB before 2026-11-27).
 const maxWindow = 64 << 20
 
 // SamplesPath is dir's samples file: the compressed one, or else the

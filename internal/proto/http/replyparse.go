@@ -189,7 +189,9 @@ func (p *replyParser) parseHead(head []byte) error {
 			}
 			length = n
 		case bytes.EqualFold(name, []byte("Connection")):
-			for _, opt := range bytes.Split(value, []byte(",")) {
+			for rest, more := value, true; more; { // bytes.Split's slice was an allocation per reply
+				var opt []byte
+				opt, rest, more = bytes.Cut(rest, []byte(","))
 				switch opt = bytes.TrimSpace(opt); {
 				case bytes.EqualFold(opt, []byte("close")):
 					p.closes = true

@@ -782,12 +782,8 @@ func (r *Executor) runStep(ctx context.Context, w *result.Writer, st Step, slot 
 	// Samples are written as they complete, unless the conditions
 	// complete them after the run (server-side figures).
 	explain, _ := r.Wire.(Explainer)
-	out := &sink{w: w, chk: chk, hold: r.Conditions != nil && spec.ServerCapture, label: func(s *result.Sample) {
-		s.Cell, s.Protocol, s.Conns, s.Run, s.Warmup = cell, name, st.Conns, st.Run, st.Warmup
-		if explain != nil && !s.OK() {
-			explain.Explain(st.Path, s)
-		}
-	}}
+	out := &sink{w: w, chk: chk, hold: r.Conditions != nil && spec.ServerCapture,
+		label: sampleLabel{cell: cell, protocol: name, step: st, explain: explain}}
 	if r.Conditions != nil {
 		if err := r.Conditions.Begin(ctx, spec, st); err != nil {
 			if ctx.Err() != nil {
@@ -861,10 +857,18 @@ type sink struct {
 	chk        *selfCheck // the run's self-check: its completions' times
 	waited     atomic.Int64
 	hold       bool
-	label      func(*result.Sample)
+	label      sampleLabel
 	ok, failed counter
 	mu         sync.Mutex
 	held       []result.Sample
+}
+
+// sampleLabel is what a run's samples are labelled with: its cell, its
+// step, and the wire's explanation of a failed one.
+type sampleLabel struct {
+	cell, protocol string
+	step           Step
+	explain        Explainer
 }
 
 func (k *sink) add(s result.Sample) {
@@ -874,7 +878,16 @@ func (k *sink) add(s result.Sample) {
 		k.failed.add()
 	}
 	k.chk.record(&s)
-	k.label(&s)
+	l := &k.label
+	s.Cell, s.Protocol, s.Conns, s.Run, s.Warmup = l.cell, l.protocol, l.step.Conns, l.step.Run, l.step.Warmup
+	if l.explain != nil && !s.OK() {
+		// A copy on the heap for the explainer, for failed samples only:
+		// a pointer to s itself would move every sample to the heap.
+		f := new(result.Sample)
+		*f = s
+		l.explain.Explain(l.step.Path, f)
+		s = *f
+	}
 	if k.hold {
 		k.mu.Lock()
 		k.held = append(k.held, s)

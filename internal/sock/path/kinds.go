@@ -2,7 +2,6 @@ package path
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 )
 
@@ -70,11 +69,21 @@ var Kinds = []Kind{
 
 // KindOf returns the row of p; ok is false for a path v6lab does not know.
 func KindOf(p Path) (k Kind, ok bool) {
-	i := slices.IndexFunc(Kinds, func(k Kind) bool { return k.Path == p })
-	if i < 0 {
-		return Kind{Path: p, Display: string(p), Rank: len(Kinds)}, false
+	if r := row(p); r != nil {
+		return *r, true
 	}
-	return Kinds[i], true
+	return Kind{Path: p, Display: string(p), Rank: len(Kinds)}, false
+}
+
+// row is p's row of Kinds, nil if none: what the checks made per sample
+// read (IsIPv6, Accepts), without a copy of the whole row.
+func row(p Path) *Kind {
+	for i := range Kinds {
+		if Kinds[i].Path == p {
+			return &Kinds[i]
+		}
+	}
+	return nil
 }
 
 // Kind is the path's row of Kinds.

@@ -101,7 +101,10 @@ func ParseList(s string) ([]Path, error) {
 }
 
 // IsIPv6 reports whether the path's endpoints speak IPv6 (true for 6in4).
-func (p Path) IsIPv6() bool { return p.Kind().IPv6 }
+func (p Path) IsIPv6() bool {
+	r := row(p)
+	return r != nil && r.IPv6
+}
 
 // Family is "IPv4" or "IPv6", the family of the path's endpoint addresses
 // ("IPv4 or IPv6" for dual).
@@ -133,10 +136,11 @@ func (p Path) Accepts(addr netip.Addr) bool {
 	if !addr.IsValid() {
 		return false
 	}
-	if p.Kind().Dual {
+	r := row(p)
+	if r != nil && r.Dual {
 		return true
 	}
-	if p.IsIPv6() {
+	if r != nil && r.IPv6 {
 		return addr.Is6() && !addr.Is4In6()
 	}
 	return addr.Unmap().Is4()
