@@ -172,7 +172,7 @@ func TestH2AgainAfterRefusedStream(t *testing.T) {
 	}
 	f2.reply(id, "image/png", "ok")
 	s := <-done
-	if !s.OK() || s.Again != 1 || !strings.HasSuffix(s.Marker, "1 requests again on a new connection after REFUSED_STREAM") {
+	if !s.OK() || s.Again != 1 || !strings.HasSuffix(s.Marker, "1 request again on a new connection after REFUSED_STREAM") {
 		t.Fatalf("sample %+v", s)
 	}
 }

@@ -124,7 +124,11 @@ func (c *Client) done(tr *load.Trace, f fetched, negotiated, more string) result
 	}
 	if f.again > 0 {
 		tr.S.Again = f.again
-		marker += ", " + strconv.Itoa(f.again) + " requests again on a new connection after " + f.againAfter
+		n := strconv.Itoa(f.again) + " requests"
+		if f.again == 1 {
+			n = "1 request"
+		}
+		marker += ", " + n + " again on a new connection after " + f.againAfter
 	}
 	if tr.TLS != "" {
 		marker += ", " + tr.TLS
