@@ -179,12 +179,21 @@ func (c *Client) h2run(ctx context.Context, tr *load.Trace, hp **h2conn, ss []*h
 	return nh.run(ctx, again.ss)
 }
 
-// redialH2 connects again to old's server, pinned to the same path and
-// over the same TLS configuration, for a transaction's requests old's
-// server did not process.
+// redialH2 connects again to old's server, pinned to the same family and
+// over the same TLS configuration (ALPN h2), for a transaction's requests
+// old's server did not process. It marks no phase: the transaction's
+// connect, handshake and first packet are its first connection's (a kept
+// connection's transaction has none; its time includes this one).
 func (c *Client) redialH2(ctx context.Context, tr *load.Trace, old *h2conn) (*h2conn, error) {
 	to := netip.AddrPortFrom(path.AddrOf(old.raw.RemoteAddr()), c.port())
-	conn, raw, err := c.dial(ctx, tr, to)
+	raw, err := path.Dialer{Path: path.OfAddr(to.Addr()), Source: c.Source}.Dial(ctx, "tcp", to)
+	if err != nil {
+		return nil, err
+	}
+	tr.Watch(ctx, raw)
+	tlsNS := tr.S.TLSNS
+	conn, raw, err := c.tlsOver(ctx, tr, stampH2(raw), raw)
+	tr.S.TLSNS = tlsNS
 	if err != nil {
 		return nil, err
 	}
@@ -200,6 +209,9 @@ func (c *Client) redialH2(ctx context.Context, tr *load.Trace, old *h2conn) (*h2
 // recordToo adds a second connection's stamps and byte counts to the
 // trace's (record gave it the first's).
 func recordToo(tr *load.Trace, st *syncStamp) {
+	if st == nil {
+		return
+	}
 	in, out := tr.S.BytesIn, tr.S.BytesOut
 	st.record(tr)
 	tr.S.BytesIn += in
@@ -262,14 +274,19 @@ func (c *Client) stampRaw(tr *load.Trace, raw net.Conn) net.Conn {
 	if c.Version != Version2 {
 		return tr.Turns(tr.Stamp(raw))
 	}
-	sc, ok := path.Stamped(raw)
-	if !ok {
-		return &syncStamp{Conn: raw}
+	st := stampH2(raw)
+	if st.sc != nil && tr.WantsSYN() && path.SYNReady() {
+		tr.SYN(st.sc.Cookie()) // no lookup: the wire time starts at the SYN
 	}
-	if tr.WantsSYN() && path.SYNReady() {
-		tr.SYN(sc.Cookie()) // no lookup: the wire time starts at the SYN
+	return st
+}
+
+// stampH2 reads raw, an HTTP/2 connection, through a syncStamp.
+func stampH2(raw net.Conn) *syncStamp {
+	if sc, ok := path.Stamped(raw); ok {
+		return &syncStamp{Conn: sc, sc: sc}
 	}
-	return &syncStamp{Conn: sc, sc: sc}
+	return &syncStamp{Conn: raw}
 }
 
 // syncStamp is a connection read by the transactions of a kept HTTP/2
