@@ -333,8 +333,8 @@ func (m *measurer) runs(ctx context.Context, e Entry, g *gate, measured []path.P
 		st = newStallMeter()
 	}
 	var out []result.Sample
-	var stalls []float64 // the counted pairs'
-	for r := 0; r < m.wanted(stalls); r++ {
+	var stalls, longest []float64 // the counted pairs' stalls and longer pages, ms
+	for r := 0; r < m.wanted(stalls, longest); r++ {
 		pair, stall, ok := m.pair(ctx, g, e, st, r, measured, finds, probes, label)
 		out = append(out, pair...)
 		if !ok {
@@ -342,17 +342,18 @@ func (m *measurer) runs(ctx context.Context, e Entry, g *gate, measured []path.P
 		}
 		if len(pair) == 2 && pair[0].OK() && pair[1].OK() && !pair[0].Warmup {
 			stalls = append(stalls, float64(stall)/1e6)
+			longest = append(longest, float64(max(pair[0].TotalNS, pair[1].TotalNS))/1e6)
 		}
 	}
 	return out
 }
 
 // wanted is how many pairs a site runs, given its counted pairs' stalls
-// so far: Runs, and one more for each that sites.Uncounted leaves out, at
+// and longer page times so far: Runs, and one more for each that sites.Uncounted leaves out, at
 // most 2 × Runs.
-func (m *measurer) wanted(stalls []float64) int {
+func (m *measurer) wanted(stalls, longest []float64) int {
 	n := m.o.Runs
-	for _, out := range sites.Uncounted(stalls, time.Duration(m.o.Threshold)) {
+	for _, out := range sites.Uncounted(stalls, longest, time.Duration(m.o.Threshold)) {
 		if out {
 			n++
 		}
