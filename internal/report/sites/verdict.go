@@ -253,7 +253,7 @@ func judgeFamilies(s *result.Site, fams [2]*family, r *Row) (Verdict, string) {
 		// arrived over either family (a forced HTTP version the site
 		// does not offer, a page that stopped answering): neither
 		// family gets the page.
-		return Failed, "no page over either family: ipv4: " + orText(v4.firstErr, v4.discoverErr) + "; ipv6: " + orText(v6.firstErr, v6.discoverErr)
+		return Failed, "no page over either family: ipv4: " + orText(v4.firstErr, v4.discoverErr) + "; ipv6: " + orText(v6.firstErr, v6.discoverErr) + notOffered(s)
 	case !v6.connected && v4.works():
 		return Broken, "ipv6: " + orText(v6.discoverErr, v6.firstErr)
 	case !v4.connected && v6.works():
@@ -286,6 +286,21 @@ func judgeFamilies(s *result.Site, fams [2]*family, r *Row) (Verdict, string) {
 		return Partial, strings.Join(why, "; ")
 	}
 	return "", ""
+}
+
+// notOffered says, for a site timed over HTTP/3 that discovery found
+// offered over neither family (a forced --http-version 3), that it was
+// not offered; "" otherwise.
+func notOffered(s *result.Site) string {
+	if s.Version != "3" {
+		return ""
+	}
+	for _, f := range s.Families {
+		if slices.Contains(f.Offers, "h3") {
+			return ""
+		}
+	}
+	return " (HTTP/3 was forced and discovery found it offered over neither family)"
 }
 
 // noPage says whether both families fetched the page (counted fetches)

@@ -336,8 +336,10 @@ func TestJudgeNoPageOverEitherFamily(t *testing.T) {
 		smp[i].TotalNS, smp[i].ConnectNS = 0, 0
 		smp[i].Err = "no QUIC answer over " + smp[i].Path + " in 3 s"
 	}
-	r := Judge(dual("same.v6lab.test"), smp, c)
-	if r.V != Failed || !strings.Contains(r.Why, "no page over either family") || !strings.Contains(r.Why, "no QUIC answer over ipv6 in 3 s") {
+	site := dual("same.v6lab.test")
+	site.Version = "3"
+	r := Judge(site, smp, c)
+	if r.V != Failed || !strings.Contains(r.Why, "no page over either family") || !strings.Contains(r.Why, "no QUIC answer over ipv6 in 3 s") || !strings.Contains(r.Why, "HTTP/3 was forced and discovery found it offered over neither family") {
 		t.Errorf("every fetch failed over both: %s %q", r.V, r.Why)
 	}
 	if r := Judge(dual("b.example"), pages(2, 10, 30), c); r.V != Undecided || !strings.Contains(r.Why, "1 counted run completed over both families") || !strings.Contains(r.Why, "fewer than two pairs") {
