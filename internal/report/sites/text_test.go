@@ -172,14 +172,20 @@ func TestWhatIfNoteInALabOrBelowNoise(t *testing.T) {
 		a.add(Row{V: Same, DiffMS: 1, ConnectMS: [2]float64{tc.connects[0] + 1, tc.connects[1] + 1}})
 		s := &Summary{lab: tc.lab}
 		a.finish(s)
-		var txt, js strings.Builder
+		var txt, js, html strings.Builder
 		if err := Text(&txt, s); err != nil {
 			t.Fatal(err)
 		}
 		if err := JSON(&js, s); err != nil {
 			t.Fatal(err)
 		}
+		if err := HTML(&html, s); err != nil {
+			t.Fatal(err)
+		}
 		has := strings.Contains(txt.String(), "not a finding") && strings.Contains(js.String(), `"happy_eyeballs_what_if_note"`)
+		if strings.Contains(html.String(), "not a finding") != has {
+			t.Errorf("%s: report.html and report.txt disagree on the note", tc.what)
+		}
 		if has != (tc.note != "") || !strings.Contains(s.WhatIfNote, tc.note) {
 			t.Errorf("%s: note %q\n%s", tc.what, s.WhatIfNote, txt.String())
 		}
