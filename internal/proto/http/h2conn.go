@@ -137,8 +137,9 @@ func (h *h2conn) run(ctx context.Context, ss []*h2stream) (time.Time, error) {
 	tx := &h2tx{queue: ss, left: len(ss)}
 	h.mu.Lock()
 	if err := h.refuses(ss); err != nil {
+		gone := h.goaway != "" && h.err == nil // not processed: they may go on a new connection
 		h.mu.Unlock()
-		if h.goaway != "" && h.err == nil {
+		if gone {
 			return time.Time{}, &h2Again{ss: ss, what: "GOAWAY", why: err.Error()}
 		}
 		return time.Time{}, err
