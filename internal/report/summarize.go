@@ -249,7 +249,7 @@ func (z *Summarizer) Finish() *Summary {
 	sortCells(s.Cells, z.spec.order)
 	s.Conditions = z.conds.finish(s.Cells)
 	s.Notes = append(s.Notes, selfCheckNotes(s.Cells, s.Target)...)
-	if note := clientTurnNote(s.Cells, s.Lab["shaping"] != ""); note != "" {
+	if note := clientTurnNote(s.Cells, s.Target, s.Lab["shaping"] != ""); note != "" {
 		s.Notes = append(s.Notes, note)
 	}
 	if note := fragmentNote(s); note != "" {
