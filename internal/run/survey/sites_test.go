@@ -124,6 +124,16 @@ func TestOptionsCheckAndUserAgent(t *testing.T) {
 	if err := o.Check(); err == nil || !strings.Contains(err.Error(), "warmup") {
 		t.Errorf("warmup = runs: %v", err)
 	}
+	// trial6 F4: 2 runs with 1 warm-up leave one counted pair, which
+	// gives no site a timed verdict: refused, naming runs.
+	o.Runs, o.Warmup = 2, 1
+	if err := o.Check(); err == nil || !strings.Contains(err.Error(), "runs") || !strings.Contains(err.Error(), "at least warmup + 2 (3)") {
+		t.Errorf("runs 2, warmup 1: %v", err)
+	}
+	o.Runs = 3
+	if err := o.Check(); err != nil {
+		t.Errorf("runs 3, warmup 1: %v", err)
+	}
 }
 
 // TestErrorsNameTheCharacterInTheFile: a name's character outside ASCII
