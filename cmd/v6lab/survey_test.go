@@ -152,7 +152,7 @@ func TestSurveyRefusesABadList(t *testing.T) {
 		t.Errorf("--runs 0: %v", err)
 	}
 	// trial6 F4: one warm-up and one counted pair give no verdict.
-	if _, err := v6lab(t, "survey", list, "--contact", "x", "--runs", "2", "--results", dir); exitCode(err) != 2 || !strings.Contains(err.Error(), "--runs: 2 with warmup 1: want at least warmup + 2 (3)") {
+	if _, err := v6lab(t, "survey", list, "--contact", "mailto:x@example.org", "--runs", "2", "--results", dir); exitCode(err) != 2 || !strings.Contains(err.Error(), "--runs: 2 with warmup 1: want at least warmup + 2 (3)") {
 		t.Errorf("--runs 2: %v", err)
 	}
 }
