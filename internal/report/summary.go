@@ -419,7 +419,7 @@ func clientTurnAdvice(target string, shaped bool) (wait, advice string) {
 		}
 		return "on one host its wait for CPUs the routers and the server share", rate + "run fewer connections per client host (--segment, docs/distributed.md)"
 	case result.Loopback:
-		return "its wait for CPUs the servers on the same host share", "run fewer connections (--conns) or put the servers on another host (target hosts)"
+		return "its wait for CPUs the servers on the same host share", "run fewer connections (--conns), or measure servers on another host (where: hosts, docs/experiments.md)"
 	default:
 		return "its wait for the client host's CPUs", "run fewer connections per client host (--conns), or from more client hosts (--segment, docs/distributed.md)"
 	}
