@@ -142,17 +142,17 @@ func TestSurveyRefusesABadList(t *testing.T) {
 	}
 	empty := filepath.Join(dir, "empty.txt")
 	os.WriteFile(empty, []byte("# none\n"), 0o644)
-	if _, err := v6lab(t, "survey", empty, "--contact", "x", "--results", dir); err == nil || !strings.Contains(err.Error(), "names no site") {
+	if _, err := v6lab(t, "survey", empty, "--contact", "mailto:x@example.org", "--results", dir); err == nil || !strings.Contains(err.Error(), "names no site") {
 		t.Errorf("empty list: %v", err)
 	}
 	if _, err := v6lab(t, "survey", list, "--results", dir, "--skip-invalid"); err == nil || !strings.Contains(err.Error(), "--contact") {
 		t.Errorf("no contact: %v", err)
 	}
-	if _, err := v6lab(t, "survey", list, "--contact", "x", "--runs", "0", "--results", dir); exitCode(err) != 2 || !strings.Contains(err.Error(), "--runs") {
+	if _, err := v6lab(t, "survey", list, "--contact", "mailto:x@example.org", "--runs", "0", "--results", dir); exitCode(err) != 2 || !strings.Contains(err.Error(), "--runs") {
 		t.Errorf("--runs 0: %v", err)
 	}
 	// trial6 F4: one warm-up and one counted pair give no verdict.
-	if _, err := v6lab(t, "survey", list, "--contact", "x", "--runs", "2", "--results", dir); exitCode(err) != 2 || !strings.Contains(err.Error(), "--runs: 2 with warmup 1: want at least warmup + 2 (3)") {
+	if _, err := v6lab(t, "survey", list, "--contact", "mailto:x@example.org", "--runs", "2", "--results", dir); exitCode(err) != 2 || !strings.Contains(err.Error(), "--runs: 2 with warmup 1: want at least warmup + 2 (3)") {
 		t.Errorf("--runs 2: %v", err)
 	}
 }

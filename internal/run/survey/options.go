@@ -2,7 +2,10 @@ package survey
 
 import (
 	"fmt"
+	"net/mail"
+	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -109,7 +112,43 @@ func (o *Options) Check() error {
 			return proto.Errorf(c.opt, c.format, c.args...)
 		}
 	}
-	return proto.CheckLine("contact", o.Contact)
+	if err := proto.CheckLine("contact", o.Contact); err != nil {
+		return err
+	}
+	return checkContact(o.Contact)
+}
+
+// checkContact refuses a contact a site operator could not use: it must be
+// a URL (https://example.org/survey, mailto:me@example.org) or a mail
+// address (me@example.org), with no spaces. Empty is checked elsewhere
+// (only a survey of real sites needs one).
+func checkContact(c string) error {
+	if c == "" {
+		return nil
+	}
+	bad := func(why string) error {
+		return proto.Errorf("contact", "%q: want a URL (https://example.org/about, mailto:me@example.org) or a mail address (me@example.org): %s", c, why)
+	}
+	if strings.ContainsAny(c, " \t") {
+		return bad("it holds a space")
+	}
+	if u, err := url.Parse(c); err == nil && u.Scheme != "" {
+		switch {
+		case u.Scheme == "mailto":
+			if _, err := mail.ParseAddress(u.Opaque); err != nil {
+				return bad("mailto: names no mail address")
+			}
+			return nil
+		case (u.Scheme == "https" || u.Scheme == "http") && u.Host != "":
+			return nil
+		case u.Scheme == "https" || u.Scheme == "http":
+			return bad("the URL names no host")
+		}
+	}
+	if a, err := mail.ParseAddress(c); err == nil && a.Address == c && strings.Contains(c[strings.LastIndexByte(c, '@')+1:], ".") {
+		return nil
+	}
+	return bad("neither a URL nor a mail address")
 }
 
 // UserAgent is what every request of the survey says it is: v6lab, its
