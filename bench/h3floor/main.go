@@ -5,10 +5,12 @@
 // close it, read the reply to its end. Its socket is a connected UDP
 // socket handed to quic-go as a plain net.PacketConn, as v6lab's is
 // (-oob: an unconnected *net.UDPConn, quic-go's own batched path with ECN
-// and GSO). It prints the requests made and the whole process's CPU time
-// (user and system, its handshakes included) a request:
+// and GSO; -stamped: v6lab's own socket, path.DialStamped, its recvmmsg
+// ring and kernel stamps). It prints the requests made and the whole
+// process's CPU time (user and system, its handshakes included) a request;
+// -cpuprofile writes a CPU profile of the run:
 //
-//	h3floor -addr 127.0.0.1:PORT [-c 10] [-d 4s] [-oob]
+//	h3floor -addr 127.0.0.1:PORT [-c 10] [-d 4s] [-oob | -stamped] [-cpuprofile FILE]
 package main
 
 import (
@@ -19,6 +21,8 @@ import (
 	"io"
 	"log"
 	"net"
+	"os"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -27,6 +31,8 @@ import (
 	"github.com/quic-go/qpack"
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/quicvarint"
+
+	"v6lab/internal/sock/path"
 )
 
 type blk []byte
@@ -38,7 +44,15 @@ func main() {
 	conns := flag.Int("c", 10, "connections")
 	dur := flag.Duration("d", 4*time.Second, "duration")
 	oob := flag.Bool("oob", false, "an unconnected *net.UDPConn: quic-go's own batched socket path")
+	stamped := flag.Bool("stamped", false, "v6lab's own socket (path.DialStamped: recvmmsg with kernel stamps)")
+	prof := flag.String("cpuprofile", "", "write a CPU profile of the requests to this file")
 	flag.Parse()
+	if *prof != "" {
+		f, err := os.Create(*prof)
+		must(err)
+		must(pprof.StartCPUProfile(f))
+		defer pprof.StopCPUProfile()
+	}
 	var b blk
 	enc := qpack.NewEncoder(&b)
 	for _, hf := range []qpack.HeaderField{{Name: ":authority", Value: *addr}, {Name: ":method", Value: "GET"},
@@ -60,7 +74,7 @@ func main() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			user(ra, *oob, frame, &up, ready, &start, *dur, &n)
+			user(ra, *oob, *stamped, frame, &up, ready, &start, *dur, &n)
 		}()
 	}
 	up.Wait()
@@ -76,9 +90,16 @@ func main() {
 
 // user dials one connection and, once ready is closed, makes requests on
 // it one at a time until *start + dur, counting them in n.
-func user(ra *net.UDPAddr, oob bool, frame []byte, up *sync.WaitGroup, ready chan struct{}, start *time.Time, dur time.Duration, n *atomic.Int64) {
+func user(ra *net.UDPAddr, oob, stamped bool, frame []byte, up *sync.WaitGroup, ready chan struct{}, start *time.Time, dur time.Duration, n *atomic.Int64) {
 	var pc net.PacketConn
-	if !oob {
+	if stamped {
+		ap := ra.AddrPort()
+		c, err := path.DialStamped(context.Background(), path.Dialer{Path: path.OfAddr(ap.Addr())}, ap)
+		if err != nil {
+			log.Fatal(err)
+		}
+		pc = c
+	} else if !oob {
 		c, err := net.DialUDP("udp4", nil, ra)
 		if err != nil {
 			log.Fatal(err)

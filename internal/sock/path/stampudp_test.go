@@ -102,3 +102,53 @@ func TestStampedReadAllocatesNothing(t *testing.T) {
 		t.Errorf("stamps %v to %v", first, last)
 	}
 }
+
+// TestStampedReadsABatchInOrder: datagrams that wait together are read by
+// one recvmmsg, the first into the reader's buffer and the others through
+// the socket's ring, and handed over whole, in order, each with its stamp;
+// a buffer too short for a datagram gets its first bytes.
+func TestStampedReadsABatchInOrder(t *testing.T) {
+	srv, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	c, err := DialStamped(context.Background(), Dialer{Path: IPv4}, srv.LocalAddr().(*net.UDPAddr).AddrPort())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	back := net.UDPAddrFromAddrPort(c.LocalAddr().(*net.UDPAddr).AddrPort())
+	const n = rxBatch + 3 // more than one read takes
+	for i := range n {
+		d := make([]byte, 100+i)
+		for j := range d {
+			d[j] = byte(i + 1)
+		}
+		if _, err := srv.WriteToUDP(d, back); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(50 * time.Millisecond) // all wait before the first read
+	b := make([]byte, 2048)
+	for i := range n {
+		for j := range b {
+			b[j] = 0xff
+		}
+		c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		m, _, err := c.ReadFrom(b)
+		if err != nil || m != 100+i || b[0] != byte(i+1) || b[m-1] != byte(i+1) || b[m] != 0xff {
+			t.Fatalf("datagram %d: read %d bytes (%x...%x): %v", i, m, b[0], b[max(m-1, 0)], err)
+		}
+	}
+	if first, last := c.Received(); first.IsZero() || last.Before(first) {
+		t.Errorf("stamps %v to %v", first, last)
+	}
+	if _, err := srv.WriteToUDP(make([]byte, 300), back); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if m, _, err := c.ReadFrom(b[:50]); err != nil || m != 50 {
+		t.Errorf("a 300-byte datagram into 50 bytes: %d, %v", m, err)
+	}
+}
