@@ -506,6 +506,11 @@ func (c *Capture) frame(at time.Time, frame []byte, n int) {
 		// from an earlier run still counts.
 		c.counts.Stray++
 		class = Ignored
+	case !seen && fi.seg.fromClient && fi.seg.carries:
+		// New data on a connection kept from an earlier run (keepalive):
+		// it carries this run's request, so the server's replies on it
+		// are this run's too, not stray.
+		c.flows[fi.flow] = false
 	}
 	c.note(fi)
 	switch class {
