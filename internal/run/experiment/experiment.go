@@ -283,6 +283,7 @@ func (s *CellGroup) Validate() error {
 	}{
 		{"runs", checkRuns(s.Runs)},
 		{"warmup", checkWarmup(s.Warmup, s.Runs)},
+		{"warmup", checkKeptWarmup(s.Warmup, time.Duration(s.Duration), s.Options)},
 		{"timeout", checkTimeout(time.Duration(s.Timeout))},
 		{"pause", checkPause(time.Duration(s.Pause))},
 		{"duration", checkDuration(time.Duration(s.Duration))},
