@@ -170,7 +170,9 @@ type cellRuns struct {
 	index        []int
 	metrics      map[string][]float64
 	metricIndex  map[string][]int
-	seconds      float64
+	// metricN counts, per figure, the counted samples that had it.
+	metricN map[string]int
+	seconds float64
 }
 
 // ShareMetrics are the figures that are shares of a whole (percent): their
@@ -191,7 +193,7 @@ func (c *cellAcc) Finish(r *cellRuns) Cell {
 	}
 	for name, runs := range r.metrics {
 		d := stats.Describe(runs)
-		ms := &MetricStat{N: d.N, Mean: d.Mean, Runs: runs, RunIndex: r.metricIndex[name]}
+		ms := &MetricStat{N: d.N, Samples: r.metricN[name], Mean: d.Mean, Runs: runs, RunIndex: r.metricIndex[name]}
 		if d.CINA == "" {
 			ci := d.CI95
 			if !slices.ContainsFunc(runs, func(v float64) bool { return v < 0 }) {

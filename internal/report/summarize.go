@@ -297,10 +297,11 @@ func (z *Summarizer) cellRuns() map[cellKey]*cellRuns {
 		r.index = append(r.index, k.run)
 		for name, sum := range a.metrics {
 			if r.metrics == nil {
-				r.metrics, r.metricIndex = map[string][]float64{}, map[string][]int{}
+				r.metrics, r.metricIndex, r.metricN = map[string][]float64{}, map[string][]int{}, map[string]int{}
 			}
 			r.metrics[name] = append(r.metrics[name], sum/float64(a.metricN[name]))
 			r.metricIndex[name] = append(r.metricIndex[name], k.run)
+			r.metricN[name] += a.metricN[name]
 		}
 	}
 	return out

@@ -262,3 +262,40 @@ func TestEachNoteOnlyWhereItsRowOrMarkIs(t *testing.T) {
 		t.Errorf("a named host's group: ip_literal %q", s.IPLiteral)
 	}
 }
+
+// TestNoWireRowFromAFewSamples: a cell whose wire time rests on a minority
+// of its transactions (keepalive: only a new connection's has one) gets
+// no wire mean, and no wire comparison, but says how few had it (trial6
+// F18: one new connection's wire time beside a kept-connection mean).
+func TestNoWireRowFromAFewSamples(t *testing.T) {
+	f := build(baseMS, otherMS)
+	for i := range f.Samples {
+		s := &f.Samples[i]
+		if s.OK() && (s.Path == "ipv4" || s.Run == 1 && s.User == 0) {
+			s.WireNS = s.TotalNS - 100_000
+		}
+	}
+	s := Summarize(f)
+	var v6 *Cell
+	for i := range s.Cells {
+		if s.Cells[i].Path == "ipv6" {
+			v6 = &s.Cells[i]
+		}
+	}
+	if w := v6.Metrics[WireMetric]; w == nil || w.Samples != 1 || !v6.Minority(WireMetric) {
+		t.Fatalf("ipv6 wire %+v of %d completed", w, v6.Completed)
+	}
+	for _, c := range s.Comparisons {
+		if c.Wire != nil {
+			t.Errorf("a wire comparison of %s from one sample: %+v", c.Path, c.Wire)
+		}
+	}
+	var b bytes.Buffer
+	if err := Text(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	want := "n/a (1 of " + itoa(v6.Completed) + " samples have wire time)"
+	if !strings.Contains(b.String(), want) || strings.Contains(b.String(), "wire time against") {
+		t.Errorf("report.txt lacks %q or compares the wire time:\n%s", want, b.String())
+	}
+}
