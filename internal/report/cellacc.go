@@ -62,7 +62,7 @@ func (a *cellAdds) add(smp *result.Sample, seq int64, seg int) {
 			a.negotiated[smp.Negotiated]++
 		}
 		addConn(&a.conn, smp)
-		if w := Winner(smp.Metrics); w != "" {
+		if w := Winner(smp.Metrics); w != "" && !smp.Kept {
 			count(&a.winners, w, 1)
 		}
 		a.hist.Record(smp.Total())
