@@ -97,11 +97,14 @@ func TestWireColumnsInResultsCSV(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
-	if !strings.HasSuffix(lines[0], "wire_diff_ms,wire_ci95_diff_lo_ms,wire_ci95_diff_hi_ms,client_turn_mean_ms") || len(lines) != 3 {
+	if !strings.HasSuffix(lines[0], "wire_diff_ms,wire_ci95_diff_lo_ms,wire_ci95_diff_hi_ms,client_turn_mean_ms,http_version,connection") || len(lines) != 3 {
 		t.Fatalf("%q", lines)
 	}
+	// The wire and client-turn columns, before the last two (what was
+	// measured: empty for cells of no HTTP version).
 	v6 := strings.Split(lines[2], ",")
 	v4 := strings.Split(lines[1], ",")
+	v6, v4 = v6[:len(v6)-2], v4[:len(v4)-2]
 	if v6[len(v6)-7] == "" || v6[len(v6)-4] == "" || v4[len(v4)-7] == "" || v4[len(v4)-4] != "" {
 		t.Errorf("wire columns: ipv4 %v, ipv6 %v", v4[len(v4)-7:], v6[len(v6)-7:])
 	}
