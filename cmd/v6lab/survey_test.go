@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -141,14 +142,57 @@ func TestSurveyRefusesABadList(t *testing.T) {
 	}
 	empty := filepath.Join(dir, "empty.txt")
 	os.WriteFile(empty, []byte("# none\n"), 0o644)
-	if _, err := v6lab(t, "survey", empty, "--contact", "x", "--results", dir); err == nil || !strings.Contains(err.Error(), "names no site") {
+	if _, err := v6lab(t, "survey", empty, "--contact", "mailto:x@example.org", "--results", dir); err == nil || !strings.Contains(err.Error(), "names no site") {
 		t.Errorf("empty list: %v", err)
 	}
 	if _, err := v6lab(t, "survey", list, "--results", dir, "--skip-invalid"); err == nil || !strings.Contains(err.Error(), "--contact") {
 		t.Errorf("no contact: %v", err)
 	}
-	if _, err := v6lab(t, "survey", list, "--contact", "x", "--runs", "0", "--results", dir); exitCode(err) != 2 || !strings.Contains(err.Error(), "--runs") {
+	if _, err := v6lab(t, "survey", list, "--contact", "mailto:x@example.org", "--runs", "0", "--results", dir); exitCode(err) != 2 || !strings.Contains(err.Error(), "--runs") {
 		t.Errorf("--runs 0: %v", err)
+	}
+	// trial6 F4: one warm-up and one counted pair give no verdict.
+	if _, err := v6lab(t, "survey", list, "--contact", "mailto:x@example.org", "--runs", "2", "--results", dir); exitCode(err) != 2 || !strings.Contains(err.Error(), "--runs: 2 with warmup 1: want at least warmup + 2 (3)") {
+		t.Errorf("--runs 2: %v", err)
+	}
+}
+
+// TestSurveyOfAVersionTheSitesDoNotSpeak (trial6 F4): a lab of sites
+// surveyed over h2c, which its sites do not speak: the survey warns once
+// before the fetches, every dual-stacked site is failed with the errors
+// in its why (not undecided with none), and report.txt gives the study's
+// shares of no site as n/a, not 0.0% (0 of 0).
+func TestSurveyOfAVersionTheSitesDoNotSpeak(t *testing.T) {
+	testutil.RequireRoot(t, "a lab of sites needs a network namespace")
+	bin := buildBinary(t)
+	file := filepath.Join(t.TempDir(), "lab.sites")
+	os.WriteFile(file, []byte("same.v6lab.test expect=same\nslow6.v6lab.test delay6=100ms expect=ipv6_slower\nv4.v6lab.test no-aaaa expect=no_aaaa\n"), 0o644)
+	root := t.TempDir()
+	c := exec.Command(bin, "survey", "--lab-sites", file, "--scheme", "http", "--http-version", "2", "--runs", "3", "--threshold", "40ms",
+		"--timeout", "2s", "--rate", "1000", "--results", root)
+	var stderr strings.Builder
+	c.Stderr = &stderr
+	if out, err := c.Output(); err != nil {
+		t.Fatalf("survey: %v\n%s\n%s", err, out, stderr.String())
+	}
+	if n := strings.Count(stderr.String(), "warning:"); n != 1 || !strings.Contains(stderr.String(), "h2c") {
+		t.Errorf("want one warning of h2c, got:\n%s", stderr.String())
+	}
+	dir := onlyDir(t, root)
+	got, err := sites.ReadRows(filepath.Join(dir, sites.CSVFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["same.v6lab.test"] != sites.Failed || got["slow6.v6lab.test"] != sites.Failed || got["v4.v6lab.test"] != sites.NoAAAA {
+		t.Errorf("verdicts %v", got)
+	}
+	csv := string(mustRead(t, filepath.Join(dir, sites.CSVFile)))
+	if strings.Count(csv, "no page over either family: ipv4: ") != 2 {
+		t.Errorf("results.csv:\n%s", csv)
+	}
+	txt := string(mustRead(t, filepath.Join(dir, sites.TextFile)))
+	if !regexp.MustCompile(`compared +n/a \(no sites\)`).MatchString(txt) || strings.Contains(txt, "(0 of 0)") {
+		t.Errorf("report.txt:\n%s", txt)
 	}
 }
 

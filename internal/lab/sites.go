@@ -3,6 +3,7 @@ package lab
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -170,8 +171,11 @@ func writeOwn(name, mark, text string) error {
 
 // SitesHere readies this process's own network namespace (a fresh one, as
 // v6lab survey --lab-sites makes) for a lab of sites on loopback: lo up,
-// every address of SitesV4 and SitesV6 local (AnyIP), SitesV6Blackhole a
-// blackhole. Nothing is left behind: the namespace goes with the process.
+// every address of SitesV4 and SitesV6 local (AnyIP), SitesV6Blackhole
+// routed into a veth pair where its packets are dropped in silence, as a
+// real black hole's are: a client's connect to it times out (a blackhole
+// route would refuse it at once, EINVAL, trial6 F17). Nothing is left
+// behind: the namespace, and the pair, go with the process.
 func SitesHere() error {
 	h, err := netlink.NewHandle()
 	if err != nil {
@@ -188,11 +192,44 @@ func SitesHere() error {
 	for _, r := range []*netlink.Route{
 		{Dst: ipnet(SitesV4), LinkIndex: lo.Attrs().Index, Type: unix.RTN_LOCAL, Table: unix.RT_TABLE_LOCAL, Scope: netlink.SCOPE_HOST},
 		{Dst: ipnet(SitesV6), LinkIndex: lo.Attrs().Index, Type: unix.RTN_LOCAL, Table: unix.RT_TABLE_LOCAL, Scope: netlink.SCOPE_HOST},
-		{Dst: ipnet(SitesV6Blackhole), Type: unix.RTN_BLACKHOLE},
 	} {
 		if err := h.RouteAdd(r); err != nil {
 			return fmt.Errorf("lab: sites: route %v: %w", r.Dst, err)
 		}
+	}
+	return blackholeHere(h)
+}
+
+// holeGateway is the black hole's next hop: a neighbour that is never
+// there (a fixed link-layer address no interface has, so no discovery).
+var holeGateway, holeMAC = netip.MustParseAddr("fe80::1"), net.HardwareAddr{0x02, 0, 0, 0, 0, 0x01}
+
+// blackholeHere routes SitesV6Blackhole out of one end of a veth pair to
+// holeGateway: the other end receives its packets for a link-layer address
+// not its own and drops them, answering nothing.
+func blackholeHere(h *netlink.Handle) error {
+	pair := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "v6lab-hole"}, PeerName: "v6lab-hole1"}
+	if err := h.LinkAdd(pair); err != nil {
+		return fmt.Errorf("lab: sites: blackhole6's veth pair: %w", err)
+	}
+	var out netlink.Link
+	for _, name := range []string{pair.PeerName, pair.Name} {
+		l, err := h.LinkByName(name)
+		if err == nil {
+			err = h.LinkSetUp(l)
+		}
+		if err != nil {
+			return fmt.Errorf("lab: sites: blackhole6's %s: %w", name, err)
+		}
+		out = l
+	}
+	idx := out.Attrs().Index
+	if err := h.NeighAdd(&netlink.Neigh{LinkIndex: idx, Family: unix.AF_INET6, State: netlink.NUD_PERMANENT,
+		IP: holeGateway.AsSlice(), HardwareAddr: holeMAC}); err != nil {
+		return fmt.Errorf("lab: sites: blackhole6's neighbour: %w", err)
+	}
+	if err := h.RouteAdd(&netlink.Route{Dst: ipnet(SitesV6Blackhole), Gw: holeGateway.AsSlice(), LinkIndex: idx}); err != nil {
+		return fmt.Errorf("lab: sites: route %v: %w", SitesV6Blackhole, err)
 	}
 	return nil
 }

@@ -97,6 +97,16 @@ type cellAcc struct {
 	adds *cellAdds
 	bg   *CellBackground
 	ivs  intervalAcc
+	// leftOut is why the cell's first counted run left out was (its
+	// record's error: interrupted, ...), "" when none was.
+	leftOut string
+}
+
+// leftOutRun notes a counted run of the cell left out of its figures, and why.
+func (c *cellAcc) leftOutRun(why string) {
+	if c.leftOut == "" {
+		c.leftOut = why
+	}
 }
 
 func newCellAcc(k cellKey) *cellAcc { return &cellAcc{key: k, adds: newCellAdds()} }
@@ -186,6 +196,10 @@ func (c *cellAcc) Finish(r *cellRuns) Cell {
 		Completed: a.completed, Failed: a.failed, Failures: a.failures, FirstError: a.firstErr, Background: c.bg,
 		Negotiated: a.negotiated, Conn: a.conn, Winners: a.winners, WhatIf: finishWhatIf(a.whatif)}
 	finishCell(&cell, a.hist, r.seconds)
+	if cell.MeanMS == nil && c.leftOut != "" && cell.Completed+cell.Failed == 0 {
+		// Not a failing path: its counted runs were left out (trial6 F6).
+		na(&cell.NA, "mean_ms", "no counted run: "+c.leftOut)
+	}
 	finishBackground(cell.Background)
 	for i := range c.ivs.n {
 		cell.IntervalEndS = append(cell.IntervalEndS, c.ivs.end[i]/float64(c.ivs.n[i]))

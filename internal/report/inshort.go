@@ -110,7 +110,12 @@ func fewRunsNote(s *Summary, vs []Verdict) string {
 	if s.Scale > 0 && s.Scale < 1 {
 		why = fmt.Sprintf(" (--scale %g shrank them)", s.Scale)
 	}
+	const again = "for verdicts run again with at least %d counted runs (without --scale or with a larger one, or more runs: in the experiment)"
+	if holmCount(s) == 0 {
+		return fmt.Sprintf("too few runs for verdicts: at most %s per cell%s, fewer than %d, and no path could be compared with its baseline; "+again,
+			stats.Count(most, "counted run"), why, MinRuns, MinRuns)
+	}
 	return fmt.Sprintf("too few runs for verdicts: at most %s per cell%s, fewer than %d, so a difference must be large and steady to be significant after Holm's correction over %s; "+
-		"read each difference and its interval, and for verdicts run again with at least %d counted runs (without --scale or with a larger one, or more runs: in the experiment)",
+		"read each difference and its interval, and "+again,
 		stats.Count(most, "counted run"), why, MinRuns, stats.Count(holmCount(s), "comparison"), MinRuns)
 }

@@ -57,3 +57,34 @@ func TestAPartialRunSaysSo(t *testing.T) {
 		t.Errorf("partial from %s: %+v", dir, s.Partial)
 	}
 }
+
+// TestAnInterruptedPathIsNotAFailingOne: a path whose only counted run was
+// interrupted says so ("no counted run: interrupted"), not that no run
+// completed a transaction; with no comparison left, the too-few-runs note
+// names no "Holm's correction over 0 comparisons" (trial6 F6).
+func TestAnInterruptedPathIsNotAFailingOne(t *testing.T) {
+	f := build([]float64{10}, []float64{12})
+	for i := range f.Runs {
+		if f.Runs[i].Path == "ipv6" && !f.Runs[i].Warmup {
+			f.Runs[i].Err = "interrupted"
+		}
+	}
+	s := Summarize(f)
+	var six *Cell
+	for i := range s.Cells {
+		if s.Cells[i].Path == "ipv6" {
+			six = &s.Cells[i]
+		}
+	}
+	if six == nil || six.MeanMS != nil || six.NA["mean_ms"] != "no counted run: interrupted" {
+		t.Fatalf("ipv6 cell %+v", six)
+	}
+	var text bytes.Buffer
+	Text(&text, s)
+	if !strings.Contains(text.String(), "n/a (no counted run: interrupted)") || strings.Contains(text.String(), "no run completed a transaction") {
+		t.Errorf("report.txt:\n%s", text.String())
+	}
+	if strings.Contains(text.String(), "over 0 comparisons") {
+		t.Errorf("Holm's correction over 0 comparisons:\n%s", text.String())
+	}
+}

@@ -34,6 +34,51 @@ type SelfCheck struct {
 	RecordWaitMS float64 `json:"record_wait_ms,omitempty"`
 	// Why is the first saturated run's reasons.
 	Why string `json:"why,omitempty"`
+	// Busy splits the host's busy share by who used it, over the runs the
+	// host was saturated in (all the cell's runs when they were judged
+	// together); nil when it was not.
+	Busy *BusySplit `json:"busy_split,omitempty"`
+}
+
+// BusySplit is a share of the CPUs the measuring process may use (1.0:
+// all of them, the whole time), split: v6lab's own process (the client,
+// and embedded servers, which run in it), the lab's roles with processes
+// of their own, softirq (packet forwarding and delivery: the lab's
+// routers), and what is left, other processes on the host.
+type BusySplit struct {
+	Busy    float64 `json:"busy"`
+	V6lab   float64 `json:"v6lab"`
+	Roles   float64 `json:"roles"`
+	Softirq float64 `json:"softirq"`
+	Other   float64 `json:"other"`
+}
+
+// busySums are the sums a BusySplit is made of.
+type busySums struct {
+	wall, cpu, roles, busy, softirq, ticks float64
+}
+
+func (b *busySums) add(l *result.Load, wall float64) {
+	b.wall += wall
+	b.cpu += l.ClientCPU * wall
+	for _, v := range l.Roles {
+		b.roles += v * wall
+	}
+	b.busy += l.HostBusy * float64(l.HostTicks)
+	b.softirq += l.Softirq * float64(l.HostTicks)
+	b.ticks += float64(l.HostTicks)
+}
+
+// split is the sums' BusySplit over cpus CPUs (nil without figures).
+func (b *busySums) split(cpus int) *BusySplit {
+	if b.ticks <= 0 || b.wall <= 0 || cpus <= 0 {
+		return nil
+	}
+	s := &BusySplit{Busy: b.busy / b.ticks, Softirq: b.softirq / b.ticks,
+		V6lab: b.cpu / b.wall / float64(cpus), Roles: b.roles / b.wall / float64(cpus)}
+	s.Other = max(s.Busy-s.V6lab-s.Roles-s.Softirq, 0)
+	s.Busy, s.V6lab, s.Roles, s.Softirq, s.Other = round3(s.Busy), round3(s.V6lab), round3(s.Roles), round3(s.Softirq), round3(s.Other)
+	return s
 }
 
 // selfPool is a cell's counted runs' self-checks summed, weighted for
@@ -44,6 +89,9 @@ type selfPool struct {
 	ticks, reads             int64
 	lagNS, medianNS, medians float64
 	roles                    map[string]float64 // CPU-seconds
+	// all and hot are the busy sums of all the runs and of the runs the
+	// host was saturated in.
+	all, hot busySums
 }
 
 // selfChecks sums each cell's counted runs' self-checks, and judges the
@@ -92,6 +140,10 @@ func (p *selfPool) add(l *result.Load, wall float64) {
 		p.roles[role] += v * wall
 	}
 	c.RecordWaitMS += float64(l.RecordWaitNS) / 1e6
+	p.all.add(l, wall)
+	if l.Host {
+		p.hot.add(l, wall)
+	}
 	if l.Client {
 		c.ClientRuns++
 	}
@@ -134,6 +186,12 @@ func (p *selfPool) judge() *SelfCheck {
 	if c.Why == "" && (pooled.Client || pooled.Host) {
 		c.Why = pooled.Why + " (its runs together)"
 	}
+	switch {
+	case c.HostRuns > 0:
+		c.Busy = p.hot.split(c.CPUs)
+	case c.HostSaturated:
+		c.Busy = p.all.split(c.CPUs)
+	}
 	return c
 }
 
@@ -155,7 +213,7 @@ func round3(v float64) float64 { return float64(int64(v*1000+0.5)) / 1000 }
 // selfCheckNotes name the cells whose client or host was saturated, and
 // what that means for their figures (none when no run was).
 func selfCheckNotes(cells []Cell, target string) []string {
-	var client, host []string
+	var client, others, own []string
 	for _, c := range cells {
 		sc := c.SelfCheck
 		if sc == nil {
@@ -166,27 +224,53 @@ func selfCheckNotes(cells []Cell, target string) []string {
 			client = append(client, fmt.Sprintf("%s (%s: %s)", name, runsOf(sc.ClientRuns, sc.Runs), sc.Why))
 		}
 		if sc.HostSaturated {
-			host = append(host, fmt.Sprintf("%s (%s, %.0f%% busy)", name, runsOf(sc.HostRuns, sc.Runs), 100*sc.HostBusy))
+			if b := sc.Busy; b != nil && b.Other > b.Busy/2 {
+				others = append(others, name+" ("+runsOf(sc.HostRuns, sc.Runs)+", "+b.String()+")")
+			} else {
+				own = append(own, name+" ("+runsOf(sc.HostRuns, sc.Runs)+", "+sc.busyText()+")")
+			}
 		}
 	}
 	sort.Strings(client)
-	sort.Strings(host)
 	var notes []string
 	if len(client) > 0 {
 		notes = append(notes, "self-check: the client was saturated in "+strings.Join(client, ", ")+
 			": those figures are partly v6lab's own limit, not the server's or the network's (dotted in the plots); "+
 			"run fewer users per process, or split the users across client hosts (--segment, docs/distributed.md)")
 	}
-	if len(host) > 0 {
+	if len(others) > 0 {
+		sort.Strings(others)
+		notes = append(notes, "self-check: other processes on the host took most of the CPUs in "+strings.Join(others, ", ")+
+			": response times there include waits for CPUs other work held, not v6lab's nor the paths' cost; rerun those cells on a quiet machine")
+	}
+	if len(own) > 0 {
+		sort.Strings(own)
 		what := "response times there include waits for a CPU"
 		if target == "lab" {
 			what = "the lab's client, routers and servers share those CPUs, so the differences between paths there are partly the lab's CPU cost " +
 				"(" + labWork(cells) + ", which real routers do on CPUs of their own), not the network's; " +
 				"shape the links (--rate 1G) or use fewer users for the network's figures"
 		}
-		notes = append(notes, "self-check: the host's CPUs had no idle time in "+strings.Join(host, ", ")+": "+what)
+		notes = append(notes, "self-check: the host's CPUs were saturated in "+strings.Join(own, ", ")+": "+what)
 	}
 	return notes
+}
+
+// busyText is the host's busy share, split when the figures allow.
+func (c *SelfCheck) busyText() string {
+	if c.Busy != nil {
+		return c.Busy.String()
+	}
+	return fmt.Sprintf("%.0f%% busy", 100*c.HostBusy)
+}
+
+// String says the busy share and who used it, in percent of the CPUs.
+func (b *BusySplit) String() string {
+	s := fmt.Sprintf("%.0f%% busy: v6lab %.0f%%", 100*b.Busy, 100*b.V6lab)
+	if b.Roles > 0 {
+		s += fmt.Sprintf(", the lab's roles %.0f%%", 100*b.Roles)
+	}
+	return s + fmt.Sprintf(", softirq %.0f%%, other processes on the host %.0f%%", 100*b.Softirq, 100*b.Other)
 }
 
 // labWork names what the lab's CPUs do for the paths the cells measure:

@@ -131,6 +131,7 @@ func (z *Summarizer) Run(r *result.Run) {
 		z.runNotes = append(z.runNotes, which+" of "+r.Cell+" left out: "+r.Err)
 		if !r.Warmup {
 			z.leftOut++
+			c.leftOutRun(r.Err)
 		}
 	}
 	p := a.pending
@@ -232,6 +233,7 @@ func (z *Summarizer) Finish() *Summary {
 			s.Notes = append(s.Notes, "run "+itoa(k.run)+" of "+a.cell+" left out: interrupted before the run ended")
 			if !a.first {
 				s.LeftOutRuns++
+				z.cell(k.cell).leftOutRun("interrupted")
 			}
 		}
 	}
@@ -250,7 +252,7 @@ func (z *Summarizer) Finish() *Summary {
 	sortCells(s.Cells, z.spec.order)
 	s.Conditions = z.conds.finish(s.Cells)
 	s.Notes = append(s.Notes, selfCheckNotes(s.Cells, s.Target)...)
-	if note := clientTurnNote(s.Cells, s.Lab["shaping"] != ""); note != "" {
+	if note := clientTurnNote(s.Cells, s.Target, s.Lab["shaping"] != ""); note != "" {
 		s.Notes = append(s.Notes, note)
 	}
 	if note := fragmentNote(s); note != "" {

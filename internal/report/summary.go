@@ -378,7 +378,7 @@ const ClientShare = 0.2
 
 // clientTurnNote names the cells whose client turns are more than
 // ClientShare of their wire time ("" if none).
-func clientTurnNote(cells []Cell, shaped bool) string {
+func clientTurnNote(cells []Cell, target string, shaped bool) string {
 	type share struct {
 		cell string
 		pct  float64
@@ -404,12 +404,28 @@ func clientTurnNote(cells []Cell, shaped bool) string {
 	if len(over) > 3 {
 		more = fmt.Sprintf(" and %d more cells", len(over)-3)
 	}
-	rate := "give the lab's links a rate (--rate 1G) or "
-	if shaped {
-		rate = "" // they have one
+	wait, advice := clientTurnAdvice(target, shaped)
+	return fmt.Sprintf("client turns are more than %.0f%% of the wire time in %s%s: there the figures are the client's own turnaround (its work, and %s) as much as the network's; paths pay it alike, so their differences stand. To shrink it, %s; docs/metrics.md",
+		100*ClientShare, strings.Join(named, ", "), more, wait, advice)
+}
+
+// clientTurnAdvice says what the client waits for besides its own work,
+// and how to shrink its turns, fitted to where the result ran: only a lab
+// has routers and links to give a rate; real target hosts have neither
+// (trial6 F5).
+func clientTurnAdvice(target string, shaped bool) (wait, advice string) {
+	switch result.Where(target) {
+	case result.Lab:
+		rate := "give the lab's links a rate (--rate 1G) or "
+		if shaped {
+			rate = "" // they have one
+		}
+		return "on one host its wait for CPUs the routers and the server share", rate + "run fewer connections per client host (--segment, docs/distributed.md)"
+	case result.Loopback:
+		return "its wait for CPUs the servers on the same host share", "run fewer connections (--conns), or measure servers on another host (where: hosts, docs/experiments.md)"
+	default:
+		return "its wait for the client host's CPUs", "run fewer connections per client host (--conns), or from more client hosts (--segment, docs/distributed.md)"
 	}
-	return fmt.Sprintf("client turns are more than %.0f%% of the wire time in %s%s: there the figures are the client's own turnaround (its work, and on one host its wait for CPUs the routers and the server share) as much as the network's; paths pay it alike, so their differences stand. To shrink it, %srun fewer connections per client host (--segment, docs/distributed.md); docs/metrics.md",
-		100*ClientShare, strings.Join(named, ", "), more, rate)
 }
 
 // adjust sets every comparison's Holm-adjusted paired p-value, the time

@@ -137,6 +137,10 @@ const WhatIfEvery = 50
 // WhatIfNote says how to read the what-if table.
 const WhatIfNote = "what-if: the cell's counted samples replayed at each attempt delay by Happy Eyeballs' rule (IPv6 at once, IPv4 after the delay or at IPv6's failure, the first handshake to complete kept), from each family's handshake time as the sample recorded it (its race's, or timed after the transaction with whatif: true); slower: share of replays that ended on the slower family (slower by more than 1 ms), with its 95% Wilson interval; lost: mean time lost against the faster family started at once (docs/metrics.md)"
 
+// WhatIfNone stands for the rows of a dual cell whose every sample lacks a
+// family's handshake time.
+const WhatIfNone = "no what-if: the races saw one family (whatif: true times the other)"
+
 // WhatIfSection is the what-if of each dual cell with one: per attempt
 // delay (every WhatIfEvery ms), how often the rule ended on the slower
 // family and the time it lost. False when no cell has one.
@@ -145,6 +149,11 @@ func WhatIfSection(title string, cells []Cell) (section, bool) {
 		Head: []string{"path", "conns", "samples", "attempt delay (ms)", "slower family chosen (95% Wilson CI)", "lost mean (ms)", "ended on IPv6"}}
 	for _, c := range cells {
 		if c.WhatIf == nil || !path.Path(c.Path).Kind().Dual {
+			continue
+		}
+		if c.WhatIf.N == 0 {
+			// Not a row of dashes per delay (trial6 F16): one line.
+			sec.Rows = append(sec.Rows, []string{c.Path, fmt.Sprint(c.Conns), whatIfN(c.WhatIf), "-", WhatIfNone, "-", "-"})
 			continue
 		}
 		for _, p := range c.WhatIf.Points {

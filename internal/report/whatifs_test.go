@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"v6lab/internal/report/stats"
+	"v6lab/internal/report/whatif"
 	"v6lab/internal/result"
 )
 
@@ -122,5 +123,23 @@ func TestWhatIfTable(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report.html lacks %q", want)
 		}
+	}
+}
+
+// TestAWhatIfWithNoSampleIsOneLine (trial6 F16): a dual cell whose races
+// saw one family (whatif off) is one line saying so, not a row of dashes
+// per attempt delay.
+func TestAWhatIfWithNoSampleIsOneLine(t *testing.T) {
+	w := newWhatIf()
+	for range 7 {
+		w.Add(whatif.Sample{})
+	}
+	wi := finishWhatIf(w)
+	if wi.N != 0 || wi.Missing != 7 || len(wi.Points) < 2 {
+		t.Fatalf("what-if %+v", wi)
+	}
+	sec, ok := WhatIfSection("HTTP", []Cell{{Protocol: "web", Path: "dual", Conns: 10, WhatIf: wi}})
+	if !ok || len(sec.Rows) != 1 || sec.Rows[0][4] != WhatIfNone || sec.Rows[0][2] != "0 (7 left out: a family unknown)" {
+		t.Errorf("rows %q", sec.Rows)
 	}
 }

@@ -34,7 +34,9 @@ type Load struct {
 	// run, in CPUs, by the namespace they run in (server, gen4c, …; the
 	// measuring process is ClientCPU): softirq work is charged to the
 	// process it ran in, so the routers, which have no process, show in
-	// Softirq and in the other roles' time.
+	// Softirq and in the other roles' time. A role with no process of its
+	// own (the routers; embedded servers, in the measuring process) is
+	// absent: not measured, never a 0.
 	Roles map[string]float64 `json:"roles,omitempty"`
 	// LagP50NS and LagP90NS are how long received bytes waited for the
 	// client: from the kernel's receive stamp to the read that took them,

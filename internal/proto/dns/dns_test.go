@@ -320,6 +320,19 @@ func TestZoneParseRecord(t *testing.T) {
 			t.Errorf("%q accepted", bad)
 		}
 	}
+	// trial6 F9: a v4-mapped address was served as an A, silently.
+	for bad, want := range map[string]string{
+		"a.test=::ffff:127.0.0.1": "::ffff:127.0.0.1 is an IPv4-mapped IPv6 address: served as an AAAA record it would send an IPv6 socket over IPv4, which measures no IPv6 path; give 127.0.0.1 for an A record",
+		"a.test=0.0.0.0":          "0.0.0.0 is the unspecified address",
+		"a.test=::":               ":: is the unspecified address",
+	} {
+		if err := z.ParseRecord(bad); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", bad, err, want)
+		}
+	}
+	if len(z) != 1 || len(z["a.test."]) != 1 {
+		t.Errorf("a refused record was added: %v", z)
+	}
 }
 
 func FuzzParseReply(f *testing.F) {

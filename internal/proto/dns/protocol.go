@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -56,12 +57,15 @@ query (from the send to the read that received its reply) and pins the family.`,
 		Command: proto.ServeCommand{
 			Short: "Serve A, AAAA, HTTPS and SVCB records over UDP and TCP on both families",
 			Long: `serve dns answers A and AAAA queries for the names given with --record NAME=ADDR
-(repeat; an IPv4 address makes an A record, an IPv6 one an AAAA record), and HTTPS and
-SVCB queries (RFC 9460) with the records given by --https and --svcb NAME=RDATA, over
-UDP and TCP on every --listen address, until interrupted. Unknown names get NXDOMAIN; a
-known name without the asked type gets an empty answer. A ServiceMode record must give
-its alpn (the protocols its endpoint speaks): v6lab's Happy Eyeballs v3 client races
-QUIC and TCP by it. In a lab or loopback run the server also gives the https servers
+(repeat; an IPv4 address makes an A record, an IPv6 one an AAAA record; an IPv4-mapped
+::ffff:a.b.c.d is refused, not served as an AAAA: it would send IPv6 sockets over IPv4,
+so no IPv6 path is measured; 0.0.0.0 and :: are refused too), and HTTPS and SVCB
+queries (RFC 9460) with the records given by --https and --svcb NAME=RDATA, over UDP
+and TCP on every --listen address, until interrupted. Unknown names get NXDOMAIN; a
+known name without the asked type gets an empty answer (a name given only an HTTPS or
+SVCB record is known: its A and AAAA are empty, RFC 8020). A ServiceMode record must
+give its alpn (the protocols its endpoint speaks): v6lab's Happy Eyeballs v3 client
+races QUIC and TCP by it; a param given twice, or an alpn id listed twice, is refused. In a lab or loopback run the server also gives the https servers
 it names an HTTPS record of its own (alpn, port, and the name's addresses as hints),
 at _PORT._https.NAME (RFC 9460 §9.1).`,
 			Example: `  v6lab serve dns --listen 127.0.0.1:5353 --listen [::1]:5353 --record www.lab.test=127.0.0.1 --record www.lab.test=::1
@@ -328,7 +332,13 @@ func serve(ctx context.Context, at proto.Place) (proto.Running, error) {
 	if err != nil {
 		return nil, err
 	}
-	return running{s, zone.Names()}, nil
+	names := zone.Names()
+	for _, k := range slices.Sorted(maps.Keys(svc.Records)) {
+		if !slices.Contains(names, k) {
+			names = append(names, k+" (HTTPS/SVCB only)")
+		}
+	}
+	return running{s, names}, nil
 }
 
 // IPv4OnlyArpa is the name whose synthesised AAAA gives a host its NAT64

@@ -43,6 +43,12 @@ func (z Zone) ParseRecord(s string) error {
 	if a.Zone() != "" {
 		return fmt.Errorf("dns: bad record %q: %s names a zone (%%%s), which an AAAA record cannot carry: give the address without it", s, strings.TrimSpace(addr), a.Zone())
 	}
+	switch {
+	case a.Is4In6():
+		return fmt.Errorf("dns: bad record %q: %s is an IPv4-mapped IPv6 address: served as an AAAA record it would send an IPv6 socket over IPv4, which measures no IPv6 path; give %s for an A record", s, strings.TrimSpace(addr), a.Unmap())
+	case a.IsUnspecified():
+		return fmt.Errorf("dns: bad record %q: %s is the unspecified address, which no server answers on: give the server's address", s, strings.TrimSpace(addr))
+	}
 	z.Add(name, a)
 	return nil
 }
@@ -129,7 +135,8 @@ const TTL = 60
 type Views map[netip.Addr]Zone
 
 // Handler answers from the zone: A/AAAA records, NODATA for a known name
-// without that type, NXDOMAIN for unknown names, NOTIMP for other opcodes.
+// without that type (a name given only an HTTPS or SVCB record is known),
+// NXDOMAIN for unknown names, NOTIMP for other opcodes.
 func (z Zone) Handler() mdns.Handler { return z.handler(nil, nil) }
 
 func (z Zone) handler(views Views, svc *Services) mdns.Handler {
@@ -170,7 +177,7 @@ func (z Zone) handler(views Views, svc *Services) mdns.Handler {
 			return
 		}
 		addrs, ok := z[mdns.CanonicalName(name)]
-		if !ok {
+		if !ok && !svc.named(name) { // a name with only an HTTPS or SVCB record exists: NODATA (RFC 8020)
 			m.SetRcode(req, mdns.RcodeNameError)
 			fit(w, req, m)
 			w.WriteMsg(m)

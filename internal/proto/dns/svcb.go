@@ -45,13 +45,71 @@ func ParseService(s string, rrtype uint16) (mdns.RR, error) {
 	name = mdns.CanonicalName(strings.TrimSpace(name))
 	rr, err := mdns.NewRR(fmt.Sprintf("%s %d IN %s %s", name, TTL, tname, rdata))
 	if err != nil || rr == nil {
-		return nil, fmt.Errorf("dns: bad %s record for %s %q: %v", tname, name, strings.TrimSpace(rdata), err)
+		return nil, fmt.Errorf("dns: bad %s record for %s %q: %s", tname, name, strings.TrimSpace(rdata), badRdata(name, tname, rdata, err))
 	}
 	svcb := svcbOf(rr)
+	if err := twice(svcb); err != nil {
+		return nil, fmt.Errorf("dns: bad %s record for %s %q: %v", tname, name, strings.TrimSpace(rdata), err)
+	}
 	if svcb.Priority > 0 && !slices.ContainsFunc(svcb.Value, func(kv mdns.SVCBKeyValue) bool { return kv.Key() == mdns.SVCB_ALPN }) {
 		return nil, fmt.Errorf("dns: %s record for %s %q has no alpn: give alpn=h3,h2 (or the protocols its endpoint speaks; RFC 9460 §7.1)", tname, name, strings.TrimSpace(rdata))
 	}
 	return rr, nil
+}
+
+// paramForm says what each SvcParam's value is (RFC 9460 §7).
+var paramForm = map[string]string{
+	"alpn":            "protocol ids separated by commas (h3,h2)",
+	"port":            "a port number, 0 to 65535",
+	"ipv4hint":        "IPv4 addresses separated by commas",
+	"ipv6hint":        "IPv6 addresses separated by commas",
+	"mandatory":       "keys separated by commas",
+	"no-default-alpn": "no value",
+	"ech":             "base64",
+}
+
+// badRdata says which part of a record's RDATA miekg/dns refused (its
+// error names neither the flag nor the param in words of its own): the
+// priority and target, or the first SvcParam that is refused alone.
+func badRdata(name, tname, rdata string, err error) string {
+	f := strings.Fields(rdata)
+	if len(f) < 2 {
+		return "want PRIORITY TARGET [PARAM=VALUE ...], e.g. '1 . alpn=h3,h2'"
+	}
+	head := f[0] + " " + f[1]
+	if _, e := mdns.NewRR(fmt.Sprintf("%s %d IN %s %s", name, TTL, tname, head)); e != nil {
+		return fmt.Sprintf("%q is not PRIORITY TARGET (a number 0 to 65535, then a name or .)", head)
+	}
+	for _, p := range f[2:] {
+		if _, e := mdns.NewRR(fmt.Sprintf("%s %d IN %s %s %s", name, TTL, tname, head, p)); e != nil {
+			key, _, _ := strings.Cut(p, "=")
+			if form, ok := paramForm[key]; ok {
+				return fmt.Sprintf("param %s is not valid: %s takes %s", p, key, form)
+			}
+			return fmt.Sprintf("param %s is not valid: unknown key %q (RFC 9460 §14.3.2: alpn, port, ipv4hint, ipv6hint, mandatory, no-default-alpn, ech, or keyNNNNN)", p, key)
+		}
+	}
+	return fmt.Sprintf("not valid RFC 9460 presentation form (%v)", err)
+}
+
+// twice refuses a key given twice, or an alpn that lists a protocol id
+// twice (miekg/dns takes both; RFC 9460 §2.2 and §7.1.1 give each once).
+func twice(svcb *mdns.SVCB) error {
+	for i, kv := range svcb.Value {
+		if slices.ContainsFunc(svcb.Value[:i], func(o mdns.SVCBKeyValue) bool { return o.Key() == kv.Key() }) {
+			return fmt.Errorf("param %s is given twice", kv.Key())
+		}
+		a, ok := kv.(*mdns.SVCBAlpn)
+		if !ok {
+			continue
+		}
+		for i, id := range a.Alpn {
+			if slices.Contains(a.Alpn[:i], id) {
+				return fmt.Errorf("alpn lists %s twice", id)
+			}
+		}
+	}
+	return nil
 }
 
 // svcbOf is an HTTPS or SVCB record's SVCB part.
@@ -95,7 +153,7 @@ func (s *Services) answer(m *mdns.Msg, q mdns.Question, z Zone) {
 	}
 	base, port, ask := asked(q)
 	addrs, known := z[mdns.CanonicalName(base)]
-	if !known && (s == nil || !s.named(q.Name)) {
+	if !known && !s.named(q.Name) {
 		m.SetRcode(m, mdns.RcodeNameError)
 		return
 	}
@@ -107,6 +165,9 @@ func (s *Services) answer(m *mdns.Msg, q mdns.Question, z Zone) {
 
 // named says whether a record is given for name or under it.
 func (s *Services) named(name string) bool {
+	if s == nil {
+		return false
+	}
 	c := mdns.CanonicalName(name)
 	for k := range s.Records {
 		if k == c || strings.HasSuffix(k, "."+c) {

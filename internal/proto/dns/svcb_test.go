@@ -33,7 +33,14 @@ func TestParseService(t *testing.T) {
 	for in, want := range map[string]string{
 		"www.lab.test=1 . port=8443":    `dns: HTTPS record for www.lab.test. "1 . port=8443" has no alpn: give alpn=h3,h2`,
 		"www.lab.test":                  `dns: bad HTTPS record "www.lab.test" (want NAME=RDATA`,
-		"www.lab.test=1 . alpn=h3 bad=": `dns: bad HTTPS record for www.lab.test. "1 . alpn=h3 bad="`,
+		"www.lab.test=1 . alpn=h3 bad=": `dns: bad HTTPS record for www.lab.test. "1 . alpn=h3 bad=": param bad= is not valid: unknown key "bad"`,
+		// trial6 F13: the param refused, in v6lab's words, not miekg/dns's
+		// "dns: : ... at line: 1:48"; a repeated alpn id or key refused.
+		"www.lab.test=1 . alpn=h3 port=99999":    `dns: bad HTTPS record for www.lab.test. "1 . alpn=h3 port=99999": param port=99999 is not valid: port takes a port number, 0 to 65535`,
+		"www.lab.test=1 . alpn=h3 ipv4hint=::1":  `dns: bad HTTPS record for www.lab.test. "1 . alpn=h3 ipv4hint=::1": param ipv4hint=::1 is not valid: ipv4hint takes IPv4 addresses`,
+		"www.lab.test=x . alpn=h3":               `dns: bad HTTPS record for www.lab.test. "x . alpn=h3": "x ." is not PRIORITY TARGET`,
+		"www.lab.test=1 . alpn=h3,h2,h3":         `dns: bad HTTPS record for www.lab.test. "1 . alpn=h3,h2,h3": alpn lists h3 twice`,
+		"www.lab.test=1 . alpn=h3 port=1 port=2": `dns: bad HTTPS record for www.lab.test. "1 . alpn=h3 port=1 port=2": param port is given twice`,
 	} {
 		if _, err := ParseService(in, mdns.TypeHTTPS); err == nil || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", in, err, want)
@@ -91,6 +98,15 @@ func TestServerAnswersHTTPS(t *testing.T) {
 	}
 	if in := ask("alias.v6lab.test.", mdns.TypeHTTPS); len(in.Answer) != 1 || in.Answer[0].(*mdns.HTTPS).Target != "www.v6lab.test." {
 		t.Errorf("the alias: %v", in)
+	}
+	// A name given only an HTTPS record exists: its A and AAAA are NODATA,
+	// not NXDOMAIN (trial6 F13; RFC 8020); a name with nothing is NXDOMAIN.
+	for name, rcode := range map[string]int{"alias.v6lab.test.": mdns.RcodeSuccess, "nosuch.v6lab.test.": mdns.RcodeNameError} {
+		for _, qt := range []uint16{mdns.TypeA, mdns.TypeAAAA} {
+			if in := ask(name, qt); in.Rcode != rcode || len(in.Answer) != 0 {
+				t.Errorf("%s %s: %v, want rcode %d and no answer", name, mdns.TypeToString[qt], in, rcode)
+			}
+		}
 	}
 }
 

@@ -693,6 +693,13 @@ func (c *Client) get(br *bufio.Reader, cr *countReader, cw *countWriter, uri str
 		return nil, false, fmt.Errorf("send request: %w", err)
 	}
 	cr.limit = cr.n + int64(br.Buffered()) + MaxHeaderBytes + int64(br.Size())
+	// A reply that cannot begin "HTTP/" fails at its first bytes, not when
+	// a status line that never comes times out.
+	if _, err := br.Peek(1); err == nil {
+		if first, _ := br.Peek(br.Buffered()); !startsHTTP(nil, first) {
+			return nil, false, notHTTP(first)
+		}
+	}
 	resp, err := nethttp.ReadResponse(br, nil)
 	if err != nil {
 		if cr.hit || errors.Is(err, ErrTooLarge) {

@@ -166,7 +166,19 @@ func TestHostileServersAreBounded(t *testing.T) {
 		want    string
 		kind    result.ErrKind
 	}{
-		{"garbage", func(c net.Conn) { io.WriteString(c, "SSH-2.0-OpenSSH\r\n\r\n") }, 0, "malformed HTTP", "protocol"},
+		{"garbage", func(c net.Conn) { io.WriteString(c, "SSH-2.0-OpenSSH\r\n\r\n") }, 0, `with text (its first bytes "SSH-2.0-OpenSSH\r"…), not an HTTP status line`, "protocol"},
+		// Another protocol's server that answers and then waits (trial6
+		// F3: an FTP port was failed as a stall after the timeout).
+		{"ftp banner", func(c net.Conn) {
+			io.WriteString(c, "220 v6lab embedded FTP server ready\r\n")
+			c.Read(make([]byte, 512))
+			io.WriteString(c, "500 Unknown command \"GET\"\r\n")
+			time.Sleep(3 * time.Second)
+		}, 0, `its first bytes "220 v6lab embedd"…), not an HTTP status line: it does not speak HTTP on this port`, "protocol"},
+		{"tls alert", func(c net.Conn) {
+			c.Write([]byte{0x15, 0x03, 0x01, 0x00, 0x02, 0x02, 0x46})
+			time.Sleep(3 * time.Second)
+		}, 0, "it speaks TLS on this port, give an https:// url", "protocol"},
 		{"stall", func(c net.Conn) { time.Sleep(3 * time.Second) }, 0, "timed out", "timeout"},
 		{"endless headers", endless("HTTP/1.1 200 OK\r\n", []byte("X-Junk: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n")), 0, "exceeds limit", "protocol"},
 		{"endless chunked body", endless("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", []byte("1000\r\n"+strings.Repeat("x", 4096)+"\r\n")), 1 << 20, "exceeds the 1048576-byte limit", "protocol"},

@@ -85,6 +85,9 @@ func (p *replyParser) Feed(b []byte, eof bool) (bool, error) {
 			}
 			return false, fmt.Errorf("bad response: %w within the headers", io.ErrUnexpectedEOF)
 		}
+		if len(p.head) < len(httpPrefix) && !startsHTTP(p.head, b) {
+			return false, notHTTP(append(p.head, b[:min(len(b), 16)]...))
+		}
 		var head, rest []byte
 		if len(p.head) == 0 {
 			if i := bytes.Index(b, crlfcrlf); i >= 0 {
@@ -301,6 +304,43 @@ func (p *replyParser) takeLine(b []byte) (line, rest []byte, ok bool) {
 		line = b[:i]
 	}
 	return bytes.TrimSuffix(line, []byte("\r")), b[i+1:], true
+}
+
+var httpPrefix = []byte("HTTP/")
+
+// startsHTTP says whether a reply whose first bytes are head then b can
+// still begin "HTTP/": a compare of at most five bytes, once per reply.
+func startsHTTP(head, b []byte) bool {
+	for i := range httpPrefix {
+		var c byte
+		switch {
+		case i < len(head):
+			c = head[i]
+		case i-len(head) < len(b):
+			c = b[i-len(head)]
+		default:
+			return true
+		}
+		if c != httpPrefix[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// notHTTP is the error for a reply whose first bytes (first) cannot begin
+// an HTTP status line: another protocol's server answers on the port (an
+// FTP or SMTP banner, a TLS alert), and waiting for a header that will
+// never come would fail it as a stall after the timeout.
+func notHTTP(first []byte) error {
+	first = first[:min(len(first), 16)]
+	switch {
+	case len(first) >= 3 && first[0] >= 0x14 && first[0] <= 0x17 && first[1] == 3:
+		return fmt.Errorf("bad response: the server answered the HTTP/1.1 request with a TLS record (its first bytes %q…), not an HTTP status line: it speaks TLS on this port, give an https:// url", first)
+	case printable(first):
+		return fmt.Errorf("bad response: the server answered the HTTP/1.1 request with text (its first bytes %q…), not an HTTP status line: it does not speak HTTP on this port (another protocol's server?)", first)
+	}
+	return fmt.Errorf("bad response: the server answered the HTTP/1.1 request with bytes (its first bytes %q…), not an HTTP status line: it does not speak HTTP on this port", first)
 }
 
 // clip shortens a hostile line for an error message.

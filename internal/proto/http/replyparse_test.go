@@ -46,7 +46,8 @@ func TestReplyParser(t *testing.T) {
 		{"chunked beats length", "HTTP/1.1 200 OK\r\nContent-Length: 100\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nz\r\n0\r\n\r\n", 1, ""},
 		{"lower-case names", "HTTP/1.1 200 OK\r\ncontent-length: 3\r\n\r\nabc", 3, ""},
 		{"not found", "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n", 0, "status 404 Not Found for /"},
-		{"garbage", "SSH-2.0-OpenSSH\r\n\r\n", 0, "malformed HTTP status line"},
+		{"garbage", "SSH-2.0-OpenSSH\r\n\r\n", 0, "not an HTTP status line"},
+		{"bad version", "HTTP/2 200 OK\r\n\r\n", 0, "malformed HTTP status line"},
 		{"bad code", "HTTP/1.1 2x0 OK\r\n\r\n", 0, "malformed HTTP status code"},
 		{"bad header", "HTTP/1.1 200 OK\r\nno colon here\r\n\r\n", 0, "malformed HTTP header line"},
 		{"bad length", "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", 0, "bad Content-Length"},
@@ -128,4 +129,27 @@ func FuzzReplyParser(f *testing.F) {
 			t.Fatalf("done with an error: %v", err1)
 		}
 	})
+}
+
+// TestReplyParserNotHTTP: a reply that cannot begin "HTTP/" fails at its
+// first bytes, however the reads split them; one that can waits for more.
+func TestReplyParserNotHTTP(t *testing.T) {
+	for _, step := range []int{0, 1, 2, 4} {
+		_, _, err := feedAll([]byte("220 v6lab embedded FTP server ready\r\n"), step, 1<<20)
+		if err == nil || !strings.Contains(err.Error(), `with text (its first bytes "2`) {
+			t.Errorf("step %d: FTP banner: %v", step, err)
+		}
+		var p replyParser
+		p.reset("/", 1<<20, false, content.Unknown)
+		for _, part := range []string{"HT", "TP", "/1.1 200 OK\r\n"} {
+			if done, err := p.Feed([]byte(part), false); done || err != nil {
+				t.Fatalf("HTTP/ split in reads: %q: done %v err %v", part, done, err)
+			}
+		}
+		p.reset("/", 1<<20, false, content.Unknown)
+		p.Feed([]byte("HT"), false)
+		if _, err := p.Feed([]byte("TX/1.1"), false); err == nil || !strings.Contains(err.Error(), `"HTTX/1.1"`) {
+			t.Errorf("HTTX split in reads: %v", err)
+		}
+	}
 }

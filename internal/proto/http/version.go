@@ -89,6 +89,9 @@ func (o *Options) checkVersion(where result.Where, u *url.URL, given proto.Given
 	if v == Version3 && u != nil && u.Scheme != "https" {
 		return proto.Errorf("http_version", "3 runs over QUIC, which is always TLS, but the url is %s: give an https:// url", u.Scheme+"://")
 	}
+	if v == Version3 && given("tls") && !o.TLS { // it would run over TLS regardless
+		return proto.Errorf("tls", "false: HTTP/3 runs over QUIC, which is always TLS; tls: false makes HTTP/2 h2c and HTTP/1.1 plain http: leave tls out of a cell with http_version 3 (in a list of versions, give that version a cell of its own)")
+	}
 	if v == Version2 && where != result.Hosts && !given("tls") {
 		o.TLS = true // h2 by ALPN, as browsers speak it; tls: false for h2c
 	}

@@ -241,6 +241,14 @@ func TestVersionOptions(t *testing.T) {
 		{"keepalive without 2 or 3", opts("", func(o *Options) { o.Keepalive = true }), result.Lab, "keepalive: keeps each user's HTTP/2 or HTTP/3 connection"},
 		{"evloop", opts("3", func(o *Options) { o.Engine = "evloop" }), result.Lab, "engine: http: the evloop engine speaks HTTP/1.1"},
 	}
+	h3clear := opts("3", nil) // trial6 F10: accepted, and run over TLS regardless
+	if err := h3clear.Check(result.Lab, func(o string) bool { return o == "tls" }); err == nil || !strings.Contains(err.Error(), "tls: false: HTTP/3 runs over QUIC, which is always TLS") {
+		t.Errorf("h3 with tls: false: %v", err)
+	}
+	h3tls := opts("3", func(o *Options) { o.TLS = true })
+	if err := h3tls.Check(result.Lab, func(o string) bool { return o == "tls" }); err != nil {
+		t.Errorf("h3 with tls: true: %v", err)
+	}
 	for _, c := range cases {
 		err := c.o.Check(c.where, none)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -37,14 +37,15 @@ type Versus struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
-// ShareVersus is one share in A and in B, and B − A with its interval
-// (CI95 nil where either share is of no site).
+// ShareVersus is one share in A and in B, and B − A with its interval:
+// Diff and CI95 nil where either share is of no site, NA saying which.
 type ShareVersus struct {
 	What string      `json:"what"`
 	A    Share       `json:"a"`
 	B    Share       `json:"b"`
-	Diff float64     `json:"diff"`
+	Diff *float64    `json:"diff"`
 	CI95 *[2]float64 `json:"diff_ci95,omitempty"`
+	NA   string      `json:"na,omitempty"`
 }
 
 // Change is a site whose verdict differs between A and B, with its paired
@@ -134,11 +135,43 @@ func optionText(m map[string]any, k string) string {
 
 // versus sets a share of A and of B side by side.
 func versus(what string, a, b Share) ShareVersus {
-	v := ShareVersus{What: what, A: a, B: b, Diff: b.Share - a.Share}
+	v := ShareVersus{What: what, A: a, B: b}
+	var empty []string
+	for _, x := range []struct {
+		name string
+		s    Share
+	}{{"A", a}, {"B", b}} {
+		if x.s.Of == 0 {
+			empty = append(empty, x.name)
+		}
+	}
+	if len(empty) > 0 {
+		v.NA = "no B − A: a share of no site in " + strings.Join(empty, " and ")
+		return v
+	}
+	d := b.Share - a.Share
+	v.Diff = &d
 	if ci, ok := DiffCI(a, b); ok {
 		v.CI95 = &ci
 	}
 	return v
+}
+
+// shareCell is a share with its count for the comparison's table, n/a
+// for a share of no site.
+func shareCell(s Share) string {
+	if s.Of == 0 {
+		return "n/a\t(0 sites)"
+	}
+	return fmt.Sprintf("%s\t(%d of %d)", pct(s.Share), s.Count, s.Of)
+}
+
+// diffCell is B − A and its interval, or why there is none.
+func diffCell(s ShareVersus) string {
+	if s.Diff == nil {
+		return s.NA + "\t"
+	}
+	return fmt.Sprintf("%+.1f pt\t%s", 100**s.Diff, ptText(s.CI95))
 }
 
 // DiffCI is the 95% interval of b's share less a's by Newcombe's hybrid
@@ -168,7 +201,7 @@ func VersusText(w io.Writer, v *Versus) error {
 	fmt.Fprintln(tw, "\tA\t\tB\t\tB − A\t95% CI\t")
 	for _, rows := range [][]ShareVersus{v.Shares, v.Study} {
 		for _, s := range rows {
-			fmt.Fprintf(tw, "%s\t%s\t(%d of %d)\t%s\t(%d of %d)\t%+.1f pt\t%s\t\n", s.What, pct(s.A.Share), s.A.Count, s.A.Of, pct(s.B.Share), s.B.Count, s.B.Of, 100*s.Diff, ptText(s.CI95))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", s.What, shareCell(s.A), shareCell(s.B), diffCell(s))
 		}
 	}
 	tw.Flush()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -35,6 +36,12 @@ func writeSurvey(t *testing.T, sites map[string][2]float64, order []string) stri
 
 func writeSurveySpec(t *testing.T, sites map[string][2]float64, order []string, spec map[string]any) string {
 	t.Helper()
+	return writeSurveyWith(t, sites, order, spec, nil)
+}
+
+// writeSurveyWith writes the survey, each sample through edit when given.
+func writeSurveyWith(t *testing.T, sites map[string][2]float64, order []string, spec map[string]any, edit func(*result.Sample)) string {
+	t.Helper()
 	dir, err := result.NewDir(t.TempDir(), "s", time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -50,6 +57,9 @@ func writeSurveySpec(t *testing.T, sites map[string][2]float64, order []string, 
 		site.Index, site.Line = i, i+1
 		for _, smp := range pages(4, sites[name][0], sites[name][1]) {
 			smp.Cell, smp.User = name, i
+			if edit != nil {
+				edit(&smp)
+			}
 			w.Sample(smp)
 		}
 		w.Site(*site)
@@ -84,7 +94,7 @@ func TestCompareSetsTwoSurveysSideBySide(t *testing.T) {
 	}
 	for _, s := range v.Shares {
 		w := want[s.What]
-		if s.A.Count != w[0] || s.B.Count != w[1] || s.A.Of != 4 || s.B.Of != 4 || math.Abs(s.Diff-float64(w[1]-w[0])/4) > 1e-12 || s.CI95 == nil {
+		if s.A.Count != w[0] || s.B.Count != w[1] || s.A.Of != 4 || s.B.Of != 4 || s.Diff == nil || math.Abs(*s.Diff-float64(w[1]-w[0])/4) > 1e-12 || s.CI95 == nil {
 			t.Errorf("%s: %+v", s.What, s)
 		}
 	}
@@ -122,5 +132,35 @@ func TestCompareNamesTheOptionsThatDiffer(t *testing.T) {
 	}
 	if v, err := Compare(a, a); err != nil || len(v.Notes) != 0 {
 		t.Errorf("one survey against itself: %v %q", err, v.Notes)
+	}
+}
+
+// TestCompareGivesNoDifferenceAgainstNoSites (trial6 F4): B's page
+// fetches all failed, so no site of B was compared: its "faster over
+// IPv6" share is of no site. compare gives no B − A for it (says why),
+// where A's is 2 of 3; and the sites are failed in B, not undecided.
+func TestCompareGivesNoDifferenceAgainstNoSites(t *testing.T) {
+	sites := map[string][2]float64{"x.example": {30, 10}, "y.example": {30, 10}, "z.example": {10, 30}}
+	order := []string{"x.example", "y.example", "z.example"}
+	spec := map[string]any{"threshold": "1ms", "sites_count": 3}
+	a := writeSurveySpec(t, sites, order, spec)
+	b := writeSurveyWith(t, sites, order, spec, func(s *result.Sample) {
+		s.TotalNS, s.ConnectNS, s.Err = 0, 0, "no QUIC answer over "+s.Path+" in 3 s"
+	})
+	v, err := Compare(a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := v.Study[0]
+	if f.A.Count != 2 || f.A.Of != 3 || f.B.Of != 0 || f.Diff != nil || f.CI95 != nil || !strings.Contains(f.NA, "no site in B") {
+		t.Errorf("faster over IPv6: %+v", f)
+	}
+	var out bytes.Buffer
+	if err := VersusText(&out, v); err != nil {
+		t.Fatal(err)
+	}
+	line := regexp.MustCompile(`faster over IPv6, of the dual-stacked sites compared.*`).FindString(out.String())
+	if strings.Contains(line, " pt") || !strings.Contains(line, "n/a") || !strings.Contains(line, "no B − A: a share of no site in B") || !strings.Contains(out.String(), "ipv6_faster → failed") {
+		t.Errorf("compare:\n%s", out.String())
 	}
 }

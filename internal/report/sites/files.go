@@ -116,7 +116,7 @@ func fromHeader(h *result.Header) (*Summary, Criteria, error) {
 	}
 	s := &Summary{Name: h.Name, Created: h.Created, ToolVersion: h.ToolVersion, Host: h.Host, Kernel: h.Kernel,
 		Target: string(h.Target), Spec: b, Segment: h.Segment, Merged: h.Merged, Servers: h.Servers,
-		ThresholdMS: float64(th) / 1e6, Notes: append([]string(nil), h.Notes...), Expected: sp.SitesCount}
+		ThresholdMS: float64(th) / 1e6, Notes: append([]string(nil), h.Notes...), Expected: sp.SitesCount, lab: len(h.Lab) > 0}
 	if g := h.Segment; g != nil {
 		s.Expected = (sp.SitesCount - g.Index + g.Count - 1) / g.Count
 	}

@@ -23,7 +23,7 @@ type htmlPage struct {
 	Shares, CDF            template.HTML
 }
 
-var page = template.Must(template.New("survey").Funcs(template.FuncMap{"pct": pct, "ci": ciText,
+var page = template.Must(template.New("survey").Funcs(template.FuncMap{"pct": pct, "ci": ciText, "na": func() string { return NA },
 	"slice3": func(a, b, c Share) []Share { return []Share{a, b, c} }}).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>v6lab survey {{.S.Name}}</title>
 <style>
@@ -43,10 +43,11 @@ svg{margin:1em 0}.bar{fill:#4a7ab5}.ci{stroke:#222}.cdf{fill:none;stroke:#b5524a
 </table>
 <h2>The study's measures</h2>
 <table><tr><th>measure</th><th>share</th><th>95% CI</th><th>sites</th></tr>
-{{with .S.Study}}{{range (slice3 .Faster .WithinOneMS .Partial)}}<tr><td>{{.What}}</td><td>{{pct .Share}}</td><td>{{ci .CI}}</td><td>{{.Count}} of {{.Of}}</td></tr>{{end}}{{end}}
-{{range .S.WhatIf}}<tr><td>{{.What}}</td><td>{{pct .Share.Share}}</td><td>{{ci .CI}}</td><td>{{.Count}} of {{.Of}}; {{printf "%.3g" .LostMeanMS}} ms lost on average</td></tr>{{end}}
+{{with .S.Study}}{{range (slice3 .Faster .WithinOneMS .Partial)}}<tr><td>{{.What}}</td>{{if .Of}}<td>{{pct .Share}}</td><td>{{ci .CI}}</td><td>{{.Count}} of {{.Of}}</td>{{else}}<td colspan="3">{{na}}</td>{{end}}</tr>{{end}}{{end}}
+{{range .S.WhatIf}}{{if .Of}}<tr><td>{{.What}}</td><td>{{pct .Share.Share}}</td><td>{{ci .CI}}</td><td>{{.Count}} of {{.Of}}; {{printf "%.3g" .LostMeanMS}} ms lost on average</td></tr>{{end}}{{end}}
 {{range .S.WhatIf}}{{if .IPv6WhenSlower.Of}}<tr><td>{{.IPv6WhenSlower.What}}</td><td>{{pct .IPv6WhenSlower.Share}}</td><td>{{ci .IPv6WhenSlower.CI}}</td><td>{{.IPv6WhenSlower.Count}} of {{.IPv6WhenSlower.Of}}</td></tr>{{end}}{{end}}
 </table>
+{{with .S.WhatIfNote}}<p>note: {{.}}</p>{{end}}
 <h2>Per-site paired difference, ipv6 − ipv4</h2>
 {{.CDF}}
 {{if .S.Problems}}<h2>Sites without a timed verdict</h2>

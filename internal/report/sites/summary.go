@@ -54,6 +54,11 @@ type Summary struct {
 	// WhatIf is, per Happy Eyeballs timer, how often it would pick the
 	// slower family.
 	WhatIf []WhatIf `json:"happy_eyeballs_what_if,omitempty"`
+	// WhatIfNote says when the what-if is not a finding: in a lab of
+	// sites, or where every site's connects differ by under NoiseMS.
+	WhatIfNote string `json:"happy_eyeballs_what_if_note,omitempty"`
+	// lab says the sites were a lab's (the header's lab).
+	lab bool
 	// Problems are the first sites whose verdict is not a timed one or
 	// the same (every site is in results.csv).
 	Problems []Row    `json:"problems,omitempty"`
@@ -69,6 +74,43 @@ type Share struct {
 	Of      int        `json:"of"`
 	Share   float64    `json:"share"`
 	CI      [2]float64 `json:"ci95"`
+}
+
+// NA is what a share of no site says instead of a figure.
+const NA = "n/a (no sites)"
+
+// shareJSON is a Share as summary.json writes it: a share of no site has
+// no figure (share and ci95 null) and says so (na).
+type shareJSON struct {
+	Verdict Verdict     `json:"verdict,omitempty"`
+	What    string      `json:"what,omitempty"`
+	Count   int         `json:"count"`
+	Of      int         `json:"of"`
+	Share   *float64    `json:"share"`
+	CI      *[2]float64 `json:"ci95"`
+	NA      string      `json:"na,omitempty"`
+}
+
+func (s Share) json() shareJSON {
+	j := shareJSON{Verdict: s.Verdict, What: s.What, Count: s.Count, Of: s.Of, NA: NA}
+	if s.Of > 0 {
+		j.Share, j.CI, j.NA = &s.Share, &s.CI, ""
+	}
+	return j
+}
+
+// MarshalJSON writes s, a share of no site as null with na saying so.
+func (s Share) MarshalJSON() ([]byte, error) { return json.Marshal(s.json()) }
+
+// MarshalJSON writes w's share as Share does, its own figures beside.
+func (w WhatIf) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		TimerMS float64 `json:"timer_ms"`
+		shareJSON
+		IPv6WhenSlower Share   `json:"ipv6_when_slower"`
+		IPv6           Share   `json:"ipv6"`
+		LostMeanMS     float64 `json:"lost_mean_ms"`
+	}{w.TimerMS, w.Share.json(), w.IPv6WhenSlower, w.IPv6, w.LostMeanMS})
 }
 
 func shareOf(k, n int) Share {
@@ -197,14 +239,41 @@ func (a *aggregator) finish(s *Summary) {
 	s.Study.Partial.What = "partly failed over one family, of the dual-stacked sites"
 	s.DiffCDF = quantiles(a.diffs)
 	s.WhatIf = whatIf(a.connects)
+	s.WhatIfNote = whatIfNote(a.connects, s.lab)
 	s.Problems = a.problems
 	s.HTTPVersions = a.versions
 	if a.problemCount > len(a.problems) {
 		s.Notes = append(s.Notes, "the reports name the first "+itoa(len(a.problems))+" of "+itoa(a.problemCount)+" sites without a timed verdict; results.csv has every site")
 	}
 	if a.stalledRuns > 0 {
-		s.Notes = append(s.Notes, stats.Count(a.stalledRuns, "run")+" of "+stats.Count(a.stalledSites, "site")+" not counted: v6lab stalled in them beyond the threshold and far beyond the site's other runs ("+StallMetric+"; another run was made in each one's place: survey.md, \"v6lab's own stalls\")")
+		s.Notes = append(s.Notes, stats.Count(a.stalledRuns, "run")+" of "+stats.Count(a.stalledSites, "site")+" not counted: v6lab's process stalled while they ran, beyond the threshold (the stall bounded by the pair's longer page) and far beyond the site's other runs ("+StallMetric+"; another run was made in each one's place: survey.md, \"v6lab's own stalls\")")
 	}
+}
+
+// NoiseMS is the connect difference (ms) below which the what-if's
+// slower family is noise: a tenth of a millisecond, the order of the
+// kernel's and the scheduler's jitter on one machine.
+const NoiseMS = 0.1
+
+// whatIfNote says why the what-if is not a finding, "" when it may be
+// one: the sites are a lab's (it delays answers, not connects), or every
+// site's families connect within NoiseMS of each other.
+func whatIfNote(connects [][2]float64, lab bool) string {
+	if len(connects) == 0 {
+		return ""
+	}
+	const why = "which family connects later is then noise, not a finding (docs/survey.md, \"The Happy Eyeballs what-if cannot be reproduced\")"
+	if lab {
+		return "the Happy Eyeballs what-if is of a lab of sites, which delays its answers, not its connects: both families connect in microseconds; " + why
+	}
+	largest := 0.0
+	for _, c := range connects {
+		largest = max(largest, math.Abs(c[1]-c[0]))
+	}
+	if largest < NoiseMS {
+		return fmt.Sprintf("the Happy Eyeballs what-if races connects that differ by %.3g ms at most (under %g ms at every site); %s", largest, NoiseMS, why)
+	}
+	return ""
 }
 
 // Timers are the Happy Eyeballs timers the what-if tries (ms): RFC 8305's

@@ -45,9 +45,16 @@ func Text(w io.Writer, s *Summary) error {
 	tw.Flush()
 	fmt.Fprintf(b, "\nThe study's measures (Bajpai and Schönwälder, Alexa top 10K, 2013-2018: 56%%, 95%%, 27%%, 81%% at 250 ms):\n")
 	for _, m := range []Share{s.Study.Faster, s.Study.WithinOneMS, s.Study.Partial} {
+		if m.Of == 0 {
+			fmt.Fprintf(b, "  %-62s %s\n", m.What, NA)
+			continue
+		}
 		fmt.Fprintf(b, "  %-62s %7s  %s  (%d of %d)\n", m.What, pct(m.Share), ciText(m.CI), m.Count, m.Of)
 	}
 	whatIfText(b, s.WhatIf)
+	if s.WhatIfNote != "" && len(s.WhatIf) > 0 && s.WhatIf[0].Of > 0 {
+		fmt.Fprintf(b, "  note: %s\n", s.WhatIfNote)
+	}
 	if q := s.DiffCDF; len(q) == 101 {
 		fmt.Fprintf(b, "\nPer-site paired difference, ipv6 - ipv4 (ms; %s sites timed): min %s  p10 %s  p25 %s  median %s  p75 %s  p90 %s  max %s\n",
 			formatInt(timedCount(s)), num(q[0]), num(q[10]), num(q[25]), num(q[50]), num(q[75]), num(q[90]), num(q[100]))

@@ -1,6 +1,9 @@
 package sites
 
 import (
+	"encoding/json"
+	"math"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -96,7 +99,7 @@ func TestSummaryNotesTheRunsLeftOutForStalls(t *testing.T) {
 	a.add(Row{V: Slower, DiffMS: 5})
 	s := &Summary{}
 	a.finish(s)
-	if len(s.Notes) != 1 || !strings.HasPrefix(s.Notes[0], "3 runs of 2 sites not counted: v6lab stalled in them") {
+	if len(s.Notes) != 1 || !strings.HasPrefix(s.Notes[0], "3 runs of 2 sites not counted: v6lab's process stalled while they ran, beyond the threshold (the stall bounded by the pair's longer page)") || strings.Contains(s.Notes[0], "in them") {
 		t.Errorf("notes %q", s.Notes)
 	}
 	a = newAggregator()
@@ -105,5 +108,86 @@ func TestSummaryNotesTheRunsLeftOutForStalls(t *testing.T) {
 	a.finish(s)
 	if len(s.Notes) != 0 {
 		t.Errorf("no stalls: notes %q", s.Notes)
+	}
+}
+
+// TestSharesOfNoSitesAreNA (trial6 F4): a share whose population is no
+// site is n/a in report.txt, report.html and summary.json, not "0.0% (0
+// of 0)" with a 0-0 CI.
+func TestSharesOfNoSitesAreNA(t *testing.T) {
+	a := newAggregator()
+	for range 3 {
+		a.add(Row{V: Failed, DiffMS: math.NaN(), ConnectMS: [2]float64{math.NaN(), math.NaN()}})
+	}
+	s := &Summary{Name: "none", ThresholdMS: 40}
+	a.finish(s)
+	var txt, html, js strings.Builder
+	if err := Text(&txt, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := HTML(&html, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := JSON(&js, s); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(txt.String(), "faster over IPv6, of the dual-stacked sites compared") || !regexp.MustCompile(`compared +n/a \(no sites\)`).MatchString(txt.String()) || strings.Contains(txt.String(), "(0 of 0)") {
+		t.Errorf("report.txt:\n%s", txt.String())
+	}
+	if !strings.Contains(html.String(), "n/a (no sites)") || strings.Contains(html.String(), "0 of 0") {
+		t.Errorf("report.html:\n%s", html.String())
+	}
+	var doc struct {
+		Study map[string]map[string]any `json:"study"`
+	}
+	if err := json.Unmarshal([]byte(js.String()), &doc); err != nil {
+		t.Fatal(err)
+	}
+	f := doc.Study["faster_over_ipv6"]
+	if f["share"] != nil || f["ci95"] != nil || f["na"] != NA {
+		t.Errorf("summary.json faster_over_ipv6: %v", f)
+	}
+	if p := doc.Study["partly_failed"]; p["share"] != 0.0 || p["na"] != nil {
+		t.Errorf("summary.json partly_failed (0 of 3): %v", p)
+	}
+}
+
+// TestWhatIfNoteInALabOrBelowNoise (trial6 F7): the what-if of a lab of
+// sites, or of connects that differ by under 0.1 ms everywhere, carries
+// a note in report.txt and summary.json that it is not a finding; real
+// sites' connects a millisecond apart carry none.
+func TestWhatIfNoteInALabOrBelowNoise(t *testing.T) {
+	for _, tc := range []struct {
+		what     string
+		lab      bool
+		connects [2]float64
+		note     string
+	}{
+		{"a lab of sites", true, [2]float64{0.02, 0.5}, "lab of sites"},
+		{"connects 15 us apart", false, [2]float64{0.020, 0.035}, "0.015 ms at most"},
+		{"connects ms apart", false, [2]float64{12, 14}, ""},
+	} {
+		a := newAggregator()
+		a.add(Row{V: Same, DiffMS: 1, ConnectMS: tc.connects})
+		a.add(Row{V: Same, DiffMS: 1, ConnectMS: [2]float64{tc.connects[0] + 1, tc.connects[1] + 1}})
+		s := &Summary{lab: tc.lab}
+		a.finish(s)
+		var txt, js, html strings.Builder
+		if err := Text(&txt, s); err != nil {
+			t.Fatal(err)
+		}
+		if err := JSON(&js, s); err != nil {
+			t.Fatal(err)
+		}
+		if err := HTML(&html, s); err != nil {
+			t.Fatal(err)
+		}
+		has := strings.Contains(txt.String(), "not a finding") && strings.Contains(js.String(), `"happy_eyeballs_what_if_note"`)
+		if strings.Contains(html.String(), "not a finding") != has {
+			t.Errorf("%s: report.html and report.txt disagree on the note", tc.what)
+		}
+		if has != (tc.note != "") || !strings.Contains(s.WhatIfNote, tc.note) {
+			t.Errorf("%s: note %q\n%s", tc.what, s.WhatIfNote, txt.String())
+		}
 	}
 }

@@ -152,13 +152,13 @@ func Judge(s *result.Site, samples []result.Sample, c Criteria) Row {
 	fams := families(s, uncounted(samples, c, &r), &r)
 	r.V, r.Why = judgeFamilies(s, fams, &r)
 	if r.V == "" {
-		r.V = timed(&r, fams, c)
+		r.V, r.Why = timed(&r, fams, c)
 	}
 	if r.Pairs > 0 {
 		r.Version = s.Version // what both families were timed over
 	}
 	if r.V == Undecided && r.Stalled > 0 {
-		r.Why = fmt.Sprintf("%s not counted: v6lab stalled in them beyond the threshold and far beyond its other runs (its own wait for a CPU, %s); %s left", stats.Count(r.Stalled, "run"), StallMetric, stats.Count(r.Pairs, "pair"))
+		r.Why = fmt.Sprintf("%s not counted: v6lab's process stalled while they ran, beyond the threshold and far beyond its other runs (its own wait for a CPU, %s, bounded by the pair's longer page); %s left", stats.Count(r.Stalled, "run"), StallMetric, stats.Count(r.Pairs, "pair"))
 	}
 	return r
 }
@@ -248,6 +248,12 @@ func judgeFamilies(s *result.Site, fams [2]*family, r *Row) (Verdict, string) {
 	switch {
 	case !v4.works() && !v6.works():
 		return Failed, orText(s.Err, "ipv4: "+orText(v4.discoverErr, v4.firstErr)+"; ipv6: "+orText(v6.discoverErr, v6.firstErr))
+	case noPage(r):
+		// Discovery found the page, yet not one counted fetch of it
+		// arrived over either family (a forced HTTP version the site
+		// does not offer, a page that stopped answering): neither
+		// family gets the page.
+		return Failed, "no page over either family: ipv4: " + orText(v4.firstErr, v4.discoverErr) + "; ipv6: " + orText(v6.firstErr, v6.discoverErr) + notOffered(s)
 	case !v6.connected && v4.works():
 		return Broken, "ipv6: " + orText(v6.discoverErr, v6.firstErr)
 	case !v4.connected && v6.works():
@@ -282,9 +288,31 @@ func judgeFamilies(s *result.Site, fams [2]*family, r *Row) (Verdict, string) {
 	return "", ""
 }
 
+// notOffered says, for a site timed over HTTP/3 that discovery found
+// offered over neither family (a forced --http-version 3), that it was
+// not offered; "" otherwise.
+func notOffered(s *result.Site) string {
+	if s.Version != "3" {
+		return ""
+	}
+	for _, f := range s.Families {
+		if slices.Contains(f.Offers, "h3") {
+			return ""
+		}
+	}
+	return " (HTTP/3 was forced and discovery found it offered over neither family)"
+}
+
+// noPage says whether both families fetched the page (counted fetches)
+// and not one of those fetches completed, none left out for a stall.
+func noPage(r *Row) bool {
+	return r.N[0] > 0 && r.N[1] > 0 && r.OK == [2]int{} && r.Stalled == 0
+}
+
 // timed compares the families' page times run by run: the mean paired
-// difference and its 95% CI against the threshold.
-func timed(r *Row, fams [2]*family, c Criteria) Verdict {
+// difference and its 95% CI against the threshold; an undecided one
+// says why.
+func timed(r *Row, fams [2]*family, c Criteria) (Verdict, string) {
 	var v4, v6 []float64
 	runs := make([]int, 0, len(fams[0].byRun))
 	for run := range fams[0].byRun {
@@ -297,8 +325,8 @@ func timed(r *Row, fams [2]*family, c Criteria) Verdict {
 		v4, v6 = append(v4, fams[0].byRun[run]), append(v6, fams[1].byRun[run])
 	}
 	r.Pairs = len(runs)
-	if r.Pairs == 0 {
-		return Undecided
+	if r.Pairs < 2 {
+		return Undecided, fmt.Sprintf("%s completed over both families (ipv4 %d of %d, ipv6 %d of %d): fewer than two pairs give no CI", stats.Count(r.Pairs, "counted run"), r.OK[0], r.N[0], r.OK[1], r.N[1])
 	}
 	t := stats.Paired(v4, v6)
 	r.DiffMS = t.Diff
@@ -308,16 +336,16 @@ func timed(r *Row, fams [2]*family, c Criteria) Verdict {
 	case strings.HasPrefix(t.NA, "zero variance"):
 		r.CI = [2]float64{t.Diff, t.Diff} // every pair differs by the same
 	default:
-		return Undecided // fewer than two pairs
+		return Undecided, "no CI: " + t.NA
 	}
 	th := float64(c.Threshold) / 1e6
 	switch {
 	case r.CI[1] < -th:
-		return Faster
+		return Faster, ""
 	case r.CI[0] > th:
-		return Slower
+		return Slower, ""
 	case r.CI[0] >= -th && r.CI[1] <= th:
-		return Same
+		return Same, ""
 	}
-	return Undecided
+	return Undecided, fmt.Sprintf("the 95%% CI of ipv6 - ipv4, %+.3g to %+.3g ms over %s, straddles ±%g ms", r.CI[0], r.CI[1], stats.Count(r.Pairs, "pair"), th)
 }

@@ -229,14 +229,17 @@ func TestJudgeLeavesOutRunsV6labStalledIn(t *testing.T) {
 		t.Errorf("every pair stalled alike: %s, %d stalled, %d pairs", r.V, r.Stalled, r.Pairs)
 	}
 	// Undecided with runs left out, it says so: the late pair stalled
-	// no more than most, four others far beyond.
+	// no more than most, four others far beyond (in pages of 210 ms
+	// over both families, which a stall of 480 ms can have moved by up to
+	// 210 ms).
 	smp := late(0, 0)
 	for i := range smp {
 		if smp[i].Run >= 6 {
 			smp[i].Metrics[StallMetric] = 480
+			smp[i].TotalNS += 200e6
 		}
 	}
-	if r := Judge(dual("a.example"), smp, c); r.V != Undecided || r.Stalled != 4 || r.Pairs != 5 || !strings.Contains(r.Why, "4 runs not counted: v6lab stalled") {
+	if r := Judge(dual("a.example"), smp, c); r.V != Undecided || r.Stalled != 4 || r.Pairs != 5 || !strings.Contains(r.Why, "4 runs not counted: v6lab's process stalled while they ran") {
 		t.Errorf("four runs stalled, the late one not: %s, %d stalled, %d pairs, %q", r.V, r.Stalled, r.Pairs, r.Why)
 	}
 }
@@ -261,9 +264,37 @@ func TestUncountedLooksAtTheStallsOnly(t *testing.T) {
 		{"beyond the threshold, within the fence", []float64{80, 120, 60, 140, 150}, 100 * ms, []bool{false, false, false, false, false}},
 		{"two of seven", []float64{1, 2, 900, 1, 3, 700, 2}, ms, []bool{false, false, true, false, false, true, false}},
 	} {
-		if got := Uncounted(tc.stalls, tc.t); !slices.Equal(got, tc.want) {
+		long := make([]float64, len(tc.stalls))
+		for i := range long {
+			long[i] = 1000 // pages longer than any stall: no bound
+		}
+		if got := Uncounted(tc.stalls, long, tc.t); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: %v at %v: %v, want %v", tc.what, tc.stalls, tc.t, got, tc.want)
 		}
+	}
+}
+
+// TestUncountedBoundsTheStallByThePages (trial6 F12): the process's stall
+// of 47.1 ms, far beyond the site's others, in a pair whose pages took
+// 2.41 and 4.69 ms, cannot have moved its difference by more than 4.69
+// ms, never across a 40 ms threshold: the pair counts. The same stall in
+// a pair whose longer page took 60 ms is left out.
+func TestUncountedBoundsTheStallByThePages(t *testing.T) {
+	stalls := []float64{7.9, 12, 23.5, 9, 10, 47.1}
+	long := []float64{4, 4.2, 4.5, 4.1, 3.9, 4.69}
+	if got := Uncounted(stalls, long, 40*time.Millisecond); slices.Contains(got, true) {
+		t.Errorf("a 47.1 ms stall in a pair of pages of 4.69 ms at most is left out: %v", got)
+	}
+	long[5] = 60
+	if got := Uncounted(stalls, long, 40*time.Millisecond); !got[5] {
+		t.Errorf("a 47.1 ms stall in a pair whose longer page took 60 ms counted: %v", got)
+	}
+	smp := pages(7, 2.41, 4.69)
+	for i := range smp {
+		smp[i].Metrics = map[string]float64{StallMetric: stalls[max(smp[i].Run-1, 0)]}
+	}
+	if r := Judge(dual("same.v6lab.test"), smp, Criteria{Threshold: 40 * time.Millisecond}); r.Stalled != 0 || r.Pairs != 6 || r.V != Same {
+		t.Errorf("the trial's site: %s, %d stalled, %d pairs", r.V, r.Stalled, r.Pairs)
 	}
 }
 
@@ -291,5 +322,36 @@ func TestJudgeLeavesOutByStallNotByDifference(t *testing.T) {
 		if r.Stalled != 1 || r.Pairs != 8 {
 			t.Errorf("ipv6 %v ms: %d stalled, %d pairs (want run 5 alone left out)", v6, r.Stalled, r.Pairs)
 		}
+	}
+}
+
+// TestJudgeNoPageOverEitherFamily (trial6 F4): discovery found the page,
+// but every fetch of it failed over both families (a forced HTTP/3 the
+// site does not offer): the site failed, the errors in its why, not
+// undecided with none. Undecided always says why.
+func TestJudgeNoPageOverEitherFamily(t *testing.T) {
+	c := Criteria{Threshold: 40 * time.Millisecond}
+	smp := pages(5, 10, 10)
+	for i := range smp {
+		smp[i].TotalNS, smp[i].ConnectNS = 0, 0
+		smp[i].Err = "no QUIC answer over " + smp[i].Path + " in 3 s"
+	}
+	site := dual("same.v6lab.test")
+	site.Version = "3"
+	r := Judge(site, smp, c)
+	if r.V != Failed || !strings.Contains(r.Why, "no page over either family") || !strings.Contains(r.Why, "no QUIC answer over ipv6 in 3 s") || !strings.Contains(r.Why, "HTTP/3 was forced and discovery found it offered over neither family") {
+		t.Errorf("every fetch failed over both: %s %q", r.V, r.Why)
+	}
+	if r := Judge(dual("b.example"), pages(2, 10, 30), c); r.V != Undecided || !strings.Contains(r.Why, "1 counted run completed over both families") || !strings.Contains(r.Why, "fewer than two pairs") {
+		t.Errorf("one pair: %s %q", r.V, r.Why)
+	}
+	straddle := pages(10, 10, 10)
+	for i := range straddle {
+		if straddle[i].Run == 3 && straddle[i].Path == "ipv6" {
+			straddle[i].TotalNS += 500e6
+		}
+	}
+	if r := Judge(dual("c.example"), straddle, c); r.V != Undecided || !strings.Contains(r.Why, "straddles ±40 ms") {
+		t.Errorf("a CI across the threshold: %s %q", r.V, r.Why)
 	}
 }

@@ -775,3 +775,27 @@ func TestASecretOptionIsNeverRecorded(t *testing.T) {
 		}
 	}
 }
+
+// TestResumeOfASurveyPointsAtSurvey: run --resume of a survey's result says
+// so and how to resume it, as bad input (status 2), not that the file is
+// from another version (trial6 F16).
+func TestResumeOfASurveyPointsAtSurvey(t *testing.T) {
+	dir := t.TempDir()
+	spec := CellGroup{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4}, Conns: []int{1}, Runs: 2,
+		Timeout: Duration(time.Second), Baseline: path.IPv4}
+	r := &Executor{Exp: Single(spec, result.Loopback), Probe: func(*CellGroup, path.Path) (load.Probe, error) { return counting{}, nil }}
+	if err := r.Execute(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
+	name := plainSamples(t, dir)
+	lines := readLines(t, name)
+	if !strings.Contains(lines[0], `"target":""`) {
+		t.Fatalf("header %.200s", lines[0])
+	}
+	os.WriteFile(name, []byte(strings.Replace(lines[0], `"target":""`, `"target":"sites"`, 1)+"\n"), 0o644)
+	_, err := PrepareResume(dir)
+	var code interface{ ExitCode() int }
+	if err == nil || !strings.Contains(err.Error(), "a survey's result: resume it with v6lab survey --resume") || !errors.As(err, &code) || code.ExitCode() != 2 {
+		t.Fatalf("resume of a survey: %v", err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"v6lab/internal/proto"
 	"v6lab/internal/result"
+	"v6lab/internal/run/cmdline"
 )
 
 // Resume is what an interrupted result directory says about itself.
@@ -53,6 +54,9 @@ func PrepareResume(dir string) (*Resume, error) {
 		Header: func(hd *result.Header) error { h = hd; return errHeader },
 	}); !errors.Is(err, errHeader) {
 		return nil, fmt.Errorf("experiment: resume: %w", err)
+	}
+	if h.Target == result.Sites {
+		return nil, &cmdline.BadInput{Err: fmt.Errorf("experiment: resume: %s is a survey's result: resume it with v6lab survey --resume %s", dir, dir)}
 	}
 	spec, err := json.Marshal(h.Spec)
 	if err != nil {

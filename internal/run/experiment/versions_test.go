@@ -74,3 +74,19 @@ cells:
 		}
 	}
 }
+
+// TestHTTP3WithoutTLSRefused: a cell listing 1.1 and 3 with tls: false
+// is refused on its line (trial6 F10: its HTTP/3 ran over TLS regardless).
+func TestHTTP3WithoutTLSRefused(t *testing.T) {
+	_, err := Parse("e9.yaml", []byte(`name: v
+paths: [ipv4]
+cells:
+  - protocol: http
+    http_version: [1.1, 3]
+    tls: false
+    conns: [1]
+`))
+	if err == nil || !strings.Contains(err.Error(), "e9.yaml:6: cells[0].tls: false: HTTP/3 runs over QUIC") {
+		t.Errorf("%v", err)
+	}
+}

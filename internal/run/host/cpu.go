@@ -188,12 +188,12 @@ func (r *Roles) Scan() {
 }
 
 // CPU is the CPU time each role's processes (those Scan found) have used
-// so far.
+// so far. A role with no process of its own is not measured and left out,
+// never a 0: the routers (their forwarding is softirq work) and v6lab's
+// embedded servers and client, which run in the measuring process
+// (docs/metrics.md, "The lab's roles").
 func (r *Roles) CPU() map[string]time.Duration {
 	out := map[string]time.Duration{}
-	for _, role := range r.inodes {
-		out[role] = 0
-	}
 	for pid, role := range r.pids {
 		out[role] += procCPU(pid)
 	}

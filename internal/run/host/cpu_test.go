@@ -57,6 +57,13 @@ func TestRolesByNamespace(t *testing.T) {
 		t.Skipf("ip netns add: %v %s", err, out)
 	}
 	t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
+	// A role whose namespace has no process (a router; embedded servers,
+	// which run in this process) is not measured: left out, not a 0.
+	empty := ns + "-empty"
+	if out, err := exec.Command("ip", "netns", "add", empty).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", empty).Run() })
 	// The shell says when it runs, in the namespace (ip netns exec enters
 	// it, then execs the shell in the same process): no sleep guesses it.
 	busy := exec.Command("ip", "netns", "exec", ns, "sh", "-c", "echo in; while :; do :; done")
@@ -71,10 +78,13 @@ func TestRolesByNamespace(t *testing.T) {
 	if line, err := bufio.NewReader(stdout).ReadString('\n'); line != "in\n" {
 		t.Fatalf("the busy shell said %q (%v)", line, err)
 	}
-	r := NewRoles(map[string]string{"server": ns, "gone": ns + "-none"})
+	r := NewRoles(map[string]string{"server": ns, "gone": ns + "-none", "r1": empty})
 	r.Scan()
 	if _, ok := r.CPU()["gone"]; ok {
 		t.Errorf("a role without its namespace: %v", r.CPU())
+	}
+	if v, ok := r.CPU()["r1"]; ok {
+		t.Errorf("a role with no process of its own counted as %v, not left out", v)
 	}
 	// However busy the machine, the loop gets CPU in the end: wait for
 	// some (the bound only ends a test whose count never grows).

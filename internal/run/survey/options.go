@@ -2,7 +2,10 @@ package survey
 
 import (
 	"fmt"
+	"net/mail"
+	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -15,7 +18,7 @@ import (
 // and whose json names it in results. Defaults (each tag's default=) are
 // set by Defaults; Check checks the whole.
 type Options struct {
-	Runs      int            `json:"runs" opt:"runs,default=6" usage:"page fetches per family per site, the families interleaved (ipv4 then ipv6, then ipv6 then ipv4, …)"`
+	Runs      int            `json:"runs" opt:"runs,default=6" usage:"page fetches per family per site, the families interleaved (ipv4 then ipv6, then ipv6 then ipv4, …); at least warmup + 2 (two counted pairs, the fewest a verdict's CI needs)"`
 	Warmup    int            `json:"warmup" opt:"warmup,default=1" usage:"leading fetches per family kept in the samples but not counted (a cold resolver cache, a cold server)"`
 	Threshold proto.Duration `json:"threshold" opt:"threshold,default=1ms" usage:"a site is the same over both families when the 95% CI of its paired difference lies within ±this; faster or slower when the CI lies wholly beyond it"`
 	Timeout   proto.Duration `json:"timeout" opt:"timeout,default=10s" usage:"bound of every request (a lookup, a page with its objects, one object): a site whose answer never ends fails at it"`
@@ -91,6 +94,7 @@ func (o *Options) Check() error {
 	}{
 		{"runs", o.Runs < 1 || o.Runs > MaxRuns, "%d: want 1 to %d fetches per family", []any{o.Runs, MaxRuns}},
 		{"warmup", o.Warmup < 0 || o.Warmup >= o.Runs, "%d: want 0 to runs-1 (%d)", []any{o.Warmup, o.Runs - 1}},
+		{"runs", o.Runs < o.Warmup+2, "%d with warmup %d: want at least warmup + 2 (%d): fewer than two counted pairs give no site a timed verdict", []any{o.Runs, o.Warmup, o.Warmup + 2}},
 		{"threshold", o.Threshold < 0 || time.Duration(o.Threshold) > 10*time.Second, "%v: want 0 to 10s", []any{o.Threshold}},
 		{"timeout", timeout < 100*time.Millisecond || timeout > 5*time.Minute, "%v: want 100ms to 5m", []any{o.Timeout}},
 		{"parallel", o.Parallel < 1 || o.Parallel > MaxParallel, "%d: want 1 to %d sites at once", []any{o.Parallel, MaxParallel}},
@@ -108,7 +112,43 @@ func (o *Options) Check() error {
 			return proto.Errorf(c.opt, c.format, c.args...)
 		}
 	}
-	return proto.CheckLine("contact", o.Contact)
+	if err := proto.CheckLine("contact", o.Contact); err != nil {
+		return err
+	}
+	return checkContact(o.Contact)
+}
+
+// checkContact refuses a contact a site operator could not use: it must be
+// a URL (https://example.org/survey, mailto:me@example.org) or a mail
+// address (me@example.org), with no spaces. Empty is checked elsewhere
+// (only a survey of real sites needs one).
+func checkContact(c string) error {
+	if c == "" {
+		return nil
+	}
+	bad := func(why string) error {
+		return proto.Errorf("contact", "%q: want a URL (https://example.org/about, mailto:me@example.org) or a mail address (me@example.org): %s", c, why)
+	}
+	if strings.ContainsAny(c, " \t") {
+		return bad("it holds a space")
+	}
+	if u, err := url.Parse(c); err == nil && u.Scheme != "" {
+		switch {
+		case u.Scheme == "mailto":
+			if _, err := mail.ParseAddress(u.Opaque); err != nil {
+				return bad("mailto: names no mail address")
+			}
+			return nil
+		case (u.Scheme == "https" || u.Scheme == "http") && u.Host != "":
+			return nil
+		case u.Scheme == "https" || u.Scheme == "http":
+			return bad("the URL names no host")
+		}
+	}
+	if a, err := mail.ParseAddress(c); err == nil && a.Address == c && strings.Contains(c[strings.LastIndexByte(c, '@')+1:], ".") {
+		return nil
+	}
+	return bad("neither a URL nor a mail address")
 }
 
 // UserAgent is what every request of the survey says it is: v6lab, its

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	mdns "github.com/miekg/dns"
+	"io"
 	"net/netip"
 	"net/url"
 	"slices"
@@ -42,6 +43,11 @@ type measurer struct {
 	tally   lookupTally
 	// stalls makes what reads a pair's stall (nil: newStallMeter).
 	stalls func() stallSource
+	// warn takes the survey's warnings (nil: none); notOffered warns once
+	// of a forced HTTP version a site's discovery found offered over
+	// neither family.
+	warn       io.Writer
+	notOffered sync.Once
 }
 
 // lookupTally counts the survey's A and AAAA lookups and those that got no
@@ -118,6 +124,7 @@ func (m *measurer) site(ctx context.Context, e Entry) (b block) {
 	}
 	b.site.URL = u.String()
 	b.site.Version = m.version(u, finds, measured)
+	m.warnNotOffered(e.Name, m.forcedNotOffered(u, finds, measured))
 	b.samples = m.pages(ctx, e, &b.site, u, finds, measured, g)
 	b.site.Objects = m.objects(ctx, finds, measured, g)
 	return b
@@ -254,6 +261,37 @@ func (m *measurer) version(u *url.URL, finds map[path.Path]found, measured []pat
 	return "1.1"
 }
 
+// forcedNotOffered says why the forced --http-version is not one the
+// site's discovery found offered, "" when it is (or auto): HTTP/3
+// advertised over neither family (no Alt-Svc h3, no HTTPS record), or
+// HTTP/2 over plain http (h2c), which has no ALPN to offer it by.
+func (m *measurer) forcedNotOffered(u *url.URL, finds map[path.Path]found, measured []path.Path) string {
+	switch {
+	case m.o.HTTPVersion == "2" && u.Scheme == "http":
+		return "--http-version 2 over http is h2c, which discovery cannot find offered (plain-text HTTP has no ALPN), and few sites speak"
+	case m.o.HTTPVersion != "3":
+		return ""
+	}
+	for _, p := range measured {
+		if slices.Contains(finds[p].fam.Offers, "h3") {
+			return ""
+		}
+	}
+	return "--http-version 3 is forced, and discovery found HTTP/3 offered over neither family (no Alt-Svc h3, no HTTPS record)"
+}
+
+// warnNotOffered warns, once a survey, of the first site whose forced
+// HTTP version was not found offered (why, from forcedNotOffered; ""
+// says nothing).
+func (m *measurer) warnNotOffered(name, why string) {
+	if why == "" || m.warn == nil {
+		return
+	}
+	m.notOffered.Do(func() {
+		fmt.Fprintf(m.warn, "v6lab: survey: warning: %s: %s; its page fetches may all fail (time out) over both families, and so may other sites': such a site is failed, its why says so (said once; see results.csv)\n", name, why)
+	})
+}
+
 // familyErrors joins each family's discovery error.
 func familyErrors(fams []result.SiteFamily) string {
 	var out []string
@@ -333,8 +371,8 @@ func (m *measurer) runs(ctx context.Context, e Entry, g *gate, measured []path.P
 		st = newStallMeter()
 	}
 	var out []result.Sample
-	var stalls []float64 // the counted pairs'
-	for r := 0; r < m.wanted(stalls); r++ {
+	var stalls, longest []float64 // the counted pairs' stalls and longer pages, ms
+	for r := 0; r < m.wanted(stalls, longest); r++ {
 		pair, stall, ok := m.pair(ctx, g, e, st, r, measured, finds, probes, label)
 		out = append(out, pair...)
 		if !ok {
@@ -342,17 +380,18 @@ func (m *measurer) runs(ctx context.Context, e Entry, g *gate, measured []path.P
 		}
 		if len(pair) == 2 && pair[0].OK() && pair[1].OK() && !pair[0].Warmup {
 			stalls = append(stalls, float64(stall)/1e6)
+			longest = append(longest, float64(max(pair[0].TotalNS, pair[1].TotalNS))/1e6)
 		}
 	}
 	return out
 }
 
 // wanted is how many pairs a site runs, given its counted pairs' stalls
-// so far: Runs, and one more for each that sites.Uncounted leaves out, at
+// and longer page times so far: Runs, and one more for each that sites.Uncounted leaves out, at
 // most 2 × Runs.
-func (m *measurer) wanted(stalls []float64) int {
+func (m *measurer) wanted(stalls, longest []float64) int {
 	n := m.o.Runs
-	for _, out := range sites.Uncounted(stalls, time.Duration(m.o.Threshold)) {
+	for _, out := range sites.Uncounted(stalls, longest, time.Duration(m.o.Threshold)) {
 		if out {
 			n++
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -111,5 +112,42 @@ func TestOnlyAnAnswerMeansNoAddress(t *testing.T) {
 	}
 	if err := dead.tally.noAnswer(dead.dns); !errors.Is(err, ErrNoDNSAnswer) || !strings.Contains(err.Error(), "127.0.0.1:1") {
 		t.Errorf("no answer at all: %v", err)
+	}
+}
+
+// TestAForcedVersionNotOfferedIsWarnedOf (trial6 F4): --http-version 3
+// against sites whose discovery found HTTP/3 offered over neither family,
+// or 2 over http (h2c, which discovery cannot find), is warned of once,
+// naming the first such site; a site that offers it, or auto, is not.
+func TestAForcedVersionNotOfferedIsWarnedOf(t *testing.T) {
+	https, plain := &url.URL{Scheme: "https", Host: "a.example"}, &url.URL{Scheme: "http", Host: "a.example"}
+	fams := func(offers ...string) map[path.Path]found {
+		return map[path.Path]found{path.IPv4: {fam: result.SiteFamily{Offers: offers}}, path.IPv6: {fam: result.SiteFamily{Offers: offers}}}
+	}
+	for _, tc := range []struct {
+		version string
+		u       *url.URL
+		finds   map[path.Path]found
+		want    string
+	}{
+		{"3", https, fams("h2"), "discovery found HTTP/3 offered over neither family"},
+		{"3", https, fams("h2", "h3"), ""},
+		{"2", plain, fams(), "h2c"},
+		{"2", https, fams(), ""},
+		{"auto", https, fams(), ""},
+	} {
+		var out strings.Builder
+		o := Defaults()
+		o.HTTPVersion = tc.version
+		m := &measurer{o: o, warn: &out}
+		for _, name := range []string{"same.v6lab.test", "slow6.v6lab.test"} {
+			m.warnNotOffered(name, m.forcedNotOffered(tc.u, tc.finds, Families))
+		}
+		switch got := out.String(); {
+		case tc.want == "" && got != "":
+			t.Errorf("%s over %s, offers %v: warned %q", tc.version, tc.u.Scheme, tc.finds[path.IPv4].fam.Offers, got)
+		case tc.want != "" && (!strings.Contains(got, tc.want) || strings.Count(got, "\n") != 1 || !strings.Contains(got, "warning: same.v6lab.test:")):
+			t.Errorf("%s over %s: %q, want one line naming the first site and %q", tc.version, tc.u.Scheme, got, tc.want)
+		}
 	}
 }

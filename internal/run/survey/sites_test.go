@@ -107,9 +107,32 @@ func TestOptionsCheckAndUserAgent(t *testing.T) {
 	if ua := o.UserAgent("1.2"); ua != "v6lab/1.2 (IPv4/IPv6 survey; +mailto:ops@example.org)" {
 		t.Errorf("user agent %q", ua)
 	}
+	for _, good := range []string{"mailto:ops@example.org", "ops@example.org", "https://example.org/survey", "http://example.org"} {
+		o.Contact = good
+		if err := o.Check(); err != nil {
+			t.Errorf("contact %q: %v", good, err)
+		}
+	}
+	for _, bad := range []string{"me", "x y", "https://", "mailto:me", "ftp:me", "me@localhost-only"} {
+		o.Contact = bad
+		if err := o.Check(); err == nil || !strings.Contains(err.Error(), "contact") {
+			t.Errorf("contact %q accepted: %v", bad, err)
+		}
+	}
+	o.Contact = "mailto:ops@example.org"
 	o.Warmup = o.Runs
 	if err := o.Check(); err == nil || !strings.Contains(err.Error(), "warmup") {
 		t.Errorf("warmup = runs: %v", err)
+	}
+	// trial6 F4: 2 runs with 1 warm-up leave one counted pair, which
+	// gives no site a timed verdict: refused, naming runs.
+	o.Runs, o.Warmup = 2, 1
+	if err := o.Check(); err == nil || !strings.Contains(err.Error(), "runs") || !strings.Contains(err.Error(), "at least warmup + 2 (3)") {
+		t.Errorf("runs 2, warmup 1: %v", err)
+	}
+	o.Runs = 3
+	if err := o.Check(); err != nil {
+		t.Errorf("runs 3, warmup 1: %v", err)
 	}
 }
 

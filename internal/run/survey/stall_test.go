@@ -1,6 +1,7 @@
 package survey
 
 import (
+	"cmp"
 	"context"
 	"runtime"
 	"sync"
@@ -14,10 +15,13 @@ import (
 	"v6lab/internal/sock/path"
 )
 
-// fixedProbe completes every transaction at once.
-type fixedProbe struct{}
+// fixedProbe completes every transaction at once, recording a page time
+// of ns (0: 2 s, longer than any stall the tests script).
+type fixedProbe struct{ ns int64 }
 
-func (fixedProbe) Do(context.Context, int) result.Sample { return result.Sample{TotalNS: 1e6} }
+func (p fixedProbe) Do(context.Context, int) result.Sample {
+	return result.Sample{TotalNS: cmp.Or(p.ns, 2e9)}
+}
 
 // scripted is a stall source that reports stalls[i] for the i-th pair.
 type scripted struct {
@@ -54,6 +58,9 @@ func TestAStalledPairIsRunAgain(t *testing.T) {
 		// The pair run in place of run 3 stalls as long: two of four alike
 		// are no longer beyond the others', both count, no more is run.
 		{"the pair run again stalls alike", []time.Duration{0, 0, 0, time.Second, time.Second, 0}, 5},
+		// trial6 F12: a stall of 1 s in a pair whose pages took 1 ms
+		// moved its difference by 1 ms at most, within the threshold.
+		{"beyond the others, in pages of 1 ms", []time.Duration{0, 0, time.Second}, 4},
 	} {
 		o := Defaults()
 		o.Runs, o.Warmup, o.Threshold = 4, 1, proto.Duration(100*ms)
@@ -63,7 +70,11 @@ func TestAStalledPairIsRunAgain(t *testing.T) {
 		src := &scripted{stalls: tc.stalls}
 		m := &measurer{o: o, pacer: newPacer(1_000_000), stalls: func() stallSource { return src }}
 		finds := map[path.Path]found{path.IPv4: {fam: result.SiteFamily{Connected: true}}, path.IPv6: {fam: result.SiteFamily{Connected: true}}}
-		probes := map[path.Path]load.Probe{path.IPv4: fixedProbe{}, path.IPv6: fixedProbe{}}
+		pr := fixedProbe{}
+		if tc.what == "beyond the others, in pages of 1 ms" {
+			pr.ns = 1e6
+		}
+		probes := map[path.Path]load.Probe{path.IPv4: pr, path.IPv6: pr}
 		out := m.runs(context.Background(), Entry{Name: "a.example"}, newGate(m.pacer, 2), Families, finds, probes, "http")
 		if len(out) != 2*tc.pairs {
 			t.Errorf("%s: %d samples, want %d pairs", tc.what, len(out), tc.pairs)

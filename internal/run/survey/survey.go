@@ -227,7 +227,7 @@ func (j *Job) measurer() (*measurer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &measurer{o: o, userAgent: o.UserAgent(j.ToolVersion), dns: dns, over: over, exclude: x, pacer: newPacer(o.Rate)}, nil
+	return &measurer{o: o, userAgent: o.UserAgent(j.ToolVersion), dns: dns, over: over, exclude: x, pacer: newPacer(o.Rate), warn: j.Err}, nil
 }
 
 // lookupsOver is, per family, the family its lookups travel over.
