@@ -28,12 +28,15 @@ type ConnFacts struct {
 	Resumed int `json:"resumed,omitempty"`
 	// ZeroRTT is those whose request left in 0-RTT early data.
 	ZeroRTT int `json:"zero_rtt,omitempty"`
+	// Again is those that sent requests again on a new connection (the
+	// sample's again: the server's GOAWAY or REFUSED_STREAM).
+	Again int `json:"again,omitempty"`
 }
 
 // addConn counts one completed sample's connection facts.
 func addConn(f **ConnFacts, smp *result.Sample) {
 	tls := smp.TLS != ""
-	if !tls && !smp.Kept && !smp.Resumed && !smp.ZeroRTT {
+	if !tls && !smp.Kept && !smp.Resumed && !smp.ZeroRTT && smp.Again == 0 {
 		return
 	}
 	if *f == nil {
@@ -43,6 +46,7 @@ func addConn(f **ConnFacts, smp *result.Sample) {
 	(*f).Kept += b2i(smp.Kept)
 	(*f).Resumed += b2i(smp.Resumed)
 	(*f).ZeroRTT += b2i(smp.ZeroRTT)
+	(*f).Again += b2i(smp.Again > 0)
 }
 
 // plus adds o's counts to f's.
@@ -51,6 +55,7 @@ func (f *ConnFacts) plus(o *ConnFacts) {
 	f.Kept += o.Kept
 	f.Resumed += o.Resumed
 	f.ZeroRTT += o.ZeroRTT
+	f.Again += o.Again
 }
 
 // mergeConn adds a run's facts to its cell's.
@@ -106,6 +111,9 @@ func connModel(s *Summary, keepalive []string) {
 		}
 		if f.Resumed > 0 || f.ZeroRTT > 0 {
 			s.Notes = append(s.Notes, fmt.Sprintf("%s returning users: TLS resumed in %d of %d completed transactions, 0-RTT in %d of %d (its handshake is a resumed one, not a full one)", g, f.Resumed, done, f.ZeroRTT, done))
+		}
+		if f.Again > 0 {
+			s.Notes = append(s.Notes, fmt.Sprintf("%s requests sent again: in %d of %d completed transactions the server said it had not processed some requests (GOAWAY, as nginx's keepalive_requests sends, or REFUSED_STREAM) and they went again on a new connection, whose connect and handshake are in those transactions' times (the samples' again)", g, f.Again, done))
 		}
 	}
 }

@@ -310,6 +310,8 @@ func (d *fastDec) field(key []byte, s *Sample) (uint32, bool) {
 		return 1 << 28, d.boolField(&s.Resumed)
 	case "zero_rtt":
 		return 1 << 29, d.boolField(&s.ZeroRTT)
+	case "again":
+		return 1 << 30, d.intField(&s.Again)
 	}
 	return 0, false
 }

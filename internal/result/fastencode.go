@@ -52,6 +52,7 @@ func appendSample(b []byte, s *Sample) ([]byte, bool) {
 	b = appendBoolField(b, `,"kept":true`, s.Kept)
 	b = appendBoolField(b, `,"resumed":true`, s.Resumed)
 	b = appendBoolField(b, `,"zero_rtt":true`, s.ZeroRTT)
+	b = appendIntField(b, `,"again":`, int64(s.Again), true)
 	b = appendStrField(b, `,"marker":`, s.Marker, true)
 	b = appendStrField(b, `,"err":`, s.Err, true)
 	b = appendStrField(b, `,"err_kind":`, string(s.ErrKind), true)

@@ -87,6 +87,10 @@ type Sample struct {
 	Kept    bool   `json:"kept,omitempty"`
 	Resumed bool   `json:"resumed,omitempty"`
 	ZeroRTT bool   `json:"zero_rtt,omitempty"`
+	// Again is how many of its requests went again on a new connection
+	// (HTTP/2: those the server's GOAWAY or REFUSED_STREAM said it did not
+	// process; once a transaction, its time including the new connection).
+	Again int `json:"again,omitempty"`
 	// Marker is the completion marker seen (e.g. "200 OK" with every byte),
 	// empty when the transaction did not complete.
 	Marker string `json:"marker,omitempty"`

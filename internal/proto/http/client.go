@@ -658,7 +658,11 @@ func (s *stampedQuery) Close() error {
 // secure reads raw with the kernel's receive stamps and, for https,
 // completes TLS over it.
 func (c *Client) secure(ctx context.Context, tr *load.Trace, raw net.Conn) (net.Conn, net.Conn, error) {
-	conn := c.stampRaw(tr, raw) // read with the kernel's receive stamps
+	return c.tlsOver(ctx, tr, c.stampRaw(tr, raw), raw) // read with the kernel's receive stamps
+}
+
+// tlsOver completes TLS over conn (raw beneath it) for https.
+func (c *Client) tlsOver(ctx context.Context, tr *load.Trace, conn, raw net.Conn) (net.Conn, net.Conn, error) {
 	if c.URL.Scheme != "https" {
 		return conn, raw, nil
 	}

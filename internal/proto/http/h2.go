@@ -52,11 +52,17 @@ func (c *Client) doH2(ctx context.Context, tr *load.Trace, user int) result.Samp
 		}
 		negotiated = "h2"
 	}
-	h := newH2Conn(conn, raw)
-	f, err := c.h2fetch(ctx, tr, h)
+	h0 := newH2Conn(conn, raw)
+	f, h, err := c.h2fetch(ctx, tr, h0)
 	st.record(tr)
+	if h != h0 { // the server's GOAWAY: the rest went on a new connection
+		recordToo(tr, stampsOf(h.conn))
+		if !c.Keep || err != nil {
+			defer h.close()
+		}
+	}
 	if c.Keep && err == nil {
-		kept = true
+		kept = h == h0
 		c.kept.keep(user, h)
 	}
 	if err != nil {
@@ -111,7 +117,11 @@ func (c *Client) openH2(ctx context.Context, tr *load.Trace) (conn, raw net.Conn
 // links at once, each a stream of the one connection, as a browser does
 // (as many at once as the server allows). It marks the first byte of the
 // page's reply, and the end of the last reply (the transaction's end).
-func (c *Client) h2fetch(ctx context.Context, tr *load.Trace, h *h2conn) (fetched, error) {
+//
+// The requests the server did not process (a GOAWAY's, a REFUSED_STREAM)
+// go again, once a transaction, on a new connection of the same path
+// (h2run): the connection h2fetch returns is the one it ended on.
+func (c *Client) h2fetch(ctx context.Context, tr *load.Trace, h *h2conn) (fetched, *h2conn, error) {
 	var f fetched
 	if c.checks() {
 		f.check = content.NewCheck(c.Expect)
@@ -122,7 +132,7 @@ func (c *Client) h2fetch(ctx context.Context, tr *load.Trace, h *h2conn) (fetche
 	}
 	uri := c.URL.RequestURI()
 	page := &h2stream{uri: uri, block: c.h2Block(uri), keep: c.Objects, check: f.check, maxBody: maxBody}
-	last, err := h.run(ctx, []*h2stream{page})
+	last, err := c.h2run(ctx, tr, &h, []*h2stream{page}, &f)
 	if !page.first.IsZero() {
 		tr.At(&tr.S.FirstByteNS, page.first)
 	}
@@ -135,14 +145,77 @@ func (c *Client) h2fetch(ctx context.Context, tr *load.Trace, h *h2conn) (fetche
 			ss[i] = &objs[i]
 		}
 		if len(ss) > 0 {
-			last, err = h.run(ctx, ss)
+			last, err = c.h2run(ctx, tr, &h, ss, &f)
 		}
 		f.objects = len(refs)
 	}
 	if err == nil {
 		tr.Received(last, time.Time{}) // the transaction ends at its last frame read
 	}
-	return f, err
+	return f, h, err
+}
+
+// h2run runs ss on *hp. The streams the server did not process (RFC 9113
+// §6.8, §8.7) go again on a new connection of the same path, dialed as
+// the first was, once a transaction (the server's second GOAWAY fails
+// it, as a server that refuses everything would loop): *hp becomes the
+// new connection, the old one closed, and f counts the requests.
+func (c *Client) h2run(ctx context.Context, tr *load.Trace, hp **h2conn, ss []*h2stream, f *fetched) (time.Time, error) {
+	last, err := (*hp).run(ctx, ss)
+	var again *h2Again
+	if err == nil || !errors.As(err, &again) || f.again > 0 {
+		return last, err
+	}
+	nh, err := c.redialH2(ctx, tr, *hp)
+	if err != nil {
+		return last, fmt.Errorf("%s; a new connection for its %d unprocessed requests failed: %w", again.why, len(again.ss), err)
+	}
+	(*hp).close()
+	*hp = nh
+	f.again, f.againAfter = len(again.ss), again.what
+	for _, s := range again.ss {
+		s.unsent()
+	}
+	return nh.run(ctx, again.ss)
+}
+
+// redialH2 connects again to old's server, pinned to the same family and
+// over the same TLS configuration (ALPN h2), for a transaction's requests
+// old's server did not process. It marks no phase: the transaction's
+// connect, handshake and first packet are its first connection's (a kept
+// connection's transaction has none; its time includes this one).
+func (c *Client) redialH2(ctx context.Context, tr *load.Trace, old *h2conn) (*h2conn, error) {
+	to := netip.AddrPortFrom(path.AddrOf(old.raw.RemoteAddr()), c.port())
+	raw, err := path.Dialer{Path: path.OfAddr(to.Addr()), Source: c.Source}.Dial(ctx, "tcp", to)
+	if err != nil {
+		return nil, err
+	}
+	tr.Watch(ctx, raw)
+	tlsNS := tr.S.TLSNS
+	conn, raw, err := c.tlsOver(ctx, tr, stampH2(raw), raw)
+	tr.S.TLSNS = tlsNS
+	if err != nil {
+		return nil, err
+	}
+	if tc, ok := conn.(*tls.Conn); ok {
+		if p := tc.ConnectionState().NegotiatedProtocol; p != "h2" {
+			load.CloseAbort(raw)
+			return nil, fmt.Errorf("the server did not choose h2 by ALPN (it chose %s)", orNone(p))
+		}
+	}
+	return newH2Conn(conn, raw), nil
+}
+
+// recordToo adds a second connection's stamps and byte counts to the
+// trace's (record gave it the first's).
+func recordToo(tr *load.Trace, st *syncStamp) {
+	if st == nil {
+		return
+	}
+	in, out := tr.S.BytesIn, tr.S.BytesOut
+	st.record(tr)
+	tr.S.BytesIn += in
+	tr.S.BytesOut += out
 }
 
 // h2Block is the HPACK block of a GET of uri: made once per URI and kept
@@ -201,14 +274,19 @@ func (c *Client) stampRaw(tr *load.Trace, raw net.Conn) net.Conn {
 	if c.Version != Version2 {
 		return tr.Turns(tr.Stamp(raw))
 	}
-	sc, ok := path.Stamped(raw)
-	if !ok {
-		return &syncStamp{Conn: raw}
+	st := stampH2(raw)
+	if st.sc != nil && tr.WantsSYN() && path.SYNReady() {
+		tr.SYN(st.sc.Cookie()) // no lookup: the wire time starts at the SYN
 	}
-	if tr.WantsSYN() && path.SYNReady() {
-		tr.SYN(sc.Cookie()) // no lookup: the wire time starts at the SYN
+	return st
+}
+
+// stampH2 reads raw, an HTTP/2 connection, through a syncStamp.
+func stampH2(raw net.Conn) *syncStamp {
+	if sc, ok := path.Stamped(raw); ok {
+		return &syncStamp{Conn: sc, sc: sc}
 	}
-	return &syncStamp{Conn: sc, sc: sc}
+	return &syncStamp{Conn: raw}
 }
 
 // syncStamp is a connection read by the transactions of a kept HTTP/2

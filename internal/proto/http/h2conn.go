@@ -77,11 +77,18 @@ type h2stream struct {
 	first   time.Time // when they came
 }
 
+// unsent makes s a request not yet sent, for a new connection.
+func (s *h2stream) unsent() {
+	s.id, s.status, s.length, s.html, s.n = 0, 0, -1, false, 0
+	s.body, s.unacked, s.headers, s.first = s.body[:0], 0, false, time.Time{}
+}
+
 // h2tx is a transaction's streams on the connection.
 type h2tx struct {
 	queue []*h2stream // not yet requested
 	left  int         // not yet ended
 	err   error
+	again *h2Again  // the streams the server did not process (GOAWAY, REFUSED_STREAM)
 	last  time.Time // when the last stream ended
 	woken bool
 }
@@ -130,7 +137,11 @@ func (h *h2conn) run(ctx context.Context, ss []*h2stream) (time.Time, error) {
 	tx := &h2tx{queue: ss, left: len(ss)}
 	h.mu.Lock()
 	if err := h.refuses(ss); err != nil {
+		gone := h.goaway != "" && h.err == nil // not processed: they may go on a new connection
 		h.mu.Unlock()
+		if gone {
+			return time.Time{}, &h2Again{ss: ss, what: "GOAWAY", why: err.Error()}
+		}
 		return time.Time{}, err
 	}
 	h.tx = tx
@@ -150,6 +161,9 @@ func (h *h2conn) run(ctx context.Context, ss []*h2stream) (time.Time, error) {
 	}
 	h.mu.Lock()
 	err, last := tx.err, tx.last
+	if err == nil && tx.again != nil {
+		err = tx.again
+	}
 	h.tx = nil
 	flush := err == nil && len(h.pending) > 0 && h.err == nil
 	h.mu.Unlock()
@@ -340,6 +354,39 @@ func (h *h2conn) endStream(s *h2stream, err error) {
 		h.open()
 	}
 }
+
+// unprocessed takes stream s, which the server says it did not process,
+// off the connection: it goes again on a new one (h.mu held; why says
+// what the server said, kept for the first).
+func (h *h2conn) unprocessed(s *h2stream, what, why string) {
+	for i, o := range h.streams {
+		if o == s {
+			h.streams = append(h.streams[:i], h.streams[i+1:]...)
+			break
+		}
+	}
+	tx := h.tx
+	if tx == nil {
+		return
+	}
+	if tx.again == nil {
+		tx.again = &h2Again{what: what, why: why}
+	}
+	tx.again.ss = append(tx.again.ss, s)
+	if tx.left--; tx.left == 0 {
+		h.endTx(tx, nil)
+	}
+}
+
+// h2Again is the error of a transaction whose streams the server did not
+// process (RFC 9113 §6.8, §8.7): they may go again on a new connection.
+type h2Again struct {
+	ss   []*h2stream
+	what string // GOAWAY or REFUSED_STREAM
+	why  string // the first stream's error, should they fail
+}
+
+func (e *h2Again) Error() string { return e.why }
 
 // stream finds an open stream.
 func (h *h2conn) stream(id uint32) *h2stream {

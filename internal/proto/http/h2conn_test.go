@@ -71,6 +71,13 @@ type rawFrame struct {
 func newFakeH2(t *testing.T) (*h2conn, *fakeH2) {
 	a, b := net.Pipe()
 	h := newH2Conn(a, a)
+	f := serveFakeH2(t, b)
+	t.Cleanup(func() { h.close() })
+	return h, f
+}
+
+// serveFakeH2 is the server's end of the client's connection b.
+func serveFakeH2(t *testing.T, b net.Conn) *fakeH2 {
 	f := &fakeH2{t: t, c: b, frames: make(chan rawFrame, 1000), out: make(chan []byte, 100)}
 	go func() { // the writes, in order (a client that failed reads none)
 		for p := range f.out {
@@ -101,8 +108,8 @@ func newFakeH2(t *testing.T) (*h2conn, *fakeH2) {
 			f.frames <- fr
 		}
 	}()
-	t.Cleanup(func() { h.close(); b.Close(); close(f.out) })
-	return h, f
+	t.Cleanup(func() { b.Close(); close(f.out) })
+	return f
 }
 
 // send writes frames to the client, in order, without waiting for it to

@@ -47,11 +47,12 @@ const (
 
 // Error codes (RFC 9113 §7).
 const (
-	errNo          = 0x0
-	errProtocol    = 0x1
-	errFlowControl = 0x3
-	errFrameSize   = 0x6
-	errCompression = 0x9
+	errNo            = 0x0
+	errProtocol      = 0x1
+	errFlowControl   = 0x3
+	errFrameSize     = 0x6
+	errRefusedStream = 0x7
+	errCompression   = 0x9
 )
 
 var h2ErrNames = []string{"NO_ERROR", "PROTOCOL_ERROR", "INTERNAL_ERROR", "FLOW_CONTROL_ERROR",

@@ -96,7 +96,7 @@ func (h *h2conn) frame(typ, flags byte, id uint32, p []byte) error {
 			return h2Errorf(errProtocol, "RST_STREAM of %d bytes on stream %d", len(p), id)
 		}
 		if s := h.stream(id); s != nil {
-			h.endStream(s, fmt.Errorf("HTTP/2: the server reset stream %d of %s (%s)", id, s.uri, h2ErrName(binary.BigEndian.Uint32(p))))
+			h.reset(s, binary.BigEndian.Uint32(p))
 		} else if !h.opened(id) {
 			return h2Errorf(errProtocol, "RST_STREAM on stream %d, which the client never opened", id)
 		}
@@ -106,6 +106,24 @@ func (h *h2conn) frame(typ, flags byte, id uint32, p []byte) error {
 		return h2Errorf(errProtocol, "PUSH_PROMISE, though the client's SETTINGS disabled push")
 	}
 	return nil // PRIORITY, and frames of unknown types, are ignored (RFC 9113 §4.1, §5.5)
+}
+
+// reset ends stream s the server reset with code: REFUSED_STREAM says
+// it did not process it (RFC 9113 §8.7): it goes again on a new
+// connection, with the transaction's other streams once they end.
+func (h *h2conn) reset(s *h2stream, code uint32) {
+	why := fmt.Sprintf("HTTP/2: the server reset stream %d of %s (%s)", s.id, s.uri, h2ErrName(code))
+	if code != errRefusedStream {
+		h.endStream(s, errors.New(why))
+		return
+	}
+	h.mu.Lock()
+	h.unprocessed(s, "REFUSED_STREAM", why)
+	more := h.tx != nil && len(h.tx.queue) > 0
+	h.mu.Unlock()
+	if more {
+		h.open()
+	}
 }
 
 // headers begins a header block: a reply's headers, an informational
@@ -346,8 +364,9 @@ func (h *h2conn) windowUpdate(id uint32, p []byte) error {
 	return nil
 }
 
-// goAway takes the server's GOAWAY: the streams it did not process fail
-// (theirs is a clear error), the others go on, and no stream opens after.
+// goAway takes the server's GOAWAY: the streams it did not process, and
+// those not yet requested, are the transaction's to send again on a new
+// connection (h2Again), the others go on, and no stream opens after.
 func (h *h2conn) goAway(id uint32, p []byte) error {
 	if id != 0 || len(p) < 8 {
 		return h2Errorf(errProtocol, "GOAWAY of %d bytes on stream %d", len(p), id)
@@ -359,6 +378,7 @@ func (h *h2conn) goAway(id uint32, p []byte) error {
 		debug = fmt.Sprintf(", %q", d[:min(len(d), 200)])
 	}
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	h.goaway = "GOAWAY (" + h2ErrName(code) + debug + ")"
 	var gone []*h2stream
 	for _, s := range h.streams {
@@ -366,12 +386,15 @@ func (h *h2conn) goAway(id uint32, p []byte) error {
 			gone = append(gone, s)
 		}
 	}
-	if tx := h.tx; tx != nil && len(tx.queue) > 0 {
-		h.endTx(tx, h.refuses(tx.queue))
-	}
-	h.mu.Unlock()
 	for _, s := range gone {
-		h.endStream(s, fmt.Errorf("HTTP/2: the server sent GOAWAY (%s%s, last stream %d) before it processed stream %d of %s", h2ErrName(code), debug, last, s.id, s.uri))
+		h.unprocessed(s, "GOAWAY", fmt.Sprintf("HTTP/2: the server sent GOAWAY (%s%s, last stream %d) before it processed stream %d of %s", h2ErrName(code), debug, last, s.id, s.uri))
+	}
+	if tx := h.tx; tx != nil && len(tx.queue) > 0 {
+		why := h.refuses(tx.queue).Error()
+		for _, s := range tx.queue {
+			h.unprocessed(s, "GOAWAY", why)
+		}
+		tx.queue = nil
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/quic-go/quic-go"
@@ -60,6 +61,11 @@ func startVersions(s *plainServer, cfg ServerConfig, pcs []net.PacketConn, port 
 		}}
 	if cfg.TLS != nil {
 		v.h2.TLSConfig = cfg.TLS.Clone() // net/http edits it
+	}
+	if cfg.KeepaliveRequests > 0 {
+		v.h2.ConnContext = func(ctx context.Context, _ net.Conn) context.Context {
+			return context.WithValue(ctx, servedKey{}, new(atomic.Int64))
+		}
 	}
 	s.h2 = func(c net.Conn, read []byte) {
 		if len(read) > 0 { // h2c: the preface and what followed it, again
@@ -144,12 +150,29 @@ func (s *plainServer) negotiated(c net.Conn) bool {
 	return true
 }
 
+// servedKey keys an HTTP/2 connection's count of requests in its
+// requests' context (with KeepaliveRequests).
+type servedKey struct{}
+
+// lastOnConn counts r on its HTTP/2 connection and says whether it is
+// the last KeepaliveRequests allows: its reply makes net/http send GOAWAY
+// (NO_ERROR, last stream the highest it took), as nginx does after
+// keepalive_requests; streams the client opened after it are not
+// processed, a client sends them again on a new connection.
+func (s *plainServer) lastOnConn(r *nethttp.Request) bool {
+	n, ok := r.Context().Value(servedKey{}).(*atomic.Int64)
+	return ok && n.Add(1) >= int64(s.cfg.KeepaliveRequests)
+}
+
 // ServeHTTP answers HTTP/2 and HTTP/3 requests with the routes HTTP/1.1
 // has (GET and HEAD), generated content written a block at a time.
 func (s *plainServer) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
 	h := w.Header()
 	if s.altSvcValue != "" {
 		h.Set("Alt-Svc", s.altSvcValue)
+	}
+	if s.cfg.KeepaliveRequests > 0 && r.ProtoMajor == 2 && s.lastOnConn(r) {
+		h.Set("Connection", "close") // net/http's HTTP/2: GOAWAY (NO_ERROR), the connection closed once idle
 	}
 	if r.Method != nethttp.MethodGet && r.Method != nethttp.MethodHead {
 		nethttp.Error(w, "405 Method Not Allowed", nethttp.StatusMethodNotAllowed)

@@ -82,13 +82,15 @@ func (c *Client) onKept(ctx context.Context, tr *load.Trace, user int, negotiate
 	tr.Restart()
 	var f fetched
 	var err error
-	switch kc := kc.(type) {
+	switch k := kc.(type) {
 	case *h2conn:
-		stop := context.AfterFunc(ctx, kc.close) // a write blocked, or a read, ends with ctx
-		f, err = c.h2fetch(ctx, tr, kc)
+		stop := context.AfterFunc(ctx, k.close) // a write blocked, or a read, ends with ctx
+		var h *h2conn
+		f, h, err = c.h2fetch(ctx, tr, k)
 		stop()
+		kc = h // the new connection, after the server's GOAWAY
 	case *h3Kept:
-		f, err = c.streams(ctx, tr, kc, "GET")
+		f, err = c.streams(ctx, tr, k, "GET")
 	}
 	if err != nil {
 		kc.close()

@@ -445,7 +445,7 @@ same port, one socket per family, and advertises it in an Alt-Svc field (--h3=fa
   v6lab serve http --listen 0.0.0.0:8080 --listen [::]:8080 --objects 0
   v6lab serve http --tls --listen 127.0.0.1:8443   # then: v6lab probe http https://127.0.0.1:8443/ --tls-pin SHA256
   v6lab serve http --tls --listen 127.0.0.1:8443 --listen [::1]:8443   # h1, h2 and h3 (UDP 8443) on both families
-  v6lab serve http --keepalive-requests 5          # close each HTTP/1.1 connection after 5 requests, as nginx can`,
+  v6lab serve http --keepalive-requests 5          # close each HTTP/1.1 or HTTP/2 connection after 5 requests, as nginx can`,
 		Listen: []string{"127.0.0.1:8080", "[::1]:8080"},
 	},
 }
@@ -459,7 +459,7 @@ type ServerSettings struct {
 	TLS               bool        `opt:"tls" usage:"serve HTTPS with a self-signed certificate"`
 	TLSTickets        bool        `opt:"tls_tickets" usage:"with --tls: give clients session tickets to resume with; false: every handshake is full"`
 	H3                bool        `opt:"h3" usage:"with --tls: also serve HTTP/3 over QUIC on the same port's UDP, advertised by Alt-Svc"`
-	KeepaliveRequests int         `opt:"keepalive_requests" usage:"close each HTTP/1.1 connection after this many requests, the last reply saying Connection: close (nginx's keepalive_requests; HTTP/2 and HTTP/3 connections are not limited); 0: no limit"`
+	KeepaliveRequests int         `opt:"keepalive_requests" usage:"close each HTTP/1.1 connection after this many requests, the last reply saying Connection: close, and end each HTTP/2 connection after as many with GOAWAY (NO_ERROR), as nginx's keepalive_requests does (HTTP/3 connections are not limited); 0: no limit"`
 }
 
 func defaultSettings() *ServerSettings {

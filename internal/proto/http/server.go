@@ -31,7 +31,9 @@ type ServerConfig struct {
 	H3 bool
 	// KeepaliveRequests, when above 0, is how many requests one
 	// connection may carry: the last reply says "Connection: close" and
-	// the server closes, as nginx's keepalive_requests.
+	// the server closes (HTTP/1.1), or it sends GOAWAY (NO_ERROR) with the
+	// last reply and closes once its streams ended (HTTP/2), as nginx's
+	// keepalive_requests. HTTP/3 connections are not limited.
 	KeepaliveRequests int
 }
 

@@ -24,8 +24,10 @@ type roundTripper interface {
 // fetched is what streams got: the objects fetched, and the page's body
 // check (a file's).
 type fetched struct {
-	objects int
-	check   *content.Check
+	objects    int
+	check      *content.Check
+	again      int    // HTTP/2: requests sent again on a new connection
+	againAfter string // after what: GOAWAY, REFUSED_STREAM
 }
 
 // streams fetches the page on rt and then, with objects, every object it
@@ -119,6 +121,14 @@ func (c *Client) done(tr *load.Trace, f fetched, negotiated, more string) result
 	marker := "200 OK, " + strconv.Itoa(f.objects) + " objects, " + negotiated
 	if more != "" {
 		marker += ", " + more
+	}
+	if f.again > 0 {
+		tr.S.Again = f.again
+		n := strconv.Itoa(f.again) + " requests"
+		if f.again == 1 {
+			n = "1 request"
+		}
+		marker += ", " + n + " again on a new connection after " + f.againAfter
 	}
 	if tr.TLS != "" {
 		marker += ", " + tr.TLS

@@ -72,14 +72,22 @@ func (c *Client) v3TCP(ctx context.Context, tr *load.Trace, won *v3conn, race st
 	st := stampsOf(won.tls)
 	var f fetched
 	var err error
+	var again *h2conn // the new connection, after the server's GOAWAY
 	neg := cs.NegotiatedProtocol
 	if neg == "h2" {
-		f, err = c.h2fetch(ctx, tr, newH2Conn(won.tls, won.raw))
+		h0 := newH2Conn(won.tls, won.raw)
+		if f, again, err = c.h2fetch(ctx, tr, h0); again == h0 {
+			again = nil
+		}
 	} else {
 		neg = eyeballs.ALPNHTTP11
 		f, err = c.v3HTTP11(ctx, tr, won)
 	}
 	st.record(tr)
+	if again != nil {
+		defer again.close()
+		recordToo(tr, stampsOf(again.conn))
+	}
 	if err != nil {
 		return c.failStreams(ctx, tr, st, err)
 	}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"v6lab/internal/report"
+	"v6lab/internal/testutil"
+)
+
+// TestProbeHTTP2KeptAgainstServeKeepaliveRequests (trial6 F1): serve http
+// --tls --keepalive-requests 5 ends each HTTP/2 connection with GOAWAY
+// (NO_ERROR) after its fifth request, as nginx does; a page of 3 objects
+// is 4 requests, so every second kept transaction's objects are not
+// processed on its connection (net/http's GOAWAY names the streams it
+// read before it was sent: 1 to 3 of them). probe --http-version 2 --keepalive sends
+// them again on a new connection: every transaction completes, those say
+// so, and the rest run on kept connections.
+func TestProbeHTTP2KeptAgainstServeKeepaliveRequests(t *testing.T) {
+	port := testutil.FreePort(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	srv := newRoot()
+	out := &syncBuffer{}
+	srv.SetOut(out)
+	srv.SetArgs([]string{"serve", "http", "--tls", "--keepalive-requests", "5", "--objects", "3", "--listen", fmt.Sprintf("127.0.0.1:%d", port)})
+	done := make(chan error, 1)
+	go func() { done <- srv.ExecuteContext(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	re := regexp.MustCompile(`SHA-256 ([0-9a-f]{64})`)
+	pin := ""
+	for deadline := time.Now().Add(5 * time.Second); pin == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if m := re.FindStringSubmatch(out.String()); m != nil && strings.Contains(out.String(), "serving") {
+			pin = m[1]
+		}
+	}
+	if pin == "" {
+		t.Fatalf("serve http --tls did not start: %q", out.String())
+	}
+	root := t.TempDir()
+	o, err := v6lab(t, "probe", "http", fmt.Sprintf("https://www.serve.test:%d/", port), "--http-version", "2", "--keepalive",
+		"--paths", "ipv4", "--resolve", "www.serve.test=127.0.0.1", "--tls-pin", pin,
+		"--conns", "1", "--runs", "2", "--warmup", "0", "--duration", "300ms", "--results", root)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, o)
+	}
+	f, _, err := report.Load(onlyDir(t, root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, again, kept := 0, 0, 0
+	for _, s := range f.Samples {
+		n++
+		if !s.OK() {
+			t.Errorf("run %d: %s", s.Run, s.Err)
+		}
+		if s.Again > 0 {
+			again++
+			if s.Again > 3 || !strings.Contains(s.Marker, fmt.Sprintf(" %d request", s.Again)) || !strings.Contains(s.Marker, " again on a new connection after GOAWAY") {
+				t.Errorf("run %d: again %d, marker %q", s.Run, s.Again, s.Marker)
+			}
+		}
+		if s.Kept {
+			kept++
+		}
+	}
+	if n < 4 || again == 0 || kept == 0 {
+		t.Errorf("%d samples, %d with requests again, %d kept\n%s", n, again, kept, o)
+	}
+	if !strings.Contains(o, "100.0%") {
+		t.Errorf("not every transaction completed:\n%s", o)
+	}
+}

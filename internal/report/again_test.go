@@ -1,0 +1,31 @@
+package report
+
+import (
+	"strings"
+	"testing"
+
+	"v6lab/internal/result"
+)
+
+// TestRequestsSentAgainAreSaid (trial6 F1): transactions whose requests
+// went again on a new connection after the server's GOAWAY are counted
+// per cell and said in a note, so a reader knows their times include a
+// connection the kept ones do not.
+func TestRequestsSentAgainAreSaid(t *testing.T) {
+	spec := `{"cells":[{"label":"http","protocol":"http","http_version":"1.1","tls":true},{"label":"http/2","protocol":"http","http_version":"2","tls":true}]}`
+	again := func(s *result.Sample) {
+		keptConn(s)
+		if s.Path == "ipv6" {
+			s.Again = 3
+		}
+	}
+	s := Summarize(versionsFile(t, spec, tlsConn, again))
+	for _, c := range cellsOf(s, "http/2") {
+		if want := map[string]int{"ipv4": 0, "ipv6": c.Completed}[c.Path]; c.Conn == nil || c.Conn.Again != want || c.Completed == 0 {
+			t.Errorf("%s cell's connection facts %+v, want again %d", c.Path, c.Conn, want)
+		}
+	}
+	if notes := strings.Join(s.Notes, "\n"); !strings.Contains(notes, "http/2 requests sent again: in 20 of 40 completed transactions") || strings.Contains(notes, "http requests sent again") {
+		t.Errorf("notes %q", s.Notes)
+	}
+}
