@@ -62,7 +62,7 @@ func (a *cellAdds) add(smp *result.Sample, seq int64, seg int) {
 			a.negotiated[smp.Negotiated]++
 		}
 		addConn(&a.conn, smp)
-		if w := Winner(smp.Metrics); w != "" {
+		if w := Winner(smp.Metrics); w != "" && !smp.Kept {
 			count(&a.winners, w, 1)
 		}
 		a.hist.Record(smp.Total())
@@ -180,7 +180,9 @@ type cellRuns struct {
 	index        []int
 	metrics      map[string][]float64
 	metricIndex  map[string][]int
-	seconds      float64
+	// metricN counts, per figure, the counted samples that had it.
+	metricN map[string]int
+	seconds float64
 }
 
 // ShareMetrics are the figures that are shares of a whole (percent): their
@@ -205,7 +207,7 @@ func (c *cellAcc) Finish(r *cellRuns) Cell {
 	}
 	for name, runs := range r.metrics {
 		d := stats.Describe(runs)
-		ms := &MetricStat{N: d.N, Mean: d.Mean, Runs: runs, RunIndex: r.metricIndex[name]}
+		ms := &MetricStat{N: d.N, Samples: r.metricN[name], Mean: d.Mean, Runs: runs, RunIndex: r.metricIndex[name]}
 		if d.CINA == "" {
 			ci := d.CI95
 			if !slices.ContainsFunc(runs, func(v float64) bool { return v < 0 }) {

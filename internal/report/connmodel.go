@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"v6lab/internal/result"
+	"v6lab/internal/sock/path"
 )
 
 // What a cell's transactions ran over, by what each completed sample
@@ -92,7 +93,7 @@ func groupConn(s *Summary, group string) (ConnFacts, int) {
 // the spec read as cleartext whose transactions spoke TLS is not (the
 // samples are what ran), and each group that kept connections or resumed
 // sessions gets a note.
-func connModel(s *Summary) {
+func connModel(s *Summary, keepalive []string) {
 	s.HTTPCleartext = slices.DeleteFunc(s.HTTPCleartext, func(g string) bool {
 		f, _ := groupConn(s, g)
 		return f.TLS > 0
@@ -104,6 +105,9 @@ func connModel(s *Summary) {
 		f, done := groupConn(s, g)
 		if f.Kept > 0 {
 			s.Notes = append(s.Notes, fmt.Sprintf("%s kept connections (keepalive): no lookup or handshake after each user's first; %d of %d completed transactions on a kept connection", g, f.Kept, done))
+			s.Notes = append(s.Notes, keptRaceNotes(s, g)...)
+		} else if done > 0 && slices.Contains(keepalive, g) {
+			s.Notes = append(s.Notes, fmt.Sprintf("%s keepalive was asked, but none of its %d completed transactions ran on a kept connection (the server closed each connection before the user's next transaction, or no user made a second one): its figures are new connections'", g, done))
 		}
 		if f.Resumed > 0 || f.ZeroRTT > 0 {
 			s.Notes = append(s.Notes, fmt.Sprintf("%s returning users: TLS resumed in %d of %d completed transactions, 0-RTT in %d of %d (its handshake is a resumed one, not a full one)", g, f.Resumed, done, f.ZeroRTT, done))
@@ -131,4 +135,23 @@ func connTitle(s *Summary, group string) string {
 		return ""
 	}
 	return " (" + strings.Join(out, "; ") + ")"
+}
+
+// keptRaceNotes say, per dual cell of group g, that its kept transactions
+// raced nothing: its Happy Eyeballs figures are its races' only (the
+// transactions that made a connection), or left out when none raced.
+func keptRaceNotes(s *Summary, g string) []string {
+	var out []string
+	for _, c := range cellsOf(s, g) {
+		if !path.Path(c.Path).Kind().Dual || c.Conn == nil || c.Conn.Kept == 0 {
+			continue
+		}
+		races := c.Completed - c.Conn.Kept
+		if races == 0 {
+			out = append(out, fmt.Sprintf("%s %s %d: every counted transaction ran on a kept connection (keepalive): no Happy Eyeballs race ran in its counted runs (the warm-up's connections raced), so its share each family won and its winners are left out", g, c.Path, c.Conns))
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s %s %d: %d of %d counted transactions ran on a kept connection (keepalive) and raced nothing: its share each family won and its winners are over the %d that made a connection", g, c.Path, c.Conns, c.Conn.Kept, c.Completed, races))
+	}
+	return out
 }

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -153,5 +155,31 @@ func TestGroupNamesSayTheVersion(t *testing.T) {
 		if got := groupTitle(s, group); got != want {
 			t.Errorf("group %s titled %q, want %q", group, got, want)
 		}
+	}
+}
+
+// TestResultsCSVSaysWhatWasMeasured: a cell's row in results.csv names the
+// HTTP version it spoke and what its connections did, so a CSV read alone
+// tells an HTTP/2 kept-connection cell from an HTTP/1.1 one (trial6 F8).
+func TestResultsCSVSaysWhatWasMeasured(t *testing.T) {
+	spec := `{"cells":[{"label":"http","protocol":"http","http_version":"1.1","tls":true},{"label":"http/2","protocol":"http","http_version":"2","tls":true,"keepalive":true}]}`
+	var b bytes.Buffer
+	if err := CSV(&b, Summarize(versionsFile(t, spec, tlsConn, keptConn))); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&b).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := rows[0]
+	if head[len(head)-2] != "http_version" || head[len(head)-1] != "connection" {
+		t.Fatalf("header %q", head)
+	}
+	seen := map[string]string{}
+	for _, r := range rows[1:] {
+		seen[r[0]] = r[len(r)-2] + " | " + r[len(r)-1]
+	}
+	if seen["http"] != "http/1.1 | new connections, full handshakes" || seen["http/2"] != "h2 | kept connections (keepalive)" {
+		t.Errorf("what the cells measured: %q", seen)
 	}
 }

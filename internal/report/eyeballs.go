@@ -111,6 +111,11 @@ func Winner(m map[string]float64) string {
 	return fam + "/" + tr
 }
 
+// raceMetrics are a race's outcome. A transaction on a kept connection
+// (keepalive) records the family of the connection it kept, but ran no
+// race: it counts in neither the share each family won nor the winners.
+var raceMetrics = map[string]bool{"ipv6_won": true, "quic_won": true}
+
 // count adds n to m[k], making m.
 func count(m *map[string]int, k string, n int) {
 	if *m == nil {

@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 
 	"v6lab/internal/result"
 	"v6lab/internal/sock/path"
@@ -162,7 +164,29 @@ var CSVHeader = []string{"protocol", "path", "conns", "runs_counted", "mean_ms",
 	"p50_ms", "p90_ms", "p99_ms", "p999_ms", "completed", "failed", "completion_rate", "rate_per_s",
 	"baseline", "diff_ms", "pct_increase", "ci95_diff_lo_ms", "ci95_diff_hi_ms", "welch_df", "p_welch",
 	"confidence", "p_paired", "p_mann_whitney", "pairs", "paired_diff_ms", "ci95_paired_diff_lo_ms", "ci95_paired_diff_hi_ms", "p_paired_holm",
-	"percentile_n", "few_runs", "wire_mean_ms", "wire_ci95_lo_ms", "wire_ci95_hi_ms", "wire_diff_ms", "wire_ci95_diff_lo_ms", "wire_ci95_diff_hi_ms", "client_turn_mean_ms"}
+	"percentile_n", "few_runs", "wire_mean_ms", "wire_ci95_lo_ms", "wire_ci95_hi_ms", "wire_diff_ms", "wire_ci95_diff_lo_ms", "wire_ci95_diff_hi_ms", "client_turn_mean_ms",
+	"http_version", "connection"}
+
+// cellMeasured is what a cell measured, for its CSV row: the HTTP
+// version its transactions spoke (else its group's http_version) and
+// what its connections did (connWords); both empty for a cell of no HTTP
+// version and no connection facts.
+func cellMeasured(s *Summary, c *Cell) (version, conn string) {
+	var spoke []string
+	for p := range c.Negotiated {
+		spoke = append(spoke, p)
+	}
+	slices.Sort(spoke)
+	version = cmpOr(strings.Join(spoke, "+"), s.HTTPVersions[c.Protocol])
+	var f ConnFacts
+	if c.Conn != nil {
+		f = *c.Conn
+	}
+	if version == "" && f == (ConnFacts{}) {
+		return "", ""
+	}
+	return version, connWords(f)
+}
 
 // CSV writes results.csv. An n/a figure is an empty field.
 func CSV(w io.Writer, s *Summary) error {
@@ -202,6 +226,8 @@ func CSV(w io.Writer, s *Summary) error {
 		} else {
 			row = append(row, "")
 		}
+		version, conn := cellMeasured(s, c)
+		row = append(row, version, conn)
 		cw.Write(row)
 	}
 	cw.Flush()

@@ -194,6 +194,9 @@ func (a *runAcc) add(smp *result.Sample) {
 		a.metrics, a.metricN = map[string]float64{}, map[string]int{}
 	}
 	for k, v := range smp.Metrics {
+		if smp.Kept && raceMetrics[k] {
+			continue // the family it kept, not a race it won
+		}
 		a.metrics[k] += v
 		a.metricN[k]++
 	}
@@ -259,7 +262,7 @@ func (z *Summarizer) Finish() *Summary {
 	if note := s.PMTU.note(); note != "" {
 		s.Notes = append(s.Notes, note)
 	}
-	connModel(s)
+	connModel(s, z.spec.keepalive)
 	s.Comparisons = compare(s.Cells, s.Baseline)
 	s.Adjustment = adjust(s.Comparisons)
 	return s
@@ -299,10 +302,11 @@ func (z *Summarizer) cellRuns() map[cellKey]*cellRuns {
 		r.index = append(r.index, k.run)
 		for name, sum := range a.metrics {
 			if r.metrics == nil {
-				r.metrics, r.metricIndex = map[string][]float64{}, map[string][]int{}
+				r.metrics, r.metricIndex, r.metricN = map[string][]float64{}, map[string][]int{}, map[string]int{}
 			}
 			r.metrics[name] = append(r.metrics[name], sum/float64(a.metricN[name]))
 			r.metricIndex[name] = append(r.metricIndex[name], k.run)
+			r.metricN[name] += a.metricN[name]
 		}
 	}
 	return out
@@ -395,22 +399,26 @@ type specFacts struct {
 	cleartext []string
 	// literal names the groups whose URL's host is an IP literal.
 	literal []string
-	scale   float64
-	planned int
+	// keepalive names the groups that asked to keep connections.
+	keepalive []string
+	scale     float64
+	planned   int
 }
 
 // specGroup is what a summary reads of one cell group of the spec.
 type specGroup struct {
-	Label    string            `json:"label"`
-	Protocol string            `json:"protocol"`
-	Dialer   string            `json:"dialer"`
-	HTTP     string            `json:"http_version"`
-	TLS      bool              `json:"tls"`
-	URL      string            `json:"url"`
-	Params   map[string]string `json:"params"`
-	Paths    []string          `json:"paths"`
-	Conns    []int             `json:"conns"`
-	Runs     int               `json:"runs"`
+	Label    string `json:"label"`
+	Protocol string `json:"protocol"`
+	Dialer   string `json:"dialer"`
+	HTTP     string `json:"http_version"`
+	TLS      bool   `json:"tls"`
+	URL      string `json:"url"`
+	// Keepalive: the group asked to keep connections (keepalive).
+	Keepalive bool              `json:"keepalive"`
+	Params    map[string]string `json:"params"`
+	Paths     []string          `json:"paths"`
+	Conns     []int             `json:"conns"`
+	Runs      int               `json:"runs"`
 }
 
 // readSpec reads the header's spec, whatever version wrote it: a field of
@@ -456,6 +464,9 @@ func readSpec(spec any) specFacts {
 		if u, err := url.Parse(g.URL); err == nil && g.URL != "" && net.ParseIP(u.Hostname()) != nil && !slices.Contains(f.literal, name) {
 			f.literal = append(f.literal, name)
 		}
+		if (g.Keepalive || g.Params["keepalive"] == "true") && !slices.Contains(f.keepalive, name) {
+			f.keepalive = append(f.keepalive, name)
+		}
 		f.planned += len(g.Paths) * len(g.Conns) * g.Runs
 	}
 	return f
@@ -478,6 +489,7 @@ func specGroupOf(raw json.RawMessage) specGroup {
 	json.Unmarshal(fields["runs"], &g.Runs)
 	json.Unmarshal(fields["tls"], &g.TLS)
 	json.Unmarshal(fields["url"], &g.URL)
+	json.Unmarshal(fields["keepalive"], &g.Keepalive)
 	var params map[string]json.RawMessage
 	json.Unmarshal(fields["params"], &params)
 	for k, v := range params {

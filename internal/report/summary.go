@@ -263,9 +263,12 @@ func finishBackground(b *CellBackground) {
 
 // MetricStat is one transport figure of a cell over its counted runs.
 type MetricStat struct {
-	N    int         `json:"n"`
-	Mean float64     `json:"mean"`
-	CI95 *[2]float64 `json:"ci95,omitempty"`
+	N int `json:"n"`
+	// Samples is how many completed transactions of counted runs had
+	// the figure (a kept connection's have no wire_ms, for instance).
+	Samples int         `json:"samples,omitempty"`
+	Mean    float64     `json:"mean"`
+	CI95    *[2]float64 `json:"ci95,omitempty"`
 	// Runs are the per-run means the figure is computed from, in run
 	// order; RunIndex gives each one's run number (a run whose samples
 	// all failed has none).
@@ -575,7 +578,7 @@ func pctNA(mean float64, ci *[2]float64) string {
 // compareMetric sets figure k of c's runs against b's (nil: one lacks it).
 func compareMetric(k string, b, c *Cell) *MetricComparison {
 	bm, cm := b.Metrics[k], c.Metrics[k]
-	if bm == nil || cm == nil {
+	if bm == nil || cm == nil || b.Minority(k) || c.Minority(k) {
 		return nil
 	}
 	t := testRuns(bm.Runs, bm.RunIndex, cm.Runs, cm.RunIndex)
@@ -714,4 +717,12 @@ func datapathNotes(byPath map[string]map[string]uint64, runs map[string]int) []s
 		out = append(out, fmt.Sprintf("datapaths of %s over its %s: %s", k.Path, stats.Count(runs[string(k.Path)], "run"), strings.Join(parts, "; ")))
 	}
 	return out
+}
+
+// Minority says whether figure k rests on a minority of the cell's
+// completed transactions (a wire time of the new connections among kept
+// ones): no figure of the cell's, nor a comparison, is made of it.
+func (c *Cell) Minority(k string) bool {
+	m := c.Metrics[k]
+	return m != nil && m.Samples > 0 && 2*m.Samples < c.Completed
 }

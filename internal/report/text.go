@@ -262,12 +262,7 @@ func metricSection(title string, cells []Cell) (section, bool) {
 	}
 	what := "transport figures"
 	if slices.Contains(cols, "ipv6_won") {
-		// The dual path's: ipv6_won's mean is the share of transactions
-		// IPv6 won (docs/metrics.md).
-		what = "Happy Eyeballs (ipv6_won: % of transactions IPv6 won; he_attempts; he_aaaa_ms, he_a_ms, he_connect_ms: when each answer came and the winner connected)"
-		if slices.Contains(cols, "quic_won") {
-			what = "Happy Eyeballs v3 (ipv6_won, quic_won: % of transactions IPv6 and QUIC won; he_attempts, he_failed; he_https_ms, he_aaaa_ms, he_a_ms: when each answer came; he_began_ms: when the attempts could start; he_winner_start_ms, he_connect_ms: when the winner started and completed its handshake)"
-		}
+		what = eyeballsTitle(cols)
 	}
 	sec := section{Title: title + ": " + what + ", mean of run means (95% CI)", Head: append([]string{"path", "conns"}, cols...)}
 	any := false
@@ -283,6 +278,56 @@ func metricSection(title string, cells []Cell) (section, bool) {
 		sec.Rows = append(sec.Rows, row)
 	}
 	return sec, any
+}
+
+// eyeballsFigures say what the dual path's figures are, in the order the
+// title names them (docs/metrics.md): ipv6_won's mean is the share of
+// transactions IPv6 won.
+var eyeballsFigures = []struct {
+	keys []string
+	what string
+}{
+	{[]string{"ipv6_won", "quic_won"}, "% of transactions IPv6 won"},
+	{[]string{"he_attempts", "he_failed"}, ""},
+	{[]string{"he_https_ms", "he_aaaa_ms", "he_a_ms"}, "when each answer came"},
+	{[]string{"he_began_ms"}, "when the attempts could start"},
+	{[]string{"he_winner_start_ms", "he_connect_ms"}, "when the winner started and when it connected"},
+}
+
+// eyeballsTitle names the dual path's figures among cols, and only those
+// (trial6 F19: a title listed columns the table did not have).
+func eyeballsTitle(cols []string) string {
+	var parts []string
+	for _, g := range eyeballsFigures {
+		var keys []string
+		for _, k := range g.keys {
+			if slices.Contains(cols, k) {
+				keys = append(keys, k)
+			}
+		}
+		if len(keys) == 0 {
+			continue
+		}
+		what := g.what
+		switch {
+		case len(keys) == 2 && keys[1] == "quic_won":
+			what = "% of transactions IPv6 and QUIC won"
+		case len(keys) == 1 && keys[0] == "he_winner_start_ms":
+			what = "when the winner started"
+		case len(keys) == 1 && keys[0] == "he_connect_ms":
+			what = "when the winner connected"
+		}
+		part := strings.Join(keys, ", ")
+		if what != "" {
+			part += ": " + what
+		}
+		parts = append(parts, part)
+	}
+	title := "Happy Eyeballs"
+	if slices.Contains(cols, "quic_won") {
+		title += " v3"
+	}
+	return title + " (" + strings.Join(parts, "; ") + ")"
 }
 
 // metricText prints a cell's figure k: a checksum is an identity, not a
@@ -507,6 +552,9 @@ func meanRows(p string, cells []Cell, conns []int, wired, turned bool) [][]strin
 		if wired {
 			if w := c.Metrics[WireMetric]; w == nil {
 				rows[5], rows[6] = append(rows[5], "-"), append(rows[6], "-")
+			} else if c.Minority(WireMetric) {
+				na := fmt.Sprintf("n/a (%d of %d samples have wire time)", w.Samples, c.Completed)
+				rows[5], rows[6] = append(rows[5], na), append(rows[6], "-")
 			} else {
 				rows[5] = append(rows[5], figure(w.Mean))
 				rows[6] = append(rows[6], optRange(w.CI95, "fewer than two runs", " – "))

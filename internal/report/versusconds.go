@@ -95,6 +95,12 @@ func connKind(s *Summary, group string) string {
 	if versionOf(s, group) == "" && f == (ConnFacts{}) {
 		return ""
 	}
+	return connWords(f)
+}
+
+// connWords says what connections with facts f did: "kept connections
+// (keepalive)", "new connections, full handshakes", ….
+func connWords(f ConnFacts) string {
 	out := "new connections"
 	if f.Kept > 0 {
 		out = "kept connections (keepalive)"

@@ -97,11 +97,14 @@ func TestWireColumnsInResultsCSV(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
-	if !strings.HasSuffix(lines[0], "wire_diff_ms,wire_ci95_diff_lo_ms,wire_ci95_diff_hi_ms,client_turn_mean_ms") || len(lines) != 3 {
+	if !strings.HasSuffix(lines[0], "wire_diff_ms,wire_ci95_diff_lo_ms,wire_ci95_diff_hi_ms,client_turn_mean_ms,http_version,connection") || len(lines) != 3 {
 		t.Fatalf("%q", lines)
 	}
+	// The wire and client-turn columns, before the last two (what was
+	// measured: empty for cells of no HTTP version).
 	v6 := strings.Split(lines[2], ",")
 	v4 := strings.Split(lines[1], ",")
+	v6, v4 = v6[:len(v6)-2], v4[:len(v4)-2]
 	if v6[len(v6)-7] == "" || v6[len(v6)-4] == "" || v4[len(v4)-7] == "" || v4[len(v4)-4] != "" {
 		t.Errorf("wire columns: ipv4 %v, ipv6 %v", v4[len(v4)-7:], v6[len(v6)-7:])
 	}
@@ -260,5 +263,42 @@ func TestEachNoteOnlyWhereItsRowOrMarkIs(t *testing.T) {
 	f.Header.Spec = map[string]any{"cells": []any{map[string]any{"protocol": "http", "url": "http://localhost:8080/"}}}
 	if s := Summarize(f); s.IPLiteral != nil {
 		t.Errorf("a named host's group: ip_literal %q", s.IPLiteral)
+	}
+}
+
+// TestNoWireRowFromAFewSamples: a cell whose wire time rests on a minority
+// of its transactions (keepalive: only a new connection's has one) gets
+// no wire mean, and no wire comparison, but says how few had it (trial6
+// F18: one new connection's wire time beside a kept-connection mean).
+func TestNoWireRowFromAFewSamples(t *testing.T) {
+	f := build(baseMS, otherMS)
+	for i := range f.Samples {
+		s := &f.Samples[i]
+		if s.OK() && (s.Path == "ipv4" || s.Run == 1 && s.User == 0) {
+			s.WireNS = s.TotalNS - 100_000
+		}
+	}
+	s := Summarize(f)
+	var v6 *Cell
+	for i := range s.Cells {
+		if s.Cells[i].Path == "ipv6" {
+			v6 = &s.Cells[i]
+		}
+	}
+	if w := v6.Metrics[WireMetric]; w == nil || w.Samples != 1 || !v6.Minority(WireMetric) {
+		t.Fatalf("ipv6 wire %+v of %d completed", w, v6.Completed)
+	}
+	for _, c := range s.Comparisons {
+		if c.Wire != nil {
+			t.Errorf("a wire comparison of %s from one sample: %+v", c.Path, c.Wire)
+		}
+	}
+	var b bytes.Buffer
+	if err := Text(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	want := "n/a (1 of " + itoa(v6.Completed) + " samples have wire time)"
+	if !strings.Contains(b.String(), want) || strings.Contains(b.String(), "wire time against") {
+		t.Errorf("report.txt lacks %q or compares the wire time:\n%s", want, b.String())
 	}
 }

@@ -283,6 +283,7 @@ func (s *CellGroup) Validate() error {
 	}{
 		{"runs", checkRuns(s.Runs)},
 		{"warmup", checkWarmup(s.Warmup, s.Runs)},
+		{"warmup", checkKeptWarmup(s.Warmup, time.Duration(s.Duration), s.Options)},
 		{"timeout", checkTimeout(time.Duration(s.Timeout))},
 		{"pause", checkPause(time.Duration(s.Pause))},
 		{"duration", checkDuration(time.Duration(s.Duration))},
@@ -351,8 +352,8 @@ func DualFits(p path.Path, protocol string) error {
 // (not a DNS query or an HTTP/3 request over UDP); each cell timed
 // otherwise (proto.Timed) adds its own, once.
 func (e *Experiment) TimingNotes(timing, linger string) []string {
-	var out, own []string
-	transactions, connections := false, false
+	var out, own, closing, kept []string
+	transactions := false
 	for i := range e.Groups {
 		c := &e.Groups[i]
 		note := c.Opts().Timing()
@@ -360,7 +361,13 @@ func (e *Experiment) TimingNotes(timing, linger string) []string {
 		case note == "":
 			transactions = true
 			dg, ok := c.Opts().(proto.Datagrams)
-			connections = connections || !ok || !dg.OverUDP()
+			switch {
+			case ok && dg.OverUDP():
+			case keeps(c.Opts()):
+				kept = append(kept, c.CellName())
+			default:
+				closing = append(closing, c.CellName())
+			}
 		case !slices.Contains(own, note):
 			own = append(own, note)
 		}
@@ -368,11 +375,21 @@ func (e *Experiment) TimingNotes(timing, linger string) []string {
 	if transactions {
 		out = append(out, timing)
 	}
-	if connections {
+	if len(closing) > 0 && len(kept) > 0 {
+		linger += " (cell groups " + strings.Join(closing, ", ") + ")"
+	}
+	if len(closing) > 0 {
 		out = append(out, linger)
+	}
+	if len(kept) > 0 {
+		out = append(out, KeptNote+" (cell groups "+strings.Join(kept, ", ")+")")
 	}
 	return append(out, own...)
 }
+
+// KeptNote says how kept connections (keepalive) end, in place of the
+// linger note.
+const KeptNote = "kept connections (keepalive): each user's connection stays open for its next transactions, across runs, and is not closed after the completion marker; a connection the server closed is opened again by the user's next transaction (whose sample is then not kept)"
 
 // Validate checks an experiment before anything runs.
 func (e *Experiment) Validate() error {

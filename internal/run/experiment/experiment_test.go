@@ -650,6 +650,17 @@ func TestTimingNotesFollowWhatTheCellsTime(t *testing.T) {
 	if !slices.Equal(got[:2], tx) || has(got, "(client curl)") != 1 || has(got, "(client wget)") != 1 || len(got) != 4 {
 		t.Errorf("external clients beside a transaction cell: %q", got)
 	}
+	// Kept connections (keepalive) are not closed after the marker
+	// (trial6 F11): their groups get the kept note, not the linger note.
+	keptCell := cellOf(t, "http", "http_version", "2", "keepalive", "true")
+	keptCell.Label = "http/2"
+	if got := notes(keptCell); len(got) != 2 || got[0] != "TX" || !strings.HasPrefix(got[1], KeptNote) || has(got, "LINGER") > 0 {
+		t.Errorf("kept connections only: %q", got)
+	}
+	got = notes(cell("http", ""), keptCell)
+	if len(got) != 3 || got[1] != "LINGER (cell groups http)" || got[2] != KeptNote+" (cell groups http/2)" {
+		t.Errorf("new and kept connections: %q", got)
+	}
 }
 
 // TestValidateRefusesLabOnlyPathsOffTheLab: an experiment built in code

@@ -605,7 +605,25 @@ func (r *cellReader) options() error {
 	if label, ok := r.c.versionLabel(s.Options); ok {
 		s.Label = label // http, http/2, http/3
 	}
-	return nil
+	return r.keptWarmup()
+}
+
+// keptWarmup refuses keepalive without a warm-up run, naming the warm-up
+// where the file gave it (the cell's, the file's), else the keepalive.
+func (r *cellReader) keptWarmup() error {
+	err := checkKeptWarmup(r.s.Warmup, time.Duration(r.s.Duration), r.s.Options)
+	if err == nil {
+		return nil
+	}
+	field := r.field("warmup")
+	switch {
+	case r.doc.Has(field):
+	case r.doc.Has("warmup"):
+		field = "warmup"
+	default:
+		field = r.field(optKeepalive)
+	}
+	return r.doc.Errorf(field, "%v", err)
 }
 
 // trialTimeout: a trial's timeout follows its length unless set, and

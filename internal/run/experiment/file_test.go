@@ -395,3 +395,27 @@ func TestCheckNameSaysTheFirstCharacterRule(t *testing.T) {
 		t.Errorf("x-1.2_3: %v", err)
 	}
 }
+
+// TestKeepaliveWantsAWarmup: keepalive without a warm-up run would count
+// each user's first, new connection among the kept ones (trial6 F18): a
+// file refuses it at the warm-up it gave (the cell's, the file's), else at
+// the keepalive; a cell group given --warmup 0 names the flag. A
+// sustained cell (duration) may run without one, as the benches do.
+func TestKeepaliveWantsAWarmup(t *testing.T) {
+	parseErrorsIn(t, "k.yaml", map[string]string{
+		"name: k\ncells:\n  - {protocol: http, http_version: 2, keepalive: true, warmup: 0, conns: [1]}\n": "k.yaml:3: cells[0].warmup: 0 with keepalive (--keepalive): each user's first transaction opens its connection",
+		"name: k\nwarmup: 0\ncells:\n  - {protocol: http, http_version: 2, keepalive: true, conns: [1]}\n": "k.yaml:2: warmup: 0 with keepalive",
+	})
+	if _, err := Parse("k.yaml", []byte("name: k\nwarmup: 0\ncells:\n  - {protocol: http, http_version: 2, keepalive: true, warmup: 1, conns: [1]}\n  - {protocol: http, label: h1, conns: [1]}\n  - {protocol: http, label: s, http_version: 2, keepalive: true, duration: 10s, conns: [1]}\n")); err != nil {
+		t.Errorf("a kept cell with its warm-up, a new-connection cell and a sustained kept cell without: %v", err)
+	}
+	e, err := Parse("k.yaml", []byte("name: k\ncells:\n  - {protocol: http, http_version: 2, keepalive: true, conns: [1]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zero := 0
+	err = e.Override(Override{Warmup: &zero})
+	if err == nil || !strings.Contains(err.Error(), "--warmup: 0 with keepalive (--keepalive)") {
+		t.Errorf("--warmup 0 over a kept cell: %v", err)
+	}
+}

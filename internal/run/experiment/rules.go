@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"v6lab/internal/proto"
 )
 
 // The rules below are shared by experiment files (which add the file, line
@@ -47,6 +49,32 @@ func checkWarmup(w, runs int) error {
 	}
 	if w >= runs {
 		return fmt.Errorf("%d warm-up runs leave none of the %d runs to count", w, runs)
+	}
+	return nil
+}
+
+// optKeepalive is the option (http's, with HTTP/2 or 3) that keeps each
+// user's connection for its later transactions.
+const optKeepalive = "keepalive"
+
+// keeps says whether o keeps connections (keepalive).
+func keeps(o proto.Options) bool {
+	if o == nil {
+		return false
+	}
+	f, ok := proto.FieldOf(o, optKeepalive)
+	return ok && !f.IsZero()
+}
+
+// checkKeptWarmup: with keepalive, each user's first transaction opens its
+// connection (a lookup and a handshake) and only the later ones run on a
+// kept connection, so without a warm-up run a cell of a few transactions
+// a user would count each user's cold first connection among the kept
+// ones. A sustained run (duration) may: each user's first transaction is
+// one of its many, as h2load and oha count theirs.
+func checkKeptWarmup(w int, d time.Duration, o proto.Options) error {
+	if w == 0 && d == 0 && keeps(o) {
+		return fmt.Errorf("0 with keepalive (--keepalive): each user's first transaction opens its connection (a lookup and a handshake) and only its later ones are kept, so the counted kept-connection figures would hold the first, new connections too; give 1 or more warm-up runs (the first run opens the connections, the counted runs keep them), or a sustained duration (--duration), where each user's first transaction is one of its many")
 	}
 	return nil
 }

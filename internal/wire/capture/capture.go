@@ -94,8 +94,9 @@ type frameInfo struct {
 	// ACK, or a UDP datagram to the service (any UDP datagram when the
 	// filter takes every port).
 	opens bool
-	// mayStray: if its flow was not opened in the window, the frame is a
-	// late packet of an earlier run, not this run's: it comes from the
+	// mayStray: if its flow was not opened in the window (nor made the
+	// run's by the client's new data on it: a kept connection), the
+	// frame is a late packet of an earlier run, not this run's: it comes from the
 	// service (a server retransmitting to clients whose resets an
 	// impaired run lost; a DNS answer after its run gave up), or it is a
 	// client's reset of a connection it no longer has, or the FIN or bare
@@ -338,7 +339,7 @@ type Capture struct {
 	filter  Filter
 	from    time.Time // window start; zero: counting from the first frame
 	counts  Counts
-	flows   map[flowKey]bool     // flows opened in the window (false), or UDP flows an earlier run left (true)
+	flows   map[flowKey]bool     // flows opened in the window or kept connections its client sent new data on (false), or UDP flows an earlier run left (true)
 	marks   map[flowKey]flowMark // TCP connections' client data seen in recent windows
 	gen     uint64               // the window's number, for marks
 	last    time.Time            // receive time of the last frame processed
@@ -506,6 +507,11 @@ func (c *Capture) frame(at time.Time, frame []byte, n int) {
 		// from an earlier run still counts.
 		c.counts.Stray++
 		class = Ignored
+	case !seen && fi.seg.fromClient && fi.seg.carries:
+		// New data on a connection kept from an earlier run (keepalive):
+		// it carries this run's request, so the server's replies on it
+		// are this run's too, not stray.
+		c.flows[fi.flow] = false
 	}
 	c.note(fi)
 	switch class {

@@ -371,6 +371,12 @@ func TestALateRetransmissionIsStray(t *testing.T) {
 	if got := c.Counts(); got != (Counts{SixIn4: 1, Stray: 3}) {
 		t.Errorf("new data on a kept connection: %+v, want it counted", got)
 	}
+	// The server's reply to it is this run's (keepalive: the run's
+	// transaction on a connection an earlier run opened), not stray.
+	at(time.Now(), server(4))
+	if got := c.Counts(); got != (Counts{SixIn4: 2, Stray: 3}) {
+		t.Errorf("the reply on a kept connection: %+v, want it counted as the run's", got)
+	}
 
 	// An acknowledgment read late, from before the window, marks too.
 	c.Reset(Filter{Port: 443})
