@@ -1,16 +1,12 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net/netip"
-	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"v6lab/internal/report"
-	"v6lab/internal/testutil"
 )
 
 // TestProbeHTTP2KeptAgainstServeKeepaliveRequests (trial6 F1): serve http
@@ -23,26 +19,7 @@ import (
 // so, and the rest run on kept connections, over either family (the new
 // connection is dialed pinned to the first one's).
 func TestProbeHTTP2KeptAgainstServeKeepaliveRequests(t *testing.T) {
-	port := testutil.FreePort(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	srv := newRoot()
-	out := &syncBuffer{}
-	srv.SetOut(out)
-	srv.SetArgs([]string{"serve", "http", "--tls", "--keepalive-requests", "5", "--objects", "3",
-		"--listen", fmt.Sprintf("127.0.0.1:%d", port), "--listen", fmt.Sprintf("[::1]:%d", port)})
-	done := make(chan error, 1)
-	go func() { done <- srv.ExecuteContext(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	re := regexp.MustCompile(`SHA-256 ([0-9a-f]{64})`)
-	pin := ""
-	for deadline := time.Now().Add(5 * time.Second); pin == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if m := re.FindStringSubmatch(out.String()); m != nil && strings.Contains(out.String(), "serving") {
-			pin = m[1]
-		}
-	}
-	if pin == "" {
-		t.Fatalf("serve http --tls did not start: %q", out.String())
-	}
+	port, pin := serveTLSOnLoopbacks(t, "--keepalive-requests", "5", "--objects", "3")
 	root := t.TempDir()
 	o, err := v6lab(t, "probe", "http", fmt.Sprintf("https://www.serve.test:%d/", port), "--http-version", "2", "--keepalive",
 		"--paths", "ipv4,ipv6", "--resolve", "www.serve.test=127.0.0.1,::1", "--tls-pin", pin,

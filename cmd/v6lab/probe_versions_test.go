@@ -18,25 +18,7 @@ import (
 // speaks the version asked (h2 by ALPN; h3 over QUIC on the port's UDP) to
 // the address of the path's family, the page and its objects.
 func TestProbeHTTPVersionsAgainstServeHTTP(t *testing.T) {
-	port := testutil.FreePort(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	srv := newRoot()
-	out := &syncBuffer{}
-	srv.SetOut(out)
-	srv.SetArgs([]string{"serve", "http", "--tls", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--listen", fmt.Sprintf("[::1]:%d", port)})
-	done := make(chan error, 1)
-	go func() { done <- srv.ExecuteContext(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	re := regexp.MustCompile(`SHA-256 ([0-9a-f]{64})`)
-	pin := ""
-	for deadline := time.Now().Add(5 * time.Second); pin == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if m := re.FindStringSubmatch(out.String()); m != nil && strings.Count(out.String(), "serving") == 2 {
-			pin = m[1]
-		}
-	}
-	if pin == "" {
-		t.Fatalf("serve http --tls did not start: %q", out.String())
-	}
+	port, pin := serveTLSOnLoopbacks(t)
 	for version, want := range map[string]string{"2": "h2", "3": "h3"} {
 		root := t.TempDir()
 		o, err := v6lab(t, "probe", "http", fmt.Sprintf("https://www.serve.test:%d/", port), "--http-version", version,
@@ -64,4 +46,28 @@ func TestProbeHTTPVersionsAgainstServeHTTP(t *testing.T) {
 			t.Errorf("--http-version %s: %d samples", version, n)
 		}
 	}
+}
+
+// serveTLSOnLoopbacks runs v6lab serve http --tls (and extra) on 127.0.0.1
+// and [::1] at a free port until the test ends; it returns the port and the
+// certificate's pin once both sockets serve.
+func serveTLSOnLoopbacks(t *testing.T, extra ...string) (int, string) {
+	t.Helper()
+	port := testutil.FreePort(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	srv := newRoot()
+	out := &syncBuffer{}
+	srv.SetOut(out)
+	srv.SetArgs(append([]string{"serve", "http", "--tls", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--listen", fmt.Sprintf("[::1]:%d", port)}, extra...))
+	done := make(chan error, 1)
+	go func() { done <- srv.ExecuteContext(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	re := regexp.MustCompile(`SHA-256 ([0-9a-f]{64})`)
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if m := re.FindStringSubmatch(out.String()); m != nil && strings.Count(out.String(), "serving") == 2 {
+			return port, m[1]
+		}
+	}
+	t.Fatalf("serve http --tls did not start: %q", out.String())
+	return 0, ""
 }
