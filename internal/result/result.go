@@ -128,9 +128,15 @@ func (s *Sample) OK() bool { return s.Err == "" }
 // Total is the response time.
 func (s *Sample) Total() time.Duration { return time.Duration(s.TotalNS) }
 
-// RewarmIndex is the run number and seq of the re-warm run before the
-// plan's step seq (negative: no run of the plan has it).
+// RewarmIndex is the seq of every re-warm run before the plan's step seq,
+// and the run number of the first (negative: no run of the plan has it).
 func RewarmIndex(seq int) int { return -1 - seq }
+
+// RewarmRun is the run number of the nth re-warm run (0: the first) before
+// step seq of a plan of steps steps: RewarmIndex(seq) less nth × steps, so
+// that a step re-warmed by two resumes (the first interrupted after its
+// re-warm) has two runs, never one number twice in a file.
+func RewarmRun(seq, nth, steps int) int { return RewarmIndex(seq) - nth*steps }
 
 // Run records one run of one cell: its place in the order and its outcome.
 type Run struct {
@@ -143,8 +149,9 @@ type Run struct {
 	Warmup   bool   `json:"warmup,omitempty"`
 	// Rewarm marks a warm-up a resumed experiment ran again before a
 	// cell's first counted run in the new process (its connections,
-	// sessions and caches are cold again): no step of the plan, its Run
-	// and Seq are RewarmIndex of the step it preceded.
+	// sessions and caches are cold again): no step of the plan, its Seq
+	// is RewarmIndex of the step it preceded, its Run RewarmRun (unique
+	// in the file, however often that step was re-warmed).
 	Rewarm    bool      `json:"rewarm,omitempty"`
 	Seq       int       `json:"seq"`
 	Start     time.Time `json:"start"`
