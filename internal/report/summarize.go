@@ -248,6 +248,9 @@ func (z *Summarizer) Finish() *Summary {
 	for i := range s.Cells {
 		c := &s.Cells[i]
 		c.SelfCheck = checks[cellKey{c.Protocol, c.Path, c.Conns}]
+		if why := c.MinorityNA(WireMetric); why != "" {
+			na(&c.NA, "metrics."+WireMetric, why)
+		}
 	}
 	sortCells(s.Cells, z.spec.order)
 	s.Conditions = z.conds.finish(s.Cells)

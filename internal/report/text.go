@@ -552,9 +552,8 @@ func meanRows(p string, cells []Cell, conns []int, wired, turned bool) [][]strin
 		if wired {
 			if w := c.Metrics[WireMetric]; w == nil {
 				rows[5], rows[6] = append(rows[5], "-"), append(rows[6], "-")
-			} else if c.Minority(WireMetric) {
-				na := fmt.Sprintf("n/a (%d of %d samples have wire time)", w.Samples, c.Completed)
-				rows[5], rows[6] = append(rows[5], na), append(rows[6], "-")
+			} else if why := c.MinorityNA(WireMetric); why != "" {
+				rows[5], rows[6] = append(rows[5], "n/a ("+why+")"), append(rows[6], "-")
 			} else {
 				rows[5] = append(rows[5], figure(w.Mean))
 				rows[6] = append(rows[6], optRange(w.CI95, "fewer than two runs", " – "))
