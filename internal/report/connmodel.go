@@ -139,7 +139,9 @@ func connTitle(s *Summary, group string) string {
 
 // keptRaceNotes say, per dual cell of group g, that its kept transactions
 // raced nothing: its Happy Eyeballs figures are its races' only (the
-// transactions that made a connection), or left out when none raced.
+// transactions that made a connection), or left out when none raced, and
+// its kept transactions' figures are of the family its users' first races
+// chose (keptOn).
 func keptRaceNotes(s *Summary, g string) []string {
 	var out []string
 	for _, c := range cellsOf(s, g) {
@@ -148,10 +150,25 @@ func keptRaceNotes(s *Summary, g string) []string {
 		}
 		races := c.Completed - c.Conn.Kept
 		if races == 0 {
-			out = append(out, fmt.Sprintf("%s %s %d: every counted transaction ran on a kept connection (keepalive): no Happy Eyeballs race ran in its counted runs (the warm-up's connections raced), so its share each family won and its winners are left out", g, c.Path, c.Conns))
+			out = append(out, fmt.Sprintf("%s %s %d: every counted transaction ran on a kept connection (keepalive): no Happy Eyeballs race ran in its counted runs (the warm-up's connections raced), so its share each family won and its winners are left out; its figures, and its comparison with the baseline, are those of the connections its users' first races chose%s", g, c.Path, c.Conns, keptOn(&c)))
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s %s %d: %d of %d counted transactions ran on a kept connection (keepalive) and raced nothing: its share each family won and its winners are over the %d that made a connection", g, c.Path, c.Conns, c.Conn.Kept, c.Completed, races))
+		out = append(out, fmt.Sprintf("%s %s %d: %d of %d counted transactions ran on a kept connection (keepalive) and raced nothing: its share each family won and its winners are over the %d that made a connection; the kept ones' figures are of the connections their users' first races chose%s", g, c.Path, c.Conns, c.Conn.Kept, c.Completed, races, keptOn(&c)))
+	}
+	return out
+}
+
+// keptOn says on which family (and transport) a dual cell's kept
+// transactions ran: ": IPv6 in 100% of them (kept_ipv6)", or "" when its
+// samples did not say.
+func keptOn(c *Cell) string {
+	v6 := c.Metrics["kept_ipv6"]
+	if v6 == nil {
+		return ""
+	}
+	out := ": IPv6 in " + metricText("kept_ipv6", v6) + " of them (kept_ipv6)"
+	if q := c.Metrics["kept_quic"]; q != nil {
+		out += ", QUIC in " + metricText("kept_quic", q) + " (kept_quic)"
 	}
 	return out
 }
