@@ -174,3 +174,49 @@ func TestAKeptDualCellsFiguresSayWhatTheyAre(t *testing.T) {
 		t.Errorf("report.html's plots do not say the connections were kept")
 	}
 }
+
+// TestACellThatKeptNothingBesideKeptOnesIsSaid: in a group whose ipv4
+// cells kept their connections, a dual cell that opened one at every
+// transaction (dialer v3's, on 2026-11-27) is said to have kept none, and
+// its verdict against ipv4 says it is not like for like.
+func TestACellThatKeptNothingBesideKeptOnesIsSaid(t *testing.T) {
+	f := dualKeptFile(func(run, user int) bool { return true })
+	for i := range f.Samples {
+		if s := &f.Samples[i]; s.Path == "ipv4" && s.Run > 0 {
+			s.Kept = true
+		}
+	}
+	s := Summarize(f)
+	var dual *Cell
+	for _, c := range cellsOf(s, "http") {
+		if c.Path == "dual" {
+			dual = &c
+		}
+	}
+	if dual == nil {
+		t.Fatal("no dual cell")
+	}
+	notes := strings.Join(s.Notes, "\n")
+	if want := "http dual 2: none of its " + itoa(dual.Completed) + " completed transactions ran on a kept connection, though the group's other cells kept theirs: its figures are new connections' (a lookup and a handshake each, and a race), and its comparison sets them against kept connections"; !strings.Contains(notes, want) {
+		t.Errorf("notes lack %q: %q", want, s.Notes)
+	}
+	vs := Verdicts(s)
+	if len(vs) != 1 || !strings.Contains(vs[0].Text, "; its connections were new at every transaction, ipv4's kept (at 2 connections): not like for like") {
+		t.Errorf("verdicts %+v", vs)
+	}
+	if got := connsText([]int{1, 10, 100}); got != "1, 10 and 100 connections" {
+		t.Errorf("connsText %q", got)
+	}
+
+	// Alike (both kept): neither the note nor the clause.
+	f = dualKeptFile(func(run, user int) bool { return run == 0 })
+	for i := range f.Samples {
+		if s := &f.Samples[i]; s.Path == "ipv4" && s.Run > 0 {
+			s.Kept = true
+		}
+	}
+	s = Summarize(f)
+	if vs := Verdicts(s); strings.Contains(vs[0].Text, "like for like") || strings.Contains(strings.Join(s.Notes, "\n"), "none of its") {
+		t.Errorf("a dual cell kept like ipv4's: %+v, %q", vs, s.Notes)
+	}
+}
