@@ -49,6 +49,29 @@ func addConn(f **ConnFacts, smp *result.Sample) {
 	(*f).Again += b2i(smp.Again > 0)
 }
 
+// counts are f's counts by their JSON names, for a run's totals
+// (result.RunTotals.Conn; nil for none).
+func (f *ConnFacts) counts() map[string]int {
+	if f == nil {
+		return nil
+	}
+	out := map[string]int{}
+	for k, n := range map[string]int{"tls": f.TLS, "kept": f.Kept, "resumed": f.Resumed, "zero_rtt": f.ZeroRTT, "again": f.Again} {
+		if n > 0 {
+			out[k] = n
+		}
+	}
+	return out
+}
+
+// connOfCounts reads a run's totals' counts (counts) back.
+func connOfCounts(m map[string]int) *ConnFacts {
+	if len(m) == 0 {
+		return nil
+	}
+	return &ConnFacts{TLS: m["tls"], Kept: m["kept"], Resumed: m["resumed"], ZeroRTT: m["zero_rtt"], Again: m["again"]}
+}
+
 // plus adds o's counts to f's.
 func (f *ConnFacts) plus(o *ConnFacts) {
 	f.TLS += o.TLS

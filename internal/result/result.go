@@ -18,8 +18,9 @@ import (
 // a sample's wire_first_byte_ns; 5 its client_turn_ns; 6 the header's
 // sample_every and a run's totals (and files are written compressed,
 // samples.jsonl.zst, which every version's reader here takes); 7 a
-// survey's site records (target sites).
-const FormatVersion = 7
+// survey's site records (target sites); 8 a run's totals' conn (what the
+// connections of a file that keeps some rows did: kept, resumed, ...).
+const FormatVersion = 8
 
 // Line kinds in samples.jsonl.
 const (
@@ -208,6 +209,10 @@ type RunTotals struct {
 	// they spoke and by who won the dual path's race (the summary's).
 	Negotiated map[string]int `json:"negotiated,omitempty"`
 	Winners    map[string]int `json:"winners,omitempty"`
+	// Conn counts the completed samples by what their connection did
+	// (the summary's connection facts: tls, kept, resumed, zero_rtt,
+	// again); format version 8.
+	Conn       map[string]int `json:"conn,omitempty"`
 	FirstError string         `json:"first_error,omitempty"`
 	// Histogram is the completed samples' response times: pairs of a
 	// bucket's lowest value (µs; HDR, 1 µs to 1 h, three significant
