@@ -169,8 +169,9 @@ func (s *StampedPacketConn) fill() error {
 // asks for receive stamps alone, so the error queue holds one stamp, read
 // by FirstSent.
 func (s *StampedPacketConn) WriteTo(b []byte, _ net.Addr) (int, error) {
-	n, err := s.c.Write(b)              // to the server it is connected to
-	if err != nil && icmpErrorOf(err) { // (checked only then: errors.As allocates)
+	n, err := s.c.Write(b) // to the server it is connected to
+	// An ICMP error looked for only after a failure: errors.As allocates.
+	if err != nil && icmpErrorOf(err) {
 		n, err = len(b), nil // lost on the way, as for a socket not connected (icmpError)
 	}
 	s.out.Add(int64(n))
