@@ -173,9 +173,9 @@ func Do(ctx context.Context, j Job, o Output) (string, error) {
 		return "", err
 	}
 	var dir string
-	var done map[int]bool
+	var done, rewarmed map[int]bool
 	if j.Resume != nil {
-		dir, done = j.ResumeDir, j.Resume.Done
+		dir, done, rewarmed = j.ResumeDir, j.Resume.Done, j.Resume.Rewarmed
 		if j.Segment == nil {
 			j.Segment = j.Resume.Header.Segment
 		}
@@ -199,7 +199,7 @@ func Do(ctx context.Context, j Job, o Output) (string, error) {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	plan := j.Exp.Plan()
-	r := &experiment.Executor{Exp: j.Exp, Probe: j.Probe, Header: hdr, Wire: j.Wire, Done: done, Conditions: j.Conditions,
+	r := &experiment.Executor{Exp: j.Exp, Probe: j.Probe, Header: hdr, Wire: j.Wire, Done: done, Rewarmed: rewarmed, Conditions: j.Conditions,
 		Segment: j.Segment, StartAt: j.StartAt, Totals: report.NewTotaler, TCPInfo: j.TCPInfo, Roles: j.Roles}
 	prog := o.progress(len(plan), len(done), r.Written)
 	r.OnStep = prog.Step
