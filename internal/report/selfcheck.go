@@ -38,6 +38,11 @@ type SelfCheck struct {
 	// host was saturated in (all the cell's runs when they were judged
 	// together); nil when it was not.
 	Busy *BusySplit `json:"busy_split,omitempty"`
+	// SenderLate says that v6lab's UDP sender ran late (markLateSenders),
+	// which counts as the client saturated: ClientRuns is then at least
+	// its late trials (a run late both ways counts once, so at most the
+	// sum of the two).
+	SenderLate *SenderLate `json:"sender_late,omitempty"`
 }
 
 // BusySplit is a share of the CPUs the measuring process may use (1.0:
@@ -220,7 +225,7 @@ func selfCheckNotes(cells []Cell, target string) []string {
 			continue
 		}
 		name := fmt.Sprintf("%s/%s/%d", c.Protocol, c.Path, c.Conns)
-		if sc.ClientSaturated {
+		if sc.ClientSaturated && !sc.onlySenderLate() { // sendLateNote says that
 			client = append(client, fmt.Sprintf("%s (%s: %s)", name, runsOf(sc.ClientRuns, sc.Runs), sc.Why))
 		}
 		if sc.HostSaturated {
@@ -254,6 +259,12 @@ func selfCheckNotes(cells []Cell, target string) []string {
 		notes = append(notes, "self-check: the host's CPUs were saturated in "+strings.Join(own, ", ")+": "+what)
 	}
 	return notes
+}
+
+// onlySenderLate says whether the client counts as saturated only for
+// its late UDP sender.
+func (c *SelfCheck) onlySenderLate() bool {
+	return c.SenderLate != nil && c.Why == c.SenderLate.String()
 }
 
 // busyText is the host's busy share, split when the figures allow.

@@ -252,9 +252,13 @@ func (z *Summarizer) Finish() *Summary {
 			na(&c.NA, "metrics."+WireMetric, why)
 		}
 	}
+	markLateSenders(s.Cells)
 	sortCells(s.Cells, z.spec.order)
 	s.Conditions = z.conds.finish(s.Cells)
 	s.Notes = append(s.Notes, selfCheckNotes(s.Cells, s.Target)...)
+	if note := sendLateNote(s.Cells); note != "" {
+		s.Notes = append(s.Notes, note)
+	}
 	if note := clientTurnNote(s.Cells, s.Target, s.Lab["shaping"] != ""); note != "" {
 		s.Notes = append(s.Notes, note)
 	}

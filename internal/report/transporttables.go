@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -199,17 +200,17 @@ func udpRateTable(s *Summary) (section, bool) {
 	sec := section{Title: "UDP: datagrams by rate and receive buffer (the Herrera Rubio study's Table 3), mean of trials",
 		Head: []string{"rate (Mbit/s)", "buffer (KiB)"}}
 	for _, p := range paths {
-		sec.Head = append(sec.Head, p+" received", p+" lost", p+" loss %", p+" jitter (ms)")
+		sec.Head = append(sec.Head, udpHead(p, "sender late, most (ms)")...)
 	}
 	for _, r := range rows {
 		row := []string{figure(r.key[0]), bufText(r.key[1])}
 		for _, p := range paths {
 			c := r.byPath[p]
 			if c == nil {
-				row = append(row, "-", "-", "-", "-")
+				row = append(row, "-", "-", "-", "-", "-")
 				continue
 			}
-			row = append(row, metricMean(c, "datagrams_received"), metricMean(c, "lost"), metricMean(c, "loss_pct"), metricMean(c, "jitter_ms"))
+			row = append(row, metricMean(c, "datagrams_received"), metricMean(c, "lost"), metricMean(c, "loss_pct"), metricMean(c, "jitter_ms"), maxOf(c, SendLateMetric))
 		}
 		sec.Rows = append(sec.Rows, row)
 	}
@@ -221,11 +222,11 @@ func udpRateTable(s *Summary) (section, bool) {
 // each path ran in the same round of the interleaved order).
 func udpTrialTable(s *Summary) section {
 	rows, paths := udpRows(s)
-	metrics := []string{"datagrams_received", "lost", "loss_pct", "jitter_ms"}
+	metrics := []string{"datagrams_received", "lost", "loss_pct", "jitter_ms", SendLateMetric}
 	sec := section{Title: "UDP trials (the Herrera Rubio study's Table 3): one row per counted trial",
 		Head: []string{"trial", "rate (Mbit/s)", "buffer (KiB)"}}
 	for _, p := range paths {
-		sec.Head = append(sec.Head, p+" received", p+" lost", p+" loss %", p+" jitter (ms)")
+		sec.Head = append(sec.Head, udpHead(p, "sender late (ms)")...)
 	}
 	for _, r := range rows {
 		trials := 0
@@ -250,6 +251,23 @@ func udpTrialTable(s *Summary) section {
 		}
 	}
 	return sec
+}
+
+// udpHead is a path's columns in the UDP tables: the study's four, then
+// how late v6lab's own sender ran (send_late_ms; in the table of means
+// the most over the trials, so a sender late in one trial is not
+// averaged away).
+func udpHead(p, late string) []string {
+	return []string{p + " received", p + " lost", p + " loss %", p + " jitter (ms)", p + " " + late}
+}
+
+// maxOf prints the most of a cell's metric over its trials, or "-".
+func maxOf(c *Cell, k string) string {
+	m := c.Metrics[k]
+	if m == nil || len(m.Runs) == 0 {
+		return metricMean(c, k)
+	}
+	return figure(slices.Max(m.Runs))
 }
 
 // metricMean prints a cell's metric's mean, or "-" when absent.

@@ -11,7 +11,7 @@ func stat(mean float64) *MetricStat {
 
 // TestTransportTablesInTheStudysShape: tcp cells of two amounts at one
 // window and MSS make a Table 1 with one row per amount and three columns
-// per path; udp cells of two rates make a Table 3; a lone amount makes none.
+// per path; udp cells of two rates make a Table 3 (with the sender's lateness per path); a lone amount makes none.
 func TestTransportTablesInTheStudysShape(t *testing.T) {
 	s := &Summary{}
 	for _, p := range []string{"ipv4", "ipv6"} {
@@ -22,13 +22,16 @@ func TestTransportTablesInTheStudysShape(t *testing.T) {
 		}
 		for _, rate := range []float64{10, 1} {
 			// Three trials each; ipv6 lost 1, 2, 3 datagrams in them.
+			// ipv6's sender ran 30 ms late in its second trial.
 			lost := &MetricStat{N: 3, Mean: 0, Runs: []float64{0, 0, 0}, RunIndex: []int{1, 3, 5}}
+			late := &MetricStat{N: 3, Mean: 0.5, Runs: []float64{0.5, 0.5, 0.5}}
 			if p == "ipv6" {
 				lost = &MetricStat{N: 3, Mean: 2, Runs: []float64{1, 2, 3}, RunIndex: []int{2, 4, 6}}
+				late = &MetricStat{N: 3, Mean: 10.3, Runs: []float64{0.4, 30, 0.5}}
 			}
 			s.Cells = append(s.Cells, Cell{Protocol: "udp", Path: p, Conns: 1, Metrics: map[string]*MetricStat{
 				"rate_set_mbps": stat(rate), "rcvbuf_set": stat(65536), "datagrams_received": {N: 3, Mean: rate * 5000, Runs: []float64{rate * 5000, rate * 5000, rate * 5000}},
-				"lost": lost, "loss_pct": stat(0), "jitter_ms": stat(0.4)}})
+				"lost": lost, "loss_pct": stat(0), "jitter_ms": stat(0.4), "send_late_ms": late}})
 		}
 	}
 	// One amount at another MSS: no table of its own.
@@ -49,13 +52,18 @@ func TestTransportTablesInTheStudysShape(t *testing.T) {
 	if !strings.Contains(udp.Title, "Table 3") || len(udp.Rows) != 2 || udp.Rows[0][0] != "1" || udp.Rows[0][1] != "64" || udp.Rows[1][2] != "50000" {
 		t.Errorf("udp table %v", udp.Rows)
 	}
+	// The sender's lateness: the most over the trials, not their mean.
+	if h, r := udp.Head[11], udp.Rows[0]; h != "ipv6 sender late, most (ms)" || r[6] != "0.500" || r[11] != "30" {
+		t.Errorf("udp table's sender lateness: %q %v", h, r)
+	}
 	// The study's Table 3: a row per trial, by rate, the paths side by
 	// side; a metric without per-trial figures reads "-".
 	if len(trials.Rows) != 6 || !strings.Contains(trials.Title, "one row per counted trial") {
 		t.Fatalf("trial table %q %v", trials.Title, trials.Rows)
 	}
-	want := [][]string{{"1", "1", "64", "5000", "0", "-", "-", "5000", "1", "-", "-"}, {"3", "10", "64", "50000", "0", "-", "-", "50000", "3", "-", "-"}}
-	for i, r := range [][]string{trials.Rows[0], trials.Rows[5]} {
+	want := [][]string{{"1", "1", "64", "5000", "0", "-", "-", "0.500", "5000", "1", "-", "-", "0.400"},
+		{"2", "1", "64", "5000", "0", "-", "-", "0.500", "5000", "2", "-", "-", "30"}, {"3", "10", "64", "50000", "0", "-", "-", "0.500", "50000", "3", "-", "-", "0.500"}}
+	for i, r := range [][]string{trials.Rows[0], trials.Rows[1], trials.Rows[5]} {
 		if strings.Join(r, "|") != strings.Join(want[i], "|") {
 			t.Errorf("trial row %v, want %v", r, want[i])
 		}

@@ -1,0 +1,105 @@
+package report
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"v6lab/internal/result"
+)
+
+// lateUDPFile is a samples file of UDP trials at 1 and 10 Mbit/s of
+// 1250-byte datagrams (10 ms and 1 ms apart) on two paths, three trials
+// each, whose senders ran late as late says (ms per trial).
+func lateUDPFile(late map[string][]float64) *result.File {
+	f := &result.File{Header: result.Header{Kind: result.KindHeader, FormatVersion: 1, Name: "late", Created: t0, Target: "loopback", Baseline: "ipv4"}}
+	for _, label := range []string{"udp-1", "udp-10"} {
+		rate := map[string]float64{"udp-1": 1, "udp-10": 10}[label]
+		for _, p := range []string{"ipv4", "ipv6"} {
+			cell := result.CellKey(label, p, 1)
+			for i, l := range late[label+"/"+p] {
+				start := t0.Add(time.Duration(i) * 10 * time.Second)
+				f.Samples = append(f.Samples, result.Sample{Kind: result.KindSample, Cell: cell, Protocol: label, Path: p, Conns: 1,
+					Run: i + 1, Start: start, TotalNS: 5e9, Metrics: map[string]float64{
+						"rate_set_mbps": rate, "datagram_size": 1250, "datagrams_sent": rate * 500, "datagrams_received": rate * 500,
+						"lost": 0, "loss_pct": 0, "jitter_ms": 0.1, "offered_mbps": rate, SendLateMetric: l}})
+				f.Runs = append(f.Runs, result.Run{Kind: result.KindRun, Cell: cell, Protocol: label, Path: p, Conns: 1, Run: i + 1,
+					Start: start, End: start.Add(5 * time.Second), Completed: 1,
+					Load: &result.Load{CPUs: 2, ClientCPU: 0.2, HostBusy: 0.3, HostTicks: 1000}})
+			}
+		}
+	}
+	return f
+}
+
+// TestALateUDPSenderIsSaid: a trial whose sender ran later than a
+// datagram's spacing at the asked rate (and than the pacing's 1 ms grain)
+// makes its cell's client saturated in the self-check, a note naming the
+// cell and how late, and a figure in the UDP tables of report.txt and
+// report.html; lateness within those bounds says nothing.
+func TestALateUDPSenderIsSaid(t *testing.T) {
+	s := Summarize(lateUDPFile(map[string][]float64{
+		"udp-1/ipv4":  {0.3, 0.2, 0.4},
+		"udp-1/ipv6":  {0.3, 8, 0.5}, // under the 10 ms between datagrams
+		"udp-10/ipv4": {0.9, 0.95, 0.4},
+		"udp-10/ipv6": {0.3, 35, 0.5}, // 35 times the 1 ms between them
+	}))
+	for _, c := range s.Cells {
+		sc := c.SelfCheck
+		name := c.Protocol + "/" + c.Path
+		if sc == nil {
+			t.Fatalf("%s: no self-check", name)
+		}
+		if name != "udp-10/ipv6" {
+			if sc.ClientSaturated || sc.SenderLate != nil {
+				t.Errorf("%s: %+v", name, sc)
+			}
+			continue
+		}
+		if l := sc.SenderLate; !sc.ClientSaturated || sc.ClientRuns != 1 || l == nil || *l != (SenderLate{Trials: 1, Of: 3, MaxMS: 35, LimitMS: 1}) ||
+			!strings.HasPrefix(sc.Why, "v6lab's UDP sender ran up to 35 ms late in 1 of 3 trials") {
+			t.Errorf("%s: %+v (late %+v)", name, sc, l)
+		}
+	}
+	notes := strings.Join(s.Notes, "\n")
+	if !strings.Contains(notes, "v6lab's own UDP sender ran late in udp-10/ipv6/1 (up to 35 ms in 1 of 3 trials, past 1 ms): ") ||
+		strings.Contains(notes, "udp-1/") || strings.Contains(notes, "client was saturated") {
+		t.Errorf("notes:\n%s", notes)
+	}
+	var txt, page strings.Builder
+	if err := Text(&txt, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := HTML(&page, s); err != nil {
+		t.Fatal(err)
+	}
+	for name, out := range map[string]string{"report.txt": txt.String(), "report.html": page.String()} {
+		if !strings.Contains(out, "ipv6 sender late, most (ms)") || !strings.Contains(out, "ipv6 sender late (ms)") || !strings.Contains(out, "own UDP sender ran late") {
+			t.Errorf("%s lacks the sender's lateness:\n%s", name, out)
+		}
+	}
+}
+
+// TestALateSenderAddsToTheClientsOwnReasons: a cell whose client the load
+// figures already found saturated keeps that reason, the sender's added.
+func TestALateSenderAddsToTheClientsOwnReasons(t *testing.T) {
+	c := Cell{Protocol: "udp", Path: "ipv4", Conns: 1, Metrics: map[string]*MetricStat{
+		"rate_set_mbps": stat(100), "datagram_size": stat(1250), SendLateMetric: {N: 2, Runs: []float64{0.05, 0.3}}},
+		SelfCheck: &SelfCheck{Runs: 2, ClientSaturated: true, ClientRuns: 1, Why: "the client used 1.90 of the 2 CPUs it may use"}}
+	// 0.1 ms between datagrams: 0.3 ms late is within the 1 ms grain.
+	cells := []Cell{c}
+	markLateSenders(cells)
+	if sc := cells[0].SelfCheck; sc.SenderLate != nil || sc.Why != c.SelfCheck.Why {
+		t.Fatalf("within the grain: %+v", sc)
+	}
+	c.Metrics[SendLateMetric] = &MetricStat{N: 2, Runs: []float64{2.5, 0.3}}
+	cells = []Cell{c}
+	markLateSenders(cells)
+	sc := cells[0].SelfCheck
+	if sc.ClientRuns != 1 || sc.Why != "the client used 1.90 of the 2 CPUs it may use; v6lab's UDP sender ran up to 2.50 ms late in 1 of 2 trials (past 1 ms, a datagram's spacing at the rate asked or the pacing's 1 ms grain)" {
+		t.Fatalf("%+v", sc)
+	}
+	if n := strings.Join(selfCheckNotes(cells, "loopback"), "\n"); !strings.Contains(n, "client was saturated in udp/ipv4/1 (1 of 2 runs: the client used 1.90") {
+		t.Errorf("notes: %s", n)
+	}
+}
