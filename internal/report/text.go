@@ -229,7 +229,7 @@ func studyTables(s *Summary) []section {
 // transportColumns are the figures shown per transport test, in order.
 var transportColumns = map[string][]string{
 	"TCP": {"throughput_mbps", "retransmits", "rtt_ms", "min_rtt_ms", "cwnd", "tcp_efficiency_pct", "buffer_delay_ms", "transfer_time_ratio"},
-	"UDP": {"throughput_mbps", "offered_mbps", "loss_pct", "jitter_ms", "delay_var_ms", "duplicates", "reordered"},
+	"UDP": {"throughput_mbps", "offered_mbps", SendLateMetric, "loss_pct", "jitter_ms", "delay_var_ms", "duplicates", "reordered"},
 }
 
 // transportKind tells a TCP cell group from a UDP one by its figures (a
