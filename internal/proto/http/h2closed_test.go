@@ -1,0 +1,211 @@
+package http
+
+import (
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"v6lab/internal/result"
+)
+
+// tcpFakeH2 is an h2conn over a TCP connection on 127.0.0.1 to a fakeH2,
+// with its first transaction (/, answered) done: a kept connection.
+func tcpFakeH2(t *testing.T) (*h2conn, *fakeH2, net.Conn) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	raw, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newH2Conn(raw, raw)
+	t.Cleanup(h.close)
+	f := serveFakeH2(t, b)
+	done := runAsync(h, testStream("/"))
+	f.next(frameHeaders)
+	f.send(settings0, frameOf(frameHeaders, flagEndHeaders|flagEndStream, 1, f.block(":status", "200")))
+	if err := wait(t, done); err != nil {
+		t.Fatal(err)
+	}
+	f.next(frameSettings) // its SETTINGS' ACK: the client wrote all it had to
+	return h, f, raw
+}
+
+// waitClosed waits until the client's socket c took the server's close
+// (its RST: TCP_CLOSE), without reading it.
+func waitClosed(t *testing.T, c net.Conn) {
+	t.Helper()
+	rc, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		var state uint8
+		rc.Control(func(fd uintptr) {
+			if info, err := unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO); err == nil {
+				state = info.State
+			}
+		})
+		if state == 7 { // TCP_CLOSE
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the client's socket in state %d, not closed", state)
+		}
+	}
+}
+
+// TestH2ConnGoAwayReadAfterSendFailed: the server said GOAWAY (last
+// stream 1) and closed with a reset before the client read it; the
+// client's next requests fail to be written (ECONNRESET), and the
+// GOAWAY, still in the socket, says they were not processed: they go
+// again (h2Again), not fail with the write's error.
+func TestH2ConnGoAwayReadAfterSendFailed(t *testing.T) {
+	h, f, raw := tcpFakeH2(t)
+	f.send(goAwayFrame(1, errNo))
+	f.hangUp(true)
+	waitClosed(t, raw)
+	h.newTx()
+	err := wait(t, runAsync(h, testStream("/a"), testStream("/b")))
+	var again *h2Again
+	if !errors.As(err, &again) || again.what != "GOAWAY" || len(again.ss) != 2 {
+		t.Fatalf("error %v, want both streams unprocessed after GOAWAY", err)
+	}
+	if !strings.Contains(again.why, "GOAWAY (NO_ERROR, last stream 1) before it processed stream 3 of /a") {
+		t.Errorf("why %q", again.why)
+	}
+}
+
+// TestH2ConnClosedIdleUnderTransaction: a kept connection the server
+// closed (a reset, no GOAWAY) after the client last looked at it: the
+// transaction's write fails and no byte of its replies came, so none of
+// its requests was processed (a browser sends them again on a new
+// connection): they go again, saying so. The same on a new connection
+// (no earlier transaction: nothing says the server did not process
+// them) fails, naming the write's failure.
+func TestH2ConnClosedIdleUnderTransaction(t *testing.T) {
+	t.Run("kept", func(t *testing.T) {
+		h, f, raw := tcpFakeH2(t)
+		f.hangUp(true)
+		waitClosed(t, raw)
+		h.newTx()
+		err := wait(t, runAsync(h, testStream("/a"), testStream("/b")))
+		var again *h2Again
+		if !errors.As(err, &again) || again.what != closedIdle || len(again.ss) != 2 {
+			t.Fatalf("error %v, want both streams again after the server closed the idle connection", err)
+		}
+		if !strings.Contains(again.why, "the server closed the kept connection, idle, before any reply to this transaction's requests (no GOAWAY)") {
+			t.Errorf("why %q", again.why)
+		}
+	})
+	t.Run("new", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		raw, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.(*net.TCPConn).SetLinger(0)
+		b.Close()
+		waitClosed(t, raw)
+		h := newH2Conn(raw, raw)
+		defer h.close()
+		h.newTx()
+		err = wait(t, runAsync(h, testStream("/a")))
+		var again *h2Again
+		if errors.As(err, &again) || err == nil || !strings.Contains(err.Error(), "HTTP/2: send: ") {
+			t.Fatalf("error %v, want the write's failure", err)
+		}
+	})
+}
+
+// TestH2ConnResetWhileIdle: a kept connection the server reset while it
+// was idle is found closed the first time it is checked (the socket's
+// error, not a byte, is what waits), not used for a transaction.
+func TestH2ConnResetWhileIdle(t *testing.T) {
+	h, f, raw := tcpFakeH2(t)
+	f.hangUp(true)
+	waitClosed(t, raw)
+	if h.alive() {
+		t.Fatal("the connection is alive after the server's reset")
+	}
+}
+
+// TestH2CutShortAfterGoAway: a stream the server's GOAWAY counts as
+// processed (last stream 3) but whose reply its close cut short fails
+// (it was processed: it is not sent again), its error naming the stream,
+// what of its reply came and the GOAWAY; the streams above go nowhere
+// (the transaction failed), no new connection is made.
+func TestH2CutShortAfterGoAway(t *testing.T) {
+	c, conns := fakeH2Server(t)
+	done := make(chan result.Sample, 1)
+	go func() { done <- do(c, 10*time.Second) }()
+	f := accepted(t, conns)
+	f.request()
+	f.reply(1, "text/html", againPage)
+	id, uri := f.request()
+	f.request()
+	f.request()
+	f.send(frameOf(frameHeaders, flagEndHeaders, id, f.block(":status", "200", "content-type", "image/png", "content-length", "10")),
+		frameOf(frameData, 0, id, []byte("1234")), goAwayFrame(id, errNo))
+	f.hangUp(false)
+	s := <-done
+	want := "HTTP/2: stream 3 of /o1: the server closed the connection after GOAWAY (NO_ERROR, last stream 3) before this reply ended (4 of its 10 bytes had come)"
+	if id != 3 || uri != "/o1" || s.OK() || !strings.Contains(s.Err, want) || s.Again != 0 {
+		t.Fatalf("stream %d of %s: sample %+v, want the error %q", id, uri, s, want)
+	}
+	select {
+	case <-conns:
+		t.Error("a new connection after a processed stream was cut short")
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+// TestH2AgainOnMoreConnections: a server whose limit of requests a
+// connection is below one page's (nginx's keepalive_requests 1: each
+// connection answers one request and says GOAWAY, last stream 1) still
+// serves the page, on as many new connections as it takes, each
+// processing some: the transaction completes, its sample says how many
+// requests went again on how many new connections.
+func TestH2AgainOnMoreConnections(t *testing.T) {
+	c, conns := fakeH2Server(t)
+	done := make(chan result.Sample, 1)
+	go func() { done <- do(c, 10*time.Second) }()
+	pageThenGoAway(t, conns)
+	for left := 3; left > 0; left-- {
+		f := accepted(t, conns)
+		var ids []uint32
+		for range left {
+			id, _ := f.request()
+			ids = append(ids, id)
+		}
+		f.reply(ids[0], "image/png", "ok")
+		if left > 1 {
+			f.send(goAwayFrame(ids[0], errNo))
+		}
+	}
+	s := <-done
+	if want := "200 OK, 3 objects, h2c, 6 requests again on 3 new connections after GOAWAY"; !s.OK() || s.Marker != want || s.Again != 6 || s.AgainConns != 3 {
+		t.Fatalf("sample %+v, want marker %q, again 6 on 3", s, want)
+	}
+	if len(conns) != 0 {
+		t.Errorf("%d connections more than four", len(conns))
+	}
+}
