@@ -209,3 +209,31 @@ func TestH2AgainOnMoreConnections(t *testing.T) {
 		t.Errorf("%d connections more than four", len(conns))
 	}
 }
+
+// TestH2KeptResetWhileIdle: the server resets a user's kept connection
+// between its transactions (no GOAWAY); the next transaction completes on
+// a new connection: found closed before it was used, or, when the reset
+// came as its requests left, with them sent again ("after the server
+// closed the idle kept connection").
+func TestH2KeptResetWhileIdle(t *testing.T) {
+	c, conns := fakeH2Server(t)
+	c.Keep = true
+	defer c.Close()
+	done := make(chan result.Sample, 1)
+	go func() { done <- do(c, 10*time.Second) }()
+	f := accepted(t, conns)
+	f.request()
+	f.reply(1, "text/plain", "ok")
+	if s := <-done; !s.OK() {
+		t.Fatalf("the first transaction: %s", s.Err)
+	}
+	f.hangUp(true)
+	go func() { done <- do(c, 10*time.Second) }()
+	f2 := accepted(t, conns)
+	id, _ := f2.request()
+	f2.reply(id, "text/plain", "ok")
+	s := <-done
+	if !s.OK() || s.Again == 0 && s.Kept || s.Again > 0 && !strings.HasSuffix(s.Marker, "1 request again on a new connection after "+closedIdle) {
+		t.Fatalf("the transaction after the reset: %+v", s)
+	}
+}
