@@ -130,8 +130,8 @@ func TestH2ConnClosedIdleUnderTransaction(t *testing.T) {
 		h.newTx()
 		err = wait(t, runAsync(h, testStream("/a")))
 		var again *h2Again
-		if errors.As(err, &again) || err == nil || !strings.Contains(err.Error(), "HTTP/2: send: ") {
-			t.Fatalf("error %v, want the write's failure", err)
+		if errors.As(err, &again) || err == nil || !strings.Contains(err.Error(), "the server closed the connection without a GOAWAY, 1 of the transaction's requests unanswered; writing to it had failed (HTTP/2: send: ") {
+			t.Fatalf("error %v, want the server's close and the write's failure", err)
 		}
 	})
 }

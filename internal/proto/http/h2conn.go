@@ -249,12 +249,9 @@ func (h *h2conn) unsealed() bool {
 // readFailed ends the connection after a read failed (the server's close
 // among them), and gives its buffer back.
 func (h *h2conn) readFailed(err error) {
-	if errors.Is(err, io.EOF) {
-		err = fmt.Errorf("HTTP/2: the server closed the connection: %w", io.ErrUnexpectedEOF)
-	}
 	h.mu.Lock()
 	if h.err == nil {
-		h.err = err
+		h.err = eofClosed(err)
 	}
 	if tx := h.tx; tx != nil {
 		h.endTx(tx, h.cutOff(tx, err))
@@ -266,34 +263,48 @@ func (h *h2conn) readFailed(err error) {
 	h.rd = h2reader{}
 }
 
+// eofClosed says a read's EOF is the server's close.
+func eofClosed(err error) error {
+	if errors.Is(err, io.EOF) {
+		return fmt.Errorf("HTTP/2: the server closed the connection: %w", io.ErrUnexpectedEOF)
+	}
+	return err
+}
+
 // cutOff is the error of transaction tx, whose connection's read failed
-// with err (h.mu held). When the server closed the connection: a stream
-// its GOAWAY counted as processed but whose reply the close cut short
-// fails, saying so (it was processed: it is not sent again); on a kept
-// connection closed without a GOAWAY before a byte of tx's replies came
-// (closed idle under the transaction, as browsers and net/http find a
-// reused connection), every stream of tx goes again on a new connection
-// (nil: none failed).
+// with err (h.mu held), saying what happened when the server closed the
+// connection: a stream its GOAWAY counted as processed but whose reply
+// the close cut short fails, naming it (it was processed: it is not sent
+// again); on a kept connection closed without a GOAWAY before a byte of
+// tx's replies came (closed idle under the transaction: browsers and
+// net/http send again then, on a reused connection), every stream of tx
+// goes again on a new connection (nil: none failed).
 func (h *h2conn) cutOff(tx *h2tx, err error) error {
 	if !closedByPeer(err) && !closedByPeer(h.sendErr) {
-		return err
+		return eofClosed(err)
 	}
+	if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	wrote := ""
 	if h.sendErr != nil {
-		err = fmt.Errorf("%w (after %v)", err, h.sendErr)
+		wrote = fmt.Sprintf("; writing to it had failed (%v)", h.sendErr)
 	}
 	switch {
 	case h.goaway != "" && len(h.streams) > 0:
 		s := h.streams[0]
-		return fmt.Errorf("HTTP/2: stream %d of %s: the server closed the connection after %s before this reply ended (%s): %w", s.id, s.uri, h.goneAs, s.got(), err)
+		return fmt.Errorf("HTTP/2: stream %d of %s: the server closed the connection after %s before this reply ended (%s)%s: %w", s.id, s.uri, h.goneAs, s.got(), wrote, err)
 	case h.goaway == "" && h.quiet:
-		why := fmt.Sprintf("HTTP/2: the server closed the kept connection, idle, before any reply to this transaction's requests (no GOAWAY): %v", err)
+		why := fmt.Sprintf("HTTP/2: the server closed the kept connection, idle, before any reply to this transaction's requests (no GOAWAY)%s: %v", wrote, err)
 		for _, s := range slices.Concat(h.streams, tx.queue) {
 			h.unprocessed(s, closedIdle, why)
 		}
 		tx.queue = nil
 		return nil
+	case h.goaway == "":
+		return fmt.Errorf("HTTP/2: the server closed the connection without a GOAWAY, %d of the transaction's requests unanswered%s: %w", tx.left, wrote, err)
 	}
-	return err
+	return fmt.Errorf("HTTP/2: the server closed the connection after %s%s: %w", h.goneAs, wrote, err)
 }
 
 // refuses says why the connection takes no new streams (h.mu held).
