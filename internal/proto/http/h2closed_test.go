@@ -3,6 +3,7 @@ package http
 import (
 	"errors"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -42,8 +43,9 @@ func tcpFakeH2(t *testing.T) (*h2conn, *fakeH2, net.Conn) {
 }
 
 // waitClosed waits until the client's socket c took the server's close
-// (its RST: TCP_CLOSE), without reading it.
-func waitClosed(t *testing.T, c net.Conn) {
+// (its RST: TCP_CLOSE, or with fin its FIN: TCP_CLOSE_WAIT), without
+// reading it.
+func waitClosed(t *testing.T, c net.Conn, fin ...bool) {
 	t.Helper()
 	rc, err := c.(*net.TCPConn).SyscallConn()
 	if err != nil {
@@ -56,7 +58,7 @@ func waitClosed(t *testing.T, c net.Conn) {
 				state = info.State
 			}
 		})
-		if state == 7 { // TCP_CLOSE
+		if state == 7 && len(fin) == 0 || state == 8 && len(fin) > 0 { // TCP_CLOSE, TCP_CLOSE_WAIT
 			return
 		}
 		if time.Now().After(deadline) {
@@ -90,24 +92,15 @@ func TestH2ConnGoAwayReadAfterSendFailed(t *testing.T) {
 // closed (a reset, no GOAWAY) after the client last looked at it: the
 // transaction's write fails and no byte of its replies came, so none of
 // its requests was processed (a browser sends them again on a new
-// connection): they go again, saying so. The same on a new connection
-// (no earlier transaction: nothing says the server did not process
-// them) fails, naming the write's failure.
+// connection): they go again, saying so; so do they when the server's
+// close was a FIN (the write succeeds, the read finds the close). The
+// same on a new connection (no earlier transaction: nothing says the
+// server did not process them) fails, naming the close and the write's
+// failure.
 func TestH2ConnClosedIdleUnderTransaction(t *testing.T) {
-	t.Run("kept", func(t *testing.T) {
-		h, f, raw := tcpFakeH2(t)
-		f.hangUp(true)
-		waitClosed(t, raw)
-		h.newTx()
-		err := wait(t, runAsync(h, testStream("/a"), testStream("/b")))
-		var again *h2Again
-		if !errors.As(err, &again) || again.what != closedIdle || len(again.ss) != 2 {
-			t.Fatalf("error %v, want both streams again after the server closed the idle connection", err)
-		}
-		if !strings.Contains(again.why, "the server closed the kept connection, idle, before any reply to this transaction's requests (no GOAWAY)") {
-			t.Errorf("why %q", again.why)
-		}
-	})
+	for _, reset := range []bool{true, false} {
+		t.Run("kept/reset="+strconv.FormatBool(reset), func(t *testing.T) { closedIdleUnder(t, reset) })
+	}
 	t.Run("new", func(t *testing.T) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -134,6 +127,27 @@ func TestH2ConnClosedIdleUnderTransaction(t *testing.T) {
 			t.Fatalf("error %v, want the server's close and the write's failure", err)
 		}
 	})
+}
+
+// closedIdleUnder: the kept connection's server closed it (reset: by a
+// RST) after the client last looked at it.
+func closedIdleUnder(t *testing.T, reset bool) {
+	h, f, raw := tcpFakeH2(t)
+	f.hangUp(reset)
+	if reset {
+		waitClosed(t, raw)
+	} else {
+		waitClosed(t, raw, true)
+	}
+	h.newTx()
+	err := wait(t, runAsync(h, testStream("/a"), testStream("/b")))
+	var again *h2Again
+	if !errors.As(err, &again) || again.what != closedIdle || len(again.ss) != 2 {
+		t.Fatalf("error %v, want both streams again after the server closed the idle connection", err)
+	}
+	if !strings.Contains(again.why, "the server closed the kept connection, idle, before any reply to this transaction's requests (no GOAWAY)") {
+		t.Errorf("why %q", again.why)
+	}
 }
 
 // TestH2ConnResetWhileIdle: a kept connection the server reset while it
