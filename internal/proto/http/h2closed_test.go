@@ -80,7 +80,7 @@ func TestH2ConnGoAwayReadAfterSendFailed(t *testing.T) {
 	h.newTx()
 	err := wait(t, runAsync(h, testStream("/a"), testStream("/b")))
 	var again *h2Again
-	if !errors.As(err, &again) || again.what != "GOAWAY" || len(again.ss) != 2 {
+	if !errors.As(err, &again) || again.what != "GOAWAY and the server's close" || len(again.ss) != 2 {
 		t.Fatalf("error %v, want both streams unprocessed after GOAWAY", err)
 	}
 	if !strings.Contains(again.why, "GOAWAY (NO_ERROR, last stream 1) before it processed stream 3 of /a") {
@@ -249,5 +249,33 @@ func TestH2KeptResetWhileIdle(t *testing.T) {
 	s := <-done
 	if !s.OK() || s.Again == 0 && s.Kept || s.Again > 0 && !strings.HasSuffix(s.Marker, "1 request again on a new connection after "+closedIdle) {
 		t.Fatalf("the transaction after the reset: %+v", s)
+	}
+}
+
+// TestH2ConnCutShortSays: what a processed stream's error says of its
+// reply when the server's close after its GOAWAY cut it short: its
+// headers had not come, or how many bytes of its body had (of how many).
+func TestH2ConnCutShortSays(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		reply func(f *fakeH2) [][]byte
+		want  string
+	}{
+		{"no headers", func(*fakeH2) [][]byte { return nil }, "stream 1 of /a: the server closed the connection after GOAWAY (NO_ERROR, last stream 3) before this reply ended (its headers had not come)"},
+		{"no length", func(f *fakeH2) [][]byte {
+			return [][]byte{frameOf(frameHeaders, flagEndHeaders, 1, f.block(":status", "200")), frameOf(frameData, 0, 1, []byte("ab"))}
+		}, "stream 1 of /a: the server closed the connection after GOAWAY (NO_ERROR, last stream 3) before this reply ended (2 bytes of its body had come)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h, f := newFakeH2(t)
+			done := runAsync(h, testStream("/a"), testStream("/b"))
+			f.next(frameHeaders)
+			f.next(frameHeaders)
+			f.send(append(append([][]byte{settings0}, c.reply(f)...), goAwayFrame(3, errNo))...)
+			f.hangUp(false)
+			if err := wait(t, done); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want %q", err, c.want)
+			}
+		})
 	}
 }
