@@ -1,6 +1,7 @@
 package http
 
 import (
+	"crypto/tls"
 	"errors"
 	"net"
 	"strconv"
@@ -10,12 +11,14 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"v6lab/internal/proto"
 	"v6lab/internal/result"
 )
 
-// tcpFakeH2 is an h2conn over a TCP connection on 127.0.0.1 to a fakeH2,
-// with its first transaction (/, answered) done: a kept connection.
-func tcpFakeH2(t *testing.T) (*h2conn, *fakeH2, net.Conn) {
+// tcpFakeH2 is an h2conn over a TCP connection on 127.0.0.1 to a fakeH2
+// (with secure, over TLS: h2), with its first transaction (/, answered)
+// done: a kept connection.
+func tcpFakeH2(t *testing.T, secure ...bool) (*h2conn, *fakeH2, net.Conn) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -29,9 +32,25 @@ func tcpFakeH2(t *testing.T) (*h2conn, *fakeH2, net.Conn) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newH2Conn(raw, raw)
+	var conn net.Conn = raw
+	var f *fakeH2
+	if len(secure) > 0 {
+		cfg, err := proto.SelfSigned([]string{"h2.test"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.NextProtos = []string{"h2"}
+		f = serveFakeH2(t, tls.Server(b, cfg)) // its handshake, at its first read
+		tc := tls.Client(raw, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
+		if err := tc.Handshake(); err != nil {
+			t.Fatal(err)
+		}
+		conn = tc
+	} else {
+		f = serveFakeH2(t, b)
+	}
+	h := newH2Conn(conn, raw)
 	t.Cleanup(h.close)
-	f := serveFakeH2(t, b)
 	done := runAsync(h, testStream("/"))
 	f.next(frameHeaders)
 	f.send(settings0, frameOf(frameHeaders, flagEndHeaders|flagEndStream, 1, f.block(":status", "200")))
@@ -73,7 +92,12 @@ func waitClosed(t *testing.T, c net.Conn, fin ...bool) {
 // GOAWAY, still in the socket, says they were not processed: they go
 // again (h2Again), not fail with the write's error.
 func TestH2ConnGoAwayReadAfterSendFailed(t *testing.T) {
-	h, f, raw := tcpFakeH2(t)
+	t.Run("h2c", func(t *testing.T) { goAwayAfterSendFailed(t) })
+	t.Run("h2", func(t *testing.T) { goAwayAfterSendFailed(t, true) })
+}
+
+func goAwayAfterSendFailed(t *testing.T, secure ...bool) {
+	h, f, raw := tcpFakeH2(t, secure...)
 	f.send(goAwayFrame(1, errNo))
 	f.hangUp(true)
 	waitClosed(t, raw)

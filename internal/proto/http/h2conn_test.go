@@ -134,6 +134,9 @@ func (f *fakeH2) send(frames ...[]byte) {
 func (f *fakeH2) hangUp(reset bool) {
 	closed := make(chan struct{})
 	f.out <- fakeWrite{then: func(b net.Conn) {
+		if tc, ok := b.(*tls.Conn); ok && reset {
+			b = tc.NetConn() // no close_notify
+		}
 		if tc, ok := b.(*net.TCPConn); ok && reset {
 			tc.SetLinger(0)
 		}
