@@ -733,7 +733,7 @@ func (c *Client) readReply(resp *nethttp.Response, uri string, keepBody bool, ch
 	if resp.ContentLength > maxBody {
 		return nil, fmt.Errorf("body of %d bytes for %s exceeds the %d-byte limit: %w", resp.ContentLength, uri, maxBody, ErrTooLarge)
 	}
-	body := io.LimitReader(resp.Body, maxBody+1)
+	body := func() io.Reader { return io.LimitReader(resp.Body, maxBody+1) }
 	var page []byte
 	var n int64
 	var err error
@@ -742,20 +742,23 @@ func (c *Client) readReply(resp *nethttp.Response, uri string, keepBody bool, ch
 		if cl := resp.ContentLength; cl > 0 && cl < MaxPageParse {
 			buf.Grow(int(cl) + 1) // one allocation, and room to see the end
 		}
-		n, err = io.Copy(&buf, io.LimitReader(body, MaxPageParse))
+		b := body()
+		n, err = io.Copy(&buf, io.LimitReader(b, MaxPageParse))
 		if err == nil {
 			var rest int64
-			rest, err = io.Copy(io.Discard, body)
+			rest, err = io.Copy(io.Discard, b)
 			n += rest
 		}
 		page = buf.Bytes()
 	} else if check != nil {
-		n, err = io.Copy(check, body)
+		n, err = io.Copy(check, body())
 		if errors.Is(err, content.ErrCorrupt) {
 			return nil, fmt.Errorf("body of %s: %w", uri, err)
 		}
+	} else if d, ok := resp.Body.(bodyDiscarder); ok {
+		n, err = d.discard(maxBody)
 	} else {
-		n, err = io.Copy(io.Discard, body)
+		n, err = io.Copy(io.Discard, body())
 	}
 	if err != nil {
 		return nil, fmt.Errorf("body of %s after %d bytes: %w", uri, n, err)
@@ -764,6 +767,13 @@ func (c *Client) readReply(resp *nethttp.Response, uri string, keepBody bool, ch
 		return nil, fmt.Errorf("body of %s exceeds the %d-byte limit: %w", uri, maxBody, ErrTooLarge)
 	}
 	return page, nil
+}
+
+// bodyDiscarder is a reply's body that can be read to its end without
+// being copied anywhere (HTTP/3's h3Reply): discard returns its length
+// so far, stopping once that is over limit.
+type bodyDiscarder interface {
+	discard(limit int64) (int64, error)
 }
 
 // request is the GET for uri: built once per URI and kept (a page's

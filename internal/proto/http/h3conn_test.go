@@ -219,9 +219,37 @@ func TestH3RequestAndReplies(t *testing.T) {
 			t.Errorf("%s: %v, want %q", path, err, wantErr)
 		}
 	}
+	// The body a transaction neither keeps nor checks is dropped without
+	// a copy (discard): the same length, the same errors as a read.
+	if n, err := discardRaw(h, "/ok", DefaultMaxBody); n != 5 || err != nil {
+		t.Errorf("/ok dropped: %d bytes, %v; want 5", n, err)
+	}
+	if n, err := discardRaw(h, "/ok", 3); n <= 3 || err != nil {
+		t.Errorf("/ok dropped with a limit of 3: %d bytes, %v; want more than 3, the limit seen", n, err)
+	}
+	for _, path := range []string{"/short", "/long", "/settings", "/cut"} {
+		if _, err := discardRaw(h, path, DefaultMaxBody); err == nil || !strings.Contains(err.Error(), map[string]string{
+			"/short": "a body of 5 bytes, its content-length 10", "/long": "beyond its content-length of 2 bytes",
+			"/settings": "frame of type 0x4 in a reply", "/cut": io.ErrUnexpectedEOF.Error()}[path]) {
+			t.Errorf("%s dropped: %v", path, err)
+		}
+	}
 	if !h.alive() {
 		t.Error("the connection is not alive after failed replies (a stream's error is the stream's)")
 	}
+}
+
+// discardRaw requests path on h and drops its body (h3Reply.discard with
+// limit), returning the body's length.
+func discardRaw(h *h3Conn, path string, limit int64) (int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := h.get(ctx, path, "GET", false, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	return resp.Body.(bodyDiscarder).discard(limit)
 }
 
 // TestH3RequestEndsWithItsContext: a reply that never comes ends with the

@@ -157,6 +157,37 @@ func (rp *h3Reply) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// discard reads the body to its end and drops it, as readReply does with
+// a body it neither keeps nor checks: the DATA frames' bytes are read
+// into the reply's own buffer and passed, with no copy to a reader's
+// buffer and nothing allocated. It returns the body's length so far,
+// stopping once that is over limit.
+func (rp *h3Reply) discard(limit int64) (int64, error) {
+	for rp.err == nil && rp.body <= limit {
+		if rp.left == 0 {
+			rp.err = rp.nextData()
+			continue
+		}
+		if rp.r == rp.w {
+			if err := rp.fill(); err != nil {
+				rp.err = rp.h.ctxErr(rp.ctx, noEOF(err))
+				continue
+			}
+		}
+		m := min(rp.left, uint64(rp.w-rp.r))
+		rp.r += int(m)
+		rp.left -= m
+		rp.body += int64(m)
+		if cl := rp.resp.ContentLength; cl >= 0 && rp.body > cl {
+			rp.err = fmt.Errorf("http3: a body beyond its content-length of %d bytes", cl)
+		}
+	}
+	if rp.err == io.EOF {
+		return rp.body, nil
+	}
+	return rp.body, rp.err
+}
+
 // nextData reads up to the next DATA frame's payload (io.EOF: the
 // stream's end, the body complete).
 func (rp *h3Reply) nextData() error {

@@ -24,20 +24,59 @@ type keptConn interface {
 	close()
 }
 
-// keptConns are the users' kept connections, by user (a sync.Map: a
-// user takes and keeps its own connection every transaction, without a
-// lock all users wait on).
+// keptConns are the users' kept connections, by user: a slot each, made
+// at the user's first keep and then only locked by that user, so a
+// transaction takes and keeps its connection without a lock all users
+// wait on and without allocating.
 type keptConns struct {
-	m sync.Map // user (int) -> keptConn
+	mu    sync.RWMutex
+	slots map[int]*keptSlot
+}
+
+type keptSlot struct {
+	mu sync.Mutex
+	kc keptConn // nil: none kept
+}
+
+// slot is user's slot; made when create is set, else nil when it has none.
+func (k *keptConns) slot(user int, create bool) *keptSlot {
+	k.mu.RLock()
+	s := k.slots[user]
+	k.mu.RUnlock()
+	if s != nil || !create {
+		return s
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if s = k.slots[user]; s == nil {
+		if k.slots == nil {
+			k.slots = map[int]*keptSlot{}
+		}
+		s = &keptSlot{}
+		k.slots[user] = s
+	}
+	return s
+}
+
+// swap puts kc in the slot and returns what it held.
+func (s *keptSlot) swap(kc keptConn) keptConn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old := s.kc
+	s.kc = kc
+	return old
 }
 
 // take removes and returns user's kept connection, when it is still open.
 func (k *keptConns) take(user int) keptConn {
-	v, ok := k.m.LoadAndDelete(user)
-	if !ok {
+	s := k.slot(user, false)
+	if s == nil {
 		return nil
 	}
-	kc := v.(keptConn)
+	kc := s.swap(nil)
+	if kc == nil {
+		return nil
+	}
 	if !kc.alive() {
 		kc.close()
 		return nil
@@ -47,19 +86,20 @@ func (k *keptConns) take(user int) keptConn {
 
 // keep keeps user's connection for its next transaction.
 func (k *keptConns) keep(user int, kc keptConn) {
-	if old, loaded := k.m.Swap(user, kc); loaded && old != nil {
-		old.(keptConn).close()
+	if old := k.slot(user, true).swap(kc); old != nil && old != kc {
+		old.close()
 	}
 }
 
 // closeAll closes every kept connection.
 func (k *keptConns) closeAll() {
-	k.m.Range(func(user, _ any) bool {
-		if v, ok := k.m.LoadAndDelete(user); ok {
-			v.(keptConn).close()
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	for _, s := range k.slots {
+		if kc := s.swap(nil); kc != nil {
+			kc.close()
 		}
-		return true
-	})
+	}
 }
 
 // Close closes the users' kept connections (the experiment closes every

@@ -170,7 +170,8 @@ func (s *StampedPacketConn) fill() error {
 // by FirstSent.
 func (s *StampedPacketConn) WriteTo(b []byte, _ net.Addr) (int, error) {
 	n, err := s.c.Write(b) // to the server it is connected to
-	if errors.Is(err, unix.EMSGSIZE) || icmpErrorOf(err) {
+	// An ICMP error looked for only after a failure: errors.As allocates.
+	if err != nil && icmpErrorOf(err) {
 		n, err = len(b), nil // lost on the way, as for a socket not connected (icmpError)
 	}
 	s.out.Add(int64(n))
