@@ -54,6 +54,29 @@ func addConn(f **ConnFacts, smp *result.Sample) {
 	(*f).AgainMore += b2i(smp.AgainConns > 1)
 }
 
+// counts are f's counts by their JSON names, for a run's totals
+// (result.RunTotals.Conn; nil for none).
+func (f *ConnFacts) counts() map[string]int {
+	if f == nil {
+		return nil
+	}
+	out := map[string]int{}
+	for k, n := range map[string]int{"tls": f.TLS, "kept": f.Kept, "resumed": f.Resumed, "zero_rtt": f.ZeroRTT, "again": f.Again} {
+		if n > 0 {
+			out[k] = n
+		}
+	}
+	return out
+}
+
+// connOfCounts reads a run's totals' counts (counts) back.
+func connOfCounts(m map[string]int) *ConnFacts {
+	if len(m) == 0 {
+		return nil
+	}
+	return &ConnFacts{TLS: m["tls"], Kept: m["kept"], Resumed: m["resumed"], ZeroRTT: m["zero_rtt"], Again: m["again"]}
+}
+
 // plus adds o's counts to f's.
 func (f *ConnFacts) plus(o *ConnFacts) {
 	f.TLS += o.TLS
@@ -111,6 +134,7 @@ func connModel(s *Summary, keepalive []string) {
 		f, done := groupConn(s, g)
 		if f.Kept > 0 {
 			s.Notes = append(s.Notes, fmt.Sprintf("%s kept connections (keepalive): no lookup or handshake after each user's first; %d of %d completed transactions on a kept connection", g, f.Kept, done))
+			s.Notes = append(s.Notes, keptNothingNotes(s, g)...)
 			s.Notes = append(s.Notes, keptRaceNotes(s, g)...)
 		} else if done > 0 && slices.Contains(keepalive, g) {
 			s.Notes = append(s.Notes, fmt.Sprintf("%s keepalive was asked, but none of its %d completed transactions ran on a kept connection (the server closed each connection before the user's next transaction, or no user made a second one): its figures are new connections'", g, done))
@@ -152,9 +176,81 @@ func connTitle(s *Summary, group string) string {
 	return " (" + strings.Join(out, "; ") + ")"
 }
 
+// keptNothingNotes say, per cell of group g (which kept connections
+// elsewhere) that kept none, that its figures are new connections': the
+// group's titles say "kept connections", and its comparison sets them
+// against kept ones (dialer v3's dual path opened a connection for every
+// transaction, beside a kept ipv4).
+func keptNothingNotes(s *Summary, g string) []string {
+	var out []string
+	for _, c := range cellsOf(s, g) {
+		if c.Completed == 0 || c.Conn != nil && c.Conn.Kept > 0 {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s %s %d: none of its %d completed transactions ran on a kept connection, though the group's other cells kept theirs: its figures are new connections' (a lookup and a handshake each%s), and its comparison sets them against kept connections", g, c.Path, c.Conns, c.Completed, raceWord(c.Path)))
+	}
+	return out
+}
+
+// keptClause is what a verdict on path adds when its cells' connections
+// and the baseline's were not alike, one side kept (keepalive), the other
+// new at every transaction ("" otherwise): the difference is partly the
+// lookups and handshakes one side made.
+func keptClause(s *Summary, group, p string) string {
+	kept := func(c *Cell) bool { return c.Conn != nil && c.Conn.Kept > 0 }
+	var mine, theirs []int
+	for _, c := range cellsOf(s, group) {
+		if c.Path != p || c.Completed == 0 {
+			continue
+		}
+		for _, b := range cellsOf(s, group) {
+			if b.Path == s.Baseline && b.Conns == c.Conns && b.Completed > 0 && kept(&c) != kept(&b) {
+				if kept(&c) {
+					mine = append(mine, c.Conns)
+				} else {
+					theirs = append(theirs, c.Conns)
+				}
+			}
+		}
+	}
+	switch {
+	case len(theirs) > 0:
+		return fmt.Sprintf("its connections were new at every transaction, %s's kept (at %s): not like for like", s.Baseline, connsText(theirs))
+	case len(mine) > 0:
+		return fmt.Sprintf("its connections were kept, %s's new at every transaction (at %s): not like for like", s.Baseline, connsText(mine))
+	}
+	return ""
+}
+
+// connsText is "1 and 10 connections".
+func connsText(ns []int) string {
+	words := make([]string, len(ns))
+	for i, n := range ns {
+		words[i] = fmt.Sprint(n)
+	}
+	unit := "connections"
+	if len(ns) == 1 && ns[0] == 1 {
+		unit = "connection"
+	}
+	if len(words) > 1 {
+		words = append(words[:len(words)-2], words[len(words)-2]+" and "+words[len(words)-1])
+	}
+	return strings.Join(words, ", ") + " " + unit
+}
+
+// raceWord is ", and a race" for the dual path.
+func raceWord(p string) string {
+	if path.Path(p).Kind().Dual {
+		return ", and a race"
+	}
+	return ""
+}
+
 // keptRaceNotes say, per dual cell of group g, that its kept transactions
 // raced nothing: its Happy Eyeballs figures are its races' only (the
-// transactions that made a connection), or left out when none raced.
+// transactions that made a connection), or left out when none raced, and
+// its kept transactions' figures are of the family its users' first races
+// chose (keptOn).
 func keptRaceNotes(s *Summary, g string) []string {
 	var out []string
 	for _, c := range cellsOf(s, g) {
@@ -163,10 +259,25 @@ func keptRaceNotes(s *Summary, g string) []string {
 		}
 		races := c.Completed - c.Conn.Kept
 		if races == 0 {
-			out = append(out, fmt.Sprintf("%s %s %d: every counted transaction ran on a kept connection (keepalive): no Happy Eyeballs race ran in its counted runs (the warm-up's connections raced), so its share each family won and its winners are left out", g, c.Path, c.Conns))
+			out = append(out, fmt.Sprintf("%s %s %d: every counted transaction ran on a kept connection (keepalive): no Happy Eyeballs race ran in its counted runs (the warm-up's connections raced), so its share each family won and its winners are left out; its figures, and its comparison with the baseline, are those of the connections its users' first races chose%s", g, c.Path, c.Conns, keptOn(&c)))
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s %s %d: %d of %d counted transactions ran on a kept connection (keepalive) and raced nothing: its share each family won and its winners are over the %d that made a connection", g, c.Path, c.Conns, c.Conn.Kept, c.Completed, races))
+		out = append(out, fmt.Sprintf("%s %s %d: %d of %d counted transactions ran on a kept connection (keepalive) and raced nothing: its share each family won and its winners are over the %d that made a connection; the kept ones' figures are of the connections their users' first races chose%s", g, c.Path, c.Conns, c.Conn.Kept, c.Completed, races, keptOn(&c)))
+	}
+	return out
+}
+
+// keptOn says on which family (and transport) a dual cell's kept
+// transactions ran: ": IPv6 in 100% of them (kept_ipv6)", or "" when its
+// samples did not say.
+func keptOn(c *Cell) string {
+	v6 := c.Metrics["kept_ipv6"]
+	if v6 == nil {
+		return ""
+	}
+	out := ": IPv6 in " + metricText("kept_ipv6", v6) + " of them (kept_ipv6)"
+	if q := c.Metrics["kept_quic"]; q != nil {
+		out += ", QUIC in " + metricText("kept_quic", q) + " (kept_quic)"
 	}
 	return out
 }

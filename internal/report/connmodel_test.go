@@ -2,7 +2,6 @@ package report
 
 import (
 	"bytes"
-	"encoding/csv"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -167,17 +166,9 @@ func TestResultsCSVSaysWhatWasMeasured(t *testing.T) {
 	if err := CSV(&b, Summarize(versionsFile(t, spec, tlsConn, keptConn))); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := csv.NewReader(&b).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	head := rows[0]
-	if head[len(head)-2] != "http_version" || head[len(head)-1] != "connection" {
-		t.Fatalf("header %q", head)
-	}
 	seen := map[string]string{}
-	for _, r := range rows[1:] {
-		seen[r[0]] = r[len(r)-2] + " | " + r[len(r)-1]
+	for _, r := range csvRows(t, b.String()) {
+		seen[r["protocol"]] = r["http_version"] + " | " + r["connection"]
 	}
 	if seen["http"] != "http/1.1 | new connections, full handshakes" || seen["http/2"] != "h2 | kept connections (keepalive)" {
 		t.Errorf("what the cells measured: %q", seen)

@@ -111,10 +111,13 @@ func Winner(m map[string]float64) string {
 	return fam + "/" + tr
 }
 
-// raceMetrics are a race's outcome. A transaction on a kept connection
-// (keepalive) records the family of the connection it kept, but ran no
-// race: it counts in neither the share each family won nor the winners.
-var raceMetrics = map[string]bool{"ipv6_won": true, "quic_won": true}
+// raceMetrics are a race's outcome, each with the figure it is of a
+// transaction on a kept connection (keepalive): that one records the
+// family (and transport) of the connection it kept, but ran no race, so it
+// counts in neither the share each family won nor the winners, but in the
+// share of kept transactions on IPv6 (QUIC): what each user's first race
+// chose, of which its figures are.
+var raceMetrics = map[string]string{"ipv6_won": "kept_ipv6", "quic_won": "kept_quic"}
 
 // count adds n to m[k], making m.
 func count(m *map[string]int, k string, n int) {

@@ -165,7 +165,7 @@ var CSVHeader = []string{"protocol", "path", "conns", "runs_counted", "mean_ms",
 	"baseline", "diff_ms", "pct_increase", "ci95_diff_lo_ms", "ci95_diff_hi_ms", "welch_df", "p_welch",
 	"confidence", "p_paired", "p_mann_whitney", "pairs", "paired_diff_ms", "ci95_paired_diff_lo_ms", "ci95_paired_diff_hi_ms", "p_paired_holm",
 	"percentile_n", "few_runs", "wire_mean_ms", "wire_ci95_lo_ms", "wire_ci95_hi_ms", "wire_diff_ms", "wire_ci95_diff_lo_ms", "wire_ci95_diff_hi_ms", "client_turn_mean_ms",
-	"http_version", "connection"}
+	"http_version", "connection", "wire_na"}
 
 // cellMeasured is what a cell measured, for its CSV row: the HTTP
 // version its transactions spoke (else its group's http_version) and
@@ -210,8 +210,10 @@ func CSV(w io.Writer, s *Summary) error {
 			row = append(row, make([]string, 15)...)
 		}
 		row = append(row, strconv.Itoa(c.PercentileN), strconv.FormatBool(c.FewRuns))
-		// The wire time (the kernel's stamps), and its comparison.
-		if w := c.Metrics[WireMetric]; w != nil {
+		// The wire time (the kernel's stamps), and its comparison; none
+		// of a minority of the transactions (its reason in wire_na).
+		wireNA := c.MinorityNA(WireMetric)
+		if w := c.Metrics[WireMetric]; w != nil && wireNA == "" {
 			row = append(row, num(&w.Mean), lo(w.CI95), hi(w.CI95))
 		} else {
 			row = append(row, "", "", "")
@@ -227,7 +229,7 @@ func CSV(w io.Writer, s *Summary) error {
 			row = append(row, "")
 		}
 		version, conn := cellMeasured(s, c)
-		row = append(row, version, conn)
+		row = append(row, version, conn, wireNA)
 		cw.Write(row)
 	}
 	cw.Flush()

@@ -161,8 +161,10 @@ func plots(s *Summary, proto string) []*plot {
 		out = append(out, cdfPlot(proto, cells, n))
 	}
 	out = append(out, whatIfPlots(proto, cells)...)
-	if name := groupName(s, proto); name != strings.ToUpper(proto) {
-		for _, p := range out { // "HTTP/2 (h2c): …", not "HTTP/H2C: …"
+	// Named as the tables are: "HTTP/2 (h2c): …", not "HTTP/H2C: …", and
+	// "HTTP/2 (kept connections): …", as what the connections did.
+	if name := groupTitle(s, proto); name != strings.ToUpper(proto) {
+		for _, p := range out {
 			p.Title = strings.Replace(p.Title, strings.ToUpper(proto), name, 1)
 		}
 	}

@@ -2,8 +2,11 @@ package report
 
 import (
 	"bytes"
+	"html"
 	"strings"
 	"testing"
+
+	"v6lab/internal/result"
 )
 
 // dualKeptFile is build's result with its ipv6 cells made the dual path's:
@@ -12,6 +15,11 @@ import (
 // with its attempts).
 func dualKeptSummary(t *testing.T, raced func(run, user int) bool) *Summary {
 	t.Helper()
+	return Summarize(dualKeptFile(raced))
+}
+
+// dualKeptFile is dualKeptSummary's samples file.
+func dualKeptFile(raced func(run, user int) bool) *result.File {
 	f := build(baseMS, otherMS)
 	for i := range f.Samples {
 		s := &f.Samples[i]
@@ -31,7 +39,7 @@ func dualKeptSummary(t *testing.T, raced func(run, user int) bool) *Summary {
 			r.Path, r.Cell = "dual", strings.Replace(r.Cell, "ipv6", "dual", 1)
 		}
 	}
-	return Summarize(f)
+	return f
 }
 
 // TestKeptTransactionsAreNoRaces: with keepalive, a dual cell's kept
@@ -109,5 +117,106 @@ func TestKeepaliveThatKeptNothingIsSaid(t *testing.T) {
 	s = Summarize(versionsFile(t, spec, tlsConn, keptConn))
 	if strings.Contains(strings.Join(s.Notes, "\n"), "keepalive was asked") {
 		t.Errorf("a group that kept its connections: %q", s.Notes)
+	}
+}
+
+// TestAKeptDualCellsFiguresSayWhatTheyAre: an HTTP/2 dual cell whose
+// counted transactions all ran on kept connections has no race to show;
+// its figures table (ttfb_ms beside the pinned path's) is titled as
+// figures per transaction, never "transport figures", and says, as the
+// cell's note does, that they are of the family each user's first race
+// chose (kept_ipv6: 100% here); report.html's plots name the kept
+// connections as its tables do.
+func TestAKeptDualCellsFiguresSayWhatTheyAre(t *testing.T) {
+	f := dualKeptFile(func(run, user int) bool { return run == 0 })
+	for i := range f.Samples {
+		if s := &f.Samples[i]; s.OK() {
+			if s.Metrics == nil {
+				s.Metrics = map[string]float64{}
+			}
+			s.Metrics["ttfb_ms"] = float64(s.TotalNS) / 2e6
+			s.Kept = s.Kept || s.Run > 0 // ipv4's too
+		}
+	}
+	s := Summarize(f)
+	for _, c := range cellsOf(s, "http") {
+		k := c.Metrics["kept_ipv6"]
+		switch {
+		case c.Path == "dual" && (k == nil || k.Mean != 1 || c.Metrics["ipv6_won"] != nil):
+			t.Errorf("dual cell: kept_ipv6 %+v, ipv6_won %+v", k, c.Metrics["ipv6_won"])
+		case c.Path != "dual" && k != nil:
+			t.Errorf("%s cell has kept_ipv6 %+v", c.Path, k)
+		}
+	}
+	var text, page bytes.Buffer
+	if err := Text(&text, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := HTML(&page, s); err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range []string{text.String(), html.UnescapeString(page.String())} {
+		for _, want := range []string{
+			"HTTP (kept connections): figures per transaction, mean of run means (95% CI)",
+			"kept_ipv6: % of the dual path's kept transactions on an IPv6 connection, the family each user's first race chose",
+			"kept connections: a transaction on a kept connection makes no lookup, handshake nor race: its ttfb_ms runs from its request",
+			"are those of the connections its users' first races chose: IPv6 in 100% of them (kept_ipv6)",
+		} {
+			if !strings.Contains(doc, want) {
+				t.Errorf("lacks %q:\n%s", want, doc)
+			}
+		}
+		if strings.Contains(doc, "transport figures") || strings.Contains(doc, "Happy Eyeballs (") {
+			t.Errorf("a kept cell's figures called transport figures or a race's:\n%s", doc)
+		}
+	}
+	if !strings.Contains(page.String(), `aria-label="HTTP (kept connections): mean response time per connection, 95% CI"`) {
+		t.Errorf("report.html's plots do not say the connections were kept")
+	}
+}
+
+// TestACellThatKeptNothingBesideKeptOnesIsSaid: in a group whose ipv4
+// cells kept their connections, a dual cell that opened one at every
+// transaction (dialer v3's, on 2026-11-27) is said to have kept none, and
+// its verdict against ipv4 says it is not like for like.
+func TestACellThatKeptNothingBesideKeptOnesIsSaid(t *testing.T) {
+	f := dualKeptFile(func(run, user int) bool { return true })
+	for i := range f.Samples {
+		if s := &f.Samples[i]; s.Path == "ipv4" && s.Run > 0 {
+			s.Kept = true
+		}
+	}
+	s := Summarize(f)
+	var dual *Cell
+	for _, c := range cellsOf(s, "http") {
+		if c.Path == "dual" {
+			dual = &c
+		}
+	}
+	if dual == nil {
+		t.Fatal("no dual cell")
+	}
+	notes := strings.Join(s.Notes, "\n")
+	if want := "http dual 2: none of its " + itoa(dual.Completed) + " completed transactions ran on a kept connection, though the group's other cells kept theirs: its figures are new connections' (a lookup and a handshake each, and a race), and its comparison sets them against kept connections"; !strings.Contains(notes, want) {
+		t.Errorf("notes lack %q: %q", want, s.Notes)
+	}
+	vs := Verdicts(s)
+	if len(vs) != 1 || !strings.Contains(vs[0].Text, "; its connections were new at every transaction, ipv4's kept (at 2 connections): not like for like") {
+		t.Errorf("verdicts %+v", vs)
+	}
+	if got := connsText([]int{1, 10, 100}); got != "1, 10 and 100 connections" {
+		t.Errorf("connsText %q", got)
+	}
+
+	// Alike (both kept): neither the note nor the clause.
+	f = dualKeptFile(func(run, user int) bool { return run == 0 })
+	for i := range f.Samples {
+		if s := &f.Samples[i]; s.Path == "ipv4" && s.Run > 0 {
+			s.Kept = true
+		}
+	}
+	s = Summarize(f)
+	if vs := Verdicts(s); strings.Contains(vs[0].Text, "like for like") || strings.Contains(strings.Join(s.Notes, "\n"), "none of its") {
+		t.Errorf("a dual cell kept like ipv4's: %+v, %q", vs, s.Notes)
 	}
 }

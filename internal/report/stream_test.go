@@ -114,7 +114,8 @@ func transportFile() *result.File {
 
 // manySamples is a result of runs of hundreds of samples: response times
 // spread over four decades, a few failures of two kinds, wire times,
-// client turns and a metric on some samples.
+// client turns, a metric on some samples, and connection facts (TLS,
+// kept, resumed).
 func manySamples(seed uint64) *result.File {
 	r := rand.New(rand.NewPCG(seed, 3))
 	f := &result.File{Header: result.Header{Kind: result.KindHeader, FormatVersion: result.FormatVersion, Name: "many", Created: t0,
@@ -127,7 +128,8 @@ func manySamples(seed uint64) *result.File {
 				n, failed := 150+r.IntN(300), 0
 				for u := range n {
 					s := result.Sample{Cell: cell, Protocol: "http", Path: p, Conns: conns, Run: run, Warmup: run == 0, User: u % conns,
-						Start: t0, TotalNS: int64(math.Exp(r.Float64()*9.2) * 1e3), WireNS: int64(r.IntN(5e6)), ClientTurnNS: int64(r.IntN(3e5))}
+						Start: t0, TotalNS: int64(math.Exp(r.Float64()*9.2) * 1e3), WireNS: int64(r.IntN(5e6)), ClientTurnNS: int64(r.IntN(3e5)),
+						TLS: "TLS 1.3", Kept: u%3 == 1, Resumed: u%5 == 0}
 					switch {
 					case r.IntN(40) == 0:
 						s.Err, s.ErrKind, failed = fmt.Sprintf("timeout %d", u), "timeout", failed+1

@@ -194,8 +194,8 @@ func (a *runAcc) add(smp *result.Sample) {
 		a.metrics, a.metricN = map[string]float64{}, map[string]int{}
 	}
 	for k, v := range smp.Metrics {
-		if smp.Kept && raceMetrics[k] {
-			continue // the family it kept, not a race it won
+		if kept := raceMetrics[k]; smp.Kept && kept != "" {
+			k = kept // the family it kept, not a race it won
 		}
 		a.metrics[k] += v
 		a.metricN[k]++
@@ -248,6 +248,9 @@ func (z *Summarizer) Finish() *Summary {
 	for i := range s.Cells {
 		c := &s.Cells[i]
 		c.SelfCheck = checks[cellKey{c.Protocol, c.Path, c.Conns}]
+		if why := c.MinorityNA(WireMetric); why != "" {
+			na(&c.NA, "metrics."+WireMetric, why)
+		}
 	}
 	sortCells(s.Cells, z.spec.order)
 	s.Conditions = z.conds.finish(s.Cells)

@@ -386,7 +386,7 @@ func clientTurnNote(cells []Cell, target string, shaped bool) string {
 	var over []share
 	for _, c := range cells {
 		t, w := c.Metrics[ClientTurnMetric], c.Metrics[WireMetric]
-		if t == nil || w == nil || w.Mean <= 0 || t.Mean <= ClientShare*w.Mean {
+		if t == nil || w == nil || w.Mean <= 0 || t.Mean <= ClientShare*w.Mean || c.Minority(WireMetric) {
 			continue
 		}
 		over = append(over, share{fmt.Sprintf("%s/%s/%d", c.Protocol, c.Path, c.Conns), 100 * t.Mean / w.Mean})
@@ -725,4 +725,19 @@ func datapathNotes(byPath map[string]map[string]uint64, runs map[string]int) []s
 func (c *Cell) Minority(k string) bool {
 	m := c.Metrics[k]
 	return m != nil && m.Samples > 0 && 2*m.Samples < c.Completed
+}
+
+// MinorityNA says why figure k of c is n/a when it rests on a minority
+// of the cell's completed transactions (Minority), "" when it does not:
+// the words every report gives in its place (report.txt's wire mean,
+// results.csv's wire_na, summary.json's na).
+func (c *Cell) MinorityNA(k string) string {
+	if !c.Minority(k) {
+		return ""
+	}
+	what := k
+	if k == WireMetric {
+		what = "wire time"
+	}
+	return fmt.Sprintf("%d of %d samples have %s", c.Metrics[k].Samples, c.Completed, what)
 }

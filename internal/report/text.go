@@ -246,7 +246,8 @@ func transportKind(cells []Cell) string {
 	return ""
 }
 
-// metricSection is the table of a transport test's figures: the mean over
+// metricSection is the table of a transport test's figures, or of the
+// figures each transaction recorded besides its times: the mean over
 // counted runs and its 95% CI, per path and connection count.
 func metricSection(title string, cells []Cell) (section, bool) {
 	cols := transportColumns[transportKind(cells)]
@@ -260,11 +261,18 @@ func metricSection(title string, cells []Cell) (section, bool) {
 		}
 		sort.Strings(cols)
 	}
-	what := "transport figures"
-	if slices.Contains(cols, "ipv6_won") {
-		what = eyeballsTitle(cols)
+	what, footer := "transport figures", []string(nil)
+	if transportKind(cells) == "" {
+		// Not a transport trial's: its transactions', which a kept
+		// connection makes without a lookup, a handshake or a race
+		// (trial6: an HTTP/2 kept dual cell's ttfb_ms was "transport
+		// figures").
+		what, footer = "figures per transaction", figuresFooter(cols, cells)
+		if slices.Contains(cols, "ipv6_won") {
+			what += "; the dual path's " + eyeballsTitle(cols)
+		}
 	}
-	sec := section{Title: title + ": " + what + ", mean of run means (95% CI)", Head: append([]string{"path", "conns"}, cols...)}
+	sec := section{Title: title + ": " + what + ", mean of run means (95% CI)", Head: append([]string{"path", "conns"}, cols...), Footer: footer}
 	any := false
 	for _, c := range cells {
 		if len(c.Metrics) == 0 || len(cols) == 0 || !slices.ContainsFunc(cols, func(k string) bool { return c.Metrics[k] != nil }) {
@@ -279,6 +287,61 @@ func metricSection(title string, cells []Cell) (section, bool) {
 	}
 	return sec, any
 }
+
+// figureWords say what a transaction's figures are (docs/metrics.md), in
+// the order a figures table's footer names those it has.
+var figureWords = []struct{ key, what string }{
+	{"handshake_ms", "handshake_ms: from the lookup's end to connected, TCP and TLS or QUIC (the dual path's from its start)"},
+	{"ttfb_ms", "ttfb_ms: the first byte, from the transaction's start"},
+	{"kept_ipv6", "kept_ipv6: % of the dual path's kept transactions on an IPv6 connection, the family each user's first race chose (a kept connection races no more)"},
+	{"kept_quic", "kept_quic: % of them on QUIC"},
+}
+
+// figuresFooter says what the figures among cols are, and, where the
+// cells kept connections, what a kept transaction has of them.
+func figuresFooter(cols []string, cells []Cell) []string {
+	var known []string
+	for _, w := range figureWords {
+		if slices.Contains(cols, w.key) {
+			known = append(known, w.what)
+		}
+	}
+	if slices.ContainsFunc(cols, isFate) {
+		known = append(known, "he_FAMILY_done_ms, _failed_ms, _silent_ms: what became of each family's first attempt, timed from its own start (the timer what-if's input; the race's, or timed after the transaction with whatif)")
+	}
+	var out []string
+	if len(known) > 0 {
+		out = append(out, strings.Join(known, "; "))
+	}
+	if !slices.ContainsFunc(cells, func(c Cell) bool { return c.Conn != nil && c.Conn.Kept > 0 }) {
+		return out
+	}
+	kept := "kept connections: a transaction on a kept connection makes no lookup, handshake nor race"
+	if slices.Contains(cols, "ttfb_ms") {
+		kept += ": its ttfb_ms runs from its request"
+	}
+	if slices.ContainsFunc(cols, func(k string) bool { return k == "handshake_ms" || strings.HasPrefix(k, "he_") || raceMetrics[k] != "" }) {
+		kept += "; handshake_ms and the Happy Eyeballs figures are those of the transactions that opened a connection only"
+	}
+	return append(out, kept+" (docs/metrics.md)")
+}
+
+// isFate says whether figure k is a family's fate in a race
+// (result.FateKey): he_ipv6_done_ms and the like.
+func isFate(k string) bool {
+	for _, ipv6 := range []bool{true, false} {
+		for _, st := range []string{result.FateDone, result.FateFailed, result.FateSilent} {
+			if k == result.FateKey(ipv6, st) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// shares are the figures printed as a % (a mean of 0 or 1 per
+// transaction).
+var shares = map[string]bool{"ipv6_won": true, "quic_won": true, "kept_ipv6": true, "kept_quic": true}
 
 // eyeballsFigures say what the dual path's figures are, in the order the
 // title names them (docs/metrics.md): ipv6_won's mean is the share of
@@ -338,7 +401,7 @@ func metricText(k string, m *MetricStat) string {
 	switch {
 	case m == nil:
 		return "-"
-	case k == "ipv6_won" || k == "quic_won":
+	case shares[k]:
 		// A share, in the unit every other share is printed in.
 		if m.CI95 == nil || (m.CI95[0] == m.Mean && m.CI95[1] == m.Mean) {
 			return figure(m.Mean*100) + "%"
@@ -552,9 +615,8 @@ func meanRows(p string, cells []Cell, conns []int, wired, turned bool) [][]strin
 		if wired {
 			if w := c.Metrics[WireMetric]; w == nil {
 				rows[5], rows[6] = append(rows[5], "-"), append(rows[6], "-")
-			} else if c.Minority(WireMetric) {
-				na := fmt.Sprintf("n/a (%d of %d samples have wire time)", w.Samples, c.Completed)
-				rows[5], rows[6] = append(rows[5], na), append(rows[6], "-")
+			} else if why := c.MinorityNA(WireMetric); why != "" {
+				rows[5], rows[6] = append(rows[5], "n/a ("+why+")"), append(rows[6], "-")
 			} else {
 				rows[5] = append(rows[5], figure(w.Mean))
 				rows[6] = append(rows[6], optRange(w.CI95, "fewer than two runs", " – "))

@@ -27,6 +27,7 @@ func (t *runTotaler) Add(s *result.Sample) {
 func (t *runTotaler) Totals() *result.RunTotals {
 	out := &result.RunTotals{Completed: t.run.ok, Failed: t.run.failed, SumNS: t.run.sum, Sums: t.run.metrics, Counts: t.run.metricN,
 		Failures: t.adds.failures, FirstError: t.adds.firstErr, Negotiated: t.adds.negotiated, Winners: t.adds.winners}
+	out.Conn = t.adds.conn.counts()
 	out.WhatIf = saveWhatIf(t.adds.whatif)
 	t.adds.hist.Buckets(func(us, n int64) bool {
 		out.Histogram = append(out.Histogram, [2]int64{us, n})
@@ -40,7 +41,7 @@ func (t *runTotaler) Totals() *result.RunTotals {
 func fromTotals(t *result.RunTotals, seq int64) (runAcc, *cellAdds) {
 	r := runAcc{sum: t.SumNS, ok: t.Completed, failed: t.Failed, metrics: t.Sums, metricN: t.Counts}
 	a := &cellAdds{completed: t.Completed, failed: t.Failed, failures: t.Failures, firstErr: t.FirstError, firstErrSeq: seq, hist: stats.NewLatency(),
-		negotiated: t.Negotiated, winners: t.Winners}
+		negotiated: t.Negotiated, winners: t.Winners, conn: connOfCounts(t.Conn)}
 	for _, b := range t.Histogram {
 		a.hist.RecordMicros(b[0], b[1])
 	}

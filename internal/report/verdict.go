@@ -92,6 +92,9 @@ func Verdicts(s *Summary) []Verdict {
 		if frag := fragmentClause(s, k.group, k.path); frag != "" {
 			v.Text += "; " + frag
 		}
+		if kept := keptClause(s, k.group, k.path); kept != "" {
+			v.Text += "; " + kept
+		}
 		if fail := failing(s, k.group, k.path); fail != "" {
 			v.Kind, v.Text = "failing", v.Text+"; "+fail
 		}

@@ -18,8 +18,9 @@ import (
 // a sample's wire_first_byte_ns; 5 its client_turn_ns; 6 the header's
 // sample_every and a run's totals (and files are written compressed,
 // samples.jsonl.zst, which every version's reader here takes); 7 a
-// survey's site records (target sites).
-const FormatVersion = 7
+// survey's site records (target sites); 8 a run's totals' conn (what the
+// connections of a file that keeps some rows did: kept, resumed, ...).
+const FormatVersion = 8
 
 // Line kinds in samples.jsonl.
 const (
@@ -134,9 +135,15 @@ func (s *Sample) OK() bool { return s.Err == "" }
 // Total is the response time.
 func (s *Sample) Total() time.Duration { return time.Duration(s.TotalNS) }
 
-// RewarmIndex is the run number and seq of the re-warm run before the
-// plan's step seq (negative: no run of the plan has it).
+// RewarmIndex is the seq of every re-warm run before the plan's step seq,
+// and the run number of the first (negative: no run of the plan has it).
 func RewarmIndex(seq int) int { return -1 - seq }
+
+// RewarmRun is the run number of the nth re-warm run (0: the first) before
+// step seq of a plan of steps steps: RewarmIndex(seq) less nth × steps, so
+// that a step re-warmed by two resumes (the first interrupted after its
+// re-warm) has two runs, never one number twice in a file.
+func RewarmRun(seq, nth, steps int) int { return RewarmIndex(seq) - nth*steps }
 
 // Run records one run of one cell: its place in the order and its outcome.
 type Run struct {
@@ -149,8 +156,9 @@ type Run struct {
 	Warmup   bool   `json:"warmup,omitempty"`
 	// Rewarm marks a warm-up a resumed experiment ran again before a
 	// cell's first counted run in the new process (its connections,
-	// sessions and caches are cold again): no step of the plan, its Run
-	// and Seq are RewarmIndex of the step it preceded.
+	// sessions and caches are cold again): no step of the plan, its Seq
+	// is RewarmIndex of the step it preceded, its Run RewarmRun (unique
+	// in the file, however often that step was re-warmed).
 	Rewarm    bool      `json:"rewarm,omitempty"`
 	Seq       int       `json:"seq"`
 	Start     time.Time `json:"start"`
@@ -207,6 +215,10 @@ type RunTotals struct {
 	// they spoke and by who won the dual path's race (the summary's).
 	Negotiated map[string]int `json:"negotiated,omitempty"`
 	Winners    map[string]int `json:"winners,omitempty"`
+	// Conn counts the completed samples by what their connection did
+	// (the summary's connection facts: tls, kept, resumed, zero_rtt,
+	// again); format version 8.
+	Conn       map[string]int `json:"conn,omitempty"`
 	FirstError string         `json:"first_error,omitempty"`
 	// Histogram is the completed samples' response times: pairs of a
 	// bucket's lowest value (µs; HDR, 1 µs to 1 h, three significant

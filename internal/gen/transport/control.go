@@ -189,6 +189,9 @@ type UDPSent struct {
 	Datagrams  int64         `json:"datagrams"`
 	SendErrors int64         `json:"send_errors"`
 	Elapsed    time.Duration `json:"elapsed"`
+	// Late is the most a datagram after the warm-up left after its due
+	// time (pace; nil from a server older than the field).
+	Late *time.Duration `json:"late,omitempty"`
 	// SndBuf is the sender's SO_SNDBUF as the kernel set it (read back).
 	SndBuf int `json:"sndbuf_effective,omitempty"`
 }

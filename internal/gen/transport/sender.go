@@ -71,7 +71,7 @@ func send(ctx context.Context, streams []*tcpStream, sp sendSpec) (SenderStats, 
 	base := preambleAcked(streams, sp.Preamble)
 	t0 := time.Now()
 	w := startWriters(ctx, streams, sp.Bytes, t0.Add(sp.Omit+sp.Duration))
-	smp := &sampler{streams: streams, t0: t0, omitEnd: t0.Add(sp.Omit), every: sp.Interval,
+	smp := &sampler{streams: streams, t0: t0, omitEnd: t0.Add(sp.Omit), every: sp.Interval, duration: sp.Duration,
 		prev: base, measuring: sp.Omit <= 0, start: base}
 	smp.until(w.finished)
 	var sent int64
@@ -163,11 +163,14 @@ func (w *writers) write(ctx context.Context, st *tcpStream, bytes int64, budget 
 
 // sampler takes a send's intervals from TCP_INFO while the writers run:
 // every interval through the warm-up, one at its end, then every interval
-// after it.
+// after it. The warm-up ends at the sample that ends it, which a loaded
+// machine takes late: the measured part then starts there, and the
+// writers' end moves with it, so that it still lasts duration.
 type sampler struct {
 	streams     []*tcpStream
 	t0, omitEnd time.Time
 	every       time.Duration
+	duration    time.Duration
 	intervals   []result.Interval
 	prev        TCPInfo // at the end of the last interval
 	measuring   bool    // the warm-up is over
@@ -184,7 +187,7 @@ func (s *sampler) until(finished <-chan struct{}) {
 	for {
 		select {
 		case <-timer.C:
-			s.sample()
+			s.sample(time.Since(s.t0))
 			timer.Reset(s.next())
 		case <-finished:
 			return
@@ -192,11 +195,12 @@ func (s *sampler) until(finished <-chan struct{}) {
 	}
 }
 
-// sample ends an interval now; the first to end at or past the warm-up's
-// end starts the measured part.
-func (s *sampler) sample() {
+// sample ends an interval at at (since t0); the first to end at or past
+// the warm-up's end starts the measured part: the grid of intervals and
+// the writers' end, duration later, are moved to it.
+func (s *sampler) sample(at time.Duration) {
 	now := tcpInfos(s.streams)
-	iv := result.Interval{StartNS: 0, EndNS: int64(time.Since(s.t0)), Omitted: !s.measuring}
+	iv := result.Interval{StartNS: 0, EndNS: int64(at), Omitted: !s.measuring}
 	if len(s.intervals) > 0 {
 		iv.StartNS = s.intervals[len(s.intervals)-1].EndNS
 	}
@@ -205,8 +209,11 @@ func (s *sampler) sample() {
 	iv.RTTUS, iv.Cwnd = now.RTT, now.Cwnd
 	s.intervals = append(s.intervals, iv)
 	s.prev = now
-	if !s.measuring && !time.Now().Before(s.omitEnd) {
-		s.measuring, s.start, s.startAt = true, now, time.Duration(iv.EndNS)
+	if end := s.t0.Add(at); !s.measuring && !end.Before(s.omitEnd) {
+		s.measuring, s.start, s.startAt, s.omitEnd = true, now, at, end
+		for _, st := range s.streams {
+			st.c.SetWriteDeadline(end.Add(s.duration))
+		}
 	}
 }
 
@@ -230,7 +237,7 @@ func (s *sampler) next() time.Duration {
 // send that ended within the warm-up measured from its end.
 func (s *sampler) end(elapsed time.Duration, last TCPInfo, sent int64) {
 	if len(s.intervals) == 0 || s.intervals[len(s.intervals)-1].EndNS < int64(elapsed) {
-		s.sample()
+		s.sample(elapsed)
 	}
 	intervals := s.intervals
 	// A last sliver of an interval joins the one before (of its kind).

@@ -375,9 +375,7 @@ func (s *Server) udp(ctx context.Context, cc *ctrl, c net.Conn, req *Request, p 
 	}
 	// Datagrams still in flight get a moment to land.
 	time.Sleep(200 * time.Millisecond)
-	close(stop)
-	pc.Close()
-	<-recvDone
+	stopReading(pc, stop, recvDone)
 	st := rx.stats(done.Datagrams)
 	st.RcvBuf = rcvEff
 	return cc.send(Report{Magic: Magic, Received: rx.bytes, Elapsed: time.Duration(rx.last - rx.first), UDP: &st})
@@ -414,8 +412,9 @@ func (s *Server) udpBack(ctx context.Context, cc *ctrl, c net.Conn, req *Request
 			pc.SetWriteBuffer(req.SndBuf)
 		}
 		sndEff := sockBuf(pc, unix.SO_SNDBUF)
-		sent, errs, elapsed := pace(ctx, func(b []byte) error { _, err := pc.WriteToUDPAddrPort(b, to); return err }, cookie, req.Size, req.Rate, req.length())
-		rep.UDPSent = &UDPSent{Datagrams: sent, SendErrors: errs, Elapsed: elapsed, SndBuf: sndEff}
+		pd := pace(ctx, func(b []byte) error { _, err := pc.WriteToUDPAddrPort(b, to); return err }, cookie, req.Size, req.Rate, req.length(),
+			warmupDatagrams(req.Omit, req.Size, req.Rate))
+		rep.UDPSent = &UDPSent{Datagrams: pd.sent, SendErrors: pd.errs, Elapsed: pd.elapsed, Late: &pd.late, SndBuf: sndEff}
 	}
 	c.SetDeadline(time.Now().Add(grace))
 	if err := cc.send(rep); err != nil {
@@ -435,9 +434,13 @@ func kernelStamps(pc *net.UDPConn) {
 }
 
 // readDatagrams feeds pc's datagrams to rx, with their kernel receive
-// times, until stop is closed or pc is; first (when given) is closed at
-// the first datagram of the test. The returned channel closes when it
-// has stopped, after which rx may be read.
+// times, until stop is closed (stopReading) or pc is; first (when given)
+// is closed at the first datagram of the test. Once stop is closed it
+// takes what is still queued in the socket, every datagram that arrived
+// before then, and stops: a reader that ran late on a loaded machine
+// does not leave datagrams that arrived in time to be counted lost. The
+// returned channel closes when it has stopped, after which rx may be
+// read.
 func readDatagrams(pc *net.UDPConn, rx *receiver, stop <-chan struct{}, first chan<- struct{}) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
@@ -446,22 +449,58 @@ func readDatagrams(pc *net.UDPConn, rx *receiver, stop <-chan struct{}, first ch
 		oob := make([]byte, 128)
 		for {
 			n, oobn, _, _, err := pc.ReadMsgUDP(buf, oob)
-			if err != nil {
-				return
-			}
-			rx.datagram(buf[:n], kernelTime(oob[:oobn]))
-			if first != nil && rx.received+rx.warmup > 0 {
-				close(first)
-				first = nil
+			if err == nil {
+				rx.datagram(buf[:n], kernelTime(oob[:oobn]))
+				if first != nil && rx.received+rx.warmup > 0 {
+					close(first)
+					first = nil
+				}
 			}
 			select {
 			case <-stop:
+				takeQueued(pc, rx, buf, oob, time.Now().UnixNano())
 				return
 			default:
+			}
+			if err != nil {
+				return
 			}
 		}
 	}()
 	return done
+}
+
+// stopReading ends readDatagrams: it closes stop and wakes the reader
+// from its wait, then waits until it has taken what was queued.
+func stopReading(pc *net.UDPConn, stop chan<- struct{}, done <-chan struct{}) {
+	close(stop)
+	pc.SetReadDeadline(time.Now())
+	<-done
+}
+
+// takeQueued feeds rx the datagrams queued in pc that arrived by until
+// (unix ns), without waiting for more.
+func takeQueued(pc *net.UDPConn, rx *receiver, buf, oob []byte, until int64) {
+	rc, err := pc.SyscallConn()
+	if err != nil {
+		return
+	}
+	rc.Control(func(fd uintptr) {
+		for {
+			n, oobn, _, _, err := unix.Recvmsg(int(fd), buf, oob, unix.MSG_DONTWAIT)
+			if err == unix.EINTR {
+				continue
+			}
+			if err != nil {
+				return
+			}
+			at := kernelTime(oob[:oobn])
+			if at > until {
+				return // arrived after the end: not the test's to count
+			}
+			rx.datagram(buf[:n], at)
+		}
+	})
 }
 
 // kernelTime reads SCM_TIMESTAMPNS from a datagram's control data, in unix

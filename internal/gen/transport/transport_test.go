@@ -11,8 +11,10 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"v6lab/internal/result"
 	"v6lab/internal/sock/path"
 	"v6lab/internal/testutil/servetest"
 )
@@ -126,8 +128,6 @@ func TestReverseTCP(t *testing.T) {
 	}
 }
 
-// TestReverseWithUnknownCongestionControl: the server cannot use the
-// algorithm asked for; the trial fails saying so, and nothing is sent.
 // TestTCPWarmupIsLeftOut runs 0.3 s of warm-up before 0.4 s measured, each
 // way: the warm-up's intervals are kept and marked, and the figures are
 // the measured part's alone.
@@ -170,8 +170,14 @@ func TestTCPWarmupIsLeftOut(t *testing.T) {
 			if o := m["omit_s"]; math.Abs(o-end.Seconds()) > 1e-6 || m["omitted_bytes"] != float64(warm) {
 				t.Errorf("omit_s %g, omitted_bytes %g, the warm-up's intervals carry %d", o, m["omitted_bytes"], warm)
 			}
-			if ts := m["transfer_s"]; ts < 0.35 || ts > 0.6 || time.Duration(s.TotalNS) != time.Duration(ts*1e9) {
-				t.Errorf("transfer_s %g (total %v): the measured part is 0.4 s", ts, time.Duration(s.TotalNS))
+			// The measured part runs from the warm-up's end (however late
+			// the sample that ended it) to the transfer's end, the last
+			// interval's, and lasts at least the 0.4 s asked: the writers'
+			// end moves with a late warm-up's.
+			last := time.Duration(s.Intervals[len(s.Intervals)-1].EndNS)
+			if ts := m["transfer_s"]; ts < 0.4 || time.Duration(s.TotalNS) != last-end || math.Abs(ts-(last-end).Seconds()) > 1e-9 {
+				t.Errorf("transfer_s %g (total %v), intervals to %v, warm-up to %v: the measured part is 0.4 s after the warm-up",
+					ts, time.Duration(s.TotalNS), last, end)
 			}
 			// Throughput is the measured bytes over the measured time.
 			got := m["throughput_mbps"] * 1e6 / 8 * m["transfer_s"]
@@ -198,19 +204,43 @@ func TestUDPWarmupIsLeftOut(t *testing.T) {
 			if m["omitted_datagrams"] != 250 || m["omit_s"] != 0.2 {
 				t.Errorf("omitted %g datagrams in %g s, want 250 in 0.2", m["omitted_datagrams"], m["omit_s"])
 			}
-			if sent := m["datagrams_sent"]; sent < 360 || sent > 376 {
+			if sent := m["datagrams_sent"]; sent != 375 {
 				t.Errorf("sent %g measured datagrams, want 375", sent)
 			}
 			if m["datagrams_received"]+m["lost"] != m["datagrams_sent"] || m["loss_pct"] > 1 || s.BytesIn != int64(m["datagrams_received"])*1000 {
 				t.Errorf("bytes in %d, metrics %v", s.BytesIn, m)
 			}
-			if off := m["offered_mbps"]; math.Abs(off-10) > 1 {
-				t.Errorf("offered %g Mbit/s over the measured part, asked 10", off)
-			}
+			offeredAsPaced(t, s, 625, 800*time.Microsecond, 200*time.Millisecond)
 		})
 	}
 }
 
+// offeredAsPaced checks a UDP trial's sending time and offered rate
+// against the pacing of n datagrams gap apart after a warm-up of omit:
+// the last was sent no more than 1 ms before it was due (pace sends what
+// is due within a millisecond at once), and after it by no more than
+// send_late_ms, the most the sender says it fell behind (a loaded
+// machine wakes it late, then it catches up); offered_mbps is the
+// measured datagrams over that time.
+func offeredAsPaced(t *testing.T, s result.Sample, n int64, gap, omit time.Duration) {
+	t.Helper()
+	m := s.Metrics
+	late, ok := m["send_late_ms"]
+	if !ok || late < 0 {
+		t.Fatalf("send_late_ms %g (%v): the sender's lateness not recorded", late, ok)
+	}
+	lastDue := time.Duration(n-1)*gap - omit
+	took := time.Duration(s.TotalNS)
+	if took < lastDue-time.Millisecond || took > lastDue+time.Duration(late*1e6)+time.Microsecond {
+		t.Errorf("sent for %v: the last datagram was due at %v, the sender %g ms late at most", took, lastDue, late)
+	}
+	if want := m["datagrams_sent"] * float64(m["datagram_size"]) * 8 / took.Seconds() / 1e6; math.Abs(m["offered_mbps"]-want) > 1e-9*want {
+		t.Errorf("offered %g Mbit/s, %g sent over %v", m["offered_mbps"], m["datagrams_sent"], took)
+	}
+}
+
+// TestReverseWithUnknownCongestionControl: the server cannot use the
+// algorithm asked for; the trial fails saying so, and nothing is sent.
 func TestReverseWithUnknownCongestionControl(t *testing.T) {
 	srv := startServer(t, path.IPv4)
 	pr := &Probe{Server: srv, Path: path.IPv4, Opts: Options{Test: "tcp", Reverse: true, Duration: time.Second, Congestion: "nosuchcc"}}
@@ -272,16 +302,15 @@ func TestUDPLossAndJitter(t *testing.T) {
 					t.Fatalf("%s (%s)", s.Err, s.Marker)
 				}
 				m := s.Metrics
-				// 10 Mbit/s of 1000-byte datagrams for 0.5 s is 625 datagrams.
-				if sent := m["datagrams_sent"]; sent < 600 || sent > 626 {
+				// 10 Mbit/s of 1000-byte datagrams for 0.5 s is 625 datagrams,
+				// one every 800 µs.
+				if sent := m["datagrams_sent"]; sent != 625 {
 					t.Errorf("sent %g datagrams", sent)
 				}
 				if m["loss_pct"] < 0 || m["loss_pct"] > 1 || m["datagrams_received"]+m["lost"] != m["datagrams_sent"] {
 					t.Errorf("loss on loopback: %v", m)
 				}
-				if off := m["offered_mbps"]; math.Abs(off-10) > 1 {
-					t.Errorf("offered %g Mbit/s, asked 10", off)
-				}
+				offeredAsPaced(t, s, 625, 800*time.Microsecond, 0)
 				if _, ok := m["jitter_ms"]; !ok || m["duplicates"] != 0 || s.BytesIn != int64(m["datagrams_received"])*1000 {
 					t.Errorf("bytes in %d, metrics %v", s.BytesIn, m)
 				}
@@ -408,6 +437,41 @@ func TestReceiverCountsLossDuplicatesReorderingAndJitter(t *testing.T) {
 	}
 }
 
+// TestReaderTakesWhatArrivedBeforeItsEnd: datagrams queued in the socket
+// when the test ends (here all of them: the end came before the reader
+// first ran, as on a loaded machine) are counted, not lost; and a reader
+// waiting on an empty socket stops when told.
+func TestReaderTakesWhatArrivedBeforeItsEnd(t *testing.T) {
+	pc, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	kernelStamps(pc)
+	out, err := net.DialUDP("udp4", nil, pc.LocalAddr().(*net.UDPAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	const n = 50
+	for seq := range int64(n) {
+		out.Write(datagram(7, seq, time.Now().UnixNano()))
+	}
+	rx := newReceiver(7, time.Second, 0)
+	stop := make(chan struct{})
+	close(stop)
+	<-readDatagrams(pc, rx, stop, nil)
+	if st := rx.stats(n); st.Received != n || st.Lost != 0 {
+		t.Errorf("%d of %d queued datagrams counted, %d lost", st.Received, n, st.Lost)
+	}
+	rx = newReceiver(7, time.Second, 0)
+	stop = make(chan struct{})
+	stopReading(pc, stop, readDatagrams(pc, rx, stop, nil))
+	if rx.received != 0 {
+		t.Errorf("%d datagrams from an empty socket", rx.received)
+	}
+}
+
 func TestReceiverLeavesTheWarmupOut(t *testing.T) {
 	r := newReceiver(7, time.Second, 3)
 	now := int64(1e9)
@@ -421,6 +485,43 @@ func TestReceiverLeavesTheWarmupOut(t *testing.T) {
 	}
 	if got := LossPct(st.Lost, 7-3); got != 25 {
 		t.Errorf("loss %g%%, 1 of the 4 measured", got)
+	}
+}
+
+// TestPaceCatchesUpAfterAStall: on a clock of the test's (a synctest
+// bubble), the sender stalls 60 ms in datagram 300's write, as a loaded
+// machine stalls it; the datagrams due meanwhile leave at once when it
+// resumes, none leaves more than 1 ms early, all 625 are sent, and late
+// says by how much it fell behind, counting from the warm-up's end only.
+func TestPaceCatchesUpAfterAStall(t *testing.T) {
+	const gap = 800 * time.Microsecond // 1000 bytes at 10 Mbit/s
+	for _, c := range []struct {
+		from int64
+		late time.Duration
+	}{{250, 60 * time.Millisecond}, {400, 0}} {
+		t.Run(fmt.Sprintf("from=%d", c.from), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var at []time.Duration
+				t0 := time.Now()
+				write := func(b []byte) error {
+					at = append(at, time.Since(t0))
+					if binary.BigEndian.Uint64(b[8:16]) == 300 {
+						time.Sleep(60 * time.Millisecond)
+					}
+					return nil
+				}
+				p := pace(context.Background(), write, 7, 1000, 10e6, 500*time.Millisecond, c.from)
+				if p.sent != 625 || p.errs != 0 || p.late != c.late || p.elapsed < 624*gap-time.Millisecond || p.elapsed > 624*gap {
+					t.Errorf("%+v, want 625 sent, the last at %v (up to 1 ms early), %v late", p, 624*gap, c.late)
+				}
+				for seq, sent := range at {
+					due := time.Duration(seq) * gap
+					if sent < due-time.Millisecond || (seq > 300 && due < 300*time.Millisecond && sent != 300*time.Millisecond) {
+						t.Errorf("datagram %d due at %v sent at %v", seq, due, sent)
+					}
+				}
+			})
+		})
 	}
 }
 

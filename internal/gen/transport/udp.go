@@ -33,7 +33,9 @@ func udpTest(ctx context.Context, tr *load.Trace, cc *ctrl, c net.Conn, d path.D
 		uc.SetWriteBuffer(o.SndBuf)
 	}
 	sndEff := sockBuf(uc, unix.SO_SNDBUF)
-	sent, sendErrs, elapsed := pace(ctx, func(b []byte) error { _, err := uc.Write(b); return err }, acc.Cookie, o.Size, o.Rate, o.Omit+o.Duration)
+	pd := pace(ctx, func(b []byte) error { _, err := uc.Write(b); return err }, acc.Cookie, o.Size, o.Rate, o.Omit+o.Duration,
+		warmupDatagrams(o.Omit, o.Size, o.Rate))
+	sent := pd.sent
 	c.SetDeadline(time.Now().Add(grace))
 	if err := cc.send(Done{Magic: Magic, Sent: sent * int64(o.Size), Datagrams: sent}); err != nil {
 		return tr.Fail(ctx, "io", err)
@@ -46,7 +48,7 @@ func udpTest(ctx context.Context, tr *load.Trace, cc *ctrl, c net.Conn, d path.D
 		return tr.Fail(ctx, "protocol", fmt.Errorf("transport: the server's report has no UDP figures"))
 	}
 	s := tr.Done(fmt.Sprintf("%d of %d datagrams", rep.UDP.Received, sent))
-	s = bufMetrics(udpSample(s, o, sent, sendErrs, elapsed, rep), sndEff, rep.UDP.RcvBuf)
+	s = bufMetrics(udpSample(s, o, pd, rep), sndEff, rep.UDP.RcvBuf)
 	// What the datagrams were on the wire: whole, or in fragments (a
 	// 1460-byte payload is 2 IPv6 fragments over a 1500-byte MTU).
 	if ipv6 := data.Addr().Unmap().Is6(); s.Metrics != nil {
@@ -118,9 +120,7 @@ func reverseUDP(ctx context.Context, tr *load.Trace, cc *ctrl, c net.Conn, uc *n
 	if err == nil {
 		time.Sleep(200 * time.Millisecond) // datagrams still in flight land
 	}
-	close(stop)
-	uc.Close()
-	<-done
+	stopReading(uc, stop, done)
 	switch {
 	case err != nil:
 		return tr.Fail(ctx, "protocol", fmt.Errorf("transport: the server's report: %w", err))
@@ -137,17 +137,21 @@ func reverseUDP(ctx context.Context, tr *load.Trace, cc *ctrl, c net.Conn, uc *n
 	}
 	here := Report{Received: rx.bytes, Elapsed: time.Duration(rx.last - rx.first), UDP: &st}
 	s := tr.Done(fmt.Sprintf("reverse: %d of %d datagrams", st.Received, snd.Datagrams))
-	return bufMetrics(udpSample(s, o, snd.Datagrams, snd.SendErrors, snd.Elapsed, here), snd.SndBuf, rcvEff)
+	pd := paced{sent: snd.Datagrams, errs: snd.SendErrors, elapsed: snd.Elapsed, late: -1}
+	if snd.Late != nil {
+		pd.late = *snd.Late
+	}
+	return bufMetrics(udpSample(s, o, pd, here), snd.SndBuf, rcvEff)
 }
 
 // udpSample fills a completed UDP trial's sample from the sender's counts
 // and the receiver's report; a receiver that saw nothing fails it. The
 // warm-up's datagrams (sent first, o.Omit long) are left out: sent and
 // elapsed become the measured part's.
-func udpSample(s result.Sample, o Options, sent, sendErrs int64, elapsed time.Duration, rep Report) result.Sample {
+func udpSample(s result.Sample, o Options, pd paced, rep Report) result.Sample {
 	u := rep.UDP
-	warm := min(warmupDatagrams(o.Omit, o.Size, o.Rate), sent)
-	sent, elapsed = sent-warm, max(elapsed-o.Omit, 0)
+	warm := min(warmupDatagrams(o.Omit, o.Size, o.Rate), pd.sent)
+	sent, elapsed := pd.sent-warm, max(pd.elapsed-o.Omit, 0)
 	if warm > 0 && sent == 0 {
 		s.Err = fmt.Sprintf("the test ended within its %v warm-up", o.Omit)
 		s.ErrKind = result.ErrProtocol
@@ -155,7 +159,10 @@ func udpSample(s result.Sample, o Options, sent, sendErrs int64, elapsed time.Du
 	}
 	s.TotalNS = int64(elapsed)
 	s.BytesOut, s.BytesIn = sent*int64(o.Size), rep.Received
-	s.Metrics = udpMetrics(o, sent, warm, sendErrs, elapsed, rep)
+	s.Metrics = udpMetrics(o, sent, warm, pd.errs, elapsed, rep)
+	if pd.late >= 0 { // -1: a server that does not say
+		s.Metrics["send_late_ms"] = float64(pd.late) / 1e6
+	}
 	s.Intervals = udpIntervals(u)
 	if u.Received == 0 {
 		s.Err = fmt.Sprintf("the receiver saw none of the %d datagrams sent", sent)
@@ -187,14 +194,28 @@ func udpIntervals(u *UDPStats) []result.Interval {
 	return out
 }
 
+// paced is what pace did: datagrams sent, and refused by the kernel
+// (ENOBUFS, or ECONNREFUSED after an ICMP error: lost); elapsed, from the
+// first one's due time to the last one's send (its write returned); and
+// late, the most any datagram from the warm-up's end on was sent after
+// its due time (0 when none was).
+type paced struct {
+	sent, errs    int64
+	elapsed, late time.Duration
+}
+
 // pace sends datagrams of size bytes at rate for duration through write,
-// each stamped with the cookie, its sequence number and its send time,
-// and returns how many it sent, how many the kernel refused (ENOBUFS, or
-// ECONNREFUSED after an ICMP error: lost), and how long it took.
-func pace(ctx context.Context, write func([]byte) error, cookie uint64, size int, rate uint64, duration time.Duration) (sent, errs int64, elapsed time.Duration) {
+// each stamped with the cookie, its sequence number and its send time.
+// It sleeps only when the next is due more than a millisecond ahead, so
+// a datagram leaves up to 1 ms early; after a late wake-up, those due
+// meanwhile leave at once (a burst) and late says by how much the sender
+// fell behind, from datagram number from on: a sender slower than its
+// rate is v6lab's, not the path's.
+func pace(ctx context.Context, write func([]byte) error, cookie uint64, size int, rate uint64, duration time.Duration, from int64) paced {
 	buf := make([]byte, size)
 	binary.BigEndian.PutUint64(buf[0:8], cookie)
 	gap := datagramGap(size, rate)
+	var p paced
 	t0 := time.Now()
 	end := t0.Add(duration)
 	for seq := int64(0); ctx.Err() == nil; seq++ {
@@ -208,11 +229,16 @@ func pace(ctx context.Context, write func([]byte) error, cookie uint64, size int
 		binary.BigEndian.PutUint64(buf[8:16], uint64(seq))
 		binary.BigEndian.PutUint64(buf[16:24], uint64(time.Now().UnixNano()))
 		if write(buf) != nil {
-			errs++
+			p.errs++
 		}
-		sent++
+		p.sent++
+		now := time.Now()
+		if late := now.Sub(due); seq >= from && late > p.late {
+			p.late = late
+		}
+		p.elapsed = now.Sub(t0)
 	}
-	return sent, errs, time.Since(t0)
+	return p
 }
 
 // datagramGap is the time between datagrams of size bytes at rate bits/s.

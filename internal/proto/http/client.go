@@ -320,7 +320,7 @@ func (c *Client) Do(ctx context.Context, user int) result.Sample {
 func (c *Client) do(ctx context.Context, user int) result.Sample {
 	tr := load.Begin("http", c.Path)
 	if c.V3 != nil && c.Path.Kind().Dual {
-		return c.phases(c.doV3(ctx, tr))
+		return c.phases(c.doV3(ctx, tr, user))
 	}
 	switch c.Version {
 	case Version2:

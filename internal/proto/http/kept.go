@@ -1,6 +1,7 @@
 package http
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net"
@@ -110,7 +111,8 @@ func (c *Client) Close() error {
 }
 
 // onKept runs a transaction on user's kept connection, when it has one
-// (ok false: it has none, dial).
+// (ok false: it has none, dial). negotiated names its protocol; empty, it
+// is the kept connection's (h2 or h3: a version 3 race kept either).
 func (c *Client) onKept(ctx context.Context, tr *load.Trace, user int, negotiated string) (result.Sample, bool) {
 	if !c.Keep {
 		return result.Sample{}, false
@@ -124,12 +126,14 @@ func (c *Client) onKept(ctx context.Context, tr *load.Trace, user int, negotiate
 	var err error
 	switch k := kc.(type) {
 	case *h2conn:
+		negotiated = cmp.Or(negotiated, "h2")
 		stop := context.AfterFunc(ctx, k.close) // a write blocked, or a read, ends with ctx
 		var h *h2conn
 		f, h, err = c.h2fetch(ctx, tr, k)
 		stop()
 		kc = h // the new connection, after the server's GOAWAY
 	case *h3Kept:
+		negotiated = cmp.Or(negotiated, "h3")
 		f, err = c.streams(ctx, tr, k, "GET")
 	}
 	if err != nil {
@@ -170,5 +174,9 @@ func (c *Client) keptEnds(tr *load.Trace, kc keptConn) {
 			tr.S.Metrics = map[string]float64{}
 		}
 		tr.S.Metrics["ipv6_won"] = won(path.AddrOf(remote).Is6())
+		if c.V3 != nil { // a version 3 race chose the transport too
+			_, quic := kc.(*h3Kept)
+			tr.S.Metrics["quic_won"] = won(quic)
+		}
 	}
 }

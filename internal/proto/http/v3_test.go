@@ -188,3 +188,36 @@ func TestV3QUICBlockedEverywhereFallsBackToTCP(t *testing.T) {
 	}
 	startedAfter(t, s, 2)
 }
+
+// TestV3KeepaliveKeepsTheWinner: with keepalive a user keeps the
+// connection its race won, HTTP/3 or h2, for its next transactions: they
+// race nothing (no he_attempts), say kept, and carry the family and
+// transport of the connection they ran on.
+func TestV3KeepaliveKeepsTheWinner(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		c        *Client
+		neg      string
+		ipv6, qu float64
+	}{
+		{"quic", patient(v3rig(t, lo4, lo6)), "h3", 1, 1},
+		{"tcp", fallingBack(v3rig(t)), "h2", 1, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := tc.c
+			c.Keep = true
+			defer c.Close()
+			for i := range 3 {
+				s := do(c, 5*time.Second)
+				m := s.Metrics
+				if s.Err != "" || s.Negotiated != tc.neg || m["ipv6_won"] != tc.ipv6 || m["quic_won"] != tc.qu {
+					t.Fatalf("transaction %d: %q, negotiated %q, metrics %v (%s)", i, s.Err, s.Negotiated, m, s.Marker)
+				}
+				_, raced := m["he_attempts"]
+				if raced != (i == 0) || s.Kept != (i > 0) {
+					t.Errorf("transaction %d: raced %v, kept %v, want the first raced and the others kept (%s)", i, raced, s.Kept, s.Marker)
+				}
+			}
+		})
+	}
+}

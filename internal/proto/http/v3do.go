@@ -19,8 +19,13 @@ import (
 // doV3 is one transaction of the dual path with dialer v3: the race
 // (raceV3), then the page and its objects over the winner, HTTP/3 when
 // QUIC won, else h2 or HTTP/1.1 as TLS chose. Its sample records the race
-// (v3Metrics) and its marker each attempt and its fate.
-func (c *Client) doV3(ctx context.Context, tr *load.Trace) result.Sample {
+// (v3Metrics) and its marker each attempt and its fate. With keepalive
+// the user keeps the winner's connection (HTTP/3 or h2) for its next
+// transactions, which race nothing.
+func (c *Client) doV3(ctx context.Context, tr *load.Trace, user int) result.Sample {
+	if s, ok := c.onKept(ctx, tr, user, ""); ok {
+		return s
+	}
 	won, rec, err := c.raceV3(ctx, tr)
 	tr.S.Metrics = v3Metrics(rec)
 	if err != nil {
@@ -35,15 +40,20 @@ func (c *Client) doV3(ctx context.Context, tr *load.Trace) result.Sample {
 		tr.S.ConnectNS = int64(w.Progress)
 	}
 	if won.quic != nil {
-		return c.v3QUIC(ctx, tr, won, raceText(rec))
+		return c.v3QUIC(ctx, tr, won, raceText(rec), user)
 	}
-	return c.v3TCP(ctx, tr, won, raceText(rec))
+	return c.v3TCP(ctx, tr, won, raceText(rec), user)
 }
 
 // v3QUIC fetches over the QUIC connection that won: HTTP/3.
-func (c *Client) v3QUIC(ctx context.Context, tr *load.Trace, won *v3conn, race string) result.Sample {
+func (c *Client) v3QUIC(ctx context.Context, tr *load.Trace, won *v3conn, race string, user int) result.Sample {
 	k := won.quic
-	defer k.close()
+	kept := false
+	defer func() {
+		if !kept {
+			k.close()
+		}
+	}()
 	tr.S.Local, tr.S.Remote = k.pc.LocalAddr().String(), k.pc.RemoteAddr().String()
 	var err error
 	if k.h3Conn, err = newH3Conn(k.conn, c.URL, c.UserAgent); err != nil {
@@ -55,39 +65,56 @@ func (c *Client) v3QUIC(ctx context.Context, tr *load.Trace, won *v3conn, race s
 	if err != nil {
 		return c.failStreams(ctx, tr, nil, err)
 	}
+	if c.Keep {
+		kept = true
+		c.kept.keep(user, k)
+	}
 	st := k.conn.ConnectionState()
 	setTLS(tr, st.TLS)
 	return c.done(tr, f, "h3", "QUIC "+st.Version.String()+", "+race)
 }
 
 // v3TCP fetches over the TCP connection that won, with the protocol TLS
-// chose: h2 (v6lab's own framing, h2conn), or HTTP/1.1 (v3HTTP11).
-func (c *Client) v3TCP(ctx context.Context, tr *load.Trace, won *v3conn, race string) result.Sample {
-	defer load.CloseAbort(won.raw)
-	stop := load.Deadline(ctx, won.raw)
-	defer stop()
-	tr.Conn(won.raw)
+// chose: h2 (v6lab's own framing, h2conn), or HTTP/1.1 (v3HTTP11). With
+// keepalive an h2 connection is kept (as doH2 keeps its own); HTTP/1.1's
+// are not.
+func (c *Client) v3TCP(ctx context.Context, tr *load.Trace, won *v3conn, race string, user int) result.Sample {
 	cs := won.tls.ConnectionState()
+	neg := cs.NegotiatedProtocol
+	keep := c.Keep && neg == "h2"
+	kept := false
+	defer func() {
+		if !kept {
+			load.CloseAbort(won.raw)
+		}
+	}()
+	if !keep {
+		stop := load.Deadline(ctx, won.raw)
+		defer stop()
+	}
+	tr.Conn(won.raw)
 	setTLS(tr, cs)
 	st := stampsOf(won.tls)
 	var f fetched
 	var err error
-	var again *h2conn // the new connection, after the server's GOAWAY
-	neg := cs.NegotiatedProtocol
+	var h *h2conn // the connection the page ended on: a new one after the server's GOAWAY
 	if neg == "h2" {
 		h0 := newH2Conn(won.tls, won.raw)
-		if f, again, err = c.h2fetch(ctx, tr, h0); again == h0 {
-			again = nil
+		f, h, err = c.h2fetch(ctx, tr, h0)
+		if h != h0 {
+			recordToo(tr, stampsOf(h.conn))
+		}
+		if keep && err == nil {
+			kept = h == h0
+			c.kept.keep(user, h)
+		} else if h != h0 {
+			defer h.close()
 		}
 	} else {
 		neg = eyeballs.ALPNHTTP11
 		f, err = c.v3HTTP11(ctx, tr, won)
 	}
 	st.record(tr)
-	if again != nil {
-		defer again.close()
-		recordToo(tr, stampsOf(again.conn))
-	}
 	if err != nil {
 		return c.failStreams(ctx, tr, st, err)
 	}

@@ -511,6 +511,9 @@ type Executor struct {
 	// Done lists steps (by Seq) already in the samples file: Run appends
 	// the rest to it instead of starting a new one (resume).
 	Done map[int]bool
+	// Rewarmed lists the re-warm runs already in the samples file by
+	// their Run (Resume.Rewarmed): a re-warm takes a number none has.
+	Rewarmed map[int]bool
 	// Conditions, when set, sets up what a cell's runs need around them
 	// (background traffic, a server-side capture) and records it.
 	Conditions Conditions
@@ -764,9 +767,16 @@ func (e *Experiment) rewarms(done map[int]bool) map[int]bool {
 }
 
 // rewarm runs the warm-up again before step st (rewarms): a warm-up run,
-// not counted, numbered result.RewarmIndex(st.Seq), then the group's pause.
+// not counted, of seq result.RewarmIndex(st.Seq), then the group's pause.
+// Its run number is the first result.RewarmRun of the step the file does
+// not hold yet (Rewarmed): an earlier resume may have re-warmed the same step
+// and been interrupted before finishing it.
 func (r *Executor) rewarm(ctx context.Context, w *result.Writer, st Step, probe load.Probe) error {
-	st.Run, st.Seq, st.Warmup, st.Rewarm = result.RewarmIndex(st.Seq), result.RewarmIndex(st.Seq), true, true
+	run, steps := result.RewarmIndex(st.Seq), len(r.Exp.Plan())
+	for nth := 1; r.Rewarmed[run]; nth++ {
+		run = result.RewarmRun(st.Seq, nth, steps)
+	}
+	st.Run, st.Seq, st.Warmup, st.Rewarm = run, result.RewarmIndex(st.Seq), true, true
 	rec, err := r.runStep(ctx, w, st, time.Time{}, probe, prepareCheck(r.Roles))
 	if err != nil {
 		return err

@@ -19,6 +19,10 @@ type Resume struct {
 	Header result.Header
 	// Done lists the finished steps by Seq.
 	Done map[int]bool
+	// Rewarmed lists the re-warm runs in the file by Run (negative:
+	// result.RewarmRun), so that the next re-warm of a step takes a
+	// number of its own (Executor.Rewarmed).
+	Rewarmed map[int]bool
 	// Moved names the file that received the lines of the unfinished run
 	// (samples.unfinished-N.jsonl), or "" when there were none.
 	Moved string
@@ -74,7 +78,7 @@ func PrepareResume(dir string) (*Resume, error) {
 			return nil, fmt.Errorf("experiment: resume: cell group %s's %s was a secret, which results do not record: run it again instead", c.CellName(), name)
 		}
 	}
-	rs := &Resume{Exp: &exp, Header: *h, Done: map[int]bool{}}
+	rs := &Resume{Exp: &exp, Header: *h, Done: map[int]bool{}, Rewarmed: map[int]bool{}}
 	st, err := fh.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("experiment: resume: %w", err)
@@ -100,11 +104,13 @@ func PrepareResume(dir string) (*Resume, error) {
 }
 
 // finished says whether a samples line ends a finished run (or is the
-// header), recording a finished step of the plan in Done; a re-warm run is
-// finished but no step of the plan.
+// header), recording a finished step of the plan in Done by its seq, and
+// a re-warm run (finished, but no step of the plan) in Rewarmed by its
+// run number.
 func (rs *Resume) finished(line []byte) bool {
 	var l struct {
 		Kind   string `json:"kind"`
+		Run    int    `json:"run"`
 		Seq    int    `json:"seq"`
 		Err    string `json:"err"`
 		Rewarm bool   `json:"rewarm"`
@@ -116,7 +122,9 @@ func (rs *Resume) finished(line []byte) bool {
 	case l.Kind == result.KindHeader:
 		return true
 	case l.Kind == result.KindRun && l.Err != "interrupted":
-		if !l.Rewarm {
+		if l.Rewarm {
+			rs.Rewarmed[l.Run] = true
+		} else {
 			rs.Done[l.Seq] = true
 		}
 		return true

@@ -95,7 +95,7 @@ func Child(ctx context.Context, jobFile string, out measure.Output) error {
 	}
 	mj.Roles = roles(j.Lab["name"])
 	if j.Dir != "" {
-		mj.Resume, mj.ResumeDir = &experiment.Resume{Exp: j.Exp, Done: j.Done}, j.Dir
+		mj.Resume, mj.ResumeDir = &experiment.Resume{Exp: j.Exp, Done: j.Done, Rewarmed: j.Rewarmed}, j.Dir
 	}
 	_, err = measure.Do(ctx, mj, out)
 	return err

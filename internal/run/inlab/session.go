@@ -103,7 +103,9 @@ type Job struct {
 	PMTU *PMTUJob `json:"pmtu,omitempty"`
 	// Done and Dir resume an interrupted experiment.
 	Done map[int]bool `json:"done,omitempty"`
-	Dir  string       `json:"dir,omitempty"`
+	// Rewarmed are the re-warm runs in Dir's file (Resume.Rewarmed).
+	Rewarmed map[int]bool `json:"rewarmed,omitempty"`
+	Dir      string       `json:"dir,omitempty"`
 }
 
 // ChildExitError is the measuring process's exit status: it has already
@@ -229,7 +231,7 @@ func (r *Session) prepare(ctx context.Context, l *lab.Lab, cfg lab.Config) (*Job
 	job := &Job{Command: r.Command, Somaxconn: somaxconn(l), Exp: r.Exp, Endpoints: emb.Endpoints(experiment.LabSources(l)),
 		Servers: servers, Lab: labHeader(l, cfg, r.Pcap), Results: r.Results, Pcap: r.Pcap, Dir: r.ResumeDir}
 	if r.Resume != nil {
-		job.Done = r.Resume.Done
+		job.Done, job.Rewarmed = r.Resume.Done, r.Resume.Rewarmed
 	}
 	if r.Exp.Real() {
 		stopReal, err := startReal(ctx, l, r.Exp, job)

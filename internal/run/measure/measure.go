@@ -160,6 +160,17 @@ const TimingNote = "timing: each user warmed its socket code before the run's ba
 // trials' close as usual (their own timing note says so).
 const LingerNote = "client connections are closed with SO_LINGER 0 after the completion marker, so no TIME_WAIT accumulates on the client"
 
+// resultFiles names the files a run writes in dir, its samples file by
+// its own name: a resumed result of an older version may have a plain
+// samples.jsonl, which the run appends to.
+func resultFiles(dir string) string {
+	samples := result.SamplesName
+	if p, err := result.SamplesPath(dir); err == nil {
+		samples = filepath.Base(p)
+	}
+	return samples + ", summary.json, report.txt, results.csv, report.html"
+}
+
 // DefaultMemoryLimit is the measuring process's soft memory limit.
 const DefaultMemoryLimit = 768 << 20
 
@@ -173,9 +184,9 @@ func Do(ctx context.Context, j Job, o Output) (string, error) {
 		return "", err
 	}
 	var dir string
-	var done map[int]bool
+	var done, rewarmed map[int]bool
 	if j.Resume != nil {
-		dir, done = j.ResumeDir, j.Resume.Done
+		dir, done, rewarmed = j.ResumeDir, j.Resume.Done, j.Resume.Rewarmed
 		if j.Segment == nil {
 			j.Segment = j.Resume.Header.Segment
 		}
@@ -187,7 +198,7 @@ func Do(ctx context.Context, j Job, o Output) (string, error) {
 		hdr.Segment = seg
 		hdr.Notes = append(hdr.Notes, SegmentNote(*seg))
 	}
-	files := "samples.jsonl.zst, summary.json, report.txt, results.csv, report.html"
+	files := resultFiles(dir)
 	if j.Pcap != nil {
 		name, closePcap, err := j.recordPcap(dir, len(done))
 		if err != nil {
@@ -199,7 +210,7 @@ func Do(ctx context.Context, j Job, o Output) (string, error) {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	plan := j.Exp.Plan()
-	r := &experiment.Executor{Exp: j.Exp, Probe: j.Probe, Header: hdr, Wire: j.Wire, Done: done, Conditions: j.Conditions,
+	r := &experiment.Executor{Exp: j.Exp, Probe: j.Probe, Header: hdr, Wire: j.Wire, Done: done, Rewarmed: rewarmed, Conditions: j.Conditions,
 		Segment: j.Segment, StartAt: j.StartAt, Totals: report.NewTotaler, TCPInfo: j.TCPInfo, Roles: j.Roles}
 	prog := o.progress(len(plan), len(done), r.Written)
 	r.OnStep = prog.Step

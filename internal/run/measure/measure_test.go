@@ -193,3 +193,19 @@ type stepFunc func()
 
 func (f stepFunc) Step(int, int, result.Run) { f() }
 func (stepFunc) Done()                       {}
+
+// TestResultFilesNameTheSamplesFile: the "results:" line names the
+// samples file a run writes to: a new result's compressed one, a resumed
+// older result's plain one.
+func TestResultFilesNameTheSamplesFile(t *testing.T) {
+	dir := t.TempDir()
+	if got := resultFiles(dir); !strings.HasPrefix(got, "samples.jsonl.zst, ") {
+		t.Errorf("a new result: %q", got)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "samples.jsonl"), []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := resultFiles(dir); !strings.HasPrefix(got, "samples.jsonl, ") {
+		t.Errorf("a resumed plain result: %q", got)
+	}
+}

@@ -30,8 +30,8 @@ type Dir struct {
 	name   string // its samples file
 	header result.Header
 	runs   []result.Run
-	bySeq  map[int]*result.Run
-	seqOf  map[string]int // by runID
+	byID   map[string]*result.Run // by runID
+	seqOf  map[string]int         // by runID
 }
 
 // Read reads dirs, each a segment's result directory or a directory that
@@ -96,7 +96,7 @@ func readSegment(dir string) (*Dir, error) {
 	if err != nil {
 		return nil, fmt.Errorf("merge: %w", err)
 	}
-	seg := &Dir{dir: dir, name: name, bySeq: map[int]*result.Run{}, seqOf: map[string]int{}}
+	seg := &Dir{dir: dir, name: name, byID: map[string]*result.Run{}, seqOf: map[string]int{}}
 	err = scanFile(name, result.Visitor{
 		Header: func(h *result.Header) error {
 			if h.Segment == nil {
@@ -112,10 +112,34 @@ func readSegment(dir string) (*Dir, error) {
 	}
 	for i := range seg.runs {
 		r := &seg.runs[i]
-		seg.bySeq[r.Seq] = r
-		seg.seqOf[runID(r.Cell, r.Run)] = r.Seq
+		id := runID(r.Cell, r.Run)
+		if had := seg.byID[id]; had != nil {
+			if err := sameRewarm(had, r); err != nil {
+				return nil, fmt.Errorf("merge: %s: %w", name, err)
+			}
+			continue
+		}
+		seg.byID[id] = r
+		seg.seqOf[id] = r.Seq
 	}
 	return seg, nil
+}
+
+// sameRewarm folds into had a second record r of the same run: two
+// re-warm runs of one step, which a v6lab before result.RewarmRun
+// numbered alike when two resumes re-warmed that step; their samples
+// cannot be told apart, so they are one re-warm of both's counts. Two
+// records of a step of the plan are an error: v6lab writes one.
+func sameRewarm(had, r *result.Run) error {
+	if !had.Rewarm || !r.Rewarm || had.Seq != r.Seq {
+		return fmt.Errorf("two records of run %d of %s (seq %d and %d): v6lab writes one record per run", r.Run, r.Cell, had.Seq, r.Seq)
+	}
+	had.Completed += r.Completed
+	had.Failed += r.Failed
+	if r.End.After(had.End) {
+		had.End = r.End
+	}
+	return nil
 }
 
 // scanFile streams a samples file through v.
@@ -308,7 +332,7 @@ func writeSamples(segs []*Dir, w *result.Writer) error {
 		curs[i] = s.open()
 		defer curs[i].close()
 	}
-	for _, seq := range allSeqs(segs) {
+	for _, k := range allRecords(segs) {
 		for i, c := range curs {
 			for {
 				smp, ok := c.peek()
@@ -321,17 +345,18 @@ func writeSamples(segs []*Dir, w *result.Writer) error {
 					c.next()
 					continue
 				}
-				if place(sq) > place(seq) {
+				at := record{seq: sq, run: smp.Run}
+				if at.order(k) > 0 {
 					break
 				}
-				if place(sq) < place(seq) {
-					return fmt.Errorf("%s: a sample of step %d after those of step %d: not in the order v6lab writes", segs[i].name, sq, seq)
+				if at.order(k) < 0 {
+					return fmt.Errorf("%s: a sample of step %d after those of step %d: not in the order v6lab writes", segs[i].name, sq, k.seq)
 				}
 				w.Sample(*smp)
 				c.next()
 			}
 		}
-		w.Run(mergedRun(segs, seq))
+		w.Run(mergedRun(segs, k))
 	}
 	for i, c := range curs {
 		for smp, ok := c.peek(); ok; smp, ok = c.peek() {
@@ -417,19 +442,44 @@ func (c *cursor) close() {
 
 func runID(cell string, run int) string { return fmt.Sprintf("%s#%d", cell, run) }
 
-// allSeqs are the steps any segment recorded, in order.
-func allSeqs(segs []*Dir) []int {
-	seen := map[int]bool{}
+// record is a run record's place: its cell's name, seq and run number.
+type record struct {
+	cell     string
+	seq, run int
+}
+
+func (k record) id() string { return runID(k.cell, k.run) }
+
+// order compares k's place with o's (in the cell's order of the samples
+// file): by seq (place), then, the re-warms of one step, by run
+// descending: result.RewarmRun numbers a later resume's lower.
+func (k record) order(o record) int {
+	if d := place(k.seq) - place(o.seq); d != 0 {
+		return d
+	}
+	return o.run - k.run
+}
+
+// allRecords are the runs any segment recorded, each once, in order:
+// a step of the plan, or a re-warm, which the segments that re-warmed
+// that step alike (the same run number) share.
+func allRecords(segs []*Dir) []record {
+	seen := map[string]bool{}
+	var out []record
 	for _, s := range segs {
-		for seq := range s.bySeq {
-			seen[seq] = true
+		for id, r := range s.byID {
+			if !seen[id] {
+				seen[id] = true
+				out = append(out, record{r.Cell, r.Seq, r.Run})
+			}
 		}
 	}
-	out := make([]int, 0, len(seen))
-	for seq := range seen {
-		out = append(out, seq)
-	}
-	slices.SortFunc(out, func(a, b int) int { return place(a) - place(b) })
+	slices.SortFunc(out, func(a, b record) int {
+		if d := a.order(b); d != 0 {
+			return d
+		}
+		return strings.Compare(a.cell, b.cell)
+	})
 	return out
 }
 
@@ -496,14 +546,14 @@ func dirsOf(segs []*Dir) []string {
 // segment's start to the last one's end (rate/s divides by that),
 // completions and failures summed, the wire counts summed, and left out
 // (Err) when any segment's run was, or a segment never finished it.
-func mergedRun(segs []*Dir, seq int) result.Run {
+func mergedRun(segs []*Dir, k record) result.Run {
 	var out result.Run
 	var errs []string
 	started := false
 	for _, s := range segs {
-		r := s.bySeq[seq]
+		r := s.byID[k.id()]
 		g := s.header.Segment
-		if r == nil && seq < 0 {
+		if r == nil && k.seq < 0 {
 			continue // a re-warm: only a resumed segment runs one
 		}
 		if r == nil {

@@ -27,12 +27,13 @@ func spec(conns int) map[string]any {
 // of 5 users, user u taking 1+u+run ms (segment 2 skips run 1 when cut).
 func writeSegment(t *testing.T, root string, i, n int, sp map[string]any, cut bool) string {
 	t.Helper()
-	return writeSegmentRewarmed(t, root, i, n, sp, cut, -1)
+	return writeSegmentRewarmed(t, root, i, n, sp, cut, -1, 0)
 }
 
-// writeSegmentRewarmed is writeSegment with a re-warm run (a resume's)
-// before step rewarm (-1: none).
-func writeSegmentRewarmed(t *testing.T, root string, i, n int, sp map[string]any, cut bool, rewarm int) string {
+// writeSegmentRewarmed is writeSegment with times re-warm runs (resumes')
+// before step rewarm (-1: none), all numbered RewarmIndex(rewarm), as
+// v6lab numbered them before result.RewarmRun.
+func writeSegmentRewarmed(t *testing.T, root string, i, n int, sp map[string]any, cut bool, rewarm, times int) string {
 	t.Helper()
 	dir := filepath.Join(root, "seg"+string(rune('0'+i)))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -55,7 +56,7 @@ func writeSegmentRewarmed(t *testing.T, root string, i, n int, sp map[string]any
 			first, k := seg.Users(5)
 			cell := result.CellKey("http", p, 5)
 			start := t0.Add(time.Duration(seq) * time.Second)
-			if seq == rewarm {
+			for range times * b2i(seq == rewarm) {
 				rw := result.RewarmIndex(seq)
 				for u := first; u < first+k; u++ {
 					w.Sample(result.Sample{Kind: result.KindSample, Cell: cell, Protocol: "http", Path: p, Conns: 5, Run: rw, Warmup: true, User: u,
@@ -303,7 +304,7 @@ func TestMergeTakesAResumedSegmentsRewarm(t *testing.T) {
 		if i == 1 {
 			rewarm = 2 // before run 1 over ipv4
 		}
-		writeSegmentRewarmed(t, filepath.Join(root, "vol"), i, 2, sp, false, rewarm)
+		writeSegmentRewarmed(t, filepath.Join(root, "vol"), i, 2, sp, false, rewarm, 1)
 	}
 	segs, err := Read([]string{filepath.Join(root, "vol")})
 	if err != nil {
@@ -334,5 +335,76 @@ func TestMergeTakesAResumedSegmentsRewarm(t *testing.T) {
 	}
 	if s.LeftOutRuns != 0 || s.Partial != nil {
 		t.Errorf("left out %d, partial %+v", s.LeftOutRuns, s.Partial)
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestMergeFoldsRewarmsNumberedAlike: a segment written by a v6lab that
+// numbered two resumes' re-warms of one step alike (one run number, two
+// records) merges: their samples cannot be told apart, so they are one
+// re-warm record of both's counts, never one record's counts over both's
+// samples. Two records of one step of the plan are refused, named.
+func TestMergeFoldsRewarmsNumberedAlike(t *testing.T) {
+	root := t.TempDir()
+	sp := spec(5)
+	sp["cells"].([]any)[0].(map[string]any)["warmup"] = 1
+	for i := range 2 {
+		times := 0
+		if i == 1 {
+			times = 2
+		}
+		writeSegmentRewarmed(t, filepath.Join(root, "vol"), i, 2, sp, false, 2, times)
+	}
+	segs, err := Read([]string{filepath.Join(root, "vol")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, s, err := Write(segs, filepath.Join(root, "out"), "", []string{"v6lab", "merge"}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := readFile(t, dir)
+	n := 0
+	for _, smp := range f.Samples {
+		n += b2i(smp.Run == result.RewarmIndex(2))
+	}
+	var rewarms []string
+	for _, r := range f.Runs {
+		if r.Rewarm {
+			rewarms = append(rewarms, fmt.Sprintf("%d:%d", r.Run, r.Completed))
+		}
+	}
+	if got := strings.Join(rewarms, " "); n != 6 || got != "-3:6" {
+		t.Errorf("merged re-warms (run:completed) %s over %d samples, want -3:6 over 6", got, n)
+	}
+	for _, c := range s.Cells {
+		if c.Completed != 10 || len(c.Runs) != 2 {
+			t.Errorf("cell %s: completed %d, runs %v", c.Path, c.Completed, c.Runs)
+		}
+	}
+
+	// Two records of step 0 in one file: refused, the file named.
+	name := filepath.Join(root, "vol", "seg0", "samples.jsonl")
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var again []byte
+	for line := range strings.Lines(string(b)) {
+		if strings.Contains(line, `"kind":"run"`) && strings.Contains(line, `"seq":0,`) {
+			again = []byte(line)
+		}
+	}
+	if err := os.WriteFile(name, append(b, again...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Read([]string{filepath.Join(root, "vol")}); err == nil || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "two records of run 0 of") {
+		t.Errorf("a step recorded twice: %v", err)
 	}
 }
