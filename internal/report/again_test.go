@@ -13,10 +13,12 @@ import (
 // connection the kept ones do not.
 func TestRequestsSentAgainAreSaid(t *testing.T) {
 	spec := `{"cells":[{"label":"http","protocol":"http","http_version":"1.1","tls":true},{"label":"http/2","protocol":"http","http_version":"2","tls":true}]}`
+	n := 0
 	again := func(s *result.Sample) {
 		keptConn(s)
 		if s.Path == "ipv6" {
-			s.Again = 3
+			n++
+			s.Again, s.AgainConns = 3, 1+n%2 // every other one on two new connections
 		}
 	}
 	s := Summarize(versionsFile(t, spec, tlsConn, again))
@@ -25,7 +27,8 @@ func TestRequestsSentAgainAreSaid(t *testing.T) {
 			t.Errorf("%s cell's connection facts %+v, want again %d", c.Path, c.Conn, want)
 		}
 	}
-	if notes := strings.Join(s.Notes, "\n"); !strings.Contains(notes, "http/2 requests sent again: in 20 of 40 completed transactions") || strings.Contains(notes, "http requests sent again") {
+	if notes := strings.Join(s.Notes, "\n"); !strings.Contains(notes, "http/2 requests sent again: in 20 of 40 completed transactions") || strings.Contains(notes, "http requests sent again") ||
+		!strings.Contains(notes, "; 10 of them needed more than one new connection") {
 		t.Errorf("notes %q", s.Notes)
 	}
 }

@@ -31,6 +31,10 @@ type ConnFacts struct {
 	// Again is those that sent requests again on a new connection (the
 	// sample's again: the server's GOAWAY or REFUSED_STREAM).
 	Again int `json:"again,omitempty"`
+	// AgainMore is those of them that needed more than one new connection
+	// (the sample's again_conns: the server's limit of requests a
+	// connection was below one page's).
+	AgainMore int `json:"again_more,omitempty"`
 }
 
 // addConn counts one completed sample's connection facts.
@@ -47,6 +51,7 @@ func addConn(f **ConnFacts, smp *result.Sample) {
 	(*f).Resumed += b2i(smp.Resumed)
 	(*f).ZeroRTT += b2i(smp.ZeroRTT)
 	(*f).Again += b2i(smp.Again > 0)
+	(*f).AgainMore += b2i(smp.AgainConns > 1)
 }
 
 // counts are f's counts by their JSON names, for a run's totals
@@ -79,6 +84,7 @@ func (f *ConnFacts) plus(o *ConnFacts) {
 	f.Resumed += o.Resumed
 	f.ZeroRTT += o.ZeroRTT
 	f.Again += o.Again
+	f.AgainMore += o.AgainMore
 }
 
 // mergeConn adds a run's facts to its cell's.
@@ -137,9 +143,18 @@ func connModel(s *Summary, keepalive []string) {
 			s.Notes = append(s.Notes, fmt.Sprintf("%s returning users: TLS resumed in %d of %d completed transactions, 0-RTT in %d of %d (its handshake is a resumed one, not a full one)", g, f.Resumed, done, f.ZeroRTT, done))
 		}
 		if f.Again > 0 {
-			s.Notes = append(s.Notes, fmt.Sprintf("%s requests sent again: in %d of %d completed transactions the server said it had not processed some requests (GOAWAY, as nginx's keepalive_requests sends, or REFUSED_STREAM) and they went again on a new connection, whose connect and handshake are in those transactions' times (the samples' again)", g, f.Again, done))
+			s.Notes = append(s.Notes, fmt.Sprintf("%s requests sent again: in %d of %d completed transactions the server said it had not processed some requests (GOAWAY, as nginx's keepalive_requests sends, or REFUSED_STREAM, or it closed a kept connection idle) and they went again on a new connection, whose connect and handshake are in those transactions' times (the samples' again)%s", g, f.Again, done, againMore(f.AgainMore)))
 		}
 	}
+}
+
+// againMore says how many transactions needed more than one new
+// connection, when any did.
+func againMore(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d of them needed more than one new connection (the server's limit of requests a connection, keepalive_requests, is below one page's: raise it to measure pages on one connection)", n)
 }
 
 // connTitle is what a group's connections did, for its tables' titles:

@@ -312,6 +312,8 @@ func (d *fastDec) field(key []byte, s *Sample) (uint32, bool) {
 		return 1 << 29, d.boolField(&s.ZeroRTT)
 	case "again":
 		return 1 << 30, d.intField(&s.Again)
+	case "again_conns":
+		return 1 << 31, d.intField(&s.AgainConns)
 	}
 	return 0, false
 }

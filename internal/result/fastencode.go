@@ -53,6 +53,7 @@ func appendSample(b []byte, s *Sample) ([]byte, bool) {
 	b = appendBoolField(b, `,"resumed":true`, s.Resumed)
 	b = appendBoolField(b, `,"zero_rtt":true`, s.ZeroRTT)
 	b = appendIntField(b, `,"again":`, int64(s.Again), true)
+	b = appendIntField(b, `,"again_conns":`, int64(s.AgainConns), true)
 	b = appendStrField(b, `,"marker":`, s.Marker, true)
 	b = appendStrField(b, `,"err":`, s.Err, true)
 	b = appendStrField(b, `,"err_kind":`, string(s.ErrKind), true)

@@ -90,8 +90,14 @@ type Sample struct {
 	ZeroRTT bool   `json:"zero_rtt,omitempty"`
 	// Again is how many of its requests went again on a new connection
 	// (HTTP/2: those the server's GOAWAY or REFUSED_STREAM said it did not
-	// process; once a transaction, its time including the new connection).
+	// process, or all of them when the server closed a kept connection
+	// idle under it; a request sent again twice counts twice), its time
+	// including the new connections.
 	Again int `json:"again,omitempty"`
+	// AgainConns is on how many new connections they went (more than one:
+	// each new connection's server processed some of them and said GOAWAY
+	// again, its limit of requests a connection below one page's).
+	AgainConns int `json:"again_conns,omitempty"`
 	// Marker is the completion marker seen (e.g. "200 OK" with every byte),
 	// empty when the transaction did not complete.
 	Marker string `json:"marker,omitempty"`

@@ -85,14 +85,14 @@ func TestFastSampleTakesWhatV6labWrites(t *testing.T) {
 	w := NewWriter(&buf)
 	w.Sample(Sample{Cell: "a/b/1", Protocol: "a", Path: "ipv4", Conns: 1, Run: 2, Warmup: true, User: 3, Local: "1.2.3.4:5",
 		Start: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), TotalNS: 7, WireNS: 6, Metrics: map[string]float64{"m": 0.1}, Marker: "ok", Err: "e", ErrKind: "io",
-		TLS: "TLS 1.3", Kept: true, Resumed: true, ZeroRTT: true, Again: 3})
+		TLS: "TLS 1.3", Kept: true, Resumed: true, ZeroRTT: true, Again: 3, AgainConns: 2})
 	w.Close()
 	var got Sample
 	if !decodeSampleFast(bytes.TrimSpace(buf.Bytes()), &got) {
 		t.Fatalf("fast decoder refused the writer's line %s", buf.Bytes())
 	}
-	if got.TLS != "TLS 1.3" || !got.Kept || !got.Resumed || !got.ZeroRTT || got.Again != 3 {
-		t.Errorf("the connection's typed fields read back as %q %v %v %v %d", got.TLS, got.Kept, got.Resumed, got.ZeroRTT, got.Again)
+	if got.TLS != "TLS 1.3" || !got.Kept || !got.Resumed || !got.ZeroRTT || got.Again != 3 || got.AgainConns != 2 {
+		t.Errorf("the connection's typed fields read back as %q %v %v %v %d %d", got.TLS, got.Kept, got.Resumed, got.ZeroRTT, got.Again, got.AgainConns)
 	}
 }
 
@@ -192,7 +192,7 @@ func FuzzFastEncode(f *testing.F) {
 			User: int(total % 7), Local: cell, Remote: remote, DNSLocal: errText, Start: time.Unix(0, startNS).UTC(),
 			ResolveNS: total / 3, ConnectNS: total % 5, TotalNS: total, WireNS: total / 2, ClientTurnNS: total / 9,
 			BytesIn: total % 1000, Negotiated: negotiated, Marker: marker, Err: errText, ErrKind: ErrKind(errText),
-			TLS: negotiated, Kept: warm, Resumed: total%2 == 0, ZeroRTT: total%3 == 0, Again: int(total % 4)}
+			TLS: negotiated, Kept: warm, Resumed: total%2 == 0, ZeroRTT: total%3 == 0, Again: int(total % 4), AgainConns: int(total % 3)}
 		if negotiated != "" {
 			s.Metrics = map[string]float64{"ttfb_ms": metric, negotiated: -metric, "a" + cell: metric / 3}
 		}

@@ -118,11 +118,13 @@ func (c *Client) openH2(ctx context.Context, tr *load.Trace) (conn, raw net.Conn
 // (as many at once as the server allows). It marks the first byte of the
 // page's reply, and the end of the last reply (the transaction's end).
 //
-// The requests the server did not process (a GOAWAY's, a REFUSED_STREAM)
-// go again, once a transaction, on a new connection of the same path
-// (h2run): the connection h2fetch returns is the one it ended on.
+// The requests the server did not process (a GOAWAY's, a REFUSED_STREAM,
+// a kept connection's close while idle) go again on a new connection of
+// the same path (h2run): the connection h2fetch returns is the one it
+// ended on.
 func (c *Client) h2fetch(ctx context.Context, tr *load.Trace, h *h2conn) (fetched, *h2conn, error) {
 	var f fetched
+	h.newTx()
 	if c.checks() {
 		f.check = content.NewCheck(c.Expect)
 	}
@@ -157,26 +159,53 @@ func (c *Client) h2fetch(ctx context.Context, tr *load.Trace, h *h2conn) (fetche
 
 // h2run runs ss on *hp. The streams the server did not process (RFC 9113
 // §6.8, §8.7) go again on a new connection of the same path, dialed as
-// the first was, once a transaction (the server's second GOAWAY fails
-// it, as a server that refuses everything would loop): *hp becomes the
-// new connection, the old one closed, and f counts the requests.
+// the first was: *hp becomes the new connection, the old one closed, and
+// f counts the requests and the connections. A new connection's server
+// that processes none of them fails the transaction (a server that
+// refuses everything cannot loop it); one that processes some (a limit
+// of requests a connection below one page's, as nginx's
+// keepalive_requests 1) gets the rest on a next one, as a browser does:
+// at most as many new connections as the transaction has requests.
 func (c *Client) h2run(ctx context.Context, tr *load.Trace, hp **h2conn, ss []*h2stream, f *fetched) (time.Time, error) {
-	last, err := (*hp).run(ctx, ss)
-	var again *h2Again
-	if err == nil || !errors.As(err, &again) || f.again > 0 {
-		return last, err
+	for {
+		last, err := (*hp).run(ctx, ss)
+		var again *h2Again
+		if err == nil || !errors.As(err, &again) {
+			return last, err
+		}
+		if f.againConns > 0 && (*hp).answered == 0 {
+			return last, fmt.Errorf("%s (on new connection %d, which answered none of the transaction's requests: no further one)", again.why, f.againConns)
+		}
+		nh, err := c.redialH2(ctx, tr, *hp)
+		if err != nil {
+			return last, fmt.Errorf("%s; a new connection for its %d unprocessed requests failed: %w", again.why, len(again.ss), err)
+		}
+		if f.againConns > 0 { // not the transaction's first: its counts go on in the new one's
+			nh.carry(*hp)
+		}
+		(*hp).close()
+		*hp = nh
+		f.again += len(again.ss)
+		f.againConns++
+		if !strings.Contains(f.againAfter, again.what) {
+			f.againAfter = strings.TrimPrefix(f.againAfter+" and "+again.what, " and ")
+		}
+		for _, s := range again.ss {
+			s.unsent()
+		}
+		ss = again.ss
 	}
-	nh, err := c.redialH2(ctx, tr, *hp)
-	if err != nil {
-		return last, fmt.Errorf("%s; a new connection for its %d unprocessed requests failed: %w", again.why, len(again.ss), err)
+}
+
+// carry adds old's byte counts to h's: old is a connection of the
+// transaction's that is neither its first (the trace records that one)
+// nor its last (h, recorded with recordToo).
+func (h *h2conn) carry(old *h2conn) {
+	from, to := stampsOf(old.conn), stampsOf(h.conn)
+	if from != nil && to != nil {
+		to.in.Add(from.in.Load())
+		to.out.Add(from.out.Load())
 	}
-	(*hp).close()
-	*hp = nh
-	f.again, f.againAfter = len(again.ss), again.what
-	for _, s := range again.ss {
-		s.unsent()
-	}
-	return nh.run(ctx, again.ss)
 }
 
 // redialH2 connects again to old's server, pinned to the same family and

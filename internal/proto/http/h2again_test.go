@@ -182,40 +182,48 @@ func TestH2AgainAfterRefusedStream(t *testing.T) {
 // KeepaliveRequests ends its HTTP/2 connections with GOAWAY (NO_ERROR)
 // after as many requests, as nginx does, and every kept transaction still
 // completes (5 requests a connection, 4 a page: a transaction's objects
-// asked after the GOAWAY go on a new connection, which is kept). (A limit
-// below one page's requests without keepalive is the fake server's test:
-// net/http sends its GOAWAY when it next writes, and answers the streams
-// it read by then, so which requests it did not process is a race.)
+// asked after the GOAWAY go on a new connection, which is kept; 1 a
+// connection: each transaction takes several new connections). (Which
+// requests a connection answers is a race: net/http sends its GOAWAY when
+// it next writes, and answers the streams it read by then; a request
+// written after its close fails to be written, and its GOAWAY is read
+// then. TestH2AgainOnMoreConnections counts them on the fake server.)
 func TestH2AgainAgainstServeKeepaliveRequests(t *testing.T) {
+	for _, limit := range []int{5, 1} {
+		for _, scheme := range []string{"http", "https"} {
+			t.Run(scheme+"/"+strconv.Itoa(limit), func(t *testing.T) { againAgainstServe(t, scheme, limit) })
+		}
+	}
+}
+
+// againAgainstServe runs 8 kept transactions against serve http with
+// KeepaliveRequests limit.
+func againAgainstServe(t *testing.T, scheme string, limit int) {
 	cfg := DefaultServerConfig
-	cfg.Objects, cfg.KeepaliveRequests = 3, 5
-	for _, scheme := range []string{"http", "https"} {
-		t.Run(scheme, func(t *testing.T) {
-			cfg := cfg
-			if scheme == "https" {
-				tc, err := proto.SelfSigned([]string{"www.v6lab.test"}, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				cfg.TLS = tc
-			}
-			cl := newRig(t, cfg).client(t, path.IPv4, scheme+"://www.v6lab.test:%d/")
-			cl.Version, cl.Keep, cl.TLS = Version2, true, &tls.Config{InsecureSkipVerify: true}
-			defer cl.Close()
-			again := 0
-			for i := range 8 {
-				s := do(cl, 5*time.Second)
-				if !s.OK() {
-					t.Fatalf("transaction %d: %s", i, s.Err)
-				}
-				again += s.Again
-				if s.Kept && s.Again > 0 && (s.ConnectNS != 0 || s.TLSNS != 0 || s.WireNS != 0) {
-					t.Errorf("transaction %d, kept, sent again: connect %d, tls %d, wire %d: the new connection's, not a phase of the transaction", i, s.ConnectNS, s.TLSNS, s.WireNS)
-				}
-			}
-			if again == 0 {
-				t.Errorf("no request went again: the server sent no GOAWAY")
-			}
-		})
+	cfg.Objects, cfg.KeepaliveRequests = 3, limit
+	if scheme == "https" {
+		tc, err := proto.SelfSigned([]string{"www.v6lab.test"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.TLS = tc
+	}
+	cl := newRig(t, cfg).client(t, path.IPv4, scheme+"://www.v6lab.test:%d/")
+	cl.Version, cl.Keep, cl.TLS = Version2, true, &tls.Config{InsecureSkipVerify: true}
+	defer cl.Close()
+	again := 0
+	for i := range 8 {
+		s := do(cl, 5*time.Second)
+		if !s.OK() {
+			t.Fatalf("transaction %d: %s", i, s.Err)
+		}
+		again += s.Again
+		t.Logf("transaction %d: %s", i, s.Marker)
+		if s.Kept && s.Again > 0 && (s.ConnectNS != 0 || s.TLSNS != 0 || s.WireNS != 0) {
+			t.Errorf("transaction %d, kept, sent again: connect %d, tls %d, wire %d: the new connection's, not a phase of the transaction", i, s.ConnectNS, s.TLSNS, s.WireNS)
+		}
+	}
+	if again == 0 {
+		t.Errorf("no request went again: the server sent no GOAWAY")
 	}
 }

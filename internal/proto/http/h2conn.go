@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -49,6 +50,10 @@ type h2conn struct {
 	tx          *h2tx  // the transaction under way
 	err         error  // the connection's end: no stream opens after it
 	goaway      string // the server's GOAWAY, when it sent one: no stream opens after it
+	goneAs      string // the GOAWAY with its last stream id, as errors say it
+	sendErr     error  // a write failed: no more are made, what the server sent before it closed is read
+	answered    int    // streams whose whole reply came
+	quiet       bool   // on a kept connection, no byte of the transaction's replies came yet (newTx)
 
 	rd     h2reader        // the reading transaction's
 	sock   syscall.RawConn // the TCP socket, asked whether bytes wait (nil: none)
@@ -224,7 +229,8 @@ func (h *h2conn) waiting() bool {
 	wait := false
 	_ = h.sock.Control(func(fd uintptr) {
 		n, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
-		wait = n > 0 || err == nil // a byte, or the server's close (read: it ends the connection)
+		// a byte, the server's close or its reset (read: it ends the connection)
+		wait = n > 0 || err == nil || err != unix.EAGAIN
 	})
 	return wait || h.sealed && h.unsealed()
 }
@@ -243,13 +249,62 @@ func (h *h2conn) unsealed() bool {
 // readFailed ends the connection after a read failed (the server's close
 // among them), and gives its buffer back.
 func (h *h2conn) readFailed(err error) {
-	if errors.Is(err, io.EOF) {
-		err = fmt.Errorf("HTTP/2: the server closed the connection: %w", io.ErrUnexpectedEOF)
+	h.mu.Lock()
+	if h.err == nil {
+		h.err = eofClosed(err)
 	}
-	h.fail(err)
+	if tx := h.tx; tx != nil {
+		h.endTx(tx, h.cutOff(tx, err))
+	}
+	h.streams = nil
+	h.mu.Unlock()
 	h.rd.br.Reset(nil)
 	readers.Put(h.rd.br)
 	h.rd = h2reader{}
+}
+
+// eofClosed says a read's EOF is the server's close.
+func eofClosed(err error) error {
+	if errors.Is(err, io.EOF) {
+		return fmt.Errorf("HTTP/2: the server closed the connection: %w", io.ErrUnexpectedEOF)
+	}
+	return err
+}
+
+// cutOff is the error of transaction tx, whose connection's read failed
+// with err (h.mu held), saying what happened when the server closed the
+// connection: a stream its GOAWAY counted as processed but whose reply
+// the close cut short fails, naming it (it was processed: it is not sent
+// again); on a kept connection closed without a GOAWAY before a byte of
+// tx's replies came (closed idle under the transaction: browsers and
+// net/http send again then, on a reused connection), every stream of tx
+// goes again on a new connection (nil: none failed).
+func (h *h2conn) cutOff(tx *h2tx, err error) error {
+	if !closedByPeer(err) && !closedByPeer(h.sendErr) {
+		return eofClosed(err)
+	}
+	if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	wrote := ""
+	if h.sendErr != nil {
+		wrote = fmt.Sprintf("; writing to it had failed (%v)", h.sendErr)
+	}
+	switch {
+	case h.goaway != "" && len(h.streams) > 0:
+		s := h.streams[0]
+		return fmt.Errorf("HTTP/2: stream %d of %s: the server closed the connection after %s before this reply ended (%s)%s: %w", s.id, s.uri, h.goneAs, s.got(), wrote, err)
+	case h.goaway == "" && h.quiet:
+		why := fmt.Sprintf("HTTP/2: the server closed the kept connection, idle, before any reply to this transaction's requests (no GOAWAY)%s: %v", wrote, err)
+		for _, s := range slices.Concat(h.streams, tx.queue) {
+			h.unprocessed(s, closedIdle, why)
+		}
+		tx.queue = nil
+		return nil
+	case h.goaway == "":
+		return fmt.Errorf("HTTP/2: the server closed the connection without a GOAWAY, %d of the transaction's requests unanswered%s: %w", tx.left, wrote, err)
+	}
+	return fmt.Errorf("HTTP/2: the server closed the connection after %s%s: %w", h.goneAs, wrote, err)
 }
 
 // refuses says why the connection takes no new streams (h.mu held).
@@ -275,7 +330,7 @@ func (h *h2conn) open() {
 		if len(tx.queue) > 0 && len(h.streams) == 0 && h.maxStreams == 0 {
 			h.endTx(tx, errors.New("HTTP/2: the server allows no stream (SETTINGS_MAX_CONCURRENT_STREAMS 0)"))
 		}
-		for len(tx.queue) > 0 && uint32(len(h.streams)) < h.maxStreams && h.goaway == "" {
+		for len(tx.queue) > 0 && uint32(len(h.streams)) < h.maxStreams && h.goaway == "" && h.sendErr == nil {
 			s := tx.queue[0]
 			tx.queue = tx.queue[1:]
 			s.id, s.length, s.recvWin, s.sendWin = h.nextID, -1, h2StreamWindow, h.sendInitial
@@ -284,15 +339,41 @@ func (h *h2conn) open() {
 			b = appendHeaders(b, s.id, s.block, h.maxFrame)
 		}
 	}
+	failed := h.sendErr != nil
 	h.mu.Unlock()
 	h.wbuf = b
-	if len(b) == 0 {
+	if len(b) == 0 || failed {
 		return
 	}
 	if _, err := h.conn.Write(b); err != nil {
-		h.fail(fmt.Errorf("HTTP/2: send: %w", err))
+		h.sendFailed(err)
 	}
 }
+
+// sendFailed takes a write's failure. Between transactions it ends the
+// connection. During one, the server has most likely closed the
+// connection after a GOAWAY the client had not read yet: no more is
+// written, and the transaction reads on (for at most afterSendWait: the
+// socket's receive queue) what the server sent before its close, which
+// says what it did not process (readFailed).
+func (h *h2conn) sendFailed(err error) {
+	err = fmt.Errorf("HTTP/2: send: %w", err)
+	h.mu.Lock()
+	if h.sendErr == nil {
+		h.sendErr = err
+	}
+	idle := h.tx == nil
+	h.mu.Unlock()
+	if idle {
+		h.fail(err)
+		return
+	}
+	_ = h.raw.SetReadDeadline(time.Now().Add(afterSendWait))
+}
+
+// afterSendWait bounds the reads after a write failed: what the server
+// sent before its close is in the socket already.
+const afterSendWait = 100 * time.Millisecond
 
 // send writes frames at once (a PING's answer, a WINDOW_UPDATE), with
 // what is pending.
@@ -342,6 +423,9 @@ func (h *h2conn) endStream(s *h2stream, err error) {
 	}
 	tx := h.tx
 	more := false
+	if err == nil {
+		h.answered++
+	}
 	if tx != nil {
 		tx.left--
 		if err != nil || tx.left == 0 {
@@ -376,6 +460,28 @@ func (h *h2conn) unprocessed(s *h2stream, what, why string) {
 	if tx.left--; tx.left == 0 {
 		h.endTx(tx, nil)
 	}
+}
+
+// got says how much of s's reply came, for an error.
+func (s *h2stream) got() string {
+	switch {
+	case !s.headers:
+		return "its headers had not come"
+	case s.length >= 0:
+		return fmt.Sprintf("%d of its %d bytes had come", s.n, s.length)
+	}
+	return fmt.Sprintf("%d bytes of its body had come", s.n)
+}
+
+// closedIdle is why the streams of a kept connection the server closed
+// while it was idle go again (the marker's "after ...").
+const closedIdle = "the server closed the idle kept connection"
+
+// closedByPeer says whether err is the server's close of the connection
+// (its FIN or its RST, as a read or a write found it).
+func closedByPeer(err error) bool {
+	return err != nil && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNABORTED))
 }
 
 // h2Again is the error of a transaction whose streams the server did not
@@ -414,7 +520,17 @@ func (h *h2conn) alive() bool {
 	h.drain()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.err == nil && h.goaway == "" && h.nextID < 1<<31-2*(MaxObjects+1)
+	return h.err == nil && h.goaway == "" && h.sendErr == nil && h.nextID < 1<<31-2*(MaxObjects+1)
+}
+
+// newTx begins a transaction on h. On a kept connection (one that
+// carried a transaction before), until a byte of its replies comes, the
+// server's close without a GOAWAY is a close of the idle connection
+// under it: its requests were not processed (cutOff).
+func (h *h2conn) newTx() {
+	h.mu.Lock()
+	h.quiet = h.nextID > 1
+	h.mu.Unlock()
 }
 
 // close closes the connection.
@@ -430,6 +546,7 @@ func (h *h2conn) readFrame() error {
 	if err != nil {
 		if len(hdr) > 0 && errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
+			h.quiet = false // a frame's first bytes: perhaps a reply's
 		}
 		return err
 	}
@@ -448,6 +565,7 @@ func (h *h2conn) readFrame() error {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
+		h.quiet = h.quiet && id == 0
 		return err
 	}
 	err = h.frame(typ, flags, id, p)

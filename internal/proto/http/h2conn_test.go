@@ -59,7 +59,14 @@ type fakeH2 struct {
 	enc    *hpack.Encoder
 	encBuf bytes.Buffer
 	passed []rawFrame // frames next went past
-	out    chan []byte
+	out    chan fakeWrite
+}
+
+// fakeWrite is what the server writes, then does to its end (when then
+// is not nil).
+type fakeWrite struct {
+	p    []byte
+	then func(net.Conn)
 }
 
 type rawFrame struct {
@@ -78,10 +85,13 @@ func newFakeH2(t *testing.T) (*h2conn, *fakeH2) {
 
 // serveFakeH2 is the server's end of the client's connection b.
 func serveFakeH2(t *testing.T, b net.Conn) *fakeH2 {
-	f := &fakeH2{t: t, c: b, frames: make(chan rawFrame, 1000), out: make(chan []byte, 100)}
+	f := &fakeH2{t: t, c: b, frames: make(chan rawFrame, 1000), out: make(chan fakeWrite, 100)}
 	go func() { // the writes, in order (a client that failed reads none)
-		for p := range f.out {
-			b.Write(p)
+		for w := range f.out {
+			b.Write(w.p)
+			if w.then != nil {
+				w.then(b)
+			}
 		}
 	}()
 	f.enc = hpack.NewEncoder(&f.encBuf)
@@ -115,7 +125,25 @@ func serveFakeH2(t *testing.T, b net.Conn) *fakeH2 {
 // send writes frames to the client, in order, without waiting for it to
 // read them (a client that fails stops reading).
 func (f *fakeH2) send(frames ...[]byte) {
-	f.out <- bytes.Join(frames, nil)
+	f.out <- fakeWrite{p: bytes.Join(frames, nil)}
+}
+
+// hangUp closes the server's end once what was sent before it is
+// written, and returns then: with reset, by a RST (SO_LINGER 0), as a
+// server closing with the client's requests unread does.
+func (f *fakeH2) hangUp(reset bool) {
+	closed := make(chan struct{})
+	f.out <- fakeWrite{then: func(b net.Conn) {
+		if tc, ok := b.(*tls.Conn); ok && reset {
+			b = tc.NetConn() // no close_notify
+		}
+		if tc, ok := b.(*net.TCPConn); ok && reset {
+			tc.SetLinger(0)
+		}
+		b.Close()
+		close(closed)
+	}}
+	<-closed
 }
 
 // next waits for the client's next frame of type typ.

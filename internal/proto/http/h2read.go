@@ -67,6 +67,9 @@ func (r *h2reader) emit(f hpack.HeaderField) {
 
 // frame does what a frame says.
 func (h *h2conn) frame(typ, flags byte, id uint32, p []byte) error {
+	if id != 0 {
+		h.quiet = false // a byte of a reply came
+	}
 	if h.rd.blockOpen && (typ != frameContinuation || id != h.rd.blockID) {
 		return h2Errorf(errProtocol, "a frame of type %d in the middle of stream %d's header block", typ, h.rd.blockID)
 	}
@@ -380,6 +383,11 @@ func (h *h2conn) goAway(id uint32, p []byte) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.goaway = "GOAWAY (" + h2ErrName(code) + debug + ")"
+	h.goneAs = fmt.Sprintf("GOAWAY (%s%s, last stream %d)", h2ErrName(code), debug, last)
+	what := "GOAWAY"
+	if h.sendErr != nil { // read after a write failed: the server had closed
+		what = "GOAWAY and the server's close"
+	}
 	var gone []*h2stream
 	for _, s := range h.streams {
 		if s.id > last {
@@ -387,12 +395,12 @@ func (h *h2conn) goAway(id uint32, p []byte) error {
 		}
 	}
 	for _, s := range gone {
-		h.unprocessed(s, "GOAWAY", fmt.Sprintf("HTTP/2: the server sent GOAWAY (%s%s, last stream %d) before it processed stream %d of %s", h2ErrName(code), debug, last, s.id, s.uri))
+		h.unprocessed(s, what, fmt.Sprintf("HTTP/2: the server sent %s before it processed stream %d of %s", h.goneAs, s.id, s.uri))
 	}
 	if tx := h.tx; tx != nil && len(tx.queue) > 0 {
 		why := h.refuses(tx.queue).Error()
 		for _, s := range tx.queue {
-			h.unprocessed(s, "GOAWAY", why)
+			h.unprocessed(s, what, why)
 		}
 		tx.queue = nil
 	}

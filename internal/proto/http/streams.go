@@ -27,7 +27,8 @@ type fetched struct {
 	objects    int
 	check      *content.Check
 	again      int    // HTTP/2: requests sent again on a new connection
-	againAfter string // after what: GOAWAY, REFUSED_STREAM
+	againConns int    // on how many new connections
+	againAfter string // after what: GOAWAY, REFUSED_STREAM, the server's close
 }
 
 // streams fetches the page on rt and then, with objects, every object it
@@ -123,12 +124,15 @@ func (c *Client) done(tr *load.Trace, f fetched, negotiated, more string) result
 		marker += ", " + more
 	}
 	if f.again > 0 {
-		tr.S.Again = f.again
-		n := strconv.Itoa(f.again) + " requests"
+		tr.S.Again, tr.S.AgainConns = f.again, f.againConns
+		n, on := strconv.Itoa(f.again)+" requests", "a new connection"
 		if f.again == 1 {
 			n = "1 request"
 		}
-		marker += ", " + n + " again on a new connection after " + f.againAfter
+		if f.againConns > 1 {
+			on = strconv.Itoa(f.againConns) + " new connections"
+		}
+		marker += ", " + n + " again on " + on + " after " + f.againAfter
 	}
 	if tr.TLS != "" {
 		marker += ", " + tr.TLS
