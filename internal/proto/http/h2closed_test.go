@@ -15,23 +15,29 @@ import (
 	"v6lab/internal/result"
 )
 
-// tcpFakeH2 is an h2conn over a TCP connection on 127.0.0.1 to a fakeH2
-// (with secure, over TLS: h2), with its first transaction (/, answered)
-// done: a kept connection.
-func tcpFakeH2(t *testing.T, secure ...bool) (*h2conn, *fakeH2, net.Conn) {
+// tcpPair is the two ends of a TCP connection on 127.0.0.1: the client's
+// and the server's.
+func tcpPair(t *testing.T) (client, server net.Conn) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	raw, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
+	if client, err = net.Dial("tcp", ln.Addr().String()); err != nil {
 		t.Fatal(err)
 	}
-	b, err := ln.Accept()
-	if err != nil {
+	if server, err = ln.Accept(); err != nil {
 		t.Fatal(err)
 	}
+	return client, server
+}
+
+// tcpFakeH2 is an h2conn over a TCP connection on 127.0.0.1 to a fakeH2
+// (with secure, over TLS: h2), with its first transaction (/, answered)
+// done: a kept connection.
+func tcpFakeH2(t *testing.T, secure ...bool) (*h2conn, *fakeH2, net.Conn) {
+	raw, b := tcpPair(t)
 	var conn net.Conn = raw
 	var f *fakeH2
 	if len(secure) > 0 {
@@ -126,26 +132,14 @@ func TestH2ConnClosedIdleUnderTransaction(t *testing.T) {
 		t.Run("kept/reset="+strconv.FormatBool(reset), func(t *testing.T) { closedIdleUnder(t, reset) })
 	}
 	t.Run("new", func(t *testing.T) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		raw, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := ln.Accept()
-		if err != nil {
-			t.Fatal(err)
-		}
+		raw, b := tcpPair(t)
 		b.(*net.TCPConn).SetLinger(0)
 		b.Close()
 		waitClosed(t, raw)
 		h := newH2Conn(raw, raw)
 		defer h.close()
 		h.newTx()
-		err = wait(t, runAsync(h, testStream("/a")))
+		err := wait(t, runAsync(h, testStream("/a")))
 		var again *h2Again
 		if errors.As(err, &again) || err == nil || !strings.Contains(err.Error(), "the server closed the connection without a GOAWAY, 1 of the transaction's requests unanswered; writing to it had failed (HTTP/2: send: ") {
 			t.Fatalf("error %v, want the server's close and the write's failure", err)
