@@ -1,6 +1,8 @@
 package experiment
 
 import (
+	"strings"
+
 	"v6lab/internal/input/specfile"
 	"v6lab/internal/proto"
 )
@@ -32,7 +34,9 @@ func (c cellFile) versions(doc *specfile.Doc) ([]cellFile, error) {
 // its protocol's Check normalised it: 1.1, 2 or 3), unless the file's cell
 // gave it a label and one version alone: the label, or http (https with
 // tls) for 1.1, with /2 after it for HTTP/2 over TLS, /h2c for HTTP/2 in
-// the clear, /3 for HTTP/3: http, http/2, http/3. ok false: the options
+// the clear, /3 for HTTP/3: http, http/2, http/3. A cell speaks TLS when
+// its tls option says so (v6lab's own server) or its url is https://
+// (where: hosts: the scheme decides, trial7 F2). ok false: the options
 // give no version.
 func (c *cellFile) versionLabel(o proto.Options) (string, bool) {
 	v, has := proto.FieldOf(o, versionKey)
@@ -40,22 +44,28 @@ func (c *cellFile) versionLabel(o proto.Options) (string, bool) {
 		return "", false
 	}
 	version := v.Text()
-	tls := false
+	ownTLS := false
 	if t, ok := proto.FieldOf(o, "tls"); ok {
-		tls = t.Text() == "true"
+		ownTLS = t.Text() == "true"
 	}
 	base := c.Label
 	if base == "" {
 		base = c.Protocol
-		if tls && version == "1.1" {
+		if ownTLS && version == "1.1" {
 			base = "https"
 		}
 	}
 	switch {
-	case version == "2" && !tls:
+	case version == "2" && !ownTLS && !httpsURL(o):
 		return base + "/h2c", true
 	case version == "2" || version == "3":
 		return base + "/" + version, true
 	}
 	return base, true
+}
+
+// httpsURL: the options' url (where: hosts) is https://.
+func httpsURL(o proto.Options) bool {
+	u, ok := proto.FieldOf(o, proto.OptURL)
+	return ok && strings.HasPrefix(strings.ToLower(u.Text()), "https://")
 }

@@ -90,3 +90,38 @@ cells:
 		t.Errorf("%v", err)
 	}
 }
+
+// TestHTTPVersionHostsScheme: with where: hosts the url's scheme decides
+// TLS, so an https url's HTTP/2 is h2 over TLS (http/2), an http url's
+// h2c (trial7 F2: every hosts cell was labelled h2c).
+func TestHTTPVersionHostsScheme(t *testing.T) {
+	e, err := Parse("h.yaml", []byte(`name: h
+where: hosts
+paths: [ipv4, ipv6]
+cells:
+  - protocol: http
+    url: "https://www.example.org/"
+    http_version: 2
+    conns: [1]
+  - protocol: http
+    url: "HTTPS://www.example.net/"
+    label: net
+    http_version: [1.1, 2]
+    conns: [1]
+  - protocol: http
+    url: "http://www.example.org/"
+    http_version: 2
+    conns: [1]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, g := range e.Groups {
+		got = append(got, g.CellName())
+	}
+	want := []string{"http/2", "net", "net/2", "http/h2c"}
+	if !slices.Equal(got, want) {
+		t.Errorf("groups %v, want %v", got, want)
+	}
+}
