@@ -133,8 +133,10 @@ func connModel(s *Summary, keepalive []string) {
 	for _, g := range protocols(s) {
 		f, done := groupConn(s, g)
 		if f.Kept > 0 {
-			s.Notes = append(s.Notes, fmt.Sprintf("%s kept connections (keepalive): no lookup or handshake after each user's first; %d of %d completed transactions on a kept connection", g, f.Kept, done))
+			s.Notes = append(s.Notes, keptNote(g, f.Kept, done))
+			s.Notes = append(s.Notes, keptShareNotes(s, g)...)
 			s.Notes = append(s.Notes, keptNothingNotes(s, g)...)
+			s.Notes = append(s.Notes, keptApartNotes(s, g)...)
 			s.Notes = append(s.Notes, keptRaceNotes(s, g)...)
 		} else if done > 0 && slices.Contains(keepalive, g) {
 			s.Notes = append(s.Notes, fmt.Sprintf("%s keepalive was asked, but none of its %d completed transactions ran on a kept connection (the server closed each connection before the user's next transaction, or no user made a second one): its figures are new connections'", g, done))
@@ -146,6 +148,15 @@ func connModel(s *Summary, keepalive []string) {
 			s.Notes = append(s.Notes, fmt.Sprintf("%s requests sent again: in %d of %d completed transactions the server said it had not processed some requests (GOAWAY, as nginx's keepalive_requests sends, or REFUSED_STREAM, or it closed a kept connection idle) and they went again on a new connection, whose connect and handshake are in those transactions' times (the samples' again)%s", g, f.Again, done, againMore(f.AgainMore)))
 		}
 	}
+}
+
+// keptNote says how many of group g's done transactions ran on a kept
+// connection: after each user's first when all did, else beside new ones.
+func keptNote(g string, kept, done int) string {
+	if kept >= done {
+		return fmt.Sprintf("%s kept connections (keepalive): no lookup or handshake after each user's first; %d of %d completed transactions on a kept connection", g, kept, done)
+	}
+	return fmt.Sprintf("%s kept connections (keepalive) in part: %d of %d completed transactions on a kept connection (no lookup or handshake), the others opened a new connection (a lookup and a handshake each)", g, kept, done)
 }
 
 // againMore says how many transactions needed more than one new
@@ -160,10 +171,10 @@ func againMore(n int) string {
 // connTitle is what a group's connections did, for its tables' titles:
 // "" for new connections with full handshakes.
 func connTitle(s *Summary, group string) string {
-	f, _ := groupConn(s, group)
+	f, done := groupConn(s, group)
 	var out []string
-	if f.Kept > 0 {
-		out = append(out, "kept connections")
+	if w := keptWords(f.Kept, done); w != "" {
+		out = append(out, w)
 	}
 	if f.ZeroRTT > 0 {
 		out = append(out, "returning users, TLS resumed, 0-RTT")
@@ -176,15 +187,17 @@ func connTitle(s *Summary, group string) string {
 	return " (" + strings.Join(out, "; ") + ")"
 }
 
-// keptNothingNotes say, per cell of group g (which kept connections
-// elsewhere) that kept none, that its figures are new connections': the
+// keptNothingNotes say, per cell of group g (where another cell kept at
+// least half its transactions' connections) that kept none, that its figures are new connections': the
 // group's titles say "kept connections", and its comparison sets them
 // against kept ones (dialer v3's dual path opened a connection for every
 // transaction, beside a kept ipv4).
 func keptNothingNotes(s *Summary, g string) []string {
 	var out []string
-	for _, c := range cellsOf(s, g) {
-		if c.Completed == 0 || c.Conn != nil && c.Conn.Kept > 0 {
+	cells := cellsOf(s, g)
+	mostly := slices.ContainsFunc(cells, func(c Cell) bool { return c.Completed > 0 && 2*keptOf(&c) >= c.Completed })
+	for _, c := range cells {
+		if !mostly || c.Completed == 0 || keptOf(&c) > 0 {
 			continue
 		}
 		out = append(out, fmt.Sprintf("%s %s %d: none of its %d completed transactions ran on a kept connection, though the group's other cells kept theirs: its figures are new connections' (a lookup and a handshake each%s), and its comparison sets them against kept connections", g, c.Path, c.Conns, c.Completed, raceWord(c.Path)))
@@ -192,34 +205,119 @@ func keptNothingNotes(s *Summary, g string) []string {
 	return out
 }
 
-// keptClause is what a verdict on path adds when its cells' connections
-// and the baseline's were not alike, one side kept (keepalive), the other
-// new at every transaction ("" otherwise): the difference is partly the
-// lookups and handshakes one side made.
-func keptClause(s *Summary, group, p string) string {
-	kept := func(c *Cell) bool { return c.Conn != nil && c.Conn.Kept > 0 }
-	var mine, theirs []int
-	for _, c := range cellsOf(s, group) {
-		if c.Path != p || c.Completed == 0 {
+// KeptApart is how far apart (in points of the share of transactions on
+// a kept connection) two cells' keeping must be for their comparison not
+// to be like for like: 25 points (docs/metrics.md). Below it the share a
+// lookup and a handshake take of either side's times differs little; a
+// cell that kept none beside one that kept most (77bfe59), and trial7's
+// ipv4 at 1 of 4 beside ipv6 at 3 of 4, are past it.
+const KeptApart = 0.25
+
+// keptOf is how many of c's completed transactions ran on a kept
+// connection.
+func keptOf(c *Cell) int {
+	if c.Conn == nil {
+		return 0
+	}
+	return c.Conn.Kept
+}
+
+// keptApart says whether cells a and b differ in keeping by KeptApart or
+// more.
+func keptApart(a, b *Cell) bool {
+	if a.Completed == 0 || b.Completed == 0 {
+		return false
+	}
+	d := float64(keptOf(a))/float64(a.Completed) - float64(keptOf(b))/float64(b.Completed)
+	return d >= KeptApart-1e-9 || -d >= KeptApart-1e-9
+}
+
+// keptWords is what kept of done transactions were, for a title: "kept
+// connections" when every one was, "keepalive: 5 of 32 transactions on a
+// kept connection" (with "mostly new connections, " before it when under
+// half were), "" when none.
+func keptWords(kept, done int) string {
+	switch {
+	case kept == 0:
+		return ""
+	case kept >= done:
+		return "kept connections"
+	case 2*kept < done:
+		return fmt.Sprintf("keepalive: mostly new connections, %d of %d transactions on a kept connection", kept, done)
+	}
+	return fmt.Sprintf("keepalive: %d of %d transactions on a kept connection", kept, done)
+}
+
+// keptShare is "1 of 12 (8%)".
+func keptShare(c *Cell) string {
+	return fmt.Sprintf("%d of %d (%.0f%%)", keptOf(c), c.Completed, 100*float64(keptOf(c))/float64(c.Completed))
+}
+
+// keptShareNotes say, for group g whose cells did not all keep every
+// connection, each cell's share of transactions on a kept connection: the
+// title's count is the group's, and a cell's figures mix kept and new
+// connections in its own share.
+func keptShareNotes(s *Summary, g string) []string {
+	var parts []string
+	whole := true
+	for _, c := range cellsOf(s, g) {
+		if c.Completed == 0 {
 			continue
 		}
-		for _, b := range cellsOf(s, group) {
-			if b.Path == s.Baseline && b.Conns == c.Conns && b.Completed > 0 && kept(&c) != kept(&b) {
-				if kept(&c) {
-					mine = append(mine, c.Conns)
-				} else {
-					theirs = append(theirs, c.Conns)
-				}
-			}
+		whole = whole && keptOf(&c) == c.Completed
+		parts = append(parts, fmt.Sprintf("%s %d: %s", c.Path, c.Conns, keptShare(&c)))
+	}
+	if whole {
+		return nil
+	}
+	return []string{fmt.Sprintf("%s transactions on a kept connection, per cell: %s; the rest opened a new connection (a lookup and a handshake each), so each cell's figures are of its own mix", g, strings.Join(parts, ", "))}
+}
+
+// keptApartNotes name each cell of group g whose share of kept
+// transactions is KeptApart or more from the baseline's cell at its
+// connections: their comparison is not like for like.
+func keptApartNotes(s *Summary, g string) []string {
+	var out []string
+	for _, c := range cellsOf(s, g) {
+		if b := baselineCell(s, g, &c); b != nil && keptApart(&c, b) {
+			out = append(out, fmt.Sprintf("%s %s %d kept %s of its transactions' connections, %s %d %s: %.0f points or more apart, their comparison is not like for like (one side's times hold more new connections' lookups and handshakes)", g, c.Path, c.Conns, keptShare(&c), b.Path, b.Conns, keptShare(b), 100*KeptApart))
 		}
 	}
-	switch {
-	case len(theirs) > 0:
-		return fmt.Sprintf("its connections were new at every transaction, %s's kept (at %s): not like for like", s.Baseline, connsText(theirs))
-	case len(mine) > 0:
-		return fmt.Sprintf("its connections were kept, %s's new at every transaction (at %s): not like for like", s.Baseline, connsText(mine))
+	return out
+}
+
+// baselineCell is the baseline's cell of group g at c's connections (nil
+// for none, or when c is the baseline's).
+func baselineCell(s *Summary, g string, c *Cell) *Cell {
+	if c.Path == s.Baseline {
+		return nil
 	}
-	return ""
+	for _, b := range cellsOf(s, g) {
+		if b.Path == s.Baseline && b.Conns == c.Conns {
+			return &b
+		}
+	}
+	return nil
+}
+
+// keptClause is what a verdict on path adds when its cells' keeping and
+// the baseline's were KeptApart or more apart ("" otherwise): the
+// difference is partly the lookups and handshakes one side made.
+func keptClause(s *Summary, group, p string) string {
+	var mine, theirs []string
+	for _, c := range cellsOf(s, group) {
+		if c.Path != p {
+			continue
+		}
+		if b := baselineCell(s, group, &c); b != nil && keptApart(&c, b) {
+			mine = append(mine, fmt.Sprintf("%s at %s", keptShare(&c), connsText([]int{c.Conns})))
+			theirs = append(theirs, keptShare(b))
+		}
+	}
+	if len(mine) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("kept connections in %s of its transactions, %s's in %s: not like for like", strings.Join(mine, ", "), s.Baseline, strings.Join(theirs, ", "))
 }
 
 // connsText is "1 and 10 connections".
