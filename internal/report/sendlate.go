@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -94,22 +95,57 @@ func markLateSenders(cells []Cell) {
 	}
 }
 
+// offeredShortBy is how far below the rate asked offered_mbps may be
+// (the lowest trial's, as a share of the rate) and still have met it: a
+// sender that ran late but caught up offered the rate, in bursts.
+const offeredShortBy = 0.01
+
+// offeredShort says whether a trial of c offered less than the rate
+// asked (by more than offeredShortBy), and the lowest trial's offer.
+func offeredShort(c *Cell) (float64, bool) {
+	rate, ok := mean(c, "rate_set_mbps")
+	m := c.Metrics["offered_mbps"]
+	if !ok || m == nil || len(m.Runs) == 0 {
+		return 0, false
+	}
+	low := slices.Min(m.Runs)
+	return low, low < rate*(1-offeredShortBy)
+}
+
 // sendLateNote names the cells whose UDP sender ran late and what that
-// did to their figures ("" when none did).
+// did to their figures, by the figures: offered_mbps lower where a trial
+// offered less than asked, else the rate met but perhaps in bursts (""
+// when no sender ran late).
 func sendLateNote(cells []Cell) string {
-	var late []string
+	var late, short []string
+	met := 0
 	for _, c := range cells {
-		if sc := c.SelfCheck; sc != nil && sc.SenderLate != nil {
-			l := sc.SenderLate
-			late = append(late, fmt.Sprintf("%s/%s/%d (up to %s ms in %d of %d trials, past %s ms)",
-				c.Protocol, c.Path, c.Conns, figure(l.MaxMS), l.Trials, l.Of, figure(l.LimitMS)))
+		sc := c.SelfCheck
+		if sc == nil || sc.SenderLate == nil {
+			continue
+		}
+		l, name := sc.SenderLate, fmt.Sprintf("%s/%s/%d", c.Protocol, c.Path, c.Conns)
+		late = append(late, fmt.Sprintf("%s (up to %s ms in %d of %d trials, past %s ms)", name, figure(l.MaxMS), l.Trials, l.Of, figure(l.LimitMS)))
+		if low, ok := offeredShort(&c); ok {
+			rate, _ := mean(&c, "rate_set_mbps")
+			short = append(short, fmt.Sprintf("%s (down to %s of %s Mbit/s)", name, figure(low), figure(rate)))
+		} else {
+			met++
 		}
 	}
 	if len(late) == 0 {
 		return ""
 	}
 	sort.Strings(late)
+	sort.Strings(short)
+	effect := "offered_mbps met the rate asked, but the datagrams may be burstier than asked"
+	switch {
+	case len(short) > 0 && met > 0:
+		effect = "offered_mbps is lower than asked in " + strings.Join(short, ", ") + "; elsewhere it met the rate, but the datagrams may be burstier than asked"
+	case len(short) > 0:
+		effect = "offered_mbps is lower than asked in " + strings.Join(short, ", ")
+	}
 	return "v6lab's own UDP sender ran late in " + strings.Join(late, ", ") +
-		": it sent the datagrams due meanwhile at once, so offered_mbps there is lower, and the bursts (loss, jitter) partly v6lab's, not the path's; " +
+		": it sent the datagrams due meanwhile at once, so " + effect + ", and the bursts (loss, jitter) are partly v6lab's, not the path's; " +
 		"rerun those cells on a quiet machine (send_late_ms per trial in the UDP tables)"
 }

@@ -104,3 +104,27 @@ func TestALateSenderAddsToTheClientsOwnReasons(t *testing.T) {
 		t.Errorf("notes: %s", n)
 	}
 }
+
+// TestALateSendersNoteFollowsTheFigures: the note says offered_mbps is
+// lower only for a cell one of whose trials offered less than asked; a
+// late sender that still offered the rate may have sent in bursts (trial7
+// F9: "is lower" of 20.01 Mbit/s offered of 20 asked).
+func TestALateSendersNoteFollowsTheFigures(t *testing.T) {
+	late := map[string][]float64{"udp-10/ipv4": {5, 0.2, 0.3}, "udp-10/ipv6": {0.3, 35, 0.5}}
+	f := lateUDPFile(late)
+	s := Summarize(f)
+	notes := strings.Join(s.Notes, "\n")
+	if !strings.Contains(notes, "so offered_mbps met the rate asked, but the datagrams may be burstier than asked, and the bursts") || strings.Contains(notes, "lower") {
+		t.Errorf("rate met:\n%s", notes)
+	}
+	f = lateUDPFile(late)
+	for i := range f.Samples {
+		if smp := &f.Samples[i]; smp.Cell == result.CellKey("udp-10", "ipv6", 1) && smp.Run == 2 {
+			smp.Metrics["offered_mbps"] = 8.5
+		}
+	}
+	notes = strings.Join(Summarize(f).Notes, "\n")
+	if !strings.Contains(notes, "so offered_mbps is lower than asked in udp-10/ipv6/1 (down to 8.50 of 10 Mbit/s); elsewhere it met the rate, but the datagrams may be burstier than asked, and") {
+		t.Errorf("one cell short:\n%s", notes)
+	}
+}
