@@ -72,8 +72,8 @@ type Sample struct {
 	// the same connection, summed over the transaction's turns
 	// (docs/metrics.md says which are counted).
 	ClientTurnNS int64 `json:"client_turn_ns,omitempty"`
-	BytesIn      int64 `json:"bytes_in"`
-	BytesOut     int64 `json:"bytes_out"`
+	BytesIn      int64 `json:"bytes_in,omitempty"`
+	BytesOut     int64 `json:"bytes_out,omitempty"`
 	// Negotiated is the application protocol the transaction spoke, for a
 	// cell that names its HTTP version: http/1.1, h2 (ALPN), h2c (by
 	// prior knowledge) or h3 (QUIC).

@@ -245,3 +245,30 @@ func BenchmarkAppendSample(b *testing.B) {
 		}
 	})
 }
+
+// TestKeptSampleHasNoByteCounts: a kept transaction's byte counts are
+// absent from its line (docs/formats.md), by the fast encoder and by
+// encoding/json (a sample with metrics), not written as 0 (trial7 F5); a
+// line of an older result with "bytes_in":0 reads back the same.
+func TestKeptSampleHasNoByteCounts(t *testing.T) {
+	for _, m := range []map[string]float64{nil, {"kept_ipv6": 1}} {
+		var buf bytes.Buffer
+		w := NewWriter(&buf)
+		w.Sample(Sample{Cell: "a/b/1", Protocol: "a", Path: "ipv4", Conns: 1, Run: 2, Start: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC),
+			TotalNS: 7, Kept: true, Marker: "200 OK", Metrics: m})
+		w.Sample(Sample{Cell: "a/b/1", Protocol: "a", Path: "ipv4", Conns: 1, Run: 2, Start: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC),
+			TotalNS: 7, BytesIn: 38000, BytesOut: 90, Marker: "200 OK", Metrics: m})
+		w.Close()
+		lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+		if len(lines) != 2 || strings.Contains(lines[0], "bytes_") || !strings.Contains(lines[1], `"bytes_in":38000,"bytes_out":90`) {
+			t.Errorf("metrics %v: %q", m, lines)
+		}
+	}
+	if b, err := json.Marshal(Sample{Cell: "a/b/1", TotalNS: 7, Kept: true}); err != nil || bytes.Contains(b, []byte("bytes_")) {
+		t.Errorf("encoding/json: %s %v", b, err)
+	}
+	var old Sample
+	if !decodeSampleFast([]byte(fastSeeds[2]), &old) || old.BytesIn != 0 || old.BytesOut != 0 || old.TotalNS != 5 {
+		t.Errorf("an older line with bytes 0: %+v", old)
+	}
+}
