@@ -19,9 +19,9 @@ type loadFlags struct {
 	every   int
 }
 
-func (f *loadFlags) register(cmd *cobra.Command, defConns string, defRuns int) {
+func (f *loadFlags) register(cmd *cobra.Command, defConns string, defRuns int, races bool) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.Paths, "paths", "ipv4,ipv6", "paths to measure, comma-separated: ipv4, ipv6, dual (a dual-stack client racing both by Happy Eyeballs; http only); 6in4, nat64, 464xlat and dslite exist only in a lab (v6lab run), so a probe refuses them")
+	fl.StringVar(&f.Paths, "paths", "ipv4,ipv6", run.PathsUsage(races))
 	fl.StringVar(&f.Conns, "conns", defConns, "simultaneous connections per run, comma-separated")
 	fl.IntVar(&f.Runs, "runs", defRuns, "runs per cell, the first --warmup of them not counted")
 	fl.IntVar(&f.Warmup, "warmup", 1, "leading runs per cell kept but not counted")
@@ -38,8 +38,8 @@ func (f *loadFlags) register(cmd *cobra.Command, defConns string, defRuns int) {
 // registerTrial declares the flags of a command whose cell is one test (a
 // transport trial): no --conns or --duration, no warm-up by default, and
 // a timeout that follows the trial's length.
-func (f *loadFlags) registerTrial(cmd *cobra.Command) {
-	f.register(cmd, "1", 10)
+func (f *loadFlags) registerTrial(cmd *cobra.Command, races bool) {
+	f.register(cmd, "1", 10, races)
 	fl := cmd.Flags()
 	_ = fl.MarkHidden("conns")
 	_ = fl.MarkHidden("duration")

@@ -846,6 +846,27 @@ func TestHelpHasExamples(t *testing.T) {
 	}
 }
 
+// TestPathsHelpListsDualWhereItRaces: --paths lists the dual path for a
+// command whose client races the families, and says it is not one for
+// the others (trial7 F8: udp and tcp listed it, "http only").
+func TestPathsHelpListsDualWhereItRaces(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		dual bool
+	}{{[]string{"probe", "http"}, true}, {[]string{"udp"}, false}, {[]string{"tcp"}, false}, {[]string{"probe", "dns"}, false}} {
+		out, err := v6lab(t, append(c.args, "--help")...)
+		i := strings.Index(out, "--paths string")
+		if err != nil || i < 0 {
+			t.Fatalf("%v: %v\n%s", c.args, err, out)
+		}
+		line, _, _ := strings.Cut(out[i:], "\n")
+		if got := strings.Contains(line, "ipv6, dual (a dual-stack client"); got != c.dual || strings.Contains(line, "only)") ||
+			!c.dual && !strings.Contains(line, "(not dual: it races the families by Happy Eyeballs, which only http cells do)") {
+			t.Errorf("%v: %s", c.args, line)
+		}
+	}
+}
+
 func TestTCPAndUDPCommands(t *testing.T) {
 	srv, err := transport.ListenAndServe(context.Background(), []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")}, 0, nil)
 	if err != nil {

@@ -66,9 +66,9 @@ func newProbeProtoCmd(p *proto.Protocol) *cobra.Command {
 		},
 	}
 	if p.SingleTest {
-		lf.registerTrial(cmd)
+		lf.registerTrial(cmd, p.Races)
 	} else {
-		lf.register(cmd, "1,10,100", 11)
+		lf.register(cmd, "1,10,100", 11, p.Races)
 	}
 	proto.RegisterFlags(cmd.Flags(), p.New())
 	return cmd

@@ -93,7 +93,7 @@ counted runs were left out of the figures (a run whose wire did not prove its pa
 			return o.run(cmd, args)
 		},
 	}
-	o.lf.register(cmd, "1,10,100", 11)
+	o.lf.register(cmd, "1,10,100", 11, true)
 	// In run, the experiment decides the paths (the lab adds 6in4): the
 	// flag only overrides it, so its help says that rather than a default.
 	if f := cmd.Flags().Lookup("paths"); f != nil {

@@ -181,3 +181,14 @@ func (l Load) Cell(name, protocol, target string) (experiment.CellGroup, error) 
 	}
 	return s, experiment.FlagError(s.Validate(), func(string) bool { return true })
 }
+
+// PathsUsage is a probe command's --paths usage: the dual path is listed
+// only for a protocol whose client races the families (races), else said
+// to be another's (trial7 F8: udp and tcp listed it).
+func PathsUsage(races bool) string {
+	const lab = "6in4, nat64, 464xlat and dslite exist only in a lab (v6lab run), so a probe refuses them"
+	if races {
+		return "paths to measure, comma-separated: ipv4, ipv6, dual (a dual-stack client racing both by Happy Eyeballs); " + lab
+	}
+	return "paths to measure, comma-separated: ipv4, ipv6 (not dual: it races the families by Happy Eyeballs, which only " + experiment.RacingCells() + " cells do); " + lab
+}

@@ -346,6 +346,10 @@ func DualFits(p path.Path, protocol string) error {
 	return nil
 }
 
+// RacingCells names the protocols whose cells race the families on the
+// dual path ("http").
+func RacingCells() string { return all.Racing() }
+
 // TimingNotes say how the experiment's samples are timed: timing is the
 // note for v6lab's own transactions, given when any cell makes them, and
 // linger how their connections end, given when one of those is over TCP
