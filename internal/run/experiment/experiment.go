@@ -366,9 +366,9 @@ func (e *Experiment) TimingNotes(timing, linger string) []string {
 			transactions = true
 			dg, ok := c.Opts().(proto.Datagrams)
 			switch {
-			case ok && dg.OverUDP():
-			case keeps(c.Opts()):
+			case keeps(c.Opts()): // HTTP/3's kept QUIC connections too (trial7 F8)
 				kept = append(kept, c.CellName())
+			case ok && dg.OverUDP():
 			default:
 				closing = append(closing, c.CellName())
 			}

@@ -657,6 +657,12 @@ func TestTimingNotesFollowWhatTheCellsTime(t *testing.T) {
 	if got := notes(keptCell); len(got) != 2 || got[0] != "TX" || !strings.HasPrefix(got[1], KeptNote) || has(got, "LINGER") > 0 {
 		t.Errorf("kept connections only: %q", got)
 	}
+	// HTTP/3's kept QUIC connections too (trial7 F8: only HTTP/2's said).
+	kept3 := cellOf(t, "http", "http_version", "3", "keepalive", "true")
+	kept3.Label = "http/3"
+	if got := notes(kept3); len(got) != 2 || got[0] != "TX" || got[1] != KeptNote+" (cell groups http/3)" {
+		t.Errorf("kept HTTP/3 connections only: %q", got)
+	}
 	got = notes(cell("http", ""), keptCell)
 	if len(got) != 3 || got[1] != "LINGER (cell groups http)" || got[2] != KeptNote+" (cell groups http/2)" {
 		t.Errorf("new and kept connections: %q", got)
