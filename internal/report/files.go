@@ -185,7 +185,7 @@ func cellMeasured(s *Summary, c *Cell) (version, conn string) {
 	if version == "" && f == (ConnFacts{}) {
 		return "", ""
 	}
-	return version, connWords(f)
+	return version, connWords(f, c.Completed)
 }
 
 // CSV writes results.csv. An n/a figure is an empty field.

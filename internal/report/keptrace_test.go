@@ -255,6 +255,13 @@ func TestMixedKeptCellsAreSaid(t *testing.T) {
 			t.Errorf("notes lack %q: %q", want, s.Notes)
 		}
 	}
+	for c, want := range map[string]string{"ipv4": "mostly new connections (keepalive kept some)", "ipv6": "mostly kept connections (keepalive; some new)"} {
+		for _, cell := range cellsOf(s, "http") {
+			if _, got := cellMeasured(s, &cell); cell.Path == c && got != want {
+				t.Errorf("results.csv: %s's connection %q, want %q", c, got, want)
+			}
+		}
+	}
 	if vs := Verdicts(s); len(vs) != 1 || !strings.Contains(vs[0].Text, "; kept connections in 15 of 20 (75%) at 2 connections of its transactions, ipv4's in 5 of 20 (25%): not like for like") {
 		t.Errorf("verdicts %+v", vs)
 	}

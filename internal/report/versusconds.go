@@ -91,19 +91,27 @@ func versionOf(s *Summary, group string) string {
 // connKind is what a group's connections did, in words: "" for a group
 // without an HTTP version or connection facts.
 func connKind(s *Summary, group string) string {
-	f, _ := groupConn(s, group)
+	f, done := groupConn(s, group)
 	if versionOf(s, group) == "" && f == (ConnFacts{}) {
 		return ""
 	}
-	return connWords(f)
+	return connWords(f, done)
 }
 
-// connWords says what connections with facts f did: "kept connections
-// (keepalive)", "new connections, full handshakes", ….
-func connWords(f ConnFacts) string {
+// connWords says what connections with facts f of done transactions did:
+// "kept connections (keepalive)" (every one kept), "mostly new
+// connections (keepalive kept some)", "new connections, full
+// handshakes", ….
+func connWords(f ConnFacts, done int) string {
 	out := "new connections"
-	if f.Kept > 0 {
+	switch {
+	case f.Kept == 0:
+	case f.Kept >= done:
 		out = "kept connections (keepalive)"
+	case 2*f.Kept < done:
+		out = "mostly new connections (keepalive kept some)"
+	default:
+		out = "mostly kept connections (keepalive; some new)"
 	}
 	switch {
 	case f.ZeroRTT > 0:
