@@ -830,6 +830,8 @@ func (r *Executor) runStep(ctx context.Context, w *result.Writer, st Step, slot 
 		rec.Slot = slot.UTC()
 		if late := rec.Start.Sub(slot); late > result.LateAfter {
 			rec.LateNS = int64(late)
+		} else if late < -result.LateAfter {
+			rec.EarlyNS = int64(-late)
 		}
 	}
 	r.load(ctx, spec, st, probe, out.add)

@@ -293,3 +293,28 @@ func TestMergeOfASegmentResumedTwiceAtOneStep(t *testing.T) {
 		t.Errorf("notes do not count the merged re-warms: %q", s.Notes)
 	}
 }
+
+// TestResumeFindsAnUnsplitSchedule: a run on a --start-at schedule but
+// not split records no segment, so its schedule is found from a finished
+// run's slot: the resume keeps it (trial7 F6).
+func TestResumeFindsAnUnsplitSchedule(t *testing.T) {
+	dir := t.TempDir()
+	spec := CellGroup{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4, path.IPv6}, Conns: []int{1}, Runs: 2,
+		Timeout: Duration(10 * time.Millisecond), Baseline: path.IPv4}
+	exp := Single(spec, result.Hosts)
+	start := time.Now().Add(-exp.Groups[0].Slot()).Truncate(time.Millisecond) // step 1 is due now
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &Executor{Exp: exp, StartAt: start, Probe: func(*CellGroup, path.Path) (load.Probe, error) { return counting{}, nil },
+		OnStep: func(done, _ int, _ result.Run) {
+			if done == 2 {
+				cancel()
+			}
+		}}
+	if err := r.Execute(ctx, dir); !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("err %v", err)
+	}
+	rs, err := PrepareResume(dir)
+	if err != nil || len(rs.Done) != 2 || !rs.StartAt.Equal(start) {
+		t.Fatalf("resume: %v, %d done, schedule %v, want %v", err, len(rs.Done), rs.StartAt, start)
+	}
+}

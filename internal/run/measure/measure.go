@@ -190,6 +190,9 @@ func Do(ctx context.Context, j Job, o Output) (string, error) {
 		if j.Segment == nil {
 			j.Segment = j.Resume.Header.Segment
 		}
+		if j.StartAt.IsZero() { // the first process's schedule, kept (trial7 F6)
+			j.StartAt = j.Resume.StartAt
+		}
 	} else if dir, err = result.NewDir(j.Results, j.dirName(), time.Now()); err != nil {
 		return "", err
 	}
@@ -221,6 +224,10 @@ func Do(ctx context.Context, j Job, o Output) (string, error) {
 		}
 		fmt.Fprintf(o.Err, "v6lab: %s: %s %d runs (%s over %v) -> %s\n",
 			j.Exp.Name, verb, len(plan), strings.Join(j.Exp.Protocols(), ", "), j.Exp.Paths(), dir)
+		if done != nil && !j.StartAt.IsZero() {
+			fmt.Fprintf(o.Err, "v6lab: keeping the schedule of --start-at %s: each run left waits for its slot; one whose slot has passed starts at once and is recorded late\n",
+				j.StartAt.UTC().Format(time.RFC3339Nano))
+		}
 	}
 	runErr := r.Execute(ctx, dir)
 	prog.Done()
