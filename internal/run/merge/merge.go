@@ -536,6 +536,9 @@ func mergedHeader(segs []*Dir, command []string, now time.Time) result.Header {
 		}
 	}
 	h.Notes = append(h.Notes, fmt.Sprintf("merged by v6lab merge from %d segments (%s): the samples of every segment, so every figure is that of one run of all users", len(segs), strings.Join(dirsOf(segs), ", ")))
+	if segs[0].header.Segment.StartAt.IsZero() {
+		h.Notes = append(h.Notes, "the segments ran without a schedule (--start-at): their runs did not start together, so a merged run's rate/s divides by the time from the first segment's start to the last one's end, not that of all users at once")
+	}
 	return h
 }
 
@@ -641,8 +644,8 @@ func markSchedule(segs []*Dir) {
 	}
 }
 
-// notTogether says why the segments' runs of step k are not one run of
-// all users, or "" when they are: a segment's run (with users in it)
+// notTogether says why the segments' runs of step k, on a schedule, are
+// not one run of all users, or "" when they are: a segment's run (with users in it)
 // started more than result.LateAfter after another's had ended. Pooled,
 // such runs would be figures of a host running every user at once that
 // never did (its rate/s divides by a window from the first start to the
@@ -650,8 +653,8 @@ func markSchedule(segs []*Dir) {
 // within LateAfter (what a schedule counts as on time) of one another's
 // end, ran together; those late or early are counted and said apart.
 func notTogether(segs []*Dir, k record) string {
-	if k.seq < 0 {
-		return "" // a re-warm: only a resumed segment runs one
+	if k.seq < 0 || segs[0].header.Segment.StartAt.IsZero() {
+		return "" // a re-warm (only a resumed segment runs one), or no schedule (mergedHeader's note)
 	}
 	var first, last *result.Run
 	var firstSeg, lastSeg *result.Segment

@@ -126,7 +126,9 @@ func TestMergePoolsEverySegmentsSamples(t *testing.T) {
 	if f.Header.Segment != nil || len(f.Header.Merged) != 3 || f.Header.Merged[1].LateRuns != 1 || f.Header.Host != "clienta, clientb, clientc" {
 		t.Errorf("merged header segment %v merged %+v host %q", f.Header.Segment, f.Header.Merged, f.Header.Host)
 	}
-	if strings.Join(f.Header.Notes, "|") != "a note|"+f.Header.Notes[1] || !strings.Contains(f.Header.Notes[1], "merged by v6lab merge from 3 segments") {
+	// These segments recorded no --start-at: the merge says their runs did not start together.
+	if len(f.Header.Notes) != 3 || f.Header.Notes[0] != "a note" || !strings.Contains(f.Header.Notes[1], "merged by v6lab merge from 3 segments") ||
+		!strings.HasPrefix(f.Header.Notes[2], "the segments ran without a schedule (--start-at)") {
 		t.Errorf("notes %q", f.Header.Notes)
 	}
 	// Each segment's share: users 0, 1-2, 3-4 of 5.
@@ -409,7 +411,8 @@ func TestMergeFoldsRewarmsNumberedAlike(t *testing.T) {
 	}
 }
 
-// editRuns rewrites the run records of dir's samples file by edit.
+// editRuns rewrites the run records of dir's samples file by edit, and
+// puts its segment on a schedule (--start-at) from t0.
 func editRuns(t *testing.T, dir string, edit func(r map[string]any)) {
 	t.Helper()
 	name := filepath.Join(dir, "samples.jsonl")
@@ -423,10 +426,13 @@ func editRuns(t *testing.T, dir string, edit func(r map[string]any)) {
 		if err := json.Unmarshal([]byte(l), &m); err != nil {
 			t.Fatal(err)
 		}
-		if m["kind"] != result.KindRun {
+		if m["kind"] == result.KindHeader {
+			m["segment"].(map[string]any)["start_at"] = t0
+		} else if m["kind"] != result.KindRun {
 			continue
+		} else {
+			edit(m)
 		}
-		edit(m)
 		nb, err := json.Marshal(m)
 		if err != nil {
 			t.Fatal(err)
@@ -492,6 +498,9 @@ func TestMergeLeavesOutRunsTheSegmentsDidNotRunTogether(t *testing.T) {
 		if len(c.Runs) != 1 || c.Completed != 5 {
 			t.Errorf("cell %s: runs %v, %d completed; want run 0 only", c.Path, c.Runs, c.Completed)
 		}
+	}
+	if s.LeftOutRuns != 2 {
+		t.Errorf("left_out_runs %d, want 2", s.LeftOutRuns)
 	}
 	text, err := os.ReadFile(filepath.Join(dir, report.TextFile))
 	if err != nil {
