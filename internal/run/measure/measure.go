@@ -322,10 +322,14 @@ func finish(dir, files string, runErr error, impaired map[string]bool, o Output)
 }
 
 // dirName names the result directory: the experiment's name, and a
-// segment's index, so the segments of one run sit side by side.
+// segment's index, so the segments of one run sit side by side; a name
+// that ends with it already (--name web-seg0, as run --help shows) is
+// not given it twice (trial7 F6: t7seg-seg0-seg0-…).
 func (j Job) dirName() string {
 	if j.Segment != nil {
-		return fmt.Sprintf("%s-seg%d", j.Exp.Name, j.Segment.Index)
+		if suffix := fmt.Sprintf("-seg%d", j.Segment.Index); !strings.HasSuffix(j.Exp.Name, suffix) {
+			return j.Exp.Name + suffix
+		}
 	}
 	return j.Exp.Name
 }

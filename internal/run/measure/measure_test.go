@@ -278,3 +278,15 @@ func TestAResumedSegmentKeepsItsSchedule(t *testing.T) {
 		}
 	}
 }
+
+// TestASegmentsDirectoryNamesItsIndexOnce: --name web-seg0 (as run --help
+// shows) names segment 0's directory web-seg0-…, not web-seg0-seg0-….
+func TestASegmentsDirectoryNamesItsIndexOnce(t *testing.T) {
+	for name, want := range map[string]string{"web": "web-seg0", "web-seg0": "web-seg0", "web-seg1": "web-seg1-seg0", "web-seg10": "web-seg10-seg0"} {
+		exp := experiment.Single(experiment.CellGroup{Name: "t", Protocol: "fake"}, result.Hosts)
+		exp.Name = name
+		if got := (Job{Exp: exp, Segment: &result.Segment{Index: 0, Count: 2}}).dirName(); got != want {
+			t.Errorf("--name %s: directory %s, want %s", name, got, want)
+		}
+	}
+}
