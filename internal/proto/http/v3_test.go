@@ -245,6 +245,15 @@ func TestV3OffersTheCellsVersion(t *testing.T) {
 	} else {
 		t.Logf("http_version 3, QUIC blocked: %s", s.Err)
 	}
+	// No HTTPS record (the rig's name server offers none for another
+	// name's port): nothing speaks h3, and the error says where QUIC
+	// comes from.
+	c = patient(v3rig(t, lo4, lo6))
+	c.V3.Supported, c.Version = v3Speaks(Version3), Version3
+	c.URL.Host = "www.v6lab.test:1"
+	if s := do(c, 5*time.Second); s.OK() || !strings.Contains(s.Err, "QUIC is offered only by the name's HTTPS record") {
+		t.Errorf("http_version 3 without an HTTPS record: %q", s.Err)
+	}
 	if v3Speaks("") != nil {
 		t.Error("a cell naming no version does not race all three (the eyeballs study's)")
 	}
