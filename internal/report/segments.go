@@ -20,8 +20,12 @@ type SegmentFigures struct {
 	// most MaxLateMS.
 	LateRuns  int     `json:"late_runs,omitempty"`
 	MaxLateMS float64 `json:"max_late_ms,omitempty"`
-	Completed int     `json:"completed"`
-	Failed    int     `json:"failed"`
+	// EarlyRuns counted the runs that started before their slot, by at
+	// most MaxEarlyMS (trial7 F6).
+	EarlyRuns  int     `json:"early_runs,omitempty"`
+	MaxEarlyMS float64 `json:"max_early_ms,omitempty"`
+	Completed  int     `json:"completed"`
+	Failed     int     `json:"failed"`
 	// MeanMS is the mean response time of its completed transactions
 	// of counted runs (absent: none completed).
 	MeanMS *float64      `json:"mean_ms,omitempty"`
@@ -110,7 +114,7 @@ func (g *segmentAcc) finish() []SegmentFigures {
 	out := make([]SegmentFigures, n)
 	for i, m := range g.merged {
 		out[i] = SegmentFigures{Index: m.Index, Host: m.Host, Clock: m.Clock, LateRuns: m.LateRuns,
-			MaxLateMS: float64(m.MaxLateNS) / ms, Completed: g.all[i].ok, Failed: g.all[i].failed, MeanMS: mean(g.all[i])}
+			MaxLateMS: float64(m.MaxLateNS) / ms, EarlyRuns: m.EarlyRuns, MaxEarlyMS: float64(m.MaxEarlyNS) / ms, Completed: g.all[i].ok, Failed: g.all[i].failed, MeanMS: mean(g.all[i])}
 		for _, c := range g.cells {
 			a := segSums{}
 			if p := g.per[i][c]; p != nil {
@@ -126,8 +130,8 @@ func (g *segmentAcc) finish() []SegmentFigures {
 // lateTally counts the runs that started after their slot of a schedule
 // (--start-at), and by how much at most.
 type lateTally struct {
-	runs, late int
-	worst      time.Duration
+	runs, late, early int
+	worst, earliest   time.Duration
 }
 
 func (t *lateTally) add(r *result.Run) {
@@ -136,15 +140,26 @@ func (t *lateTally) add(r *result.Run) {
 		t.late++
 		t.worst = max(t.worst, time.Duration(r.LateNS))
 	}
+	if r.EarlyNS > 0 {
+		t.early++
+		t.earliest = max(t.earliest, time.Duration(r.EarlyNS))
+	}
 }
 
 // note says how many runs started late: such runs were not aligned with
 // the other segments' runs. Empty when none.
 func (t *lateTally) note() string {
-	if t.late == 0 {
+	var off []string
+	if t.late > 0 {
+		off = append(off, fmt.Sprintf("%d of %d runs started after their slot of the --start-at schedule (at most %s late)", t.late, t.runs, t.worst.Round(time.Millisecond)))
+	}
+	if t.early > 0 {
+		off = append(off, fmt.Sprintf("%d of %d runs started before their slot (at most %s early: resumed by a v6lab that did not keep the schedule)", t.early, t.runs, t.earliest.Round(time.Millisecond)))
+	}
+	if len(off) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%d of %d runs started after their slot of the --start-at schedule (at most %s late): those runs did not start together with the other segments' runs", t.late, t.runs, t.worst.Round(time.Millisecond))
+	return strings.Join(off, "; ") + ": those runs did not start together with the other segments' runs"
 }
 
 // SegmentTable is a merged result's per-segment figures: one row per
@@ -159,6 +174,9 @@ func SegmentTable(s *Summary) (section, bool) {
 		late := "0"
 		if g.LateRuns > 0 {
 			late = fmt.Sprintf("%d (≤ %s ms)", g.LateRuns, figure(g.MaxLateMS))
+		}
+		if g.EarlyRuns > 0 {
+			late += fmt.Sprintf(", early %d (≤ %s ms)", g.EarlyRuns, figure(g.MaxEarlyMS))
 		}
 		sec.Rows = append(sec.Rows, []string{fmt.Sprintf("%d/%d", g.Index, len(s.Segments)), g.Host,
 			fmt.Sprint(g.Completed), fmt.Sprint(g.Failed), optMS(g.MeanMS, "none completed"), late})

@@ -180,6 +180,12 @@ type Run struct {
 	// LateAfter: a segment that fell behind says so.
 	Slot   time.Time `json:"slot,omitzero"`
 	LateNS int64     `json:"late_ns,omitempty"`
+	// EarlyNS is how long before its slot the run started, when more
+	// than LateAfter: a resume by a v6lab before 2026-11-27 ran the runs
+	// left back to back, before their slots, so with none of the other
+	// segments' runs (trial7 F6). v6lab merge sets it from the schedule
+	// for such a run; a run of this version waits for its slot.
+	EarlyNS int64 `json:"early_ns,omitempty"`
 	// Load is the run's self-check: the client's and the host's CPU, and
 	// whether either was saturated (load.go).
 	Load *Load `json:"load,omitempty"`

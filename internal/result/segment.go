@@ -29,6 +29,10 @@ type Segment struct {
 	Dir       string `json:"dir,omitempty"`
 	LateRuns  int    `json:"late_runs,omitempty"`
 	MaxLateNS int64  `json:"max_late_ns,omitempty"`
+	// EarlyRuns counts its runs that started before their slot, by at
+	// most MaxEarlyNS (Run.EarlyNS; merged only).
+	EarlyRuns  int   `json:"early_runs,omitempty"`
+	MaxEarlyNS int64 `json:"max_early_ns,omitempty"`
 }
 
 // Users is the segment's share of a run of c users: the first user and

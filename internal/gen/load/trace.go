@@ -41,6 +41,9 @@ type Trace struct {
 	// turns: the probe counts its client turns (CountTurns), so Open
 	// counts the lookup's.
 	turns bool
+	// noLookup: the transaction's lookup sent no query (Lookup), so its
+	// resolve_ns is 0.
+	noLookup bool
 	// handshakes are Dial's connections, their turns counted at Done.
 	handshakes []*Handshake
 	S          result.Sample
@@ -86,10 +89,19 @@ func (t *Trace) Restart() {
 // Lookup resolves host for p as the transaction's first step: its time
 // starts just before the query's first system call, and the query's
 // address is recorded (DNSLocal) for packet traces.
+//
+// A lookup that sent no query (a literal, a name given by --resolve) has
+// no time: the transaction starts after it, at its first system call, and
+// its resolve_ns is 0 (Mark), not the client's own moments before it
+// (on a loaded machine, milliseconds of the goroutine waiting to run).
 func (t *Trace) Lookup(ctx context.Context, res *path.Resolver, host string, p path.Path) (netip.Addr, error) {
-	hook := &path.LookupHook{Start: t.Restart}
+	queried := false
+	hook := &path.LookupHook{Start: func() { queried = true; t.Restart() }}
 	ip, err := res.LookupFrom(ctx, host, p, hook)
 	t.S.DNSLocal, t.firstTx, t.answerRx = hook.Local, hook.Sent, hook.Answered
+	if t.noLookup = !queried; t.noLookup {
+		t.Restart()
+	}
 	return ip, err
 }
 
@@ -343,7 +355,13 @@ func (t *Trace) wireFirstByte() int64 {
 func (t *Trace) Since() int64 { return int64(time.Since(t.start)) }
 
 // Mark stores the time since Begin in *field (a phase end).
-func (t *Trace) Mark(field *int64) { *field = t.Since() }
+func (t *Trace) Mark(field *int64) {
+	if field == &t.S.ResolveNS && t.noLookup {
+		*field = 0 // no query was sent (Lookup)
+		return
+	}
+	*field = t.Since()
+}
 
 // Conn records the addresses a connection used.
 func (t *Trace) Conn(c net.Conn) {

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"v6lab/internal/sock/evloop"
@@ -679,6 +680,11 @@ func (c *Client) tlsOver(ctx context.Context, tr *load.Trace, conn, raw net.Conn
 	tc := tls.Client(conn, cfg)
 	if err := tc.HandshakeContext(ctx); err != nil {
 		raw.Close()
+		if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
+			// A plain HTTP server reads the ClientHello as a request line
+			// that never ends, and closes at its own timeout.
+			return nil, nil, fmt.Errorf("tls handshake: the server closed the connection without answering TLS: does it speak TLS on this port? (an http:// url for a plain HTTP server) (%w)", err)
+		}
 		return nil, nil, fmt.Errorf("tls handshake: %w", err)
 	}
 	if tr.S.TLSNS == 0 {

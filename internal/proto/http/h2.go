@@ -72,6 +72,10 @@ func (c *Client) doH2(ctx context.Context, tr *load.Trace, user int) result.Samp
 				err = fmt.Errorf("the server answered HTTP/2's connection preface with HTTP/1.1: it does not speak h2c (HTTP/2 in the clear by prior knowledge); give an https:// url for h2 by ALPN, or http_version 1.1 (%w)", err)
 			case "tls":
 				err = fmt.Errorf("the server answered HTTP/2's connection preface with a TLS alert: it speaks TLS on this port, give an https:// url (%w)", err)
+			case "":
+				if st.in.Load() == 0 {
+					err = fmt.Errorf("the server closed the connection without a byte in answer to HTTP/2's connection preface: it does not speak h2c (HTTP/2 in the clear by prior knowledge); if it speaks TLS on this port give an https:// url, else http_version 1.1 (%w)", err)
+				}
 			case "text":
 				err = fmt.Errorf("the server answered HTTP/2's connection preface with text (its first bytes %s…), not HTTP/2's SETTINGS: it does not speak h2c (HTTP/2 in the clear by prior knowledge); give an https:// url for h2 by ALPN, or http_version 1.1 (%w)", st.firstBytes(), err)
 			}

@@ -221,3 +221,58 @@ func TestV3KeepaliveKeepsTheWinner(t *testing.T) {
 		})
 	}
 }
+
+// TestV3OffersTheCellsVersion: a cell that names its HTTP version races
+// that version alone (http_version 2: h2 over TCP, never QUIC, though the
+// server offers h3; 3: h3 over QUIC, and no TCP to fall back to when QUIC
+// is blocked), so its figures are of the version its label says.
+func TestV3OffersTheCellsVersion(t *testing.T) {
+	c := patient(v3rig(t, lo4, lo6))
+	c.V3.Supported = v3Speaks(Version2)
+	s := do(c, 5*time.Second)
+	if s.Err != "" || s.Negotiated != "h2" || s.Metrics["quic_won"] != 0 || strings.Contains(s.Marker, "quic ") {
+		t.Errorf("http_version 2: %q, negotiated %q, metrics %v (%s)", s.Err, s.Negotiated, s.Metrics, s.Marker)
+	}
+	c = patient(v3rig(t, lo4, lo6))
+	c.V3.Supported = v3Speaks(Version3)
+	if s := do(c, 5*time.Second); s.Err != "" || s.Negotiated != "h3" || s.Metrics["quic_won"] != 1 {
+		t.Errorf("http_version 3: %q, negotiated %q, metrics %v (%s)", s.Err, s.Negotiated, s.Metrics, s.Marker)
+	}
+	c = fallingBack(v3rig(t))
+	c.V3.Supported = v3Speaks(Version3)
+	if s := do(c, 10*time.Second); s.OK() || strings.Contains(s.Marker, "tcp ") {
+		t.Errorf("http_version 3, QUIC blocked: %q, negotiated %q (%s), want a failure without TCP", s.Err, s.Negotiated, s.Marker)
+	} else {
+		t.Logf("http_version 3, QUIC blocked: %s", s.Err)
+	}
+	// No HTTPS record (the rig's name server offers none for another
+	// name's port): nothing speaks h3, and the error says where QUIC
+	// comes from.
+	c = patient(v3rig(t, lo4, lo6))
+	c.V3.Supported, c.Version = v3Speaks(Version3), Version3
+	c.URL.Host = "www.v6lab.test:1"
+	if s := do(c, 5*time.Second); s.OK() || !strings.Contains(s.Err, "QUIC is offered only by the name's HTTPS record") {
+		t.Errorf("http_version 3 without an HTTPS record: %q", s.Err)
+	}
+	if v3Speaks("") != nil {
+		t.Error("a cell naming no version does not race all three (the eyeballs study's)")
+	}
+}
+
+// TestV3VersionOptions: dialer v3 takes the cell's http_version into its
+// race, and allows HTTP/3 over the dual path (it races QUIC); the other
+// dialers do not (they race TCP), and say what to give.
+func TestV3VersionOptions(t *testing.T) {
+	o := &Options{HTTPVersion: Version2, Dialer: DialerV3}
+	if got := o.v3().Supported; len(got) != 1 || got[0] != eyeballs.ALPNH2 {
+		t.Errorf("http_version 2, dialer v3: the race offers %v", got)
+	}
+	o.HTTPVersion = Version3
+	if err := o.PathFit(result.Lab, path.Dual); err != nil {
+		t.Errorf("http_version 3 over dual with dialer v3: %v", err)
+	}
+	o.Dialer = DialerV2
+	if err := o.PathFit(result.Lab, path.Dual); err == nil || !strings.Contains(err.Error(), "give dialer v3") {
+		t.Errorf("http_version 3 over dual with dialer v2: %v", err)
+	}
+}

@@ -2,6 +2,7 @@ package http
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	nethttp "net/http"
@@ -29,6 +30,9 @@ func (c *Client) doV3(ctx context.Context, tr *load.Trace, user int) result.Samp
 	won, rec, err := c.raceV3(ctx, tr)
 	tr.S.Metrics = v3Metrics(rec)
 	if err != nil {
+		if errors.Is(err, eyeballs.ErrNoEndpoint) && c.Version == Version3 {
+			err = fmt.Errorf("%w: http_version 3 races QUIC alone, and QUIC is offered only by the name's HTTPS record (alpn h3; for a port other than 443 the record of _PORT._https.NAME)", err)
+		}
 		return tr.Fail(ctx, "connect", fmt.Errorf("%w (%s)", err, raceText(rec)))
 	}
 	w, _ := rec.Winning()

@@ -54,7 +54,25 @@ func (o *Options) v3() *eyeballs.V3 {
 	}
 	return &eyeballs.V3{ResolutionDelay: time.Duration(o.ResolutionDelay), AttemptDelay: time.Duration(o.Delay),
 		MinAttemptDelay: time.Duration(o.MinAttemptDelay), MaxAttemptDelay: time.Duration(o.MaxAttemptDelay),
-		PreferredFamilyCount: o.PreferredFamilyCount, Fixed: o.FixedAttemptDelay, History: &eyeballs.History{}}
+		PreferredFamilyCount: o.PreferredFamilyCount, Fixed: o.FixedAttemptDelay, History: &eyeballs.History{},
+		Supported: v3Speaks(o.HTTPVersion)}
+}
+
+// v3Speaks is what a version 3 race offers for http_version v: the one
+// version a cell names (2: h2 over TCP alone, 3: h3 over QUIC alone, 1.1:
+// HTTP/1.1), so that its figures are of the version its label says;
+// without one, all three, the winner's spoken (the eyeballs study's: what a
+// browser gets).
+func v3Speaks(v string) []string {
+	switch v {
+	case Version11:
+		return []string{eyeballs.ALPNHTTP11}
+	case Version2:
+		return []string{eyeballs.ALPNH2}
+	case Version3:
+		return []string{eyeballs.ALPNH3}
+	}
+	return nil // eyeballs' default: h3, h2, http/1.1
 }
 
 // checkV3 checks dialer v3's settings: its timers (none negative, each

@@ -708,6 +708,9 @@ func (r *Executor) runPlan(ctx context.Context, w *result.Writer, probeOf func(S
 			return ErrInterrupted
 		}
 		if rewarm[st.Seq] {
+			if slots != nil && !waitUntil(ctx, r.rewarmAt(plan, slots, i)) {
+				return ErrInterrupted
+			}
 			if err := r.rewarm(ctx, w, st, probeOf(st)); err != nil {
 				return err
 			}
@@ -768,6 +771,19 @@ func (e *Experiment) rewarms(done map[int]bool) map[int]bool {
 		}
 	}
 	return out
+}
+
+// rewarmAt is when a resumed segment on a schedule re-warms before step
+// i: once the slot before it has only its margin and pause left, when
+// every segment's run of the step before has ended (even one that waited
+// out its timeout), so the re-warm's load falls on none of theirs. A
+// re-warm longer than that margin makes step i late, and it says so.
+func (r *Executor) rewarmAt(plan []Step, slots []time.Time, i int) time.Time {
+	at := slots[i].Add(-SlotMargin)
+	if i > 0 {
+		at = at.Add(-time.Duration(r.Exp.Groups[plan[i-1].Group].Pause))
+	}
+	return at
 }
 
 // rewarm runs the warm-up again before step st (rewarms): a warm-up run,
@@ -834,6 +850,8 @@ func (r *Executor) runStep(ctx context.Context, w *result.Writer, st Step, slot 
 		rec.Slot = slot.UTC()
 		if late := rec.Start.Sub(slot); late > result.LateAfter {
 			rec.LateNS = int64(late)
+		} else if late < -result.LateAfter {
+			rec.EarlyNS = int64(-late)
 		}
 	}
 	r.load(ctx, spec, st, probe, out.add)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"v6lab/internal/proto"
 	"v6lab/internal/result"
@@ -26,6 +27,15 @@ type Resume struct {
 	// Moved names the file that received the lines of the unfinished run
 	// (samples.unfinished-N.jsonl), or "" when there were none.
 	Moved string
+	// StartAt is the schedule the interrupted process kept (--start-at):
+	// its segment's, or, run unsplit, the one a run record's slot gives;
+	// zero when it ran without one. A resume keeps it (trial7 F6): each
+	// run left waits for its slot, and one whose slot has passed starts
+	// at once and records how late.
+	StartAt time.Time
+	// slotSeq and slot are the first finished step's recorded slot.
+	slotSeq int
+	slot    time.Time
 }
 
 // ErrComplete is returned by PrepareResume when nothing is left to do.
@@ -89,6 +99,7 @@ func PrepareResume(dir string) (*Resume, error) {
 	if err != nil {
 		return nil, fmt.Errorf("experiment: resume: %s: %w", name, err)
 	}
+	rs.StartAt = rs.schedule()
 	if len(rs.Done) == len(exp.Plan()) {
 		return rs, ErrComplete
 	}
@@ -109,11 +120,12 @@ func PrepareResume(dir string) (*Resume, error) {
 // run number.
 func (rs *Resume) finished(line []byte) bool {
 	var l struct {
-		Kind   string `json:"kind"`
-		Run    int    `json:"run"`
-		Seq    int    `json:"seq"`
-		Err    string `json:"err"`
-		Rewarm bool   `json:"rewarm"`
+		Kind   string    `json:"kind"`
+		Run    int       `json:"run"`
+		Seq    int       `json:"seq"`
+		Err    string    `json:"err"`
+		Rewarm bool      `json:"rewarm"`
+		Slot   time.Time `json:"slot"`
 	}
 	if json.Unmarshal(line, &l) != nil {
 		return false
@@ -126,10 +138,30 @@ func (rs *Resume) finished(line []byte) bool {
 			rs.Rewarmed[l.Run] = true
 		} else {
 			rs.Done[l.Seq] = true
+			if rs.slot.IsZero() && !l.Slot.IsZero() {
+				rs.slotSeq, rs.slot = l.Seq, l.Slot
+			}
 		}
 		return true
 	}
 	return false
+}
+
+// schedule is when run 0 of the interrupted process's schedule was: the
+// header's segment's start, or, unsplit (no segment records it), the
+// first recorded slot less the slots before its step.
+func (rs *Resume) schedule() time.Time {
+	if g := rs.Header.Segment; g != nil && !g.StartAt.IsZero() {
+		return g.StartAt.UTC()
+	}
+	if rs.slot.IsZero() {
+		return time.Time{}
+	}
+	slots := rs.Exp.Schedule(time.Time{})
+	if rs.slotSeq < 0 || rs.slotSeq >= len(slots) {
+		return time.Time{}
+	}
+	return rs.slot.Add(-slots[rs.slotSeq].Sub(time.Time{})).UTC()
 }
 
 // MoveUnfinished writes the text of fh past keep to a new

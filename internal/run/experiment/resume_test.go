@@ -293,3 +293,75 @@ func TestMergeOfASegmentResumedTwiceAtOneStep(t *testing.T) {
 		t.Errorf("notes do not count the merged re-warms: %q", s.Notes)
 	}
 }
+
+// TestResumeFindsAnUnsplitSchedule: a run on a --start-at schedule but
+// not split records no segment, so its schedule is found from a finished
+// run's slot: the resume keeps it (trial7 F6).
+func TestResumeFindsAnUnsplitSchedule(t *testing.T) {
+	dir := t.TempDir()
+	spec := CellGroup{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4, path.IPv6}, Conns: []int{1}, Runs: 2,
+		Timeout: Duration(10 * time.Millisecond), Baseline: path.IPv4}
+	exp := Single(spec, result.Hosts)
+	start := time.Now().Add(-exp.Groups[0].Slot()).Truncate(time.Millisecond) // step 1 is due now
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &Executor{Exp: exp, StartAt: start, Probe: func(*CellGroup, path.Path) (load.Probe, error) { return counting{}, nil },
+		OnStep: func(done, _ int, _ result.Run) {
+			if done == 2 {
+				cancel()
+			}
+		}}
+	if err := r.Execute(ctx, dir); !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("err %v", err)
+	}
+	rs, err := PrepareResume(dir)
+	if err != nil || len(rs.Done) != 2 || !rs.StartAt.Equal(start) {
+		t.Fatalf("resume: %v, %d done, schedule %v, want %v", err, len(rs.Done), rs.StartAt, start)
+	}
+}
+
+// TestAScheduledResumeRewarmsAfterThePreviousSlotsRuns: a resumed run on a
+// schedule re-warms before its first counted run once the slot before
+// has only its margin left (every segment's run of it has ended), not as
+// soon as it resumes, when the other segments may still be in theirs;
+// the counted run then starts at its slot.
+func TestAScheduledResumeRewarmsAfterThePreviousSlotsRuns(t *testing.T) {
+	dir := t.TempDir()
+	spec := CellGroup{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4}, Conns: []int{1}, Runs: 3, Warmup: 1,
+		Timeout: Duration(300 * time.Millisecond), Baseline: path.IPv4}
+	exp := Single(spec, result.Hosts)
+	start := time.Now().Add(50 * time.Millisecond).Truncate(time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	probe := func(*CellGroup, path.Path) (load.Probe, error) { return counting{}, nil }
+	r := &Executor{Exp: exp, StartAt: start, Probe: probe, OnStep: func(done, _ int, _ result.Run) {
+		if done == 1 { // after the warm-up, long before the next slot
+			cancel()
+		}
+	}}
+	if err := r.Execute(ctx, dir); !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("err %v", err)
+	}
+	rs, err := PrepareResume(dir)
+	if err != nil || len(rs.Done) != 1 || !rs.StartAt.Equal(start) {
+		t.Fatalf("resume: %v, %d done, schedule %v", err, len(rs.Done), rs.StartAt)
+	}
+	if err := (&Executor{Exp: rs.Exp, Probe: probe, Done: rs.Done, StartAt: rs.StartAt}).Execute(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
+	slots := exp.Schedule(start)
+	var rewarms int
+	for _, run := range readSamples(t, dir).Runs {
+		switch {
+		case run.Rewarm:
+			rewarms++
+			if run.Start.Before(slots[1].Add(-SlotMargin)) || !run.End.Before(slots[1]) {
+				t.Errorf("re-warm ran %v to %v; want it after %v (step 0's slot less its margin), before step 1's slot %v",
+					run.Start, run.End, slots[1].Add(-SlotMargin), slots[1])
+			}
+		case run.Start.Before(slots[run.Seq]) || !run.Slot.Equal(slots[run.Seq]):
+			t.Errorf("step %d started %v, slot %v (want %v)", run.Seq, run.Start, run.Slot, slots[run.Seq])
+		}
+	}
+	if rewarms != 1 {
+		t.Errorf("%d re-warms, want 1", rewarms)
+	}
+}

@@ -190,6 +190,9 @@ func Do(ctx context.Context, j Job, o Output) (string, error) {
 		if j.Segment == nil {
 			j.Segment = j.Resume.Header.Segment
 		}
+		if j.StartAt.IsZero() { // the first process's schedule, kept (trial7 F6)
+			j.StartAt = j.Resume.StartAt
+		}
 	} else if dir, err = result.NewDir(j.Results, j.dirName(), time.Now()); err != nil {
 		return "", err
 	}
@@ -221,6 +224,10 @@ func Do(ctx context.Context, j Job, o Output) (string, error) {
 		}
 		fmt.Fprintf(o.Err, "v6lab: %s: %s %d runs (%s over %v) -> %s\n",
 			j.Exp.Name, verb, len(plan), strings.Join(j.Exp.Protocols(), ", "), j.Exp.Paths(), dir)
+		if done != nil && !j.StartAt.IsZero() {
+			fmt.Fprintf(o.Err, "v6lab: keeping the schedule of --start-at %s: each run left waits for its slot; one whose slot has passed starts at once and is recorded late\n",
+				j.StartAt.UTC().Format(time.RFC3339Nano))
+		}
 	}
 	runErr := r.Execute(ctx, dir)
 	prog.Done()
@@ -315,10 +322,14 @@ func finish(dir, files string, runErr error, impaired map[string]bool, o Output)
 }
 
 // dirName names the result directory: the experiment's name, and a
-// segment's index, so the segments of one run sit side by side.
+// segment's index, so the segments of one run sit side by side; a name
+// that ends with it already (--name web-seg0, as run --help shows) is
+// not given it twice (trial7 F6: t7seg-seg0-seg0-…).
 func (j Job) dirName() string {
 	if j.Segment != nil {
-		return fmt.Sprintf("%s-seg%d", j.Exp.Name, j.Segment.Index)
+		if suffix := fmt.Sprintf("-seg%d", j.Segment.Index); !strings.HasSuffix(j.Exp.Name, suffix) {
+			return j.Exp.Name + suffix
+		}
 	}
 	return j.Exp.Name
 }

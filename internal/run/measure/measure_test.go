@@ -209,3 +209,84 @@ func TestResultFilesNameTheSamplesFile(t *testing.T) {
 		t.Errorf("a resumed plain result: %q", got)
 	}
 }
+
+// cutAt calls cancel as its call number cut begins: a Ctrl-C in the
+// middle of that run.
+type cutAt struct {
+	calls  *int
+	cut    int
+	cancel func()
+}
+
+func (c cutAt) Do(ctx context.Context, user int) result.Sample {
+	if *c.calls++; *c.calls == c.cut {
+		c.cancel()
+	}
+	return load.Begin("fake", path.IPv4).Done("ok")
+}
+
+// TestAResumedSegmentKeepsItsSchedule: a segment on a --start-at schedule
+// interrupted in its second run is resumed (run --resume gives no
+// --start-at): the run whose slot has passed starts at once and records
+// how late, the next waits for its slot, as the first process would
+// have; none starts before its slot (trial7 F6: they ran back to back).
+func TestAResumedSegmentKeepsItsSchedule(t *testing.T) {
+	spec := experiment.CellGroup{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4}, Conns: []int{2}, Runs: 3,
+		Timeout: experiment.Duration(100 * time.Millisecond), Baseline: path.IPv4}
+	exp := experiment.Single(spec, result.Hosts)
+	start := time.Now().Add(100 * time.Millisecond).Truncate(time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	calls := 0
+	j := Job{Exp: exp, Target: result.Hosts, Results: t.TempDir(), Segment: &result.Segment{Index: 1, Count: 2}, StartAt: start,
+		Probe: func(*experiment.CellGroup, path.Path) (load.Probe, error) { return cutAt{&calls, 2, cancel}, nil }}
+	o := Output{Out: io.Discard, Err: io.Discard, Quiet: true}
+	dir, err := Do(ctx, j, o)
+	if err != nil && !strings.Contains(err.Error(), "interrupted") {
+		t.Fatal(err)
+	}
+	rs, err := experiment.PrepareResume(dir)
+	if err != nil || len(rs.Done) != 1 || !rs.StartAt.Equal(start) {
+		t.Fatalf("resume: %v, %d done, schedule %v want %v", err, len(rs.Done), rs.StartAt, start)
+	}
+	time.Sleep(time.Until(start.Add(exp.Groups[0].Slot() + 200*time.Millisecond))) // run 1's slot has passed
+	j2 := Job{Exp: rs.Exp, Target: result.Hosts, Results: j.Results, Resume: rs, ResumeDir: dir,
+		Probe: func(*experiment.CellGroup, path.Path) (load.Probe, error) { return okProbe{}, nil }}
+	if _, err := Do(context.Background(), j2, o); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(dir, result.SamplesName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var runs []result.Run
+	if _, err := result.Scan(f, "samples", result.Visitor{Run: func(r *result.Run) { runs = append(runs, *r) }}); err != nil {
+		t.Fatal(err)
+	}
+	slots := exp.Schedule(start)
+	for _, r := range runs {
+		if r.Err != "" || r.Seq < 0 {
+			continue
+		}
+		want := slots[r.Seq]
+		if !r.Slot.Equal(want) || r.EarlyNS != 0 || r.Start.Before(want) {
+			t.Errorf("step %d started %v, slot %v (want %v), early %d", r.Seq, r.Start, r.Slot, want, r.EarlyNS)
+		}
+		if late := r.Start.Sub(want); (late > result.LateAfter) != (r.LateNS > 0) || (r.Seq == 1 && r.LateNS < int64(150*time.Millisecond)) {
+			t.Errorf("step %d started %v after its slot, late_ns %d", r.Seq, late, r.LateNS)
+		}
+	}
+}
+
+// TestASegmentsDirectoryNamesItsIndexOnce: --name web-seg0 (as run --help
+// shows) names segment 0's directory web-seg0-…, not web-seg0-seg0-….
+func TestASegmentsDirectoryNamesItsIndexOnce(t *testing.T) {
+	for name, want := range map[string]string{"web": "web-seg0", "web-seg0": "web-seg0", "web-seg1": "web-seg1-seg0", "web-seg10": "web-seg10-seg0"} {
+		exp := experiment.Single(experiment.CellGroup{Name: "t", Protocol: "fake"}, result.Hosts)
+		exp.Name = name
+		if got := (Job{Exp: exp, Segment: &result.Segment{Index: 0, Count: 2}}).dirName(); got != want {
+			t.Errorf("--name %s: directory %s, want %s", name, got, want)
+		}
+	}
+}

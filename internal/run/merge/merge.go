@@ -315,6 +315,7 @@ func Write(segs []*Dir, root, name string, command []string, now time.Time) (str
 	if err != nil {
 		return dir, nil, fmt.Errorf("merge: %w", err)
 	}
+	markSchedule(segs)
 	w.Header(mergedHeader(segs, command, now))
 	werr := writeSamples(segs, w)
 	if err := errors.Join(werr, w.Close(), f.Close()); err != nil {
@@ -509,6 +510,10 @@ func mergedHeader(segs []*Dir, command []string, now time.Time) result.Header {
 				g.LateRuns++
 				g.MaxLateNS = max(g.MaxLateNS, r.LateNS)
 			}
+			if r.EarlyNS > 0 {
+				g.EarlyRuns++
+				g.MaxEarlyNS = max(g.MaxEarlyNS, r.EarlyNS)
+			}
 		}
 		h.Merged = append(h.Merged, g)
 		if !hosts[g.Host] {
@@ -531,6 +536,9 @@ func mergedHeader(segs []*Dir, command []string, now time.Time) result.Header {
 		}
 	}
 	h.Notes = append(h.Notes, fmt.Sprintf("merged by v6lab merge from %d segments (%s): the samples of every segment, so every figure is that of one run of all users", len(segs), strings.Join(dirsOf(segs), ", ")))
+	if segs[0].header.Segment.StartAt.IsZero() {
+		h.Notes = append(h.Notes, "the segments ran without a schedule (--start-at): their runs did not start together, so a merged run's rate/s divides by the time from the first segment's start to the last one's end, not that of all users at once")
+	}
 	return h
 }
 
@@ -562,7 +570,7 @@ func mergedRun(segs []*Dir, k record) result.Run {
 		}
 		if !started {
 			out = *r
-			out.Wire, out.Err, out.Completed, out.Failed, out.LateNS = nil, "", 0, 0, 0
+			out.Wire, out.Err, out.Completed, out.Failed, out.LateNS, out.EarlyNS = nil, "", 0, 0, 0, 0
 			started = true
 		}
 		if r.Start.Before(out.Start) {
@@ -574,6 +582,7 @@ func mergedRun(segs []*Dir, k record) result.Run {
 		out.Completed += r.Completed
 		out.Failed += r.Failed
 		out.LateNS = max(out.LateNS, r.LateNS)
+		out.EarlyNS = max(out.EarlyNS, r.EarlyNS)
 		if r.Wire != nil {
 			if out.Wire == nil {
 				out.Wire = &result.Wire{}
@@ -598,6 +607,86 @@ func mergedRun(segs []*Dir, k record) result.Run {
 			errs = append(errs, fmt.Sprintf("segment %s: %s", g, r.Err))
 		}
 	}
+	if apart := notTogether(segs, k); apart != "" {
+		errs = append(errs, apart)
+	}
 	out.Err = strings.Join(errs, "; ")
 	return out
+}
+
+// markSchedule gives each segment's run of a step that recorded no slot
+// the slot another segment recorded for it (one schedule: the same for
+// every segment), and so its lateness or earliness: a segment resumed by
+// a v6lab before 2026-11-27 ran its runs left back to back, off its
+// schedule, and recorded no slot (trial7 F6).
+func markSchedule(segs []*Dir) {
+	slots := map[string]time.Time{}
+	for _, s := range segs {
+		for id, r := range s.byID {
+			if !r.Slot.IsZero() {
+				slots[id] = r.Slot
+			}
+		}
+	}
+	for _, s := range segs {
+		for id, r := range s.byID {
+			slot, ok := slots[id]
+			if !r.Slot.IsZero() || !ok {
+				continue
+			}
+			r.Slot = slot
+			if d := r.Start.Sub(slot); d > result.LateAfter {
+				r.LateNS = int64(d)
+			} else if d < -result.LateAfter {
+				r.EarlyNS = int64(-d)
+			}
+		}
+	}
+}
+
+// notTogether says why the segments' runs of step k, on a schedule, are
+// not one run of all users, or "" when they are: a segment's run (with users in it)
+// started more than result.LateAfter after another's had ended. Pooled,
+// such runs would be figures of a host running every user at once that
+// never did (its rate/s divides by a window from the first start to the
+// last end, spanning the gap: trial7 F6). Runs that overlap, or start
+// within LateAfter (what a schedule counts as on time) of one another's
+// end, ran together; those late or early are counted and said apart.
+func notTogether(segs []*Dir, k record) string {
+	if k.seq < 0 || segs[0].header.Segment.StartAt.IsZero() {
+		return "" // a re-warm (only a resumed segment runs one), or no schedule (mergedHeader's note)
+	}
+	var first, last *result.Run
+	var firstSeg, lastSeg *result.Segment
+	for _, s := range segs {
+		r := s.byID[k.id()]
+		if r == nil || r.Completed+r.Failed == 0 {
+			continue
+		}
+		if first == nil || r.End.Before(first.End) {
+			first, firstSeg = r, s.header.Segment
+		}
+		if last == nil || r.Start.After(last.Start) {
+			last, lastSeg = r, s.header.Segment
+		}
+	}
+	if first == nil || last.Start.Sub(first.End) <= result.LateAfter {
+		return ""
+	}
+	return fmt.Sprintf("not run together: segment %s started it %s after segment %s had ended it (%s's run started %s, %s's %s), so its users never ran at once; "+
+		"run every segment again on a new --start-at (a resume keeps the schedule; a v6lab before 2026-11-27 did not)",
+		lastSeg, last.Start.Sub(first.End).Round(time.Millisecond), firstSeg, firstSeg, offSlot(first), lastSeg, offSlot(last))
+}
+
+// offSlot says when r started against its slot.
+func offSlot(r *result.Run) string {
+	switch {
+	case r.Slot.IsZero():
+		return "at " + r.Start.Format(time.RFC3339Nano) + ", no slot"
+	case r.EarlyNS > 0:
+		return fmt.Sprintf("%s before its slot", time.Duration(r.EarlyNS).Round(time.Millisecond))
+	case r.LateNS > 0:
+		return fmt.Sprintf("%s after its slot", time.Duration(r.LateNS).Round(time.Millisecond))
+	}
+	return "at its slot"
 }

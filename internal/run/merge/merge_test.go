@@ -126,7 +126,9 @@ func TestMergePoolsEverySegmentsSamples(t *testing.T) {
 	if f.Header.Segment != nil || len(f.Header.Merged) != 3 || f.Header.Merged[1].LateRuns != 1 || f.Header.Host != "clienta, clientb, clientc" {
 		t.Errorf("merged header segment %v merged %+v host %q", f.Header.Segment, f.Header.Merged, f.Header.Host)
 	}
-	if strings.Join(f.Header.Notes, "|") != "a note|"+f.Header.Notes[1] || !strings.Contains(f.Header.Notes[1], "merged by v6lab merge from 3 segments") {
+	// These segments recorded no --start-at: the merge says their runs did not start together.
+	if len(f.Header.Notes) != 3 || f.Header.Notes[0] != "a note" || !strings.Contains(f.Header.Notes[1], "merged by v6lab merge from 3 segments") ||
+		!strings.HasPrefix(f.Header.Notes[2], "the segments ran without a schedule (--start-at)") {
 		t.Errorf("notes %q", f.Header.Notes)
 	}
 	// Each segment's share: users 0, 1-2, 3-4 of 5.
@@ -406,5 +408,107 @@ func TestMergeFoldsRewarmsNumberedAlike(t *testing.T) {
 	}
 	if _, err := Read([]string{filepath.Join(root, "vol")}); err == nil || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "two records of run 0 of") {
 		t.Errorf("a step recorded twice: %v", err)
+	}
+}
+
+// editRuns rewrites the run records of dir's samples file by edit, and
+// puts its segment on a schedule (--start-at) from t0.
+func editRuns(t *testing.T, dir string, edit func(r map[string]any)) {
+	t.Helper()
+	name := filepath.Join(dir, "samples.jsonl")
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	for i, l := range lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatal(err)
+		}
+		if m["kind"] == result.KindHeader {
+			m["segment"].(map[string]any)["start_at"] = t0
+		} else if m["kind"] != result.KindRun {
+			continue
+		} else {
+			edit(m)
+		}
+		nb, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines[i] = string(nb)
+	}
+	if err := os.WriteFile(name, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMergeLeavesOutRunsTheSegmentsDidNotRunTogether: segment 0 ran every
+// run at its slot; segment 1 was resumed by a v6lab that did not keep the
+// schedule (trial7 F6): its last two runs started 1.5 s before their
+// slots, so ended long before segment 0's began, and recorded no slot. The
+// merge takes their slots from segment 0's records, counts them early,
+// and leaves those runs out (no rate/s, no figure of "one run of all
+// users" from them), naming the segments and what to do.
+func TestMergeLeavesOutRunsTheSegmentsDidNotRunTogether(t *testing.T) {
+	root := t.TempDir()
+	d0 := writeSegment(t, root, 0, 2, spec(5), false)
+	d1 := writeSegment(t, root, 1, 2, spec(5), false)
+	editRuns(t, d0, func(r map[string]any) {
+		r["slot"] = t0.Add(time.Duration(r["seq"].(float64)) * time.Second)
+	})
+	editRuns(t, d1, func(r map[string]any) {
+		seq := int(r["seq"].(float64))
+		if seq < 2 {
+			r["slot"] = t0.Add(time.Duration(seq) * time.Second)
+			return
+		}
+		for _, k := range []string{"start", "end"} {
+			at, err := time.Parse(time.RFC3339Nano, r[k].(string))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r[k] = at.Add(-1500 * time.Millisecond)
+		}
+	})
+	segs, err := Read([]string{root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(segs); err != nil {
+		t.Fatal(err)
+	}
+	dir, s, err := Write(segs, filepath.Join(root, "out"), "", nil, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := readFile(t, dir)
+	if g := f.Header.Merged[1]; g.EarlyRuns != 2 || g.MaxEarlyNS != int64(1499*time.Millisecond) || f.Header.Merged[0].EarlyRuns != 0 {
+		t.Errorf("merged segments %+v", f.Header.Merged)
+	}
+	for _, r := range f.Runs {
+		apart := strings.Contains(r.Err, "not run together: segment 0/2 started it 1.489s after segment 1/2 had ended it") &&
+			strings.Contains(r.Err, "1/2's run started 1.499s before its slot") && strings.Contains(r.Err, "run every segment again on a new --start-at")
+		if (r.Seq >= 2) != apart || (r.Seq >= 2) != (r.EarlyNS > 0) {
+			t.Errorf("merged run seq %d: early %d, err %q", r.Seq, r.EarlyNS, r.Err)
+		}
+	}
+	for _, c := range s.Cells {
+		if len(c.Runs) != 1 || c.Completed != 5 {
+			t.Errorf("cell %s: runs %v, %d completed; want run 0 only", c.Path, c.Runs, c.Completed)
+		}
+	}
+	if s.LeftOutRuns != 2 {
+		t.Errorf("left_out_runs %d, want 2", s.LeftOutRuns)
+	}
+	text, err := os.ReadFile(filepath.Join(dir, report.TextFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"early 2 (≤ 1499 ms)", "2 of 4 runs started before their slot (at most 1.499s early", "left out: not run together"} {
+		if !strings.Contains(string(text), want) {
+			t.Errorf("report.txt lacks %q:\n%s", want, text)
+		}
 	}
 }
