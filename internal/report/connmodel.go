@@ -195,12 +195,17 @@ func connTitle(s *Summary, group string) string {
 func keptNothingNotes(s *Summary, g string) []string {
 	var out []string
 	cells := cellsOf(s, g)
-	mostly := slices.ContainsFunc(cells, func(c Cell) bool { return c.Completed > 0 && 2*keptOf(&c) >= c.Completed })
+	var mostly []string // the cells that kept at least half
 	for _, c := range cells {
-		if !mostly || c.Completed == 0 || keptOf(&c) > 0 {
+		if c.Completed > 0 && 2*keptOf(&c) >= c.Completed {
+			mostly = append(mostly, fmt.Sprintf("%s %d (%s)", c.Path, c.Conns, keptShare(&c)))
+		}
+	}
+	for _, c := range cells {
+		if len(mostly) == 0 || c.Completed == 0 || keptOf(&c) > 0 {
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s %s %d: none of its %d completed transactions ran on a kept connection, though the group's other cells kept theirs: its figures are new connections' (a lookup and a handshake each%s), and its comparison sets them against kept connections", g, c.Path, c.Conns, c.Completed, raceWord(c.Path)))
+		out = append(out, fmt.Sprintf("%s %s %d: none of its %d completed transactions ran on a kept connection, though %s kept theirs: its figures are new connections' (a lookup and a handshake each%s), and its comparison sets them against kept connections", g, c.Path, c.Conns, c.Completed, strings.Join(mostly, ", "), raceWord(c.Path)))
 	}
 	return out
 }
