@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"v6lab/internal/sock/path"
+	"v6lab/internal/testutil/servetest"
 )
 
 // TestWrongProtocolSaysSo: a server that reads what the client sent and
@@ -20,21 +21,11 @@ func TestWrongProtocolSaysSo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				buf := make([]byte, 4096)
-				c.Read(buf)
-				time.Sleep(10 * time.Millisecond)
-				c.Close()
-			}()
-		}
-	}()
+	servetest.Each(t, ln, func(c net.Conn) {
+		buf := make([]byte, 4096)
+		c.Read(buf)
+		time.Sleep(10 * time.Millisecond)
+	})
 	for _, tc := range []struct{ scheme, want string }{
 		{"https", "does it speak TLS on this port? (an http:// url for a plain HTTP server)"},
 		{"http", "if it speaks TLS on this port give an https:// url"},
