@@ -16,6 +16,14 @@ import (
 	"v6lab/internal/sock/path"
 )
 
+// doAsync starts one transaction of c (10 s at most) and returns where
+// its sample comes.
+func doAsync(c *Client) chan result.Sample {
+	done := make(chan result.Sample, 1)
+	go func() { done <- do(c, 10*time.Second) }()
+	return done
+}
+
 // fakeH2Server accepts TCP connections on 127.0.0.1, each a fakeH2 the
 // test scripts, in the order they came.
 func fakeH2Server(t *testing.T) (*Client, chan *fakeH2) {
@@ -101,8 +109,7 @@ func pageThenGoAway(t *testing.T, conns chan *fakeH2) {
 // its time counting both connections.
 func TestH2AgainAfterGoAway(t *testing.T) {
 	c, conns := fakeH2Server(t)
-	done := make(chan result.Sample, 1)
-	go func() { done <- do(c, 10*time.Second) }()
+	done := doAsync(c)
 	pageThenGoAway(t, conns)
 	f := accepted(t, conns)
 	for range 3 {
@@ -130,8 +137,7 @@ func TestH2AgainAfterGoAway(t *testing.T) {
 // loop it).
 func TestH2AgainOnce(t *testing.T) {
 	c, conns := fakeH2Server(t)
-	done := make(chan result.Sample, 1)
-	go func() { done <- do(c, 10*time.Second) }()
+	done := doAsync(c)
 	pageThenGoAway(t, conns)
 	f := accepted(t, conns)
 	f.request()
@@ -151,8 +157,7 @@ func TestH2AgainOnce(t *testing.T) {
 // again.
 func TestH2AgainAfterRefusedStream(t *testing.T) {
 	c, conns := fakeH2Server(t)
-	done := make(chan result.Sample, 1)
-	go func() { done <- do(c, 10*time.Second) }()
+	done := doAsync(c)
 	f := accepted(t, conns)
 	f.request()
 	f.reply(1, "text/html", againPage)

@@ -187,8 +187,7 @@ func TestH2ConnResetWhileIdle(t *testing.T) {
 // (the transaction failed), no new connection is made.
 func TestH2CutShortAfterGoAway(t *testing.T) {
 	c, conns := fakeH2Server(t)
-	done := make(chan result.Sample, 1)
-	go func() { done <- do(c, 10*time.Second) }()
+	done := doAsync(c)
 	f := accepted(t, conns)
 	f.request()
 	f.reply(1, "text/html", againPage)
@@ -218,8 +217,7 @@ func TestH2CutShortAfterGoAway(t *testing.T) {
 // requests went again on how many new connections.
 func TestH2AgainOnMoreConnections(t *testing.T) {
 	c, conns := fakeH2Server(t)
-	done := make(chan result.Sample, 1)
-	go func() { done <- do(c, 10*time.Second) }()
+	done := doAsync(c)
 	pageThenGoAway(t, conns)
 	for left := 3; left > 0; left-- {
 		f := accepted(t, conns)

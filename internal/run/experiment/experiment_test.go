@@ -408,10 +408,10 @@ func TestRunnerConditionsSurroundEachRun(t *testing.T) {
 	}
 }
 
-// TestResumeRefusesAGiantLineWithoutReadingIt: a samples file with a line
-// far beyond any v6lab writes (a damaged or planted file) is refused with
-// a clear error, and the file is read as a stream, never whole.
-func TestResumeRefusesAGiantLineWithoutReadingIt(t *testing.T) {
+// twoRuns is the result directory of two runs of a fake cell over ipv4
+// on loopback, each one transaction.
+func twoRuns(t *testing.T) string {
+	t.Helper()
 	dir := t.TempDir()
 	spec := CellGroup{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4}, Conns: []int{1}, Runs: 2,
 		Timeout: Duration(time.Second), Baseline: path.IPv4}
@@ -419,6 +419,14 @@ func TestResumeRefusesAGiantLineWithoutReadingIt(t *testing.T) {
 	if err := r.Execute(context.Background(), dir); err != nil {
 		t.Fatal(err)
 	}
+	return dir
+}
+
+// TestResumeRefusesAGiantLineWithoutReadingIt: a samples file with a line
+// far beyond any v6lab writes (a damaged or planted file) is refused with
+// a clear error, and the file is read as a stream, never whole.
+func TestResumeRefusesAGiantLineWithoutReadingIt(t *testing.T) {
+	dir := twoRuns(t)
 	name := plainSamples(t, dir)
 	lines := readLines(t, name)
 	f, _ := os.Create(name)
@@ -786,13 +794,7 @@ func TestASecretOptionIsNeverRecorded(t *testing.T) {
 // so and how to resume it, as bad input (status 2), not that the file is
 // from another version (trial6 F16).
 func TestResumeOfASurveyPointsAtSurvey(t *testing.T) {
-	dir := t.TempDir()
-	spec := CellGroup{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4}, Conns: []int{1}, Runs: 2,
-		Timeout: Duration(time.Second), Baseline: path.IPv4}
-	r := &Executor{Exp: Single(spec, result.Loopback), Probe: func(*CellGroup, path.Path) (load.Probe, error) { return counting{}, nil }}
-	if err := r.Execute(context.Background(), dir); err != nil {
-		t.Fatal(err)
-	}
+	dir := twoRuns(t)
 	name := plainSamples(t, dir)
 	lines := readLines(t, name)
 	if !strings.Contains(lines[0], `"target":""`) {
