@@ -132,20 +132,21 @@ func connModel(s *Summary, keepalive []string) {
 	}
 	for _, g := range protocols(s) {
 		f, done := groupConn(s, g)
+		name := groupCalled(s, g)
 		if f.Kept > 0 {
-			s.Notes = append(s.Notes, keptNote(g, f.Kept, done))
+			s.Notes = append(s.Notes, keptNote(name, f.Kept, done))
 			s.Notes = append(s.Notes, keptShareNotes(s, g)...)
 			s.Notes = append(s.Notes, keptNothingNotes(s, g)...)
 			s.Notes = append(s.Notes, keptApartNotes(s, g)...)
 			s.Notes = append(s.Notes, keptRaceNotes(s, g)...)
 		} else if done > 0 && slices.Contains(keepalive, g) {
-			s.Notes = append(s.Notes, fmt.Sprintf("%s keepalive was asked, but none of its %d completed transactions ran on a kept connection (the server closed each connection before the user's next transaction, or no user made a second one): its figures are new connections'", g, done))
+			s.Notes = append(s.Notes, fmt.Sprintf("%s keepalive was asked, but none of its %d completed transactions ran on a kept connection (the server closed each connection before the user's next transaction, or no user made a second one): its figures are new connections'", name, done))
 		}
 		if f.Resumed > 0 || f.ZeroRTT > 0 {
-			s.Notes = append(s.Notes, fmt.Sprintf("%s returning users: TLS resumed in %d of %d completed transactions, 0-RTT in %d of %d (its handshake is a resumed one, not a full one)", g, f.Resumed, done, f.ZeroRTT, done))
+			s.Notes = append(s.Notes, fmt.Sprintf("%s returning users: TLS resumed in %d of %d completed transactions, 0-RTT in %d of %d (its handshake is a resumed one, not a full one)", name, f.Resumed, done, f.ZeroRTT, done))
 		}
 		if f.Again > 0 {
-			s.Notes = append(s.Notes, fmt.Sprintf("%s requests sent again: in %d of %d completed transactions the server said it had not processed some requests (GOAWAY, as nginx's keepalive_requests sends, or REFUSED_STREAM, or it closed a kept connection idle) and they went again on a new connection, whose connect and handshake are in those transactions' times (the samples' again)%s", g, f.Again, done, againMore(f.AgainMore)))
+			s.Notes = append(s.Notes, fmt.Sprintf("%s requests sent again: in %d of %d completed transactions the server said it had not processed some requests (GOAWAY, as nginx's keepalive_requests sends, or REFUSED_STREAM, or it closed a kept connection idle) and they went again on a new connection, whose connect and handshake are in those transactions' times (the samples' again)%s", name, f.Again, done, againMore(f.AgainMore)))
 		}
 	}
 }
@@ -194,6 +195,7 @@ func connTitle(s *Summary, group string) string {
 // transaction, beside a kept ipv4).
 func keptNothingNotes(s *Summary, g string) []string {
 	var out []string
+	name := groupCalled(s, g)
 	cells := cellsOf(s, g)
 	var mostly []string // the cells that kept at least half
 	for _, c := range cells {
@@ -205,7 +207,7 @@ func keptNothingNotes(s *Summary, g string) []string {
 		if len(mostly) == 0 || c.Completed == 0 || keptOf(&c) > 0 {
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s %s %d: none of its %d completed transactions ran on a kept connection, though %s kept theirs: its figures are new connections' (a lookup and a handshake each%s), and its comparison sets them against kept connections", g, c.Path, c.Conns, c.Completed, strings.Join(mostly, ", "), raceWord(c.Path)))
+		out = append(out, fmt.Sprintf("%s %s %d: none of its %d completed transactions ran on a kept connection, though %s kept theirs: its figures are new connections' (a lookup and a handshake each%s), and its comparison sets them against kept connections", name, c.Path, c.Conns, c.Completed, strings.Join(mostly, ", "), raceWord(c.Path)))
 	}
 	return out
 }
@@ -264,6 +266,7 @@ func keptShare(c *Cell) string {
 // connections in its own share.
 func keptShareNotes(s *Summary, g string) []string {
 	var parts []string
+	name := groupCalled(s, g)
 	whole := true
 	for _, c := range cellsOf(s, g) {
 		if c.Completed == 0 {
@@ -275,7 +278,7 @@ func keptShareNotes(s *Summary, g string) []string {
 	if whole {
 		return nil
 	}
-	return []string{fmt.Sprintf("%s transactions on a kept connection, per cell: %s; the rest opened a new connection (a lookup and a handshake each), so each cell's figures are of its own mix", g, strings.Join(parts, ", "))}
+	return []string{fmt.Sprintf("%s transactions on a kept connection, per cell: %s; the rest opened a new connection (a lookup and a handshake each), so each cell's figures are of its own mix", name, strings.Join(parts, ", "))}
 }
 
 // keptApartNotes name each cell of group g whose share of kept
@@ -283,9 +286,10 @@ func keptShareNotes(s *Summary, g string) []string {
 // connections: their comparison is not like for like.
 func keptApartNotes(s *Summary, g string) []string {
 	var out []string
+	name := groupCalled(s, g)
 	for _, c := range cellsOf(s, g) {
 		if b := baselineCell(s, g, &c); b != nil && keptApart(&c, b) {
-			out = append(out, fmt.Sprintf("%s %s %d kept %s of its transactions' connections, %s %d %s: %.0f points or more apart, their comparison is not like for like (one side's times hold more new connections' lookups and handshakes)", g, c.Path, c.Conns, keptShare(&c), b.Path, b.Conns, keptShare(b), 100*KeptApart))
+			out = append(out, fmt.Sprintf("%s %s %d kept %s of its transactions' connections, %s %d %s: %.0f points or more apart, their comparison is not like for like (one side's times hold more new connections' lookups and handshakes)", name, c.Path, c.Conns, keptShare(&c), b.Path, b.Conns, keptShare(b), 100*KeptApart))
 		}
 	}
 	return out
@@ -356,16 +360,17 @@ func raceWord(p string) string {
 // chose (keptOn).
 func keptRaceNotes(s *Summary, g string) []string {
 	var out []string
+	name := groupCalled(s, g)
 	for _, c := range cellsOf(s, g) {
 		if !path.Path(c.Path).Kind().Dual || c.Conn == nil || c.Conn.Kept == 0 {
 			continue
 		}
 		races := c.Completed - c.Conn.Kept
 		if races == 0 {
-			out = append(out, fmt.Sprintf("%s %s %d: every counted transaction ran on a kept connection (keepalive): no Happy Eyeballs race ran in its counted runs (the warm-up's connections raced), so its share each family won and its winners are left out; its figures, and its comparison with the baseline, are those of the connections its users' first races chose%s", g, c.Path, c.Conns, keptOn(&c)))
+			out = append(out, fmt.Sprintf("%s %s %d: every counted transaction ran on a kept connection (keepalive): no Happy Eyeballs race ran in its counted runs (the warm-up's connections raced), so its share each family won and its winners are left out; its figures, and its comparison with the baseline, are those of the connections its users' first races chose%s", name, c.Path, c.Conns, keptOn(&c)))
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s %s %d: %d of %d counted transactions ran on a kept connection (keepalive) and raced nothing: its share each family won and its winners are over the %d that made a connection; the kept ones' figures are of the connections their users' first races chose%s", g, c.Path, c.Conns, c.Conn.Kept, c.Completed, races, keptOn(&c)))
+		out = append(out, fmt.Sprintf("%s %s %d: %d of %d counted transactions ran on a kept connection (keepalive) and raced nothing: its share each family won and its winners are over the %d that made a connection; the kept ones' figures are of the connections their users' first races chose%s", name, c.Path, c.Conns, c.Conn.Kept, c.Completed, races, keptOn(&c)))
 	}
 	return out
 }

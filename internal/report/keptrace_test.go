@@ -108,10 +108,10 @@ func TestKeepaliveThatKeptNothingIsSaid(t *testing.T) {
 	spec := `{"cells":[{"label":"http","protocol":"http","http_version":"1.1","tls":true},{"label":"http/2","protocol":"http","http_version":"2","tls":true,"keepalive":true}]}`
 	s := Summarize(versionsFile(t, spec, tlsConn, tlsConn))
 	notes := strings.Join(s.Notes, "\n")
-	if !strings.Contains(notes, "http/2 keepalive was asked, but none of its 40 completed transactions ran on a kept connection") {
+	if !strings.Contains(notes, "HTTP/2 keepalive was asked, but none of its 40 completed transactions ran on a kept connection") {
 		t.Errorf("notes %q", s.Notes)
 	}
-	if strings.Contains(notes, "http keepalive") {
+	if strings.Contains(notes, "HTTP/1.1 keepalive") {
 		t.Errorf("a group that did not ask is said to have: %q", s.Notes)
 	}
 	s = Summarize(versionsFile(t, spec, tlsConn, keptConn))

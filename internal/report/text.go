@@ -503,20 +503,15 @@ func groupTitle(s *Summary, group string) string {
 	return groupName(s, group) + connTitle(s, group)
 }
 
-// groupName is a cell group's name in titles: upper case, with the HTTP
-// version it names ("HTTP/1.1", "HTTP/2", "WEB/3"); the h2c group
-// LABEL/h2c is "LABEL/2 (h2c)", never "LABEL/H2C".
+// groupName is a cell group's name in titles (result.GroupTitle).
 func groupName(s *Summary, group string) string {
-	v := s.HTTPVersions[group]
-	switch label, tag, cut := strings.Cut(group, "/"); {
-	case v == "":
-		return strings.ToUpper(group)
-	case cut && tag == "h2c":
-		return strings.ToUpper(label) + "/" + v + " (h2c)"
-	case !cut:
-		return strings.ToUpper(group) + "/" + v
-	}
-	return strings.ToUpper(group)
+	return result.GroupTitle(group, s.HTTPVersions[group])
+}
+
+// groupCalled is a cell group's name in notes (result.GroupCalled): the
+// title's for a group that names its HTTP version.
+func groupCalled(s *Summary, group string) string {
+	return result.GroupCalled(group, s.HTTPVersions[group])
 }
 
 // meansSection is the mean response time (a trial's transfer time) per
