@@ -199,6 +199,15 @@ func syntaxError(file string, data []byte, err error) error {
 			msg = fmt.Sprintf("the '%s' on this line is not closed, or an item in it lacks its ',' (%s)", bracket, msg)
 		}
 	}
+	if b, ok := misIndented(data, line); ok && indentErrors[msg] {
+		// The parser's line is where the block it was in began; the line
+		// that broke it may be further down (trial7 F8).
+		where := ""
+		if b.line != line {
+			where = fmt.Sprintf(", in the block from line %d", line)
+		}
+		line, msg = b.line, fmt.Sprintf("%s; the parser's words%s: %s", b.text(), where, msg)
+	}
 	return &Error{File: file, Line: line, Msg: "not valid YAML: " + msg}
 }
 
