@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -188,11 +189,13 @@ func connTitle(s *Summary, group string) string {
 	return " (" + strings.Join(out, "; ") + ")"
 }
 
-// keptNothingNotes say, per cell of group g (where another cell kept at
-// least half its transactions' connections) that kept none, that its figures are new connections': the
-// group's titles say "kept connections", and its comparison sets them
-// against kept ones (dialer v3's dual path opened a connection for every
-// transaction, beside a kept ipv4).
+// keptNothingNotes say, per cell of group g that kept none (where another
+// cell kept at least half its transactions' connections), that its
+// figures are new connections', with the shares of those that kept, as
+// they are: the group's titles say it kept some (dialer v3's dual path
+// opened a connection for every transaction, beside a kept ipv4). Whether
+// its comparison with the baseline is like for like is keptApartNotes'
+// (the baseline may have kept little itself).
 func keptNothingNotes(s *Summary, g string) []string {
 	var out []string
 	name := groupCalled(s, g)
@@ -200,14 +203,14 @@ func keptNothingNotes(s *Summary, g string) []string {
 	var mostly []string // the cells that kept at least half
 	for _, c := range cells {
 		if c.Completed > 0 && 2*keptOf(&c) >= c.Completed {
-			mostly = append(mostly, fmt.Sprintf("%s %d (%s)", c.Path, c.Conns, keptShare(&c)))
+			mostly = append(mostly, fmt.Sprintf("%s %d kept %s", c.Path, c.Conns, keptShare(&c)))
 		}
 	}
 	for _, c := range cells {
 		if len(mostly) == 0 || c.Completed == 0 || keptOf(&c) > 0 {
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s %s %d: none of its %d completed transactions ran on a kept connection, though %s kept theirs: its figures are new connections' (a lookup and a handshake each%s), and its comparison sets them against kept connections", name, c.Path, c.Conns, c.Completed, strings.Join(mostly, ", "), raceWord(c.Path)))
+		out = append(out, fmt.Sprintf("%s %s %d: none of its %d completed transactions ran on a kept connection, while %s: its figures are new connections' (a lookup and a handshake each%s)", name, c.Path, c.Conns, c.Completed, strings.Join(mostly, ", "), raceWord(c.Path)))
 	}
 	return out
 }
@@ -289,10 +292,18 @@ func keptApartNotes(s *Summary, g string) []string {
 	name := groupCalled(s, g)
 	for _, c := range cellsOf(s, g) {
 		if b := baselineCell(s, g, &c); b != nil && keptApart(&c, b) {
-			out = append(out, fmt.Sprintf("%s %s %d kept %s of its transactions' connections, %s %d %s: %.0f points or more apart, their comparison is not like for like (one side's times hold more new connections' lookups and handshakes)", name, c.Path, c.Conns, keptShare(&c), b.Path, b.Conns, keptShare(b), 100*KeptApart))
+			out = append(out, fmt.Sprintf("%s %s %d and %s %d kept connections in %s and %s of their transactions: %s points apart (%.0f or more), their comparison is not like for like (one side's times hold more new connections' lookups and handshakes)", name, c.Path, c.Conns, b.Path, b.Conns, keptShare(&c), keptShare(b), keptPoints(&c, b), 100*KeptApart))
 		}
 	}
 	return out
+}
+
+// keptPoints is how many points apart a's and b's shares of kept
+// transactions are, rounded as their own percentages are ("80").
+func keptPoints(a, b *Cell) string {
+	pa := math.Round(100 * float64(keptOf(a)) / float64(a.Completed))
+	pb := math.Round(100 * float64(keptOf(b)) / float64(b.Completed))
+	return fmt.Sprintf("%.0f", math.Abs(pa-pb))
 }
 
 // baselineCell is the baseline's cell of group g at c's connections (nil
@@ -319,14 +330,14 @@ func keptClause(s *Summary, group, p string) string {
 			continue
 		}
 		if b := baselineCell(s, group, &c); b != nil && keptApart(&c, b) {
-			mine = append(mine, fmt.Sprintf("%s at %s", keptShare(&c), connsText([]int{c.Conns})))
+			mine = append(mine, fmt.Sprintf("%s of its transactions at %s", keptShare(&c), connsText([]int{c.Conns})))
 			theirs = append(theirs, keptShare(b))
 		}
 	}
 	if len(mine) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("kept connections in %s of its transactions, %s's in %s: not like for like", strings.Join(mine, ", "), s.Baseline, strings.Join(theirs, ", "))
+	return fmt.Sprintf("kept connections in %s, %s's in %s: not like for like", strings.Join(mine, ", "), s.Baseline, strings.Join(theirs, ", "))
 }
 
 // connsText is "1 and 10 connections".
