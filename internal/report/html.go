@@ -364,7 +364,7 @@ table.context td { text-align: left; white-space: normal; }
 svg.plot { background: #fff; border: 1px solid #e3e3e3; }
 svg .title { font-weight: 600; font-size: 13px; } svg .tick, svg .label, svg .legend text, svg .empty { font-size: 11px; fill: #333; }
 svg .grid { stroke: #eee; } svg .axis, svg .tickmark { stroke: #555; } svg .zero { stroke: #888; stroke-dasharray: 3 3; }
-svg .line { fill: none; stroke-width: 2; } svg .ci { fill: none; stroke-width: 1.4; } svg .ci.few { stroke-dasharray: 1 2; } svg .dot.saturated { fill: #fff; stroke: #000; stroke-width: 1.5; stroke-dasharray: 1.5 1.5; } svg .note { font-size: 10px; fill: #666; }
+svg .line { fill: none; stroke-width: 2; } svg .ci { fill: none; stroke-width: 1.4; } svg .ci.few { stroke-dasharray: 1 2; } svg .dot.saturated { fill: #fff; stroke: #000; stroke-width: 1.5; stroke-dasharray: 1.5 1.5; } svg .dot.late { fill: #fff; stroke: #000; stroke-width: 1.5; } svg .note { font-size: 10px; fill: #666; }
 .s-ipv4 .line, .s-ipv4 .ci { stroke: #1f5fa8; } .s-ipv4 .dot, .s-ipv4 rect { fill: #1f5fa8; }
 .s-ipv6 .line, .s-ipv6 .ci { stroke: #c0392b; } .s-ipv6 .dot, .s-ipv6 rect { fill: #c0392b; } .s-ipv6 .line { stroke-dasharray: 7 3; }
 .s-sixin4 .line, .s-sixin4 .ci { stroke: #2e8b57; } .s-sixin4 .dot, .s-sixin4 rect { fill: #2e8b57; } .s-sixin4 .line { stroke-dasharray: 2 3; }
