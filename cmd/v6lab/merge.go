@@ -27,7 +27,8 @@ once, none missing, one --start-at schedule; otherwise it names what differs or 
 missing. The merged samples file holds every segment's samples, so every figure is
 computed from all of them exactly as if one host had run every user; report.txt and
 summary.json add each segment's own counts and means (a slow client host shows there).
-A run one segment never finished is left out of the merge and named.
+A run one segment never finished, or that the segments did not run together, is left
+out and named; segments that ran without a --start-at schedule give no rate/s (n/a).
 
 A DIR that is not itself a result directory stands for every result directory in it
 (as a shared volume holds them).`,

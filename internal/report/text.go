@@ -701,6 +701,9 @@ func percentileSection(title string, cells []Cell) section {
 	if thin {
 		pct.Footer = append(pct.Footer, ThinNote)
 	}
+	if !trials && slices.ContainsFunc(cells, func(c Cell) bool { return c.NA["rate_per_s"] == UnscheduledRate }) {
+		pct.Footer = append(pct.Footer, "rate/s left out: "+UnscheduledRate)
+	}
 	for _, c := range cells {
 		if c.FirstError != "" {
 			pct.Footer = append(pct.Footer, fmt.Sprintf("first failure at %s/%s/%d: %s", c.Protocol, c.Path, c.Conns, c.FirstError))
