@@ -55,7 +55,7 @@ func HTML(w io.Writer, s *Summary) error {
 		page.Groups = append(page.Groups, g)
 	}
 	for _, proto := range protocols(s) {
-		g := htmlGroup{Name: proto, Tables: sections(s, proto), Conditions: ConditionsLine(s, proto)}
+		g := htmlGroup{Name: proto, Heading: groupCalled(s, proto), Tables: sections(s, proto), Conditions: ConditionsLine(s, proto)}
 		for _, p := range plots(s, proto) {
 			g.Plots = append(g.Plots, template.HTML(p.SVG()))
 		}
@@ -97,9 +97,12 @@ func HTML(w io.Writer, s *Summary) error {
 type kv struct{ K, V string }
 
 type htmlGroup struct {
-	Name   string
-	Tables []section
-	Plots  []template.HTML
+	Name string
+	// Heading is what the page calls a cell group (groupCalled: HTTP/2
+	// for a probe's http group of that version); "" for Name.
+	Heading string
+	Tables  []section
+	Plots   []template.HTML
 	// Conditions are the group's own (ConditionsLine), "" if none.
 	Conditions string
 }
@@ -400,7 +403,7 @@ details.context summary { cursor: pointer; color: #555; margin: 0.8em 0; }
 {{range .Context}}<tr><td>{{.K}}</td><td>{{.V}}</td></tr>
 {{end}}</tbody></table></details>
 {{range .Groups}}
-<h2 id="{{.Name}}">{{.Name}}</h2>
+<h2 id="{{.Name}}">{{or .Heading .Name}}</h2>
 {{if .Conditions}}<p class="conditions"><strong>{{.Conditions}}</strong></p>
 {{end}}<div class="plots">
 {{range .Plots}}{{.}}{{end}}</div>
