@@ -13,11 +13,14 @@ import (
 // line that broke the blocks, so the error names it.
 
 // indentErrors are the parser's and scanner's errors that a mis-indented
-// line causes: only these are moved to the line misIndented finds.
+// line causes, and whether their line is that line already (the
+// scanner's "mapping values", at the key it read): a parser's error, and
+// a tab's, are moved to the first line at or after theirs that
+// misIndented finds; the others only get its words, on their own line.
 var indentErrors = map[string]bool{
-	"did not find expected '-' indicator":                    true,
-	"did not find expected key":                              true,
-	"found a tab character that violates indentation":        true,
+	"did not find expected '-' indicator":                    false,
+	"did not find expected key":                              false,
+	"found a tab character that violates indentation":        false,
 	"mapping values are not allowed in this context":         true,
 	"block sequence entries are not allowed in this context": true,
 }

@@ -107,6 +107,9 @@ func TestDecodeErrorsNameFileLineAndField(t *testing.T) {
 		{"links:\n  a: {rate: 1}\n  a: {rate: 2}\n", `f.yaml:3: links.a: given twice (first at line 2)`},
 		{"name: x\n---\nname: y\n", `f.yaml:2: a second YAML document: one file holds one spec`},
 		{"name: [x\n", "f.yaml:1: not valid YAML: the '[' on this line is not closed, or an item in it lacks its ',' (did not find expected ',' or ']')"},
+		// The scanner's own line is right: a mis-indented line further
+		// down is not what it read.
+		{"name: a: b\nruns: 3\n   size: 1\n", "f.yaml:1: not valid YAML: mapping values are not allowed in this context"},
 		// The trial's (22): the '[' on line 4, which the YAML library put
 		// on line 3 (a parser error's line is 0-based there).
 		{"name: t\ncells:\n  - protocol: http\n    conns: [1\n", "f.yaml:4: not valid YAML: the '[' on this line is not closed, or an item in it lacks its ',' (did not find expected ',' or ']')"},
