@@ -142,7 +142,9 @@ func (s *indentScan) take(indent int, body string) {
 		value = strings.TrimSpace(v)
 	}
 	s.opener = -1
-	if body == "" || strings.HasSuffix(body, ":") {
+	// An anchor or a tag alone (key: &a) is a key with no value yet.
+	props := value != body && value != "" && strings.IndexByte("&!", value[0]) >= 0 && !strings.Contains(value, " ")
+	if body == "" || strings.HasSuffix(body, ":") || props {
 		s.opener = col
 	}
 	if value != "" && (value[0] == '|' || value[0] == '>') && strings.Trim(value[1:], "+-0123456789") == "" {

@@ -149,12 +149,14 @@ func TestMisIndentedLineIsNamed(t *testing.T) {
 		{"a list item one space deep", "name: t\ncells:\n - protocol: http\n  - protocol: dns\n", 4, 3, false},
 		{"a top-level key indented", "name: t\nlab:\n  rate: 1\n conns: 3\n", 4, 4, false},
 		{"after a block scalar and a flow list over two lines", cell + "    note: |\n      text: at any\n        indent\n    paths: [ipv4,\n  ipv6]\n   conns: [1]\n", 9, 3, false},
+		{"after an anchored block and its alias", "name: t\nlab: &l\n  rate: 1\nother: *l\ncells:\n  - protocol: http\n    paths: [ipv4]\n   conns: [1]\n", 8, 6, false},
 		{"a quoted '#' and ':' are no comment or key", cell + "    url: 'https://x.test/#a: b'\n    paths: [ipv4]  # c\n   conns: [1]\n", 6, 3, false},
 	} {
 		var s struct {
 			Name  string
 			Where string
 			Lab   map[string]int
+			Other map[string]int
 			Cells []map[string]any
 		}
 		_, err := Decode("f.yaml", []byte(c.src), &s)
@@ -202,6 +204,23 @@ func TestValidFilesAreNotMisIndented(t *testing.T) {
 	})
 	if err != nil || n < 20 {
 		t.Fatalf("read %d valid YAML files: %v", n, err)
+	}
+	for _, src := range []string{
+		"lab: &l\n  rate: 1\nother: *l\n",
+		"cells: !!seq\n  - a\n",
+		"cells:\n- protocol: http\n  paths:\n  - ipv4\n- - 1\n  - 2\n",
+		"note: |-\n  a: b\n    c\nruns: 3\n",
+		"conns: [1,\n    2]\nx: {a: 1,\n b: 2}\n",
+		"# top\nname: t # it's\n  # indented comment\nruns: 3\n",
+		"url: 'https://x/#a: b'\nq: \"it's [\"\nr: 1\n",
+	} {
+		var v any
+		if err := yaml.Unmarshal([]byte(src), &v); err != nil {
+			t.Fatalf("%q: %v", src, err)
+		}
+		if b, bad := misIndented([]byte(src), 1); bad {
+			t.Errorf("%q: line %d taken as mis-indented (%s)", src, b.line, b.text())
+		}
 	}
 }
 
