@@ -109,7 +109,11 @@ func HeaderLines(s *Summary) []string {
 		for _, g := range s.Segments {
 			hosts[g.Host] = true
 		}
-		out = append(out, fmt.Sprintf("merged from %d segments on %d client host(s): every figure is of all segments' samples pooled, as one host running every user; each segment's share is in the Segments tables", n, len(hosts)))
+		how := "every figure is of all segments' samples pooled, as one host running every user"
+		if slices.ContainsFunc(s.Cells, func(c Cell) bool { return c.NA["rate_per_s"] == UnscheduledRate }) {
+			how = "run without a schedule (--start-at), so not at once: every figure is of all segments' samples pooled but rate/s, left out"
+		}
+		out = append(out, fmt.Sprintf("merged from %d segments on %d client host(s): %s; each segment's share is in the Segments tables", n, len(hosts), how))
 	}
 	if s.SampleEvery > 1 {
 		out = append(out, fmt.Sprintf("sampled: the samples file keeps one row of every %d samples of each run (--sample-every); every figure is of all of them (each run's totals)", s.SampleEvery))
