@@ -151,7 +151,7 @@ func (h *h2conn) run(ctx context.Context, ss []*h2stream) (time.Time, error) {
 	}
 	h.tx = tx
 	h.mu.Unlock()
-	stop := context.AfterFunc(ctx, func() { _ = h.raw.SetDeadline(time.Unix(1, 0)) })
+	stop := load.AfterFunc(ctx, func() { _ = h.raw.SetDeadline(time.Unix(1, 0)) })
 	h.open()
 	for h.reading(tx) {
 		if err := h.readFrame(); err != nil {

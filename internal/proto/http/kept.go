@@ -127,7 +127,7 @@ func (c *Client) onKept(ctx context.Context, tr *load.Trace, user int, negotiate
 	switch k := kc.(type) {
 	case *h2conn:
 		negotiated = cmp.Or(negotiated, "h2")
-		stop := context.AfterFunc(ctx, k.close) // a write blocked, or a read, ends with ctx
+		stop := load.AfterFunc(ctx, k.close) // a write blocked, or a read, ends with ctx
 		var h *h2conn
 		f, h, err = c.h2fetch(ctx, tr, k)
 		stop()
