@@ -232,3 +232,44 @@ func againAgainstServe(t *testing.T, scheme string, limit int) {
 		t.Errorf("no request went again: the server sent no GOAWAY")
 	}
 }
+
+// TestH2ContextEndsTransaction: a transaction whose server stops
+// answering ends when its context does (one watch a transaction, not one
+// a run): on a kept connection, and on the new connection a GOAWAY moved
+// its objects to; the sample says how many streams went unanswered.
+func TestH2ContextEndsTransaction(t *testing.T) {
+	t.Run("kept", func(t *testing.T) {
+		c, conns := fakeH2Server(t)
+		c.Keep, c.Objects = true, false
+		defer c.Close()
+		done := doAsync(c)
+		f := accepted(t, conns)
+		id, _ := f.request()
+		f.reply(id, "text/plain", "ok")
+		if s := <-done; !s.OK() {
+			t.Fatalf("the first transaction: %+v", s)
+		}
+		ended := make(chan result.Sample, 1)
+		go func() { ended <- do(c, 300*time.Millisecond) }()
+		f.request() // and no answer
+		s := <-ended
+		if s.OK() || !strings.Contains(s.Err, "1 of 1 streams unanswered: context deadline exceeded") {
+			t.Fatalf("the kept connection's unanswered transaction: %q", s.Err)
+		}
+		if len(conns) != 0 {
+			t.Errorf("a new connection for the unanswered transaction")
+		}
+	})
+	t.Run("moved", func(t *testing.T) {
+		c, conns := fakeH2Server(t)
+		ended := make(chan result.Sample, 1)
+		go func() { ended <- do(c, 500*time.Millisecond) }()
+		pageThenGoAway(t, conns)
+		f := accepted(t, conns)
+		f.request() // and no answer
+		s := <-ended
+		if s.OK() || !strings.Contains(s.Err, "3 of 3 streams unanswered: context deadline exceeded") {
+			t.Fatalf("the new connection's unanswered objects: %q", s.Err)
+		}
+	})
+}

@@ -205,8 +205,8 @@ func (h *h2conn) gotHeaders(s *h2stream, f h2fields, end bool) error {
 		h.endStream(s, fmt.Errorf("body of %d bytes for %s exceeds the %d-byte limit: %w", f.length, s.uri, maxBody, ErrTooLarge))
 		return nil
 	}
-	if s.keep && s.html && f.length > 0 && f.length < MaxPageParse {
-		s.body = make([]byte, 0, f.length)
+	if s.keep && s.html {
+		s.body = h.pageBody(f.length)
 	}
 	if end {
 		h.finish(s)
