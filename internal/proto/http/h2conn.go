@@ -126,7 +126,7 @@ type h2stream struct {
 	unacked int64 // bytes taken since the last WINDOW_UPDATE
 	sendWin int64
 	headers bool      // the final headers came
-	first   time.Time // when they came
+	first   time.Time // when they came (the page's only)
 }
 
 // unsent makes s a request not yet sent, for a new connection.

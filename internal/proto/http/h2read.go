@@ -194,7 +194,10 @@ func (h *h2conn) gotHeaders(s *h2stream, f h2fields, end bool) error {
 		}
 		return nil // the final headers follow
 	}
-	s.headers, s.first = true, time.Now()
+	s.headers = true
+	if !s.object {
+		s.first = time.Now() // the page's: the transaction's first byte
+	}
 	s.status, s.length, s.html = f.status, f.length, f.html
 	maxBody := s.maxBody
 	switch {
