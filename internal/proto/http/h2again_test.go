@@ -1,6 +1,7 @@
 package http
 
 import (
+	"context"
 	"crypto/tls"
 	"encoding/binary"
 	"net"
@@ -249,11 +250,8 @@ func TestH2ContextEndsTransaction(t *testing.T) {
 		if s := <-done; !s.OK() {
 			t.Fatalf("the first transaction: %+v", s)
 		}
-		ended := make(chan result.Sample, 1)
-		go func() { ended <- do(c, 300*time.Millisecond) }()
-		f.request() // and no answer
-		s := <-ended
-		if s.OK() || !strings.Contains(s.Err, "1 of 1 streams unanswered: context deadline exceeded") {
+		s := cancelAfter(t, c, func() { f.request() }) // and no answer
+		if s.OK() || !strings.Contains(s.Err, "1 of 1 streams unanswered: context canceled") {
 			t.Fatalf("the kept connection's unanswered transaction: %q", s.Err)
 		}
 		if len(conns) != 0 {
@@ -262,14 +260,32 @@ func TestH2ContextEndsTransaction(t *testing.T) {
 	})
 	t.Run("moved", func(t *testing.T) {
 		c, conns := fakeH2Server(t)
-		ended := make(chan result.Sample, 1)
-		go func() { ended <- do(c, 500*time.Millisecond) }()
-		pageThenGoAway(t, conns)
-		f := accepted(t, conns)
-		f.request() // and no answer
-		s := <-ended
-		if s.OK() || !strings.Contains(s.Err, "3 of 3 streams unanswered: context deadline exceeded") {
+		s := cancelAfter(t, c, func() {
+			pageThenGoAway(t, conns)
+			accepted(t, conns).request() // and no answer
+		})
+		if s.OK() || !strings.Contains(s.Err, "3 of 3 streams unanswered: context canceled") {
 			t.Fatalf("the new connection's unanswered objects: %q", s.Err)
 		}
 	})
+}
+
+// cancelAfter runs a transaction of c, cancels its context once script
+// returned, and returns its sample (failing the test when it does not end
+// then).
+func cancelAfter(t *testing.T, c *Client, script func()) result.Sample {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ended := make(chan result.Sample, 1)
+	go func() { ended <- c.Do(ctx, 0) }()
+	script()
+	cancel()
+	select {
+	case s := <-ended:
+		return s
+	case <-time.After(5 * time.Second):
+		t.Fatal("the transaction did not end with its context")
+	}
+	return result.Sample{}
 }
