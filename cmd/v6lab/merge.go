@@ -24,10 +24,10 @@ func newMergeCmd() *cobra.Command {
 --segment I/N on N client hosts) into one new result directory. It checks first that
 they are every segment of one experiment: the same spec and seed, the same N, each index
 once, none missing, one --start-at schedule; otherwise it names what differs or is
-missing. The merged samples file holds every segment's samples, so every figure is
-computed from all of them exactly as if one host had run every user; report.txt and
-summary.json add each segment's own counts and means (a slow client host shows there).
-A run one segment never finished is left out of the merge and named.
+missing. Every figure is computed from all segments' samples as if one host had run every
+user (without a --start-at schedule, no rate/s: their runs were not at once); report.txt
+and summary.json add each segment's counts and means (a slow client host shows there).
+A run one segment never finished, or the segments did not run together, is left out, named.
 
 A DIR that is not itself a result directory stands for every result directory in it
 (as a shared volume holds them).`,

@@ -27,7 +27,7 @@ func TestRequestsSentAgainAreSaid(t *testing.T) {
 			t.Errorf("%s cell's connection facts %+v, want again %d", c.Path, c.Conn, want)
 		}
 	}
-	if notes := strings.Join(s.Notes, "\n"); !strings.Contains(notes, "http/2 requests sent again: in 20 of 40 completed transactions") || strings.Contains(notes, "http requests sent again") ||
+	if notes := strings.Join(s.Notes, "\n"); !strings.Contains(notes, "HTTP/2 requests sent again: in 20 of 40 completed transactions") || strings.Contains(notes, "HTTP/1.1 requests sent again") ||
 		!strings.Contains(notes, "; 10 of them needed more than one new connection") {
 		t.Errorf("notes %q", s.Notes)
 	}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -132,20 +133,21 @@ func connModel(s *Summary, keepalive []string) {
 	}
 	for _, g := range protocols(s) {
 		f, done := groupConn(s, g)
+		name := groupCalled(s, g)
 		if f.Kept > 0 {
-			s.Notes = append(s.Notes, keptNote(g, f.Kept, done))
+			s.Notes = append(s.Notes, keptNote(name, f.Kept, done))
 			s.Notes = append(s.Notes, keptShareNotes(s, g)...)
 			s.Notes = append(s.Notes, keptNothingNotes(s, g)...)
 			s.Notes = append(s.Notes, keptApartNotes(s, g)...)
 			s.Notes = append(s.Notes, keptRaceNotes(s, g)...)
 		} else if done > 0 && slices.Contains(keepalive, g) {
-			s.Notes = append(s.Notes, fmt.Sprintf("%s keepalive was asked, but none of its %d completed transactions ran on a kept connection (the server closed each connection before the user's next transaction, or no user made a second one): its figures are new connections'", g, done))
+			s.Notes = append(s.Notes, fmt.Sprintf("%s keepalive was asked, but none of its %d completed transactions ran on a kept connection (the server closed each connection before the user's next transaction, or no user made a second one): its figures are new connections'", name, done))
 		}
 		if f.Resumed > 0 || f.ZeroRTT > 0 {
-			s.Notes = append(s.Notes, fmt.Sprintf("%s returning users: TLS resumed in %d of %d completed transactions, 0-RTT in %d of %d (its handshake is a resumed one, not a full one)", g, f.Resumed, done, f.ZeroRTT, done))
+			s.Notes = append(s.Notes, fmt.Sprintf("%s returning users: TLS resumed in %d of %d completed transactions, 0-RTT in %d of %d (its handshake is a resumed one, not a full one)", name, f.Resumed, done, f.ZeroRTT, done))
 		}
 		if f.Again > 0 {
-			s.Notes = append(s.Notes, fmt.Sprintf("%s requests sent again: in %d of %d completed transactions the server said it had not processed some requests (GOAWAY, as nginx's keepalive_requests sends, or REFUSED_STREAM, or it closed a kept connection idle) and they went again on a new connection, whose connect and handshake are in those transactions' times (the samples' again)%s", g, f.Again, done, againMore(f.AgainMore)))
+			s.Notes = append(s.Notes, fmt.Sprintf("%s requests sent again: in %d of %d completed transactions the server said it had not processed some requests (GOAWAY, as nginx's keepalive_requests sends, or REFUSED_STREAM, or it closed a kept connection idle) and they went again on a new connection, whose connect and handshake are in those transactions' times (the samples' again)%s", name, f.Again, done, againMore(f.AgainMore)))
 		}
 	}
 }
@@ -187,25 +189,28 @@ func connTitle(s *Summary, group string) string {
 	return " (" + strings.Join(out, "; ") + ")"
 }
 
-// keptNothingNotes say, per cell of group g (where another cell kept at
-// least half its transactions' connections) that kept none, that its figures are new connections': the
-// group's titles say "kept connections", and its comparison sets them
-// against kept ones (dialer v3's dual path opened a connection for every
-// transaction, beside a kept ipv4).
+// keptNothingNotes say, per cell of group g that kept none (where another
+// cell kept at least half its transactions' connections), that its
+// figures are new connections', with the shares of those that kept, as
+// they are: the group's titles say it kept some (dialer v3's dual path
+// opened a connection for every transaction, beside a kept ipv4). Whether
+// its comparison with the baseline is like for like is keptApartNotes'
+// (the baseline may have kept little itself).
 func keptNothingNotes(s *Summary, g string) []string {
 	var out []string
+	name := groupCalled(s, g)
 	cells := cellsOf(s, g)
 	var mostly []string // the cells that kept at least half
 	for _, c := range cells {
 		if c.Completed > 0 && 2*keptOf(&c) >= c.Completed {
-			mostly = append(mostly, fmt.Sprintf("%s %d (%s)", c.Path, c.Conns, keptShare(&c)))
+			mostly = append(mostly, fmt.Sprintf("%s %d kept %s", c.Path, c.Conns, keptShare(&c)))
 		}
 	}
 	for _, c := range cells {
 		if len(mostly) == 0 || c.Completed == 0 || keptOf(&c) > 0 {
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s %s %d: none of its %d completed transactions ran on a kept connection, though %s kept theirs: its figures are new connections' (a lookup and a handshake each%s), and its comparison sets them against kept connections", g, c.Path, c.Conns, c.Completed, strings.Join(mostly, ", "), raceWord(c.Path)))
+		out = append(out, fmt.Sprintf("%s %s %d: none of its %d completed transactions ran on a kept connection, while %s: its figures are new connections' (a lookup and a handshake each%s)", name, c.Path, c.Conns, c.Completed, strings.Join(mostly, ", "), raceWord(c.Path)))
 	}
 	return out
 }
@@ -264,6 +269,7 @@ func keptShare(c *Cell) string {
 // connections in its own share.
 func keptShareNotes(s *Summary, g string) []string {
 	var parts []string
+	name := groupCalled(s, g)
 	whole := true
 	for _, c := range cellsOf(s, g) {
 		if c.Completed == 0 {
@@ -275,7 +281,7 @@ func keptShareNotes(s *Summary, g string) []string {
 	if whole {
 		return nil
 	}
-	return []string{fmt.Sprintf("%s transactions on a kept connection, per cell: %s; the rest opened a new connection (a lookup and a handshake each), so each cell's figures are of its own mix", g, strings.Join(parts, ", "))}
+	return []string{fmt.Sprintf("%s transactions on a kept connection, per cell: %s; the rest opened a new connection (a lookup and a handshake each), so each cell's figures are of its own mix", name, strings.Join(parts, ", "))}
 }
 
 // keptApartNotes name each cell of group g whose share of kept
@@ -283,12 +289,21 @@ func keptShareNotes(s *Summary, g string) []string {
 // connections: their comparison is not like for like.
 func keptApartNotes(s *Summary, g string) []string {
 	var out []string
+	name := groupCalled(s, g)
 	for _, c := range cellsOf(s, g) {
 		if b := baselineCell(s, g, &c); b != nil && keptApart(&c, b) {
-			out = append(out, fmt.Sprintf("%s %s %d kept %s of its transactions' connections, %s %d %s: %.0f points or more apart, their comparison is not like for like (one side's times hold more new connections' lookups and handshakes)", g, c.Path, c.Conns, keptShare(&c), b.Path, b.Conns, keptShare(b), 100*KeptApart))
+			out = append(out, fmt.Sprintf("%s %s %d and %s %d kept connections in %s and %s of their transactions: %s points apart (%.0f or more), their comparison is not like for like (one side's times hold more new connections' lookups and handshakes)", name, c.Path, c.Conns, b.Path, b.Conns, keptShare(&c), keptShare(b), keptPoints(&c, b), 100*KeptApart))
 		}
 	}
 	return out
+}
+
+// keptPoints is how many points apart a's and b's shares of kept
+// transactions are, rounded as their own percentages are ("80").
+func keptPoints(a, b *Cell) string {
+	pa := math.Round(100 * float64(keptOf(a)) / float64(a.Completed))
+	pb := math.Round(100 * float64(keptOf(b)) / float64(b.Completed))
+	return fmt.Sprintf("%.0f", math.Abs(pa-pb))
 }
 
 // baselineCell is the baseline's cell of group g at c's connections (nil
@@ -315,14 +330,14 @@ func keptClause(s *Summary, group, p string) string {
 			continue
 		}
 		if b := baselineCell(s, group, &c); b != nil && keptApart(&c, b) {
-			mine = append(mine, fmt.Sprintf("%s at %s", keptShare(&c), connsText([]int{c.Conns})))
+			mine = append(mine, fmt.Sprintf("%s of its transactions at %s", keptShare(&c), connsText([]int{c.Conns})))
 			theirs = append(theirs, keptShare(b))
 		}
 	}
 	if len(mine) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("kept connections in %s of its transactions, %s's in %s: not like for like", strings.Join(mine, ", "), s.Baseline, strings.Join(theirs, ", "))
+	return fmt.Sprintf("kept connections in %s, %s's in %s: not like for like", strings.Join(mine, ", "), s.Baseline, strings.Join(theirs, ", "))
 }
 
 // connsText is "1 and 10 connections".
@@ -356,16 +371,17 @@ func raceWord(p string) string {
 // chose (keptOn).
 func keptRaceNotes(s *Summary, g string) []string {
 	var out []string
+	name := groupCalled(s, g)
 	for _, c := range cellsOf(s, g) {
 		if !path.Path(c.Path).Kind().Dual || c.Conn == nil || c.Conn.Kept == 0 {
 			continue
 		}
 		races := c.Completed - c.Conn.Kept
 		if races == 0 {
-			out = append(out, fmt.Sprintf("%s %s %d: every counted transaction ran on a kept connection (keepalive): no Happy Eyeballs race ran in its counted runs (the warm-up's connections raced), so its share each family won and its winners are left out; its figures, and its comparison with the baseline, are those of the connections its users' first races chose%s", g, c.Path, c.Conns, keptOn(&c)))
+			out = append(out, fmt.Sprintf("%s %s %d: every counted transaction ran on a kept connection (keepalive): no Happy Eyeballs race ran in its counted runs (the warm-up's connections raced), so its share each family won and its winners are left out; its figures, and its comparison with the baseline, are those of the connections its users' first races chose%s", name, c.Path, c.Conns, keptOn(&c)))
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s %s %d: %d of %d counted transactions ran on a kept connection (keepalive) and raced nothing: its share each family won and its winners are over the %d that made a connection; the kept ones' figures are of the connections their users' first races chose%s", g, c.Path, c.Conns, c.Conn.Kept, c.Completed, races, keptOn(&c)))
+		out = append(out, fmt.Sprintf("%s %s %d: %d of %d counted transactions ran on a kept connection (keepalive) and raced nothing: its share each family won and its winners are over the %d that made a connection; the kept ones' figures are of the connections their users' first races chose%s", name, c.Path, c.Conns, c.Conn.Kept, c.Completed, races, keptOn(&c)))
 	}
 	return out
 }

@@ -3,6 +3,8 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"html"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -102,7 +104,7 @@ func TestKeptAndResumedAreSaid(t *testing.T) {
 		t.Errorf("kept cell's connection facts %+v of %d", c.Conn, c.Completed)
 	}
 	notes := strings.Join(s.Notes, "\n")
-	if !strings.Contains(notes, "http/2 kept connections (keepalive): no lookup or handshake after each user's first; 40 of 40") {
+	if !strings.Contains(notes, "HTTP/2 kept connections (keepalive): no lookup or handshake after each user's first; 40 of 40") {
 		t.Errorf("notes %q", s.Notes)
 	}
 	b, _ := json.Marshal(c)
@@ -114,8 +116,70 @@ func TestKeptAndResumedAreSaid(t *testing.T) {
 	if got := groupTitle(s, "http/2"); got != "HTTP/2 (returning users, TLS resumed, 0-RTT)" {
 		t.Errorf("resumed group titled %q", got)
 	}
-	if notes := strings.Join(s.Notes, "\n"); !strings.Contains(notes, "http/2 returning users: TLS resumed in 40 of 40 completed transactions, 0-RTT in 40 of 40") {
+	if notes := strings.Join(s.Notes, "\n"); !strings.Contains(notes, "HTTP/2 returning users: TLS resumed in 40 of 40 completed transactions, 0-RTT in 40 of 40") {
 		t.Errorf("notes %q", s.Notes)
+	}
+}
+
+// TestProbeGroupIsCalledByItsVersion: a probe's group is labelled http
+// whatever version it speaks; its tables are titled HTTP/2, and so every
+// note that names it says HTTP/2, in report.txt and report.html alike,
+// never "http" (trial7 F8).
+func TestProbeGroupIsCalledByItsVersion(t *testing.T) {
+	f := build(baseMS, otherMS)
+	f.Header.Spec = map[string]any{"cells": []any{map[string]any{"label": "http", "protocol": "http", "http_version": "2", "keepalive": true}}}
+	for i := range f.Samples {
+		if f.Samples[i].Path == "ipv6" && i%2 == 0 {
+			tlsConn(&f.Samples[i]) // a new connection: the kept shares' notes name the group too
+			continue
+		}
+		keptConn(&f.Samples[i])
+	}
+	s := Summarize(f)
+	title := groupTitle(s, "http")
+	if !strings.HasPrefix(title, "HTTP/2 (keepalive: ") {
+		t.Fatalf("title %q", title)
+	}
+	var named int
+	for _, n := range s.Notes {
+		if strings.HasPrefix(n, "http ") || strings.Contains(n, "groups http") {
+			t.Errorf("a note calls the group http: %q", n)
+		}
+		if strings.HasPrefix(n, "HTTP/2 ") {
+			named++
+		}
+	}
+	if named < 2 {
+		t.Errorf("%d notes name the group HTTP/2, want its kept note and its shares': %q", named, s.Notes)
+	}
+	for _, render := range []func(io.Writer, *Summary) error{Text, HTML} {
+		var b strings.Builder
+		if err := render(&b, s); err != nil {
+			t.Fatal(err)
+		}
+		out := html.UnescapeString(b.String())
+		if !strings.Contains(out, title) || !strings.Contains(out, "HTTP/2 kept connections (keepalive) in part: ") || strings.Contains(out, "http kept") || strings.Contains(out, `<h2 id="http">http</h2>`) {
+			t.Errorf("report does not call the group HTTP/2 in titles and notes alike:\n%s", out)
+		}
+	}
+}
+
+// TestVerdictsNameGroupsAsTheTablesDo: with more than one group, "In
+// short" names each as its tables are titled (HTTP/1.1, HTTP/2), in
+// report.txt and report.html alike.
+func TestVerdictsNameGroupsAsTheTablesDo(t *testing.T) {
+	spec := `{"cells":[{"label":"http","protocol":"http","http_version":"1.1","tls":true},{"label":"http/2","protocol":"http","http_version":"2","tls":true}]}`
+	s := Summarize(versionsFile(t, spec, tlsConn, tlsConn))
+	lines := strings.Join(VerdictLines(s), "\n")
+	if !strings.Contains(lines, "HTTP/1.1 over ipv6: ") || !strings.Contains(lines, "HTTP/2 over ipv6: ") {
+		t.Errorf("In short:\n%s", lines)
+	}
+	var b strings.Builder
+	if err := HTML(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "<strong>HTTP/2 over ipv6</strong>") || strings.Contains(b.String(), "<strong>http/2 over") {
+		t.Errorf("report.html's In short does not name the group HTTP/2")
 	}
 }
 

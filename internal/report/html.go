@@ -55,7 +55,7 @@ func HTML(w io.Writer, s *Summary) error {
 		page.Groups = append(page.Groups, g)
 	}
 	for _, proto := range protocols(s) {
-		g := htmlGroup{Name: proto, Tables: sections(s, proto), Conditions: ConditionsLine(s, proto)}
+		g := htmlGroup{Name: proto, Heading: groupCalled(s, proto), Tables: sections(s, proto), Conditions: ConditionsLine(s, proto)}
 		for _, p := range plots(s, proto) {
 			g.Plots = append(g.Plots, template.HTML(p.SVG()))
 		}
@@ -97,9 +97,12 @@ func HTML(w io.Writer, s *Summary) error {
 type kv struct{ K, V string }
 
 type htmlGroup struct {
-	Name   string
-	Tables []section
-	Plots  []template.HTML
+	Name string
+	// Heading is what the page calls a cell group (groupCalled: HTTP/2
+	// for a probe's http group of that version); "" for Name.
+	Heading string
+	Tables  []section
+	Plots   []template.HTML
 	// Conditions are the group's own (ConditionsLine), "" if none.
 	Conditions string
 }
@@ -364,7 +367,7 @@ table.context td { text-align: left; white-space: normal; }
 svg.plot { background: #fff; border: 1px solid #e3e3e3; }
 svg .title { font-weight: 600; font-size: 13px; } svg .tick, svg .label, svg .legend text, svg .empty { font-size: 11px; fill: #333; }
 svg .grid { stroke: #eee; } svg .axis, svg .tickmark { stroke: #555; } svg .zero { stroke: #888; stroke-dasharray: 3 3; }
-svg .line { fill: none; stroke-width: 2; } svg .ci { fill: none; stroke-width: 1.4; } svg .ci.few { stroke-dasharray: 1 2; } svg .dot.saturated { fill: #fff; stroke: #000; stroke-width: 1.5; stroke-dasharray: 1.5 1.5; } svg .note { font-size: 10px; fill: #666; }
+svg .line { fill: none; stroke-width: 2; } svg .ci { fill: none; stroke-width: 1.4; } svg .ci.few { stroke-dasharray: 1 2; } svg .dot.saturated { fill: #fff; stroke: #000; stroke-width: 1.5; stroke-dasharray: 1.5 1.5; } svg .dot.late { fill: #fff; stroke: #000; stroke-width: 1.5; } svg .note { font-size: 10px; fill: #666; }
 .s-ipv4 .line, .s-ipv4 .ci { stroke: #1f5fa8; } .s-ipv4 .dot, .s-ipv4 rect { fill: #1f5fa8; }
 .s-ipv6 .line, .s-ipv6 .ci { stroke: #c0392b; } .s-ipv6 .dot, .s-ipv6 rect { fill: #c0392b; } .s-ipv6 .line { stroke-dasharray: 7 3; }
 .s-sixin4 .line, .s-sixin4 .ci { stroke: #2e8b57; } .s-sixin4 .dot, .s-sixin4 rect { fill: #2e8b57; } .s-sixin4 .line { stroke-dasharray: 2 3; }
@@ -392,7 +395,7 @@ details.context summary { cursor: pointer; color: #555; margin: 0.8em 0; }
 {{end}}{{if .Tunnel}}<p class="sub"><strong>{{.Tunnel}}</strong></p>{{end}}
 {{if or .Short.Full .Short.Grouped}}<section class="verdicts"><h2 id="in-short">In short, against {{.S.Baseline}}</h2>
 {{with .Short.Note}}<p><strong>{{.}}</strong></p>
-{{end}}<ul>{{range .Short.Full}}<li class="v-{{.Kind}}"><strong>{{if $.Named}}{{.Group}} over {{end}}{{.Path}}</strong>: {{.Text}}</li>
+{{end}}<ul>{{range .Short.Full}}<li class="v-{{.Kind}}"><strong>{{if $.Named}}{{or .Called .Group}} over {{end}}{{.Path}}</strong>: {{.Text}}</li>
 {{end}}{{range .Short.Grouped}}<li class="v-grouped">{{.}}</li>
 {{end}}</ul></section>
 {{end}}<details class="context"><summary>How it was measured: machine, lab, servers{{if .S.Scale}}, scale {{.S.Scale}}{{end}}{{if .S.Seed}}, shuffle seed {{.S.Seed}}{{end}}{{if .S.Partial}}, partial{{end}}</summary>
@@ -400,7 +403,7 @@ details.context summary { cursor: pointer; color: #555; margin: 0.8em 0; }
 {{range .Context}}<tr><td>{{.K}}</td><td>{{.V}}</td></tr>
 {{end}}</tbody></table></details>
 {{range .Groups}}
-<h2 id="{{.Name}}">{{.Name}}</h2>
+<h2 id="{{.Name}}">{{or .Heading .Name}}</h2>
 {{if .Conditions}}<p class="conditions"><strong>{{.Conditions}}</strong></p>
 {{end}}<div class="plots">
 {{range .Plots}}{{.}}{{end}}</div>

@@ -84,7 +84,7 @@ func whoList(vs []Verdict, named bool) string {
 		}
 		who := strings.Join(paths, ", ")
 		if named {
-			who = vs[i].Group + " over " + who
+			who = cmpOr(vs[i].Called, vs[i].Group) + " over " + who
 		}
 		parts = append(parts, who)
 		i = j

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"html"
+	"slices"
 	"strings"
 	"testing"
 
@@ -108,10 +109,10 @@ func TestKeepaliveThatKeptNothingIsSaid(t *testing.T) {
 	spec := `{"cells":[{"label":"http","protocol":"http","http_version":"1.1","tls":true},{"label":"http/2","protocol":"http","http_version":"2","tls":true,"keepalive":true}]}`
 	s := Summarize(versionsFile(t, spec, tlsConn, tlsConn))
 	notes := strings.Join(s.Notes, "\n")
-	if !strings.Contains(notes, "http/2 keepalive was asked, but none of its 40 completed transactions ran on a kept connection") {
+	if !strings.Contains(notes, "HTTP/2 keepalive was asked, but none of its 40 completed transactions ran on a kept connection") {
 		t.Errorf("notes %q", s.Notes)
 	}
-	if strings.Contains(notes, "http keepalive") {
+	if strings.Contains(notes, "HTTP/1.1 keepalive") {
 		t.Errorf("a group that did not ask is said to have: %q", s.Notes)
 	}
 	s = Summarize(versionsFile(t, spec, tlsConn, keptConn))
@@ -197,11 +198,11 @@ func TestACellThatKeptNothingBesideKeptOnesIsSaid(t *testing.T) {
 		t.Fatal("no dual cell")
 	}
 	notes := strings.Join(s.Notes, "\n")
-	if want := "http dual 2: none of its " + itoa(dual.Completed) + " completed transactions ran on a kept connection, though ipv4 2 (20 of 20 (100%)) kept theirs: its figures are new connections' (a lookup and a handshake each, and a race), and its comparison sets them against kept connections"; !strings.Contains(notes, want) {
+	if want := "http dual 2: none of its " + itoa(dual.Completed) + " completed transactions ran on a kept connection, while ipv4 2 kept 20 of 20 (100%): its figures are new connections' (a lookup and a handshake each, and a race)"; !strings.Contains(notes, want) {
 		t.Errorf("notes lack %q: %q", want, s.Notes)
 	}
 	vs := Verdicts(s)
-	if len(vs) != 1 || !strings.Contains(vs[0].Text, "; kept connections in 0 of "+itoa(dual.Completed)+" (0%) at 2 connections of its transactions, ipv4's in 20 of 20 (100%): not like for like") {
+	if len(vs) != 1 || !strings.Contains(vs[0].Text, "; kept connections in 0 of "+itoa(dual.Completed)+" (0%) of its transactions at 2 connections, ipv4's in 20 of 20 (100%): not like for like") {
 		t.Errorf("verdicts %+v", vs)
 	}
 	if got := connsText([]int{1, 10, 100}); got != "1, 10 and 100 connections" {
@@ -221,6 +222,20 @@ func TestACellThatKeptNothingBesideKeptOnesIsSaid(t *testing.T) {
 	}
 }
 
+// keep marks the first share[path] counted transactions of each path as
+// kept, the others as new connections.
+func keep(f *result.File, share map[string]int) {
+	n := map[string]int{}
+	for i := range f.Samples {
+		s := &f.Samples[i]
+		if s.Run <= 0 || !s.OK() {
+			continue
+		}
+		s.Kept = n[s.Path] < share[s.Path]
+		n[s.Path]++
+	}
+}
+
 // TestMixedKeptCellsAreSaid: with keepalive against a server that closed
 // most connections (trial7 F10: 1 of 12 ipv4 transactions kept), the
 // titles say how many transactions were kept, not "kept connections", a
@@ -228,17 +243,6 @@ func TestACellThatKeptNothingBesideKeptOnesIsSaid(t *testing.T) {
 // the baseline's are named in a note and their verdict; cells that both
 // kept few are not.
 func TestMixedKeptCellsAreSaid(t *testing.T) {
-	keep := func(f *result.File, share map[string]int) {
-		n := map[string]int{}
-		for i := range f.Samples {
-			s := &f.Samples[i]
-			if s.Run <= 0 || !s.OK() {
-				continue
-			}
-			s.Kept = n[s.Path] < share[s.Path]
-			n[s.Path]++
-		}
-	}
 	f := build(baseMS, otherMS)
 	keep(f, map[string]int{"ipv4": 5, "ipv6": 15})
 	s := Summarize(f)
@@ -249,7 +253,7 @@ func TestMixedKeptCellsAreSaid(t *testing.T) {
 	for _, want := range []string{
 		"http kept connections (keepalive) in part: 20 of 40 completed transactions on a kept connection (no lookup or handshake), the others opened a new connection",
 		"http transactions on a kept connection, per cell: ipv4 2: 5 of 20 (25%), ipv6 2: 15 of 20 (75%); the rest opened a new connection",
-		"http ipv6 2 kept 15 of 20 (75%) of its transactions' connections, ipv4 2 5 of 20 (25%): 25 points or more apart, their comparison is not like for like",
+		"http ipv6 2 and ipv4 2 kept connections in 15 of 20 (75%) and 5 of 20 (25%) of their transactions: 50 points apart (25 or more), their comparison is not like for like",
 	} {
 		if !strings.Contains(notes, want) {
 			t.Errorf("notes lack %q: %q", want, s.Notes)
@@ -262,7 +266,7 @@ func TestMixedKeptCellsAreSaid(t *testing.T) {
 			}
 		}
 	}
-	if vs := Verdicts(s); len(vs) != 1 || !strings.Contains(vs[0].Text, "; kept connections in 15 of 20 (75%) at 2 connections of its transactions, ipv4's in 5 of 20 (25%): not like for like") {
+	if vs := Verdicts(s); len(vs) != 1 || !strings.Contains(vs[0].Text, "; kept connections in 15 of 20 (75%) of its transactions at 2 connections, ipv4's in 5 of 20 (25%): not like for like") {
 		t.Errorf("verdicts %+v", vs)
 	}
 
@@ -280,5 +284,48 @@ func TestMixedKeptCellsAreSaid(t *testing.T) {
 	}
 	if !strings.Contains(notes, "per cell: ipv4 2: 2 of 20 (10%), ipv6 2: 0 of 20 (0%)") {
 		t.Errorf("notes %q", s.Notes)
+	}
+}
+
+// TestKeptSharesAreSaidAsTheyAre: a baseline that kept little (2 of 20)
+// beside a cell that kept none and one that kept 18 of 20: the cell that
+// kept none is said beside the one that kept most, with its share, and
+// never as set against the baseline's "kept connections" (the baseline's
+// 10% and its 0% are alike: no note, no clause); the one that kept most is
+// said with both shares as they are.
+func TestKeptSharesAreSaidAsTheyAre(t *testing.T) {
+	f := build(baseMS, otherMS)
+	for _, x := range slices.Clone(f.Samples) {
+		if x.Path == "ipv6" {
+			x.Path, x.Cell = "nat64", strings.Replace(x.Cell, "ipv6", "nat64", 1)
+			f.Samples = append(f.Samples, x)
+		}
+	}
+	for _, r := range slices.Clone(f.Runs) {
+		if r.Path == "ipv6" {
+			r.Path, r.Cell = "nat64", strings.Replace(r.Cell, "ipv6", "nat64", 1)
+			f.Runs = append(f.Runs, r)
+		}
+	}
+	keep(f, map[string]int{"ipv4": 2, "nat64": 18})
+	s := Summarize(f)
+	notes := strings.Join(s.Notes, "\n")
+	for _, want := range []string{
+		"http transactions on a kept connection, per cell: ipv4 2: 2 of 20 (10%), ipv6 2: 0 of 20 (0%), nat64 2: 18 of 20 (90%)",
+		"http ipv6 2: none of its 20 completed transactions ran on a kept connection, while nat64 2 kept 18 of 20 (90%): its figures are new connections' (a lookup and a handshake each)\n",
+		"http nat64 2 and ipv4 2 kept connections in 18 of 20 (90%) and 2 of 20 (10%) of their transactions: 80 points apart (25 or more)",
+	} {
+		if !strings.Contains(notes+"\n", want) {
+			t.Errorf("notes lack %q:\n%s", want, notes)
+		}
+	}
+	if strings.Contains(notes, "ipv4 2 kept 2") || strings.Contains(notes, "against kept") || strings.Contains(notes, "ipv6 2 and ipv4") {
+		t.Errorf("notes say the baseline's 10%% kept, or set ipv6's none against it:\n%s", notes)
+	}
+	for _, v := range Verdicts(s) {
+		like := strings.Contains(v.Text, "not like for like")
+		if want := v.Path == "nat64"; like != want {
+			t.Errorf("%s verdict %q: not like for like %v, want %v", v.Path, v.Text, like, want)
+		}
 	}
 }

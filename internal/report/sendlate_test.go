@@ -128,3 +128,44 @@ func TestALateSendersNoteFollowsTheFigures(t *testing.T) {
 		t.Errorf("one cell short:\n%s", notes)
 	}
 }
+
+// TestALateUDPSenderIsMarkedInThePlots: report.html's UDP loss and jitter
+// plots draw a late sender's cell as a hollow ring the plot's legend
+// explains, as the tables and the note say it; the other cells' points,
+// and the plots of a path whose senders kept time, are plain.
+func TestALateUDPSenderIsMarkedInThePlots(t *testing.T) {
+	s := Summarize(lateUDPFile(map[string][]float64{
+		"udp-1/ipv4":  {0.3, 0.2, 0.4},
+		"udp-1/ipv6":  {0.3, 8, 0.5},
+		"udp-10/ipv4": {0.9, 0.95, 0.4},
+		"udp-10/ipv6": {0.3, 35, 0.5}, // late: the one marked
+	}))
+	plots := TransportPlots(s)
+	if len(plots) != 4 {
+		t.Fatalf("%d UDP plots, want loss and jitter for ipv4 and ipv6", len(plots))
+	}
+	for _, p := range plots {
+		svg := p.SVG()
+		want := 0
+		if strings.HasSuffix(p.ID, "-ipv6") {
+			want = 1
+		}
+		late := regexp.MustCompile(`<circle class="dot late" cx="[0-9.]+" cy="[0-9.]+" r="5"><title>default buffer, 10: [^<]*\(v6lab's UDP sender ran late: see the notes\)</title>`)
+		if got := len(late.FindAllString(svg, -1)); got != want || strings.Count(svg, `class="dot late"`) != want {
+			t.Errorf("%s: %d late points, want %d:\n%s", p.ID, got, want, svg)
+		}
+		if legend := strings.Contains(svg, "hollow ring: v6lab's own UDP sender ran late (send_late_ms, see the notes)"); legend != (want > 0) {
+			t.Errorf("%s: legend of late points %v, want %v", p.ID, legend, want > 0)
+		}
+		if strings.Contains(svg, "dotted ring") {
+			t.Errorf("%s: a late cell is drawn as saturated too", p.ID)
+		}
+	}
+	var page strings.Builder
+	if err := HTML(&page, s); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(page.String(), "svg .dot.late {") || strings.Count(page.String(), `class="dot late"`) != 2 {
+		t.Errorf("report.html lacks the late points or their style")
+	}
+}

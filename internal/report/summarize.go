@@ -244,6 +244,12 @@ func (z *Summarizer) Finish() *Summary {
 	for ck, r := range z.cellRuns() {
 		s.Cells = append(s.Cells, z.cells[ck].Finish(r))
 	}
+	if why := unscheduledMerge(h.Merged); why != "" {
+		for i := range s.Cells {
+			s.Cells[i].RatePerS = nil
+			na(&s.Cells[i].NA, "rate_per_s", why)
+		}
+	}
 	checks := selfChecks(z.loads)
 	for i := range s.Cells {
 		c := &s.Cells[i]
@@ -512,4 +518,20 @@ func specGroupOf(raw json.RawMessage) specGroup {
 	g.TLS = g.TLS || g.Params["tls"] == "true"
 	g.URL = cmpOr(g.URL, g.Params["url"])
 	return g
+}
+
+// UnscheduledRate is why a merge of segments that ran without a schedule
+// has no rate/s: each merged run's window spans the segments' runs, which
+// did not run together, so completions over it are no rate of the servers
+// (nor of all users at once). Every other figure stands: a transaction's
+// times are its own.
+const UnscheduledRate = "merged from segments that ran without a schedule (--start-at): their runs did not run together, so no rate of all users at once"
+
+// unscheduledMerge is UnscheduledRate for a merged result whose segments
+// had no schedule, "" otherwise.
+func unscheduledMerge(merged []result.Segment) string {
+	if len(merged) == 0 || !merged[0].StartAt.IsZero() {
+		return ""
+	}
+	return UnscheduledRate
 }

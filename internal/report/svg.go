@@ -27,6 +27,10 @@ type point struct {
 	// (its self-check); its dot is drawn as a dotted ring and the plot
 	// says so.
 	Saturated bool
+	// Late: v6lab's own UDP sender ran late in the cell's trials
+	// (senderLate); its dot is drawn as a hollow ring and the plot says
+	// so, as the tables and the notes do.
+	Late bool
 }
 
 // ciClass is the class of an interval's path.
@@ -268,7 +272,10 @@ func (p *plot) writeLine(b *strings.Builder, f *frame, s series) {
 			fmt.Fprintf(b, `<path class="%s" d="M%s %s L%s %s M%s %s L%s %s M%s %s L%s %s"/>`+"\n", ciClass(pt),
 				f1(x), f1(lo), f1(x), f1(hi), f1(x-4), f1(lo), f1(x+4), f1(lo), f1(x-4), f1(hi), f1(x+4), f1(hi))
 		}
-		if pt.Saturated {
+		if pt.Late {
+			fmt.Fprintf(b, `<circle class="dot late" cx="%s" cy="%s" r="5"><title>%s, %s: %s (v6lab's UDP sender ran late: see the notes)</title></circle>`+"\n",
+				f1(x), f1(y), html.EscapeString(s.Name), tickLabel(pt.X), num4(pt.Y))
+		} else if pt.Saturated {
 			fmt.Fprintf(b, `<circle class="dot saturated" cx="%s" cy="%s" r="5"><title>%s, %s: %s (saturated: see the notes)</title></circle>`+"\n",
 				f1(x), f1(y), html.EscapeString(s.Name), tickLabel(pt.X), num4(pt.Y))
 		} else if len(s.Points) <= 40 {
@@ -281,13 +288,19 @@ func (p *plot) writeLine(b *strings.Builder, f *frame, s series) {
 // writeLegend notes intervals that rest on few runs, and names the
 // series.
 func (p *plot) writeLegend(b *strings.Builder, f *frame) {
-	few, saturated := false, false
+	few, saturated, late := false, false, false
 	for _, s := range p.Series {
 		few = few || slices.ContainsFunc(s.Points, func(pt point) bool { return pt.Few && pt.CI })
-		saturated = saturated || slices.ContainsFunc(s.Points, func(pt point) bool { return pt.Saturated })
+		saturated = saturated || slices.ContainsFunc(s.Points, func(pt point) bool { return pt.Saturated && !pt.Late })
+		late = late || slices.ContainsFunc(s.Points, func(pt point) bool { return pt.Late })
 	}
+	y := padT + 9
 	if saturated {
-		fmt.Fprintf(b, `<text class="note" x="%d" y="%d" text-anchor="end">dotted ring: client or host saturated (self-check, see the notes)</text>`+"\n", p.W-padR, padT+9)
+		fmt.Fprintf(b, `<text class="note" x="%d" y="%d" text-anchor="end">dotted ring: client or host saturated (self-check, see the notes)</text>`+"\n", p.W-padR, y)
+		y += 12
+	}
+	if late {
+		fmt.Fprintf(b, `<text class="note" x="%d" y="%d" text-anchor="end">hollow ring: v6lab's own UDP sender ran late (send_late_ms, see the notes)</text>`+"\n", p.W-padR, y)
 	}
 	if few {
 		// Under the title, where no legend entry can run into it.

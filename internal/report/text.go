@@ -109,7 +109,11 @@ func HeaderLines(s *Summary) []string {
 		for _, g := range s.Segments {
 			hosts[g.Host] = true
 		}
-		out = append(out, fmt.Sprintf("merged from %d segments on %d client host(s): every figure is of all segments' samples pooled, as one host running every user; each segment's share is in the Segments tables", n, len(hosts)))
+		how := "every figure is of all segments' samples pooled, as one host running every user"
+		if slices.ContainsFunc(s.Cells, func(c Cell) bool { return c.NA["rate_per_s"] == UnscheduledRate }) {
+			how = "run without a schedule (--start-at), so not at once: every figure is of all segments' samples pooled but rate/s, left out"
+		}
+		out = append(out, fmt.Sprintf("merged from %d segments on %d client host(s): %s; each segment's share is in the Segments tables", n, len(hosts), how))
 	}
 	if s.SampleEvery > 1 {
 		out = append(out, fmt.Sprintf("sampled: the samples file keeps one row of every %d samples of each run (--sample-every); every figure is of all of them (each run's totals)", s.SampleEvery))
@@ -503,20 +507,15 @@ func groupTitle(s *Summary, group string) string {
 	return groupName(s, group) + connTitle(s, group)
 }
 
-// groupName is a cell group's name in titles: upper case, with the HTTP
-// version it names ("HTTP/1.1", "HTTP/2", "WEB/3"); the h2c group
-// LABEL/h2c is "LABEL/2 (h2c)", never "LABEL/H2C".
+// groupName is a cell group's name in titles (result.GroupTitle).
 func groupName(s *Summary, group string) string {
-	v := s.HTTPVersions[group]
-	switch label, tag, cut := strings.Cut(group, "/"); {
-	case v == "":
-		return strings.ToUpper(group)
-	case cut && tag == "h2c":
-		return strings.ToUpper(label) + "/" + v + " (h2c)"
-	case !cut:
-		return strings.ToUpper(group) + "/" + v
-	}
-	return strings.ToUpper(group)
+	return result.GroupTitle(group, s.HTTPVersions[group])
+}
+
+// groupCalled is a cell group's name in notes (result.GroupCalled): the
+// title's for a group that names its HTTP version.
+func groupCalled(s *Summary, group string) string {
+	return result.GroupCalled(group, s.HTTPVersions[group])
 }
 
 // meansSection is the mean response time (a trial's transfer time) per
@@ -705,6 +704,9 @@ func percentileSection(title string, cells []Cell) section {
 	}
 	if thin {
 		pct.Footer = append(pct.Footer, ThinNote)
+	}
+	if !trials && slices.ContainsFunc(cells, func(c Cell) bool { return c.NA["rate_per_s"] == UnscheduledRate }) {
+		pct.Footer = append(pct.Footer, "rate/s left out: "+UnscheduledRate)
 	}
 	for _, c := range cells {
 		if c.FirstError != "" {

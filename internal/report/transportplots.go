@@ -118,11 +118,16 @@ func udpBufferPlots(s *Summary) []*plot {
 		if b > 0 {
 			k = lineKey{bufText(b) + " KiB", b}
 		}
+		late := senderLate(c) != nil // drawn hollow, as the tables and the note say it
 		if m := c.Metrics["loss_pct"]; m != nil {
-			loss[c.Path][k] = append(loss[c.Path][k], withCI(rate, m))
+			pt := withCI(rate, m)
+			pt.Late = late
+			loss[c.Path][k] = append(loss[c.Path][k], pt)
 		}
 		if m := c.Metrics["jitter_ms"]; m != nil {
-			jitter[c.Path][k] = append(jitter[c.Path][k], withCI(rate, m))
+			pt := withCI(rate, m)
+			pt.Late = late
+			jitter[c.Path][k] = append(jitter[c.Path][k], pt)
 		}
 	}
 	sort.SliceStable(paths, func(i, j int) bool { return pathRank(paths[i]) < pathRank(paths[j]) })

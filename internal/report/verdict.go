@@ -17,6 +17,9 @@ import (
 // significant (Holm-adjusted paired p below Alpha).
 type Verdict struct {
 	Group, Path string
+	// Called is what report.txt and report.html call Group: its tables'
+	// title for a group that names its HTTP version (groupCalled).
+	Called string `json:"-"`
 	// Kind is same, slower, faster, mixed, unclear (no significant
 	// difference, but an interval too wide to call it the same),
 	// uncorrected (a raw interval that excludes zero, not significant
@@ -88,7 +91,7 @@ func Verdicts(s *Summary) []Verdict {
 		ps := points[k]
 		slices.SortFunc(ps, func(a, b loadPoint) int { return a.conns - b.conns })
 		v := verdictOf(ps, s.Baseline, throughputGroup(s, k.group) && !transactions[k.group], holm)
-		v.Group, v.Path = k.group, k.path
+		v.Group, v.Path, v.Called = k.group, k.path, groupCalled(s, k.group)
 		if frag := fragmentClause(s, k.group, k.path); frag != "" {
 			v.Text += "; " + frag
 		}
@@ -468,8 +471,9 @@ func failing(s *Summary, group, path string) string {
 }
 
 // VerdictLines are "In short" as report.txt prints it: the note on too
-// few runs, the verdicts in full ("http over ipv6: …", the group named
-// only when there is more than one), then the grouped ones.
+// few runs, the verdicts in full ("HTTP/2 over ipv6: …", the group named
+// as its tables are, only when there is more than one), then the grouped
+// ones.
 func VerdictLines(s *Summary) []string {
 	short := ShortOf(s)
 	named := len(protocols(s)) > 1
@@ -480,7 +484,7 @@ func VerdictLines(s *Summary) []string {
 	for _, v := range short.Full {
 		who := v.Path
 		if named {
-			who = v.Group + " over " + v.Path
+			who = cmpOr(v.Called, v.Group) + " over " + v.Path
 		}
 		out = append(out, who+": "+v.Text)
 	}

@@ -54,7 +54,7 @@ func VersionsTable(s *Summary) (section, bool) {
 			if len(byConns) == 0 {
 				continue
 			}
-			rows := [][]string{{label, g, "mean"}, {"", "", "handshake"}, {"", "", "first byte"}, {"", "", "completed"}, {"", "", "spoke"}}
+			rows := [][]string{{label, groupCalled(s, g), "mean"}, {"", "", "handshake"}, {"", "", "first byte"}, {"", "", "completed"}, {"", "", "spoke"}}
 			for _, n := range conns {
 				c := byConns[n]
 				if c == nil {
@@ -74,9 +74,18 @@ func VersionsTable(s *Summary) (section, bool) {
 		}
 	}
 	if len(s.HTTPCleartext) > 0 && len(s.HTTPCleartext) < len(groups) {
-		sec.Footer = append(sec.Footer, fmt.Sprintf("%s ran in cleartext, the other versions over TLS: its handshake and first byte lack TLS's round trips (give it tls: true, or an https url, to compare like with like)", strings.Join(s.HTTPCleartext, ", ")))
+		sec.Footer = append(sec.Footer, fmt.Sprintf("%s ran in cleartext, the other versions over TLS: its handshake and first byte lack TLS's round trips (give it tls: true, or an https url, to compare like with like)", strings.Join(calledAll(s, s.HTTPCleartext), ", ")))
 	}
 	return sec, true
+}
+
+// calledAll is each group as notes call it (groupCalled).
+func calledAll(s *Summary, groups []string) []string {
+	out := make([]string, len(groups))
+	for i, g := range groups {
+		out[i] = groupCalled(s, g)
+	}
+	return out
 }
 
 // VersionDiffs is each version's difference from the baseline path, with
@@ -100,7 +109,7 @@ func VersionDiffs(s *Summary) (section, bool) {
 	for _, p := range pathsOfCmp(cmps) {
 		first := p
 		for _, g := range groups {
-			row := []string{first, g}
+			row := []string{first, groupCalled(s, g)}
 			any := false
 			for _, n := range conns {
 				v := "-"
@@ -154,7 +163,7 @@ func versionPlot(s *Summary) *plot {
 		XLabel: "simultaneous connections per path", YLabel: "response time (ms)", LogX: logX}
 	for _, p := range versionPaths(s, groups) {
 		for _, g := range groups {
-			ser := series{Name: p + " " + g, Class: pathClass(p) + " v-" + strings.ReplaceAll(s.HTTPVersions[g], ".", "")}
+			ser := series{Name: p + " " + groupCalled(s, g), Class: pathClass(p) + " v-" + strings.ReplaceAll(s.HTTPVersions[g], ".", "")}
 			for _, c := range cellsOf(s, g) {
 				if c.Path != p || c.MeanMS == nil {
 					continue

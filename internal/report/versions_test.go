@@ -25,7 +25,7 @@ func TestVersionsSideBySide(t *testing.T) {
 	if !ok || len(sec.Rows) != 2*3*5 {
 		t.Fatalf("%v %d rows", ok, len(sec.Rows))
 	}
-	if got := strings.Join(sec.Rows[5], "|"); got != "|http/2|mean|3.00" {
+	if got := strings.Join(sec.Rows[5], "|"); got != "|HTTP/2|mean|3.00" {
 		t.Errorf("http/2 row %q", got)
 	}
 	if got := strings.Join(sec.Rows[14], "|"); got != "||spoke|h3" {
@@ -41,7 +41,7 @@ func TestVersionsSideBySide(t *testing.T) {
 	// the table (a trial read h2 as 4x slower than a cleartext h1).
 	s.HTTPCleartext = []string{"http"}
 	sec, _ = VersionsTable(s)
-	if got := strings.Join(sec.Rows[4], "|"); got != "||spoke|http/1.1 cleartext" || len(sec.Footer) != 1 || !strings.HasPrefix(sec.Footer[0], "http ran in cleartext") {
+	if got := strings.Join(sec.Rows[4], "|"); got != "||spoke|http/1.1 cleartext" || len(sec.Footer) != 1 || !strings.HasPrefix(sec.Footer[0], "HTTP/1.1 ran in cleartext") {
 		t.Errorf("cleartext http: spoke row %q, footer %q", got, sec.Footer)
 	}
 	s.HTTPCleartext = nil
@@ -52,11 +52,11 @@ func TestVersionsSideBySide(t *testing.T) {
 		t.Errorf("http/3 is titled %q", got)
 	}
 	d, ok := VersionDiffs(s)
-	if !ok || len(d.Rows) != 3 || strings.Join(d.Rows[2], "|") != "|http/3|+0.250 (-0.500 to 1.00)" {
+	if !ok || len(d.Rows) != 3 || strings.Join(d.Rows[2], "|") != "|HTTP/3|+0.250 (-0.500 to 1.00)" {
 		t.Errorf("diffs %v %q", ok, d.Rows)
 	}
 	pl := versionPlot(s)
-	if pl == nil || len(pl.Series) != 6 || pl.Series[3].Name != "ipv6 http" || pl.Series[5].Class != "s-ipv6 v-3" {
+	if pl == nil || len(pl.Series) != 6 || pl.Series[3].Name != "ipv6 HTTP/1.1" || pl.Series[5].Class != "s-ipv6 v-3" {
 		t.Fatalf("plot %+v", pl)
 	}
 	s.HTTPVersions = map[string]string{"http/3": "3"}

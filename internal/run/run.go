@@ -212,7 +212,7 @@ func Do(ctx context.Context, exp *experiment.Experiment, where result.Where, not
 		for _, c := range exp.Groups {
 			servers[c.CellName()] = c.Opts().Destination()
 			for _, n := range c.Opts().Notes(c.Paths) {
-				notes = append(notes, c.CellName()+": "+n)
+				notes = append(notes, c.NoteName()+": "+n)
 			}
 		}
 		_, err := measure.Do(ctx, measure.Job{Exp: exp, Probe: experiment.Probes(nil), Target: Hosts, Servers: servers, Notes: notes,

@@ -199,6 +199,29 @@ func syntaxError(file string, data []byte, err error) error {
 			msg = fmt.Sprintf("the '%s' on this line is not closed, or an item in it lacks its ',' (%s)", bracket, msg)
 		}
 	}
+	if exact, ok := indentErrors[msg]; ok {
+		return indentError(file, data, line, msg, exact)
+	}
+	return &Error{File: file, Line: line, Msg: "not valid YAML: " + msg}
+}
+
+// indentError is the error of a mis-indented line (indentErrors): on the
+// line misIndented finds, saying what is wrong with its indentation, with
+// the parser's words and line; msg alone where it finds none (or, exact,
+// none on the parser's own line).
+func indentError(file string, data []byte, line int, msg string, exact bool) error {
+	// The library gives no line for a scanner's error on the first line
+	// (its 0-based line 0).
+	line = max(line, 1)
+	if b, ok := misIndented(data, line); ok && (!exact || b.line == line) {
+		// The parser's line is where the block it was in began; the line
+		// that broke it may be further down (trial7 F8).
+		where := ""
+		if b.line != line {
+			where = fmt.Sprintf(", in the block from line %d", line)
+		}
+		line, msg = b.line, fmt.Sprintf("%s; the parser's words%s: %s", b.text(), where, msg)
+	}
 	return &Error{File: file, Line: line, Msg: "not valid YAML: " + msg}
 }
 

@@ -2,6 +2,7 @@ package specfile
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
 type dur time.Duration
@@ -104,12 +107,17 @@ func TestDecodeErrorsNameFileLineAndField(t *testing.T) {
 		{"links:\n  a: {rate: 1}\n  a: {rate: 2}\n", `f.yaml:3: links.a: given twice (first at line 2)`},
 		{"name: x\n---\nname: y\n", `f.yaml:2: a second YAML document: one file holds one spec`},
 		{"name: [x\n", "f.yaml:1: not valid YAML: the '[' on this line is not closed, or an item in it lacks its ',' (did not find expected ',' or ']')"},
+		// The scanner's own line is right: a mis-indented line further
+		// down is not what it read.
+		{"name: a: b\nruns: 3\n   size: 1\n", "f.yaml:1: not valid YAML: mapping values are not allowed in this context"},
 		// The trial's (22): the '[' on line 4, which the YAML library put
 		// on line 3 (a parser error's line is 0-based there).
 		{"name: t\ncells:\n  - protocol: http\n    conns: [1\n", "f.yaml:4: not valid YAML: the '[' on this line is not closed, or an item in it lacks its ',' (did not find expected ',' or ']')"},
 		{"name: t\ncells:\n  - {protocol: http, conns: [1]\n", "f.yaml:3: not valid YAML: the '{' on this line is not closed, or an item in it lacks its ',' (did not find expected ',' or '}')"},
-		{"name: t\ncells:\n  - a: 1\n   b: 1\n", "f.yaml:3: not valid YAML: did not find expected '-' indicator"},
-		{"name: y\n cells: 3\n", "f.yaml:2: not valid YAML: mapping values are not allowed in this context"},
+		// A key one space short of its siblings: the parser names the
+		// line its list item began on (3), the file's mistake is on 4.
+		{"name: t\ncells:\n  - a: 1\n   b: 1\n", "f.yaml:4: not valid YAML: this line is indented 3 spaces, lining up with no block above it (at 0, 2 or 4 spaces: a key or '-' item lines up with its siblings; only a line ending in ':' or a '-' opens a deeper one); the parser's words, in the block from line 3: did not find expected '-' indicator"},
+		{"name: y\n cells: 3\n", "f.yaml:2: not valid YAML: this line is indented 1 space, lining up with no block above it (at 0 spaces: a key or '-' item lines up with its siblings; only a line ending in ':' or a '-' opens a deeper one); the parser's words: mapping values are not allowed in this context"},
 		{"- a\n- b\n", `f.yaml:1: want a mapping of fields, not a list`},
 	} {
 		var s spec
@@ -118,6 +126,109 @@ func TestDecodeErrorsNameFileLineAndField(t *testing.T) {
 			t.Errorf("%q:\n got  %v\n want %s", c.src, err, c.want)
 		}
 	}
+}
+
+// TestMisIndentedLineIsNamed: go.yaml.in/yaml/v3 names the line where
+// the block it was parsing began; the error names the line whose
+// indentation broke it (trial7 F8: bad6.yaml's key on line 5, named as
+// line 4), and the parser's line beside it when they differ.
+func TestMisIndentedLineIsNamed(t *testing.T) {
+	const cell = "name: t\ncells:\n  - protocol: http\n"
+	for _, c := range []struct {
+		name, src  string
+		line, from int // from: the parser's line, named when not line
+		tab        bool
+	}{
+		{"trial7's bad6.yaml: a key one space short", "name: t\nwhere: hosts\ncells:\n  - protocol: http\n    url: https://x.test/\n   http_version: 2\n", 6, 4, false},
+		{"a key one space short, lines below it", cell + "    url: https://x.test/\n    paths: [ipv4]\n   conns: [1]\n    runs: 3\n", 6, 3, false},
+		{"a key one space deep", cell + "    url: https://x.test/\n     paths: [ipv4]\n", 5, 5, false},
+		{"a tab", cell + "\tpaths: [ipv4]\n", 4, 3, true},
+		{"a tab after spaces", cell + "    \tpaths: [ipv4]\n", 4, 3, true},
+		{"past a blank line and a comment", cell + "    paths: [ipv4]\n\n  # the users\n   conns: [1]\n", 7, 3, false},
+		{"a list's item one space short", cell + "    paths:\n      - ipv4\n     - ipv6\n", 6, 3, false},
+		{"a list item one space deep", "name: t\ncells:\n - protocol: http\n  - protocol: dns\n", 4, 3, false},
+		{"a top-level key indented", "name: t\nlab:\n  rate: 1\n conns: 3\n", 4, 4, false},
+		{"after a block scalar and a flow list over two lines", cell + "    note: |\n      text: at any\n        indent\n    paths: [ipv4,\n  ipv6]\n   conns: [1]\n", 9, 3, false},
+		{"after an anchored block and its alias", "name: t\nlab: &l\n  rate: 1\nother: *l\ncells:\n  - protocol: http\n    paths: [ipv4]\n   conns: [1]\n", 8, 6, false},
+		{"a quoted '#' and ':' are no comment or key", cell + "    url: 'https://x.test/#a: b'\n    paths: [ipv4]  # c\n   conns: [1]\n", 6, 3, false},
+	} {
+		var s struct {
+			Name  string
+			Where string
+			Lab   map[string]int
+			Other map[string]int
+			Cells []map[string]any
+		}
+		_, err := Decode("f.yaml", []byte(c.src), &s)
+		var e *Error
+		if !errors.As(err, &e) {
+			t.Errorf("%s: %v, want a syntax error", c.name, err)
+			continue
+		}
+		what := "lining up with no block above it"
+		if c.tab {
+			what = "a tab in this line's indentation"
+		}
+		from := ", in the block from line " + strconv.Itoa(c.from) + ":"
+		if e.Line != c.line || !strings.Contains(e.Msg, what) || strings.Contains(e.Msg, from) != (c.from != c.line) {
+			t.Errorf("%s: %v, want line %d (the parser's %d) and %q", c.name, err, c.line, c.from, what)
+		}
+	}
+}
+
+// TestValidFilesAreNotMisIndented: misIndented reads every YAML file of
+// the repository that the parser takes as laid out right: a file it
+// misjudged would have an error moved to a line that is not wrong.
+func TestValidFilesAreNotMisIndented(t *testing.T) {
+	n := 0
+	err := filepath.WalkDir("../../..", func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() && d.Name() == ".git" {
+			return cmpErr(err, filepath.SkipDir)
+		}
+		if ext := filepath.Ext(p); ext != ".yaml" && ext != ".yml" {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		var v any
+		if yaml.Unmarshal(data, &v) != nil {
+			return nil
+		}
+		n++
+		if b, bad := misIndented(data, 1); bad {
+			t.Errorf("%s:%d: valid YAML taken as mis-indented (%s)", p, b.line, b.text())
+		}
+		return nil
+	})
+	if err != nil || n < 20 {
+		t.Fatalf("read %d valid YAML files: %v", n, err)
+	}
+	for _, src := range []string{
+		"lab: &l\n  rate: 1\nother: *l\n",
+		"cells: !!seq\n  - a\n",
+		"cells:\n- protocol: http\n  paths:\n  - ipv4\n- - 1\n  - 2\n",
+		"note: |-\n  a: b\n    c\nruns: 3\n",
+		"conns: [1,\n    2]\nx: {a: 1,\n b: 2}\n",
+		"# top\nname: t # it's\n  # indented comment\nruns: 3\n",
+		"url: 'https://x/#a: b'\nq: \"it's [\"\nr: 1\n",
+	} {
+		var v any
+		if err := yaml.Unmarshal([]byte(src), &v); err != nil {
+			t.Fatalf("%q: %v", src, err)
+		}
+		if b, bad := misIndented([]byte(src), 1); bad {
+			t.Errorf("%q: line %d taken as mis-indented (%s)", src, b.line, b.text())
+		}
+	}
+}
+
+func cmpErr(err, otherwise error) error {
+	if err != nil {
+		return err
+	}
+	return otherwise
 }
 
 func FuzzDecode(f *testing.F) {

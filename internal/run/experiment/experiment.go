@@ -178,6 +178,19 @@ func (s *CellGroup) CellName() string {
 	return s.Protocol
 }
 
+// NoteName is what notes call this cell group: its tables' title when
+// its options name an HTTP version (a probe's group http of HTTP/2 is
+// "HTTP/2", as report.txt titles it), else CellName (result.GroupCalled).
+func (s *CellGroup) NoteName() string {
+	v := ""
+	if o := s.Opts(); o != nil {
+		if f, ok := proto.FieldOf(o, versionKey); ok {
+			v = f.Text()
+		}
+	}
+	return result.GroupCalled(s.CellName(), v)
+}
+
 // WireKey names the server a cell's traffic goes to (its key in
 // proto.Endpoints and in the wire check's ports): the embedded server that
 // answers the cell, or real/KEY for the real server that stands for it
@@ -367,10 +380,10 @@ func (e *Experiment) TimingNotes(timing, linger string) []string {
 			dg, ok := c.Opts().(proto.Datagrams)
 			switch {
 			case keeps(c.Opts()): // HTTP/3's kept QUIC connections too (trial7 F8)
-				kept = append(kept, c.CellName())
+				kept = append(kept, c.NoteName())
 			case ok && dg.OverUDP():
 			default:
-				closing = append(closing, c.CellName())
+				closing = append(closing, c.NoteName())
 			}
 		case !slices.Contains(own, note):
 			own = append(own, note)

@@ -668,12 +668,19 @@ func TestTimingNotesFollowWhatTheCellsTime(t *testing.T) {
 	// HTTP/3's kept QUIC connections too (trial7 F8: only HTTP/2's said).
 	kept3 := cellOf(t, "http", "http_version", "3", "keepalive", "true")
 	kept3.Label = "http/3"
-	if got := notes(kept3); len(got) != 2 || got[0] != "TX" || got[1] != KeptNote+" (cell groups http/3)" {
+	if got := notes(kept3); len(got) != 2 || got[0] != "TX" || got[1] != KeptNote+" (cell groups HTTP/3)" {
 		t.Errorf("kept HTTP/3 connections only: %q", got)
 	}
 	got = notes(cell("http", ""), keptCell)
-	if len(got) != 3 || got[1] != "LINGER (cell groups http)" || got[2] != KeptNote+" (cell groups http/2)" {
+	if len(got) != 3 || got[1] != "LINGER (cell groups http)" || got[2] != KeptNote+" (cell groups HTTP/2)" {
 		t.Errorf("new and kept connections: %q", got)
+	}
+	// A probe's group is labelled http whatever version it speaks: the
+	// note calls it as its tables' titles do, HTTP/2 (trial7 F8), as it
+	// does the file's http/2 above.
+	probe2 := cellOf(t, "http", "http_version", "2", "keepalive", "true")
+	if got := notes(probe2); len(got) != 2 || got[1] != KeptNote+" (cell groups HTTP/2)" {
+		t.Errorf("a probe's kept HTTP/2 group: %q", got)
 	}
 }
 

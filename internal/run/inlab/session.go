@@ -245,7 +245,7 @@ func (r *Session) prepare(ctx context.Context, l *lab.Lab, cfg lab.Config) (*Job
 	r.translated(l, job)
 	for _, c := range r.Exp.Groups {
 		for _, n := range c.Opts().Notes(c.Paths) {
-			job.Notes = append(job.Notes, c.CellName()+": "+n)
+			job.Notes = append(job.Notes, c.NoteName()+": "+n)
 		}
 	}
 	if r.Exp.LinkRates() {
