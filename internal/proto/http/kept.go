@@ -144,11 +144,9 @@ func (c *Client) onKept(ctx context.Context, tr *load.Trace, user int, negotiate
 	switch k := kc.(type) {
 	case *h2conn:
 		negotiated = cmp.Or(negotiated, "h2")
-		stop := load.AfterFunc(ctx, k.close) // a write blocked, or a read, ends with ctx
 		var h *h2conn
-		f, h, err = c.h2fetch(ctx, tr, k)
-		stop()
-		kc = h // the new connection, after the server's GOAWAY
+		f, h, err = c.h2fetch(ctx, tr, k) // a write blocked, or a read, ends with ctx (watch)
+		kc = h                            // the new connection, after the server's GOAWAY
 	case *h3Kept:
 		negotiated = cmp.Or(negotiated, "h3")
 		f, err = c.streams(ctx, tr, k, "GET")
@@ -178,7 +176,10 @@ func (c *Client) keptEnds(tr *load.Trace, kc keptConn) {
 		if remote = kc.conn.RemoteAddr(); local == nil || remote == nil {
 			return
 		}
-		tr.S.Local, tr.S.Remote = local.String(), remote.String()
+		if kc.local == "" { // made once a connection: the same every transaction
+			kc.local, kc.remote = local.String(), remote.String()
+		}
+		tr.S.Local, tr.S.Remote = kc.local, kc.remote
 	case *h3Kept:
 		if kc.local == "" { // made once a connection: the same every transaction
 			kc.local, kc.remote = kc.conn.LocalAddr().String(), kc.conn.RemoteAddr().String()
