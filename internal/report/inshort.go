@@ -29,6 +29,12 @@ func inFull(v Verdict) bool {
 // ShortOf is the summary's "In short".
 func ShortOf(s *Summary) InShort {
 	vs := Verdicts(s)
+	if note := allFailedNote(s); note != "" {
+		// Nothing completed anywhere: the verdicts would only say "not
+		// comparable" of the paths but the baseline, and "run more" would
+		// be the wrong advice. The one line says it all.
+		return InShort{Note: note}
+	}
 	out := InShort{Note: fewRunsNote(s, vs)}
 	if len(vs) <= ManyVerdicts {
 		out.Full = vs
@@ -90,6 +96,35 @@ func whoList(vs []Verdict, named bool) string {
 		i = j
 	}
 	return strings.Join(parts, "; ")
+}
+
+// allFailedNote is the headline when every transaction of every cell
+// failed (the baseline's too): nothing was measured, whatever the runs'
+// number, and the first failure says why.
+func allFailedNote(s *Summary) string {
+	if len(s.Cells) == 0 {
+		return ""
+	}
+	first := ""
+	for _, c := range s.Cells {
+		if c.Completed > 0 || c.Failed == 0 {
+			return ""
+		}
+		if first == "" && c.FirstError != "" {
+			first = ": " + c.FirstError
+			if len(s.Cells) > 1 {
+				who := c.Path
+				if len(protocols(s)) > 1 {
+					who = c.Protocol + " over " + who
+				}
+				first = fmt.Sprintf(", %s at %s%s", who, stats.Count(c.Conns, "connection"), first)
+			}
+		}
+	}
+	if first == "" {
+		return "every transaction failed on every path"
+	}
+	return "every transaction failed on every path (first error" + first + ")"
 }
 
 // fewRunsNote says, once, that no cell compared has MinRuns counted runs:
