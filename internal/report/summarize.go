@@ -101,7 +101,7 @@ func (z *Summarizer) Run(r *result.Run) {
 	z.wire.add(r.Path, r.Wire)
 	z.late.add(r)
 	if r.Load != nil {
-		z.loads = append(z.loads, result.Run{Protocol: r.Protocol, Path: r.Path, Conns: r.Conns, Warmup: r.Warmup, Err: r.Err,
+		z.loads = append(z.loads, result.Run{Protocol: r.Protocol, Path: r.Path, Conns: r.Conns, Run: r.Run, Warmup: r.Warmup, Err: r.Err,
 			Start: r.Start, End: r.End, Load: r.Load})
 	}
 	z.pmtu.Run(r)

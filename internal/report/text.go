@@ -638,16 +638,22 @@ func meanRows(p string, cells []Cell, conns []int, wired, turned bool) [][]strin
 // is the time asked for), of the wire time, and of a trial's throughput.
 func comparisonSections(s *Summary, title string, cmps []Comparison, cells []Cell, conns []int) []section {
 	var out []section
+	busy := false
 	if len(cmps) > 0 && !timeBound(cells) {
 		out = append(out, comparisonSection(fmt.Sprintf("%s: increase over %s (positive = slower than %s)", title, s.Baseline, s.Baseline),
 			conns, cmps, []string{"actual increase (ms)", "% increase", "confidence level (1-p Welch)", "95% CI of difference (ms)",
 				"paired difference (ms)", "95% CI paired (ms)", "p paired Holm / raw", "p Mann-Whitney"},
 			func(c *Comparison) []string {
-				return []string{optSigned(c.DiffMS, c.NA["diff_ms"]), optPct(c.PctIncrease, c.NA["pct_increase"]), optConf(c.Confidence, c.NA["confidence"]),
+				mark := BusyMark(cellAt(cells, c.Path, c.Conns), cellAt(cells, s.Baseline, c.Conns))
+				busy = busy || mark != ""
+				return []string{optSigned(c.DiffMS, c.NA["diff_ms"]) + mark, optPct(c.PctIncrease, c.NA["pct_increase"]), optConf(c.Confidence, c.NA["confidence"]),
 					optRange(c.CI95DiffMS, c.NA["ci95_diff_ms"], " to "),
 					optSigned(c.PairedDiffMS, c.NA["paired_diff_ms"]), optRange(c.CI95PairedDiffMS, c.NA["ci95_paired_diff_ms"], " to "),
 					holmP(c.PPairedHolm, c.PPaired, c.NA["p_paired"]), optP(c.PMannWhitney, c.NA["p_mann_whitney"])}
 			}, s.Adjustment))
+		if busy {
+			out[0].Footer = append(out[0].Footer, BusyNote)
+		}
 	}
 	if wc := filter(cmps, func(c Comparison) bool { return c.Wire != nil }); len(wc) > 0 && !timeBound(cells) {
 		out = append(out, comparisonSection(fmt.Sprintf("%s: wire time against %s (positive = slower than %s)", title, s.Baseline, s.Baseline),
@@ -671,6 +677,16 @@ func comparisonSections(s *Summary, title string, cmps []Comparison, cells []Cel
 			}, s.Adjustment))
 	}
 	return out
+}
+
+// cellAt is the cell of path p at conns connections among cells, or nil.
+func cellAt(cells []Cell, p string, conns int) *Cell {
+	for i := range cells {
+		if cells[i].Path == p && cells[i].Conns == conns {
+			return &cells[i]
+		}
+	}
+	return nil
 }
 
 // percentileSection is the pooled percentiles, rate and failures per
