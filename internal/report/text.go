@@ -200,21 +200,25 @@ func cmpOr(a, b string) string {
 // warns when it was the userspace one ("" when the run had none).
 func TunnelLine(s *Summary) string {
 	t := s.Lab["tunnel"]
+	head := "6in4 tunnel: " + t
+	if mtu := s.Lab["tunnel_mtu"]; mtu != "" {
+		head += ", MTU " + mtu
+	}
 	switch t {
 	case "":
 		return ""
 	case "sit":
-		return "6in4 tunnel: sit (the kernel's device)"
+		return head + " (the kernel's device)"
 	case "bpf":
 		hook := s.Lab["tunnel_hook"]
 		if hook == "" {
 			hook = "tc"
 		}
-		return "6in4 tunnel: bpf (v6lab's tc BPF programs in the kernel datapath, attached by " + hook + ")"
+		return head + " (v6lab's tc BPF programs in the kernel datapath, attached by " + hook + ")"
 	case "userspace":
-		return "6in4 tunnel: userspace — WARNING: the 6in4 figures include the cost of v6lab's userspace tunnel (TUN and a raw socket), not only 6in4's"
+		return head + " — WARNING: the 6in4 figures include the cost of v6lab's userspace tunnel (TUN and a raw socket), not only 6in4's"
 	}
-	return "6in4 tunnel: " + t
+	return head
 }
 
 // studyTables are the tables across cell groups, in the studies' shapes:
