@@ -395,7 +395,7 @@ details.context summary { cursor: pointer; color: #555; margin: 0.8em 0; }
 {{end}}{{if .Tunnel}}<p class="sub"><strong>{{.Tunnel}}</strong></p>{{end}}
 {{if or .Short.Full .Short.Grouped}}<section class="verdicts"><h2 id="in-short">In short, against {{.S.Baseline}}</h2>
 {{with .Short.Note}}<p><strong>{{.}}</strong></p>
-{{end}}<ul>{{range .Short.Full}}<li class="v-{{.Kind}}"><strong>{{if $.Named}}{{or .Called .Group}} over {{end}}{{.Path}}</strong>: {{.Text}}</li>
+{{end}}<ul>{{range .Short.Full}}<li class="v-{{.Kind}}"><strong>{{if $.Named}}{{or .Called .Group}} over {{end}}{{.Path}}{{.At}}</strong>: {{.Text}}</li>
 {{end}}{{range .Short.Grouped}}<li class="v-grouped">{{.}}</li>
 {{end}}</ul></section>
 {{end}}<details class="context"><summary>How it was measured: machine, lab, servers{{if .S.Scale}}, scale {{.S.Scale}}{{end}}{{if .S.Seed}}, shuffle seed {{.S.Seed}}{{end}}{{if .S.Partial}}, partial{{end}}</summary>

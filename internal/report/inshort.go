@@ -29,6 +29,9 @@ func inFull(v Verdict) bool {
 // ShortOf is the summary's "In short".
 func ShortOf(s *Summary) InShort {
 	vs := Verdicts(s)
+	for i := range vs {
+		vs[i].At = atLoss(s, vs[i].Group, vs[i].Path)
+	}
 	if note := allFailedNote(s); note != "" {
 		// Nothing completed anywhere: the verdicts would only say "not
 		// comparable" of the paths but the baseline, and "run more" would
@@ -86,7 +89,7 @@ func whoList(vs []Verdict, named bool) string {
 		j := i
 		var paths []string
 		for ; j < len(vs) && vs[j].Group == vs[i].Group; j++ {
-			paths = append(paths, vs[j].Path)
+			paths = append(paths, vs[j].Path+vs[j].At)
 		}
 		who := strings.Join(paths, ", ")
 		if named {

@@ -181,6 +181,9 @@ type Cell struct {
 	// Background is the background traffic during the counted runs, when
 	// the cell had some.
 	Background *CellBackground `json:"background,omitempty"`
+	// Loss is what the loss the cell ran at dropped over its counted
+	// runs (loss.go); nil for a cell that ran at none.
+	Loss *CellLoss `json:"loss,omitempty"`
 	// SelfCheck is the client's and the host's load during the counted
 	// runs, and whether either was saturated (selfcheck.go).
 	SelfCheck *SelfCheck `json:"self_check,omitempty"`

@@ -538,8 +538,15 @@ func meansSection(title string, cells []Cell, conns []int, why string) section {
 	turned := slices.ContainsFunc(cells, func(c Cell) bool { return c.Metrics[ClientTurnMetric] != nil })
 	quic := slices.ContainsFunc(cells, func(c Cell) bool { return c.Negotiated["h3"] > 0 })
 	means.Footer = append(means.Footer, timeNotes(wired, turned, wireNote(quic, why))...)
+	lossy := slices.ContainsFunc(cells, func(c Cell) bool { return c.Loss != nil })
 	for _, p := range pathsOf(cells) {
 		means.Rows = append(means.Rows, meanRows(p, cells, conns, wired, turned)...)
+		if lossy {
+			means.Rows = append(means.Rows, lossRow(p, cells, conns))
+		}
+	}
+	if lossy {
+		means.Footer = append(means.Footer, "dropped by loss: the packets the loss the cell ran at dropped over its counted runs, from each run's record (its links); a cell whose loss dropped nothing did not meet it")
 	}
 	if slices.ContainsFunc(cells, func(c Cell) bool { return fewMark(&c) != "" }) {
 		means.Footer = append(means.Footer, FewRunsNote)
