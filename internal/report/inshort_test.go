@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"testing"
@@ -73,6 +74,14 @@ func TestInShortWhenEverythingFailed(t *testing.T) {
 	want := "every transaction failed on every path (first error, ipv4 at 1 connection: the server refused ALPN h2: it does not speak HTTP/2 over TLS)"
 	if len(lines) != 1 || lines[0] != want {
 		t.Fatalf("In short:\n%s\nwant the one line\n%s", strings.Join(lines, "\n"), want)
+	}
+	// report.html says it as its In short too.
+	var b bytes.Buffer
+	if err := HTML(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "<strong>every transaction failed on every path (first error, ipv4 at 1 connection: ") {
+		t.Errorf("report.html does not say every transaction failed")
 	}
 	// One path that completed one transaction: the usual verdicts.
 	s.Cells[1].Completed = 1
