@@ -23,7 +23,7 @@ type InShort struct {
 // inFull says whether a verdict is said in full when there are many: it
 // says a difference, or failures.
 func inFull(v Verdict) bool {
-	return v.Kind != "same" && v.Kind != "unclear" && v.Kind != "na"
+	return v.Busy || v.Kind != "same" && v.Kind != "unclear" && v.Kind != "na"
 }
 
 // ShortOf is the summary's "In short".
@@ -31,6 +31,10 @@ func ShortOf(s *Summary) InShort {
 	vs := Verdicts(s)
 	for i := range vs {
 		vs[i].At = atLoss(s, vs[i].Group, vs[i].Path)
+		if busy := busyCells(s, vs[i].Group, vs[i].Path); busy != "" && vs[i].Kind != "na" {
+			vs[i].Text += "; host busy in " + busy + ": other processes held the CPUs (self-check note), so this is partly their doing"
+			vs[i].Busy = true
+		}
 	}
 	if note := allFailedNote(s); note != "" {
 		// Nothing completed anywhere: the verdicts would only say "not
@@ -68,6 +72,19 @@ func ShortOf(s *Summary) InShort {
 		out.Grouped = append(out.Grouped, fmt.Sprintf("%s, %d: %s", b.label, len(b.who), whoList(b.who, named)))
 	}
 	return out
+}
+
+// busyCells names the cells of group over path and over the baseline
+// whose runs other processes held the CPUs in (SelfCheck.othersBusy),
+// "" for none: the verdict's comparisons rest on them.
+func busyCells(s *Summary, group, path string) string {
+	var out []string
+	for _, c := range s.Cells {
+		if c.Protocol == group && (c.Path == path || c.Path == s.Baseline) && c.SelfCheck.othersBusy() {
+			out = append(out, fmt.Sprintf("%s/%s/%d", c.Protocol, c.Path, c.Conns))
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // groupedLabel is what a grouped verdict says, without its figures.

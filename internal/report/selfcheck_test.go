@@ -190,6 +190,11 @@ func TestSelfCheckFlagsAShortSlowRun(t *testing.T) {
 	if len(secs) == 0 || !strings.HasSuffix(secs[0].Rows[0][2], " (host busy)") || !slices.Contains(secs[0].Footer, BusyNote) {
 		t.Errorf("increase table %v", secs)
 	}
+	// In short says it of the verdict that rests on that baseline.
+	s.Comparisons = []Comparison{cmpOf("v3", "dual", 1, -90, 0.01)}
+	if lines := VerdictLines(s); len(lines) != 2 || !strings.Contains(lines[1], "; host busy in v3/ipv4/1: other processes held the CPUs") {
+		t.Errorf("In short:\n%s", strings.Join(lines, "\n"))
+	}
 	// Without the busy baseline: no mark.
 	cells[0].SelfCheck = nil
 	if sec, _ := EyeballsSection("V3", cells, "", "v3"); strings.Contains(sec.Rows[0][8], "busy") || slices.Contains(sec.Footer, BusyNote) {

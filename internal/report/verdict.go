@@ -23,6 +23,10 @@ type Verdict struct {
 	// At is what the path's cells ran at, said after the path: " (loss
 	// 3%)" where a loss dropped their packets (atLoss), else "".
 	At string `json:"-"`
+	// Busy says a cell the verdict rests on ran while other processes
+	// held the host's CPUs (busyCells): its text says so, and it is said
+	// in full.
+	Busy bool `json:"-"`
 	// Kind is same, slower, faster, mixed, unclear (no significant
 	// difference, but an interval too wide to call it the same),
 	// uncorrected (a raw interval that excludes zero, not significant
