@@ -129,11 +129,16 @@ func TestLossCellsSayWhatTheLossDid(t *testing.T) {
 }
 
 // TestVersionsSideBySideSayTheLoss (trial8 F6): the HTTP versions table
-// names the loss beside each version that ran at one.
+// and In short (groups named) name the loss beside each version that ran
+// at one.
 func TestVersionsSideBySideSayTheLoss(t *testing.T) {
 	s := &Summary{Baseline: "ipv4", HTTPVersions: map[string]string{"http/2": "2", "http/3": "3"}}
 	for _, g := range []string{"http/2", "http/3"} {
 		s.Cells = append(s.Cells, Cell{Protocol: g, Path: "ipv6", Conns: 10, MeanMS: f64(5), Loss: &CellLoss{Condition: "loss 3%", Dropped: 7, Runs: 2}})
+	}
+	s.Comparisons = []Comparison{cmpOf("http/2", "ipv6", 10, 1, 0.9)}
+	if lines := VerdictLines(s); len(lines) == 0 || !strings.HasPrefix(lines[len(lines)-1], "HTTP/2 over ipv6 (loss 3%): ") {
+		t.Errorf("In short of named groups: %q", lines)
 	}
 	sec, ok := VersionsTable(s)
 	if !ok || len(sec.Rows) != 10 || sec.Rows[0][1] != "HTTP/2 (loss 3%)" || sec.Rows[5][1] != "HTTP/3 (loss 3%)" {

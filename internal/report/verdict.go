@@ -491,7 +491,7 @@ func VerdictLines(s *Summary) []string {
 	for _, v := range short.Full {
 		who := v.Path + v.At
 		if named {
-			who = cmpOr(v.Called, v.Group) + " over " + v.Path
+			who = cmpOr(v.Called, v.Group) + " over " + who
 		}
 		out = append(out, who+": "+v.Text)
 	}
