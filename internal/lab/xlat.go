@@ -750,26 +750,46 @@ func (l *Lab) Datapaths() map[path.Path][]Datapath {
 
 // Count reads the datapath's counters as a run record names them:
 // NAME_4to6, NAME_6to4 and NAME_dropped for a translator, NAME_encap,
-// NAME_decap and NAME_dropped for a softwire end.
+// NAME_decap and NAME_dropped for a softwire end, and the dropped by kind
+// (NAME_dropped_KIND, DropKinds).
 func (d Datapath) Count() (map[string]uint64, error) {
 	n := bpf.NumTranslatorCounters
+	kinds := translatorDrops
 	if d.Softwire {
-		n = bpf.NumSoftwireCounters
+		n, kinds = bpf.NumSoftwireCounters, softwireDrops
 	}
 	c, err := bpf.ReadCounters(d.MapID, n)
 	if err != nil {
 		return nil, err
 	}
+	out := map[string]uint64{}
 	if d.Softwire {
-		return map[string]uint64{d.Name + "_encap": c[bpf.Encapsulated], d.Name + "_decap": c[bpf.Decapsulated],
-			d.Name + "_dropped": c[bpf.DroppedSpoofed] + c[bpf.DroppedBad] + c[bpf.EncapFailed] + c[bpf.DecapFailed]}, nil
+		out[d.Name+"_encap"], out[d.Name+"_decap"] = c[bpf.Encapsulated], c[bpf.Decapsulated]
+	} else {
+		out[d.Name+"_4to6"], out[d.Name+"_6to4"] = c[bpf.Translated46], c[bpf.Translated64]
 	}
 	dropped := uint64(0)
-	for _, i := range []int{bpf.DroppedUnmapped, bpf.DroppedUnsupported, bpf.DroppedHopLimit, bpf.DroppedZeroChecksum, bpf.TranslateFailed} {
-		dropped += c[i]
+	for _, k := range kinds {
+		dropped += c[k.counter]
+		out[d.Name+"_dropped_"+k.name] = c[k.counter]
 	}
-	return map[string]uint64{d.Name + "_4to6": c[bpf.Translated46], d.Name + "_6to4": c[bpf.Translated64], d.Name + "_dropped": dropped}, nil
+	out[d.Name+"_dropped"] = dropped
+	return out, nil
 }
+
+// A drop kind: its counter, and its name in a run record.
+type dropKind struct {
+	name    string
+	counter int
+}
+
+// The kinds of drops a translator and a softwire end count.
+var (
+	translatorDrops = []dropKind{{"unmapped", bpf.DroppedUnmapped}, {"unsupported", bpf.DroppedUnsupported},
+		{"hoplimit", bpf.DroppedHopLimit}, {"zerocsum", bpf.DroppedZeroChecksum}, {"fail", bpf.TranslateFailed}}
+	softwireDrops = []dropKind{{"spoofed", bpf.DroppedSpoofed}, {"bad", bpf.DroppedBad},
+		{"encap_fail", bpf.EncapFailed}, {"decap_fail", bpf.DecapFailed}}
+)
 
 // sourceRules describes the host's routing rules by source address and
 // the routes of their tables: "from 192.0.0.4 table 6877: default via

@@ -366,3 +366,59 @@ func uploadFromClient(t *testing.T, l *Lab, p path.Path, dst netip.AddrPort, siz
 	}
 	return n
 }
+
+// TestTranslatorDropsAreCountedByKind (trial8 F8): a UDP datagram over
+// nat64 to a port the server has closed gets an ICMPv4 port unreachable,
+// which the PLAT does not translate (ICMP other than echo): its counters
+// say so by kind, plat_dropped_unsupported, and plat_dropped sums the
+// kinds.
+func TestTranslatorDropsAreCountedByKind(t *testing.T) {
+	l := up(t, Config{})
+	dps := l.Datapaths()[path.NAT64]
+	if len(dps) != 1 {
+		t.Fatalf("nat64's datapaths %v", dps)
+	}
+	before, err := dps[0].Count()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A port nothing listens on: the server answers port unreachable.
+	dst := netip.AddrPortFrom(l.Addr.Server(path.NAT64), 9)
+	d := path.Dialer{Path: path.NAT64, Source: l.Addr.Source(path.NAT64)}
+	err = Do(NS(l.Name, Client), func() error {
+		c, err := d.Dial(context.Background(), "udp", dst)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		for range 3 {
+			if _, err := c.Write([]byte("late")); err != nil {
+				return err
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var after map[string]uint64
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if after, err = dps[0].Count(); err != nil {
+			t.Fatal(err)
+		}
+		if after["plat_dropped_unsupported"] > before["plat_dropped_unsupported"] {
+			break
+		}
+	}
+	if n := after["plat_dropped_unsupported"] - before["plat_dropped_unsupported"]; n == 0 {
+		t.Errorf("no unsupported drop counted: before %v, after %v", before, after)
+	}
+	sum := uint64(0)
+	for _, k := range []string{"unmapped", "unsupported", "hoplimit", "zerocsum", "fail"} {
+		sum += after["plat_dropped_"+k]
+	}
+	if after["plat_dropped"] != sum || after["plat_6to4"] <= before["plat_6to4"] {
+		t.Errorf("counts %v", after)
+	}
+}

@@ -21,3 +21,18 @@ func TestDatapathNotesSumEachPathsRuns(t *testing.T) {
 		t.Errorf("notes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestDatapathNotesSayWhatWasDropped (trial8 F8): the drops by kind that
+// the runs recorded are said with what each kind is; a kind none of the
+// runs had is not named.
+func TestDatapathNotesSayWhatWasDropped(t *testing.T) {
+	byPath := map[string]map[string]uint64{
+		"nat64": {"plat_4to6": 2080, "plat_6to4": 1517, "plat_dropped": 4, "plat_dropped_unsupported": 3, "plat_dropped_hoplimit": 1},
+	}
+	got := datapathNotes(byPath, map[string]int{"nat64": 20})
+	want := "datapaths of nat64 over its 20 runs: NAT64 (PLAT) 2080 IPv4 to IPv6, 1517 IPv6 to IPv4, 4 dropped (1 hoplimit: hop limit or TTL run out; " +
+		"3 unsupported: what it does not translate by design: ICMP other than echo (errors such as the port unreachable a QUIC datagram gets once its socket is closed), IPv6 extension headers, IPv4 options, fragments of ICMP)"
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("notes:\n%s\nwant:\n%s", strings.Join(got, "\n"), want)
+	}
+}

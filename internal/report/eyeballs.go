@@ -50,12 +50,15 @@ func EyeballsSection(title string, cells []Cell, engine, dialer string) (section
 	}
 	sec := section{Title: title + ": a dual-stack client (" + who + ") against the pinned paths",
 		Head: []string{"path", "conns", "IPv6 won", "IPv4 won", "attempts", "winner started (ms)", "connected (ms)", "mean (ms)", "vs ipv4 (ms)", "vs ipv6 (ms)", "winners (95% Wilson CI)"}}
+	busy := false
 	against := func(c *Cell, p path.Path) string {
 		o := byPath[p][c.Conns]
 		if o == nil || o.MeanMS == nil || c.MeanMS == nil {
 			return "-"
 		}
-		return fmt.Sprintf("%+.3g", *c.MeanMS-*o.MeanMS)
+		mark := BusyMark(c, o)
+		busy = busy || mark != ""
+		return fmt.Sprintf("%+.3g", *c.MeanMS-*o.MeanMS) + mark
 	}
 	loaded := false
 	for _, c := range duals {
@@ -67,6 +70,9 @@ func EyeballsSection(title string, cells []Cell, engine, dialer string) (section
 		sec.Rows = append(sec.Rows, row)
 	}
 	sec.Footer = []string{"won: share of transactions each family won, mean of run means; winner started: when the winning attempt started, from the first query (dialer v3: what a fallback cost); winners: share of the counted runs' completed transactions each family and transport won (quic with dialer v3), with its 95% Wilson interval; vs: the dual cell's mean response time minus the pinned path's, same group and connections (docs/metrics.md)"}
+	if busy {
+		sec.Footer = append(sec.Footer, BusyNote)
+	}
 	if loaded && dualEngine(engine) != "evloop" {
 		sec.Footer = append(sec.Footer, EyeballsLoadNote)
 	}

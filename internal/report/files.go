@@ -165,7 +165,7 @@ var CSVHeader = []string{"protocol", "path", "conns", "runs_counted", "mean_ms",
 	"baseline", "diff_ms", "pct_increase", "ci95_diff_lo_ms", "ci95_diff_hi_ms", "welch_df", "p_welch",
 	"confidence", "p_paired", "p_mann_whitney", "pairs", "paired_diff_ms", "ci95_paired_diff_lo_ms", "ci95_paired_diff_hi_ms", "p_paired_holm",
 	"percentile_n", "few_runs", "wire_mean_ms", "wire_ci95_lo_ms", "wire_ci95_hi_ms", "wire_diff_ms", "wire_ci95_diff_lo_ms", "wire_ci95_diff_hi_ms", "client_turn_mean_ms",
-	"http_version", "connection", "wire_na"}
+	"http_version", "connection", "wire_na", "loss", "loss_dropped"}
 
 // cellMeasured is what a cell measured, for its CSV row: the HTTP
 // version its transactions spoke (else its group's http_version) and
@@ -230,6 +230,11 @@ func CSV(w io.Writer, s *Summary) error {
 		}
 		version, conn := cellMeasured(s, c)
 		row = append(row, version, conn, wireNA)
+		if c.Loss != nil {
+			row = append(row, c.Loss.Condition, strconv.FormatInt(c.Loss.Dropped, 10))
+		} else {
+			row = append(row, "", "")
+		}
 		cw.Write(row)
 	}
 	cw.Flush()

@@ -393,9 +393,9 @@ details.context summary { cursor: pointer; color: #555; margin: 0.8em 0; }
 <p class="sub">Created {{.S.Created.UTC.Format "2006-01-02 15:04:05 UTC"}} · target {{.S.Target}} · baseline {{.S.Baseline}} · every figure below comes from summary.json in this directory.</p>
 {{with .S.Partial}}<p style="color: #a04000"><strong>{{.Line}}</strong></p>
 {{end}}{{if .Tunnel}}<p class="sub"><strong>{{.Tunnel}}</strong></p>{{end}}
-{{if or .Short.Full .Short.Grouped}}<section class="verdicts"><h2 id="in-short">In short, against {{.S.Baseline}}</h2>
+{{if or .Short.Note .Short.Full .Short.Grouped}}<section class="verdicts"><h2 id="in-short">In short, against {{.S.Baseline}}</h2>
 {{with .Short.Note}}<p><strong>{{.}}</strong></p>
-{{end}}<ul>{{range .Short.Full}}<li class="v-{{.Kind}}"><strong>{{if $.Named}}{{or .Called .Group}} over {{end}}{{.Path}}</strong>: {{.Text}}</li>
+{{end}}<ul>{{range .Short.Full}}<li class="v-{{.Kind}}"><strong>{{if $.Named}}{{or .Called .Group}} over {{end}}{{.Path}}{{.At}}</strong>: {{.Text}}</li>
 {{end}}{{range .Short.Grouped}}<li class="v-grouped">{{.}}</li>
 {{end}}</ul></section>
 {{end}}<details class="context"><summary>How it was measured: machine, lab, servers{{if .S.Scale}}, scale {{.S.Scale}}{{end}}{{if .S.Seed}}, shuffle seed {{.S.Seed}}{{end}}{{if .S.Partial}}, partial{{end}}</summary>

@@ -23,12 +23,25 @@ type InShort struct {
 // inFull says whether a verdict is said in full when there are many: it
 // says a difference, or failures.
 func inFull(v Verdict) bool {
-	return v.Kind != "same" && v.Kind != "unclear" && v.Kind != "na"
+	return v.Busy || v.Kind != "same" && v.Kind != "unclear" && v.Kind != "na"
 }
 
 // ShortOf is the summary's "In short".
 func ShortOf(s *Summary) InShort {
 	vs := Verdicts(s)
+	for i := range vs {
+		vs[i].At = atLoss(s, vs[i].Group, vs[i].Path)
+		if busy := busyCells(s, vs[i].Group, vs[i].Path); busy != "" && vs[i].Kind != "na" {
+			vs[i].Text += "; host busy in " + busy + ": other processes held the CPUs (self-check note), so this is partly their doing"
+			vs[i].Busy = true
+		}
+	}
+	if note := allFailedNote(s); note != "" {
+		// Nothing completed anywhere: the verdicts would only say "not
+		// comparable" of the paths but the baseline, and "run more" would
+		// be the wrong advice. The one line says it all.
+		return InShort{Note: note}
+	}
 	out := InShort{Note: fewRunsNote(s, vs)}
 	if len(vs) <= ManyVerdicts {
 		out.Full = vs
@@ -61,6 +74,19 @@ func ShortOf(s *Summary) InShort {
 	return out
 }
 
+// busyCells names the cells of group over path and over the baseline
+// whose runs other processes held the CPUs in (SelfCheck.othersBusy),
+// "" for none: the verdict's comparisons rest on them.
+func busyCells(s *Summary, group, path string) string {
+	var out []string
+	for _, c := range s.Cells {
+		if c.Protocol == group && (c.Path == path || c.Path == s.Baseline) && c.SelfCheck.othersBusy() {
+			out = append(out, fmt.Sprintf("%s/%s/%d", c.Protocol, c.Path, c.Conns))
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
 // groupedLabel is what a grouped verdict says, without its figures.
 func groupedLabel(v Verdict, base string) string {
 	switch v.Kind {
@@ -80,7 +106,7 @@ func whoList(vs []Verdict, named bool) string {
 		j := i
 		var paths []string
 		for ; j < len(vs) && vs[j].Group == vs[i].Group; j++ {
-			paths = append(paths, vs[j].Path)
+			paths = append(paths, vs[j].Path+vs[j].At)
 		}
 		who := strings.Join(paths, ", ")
 		if named {
@@ -90,6 +116,35 @@ func whoList(vs []Verdict, named bool) string {
 		i = j
 	}
 	return strings.Join(parts, "; ")
+}
+
+// allFailedNote is the headline when every transaction of every cell
+// failed (the baseline's too): nothing was measured, whatever the runs'
+// number, and the first failure says why.
+func allFailedNote(s *Summary) string {
+	if len(s.Cells) == 0 {
+		return ""
+	}
+	first := ""
+	for _, c := range s.Cells {
+		if c.Completed > 0 || c.Failed == 0 {
+			return ""
+		}
+		if first == "" && c.FirstError != "" {
+			first = ": " + c.FirstError
+			if len(s.Cells) > 1 {
+				who := c.Path
+				if len(protocols(s)) > 1 {
+					who = c.Protocol + " over " + who
+				}
+				first = fmt.Sprintf(", %s at %s%s", who, stats.Count(c.Conns, "connection"), first)
+			}
+		}
+	}
+	if first == "" {
+		return "every transaction failed on every path"
+	}
+	return "every transaction failed on every path (first error" + first + ")"
 }
 
 // fewRunsNote says, once, that no cell compared has MinRuns counted runs:

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"testing"
@@ -56,5 +57,35 @@ func TestInShortIsShortWhenThereAreMany(t *testing.T) {
 	s.Comparisons = s.Comparisons[:4]
 	if lines := VerdictLines(s); len(lines) != 4 || strings.HasPrefix(lines[0], "too few") {
 		t.Errorf("few verdicts, enough runs:\n%s", strings.Join(lines, "\n"))
+	}
+}
+
+// TestInShortWhenEverythingFailed: when no transaction of any cell, the
+// baseline's included, completed, "In short" says so in one headline with
+// the first error, not that the runs were too few (trial8 F2).
+func TestInShortWhenEverythingFailed(t *testing.T) {
+	s := &Summary{Baseline: "ipv4"}
+	for _, p := range []string{"ipv4", "ipv6"} {
+		s.Cells = append(s.Cells, Cell{Protocol: "http", Path: p, Conns: 1, Failed: 3,
+			FirstError: "the server refused ALPN h2: it does not speak HTTP/2 over TLS"})
+	}
+	s.Comparisons = []Comparison{{Protocol: "http", Path: "ipv6", Conns: 1, NA: map[string]string{"pct_increase": "no values"}}}
+	lines := VerdictLines(s)
+	want := "every transaction failed on every path (first error, ipv4 at 1 connection: the server refused ALPN h2: it does not speak HTTP/2 over TLS)"
+	if len(lines) != 1 || lines[0] != want {
+		t.Fatalf("In short:\n%s\nwant the one line\n%s", strings.Join(lines, "\n"), want)
+	}
+	// report.html says it as its In short too.
+	var b bytes.Buffer
+	if err := HTML(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "<strong>every transaction failed on every path (first error, ipv4 at 1 connection: ") {
+		t.Errorf("report.html does not say every transaction failed")
+	}
+	// One path that completed one transaction: the usual verdicts.
+	s.Cells[1].Completed = 1
+	if lines := VerdictLines(s); len(lines) == 0 || strings.HasPrefix(lines[0], "every transaction failed") {
+		t.Errorf("one transaction completed, still:\n%s", strings.Join(lines, "\n"))
 	}
 }

@@ -34,6 +34,9 @@ type SelfCheck struct {
 	RecordWaitMS float64 `json:"record_wait_ms,omitempty"`
 	// Why is the first saturated run's reasons.
 	Why string `json:"why,omitempty"`
+	// SlowBusy names the runs counted in HostRuns that were too short to
+	// judge alone but slowed by a busy host (slowBusy), and why.
+	SlowBusy []string `json:"slow_busy,omitempty"`
 	// Busy splits the host's busy share by who used it, over the runs the
 	// host was saturated in (all the cell's runs when they were judged
 	// together); nil when it was not.
@@ -101,32 +104,77 @@ type selfPool struct {
 
 // selfChecks sums each cell's counted runs' self-checks, and judges the
 // cell on them pooled (result.Decide): runs too short to judge alone (the
-// lab's runs of a few ms) are judged together.
+// lab's runs of a few ms) are judged together, and one of them whose host
+// was busy and which took many times its cell's other runs is flagged
+// alone (slowBusy).
 func selfChecks(runs []result.Run) map[cellKey]*SelfCheck {
-	pools := map[cellKey]*selfPool{}
+	byCell := map[cellKey][]result.Run{}
 	var order []cellKey
 	for _, r := range runs {
 		if r.Load == nil || r.Warmup || r.Err != "" {
 			continue
 		}
 		k := cellKey{r.Protocol, r.Path, r.Conns}
-		p := pools[k]
-		if p == nil {
-			p = &selfPool{sc: &SelfCheck{}, roles: map[string]float64{}}
-			pools[k] = p
+		if byCell[k] == nil {
 			order = append(order, k)
 		}
-		p.add(r.Load, r.End.Sub(r.Start).Seconds())
+		byCell[k] = append(byCell[k], r)
 	}
 	out := map[cellKey]*SelfCheck{}
 	for _, k := range order {
-		out[k] = pools[k].judge()
+		p := &selfPool{sc: &SelfCheck{}, roles: map[string]float64{}}
+		slow := slowBusy(byCell[k])
+		for i, r := range byCell[k] {
+			p.add(r.Load, r.End.Sub(r.Start).Seconds(), r.Load.Host || slow[i] != "")
+			if slow[i] != "" {
+				p.sc.SlowBusy = append(p.sc.SlowBusy, fmt.Sprintf("run %d: %s", r.Run, slow[i]))
+			}
+		}
+		out[k] = p.judge()
 	}
 	return out
 }
 
-// add sums one run's self-check (wall seconds long) into the pool.
-func (p *selfPool) add(l *result.Load, wall float64) {
+// A run too short for its host to be judged (under result.MinHostTicks)
+// is still flagged when its host was result.SaturatedHost busy over at
+// least SlowBusyTicks and its median response time was SlowBusyFactor
+// times the median of its cell's other runs' or more: other work held the
+// CPUs while it ran, and it shows in the run's time (trial8 F1).
+const (
+	SlowBusyTicks  = 10
+	SlowBusyFactor = 5
+)
+
+// slowBusy says, per run of a cell, why it is flagged as slowed by a busy
+// host although too short to judge alone ("" for the others).
+func slowBusy(rs []result.Run) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		l := r.Load
+		if l.Host || l.HostTicks < SlowBusyTicks || l.HostTicks >= result.MinHostTicks || l.HostBusy < result.SaturatedHost || l.MedianNS <= 0 {
+			continue
+		}
+		var others []float64
+		for j, o := range rs {
+			if j != i && o.Load.MedianNS > 0 {
+				others = append(others, float64(o.Load.MedianNS))
+			}
+		}
+		if len(others) == 0 {
+			continue
+		}
+		slices.Sort(others)
+		med := others[(len(others)-1)/2]
+		if f := float64(l.MedianNS) / med; f >= SlowBusyFactor {
+			out[i] = fmt.Sprintf("%.0f%% busy over %d ticks, its median response time %.0f× the other runs'", 100*l.HostBusy, l.HostTicks, f)
+		}
+	}
+	return out
+}
+
+// add sums one run's self-check (wall seconds long) into the pool; host
+// says the host was saturated in it (its own judgement, or slowBusy's).
+func (p *selfPool) add(l *result.Load, wall float64, host bool) {
 	c := p.sc
 	c.Runs++
 	c.CPUs = max(c.CPUs, l.CPUs)
@@ -146,14 +194,12 @@ func (p *selfPool) add(l *result.Load, wall float64) {
 	}
 	c.RecordWaitMS += float64(l.RecordWaitNS) / 1e6
 	p.all.add(l, wall)
-	if l.Host {
+	if host {
 		p.hot.add(l, wall)
+		c.HostRuns++
 	}
 	if l.Client {
 		c.ClientRuns++
-	}
-	if l.Host {
-		c.HostRuns++
 	}
 	if (l.Client || l.Host) && c.Why == "" {
 		c.Why = l.Why
@@ -229,10 +275,14 @@ func selfCheckNotes(cells []Cell, target string) []string {
 			client = append(client, fmt.Sprintf("%s (%s: %s)", name, runsOf(sc.ClientRuns, sc.Runs), sc.Why))
 		}
 		if sc.HostSaturated {
-			if b := sc.Busy; b != nil && b.Other > b.Busy/2 {
-				others = append(others, name+" ("+runsOf(sc.HostRuns, sc.Runs)+", "+b.String()+")")
+			what := name + " (" + runsOf(sc.HostRuns, sc.Runs) + ", " + sc.busyText()
+			if len(sc.SlowBusy) > 0 {
+				what += "; too short to judge alone, but " + strings.Join(sc.SlowBusy, ", ")
+			}
+			if sc.othersBusy() {
+				others = append(others, what+")")
 			} else {
-				own = append(own, name+" ("+runsOf(sc.HostRuns, sc.Runs)+", "+sc.busyText()+")")
+				own = append(own, what+")")
 			}
 		}
 	}
@@ -259,6 +309,29 @@ func selfCheckNotes(cells []Cell, target string) []string {
 		notes = append(notes, "self-check: the host's CPUs were saturated in "+strings.Join(own, ", ")+": "+what)
 	}
 	return notes
+}
+
+// othersBusy says whether other processes on the host took most of the
+// busy share of the runs it was saturated in: the cell's figures, and any
+// comparison made with them, then carry waits for CPUs that other work
+// held.
+func (c *SelfCheck) othersBusy() bool {
+	return c != nil && c.HostSaturated && c.Busy != nil && c.Busy.Other > c.Busy.Busy/2
+}
+
+// BusyNote explains BusyMark.
+const BusyNote = "(host busy): a difference with a cell in whose runs other processes on the host took most of the CPUs (the self-check note names the cell and its runs): it carries waits for CPUs that other work held, not the paths' cost; rerun on a quiet machine"
+
+// BusyMark marks a difference of cells (a path's and its baseline's, a
+// dual cell's and a pinned one's) one of which ran while other processes
+// held the host's CPUs.
+func BusyMark(cells ...*Cell) string {
+	for _, c := range cells {
+		if c != nil && c.SelfCheck.othersBusy() {
+			return " (host busy)"
+		}
+	}
+	return ""
 }
 
 // onlySenderLate says whether the client counts as saturated only for

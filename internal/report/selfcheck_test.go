@@ -1,6 +1,7 @@
 package report
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -145,5 +146,58 @@ func TestALoadTestsHeadingsSayQueriesInFlight(t *testing.T) {
 	}
 	if got := perWhat(s, "s"); got != "per connection" {
 		t.Errorf("stub: %q", got)
+	}
+}
+
+// TestSelfCheckFlagsAShortSlowRun (trial8 F1): a baseline cell of 2 ms
+// runs with one run of 186 ms whose host was 97% busy over 38 ticks (too
+// few to judge it alone) while v6lab used 6% of a CPU: that run is
+// flagged, the note names the cell and the run, and the dual table's and
+// the increase table's differences with it are marked. A run as busy
+// whose time is like its cell's others is not flagged.
+func TestSelfCheckFlagsAShortSlowRun(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
+	run := func(p string, n int, ms float64, ticks int64, busy float64) result.Run {
+		d := time.Duration(ms * float64(time.Millisecond))
+		return result.Run{Protocol: "v3", Path: p, Conns: 1, Run: n, Start: t0, End: t0.Add(d),
+			Load: &result.Load{CPUs: 2, ClientCPU: 0.061, HostBusy: busy, HostTicks: ticks, MedianNS: int64(d)}}
+	}
+	sc := selfChecks([]result.Run{run("ipv4", 1, 2.1, 0, 0.5), run("ipv4", 2, 186, 38, 0.974),
+		run("dual", 1, 8, 1, 1), run("dual", 2, 9, 38, 0.98)})
+	v4, dual := sc[cellKey{"v3", "ipv4", 1}], sc[cellKey{"v3", "dual", 1}]
+	if !v4.HostSaturated || v4.HostRuns != 1 || len(v4.SlowBusy) != 1 || !v4.othersBusy() {
+		t.Fatalf("ipv4: %+v busy %+v", v4, v4.Busy)
+	}
+	if dual.saturated() || dual.SlowBusy != nil {
+		t.Errorf("dual, busy but not slower than its other run: %+v", dual)
+	}
+	won := &MetricStat{Mean: 1}
+	cells := []Cell{{Protocol: "v3", Path: "ipv4", Conns: 1, MeanMS: f64(94.05), SelfCheck: v4},
+		{Protocol: "v3", Path: "dual", Conns: 1, MeanMS: f64(8.5), SelfCheck: dual, Metrics: map[string]*MetricStat{"ipv6_won": won}}}
+	notes := strings.Join(selfCheckNotes(cells, "lab"), "\n")
+	want := "other processes on the host took most of the CPUs in v3/ipv4/1 (1 of 2 runs, 97% busy: v6lab 3%, softirq 0%, other processes on the host 94%; " +
+		"too short to judge alone, but run 2: 97% busy over 38 ticks, its median response time 89× the other runs')"
+	if !strings.Contains(notes, want) {
+		t.Errorf("notes lack\n%s\n:\n%s", want, notes)
+	}
+	sec, ok := EyeballsSection("V3", cells, "", "v3")
+	if !ok || len(sec.Rows) != 1 || sec.Rows[0][8] != "-85.5 (host busy)" || !slices.Contains(sec.Footer, BusyNote) {
+		t.Errorf("dual table %v, footer %q", sec.Rows, sec.Footer)
+	}
+	s := &Summary{Baseline: "ipv4", Cells: cells}
+	cmps := []Comparison{{Protocol: "v3", Path: "dual", Conns: 1, DiffMS: f64(-85.55)}}
+	secs := comparisonSections(s, "V3", cmps, cells, []int{1})
+	if len(secs) == 0 || !strings.HasSuffix(secs[0].Rows[0][2], " (host busy)") || !slices.Contains(secs[0].Footer, BusyNote) {
+		t.Errorf("increase table %v", secs)
+	}
+	// In short says it of the verdict that rests on that baseline.
+	s.Comparisons = []Comparison{cmpOf("v3", "dual", 1, -90, 0.01)}
+	if lines := VerdictLines(s); len(lines) != 2 || !strings.Contains(lines[1], "; host busy in v3/ipv4/1: other processes held the CPUs") {
+		t.Errorf("In short:\n%s", strings.Join(lines, "\n"))
+	}
+	// Without the busy baseline: no mark.
+	cells[0].SelfCheck = nil
+	if sec, _ := EyeballsSection("V3", cells, "", "v3"); strings.Contains(sec.Rows[0][8], "busy") || slices.Contains(sec.Footer, BusyNote) {
+		t.Errorf("marked without a busy cell: %v %q", sec.Rows, sec.Footer)
 	}
 }

@@ -43,6 +43,7 @@ type Summarizer struct {
 	loads []result.Run
 	pmtu  *pmtuAcc
 	conds condAcc
+	loss  lossAcc
 }
 
 // runAcc is one run: its sums over completed samples (the run mean, each
@@ -72,7 +73,7 @@ type runAcc struct {
 // NewSummarizer starts a summary of the file whose header is h.
 func NewSummarizer(h *result.Header) *Summarizer {
 	return &Summarizer{h: *h, spec: readSpec(h.Spec), runs: map[runKey]*runAcc{}, cells: map[cellKey]*cellAcc{},
-		segs: newSegmentAcc(h.Merged), pmtu: newPMTUAcc(h.Spec), conds: condAcc{}}
+		segs: newSegmentAcc(h.Merged), pmtu: newPMTUAcc(h.Spec), conds: condAcc{}, loss: lossAcc{}}
 }
 
 // Summarize computes the summary of a samples file read into memory.
@@ -101,11 +102,12 @@ func (z *Summarizer) Run(r *result.Run) {
 	z.wire.add(r.Path, r.Wire)
 	z.late.add(r)
 	if r.Load != nil {
-		z.loads = append(z.loads, result.Run{Protocol: r.Protocol, Path: r.Path, Conns: r.Conns, Warmup: r.Warmup, Err: r.Err,
+		z.loads = append(z.loads, result.Run{Protocol: r.Protocol, Path: r.Path, Conns: r.Conns, Run: r.Run, Warmup: r.Warmup, Err: r.Err,
 			Start: r.Start, End: r.End, Load: r.Load})
 	}
 	z.pmtu.Run(r)
 	z.conds.Run(r)
+	z.loss.Run(r)
 	k := runKey{cellKey{r.Protocol, r.Path, r.Conns}, r.Run}
 	a := z.runs[k]
 	if a == nil || a.recorded {
@@ -259,6 +261,7 @@ func (z *Summarizer) Finish() *Summary {
 		}
 	}
 	markLateSenders(s.Cells)
+	z.loss.set(s.Cells)
 	sortCells(s.Cells, z.spec.order)
 	s.Conditions = z.conds.finish(s.Cells)
 	s.Notes = append(s.Notes, selfCheckNotes(s.Cells, s.Target)...)

@@ -14,6 +14,7 @@ import (
 
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"sort"
 	"strconv"
@@ -181,6 +182,9 @@ type Cell struct {
 	// Background is the background traffic during the counted runs, when
 	// the cell had some.
 	Background *CellBackground `json:"background,omitempty"`
+	// Loss is what the loss the cell ran at dropped over its counted
+	// runs (loss.go); nil for a cell that ran at none.
+	Loss *CellLoss `json:"loss,omitempty"`
 	// SelfCheck is the client's and the host's load during the counted
 	// runs, and whether either was saturated (selfcheck.go).
 	SelfCheck *SelfCheck `json:"self_check,omitempty"`
@@ -706,9 +710,9 @@ func datapathNotes(byPath map[string]map[string]uint64, runs map[string]int) []s
 				continue
 			}
 			if _, tun := c[d.name+"_encap"]; tun {
-				parts = append(parts, fmt.Sprintf("%s %d encapsulated, %d decapsulated, %d dropped", d.what, c[d.name+"_encap"], c[d.name+"_decap"], c[d.name+"_dropped"]))
+				parts = append(parts, fmt.Sprintf("%s %d encapsulated, %d decapsulated, %d dropped%s", d.what, c[d.name+"_encap"], c[d.name+"_decap"], c[d.name+"_dropped"], dropKinds(c, d.name)))
 			} else {
-				parts = append(parts, fmt.Sprintf("%s %d IPv4 to IPv6, %d IPv6 to IPv4, %d dropped", d.what, c[d.name+"_4to6"], c[d.name+"_6to4"], c[d.name+"_dropped"]))
+				parts = append(parts, fmt.Sprintf("%s %d IPv4 to IPv6, %d IPv6 to IPv4, %d dropped%s", d.what, c[d.name+"_4to6"], c[d.name+"_6to4"], c[d.name+"_dropped"], dropKinds(c, d.name)))
 			}
 		}
 		if n, ok := c["nat_no_port"]; ok {
@@ -717,6 +721,35 @@ func datapathNotes(byPath map[string]map[string]uint64, runs map[string]int) []s
 		out = append(out, fmt.Sprintf("datapaths of %s over its %s: %s", k.Path, stats.Count(runs[string(k.Path)], "run"), strings.Join(parts, "; ")))
 	}
 	return out
+}
+
+// DropKinds say what each kind of a datapath's drops (a run record's
+// NAME_dropped_KIND) is.
+var DropKinds = map[string]string{
+	"unmapped":    "from a source the translator has no mapping for",
+	"unsupported": "what it does not translate by design: ICMP other than echo (errors such as the port unreachable a QUIC datagram gets once its socket is closed), IPv6 extension headers, IPv4 options, fragments of ICMP",
+	"hoplimit":    "hop limit or TTL run out",
+	"zerocsum":    "IPv4 UDP without a checksum",
+	"fail":        "the kernel refused the translation",
+	"spoofed":     "from a source other than the tunnel's peer",
+	"bad":         "IPv4 options, fragments or a malformed inner packet",
+	"encap_fail":  "no room to encapsulate (beyond the link's MTU)",
+	"decap_fail":  "the kernel refused to decapsulate",
+}
+
+// dropKinds says a datapath's drops by kind, " (4 unsupported: …)", ""
+// when the runs recorded none by kind (before 2026-11-27, or none).
+func dropKinds(c map[string]uint64, name string) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(DropKinds)) {
+		if n := c[name+"_dropped_"+k]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s: %s", n, k, DropKinds[k]))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, "; ") + ")"
 }
 
 // Minority says whether figure k rests on a minority of the cell's

@@ -200,21 +200,25 @@ func cmpOr(a, b string) string {
 // warns when it was the userspace one ("" when the run had none).
 func TunnelLine(s *Summary) string {
 	t := s.Lab["tunnel"]
+	head := "6in4 tunnel: " + t
+	if mtu := s.Lab["tunnel_mtu"]; mtu != "" {
+		head += ", MTU " + mtu
+	}
 	switch t {
 	case "":
 		return ""
 	case "sit":
-		return "6in4 tunnel: sit (the kernel's device)"
+		return head + " (the kernel's device)"
 	case "bpf":
 		hook := s.Lab["tunnel_hook"]
 		if hook == "" {
 			hook = "tc"
 		}
-		return "6in4 tunnel: bpf (v6lab's tc BPF programs in the kernel datapath, attached by " + hook + ")"
+		return head + " (v6lab's tc BPF programs in the kernel datapath, attached by " + hook + ")"
 	case "userspace":
-		return "6in4 tunnel: userspace — WARNING: the 6in4 figures include the cost of v6lab's userspace tunnel (TUN and a raw socket), not only 6in4's"
+		return head + " — WARNING: the 6in4 figures include the cost of v6lab's userspace tunnel (TUN and a raw socket), not only 6in4's"
 	}
-	return "6in4 tunnel: " + t
+	return head
 }
 
 // studyTables are the tables across cell groups, in the studies' shapes:
@@ -534,8 +538,15 @@ func meansSection(title string, cells []Cell, conns []int, why string) section {
 	turned := slices.ContainsFunc(cells, func(c Cell) bool { return c.Metrics[ClientTurnMetric] != nil })
 	quic := slices.ContainsFunc(cells, func(c Cell) bool { return c.Negotiated["h3"] > 0 })
 	means.Footer = append(means.Footer, timeNotes(wired, turned, wireNote(quic, why))...)
+	lossy := slices.ContainsFunc(cells, func(c Cell) bool { return c.Loss != nil })
 	for _, p := range pathsOf(cells) {
 		means.Rows = append(means.Rows, meanRows(p, cells, conns, wired, turned)...)
+		if lossy {
+			means.Rows = append(means.Rows, lossRow(p, cells, conns))
+		}
+	}
+	if lossy {
+		means.Footer = append(means.Footer, "dropped by loss: the packets the loss the cell ran at dropped over its counted runs, from each run's record (its links); a cell whose loss dropped nothing did not meet it")
 	}
 	if slices.ContainsFunc(cells, func(c Cell) bool { return fewMark(&c) != "" }) {
 		means.Footer = append(means.Footer, FewRunsNote)
@@ -638,16 +649,22 @@ func meanRows(p string, cells []Cell, conns []int, wired, turned bool) [][]strin
 // is the time asked for), of the wire time, and of a trial's throughput.
 func comparisonSections(s *Summary, title string, cmps []Comparison, cells []Cell, conns []int) []section {
 	var out []section
+	busy := false
 	if len(cmps) > 0 && !timeBound(cells) {
 		out = append(out, comparisonSection(fmt.Sprintf("%s: increase over %s (positive = slower than %s)", title, s.Baseline, s.Baseline),
 			conns, cmps, []string{"actual increase (ms)", "% increase", "confidence level (1-p Welch)", "95% CI of difference (ms)",
 				"paired difference (ms)", "95% CI paired (ms)", "p paired Holm / raw", "p Mann-Whitney"},
 			func(c *Comparison) []string {
-				return []string{optSigned(c.DiffMS, c.NA["diff_ms"]), optPct(c.PctIncrease, c.NA["pct_increase"]), optConf(c.Confidence, c.NA["confidence"]),
+				mark := BusyMark(cellAt(cells, c.Path, c.Conns), cellAt(cells, s.Baseline, c.Conns))
+				busy = busy || mark != ""
+				return []string{optSigned(c.DiffMS, c.NA["diff_ms"]) + mark, optPct(c.PctIncrease, c.NA["pct_increase"]), optConf(c.Confidence, c.NA["confidence"]),
 					optRange(c.CI95DiffMS, c.NA["ci95_diff_ms"], " to "),
 					optSigned(c.PairedDiffMS, c.NA["paired_diff_ms"]), optRange(c.CI95PairedDiffMS, c.NA["ci95_paired_diff_ms"], " to "),
 					holmP(c.PPairedHolm, c.PPaired, c.NA["p_paired"]), optP(c.PMannWhitney, c.NA["p_mann_whitney"])}
 			}, s.Adjustment))
+		if busy {
+			out[0].Footer = append(out[0].Footer, BusyNote)
+		}
 	}
 	if wc := filter(cmps, func(c Comparison) bool { return c.Wire != nil }); len(wc) > 0 && !timeBound(cells) {
 		out = append(out, comparisonSection(fmt.Sprintf("%s: wire time against %s (positive = slower than %s)", title, s.Baseline, s.Baseline),
@@ -671,6 +688,16 @@ func comparisonSections(s *Summary, title string, cmps []Comparison, cells []Cel
 			}, s.Adjustment))
 	}
 	return out
+}
+
+// cellAt is the cell of path p at conns connections among cells, or nil.
+func cellAt(cells []Cell, p string, conns int) *Cell {
+	for i := range cells {
+		if cells[i].Path == p && cells[i].Conns == conns {
+			return &cells[i]
+		}
+	}
+	return nil
 }
 
 // percentileSection is the pooled percentiles, rate and failures per

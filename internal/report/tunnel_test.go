@@ -29,6 +29,13 @@ func TestReportsSayWhichTunnel(t *testing.T) {
 			t.Errorf("%s: report.html lacks %q", impl, want)
 		}
 	}
+	// The tunnel's MTU, the one condition that changes the 6in4 path
+	// (trial8 F7).
+	var mtu bytes.Buffer
+	Text(&mtu, &Summary{Name: "mtu", Baseline: "ipv4", Target: "lab", Lab: map[string]string{"tunnel": "bpf", "tunnel_mtu": "1280"}})
+	if !strings.Contains(mtu.String(), "6in4 tunnel: bpf, MTU 1280 (v6lab's tc BPF programs") {
+		t.Errorf("report.txt does not say the tunnel's MTU:\n%s", mtu.String())
+	}
 	var txt bytes.Buffer
 	Text(&txt, &Summary{Name: "loopback"})
 	if strings.Contains(txt.String(), "tunnel") {

@@ -20,6 +20,13 @@ type Verdict struct {
 	// Called is what report.txt and report.html call Group: its tables'
 	// title for a group that names its HTTP version (groupCalled).
 	Called string `json:"-"`
+	// At is what the path's cells ran at, said after the path: " (loss
+	// 3%)" where a loss dropped their packets (atLoss), else "".
+	At string `json:"-"`
+	// Busy says a cell the verdict rests on ran while other processes
+	// held the host's CPUs (busyCells): its text says so, and it is said
+	// in full.
+	Busy bool `json:"-"`
 	// Kind is same, slower, faster, mixed, unclear (no significant
 	// difference, but an interval too wide to call it the same),
 	// uncorrected (a raw interval that excludes zero, not significant
@@ -482,9 +489,9 @@ func VerdictLines(s *Summary) []string {
 		out = append(out, short.Note)
 	}
 	for _, v := range short.Full {
-		who := v.Path
+		who := v.Path + v.At
 		if named {
-			who = cmpOr(v.Called, v.Group) + " over " + v.Path
+			who = cmpOr(v.Called, v.Group) + " over " + who
 		}
 		out = append(out, who+": "+v.Text)
 	}

@@ -54,7 +54,7 @@ func VersionsTable(s *Summary) (section, bool) {
 			if len(byConns) == 0 {
 				continue
 			}
-			rows := [][]string{{label, groupCalled(s, g), "mean"}, {"", "", "handshake"}, {"", "", "first byte"}, {"", "", "completed"}, {"", "", "spoke"}}
+			rows := [][]string{{label, groupCalled(s, g) + atLoss(s, g, p), "mean"}, {"", "", "handshake"}, {"", "", "first byte"}, {"", "", "completed"}, {"", "", "spoke"}}
 			for _, n := range conns {
 				c := byConns[n]
 				if c == nil {

@@ -22,13 +22,13 @@ func conditionNotes(a, b *Summary) []string {
 	}{
 		{"lab", flatLab(a.Lab), flatLab(b.Lab)},
 		{"machine", a.Machine, b.Machine},
-		{"servers", a.Servers, b.Servers},
+		{"servers", byRole(a.Servers), byRole(b.Servers)},
 	} {
 		for _, k := range unionKeys(g.a, g.b) {
 			va, oka := g.a[k]
 			vb, okb := g.b[k]
 			if va != vb {
-				notes = append(notes, fmt.Sprintf("%s %s differs: A %s; B %s", g.what, k, orNone(va, oka), orNone(vb, okb)))
+				notes = append(notes, fmt.Sprintf("%s %s differs: A %s; B %s", g.what, cmpOr(labWords[k], k), orNone(va, oka), orNone(vb, okb)))
 			}
 		}
 	}
@@ -124,6 +124,30 @@ func connWords(f ConnFacts, done int) string {
 	return out
 }
 
+// labWords say a lab's setting in words where its key would not.
+var labWords = map[string]string{"tunnel_mtu": "6in4 tunnel MTU", "tunnel": "6in4 tunnel"}
+
+// byRole keys servers by their role: a real server's key "dns (real)"
+// is its role dns, its value marked "(real)", so that an embedded and a
+// real server of the same role are one note, not two "(not recorded)"
+// (trial8 F5).
+func byRole(servers map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range servers {
+		role, real := strings.CutSuffix(k, " (real)")
+		if real {
+			v += " (real)"
+		}
+		if o, ok := out[role]; ok { // both kinds: say both, in one order
+			pair := []string{o, v}
+			slices.Sort(pair)
+			v = strings.Join(pair, "; and ")
+		}
+		out[role] = v
+	}
+	return out
+}
+
 // runOnly are the lab's keys that name one run's lab, not its conditions.
 var runOnly = map[string]bool{"name": true, "wire_check_ports": true, "config.Name": true}
 
@@ -142,7 +166,24 @@ func flatLab(lab map[string]string) map[string]string {
 	for k := range runOnly {
 		delete(out, k)
 	}
+	// The configuration's own copy of a setting the header names (its
+	// TunnelMTU, tunnel_mtu's) is one condition, said once.
+	for k := range out {
+		if name, ok := strings.CutPrefix(k, "config."); ok && !strings.Contains(name, ".") {
+			for top := range lab {
+				if top != "config" && sameName(name, top) {
+					delete(out, k)
+				}
+			}
+		}
+	}
 	return out
+}
+
+// sameName says whether two keys name the same setting, spelled as a Go
+// field (TunnelMTU) or as a header key (tunnel_mtu).
+func sameName(a, b string) bool {
+	return strings.EqualFold(strings.ReplaceAll(a, "_", ""), strings.ReplaceAll(b, "_", ""))
 }
 
 func flatten(prefix string, v any, out map[string]string) {

@@ -79,3 +79,23 @@ func TestCompareNamesWhatTheCellsMeasured(t *testing.T) {
 		t.Errorf("a result against itself: %q", same.Notes)
 	}
 }
+
+// TestCompareSaysEachServerAndTheTunnelMTUOnce (trial8 F5, F7): an
+// embedded-server result against a real-server one gives one note per
+// server role, the real one marked; a tunnel MTU that differs is one note
+// in words, not also as the lab configuration's Go field.
+func TestCompareSaysEachServerAndTheTunnelMTUOnce(t *testing.T) {
+	a := &Summary{Target: "lab", Lab: map[string]string{"tunnel": "bpf", "tunnel_mtu": "1480", "config": `{"TunnelMTU":1480,"Tunnel":"bpf"}`},
+		Servers: map[string]string{"dns": "embedded (miekg/dns)", "h3": "embedded (quic-go)"}}
+	b := &Summary{Target: "lab", Lab: map[string]string{"tunnel": "bpf", "tunnel_mtu": "1280", "config": `{"TunnelMTU":1280,"Tunnel":"bpf"}`},
+		Servers: map[string]string{"dns (real)": "unbound 1.17.1", "h3 (real)": "Caddy 2.6.2"}}
+	want := []string{
+		"A and B were measured under different conditions (below): their differences include these",
+		"lab 6in4 tunnel MTU differs: A 1480; B 1280",
+		"servers dns differs: A embedded (miekg/dns); B unbound 1.17.1 (real)",
+		"servers h3 differs: A embedded (quic-go); B Caddy 2.6.2 (real)",
+	}
+	if got := CompareSummaries("A", a, "B", b).Notes; strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("notes:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
