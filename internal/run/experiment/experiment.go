@@ -195,7 +195,15 @@ func (s *CellGroup) NoteName() string {
 // proto.Endpoints and in the wire check's ports): the embedded server that
 // answers the cell, or real/KEY for the real server that stands for it
 // (real/http: nginx; real/https: nginx's TLS; real/h3: Caddy).
+//
+// The server follows from all the group's paths (a dialer v3 cell's pinned
+// paths use the server its dual path races to), so WireKey derives
+// RacesFamilies from them first: a job read back from JSON, or paths a
+// flag changed, ask for the server the run started.
 func (s *CellGroup) WireKey() string {
+	if s.Options != nil {
+		s.Options.Base().RacesFamilies = s.RacesFamilies()
+	}
 	k := all.CellServerKey(s.Protocol, s.Options)
 	if s.Server == "real" {
 		return "real/" + k
@@ -230,6 +238,7 @@ func (e *Experiment) RealCells(protocol string) []proto.Options {
 	var out []proto.Options
 	for _, c := range e.Groups {
 		if c.Protocol == protocol && c.Server == "real" {
+			c.WireKey() // derives what the options ask of the server from the group's paths
 			out = append(out, c.Options)
 		}
 	}

@@ -600,12 +600,30 @@ func (r *cellReader) options() error {
 		}
 	}
 	if k := all.CellServerKey(r.c.Protocol, s.Options); s.Label == "" && k != all.ServerKey(r.c.Protocol) {
-		s.Label = k // a cell of the protocol's other server (https) is named after it
+		s.Label = raceName(s, k) // a cell of the protocol's other server (https) is named after it
 	}
 	if label, ok := r.c.versionLabel(s.Options); ok {
 		s.Label = label // http, http/2, http/3
 	}
 	return r.keptWarmup()
+}
+
+// raceName is the name of an unlabelled cell of server k: k, unless k is
+// the server its dual path's race asks for and its pinned paths speak
+// another version to (dialer v3 naming no http_version: HTTP/1.1 over TLS
+// on ipv4, whatever wins on dual). Such a cell is named after its dialer
+// (v3), which says what it races, not a version only one row speaks.
+func raceName(s *CellGroup, k string) string {
+	b := s.Options.Base()
+	races := b.RacesFamilies
+	b.RacesFamilies = false
+	pinned := all.CellServerKey(s.Protocol, s.Options)
+	b.RacesFamilies = races
+	d, ok := proto.FieldOf(s.Options, optDialer)
+	if pinned == k || !ok || d.Text() == "" {
+		return k
+	}
+	return d.Text()
 }
 
 // keptWarmup refuses keepalive without a warm-up run, naming the warm-up
