@@ -680,6 +680,8 @@ func TestBadInputIsAClearError(t *testing.T) {
 	l, _ := localServers(t)
 	bgFile := filepath.Join(t.TempDir(), "bg.yaml")
 	os.WriteFile(bgFile, []byte("name: bg\ncells:\n  - {protocol: http, conns: [1], background: C1B}\n"), 0o644)
+	v3File := filepath.Join(t.TempDir(), "v3x.yaml")
+	os.WriteFile(v3File, []byte("name: v3x\nwhere: lab\npaths: [ipv4, dual]\ncells:\n  - {protocol: http, conns: [1], tls: true, dialer: v3}\n"), 0o644)
 	cases := []struct {
 		args []string
 		code int
@@ -690,6 +692,9 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"run", "--conns", "ten"}, 2, `--conns: "ten" is not a whole number`},
 		{[]string{"run", "--runs", "1", "--warmup", "1"}, 2, "--warmup: 1 warm-up runs leave none of the 1 runs to count"},
 		{[]string{"run", "--conns", "1,1", "--dry-run"}, 2, "--conns: 1 is listed twice"},
+		// trial8 F9: an error the flag's value caused names the flag, not the file's line.
+		{[]string{"run", "web2026", "--paths", "ipv4,dual", "--dry-run"}, 2, "--paths: dual: built-in web2026's cell web/3 (http_version 3) cannot run over it: 3 over the dual path: "},
+		{[]string{"run", v3File, "--paths", "ipv4,ipv6", "--dry-run"}, 2, "--paths: ipv4,ipv6: no dual path, which " + v3File + "'s cell v3 (dialer v3) needs: v3 races the dual path's families"},
 		{[]string{"run", "--conns", "1000000", "--dry-run"}, 2, "--conns: 1000000: want 1 to 100000 connections"},
 		{[]string{"run", "--pause", "-1s", "--dry-run"}, 2, "--pause: must not be negative"},
 		{[]string{"run", "--pause", "100000h", "--dry-run"}, 2, "--pause: 100000h0m0s is more than 1h0m0s"},
