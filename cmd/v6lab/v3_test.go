@@ -188,7 +188,7 @@ cells:
 // not net/http's log of the losing attempts it resets.
 func TestV3CellAloneInTheLab(t *testing.T) {
 	requireLab(t)
-	dir, _, s, out, err := labRun(t, buildBinary(t), `name: v3x
+	dir, f, s, out, err := labRun(t, buildBinary(t), `name: v3x
 where: lab
 paths: [ipv4, dual]
 runs: 3
@@ -212,6 +212,14 @@ cells:
 	}
 	if spoke["ipv4"]["http/1.1"] != 2 || spoke["dual"]["h3"] != 2 {
 		t.Errorf("spoke %v, want HTTP/1.1 on ipv4, h3 on dual", spoke)
+	}
+	// The pinned row goes over TCP to the HTTP/3 server's port: the wire
+	// check counts that port's TCP there (a handshake, TLS, a page and 3
+	// objects: 30-odd packets), not its UDP alone (the lookup's 2).
+	for _, r := range f.Runs {
+		if r.Path == "ipv4" && (r.Wire == nil || r.Wire.IPv4 < 15) {
+			t.Errorf("run %s#%d: wire %+v, want the TCP connection's packets counted", r.Cell, r.Run, r.Wire)
+		}
 	}
 	txt, err := os.ReadFile(filepath.Join(dir, report.TextFile))
 	if err != nil {

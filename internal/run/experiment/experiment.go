@@ -211,6 +211,35 @@ func (s *CellGroup) WireKey() string {
 	return k
 }
 
+// TCPWire follows a server key whose measured traffic is UDP alone
+// (HTTP/3's) in the wire check's key of the runs that go to the same
+// port over TCP (WireKeyOn).
+const TCPWire = "/tcp"
+
+// WireKeyOn is the wire check's key of the group's runs over path p:
+// WireKey, or, over a pinned path of a cell whose server is the HTTP/3
+// one but which speaks TCP there (dialer v3 naming no http_version 3:
+// HTTP/1.1 or h2 over TLS, to the same port), WireKey+TCPWire, which
+// counts that port's TCP.
+func (s *CellGroup) WireKeyOn(p path.Path) string {
+	k := s.WireKey()
+	if p.Kind().Dual || !all.WireUDP(k) || s.pinnedKey() == strings.TrimPrefix(k, "real/") {
+		return k
+	}
+	return k + TCPWire
+}
+
+// pinnedKey is the server the group's options ask for as if none of its
+// paths raced the families (what a dialer v3 cell's pinned paths speak
+// to: https).
+func (s *CellGroup) pinnedKey() string {
+	b := s.Options.Base()
+	races := b.RacesFamilies
+	b.RacesFamilies = false
+	defer func() { b.RacesFamilies = races }()
+	return all.CellServerKey(s.Protocol, s.Options)
+}
+
 // anyCell reports whether any cell group satisfies f.
 func (e *Experiment) anyCell(f func(*CellGroup) bool) bool {
 	return slices.ContainsFunc(e.Groups, func(c CellGroup) bool { return f(&c) })
@@ -862,7 +891,7 @@ func (r *Executor) runStep(ctx context.Context, w *result.Writer, st Step, slot 
 		}
 	}
 	if r.Wire != nil {
-		r.Wire.Start(spec.WireKey(), st.Path)
+		r.Wire.Start(spec.WireKeyOn(st.Path), st.Path)
 	}
 	// The run starts with its load: the background's lead-in and the
 	// wire check's quiet gap are no part of the time rate/s divides by.

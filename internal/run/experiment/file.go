@@ -691,11 +691,7 @@ func joinPaths(ps []path.Path) string {
 // on ipv4, whatever wins on dual). Such a cell is named after its dialer
 // (v3), which says what it races, not a version only one row speaks.
 func raceName(s *CellGroup, k string) string {
-	b := s.Options.Base()
-	races := b.RacesFamilies
-	b.RacesFamilies = false
-	pinned := all.CellServerKey(s.Protocol, s.Options)
-	b.RacesFamilies = races
+	pinned := s.pinnedKey()
 	d, ok := proto.FieldOf(s.Options, optDialer)
 	if pinned == k || !ok || d.Text() == "" {
 		return k
