@@ -34,6 +34,12 @@ func TestH2ServerLogStaysOff(t *testing.T) {
 		if got := c.ConnectionState().NegotiatedProtocol; got != "h2" {
 			t.Fatalf("ALPN %q, want h2", got)
 		}
+		// net/http's HTTP/2 server sends its SETTINGS first, then reads
+		// the client's preface: once they arrive it is reading.
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Read(make([]byte, 64)); err != nil {
+			t.Fatalf("no SETTINGS from the HTTP/2 server: %v", err)
+		}
 		tcp.(*net.TCPConn).SetLinger(0)
 		tcp.Close() // a reset, before the preface
 	}
