@@ -345,7 +345,7 @@ func machine(h *result.Header) map[string]string {
 }
 
 // wireTally counts what the wire check saw but did not count: packets of
-// earlier runs' connections, and frames its capture had no room for.
+// connections the runs did not open (stray), and frames its capture had no room for.
 type wireTally struct {
 	strays, strayRuns, dropped, droppedRuns uint64
 	// datapaths sum the runs' datapath counters per path, dpRuns count
@@ -388,7 +388,7 @@ func (t *wireTally) add(p string, w *result.Wire) {
 func (t *wireTally) notes() []string {
 	var out []string
 	if t.strays > 0 {
-		out = append(out, fmt.Sprintf("wire check: %d packets of earlier runs' connections (late retransmissions, resets) were seen during %d runs and not counted as theirs (docs/lab.md, \"What proves each path\")", t.strays, t.strayRuns))
+		out = append(out, fmt.Sprintf("wire check: %d packets of connections those runs did not open (earlier runs' late retransmissions and closes, other paths' kept QUIC connections) were seen during %d runs and not counted as theirs (docs/lab.md, \"What proves each path\")", t.strays, t.strayRuns))
 	}
 	out = append(out, datapathNotes(t.datapaths, t.dpRuns)...)
 	if t.dropped > 0 {

@@ -488,7 +488,7 @@ func Deadline(ctx context.Context, conn net.Conn) (stop func() bool) {
 	if dl, ok := ctx.Deadline(); ok {
 		_ = conn.SetDeadline(dl)
 	}
-	return context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+	return AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
 }
 
 // CloseAbort closes a TCP connection with SO_LINGER 0 so it leaves no

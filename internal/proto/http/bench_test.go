@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/netip"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,5 +85,30 @@ func BenchmarkKeptVersions(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkKeptH2Page is bench/h2-vs-h2load's transaction: the page and
+// its 4 objects (8 KB each) on a kept HTTP/2 connection over TLS, against
+// the embedded server on loopback (client and server in one process: its
+// allocations per page are the client's and the server's).
+func BenchmarkKeptH2Page(b *testing.B) {
+	srv, err := Listen(context.Background(), tlsConfig(&testing.T{}), []netip.Addr{lo4}, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	u, _ := ParseURL("https://" + netip.AddrPortFrom(lo4, uint16(srv.Port)).String() + "/")
+	c := &Client{URL: u, Path: path.IPv4, Resolver: &path.Resolver{}, Version: Version2, Keep: true, Objects: true,
+		TLS: &tls.Config{InsecureSkipVerify: true}}
+	defer c.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		s := c.Do(ctx, 0)
+		cancel()
+		if !s.OK() || !strings.HasPrefix(s.Marker, "200 OK, 4 objects, h2") {
+			b.Fatalf("%v, %s", s.Err, s.Marker)
+		}
 	}
 }

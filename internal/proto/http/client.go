@@ -319,7 +319,7 @@ func (c *Client) Do(ctx context.Context, user int) result.Sample {
 
 // do is one transaction.
 func (c *Client) do(ctx context.Context, user int) result.Sample {
-	tr := load.Begin("http", c.Path)
+	tr := c.begin(user)
 	if c.V3 != nil && c.Path.Kind().Dual {
 		return c.phases(c.doV3(ctx, tr, user))
 	}

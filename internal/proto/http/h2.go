@@ -137,23 +137,28 @@ func (c *Client) h2fetch(ctx context.Context, tr *load.Trace, h *h2conn) (fetche
 		maxBody = DefaultMaxBody
 	}
 	uri := c.URL.RequestURI()
-	page := &h2stream{uri: uri, block: c.h2Block(uri), keep: c.Objects, check: f.check, maxBody: maxBody}
-	last, err := c.h2run(ctx, tr, &h, []*h2stream{page}, &f)
+	h0 := h // its streams are h0's to use again (h2reuse)
+	stop := h0.watch(ctx)
+	ss := h0.pageStream(h2stream{uri: uri, block: c.h2Block(uri), keep: c.Objects, check: f.check, maxBody: maxBody})
+	page := ss[0]
+	last, err := c.h2run(ctx, tr, &h, ss, &f)
 	if !page.first.IsZero() {
 		tr.At(&tr.S.FirstByteNS, page.first)
 	}
 	if err == nil && c.Objects && page.html {
 		refs := c.objectsOf(page.body)
-		objs := make([]h2stream, len(refs))
-		ss := make([]*h2stream, len(refs))
+		objs, ss := h0.objectStreams(len(refs))
 		for i, ref := range refs {
 			objs[i] = h2stream{uri: ref, block: c.h2Block(ref), object: true, maxBody: maxBody}
-			ss[i] = &objs[i]
 		}
 		if len(ss) > 0 {
 			last, err = c.h2run(ctx, tr, &h, ss, &f)
 		}
 		f.objects = len(refs)
+	}
+	if !stop() && err == nil { // ctx ended with the transaction: so did its connection's deadline
+		err = fmt.Errorf("HTTP/2: %w", context.Cause(ctx))
+		h.fail(err)
 	}
 	if err == nil {
 		tr.Received(last, time.Time{}) // the transaction ends at its last frame read
@@ -173,8 +178,8 @@ func (c *Client) h2fetch(ctx context.Context, tr *load.Trace, h *h2conn) (fetche
 func (c *Client) h2run(ctx context.Context, tr *load.Trace, hp **h2conn, ss []*h2stream, f *fetched) (time.Time, error) {
 	for {
 		last, err := (*hp).run(ctx, ss)
-		var again *h2Again
-		if err == nil || !errors.As(err, &again) {
+		again := asAgain(err)
+		if again == nil {
 			return last, err
 		}
 		if f.againConns > 0 && (*hp).answered == 0 {
@@ -187,6 +192,7 @@ func (c *Client) h2run(ctx context.Context, tr *load.Trace, hp **h2conn, ss []*h
 		if f.againConns > 0 { // not the transaction's first: its counts go on in the new one's
 			nh.carry(*hp)
 		}
+		(*hp).moved.Store(nh) // for watch
 		(*hp).close()
 		*hp = nh
 		f.again += len(again.ss)
@@ -199,6 +205,18 @@ func (c *Client) h2run(ctx context.Context, tr *load.Trace, hp **h2conn, ss []*h
 		}
 		ss = again.ss
 	}
+}
+
+// asAgain is err's h2Again, or nil.
+func asAgain(err error) *h2Again {
+	if err == nil {
+		return nil // no allocation: again escapes, made only here below
+	}
+	var again *h2Again
+	if !errors.As(err, &again) {
+		return nil
+	}
+	return again
 }
 
 // carry adds old's byte counts to h's: old is a connection of the

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"context"
 	"crypto/tls"
 	"encoding/binary"
 	"net"
@@ -231,4 +232,60 @@ func againAgainstServe(t *testing.T, scheme string, limit int) {
 	if again == 0 {
 		t.Errorf("no request went again: the server sent no GOAWAY")
 	}
+}
+
+// TestH2ContextEndsTransaction: a transaction whose server stops
+// answering ends when its context does (one watch a transaction, not one
+// a run): on a kept connection, and on the new connection a GOAWAY moved
+// its objects to; the sample says how many streams went unanswered.
+func TestH2ContextEndsTransaction(t *testing.T) {
+	t.Run("kept", func(t *testing.T) {
+		c, conns := fakeH2Server(t)
+		c.Keep, c.Objects = true, false
+		defer c.Close()
+		done := doAsync(c)
+		f := accepted(t, conns)
+		id, _ := f.request()
+		f.reply(id, "text/plain", "ok")
+		if s := <-done; !s.OK() {
+			t.Fatalf("the first transaction: %+v", s)
+		}
+		s := cancelAfter(t, c, func() { f.request() }) // and no answer
+		if s.OK() || !strings.Contains(s.Err, "1 of 1 streams unanswered: context canceled") {
+			t.Fatalf("the kept connection's unanswered transaction: %q", s.Err)
+		}
+		if len(conns) != 0 {
+			t.Errorf("a new connection for the unanswered transaction")
+		}
+	})
+	t.Run("moved", func(t *testing.T) {
+		c, conns := fakeH2Server(t)
+		s := cancelAfter(t, c, func() {
+			pageThenGoAway(t, conns)
+			accepted(t, conns).request() // and no answer
+		})
+		if s.OK() || !strings.Contains(s.Err, "3 of 3 streams unanswered: context canceled") {
+			t.Fatalf("the new connection's unanswered objects: %q", s.Err)
+		}
+	})
+}
+
+// cancelAfter runs a transaction of c, cancels its context once script
+// returned, and returns its sample (failing the test when it does not end
+// then).
+func cancelAfter(t *testing.T, c *Client, script func()) result.Sample {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ended := make(chan result.Sample, 1)
+	go func() { ended <- c.Do(ctx, 0) }()
+	script()
+	cancel()
+	select {
+	case s := <-ended:
+		return s
+	case <-time.After(5 * time.Second):
+		t.Fatal("the transaction did not end with its context")
+	}
+	return result.Sample{}
 }

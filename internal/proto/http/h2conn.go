@@ -12,6 +12,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -58,6 +59,52 @@ type h2conn struct {
 	rd     h2reader        // the reading transaction's
 	sock   syscall.RawConn // the TCP socket, asked whether bytes wait (nil: none)
 	sealed bool            // TLS: records read off the socket may wait in it, unseen by the socket's peek
+
+	local, remote string                 // its ends, as a kept connection's samples name them (keptEnds)
+	moved         atomic.Pointer[h2conn] // where the transaction went on after the server's GOAWAY (watch)
+	reuse         h2reuse
+}
+
+// h2reuse is what each transaction begun on a connection uses again, as
+// only one at a time runs on it: nothing of a transaction outlives it but
+// what the trace took. A transaction a GOAWAY moved to a new connection
+// keeps its streams in the first one's, which is closed.
+type h2reuse struct {
+	tx   h2tx
+	page h2stream
+	one  [1]*h2stream
+	objs []h2stream
+	ss   []*h2stream
+	body []byte // the page's body (the client parses it before the next transaction)
+}
+
+// pageStream is a transaction's page stream, s.
+func (h *h2conn) pageStream(s h2stream) []*h2stream {
+	h.reuse.page = s
+	h.reuse.one[0] = &h.reuse.page
+	return h.reuse.one[:]
+}
+
+// objectStreams are n streams for a transaction's objects (to be filled).
+func (h *h2conn) objectStreams(n int) ([]h2stream, []*h2stream) {
+	r := &h.reuse
+	if cap(r.objs) < n {
+		r.objs, r.ss = make([]h2stream, n), make([]*h2stream, n)
+	}
+	r.objs, r.ss = r.objs[:n], r.ss[:n]
+	for i := range r.objs {
+		r.ss[i] = &r.objs[i]
+	}
+	return r.objs, r.ss
+}
+
+// pageBody is where the page's body of n bytes (-1: not said) goes: the
+// connection's buffer, which every transaction on it uses again.
+func (h *h2conn) pageBody(n int64) []byte {
+	if n > 0 && n < MaxPageParse && int64(cap(h.reuse.body)) < n {
+		h.reuse.body = make([]byte, 0, n)
+	}
+	return h.reuse.body[:0]
 }
 
 // h2stream is one request and its reply.
@@ -79,7 +126,7 @@ type h2stream struct {
 	unacked int64 // bytes taken since the last WINDOW_UPDATE
 	sendWin int64
 	headers bool      // the final headers came
-	first   time.Time // when they came
+	first   time.Time // when they came (the page's only)
 }
 
 // unsent makes s a request not yet sent, for a new connection.
@@ -136,10 +183,11 @@ func socketOf(c net.Conn) syscall.RawConn {
 
 // run requests every stream of ss (as many at once as the server allows,
 // the rest as streams end) and waits until all have ended, or until one
-// failed, the connection did, or ctx is done. It returns when the last
-// stream ended.
+// failed, the connection did, or ctx is done (watch ends its reads and
+// writes then). It returns when the last stream ended.
 func (h *h2conn) run(ctx context.Context, ss []*h2stream) (time.Time, error) {
-	tx := &h2tx{queue: ss, left: len(ss)}
+	tx := &h.reuse.tx
+	*tx = h2tx{queue: ss, left: len(ss)}
 	h.mu.Lock()
 	if err := h.refuses(ss); err != nil {
 		gone := h.goaway != "" && h.err == nil // not processed: they may go on a new connection
@@ -151,17 +199,18 @@ func (h *h2conn) run(ctx context.Context, ss []*h2stream) (time.Time, error) {
 	}
 	h.tx = tx
 	h.mu.Unlock()
-	stop := context.AfterFunc(ctx, func() { _ = h.raw.SetDeadline(time.Unix(1, 0)) })
-	h.open()
-	for h.reading(tx) {
-		if err := h.readFrame(); err != nil {
-			if ctx.Err() != nil {
-				err = fmt.Errorf("HTTP/2: %d of %d streams unanswered: %w", tx.left, len(ss), context.Cause(ctx))
+	if ctx.Err() == nil { // else done before: watch may have missed h (moved to after)
+		h.open()
+		for h.reading(tx) {
+			if err := h.readFrame(); err != nil {
+				if ctx.Err() != nil {
+					err = fmt.Errorf("HTTP/2: %d of %d streams unanswered: %w", tx.left, len(ss), context.Cause(ctx))
+				}
+				h.readFailed(err)
 			}
-			h.readFailed(err)
 		}
 	}
-	if !stop() && ctx.Err() != nil {
+	if ctx.Err() != nil {
 		h.fail(fmt.Errorf("HTTP/2: %d of %d streams unanswered: %w", tx.left, len(ss), context.Cause(ctx)))
 	}
 	h.mu.Lock()
@@ -176,6 +225,19 @@ func (h *h2conn) run(ctx context.Context, ss []*h2stream) (time.Time, error) {
 		h.open() // a SETTINGS ACK that came with the replies
 	}
 	return last, err
+}
+
+// watch ends the reads and writes of a transaction begun on h when ctx
+// is done (run then fails it), on h and on each connection it moved to
+// after a GOAWAY (moved): one AfterFunc a transaction (load.AfterFunc), whichever
+// connections it runs on. A connection moved to after ctx was done is not
+// ended by it, but run finds ctx done before it reads or writes.
+func (h *h2conn) watch(ctx context.Context) (stop func() bool) {
+	return load.AfterFunc(ctx, func() {
+		for c := h; c != nil; c = c.moved.Load() {
+			_ = c.raw.SetDeadline(time.Unix(1, 0))
+		}
+	})
 }
 
 // reading says whether tx still waits for frames.

@@ -195,6 +195,7 @@ func runAsync(h *h2conn, ss ...*h2stream) chan error {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
+		defer h.watch(ctx)()
 		_, err := h.run(ctx, ss)
 		ch <- err
 	}()

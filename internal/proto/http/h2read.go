@@ -194,7 +194,10 @@ func (h *h2conn) gotHeaders(s *h2stream, f h2fields, end bool) error {
 		}
 		return nil // the final headers follow
 	}
-	s.headers, s.first = true, time.Now()
+	s.headers = true
+	if !s.object {
+		s.first = time.Now() // the page's: the transaction's first byte
+	}
 	s.status, s.length, s.html = f.status, f.length, f.html
 	maxBody := s.maxBody
 	switch {
@@ -205,8 +208,8 @@ func (h *h2conn) gotHeaders(s *h2stream, f h2fields, end bool) error {
 		h.endStream(s, fmt.Errorf("body of %d bytes for %s exceeds the %d-byte limit: %w", f.length, s.uri, maxBody, ErrTooLarge))
 		return nil
 	}
-	if s.keep && s.html && f.length > 0 && f.length < MaxPageParse {
-		s.body = make([]byte, 0, f.length)
+	if s.keep && s.html {
+		s.body = h.pageBody(f.length)
 	}
 	if end {
 		h.finish(s)

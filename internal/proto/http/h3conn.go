@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"sync"
 	"sync/atomic"
+	"v6lab/internal/gen/load"
 
 	"github.com/quic-go/qpack"
 	"github.com/quic-go/quic-go"
@@ -284,7 +285,7 @@ var h3Bufs = sync.Pool{New: func() any { return new([h3BufSize]byte) }}
 // when not nil, is called at its first byte.
 func newH3Reply(ctx context.Context, h *h3Conn, str *quic.Stream, first func()) *h3Reply {
 	rp := &h3Reply{ctx: ctx, h: h, str: str, first: first}
-	rp.stop = context.AfterFunc(ctx, func() {
+	rp.stop = load.AfterFunc(ctx, func() {
 		str.CancelRead(quic.StreamErrorCode(http3.ErrCodeRequestCanceled))
 		str.CancelWrite(quic.StreamErrorCode(http3.ErrCodeRequestCanceled))
 	})

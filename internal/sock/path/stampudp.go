@@ -29,7 +29,7 @@ import (
 type StampedPacketConn struct {
 	c  *net.UDPConn
 	rc syscall.RawConn
-	rx rxRing // datagrams read, not yet handed over (ReadFrom's alone)
+	rx rxRing // messages read, not yet handed over (ReadFrom's alone)
 	// recv is rx's read (recvmmsg) as the socket's RawConn takes it, made
 	// once: a closure made per read costs three allocations.
 	recv func(fd uintptr) bool
@@ -63,38 +63,64 @@ func DialStamped(ctx context.Context, d Dialer, to netip.AddrPort) (*StampedPack
 		c.Close()
 		return nil, fmt.Errorf("path: kernel timestamps on a UDP socket: %w", err)
 	}
+	gro := false
+	_ = rc.Control(func(fd uintptr) { gro = unix.SetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_GRO, 1) == nil })
+	return newStamped(c, rc, gro), nil
+}
+
+// newStamped is the socket c with its receive ring, of messages that may
+// hold several datagrams with gro (UDP_GRO is on).
+func newStamped(c *net.UDPConn, rc syscall.RawConn, gro bool) *StampedPacketConn {
 	s := &StampedPacketConn{c: c, rc: rc, remote: c.RemoteAddr()}
 	s.recv = s.rx.recv
-	return s, nil
+	s.rx.gro, s.rx.batch, s.rx.size = gro, rxBatch, rxSize
+	if gro {
+		s.rx.batch, s.rx.size = rxGROBatch, rxGROSize
+	}
+	s.rx.bufs = make([]byte, s.rx.batch*s.rx.size)
+	return s
 }
 
 // ReadFrom returns one datagram and keeps its receive stamp. The socket is
 // connected: every datagram is the server's, whose address it returns
 // (recvmmsg is asked for none, so nothing is converted or allocated per
-// datagram). Datagrams are read up to rxBatch at a time, one system call
-// for all that wait, and handed over one by one: the first straight into
-// b, the others from the socket's ring. Into b: a read's datagram lands in
-// the caller's buffer (quic-go's, from a pool all its connections share,
-// warm in the CPU's caches), not first in the ring of its socket, cold
-// once many sockets take turns, and is not copied again.
+// datagram). Datagrams are read up to rxBatch messages at a time, one
+// system call for all that wait, and handed over one by one from the
+// socket's ring. With UDP_GRO a message may hold several datagrams of one
+// size (a server's GSO send on loopback or a veth arrives whole: one
+// buffer in the socket's queue for a reply of three packets, as quinn's
+// sockets read them); without it the first datagram of a read lands
+// straight in b (quic-go's buffer, warm in the CPU's caches), not first in
+// the ring of its socket.
 func (s *StampedPacketConn) ReadFrom(b []byte) (int, net.Addr, error) {
-	if s.rx.next >= s.rx.n {
-		s.rx.dst = b
+	r := &s.rx
+	if r.next >= r.n {
+		if !r.gro {
+			r.dst = b
+		}
 		err := s.fill()
-		s.rx.dst = nil
+		r.dst = nil
 		if err != nil {
 			return 0, nil, err
 		}
 	}
-	i := s.rx.next
-	s.rx.next++
+	i := r.next
+	size := int(r.msgs[i].Len)
 	var n int
-	if i == 0 && len(b) > 0 {
-		n = min(int(s.rx.msgs[0].Len), len(b)) // read into b
+	if i == 0 && r.intoDst {
+		n = min(size, len(b)) // read into b
+		r.next++
 	} else {
-		n = copy(b, s.rx.bufs[i][:s.rx.msgs[i].Len])
+		seg := size - r.off
+		if g := int(r.seg[i]); g > 0 && g < seg {
+			seg = g
+		}
+		n = copy(b, r.slot(i)[r.off:r.off+seg])
+		if r.off += seg; r.off >= size {
+			r.next, r.off = r.next+1, 0
+		}
 	}
-	if at := s.rx.at[i]; at != 0 {
+	if at := r.at[i]; at != 0 {
 		s.last.Store(at)
 		s.first.CompareAndSwap(0, at)
 	}
@@ -102,40 +128,55 @@ func (s *StampedPacketConn) ReadFrom(b []byte) (int, net.Addr, error) {
 	return n, s.remote, nil
 }
 
-// rxBatch is how many datagrams one read takes at most; rxSize the
-// largest datagram (QUIC's are at most 1452 bytes here).
+// rxBatch is how many messages one read takes at most; rxSize the largest
+// datagram (QUIC's are at most 1452 bytes here). With UDP_GRO a read takes
+// rxGROBatch messages of rxGROSize bytes, the kernel's largest UDP packet:
+// a message is never cut short, and 1,000 users' sockets hold 128 MiB of
+// rings, not 512.
 const (
-	rxBatch = 8
-	rxSize  = 2048
+	rxBatch    = 8
+	rxSize     = 2048
+	rxGROBatch = 2
+	rxGROSize  = 1 << 16
 )
 
-// rxRing holds the datagrams of the last read not handed over yet.
+// rxRing holds the messages of the last read not handed over yet.
 type rxRing struct {
 	msgs    [rxBatch]unix.Mmsghdr
 	iovs    [rxBatch]unix.Iovec
-	bufs    [rxBatch][rxSize]byte
+	bufs    []byte // batch slots of size bytes
+	batch   int    // rxBatch, or rxGROBatch with GRO
+	size    int
+	gro     bool // UDP_GRO is on: a message may hold several datagrams
 	oobs    [rxBatch][kstamp.OOBSize]byte
-	at      [rxBatch]int64 // receive stamps, UnixNano (0: none)
+	at      [rxBatch]int64  // receive stamps, UnixNano (0: none)
+	seg     [rxBatch]uint16 // each message's datagram size with GRO (0: one datagram)
 	n, next int
-	dst     []byte     // where recv reads the first datagram (nil: bufs[0])
-	got     int        // datagrams the last recv read
+	off     int        // where the next datagram of message next starts
+	dst     []byte     // where recv reads the first message (nil: its slot)
+	intoDst bool       // the last recv read its first message into dst
+	got     int        // messages the last recv read
 	err     unix.Errno // its error (0: none)
 }
 
-// recv reads the datagrams waiting on fd (recvmmsg): false when none
+// slot is message i's buffer.
+func (r *rxRing) slot(i int) []byte { return r.bufs[i*r.size : (i+1)*r.size] }
+
+// recv reads the messages waiting on fd (recvmmsg): false when none
 // waits (the RawConn then waits for the socket to be readable).
 func (r *rxRing) recv(fd uintptr) bool {
-	for i := range r.msgs {
-		r.iovs[i] = unix.Iovec{Base: &r.bufs[i][0]}
-		r.iovs[i].SetLen(rxSize)
-		if i == 0 && len(r.dst) > 0 {
+	r.intoDst = len(r.dst) > 0
+	for i := range r.batch {
+		r.iovs[i] = unix.Iovec{Base: &r.bufs[i*r.size]}
+		r.iovs[i].SetLen(r.size)
+		if i == 0 && r.intoDst {
 			r.iovs[0] = unix.Iovec{Base: &r.dst[0]}
 			r.iovs[0].SetLen(len(r.dst))
 		}
 		r.msgs[i] = unix.Mmsghdr{Hdr: unix.Msghdr{Iov: &r.iovs[i], Iovlen: 1, Control: &r.oobs[i][0]}}
 		r.msgs[i].Hdr.SetControllen(kstamp.OOBSize)
 	}
-	k, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.msgs[0])), rxBatch, 0, 0, 0)
+	k, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.msgs[0])), uintptr(r.batch), 0, 0, 0)
 	if e == unix.EAGAIN || icmpError(e) {
 		return false // an ICMP error, not a datagram: read on (icmpError)
 	}
@@ -143,7 +184,7 @@ func (r *rxRing) recv(fd uintptr) bool {
 	return true
 }
 
-// fill reads the datagrams waiting (at least one: it waits for it).
+// fill reads the messages waiting (at least one: it waits for it).
 func (s *StampedPacketConn) fill() error {
 	r := &s.rx
 	r.got, r.err = 0, 0
@@ -156,13 +197,41 @@ func (s *StampedPacketConn) fill() error {
 	}
 	got := r.got
 	for i := range got {
-		r.at[i] = 0
-		if at := kstamp.Parse(r.oobs[i][:r.msgs[i].Hdr.Controllen]); !at.IsZero() {
+		oob := r.oobs[i][:r.msgs[i].Hdr.Controllen]
+		r.at[i], r.seg[i] = 0, 0
+		if at := kstamp.Parse(oob); !at.IsZero() {
 			r.at[i] = at.UnixNano()
 		}
+		if r.gro {
+			r.seg[i] = groSize(oob)
+		}
 	}
-	r.n, r.next = got, 0
+	r.n, r.next, r.off = got, 0, 0
 	return nil
+}
+
+// groSize is the datagram size of a message the kernel coalesced
+// (UDP_GRO's control message), 0 when it holds one datagram.
+func groSize(oob []byte) uint16 {
+	for len(oob) >= unix.SizeofCmsghdr {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
+		n := int(h.Len)
+		if n < unix.SizeofCmsghdr || n > len(oob) {
+			return 0
+		}
+		if data := oob[unix.CmsgLen(0):n]; h.Level == unix.SOL_UDP && h.Type == unix.UDP_GRO && len(data) >= 2 {
+			if len(data) >= 4 {
+				return uint16(*(*int32)(unsafe.Pointer(&data[0])))
+			}
+			return *(*uint16)(unsafe.Pointer(&data[0]))
+		}
+		next := unix.CmsgSpace(n - unix.CmsgLen(0))
+		if next > len(oob) {
+			break
+		}
+		oob = oob[next:]
+	}
+	return 0
 }
 
 // WriteTo sends one datagram. Only the first is stamped: the socket then

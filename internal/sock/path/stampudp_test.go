@@ -6,6 +6,9 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestDialStampedPinsAndStamps: a QUIC client's socket is of the path's
@@ -104,51 +107,105 @@ func TestStampedReadAllocatesNothing(t *testing.T) {
 }
 
 // TestStampedReadsABatchInOrder: datagrams that wait together are read by
-// one recvmmsg, the first into the reader's buffer and the others through
-// the socket's ring, and handed over whole, in order, each with its stamp;
-// a buffer too short for a datagram gets its first bytes.
+// one recvmmsg (without GRO the first into the reader's buffer) and the
+// others through the socket's ring, and handed over whole, in order, each
+// with its stamp; a buffer too short for a datagram gets its first bytes.
 func TestStampedReadsABatchInOrder(t *testing.T) {
+	for _, gro := range []bool{false, true} {
+		srv, c := stampedPair(t, gro)
+		back := net.UDPAddrFromAddrPort(c.LocalAddr().(*net.UDPAddr).AddrPort())
+		n := c.rx.batch + 3 // more than one read takes
+		for i := range n {
+			d := make([]byte, 100+i)
+			for j := range d {
+				d[j] = byte(i + 1)
+			}
+			if _, err := srv.WriteToUDP(d, back); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(50 * time.Millisecond) // all wait before the first read
+		b := make([]byte, 2048)
+		for i := range n {
+			for j := range b {
+				b[j] = 0xff
+			}
+			c.SetReadDeadline(time.Now().Add(2 * time.Second))
+			m, _, err := c.ReadFrom(b)
+			if err != nil || m != 100+i || b[0] != byte(i+1) || b[m-1] != byte(i+1) || b[m] != 0xff {
+				t.Fatalf("gro %v: datagram %d: read %d bytes (%x...%x): %v", gro, i, m, b[0], b[max(m-1, 0)], err)
+			}
+		}
+		if first, last := c.Received(); first.IsZero() || last.Before(first) {
+			t.Errorf("gro %v: stamps %v to %v", gro, first, last)
+		}
+		if _, err := srv.WriteToUDP(make([]byte, 300), back); err != nil {
+			t.Fatal(err)
+		}
+		c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		if m, _, err := c.ReadFrom(b[:50]); err != nil || m != 50 {
+			t.Errorf("gro %v: a 300-byte datagram into 50 bytes: %d, %v", gro, m, err)
+		}
+	}
+}
+
+// TestStampedReadsAGSOSendWhole: a server's GSO send (one sendmsg of three
+// datagrams, as quic-go's server sends a reply) reaches the socket as one
+// message with UDP_GRO, and is handed over as its three datagrams, in
+// order, each with the send's stamp; without GRO the kernel splits it.
+func TestStampedReadsAGSOSendWhole(t *testing.T) {
+	for _, gro := range []bool{false, true} {
+		srv, c := stampedPair(t, gro)
+		back := net.UDPAddrFromAddrPort(c.LocalAddr().(*net.UDPAddr).AddrPort())
+		d := make([]byte, 1200*2+500)
+		for i := range d {
+			d[i] = byte(i / 1200)
+		}
+		oob := make([]byte, unix.CmsgSpace(2))
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
+		h.Level, h.Type = unix.SOL_UDP, unix.UDP_SEGMENT
+		h.SetLen(unix.CmsgLen(2))
+		*(*uint16)(unsafe.Pointer(&oob[unix.CmsgLen(0)])) = 1200
+		if _, _, err := srv.WriteMsgUDP(d, oob, back); err != nil {
+			t.Skipf("no GSO send here: %v", err)
+		}
+		b := make([]byte, 2048)
+		for i, want := range []int{1200, 1200, 500} {
+			c.SetReadDeadline(time.Now().Add(2 * time.Second))
+			m, _, err := c.ReadFrom(b)
+			if err != nil || m != want || b[0] != byte(i) || b[m-1] != byte(i) {
+				t.Fatalf("gro %v: datagram %d: %d bytes (%x...%x), want %d: %v", gro, i, m, b[0], b[max(m-1, 0)], want, err)
+			}
+			if i == 0 && gro && (c.rx.n != 1 || c.rx.seg[0] != 1200) {
+				t.Errorf("gro: the send came as %d messages (datagram size %d), want 1 of 1200", c.rx.n, c.rx.seg[0])
+			}
+		}
+		if first, last := c.Received(); first.IsZero() || !last.Equal(first) {
+			t.Errorf("gro %v: stamps %v to %v: want one, the send's", gro, first, last)
+		}
+	}
+}
+
+// stampedPair is a server socket on 127.0.0.1 and a stamped client
+// socket connected to it, with or without GRO.
+func stampedPair(t *testing.T, gro bool) (*net.UDPConn, *StampedPacketConn) {
+	t.Helper()
 	srv, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Close()
+	t.Cleanup(func() { srv.Close() })
 	c, err := DialStamped(context.Background(), Dialer{Path: IPv4}, srv.LocalAddr().(*net.UDPAddr).AddrPort())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	back := net.UDPAddrFromAddrPort(c.LocalAddr().(*net.UDPAddr).AddrPort())
-	const n = rxBatch + 3 // more than one read takes
-	for i := range n {
-		d := make([]byte, 100+i)
-		for j := range d {
-			d[j] = byte(i + 1)
+	t.Cleanup(func() { c.Close() })
+	if gro != c.rx.gro {
+		if gro {
+			t.Skip("UDP_GRO is not offered here")
 		}
-		if _, err := srv.WriteToUDP(d, back); err != nil {
-			t.Fatal(err)
-		}
+		_ = c.rc.Control(func(fd uintptr) { _ = unix.SetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_GRO, 0) })
+		c = newStamped(c.c, c.rc, false)
 	}
-	time.Sleep(50 * time.Millisecond) // all wait before the first read
-	b := make([]byte, 2048)
-	for i := range n {
-		for j := range b {
-			b[j] = 0xff
-		}
-		c.SetReadDeadline(time.Now().Add(2 * time.Second))
-		m, _, err := c.ReadFrom(b)
-		if err != nil || m != 100+i || b[0] != byte(i+1) || b[m-1] != byte(i+1) || b[m] != 0xff {
-			t.Fatalf("datagram %d: read %d bytes (%x...%x): %v", i, m, b[0], b[max(m-1, 0)], err)
-		}
-	}
-	if first, last := c.Received(); first.IsZero() || last.Before(first) {
-		t.Errorf("stamps %v to %v", first, last)
-	}
-	if _, err := srv.WriteToUDP(make([]byte, 300), back); err != nil {
-		t.Fatal(err)
-	}
-	c.SetReadDeadline(time.Now().Add(2 * time.Second))
-	if m, _, err := c.ReadFrom(b[:50]); err != nil || m != 50 {
-		t.Errorf("a 300-byte datagram into 50 bytes: %d, %v", m, err)
-	}
+	return srv, c
 }

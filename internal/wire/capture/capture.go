@@ -57,6 +57,12 @@ type Filter struct {
 	// one of them is that path's (translated IPv4, and its DNS64 lookups
 	// over IPv6).
 	Nat64 []netip.Prefix
+	// Path is the path of the window's run, and Wire the form its packets
+	// must take (path.Kind's Wire, or an access link's form): a QUIC
+	// connection opened in the window is Path's, and a kept one of
+	// another path is told apart by it (see Capture.kept).
+	Path path.Path
+	Wire string
 }
 
 // nat64 says whether src or dst (raw 4- or 16-byte addresses) lies in
@@ -109,6 +115,11 @@ type frameInfo struct {
 	// whose close a lossy link dropped): what the client answers on it (a
 	// closed connection's CONNECTION_CLOSE again) is stray too.
 	udp bool
+	// quic: a datagram on an HTTP/3 service's port (Filter.UDP). Only a
+	// long-header packet from the client (an Initial: a handshake) opens
+	// its flow; a kept connection's datagrams (1-RTT, short header) do
+	// not.
+	quic bool
 	// seg is a TCP segment's place in its connection, when one end is the
 	// service (which end is the client is known).
 	seg segPlace
@@ -251,7 +262,13 @@ func transport(proto byte, src, dst, l4 []byte, size int, f Filter) (frameInfo, 
 			fi.seg = segment(l4, size, toService)
 		}
 	} else {
-		fi.opens = f.Port == 0 || service(dp)
+		fi.quic = f.UDP && (sp == f.Port || dp == f.Port)
+		fi.opens = f.Port == 0 || (service(dp) && !fi.quic)
+		if fi.quic && dp == f.Port && len(l4) > 8 {
+			// RFC 9000 17.2: the header form bit; a client sends long
+			// headers only while its handshake is under way.
+			fi.opens = l4[8]&0x80 != 0
+		}
 		fi.mayStray, fi.udp = fromService, true
 	}
 	a, b := endpoint(src, sp), endpoint(dst, dp)
@@ -341,6 +358,7 @@ type Capture struct {
 	counts  Counts
 	flows   map[flowKey]bool     // flows opened in the window or kept connections its client sent new data on (false), or UDP flows an earlier run left (true)
 	marks   map[flowKey]flowMark // TCP connections' client data seen in recent windows
+	kept    map[flowKey]keptFlow // QUIC connections' paths, over every window (quic)
 	gen     uint64               // the window's number, for marks
 	last    time.Time            // receive time of the last frame processed
 	wg      sync.WaitGroup
@@ -429,12 +447,17 @@ const Quiet = 20 * time.Millisecond
 
 // Start opens the window for a run, after a quiet gap. A transaction's
 // DNS lookup is counted with it: its packets must carry the path too.
-func (k Check) Start(protocol string, _ path.Path) {
+func (k Check) Start(protocol string, p path.Path) {
 	time.Sleep(Quiet)
-	f := Filter{Port: k.Ports[protocol], Nat64: k.Nat64, Also: k.Lookups[protocol], UDP: k.UDP[protocol]}
+	kind := p.Kind()
+	f := Filter{Port: k.Ports[protocol], Nat64: k.Nat64, Also: k.Lookups[protocol], UDP: k.UDP[protocol], Path: p, Wire: kind.Wire}
 	k.C.Reset(f)
 	if k.ClientSide != nil {
-		k.ClientSide.Reset(Filter{Port: f.Port, Also: f.Also, UDP: f.UDP})
+		access := kind.Access
+		if access == "" {
+			access = kind.Wire
+		}
+		k.ClientSide.Reset(Filter{Port: f.Port, Also: f.Also, UDP: f.UDP, Path: p, Wire: access})
 	}
 }
 
@@ -490,6 +513,8 @@ func (c *Capture) frame(at time.Time, frame []byte, n int) {
 	class := fi.class
 	stale, seen := c.flows[fi.flow]
 	switch {
+	case fi.quic:
+		class = c.quic(at, fi, seen, stale)
 	case seen && stale: // a UDP flow an earlier run left
 		c.counts.Stray++
 		class = Ignored
@@ -532,6 +557,84 @@ func (c *Capture) frame(at time.Time, frame []byte, n int) {
 	if c.pcap != nil && c.pcapErr == nil {
 		c.pcapErr = c.pcap.WritePacket(gopacket.CaptureInfo{Timestamp: at, CaptureLength: len(frame), Length: n}, frame)
 	}
+}
+
+// quic counts a datagram of an HTTP/3 service's QUIC port and returns its
+// class, or Ignored when it is stray. A connection is its window's path's
+// from its first long-header packet on (Capture.kept), in every later
+// window too. A datagram of a flow not opened in the window counts if the
+// flow is the running path's own (a kept connection: a leak over another
+// form still fails the run); else, of another form than the running
+// path's, it is another path's kept connection (quic-go's path MTU probes
+// and ACKs, the server's datagrams) or settling's: stray. Of the path's
+// own form, it is taken as the run's, as a client's datagram on an unknown
+// flow is; a flow the service sent first on is an earlier run's.
+func (c *Capture) quic(at time.Time, fi frameInfo, seen, stale bool) Class {
+	if fi.opens {
+		c.flows[fi.flow] = false
+		c.keep(fi.flow, keptFlow{path: c.filter.Path, last: at})
+		return fi.class
+	}
+	o, known := c.kept[fi.flow]
+	if known {
+		o.last = at
+		c.kept[fi.flow] = o
+	}
+	own := known && c.filter.Path != "" && o.path == c.filter.Path
+	switch {
+	case seen && !stale || own:
+		c.flows[fi.flow] = false
+		return fi.class
+	case c.filter.Wire != "" && !ofForm(fi.class, c.filter.Wire), seen && stale:
+		c.counts.Stray++
+		return Ignored
+	case !seen && fi.mayStray:
+		c.flows[fi.flow] = true
+		c.counts.Stray++
+		return Ignored
+	}
+	c.flows[fi.flow] = false
+	return fi.class
+}
+
+// keptFlow is a QUIC connection's path (that of the window its first
+// long-header packet was seen in) and when it was last seen.
+type keptFlow struct {
+	path path.Path
+	last time.Time
+}
+
+// keptFor is how long a QUIC connection is remembered after its last
+// datagram: far past quic-go's 30 s idle timeout, after which a
+// connection sends nothing more.
+const keptFor = 5 * time.Minute
+
+// keep records f's path.
+func (c *Capture) keep(f flowKey, k keptFlow) {
+	if c.kept == nil {
+		c.kept = make(map[flowKey]keptFlow)
+	}
+	c.kept[f] = k
+}
+
+// ofForm says whether a frame of class is of the form wire (a path.Kind's
+// Wire or Access).
+func ofForm(class Class, wire string) bool {
+	switch wire {
+	case "ipv4":
+		return class == IPv4
+	case "ipv6":
+		return class == IPv6
+	case "6in4":
+		return class == SixIn4
+	case "nat64":
+		return class == NAT64
+	case "dslite":
+		return class == DSLite
+	case "dual":
+		return class == IPv4 || class == IPv6
+	}
+	return false
 }
 
 // note keeps what a TCP segment says of its connection's client data.
@@ -597,6 +700,11 @@ func (c *Capture) Reset(f Filter) {
 	for k, m := range c.marks {
 		if m.gen+markWindows < c.gen {
 			delete(c.marks, k) // a connection quiet for that long sends nothing late
+		}
+	}
+	for k, o := range c.kept {
+		if c.from.Sub(o.last) > keptFor {
+			delete(c.kept, k)
 		}
 	}
 	if c.ring != nil {

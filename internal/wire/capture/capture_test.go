@@ -616,3 +616,116 @@ func TestARingThatCannotBeSetUpFailsEveryRun(t *testing.T) {
 		t.Errorf("Stop: %v", err)
 	}
 }
+
+// quicDgram is a UDP datagram from sport to dport whose payload starts
+// with first (a QUIC header's first byte: 0xc0 a long header, an Initial;
+// 0x40 a short one).
+func quicDgram(sport, dport uint16, first byte) []byte {
+	b := l4(sport, dport)
+	b[8] = first
+	return b
+}
+
+// udp6Between is a UDP datagram in an IPv6 packet from 2001:db8::1 to
+// 2001:db8::2 (or back, from the service's port).
+func udp6Between(dgram []byte) []byte {
+	p := ipv6Between(dgram)
+	p[6] = 17
+	if binary.BigEndian.Uint16(dgram) == 443 {
+		p[23], p[39] = 2, 1
+	}
+	return p
+}
+
+// TestAnotherPathsKeptQUICConnectionIsStray: with HTTP/3 keepalive, each
+// path's users keep their QUIC connections across runs, and those send a
+// few datagrams (quic-go's path MTU probes, ACKs, a server's datagram)
+// during other paths' runs (trial8 F0). A connection is its window's
+// path's from its first long-header packet: another path's, or one opened
+// before any window (settling), is stray when not of the running path's
+// form; the running path's own kept connections count from either end,
+// so a leak over another form still fails the run.
+func TestAnotherPathsKeptQUICConnectionIsStray(t *testing.T) {
+	c := &Capture{flows: make(map[flowKey]bool)} // as FromFD makes it
+	send := func(frames ...[]byte) {
+		for _, f := range frames {
+			c.mu.Lock()
+			c.frame(time.Now(), f, len(f))
+			c.mu.Unlock()
+		}
+	}
+	window := func(p path.Path) {
+		c.Reset(Filter{Port: 443, Also: 53, UDP: true, Path: p, Wire: p.Kind().Wire})
+	}
+	const initial, short = 0xc0, 0x40
+	v4 := func(src, dst byte, d []byte) []byte { return ether(0x0800, ipv4Between(17, src, dst, d)) }
+	v6 := func(d []byte) []byte { return ether(0x86DD, udp6Between(d)) }
+	sixin4 := func(d []byte) []byte { return ether(0x0800, ipv4Pkt(41, udp6Between(d))) }
+
+	// Settling's connection, opened before any window, and the ipv6
+	// run's users' connection, kept.
+	send(v6(quicDgram(40100, 443, initial)), v6(quicDgram(443, 40100, initial)))
+	window(path.IPv6)
+	send(v6(quicDgram(40000, 443, initial)), v6(quicDgram(443, 40000, initial)), v6(quicDgram(40000, 443, short)))
+	if got := c.Counts(); got != (Counts{IPv6: 3}) {
+		t.Fatalf("the ipv6 run: %+v", got)
+	}
+
+	// The ipv4 run: its own connection and lookup count; the ipv6
+	// connection's path MTU probe, ACK and the server's datagram, and
+	// settling's last datagram, are stray.
+	window(path.IPv4)
+	send(
+		v4(1, 2, quicDgram(40001, 443, initial)),
+		v6(quicDgram(40000, 443, short)), // a path MTU probe
+		v4(2, 1, quicDgram(443, 40001, initial)),
+		v6(quicDgram(443, 40000, short)), // its ACK
+		v4(1, 2, l4(40002, 53)),          // the run's lookup
+		v4(2, 1, l4(53, 40002)),
+		v6(quicDgram(40000, 443, short)), // an ACK
+		v6(quicDgram(40100, 443, short)), // settling's
+		v4(1, 2, quicDgram(40001, 443, short)),
+	)
+	got := c.Counts()
+	if want := (Counts{IPv4: 5, Stray: 4}); got != want {
+		t.Errorf("an ipv4 run beside the ipv6 kept connection: %+v, want %+v", got, want)
+	}
+	if err := got.Proves(path.IPv4); err != nil {
+		t.Errorf("another path's kept connection failed the run: %v", err)
+	}
+
+	// The ipv4 run again: its kept connection counts from either end (the
+	// server's datagram first), as the 6in4 run's own; the ipv6 and ipv4
+	// connections are stray in the 6in4 run (IPv6 in IPv4 is not IPv6).
+	window(path.IPv4)
+	send(v4(2, 1, quicDgram(443, 40001, short)), v4(1, 2, quicDgram(40001, 443, short)), v6(quicDgram(443, 40000, short)))
+	if got := c.Counts(); got != (Counts{IPv4: 2, Stray: 1}) {
+		t.Errorf("the ipv4 run's kept connection: %+v", got)
+	}
+	window(path.SixIn4)
+	send(sixin4(quicDgram(40003, 443, initial)), v6(quicDgram(40000, 443, short)), v4(2, 1, quicDgram(443, 40001, short)), sixin4(quicDgram(443, 40003, short)))
+	if got := c.Counts(); got != (Counts{SixIn4: 2, Stray: 2}) || got.Proves(path.SixIn4) != nil {
+		t.Errorf("a 6in4 run beside kept ipv6 and ipv4 connections: %+v", got)
+	}
+
+	// A leak: the ipv4 run's users open a connection over IPv6. It fails
+	// that run, and, kept, every ipv4 run it carries datagrams in.
+	window(path.IPv4)
+	send(v4(1, 2, quicDgram(40004, 443, initial)), v6(quicDgram(40005, 443, initial)))
+	if err := c.Counts().Proves(path.IPv4); !errors.Is(err, ErrWrongWire) {
+		t.Errorf("an ipv4 run's connection over IPv6 passed: %+v", c.Counts())
+	}
+	window(path.IPv4)
+	send(v4(1, 2, quicDgram(40004, 443, short)), v6(quicDgram(443, 40005, short)), v6(quicDgram(40005, 443, short)))
+	if got := c.Counts(); got != (Counts{IPv4: 1, IPv6: 2}) || !errors.Is(got.Proves(path.IPv4), ErrWrongWire) {
+		t.Errorf("an ipv4 run's kept connection over IPv6: %+v, want it counted and failing the run", got)
+	}
+
+	// A flow never seen opened (its Initial before the capture) counts in
+	// the running path's form, and so do the service's answers to it.
+	window(path.IPv6)
+	send(v6(quicDgram(40006, 443, short)), v6(quicDgram(443, 40006, short)))
+	if got := c.Counts(); got != (Counts{IPv6: 2}) {
+		t.Errorf("an unknown flow of the path's form: %+v", got)
+	}
+}
