@@ -680,6 +680,8 @@ func TestBadInputIsAClearError(t *testing.T) {
 	l, _ := localServers(t)
 	bgFile := filepath.Join(t.TempDir(), "bg.yaml")
 	os.WriteFile(bgFile, []byte("name: bg\ncells:\n  - {protocol: http, conns: [1], background: C1B}\n"), 0o644)
+	v3File := filepath.Join(t.TempDir(), "v3x.yaml")
+	os.WriteFile(v3File, []byte("name: v3x\nwhere: lab\npaths: [ipv4, dual]\ncells:\n  - {protocol: http, conns: [1], tls: true, dialer: v3}\n"), 0o644)
 	cases := []struct {
 		args []string
 		code int
@@ -690,6 +692,12 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"run", "--conns", "ten"}, 2, `--conns: "ten" is not a whole number`},
 		{[]string{"run", "--runs", "1", "--warmup", "1"}, 2, "--warmup: 1 warm-up runs leave none of the 1 runs to count"},
 		{[]string{"run", "--conns", "1,1", "--dry-run"}, 2, "--conns: 1 is listed twice"},
+		// trial8 F3: an address of the other family is refused before anything is sent.
+		{[]string{"probe", "http", "http://127.0.0.1:9/", "--paths", "ipv4,ipv6", "--runs", "2"}, 2, "path ipv6: 127.0.0.1 is an IPv4 address, which is not looked up: give an IPv6 one, or a name (with --resolve for an address of each family)"},
+		{[]string{"probe", "http", "http://[::1]:9/", "--paths", "ipv4", "--runs", "2"}, 2, "path ipv4: ::1 is an IPv6 address, which is not looked up: give an IPv4 one"},
+		// trial8 F9: an error the flag's value caused names the flag, not the file's line.
+		{[]string{"run", "web2026", "--paths", "ipv4,dual", "--dry-run"}, 2, "--paths: dual: built-in web2026's cell web/3 (http_version 3) cannot run over it: 3 over the dual path: "},
+		{[]string{"run", v3File, "--paths", "ipv4,ipv6", "--dry-run"}, 2, "--paths: ipv4,ipv6: no dual path, which " + v3File + "'s cell v3 (dialer v3) needs: v3 races the dual path's families"},
 		{[]string{"run", "--conns", "1000000", "--dry-run"}, 2, "--conns: 1000000: want 1 to 100000 connections"},
 		{[]string{"run", "--pause", "-1s", "--dry-run"}, 2, "--pause: must not be negative"},
 		{[]string{"run", "--pause", "100000h", "--dry-run"}, 2, "--pause: 100000h0m0s is more than 1h0m0s"},
@@ -697,7 +705,7 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"run", "--duration", "100h", "--dry-run"}, 2, "--duration: 100h0m0s is more than 24h0m0s"},
 		{[]string{"run", "--spin", "20ms", "--dry-run"}, 2, "--spin: 20ms is more than 10ms"},
 		{[]string{"run", "--loopback", "--spin", "1ms", "--results", t.TempDir()}, 1, "spin: the embedded servers run in this process here (loopback)"},
-		{[]string{"probe", "http", "http://127.0.0.1:9/", "--spin", "-1ms"}, 2, "--spin: -1ms is negative"},
+		{[]string{"probe", "http", "http://127.0.0.1:9/", "--paths", "ipv4", "--spin", "-1ms"}, 2, "--spin: -1ms is negative"},
 		{[]string{"run", "--name", "../x", "--dry-run"}, 2, `experiment: name: "../x" cannot name a result directory`},
 		{[]string{"run", "--loss", "NaN", "--dry-run"}, 2, "--loss: NaN% is not a share of packets to drop"},
 		{[]string{"run", "--rate", "0.5bit", "--dry-run"}, 2, `--rate: bad rate "0.5bit": below 1 bit/s`},
@@ -821,7 +829,7 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"probe", "http", "https://127.0.0.1:9/", "--http-version", "3", "--zero-rtt"}, 2, "--zero-rtt: needs a session to resume: give tls_resume too (--tls-resume;"},
 		{[]string{"probe", "http", "https://127.0.0.1:9/", "--keepalive"}, 2, "--keepalive: keeps each user's HTTP/2 or HTTP/3 connection: give http_version: 2 or 3"},
 		// trial6 F18: the first run's new connections would count as kept
-		{[]string{"probe", "http", "https://127.0.0.1:9/", "--http-version", "2", "--keepalive", "--warmup", "0"}, 2, "--warmup: 0 with keepalive (--keepalive): each user's first transaction opens its connection"},
+		{[]string{"probe", "http", "https://127.0.0.1:9/", "--paths", "ipv4", "--http-version", "2", "--keepalive", "--warmup", "0"}, 2, "--warmup: 0 with keepalive (--keepalive): each user's first transaction opens its connection"},
 		{[]string{"probe", "http", "https://[::1]:9/", "--http-version", "3", "--paths", "ipv6,dual"}, 2, "--http-version: 3 over the dual path: its Happy Eyeballs (RFC 8305) races TCP connections, not QUIC"},
 	}
 	for _, c := range cases {

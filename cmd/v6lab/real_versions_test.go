@@ -140,3 +140,34 @@ cells:
 		}
 	}
 }
+
+// TestV3CellAgainstRealServers (trial8 F10): a dialer v3 cell naming no
+// http_version, alone, against the real servers: Caddy is started for it
+// (its dual path races to HTTP/3), and serves its pinned ipv4 over TCP,
+// whose packets the wire check counts.
+func TestV3CellAgainstRealServers(t *testing.T) {
+	requireLab(t)
+	requireCaddy(t)
+	_, f, s, out, err := labRun(t, buildBinary(t), `name: v3r
+where: lab
+paths: [ipv4, dual]
+runs: 2
+warmup: 1
+timeout: 10s
+cells:
+  - {protocol: http, conns: [1], tls: true, dialer: v3, server: real}
+`)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	for _, c := range s.Cells {
+		if c.Protocol != "v3" || c.Failed != 0 || c.Completed != 1 {
+			t.Errorf("%s/%s/%d: %d completed, %d failed (%s)", c.Protocol, c.Path, c.Conns, c.Completed, c.Failed, c.FirstError)
+		}
+	}
+	for _, r := range f.Runs {
+		if r.Path == "ipv4" && (r.Wire == nil || r.Wire.IPv4 < 15) {
+			t.Errorf("run %s#%d: wire %+v, want the TCP connection's packets counted", r.Cell, r.Run, r.Wire)
+		}
+	}
+}

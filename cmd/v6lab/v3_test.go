@@ -178,3 +178,55 @@ cells:
 		t.Errorf("%d of %d run records name the lab's DNS port as spared", spared, len(f.Runs))
 	}
 }
+
+// TestV3CellAloneInTheLab (trial8 F10, F11, F4): a file whose only https
+// cell races with dialer v3 (trial8's v3x.yaml) runs: the server its
+// pinned ipv4 path needs is the one its dual path races to, and it is
+// started. The unlabelled cell is named v3, not h3; its ipv4 row speaks
+// HTTP/1.1 over TLS, its dual row what won (h3 here), and the dual table
+// says so. With -q nothing but the results line reaches the terminal:
+// not net/http's log of the losing attempts it resets.
+func TestV3CellAloneInTheLab(t *testing.T) {
+	requireLab(t)
+	dir, f, s, out, err := labRun(t, buildBinary(t), `name: v3x
+where: lab
+paths: [ipv4, dual]
+runs: 3
+warmup: 1
+timeout: 10s
+cells:
+  - {protocol: http, conns: [1], tls: true, dialer: v3}
+`)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	if strings.Contains(out, "http2:") || strings.Count(strings.TrimSpace(out), "\n") > 0 {
+		t.Errorf("with -q the run printed more than its results line:\n%s", out)
+	}
+	spoke := map[string]map[string]int{}
+	for _, c := range s.Cells {
+		if c.Protocol != "v3" || c.Failed != 0 || c.Completed != 2 {
+			t.Errorf("%s/%s/%d: %d completed, %d failed (%s)", c.Protocol, c.Path, c.Conns, c.Completed, c.Failed, c.FirstError)
+		}
+		spoke[c.Path] = c.Negotiated
+	}
+	if spoke["ipv4"]["http/1.1"] != 2 || spoke["dual"]["h3"] != 2 {
+		t.Errorf("spoke %v, want HTTP/1.1 on ipv4, h3 on dual", spoke)
+	}
+	// The pinned row goes over TCP to the HTTP/3 server's port: the wire
+	// check counts that port's TCP there (a handshake, TLS, a page and 3
+	// objects: 30-odd packets), not its UDP alone (the lookup's 2).
+	for _, r := range f.Runs {
+		if r.Path == "ipv4" && (r.Wire == nil || r.Wire.IPv4 < 15) {
+			t.Errorf("run %s#%d: wire %+v, want the TCP connection's packets counted", r.Cell, r.Run, r.Wire)
+		}
+	}
+	txt, err := os.ReadFile(filepath.Join(dir, report.TextFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(txt), "V3: increase over ipv4") ||
+		!strings.Contains(string(txt), "dual at 1 spoke h3, ipv4 (the baseline) http/1.1: the difference is the versions' as well as the path's") {
+		t.Errorf("the dual table does not say the rows spoke different versions:\n%s", txt)
+	}
+}

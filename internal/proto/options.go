@@ -177,6 +177,13 @@ func (n *Named) Endpoint(host string, p path.Path) (Endpoint, error) {
 	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil && a.Is4In6() {
 		// A socket of either family would carry it as IPv4, or not at all.
 		return Endpoint{}, fmt.Errorf("%s is an IPv4-mapped IPv6 address, which is IPv4: give %s", host, a.Unmap())
+	} else if err == nil && !p.Accepts(a) {
+		// An address is not looked up: every transaction would fail.
+		fam := "IPv4"
+		if a.Is6() {
+			fam = "IPv6"
+		}
+		return Endpoint{}, fmt.Errorf("%s is an %s address, which is not looked up: give an %s one, or a name (with --resolve for an address of each family)", host, fam, p.Family())
 	}
 	hosts, err := n.Hosts()
 	if err != nil {

@@ -665,6 +665,7 @@ func comparisonSections(s *Summary, title string, cmps []Comparison, cells []Cel
 		if busy {
 			out[0].Footer = append(out[0].Footer, BusyNote)
 		}
+		out[len(out)-1].Footer = append(out[len(out)-1].Footer, spokeApart(s.Baseline, cmps, cells)...)
 	}
 	if wc := filter(cmps, func(c Comparison) bool { return c.Wire != nil }); len(wc) > 0 && !timeBound(cells) {
 		out = append(out, comparisonSection(fmt.Sprintf("%s: wire time against %s (positive = slower than %s)", title, s.Baseline, s.Baseline),
@@ -698,6 +699,32 @@ func cellAt(cells []Cell, p string, conns int) *Cell {
 		}
 	}
 	return nil
+}
+
+// spokeApart says where a compared cell's transactions spoke other
+// protocols than the baseline's at the same connections (a dialer v3
+// cell naming no http_version: what won the race on dual, HTTP/1.1 over
+// TLS on the pinned baseline): the difference is then the versions' as
+// well as the path's.
+func spokeApart(baseline string, cmps []Comparison, cells []Cell) []string {
+	find := func(p string, n int) *Cell {
+		for i := range cells {
+			if cells[i].Path == p && cells[i].Conns == n && len(cells[i].Negotiated) > 0 {
+				return &cells[i]
+			}
+		}
+		return nil
+	}
+	var out []string
+	for _, c := range cmps {
+		a, b := find(c.Path, c.Conns), find(baseline, c.Conns)
+		if a == nil || b == nil || spoke(a, false) == spoke(b, false) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s at %d spoke %s, %s (the baseline) %s: the difference is the versions' as well as the path's",
+			c.Path, c.Conns, spoke(a, false), baseline, spoke(b, false)))
+	}
+	return out
 }
 
 // percentileSection is the pooled percentiles, rate and failures per

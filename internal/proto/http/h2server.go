@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	nethttp "net/http"
 	"net/netip"
@@ -40,18 +41,48 @@ type versions struct {
 	h3   []*http3.Server
 	h3ln []*quic.EarlyListener
 	pcs  []net.PacketConn // HTTP/3's sockets, closed last
+	log  *serverLog       // net/http's error log of h2 (HTTP/3's has none: quic-go logs only to a Logger given)
 	done sync.WaitGroup
+}
+
+// serverLog takes the lines net/http's HTTP/2 server logs ("http2:
+// server: error reading preface from client …: connection reset by
+// peer": a Happy Eyeballs attempt that lost, reset by the client as it
+// should be). They are no error of the run, and a library's log line
+// must never reach the user's terminal: it counts them and keeps the
+// last, which a test or a caller can read (Server.Logged).
+type serverLog struct {
+	mu    sync.Mutex
+	lines int
+	last  string
+}
+
+func (l *serverLog) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	l.lines++
+	l.last = string(b)
+	l.mu.Unlock()
+	return len(b), nil
+}
+
+// Logged is how many lines net/http's HTTP/2 server logged, and the last.
+func (s *Server) Logged() (int, string) {
+	l := s.versions.log
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lines, l.last
 }
 
 // startVersions starts HTTP/2 for s's connections and HTTP/3 on pcs
 // (QUIC over each UDP socket, none when pcs is empty), advertising h3 on
 // port in Alt-Svc.
 func startVersions(s *plainServer, cfg ServerConfig, pcs []net.PacketConn, port int) *versions {
-	v := &versions{ln: newHandedListener(), pcs: pcs}
+	v := &versions{ln: newHandedListener(), pcs: pcs, log: &serverLog{}}
 	var ps nethttp.Protocols
 	ps.SetHTTP2(true)
 	ps.SetUnencryptedHTTP2(true)
 	v.h2 = &nethttp.Server{Handler: s, Protocols: &ps, ReadHeaderTimeout: plainHeaderTime, IdleTimeout: plainIdle,
+		ErrorLog: log.New(v.log, "", 0),
 		ConnState: func(c net.Conn, st nethttp.ConnState) {
 			if st == nethttp.StateClosed || st == nethttp.StateHijacked {
 				s.mu.Lock()

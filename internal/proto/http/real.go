@@ -35,10 +35,11 @@ func realFit(opts proto.Options) error {
 	return nil
 }
 
-// realNeeds: Caddy, when a cell speaks HTTP/3.
+// realNeeds: Caddy, when a cell speaks HTTP/3 or races to it (dialer v3
+// with a dual path: every path of the cell then goes to Caddy's port).
 func realNeeds(cells []proto.Options) []servers.Program {
 	for _, c := range cells {
-		if c.(*Options).HTTPVersion == Version3 {
+		if c.ServerFor() == ServerKeyH3 {
 			return []servers.Program{{Name: "caddy", Package: "caddy"}}
 		}
 	}

@@ -195,12 +195,49 @@ func (s *CellGroup) NoteName() string {
 // proto.Endpoints and in the wire check's ports): the embedded server that
 // answers the cell, or real/KEY for the real server that stands for it
 // (real/http: nginx; real/https: nginx's TLS; real/h3: Caddy).
+//
+// The server follows from all the group's paths (a dialer v3 cell's pinned
+// paths use the server its dual path races to), so WireKey derives
+// RacesFamilies from them first: a job read back from JSON, or paths a
+// flag changed, ask for the server the run started.
 func (s *CellGroup) WireKey() string {
+	if s.Options != nil {
+		s.Options.Base().RacesFamilies = s.RacesFamilies()
+	}
 	k := all.CellServerKey(s.Protocol, s.Options)
 	if s.Server == "real" {
 		return "real/" + k
 	}
 	return k
+}
+
+// TCPWire follows a server key whose measured traffic is UDP alone
+// (HTTP/3's) in the wire check's key of the runs that go to the same
+// port over TCP (WireKeyOn).
+const TCPWire = "/tcp"
+
+// WireKeyOn is the wire check's key of the group's runs over path p:
+// WireKey, or, over a pinned path of a cell whose server is the HTTP/3
+// one but which speaks TCP there (dialer v3 naming no http_version 3:
+// HTTP/1.1 or h2 over TLS, to the same port), WireKey+TCPWire, which
+// counts that port's TCP.
+func (s *CellGroup) WireKeyOn(p path.Path) string {
+	k := s.WireKey()
+	if p.Kind().Dual || !all.WireUDP(k) || s.pinnedKey() == strings.TrimPrefix(k, "real/") {
+		return k
+	}
+	return k + TCPWire
+}
+
+// pinnedKey is the server the group's options ask for as if none of its
+// paths raced the families (what a dialer v3 cell's pinned paths speak
+// to: https).
+func (s *CellGroup) pinnedKey() string {
+	b := s.Options.Base()
+	races := b.RacesFamilies
+	b.RacesFamilies = false
+	defer func() { b.RacesFamilies = races }()
+	return all.CellServerKey(s.Protocol, s.Options)
 }
 
 // anyCell reports whether any cell group satisfies f.
@@ -230,6 +267,7 @@ func (e *Experiment) RealCells(protocol string) []proto.Options {
 	var out []proto.Options
 	for _, c := range e.Groups {
 		if c.Protocol == protocol && c.Server == "real" {
+			c.WireKey() // derives what the options ask of the server from the group's paths
 			out = append(out, c.Options)
 		}
 	}
@@ -853,7 +891,7 @@ func (r *Executor) runStep(ctx context.Context, w *result.Writer, st Step, slot 
 		}
 	}
 	if r.Wire != nil {
-		r.Wire.Start(spec.WireKey(), st.Path)
+		r.Wire.Start(spec.WireKeyOn(st.Path), st.Path)
 	}
 	// The run starts with its load: the background's lead-in and the
 	// wire check's quiet gap are no part of the time rate/s divides by.

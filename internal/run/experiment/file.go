@@ -328,7 +328,7 @@ func (f *file) groups(doc *specfile.Doc, e *Experiment, base CellGroup, paths []
 			return err
 		}
 		for _, c := range cells {
-			s, err := c.spec(doc, at, base, paths, f.over, e)
+			s, err := c.spec(doc, at, base, paths, f, e)
 			if err != nil {
 				return err
 			}
@@ -451,10 +451,10 @@ func runSettings(doc *specfile.Doc, prefix string, s *CellGroup, runs, warmup *i
 	return nil
 }
 
-func (c *cellFile) spec(doc *specfile.Doc, at string, base CellGroup, paths, over []path.Path, e *Experiment) (CellGroup, error) {
+func (c *cellFile) spec(doc *specfile.Doc, at string, base CellGroup, paths []path.Path, f *file, e *Experiment) (CellGroup, error) {
 	s := base
 	s.Protocol, s.Label = c.Protocol, c.Label
-	r := &cellReader{doc: doc, at: at, e: e, c: c, s: &s, over: over}
+	r := &cellReader{doc: doc, at: at, e: e, c: c, s: &s, over: f.over, fileRaw: f.Paths}
 	for _, step := range []func() error{r.protocol, r.conns, func() error { return r.paths(paths) }, r.runSettings, r.options, r.trialTimeout,
 		func() error { return c.congestion(doc, at, e.Where, r.pr, &s) }, r.impairments} {
 		if err := step(); err != nil {
@@ -474,8 +474,11 @@ type cellReader struct {
 	pr  *proto.Protocol
 	// own: the group gave paths of its own (errors name them there).
 	own bool
-	// over are the command line's paths (file.over).
-	over []path.Path
+	// over are the command line's paths (file.over); fileRaw the
+	// file's own, as written (its errors blame --paths when the file's
+	// paths would have passed).
+	over    []path.Path
+	fileRaw []string
 }
 
 func (r *cellReader) field(f string) string { return r.at + "." + f }
@@ -584,6 +587,8 @@ func (r *cellReader) options() error {
 	if err := s.Options.Check(r.e.Where, func(o string) bool { return doc.Has(r.field(o)) }); err != nil {
 		oe, ok := proto.AsOptionError(err)
 		switch {
+		case r.pathsFlagBroke():
+			return r.pathsFlagErr("", err)
 		case !ok:
 			return doc.Errorf(r.at, "%v", err)
 		case oe.Option == "":
@@ -593,19 +598,105 @@ func (r *cellReader) options() error {
 	}
 	for i, p := range s.Paths {
 		if err := s.Options.PathFit(r.e.Where, p); err != nil {
+			if r.over != nil {
+				return r.pathsFlagErr(p, err)
+			}
 			if oe, ok := proto.AsOptionError(err); ok && oe.Option != "" {
 				return doc.Errorf(r.field(oe.Option), "%v", oe.Err)
 			}
 			return r.pathErr(i, err)
 		}
 	}
-	if k := all.CellServerKey(r.c.Protocol, s.Options); s.Label == "" && k != all.ServerKey(r.c.Protocol) {
-		s.Label = k // a cell of the protocol's other server (https) is named after it
-	}
-	if label, ok := r.c.versionLabel(s.Options); ok {
-		s.Label = label // http, http/2, http/3
+	if n := r.name(); n != proto.Or(s.Label, s.Protocol) {
+		s.Label = n // https, v3, http/2, http/3
 	}
 	return r.keptWarmup()
+}
+
+// pathsFlagBroke says whether the options a file gave a cell pass their
+// check over the paths the file gave it, and so fail over those --paths
+// gave it (a dual path: an option that cannot race).
+func (r *cellReader) pathsFlagBroke() bool {
+	b := r.s.Options.Base()
+	given := r.fileRaw
+	if r.doc.Has(r.field("paths")) {
+		given = r.c.Paths
+	}
+	fileRaces := slices.ContainsFunc(given, func(s string) bool { p, err := path.Parse(s); return err == nil && p.Kind().Dual })
+	if r.over == nil || b.RacesFamilies == fileRaces {
+		return false
+	}
+	races := b.RacesFamilies
+	b.RacesFamilies = fileRaces // the file's paths are checked before --paths'
+	err := r.s.Options.Check(r.e.Where, func(o string) bool { return r.doc.Has(r.field(o)) })
+	b.RacesFamilies = races
+	return err == nil
+}
+
+// pathsFlagErr blames path p of --paths for err, naming the file's cell
+// as the file's own paths name it and the option that cannot go over p
+// (as it stands in the file); p "": the dual path --paths gave, or left
+// out, for an option that races (or must).
+func (r *cellReader) pathsFlagErr(p path.Path, err error) error {
+	what := ""
+	if oe, ok := proto.AsOptionError(err); ok && oe.Option != "" {
+		if f, ok := proto.FieldOf(r.s.Options, oe.Option); ok {
+			what = fmt.Sprintf(" (%s %s)", oe.Option, f.Text())
+		}
+		err = oe.Err
+	}
+	b := r.s.Options.Base()
+	races := b.RacesFamilies
+	if p == "" {
+		b.RacesFamilies = !races // as the file's paths have it
+	}
+	name := r.name()
+	b.RacesFamilies = races
+	switch {
+	case p != "":
+	case races:
+		p = path.Dual
+	default:
+		return fmt.Errorf("--paths: %s: no %s path, which %s's cell %s%s needs: %v", joinPaths(r.over), path.Dual, r.doc.File, name, what, err)
+	}
+	return fmt.Errorf("--paths: %s: %s's cell %s%s cannot run over it: %v", p, r.doc.File, name, what, err)
+}
+
+// name is what the cell group is called once read: its label; unlabelled,
+// its server's (a cell of the protocol's other server, https) or its
+// dialer's (raceName); with a version, the version's (http/2, web/3).
+func (r *cellReader) name() string {
+	s := r.s
+	name := s.Label
+	if k := all.CellServerKey(r.c.Protocol, s.Options); name == "" && k != all.ServerKey(r.c.Protocol) {
+		name = raceName(s, k)
+	}
+	if label, ok := r.c.versionLabel(s.Options); ok {
+		name = label
+	}
+	return proto.Or(name, s.Protocol)
+}
+
+func joinPaths(ps []path.Path) string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, string(p))
+	}
+	return strings.Join(out, ",")
+}
+
+// raceName is the name of an unlabelled cell of server k: k, unless k is
+// the server its dual path's race asks for and its pinned paths speak
+// another version to (dialer v3 naming no http_version: HTTP/1.1 over TLS
+// on ipv4, whatever wins on dual). Such a cell is named after its dialer
+// (v3), which says what it races, not a version only one row speaks.
+func raceName(s *CellGroup, k string) string {
+	pinned := s.pinnedKey()
+	d, ok := proto.FieldOf(s.Options, optDialer)
+	if pinned == k || !ok || d.Text() == "" {
+		return k
+	}
+	return d.Text()
 }
 
 // keptWarmup refuses keepalive without a warm-up run, naming the warm-up

@@ -57,6 +57,10 @@ func checkWarmup(w, runs int) error {
 // user's connection for its later transactions.
 const optKeepalive = "keepalive"
 
+// optDialer is the option that says who races the families on the dual
+// path (raceName names an unlabelled racing cell after it).
+const optDialer = "dialer"
+
 // keeps says whether o keeps connections (keepalive).
 func keeps(o proto.Options) bool {
 	if o == nil {

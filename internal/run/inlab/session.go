@@ -319,6 +319,9 @@ func wirePorts(eps proto.Endpoints) map[string]uint16 {
 		if all.WireAnyPort(key) {
 			out[key] = 0
 		}
+		if all.WireUDP(key) { // the same port's TCP, for the runs that speak it there
+			out[key+experiment.TCPWire] = out[key]
+		}
 	}
 	return out
 }
