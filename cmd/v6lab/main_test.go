@@ -682,12 +682,27 @@ func TestBadInputIsAClearError(t *testing.T) {
 	os.WriteFile(bgFile, []byte("name: bg\ncells:\n  - {protocol: http, conns: [1], background: C1B}\n"), 0o644)
 	v3File := filepath.Join(t.TempDir(), "v3x.yaml")
 	os.WriteFile(v3File, []byte("name: v3x\nwhere: lab\npaths: [ipv4, dual]\ncells:\n  - {protocol: http, conns: [1], tls: true, dialer: v3}\n"), 0o644)
+	hostsFile := func(name, lines string) string { // trial9 N2: a where: hosts cell's url that cannot fit a path
+		f := filepath.Join(t.TempDir(), name+".yaml")
+		os.WriteFile(f, []byte("name: "+name+"\nwhere: hosts\npaths: [ipv4, ipv6]\ncells:\n  - protocol: http\n    conns: [1]\n"+lines), 0o644)
+		return f
+	}
+	v6URL := hostsFile("v6url", "    url: \"https://[::1]:8443/\"\n")
+	mappedURL := hostsFile("mapped", "    url: \"http://[::ffff:127.0.0.1]:8080/\"\n")
+	v4Resolve := hostsFile("v4resolve", "    url: \"http://www.x.test/\"\n    resolve: [www.x.test=127.0.0.1]\n")
 	cases := []struct {
 		args []string
 		code int
 		want string
 	}{
 		{[]string{"run", "--paths", "ipv5"}, 2, `--paths: path: unknown path "ipv5"`},
+		// trial9 N2: the same refused in an experiment file when it is read, by file, line and field.
+		{[]string{"run", v6URL, "--dry-run"}, 2, v6URL + ":7: cells[0].url: path ipv4: ::1 is an IPv6 address, which is not looked up: give an IPv4 one, or a name (with resolve: for an address of each family)"},
+		{[]string{"run", mappedURL, "--dry-run"}, 2, mappedURL + ":7: cells[0].url: path ipv4: ::ffff:127.0.0.1 is an IPv4-mapped IPv6 address, which is IPv4: give 127.0.0.1"},
+		{[]string{"run", v4Resolve, "--dry-run"}, 2, v4Resolve + ":8: cells[0].resolve[0]: path ipv6: www.x.test: resolve: gives it no IPv6 address ([127.0.0.1])"},
+		{[]string{"run", v6URL, "--paths", "ipv4", "--dry-run"}, 2, "--paths: ipv4: " + v6URL + "'s cell http (url https://[::1]:8443/) cannot run over it: path ipv4: ::1 is an IPv6 address"},
+		// trial9 N6: the mapped form's advice fits the path.
+		{[]string{"probe", "http", "http://[::ffff:127.0.0.1]:9/", "--paths", "ipv6", "--runs", "2"}, 2, "path ipv6: ::ffff:127.0.0.1 is an IPv4-mapped IPv6 address, which is IPv4: give an IPv6 address, or a name (with --resolve for an address of each family)"},
 		{[]string{"run", "--conns", "0"}, 2, "--conns: 0: must be at least 1"},
 		{[]string{"run", "--conns", "ten"}, 2, `--conns: "ten" is not a whole number`},
 		{[]string{"run", "--runs", "1", "--warmup", "1"}, 2, "--warmup: 1 warm-up runs leave none of the 1 runs to count"},

@@ -174,32 +174,84 @@ func (n *Named) Hosts() (map[string][]netip.Addr, error) {
 // resolve, or looked up by the DNS servers given (or the system's) over
 // the family dns_over pins.
 func (n *Named) Endpoint(host string, p path.Path) (Endpoint, error) {
+	hosts, _, err := n.hostFit(host, p, "--resolve")
+	if err != nil {
+		return Endpoint{}, err
+	}
+	e := Endpoint{Host: host, DNSOver: n.Over(), Hosts: hosts}
+	if _, given := hosts[strings.ToLower(strings.TrimSuffix(host, "."))]; given {
+		return e, nil // not looked up: no DNS server needed
+	}
+	e.DNS, err = HostResolver(host, n.DNSServers, e.DNSOver, p)
+	return e, err
+}
+
+// HostFitter is options whose url names a host that every path of the
+// cell must reach (Named): an experiment file (where: hosts) checks it
+// when it is read, as a probe command does before it runs.
+type HostFitter interface {
+	HostFit(p path.Path) error
+}
+
+// HostFit refuses a url whose host no transaction over p could reach: an
+// IP literal of the other family or IPv4-mapped (a literal is not looked
+// up), or a name resolve gives no address of p's family. It makes
+// Endpoint's checks, which would fail each run, and names the option
+// (url, resolve[i]) for an experiment file's line.
+func (n *Named) HostFit(p path.Path) error {
+	u, err := url.Parse(n.URL)
+	if err != nil || u.Hostname() == "" {
+		return nil // the url's own check says what is wrong
+	}
+	_, option, err := n.hostFit(u.Hostname(), p, "resolve:")
+	if err != nil && option == "" {
+		return err // resolve's own error, which Check names first
+	} else if err != nil {
+		return Errorf(option, "path %s: %v", p, err)
+	}
+	return nil
+}
+
+// hostFit checks host over path p (Endpoint, HostFit): an IP literal of
+// p's family, or a name resolve (spelt as the user gives it) gives an
+// address of p's family, or none. It returns the resolve entries and, on
+// an error, the option to blame.
+func (n *Named) hostFit(host string, p path.Path, resolve string) (map[string][]netip.Addr, string, error) {
 	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil && a.Is4In6() {
 		// A socket of either family would carry it as IPv4, or not at all.
-		return Endpoint{}, fmt.Errorf("%s is an IPv4-mapped IPv6 address, which is IPv4: give %s", host, a.Unmap())
+		if !p.Accepts(a.Unmap()) {
+			return nil, OptURL, fmt.Errorf("%s is an IPv4-mapped IPv6 address, which is IPv4: give an %s address, or a name (with %s for an address of each family)", host, p.Family(), resolve)
+		}
+		return nil, OptURL, fmt.Errorf("%s is an IPv4-mapped IPv6 address, which is IPv4: give %s", host, a.Unmap())
 	} else if err == nil && !p.Accepts(a) {
 		// An address is not looked up: every transaction would fail.
 		fam := "IPv4"
 		if a.Is6() {
 			fam = "IPv6"
 		}
-		return Endpoint{}, fmt.Errorf("%s is an %s address, which is not looked up: give an %s one, or a name (with --resolve for an address of each family)", host, fam, p.Family())
+		return nil, OptURL, fmt.Errorf("%s is an %s address, which is not looked up: give an %s one, or a name (with %s for an address of each family)", host, fam, p.Family(), resolve)
 	}
 	hosts, err := n.Hosts()
 	if err != nil {
-		return Endpoint{}, err
+		return nil, "", err // an *OptionError naming resolve[i]
 	}
-	e := Endpoint{Host: host, DNSOver: n.Over(), Hosts: hosts}
-	if addrs, given := hosts[strings.ToLower(strings.TrimSuffix(host, "."))]; given {
-		// Not looked up: no DNS server needed, but an address of the
-		// path's family, or every transaction would fail.
-		if !slices.ContainsFunc(addrs, p.Accepts) {
-			return e, fmt.Errorf("%s: --resolve gives it no %s address (%v)", host, p.Family(), addrs)
+	name := strings.ToLower(strings.TrimSuffix(host, "."))
+	if addrs, given := hosts[name]; given && !slices.ContainsFunc(addrs, p.Accepts) {
+		// Not looked up: an address of the path's family, or every
+		// transaction would fail.
+		return hosts, n.resolveAt(name), fmt.Errorf("%s: %s gives it no %s address (%v)", host, resolve, p.Family(), addrs)
+	}
+	return hosts, "", nil
+}
+
+// resolveAt names the first resolve entry for name (lowercase): resolve[i].
+func (n *Named) resolveAt(name string) string {
+	for i, r := range n.Resolve {
+		if k, _, _ := strings.Cut(r, "="); strings.ToLower(strings.TrimSuffix(k, ".")) == name {
+			return fmt.Sprintf("resolve[%d]", i)
 		}
-		return e, nil
 	}
-	e.DNS, err = HostResolver(host, n.DNSServers, e.DNSOver, p)
-	return e, err
+	return "resolve"
 }
 
 // Notes say which names were not looked up, and why their lookups read 0.

@@ -597,7 +597,7 @@ func (r *cellReader) options() error {
 		return doc.Errorf(r.field(oe.Option), "%v", oe.Err)
 	}
 	for i, p := range s.Paths {
-		if err := s.Options.PathFit(r.e.Where, p); err != nil {
+		if err := r.pathFit(p); err != nil {
 			if r.over != nil {
 				return r.pathsFlagErr(p, err)
 			}
@@ -611,6 +611,20 @@ func (r *cellReader) options() error {
 		s.Label = n // https, v3, http/2, http/3
 	}
 	return r.keptWarmup()
+}
+
+// pathFit checks the options over path p: the protocol's path rules and,
+// where: hosts, that the host the url names is reachable over p (an IP
+// literal of p's family; resolve: giving an address of it), which would
+// otherwise fail every run (proto.HostFitter).
+func (r *cellReader) pathFit(p path.Path) error {
+	if err := r.s.Options.PathFit(r.e.Where, p); err != nil {
+		return err
+	}
+	if h, ok := r.s.Options.(proto.HostFitter); ok && r.e.Where == result.Hosts {
+		return h.HostFit(p)
+	}
+	return nil
 }
 
 // pathsFlagBroke says whether the options a file gave a cell pass their

@@ -419,3 +419,27 @@ func TestKeepaliveWantsAWarmup(t *testing.T) {
 		t.Errorf("--warmup 0 over a kept cell: %v", err)
 	}
 }
+
+// TestHostsURLFitsEveryPath: where: hosts, a url's IP literal of the other
+// family (or IPv4-mapped), or a resolve: giving no address of a path's
+// family, fails every run over that path; the file is refused when read,
+// naming its line and field, as probe refuses the same (trial9 N2, N6).
+func TestHostsURLFitsEveryPath(t *testing.T) {
+	const head = "name: h\nwhere: hosts\npaths: [ipv4, ipv6]\ncells:\n  - protocol: http\n    conns: [1]\n"
+	parseErrorsIn(t, "h.yaml", map[string]string{
+		head + "    url: \"https://[::1]:8443/\"\n":                                                                             "h.yaml:7: cells[0].url: path ipv4: ::1 is an IPv6 address, which is not looked up: give an IPv4 one, or a name (with resolve: for an address of each family)",
+		head + "    url: \"http://127.0.0.1:8080/\"\n":                                                                          "h.yaml:7: cells[0].url: path ipv6: 127.0.0.1 is an IPv4 address, which is not looked up: give an IPv6 one",
+		head + "    url: \"http://[::ffff:127.0.0.1]:8080/\"\n":                                                                 "h.yaml:7: cells[0].url: path ipv4: ::ffff:127.0.0.1 is an IPv4-mapped IPv6 address, which is IPv4: give 127.0.0.1",
+		head + "    url: \"http://www.x.test/\"\n    resolve: [www.x.test=127.0.0.1]\n":                                         "h.yaml:8: cells[0].resolve[0]: path ipv6: www.x.test: resolve: gives it no IPv6 address ([127.0.0.1])",
+		"name: h\nwhere: hosts\npaths: [ipv6]\ncells:\n  - {protocol: ftp, url: \"ftp://[::ffff:127.0.0.1]/1M\", conns: [1]}\n": "h.yaml:5: cells[0].url: path ipv6: ::ffff:127.0.0.1 is an IPv4-mapped IPv6 address, which is IPv4: give an IPv6 address, or a name (with resolve: for an address of each family)",
+	})
+	for _, ok := range []string{
+		"name: h\nwhere: hosts\npaths: [ipv4]\ncells:\n  - {protocol: http, url: \"http://127.0.0.1:8080/\", conns: [1]}\n",
+		"name: h\nwhere: hosts\npaths: [ipv6]\nbaseline: ipv6\ncells:\n  - {protocol: smtp, url: \"smtp://[::1]:2525\", conns: [1]}\n",
+		"name: h\nwhere: hosts\npaths: [ipv4, ipv6]\ncells:\n  - {protocol: http, url: \"http://www.x.test/\", resolve: [\"www.x.test=127.0.0.1,::1\"], conns: [1]}\n",
+	} {
+		if _, err := Parse("h.yaml", []byte(ok)); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+}
