@@ -23,6 +23,7 @@ var indentErrors = map[string]bool{
 	"found a tab character that violates indentation":        false,
 	"mapping values are not allowed in this context":         true,
 	"block sequence entries are not allowed in this context": true,
+	"found character that cannot start any token":            true,
 }
 
 // badIndent is a line whose indentation breaks the blocks above it.
@@ -31,10 +32,14 @@ type badIndent struct {
 	indent int   // its spaces
 	open   []int // the columns of the blocks open above it
 	tab    bool  // a tab in its indentation
+	dash   bool  // the tab follows its '-'
 }
 
 // text says what is wrong with the line's indentation.
 func (b badIndent) text() string {
+	if b.dash {
+		return "a tab after this line's '-' (YAML separates an item's '-' from it with spaces only)"
+	}
 	if b.tab {
 		return "a tab in this line's indentation (YAML indents with spaces only)"
 	}
@@ -100,6 +105,9 @@ func (s *indentScan) line(raw string) (badIndent, bool) {
 	}
 	if strings.HasPrefix(body, "\t") {
 		return badIndent{indent: indent, tab: true}, true
+	}
+	if strings.HasPrefix(body, "-\t") {
+		return badIndent{indent: indent, tab: true, dash: true}, true
 	}
 	body = strings.TrimSpace(stripComment(body))
 	if body == "" || body == "---" || body == "..." {

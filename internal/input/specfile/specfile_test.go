@@ -298,3 +298,14 @@ func TestReadFileRefusesWhatIsNotAFile(t *testing.T) {
 		}
 	}
 }
+
+// TestATabAfterAnItemsDash (trial9 N11): the scanner names the right line
+// but only in its words ("found character that cannot start any token").
+func TestATabAfterAnItemsDash(t *testing.T) {
+	var s struct{ Cells []map[string]any }
+	_, err := Decode("z1.yaml", []byte("cells:\n  - protocol: dns\n  -\tprotocol: http\n    conns: [1]\n"), &s)
+	var e *Error
+	if !errors.As(err, &e) || e.Line != 3 || !strings.Contains(e.Msg, "a tab after this line's '-'") {
+		t.Errorf("%v, want line 3 and a tab after its '-'", err)
+	}
+}
