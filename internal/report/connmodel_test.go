@@ -257,3 +257,22 @@ func TestResultsCSVSaysWhatWasMeasured(t *testing.T) {
 		t.Errorf("what the cells measured: %q", seen)
 	}
 }
+
+// TestResultsCSVOfACellThatNeverCompleted (trial9 N15): a cell none of
+// whose transactions completed made no connection to describe; its row
+// said "new connections, full handshakes".
+func TestResultsCSVOfACellThatNeverCompleted(t *testing.T) {
+	spec := `{"cells":[{"label":"http","protocol":"http","http_version":"1.1","tls":true},{"label":"http/2","protocol":"http","http_version":"2","tls":true}]}`
+	failed := func(s *result.Sample) {
+		s.Negotiated, s.Marker, s.Err, s.ErrKind = "", "", "connect: timed out", result.ErrTimeout
+	}
+	var b bytes.Buffer
+	if err := CSV(&b, Summarize(versionsFile(t, spec, tlsConn, failed))); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range csvRows(t, b.String()) {
+		if r["protocol"] == "http/2" && (r["connection"] != "none completed" || r["http_version"] != "2") {
+			t.Errorf("a cell that never completed: http_version %q, connection %q", r["http_version"], r["connection"])
+		}
+	}
+}
