@@ -144,7 +144,9 @@ cells:
 // TestV3CellAgainstRealServers (trial8 F10): a dialer v3 cell naming no
 // http_version, alone, against the real servers: Caddy is started for it
 // (its dual path races to HTTP/3), and serves its pinned ipv4 over TCP,
-// whose packets the wire check counts.
+// whose packets the wire check counts. Unbound gives Caddy's port in the
+// name's HTTPS record (trial9 N12), so the dual row races QUIC and speaks
+// h3, as with the embedded servers.
 func TestV3CellAgainstRealServers(t *testing.T) {
 	requireLab(t)
 	requireCaddy(t)
@@ -163,6 +165,9 @@ cells:
 	for _, c := range s.Cells {
 		if c.Protocol != "v3" || c.Failed != 0 || c.Completed != 1 {
 			t.Errorf("%s/%s/%d: %d completed, %d failed (%s)", c.Protocol, c.Path, c.Conns, c.Completed, c.Failed, c.FirstError)
+		}
+		if c.Path == "dual" && (c.Negotiated["h3"] != 1 || c.Winners["ipv6/quic"] != 1) {
+			t.Errorf("dual spoke %v, winners %v: want h3 over QUIC (Unbound's HTTPS record for port 8443)", c.Negotiated, c.Winners)
 		}
 	}
 	for _, r := range f.Runs {
