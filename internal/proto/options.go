@@ -176,6 +176,9 @@ func (n *Named) Hosts() (map[string][]netip.Addr, error) {
 func (n *Named) Endpoint(host string, p path.Path) (Endpoint, error) {
 	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil && a.Is4In6() {
 		// A socket of either family would carry it as IPv4, or not at all.
+		if !p.Accepts(a.Unmap()) {
+			return Endpoint{}, fmt.Errorf("%s is an IPv4-mapped IPv6 address, which is IPv4: give an %s address, or a name (with --resolve for an address of each family)", host, p.Family())
+		}
 		return Endpoint{}, fmt.Errorf("%s is an IPv4-mapped IPv6 address, which is IPv4: give %s", host, a.Unmap())
 	} else if err == nil && !p.Accepts(a) {
 		// An address is not looked up: every transaction would fail.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"html"
 	"io"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -180,6 +181,24 @@ func TestVerdictsNameGroupsAsTheTablesDo(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "<strong>HTTP/2 over ipv6</strong>") || strings.Contains(b.String(), "<strong>http/2 over") {
 		t.Errorf("report.html's In short does not name the group HTTP/2")
+	}
+}
+
+// TestHTMLAnchorsHoldNoSpace (trial9 N7): the versions section's anchor
+// was id="HTTP versions", which no link can name.
+func TestHTMLAnchorsHoldNoSpace(t *testing.T) {
+	spec := `{"cells":[{"label":"http","protocol":"http","http_version":"1.1","tls":true},{"label":"http/2","protocol":"http","http_version":"2","tls":true}]}`
+	var b strings.Builder
+	if err := HTML(&b, Summarize(versionsFile(t, spec, tlsConn, tlsConn))); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `id="HTTP-versions"`) {
+		t.Errorf("no HTTP-versions anchor")
+	}
+	for _, m := range regexp.MustCompile(`id="[^"]*"`).FindAllString(b.String(), -1) {
+		if strings.ContainsAny(m, " \t") {
+			t.Errorf("anchor %s holds a space", m)
+		}
 	}
 }
 
