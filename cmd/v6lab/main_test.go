@@ -701,8 +701,6 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"run", mappedURL, "--dry-run"}, 2, mappedURL + ":7: cells[0].url: path ipv4: ::ffff:127.0.0.1 is an IPv4-mapped IPv6 address, which is IPv4: give 127.0.0.1"},
 		{[]string{"run", v4Resolve, "--dry-run"}, 2, v4Resolve + ":8: cells[0].resolve[0]: path ipv6: www.x.test: resolve: gives it no IPv6 address ([127.0.0.1])"},
 		{[]string{"run", v6URL, "--paths", "ipv4", "--dry-run"}, 2, "--paths: ipv4: " + v6URL + "'s cell http (url https://[::1]:8443/) cannot run over it: path ipv4: ::1 is an IPv6 address"},
-		// trial9 N6: the mapped form's advice fits the path.
-		{[]string{"probe", "http", "http://[::ffff:127.0.0.1]:9/", "--paths", "ipv6", "--runs", "2"}, 2, "path ipv6: ::ffff:127.0.0.1 is an IPv4-mapped IPv6 address, which is IPv4: give an IPv6 address, or a name (with --resolve for an address of each family)"},
 		{[]string{"run", "--conns", "0"}, 2, "--conns: 0: must be at least 1"},
 		{[]string{"run", "--conns", "ten"}, 2, `--conns: "ten" is not a whole number`},
 		{[]string{"run", "--runs", "1", "--warmup", "1"}, 2, "--warmup: 1 warm-up runs leave none of the 1 runs to count"},

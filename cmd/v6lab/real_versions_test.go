@@ -144,7 +144,10 @@ cells:
 // TestV3CellAgainstRealServers (trial8 F10): a dialer v3 cell naming no
 // http_version, alone, against the real servers: Caddy is started for it
 // (its dual path races to HTTP/3), and serves its pinned ipv4 over TCP,
-// whose packets the wire check counts.
+// whose packets the wire check counts. Unbound gives Caddy's port in the
+// name's HTTPS record (trial9 N12), so the dual row races QUIC and speaks
+// h3, as with the embedded servers, and a v3 cell of http_version 3 (QUIC
+// alone, offered by that record) runs.
 func TestV3CellAgainstRealServers(t *testing.T) {
 	requireLab(t)
 	requireCaddy(t)
@@ -156,18 +159,25 @@ warmup: 1
 timeout: 10s
 cells:
   - {protocol: http, conns: [1], tls: true, dialer: v3, server: real}
+  - {protocol: http, label: v3h3, conns: [1], tls: true, dialer: v3, http_version: 3, server: real}
 `)
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
 	for _, c := range s.Cells {
-		if c.Protocol != "v3" || c.Failed != 0 || c.Completed != 1 {
+		if c.Failed != 0 || c.Completed != 1 {
 			t.Errorf("%s/%s/%d: %d completed, %d failed (%s)", c.Protocol, c.Path, c.Conns, c.Completed, c.Failed, c.FirstError)
+		}
+		if (c.Path == "dual" || c.Protocol == "v3h3") && c.Negotiated["h3"] != 1 || c.Path == "dual" && c.Winners["ipv6/quic"] != 1 {
+			t.Errorf("dual spoke %v, winners %v: want h3 over QUIC (Unbound's HTTPS record for port 8443)", c.Negotiated, c.Winners)
 		}
 	}
 	for _, r := range f.Runs {
-		if r.Path == "ipv4" && (r.Wire == nil || r.Wire.IPv4 < 15) {
+		if r.Path == "ipv4" && strings.HasPrefix(r.Cell, "v3/") && (r.Wire == nil || r.Wire.IPv4 < 15) {
 			t.Errorf("run %s#%d: wire %+v, want the TCP connection's packets counted", r.Cell, r.Run, r.Wire)
 		}
+	}
+	if len(s.Cells) != 4 {
+		t.Errorf("%d cells, want v3 and v3h3 over ipv4 and dual", len(s.Cells))
 	}
 }

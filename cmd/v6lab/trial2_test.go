@@ -211,6 +211,7 @@ func TestSmallRulesOfTheTrial(t *testing.T) {
 		{[]string{"serve", "transport", "--request-timeout", "0s"}, "--request-timeout: 0s: want more than 0 and at most 1h"},
 		{[]string{"tcp", "127.0.0.1", "--paths", "6in4"}, "--paths: 6in4 needs the lab (its tunnel or translator), but a probe's host has only ipv4 and ipv6 ("},
 		{[]string{"probe", "http", "http://[::ffff:127.0.0.1]:18180/", "--paths", "ipv4"}, "path ipv4: ::ffff:127.0.0.1 is an IPv4-mapped IPv6 address, which is IPv4: give 127.0.0.1"},
+		{[]string{"probe", "http", "http://[::ffff:127.0.0.1]:18180/", "--paths", "ipv6"}, "path ipv6: ::ffff:127.0.0.1 is an IPv4-mapped IPv6 address, which is IPv4: give an IPv6 address, or a name"},
 	}
 	for _, c := range cases {
 		args := c.args

@@ -380,6 +380,24 @@ func TestLossInTheKernel(t *testing.T) {
 		t.Errorf("%d of %d datagrams arrived: %.1f%% lost, want 10%% ± 2 points", got.Load(), n, lost*100)
 	}
 	t.Logf("loss by %s: %.2f%% of %d datagrams", l.LossImpl, lost*100, n)
+	// What the run records read: the lab's loss in words and its drops
+	// (each settle packet too), a cell group's loss on the same link not
+	// counted as the lab's.
+	cell, err := LoseOnLink(l.Name, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cell.Close()
+	dropped, cond := WideLoss(l.Name, cell)
+	if cond != "loss 10%" {
+		t.Errorf("WideLoss condition %q, want \"loss 10%%\" (the cell's 50%% not the lab's)", cond)
+	}
+	if lostN := uint64(n - got.Load()); dropped < lostN || dropped > lostN+500 {
+		t.Errorf("WideLoss dropped %d, want the %d datagrams that never arrived (and at most the settle packets more)", dropped, lostN)
+	}
+	if _, all := WideLoss(l.Name, nil); all != "loss 10%, 50%" {
+		t.Errorf("WideLoss without the cell's programs excluded: %q, want both shares", all)
+	}
 }
 
 // settle sends until arrived says the path works: a new lab drops the

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"html"
 	"io"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -183,6 +184,24 @@ func TestVerdictsNameGroupsAsTheTablesDo(t *testing.T) {
 	}
 }
 
+// TestHTMLAnchorsHoldNoSpace (trial9 N7): the versions section's anchor
+// was id="HTTP versions", which no link can name.
+func TestHTMLAnchorsHoldNoSpace(t *testing.T) {
+	spec := `{"cells":[{"label":"http","protocol":"http","http_version":"1.1","tls":true},{"label":"http/2","protocol":"http","http_version":"2","tls":true}]}`
+	var b strings.Builder
+	if err := HTML(&b, Summarize(versionsFile(t, spec, tlsConn, tlsConn))); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `id="HTTP-versions"`) {
+		t.Errorf("no HTTP-versions anchor")
+	}
+	for _, m := range regexp.MustCompile(`id="[^"]*"`).FindAllString(b.String(), -1) {
+		if strings.ContainsAny(m, " \t") {
+			t.Errorf("anchor %s holds a space", m)
+		}
+	}
+}
+
 // TestConnLabelsReadTypedFieldsNotWords: the labels come from the
 // samples' typed fields, so a marker worded otherwise (here: none of the
 // words the report once looked for) still gets them, and a marker that
@@ -236,5 +255,24 @@ func TestResultsCSVSaysWhatWasMeasured(t *testing.T) {
 	}
 	if seen["http"] != "http/1.1 | new connections, full handshakes" || seen["http/2"] != "h2 | kept connections (keepalive)" {
 		t.Errorf("what the cells measured: %q", seen)
+	}
+}
+
+// TestResultsCSVOfACellThatNeverCompleted (trial9 N15): a cell none of
+// whose transactions completed made no connection to describe; its row
+// said "new connections, full handshakes".
+func TestResultsCSVOfACellThatNeverCompleted(t *testing.T) {
+	spec := `{"cells":[{"label":"http","protocol":"http","http_version":"1.1","tls":true},{"label":"http/2","protocol":"http","http_version":"2","tls":true}]}`
+	failed := func(s *result.Sample) {
+		s.Negotiated, s.Marker, s.Err, s.ErrKind = "", "", "connect: timed out", result.ErrTimeout
+	}
+	var b bytes.Buffer
+	if err := CSV(&b, Summarize(versionsFile(t, spec, tlsConn, failed))); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range csvRows(t, b.String()) {
+		if r["protocol"] == "http/2" && (r["connection"] != "none completed" || r["http_version"] != "2") {
+			t.Errorf("a cell that never completed: http_version %q, connection %q", r["http_version"], r["connection"])
+		}
 	}
 }

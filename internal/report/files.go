@@ -182,8 +182,11 @@ func cellMeasured(s *Summary, c *Cell) (version, conn string) {
 	if c.Conn != nil {
 		f = *c.Conn
 	}
-	if version == "" && f == (ConnFacts{}) {
+	switch {
+	case version == "" && f == (ConnFacts{}):
 		return "", ""
+	case c.Completed == 0:
+		return version, "none completed" // no connection did anything to say
 	}
 	return version, connWords(f, c.Completed)
 }

@@ -107,6 +107,10 @@ type htmlGroup struct {
 	Conditions string
 }
 
+// ID is the group's anchor: its name with each space a hyphen (an id
+// holds no space, or no link can name it).
+func (g htmlGroup) ID() string { return strings.Join(strings.Fields(g.Name), "-") }
+
 type htmlPage struct {
 	S     *Summary
 	Short InShort
@@ -403,7 +407,7 @@ details.context summary { cursor: pointer; color: #555; margin: 0.8em 0; }
 {{range .Context}}<tr><td>{{.K}}</td><td>{{.V}}</td></tr>
 {{end}}</tbody></table></details>
 {{range .Groups}}
-<h2 id="{{.Name}}">{{or .Heading .Name}}</h2>
+<h2 id="{{.ID}}">{{or .Heading .Name}}</h2>
 {{if .Conditions}}<p class="conditions"><strong>{{.Conditions}}</strong></p>
 {{end}}<div class="plots">
 {{range .Plots}}{{.}}{{end}}</div>

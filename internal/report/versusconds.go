@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -15,12 +16,17 @@ import (
 // figures set side by side differ by these too. The lab's own name and
 // the ports it chose are a run's, not a condition.
 func conditionNotes(a, b *Summary) []string {
-	var notes []string
+	notes := lossNotes(a, b)
+	la, lb := flatLab(a.Lab), flatLab(b.Lab)
+	if len(notes) > 0 { // the loss said once, in words, not again per lab key
+		dropLossKeys(la)
+		dropLossKeys(lb)
+	}
 	for _, g := range []struct {
 		what string
 		a, b map[string]string
 	}{
-		{"lab", flatLab(a.Lab), flatLab(b.Lab)},
+		{"lab", la, lb},
 		{"machine", a.Machine, b.Machine},
 		{"servers", byRole(a.Servers), byRole(b.Servers)},
 	} {
@@ -28,7 +34,7 @@ func conditionNotes(a, b *Summary) []string {
 			va, oka := g.a[k]
 			vb, okb := g.b[k]
 			if va != vb {
-				notes = append(notes, fmt.Sprintf("%s %s differs: A %s; B %s", g.what, cmpOr(labWords[k], k), orNone(va, oka), orNone(vb, okb)))
+				notes = append(notes, fmt.Sprintf("%s %s differs: A %s; B %s", g.what, labKeyWords(k), orNone(va, oka), orNone(vb, okb)))
 			}
 		}
 	}
@@ -125,7 +131,77 @@ func connWords(f ConnFacts, done int) string {
 }
 
 // labWords say a lab's setting in words where its key would not.
-var labWords = map[string]string{"tunnel_mtu": "6in4 tunnel MTU", "tunnel": "6in4 tunnel"}
+var labWords = map[string]string{"tunnel_mtu": "6in4 tunnel MTU", "tunnel": "6in4 tunnel",
+	"loss": "loss emulation", "config.shaping.Loss": "loss on every link (percent)"}
+
+// labKeyWords is a lab key in words: a link's loss
+// (config.links.r1-r2.shaping.Loss) as "loss on link r1-r2 (percent)".
+func labKeyWords(k string) string {
+	if w := labWords[k]; w != "" {
+		return w
+	}
+	if mid, ok := strings.CutPrefix(k, "config.links."); ok {
+		if link, ok := strings.CutSuffix(mid, ".shaping.Loss"); ok {
+			return "loss on link " + link + " (percent)"
+		}
+	}
+	return k
+}
+
+// dropLossKeys removes a lab's loss settings (how it was emulated, each
+// link's share): what the cells' loss note says already.
+func dropLossKeys(lab map[string]string) {
+	for k := range lab {
+		if k == "loss" || strings.HasSuffix(k, ".Loss") {
+			delete(lab, k)
+		}
+	}
+}
+
+// lossNotes say the loss the cells of each group both have ran at, where
+// A's and B's differ (a cell's loss:, ipv6_loss, the lab-wide --loss, as
+// their runs recorded it): one note when every such group differs alike
+// ("loss differs: A none; B loss 3%"), else one per group (trial9 N9).
+func lossNotes(a, b *Summary) []string {
+	inB := protocols(b)
+	type pair struct{ a, b string }
+	var groups []string
+	var diffs []pair
+	for _, g := range protocols(a) {
+		if !slices.Contains(inB, g) {
+			continue
+		}
+		if d := (pair{lossOf(a, g), lossOf(b, g)}); d.a != d.b {
+			groups, diffs = append(groups, g), append(diffs, d)
+		}
+	}
+	if len(diffs) == 0 {
+		return nil
+	}
+	if !slices.ContainsFunc(diffs, func(d pair) bool { return d != diffs[0] }) {
+		return []string{fmt.Sprintf("loss differs: A %s; B %s", diffs[0].a, diffs[0].b)}
+	}
+	var notes []string
+	for i, g := range groups {
+		notes = append(notes, fmt.Sprintf("%s: loss differs: A %s; B %s", g, diffs[i].a, diffs[i].b))
+	}
+	return notes
+}
+
+// lossOf is the loss a group's cells ran at, in words ("loss 3%", "IPv6
+// loss 20%"), "none" for none.
+func lossOf(s *Summary, group string) string {
+	seen := map[string]bool{}
+	for _, c := range cellsOf(s, group) {
+		if c.Loss != nil {
+			seen[c.Loss.Condition] = true
+		}
+	}
+	if len(seen) == 0 {
+		return "none"
+	}
+	return strings.Join(slices.Sorted(maps.Keys(seen)), ", ")
+}
 
 // byRole keys servers by their role: a real server's key "dns (real)"
 // is its role dns, its value marked "(real)", so that an embedded and a

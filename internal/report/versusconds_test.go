@@ -25,7 +25,7 @@ func TestCompareNamesEveryConditionThatDiffers(t *testing.T) {
 	v := CompareSummaries("A", a, "B", b)
 	want := []string{
 		"A and B were measured under different conditions (below): their differences include these",
-		"lab config.shaping.Loss differs: A 0; B 2",
+		"lab loss on every link (percent) differs: A 0; B 2",
 		"lab config.shaping.Rate differs: A 1000000000; B 0",
 		"lab links differs: A client-r1 1000 Mbit/s, mtu 1500; B client-r1 unshaped, loss 2%, mtu 1500",
 		"machine kernel differs: A 6.18; B 6.19",
@@ -36,7 +36,7 @@ func TestCompareNamesEveryConditionThatDiffers(t *testing.T) {
 	var text, js bytes.Buffer
 	VersusText(&text, v)
 	VersusJSON(&js, v)
-	if !strings.Contains(text.String(), "note: lab config.shaping.Loss differs: A 0; B 2\n") {
+	if !strings.Contains(text.String(), "note: lab loss on every link (percent) differs: A 0; B 2\n") {
 		t.Errorf("text:\n%s", text.String())
 	}
 	var back Versus
@@ -97,5 +97,46 @@ func TestCompareSaysEachServerAndTheTunnelMTUOnce(t *testing.T) {
 	}
 	if got := CompareSummaries("A", a, "B", b).Notes; strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("notes:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestCompareNotesALossThatDiffers (trial9 N9, N4): a clean result against
+// one whose cells ran at 3% loss (the lab-wide --loss, or each cell's
+// loss:) is one note, in words: not the lab's Go field nor how the loss
+// was emulated. Groups that differ otherwise get a note each.
+func TestCompareNotesALossThatDiffers(t *testing.T) {
+	ms := func(v float64) *float64 { return &v }
+	cell := func(group, path string, loss string) Cell {
+		c := Cell{Protocol: group, Path: path, Conns: 1, MeanMS: ms(3), Completed: 48}
+		if loss != "" {
+			c.Loss = &CellLoss{Condition: loss, Dropped: 40, Runs: 2}
+		}
+		return c
+	}
+	clean := &Summary{Lab: map[string]string{"config": `{"shaping":{"Loss":0}}`},
+		Cells: []Cell{cell("http/2", "ipv4", ""), cell("http/2", "ipv6", ""), cell("http/3", "ipv4", "")}}
+	lossy := &Summary{Lab: map[string]string{"config": `{"shaping":{"Loss":3}}`, "loss": "bpf"},
+		Cells: []Cell{cell("http/2", "ipv4", "loss 3%"), cell("http/2", "ipv6", "loss 3%"), cell("http/3", "ipv4", "loss 3%")}}
+	v := CompareSummaries("A", clean, "B", lossy)
+	want := []string{
+		"A and B were measured under different conditions (below): their differences include these",
+		"loss differs: A none; B loss 3%",
+	}
+	if strings.Join(v.Notes, "\n") != strings.Join(want, "\n") {
+		t.Errorf("notes:\n%s\nwant\n%s", strings.Join(v.Notes, "\n"), strings.Join(want, "\n"))
+	}
+	// A cell's own loss: in B's http/2 only, IPv6's in its http/3.
+	mixed := &Summary{Cells: []Cell{cell("http/2", "ipv4", "loss 3%"), cell("http/2", "ipv6", "loss 3%"), cell("http/3", "ipv4", "IPv6 loss 20%")}}
+	v = CompareSummaries("A", &Summary{Cells: clean.Cells}, "B", mixed)
+	want = []string{
+		"A and B were measured under different conditions (below): their differences include these",
+		"http/2: loss differs: A none; B loss 3%",
+		"http/3: loss differs: A none; B IPv6 loss 20%",
+	}
+	if strings.Join(v.Notes, "\n") != strings.Join(want, "\n") {
+		t.Errorf("notes:\n%s\nwant\n%s", strings.Join(v.Notes, "\n"), strings.Join(want, "\n"))
+	}
+	if same := CompareSummaries("A", lossy, "B", lossy); len(same.Notes) != 0 {
+		t.Errorf("a lossy result against itself: %q", same.Notes)
 	}
 }

@@ -23,6 +23,7 @@ var indentErrors = map[string]bool{
 	"found a tab character that violates indentation":        false,
 	"mapping values are not allowed in this context":         true,
 	"block sequence entries are not allowed in this context": true,
+	"found character that cannot start any token":            true,
 }
 
 // badIndent is a line whose indentation breaks the blocks above it.
@@ -31,12 +32,20 @@ type badIndent struct {
 	indent int   // its spaces
 	open   []int // the columns of the blocks open above it
 	tab    bool  // a tab in its indentation
+	dash   bool  // the tab follows its '-'
+	kind   bool  // at a block's column, but a key among '-' items or an item among keys
 }
 
 // text says what is wrong with the line's indentation.
 func (b badIndent) text() string {
+	if b.dash {
+		return "a tab after this line's '-' (YAML separates an item's '-' from it with spaces only)"
+	}
 	if b.tab {
 		return "a tab in this line's indentation (YAML indents with spaces only)"
+	}
+	if b.kind {
+		return "this line is a key among '-' items, or a '-' item among keys, at the same column: a list's items and a mapping's keys each line up with their own kind (an item under a key is indented deeper than the key, or at its column right after it)"
 	}
 	cols := make([]string, len(b.open))
 	for i, c := range b.open {
@@ -62,6 +71,10 @@ func plural(n int, unit string) string {
 // continuation lines).
 type indentScan struct {
 	open []int
+	// kind is each open block's: 'm' a mapping's keys, 's' a sequence's
+	// '-' items, 'x' either (a sequence at its parent key's column, or a
+	// scalar item's text).
+	kind []byte
 	// opener is the column of the last line's key with no value (or '-'
 	// alone), under which a deeper block may begin; -1: none.
 	opener int
@@ -101,13 +114,16 @@ func (s *indentScan) line(raw string) (badIndent, bool) {
 	if strings.HasPrefix(body, "\t") {
 		return badIndent{indent: indent, tab: true}, true
 	}
+	if strings.HasPrefix(body, "-\t") {
+		return badIndent{indent: indent, tab: true, dash: true}, true
+	}
 	body = strings.TrimSpace(stripComment(body))
 	if body == "" || body == "---" || body == "..." {
 		return badIndent{}, false
 	}
 	above := append([]int(nil), s.open...)
 	for len(s.open) > 0 && s.open[len(s.open)-1] > indent {
-		s.open = s.open[:len(s.open)-1]
+		s.open, s.kind = s.open[:len(s.open)-1], s.kind[:len(s.kind)-1]
 	}
 	top := -1
 	if len(s.open) > 0 {
@@ -117,10 +133,40 @@ func (s *indentScan) line(raw string) (badIndent, bool) {
 		return badIndent{indent: indent, open: above}, true
 	}
 	if top < indent {
-		s.open = append(s.open, indent)
+		s.push(indent, kindOf(body))
+	} else if !s.fits(body, indent) {
+		return badIndent{indent: indent, open: above, kind: true}, true
 	}
 	s.take(indent, body)
 	return badIndent{}, false
+}
+
+// kindOf is the kind of block a line begins: a '-' item's or a key's.
+func kindOf(body string) byte {
+	if body == "-" || strings.HasPrefix(body, "- ") {
+		return 's'
+	}
+	return 'm'
+}
+
+func (s *indentScan) push(col int, kind byte) {
+	s.open, s.kind = append(s.open, col), append(s.kind, kind)
+}
+
+// fits says whether a line at the innermost open block's column is of its
+// kind: a '-' item among a mapping's keys only where the key above opened
+// it (a sequence at its key's column: the block then takes either), a key
+// never among a sequence's items.
+func (s *indentScan) fits(body string, indent int) bool {
+	k := &s.kind[len(s.kind)-1]
+	switch line := kindOf(body); {
+	case *k == 'x' || *k == line:
+		return true
+	case line == 's' && s.opener == indent:
+		*k = 'x'
+		return true
+	}
+	return false
 }
 
 // take records what an accepted line opens: a '-' item's content is a
@@ -133,7 +179,11 @@ func (s *indentScan) take(indent int, body string) {
 		col += len(body) - len(rest)
 		body = rest
 		if body != "" {
-			s.open = append(s.open, col)
+			kind := byte('x') // a scalar item's text
+			if k, _, ok := strings.Cut(body, ":"); ok && !strings.ContainsAny(k, `"'[{ `) {
+				kind = 'm'
+			}
+			s.push(col, kind)
 		}
 	}
 	s.flow = flowDepth(body)

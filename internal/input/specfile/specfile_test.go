@@ -298,3 +298,47 @@ func TestReadFileRefusesWhatIsNotAFile(t *testing.T) {
 		}
 	}
 }
+
+// TestATabAfterAnItemsDash (trial9 N11): the scanner names the right line
+// but only in its words ("found character that cannot start any token").
+func TestATabAfterAnItemsDash(t *testing.T) {
+	var s struct{ Cells []map[string]any }
+	_, err := Decode("z1.yaml", []byte("cells:\n  - protocol: dns\n  -\tprotocol: http\n    conns: [1]\n"), &s)
+	var e *Error
+	if !errors.As(err, &e) || e.Line != 3 || !strings.Contains(e.Msg, "a tab after this line's '-'") {
+		t.Errorf("%v, want line 3 and a tab after its '-'", err)
+	}
+}
+
+// TestAnItemAmongKeysAndAKeyAmongItems (trial9 N8): a '-' item at its
+// mapping's keys' column, and a key at its list's items' column, line up
+// with a block, but of the other kind; the parser named the line above.
+func TestAnItemAmongKeysAndAKeyAmongItems(t *testing.T) {
+	for _, c := range []struct {
+		name, src string
+		line      int
+	}{
+		{"y4: an item among the keys of the item above", "name: t\ncells:\n- protocol: http\n  conns: [1]\n  - protocol: dns\n", 5},
+		{"y8: a key among the items", "name: t\ncells:\n  - protocol: http\n  conns: [1]\n", 4},
+	} {
+		var s struct {
+			Name  string
+			Cells []map[string]any
+		}
+		_, err := Decode("y.yaml", []byte(c.src), &s)
+		var e *Error
+		if !errors.As(err, &e) || e.Line != c.line || !strings.Contains(e.Msg, "a key among '-' items, or a '-' item among keys") {
+			t.Errorf("%s: %v, want line %d", c.name, err, c.line)
+		}
+	}
+	// Each kind where it belongs: a list at its key's column, items after
+	// it, then the next key.
+	var v any
+	src := "cells:\n- protocol: http\n  paths:\n  - ipv4\n  - ipv6\n  conns: [1]\n- protocol: dns\nname: t\n"
+	if err := yaml.Unmarshal([]byte(src), &v); err != nil {
+		t.Errorf("a valid file: %v", err)
+	}
+	if b, bad := misIndented([]byte(src), 1); bad {
+		t.Errorf("a valid file judged mis-indented at line %d: %s", b.line, b.text())
+	}
+}

@@ -304,6 +304,23 @@ func DescribeLoss(setting uint64) string {
 	return fmt.Sprintf("%g%% %s", float64(setting&0xffffffff)/1e4, what)
 }
 
+// LossOfEvery is the share (percent) a loss program of every packet
+// drops, from its setting; ok is false for one of IPv6 or IPv6 UDP only.
+func LossOfEvery(setting uint64) (percent float64, ok bool) {
+	return float64(setting&0xffffffff) / 1e4, setting>>32 == lossEvery
+}
+
+// MapID is the kernel's id of the program's counters map (as Inspect's
+// Counts name it), 0 when unknown.
+func (l *Loss) MapID() ebpf.MapID {
+	info, err := l.counters.Info()
+	if err != nil {
+		return 0
+	}
+	id, _ := info.ID()
+	return id
+}
+
 // Attach puts the loss program on an interface's egress (or ingress).
 func (l *Loss) Attach(ifindex int, egress bool, how Hook) error {
 	a, used, err := attach(l.prog, ifindex, egress, how, prioLoss)

@@ -430,18 +430,11 @@ const RealPort = 53
 // nat64 path, a second Unbound whose dns64 module answers that path's
 // lookups on its DNS64 address.
 func startReal(ctx context.Context, at proto.RealPlace) (*proto.RealRunning, error) {
-	v4, v6 := at.Addrs[path.IPv4], at.Addrs[path.IPv6]
+	v4 := at.Addrs[path.IPv4]
 	v4only := servers.Record{Name: proto.V4OnlyName, Addr: v4}
 	dns64 := at.Addrs[path.NAT64] // the nat64 path's DNS64 view's address
 	plain := slices.DeleteFunc(at.Listen(), func(x netip.Addr) bool { return x == dns64 })
-	records := append(append([]servers.Record{{Name: at.Name, Addr: v4}, {Name: at.Name, Addr: v6}, v4only}, realHTTPS(at.Place)...), largeRecords(v4, v6)...)
-	var views []servers.View
-	about := ""
-	if tun, ok := at.Addrs[path.SixIn4]; ok && at.Sources[path.SixIn4].IsValid() {
-		views = append(views, servers.View{Name: "tunnel", Clients: netip.PrefixFrom(at.Sources[path.SixIn4], 64).Masked(),
-			Records: append([]servers.Record{{Name: at.Name, Addr: v4}, {Name: at.Name, Addr: tun}, v4only}, largeRecords(v4, tun)...)})
-		about = ", a view for the tunnel's clients"
-	}
+	records, views, about := realRecords(at)
 	ub, err := servers.StartUnbound(ctx, at.Daemon, plain, RealPort, "v6lab.test", records, views)
 	if err != nil {
 		return nil, err
@@ -458,6 +451,26 @@ func startReal(ctx context.Context, at proto.RealPlace) (*proto.RealRunning, err
 		run.About["dns64 (real)"] = fmt.Sprintf("%s in the server namespace on %s: its dns64 module synthesises AAAA under %s for the nat64 path (the name as an IPv4-only host has it)", d64.Version, dns64, at.DNS64)
 	}
 	return run, nil
+}
+
+// realRecords are what Unbound answers, as the embedded server does: the
+// name's A and AAAA, the IPv4-only name, the HTTPS records of the place's
+// https servers (Place.HTTPS, started before it) with the name's
+// addresses as hints, and the large name; and, where the lab has a 6in4
+// path, a view for the tunnel's clients giving the tunnel address instead
+// (in the AAAA and the hints).
+func realRecords(at proto.RealPlace) ([]servers.Record, []servers.View, string) {
+	v4, v6 := at.Addrs[path.IPv4], at.Addrs[path.IPv6]
+	zone := func(v6 netip.Addr) []servers.Record {
+		out := []servers.Record{{Name: at.Name, Addr: v4}, {Name: at.Name, Addr: v6}, {Name: proto.V4OnlyName, Addr: v4}}
+		return append(append(out, realHTTPS(at.Place, v4, v6)...), largeRecords(v4, v6)...)
+	}
+	tun, ok := at.Addrs[path.SixIn4]
+	if !ok || !at.Sources[path.SixIn4].IsValid() {
+		return zone(v6), nil, ""
+	}
+	view := servers.View{Name: "tunnel", Clients: netip.PrefixFrom(at.Sources[path.SixIn4], 64).Masked(), Records: zone(tun)}
+	return zone(v6), []servers.View{view}, ", a view for the tunnel's clients"
 }
 
 // largeRecords are proto.LargeName's records on a real server: addrs,

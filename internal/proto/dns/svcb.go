@@ -12,7 +12,6 @@ import (
 
 	"v6lab/internal/lab/servers"
 	"v6lab/internal/proto"
-	"v6lab/internal/sock/path"
 )
 
 // Services are the HTTPS and SVCB records (RFC 9460) the embedded server
@@ -208,11 +207,11 @@ func (s *Services) record(qname string, port int, addrs []netip.Addr, noHints bo
 }
 
 // realHTTPS are the HTTPS records of a place's https servers (Place.HTTPS)
-// for Unbound, as the embedded server gives them at the place's name.
-func realHTTPS(at proto.Place) []servers.Record {
+// for Unbound, as the embedded server gives them at the place's name in
+// a view whose name has addrs (the hints).
+func realHTTPS(at proto.Place, addrs ...netip.Addr) []servers.Record {
 	var out []servers.Record
-	addrs := []netip.Addr{at.Addrs[path.IPv4], at.Addrs[path.IPv6]}
-	addrs = slices.DeleteFunc(addrs, func(a netip.Addr) bool { return !a.IsValid() })
+	addrs = slices.DeleteFunc(slices.Clone(addrs), func(a netip.Addr) bool { return !a.IsValid() })
 	svc := &Services{Ports: at.HTTPS}
 	for _, port := range slices.Sorted(maps.Keys(at.HTTPS)) {
 		owner := proto.HTTPSName(at.Name, port)

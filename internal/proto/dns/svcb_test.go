@@ -9,8 +9,10 @@ import (
 
 	mdns "github.com/miekg/dns"
 
+	"v6lab/internal/lab/servers"
 	"v6lab/internal/proto"
 	"v6lab/internal/sock/path"
+	"v6lab/internal/testutil"
 )
 
 // TestParseService: a record in presentation form, checked; a
@@ -162,9 +164,55 @@ func TestServeTakesThePlacesHTTPSPorts(t *testing.T) {
 // in presentation form, at RFC 9460's owner names.
 func TestRealHTTPS(t *testing.T) {
 	at := proto.Place{Addrs: map[path.Path]netip.Addr{path.IPv4: lo4, path.IPv6: lo6}, Name: "www.v6lab.test", HTTPS: map[int][]string{8443: {"h3", "h2"}, 443: {"h2"}}}
-	got := realHTTPS(at)
+	got := realHTTPS(at, lo4, lo6)
 	if len(got) != 2 || got[0].Name != "www.v6lab.test" || got[1].Name != "_8443._https.www.v6lab.test" || got[1].Type != "HTTPS" ||
 		got[1].Data != `1 www.v6lab.test. alpn="h3,h2" port="8443" ipv4hint="127.0.0.1" ipv6hint="::1"` {
 		t.Errorf("%+v", got)
+	}
+}
+
+// TestRealRecordsServeHTTPS (trial9 N12): the records startReal gives
+// Unbound hold the HTTPS record of the https servers started before it,
+// in the default zone (the name's IPv6 address as its hint) and in the
+// tunnel's view (the tunnel address): a running Unbound answers type 65
+// of _8443._https.www.v6lab.test to each, not NXDOMAIN.
+func TestRealRecordsServeHTTPS(t *testing.T) {
+	testutil.RequireRoot(t, "Unbound is run as the lab runs it, as root")
+	if err := servers.CheckInstalled([]servers.Program{{Name: "unbound", Package: "unbound"}}); err != nil {
+		t.Skipf("Unbound is not installed (scripts/install-deps installs it): %v", err)
+	}
+	v4, v6, tun := netip.MustParseAddr("192.0.2.10"), netip.MustParseAddr("2001:db8::10"), netip.MustParseAddr("2001:db8:46::10")
+	at := proto.RealPlace{Place: proto.Place{Name: "www.v6lab.test", HTTPS: map[int][]string{8443: {"h3", "h2"}, 443: {"h2"}},
+		Addrs: map[path.Path]netip.Addr{path.IPv4: v4, path.IPv6: v6, path.SixIn4: tun}},
+		Sources: map[path.Path]netip.Addr{path.SixIn4: lo6}}
+	records, views, _ := realRecords(at)
+	if len(views) != 1 || !views[0].Clients.Contains(lo6) {
+		t.Fatalf("views %+v", views)
+	}
+	// Unbound's own default "access-control: ::1 allow" is more specific
+	// than the view's ::/64, so here the view names ::1 alone (in the lab
+	// the tunnel's clients are no loopback address).
+	views[0].Clients = netip.PrefixFrom(lo6, 128)
+	port := testutil.FreePort(t)
+	ub, err := servers.StartUnbound(context.Background(), servers.Place{}, []netip.Addr{lo4, lo6}, port, "v6lab.test", records, views)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ub.Stop()
+	for _, c := range []struct {
+		from  netip.Addr
+		qname string
+		want  string
+	}{
+		{lo4, "_8443._https.www.v6lab.test.", `1 www.v6lab.test. alpn="h3,h2" port="8443" ipv4hint="192.0.2.10" ipv6hint="2001:db8::10"`},
+		{lo6, "_8443._https.www.v6lab.test.", `1 www.v6lab.test. alpn="h3,h2" port="8443" ipv4hint="192.0.2.10" ipv6hint="2001:db8:46::10"`},
+		{lo4, "www.v6lab.test.", `1 . alpn="h2" port="443" ipv4hint="192.0.2.10" ipv6hint="2001:db8::10"`},
+	} {
+		m := new(mdns.Msg)
+		m.SetQuestion(c.qname, mdns.TypeHTTPS)
+		in, _, err := (&mdns.Client{Timeout: 2 * time.Second}).Exchange(m, netip.AddrPortFrom(c.from, uint16(port)).String())
+		if err != nil || in.Rcode != mdns.RcodeSuccess || len(in.Answer) != 1 || !strings.HasSuffix(in.Answer[0].String(), "HTTPS\t"+c.want) {
+			t.Errorf("HTTPS %s asked at %s: %v %v", c.qname, c.from, in, err)
+		}
 	}
 }

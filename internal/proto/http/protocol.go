@@ -126,6 +126,10 @@ type Options struct {
 // file (not both), the probe command's TLS and engine settings.
 func (o *Options) Check(where result.Where, given proto.Given) error {
 	hosts := where == result.Hosts
+	if o.Dialer == DialerV3 && o.External() {
+		// Said first: what else curl or wget cannot do is beside the point.
+		return proto.Errorf("dialer", "v3 is v6lab's own client: %s races by its own rules (leave out client, or give dialer v6lab)", o.Client)
+	}
 	if o.Objects != nil {
 		if *o.Objects < 0 || *o.Objects > MaxObjects {
 			return proto.Errorf("objects", "%d: want 0 to %d embedded objects", *o.Objects, MaxObjects)

@@ -86,7 +86,7 @@ func startReal(ctx context.Context, at proto.RealPlace) (*proto.RealRunning, err
 	for _, c := range at.Cells {
 		needTLS = needTLS || c.ServerFor() == ServerKeyTLS
 	}
-	run := &proto.RealRunning{Content: content.Generated, About: map[string]string{}, Ports: map[string]int{}, Pins: map[string]string{}}
+	run := &proto.RealRunning{Content: content.Generated, About: map[string]string{}, Ports: map[string]int{}, Pins: map[string]string{}, HTTPS: map[int][]string{}}
 	var cert *servers.TLS
 	if needTLS || needH3 {
 		cfg, err := proto.SelfSigned([]string{"localhost", at.Name}, at.Listen())
@@ -104,6 +104,7 @@ func startReal(ctx context.Context, at proto.RealPlace) (*proto.RealRunning, err
 	if needTLS {
 		ngTLS = &servers.TLS{Port: RealTLSPort, Cert: cert.Cert, Key: cert.Key}
 		run.Ports[ServerKeyTLS] = RealTLSPort
+		run.HTTPS[RealTLSPort] = []string{"h2"} // as the embedded https server's (ALPN)
 		about = fmt.Sprintf(", https on %d (HTTP/1.1 and HTTP/2 by ALPN, OpenSSL)", RealTLSPort)
 	}
 	ng, err := servers.StartNginx(ctx, at.Daemon, at.Listen(), RealPort, files, gen, ngTLS)
@@ -122,6 +123,7 @@ func startReal(ctx context.Context, at proto.RealPlace) (*proto.RealRunning, err
 	}
 	run.Stop = func() { cd.Stop(); ng.Stop() }
 	run.Ports[ServerKeyH3] = RealH3Port
+	run.HTTPS[RealH3Port] = []string{"h3", "h2"} // QUIC on the port's UDP, TLS on its TCP
 	run.About["h3 (real)"] = proto.RealAbout(cd, fmt.Sprintf(", HTTP/3 over QUIC on UDP %d (quic-go inside Caddy)", RealH3Port))
 	return run, nil
 }

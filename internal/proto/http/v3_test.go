@@ -12,6 +12,7 @@ import (
 
 	"v6lab/internal/proto"
 	"v6lab/internal/proto/dns"
+	"v6lab/internal/proto/extclient"
 	"v6lab/internal/result"
 	"v6lab/internal/sock/eyeballs"
 	"v6lab/internal/sock/path"
@@ -274,5 +275,18 @@ func TestV3VersionOptions(t *testing.T) {
 	o.Dialer = DialerV2
 	if err := o.PathFit(result.Lab, path.Dual); err == nil || !strings.Contains(err.Error(), "give dialer v3") {
 		t.Errorf("http_version 3 over dual with dialer v2: %v", err)
+	}
+}
+
+// TestV3WithAnExternalClientSaysSoFirst (trial9 N10): dialer v3 with
+// client curl was refused for what curl cannot do with a file or a pin,
+// one reason after another, never the one that holds: v3 is v6lab's own.
+func TestV3WithAnExternalClientSaysSoFirst(t *testing.T) {
+	for _, client := range []string{"curl", "wget"} {
+		o := &Options{Dialer: DialerV3, TLS: true, Choice: extclient.Choice{Client: client}, TLSClient: proto.TLSClient{TLSPin: strings.Repeat("ab", 32)}}
+		err := o.Check(result.Lab, nil)
+		if err == nil || !strings.Contains(err.Error(), "v3 is v6lab's own client: "+client) {
+			t.Errorf("client %s, dialer v3: %v", client, err)
+		}
 	}
 }

@@ -77,8 +77,8 @@ func v3Speaks(v string) []string {
 
 // checkV3 checks dialer v3's settings: its timers (none negative, each
 // within the draft's bounds), the other dialers not given them, and what
-// v3 needs: v6lab's own client, TLS (QUIC has no plain form), an engine
-// that is not the event loop.
+// v3 needs: TLS (QUIC has no plain form), an engine that is not the event
+// loop (and v6lab's own client: Check says it first).
 func (o *Options) checkV3(where result.Where, u *url.URL) error {
 	for _, d := range []struct {
 		option string
@@ -103,8 +103,6 @@ func (o *Options) checkV3(where result.Where, u *url.URL) error {
 	switch {
 	case !o.RacesFamilies:
 		return proto.Errorf("dialer", "v3 races the dual path's families, and the cell's paths have no dual")
-	case o.External():
-		return proto.Errorf("dialer", "v3 is v6lab's own client: %s races by its own rules", o.Client)
 	case !https:
 		return proto.Errorf("dialer", "v3 races QUIC and TCP with TLS (HTTP/3, h2): give tls: true (the lab's https server) or an https:// url")
 	case engine(o.Engine) == EngineEvloop:

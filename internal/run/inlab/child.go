@@ -63,7 +63,7 @@ func Child(ctx context.Context, jobFile string, out measure.Output) error {
 	if j.Pcap {
 		rec = cp
 	}
-	cond := &conditions{ports: j.Ports, lookups: j.Lookups, lab: j.Lab["name"], rates: j.LinkShaping}
+	cond := &conditions{ports: j.Ports, lookups: j.Lookups, lab: j.Lab["name"], rates: j.LinkShaping, wide: j.Lab["loss"] == "bpf"}
 	if j.PMTU != nil {
 		cond.pmtu = &pmtuRuns{lab: cond.lab, own: j.PMTU.Lab}
 	}

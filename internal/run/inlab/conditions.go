@@ -44,6 +44,28 @@ type conditions struct {
 	// (loss); lost is its count when the run began.
 	loss *lab.LinkLoss
 	lost uint64
+	// wide: the lab as a whole drops a share of every packet on its
+	// links, in tc BPF (--loss, a topology's loss:); wideLost is what it
+	// had dropped when the run began.
+	wide     bool
+	wideLost uint64
+}
+
+// wideLoss adds to a run's record what the lab-wide loss dropped in it,
+// as a cell group's own loss is recorded: each cell ran at it.
+func (c *conditions) wideLoss(rec *result.Run) {
+	if !c.wide {
+		return
+	}
+	n, cond := lab.WideLoss(c.lab, c.loss)
+	if cond == "" {
+		return
+	}
+	rec.Links = maps.Clone(rec.Links)
+	if rec.Links == nil {
+		rec.Links = map[string]string{}
+	}
+	rec.Links["every link end's egress (the lab's loss)"] = fmt.Sprintf("%s (tc BPF): %d packets dropped in the run", cond, n-c.wideLost)
 }
 
 // loseOnLink puts the cell group's loss in place (or removes it).
@@ -160,6 +182,9 @@ func (c *conditions) Begin(ctx context.Context, s *experiment.CellGroup, _ exper
 	if c.loss != nil {
 		c.lost = c.loss.Dropped()
 	}
+	if c.wide {
+		c.wideLost, _ = lab.WideLoss(c.lab, c.loss)
+	}
 	if c.impair != nil {
 		c.dropped, _ = c.impair.Counters()
 	}
@@ -209,6 +234,7 @@ func (c *conditions) End(s *experiment.CellGroup, _ experiment.Step, rec *result
 		}
 		rec.Links["r1 eth-client egress"] = fmt.Sprintf("IPv6 delayed %v (netem)", c.delay.D)
 	}
+	c.wideLoss(rec)
 	c.pmtu.end(s, rec)
 	if !s.ServerCapture || c.server == nil {
 		return

@@ -136,6 +136,13 @@ func TestParseServer(t *testing.T) {
 	if _, err := ParseServer("dns.example"); err == nil {
 		t.Error("a name was accepted as a server address")
 	}
+	// trial9 N14: taken as IPv4 by the family checks, then every query
+	// failed from an IPv6 socket.
+	for _, in := range []string{"[::ffff:127.0.0.1]:18953", "::ffff:127.0.0.1"} {
+		if _, err := ParseServer(in); err == nil || !strings.Contains(err.Error(), "IPv4-mapped IPv6 address, which is IPv4: give 127.0.0.1:") {
+			t.Errorf("%q: %v", in, err)
+		}
+	}
 }
 
 func FuzzParseResolvConf(f *testing.F) {

@@ -493,11 +493,19 @@ func ParseResolvConf(r io.Reader) ([]netip.AddrPort, error) {
 
 // ParseServer accepts "ADDR", "ADDR:PORT" or "[V6]:PORT" (port 53 by default).
 func ParseServer(s string) (netip.AddrPort, error) {
-	if ap, err := netip.ParseAddrPort(s); err == nil {
-		return ap, nil
+	ap, err := netip.ParseAddrPort(s)
+	if err != nil {
+		if a, aerr := netip.ParseAddr(strings.Trim(s, "[]")); aerr == nil {
+			ap, err = netip.AddrPortFrom(a, 53), nil
+		}
 	}
-	if a, err := netip.ParseAddr(strings.Trim(s, "[]")); err == nil {
-		return netip.AddrPortFrom(a, 53), nil
+	if err == nil && ap.Addr().Is4In6() {
+		// Taken as IPv4 by the family checks, sent from an IPv6 socket:
+		// every query would fail (EAFNOSUPPORT on an IPv6-only socket).
+		return netip.AddrPort{}, fmt.Errorf("path: DNS server %q is an IPv4-mapped IPv6 address, which is IPv4: give %s", s, netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()))
+	}
+	if err == nil {
+		return ap, nil
 	}
 	return netip.AddrPort{}, fmt.Errorf("path: bad DNS server %q (want ADDR, ADDR:PORT or [IPV6]:PORT)", s)
 }
