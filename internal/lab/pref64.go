@@ -2,6 +2,7 @@ package lab
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -74,12 +75,60 @@ func ParsePref64(ra []byte) (p netip.Prefix, ok bool, err error) {
 
 // discoverPref64 has r1 advertise the PLAT's prefix on the client's link
 // and returns what the client read: the prefix its CLAT translates to.
+// r1 repeats the advertisement until the client has it, as a router
+// repeats its first ones (RFC 4861 §6.2.4): the lab's loss (--loss, a
+// program on every link end) may drop any one of them, and a send it
+// drops fails with ENOBUFS.
 func (l *Lab) discoverPref64() (netip.Prefix, error) {
 	a := links[0]
+	client, err := l.pref64Listener(a.aIf)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("the client's ICMPv6 socket: %w", err)
+	}
+	defer unix.Close(client)
+	router, to, err := l.pref64Sender(a.bIf)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("r1's ICMPv6 socket: %w", err)
+	}
+	defer unix.Close(router)
+	ra := routerAdvert(Pref64Option(l.NAT64.Prefix))
+	buf := make([]byte, 1500)
+	deadline := time.Now().Add(pref64Wait)
+	sent, dropped := 0, 0
+	for time.Now().Before(deadline) {
+		switch err := unix.Sendto(router, ra, 0, to); {
+		case err == nil:
+			sent++
+		case errors.Is(err, unix.ENOBUFS):
+			dropped++
+		default:
+			return netip.Prefix{}, fmt.Errorf("r1's router advertisement: %w", err)
+		}
+		p, ok, err := readPref64(client, buf)
+		if err != nil {
+			return netip.Prefix{}, err
+		}
+		if ok {
+			return p, nil
+		}
+	}
+	return netip.Prefix{}, fmt.Errorf("no PREF64 from r1 in %v (%d advertisements sent, %d dropped on r1's link)", pref64Wait, sent, dropped)
+}
+
+const (
+	// pref64Wait bounds the discovery; pref64Resend is how long the
+	// client waits for one advertisement before r1 sends the next.
+	pref64Wait   = 3 * time.Second
+	pref64Resend = 200 * time.Millisecond
+)
+
+// pref64Listener is the client's socket that receives router
+// advertisements alone, waiting pref64Resend for each.
+func (l *Lab) pref64Listener(ifname string) (int, error) {
 	var fd int
 	err := Do(NS(l.Name, Client), func() error {
 		var err error
-		fd, err = icmp6Socket(a.aIf)
+		fd, err = icmp6Socket(ifname)
 		if err != nil {
 			return err
 		}
@@ -88,52 +137,62 @@ func (l *Lab) discoverPref64() (netip.Prefix, error) {
 			filter.Data[i] = 0xffffffff
 		}
 		filter.Data[icmp6RouterAdvert>>5] &^= 1 << (icmp6RouterAdvert & 31)
-		if err := unix.SetsockoptICMPv6Filter(fd, unix.SOL_ICMPV6, unix.ICMPV6_FILTER, &filter); err != nil {
+		err = unix.SetsockoptICMPv6Filter(fd, unix.SOL_ICMPV6, unix.ICMPV6_FILTER, &filter)
+		if err == nil {
+			tv := unix.NsecToTimeval(pref64Resend.Nanoseconds())
+			err = unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+		}
+		if err != nil {
+			unix.Close(fd)
+		}
+		return err
+	})
+	return fd, err
+}
+
+// pref64Sender is r1's socket on the client's link and the all-nodes
+// address it advertises to.
+func (l *Lab) pref64Sender(ifname string) (int, *unix.SockaddrInet6, error) {
+	var fd int
+	var to *unix.SockaddrInet6
+	err := Do(NS(l.Name, R1), func() error {
+		ifc, err := net.InterfaceByName(ifname)
+		if err != nil {
+			return err
+		}
+		if fd, err = icmp6Socket(ifname); err != nil {
+			return err
+		}
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_HOPS, 255); err != nil {
 			unix.Close(fd)
 			return err
 		}
-		return unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Sec: 2})
+		to = &unix.SockaddrInet6{Addr: netip.MustParseAddr("ff02::1").As16(), ZoneId: uint32(ifc.Index)}
+		return nil
 	})
-	if err != nil {
-		return netip.Prefix{}, fmt.Errorf("the client's ICMPv6 socket: %w", err)
-	}
-	defer unix.Close(fd)
-	err = Do(NS(l.Name, R1), func() error {
-		s, err := icmp6Socket(a.bIf)
-		if err != nil {
-			return err
-		}
-		defer unix.Close(s)
-		ifc, err := net.InterfaceByName(a.bIf)
-		if err != nil {
-			return err
-		}
-		if err := unix.SetsockoptInt(s, unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_HOPS, 255); err != nil {
-			return err
-		}
-		to := &unix.SockaddrInet6{Addr: netip.MustParseAddr("ff02::1").As16(), ZoneId: uint32(ifc.Index)}
-		return unix.Sendto(s, routerAdvert(Pref64Option(l.NAT64.Prefix)), 0, to)
-	})
-	if err != nil {
-		return netip.Prefix{}, fmt.Errorf("r1's router advertisement: %w", err)
-	}
-	buf := make([]byte, 1500)
-	deadline := time.Now().Add(2 * time.Second)
-	for time.Now().Before(deadline) {
+	return fd, to, err
+}
+
+// readPref64 reads router advertisements until one carries a PREF64 or
+// the socket's wait ends (ok false, no error).
+func readPref64(fd int, buf []byte) (netip.Prefix, bool, error) {
+	for {
 		n, _, err := unix.Recvfrom(fd, buf, 0)
+		if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
+			return netip.Prefix{}, false, nil
+		}
 		if err != nil {
-			return netip.Prefix{}, fmt.Errorf("no router advertisement from r1 (%w)", err)
+			return netip.Prefix{}, false, fmt.Errorf("the client's ICMPv6 socket: %w", err)
 		}
 		p, ok, err := ParsePref64(buf[:n])
 		if err != nil || !ok {
 			continue // another router advertisement
 		}
 		if p.Bits() != 96 {
-			return netip.Prefix{}, fmt.Errorf("r1 advertised %v, but the CLAT translates with a /96", p)
+			return netip.Prefix{}, false, fmt.Errorf("r1 advertised %v, but the CLAT translates with a /96", p)
 		}
-		return p, nil
+		return p, true, nil
 	}
-	return netip.Prefix{}, fmt.Errorf("no PREF64 from r1 in 2 s")
 }
 
 // icmp6Socket is a raw ICMPv6 socket bound to interface ifname.

@@ -93,6 +93,32 @@ func requireNft(t *testing.T) {
 	}
 }
 
+// TestPref64SurvivesLossOnTheClientsLink: the lab's loss is in place
+// when the client reads r1's advertisement (run --loss 3 once failed to
+// build: the one advertisement's send was dropped, ENOBUFS); r1 repeats
+// it as a router does, so half the packets lost on that link still give
+// the client its PREF64.
+func TestPref64SurvivesLossOnTheClientsLink(t *testing.T) {
+	requireRoot(t)
+	requireNft(t)
+	requireBPF(t)
+	l := up(t, Config{Name: testName(t) + "p", NAT64: NAT64{Stateful: true},
+		Links: map[string]Link{"client-r1": {Shaping: Shaping{Loss: 50}}}})
+	if l.LossImpl == "" {
+		t.Fatal("no loss on the client's link")
+	}
+	if l.XlatWhy != "" || !strings.HasSuffix(l.Pref64From, Nat64Prefix.String()) || l.Addr.Pref64 != Nat64Prefix {
+		t.Fatalf("why %q, prefix %q, %v", l.XlatWhy, l.Pref64From, l.Addr.Pref64)
+	}
+	// Again, so that one advertisement alone would fail (each send is
+	// dropped one time in two) all but once in hundreds.
+	for i := range 8 {
+		if p, err := l.discoverPref64(); err != nil || p != Nat64Prefix {
+			t.Errorf("discovery %d: %v %v", i+2, p, err)
+		}
+	}
+}
+
 // TestBadNAT64SettingsAreRefused: a PREF64 that is not an IPv6 /96 of its
 // own, a pool that is not IPv4, a pool or prefix of addresses that are no
 // routed unicast (unspecified, loopback, broadcast, multicast,
