@@ -1,6 +1,7 @@
 package http
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -352,9 +354,13 @@ type syncStamp struct {
 	mu          sync.Mutex // guards head
 	head        []byte
 	headFull    atomic.Bool // head holds its 8 bytes: reads need no lock
+	noWait      atomic.Bool // reads return os.ErrDeadlineExceeded at once, the socket untouched (peekSealed)
 }
 
 func (s *syncStamp) Read(p []byte) (int, error) {
+	if s.noWait.Load() {
+		return 0, os.ErrDeadlineExceeded
+	}
 	n, err := s.Conn.Read(p)
 	if n > 0 {
 		if s.sc != nil && !s.sc.LastRx.IsZero() {
@@ -376,6 +382,21 @@ func (s *syncStamp) Write(p []byte) (int, error) {
 	n, err := s.Conn.Write(p)
 	s.out.Add(int64(n))
 	return n, err
+}
+
+// peekSealed says whether the TLS connection over s holds a whole record
+// it read off the socket (through br, the reader over it): a Peek of one
+// byte that may take what TLS holds but not read the socket. crypto/tls
+// takes the read's os.ErrDeadlineExceeded as temporary (a net.Error whose
+// Temporary is true: not kept as the connection's error) and keeps what
+// it had read of a record, so the connection reads on after it; bufio
+// hands the error back once and keeps nothing of it. No system call, no
+// deadline, no timer.
+func (s *syncStamp) peekSealed(br *bufio.Reader) bool {
+	s.noWait.Store(true)
+	_, err := br.Peek(1)
+	s.noWait.Store(false)
+	return !errors.Is(err, os.ErrDeadlineExceeded)
 }
 
 // said names what the server's first bytes were, when they were not

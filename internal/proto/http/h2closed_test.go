@@ -34,8 +34,8 @@ func tcpPair(t *testing.T) (client, server net.Conn) {
 }
 
 // tcpFakeH2 is an h2conn over a TCP connection on 127.0.0.1 to a fakeH2
-// (with secure, over TLS: h2), with its first transaction (/, answered)
-// done: a kept connection.
+// (with secure, over TLS over a syncStamp: h2, as v6lab dials it), with
+// its first transaction (/, answered) done: a kept connection.
 func tcpFakeH2(t *testing.T, secure ...bool) (*h2conn, *fakeH2, net.Conn) {
 	raw, b := tcpPair(t)
 	var conn net.Conn = raw
@@ -47,7 +47,7 @@ func tcpFakeH2(t *testing.T, secure ...bool) (*h2conn, *fakeH2, net.Conn) {
 		}
 		cfg.NextProtos = []string{"h2"}
 		f = serveFakeH2(t, tls.Server(b, cfg)) // its handshake, at its first read
-		tc := tls.Client(raw, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
+		tc := tls.Client(stampH2(raw), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
 		if err := tc.Handshake(); err != nil {
 			t.Fatal(err)
 		}

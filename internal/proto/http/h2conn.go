@@ -59,6 +59,7 @@ type h2conn struct {
 	rd     h2reader        // the reading transaction's
 	sock   syscall.RawConn // the TCP socket, asked whether bytes wait (nil: none)
 	sealed bool            // TLS: records read off the socket may wait in it, unseen by the socket's peek
+	under  *syncStamp      // what TLS reads, which unsealed peeks through without the socket (nil: by deadlines)
 
 	local, remote string                 // its ends, as a kept connection's samples name them (keptEnds)
 	moved         atomic.Pointer[h2conn] // where the transaction went on after the server's GOAWAY (watch)
@@ -157,7 +158,10 @@ func newH2Conn(conn, raw net.Conn) *h2conn {
 	h.rd.dec = hpack.NewDecoder(4096, h.rd.emit)
 	h.rd.dec.SetMaxStringLength(MaxHeaderBytes)
 	h.sock = socketOf(raw)
-	_, h.sealed = conn.(*tls.Conn)
+	if tc, ok := conn.(*tls.Conn); ok {
+		h.sealed = true
+		h.under, _ = tc.NetConn().(*syncStamp)
+	}
 	return h
 }
 
@@ -300,8 +304,13 @@ func (h *h2conn) waiting() bool {
 // unsealed says whether the TLS layer holds a record it read off the
 // socket with the last reply's (a GOAWAY sent right after it, in the same
 // TCP segment): a read that may not wait takes it into the buffer. No
-// system call: the expired deadline stops the read before the socket's.
+// system call: TLS's read of the socket fails at once, through the
+// syncStamp under it (peekSealed), or without one, at an expired deadline
+// (two deadlines set: a timer each).
 func (h *h2conn) unsealed() bool {
+	if h.under != nil {
+		return h.under.peekSealed(h.rd.br)
+	}
 	_ = h.raw.SetReadDeadline(time.Unix(1, 0))
 	_, err := h.rd.br.Peek(1)
 	_ = h.raw.SetReadDeadline(time.Time{})

@@ -522,8 +522,15 @@ func (c *heldConn) Write(p []byte) (int, error) {
 // after the last reply, in its own TLS record but the same TCP segment,
 // is read off the socket with the reply and waits in the TLS layer, where
 // the socket's peek cannot see it. The kept connection must still be
-// found going away before its next use, not fail its next transaction.
+// found going away before its next use, not fail its next transaction:
+// over a syncStamp (as every connection v6lab dials: peekSealed), and
+// over the bare TCP connection (expired deadlines).
 func TestH2ConnGoAwayInTheLastReplysSegment(t *testing.T) {
+	t.Run("stamped", func(t *testing.T) { goAwayInTheLastReplysSegment(t, true) })
+	t.Run("bare", func(t *testing.T) { goAwayInTheLastReplysSegment(t, false) })
+}
+
+func goAwayInTheLastReplysSegment(t *testing.T, stamped bool) {
 	cfg, err := proto.SelfSigned([]string{"h2.test"}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -556,12 +563,19 @@ func TestH2ConnGoAwayInTheLastReplysSegment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := tls.Client(raw, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
+	under := raw
+	if stamped {
+		under = stampH2(raw)
+	}
+	c := tls.Client(under, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
 	if err := c.Handshake(); err != nil {
 		t.Fatal(err)
 	}
 	h := newH2Conn(c, raw)
 	defer h.close()
+	if (h.under != nil) != stamped {
+		t.Fatalf("the connection's syncStamp %v, want one: %v", h.under, stamped)
+	}
 	if err := wait(t, runAsync(h, testStream("/"))); err != nil {
 		t.Fatal(err)
 	}
