@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/net/http2/hpack"
 	"golang.org/x/sys/unix"
@@ -58,6 +59,8 @@ type h2conn struct {
 
 	rd     h2reader        // the reading transaction's
 	sock   syscall.RawConn // the TCP socket, asked whether bytes wait (nil: none)
+	peek   func(uintptr)   // peekSocket, made once a connection (a method value allocates)
+	peeked bool            // what peek found: bytes, the server's close or an error wait
 	sealed bool            // TLS: records read off the socket may wait in it, unseen by the socket's peek
 	under  *syncStamp      // what TLS reads, which unsealed peeks through without the socket (nil: by deadlines)
 
@@ -158,6 +161,7 @@ func newH2Conn(conn, raw net.Conn) *h2conn {
 	h.rd.dec = hpack.NewDecoder(4096, h.rd.emit)
 	h.rd.dec.SetMaxStringLength(MaxHeaderBytes)
 	h.sock = socketOf(raw)
+	h.peek = h.peekSocket
 	if tc, ok := conn.(*tls.Conn); ok {
 		h.sealed = true
 		h.under, _ = tc.NetConn().(*syncStamp)
@@ -291,14 +295,23 @@ func (h *h2conn) waiting() bool {
 	if h.sock == nil {
 		return true
 	}
+	if err := h.sock.Control(h.peek); err != nil {
+		return true // the socket closed: the read says so
+	}
+	return h.peeked || h.sealed && h.unsealed()
+}
+
+// peekSocket peeks at socket fd without waiting: peeked says whether a
+// byte, the server's close (0 bytes) or its reset (an error: the read
+// ends the connection) waits. Not through Go's scheduler (RawSyscall, as
+// evloop's calls): a peek that may not wait never blocks, and the
+// scheduler's entry and exit cost as much as the call (~0.1 µs of ~0.6).
+// Nothing cheaper is as certain: whatever the server sent since the last
+// read is only in the socket.
+func (h *h2conn) peekSocket(fd uintptr) {
 	var b [1]byte
-	wait := false
-	_ = h.sock.Control(func(fd uintptr) {
-		n, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
-		// a byte, the server's close or its reset (read: it ends the connection)
-		wait = n > 0 || err == nil || err != unix.EAGAIN
-	})
-	return wait || h.sealed && h.unsealed()
+	_, _, e := unix.RawSyscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&b[0])), 1, unix.MSG_PEEK|unix.MSG_DONTWAIT, 0, 0)
+	h.peeked = e != unix.EAGAIN
 }
 
 // unsealed says whether the TLS layer holds a record it read off the
