@@ -2,15 +2,18 @@ package http
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"io"
 	"net"
+	"net/netip"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"v6lab/internal/proto"
+	"v6lab/internal/sock/path"
 )
 
 // TestSyncStampPeekSealed: peekSealed finds a whole record TLS read off
@@ -111,4 +114,39 @@ func socketHolds(t *testing.T, c net.Conn) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// BenchmarkKeptH2Alive is the check before each transaction on a kept
+// HTTP/2 connection over TLS (alive: the socket's peek, the look into
+// TLS), on an idle connection to the embedded server on loopback, as v6lab
+// dials it: what it costs a transaction, alone.
+func BenchmarkKeptH2Alive(b *testing.B) {
+	srv, err := Listen(context.Background(), tlsConfig(&testing.T{}), []netip.Addr{lo4}, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	u, _ := ParseURL("https://" + netip.AddrPortFrom(lo4, uint16(srv.Port)).String() + "/")
+	c := &Client{URL: u, Path: path.IPv4, Resolver: &path.Resolver{}, Version: Version2, Keep: true,
+		TLS: &tls.Config{InsecureSkipVerify: true}}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	s := c.Do(ctx, 0)
+	cancel()
+	if !s.OK() {
+		b.Fatal(s.Err)
+	}
+	h, ok := c.kept.take(0).(*h2conn)
+	if !ok {
+		b.Fatal("no kept HTTP/2 connection after a transaction")
+	}
+	defer h.close()
+	time.Sleep(10 * time.Millisecond) // what the server sends after its reply (a SETTINGS ACK) read
+	h.alive()
+	b.ReportAllocs()
+	for b.Loop() {
+		if !h.alive() {
+			b.Fatal("the kept connection is not alive")
+		}
+	}
 }
