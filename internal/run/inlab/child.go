@@ -89,7 +89,7 @@ func Child(ctx context.Context, jobFile string, out measure.Output) error {
 		}
 	}
 	mj := measure.Job{
-		Exp: j.Exp, Probe: probe, Target: "lab", Servers: j.Servers, Notes: j.Notes,
+		Exp: j.Exp, Probe: probe, Target: "lab", Servers: j.Servers, ServerRoles: j.ServerRoles, Notes: j.Notes,
 		ServerFDs: 0, Somaxconn: j.Somaxconn, Command: j.Command, Results: j.Results,
 		Wire: j.wireCheck(cp, clientSide), Lab: j.Lab, Pcap: rec, Conditions: cond,
 		TCPInfo: j.PMTU != nil, Impaired: impaired,
