@@ -37,9 +37,16 @@ cells:
 	if err != nil {
 		t.Fatalf("run: %v\n%s\n%v", runErr, out, err)
 	}
+	if len(f.Runs) == 0 {
+		t.Fatalf("run: no run recorded: %v\n%s", runErr, out)
+	}
 	var strays uint64
 	runs := map[string]int{}
+	first := f.Runs[0]
 	for _, r := range f.Runs {
+		if r.Seq < first.Seq {
+			first = r
+		}
 		if r.Wire == nil || r.Err != "" {
 			t.Errorf("run %s/%d: wire %+v err %q", r.Cell, r.Run, r.Wire, r.Err)
 			continue
@@ -54,6 +61,11 @@ cells:
 		if runs[p] != 4 {
 			t.Errorf("path %s: %d runs proven, want 4 (a warm-up and 3 counted)", p, runs[p])
 		}
+	}
+	// The first run follows only settling: its connections are closed
+	// when settling ends, so nothing of theirs is stray in it.
+	if first.Wire != nil && first.Wire.Stray != 0 {
+		t.Errorf("first run (%s/%d, seq %d): %d stray packets: settling's connections sent into it", first.Cell, first.Run, first.Seq, first.Wire.Stray)
 	}
 	if strays == 0 {
 		t.Error("no stray datagram: the kept connections of the other paths sent nothing into any run")

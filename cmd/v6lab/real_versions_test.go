@@ -120,6 +120,13 @@ cells:
 			t.Errorf("an embedded %s server answered: %s", k, srv[k])
 		}
 	}
+	// What compare pairs the embedded servers with (trial9 N3): nginx
+	// stands for the embedded http and https servers, the DNS64 Unbound
+	// for the embedded dns server's DNS64 view.
+	roles := f.Header.ServerRoles
+	if fmt.Sprint(roles["http (real)"]) != "[http https]" || fmt.Sprint(roles["dns64 (real)"]) != "[dns]" || len(roles) != 2 {
+		t.Errorf("server roles %v (servers %v)", roles, srv)
+	}
 	want := map[string]string{"https": "http/1.1", "http/2": "h2", "http/3": "h3"}
 	for _, smp := range f.Samples {
 		if !smp.OK() || smp.Negotiated != want[smp.Protocol] {

@@ -152,6 +152,12 @@ type RealRunning struct {
 	// About describes each daemon it started for a result's header, by
 	// name ("http (real)").
 	About map[string]string
+	// Roles names, per key of About that stands for embedded servers of
+	// other keys than its own name, those keys (nginx with TLS: http and
+	// https; the DNS64 Unbound: dns, whose embedded server answers the
+	// nat64 path's lookups itself). A result's header records them, so
+	// that compare pairs an embedded result's servers with a real one's.
+	Roles map[string][]string
 	// Content is what its files hold (nginx: v6lab's generated content;
 	// ProFTPD: sparse files, which read as zeros).
 	Content content.Expect

@@ -230,10 +230,11 @@ func TestConnLabelsReadTypedFieldsNotWords(t *testing.T) {
 
 // TestGroupNamesSayTheVersion: titles name a group's HTTP version; the h2c
 // group is HTTP/2 (h2c), never the label upper-cased into "HTTP/H2C"
-// (trial4 F19).
+// (trial4 F19); a labelled group of one version, web of HTTP/2, is WEB/2
+// as a list's web/2 is (docs/metrics.md, trial9 N13).
 func TestGroupNamesSayTheVersion(t *testing.T) {
-	s := &Summary{HTTPVersions: map[string]string{"http": "1.1", "http/2": "2", "http/h2c": "2", "web/h2c": "2", "mine": "3"}}
-	for group, want := range map[string]string{"http": "HTTP/1.1", "http/2": "HTTP/2", "http/h2c": "HTTP/2 (h2c)", "web/h2c": "WEB/2 (h2c)", "mine": "MINE/3", "ftp": "FTP"} {
+	s := &Summary{HTTPVersions: map[string]string{"http": "1.1", "http/2": "2", "http/h2c": "2", "web/h2c": "2", "mine": "3", "web": "2", "web/2": "2"}}
+	for group, want := range map[string]string{"http": "HTTP/1.1", "http/2": "HTTP/2", "http/h2c": "HTTP/2 (h2c)", "web/h2c": "WEB/2 (h2c)", "mine": "MINE/3", "ftp": "FTP", "web": "WEB/2", "web/2": "WEB/2"} {
 		if got := groupTitle(s, group); got != want {
 			t.Errorf("group %s titled %q, want %q", group, got, want)
 		}

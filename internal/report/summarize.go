@@ -216,7 +216,7 @@ func (a *runAcc) add(smp *result.Sample) {
 func (z *Summarizer) Finish() *Summary {
 	h := &z.h
 	s := &Summary{Version: SummaryVersion, Name: h.Name, Created: h.Created, Target: string(h.Target), Baseline: cmpOr(h.Baseline, "ipv4"),
-		Notes: append(append([]string(nil), h.Notes...), z.runNotes...), Lab: h.Lab, Servers: h.Servers, Machine: machine(h),
+		Notes: append(append([]string(nil), h.Notes...), z.runNotes...), Lab: h.Lab, Servers: h.Servers, ServerRoles: h.ServerRoles, Machine: machine(h),
 		LeftOutRuns: z.leftOut, Segment: h.Segment, Scale: z.spec.scale, Seed: z.spec.seed, Engines: z.spec.engines, Dialers: z.spec.dialers,
 		HTTPVersions: z.spec.versions, HTTPCleartext: z.spec.cleartext, IPLiteral: z.spec.literal,
 		SampleEvery: h.SampleEvery}

@@ -81,6 +81,9 @@ type Summary struct {
 	// Lab and Servers are the header's, for the reader of the report.
 	Lab     map[string]string `json:"lab,omitempty"`
 	Servers map[string]string `json:"servers,omitempty"`
+	// ServerRoles are the header's (result.Header.ServerRoles): what
+	// compare pairs servers by.
+	ServerRoles map[string][]string `json:"server_roles,omitempty"`
 	// Segment is the share of users this result holds (a segment of a
 	// split run); Segments, in a merged result, each segment's own
 	// figures beside the pooled ones.

@@ -28,7 +28,6 @@ func conditionNotes(a, b *Summary) []string {
 	}{
 		{"lab", la, lb},
 		{"machine", a.Machine, b.Machine},
-		{"servers", byRole(a.Servers), byRole(b.Servers)},
 	} {
 		for _, k := range unionKeys(g.a, g.b) {
 			va, oka := g.a[k]
@@ -38,6 +37,7 @@ func conditionNotes(a, b *Summary) []string {
 			}
 		}
 	}
+	notes = append(notes, serverNotes(a, b)...)
 	if sa, sb := scaleOf(a), scaleOf(b); sa != sb {
 		notes = append(notes, fmt.Sprintf("scale differs: A %g; B %g", sa, sb))
 	}
@@ -201,27 +201,6 @@ func lossOf(s *Summary, group string) string {
 		return "none"
 	}
 	return strings.Join(slices.Sorted(maps.Keys(seen)), ", ")
-}
-
-// byRole keys servers by their role: a real server's key "dns (real)"
-// is its role dns, its value marked "(real)", so that an embedded and a
-// real server of the same role are one note, not two "(not recorded)"
-// (trial8 F5).
-func byRole(servers map[string]string) map[string]string {
-	out := map[string]string{}
-	for k, v := range servers {
-		role, real := strings.CutSuffix(k, " (real)")
-		if real {
-			v += " (real)"
-		}
-		if o, ok := out[role]; ok { // both kinds: say both, in one order
-			pair := []string{o, v}
-			slices.Sort(pair)
-			v = strings.Join(pair, "; and ")
-		}
-		out[role] = v
-	}
-	return out
 }
 
 // runOnly are the lab's keys that name one run's lab, not its conditions.

@@ -3,8 +3,13 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"v6lab/internal/result"
 )
 
 // TestCompareNamesEveryConditionThatDiffers (trial 6): A on 1 Gbit/s
@@ -138,5 +143,76 @@ func TestCompareNotesALossThatDiffers(t *testing.T) {
 	}
 	if same := CompareSummaries("A", lossy, "B", lossy); len(same.Notes) != 0 {
 		t.Errorf("a lossy result against itself: %q", same.Notes)
+	}
+}
+
+// TestComparePairsTheServersThatServeTheSameRoles (trial9 N3): two result
+// directories, one of the embedded servers, one of the real ones, whose
+// header records what each real server stands for (nginx's http with TLS:
+// http and https; the DNS64 Unbound: the embedded dns server's DNS64
+// view). Compare says each set of servers once, paired, and never that
+// the embedded result did not record a server it had.
+func TestComparePairsTheServersThatServeTheSameRoles(t *testing.T) {
+	dirOf := func(servers map[string]string, roles map[string][]string) string {
+		f := build(baseMS, otherMS)
+		f.Header.Servers, f.Header.ServerRoles = servers, roles
+		dir := t.TempDir()
+		fh, err := os.Create(filepath.Join(dir, SamplesFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := result.NewWriter(fh)
+		w.Header(f.Header)
+		for _, s := range f.Samples {
+			w.Sample(s)
+		}
+		for _, r := range f.Runs {
+			w.Run(r)
+		}
+		if err := errors.Join(w.Close(), fh.Close()); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	embedded := dirOf(map[string]string{
+		"dns":   "embedded (miekg/dns; DNS64 on the nat64 path's)",
+		"http":  "embedded (v6lab's own HTTP/1.1)",
+		"https": "embedded (Go crypto/tls)",
+		"h3":    "embedded (quic-go)",
+	}, nil)
+	realServers := map[string]string{
+		"dns (real)":   "unbound 1.17.1",
+		"dns64 (real)": "unbound 1.17.1 dns64",
+		"http (real)":  "nginx/1.22.1, https on 443",
+		"h3 (real)":    "Caddy 2.6.2",
+	}
+	real := dirOf(realServers, map[string][]string{"http (real)": {"http", "https"}, "dns64 (real)": {"dns"}})
+	_, a, err := Load(embedded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, b, err := Load(real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"A and B were measured under different conditions (below): their differences include these",
+		"servers dns, dns64 differ: A embedded (miekg/dns; DNS64 on the nat64 path's); B dns: unbound 1.17.1 (real); dns64: unbound 1.17.1 dns64 (real)",
+		"servers h3 differs: A embedded (quic-go); B Caddy 2.6.2 (real)",
+		"servers http, https differ: A http: embedded (v6lab's own HTTP/1.1); https: embedded (Go crypto/tls); B nginx/1.22.1, https on 443 (real)",
+	}
+	if got := CompareSummaries("A", a, "B", b).Notes; strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("notes:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if same := CompareSummaries("B", b, "B", b); len(same.Notes) != 0 {
+		t.Errorf("a result against itself: %q", same.Notes)
+	}
+	// A server only one result had is not "(not recorded)" in the other,
+	// which recorded its servers: it had no such server.
+	noH3 := &Summary{Servers: map[string]string{"dns": a.Servers["dns"], "http": a.Servers["http"]}}
+	got := strings.Join(CompareSummaries("A", noH3, "B", b).Notes, "\n")
+	if strings.Contains(got, "not recorded") || !strings.Contains(got, "servers h3 differs: A no such server; B Caddy 2.6.2 (real)") ||
+		!strings.Contains(got, "servers http differs: A embedded (v6lab's own HTTP/1.1); B nginx") {
+		t.Errorf("without h3 and https:\n%s", got)
 	}
 }

@@ -315,9 +315,16 @@ type Header struct {
 	Target Where `json:"target"`
 	// Lab describes the lab a "lab" run used: topology, tunnel
 	// implementation and MTU, shaping, the link the wire was checked on.
-	Lab      map[string]string `json:"lab,omitempty"`
-	Servers  map[string]string `json:"servers,omitempty"`
-	Baseline string            `json:"baseline"`
+	Lab     map[string]string `json:"lab,omitempty"`
+	Servers map[string]string `json:"servers,omitempty"`
+	// ServerRoles names, per key of Servers that stands for embedded
+	// servers of other keys than its own name (a real server: nginx's
+	// "http (real)" with TLS for http and https, the DNS64 Unbound's
+	// "dns64 (real)" for dns, whose embedded server answers the nat64
+	// path's lookups itself), those keys: compare pairs an embedded
+	// result's servers with a real one's by them.
+	ServerRoles map[string][]string `json:"server_roles,omitempty"`
+	Baseline    string              `json:"baseline"`
 	// Spec is the experiment as run, verbatim.
 	Spec any `json:"spec,omitempty"`
 	// Notes are facts the reader should know (fallbacks, caveats).

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -270,5 +271,63 @@ func TestKeptSampleHasNoByteCounts(t *testing.T) {
 	var old Sample
 	if !decodeSampleFast([]byte(fastSeeds[2]), &old) || old.BytesIn != 0 || old.BytesOut != 0 || old.TotalNS != 5 {
 		t.Errorf("an older line with bytes 0: %+v", old)
+	}
+}
+
+// lockedBuffer is a file the writer writes while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.buf.Bytes())
+}
+
+// Samples that come one at a time, as a run's users finish, do not wake
+// the writer one by one: it gathers them (a few takes for 2,000 samples
+// over 100 ms, where each had been a take and a hand-off between
+// goroutines), and a sample alone after a quiet moment still reaches
+// the file without a Sync, within FlushEvery.
+func TestWriterGathersSamplesAndStillWritesAQuietOne(t *testing.T) {
+	var out lockedBuffer
+	w := NewCompressedWriter(&out)
+	w.Header(Header{Name: "t"})
+	w.Sync()
+	before := w.batches.Load()
+	const n = 2000
+	start := time.Now()
+	for i := range n {
+		for time.Since(start) < time.Duration(i)*50*time.Microsecond {
+		}
+		w.Sample(sample(i, ""))
+	}
+	w.Sync()
+	takes := w.batches.Load() - before
+	if takes > n/10 {
+		t.Errorf("%d samples over %v took %d takes of the queue, want them gathered (at most %d)", n, time.Since(start).Round(time.Millisecond), takes, n/10)
+	}
+	w.Sample(sample(n, "the quiet one"))
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		f, err := Read(bytes.NewReader(out.bytes()), "samples.jsonl.zst")
+		if err == nil && len(f.Samples) == n+1 && f.Samples[n].Err == "the quiet one" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the last sample never reached the file without a Sync (%v, %d samples read)", err, len(f.Samples))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -19,6 +19,9 @@ import (
 	"v6lab/internal/sock/path"
 )
 
+// serverKey is the embedded server's key (the protocol's name).
+const serverKey = "dns"
+
 // Protocol is DNS query response time: its options, commands and servers.
 var Protocol = proto.Protocol{
 	Name: "dns",
@@ -49,7 +52,7 @@ query (from the send to the read that received its reply) and pins the family.`,
   v6lab probe dns www.lab.test --server 127.0.0.1:5353 --paths ipv4 --mode load --conns 100 --duration 10s`,
 	},
 	Server: &proto.Server{
-		Key:      "dns",
+		Key:      serverKey,
 		About:    about,
 		AboutAt:  aboutAt,
 		Settings: func() any { return &ServerSettings{} },
@@ -448,6 +451,7 @@ func startReal(ctx context.Context, at proto.RealPlace) (*proto.RealRunning, err
 			return nil, err
 		}
 		run.Stop = func() { d64.Stop(); ub.Stop() }
+		run.Roles = map[string][]string{"dns64 (real)": {serverKey}}
 		run.About["dns64 (real)"] = fmt.Sprintf("%s in the server namespace on %s: its dns64 module synthesises AAAA under %s for the nat64 path (the name as an IPv4-only host has it)", d64.Version, dns64, at.DNS64)
 	}
 	return run, nil

@@ -113,6 +113,9 @@ func startReal(ctx context.Context, at proto.RealPlace) (*proto.RealRunning, err
 	}
 	run.Stop = ng.Stop
 	run.About["http (real)"] = proto.RealAbout(ng, about)
+	if needTLS {
+		run.Roles = map[string][]string{"http (real)": {Embedded.Key, ServerKeyTLS}}
+	}
 	if !needH3 {
 		return run, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -88,7 +89,7 @@ func Child(ctx context.Context, jobFile string, out measure.Output) error {
 		}
 	}
 	mj := measure.Job{
-		Exp: j.Exp, Probe: probe, Target: "lab", Servers: j.Servers, Notes: j.Notes,
+		Exp: j.Exp, Probe: probe, Target: "lab", Servers: j.Servers, ServerRoles: j.ServerRoles, Notes: j.Notes,
 		ServerFDs: 0, Somaxconn: j.Somaxconn, Command: j.Command, Results: j.Results,
 		Wire: j.wireCheck(cp, clientSide), Lab: j.Lab, Pcap: rec, Conditions: cond,
 		TCPInfo: j.PMTU != nil, Impaired: impaired,
@@ -148,17 +149,28 @@ func Settle(ctx context.Context, c *experiment.CellGroup, probe func(*experiment
 		if err != nil {
 			return err
 		}
-		var last string
-		ok := false
-		for try := 0; try < tries && !ok; try++ {
-			ctx, cancel := context.WithTimeout(ctx, timeout)
-			s := pr.Do(ctx, 0)
-			cancel()
-			ok, last = s.OK(), s.Err
-		}
+		ok, last := settlePath(ctx, pr, tries, timeout)
 		if !ok {
 			return fmt.Errorf("%s over path %s does not work in the lab: %s", c.CellName(), p, last)
 		}
 	}
 	return nil
+}
+
+// settlePath tries pr's transaction until one completes (at most tries)
+// and then closes what pr kept open (a keepalive cell's connections):
+// settling's connections would otherwise go on sending (quic-go's path
+// MTU probes, ACKs) into the first runs, where the wire check counts them
+// as stray.
+func settlePath(ctx context.Context, pr load.Probe, tries int, timeout time.Duration) (ok bool, last string) {
+	if c, isCloser := pr.(io.Closer); isCloser {
+		defer c.Close()
+	}
+	for try := 0; try < tries && !ok; try++ {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		s := pr.Do(ctx, 0)
+		cancel()
+		ok, last = s.OK(), s.Err
+	}
+	return ok, last
 }

@@ -72,6 +72,12 @@ func startReal(ctx context.Context, l *lab.Lab, exp *experiment.Experiment, job 
 			pins["real/"+k] = pin
 		}
 		maps.Copy(job.Servers, run.About)
+		if len(run.Roles) > 0 {
+			if job.ServerRoles == nil {
+				job.ServerRoles = map[string][]string{}
+			}
+			maps.Copy(job.ServerRoles, run.Roles)
+		}
 	}
 	// Each server's files hold what it says (v6lab's generated content
 	// unless it says otherwise: ProFTPD's sparse files read as zeros).

@@ -78,10 +78,13 @@ type Job struct {
 	// wire check counts their packets as that path's.
 	Nat64   []netip.Prefix    `json:"nat64,omitempty"`
 	Servers map[string]string `json:"servers"`
-	Notes   []string          `json:"notes"`
-	Lab     map[string]string `json:"lab"`
-	Results string            `json:"results"`
-	Pcap    bool              `json:"pcap"`
+	// ServerRoles are the real servers' roles (proto.RealRunning.Roles),
+	// for the header (result.Header.ServerRoles).
+	ServerRoles map[string][]string `json:"server_roles,omitempty"`
+	Notes       []string            `json:"notes"`
+	Lab         map[string]string   `json:"lab"`
+	Results     string              `json:"results"`
+	Pcap        bool                `json:"pcap"`
 	// Gen are the background traffic hosts (cells with a background).
 	Gen congestion.Hosts `json:"gen,omitempty"`
 	// ServerCapture: fd 4 is a packet socket on the server's interface.

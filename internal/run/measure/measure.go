@@ -44,7 +44,10 @@ type Job struct {
 	Target result.Where
 	// Servers name the servers measured, Notes what a reader must know.
 	Servers map[string]string
-	Notes   []string
+	// ServerRoles name the embedded servers' keys a server of Servers
+	// stands for beside its own (result.Header.ServerRoles).
+	ServerRoles map[string][]string
+	Notes       []string
 	// Somaxconn is the server host's net.core.somaxconn when the server
 	// is in another namespace (a lab run); 0: read this process's own.
 	Somaxconn int
@@ -290,7 +293,7 @@ func (j *Job) header(toolVersion string) (result.Header, error) {
 		FormatVersion: result.FormatVersion, Tool: "v6lab", ToolVersion: toolVersion, Created: time.Now().UTC(),
 		Command: command, Host: host.Name(), Kernel: host.Kernel(), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(),
 		Sysctls: host.ReadSysctls(host.Sysctls), Limits: map[string]string{"nofile": fmt.Sprint(limit)}, Target: j.Target,
-		Servers: j.Servers, Notes: notes, Lab: j.Lab, ClientSpin: spin,
+		Servers: j.Servers, ServerRoles: j.ServerRoles, Notes: notes, Lab: j.Lab, ClientSpin: spin,
 	}, nil
 }
 
