@@ -3,6 +3,7 @@ package path
 import (
 	"io"
 	"net"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -62,6 +63,27 @@ type StampedConn struct {
 	FirstRx time.Time
 	// UDP: FirstSent reads the stamp of the first datagram sent.
 	UDP bool
+	// rd is a read's state for the descriptor's callback, kept on the
+	// connection (a callback capturing the read's variables allocated
+	// three objects a read); busy says a Read holds it.
+	rd   *stampRead
+	busy atomic.Bool
+}
+
+// stampRead is one Read's buffer and results, and the callback rc.Read
+// runs with them.
+type stampRead struct {
+	s   *StampedConn
+	p   []byte
+	n   int
+	err error
+	fn  func(fd uintptr) bool
+}
+
+func newStampRead(s *StampedConn) *stampRead {
+	r := &stampRead{s: s}
+	r.fn = r.recv
+	return r
 }
 
 // Stamped turns the kernel's timestamps on for a TCP or UDP connection
@@ -79,7 +101,9 @@ func Stamped(c net.Conn) (*StampedConn, bool) {
 	if err != nil || enableStamps(rc, udp) != nil {
 		return nil, false
 	}
-	return &StampedConn{Conn: c, rc: rc, oob: make([]byte, kstamp.OOBSize), UDP: udp}, true
+	s := &StampedConn{Conn: c, rc: rc, oob: make([]byte, kstamp.OOBSize), UDP: udp}
+	s.rd = newStampRead(s)
+	return s, true
 }
 
 // FirstSent is the kernel's transmit stamp of the first datagram sent on
@@ -95,45 +119,56 @@ func (s *StampedConn) FirstSent() time.Time {
 // Read reads as net.Conn's Read does (deadlines included), and records the
 // receive stamp of the bytes it returns.
 func (s *StampedConn) Read(p []byte) (int, error) {
-	var n int
-	var rerr error
 	if len(p) == 0 {
 		return 0, nil
 	}
-	err := s.rc.Read(func(fd uintptr) bool {
-		// recvmsg without a name: a connected socket's peer is known, and
-		// x/sys's Recvmsg would convert and allocate it on every read.
-		iov := unix.Iovec{Base: &p[0]}
-		iov.SetLen(len(p))
-		msg := unix.Msghdr{Iov: &iov, Iovlen: 1, Control: &s.oob[0]}
-		msg.SetControllen(len(s.oob))
-		r, _, e := unix.Syscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&msg)), 0)
-		if e == unix.EAGAIN {
-			return false
-		}
-		n, rerr = int(r), nil
-		if e != 0 {
-			n, rerr = 0, e
-		}
-		oobn := int(msg.Controllen)
-		if n > 0 {
-			if at := kstamp.Parse(s.oob[:oobn]); !at.IsZero() {
-				lag.Add(time.Since(at)) // the self-check's read lag
-				s.LastRx = at
-				if s.FirstRx.IsZero() {
-					s.FirstRx = at
-				}
-			}
-		}
-		return true
-	})
+	r := s.rd
+	if !s.busy.CompareAndSwap(false, true) {
+		r = newStampRead(s) // another Read at once: its own state (and stamps raced, as ever)
+	}
+	r.p = p
+	err := s.rc.Read(r.fn)
+	n, rerr := r.n, r.err
+	r.p, r.n, r.err = nil, 0, nil
+	if r == s.rd {
+		s.busy.Store(false)
+	}
 	switch {
 	case err != nil:
 		return 0, err
 	case rerr != nil:
 		return 0, &net.OpError{Op: "read", Net: s.LocalAddr().Network(), Err: rerr}
-	case n == 0 && len(p) > 0 && !s.UDP:
+	case n == 0 && !s.UDP:
 		return 0, io.EOF
 	}
 	return n, nil
+}
+
+// recv is a Read's recvmsg on the descriptor (false: nothing waits yet).
+func (r *stampRead) recv(fd uintptr) bool {
+	s, p := r.s, r.p
+	// recvmsg without a name: a connected socket's peer is known, and
+	// x/sys's Recvmsg would convert and allocate it on every read.
+	iov := unix.Iovec{Base: &p[0]}
+	iov.SetLen(len(p))
+	msg := unix.Msghdr{Iov: &iov, Iovlen: 1, Control: &s.oob[0]}
+	msg.SetControllen(len(s.oob))
+	n, _, e := unix.Syscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&msg)), 0)
+	if e == unix.EAGAIN {
+		return false
+	}
+	r.n, r.err = int(n), nil
+	if e != 0 {
+		r.n, r.err = 0, e
+	}
+	if r.n > 0 {
+		if at := kstamp.Parse(s.oob[:int(msg.Controllen)]); !at.IsZero() {
+			lag.Add(time.Since(at)) // the self-check's read lag
+			s.LastRx = at
+			if s.FirstRx.IsZero() {
+				s.FirstRx = at
+			}
+		}
+	}
+	return true
 }

@@ -62,7 +62,9 @@ func (l Listener) Accept() (net.Conn, error) {
 	if err != nil {
 		return c, nil
 	}
-	return &Conn{TCPConn: tc, rc: rc}, nil
+	wc := &Conn{TCPConn: tc, rc: rc}
+	wc.rd = newRead(wc)
+	return wc, nil
 }
 
 // Conn is a TCP connection whose reads may wait in poll.
@@ -73,6 +75,28 @@ type Conn struct {
 	polling  atomic.Bool // a read of this connection waits in poll
 	mu       sync.Mutex
 	deadline time.Time // the read deadline, as last set
+	// rd is a read's state for the descriptor's callback, kept on the
+	// connection (a callback capturing the read's variables allocated
+	// three objects a read); busy says a Read holds it.
+	rd   *read
+	busy atomic.Bool
+}
+
+// read is one Read's buffer, results and count in waiting, and the
+// callback rc.Read runs with them.
+type read struct {
+	c       *Conn
+	b       []byte
+	n       int
+	err     error
+	counted bool // this read is counted in waiting
+	fn      func(fd uintptr) bool
+}
+
+func newRead(c *Conn) *read {
+	r := &read{c: c}
+	r.fn = r.once
+	return r
 }
 
 // Read reads into b. rc.Read holds the descriptor while the callback runs,
@@ -81,62 +105,20 @@ func (c *Conn) Read(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
-	var n int
-	var rerr error
-	counted := false // this read is counted in waiting
-	defer func() {
-		if counted {
-			waiting.Add(-1)
-		}
-	}()
-	err := c.rc.Read(func(fd uintptr) bool {
-		for {
-			n, rerr = unix.Read(int(fd), b)
-			if rerr == unix.EINTR {
-				continue
-			}
-			if rerr == nil && n == 0 && c.closed.Load() {
-				rerr = net.ErrClosed // our own shutdown, not the peer's FIN
-			}
-			if rerr != unix.EAGAIN {
-				return true
-			}
-			if !counted {
-				counted = true
-				waiting.Add(1)
-			}
-			if c.closed.Load() {
-				rerr = net.ErrClosed
-				return true
-			}
-			wait := slice
-			if dl := c.readDeadline(); !dl.IsZero() {
-				left := time.Until(dl)
-				if left <= 0 {
-					rerr = os.ErrDeadlineExceeded
-					return true
-				}
-				wait = min(wait, left)
-			}
-			if waiting.Load() > 1 || len(b) < minPolled {
-				return false // others wait too, or a probe read: the netpoller
-			}
-			c.polling.Store(true)
-			if c.closed.Load() { // Close may have looked before polling was set
-				c.polling.Store(false)
-				rerr = net.ErrClosed
-				return true
-			}
-			polled, _, perr := pollIn(int(fd), wait)
-			c.polling.Store(false)
-			if !polled {
-				return false // the netpoller waits, as for any connection
-			} else if perr != nil {
-				rerr = perr
-				return true
-			}
-		}
-	})
+	r := c.rd
+	if r == nil || !c.busy.CompareAndSwap(false, true) {
+		r = newRead(c) // another Read at once (or a Conn not from Accept): its own state
+	}
+	r.b = b
+	err := c.rc.Read(r.fn)
+	n, rerr := r.n, r.err
+	if r.counted {
+		waiting.Add(-1)
+	}
+	r.b, r.n, r.err, r.counted = nil, 0, nil, false
+	if r == c.rd {
+		c.busy.Store(false)
+	}
 	switch {
 	case err != nil:
 		return 0, c.opError(err)
@@ -146,6 +128,58 @@ func (c *Conn) Read(b []byte) (int, error) {
 		return 0, io.EOF
 	}
 	return n, nil
+}
+
+// once is a Read's callback: it reads, or waits in poll while it may
+// (false: the netpoller waits).
+func (r *read) once(fd uintptr) bool {
+	c, b := r.c, r.b
+	for {
+		r.n, r.err = unix.Read(int(fd), b)
+		if r.err == unix.EINTR {
+			continue
+		}
+		if r.err == nil && r.n == 0 && c.closed.Load() {
+			r.err = net.ErrClosed // our own shutdown, not the peer's FIN
+		}
+		if r.err != unix.EAGAIN {
+			return true
+		}
+		if !r.counted {
+			r.counted = true
+			waiting.Add(1)
+		}
+		if c.closed.Load() {
+			r.err = net.ErrClosed
+			return true
+		}
+		wait := slice
+		if dl := c.readDeadline(); !dl.IsZero() {
+			left := time.Until(dl)
+			if left <= 0 {
+				r.err = os.ErrDeadlineExceeded
+				return true
+			}
+			wait = min(wait, left)
+		}
+		if waiting.Load() > 1 || len(b) < minPolled {
+			return false // others wait too, or a probe read: the netpoller
+		}
+		c.polling.Store(true)
+		if c.closed.Load() { // Close may have looked before polling was set
+			c.polling.Store(false)
+			r.err = net.ErrClosed
+			return true
+		}
+		polled, _, perr := pollIn(int(fd), wait)
+		c.polling.Store(false)
+		if !polled {
+			return false // the netpoller waits, as for any connection
+		} else if perr != nil {
+			r.err = perr
+			return true
+		}
+	}
 }
 
 // opError is err as Go's net package reports a read's: a timeout is a

@@ -168,3 +168,30 @@ func TestCloseDuringPollSendsFINAtOnce(t *testing.T) {
 		t.Errorf("the peer saw the close %v after it", d)
 	}
 }
+
+// TestReadAllocatesNothing: a read of data that waits allocates nothing
+// (a server reads so several times a request), and a read that waits in
+// poll leaves the count of waiting reads as it found it.
+func TestReadAllocatesNothing(t *testing.T) {
+	c, cl := pair(t, listen(t))
+	b := make([]byte, 100)
+	read := func() {
+		if _, err := cl.Write(b[:20]); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := c.Read(b); err != nil || n != 20 {
+			t.Fatalf("read %d: %v", n, err)
+		}
+	}
+	read() // the socket's first read registers it with the poller
+	if n := testing.AllocsPerRun(100, read); n != 0 {
+		t.Errorf("%.1f allocations a read", n)
+	}
+	go func() { time.Sleep(20 * time.Millisecond); cl.Write([]byte("later")) }()
+	if n, err := c.Read(b); err != nil || string(b[:n]) != "later" {
+		t.Fatalf("a read that waited: %q %v", b[:n], err)
+	}
+	if w := waiting.Load(); w != 0 {
+		t.Errorf("%d reads counted as waiting after the last ended", w)
+	}
+}
