@@ -48,3 +48,33 @@ func TestResultsMakesOnlyItsLastDirectory(t *testing.T) {
 		t.Errorf("--results of a missing last directory: %v", err)
 	}
 }
+
+// TestAGarbageSamplesFileIsBadInput (trial10 T10): a result directory
+// whose samples file is not one v6lab wrote is bad input, status 2, for
+// report, compare, export and merge alike, naming the file and its line.
+func TestAGarbageSamplesFileIsBadInput(t *testing.T) {
+	good := t.TempDir()
+	if _, err := v6lab(t, "run", "quick", "--loopback", "--runs", "2", "--warmup", "0", "--paths", "ipv4", "--results", good, "--name", "g", "-q"); err != nil {
+		t.Fatal(err)
+	}
+	goodDirs, _ := filepath.Glob(filepath.Join(good, "g-*"))
+	for _, c := range []struct{ file, content, want string }{
+		{"samples.jsonl.zst", "garbage\n", "samples.jsonl.zst:1: not a JSON object"},
+		{"samples.jsonl", "{\"kind\":\"header\"}\n{\"kind\":\"nonsense\"}\n", ":"},
+		{"samples.jsonl", "", "first line is not a v6lab header"},
+		{"samples.jsonl.zst", "\x28\xb5\x2f\xfd garbage", "samples.jsonl.zst"},
+	} {
+		dir := t.TempDir()
+		name := filepath.Join(dir, c.file)
+		if err := os.WriteFile(name, []byte(c.content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{{"report", dir}, {"report", dir, "--write"}, {"compare", goodDirs[0], dir},
+			{"export", dir, "-o", filepath.Join(t.TempDir(), "x.parquet")}, {"merge", dir, goodDirs[0], "--results", t.TempDir()}} {
+			_, err := v6lab(t, args...)
+			if exitCode(err) != 2 || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s (%q): %v (exit %d), want %s named, %q, exit 2", strings.Join(args, " "), c.content, err, exitCode(err), name, c.want)
+			}
+		}
+	}
+}

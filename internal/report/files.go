@@ -58,6 +58,7 @@ func scanDir(dir string, also result.Visitor) (*Summary, error) {
 		return nil, fmt.Errorf("report: %w", err)
 	}
 	defer fh.Close()
+	writing, pid := result.Held(fh)
 	var z *Summarizer
 	truncated, err := result.Scan(fh, name, result.Visitor{
 		Header: func(h *result.Header) error {
@@ -65,6 +66,9 @@ func scanDir(dir string, also result.Visitor) (*Summary, error) {
 				return fmt.Errorf("%s is a survey's result: v6lab report renders it as one, and v6lab compare sets it beside another survey (report/sites)", dir)
 			}
 			z = NewSummarizer(h)
+			if writing {
+				z.Writing(pid)
+			}
 			if also.Header != nil {
 				return also.Header(h)
 			}
@@ -89,10 +93,13 @@ func scanDir(dir string, also result.Visitor) (*Summary, error) {
 		return nil, fmt.Errorf("report: %w", err)
 	}
 	s := z.Finish()
-	if s.Partial != nil {
+	if s.Partial != nil && !s.Partial.Writing {
 		s.Partial.Resume = resumeHint(dir, len(s.Segments) > 0)
 	}
-	if truncated {
+	switch {
+	case writing:
+		s.Notes = append(s.Notes, "the samples file is still being written: these figures are of its lines so far (its writer keeps the last 0.1 s of samples before writing them)")
+	case truncated:
 		s.Notes = append(s.Notes, "the samples file ends in a cut-off line (the run was killed); every complete line is used")
 	}
 	return s, nil

@@ -2,8 +2,13 @@ package report
 
 import (
 	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"v6lab/internal/result"
 )
 
 // httpSpec is the header's spec of build's experiment: one http group,
@@ -86,5 +91,62 @@ func TestAnInterruptedPathIsNotAFailingOne(t *testing.T) {
 	}
 	if strings.Contains(text.String(), "over 0 comparisons") {
 		t.Errorf("Holm's correction over 0 comparisons:\n%s", text.String())
+	}
+}
+
+// TestAResultStillWrittenSaysSo: a result whose samples file a running
+// v6lab still writes (its lock held, as the writer holds it) is reported
+// as figures so far, naming the writer's pid, with no resume advice and
+// no word of a kill or an interruption; once the writer is gone, the
+// same file reads as a stopped run's (trial10 T12).
+func TestAResultStillWrittenSaysSo(t *testing.T) {
+	f := build(baseMS, otherMS)
+	f.Header.Spec = httpSpec
+	f.Runs = f.Runs[:20] // runs 21 and 22 have samples, no record yet
+	dir := t.TempDir()
+	writeInOrder(t, dir, f, true)
+	held, err := os.OpenFile(filepath.Join(dir, result.SamplesName), os.O_RDWR|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if err := result.Lock(held); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := s.Partial
+	if p == nil || !p.Writing || p.WriterPID != os.Getpid() || p.Resume != "" || p.RunsDone != 20 || p.RunsPlanned != 22 {
+		t.Fatalf("partial %+v, want writing by pid %d, 20 of 22, no resume", p, os.Getpid())
+	}
+	var text, js bytes.Buffer
+	Text(&text, s)
+	JSON(&js, s)
+	want := fmt.Sprintf("still being written by a running v6lab (pid %d): figures so far, 20 of 22 runs", os.Getpid())
+	if first := strings.SplitN(text.String(), "\n", 3); !strings.Contains(first[1], want) {
+		t.Errorf("report.txt's second line is not %q:\n%s", want, text.String())
+	}
+	for _, bad := range []string{"resume", "killed", "interrupted", "cut-off"} {
+		if strings.Contains(text.String(), bad) || strings.Contains(js.String(), bad) {
+			t.Errorf("a result still written says %q:\n%s", bad, text.String())
+		}
+	}
+	if !strings.Contains(text.String(), "not counted yet: still running") || s.LeftOutRuns != 0 {
+		t.Errorf("the running runs are not said to be running (left out %d):\n%s", s.LeftOutRuns, text.String())
+	}
+	if !strings.Contains(js.String(), `"writing": true`) || !strings.Contains(js.String(), fmt.Sprintf(`"writer_pid": %d`, os.Getpid())) {
+		t.Errorf("summary.json does not say who writes it:\n%s", js.String())
+	}
+	held.Close() // the writer is gone: the same file is a stopped run's
+	if s, err = Open(dir); err != nil {
+		t.Fatal(err)
+	}
+	if p := s.Partial; p == nil || p.Writing || p.Resume != "v6lab run --resume "+dir {
+		t.Errorf("after the writer: partial %+v", p)
+	}
+	if !strings.Contains(strings.Join(s.Notes, "\n"), "left out: interrupted") {
+		t.Errorf("after the writer, the unrecorded runs are not interrupted: %q", s.Notes)
 	}
 }

@@ -34,8 +34,9 @@ type Summarizer struct {
 	runNotes   []string
 	unrecorded []runKey
 	leftOut    int
-	rewarms    int // re-warm runs of resumes (result.Run.Rewarm)
-	finished   int // run records of finished runs (not interrupted)
+	rewarms    int  // re-warm runs of resumes (result.Run.Rewarm)
+	finished   int  // run records of finished runs (not interrupted)
+	writer     *int // the writing process's pid (Writing), nil when none
 	wire       wireTally
 	late       lateTally
 	// loads are the records of runs that carry a self-check (few
@@ -212,6 +213,34 @@ func (a *runAcc) add(smp *result.Sample) {
 	}
 }
 
+// Writing says the samples file is still being written by a running
+// v6lab (pid, 0 when not known): its last run is running, not cut off,
+// and the summary's figures are so far (Partial.Writing).
+func (z *Summarizer) Writing(pid int) { z.writer = &pid }
+
+// unfinished leaves out the runs that have samples but no record: cut off
+// (interrupted), or, while the file is still written, running.
+func (z *Summarizer) unfinished(s *Summary) {
+	for _, k := range z.unrecorded {
+		a := z.runs[k]
+		switch {
+		case a.recorded:
+		case z.writer != nil:
+			a.skipped, a.pending = "still running", nil
+			s.Notes = append(s.Notes, "run "+itoa(k.run)+" of "+a.cell+" not counted yet: still running")
+		default:
+			// Samples of a run cut off before its record: an unfinished
+			// run, never a complete one.
+			a.skipped, a.pending = "interrupted before the run ended", nil
+			s.Notes = append(s.Notes, "run "+itoa(k.run)+" of "+a.cell+" left out: interrupted before the run ended")
+			if !a.first {
+				s.LeftOutRuns++
+				z.cell(k.cell).leftOutRun("interrupted")
+			}
+		}
+	}
+}
+
 // Finish computes the summary of everything fed so far.
 func (z *Summarizer) Finish() *Summary {
 	h := &z.h
@@ -224,27 +253,22 @@ func (z *Summarizer) Finish() *Summary {
 	if z.rewarms > 0 {
 		s.Notes = append(s.Notes, fmt.Sprintf("resumed: %d re-warm runs (not counted) warmed each cell again before its first counted run in the resuming process (its connections, sessions and caches were cold)", z.rewarms))
 	}
-	if z.spec.planned > 0 && z.finished < z.spec.planned {
+	switch {
+	case z.writer != nil:
+		s.Partial = &Partial{RunsDone: z.finished, RunsPlanned: z.spec.planned, Writing: true, WriterPID: *z.writer}
+	case z.spec.planned > 0 && z.finished < z.spec.planned:
 		s.Partial = &Partial{RunsDone: z.finished, RunsPlanned: z.spec.planned, Resume: resumeHint("", len(h.Merged) > 0)}
 	}
-	for _, k := range z.unrecorded {
-		if a := z.runs[k]; !a.recorded {
-			// Samples of a run cut off before its record: an unfinished
-			// run, never a complete one.
-			a.skipped, a.pending = "interrupted before the run ended", nil
-			s.Notes = append(s.Notes, "run "+itoa(k.run)+" of "+a.cell+" left out: interrupted before the run ended")
-			if !a.first {
-				s.LeftOutRuns++
-				z.cell(k.cell).leftOutRun("interrupted")
-			}
-		}
-	}
+	z.unfinished(s)
 	s.Segments = z.segs.finish()
 	if note := z.late.note(); note != "" {
 		s.Notes = append(s.Notes, note)
 	}
 	for ck, r := range z.cellRuns() {
 		s.Cells = append(s.Cells, z.cells[ck].Finish(r))
+		if c := &s.Cells[len(s.Cells)-1]; z.writer != nil && c.MeanMS == nil && c.Completed+c.Failed == 0 {
+			na(&c.NA, "mean_ms", "no counted run yet: the result is still being written")
+		}
 	}
 	if why := unscheduledMerge(h.Merged); why != "" {
 		for i := range s.Cells {

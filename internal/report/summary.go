@@ -99,15 +99,26 @@ type Summary struct {
 
 // Partial says how much of a stopped experiment's plan a result holds:
 // its finished runs (an interrupted one is not) of the runs planned, and
-// the command that does the rest.
+// the command that does the rest. Of a result a running v6lab still
+// writes (Writing: its samples file's lock is held), it says how far
+// that process is, and there is nothing to resume.
 type Partial struct {
 	RunsDone    int    `json:"runs_done"`
 	RunsPlanned int    `json:"runs_planned"`
-	Resume      string `json:"resume"`
+	Resume      string `json:"resume,omitempty"`
+	Writing     bool   `json:"writing,omitempty"`
+	WriterPID   int    `json:"writer_pid,omitempty"`
 }
 
 // Line is how the reports say it.
 func (p *Partial) Line() string {
+	if p.Writing {
+		who := "a running v6lab"
+		if p.WriterPID > 0 {
+			who += fmt.Sprintf(" (pid %d)", p.WriterPID)
+		}
+		return fmt.Sprintf("still being written by %s: figures so far, %d of %d runs", who, p.RunsDone, p.RunsPlanned)
+	}
 	line := fmt.Sprintf("partial: %d of %d runs; resume with `%s`", p.RunsDone, p.RunsPlanned, p.Resume)
 	if p.Resume == mergedResume {
 		line += " on each segment that did not finish, then `v6lab merge` again"

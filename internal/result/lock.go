@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -33,4 +35,53 @@ func Lock(f *os.File) error {
 		return fmt.Errorf("result: locking %s: %w", f.Name(), lerr)
 	}
 	return nil
+}
+
+// Held says whether a process holds f's lock (Lock): a v6lab still
+// writing the samples file, whose figures are then only so far. pid is
+// that process's id as /proc/locks gives it, 0 when it does not. It asks
+// by a shared lock taken and given back at once (f may be read-only);
+// a writer that starts in that instant retries (CreateSamples).
+func Held(f *os.File) (writing bool, pid int) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false, 0
+	}
+	var lerr error
+	rc.Control(func(fd uintptr) {
+		if lerr = unix.Flock(int(fd), unix.LOCK_SH|unix.LOCK_NB); lerr == nil {
+			unix.Flock(int(fd), unix.LOCK_UN)
+		}
+	})
+	if !errors.Is(lerr, unix.EWOULDBLOCK) {
+		return false, 0
+	}
+	var st unix.Stat_t
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = unix.Fstat(int(fd), &st) }); err != nil || serr != nil {
+		return true, 0
+	}
+	locks, _ := os.ReadFile("/proc/locks")
+	return true, lockHolder(string(locks), st.Ino)
+}
+
+// lockHolder finds the pid of the exclusive flock on inode ino in
+// /proc/locks's text ("1: FLOCK  ADVISORY  WRITE 4242 fe:00:9977890 0
+// EOF"; a waiter's line has "->" after the number), 0 when none or more
+// than one process holds one (two files of one inode number on two file
+// systems: which is not known).
+func lockHolder(locks string, ino uint64) int {
+	pid, suffix := 0, fmt.Sprintf(":%d", ino)
+	for line := range strings.Lines(locks) {
+		f := strings.Fields(line)
+		if len(f) != 8 || f[1] != "FLOCK" || f[3] != "WRITE" || !strings.HasSuffix(f[5], suffix) {
+			continue
+		}
+		p, err := strconv.Atoi(f[4])
+		if err != nil || (pid != 0 && pid != p) {
+			return 0
+		}
+		pid = p
+	}
+	return pid
 }

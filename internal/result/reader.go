@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"runtime"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -76,7 +78,7 @@ func Read(r io.Reader, name string) (*File, error) {
 func Scan(r io.Reader, name string, v Visitor) (truncated bool, err error) {
 	rc, err := Decompress(r)
 	if err != nil {
-		return false, fmt.Errorf("result: %s: %w", name, err)
+		return false, badFile(fmt.Errorf("result: %s: %w", name, err))
 	}
 	defer rc.Close()
 	// Without a Sample visitor, sample lines are only recognised, never
@@ -130,13 +132,13 @@ func Scan(r io.Reader, name string, v Visitor) (truncated bool, err error) {
 			}
 		}
 		if b.readErr != nil {
-			return false, fmt.Errorf("result: %s:%d: %w", name, b.nextLine, b.readErr)
+			return false, badFile(fmt.Errorf("result: %s:%d: %w", name, b.nextLine, b.readErr))
 		}
 		truncated = b.cut
 		batches.Put(b)
 	}
 	if !sawHeader {
-		return false, fmt.Errorf("result: %s: %w", name, ErrNoHeader)
+		return false, &BadFileError{fmt.Errorf("result: %s: %w", name, ErrNoHeader)}
 	}
 	return truncated || rc.Cut(), nil
 }
@@ -160,9 +162,32 @@ func check(v Visitor, vet *vetter, s *Sample) error {
 
 func wrapLineErr(name string, line int, err error) error {
 	if err == errNoHeaderLine {
-		return fmt.Errorf("result: %s: %w", name, ErrNoHeader)
+		return &BadFileError{fmt.Errorf("result: %s: %w", name, ErrNoHeader)}
 	}
-	return fmt.Errorf("result: %s:%d: %w", name, line, err)
+	return &BadFileError{fmt.Errorf("result: %s:%d: %w", name, line, err)}
+}
+
+// BadFileError is a samples file that is not one v6lab wrote, or is
+// damaged (the error names the file, and the line where one is known):
+// bad input, exit status 2, as NotResultError. A file that could not be
+// read (an I/O error) is not one.
+type BadFileError struct{ Err error }
+
+func (e *BadFileError) Error() string { return e.Err.Error() }
+func (e *BadFileError) Unwrap() error { return e.Err }
+
+// ExitCode is 2, the status of bad input.
+func (e *BadFileError) ExitCode() int { return 2 }
+
+// badFile makes err a BadFileError unless reading failed (an I/O error,
+// whose *fs.PathError or errno says so).
+func badFile(err error) error {
+	var pe *fs.PathError
+	var errno syscall.Errno
+	if errors.As(err, &pe) || errors.As(err, &errno) {
+		return err
+	}
+	return &BadFileError{err}
 }
 
 // record is one decoded line.

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -310,7 +311,14 @@ func CreateSamples(dir string) (*os.File, *Writer, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("result: %w", err)
 	}
-	if err := Lock(f); err != nil {
+	// A file this process just made is held by no writer: only by a
+	// reader asking whether one writes it (Held), for an instant.
+	err = Lock(f)
+	for i := 0; errors.Is(err, ErrBusy) && i < 100; i++ {
+		time.Sleep(time.Millisecond)
+		err = Lock(f)
+	}
+	if err != nil {
 		f.Close()
 		return nil, nil, err
 	}
