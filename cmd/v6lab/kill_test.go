@@ -166,6 +166,59 @@ func TestInterruptSaysInterruptedOnly(t *testing.T) {
 	}
 }
 
+// TestAKilledMeasuringProcessIsSaid (trial10 T5): kill -9 of a lab run's
+// measuring process (run --lab-child) ends the run with status 1, a word
+// of what happened (the signal), the reports of what it kept and the
+// partial line with its resume command; the lab is removed.
+func TestAKilledMeasuringProcessIsSaid(t *testing.T) {
+	requireLab(t)
+	bin := buildBinary(t)
+	root := t.TempDir()
+	exp := filepath.Join(t.TempDir(), "kc.yaml")
+	os.WriteFile(exp, []byte("name: killchild\nwhere: lab\nruns: 20\nwarmup: 1\npause: 100ms\ncells:\n  - {protocol: http, conns: [1], paths: [ipv4, ipv6]}\n"), 0o644)
+	run := exec.Command(bin, "run", exp, "--results", root)
+	var out strings.Builder
+	run.Stdout, run.Stderr = &out, &out
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	dir, name := waitRuns(t, root, 3)
+	t.Cleanup(func() { exec.Command(bin, "lab", "down", "--name", name).Run() })
+	rec, err := lab.ReadRecord(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := 0
+	for _, d := range rec.Daemons {
+		if strings.Contains(d.What, "--lab-child") {
+			child = d.PID
+		}
+	}
+	if child == 0 {
+		t.Fatalf("no measuring process in the lab's record: %+v", rec.Daemons)
+	}
+	syscall.Kill(child, syscall.SIGKILL)
+	err = run.Wait()
+	msg := out.String()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Errorf("exit %v, want 1\n%s", err, msg)
+	}
+	want := fmt.Sprintf("v6lab: the measuring process (v6lab run --lab-child, pid %d) was killed by signal 9 (SIGKILL); every finished run is kept in %s: partial: ", child, dir)
+	if !strings.Contains(msg, want) || !strings.Contains(msg, "resume with `v6lab run --resume "+dir+"`") || !strings.Contains(msg, "results: "+dir+" (") {
+		t.Errorf("output does not say %q and how to resume:\n%s", want, msg)
+	}
+	s, err := report.Open(dir)
+	if err != nil || s.Partial == nil || s.Partial.Writing || s.Partial.RunsDone < 3 {
+		t.Fatalf("the result after the kill: %v, partial %+v", err, s.Partial)
+	}
+	if _, err := os.Stat(filepath.Join(dir, report.TextFile)); err != nil {
+		t.Errorf("no report.txt: %v", err)
+	}
+	if left, _ := lab.Namespaces(lab.NS(name, "")); len(left) != 0 {
+		t.Errorf("the lab is left: %v", left)
+	}
+}
+
 // TestAKeptLabKeepsItsTunnel: run --keep leaves the lab up after the run's
 // process exits, and its bpf tunnel with it (cls_bpf filters live with the
 // namespaces; TCX links would have closed with the process); lab down

@@ -25,7 +25,9 @@ samples.jsonl of older versions) and prints it as text (the study's tables), jso
 summary.json format), csv (results.csv) or html (report.html: tables and plots in one
 self-contained page). --write refreshes all four files in the directory instead. The
 samples are read as a stream: memory grows with cells and runs, not samples. A samples
-file cut off by a killed run is read up to its last complete line.`,
+file cut off by a killed run is read up to its last complete line; one a running v6lab
+still writes is reported as "still being written by a running v6lab (pid N): figures so
+far". A samples file that is not one is bad input (status 2), named with its line.`,
 		Example: `  v6lab report results/quick-20261122T141949Z
   v6lab report results/quick-20261122T141949Z --format csv > quick.csv
   v6lab report results/quick-20261122T141949Z --format html > /tmp/quick.html

@@ -92,7 +92,7 @@ func Child(ctx context.Context, jobFile string, out measure.Output) error {
 		Exp: j.Exp, Probe: probe, Target: "lab", Servers: j.Servers, ServerRoles: j.ServerRoles, Notes: j.Notes,
 		ServerFDs: 0, Somaxconn: j.Somaxconn, Command: j.Command, Results: j.Results,
 		Wire: j.wireCheck(cp, clientSide), Lab: j.Lab, Pcap: rec, Conditions: cond,
-		TCPInfo: j.PMTU != nil, Impaired: impaired,
+		TCPInfo: j.PMTU != nil, Impaired: impaired, Dir: j.Made,
 	}
 	mj.Roles = roles(j.Lab["name"])
 	if j.Dir != "" {

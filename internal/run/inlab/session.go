@@ -11,6 +11,7 @@
 package inlab
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -109,6 +110,9 @@ type Job struct {
 	// Rewarmed are the re-warm runs in Dir's file (Resume.Rewarmed).
 	Rewarmed map[int]bool `json:"rewarmed,omitempty"`
 	Dir      string       `json:"dir,omitempty"`
+	// Made is the new result directory the parent made for the child,
+	// so that it can report what the child wrote if the child is killed.
+	Made string `json:"made,omitempty"`
 }
 
 // ChildExitError is the measuring process's exit status: it has already
@@ -194,7 +198,8 @@ func (r *Session) Do(ctx context.Context) error {
 	}
 	err = r.child(l, job, files)
 	var ce *ChildExitError
-	if errors.As(err, &ce) && !r.Quiet && !r.Keep {
+	var ke *ChildKilledError
+	if (errors.As(err, &ce) || errors.As(err, &ke)) && !r.Quiet && !r.Keep {
 		fmt.Fprintf(r.Err, "v6lab: the lab %q is removed\n", l.Name)
 	}
 	return err
@@ -475,14 +480,15 @@ func (r *Session) child(l *lab.Lab, job *Job, files []*os.File) error {
 	if err := l.Record().AddDir(dir); err != nil {
 		return err
 	}
-	jobFile := filepath.Join(dir, "job.json")
-	b, _ := json.Marshal(job)
-	if err := os.WriteFile(jobFile, b, 0o600); err != nil {
-		return err
-	}
-	exe, err := os.Executable()
+	results, err := r.resultDir(job)
 	if err != nil {
 		return err
+	}
+	jobFile := filepath.Join(dir, "job.json")
+	b, _ := json.Marshal(job)
+	exe, err := os.Executable()
+	if err = cmp.Or(err, os.WriteFile(jobFile, b, 0o600)); err != nil {
+		return r.afterChild(job, results, err)
 	}
 	args := []string{"netns", "exec", lab.NS(l.Name, lab.Client), exe, "run", "--lab-child", jobFile}
 	if r.Quiet {
@@ -507,7 +513,7 @@ func (r *Session) child(l *lab.Lab, job *Job, files []*os.File) error {
 		return recErr
 	}
 	if err == nil && code != 0 {
-		return &ChildExitError{Code: code}
+		err = &ChildExitError{Code: code}
 	}
-	return err
+	return r.afterChild(job, results, err)
 }

@@ -69,6 +69,10 @@ type Job struct {
 	// Conditions, when set, surround each run (lab: background traffic,
 	// server-side capture).
 	Conditions experiment.Conditions
+	// Dir, when set, is the new result directory, made by the caller (a
+	// lab run's parent, which reports it if this process is killed);
+	// empty: Do makes one in Results.
+	Dir string
 	// Resume, when set, continues the experiment in ResumeDir.
 	Resume    *experiment.Resume
 	ResumeDir string
@@ -163,10 +167,10 @@ const TimingNote = "timing: each user warmed its socket code before the run's ba
 // trials' close as usual (their own timing note says so).
 const LingerNote = "client connections are closed with SO_LINGER 0 after the completion marker, so no TIME_WAIT accumulates on the client"
 
-// resultFiles names the files a run writes in dir, its samples file by
+// ResultFiles names the files a run writes in dir, its samples file by
 // its own name: a resumed result of an older version may have a plain
 // samples.jsonl, which the run appends to.
-func resultFiles(dir string) string {
+func ResultFiles(dir string) string {
 	samples := result.SamplesName
 	if p, err := result.SamplesPath(dir); err == nil {
 		samples = filepath.Base(p)
@@ -196,15 +200,17 @@ func Do(ctx context.Context, j Job, o Output) (string, error) {
 		if j.StartAt.IsZero() { // the first process's schedule, kept (trial7 F6)
 			j.StartAt = j.Resume.StartAt
 		}
-	} else if dir, err = result.NewDir(j.Results, j.dirName(), time.Now()); err != nil {
-		return "", err
+	} else if dir = j.Dir; dir == "" {
+		if dir, err = result.NewDir(j.Results, j.dirName(), time.Now()); err != nil {
+			return "", err
+		}
 	}
 	if seg := j.Segment; seg != nil {
 		seg.Host, seg.Clock, seg.StartAt = host.Name(), host.Clock(), j.StartAt.UTC()
 		hdr.Segment = seg
 		hdr.Notes = append(hdr.Notes, SegmentNote(*seg))
 	}
-	files := resultFiles(dir)
+	files := ResultFiles(dir)
 	if j.Pcap != nil {
 		name, closePcap, err := j.recordPcap(dir, len(done))
 		if err != nil {

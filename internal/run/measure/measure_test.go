@@ -199,13 +199,13 @@ func (stepFunc) Done()                       {}
 // older result's plain one.
 func TestResultFilesNameTheSamplesFile(t *testing.T) {
 	dir := t.TempDir()
-	if got := resultFiles(dir); !strings.HasPrefix(got, "samples.jsonl.zst, ") {
+	if got := ResultFiles(dir); !strings.HasPrefix(got, "samples.jsonl.zst, ") {
 		t.Errorf("a new result: %q", got)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "samples.jsonl"), []byte("{}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got := resultFiles(dir); !strings.HasPrefix(got, "samples.jsonl, ") {
+	if got := ResultFiles(dir); !strings.HasPrefix(got, "samples.jsonl, ") {
 		t.Errorf("a resumed plain result: %q", got)
 	}
 }
