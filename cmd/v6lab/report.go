@@ -21,13 +21,11 @@ func newReportCmd() *cobra.Command {
 		Use:   "report RESULTS_DIR",
 		Short: "Re-render a result directory's tables and plots from its raw samples",
 		Long: `report recomputes every figure from RESULTS_DIR's samples alone (samples.jsonl.zst, or
-samples.jsonl of older versions) and prints it as text (the study's tables), json (the
-summary.json format), csv (results.csv) or html (report.html: tables and plots in one
-self-contained page). --write refreshes all four files in the directory instead. The
-samples are read as a stream: memory grows with cells and runs, not samples. A samples
-file cut off by a killed run is read up to its last complete line; one a running v6lab
-still writes is reported as "still being written by a running v6lab (pid N): figures so
-far". A samples file that is not one is bad input (status 2), named with its line.`,
+samples.jsonl of older versions) and prints it as text (the study's tables), json, csv or html
+(summary.json, results.csv, report.html: tables and plots in one page). --write refreshes all
+four files in the directory instead. Memory grows with cells and runs, not samples. A file
+cut off by a killed run is read up to its last complete line; one a running v6lab still
+writes is "still being written by a running v6lab (pid N): figures so far".`,
 		Example: `  v6lab report results/quick-20261122T141949Z
   v6lab report results/quick-20261122T141949Z --format csv > quick.csv
   v6lab report results/quick-20261122T141949Z --format html > /tmp/quick.html
