@@ -48,6 +48,14 @@ func CompareSummaries(nameA string, a *Summary, nameB string, b *Summary) *Versu
 	if a.Target != b.Target {
 		v.Notes = append(v.Notes, fmt.Sprintf("A ran on %s, B on %s: their differences include the targets'", cmpOr(a.Target, "an unknown target"), cmpOr(b.Target, "an unknown target")))
 	}
+	for _, side := range []struct {
+		name string
+		s    *Summary
+	}{{"A", a}, {"B", b}} {
+		if p := side.s.Partial; p != nil { // its figures are of fewer runs than planned
+			v.Notes = append(v.Notes, side.name+" is "+p.Line())
+		}
+	}
 	v.Notes = append(v.Notes, conditionNotes(a, b)...)
 	key := func(c *Cell) string { return fmt.Sprintf("%s/%s/%d", c.Protocol, c.Path, c.Conns) }
 	inB := map[string]*Cell{}

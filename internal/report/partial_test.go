@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -139,12 +140,20 @@ func TestAResultStillWrittenSaysSo(t *testing.T) {
 	if !strings.Contains(js.String(), `"writing": true`) || !strings.Contains(js.String(), fmt.Sprintf(`"writer_pid": %d`, os.Getpid())) {
 		t.Errorf("summary.json does not say who writes it:\n%s", js.String())
 	}
+	whole := Summarize(build(baseMS, otherMS))
+	v := CompareSummaries("a", whole, "b", s)
+	if want := "B is " + p.Line(); !slices.Contains(v.Notes, want) || len(CompareSummaries("a", whole, "c", whole).Notes) != 0 {
+		t.Errorf("compare's notes %q, want %q", v.Notes, want)
+	}
 	held.Close() // the writer is gone: the same file is a stopped run's
 	if s, err = Open(dir); err != nil {
 		t.Fatal(err)
 	}
 	if p := s.Partial; p == nil || p.Writing || p.Resume != "v6lab run --resume "+dir {
 		t.Errorf("after the writer: partial %+v", p)
+	}
+	if v := CompareSummaries("a", s, "b", whole); !slices.Contains(v.Notes, "A is partial: 20 of 22 runs; resume with `v6lab run --resume "+dir+"`") {
+		t.Errorf("compare's notes of a partial A: %q", v.Notes)
 	}
 	if !strings.Contains(strings.Join(s.Notes, "\n"), "left out: interrupted") {
 		t.Errorf("after the writer, the unrecorded runs are not interrupted: %q", s.Notes)
