@@ -485,6 +485,9 @@ func (r *resender) unanswered(err error) error {
 	for _, d := range r.sent {
 		at = append(at, d.Round(time.Millisecond).String())
 	}
+	if len(at) == 1 {
+		return fmt.Errorf("no answer to its one query: %w", err)
+	}
 	return fmt.Errorf("no answer to %d queries (sent at %s): %w", len(at), strings.Join(at, ", "), err)
 }
 
