@@ -175,7 +175,7 @@ func TestAKilledMeasuringProcessIsSaid(t *testing.T) {
 	bin := buildBinary(t)
 	root := t.TempDir()
 	exp := filepath.Join(t.TempDir(), "kc.yaml")
-	os.WriteFile(exp, []byte("name: killchild\nwhere: lab\nruns: 20\nwarmup: 1\npause: 100ms\ncells:\n  - {protocol: http, conns: [1], paths: [ipv4, ipv6]}\n"), 0o644)
+	os.WriteFile(exp, []byte("name: killchild\nwhere: lab\nruns: 60\nwarmup: 1\npause: 100ms\ncells:\n  - {protocol: http, conns: [1], paths: [ipv4, ipv6]}\n"), 0o644)
 	run := exec.Command(bin, "run", exp, "--results", root)
 	var out strings.Builder
 	run.Stdout, run.Stderr = &out, &out
