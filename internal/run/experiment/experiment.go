@@ -261,6 +261,20 @@ func (e *Experiment) RealProtocols() []string {
 	return out
 }
 
+// RealPaths lists the paths the cell groups measured against real servers
+// run over, in first-seen order.
+func (e *Experiment) RealPaths() []path.Path {
+	var out []path.Path
+	for _, c := range e.Groups {
+		for _, p := range c.Paths {
+			if c.Server == "real" && !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
 // RealCells are the options of the cell groups that measure protocol's
 // real server.
 func (e *Experiment) RealCells(protocol string) []proto.Options {
