@@ -182,13 +182,13 @@ func (s *CellGroup) CellName() string {
 // its options name an HTTP version (a probe's group http of HTTP/2 is
 // "HTTP/2", as report.txt titles it), else CellName (result.GroupCalled).
 func (s *CellGroup) NoteName() string {
-	v := ""
+	v, h2c := "", false
 	if o := s.Opts(); o != nil {
 		if f, ok := proto.FieldOf(o, versionKey); ok {
-			v = f.Text()
+			v, h2c = f.Text(), inClear2(o)
 		}
 	}
-	return result.GroupCalled(s.CellName(), v)
+	return result.GroupCalled(s.CellName(), v, h2c)
 }
 
 // WireKey names the server a cell's traffic goes to (its key in
