@@ -11,8 +11,9 @@ import (
 )
 
 // CellLoss is what the losses a cell ran at did over its counted runs:
-// the losses as its runs' records name them ("loss 1%", "IPv6 loss 20%";
-// two joined: "loss 2%, loss 3%"), how many packets they dropped in all
+// the loss as its runs' records name it ("loss 1%", "IPv6 loss 20%"; two,
+// each with its place: "loss 2% on every link, loss 3% on r1-r2"), how
+// many packets they dropped in all
 // and how many counted runs recorded a loss, from each run record's links
 // ("loss 1% (tc BPF): 188 packets dropped in the run"); Each is every loss
 // apart, with where it was and what it dropped.
@@ -100,14 +101,15 @@ func (a lossAcc) set(cells []Cell) {
 			continue
 		}
 		l := &CellLoss{Runs: s.runs}
-		conds := map[string]bool{}
 		for _, p := range slices.SortedFunc(maps.Keys(s.parts), cmpPart) {
 			p.Dropped = s.parts[p]
 			l.Each = append(l.Each, p)
 			l.Dropped += p.Dropped
-			conds[p.Condition] = true
 		}
-		l.Condition = strings.Join(slices.Sorted(maps.Keys(conds)), ", ")
+		l.Condition = l.Each[0].Condition
+		if len(l.Each) > 1 { // each with its place: two at 3% are not one
+			l.Condition = strings.Join(l.placed(), ", ")
+		}
 		c.Loss = l
 	}
 }

@@ -82,7 +82,7 @@ func TestTwoLossesAreCountedApart(t *testing.T) {
 	for _, c := range s.Cells {
 		want := &CellLoss{Condition: "loss 2%", Dropped: 100, Runs: 10, Each: []LossPart{{"loss 2%", "every link", 100}}}
 		if c.Protocol == "http" {
-			want = &CellLoss{Condition: "loss 2%, loss 3%", Dropped: 110, Runs: 10,
+			want = &CellLoss{Condition: "loss 2% on every link, loss 3% on r1-r2", Dropped: 110, Runs: 10,
 				Each: []LossPart{{"loss 2%", "every link", 100}, {"loss 3%", "r1-r2", 10}}}
 		}
 		if !reflect.DeepEqual(c.Loss, want) {
@@ -91,7 +91,8 @@ func TestTwoLossesAreCountedApart(t *testing.T) {
 	}
 	var b bytes.Buffer
 	Text(&b, s)
-	for _, want := range []string{"dropped by loss 2% on every link    100 in 10 runs", "dropped by loss 3% on r1-r2    10 in 10 runs"} {
+	for _, want := range []string{"dropped by loss 2% on every link    100 in 10 runs", "dropped by loss 3% on r1-r2    10 in 10 runs",
+		"http over ipv6 (loss 2% on every link, loss 3% on r1-r2):"} {
 		if !strings.Contains(strings.Join(strings.Fields(b.String()), " "), strings.Join(strings.Fields(want), " ")) {
 			t.Errorf("report.txt lacks %q:\n%s", want, b.String())
 		}
