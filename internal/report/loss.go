@@ -13,10 +13,10 @@ import (
 // CellLoss is what the losses a cell ran at did over its counted runs:
 // the loss as its runs' records name it ("loss 1%", "IPv6 loss 20%"; two,
 // each with its place: "loss 2% on every link, loss 3% on r1-r2"), how
-// many packets they dropped in all
-// and how many counted runs recorded a loss, from each run record's links
-// ("loss 1% (tc BPF): 188 packets dropped in the run"); Each is every loss
-// apart, with where it was and what it dropped.
+// many packets they dropped in all and how many counted runs recorded a
+// loss, from each run record's links ("loss 1% (tc BPF): 188 packets
+// dropped in the run"); Each is every loss apart, with where it was and
+// what it dropped.
 type CellLoss struct {
 	Condition string     `json:"condition"`
 	Dropped   int64      `json:"dropped"`
@@ -119,7 +119,7 @@ func cmpPart(a, b LossPart) int {
 }
 
 // placed is a cell's losses with their places ("loss 3% on r1-r2"), each
-// once, "" for none; an older result's (no Each) its condition.
+// once, nil for none; a summary without Each gives its condition.
 func (l *CellLoss) placed() []string {
 	if l == nil {
 		return nil

@@ -73,7 +73,7 @@ func (c *conditions) wideLoss(rec *result.Run) {
 		for _, l := range losses {
 			n += l.Dropped - c.wideLost[wideKey(l)]
 		}
-		rec.Links[EveryLinkLoss] = fmt.Sprintf("loss %g%% (tc BPF): %d packets dropped in the run", losses[0].Percent, n)
+		rec.Links[everyLinkLoss] = fmt.Sprintf("loss %g%% (tc BPF): %d packets dropped in the run", losses[0].Percent, n)
 		return
 	}
 	for _, l := range losses {
@@ -85,9 +85,9 @@ func (c *conditions) wideLoss(rec *result.Run) {
 	}
 }
 
-// EveryLinkLoss is a run record's links key for a lab loss of one share
+// everyLinkLoss is a run record's links key for a lab loss of one share
 // on every link end's egress.
-const EveryLinkLoss = "every link end's egress (the lab's loss)"
+const everyLinkLoss = "every link end's egress (the lab's loss)"
 
 // wideKey names one link's lab loss at one share.
 func wideKey(l lab.LabLoss) string { return fmt.Sprintf("%s %g", l.Link, l.Percent) }
