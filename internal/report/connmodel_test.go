@@ -257,6 +257,19 @@ func TestResultsCSVSaysWhatWasMeasured(t *testing.T) {
 	if seen["http"] != "http/1.1 | new connections, full handshakes" || seen["http/2"] != "h2 | kept connections (keepalive)" {
 		t.Errorf("what the cells measured: %q", seen)
 	}
+	// Cleartext (HTTP/1.1 without TLS, h2c) made no TLS handshake: its
+	// row does not say "full handshakes", the words for TLS's (trial10 T14).
+	spec = `{"cells":[{"label":"http","protocol":"http","http_version":"1.1"},{"label":"http/2","protocol":"http","http_version":"2"}]}`
+	b.Reset()
+	h2c := func(s *result.Sample) { plainConn(s); s.Negotiated = "h2c" }
+	if err := CSV(&b, Summarize(versionsFile(t, spec, plainConn, h2c))); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range csvRows(t, b.String()) {
+		if r["connection"] != "new connections, no TLS" {
+			t.Errorf("cleartext %s: connection %q", r["protocol"], r["connection"])
+		}
+	}
 }
 
 // TestResultsCSVOfACellThatNeverCompleted (trial9 N15): a cell none of

@@ -188,7 +188,7 @@ func cellMeasured(s *Summary, c *Cell) (version, conn string) {
 	case c.Completed == 0:
 		return version, "none completed" // no connection did anything to say
 	}
-	return version, connWords(f, c.Completed)
+	return version, connWords(f, c.Completed, cleartext(s, c.Protocol, version))
 }
 
 // CSV writes results.csv. An n/a figure is an empty field.

@@ -101,14 +101,20 @@ func connKind(s *Summary, group string) string {
 	if versionOf(s, group) == "" && f == (ConnFacts{}) {
 		return ""
 	}
-	return connWords(f, done)
+	return connWords(f, done, cleartext(s, group, versionOf(s, group)))
+}
+
+// cleartext says a group spoke HTTP without TLS: HTTP/1.1 without it
+// (the spec's), or h2c (what the transactions spoke).
+func cleartext(s *Summary, group, spoke string) bool {
+	return slices.Contains(s.HTTPCleartext, group) || spoke == "h2c"
 }
 
 // connWords says what connections with facts f of done transactions did:
 // "kept connections (keepalive)" (every one kept), "mostly new
 // connections (keepalive kept some)", "new connections, full
-// handshakes", ….
-func connWords(f ConnFacts, done int) string {
+// handshakes" (TLS's), "new connections, no TLS" (clear: cleartext), ….
+func connWords(f ConnFacts, done int, clear bool) string {
 	out := "new connections"
 	switch {
 	case f.Kept == 0:
@@ -124,6 +130,8 @@ func connWords(f ConnFacts, done int) string {
 		out += ", TLS resumed with 0-RTT"
 	case f.Resumed > 0:
 		out += ", TLS resumed"
+	case f.Kept == 0 && clear:
+		out += ", no TLS" // "full handshakes" would read as TLS's
 	case f.Kept == 0:
 		out += ", full handshakes"
 	}

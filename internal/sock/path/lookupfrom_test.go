@@ -140,11 +140,11 @@ func TestQueryOnRawSocket(t *testing.T) {
 	deadAddr := netip.MustParseAddrPort(dead.LocalAddr().String())
 	dead.Close()
 	start := time.Now()
-	if _, err := exchangeUDP(ctx, m.Id, wire, IPv4, deadAddr, netip.Addr{}, time.Second, &LookupHook{}); !errors.Is(err, syscall.ECONNREFUSED) || time.Since(start) > 500*time.Millisecond {
+	if _, err := exchangeUDP(ctx, m.Id, wire, IPv4, deadAddr, netip.Addr{}, Stub{Timeout: time.Second}, &LookupHook{}); !errors.Is(err, syscall.ECONNREFUSED) || time.Since(start) > 500*time.Millisecond {
 		t.Errorf("closed port: %v after %v", err, time.Since(start))
 	}
 
-	if _, err := exchangeUDP(ctx, m.Id, wire, IPv6, deadAddr, netip.Addr{}, time.Second, &LookupHook{}); !errors.Is(err, ErrFamily) {
+	if _, err := exchangeUDP(ctx, m.Id, wire, IPv6, deadAddr, netip.Addr{}, Stub{Timeout: time.Second}, &LookupHook{}); !errors.Is(err, ErrFamily) {
 		t.Errorf("an IPv4 server over ipv6: %v", err)
 	}
 
@@ -157,7 +157,7 @@ func TestQueryOnRawSocket(t *testing.T) {
 	go answerOnce(pc, 1, 0)
 	server := netip.MustParseAddrPort(pc.LocalAddr().String())
 	hook := &LookupHook{}
-	in, err := exchangeUDP(ctx, m.Id, wire, IPv4, server, netip.Addr{}, time.Second, hook)
+	in, err := exchangeUDP(ctx, m.Id, wire, IPv4, server, netip.Addr{}, Stub{Timeout: time.Second}, hook)
 	if err != nil || in.Id != m.Id || hook.Sent.IsZero() {
 		t.Fatalf("stray then right: %v %v, stamp %v", in, err, hook.Sent)
 	}
@@ -167,7 +167,7 @@ func TestQueryOnRawSocket(t *testing.T) {
 	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
 	start = time.Now()
-	if _, err := exchangeUDP(short, m.Id, wire, IPv4, server, netip.Addr{}, 5*time.Second, &LookupHook{}); !(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded)) || time.Since(start) > time.Second {
+	if _, err := exchangeUDP(short, m.Id, wire, IPv4, server, netip.Addr{}, Stub{Timeout: 5 * time.Second}, &LookupHook{}); !(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded)) || time.Since(start) > time.Second {
 		t.Errorf("silent server: %v after %v", err, time.Since(start))
 	}
 }
@@ -207,11 +207,11 @@ func TestQueryToALinkLocalServer(t *testing.T) {
 	m.SetQuestion("www.v6lab.test.", dns.TypeAAAA)
 	wire, _ := m.Pack()
 	server := netip.AddrPortFrom(ll, uint16(pc.LocalAddr().(*net.UDPAddr).Port))
-	if in, err := exchangeUDP(context.Background(), m.Id, wire, IPv6, server, netip.Addr{}, time.Second, &LookupHook{}); err != nil || in.Id != m.Id {
+	if in, err := exchangeUDP(context.Background(), m.Id, wire, IPv6, server, netip.Addr{}, Stub{Timeout: time.Second}, &LookupHook{}); err != nil || in.Id != m.Id {
 		t.Fatalf("%s: %v, %v", server, in, err)
 	}
 	unknown := netip.AddrPortFrom(ll.WithZone("nosuch0"), server.Port())
-	if _, err := exchangeUDP(context.Background(), m.Id, wire, IPv6, unknown, netip.Addr{}, time.Second, &LookupHook{}); err == nil || !strings.Contains(err.Error(), `zone "nosuch0"`) {
+	if _, err := exchangeUDP(context.Background(), m.Id, wire, IPv6, unknown, netip.Addr{}, Stub{Timeout: time.Second}, &LookupHook{}); err == nil || !strings.Contains(err.Error(), `zone "nosuch0"`) {
 		t.Errorf("an unknown zone: %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -45,6 +46,10 @@ type Resolver struct {
 	// Hosts are names given their addresses (--resolve, as curl's): such
 	// a name is not looked up; the address of the path's family is used.
 	Hosts map[string][]netip.Addr
+	// Stub is how an unanswered UDP query is sent again: resolv.conf's
+	// options where the servers are its (SystemResolvConf); the zero
+	// Stub, v6lab's own schedule, elsewhere.
+	Stub Stub
 }
 
 // fixed is the address Hosts give host on path p: ok false when host is
@@ -114,6 +119,8 @@ type LookupHook struct {
 	// Answered is the kernel's receive stamp of its answer (zero where
 	// the kernel gives none, or the answer came over TCP).
 	Answered time.Time
+	// Resent is how many times the UDP query was sent again.
+	Resent int
 }
 
 // LookupFrom is Lookup with a hook (nil: none). A literal has no lookup
@@ -141,6 +148,7 @@ type Query struct {
 	Over   Path           // the family the query travels over
 	Source netip.Addr     // the query's source address (when valid)
 	Wire   []byte         // the packed query
+	Stub   Stub           // how an unanswered query is sent again
 	msg    *dns.Msg
 }
 
@@ -177,7 +185,7 @@ func (r *Resolver) Prepare(host string, p Path) (*Query, netip.Addr, error) {
 		return nil, netip.Addr{}, fmt.Errorf("path: resolve %s: %w", host, err)
 	}
 	server = netip.AddrPortFrom(server.Addr().Unmap(), server.Port())
-	return &Query{Host: host, Path: p, Server: server, Over: over, Source: r.Source, Wire: wire, msg: m}, netip.Addr{}, nil
+	return &Query{Host: host, Path: p, Server: server, Over: over, Source: r.Source, Wire: wire, Stub: r.Stub, msg: m}, netip.Addr{}, nil
 }
 
 // Answer reads one datagram back: the address (with done), or done false
@@ -266,12 +274,56 @@ func (q *Query) addr(in *dns.Msg) (netip.Addr, error) {
 	return netip.Addr{}, &lookupError{fmt.Errorf("path: %s has no %s record (needed by path %s): %w%s", q.Host, dns.TypeToString[qtype], q.Path, ErrNoAddress, hostsHint(q.Host))}
 }
 
-// Retransmission schedule of UDP queries, like a stub resolver's: wait
-// FirstRetry for an answer, then twice as long each time, until ctx ends.
+// FirstRetry is v6lab's own wait before an unanswered UDP query goes
+// again (a Stub with no Timeout): then twice as long after each query,
+// until the lookup's time (the transaction's timeout) is up.
 const FirstRetry = time.Second
 
-// exchange sends the query over UDP with retransmissions (a lost datagram
-// is normal under load and resolvers resend), then over TCP if truncated.
+// Stub is how a lookup sends an unanswered UDP query again, as a stub
+// resolver does: resolv.conf's `options timeout:N attempts:N`. The zero
+// Stub is v6lab's own schedule (FirstRetry, doubled each time, as many
+// queries as the lookup's time allows).
+type Stub struct {
+	// Timeout is the wait for an answer after each query, the same every
+	// time (glibc's, with one server). Zero: FirstRetry, doubled.
+	Timeout time.Duration
+	// Attempts is how many queries are sent at most: the lookup fails when
+	// the last one's wait ends without an answer. Zero: no limit but the
+	// lookup's time.
+	Attempts int
+}
+
+// GlibcStub is glibc's default (resolv.conf(5): timeout:5 attempts:2),
+// what a resolv.conf that sets only one of the two gets for the other.
+var GlibcStub = Stub{Timeout: 5 * time.Second, Attempts: 2}
+
+// First is the wait after the first query.
+func (s Stub) First() time.Duration {
+	if s.Timeout > 0 {
+		return s.Timeout
+	}
+	return FirstRetry
+}
+
+// next is the wait after a query sent again, wait the one before it.
+func (s Stub) next(wait time.Duration) time.Duration {
+	if s.Timeout > 0 {
+		return s.Timeout
+	}
+	return 2 * wait
+}
+
+// String says the schedule in resolv.conf's words, or v6lab's.
+func (s Stub) String() string {
+	if s.Timeout == 0 && s.Attempts == 0 {
+		return fmt.Sprintf("sent again after %v, the wait doubled each time", FirstRetry)
+	}
+	return fmt.Sprintf("options timeout:%v attempts:%d", s.First(), s.Attempts)
+}
+
+// exchange sends the query over UDP, again on the same socket while no
+// answer comes (as q's Stub says: a lost datagram is normal under loss,
+// and stub resolvers resend), then over TCP if the answer is truncated.
 // The UDP socket is made directly from addresses (no string to parse, no
 // dialer), so the query leaves soon after the lookup starts.
 func exchange(ctx context.Context, q *Query, hook *LookupHook) (*dns.Msg, error) {
@@ -281,27 +333,24 @@ func exchange(ctx context.Context, q *Query, hook *LookupHook) (*dns.Msg, error)
 	if hook.Start != nil {
 		hook.Start()
 	}
-	wait := FirstRetry
-	for {
-		in, err := exchangeUDP(ctx, q.msg.Id, q.Wire, q.Over, q.Server, q.Source, wait, hook)
-		if err == nil && in.Truncated {
-			in, err = q.overTCP(ctx, wait)
-		}
-		var ne net.Error
-		if err == nil || ctx.Err() != nil || !errors.As(err, &ne) || !ne.Timeout() {
-			return in, err
-		}
-		wait *= 2
+	in, err := exchangeUDP(ctx, q.msg.Id, q.Wire, q.Over, q.Server, q.Source, q.Stub, hook)
+	if err == nil && in.Truncated {
+		in, err = q.overTCP(ctx, q.Stub.First())
 	}
+	return in, err
 }
 
-// exchangeUDP sends the packed query once and waits up to wait (or ctx) for
-// its reply. The socket is made with raw system calls (socket, setsockopt
-// for the kernel's stamps, bind when a source is pinned, connect, write),
-// so the query leaves a few microseconds after the lookup starts; only
-// then is the socket handed to Go's poller to wait for the reply. (Go's
-// DialUDP adds about ten system calls and the poller's registration first.)
-func exchangeUDP(ctx context.Context, id uint16, wire []byte, over Path, server netip.AddrPort, source netip.Addr, wait time.Duration, hook *LookupHook) (*dns.Msg, error) {
+// exchangeUDP sends the packed query and waits for its reply (or ctx),
+// sending it again on the same socket, with the same ID, as stub says: an
+// answer to any of the queries is the answer, as glibc takes it, and
+// the kernel's transmit stamp read is the first query's (the lookup's time
+// includes its resends: that is what a user waits). The socket is made
+// with raw system calls (socket, setsockopt for the kernel's stamps, bind
+// when a source is pinned, connect, write), so the query leaves a few
+// microseconds after the lookup starts; only then is the socket handed to
+// Go's poller to wait for the reply. (Go's DialUDP adds about ten system
+// calls and the poller's registration first.)
+func exchangeUDP(ctx context.Context, id uint16, wire []byte, over Path, server netip.AddrPort, source netip.Addr, stub Stub, hook *LookupHook) (*dns.Msg, error) {
 	network := over.Network("udp")
 	if !over.Accepts(server.Addr()) {
 		return nil, &net.OpError{Op: "dial", Net: network, Addr: net.UDPAddrFromAddrPort(server),
@@ -327,23 +376,25 @@ func exchangeUDP(ctx context.Context, id uint16, wire []byte, over Path, server 
 		}
 		return &net.OpError{Op: op, Net: network, Source: net.UDPAddrFromAddrPort(local), Addr: net.UDPAddrFromAddrPort(server), Err: err}
 	}
-	deadline := time.Now().Add(wait)
-	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
-		deadline = dl
-	}
-	_ = f.SetReadDeadline(deadline)
 	stop := context.AfterFunc(ctx, func() { _ = f.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
+	rs := resender{f: f, rc: rc, wire: wire, stub: stub, hook: hook, first: time.Now(), wait: stub.First()}
+	rs.due = rs.first.Add(rs.wait)
 	buf := udpBuffers.Get().(*[]byte)
 	defer udpBuffers.Put(buf)
 	var oob [kstamp.OOBSize]byte
 	for {
+		if err := rs.arm(ctx); err != nil {
+			return nil, err
+		}
 		n, rx, err := readStamped(f, rc, *buf, oob[:])
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
+			if se := rs.again(ctx, err); se != nil && se.op == "" {
+				return nil, se.err
+			} else if se != nil {
+				return nil, opErr(se.op, se.err)
 			}
-			return nil, opErr("read", err)
+			continue
 		}
 		if n == 0 {
 			continue // an empty datagram is no reply
@@ -352,12 +403,92 @@ func exchangeUDP(ctx context.Context, id uint16, wire []byte, over Path, server 
 		if err := in.Unpack((*buf)[:n]); err != nil {
 			return nil, opErr("read", fmt.Errorf("bad DNS reply: %w", err))
 		}
-		if in.Id == id { // a late reply to an earlier try is not this one's
+		if in.Id == id { // a late reply to an earlier lookup's query is not this one's
 			hook.Sent = txStamp(rc) // read now, not while the reply is on its way
 			hook.Answered = rx
 			return in, nil
 		}
 	}
+}
+
+// resender keeps one lookup's UDP queries: when the next goes (due), how
+// many went, and the wait after the last.
+type resender struct {
+	f          *os.File
+	rc         syscall.RawConn
+	wire       []byte
+	stub       Stub
+	hook       *LookupHook
+	first, due time.Time
+	wait       time.Duration
+	sent       []time.Duration // each query's time after the first
+}
+
+// arm sets the socket's read deadline to the next resend or ctx's end,
+// whichever is first; it returns ctx's end (saying how many queries went
+// unanswered) if that has come.
+func (r *resender) arm(ctx context.Context) error {
+	deadline := r.due
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	_ = r.f.SetReadDeadline(deadline)
+	if ctx.Err() != nil { // after the deadline was set: AfterFunc may have run before
+		return r.unanswered(ctx.Err())
+	}
+	return nil
+}
+
+// stepErr is again's error: the operation that failed (none: the error
+// says it all) and why.
+type stepErr struct {
+	op  string
+	err error
+}
+
+// again handles a failed read: the lookup's end when ctx has ended or the
+// error is not the wait's end; the query sent again when its wait is over
+// and the stub has attempts left; the lookup failed when it has none.
+func (r *resender) again(ctx context.Context, err error) *stepErr {
+	now := time.Now()
+	if dl, ok := ctx.Deadline(); ctx.Err() != nil || ok && !now.Before(dl) {
+		end := ctx.Err()
+		if end == nil { // the socket's deadline came before ctx's timer
+			end = context.DeadlineExceeded
+		}
+		return &stepErr{"", r.unanswered(end)}
+	}
+	switch {
+	case !errors.Is(err, os.ErrDeadlineExceeded) || now.Before(r.due):
+		return &stepErr{"read", err}
+	case r.stub.Attempts > 0 && 1+len(r.sent) >= r.stub.Attempts:
+		return &stepErr{"", r.unanswered(fmt.Errorf("the last waited %v (%s)", r.wait, r.stub))}
+	}
+	var werr error
+	if cerr := r.rc.Control(func(fd uintptr) { _, werr = unix.Write(int(fd), r.wire) }); cerr != nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return &stepErr{"write", fmt.Errorf("send the query again: %w", os.NewSyscallError("write", werr))}
+	}
+	now = time.Now()
+	r.sent = append(r.sent, now.Sub(r.first))
+	r.hook.Resent++
+	r.wait = r.stub.next(r.wait)
+	r.due = now.Add(r.wait)
+	return nil
+}
+
+// unanswered is err with how many queries were sent and when.
+func (r *resender) unanswered(err error) error {
+	at := []string{"0s"}
+	for _, d := range r.sent {
+		at = append(at, d.Round(time.Millisecond).String())
+	}
+	if len(at) == 1 {
+		return fmt.Errorf("no answer to its one query: %w", err)
+	}
+	return fmt.Errorf("no answer to %d queries (sent at %s): %w", len(at), strings.Join(at, ", "), err)
 }
 
 // readStamped reads one datagram from the query's socket with recvmsg,
@@ -416,12 +547,18 @@ func sendUDP(wire []byte, server netip.AddrPort, source netip.Addr) (int, error)
 
 // SystemServers reads the nameservers of /etc/resolv.conf.
 func SystemServers() ([]netip.AddrPort, error) {
+	rc, err := SystemResolvConf()
+	return rc.Servers, err
+}
+
+// SystemResolvConf reads /etc/resolv.conf's nameservers and options.
+func SystemResolvConf() (ResolvConf, error) {
 	f, err := os.Open("/etc/resolv.conf")
 	if err != nil {
-		return nil, fmt.Errorf("path: %w", err)
+		return ResolvConf{}, fmt.Errorf("path: %w", err)
 	}
 	defer f.Close()
-	return ParseResolvConf(f)
+	return ReadResolvConf(f)
 }
 
 // hostsFile is /etc/hosts as names and their addresses, read once, for
@@ -474,21 +611,59 @@ func hostsHint(host string) string {
 
 // ParseResolvConf returns the nameserver lines of a resolv.conf, port 53.
 func ParseResolvConf(r io.Reader) ([]netip.AddrPort, error) {
-	var out []netip.AddrPort
+	rc, err := ReadResolvConf(r)
+	return rc.Servers, err
+}
+
+// ResolvConf is what v6lab takes of a resolv.conf: its nameservers (port
+// 53) and how a stub sends a lost query again (its options timeout:N and
+// attempts:N; the zero Stub when it sets neither).
+type ResolvConf struct {
+	Servers []netip.AddrPort
+	Stub    Stub
+}
+
+// ReadResolvConf reads a resolv.conf's nameservers and options. The
+// options are read as glibc reads them (resolv.conf(5)): timeout in
+// seconds, at most 30, attempts at most 5, the later line winning; a
+// file that sets one of the two gets glibc's default for the other
+// (GlibcStub). Other options, and lines v6lab cannot read, are skipped.
+func ReadResolvConf(r io.Reader) (ResolvConf, error) {
+	var out ResolvConf
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
-		if len(f) < 2 || f[0] != "nameserver" {
-			continue
+		switch {
+		case len(f) >= 2 && f[0] == "nameserver":
+			// Zones (fe80::1%eth0) are kept: link-local servers need them.
+			if a, err := netip.ParseAddr(f[1]); err == nil {
+				out.Servers = append(out.Servers, netip.AddrPortFrom(a, 53))
+			}
+		case len(f) >= 2 && f[0] == "options":
+			for _, o := range f[1:] {
+				out.Stub.option(o)
+			}
 		}
-		// Zones (fe80::1%eth0) are kept: link-local servers need them.
-		a, err := netip.ParseAddr(f[1])
-		if err != nil {
-			continue
-		}
-		out = append(out, netip.AddrPortFrom(a, 53))
 	}
 	return out, sc.Err()
+}
+
+// option takes one word of an options line (timeout:N or attempts:N),
+// glibc's defaults filling the other on the first.
+func (s *Stub) option(word string) {
+	name, v, ok := strings.Cut(word, ":")
+	n, err := strconv.Atoi(v)
+	if !ok || err != nil || n < 0 || (name != "timeout" && name != "attempts") {
+		return
+	}
+	if *s == (Stub{}) {
+		*s = GlibcStub
+	}
+	if name == "timeout" {
+		s.Timeout = time.Duration(max(1, min(n, 30))) * time.Second
+	} else {
+		s.Attempts = max(1, min(n, 5))
+	}
 }
 
 // ParseServer accepts "ADDR", "ADDR:PORT" or "[V6]:PORT" (port 53 by default).
