@@ -690,6 +690,7 @@ func TestBadInputIsAClearError(t *testing.T) {
 	v6URL := hostsFile("v6url", "    url: \"https://[::1]:8443/\"\n")
 	mappedURL := hostsFile("mapped", "    url: \"http://[::ffff:127.0.0.1]:8080/\"\n")
 	v4Resolve := hostsFile("v4resolve", "    url: \"http://www.x.test/\"\n    resolve: [www.x.test=127.0.0.1]\n")
+	hostsLoss := hostsFile("hostsloss", "    url: \"http://www.example.test/\"\n    dns_servers: [\"192.0.2.53\"]\n")
 	cases := []struct {
 		args []string
 		code int
@@ -739,7 +740,14 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"lab", "up", "--fragments", "all"}, 2, `--fragments: "all": want drop (IPv6 and IPv4 fragments), ipv6 or ipv4`},
 		{[]string{"run", "--fragments=", "--dry-run"}, 2, `--fragments: "": want drop`},
 		{[]string{"run", "--tcp-mtu-probing", "3", "--dry-run"}, 2, "--tcp-mtu-probing: 3: want 0 (off), 1 (probe once a black hole is detected) or 2 (always probe)"},
-		{[]string{"run", "--loopback", "--mss-clamp", "--dry-run"}, 2, "the lab's own path MTU settings (mss_clamp: --ptb-blackhole, --fragments, --tcp-mtu-probing, --mss-clamp, or the topology's pmtu) set its routers and hosts, but --loopback"},
+		// trial10 T3: every flag that sets the lab is refused where no lab is
+		// built (loopback, real hosts), dry run or not, never taken silently.
+		{[]string{"run", "--loopback", "--mss-clamp", "--dry-run"}, 2, "--mss-clamp sets the lab, but --loopback: no lab is built, and the run would measure as if it had not been given"},
+		{[]string{"run", "--loopback", "--loss", "3", "--dry-run"}, 2, "--loss 3 sets the lab, but --loopback: no lab is built, and the run would measure as if it had not been given"},
+		{[]string{"run", "--loopback", "--rate", "10M", "--tunnel-mtu", "1280", "--dry-run"}, 2, "--tunnel-mtu 1280 and --rate 10M set the lab, but --loopback: no lab is built, and the run would measure as if they had not been given"},
+		{[]string{"run", "--loopback", "--delay", "10ms", "--tunnel", "sit", "--congestion", "reno", "--results", t.TempDir()}, 2, "--tunnel sit, --delay 10ms and --congestion reno set the lab, but --loopback: no lab is built"},
+		{[]string{"run", hostsLoss, "--loss", "3", "--dry-run"}, 2, "--loss 3 sets the lab, but this experiment runs on hosts: no lab is built, and the run would measure as if it had not been given"},
+		{[]string{"run", hostsLoss, "--loss", "3", "--results", t.TempDir()}, 2, "--loss 3 sets the lab, but this experiment runs on hosts"},
 		{[]string{"probe", "dns", "x", "--server", "127.0.0.1", "--edns", "100"}, 2, "--edns: 100: want a UDP payload size from 512 to 65535 (1232 as DNS Flag Day 2020 advised), or 0 for no EDNS"},
 		{[]string{"probe", "dns", "x", "--server", "127.0.0.1", "--mode", "load", "--resend", "1s"}, 2, "--resend: the load engine sends each query once, as dnsperf does"},
 		{[]string{"probe", "dns", "x", "--server", "127.0.0.1", "--resend", "5ms"}, 2, "--resend: 5ms: want 10ms to 10s"},

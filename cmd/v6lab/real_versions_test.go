@@ -187,4 +187,11 @@ cells:
 	if len(s.Cells) != 4 {
 		t.Errorf("%d cells, want v3 and v3h3 over ipv4 and dual", len(s.Cells))
 	}
+	// Only the servers a cell and path use (trial10 T8): every cell
+	// fetched from Caddy, none over nat64, so no nginx and no DNS64
+	// Unbound was started, nor named in the header.
+	srv := f.Header.Servers
+	if _, ok := srv["http (real)"]; ok || srv["dns64 (real)"] != "" || !strings.HasPrefix(srv["h3 (real)"], "Caddy") || srv["dns (real)"] == "" {
+		t.Errorf("servers %v: want Caddy and Unbound alone", srv)
+	}
 }

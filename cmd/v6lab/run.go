@@ -225,7 +225,7 @@ func (o *runOpts) settings(cmd *cobra.Command, exp *experiment.Experiment, built
 	labCfg.Name = runLabName()
 	return run.Settings{Loopback: o.loopback, Pcap: o.pcap, Keep: o.keep, Topology: topology,
 		TopologyIfLab: o.topology == "" && exp.Topology != "" && exp.Where == result.Auto,
-		ExplicitPaths: cmd.Flags().Changed("paths"), Lab: labCfg, Rootless: rootless(), Results: o.lf.results,
+		ExplicitPaths: cmd.Flags().Changed("paths"), Lab: labCfg, LabFlags: o.lflags.Given(), Rootless: rootless(), Results: o.lf.results,
 		Output: output(cmd), Command: all.RedactArgs(os.Args)}, nil
 }
 

@@ -9,8 +9,18 @@ import (
 // Flags are the lab settings lab up and run take as flags: each, when
 // the user gave it, overrides the topology's (Overrides).
 type Flags struct {
-	fl    *pflag.FlagSet
-	apply []func(*Overrides)
+	fl *pflag.FlagSet
+	// flags are every lab flag, in the order registered: each sets the
+	// lab it names (Overrides, Given) when the user gave it.
+	flags []labFlag
+}
+
+// labFlag is one lab flag: its name, whether it sets the lab (--name
+// only names it), and how it sets its override.
+type labFlag struct {
+	name string
+	sets bool
+	set  func(*Overrides)
 }
 
 // Register declares the lab's flags on fl; withName adds --name (the
@@ -44,19 +54,38 @@ func (f *Flags) Register(fl *pflag.FlagSet, withName bool) {
 
 // flag keeps how a flag sets its override, when the user gives it.
 func flag[T any](f *Flags, name string, v *T, set func(*Overrides, *T)) {
-	f.apply = append(f.apply, func(o *Overrides) {
-		if f.fl.Changed(name) {
-			set(o, v)
-		}
-	})
+	f.flags = append(f.flags, labFlag{name: name, sets: name != "name", set: func(o *Overrides) { set(o, v) }})
 }
 
 // Overrides are the settings the user gave as flags (nil: the
 // topology's).
 func (f *Flags) Overrides() Overrides {
 	var o Overrides
-	for _, a := range f.apply {
-		a(&o)
+	for _, lf := range f.flags {
+		if f.fl.Changed(lf.name) {
+			lf.set(&o)
+		}
 	}
 	return o
+}
+
+// Given are the flags the user gave that set the lab (--loss, --rate,
+// --ptb-blackhole, …; not --name), as typed ("--loss 3"), in the order
+// registered: where no lab is built, a run refuses them rather than
+// measure as if they had not been given.
+func (f *Flags) Given() []string {
+	var out []string
+	for _, lf := range f.flags {
+		fl := f.fl.Lookup(lf.name)
+		switch {
+		case !lf.sets || !fl.Changed:
+		case fl.Value.Type() == "bool" && fl.Value.String() == "true":
+			out = append(out, "--"+lf.name)
+		case fl.Value.Type() == "bool":
+			out = append(out, "--"+lf.name+"=false")
+		default:
+			out = append(out, "--"+lf.name+" "+fl.Value.String())
+		}
+	}
+	return out
 }

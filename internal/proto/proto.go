@@ -119,9 +119,13 @@ type Real struct {
 	Program, Package string
 	// Port is where it listens in the server host.
 	Port int
-	// Always: it starts with every run against real servers (the page
-	// and its name: nginx and Unbound), not only for its own cells.
+	// Always: it starts with every run against real servers (the name
+	// every real cell looks up: Unbound), not only for its own cells.
 	Always bool
+	// Uses, when set, says whether cells with options cells need Program
+	// itself (nginx: not when every cell fetches from Caddy); nil: they
+	// do. Needs names the others.
+	Uses func(cells []Options) bool
 	// Fit says why a cell with options o cannot measure it.
 	Fit func(o Options) error
 	// Start starts it (stopping what it started if it fails).
@@ -130,6 +134,19 @@ type Real struct {
 	// with options cells need (Caddy for HTTP/3), checked before a lab
 	// is built.
 	Needs func(cells []Options) []servers.Program
+}
+
+// Programs are the programs cells with options cells need of r: Program
+// (unless Uses says they need it not) and those Needs names.
+func (r *Real) Programs(cells []Options) []servers.Program {
+	var out []servers.Program
+	if r.Uses == nil || r.Uses(cells) {
+		out = append(out, servers.Program{Name: r.Program, Package: r.Package})
+	}
+	if r.Needs != nil {
+		out = append(out, r.Needs(cells)...)
+	}
+	return out
 }
 
 // RealPlace is where a real server starts: the lab's server host.
@@ -143,6 +160,10 @@ type RealPlace struct {
 	Daemon servers.Place
 	// Cells are the options of every cell that measures the server.
 	Cells []Options
+	// Paths are the paths some cell measured against the real servers
+	// runs over: a server for one path alone (the DNS64 Unbound, for
+	// nat64) starts only when it is among them.
+	Paths []path.Path
 }
 
 // RealRunning is a started real server.

@@ -131,6 +131,13 @@ func connModel(s *Summary, keepalive []string) {
 	if len(s.HTTPCleartext) == 0 {
 		s.HTTPCleartext = nil
 	}
+	s.HTTPH2C = slices.DeleteFunc(s.HTTPH2C, func(g string) bool {
+		f, _ := groupConn(s, g)
+		return f.TLS > 0
+	})
+	if len(s.HTTPH2C) == 0 {
+		s.HTTPH2C = nil
+	}
 	for _, g := range protocols(s) {
 		f, done := groupConn(s, g)
 		name := groupCalled(s, g)

@@ -15,7 +15,7 @@ const HTMLFile = "report.html"
 // script, nothing fetched) with the run's context, the study's tables and
 // the plots. Every number on it comes from the summary.
 func HTML(w io.Writer, s *Summary) error {
-	page := htmlPage{S: s, Legend: Legend, Tunnel: TunnelLine(s), Short: ShortOf(s), Named: len(protocols(s)) > 1}
+	page := htmlPage{S: s, Legend: Legend, Tunnel: TunnelLine(s), Short: ShortOf(s), Named: namedInShort(s)}
 	if s.Scale > 0 && s.Scale != 1 {
 		page.Context = append(page.Context, kv{"scale", fmt.Sprintf("%g (connection counts and runs shrunk by --scale)", s.Scale)})
 	}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"v6lab/internal/report/stats"
@@ -47,7 +48,7 @@ func ShortOf(s *Summary) InShort {
 		out.Full = vs
 		return out
 	}
-	named := len(protocols(s)) > 1
+	named := namedInShort(s)
 	type bucket struct {
 		label string
 		who   []Verdict
@@ -72,6 +73,16 @@ func ShortOf(s *Summary) InShort {
 		out.Grouped = append(out.Grouped, fmt.Sprintf("%s, %d: %s", b.label, len(b.who), whoList(b.who, named)))
 	}
 	return out
+}
+
+// namedInShort says whether "In short" names each verdict's cell group
+// ("HTTP/2 over ipv6", as its tables are titled): with more than one
+// group, or when the one group's title says what its path alone does not,
+// a version or a label (a probe's http of HTTP/2; a partial run in which
+// one group has runs; `{label: web}`).
+func namedInShort(s *Summary) bool {
+	gs := protocols(s)
+	return len(gs) > 1 || len(gs) == 1 && (s.HTTPVersions[gs[0]] != "" || slices.Contains(s.labelled, gs[0]))
 }
 
 // busyCells names the cells of group over path and over the baseline
@@ -134,8 +145,8 @@ func allFailedNote(s *Summary) string {
 			first = ": " + c.FirstError
 			if len(s.Cells) > 1 {
 				who := c.Path
-				if len(protocols(s)) > 1 {
-					who = c.Protocol + " over " + who
+				if namedInShort(s) {
+					who = groupCalled(s, c.Protocol) + " over " + who
 				}
 				first = fmt.Sprintf(", %s at %s%s", who, stats.Count(c.Conns, "connection"), first)
 			}

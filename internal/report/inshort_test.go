@@ -2,9 +2,13 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"html"
 	"strings"
 	"testing"
+
+	"v6lab/internal/result"
 )
 
 // TestInShortIsShortWhenThereAreMany: 20 groups over two paths, at 2
@@ -87,5 +91,60 @@ func TestInShortWhenEverythingFailed(t *testing.T) {
 	s.Cells[1].Completed = 1
 	if lines := VerdictLines(s); len(lines) == 0 || strings.HasPrefix(lines[0], "every transaction failed") {
 		t.Errorf("one transaction completed, still:\n%s", strings.Join(lines, "\n"))
+	}
+}
+
+// TestInShortNamesAGroupWhoseTitleSaysMore (trial10 T7, T4): with one
+// cell group, "In short" names it as its tables are titled whenever the
+// title says what the path alone does not (a version, a label): a probe's
+// http of HTTP/2 is "HTTP/2 over ipv6", in report.txt and report.html; a
+// group that spoke h2c is titled and called "(h2c)" whether a list or a
+// single version named it; a plain http group alone is its path's.
+func TestInShortNamesAGroupWhoseTitleSaysMore(t *testing.T) {
+	for _, tc := range []struct {
+		group, spec string
+		conn        func(*result.Sample)
+		want        string
+	}{
+		{"http", `"label":"http","protocol":"http","http_version":"2","tls":true`, tlsConn, "HTTP/2 over ipv6: "},
+		{"http", `"label":"http","protocol":"http","http_version":"2","url":"http://localhost:8080/"`, plainConn, "HTTP/2 (h2c) over ipv6: "},
+		{"web", `"label":"web","protocol":"http","http_version":"2","tls":false`, plainConn, "WEB/2 (h2c) over ipv6: "},
+		{"web/h2c", `"label":"web/h2c","protocol":"http","http_version":"2","tls":false`, plainConn, "WEB/2 (h2c) over ipv6: "},
+		{"web", `"label":"web","protocol":"http"`, plainConn, "web over ipv6: "},
+		{"http", `"label":"http","protocol":"http"`, plainConn, "ipv6: "},
+	} {
+		f := build(baseMS, otherMS)
+		if err := json.Unmarshal([]byte(`{"cells":[{`+tc.spec+`}]}`), &f.Header.Spec); err != nil {
+			t.Fatal(err)
+		}
+		for i := range f.Samples {
+			tc.conn(&f.Samples[i])
+			f.Samples[i].Protocol, f.Samples[i].Cell = tc.group, result.CellKey(tc.group, f.Samples[i].Path, 2)
+		}
+		for i := range f.Runs {
+			f.Runs[i].Protocol, f.Runs[i].Cell = tc.group, result.CellKey(tc.group, f.Runs[i].Path, 2)
+		}
+		s := Summarize(f)
+		lines := VerdictLines(s)
+		if len(lines) == 0 || !strings.HasPrefix(lines[len(lines)-1], tc.want) {
+			t.Errorf("%s: In short %q, want its verdict to begin %q", tc.spec, lines, tc.want)
+		}
+		title, _, _ := strings.Cut(tc.want, " over ")
+		if strings.Contains(tc.want, " over ") && tc.group != "web" && !strings.HasPrefix(groupTitle(s, tc.group), title) {
+			t.Errorf("%s: tables titled %q, In short calls it %q", tc.spec, groupTitle(s, tc.group), title)
+		}
+		var txt, page bytes.Buffer
+		if err := Text(&txt, s); err != nil {
+			t.Fatal(err)
+		}
+		if err := HTML(&page, s); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(tc.want, " over ") && (!strings.Contains(txt.String(), "\n"+groupTitle(s, tc.group)+": ") || !strings.Contains(html.UnescapeString(page.String()), "<strong>"+title+" over ipv6")) {
+			t.Errorf("%s: report.txt's tables or report.html's In short do not say %q", tc.spec, title)
+		}
+		if !strings.Contains(tc.want, " over ") && strings.Contains(html.UnescapeString(page.String()), " over ipv6</strong>") {
+			t.Errorf("%s: report.html names a group whose title says nothing more", tc.spec)
+		}
 	}
 }

@@ -218,7 +218,7 @@ func (z *Summarizer) Finish() *Summary {
 	s := &Summary{Version: SummaryVersion, Name: h.Name, Created: h.Created, Target: string(h.Target), Baseline: cmpOr(h.Baseline, "ipv4"),
 		Notes: append(append([]string(nil), h.Notes...), z.runNotes...), Lab: h.Lab, Servers: h.Servers, ServerRoles: h.ServerRoles, Machine: machine(h),
 		LeftOutRuns: z.leftOut, Segment: h.Segment, Scale: z.spec.scale, Seed: z.spec.seed, Engines: z.spec.engines, Dialers: z.spec.dialers,
-		HTTPVersions: z.spec.versions, HTTPCleartext: z.spec.cleartext, IPLiteral: z.spec.literal,
+		HTTPVersions: z.spec.versions, HTTPCleartext: z.spec.cleartext, HTTPH2C: z.spec.h2c, IPLiteral: z.spec.literal, labelled: z.spec.labelled,
 		SampleEvery: h.SampleEvery}
 	s.Notes = append(s.Notes, z.wire.notes()...)
 	if z.rewarms > 0 {
@@ -410,11 +410,14 @@ type specFacts struct {
 	order            map[string]int
 	engines, dialers map[string]string
 	// versions are the groups' HTTP versions (http_version), by name;
-	// cleartext names those of HTTP/1.1 without TLS.
-	versions  map[string]string
-	cleartext []string
-	// literal names the groups whose URL's host is an IP literal.
-	literal []string
+	// cleartext names those of HTTP/1.1 without TLS, h2c those of
+	// HTTP/2 without it.
+	versions       map[string]string
+	cleartext, h2c []string
+	// literal names the groups whose URL's host is an IP literal,
+	// labelled those named otherwise than their protocol (a label,
+	// https, a dialer's name).
+	literal, labelled []string
 	// keepalive names the groups that asked to keep connections.
 	keepalive []string
 	scale     float64
@@ -474,11 +477,16 @@ func readSpec(spec any) specFacts {
 		set(&f.engines, cmpOr(g.Params["engine"], map[string]string{"load": LoadEngine}[g.Params["mode"]]))
 		set(&f.dialers, g.Dialer)
 		set(&f.versions, g.HTTP)
-		if g.HTTP == "1.1" && !g.TLS && !strings.HasPrefix(g.URL, "https:") {
+		if clear := !g.TLS && !strings.HasPrefix(g.URL, "https:"); clear && g.HTTP == "1.1" {
 			f.cleartext = append(f.cleartext, name)
+		} else if clear && g.HTTP == "2" && !slices.Contains(f.h2c, name) {
+			f.h2c = append(f.h2c, name)
 		}
 		if u, err := url.Parse(g.URL); err == nil && g.URL != "" && net.ParseIP(u.Hostname()) != nil && !slices.Contains(f.literal, name) {
 			f.literal = append(f.literal, name)
+		}
+		if name != g.Protocol && !slices.Contains(f.labelled, name) {
+			f.labelled = append(f.labelled, name)
 		}
 		if (g.Keepalive || g.Params["keepalive"] == "true") && !slices.Contains(f.keepalive, name) {
 			f.keepalive = append(f.keepalive, name)

@@ -72,6 +72,9 @@ type Summary struct {
 	// HTTPCleartext names the cell groups of HTTP/1.1 that ran without TLS
 	// (their handshake is TCP's alone).
 	HTTPCleartext []string `json:"http_cleartext,omitempty"`
+	// HTTPH2C names the cell groups of HTTP/2 that spoke it in the clear
+	// (h2c, by prior knowledge): their titles say "(h2c)".
+	HTTPH2C []string `json:"http_h2c,omitempty"`
 	// IPLiteral names the cell groups whose URL's host is an IP literal:
 	// nothing was looked up, their wire time starts at the connection's
 	// first packet.
@@ -95,6 +98,9 @@ type Summary struct {
 	// records give them (loss, IPv6 loss, delay, path MTU settings, the
 	// background's level), without the runs' counts (conditions.go).
 	Conditions map[string][]string `json:"conditions,omitempty"`
+	// labelled names the cell groups named otherwise than their protocol
+	// (a label, https): In short names them (namedInShort).
+	labelled []string
 }
 
 // Partial says how much of a stopped experiment's plan a result holds:

@@ -513,13 +513,13 @@ func groupTitle(s *Summary, group string) string {
 
 // groupName is a cell group's name in titles (result.GroupTitle).
 func groupName(s *Summary, group string) string {
-	return result.GroupTitle(group, s.HTTPVersions[group])
+	return result.GroupTitle(group, s.HTTPVersions[group], slices.Contains(s.HTTPH2C, group))
 }
 
 // groupCalled is a cell group's name in notes (result.GroupCalled): the
 // title's for a group that names its HTTP version.
 func groupCalled(s *Summary, group string) string {
-	return result.GroupCalled(group, s.HTTPVersions[group])
+	return result.GroupCalled(group, s.HTTPVersions[group], slices.Contains(s.HTTPH2C, group))
 }
 
 // meansSection is the mean response time (a trial's transfer time) per

@@ -479,11 +479,11 @@ func failing(s *Summary, group, path string) string {
 
 // VerdictLines are "In short" as report.txt prints it: the note on too
 // few runs, the verdicts in full ("HTTP/2 over ipv6: …", the group named
-// as its tables are, only when there is more than one), then the grouped
-// ones.
+// as its tables are, when there is more than one or its title says more
+// than the path: namedInShort), then the grouped ones.
 func VerdictLines(s *Summary) []string {
 	short := ShortOf(s)
-	named := len(protocols(s)) > 1
+	named := namedInShort(s)
 	var out []string
 	if short.Note != "" {
 		out = append(out, short.Note)

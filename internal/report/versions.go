@@ -73,10 +73,17 @@ func VersionsTable(s *Summary) (section, bool) {
 			label = ""
 		}
 	}
-	if len(s.HTTPCleartext) > 0 && len(s.HTTPCleartext) < len(groups) {
-		sec.Footer = append(sec.Footer, fmt.Sprintf("%s ran in cleartext, the other versions over TLS: its handshake and first byte lack TLS's round trips (give it tls: true, or an https url, to compare like with like)", strings.Join(calledAll(s, s.HTTPCleartext), ", ")))
+	if clear := clearGroups(s, groups); len(clear) > 0 && len(clear) < len(groups) {
+		its := map[bool]string{false: "its", true: "their"}[len(clear) > 1]
+		sec.Footer = append(sec.Footer, fmt.Sprintf("%s ran in cleartext, the other versions over TLS: %s handshake and first byte lack TLS's round trips (give tls: true, or an https url, to compare like with like)", strings.Join(calledAll(s, clear), ", "), its))
 	}
 	return sec, true
+}
+
+// clearGroups are those of groups that ran without TLS: HTTP/1.1 in
+// cleartext and HTTP/2 in the clear (h2c).
+func clearGroups(s *Summary, groups []string) []string {
+	return filter(groups, func(g string) bool { return slices.Contains(s.HTTPCleartext, g) || slices.Contains(s.HTTPH2C, g) })
 }
 
 // calledAll is each group as notes call it (groupCalled).

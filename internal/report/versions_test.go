@@ -44,7 +44,13 @@ func TestVersionsSideBySide(t *testing.T) {
 	if got := strings.Join(sec.Rows[4], "|"); got != "||spoke|http/1.1 cleartext" || len(sec.Footer) != 1 || !strings.HasPrefix(sec.Footer[0], "HTTP/1.1 ran in cleartext") {
 		t.Errorf("cleartext http: spoke row %q, footer %q", got, sec.Footer)
 	}
-	s.HTTPCleartext = nil
+	// With h2c beside it, both said, neither as over TLS (trial10 T4).
+	s.HTTPH2C = []string{"http/2"}
+	sec, _ = VersionsTable(s)
+	if len(sec.Footer) != 1 || !strings.HasPrefix(sec.Footer[0], "HTTP/1.1, HTTP/2 (h2c) ran in cleartext, the other versions over TLS: their handshake") || groupTitle(s, "http/2") != "HTTP/2 (h2c)" {
+		t.Errorf("cleartext http and h2c: footer %q, title %q", sec.Footer, groupTitle(s, "http/2"))
+	}
+	s.HTTPCleartext, s.HTTPH2C = nil, nil
 	if got := groupTitle(&Summary{HTTPVersions: map[string]string{"http": "2"}}, "http"); got != "HTTP/2" {
 		t.Errorf("an http group that spoke h2 is titled %q", got)
 	}

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"v6lab/internal/lab"
@@ -39,6 +40,9 @@ type Settings struct {
 	// needs none (loopback then measures without it).
 	TopologyIfLab bool
 	Lab           lab.Config
+	// LabFlags are the flags the user gave that set the lab (lab.Flags'
+	// Given): refused where no lab is built.
+	LabFlags []string
 	// Rootless: this process is the re-run inside a user namespace.
 	Rootless bool
 	// Results is the directory that receives the result directory.
@@ -109,16 +113,12 @@ func decide(exp *experiment.Experiment, s Settings) (result.Where, string, error
 		}
 		where = Loopback
 	}
-	need := exp.NeedsLab()
-	if need == "" && !s.Lab.PMTU.IsZero() {
-		need = "the lab's own path MTU settings (" + s.Lab.PMTU.String() + ": --ptb-blackhole, --fragments, --tcp-mtu-probing, --mss-clamp, or the topology's pmtu) set its routers and hosts"
-	}
-	if need != "" && (where == Loopback || where == Hosts || (where == result.Auto && why != nil)) {
+	if need, tail := s.labNeed(exp); need != "" && (where == Loopback || where == Hosts || (where == result.Auto && why != nil)) {
 		reason := "this experiment runs on " + string(where)
 		if why != nil {
 			reason = why.Error()
 		}
-		return "", "", fmt.Errorf("%s, but %s", need, reason)
+		return "", "", fmt.Errorf("%s, but %s%s", need, reason, tail)
 	}
 	switch where {
 	case result.Auto:
@@ -145,6 +145,31 @@ func decide(exp *experiment.Experiment, s Settings) (result.Where, string, error
 	return where, "", nil
 }
 
+// labNeed says what of the experiment and the run's settings sets a lab
+// ("" if nothing), and what to add after the reason none is built: the
+// experiment's own (NeedsLab), a lab flag the user gave (--loss 3: never
+// measured as if it had not been given), or the topology's path MTU
+// settings.
+func (s Settings) labNeed(exp *experiment.Experiment) (need, tail string) {
+	switch n := len(s.LabFlags); {
+	case exp.NeedsLab() != "":
+		return exp.NeedsLab(), ""
+	case n == 1:
+		return s.LabFlags[0] + " sets the lab", ": no lab is built, and the run would measure as if it had not been given"
+	case n > 1:
+		return strings.Join(s.LabFlags[:n-1], ", ") + " and " + s.LabFlags[n-1] + " set the lab", ": no lab is built, and the run would measure as if they had not been given"
+	case !s.Lab.PMTU.IsZero():
+		return "the topology's path MTU settings (pmtu: " + s.Lab.PMTU.String() + ") set the lab's routers and hosts", ""
+	}
+	return "", ""
+}
+
+// labNeeded says whether the experiment or the settings set a lab.
+func labNeeded(s Settings, exp *experiment.Experiment) bool {
+	need, _ := s.labNeed(exp)
+	return need != ""
+}
+
 // needsLab says whether the settings need a lab: --pcap, or a topology
 // that is more than an auto experiment's own.
 func (s Settings) needsLab() bool {
@@ -155,7 +180,7 @@ func (s Settings) needsLab() bool {
 // namespace can make a lab (err says why the namespace failed): loopback,
 // unless the lab was a must.
 func NoUserNamespace(exp *experiment.Experiment, s Settings, err error) (result.Where, string, error) {
-	if exp.Where == Lab || s.needsLab() || exp.NeedsLab() != "" {
+	if exp.Where == Lab || s.needsLab() || labNeeded(s, exp) {
 		return "", "", fmt.Errorf("this needs a lab, but %v, and %v", inlab.CanLab(), err)
 	}
 	exp.DropLabOnly()

@@ -429,14 +429,17 @@ const RealPort = 53
 
 // startReal starts Unbound as the embedded server answers: the name with
 // both families (the tunnel's clients get its address as the AAAA, by a
-// view of their prefix) and the IPv4-only name; and, where the lab has a
-// nat64 path, a second Unbound whose dns64 module answers that path's
-// lookups on its DNS64 address.
+// view of their prefix) and the IPv4-only name; and, where a cell runs over
+// the lab's nat64 path (RealPlace.Paths), a second Unbound whose dns64
+// module answers that path's lookups on its DNS64 address.
 func startReal(ctx context.Context, at proto.RealPlace) (*proto.RealRunning, error) {
 	v4 := at.Addrs[path.IPv4]
 	v4only := servers.Record{Name: proto.V4OnlyName, Addr: v4}
 	dns64 := at.Addrs[path.NAT64] // the nat64 path's DNS64 view's address
 	plain := slices.DeleteFunc(at.Listen(), func(x netip.Addr) bool { return x == dns64 })
+	if !slices.Contains(at.Paths, path.NAT64) {
+		dns64 = netip.Addr{} // no cell looks up there: no DNS64 Unbound
+	}
 	records, views, about := realRecords(at)
 	ub, err := servers.StartUnbound(ctx, at.Daemon, plain, RealPort, "v6lab.test", records, views)
 	if err != nil {
@@ -460,8 +463,8 @@ func startReal(ctx context.Context, at proto.RealPlace) (*proto.RealRunning, err
 // realRecords are what Unbound answers, as the embedded server does: the
 // name's A and AAAA, the IPv4-only name, the HTTPS records of the place's
 // https servers (Place.HTTPS, started before it) with the name's
-// addresses as hints, and the large name; and, where the lab has a 6in4
-// path, a view for the tunnel's clients giving the tunnel address instead
+// addresses as hints, and the large name; and, where a cell runs over the
+// lab's 6in4 path, a view for the tunnel's clients giving the tunnel address instead
 // (in the AAAA and the hints).
 func realRecords(at proto.RealPlace) ([]servers.Record, []servers.View, string) {
 	v4, v6 := at.Addrs[path.IPv4], at.Addrs[path.IPv6]
@@ -470,7 +473,7 @@ func realRecords(at proto.RealPlace) ([]servers.Record, []servers.View, string) 
 		return append(append(out, realHTTPS(at.Place, v4, v6)...), largeRecords(v4, v6)...)
 	}
 	tun, ok := at.Addrs[path.SixIn4]
-	if !ok || !at.Sources[path.SixIn4].IsValid() {
+	if !ok || !at.Sources[path.SixIn4].IsValid() || !slices.Contains(at.Paths, path.SixIn4) {
 		return zone(v6), nil, ""
 	}
 	view := servers.View{Name: "tunnel", Clients: netip.PrefixFrom(at.Sources[path.SixIn4], 64).Masked(), Records: zone(tun)}

@@ -171,6 +171,22 @@ func TestRealHTTPS(t *testing.T) {
 	}
 }
 
+// TestRealTunnelViewOnlyFor6in4 (trial10 T8): the real Unbound gets the
+// tunnel's view, and its header line says so, only when a cell runs over
+// 6in4, though the lab always has the tunnel.
+func TestRealTunnelViewOnlyFor6in4(t *testing.T) {
+	at := proto.RealPlace{Place: proto.Place{Name: "www.v6lab.test",
+		Addrs: map[path.Path]netip.Addr{path.IPv4: lo4, path.IPv6: lo6, path.SixIn4: netip.MustParseAddr("2001:db8:46::10")}},
+		Sources: map[path.Path]netip.Addr{path.SixIn4: lo6}, Paths: []path.Path{path.IPv4, path.IPv6}}
+	if _, views, about := realRecords(at); len(views) != 0 || about != "" {
+		t.Errorf("no cell over 6in4: views %+v, header %q", views, about)
+	}
+	at.Paths = append(at.Paths, path.SixIn4)
+	if _, views, about := realRecords(at); len(views) != 1 || about == "" {
+		t.Errorf("a cell over 6in4: views %+v, header %q", views, about)
+	}
+}
+
 // TestRealRecordsServeHTTPS (trial9 N12): the records startReal gives
 // Unbound hold the HTTPS record of the https servers started before it,
 // in the default zone (the name's IPv6 address as its hint) and in the
@@ -184,7 +200,7 @@ func TestRealRecordsServeHTTPS(t *testing.T) {
 	v4, v6, tun := netip.MustParseAddr("192.0.2.10"), netip.MustParseAddr("2001:db8::10"), netip.MustParseAddr("2001:db8:46::10")
 	at := proto.RealPlace{Place: proto.Place{Name: "www.v6lab.test", HTTPS: map[int][]string{8443: {"h3", "h2"}, 443: {"h2"}},
 		Addrs: map[path.Path]netip.Addr{path.IPv4: v4, path.IPv6: v6, path.SixIn4: tun}},
-		Sources: map[path.Path]netip.Addr{path.SixIn4: lo6}}
+		Sources: map[path.Path]netip.Addr{path.SixIn4: lo6}, Paths: []path.Path{path.IPv4, path.IPv6, path.SixIn4}}
 	records, views, _ := realRecords(at)
 	if len(views) != 1 || !views[0].Clients.Contains(lo6) {
 		t.Fatalf("views %+v", views)

@@ -55,7 +55,7 @@ sample records the protocol spoken, the handshake and the first byte.`,
   v6lab probe http https://www.example.test/ --http-version 3 --paths ipv4,ipv6 --tls-resume --zero-rtt`,
 	},
 	Server:        &Embedded,
-	Real:          &proto.Real{Program: "nginx", Package: "nginx-light", Port: RealPort, Always: true, Fit: realFit, Start: startReal, Needs: realNeeds},
+	Real:          &proto.Real{Program: "nginx", Package: "nginx-light", Port: RealPort, Fit: realFit, Start: startReal, Uses: realUsesNginx, Needs: realNeeds},
 	Races:         true,
 	ServerCapture: true,
 }

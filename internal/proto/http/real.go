@@ -73,20 +73,33 @@ func realFiles(cells []proto.Options) (servers.Content, servers.Generated, error
 	return files, gen, nil
 }
 
+// realUsesNginx: some cell fetches from nginx (plain http, or https with
+// h2 by ALPN), not every one from Caddy (HTTP/3, or a dialer v3 cell that
+// races to it).
+func realUsesNginx(cells []proto.Options) bool {
+	for _, c := range cells {
+		if c.ServerFor() != ServerKeyH3 {
+			return true
+		}
+	}
+	return false
+}
+
 // startReal starts nginx serving what the embedded server would (over
-// TLS too, h2 by ALPN, when a cell speaks https), and Caddy beside it
-// when a cell speaks HTTP/3. Their certificate is made as the embedded
-// servers' is, and pinned by the clients as theirs is.
+// TLS too, h2 by ALPN, when a cell speaks https) when a cell fetches from
+// it, and Caddy when a cell speaks HTTP/3: only the servers some cell
+// uses. Their certificate is made as the embedded servers' is, and
+// pinned by the clients as theirs is.
 func startReal(ctx context.Context, at proto.RealPlace) (*proto.RealRunning, error) {
 	files, gen, err := realFiles(at.Cells)
 	if err != nil {
 		return nil, err
 	}
-	needTLS, needH3 := false, realNeeds(at.Cells) != nil
+	needNginx, needTLS, needH3 := realUsesNginx(at.Cells), false, realNeeds(at.Cells) != nil
 	for _, c := range at.Cells {
 		needTLS = needTLS || c.ServerFor() == ServerKeyTLS
 	}
-	run := &proto.RealRunning{Content: content.Generated, About: map[string]string{}, Ports: map[string]int{}, Pins: map[string]string{}, HTTPS: map[int][]string{}}
+	run := &proto.RealRunning{Content: content.Generated, About: map[string]string{}, Ports: map[string]int{}, Pins: map[string]string{}, HTTPS: map[int][]string{}, Stop: func() {}}
 	var cert *servers.TLS
 	if needTLS || needH3 {
 		cfg, err := proto.SelfSigned([]string{"localhost", at.Name}, at.Listen())
@@ -99,6 +112,30 @@ func startReal(ctx context.Context, at proto.RealPlace) (*proto.RealRunning, err
 		}
 		run.Pins[ServerKeyTLS], run.Pins[ServerKeyH3] = proto.CertSHA256(cfg), proto.CertSHA256(cfg)
 	}
+	if needNginx {
+		if err := startNginx(ctx, at, files, gen, cert, needTLS, run); err != nil {
+			return nil, err
+		}
+	}
+	if !needH3 {
+		return run, nil
+	}
+	cd, err := StartCaddy(ctx, at.Daemon, at.Listen(), at.Name, files, gen, &servers.TLS{Port: RealH3Port, Cert: cert.Cert, Key: cert.Key})
+	if err != nil {
+		run.Stop()
+		return nil, err
+	}
+	stopNginx := run.Stop
+	run.Stop = func() { cd.Stop(); stopNginx() }
+	run.Ports[ServerKeyH3] = RealH3Port
+	run.HTTPS[RealH3Port] = []string{"h3", "h2"} // QUIC on the port's UDP, TLS on its TCP
+	run.About["h3 (real)"] = proto.RealAbout(cd, fmt.Sprintf(", HTTP/3 over QUIC on UDP %d (quic-go inside Caddy)", RealH3Port))
+	return run, nil
+}
+
+// startNginx starts nginx for startReal, on plain http and, with needTLS,
+// https with cert, and records it in run.
+func startNginx(ctx context.Context, at proto.RealPlace, files servers.Content, gen servers.Generated, cert *servers.TLS, needTLS bool, run *proto.RealRunning) error {
 	var ngTLS *servers.TLS
 	about := ""
 	if needTLS {
@@ -109,26 +146,14 @@ func startReal(ctx context.Context, at proto.RealPlace) (*proto.RealRunning, err
 	}
 	ng, err := servers.StartNginx(ctx, at.Daemon, at.Listen(), RealPort, files, gen, ngTLS)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	run.Stop = ng.Stop
-	run.About["http (real)"] = proto.RealAbout(ng, about)
+	run.About["http (real)"] = proto.RealAbout(ng, fmt.Sprintf(", http on %d (HTTP/1.1)%s", RealPort, about))
 	if needTLS {
 		run.Roles = map[string][]string{"http (real)": {Embedded.Key, ServerKeyTLS}}
 	}
-	if !needH3 {
-		return run, nil
-	}
-	cd, err := StartCaddy(ctx, at.Daemon, at.Listen(), at.Name, files, gen, &servers.TLS{Port: RealH3Port, Cert: cert.Cert, Key: cert.Key})
-	if err != nil {
-		ng.Stop()
-		return nil, err
-	}
-	run.Stop = func() { cd.Stop(); ng.Stop() }
-	run.Ports[ServerKeyH3] = RealH3Port
-	run.HTTPS[RealH3Port] = []string{"h3", "h2"} // QUIC on the port's UDP, TLS on its TCP
-	run.About["h3 (real)"] = proto.RealAbout(cd, fmt.Sprintf(", HTTP/3 over QUIC on UDP %d (quic-go inside Caddy)", RealH3Port))
-	return run, nil
+	return nil
 }
 
 // StartCaddy serves content and generated files over HTTPS on every

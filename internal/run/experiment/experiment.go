@@ -182,13 +182,13 @@ func (s *CellGroup) CellName() string {
 // its options name an HTTP version (a probe's group http of HTTP/2 is
 // "HTTP/2", as report.txt titles it), else CellName (result.GroupCalled).
 func (s *CellGroup) NoteName() string {
-	v := ""
+	v, h2c := "", false
 	if o := s.Opts(); o != nil {
 		if f, ok := proto.FieldOf(o, versionKey); ok {
-			v = f.Text()
+			v, h2c = f.Text(), inClear2(o)
 		}
 	}
-	return result.GroupCalled(s.CellName(), v)
+	return result.GroupCalled(s.CellName(), v, h2c)
 }
 
 // WireKey names the server a cell's traffic goes to (its key in
@@ -256,6 +256,20 @@ func (e *Experiment) RealProtocols() []string {
 	for _, c := range e.Groups {
 		if c.Server == "real" && !slices.Contains(out, c.Protocol) {
 			out = append(out, c.Protocol)
+		}
+	}
+	return out
+}
+
+// RealPaths lists the paths the cell groups measured against real servers
+// run over, in first-seen order.
+func (e *Experiment) RealPaths() []path.Path {
+	var out []path.Path
+	for _, c := range e.Groups {
+		for _, p := range c.Paths {
+			if c.Server == "real" && !slices.Contains(out, p) {
+				out = append(out, p)
+			}
 		}
 	}
 	return out

@@ -660,7 +660,7 @@ func TestTimingNotesFollowWhatTheCellsTime(t *testing.T) {
 	}
 	// Kept connections (keepalive) are not closed after the marker
 	// (trial6 F11): their groups get the kept note, not the linger note.
-	keptCell := cellOf(t, "http", "http_version", "2", "keepalive", "true")
+	keptCell := cellOf(t, "http", "http_version", "2", "tls", "true", "keepalive", "true")
 	keptCell.Label = "http/2"
 	if got := notes(keptCell); len(got) != 2 || got[0] != "TX" || !strings.HasPrefix(got[1], KeptNote) || has(got, "LINGER") > 0 {
 		t.Errorf("kept connections only: %q", got)
@@ -678,9 +678,15 @@ func TestTimingNotesFollowWhatTheCellsTime(t *testing.T) {
 	// A probe's group is labelled http whatever version it speaks: the
 	// note calls it as its tables' titles do, HTTP/2 (trial7 F8), as it
 	// does the file's http/2 above.
-	probe2 := cellOf(t, "http", "http_version", "2", "keepalive", "true")
+	probe2 := cellOf(t, "http", "http_version", "2", "tls", "true", "keepalive", "true")
 	if got := notes(probe2); len(got) != 2 || got[1] != KeptNote+" (cell groups HTTP/2)" {
 		t.Errorf("a probe's kept HTTP/2 group: %q", got)
+	}
+	// In the clear it spoke h2c, and is called so, as its tables' titles
+	// (trial10 T4).
+	probeC := cellOf(t, "http", "http_version", "2", "tls", "false", "keepalive", "true")
+	if got := notes(probeC); len(got) != 2 || got[1] != KeptNote+" (cell groups HTTP/2 (h2c))" {
+		t.Errorf("a probe's kept h2c group: %q", got)
 	}
 }
 

@@ -54,8 +54,8 @@ func (e *Experiment) EmbeddedServers() []string {
 	return out
 }
 
-// RealServers are the protocols whose real servers a run starts: those
-// every run against real servers has (the page and its name: nginx and
+// RealServers are the protocols whose real servers a run starts: the one
+// every run against real servers has (the name its cells look up:
 // Unbound), and those its cells measure.
 func (e *Experiment) RealServers() []*proto.Protocol {
 	if !e.Real() {
@@ -84,11 +84,7 @@ func (e *Experiment) ServersStarted() string {
 	}
 	var real []string
 	for _, p := range e.RealServers() {
-		real = append(real, p.Real.Program+" ("+p.Name+")")
-		if p.Real.Needs == nil {
-			continue
-		}
-		for _, n := range p.Real.Needs(e.RealCells(p.Name)) {
+		for _, n := range p.Real.Programs(e.RealCells(p.Name)) {
 			real = append(real, n.Name+" ("+p.Name+")")
 		}
 	}

@@ -44,24 +44,33 @@ func (c *cellFile) versionLabel(o proto.Options) (string, bool) {
 		return "", false
 	}
 	version := v.Text()
-	ownTLS := false
-	if t, ok := proto.FieldOf(o, "tls"); ok {
-		ownTLS = t.Text() == "true"
-	}
 	base := c.Label
 	if base == "" {
 		base = c.Protocol
-		if ownTLS && version == "1.1" {
+		if ownTLS(o) && version == "1.1" {
 			base = "https"
 		}
 	}
 	switch {
-	case version == "2" && !ownTLS && !httpsURL(o):
+	case inClear2(o):
 		return base + "/h2c", true
 	case version == "2" || version == "3":
 		return base + "/" + version, true
 	}
 	return base, true
+}
+
+// ownTLS: the options' tls (v6lab's own server's) is on.
+func ownTLS(o proto.Options) bool {
+	t, ok := proto.FieldOf(o, "tls")
+	return ok && t.Text() == "true"
+}
+
+// inClear2: the options ask for HTTP/2 in the clear (h2c, by prior
+// knowledge): http_version 2, no tls, no https url.
+func inClear2(o proto.Options) bool {
+	v, ok := proto.FieldOf(o, versionKey)
+	return ok && v.Text() == "2" && !ownTLS(o) && !httpsURL(o)
 }
 
 // httpsURL: the options' url (where: hosts) is https://.

@@ -4,18 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"v6lab/internal/gen/congestion"
-	"v6lab/internal/gen/load"
 	"v6lab/internal/lab"
 	"v6lab/internal/run/experiment"
 	"v6lab/internal/run/measure"
-	"v6lab/internal/sock/path"
 	"v6lab/internal/wire/capture"
 	"v6lab/internal/wire/tcpflow"
 )
@@ -38,21 +34,10 @@ func Child(ctx context.Context, jobFile string, out measure.Output) error {
 		return fmt.Errorf("lab job %s: %w", jobFile, err)
 	}
 	probe := experiment.Probes(j.Endpoints)
-	// A lab that drops Packet Too Big or fragments itself may break a
-	// path for good: its settling is one try, and a path it breaks is
-	// left to its runs (which record why), not an error.
-	tries, impaired := 5, j.PMTU != nil && j.PMTU.Lab.Drop().Any()
-	if impaired {
-		tries = 1
+	if err := j.settle(ctx, probe); err != nil {
+		return err
 	}
-	for i := range j.Exp.Groups {
-		if err := Settle(ctx, &j.Exp.Groups[i], probe, tries); err != nil {
-			if !impaired || ctx.Err() != nil {
-				return err
-			}
-			j.Notes = append(j.Notes, "settling: "+err.Error()+" (the lab's own "+j.PMTU.Lab.String()+": left to its runs)")
-		}
-	}
+	impaired := j.PMTU != nil && j.PMTU.Lab.Drop().Any()
 	cp := capture.FromFD(3, capture.Filter{})
 	defer cp.Close()
 	var clientSide *capture.Capture
@@ -122,55 +107,4 @@ func roles(name string) map[string]string {
 		out[role] = lab.NS(name, role)
 	}
 	return out
-}
-
-// Settle does unrecorded transactions on every path until one completes
-// (at most tries), so neighbour discovery and every cache on the way are
-// warm before the first run, and a path that cannot work fails here with
-// its reason.
-func Settle(ctx context.Context, c *experiment.CellGroup, probe func(*experiment.CellGroup, path.Path) (load.Probe, error), tries int) error {
-	// The cell's own timeout, never a fixed one shorter than it.
-	timeout := min(max(time.Duration(c.Timeout), 5*time.Second), 2*time.Minute)
-	for _, p := range c.Paths {
-		// A lighter transaction of the same protocol and client (a short
-		// trial, a small file: never the cell's own file, which may take
-		// minutes on a slow link) warms the path and proves the server; a
-		// path known to fail is left to its runs, which record why.
-		light, settle := c.Opts().Settle(p)
-		if !settle {
-			continue
-		}
-		cell := c
-		if light != nil {
-			short := *c
-			short.Options, cell = light, &short
-		}
-		pr, err := probe(cell, p)
-		if err != nil {
-			return err
-		}
-		ok, last := settlePath(ctx, pr, tries, timeout)
-		if !ok {
-			return fmt.Errorf("%s over path %s does not work in the lab: %s", c.CellName(), p, last)
-		}
-	}
-	return nil
-}
-
-// settlePath tries pr's transaction until one completes (at most tries)
-// and then closes what pr kept open (a keepalive cell's connections):
-// settling's connections would otherwise go on sending (quic-go's path
-// MTU probes, ACKs) into the first runs, where the wire check counts them
-// as stray.
-func settlePath(ctx context.Context, pr load.Probe, tries int, timeout time.Duration) (ok bool, last string) {
-	if c, isCloser := pr.(io.Closer); isCloser {
-		defer c.Close()
-	}
-	for try := 0; try < tries && !ok; try++ {
-		ctx, cancel := context.WithTimeout(ctx, timeout)
-		s := pr.Do(ctx, 0)
-		cancel()
-		ok, last = s.OK(), s.Err
-	}
-	return ok, last
 }

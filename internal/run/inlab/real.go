@@ -17,10 +17,7 @@ import (
 func CheckReal(exp *experiment.Experiment) error {
 	var need []servers.Program
 	for _, p := range exp.RealServers() {
-		need = append(need, servers.Program{Name: p.Real.Program, Package: p.Real.Package})
-		if p.Real.Needs != nil {
-			need = append(need, p.Real.Needs(exp.RealCells(p.Name))...)
-		}
+		need = append(need, p.Real.Programs(exp.RealCells(p.Name))...)
 	}
 	return servers.CheckInstalled(need)
 }
@@ -33,7 +30,8 @@ func startReal(ctx context.Context, l *lab.Lab, exp *experiment.Experiment, job 
 		return nil, err
 	}
 	at := proto.RealPlace{Place: experiment.LabPlace(l), Sources: experiment.LabSources(l),
-		Daemon: servers.Place{Prefix: []string{"ip", "netns", "exec", lab.NS(l.Name, lab.Server)}, Rec: l.Record()}}
+		Daemon: servers.Place{Prefix: []string{"ip", "netns", "exec", lab.NS(l.Name, lab.Server)}, Rec: l.Record()},
+		Paths:  exp.RealPaths()}
 	var stops []func()
 	stop := func() {
 		for i := len(stops) - 1; i >= 0; i-- {
