@@ -63,12 +63,80 @@ cells:
 	}
 	rows := strings.Split(strings.TrimSpace(string(csv)), "\n")
 	for _, row := range rows[1:] {
-		if !regexp.MustCompile(`,loss 3%,\d+$`).MatchString(row) {
+		if !regexp.MustCompile(`,loss 3% on every link,\d+$`).MatchString(row) {
 			t.Errorf("results.csv row reads as clean: %s", row)
 		}
 	}
 	txt, err := os.ReadFile(filepath.Join(dir, "report.txt"))
 	if err != nil || !strings.Contains(string(txt), "dropped by loss") {
 		t.Errorf("report.txt has no dropped by loss row: %v", err)
+	}
+}
+
+// TestATopologysLossIsRecordedWhereItIs (trial10 T11, T13): a topology's
+// loss on r1-r2 alone is recorded as r1-r2's, never as every link's, and a
+// cell group's own loss: beside it (the same link, its own programs) is
+// counted apart: each cell's loss counts its runs, not its runs' loss
+// records, and each loss's drops; report.txt has a row per loss.
+func TestATopologysLossIsRecordedWhereItIs(t *testing.T) {
+	requireLab(t)
+	bin := buildBinary(t)
+	root, dir := t.TempDir(), t.TempDir()
+	topo, file := filepath.Join(dir, "topo.yaml"), filepath.Join(dir, "exp.yaml")
+	os.WriteFile(topo, []byte("links: {r1-r2: {loss: 5%}}\n"), 0o644)
+	os.WriteFile(file, []byte(`name: topoloss
+paths: [ipv4, ipv6]
+runs: 2
+warmup: 1
+pause: 100ms
+cells:
+  - {protocol: http, conns: [3]}
+  - {protocol: http, label: lossy, conns: [3], loss: 3}
+`), 0o644)
+	out, err := exec.Command(bin, "run", file, "--topology", topo, "-q", "--results", root).CombinedOutput()
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	dir = onlyDir(t, root)
+	f, s, err := report.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lab := regexp.MustCompile(`^loss 5% \(tc BPF\): \d+ packets dropped in the run$`)
+	own := regexp.MustCompile(`^loss 3% \(tc BPF\): \d+ packets dropped in the run$`)
+	counted := map[string]int{}
+	for _, r := range f.Runs {
+		if _, ok := r.Links["every link end's egress (the lab's loss)"]; ok {
+			t.Errorf("run %s/%d links %v: r1-r2's loss recorded as every link's", r.Cell, r.Run, r.Links)
+		}
+		if l := r.Links["r1-r2 egress, both ends (the lab's loss)"]; !lab.MatchString(l) {
+			t.Errorf("run %s/%d links %v: no record of r1-r2's loss", r.Cell, r.Run, r.Links)
+		}
+		if l, ok := r.Links["r1-r2 egress, both ends"]; ok != (r.Protocol == "lossy") || ok && !own.MatchString(l) {
+			t.Errorf("run %s/%d links %v: the cell's own loss", r.Cell, r.Run, r.Links)
+		}
+		if !r.Warmup && r.Err == "" {
+			counted[r.Protocol+"/"+r.Path]++
+		}
+	}
+	for _, c := range s.Cells {
+		want := []string{"loss 5%/r1-r2"}
+		if c.Protocol == "lossy" {
+			want = []string{"loss 3%/r1-r2", "loss 5%/r1-r2"}
+		}
+		var got []string
+		var sum int64
+		for _, p := range c.Loss.Each {
+			got, sum = append(got, p.Condition+"/"+p.Where), sum+p.Dropped
+		}
+		if n := counted[c.Protocol+"/"+c.Path]; c.Loss.Runs != n || n == 0 || strings.Join(got, " ") != strings.Join(want, " ") || sum != c.Loss.Dropped {
+			t.Errorf("cell %s/%s loss %+v, want %v over its %d counted runs", c.Protocol, c.Path, c.Loss, want, n)
+		}
+	}
+	txt, err := os.ReadFile(filepath.Join(dir, "report.txt"))
+	for _, want := range []string{"dropped by loss 3% on r1-r2", "dropped by loss 5% on r1-r2", "r1-r2 egress, both ends (the lab's loss): loss 5% (tc BPF)"} {
+		if err != nil || !strings.Contains(string(txt), want) {
+			t.Errorf("report.txt lacks %q (%v):\n%s", want, err, txt)
+		}
 	}
 }

@@ -380,6 +380,14 @@ func TestLossInTheKernel(t *testing.T) {
 		t.Errorf("%d of %d datagrams arrived: %.1f%% lost, want 10%% ± 2 points", got.Load(), n, lost*100)
 	}
 	t.Logf("loss by %s: %.2f%% of %d datagrams", l.LossImpl, lost*100, n)
+	// lab status says where the loss is: on r1-r2 alone (trial10 T11).
+	st, err := Inspect(l.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum := st.Summary(); !strings.Contains(sum, "; loss 10% of every packet on r1-r2;") {
+		t.Errorf("lab status configured %q: does not say the loss is on r1-r2", sum)
+	}
 	// What the run records read: the lab's loss in words and its drops
 	// (each settle packet too), a cell group's loss on the same link not
 	// counted as the lab's.
@@ -397,6 +405,14 @@ func TestLossInTheKernel(t *testing.T) {
 	}
 	if _, all := WideLoss(l.Name, nil); all != "loss 10%, 50%" {
 		t.Errorf("WideLoss without the cell's programs excluded: %q, want both shares", all)
+	}
+	// Per link: r1-r2's alone, not every link's (trial10 T11).
+	losses := LabLosses(l.Name, cell)
+	if len(losses) != 1 || losses[0].Link != "r1-r2" || losses[0].Percent != 10 || losses[0].Dropped != dropped {
+		t.Errorf("LabLosses %+v, want r1-r2's 10%% alone, %d dropped", losses, dropped)
+	}
+	if OnEveryLink(losses) {
+		t.Error("OnEveryLink: r1-r2's loss taken for every link's")
 	}
 }
 

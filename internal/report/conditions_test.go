@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -99,7 +100,10 @@ func TestLossCellsSayWhatTheLossDid(t *testing.T) {
 			v6 = c.Loss
 		}
 	}
-	if v4 == nil || v6 == nil || *v4 != (CellLoss{"loss 1%", 0, 10}) || *v6 != (CellLoss{"loss 1%", 30, 10}) {
+	want := func(n int64) CellLoss {
+		return CellLoss{"loss 1%", n, 10, []LossPart{{"loss 1%", "r1-r2", n}}}
+	}
+	if v4 == nil || v6 == nil || !reflect.DeepEqual(*v4, want(0)) || !reflect.DeepEqual(*v6, want(30)) {
 		t.Fatalf("losses ipv4 %+v ipv6 %+v", v4, v6)
 	}
 	var b bytes.Buffer
@@ -120,7 +124,7 @@ func TestLossCellsSayWhatTheLossDid(t *testing.T) {
 		return csvRows(t, b.String())
 	}
 	rows := csvOf(s)
-	if len(rows) != 2 || rows[0]["loss"] != "loss 1%" || rows[0]["loss_dropped"] != "0" || rows[1]["loss_dropped"] != "30" {
+	if len(rows) != 2 || rows[0]["loss"] != "loss 1% on r1-r2" || rows[0]["loss_dropped"] != "0" || rows[1]["loss_dropped"] != "30" {
 		t.Errorf("results.csv rows %v", rows)
 	}
 	if rows := csvOf(Summarize(build(baseMS, otherMS))); rows[0]["loss"] != "" || rows[0]["loss_dropped"] != "" {

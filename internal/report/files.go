@@ -241,7 +241,7 @@ func CSV(w io.Writer, s *Summary) error {
 		version, conn := cellMeasured(s, c)
 		row = append(row, version, conn, wireNA)
 		if c.Loss != nil {
-			row = append(row, c.Loss.Condition, strconv.FormatInt(c.Loss.Dropped, 10))
+			row = append(row, strings.Join(c.Loss.placed(), "; "), strconv.FormatInt(c.Loss.Dropped, 10))
 		} else {
 			row = append(row, "", "")
 		}

@@ -542,11 +542,11 @@ func meansSection(title string, cells []Cell, conns []int, why string) section {
 	for _, p := range pathsOf(cells) {
 		means.Rows = append(means.Rows, meanRows(p, cells, conns, wired, turned)...)
 		if lossy {
-			means.Rows = append(means.Rows, lossRow(p, cells, conns))
+			means.Rows = append(means.Rows, lossRows(p, cells, conns)...)
 		}
 	}
 	if lossy {
-		means.Footer = append(means.Footer, "dropped by loss: the packets the loss the cell ran at dropped over its counted runs, from each run's record (its links); a cell whose loss dropped nothing did not meet it")
+		means.Footer = append(means.Footer, "dropped by loss: the packets the loss the cell ran at dropped over its counted runs, from each run's record (its links), each loss apart where there are several; a cell whose loss dropped nothing did not meet it")
 	}
 	if slices.ContainsFunc(cells, func(c Cell) bool { return fewMark(&c) != "" }) {
 		means.Footer = append(means.Footer, FewRunsNote)

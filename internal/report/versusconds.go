@@ -167,18 +167,22 @@ func dropLossKeys(lab map[string]string) {
 }
 
 // lossNotes say the loss the cells of each group both have ran at, where
-// A's and B's differ (a cell's loss:, ipv6_loss, the lab-wide --loss, as
-// their runs recorded it): one note when every such group differs alike
-// ("loss differs: A none; B loss 3%"), else one per group (trial9 N9).
+// A's and B's differ (a cell's loss:, ipv6_loss, the lab's --loss or a
+// topology's loss:, as their runs recorded them), with its place: 3% on
+// every link is not 3% on r1-r2. One note when every group both have
+// differs, and alike ("loss differs: A none; B loss 3% on every link"),
+// else one per group that differs (trial9 N9, trial10 T1).
 func lossNotes(a, b *Summary) []string {
 	inB := protocols(b)
 	type pair struct{ a, b string }
 	var groups []string
 	var diffs []pair
+	shared := 0
 	for _, g := range protocols(a) {
 		if !slices.Contains(inB, g) {
 			continue
 		}
+		shared++
 		if d := (pair{lossOf(a, g), lossOf(b, g)}); d.a != d.b {
 			groups, diffs = append(groups, g), append(diffs, d)
 		}
@@ -186,7 +190,7 @@ func lossNotes(a, b *Summary) []string {
 	if len(diffs) == 0 {
 		return nil
 	}
-	if !slices.ContainsFunc(diffs, func(d pair) bool { return d != diffs[0] }) {
+	if len(diffs) == shared && !slices.ContainsFunc(diffs, func(d pair) bool { return d != diffs[0] }) {
 		return []string{fmt.Sprintf("loss differs: A %s; B %s", diffs[0].a, diffs[0].b)}
 	}
 	var notes []string
@@ -196,13 +200,14 @@ func lossNotes(a, b *Summary) []string {
 	return notes
 }
 
-// lossOf is the loss a group's cells ran at, in words ("loss 3%", "IPv6
-// loss 20%"), "none" for none.
+// lossOf is the loss a group's cells ran at, in words with its place
+// ("loss 3% on r1-r2", "IPv6 loss 20% at r1 eth-client ingress"), "none"
+// for none.
 func lossOf(s *Summary, group string) string {
 	seen := map[string]bool{}
 	for _, c := range cellsOf(s, group) {
-		if c.Loss != nil {
-			seen[c.Loss.Condition] = true
+		for _, w := range c.Loss.placed() {
+			seen[w] = true
 		}
 	}
 	if len(seen) == 0 {

@@ -42,7 +42,7 @@ func TestStatusSaysWhatIsConfiguredAndLabelsEveryCount(t *testing.T) {
 	WriteStatus(&b, testStatus())
 	out := b.String()
 	for _, want := range []string{
-		"lab \"t\": tunnel bpf, kept by process 42\n  configured: links tbf 100.0 Mbit/s; loss 1% of every packet; path MTU impairment drops ICMPv6 Packet Too Big; tunnel bpf, MTU 1480; nat64 stateless (tc BPF translator at r1)\n",
+		"lab \"t\": tunnel bpf, kept by process 42\n  configured: links tbf 100.0 Mbit/s; loss 1% of every packet on r1-r2 (r1's egress); path MTU impairment drops ICMPv6 Packet Too Big; tunnel bpf, MTU 1480; nat64 stateless (tc BPF translator at r1)\n",
 		"path MTU impairment (drops ICMPv6 Packet Too Big): ICMPv6 Packet Too Big 3 dropped; ICMPv4 fragmentation needed 5 passed; IPv6 fragments 7 passed; IPv4 fragments 0 passed\n",
 	} {
 		if !strings.Contains(out, want) {

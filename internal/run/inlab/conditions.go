@@ -44,28 +44,60 @@ type conditions struct {
 	// (loss); lost is its count when the run began.
 	loss *lab.LinkLoss
 	lost uint64
-	// wide: the lab as a whole drops a share of every packet on its
-	// links, in tc BPF (--loss, a topology's loss:); wideLost is what it
-	// had dropped when the run began.
+	// wide: the lab drops a share of every packet on some or all of its
+	// links, in tc BPF (--loss, a topology's loss:); wideLost is what
+	// each link's had dropped when the run began (by wideKey).
 	wide     bool
-	wideLost uint64
+	wideLost map[string]uint64
 }
 
 // wideLoss adds to a run's record what the lab-wide loss dropped in it,
-// as a cell group's own loss is recorded: each cell ran at it.
+// where it is, as a cell group's own loss is recorded: each cell ran at
+// it. A loss of one share on every link is one entry (the lab's loss,
+// `--loss`); else each link's is its own (a topology's `loss:` on r1-r2:
+// "r1-r2 egress, both ends (the lab's loss)").
 func (c *conditions) wideLoss(rec *result.Run) {
 	if !c.wide {
 		return
 	}
-	n, cond := lab.WideLoss(c.lab, c.loss)
-	if cond == "" {
+	losses := lab.LabLosses(c.lab, c.loss)
+	if len(losses) == 0 {
 		return
 	}
 	rec.Links = maps.Clone(rec.Links)
 	if rec.Links == nil {
 		rec.Links = map[string]string{}
 	}
-	rec.Links["every link end's egress (the lab's loss)"] = fmt.Sprintf("%s (tc BPF): %d packets dropped in the run", cond, n-c.wideLost)
+	if lab.OnEveryLink(losses) {
+		var n uint64
+		for _, l := range losses {
+			n += l.Dropped - c.wideLost[wideKey(l)]
+		}
+		rec.Links[everyLinkLoss] = fmt.Sprintf("loss %g%% (tc BPF): %d packets dropped in the run", losses[0].Percent, n)
+		return
+	}
+	for _, l := range losses {
+		key := l.Link + " egress, both ends (the lab's loss)"
+		if _, ok := rec.Links[key]; ok { // two shares on one link: each its own
+			key = fmt.Sprintf("%s egress, both ends (the lab's loss of %g%%)", l.Link, l.Percent)
+		}
+		rec.Links[key] = fmt.Sprintf("loss %g%% (tc BPF): %d packets dropped in the run", l.Percent, l.Dropped-c.wideLost[wideKey(l)])
+	}
+}
+
+// everyLinkLoss is a run record's links key for a lab loss of one share
+// on every link end's egress.
+const everyLinkLoss = "every link end's egress (the lab's loss)"
+
+// wideKey names one link's lab loss at one share.
+func wideKey(l lab.LabLoss) string { return fmt.Sprintf("%s %g", l.Link, l.Percent) }
+
+// markWide notes what each lab loss had dropped when a run began.
+func (c *conditions) markWide() {
+	c.wideLost = map[string]uint64{}
+	for _, l := range lab.LabLosses(c.lab, c.loss) {
+		c.wideLost[wideKey(l)] = l.Dropped
+	}
 }
 
 // loseOnLink puts the cell group's loss in place (or removes it).
@@ -183,7 +215,7 @@ func (c *conditions) Begin(ctx context.Context, s *experiment.CellGroup, _ exper
 		c.lost = c.loss.Dropped()
 	}
 	if c.wide {
-		c.wideLost, _ = lab.WideLoss(c.lab, c.loss)
+		c.markWide()
 	}
 	if c.impair != nil {
 		c.dropped, _ = c.impair.Counters()
