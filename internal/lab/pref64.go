@@ -117,9 +117,12 @@ func (l *Lab) discoverPref64() (netip.Prefix, error) {
 
 const (
 	// pref64Wait bounds the discovery; pref64Resend is how long the
-	// client waits for one advertisement before r1 sends the next.
-	pref64Wait   = 3 * time.Second
-	pref64Resend = 200 * time.Millisecond
+	// client waits for one advertisement before r1 sends the next (on
+	// veth it comes within microseconds): 100 tries, so that even a
+	// lab lossy enough to let one packet in ten through (--loss 90)
+	// builds but for one time in tens of thousands.
+	pref64Wait   = 5 * time.Second
+	pref64Resend = 50 * time.Millisecond
 )
 
 // pref64Listener is the client's socket that receives router
