@@ -80,11 +80,24 @@ func Child(ctx context.Context, jobFile string, out measure.Output) error {
 		TCPInfo: j.PMTU != nil, Impaired: impaired, Dir: j.Made,
 	}
 	mj.Roles = roles(j.Lab["name"])
-	if j.Dir != "" {
-		mj.Resume, mj.ResumeDir = &experiment.Resume{Exp: j.Exp, Done: j.Done, Rewarmed: j.Rewarmed}, j.Dir
-	}
+	mj.Resume, mj.ResumeDir = j.resume(), j.Dir
 	_, err = measure.Do(ctx, mj, out)
 	return err
+}
+
+// resume is what the job resumes (nil: a new experiment). Its Done is
+// never nil: a resume of a result with no finished run has none, and
+// job.json drops the empty map (omitempty), which would have the child
+// create the samples file that is there ("file exists").
+func (j *Job) resume() *experiment.Resume {
+	if j.Dir == "" {
+		return nil
+	}
+	done := j.Done
+	if done == nil {
+		done = map[int]bool{}
+	}
+	return &experiment.Resume{Exp: j.Exp, Done: done, Rewarmed: j.Rewarmed}
 }
 
 // wireCheck proves each run's path from the captures on r1's link to r2
