@@ -88,10 +88,29 @@ func versionOf(s *Summary, group string) string {
 		}
 	}
 	if len(out) == 0 {
-		return s.HTTPVersions[group]
+		return specSpoke(s, group)
 	}
 	slices.Sort(out)
 	return strings.Join(out, "+")
+}
+
+// specSpoke is a group's http_version as its transactions would name it
+// (2: h2, or h2c in the clear; 3: h3; 1.1: http/1.1), for a group none of
+// whose counted transactions negotiated one: compared with another
+// result's negotiated version, "2" and "h2" are the same.
+func specSpoke(s *Summary, group string) string {
+	switch v := s.HTTPVersions[group]; {
+	case v == "2" && slices.Contains(s.HTTPH2C, group):
+		return "h2c"
+	case v == "2":
+		return "h2"
+	case v == "3":
+		return "h3"
+	case v == "1.1":
+		return "http/1.1"
+	default:
+		return v
+	}
 }
 
 // connKind is what a group's connections did, in words: "" for a group
@@ -183,7 +202,7 @@ func lossNotes(a, b *Summary) []string {
 			continue
 		}
 		shared++
-		if d := (pair{lossOf(a, g), lossOf(b, g)}); d.a != d.b {
+		if d := (pair{lossOf(a, g), lossOf(b, g)}); d.a != d.b && d.a != "" && d.b != "" {
 			groups, diffs = append(groups, g), append(diffs, d)
 		}
 	}
@@ -202,13 +221,19 @@ func lossNotes(a, b *Summary) []string {
 
 // lossOf is the loss a group's cells ran at, in words with its place
 // ("loss 3% on r1-r2", "IPv6 loss 20% at r1 eth-client ingress"), "none"
-// for none.
+// for none, "" when no cell of it has a counted run to say (a result
+// still written or cut early): its loss is read from counted runs only.
 func lossOf(s *Summary, group string) string {
 	seen := map[string]bool{}
+	counted := false
 	for _, c := range cellsOf(s, group) {
+		counted = counted || len(c.Runs) > 0 || c.Completed+c.Failed > 0
 		for _, w := range c.Loss.placed() {
 			seen[w] = true
 		}
+	}
+	if len(seen) == 0 && !counted {
+		return ""
 	}
 	if len(seen) == 0 {
 		return "none"

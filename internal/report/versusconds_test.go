@@ -216,3 +216,27 @@ func TestComparePairsTheServersThatServeTheSameRoles(t *testing.T) {
 		t.Errorf("without h3 and https:\n%s", got)
 	}
 }
+
+// TestCompareOfAGroupWithNoCountedRunSaysNoFalseCondition (trial10b N1):
+// a result still written (or cut early) whose group has no counted run
+// yet has no loss and no negotiated version to read: compare says no
+// "loss differs: … B none" (its loss is read from counted runs) and no
+// "HTTP version differs: A h2; B 2" (its file's spelling of the same).
+func TestCompareOfAGroupWithNoCountedRunSaysNoFalseCondition(t *testing.T) {
+	ms := func(v float64) *float64 { return &v }
+	done := &Summary{HTTPVersions: map[string]string{"http/2": "2"}, Cells: []Cell{{Protocol: "http/2", Path: "ipv4", Conns: 4, MeanMS: ms(3),
+		Runs: []float64{3}, Completed: 48, Negotiated: map[string]int{"h2": 48}, Loss: &CellLoss{Condition: "loss 3%", Runs: 1, Each: []LossPart{{Condition: "loss 3%", Where: "every link"}}}}}}
+	early := &Summary{HTTPVersions: map[string]string{"http/2": "2"}, Cells: []Cell{{Protocol: "http/2", Path: "ipv4", Conns: 4}}}
+	v := CompareSummaries("A", done, "B", early)
+	for _, n := range v.Notes {
+		if strings.Contains(n, "loss differs") || strings.Contains(n, "HTTP version differs") {
+			t.Errorf("a group with no counted run: %q", n)
+		}
+	}
+	// Once B counts a clean run, its loss is none: said.
+	early.Cells[0].Runs, early.Cells[0].Completed = []float64{3}, 48
+	v = CompareSummaries("A", done, "B", early)
+	if got := strings.Join(v.Notes, "\n"); !strings.Contains(got, "loss differs: A loss 3% on every link; B none") {
+		t.Errorf("a clean counted run against a lossy one:\n%s", got)
+	}
+}
