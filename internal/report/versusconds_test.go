@@ -3,13 +3,8 @@ package report
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"v6lab/internal/result"
 )
 
 // TestCompareNamesEveryConditionThatDiffers (trial 6): A on 1 Gbit/s
@@ -156,23 +151,7 @@ func TestComparePairsTheServersThatServeTheSameRoles(t *testing.T) {
 	dirOf := func(servers map[string]string, roles map[string][]string) string {
 		f := build(baseMS, otherMS)
 		f.Header.Servers, f.Header.ServerRoles = servers, roles
-		dir := t.TempDir()
-		fh, err := os.Create(filepath.Join(dir, SamplesFile))
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := result.NewWriter(fh)
-		w.Header(f.Header)
-		for _, s := range f.Samples {
-			w.Sample(s)
-		}
-		for _, r := range f.Runs {
-			w.Run(r)
-		}
-		if err := errors.Join(w.Close(), fh.Close()); err != nil {
-			t.Fatal(err)
-		}
-		return dir
+		return resultDir(t, f)
 	}
 	embedded := dirOf(map[string]string{
 		"dns":   "embedded (miekg/dns; DNS64 on the nat64 path's)",
