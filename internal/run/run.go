@@ -113,12 +113,10 @@ func decide(exp *experiment.Experiment, s Settings) (result.Where, string, error
 		}
 		where = Loopback
 	}
-	if need, tail := s.labNeed(exp); need != "" && (where == Loopback || where == Hosts || (where == result.Auto && why != nil)) {
-		reason := "this experiment runs on " + string(where)
-		if why != nil {
-			reason = why.Error()
+	if where == Loopback || where == Hosts || (where == result.Auto && why != nil) {
+		if err := s.refuseLabSettings(exp, where, why); err != nil {
+			return "", "", err
 		}
-		return "", "", fmt.Errorf("%s, but %s%s", need, reason, tail)
 	}
 	switch where {
 	case result.Auto:
@@ -143,6 +141,20 @@ func decide(exp *experiment.Experiment, s Settings) (result.Where, string, error
 		}
 	}
 	return where, "", nil
+}
+
+// refuseLabSettings is the error for what of the experiment and the
+// run's settings sets a lab where none is built (at where, or for why):
+// labNeed's, or the file's congestion key (naming its file and line).
+func (s Settings) refuseLabSettings(exp *experiment.Experiment, where result.Where, why error) error {
+	reason := "this experiment runs on " + string(where)
+	if why != nil {
+		reason = why.Error()
+	}
+	if need, tail := s.labNeed(exp); need != "" {
+		return fmt.Errorf("%s, but %s%s", need, reason, tail)
+	}
+	return exp.CongestionOffLab(reason)
 }
 
 // labNeed says what of the experiment and the run's settings sets a lab
@@ -182,6 +194,9 @@ func (s Settings) needsLab() bool {
 func NoUserNamespace(exp *experiment.Experiment, s Settings, err error) (result.Where, string, error) {
 	if exp.Where == Lab || s.needsLab() || labNeeded(s, exp) {
 		return "", "", fmt.Errorf("this needs a lab, but %v, and %v", inlab.CanLab(), err)
+	}
+	if cerr := exp.CongestionOffLab(fmt.Sprintf("%v, and %v", inlab.CanLab(), err)); cerr != nil {
+		return "", "", cerr
 	}
 	exp.DropLabOnly()
 	return Loopback, fmt.Sprintf("no lab (%v, and %v): measuring ipv4 and ipv6 on loopback", inlab.CanLab(), err), nil

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"v6lab/internal/gen/load"
+	"v6lab/internal/input/specfile"
 	"v6lab/internal/lab"
 	"v6lab/internal/proto"
 	"v6lab/internal/proto/all"
@@ -41,6 +42,8 @@ type Experiment struct {
 	topologyLine int
 	// Congestion is the lab hosts' TCP congestion control (default cubic).
 	Congestion string `json:"congestion,omitempty"`
+	// congestionAt is where the file set it (nil: no file did).
+	congestionAt *specfile.Error
 	// Scaled is the --scale factor the experiment was shrunk by (0: not
 	// scaled); see Scale for what it changes.
 	Scaled   float64   `json:"scale,omitempty"`
@@ -60,6 +63,19 @@ type Experiment struct {
 	// it may not be used.
 	SampleEvery int         `json:"sample_every,omitempty"`
 	Groups      []CellGroup `json:"cells"`
+}
+
+// CongestionOffLab is the error for the file's congestion key where no
+// lab is built (why says why, "--loopback"): it sets the lab's hosts
+// alone, and a run elsewhere would measure with this host's own, as
+// if the key were not there. nil when no file set it.
+func (e *Experiment) CongestionOffLab(why string) error {
+	if e.congestionAt == nil {
+		return nil
+	}
+	err := *e.congestionAt
+	err.Msg = fmt.Sprintf("%s sets the TCP congestion control of the lab's hosts, but %s: no lab is built, and the run would measure with this host's own as if the key were not there (remove it, or set net.ipv4.tcp_congestion_control here)", e.Congestion, why)
+	return &err
 }
 
 // CheckSampleEvery says why the experiment may not keep only some sample
