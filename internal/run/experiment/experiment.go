@@ -198,13 +198,44 @@ func (s *CellGroup) CellName() string {
 // its options name an HTTP version (a probe's group http of HTTP/2 is
 // "HTTP/2", as report.txt titles it), else CellName (result.GroupCalled).
 func (s *CellGroup) NoteName() string {
-	v, h2c := "", false
+	v, h2c := s.version()
+	return result.GroupCalled(s.CellName(), v, h2c)
+}
+
+// Title is the cell group's title as the reports' tables have it
+// (result.GroupTitle: "HTTP/2", "WEB/2 (h2c)", "DNS").
+func (s *CellGroup) Title() string {
+	v, h2c := s.version()
+	return result.GroupTitle(s.CellName(), v, h2c)
+}
+
+// version is the HTTP version the group's options name ("" for none),
+// and whether it is HTTP/2 in the clear.
+func (s *CellGroup) version() (v string, h2c bool) {
 	if o := s.Opts(); o != nil {
 		if f, ok := proto.FieldOf(o, versionKey); ok {
 			v, h2c = f.Text(), inClear2(o)
 		}
 	}
-	return result.GroupCalled(s.CellName(), v, h2c)
+	return v, h2c
+}
+
+// StepTitle names the cell of a run record as the reports do: its
+// group's title, its path and its connections ("HTTP/2 over ipv4, 10
+// conns"), for the progress of a run.
+func (e *Experiment) StepTitle(r result.Run) string {
+	title := strings.ToUpper(r.Protocol)
+	for i := range e.Groups {
+		if e.Groups[i].CellName() == r.Protocol {
+			title = e.Groups[i].Title()
+			break
+		}
+	}
+	conns := fmt.Sprintf("%d conns", r.Conns)
+	if r.Conns == 1 {
+		conns = "1 conn"
+	}
+	return title + " over " + r.Path + ", " + conns
 }
 
 // WireKey names the server a cell's traffic goes to (its key in
