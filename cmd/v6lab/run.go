@@ -152,7 +152,9 @@ func (o *runOpts) run(cmd *cobra.Command, args []string) error {
 		return &exitError{code: 2, err: err}
 	}
 	if o.dryRun {
-		experiment.WritePlan(out, exp, where, note, run.Bottleneck(where, s.Lab))
+		if err := run.WritePlan(out, exp, where, note, s); err != nil {
+			return &exitError{code: 2, err: err}
+		}
 		sp.writePlan(out, exp)
 		return nil
 	}

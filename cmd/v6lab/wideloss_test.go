@@ -71,6 +71,32 @@ cells:
 	if err != nil || !strings.Contains(string(txt), "dropped by loss") {
 		t.Errorf("report.txt has no dropped by loss row: %v", err)
 	}
+	dryRunSaysConditions(t, string(txt), 1, bin, "run", file, "--loss", "3")
+}
+
+// dryRunSaysConditions: `--dry-run` of the command that wrote txt (a
+// report.txt) prints the lab's links and, for each of want cell groups,
+// its conditions line as the run's report says it (leftovers4: a lab dry
+// run said no word of its loss or links).
+func dryRunSaysConditions(t *testing.T, txt string, want int, bin string, args ...string) {
+	t.Helper()
+	out, err := exec.Command(bin, append(args, "--dry-run")...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("dry run: %v\n%s", err, out)
+	}
+	links := regexp.MustCompile(`(?m)^links: .*$`).FindString(txt)
+	if links == "" || !strings.Contains(string(out), "\nlab "+links+"\n") {
+		t.Errorf("dry run does not say the header's %q:\n%s", links, out)
+	}
+	lines := regexp.MustCompile(`(?m)^(.+) conditions \(as its runs will record them\): (.+)$`).FindAllStringSubmatch(string(out), -1)
+	for _, l := range lines {
+		if said := l[1] + " conditions (as its runs recorded them): " + l[2]; !strings.Contains(txt, said+"\n") {
+			t.Errorf("dry run's %q is not the report's:\n%s", l[0], txt)
+		}
+	}
+	if len(lines) != want {
+		t.Errorf("dry run says %d groups' conditions, want %d:\n%s", len(lines), want, out)
+	}
 }
 
 // TestATopologysLossIsRecordedWhereItIs (trial10 T11, T13): a topology's
@@ -139,4 +165,5 @@ cells:
 			t.Errorf("report.txt lacks %q (%v):\n%s", want, err, txt)
 		}
 	}
+	dryRunSaysConditions(t, string(txt), 2, bin, "run", file, "--topology", topo)
 }

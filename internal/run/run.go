@@ -9,10 +9,12 @@
 package run
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -209,6 +211,22 @@ func CheckServers(exp *experiment.Experiment) error {
 		return nil
 	}
 	return inlab.CheckReal(exp)
+}
+
+// WritePlan writes what a dry run shows: the plan (experiment.WritePlan)
+// and, where a lab would be built, the lab's links and each cell group's
+// conditions as the run will record them; its error is what the run
+// would refuse of those.
+func WritePlan(w io.Writer, exp *experiment.Experiment, where result.Where, note string, s Settings) error {
+	if where == Lab || where == Rootless {
+		var b bytes.Buffer
+		if err := inlab.WritePlan(&b, exp, s.Lab); err != nil {
+			return err
+		}
+		defer w.Write(b.Bytes())
+	}
+	experiment.WritePlan(w, exp, where, note, Bottleneck(where, s.Lab))
+	return nil
 }
 
 // Bottleneck is the slowest shaped link of a lab run (0: unshaped).
