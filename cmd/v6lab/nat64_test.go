@@ -210,19 +210,9 @@ func TestRealServersOverNat64(t *testing.T) {
 // output and error (a run may fail on purpose).
 func labRun(t *testing.T, bin, yaml string) (string, *result.File, *report.Summary, string, error) {
 	t.Helper()
-	dir := t.TempDir()
-	exp := filepath.Join(dir, "exp.yaml")
+	exp := filepath.Join(t.TempDir(), "exp.yaml")
 	if err := os.WriteFile(exp, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, runErr := exec.Command(bin, "run", exp, "-q", "--results", filepath.Join(dir, "r")).CombinedOutput()
-	if _, err := os.Stat(filepath.Join(dir, "r")); err != nil {
-		t.Fatalf("no results (run: %v)\n%s", runErr, out)
-	}
-	res := onlyDir(t, filepath.Join(dir, "r"))
-	f, s, err := report.Load(res)
-	if err != nil {
-		t.Fatalf("%v (run: %v)\n%s", err, runErr, out)
-	}
-	return res, f, s, string(out), runErr
+	return runLoaded(t, bin, "run", exp)
 }

@@ -1,14 +1,13 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-
-	"v6lab/internal/report"
 )
 
 // TestLabWideLossIsEachCellsCondition: `run FILE --loss 3` (the lab's
@@ -18,11 +17,7 @@ import (
 // columns and report.txt's "dropped by loss" row are filled (trial9 N1:
 // every row read as clean).
 func TestLabWideLossIsEachCellsCondition(t *testing.T) {
-	requireLab(t)
-	bin := buildBinary(t)
-	root := t.TempDir()
-	file := filepath.Join(t.TempDir(), "wide.yaml")
-	os.WriteFile(file, []byte(`name: wide
+	bin, file := labFile(t, "wide.yaml", `name: wide
 paths: [ipv4, ipv6]
 runs: 2
 warmup: 1
@@ -30,15 +25,10 @@ pause: 100ms
 cells:
   - protocol: http
     conns: [3]
-`), 0o644)
-	out, err := exec.Command(bin, "run", file, "--loss", "3", "-q", "--results", root).CombinedOutput()
+`)
+	dir, f, s, out, err := runLoaded(t, bin, "run", file, "--loss", "3")
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
-	}
-	dir := onlyDir(t, root)
-	f, s, err := report.Load(dir)
-	if err != nil {
-		t.Fatal(err)
 	}
 	rec := regexp.MustCompile(`^loss 3% \(tc BPF\): \d+ packets dropped in the run$`)
 	for _, r := range f.Runs {
@@ -105,12 +95,7 @@ func dryRunSaysConditions(t *testing.T, txt string, want int, bin string, args .
 // counted apart: each cell's loss counts its runs, not its runs' loss
 // records, and each loss's drops; report.txt has a row per loss.
 func TestATopologysLossIsRecordedWhereItIs(t *testing.T) {
-	requireLab(t)
-	bin := buildBinary(t)
-	root, dir := t.TempDir(), t.TempDir()
-	topo, file := filepath.Join(dir, "topo.yaml"), filepath.Join(dir, "exp.yaml")
-	os.WriteFile(topo, []byte("links: {r1-r2: {loss: 5%}}\n"), 0o644)
-	os.WriteFile(file, []byte(`name: topoloss
+	bin, file := labFile(t, "exp.yaml", `name: topoloss
 paths: [ipv4, ipv6]
 runs: 2
 warmup: 1
@@ -118,15 +103,12 @@ pause: 100ms
 cells:
   - {protocol: http, conns: [3]}
   - {protocol: http, label: lossy, conns: [3], loss: 3}
-`), 0o644)
-	out, err := exec.Command(bin, "run", file, "--topology", topo, "-q", "--results", root).CombinedOutput()
+`)
+	topo := filepath.Join(filepath.Dir(file), "topo.yaml")
+	os.WriteFile(topo, []byte("links: {r1-r2: {loss: 5%}}\n"), 0o644)
+	dir, f, s, out, err := runLoaded(t, bin, "run", file, "--topology", topo)
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
-	}
-	dir = onlyDir(t, root)
-	f, s, err := report.Load(dir)
-	if err != nil {
-		t.Fatal(err)
 	}
 	lab := regexp.MustCompile(`^loss 5% \(tc BPF\): \d+ packets dropped in the run$`)
 	own := regexp.MustCompile(`^loss 3% \(tc BPF\): \d+ packets dropped in the run$`)
@@ -166,4 +148,36 @@ cells:
 		}
 	}
 	dryRunSaysConditions(t, string(txt), 2, bin, "run", file, "--topology", topo)
+}
+
+// TestSettlingAtTheLabsLossGoesOn: a lab run at a loss no transaction
+// gets through (--loss 90 on every link) is not ended by settling (trial10
+// T2: --loss 30 died there, exit 1, "does not work in the lab", nothing
+// kept): its runs go on and record their failures, the result is kept,
+// report.txt's notes say settling failed at that loss and what each try
+// was given, and the exit status is that of every transaction of a cell
+// failing (1).
+func TestSettlingAtTheLabsLossGoesOn(t *testing.T) {
+	bin, file := labFile(t, "lossy.yaml", `name: lossy
+paths: [ipv4]
+runs: 2
+warmup: 1
+pause: 100ms
+timeout: 1s
+cells:
+  - protocol: http
+    conns: [1]
+`)
+	dir, _, _, out, err := runLoaded(t, bin, "run", file, "--loss", "90")
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(out, "every counted transaction of http/ipv4/1 failed") ||
+		strings.Contains(out, "does not work in the lab") {
+		t.Fatalf("run --loss 90: %v, want exit 1 for the cell's failed transactions\n%s", err, out)
+	}
+	txt, err := os.ReadFile(filepath.Join(dir, "report.txt"))
+	want := "settling: http over path ipv4 completed no transaction in 3 tries at the lab's loss 90% on every link: "
+	floor := "(settling gives a try at least 5s, over the cell's timeout 1s); left to its runs, which record their failures"
+	if err != nil || !strings.Contains(string(txt), want) || !strings.Contains(string(txt), floor) {
+		t.Errorf("report.txt: %v; no note %q … %q\n%s", err, want, floor, txt)
+	}
 }
