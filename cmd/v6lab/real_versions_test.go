@@ -150,7 +150,7 @@ cells:
 func TestV3CellAgainstRealServers(t *testing.T) {
 	requireLab(t)
 	requireCaddy(t)
-	_, f, s, out, err := labRun(t, buildBinary(t), `name: v3r
+	_, f, s, out, err := labRun(t, `name: v3r
 where: lab
 paths: [ipv4, dual]
 runs: 2
