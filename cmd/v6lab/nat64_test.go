@@ -56,6 +56,11 @@ cells:
 			t.Errorf("%s/%s/%d: %d completed, %d failed (%s)", c.Protocol, c.Path, c.Conns, c.Completed, c.Failed, c.FirstError)
 		}
 	}
+	// The embedded DNS server's header names the view of the run's paths
+	// alone: DNS64 for nat64, not 6in4's, which no cell measured.
+	if dns := f.Header.Servers["dns"]; !strings.HasSuffix(dns, ", a DNS64 view on the nat64 path's address in the server namespace") {
+		t.Errorf("dns server described %q", dns)
+	}
 	if !strings.Contains(s.Lab["nat64"], "stateless translator (SIIT, RFC 7915) in tc BPF on r1") {
 		t.Errorf("header's lab: %v", s.Lab)
 	}

@@ -30,6 +30,9 @@ cells:
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
+	if dns := f.Header.Servers["dns"]; strings.Contains(dns, "view") {
+		t.Errorf("a run over ipv4 and ipv6 describes the dns server with views: %q", dns)
+	}
 	rec := regexp.MustCompile(`^loss 3% \(tc BPF\): \d+ packets dropped in the run$`)
 	for _, r := range f.Runs {
 		if l := r.Links["every link end's egress (the lab's loss)"]; !rec.MatchString(l) {
