@@ -152,9 +152,7 @@ func (o *runOpts) run(cmd *cobra.Command, args []string) error {
 		return &exitError{code: 2, err: err}
 	}
 	if o.dryRun {
-		if err := run.WritePlan(out, exp, where, note, s); err != nil {
-			return &exitError{code: 2, err: err}
-		}
+		run.WritePlan(out, exp, where, note, s)
 		sp.writePlan(out, exp)
 		return nil
 	}

@@ -9,7 +9,6 @@
 package run
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -83,6 +82,11 @@ func Decide(exp *experiment.Experiment, s Settings) (where result.Where, note st
 	}
 	if err := exp.Validate(); err != nil {
 		return "", "", err
+	}
+	if where == Lab || where == Rootless {
+		if _, err := inlab.PlanConditions(exp, s.Lab); err != nil {
+			return "", "", err // what the lab run would refuse (a link_rate over a lossy link)
+		}
 	}
 	serverFDs := 0 // the lab's and real hosts' servers are not this process's
 	if where == Loopback {
@@ -215,18 +219,14 @@ func CheckServers(exp *experiment.Experiment) error {
 
 // WritePlan writes what a dry run shows: the plan (experiment.WritePlan)
 // and, where a lab would be built, the lab's links and each cell group's
-// conditions as the run will record them; its error is what the run
-// would refuse of those.
-func WritePlan(w io.Writer, exp *experiment.Experiment, where result.Where, note string, s Settings) error {
-	if where == Lab || where == Rootless {
-		var b bytes.Buffer
-		if err := inlab.WritePlan(&b, exp, s.Lab); err != nil {
-			return err
-		}
-		defer w.Write(b.Bytes())
-	}
+// conditions as the run will record them (Decide has checked them).
+func WritePlan(w io.Writer, exp *experiment.Experiment, where result.Where, note string, s Settings) {
 	experiment.WritePlan(w, exp, where, note, Bottleneck(where, s.Lab))
-	return nil
+	if where == Lab || where == Rootless {
+		if err := inlab.WritePlan(w, exp, s.Lab); err != nil {
+			fmt.Fprintf(w, "lab: %v\n", err)
+		}
+	}
 }
 
 // Bottleneck is the slowest shaped link of a lab run (0: unshaped).
