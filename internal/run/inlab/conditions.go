@@ -116,10 +116,10 @@ const (
 )
 
 // ipv6LossWhat is a cell group's IPv6 loss (ipv6_loss, ipv6_udp_loss:
-// DNS's ports spared) as a run record says it.
-func ipv6LossWhat(percent float64, udp bool, dnsPorts []uint16) string {
+// DNS's ports spared, as sparedPorts says them) as a run record says it.
+func ipv6LossWhat(percent float64, udp bool, spared string) string {
 	if udp {
-		return fmt.Sprintf("IPv6 UDP loss %g%%, DNS spared (%s; tc BPF)", percent, sparedPorts(dnsPorts))
+		return fmt.Sprintf("IPv6 UDP loss %g%%, DNS spared (%s; tc BPF)", percent, spared)
 	}
 	return fmt.Sprintf("IPv6 loss %g%% (tc BPF)", percent)
 }
@@ -292,7 +292,7 @@ func (c *conditions) End(s *experiment.CellGroup, _ experiment.Step, rec *result
 		if c.impair.UDP {
 			what = "%s: %d IPv6 UDP datagrams dropped in the run"
 		}
-		rec.Links[ipv6LossWhere] = fmt.Sprintf(what, ipv6LossWhat(c.impair.Percent, c.impair.UDP, c.impair.DNSPorts), dropped-c.dropped)
+		rec.Links[ipv6LossWhere] = fmt.Sprintf(what, ipv6LossWhat(c.impair.Percent, c.impair.UDP, sparedPorts(c.impair.DNSPorts)), dropped-c.dropped)
 	}
 	if c.loss != nil {
 		rec.Links = maps.Clone(rec.Links)

@@ -16,7 +16,9 @@ import (
 // WritePlan says, for a dry run, what a lab run of exp would be built
 // with: the lab's links and TCP congestion control as the result's header
 // will say them, and each cell group's conditions as its run records will
-// key them (report.txt's "conditions (as its runs recorded them)" line):
+// key them (report.txt's "conditions (as its runs recorded them)" line;
+// the ports an ipv6_udp_loss spares are the lab's DNS servers', said when
+// they start):
 // the lab's loss and where it is, a group's own loss, IPv6 loss or delay,
 // link_rate, path MTU settings and background level. It returns what the
 // run would refuse of them, as the run does.
@@ -109,9 +111,10 @@ func groupConditions(s *experiment.CellGroup, rates map[string]lab.Shaping, pmtu
 		}
 	}
 	if s.IPv6UDPLoss > 0 {
-		entries[ipv6LossWhere] = ipv6LossWhat(s.IPv6UDPLoss, true, nil)
+		// The lab's DNS servers' own ports are known when they start.
+		entries[ipv6LossWhere] = ipv6LossWhat(s.IPv6UDPLoss, true, "UDP port 53 and the lab's DNS servers' ports, as they start")
 	} else if s.IPv6Loss > 0 {
-		entries[ipv6LossWhere] = ipv6LossWhat(s.IPv6Loss, false, nil)
+		entries[ipv6LossWhere] = ipv6LossWhat(s.IPv6Loss, false, "")
 	}
 	if d := time.Duration(s.IPv6Delay); d > 0 {
 		entries[ipv6DelayWhere] = ipv6DelayWhat(d)

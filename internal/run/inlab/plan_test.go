@@ -34,7 +34,7 @@ cells:
 	own := "r1-r2 r1: tbf 100.0 Mbit/s; r1-r2 r2: tbf 100.0 Mbit/s"
 	for group, want := range map[string]string{
 		"http":   own,
-		"lossy":  "r1 eth-client ingress: IPv6 UDP loss 10%, DNS spared (UDP port 53; tc BPF); r1-r2 egress, both ends: loss 2% (tc BPF); " + own,
+		"lossy":  "r1 eth-client ingress: IPv6 UDP loss 10%, DNS spared (UDP port 53 and the lab's DNS servers' ports, as they start; tc BPF); r1-r2 egress, both ends: loss 2% (tc BPF); " + own,
 		"v6loss": "path MTU: ptb_blackhole ipv6; r1 eth-client ingress: IPv6 loss 20% (tc BPF); " + own,
 		"slow":   rates + "; background: C2B",
 	} {
