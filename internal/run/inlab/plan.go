@@ -11,11 +11,13 @@ import (
 
 	"v6lab/internal/lab"
 	"v6lab/internal/run/experiment"
+	"v6lab/internal/sock/path"
 )
 
 // WritePlan says, for a dry run, what a lab run of exp would be built
 // with: the lab's links and TCP congestion control as the result's header
-// will say them, and each cell group's conditions as its run records will
+// will say them (with the 6in4 tunnel's implementation and MTU where a
+// cell runs over it, and a bare server host), and each cell group's conditions as its run records will
 // key them (report.txt's "conditions (as its runs recorded them)" line;
 // the ports an ipv6_udp_loss spares are the lab's DNS servers', said when
 // they start):
@@ -28,7 +30,13 @@ func WritePlan(w io.Writer, exp *experiment.Experiment, cfg lab.Config) error {
 		return err
 	}
 	fmt.Fprintf(w, "lab links: %s\n", cfg.LinkSummary())
+	if slices.Contains(exp.Paths(), path.SixIn4) {
+		fmt.Fprintf(w, "6in4 tunnel: %s, MTU %d\n", cmp.Or(cfg.Tunnel, "auto"), cmp.Or(cfg.TunnelMTU, lab.DefaultTunnelMTU))
+	}
 	fmt.Fprintf(w, "TCP congestion control in the lab: %s\n", cmp.Or(cfg.Congestion, lab.DefaultCongestion))
+	if cfg.BareServer {
+		fmt.Fprintln(w, "server host: bare (SACK, timestamps and window scaling off)")
+	}
 	for i := range exp.Groups {
 		if cs := groups[exp.Groups[i].CellName()]; len(cs) > 0 {
 			fmt.Fprintf(w, "%s conditions (as its runs will record them): %s\n", exp.Groups[i].Title(), strings.Join(cs, "; "))

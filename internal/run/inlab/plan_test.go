@@ -56,3 +56,28 @@ cells:
 		t.Errorf("a topology's loss on client-r1: %q, %v; want %q", s, err, want)
 	}
 }
+
+// TestWritePlanSaysTheLab: a lab dry run's lines: the links as the
+// header says them, the 6in4 tunnel where a cell runs over it, the
+// congestion control, a bare server host, and each group's conditions.
+func TestWritePlanSaysTheLab(t *testing.T) {
+	exp, err := experiment.Parse("w.yaml", []byte("name: w\npaths: [ipv4, 6in4]\ncells:\n  - {protocol: http, http_version: 2, conns: [1], loss: 2}\n  - {protocol: dns, conns: [1]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := lab.Config{TunnelMTU: 1280, Tunnel: "bpf", Congestion: "reno", BareServer: true,
+		Links: map[string]lab.Link{"r1-r2": {Shaping: lab.Shaping{Rate: 10e6}}}}
+	var b strings.Builder
+	if err := WritePlan(&b, exp, cfg); err != nil {
+		t.Fatal(err)
+	}
+	want := `lab links: client-r1 unshaped, mtu 1500; r1-r2 10 Mbit/s, mtu 1500; r2-server unshaped, mtu 1500
+6in4 tunnel: bpf, MTU 1280
+TCP congestion control in the lab: reno
+server host: bare (SACK, timestamps and window scaling off)
+HTTP/2 conditions (as its runs will record them): r1-r2 egress, both ends: loss 2% (tc BPF)
+`
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}
