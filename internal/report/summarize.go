@@ -266,9 +266,7 @@ func (z *Summarizer) Finish() *Summary {
 	}
 	for ck, r := range z.cellRuns() {
 		s.Cells = append(s.Cells, z.cells[ck].Finish(r))
-		if c := &s.Cells[len(s.Cells)-1]; z.writer != nil && c.MeanMS == nil && c.Completed+c.Failed == 0 {
-			na(&c.NA, "mean_ms", "no counted run yet: the result is still being written")
-		}
+		noCountedRun(&s.Cells[len(s.Cells)-1], s.Partial, r.seconds > 0)
 	}
 	if why := unscheduledMerge(h.Merged); why != "" {
 		for i := range s.Cells {
@@ -422,6 +420,22 @@ func (t *wireTally) notes() []string {
 		out = append(out, fmt.Sprintf("wire check: its capture had no room for %d frames during %d runs (its reader fell behind); those frames were neither counted nor proven", t.dropped, t.droppedRuns))
 	}
 	return out
+}
+
+// noCountedRun says why a cell of a result that is not whole (partial)
+// has no mean when it has no counted run (counted: a run not warm-up was
+// recorded, and not left out): its counted runs had not begun (only its warm-up had run, whose transactions completed),
+// not that no run completed a transaction (trial10b). A cell whose
+// counted runs were left out keeps its own reason.
+func noCountedRun(c *Cell, p *Partial, counted bool) {
+	if p == nil || counted || c.MeanMS != nil || c.Completed+c.Failed > 0 || strings.HasPrefix(c.NA["mean_ms"], "no counted run: ") {
+		return
+	}
+	if p.Writing {
+		na(&c.NA, "mean_ms", "no counted run yet: the result is still being written")
+		return
+	}
+	na(&c.NA, "mean_ms", "no counted run yet: the result is partial")
 }
 
 // specFacts are what a summary reads of the experiment in the header: the

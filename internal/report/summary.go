@@ -116,6 +116,16 @@ type Partial struct {
 	WriterPID   int    `json:"writer_pid,omitempty"`
 }
 
+// State names it in a few words, as report.html's collapsed heading
+// does: "partial", or "still being written" for a result a running
+// v6lab writes (Line says who).
+func (p *Partial) State() string {
+	if p.Writing {
+		return "still being written"
+	}
+	return "partial"
+}
+
 // Line is how the reports say it.
 func (p *Partial) Line() string {
 	if p.Writing {
