@@ -105,6 +105,23 @@ func scanDir(dir string, also result.Visitor) (*Summary, error) {
 	return s, nil
 }
 
+// NotWritten refuses a result directory whose samples file a running
+// v6lab still writes (result.NotWritten) to a command that would read it
+// half-written (verb: "export", "merge"): its output would lack the runs
+// still to come and never learn of them. report and compare read such a
+// result as figures so far (scanDir); these wait for the run to end.
+func NotWritten(dir, verb string) error {
+	name, err := result.SamplesPath(dir)
+	if err != nil {
+		return nil // the command's reader says why
+	}
+	if err := result.NotWritten(name); err != nil {
+		return fmt.Errorf("%s: %w: %s it when that run ends (wait, or stop it: a stopped run keeps every finished run); `v6lab report %s` gives its figures so far",
+			verb, err, verb, dir)
+	}
+	return nil
+}
+
 // CheckSample refuses a sample of a path v6lab does not measure: what
 // the file's format alone cannot know.
 func CheckSample(s *result.Sample) error { return path.Known(s.Path) }

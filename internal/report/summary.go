@@ -129,11 +129,7 @@ func (p *Partial) State() string {
 // Line is how the reports say it.
 func (p *Partial) Line() string {
 	if p.Writing {
-		who := "a running v6lab"
-		if p.WriterPID > 0 {
-			who += fmt.Sprintf(" (pid %d)", p.WriterPID)
-		}
-		return fmt.Sprintf("still being written by %s: figures so far, %d of %d runs", who, p.RunsDone, p.RunsPlanned)
+		return fmt.Sprintf("still being written by %s: figures so far, %d of %d runs", result.WriterName(p.WriterPID), p.RunsDone, p.RunsPlanned)
 	}
 	line := fmt.Sprintf("partial: %d of %d runs; resume with `%s`", p.RunsDone, p.RunsPlanned, p.Resume)
 	if p.Resume == mergedResume {
