@@ -248,7 +248,7 @@ func (z *Summarizer) Finish() *Summary {
 		Notes: append(append([]string(nil), h.Notes...), z.runNotes...), Lab: h.Lab, Servers: h.Servers, ServerRoles: h.ServerRoles, Machine: machine(h),
 		LeftOutRuns: z.leftOut, Segment: h.Segment, Scale: z.spec.scale, Seed: z.spec.seed, Engines: z.spec.engines, Dialers: z.spec.dialers,
 		HTTPVersions: z.spec.versions, HTTPCleartext: z.spec.cleartext, HTTPH2C: z.spec.h2c, IPLiteral: z.spec.literal, labelled: z.spec.labelled,
-		SampleEvery: h.SampleEvery}
+		SampleEvery: h.SampleEvery, groupProto: z.spec.protos, plainSpec: z.spec.plain}
 	s.Notes = append(s.Notes, z.wire.notes()...)
 	if z.rewarms > 0 {
 		s.Notes = append(s.Notes, fmt.Sprintf("resumed: %d re-warm runs (not counted) warmed each cell again before its first counted run in the resuming process (its connections, sessions and caches were cold)", z.rewarms))
@@ -458,8 +458,12 @@ type specFacts struct {
 	literal, labelled []string
 	// keepalive names the groups that asked to keep connections.
 	keepalive []string
-	scale     float64
-	planned   int
+	// protos are the groups' protocols, plain those whose spec asks for
+	// no TLS (Summary.groupProto, plainSpec).
+	protos  map[string]string
+	plain   []string
+	scale   float64
+	planned int
 }
 
 // specGroup is what a summary reads of one cell group of the spec.
@@ -515,7 +519,12 @@ func readSpec(spec any) specFacts {
 		set(&f.engines, cmpOr(g.Params["engine"], map[string]string{"load": LoadEngine}[g.Params["mode"]]))
 		set(&f.dialers, g.Dialer)
 		set(&f.versions, g.HTTP)
-		if clear := !g.TLS && !strings.HasPrefix(g.URL, "https:"); clear && g.HTTP == "1.1" {
+		set(&f.protos, g.Protocol)
+		clear := !g.TLS && !strings.HasPrefix(g.URL, "https:")
+		if clear && !slices.Contains(f.plain, name) {
+			f.plain = append(f.plain, name)
+		}
+		if clear && g.HTTP == "1.1" {
 			f.cleartext = append(f.cleartext, name)
 		} else if clear && g.HTTP == "2" && !slices.Contains(f.h2c, name) {
 			f.h2c = append(f.h2c, name)

@@ -101,6 +101,11 @@ type Summary struct {
 	// labelled names the cell groups named otherwise than their protocol
 	// (a label, https): In short names them (namedInShort).
 	labelled []string
+	// groupProto is each cell group's protocol as its spec names it, and
+	// plainSpec the groups whose spec asks for no TLS (no tls, no https
+	// url): compare's words for a group that names no http_version.
+	groupProto map[string]string
+	plainSpec  []string
 }
 
 // Partial says how much of a stopped experiment's plan a result holds:
