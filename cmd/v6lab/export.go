@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -46,21 +45,7 @@ A result a running v6lab still writes is refused (exit 2): export it when that r
 			if err := result.CheckParquetOutput(output, args[0]); err != nil {
 				return &exitError{code: 2, err: fmt.Errorf("--output: %w", err)}
 			}
-			tmp, err := os.CreateTemp(filepath.Dir(output), "."+filepath.Base(output)+"-*.tmp")
-			if err != nil {
-				return err
-			}
-			defer os.Remove(tmp.Name())
-			rows, err := result.ExportParquet(name, tmp, report.CheckSample)
-			if cerr := tmp.Close(); err == nil {
-				err = cerr
-			}
-			if err == nil {
-				err = os.Chmod(tmp.Name(), 0o644)
-			}
-			if err == nil {
-				err = os.Rename(tmp.Name(), output)
-			}
+			rows, err := report.WriteParquet(name, output)
 			if err != nil {
 				return err
 			}

@@ -122,6 +122,29 @@ func NotWritten(dir, verb string) error {
 	return nil
 }
 
+// WriteParquet writes the samples file samples as Parquet to output
+// (result.ExportParquet), every sample checked (CheckSample), through a
+// temporary file beside it renamed over it once whole: an earlier export
+// stays until then. It returns the rows written.
+func WriteParquet(samples, output string) (int64, error) {
+	tmp, err := os.CreateTemp(filepath.Dir(output), "."+filepath.Base(output)+"-*.tmp")
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(tmp.Name())
+	rows, err := result.ExportParquet(samples, tmp, CheckSample)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), output)
+	}
+	return rows, err
+}
+
 // CheckSample refuses a sample of a path v6lab does not measure: what
 // the file's format alone cannot know.
 func CheckSample(s *result.Sample) error { return path.Known(s.Path) }
