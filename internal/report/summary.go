@@ -567,8 +567,25 @@ func compare(cells []Cell, baseline string) []Comparison {
 			continue
 		}
 		out = append(out, Compare(b, c))
+		notYet(&out[len(out)-1], b, c)
 	}
 	return out
+}
+
+// notYet says why a comparison has no values where one of its cells has
+// no counted run yet (noCountedRun): a partial result's path that has
+// run only its warm-up is not a path with nothing to compare.
+func notYet(cmp *Comparison, cells ...*Cell) {
+	for _, c := range cells {
+		if why := c.NA["mean_ms"]; strings.HasPrefix(why, "no counted run yet") {
+			for f, v := range cmp.NA {
+				if v == "no values" {
+					cmp.NA[f] = c.Path + " has " + why
+				}
+			}
+			return
+		}
+	}
 }
 
 // Compare sets cell c against baseline cell b.
