@@ -353,6 +353,9 @@ func (h *h2conn) share(n int) {
 	if local, remote := h.conn.LocalAddr(), h.conn.RemoteAddr(); local != nil && remote != nil {
 		h.local, h.remote = local.String(), remote.String() // keptEnds's: written before any other worker takes h
 	}
+	if st := stampsOf(h.conn); st != nil && st.sc != nil {
+		st.sc.Unstamp() // its transactions are kept: no wire time (kept.go)
+	}
 	h.mu.Lock()
 	h.shared = n
 	dead := h.err != nil
