@@ -241,6 +241,21 @@ func TestH3RequestAndReplies(t *testing.T) {
 	if !h.alive() {
 		t.Error("the connection is not alive after failed replies (a stream's error is the stream's)")
 	}
+	// Each request carries its own path, the last one's frame or another.
+	for len(s.got) > 0 {
+		<-s.got
+	}
+	paths := []string{"/ok", "/ok", "/missing", "/ok"}
+	for _, p := range paths {
+		_, _, _, _ = fetchRaw(h, p, 5*time.Second)
+	}
+	for i, p := range paths {
+		for _, f := range <-s.got {
+			if f.Name == ":path" && f.Value != p {
+				t.Errorf("request %d: path %s, want %s", i, f.Value, p)
+			}
+		}
+	}
 }
 
 // discardRaw requests path on h and drops its body (h3Reply.discard with
