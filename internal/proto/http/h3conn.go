@@ -41,11 +41,20 @@ type h3Conn struct {
 	ua        string
 	mu        sync.Mutex
 	frames    map[h3Key][]byte // HEADERS frames of the requests made
-	ready     atomic.Bool      // the handshake was seen complete
-	goaway    atomic.Bool      // the server sent GOAWAY: no new request
+	// last is the last request's frame: a kept connection's transactions
+	// request the same page, found without the lock and the map.
+	last   atomic.Pointer[h3Made]
+	ready  atomic.Bool // the handshake was seen complete
+	goaway atomic.Bool // the server sent GOAWAY: no new request
 }
 
 type h3Key struct{ method, uri string }
+
+// h3Made is a request's HEADERS frame.
+type h3Made struct {
+	h3Key
+	frame []byte
+}
 
 // HTTP/3 frame and stream types (RFC 9114 section 7.2, 6.2).
 const (
@@ -156,10 +165,14 @@ func (h *h3Conn) control(r quicvarint.Reader) {
 // with method, encoded once per connection.
 func (h *h3Conn) headersFrame(method, uri string) ([]byte, error) {
 	k := h3Key{method, uri}
+	if l := h.last.Load(); l != nil && l.h3Key == k {
+		return l.frame, nil
+	}
 	h.mu.Lock()
 	f, ok := h.frames[k]
 	h.mu.Unlock()
 	if ok {
+		h.last.Store(&h3Made{k, f})
 		return f, nil
 	}
 	ref, err := url.ParseRequestURI(uri)
@@ -186,6 +199,7 @@ func (h *h3Conn) headersFrame(method, uri string) ([]byte, error) {
 		h.frames[k] = f
 	}
 	h.mu.Unlock()
+	h.last.Store(&h3Made{k, f})
 	return f, nil
 }
 

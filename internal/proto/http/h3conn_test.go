@@ -41,7 +41,7 @@ func newRawH3(t *testing.T, reply func(path string) []byte, control []byte) *raw
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	s := &rawH3{addr: ln.Addr().String(), control: control, reply: reply, got: make(chan []qpack.HeaderField, 16)}
+	s := &rawH3{addr: ln.Addr().String(), control: control, reply: reply, got: make(chan []qpack.HeaderField, 64)}
 	go func() {
 		for {
 			conn, err := ln.Accept(context.Background())
@@ -179,6 +179,8 @@ func TestH3RequestAndReplies(t *testing.T) {
 		"/empty":      nil,
 		"/no-status":  h3Header("content-length", "0"),
 		"/bad-status": h3Header(":status", "2000"),
+		"/late":       h3Header("content-length", "0", ":status", "200"),
+		"/two-length": h3Header(":status", "200", "content-length", "1", "content-length", "2"),
 		"/cut":        cat(hdr("200", "5"), quicvarint.Append(nil, h3FrameData)),
 	}
 	s := newRawH3(t, func(path string) []byte { return replies[path] }, nil)
@@ -212,6 +214,8 @@ func TestH3RequestAndReplies(t *testing.T) {
 		"/empty":      "the stream ended before the reply's HEADERS",
 		"/no-status":  "reply header without :status",
 		"/bad-status": `bad status "2000"`,
+		"/late":       "unexpected pseudo-header :status",
+		"/two-length": `bad content-length "2"`,
 		"/cut":        io.ErrUnexpectedEOF.Error(),
 	} {
 		_, _, _, err := fetchRaw(h, path, 5*time.Second)
@@ -236,6 +240,21 @@ func TestH3RequestAndReplies(t *testing.T) {
 	}
 	if !h.alive() {
 		t.Error("the connection is not alive after failed replies (a stream's error is the stream's)")
+	}
+	// Each request carries its own path, the last one's frame or another.
+	for len(s.got) > 0 {
+		<-s.got
+	}
+	paths := []string{"/ok", "/ok", "/missing", "/ok"}
+	for _, p := range paths {
+		_, _, _, _ = fetchRaw(h, p, 5*time.Second)
+	}
+	for i, p := range paths {
+		for _, f := range <-s.got {
+			if f.Name == ":path" && f.Value != p {
+				t.Errorf("request %d: path %s, want %s", i, f.Value, p)
+			}
+		}
 	}
 }
 

@@ -6,8 +6,6 @@ import (
 	"io"
 	nethttp "net/http"
 	"strconv"
-
-	"github.com/quic-go/qpack"
 )
 
 // The reply side of v6lab's HTTP/3 requests (h3conn.go): a reply's
@@ -70,40 +68,37 @@ func (rp *h3Reply) readHeader(wantType bool) error {
 
 // decode reads a header block (QPACK, static table only) into rp.resp:
 // the status, the Content-Length and, with wantType, the Content-Type.
+// Only those values are decoded (Huffman): the others (a server's Date,
+// 29 characters) are passed over, their names checked.
 func (rp *h3Reply) decode(block []byte, wantType bool) error {
-	var dec qpack.Decoder
-	next := dec.Decode(block)
 	status, regular := 0, false
 	cl := int64(-1)
 	var ctype string
-	for {
-		hf, err := next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("http3: reply header: %w", err)
-		}
-		if hf.IsPseudo() {
-			if regular || hf.Name != ":status" || status != 0 {
-				return fmt.Errorf("http3: reply header: unexpected pseudo-header %s", hf.Name)
+	var err error
+	var f qpackField
+	q := newQPACKFields(block)
+	for err == nil && q.next(&f) {
+		if f.name[0] == ':' {
+			if regular || f.name != ":status" || status != 0 {
+				err = fmt.Errorf("unexpected pseudo-header %s", f.name)
+				break
 			}
-			if status, err = strconv.Atoi(hf.Value); err != nil || len(hf.Value) != 3 || status < 100 {
-				return fmt.Errorf("http3: reply header: bad status %q", hf.Value)
-			}
+			status, err = statusOf(&f)
 			continue
 		}
 		regular = true
-		switch hf.Name {
-		case "content-length":
-			v, err := strconv.ParseInt(hf.Value, 10, 64)
-			if err != nil || v < 0 || (cl >= 0 && v != cl) {
-				return fmt.Errorf("http3: reply header: bad content-length %q", hf.Value)
-			}
-			cl = v
-		case "content-type":
-			ctype = hf.Value
+		switch {
+		case f.name == "content-length":
+			cl, err = contentLength(&f, cl)
+		case f.name == "content-type" && wantType:
+			ctype, err = f.val()
 		}
+	}
+	if err == nil {
+		err = q.err
+	}
+	if err != nil {
+		return fmt.Errorf("http3: reply header: %w", err)
 	}
 	if status == 0 {
 		return errors.New("http3: reply header without :status")
@@ -119,6 +114,33 @@ func (rp *h3Reply) decode(block []byte, wantType bool) error {
 		r.Header = nethttp.Header{"Content-Type": {ctype}}
 	}
 	return nil
+}
+
+// statusOf is a :status field's value.
+func statusOf(f *qpackField) (int, error) {
+	v, err := f.val()
+	if err != nil {
+		return 0, err
+	}
+	status, err := strconv.Atoi(v)
+	if err != nil || len(v) != 3 || status < 100 {
+		return 0, fmt.Errorf("bad status %q", v)
+	}
+	return status, nil
+}
+
+// contentLength is a content-length field's value, which must be the one
+// seen before, if any (cl, -1: none).
+func contentLength(f *qpackField, cl int64) (int64, error) {
+	s, err := f.val()
+	if err != nil {
+		return cl, err
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v < 0 || (cl >= 0 && v != cl) {
+		return cl, fmt.Errorf("bad content-length %q", s)
+	}
+	return v, nil
 }
 
 // Read reads the reply's body: the DATA frames' payloads (frames of

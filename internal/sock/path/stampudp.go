@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -73,11 +74,10 @@ func DialStamped(ctx context.Context, d Dialer, to netip.AddrPort) (*StampedPack
 func newStamped(c *net.UDPConn, rc syscall.RawConn, gro bool) *StampedPacketConn {
 	s := &StampedPacketConn{c: c, rc: rc, remote: c.RemoteAddr()}
 	s.recv = s.rx.recv
-	s.rx.gro, s.rx.batch, s.rx.size = gro, rxBatch, rxSize
+	s.rx.gro, s.rx.size = gro, rxSize
 	if gro {
-		s.rx.batch, s.rx.size = rxGROBatch, rxGROSize
+		s.rx.size = rxGROSize
 	}
-	s.rx.bufs = make([]byte, s.rx.batch*s.rx.size)
 	return s
 }
 
@@ -86,12 +86,18 @@ func newStamped(c *net.UDPConn, rc syscall.RawConn, gro bool) *StampedPacketConn
 // (recvmmsg is asked for none, so nothing is converted or allocated per
 // datagram). Datagrams are read up to rxBatch messages at a time, one
 // system call for all that wait, and handed over one by one from the
-// socket's ring. With UDP_GRO a message may hold several datagrams of one
-// size (a server's GSO send on loopback or a veth arrives whole: one
+// messages' buffers. With UDP_GRO a message may hold several datagrams of
+// one size (a server's GSO send on loopback or a veth arrives whole: one
 // buffer in the socket's queue for a reply of three packets, as quinn's
 // sockets read them); without it the first datagram of a read lands
 // straight in b (quic-go's buffer, warm in the CPU's caches), not first in
-// the ring of its socket.
+// the read's buffers.
+//
+// The buffers are the socket's only from a read until its last datagram is
+// handed over (rxPool): a socket that waits holds none, so the sockets of
+// many connections read through the few buffers that are warm in the
+// CPU's caches (100 users' rings were 12.5 MiB), and 1,000 users' idle
+// sockets hold no memory for their reads.
 func (s *StampedPacketConn) ReadFrom(b []byte) (int, net.Addr, error) {
 	r := &s.rx
 	if r.next >= r.n {
@@ -120,6 +126,9 @@ func (s *StampedPacketConn) ReadFrom(b []byte) (int, net.Addr, error) {
 			r.next, r.off = r.next+1, 0
 		}
 	}
+	if r.next >= r.n {
+		r.release() // every datagram of the read handed over
+	}
 	if at := r.at[i]; at != 0 {
 		s.last.Store(at)
 		s.first.CompareAndSwap(0, at)
@@ -129,25 +138,31 @@ func (s *StampedPacketConn) ReadFrom(b []byte) (int, net.Addr, error) {
 }
 
 // rxBatch is how many messages one read takes at most; rxSize the largest
-// datagram (QUIC's are at most 1452 bytes here). With UDP_GRO a read takes
-// rxGROBatch messages of rxGROSize bytes, the kernel's largest UDP packet:
-// a message is never cut short, and 1,000 users' sockets hold 128 MiB of
-// rings, not 512.
+// datagram without UDP_GRO (QUIC's are at most 1452 bytes here), rxGROSize
+// with it: the kernel's largest UDP packet, so that a message is never cut
+// short.
 const (
-	rxBatch    = 8
-	rxSize     = 2048
-	rxGROBatch = 2
-	rxGROSize  = 1 << 16
+	rxBatch   = 8
+	rxSize    = 2048
+	rxGROSize = 1 << 16
 )
+
+// rxBufs are a read's message buffers: rxBatch slots of rxGROSize bytes
+// (of rxSize without GRO, the first 16 KiB).
+type rxBufs [rxBatch * rxGROSize]byte
+
+// rxPool holds the read buffers no socket is reading into: a socket takes
+// one for a read (recv) and gives it back once the read's datagrams are
+// handed over, or when nothing waited.
+var rxPool = sync.Pool{New: func() any { return new(rxBufs) }}
 
 // rxRing holds the messages of the last read not handed over yet.
 type rxRing struct {
 	msgs    [rxBatch]unix.Mmsghdr
 	iovs    [rxBatch]unix.Iovec
-	bufs    []byte // batch slots of size bytes
-	batch   int    // rxBatch, or rxGROBatch with GRO
-	size    int
-	gro     bool // UDP_GRO is on: a message may hold several datagrams
+	buf     *rxBufs // the read's buffers (nil: none held, rxPool's)
+	size    int     // a slot's size: rxSize, or rxGROSize with GRO
+	gro     bool    // UDP_GRO is on: a message may hold several datagrams
 	oobs    [rxBatch][kstamp.OOBSize]byte
 	at      [rxBatch]int64  // receive stamps, UnixNano (0: none)
 	seg     [rxBatch]uint16 // each message's datagram size with GRO (0: one datagram)
@@ -160,14 +175,26 @@ type rxRing struct {
 }
 
 // slot is message i's buffer.
-func (r *rxRing) slot(i int) []byte { return r.bufs[i*r.size : (i+1)*r.size] }
+func (r *rxRing) slot(i int) []byte { return r.buf[i*r.size : (i+1)*r.size] }
 
-// recv reads the messages waiting on fd (recvmmsg): false when none
-// waits (the RawConn then waits for the socket to be readable).
+// release gives the read's buffers back to rxPool.
+func (r *rxRing) release() {
+	if r.buf != nil {
+		rxPool.Put(r.buf)
+		r.buf = nil
+	}
+}
+
+// recv reads the messages waiting on fd (recvmmsg) into buffers of
+// rxPool's: false when none waits (the buffers are given back, and the
+// RawConn waits for the socket to be readable).
 func (r *rxRing) recv(fd uintptr) bool {
+	if r.buf == nil {
+		r.buf = rxPool.Get().(*rxBufs)
+	}
 	r.intoDst = len(r.dst) > 0
-	for i := range r.batch {
-		r.iovs[i] = unix.Iovec{Base: &r.bufs[i*r.size]}
+	for i := range rxBatch {
+		r.iovs[i] = unix.Iovec{Base: &r.buf[i*r.size]}
 		r.iovs[i].SetLen(r.size)
 		if i == 0 && r.intoDst {
 			r.iovs[0] = unix.Iovec{Base: &r.dst[0]}
@@ -176,8 +203,9 @@ func (r *rxRing) recv(fd uintptr) bool {
 		r.msgs[i] = unix.Mmsghdr{Hdr: unix.Msghdr{Iov: &r.iovs[i], Iovlen: 1, Control: &r.oobs[i][0]}}
 		r.msgs[i].Hdr.SetControllen(kstamp.OOBSize)
 	}
-	k, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.msgs[0])), uintptr(r.batch), 0, 0, 0)
+	k, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.msgs[0])), rxBatch, 0, 0, 0)
 	if e == unix.EAGAIN || icmpError(e) {
+		r.release()
 		return false // an ICMP error, not a datagram: read on (icmpError)
 	}
 	r.got, r.err = int(k), e
@@ -191,8 +219,10 @@ func (s *StampedPacketConn) fill() error {
 	err := s.rc.Read(s.recv)
 	switch {
 	case err != nil:
+		r.release()
 		return err
 	case r.err != 0:
+		r.release()
 		return &net.OpError{Op: "read", Net: s.c.LocalAddr().Network(), Err: r.err}
 	}
 	got := r.got

@@ -110,11 +110,13 @@ func TestStampedReadAllocatesNothing(t *testing.T) {
 // one recvmmsg (without GRO the first into the reader's buffer) and the
 // others through the socket's ring, and handed over whole, in order, each
 // with its stamp; a buffer too short for a datagram gets its first bytes.
+// The read's buffers go back to the pool once its datagrams are handed
+// over, and a read that waits in vain holds none.
 func TestStampedReadsABatchInOrder(t *testing.T) {
 	for _, gro := range []bool{false, true} {
 		srv, c := stampedPair(t, gro)
 		back := net.UDPAddrFromAddrPort(c.LocalAddr().(*net.UDPAddr).AddrPort())
-		n := c.rx.batch + 3 // more than one read takes
+		n := rxBatch + 3 // more than one read takes
 		for i := range n {
 			d := make([]byte, 100+i)
 			for j := range d {
@@ -139,12 +141,19 @@ func TestStampedReadsABatchInOrder(t *testing.T) {
 		if first, last := c.Received(); first.IsZero() || last.Before(first) {
 			t.Errorf("gro %v: stamps %v to %v", gro, first, last)
 		}
+		if c.rx.buf != nil {
+			t.Errorf("gro %v: the socket holds its read's buffers after handing every datagram over", gro)
+		}
 		if _, err := srv.WriteToUDP(make([]byte, 300), back); err != nil {
 			t.Fatal(err)
 		}
 		c.SetReadDeadline(time.Now().Add(2 * time.Second))
 		if m, _, err := c.ReadFrom(b[:50]); err != nil || m != 50 {
 			t.Errorf("gro %v: a 300-byte datagram into 50 bytes: %d, %v", gro, m, err)
+		}
+		c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+		if m, _, err := c.ReadFrom(b); err == nil || c.rx.buf != nil {
+			t.Errorf("gro %v: a read with nothing to read: %d bytes, %v; buffers held: %v", gro, m, err, c.rx.buf != nil)
 		}
 	}
 }
