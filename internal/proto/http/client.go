@@ -117,7 +117,8 @@ type Client struct {
 	kept   keptConns
 	shared sharedConns
 
-	lastPage atomic.Pointer[parsedPage] // objectsOf's memory
+	lastPage   atomic.Pointer[parsedPage] // objectsOf's memory
+	lastMarker atomic.Pointer[marker]     // done's memory
 	// requests are the requests built, by URI (request).
 	requests  sync.Map
 	nrequests atomic.Int32

@@ -8,6 +8,7 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"v6lab/internal/gen/content"
@@ -119,23 +120,48 @@ func (c *Client) done(tr *load.Trace, f fetched, negotiated, more string) result
 		maps.Copy(tr.S.Metrics, bodyMetrics(f.check))
 	}
 	tr.S.Negotiated = negotiated
-	marker := "200 OK, " + strconv.Itoa(f.objects) + " objects, " + negotiated
-	if more != "" {
-		marker += ", " + more
+	k := marker{objects: f.objects, negotiated: negotiated, more: more, tls: tr.TLS}
+	if f.again == 0 {
+		return tr.Done(c.marker(k))
 	}
-	if f.again > 0 {
-		tr.S.Again, tr.S.AgainConns = f.again, f.againConns
-		n, on := strconv.Itoa(f.again)+" requests", "a new connection"
-		if f.again == 1 {
-			n = "1 request"
-		}
-		if f.againConns > 1 {
-			on = strconv.Itoa(f.againConns) + " new connections"
-		}
-		marker += ", " + n + " again on " + on + " after " + f.againAfter
+	tr.S.Again, tr.S.AgainConns = f.again, f.againConns
+	n, on := strconv.Itoa(f.again)+" requests", "a new connection"
+	if f.again == 1 {
+		n = "1 request"
 	}
-	if tr.TLS != "" {
-		marker += ", " + tr.TLS
+	if f.againConns > 1 {
+		on = strconv.Itoa(f.againConns) + " new connections"
 	}
-	return tr.Done(marker)
+	k.more = strings.TrimPrefix(more+", "+n+" again on "+on+" after "+f.againAfter, ", ")
+	return tr.Done(k.build())
+}
+
+// marker is a completed transaction's marker, of what makes it.
+type marker struct {
+	objects               int
+	negotiated, more, tls string
+	text                  string
+}
+
+// marker is k's text: the last one made, when k is the same (a run's
+// transactions mostly are: three strings built a transaction otherwise).
+func (c *Client) marker(k marker) string {
+	if last := c.lastMarker.Load(); last != nil && last.objects == k.objects && last.negotiated == k.negotiated && last.more == k.more && last.tls == k.tls {
+		return last.text
+	}
+	k.text = k.build()
+	c.lastMarker.Store(&k)
+	return k.text
+}
+
+// build makes k's text: "200 OK, N objects, PROTOCOL[, MORE][, TLS]".
+func (k marker) build() string {
+	t := "200 OK, " + strconv.Itoa(k.objects) + " objects, " + k.negotiated
+	if k.more != "" {
+		t += ", " + k.more
+	}
+	if k.tls != "" {
+		t += ", " + k.tls
+	}
+	return t
 }
