@@ -121,6 +121,22 @@ type LookupHook struct {
 	Answered time.Time
 	// Resent is how many times the UDP query was sent again.
 	Resent int
+	// TCP says the answer over UDP was truncated and the question asked
+	// again over TCP (Query.OverTCP).
+	TCP bool
+}
+
+// Queries is how many queries the lookup sent: its UDP queries, and one
+// more if it asked again over TCP (0: none, the hook's lookup sent none).
+func (h *LookupHook) Queries() int {
+	if h.Local == "" {
+		return 0
+	}
+	n := 1 + h.Resent
+	if h.TCP {
+		n++
+	}
+	return n
 }
 
 // LookupFrom is Lookup with a hook (nil: none). A literal has no lookup
@@ -207,24 +223,42 @@ func (q *Query) Answer(b []byte) (netip.Addr, bool, error) {
 	return a, true, err
 }
 
-// OverTCP asks again over TCP, pinned to the query's family (after a
-// truncated answer), waiting up to wait.
-func (q *Query) OverTCP(ctx context.Context, wait time.Duration) (netip.Addr, error) {
-	in, err := q.overTCP(ctx, wait)
+// OverTCP asks again over TCP, pinned to the query's family, after a
+// truncated answer over UDP. As glibc (res_send.c: after a truncated
+// answer, one try over TCP per server, no more over UDP), its failure
+// fails the lookup: v6lab asks one server, so there is no next one to
+// try, and it does not go back to UDP, whose answer would be truncated
+// again. It waits until ctx ends (the rest of the lookup's time, or
+// tcpWait without a deadline), not a UDP query's timeout: TCP sends its
+// own lost segments again (a lost SYN after 1 s), as glibc's TCP query
+// is left to the kernel.
+func (q *Query) OverTCP(ctx context.Context) (netip.Addr, error) {
+	in, err := q.overTCP(ctx)
 	if err != nil {
 		return netip.Addr{}, q.Wrap(err)
 	}
 	return q.addr(in)
 }
 
-func (q *Query) overTCP(ctx context.Context, wait time.Duration) (*dns.Msg, error) {
+// tcpWait bounds OverTCP when its context has no deadline (the
+// transactions' default timeout).
+const tcpWait = 30 * time.Second
+
+func (q *Query) overTCP(ctx context.Context) (*dns.Msg, error) {
+	wait := tcpWait
+	if dl, ok := ctx.Deadline(); ok {
+		wait = max(time.Until(dl), time.Millisecond)
+	}
 	d := &net.Dialer{Timeout: wait, FallbackDelay: -1}
 	if q.Source.IsValid() {
 		d.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(q.Source, 0))
 	}
 	c := dns.Client{Net: q.Over.Network("tcp"), Timeout: wait, Dialer: d}
 	in, _, err := c.ExchangeContext(ctx, q.msg, q.Server.String())
-	return in, err
+	if err != nil {
+		return nil, fmt.Errorf("the answer over UDP was truncated, and asked again over TCP: %w", err)
+	}
+	return in, nil
 }
 
 // Wrap names the lookup in err (an error that names it already, as
@@ -289,7 +323,8 @@ var GlibcStub = resend.Glibc
 
 // exchange sends the query over UDP, again on the same socket while no
 // answer comes (as q's Stub says: a lost datagram is normal under loss,
-// and stub resolvers resend), then over TCP if the answer is truncated.
+// and stub resolvers resend), then over TCP if the answer is truncated
+// (OverTCP: its failure is the lookup's).
 // The UDP socket is made directly from addresses (no string to parse, no
 // dialer), so the query leaves soon after the lookup starts.
 func exchange(ctx context.Context, q *Query, hook *LookupHook) (*dns.Msg, error) {
@@ -301,7 +336,8 @@ func exchange(ctx context.Context, q *Query, hook *LookupHook) (*dns.Msg, error)
 	}
 	in, err := exchangeUDP(ctx, q.msg.Id, q.Wire, q.Over, q.Server, q.Source, q.Stub, hook)
 	if err == nil && in.Truncated {
-		in, err = q.overTCP(ctx, q.Stub.First())
+		hook.TCP = true
+		in, err = q.overTCP(ctx)
 	}
 	return in, err
 }

@@ -91,6 +91,7 @@ const kept = 8
 // allocates nothing.
 type Sends struct {
 	stub  Stub
+	pair  bool // AAAA and A sent together (StartPair)
 	first time.Time
 	// Due is when the query goes again if no answer has come by then.
 	Due  time.Time
@@ -103,6 +104,13 @@ type Sends struct {
 func (s *Sends) Start(stub Stub, now time.Time) {
 	*s = Sends{stub: stub, first: now, wait: stub.First(), n: 1}
 	s.Due = now.Add(s.wait)
+}
+
+// StartPair is Start for a pair of queries sent together (a dual-stack
+// client's AAAA and A), sent again together while either is unanswered.
+func (s *Sends) StartPair(stub Stub, now time.Time) {
+	s.Start(stub, now)
+	s.pair = true
 }
 
 // Started says whether a first query was recorded.
@@ -133,26 +141,29 @@ func (s *Sends) Sent(now time.Time) {
 var ErrExhausted = errors.New("no attempts left")
 
 // Exhausted is the failure of a lookup whose every attempt went
-// unanswered: how many queries went, when, and the last one's wait.
+// unanswered: how many queries went, when, and the last one's wait. For
+// a pair it is each unanswered query's own (each went as many times).
 func (s *Sends) Exhausted() error {
-	return s.Unanswered(fmt.Errorf("the last waited %v (%s): %w", s.wait, s.stub, ErrExhausted))
+	return s.one(fmt.Errorf("the last waited %v (%s): %w", s.wait, s.stub, ErrExhausted))
 }
 
 // Unanswered is err with how many queries were sent and when.
 func (s *Sends) Unanswered(err error) error {
+	switch {
+	case s.pair && s.n <= 1:
+		return fmt.Errorf("no answer to its AAAA and A queries, sent once: %w", err)
+	case s.pair:
+		return fmt.Errorf("no answer to its AAAA and A queries, sent %d times (at %s): %w", s.n, s.times(), err)
+	}
+	return s.one(err)
+}
+
+// one is Unanswered for one query.
+func (s *Sends) one(err error) error {
 	if s.n <= 1 {
 		return fmt.Errorf("no answer to its one query: %w", err)
 	}
 	return fmt.Errorf("no answer to %d queries (sent at %s): %w", s.n, s.times(), err)
-}
-
-// UnansweredPair is Unanswered for a pair of queries sent together (a
-// dual-stack client's AAAA and A), again while either is unanswered.
-func (s *Sends) UnansweredPair(err error) error {
-	if s.n <= 1 {
-		return fmt.Errorf("no answer to its AAAA and A queries, sent once: %w", err)
-	}
-	return fmt.Errorf("no answer to its AAAA and A queries, sent %d times (at %s): %w", s.n, s.times(), err)
 }
 
 // times are the sending times kept, "0s, 1s, 3s".
