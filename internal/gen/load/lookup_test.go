@@ -2,9 +2,13 @@ package load
 
 import (
 	"context"
+	"net"
 	"net/netip"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/miekg/dns"
 
 	"v6lab/internal/sock/path"
 )
@@ -30,5 +34,38 @@ func TestLookupWithoutQueryHasNoTime(t *testing.T) {
 		if since := time.Duration(tr.Since()); since >= 20*time.Millisecond {
 			t.Errorf("%s: the transaction's time includes the %v before its lookup", host, since)
 		}
+	}
+}
+
+// TestLookupSaysItsQueries: a lookup whose first query was lost records
+// dns_queries 2 (the query sent again, as the resolver's Stub says); a
+// lookup that sent none records nothing.
+func TestLookupSaysItsQueries(t *testing.T) {
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n atomic.Int64
+	s := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, q *dns.Msg) {
+		if n.Add(1) == 1 {
+			return // the first query is lost
+		}
+		m := new(dns.Msg)
+		m.SetReply(q)
+		m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: q.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 1}, A: net.IPv4(192, 0, 2, 1)})
+		w.WriteMsg(m)
+	})}
+	go s.ActivateAndServe()
+	t.Cleanup(func() { s.Shutdown() })
+	res := &path.Resolver{Servers: []netip.AddrPort{netip.MustParseAddrPort(pc.LocalAddr().String())}, Stub: path.Stub{Timeout: 50 * time.Millisecond, Attempts: 2}}
+	tr := Begin("http", path.IPv4)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if _, err := tr.Lookup(ctx, res, "www.v6lab.test", path.IPv4); err != nil || tr.S.Metrics[MetricQueries] != 2 || n.Load() != 2 {
+		t.Fatalf("%v; dns_queries %v, server got %d", err, tr.S.Metrics, n.Load())
+	}
+	tr = Begin("http", path.IPv4)
+	if _, err := tr.Lookup(ctx, res, "192.0.2.1", path.IPv4); err != nil || tr.S.Metrics != nil {
+		t.Errorf("a literal: %v; metrics %v", err, tr.S.Metrics)
 	}
 }
