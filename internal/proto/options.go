@@ -182,7 +182,8 @@ func (n *Named) Endpoint(host string, p path.Path) (Endpoint, error) {
 	if _, given := hosts[strings.ToLower(strings.TrimSuffix(host, "."))]; given {
 		return e, nil // not looked up: no DNS server needed
 	}
-	e.DNS, err = HostResolver(host, n.DNSServers, e.DNSOver, p)
+	rc, err := HostResolver(host, n.DNSServers, e.DNSOver, p)
+	e.DNS, e.DNSStub = rc.Servers, rc.Stub
 	return e, err
 }
 

@@ -535,14 +535,27 @@ func SystemServers() ([]netip.AddrPort, error) {
 	return rc.Servers, err
 }
 
-// SystemResolvConf reads /etc/resolv.conf's nameservers and options.
+// SystemResolvConf reads /etc/resolv.conf's nameservers and options, and
+// the options of the environment's RES_OPTIONS, which glibc lets override
+// the file's (resolv.conf(5)).
 func SystemResolvConf() (ResolvConf, error) {
 	f, err := os.Open("/etc/resolv.conf")
 	if err != nil {
 		return ResolvConf{}, fmt.Errorf("path: %w", err)
 	}
 	defer f.Close()
-	return ReadResolvConf(f)
+	rc, err := ReadResolvConf(f)
+	rc.Stub = WithOptions(rc.Stub, os.Getenv("RES_OPTIONS"))
+	return rc, err
+}
+
+// WithOptions is stub with an options line's words (RES_OPTIONS's:
+// "timeout:2 attempts:3") read over it, as glibc reads them.
+func WithOptions(stub Stub, words string) Stub {
+	for _, w := range strings.Fields(words) {
+		stub.Option(w)
+	}
+	return stub
 }
 
 // hostsFile is /etc/hosts as names and their addresses, read once, for
@@ -624,9 +637,7 @@ func ReadResolvConf(r io.Reader) (ResolvConf, error) {
 				out.Servers = append(out.Servers, netip.AddrPortFrom(a, 53))
 			}
 		case len(f) >= 2 && f[0] == "options":
-			for _, o := range f[1:] {
-				out.Stub.Option(o)
-			}
+			out.Stub = WithOptions(out.Stub, strings.Join(f[1:], " "))
 		}
 	}
 	return out, sc.Err()
