@@ -74,6 +74,14 @@ func URLOf(ep Endpoint, resource string) *url.URL {
 	return &url.URL{Scheme: Or(ep.Scheme, "http"), Host: fmt.Sprintf("%s:%d", host, ep.Port), Path: resource}
 }
 
+// Streams forwards the wrapped probe's workers a user (load.Multiplexer).
+func (b bulk) Streams() int {
+	if m, ok := b.Probe.(load.Multiplexer); ok {
+		return m.Streams()
+	}
+	return 1
+}
+
 // Warm forwards to the wrapped probe (load.Warmer).
 func (b bulk) Warm(user int) {
 	if w, ok := b.Probe.(load.Warmer); ok {

@@ -52,27 +52,49 @@ type Users struct{ First, N int }
 // All is every user of a run of n.
 func All(n int) Users { return Users{0, n} }
 
+// Multiplexer is a probe whose users each keep several transactions at
+// once on their one connection (HTTP/2's streams, as h2load's -m): the
+// engines run Streams() workers a user, worker k of user u doing its
+// transactions as Do(ctx, u*Streams()+k); every sample is user u's.
+type Multiplexer interface{ Streams() int }
+
+// workers is how many workers run a user of p, and the user and the Do
+// argument of worker i of us.
+func workers(p Probe, us Users) (m int, of func(i int) (user, w int)) {
+	m = 1
+	if x, ok := p.(Multiplexer); ok {
+		m = max(x.Streams(), 1)
+	}
+	return m, func(i int) (int, int) {
+		user := us.First + i/m
+		return user, user*m + i%m
+	}
+}
+
 // Closed releases the users at once, each doing one transaction bounded by
-// timeout, and calls emit for every sample as it completes (emit must be
-// safe for concurrent use). It returns once every user has reported.
+// timeout (a Multiplexer's users one a worker), and calls emit for every
+// sample as it completes (emit must be safe for concurrent use). It
+// returns once every user has reported.
 func Closed(ctx context.Context, p Probe, us Users, timeout time.Duration, emit func(result.Sample)) {
-	n := us.N
+	m, of := workers(p, us)
+	n := us.N * m
 	var ready, done sync.WaitGroup
 	release := make(chan struct{})
 	ready.Add(n)
 	done.Add(n)
 	for i := 0; i < n; i++ {
-		go func(user int) {
+		user, w := of(i)
+		go func() {
 			defer done.Done()
-			warm(p, user)
+			warm(p, w)
 			ready.Done()
 			<-release
 			tctx, cancel := context.WithTimeout(ctx, timeout)
-			s := p.Do(tctx, user)
+			s := p.Do(tctx, w)
 			cancel()
 			s.User = user
 			emit(s)
-		}(us.First + i)
+		}()
 	}
 	ready.Wait() // every user is parked at the barrier before any starts
 	close(release)
@@ -91,7 +113,8 @@ func Sustained(ctx context.Context, p Probe, us Users, duration, timeout time.Du
 			return n
 		}
 	}
-	n := us.N
+	m, of := workers(p, us)
+	n := us.N * m
 	var (
 		done    sync.WaitGroup
 		ready   sync.WaitGroup
@@ -103,9 +126,10 @@ func Sustained(ctx context.Context, p Probe, us Users, duration, timeout time.Du
 	done.Add(n)
 	var end time.Time
 	for i := 0; i < n; i++ {
-		go func(user int) {
+		user, w := of(i)
+		go func() {
 			defer done.Done()
-			warm(p, user)
+			warm(p, w)
 			ready.Done()
 			<-release
 			// One context for the user's transactions, each bounded by
@@ -120,7 +144,7 @@ func Sustained(ctx context.Context, p Probe, us Users, duration, timeout time.Du
 					break
 				}
 				tx.begin(now)
-				s := p.Do(tx, user)
+				s := p.Do(tx, w)
 				tx.finish()
 				s.User = user
 				emit(s)
@@ -129,7 +153,7 @@ func Sustained(ctx context.Context, p Probe, us Users, duration, timeout time.Du
 			mu.Lock()
 			started += count
 			mu.Unlock()
-		}(us.First + i)
+		}()
 	}
 	ready.Wait()
 	end = time.Now().Add(duration)

@@ -189,6 +189,52 @@ func TestEveryUserWarmsBeforeTheBarrier(t *testing.T) {
 	}
 }
 
+// muxProbe has 3 workers a user (Multiplexer) and notes what each Do got.
+type muxProbe struct {
+	mu   sync.Mutex
+	seen map[int]int // Do's argument: its calls
+}
+
+func (*muxProbe) Streams() int { return 3 }
+
+func (m *muxProbe) Do(ctx context.Context, w int) result.Sample {
+	m.mu.Lock()
+	m.seen[w]++
+	m.mu.Unlock()
+	time.Sleep(time.Millisecond)
+	return Begin("test", path.IPv4).Done("ok")
+}
+
+// TestMultiplexerRunsWorkersPerUser: a Multiplexer's users each run its
+// Streams() workers, worker k of user u doing Do(u*3+k), in both models,
+// and every sample is the user's (a segment's users keep their numbers).
+func TestMultiplexerRunsWorkersPerUser(t *testing.T) {
+	for _, sustained := range []bool{false, true} {
+		m := &muxProbe{seen: map[int]int{}}
+		users := map[int]int{}
+		var mu sync.Mutex
+		emit := func(s result.Sample) {
+			mu.Lock()
+			users[s.User]++
+			mu.Unlock()
+		}
+		us := Users{First: 2, N: 2}
+		if sustained {
+			Sustained(context.Background(), m, us, 30*time.Millisecond, time.Second, emit)
+		} else {
+			Closed(context.Background(), m, us, time.Second, emit)
+		}
+		if len(m.seen) != 6 || len(users) != 2 || users[2] == 0 || users[3] == 0 {
+			t.Fatalf("sustained %v: workers %v, samples by user %v", sustained, m.seen, users)
+		}
+		for w := 6; w < 12; w++ {
+			if m.seen[w] == 0 || (!sustained && m.seen[w] != 1) {
+				t.Errorf("sustained %v: worker %d ran %d transactions", sustained, w, m.seen[w])
+			}
+		}
+	}
+}
+
 // TestDoneEndsAtTheLastRead: the end mark is the read that brought the
 // last bytes, not the (later) call to Done; Restart moves the start.
 func TestDoneEndsAtTheLastRead(t *testing.T) {

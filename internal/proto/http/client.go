@@ -110,8 +110,12 @@ type Client struct {
 	// Keep keeps each user's connection for its next transactions
 	// (HTTP/2 and HTTP/3; kept.go).
 	Keep bool
+	// Shared is how many transactions run at once on each user's kept
+	// HTTP/2 connection (shared.go; 0 or 1: one at a time).
+	Shared int
 
-	kept keptConns
+	kept   keptConns
+	shared sharedConns
 
 	lastPage atomic.Pointer[parsedPage] // objectsOf's memory
 	// requests are the requests built, by URI (request).

@@ -29,9 +29,18 @@ import (
 
 // doH2 is one HTTP/2 transaction.
 func (c *Client) doH2(ctx context.Context, tr *load.Trace, user int) result.Sample {
+	if c.Streams() > 1 {
+		return c.doShared(ctx, tr, user)
+	}
 	if s, ok := c.onKept(ctx, tr, user, c.h2Name()); ok {
 		return s
 	}
+	return c.dialH2(ctx, tr, user)
+}
+
+// dialH2 is an HTTP/2 transaction on a new connection (kept for the
+// user's next ones, with keepalive).
+func (c *Client) dialH2(ctx context.Context, tr *load.Trace, user int) result.Sample {
 	conn, raw, failed := c.openH2(ctx, tr)
 	if failed != nil {
 		return *failed
@@ -55,7 +64,7 @@ func (c *Client) doH2(ctx context.Context, tr *load.Trace, user int) result.Samp
 		negotiated = "h2"
 	}
 	h0 := newH2Conn(conn, raw)
-	f, h, err := c.h2fetch(ctx, tr, h0)
+	f, h, err := c.h2fetch(ctx, tr, h0, &h0.reuse)
 	st.record(tr)
 	if h != h0 { // the server's GOAWAY: the rest went on a new connection
 		recordToo(tr, stampsOf(h.conn))
@@ -65,7 +74,7 @@ func (c *Client) doH2(ctx context.Context, tr *load.Trace, user int) result.Samp
 	}
 	if c.Keep && err == nil {
 		kept = h == h0
-		c.kept.keep(user, h)
+		c.keepH2(user, h)
 	}
 	if err != nil {
 		if negotiated == "h2c" && st != nil {
@@ -127,8 +136,8 @@ func (c *Client) openH2(ctx context.Context, tr *load.Trace) (conn, raw net.Conn
 // The requests the server did not process (a GOAWAY's, a REFUSED_STREAM,
 // a kept connection's close while idle) go again on a new connection of
 // the same path (h2run): the connection h2fetch returns is the one it
-// ended on.
-func (c *Client) h2fetch(ctx context.Context, tr *load.Trace, h *h2conn) (fetched, *h2conn, error) {
+// ended on. r is the runner's (h's own, unless h is shared).
+func (c *Client) h2fetch(ctx context.Context, tr *load.Trace, h *h2conn, r *h2reuse) (fetched, *h2conn, error) {
 	var f fetched
 	h.newTx()
 	if c.checks() {
@@ -139,22 +148,21 @@ func (c *Client) h2fetch(ctx context.Context, tr *load.Trace, h *h2conn) (fetche
 		maxBody = DefaultMaxBody
 	}
 	uri := c.URL.RequestURI()
-	h0 := h // its streams are h0's to use again (h2reuse)
-	stop := h0.watch(ctx)
-	ss := h0.pageStream(h2stream{uri: uri, block: c.h2Block(uri), keep: c.Objects, check: f.check, maxBody: maxBody})
+	stop := h.watch(ctx, r)
+	ss := r.pageStream(h2stream{uri: uri, block: c.h2Block(uri), keep: c.Objects, check: f.check, maxBody: maxBody})
 	page := ss[0]
-	last, err := c.h2run(ctx, tr, &h, ss, &f)
+	last, err := c.h2run(ctx, tr, &h, ss, &f, r)
 	if !page.first.IsZero() {
 		tr.At(&tr.S.FirstByteNS, page.first)
 	}
 	if err == nil && c.Objects && page.html {
 		refs := c.objectsOf(page.body)
-		objs, ss := h0.objectStreams(len(refs))
+		objs, ss := r.objectStreams(len(refs))
 		for i, ref := range refs {
 			objs[i] = h2stream{uri: ref, block: c.h2Block(ref), object: true, maxBody: maxBody}
 		}
 		if len(ss) > 0 {
-			last, err = c.h2run(ctx, tr, &h, ss, &f)
+			last, err = c.h2run(ctx, tr, &h, ss, &f, r)
 		}
 		f.objects = len(refs)
 	}
@@ -177,9 +185,12 @@ func (c *Client) h2fetch(ctx context.Context, tr *load.Trace, h *h2conn) (fetche
 // of requests a connection below one page's, as nginx's
 // keepalive_requests 1) gets the rest on a next one, as a browser does:
 // at most as many new connections as the transaction has requests.
-func (c *Client) h2run(ctx context.Context, tr *load.Trace, hp **h2conn, ss []*h2stream, f *fetched) (time.Time, error) {
+//
+// A shared connection the server sent GOAWAY on is left to its other
+// transactions (retired), not closed.
+func (c *Client) h2run(ctx context.Context, tr *load.Trace, hp **h2conn, ss []*h2stream, f *fetched, r *h2reuse) (time.Time, error) {
 	for {
-		last, err := (*hp).run(ctx, ss)
+		last, err := (*hp).run(ctx, ss, r)
 		again := asAgain(err)
 		if again == nil {
 			return last, err
@@ -194,8 +205,12 @@ func (c *Client) h2run(ctx context.Context, tr *load.Trace, hp **h2conn, ss []*h
 		if f.againConns > 0 { // not the transaction's first: its counts go on in the new one's
 			nh.carry(*hp)
 		}
-		(*hp).moved.Store(nh) // for watch
-		(*hp).close()
+		r.on.Store(nh) // for watch
+		if (*hp).isShared() {
+			(*hp).retire()
+		} else {
+			(*hp).close()
+		}
 		*hp = nh
 		f.again += len(again.ss)
 		f.againConns++

@@ -34,6 +34,13 @@ import (
 // and PING and keeps both windows open. Between transactions nothing
 // reads a kept connection: what the server sent meanwhile (a PING,
 // SETTINGS, GOAWAY, its close) is read when it is next used (alive, run).
+//
+// A shared connection (option streams: several transactions at once on
+// one connection, as h2load's -m) is read by a goroutine of its own
+// instead (readLoop), from its share on: each transaction writes its
+// requests and waits to be woken when its streams have ended; each
+// stream's end is stamped when its frame is read, not when its
+// transaction wakes.
 type h2conn struct {
 	conn net.Conn // what the frames go over: *tls.Conn, or the stamped TCP connection
 	raw  net.Conn // the TCP connection
@@ -44,18 +51,20 @@ type h2conn struct {
 	mu          sync.Mutex
 	streams     []*h2stream // open
 	nextID      uint32
-	maxStreams  uint32 // the server's SETTINGS_MAX_CONCURRENT_STREAMS
-	maxFrame    int    // the server's SETTINGS_MAX_FRAME_SIZE
-	sendInitial int64  // the server's SETTINGS_INITIAL_WINDOW_SIZE
-	sendWindow  int64  // the connection's (no DATA is sent: checked only)
-	pending     []byte // frames for the next write: the preface, a SETTINGS ACK
-	tx          *h2tx  // the transaction under way
-	err         error  // the connection's end: no stream opens after it
-	goaway      string // the server's GOAWAY, when it sent one: no stream opens after it
-	goneAs      string // the GOAWAY with its last stream id, as errors say it
-	sendErr     error  // a write failed: no more are made, what the server sent before it closed is read
-	answered    int    // streams whose whole reply came
-	quiet       bool   // on a kept connection, no byte of the transaction's replies came yet (newTx)
+	maxStreams  uint32  // the server's SETTINGS_MAX_CONCURRENT_STREAMS
+	maxFrame    int     // the server's SETTINGS_MAX_FRAME_SIZE
+	sendInitial int64   // the server's SETTINGS_INITIAL_WINDOW_SIZE
+	sendWindow  int64   // the connection's (no DATA is sent: checked only)
+	pending     []byte  // frames for the next write: the preface, a SETTINGS ACK
+	txs         []*h2tx // the transactions under way (one, unless shared)
+	shared      int     // transactions at once (share); 0: one, read by it
+	retired     bool    // shared, then left by its slot: closed when its last transaction ends
+	err         error   // the connection's end: no stream opens after it
+	goaway      string  // the server's GOAWAY, when it sent one: no stream opens after it
+	goneAs      string  // the GOAWAY with its last stream id, as errors say it
+	sendErr     error   // a write failed: no more are made, what the server sent before it closed is read
+	answered    int     // streams whose whole reply came
+	quiet       bool    // on a kept connection, no byte of the transaction's replies came yet (newTx)
 
 	rd     h2reader        // the reading transaction's
 	sock   syscall.RawConn // the TCP socket, asked whether bytes wait (nil: none)
@@ -64,34 +73,41 @@ type h2conn struct {
 	sealed bool            // TLS: records read off the socket may wait in it, unseen by the socket's peek
 	under  *syncStamp      // what TLS reads, which unsealed peeks through without the socket (nil: by deadlines)
 
-	local, remote string                 // its ends, as a kept connection's samples name them (keptEnds)
-	moved         atomic.Pointer[h2conn] // where the transaction went on after the server's GOAWAY (watch)
+	local, remote string // its ends, as a kept connection's samples name them (keptEnds)
 	reuse         h2reuse
+	ended         error // why a transaction's watch ended the connection (shared: said to the others)
 }
 
-// h2reuse is what each transaction begun on a connection uses again, as
-// only one at a time runs on it: nothing of a transaction outlives it but
-// what the trace took. A transaction a GOAWAY moved to a new connection
-// keeps its streams in the first one's, which is closed.
+// h2reuse is what each transaction of one runner uses again (a
+// connection's, as only one at a time runs on it; on a shared connection
+// each worker's): nothing of a transaction outlives it but what the trace
+// took. A transaction a GOAWAY moved to a new connection keeps its streams
+// in the first one's reuse.
 type h2reuse struct {
 	tx   h2tx
 	page h2stream
 	one  [1]*h2stream
 	objs []h2stream
 	ss   []*h2stream
-	body []byte // the page's body (the client parses it before the next transaction)
+	body []byte        // the page's body (the client parses it before the next transaction)
+	wake chan struct{} // on a shared connection, the transaction's end (h2tx.wake)
+	// abandoned: a failed transaction left streams open on a shared
+	// connection, whose reader may still write them: not used again.
+	abandoned bool
+	// on is the connection the transaction runs on, once a GOAWAY moved
+	// it (watch ends its reads and writes too).
+	on atomic.Pointer[h2conn]
 }
 
 // pageStream is a transaction's page stream, s.
-func (h *h2conn) pageStream(s h2stream) []*h2stream {
-	h.reuse.page = s
-	h.reuse.one[0] = &h.reuse.page
-	return h.reuse.one[:]
+func (r *h2reuse) pageStream(s h2stream) []*h2stream {
+	r.page = s
+	r.one[0] = &r.page
+	return r.one[:]
 }
 
 // objectStreams are n streams for a transaction's objects (to be filled).
-func (h *h2conn) objectStreams(n int) ([]h2stream, []*h2stream) {
-	r := &h.reuse
+func (r *h2reuse) objectStreams(n int) ([]h2stream, []*h2stream) {
 	if cap(r.objs) < n {
 		r.objs, r.ss = make([]h2stream, n), make([]*h2stream, n)
 	}
@@ -103,12 +119,12 @@ func (h *h2conn) objectStreams(n int) ([]h2stream, []*h2stream) {
 }
 
 // pageBody is where the page's body of n bytes (-1: not said) goes: the
-// connection's buffer, which every transaction on it uses again.
-func (h *h2conn) pageBody(n int64) []byte {
-	if n > 0 && n < MaxPageParse && int64(cap(h.reuse.body)) < n {
-		h.reuse.body = make([]byte, 0, n)
+// runner's buffer, which each of its transactions uses again.
+func (r *h2reuse) pageBody(n int64) []byte {
+	if n > 0 && n < MaxPageParse && int64(cap(r.body)) < n {
+		r.body = make([]byte, 0, n)
 	}
-	return h.reuse.body[:0]
+	return r.body[:0]
 }
 
 // h2stream is one request and its reply.
@@ -131,6 +147,7 @@ type h2stream struct {
 	sendWin int64
 	headers bool      // the final headers came
 	first   time.Time // when they came (the page's only)
+	tx      *h2tx     // its transaction
 }
 
 // unsent makes s a request not yet sent, for a new connection.
@@ -147,6 +164,8 @@ type h2tx struct {
 	again *h2Again  // the streams the server did not process (GOAWAY, REFUSED_STREAM)
 	last  time.Time // when the last stream ended
 	woken bool
+	r     *h2reuse      // what it uses again (the page's body buffer)
+	wake  chan struct{} // shared connections: a token when it ends (a stale one is harmless: checked again)
 }
 
 // newH2Conn starts an HTTP/2 connection over conn (raw beneath it): its
@@ -192,59 +211,204 @@ func socketOf(c net.Conn) syscall.RawConn {
 // run requests every stream of ss (as many at once as the server allows,
 // the rest as streams end) and waits until all have ended, or until one
 // failed, the connection did, or ctx is done (watch ends its reads and
-// writes then). It returns when the last stream ended.
-func (h *h2conn) run(ctx context.Context, ss []*h2stream) (time.Time, error) {
-	tx := &h.reuse.tx
-	*tx = h2tx{queue: ss, left: len(ss)}
+// writes then). It returns when the last stream ended. r is the runner's:
+// the transaction's state, its streams', its buffers.
+func (h *h2conn) run(ctx context.Context, ss []*h2stream, r *h2reuse) (time.Time, error) {
+	tx := r.begin(ss)
 	h.mu.Lock()
 	if err := h.refuses(ss); err != nil {
-		gone := h.goaway != "" && h.err == nil // not processed: they may go on a new connection
+		// Not processed: they may go on a new connection. (A shared
+		// connection retired after its GOAWAY closes once its last
+		// transaction has ended: perhaps after this one took it.)
+		gone := h.goaway != "" && (h.err == nil || h.retired)
+		if gone && h.err != nil {
+			err = fmt.Errorf("HTTP/2: the server sent %s before %s was requested", h.goaway, ss[0].uri)
+		}
 		h.mu.Unlock()
 		if gone {
 			return time.Time{}, &h2Again{ss: ss, what: "GOAWAY", why: err.Error()}
 		}
 		return time.Time{}, err
 	}
-	h.tx = tx
+	h.txs = append(h.txs, tx)
+	shared := h.shared > 0
 	h.mu.Unlock()
 	if ctx.Err() == nil { // else done before: watch may have missed h (moved to after)
 		h.open()
-		for h.reading(tx) {
-			if err := h.readFrame(); err != nil {
-				if ctx.Err() != nil {
-					err = fmt.Errorf("HTTP/2: %d of %d streams unanswered: %w", tx.left, len(ss), context.Cause(ctx))
-				}
-				h.readFailed(err)
-			}
+		if shared {
+			h.await(tx)
+		} else {
+			h.readFor(ctx, tx, len(ss))
 		}
 	}
-	if ctx.Err() != nil {
-		h.fail(fmt.Errorf("HTTP/2: %d of %d streams unanswered: %w", tx.left, len(ss), context.Cause(ctx)))
+	if err := ctx.Err(); err != nil {
+		err = fmt.Errorf("HTTP/2: %d of %d streams unanswered: %w", tx.unanswered(&h.mu), len(ss), context.Cause(ctx))
+		if shared { // the others' connection: ended by watch if this one's streams were under way
+			h.mu.Lock()
+			h.endTx(tx, err)
+			tx.err = err
+			h.mu.Unlock()
+		} else {
+			h.fail(err)
+		}
 	}
+	return h.leave(tx)
+}
+
+// readFor reads the frames of transaction tx (of n streams) on a
+// connection it alone uses, until its streams have ended.
+func (h *h2conn) readFor(ctx context.Context, tx *h2tx, n int) {
+	for h.reading(tx) {
+		if err := h.readFrame(); err != nil {
+			if ctx.Err() != nil {
+				err = fmt.Errorf("HTTP/2: %d of %d streams unanswered: %w", tx.left, n, context.Cause(ctx))
+			}
+			h.readFailed(err)
+		}
+	}
+}
+
+// await waits until transaction tx, on a shared connection, has ended
+// (readLoop, or the connection's end, wakes it).
+func (h *h2conn) await(tx *h2tx) {
+	h.mu.Lock()
+	for !tx.woken {
+		h.mu.Unlock()
+		<-tx.wake
+		h.mu.Lock()
+	}
+	h.mu.Unlock()
+}
+
+// leave takes ended transaction tx off the connection: its result, the
+// frames pending sent, and on a shared connection its streams still open
+// (it failed) cancelled, its runner's reuse then left to them.
+func (h *h2conn) leave(tx *h2tx) (time.Time, error) {
 	h.mu.Lock()
 	err, last := tx.err, tx.last
 	if err == nil && tx.again != nil {
 		err = tx.again
 	}
-	h.tx = nil
+	h.txs = slices.DeleteFunc(h.txs, func(t *h2tx) bool { return t == tx })
+	if h.shared > 0 && err != nil {
+		h.abandon(tx)
+	}
 	flush := err == nil && len(h.pending) > 0 && h.err == nil
+	closing := h.retired && len(h.txs) == 0
 	h.mu.Unlock()
 	if flush {
 		h.open() // a SETTINGS ACK that came with the replies
 	}
+	if closing {
+		h.close()
+	}
 	return last, err
 }
 
-// watch ends the reads and writes of a transaction begun on h when ctx
-// is done (run then fails it), on h and on each connection it moved to
-// after a GOAWAY (moved): one AfterFunc a transaction (load.AfterFunc), whichever
-// connections it runs on. A connection moved to after ctx was done is not
-// ended by it, but run finds ctx done before it reads or writes.
-func (h *h2conn) watch(ctx context.Context) (stop func() bool) {
-	return load.AfterFunc(ctx, func() {
-		for c := h; c != nil; c = c.moved.Load() {
-			_ = c.raw.SetDeadline(time.Unix(1, 0))
+// abandon cancels the streams of tx still open on a shared connection
+// (h.mu held): RST_STREAM (CANCEL) sent, the frames that still come for
+// them read and dropped. Their runner's reuse may still be written by
+// readLoop: the runner takes a new one (abandoned).
+func (h *h2conn) abandon(tx *h2tx) {
+	tx.queue = nil
+	gone := false
+	h.streams = slices.DeleteFunc(h.streams, func(s *h2stream) bool {
+		if s.tx != tx {
+			return false
 		}
+		if h.err == nil && h.sendErr == nil {
+			h.pending = appendRSTStream(h.pending, s.id, errCancel)
+		}
+		gone = true
+		return true
+	})
+	tx.r.abandoned = tx.r.abandoned || gone
+}
+
+// unanswered is tx's count of streams not yet ended, read under mu.
+func (tx *h2tx) unanswered(mu *sync.Mutex) int {
+	mu.Lock()
+	defer mu.Unlock()
+	return tx.left
+}
+
+// begin makes r's transaction the one of streams ss.
+func (r *h2reuse) begin(ss []*h2stream) *h2tx {
+	if r.wake == nil {
+		r.wake = make(chan struct{}, 1)
+	}
+	tx := &r.tx
+	*tx = h2tx{queue: ss, left: len(ss), r: r, wake: r.wake}
+	for _, s := range ss {
+		s.tx = tx
+	}
+	return tx
+}
+
+// share makes h, which carried its first transaction alone, a connection
+// n transactions use at once: from now on a goroutine of its own reads
+// it (readLoop), until it ends.
+func (h *h2conn) share(n int) {
+	if local, remote := h.conn.LocalAddr(), h.conn.RemoteAddr(); local != nil && remote != nil {
+		h.local, h.remote = local.String(), remote.String() // keptEnds's: written before any other worker takes h
+	}
+	h.mu.Lock()
+	h.shared = n
+	dead := h.err != nil
+	h.mu.Unlock()
+	if !dead {
+		go h.readLoop()
+	}
+}
+
+// isShared says whether transactions share h (share).
+func (h *h2conn) isShared() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.shared > 0
+}
+
+// readLoop reads a shared connection's frames until it ends.
+func (h *h2conn) readLoop() {
+	for {
+		if err := h.readFrame(); err != nil {
+			h.readFailed(err)
+			return
+		}
+	}
+}
+
+// retire closes a shared connection its slot left (it took a GOAWAY, or
+// failed) once its last transaction has ended.
+func (h *h2conn) retire() {
+	h.mu.Lock()
+	h.retired = true
+	idle := len(h.txs) == 0
+	h.mu.Unlock()
+	if idle {
+		h.close()
+	}
+}
+
+// watch ends the reads and writes of a transaction begun on h when ctx
+// is done (run then fails it), on h or on the connection a GOAWAY moved
+// it to (r.on): one AfterFunc a transaction (load.AfterFunc), whichever
+// connections it runs on. A connection moved to after ctx was done is not
+// ended by it, but run finds ctx done before it reads or writes. On a
+// shared connection this ends every transaction on it (ended says why).
+func (h *h2conn) watch(ctx context.Context, r *h2reuse) (stop func() bool) {
+	r.on.Store(nil)
+	return load.AfterFunc(ctx, func() {
+		c := r.on.Load()
+		if c == nil {
+			c = h
+		}
+		c.mu.Lock()
+		if c.ended == nil {
+			c.ended = context.Cause(ctx)
+		}
+		c.mu.Unlock()
+		_ = c.raw.SetDeadline(time.Unix(1, 0))
 	})
 }
 
@@ -334,10 +498,13 @@ func (h *h2conn) unsealed() bool {
 // among them), and gives its buffer back.
 func (h *h2conn) readFailed(err error) {
 	h.mu.Lock()
+	if h.shared > 0 && h.ended != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		err = fmt.Errorf("HTTP/2: the connection these transactions shared was ended as one on it ended (%w)", h.ended)
+	}
 	if h.err == nil {
 		h.err = eofClosed(err)
 	}
-	if tx := h.tx; tx != nil {
+	for _, tx := range h.txs {
 		h.endTx(tx, h.cutOff(tx, err))
 	}
 	h.streams = nil
@@ -374,13 +541,14 @@ func (h *h2conn) cutOff(tx *h2tx, err error) error {
 	if h.sendErr != nil {
 		wrote = fmt.Sprintf("; writing to it had failed (%v)", h.sendErr)
 	}
+	open := h.openOf(tx)
 	switch {
-	case h.goaway != "" && len(h.streams) > 0:
-		s := h.streams[0]
+	case h.goaway != "" && len(open) > 0:
+		s := open[0]
 		return fmt.Errorf("HTTP/2: stream %d of %s: the server closed the connection after %s before this reply ended (%s)%s: %w", s.id, s.uri, h.goneAs, s.got(), wrote, err)
 	case h.goaway == "" && h.quiet:
 		why := fmt.Sprintf("HTTP/2: the server closed the kept connection, idle, before any reply to this transaction's requests (no GOAWAY)%s: %v", wrote, err)
-		for _, s := range slices.Concat(h.streams, tx.queue) {
+		for _, s := range slices.Concat(open, tx.queue) {
 			h.unprocessed(s, closedIdle, why)
 		}
 		tx.queue = nil
@@ -389,6 +557,20 @@ func (h *h2conn) cutOff(tx *h2tx, err error) error {
 		return fmt.Errorf("HTTP/2: the server closed the connection without a GOAWAY, %d of the transaction's requests unanswered%s: %w", tx.left, wrote, err)
 	}
 	return fmt.Errorf("HTTP/2: the server closed the connection after %s%s: %w", h.goneAs, wrote, err)
+}
+
+// openOf are tx's streams open on the connection (h.mu held).
+func (h *h2conn) openOf(tx *h2tx) []*h2stream {
+	if h.shared == 0 {
+		return h.streams // tx's alone
+	}
+	var open []*h2stream
+	for _, s := range h.streams {
+		if s.tx == tx {
+			open = append(open, s)
+		}
+	}
+	return open
 }
 
 // refuses says why the connection takes no new streams (h.mu held).
@@ -402,15 +584,22 @@ func (h *h2conn) refuses(ss []*h2stream) error {
 	return nil
 }
 
-// open writes the requests of the transaction's queue the server allows
-// now, with any frame pending, in one write.
+// open writes the requests of the transactions' queues the server allows
+// now (in the order the transactions began), with any frame pending, in
+// one write.
 func (h *h2conn) open() {
 	h.wmu.Lock()
 	defer h.wmu.Unlock()
 	h.mu.Lock()
 	b := append(h.wbuf[:0], h.pending...)
 	h.pending = h.pending[:0]
-	if tx := h.tx; tx != nil && h.err == nil {
+	for _, tx := range h.txs {
+		if h.err != nil {
+			break
+		}
+		if tx.woken {
+			continue // ended (failed): its queue is not requested
+		}
 		if len(tx.queue) > 0 && len(h.streams) == 0 && h.maxStreams == 0 {
 			h.endTx(tx, errors.New("HTTP/2: the server allows no stream (SETTINGS_MAX_CONCURRENT_STREAMS 0)"))
 		}
@@ -446,7 +635,7 @@ func (h *h2conn) sendFailed(err error) {
 	if h.sendErr == nil {
 		h.sendErr = err
 	}
-	idle := h.tx == nil
+	idle := len(h.txs) == 0
 	h.mu.Unlock()
 	if idle {
 		h.fail(err)
@@ -474,7 +663,7 @@ func (h *h2conn) fail(err error) {
 	if h.err == nil {
 		h.err = err
 	}
-	if tx := h.tx; tx != nil {
+	for _, tx := range h.txs {
 		h.endTx(tx, err)
 	}
 	h.streams = nil
@@ -489,6 +678,12 @@ func (h *h2conn) endTx(tx *h2tx, err error) {
 	if !tx.woken {
 		tx.woken = true
 		tx.last = time.Now()
+		if h.shared > 0 {
+			select {
+			case tx.wake <- struct{}{}:
+			default: // a token waits: it wakes the runner all the same
+			}
+		}
 	}
 }
 
@@ -505,7 +700,7 @@ func (h *h2conn) endStream(s *h2stream, err error) {
 			break
 		}
 	}
-	tx := h.tx
+	tx := s.tx
 	more := false
 	if err == nil {
 		h.answered++
@@ -515,12 +710,23 @@ func (h *h2conn) endStream(s *h2stream, err error) {
 		if err != nil || tx.left == 0 {
 			h.endTx(tx, err)
 		}
-		more = len(tx.queue) > 0 && err == nil
+		more = h.queued()
 	}
 	h.mu.Unlock()
 	if more {
 		h.open()
 	}
+}
+
+// queued says whether a transaction's request waits for a stream (h.mu
+// held).
+func (h *h2conn) queued() bool {
+	for _, tx := range h.txs {
+		if len(tx.queue) > 0 && !tx.woken {
+			return true
+		}
+	}
+	return false
 }
 
 // unprocessed takes stream s, which the server says it did not process,
@@ -533,7 +739,7 @@ func (h *h2conn) unprocessed(s *h2stream, what, why string) {
 			break
 		}
 	}
-	tx := h.tx
+	tx := s.tx
 	if tx == nil {
 		return
 	}
@@ -601,19 +807,30 @@ func (h *h2conn) opened(id uint32) bool {
 // ids left for a transaction of MaxObjects objects), once what the server
 // sent while it was idle was read.
 func (h *h2conn) alive() bool {
-	h.drain()
+	h.mu.Lock()
+	shared := h.shared > 0
+	h.mu.Unlock()
+	if !shared { // a shared connection's readLoop reads all the time
+		h.drain()
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.err == nil && h.goaway == "" && h.sendErr == nil && h.nextID < 1<<31-2*(MaxObjects+1)
+	return h.err == nil && h.goaway == "" && h.sendErr == nil && !h.retired &&
+		h.nextID < 1<<31-2*(MaxObjects+1)*uint32(max(h.shared, 1))
 }
 
 // newTx begins a transaction on h. On a kept connection (one that
 // carried a transaction before), until a byte of its replies comes, the
 // server's close without a GOAWAY is a close of the idle connection
 // under it: its requests were not processed (cutOff).
+//
+// Not on a shared connection: other transactions' replies come on it, and
+// its reader alone keeps quiet.
 func (h *h2conn) newTx() {
 	h.mu.Lock()
-	h.quiet = h.nextID > 1
+	if h.shared == 0 {
+		h.quiet = h.nextID > 1
+	}
 	h.mu.Unlock()
 }
 

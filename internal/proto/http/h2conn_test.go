@@ -195,8 +195,8 @@ func runAsync(h *h2conn, ss ...*h2stream) chan error {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		defer h.watch(ctx)()
-		_, err := h.run(ctx, ss)
+		defer h.watch(ctx, &h.reuse)()
+		_, err := h.run(ctx, ss, &h.reuse)
 		ch <- err
 	}()
 	return ch

@@ -52,6 +52,7 @@ const (
 	errFlowControl   = 0x3
 	errFrameSize     = 0x6
 	errRefusedStream = 0x7
+	errCancel        = 0x8
 	errCompression   = 0x9
 )
 
@@ -108,6 +109,12 @@ func appendClientPreface(b []byte) []byte {
 		b = binary.BigEndian.AppendUint32(b, s[1])
 	}
 	return appendWindowUpdate(b, 0, h2ConnWindow-65535)
+}
+
+// appendRSTStream appends an RST_STREAM of stream with code.
+func appendRSTStream(b []byte, stream uint32, code uint32) []byte {
+	b = appendFrameHeader(b, 4, frameRSTStream, 0, stream)
+	return binary.BigEndian.AppendUint32(b, code)
 }
 
 func appendWindowUpdate(b []byte, stream uint32, incr uint32) []byte {

@@ -122,7 +122,7 @@ func (h *h2conn) reset(s *h2stream, code uint32) {
 	}
 	h.mu.Lock()
 	h.unprocessed(s, "REFUSED_STREAM", why)
-	more := h.tx != nil && len(h.tx.queue) > 0
+	more := h.queued()
 	h.mu.Unlock()
 	if more {
 		h.open()
@@ -209,7 +209,7 @@ func (h *h2conn) gotHeaders(s *h2stream, f h2fields, end bool) error {
 		return nil
 	}
 	if s.keep && s.html {
-		s.body = h.pageBody(f.length)
+		s.body = s.tx.r.pageBody(f.length)
 	}
 	if end {
 		h.finish(s)
@@ -400,7 +400,10 @@ func (h *h2conn) goAway(id uint32, p []byte) error {
 	for _, s := range gone {
 		h.unprocessed(s, what, fmt.Sprintf("HTTP/2: the server sent %s before it processed stream %d of %s", h.goneAs, s.id, s.uri))
 	}
-	if tx := h.tx; tx != nil && len(tx.queue) > 0 {
+	for _, tx := range h.txs {
+		if len(tx.queue) == 0 {
+			continue
+		}
 		why := h.refuses(tx.queue).Error()
 		for _, s := range tx.queue {
 			h.unprocessed(s, what, why)

@@ -124,6 +124,7 @@ func (k *keptConns) closeAll() {
 // probe after its last run).
 func (c *Client) Close() error {
 	c.kept.closeAll()
+	c.shared.closeAll()
 	return nil
 }
 
@@ -145,8 +146,8 @@ func (c *Client) onKept(ctx context.Context, tr *load.Trace, user int, negotiate
 	case *h2conn:
 		negotiated = cmp.Or(negotiated, "h2")
 		var h *h2conn
-		f, h, err = c.h2fetch(ctx, tr, k) // a write blocked, or a read, ends with ctx (watch)
-		kc = h                            // the new connection, after the server's GOAWAY
+		f, h, err = c.h2fetch(ctx, tr, k, &k.reuse) // a write blocked, or a read, ends with ctx (watch)
+		kc = h                                      // the new connection, after the server's GOAWAY
 	case *h3Kept:
 		negotiated = cmp.Or(negotiated, "h3")
 		f, err = c.streams(ctx, tr, k, "GET")

@@ -114,6 +114,9 @@ type Options struct {
 	// Keepalive keeps each user's HTTP/2 or HTTP/3 connection for its
 	// next transactions (kept.go).
 	Keepalive bool `json:"keepalive,omitempty" opt:"keepalive" usage:"with --http-version 2 or 3: each user keeps its connection for its next transactions (no lookup, no handshake after its first), as wrk, h2load and oha measure"`
+	// Streams is how many transactions run at once on each user's kept
+	// HTTP/2 connection (shared.go; 0 or 1: one at a time).
+	Streams int `json:"streams,omitempty" opt:"streams" usage:"with --http-version 2 and --keepalive: transactions at once on each connection, as h2load's -m (each a page, or with --no-objects one request, on a stream of its own); --conns stays the number of connections; default 1: one at a time, as a browser tab"`
 	// UserAgent is sent with every request (default: v6lab).
 	UserAgent string `json:"user_agent,omitempty" opt:"user_agent" usage:"the User-Agent of every request (default v6lab); a survey sends v6lab's with the operator's contact"`
 	// The probe command's own settings.
@@ -408,7 +411,7 @@ func (o *Options) Probe(ep proto.Endpoint, p path.Path) (load.Probe, error) {
 	}
 	c := &Client{URL: u, Path: p, Resolver: ep.Resolver(), Source: ep.Source, Objects: objects, MaxBody: mb, AttemptDelay: time.Duration(o.Delay), GoDialer: o.Dialer == "go", LookupName: lookupName(o, u),
 		UserAgent: proto.Or(o.UserAgent, "v6lab"), Engine: cellEngine(o, u), Expect: expect,
-		Version: o.HTTPVersion, Phases: o.HTTPVersion != "" || o.Dialer == DialerV3, ZeroRTT: o.ZeroRTT, Keep: o.Keepalive,
+		Version: o.HTTPVersion, Phases: o.HTTPVersion != "" || o.Dialer == DialerV3, ZeroRTT: o.ZeroRTT, Keep: o.Keepalive, Shared: o.Streams,
 		Sum: o.File != "", // a bulk transfer records its body's CRC-32C
 		TLS: &tls.Config{InsecureSkipVerify: o.Insecure, CurvePreferences: groups}, V3: o.v3(), WhatIf: o.WhatIf}
 	if pin := proto.Or(o.TLSPin, ep.CertSHA256); pin != "" && !o.Insecure {

@@ -104,7 +104,7 @@ func (c *Client) v3TCP(ctx context.Context, tr *load.Trace, won *v3conn, race st
 	var h *h2conn // the connection the page ended on: a new one after the server's GOAWAY
 	if neg == "h2" {
 		h0 := newH2Conn(won.tls, won.raw)
-		f, h, err = c.h2fetch(ctx, tr, h0)
+		f, h, err = c.h2fetch(ctx, tr, h0, &h0.reuse)
 		if h != h0 {
 			recordToo(tr, stampsOf(h.conn))
 		}

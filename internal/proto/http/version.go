@@ -98,6 +98,9 @@ func (o *Options) checkVersion(where result.Where, u *url.URL, given proto.Given
 	if o.Keepalive && v != Version2 && v != Version3 {
 		return proto.Errorf("keepalive", "keeps each user's HTTP/2 or HTTP/3 connection: give http_version: 2 or 3 (--http-version; HTTP/1.1 transactions open a connection each)")
 	}
+	if err := o.checkStreams(v); err != nil {
+		return err
+	}
 	if o.ZeroRTT {
 		switch {
 		case v != Version3:
@@ -160,3 +163,26 @@ func (c *Client) phases(s result.Sample) result.Sample {
 	}
 	return s
 }
+
+// checkStreams checks option streams: HTTP/2 on kept connections, v6lab's
+// own dialer.
+func (o *Options) checkStreams(v string) error {
+	switch n := o.Streams; {
+	case n == 0 || n == 1:
+		return nil
+	case n < 0 || n > MaxStreams:
+		return proto.Errorf("streams", "%d: want 1 to %d transactions at once on a connection", n, MaxStreams)
+	case v != Version2:
+		return proto.Errorf("streams", "%d runs transactions at once as streams of one HTTP/2 connection: give http_version: 2 (--http-version 2)", n)
+	case !o.Keepalive:
+		return proto.Errorf("streams", "%d shares each user's connection among its transactions: give keepalive too (--keepalive)", n)
+	case o.Dialer == DialerV3:
+		return proto.Errorf("streams", "%d: dialer v3 may speak HTTP/3, whose connections are not shared: leave streams out, or the dialer", n)
+	}
+	return nil
+}
+
+// MaxStreams bounds option streams: the streams at once RFC 9113 §6.5.2
+// asks a server to allow at least (nginx allows 128, Go 250); a
+// transaction's streams beyond the server's limit wait their turn (open).
+const MaxStreams = 100

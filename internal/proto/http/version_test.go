@@ -240,6 +240,12 @@ func TestVersionOptions(t *testing.T) {
 		{"0-RTT without resume", opts("3", func(o *Options) { o.ZeroRTT = true }), result.Lab, "zero_rtt: needs a session to resume"},
 		{"keepalive without 2 or 3", opts("", func(o *Options) { o.Keepalive = true }), result.Lab, "keepalive: keeps each user's HTTP/2 or HTTP/3 connection"},
 		{"evloop", opts("3", func(o *Options) { o.Engine = "evloop" }), result.Lab, "engine: http: the evloop engine speaks HTTP/1.1"},
+		{"streams of 3", opts("3", func(o *Options) { o.Streams, o.Keepalive = 4, true }), result.Lab, "streams: 4 runs transactions at once as streams of one HTTP/2 connection: give http_version: 2"},
+		{"streams of 1.1", opts("", func(o *Options) { o.Streams = 4 }), result.Lab, "streams: 4 runs transactions at once as streams of one HTTP/2 connection: give http_version: 2"},
+		{"streams not kept", opts("2", func(o *Options) { o.Streams = 4 }), result.Lab, "streams: 4 shares each user's connection among its transactions: give keepalive too"},
+		{"streams negative", opts("2", func(o *Options) { o.Streams, o.Keepalive = -1, true }), result.Lab, "streams: -1: want 1 to 100 transactions at once"},
+		{"streams too many", opts("2", func(o *Options) { o.Streams, o.Keepalive = 101, true }), result.Lab, "streams: 101: want 1 to 100"},
+		{"streams v3", opts("2", func(o *Options) { o.Streams, o.Keepalive, o.Dialer = 4, true, DialerV3 }), result.Lab, "streams: 4: dialer v3 may speak HTTP/3"},
 	}
 	h3clear := opts("3", nil) // trial6 F10: accepted, and run over TLS regardless
 	if err := h3clear.Check(result.Lab, func(o string) bool { return o == "tls" }); err == nil || !strings.Contains(err.Error(), "tls: false: HTTP/3 runs over QUIC, which is always TLS") {
@@ -265,6 +271,10 @@ func TestVersionOptions(t *testing.T) {
 	h2 := opts("2", nil)
 	if err := h2.Check(result.Lab, none); err != nil || !h2.TLS || h2.ServerFor() != ServerKeyTLS {
 		t.Errorf("h2 in the lab is over TLS: %v, %+v", err, h2)
+	}
+	shared := opts("2", func(o *Options) { o.Streams, o.Keepalive = 4, true })
+	if err := shared.Check(result.Lab, none); err != nil {
+		t.Errorf("streams 4 of kept h2: %v", err)
 	}
 	h2c := opts("2", nil)
 	if err := h2c.Check(result.Lab, func(o string) bool { return o == "tls" }); err != nil || h2c.TLS {
