@@ -1373,6 +1373,9 @@ func (l *loop) resend(c *conn, now time.Time) {
 	var err error
 	phase, n := "resolve", 1
 	switch {
+	case c.race != nil && c.race.answered[0] && c.race.answered[1]:
+		c.resendAt = time.Time{} // nothing left to ask: the attempts go on
+		return
 	case (c.race != nil || c.lookup) && !c.sends.Again():
 		l.exhausted(c, now)
 		return
@@ -1421,7 +1424,7 @@ func (l *loop) exhausted(c *conn, now time.Time) {
 			c.x.Race.Racer.Answer(v6, nil, err, now)
 		}
 	}
-	c.race.due = now
+	c.race.due = now // the step it calls for is the loop's turn from here
 	l.step(c, now)
 }
 

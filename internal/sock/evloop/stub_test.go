@@ -78,3 +78,28 @@ func TestRaceFollowsItsStub(t *testing.T) {
 		t.Errorf("at the deadline, before the first resend (1 s): %s: %v", r.Phase, r.Err)
 	}
 }
+
+// TestRaceGoesOnWhenOneFamilysAttemptsAreSpent: an AAAA query never
+// answered, its Stub's attempts spent, leaves IPv6 without an address:
+// IPv4 (answered at once) starts then, not at the end of a Resolution
+// Delay (1 s) that waits for the AAAA answer.
+func TestRaceGoesOnWhenOneFamilysAttemptsAreSpent(t *testing.T) {
+	e := engine(t)
+	dns, queries := udpServer(t, "udp4", "127.0.0.1:0", 0, func(q string, reply func(string)) {
+		if q == "A" {
+			reply("4:127.0.0.1")
+		}
+	})
+	racer := eyeballs.Dialer{ResolutionDelay: time.Second}.Race("h", time.Now())
+	reply := &untilEOF{}
+	x := &Exchange{Remote: netip.AddrPortFrom(netip.Addr{}, dualServer(t, "serve")), Request: []byte("GET\n"), Reply: reply,
+		Race: &Race{Server: dns, AAAA: []byte("AAAA"), A: []byte("A"), Answer: raceAnswer, Stub: resend.Stub{Timeout: 30 * time.Millisecond, Attempts: 2}, Racer: racer}}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	r := e.Do(ctx, x)
+	hr := racer.Result()
+	if r.Err != nil || reply.got.String() != "v4" || len(hr.Attempts) != 1 || r.Resent != 1 || queries() != 3 {
+		t.Fatalf("%s: %v; reply %q, %d resent, %d queries, race %+v", r.Phase, r.Err, reply.got.String(), r.Resent, queries(), hr)
+	}
+	near(t, "the IPv4 attempt", hr.Attempts[0].Start, 60*time.Millisecond, time.Second)
+}
