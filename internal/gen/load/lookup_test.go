@@ -2,15 +2,12 @@ package load
 
 import (
 	"context"
-	"net"
 	"net/netip"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/miekg/dns"
-
 	"v6lab/internal/sock/path"
+	"v6lab/internal/testutil/dnstest"
 )
 
 // TestLookupWithoutQueryHasNoTime: a name given its address (--resolve)
@@ -41,23 +38,8 @@ func TestLookupWithoutQueryHasNoTime(t *testing.T) {
 // dns_queries 2 (the query sent again, as the resolver's Stub says); a
 // lookup that sent none records nothing.
 func TestLookupSaysItsQueries(t *testing.T) {
-	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n atomic.Int64
-	s := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, q *dns.Msg) {
-		if n.Add(1) == 1 {
-			return // the first query is lost
-		}
-		m := new(dns.Msg)
-		m.SetReply(q)
-		m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: q.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 1}, A: net.IPv4(192, 0, 2, 1)})
-		w.WriteMsg(m)
-	})}
-	go s.ActivateAndServe()
-	t.Cleanup(func() { s.Shutdown() })
-	res := &path.Resolver{Servers: []netip.AddrPort{netip.MustParseAddrPort(pc.LocalAddr().String())}, Stub: path.Stub{Timeout: 50 * time.Millisecond, Attempts: 2}}
+	server, n := dnstest.Lossy(t, 1, netip.MustParseAddr("192.0.2.1")) // the first query is lost
+	res := &path.Resolver{Servers: []netip.AddrPort{server}, Stub: path.Stub{Timeout: 50 * time.Millisecond, Attempts: 2}}
 	tr := Begin("http", path.IPv4)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()

@@ -2,56 +2,30 @@ package converse
 
 import (
 	"context"
-	"net"
 	"net/netip"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/miekg/dns"
-
 	"v6lab/internal/gen/load"
 	"v6lab/internal/sock/evloop"
 	"v6lab/internal/sock/path"
+	"v6lab/internal/testutil/dnstest"
 )
 
 // lossyServer answers www.test's A with 127.0.0.1 over UDP after
 // dropping the first drop queries (every one when drop is negative); it
 // counts the queries.
 func lossyServer(t *testing.T, drop int64) (netip.AddrPort, *atomic.Int64) {
-	t.Helper()
-	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n atomic.Int64
-	u := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, q *dns.Msg) {
-		if k := n.Add(1); drop < 0 || k <= drop {
-			return
-		}
-		m := new(dns.Msg)
-		m.SetReply(q)
-		m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: q.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 60}, A: net.IPv4(127, 0, 0, 1)})
-		w.WriteMsg(m)
-	})}
-	go u.ActivateAndServe()
-	t.Cleanup(func() { u.Shutdown() })
-	return loopback(uint16(pc.LocalAddr().(*net.UDPAddr).Port)), &n
+	return dnstest.Lossy(t, drop, netip.MustParseAddr("127.0.0.1"))
 }
 
 // run is exchange with a resolver of server and stub.
 func run(t *testing.T, server netip.AddrPort, stub path.Stub, host string, port uint16, timeout time.Duration) (*load.Trace, evloop.Result) {
 	t.Helper()
-	eng, err := evloop.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	tr := load.Begin("test", path.IPv4)
-	x := &evloop.Exchange{Remote: netip.AddrPortFrom(netip.Addr{}, port), Reply: &untilEOF{}}
-	return tr, Exchange(ctx, eng, tr, &path.Resolver{Servers: []netip.AddrPort{server}, Stub: stub}, host, path.IPv4, x)
+	tr, _, r := exchangeWith(t, &path.Resolver{Servers: []netip.AddrPort{server}, Stub: stub}, host, port, timeout)
+	return tr, r
 }
 
 // TestTheLoopsLookupSaysItsQueries: a lookup on the loop follows its
