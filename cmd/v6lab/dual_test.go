@@ -55,8 +55,7 @@ func TestDualPathOnLoopback(t *testing.T) {
 // resets its clients lose leave the server retransmitting over IPv6 for a
 // while, and every later run's wire check must leave those packets out.
 func TestHappyEyeballsUnderABlackholedIPv6(t *testing.T) {
-	requireLab(t)
-	_, f, s, out, err := labRun(t, buildBinary(t), `name: he
+	_, f, s, out, err := labRun(t, `name: he
 paths: [ipv4, dual]
 runs: 2
 warmup: 0
@@ -214,8 +213,7 @@ cells:
 // run is proven on the wire; on the loop the dual path's race counts its
 // turn and records IPv6 winning at the first attempt.
 func TestEveryPathOfADualGroupConnectsOneWay(t *testing.T) {
-	requireLab(t)
-	dir, f, s, out, err := labRun(t, buildBinary(t), `name: oneway
+	dir, f, s, out, err := labRun(t, `name: oneway
 paths: [ipv4, ipv6, 6in4, nat64, dual]
 runs: 2
 warmup: 0

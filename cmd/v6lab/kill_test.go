@@ -64,11 +64,8 @@ func waitRuns(t *testing.T, root string, n int) (string, string) {
 // an orphan, a plain lab down names, and lab down --name removes whole;
 // every finished run is on disk and --resume completes the experiment.
 func TestAKilledRunLeavesNothingItCannotFindAndLosesNothing(t *testing.T) {
-	requireLab(t)
-	bin := buildBinary(t)
+	bin, exp := labFile(t, "k.yaml", "name: killed\nwhere: lab\nruns: 12\nwarmup: 1\npause: 100ms\ncells:\n  - {protocol: http, conns: [1]}\n  - {protocol: ftp, conns: [1]}\n")
 	root := t.TempDir()
-	exp := filepath.Join(t.TempDir(), "k.yaml")
-	os.WriteFile(exp, []byte("name: killed\nwhere: lab\nruns: 12\nwarmup: 1\npause: 100ms\ncells:\n  - {protocol: http, conns: [1]}\n  - {protocol: ftp, conns: [1]}\n"), 0o644)
 	run := exec.Command(bin, "run", exp, "-q", "--results", root)
 	if err := run.Start(); err != nil {
 		t.Fatal(err)
@@ -171,11 +168,8 @@ func TestInterruptSaysInterruptedOnly(t *testing.T) {
 // of what happened (the signal), the reports of what it kept and the
 // partial line with its resume command; the lab is removed.
 func TestAKilledMeasuringProcessIsSaid(t *testing.T) {
-	requireLab(t)
-	bin := buildBinary(t)
+	bin, exp := labFile(t, "kc.yaml", "name: killchild\nwhere: lab\nruns: 60\nwarmup: 1\npause: 100ms\ncells:\n  - {protocol: http, conns: [1], paths: [ipv4, ipv6]}\n")
 	root := t.TempDir()
-	exp := filepath.Join(t.TempDir(), "kc.yaml")
-	os.WriteFile(exp, []byte("name: killchild\nwhere: lab\nruns: 60\nwarmup: 1\npause: 100ms\ncells:\n  - {protocol: http, conns: [1], paths: [ipv4, ipv6]}\n"), 0o644)
 	run := exec.Command(bin, "run", exp, "--results", root)
 	var out strings.Builder
 	run.Stdout, run.Stderr = &out, &out

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"v6lab/internal/result"
 	"v6lab/internal/testutil"
 
 	"github.com/gopacket/gopacket/pcapgo"
@@ -38,6 +39,64 @@ func buildBinary(t *testing.T) string {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin
+}
+
+// labFile is a whole-run lab test's preamble: it needs root, builds the
+// binary and writes yaml as the experiment file name in a directory of
+// its own (where a topology it names may be written beside it).
+func labFile(t *testing.T, name, yaml string) (bin, file string) {
+	t.Helper()
+	requireLab(t)
+	bin = buildBinary(t)
+	file = filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return bin, file
+}
+
+// runLoaded runs bin with args, -q and --results in a directory of its
+// own, and loads the one result it wrote: its directory, its samples file
+// and summary, the command's output and error. A run that wrote no
+// result, or one that does not load, ends the test, saying both.
+func runLoaded(t *testing.T, bin string, args ...string) (dir string, f *result.File, s *report.Summary, out string, runErr error) {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), "r")
+	b, runErr := exec.Command(bin, append(args, "-q", "--results", root)...).CombinedOutput()
+	if _, err := os.Stat(root); err != nil {
+		t.Fatalf("no results (run: %v)\n%s", runErr, b)
+	}
+	dir = onlyDir(t, root)
+	f, s, err := report.Load(dir)
+	if err != nil {
+		t.Fatalf("%v (run: %v)\n%s", err, runErr, b)
+	}
+	return dir, f, s, string(b), runErr
+}
+
+// runCells is runLoaded of a run (its directory, samples file and
+// summary) that must succeed, with cells cells
+// (-1: any number); every sample of a dns-nodata cell has the IPv4-only
+// name's AAAA as an empty answer, and of an https-pq cell the
+// post-quantum key exchange agreed, over every path.
+func runCells(t *testing.T, cells int, bin string, args ...string) (string, *result.File, *report.Summary) {
+	t.Helper()
+	dir, f, s, out, err := runLoaded(t, bin, args...)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	if cells >= 0 && len(s.Cells) != cells {
+		t.Fatalf("%d cells, want %d", len(s.Cells), cells)
+	}
+	for _, smp := range f.Samples {
+		if strings.HasPrefix(smp.Cell, "dns-nodata/") && smp.Marker != "NOERROR, 0 AAAA" {
+			t.Errorf("%s: marker %q", smp.Cell, smp.Marker)
+		}
+		if strings.HasPrefix(smp.Cell, "https-pq/") && !strings.Contains(smp.Marker, " X25519MLKEM768 ") {
+			t.Errorf("%s: marker %q", smp.Cell, smp.Marker)
+		}
+	}
+	return dir, f, s
 }
 
 func TestLabUpStatusDown(t *testing.T) {
@@ -304,11 +363,7 @@ func TestRunWithoutRootUsesAPrivateLab(t *testing.T) {
 // embedded https server and timed NXDOMAIN answers over ipv4, ipv6 and
 // 6in4 on a shaped lab: every run proven on the wire, data included.
 func TestTransportTrialsAndFTPInTheLab(t *testing.T) {
-	requireLab(t)
-	bin := buildBinary(t)
-	dir := t.TempDir()
-	exp := filepath.Join(dir, "tr.yaml")
-	os.WriteFile(exp, []byte(`name: trlab
+	bin, exp := labFile(t, "tr.yaml", `name: trlab
 where: lab
 runs: 2
 warmup: 0
@@ -326,32 +381,8 @@ cells:
   - {protocol: http, label: https-pq, tls: true, tls_groups: pq, conns: [1]}
   - {protocol: dns, label: dns-nxdomain, query: nosuch.v6lab.test, expect: nxdomain, conns: [2]}
   - {protocol: dns, label: dns-nodata, query: v4only.v6lab.test, type: AAAA, expect: nodata, conns: [2]}
-`), 0o644)
-	out, err := exec.Command(bin, "run", exp, "--rate", "100M", "-q", "--results", dir).CombinedOutput()
-	if err != nil {
-		t.Fatalf("run: %v\n%s", err, out)
-	}
-	res, _ := filepath.Glob(filepath.Join(dir, "trlab-*"))
-	if len(res) != 1 {
-		t.Fatalf("results %v\n%s", res, out)
-	}
-	f, s, err := report.Load(res[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(s.Cells) != 36 {
-		t.Fatalf("%d cells", len(s.Cells))
-	}
-	// The IPv4-only name's AAAA is an empty answer, over each family.
-	for _, smp := range f.Samples {
-		if strings.HasPrefix(smp.Cell, "dns-nodata/") && smp.Marker != "NOERROR, 0 AAAA" {
-			t.Errorf("%s: marker %q", smp.Cell, smp.Marker)
-		}
-		// The post-quantum key exchange, agreed over every path.
-		if strings.HasPrefix(smp.Cell, "https-pq/") && !strings.Contains(smp.Marker, " X25519MLKEM768 ") {
-			t.Errorf("%s: marker %q", smp.Cell, smp.Marker)
-		}
-	}
+`)
+	_, f, s := runCells(t, 36, bin, "run", exp, "--rate", "100M")
 	for _, c := range s.Cells {
 		if strings.HasPrefix(c.Protocol, "dns-") {
 			if c.Completed != 2*c.Conns || c.Failed != 0 {
@@ -413,10 +444,7 @@ func TestRunAgainstRealServersInTheLab(t *testing.T) {
 			}
 		}
 	}
-	bin := buildBinary(t)
-	root := t.TempDir()
-	exp := filepath.Join(root, "real.yaml")
-	os.WriteFile(exp, []byte(`name: real
+	bin, exp := labFile(t, "real.yaml", `name: real
 servers: real
 runs: 2
 pause: 0s
@@ -428,19 +456,8 @@ cells:
   - {protocol: ftp, file: 128K, conns: [2]}
   - {protocol: imap, conns: [3]}
   - {protocol: smtp, conns: [3]}
-`), 0o644)
-	out, err := exec.Command(bin, "run", exp, "-q", "--results", root).CombinedOutput()
-	if err != nil {
-		t.Fatalf("run: %v\n%s", err, out)
-	}
-	res, _ := filepath.Glob(filepath.Join(root, "real-*"))
-	if len(res) != 1 {
-		t.Fatalf("results %v", res)
-	}
-	f, s, err := report.Load(res[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
+	_, f, s := runCells(t, 24, bin, "run", exp)
 	srv := f.Header.Servers
 	if !strings.Contains(srv["http (real)"], "nginx/") || !strings.Contains(srv["dns (real)"], "unbound") ||
 		!strings.Contains(srv["ftp (real)"], "ProFTPD") || !strings.Contains(srv["imap (real)"], "Dovecot") ||
@@ -454,19 +471,8 @@ cells:
 			t.Errorf("the header names the embedded %s server (%s), which no cell used", k, v)
 		}
 	}
-	if len(s.Cells) != 24 {
-		t.Fatalf("%d cells", len(s.Cells))
-	}
-	// Unbound knows the IPv4-only name too: its AAAA is an empty answer.
-	for _, smp := range f.Samples {
-		if strings.HasPrefix(smp.Cell, "dns-nodata/") && smp.Marker != "NOERROR, 0 AAAA" {
-			t.Errorf("%s: marker %q", smp.Cell, smp.Marker)
-		}
-		// The post-quantum key exchange, agreed over every path.
-		if strings.HasPrefix(smp.Cell, "https-pq/") && !strings.Contains(smp.Marker, " X25519MLKEM768 ") {
-			t.Errorf("%s: marker %q", smp.Cell, smp.Marker)
-		}
-	}
+	// (runCells: Unbound knows the IPv4-only name too, its AAAA is an
+	// empty answer.)
 	for _, c := range s.Cells {
 		if c.Completed != c.Conns || c.Failed != 0 {
 			t.Errorf("%s/%d: %d completed (%s)", c.Path, c.Conns, c.Completed, c.FirstError)
@@ -491,10 +497,7 @@ func TestCongestionInTheLab(t *testing.T) {
 			t.Skip("nginx is not installed (scripts/install-deps installs it)")
 		}
 	}
-	bin := buildBinary(t)
-	root := t.TempDir()
-	exp := filepath.Join(root, "cong.yaml")
-	os.WriteFile(exp, []byte(`name: cong
+	bin, exp := labFile(t, "cong.yaml", `name: cong
 where: lab
 topology: towson.yaml
 paths: [ipv4, ipv6]
@@ -505,20 +508,9 @@ cells:
   - {protocol: http, label: none, file: 320K, conns: [1], server_capture: true, paths: [ipv4, ipv6, 6in4]}
   - {protocol: http, label: c4b, file: 320K, conns: [1], background: C4B, server_capture: true}
   - {protocol: http, label: nginx-c4b, server: real, file: 320K, conns: [1], background: C4B, server_capture: true}
-`), 0o644)
-	os.WriteFile(filepath.Join(root, "towson.yaml"), []byte("generators: true\nlinks:\n  r1-r2:\n    rate: 100M\n"), 0o644)
-	out, err := exec.Command(bin, "run", exp, "-q", "--bare-server", "--results", root).CombinedOutput()
-	if err != nil {
-		t.Fatalf("run: %v\n%s", err, out)
-	}
-	res, _ := filepath.Glob(filepath.Join(root, "cong-*"))
-	if len(res) != 1 {
-		t.Fatalf("results %v", res)
-	}
-	f, s, err := report.Load(res[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
+	os.WriteFile(filepath.Join(filepath.Dir(exp), "towson.yaml"), []byte("generators: true\nlinks:\n  r1-r2:\n    rate: 100M\n"), 0o644)
+	dir, f, s := runCells(t, -1, bin, "run", exp, "--bare-server")
 	if f.Header.Lab["server_tcp"] == "" || f.Header.Lab["generators"] == "" || !strings.Contains(f.Header.Servers["http (real)"], "nginx/") {
 		t.Errorf("header lab %v, servers %v", f.Header.Lab, f.Header.Servers)
 	}
@@ -574,8 +566,8 @@ cells:
 			t.Errorf("%s: server-side delay %.1f ms under C4B, %.1f ms without: the background did not congest", p, mean["c4b/"+p], mean["none/"+p])
 		}
 	}
-	txt, _ := os.ReadFile(filepath.Join(res[0], report.TextFile))
-	page, _ := os.ReadFile(filepath.Join(res[0], report.HTMLFile))
+	txt, _ := os.ReadFile(filepath.Join(dir, report.TextFile))
+	page, _ := os.ReadFile(filepath.Join(dir, report.HTMLFile))
 	if !strings.Contains(string(txt), "Under background traffic") || !strings.Contains(string(page), `data-plot="congestion-delay"`) {
 		t.Errorf("reports lack the congestion table or plot")
 	}

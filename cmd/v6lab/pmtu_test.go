@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"v6lab/internal/report"
 	"v6lab/internal/result"
 )
 
@@ -22,17 +21,12 @@ import (
 // HTTP/3 through the same black hole completes: QUIC finds the path's MTU
 // itself, from packets that fit any IPv6 path.
 func TestPathMTUBlackHolesAndFragments(t *testing.T) {
-	requireLab(t)
-	bin := buildBinary(t)
-	dir := t.TempDir()
 	clamp := "  - {protocol: http, label: bulk-ptb-clamp, file: 1M, conns: [1], ptb_blackhole: ipv6, mss_clamp: true}\n"
 	if _, err := exec.LookPath("nft"); err != nil {
 		clamp = "" // the clamp needs nftables (scripts/install-deps --lab)
 		t.Logf("no nft: the MSS clamp is not tried")
 	}
-	os.WriteFile(filepath.Join(dir, "topo.yaml"), []byte("links:\n  r1-r2: {mtu: 1400}\n"), 0o644)
-	exp := filepath.Join(dir, "pmtu.yaml")
-	os.WriteFile(exp, []byte(`name: pmtu-test
+	bin, exp := labFile(t, "pmtu.yaml", `name: pmtu-test
 where: lab
 topology: topo.yaml
 paths: [ipv4, ipv6, 6in4]
@@ -48,15 +42,11 @@ cells:
   - {protocol: dns, label: dns-frag, query: large.v6lab.test, type: TXT, edns: 4096, resend: 1s, conns: [1], paths: [ipv4, ipv6], timeout: 2500ms, fragments: drop}
   - {protocol: dns, label: dns-frag-1232, query: large.v6lab.test, type: TXT, edns: 1232, resend: 1s, conns: [1], paths: [ipv4, ipv6], timeout: 2500ms, fragments: drop}
   - {protocol: dns, label: dns-frag-tcp, query: large.v6lab.test, type: TXT, transport: tcp, conns: [1], paths: [ipv4, ipv6], timeout: 2500ms, fragments: drop}
-`), 0o644)
-	root := t.TempDir()
-	if out, err := exec.Command(bin, "run", exp, "--quiet", "--results", root).CombinedOutput(); err != nil {
-		t.Fatalf("run: %v\n%s", err, out)
-	}
-	rdir := onlyDir(t, root)
-	f, _, err := report.Load(rdir)
+`)
+	os.WriteFile(filepath.Join(filepath.Dir(exp), "topo.yaml"), []byte("links:\n  r1-r2: {mtu: 1400}\n"), 0o644)
+	rdir, f, _, out, err := runLoaded(t, bin, "run", exp)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("run: %v\n%s", err, out)
 	}
 	if f.Header.Lab["r1_r2_mtu"] != "1400" || !strings.Contains(f.Header.Lab["pmtu"], "no path MTU learnt") {
 		t.Errorf("header: %v", f.Header.Lab)

@@ -41,8 +41,8 @@ func newBar(w io.Writer, total, done int, written measure.Written) *bar {
 	return &bar{p: p, b: b, cell: cell}
 }
 
-func (b *bar) Step(done, total int, r result.Run) {
-	*b.cell = fmt.Sprintf("%-18s %d/%d ok", r.Cell, r.Completed, r.Completed+r.Failed)
+func (b *bar) Step(done, total int, title string, r result.Run) {
+	*b.cell = fmt.Sprintf("%-28s %d/%d ok", title, r.Completed, r.Completed+r.Failed)
 	b.b.SetCurrent(int64(done))
 }
 

@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -88,12 +85,8 @@ func TestProbeHTTP3AgainstCaddy(t *testing.T) {
 // with a certificate v6lab pins; every run is proven on the wire (h3's as
 // UDP alone, on Caddy's port), the header names both daemons.
 func TestRunHTTPVersionsAgainstRealServersInTheLab(t *testing.T) {
-	requireLab(t)
 	requireCaddy(t)
-	bin := buildBinary(t)
-	root := t.TempDir()
-	file := filepath.Join(t.TempDir(), "realversions.yaml")
-	os.WriteFile(file, []byte(`name: realversions
+	bin, file := labFile(t, "realversions.yaml", `name: realversions
 servers: real
 paths: [ipv4, ipv6, 6in4, nat64]
 runs: 3
@@ -104,11 +97,10 @@ cells:
     tls: true
     http_version: [1.1, 2, 3]
     conns: [1, 10]
-`), 0o644)
-	out, runErr := exec.Command(bin, "run", file, "--tunnel-mtu", "1280", "--strict", "-q", "--results", root).CombinedOutput()
-	f, s, err := report.Load(onlyDir(t, root))
-	if err != nil || runErr != nil {
-		t.Fatalf("run: %v\n%s\n%v", runErr, out, err)
+`)
+	_, f, s, out, runErr := runLoaded(t, bin, "run", file, "--tunnel-mtu", "1280", "--strict")
+	if runErr != nil {
+		t.Fatalf("run: %v\n%s", runErr, out)
 	}
 	srv := f.Header.Servers
 	if !strings.Contains(srv["http (real)"], "nginx/") || !strings.Contains(srv["http (real)"], "HTTP/2 by ALPN") ||
@@ -158,7 +150,7 @@ cells:
 func TestV3CellAgainstRealServers(t *testing.T) {
 	requireLab(t)
 	requireCaddy(t)
-	_, f, s, out, err := labRun(t, buildBinary(t), `name: v3r
+	_, f, s, out, err := labRun(t, `name: v3r
 where: lab
 paths: [ipv4, dual]
 runs: 2

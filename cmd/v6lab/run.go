@@ -152,7 +152,7 @@ func (o *runOpts) run(cmd *cobra.Command, args []string) error {
 		return &exitError{code: 2, err: err}
 	}
 	if o.dryRun {
-		experiment.WritePlan(out, exp, where, note, run.Bottleneck(where, s.Lab))
+		run.WritePlan(out, exp, where, note, s)
 		sp.writePlan(out, exp)
 		return nil
 	}

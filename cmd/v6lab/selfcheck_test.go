@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,25 +15,12 @@ import (
 // of its own, and returns its URL.
 func serveHTTP(t *testing.T, bin string, args ...string) string {
 	t.Helper()
-	c := exec.Command(bin, append([]string{"serve", "http", "--listen", "127.0.0.1:0"}, args...)...)
-	stdout, _ := c.StdoutPipe()
-	c.Stderr = os.Stderr
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
+	serving := startServer(t, 1, append([]string{bin, "serve", "http", "--listen", "127.0.0.1:0"}, args...)...)
+	rest, ok := strings.CutPrefix(serving[0], "serving http on ")
+	if !ok {
+		t.Fatalf("the server said %q", serving[0])
 	}
-	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "serving http on "); ok {
-			go func() {
-				for sc.Scan() {
-				}
-			}()
-			return "http://" + strings.Fields(rest)[0] + "/"
-		}
-	}
-	t.Fatal("the server did not start")
-	return ""
+	return "http://" + strings.Fields(rest)[0] + "/"
 }
 
 // TestSelfCheckMarksASaturatedClient: a client pinned to one CPU with

@@ -33,8 +33,8 @@ func TestASplitRunMergesToOneRun(t *testing.T) {
 	}
 	t.Cleanup(func() { exec.Command(bin, "lab", "down", "--name", name).Run() })
 	v4, v6 := lab.Plan().Server(path.IPv4), lab.Plan().Server(path.IPv6)
-	startServer(t, "ip", "netns", "exec", ns("server"), bin, "serve", "http", "--listen", v4.String()+":80", "--listen", "["+v6.String()+"]:80")
-	startServer(t, "ip", "netns", "exec", ns("server"), bin, "serve", "dns", "--listen", v4.String()+":53", "--listen", "["+v6.String()+"]:53",
+	startServer(t, 2, "ip", "netns", "exec", ns("server"), bin, "serve", "http", "--listen", v4.String()+":80", "--listen", "["+v6.String()+"]:80")
+	startServer(t, 2, "ip", "netns", "exec", ns("server"), bin, "serve", "dns", "--listen", v4.String()+":53", "--listen", "["+v6.String()+"]:53",
 		"--record", "www.lab.test="+v4.String(), "--record", "www.lab.test="+v6.String())
 	dir := t.TempDir()
 	exp := filepath.Join(dir, "web.yaml")
@@ -111,8 +111,9 @@ cells:
 	}
 }
 
-// startServer starts a server process and waits for its "serving" lines.
-func startServer(t *testing.T, args ...string) {
+// startServer starts a server process and waits for its first n
+// "serving" lines, which it returns; the process ends with the test.
+func startServer(t *testing.T, n int, args ...string) []string {
 	t.Helper()
 	c := exec.Command(args[0], args[1:]...)
 	stdout, _ := c.StdoutPipe()
@@ -122,15 +123,20 @@ func startServer(t *testing.T, args ...string) {
 	}
 	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
 	sc := bufio.NewScanner(stdout)
-	for n := 0; n < 2 && sc.Scan(); {
+	var serving []string
+	for len(serving) < n && sc.Scan() {
 		if strings.HasPrefix(sc.Text(), "serving ") {
-			n++
+			serving = append(serving, sc.Text())
 		}
+	}
+	if len(serving) < n {
+		t.Fatalf("%v: the server did not start", args)
 	}
 	go func() {
 		for sc.Scan() {
 		}
 	}()
+	return serving
 }
 
 // usersPerRun lists, per cell and run, the users that reported.

@@ -25,8 +25,7 @@ import (
 // (silent, timed up to its horizon) every attempt delay ends on IPv4,
 // never the slower family, losing about the delay itself.
 func TestHappyEyeballsV3InTheLab(t *testing.T) {
-	requireLab(t)
-	dir, f, s, out, err := labRun(t, buildBinary(t), `name: v3
+	dir, f, s, out, err := labRun(t, `name: v3
 paths: [ipv4, dual]
 runs: 2
 warmup: 0
@@ -141,8 +140,7 @@ func checkWhatIf(t *testing.T, c report.Cell) {
 // QUIC blocked, never as a lookup timed out; the run record names the
 // ports spared.
 func TestQUICBlockedOverIPv6SparesTheLabsDNS(t *testing.T) {
-	requireLab(t)
-	_, f, s, out, _ := labRun(t, buildBinary(t), `name: quic6-blocked
+	_, f, s, out, _ := labRun(t, `name: quic6-blocked
 paths: [ipv6]
 baseline: ipv6
 runs: 1
@@ -187,8 +185,7 @@ cells:
 // says so. With -q nothing but the results line reaches the terminal:
 // not net/http's log of the losing attempts it resets.
 func TestV3CellAloneInTheLab(t *testing.T) {
-	requireLab(t)
-	dir, f, s, out, err := labRun(t, buildBinary(t), `name: v3x
+	dir, f, s, out, err := labRun(t, `name: v3x
 where: lab
 paths: [ipv4, dual]
 runs: 3

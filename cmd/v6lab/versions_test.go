@@ -2,12 +2,9 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"v6lab/internal/report"
 )
 
 // TestHTTPVersionsOnEveryPathInTheLab: a cell of http_version [2, 3] over
@@ -17,11 +14,7 @@ import (
 // wire (HTTP/3's as UDP alone), the protocol spoken in every sample and in
 // summary.json, every clean transaction complete, the lossy ones counted.
 func TestHTTPVersionsOnEveryPathInTheLab(t *testing.T) {
-	requireLab(t)
-	bin := buildBinary(t)
-	root := t.TempDir()
-	file := filepath.Join(t.TempDir(), "versions.yaml")
-	os.WriteFile(file, []byte(`name: versions
+	bin, file := labFile(t, "versions.yaml", `name: versions
 paths: [ipv4, ipv6, 6in4, nat64]
 runs: 3
 warmup: 1
@@ -35,12 +28,8 @@ cells:
     http_version: [2, 3]
     loss: 5
     conns: [10]
-`), 0o644)
-	out, runErr := exec.Command(bin, "run", file, "--tunnel-mtu", "1280", "--strict", "-q", "--results", root).CombinedOutput()
-	f, s, err := report.Load(onlyDir(t, root))
-	if err != nil {
-		t.Fatalf("run: %v\n%s\n%v", runErr, out, err)
-	}
+`)
+	dir, f, s, out, runErr := runLoaded(t, bin, "run", file, "--tunnel-mtu", "1280", "--strict")
 	if runErr != nil {
 		for _, r := range f.Runs {
 			if r.Err != "" {
@@ -86,8 +75,70 @@ cells:
 	if cells != 2*4*2+2*4 || s.HTTPVersions["http/3"] != "3" {
 		t.Errorf("%d cells, versions %v", cells, s.HTTPVersions)
 	}
-	txt, err := os.ReadFile(filepath.Join(onlyDir(t, root), "report.txt"))
+	txt, err := os.ReadFile(filepath.Join(dir, "report.txt"))
 	if err != nil || !strings.Contains(string(txt), "HTTP versions side by side") {
 		t.Errorf("report.txt has no versions table: %v", err)
+	}
+}
+
+// TestKeptQUICConnectionsOfOtherPathsAreStray is trial8 F0: with HTTP/3
+// and keepalive, each path's users keep their QUIC connections across
+// runs, and the runs of the paths interleave; the kept connections' idle
+// datagrams (quic-go's path MTU probes, ACKs) land in other paths' runs.
+// They are counted apart as stray: every run, warm-ups too, is proven on
+// its path and none is left out (--strict would exit 3).
+func TestKeptQUICConnectionsOfOtherPathsAreStray(t *testing.T) {
+	bin, file := labFile(t, "h3ka.yaml", `name: h3ka
+paths: [ipv4, ipv6, 6in4, nat64]
+runs: 4
+warmup: 1
+timeout: 10s
+cells:
+  - protocol: http
+    http_version: 3
+    conns: [10]
+    keepalive: true
+`)
+	_, f, s, out, runErr := runLoaded(t, bin, "run", file, "--strict")
+	if len(f.Runs) == 0 {
+		t.Fatalf("run: no run recorded: %v\n%s", runErr, out)
+	}
+	var strays uint64
+	runs := map[string]int{}
+	first := f.Runs[0]
+	for _, r := range f.Runs {
+		if r.Seq < first.Seq {
+			first = r
+		}
+		if r.Wire == nil || r.Err != "" {
+			t.Errorf("run %s/%d: wire %+v err %q", r.Cell, r.Run, r.Wire, r.Err)
+			continue
+		}
+		strays += r.Wire.Stray
+		runs[r.Path]++
+	}
+	if runErr != nil {
+		t.Fatalf("run: %v\n%s", runErr, out)
+	}
+	for _, p := range []string{"ipv4", "ipv6", "6in4", "nat64"} {
+		if runs[p] != 4 {
+			t.Errorf("path %s: %d runs proven, want 4 (a warm-up and 3 counted)", p, runs[p])
+		}
+	}
+	// The first run follows only settling: its connections are closed
+	// when settling ends, so nothing of theirs is stray in it.
+	if first.Wire != nil && first.Wire.Stray != 0 {
+		t.Errorf("first run (%s/%d, seq %d): %d stray packets: settling's connections sent into it", first.Cell, first.Run, first.Seq, first.Wire.Stray)
+	}
+	if strays == 0 {
+		t.Error("no stray datagram: the kept connections of the other paths sent nothing into any run")
+	}
+	for _, c := range s.Cells {
+		if c.Failed != 0 || c.Completed != 30 {
+			t.Errorf("%s/%s/%d: %d completed, %d failed (%s)", c.Protocol, c.Path, c.Conns, c.Completed, c.Failed, c.FirstError)
+		}
+	}
+	if notes := strings.Join(s.Notes, "\n"); !strings.Contains(notes, "other paths' kept QUIC connections") {
+		t.Errorf("no note of the strays:\n%s", notes)
 	}
 }

@@ -1,14 +1,13 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-
-	"v6lab/internal/report"
 )
 
 // TestLabWideLossIsEachCellsCondition: `run FILE --loss 3` (the lab's
@@ -18,11 +17,7 @@ import (
 // columns and report.txt's "dropped by loss" row are filled (trial9 N1:
 // every row read as clean).
 func TestLabWideLossIsEachCellsCondition(t *testing.T) {
-	requireLab(t)
-	bin := buildBinary(t)
-	root := t.TempDir()
-	file := filepath.Join(t.TempDir(), "wide.yaml")
-	os.WriteFile(file, []byte(`name: wide
+	bin, file := labFile(t, "wide.yaml", `name: wide
 paths: [ipv4, ipv6]
 runs: 2
 warmup: 1
@@ -30,15 +25,13 @@ pause: 100ms
 cells:
   - protocol: http
     conns: [3]
-`), 0o644)
-	out, err := exec.Command(bin, "run", file, "--loss", "3", "-q", "--results", root).CombinedOutput()
+`)
+	dir, f, s, out, err := runLoaded(t, bin, "run", file, "--loss", "3")
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
-	dir := onlyDir(t, root)
-	f, s, err := report.Load(dir)
-	if err != nil {
-		t.Fatal(err)
+	if dns := f.Header.Servers["dns"]; strings.Contains(dns, "view") {
+		t.Errorf("a run over ipv4 and ipv6 describes the dns server with views: %q", dns)
 	}
 	rec := regexp.MustCompile(`^loss 3% \(tc BPF\): \d+ packets dropped in the run$`)
 	for _, r := range f.Runs {
@@ -71,6 +64,32 @@ cells:
 	if err != nil || !strings.Contains(string(txt), "dropped by loss") {
 		t.Errorf("report.txt has no dropped by loss row: %v", err)
 	}
+	dryRunSaysConditions(t, string(txt), 1, bin, "run", file, "--loss", "3")
+}
+
+// dryRunSaysConditions: `--dry-run` of the command that wrote txt (a
+// report.txt) prints the lab's links and, for each of want cell groups,
+// its conditions line as the run's report says it (leftovers4: a lab dry
+// run said no word of its loss or links).
+func dryRunSaysConditions(t *testing.T, txt string, want int, bin string, args ...string) {
+	t.Helper()
+	out, err := exec.Command(bin, append(args, "--dry-run")...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("dry run: %v\n%s", err, out)
+	}
+	links := regexp.MustCompile(`(?m)^links: .*$`).FindString(txt)
+	if links == "" || !strings.Contains(string(out), "\nlab "+links+"\n") {
+		t.Errorf("dry run does not say the header's %q:\n%s", links, out)
+	}
+	lines := regexp.MustCompile(`(?m)^(.+) conditions \(as its runs will record them\): (.+)$`).FindAllStringSubmatch(string(out), -1)
+	for _, l := range lines {
+		if said := l[1] + " conditions (as its runs recorded them): " + l[2]; !strings.Contains(txt, said+"\n") {
+			t.Errorf("dry run's %q is not the report's:\n%s", l[0], txt)
+		}
+	}
+	if len(lines) != want {
+		t.Errorf("dry run says %d groups' conditions, want %d:\n%s", len(lines), want, out)
+	}
 }
 
 // TestATopologysLossIsRecordedWhereItIs (trial10 T11, T13): a topology's
@@ -79,12 +98,7 @@ cells:
 // counted apart: each cell's loss counts its runs, not its runs' loss
 // records, and each loss's drops; report.txt has a row per loss.
 func TestATopologysLossIsRecordedWhereItIs(t *testing.T) {
-	requireLab(t)
-	bin := buildBinary(t)
-	root, dir := t.TempDir(), t.TempDir()
-	topo, file := filepath.Join(dir, "topo.yaml"), filepath.Join(dir, "exp.yaml")
-	os.WriteFile(topo, []byte("links: {r1-r2: {loss: 5%}}\n"), 0o644)
-	os.WriteFile(file, []byte(`name: topoloss
+	bin, file := labFile(t, "exp.yaml", `name: topoloss
 paths: [ipv4, ipv6]
 runs: 2
 warmup: 1
@@ -92,15 +106,12 @@ pause: 100ms
 cells:
   - {protocol: http, conns: [3]}
   - {protocol: http, label: lossy, conns: [3], loss: 3}
-`), 0o644)
-	out, err := exec.Command(bin, "run", file, "--topology", topo, "-q", "--results", root).CombinedOutput()
+`)
+	topo := filepath.Join(filepath.Dir(file), "topo.yaml")
+	os.WriteFile(topo, []byte("links: {r1-r2: {loss: 5%}}\n"), 0o644)
+	dir, f, s, out, err := runLoaded(t, bin, "run", file, "--topology", topo)
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
-	}
-	dir = onlyDir(t, root)
-	f, s, err := report.Load(dir)
-	if err != nil {
-		t.Fatal(err)
 	}
 	lab := regexp.MustCompile(`^loss 5% \(tc BPF\): \d+ packets dropped in the run$`)
 	own := regexp.MustCompile(`^loss 3% \(tc BPF\): \d+ packets dropped in the run$`)
@@ -138,5 +149,38 @@ cells:
 		if err != nil || !strings.Contains(string(txt), want) {
 			t.Errorf("report.txt lacks %q (%v):\n%s", want, err, txt)
 		}
+	}
+	dryRunSaysConditions(t, string(txt), 2, bin, "run", file, "--topology", topo)
+}
+
+// TestSettlingAtTheLabsLossGoesOn: a lab run at a loss no transaction
+// gets through (--loss 90 on every link) is not ended by settling (trial10
+// T2: --loss 30 died there, exit 1, "does not work in the lab", nothing
+// kept): its runs go on and record their failures, the result is kept,
+// report.txt's notes say settling failed at that loss and what each try
+// was given, and the exit status is that of every transaction of a cell
+// failing (1).
+func TestSettlingAtTheLabsLossGoesOn(t *testing.T) {
+	bin, file := labFile(t, "lossy.yaml", `name: lossy
+paths: [ipv4]
+runs: 2
+warmup: 1
+pause: 100ms
+timeout: 1s
+cells:
+  - protocol: http
+    conns: [1]
+`)
+	dir, _, _, out, err := runLoaded(t, bin, "run", file, "--loss", "90")
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(out, "every counted transaction of http/ipv4/1 failed") ||
+		strings.Contains(out, "does not work in the lab") {
+		t.Fatalf("run --loss 90: %v, want exit 1 for the cell's failed transactions\n%s", err, out)
+	}
+	txt, err := os.ReadFile(filepath.Join(dir, "report.txt"))
+	want := "settling: http over path ipv4 completed no transaction in 3 tries at the lab's loss 90% on every link: "
+	floor := "(settling gives a try at least 5s, over the cell's timeout 1s); left to its runs, which record their failures"
+	if err != nil || !strings.Contains(string(txt), want) || !strings.Contains(string(txt), floor) {
+		t.Errorf("report.txt: %v; no note %q … %q\n%s", err, want, floor, txt)
 	}
 }

@@ -46,7 +46,7 @@ func statefulLab(t *testing.T, ports string) string {
 func TestEveryProtocolOverXlatAndDSLite(t *testing.T) {
 	requireLab(t)
 	requireNft(t)
-	_, f, s, out, err := labRun(t, buildBinary(t), `name: xlat
+	_, f, s, out, err := labRun(t, `name: xlat
 topology: `+statefulLab(t, "1024-65535")+`
 paths: [ipv4, 464xlat, dslite]
 runs: 2
@@ -131,7 +131,7 @@ func checkXlatWire(t *testing.T, runs []result.Run) {
 func TestStatefulPoolExhaustionIsNamed(t *testing.T) {
 	requireLab(t)
 	requireNft(t)
-	dir, f, s, out, _ := labRun(t, buildBinary(t), `name: exhaust
+	dir, f, s, out, _ := labRun(t, `name: exhaust
 topology: `+statefulLab(t, "1024-1039")+`
 paths: [nat64, 464xlat]
 baseline: nat64
@@ -211,7 +211,7 @@ func TestRealServersOverXlatAndDSLite(t *testing.T) {
 			}
 		}
 	}
-	_, f, s, out, err := labRun(t, buildBinary(t), "name: realxlat\ntopology: "+statefulLab(t, "1024-65535")+
+	_, f, s, out, err := labRun(t, "name: realxlat\ntopology: "+statefulLab(t, "1024-65535")+
 		"\npaths: [ipv4, 464xlat, dslite]\nservers: real\nruns: 2\nwarmup: 0\npause: 0s\ncells:\n  - {protocol: http, conns: [1, 3]}\n  - {protocol: dns, conns: [1, 3]}\n")
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out)

@@ -301,6 +301,10 @@ type Place struct {
 	ListenOn []netip.Addr
 	// Port is the port at every address (0: one free port for all).
 	Port int
+	// Measured are the paths the run's cells measure, where a server
+	// describes what it serves for them alone (the DNS server's views);
+	// nil: every path of Addrs.
+	Measured []path.Path
 	// Name is the name the embedded DNS server gives the servers.
 	Name string
 	// HTTPS are the ports of the https servers started before the name

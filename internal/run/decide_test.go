@@ -52,3 +52,29 @@ func TestLabFlagsAreRefusedWhereNoLabIsBuilt(t *testing.T) {
 		t.Errorf("no lab flags, no user namespace: %s, %v; want loopback", where, err)
 	}
 }
+
+// TestCongestionKeyIsRefusedWhereNoLabIsBuilt: an experiment file's
+// congestion key sets the lab's hosts alone (on loopback the run uses this
+// host's own), so a run of an auto file that builds no lab (--loopback, no
+// user namespace) refuses it as it refuses --congestion, naming the file,
+// line and key; the same file runs there without it.
+func TestCongestionKeyIsRefusedWhereNoLabIsBuilt(t *testing.T) {
+	parse := func(congestion string) *experiment.Experiment {
+		exp, err := experiment.Parse("cc.yaml", []byte("name: cc\n"+congestion+"paths: [ipv4, ipv6]\ncells:\n  - {protocol: http, conns: [1]}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return exp
+	}
+	want := "cc.yaml:2: congestion: reno sets the TCP congestion control of the lab's hosts, but --loopback: no lab is built"
+	if _, _, err := Decide(parse("congestion: reno\n"), Settings{Loopback: true}); err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("--loopback: %v, want %q…", err, want)
+	}
+	noNS := errors.New("no user namespaces")
+	if _, _, err := NoUserNamespace(parse("congestion: reno\n"), Settings{}, noNS); err == nil || !strings.HasPrefix(err.Error(), "cc.yaml:2: congestion: reno sets") || !strings.Contains(err.Error(), "no user namespaces") {
+		t.Errorf("no user namespace: %v, want the key refused", err)
+	}
+	if where, _, err := Decide(parse(""), Settings{Loopback: true}); err != nil || where != Loopback {
+		t.Errorf("no congestion key: %s, %v; want loopback", where, err)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -82,6 +83,11 @@ func Decide(exp *experiment.Experiment, s Settings) (where result.Where, note st
 	if err := exp.Validate(); err != nil {
 		return "", "", err
 	}
+	if where == Lab || where == Rootless {
+		if _, err := inlab.PlanConditions(exp, s.Lab); err != nil {
+			return "", "", err // what the lab run would refuse (a link_rate over a lossy link)
+		}
+	}
 	serverFDs := 0 // the lab's and real hosts' servers are not this process's
 	if where == Loopback {
 		serverFDs = 1
@@ -113,12 +119,10 @@ func decide(exp *experiment.Experiment, s Settings) (result.Where, string, error
 		}
 		where = Loopback
 	}
-	if need, tail := s.labNeed(exp); need != "" && (where == Loopback || where == Hosts || (where == result.Auto && why != nil)) {
-		reason := "this experiment runs on " + string(where)
-		if why != nil {
-			reason = why.Error()
+	if where == Loopback || where == Hosts || (where == result.Auto && why != nil) {
+		if err := s.refuseLabSettings(exp, where, why); err != nil {
+			return "", "", err
 		}
-		return "", "", fmt.Errorf("%s, but %s%s", need, reason, tail)
 	}
 	switch where {
 	case result.Auto:
@@ -143,6 +147,20 @@ func decide(exp *experiment.Experiment, s Settings) (result.Where, string, error
 		}
 	}
 	return where, "", nil
+}
+
+// refuseLabSettings is the error for what of the experiment and the
+// run's settings sets a lab where none is built (at where, or for why):
+// labNeed's, or the file's congestion key (naming its file and line).
+func (s Settings) refuseLabSettings(exp *experiment.Experiment, where result.Where, why error) error {
+	reason := "this experiment runs on " + string(where)
+	if why != nil {
+		reason = why.Error()
+	}
+	if need, tail := s.labNeed(exp); need != "" {
+		return fmt.Errorf("%s, but %s%s", need, reason, tail)
+	}
+	return exp.CongestionOffLab(reason)
 }
 
 // labNeed says what of the experiment and the run's settings sets a lab
@@ -183,6 +201,9 @@ func NoUserNamespace(exp *experiment.Experiment, s Settings, err error) (result.
 	if exp.Where == Lab || s.needsLab() || labNeeded(s, exp) {
 		return "", "", fmt.Errorf("this needs a lab, but %v, and %v", inlab.CanLab(), err)
 	}
+	if cerr := exp.CongestionOffLab(fmt.Sprintf("%v, and %v", inlab.CanLab(), err)); cerr != nil {
+		return "", "", cerr
+	}
 	exp.DropLabOnly()
 	return Loopback, fmt.Sprintf("no lab (%v, and %v): measuring ipv4 and ipv6 on loopback", inlab.CanLab(), err), nil
 }
@@ -194,6 +215,18 @@ func CheckServers(exp *experiment.Experiment) error {
 		return nil
 	}
 	return inlab.CheckReal(exp)
+}
+
+// WritePlan writes what a dry run shows: the plan (experiment.WritePlan)
+// and, where a lab would be built, the lab's links and each cell group's
+// conditions as the run will record them (Decide has checked them).
+func WritePlan(w io.Writer, exp *experiment.Experiment, where result.Where, note string, s Settings) {
+	experiment.WritePlan(w, exp, where, note, Bottleneck(where, s.Lab))
+	if where == Lab || where == Rootless {
+		if err := inlab.WritePlan(w, exp, s.Lab); err != nil {
+			fmt.Fprintf(w, "lab: %v\n", err)
+		}
+	}
 }
 
 // Bottleneck is the slowest shaped link of a lab run (0: unshaped).

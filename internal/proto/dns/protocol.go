@@ -265,12 +265,21 @@ func (o *Options) Probe(ep proto.Endpoint, p path.Path) (load.Probe, error) {
 // about describes the embedded server.
 const about = "embedded (miekg/dns messages; UDP answered on a thread blocked in recvfrom, TCP by miekg/dns)"
 
-// aboutAt adds the views of a place with lab-only paths.
+// aboutAt adds the views placeZone gives the place's lab-only paths, of
+// those the run measures (at.Measured): 6in4's address as the name's
+// AAAA on its own address, a DNS64 view on the nat64 path's.
 func aboutAt(at proto.Place) string {
-	for q := range at.Addrs {
-		if q.Kind().LabOnly {
-			return about + ", a view per tunnel address (DNS64 on the nat64 path's)"
-		}
+	measured := func(p path.Path) bool {
+		_, ok := at.Addrs[p]
+		return ok && (at.Measured == nil || slices.Contains(at.Measured, p))
+	}
+	switch six, dns64 := measured(path.SixIn4), measured(path.NAT64); {
+	case six && dns64:
+		return about + ", a view per tunnel address (DNS64 on the nat64 path's)"
+	case six:
+		return about + ", a view on the 6in4 path's address (its tunnel address as the AAAA)"
+	case dns64:
+		return about + ", a DNS64 view on the nat64 path's address"
 	}
 	return about
 }

@@ -232,3 +232,28 @@ func TestRealRecordsServeHTTPS(t *testing.T) {
 		}
 	}
 }
+
+// TestAboutSaysTheViewsOfTheMeasuredPaths (t10names' aside): the embedded
+// server's description in the header names the views of the lab-only
+// paths the run measures, not every path the lab has: none for a run of
+// ipv4 alone, 6in4's for a run over it, DNS64 for nat64, both for both.
+func TestAboutSaysTheViewsOfTheMeasuredPaths(t *testing.T) {
+	at := proto.Place{Name: "www.v6lab.test", Addrs: map[path.Path]netip.Addr{path.IPv4: lo4, path.IPv6: lo6,
+		path.SixIn4: netip.MustParseAddr("2001:db8:46::10"), path.NAT64: netip.MustParseAddr("2001:db8:64::10")}}
+	for _, tc := range []struct {
+		measured []path.Path
+		want     string
+	}{
+		{[]path.Path{path.IPv4}, about},
+		{[]path.Path{path.IPv4, path.IPv6, path.XLAT464}, about},
+		{[]path.Path{path.IPv4, path.SixIn4}, about + ", a view on the 6in4 path's address (its tunnel address as the AAAA)"},
+		{[]path.Path{path.NAT64}, about + ", a DNS64 view on the nat64 path's address"},
+		{[]path.Path{path.SixIn4, path.NAT64}, about + ", a view per tunnel address (DNS64 on the nat64 path's)"},
+		{nil, about + ", a view per tunnel address (DNS64 on the nat64 path's)"},
+	} {
+		at.Measured = tc.measured
+		if got := aboutAt(at); got != tc.want {
+			t.Errorf("measuring %v: %q, want %q", tc.measured, got, tc.want)
+		}
+	}
+}

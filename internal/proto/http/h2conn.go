@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -45,8 +46,7 @@ type h2conn struct {
 	conn net.Conn // what the frames go over: *tls.Conn, or the stamped TCP connection
 	raw  net.Conn // the TCP connection
 
-	wmu  sync.Mutex // the writes, in the order of their streams; taken before mu
-	wbuf []byte
+	wbuf []byte // the last write's buffer, for the next (h.mu)
 
 	mu          sync.Mutex
 	streams     []*h2stream // open
@@ -55,7 +55,8 @@ type h2conn struct {
 	maxFrame    int     // the server's SETTINGS_MAX_FRAME_SIZE
 	sendInitial int64   // the server's SETTINGS_INITIAL_WINDOW_SIZE
 	sendWindow  int64   // the connection's (no DATA is sent: checked only)
-	pending     []byte  // frames for the next write: the preface, a SETTINGS ACK
+	pending     []byte  // frames for the next write: the preface, requests, a SETTINGS ACK
+	writing     bool    // a goroutine writes (open): it writes what is pending, in order
 	txs         []*h2tx // the transactions under way (one, unless shared)
 	shared      int     // transactions at once (share); 0: one, read by it
 	retired     bool    // shared, then left by its slot: closed when its last transaction ends
@@ -352,6 +353,9 @@ func (h *h2conn) share(n int) {
 	if local, remote := h.conn.LocalAddr(), h.conn.RemoteAddr(); local != nil && remote != nil {
 		h.local, h.remote = local.String(), remote.String() // keptEnds's: written before any other worker takes h
 	}
+	if st := stampsOf(h.conn); st != nil && st.sc != nil {
+		st.sc.Unstamp() // its transactions are kept: no wire time (kept.go)
+	}
 	h.mu.Lock()
 	h.shared = n
 	dead := h.err != nil
@@ -585,14 +589,45 @@ func (h *h2conn) refuses(ss []*h2stream) error {
 }
 
 // open writes the requests of the transactions' queues the server allows
-// now (in the order the transactions began), with any frame pending, in
-// one write.
+// now (in the order the transactions began), with any frame pending. One
+// goroutine writes at a time: what others add while it writes goes in its
+// next write, so on a shared connection the requests of the transactions
+// one read woke go out together, as a load generator's event loop writes
+// them (a write each cost a third of the client's CPU at 4 at once).
 func (h *h2conn) open() {
-	h.wmu.Lock()
-	defer h.wmu.Unlock()
 	h.mu.Lock()
-	b := append(h.wbuf[:0], h.pending...)
-	h.pending = h.pending[:0]
+	h.admit()
+	if h.writing {
+		h.mu.Unlock()
+		return // the writer takes them in its next write
+	}
+	h.writing = true
+	if h.shared > 0 {
+		// The transactions the same read woke are runnable now, after
+		// this one: let them add their requests first, to go in this
+		// write (they wait no longer than they would for the socket).
+		h.mu.Unlock()
+		runtime.Gosched()
+		h.mu.Lock()
+	}
+	for len(h.pending) > 0 && h.sendErr == nil {
+		b := h.pending
+		h.pending, h.wbuf = h.wbuf[:0], nil
+		h.mu.Unlock()
+		if _, err := h.conn.Write(b); err != nil {
+			h.sendFailed(err)
+		}
+		h.mu.Lock()
+		h.wbuf = b[:0]
+	}
+	h.pending = h.pending[:0] // after a failed write, nothing more is written
+	h.writing = false
+	h.mu.Unlock()
+}
+
+// admit adds to what is pending the requests of the transactions' queues
+// the server allows now (h.mu held).
+func (h *h2conn) admit() {
 	for _, tx := range h.txs {
 		if h.err != nil {
 			break
@@ -609,17 +644,8 @@ func (h *h2conn) open() {
 			s.id, s.length, s.recvWin, s.sendWin = h.nextID, -1, h2StreamWindow, h.sendInitial
 			h.nextID += 2
 			h.streams = append(h.streams, s)
-			b = appendHeaders(b, s.id, s.block, h.maxFrame)
+			h.pending = appendHeaders(h.pending, s.id, s.block, h.maxFrame)
 		}
-	}
-	failed := h.sendErr != nil
-	h.mu.Unlock()
-	h.wbuf = b
-	if len(b) == 0 || failed {
-		return
-	}
-	if _, err := h.conn.Write(b); err != nil {
-		h.sendFailed(err)
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"v6lab/internal/gen/load"
+	"v6lab/internal/input/specfile"
 	"v6lab/internal/lab"
 	"v6lab/internal/proto"
 	"v6lab/internal/proto/all"
@@ -41,6 +42,8 @@ type Experiment struct {
 	topologyLine int
 	// Congestion is the lab hosts' TCP congestion control (default cubic).
 	Congestion string `json:"congestion,omitempty"`
+	// congestionAt is where the file set it (nil: no file did).
+	congestionAt *specfile.Error
 	// Scaled is the --scale factor the experiment was shrunk by (0: not
 	// scaled); see Scale for what it changes.
 	Scaled   float64   `json:"scale,omitempty"`
@@ -60,6 +63,19 @@ type Experiment struct {
 	// it may not be used.
 	SampleEvery int         `json:"sample_every,omitempty"`
 	Groups      []CellGroup `json:"cells"`
+}
+
+// CongestionOffLab is the error for the file's congestion key where no
+// lab is built (why says why, "--loopback"): it sets the lab's hosts
+// alone, and a run elsewhere would measure with this host's own, as
+// if the key were not there. nil when no file set it.
+func (e *Experiment) CongestionOffLab(why string) error {
+	if e.congestionAt == nil {
+		return nil
+	}
+	err := *e.congestionAt
+	err.Msg = fmt.Sprintf("%s sets the TCP congestion control of the lab's hosts, but %s: no lab is built, and the run would measure with this host's own as if the key were not there (remove it, or set net.ipv4.tcp_congestion_control here)", e.Congestion, why)
+	return &err
 }
 
 // CheckSampleEvery says why the experiment may not keep only some sample
@@ -182,13 +198,44 @@ func (s *CellGroup) CellName() string {
 // its options name an HTTP version (a probe's group http of HTTP/2 is
 // "HTTP/2", as report.txt titles it), else CellName (result.GroupCalled).
 func (s *CellGroup) NoteName() string {
-	v, h2c := "", false
+	v, h2c := s.version()
+	return result.GroupCalled(s.CellName(), v, h2c)
+}
+
+// Title is the cell group's title as the reports' tables have it
+// (result.GroupTitle: "HTTP/2", "WEB/2 (h2c)", "DNS").
+func (s *CellGroup) Title() string {
+	v, h2c := s.version()
+	return result.GroupTitle(s.CellName(), v, h2c)
+}
+
+// version is the HTTP version the group's options name ("" for none),
+// and whether it is HTTP/2 in the clear.
+func (s *CellGroup) version() (v string, h2c bool) {
 	if o := s.Opts(); o != nil {
 		if f, ok := proto.FieldOf(o, versionKey); ok {
 			v, h2c = f.Text(), inClear2(o)
 		}
 	}
-	return result.GroupCalled(s.CellName(), v, h2c)
+	return v, h2c
+}
+
+// StepTitle names the cell of a run record as the reports do: its
+// group's title, its path and its connections ("HTTP/2 over ipv4, 10
+// conns"), for the progress of a run.
+func (e *Experiment) StepTitle(r result.Run) string {
+	title := strings.ToUpper(r.Protocol)
+	for i := range e.Groups {
+		if e.Groups[i].CellName() == r.Protocol {
+			title = e.Groups[i].Title()
+			break
+		}
+	}
+	conns := fmt.Sprintf("%d conns", r.Conns)
+	if r.Conns == 1 {
+		conns = "1 conn"
+	}
+	return title + " over " + r.Path + ", " + conns
 }
 
 // WireKey names the server a cell's traffic goes to (its key in

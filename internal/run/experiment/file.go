@@ -252,6 +252,7 @@ func (f *file) settings(doc *specfile.Doc, e *Experiment) error {
 			return doc.Errorf("congestion", "sets the lab's hosts, but where is %s (on other hosts, set net.ipv4.tcp_congestion_control there)", e.Where)
 		}
 		e.Congestion = f.Congestion
+		e.congestionAt = &specfile.Error{File: doc.File, Line: doc.Line("congestion"), Field: "congestion"}
 	}
 	if f.Spin != nil {
 		if err := CheckSpin(time.Duration(*f.Spin)); err != nil {

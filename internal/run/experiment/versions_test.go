@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"v6lab/internal/proto"
+	"v6lab/internal/result"
 )
 
 // TestHTTPVersionListExpands: a list of versions is a cell group per
@@ -123,5 +124,45 @@ cells:
 	want := []string{"http/2", "net", "net/2", "http/h2c"}
 	if !slices.Equal(got, want) {
 		t.Errorf("groups %v, want %v", got, want)
+	}
+}
+
+// TestStepTitleIsTheReportsTitle (the progress line): a run's cell is
+// named as the reports' tables name its group (result.GroupTitle), not by
+// its internal key: HTTP/2 for http/2, WEB/2 (h2c) for a labelled h2c
+// group, HTTP for a group naming no version, then its path and conns.
+func TestStepTitleIsTheReportsTitle(t *testing.T) {
+	e, err := Parse("v.yaml", []byte(`name: v
+paths: [ipv4, ipv6]
+cells:
+  - protocol: http
+    http_version: [1.1, 2, 3]
+    conns: [1, 10]
+  - protocol: http
+    label: web
+    tls: false
+    http_version: 2
+    conns: [1]
+  - protocol: http
+    label: plain
+    conns: [1]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cell, want := range map[[2]string]string{
+		{"http", "ipv4"}:   "HTTP/1.1 over ipv4, 1 conn",
+		{"http/2", "ipv6"}: "HTTP/2 over ipv6, 1 conn",
+		{"http/3", "ipv4"}: "HTTP/3 over ipv4, 1 conn",
+		{"web", "ipv4"}:    "WEB/2 (h2c) over ipv4, 1 conn",
+		{"plain", "ipv6"}:  "PLAIN over ipv6, 1 conn",
+		{"gone/2", "ipv6"}: "GONE/2 over ipv6, 1 conn",
+	} {
+		if got := e.StepTitle(result.Run{Protocol: cell[0], Path: cell[1], Conns: 1}); got != want {
+			t.Errorf("%v: %q, want %q", cell, got, want)
+		}
+	}
+	if got := e.StepTitle(result.Run{Protocol: "http/2", Path: "ipv4", Conns: 10}); got != "HTTP/2 over ipv4, 10 conns" {
+		t.Errorf("10 conns: %q", got)
 	}
 }

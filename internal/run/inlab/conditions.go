@@ -68,22 +68,64 @@ func (c *conditions) wideLoss(rec *result.Run) {
 	if rec.Links == nil {
 		rec.Links = map[string]string{}
 	}
-	if lab.OnEveryLink(losses) {
+	for _, e := range wideEntries(losses) {
 		var n uint64
-		for _, l := range losses {
+		for _, l := range e.of {
 			n += l.Dropped - c.wideLost[wideKey(l)]
 		}
-		rec.Links[everyLinkLoss] = fmt.Sprintf("loss %g%% (tc BPF): %d packets dropped in the run", losses[0].Percent, n)
-		return
-	}
-	for _, l := range losses {
-		key := l.Link + " egress, both ends (the lab's loss)"
-		if _, ok := rec.Links[key]; ok { // two shares on one link: each its own
-			key = fmt.Sprintf("%s egress, both ends (the lab's loss of %g%%)", l.Link, l.Percent)
-		}
-		rec.Links[key] = fmt.Sprintf("loss %g%% (tc BPF): %d packets dropped in the run", l.Percent, l.Dropped-c.wideLost[wideKey(l)])
+		rec.Links[e.where] = fmt.Sprintf("%s: %d packets dropped in the run", e.what, n)
 	}
 }
+
+// wideEntry is a run record's entry of lab-wide loss: where, what (the
+// record adds its count after ": "), and the losses it counts.
+type wideEntry struct {
+	where, what string
+	of          []lab.LabLoss
+}
+
+// wideEntries are the record's entries of the lab's losses: one for a
+// share on every link (the lab's loss, `--loss`), else one per link and
+// share (a topology's `loss:` on r1-r2: "r1-r2 egress, both ends (the
+// lab's loss)").
+func wideEntries(losses []lab.LabLoss) []wideEntry {
+	if lab.OnEveryLink(losses) {
+		return []wideEntry{{everyLinkLoss, lossWhat(losses[0].Percent), losses}}
+	}
+	var out []wideEntry
+	seen := map[string]bool{}
+	for _, l := range losses {
+		key := l.Link + " egress, both ends (the lab's loss)"
+		if seen[key] { // two shares on one link: each its own
+			key = fmt.Sprintf("%s egress, both ends (the lab's loss of %g%%)", l.Link, l.Percent)
+		}
+		seen[key] = true
+		out = append(out, wideEntry{key, lossWhat(l.Percent), []lab.LabLoss{l}})
+	}
+	return out
+}
+
+// lossWhat is a loss of every packet as a run record says it.
+func lossWhat(percent float64) string { return fmt.Sprintf("loss %g%% (tc BPF)", percent) }
+
+// Where a cell group's own conditions are, as its run records key them.
+const (
+	cellLossWhere  = "r1-r2 egress, both ends"
+	ipv6LossWhere  = "r1 eth-client ingress"
+	ipv6DelayWhere = "r1 eth-client egress"
+)
+
+// ipv6LossWhat is a cell group's IPv6 loss (ipv6_loss, ipv6_udp_loss:
+// DNS's ports spared, as sparedPorts says them) as a run record says it.
+func ipv6LossWhat(percent float64, udp bool, spared string) string {
+	if udp {
+		return fmt.Sprintf("IPv6 UDP loss %g%%, DNS spared (%s; tc BPF)", percent, spared)
+	}
+	return fmt.Sprintf("IPv6 loss %g%% (tc BPF)", percent)
+}
+
+// ipv6DelayWhat is a cell group's IPv6 delay as a run record says it.
+func ipv6DelayWhat(d time.Duration) string { return fmt.Sprintf("IPv6 delayed %v (netem)", d) }
 
 // everyLinkLoss is a run record's links key for a lab loss of one share
 // on every link end's egress.
@@ -246,25 +288,25 @@ func (c *conditions) End(s *experiment.CellGroup, _ experiment.Step, rec *result
 		if rec.Links == nil {
 			rec.Links = map[string]string{}
 		}
-		what := "IPv6 loss %g%% (tc BPF): %d IPv6 packets dropped in the run"
+		what := "%s: %d IPv6 packets dropped in the run"
 		if c.impair.UDP {
-			what = "IPv6 UDP loss %g%%, DNS spared (" + sparedPorts(c.impair.DNSPorts) + "; tc BPF): %d IPv6 UDP datagrams dropped in the run"
+			what = "%s: %d IPv6 UDP datagrams dropped in the run"
 		}
-		rec.Links["r1 eth-client ingress"] = fmt.Sprintf(what, c.impair.Percent, dropped-c.dropped)
+		rec.Links[ipv6LossWhere] = fmt.Sprintf(what, ipv6LossWhat(c.impair.Percent, c.impair.UDP, sparedPorts(c.impair.DNSPorts)), dropped-c.dropped)
 	}
 	if c.loss != nil {
 		rec.Links = maps.Clone(rec.Links)
 		if rec.Links == nil {
 			rec.Links = map[string]string{}
 		}
-		rec.Links["r1-r2 egress, both ends"] = fmt.Sprintf("loss %g%% (tc BPF): %d packets dropped in the run", c.loss.Percent, c.loss.Dropped()-c.lost)
+		rec.Links[cellLossWhere] = fmt.Sprintf("%s: %d packets dropped in the run", lossWhat(c.loss.Percent), c.loss.Dropped()-c.lost)
 	}
 	if c.delay != nil {
 		rec.Links = maps.Clone(rec.Links)
 		if rec.Links == nil {
 			rec.Links = map[string]string{}
 		}
-		rec.Links["r1 eth-client egress"] = fmt.Sprintf("IPv6 delayed %v (netem)", c.delay.D)
+		rec.Links[ipv6DelayWhere] = ipv6DelayWhat(c.delay.D)
 	}
 	c.wideLoss(rec)
 	c.pmtu.end(s, rec)

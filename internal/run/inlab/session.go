@@ -215,6 +215,7 @@ func (r *Session) prepare(ctx context.Context, l *lab.Lab, cfg lab.Config) (*Job
 		}
 	}
 	at := experiment.LabPlace(l)
+	at.Measured = r.Exp.Paths()
 	emb, err := experiment.StartEmbedded(ctx, r.Exp, at)
 	if err != nil {
 		return nil, nil, stop, &ServerStartError{Which: "embedded", Err: err}

@@ -145,9 +145,10 @@ func megabytes(b int64) string {
 	return fmt.Sprintf("%.1f MB", float64(b)/1e6)
 }
 
-// Progress follows the runs of a job.
+// Progress follows the runs of a job: each step's run record, and its
+// cell named as the reports name it (Experiment.StepTitle).
 type Progress interface {
-	Step(done, total int, r result.Run)
+	Step(done, total int, title string, r result.Run)
 	Done()
 }
 
@@ -225,7 +226,7 @@ func Do(ctx context.Context, j Job, o Output) (string, error) {
 	r := &experiment.Executor{Exp: j.Exp, Probe: j.Probe, Header: hdr, Wire: j.Wire, Done: done, Rewarmed: rewarmed, Conditions: j.Conditions,
 		Segment: j.Segment, StartAt: j.StartAt, Totals: report.NewTotaler, TCPInfo: j.TCPInfo, Roles: j.Roles}
 	prog := o.progress(len(plan), len(done), r.Written)
-	r.OnStep = prog.Step
+	r.OnStep = func(done, total int, rec result.Run) { prog.Step(done, total, j.Exp.StepTitle(rec), rec) }
 	if !o.Quiet {
 		verb := "measuring"
 		if done != nil {
@@ -433,7 +434,7 @@ type lines struct {
 	written     Written
 }
 
-func (l *lines) Step(done, total int, r result.Run) {
+func (l *lines) Step(done, total int, title string, r result.Run) {
 	now := time.Now()
 	if now.Sub(l.last) < l.every || done == total {
 		return
@@ -443,15 +444,15 @@ func (l *lines) Step(done, total int, r result.Run) {
 	if n := done - l.from; n > 0 {
 		eta = (time.Duration(float64(now.Sub(l.start)) / float64(n) * float64(total-done))).Round(time.Second).String()
 	}
-	fmt.Fprintf(l.w, "v6lab: run %d/%d (%d%%), %s, %s, about %s left\n", done, total, 100*done/total, r.Cell, WrittenText(l.written), eta)
+	fmt.Fprintf(l.w, "v6lab: run %d/%d (%d%%), %s, %s, about %s left\n", done, total, 100*done/total, title, WrittenText(l.written), eta)
 }
 
 func (l *lines) Done() {}
 
 type none struct{}
 
-func (none) Step(int, int, result.Run) {}
-func (none) Done()                     {}
+func (none) Step(int, int, string, result.Run) {}
+func (none) Done()                             {}
 
 // clientSpin sets the event loop engine's spin window to the experiment's
 // (the default when unset) and returns it for the header; empty when the

@@ -164,7 +164,7 @@ func TestProgressSaysWhatWasWritten(t *testing.T) {
 	var steps []string
 	o := Output{Out: io.Discard, Err: io.Discard, Progress: func(total, done int, w Written) Progress {
 		last = w
-		return stepFunc(func() { steps = append(steps, WrittenText(w)) })
+		return stepFunc(func(title string) { steps = append(steps, title+": "+WrittenText(w)) })
 	}}
 	j := Job{Exp: experiment.Single(spec, result.Loopback), Target: result.Loopback, Results: t.TempDir(),
 		Probe: func(*experiment.CellGroup, path.Path) (load.Probe, error) { return okProbe{}, nil }}
@@ -177,22 +177,22 @@ func TestProgressSaysWhatWasWritten(t *testing.T) {
 	if n != 30 || st == nil || b != st.Size() {
 		t.Errorf("written: %d samples, %d bytes; the file has %v", n, b, st)
 	}
-	if len(steps) != 6 || !strings.HasPrefix(steps[0], "5 samples, ") || !strings.HasPrefix(steps[5], "30 samples, ") {
+	if len(steps) != 6 || !strings.HasPrefix(steps[0], "FAKE over ipv4, 5 conns: 5 samples, ") || !strings.HasPrefix(steps[5], "FAKE over ipv6, 5 conns: 30 samples, ") {
 		t.Errorf("progress at each step: %q", steps)
 	}
 	var log strings.Builder
 	l := Lines(&log, 0, func() (int64, int64) { return 1234567, 45_600_000 }).(*lines)
 	l.every, l.last = 0, time.Time{}
-	l.Step(1, 10, result.Run{Cell: "dns/ipv4/100"})
-	if want := "v6lab: run 1/10 (10%), dns/ipv4/100, 1,234,567 samples, 45.6 MB, about "; !strings.HasPrefix(log.String(), want) {
+	l.Step(1, 10, "DNS over ipv4, 100 conns", result.Run{Cell: "dns/ipv4/100"})
+	if want := "v6lab: run 1/10 (10%), DNS over ipv4, 100 conns, 1,234,567 samples, 45.6 MB, about "; !strings.HasPrefix(log.String(), want) {
 		t.Errorf("log line %q, want it to start %q", log.String(), want)
 	}
 }
 
-type stepFunc func()
+type stepFunc func(title string)
 
-func (f stepFunc) Step(int, int, result.Run) { f() }
-func (stepFunc) Done()                       {}
+func (f stepFunc) Step(_, _ int, title string, _ result.Run) { f(title) }
+func (stepFunc) Done()                                       {}
 
 // TestResultFilesNameTheSamplesFile: the "results:" line names the
 // samples file a run writes to: a new result's compressed one, a resumed

@@ -36,6 +36,11 @@ func EnableRx(fd int) error {
 	return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPING, RxFlags)
 }
 
+// Disable turns socket fd's stamps off (its reads then carry none).
+func Disable(fd int) error {
+	return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPING, 0)
+}
+
 // OOBSize is enough control-message space for a stamp.
 const OOBSize = 128
 

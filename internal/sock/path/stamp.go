@@ -68,6 +68,18 @@ type StampedConn struct {
 	// three objects a read); busy says a Read holds it.
 	rd   *stampRead
 	busy atomic.Bool
+	// plain: stamps off (Unstamp), reads are the connection's own.
+	plain atomic.Bool
+}
+
+// Unstamp turns the stamps off for the rest of the connection: a
+// connection no figure reads the stamps of any more (a shared HTTP/2
+// connection's, whose transactions are kept: they record no wire time)
+// saves the kernel's stamps and the control messages' reading. LastRx
+// and FirstRx keep what they had.
+func (s *StampedConn) Unstamp() {
+	_ = s.rc.Control(func(fd uintptr) { _ = kstamp.Disable(int(fd)) })
+	s.plain.Store(true)
 }
 
 // stampRead is one Read's buffer and results, and the callback rc.Read
@@ -121,6 +133,9 @@ func (s *StampedConn) FirstSent() time.Time {
 func (s *StampedConn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
+	}
+	if s.plain.Load() {
+		return s.Conn.Read(p)
 	}
 	r := s.rd
 	if !s.busy.CompareAndSwap(false, true) {

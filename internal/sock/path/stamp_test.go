@@ -1,8 +1,10 @@
 package path
 
 import (
+	"io"
 	"net"
 	"testing"
+	"time"
 )
 
 // TestStampedTCPReadAllocatesNothing: a TCP read through StampedConn (its
@@ -64,5 +66,54 @@ func TestStampedTCPReadAllocatesNothing(t *testing.T) {
 	peer.Write(make([]byte, 10))
 	if n := <-got; n <= 0 {
 		t.Fatalf("the second of two reads: %d", n)
+	}
+}
+
+// TestUnstampedReadsOn: after Unstamp a connection reads on, its stamps
+// kept as they were (no later read moves them).
+func TestUnstampedReadsOn(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("tcp4", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	peer, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	s, ok := Stamped(c)
+	if !ok {
+		t.Fatal("no stamps on a TCP connection")
+	}
+	b := make([]byte, 100)
+	read := func(want string) {
+		t.Helper()
+		if _, err := peer.Write([]byte(want)); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := s.Read(b); err != nil || string(b[:n]) != want {
+			t.Fatalf("read %q: %v", b[:n], err)
+		}
+	}
+	read("stamped")
+	last := s.LastRx
+	if last.IsZero() {
+		t.Fatal("no stamp before Unstamp")
+	}
+	s.Unstamp()
+	time.Sleep(time.Millisecond)
+	read("plain")
+	if s.LastRx != last {
+		t.Errorf("a read after Unstamp moved the stamp from %v to %v", last, s.LastRx)
+	}
+	peer.Close()
+	if n, err := s.Read(b); n != 0 || err != io.EOF {
+		t.Errorf("after the peer's close: %d, %v", n, err)
 	}
 }
