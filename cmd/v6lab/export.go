@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -21,7 +20,8 @@ func newExportCmd() *cobra.Command {
 one typed column per sample field (docs/formats.md), and counted: whether the sample's
 run counts in the figures. It streams: its memory is one row group, whatever the number
 of samples. The file goes to RESULTS_DIR/samples.parquet unless --output says otherwise;
-it is a new file or an earlier export, never a result's own file (refused, exit 2).`,
+it is a new file or an earlier export, never a result's own file (refused, exit 2).
+A result a running v6lab still writes is refused (exit 2): export it when that run ends.`,
 		Example: `  v6lab export results/dns-20261126T154147Z
   duckdb -c "SELECT path, conns, avg(total_ns)/1e6 FROM 'results/dns-20261126T154147Z/samples.parquet' WHERE counted AND err = '' GROUP BY ALL"`,
 		Args: cobra.ExactArgs(1),
@@ -30,6 +30,9 @@ it is a new file or an earlier export, never a result's own file (refused, exit 
 				return &exitError{code: 2, err: fmt.Errorf("--format: %q is not parquet", format)}
 			}
 			name, err := result.SamplesPath(args[0])
+			if err == nil {
+				err = report.NotWritten(args[0], "export")
+			}
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
@@ -42,21 +45,7 @@ it is a new file or an earlier export, never a result's own file (refused, exit 
 			if err := result.CheckParquetOutput(output, args[0]); err != nil {
 				return &exitError{code: 2, err: fmt.Errorf("--output: %w", err)}
 			}
-			tmp, err := os.CreateTemp(filepath.Dir(output), "."+filepath.Base(output)+"-*.tmp")
-			if err != nil {
-				return err
-			}
-			defer os.Remove(tmp.Name())
-			rows, err := result.ExportParquet(name, tmp, report.CheckSample)
-			if cerr := tmp.Close(); err == nil {
-				err = cerr
-			}
-			if err == nil {
-				err = os.Chmod(tmp.Name(), 0o644)
-			}
-			if err == nil {
-				err = os.Rename(tmp.Name(), output)
-			}
+			rows, err := report.WriteParquet(name, output)
 			if err != nil {
 				return err
 			}

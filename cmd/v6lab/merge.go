@@ -28,6 +28,7 @@ missing. Every figure is computed from all segments' samples as if one host had 
 user (without a --start-at schedule, no rate/s: their runs were not at once); report.txt
 and summary.json add each segment's counts and means (a slow client host shows there).
 A run one segment never finished, or the segments did not run together, is left out, named.
+A segment a running v6lab still writes is refused (exit 2): merge when its run ends.
 
 A DIR that is not itself a result directory stands for every result directory in it
 (as a shared volume holds them).`,
@@ -35,6 +36,9 @@ A DIR that is not itself a result directory stands for every result directory in
   v6lab merge /results/web-v6 --results /results --name web-v6-merged`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := merge.NotWritten(args); err != nil {
+				return &exitError{code: 2, err: err}
+			}
 			if cli.IsSurvey(args[0]) {
 				return cli.Merge(cmd, args, results, name)
 			}

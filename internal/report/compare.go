@@ -6,6 +6,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"v6lab/internal/result"
 )
 
 // Versus sets two result sets side by side, cell by cell: "did the upgrade
@@ -46,7 +48,7 @@ type VersusCell struct {
 func CompareSummaries(nameA string, a *Summary, nameB string, b *Summary) *Versus {
 	v := &Versus{A: nameA, B: nameB}
 	if a.Target != b.Target {
-		v.Notes = append(v.Notes, fmt.Sprintf("A ran on %s, B on %s: their differences include the targets'", cmpOr(a.Target, "an unknown target"), cmpOr(b.Target, "an unknown target")))
+		v.Notes = append(v.Notes, targetNote(a, b))
 	}
 	for _, side := range []struct {
 		name string
@@ -93,6 +95,34 @@ func CompareSummaries(nameA string, a *Summary, nameB string, b *Summary) *Versu
 	}
 	sort.Strings(v.OnlyB)
 	return v
+}
+
+// targetNote says where A and B ran, when not at one place: "A ran in
+// the lab, B on loopback". The settings of a lab only one side had are
+// not set one by one beside nothing (labNotes): the note says where the
+// lab's side records them.
+func targetNote(a, b *Summary) string {
+	note := fmt.Sprintf("A ran %s, B %s: their differences include the targets'", targetWords(a.Target), targetWords(b.Target))
+	switch {
+	case len(a.Lab) > 0 && len(b.Lab) == 0:
+		note += " (A's lab, its links, tunnel and translators: A's report header)"
+	case len(b.Lab) > 0 && len(a.Lab) == 0:
+		note += " (B's lab, its links, tunnel and translators: B's report header)"
+	}
+	return note
+}
+
+// targetWords say where a result ran.
+func targetWords(t string) string {
+	switch result.Where(t) {
+	case result.Lab:
+		return "in the lab"
+	case result.Hosts:
+		return "against hosts"
+	case "":
+		return "on an unknown target"
+	}
+	return "on " + t
 }
 
 // VersusText prints the comparison as a table.

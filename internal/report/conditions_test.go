@@ -77,7 +77,8 @@ func TestPathMTUSettingsAreAConditionByName(t *testing.T) {
 // TestLossCellsSayWhatTheLossDid (trial8 F6): cells that ran at 1% loss
 // get the packets it dropped over their counted runs (warm-ups left out)
 // as a row of the means table, and say the loss in "In short", in
-// report.html's and in results.csv's loss and loss_dropped columns.
+// report.html's and in results.csv's loss and loss_dropped columns; one
+// loss with its place, as two are (trial10b).
 func TestLossCellsSayWhatTheLossDid(t *testing.T) {
 	f := build(baseMS, otherMS)
 	for i := range f.Runs {
@@ -108,15 +109,15 @@ func TestLossCellsSayWhatTheLossDid(t *testing.T) {
 	}
 	var b bytes.Buffer
 	Text(&b, s)
-	for _, want := range []string{"dropped by loss    0 in 10 runs", "dropped by loss   30 in 10 runs", "\n  ipv6 (loss 1%): "} {
+	for _, want := range []string{"dropped by loss    0 in 10 runs", "dropped by loss   30 in 10 runs", "\n  ipv6 (loss 1% on r1-r2): "} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report.txt lacks %q:\n%s", want, b.String())
 		}
 	}
 	b.Reset()
 	HTML(&b, s)
-	if !strings.Contains(b.String(), "ipv6 (loss 1%)</strong>") {
-		t.Errorf("report.html's In short does not say the loss")
+	if !strings.Contains(b.String(), "ipv6 (loss 1% on r1-r2)</strong>") {
+		t.Errorf("report.html's In short does not say the loss and its place")
 	}
 	csvOf := func(s *Summary) []map[string]string {
 		var b bytes.Buffer

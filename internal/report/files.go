@@ -105,6 +105,46 @@ func scanDir(dir string, also result.Visitor) (*Summary, error) {
 	return s, nil
 }
 
+// NotWritten refuses a result directory whose samples file a running
+// v6lab still writes (result.NotWritten) to a command that would read it
+// half-written (verb: "export", "merge"): its output would lack the runs
+// still to come and never learn of them. report and compare read such a
+// result as figures so far (scanDir); these wait for the run to end.
+func NotWritten(dir, verb string) error {
+	name, err := result.SamplesPath(dir)
+	if err != nil {
+		return nil // the command's reader says why
+	}
+	if err := result.NotWritten(name); err != nil {
+		return fmt.Errorf("%s: %w: %s it when that run ends (wait, or stop it: a stopped run keeps every finished run); `v6lab report %s` gives its figures so far",
+			verb, err, verb, dir)
+	}
+	return nil
+}
+
+// WriteParquet writes the samples file samples as Parquet to output
+// (result.ExportParquet), every sample checked (CheckSample), through a
+// temporary file beside it renamed over it once whole: an earlier export
+// stays until then. It returns the rows written.
+func WriteParquet(samples, output string) (int64, error) {
+	tmp, err := os.CreateTemp(filepath.Dir(output), "."+filepath.Base(output)+"-*.tmp")
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(tmp.Name())
+	rows, err := result.ExportParquet(samples, tmp, CheckSample)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), output)
+	}
+	return rows, err
+}
+
 // CheckSample refuses a sample of a path v6lab does not measure: what
 // the file's format alone cannot know.
 func CheckSample(s *result.Sample) error { return path.Known(s.Path) }

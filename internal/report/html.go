@@ -23,7 +23,7 @@ func HTML(w io.Writer, s *Summary) error {
 		page.Context = append(page.Context, kv{"order", fmt.Sprintf("shuffled, seed %d", s.Seed)})
 	}
 	if s.Partial != nil {
-		page.Context = append(page.Context, kv{"partial", s.Partial.Line()})
+		page.Context = append(page.Context, kv{s.Partial.State(), s.Partial.Line()})
 	}
 	for _, k := range sortedKeys(s.Machine) {
 		page.Context = append(page.Context, kv{"machine: " + k, s.Machine[k]})
@@ -402,7 +402,7 @@ details.context summary { cursor: pointer; color: #555; margin: 0.8em 0; }
 {{end}}<ul>{{range .Short.Full}}<li class="v-{{.Kind}}"><strong>{{if $.Named}}{{or .Called .Group}} over {{end}}{{.Path}}{{.At}}</strong>: {{.Text}}</li>
 {{end}}{{range .Short.Grouped}}<li class="v-grouped">{{.}}</li>
 {{end}}</ul></section>
-{{end}}<details class="context"><summary>How it was measured: machine, lab, servers{{if .S.Scale}}, scale {{.S.Scale}}{{end}}{{if .S.Seed}}, shuffle seed {{.S.Seed}}{{end}}{{if .S.Partial}}, partial{{end}}</summary>
+{{end}}<details class="context"><summary>How it was measured: machine, lab, servers{{if .S.Scale}}, scale {{.S.Scale}}{{end}}{{if .S.Seed}}, shuffle seed {{.S.Seed}}{{end}}{{with .S.Partial}}, {{.State}}{{end}}</summary>
 <table class="context"><tbody>
 {{range .Context}}<tr><td>{{.K}}</td><td>{{.V}}</td></tr>
 {{end}}</tbody></table></details>

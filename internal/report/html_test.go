@@ -346,7 +346,7 @@ func TestConnectionAxesTickAtTheCounts(t *testing.T) {
 func TestCompareSaysTheTargetsDiffer(t *testing.T) {
 	a, b := &Summary{Target: "loopback"}, &Summary{Target: "lab"}
 	var out bytes.Buffer
-	if err := VersusText(&out, CompareSummaries("a", a, "b", b)); err != nil || !strings.Contains(out.String(), "note: A ran on loopback, B on lab") {
+	if err := VersusText(&out, CompareSummaries("a", a, "b", b)); err != nil || !strings.Contains(out.String(), "note: A ran on loopback, B in the lab") {
 		t.Errorf("%v:\n%s", err, out.String())
 	}
 	if v := CompareSummaries("a", a, "b", a); len(v.Notes) != 0 {

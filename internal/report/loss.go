@@ -134,19 +134,21 @@ func (l *CellLoss) placed() []string {
 	return out
 }
 
-// lossAt is the loss a group's cells over path ran at ("loss 3%"), "" for
-// none.
+// lossAt is the loss a group's cells over path ran at, each with its
+// place ("loss 5% on r1-r2", "loss 3% on every link"), "" for none: one
+// loss is said where it was as two are (trial10b).
 func lossAt(s *Summary, group, path string) string {
 	for _, c := range s.Cells {
 		if c.Protocol == group && c.Path == path && c.Loss != nil {
-			return c.Loss.Condition
+			return strings.Join(c.Loss.placed(), ", ")
 		}
 	}
 	return ""
 }
 
-// atLoss is " (loss 3%)" for a group's cells over path that ran at a
-// loss, "" otherwise: what "In short" and the tables add to their name.
+// atLoss is " (loss 3% on every link)" for a group's cells over path that
+// ran at a loss, "" otherwise: what "In short" and the tables add to
+// their name.
 func atLoss(s *Summary, group, path string) string {
 	if l := lossAt(s, group, path); l != "" {
 		return " (" + l + ")"

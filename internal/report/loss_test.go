@@ -92,7 +92,7 @@ func TestTwoLossesAreCountedApart(t *testing.T) {
 	var b bytes.Buffer
 	Text(&b, s)
 	for _, want := range []string{"dropped by loss 2% on every link    100 in 10 runs", "dropped by loss 3% on r1-r2    10 in 10 runs",
-		"http over ipv6 (loss 2% on every link, loss 3% on r1-r2):"} {
+		"http over ipv6 (loss 2% on every link, loss 3% on r1-r2):", "dns over ipv6 (loss 2% on every link):"} {
 		if !strings.Contains(strings.Join(strings.Fields(b.String()), " "), strings.Join(strings.Fields(want), " ")) {
 			t.Errorf("report.txt lacks %q:\n%s", want, b.String())
 		}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"v6lab/internal/result"
 )
@@ -44,6 +45,9 @@ func TestAPartialRunSaysSo(t *testing.T) {
 	}
 	if !strings.Contains(page.String(), "<strong>partial: 19 of 22 runs; resume with `v6lab run --resume DIR`</strong>") {
 		t.Errorf("report.html does not say it is partial")
+	}
+	if !strings.Contains(page.String(), ", partial</summary>") {
+		t.Errorf("report.html's collapsed heading does not say partial")
 	}
 	if !strings.Contains(js.String(), `"partial": {
     "runs_done": 19,
@@ -122,12 +126,19 @@ func TestAResultStillWrittenSaysSo(t *testing.T) {
 	if p == nil || !p.Writing || p.WriterPID != os.Getpid() || p.Resume != "" || p.RunsDone != 20 || p.RunsPlanned != 22 {
 		t.Fatalf("partial %+v, want writing by pid %d, 20 of 22, no resume", p, os.Getpid())
 	}
-	var text, js bytes.Buffer
+	var text, js, page bytes.Buffer
 	Text(&text, s)
 	JSON(&js, s)
+	HTML(&page, s)
 	want := fmt.Sprintf("still being written by a running v6lab (pid %d): figures so far, 20 of 22 runs", os.Getpid())
 	if first := strings.SplitN(text.String(), "\n", 3); !strings.Contains(first[1], want) {
 		t.Errorf("report.txt's second line is not %q:\n%s", want, text.String())
+	}
+	// report.html's collapsed heading says it as report.txt does, not
+	// "partial" (trial10b).
+	if !strings.Contains(page.String(), ", still being written</summary>") || strings.Contains(page.String(), "partial") ||
+		!strings.Contains(page.String(), "<strong>"+want+"</strong>") {
+		t.Errorf("report.html of a result still written:\n%s", page.String())
 	}
 	for _, bad := range []string{"resume", "killed", "interrupted", "cut-off"} {
 		if strings.Contains(text.String(), bad) || strings.Contains(js.String(), bad) {
@@ -157,5 +168,35 @@ func TestAResultStillWrittenSaysSo(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(s.Notes, "\n"), "left out: interrupted") {
 		t.Errorf("after the writer, the unrecorded runs are not interrupted: %q", s.Notes)
+	}
+}
+
+// TestAPathWithOnlyItsWarmupHasNoCountedRunYet: in a partial result, a
+// path whose only run was its warm-up (whose transactions completed) has
+// no counted run yet; it is not a path on which no run completed a
+// transaction (trial10b). A counted run that completed nothing still says
+// that.
+func TestAPathWithOnlyItsWarmupHasNoCountedRunYet(t *testing.T) {
+	f := build(baseMS, otherMS)
+	f.Header.Spec = httpSpec
+	f.Runs = f.Runs[:3] // both warm-ups and ipv4's first counted run
+	f.Samples = slices.DeleteFunc(f.Samples, func(s result.Sample) bool { return s.Run > 1 || s.Run == 1 && s.Path == "ipv6" })
+	s := Summarize(f)
+	var text bytes.Buffer
+	Text(&text, s)
+	if s.Partial == nil || !strings.Contains(text.String(), "n/a (no counted run yet: the result is partial)") ||
+		strings.Contains(text.String(), "no run completed a transaction") ||
+		!strings.Contains(text.String(), "ipv6: not comparable at 2 connections (ipv6 has no counted run yet: the result is partial)") {
+		t.Errorf("partial %+v, report.txt:\n%s", s.Partial, text.String())
+	}
+	// The same path's counted run recorded, every transaction failed.
+	f.Runs = append(f.Runs, result.Run{Kind: result.KindRun, Cell: result.CellKey("http", "ipv6", 2), Protocol: "http", Path: "ipv6", Conns: 2, Run: 1,
+		Start: t0, End: t0.Add(time.Second), Failed: 1})
+	f.Samples = append(f.Samples, result.Sample{Kind: result.KindSample, Cell: result.CellKey("http", "ipv6", 2), Protocol: "http", Path: "ipv6", Conns: 2,
+		Run: 1, Start: t0, TotalNS: 30e9, Err: "io: timed out after 30s", ErrKind: "timeout"})
+	for _, c := range Summarize(f).Cells {
+		if c.Path == "ipv6" && c.NA["mean_ms"] != "no run completed a transaction" {
+			t.Errorf("ipv6 after a counted run that failed: mean n/a %q", c.NA["mean_ms"])
+		}
 	}
 }

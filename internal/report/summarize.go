@@ -248,7 +248,7 @@ func (z *Summarizer) Finish() *Summary {
 		Notes: append(append([]string(nil), h.Notes...), z.runNotes...), Lab: h.Lab, Servers: h.Servers, ServerRoles: h.ServerRoles, Machine: machine(h),
 		LeftOutRuns: z.leftOut, Segment: h.Segment, Scale: z.spec.scale, Seed: z.spec.seed, Engines: z.spec.engines, Dialers: z.spec.dialers,
 		HTTPVersions: z.spec.versions, HTTPCleartext: z.spec.cleartext, HTTPH2C: z.spec.h2c, IPLiteral: z.spec.literal, labelled: z.spec.labelled,
-		SampleEvery: h.SampleEvery}
+		SampleEvery: h.SampleEvery, groupProto: z.spec.protos, plainSpec: z.spec.plain}
 	s.Notes = append(s.Notes, z.wire.notes()...)
 	if z.rewarms > 0 {
 		s.Notes = append(s.Notes, fmt.Sprintf("resumed: %d re-warm runs (not counted) warmed each cell again before its first counted run in the resuming process (its connections, sessions and caches were cold)", z.rewarms))
@@ -266,9 +266,7 @@ func (z *Summarizer) Finish() *Summary {
 	}
 	for ck, r := range z.cellRuns() {
 		s.Cells = append(s.Cells, z.cells[ck].Finish(r))
-		if c := &s.Cells[len(s.Cells)-1]; z.writer != nil && c.MeanMS == nil && c.Completed+c.Failed == 0 {
-			na(&c.NA, "mean_ms", "no counted run yet: the result is still being written")
-		}
+		noCountedRun(&s.Cells[len(s.Cells)-1], s.Partial, r.seconds > 0)
 	}
 	if why := unscheduledMerge(h.Merged); why != "" {
 		for i := range s.Cells {
@@ -424,6 +422,22 @@ func (t *wireTally) notes() []string {
 	return out
 }
 
+// noCountedRun says why a cell of a result that is not whole (partial)
+// has no mean when it has no counted run (counted: a run not warm-up was
+// recorded, and not left out): its counted runs had not begun (only its warm-up had run, whose transactions completed),
+// not that no run completed a transaction (trial10b). A cell whose
+// counted runs were left out keeps its own reason.
+func noCountedRun(c *Cell, p *Partial, counted bool) {
+	if p == nil || counted || c.MeanMS != nil || c.Completed+c.Failed > 0 || strings.HasPrefix(c.NA["mean_ms"], "no counted run: ") {
+		return
+	}
+	if p.Writing {
+		na(&c.NA, "mean_ms", "no counted run yet: the result is still being written")
+		return
+	}
+	na(&c.NA, "mean_ms", "no counted run yet: the result is partial")
+}
+
 // specFacts are what a summary reads of the experiment in the header: the
 // order of its cell groups, each group's engine and dialer by the group's
 // name, the scale it was shrunk by, and how many runs its plan has (each
@@ -444,8 +458,12 @@ type specFacts struct {
 	literal, labelled []string
 	// keepalive names the groups that asked to keep connections.
 	keepalive []string
-	scale     float64
-	planned   int
+	// protos are the groups' protocols, plain those whose spec asks for
+	// no TLS (Summary.groupProto, plainSpec).
+	protos  map[string]string
+	plain   []string
+	scale   float64
+	planned int
 }
 
 // specGroup is what a summary reads of one cell group of the spec.
@@ -501,7 +519,12 @@ func readSpec(spec any) specFacts {
 		set(&f.engines, cmpOr(g.Params["engine"], map[string]string{"load": LoadEngine}[g.Params["mode"]]))
 		set(&f.dialers, g.Dialer)
 		set(&f.versions, g.HTTP)
-		if clear := !g.TLS && !strings.HasPrefix(g.URL, "https:"); clear && g.HTTP == "1.1" {
+		set(&f.protos, g.Protocol)
+		clear := !g.TLS && !strings.HasPrefix(g.URL, "https:")
+		if clear && !slices.Contains(f.plain, name) {
+			f.plain = append(f.plain, name)
+		}
+		if clear && g.HTTP == "1.1" {
 			f.cleartext = append(f.cleartext, name)
 		} else if clear && g.HTTP == "2" && !slices.Contains(f.h2c, name) {
 			f.h2c = append(f.h2c, name)

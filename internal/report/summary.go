@@ -101,6 +101,11 @@ type Summary struct {
 	// labelled names the cell groups named otherwise than their protocol
 	// (a label, https): In short names them (namedInShort).
 	labelled []string
+	// groupProto is each cell group's protocol as its spec names it, and
+	// plainSpec the groups whose spec asks for no TLS (no tls, no https
+	// url): compare's words for a group that names no http_version.
+	groupProto map[string]string
+	plainSpec  []string
 }
 
 // Partial says how much of a stopped experiment's plan a result holds:
@@ -116,14 +121,20 @@ type Partial struct {
 	WriterPID   int    `json:"writer_pid,omitempty"`
 }
 
+// State names it in a few words, as report.html's collapsed heading
+// does: "partial", or "still being written" for a result a running
+// v6lab writes (Line says who).
+func (p *Partial) State() string {
+	if p.Writing {
+		return "still being written"
+	}
+	return "partial"
+}
+
 // Line is how the reports say it.
 func (p *Partial) Line() string {
 	if p.Writing {
-		who := "a running v6lab"
-		if p.WriterPID > 0 {
-			who += fmt.Sprintf(" (pid %d)", p.WriterPID)
-		}
-		return fmt.Sprintf("still being written by %s: figures so far, %d of %d runs", who, p.RunsDone, p.RunsPlanned)
+		return fmt.Sprintf("still being written by %s: figures so far, %d of %d runs", result.WriterName(p.WriterPID), p.RunsDone, p.RunsPlanned)
 	}
 	line := fmt.Sprintf("partial: %d of %d runs; resume with `%s`", p.RunsDone, p.RunsPlanned, p.Resume)
 	if p.Resume == mergedResume {
@@ -556,8 +567,25 @@ func compare(cells []Cell, baseline string) []Comparison {
 			continue
 		}
 		out = append(out, Compare(b, c))
+		notYet(&out[len(out)-1], b, c)
 	}
 	return out
+}
+
+// notYet says why a comparison has no values where one of its cells has
+// no counted run yet (noCountedRun): a partial result's path that has
+// run only its warm-up is not a path with nothing to compare.
+func notYet(cmp *Comparison, cells ...*Cell) {
+	for _, c := range cells {
+		if why := c.NA["mean_ms"]; strings.HasPrefix(why, "no counted run yet") {
+			for f, v := range cmp.NA {
+				if v == "no values" {
+					cmp.NA[f] = c.Path + " has " + why
+				}
+			}
+			return
+		}
+	}
 }
 
 // Compare sets cell c against baseline cell b.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode"
 )
 
 // conditionNotes name every measurement condition in which a and b differ:
@@ -17,24 +18,12 @@ import (
 // the ports it chose are a run's, not a condition.
 func conditionNotes(a, b *Summary) []string {
 	notes := lossNotes(a, b)
-	la, lb := flatLab(a.Lab), flatLab(b.Lab)
-	if len(notes) > 0 { // the loss said once, in words, not again per lab key
-		dropLossKeys(la)
-		dropLossKeys(lb)
-	}
-	for _, g := range []struct {
-		what string
-		a, b map[string]string
-	}{
-		{"lab", la, lb},
-		{"machine", a.Machine, b.Machine},
-	} {
-		for _, k := range unionKeys(g.a, g.b) {
-			va, oka := g.a[k]
-			vb, okb := g.b[k]
-			if va != vb {
-				notes = append(notes, fmt.Sprintf("%s %s differs: A %s; B %s", g.what, labKeyWords(k), orNone(va, oka), orNone(vb, okb)))
-			}
+	notes = append(notes, labNotes(a.Lab, b.Lab, len(notes) > 0)...)
+	for _, k := range unionKeys(a.Machine, b.Machine) {
+		va, oka := a.Machine[k]
+		vb, okb := b.Machine[k]
+		if va != vb {
+			notes = append(notes, fmt.Sprintf("machine %s differs: A %s; B %s", cmpOr(machineWords[k], k), orNone(va, oka), orNone(vb, okb)))
 		}
 	}
 	notes = append(notes, serverNotes(a, b)...)
@@ -48,11 +37,84 @@ func conditionNotes(a, b *Summary) []string {
 	return notes
 }
 
+// machineWords say a machine key in words where it would not.
+var machineWords = map[string]string{"client_spin": "client spin (--spin)", "cpus": "CPUs", "go": "Go version"}
+
+// labNotes name each setting in which two labs differ, in words: the
+// links as their header line says them (not again as the configuration's
+// fields), a setting one lab lacks as "none". Of a result that ran in no
+// lab there is nothing to set beside the other's settings: the targets'
+// note says that one ran in a lab (trial10 T9). lossSaid: the cells' loss
+// note said the loss, so the lab's loss keys, and the loss in the links,
+// are not said again.
+func labNotes(a, b map[string]string, lossSaid bool) []string {
+	if len(a) == 0 || len(b) == 0 {
+		return nil
+	}
+	la, lb := flatLab(a), flatLab(b)
+	for _, lab := range []map[string]string{la, lb} {
+		for k := range lab {
+			if said := saidBy(k); said != "" && (a[said] != "" || b[said] != "") {
+				delete(lab, k)
+			}
+		}
+		if lossSaid {
+			dropLossKeys(lab)
+			if l, ok := lab["links"]; ok {
+				lab["links"] = withoutLoss(l)
+			}
+		}
+	}
+	var notes []string
+	for _, k := range unionKeys(la, lb) {
+		va, oka := la[k]
+		vb, okb := lb[k]
+		if va != vb {
+			notes = append(notes, fmt.Sprintf("lab %s differs: A %s; B %s", labKeyWords(k), labValue(va, oka), labValue(vb, okb)))
+		}
+	}
+	return notes
+}
+
+// saidBy is the header key that says configuration key k in words (its
+// links line, its nat64 or pmtu description), "" for none.
+func saidBy(k string) string {
+	for prefix, key := range map[string]string{"config.shaping.": "links", "config.links.": "links", "config.nat64.": "nat64",
+		"config.pmtu.": "pmtu", "config.bare_server": "server_tcp"} {
+		if strings.HasPrefix(k, prefix) {
+			return key
+		}
+	}
+	return ""
+}
+
+// withoutLoss is a links line ("client-r1 unshaped, loss 3%, mtu 1500;
+// …") without its losses.
+func withoutLoss(links string) string {
+	var out []string
+	for _, link := range strings.Split(links, "; ") {
+		out = append(out, strings.Join(slices.DeleteFunc(strings.Split(link, ", "), func(f string) bool { return strings.HasPrefix(f, "loss ") }), ", "))
+	}
+	return strings.Join(out, "; ")
+}
+
+// labValue is a lab setting's value in a note: "none" for a setting the
+// lab did not have (a header key is written only where it applies).
+func labValue(v string, ok bool) string {
+	if !ok || v == "" {
+		return "none"
+	}
+	return v
+}
+
 // groupNotes name, per cell group both have, what its cells measured that
 // differs: the HTTP version spoken, the engine and dialer, and what the
 // connections did (kept or new, TLS resumed or full, 0-RTT). A cell "http"
 // of HTTP/1.1 and one of HTTP/3, or of new and kept connections, are
-// paired by name but are not the same measurement (trial4 F4).
+// paired by name but are not the same measurement (trial4 F4). A group
+// that names no http_version, of the protocol of the other's group that
+// names one, spoke its default, HTTP/1.1: said so, never "not named"
+// against the same version (trial10 T9).
 func groupNotes(a, b *Summary) []string {
 	var notes []string
 	inB := protocols(b)
@@ -60,18 +122,52 @@ func groupNotes(a, b *Summary) []string {
 		if !slices.Contains(inB, g) {
 			continue
 		}
-		for _, d := range []struct{ what, a, b string }{
-			{"HTTP version", versionOf(a, g), versionOf(b, g)},
-			{"engine", a.Engines[g], b.Engines[g]},
-			{"dialer", a.Dialers[g], b.Dialers[g]},
-			{"connections", connKind(a, g), connKind(b, g)},
+		va, vb := versionOf(a, g), versionOf(b, g)
+		defA := va == "" && vb != "" && sameProtocol(a, b, g)
+		defB := vb == "" && va != "" && sameProtocol(a, b, g)
+		if defA {
+			va = defaultVersion
+		}
+		if defB {
+			vb = defaultVersion
+		}
+		for _, d := range []struct {
+			what, a, b string
+			defA, defB bool
+		}{
+			{"HTTP version", va, vb, defA, defB},
+			{"engine", a.Engines[g], b.Engines[g], false, false},
+			{"dialer", a.Dialers[g], b.Dialers[g], false, false},
+			{"connections", connKind(a, g, va), connKind(b, g, vb), false, false},
 		} {
 			if d.a != d.b {
-				notes = append(notes, fmt.Sprintf("%s: %s differs: A %s; B %s", g, d.what, cmpOr(d.a, "(not named: the default)"), cmpOr(d.b, "(not named: the default)")))
+				notes = append(notes, fmt.Sprintf("%s: %s differs: A %s; B %s", g, d.what, groupWords(d.a, d.defA), groupWords(d.b, d.defB)))
 			}
 		}
 	}
 	return notes
+}
+
+// defaultVersion is what an http cell that names no http_version speaks
+// (docs/metrics.md), as its transactions would name it.
+const defaultVersion = "http/1.1"
+
+// sameProtocol says whether group g of a and of b are of one protocol by
+// their specs (a label may name groups of two).
+func sameProtocol(a, b *Summary, g string) bool {
+	return a.groupProto[g] != "" && a.groupProto[g] == b.groupProto[g]
+}
+
+// groupWords is a group note's value: "(not named: the default)" for
+// none, a default version named as one (defaulted).
+func groupWords(v string, defaulted bool) string {
+	switch {
+	case v == "":
+		return "(not named: the default)"
+	case defaulted:
+		return v + " (no http_version named: the default)"
+	}
+	return v
 }
 
 // versionOf is the HTTP version a group spoke: what its transactions
@@ -113,14 +209,19 @@ func specSpoke(s *Summary, group string) string {
 	}
 }
 
-// connKind is what a group's connections did, in words: "" for a group
-// without an HTTP version or connection facts.
-func connKind(s *Summary, group string) string {
+// connKind is what a group's connections did, in words, the group having
+// spoken version (versionOf, or the default): "" for a group without an
+// HTTP version or connection facts.
+func connKind(s *Summary, group, version string) string {
 	f, done := groupConn(s, group)
-	if versionOf(s, group) == "" && f == (ConnFacts{}) {
+	if version == "" && f == (ConnFacts{}) {
 		return ""
 	}
-	return connWords(f, done, cleartext(s, group, versionOf(s, group)))
+	clear := cleartext(s, group, version)
+	if version != versionOf(s, group) { // the default: its spec says whether TLS
+		clear = f.TLS == 0 && slices.Contains(s.plainSpec, group)
+	}
+	return connWords(f, done, clear)
 }
 
 // cleartext says a group spoke HTTP without TLS: HTTP/1.1 without it
@@ -158,11 +259,21 @@ func connWords(f ConnFacts, done int, clear bool) string {
 }
 
 // labWords say a lab's setting in words where its key would not.
-var labWords = map[string]string{"tunnel_mtu": "6in4 tunnel MTU", "tunnel": "6in4 tunnel",
-	"loss": "loss emulation", "config.shaping.Loss": "loss on every link (percent)"}
+var labWords = map[string]string{"tunnel_mtu": "6in4 tunnel MTU", "tunnel": "6in4 tunnel", "tunnel_hook": "6in4 tunnel's BPF hook",
+	"tunnel_why": "6in4 tunnel's datapath, why", "loss": "loss emulation", "config.shaping.Loss": "loss on every link (percent)",
+	"pcap": "packet capture (--pcap)", "wire_check": "wire check", "congestion": "TCP congestion control", "nat64": "NAT64",
+	"464xlat": "464XLAT", "dslite": "DS-Lite", "generators": "background traffic hosts", "server_tcp": "server host's TCP",
+	"sysctl_changed": "sysctls v6lab changed", "shaping": "how the links are shaped", "link_rates": "cell groups' link rates",
+	"server_capture": "server-side capture", "pmtu": "path MTU", "r1_r2_mtu": "MTU between the routers",
+	"config.bpf_hook": "BPF hook asked for", "config.no_tunnel": "no 6in4 tunnel", "config.sites": "sites file",
+	"config.nat64.prefix": "NAT64 prefix", "config.nat64.mode": "NAT64 mode", "config.nat64.pool": "NAT64 pool",
+	"config.pmtu.mss_clamp": "MSS clamp (--mss-clamp)", "config.pmtu.ptb_blackhole": "Packet Too Big blackhole (--ptb-blackhole)",
+	"config.pmtu.fragments": "fragments dropped (--fragments)", "config.pmtu.tcp_mtu_probing": "TCP MTU probing"}
 
 // labKeyWords is a lab key in words: a link's loss
-// (config.links.r1-r2.shaping.Loss) as "loss on link r1-r2 (percent)".
+// (config.links.r1-r2.shaping.Loss) as "loss on link r1-r2 (percent)",
+// a configuration field not in labWords as its name's words
+// (config.shaping.QueueLimit: "shaping queue limit").
 func labKeyWords(k string) string {
 	if w := labWords[k]; w != "" {
 		return w
@@ -172,7 +283,26 @@ func labKeyWords(k string) string {
 			return "loss on link " + link + " (percent)"
 		}
 	}
-	return k
+	return keyWords(strings.TrimPrefix(k, "config."))
+}
+
+// keyWords spells a key as words: its dots, underscores and Go-style
+// capitals as spaces, lower case ("shaping.QueueLimit": "shaping queue
+// limit"; "TunnelMTU": "tunnel mtu").
+func keyWords(k string) string {
+	var b strings.Builder
+	prev := ' '
+	for _, r := range k {
+		switch {
+		case r == '.' || r == '_':
+			r = ' '
+		case unicode.IsUpper(r) && prev != ' ' && !unicode.IsUpper(prev):
+			b.WriteRune(' ')
+		}
+		b.WriteRune(unicode.ToLower(r))
+		prev = r
+	}
+	return b.String()
 }
 
 // dropLossKeys removes a lab's loss settings (how it was emulated, each
@@ -284,6 +414,10 @@ func flatten(prefix string, v any, out map[string]string) {
 		for k, sub := range m {
 			flatten(prefix+"."+k, sub, out)
 		}
+		return
+	}
+	if str, ok := v.(string); ok { // as the lab's header says it, unquoted
+		out[prefix] = str
 		return
 	}
 	b, _ := json.Marshal(v)

@@ -3,14 +3,16 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 )
 
 // TestCompareNamesEveryConditionThatDiffers (trial 6): A on 1 Gbit/s
 // links without loss, B unshaped with 2% loss, on another kernel: compare
-// says so, setting by setting, in text and JSON; the lab's own name and
-// ports are not conditions.
+// says so, setting by setting, in text and JSON, each once; the lab's own
+// name and ports are not conditions.
 func TestCompareNamesEveryConditionThatDiffers(t *testing.T) {
 	a := &Summary{Target: "lab", Lab: map[string]string{
 		"name": "runa", "wire_check_ports": "x=1", "tunnel": "bpf", "tunnel_mtu": "1480",
@@ -23,10 +25,10 @@ func TestCompareNamesEveryConditionThatDiffers(t *testing.T) {
 		"config": `{"Name":"runb","shaping":{"Rate":0,"Loss":2}}`,
 	}, Machine: map[string]string{"kernel": "6.19", "tool": "v6lab 1", "host": "vm"}}
 	v := CompareSummaries("A", a, "B", b)
+	// The links line says the rate and the loss; the configuration's
+	// fields (config.shaping.Rate) do not say them again (trial10 T9).
 	want := []string{
 		"A and B were measured under different conditions (below): their differences include these",
-		"lab loss on every link (percent) differs: A 0; B 2",
-		"lab config.shaping.Rate differs: A 1000000000; B 0",
 		"lab links differs: A client-r1 1000 Mbit/s, mtu 1500; B client-r1 unshaped, loss 2%, mtu 1500",
 		"machine kernel differs: A 6.18; B 6.19",
 	}
@@ -36,7 +38,7 @@ func TestCompareNamesEveryConditionThatDiffers(t *testing.T) {
 	var text, js bytes.Buffer
 	VersusText(&text, v)
 	VersusJSON(&js, v)
-	if !strings.Contains(text.String(), "note: lab loss on every link (percent) differs: A 0; B 2\n") {
+	if !strings.Contains(text.String(), "note: lab links differs: A client-r1 1000 Mbit/s, mtu 1500; B client-r1 unshaped, loss 2%, mtu 1500\n") {
 		t.Errorf("text:\n%s", text.String())
 	}
 	var back Versus
@@ -217,5 +219,157 @@ func TestCompareOfAGroupWithNoCountedRunSaysNoFalseCondition(t *testing.T) {
 	v = CompareSummaries("A", done, "B", early)
 	if got := strings.Join(v.Notes, "\n"); !strings.Contains(got, "loss differs: A loss 3% on every link; B none") {
 		t.Errorf("a clean counted run against a lossy one:\n%s", got)
+	}
+}
+
+// labHeader is a lab's header as v6lab writes it (run 2026-11-27), its
+// configuration's links at loss percent.
+func labHeader(loss int) map[string]string {
+	links := "client-r1 unshaped, mtu 1500; r1-r2 unshaped, mtu 1500; r2-server unshaped, mtu 1500"
+	h := map[string]string{
+		"464xlat":          "CLAT (RFC 6877, tc BPF on the client's link): IPv4 from 192.0.0.4 …",
+		"config":           fmt.Sprintf(`{"Name":"run031d6dcb","TunnelMTU":1480,"Tunnel":"","shaping":{"Rate":0,"QueueLimit":0,"Delay":0,"Jitter":0,"Loss":%d},"congestion":"cubic","nat64":{"prefix":"64:ff9b::/96"}}`, loss),
+		"congestion":       "cubic",
+		"dslite":           "B4 (RFC 6333, tc BPF on the client's link): …",
+		"links":            links,
+		"name":             "run031d6dcb",
+		"nat64":            "stateless translator (SIIT, RFC 7915) in tc BPF on r1: … prefix 64:ff9b::/96 …",
+		"pcap":             "false",
+		"topology":         "client - r1 - r2 - server (veth), 6in4 tunnel r1-r2",
+		"tunnel":           "bpf",
+		"tunnel_hook":      "tcx",
+		"tunnel_mtu":       "1480",
+		"wire_check":       "r1 eth-r2",
+		"wire_check_ports": "dns=42423 http=36643",
+	}
+	if loss > 0 {
+		h["links"] = strings.ReplaceAll(links, "unshaped, ", fmt.Sprintf("unshaped, loss %d%%, ", loss))
+		h["loss"] = "bpf"
+	}
+	return h
+}
+
+// goField matches a lab key spelled as a Go field or the configuration's
+// JSON path: config.…, or a capitalized word after a dot.
+var goField = regexp.MustCompile(`config\.|\.[A-Z][a-z]`)
+
+// TestCompareOfALabAndALoopbackResultSaysTheLabOnce (trial10 T9): a lab
+// result against a loopback one, or one against real hosts, says where
+// each ran and where the lab's settings are, in one note: none of the
+// lab's sixteen settings set one by one against "(not recorded)", nor
+// named as Go fields.
+func TestCompareOfALabAndALoopbackResultSaysTheLabOnce(t *testing.T) {
+	lab := &Summary{Target: "lab", Lab: labHeader(0), Machine: map[string]string{"client_spin": "250µs"}}
+	for _, other := range []*Summary{{Target: "loopback", Machine: map[string]string{"client_spin": "0s"}}, {Target: "hosts", Machine: map[string]string{"client_spin": "0s"}}} {
+		where := map[string]string{"loopback": "on loopback", "hosts": "against hosts"}[other.Target]
+		want := []string{
+			"A ran in the lab, B " + where + ": their differences include the targets' (A's lab, its links, tunnel and translators: A's report header)",
+			"A and B were measured under different conditions (below): their differences include these",
+			"machine client spin (--spin) differs: A 250µs; B 0s",
+		}
+		if got := CompareSummaries("A", lab, "B", other).Notes; strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("notes:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		if got := strings.Join(CompareSummaries("B", other, "A", lab).Notes, "\n"); !strings.Contains(got, "(B's lab, its links, tunnel and translators: B's report header)") ||
+			strings.Contains(got, "lab ") && strings.Contains(got, "differs: A") && strings.Contains(got, "not recorded") {
+			t.Errorf("the other way round:\n%s", got)
+		}
+	}
+}
+
+// TestCompareOfTwoLabsSaysEachSettingInWords (trial10 T9): two labs that
+// differ in every setting say each in words, never as the
+// configuration's Go fields, and a setting one lab lacks as "none"; the
+// links once, by their line.
+func TestCompareOfTwoLabsSaysEachSettingInWords(t *testing.T) {
+	a, b := labHeader(0), labHeader(0)
+	b["config"] = `{"Name":"runb","TunnelMTU":1480,"Tunnel":"","shaping":{"Rate":10000000,"QueueLimit":65536,"Delay":20000000,"Jitter":0,"Loss":0},"congestion":"bbr","nat64":{"prefix":"64:ff9b:1::/96"},"pmtu":{"mss_clamp":true},"bpf_hook":"clsact"}`
+	b["links"] = "client-r1 10 Mbit/s, queue 65536 B, delay 20ms, mtu 1500; r1-r2 10 Mbit/s, queue 65536 B, delay 20ms, mtu 1500; r2-server 10 Mbit/s, queue 65536 B, delay 20ms, mtu 1500"
+	b["nat64"], b["congestion"], b["pcap"], b["tunnel_hook"] = "stateless translator … prefix 64:ff9b:1::/96 …", "bbr", "true", "clsact"
+	b["generators"] = "gen4c, gen6c on r1; gen4s, gen6s on r2"
+	got := CompareSummaries("A", &Summary{Target: "lab", Lab: a}, "B", &Summary{Target: "lab", Lab: b}).Notes
+	want := []string{
+		"A and B were measured under different conditions (below): their differences include these",
+		"lab BPF hook asked for differs: A none; B clsact",
+		"lab MSS clamp (--mss-clamp) differs: A none; B true",
+		"lab TCP congestion control differs: A cubic; B bbr",
+		"lab background traffic hosts differs: A none; B gen4c, gen6c on r1; gen4s, gen6s on r2",
+		"lab links differs: A " + a["links"] + "; B " + b["links"],
+		"lab NAT64 differs: A " + a["nat64"] + "; B " + b["nat64"],
+		"lab packet capture (--pcap) differs: A false; B true",
+		"lab 6in4 tunnel's BPF hook differs: A tcx; B clsact",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("notes:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for _, n := range got {
+		if goField.MatchString(n[:strings.Index(n+" differs", " differs")]) {
+			t.Errorf("a key as a Go field: %q", n)
+		}
+	}
+}
+
+// TestCompareSaysALossOnce (trial10 T9, trial10b): a clean lab against one
+// at 3% on every link says the loss once, "loss differs", not again in
+// the links line; a rate that differs besides is said by the links line
+// without the loss.
+func TestCompareSaysALossOnce(t *testing.T) {
+	ms := func(v float64) *float64 { return &v }
+	cells := func(loss string) []Cell {
+		c := Cell{Protocol: "http", Path: "ipv4", Conns: 1, MeanMS: ms(3), Runs: []float64{3}, Completed: 48}
+		if loss != "" {
+			c.Loss = &CellLoss{Condition: "loss 3%", Runs: 1, Each: []LossPart{{Condition: "loss 3%", Where: "every link"}}}
+		}
+		return []Cell{c}
+	}
+	clean := &Summary{Target: "lab", Lab: labHeader(0), Cells: cells("")}
+	lossy := &Summary{Target: "lab", Lab: labHeader(3), Cells: cells("loss 3%")}
+	want := []string{
+		"A and B were measured under different conditions (below): their differences include these",
+		"loss differs: A none; B loss 3% on every link",
+	}
+	if got := CompareSummaries("A", clean, "B", lossy).Notes; strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("notes:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	lossy.Lab["links"] = strings.ReplaceAll(lossy.Lab["links"], "unshaped", "10 Mbit/s")
+	got := strings.Join(CompareSummaries("A", clean, "B", lossy).Notes, "\n")
+	if !strings.Contains(got, "lab links differs: A "+clean.Lab["links"]+"; B client-r1 10 Mbit/s, mtu 1500; r1-r2 10 Mbit/s, mtu 1500; r2-server 10 Mbit/s, mtu 1500") ||
+		strings.Count(got, "3%") != 1 {
+		t.Errorf("a rate besides the loss:\n%s", got)
+	}
+}
+
+// TestCompareNamesTheDefaultVersionAsSpoken (trial10 T9): a group that
+// names no http_version spoke HTTP/1.1, the default: against the same
+// group's HTTP/1.1 with new connections in the clear, no note; against
+// its HTTP/2, the version and what the connections did, in words.
+func TestCompareNamesTheDefaultVersionAsSpoken(t *testing.T) {
+	ms := func(v float64) *float64 { return &v }
+	cell := func(neg map[string]int, conn *ConnFacts) []Cell {
+		return []Cell{{Protocol: "web", Path: "ipv4", Conns: 1, MeanMS: ms(3), Runs: []float64{3}, Completed: 48, Negotiated: neg, Conn: conn}}
+	}
+	proto := map[string]string{"web": "http"}
+	plain := &Summary{groupProto: proto, plainSpec: []string{"web"}, Cells: cell(nil, nil)}
+	h11 := &Summary{groupProto: proto, plainSpec: []string{"web"}, HTTPVersions: map[string]string{"web": "1.1"}, HTTPCleartext: []string{"web"},
+		Cells: cell(map[string]int{"http/1.1": 48}, nil)}
+	for _, v := range []*Versus{CompareSummaries("A", h11, "B", plain), CompareSummaries("A", plain, "B", h11)} {
+		if len(v.Notes) != 0 {
+			t.Errorf("HTTP/1.1 against the default: %q", v.Notes)
+		}
+	}
+	h2 := &Summary{groupProto: proto, HTTPVersions: map[string]string{"web": "2"}, Cells: cell(map[string]int{"h2": 48}, &ConnFacts{TLS: 48})}
+	want := []string{
+		"A and B were measured under different conditions (below): their differences include these",
+		"web: HTTP version differs: A h2; B http/1.1 (no http_version named: the default)",
+		"web: connections differs: A new connections, full handshakes; B new connections, no TLS",
+	}
+	if got := CompareSummaries("A", h2, "B", plain).Notes; strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("notes:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// A label that named a group of another protocol in B: its version
+	// is not guessed.
+	other := &Summary{groupProto: map[string]string{"web": "dns"}, Cells: cell(nil, nil)}
+	if got := strings.Join(CompareSummaries("A", h2, "B", other).Notes, "\n"); strings.Contains(got, "http/1.1") {
+		t.Errorf("another protocol's group given HTTP/1.1:\n%s", got)
 	}
 }

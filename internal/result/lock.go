@@ -85,3 +85,39 @@ func lockHolder(locks string, ino uint64) int {
 	}
 	return pid
 }
+
+// StillWritten is the error of a samples file a running v6lab still
+// writes (Held), for a command that must not read it half-written:
+// export's file would miss the rest, merge's result the runs to come.
+type StillWritten struct {
+	Name string
+	PID  int // 0: not known
+}
+
+func (e *StillWritten) Error() string {
+	return e.Name + " is still being written by " + WriterName(e.PID)
+}
+
+// WriterName names the process that holds a samples file's lock: "a running
+// v6lab (pid 4242)", "a running v6lab" when its pid is not known.
+func WriterName(pid int) string {
+	if pid > 0 {
+		return fmt.Sprintf("a running v6lab (pid %d)", pid)
+	}
+	return "a running v6lab"
+}
+
+// NotWritten returns a *StillWritten when a process holds the lock of
+// the samples file name (Held), nil when none does or name cannot be
+// opened (its reader then says why).
+func NotWritten(name string) error {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if writing, pid := Held(f); writing {
+		return &StillWritten{Name: name, PID: pid}
+	}
+	return nil
+}

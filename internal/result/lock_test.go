@@ -3,6 +3,7 @@ package result
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 )
 
@@ -50,5 +51,36 @@ func TestLockHolder(t *testing.T) {
 	}
 	if got := lockHolder(locks+"4: FLOCK  ADVISORY  WRITE 5 08:01:123 0 EOF\n", 123); got != 0 {
 		t.Errorf("two holders of inode 123: %d, want 0 (not known)", got)
+	}
+}
+
+// TestNotWrittenNamesTheWriter: NotWritten of a file whose lock is held
+// is a *StillWritten naming this process; of one not held, or missing,
+// nil.
+func TestNotWrittenNamesTheWriter(t *testing.T) {
+	name := filepath.Join(t.TempDir(), SamplesName)
+	w, err := os.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := NotWritten(name); err != nil {
+		t.Errorf("an unlocked file: %v", err)
+	}
+	if err := Lock(w); err != nil {
+		t.Fatal(err)
+	}
+	want := name + " is still being written by a running v6lab (pid " + strconv.Itoa(os.Getpid()) + ")"
+	if err := NotWritten(name); err == nil || err.Error() != want {
+		t.Errorf("a locked file: %v, want %q", err, want)
+	}
+	w.Close()
+	if err := NotWritten(name); err != nil {
+		t.Errorf("after its writer: %v", err)
+	}
+	if err := NotWritten(name + ".missing"); err != nil {
+		t.Errorf("a missing file: %v", err)
+	}
+	if got := WriterName(0); got != "a running v6lab" {
+		t.Errorf("WriterName(0) = %q", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	nethttp "net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -246,5 +247,36 @@ func TestSharedTimeoutEndsTheConnection(t *testing.T) {
 	}
 	if ss := sustain(c, 1, 50*time.Millisecond); len(ss) == 0 || !ss[0].OK() || ln.n.Load() != 2 {
 		t.Errorf("after the stall: %d connections, %+v", ln.n.Load(), ss)
+	}
+}
+
+// TestSharedOnTheDualPath: on the dual path, a user's first transaction
+// races the families and the connection it won is the one its workers
+// share: every shared transaction says the family of that connection.
+func TestSharedOnTheDualPath(t *testing.T) {
+	r := h3Rig(t)
+	c := r.client(t, path.Dual, "https://www.v6lab.test:%d/")
+	c.Version, c.Keep, c.Shared, c.TLS = Version2, true, 3, &tls.Config{InsecureSkipVerify: true}
+	defer c.Close()
+	ss := sustain(c, 2, 200*time.Millisecond)
+	won := map[int]float64{}
+	for _, s := range ss {
+		if !s.OK() {
+			t.Fatalf("user %d: %s", s.User, s.Err)
+		}
+		v6, ok := s.Metrics["ipv6_won"]
+		if !ok {
+			t.Fatalf("user %d: no ipv6_won: %+v", s.User, s.Metrics)
+		}
+		if first, seen := won[s.User]; seen && first != v6 {
+			t.Errorf("user %d: ipv6_won %v, then %v on the same connection", s.User, first, v6)
+		}
+		won[s.User] = v6
+		if remote := netip.MustParseAddrPort(s.Remote).Addr(); remote.Is6() != (v6 == 1) {
+			t.Errorf("user %d: remote %s, ipv6_won %v", s.User, remote, v6)
+		}
+	}
+	if len(won) != 2 || len(ss) < 10 {
+		t.Errorf("%d transactions of users %v", len(ss), won)
 	}
 }

@@ -66,6 +66,22 @@ func Dirs(dirs []string) ([]string, error) {
 	return out, nil
 }
 
+// NotWritten refuses the result directories dirs name (Dirs) while a
+// running v6lab still writes one of them (report.NotWritten): a merge of
+// it would lack the runs still to come. A survey's segments alike.
+func NotWritten(dirs []string) error {
+	found, err := Dirs(dirs)
+	if err != nil {
+		return nil // Read says why
+	}
+	for _, dir := range found {
+		if err := report.NotWritten(dir, "merge"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // expand is dir when it is a result directory, else the result
 // directories it holds.
 func expand(dir string) ([]string, error) {
