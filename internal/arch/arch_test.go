@@ -47,6 +47,7 @@ var only = map[string][]string{
 	"internal/sock/wakeread": {},
 	"internal/sock/tcpinfo":  {},
 	"internal/sock/eyeballs": {},
+	"internal/sock/resend":   {},
 	"internal/wire/pktring":  {},
 	"internal/wire/tcpflow":  {},
 	"internal/gen/content":   {},
@@ -58,9 +59,10 @@ var only = map[string][]string{
 	"internal/run/host":      {},
 	// path pins sockets with the kernel's stamps; evloop runs them (and
 	// finds its connections' SYN stamps); both count how long replies
-	// waited for their reads (lag).
-	"internal/sock/path":   {"internal/sock/kstamp", "internal/sock/synstamp", "internal/sock/sockaddr", "internal/sock/lag"},
-	"internal/sock/evloop": {"internal/sock/kstamp", "internal/sock/synstamp", "internal/sock/sockaddr", "internal/sock/tcpinfo", "internal/sock/lag"},
+	// waited for their reads (lag), and send a lost query again by one
+	// rule (resend).
+	"internal/sock/path":   {"internal/sock/kstamp", "internal/sock/synstamp", "internal/sock/sockaddr", "internal/sock/lag", "internal/sock/resend"},
+	"internal/sock/evloop": {"internal/sock/kstamp", "internal/sock/synstamp", "internal/sock/sockaddr", "internal/sock/tcpinfo", "internal/sock/lag", "internal/sock/resend"},
 	// Reports read results and never what measures.
 	"internal/report": {"internal/result", "internal/report/stats", "internal/report/whatif", "internal/sock/path"},
 	// merge joins result directories: files and reports only.
@@ -180,7 +182,7 @@ func allowedBy(dep string, allow []string) bool {
 	// kernel's stamps and socket addresses, load what the kernel knows of
 	// a TCP connection.
 	for pkg, parts := range map[string][]string{
-		"internal/sock/path": {"internal/sock/kstamp", "internal/sock/synstamp", "internal/sock/sockaddr", "internal/sock/lag"},
+		"internal/sock/path": {"internal/sock/kstamp", "internal/sock/synstamp", "internal/sock/sockaddr", "internal/sock/lag", "internal/sock/resend"},
 		"internal/gen/load":  {"internal/sock/tcpinfo"},
 	} {
 		if slices.Contains(allow, pkg) && slices.Contains(parts, dep) {

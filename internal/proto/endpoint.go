@@ -27,6 +27,10 @@ type Endpoint struct {
 	// lookup travels over (empty: the path's).
 	DNS     []netip.AddrPort `json:"dns,omitempty"`
 	DNSOver path.Path        `json:"dns_over,omitempty"`
+	// DNSStub is how a lost query is sent again: /etc/resolv.conf's
+	// options timeout/attempts when DNS are its servers (HostResolver),
+	// else the zero Stub (v6lab's own schedule).
+	DNSStub path.Stub `json:"dns_stub,omitzero"`
 	// Source is the client's address on the path, when it must be chosen
 	// (the lab's 6in4 path).
 	Source netip.Addr `json:"source,omitzero"`
@@ -45,7 +49,7 @@ type Endpoint struct {
 
 // Resolver resolves the endpoint's Host.
 func (e Endpoint) Resolver() *path.Resolver {
-	return &path.Resolver{Servers: e.DNS, Over: e.DNSOver, Source: e.Source, Hosts: e.Hosts}
+	return &path.Resolver{Servers: e.DNS, Over: e.DNSOver, Source: e.Source, Hosts: e.Hosts, Stub: e.DNSStub}
 }
 
 // AddrPort is the endpoint as an address, for protocols that dial one.
@@ -76,38 +80,43 @@ func (es Endpoints) Get(key string, p path.Path) (Endpoint, bool) {
 }
 
 // HostResolver is the DNS servers given (dns_servers, --dns-server), or the
-// system's when none are: for a Host that is a name. A Host that is an
+// system's when none are (/etc/resolv.conf's nameservers, with its
+// options timeout:N attempts:N as the Stub that resends a lost query, as
+// glibc's resolver would): for a Host that is a name. A Host that is an
 // address needs none. Path p's lookups, sent over the family over (""
 // the path's own), need a server of that family among them: without one
 // every transaction would fail, so it is an error here.
-func HostResolver(host string, servers []string, over, p path.Path) ([]netip.AddrPort, error) {
-	out, err := hostServers(host, servers)
-	if err != nil || len(out) == 0 {
-		return out, err
+func HostResolver(host string, servers []string, over, p path.Path) (path.ResolvConf, error) {
+	rc, err := hostServers(host, servers)
+	if err != nil || len(rc.Servers) == 0 {
+		return rc, err
 	}
-	if _, _, err := (&path.Resolver{Servers: out, Over: over}).Server(p); err != nil {
-		return nil, fmt.Errorf("%w (the DNS servers: %s; --dns-over ipv4 or ipv6 sends every lookup over one family)", err, Or(strings.Join(servers, ", "), "/etc/resolv.conf's"))
+	if _, _, err := (&path.Resolver{Servers: rc.Servers, Over: over}).Server(p); err != nil {
+		return path.ResolvConf{}, fmt.Errorf("%w (the DNS servers: %s; --dns-over ipv4 or ipv6 sends every lookup over one family)", err, Or(strings.Join(servers, ", "), "/etc/resolv.conf's"))
 	}
-	return out, nil
+	return rc, nil
 }
 
-func hostServers(host string, servers []string) ([]netip.AddrPort, error) {
+func hostServers(host string, servers []string) (path.ResolvConf, error) {
 	if _, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
-		return nil, nil
+		return path.ResolvConf{}, nil
 	}
 	var out []netip.AddrPort
 	for _, s := range servers {
 		ap, err := path.ParseServer(s)
 		if err != nil {
-			return nil, err
+			return path.ResolvConf{}, err
 		}
 		out = append(out, ap)
 	}
 	if len(out) == 0 {
-		return path.SystemServers()
+		return systemResolvConf()
 	}
-	return out, nil
+	return path.ResolvConf{Servers: out}, nil
 }
+
+// systemResolvConf reads the system's resolv.conf (a test's stands in).
+var systemResolvConf = path.SystemResolvConf
 
 // HostPortTarget reads a server URL scheme://host[:port] (def: the port
 // when none is given) into an endpoint of path p, its host resolved as n

@@ -138,7 +138,7 @@ func (f *Fetch) Scale(x float64) { f.File = ScaleFile(f.File, x) }
 // its name up, and the family that carries the lookup.
 type Named struct {
 	URL        string   `json:"url,omitempty" opt:"url,fileonly"`
-	DNSServers []string `json:"dns_servers,omitempty" opt:"dns_servers,flag=dns-server" usage:"DNS server ADDR[:PORT] to ask (repeat for each family; a link-local one with its zone, [fe80::1%eth0]:53; default: /etc/resolv.conf)"`
+	DNSServers []string `json:"dns_servers,omitempty" opt:"dns_servers,flag=dns-server" usage:"DNS server ADDR[:PORT] to ask (repeat for each family; a link-local one with its zone, [fe80::1%eth0]:53; default: /etc/resolv.conf, whose options timeout:N attempts:N then set the resends)"`
 	// DNSOver pins the family that carries the lookup (path, ipv4, ipv6).
 	DNSOver string `json:"-" opt:"dns_over,flagonly,default=path" usage:"family that carries the DNS query: path, ipv4 or ipv6"`
 	// Resolve gives names their addresses, as curl's --resolve: the name
@@ -182,7 +182,8 @@ func (n *Named) Endpoint(host string, p path.Path) (Endpoint, error) {
 	if _, given := hosts[strings.ToLower(strings.TrimSuffix(host, "."))]; given {
 		return e, nil // not looked up: no DNS server needed
 	}
-	e.DNS, err = HostResolver(host, n.DNSServers, e.DNSOver, p)
+	rc, err := HostResolver(host, n.DNSServers, e.DNSOver, p)
+	e.DNS, e.DNSStub = rc.Servers, rc.Stub
 	return e, err
 }
 

@@ -1,6 +1,7 @@
 package proto
 
 import (
+	"encoding/json"
 	"net/netip"
 	"strings"
 	"testing"
@@ -154,7 +155,33 @@ func TestHostResolverNeedsAServerOfTheLookupsFamily(t *testing.T) {
 	if _, err := HostResolver("www.example.test", []string{"192.0.2.53"}, path.IPv4, path.IPv6); err != nil {
 		t.Errorf("ipv6 path, lookups over ipv4: %v", err)
 	}
-	if dns, err := HostResolver("2001:db8::1", []string{"192.0.2.53"}, "", path.IPv6); err != nil || dns != nil {
+	if dns, err := HostResolver("2001:db8::1", []string{"192.0.2.53"}, "", path.IPv6); err != nil || dns.Servers != nil {
 		t.Errorf("an address needs no lookup: %v %v", dns, err)
+	}
+}
+
+// TestTheSystemsResolvConfSetsTheStub: with no DNS server given, the
+// endpoint's lookups go to /etc/resolv.conf's servers and resend a lost
+// query as its options say (the resolver the measuring process builds
+// from the endpoint keeps them); servers given keep v6lab's own schedule.
+func TestTheSystemsResolvConfSetsTheStub(t *testing.T) {
+	glibc := path.Stub{Timeout: 2 * time.Second, Attempts: 3}
+	old := systemResolvConf
+	systemResolvConf = func() (path.ResolvConf, error) {
+		return path.ResolvConf{Servers: []netip.AddrPort{netip.MustParseAddrPort("192.0.2.53:53")}, Stub: glibc}, nil
+	}
+	t.Cleanup(func() { systemResolvConf = old })
+	n := &Named{URL: "http://www.example.test/"}
+	e, err := n.Endpoint("www.example.test", path.IPv4)
+	if err != nil || e.DNSStub != glibc || e.Resolver().Stub != glibc || len(e.DNS) != 1 {
+		t.Fatalf("from resolv.conf: %+v, %v", e, err)
+	}
+	var back Endpoint // as a lab run hands it to its measuring process
+	if b, err := json.Marshal(e); err != nil || json.Unmarshal(b, &back) != nil || back.DNSStub != glibc {
+		t.Errorf("through JSON: %s -> %+v (%v)", b, back.DNSStub, err)
+	}
+	n.DNSServers = []string{"192.0.2.54"}
+	if e, err = n.Endpoint("www.example.test", path.IPv4); err != nil || e.DNSStub != (path.Stub{}) {
+		t.Errorf("servers given: stub %+v, %v", e.DNSStub, err)
 	}
 }

@@ -144,6 +144,8 @@ func (pr Probe) dnsSource(ep proto.Endpoint) string {
 		return "none"
 	case pr.DNSFlag:
 		return "--dns-server"
+	case ep.DNSStub != path.Stub{}:
+		return "/etc/resolv.conf (" + ep.DNSStub.String() + ")" // how a lost query went again
 	}
 	return "/etc/resolv.conf"
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"v6lab/internal/proto"
+	"v6lab/internal/sock/path"
 )
 
 // TestDNSSourceSaysWhatHappened: a URL that names a host whose addresses
@@ -24,6 +25,7 @@ func TestDNSSourceSaysWhatHappened(t *testing.T) {
 		{proto.Endpoint{Host: "::1"}, false, "none (IP literal)"},
 		{proto.Endpoint{Host: "www.example.test", DNS: dns}, true, "--dns-server"},
 		{proto.Endpoint{Host: "www.example.test", DNS: dns}, false, "/etc/resolv.conf"},
+		{proto.Endpoint{Host: "www.example.test", DNS: dns, DNSStub: path.GlibcStub}, false, "/etc/resolv.conf (options timeout:5s attempts:2)"},
 	} {
 		if got := (Probe{DNSFlag: tc.flag}).dnsSource(tc.ep); got != tc.want {
 			t.Errorf("%s (hosts %v): dns_source %q, want %q", tc.ep.Host, tc.ep.Hosts, got, tc.want)

@@ -99,10 +99,29 @@ func (t *Trace) Lookup(ctx context.Context, res *path.Resolver, host string, p p
 	hook := &path.LookupHook{Start: func() { queried = true; t.Restart() }}
 	ip, err := res.LookupFrom(ctx, host, p, hook)
 	t.S.DNSLocal, t.firstTx, t.answerRx = hook.Local, hook.Sent, hook.Answered
+	t.AddQueries(hook.Queries())
 	if t.noLookup = !queried; t.noLookup {
 		t.Restart()
 	}
 	return ip, err
+}
+
+// MetricQueries is the sample's figure of how many DNS queries its own
+// lookup sent (docs/metrics.md): 1 when the first was answered, more when
+// one was lost (or its answer) and sent again, or asked over TCP after a
+// truncated answer; absent when no query went (a literal, --resolve).
+const MetricQueries = "dns_queries"
+
+// AddQueries adds n queries of the transaction's lookups to its
+// MetricQueries (nothing when n is 0).
+func (t *Trace) AddQueries(n int) {
+	if n <= 0 {
+		return
+	}
+	if t.S.Metrics == nil {
+		t.S.Metrics = map[string]float64{}
+	}
+	t.S.Metrics[MetricQueries] += float64(n)
 }
 
 // CountTurns says the probe counts every client turn of its

@@ -101,7 +101,8 @@ func Exchange(ctx context.Context, eng *evloop.Engine, tr *load.Trace, res *path
 	if !again {
 		return r
 	}
-	ip, err := q.OverTCP(ctx, path.FirstRetry)
+	ip, err := q.OverTCP(ctx)
+	tr.AddQueries(1)
 	tr.Mark(&tr.S.ResolveNS)
 	if err != nil {
 		return evloop.Result{Phase: "resolve", Err: err}
@@ -134,13 +135,14 @@ func Prepare(tr *load.Trace, res *path.Resolver, host string, p path.Path, x *ev
 			return fail("connect", err)
 		}
 	}
-	x.Lookup = &evloop.Lookup{Server: q.Server, Source: q.Source, Query: q.Wire, Answer: q.Answer, Resend: path.FirstRetry, Start: tr.Restart,
+	x.Lookup = &evloop.Lookup{Server: q.Server, Source: q.Source, Query: q.Wire, Answer: q.Answer, Stub: q.Stub, Start: tr.Restart,
 		IPv6: q.Path.IsIPv6()}
 	return q, evloop.Result{}, true
 }
 
 // Settle records in tr what the loop's run of a prepared x did of the
-// lookup (q; nil: none): its address, first packet out and resolve mark.
+// lookup (q; nil: none): its address, first packet out, resolve mark and
+// queries sent (dns_queries, load.MetricQueries).
 // again: the answer was truncated, and the name is to be asked over TCP
 // (q.OverTCP) before x is run again to the address it gives.
 func Settle(tr *load.Trace, q *path.Query, x *evloop.Exchange, r evloop.Result) (evloop.Result, bool) {
@@ -150,6 +152,7 @@ func Settle(tr *load.Trace, q *path.Query, x *evloop.Exchange, r evloop.Result) 
 	x.Lookup = nil
 	if r.LookupLocal.IsValid() {
 		tr.S.DNSLocal = r.LookupLocal.String()
+		tr.AddQueries(1 + r.Resent) // the query went: dns_queries
 	}
 	tr.Sent(r.FirstTx) // the query's: the wire time starts there
 	if !r.Resolved.IsZero() {

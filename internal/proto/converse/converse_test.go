@@ -75,6 +75,12 @@ func loopback(port uint16) netip.AddrPort {
 
 func exchange(t *testing.T, server netip.AddrPort, host string, port uint16, timeout time.Duration) (*load.Trace, *evloop.Exchange, evloop.Result) {
 	t.Helper()
+	return exchangeWith(t, &path.Resolver{Servers: []netip.AddrPort{server}}, host, port, timeout)
+}
+
+// exchangeWith runs Exchange for host's port over IPv4, looked up by res.
+func exchangeWith(t *testing.T, res *path.Resolver, host string, port uint16, timeout time.Duration) (*load.Trace, *evloop.Exchange, evloop.Result) {
+	t.Helper()
 	eng, err := evloop.Default()
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +89,7 @@ func exchange(t *testing.T, server netip.AddrPort, host string, port uint16, tim
 	defer cancel()
 	tr := load.Begin("test", path.IPv4)
 	x := &evloop.Exchange{Remote: netip.AddrPortFrom(netip.Addr{}, port), Reply: &untilEOF{}}
-	r := Exchange(ctx, eng, tr, &path.Resolver{Servers: []netip.AddrPort{server}}, host, path.IPv4, x)
+	r := Exchange(ctx, eng, tr, res, host, path.IPv4, x)
 	return tr, x, r
 }
 

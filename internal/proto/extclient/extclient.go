@@ -223,7 +223,9 @@ func (c *Client) lookupBoth(ctx context.Context, tr *load.Trace, host string) ([
 	var out []netip.Addr
 	var errs []error
 	for _, p := range []path.Path{path.IPv6, path.IPv4} {
-		a, err := res.LookupFrom(ctx, host, p, nil)
+		hook := &path.LookupHook{}
+		a, err := res.LookupFrom(ctx, host, p, hook)
+		tr.AddQueries(hook.Queries())
 		if err != nil {
 			errs = append(errs, err)
 			continue

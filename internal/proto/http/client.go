@@ -523,6 +523,7 @@ func (c *Client) dialEyeballs(ctx context.Context, tr *load.Trace) (net.Conn, ne
 	// query does; its address is the sample's dns_local.
 	var mu sync.Mutex
 	var firstTx time.Time
+	queries := 0 // both lookups' (dns_queries)
 	d := eyeballs.Dialer{AttemptDelay: c.AttemptDelay,
 		Lookup: func(ctx context.Context, host string, v6 bool) ([]netip.Addr, error) {
 			p := path.IPv4
@@ -532,6 +533,7 @@ func (c *Client) dialEyeballs(ctx context.Context, tr *load.Trace) (net.Conn, ne
 			hook := &path.LookupHook{}
 			a, err := res.LookupFrom(ctx, host, p, hook)
 			mu.Lock()
+			queries += hook.Queries()
 			if !hook.Sent.IsZero() && (firstTx.IsZero() || hook.Sent.Before(firstTx)) {
 				firstTx, tr.S.DNSLocal = hook.Sent, hook.Local
 			}
@@ -553,8 +555,10 @@ func (c *Client) dialEyeballs(ctx context.Context, tr *load.Trace) (net.Conn, ne
 	if !firstTx.IsZero() {
 		tr.Sent(firstTx)
 	}
+	n := queries
 	mu.Unlock()
 	raceMetrics(tr, r, err == nil)
+	tr.AddQueries(n)
 	if len(r.Attempts) > 0 {
 		tr.S.ResolveNS = int64(r.Attempts[0].Start)
 	}

@@ -260,8 +260,9 @@ func (c *Client) Sustain(ctx context.Context, us load.Users, duration, timeout t
 				// (it blocks it; no embedded server truncates), then the
 				// connection to the address it gives.
 				tctx, cancel := context.WithDeadline(ctx, s.deadline)
-				ip, err := q.OverTCP(tctx, path.FirstRetry)
+				ip, err := q.OverTCP(tctx)
 				cancel()
+				s.tr.AddQueries(1)
 				s.tr.Mark(&s.tr.S.ResolveNS)
 				if err == nil {
 					s.t.x.Remote = netip.AddrPortFrom(ip, s.t.x.Remote.Port())

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"v6lab/internal/gen/load"
@@ -49,7 +50,8 @@ func (c *Client) race(ctx context.Context, eng *evloop.Engine, tr *load.Trace, h
 		return fail("resolve", err)
 	}
 	racer := eyeballs.Dialer{AttemptDelay: c.AttemptDelay}.Race(host, time.Now())
-	x.Race = &evloop.Race{Server: q6.Server, Source: q6.Source, AAAA: q6.Wire, A: q4.Wire, Resend: path.FirstRetry, Start: tr.Restart, Racer: racer,
+	var overTCP atomic.Int64 // the questions asked again over TCP
+	x.Race = &evloop.Race{Server: q6.Server, Source: q6.Source, AAAA: q6.Wire, A: q4.Wire, Stub: q6.Stub, Start: tr.Restart, Racer: racer,
 		Answer: func(b []byte) (bool, netip.Addr, bool, error) {
 			if len(b) < 2 {
 				return false, netip.Addr{}, false, nil
@@ -72,7 +74,8 @@ func (c *Client) race(ctx context.Context, eng *evloop.Engine, tr *load.Trace, h
 			if ipv6 {
 				q = q6
 			}
-			return q.OverTCP(ctx, path.FirstRetry)
+			overTCP.Add(1)
+			return q.OverTCP(ctx)
 		}}
 	x.Cookie = tr.WantsSYN() && path.SYNReady()
 	r := eng.Do(ctx, x)
@@ -83,6 +86,9 @@ func (c *Client) race(ctx context.Context, eng *evloop.Engine, tr *load.Trace, h
 	tr.Sent(r.FirstTx) // the first query's: the wire time starts there
 	hr := racer.Result()
 	raceMetrics(tr, hr, r.Err == nil)
+	if r.LookupLocal.IsValid() { // both queries went, and Resent again
+		tr.AddQueries(2 + r.Resent + int(overTCP.Load()))
+	}
 	if len(hr.Attempts) > 0 {
 		tr.At(&tr.S.ResolveNS, r.Resolved)
 	}

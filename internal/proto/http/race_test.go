@@ -10,6 +10,7 @@ import (
 
 	mdns "github.com/miekg/dns"
 
+	"v6lab/internal/gen/load"
 	"v6lab/internal/sock/path"
 )
 
@@ -56,7 +57,8 @@ func truncatingDNS(t *testing.T) netip.AddrPort {
 // TestDualAsksATruncatedAnswerAgain: the dual path's AAAA answer comes
 // truncated over UDP; the race asks again over TCP while it waits (the A
 // answer's 50 ms Resolution Delay) and connects over IPv6, the only
-// family the server listens on, on either engine.
+// family the server listens on, on either engine; the sample counts three
+// queries (dns_queries: AAAA and A over UDP, AAAA again over TCP).
 func TestDualAsksATruncatedAnswerAgain(t *testing.T) {
 	srv, err := Listen(context.Background(), ServerConfig{}, []netip.Addr{lo6}, 0)
 	if err != nil {
@@ -70,7 +72,7 @@ func TestDualAsksATruncatedAnswerAgain(t *testing.T) {
 	}
 	for _, engine := range []Engine{EngineEvloop, EngineGoDial} {
 		s := do(&Client{URL: u, Path: path.Dual, Resolver: res, Engine: engine}, 5*time.Second)
-		if s.Err != "" || s.Metrics["ipv6_won"] != 1 || s.Metrics["he_attempts"] != 1 {
+		if s.Err != "" || s.Metrics["ipv6_won"] != 1 || s.Metrics["he_attempts"] != 1 || s.Metrics[load.MetricQueries] != 3 {
 			t.Errorf("%s: %q, metrics %v", engine, s.Err, s.Metrics)
 		}
 		if ms := s.Metrics["he_connect_ms"]; ms <= 0 || ms >= 50 {

@@ -34,7 +34,7 @@ type Options struct {
 	MaxObjects  int    `json:"max_objects" opt:"max_objects,default=20" usage:"objects on other hosts fetched per site over each family (0: none)"`
 	Redirects   int    `json:"max_redirects" opt:"max_redirects,default=5" usage:"redirects followed to find a site's page"`
 	// DNSServers and DNSOver choose the resolvers, as the probes'.
-	DNSServers []string `json:"dns_servers,omitempty" opt:"dns_servers,flag=dns-server" usage:"DNS server ADDR[:PORT] to ask (repeat for each family; default: /etc/resolv.conf)"`
+	DNSServers []string `json:"dns_servers,omitempty" opt:"dns_servers,flag=dns-server" usage:"DNS server ADDR[:PORT] to ask (repeat for each family; default: /etc/resolv.conf, whose options timeout:N attempts:N then set the resends)"`
 	DNSOver    string   `json:"dns_over" opt:"dns_over,default=auto" usage:"family that carries the lookups: auto (the path's own when there is a DNS server of each family, else the one there is), path, ipv4 or ipv6"`
 	Insecure   bool     `json:"insecure,omitempty" opt:"insecure" usage:"accept any TLS certificate: a lab of sites' (never real sites')"`
 	// SkipInvalid reports a line that is not a host name as an invalid

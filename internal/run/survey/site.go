@@ -36,6 +36,9 @@ type measurer struct {
 	o         *Options
 	userAgent string
 	dns       []netip.AddrPort
+	// stub is how a lost query is sent again: /etc/resolv.conf's options
+	// when dns are its servers, else v6lab's own schedule.
+	stub path.Stub
 	// over is, per family, the family its lookups travel over ("": its own).
 	over    map[path.Path]path.Path
 	exclude Exclusion
@@ -132,7 +135,7 @@ func (m *measurer) site(ctx context.Context, e Entry) (b block) {
 
 // resolver is the survey's resolver for lookups of path p's record type.
 func (m *measurer) resolver(p path.Path) path.Resolver {
-	return path.Resolver{Servers: m.dns, Over: m.over[p]}
+	return path.Resolver{Servers: m.dns, Over: m.over[p], Stub: m.stub}
 }
 
 // lookups asks for the site's A and AAAA records, each timed, and says

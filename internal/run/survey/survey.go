@@ -218,8 +218,10 @@ func (j *Job) measurer() (*measurer, error) {
 		}
 		dns = append(dns, ap)
 	}
+	var stub path.Stub
 	if len(dns) == 0 {
-		if dns, err = path.SystemServers(); err != nil || len(dns) == 0 {
+		rc, err := path.SystemResolvConf()
+		if dns, stub = rc.Servers, rc.Stub; err != nil || len(dns) == 0 {
 			return nil, fmt.Errorf("survey: no DNS server: /etc/resolv.conf names none (%v); give --dns-server", err)
 		}
 	}
@@ -227,7 +229,7 @@ func (j *Job) measurer() (*measurer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &measurer{o: o, userAgent: o.UserAgent(j.ToolVersion), dns: dns, over: over, exclude: x, pacer: newPacer(o.Rate), warn: j.Err}, nil
+	return &measurer{o: o, userAgent: o.UserAgent(j.ToolVersion), dns: dns, stub: stub, over: over, exclude: x, pacer: newPacer(o.Rate), warn: j.Err}, nil
 }
 
 // lookupsOver is, per family, the family its lookups travel over.

@@ -37,6 +37,7 @@ import (
 
 	"v6lab/internal/sock/kstamp"
 	"v6lab/internal/sock/lag"
+	"v6lab/internal/sock/resend"
 	"v6lab/internal/sock/sockaddr"
 	"v6lab/internal/sock/synstamp"
 	"v6lab/internal/sock/tcpinfo"
@@ -125,9 +126,11 @@ type Race struct {
 	// error that leaves that family without one; done false for a
 	// datagram that answers neither. b is valid only during the call.
 	Answer func(b []byte) (ipv6 bool, addr netip.Addr, done bool, err error)
-	// Resend is the wait for the answers before an unanswered query is
-	// sent again, doubled after each time (0: never).
-	Resend time.Duration
+	// Stub is how the queries not answered yet are sent again, together
+	// (resend.Stub: the zero Stub is v6lab's own schedule; a Stub's
+	// Attempts spent, a family still unanswered has no address);
+	// Result.Resent counts the times.
+	Stub resend.Stub
 	// Start, when set, is called immediately before the first query's
 	// first system call.
 	Start func()
@@ -171,9 +174,11 @@ type Lookup struct {
 	// that ends the exchange in phase "resolve". b is valid only during
 	// the call.
 	Answer func(b []byte) (addr netip.Addr, done bool, err error)
-	// Resend is the wait for an answer before the query is sent again,
-	// doubled after each time (0: never).
-	Resend time.Duration
+	// Stub is how the query is sent again while no answer comes
+	// (resend.Stub, as path's lookups: the zero Stub is v6lab's own
+	// schedule; a Stub's Attempts spent, the exchange fails in phase
+	// "resolve" saying so); Result.Resent counts the times.
+	Stub resend.Stub
 	// Start, when set, is called immediately before the query's first
 	// system call.
 	Start func()
@@ -212,7 +217,9 @@ type Result struct {
 	SYN time.Time
 	// FragSize is, for a UDP exchange with Exchange.FragSize, the size of
 	// the largest IP fragment the reply came in (0: it came whole), and
-	// Resent how many times its request was sent again (Exchange.Resend).
+	// Resent how many times its request was sent again (Exchange.Resend),
+	// or a Lookup's query (its Stub), or how many of a Race's queries were
+	// (each unanswered one, each time: its Stub).
 	FragSize, Resent int
 	// TCP is the last connection's TCP_INFO when the exchange ended
 	// (Exchange.TCPInfo; every failed TCP exchange's), nil otherwise.
@@ -341,9 +348,18 @@ func (e *Engine) Do(ctx context.Context, x *Exchange) Result {
 		rawClose(c.closeFD)
 	}
 	if errors.Is(c.res.Err, errCut) {
-		c.res.Err = ctx.Err() // context.Canceled, or ErrTimeout
+		c.res.Err = c.cut(ctx.Err()) // context.Canceled, or ErrTimeout
 	}
 	return c.res
+}
+
+// cut is the error of an exchange cut by its caller for reason: a lookup
+// (or race) still waiting for its answers says how many queries it sent.
+func (c *conn) cut(reason error) error {
+	if c.res.Phase == "resolve" && c.sends.Started() {
+		return c.sends.Unanswered(reason)
+	}
+	return reason
 }
 
 // conn is an exchange in flight. Until done is closed it belongs to its
@@ -359,11 +375,14 @@ type conn struct {
 	up       bool      // this connection's handshake is over
 	adopted  bool      // Exchange.Adopt was taken (reconnects dial anew)
 	replyRx  time.Time // the receive stamp of the last read (zero if none)
-	// lookup: the socket is the Lookup's, waiting for its answer; the
-	// query goes again at resendAt (zero: never), then resendWait later.
+	// lookup: the socket is the Lookup's, waiting for its answer. The
+	// query (a Race's queries, a UDP exchange's request) goes again at
+	// resendAt (zero: never): a UDP exchange's then resendWait later, a
+	// Lookup's and a Race's as sends says.
 	lookup     bool
 	resendAt   time.Time
 	resendWait time.Duration
+	sends      resend.Sends
 	connectAt  time.Time // the last connect call
 	// ready is a socket made for the connection ahead of it (-1: none),
 	// of the family ready6 says.
@@ -710,10 +729,8 @@ func (l *loop) openLookup(c *conn) (string, error) {
 	if ready, err := newSocket(c.x.UDP, c.x.Source, lk.IPv6); err == nil {
 		c.ready, c.ready6 = ready, lk.IPv6
 	}
-	if lk.Resend > 0 {
-		c.resendWait = lk.Resend
-		c.resendAt = time.Now().Add(lk.Resend)
-	}
+	c.sends.Start(lk.Stub, time.Now())
+	c.resendAt = c.sends.Due
 	return "", nil
 }
 
@@ -1319,30 +1336,7 @@ func (l *loop) scan(now time.Time) {
 	}
 	l.mu.Unlock()
 	for _, c := range resend {
-		var err error
-		phase := "resolve"
-		switch {
-		case c.race != nil:
-			err = l.resendRace(c)
-		case c.lookup:
-			if _, werr := unix.Write(c.fd, c.x.Lookup.Query); werr != nil {
-				err = fmt.Errorf("send query again: %w", os.NewSyscallError("write", werr))
-			}
-		default: // a UDP exchange's request
-			phase = "io"
-			if n, werr := unix.Write(c.fd, c.x.Request); werr != nil {
-				err = fmt.Errorf("send again: %w", os.NewSyscallError("write", werr))
-			} else {
-				c.res.BytesOut += int64(n)
-				c.res.Resent++
-			}
-		}
-		if err != nil {
-			l.finish(c, phase, err)
-			continue
-		}
-		c.resendWait *= 2
-		c.resendAt = now.Add(c.resendWait)
+		l.resend(c, now)
 	}
 	for _, c := range due {
 		if c.race == nil {
@@ -1364,9 +1358,74 @@ func (l *loop) scan(now time.Time) {
 		err := errCut
 		if !c.cancel.Load() && (c.sus == nil || c.sus.ctx.Err() == nil) {
 			err = ErrTimeout
+			if phase == "resolve" && c.sends.Started() {
+				err = c.sends.Unanswered(err) // how many queries went
+			}
 		}
 		l.finish(c, phase, err)
 	}
+}
+
+// resend sends again a query whose answer is late (a Lookup's, a Race's
+// unanswered ones) or a UDP exchange's request; a Lookup or Race whose
+// Stub has no attempts left ends its resending (exhausted).
+func (l *loop) resend(c *conn, now time.Time) {
+	var err error
+	phase, n := "resolve", 1
+	switch {
+	case c.race != nil && c.race.answered[0] && c.race.answered[1]:
+		c.resendAt = time.Time{} // nothing left to ask: the attempts go on
+		return
+	case (c.race != nil || c.lookup) && !c.sends.Again():
+		l.exhausted(c, now)
+		return
+	case c.race != nil:
+		n, err = l.resendRace(c)
+	case c.lookup:
+		if _, werr := unix.Write(c.fd, c.x.Lookup.Query); werr != nil {
+			err = fmt.Errorf("send query again: %w", os.NewSyscallError("write", werr))
+		}
+	default: // a UDP exchange's request
+		phase = "io"
+		if n, werr := unix.Write(c.fd, c.x.Request); werr != nil {
+			err = fmt.Errorf("send again: %w", os.NewSyscallError("write", werr))
+		} else {
+			c.res.BytesOut += int64(n)
+			c.res.Resent++
+		}
+	}
+	if err != nil {
+		l.finish(c, phase, err)
+		return
+	}
+	if c.race != nil || c.lookup {
+		c.sends.Sent(now)
+		c.res.Resent += n
+		c.resendAt = c.sends.Due
+		return
+	}
+	c.resendWait *= 2
+	c.resendAt = now.Add(c.resendWait)
+}
+
+// exhausted ends a Lookup whose Stub's attempts are spent, unanswered;
+// a Race's families still unanswered are told the race they have no
+// address, and the race goes on with what it has.
+func (l *loop) exhausted(c *conn, now time.Time) {
+	c.resendAt = time.Time{}
+	err := c.sends.Exhausted()
+	if c.lookup {
+		l.finish(c, "resolve", err)
+		return
+	}
+	for _, v6 := range []bool{true, false} {
+		if !c.race.answered[family(v6)] {
+			c.race.answered[family(v6)] = true
+			c.x.Race.Racer.Answer(v6, nil, err, now)
+		}
+	}
+	c.race.due = now // the step it calls for is the loop's turn from here
+	l.step(c, now)
 }
 
 func (l *loop) failAll(err error) {

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"v6lab/internal/sock/kstamp"
+	"v6lab/internal/sock/resend"
 	"v6lab/internal/sock/synstamp"
 	"v6lab/internal/testutil"
 	"v6lab/internal/testutil/servetest"
@@ -593,7 +594,7 @@ func answer(b []byte) (netip.Addr, bool, error) {
 // strays are skipped, the answer's address is connected to with Remote's
 // port, the stamps are ordered (query out, answer in, the connection's
 // reply in) and the turn from the answer to the connect is a client turn;
-// a lost query is sent again after Resend; a bad answer, a closed DNS
+// a lost query is sent again after its Stub's timeout; a bad answer, a closed DNS
 // port and a silent server end in phase "resolve"; nothing is left open.
 func TestLookupThenConnect(t *testing.T) {
 	e := engine(t)
@@ -649,7 +650,7 @@ func lookups(t *testing.T, e *Engine) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	r := e.Do(ctx, &Exchange{Remote: srv, Request: []byte("GET\n"), Reply: &untilEOF{},
-		Lookup: &Lookup{Server: dns, Query: []byte("name"), Answer: answer, Resend: 20 * time.Millisecond}})
+		Lookup: &Lookup{Server: dns, Query: []byte("name"), Answer: answer, Stub: resend.Stub{Timeout: 20 * time.Millisecond}}})
 	if r.Err != nil || queries() != 2 {
 		t.Errorf("after a lost query: %d queries, %s: %v", queries(), r.Phase, r.Err)
 	}

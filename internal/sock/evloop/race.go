@@ -46,10 +46,8 @@ func (l *loop) openRace(c *conn) (string, error) {
 			c.race.spare[family(v6)] = s
 		}
 	}
-	if rc.Resend > 0 {
-		c.resendWait = rc.Resend
-		c.resendAt = time.Now().Add(rc.Resend)
-	}
+	c.sends.StartPair(rc.Stub, time.Now())
+	c.resendAt = c.sends.Due
 	return "", nil
 }
 
@@ -339,9 +337,11 @@ func (l *loop) endRace(c *conn) {
 	c.resendAt = time.Time{}
 }
 
-// resendRace sends again the queries not answered yet.
-func (l *loop) resendRace(c *conn) error {
+// resendRace sends again the queries not answered yet, and says how
+// many it sent.
+func (l *loop) resendRace(c *conn) (int, error) {
 	rc := c.x.Race
+	n := 0
 	for _, v6 := range []bool{true, false} {
 		if c.race.answered[family(v6)] {
 			continue
@@ -351,8 +351,9 @@ func (l *loop) resendRace(c *conn) error {
 			q = rc.AAAA
 		}
 		if _, err := unix.Write(c.fd, q); err != nil {
-			return fmt.Errorf("send query again: %w", os.NewSyscallError("write", err))
+			return n, fmt.Errorf("send query again: %w", os.NewSyscallError("write", err))
 		}
+		n++
 	}
-	return nil
+	return n, nil
 }

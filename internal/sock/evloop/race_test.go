@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"v6lab/internal/sock/eyeballs"
+	"v6lab/internal/sock/resend"
 )
 
 // dualDNS answers the query "AAAA" with "6:::1" and "A" with
@@ -90,7 +91,7 @@ func runRace(t *testing.T, e *Engine, dns netip.AddrPort, port uint16, d eyeball
 	racer := d.Race("h", time.Now())
 	reply := &untilEOF{}
 	x := &Exchange{Remote: netip.AddrPortFrom(netip.Addr{}, port), Request: []byte("GET\n"), Reply: reply,
-		Race: &Race{Server: dns, AAAA: []byte("AAAA"), A: []byte("A"), Answer: raceAnswer, Resend: 20 * time.Millisecond, Racer: racer}}
+		Race: &Race{Server: dns, AAAA: []byte("AAAA"), A: []byte("A"), Answer: raceAnswer, Stub: resend.Stub{Timeout: 20 * time.Millisecond}, Racer: racer}}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	r := e.Do(ctx, x)

@@ -103,8 +103,9 @@ func (l *loop) sustain() {
 				c.closeFD = -1
 			}
 			if errors.Is(c.res.Err, errCut) {
-				c.res.Err = c.sus.ctx.Err()
-				if c.res.Err == nil {
+				if err := c.sus.ctx.Err(); err != nil {
+					c.res.Err = c.cut(err)
+				} else {
 					c.res.Err = errCut
 				}
 			}

@@ -194,3 +194,15 @@ func TestReadResolvConfOptions(t *testing.T) {
 		t.Errorf("the default's words: %q", s)
 	}
 }
+
+// TestResOptionsOverTheFile: RES_OPTIONS's words are read over the
+// file's options, as glibc reads them.
+func TestResOptionsOverTheFile(t *testing.T) {
+	rc, _ := ReadResolvConf(strings.NewReader("nameserver 192.0.2.53\noptions timeout:1 attempts:4\n"))
+	if got := WithOptions(rc.Stub, "attempts:2 rotate"); got != (Stub{Timeout: time.Second, Attempts: 2}) {
+		t.Errorf("RES_OPTIONS attempts:2 over timeout:1 attempts:4: %+v", got)
+	}
+	if got := WithOptions(Stub{}, ""); got != (Stub{}) {
+		t.Errorf("no options anywhere: %+v, want v6lab's own (the zero Stub)", got)
+	}
+}

@@ -9,13 +9,13 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"v6lab/internal/sock/kstamp"
+	"v6lab/internal/sock/resend"
 	"v6lab/internal/sock/sockaddr"
 
 	"github.com/miekg/dns"
@@ -121,6 +121,22 @@ type LookupHook struct {
 	Answered time.Time
 	// Resent is how many times the UDP query was sent again.
 	Resent int
+	// TCP says the answer over UDP was truncated and the question asked
+	// again over TCP (Query.OverTCP).
+	TCP bool
+}
+
+// Queries is how many queries the lookup sent: its UDP queries, and one
+// more if it asked again over TCP (0: none, the hook's lookup sent none).
+func (h *LookupHook) Queries() int {
+	if h.Local == "" {
+		return 0
+	}
+	n := 1 + h.Resent
+	if h.TCP {
+		n++
+	}
+	return n
 }
 
 // LookupFrom is Lookup with a hook (nil: none). A literal has no lookup
@@ -207,24 +223,42 @@ func (q *Query) Answer(b []byte) (netip.Addr, bool, error) {
 	return a, true, err
 }
 
-// OverTCP asks again over TCP, pinned to the query's family (after a
-// truncated answer), waiting up to wait.
-func (q *Query) OverTCP(ctx context.Context, wait time.Duration) (netip.Addr, error) {
-	in, err := q.overTCP(ctx, wait)
+// OverTCP asks again over TCP, pinned to the query's family, after a
+// truncated answer over UDP. As glibc (res_send.c: after a truncated
+// answer, one try over TCP per server, no more over UDP), its failure
+// fails the lookup: v6lab asks one server, so there is no next one to
+// try, and it does not go back to UDP, whose answer would be truncated
+// again. It waits until ctx ends (the rest of the lookup's time, or
+// tcpWait without a deadline), not a UDP query's timeout: TCP sends its
+// own lost segments again (a lost SYN after 1 s), as glibc's TCP query
+// is left to the kernel.
+func (q *Query) OverTCP(ctx context.Context) (netip.Addr, error) {
+	in, err := q.overTCP(ctx)
 	if err != nil {
 		return netip.Addr{}, q.Wrap(err)
 	}
 	return q.addr(in)
 }
 
-func (q *Query) overTCP(ctx context.Context, wait time.Duration) (*dns.Msg, error) {
+// tcpWait bounds OverTCP when its context has no deadline (the
+// transactions' default timeout).
+const tcpWait = 30 * time.Second
+
+func (q *Query) overTCP(ctx context.Context) (*dns.Msg, error) {
+	wait := tcpWait
+	if dl, ok := ctx.Deadline(); ok {
+		wait = max(time.Until(dl), time.Millisecond)
+	}
 	d := &net.Dialer{Timeout: wait, FallbackDelay: -1}
 	if q.Source.IsValid() {
 		d.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(q.Source, 0))
 	}
 	c := dns.Client{Net: q.Over.Network("tcp"), Timeout: wait, Dialer: d}
 	in, _, err := c.ExchangeContext(ctx, q.msg, q.Server.String())
-	return in, err
+	if err != nil {
+		return nil, fmt.Errorf("the answer over UDP was truncated, and asked again over TCP: %w", err)
+	}
+	return in, nil
 }
 
 // Wrap names the lookup in err (an error that names it already, as
@@ -275,55 +309,22 @@ func (q *Query) addr(in *dns.Msg) (netip.Addr, error) {
 }
 
 // FirstRetry is v6lab's own wait before an unanswered UDP query goes
-// again (a Stub with no Timeout): then twice as long after each query,
-// until the lookup's time (the transaction's timeout) is up.
-const FirstRetry = time.Second
+// again (resend.FirstRetry).
+const FirstRetry = resend.FirstRetry
 
 // Stub is how a lookup sends an unanswered UDP query again, as a stub
-// resolver does: resolv.conf's `options timeout:N attempts:N`. The zero
-// Stub is v6lab's own schedule (FirstRetry, doubled each time, as many
-// queries as the lookup's time allows).
-type Stub struct {
-	// Timeout is the wait for an answer after each query, the same every
-	// time (glibc's, with one server). Zero: FirstRetry, doubled.
-	Timeout time.Duration
-	// Attempts is how many queries are sent at most: the lookup fails when
-	// the last one's wait ends without an answer. Zero: no limit but the
-	// lookup's time.
-	Attempts int
-}
+// resolver does (resend.Stub: the one rule the event loop's lookups
+// follow too). The zero Stub is v6lab's own schedule.
+type Stub = resend.Stub
 
 // GlibcStub is glibc's default (resolv.conf(5): timeout:5 attempts:2),
 // what a resolv.conf that sets only one of the two gets for the other.
-var GlibcStub = Stub{Timeout: 5 * time.Second, Attempts: 2}
-
-// First is the wait after the first query.
-func (s Stub) First() time.Duration {
-	if s.Timeout > 0 {
-		return s.Timeout
-	}
-	return FirstRetry
-}
-
-// next is the wait after a query sent again, wait the one before it.
-func (s Stub) next(wait time.Duration) time.Duration {
-	if s.Timeout > 0 {
-		return s.Timeout
-	}
-	return 2 * wait
-}
-
-// String says the schedule in resolv.conf's words, or v6lab's.
-func (s Stub) String() string {
-	if s.Timeout == 0 && s.Attempts == 0 {
-		return fmt.Sprintf("sent again after %v, the wait doubled each time", FirstRetry)
-	}
-	return fmt.Sprintf("options timeout:%v attempts:%d", s.First(), s.Attempts)
-}
+var GlibcStub = resend.Glibc
 
 // exchange sends the query over UDP, again on the same socket while no
 // answer comes (as q's Stub says: a lost datagram is normal under loss,
-// and stub resolvers resend), then over TCP if the answer is truncated.
+// and stub resolvers resend), then over TCP if the answer is truncated
+// (OverTCP: its failure is the lookup's).
 // The UDP socket is made directly from addresses (no string to parse, no
 // dialer), so the query leaves soon after the lookup starts.
 func exchange(ctx context.Context, q *Query, hook *LookupHook) (*dns.Msg, error) {
@@ -335,7 +336,8 @@ func exchange(ctx context.Context, q *Query, hook *LookupHook) (*dns.Msg, error)
 	}
 	in, err := exchangeUDP(ctx, q.msg.Id, q.Wire, q.Over, q.Server, q.Source, q.Stub, hook)
 	if err == nil && in.Truncated {
-		in, err = q.overTCP(ctx, q.Stub.First())
+		hook.TCP = true
+		in, err = q.overTCP(ctx)
 	}
 	return in, err
 }
@@ -378,8 +380,8 @@ func exchangeUDP(ctx context.Context, id uint16, wire []byte, over Path, server 
 	}
 	stop := context.AfterFunc(ctx, func() { _ = f.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
-	rs := resender{f: f, rc: rc, wire: wire, stub: stub, hook: hook, first: time.Now(), wait: stub.First()}
-	rs.due = rs.first.Add(rs.wait)
+	rs := resender{f: f, rc: rc, wire: wire, hook: hook}
+	rs.sends.Start(stub, time.Now())
 	buf := udpBuffers.Get().(*[]byte)
 	defer udpBuffers.Put(buf)
 	var oob [kstamp.OOBSize]byte
@@ -411,30 +413,27 @@ func exchangeUDP(ctx context.Context, id uint16, wire []byte, over Path, server 
 	}
 }
 
-// resender keeps one lookup's UDP queries: when the next goes (due), how
-// many went, and the wait after the last.
+// resender keeps one lookup's UDP queries (resend.Sends: when the next
+// goes, how many went).
 type resender struct {
-	f          *os.File
-	rc         syscall.RawConn
-	wire       []byte
-	stub       Stub
-	hook       *LookupHook
-	first, due time.Time
-	wait       time.Duration
-	sent       []time.Duration // each query's time after the first
+	f     *os.File
+	rc    syscall.RawConn
+	wire  []byte
+	hook  *LookupHook
+	sends resend.Sends
 }
 
 // arm sets the socket's read deadline to the next resend or ctx's end,
 // whichever is first; it returns ctx's end (saying how many queries went
 // unanswered) if that has come.
 func (r *resender) arm(ctx context.Context) error {
-	deadline := r.due
+	deadline := r.sends.Due
 	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
 		deadline = dl
 	}
 	_ = r.f.SetReadDeadline(deadline)
 	if ctx.Err() != nil { // after the deadline was set: AfterFunc may have run before
-		return r.unanswered(ctx.Err())
+		return r.sends.Unanswered(ctx.Err())
 	}
 	return nil
 }
@@ -456,13 +455,13 @@ func (r *resender) again(ctx context.Context, err error) *stepErr {
 		if end == nil { // the socket's deadline came before ctx's timer
 			end = context.DeadlineExceeded
 		}
-		return &stepErr{"", r.unanswered(end)}
+		return &stepErr{"", r.sends.Unanswered(end)}
 	}
 	switch {
-	case !errors.Is(err, os.ErrDeadlineExceeded) || now.Before(r.due):
+	case !errors.Is(err, os.ErrDeadlineExceeded) || now.Before(r.sends.Due):
 		return &stepErr{"read", err}
-	case r.stub.Attempts > 0 && 1+len(r.sent) >= r.stub.Attempts:
-		return &stepErr{"", r.unanswered(fmt.Errorf("the last waited %v (%s)", r.wait, r.stub))}
+	case !r.sends.Again():
+		return &stepErr{"", r.sends.Exhausted()}
 	}
 	var werr error
 	if cerr := r.rc.Control(func(fd uintptr) { _, werr = unix.Write(int(fd), r.wire) }); cerr != nil {
@@ -471,24 +470,9 @@ func (r *resender) again(ctx context.Context, err error) *stepErr {
 	if werr != nil {
 		return &stepErr{"write", fmt.Errorf("send the query again: %w", os.NewSyscallError("write", werr))}
 	}
-	now = time.Now()
-	r.sent = append(r.sent, now.Sub(r.first))
+	r.sends.Sent(time.Now())
 	r.hook.Resent++
-	r.wait = r.stub.next(r.wait)
-	r.due = now.Add(r.wait)
 	return nil
-}
-
-// unanswered is err with how many queries were sent and when.
-func (r *resender) unanswered(err error) error {
-	at := []string{"0s"}
-	for _, d := range r.sent {
-		at = append(at, d.Round(time.Millisecond).String())
-	}
-	if len(at) == 1 {
-		return fmt.Errorf("no answer to its one query: %w", err)
-	}
-	return fmt.Errorf("no answer to %d queries (sent at %s): %w", len(at), strings.Join(at, ", "), err)
 }
 
 // readStamped reads one datagram from the query's socket with recvmsg,
@@ -551,14 +535,27 @@ func SystemServers() ([]netip.AddrPort, error) {
 	return rc.Servers, err
 }
 
-// SystemResolvConf reads /etc/resolv.conf's nameservers and options.
+// SystemResolvConf reads /etc/resolv.conf's nameservers and options, and
+// the options of the environment's RES_OPTIONS, which glibc lets override
+// the file's (resolv.conf(5)).
 func SystemResolvConf() (ResolvConf, error) {
 	f, err := os.Open("/etc/resolv.conf")
 	if err != nil {
 		return ResolvConf{}, fmt.Errorf("path: %w", err)
 	}
 	defer f.Close()
-	return ReadResolvConf(f)
+	rc, err := ReadResolvConf(f)
+	rc.Stub = WithOptions(rc.Stub, os.Getenv("RES_OPTIONS"))
+	return rc, err
+}
+
+// WithOptions is stub with an options line's words (RES_OPTIONS's:
+// "timeout:2 attempts:3") read over it, as glibc reads them.
+func WithOptions(stub Stub, words string) Stub {
+	for _, w := range strings.Fields(words) {
+		stub.Option(w)
+	}
+	return stub
 }
 
 // hostsFile is /etc/hosts as names and their addresses, read once, for
@@ -640,30 +637,10 @@ func ReadResolvConf(r io.Reader) (ResolvConf, error) {
 				out.Servers = append(out.Servers, netip.AddrPortFrom(a, 53))
 			}
 		case len(f) >= 2 && f[0] == "options":
-			for _, o := range f[1:] {
-				out.Stub.option(o)
-			}
+			out.Stub = WithOptions(out.Stub, strings.Join(f[1:], " "))
 		}
 	}
 	return out, sc.Err()
-}
-
-// option takes one word of an options line (timeout:N or attempts:N),
-// glibc's defaults filling the other on the first.
-func (s *Stub) option(word string) {
-	name, v, ok := strings.Cut(word, ":")
-	n, err := strconv.Atoi(v)
-	if !ok || err != nil || n < 0 || (name != "timeout" && name != "attempts") {
-		return
-	}
-	if *s == (Stub{}) {
-		*s = GlibcStub
-	}
-	if name == "timeout" {
-		s.Timeout = time.Duration(max(1, min(n, 30))) * time.Second
-	} else {
-		s.Attempts = max(1, min(n, 5))
-	}
 }
 
 // ParseServer accepts "ADDR", "ADDR:PORT" or "[V6]:PORT" (port 53 by default).

@@ -59,7 +59,7 @@ func (r *Resolver) Services(ctx context.Context, name string, hook *LookupHook) 
 		return nil, fmt.Errorf("path: resolve %s HTTPS: %w", name, err)
 	}
 	server = netip.AddrPortFrom(server.Addr().Unmap(), server.Port())
-	q := &Query{Host: m.Question[0].Name, Path: over, Server: server, Over: over, Source: r.Source, Wire: wire, msg: m}
+	q := &Query{Host: m.Question[0].Name, Path: over, Server: server, Over: over, Source: r.Source, Wire: wire, Stub: r.Stub, msg: m}
 	in, err := exchange(ctx, q, hook)
 	if err != nil {
 		return nil, q.Wrap(err)

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,5 +85,19 @@ func TestServicesReadsHTTPSRecords(t *testing.T) {
 		if svcs, err := res.Services(ctx, n, nil); err != nil || len(svcs) != 0 {
 			t.Errorf("%s: %v %+v", n, err, svcs)
 		}
+	}
+}
+
+// TestServicesFollowTheStub: an HTTPS query goes again as the
+// resolver's Stub says, as an address lookup's does.
+func TestServicesFollowTheStub(t *testing.T) {
+	server, arrived := lossyDNS(t, -1)
+	r := &Resolver{Servers: []netip.AddrPort{server}, Over: IPv4, Stub: Stub{Timeout: 30 * time.Millisecond, Attempts: 2}}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	hook := &LookupHook{}
+	_, err := r.Services(ctx, "www.test", hook)
+	if err == nil || !strings.Contains(err.Error(), "no answer to 2 queries") || !strings.Contains(err.Error(), "attempts:2") || len(drain(arrived)) != 2 || hook.Queries() != 2 {
+		t.Errorf("%v; hook counts %d", err, hook.Queries())
 	}
 }
