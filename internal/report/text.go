@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"v6lab/internal/sock/path"
 
 	"v6lab/internal/result"
 )
@@ -268,6 +269,9 @@ func metricSection(title string, cells []Cell) (section, bool) {
 			}
 		}
 		sort.Strings(cols)
+		if lookupsAnsweredAtOnce(cells) {
+			cols = slices.DeleteFunc(cols, func(k string) bool { return k == lookupQueriesMetric })
+		}
 	}
 	what, footer := "transport figures", []string(nil)
 	if transportKind(cells) == "" {
@@ -294,6 +298,29 @@ func metricSection(title string, cells []Cell) (section, bool) {
 		sec.Rows = append(sec.Rows, row)
 	}
 	return sec, any
+}
+
+// lookupQueriesMetric is how many DNS queries a transaction's lookup sent.
+const lookupQueriesMetric = "dns_queries"
+
+// lookupsAnsweredAtOnce says whether every cell's lookups took as many
+// queries as a lookup without a loss does (1; 2 on the dual path, AAAA
+// and A): a column of ones says nothing, and is left out.
+func lookupsAnsweredAtOnce(cells []Cell) bool {
+	for _, c := range cells {
+		m := c.Metrics[lookupQueriesMetric]
+		if m == nil {
+			continue
+		}
+		want := 1.0
+		if path.Path(c.Path).Kind().Dual {
+			want = 2
+		}
+		if m.Mean > want {
+			return false
+		}
+	}
+	return true
 }
 
 // figureWords say what a transaction's figures are (docs/metrics.md), in
