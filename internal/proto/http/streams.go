@@ -149,9 +149,10 @@ func (c *Client) marker(k marker) string {
 	if last := c.lastMarker.Load(); last != nil && last.objects == k.objects && last.negotiated == k.negotiated && last.more == k.more && last.tls == k.tls {
 		return last.text
 	}
-	k.text = k.build()
-	c.lastMarker.Store(&k)
-	return k.text
+	m := k // made only here: k itself stays on the stack
+	m.text = k.build()
+	c.lastMarker.Store(&m)
+	return m.text
 }
 
 // build makes k's text: "200 OK, N objects, PROTOCOL[, MORE][, TLS]".
