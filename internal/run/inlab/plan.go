@@ -66,7 +66,7 @@ func PlanConditions(exp *experiment.Experiment, cfg lab.Config) (map[string][]st
 	var rates map[string]lab.Shaping
 	if exp.LinkRates() {
 		var err error
-		if rates, err = ownShaping(cfg); err != nil {
+		if rates, err = ownShaping(exp, cfg); err != nil {
 			return nil, err
 		}
 	}
