@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"v6lab/internal/lab"
-	"v6lab/internal/run/experiment"
 	"v6lab/internal/proto"
+	"v6lab/internal/run/experiment"
 	"v6lab/internal/sock/path"
 )
 
