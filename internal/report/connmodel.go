@@ -172,6 +172,16 @@ func groupStreams(s *Summary, g string) int {
 	return n
 }
 
+// atOnce is " (4 at once)" for a group whose users ran 4 transactions at
+// once on each connection, "" for one at a time: what the HTTP versions
+// side by side add to its name, beside groups of one at a time.
+func atOnce(s *Summary, g string) string {
+	if n := groupStreams(s, g); n > 1 {
+		return fmt.Sprintf(" (%d at once)", n)
+	}
+	return ""
+}
+
 // streamsNote says that group g's users ran n transactions at once on
 // each connection, so that no one reads its times as one user's alone.
 func streamsNote(g string, n int) string {

@@ -38,6 +38,9 @@ func TestStreamsAreSaidEverywhere(t *testing.T) {
 		if !strings.Contains(txt.String(), "HTTP/2 (kept connections, 4 at once on each)") {
 			t.Errorf("%s: report.txt's titles do not say 4 at once:\n%s", spec, txt.String())
 		}
+		if !strings.Contains(txt.String(), "      HTTP/2 (4 at once)  +19.48") {
+			t.Errorf("%s: the HTTP versions side by side do not say 4 at once:\n%s", spec, txt.String())
+		}
 		if !strings.Contains(html.String(), "HTTP/2 (kept connections, 4 at once on each)") {
 			t.Errorf("%s: report.html's titles do not say 4 at once", spec)
 		}
