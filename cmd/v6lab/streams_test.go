@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -47,5 +49,32 @@ func TestProbeHTTP2Streams(t *testing.T) {
 	}
 	if opened["ipv4"] != 2 || opened["ipv6"] != 2 || shared < 40 {
 		t.Errorf("connections opened by path %v, %d transactions on shared ones\n%s", opened, shared, o)
+	}
+}
+
+// TestDryRunCountsStreams (trial11 MEDIUM 7): the plan counts a streams
+// group's transactions as its users run them: streams a user at once.
+func TestDryRunCountsStreams(t *testing.T) {
+	exp := filepath.Join(t.TempDir(), "s.yaml")
+	os.WriteFile(exp, []byte(`name: s
+where: loopback
+runs: 3
+cells:
+  - protocol: http
+    http_version: 2
+    keepalive: true
+    streams: 4
+    paths: [ipv4]
+    conns: [2]
+  - protocol: http
+    label: one
+    http_version: 2
+    keepalive: true
+    paths: [ipv4]
+    conns: [2]
+`), 0o644)
+	out, err := v6lab(t, "run", exp, "--dry-run")
+	if err != nil || !strings.Contains(out, "30 transactions") {
+		t.Fatalf("%v\n%s", err, out)
 	}
 }

@@ -56,6 +56,9 @@ type Options interface {
 	// AttemptDelay is the dual path's Happy Eyeballs attempt delay (0:
 	// the protocol does not race the families).
 	AttemptDelay() time.Duration
+	// PerUser is how many transactions each user runs at once (HTTP/2's
+	// streams, as h2load's -m: load.Multiplexer); 1 for most cells.
+	PerUser() int
 	// Scale shrinks what one transaction carries by f (0 < f ≤ 1), for
 	// run --scale: files get smaller, trials shorter.
 	Scale(f float64)
@@ -102,6 +105,9 @@ func (defaults) ServerFor() string { return "" }
 
 // Length: a transaction, not a trial.
 func (defaults) Length() time.Duration { return 0 }
+
+// PerUser: one transaction at a time.
+func (defaults) PerUser() int { return 1 }
 
 // Estimate: nothing beyond the transactions' turns.
 func (defaults) Estimate(int, uint64) time.Duration { return 0 }

@@ -35,6 +35,12 @@ type txContext struct {
 	armed    bool        // timer will fire
 	funcs    []afterFunc // registered for the current transaction
 	next     uint64      // the next registration's id
+	// running counts the functions the ended transaction's end started
+	// that have not returned: the next transaction begins after them, as
+	// they read the context's Err (a context derived from it, WithCancel,
+	// cancels its child with it, and Go's context panics on a nil one).
+	running int
+	ran     sync.Cond // signalled (on mu) as running reaches 0
 }
 
 type afterFunc struct {
@@ -46,6 +52,7 @@ type afterFunc struct {
 // transaction bounded by timeout. close must be called at the end.
 func newTxContext(parent context.Context, timeout time.Duration) *txContext {
 	t := &txContext{parent: parent, timeout: timeout, done: make(chan struct{})}
+	t.ran.L = &t.mu
 	t.stop = context.AfterFunc(parent, func() { t.end(parent.Err()) })
 	return t
 }
@@ -56,6 +63,9 @@ func newTxContext(parent context.Context, timeout time.Duration) *txContext {
 func (t *txContext) begin(now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	for t.running > 0 {
+		t.ran.Wait()
+	}
 	if t.err != nil && t.parent.Err() == nil {
 		t.err, t.done = nil, make(chan struct{})
 	}
@@ -123,10 +133,23 @@ func (t *txContext) end(err error) {
 	funcs := slices.Clone(t.funcs)
 	clear(t.funcs)
 	t.funcs = t.funcs[:0]
+	t.running += len(funcs)
 	t.mu.Unlock()
 	for _, a := range funcs {
-		go a.f()
+		go t.run(a.f)
 	}
+}
+
+// run runs f, which the transaction's end started (running counts it).
+func (t *txContext) run(f func()) {
+	defer func() {
+		t.mu.Lock()
+		if t.running--; t.running == 0 {
+			t.ran.Broadcast()
+		}
+		t.mu.Unlock()
+	}()
+	f()
 }
 
 func (t *txContext) Deadline() (time.Time, bool) {
@@ -156,8 +179,9 @@ func (t *txContext) Value(key any) any { return t.parent.Value(key) }
 func (t *txContext) AfterFunc(f func()) (stop func() bool) {
 	t.mu.Lock()
 	if t.err != nil {
+		t.running++
 		t.mu.Unlock()
-		go f()
+		go t.run(f)
 		return func() bool { return false }
 	}
 	id := t.next

@@ -158,3 +158,26 @@ func BenchmarkTransactionContext(b *testing.B) {
 		})
 	})
 }
+
+// TestDerivedContextsEndWithTheirTransaction (trial11 HIGH 0): a context
+// derived from a transaction's (WithCancel, as net/http and crypto/tls
+// derive theirs) is cancelled by a function the transaction's end starts;
+// the user's next transaction, begun at once, waits for it, so it reads
+// the ended transaction's error, not the new one's nil (Go's context
+// panicked: "missing cancel error").
+func TestDerivedContextsEndWithTheirTransaction(t *testing.T) {
+	for range 300 {
+		tx := newTxContext(context.Background(), 50*time.Microsecond)
+		tx.begin(time.Now())
+		child, cancel := context.WithCancel(tx)
+		<-tx.Done()
+		tx.finish()
+		tx.begin(time.Now())
+		<-child.Done()
+		if !errors.Is(child.Err(), context.DeadlineExceeded) {
+			t.Fatalf("the derived context ended with %v", child.Err())
+		}
+		cancel()
+		tx.close()
+	}
+}

@@ -98,7 +98,7 @@ func (o *Options) checkVersion(where result.Where, u *url.URL, given proto.Given
 	if o.Keepalive && v != Version2 && v != Version3 {
 		return proto.Errorf("keepalive", "keeps each user's HTTP/2 or HTTP/3 connection: give http_version: 2 or 3 (--http-version; HTTP/1.1 transactions open a connection each)")
 	}
-	if err := o.checkStreams(v); err != nil {
+	if err := o.checkStreams(v, given); err != nil {
 		return err
 	}
 	if o.ZeroRTT {
@@ -166,20 +166,31 @@ func (c *Client) phases(s result.Sample) result.Sample {
 
 // checkStreams checks option streams: HTTP/2 on kept connections, v6lab's
 // own dialer.
-func (o *Options) checkStreams(v string) error {
+func (o *Options) checkStreams(v string, given proto.Given) error {
 	switch n := o.Streams; {
-	case n == 0 || n == 1:
+	case n == 0 && !given("streams") || n == 1:
 		return nil
-	case n < 0 || n > MaxStreams:
+	case n < 1 || n > MaxStreams:
 		return proto.Errorf("streams", "%d: want 1 to %d transactions at once on a connection", n, MaxStreams)
 	case v != Version2:
 		return proto.Errorf("streams", "%d runs transactions at once as streams of one HTTP/2 connection: give http_version: 2 (--http-version 2)", n)
 	case !o.Keepalive:
 		return proto.Errorf("streams", "%d shares each user's connection among its transactions: give keepalive too (--keepalive)", n)
 	case o.Dialer == DialerV3:
-		return proto.Errorf("streams", "%d: dialer v3 may speak HTTP/3, whose connections are not shared: leave streams out, or the dialer", n)
+		return proto.Errorf("streams", "%d: dialer v3 keeps the connection each user's race won for that user's transactions one at a time (its connections are not shared): leave streams out, or the dialer", n)
+	case o.File != "":
+		return proto.Errorf("streams", "%d: a file cell measures a transfer's throughput, which %d transactions at once on one connection would share (each sample a part of the connection's): leave streams out (more connections: conns)", n, n)
 	}
 	return nil
+}
+
+// PerUser is how many transactions each user runs at once: streams, on
+// the kept HTTP/2 connections it applies to (Client.Streams).
+func (o *Options) PerUser() int {
+	if o.HTTPVersion == Version2 && o.Keepalive && o.Streams > 1 {
+		return o.Streams
+	}
+	return 1
 }
 
 // MaxStreams bounds option streams: the streams at once RFC 9113 §6.5.2

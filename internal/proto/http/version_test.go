@@ -245,7 +245,8 @@ func TestVersionOptions(t *testing.T) {
 		{"streams not kept", opts("2", func(o *Options) { o.Streams = 4 }), result.Lab, "streams: 4 shares each user's connection among its transactions: give keepalive too"},
 		{"streams negative", opts("2", func(o *Options) { o.Streams, o.Keepalive = -1, true }), result.Lab, "streams: -1: want 1 to 100 transactions at once"},
 		{"streams too many", opts("2", func(o *Options) { o.Streams, o.Keepalive = 101, true }), result.Lab, "streams: 101: want 1 to 100"},
-		{"streams v3", opts("2", func(o *Options) { o.Streams, o.Keepalive, o.Dialer = 4, true, DialerV3 }), result.Lab, "streams: 4: dialer v3 may speak HTTP/3"},
+		{"streams v3", opts("2", func(o *Options) { o.Streams, o.Keepalive, o.Dialer = 4, true, DialerV3 }), result.Lab, "streams: 4: dialer v3 keeps the connection each user's race won"},
+		{"streams of a file", opts("2", func(o *Options) { o.Streams, o.Keepalive, o.File = 4, true, "1M" }), result.Lab, "streams: 4: a file cell measures a transfer's throughput"},
 	}
 	h3clear := opts("3", nil) // trial6 F10: accepted, and run over TLS regardless
 	if err := h3clear.Check(result.Lab, func(o string) bool { return o == "tls" }); err == nil || !strings.Contains(err.Error(), "tls: false: HTTP/3 runs over QUIC, which is always TLS") {
@@ -273,8 +274,15 @@ func TestVersionOptions(t *testing.T) {
 		t.Errorf("h2 in the lab is over TLS: %v, %+v", err, h2)
 	}
 	shared := opts("2", func(o *Options) { o.Streams, o.Keepalive = 4, true })
-	if err := shared.Check(result.Lab, none); err != nil {
-		t.Errorf("streams 4 of kept h2: %v", err)
+	if err := shared.Check(result.Lab, none); err != nil || shared.PerUser() != 4 {
+		t.Errorf("streams 4 of kept h2: %v, %d a user", err, shared.PerUser())
+	}
+	zero := opts("2", func(o *Options) { o.Keepalive = true })
+	if err := zero.Check(result.Lab, func(o string) bool { return o == "streams" }); err == nil || !strings.Contains(err.Error(), "streams: 0: want 1 to 100") {
+		t.Errorf("streams: 0 given: %v", err)
+	}
+	if err := zero.Check(result.Lab, none); err != nil || zero.PerUser() != 1 {
+		t.Errorf("streams not given: %v, %d a user", err, zero.PerUser())
 	}
 	h2c := opts("2", nil)
 	if err := h2c.Check(result.Lab, func(o string) bool { return o == "tls" }); err != nil || h2c.TLS {

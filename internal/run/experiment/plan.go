@@ -86,6 +86,7 @@ func WritePlan(w io.Writer, exp *Experiment, where result.Where, note string, bo
 	for _, c := range exp.Groups {
 		tx := 0
 		for _, n := range c.Conns {
+			n *= c.Opts().PerUser() // workers: HTTP/2's streams run as many transactions a user at once
 			tx += n * c.Runs * len(c.Paths)
 			per := time.Duration(c.Pause) + 50*time.Millisecond + time.Duration(n)*300*time.Microsecond + time.Duration(c.Duration) + c.Opts().Estimate(n, cmpRate(c.LinkRate, bottleneck))
 			est += per * time.Duration(c.Runs*len(c.Paths))
