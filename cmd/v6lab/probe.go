@@ -44,9 +44,11 @@ func topLevelProbes() []*cobra.Command {
 func newProbeProtoCmd(p *proto.Protocol) *cobra.Command {
 	c := p.Command
 	var lf loadFlags
-	nargs := cobra.ExactArgs(1)
-	if strings.HasSuffix(c.Arg, "...") {
-		nargs = cobra.MinimumNArgs(1)
+	nargs := func(_ *cobra.Command, args []string) error {
+		if len(args) == 0 || len(args) > 1 && !strings.HasSuffix(c.Arg, "...") {
+			return fmt.Errorf("give one %s (v6lab probe %s %s; --help has examples), not %d arguments", strings.TrimSuffix(c.Arg, "..."), p.Name, c.Arg, len(args))
+		}
+		return nil
 	}
 	cmd := &cobra.Command{
 		Use: p.Name + " " + c.Arg, Short: c.Short, Long: c.Long, Example: c.Example,

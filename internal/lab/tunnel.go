@@ -49,6 +49,23 @@ const (
 	TunnelVxlan     = "vxlan"     // not 6in4: a kernel reference for benchmarks
 )
 
+// AutoTunnel is the implementation a lab's auto tunnel takes on this
+// kernel, as addTunnel tries them: sit where the kernel has it, else bpf
+// where BPF programs load, else userspace; "" where this process cannot
+// tell (it may not make a namespace to try sit in).
+func AutoTunnel() string {
+	err := HasSit()
+	switch {
+	case err == nil:
+		return TunnelSit
+	case !errors.Is(err, ErrNoSit):
+		return ""
+	case bpf.Check() == nil:
+		return TunnelBPF
+	}
+	return TunnelUserspace
+}
+
 // TunnelKinds are the implementations a user may ask for ("auto" = "").
 var TunnelKinds = []string{"auto", TunnelSit, TunnelBPF, TunnelUserspace, TunnelVxlan}
 

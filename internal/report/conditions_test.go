@@ -15,13 +15,15 @@ import (
 // 20 (its runs' records: "IPv6 loss 20% (tc BPF): N IPv6 packets dropped
 // in the run", N differing run to run) is said once, without the counts,
 // beside the group's tables in report.txt and report.html; the path MTU
-// counters are not a condition, "none" is none.
+// counters are not a condition, "none" is none, and so is an unshaped
+// link end's "noqueue" (trial11 M3: an older result's group without a
+// rate of its own beside a link_rate group recorded six).
 func TestAGroupsOwnConditionsAreSaidOnce(t *testing.T) {
 	f := build(baseMS, otherMS)
 	for i := range f.Runs {
 		r := &f.Runs[i]
 		r.Links = map[string]string{"r1 eth-client ingress": fmt.Sprintf("IPv6 loss 20%% (tc BPF): %d IPv6 packets dropped in the run", i),
-			"pmtu": "ptb6 dropped 0 passed 2", "pmtu_settings": "none"}
+			"pmtu": "ptb6 dropped 0 passed 2", "pmtu_settings": "none", "client-r1 client": "noqueue"}
 	}
 	s := Summarize(f)
 	if want := []string{"r1 eth-client ingress: IPv6 loss 20% (tc BPF)"}; !slices.Equal(s.Conditions["http"], want) {

@@ -25,7 +25,7 @@ type fileRow struct {
 // fileSeries is the series a file cell group belongs to: its name up to
 // the last dash when what follows is the size of the file it transfers
 // (bytes, file_bytes' mean: ftp-5879824 of a 5879824-byte file is ftp,
-// ftp-10m-5879824 is ftp-10m, http-64K of 64 KiB is http), as the
+// ftp-10m-5879824 is ftp-10m, http-64k of 64 KiB is http), as the
 // Regensburg presets label their file sets; any other name is a series
 // of its own, so it keeps its own section: curl-ipv6-lossy, and foo-2024
 // of a 64 KiB file (a number, not its size).
@@ -37,7 +37,7 @@ func fileSeries(label string, bytes float64) string {
 }
 
 // isFileSize: s is size bytes, plain (5879824) or with a unit, binary or
-// decimal (64K, 10m, 1GiB, 1MB).
+// decimal (64k, 10m, 1gib, 1mb; labels are lowercase).
 func isFileSize(s string, bytes float64) bool {
 	digits := len(s) - len(strings.TrimLeft(s, "0123456789"))
 	if digits == 0 || digits > 15 {

@@ -249,7 +249,7 @@ func (z *Summarizer) Finish() *Summary {
 		LeftOutRuns: z.leftOut, Segment: h.Segment, Scale: z.spec.scale, Seed: z.spec.seed, Engines: z.spec.engines, Dialers: z.spec.dialers,
 		HTTPVersions: z.spec.versions, HTTPCleartext: z.spec.cleartext, HTTPH2C: z.spec.h2c, IPLiteral: z.spec.literal, labelled: z.spec.labelled,
 		SampleEvery: h.SampleEvery, groupProto: z.spec.protos, plainSpec: z.spec.plain}
-	s.Notes = append(s.Notes, z.wire.notes()...)
+	s.Notes = append(s.Notes, z.wire.notes(z.spec.speaksQUIC())...)
 	if z.rewarms > 0 {
 		s.Notes = append(s.Notes, fmt.Sprintf("resumed: %d re-warm runs (not counted) warmed each cell again before its first counted run in the resuming process (its connections, sessions and caches were cold)", z.rewarms))
 	}
@@ -411,16 +411,39 @@ func (t *wireTally) add(p string, w *result.Wire) {
 	}
 }
 
-func (t *wireTally) notes() []string {
+// notes are the tally's notes; quic: a group spoke HTTP/3, whose kept
+// QUIC connections of other paths may send into a run (trial11 L12: the
+// note named them in a run of HTTP/1.1 alone).
+func (t *wireTally) notes(quic bool) []string {
 	var out []string
 	if t.strays > 0 {
-		out = append(out, fmt.Sprintf("wire check: %d packets of connections those runs did not open (earlier runs' late retransmissions and closes, other paths' kept QUIC connections) were seen during %d runs and not counted as theirs (docs/lab.md, \"What proves each path\")", t.strays, t.strayRuns))
+		whose := "earlier runs' late retransmissions and closes"
+		if quic {
+			whose += ", other paths' kept QUIC connections"
+		}
+		out = append(out, fmt.Sprintf("wire check: %d packets of connections those runs did not open (%s) were seen during %d runs and not counted as theirs (docs/lab.md, \"What proves each path\")", t.strays, whose, t.strayRuns))
 	}
 	out = append(out, datapathNotes(t.datapaths, t.dpRuns)...)
 	if t.dropped > 0 {
 		out = append(out, fmt.Sprintf("wire check: its capture had no room for %d frames during %d runs (its reader fell behind); those frames were neither counted nor proven", t.dropped, t.droppedRuns))
 	}
 	return out
+}
+
+// speaksQUIC says whether a group of the spec may speak HTTP/3
+// (http_version 3, or dialer v3's race).
+func (f *specFacts) speaksQUIC() bool {
+	for _, v := range f.versions {
+		if v == "3" {
+			return true
+		}
+	}
+	for _, d := range f.dialers {
+		if d == "v3" {
+			return true
+		}
+	}
+	return false
 }
 
 // noCountedRun says why a cell of a result that is not whole (partial)

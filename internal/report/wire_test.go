@@ -197,8 +197,16 @@ func TestStrayPacketsAreNoted(t *testing.T) {
 	f.Runs[2].Wire = &result.Wire{IPv6: 10}
 	s := Summarize(f)
 	notes := strings.Join(s.Notes, "\n")
-	if !strings.Contains(notes, "wire check: 5 packets of connections those runs did not open (earlier runs' late retransmissions and closes, other paths' kept QUIC connections)") || !strings.Contains(notes, "during 2 runs") {
+	if !strings.Contains(notes, "wire check: 5 packets of connections those runs did not open (earlier runs' late retransmissions and closes) were seen") || !strings.Contains(notes, "during 2 runs") {
 		t.Errorf("notes:\n%s", notes)
+	}
+	// A group that spoke HTTP/3: its kept QUIC connections are named too
+	// (trial11 L12: they were named in a run of HTTP/1.1 alone).
+	h3 := build(baseMS, otherMS)
+	h3.Header.Spec = map[string]any{"cells": []any{map[string]any{"protocol": "http", "http_version": "3"}}}
+	h3.Runs[0].Wire = &result.Wire{IPv4: 10, Stray: 3}
+	if n := strings.Join(Summarize(h3).Notes, "\n"); !strings.Contains(n, "(earlier runs' late retransmissions and closes, other paths' kept QUIC connections) were seen during 1 runs") {
+		t.Errorf("an HTTP/3 run's notes:\n%s", n)
 	}
 	if strings.Contains(notes, "left out") {
 		t.Errorf("a run with strays was left out:\n%s", notes)

@@ -221,7 +221,11 @@ func CheckServers(exp *experiment.Experiment) error {
 // and, where a lab would be built, the lab's links and each cell group's
 // conditions as the run will record them (Decide has checked them).
 func WritePlan(w io.Writer, exp *experiment.Experiment, where result.Where, note string, s Settings) {
-	experiment.WritePlan(w, exp, where, note, Bottleneck(where, s.Lab))
+	var settling experiment.Settling
+	if where == Lab || where == Rootless {
+		settling = inlab.PlanSettling(exp, s.Lab)
+	}
+	experiment.WritePlan(w, exp, where, note, Bottleneck(where, s.Lab), settling)
 	if where == Lab || where == Rootless {
 		if err := inlab.WritePlan(w, exp, s.Lab); err != nil {
 			fmt.Fprintf(w, "lab: %v\n", err)

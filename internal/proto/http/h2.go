@@ -198,11 +198,11 @@ func (c *Client) h2run(ctx context.Context, tr *load.Trace, hp **h2conn, ss []*h
 		if f.againConns > 0 && (*hp).answered == 0 {
 			return last, fmt.Errorf("%s (on new connection %d, which answered none of the transaction's requests: no further one)", again.why, f.againConns)
 		}
-		nh, err := c.redialH2(ctx, tr, *hp)
+		nh, err := c.againOn(ctx, tr, *hp, r)
 		if err != nil {
 			return last, fmt.Errorf("%s; a new connection for its %d unprocessed requests failed: %w", again.why, len(again.ss), err)
 		}
-		if f.againConns > 0 { // not the transaction's first: its counts go on in the new one's
+		if f.againConns > 0 && !nh.isShared() { // not the transaction's first: its counts go on in the new one's
 			nh.carry(*hp)
 		}
 		r.on.Store(nh) // for watch

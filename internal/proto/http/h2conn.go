@@ -98,6 +98,9 @@ type h2reuse struct {
 	// on is the connection the transaction runs on, once a GOAWAY moved
 	// it (watch ends its reads and writes too).
 	on atomic.Pointer[h2conn]
+	// slot is the user's, when the runner is one of its shared
+	// connection's workers (its requests go again on the user's next one).
+	slot *sharedSlot
 }
 
 // pageStream is a transaction's page stream, s.
@@ -243,7 +246,7 @@ func (h *h2conn) run(ctx context.Context, ss []*h2stream, r *h2reuse) (time.Time
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		err = fmt.Errorf("HTTP/2: %d of %d streams unanswered: %w", tx.unanswered(&h.mu), len(ss), context.Cause(ctx))
+		err = outOfTime(tx.unanswered(&h.mu), len(ss), context.Cause(ctx))
 		if shared { // the others' connection: ended by watch if this one's streams were under way
 			h.mu.Lock()
 			h.endTx(tx, err)
@@ -256,13 +259,22 @@ func (h *h2conn) run(ctx context.Context, ss []*h2stream, r *h2reuse) (time.Time
 	return h.leave(tx)
 }
 
+// outOfTime is the error of a transaction whose time ran out with left of
+// its n streams unanswered.
+func outOfTime(left, n int, cause error) error {
+	if left == 0 {
+		return fmt.Errorf("HTTP/2: its time ran out as its last reply ended: %w", cause)
+	}
+	return fmt.Errorf("HTTP/2: %d of %d streams unanswered: %w", left, n, cause)
+}
+
 // readFor reads the frames of transaction tx (of n streams) on a
 // connection it alone uses, until its streams have ended.
 func (h *h2conn) readFor(ctx context.Context, tx *h2tx, n int) {
 	for h.reading(tx) {
 		if err := h.readFrame(); err != nil {
 			if ctx.Err() != nil {
-				err = fmt.Errorf("HTTP/2: %d of %d streams unanswered: %w", tx.left, n, context.Cause(ctx))
+				err = outOfTime(tx.left, n, context.Cause(ctx))
 			}
 			h.readFailed(err)
 		}

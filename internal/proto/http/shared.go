@@ -107,10 +107,46 @@ func (s *sharedSlot) keep(h *h2conn, m int) {
 func (s *sharedSlot) runner(k int) *h2reuse {
 	r := s.runners[k]
 	if r == nil || r.abandoned {
-		r = &h2reuse{}
+		r = &h2reuse{slot: s}
 		s.runners[k] = r
 	}
 	return r
+}
+
+// againOn is the connection the requests old's server did not process go
+// on: a new one of the same path, or, when old is the user's shared
+// connection, the user's next one, which the first of its transactions to
+// need it opens (the others wait for it) and all then share: the user
+// keeps one connection, as conns says.
+func (c *Client) againOn(ctx context.Context, tr *load.Trace, old *h2conn, r *h2reuse) (*h2conn, error) {
+	s := r.slot
+	if s == nil || !old.isShared() {
+		return c.redialH2(ctx, tr, old)
+	}
+	for {
+		s.mu.Lock()
+		if h := s.h; h != nil && h != old && h.alive() {
+			s.mu.Unlock()
+			return h, nil
+		}
+		if wait := s.dialing; wait != nil {
+			s.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return nil, context.Cause(ctx)
+			}
+		}
+		s.dialing = make(chan struct{})
+		s.mu.Unlock()
+		nh, err := c.redialH2(ctx, tr, old)
+		if err == nil {
+			s.keep(nh, c.Streams())
+		}
+		s.dialed()
+		return nh, err
+	}
 }
 
 // closeAll closes every shared connection.
@@ -165,14 +201,7 @@ func (c *Client) doShared(ctx context.Context, tr *load.Trace, w int) result.Sam
 func (c *Client) onShared(ctx context.Context, tr *load.Trace, s *sharedSlot, k int, h *h2conn) result.Sample {
 	tr.Restart()
 	r := s.runner(k)
-	f, nh, err := c.h2fetch(ctx, tr, h, r)
-	if nh != h { // the server's GOAWAY: the rest went on a new connection, the worker's alone
-		if err == nil {
-			s.keep(nh, c.Streams())
-		} else {
-			nh.close()
-		}
-	}
+	f, nh, err := c.h2fetch(ctx, tr, h, r) // after the server's GOAWAY, nh is the user's next connection (againOn)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
 			return tr.Fail(ctx, "io", err)

@@ -21,6 +21,7 @@ import (
 
 	"v6lab/internal/gen/load"
 	"v6lab/internal/input/specfile"
+	"v6lab/internal/input/units"
 	"v6lab/internal/lab"
 	"v6lab/internal/proto"
 	"v6lab/internal/proto/all"
@@ -156,6 +157,8 @@ type CellGroup struct {
 	// (bits/s) for the cell group's runs (a run condition; the lab's own
 	// shaping returns for groups without one).
 	LinkRate uint64 `json:"link_rate,omitempty"`
+	// linkRateAt is where the file gave LinkRate (nil: no file did).
+	linkRateAt *specfile.Error
 	// IPv6Loss, when set, drops that share (percent; 100: blackholed) of
 	// the client's IPv6 packets at the lab's first router during the cell
 	// group's runs (a run condition: a dual-stack client's fallback).
@@ -339,6 +342,19 @@ func (e *Experiment) RealCells(protocol string) []proto.Options {
 // (the lab then needs its generator hosts).
 func (e *Experiment) Background() bool {
 	return e.anyCell(func(c *CellGroup) bool { return c.Background != "" })
+}
+
+// LinkRateError is msg said of the group's link_rate where its file gave
+// it ("rate.yaml:9: cells[1].link_rate: 10M (cell group slow) …"), else
+// of the group by name.
+func (c *CellGroup) LinkRateError(msg string) error {
+	what := fmt.Sprintf("%s (cell group %s) %s", units.Rate(c.LinkRate), c.CellName(), msg)
+	if c.linkRateAt == nil {
+		return errors.New("link_rate " + what)
+	}
+	err := *c.linkRateAt
+	err.Msg = what
+	return &err
 }
 
 // LinkRates reports whether any cell group sets its own link rate.

@@ -249,7 +249,7 @@ func (f *file) settings(doc *specfile.Doc, e *Experiment) error {
 		case !congestionRE.MatchString(f.Congestion):
 			return doc.Errorf("congestion", "%q is not a congestion control name (cubic, reno, bbr, …)", f.Congestion)
 		case e.Where.OffLab():
-			return doc.Errorf("congestion", "sets the lab's hosts, but where is %s (on other hosts, set net.ipv4.tcp_congestion_control there)", e.Where)
+			return doc.Errorf("congestion", "%s sets the TCP congestion control of the lab's hosts, but where is %s: no lab is built (remove it; on other hosts, set net.ipv4.tcp_congestion_control there)", f.Congestion, e.Where)
 		}
 		e.Congestion = f.Congestion
 		e.congestionAt = &specfile.Error{File: doc.File, Line: doc.Line("congestion"), Field: "congestion"}
@@ -871,9 +871,10 @@ func (c *cellFile) congestion(doc *specfile.Doc, at string, where result.Where, 
 			return doc.Errorf(field("link_rate"), "want a rate such as 10M or 100M (bits per second), not %q", c.LinkRate)
 		}
 		if !inLab {
-			return doc.Errorf(field("link_rate"), "reshapes the lab's links, but where is %s", where)
+			return doc.Errorf(field("link_rate"), "%s reshapes the lab's links, but where is %s: no lab is built (remove it)", c.LinkRate, where)
 		}
 		s.LinkRate = r
+		s.linkRateAt = &specfile.Error{File: doc.File, Line: doc.Line(field("link_rate")), Field: field("link_rate")}
 	}
 	return nil
 }

@@ -113,7 +113,8 @@ func TestCongestionIsALabSetting(t *testing.T) {
 		t.Fatalf("%v %+v", err, e)
 	}
 	parseErrorsIn(t, "c.yaml", map[string]string{
-		"name: c\nwhere: loopback\ncongestion: reno\ncells: [{protocol: http, conns: [1]}]\n": "c.yaml:3: congestion: sets the lab's hosts, but where is loopback",
+		"name: c\nwhere: loopback\ncongestion: reno\ncells: [{protocol: http, conns: [1]}]\n": "c.yaml:3: congestion: reno sets the TCP congestion control of the lab's hosts, but where is loopback: no lab is built",
+		"name: c\nwhere: loopback\ncells: [{protocol: http, conns: [1], link_rate: 10M}]\n":   "c.yaml:3: cells[0].link_rate: 10M reshapes the lab's links, but where is loopback: no lab is built",
 		"name: c\ncongestion: Reno!\ncells: [{protocol: http, conns: [1]}]\n":                 `c.yaml:2: congestion: "Reno!" is not a congestion control name`,
 	})
 }

@@ -56,7 +56,8 @@ func (exp *Experiment) DropLabOnly() {
 
 // trialTime guesses how long a transport trial runs: its length, or its
 // WritePlan shows what a run would do and a rough idea of how long.
-func WritePlan(w io.Writer, exp *Experiment, where result.Where, note string, bottleneck uint64) {
+// settle is what a lab run's settling may add to its worst case.
+func WritePlan(w io.Writer, exp *Experiment, where result.Where, note string, bottleneck uint64, settle Settling) {
 	plan := exp.Plan()
 	fmt.Fprintf(w, "experiment %s: %s on %s, baseline %s, order %s", exp.Name, stats.Count(len(plan), "run"), where, exp.Baseline, exp.Order)
 	if exp.Order == OrderShuffled {
@@ -81,6 +82,7 @@ func WritePlan(w io.Writer, exp *Experiment, where result.Where, note string, bo
 		// (measured: about 2 s on a 2-vCPU VM), and settling each cell
 		// group's paths.
 		est += labSetup + time.Duration(len(exp.Groups))*settlePerGroup
+		worst += labSetup
 	}
 	total := 0
 	for _, c := range exp.Groups {
@@ -107,19 +109,14 @@ func WritePlan(w io.Writer, exp *Experiment, where result.Where, note string, bo
 		fmt.Fprintln(tw)
 	}
 	tw.Flush()
-	// Each change of background level waits for the traffic to ramp up.
-	level := ""
-	for _, st := range plan {
-		if bg := exp.Groups[st.Group].Background; bg != level {
-			if bg != "" {
-				est += congestion.Ramp
-				worst += congestion.Ramp
-			}
-			level = bg
-		}
+	ramp := ramps(exp, plan)
+	est, worst = est+ramp, worst+ramp+settle.Worst
+	bound := "every run waits out its timeout"
+	if settle.Worst > 0 {
+		bound += " and settling gives each path " + settle.Tries
 	}
-	fmt.Fprintf(w, "%s; estimated time about %s (at most %s if every run waits out its timeout)\n",
-		stats.Count(total, "transaction"), est.Round(time.Second), worst.Round(time.Second))
+	fmt.Fprintf(w, "%s; estimated time about %s (at most %s if %s)\n",
+		stats.Count(total, "transaction"), est.Round(time.Second), worst.Round(time.Second), bound)
 	first := plan[:min(len(plan), 6)]
 	var order []string
 	for _, st := range first {
@@ -129,6 +126,32 @@ func WritePlan(w io.Writer, exp *Experiment, where result.Where, note string, bo
 	if where != result.Hosts {
 		fmt.Fprintf(w, "servers the run starts: %s\n", exp.ServersStarted())
 	}
+}
+
+// ramps is the time plan's changes of background level wait for the
+// traffic to ramp up.
+func ramps(exp *Experiment, plan []Step) time.Duration {
+	var d time.Duration
+	level := ""
+	for _, st := range plan {
+		if bg := exp.Groups[st.Group].Background; bg != level {
+			if bg != "" {
+				d += congestion.Ramp
+			}
+			level = bg
+		}
+	}
+	return d
+}
+
+// Settling is what a lab run's settling of its paths may add to a dry
+// run's worst case where a path that does not settle is left to its runs
+// (a lab loss; a lab that drops Packet Too Big): Worst, every try waiting
+// out its timeout, and Tries, what each path gets ("3 tries of 5s at
+// the lab's loss 20% on every link").
+type Settling struct {
+	Worst time.Duration
+	Tries string
 }
 
 // cmpRate is a cell group's own link rate, else the lab's.

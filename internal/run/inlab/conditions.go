@@ -233,8 +233,23 @@ func (c *conditions) reshape(s *experiment.CellGroup) error {
 	if err != nil {
 		return err
 	}
-	c.links, c.cur = links, s.LinkRate
+	c.links, c.cur = shapedEnds(links), s.LinkRate
 	return nil
+}
+
+// shapedEnds are the link ends of links (each end's root qdisc, as
+// lab.Reshape reads them back) that a rate shapes: an unshaped end
+// (noqueue, or no root qdisc) is what the result header's links say
+// ("unshaped"), not a condition of the group's own, so its record and
+// report.txt's conditions line leave it out, as the dry run does.
+func shapedEnds(links map[string]string) map[string]string {
+	out := map[string]string{}
+	for end, q := range links {
+		if q != "" && q != "none" && q != "noqueue" {
+			out[end] = q
+		}
+	}
+	return out
 }
 
 func (c *conditions) Begin(ctx context.Context, s *experiment.CellGroup, _ experiment.Step) error {
@@ -281,7 +296,9 @@ func (c *conditions) End(s *experiment.CellGroup, _ experiment.Step, rec *result
 	if c.bg != nil {
 		rec.Background = c.bg.Since()
 	}
-	rec.Links = c.links
+	if len(c.links) > 0 {
+		rec.Links = c.links
+	}
 	if c.impair != nil {
 		dropped, _ := c.impair.Counters()
 		rec.Links = maps.Clone(rec.Links)

@@ -17,7 +17,8 @@ import (
 // WritePlan says, for a dry run, what a lab run of exp would be built
 // with: the lab's links and TCP congestion control as the result's header
 // will say them (with the 6in4 tunnel's implementation and MTU where a
-// cell runs over it, and a bare server host), and each cell group's conditions as its run records will
+// cell runs over it, auto's choice on this kernel beside it, and a bare
+// server host), and each cell group's conditions as its run records will
 // key them (report.txt's "conditions (as its runs recorded them)" line;
 // the ports an ipv6_udp_loss spares are the lab's DNS servers', said when
 // they start):
@@ -31,7 +32,7 @@ func WritePlan(w io.Writer, exp *experiment.Experiment, cfg lab.Config) error {
 	}
 	fmt.Fprintf(w, "lab links: %s\n", cfg.LinkSummary())
 	if slices.Contains(exp.Paths(), path.SixIn4) {
-		fmt.Fprintf(w, "6in4 tunnel: %s, MTU %d\n", cmp.Or(cfg.Tunnel, "auto"), cmp.Or(cfg.TunnelMTU, lab.DefaultTunnelMTU))
+		fmt.Fprintf(w, "6in4 tunnel: %s, MTU %d\n", tunnelPlan(cfg.Tunnel), cmp.Or(cfg.TunnelMTU, lab.DefaultTunnelMTU))
 	}
 	fmt.Fprintf(w, "TCP congestion control in the lab: %s\n", cmp.Or(cfg.Congestion, lab.DefaultCongestion))
 	if cfg.BareServer {
@@ -45,6 +46,19 @@ func WritePlan(w io.Writer, exp *experiment.Experiment, cfg lab.Config) error {
 	return nil
 }
 
+// tunnelPlan is the 6in4 implementation asked, and for auto the one it
+// will choose on this kernel ("auto (bpf on this kernel)"), as the
+// result's header will name it.
+func tunnelPlan(asked string) string {
+	if asked != "" && asked != "auto" {
+		return asked
+	}
+	if impl := lab.AutoTunnel(); impl != "" {
+		return "auto (" + impl + " on this kernel)"
+	}
+	return "auto"
+}
+
 // PlanConditions are each cell group's conditions in a lab of cfg, by
 // its name, "where: what" in the order of where, as the report says
 // them from its run records (no counts).
@@ -52,7 +66,7 @@ func PlanConditions(exp *experiment.Experiment, cfg lab.Config) (map[string][]st
 	var rates map[string]lab.Shaping
 	if exp.LinkRates() {
 		var err error
-		if rates, err = ownShaping(cfg); err != nil {
+		if rates, err = ownShaping(exp, cfg); err != nil {
 			return nil, err
 		}
 	}

@@ -43,12 +43,15 @@ cells:
 		}
 	}
 	cfg.Links["client-r1"] = lab.Link{Shaping: lab.Shaping{Loss: 3}}
-	if _, err := PlanConditions(exp, cfg); err == nil || !strings.Contains(err.Error(), "link_rate reshapes the lab's links, but link client-r1 emulates delay or loss") {
-		t.Errorf("link_rate over a lossy link: %v, want refused", err)
+	// trial11 L11: the refusal names the file, line and group, as the
+	// file's own errors do.
+	want := "p.yaml:7: cells[3].link_rate: 10M (cell group slow) reshapes the lab's links, but the lab's link client-r1 emulates delay or loss"
+	if _, err := PlanConditions(exp, cfg); err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("link_rate over a lossy link: %v, want %q…", err, want)
 	}
 	exp.Groups = exp.Groups[:1]
 	got, err = PlanConditions(exp, cfg)
-	want := "client-r1 egress, both ends (the lab's loss): loss 3% (tc BPF)"
+	want = "client-r1 egress, both ends (the lab's loss): loss 3% (tc BPF)"
 	if lab.HasNetem() == nil {
 		want = "" // netem carries it: the header's links say it
 	}

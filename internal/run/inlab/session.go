@@ -258,7 +258,7 @@ func (r *Session) prepare(ctx context.Context, l *lab.Lab, cfg lab.Config) (*Job
 		}
 	}
 	if r.Exp.LinkRates() {
-		if job.LinkShaping, err = ownShaping(cfg); err != nil {
+		if job.LinkShaping, err = ownShaping(r.Exp, cfg); err != nil {
 			return nil, nil, stop, err
 		}
 		job.Lab["link_rates"] = "cell groups with link_rate reshape every link for their runs (each run record's links, read back from the kernel)"
@@ -302,13 +302,20 @@ func (r *Session) translated(l *lab.Lab, job *Job) {
 
 // ownShaping is the lab's shaping of each link, which a cell group's
 // link_rate replaces for its runs; a lab that emulates delay or loss
-// cannot be reshaped so (its netem or BPF would be lost).
-func ownShaping(cfg lab.Config) (map[string]lab.Shaping, error) {
+// cannot be reshaped so (its netem or BPF would be lost): the refusal
+// names the first group of exp with a link_rate, where its file gave it.
+func ownShaping(exp *experiment.Experiment, cfg lab.Config) (map[string]lab.Shaping, error) {
 	out := map[string]lab.Shaping{}
 	for _, name := range lab.LinkNames {
 		sh := cfg.Link(name).Shaping
 		if sh.Delay > 0 || sh.Jitter > 0 || sh.Loss > 0 {
-			return nil, fmt.Errorf("link_rate reshapes the lab's links, but link %s emulates delay or loss: give the rates in the topology instead", name)
+			msg := fmt.Sprintf("reshapes the lab's links, but the lab's link %s emulates delay or loss (from its topology, --loss, --delay or --jitter), which reshaping would drop: give the rates in the topology instead", name)
+			for i := range exp.Groups {
+				if exp.Groups[i].LinkRate > 0 {
+					return nil, exp.Groups[i].LinkRateError(msg)
+				}
+			}
+			return nil, errors.New("link_rate " + msg)
 		}
 		out[name] = sh
 	}

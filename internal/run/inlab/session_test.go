@@ -7,6 +7,7 @@ import (
 
 	"v6lab/internal/lab"
 	"v6lab/internal/proto"
+	"v6lab/internal/run/experiment"
 	"v6lab/internal/sock/path"
 )
 
@@ -31,11 +32,11 @@ func TestWirePortsCountEveryPortForDataOnTheirOwnPorts(t *testing.T) {
 // TestOwnRatesRefuseEmulatedLinks: link_rate may reshape rate-only links,
 // never a link whose delay or loss it would drop.
 func TestOwnRatesRefuseEmulatedLinks(t *testing.T) {
-	rates, err := ownShaping(lab.Config{Shaping: lab.Shaping{Rate: 100e6, QueueLimit: 64 << 10}})
+	rates, err := ownShaping(&experiment.Experiment{}, lab.Config{Shaping: lab.Shaping{Rate: 100e6, QueueLimit: 64 << 10}})
 	if err != nil || len(rates) != len(lab.LinkNames) || rates["r1-r2"].Rate != 100e6 || rates["r1-r2"].QueueLimit != 64<<10 {
 		t.Fatalf("%v %v", rates, err)
 	}
-	_, err = ownShaping(lab.Config{Shaping: lab.Shaping{Rate: 100e6, Delay: time.Millisecond}})
+	_, err = ownShaping(&experiment.Experiment{}, lab.Config{Shaping: lab.Shaping{Rate: 100e6, Delay: time.Millisecond}})
 	if err == nil || !strings.Contains(err.Error(), "emulates delay or loss") {
 		t.Errorf("a delayed link: %v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,12 +38,7 @@ const (
 // record their failures, with a note naming the lab's condition, and the
 // other paths are still settled; in any other lab it ends the run.
 func (j *Job) settle(ctx context.Context, probe ProbeFunc) error {
-	tries, why := settleTries, ""
-	if j.PMTU != nil && j.PMTU.Lab.Drop().Any() {
-		tries, why = 1, "the lab's own "+j.PMTU.Lab.String()
-	} else if loss := LabLoss(j.Lab["config"]); loss != "" {
-		tries, why = lossyTries, "the lab's "+loss
-	}
+	tries, why := settleTriesIn(j.PMTU, LabLoss(j.Lab["config"]))
 	for i := range j.Exp.Groups {
 		failed, err := Settle(ctx, &j.Exp.Groups[i], probe, tries, why != "")
 		if err != nil {
@@ -59,6 +55,55 @@ func (j *Job) settle(ctx context.Context, probe ProbeFunc) error {
 	return nil
 }
 
+// settleTriesIn is how many tries settling gives a path in a lab of
+// pmtu (nil: none) and loss (LabLoss; "": none), and why fewer than in a
+// lab that means every path to work, where a path that does not settle
+// ends the run ("": such a lab): elsewhere it is left to its runs.
+func settleTriesIn(pmtu *PMTUJob, loss string) (tries int, why string) {
+	switch {
+	case pmtu != nil && pmtu.Lab.Drop().Any():
+		return 1, "the lab's own " + pmtu.Lab.String()
+	case loss != "":
+		return lossyTries, "the lab's " + loss
+	}
+	return settleTries, ""
+}
+
+// settleTimeout is what settling gives each try of c: the cell's own
+// timeout, never a fixed one shorter than it, at least SettleFloor.
+func settleTimeout(c *experiment.CellGroup) time.Duration {
+	return min(max(time.Duration(c.Timeout), SettleFloor), 2*time.Minute)
+}
+
+// PlanSettling is what settling may add to a dry run's worst case (every
+// try waiting out its timeout) in a lab of cfg where a path that does not
+// settle is left to its runs (a lab loss, a lab that drops Packet Too
+// Big): each group's settled paths' tries. In a lab that means every path
+// to work such a path ends the run, so it adds nothing.
+func PlanSettling(exp *experiment.Experiment, cfg lab.Config) experiment.Settling {
+	tries, why := settleTriesIn(pmtuJob(cfg, exp), labLoss(cfg))
+	if why == "" {
+		return experiment.Settling{}
+	}
+	var out experiment.Settling
+	var each []string
+	for i := range exp.Groups {
+		c := &exp.Groups[i]
+		n := 0
+		for _, p := range c.Paths {
+			if _, settle := c.Opts().Settle(p); settle {
+				n++
+			}
+		}
+		out.Worst += time.Duration(n*tries) * settleTimeout(c)
+		if t := fmt.Sprint(settleTimeout(c)); !slices.Contains(each, t) {
+			each = append(each, t)
+		}
+	}
+	out.Tries = fmt.Sprintf("%d %s of %s at %s", tries, plural(tries, "try", "tries"), strings.Join(each, " or "), why)
+	return out
+}
+
 // LabLoss says the loss a lab's config (its JSON, as the job's lab
 // header keeps it) puts on its links: "loss 30% on every link", "loss 5%
 // on r1-r2", or "" for none.
@@ -67,6 +112,11 @@ func LabLoss(configJSON string) string {
 	if json.Unmarshal([]byte(configJSON), &cfg) != nil {
 		return ""
 	}
+	return labLoss(cfg)
+}
+
+// labLoss is LabLoss of a lab's config.
+func labLoss(cfg lab.Config) string {
 	var parts []string
 	every := true
 	for _, name := range lab.LinkNames {
@@ -123,8 +173,7 @@ func plural(n int, one, many string) string {
 // its reason: the first such path, or with keepOn every one, each
 // settled or tried in turn. err is a probe that could not be made.
 func Settle(ctx context.Context, c *experiment.CellGroup, probe ProbeFunc, tries int, keepOn bool) (failed []*SettleError, err error) {
-	// The cell's own timeout, never a fixed one shorter than it.
-	timeout := min(max(time.Duration(c.Timeout), SettleFloor), 2*time.Minute)
+	timeout := settleTimeout(c)
 	for _, p := range c.Paths {
 		// A lighter transaction of the same protocol and client (a short
 		// trial, a small file: never the cell's own file, which may take

@@ -7,10 +7,10 @@ import (
 	"time"
 )
 
-// TestStampedTCPReadAllocatesNothing: a TCP read through StampedConn (its
-// recvmsg and receive stamp) allocates nothing: a kept HTTP/2 connection
-// reads so several times a request. Two Reads at once each read whole.
-func TestStampedTCPReadAllocatesNothing(t *testing.T) {
+// stampedTCPPair is a stamped TCP connection on loopback and its peer,
+// closed when the test ends.
+func stampedTCPPair(t *testing.T) (*StampedConn, net.Conn) {
+	t.Helper()
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -20,16 +20,24 @@ func TestStampedTCPReadAllocatesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
 	peer, err := ln.Accept()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer peer.Close()
+	t.Cleanup(func() { peer.Close() })
 	s, ok := Stamped(c)
 	if !ok {
 		t.Fatal("no stamps on a TCP connection")
 	}
+	return s, peer
+}
+
+// TestStampedTCPReadAllocatesNothing: a TCP read through StampedConn (its
+// recvmsg and receive stamp) allocates nothing: a kept HTTP/2 connection
+// reads so several times a request. Two Reads at once each read whole.
+func TestStampedTCPReadAllocatesNothing(t *testing.T) {
+	s, peer := stampedTCPPair(t)
 	b := make([]byte, 100)
 	read := func() {
 		if _, err := peer.Write(b[:20]); err != nil {
@@ -72,25 +80,7 @@ func TestStampedTCPReadAllocatesNothing(t *testing.T) {
 // TestUnstampedReadsOn: after Unstamp a connection reads on, its stamps
 // kept as they were (no later read moves them).
 func TestUnstampedReadsOn(t *testing.T) {
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	c, err := net.Dial("tcp4", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	peer, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer peer.Close()
-	s, ok := Stamped(c)
-	if !ok {
-		t.Fatal("no stamps on a TCP connection")
-	}
+	s, peer := stampedTCPPair(t)
 	b := make([]byte, 100)
 	read := func(want string) {
 		t.Helper()
