@@ -56,7 +56,7 @@ cells:
 	}
 	rows := strings.Split(strings.TrimSpace(string(csv)), "\n")
 	for _, row := range rows[1:] {
-		if !regexp.MustCompile(`,loss 3% on every link,\d+$`).MatchString(row) {
+		if !regexp.MustCompile(`,loss 3% on every link,\d+,`).MatchString(row) {
 			t.Errorf("results.csv row reads as clean: %s", row)
 		}
 	}

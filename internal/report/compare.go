@@ -19,6 +19,11 @@ type Versus struct {
 	// OnlyA and OnlyB name the cells one side lacks.
 	OnlyA []string `json:"only_a,omitempty"`
 	OnlyB []string `json:"only_b,omitempty"`
+	// NotInAYet and NotInBYet name the cells a side still being written
+	// has not run yet, of its experiment's cell groups: not "only" in the
+	// other, which it will have when it ends.
+	NotInAYet []string `json:"not_in_a_yet,omitempty"`
+	NotInBYet []string `json:"not_in_b_yet,omitempty"`
 	// Notes say what differs between the two beside the figures: their
 	// targets (a loopback result against a lab's), and each setting of
 	// their labs, machines and servers that differs (conditions.go).
@@ -70,7 +75,11 @@ func CompareSummaries(nameA string, a *Summary, nameB string, b *Summary) *Versu
 		cb := inB[key(ca)]
 		seen[key(ca)] = true
 		if cb == nil {
-			v.OnlyA = append(v.OnlyA, key(ca))
+			if stillComing(b, ca.Protocol) {
+				v.NotInBYet = append(v.NotInBYet, key(ca))
+			} else {
+				v.OnlyA = append(v.OnlyA, key(ca))
+			}
 			continue
 		}
 		d := Compare(ca, cb)
@@ -88,13 +97,24 @@ func CompareSummaries(nameA string, a *Summary, nameB string, b *Summary) *Versu
 		}
 		v.Cells = append(v.Cells, vc)
 	}
-	for k := range inB {
-		if !seen[k] {
+	for k, cb := range inB {
+		switch {
+		case seen[k]:
+		case stillComing(a, cb.Protocol):
+			v.NotInAYet = append(v.NotInAYet, k)
+		default:
 			v.OnlyB = append(v.OnlyB, k)
 		}
 	}
 	sort.Strings(v.OnlyB)
+	sort.Strings(v.NotInAYet)
 	return v
+}
+
+// stillComing says whether s, still being written, may yet have a cell of
+// group g: its experiment has that group.
+func stillComing(s *Summary, g string) bool {
+	return s.Partial != nil && s.Partial.Writing && s.groupProto[g] != ""
 }
 
 // targetNote says where A and B ran, when not at one place: "A ran in
@@ -163,6 +183,14 @@ func VersusText(w io.Writer, v *Versus) error {
 	}
 	if len(v.OnlyB) > 0 {
 		fmt.Fprintf(tw, "\nonly in B: %s\n", strings.Join(v.OnlyB, ", "))
+	}
+	for _, n := range []struct {
+		side  string
+		cells []string
+	}{{"A", v.NotInAYet}, {"B", v.NotInBYet}} {
+		if len(n.cells) > 0 {
+			fmt.Fprintf(tw, "\nnot in %s yet (still being written): %s\n", n.side, strings.Join(n.cells, ", "))
+		}
 	}
 	fmt.Fprintln(tw, "\nconfidence = 1 - two-sided Welch p over the run means of each side; see docs/metrics.md.")
 	return tw.err

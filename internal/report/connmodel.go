@@ -150,6 +150,9 @@ func connModel(s *Summary, keepalive []string) {
 		} else if done > 0 && slices.Contains(keepalive, g) {
 			s.Notes = append(s.Notes, fmt.Sprintf("%s keepalive was asked, but none of its %d completed transactions ran on a kept connection (the server closed each connection before the user's next transaction, or no user made a second one): its figures are new connections'", name, done))
 		}
+		if n := groupStreams(s, g); n > 1 {
+			s.Notes = append(s.Notes, streamsNote(name, n))
+		}
 		if f.Resumed > 0 || f.ZeroRTT > 0 {
 			s.Notes = append(s.Notes, fmt.Sprintf("%s returning users: TLS resumed in %d of %d completed transactions, 0-RTT in %d of %d (its handshake is a resumed one, not a full one)", name, f.Resumed, done, f.ZeroRTT, done))
 		}
@@ -157,6 +160,32 @@ func connModel(s *Summary, keepalive []string) {
 			s.Notes = append(s.Notes, fmt.Sprintf("%s requests sent again: in %d of %d completed transactions the server said it had not processed some requests (GOAWAY, as nginx's keepalive_requests sends, or REFUSED_STREAM, or it closed a kept connection idle) and they went again on a new connection, whose connect and handshake are in those transactions' times (the samples' again)%s", name, f.Again, done, againMore(f.AgainMore)))
 		}
 	}
+}
+
+// groupStreams is how many transactions each user of group g ran at once
+// on its connection (its spec's streams): 1 when one at a time.
+func groupStreams(s *Summary, g string) int {
+	n := 1
+	for _, c := range cellsOf(s, g) {
+		n = max(n, c.Streams)
+	}
+	return n
+}
+
+// atOnce is " (4 at once)" for a group whose users ran 4 transactions at
+// once on each connection, "" for one at a time: what the HTTP versions
+// side by side add to its name, beside groups of one at a time.
+func atOnce(s *Summary, g string) string {
+	if n := groupStreams(s, g); n > 1 {
+		return fmt.Sprintf(" (%d at once)", n)
+	}
+	return ""
+}
+
+// streamsNote says that group g's users ran n transactions at once on
+// each connection, so that no one reads its times as one user's alone.
+func streamsNote(g string, n int) string {
+	return fmt.Sprintf("%s ran %d transactions at once on each connection (streams %d, as h2load -m %d): each transaction's time is under that load, not one user's alone, and conns counts connections", g, n, n, n)
 }
 
 // keptNote says how many of group g's done transactions ran on a kept
@@ -182,7 +211,13 @@ func againMore(n int) string {
 func connTitle(s *Summary, group string) string {
 	f, done := groupConn(s, group)
 	var out []string
-	if w := keptWords(f.Kept, done); w != "" {
+	w := keptWords(f.Kept, done)
+	if n := groupStreams(s, group); n > 1 && w != "" {
+		w += fmt.Sprintf(", %d at once on each", n)
+	} else if n > 1 {
+		w = fmt.Sprintf("%d transactions at once on each connection", n)
+	}
+	if w != "" {
 		out = append(out, w)
 	}
 	if f.ZeroRTT > 0 {

@@ -212,7 +212,7 @@ var CSVHeader = []string{"protocol", "path", "conns", "runs_counted", "mean_ms",
 	"baseline", "diff_ms", "pct_increase", "ci95_diff_lo_ms", "ci95_diff_hi_ms", "welch_df", "p_welch",
 	"confidence", "p_paired", "p_mann_whitney", "pairs", "paired_diff_ms", "ci95_paired_diff_lo_ms", "ci95_paired_diff_hi_ms", "p_paired_holm",
 	"percentile_n", "few_runs", "wire_mean_ms", "wire_ci95_lo_ms", "wire_ci95_hi_ms", "wire_diff_ms", "wire_ci95_diff_lo_ms", "wire_ci95_diff_hi_ms", "client_turn_mean_ms",
-	"http_version", "connection", "wire_na", "loss", "loss_dropped"}
+	"http_version", "connection", "wire_na", "loss", "loss_dropped", "streams", "partial"}
 
 // cellMeasured is what a cell measured, for its CSV row: the HTTP
 // version its transactions spoke (else its group's http_version) and
@@ -285,10 +285,34 @@ func CSV(w io.Writer, s *Summary) error {
 		} else {
 			row = append(row, "", "")
 		}
+		row = append(row, streamsField(c.Streams), partialField(s.Partial))
 		cw.Write(row)
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// streamsField is results.csv's streams: N above 1, empty for one
+// transaction at a time on each connection.
+func streamsField(n int) string {
+	if n > 1 {
+		return strconv.Itoa(n)
+	}
+	return ""
+}
+
+// partialField is results.csv's partial: how far a result still being
+// written ("still being written: 7 of 20 runs") or cut short ("partial: 7
+// of 20 runs") is, on every row, so that a script reading the rows alone
+// knows they are figures so far; empty for a whole result.
+func partialField(p *Partial) string {
+	switch {
+	case p == nil:
+		return ""
+	case p.Writing:
+		return fmt.Sprintf("still being written: %d of %d runs", p.RunsDone, p.RunsPlanned)
+	}
+	return fmt.Sprintf("partial: %d of %d runs", p.RunsDone, p.RunsPlanned)
 }
 
 func num(v *float64) string {

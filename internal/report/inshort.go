@@ -91,11 +91,25 @@ func namedInShort(s *Summary) bool {
 func busyCells(s *Summary, group, path string) string {
 	var out []string
 	for _, c := range s.Cells {
-		if c.Protocol == group && (c.Path == path || c.Path == s.Baseline) && c.SelfCheck.othersBusy() {
+		// Only where both the path and the baseline have figures at
+		// those connections: a path that failed every transaction (a
+		// blackhole) has none for the CPUs to distort (trial11 LOW 13).
+		if c.Protocol == group && (c.Path == path || c.Path == s.Baseline) && c.SelfCheck.othersBusy() &&
+			hasMean(s, group, path, c.Conns) && hasMean(s, group, s.Baseline, c.Conns) {
 			out = append(out, fmt.Sprintf("%s/%s/%d", c.Protocol, c.Path, c.Conns))
 		}
 	}
 	return strings.Join(out, ", ")
+}
+
+// hasMean says whether group's cell over path at conns has a mean.
+func hasMean(s *Summary, group, path string, conns int) bool {
+	for _, c := range s.Cells {
+		if c.Protocol == group && c.Path == path && c.Conns == conns {
+			return c.MeanMS != nil
+		}
+	}
+	return false
 }
 
 // groupedLabel is what a grouped verdict says, without its figures.

@@ -156,6 +156,30 @@ func TestAResultStillWrittenSaysSo(t *testing.T) {
 	if want := "B is " + p.Line(); !slices.Contains(v.Notes, want) || len(CompareSummaries("a", whole, "c", whole).Notes) != 0 {
 		t.Errorf("compare's notes %q, want %q", v.Notes, want)
 	}
+	// results.csv's rows say it too, every one (trial11 LOW 9).
+	var csv bytes.Buffer
+	CSV(&csv, s)
+	rows := strings.Split(strings.TrimSpace(csv.String()), "\n")
+	if !strings.HasSuffix(rows[0], ",partial") {
+		t.Errorf("results.csv header %q", rows[0])
+	}
+	for _, r := range rows[1:] {
+		if !strings.HasSuffix(r, ",still being written: 20 of 22 runs") {
+			t.Errorf("results.csv row of a result still written: %q", r)
+		}
+	}
+	// A cell the live side has not run yet is not "only" in the other.
+	early := *s
+	early.Cells = slices.DeleteFunc(slices.Clone(s.Cells), func(c Cell) bool { return c.Path == "ipv6" })
+	v = CompareSummaries("a", whole, "b", &early)
+	var out bytes.Buffer
+	VersusText(&out, v)
+	if len(v.OnlyA) != 0 || !strings.Contains(out.String(), "not in B yet (still being written): http/ipv6/2") || strings.Contains(out.String(), "only in A") {
+		t.Errorf("a cell B has not run yet:\n%s", out.String())
+	}
+	if v = CompareSummaries("b", &early, "a", whole); len(v.OnlyB) != 0 || len(v.NotInAYet) != 1 {
+		t.Errorf("a cell A has not run yet: only in B %q, not in A yet %q", v.OnlyB, v.NotInAYet)
+	}
 	held.Close() // the writer is gone: the same file is a stopped run's
 	if s, err = Open(dir); err != nil {
 		t.Fatal(err)
@@ -165,6 +189,15 @@ func TestAResultStillWrittenSaysSo(t *testing.T) {
 	}
 	if v := CompareSummaries("a", s, "b", whole); !slices.Contains(v.Notes, "A is partial: 20 of 22 runs; resume with `v6lab run --resume "+dir+"`") {
 		t.Errorf("compare's notes of a partial A: %q", v.Notes)
+	}
+	csv.Reset()
+	CSV(&csv, s)
+	if rows := strings.Split(strings.TrimSpace(csv.String()), "\n"); !strings.HasSuffix(rows[1], ",partial: 20 of 22 runs") {
+		t.Errorf("results.csv row of a partial result: %q", rows[1])
+	}
+	early.Partial = s.Partial
+	if v := CompareSummaries("a", whole, "b", &early); !slices.Equal(v.OnlyA, []string{"http/ipv6/2"}) {
+		t.Errorf("a cell a stopped B lacks: only in A %q", v.OnlyA)
 	}
 	if !strings.Contains(strings.Join(s.Notes, "\n"), "left out: interrupted") {
 		t.Errorf("after the writer, the unrecorded runs are not interrupted: %q", s.Notes)

@@ -201,3 +201,32 @@ func TestSelfCheckFlagsAShortSlowRun(t *testing.T) {
 		t.Errorf("marked without a busy cell: %v %q", sec.Rows, sec.Footer)
 	}
 }
+
+// TestHostBusyIsNotSaidOfAPathWithNoFigures (trial11 LOW 13): a path whose
+// every transaction failed (IPv6 loss 100%) has no figures the host's busy
+// CPUs could distort: neither In short nor the increase table blames them,
+// though the cell's runs were busy; a path with figures beside the same
+// busy baseline still is.
+func TestHostBusyIsNotSaidOfAPathWithNoFigures(t *testing.T) {
+	busy := &SelfCheck{HostSaturated: true, Busy: &BusySplit{Busy: 0.97, Other: 0.9}}
+	if !busy.othersBusy() {
+		t.Fatal("the fixture is not busy")
+	}
+	cells := []Cell{{Protocol: "https", Path: "ipv4", Conns: 2, MeanMS: f64(3), Runs: []float64{3, 3}, Completed: 20, CompletionRate: f64(1)},
+		{Protocol: "https", Path: "ipv6", Conns: 2, Runs: nil, Completed: 0, Failed: 20, CompletionRate: f64(0), SelfCheck: busy}}
+	s := &Summary{Baseline: "ipv4", Cells: cells,
+		Comparisons: []Comparison{{Protocol: "https", Path: "ipv6", Conns: 2, Baseline: "ipv4", NA: map[string]string{"diff_ms": "a path has no run means"}}}}
+	lines := strings.Join(VerdictLines(s), "\n")
+	if strings.Contains(lines, "host busy") {
+		t.Errorf("In short blames the CPUs for a path with no figures:\n%s", lines)
+	}
+	secs := comparisonSections(s, "HTTPS", s.Comparisons, cells, []int{2})
+	if len(secs) == 0 || strings.Contains(secs[0].Rows[0][2], "busy") || slices.Contains(secs[0].Footer, BusyNote) {
+		t.Errorf("increase table %v", secs)
+	}
+	cells[1].MeanMS, cells[1].Runs, cells[1].Completed, cells[1].CompletionRate = f64(9), []float64{9, 9}, 20, f64(1)
+	s.Comparisons = []Comparison{cmpOf("https", "ipv6", 2, 6, 0.01)}
+	if lines := strings.Join(VerdictLines(s), "\n"); !strings.Contains(lines, "host busy in https/ipv6/2") {
+		t.Errorf("a path with figures beside a busy cell:\n%s", lines)
+	}
+}

@@ -278,6 +278,7 @@ func (z *Summarizer) Finish() *Summary {
 	for i := range s.Cells {
 		c := &s.Cells[i]
 		c.SelfCheck = checks[cellKey{c.Protocol, c.Path, c.Conns}]
+		c.Streams = z.spec.streams[c.Protocol]
 		if why := c.MinorityNA(WireMetric); why != "" {
 			na(&c.NA, "metrics."+WireMetric, why)
 		}
@@ -481,6 +482,9 @@ type specFacts struct {
 	literal, labelled []string
 	// keepalive names the groups that asked to keep connections.
 	keepalive []string
+	// streams are, by name, the groups whose users ran more than one
+	// transaction at once on each connection (streams: N), and N.
+	streams map[string]int
 	// protos are the groups' protocols, plain those whose spec asks for
 	// no TLS (Summary.groupProto, plainSpec).
 	protos  map[string]string
@@ -498,11 +502,14 @@ type specGroup struct {
 	TLS      bool   `json:"tls"`
 	URL      string `json:"url"`
 	// Keepalive: the group asked to keep connections (keepalive).
-	Keepalive bool              `json:"keepalive"`
-	Params    map[string]string `json:"params"`
-	Paths     []string          `json:"paths"`
-	Conns     []int             `json:"conns"`
-	Runs      int               `json:"runs"`
+	Keepalive bool `json:"keepalive"`
+	// Streams is how many transactions at once each user ran on its
+	// connection (streams; 0: not named, one at a time).
+	Streams int               `json:"streams"`
+	Params  map[string]string `json:"params"`
+	Paths   []string          `json:"paths"`
+	Conns   []int             `json:"conns"`
+	Runs    int               `json:"runs"`
 }
 
 // readSpec reads the header's spec, whatever version wrote it: a field of
@@ -561,6 +568,12 @@ func readSpec(spec any) specFacts {
 		if (g.Keepalive || g.Params["keepalive"] == "true") && !slices.Contains(f.keepalive, name) {
 			f.keepalive = append(f.keepalive, name)
 		}
+		if g.Streams > 1 {
+			if f.streams == nil {
+				f.streams = map[string]int{}
+			}
+			f.streams[name] = g.Streams
+		}
 		f.planned += len(g.Paths) * len(g.Conns) * g.Runs
 	}
 	return f
@@ -598,6 +611,10 @@ func specGroupOf(raw json.RawMessage) specGroup {
 	// A probe's header keeps its options in params, as strings.
 	g.TLS = g.TLS || g.Params["tls"] == "true"
 	g.URL = cmpOr(g.URL, g.Params["url"])
+	json.Unmarshal(fields["streams"], &g.Streams)
+	if n, err := strconv.Atoi(g.Params["streams"]); err == nil && g.Streams == 0 {
+		g.Streams = n
+	}
 	return g
 }
 

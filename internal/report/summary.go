@@ -160,6 +160,10 @@ type Cell struct {
 	Protocol string `json:"protocol"`
 	Path     string `json:"path"`
 	Conns    int    `json:"conns"`
+	// Streams, above 1, is how many transactions each user ran at once on
+	// its connection (its group's streams, as h2load's -m): each
+	// transaction's time is under that load (absent: one at a time).
+	Streams int `json:"streams,omitempty"`
 	// Runs are the per-run mean response times (ms) of counted runs, in
 	// run order; RunIndex gives each one's run number.
 	Runs       []float64   `json:"runs"`

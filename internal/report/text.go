@@ -682,7 +682,10 @@ func comparisonSections(s *Summary, title string, cmps []Comparison, cells []Cel
 			conns, cmps, []string{"actual increase (ms)", "% increase", "confidence level (1-p Welch)", "95% CI of difference (ms)",
 				"paired difference (ms)", "95% CI paired (ms)", "p paired Holm / raw", "p Mann-Whitney"},
 			func(c *Comparison) []string {
-				mark := BusyMark(cellAt(cells, c.Path, c.Conns), cellAt(cells, s.Baseline, c.Conns))
+				mark := ""
+				if c.DiffMS != nil { // n/a has no figure for the CPUs to distort
+					mark = BusyMark(cellAt(cells, c.Path, c.Conns), cellAt(cells, s.Baseline, c.Conns))
+				}
 				busy = busy || mark != ""
 				return []string{optSigned(c.DiffMS, c.NA["diff_ms"]) + mark, optPct(c.PctIncrease, c.NA["pct_increase"]), optConf(c.Confidence, c.NA["confidence"]),
 					optRange(c.CI95DiffMS, c.NA["ci95_diff_ms"], " to "),

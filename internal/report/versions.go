@@ -54,7 +54,7 @@ func VersionsTable(s *Summary) (section, bool) {
 			if len(byConns) == 0 {
 				continue
 			}
-			rows := [][]string{{label, groupCalled(s, g) + atLoss(s, g, p), "mean"}, {"", "", "handshake"}, {"", "", "first byte"}, {"", "", "completed"}, {"", "", "spoke"}}
+			rows := [][]string{{label, groupCalled(s, g) + atOnce(s, g) + atLoss(s, g, p), "mean"}, {"", "", "handshake"}, {"", "", "first byte"}, {"", "", "completed"}, {"", "", "spoke"}}
 			for _, n := range conns {
 				c := byConns[n]
 				if c == nil {
@@ -116,7 +116,7 @@ func VersionDiffs(s *Summary) (section, bool) {
 	for _, p := range pathsOfCmp(cmps) {
 		first := p
 		for _, g := range groups {
-			row := []string{first, groupCalled(s, g)}
+			row := []string{first, groupCalled(s, g) + atOnce(s, g)}
 			any := false
 			for _, n := range conns {
 				v := "-"
@@ -170,7 +170,7 @@ func versionPlot(s *Summary) *plot {
 		XLabel: "simultaneous connections per path", YLabel: "response time (ms)", LogX: logX}
 	for _, p := range versionPaths(s, groups) {
 		for _, g := range groups {
-			ser := series{Name: p + " " + groupCalled(s, g), Class: pathClass(p) + " v-" + strings.ReplaceAll(s.HTTPVersions[g], ".", "")}
+			ser := series{Name: p + " " + groupCalled(s, g) + atOnce(s, g), Class: pathClass(p) + " v-" + strings.ReplaceAll(s.HTTPVersions[g], ".", "")}
 			for _, c := range cellsOf(s, g) {
 				if c.Path != p || c.MeanMS == nil {
 					continue

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode"
 )
@@ -139,6 +140,7 @@ func groupNotes(a, b *Summary) []string {
 			{"engine", a.Engines[g], b.Engines[g], false, false},
 			{"dialer", a.Dialers[g], b.Dialers[g], false, false},
 			{"connections", connKind(a, g, va), connKind(b, g, vb), false, false},
+			{"streams", strconv.Itoa(groupStreams(a, g)), strconv.Itoa(groupStreams(b, g)), false, false},
 		} {
 			if d.a != d.b {
 				notes = append(notes, fmt.Sprintf("%s: %s differs: A %s; B %s", g, d.what, groupWords(d.a, d.defA), groupWords(d.b, d.defB)))

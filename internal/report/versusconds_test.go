@@ -373,3 +373,25 @@ func TestCompareNamesTheDefaultVersionAsSpoken(t *testing.T) {
 		t.Errorf("another protocol's group given HTTP/1.1:\n%s", got)
 	}
 }
+
+// TestCompareOfLabAndLoopbackSaysNotTheServersPlace: a lab result's
+// servers differ from a loopback one's only by "in the server namespace"
+// (the lab's header says where they ran): the note that A ran in the lab
+// and B on loopback says it, and no servers note repeats it; a server
+// that differs in more still gets one (trial11 LOW 6).
+func TestCompareOfLabAndLoopbackSaysNotTheServersPlace(t *testing.T) {
+	dns := "embedded (miekg/dns messages; UDP answered on a thread blocked in recvfrom, TCP by miekg/dns)"
+	lab := &Summary{Target: "lab", Servers: map[string]string{"dns": dns + " in the server namespace", "http": "embedded (Go net/http) in the server namespace", "ftp": "vsftpd 3, a process in the server namespace"}}
+	lo := &Summary{Target: "loopback", Servers: map[string]string{"dns": dns, "http": "embedded (v6lab's own HTTP/1.1)", "ftp": "vsftpd 3"}}
+	got := strings.Join(CompareSummaries("A", lab, "B", lo).Notes, "\n")
+	if !strings.HasPrefix(got, "A ran in the lab, B on loopback") || strings.Contains(got, "servers dns") || strings.Contains(got, "servers ftp") {
+		t.Errorf("the servers' place said again:\n%s", got)
+	}
+	if !strings.Contains(got, "servers http differs: A embedded (Go net/http) in the server namespace; B embedded (v6lab's own HTTP/1.1)") {
+		t.Errorf("a server that differs in more:\n%s", got)
+	}
+	lo.Target = "lab"
+	if got := strings.Join(CompareSummaries("A", lab, "B", lo).Notes, "\n"); !strings.Contains(got, "servers dns differs") {
+		t.Errorf("two labs' servers that differ in place alone:\n%s", got)
+	}
+}

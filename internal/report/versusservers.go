@@ -38,7 +38,7 @@ func serverNotes(a, b *Summary) []string {
 		}
 		if slices.Equal(keys[0], keys[1]) {
 			for _, k := range keys[0] {
-				if va, vb := serverWords(a, k), serverWords(b, k); va != vb {
+				if va, vb := serverWords(a, k), serverWords(b, k); va != vb && !onlyPlaceDiffers(a, b, va, vb) {
 					notes = append(notes, fmt.Sprintf("servers %s differs: A %s; B %s", k, va, vb))
 				}
 			}
@@ -56,6 +56,25 @@ func serverNotes(a, b *Summary) []string {
 			sideServers(a, keys[0]), sideServers(b, keys[1])))
 	}
 	return notes
+}
+
+// serverPlace is what a lab's header adds to a server's description to
+// say where it ran.
+const serverPlace = " in the server namespace"
+
+// onlyPlaceDiffers says whether servers va of a and vb of b differ only
+// in saying where they ran, while a and b ran at different targets: the
+// note that says A ran in the lab and B on loopback says it (trial11
+// LOW 6).
+func onlyPlaceDiffers(a, b *Summary, va, vb string) bool {
+	if a.Target == b.Target {
+		return false
+	}
+	without := func(v string) string {
+		v = strings.ReplaceAll(v, ", a process"+serverPlace, "")
+		return strings.ReplaceAll(v, serverPlace, "")
+	}
+	return without(va) == without(vb)
 }
 
 // serverGroups are the servers of both sides, grouped by shared roles,
