@@ -111,7 +111,8 @@ type Client struct {
 	// (HTTP/2 and HTTP/3; kept.go).
 	Keep bool
 	// Shared is how many transactions run at once on each user's kept
-	// HTTP/2 connection (shared.go; 0 or 1: one at a time).
+	// HTTP/2 connection (shared.go; 0 or 1: one at a time): the options'
+	// PerUser, which says where streams applies.
 	Shared int
 
 	kept   keptConns

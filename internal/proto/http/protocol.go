@@ -411,7 +411,7 @@ func (o *Options) Probe(ep proto.Endpoint, p path.Path) (load.Probe, error) {
 	}
 	c := &Client{URL: u, Path: p, Resolver: ep.Resolver(), Source: ep.Source, Objects: objects, MaxBody: mb, AttemptDelay: time.Duration(o.Delay), GoDialer: o.Dialer == "go", LookupName: lookupName(o, u),
 		UserAgent: proto.Or(o.UserAgent, "v6lab"), Engine: cellEngine(o, u), Expect: expect,
-		Version: o.HTTPVersion, Phases: o.HTTPVersion != "" || o.Dialer == DialerV3, ZeroRTT: o.ZeroRTT, Keep: o.Keepalive, Shared: o.Streams,
+		Version: o.HTTPVersion, Phases: o.HTTPVersion != "" || o.Dialer == DialerV3, ZeroRTT: o.ZeroRTT, Keep: o.Keepalive, Shared: o.PerUser(),
 		Sum: o.File != "", // a bulk transfer records its body's CRC-32C
 		TLS: &tls.Config{InsecureSkipVerify: o.Insecure, CurvePreferences: groups}, V3: o.v3(), WhatIf: o.WhatIf}
 	if pin := proto.Or(o.TLSPin, ep.CertSHA256); pin != "" && !o.Insecure {

@@ -21,12 +21,14 @@ import (
 // transactions on it at once, kept, while a goroutine of the connection's
 // reads it (h2conn.readLoop).
 
-// Streams is how many workers run each user (load.Multiplexer).
+// Streams is how many workers run each user (load.Multiplexer). Shared
+// is the options' PerUser, which says where streams applies; a client
+// made otherwise (tests) shares only kept HTTP/2 connections too.
 func (c *Client) Streams() int {
-	if c.Version == Version2 && c.Keep && c.Shared > 1 {
-		return c.Shared
+	if c.Version != Version2 || !c.Keep {
+		return 1
 	}
-	return 1
+	return max(c.Shared, 1)
 }
 
 // sharedConns are the users' shared connections, a slot each.
