@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
 
 	"v6lab/internal/gen/load"
+	"v6lab/internal/proto"
 	"v6lab/internal/result"
 	"v6lab/internal/sock/path"
 )
@@ -82,11 +84,14 @@ func (c *Client) doH3(ctx context.Context, tr *load.Trace, user int) result.Samp
 	}
 	if err != nil {
 		c.recordQUIC(tr, pc)
-		return tr.Fail(ctx, "connect", c.quicError(err))
+		return tr.Fail(ctx, "connect", c.quicError(err, pc))
 	}
 	k.conn = conn
 	method := nethttp0RTT(c.ZeroRTT)
-	if !c.ZeroRTT {
+	var handshake <-chan time.Time
+	if c.ZeroRTT {
+		handshake = handshakeEnd(conn)
+	} else {
 		tr.Mark(&tr.S.TLSNS) // the QUIC handshake, TLS inside it
 	}
 	if k.h3Conn, err = newH3Conn(conn, c.URL, c.UserAgent); err != nil {
@@ -95,11 +100,14 @@ func (c *Client) doH3(ctx context.Context, tr *load.Trace, user int) result.Samp
 	}
 	f, err := c.streams(ctx, tr, k, method)
 	if c.ZeroRTT {
-		// A 0-RTT request left before the handshake ended: its end is
-		// known once the reply came (HandshakeComplete is closed then).
+		// A 0-RTT request left before the handshake ended; the reply's
+		// 1-RTT packets come after it, so it has ended by now, but the
+		// watcher may not have said when yet.
 		select {
 		case <-conn.HandshakeComplete():
-			tr.Mark(&tr.S.TLSNS)
+			if at := <-handshake; !at.IsZero() {
+				tr.At(&tr.S.TLSNS, at)
+			}
 		default:
 		}
 	}
@@ -118,6 +126,24 @@ func (c *Client) doH3(ctx context.Context, tr *load.Trace, user int) result.Samp
 		more += ", 0-RTT"
 	}
 	return c.done(tr, f, "h3", more)
+}
+
+// handshakeEnd watches a connection dialled with DialEarly, whose dial
+// returns before its handshake ends: it says when the handshake ended (as
+// the client saw it: when quic-go closed HandshakeComplete, a goroutine's
+// wake later), or the zero time when the connection ended first. It says
+// it exactly once.
+func handshakeEnd(conn *quic.Conn) <-chan time.Time {
+	end := make(chan time.Time, 1)
+	go func() {
+		select {
+		case <-conn.HandshakeComplete():
+			end <- time.Now()
+		case <-conn.Context().Done():
+			end <- time.Time{}
+		}
+	}()
+	return end
 }
 
 // h3Kept is a user's HTTP/3 connection: its socket, QUIC transport and
@@ -168,16 +194,27 @@ func (c *Client) recordQUIC(tr *load.Trace, pc *path.StampedPacketConn) {
 // nothing is "no QUIC answer over PATH in 3 s", with the UDP port that
 // kept silent (a server that serves HTTP/1.1 and 2 on the port's TCP alone
 // fails so).
-func (c *Client) quicError(err error) error {
+func (c *Client) quicError(err error, pc *path.StampedPacketConn) error {
 	var idle *quic.IdleTimeoutError
 	var hs *quic.HandshakeTimeoutError
 	if errors.As(err, &idle) || errors.As(err, &hs) {
 		timeout := c.quicConfig().HandshakeIdleTimeout
+		if pc.Refused() {
+			// Classified as refused, as a TCP connection to a closed port
+			// is; the handshake still waited its time, as QUIC clients do
+			// (an ICMP message is easily forged).
+			return fmt.Errorf("no QUIC answer over %s in %s: UDP port %d was refused (ICMP port unreachable: nothing listens there): %w", c.Path, seconds(timeout), c.port(), syscall.ECONNREFUSED)
+		}
 		return fmt.Errorf("no QUIC answer over %s in %s: nothing answered HTTP/3 on UDP port %d (%w)", c.Path, seconds(timeout), c.port(), err)
 	}
 	var te *quic.TransportError
-	if errors.As(err, &te) && te.ErrorCode.IsCryptoError() {
-		return fmt.Errorf("QUIC handshake refused by TLS: %w (is it an HTTP/3 server, with ALPN h3?)", err)
+	switch {
+	case errors.Is(err, proto.ErrPin):
+		return fmt.Errorf("QUIC handshake: %w", err)
+	case errors.As(err, &te) && te.ErrorCode.IsCryptoError() && te.Remote:
+		return fmt.Errorf("QUIC handshake refused by the server's TLS: %w (is it an HTTP/3 server, with ALPN h3?)", err)
+	case errors.As(err, &te) && te.ErrorCode.IsCryptoError():
+		return fmt.Errorf("QUIC handshake: the server's TLS was not accepted here: %w", err)
 	}
 	return err
 }

@@ -160,10 +160,13 @@ func TestTLSPinTrustsExactlyTheServedCertificate(t *testing.T) {
 	}
 	url := fmt.Sprintf("https://127.0.0.1:%d/", r.Port())
 	// Each path pinned to its family: the address literal of each.
-	probe := func(given string, p path.Path) result.Sample {
+	probe := func(given string, p path.Path, version ...string) result.Sample {
 		u := fmt.Sprintf("https://%s/", netip.AddrPortFrom(p.Loopback(), uint16(r.Port())))
 		o := &Options{}
 		o.URL, o.TLSPin = u, given
+		if len(version) > 0 {
+			o.HTTPVersion = version[0]
+		}
 		return prototest.Once(t, o, result.Hosts, p)
 	}
 	// As openssl prints a fingerprint: upper case, pairs split by colons.
@@ -178,6 +181,10 @@ func TestTLSPinTrustsExactlyTheServedCertificate(t *testing.T) {
 		}
 		if s := probe(other, p); s.OK() || !strings.Contains(s.Err, "not the one pinned") || !strings.Contains(s.Err, other) {
 			t.Errorf("%s: another pin: %+v", p, s)
+		}
+		// Over QUIC too, and the failure names the pin, not the server.
+		if s := probe(other, p, Version3); s.OK() || !strings.Contains(s.Err, "not the one pinned") || strings.Contains(s.Err, "ALPN") {
+			t.Errorf("%s: another pin over HTTP/3: %+v", p, s)
 		}
 	}
 	opts := func(url, pin string, insecure bool, client string) *Options {

@@ -39,7 +39,10 @@ type StampedPacketConn struct {
 	first, last atomic.Int64
 	sent        atomic.Bool
 	in, out     atomic.Int64
-	remote      net.Addr // the server's
+	// refused: the kernel reported an ICMP port unreachable for the
+	// server's port (ECONNREFUSED on a read or a send): nothing listened.
+	refused atomic.Bool
+	remote  net.Addr // the server's
 }
 
 // DialStamped opens a UDP socket of d's path's family (udp4, or udp6 that
@@ -73,6 +76,7 @@ func DialStamped(ctx context.Context, d Dialer, to netip.AddrPort) (*StampedPack
 // hold several datagrams with gro (UDP_GRO is on).
 func newStamped(c *net.UDPConn, rc syscall.RawConn, gro bool) *StampedPacketConn {
 	s := &StampedPacketConn{c: c, rc: rc, remote: c.RemoteAddr()}
+	s.rx.refused = &s.refused
 	s.recv = s.rx.recv
 	s.rx.gro, s.rx.size = gro, rxSize
 	if gro {
@@ -172,6 +176,7 @@ type rxRing struct {
 	intoDst bool       // the last recv read its first message into dst
 	got     int        // messages the last recv read
 	err     unix.Errno // its error (0: none)
+	refused *atomic.Bool
 }
 
 // slot is message i's buffer.
@@ -205,6 +210,9 @@ func (r *rxRing) recv(fd uintptr) bool {
 	}
 	k, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.msgs[0])), rxBatch, 0, 0, 0)
 	if e == unix.EAGAIN || icmpError(e) {
+		if e == unix.ECONNREFUSED {
+			r.refused.Store(true)
+		}
 		r.release()
 		return false // an ICMP error, not a datagram: read on (icmpError)
 	}
@@ -271,6 +279,9 @@ func (s *StampedPacketConn) WriteTo(b []byte, _ net.Addr) (int, error) {
 	n, err := s.c.Write(b) // to the server it is connected to
 	// An ICMP error looked for only after a failure: errors.As allocates.
 	if err != nil && icmpErrorOf(err) {
+		if errors.Is(err, unix.ECONNREFUSED) {
+			s.refused.Store(true)
+		}
 		n, err = len(b), nil // lost on the way, as for a socket not connected (icmpError)
 	}
 	s.out.Add(int64(n))
@@ -308,6 +319,11 @@ func (s *StampedPacketConn) FirstSent() time.Time {
 	}
 	return txStamp(s.rc)
 }
+
+// Refused says whether the kernel reported the server's port unreachable
+// (ICMP): an answer that nothing listens there, which the socket's reads
+// and sends otherwise pass over as a lost datagram (icmpError).
+func (s *StampedPacketConn) Refused() bool { return s.refused.Load() }
 
 // Received are the receive stamps of the first and the last datagram read
 // so far (zero: none).
