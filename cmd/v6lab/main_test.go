@@ -101,6 +101,31 @@ func TestRunThenReportReRendersTheSameFigures(t *testing.T) {
 	}
 }
 
+// sameResultIsSaid: compare of one result with itself (the same path
+// twice, another way to write it, a link, a copy of its samples) says so
+// plainly, with no table of zeros, and exits 0: no difference.
+func sameResultIsSaid(t *testing.T, dir string) {
+	t.Helper()
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	cp := t.TempDir()
+	name, _ := result.SamplesPath(dir)
+	os.WriteFile(filepath.Join(cp, filepath.Base(name)), mustRead(t, name), 0o644)
+	for b, why := range map[string]string{dir: "one directory", dir + "/": "one directory", link: "one directory", cp: "identical samples files"} {
+		out, err := v6lab(t, "compare", dir, b)
+		if err != nil || !strings.Contains(out, "A and B are the same result ("+why+"): there is no difference to show") || strings.Contains(out, "B - A") {
+			t.Errorf("compare %s %s: %v\n%s", dir, b, err, out)
+		}
+		out, err = v6lab(t, "compare", dir, b, "--format", "json")
+		var v report.Versus
+		if jerr := json.Unmarshal([]byte(out), &v); err != nil || jerr != nil || v.Same != why || len(v.Cells) != 0 {
+			t.Errorf("compare %s %s --format json: %v %v\n%s", dir, b, err, jerr, out)
+		}
+	}
+}
+
 func TestCompareTwoResultSets(t *testing.T) {
 	root := t.TempDir()
 	var dirs []string
@@ -128,9 +153,10 @@ func TestCompareTwoResultSets(t *testing.T) {
 		t.Fatal(err)
 	}
 	var v report.Versus
-	if err := json.Unmarshal([]byte(out), &v); err != nil || len(v.Cells) != 4 || v.Cells[0].Diff.DiffMS == nil || v.Cells[0].Diff.NA["p_paired"] == "" {
+	if err := json.Unmarshal([]byte(out), &v); err != nil || len(v.Cells) != 4 || v.Cells[0].Diff.DiffMS == nil || v.Cells[0].Diff.NA["p_paired"] == "" || v.Same != "" {
 		t.Fatalf("compare json: %v %+v", err, v)
 	}
+	sameResultIsSaid(t, dirs[0])
 	// report --write brings back a deleted report.html.
 	os.Remove(filepath.Join(dirs[0], report.HTMLFile))
 	if _, err := v6lab(t, "report", dirs[0], "--write"); err != nil {
