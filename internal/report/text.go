@@ -10,6 +10,7 @@ import (
 	"time"
 	"v6lab/internal/sock/path"
 
+	"v6lab/internal/report/stats"
 	"v6lab/internal/result"
 )
 
@@ -114,7 +115,7 @@ func HeaderLines(s *Summary) []string {
 		if slices.ContainsFunc(s.Cells, func(c Cell) bool { return c.NA["rate_per_s"] == UnscheduledRate }) {
 			how = "run without a schedule (--start-at), so not at once: every figure is of all segments' samples pooled but rate/s, left out"
 		}
-		out = append(out, fmt.Sprintf("merged from %d segments on %d client host(s): %s; each segment's share is in the Segments tables", n, len(hosts), how))
+		out = append(out, fmt.Sprintf("merged from %s on %s: %s; each segment's share is in the Segments tables", stats.Count(n, "segment"), stats.Count(len(hosts), "client host"), how))
 	}
 	if s.SampleEvery > 1 {
 		out = append(out, fmt.Sprintf("sampled: the samples file keeps one row of every %d samples of each run (--sample-every); every figure is of all of them (each run's totals)", s.SampleEvery))
