@@ -231,6 +231,11 @@ cells:
 		}
 	}
 	os.WriteFile(plain, []byte(strings.Join(lines[:cut+1], "")+`{"kind":"sam`), 0o644)
+	// An export of the interrupted result would lack the runs the resume
+	// adds: the resume removes it.
+	if out, err := v6lab(t, "export", dir); err != nil {
+		t.Fatalf("export: %v\n%s", err, out)
+	}
 	// A process still writes the file for a moment (as a killed lab run's
 	// measuring process does): the resume waits for it.
 	busy, err := os.Open(plain)
@@ -267,6 +272,9 @@ cells:
 	}
 	if m, _ := filepath.Glob(filepath.Join(dir, "samples.unfinished-*.jsonl")); len(m) != 1 {
 		t.Errorf("unfinished lines kept in %v", m)
+	}
+	if _, err := os.Stat(filepath.Join(dir, result.ParquetName)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the export made before the resume is still there: %v", err)
 	}
 }
 

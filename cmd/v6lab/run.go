@@ -311,6 +311,9 @@ func (o *runOpts) resumeRun(cmd *cobra.Command, args []string) error {
 	if r.Moved != "" && !quiet(cmd) {
 		fmt.Fprintf(cmd.ErrOrStderr(), "v6lab: the unfinished run's lines were moved to %s\n", r.Moved)
 	}
+	if r.StaleExport != "" && !quiet(cmd) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "v6lab: %s\n", result.StaleExportNote(r.StaleExport, o.resume))
+	}
 	if r.Where == run.Lab {
 		if why := inlab.CanLab(); why != nil && os.Geteuid() != 0 && !rootless() {
 			if err := reexecRootless(); !errors.Is(err, errNoUserNS) {
