@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"v6lab/internal/report"
+	"v6lab/internal/report/stats"
 	"v6lab/internal/result"
 	"v6lab/internal/run/cmdline"
 )
@@ -51,7 +52,7 @@ says so: export again when it ends.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote %d samples to %s\n", rows, output)
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s to %s\n", stats.Count(rows, "sample"), output)
 			return nil
 		},
 	}
