@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"v6lab/internal/report"
+	"v6lab/internal/report/stats"
 	"v6lab/internal/result"
 	"v6lab/internal/run/cmdline"
 )
@@ -21,7 +22,9 @@ one typed column per sample field (docs/formats.md), and counted: whether the sa
 run counts in the figures. It streams: its memory is one row group, whatever the number
 of samples. The file goes to RESULTS_DIR/samples.parquet unless --output says otherwise;
 it is a new file or an earlier export, never a result's own file (refused, exit 2).
-A result a running v6lab still writes is refused (exit 2): export it when that run ends.`,
+A result a running v6lab still writes is refused (exit 2): export it when that run ends.
+run --resume removes RESULTS_DIR/samples.parquet, which would lack the runs it adds, and
+says so: export again when it ends.`,
 		Example: `  v6lab export results/dns-20261126T154147Z
   duckdb -c "SELECT path, conns, avg(total_ns)/1e6 FROM 'results/dns-20261126T154147Z/samples.parquet' WHERE counted AND err = '' GROUP BY ALL"`,
 		Args: cobra.ExactArgs(1),
@@ -49,7 +52,7 @@ A result a running v6lab still writes is refused (exit 2): export it when that r
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote %d samples to %s\n", rows, output)
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s to %s\n", stats.Count(rows, "sample"), output)
 			return nil
 		},
 	}

@@ -101,6 +101,31 @@ func TestRunThenReportReRendersTheSameFigures(t *testing.T) {
 	}
 }
 
+// sameResultIsSaid: compare of one result with itself (the same path
+// twice, another way to write it, a link, a copy of its samples) says so
+// plainly, with no table of zeros, and exits 0: no difference.
+func sameResultIsSaid(t *testing.T, dir string) {
+	t.Helper()
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	cp := t.TempDir()
+	name, _ := result.SamplesPath(dir)
+	os.WriteFile(filepath.Join(cp, filepath.Base(name)), mustRead(t, name), 0o644)
+	for b, why := range map[string]string{dir: "one directory", dir + "/": "one directory", link: "one directory", cp: "identical samples files"} {
+		out, err := v6lab(t, "compare", dir, b)
+		if err != nil || !strings.Contains(out, "A and B are the same result ("+why+"): there is no difference to show") || strings.Contains(out, "B - A") {
+			t.Errorf("compare %s %s: %v\n%s", dir, b, err, out)
+		}
+		out, err = v6lab(t, "compare", dir, b, "--format", "json")
+		var v report.Versus
+		if jerr := json.Unmarshal([]byte(out), &v); err != nil || jerr != nil || v.Same != why || len(v.Cells) != 0 {
+			t.Errorf("compare %s %s --format json: %v %v\n%s", dir, b, err, jerr, out)
+		}
+	}
+}
+
 func TestCompareTwoResultSets(t *testing.T) {
 	root := t.TempDir()
 	var dirs []string
@@ -128,9 +153,10 @@ func TestCompareTwoResultSets(t *testing.T) {
 		t.Fatal(err)
 	}
 	var v report.Versus
-	if err := json.Unmarshal([]byte(out), &v); err != nil || len(v.Cells) != 4 || v.Cells[0].Diff.DiffMS == nil || v.Cells[0].Diff.NA["p_paired"] == "" {
+	if err := json.Unmarshal([]byte(out), &v); err != nil || len(v.Cells) != 4 || v.Cells[0].Diff.DiffMS == nil || v.Cells[0].Diff.NA["p_paired"] == "" || v.Same != "" {
 		t.Fatalf("compare json: %v %+v", err, v)
 	}
+	sameResultIsSaid(t, dirs[0])
 	// report --write brings back a deleted report.html.
 	os.Remove(filepath.Join(dirs[0], report.HTMLFile))
 	if _, err := v6lab(t, "report", dirs[0], "--write"); err != nil {
@@ -205,6 +231,11 @@ cells:
 		}
 	}
 	os.WriteFile(plain, []byte(strings.Join(lines[:cut+1], "")+`{"kind":"sam`), 0o644)
+	// An export of the interrupted result would lack the runs the resume
+	// adds: the resume removes it.
+	if out, err := v6lab(t, "export", dir); err != nil {
+		t.Fatalf("export: %v\n%s", err, out)
+	}
 	// A process still writes the file for a moment (as a killed lab run's
 	// measuring process does): the resume waits for it.
 	busy, err := os.Open(plain)
@@ -241,6 +272,9 @@ cells:
 	}
 	if m, _ := filepath.Glob(filepath.Join(dir, "samples.unfinished-*.jsonl")); len(m) != 1 {
 		t.Errorf("unfinished lines kept in %v", m)
+	}
+	if _, err := os.Stat(filepath.Join(dir, result.ParquetName)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the export made before the resume is still there: %v", err)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"v6lab/internal/proto/all"
 	"v6lab/internal/report"
+	"v6lab/internal/report/stats"
 	"v6lab/internal/result"
 	"v6lab/internal/run/merge"
 	"v6lab/internal/run/survey/cli"
@@ -60,7 +61,7 @@ A DIR that is not itself a result directory stands for every result directory in
 				}
 				fmt.Fprintln(out)
 			}
-			fmt.Fprintf(out, "merged %d segments: %s (samples.jsonl.zst, summary.json, report.txt, results.csv, report.html)\n", len(segs), dir)
+			fmt.Fprintf(out, "merged %s: %s (samples.jsonl.zst, summary.json, report.txt, results.csv, report.html)\n", stats.Count(len(segs), "segment"), dir)
 			return nil
 		},
 	}

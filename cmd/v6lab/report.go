@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"v6lab/internal/report"
+	"v6lab/internal/result"
 	"v6lab/internal/run/survey/cli"
 )
 
@@ -70,7 +71,9 @@ Mann-Whitney p. Cells only one side has are listed; notes name the conditions th
 (lab, machine, servers; per group HTTP version, engine, dialer, kept/resumed). Use it for "did the upgrade change
 IPv6 performance?": run the same experiment before and after, then compare. Two surveys'
 results (v6lab survey) are compared as surveys: each verdict's share and the study's
-measures in A and B with B - A and its 95% CI, and the sites whose verdict changed.`,
+measures in A and B with B - A and its 95% CI, and the sites whose verdict changed.
+Two paths to one result (one directory, a link to it, or a copy of its samples) are said
+to be the same result, with no table (exit 0: no difference).`,
 		Example: `  v6lab compare results/quick-before results/quick-after
   v6lab compare results/a results/b --format json`,
 		Args: cobra.ExactArgs(2),
@@ -78,20 +81,22 @@ measures in A and B with B - A and its 95% CI, and the sites whose verdict chang
 			if format != "text" && format != "json" {
 				return &exitError{code: 2, err: fmt.Errorf("--format: %q is not text or json", format)}
 			}
-			if cli.IsSurvey(args[0]) || cli.IsSurvey(args[1]) {
+			v := report.SameVersus(args[0], args[1], result.Same(args[0], args[1]))
+			if v.Same == "" && (cli.IsSurvey(args[0]) || cli.IsSurvey(args[1])) {
 				return cli.Compare(cmd.OutOrStdout(), args[0], args[1], format)
 			}
-			a, err := report.Open(args[0])
-			if err != nil {
-				return err
-			}
-			b, err := report.Open(args[1])
-			if err != nil {
-				return err
-			}
-			v := report.CompareSummaries(args[0], a, args[1], b)
-			if len(v.Cells) == 0 {
-				return fmt.Errorf("%s and %s share no cell (protocol, path and connection count)", args[0], args[1])
+			if v.Same == "" {
+				a, err := report.Open(args[0])
+				if err != nil {
+					return err
+				}
+				b, err := report.Open(args[1])
+				if err != nil {
+					return err
+				}
+				if v = report.CompareSummaries(args[0], a, args[1], b); len(v.Cells) == 0 {
+					return fmt.Errorf("%s and %s share no cell (protocol, path and connection count)", args[0], args[1])
+				}
 			}
 			if format == "json" {
 				return report.VersusJSON(cmd.OutOrStdout(), v)

@@ -2,8 +2,6 @@ package main
 
 import (
 	"cmp"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -153,10 +151,10 @@ func (o *runOpts) run(cmd *cobra.Command, args []string) error {
 	}
 	if o.dryRun {
 		run.WritePlan(out, exp, where, note, s)
-		sp.writePlan(out, exp)
+		exp.WriteSplit(out, sp.Segment, sp.StartAt)
 		return nil
 	}
-	if late := -time.Until(sp.startAt); !sp.startAt.IsZero() && late > 0 && !quiet(cmd) {
+	if late := -time.Until(sp.StartAt); !sp.StartAt.IsZero() && late > 0 && !quiet(cmd) {
 		fmt.Fprintf(cmd.ErrOrStderr(), "v6lab: --start-at was %s ago: runs start late until this segment catches up with the schedule, and each late run says so\n", late.Round(time.Millisecond))
 	}
 	if where == run.Rootless {
@@ -173,32 +171,32 @@ func (o *runOpts) run(cmd *cobra.Command, args []string) error {
 
 // prepare loads the experiment and lays the flags over it; its errors
 // are bad input.
-func (o *runOpts) prepare(cmd *cobra.Command, args []string) (*experiment.Experiment, run.Settings, split, error) {
+func (o *runOpts) prepare(cmd *cobra.Command, args []string) (*experiment.Experiment, run.Settings, experiment.Split, error) {
 	var s run.Settings
 	var paths []path.Path // --paths: every cell group's, before the file's rules of paths
 	if cmd.Flags().Changed("paths") {
 		var err error
 		if paths, err = path.ParseList(o.lf.Paths); err != nil {
-			return nil, s, split{}, fmt.Errorf("--paths: %w", err)
+			return nil, s, experiment.Split{}, fmt.Errorf("--paths: %w", err)
 		}
 	}
 	exp, builtin, err := experiments.Load(args, paths)
 	if err != nil {
-		return nil, s, split{}, err
+		return nil, s, experiment.Split{}, err
 	}
-	sp, err := o.split(cmd, exp)
+	sp, err := exp.ParseSplit(o.segment, o.startAt, o.shuffle, cmd.Flags().Changed("seed"))
 	if err == nil {
 		err = o.override(cmd, exp)
 	}
 	if err == nil {
-		if err = exp.CheckSampleEvery(sp.segment != nil); err != nil {
+		if err = exp.CheckSampleEvery(sp.Segment != nil); err != nil {
 			err = fmt.Errorf("sample_every: %w", err)
 		}
 	}
 	if err == nil {
 		s, err = o.settings(cmd, exp, builtin)
 	}
-	s.Segment, s.StartAt = sp.segment, sp.startAt
+	s.Segment, s.StartAt = sp.Segment, sp.StartAt
 	return exp, s, sp, err
 }
 
@@ -222,7 +220,7 @@ func (o *runOpts) settings(cmd *cobra.Command, exp *experiment.Experiment, built
 		labCfg.Congestion = exp.Congestion // the experiment's, over its topology's
 	}
 	// A run's lab is its own: a kept lab of the file's name is never touched.
-	labCfg.Name = runLabName()
+	labCfg.Name = lab.RunName()
 	return run.Settings{Loopback: o.loopback, Pcap: o.pcap, Keep: o.keep, Topology: topology,
 		TopologyIfLab: o.topology == "" && exp.Topology != "" && exp.Where == result.Auto,
 		ExplicitPaths: cmd.Flags().Changed("paths"), Lab: labCfg, LabFlags: o.lflags.Given(), Rootless: rootless(), Results: o.lf.results,
@@ -313,6 +311,9 @@ func (o *runOpts) resumeRun(cmd *cobra.Command, args []string) error {
 	if r.Moved != "" && !quiet(cmd) {
 		fmt.Fprintf(cmd.ErrOrStderr(), "v6lab: the unfinished run's lines were moved to %s\n", r.Moved)
 	}
+	if r.StaleExport != "" && !quiet(cmd) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "v6lab: %s\n", result.StaleExportNote(r.StaleExport, o.resume))
+	}
 	if r.Where == run.Lab {
 		if why := inlab.CanLab(); why != nil && os.Geteuid() != 0 && !rootless() {
 			if err := reexecRootless(); !errors.Is(err, errNoUserNS) {
@@ -322,17 +323,9 @@ func (o *runOpts) resumeRun(cmd *cobra.Command, args []string) error {
 		if why := inlab.CanLab(); why != nil {
 			return fmt.Errorf("%s ran in the lab, but %v", o.resume, why)
 		}
-		r.Lab.Name = runLabName()
+		r.Lab.Name = lab.RunName()
 	}
 	s := run.Settings{Pcap: o.pcap || r.Pcap, Keep: o.keep, Lab: r.Lab, Rootless: rootless(), Results: o.lf.results,
 		Output: output(cmd), Command: all.RedactArgs(os.Args)}
 	return runMapped(run.Do(cmd.Context(), r.Exp, r.Where, "", s, r.Resume, o.resume))
-}
-
-// runLabName names a run's own lab with a random suffix: a pid would
-// collide across PID namespaces (two containers both run pid 1).
-func runLabName() string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return "run" + hex.EncodeToString(b[:])
 }

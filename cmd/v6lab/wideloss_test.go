@@ -33,7 +33,7 @@ cells:
 	if dns := f.Header.Servers["dns"]; strings.Contains(dns, "view") {
 		t.Errorf("a run over ipv4 and ipv6 describes the dns server with views: %q", dns)
 	}
-	rec := regexp.MustCompile(`^loss 3% \(tc BPF\): \d+ packets dropped in the run$`)
+	rec := regexp.MustCompile(`^loss 3% \(tc BPF\): \d+ packets? dropped in the run$`)
 	for _, r := range f.Runs {
 		if l := r.Links["every link end's egress (the lab's loss)"]; !rec.MatchString(l) {
 			t.Errorf("run %s/%d links %v: no record of the lab's loss", r.Cell, r.Run, r.Links)
@@ -113,8 +113,8 @@ cells:
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
-	lab := regexp.MustCompile(`^loss 5% \(tc BPF\): \d+ packets dropped in the run$`)
-	own := regexp.MustCompile(`^loss 3% \(tc BPF\): \d+ packets dropped in the run$`)
+	lab := regexp.MustCompile(`^loss 5% \(tc BPF\): \d+ packets? dropped in the run$`)
+	own := regexp.MustCompile(`^loss 3% \(tc BPF\): \d+ packets? dropped in the run$`)
 	counted := map[string]int{}
 	for _, r := range f.Runs {
 		if _, ok := r.Links["every link end's egress (the lab's loss)"]; ok {

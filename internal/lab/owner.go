@@ -1,6 +1,8 @@
 package lab
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,6 +32,14 @@ func CheckName(name string) error {
 		return fmt.Errorf("lab: %w %q: 1-15 lowercase letters, digits or dashes, starting with a letter or digit", ErrBadName, name)
 	}
 	return nil
+}
+
+// RunName names a run's own lab with a random suffix: a pid would
+// collide across PID namespaces (two containers both run pid 1).
+func RunName() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return "run" + hex.EncodeToString(b[:])
 }
 
 // Record is what one lab owns. It is written before anything is made and

@@ -260,3 +260,17 @@ func TestCongestionControlIsTheLabsOwn(t *testing.T) {
 		t.Errorf("a failed lab up left %v", left)
 	}
 }
+
+// TestRunNamesAreLabNamesOfTheirOwn: a run's lab name passes CheckName
+// and is not another run's (two runs at once build two labs).
+func TestRunNamesAreLabNamesOfTheirOwn(t *testing.T) {
+	a, b := RunName(), RunName()
+	for _, n := range []string{a, b} {
+		if err := CheckName(n); err != nil || !strings.HasPrefix(n, "run") {
+			t.Errorf("RunName() = %q: %v", n, err)
+		}
+	}
+	if a == b {
+		t.Errorf("two runs' labs are both named %q", a)
+	}
+}

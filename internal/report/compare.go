@@ -28,6 +28,16 @@ type Versus struct {
 	// targets (a loopback result against a lab's), and each setting of
 	// their labs, machines and servers that differs (conditions.go).
 	Notes []string `json:"notes,omitempty"`
+	// Same says how A and B are one result (result.Same: "one
+	// directory", "identical samples files"), with no cell set side by
+	// side: every difference would be zero.
+	Same string `json:"same,omitempty"`
+}
+
+// SameVersus is the comparison of a and b that are one result (same:
+// result.Same's words).
+func SameVersus(a, b, same string) *Versus {
+	return &Versus{A: a, B: b, Cells: []VersusCell{}, Same: same}
 }
 
 // VersusCell is one cell in both result sets.
@@ -149,6 +159,10 @@ func targetWords(t string) string {
 func VersusText(w io.Writer, v *Versus) error {
 	tw := &errWriter{w: w}
 	fmt.Fprintf(tw, "A: %s\nB: %s\n", v.A, v.B)
+	if v.Same != "" {
+		fmt.Fprintf(tw, "\nA and B are the same result (%s): there is no difference to show; give two results to compare.\n", v.Same)
+		return tw.err
+	}
 	for _, n := range v.Notes {
 		fmt.Fprintf(tw, "note: %s\n", n)
 	}

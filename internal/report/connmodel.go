@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"v6lab/internal/report/stats"
 	"v6lab/internal/result"
 	"v6lab/internal/sock/path"
 )
@@ -148,16 +149,16 @@ func connModel(s *Summary, keepalive []string) {
 			s.Notes = append(s.Notes, keptApartNotes(s, g)...)
 			s.Notes = append(s.Notes, keptRaceNotes(s, g)...)
 		} else if done > 0 && slices.Contains(keepalive, g) {
-			s.Notes = append(s.Notes, fmt.Sprintf("%s keepalive was asked, but none of its %d completed transactions ran on a kept connection (the server closed each connection before the user's next transaction, or no user made a second one): its figures are new connections'", name, done))
+			s.Notes = append(s.Notes, fmt.Sprintf("%s keepalive was asked, but none of its %s ran on a kept connection (the server closed each connection before the user's next transaction, or no user made a second one): its figures are new connections'", name, stats.Count(done, "completed transaction")))
 		}
 		if n := groupStreams(s, g); n > 1 {
 			s.Notes = append(s.Notes, streamsNote(name, n))
 		}
 		if f.Resumed > 0 || f.ZeroRTT > 0 {
-			s.Notes = append(s.Notes, fmt.Sprintf("%s returning users: TLS resumed in %d of %d completed transactions, 0-RTT in %d of %d (its handshake is a resumed one, not a full one)", name, f.Resumed, done, f.ZeroRTT, done))
+			s.Notes = append(s.Notes, fmt.Sprintf("%s returning users: TLS resumed in %s, 0-RTT in %d of %d (its handshake is a resumed one, not a full one)", name, stats.CountOf(f.Resumed, done, "completed transaction"), f.ZeroRTT, done))
 		}
 		if f.Again > 0 {
-			s.Notes = append(s.Notes, fmt.Sprintf("%s requests sent again: in %d of %d completed transactions the server said it had not processed some requests (GOAWAY, as nginx's keepalive_requests sends, or REFUSED_STREAM, or it closed a kept connection idle) and they went again on a new connection, whose connect and handshake are in those transactions' times (the samples' again)%s", name, f.Again, done, againMore(f.AgainMore)))
+			s.Notes = append(s.Notes, fmt.Sprintf("%s requests sent again: in %s the server said it had not processed some requests (GOAWAY, as nginx's keepalive_requests sends, or REFUSED_STREAM, or it closed a kept connection idle) and they went again on a new connection, whose connect and handshake are in those transactions' times (the samples' again)%s", name, stats.CountOf(f.Again, done, "completed transaction"), againMore(f.AgainMore)))
 		}
 	}
 }
@@ -192,9 +193,9 @@ func streamsNote(g string, n int) string {
 // connection: after each user's first when all did, else beside new ones.
 func keptNote(g string, kept, done int) string {
 	if kept >= done {
-		return fmt.Sprintf("%s kept connections (keepalive): no lookup or handshake after each user's first; %d of %d completed transactions on a kept connection", g, kept, done)
+		return fmt.Sprintf("%s kept connections (keepalive): no lookup or handshake after each user's first; %s on a kept connection", g, stats.CountOf(kept, done, "completed transaction"))
 	}
-	return fmt.Sprintf("%s kept connections (keepalive) in part: %d of %d completed transactions on a kept connection (no lookup or handshake), the others opened a new connection (a lookup and a handshake each)", g, kept, done)
+	return fmt.Sprintf("%s kept connections (keepalive) in part: %s on a kept connection (no lookup or handshake), the others opened a new connection (a lookup and a handshake each)", g, stats.CountOf(kept, done, "completed transaction"))
 }
 
 // againMore says how many transactions needed more than one new
@@ -252,7 +253,7 @@ func keptNothingNotes(s *Summary, g string) []string {
 		if len(mostly) == 0 || c.Completed == 0 || keptOf(&c) > 0 {
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s %s %d: none of its %d completed transactions ran on a kept connection, while %s: its figures are new connections' (a lookup and a handshake each%s)", name, c.Path, c.Conns, c.Completed, strings.Join(mostly, ", "), raceWord(c.Path)))
+		out = append(out, fmt.Sprintf("%s %s %d: none of its %s ran on a kept connection, while %s: its figures are new connections' (a lookup and a handshake each%s)", name, c.Path, c.Conns, stats.Count(c.Completed, "completed transaction"), strings.Join(mostly, ", "), raceWord(c.Path)))
 	}
 	return out
 }
@@ -295,9 +296,9 @@ func keptWords(kept, done int) string {
 	case kept >= done:
 		return "kept connections"
 	case 2*kept < done:
-		return fmt.Sprintf("keepalive: mostly new connections, %d of %d transactions on a kept connection", kept, done)
+		return "keepalive: mostly new connections, " + stats.CountOf(kept, done, "transaction") + " on a kept connection"
 	}
-	return fmt.Sprintf("keepalive: %d of %d transactions on a kept connection", kept, done)
+	return "keepalive: " + stats.CountOf(kept, done, "transaction") + " on a kept connection"
 }
 
 // keptShare is "1 of 12 (8%)".

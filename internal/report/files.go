@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"v6lab/internal/report/stats"
 	"v6lab/internal/result"
 	"v6lab/internal/sock/path"
 )
@@ -310,9 +311,9 @@ func partialField(p *Partial) string {
 	case p == nil:
 		return ""
 	case p.Writing:
-		return fmt.Sprintf("still being written: %d of %d runs", p.RunsDone, p.RunsPlanned)
+		return "still being written: " + stats.CountOf(p.RunsDone, p.RunsPlanned, "run")
 	}
-	return fmt.Sprintf("partial: %d of %d runs", p.RunsDone, p.RunsPlanned)
+	return "partial: " + stats.CountOf(p.RunsDone, p.RunsPlanned, "run")
 }
 
 func num(v *float64) string {

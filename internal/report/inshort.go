@@ -78,11 +78,11 @@ func ShortOf(s *Summary) InShort {
 // namedInShort says whether "In short" names each verdict's cell group
 // ("HTTP/2 over ipv6", as its tables are titled): with more than one
 // group, or when the one group's title says what its path alone does not,
-// a version or a label (a probe's http of HTTP/2; a partial run in which
-// one group has runs; `{label: web}`).
+// a version, a label or transactions at once (a probe's http of HTTP/2;
+// a partial run in which one group has runs; `{label: web}`; streams).
 func namedInShort(s *Summary) bool {
 	gs := protocols(s)
-	return len(gs) > 1 || len(gs) == 1 && (s.HTTPVersions[gs[0]] != "" || slices.Contains(s.labelled, gs[0]))
+	return len(gs) > 1 || len(gs) == 1 && (s.HTTPVersions[gs[0]] != "" || slices.Contains(s.labelled, gs[0]) || groupStreams(s, gs[0]) > 1)
 }
 
 // busyCells names the cells of group over path and over the baseline
@@ -160,7 +160,7 @@ func allFailedNote(s *Summary) string {
 			if len(s.Cells) > 1 {
 				who := c.Path
 				if namedInShort(s) {
-					who = groupCalled(s, c.Protocol) + " over " + who
+					who = groupCalled(s, c.Protocol) + atOnce(s, c.Protocol) + " over " + who
 				}
 				first = fmt.Sprintf(", %s at %s%s", who, stats.Count(c.Conns, "connection"), first)
 			}

@@ -24,6 +24,15 @@ func TestLookupQueriesShownWhenSomeWereResent(t *testing.T) {
 			t.Errorf("ipv4 %v, dual %v: head %v", c.v4, c.dual, sec.Head)
 		}
 	}
+	// Dialer v3's race asks HTTPS, AAAA and A: 3 is its lossless lookup.
+	v3 := func(q float64) []Cell {
+		return []Cell{{Protocol: "http", Path: "dual", Conns: 1, Metrics: map[string]*MetricStat{"dns_queries": stat(q), "he_failed": stat(0)}}}
+	}
+	for q, shown := range map[float64]bool{3: false, 3.5: true} {
+		if sec, _ := metricSection("HTTP", v3(q)); slices.Contains(sec.Head, "dns_queries") != shown {
+			t.Errorf("dialer v3, %v queries: head %v", q, sec.Head)
+		}
+	}
 	only := []Cell{{Protocol: "http", Path: "ipv4", Conns: 1, Metrics: map[string]*MetricStat{"dns_queries": stat(1)}}}
 	if sec, ok := metricSection("HTTP", only); ok {
 		t.Errorf("a table of only ones: %+v", sec)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"v6lab/internal/report/stats"
 	"v6lab/internal/result"
 )
 
@@ -197,18 +198,11 @@ func lossRow(p string, cells []Cell, conns []int, label string, dropped func(*Ce
 		for _, c := range cells {
 			if c.Path == p && c.Conns == n && c.Loss != nil {
 				if d := dropped(c.Loss); d >= 0 {
-					v = fmt.Sprintf("%d in %s", d, countRuns(c.Loss.Runs))
+					v = fmt.Sprintf("%d in %s", d, stats.Count(c.Loss.Runs, "run"))
 				}
 			}
 		}
 		row = append(row, v)
 	}
 	return row
-}
-
-func countRuns(n int) string {
-	if n == 1 {
-		return "1 run"
-	}
-	return strconv.Itoa(n) + " runs"
 }

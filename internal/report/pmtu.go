@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"v6lab/internal/report/stats"
 	"v6lab/internal/result"
 )
 
@@ -85,8 +86,8 @@ func (p *PMTU) note() string {
 	if sum["ptb6"]+sum["ptb4"]+sum["frag6"]+sum["frag4"] == 0 {
 		return ""
 	}
-	return fmt.Sprintf("path MTU impairments dropped %d ICMPv6 Packet Too Big, %d ICMPv4 fragmentation needed, %d IPv6 fragments and %d IPv4 fragments in the counted runs (each group's and path's in the PMTU tables; each run's in its record's links.pmtu)",
-		sum["ptb6"], sum["ptb4"], sum["frag6"], sum["frag4"])
+	return fmt.Sprintf("path MTU impairments dropped %d ICMPv6 Packet Too Big, %d ICMPv4 fragmentation needed, %s and %s in the counted runs (each group's and path's in the PMTU tables; each run's in its record's links.pmtu)",
+		sum["ptb6"], sum["ptb4"], stats.Count(sum["frag6"], "IPv6 fragment"), stats.Count(sum["frag4"], "IPv4 fragment"))
 }
 
 // pmtuKinds are the impairments' packet kinds, as run records name them.

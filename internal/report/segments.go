@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"v6lab/internal/report/stats"
 	"v6lab/internal/result"
 )
 
@@ -151,10 +152,10 @@ func (t *lateTally) add(r *result.Run) {
 func (t *lateTally) note() string {
 	var off []string
 	if t.late > 0 {
-		off = append(off, fmt.Sprintf("%d of %d runs started after their slot of the --start-at schedule (at most %s late)", t.late, t.runs, t.worst.Round(time.Millisecond)))
+		off = append(off, fmt.Sprintf("%s started after their slot of the --start-at schedule (at most %s late)", stats.CountOf(t.late, t.runs, "run"), t.worst.Round(time.Millisecond)))
 	}
 	if t.early > 0 {
-		off = append(off, fmt.Sprintf("%d of %d runs started before their slot (at most %s early: resumed by a v6lab that did not keep the schedule)", t.early, t.runs, t.earliest.Round(time.Millisecond)))
+		off = append(off, fmt.Sprintf("%s started before their slot (at most %s early: resumed by a v6lab that did not keep the schedule)", stats.CountOf(t.early, t.runs, "run"), t.earliest.Round(time.Millisecond)))
 	}
 	if len(off) == 0 {
 		return ""

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"v6lab/internal/report/stats"
 	"v6lab/internal/result"
 	"v6lab/internal/sock/path"
 )
@@ -166,7 +167,7 @@ func slowBusy(rs []result.Run) []string {
 		slices.Sort(others)
 		med := others[(len(others)-1)/2]
 		if f := float64(l.MedianNS) / med; f >= SlowBusyFactor {
-			out[i] = fmt.Sprintf("%.0f%% busy over %d ticks, its median response time %.0f× the other runs'", 100*l.HostBusy, l.HostTicks, f)
+			out[i] = fmt.Sprintf("%.0f%% busy over %s, its median response time %.0f× the other runs'", 100*l.HostBusy, stats.Count(l.HostTicks, "tick"), f)
 		}
 	}
 	return out
@@ -250,9 +251,9 @@ func (p *selfPool) judge() *SelfCheck {
 // runs together when none alone was long enough to judge.
 func runsOf(k, n int) string {
 	if k == 0 {
-		return fmt.Sprintf("its %d runs together", n)
+		return "its " + stats.Count(n, "run") + " together"
 	}
-	return fmt.Sprintf("%d of %d runs", k, n)
+	return stats.CountOf(k, n, "run")
 }
 
 // saturated says whether the client or the host was saturated in a run

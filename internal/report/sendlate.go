@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"v6lab/internal/report/stats"
 )
 
 // SendLateMetric is the UDP sender's own lateness (gen/transport): the
@@ -64,8 +66,8 @@ func senderLate(c *Cell) *SenderLate {
 
 // String says how late, in how many trials, past what.
 func (l *SenderLate) String() string {
-	return fmt.Sprintf("v6lab's UDP sender ran up to %s ms late in %d of %d trials (past %s ms, a datagram's spacing at the rate asked or the pacing's 1 ms grain)",
-		figure(l.MaxMS), l.Trials, l.Of, figure(l.LimitMS))
+	return fmt.Sprintf("v6lab's UDP sender ran up to %s ms late in %s (past %s ms, a datagram's spacing at the rate asked or the pacing's 1 ms grain)",
+		figure(l.MaxMS), stats.CountOf(l.Trials, l.Of, "trial"), figure(l.LimitMS))
 }
 
 // markLateSenders counts a late UDP sender in its cell's self-check as
@@ -125,7 +127,7 @@ func sendLateNote(cells []Cell) string {
 			continue
 		}
 		l, name := sc.SenderLate, fmt.Sprintf("%s/%s/%d", c.Protocol, c.Path, c.Conns)
-		late = append(late, fmt.Sprintf("%s (up to %s ms in %d of %d trials, past %s ms)", name, figure(l.MaxMS), l.Trials, l.Of, figure(l.LimitMS)))
+		late = append(late, fmt.Sprintf("%s (up to %s ms in %s, past %s ms)", name, figure(l.MaxMS), stats.CountOf(l.Trials, l.Of, "trial"), figure(l.LimitMS)))
 		if low, ok := offeredShort(&c); ok {
 			rate, _ := mean(&c, "rate_set_mbps")
 			short = append(short, fmt.Sprintf("%s (down to %s of %s Mbit/s)", name, figure(low), figure(rate)))

@@ -46,6 +46,15 @@ func TestStreamsAreSaidEverywhere(t *testing.T) {
 		if !strings.Contains(html.String(), "HTTP/2 (kept connections, 4 at once on each)") {
 			t.Errorf("%s: report.html's titles do not say 4 at once", spec)
 		}
+		// "In short": a verdict line read alone says it too (trial11's
+		// leftovers: its titles and notes did, its verdicts did not).
+		short := strings.Join(VerdictLines(s), "\n")
+		if !strings.Contains(short, "HTTP/2 (4 at once) over ipv6: ") || !strings.Contains(short, "HTTP/1.1 over ipv6: ") || strings.Contains(short, "HTTP/1.1 (") {
+			t.Errorf("%s: In short:\n%s", spec, short)
+		}
+		if !strings.Contains(html.String(), "<strong>HTTP/2 (4 at once) over ipv6</strong>") {
+			t.Errorf("%s: report.html's In short does not say 4 at once", spec)
+		}
 		note := "HTTP/2 ran 4 transactions at once on each connection (streams 4, as h2load -m 4): each transaction's time is under that load"
 		if !strings.Contains(strings.Join(s.Notes, "\n"), note) {
 			t.Errorf("%s: notes %q", spec, s.Notes)

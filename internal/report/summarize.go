@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"v6lab/internal/report/stats"
 	"v6lab/internal/result"
 )
 
@@ -251,7 +252,7 @@ func (z *Summarizer) Finish() *Summary {
 		SampleEvery: h.SampleEvery, groupProto: z.spec.protos, plainSpec: z.spec.plain}
 	s.Notes = append(s.Notes, z.wire.notes(z.spec.speaksQUIC())...)
 	if z.rewarms > 0 {
-		s.Notes = append(s.Notes, fmt.Sprintf("resumed: %d re-warm runs (not counted) warmed each cell again before its first counted run in the resuming process (its connections, sessions and caches were cold)", z.rewarms))
+		s.Notes = append(s.Notes, fmt.Sprintf("resumed: %s (not counted) warmed each cell again before its first counted run in the resuming process (its connections, sessions and caches were cold)", stats.Count(z.rewarms, "re-warm run")))
 	}
 	switch {
 	case z.writer != nil:
@@ -421,11 +422,11 @@ func (t *wireTally) notes(quic bool) []string {
 		if quic {
 			whose += ", other paths' kept QUIC connections"
 		}
-		out = append(out, fmt.Sprintf("wire check: %d packets of connections those runs did not open (%s) were seen during %d runs and not counted as theirs (docs/lab.md, \"What proves each path\")", t.strays, whose, t.strayRuns))
+		out = append(out, fmt.Sprintf("wire check: %s of connections the runs did not open (%s), seen during %s, not counted as theirs (docs/lab.md, \"What proves each path\")", stats.Count(t.strays, "packet"), whose, stats.Count(t.strayRuns, "run")))
 	}
 	out = append(out, datapathNotes(t.datapaths, t.dpRuns)...)
 	if t.dropped > 0 {
-		out = append(out, fmt.Sprintf("wire check: its capture had no room for %d frames during %d runs (its reader fell behind); those frames were neither counted nor proven", t.dropped, t.droppedRuns))
+		out = append(out, fmt.Sprintf("wire check: its capture had no room for %s during %s (its reader fell behind); what it missed was neither counted nor proven", stats.Count(t.dropped, "frame"), stats.Count(t.droppedRuns, "run")))
 	}
 	return out
 }

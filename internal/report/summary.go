@@ -134,9 +134,9 @@ func (p *Partial) State() string {
 // Line is how the reports say it.
 func (p *Partial) Line() string {
 	if p.Writing {
-		return fmt.Sprintf("still being written by %s: figures so far, %d of %d runs", result.WriterName(p.WriterPID), p.RunsDone, p.RunsPlanned)
+		return fmt.Sprintf("still being written by %s: figures so far, %s", result.WriterName(p.WriterPID), stats.CountOf(p.RunsDone, p.RunsPlanned, "run"))
 	}
-	line := fmt.Sprintf("partial: %d of %d runs; resume with `%s`", p.RunsDone, p.RunsPlanned, p.Resume)
+	line := fmt.Sprintf("partial: %s; resume with `%s`", stats.CountOf(p.RunsDone, p.RunsPlanned, "run"), p.Resume)
 	if p.Resume == mergedResume {
 		line += " on each segment that did not finish, then `v6lab merge` again"
 	}
@@ -441,7 +441,7 @@ func clientTurnNote(cells []Cell, target string, shaped bool) string {
 	}
 	more := ""
 	if len(over) > 3 {
-		more = fmt.Sprintf(" and %d more cells", len(over)-3)
+		more = " and " + stats.Count(len(over)-3, "more cell")
 	}
 	wait, advice := clientTurnAdvice(target, shaped)
 	return fmt.Sprintf("client turns are more than %.0f%% of the wire time in %s%s: there the figures are the client's own turnaround (its work, and %s) as much as the network's; paths pay it alike, so their differences stand. To shrink it, %s; docs/metrics.md",
@@ -768,7 +768,7 @@ func datapathNotes(byPath map[string]map[string]uint64, runs map[string]int) []s
 			}
 		}
 		if n, ok := c["nat_no_port"]; ok {
-			parts = append(parts, fmt.Sprintf("its NAT dropped %d packets of new connections for want of a free port", n))
+			parts = append(parts, fmt.Sprintf("its NAT dropped %s of new connections for want of a free port", stats.Count(n, "packet")))
 		}
 		out = append(out, fmt.Sprintf("datapaths of %s over its %s: %s", k.Path, stats.Count(runs[string(k.Path)], "run"), strings.Join(parts, "; ")))
 	}

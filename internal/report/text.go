@@ -10,6 +10,7 @@ import (
 	"time"
 	"v6lab/internal/sock/path"
 
+	"v6lab/internal/report/stats"
 	"v6lab/internal/result"
 )
 
@@ -114,7 +115,7 @@ func HeaderLines(s *Summary) []string {
 		if slices.ContainsFunc(s.Cells, func(c Cell) bool { return c.NA["rate_per_s"] == UnscheduledRate }) {
 			how = "run without a schedule (--start-at), so not at once: every figure is of all segments' samples pooled but rate/s, left out"
 		}
-		out = append(out, fmt.Sprintf("merged from %d segments on %d client host(s): %s; each segment's share is in the Segments tables", n, len(hosts), how))
+		out = append(out, fmt.Sprintf("merged from %s on %s: %s; each segment's share is in the Segments tables", stats.Count(n, "segment"), stats.Count(len(hosts), "client host"), how))
 	}
 	if s.SampleEvery > 1 {
 		out = append(out, fmt.Sprintf("sampled: the samples file keeps one row of every %d samples of each run (--sample-every); every figure is of all of them (each run's totals)", s.SampleEvery))
@@ -305,7 +306,8 @@ const lookupQueriesMetric = "dns_queries"
 
 // lookupsAnsweredAtOnce says whether every cell's lookups took as many
 // queries as a lookup without a loss does (1; 2 on the dual path, AAAA
-// and A): a column of ones says nothing, and is left out.
+// and A; 3 in dialer v3's race, HTTPS too, its cells the ones with
+// he_failed): a column of ones says nothing, and is left out.
 func lookupsAnsweredAtOnce(cells []Cell) bool {
 	for _, c := range cells {
 		m := c.Metrics[lookupQueriesMetric]
@@ -313,7 +315,10 @@ func lookupsAnsweredAtOnce(cells []Cell) bool {
 			continue
 		}
 		want := 1.0
-		if path.Path(c.Path).Kind().Dual {
+		switch {
+		case c.Metrics["he_failed"] != nil:
+			want = 3
+		case path.Path(c.Path).Kind().Dual:
 			want = 2
 		}
 		if m.Mean > want {

@@ -18,7 +18,10 @@ import (
 type Verdict struct {
 	Group, Path string
 	// Called is what report.txt and report.html call Group: its tables'
-	// title for a group that names its HTTP version (groupCalled).
+	// title for a group that names its HTTP version (groupCalled), and
+	// "(4 at once)" after it for a group whose users ran transactions at
+	// once on each connection (atOnce), so that no verdict read alone
+	// passes for one transaction at a time.
 	Called string `json:"-"`
 	// At is what the path's cells ran at, said after the path: " (loss
 	// 3%)" where a loss dropped their packets (atLoss), else "".
@@ -98,7 +101,7 @@ func Verdicts(s *Summary) []Verdict {
 		ps := points[k]
 		slices.SortFunc(ps, func(a, b loadPoint) int { return a.conns - b.conns })
 		v := verdictOf(ps, s.Baseline, throughputGroup(s, k.group) && !transactions[k.group], holm)
-		v.Group, v.Path, v.Called = k.group, k.path, groupCalled(s, k.group)
+		v.Group, v.Path, v.Called = k.group, k.path, groupCalled(s, k.group)+atOnce(s, k.group)
 		if frag := fragmentClause(s, k.group, k.path); frag != "" {
 			v.Text += "; " + frag
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"v6lab/internal/report/stats"
 	"v6lab/internal/report/whatif"
 	"v6lab/internal/result"
 	"v6lab/internal/sock/path"
@@ -227,7 +228,7 @@ func whatIfPlots(proto string, cells []Cell) []*plot {
 				lost.Points = append(lost.Points, point{X: p.DelayMS, Y: *p.LostMeanMS})
 			}
 		}
-		title := fmt.Sprintf("%s %s, %d conns: timer what-if (%d samples)", proto, c.Path, c.Conns, c.WhatIf.N)
+		title := fmt.Sprintf("%s %s, %s: timer what-if (%s)", proto, c.Path, stats.Count(c.Conns, "conn"), stats.Count(c.WhatIf.N, "sample"))
 		out = append(out, &plot{ID: id, Title: title, XLabel: "attempt delay (ms)", YLabel: "% of samples, or ms lost", Series: []series{slower, lost}})
 	}
 	return out

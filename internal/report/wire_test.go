@@ -197,15 +197,16 @@ func TestStrayPacketsAreNoted(t *testing.T) {
 	f.Runs[2].Wire = &result.Wire{IPv6: 10}
 	s := Summarize(f)
 	notes := strings.Join(s.Notes, "\n")
-	if !strings.Contains(notes, "wire check: 5 packets of connections those runs did not open (earlier runs' late retransmissions and closes) were seen") || !strings.Contains(notes, "during 2 runs") {
+	if !strings.Contains(notes, "wire check: 5 packets of connections the runs did not open (earlier runs' late retransmissions and closes), seen during 2 runs, not counted") {
 		t.Errorf("notes:\n%s", notes)
 	}
 	// A group that spoke HTTP/3: its kept QUIC connections are named too
-	// (trial11 L12: they were named in a run of HTTP/1.1 alone).
+	// (trial11 L12: they were named in a run of HTTP/1.1 alone); one run
+	// is "1 run", not "1 runs".
 	h3 := build(baseMS, otherMS)
 	h3.Header.Spec = map[string]any{"cells": []any{map[string]any{"protocol": "http", "http_version": "3"}}}
 	h3.Runs[0].Wire = &result.Wire{IPv4: 10, Stray: 3}
-	if n := strings.Join(Summarize(h3).Notes, "\n"); !strings.Contains(n, "(earlier runs' late retransmissions and closes, other paths' kept QUIC connections) were seen during 1 runs") {
+	if n := strings.Join(Summarize(h3).Notes, "\n"); !strings.Contains(n, "(earlier runs' late retransmissions and closes, other paths' kept QUIC connections), seen during 1 run, not counted") {
 		t.Errorf("an HTTP/3 run's notes:\n%s", n)
 	}
 	if strings.Contains(notes, "left out") {
@@ -219,6 +220,10 @@ func TestStrayPacketsAreNoted(t *testing.T) {
 	f.Runs[1].Wire.ClientSide.Dropped = 2
 	if notes := strings.Join(Summarize(f).Notes, "\n"); !strings.Contains(notes, "no room for 42 frames during 2 runs") {
 		t.Errorf("notes:\n%s", notes)
+	}
+	f.Runs[2].Wire.Dropped, f.Runs[1].Wire.ClientSide.Dropped = 1, 0
+	if notes := strings.Join(Summarize(f).Notes, "\n"); !strings.Contains(notes, "no room for 1 frame during 1 run (") {
+		t.Errorf("one frame in one run:\n%s", notes)
 	}
 }
 

@@ -41,13 +41,52 @@ func CheckParquetOutput(name, dir string) error {
 	if err == nil && st.IsDir() {
 		return fmt.Errorf("%s is a directory (name a file)", name)
 	}
-	head, tail := make([]byte, 4), make([]byte, 4)
-	_, herr := io.ReadFull(f, head)
-	_, terr := f.ReadAt(tail, max(0, st.Size()-4))
-	if err != nil || herr != nil || terr != nil || st.Size() < 12 || string(head) != "PAR1" || string(tail) != "PAR1" {
+	if err != nil || !isParquet(f, st.Size()) {
 		return fmt.Errorf("%s %w", name, ErrNotParquet)
 	}
 	return nil
+}
+
+// isParquet says whether f, of size bytes, is a Parquet file: PAR1 at
+// its start and its end.
+func isParquet(f *os.File, size int64) bool {
+	head, tail := make([]byte, 4), make([]byte, 4)
+	_, herr := io.ReadFull(f, head)
+	_, terr := f.ReadAt(tail, max(0, size-4))
+	return herr == nil && terr == nil && size >= 12 && string(head) == "PAR1" && string(tail) == "PAR1"
+}
+
+// RemoveStaleExport removes dir's samples.parquet, an earlier export, when
+// a resume is about to change the samples it was made of: left there, it
+// would silently lack the samples the resume adds. It returns the file it
+// removed, "" when there was none; a file of that name that is not Parquet
+// is not an export of v6lab's, and is left alone. An export written
+// elsewhere (export -o) is not known here.
+func RemoveStaleExport(dir string) (string, error) {
+	name := filepath.Join(dir, ParquetName)
+	f, err := os.Open(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	st, err := f.Stat()
+	parquet := err == nil && st.Mode().IsRegular() && isParquet(f, st.Size())
+	f.Close()
+	if !parquet {
+		return "", nil
+	}
+	if err := os.Remove(name); err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
+// StaleExportNote says that a resume of dir removed name
+// (RemoveStaleExport), and how to make it again.
+func StaleExportNote(name, dir string) string {
+	return fmt.Sprintf("removed %s, exported before this resume: it would lack the samples the resume adds (v6lab export %s writes it again)", name, dir)
 }
 
 // isResultDir says whether dir holds a result's samples.

@@ -61,6 +61,7 @@ type v3event struct {
 	at       time.Time
 	sent     time.Time // a query's transmit stamp
 	local    string    // a query's source address
+	queries  int       // the queries a lookup sent (path.LookupHook.Queries)
 }
 
 // v3drive is one race under way.
@@ -75,12 +76,18 @@ type v3drive struct {
 	won     *v3conn
 	firstTx time.Time
 	local   string
+	// queries are the answered lookups' queries, asking the lookups
+	// whose answer has not come back.
+	queries, asking int
 }
 
 // raceV3 races the dual path by version 3. It returns the winning
-// connection and the race's record (with an error: the record of a race
-// that failed).
-func (c *Client) raceV3(ctx context.Context, tr *load.Trace) (*v3conn, eyeballs.Record3, error) {
+// connection, the race's record (with an error: the record of a race that
+// failed) and how many DNS queries its lookups sent (dns_queries): each
+// answered lookup's, resends and TCP included, and one for each lookup
+// whose answer had not come when the race ended (the race goes on
+// without it: its query went).
+func (c *Client) raceV3(ctx context.Context, tr *load.Trace) (*v3conn, eyeballs.Record3, int, error) {
 	d := &v3drive{c: c, ctx: ctx, res: c.Resolver.OneFamily(), ev: make(chan v3event, 64)}
 	defer d.finish()
 	tr.Restart()
@@ -97,9 +104,9 @@ func (c *Client) raceV3(ctx context.Context, tr *load.Trace) (*v3conn, eyeballs.
 		a := d.step()
 		switch {
 		case a.Err != nil:
-			return nil, d.r.Record(), a.Err
+			return nil, d.r.Record(), d.queries + d.asking, a.Err
 		case d.won != nil:
-			return d.won, d.r.Record(), nil
+			return d.won, d.r.Record(), d.queries + d.asking, nil
 		case a.Wake.IsZero():
 			timer.Stop()
 		default:
@@ -111,7 +118,7 @@ func (c *Client) raceV3(ctx context.Context, tr *load.Trace) (*v3conn, eyeballs.
 		case <-timer.C:
 		case <-ctx.Done():
 			d.r.Abort(time.Now())
-			return nil, d.r.Record(), ctx.Err()
+			return nil, d.r.Record(), d.queries + d.asking, ctx.Err()
 		}
 	}
 }
@@ -124,6 +131,7 @@ func (d *v3drive) step() eyeballs.Action {
 		switch {
 		case a.Query.Type != 0:
 			d.out++
+			d.asking++
 			go d.ask(a.Query)
 		case a.Start:
 			d.out++
@@ -141,6 +149,8 @@ func (d *v3drive) take(e v3event) {
 	switch {
 	case e.q.Type != 0:
 		d.out--
+		d.asking--
+		d.queries += e.queries
 		if !e.sent.IsZero() && (d.firstTx.IsZero() || e.sent.Before(d.firstTx)) {
 			d.firstTx, d.local = e.sent, e.local
 		}
@@ -209,7 +219,7 @@ func (d *v3drive) ask(q eyeballs.Query) {
 			rep.Err = err
 		}
 	}
-	d.ev <- v3event{q: q, rep: rep, at: time.Now(), sent: hook.Sent, local: hook.Local}
+	d.ev <- v3event{q: q, rep: rep, at: time.Now(), sent: hook.Sent, local: hook.Local, queries: hook.Queries()}
 }
 
 // attempt makes attempt i to e and reports its end.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"v6lab/internal/gen/load"
 	"v6lab/internal/proto"
 	"v6lab/internal/proto/dns"
 	"v6lab/internal/proto/extclient"
@@ -136,6 +137,11 @@ func TestV3HealthyPrefersQUICOverIPv6(t *testing.T) {
 		m := s.Metrics
 		if m["ipv6_won"] != 1 || m["quic_won"] != 1 || m["he_attempts"] != 1 || s.Negotiated != "h3" {
 			t.Errorf("transaction %d: negotiated %q, metrics %v (%s)", i, s.Negotiated, m, s.Marker)
+		}
+		// Its lookups are counted as every other dual path's: HTTPS,
+		// AAAA and A, each sent once (dns_queries).
+		if m[load.MetricQueries] != 3 {
+			t.Errorf("transaction %d: %s = %v, want 3 (HTTPS, AAAA, A)", i, load.MetricQueries, m[load.MetricQueries])
 		}
 		// AAAA's and A's answers may come after the race was won: the
 		// HTTPS record's hints let it begin (§4.2), and they are not

@@ -27,8 +27,9 @@ func (c *Client) doV3(ctx context.Context, tr *load.Trace, user int) result.Samp
 	if s, ok := c.onKept(ctx, tr, user, ""); ok {
 		return s
 	}
-	won, rec, err := c.raceV3(ctx, tr)
+	won, rec, queries, err := c.raceV3(ctx, tr)
 	tr.S.Metrics = v3Metrics(rec)
+	tr.AddQueries(queries)
 	if err != nil {
 		if errors.Is(err, eyeballs.ErrNoEndpoint) && c.Version == Version3 {
 			err = fmt.Errorf("%w: http_version 3 races QUIC alone, and QUIC is offered only by the name's HTTPS record (alpn h3; for a port other than 443 the record of _PORT._https.NAME)", err)

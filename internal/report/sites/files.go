@@ -94,7 +94,7 @@ func Scan(dir string, row func(Row) error) (*Summary, error) {
 		s.Notes = append(s.Notes, fmt.Sprintf("the samples file ends before a site's record (%s of a site not finished: the survey was stopped); those sites are not judged", stats.Count(len(pending), "sample")))
 	}
 	if s.Missing > 0 {
-		s.Notes = append(s.Notes, fmt.Sprintf("partial: %s of %s sites judged; continue it with v6lab survey --resume %s", formatInt(s.Judged), formatInt(s.Expected), dir))
+		s.Notes = append(s.Notes, fmt.Sprintf("partial: %s of %s judged; continue it with v6lab survey --resume %s", formatInt(s.Judged), siteCount(s.Expected), dir))
 	}
 	return s, nil
 }

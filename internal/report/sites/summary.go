@@ -243,7 +243,7 @@ func (a *aggregator) finish(s *Summary) {
 	s.Problems = a.problems
 	s.HTTPVersions = a.versions
 	if a.problemCount > len(a.problems) {
-		s.Notes = append(s.Notes, "the reports name the first "+itoa(len(a.problems))+" of "+itoa(a.problemCount)+" sites without a timed verdict; results.csv has every site")
+		s.Notes = append(s.Notes, "the reports name the first "+itoa(len(a.problems))+" of "+siteCount(a.problemCount)+" without a timed verdict; results.csv has every site")
 	}
 	if a.stalledRuns > 0 {
 		s.Notes = append(s.Notes, stats.Count(a.stalledRuns, "run")+" of "+stats.Count(a.stalledSites, "site")+" not counted: v6lab's process stalled while they ran, beyond the threshold (the stall bounded by the pair's longer page) and far beyond the site's other runs ("+StallMetric+"; another run was made in each one's place: survey.md, \"v6lab's own stalls\")")
@@ -330,6 +330,18 @@ func quantiles(xs []float64) []float64 {
 }
 
 func itoa(n int) string { return formatInt(n) }
+
+// siteCount is n sites, n with thousands separators: "1 site", "1,234
+// sites".
+func siteCount(n int) string { return countOfWhat(n, "site") }
+
+// countOfWhat is stats.Count with n's thousands separated.
+func countOfWhat(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return formatInt(n) + " " + what + "s"
+}
 
 // formatInt writes n with thousands separators (1,234).
 func formatInt(n int) string {

@@ -16,7 +16,7 @@ import (
 // sites with a problem.
 func Text(w io.Writer, s *Summary) error {
 	b := &strings.Builder{}
-	fmt.Fprintf(b, "Survey %s: %s sites judged", s.Name, formatInt(s.Judged))
+	fmt.Fprintf(b, "Survey %s: %s judged", s.Name, siteCount(s.Judged))
 	if s.Missing > 0 {
 		fmt.Fprintf(b, " of %s (partial)", formatInt(s.Expected))
 	}
@@ -56,8 +56,8 @@ func Text(w io.Writer, s *Summary) error {
 		fmt.Fprintf(b, "  note: %s\n", s.WhatIfNote)
 	}
 	if q := s.DiffCDF; len(q) == 101 {
-		fmt.Fprintf(b, "\nPer-site paired difference, ipv6 - ipv4 (ms; %s sites timed): min %s  p10 %s  p25 %s  median %s  p75 %s  p90 %s  max %s\n",
-			formatInt(timedCount(s)), num(q[0]), num(q[10]), num(q[25]), num(q[50]), num(q[75]), num(q[90]), num(q[100]))
+		fmt.Fprintf(b, "\nPer-site paired difference, ipv6 - ipv4 (ms; %s timed): min %s  p10 %s  p25 %s  median %s  p75 %s  p90 %s  max %s\n",
+			siteCount(timedCount(s)), num(q[0]), num(q[10]), num(q[25]), num(q[50]), num(q[75]), num(q[90]), num(q[100]))
 	}
 	if len(s.Problems) > 0 {
 		fmt.Fprintf(b, "\nSites without a timed verdict (first %d; every site is in results.csv):\n", len(s.Problems))
@@ -115,8 +115,8 @@ func inShort(s *Summary) string {
 	for _, d := range s.Dual {
 		by[d.Verdict] = d
 	}
-	out := fmt.Sprintf("of %s dual-stacked sites, IPv6 was faster at %s, the same within %g ms at %s, slower at %s, undecided at %s; broken at %s, partly broken at %s",
-		formatInt(dual), pct(by[Faster].Share), s.ThresholdMS, pct(by[Same].Share), pct(by[Slower].Share), pct(by[Undecided].Share), pct(by[Broken].Share), pct(by[Partial].Share))
+	out := fmt.Sprintf("of %s, IPv6 was faster at %s, the same within %g ms at %s, slower at %s, undecided at %s; broken at %s, partly broken at %s",
+		countOfWhat(dual, "dual-stacked site"), pct(by[Faster].Share), s.ThresholdMS, pct(by[Same].Share), pct(by[Slower].Share), pct(by[Undecided].Share), pct(by[Broken].Share), pct(by[Partial].Share))
 	if d := by[IPv4Broken]; d.Count > 0 {
 		out += fmt.Sprintf(", IPv4 broken at %s", pct(d.Share))
 	}
@@ -170,7 +170,7 @@ func splitText(s *Summary) string {
 	case s.Segment != nil:
 		return fmt.Sprintf("segment %s of the list (sites i with i mod %d = %d): merge every segment with v6lab merge", s.Segment, s.Segment.Count, s.Segment.Index)
 	case len(s.Merged) > 0:
-		return fmt.Sprintf("merged from %d segments", len(s.Merged))
+		return "merged from " + stats.Count(len(s.Merged), "segment")
 	}
 	return "the whole list"
 }

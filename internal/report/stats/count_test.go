@@ -9,3 +9,14 @@ func TestCountSaysOneInTheSingular(t *testing.T) {
 		}
 	}
 }
+
+func TestCountOfAgreesWithTheWhole(t *testing.T) {
+	for _, c := range []struct {
+		k, n int
+		want string
+	}{{1, 1, "1 of 1 run"}, {0, 1, "0 of 1 run"}, {1, 3, "1 of 3 runs"}, {0, 0, "0 of 0 runs"}} {
+		if got := CountOf(c.k, c.n, "run"); got != c.want {
+			t.Errorf("CountOf(%d, %d) = %q, want %q", c.k, c.n, got, c.want)
+		}
+	}
+}

@@ -27,6 +27,9 @@ type Resume struct {
 	// Moved names the file that received the lines of the unfinished run
 	// (samples.unfinished-N.jsonl), or "" when there were none.
 	Moved string
+	// StaleExport names the samples.parquet of an earlier export that
+	// PrepareResume removed (result.RemoveStaleExport), "" for none.
+	StaleExport string
 	// StartAt is the schedule the interrupted process kept (--start-at):
 	// its segment's, or, run unsplit, the one a run record's slot gives;
 	// zero when it ran without one. A resume keeps it (trial7 F6): each
@@ -102,6 +105,9 @@ func PrepareResume(dir string) (*Resume, error) {
 	rs.StartAt = rs.schedule()
 	if len(rs.Done) == len(exp.Plan()) {
 		return rs, ErrComplete
+	}
+	if rs.StaleExport, err = result.RemoveStaleExport(dir); err != nil {
+		return nil, fmt.Errorf("experiment: resume: %w", err)
 	}
 	if keep < size {
 		if rs.Moved, err = MoveUnfinished(dir, fh, size, keep, compressed); err != nil {

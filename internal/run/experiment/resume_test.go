@@ -38,17 +38,16 @@ func (k *keeping) Do(ctx context.Context, user int) result.Sample {
 	return tr.Done("ok")
 }
 
-// TestResumeWarmsAgainBeforeCounting: a resumed experiment runs each
-// cell's warm-up again before its first counted run, so that run is on
-// kept connections like every other, not all new ones averaged in unmarked
-// (trial4 F9). The re-warm is a warm-up: not counted, no step of the plan.
-func TestResumeWarmsAgainBeforeCounting(t *testing.T) {
-	dir := t.TempDir()
-	spec := CellGroup{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4, path.IPv6}, Conns: []int{2}, Runs: 4, Warmup: 1,
+// interruptedKeeping runs an experiment of keeping probes over ipv4 and
+// ipv6, runs per cell the first a warm-up, into dir, and stops it (a
+// Ctrl-C) after both warm-ups and ipv4's first counted run. It returns
+// the probes' maker, for a resume's new process.
+func interruptedKeeping(t *testing.T, dir string, runs int) func(*CellGroup, path.Path) (load.Probe, error) {
+	t.Helper()
+	spec := CellGroup{Name: "t", Protocol: "fake", Paths: []path.Path{path.IPv4, path.IPv6}, Conns: []int{2}, Runs: runs, Warmup: 1,
 		Timeout: Duration(time.Second), Baseline: path.IPv4}
 	process := func(_ *CellGroup, p path.Path) (load.Probe, error) { return &keeping{p: p, open: map[int]bool{}}, nil }
 	ctx, cancel := context.WithCancel(context.Background())
-	// Both warm-ups and ipv4's first counted run, then Ctrl-C.
 	r := &Executor{Exp: Single(spec, result.Loopback), Probe: process, OnStep: func(done, _ int, _ result.Run) {
 		if done == 3 {
 			cancel()
@@ -57,6 +56,16 @@ func TestResumeWarmsAgainBeforeCounting(t *testing.T) {
 	if err := r.Execute(ctx, dir); !errors.Is(err, ErrInterrupted) {
 		t.Fatalf("err %v", err)
 	}
+	return process
+}
+
+// TestResumeWarmsAgainBeforeCounting: a resumed experiment runs each
+// cell's warm-up again before its first counted run, so that run is on
+// kept connections like every other, not all new ones averaged in unmarked
+// (trial4 F9). The re-warm is a warm-up: not counted, no step of the plan.
+func TestResumeWarmsAgainBeforeCounting(t *testing.T) {
+	dir := t.TempDir()
+	process := interruptedKeeping(t, dir, 4)
 	rs, err := PrepareResume(dir)
 	if err != nil || len(rs.Done) != 3 {
 		t.Fatalf("resume: %v, %d done", err, len(rs.Done))
@@ -363,5 +372,58 @@ func TestAScheduledResumeRewarmsAfterThePreviousSlotsRuns(t *testing.T) {
 	}
 	if rewarms != 1 {
 		t.Errorf("%d re-warms, want 1", rewarms)
+	}
+}
+
+// TestResumeRemovesTheExportItMakesStale: a samples.parquet exported
+// from an interrupted result would lack the runs a resume adds, and
+// nothing would say so: the resume removes it and names it. A file of
+// that name that is not Parquet is not an export, and stays; the export
+// of a finished result, which no resume changes, stays too.
+func TestResumeRemovesTheExportItMakesStale(t *testing.T) {
+	export := func(dir string) string {
+		t.Helper()
+		name, _ := result.SamplesPath(dir)
+		out := filepath.Join(dir, result.ParquetName)
+		f, err := os.Create(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := result.ExportParquet(name, f, nil); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	dir := t.TempDir()
+	process := interruptedKeeping(t, dir, 3)
+	stale := export(dir)
+	rs, err := PrepareResume(dir)
+	if err != nil || rs.StaleExport != stale {
+		t.Fatalf("resume: %v, stale export %q, want %q", err, rs.StaleExport, stale)
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s is still there after the resume: %v", stale, err)
+	}
+	if err := (&Executor{Exp: rs.Exp, Probe: process, Done: rs.Done}).Execute(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
+	whole := export(dir)
+	if _, err := PrepareResume(dir); !errors.Is(err, ErrComplete) {
+		t.Fatalf("resuming the finished experiment: %v", err)
+	}
+	if _, err := os.Stat(whole); err != nil {
+		t.Errorf("the finished result's export: %v", err)
+	}
+	// Not Parquet: somebody's own file, kept.
+	dir = t.TempDir()
+	interruptedKeeping(t, dir, 3)
+	mine := filepath.Join(dir, result.ParquetName)
+	os.WriteFile(mine, []byte("my notes"), 0o644)
+	if rs, err := PrepareResume(dir); err != nil || rs.StaleExport != "" {
+		t.Fatalf("resume: %v, stale export %q", err, rs.StaleExport)
+	}
+	if b, err := os.ReadFile(mine); err != nil || string(b) != "my notes" {
+		t.Errorf("a file that is not an export: %q, %v", b, err)
 	}
 }

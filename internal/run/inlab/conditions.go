@@ -10,6 +10,7 @@ import (
 
 	"v6lab/internal/gen/congestion"
 	"v6lab/internal/lab"
+	"v6lab/internal/report/stats"
 	"v6lab/internal/result"
 	"v6lab/internal/run/experiment"
 	"v6lab/internal/wire/capture"
@@ -73,7 +74,7 @@ func (c *conditions) wideLoss(rec *result.Run) {
 		for _, l := range e.of {
 			n += l.Dropped - c.wideLost[wideKey(l)]
 		}
-		rec.Links[e.where] = fmt.Sprintf("%s: %d packets dropped in the run", e.what, n)
+		rec.Links[e.where] = fmt.Sprintf("%s: %s dropped in the run", e.what, stats.Count(n, "packet"))
 	}
 }
 
@@ -305,18 +306,18 @@ func (c *conditions) End(s *experiment.CellGroup, _ experiment.Step, rec *result
 		if rec.Links == nil {
 			rec.Links = map[string]string{}
 		}
-		what := "%s: %d IPv6 packets dropped in the run"
+		what := "IPv6 packet"
 		if c.impair.UDP {
-			what = "%s: %d IPv6 UDP datagrams dropped in the run"
+			what = "IPv6 UDP datagram"
 		}
-		rec.Links[ipv6LossWhere] = fmt.Sprintf(what, ipv6LossWhat(c.impair.Percent, c.impair.UDP, sparedPorts(c.impair.DNSPorts)), dropped-c.dropped)
+		rec.Links[ipv6LossWhere] = fmt.Sprintf("%s: %s dropped in the run", ipv6LossWhat(c.impair.Percent, c.impair.UDP, sparedPorts(c.impair.DNSPorts)), stats.Count(dropped-c.dropped, what))
 	}
 	if c.loss != nil {
 		rec.Links = maps.Clone(rec.Links)
 		if rec.Links == nil {
 			rec.Links = map[string]string{}
 		}
-		rec.Links[cellLossWhere] = fmt.Sprintf("%s: %d packets dropped in the run", lossWhat(c.loss.Percent), c.loss.Dropped()-c.lost)
+		rec.Links[cellLossWhere] = fmt.Sprintf("%s: %s dropped in the run", lossWhat(c.loss.Percent), stats.Count(c.loss.Dropped()-c.lost, "packet"))
 	}
 	if c.delay != nil {
 		rec.Links = maps.Clone(rec.Links)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"v6lab/internal/lab"
+	"v6lab/internal/report/stats"
 	"v6lab/internal/result"
 	"v6lab/internal/sock/path"
 	"v6lab/internal/wire/capture"
@@ -119,7 +120,7 @@ func (k *natCheck) Explain(p path.Path, s *result.Sample) {
 		return
 	}
 	s.ErrKind = result.ErrPoolExhausted
-	s.Err = fmt.Sprintf("nat pool exhausted: %s had no free port for %d packets of new connections in this run; %s", n.About, k.failed, s.Err)
+	s.Err = fmt.Sprintf("nat pool exhausted: %s had no free port for %s of new connections in this run; %s", n.About, stats.Count(k.failed, "packet"), s.Err)
 }
 
 // describeNat64 is the header's line on the nat64 path's translator.

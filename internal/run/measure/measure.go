@@ -27,6 +27,7 @@ import (
 
 	"v6lab/internal/gen/load"
 	"v6lab/internal/report"
+	"v6lab/internal/report/stats"
 	"v6lab/internal/result"
 	"v6lab/internal/run/experiment"
 	"v6lab/internal/run/host"
@@ -117,7 +118,11 @@ type LeftOutError struct {
 }
 
 func (e *LeftOutError) Error() string {
-	return fmt.Sprintf("--strict: %d counted runs were left out of the figures (their reasons are in the report's notes): %s", e.Runs, e.Dir)
+	were := "were"
+	if e.Runs == 1 {
+		were = "was"
+	}
+	return fmt.Sprintf("--strict: %s %s left out of the figures (their reasons are in the report's notes): %s", stats.Count(e.Runs, "counted run"), were, e.Dir)
 }
 
 // Written says how many samples and bytes (as stored: compressed) a
@@ -232,8 +237,8 @@ func Do(ctx context.Context, j Job, o Output) (string, error) {
 		if done != nil {
 			verb = fmt.Sprintf("resuming after %d of", len(done))
 		}
-		fmt.Fprintf(o.Err, "v6lab: %s: %s %d runs (%s over %v) -> %s\n",
-			j.Exp.Name, verb, len(plan), strings.Join(j.Exp.Protocols(), ", "), j.Exp.Paths(), dir)
+		fmt.Fprintf(o.Err, "v6lab: %s: %s %s (%s over %v) -> %s\n",
+			j.Exp.Name, verb, stats.Count(len(plan), "run"), strings.Join(j.Exp.Protocols(), ", "), j.Exp.Paths(), dir)
 		if done != nil && !j.StartAt.IsZero() {
 			fmt.Fprintf(o.Err, "v6lab: keeping the schedule of --start-at %s: each run left waits for its slot; one whose slot has passed starts at once and is recorded late\n",
 				j.StartAt.UTC().Format(time.RFC3339Nano))

@@ -128,6 +128,16 @@ func TestStrictFailsWhenCountedRunsAreLeftOut(t *testing.T) {
 	}
 }
 
+// TestLeftOutSaysItsCount: the --strict error's count agrees with its
+// noun and verb, one run as several.
+func TestLeftOutSaysItsCount(t *testing.T) {
+	for n, want := range map[int]string{1: "--strict: 1 counted run was left out of the figures", 4: "--strict: 4 counted runs were left out of the figures"} {
+		if got := (&LeftOutError{Runs: n, Dir: "d"}).Error(); !strings.HasPrefix(got, want) {
+			t.Errorf("%d runs: %q, want %q…", n, got, want)
+		}
+	}
+}
+
 // TestOffLabJobsRefuseLabOnlyPaths is the last door of the path-label rule:
 // a job on loopback or against a named host that lists 6in4 or nat64
 // measures nothing (its probe would reach plain ipv6) and leaves no

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"v6lab/internal/report"
+	"v6lab/internal/report/stats"
 	"v6lab/internal/result"
 )
 
@@ -552,11 +553,11 @@ func mergedHeader(segs []*Dir, command []string, now time.Time) result.Header {
 		}
 	}
 	if segs[0].header.Segment.StartAt.IsZero() {
-		h.Notes = append(h.Notes, fmt.Sprintf("merged by v6lab merge from %d segments (%s): the samples of every segment, pooled", len(segs), strings.Join(dirsOf(segs), ", ")),
+		h.Notes = append(h.Notes, fmt.Sprintf("merged by v6lab merge from %s (%s): the samples of every segment, pooled", stats.Count(len(segs), "segment"), strings.Join(dirsOf(segs), ", ")),
 			"the segments ran without a schedule (--start-at): their runs did not run together, so rate/s is left out (n/a: a merged run's window, from the first segment's start to the last one's end, spans runs that were not at once, and its completions over it are no rate of the servers); every other figure is that of the pooled samples, each transaction's times its own")
 		return h
 	}
-	h.Notes = append(h.Notes, fmt.Sprintf("merged by v6lab merge from %d segments (%s): the samples of every segment, so every figure is that of one run of all users", len(segs), strings.Join(dirsOf(segs), ", ")))
+	h.Notes = append(h.Notes, fmt.Sprintf("merged by v6lab merge from %s (%s): the samples of every segment, so every figure is that of one run of all users", stats.Count(len(segs), "segment"), strings.Join(dirsOf(segs), ", ")))
 	return h
 }
 

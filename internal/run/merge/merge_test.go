@@ -154,9 +154,9 @@ func TestMergePoolsEverySegmentsSamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"merged from 3 segments on 3 client host(s)", "Segments: each client host's share", "1 (≤ 12 ms)", "1 of 4 runs started after their slot",
+	for _, want := range []string{"merged from 3 segments on 3 client hosts", "Segments: each client host's share", "1 (≤ 12 ms)", "1 of 4 runs started after their slot",
 		"rate/s left out: merged from segments that ran without a schedule (--start-at)",
-		"merged from 3 segments on 3 client host(s): run without a schedule (--start-at), so not at once: every figure is of all segments' samples pooled but rate/s, left out"} {
+		"merged from 3 segments on 3 client hosts: run without a schedule (--start-at), so not at once: every figure is of all segments' samples pooled but rate/s, left out"} {
 		if !strings.Contains(string(text), want) {
 			t.Errorf("report.txt lacks %q:\n%s", want, text)
 		}

@@ -272,6 +272,13 @@ func (j *Job) open() (dir string, f *os.File, w *result.Writer, after int, err e
 		if err != nil {
 			return j.Resume, nil, nil, 0, err
 		}
+		stale, err := result.RemoveStaleExport(j.Resume)
+		if err != nil {
+			return j.Resume, nil, nil, 0, fmt.Errorf("survey: resume: %w", err)
+		}
+		if stale != "" && !j.Quiet && j.Err != nil {
+			fmt.Fprintf(j.Err, "v6lab: %s\n", result.StaleExportNote(stale, j.Resume))
+		}
 		f, w, err := result.AppendSamples(j.Resume)
 		return j.Resume, f, w, after, err
 	}

@@ -19,6 +19,7 @@ import (
 
 	"v6lab/internal/proto"
 	"v6lab/internal/report/sites"
+	"v6lab/internal/report/stats"
 	"v6lab/internal/result"
 	"v6lab/internal/run/survey"
 	"v6lab/internal/run/survey/sitelab"
@@ -262,7 +263,7 @@ func Merge(cmd *cobra.Command, args []string, results, name string) error {
 		}
 		fmt.Fprintln(out)
 	}
-	fmt.Fprintf(out, "merged %d segments: %s (samples.jsonl.zst, summary.json, report.txt, results.csv, report.html)\n", len(s.Merged), dir)
+	fmt.Fprintf(out, "merged %s: %s (samples.jsonl.zst, summary.json, report.txt, results.csv, report.html)\n", stats.Count(len(s.Merged), "segment"), dir)
 	return nil
 }
 
