@@ -99,18 +99,7 @@ func (c *Client) doH3(ctx context.Context, tr *load.Trace, user int) result.Samp
 		return tr.Fail(ctx, "connect", err)
 	}
 	f, err := c.streams(ctx, tr, k, method)
-	if c.ZeroRTT {
-		// A 0-RTT request left before the handshake ended; the reply's
-		// 1-RTT packets come after it, so it has ended by now, but the
-		// watcher may not have said when yet.
-		select {
-		case <-conn.HandshakeComplete():
-			if at := <-handshake; !at.IsZero() {
-				tr.At(&tr.S.TLSNS, at)
-			}
-		default:
-		}
-	}
+	markHandshake(tr, conn, handshake)
 	c.recordQUIC(tr, pc)
 	if err != nil {
 		return c.failStreams(ctx, tr, nil, err)
@@ -144,6 +133,23 @@ func handshakeEnd(conn *quic.Conn) <-chan time.Time {
 		}
 	}()
 	return end
+}
+
+// markHandshake records the handshake's end that handshakeEnd watched
+// (none: it was marked at the dial). A 0-RTT request left before the
+// handshake ended; the reply's 1-RTT packets come after it, so it has
+// ended once the reply came, but the watcher may not have said when yet.
+func markHandshake(tr *load.Trace, conn *quic.Conn, handshake <-chan time.Time) {
+	if handshake == nil {
+		return
+	}
+	select {
+	case <-conn.HandshakeComplete():
+		if at := <-handshake; !at.IsZero() {
+			tr.At(&tr.S.TLSNS, at)
+		}
+	default:
+	}
 }
 
 // h3Kept is a user's HTTP/3 connection: its socket, QUIC transport and
