@@ -70,6 +70,11 @@ func TestDialStampedPinsAndStamps(t *testing.T) {
 		}
 		c.Close()
 	}
+	// A socket of the process's own keeps UDP_GRO on after the sockets
+	// close, so that the next connection does not patch the kernel again.
+	if on, err := unix.GetsockoptInt(groFD, unix.SOL_UDP, unix.UDP_GRO); err != nil || on != 1 {
+		t.Errorf("no socket holds UDP_GRO on (fd %d): %d, %v", groFD, on, err)
+	}
 }
 
 // TestStampedReadAllocatesNothing: reading datagrams (recvmmsg, their
