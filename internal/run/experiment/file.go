@@ -321,7 +321,7 @@ func (f *file) groups(doc *specfile.Doc, e *Experiment, base CellGroup, paths []
 	if len(f.Cells) == 0 {
 		return doc.Errorf("cells", "at least one cell is needed (protocol and connection counts)")
 	}
-	labels := map[string]string{}
+	labels, titles := map[string]string{}, map[string]titled{}
 	for i, cell := range f.Cells {
 		at := fmt.Sprintf("cells[%d]", i)
 		cells, err := cell.versions(doc)
@@ -341,6 +341,9 @@ func (f *file) groups(doc *specfile.Doc, e *Experiment, base CellGroup, paths []
 				return doc.Errorf(field, "%s is also the name of %s: give one a distinct label", s.CellName(), prev)
 			}
 			labels[s.CellName()] = at
+			if err := sameTitle(doc, titles, &s, at); err != nil {
+				return err
+			}
 			if !slices.Contains(s.Paths, e.Baseline) {
 				field := at + ".paths"
 				if !doc.Has(field) {
@@ -353,6 +356,27 @@ func (f *file) groups(doc *specfile.Doc, e *Experiment, base CellGroup, paths []
 		}
 	}
 	return nil
+}
+
+// titled is the cell (cells[i]) and the group of it that has a title.
+type titled struct{ at, group string }
+
+// sameTitle refuses a group whose tables' title (CellGroup.Title) another
+// cell's group has already: label http with http_version 2 and the http/2
+// of a list are both "HTTP/2", and the reports could not tell them apart.
+func sameTitle(doc *specfile.Doc, titles map[string]titled, s *CellGroup, at string) error {
+	title := s.Title()
+	prev, dup := titles[title]
+	if !dup {
+		titles[title] = titled{at, s.CellName()}
+		return nil
+	}
+	field := at + ".label"
+	if !doc.Has(field) {
+		field = at + "." + versionKey
+	}
+	return doc.Errorf(field, "the group %s would be titled %s in every table, as %s's group %s (line %d) is, and the reports could not tell them apart: give one of the cells a distinct label",
+		s.CellName(), title, prev.at, prev.group, doc.Line(prev.at))
 }
 
 // realServers marks the groups that measure real servers (the
