@@ -119,6 +119,9 @@ func TestDecodeErrorsNameFileLineAndField(t *testing.T) {
 		{"name: t\ncells:\n  - a: 1\n   b: 1\n", "f.yaml:4: not valid YAML: this line is indented 3 spaces, lining up with no block above it (at 0, 2 or 4 spaces: a key or '-' item lines up with its siblings; only a line ending in ':' or a '-' opens a deeper one); the parser's words, in the block from line 3: did not find expected '-' indicator"},
 		{"name: y\n cells: 3\n", "f.yaml:2: not valid YAML: this line is indented 1 space, lining up with no block above it (at 0 spaces: a key or '-' item lines up with its siblings; only a line ending in ':' or a '-' opens a deeper one); the parser's words: mapping values are not allowed in this context"},
 		{"- a\n- b\n", `f.yaml:1: want a mapping of fields, not a list`},
+		// An IPv6 address in an unquoted flow list (resolve as the docs
+		// once wrote it): say to quote it.
+		{"name: x\nopt: [localhost=127.0.0.1,::1]\n", `f.yaml:2: not valid YAML: did not find expected node content; an item of the [...] on this line holds a colon (::1), which YAML reads as a key: quote such a value, commas and all: ["name=192.0.2.1,::1"]`},
 	} {
 		var s spec
 		_, err := Decode("f.yaml", []byte(c.src), &s)
@@ -272,6 +275,11 @@ func TestErrorsQuoteOnlyShortExcerpts(t *testing.T) {
 	long := (&Error{File: "f.yaml", Line: 3, Field: "cells[0].protocol", Msg: strconv.Quote(strings.Repeat("p", 200)) + " is not a protocol"}).Error()
 	if len(long) > 120 || !strings.Contains(long, `"`+strings.Repeat("p", 40)+`…" is not a protocol`) {
 		t.Errorf("a long value: %s", long)
+	}
+	// Two short quoted values: the text between them is no quoted value.
+	two := (&Error{File: "f.yaml", Msg: `"a" is not "b": ` + strings.Repeat("t", 50) + ` "c"`}).Error()
+	if !strings.Contains(two, strings.Repeat("t", 50)) {
+		t.Errorf("text between quoted values cut: %s", two)
 	}
 	big := filepath.Join(t.TempDir(), "big.yaml")
 	os.WriteFile(big, bytes.Repeat([]byte("a"), MaxFile+1), 0o644)
