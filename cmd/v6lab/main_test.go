@@ -846,13 +846,13 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"probe", "http", "https://127.0.0.1:9/", "--http-version", "4"}, 2, `--http-version: "4" is not an HTTP version v6lab speaks: want 1.1, 2 or 3`},
 		{[]string{"probe", "http", "https://127.0.0.1:9/", "--http-version", "3", "--engine", "evloop"}, 2, "--engine: http: the evloop engine speaks HTTP/1.1"},
 		{[]string{"probe", "http", "http://127.0.0.1:9/", "--http-version", "2", "--engine", "evloop"}, 2, "--engine: http: the evloop engine speaks HTTP/1.1; http_version 2 runs on the go engine (HTTP/2: v6lab's own framing; HTTP/3: quic-go)"},
-		{[]string{"probe", "http", "https://127.0.0.1:9/", "--zero-rtt"}, 2, "--zero-rtt: sends the first request in QUIC's 0-RTT data: give http_version: 3 (--http-version 3)"},
-		{[]string{"probe", "http", "https://127.0.0.1:9/", "--http-version", "3", "--zero-rtt"}, 2, "--zero-rtt: needs a session to resume: give tls_resume too (--tls-resume;"},
-		{[]string{"probe", "http", "https://127.0.0.1:9/", "--keepalive"}, 2, "--keepalive: keeps each user's HTTP/2 or HTTP/3 connection: give http_version: 2 or 3"},
-		{[]string{"probe", "http", "https://127.0.0.1:9/", "--http-version", "2", "--streams", "4"}, 2, "--streams: 4 shares each user's connection among its transactions: give keepalive too (--keepalive)"},
+		{[]string{"probe", "http", "https://127.0.0.1:9/", "--zero-rtt"}, 2, "--zero-rtt: sends the first request in QUIC's 0-RTT data: give --http-version 3"},
+		{[]string{"probe", "http", "https://127.0.0.1:9/", "--http-version", "3", "--zero-rtt"}, 2, "--zero-rtt: needs a session to resume: give --tls-resume too (the first"},
+		{[]string{"probe", "http", "https://127.0.0.1:9/", "--keepalive"}, 2, "--keepalive: keeps each user's HTTP/2 or HTTP/3 connection: give --http-version 2 or 3 (HTTP/1.1"},
+		{[]string{"probe", "http", "https://127.0.0.1:9/", "--http-version", "2", "--streams", "4"}, 2, "--streams: 4 shares each user's connection among its transactions: give --keepalive too"},
 		{[]string{"probe", "http"}, 2, "give one URL (v6lab probe http URL; --help has examples), not 0 arguments"},
 		// trial6 F18: the first run's new connections would count as kept
-		{[]string{"probe", "http", "https://127.0.0.1:9/", "--paths", "ipv4", "--http-version", "2", "--keepalive", "--warmup", "0"}, 2, "--warmup: 0 with keepalive (--keepalive): each user's first transaction opens its connection"},
+		{[]string{"probe", "http", "https://127.0.0.1:9/", "--paths", "ipv4", "--http-version", "2", "--keepalive", "--warmup", "0"}, 2, "--warmup: 0 with keepalive: each user's first transaction opens its connection"},
 		{[]string{"probe", "http", "https://[::1]:9/", "--http-version", "3", "--paths", "ipv6,dual"}, 2, "--http-version: 3 over the dual path: its Happy Eyeballs (RFC 8305) races TCP connections, not QUIC"},
 	}
 	for _, c := range cases {

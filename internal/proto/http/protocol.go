@@ -225,7 +225,7 @@ func (o *Options) checkTLS(where result.Where, u *url.URL) error {
 			case where == result.Hosts:
 				return proto.Errorf(s.option, "%s, but the url is not https://", s.what)
 			default:
-				return proto.Errorf(s.option, "%s: give tls too", s.what)
+				return proto.Needs(s.option, proto.Give{Option: "tls"}, "%s", s.what)
 			}
 		}
 	}

@@ -88,6 +88,8 @@ type cellFile struct {
 	// expanded: the group is one value of a list the cell gave (its
 	// HTTP versions: versions.go).
 	expanded bool
+	// list: the versions the cell listed, when expanded.
+	list *versionList
 }
 
 // BuiltinLab prefixes a topology that names a lab built into v6lab
@@ -618,6 +620,9 @@ func (r *cellReader) options() error {
 			return doc.Errorf(r.at, "%v", err)
 		case oe.Option == "":
 			return doc.Errorf(r.at, "%v", oe.Err)
+		}
+		if err := r.listedErr(oe); err != nil {
+			return err
 		}
 		return doc.Errorf(r.field(oe.Option), "%v", oe.Err)
 	}
