@@ -853,7 +853,7 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"probe", "http"}, 2, "give one URL (v6lab probe http URL; --help has examples), not 0 arguments"},
 		// trial6 F18: the first run's new connections would count as kept
 		{[]string{"probe", "http", "https://127.0.0.1:9/", "--paths", "ipv4", "--http-version", "2", "--keepalive", "--warmup", "0"}, 2, "--warmup: 0 with keepalive: each user's first transaction opens its connection"},
-		{[]string{"probe", "http", "https://[::1]:9/", "--http-version", "3", "--paths", "ipv6,dual"}, 2, "--http-version: 3 over the dual path: its Happy Eyeballs (RFC 8305) races TCP connections, not QUIC"},
+		{[]string{"probe", "http", "https://[::1]:9/", "--http-version", "3", "--paths", "ipv6,dual"}, 2, "--http-version: 3 over the dual path: its Happy Eyeballs (RFC 8305) races TCP connections, not QUIC: give --dialer v3 (Happy Eyeballs version 3 races QUIC; or measure HTTP/3 over ipv4 and ipv6 alone)"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
