@@ -809,7 +809,7 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"tcp", "127.0.0.1", "--paths", "ipv4", "--bytes", "lots"}, 2, "--bytes: want an amount"},
 		{[]string{"report", t.TempDir(), "--format", "html", "--write"}, 2, "samples.jsonl"},
 		{[]string{"run", "../../internal/run/experiment/testdata/invalid-conns.yaml"}, 2, "invalid-conns.yaml:5: cells[0].conns[1]: 0: want 1 to 100000 connections"},
-		{[]string{"run", "--scale", "2", "--dry-run"}, 2, "--scale: experiment: scale 2: want more than 0 and at most 1"},
+		{[]string{"run", "--scale", "2", "--dry-run"}, 2, "--scale: 2: want more than 0 and at most 1"},
 		{[]string{"run", "--print", "nosuch"}, 2, `no built-in experiment "nosuch"`},
 		{[]string{"run", "--resume", t.TempDir()}, 2, "no samples.jsonl.zst nor samples.jsonl in it"},
 		{[]string{"probe", "http", "ftp://x/"}, 2, "scheme must be http or https"},

@@ -917,7 +917,7 @@ func RealServersFit(c *CellGroup) error { return all.RealFit(c.Protocol, c.Optio
 // counted runs, one second and 1 MiB per cell.
 func (e *Experiment) Scale(f float64) error {
 	if !(f > 0 && f <= 1) {
-		return fmt.Errorf("experiment: scale %g: want more than 0 and at most 1", f)
+		return fmt.Errorf("%g: want more than 0 and at most 1", f)
 	}
 	e.Scaled = f // recorded with the spec in every result's header
 	for i := range e.Groups {
