@@ -850,6 +850,7 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"probe", "http", "https://127.0.0.1:9/", "--http-version", "3", "--zero-rtt"}, 2, "--zero-rtt: needs a session to resume: give --tls-resume too (the first"},
 		{[]string{"probe", "http", "https://127.0.0.1:9/", "--keepalive"}, 2, "--keepalive: keeps each user's HTTP/2 or HTTP/3 connection: give --http-version 2 or 3 (HTTP/1.1"},
 		{[]string{"probe", "http", "https://127.0.0.1:9/", "--http-version", "2", "--streams", "4"}, 2, "--streams: 4 shares each user's connection among its transactions: give --keepalive too"},
+		{[]string{"probe", "http", "https://127.0.0.1:9/", "--http-verison", "3"}, 2, "unknown flag: --http-verison: did you mean --http-version?"},
 		{[]string{"probe", "http"}, 2, "give one URL (v6lab probe http URL; --help has examples), not 0 arguments"},
 		// trial6 F18: the first run's new connections would count as kept
 		{[]string{"probe", "http", "https://127.0.0.1:9/", "--paths", "ipv4", "--http-version", "2", "--keepalive", "--warmup", "0"}, 2, "--warmup: 0 with keepalive: each user's first transaction opens its connection"},

@@ -534,7 +534,7 @@ func (d *Doc) decodeStruct(n *yaml.Node, v reflect.Value, field string) error {
 			r.pairs = append(r.pairs, k, val)
 			return nil
 		case !ok:
-			return d.errAt(k, join(field, key), "unknown field (known here: %s)", strings.Join(names, ", "))
+			return d.errAt(k, join(field, key), "%s", UnknownField(key, names))
 		}
 		d.lines[join(field, key)] = k.Line
 		return d.decode(val, v.FieldByIndex(i), join(field, key))
@@ -569,7 +569,7 @@ func (d *Doc) DecodeRest(r Rest, v any, unknown func(key string) string) error {
 		if !ok {
 			why := unknown(k.Value)
 			if why == "" {
-				why = fmt.Sprintf("unknown field (known here: %s)", strings.Join(names, ", "))
+				why = UnknownField(k.Value, names)
 			}
 			return d.errAt(k, at, "%s", why)
 		}

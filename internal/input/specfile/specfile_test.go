@@ -90,8 +90,8 @@ func TestDecodeErrorsNameFileLineAndField(t *testing.T) {
 	for _, c := range []struct{ src, want string }{
 		{"", "f.yaml: the file is empty"},
 		{"# only a comment\n", "f.yaml: the file is empty"},
-		{"name: x\nrunz: 3\n", `f.yaml:2: runz: unknown field (known here: conns, inner, links, name, on, opt, runs, size)`},
-		{"inner:\n  rat: 1\n", `f.yaml:2: inner.rat: unknown field (known here: delay, loss, rate)`},
+		{"name: x\nrunz: 3\n", `f.yaml:2: runz: unknown field: did you mean runs? (known here: conns, inner, links, name, on, opt, runs, size)`},
+		{"inner:\n  rat: 1\n", `f.yaml:2: inner.rat: unknown field: did you mean rate? (known here: delay, loss, rate)`},
 		{"skip: 1\n", `f.yaml:1: skip: unknown field (known here: conns, inner, links, name, on, opt, runs, size)`},
 		{"runs: ten\n", `f.yaml:1: runs: want a whole number, not "ten"`},
 		{"size: -1\n", `f.yaml:1: size: want a whole number of at least 0, not "-1"`},
@@ -348,5 +348,20 @@ func TestAnItemAmongKeysAndAKeyAmongItems(t *testing.T) {
 	}
 	if b, bad := misIndented([]byte(src), 1); bad {
 		t.Errorf("a valid file judged mis-indented at line %d: %s", b.line, b.text())
+	}
+}
+
+// TestNearestIsATypoOnly: a key one or two edits from a known one (a
+// letter swapped, dropped, added or changed) is named as its likely typo;
+// a word far from all of them, or a short one two edits away, is not.
+func TestNearestIsATypoOnly(t *testing.T) {
+	known := []string{"http_version", "keepalive", "runs", "tls", "tls_resume"}
+	for word, want := range map[string]string{
+		"http_versoin": "http_version", "keepalve": "keepalive", "runz": "runs", "tsl": "tls",
+		"tls_resum": "tls_resume", "connections": "", "rtt": "", "xyz": "",
+	} {
+		if got, ok := Nearest(word, known); got != want || ok != (want != "") {
+			t.Errorf("Nearest(%q) = %q %v, want %q", word, got, ok, want)
+		}
 	}
 }

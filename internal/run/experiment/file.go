@@ -548,7 +548,7 @@ func (r *cellReader) protocol() error {
 		}
 		known := append(cellFields(), pr.Options()...)
 		slices.Sort(known)
-		return fmt.Sprintf("unknown field (known here: %s)", strings.Join(known, ", "))
+		return specfile.UnknownField(key, known)
 	})
 }
 
