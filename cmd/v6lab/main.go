@@ -98,7 +98,7 @@ reports each path's difference from IPv4 with its confidence.`,
 	root.AddCommand(topLevelProbes()...)
 	root.AddCommand(newTrafficCmd(), newServeCmd(), newReportCmd(), newExportCmd(), newMergeCmd(), newCompareCmd(), newLabCmd(), cli.Command(toolVersion()))
 	root.AddCommand(newInetdCmd())
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{code: 2, err: err} })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &exitError{code: 2, err: cmdline.FlagTypo(c, err)} })
 	usageArgs(root)
 	cmdline.Groups(root)
 	return root

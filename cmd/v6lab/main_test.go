@@ -843,7 +843,7 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"tcp", "127.0.0.1", "--paths", "ipv4", "--bytes", "lots"}, 2, "--bytes: want an amount"},
 		{[]string{"report", t.TempDir(), "--format", "html", "--write"}, 2, "samples.jsonl"},
 		{[]string{"run", "../../internal/run/experiment/testdata/invalid-conns.yaml"}, 2, "invalid-conns.yaml:5: cells[0].conns[1]: 0: want 1 to 100000 connections"},
-		{[]string{"run", "--scale", "2", "--dry-run"}, 2, "--scale: experiment: scale 2: want more than 0 and at most 1"},
+		{[]string{"run", "--scale", "2", "--dry-run"}, 2, "--scale: 2: want more than 0 and at most 1"},
 		{[]string{"run", "--print", "nosuch"}, 2, `no built-in experiment "nosuch"`},
 		{[]string{"run", "--resume", t.TempDir()}, 2, "no samples.jsonl.zst nor samples.jsonl in it"},
 		{[]string{"probe", "http", "ftp://x/"}, 2, "scheme must be http or https"},
@@ -880,14 +880,15 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{[]string{"probe", "http", "https://127.0.0.1:9/", "--http-version", "4"}, 2, `--http-version: "4" is not an HTTP version v6lab speaks: want 1.1, 2 or 3`},
 		{[]string{"probe", "http", "https://127.0.0.1:9/", "--http-version", "3", "--engine", "evloop"}, 2, "--engine: http: the evloop engine speaks HTTP/1.1"},
 		{[]string{"probe", "http", "http://127.0.0.1:9/", "--http-version", "2", "--engine", "evloop"}, 2, "--engine: http: the evloop engine speaks HTTP/1.1; http_version 2 runs on the go engine (HTTP/2: v6lab's own framing; HTTP/3: quic-go)"},
-		{[]string{"probe", "http", "https://127.0.0.1:9/", "--zero-rtt"}, 2, "--zero-rtt: sends the first request in QUIC's 0-RTT data: give http_version: 3 (--http-version 3)"},
-		{[]string{"probe", "http", "https://127.0.0.1:9/", "--http-version", "3", "--zero-rtt"}, 2, "--zero-rtt: needs a session to resume: give tls_resume too (--tls-resume;"},
-		{[]string{"probe", "http", "https://127.0.0.1:9/", "--keepalive"}, 2, "--keepalive: keeps each user's HTTP/2 or HTTP/3 connection: give http_version: 2 or 3"},
-		{[]string{"probe", "http", "https://127.0.0.1:9/", "--http-version", "2", "--streams", "4"}, 2, "--streams: 4 shares each user's connection among its transactions: give keepalive too (--keepalive)"},
+		{[]string{"probe", "http", "https://127.0.0.1:9/", "--zero-rtt"}, 2, "--zero-rtt: sends the first request in QUIC's 0-RTT data: give --http-version 3"},
+		{[]string{"probe", "http", "https://127.0.0.1:9/", "--http-version", "3", "--zero-rtt"}, 2, "--zero-rtt: needs a session to resume: give --tls-resume too (the first"},
+		{[]string{"probe", "http", "https://127.0.0.1:9/", "--keepalive"}, 2, "--keepalive: keeps each user's HTTP/2 or HTTP/3 connection: give --http-version 2 or 3 (HTTP/1.1"},
+		{[]string{"probe", "http", "https://127.0.0.1:9/", "--http-version", "2", "--streams", "4"}, 2, "--streams: 4 shares each user's connection among its transactions: give --keepalive too"},
+		{[]string{"probe", "http", "https://127.0.0.1:9/", "--http-verison", "3"}, 2, "unknown flag: --http-verison: did you mean --http-version?"},
 		{[]string{"probe", "http"}, 2, "give one URL (v6lab probe http URL; --help has examples), not 0 arguments"},
 		// trial6 F18: the first run's new connections would count as kept
-		{[]string{"probe", "http", "https://127.0.0.1:9/", "--paths", "ipv4", "--http-version", "2", "--keepalive", "--warmup", "0"}, 2, "--warmup: 0 with keepalive (--keepalive): each user's first transaction opens its connection"},
-		{[]string{"probe", "http", "https://[::1]:9/", "--http-version", "3", "--paths", "ipv6,dual"}, 2, "--http-version: 3 over the dual path: its Happy Eyeballs (RFC 8305) races TCP connections, not QUIC"},
+		{[]string{"probe", "http", "https://127.0.0.1:9/", "--paths", "ipv4", "--http-version", "2", "--keepalive", "--warmup", "0"}, 2, "--warmup: 0 with keepalive: each user's first transaction opens its connection"},
+		{[]string{"probe", "http", "https://[::1]:9/", "--http-version", "3", "--paths", "ipv6,dual"}, 2, "--http-version: 3 over the dual path: its Happy Eyeballs (RFC 8305) races TCP connections, not QUIC: give --dialer v3 (Happy Eyeballs version 3 races QUIC; or measure HTTP/3 over ipv4 and ipv6 alone)"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {

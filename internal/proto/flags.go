@@ -93,7 +93,11 @@ func FlagError(err error, v any) error {
 		return err
 	}
 	name, _, _ := strings.Cut(oe.Option, "[")
-	if f := flagOf(name); f != "" {
+	f := flagOf(name)
+	if f != "" && oe.Give != nil && flagOf(oe.Give.Option) != "" {
+		return fmt.Errorf("%s: %s: %s", f, oe.Reason, oe.Give.Say(flagOf(oe.Give.Option)))
+	}
+	if f != "" {
 		return fmt.Errorf("%s: %w", f, oe.Err)
 	}
 	return err

@@ -162,7 +162,10 @@ func (n *Named) Hosts() (map[string][]netip.Addr, error) {
 		name, list, ok := strings.Cut(r, "=")
 		at := fmt.Sprintf("resolve[%d]", i)
 		if !ok || name == "" || list == "" || strings.IndexFunc(name, func(c rune) bool { return c <= ' ' || c == 0x7f || c == '/' || c == ':' }) >= 0 {
-			return nil, Errorf(at, "%q: want NAME=ADDR[,ADDR], such as www.example.org=192.0.2.1,2001:db8::1 (a name without blanks or control characters)", r)
+			if split := n.splitEntry(i); split != "" {
+				return nil, Errorf(at, "%q is an address alone, after resolve[%d]'s %s: one entry split at its comma, as YAML splits an unquoted [NAME=ADDR,ADDR]; quote the entry: [%q]", r, i-1, n.Resolve[i-1], split)
+			}
+			return nil, Errorf(at, "%q: want NAME=ADDR[,ADDR], such as www.example.org=192.0.2.1,2001:db8::1 (a name without blanks or control characters; in a file, quoted: [\"www.example.org=192.0.2.1,2001:db8::1\"])", r)
 		}
 		for _, s := range strings.Split(list, ",") {
 			a, err := netip.ParseAddr(strings.Trim(strings.TrimSpace(s), "[]"))
@@ -174,6 +177,19 @@ func (n *Named) Hosts() (map[string][]netip.Addr, error) {
 		}
 	}
 	return out, nil
+}
+
+// splitEntry is resolve[i] joined back to the NAME=ADDR entry before it
+// when resolve[i] is an address alone (a list YAML split at its comma),
+// else "".
+func (n *Named) splitEntry(i int) string {
+	if i == 0 || !strings.Contains(n.Resolve[i-1], "=") {
+		return ""
+	}
+	if _, err := netip.ParseAddr(strings.Trim(strings.TrimSpace(n.Resolve[i]), "[]")); err != nil {
+		return ""
+	}
+	return n.Resolve[i-1] + "," + n.Resolve[i]
 }
 
 // Endpoint is where host is on path p as the options say: given by

@@ -442,6 +442,38 @@ type OptionError struct {
 	Need []string
 	// Why says what the needed options are for.
 	Why string
+	// Give is the option the error asks for with this one (Needs), and
+	// Reason the error's words before it: a command line names its flag.
+	Give   *Give
+	Reason string
+}
+
+// Give is an option an error asks to be given: Option at Value ("": a
+// switch, given too), and why, if more is to be said.
+type Give struct{ Option, Value, Why string }
+
+// Say is the request as a file says it (name "": the option's key, as
+// "http_version: 2") or a command line (name "--http-version": "--http-version 2").
+func (g Give) Say(name string) string {
+	sep := " "
+	if name == "" {
+		name, sep = g.Option, ": "
+	}
+	out := "give " + name + sep + g.Value
+	if g.Value == "" {
+		out = "give " + name + " too"
+	}
+	if g.Why != "" {
+		out += " (" + g.Why + ")"
+	}
+	return out
+}
+
+// Needs makes the *OptionError of option, which needs give: its reason,
+// then what to give.
+func Needs(option string, give Give, format string, args ...any) error {
+	reason := fmt.Sprintf(format, args...)
+	return &OptionError{Option: option, Give: &give, Reason: reason, Err: errors.New(reason + ": " + give.Say(""))}
 }
 
 func (e *OptionError) Error() string {

@@ -59,14 +59,18 @@ func Excerpt(s string) string {
 	return q
 }
 
-// longQuote is a double-quoted string (as %q writes it) past excerptLen.
-var longQuote = regexp.MustCompile(`"(?:[^"\\]|\\.){` + strconv.Itoa(excerptLen+1) + `,}"`)
+// quoted is a double-quoted string (as %q writes it); matched from the
+// left, so that the text between two quoted values is never taken for one.
+var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
 
 // shortQuotes cuts every quoted value in msg to an excerpt: an error never
 // quotes more than a short part of what a file held.
 func shortQuotes(msg string) string {
-	return longQuote.ReplaceAllStringFunc(msg, func(q string) string {
-		return `"` + string([]rune(q[1 : len(q)-1])[:excerptLen]) + `…"`
+	return quoted.ReplaceAllStringFunc(msg, func(q string) string {
+		if r := []rune(q[1 : len(q)-1]); len(r) > excerptLen {
+			return `"` + string(r[:excerptLen]) + `…"`
+		}
+		return q
 	})
 }
 
@@ -202,7 +206,29 @@ func syntaxError(file string, data []byte, err error) error {
 	if exact, ok := indentErrors[msg]; ok {
 		return indentError(file, data, line, msg, exact)
 	}
-	return &Error{File: file, Line: line, Msg: "not valid YAML: " + msg}
+	return &Error{File: file, Line: line, Msg: "not valid YAML: " + msg + flowColonHint(data, line)}
+}
+
+// flowColonHint says to quote an item of a [...] on line (1-based) that
+// holds a colon, which YAML reads as a key in a flow list (an IPv6
+// address: [name=192.0.2.1,::1]); "" when no item does.
+func flowColonHint(data []byte, line int) string {
+	lines := strings.Split(string(data), "\n")
+	if line < 1 || line > len(lines) {
+		return ""
+	}
+	_, list, ok := strings.Cut(lines[line-1], "[")
+	if !ok {
+		return ""
+	}
+	list, _, _ = strings.Cut(list, "]")
+	for _, item := range strings.Split(list, ",") {
+		item = strings.TrimSpace(item)
+		if strings.Contains(item, ":") && !strings.ContainsAny(item[:1], `"'`) {
+			return fmt.Sprintf("; an item of the [...] on this line holds a colon (%s), which YAML reads as a key: quote such a value, commas and all: [\"name=192.0.2.1,::1\"]", Excerpt(item))
+		}
+	}
+	return ""
 }
 
 // indentError is the error of a mis-indented line (indentErrors): on the
@@ -508,7 +534,7 @@ func (d *Doc) decodeStruct(n *yaml.Node, v reflect.Value, field string) error {
 			r.pairs = append(r.pairs, k, val)
 			return nil
 		case !ok:
-			return d.errAt(k, join(field, key), "unknown field (known here: %s)", strings.Join(names, ", "))
+			return d.errAt(k, join(field, key), "%s", UnknownField(key, names))
 		}
 		d.lines[join(field, key)] = k.Line
 		return d.decode(val, v.FieldByIndex(i), join(field, key))
@@ -543,7 +569,7 @@ func (d *Doc) DecodeRest(r Rest, v any, unknown func(key string) string) error {
 		if !ok {
 			why := unknown(k.Value)
 			if why == "" {
-				why = fmt.Sprintf("unknown field (known here: %s)", strings.Join(names, ", "))
+				why = UnknownField(k.Value, names)
 			}
 			return d.errAt(k, at, "%s", why)
 		}

@@ -90,8 +90,8 @@ func TestDecodeErrorsNameFileLineAndField(t *testing.T) {
 	for _, c := range []struct{ src, want string }{
 		{"", "f.yaml: the file is empty"},
 		{"# only a comment\n", "f.yaml: the file is empty"},
-		{"name: x\nrunz: 3\n", `f.yaml:2: runz: unknown field (known here: conns, inner, links, name, on, opt, runs, size)`},
-		{"inner:\n  rat: 1\n", `f.yaml:2: inner.rat: unknown field (known here: delay, loss, rate)`},
+		{"name: x\nrunz: 3\n", `f.yaml:2: runz: unknown field: did you mean runs? (known here: conns, inner, links, name, on, opt, runs, size)`},
+		{"inner:\n  rat: 1\n", `f.yaml:2: inner.rat: unknown field: did you mean rate? (known here: delay, loss, rate)`},
 		{"skip: 1\n", `f.yaml:1: skip: unknown field (known here: conns, inner, links, name, on, opt, runs, size)`},
 		{"runs: ten\n", `f.yaml:1: runs: want a whole number, not "ten"`},
 		{"size: -1\n", `f.yaml:1: size: want a whole number of at least 0, not "-1"`},
@@ -119,6 +119,9 @@ func TestDecodeErrorsNameFileLineAndField(t *testing.T) {
 		{"name: t\ncells:\n  - a: 1\n   b: 1\n", "f.yaml:4: not valid YAML: this line is indented 3 spaces, lining up with no block above it (at 0, 2 or 4 spaces: a key or '-' item lines up with its siblings; only a line ending in ':' or a '-' opens a deeper one); the parser's words, in the block from line 3: did not find expected '-' indicator"},
 		{"name: y\n cells: 3\n", "f.yaml:2: not valid YAML: this line is indented 1 space, lining up with no block above it (at 0 spaces: a key or '-' item lines up with its siblings; only a line ending in ':' or a '-' opens a deeper one); the parser's words: mapping values are not allowed in this context"},
 		{"- a\n- b\n", `f.yaml:1: want a mapping of fields, not a list`},
+		// An IPv6 address in an unquoted flow list (resolve as the docs
+		// once wrote it): say to quote it.
+		{"name: x\nopt: [localhost=127.0.0.1,::1]\n", `f.yaml:2: not valid YAML: did not find expected node content; an item of the [...] on this line holds a colon (::1), which YAML reads as a key: quote such a value, commas and all: ["name=192.0.2.1,::1"]`},
 	} {
 		var s spec
 		_, err := Decode("f.yaml", []byte(c.src), &s)
@@ -273,6 +276,11 @@ func TestErrorsQuoteOnlyShortExcerpts(t *testing.T) {
 	if len(long) > 120 || !strings.Contains(long, `"`+strings.Repeat("p", 40)+`…" is not a protocol`) {
 		t.Errorf("a long value: %s", long)
 	}
+	// Two short quoted values: the text between them is no quoted value.
+	two := (&Error{File: "f.yaml", Msg: `"a" is not "b": ` + strings.Repeat("t", 50) + ` "c"`}).Error()
+	if !strings.Contains(two, strings.Repeat("t", 50)) {
+		t.Errorf("text between quoted values cut: %s", two)
+	}
 	big := filepath.Join(t.TempDir(), "big.yaml")
 	os.WriteFile(big, bytes.Repeat([]byte("a"), MaxFile+1), 0o644)
 	if _, err := ReadFile(big); err == nil || !strings.Contains(err.Error(), "larger than 1024 KiB") || len(err.Error()) > 200 {
@@ -340,5 +348,20 @@ func TestAnItemAmongKeysAndAKeyAmongItems(t *testing.T) {
 	}
 	if b, bad := misIndented([]byte(src), 1); bad {
 		t.Errorf("a valid file judged mis-indented at line %d: %s", b.line, b.text())
+	}
+}
+
+// TestNearestIsATypoOnly: a key one or two edits from a known one (a
+// letter swapped, dropped, added or changed) is named as its likely typo;
+// a word far from all of them, or a short one two edits away, is not.
+func TestNearestIsATypoOnly(t *testing.T) {
+	known := []string{"http_version", "keepalive", "runs", "tls", "tls_resume"}
+	for word, want := range map[string]string{
+		"http_versoin": "http_version", "keepalve": "keepalive", "runz": "runs", "tsl": "tls",
+		"tls_resum": "tls_resume", "connections": "", "rtt": "", "xyz": "",
+	} {
+		if got, ok := Nearest(word, known); got != want || ok != (want != "") {
+			t.Errorf("Nearest(%q) = %q %v, want %q", word, got, ok, want)
+		}
 	}
 }

@@ -225,7 +225,7 @@ func (o *Options) checkTLS(where result.Where, u *url.URL) error {
 			case where == result.Hosts:
 				return proto.Errorf(s.option, "%s, but the url is not https://", s.what)
 			default:
-				return proto.Errorf(s.option, "%s: give tls too", s.what)
+				return proto.Needs(s.option, proto.Give{Option: "tls"}, "%s", s.what)
 			}
 		}
 	}
@@ -281,9 +281,14 @@ func (o *Options) checkDual(where result.Where, u *url.URL, given proto.Given) e
 
 // PathFit: the dual path races the families by Happy Eyeballs, which
 // v6lab's own client and curl do, not wget.
-func (o *Options) PathFit(_ result.Where, p path.Path) error {
+func (o *Options) PathFit(where result.Where, p path.Path) error {
 	if p.Kind().Dual && o.HTTPVersion == Version3 && o.Dialer != DialerV3 {
-		return proto.Errorf("http_version", "3 over the %s path: its Happy Eyeballs (RFC 8305) races TCP connections, not QUIC; give dialer v3 (Happy Eyeballs version 3 races QUIC), or measure http_version 3 over ipv4, ipv6, 6in4 and nat64", p)
+		pinned := "ipv4, ipv6, 6in4 and nat64"
+		if where.OffLab() { // 6in4 and nat64 are the lab's
+			pinned = "ipv4 and ipv6"
+		}
+		return proto.Needs("http_version", proto.Give{Option: "dialer", Value: DialerV3, Why: "Happy Eyeballs version 3 races QUIC; or measure HTTP/3 over " + pinned + " alone"},
+			"3 over the %s path: its Happy Eyeballs (RFC 8305) races TCP connections, not QUIC", p)
 	}
 	if p.Kind().Dual && len(o.Resolve) > 0 {
 		return proto.Errorf("resolve", "%s races the answers of a lookup, and --resolve makes none: measure ipv4 and ipv6", p)

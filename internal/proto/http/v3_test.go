@@ -279,8 +279,12 @@ func TestV3VersionOptions(t *testing.T) {
 		t.Errorf("http_version 3 over dual with dialer v3: %v", err)
 	}
 	o.Dialer = DialerV2
-	if err := o.PathFit(result.Lab, path.Dual); err == nil || !strings.Contains(err.Error(), "give dialer v3") {
+	if err := o.PathFit(result.Lab, path.Dual); err == nil || !strings.Contains(err.Error(), "give dialer: v3") || !strings.Contains(err.Error(), "ipv4, ipv6, 6in4 and nat64 alone") {
 		t.Errorf("http_version 3 over dual with dialer v2: %v", err)
+	}
+	// Off the lab there is no 6in4 or nat64 to measure instead.
+	if err := o.PathFit(result.Hosts, path.Dual); err == nil || !strings.Contains(err.Error(), "over ipv4 and ipv6 alone") {
+		t.Errorf("http_version 3 over dual with dialer v2, where: hosts: %v", err)
 	}
 }
 

@@ -67,6 +67,9 @@ func versionEngine(v string, asked Engine) (Engine, error) {
 	return EngineGo, nil
 }
 
+// versionOption is the option that names the HTTP version.
+const versionOption = "http_version"
+
 // DefaultQUICTimeout bounds a QUIC handshake to which no answer comes:
 // the transaction fails with "no QUIC answer over PATH in 3 s".
 const DefaultQUICTimeout = 3 * time.Second
@@ -96,7 +99,7 @@ func (o *Options) checkVersion(where result.Where, u *url.URL, given proto.Given
 		o.TLS = true // h2 by ALPN, as browsers speak it; tls: false for h2c
 	}
 	if o.Keepalive && v != Version2 && v != Version3 {
-		return proto.Errorf("keepalive", "keeps each user's HTTP/2 or HTTP/3 connection: give http_version: 2 or 3 (--http-version; HTTP/1.1 transactions open a connection each)")
+		return proto.Needs("keepalive", proto.Give{Option: versionOption, Value: "2 or 3", Why: "HTTP/1.1 transactions open a connection each"}, "keeps each user's HTTP/2 or HTTP/3 connection")
 	}
 	if err := o.checkStreams(v, given); err != nil {
 		return err
@@ -104,9 +107,9 @@ func (o *Options) checkVersion(where result.Where, u *url.URL, given proto.Given
 	if o.ZeroRTT {
 		switch {
 		case v != Version3:
-			return proto.Errorf("zero_rtt", "sends the first request in QUIC's 0-RTT data: give http_version: 3 (--http-version 3)")
+			return proto.Needs("zero_rtt", proto.Give{Option: versionOption, Value: Version3}, "sends the first request in QUIC's 0-RTT data")
 		case !o.TLSResume:
-			return proto.Errorf("zero_rtt", "needs a session to resume: give tls_resume too (--tls-resume; the first transaction of each user is a full handshake)")
+			return proto.Needs("zero_rtt", proto.Give{Option: "tls_resume", Why: "the first transaction of each user is a full handshake"}, "needs a session to resume")
 		}
 	}
 	return nil
@@ -173,9 +176,9 @@ func (o *Options) checkStreams(v string, given proto.Given) error {
 	case n < 1 || n > MaxStreams:
 		return proto.Errorf("streams", "%d: want 1 to %d transactions at once on a connection", n, MaxStreams)
 	case v != Version2:
-		return proto.Errorf("streams", "%d runs transactions at once as streams of one HTTP/2 connection: give http_version: 2 (--http-version 2)", n)
+		return proto.Needs("streams", proto.Give{Option: versionOption, Value: Version2}, "%d runs transactions at once as streams of one HTTP/2 connection", n)
 	case !o.Keepalive:
-		return proto.Errorf("streams", "%d shares each user's connection among its transactions: give keepalive too (--keepalive)", n)
+		return proto.Needs("streams", proto.Give{Option: "keepalive"}, "%d shares each user's connection among its transactions", n)
 	case o.Dialer == DialerV3:
 		return proto.Errorf("streams", "%d: dialer v3 keeps the connection each user's race won for that user's transactions one at a time (its connections are not shared): leave streams out, or the dialer", n)
 	case o.File != "":

@@ -11,6 +11,9 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"v6lab/internal/input/specfile"
 )
 
 // BadInput is an error of the user's input: exit status 2.
@@ -73,4 +76,23 @@ func CheckOutputFile(flag, name string) error {
 		return bad("%s is not a directory", dir)
 	}
 	return nil
+}
+
+// FlagTypo adds to err, cobra's error of an unknown flag of c, the flag of
+// c it is likely a typo of (--http-verison: did you mean --http-version?).
+func FlagTypo(c *cobra.Command, err error) error {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return err
+	}
+	var known []string
+	c.Flags().VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden {
+			known = append(known, f.Name)
+		}
+	})
+	if k, ok := specfile.Nearest(name, known); ok {
+		return fmt.Errorf("%w: did you mean --%s?", err, k)
+	}
+	return err
 }

@@ -88,6 +88,8 @@ type cellFile struct {
 	// expanded: the group is one value of a list the cell gave (its
 	// HTTP versions: versions.go).
 	expanded bool
+	// list: the versions the cell listed, when expanded.
+	list *versionList
 }
 
 // BuiltinLab prefixes a topology that names a lab built into v6lab
@@ -321,7 +323,7 @@ func (f *file) groups(doc *specfile.Doc, e *Experiment, base CellGroup, paths []
 	if len(f.Cells) == 0 {
 		return doc.Errorf("cells", "at least one cell is needed (protocol and connection counts)")
 	}
-	labels := map[string]string{}
+	labels, titles := map[string]string{}, map[string]titled{}
 	for i, cell := range f.Cells {
 		at := fmt.Sprintf("cells[%d]", i)
 		cells, err := cell.versions(doc)
@@ -341,6 +343,9 @@ func (f *file) groups(doc *specfile.Doc, e *Experiment, base CellGroup, paths []
 				return doc.Errorf(field, "%s is also the name of %s: give one a distinct label", s.CellName(), prev)
 			}
 			labels[s.CellName()] = at
+			if err := sameTitle(doc, titles, &s, at); err != nil {
+				return err
+			}
 			if !slices.Contains(s.Paths, e.Baseline) {
 				field := at + ".paths"
 				if !doc.Has(field) {
@@ -353,6 +358,27 @@ func (f *file) groups(doc *specfile.Doc, e *Experiment, base CellGroup, paths []
 		}
 	}
 	return nil
+}
+
+// titled is the cell (cells[i]) and the group of it that has a title.
+type titled struct{ at, group string }
+
+// sameTitle refuses a group whose tables' title (CellGroup.Title) another
+// cell's group has already: label http with http_version 2 and the http/2
+// of a list are both "HTTP/2", and the reports could not tell them apart.
+func sameTitle(doc *specfile.Doc, titles map[string]titled, s *CellGroup, at string) error {
+	title := s.Title()
+	prev, dup := titles[title]
+	if !dup {
+		titles[title] = titled{at, s.CellName()}
+		return nil
+	}
+	field := at + ".label"
+	if !doc.Has(field) {
+		field = at + "." + versionKey
+	}
+	return doc.Errorf(field, "the group %s would be titled %s in every table, as %s's group %s (line %d) is, and the reports could not tell them apart: give one of the cells a distinct label",
+		s.CellName(), title, prev.at, prev.group, doc.Line(prev.at))
 }
 
 // realServers marks the groups that measure real servers (the
@@ -522,7 +548,7 @@ func (r *cellReader) protocol() error {
 		}
 		known := append(cellFields(), pr.Options()...)
 		slices.Sort(known)
-		return fmt.Sprintf("unknown field (known here: %s)", strings.Join(known, ", "))
+		return specfile.UnknownField(key, known)
 	})
 }
 
@@ -594,6 +620,9 @@ func (r *cellReader) options() error {
 			return doc.Errorf(r.at, "%v", err)
 		case oe.Option == "":
 			return doc.Errorf(r.at, "%v", oe.Err)
+		}
+		if err := r.listedErr(oe); err != nil {
+			return err
 		}
 		return doc.Errorf(r.field(oe.Option), "%v", oe.Err)
 	}
@@ -888,7 +917,7 @@ func RealServersFit(c *CellGroup) error { return all.RealFit(c.Protocol, c.Optio
 // counted runs, one second and 1 MiB per cell.
 func (e *Experiment) Scale(f float64) error {
 	if !(f > 0 && f <= 1) {
-		return fmt.Errorf("experiment: scale %g: want more than 0 and at most 1", f)
+		return fmt.Errorf("%g: want more than 0 and at most 1", f)
 	}
 	e.Scaled = f // recorded with the spec in every result's header
 	for i := range e.Groups {

@@ -404,7 +404,7 @@ func TestCheckNameSaysTheFirstCharacterRule(t *testing.T) {
 // sustained cell (duration) may run without one, as the benches do.
 func TestKeepaliveWantsAWarmup(t *testing.T) {
 	parseErrorsIn(t, "k.yaml", map[string]string{
-		"name: k\ncells:\n  - {protocol: http, http_version: 2, keepalive: true, warmup: 0, conns: [1]}\n": "k.yaml:3: cells[0].warmup: 0 with keepalive (--keepalive): each user's first transaction opens its connection",
+		"name: k\ncells:\n  - {protocol: http, http_version: 2, keepalive: true, warmup: 0, conns: [1]}\n": "k.yaml:3: cells[0].warmup: 0 with keepalive: each user's first transaction opens its connection",
 		"name: k\nwarmup: 0\ncells:\n  - {protocol: http, http_version: 2, keepalive: true, conns: [1]}\n": "k.yaml:2: warmup: 0 with keepalive",
 	})
 	if _, err := Parse("k.yaml", []byte("name: k\nwarmup: 0\ncells:\n  - {protocol: http, http_version: 2, keepalive: true, warmup: 1, conns: [1]}\n  - {protocol: http, label: h1, conns: [1]}\n  - {protocol: http, label: s, http_version: 2, keepalive: true, duration: 10s, conns: [1]}\n")); err != nil {
@@ -416,7 +416,7 @@ func TestKeepaliveWantsAWarmup(t *testing.T) {
 	}
 	zero := 0
 	err = e.Override(Override{Warmup: &zero})
-	if err == nil || !strings.Contains(err.Error(), "--warmup: 0 with keepalive (--keepalive)") {
+	if err == nil || !strings.Contains(err.Error(), "--warmup: 0 with keepalive: each") {
 		t.Errorf("--warmup 0 over a kept cell: %v", err)
 	}
 }

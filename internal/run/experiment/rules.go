@@ -78,7 +78,7 @@ func keeps(o proto.Options) bool {
 // one of its many, as h2load and oha count theirs.
 func checkKeptWarmup(w int, d time.Duration, o proto.Options) error {
 	if w == 0 && d == 0 && keeps(o) {
-		return fmt.Errorf("0 with keepalive (--keepalive): each user's first transaction opens its connection (a lookup and a handshake) and only its later ones are kept, so the counted kept-connection figures would hold the first, new connections too; give 1 or more warm-up runs (the first run opens the connections, the counted runs keep them), or a sustained duration (--duration), where each user's first transaction is one of its many")
+		return fmt.Errorf("0 with keepalive: each user's first transaction opens its connection (a lookup and a handshake) and only its later ones are kept, so the counted kept-connection figures would hold the first, new connections too; give 1 or more warm-up runs (the first run opens the connections, the counted runs keep them), or a sustained duration, where each user's first transaction is one of its many")
 	}
 	return nil
 }

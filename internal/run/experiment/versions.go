@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"slices"
 	"strings"
 
 	"v6lab/internal/input/specfile"
@@ -18,7 +19,7 @@ const versionKey = "http_version"
 // versions expands a cell of the file: itself, or one copy per version it
 // lists, each with that version alone.
 func (c cellFile) versions(doc *specfile.Doc) ([]cellFile, error) {
-	rests, _, err := c.Options.Split(doc, versionKey)
+	rests, values, err := c.Options.Split(doc, versionKey)
 	if err != nil || rests == nil {
 		return []cellFile{c}, err
 	}
@@ -26,8 +27,53 @@ func (c cellFile) versions(doc *specfile.Doc) ([]cellFile, error) {
 	for i, r := range rests {
 		out[i] = c
 		out[i].Options, out[i].expanded = r, true
+		out[i].list = &versionList{values: values, rests: rests, at: i}
 	}
 	return out, nil
+}
+
+// versionList is the list of versions a cell gave: each as written, the
+// cell's options with each, and which one this group is.
+type versionList struct {
+	values []string
+	rests  []specfile.Rest
+	at     int
+}
+
+// listedErr is oe said of the one version of the cell's list it is about,
+// when another version of the list passes the check: "give http_version:
+// 2" would ask for a version the list already has. nil: the cell lists no
+// versions, oe asks for nothing (it says what to do itself), or no
+// version passes (oe as it stands is right).
+func (r *cellReader) listedErr(oe *proto.OptionError) error {
+	l := r.c.list
+	if l == nil || oe.Give == nil || oe.Option == versionKey || !slices.ContainsFunc(l.rests, r.passes) {
+		return nil
+	}
+	v := l.values[l.at]
+	list := "[" + strings.Join(l.values, ", ") + "]"
+	if oe.Give.Option != versionKey {
+		// The fix it names (give tls too) would do for every version.
+		return r.doc.Errorf(r.field(oe.Option), "with http_version %s of the cell's list %s, %v, or drop %s from the list, or give it a cell of its own without %s",
+			v, list, oe.Err, v, oe.Option)
+	}
+	why := oe.Reason
+	if oe.Give.Why != "" {
+		why += " (" + oe.Give.Why + ")"
+	}
+	return r.doc.Errorf(r.field(oe.Option), "does not apply to http_version %s of the cell's list %s: %s; drop %s from the list, or give it a cell of its own without %s",
+		v, list, why, v, oe.Option)
+}
+
+// passes says whether the cell's options, with rest for its own, pass
+// their protocol's check.
+func (r *cellReader) passes(rest specfile.Rest) bool {
+	o := r.pr.New()
+	if r.doc.DecodeRest(rest, o, func(string) string { return "" }) != nil {
+		return false
+	}
+	o.Base().RacesFamilies = r.s.RacesFamilies()
+	return o.Check(r.e.Where, func(opt string) bool { return r.doc.Has(r.field(opt)) }) == nil
 }
 
 // versionLabel names a group whose options give their HTTP version (as
