@@ -209,7 +209,7 @@ func (c *Client) quicError(err error, pc *path.StampedPacketConn) error {
 			// Classified as refused, as a TCP connection to a closed port
 			// is; the handshake still waited its time, as QUIC clients do
 			// (an ICMP message is easily forged).
-			return fmt.Errorf("no QUIC answer over %s in %s: UDP port %d was refused (ICMP port unreachable: nothing listens there): %w", c.Path, seconds(timeout), c.port(), syscall.ECONNREFUSED)
+			return refusedError(fmt.Sprintf("no QUIC answer over %s in %s: UDP port %d was refused (ICMP port unreachable: nothing listens there)", c.Path, seconds(timeout), c.port()))
 		}
 		return fmt.Errorf("no QUIC answer over %s in %s: nothing answered HTTP/3 on UDP port %d (%w)", c.Path, seconds(timeout), c.port(), err)
 	}
@@ -224,6 +224,13 @@ func (c *Client) quicError(err error, pc *path.StampedPacketConn) error {
 	}
 	return err
 }
+
+// refusedError is a failure that says why in its own words and is
+// ECONNREFUSED to errors.Is (the failure's class: refused).
+type refusedError string
+
+func (e refusedError) Error() string { return string(e) }
+func (e refusedError) Unwrap() error { return syscall.ECONNREFUSED }
 
 // seconds prints a duration as "3 s".
 func seconds(d time.Duration) string {
