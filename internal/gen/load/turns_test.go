@@ -166,3 +166,47 @@ func TestTurnsCountWritesAfterReads(t *testing.T) {
 	}
 	t.Error("no turn counted")
 }
+
+// reorderedConn is a connection whose replies came out of order (or did
+// not), as path.StampedConn.Reordered tells.
+type reorderedConn struct {
+	net.Conn
+	reordered bool
+}
+
+func (c reorderedConn) Reordered() bool { return c.reordered }
+
+// TestReorderedReplyLeavesTurnsUnset: a turn after a reply that arrived
+// out of order would hold the retransmission's wait (the read's stamp is
+// the early segment's), so the sample has no client_turn_ns; the same
+// conversation in order has its turn.
+func TestReorderedReplyLeavesTurnsUnset(t *testing.T) {
+	for _, reordered := range []bool{false, true} {
+		client, server := net.Pipe()
+		go func() {
+			b := make([]byte, 1)
+			for {
+				if _, err := server.Read(b); err != nil {
+					return
+				}
+				server.Write(b)
+			}
+		}()
+		tr := Begin("x", path.IPv4)
+		tr.CountTurns()
+		tr.Received(time.Time{}, time.Now()) // the reply's stamp, as a stamped read gives it
+		c := tr.Turns(reorderedConn{client, reordered})
+		b := make([]byte, 1)
+		c.Write(b)
+		c.Read(b)
+		time.Sleep(time.Millisecond)
+		c.Write(b) // a turn
+		c.Read(b)
+		s := tr.Done("ok")
+		client.Close()
+		server.Close()
+		if got := s.ClientTurnNS != 0; got == reordered {
+			t.Errorf("reordered %v: client_turn_ns %v", reordered, time.Duration(s.ClientTurnNS))
+		}
+	}
+}
