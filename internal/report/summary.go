@@ -416,8 +416,10 @@ const ms = float64(time.Millisecond)
 const ClientShare = 0.2
 
 // clientTurnNote names the cells whose client turns are more than
-// ClientShare of their wire time ("" if none).
-func clientTurnNote(cells []Cell, target string, shaped bool) string {
+// ClientShare of their wire time ("" if none). It says the paths'
+// differences stand only where no path's turns differ from the
+// baseline's by TurnPart or more of their difference (gaps, turnGaps).
+func clientTurnNote(cells []Cell, gaps []turnGap, target string, shaped bool) string {
 	type share struct {
 		cell string
 		pct  float64
@@ -444,8 +446,12 @@ func clientTurnNote(cells []Cell, target string, shaped bool) string {
 		more = " and " + stats.Count(len(over)-3, "more cell")
 	}
 	wait, advice := clientTurnAdvice(target, shaped)
-	return fmt.Sprintf("client turns are more than %.0f%% of the wire time in %s%s: there the figures are the client's own turnaround (its work, and %s) as much as the network's; paths pay it alike, so their differences stand. To shrink it, %s; docs/metrics.md",
-		100*ClientShare, strings.Join(named, ", "), more, wait, advice)
+	alike := fmt.Sprintf("paths pay it alike (no path's turns differ from the baseline's by %.0f%% of their difference), so their differences stand", 100*TurnPart)
+	if len(gaps) > 0 {
+		alike = fmt.Sprintf("paths do not all pay it alike: in %s their turns differ by %.0f%% or more of the difference (the next note)", comparisons(len(gaps)), 100*TurnPart)
+	}
+	return fmt.Sprintf("client turns are more than %.0f%% of the wire time in %s%s: there the figures are the client's own turnaround (its work, and %s) as much as the network's; %s. To shrink it, %s; docs/metrics.md",
+		100*ClientShare, strings.Join(named, ", "), more, wait, alike, advice)
 }
 
 // clientTurnAdvice says what the client waits for besides its own work,

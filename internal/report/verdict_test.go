@@ -120,15 +120,15 @@ func TestADNSAnswersFragmentsNameNoMTU(t *testing.T) {
 func TestTheClientTurnNoteAdvisesARateOnlyOnUnshapedLinks(t *testing.T) {
 	cells := []Cell{{Protocol: "http", Path: "ipv4", Conns: 10, Metrics: map[string]*MetricStat{
 		ClientTurnMetric: {N: 3, Mean: 1}, WireMetric: {N: 3, Mean: 2}}}}
-	if n := clientTurnNote(cells, "lab", false); !strings.Contains(n, "--rate 1G") {
+	if n := clientTurnNote(cells, nil, "lab", false); !strings.Contains(n, "--rate 1G") {
 		t.Errorf("unshaped: %q", n)
 	}
-	if n := clientTurnNote(cells, "lab", true); n == "" || strings.Contains(n, "--rate") {
+	if n := clientTurnNote(cells, nil, "lab", true); n == "" || strings.Contains(n, "--rate") {
 		t.Errorf("shaped: %q", n)
 	}
 	// Target hosts (a probe): no lab, no routers, no --rate (trial6 F5).
 	for _, target := range []string{"hosts", "loopback"} {
-		n := clientTurnNote(cells, target, false)
+		n := clientTurnNote(cells, nil, target, false)
 		if n == "" || strings.Contains(n, "--rate") || strings.Contains(n, "router") || strings.Contains(n, "lab's") || !strings.Contains(n, "--conns") {
 			t.Errorf("%s: %q", target, n)
 		}
