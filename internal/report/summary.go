@@ -589,7 +589,9 @@ func notYet(cmp *Comparison, cells ...*Cell) {
 	for _, c := range cells {
 		if why := c.NA["mean_ms"]; strings.HasPrefix(why, "no counted run yet") {
 			for f, v := range cmp.NA {
-				if v == "no values" {
+				// Every figure the missing runs leave out says so alike,
+				// the difference itself too (trial12: two reasons in a column).
+				if v == "no values" || v == noRunMeans || v == noPairs {
 					cmp.NA[f] = c.Path + " has " + why
 				}
 			}
@@ -689,13 +691,20 @@ type runTest struct {
 	na                                       map[string]string
 }
 
+// The generic reasons a comparison's figures are missing when a path has
+// no runs (notYet says which path, and why, where it knows).
+const (
+	noRunMeans = "a path has no run means"
+	noPairs    = "no runs of both paths to pair"
+)
+
 func testRuns(bRuns []float64, bIdx []int, cRuns []float64, cIdx []int) runTest {
 	var t runTest
 	w := stats.Welch(bRuns, cRuns)
 	if len(bRuns) > 0 && len(cRuns) > 0 {
 		t.diff = ptr(w.Diff)
 	} else {
-		na(&t.na, "diff", "a path has no run means")
+		na(&t.na, "diff", noRunMeans)
 	}
 	if w.PctNA == "" {
 		t.pct = ptr(w.PctIncrease)
@@ -716,7 +725,7 @@ func testRuns(bRuns []float64, bIdx []int, cRuns []float64, cIdx []int) runTest 
 	if len(bp) > 0 && p.PctNA != stats.NotFinite && p.NA != "values too large to compare" {
 		t.pairedDiff = ptr(p.Diff)
 	} else {
-		na(&t.na, "paired_diff", cmp.Or(p.NA, "no runs of both paths to pair"))
+		na(&t.na, "paired_diff", cmp.Or(p.NA, noPairs))
 	}
 	if p.NA == "" {
 		t.paired = ptr(p.P)

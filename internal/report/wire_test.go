@@ -367,3 +367,19 @@ func TestNoWireRowFromAFewSamples(t *testing.T) {
 		t.Errorf("summary.json's na %v lacks %q", v6.NA, why)
 	}
 }
+
+// TestTheMeansTableGivesItsRowsOnePrecision: the wire mean and the client
+// turns under a mean of 166.8 are 167.0 and 120.0, not 167 and 120
+// (trial12: one column, two precisions).
+func TestTheMeansTableGivesItsRowsOnePrecision(t *testing.T) {
+	c := Cell{Protocol: "http", Path: "ipv4", Conns: 5, MeanMS: f64(166.8), Runs: []float64{166.8},
+		Metrics: map[string]*MetricStat{WireMetric: {N: 1, Mean: 167.04}, ClientTurnMetric: {N: 1, Mean: 120}}}
+	rows := meanRows("ipv4", []Cell{c}, []int{5}, true, true)
+	got := map[string]string{}
+	for _, r := range rows {
+		got[r[1]] = r[2]
+	}
+	if got["mean"] != "166.8" || got["wire mean"] != "167.0" || got["client turns"] != "120.0" {
+		t.Errorf("mean %q, wire mean %q, client turns %q", got["mean"], got["wire mean"], got["client turns"])
+	}
+}
