@@ -446,7 +446,7 @@ func clientTurnNote(cells []Cell, gaps []turnGap, target string, shaped bool) st
 		more = " and " + stats.Count(len(over)-3, "more cell")
 	}
 	wait, advice := clientTurnAdvice(target, shaped)
-	alike := fmt.Sprintf("paths pay it alike (no path's turns differ from the baseline's by %.0f%% of their difference), so their differences stand", 100*TurnPart)
+	alike := fmt.Sprintf("paths pay it nearly alike: each path's turns differ from the baseline's by less than %.0f%% of its difference, so each difference stands, net of turns at least %.0f%% of its size", 100*TurnPart, 100*(1-TurnPart))
 	if len(gaps) > 0 {
 		alike = fmt.Sprintf("paths do not all pay it alike: in %s their turns differ by %.0f%% or more of the difference (the next note)", comparisons(len(gaps)), 100*TurnPart)
 	}
