@@ -203,6 +203,23 @@ func (c *turnConn) Write(p []byte) (int, error) {
 // rather than wrong).
 func (t *Trace) Reordered() { t.reordered = true }
 
+// CheckOrder asks the kernel, for a probe that counts its turns itself
+// (Turn), whether any of the transaction's stamped connections received a
+// segment out of order (path.StampedConn.Reordered), and records it
+// (Reordered). Called after a turn's send: the system call is then not
+// inside the client's turn.
+func (t *Trace) CheckOrder() {
+	if !t.turns || t.reordered {
+		return
+	}
+	for _, c := range t.conns {
+		if c.Reordered() {
+			t.reordered = true
+			return
+		}
+	}
+}
+
 // LastRx is the kernel's receive stamp of the last bytes the
 // transaction's stamped connections have read so far (zero: none).
 func (t *Trace) LastRx() time.Time {

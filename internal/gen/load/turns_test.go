@@ -1,7 +1,10 @@
 package load
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"testing"
@@ -9,8 +12,11 @@ import (
 
 	"github.com/miekg/dns"
 
+	"v6lab/internal/proto/scripted"
 	"v6lab/internal/result"
 	"v6lab/internal/sock/path"
+	"v6lab/internal/testutil"
+	"v6lab/internal/testutil/losstest"
 	"v6lab/internal/testutil/servetest"
 )
 
@@ -209,4 +215,51 @@ func TestReorderedReplyLeavesTurnsUnset(t *testing.T) {
 			t.Errorf("reordered %v: client_turn_ns %v", reordered, time.Duration(s.ClientTurnNS))
 		}
 	}
+}
+
+// TestCheckOrderFindsAReplyOutOfOrder: a probe that counts its turns
+// itself (FTP's) asks CheckOrder after each send; on a loopback that
+// drops a tenth of the packets arriving, a reply of 30 segments has some
+// out of order, and the sample has no client_turn_ns; in order, it has.
+func TestCheckOrderFindsAReplyOutOfOrder(t *testing.T) {
+	testutil.InOwnNetns(t, "needs root for a network namespace and a tc BPF program")
+	// converse is a request, its reply of 30 segments, and a turn.
+	converse := func() (result.Sample, error) {
+		port := scripted.Serve(t, func(c net.Conn, in *bufio.Reader) {
+			c.(*net.TCPConn).SetNoDelay(true)
+			in.ReadString('\n')
+			for range 30 {
+				c.Write(make([]byte, 1000))
+				time.Sleep(200 * time.Microsecond) // a segment each
+			}
+			io.Copy(io.Discard, c)
+		})
+		tr := Begin("x", path.IPv4)
+		tr.CountTurns()
+		raw, err := net.Dial("tcp4", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer raw.Close()
+		raw.SetDeadline(time.Now().Add(5 * time.Second))
+		c := tr.Stamp(raw)
+		c.Write([]byte("a\n"))
+		if _, err := io.ReadFull(c, make([]byte, 30*1000)); err != nil {
+			return result.Sample{}, err
+		}
+		tr.Turn(tr.LastRx(), time.Now())
+		c.Write([]byte("b\n"))
+		tr.CheckOrder()
+		return tr.Done("ok"), nil
+	}
+	if s, err := converse(); err != nil || s.ClientTurnNS == 0 {
+		t.Fatalf("in order: err %v, client_turn_ns %d", err, s.ClientTurnNS)
+	}
+	losstest.Arriving(t, 10)
+	for range 5 { // as path's test: a reply may have nothing out of order
+		if s, err := converse(); err == nil && s.ClientTurnNS == 0 {
+			return
+		}
+	}
+	t.Error("replies with a tenth of their packets lost: every one kept its turn")
 }
