@@ -184,13 +184,8 @@ func (c *turnConn) Write(p []byte) (int, error) {
 		c.replied = false
 	}
 	n, err := c.Conn.Write(p)
-	// Asked after the write, while the request is on its way: the
-	// kernel's count costs a system call that is not then v6lab's time
-	// inside the transaction.
-	if turned && !c.t.reordered {
-		if r, ok := c.Conn.(interface{ Reordered() bool }); ok && r.Reordered() {
-			c.t.Reordered()
-		}
+	if turned {
+		c.t.CheckOrder() // c may wrap the stamped connection: the trace knows it
 	}
 	return n, err
 }

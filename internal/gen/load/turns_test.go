@@ -173,58 +173,16 @@ func TestTurnsCountWritesAfterReads(t *testing.T) {
 	t.Error("no turn counted")
 }
 
-// reorderedConn is a connection whose replies came out of order (or did
-// not), as path.StampedConn.Reordered tells.
-type reorderedConn struct {
-	net.Conn
-	reordered bool
-}
-
-func (c reorderedConn) Reordered() bool { return c.reordered }
-
-// TestReorderedReplyLeavesTurnsUnset: a turn after a reply that arrived
-// out of order would hold the retransmission's wait (the read's stamp is
-// the early segment's), so the sample has no client_turn_ns; the same
-// conversation in order has its turn.
-func TestReorderedReplyLeavesTurnsUnset(t *testing.T) {
-	for _, reordered := range []bool{false, true} {
-		client, server := net.Pipe()
-		go func() {
-			b := make([]byte, 1)
-			for {
-				if _, err := server.Read(b); err != nil {
-					return
-				}
-				server.Write(b)
-			}
-		}()
-		tr := Begin("x", path.IPv4)
-		tr.CountTurns()
-		tr.Received(time.Time{}, time.Now()) // the reply's stamp, as a stamped read gives it
-		c := tr.Turns(reorderedConn{client, reordered})
-		b := make([]byte, 1)
-		c.Write(b)
-		c.Read(b)
-		time.Sleep(time.Millisecond)
-		c.Write(b) // a turn
-		c.Read(b)
-		s := tr.Done("ok")
-		client.Close()
-		server.Close()
-		if got := s.ClientTurnNS != 0; got == reordered {
-			t.Errorf("reordered %v: client_turn_ns %v", reordered, time.Duration(s.ClientTurnNS))
-		}
-	}
-}
-
-// TestCheckOrderFindsAReplyOutOfOrder: a probe that counts its turns
-// itself (FTP's) asks CheckOrder after each send; on a loopback that
-// drops a tenth of the packets arriving, a reply of 30 segments has some
-// out of order, and the sample has no client_turn_ns; in order, it has.
+// TestCheckOrderFindsAReplyOutOfOrder: after a turn's send, on a
+// connection wrapped by Turns (HTTP's, SMTP's over their timing) or by a
+// probe that counts its turns itself and asks CheckOrder (FTP's), a reply
+// of 30 segments some of which came out of order (a tenth of the packets
+// arriving on loopback dropped) leaves the sample without client_turn_ns;
+// in order, it has its turn.
 func TestCheckOrderFindsAReplyOutOfOrder(t *testing.T) {
 	testutil.InOwnNetns(t, "needs root for a network namespace and a tc BPF program")
 	// converse is a request, its reply of 30 segments, and a turn.
-	converse := func() (result.Sample, error) {
+	converse := func(wrapped bool) (result.Sample, error) {
 		port := scripted.Serve(t, func(c net.Conn, in *bufio.Reader) {
 			c.(*net.TCPConn).SetNoDelay(true)
 			in.ReadString('\n')
@@ -242,24 +200,40 @@ func TestCheckOrderFindsAReplyOutOfOrder(t *testing.T) {
 		}
 		defer raw.Close()
 		raw.SetDeadline(time.Now().Add(5 * time.Second))
-		c := tr.Stamp(raw)
-		c.Write([]byte("a\n"))
-		if _, err := io.ReadFull(c, make([]byte, 30*1000)); err != nil {
+		c := timedConn{tr.Stamp(raw), tr} // as Open gives it
+		var w net.Conn = c
+		if wrapped {
+			w = tr.Turns(c)
+		}
+		w.Write([]byte("a\n"))
+		if _, err := io.ReadFull(w, make([]byte, 30*1000)); err != nil {
 			return result.Sample{}, err
 		}
-		tr.Turn(tr.LastRx(), time.Now())
-		c.Write([]byte("b\n"))
-		tr.CheckOrder()
+		if !wrapped {
+			tr.Turn(tr.LastRx(), time.Now())
+		}
+		w.Write([]byte("b\n"))
+		if !wrapped {
+			tr.CheckOrder()
+		}
 		return tr.Done("ok"), nil
 	}
-	if s, err := converse(); err != nil || s.ClientTurnNS == 0 {
-		t.Fatalf("in order: err %v, client_turn_ns %d", err, s.ClientTurnNS)
-	}
-	losstest.Arriving(t, 10)
-	for range 5 { // as path's test: a reply may have nothing out of order
-		if s, err := converse(); err == nil && s.ClientTurnNS == 0 {
-			return
+	for _, wrapped := range []bool{true, false} {
+		if s, err := converse(wrapped); err != nil || s.ClientTurnNS == 0 {
+			t.Fatalf("in order (Turns %v): err %v, client_turn_ns %d", wrapped, err, s.ClientTurnNS)
 		}
 	}
-	t.Error("replies with a tenth of their packets lost: every one kept its turn")
+	losstest.Arriving(t, 10)
+	for _, wrapped := range []bool{true, false} {
+		found := false
+		for range 5 { // as path's test: a reply may have nothing out of order
+			if s, err := converse(wrapped); err == nil && s.ClientTurnNS == 0 {
+				found = true
+				break
+			}
+		}
+		if !found {
+			t.Errorf("Turns %v: replies with a tenth of their packets lost: every one kept its turn", wrapped)
+		}
+	}
 }
