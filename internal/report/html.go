@@ -237,20 +237,23 @@ func pctPlot(s *Summary, proto string, cells []Cell, cmps []Comparison, xlabel s
 			}
 		}
 	}
+	var missing pctMissing
 	for _, p := range pathsOfCmp(cmps) {
 		ser := series{Name: p}
 		for _, c := range cmps {
 			if c.Path != p {
 				continue
 			}
-			v, ci := c.PctIncrease, c.CI95DiffMS
+			v, ci, why := c.PctIncrease, c.CI95DiffMS, c.NA["pct_increase"]
 			if bound {
 				if c.Throughput == nil {
+					missing.add(c.Conns, p, "no throughput")
 					continue
 				}
-				v, ci = c.Throughput.PctChange, c.Throughput.CI95Diff
+				v, ci, why = c.Throughput.PctChange, c.Throughput.CI95Diff, c.Throughput.NA["pct_change"]
 			}
 			if v == nil {
+				missing.add(c.Conns, p, why)
 				continue
 			}
 			pt := point{X: float64(c.Conns), Y: *v, Saturated: saturated[at{c.Path, c.Conns}] || saturated[at{s.Baseline, c.Conns}]}
@@ -261,7 +264,56 @@ func pctPlot(s *Summary, proto string, cells []Cell, cmps []Comparison, xlabel s
 		}
 		pct.Series = append(pct.Series, ser)
 	}
+	pct.Marks = missing.marks(len(pathsOfCmp(cmps)))
 	return pct
+}
+
+// pctMissing gathers the comparisons a % plot has no point for: by
+// connection count, the paths for each reason (the comparison's n/a).
+type pctMissing struct {
+	conns []int
+	why   map[int][]pathsWhy
+}
+
+type pathsWhy struct {
+	why   string
+	paths []string
+}
+
+func (m *pctMissing) add(conns int, path, why string) {
+	if why == "" {
+		why = "n/a"
+	}
+	if m.why == nil {
+		m.why = map[int][]pathsWhy{}
+	}
+	if _, ok := m.why[conns]; !ok {
+		m.conns = append(m.conns, conns)
+	}
+	for i := range m.why[conns] {
+		if pw := &m.why[conns][i]; pw.why == why {
+			pw.paths = append(pw.paths, path)
+			return
+		}
+	}
+	m.why[conns] = append(m.why[conns], pathsWhy{why, []string{path}})
+}
+
+// marks says under the plot, at each connection count, which paths have
+// no point there and why (all of them: no path named), so that a load
+// is never left out unsaid (trial12 M9).
+func (m *pctMissing) marks(paths int) []mark {
+	var out []mark
+	for _, n := range m.conns {
+		for _, pw := range m.why[n] {
+			who := ""
+			if len(pw.paths) < paths {
+				who = " for " + strings.Join(pw.paths, ", ")
+			}
+			out = append(out, mark{X: float64(n), Text: fmt.Sprintf("%d: no %%%s, %s", n, who, shorten(pw.why, 56))})
+		}
+	}
+	return out
 }
 
 // cdfPlot is the response times' CDF of each path at n connections.

@@ -353,3 +353,34 @@ func TestCompareSaysTheTargetsDiffer(t *testing.T) {
 		t.Errorf("notes %q", v.Notes)
 	}
 }
+
+// TestThePercentPlotSaysWhatItLeavesOut: a load whose % is n/a has no
+// point, and the plot says so at its x, with the paths (unless all) and
+// the reason; a plot with every % has no such line.
+func TestThePercentPlotSaysWhatItLeavesOut(t *testing.T) {
+	pctOf := func(s *Summary) *plot {
+		for _, p := range plots(s, "http") {
+			if strings.HasPrefix(p.ID, "pct-") {
+				return p
+			}
+		}
+		t.Fatal("no % plot")
+		return nil
+	}
+	s := Summarize(buildMulti())
+	if svg := pctOf(s).SVG(); strings.Contains(svg, "no %") {
+		t.Errorf("every %% drawn, yet a mark: %s", svg)
+	}
+	const why = "baseline mean not above its 95% CI half-width"
+	for i := range s.Comparisons {
+		if c := &s.Comparisons[i]; c.Conns == 10 || c.Conns == 100 && c.Path == "ipv6" {
+			c.PctIncrease, c.NA = nil, map[string]string{"pct_increase": why}
+		}
+	}
+	svg := pctOf(s).SVG()
+	for _, want := range []string{"10: no %, " + why, "100: no % for ipv6, " + why} {
+		if !strings.Contains(svg, html.EscapeString(want)) {
+			t.Errorf("the plot does not say %q: %s", want, svg)
+		}
+	}
+}

@@ -222,6 +222,15 @@ func TestAPathWithOnlyItsWarmupHasNoCountedRunYet(t *testing.T) {
 		!strings.Contains(text.String(), "ipv6: not comparable at 2 connections (ipv6 has no counted run yet: the result is partial)") {
 		t.Errorf("partial %+v, report.txt:\n%s", s.Partial, text.String())
 	}
+	// Every n/a of its comparison gives that one reason, the difference's
+	// too (trial12: "a path has no run means" beside it).
+	for _, c := range s.Comparisons {
+		for f, why := range c.NA {
+			if c.Path == "ipv6" && why != "ipv6 has no counted run yet: the result is partial" {
+				t.Errorf("ipv6's %s: n/a (%s)", f, why)
+			}
+		}
+	}
 	// The same path's counted run recorded, every transaction failed.
 	f.Runs = append(f.Runs, result.Run{Kind: result.KindRun, Cell: result.CellKey("http", "ipv6", 2), Protocol: "http", Path: "ipv6", Conns: 2, Run: 1,
 		Start: t0, End: t0.Add(time.Second), Failed: 1})

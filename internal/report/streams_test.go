@@ -40,6 +40,15 @@ func TestStreamsAreSaidEverywhere(t *testing.T) {
 		if !strings.Contains(txt.String(), "HTTP/2 (kept connections, 4 at once on each)") {
 			t.Errorf("%s: report.txt's titles do not say 4 at once:\n%s", spec, txt.String())
 		}
+		// Its means are per transaction, one of 4 at once; HTTP/1.1's
+		// per connection (trial12).
+		if !strings.Contains(txt.String(), "HTTP/2 (kept connections, 4 at once on each): average response time per transaction (4 at once on each connection)") ||
+			!strings.Contains(txt.String(), "HTTP/1.1: average response time per connection") {
+			t.Errorf("%s: report.txt's means titles:\n%s", spec, txt.String())
+		}
+		if !strings.Contains(html.String(), "HTTP versions: mean response time per transaction") {
+			t.Errorf("%s: report.html's versions plot is per connection", spec)
+		}
 		if !strings.Contains(txt.String(), "      HTTP/2 (4 at once)  +19.48") {
 			t.Errorf("%s: the HTTP versions side by side do not say 4 at once:\n%s", spec, txt.String())
 		}

@@ -292,9 +292,6 @@ func (z *Summarizer) Finish() *Summary {
 	if note := sendLateNote(s.Cells); note != "" {
 		s.Notes = append(s.Notes, note)
 	}
-	if note := clientTurnNote(s.Cells, s.Target, s.Lab["shaping"] != ""); note != "" {
-		s.Notes = append(s.Notes, note)
-	}
 	if note := fragmentNote(s); note != "" {
 		s.Notes = append(s.Notes, note)
 	}
@@ -305,6 +302,14 @@ func (z *Summarizer) Finish() *Summary {
 	connModel(s, z.spec.keepalive)
 	s.Comparisons = compare(s.Cells, s.Baseline)
 	s.Adjustment = adjust(s.Comparisons)
+	// After the comparisons: whether the paths' differences stand
+	// depends on how much of them the client's turns are.
+	gaps := turnGaps(s.Cells, s.Comparisons, func(g string) string { return groupCalled(s, g) })
+	for _, note := range []string{clientTurnNote(s.Cells, gaps, s.Target, s.Lab["shaping"] != ""), turnGapNote(gaps)} {
+		if note != "" {
+			s.Notes = append(s.Notes, note)
+		}
+	}
 	return s
 }
 

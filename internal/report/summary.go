@@ -416,8 +416,10 @@ const ms = float64(time.Millisecond)
 const ClientShare = 0.2
 
 // clientTurnNote names the cells whose client turns are more than
-// ClientShare of their wire time ("" if none).
-func clientTurnNote(cells []Cell, target string, shaped bool) string {
+// ClientShare of their wire time ("" if none). It says the paths'
+// differences stand only where no path's turns differ from the
+// baseline's by TurnPart or more of their difference (gaps, turnGaps).
+func clientTurnNote(cells []Cell, gaps []turnGap, target string, shaped bool) string {
 	type share struct {
 		cell string
 		pct  float64
@@ -444,8 +446,12 @@ func clientTurnNote(cells []Cell, target string, shaped bool) string {
 		more = " and " + stats.Count(len(over)-3, "more cell")
 	}
 	wait, advice := clientTurnAdvice(target, shaped)
-	return fmt.Sprintf("client turns are more than %.0f%% of the wire time in %s%s: there the figures are the client's own turnaround (its work, and %s) as much as the network's; paths pay it alike, so their differences stand. To shrink it, %s; docs/metrics.md",
-		100*ClientShare, strings.Join(named, ", "), more, wait, advice)
+	alike := fmt.Sprintf("paths pay it nearly alike: each path's turns differ from the baseline's by less than %.0f%% of its difference, so each difference stands, net of turns at least %.0f%% of its size", 100*TurnPart, 100*(1-TurnPart))
+	if len(gaps) > 0 {
+		alike = fmt.Sprintf("paths do not all pay it alike: in %s their turns differ by %.0f%% or more of the difference (the next note)", comparisons(len(gaps)), 100*TurnPart)
+	}
+	return fmt.Sprintf("client turns are more than %.0f%% of the wire time in %s%s: there the figures are the client's own turnaround (its work, and %s) as much as the network's; %s. To shrink it, %s; docs/metrics.md",
+		100*ClientShare, strings.Join(named, ", "), more, wait, alike, advice)
 }
 
 // clientTurnAdvice says what the client waits for besides its own work,
@@ -583,7 +589,9 @@ func notYet(cmp *Comparison, cells ...*Cell) {
 	for _, c := range cells {
 		if why := c.NA["mean_ms"]; strings.HasPrefix(why, "no counted run yet") {
 			for f, v := range cmp.NA {
-				if v == "no values" {
+				// Every figure the missing runs leave out says so alike,
+				// the difference itself too (trial12: two reasons in a column).
+				if v == "no values" || v == noRunMeans || v == noPairs {
 					cmp.NA[f] = c.Path + " has " + why
 				}
 			}
@@ -683,13 +691,20 @@ type runTest struct {
 	na                                       map[string]string
 }
 
+// The generic reasons a comparison's figures are missing when a path has
+// no runs (notYet says which path, and why, where it knows).
+const (
+	noRunMeans = "a path has no run means"
+	noPairs    = "no runs of both paths to pair"
+)
+
 func testRuns(bRuns []float64, bIdx []int, cRuns []float64, cIdx []int) runTest {
 	var t runTest
 	w := stats.Welch(bRuns, cRuns)
 	if len(bRuns) > 0 && len(cRuns) > 0 {
 		t.diff = ptr(w.Diff)
 	} else {
-		na(&t.na, "diff", "a path has no run means")
+		na(&t.na, "diff", noRunMeans)
 	}
 	if w.PctNA == "" {
 		t.pct = ptr(w.PctIncrease)
@@ -710,7 +725,7 @@ func testRuns(bRuns []float64, bIdx []int, cRuns []float64, cIdx []int) runTest 
 	if len(bp) > 0 && p.PctNA != stats.NotFinite && p.NA != "values too large to compare" {
 		t.pairedDiff = ptr(p.Diff)
 	} else {
-		na(&t.na, "paired_diff", cmp.Or(p.NA, "no runs of both paths to pair"))
+		na(&t.na, "paired_diff", cmp.Or(p.NA, noPairs))
 	}
 	if p.NA == "" {
 		t.paired = ptr(p.P)

@@ -660,7 +660,7 @@ func meanRows(p string, cells []Cell, conns []int, wired, turned bool) [][]strin
 			} else if why := c.MinorityNA(WireMetric); why != "" {
 				rows[5], rows[6] = append(rows[5], "n/a ("+why+")"), append(rows[6], "-")
 			} else {
-				rows[5] = append(rows[5], figure(w.Mean))
+				rows[5] = append(rows[5], FormatMS(w.Mean)) // as the mean above it: 166.8 and 167.0, not 167
 				rows[6] = append(rows[6], optRange(w.CI95, "fewer than two runs", " – "))
 			}
 		}
@@ -669,7 +669,7 @@ func meanRows(p string, cells []Cell, conns []int, wired, turned bool) [][]strin
 			if t := c.Metrics[ClientTurnMetric]; t == nil {
 				rows[i] = append(rows[i], "-")
 			} else {
-				rows[i] = append(rows[i], figure(t.Mean))
+				rows[i] = append(rows[i], FormatMS(t.Mean))
 			}
 		}
 	}
@@ -1191,11 +1191,15 @@ func (e *errWriter) Write(p []byte) (int, error) {
 const LoadEngine = "load"
 
 // perWhat is what a group's response time is per: a connection's
-// transaction, or a query of the load engine, whose conns are queries in
-// flight.
+// transaction, one of a connection's transactions at once (streams), or
+// a query of the load engine, whose conns are queries in flight.
 func perWhat(s *Summary, group string) string {
 	if s.Engines[group] == LoadEngine {
 		return "per query (conns: queries in flight)"
+	}
+	if n := groupStreams(s, group); n > 1 {
+		// Each figure is one transaction's, under n at once (trial12).
+		return fmt.Sprintf("per transaction (%d at once on each connection)", n)
 	}
 	return "per connection"
 }

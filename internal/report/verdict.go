@@ -64,6 +64,7 @@ type loadPoint struct {
 	worse float64
 	runs  int
 	na    string // why there is no comparison
+	pctNA string // why there is no percentage (the comparison's n/a)
 }
 
 // excludesZero says whether the raw 95% interval of the difference lies
@@ -194,6 +195,7 @@ func finishPoint(p loadPoint, pct, adj *float64, na string, base float64) loadPo
 		p.reach = max(math.Abs(p.ci[0]), math.Abs(p.ci[1])) / base * 100
 	}
 	p.significant = adj != nil && *adj < Alpha
+	p.pctNA = na
 	if pct != nil {
 		p.pct, p.hasPct = *pct, true
 		return p
@@ -336,20 +338,38 @@ func sameClause(same, ps []loadPoint, all bool, base string) string {
 }
 
 // reachOf is how far the points' intervals reach: in percent of the
-// baseline where every point has one, else in the figure's own unit; ""
-// when a point has no interval.
+// baseline where every point has one, else in the figure's own unit,
+// saying why (another group's line may give its reach in %: trial12);
+// "" when a point has no interval.
 func reachOf(ps []loadPoint) string {
 	if m := maxReach(ps); !math.IsInf(m, 1) && m < 1000 {
 		return pctText(m) // a reach of 1000% or more is said in the figure's unit
 	}
 	m, unit := 0.0, ""
+	var whys []string // in the order first met
+	at := map[string][]loadPoint{}
 	for _, p := range ps {
 		if p.ci == nil {
 			return ""
 		}
 		m, unit = max(m, math.Abs(p.ci[0]), math.Abs(p.ci[1])), p.unit
+		why := "over 1000% of the baseline's mean"
+		switch {
+		case math.IsInf(p.reach, 1):
+			why = cmp.Or(p.pctNA, "no baseline mean to take it of")
+		case p.reach < 1000:
+			continue
+		}
+		if at[why] == nil {
+			whys = append(whys, why)
+		}
+		at[why] = append(at[why], p)
 	}
-	return amount(m, unit)
+	var said []string
+	for _, why := range whys {
+		said = append(said, fmt.Sprintf("at %s, %s", loads(at[why]), why))
+	}
+	return fmt.Sprintf("%s (not in %%: %s)", amount(m, unit), strings.Join(said, "; "))
 }
 
 // amount is a difference's size in its unit: milliseconds, or seconds

@@ -120,15 +120,15 @@ func TestADNSAnswersFragmentsNameNoMTU(t *testing.T) {
 func TestTheClientTurnNoteAdvisesARateOnlyOnUnshapedLinks(t *testing.T) {
 	cells := []Cell{{Protocol: "http", Path: "ipv4", Conns: 10, Metrics: map[string]*MetricStat{
 		ClientTurnMetric: {N: 3, Mean: 1}, WireMetric: {N: 3, Mean: 2}}}}
-	if n := clientTurnNote(cells, "lab", false); !strings.Contains(n, "--rate 1G") {
+	if n := clientTurnNote(cells, nil, "lab", false); !strings.Contains(n, "--rate 1G") {
 		t.Errorf("unshaped: %q", n)
 	}
-	if n := clientTurnNote(cells, "lab", true); n == "" || strings.Contains(n, "--rate") {
+	if n := clientTurnNote(cells, nil, "lab", true); n == "" || strings.Contains(n, "--rate") {
 		t.Errorf("shaped: %q", n)
 	}
 	// Target hosts (a probe): no lab, no routers, no --rate (trial6 F5).
 	for _, target := range []string{"hosts", "loopback"} {
-		n := clientTurnNote(cells, target, false)
+		n := clientTurnNote(cells, nil, target, false)
 		if n == "" || strings.Contains(n, "--rate") || strings.Contains(n, "router") || strings.Contains(n, "lab's") || !strings.Contains(n, "--conns") {
 			t.Errorf("%s: %q", target, n)
 		}
@@ -220,19 +220,30 @@ func TestAConfidenceLevelIsNever100(t *testing.T) {
 
 // TestAWideIntervalIsNoReassurance: beside a significant load, a load
 // whose interval reaches far is not "within" it as a reassurance, and a
-// reach of 1000% or more is said in the figure's unit.
+// reach of 1000% or more, or one with no % at all, is said in the
+// figure's unit, with why not in % (another group's line may be).
 func TestAWideIntervalIsNoReassurance(t *testing.T) {
 	wide := cmpOf("http", "ipv6", 10, 2, 0.6)
 	wide.CI95PairedDiffMS = &[2]float64{-40, 40}
 	huge := cmpOf("http", "6in4", 10, 2, 0.6)
 	huge.CI95PairedDiffMS = &[2]float64{-2500, 2500}
+	noPct := cmpOf("http", "nat64", 10, 2, 0.6)
+	noPct.CI95PairedDiffMS = &[2]float64{-27.66, 20}
+	noPct.PctIncrease, noPct.NA = nil, map[string]string{"pct_increase": "baseline mean not above its 95% CI half-width"}
+	// Two loads without a % for two reasons: each said with its own.
+	mixedHuge, mixedNoPct := huge, noPct
+	mixedHuge.Path, mixedHuge.Conns, mixedNoPct.Path = "dual", 1, "dual"
 	s := &Summary{Baseline: "ipv4", Comparisons: []Comparison{
 		cmpOf("http", "ipv6", 1, 30, 0.001), wide,
 		cmpOf("http", "6in4", 1, 30, 0.001), huge,
+		cmpOf("http", "nat64", 1, 30, 0.001), noPct,
+		mixedHuge, mixedNoPct,
 	}, Cells: baseCells("http", 1, 10)}
 	want := map[string]string{
-		"http/ipv6": "30% slower at 1 connection, significant; no significant difference at 10 connections, but the 95% interval reaches ±40% (run more)",
-		"http/6in4": "30% slower at 1 connection, significant; no significant difference at 10 connections, but the 95% interval reaches ±2.5 s (run more)",
+		"http/ipv6":  "30% slower at 1 connection, significant; no significant difference at 10 connections, but the 95% interval reaches ±40% (run more)",
+		"http/6in4":  "30% slower at 1 connection, significant; no significant difference at 10 connections, but the 95% interval reaches ±2.5 s (not in %: at 10 connections, over 1000% of the baseline's mean) (run more)",
+		"http/nat64": "30% slower at 1 connection, significant; no significant difference at 10 connections, but the 95% interval reaches ±27.66 ms (not in %: at 10 connections, baseline mean not above its 95% CI half-width) (run more)",
+		"http/dual":  "no significant difference from ipv4 at every load, but the 95% interval of the difference reaches ±2.5 s (not in %: at 1 connection, over 1000% of the baseline's mean; at 10 connections, baseline mean not above its 95% CI half-width): too few or too scattered runs to tell (run more)",
 	}
 	for _, v := range Verdicts(s) {
 		if w := want[v.Group+"/"+v.Path]; v.Text != w {

@@ -166,7 +166,11 @@ func versionPlot(s *Summary) *plot {
 	}
 	conns := connsOf(cells)
 	logX := len(conns) > 1 && conns[len(conns)-1] >= 100*conns[0]
-	pl := &plot{ID: "rt-http-versions", Title: "HTTP versions: mean response time per connection, 95% CI, one line per version per path",
+	per := "per connection"
+	if slices.ContainsFunc(groups, func(g string) bool { return groupStreams(s, g) > 1 }) {
+		per = "per transaction" // some ran several at once on a connection (their lines say how many)
+	}
+	pl := &plot{ID: "rt-http-versions", Title: "HTTP versions: mean response time " + per + ", 95% CI, one line per version per path",
 		XLabel: "simultaneous connections per path", YLabel: "response time (ms)", LogX: logX}
 	for _, p := range versionPaths(s, groups) {
 		for _, g := range groups {

@@ -179,8 +179,14 @@ func TestClientTurnsBesideTheWire(t *testing.T) {
 			smp.ClientTurnNS = smp.WireNS / 3
 		}
 	}
-	n := strings.Join(Summarize(f).Notes, "\n")
-	if !strings.Contains(n, "client turns are more than 20% of the wire time in http/ipv6/2 33%") || strings.Contains(n, "ipv4") {
+	notes := Summarize(f).Notes
+	share := notes[slices.IndexFunc(notes, func(n string) bool { return strings.HasPrefix(n, "client turns are more than") })]
+	if !strings.Contains(share, "client turns are more than 20% of the wire time in http/ipv6/2 33%") || strings.Contains(share, "ipv4") {
+		t.Errorf("note: %s", share)
+	}
+	// ipv6's turns, a third of its wire time, against ipv4's 0.02-0.04
+	// ms: they are its difference, and the note after says so.
+	if n := strings.Join(notes, "\n"); !strings.Contains(n, "paths do not all pay it alike") || !strings.Contains(n, "http at 2 conns: ipv6's client turns are") {
 		t.Errorf("notes: %s", n)
 	}
 }
@@ -359,5 +365,21 @@ func TestNoWireRowFromAFewSamples(t *testing.T) {
 	// it is none in na.
 	if v6.NA["metrics."+WireMetric] != why {
 		t.Errorf("summary.json's na %v lacks %q", v6.NA, why)
+	}
+}
+
+// TestTheMeansTableGivesItsRowsOnePrecision: the wire mean and the client
+// turns under a mean of 166.8 are 167.0 and 120.0, not 167 and 120
+// (trial12: one column, two precisions).
+func TestTheMeansTableGivesItsRowsOnePrecision(t *testing.T) {
+	c := Cell{Protocol: "http", Path: "ipv4", Conns: 5, MeanMS: f64(166.8), Runs: []float64{166.8},
+		Metrics: map[string]*MetricStat{WireMetric: {N: 1, Mean: 167.04}, ClientTurnMetric: {N: 1, Mean: 120}}}
+	rows := meanRows("ipv4", []Cell{c}, []int{5}, true, true)
+	got := map[string]string{}
+	for _, r := range rows {
+		got[r[1]] = r[2]
+	}
+	if got["mean"] != "166.8" || got["wire mean"] != "167.0" || got["client turns"] != "120.0" {
+		t.Errorf("mean %q, wire mean %q, client turns %q", got["mean"], got["wire mean"], got["client turns"])
 	}
 }

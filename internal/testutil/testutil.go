@@ -6,9 +6,13 @@ package testutil
 import (
 	"net"
 	"os"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 )
 
 // RequireRoot skips a test (or benchmark) that needs root, saying why
@@ -42,4 +46,34 @@ func FreePort(tb testing.TB) int {
 	}
 	tb.Fatal("no free port")
 	return 0
+}
+
+// InOwnNetns runs the test on a locked thread in a new network namespace
+// (its loopback, up, carries only the test's packets), back in the old
+// one when it ends; it skips the test when not root, saying why.
+func InOwnNetns(t *testing.T, why string) {
+	t.Helper()
+	RequireRoot(t, why)
+	runtime.LockOSThread()
+	old, err := netns.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, err := netns.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		netns.Set(old)
+		ns.Close()
+		old.Close()
+		runtime.UnlockOSThread()
+	})
+	lo, err := netlink.LinkByName("lo")
+	if err == nil {
+		err = netlink.LinkSetUp(lo)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 }

@@ -41,6 +41,10 @@ type Trace struct {
 	// turns: the probe counts its client turns (CountTurns), so Open
 	// counts the lookup's.
 	turns bool
+	// reordered: a reply before a turn arrived out of order
+	// (Reordered), so its stamp is not when it was complete and the
+	// turns cannot be told from the network's wait.
+	reordered bool
 	// noLookup: the transaction's lookup sent no query (Lookup), so its
 	// resolve_ns is 0.
 	noLookup bool
@@ -174,11 +178,41 @@ func (c *turnConn) Read(p []byte) (int, error) {
 }
 
 func (c *turnConn) Write(p []byte) (int, error) {
-	if c.replied {
+	turned := c.replied
+	if turned {
 		c.t.Turn(c.t.LastRx(), time.Now())
 		c.replied = false
 	}
-	return c.Conn.Write(p)
+	n, err := c.Conn.Write(p)
+	if turned {
+		c.t.CheckOrder() // c may wrap the stamped connection: the trace knows it
+	}
+	return n, err
+}
+
+// Reordered records that a reply before one of the transaction's turns
+// arrived out of order (a segment after a lost one came first): the read
+// that completed it carries the early segment's stamp, so the turn from
+// it would hold the retransmission's wait, the network's time. The
+// sample's client_turn_ns is then left unset (CountTurns' rule: unset
+// rather than wrong).
+func (t *Trace) Reordered() { t.reordered = true }
+
+// CheckOrder asks the kernel, for a probe that counts its turns itself
+// (Turn), whether any of the transaction's stamped connections received a
+// segment out of order (path.StampedConn.Reordered), and records it
+// (Reordered). Called after a turn's send: the system call is then not
+// inside the client's turn.
+func (t *Trace) CheckOrder() {
+	if !t.turns || t.reordered {
+		return
+	}
+	for _, c := range t.conns {
+		if c.Reordered() {
+			t.reordered = true
+			return
+		}
+	}
 }
 
 // LastRx is the kernel's receive stamp of the last bytes the
@@ -442,6 +476,9 @@ func (t *Trace) MarkRead(field *int64) { *field = int64(t.lastRead.Sub(t.start))
 func (t *Trace) Done(marker string) result.Sample {
 	t.S.TotalNS = t.Since()
 	t.handshakeTurns()
+	if t.reordered {
+		t.S.ClientTurnNS = 0
+	}
 	if !t.lastRead.IsZero() {
 		t.S.TotalNS = int64(t.lastRead.Sub(t.start))
 	}

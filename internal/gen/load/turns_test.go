@@ -1,7 +1,10 @@
 package load
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"testing"
@@ -9,8 +12,11 @@ import (
 
 	"github.com/miekg/dns"
 
+	"v6lab/internal/proto/scripted"
 	"v6lab/internal/result"
 	"v6lab/internal/sock/path"
+	"v6lab/internal/testutil"
+	"v6lab/internal/testutil/losstest"
 	"v6lab/internal/testutil/servetest"
 )
 
@@ -165,4 +171,69 @@ func TestTurnsCountWritesAfterReads(t *testing.T) {
 		return
 	}
 	t.Error("no turn counted")
+}
+
+// TestCheckOrderFindsAReplyOutOfOrder: after a turn's send, on a
+// connection wrapped by Turns (HTTP's, SMTP's over their timing) or by a
+// probe that counts its turns itself and asks CheckOrder (FTP's), a reply
+// of 30 segments some of which came out of order (a tenth of the packets
+// arriving on loopback dropped) leaves the sample without client_turn_ns;
+// in order, it has its turn.
+func TestCheckOrderFindsAReplyOutOfOrder(t *testing.T) {
+	testutil.InOwnNetns(t, "needs root for a network namespace and a tc BPF program")
+	// converse is a request, its reply of 30 segments, and a turn.
+	converse := func(wrapped bool) (result.Sample, error) {
+		port := scripted.Serve(t, func(c net.Conn, in *bufio.Reader) {
+			c.(*net.TCPConn).SetNoDelay(true)
+			in.ReadString('\n')
+			for range 30 {
+				c.Write(make([]byte, 1000))
+				time.Sleep(200 * time.Microsecond) // a segment each
+			}
+			io.Copy(io.Discard, c)
+		})
+		tr := Begin("x", path.IPv4)
+		tr.CountTurns()
+		raw, err := net.Dial("tcp4", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer raw.Close()
+		raw.SetDeadline(time.Now().Add(5 * time.Second))
+		c := timedConn{tr.Stamp(raw), tr} // as Open gives it
+		var w net.Conn = c
+		if wrapped {
+			w = tr.Turns(c)
+		}
+		w.Write([]byte("a\n"))
+		if _, err := io.ReadFull(w, make([]byte, 30*1000)); err != nil {
+			return result.Sample{}, err
+		}
+		if !wrapped {
+			tr.Turn(tr.LastRx(), time.Now())
+		}
+		w.Write([]byte("b\n"))
+		if !wrapped {
+			tr.CheckOrder()
+		}
+		return tr.Done("ok"), nil
+	}
+	for _, wrapped := range []bool{true, false} {
+		if s, err := converse(wrapped); err != nil || s.ClientTurnNS == 0 {
+			t.Fatalf("in order (Turns %v): err %v, client_turn_ns %d", wrapped, err, s.ClientTurnNS)
+		}
+	}
+	losstest.Arriving(t, 10)
+	for _, wrapped := range []bool{true, false} {
+		found := false
+		for range 5 { // as path's test: a reply may have nothing out of order
+			if s, err := converse(wrapped); err == nil && s.ClientTurnNS == 0 {
+				found = true
+				break
+			}
+		}
+		if !found {
+			t.Errorf("Turns %v: replies with a tenth of their packets lost: every one kept its turn", wrapped)
+		}
+	}
 }

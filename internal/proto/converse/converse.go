@@ -77,6 +77,9 @@ func Run(ctx context.Context, proto string, s Server, conv evloop.Continuer, ref
 	tr.FirstReceived(r.FirstRx)
 	tr.SYNAt(r.SYN)
 	tr.ClientTurns(r.ClientTurns)
+	if r.Reordered {
+		tr.Reordered()
+	}
 	return tr, nil
 }
 

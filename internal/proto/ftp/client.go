@@ -132,6 +132,7 @@ func (s *session) cmd(line string, want ...int) (reply.Reply, error) {
 	if _, err := s.c.Write(b); err != nil {
 		return reply.Reply{}, err
 	}
+	s.tr.CheckOrder() // a reply out of order (a loss) would make the turn the network's
 	return s.expect(strings.Fields(line)[0], want...)
 }
 

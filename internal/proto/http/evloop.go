@@ -200,6 +200,9 @@ func (c *Client) endTxn(ctx context.Context, tr *load.Trace, t *evTxn, r evloop.
 	tr.FirstReceived(r.FirstRx)
 	tr.SYNAt(r.SYN)
 	tr.ClientTurns(r.ClientTurns)
+	if r.Reordered {
+		tr.Reordered()
+	}
 	objs := 0
 	if c.Objects {
 		objs = t.page.objs

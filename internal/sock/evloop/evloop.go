@@ -233,6 +233,11 @@ type Result struct {
 	// whose reply had no stamp, and requests on a new connection, are not
 	// in it.
 	ClientTurns time.Duration
+	// Reordered: a reply before one of the turns had a segment arrive
+	// out of order (after a lost one), so the read that completed it
+	// carried that segment's earlier stamp and ClientTurns holds the
+	// retransmission's wait too: the caller cannot use it.
+	Reordered bool
 	// Phase is where Err happened: "resolve" (the Lookup), "connect",
 	// "io" (sending or reading) or "reply" (the Feeder's error).
 	Phase string
@@ -1281,12 +1286,20 @@ func (l *loop) next(c *conn) bool {
 		l.reopen(c)
 		return false
 	}
-	if !c.replyRx.IsZero() {
+	turned := !c.replyRx.IsZero()
+	if turned {
 		c.res.ClientTurns += time.Since(c.replyRx)
 	}
 	if err := l.send(c); err != nil {
 		l.finish(c, "io", err)
 		return false
+	}
+	// Asked after the send, with the request on its way: a segment that
+	// came out of order left its early stamp on the reply (Reordered).
+	if turned && !c.res.Reordered && !c.x.UDP {
+		if ti, ok := tcpinfo.Read(c.fd); ok && ti.OutOfOrder > 0 {
+			c.res.Reordered = true
+		}
 	}
 	return true
 }

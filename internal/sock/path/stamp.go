@@ -159,6 +159,24 @@ func (s *StampedConn) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// Reordered says whether a TCP connection has received a segment out of
+// order so far (TCP_INFO's tcpi_rcv_ooopack). Its receive stamps are then
+// not the reply's end: a segment that came after a lost one keeps its own
+// arrival's stamp while it waits for the retransmission, and the read that
+// finally returns it carries that earlier stamp. False for UDP and for a
+// closed socket.
+func (s *StampedConn) Reordered() bool {
+	if s.UDP {
+		return false
+	}
+	reordered := false
+	_ = s.rc.Control(func(fd uintptr) {
+		ti, err := unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
+		reordered = err == nil && ti.Rcv_ooopack > 0
+	})
+	return reordered
+}
+
 // recv is a Read's recvmsg on the descriptor (false: nothing waits yet).
 func (r *stampRead) recv(fd uintptr) bool {
 	s, p := r.s, r.p

@@ -42,6 +42,10 @@ type Info struct {
 	// BytesIn and BytesAcked are the bytes received and the bytes of
 	// its own the peer acknowledged.
 	BytesIn, BytesAcked uint64
+	// OutOfOrder counts the segments that arrived out of order
+	// (tcpi_rcv_ooopack): each one, after a lost segment, waited in the
+	// kernel for the retransmission that filled the hole before it.
+	OutOfOrder int
 }
 
 // Read reads the TCP_INFO of socket fd; ok is false for a socket that is
@@ -63,6 +67,7 @@ func Read(fd int) (Info, bool) {
 		SinceData: time.Duration(ti.Last_data_recv) * time.Millisecond,
 		SinceAck:  time.Duration(ti.Last_ack_recv) * time.Millisecond,
 		BytesIn:   ti.Bytes_received, BytesAcked: ti.Bytes_acked,
+		OutOfOrder: int(ti.Rcv_ooopack),
 	}, true
 }
 

@@ -4,45 +4,19 @@ import (
 	"bytes"
 	"encoding/binary"
 	"net"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 	"v6lab/internal/testutil"
 
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
-// inOwnNetns runs the test on a locked thread in a new network namespace
-// (its loopback carries only the test's packets), back in the old one
-// when it ends.
+// inOwnNetns runs the test in a network namespace of its own.
 func inOwnNetns(t *testing.T) {
 	t.Helper()
-	testutil.RequireRoot(t, "needs root for a packet socket and a network namespace")
-	runtime.LockOSThread()
-	old, err := netns.Get()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns, err := netns.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		netns.Set(old)
-		ns.Close()
-		old.Close()
-		runtime.UnlockOSThread()
-	})
-	lo, err := netlink.LinkByName("lo")
-	if err == nil {
-		err = netlink.LinkSetUp(lo)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	testutil.InOwnNetns(t, "needs root for a packet socket and a network namespace")
 }
 
 // TestRingReadsFramesWithKernelStamps: frames sent after New arrive a
