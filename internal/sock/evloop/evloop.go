@@ -949,6 +949,27 @@ func (l *loop) finish(c *conn, phase string, err error) {
 	l.deliver(c)
 }
 
+// checkOrder marks an exchange that counted turns Reordered when its
+// connection received a segment out of order: a segment after a lost one
+// came first and left its early stamp on a reply, so a turn from it would
+// hold the retransmission's wait, the network's time. The kernel's count
+// is the connection's whole life's, so one question at the end answers
+// for every turn (a question a turn cost a page's four objects four
+// system calls); a reorder in the last reply, after the last turn, unsets
+// the turns too: unset rather than wrong.
+func (c *conn) checkOrder() {
+	if c.res.ClientTurns == 0 || c.res.Reordered || c.x.UDP || c.lookup || c.race != nil {
+		return
+	}
+	if c.res.TCP != nil {
+		c.res.Reordered = c.res.TCP.OutOfOrder > 0
+		return
+	}
+	if ti, ok := tcpinfo.Read(c.fd); ok && ti.OutOfOrder > 0 {
+		c.res.Reordered = true
+	}
+}
+
 // readTCP keeps the TCP_INFO of c's connection in its result (nothing
 // while its socket is a lookup's or a race's, or UDP).
 func (c *conn) readTCP() {
@@ -984,6 +1005,7 @@ func (l *loop) completed(c *conn) {
 	if c.x.TCPInfo {
 		c.readTCP()
 	}
+	c.checkOrder()
 	// Closed by the exchange's own goroutine (Do), which wakes now
 	// anyway: not in the loop, whose thread would carry the reset
 	// through the lab ahead of the batch's other exchanges, and with no
@@ -1293,13 +1315,6 @@ func (l *loop) next(c *conn) bool {
 	if err := l.send(c); err != nil {
 		l.finish(c, "io", err)
 		return false
-	}
-	// Asked after the send, with the request on its way: a segment that
-	// came out of order left its early stamp on the reply (Reordered).
-	if turned && !c.res.Reordered && !c.x.UDP {
-		if ti, ok := tcpinfo.Read(c.fd); ok && ti.OutOfOrder > 0 {
-			c.res.Reordered = true
-		}
 	}
 	return true
 }
