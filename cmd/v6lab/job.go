@@ -65,8 +65,8 @@ func output(cmd *cobra.Command) measure.Output {
 	strict, _ := cmd.Flags().GetBool("strict") // false where the command has no --strict
 	o := measure.Output{Out: cmd.OutOrStdout(), Err: errOut, Quiet: quiet(cmd), ToolVersion: toolVersion(), Strict: strict}
 	if isTerminal(errOut) {
-		o.Progress = func(total, done int, written measure.Written) measure.Progress {
-			return newBar(errOut, total, done, written)
+		o.Progress = func(total, done int, written measure.Written, pace *measure.Pace) measure.Progress {
+			return newBar(errOut, total, done, written, pace)
 		}
 	}
 	return o
