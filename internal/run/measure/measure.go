@@ -158,10 +158,14 @@ type Progress interface {
 }
 
 // InterruptedError is a job stopped by a signal: every finished run is
-// kept in Dir.
+// kept in Dir ("": stopped before its first run, nothing measured and no
+// result directory left).
 type InterruptedError struct{ Dir string }
 
 func (e *InterruptedError) Error() string {
+	if e.Dir == "" {
+		return "interrupted before the first run: nothing was measured"
+	}
 	return "interrupted: every finished run is kept in " + e.Dir
 }
 
