@@ -30,7 +30,7 @@ says so: export again when it ends.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if format != "parquet" {
-				return &exitError{code: 2, err: fmt.Errorf("--format: %q is not parquet", format)}
+				return &exitError{code: 2, err: fmt.Errorf("--format: %q is not parquet, the one format export writes; the figures per cell as CSV are results.csv in the result directory (v6lab report DIR --format csv prints them)", format)}
 			}
 			name, err := result.SamplesPath(args[0])
 			if err == nil {

@@ -32,7 +32,7 @@ func (f *loadFlags) register(cmd *cobra.Command, defConns string, defRuns int, r
 	fl.StringVar(&f.Name, "name", "", "name of the result directory (default: the command's)")
 	fl.BoolVar(&f.strict, "strict", false, "exit with status 3 when a counted run was left out of the figures (its wire did not prove its path); the result is kept")
 	fl.IntVar(&f.every, "sample-every", 1, "keep one sample row of every N of each run in the samples file; every figure is still of every sample (each run's record holds their totals): for load runs of millions of transactions (docs/formats.md)")
-	fl.DurationVar(&f.spin, "spin", evloop.SpinDefault(), "with one exchange in flight, the client polls its sockets this long before it sleeps, so the kernel's wake-up is not in the response time (0: never, the default on one CPU and on loopback; docs/metrics.md)")
+	fl.DurationVar(&f.spin, "spin", evloop.SpinDefault(), "with one exchange in flight, the client polls its sockets this long before it sleeps, so the kernel's wake-up is not in the response time (0: never, the default on one CPU and where v6lab's own servers or background traffic share this process, as in run --loopback; a probe of a server on a loopback address spins as against any host; docs/metrics.md)")
 }
 
 // registerTrial declares the flags of a command whose cell is one test (a
@@ -65,8 +65,8 @@ func output(cmd *cobra.Command) measure.Output {
 	strict, _ := cmd.Flags().GetBool("strict") // false where the command has no --strict
 	o := measure.Output{Out: cmd.OutOrStdout(), Err: errOut, Quiet: quiet(cmd), ToolVersion: toolVersion(), Strict: strict}
 	if isTerminal(errOut) {
-		o.Progress = func(total, done int, written measure.Written) measure.Progress {
-			return newBar(errOut, total, done, written)
+		o.Progress = func(total, done int, written measure.Written, pace *measure.Pace) measure.Progress {
+			return newBar(errOut, total, done, written, pace)
 		}
 	}
 	return o

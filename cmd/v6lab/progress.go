@@ -21,23 +21,22 @@ func isTerminal(w io.Writer) bool {
 
 // bar is the progress bar of a run: runs done of the plan, the cell that
 // just finished, the samples and bytes written so far (live, through a
-// long load run too), and an ETA.
+// long load run too), and the time left (measure.Pace).
 type bar struct {
 	p    *mpb.Progress
 	b    *mpb.Bar
 	cell *string
 }
 
-func newBar(w io.Writer, total, done int, written measure.Written) *bar {
+func newBar(w io.Writer, total, done int, written measure.Written, pace *measure.Pace) *bar {
 	p := mpb.New(mpb.WithOutput(w), mpb.WithWidth(40))
 	cell := new(string)
 	b := p.AddBar(int64(total),
 		mpb.PrependDecorators(decor.CountersNoUnit("run %d/%d "), decor.Any(func(decor.Statistics) string { return *cell })),
 		mpb.AppendDecorators(decor.Percentage(), decor.Any(func(decor.Statistics) string { return ", " + measure.WrittenText(written) }),
-			decor.Name(", ETA "), decor.AverageETA(decor.ET_STYLE_MMSS)),
+			decor.Any(func(st decor.Statistics) string { return ", about " + pace.Left(int(st.Current), time.Now()) + " left" })),
 	)
 	b.SetCurrent(int64(done))
-	b.DecoratorAverageAdjust(time.Now())
 	return &bar{p: p, b: b, cell: cell}
 }
 

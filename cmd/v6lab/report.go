@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"v6lab/internal/report"
+	"v6lab/internal/report/stats"
 	"v6lab/internal/result"
 	"v6lab/internal/run/survey/cli"
 )
@@ -76,7 +77,12 @@ Two paths to one result (one directory, a link to it, or a copy of its samples) 
 to be the same result, with no table (exit 0: no difference).`,
 		Example: `  v6lab compare results/quick-before results/quick-after
   v6lab compare results/a results/b --format json`,
-		Args: cobra.ExactArgs(2),
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 2 {
+				return fmt.Errorf("give two result directories, A then B (v6lab compare results/before results/after), not %s", stats.Count(len(args), "argument"))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if format != "text" && format != "json" {
 				return &exitError{code: 2, err: fmt.Errorf("--format: %q is not text or json", format)}

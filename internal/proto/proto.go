@@ -134,17 +134,24 @@ type Real struct {
 	// with options cells need (Caddy for HTTP/3), checked before a lab
 	// is built.
 	Needs func(cells []Options) []servers.Program
+	// ForPaths, when set, names the programs it starts for some paths
+	// alone (the DNS64 Unbound, for nat64) when real cells run over paths.
+	ForPaths func(paths []path.Path) []servers.Program
 }
 
-// Programs are the programs cells with options cells need of r: Program
-// (unless Uses says they need it not) and those Needs names.
-func (r *Real) Programs(cells []Options) []servers.Program {
+// Programs are the programs cells with options cells, run over paths
+// (RealPlace.Paths), need of r: Program (unless Uses says they need it
+// not) and those Needs and ForPaths name.
+func (r *Real) Programs(cells []Options, paths []path.Path) []servers.Program {
 	var out []servers.Program
 	if r.Uses == nil || r.Uses(cells) {
 		out = append(out, servers.Program{Name: r.Program, Package: r.Package})
 	}
 	if r.Needs != nil {
 		out = append(out, r.Needs(cells)...)
+	}
+	if r.ForPaths != nil {
+		out = append(out, r.ForPaths(paths)...)
 	}
 	return out
 }

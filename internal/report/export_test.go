@@ -78,13 +78,13 @@ func TestParquetReadsInDuckDB(t *testing.T) {
 		t.Fatalf("%v: %s", err, b)
 	}
 	for col, typ := range map[string]string{"cell": "string", "conns": "int64", "warmup": "bool", "counted": "bool",
-		"start": "timestamp[ns, tz=UTC]", "total_ns": "int64", "wire_ns": "int64", "err_kind": "string",
+		"start": "timestamp[ns, tz=UTC]", "total_ns": "int64", "negotiated": "string", "zero_rtt": "bool", "again": "int64", "wire_ns": "int64", "err_kind": "string",
 		"metrics": "map<string, double ('metrics')>", "intervals": "list<element: struct<start_ns: int64 not null, end_ns: int64 not null, bytes: int64 not null, retrans: int64 not null, rtt_us: int64 not null, cwnd: int64 not null, omitted: bool not null> not null>"} {
 		if got.Schema[col] != typ {
 			t.Errorf("column %s: %q, want %q", col, got.Schema[col], typ)
 		}
 	}
-	if len(got.Schema) != 27 {
+	if len(got.Schema) != 34 {
 		t.Errorf("%d columns: %v", len(got.Schema), got.Schema)
 	}
 	if got.Rows[0] != int64(len(f.Samples)) || got.Rows[1] != 2 || got.Rows[2] == 0 {

@@ -134,6 +134,13 @@ type parquetRow struct {
 	ClientTurnNS    int64              `parquet:"client_turn_ns"`
 	BytesIn         int64              `parquet:"bytes_in"`
 	BytesOut        int64              `parquet:"bytes_out"`
+	Negotiated      string             `parquet:"negotiated,dict"`
+	TLS             string             `parquet:"tls,dict"`
+	Kept            bool               `parquet:"kept"`
+	Resumed         bool               `parquet:"resumed"`
+	ZeroRTT         bool               `parquet:"zero_rtt"`
+	Again           int64              `parquet:"again"`
+	AgainConns      int64              `parquet:"again_conns"`
 	Marker          string             `parquet:"marker,dict"`
 	Err             string             `parquet:"err"`
 	ErrKind         string             `parquet:"err_kind,dict"`
@@ -193,7 +200,8 @@ func rowOf(s *Sample, counted bool) parquetRow {
 		Counted: counted, User: int64(s.User), Local: s.Local, Remote: s.Remote, DNSLocal: s.DNSLocal, Start: s.Start.UnixNano(),
 		ResolveNS: s.ResolveNS, ConnectNS: s.ConnectNS, TLSNS: s.TLSNS, FirstByteNS: s.FirstByteNS, TotalNS: s.TotalNS,
 		WireNS: s.WireNS, WireFirstByteNS: s.WireFirstByteNS, ClientTurnNS: s.ClientTurnNS, BytesIn: s.BytesIn, BytesOut: s.BytesOut,
-		Marker: s.Marker, Err: s.Err, ErrKind: string(s.ErrKind), Metrics: s.Metrics}
+		Negotiated: s.Negotiated, TLS: s.TLS, Kept: s.Kept, Resumed: s.Resumed, ZeroRTT: s.ZeroRTT,
+		Again: int64(s.Again), AgainConns: int64(s.AgainConns), Marker: s.Marker, Err: s.Err, ErrKind: string(s.ErrKind), Metrics: s.Metrics}
 	if s.Start.IsZero() {
 		r.Start = 0
 	}

@@ -27,7 +27,12 @@ import (
 // Postfix for SMTP and Dovecot for IMAP.
 
 // Program is a server program and the Debian package that installs it.
-type Program struct{ Name, Package string }
+type Program struct {
+	Name, Package string
+	// Role is the name a result's header gives the server it runs (h3,
+	// dns64); empty: its protocol's.
+	Role string
+}
 
 // ErrMissing is wrapped when a server program is not installed.
 var ErrMissing = errors.New("not installed")

@@ -23,14 +23,14 @@ func TestMissingServersAreNamedAtOnce(t *testing.T) {
 		}
 		return "/usr/sbin/" + p, nil
 	}
-	nginx, unbound, proftpd := Program{"nginx", "nginx-light"}, Program{"unbound", "unbound"}, Program{"proftpd", "proftpd-core"}
-	err := CheckInstalled([]Program{nginx, unbound, proftpd, {"postfix", "postfix"}, proftpd})
+	nginx, unbound, proftpd := Program{Name: "nginx", Package: "nginx-light"}, Program{Name: "unbound", Package: "unbound"}, Program{Name: "proftpd", Package: "proftpd-core"}
+	err := CheckInstalled([]Program{nginx, unbound, proftpd, {Name: "postfix", Package: "postfix"}, proftpd})
 	want := "servers: real servers not installed: unbound, proftpd; install them with scripts/install-deps --real (or apt-get install unbound proftpd-core)"
 	if err == nil || err.Error() != want || !errors.Is(err, ErrMissing) {
 		t.Errorf("got %v\nwant %s", err, want)
 	}
 	look = func(p string) (string, error) { return "/usr/sbin/" + p, nil }
-	if err := CheckInstalled([]Program{nginx, {"dovecot", "dovecot-imapd"}}); err != nil {
+	if err := CheckInstalled([]Program{nginx, {Name: "dovecot", Package: "dovecot-imapd"}}); err != nil {
 		t.Errorf("all installed: %v", err)
 	}
 }

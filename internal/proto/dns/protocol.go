@@ -80,7 +80,7 @@ at _PORT._https.NAME (RFC 9460 §9.1).`,
 		// A DNS server is reached by its address.
 		ByAddress: true,
 	},
-	Real: &proto.Real{Program: "unbound", Package: "unbound", Port: RealPort, Always: true, Start: startReal},
+	Real: &proto.Real{Program: "unbound", Package: "unbound", Port: RealPort, Always: true, Start: startReal, ForPaths: realForPaths},
 }
 
 // Options are a dns cell's options.
@@ -436,6 +436,18 @@ func (r running) Detail() string { return fmt.Sprintf("udp, tcp; names %v", r.na
 // RealPort is the real Unbound's port in the lab's server host.
 const RealPort = 53
 
+// realForPaths: a second Unbound, the DNS64 one, where a real cell runs
+// over the nat64 path (startReal).
+func realForPaths(paths []path.Path) []servers.Program {
+	if slices.Contains(paths, path.NAT64) {
+		return []servers.Program{{Name: "unbound", Package: "unbound", Role: dns64Role}}
+	}
+	return nil
+}
+
+// dns64Role is the DNS64 Unbound's name in a result's header.
+const dns64Role = "dns64"
+
 // startReal starts Unbound as the embedded server answers: the name with
 // both families (the tunnel's clients get its address as the AAAA, by a
 // view of their prefix) and the IPv4-only name; and, where a cell runs over
@@ -463,8 +475,8 @@ func startReal(ctx context.Context, at proto.RealPlace) (*proto.RealRunning, err
 			return nil, err
 		}
 		run.Stop = func() { d64.Stop(); ub.Stop() }
-		run.Roles = map[string][]string{"dns64 (real)": {serverKey}}
-		run.About["dns64 (real)"] = fmt.Sprintf("%s in the server namespace on %s: its dns64 module synthesises AAAA under %s for the nat64 path (the name as an IPv4-only host has it)", d64.Version, dns64, at.DNS64)
+		run.Roles = map[string][]string{dns64Role + " (real)": {serverKey}}
+		run.About[dns64Role+" (real)"] = fmt.Sprintf("%s in the server namespace on %s: its dns64 module synthesises AAAA under %s for the nat64 path (the name as an IPv4-only host has it)", d64.Version, dns64, at.DNS64)
 	}
 	return run, nil
 }

@@ -40,7 +40,7 @@ func realFit(opts proto.Options) error {
 func realNeeds(cells []proto.Options) []servers.Program {
 	for _, c := range cells {
 		if c.ServerFor() == ServerKeyH3 {
-			return []servers.Program{{Name: "caddy", Package: "caddy"}}
+			return []servers.Program{{Name: "caddy", Package: "caddy", Role: ServerKeyH3}}
 		}
 	}
 	return nil

@@ -84,14 +84,11 @@ func WritePlan(w io.Writer, exp *Experiment, where result.Where, note string, bo
 		est += labSetup + time.Duration(len(exp.Groups))*settlePerGroup
 		worst += labSetup
 	}
-	total := 0
+	total, sustained := 0, []string(nil)
 	for _, c := range exp.Groups {
-		tx := 0
 		for _, n := range c.Conns {
 			n *= c.Opts().PerUser() // workers: HTTP/2's streams run as many transactions a user at once
-			tx += n * c.Runs * len(c.Paths)
-			per := time.Duration(c.Pause) + 50*time.Millisecond + time.Duration(n)*300*time.Microsecond + time.Duration(c.Duration) + c.Opts().Estimate(n, cmpRate(c.LinkRate, bottleneck))
-			est += per * time.Duration(c.Runs*len(c.Paths))
+			est += c.runEstimate(n, bottleneck) * time.Duration(c.Runs*len(c.Paths))
 			for _, p := range c.Paths {
 				est += c.pmtuWait(p) * time.Duration(c.Runs) // a path MTU black hole waits
 			}
@@ -101,8 +98,12 @@ func WritePlan(w io.Writer, exp *Experiment, where result.Where, note string, bo
 			}
 			worst += (time.Duration(c.Pause) + time.Duration(c.Timeout) + time.Duration(c.Duration)) * time.Duration(c.Runs*len(c.Paths))
 		}
+		count, tx := c.transactions()
+		if c.Duration > 0 {
+			sustained = append(sustained, c.CellName())
+		}
 		total += tx
-		fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%d\t%d\t%v\t%d", c.CellName(), c.Protocol, c.Paths, c.Conns, c.Runs, c.Warmup, time.Duration(c.Timeout), tx)
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%d\t%d\t%v\t%s", c.CellName(), c.Protocol, c.Paths, c.Conns, c.Runs, c.Warmup, time.Duration(c.Timeout), count)
 		if targets {
 			fmt.Fprintf(tw, "\t%s", proto.Or(c.Opts().Destination(), "-"))
 		}
@@ -115,8 +116,11 @@ func WritePlan(w io.Writer, exp *Experiment, where result.Where, note string, bo
 	if settle.Worst > 0 {
 		bound += " and settling gives each path " + settle.Tries
 	}
-	fmt.Fprintf(w, "%s; estimated time about %s (at most %s if %s)\n",
-		stats.Count(total, "transaction"), est.Round(time.Second), worst.Round(time.Second), bound)
+	count := stats.Count(total, "transaction")
+	if len(sustained) > 0 {
+		count += fmt.Sprintf(" (and as many as the users of %s fit in their duration)", strings.Join(sustained, ", "))
+	}
+	fmt.Fprintf(w, "%s; estimated time about %s (at most %s if %s)\n", count, est.Round(time.Second), worst.Round(time.Second), bound)
 	first := plan[:min(len(plan), 6)]
 	var order []string
 	for _, st := range first {
@@ -126,6 +130,42 @@ func WritePlan(w io.Writer, exp *Experiment, where result.Where, note string, bo
 	if where != result.Hosts {
 		fmt.Fprintf(w, "servers the run starts: %s\n", exp.ServersStarted())
 	}
+}
+
+// transactions is a dry run's TRANSACTIONS column for c, and the count
+// it adds to the plan's: each user's transactions, one a run (HTTP/2's
+// streams: as many at once); for a sustained cell (duration) how many fit
+// is what the run measures, not known in advance, and adds none.
+func (c *CellGroup) transactions() (string, int) {
+	tx := 0
+	for _, n := range c.Conns {
+		tx += n * c.Opts().PerUser() * c.Runs * len(c.Paths)
+	}
+	if c.Duration > 0 {
+		return fmt.Sprintf("not known (%d user runs of %s)", tx, time.Duration(c.Duration)), 0
+	}
+	return fmt.Sprint(tx), tx
+}
+
+// runEstimate is the dry run's estimate of one run of c by n users (each
+// user's transactions at once counted: PerUser), bottleneck the lab's
+// link rate: its pause, a fixed cost, each user's start, its duration (a
+// sustained cell lasts it whatever its transactions) and its transfers.
+func (c *CellGroup) runEstimate(n int, bottleneck uint64) time.Duration {
+	return time.Duration(c.Pause) + 50*time.Millisecond + time.Duration(n)*300*time.Microsecond + time.Duration(c.Duration) + c.Opts().Estimate(n, cmpRate(c.LinkRate, bottleneck))
+}
+
+// StepEstimates is the dry run's estimate of each step of plan (Plan),
+// bottleneck the lab's link rate (0: none or not known), in its order:
+// what a progress display weighs the runs left by, so that a sustained
+// cell's runs count for their duration, not as one quick run each.
+func (e *Experiment) StepEstimates(plan []Step, bottleneck uint64) []time.Duration {
+	out := make([]time.Duration, len(plan))
+	for i, st := range plan {
+		c := &e.Groups[st.Group]
+		out[i] = c.runEstimate(st.Conns*c.Opts().PerUser(), bottleneck) + c.pmtuWait(st.Path)
+	}
+	return out
 }
 
 // ramps is the time plan's changes of background level wait for the

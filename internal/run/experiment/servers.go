@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/netip"
@@ -84,8 +85,8 @@ func (e *Experiment) ServersStarted() string {
 	}
 	var real []string
 	for _, p := range e.RealServers() {
-		for _, n := range p.Real.Programs(e.RealCells(p.Name)) {
-			real = append(real, n.Name+" ("+p.Name+")")
+		for _, n := range p.Real.Programs(e.RealCells(p.Name), e.RealPaths()) {
+			real = append(real, n.Name+" ("+cmp.Or(n.Role, p.Name)+")") // as the header names it
 		}
 	}
 	if len(real) > 0 {

@@ -58,15 +58,19 @@ cells:
 // uses: Caddy without nginx when every http cell speaks HTTP/3, nginx
 // without Caddy for HTTP/1.1 and HTTP/2, Unbound always (every real cell
 // looks its name up there); and the paths the real cells run over are
-// what the DNS64 Unbound's start reads (nat64 among them or not).
+// what the DNS64 Unbound's start reads (nat64 among them or not). Each is
+// named as the result's header names it: caddy (h3), unbound (dns64)
+// (trial12: the dry run left the DNS64 Unbound out, and called Caddy http).
 func TestRealServersStartedAreThoseTheCellsUse(t *testing.T) {
 	for _, tc := range []struct{ file, started string }{
 		{"name: r\nwhere: lab\nservers: real\npaths: [ipv4, ipv6]\ncells:\n  - {protocol: http, http_version: 3, conns: [1]}\n",
-			"real caddy (http), unbound (dns)"},
+			"real caddy (h3), unbound (dns)"},
 		{"name: r\nwhere: lab\nservers: real\npaths: [ipv4, ipv6]\ncells:\n  - {protocol: http, http_version: [1.1, 2], tls: true, conns: [1]}\n",
 			"real nginx (http), unbound (dns)"},
 		{"name: r\nwhere: lab\nservers: real\npaths: [ipv4, ipv6]\ncells:\n  - {protocol: http, http_version: [2, 3], conns: [1]}\n",
-			"real nginx (http), caddy (http), unbound (dns)"},
+			"real nginx (http), caddy (h3), unbound (dns)"},
+		{"name: r\nwhere: lab\nservers: real\npaths: [ipv4, nat64]\ncells:\n  - {protocol: dns, conns: [1]}\n",
+			"real unbound (dns), unbound (dns64)"},
 		{"name: r\nwhere: lab\nservers: real\npaths: [ipv4, ipv6]\ncells:\n  - {protocol: dns, conns: [1]}\n",
 			"real unbound (dns)"},
 	} {

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"v6lab/internal/gen/congestion"
 	"v6lab/internal/lab"
@@ -20,6 +22,11 @@ import (
 // it reads the job (once, then removes it), settles every path, and runs
 // the job with the captures its parent passed as fds 3 and 4.
 func Child(ctx context.Context, jobFile string, out measure.Output) error {
+	// Ctrl-C from its start: the default action would kill this process
+	// before measure.Do catches it (settling, captures), and the parent
+	// would report a killed child rather than an interrupted run.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	b, err := os.ReadFile(jobFile)
 	if err != nil {
 		return err
@@ -34,7 +41,9 @@ func Child(ctx context.Context, jobFile string, out measure.Output) error {
 		return fmt.Errorf("lab job %s: %w", jobFile, err)
 	}
 	probe := experiment.Probes(j.Endpoints)
-	if err := j.settle(ctx, probe); err != nil {
+	if err := j.settle(ctx, probe); ctx.Err() != nil {
+		return &measure.InterruptedError{} // the parent removes the empty result directory
+	} else if err != nil {
 		return err
 	}
 	impaired := j.PMTU != nil && j.PMTU.Lab.Drop().Any()
@@ -81,6 +90,9 @@ func Child(ctx context.Context, jobFile string, out measure.Output) error {
 	}
 	mj.Roles = roles(j.Lab["name"])
 	mj.Resume, mj.ResumeDir = j.resume(), j.Dir
+	if ctx.Err() != nil {
+		return &measure.InterruptedError{}
+	}
 	_, err = measure.Do(ctx, mj, out)
 	return err
 }

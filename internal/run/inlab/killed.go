@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"syscall"
 	"time"
 
 	"v6lab/internal/report"
@@ -62,6 +63,11 @@ func (r *Session) afterChild(job *Job, dir string, err error) error {
 	}
 	ce := &ChildKilledError{Killed: ke}
 	if !result.HasSamples(dir) {
+		if ke.Signal == syscall.SIGINT || ke.Signal == syscall.SIGTERM {
+			// Ctrl-C reached it before it could catch it (its first
+			// milliseconds): an interrupt, not a crash.
+			return &measure.InterruptedError{}
+		}
 		return ce
 	}
 	s, werr := report.WriteAll(dir)

@@ -17,7 +17,7 @@ import (
 func CheckReal(exp *experiment.Experiment) error {
 	var need []servers.Program
 	for _, p := range exp.RealServers() {
-		need = append(need, p.Real.Programs(exp.RealCells(p.Name))...)
+		need = append(need, p.Real.Programs(exp.RealCells(p.Name), exp.RealPaths())...)
 	}
 	return servers.CheckInstalled(need)
 }

@@ -20,6 +20,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -33,6 +34,7 @@ import (
 	"v6lab/internal/proto/all"
 	"v6lab/internal/run/experiment"
 	"v6lab/internal/run/host"
+	"v6lab/internal/run/measure"
 	"v6lab/internal/sock/path"
 	"v6lab/internal/wire/capture"
 )
@@ -163,6 +165,13 @@ func (r *Session) Do(ctx context.Context) error {
 		// it, cls_bpf filters stay with the namespaces.
 		cfg.BPFHook = "clsact"
 	}
+	// Ctrl-C before the measuring process starts stops the run once what
+	// was built is removed (without this the default action killed this
+	// process, leaving the lab, or, where the shell ignored SIGINT, the run
+	// went on); from the child's start, host.RunChild passes it on.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
 	l, err := lab.Up(ctx, cfg)
 	if err != nil {
 		return err
@@ -196,10 +205,17 @@ func (r *Session) Do(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if len(sig) > 0 {
+		if !r.Quiet && !r.Keep {
+			defer fmt.Fprintf(r.Err, "v6lab: the lab %q is removed\n", l.Name)
+		}
+		return &measure.InterruptedError{}
+	}
 	err = r.child(l, job, files)
 	var ce *ChildExitError
 	var ke *ChildKilledError
-	if (errors.As(err, &ce) || errors.As(err, &ke)) && !r.Quiet && !r.Keep {
+	var ie *measure.InterruptedError
+	if (errors.As(err, &ce) || errors.As(err, &ke) || errors.As(err, &ie)) && !r.Quiet && !r.Keep {
 		fmt.Fprintf(r.Err, "v6lab: the lab %q is removed\n", l.Name)
 	}
 	return err

@@ -101,7 +101,7 @@ type Output struct {
 	// Progress makes the progress display of total runs, done of them
 	// already, and what the samples' writer has written so far (nil:
 	// Lines on Err unless Quiet).
-	Progress func(total, done int, written Written) Progress
+	Progress func(total, done int, written Written, pace *Pace) Progress
 	// ToolVersion is recorded in the header.
 	ToolVersion string
 	// Strict makes a result with counted runs left out an error
@@ -158,10 +158,14 @@ type Progress interface {
 }
 
 // InterruptedError is a job stopped by a signal: every finished run is
-// kept in Dir.
+// kept in Dir ("": stopped before its first run, nothing measured and no
+// result directory left).
 type InterruptedError struct{ Dir string }
 
 func (e *InterruptedError) Error() string {
+	if e.Dir == "" {
+		return "interrupted before the first run: nothing was measured"
+	}
 	return "interrupted: every finished run is kept in " + e.Dir
 }
 
@@ -230,7 +234,7 @@ func Do(ctx context.Context, j Job, o Output) (string, error) {
 	plan := j.Exp.Plan()
 	r := &experiment.Executor{Exp: j.Exp, Probe: j.Probe, Header: hdr, Wire: j.Wire, Done: done, Rewarmed: rewarmed, Conditions: j.Conditions,
 		Segment: j.Segment, StartAt: j.StartAt, Totals: report.NewTotaler, TCPInfo: j.TCPInfo, Roles: j.Roles}
-	prog := o.progress(len(plan), len(done), r.Written)
+	prog := o.progress(len(plan), len(done), r.Written, NewPace(j.Exp, plan, done))
 	r.OnStep = func(done, total int, rec result.Run) { prog.Step(done, total, j.Exp.StepTitle(rec), rec) }
 	if !o.Quiet {
 		verb := "measuring"
@@ -414,29 +418,29 @@ func AllFailed(s *report.Summary, impaired map[string]bool) error {
 	return nil
 }
 
-func (o Output) progress(total, done int, written Written) Progress {
+func (o Output) progress(total, done int, written Written, pace *Pace) Progress {
 	switch {
 	case o.Quiet:
 		return none{}
 	case o.Progress != nil:
-		return o.Progress(total, done, written)
+		return o.Progress(total, done, written, pace)
 	}
-	return Lines(o.Err, done, written)
+	return Lines(o.Err, written, pace)
 }
 
 // Lines is the progress of a run whose output is not a terminal (a log):
 // one line every 10 s, with the samples written and an estimate of the
-// time left.
-func Lines(w io.Writer, done int, written Written) Progress {
-	return &lines{w: w, every: 10 * time.Second, start: time.Now(), last: time.Now(), from: done, written: written}
+// time left (pace's).
+func Lines(w io.Writer, written Written, pace *Pace) Progress {
+	return &lines{w: w, every: 10 * time.Second, last: time.Now(), written: written, pace: pace}
 }
 
 type lines struct {
-	w           io.Writer
-	every       time.Duration
-	start, last time.Time
-	from        int
-	written     Written
+	w       io.Writer
+	every   time.Duration
+	last    time.Time
+	written Written
+	pace    *Pace
 }
 
 func (l *lines) Step(done, total int, title string, r result.Run) {
@@ -445,11 +449,7 @@ func (l *lines) Step(done, total int, title string, r result.Run) {
 		return
 	}
 	l.last = now
-	eta := "?"
-	if n := done - l.from; n > 0 {
-		eta = (time.Duration(float64(now.Sub(l.start)) / float64(n) * float64(total-done))).Round(time.Second).String()
-	}
-	fmt.Fprintf(l.w, "v6lab: run %d/%d (%d%%), %s, %s, about %s left\n", done, total, 100*done/total, title, WrittenText(l.written), eta)
+	fmt.Fprintf(l.w, "v6lab: run %d/%d (%d%%), %s, %s, about %s left\n", done, total, 100*done/total, title, WrittenText(l.written), l.pace.Left(done, now))
 }
 
 func (l *lines) Done() {}

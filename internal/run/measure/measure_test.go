@@ -172,7 +172,7 @@ func TestProgressSaysWhatWasWritten(t *testing.T) {
 		Timeout: experiment.Duration(time.Second), Baseline: path.IPv4}
 	var last Written
 	var steps []string
-	o := Output{Out: io.Discard, Err: io.Discard, Progress: func(total, done int, w Written) Progress {
+	o := Output{Out: io.Discard, Err: io.Discard, Progress: func(total, done int, w Written, _ *Pace) Progress {
 		last = w
 		return stepFunc(func(title string) { steps = append(steps, title+": "+WrittenText(w)) })
 	}}
@@ -191,7 +191,7 @@ func TestProgressSaysWhatWasWritten(t *testing.T) {
 		t.Errorf("progress at each step: %q", steps)
 	}
 	var log strings.Builder
-	l := Lines(&log, 0, func() (int64, int64) { return 1234567, 45_600_000 }).(*lines)
+	l := Lines(&log, func() (int64, int64) { return 1234567, 45_600_000 }, nil).(*lines)
 	l.every, l.last = 0, time.Time{}
 	l.Step(1, 10, "DNS over ipv4, 100 conns", result.Run{Cell: "dns/ipv4/100"})
 	if want := "v6lab: run 1/10 (10%), DNS over ipv4, 100 conns, 1,234,567 samples, 45.6 MB, about "; !strings.HasPrefix(log.String(), want) {
