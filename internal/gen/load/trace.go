@@ -375,7 +375,7 @@ func (t *Trace) Sent(at time.Time) {
 // wire is the network's share of a completed transaction by the kernel's
 // stamps: from its first packet out to its last bytes in (0: unknown).
 func (t *Trace) wire() int64 {
-	last := t.LastRx()
+	last := t.wireEnd()
 	if t.firstTx.IsZero() && t.synCookie != 0 {
 		t.firstTx = path.SYNSent(t.synCookie)
 	}
@@ -383,6 +383,29 @@ func (t *Trace) wire() int64 {
 		return 0
 	}
 	return int64(last.Sub(t.firstTx))
+}
+
+// wireEnd is when the transaction's last bytes arrived: their receive
+// stamp (LastRx), or, when the read that took them returned late after it
+// (tcpinfo.LateRead) and a segment came out of order, the read's own
+// time. A read that completed a reply after a lost segment carries the
+// stamp of a segment that came before the retransmission, and ended the
+// wire time short of the retransmission's wait; the read returns as the
+// retransmission arrives, a wake-up later.
+func (t *Trace) wireEnd() time.Time {
+	last := t.LastRx()
+	if last.IsZero() || t.lastRead.Sub(last) <= tcpinfo.LateRead {
+		return last
+	}
+	for _, c := range t.conns {
+		if !t.reordered && c.Reordered() {
+			t.reordered = true
+		}
+	}
+	if t.reordered {
+		return t.lastRead
+	}
+	return last
 }
 
 // wireFirstByte is, by the kernel's stamps, the first packet out to the

@@ -233,10 +233,10 @@ type Result struct {
 	// whose reply had no stamp, and requests on a new connection, are not
 	// in it.
 	ClientTurns time.Duration
-	// Reordered: a reply before one of the turns had a segment arrive
-	// out of order (after a lost one), so the read that completed it
-	// carried that segment's earlier stamp and ClientTurns holds the
-	// retransmission's wait too: the caller cannot use it.
+	// Reordered: a reply had a segment arrive out of order (after a lost
+	// one), so the read that completed it carried that segment's earlier
+	// stamp: ClientTurns holds the retransmission's wait too, and LastRx
+	// may be short of it (checkOrder).
 	Reordered bool
 	// Phase is where Err happened: "resolve" (the Lookup), "connect",
 	// "io" (sending or reading) or "reply" (the Feeder's error).
@@ -949,16 +949,19 @@ func (l *loop) finish(c *conn, phase string, err error) {
 	l.deliver(c)
 }
 
-// checkOrder marks an exchange that counted turns Reordered when its
-// connection received a segment out of order: a segment after a lost one
-// came first and left its early stamp on a reply, so a turn from it would
-// hold the retransmission's wait, the network's time. The kernel's count
-// is the connection's whole life's, so one question at the end answers
-// for every turn (a question a turn cost a page's four objects four
-// system calls); a reorder in the last reply, after the last turn, unsets
-// the turns too: unset rather than wrong.
+// checkOrder marks an exchange Reordered when its connection received a
+// segment out of order: a segment after a lost one came first and left
+// its early stamp on a reply, so a turn from it would hold the
+// retransmission's wait, the network's time, and the wire's end (LastRx)
+// would be short of it. Asked when the exchange counted turns, or when its
+// last read returned late after its stamp (tcpinfo.LateRead). The
+// kernel's count is the connection's whole life's, so one question at the
+// end answers for every turn (a question a turn cost a page's four
+// objects four system calls); a reorder in the last reply, after the last
+// turn, unsets the turns too: unset rather than wrong.
 func (c *conn) checkOrder() {
-	if c.res.ClientTurns == 0 || c.res.Reordered || c.x.UDP || c.lookup || c.race != nil {
+	late := !c.res.LastRx.IsZero() && c.res.LastRead.Sub(c.res.LastRx) > tcpinfo.LateRead
+	if (c.res.ClientTurns == 0 && !late) || c.res.Reordered || c.x.UDP || c.lookup || c.race != nil {
 		return
 	}
 	if c.res.TCP != nil {

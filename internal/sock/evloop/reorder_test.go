@@ -14,6 +14,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"v6lab/internal/proto/scripted"
+	"v6lab/internal/sock/tcpinfo"
 	"v6lab/internal/testutil"
 	"v6lab/internal/testutil/losstest"
 )
@@ -46,7 +47,7 @@ func TestReorderedReplyIsSaid(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := engine(t)
-	converse := func() Result {
+	converse := func(reqs ...string) Result {
 		port := scripted.Serve(t, func(c net.Conn, in *bufio.Reader) {
 			c.(*net.TCPConn).SetNoDelay(true)
 			for {
@@ -66,16 +67,32 @@ func TestReorderedReplyIsSaid(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		return e.Do(ctx, &Exchange{Remote: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port)),
-			Request: []byte("a\n"), Reply: &lines{reqs: []string{"b", "c"}}})
+			Request: []byte("a\n"), Reply: &lines{reqs: reqs}})
 	}
-	if r := converse(); r.Err != nil || r.Reordered || r.ClientTurns == 0 {
+	if r := converse("b", "c"); r.Err != nil || r.Reordered || r.ClientTurns == 0 {
 		t.Fatalf("in order: err %v, reordered %v, turns %v", r.Err, r.Reordered, r.ClientTurns)
 	}
 	losstest.Arriving(t, 10)
 	// Two replies before turns with no segment lost before their last
 	// (about 0.2% of them) have nothing out of order: five tries.
+	// One reply alone, no turn: a last read that returned long after its
+	// stamp (a retransmission's wait behind it) is asked about, so that
+	// the wire's end is not taken at the early stamp.
+	late := 0
+	for range 10 {
+		r := converse()
+		if r.Err != nil || r.LastRx.IsZero() || r.LastRead.Sub(r.LastRx) <= tcpinfo.LateRead {
+			continue
+		}
+		if late++; !r.Reordered {
+			t.Errorf("a reply read %v after its stamp, not Reordered", r.LastRead.Sub(r.LastRx))
+		}
+	}
+	if late == 0 {
+		t.Error("ten replies of 30 segments with a tenth lost: no read came late after its stamp")
+	}
 	for range 5 {
-		if r := converse(); r.Err == nil && r.Reordered {
+		if r := converse("b", "c"); r.Err == nil && r.Reordered {
 			return
 		}
 	}

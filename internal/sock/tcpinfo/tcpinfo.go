@@ -85,3 +85,14 @@ const StallQuiet = time.Second
 // Stalled says whether a connection read when its transaction timed out
 // had stalled: it was up, and nothing moved on it for StallQuiet or more.
 func (i Info) Stalled() bool { return i.Established && i.Quiet() >= StallQuiet }
+
+// LateRead is how long after its bytes' receive stamp a read may return
+// before the stamp is doubted. The kernel stamps a read with its last
+// segment's arrival; when a segment was lost, the ones after it arrive
+// first and wait for its retransmission, so the read that takes them all
+// returns a retransmission's wait (a fast retransmit's round trip, or an
+// RTO of 200 ms and more) after that early stamp. A read this late is
+// asked about (OutOfOrder); one sooner is taken at its stamp: a client's
+// wake-up on an idle host is tens of µs, and a question a read would cost
+// every transaction a system call.
+const LateRead = 200 * time.Microsecond
