@@ -121,3 +121,19 @@ func TestCompareSaysStreamsDiffer(t *testing.T) {
 		t.Errorf("alike: %q", v.Notes)
 	}
 }
+
+// TestCompareSaysDurationDiffers: compare of a group run sustained
+// (duration) with the same group run one transaction a user names the
+// difference: the figures are not of the same load (trial13 M3).
+func TestCompareSaysDurationDiffers(t *testing.T) {
+	a := Summarize(versionsFile(t, streamsSpec("", ""), tlsConn, keptConn))
+	b := Summarize(versionsFile(t, streamsSpec(`,"duration":"2s"`, ""), tlsConn, keptConn))
+	notes := strings.Join(CompareSummaries("A", a, "B", b).Notes, "\n")
+	if !strings.Contains(notes, "http/2: duration differs: A none (one transaction a user a run); B 2s a run (each user repeating transactions)") ||
+		strings.Contains(notes, "http: duration") {
+		t.Errorf("notes %q", notes)
+	}
+	if notes := CompareSummaries("A", b, "B", b).Notes; strings.Contains(strings.Join(notes, "\n"), "duration differs") {
+		t.Errorf("alike: %q", notes)
+	}
+}

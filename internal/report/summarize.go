@@ -249,7 +249,7 @@ func (z *Summarizer) Finish() *Summary {
 		Notes: append(append([]string(nil), h.Notes...), z.runNotes...), Lab: h.Lab, Servers: h.Servers, ServerRoles: h.ServerRoles, Machine: machine(h),
 		LeftOutRuns: z.leftOut, Segment: h.Segment, Scale: z.spec.scale, Seed: z.spec.seed, Engines: z.spec.engines, Dialers: z.spec.dialers,
 		HTTPVersions: z.spec.versions, HTTPCleartext: z.spec.cleartext, HTTPH2C: z.spec.h2c, IPLiteral: z.spec.literal, labelled: z.spec.labelled,
-		SampleEvery: h.SampleEvery, groupProto: z.spec.protos, plainSpec: z.spec.plain}
+		SampleEvery: h.SampleEvery, groupProto: z.spec.protos, groupDuration: z.spec.durations, plainSpec: z.spec.plain}
 	s.Notes = append(s.Notes, z.wire.notes(z.spec.speaksQUIC())...)
 	if z.rewarms > 0 {
 		s.Notes = append(s.Notes, fmt.Sprintf("resumed: %s (not counted) warmed each cell again before its first counted run in the resuming process (its connections, sessions and caches were cold)", stats.Count(z.rewarms, "re-warm run")))
@@ -488,6 +488,8 @@ type specFacts struct {
 	literal, labelled []string
 	// keepalive names the groups that asked to keep connections.
 	keepalive []string
+	// durations are the groups' sustained durations (duration), by name.
+	durations map[string]string
 	// streams are, by name, the groups whose users ran more than one
 	// transaction at once on each connection (streams: N), and N.
 	streams map[string]int
@@ -511,11 +513,13 @@ type specGroup struct {
 	Keepalive bool `json:"keepalive"`
 	// Streams is how many transactions at once each user ran on its
 	// connection (streams; 0: not named, one at a time).
-	Streams int               `json:"streams"`
-	Params  map[string]string `json:"params"`
-	Paths   []string          `json:"paths"`
-	Conns   []int             `json:"conns"`
-	Runs    int               `json:"runs"`
+	Streams int `json:"streams"`
+	// Duration is the sustained mode's time a run ("" or "0s": none).
+	Duration string            `json:"duration"`
+	Params   map[string]string `json:"params"`
+	Paths    []string          `json:"paths"`
+	Conns    []int             `json:"conns"`
+	Runs     int               `json:"runs"`
 }
 
 // readSpec reads the header's spec, whatever version wrote it: a field of
@@ -556,6 +560,9 @@ func readSpec(spec any) specFacts {
 		set(&f.dialers, g.Dialer)
 		set(&f.versions, g.HTTP)
 		set(&f.protos, g.Protocol)
+		if g.Duration != "0s" {
+			set(&f.durations, g.Duration)
+		}
 		clear := !g.TLS && !strings.HasPrefix(g.URL, "https:")
 		if clear && !slices.Contains(f.plain, name) {
 			f.plain = append(f.plain, name)
@@ -603,6 +610,7 @@ func specGroupOf(raw json.RawMessage) specGroup {
 	json.Unmarshal(fields["tls"], &g.TLS)
 	json.Unmarshal(fields["url"], &g.URL)
 	json.Unmarshal(fields["keepalive"], &g.Keepalive)
+	json.Unmarshal(fields["duration"], &g.Duration)
 	var params map[string]json.RawMessage
 	json.Unmarshal(fields["params"], &params)
 	for k, v := range params {

@@ -105,7 +105,10 @@ type Summary struct {
 	// plainSpec the groups whose spec asks for no TLS (no tls, no https
 	// url): compare's words for a group that names no http_version.
 	groupProto map[string]string
-	plainSpec  []string
+	// groupDuration is each cell group's sustained duration as its spec
+	// names it ("" or absent: one transaction a user a run), for compare.
+	groupDuration map[string]string
+	plainSpec     []string
 }
 
 // Partial says how much of a stopped experiment's plan a result holds:

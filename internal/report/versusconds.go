@@ -141,6 +141,7 @@ func groupNotes(a, b *Summary) []string {
 			{"dialer", a.Dialers[g], b.Dialers[g], false, false},
 			{"connections", connKind(a, g, va), connKind(b, g, vb), false, false},
 			{"streams", strconv.Itoa(groupStreams(a, g)), strconv.Itoa(groupStreams(b, g)), false, false},
+			{"duration", durationWords(a.groupDuration[g]), durationWords(b.groupDuration[g]), false, false},
 		} {
 			if d.a != d.b {
 				notes = append(notes, fmt.Sprintf("%s: %s differs: A %s; B %s", g, d.what, groupWords(d.a, d.defA), groupWords(d.b, d.defB)))
@@ -148,6 +149,17 @@ func groupNotes(a, b *Summary) []string {
 		}
 	}
 	return notes
+}
+
+// durationWords says how a group's users ran: for a duration, repeating
+// transactions (sustained), else one transaction each a run: figures of
+// the two are not of the same load (a kept connection's many against a
+// new one's one).
+func durationWords(d string) string {
+	if d == "" {
+		return "none (one transaction a user a run)"
+	}
+	return d + " a run (each user repeating transactions)"
 }
 
 // defaultVersion is what an http cell that names no http_version speaks
