@@ -117,7 +117,10 @@ func WritePlan(w io.Writer, exp *Experiment, where result.Where, note string, bo
 		bound += " and settling gives each path " + settle.Tries
 	}
 	count := stats.Count(total, "transaction")
-	if len(sustained) > 0 {
+	switch {
+	case len(sustained) > 0 && total == 0: // sustained cells alone: no count known in advance
+		count = fmt.Sprintf("as many transactions as the users of %s fit in their duration", strings.Join(sustained, ", "))
+	case len(sustained) > 0:
 		count += fmt.Sprintf(" (and as many as the users of %s fit in their duration)", strings.Join(sustained, ", "))
 	}
 	fmt.Fprintf(w, "%s; estimated time about %s (at most %s if %s)\n", count, est.Round(time.Second), worst.Round(time.Second), bound)

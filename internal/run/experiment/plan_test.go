@@ -35,3 +35,23 @@ cells:
 		t.Errorf("the sustained cell's row reads as a count:\n%s", out)
 	}
 }
+
+// TestDryRunOfSustainedCellsAlone (trial13): a plan of sustained cells
+// alone says no "0 transactions": it says their count is not known.
+func TestDryRunOfSustainedCellsAlone(t *testing.T) {
+	e, err := Parse("sus.yaml", []byte(`name: sus
+where: lab
+paths: [ipv4]
+runs: 2
+cells:
+  - {protocol: dns, label: kept, conns: [2], duration: 2s}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	WritePlan(&b, e, result.Lab, "", 0, Settling{})
+	if out := b.String(); strings.Contains(out, "0 transactions") || !strings.Contains(out, "\nas many transactions as the users of kept fit in their duration; estimated time about ") {
+		t.Errorf("dry run:\n%s", out)
+	}
+}
