@@ -199,8 +199,12 @@ func cmpOr(a, b string) string {
 }
 
 // TunnelLine says which 6in4 tunnel carried a lab run's 6in4 path, and
-// warns when it was the userspace one ("" when the run had none).
+// warns when it was the userspace one ("" when the run had none, or no
+// cell ran over 6in4: the lab builds its tunnel whatever the paths).
 func TunnelLine(s *Summary) string {
+	if !slices.ContainsFunc(s.Cells, func(c Cell) bool { return c.Path == string(path.SixIn4) }) {
+		return ""
+	}
 	t := s.Lab["tunnel"]
 	head := "6in4 tunnel: " + t
 	if mtu := s.Lab["tunnel_mtu"]; mtu != "" {

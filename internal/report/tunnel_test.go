@@ -14,7 +14,7 @@ func TestReportsSayWhichTunnel(t *testing.T) {
 		"bpf":       "6in4 tunnel: bpf (v6lab's tc BPF programs in the kernel datapath, attached by tcx)",
 		"userspace": "WARNING: the 6in4 figures include the cost of v6lab's userspace tunnel",
 	} {
-		s := &Summary{Name: "quick", Baseline: "ipv4", Target: "lab", Lab: map[string]string{"tunnel": impl, "tunnel_hook": "tcx"}}
+		s := &Summary{Name: "quick", Baseline: "ipv4", Target: "lab", Lab: map[string]string{"tunnel": impl, "tunnel_hook": "tcx"}, Cells: sixIn4Cell}
 		var txt, html bytes.Buffer
 		if err := Text(&txt, s); err != nil {
 			t.Fatal(err)
@@ -32,7 +32,7 @@ func TestReportsSayWhichTunnel(t *testing.T) {
 	// The tunnel's MTU, the one condition that changes the 6in4 path
 	// (trial8 F7).
 	var mtu bytes.Buffer
-	Text(&mtu, &Summary{Name: "mtu", Baseline: "ipv4", Target: "lab", Lab: map[string]string{"tunnel": "bpf", "tunnel_mtu": "1280"}})
+	Text(&mtu, &Summary{Name: "mtu", Baseline: "ipv4", Target: "lab", Lab: map[string]string{"tunnel": "bpf", "tunnel_mtu": "1280"}, Cells: sixIn4Cell})
 	if !strings.Contains(mtu.String(), "6in4 tunnel: bpf, MTU 1280 (v6lab's tc BPF programs") {
 		t.Errorf("report.txt does not say the tunnel's MTU:\n%s", mtu.String())
 	}
@@ -41,7 +41,18 @@ func TestReportsSayWhichTunnel(t *testing.T) {
 	if strings.Contains(txt.String(), "tunnel") {
 		t.Errorf("a run without a lab names a tunnel:\n%s", txt.String())
 	}
+	// A lab run over ipv4 and ipv6 alone: the lab built its tunnel, but
+	// no figure went through it (trial13).
+	txt.Reset()
+	Text(&txt, &Summary{Name: "quick", Baseline: "ipv4", Target: "lab", Lab: map[string]string{"tunnel": "bpf"},
+		Cells: []Cell{{Protocol: "http", Path: "ipv4", Conns: 1}, {Protocol: "http", Path: "ipv6", Conns: 1}}})
+	if strings.Contains(txt.String(), "6in4 tunnel") {
+		t.Errorf("a run with no 6in4 cell names the tunnel:\n%s", txt.String())
+	}
 }
+
+// sixIn4Cell is a summary's cells with one over 6in4.
+var sixIn4Cell = []Cell{{Protocol: "http", Path: "6in4", Conns: 1}}
 
 // TestReportTxtHasAHeader: report.txt says what ran where: tool, host,
 // kernel, date, tunnel, congestion control, links and how they are
@@ -50,7 +61,7 @@ func TestReportTxtHasAHeader(t *testing.T) {
 	s := &Summary{Name: "quick", Baseline: "ipv4", Target: "lab", Created: t0,
 		Machine: map[string]string{"tool": "v6lab v1", "host": "h", "kernel": "6.18.0", "cpus": "2"},
 		Lab:     map[string]string{"tunnel": "bpf", "tunnel_hook": "tcx", "congestion": "cubic", "links": "client-r1 unshaped, mtu 1500", "server_tcp": "bare: SACK off", "shaping": "tc tbf at the link rate"},
-		Servers: map[string]string{"http": "embedded (Go net/http)"}}
+		Servers: map[string]string{"http": "embedded (Go net/http)"}, Cells: sixIn4Cell}
 	var b bytes.Buffer
 	Text(&b, s)
 	for _, want := range []string{"v6lab v1 on h (kernel 6.18.0, 2 CPUs), 2026-11-22 12:00 UTC", "6in4 tunnel: bpf", "TCP congestion control in the lab: cubic",
