@@ -37,6 +37,10 @@ func ParseVersion(s string) (string, error) {
 	case "3", "3.0":
 		return Version3, nil
 	}
+	if strings.Contains(s, ",") {
+		// A list is an experiment file's: one cell group per version.
+		return "", fmt.Errorf("%q is a list: give one version, 1.1, 2 or 3 (a list, [1.1, 2, 3], is for a cell's http_version in an experiment file, one cell group per version: docs/experiments.md)", s)
+	}
 	return "", fmt.Errorf("%q is not an HTTP version v6lab speaks: want 1.1, 2 or 3", s)
 }
 

@@ -244,6 +244,7 @@ func TestVersionOptions(t *testing.T) {
 		want  string
 	}{
 		{"unknown", opts("4", nil), result.Lab, `http_version: "4" is not an HTTP version v6lab speaks: want 1.1, 2 or 3`},
+		{"a flag's list", opts("1.1,2,3", nil), result.Lab, `http_version: "1.1,2,3" is a list: give one version, 1.1, 2 or 3 (a list, [1.1, 2, 3], is for a cell's http_version in an experiment file`},
 		{"h3 over http", opts("3", func(o *Options) { o.URL = "http://www.example.org/" }), result.Hosts, "http_version: 3 runs over QUIC, which is always TLS, but the url is http://"},
 		{"curl", opts("2", func(o *Options) { o.Client, o.File = "curl", "1M" }), result.Lab, "http_version: 2 is spoken by v6lab's own client: client: curl"},
 		{"wget", opts("3", func(o *Options) { o.Client, o.File = "wget", "1M" }), result.Lab, "http_version: 3 is spoken by v6lab's own client: client: wget"},
