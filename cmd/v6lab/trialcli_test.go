@@ -92,6 +92,10 @@ func TestNotARegularFileSaysWhatItIs(t *testing.T) {
 // exit 2, as bad input does, and compare's errors do not begin "report:".
 func TestAResultDirectoryThatIsNoneIsBadInput(t *testing.T) {
 	empty := t.TempDir()
+	spec := filepath.Join(t.TempDir(), "my.yaml") // an experiment file given as a result
+	if err := os.WriteFile(spec, []byte("name: my\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		args []string
 		want string
@@ -99,6 +103,7 @@ func TestAResultDirectoryThatIsNoneIsBadInput(t *testing.T) {
 		{[]string{"report", "/nonexistent"}, "result: /nonexistent does not exist"},
 		{[]string{"compare", "/nonexistent", empty}, "result: /nonexistent does not exist"},
 		{[]string{"compare", empty, empty}, "result: " + empty + ": no samples.jsonl.zst nor samples.jsonl in it: not a result directory"},
+		{[]string{"compare", spec, empty}, "result: " + spec + " is a file, not a result directory (a run's --results directory, with its samples.jsonl.zst)"},
 		{[]string{"export", "/nonexistent"}, "result: /nonexistent does not exist"},
 		{[]string{"run", "--resume", "/nonexistent"}, "resume: result: /nonexistent does not exist"},
 	} {

@@ -33,10 +33,12 @@ const maxWindow = 64 << 20
 // plain one of an older result; an error names both when neither is
 // there.
 func SamplesPath(dir string) (string, error) {
-	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+	if st, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		return "", &NotResultError{fmt.Errorf("result: %s does not exist", dir)}
 	} else if err != nil {
 		return "", &NotResultError{fmt.Errorf("result: %w", err)}
+	} else if !st.IsDir() {
+		return "", &NotResultError{fmt.Errorf("result: %s is a file, not a result directory (a run's --results directory, with its %s)", dir, SamplesName)}
 	}
 	for _, n := range []string{SamplesName, PlainSamplesName} {
 		p := filepath.Join(dir, n)
