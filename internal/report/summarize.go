@@ -304,7 +304,8 @@ func (z *Summarizer) Finish() *Summary {
 	s.Adjustment = adjust(s.Comparisons)
 	// After the comparisons: whether the paths' differences stand
 	// depends on how much of them the client's turns are.
-	gaps := turnGaps(s.Cells, s.Comparisons, func(g string) string { return groupCalled(s, g) })
+	markClientTurns(s.Cells, s.Comparisons)
+	gaps := turnGaps(s.Comparisons, func(g string) string { return groupCalled(s, g) })
 	for _, note := range []string{clientTurnNote(s.Cells, gaps, s.Target, s.Lab["shaping"] != ""), turnGapNote(gaps)} {
 		if note != "" {
 			s.Notes = append(s.Notes, note)

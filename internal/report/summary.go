@@ -349,6 +349,14 @@ type Comparison struct {
 	PairedDiffMS     *float64    `json:"paired_diff_ms"`
 	CI95PairedDiffMS *[2]float64 `json:"ci95_paired_diff_ms"`
 	PPairedHolm      *float64    `json:"p_paired_holm"`
+	// ClientTurnsDiffMS is the path's mean client turns less the
+	// baseline's, where both cells have them, and ClientTurnsNetMS is
+	// DiffMS net of it; ClientTurnsFlagged says they differ by TurnPart
+	// or more of DiffMS, so the difference is not the path's alone
+	// (markClientTurns).
+	ClientTurnsDiffMS  *float64 `json:"client_turns_diff_ms,omitempty"`
+	ClientTurnsNetMS   *float64 `json:"client_turns_net_ms,omitempty"`
+	ClientTurnsFlagged bool     `json:"client_turns_flagged,omitempty"`
 }
 
 // MetricComparison sets one figure of a path's runs against the

@@ -685,7 +685,7 @@ func meanRows(p string, cells []Cell, conns []int, wired, turned bool) [][]strin
 // is the time asked for), of the wire time, and of a trial's throughput.
 func comparisonSections(s *Summary, title string, cmps []Comparison, cells []Cell, conns []int) []section {
 	var out []section
-	busy := false
+	busy, turned := false, false
 	if len(cmps) > 0 && !timeBound(cells) {
 		out = append(out, comparisonSection(fmt.Sprintf("%s: increase over %s (positive = slower than %s)", title, s.Baseline, s.Baseline),
 			conns, cmps, []string{"actual increase (ms)", "% increase", "confidence level (1-p Welch)", "95% CI of difference (ms)",
@@ -696,13 +696,17 @@ func comparisonSections(s *Summary, title string, cmps []Comparison, cells []Cel
 					mark = BusyMark(cellAt(cells, c.Path, c.Conns), cellAt(cells, s.Baseline, c.Conns))
 				}
 				busy = busy || mark != ""
-				return []string{optSigned(c.DiffMS, c.NA["diff_ms"]) + mark, optPct(c.PctIncrease, c.NA["pct_increase"]), optConf(c.Confidence, c.NA["confidence"]),
+				turned = turned || c.ClientTurnsFlagged
+				return []string{optSigned(c.DiffMS, c.NA["diff_ms"]) + mark + TurnsMark(c), optPct(c.PctIncrease, c.NA["pct_increase"]), optConf(c.Confidence, c.NA["confidence"]),
 					optRange(c.CI95DiffMS, c.NA["ci95_diff_ms"], " to "),
 					optSigned(c.PairedDiffMS, c.NA["paired_diff_ms"]), optRange(c.CI95PairedDiffMS, c.NA["ci95_paired_diff_ms"], " to "),
 					holmP(c.PPairedHolm, c.PPaired, c.NA["p_paired"]), optP(c.PMannWhitney, c.NA["p_mann_whitney"])}
 			}, s.Adjustment))
 		if busy {
 			out[0].Footer = append(out[0].Footer, BusyNote)
+		}
+		if turned {
+			out[0].Footer = append(out[0].Footer, TurnsNote)
 		}
 		out[len(out)-1].Footer = append(out[len(out)-1].Footer, spokeApart(s.Baseline, cmps, cells)...)
 	}

@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"v6lab/internal/report/stats"
 )
 
 // TurnPart is the share of a path's difference from the baseline that the
@@ -23,35 +25,64 @@ type turnGap struct {
 	turns, diff          float64 // path - baseline, ms
 }
 
-// turnGaps finds the comparisons whose client turns differ by TurnPart
-// or more of the paths' difference in mean time, the largest turn
-// differences first, each cell group named by called. Comparisons
-// without client turns on both sides are not judged.
-func turnGaps(cells []Cell, cmps []Comparison, called func(group string) string) []turnGap {
+// markClientTurns sets each comparison's client turns against the
+// baseline's (ClientTurnsDiffMS, ClientTurnsNetMS) where both cells have
+// them, and flags it (ClientTurnsFlagged) where they differ by TurnPart
+// or more of the paths' difference in mean time: the one rule the note,
+// "In short" and the increase table read.
+func markClientTurns(cells []Cell, cmps []Comparison) {
 	turn := map[cellKey]float64{}
 	for _, c := range cells {
 		if t := c.Metrics[ClientTurnMetric]; t != nil {
 			turn[cellKey{c.Protocol, c.Path, c.Conns}] = t.Mean
 		}
 	}
-	var out []turnGap
-	for _, c := range cmps {
+	for i := range cmps {
+		c := &cmps[i]
 		t, ok := turn[cellKey{c.Protocol, c.Path, c.Conns}]
 		bt, bok := turn[cellKey{c.Protocol, c.Baseline, c.Conns}]
 		if !ok || !bok || c.DiffMS == nil {
 			continue
 		}
-		if d := t - bt; math.Abs(d) >= TurnPart*math.Abs(*c.DiffMS) {
-			conns := "conns"
-			if c.Conns == 1 {
-				conns = "conn"
-			}
-			out = append(out, turnGap{fmt.Sprintf("%s at %d %s", called(c.Protocol), c.Conns, conns), c.Path, c.Baseline, d, *c.DiffMS})
+		d := t - bt
+		c.ClientTurnsDiffMS, c.ClientTurnsNetMS = ptr(d), ptr(*c.DiffMS-d)
+		c.ClientTurnsFlagged = math.Abs(d) >= TurnPart*math.Abs(*c.DiffMS)
+	}
+}
+
+// turnGaps are the flagged comparisons (markClientTurns), the largest
+// turn differences first, each cell group named by called.
+func turnGaps(cmps []Comparison, called func(group string) string) []turnGap {
+	var out []turnGap
+	for _, c := range cmps {
+		if c.ClientTurnsFlagged {
+			out = append(out, turnGap{fmt.Sprintf("%s at %s", called(c.Protocol), stats.Count(c.Conns, "conn")), c.Path, c.Baseline, *c.ClientTurnsDiffMS, *c.DiffMS})
 		}
 	}
 	slices.SortStableFunc(out, func(a, b turnGap) int { return cmp.Compare(math.Abs(b.turns), math.Abs(a.turns)) })
 	return out
 }
+
+// TurnsMark marks a difference the client's own turns make up TurnPart
+// or more of (ClientTurnsFlagged) with the difference net of them.
+func TurnsMark(c *Comparison) string {
+	if c == nil || !c.ClientTurnsFlagged {
+		return ""
+	}
+	return turnsMarkOf([]string{netOfTurns(*c.ClientTurnsNetMS)})
+}
+
+// turnsMarkOf is the mark of one or more differences net of turns.
+func turnsMarkOf(nets []string) string {
+	return " (client turns: " + strings.Join(nets, ", ") + ")"
+}
+
+// netOfTurns says a difference net of turns (ms), as precise as the
+// increase table's differences.
+func netOfTurns(v float64) string { return optSigned(&v, "") + " ms net" }
+
+// TurnsNote explains TurnsMark.
+var TurnsNote = fmt.Sprintf("(client turns: … net): the path's and the baseline's client turns differ by %.0f%% or more of the difference, so it is not the path's alone; the figure is the difference net of turns (the client-turns note, docs/metrics.md)", 100*TurnPart)
 
 // String says what the gap does to the comparison, with the difference
 // net of the turns.
@@ -73,7 +104,8 @@ func (g turnGap) String() string {
 
 // turnGapNote names the comparisons whose difference the client's own
 // turns explain in part (turnGaps; "" if none): the largest few, as the
-// note on turns' share does.
+// note on turns' share does; summary.json flags every one, and the
+// increase tables mark them.
 func turnGapNote(gaps []turnGap) string {
 	if len(gaps) == 0 {
 		return ""
@@ -84,7 +116,7 @@ func turnGapNote(gaps []turnGap) string {
 	}
 	more := ""
 	if len(gaps) > 3 {
-		more = fmt.Sprintf("; and %s more", comparisons(len(gaps)-3))
+		more = fmt.Sprintf("; and %s more, marked in the increase tables and flagged in summary.json (client_turns_flagged)", comparisons(len(gaps)-3))
 	}
 	return fmt.Sprintf("client turns differ between paths by %.0f%% or more of their difference in %s, so there the difference is not the path's alone: %s%s (docs/metrics.md)",
 		100*TurnPart, comparisons(len(gaps)), strings.Join(named, "; "), more)

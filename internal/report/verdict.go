@@ -63,8 +63,11 @@ type loadPoint struct {
 	unit  string
 	worse float64
 	runs  int
-	na    string // why there is no comparison
-	pctNA string // why there is no percentage (the comparison's n/a)
+	// turnsNet is the time difference net of client turns where the
+	// turns make up TurnPart or more of it (ClientTurnsFlagged), else nil.
+	turnsNet *float64
+	na       string // why there is no comparison
+	pctNA    string // why there is no percentage (the comparison's n/a)
 }
 
 // excludesZero says whether the raw 95% interval of the difference lies
@@ -94,7 +97,11 @@ func Verdicts(s *Summary) []Verdict {
 		if _, ok := transactions[c.Protocol]; !ok {
 			transactions[c.Protocol] = transactionGroup(s, c.Protocol)
 		}
-		points[k] = append(points[k], pointOf(c, baselineMean(s, c), transactions[c.Protocol]))
+		p := pointOf(c, baselineMean(s, c), transactions[c.Protocol])
+		if p.unit == "ms" && c.ClientTurnsFlagged {
+			p.turnsNet = c.ClientTurnsNetMS
+		}
+		points[k] = append(points[k], p)
 	}
 	holm := holmCount(s)
 	var out []Verdict
@@ -253,13 +260,13 @@ func verdictOf(ps []loadPoint, base string, throughput bool, holm int) Verdict {
 	switch {
 	case len(slow) > 0 && len(fast) > 0:
 		kind = "mixed"
-		parts = append(parts, sizes(slow)+" slower"+what+" at "+loads(slow)+", "+sizes(fast)+" faster"+what+" at "+loads(fast)+", significant")
+		parts = append(parts, sizes(slow)+" slower"+what+" at "+loads(slow)+turnsMarks(slow)+", "+sizes(fast)+" faster"+what+" at "+loads(fast)+turnsMarks(fast)+", significant")
 	case len(slow) > 0:
 		kind = "slower"
-		parts = append(parts, sizes(slow)+" slower"+what+" "+where(slow, ps)+", significant")
+		parts = append(parts, sizes(slow)+" slower"+what+" "+where(slow, ps)+turnsMarks(slow)+", significant")
 	case len(fast) > 0:
 		kind = "faster"
-		parts = append(parts, sizes(fast)+" faster"+what+" "+where(fast, ps)+", significant")
+		parts = append(parts, sizes(fast)+" faster"+what+" "+where(fast, ps)+turnsMarks(fast)+", significant")
 	}
 	if len(raw) > 0 {
 		if kind == "same" {
@@ -301,7 +308,7 @@ func rawClause(raw, all []loadPoint, what string, holm int) string {
 		if p.unit == "ms" {
 			what = "" // a throughput group's point that fell back to its time
 		}
-		each = append(each, strings.TrimSpace(fmt.Sprintf("%s%s by %s (95%% interval %s) %s", dir, what, amount(p.diff, p.unit), interval(*p.ci, p.unit), at)))
+		each = append(each, strings.TrimSpace(fmt.Sprintf("%s%s by %s (95%% interval %s) %s", dir, what, amount(p.diff, p.unit), interval(*p.ci, p.unit), at))+turnsMarks([]loadPoint{p}))
 	}
 	runs := ""
 	if n := raw[0].runs; n > 0 {
@@ -418,6 +425,27 @@ func where(sel, all []loadPoint) string {
 		}
 	}
 	return "at " + loads(sel)
+}
+
+// turnsMarks marks the points of a stated difference whose client turns
+// make up TurnPart or more of it (TurnsMark), each with its load when
+// there are more than one.
+func turnsMarks(ps []loadPoint) string {
+	var nets []string
+	for _, p := range ps {
+		if p.turnsNet == nil {
+			continue
+		}
+		net := netOfTurns(*p.turnsNet)
+		if len(ps) > 1 {
+			net += " at " + loads([]loadPoint{p})
+		}
+		nets = append(nets, net)
+	}
+	if len(nets) == 0 {
+		return ""
+	}
+	return turnsMarkOf(nets)
 }
 
 func loads(ps []loadPoint) string {
