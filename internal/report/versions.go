@@ -64,8 +64,8 @@ func VersionsTable(s *Summary) (section, bool) {
 					continue
 				}
 				rows[0] = append(rows[0], optMS(c.MeanMS, c.NA["mean_ms"]))
-				rows[1] = append(rows[1], metricMean(c, "handshake_ms"))
-				rows[2] = append(rows[2], metricMean(c, "ttfb_ms"))
+				rows[1] = append(rows[1], metricMeanMS(c, "handshake_ms"))
+				rows[2] = append(rows[2], metricMeanMS(c, "ttfb_ms"))
 				rows[3] = append(rows[3], completion(c))
 				rows[4] = append(rows[4], spoke(c, slices.Contains(s.HTTPCleartext, g)))
 			}
@@ -78,6 +78,17 @@ func VersionsTable(s *Summary) (section, bool) {
 		sec.Footer = append(sec.Footer, fmt.Sprintf("%s ran in cleartext, the other versions over TLS: %s handshake and first byte lack TLS's round trips (give tls: true, or an https url, to compare like with like)", strings.Join(calledAll(s, clear), ", "), its))
 	}
 	return sec, true
+}
+
+// metricMeanMS is a cell's mean of metric k, in ms, at the precision the
+// mean row above it is printed in (FormatMS: 106.3 beside 104.0, not 104),
+// "-" when absent.
+func metricMeanMS(c *Cell, k string) string {
+	v, ok := mean(c, k)
+	if !ok {
+		return "-"
+	}
+	return FormatMS(v)
 }
 
 // clearGroups are those of groups that ran without TLS: HTTP/1.1 in
