@@ -1136,7 +1136,7 @@ func TestProbeResolveKeepsTheName(t *testing.T) {
 	for args, want := range map[string]string{
 		"--resolve=www.x.test":                    `--resolve: "www.x.test": want NAME=ADDR[,ADDR]`,
 		"--resolve=www.x.test=300.1.1.1":          `--resolve: "300.1.1.1" is not an address`,
-		"--resolve=www.not-in-dns.test=127.0.0.1": "path ipv6: www.not-in-dns.test: --resolve gives it no IPv6 address",
+		"--resolve=www.not-in-dns.test=127.0.0.1": "path ipv6: www.not-in-dns.test: --resolve gives it no IPv6 address ([127.0.0.1]): add one, or leave ipv6 out of the paths",
 	} {
 		if _, err := v6lab(t, "probe", "http", target, args, "--paths", "ipv4,ipv6"); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", args, err, want)

@@ -262,7 +262,7 @@ func (n *Named) hostFit(host string, p path.Path, resolve string) (map[string][]
 	if addrs, given := hosts[name]; given && !slices.ContainsFunc(addrs, p.Accepts) {
 		// Not looked up: an address of the path's family, or every
 		// transaction would fail.
-		return hosts, n.resolveAt(name), fmt.Errorf("%s: %s gives it no %s address (%v)", host, resolve, p.Family(), addrs)
+		return hosts, n.resolveAt(name), fmt.Errorf("%s: %s gives it no %s address (%v): add one, or leave %s out of the paths", host, resolve, p.Family(), addrs, p)
 	}
 	return hosts, "", nil
 }
