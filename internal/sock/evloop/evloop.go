@@ -968,7 +968,7 @@ func (c *conn) checkOrder() {
 		c.res.Reordered = c.res.TCP.OutOfOrder > 0
 		return
 	}
-	if ti, ok := tcpinfo.Read(c.fd); ok && ti.OutOfOrder > 0 {
+	if n, ok := tcpinfo.OutOfOrder(c.fd); ok && n > 0 {
 		c.res.Reordered = true
 	}
 }

@@ -86,6 +86,18 @@ const StallQuiet = time.Second
 // had stalled: it was up, and nothing moved on it for StallQuiet or more.
 func (i Info) Stalled() bool { return i.Established && i.Quiet() >= StallQuiet }
 
+// OutOfOrder is a connection's count of segments that arrived out of
+// order so far (tcpi_rcv_ooopack), without the rest of Read's work: the
+// question a transaction asks of its reply's stamps (ok false: no TCP
+// socket, or closed).
+func OutOfOrder(fd int) (n int, ok bool) {
+	ti, err := unix.GetsockoptTCPInfo(fd, unix.IPPROTO_TCP, unix.TCP_INFO)
+	if err != nil {
+		return 0, false
+	}
+	return int(ti.Rcv_ooopack), true
+}
+
 // LateRead is how long after its bytes' receive stamp a read may return
 // before the stamp is doubted. The kernel stamps a read with its last
 // segment's arrival; when a segment was lost, the ones after it arrive
