@@ -459,7 +459,7 @@ func clientTurnNote(cells []Cell, gaps []turnGap, target string, shaped bool) st
 	wait, advice := clientTurnAdvice(target, shaped)
 	alike := fmt.Sprintf("paths pay it nearly alike: each path's turns differ from the baseline's by less than %.0f%% of its difference, so each difference stands, net of turns at least %.0f%% of its size", 100*TurnPart, 100*(1-TurnPart))
 	if len(gaps) > 0 {
-		alike = fmt.Sprintf("paths do not all pay it alike: in %s their turns differ by %.0f%% or more of the difference (the next note)", comparisons(len(gaps)), 100*TurnPart)
+		alike = fmt.Sprintf("paths do not all pay it alike: in %s their turns differ by %.0f%% or more of the difference (the next note)", stats.Count(len(gaps), "comparison"), 100*TurnPart)
 	}
 	return fmt.Sprintf("client turns are more than %.0f%% of the wire time in %s%s: there the figures are the client's own turnaround (its work, and %s) as much as the network's; %s. To shrink it, %s; docs/metrics.md",
 		100*ClientShare, strings.Join(named, ", "), more, wait, alike, advice)

@@ -116,16 +116,8 @@ func turnGapNote(gaps []turnGap) string {
 	}
 	more := ""
 	if len(gaps) > 3 {
-		more = fmt.Sprintf("; and %s more, marked in the increase tables and flagged in summary.json (client_turns_flagged)", comparisons(len(gaps)-3))
+		more = fmt.Sprintf("; and %s more, marked in the increase tables and flagged in summary.json (client_turns_flagged)", stats.Count(len(gaps)-3, "comparison"))
 	}
 	return fmt.Sprintf("client turns differ between paths by %.0f%% or more of their difference in %s, so there the difference is not the path's alone: %s%s (docs/metrics.md)",
-		100*TurnPart, comparisons(len(gaps)), strings.Join(named, "; "), more)
-}
-
-// comparisons is "1 comparison" or "n comparisons".
-func comparisons(n int) string {
-	if n == 1 {
-		return "1 comparison"
-	}
-	return fmt.Sprintf("%d comparisons", n)
+		100*TurnPart, stats.Count(len(gaps), "comparison"), strings.Join(named, "; "), more)
 }
